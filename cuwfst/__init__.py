@@ -1,0 +1,7 @@
+"""cuwfst: exact WFST decoding of CTC log-probs with k2 intersect_dense_pruned semantics."""
+
+from .decoder import Decoder, DecoderOptions, Hypothesis
+from .graph import CorruptGraphImage, Graph
+
+__version__ = "0.1.0"
+__all__ = ["Decoder", "DecoderOptions", "Hypothesis", "Graph", "CorruptGraphImage", "__version__"]

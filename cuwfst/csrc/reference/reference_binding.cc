@@ -1,0 +1,225 @@
+// TVM-FFI exports of the CPU reference decoder. Every tensor is checked here; the
+// decoder itself trusts a validated graph (cuwfst/graph/image.py) and these checks.
+#include <tvm/ffi/container/tensor.h>
+#include <tvm/ffi/dtype.h>
+#include <tvm/ffi/error.h>
+#include <tvm/ffi/function.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "reference_decoder.h"
+
+namespace {
+
+using tvm::ffi::TensorView;
+using cuwfst::reference::GraphView;
+using cuwfst::reference::Options;
+
+constexpr DLDataType kI32{kDLInt, 32, 1};
+constexpr DLDataType kF32{kDLFloat, 32, 1};
+
+bool SameType(DLDataType a, DLDataType b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+void Check(const TensorView& t, const char* name, DLDataType dt, std::vector<int64_t> shape) {
+  if (t.device().device_type != kDLCPU)
+    TVM_FFI_THROW(ValueError) << name << " must be a CPU tensor";
+  if (!SameType(t.dtype(), dt))
+    TVM_FFI_THROW(TypeError) << name << " must be " << (dt.code == kDLFloat ? "float32" : "int32");
+  if (t.ndim() != static_cast<int32_t>(shape.size()))
+    TVM_FFI_THROW(ValueError) << name << " must have " << shape.size() << " dims, got " << t.ndim();
+  int64_t expect_stride = 1;
+  for (int i = t.ndim() - 1; i >= 0; --i) {
+    if (shape[i] >= 0 && t.shape()[i] != shape[i])
+      TVM_FFI_THROW(ValueError) << name << " dim " << i << " is " << t.shape()[i] << ", expected "
+                                << shape[i];
+    if (t.shape()[i] > 1 && t.strides()[i] != expect_stride)
+      TVM_FFI_THROW(ValueError) << name << " must be contiguous";
+    expect_stride *= t.shape()[i];
+  }
+}
+
+struct RefGraph {
+  GraphView view;
+};
+
+RefGraph* GetGraph(int64_t h) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null graph handle";
+  return reinterpret_cast<RefGraph*>(h);
+}
+
+int64_t RefGraphCreate(TensorView row_splits, TensorView final_count, TensorView eps_count,
+                       TensorView dest, TensorView ilabel, TensorView weight, int64_t vocab_size,
+                       int64_t start_state, bool finals_at_end) {
+  int64_t n = final_count.ndim() == 1 ? final_count.shape()[0] : -1;
+  int64_t a = dest.ndim() == 1 ? dest.shape()[0] : -1;
+  if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D";
+  if (a >= cuwfst::reference::kRedirectArcBit)
+    TVM_FFI_THROW(ValueError) << "graphs are limited to 2^30 arcs, got " << a;
+  Check(row_splits, "row_splits", kI32, {n + 1});
+  Check(final_count, "final_count", kI32, {n});
+  Check(dest, "dest", kI32, {a});
+  Check(ilabel, "ilabel", kI32, {a});
+  Check(weight, "weight", kF32, {a});
+  bool has_eps = eps_count.ndim() == 1 && eps_count.shape()[0] == n && n > 0;
+  if (has_eps) Check(eps_count, "eps_count", kI32, {n});
+  auto g = std::make_unique<RefGraph>();
+  GraphView& v = g->view;
+  v.num_states = static_cast<int32_t>(n);
+  v.num_arcs = static_cast<int32_t>(a);
+  v.vocab_size = static_cast<int32_t>(vocab_size);
+  v.start_state = static_cast<int32_t>(start_state);
+  v.finals_at_end = finals_at_end;
+  v.row_splits = static_cast<const int32_t*>(row_splits.data_ptr());
+  v.final_count = static_cast<const int32_t*>(final_count.data_ptr());
+  v.eps_count = has_eps ? static_cast<const int32_t*>(eps_count.data_ptr()) : nullptr;
+  v.dest = static_cast<const int32_t*>(dest.data_ptr());
+  v.ilabel = static_cast<const int32_t*>(ilabel.data_ptr());
+  v.weight = static_cast<const float*>(weight.data_ptr());
+  if (v.start_state < 0 || v.start_state >= v.num_states)
+    TVM_FFI_THROW(ValueError) << "start state out of range";
+  return reinterpret_cast<int64_t>(g.release());
+}
+
+void RefGraphFree(int64_t h) { delete GetGraph(h); }
+
+Options MakeOptions(double search_beam, double output_beam, int64_t min_active, int64_t max_active,
+                    bool allow_partial, int64_t eps_iterations, bool online) {
+  if (!(search_beam > 0)) TVM_FFI_THROW(ValueError) << "search_beam must be > 0";
+  if (!(output_beam > 0)) TVM_FFI_THROW(ValueError) << "output_beam must be > 0";
+  if (min_active < 0) TVM_FFI_THROW(ValueError) << "min_active_states must be >= 0";
+  if (max_active <= min_active)
+    TVM_FFI_THROW(ValueError) << "max_active_states must be greater than min_active_states";
+  if (eps_iterations < 0) TVM_FFI_THROW(ValueError) << "eps_iterations must be >= 0";
+  Options o;
+  o.search_beam = static_cast<float>(search_beam);
+  o.output_beam = static_cast<float>(output_beam);
+  o.min_active = static_cast<int32_t>(min_active);
+  o.max_active = static_cast<int32_t>(std::min<int64_t>(max_active, INT32_MAX));
+  o.allow_partial = allow_partial;
+  o.eps_iterations = static_cast<int32_t>(eps_iterations);
+  o.online = online;
+  return o;
+}
+
+// log_probs [B, T, V>=vocab] f32; lengths [B] i32 in [0, T]. Outputs, one row per batch row:
+// out_arcs [B, cap] i32 (the first min(len, cap) arcs), out_len [B] i32 (the TRUE length),
+// out_score [B] f32, out_meta [B, 4] i32 = {reached_final, redirected, redirect_arc, max_frontier}.
+void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
+               double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
+               int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_arcs,
+               TensorView out_len, TensorView out_score, TensorView out_meta) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, online);
+  if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
+  const int64_t B = log_probs.shape()[0], T = log_probs.shape()[1], V = log_probs.shape()[2];
+  Check(log_probs, "log_probs", kF32, {B, T, V});
+  if (V < g.vocab_size)
+    TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is "
+                              << g.vocab_size;
+  Check(lengths, "lengths", kI32, {B});
+  if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
+  const int64_t cap = out_arcs.shape()[1];
+  Check(out_arcs, "out_arcs", kI32, {B, cap});
+  Check(out_len, "out_len", kI32, {B});
+  Check(out_score, "out_score", kF32, {B});
+  Check(out_meta, "out_meta", kI32, {B, 4});
+  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
+  for (int64_t b = 0; b < B; ++b)
+    if (len[b] < 0 || len[b] > T)
+      TVM_FFI_THROW(ValueError) << "lengths[" << b << "] = " << len[b] << " outside [0, " << T << "]";
+  const float* lp = static_cast<const float*>(log_probs.data_ptr());
+  int32_t* arcs = static_cast<int32_t*>(out_arcs.data_ptr());
+  int32_t* olen = static_cast<int32_t*>(out_len.data_ptr());
+  float* oscore = static_cast<float*>(out_score.data_ptr());
+  int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
+
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    std::vector<int32_t> slot(g.num_states, -1);
+    for (int64_t b = next++; b < B; b = next++) {
+      auto r = cuwfst::reference::DecodeRow(g, lp + b * T * V, V, len[b], opt, &slot, nullptr);
+      olen[b] = static_cast<int32_t>(r.arcs.size());
+      int64_t n = std::min<int64_t>(cap, r.arcs.size());
+      if (n > 0) std::memcpy(arcs + b * cap, r.arcs.data(), n * sizeof(int32_t));
+      oscore[b] = r.score;
+      meta[b * 4 + 0] = r.reached_final;
+      meta[b * 4 + 1] = r.redirected;
+      meta[b * 4 + 2] = r.redirect_arc;
+      meta[b * 4 + 3] = r.max_frontier;
+    }
+  };
+  int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, B));
+  if (nt == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+  }
+}
+
+// One row with per-step snapshots. Snapshot k (k = 0 the initial frontier, k = t + 1 after
+// step t) fills out_count[k] tokens of out_state/out_score/out_arc[k, :] (arc = the token's
+// winning arc, -1 for the start token, kRedirectArcBit set on a redirect) and
+// out_step[k] = {phase, beam, cutoff}. cap must be >= num_states.
+void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, double search_beam,
+                        double output_beam, int64_t min_active, int64_t max_active,
+                        bool allow_partial, int64_t eps_iterations, bool online,
+                        TensorView out_count, TensorView out_state, TensorView out_score,
+                        TensorView out_arc, TensorView out_step) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, online);
+  if (log_probs.ndim() != 2) TVM_FFI_THROW(ValueError) << "log_probs must be [T, V]";
+  const int64_t T = log_probs.shape()[0], V = log_probs.shape()[1];
+  Check(log_probs, "log_probs", kF32, {T, V});
+  if (V < g.vocab_size) TVM_FFI_THROW(ValueError) << "log_probs narrower than vocab_size";
+  if (length < 0 || length > T) TVM_FFI_THROW(ValueError) << "length outside [0, T]";
+  const int64_t K = length + 2;
+  if (out_state.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_state must be [K, cap]";
+  const int64_t cap = out_state.shape()[1];
+  if (cap < g.num_states) TVM_FFI_THROW(ValueError) << "snapshot cap must be >= num_states";
+  Check(out_count, "out_count", kI32, {K});
+  Check(out_state, "out_state", kI32, {K, cap});
+  Check(out_score, "out_score", kF32, {K, cap});
+  Check(out_arc, "out_arc", kI32, {K, cap});
+  Check(out_step, "out_step", kF32, {K, 3});
+  std::vector<int32_t> slot(g.num_states, -1);
+  std::vector<cuwfst::reference::StepSnapshot> snaps;
+  cuwfst::reference::DecodeRow(g, static_cast<const float*>(log_probs.data_ptr()), V,
+                               static_cast<int32_t>(length), opt, &slot, &snaps);
+  int32_t* cnt = static_cast<int32_t*>(out_count.data_ptr());
+  int32_t* st = static_cast<int32_t*>(out_state.data_ptr());
+  float* sc = static_cast<float*>(out_score.data_ptr());
+  int32_t* ar = static_cast<int32_t*>(out_arc.data_ptr());
+  float* step = static_cast<float*>(out_step.data_ptr());
+  for (int64_t k = 0; k < K; ++k) {
+    const auto& s = snaps[k];
+    cnt[k] = static_cast<int32_t>(s.frontier.size());
+    step[k * 3 + 0] = static_cast<float>(s.phase);
+    step[k * 3 + 1] = s.beam;
+    step[k * 3 + 2] = s.cutoff;
+    for (size_t i = 0; i < s.frontier.size(); ++i) {
+      st[k * cap + i] = s.frontier[i].state;
+      sc[k * cap + i] = s.frontier[i].score;
+      ar[k * cap + i] = s.arcs[i];
+    }
+  }
+}
+
+}  // namespace
+
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_free, RefGraphFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode, RefDecode);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_snapshots, RefDecodeSnapshots);

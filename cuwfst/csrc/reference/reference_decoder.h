@@ -1,0 +1,107 @@
+// The exact-semantics CPU decoder: the executable definition of k2's
+// intersect_dense_pruned (1-best) that the GPU decoder is tested against.
+//
+// Semantics (k2 >= 1.24, see docs/design.md "Decoding semantics"):
+//   * step t of a row of length T reads log_probs[t] for t < T; step T is the final step,
+//     which expands only ilabel -1 arcs with acoustic 0 and beam 1e10;
+//   * before each step the dynamic beam is updated from the frontier size (k2's formula,
+//     in k2's double-then-float arithmetic), cutoff = exact_max - beam over all arcs of
+//     the step, and an arc is admitted iff end > cutoff;
+//   * end = (score[src] + weight) + log_prob[t][ilabel], float32, in that order;
+//   * a state's score is the max over its admitted incoming arcs (first one wins a tie);
+//   * allow_partial: when no frontier state has a final arc at the final step, every arc
+//     of every frontier state is redirected to the final state (acoustic 0, weight kept);
+//   * epsilon arcs (ilabel -2): after each emitting step, up to eps_iterations closure
+//     passes against the step's cutoff (see ExpandEpsilon).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace cuwfst {
+namespace reference {
+
+struct GraphView {
+  int32_t num_states = 0;
+  int32_t num_arcs = 0;
+  int32_t vocab_size = 0;
+  int32_t start_state = 0;
+  bool finals_at_end = true;
+  const int32_t* row_splits = nullptr;   // [num_states + 1]
+  const int32_t* final_count = nullptr;  // [num_states]
+  const int32_t* eps_count = nullptr;    // [num_states] or nullptr
+  const int32_t* dest = nullptr;         // [num_arcs]
+  const int32_t* ilabel = nullptr;       // [num_arcs]
+  const float* weight = nullptr;         // [num_arcs]
+
+  int32_t FinalBegin(int32_t s) const {
+    return finals_at_end ? row_splits[s + 1] - final_count[s] : row_splits[s];
+  }
+  int32_t FinalEnd(int32_t s) const { return FinalBegin(s) + final_count[s]; }
+  int32_t EpsBegin(int32_t s) const {
+    return finals_at_end ? row_splits[s] : row_splits[s] + final_count[s];
+  }
+  int32_t EpsEnd(int32_t s) const { return EpsBegin(s) + (eps_count ? eps_count[s] : 0); }
+  int32_t EmitBegin(int32_t s) const { return EpsEnd(s); }
+  int32_t EmitEnd(int32_t s) const {
+    return finals_at_end ? row_splits[s + 1] - final_count[s] : row_splits[s + 1];
+  }
+};
+
+struct Options {
+  float search_beam = 20.0f;
+  float output_beam = 8.0f;  // lattice pruning only; never read by the forward pass
+  int32_t min_active = 30;
+  int32_t max_active = 10000;
+  bool allow_partial = true;
+  int32_t eps_iterations = 0;
+  bool online = false;  // k2 online beam mode: the row length is unknown until the final step
+};
+
+// Phases of a step (shared with the GPU decoder and the debug snapshots).
+enum Phase : int32_t { kPhaseReal = 0, kPhaseFinal = 1, kPhaseRedirect = 2, kPhaseEps = 3 };
+
+// A winners-log entry: the token's predecessor entry (-1 = the start token) and the arc.
+struct Winner {
+  int32_t prev;
+  int32_t arc;  // kRedirectArcBit set on an allow_partial redirect
+};
+constexpr int32_t kRedirectArcBit = 1 << 30;
+
+struct Token {
+  int32_t state;
+  float score;
+  int32_t winner;  // index into the winners log, -1 for the start token
+};
+
+struct StepSnapshot {
+  int32_t phase = kPhaseReal;
+  float beam = 0.f;
+  float cutoff = 0.f;
+  std::vector<Token> frontier;  // after the step (and its epsilon closure)
+  std::vector<int32_t> arcs;    // each frontier token's winning arc (-1: the start token)
+};
+
+struct RowResult {
+  bool reached_final = false;  // the final state was reached through a real final arc
+  bool redirected = false;     // allow_partial redirect produced the path
+  float score = -INFINITY;
+  int32_t redirect_arc = -1;   // the graph arc redirected to the final state, if any
+  std::vector<int32_t> arcs;   // graph arc ids of the best path (redirected arc excluded)
+  int32_t max_frontier = 0;    // the largest frontier seen
+};
+
+// Decodes one row. log_probs points at [T, row_stride] floats (row t at t * row_stride).
+// `scratch_state_slot` must hold num_states entries, all -1 (it is restored to -1).
+RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
+                    const Options& opt, std::vector<int32_t>* scratch_state_slot,
+                    std::vector<StepSnapshot>* snapshots);
+
+// k2's dynamic-beam update (GetPruningCutoffs), in k2's arithmetic: float variables,
+// double-precision constants. `t`, `final_t` as k2 has them (final_t = T + 1).
+float UpdateBeam(float beam, int32_t active_states, int32_t t, int32_t final_t,
+                 const Options& opt);
+
+}  // namespace reference
+}  // namespace cuwfst

@@ -1,0 +1,145 @@
+"""`cuwfst.Decoder`: offline batched 1-best decoding on the CPU or the GPU."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from ..graph import Graph
+from .inputs import check_finite, check_lengths, check_log_probs, log_probs_to_host
+from .options import DecoderOptions
+from .result import Hypothesis
+
+
+class _ReferenceGraph:
+    """The graph's arrays handed to the CPU reference module (kept alive here)."""
+
+    def __init__(self, graph: Graph):
+        from ..jit.reference import module
+
+        a = graph.arrays
+        self.mod = module()
+        self._keep = [
+            np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
+            np.ascontiguousarray(a.eps_count if a.has_eps else np.zeros(0), np.int32),
+            np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
+            np.ascontiguousarray(a.weight, np.float32),
+        ]
+        self.handle = self.mod.ref_graph_create(*self._keep, a.vocab_size, a.start_state, a.finals_at_end)
+
+    def __del__(self):
+        h, self.handle = getattr(self, "handle", 0), 0
+        if h:
+            self.mod.ref_graph_free(h)
+
+
+def _graph_of(graph) -> Graph:
+    if isinstance(graph, Graph):
+        return graph
+    if isinstance(graph, (str, os.PathLike)):
+        return Graph.load(graph)
+    raise TypeError(f"graph must be a cuwfst.Graph or a path to a graph image, got {type(graph).__name__}")
+
+
+class Decoder:
+    """Decodes CTC log-probs against a graph with k2 `intersect_dense_pruned` semantics.
+
+    device="cpu" runs the exact reference decoder (slow, threads over rows);
+    device="cuda" (or "cuda:N") runs the GPU decoder.
+    """
+
+    def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
+                 num_threads: int | None = None, **kwargs):
+        self.graph = _graph_of(graph)
+        if options is None:
+            options = DecoderOptions(**kwargs)
+        elif kwargs:
+            raise TypeError("pass either options or keyword options, not both")
+        if not isinstance(options, DecoderOptions):
+            raise TypeError(f"options must be a DecoderOptions, got {type(options).__name__}")
+        self.options = options
+        self.eps_iterations = options.resolved_eps_iterations(self.graph)
+        self.device = str(device)
+        if self.device != "cpu":
+            if not self.device.startswith("cuda"):
+                raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
+            from .gpu import GpuBackend
+
+            self._gpu = GpuBackend(self.graph, options, self.eps_iterations, self.device)
+        else:
+            self._gpu = None
+            self._ref = _ReferenceGraph(self.graph)
+        self.num_threads = num_threads or min(8, os.cpu_count() or 1)
+
+    def path_capacity(self, frames: int) -> int:
+        return (frames + 2) * (1 + self.eps_iterations)
+
+    def decode(self, log_probs, lengths=None) -> list[Hypothesis]:
+        """log_probs [B, T, V] or [T, V] (float32; numpy, torch or DLPack); lengths [B] or None."""
+        if self._gpu is not None:
+            return self._gpu.decode(log_probs, lengths, self)
+        lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
+        B, T, _ = lp.shape
+        lens = check_lengths(lengths, B, T)
+        check_finite(lp, lens)
+        cap = self.path_capacity(T)
+        out_arcs = np.zeros((B, cap), np.int32)
+        out_len = np.zeros(B, np.int32)
+        out_score = np.zeros(B, np.float32)
+        out_meta = np.zeros((B, 4), np.int32)
+        o = self.options
+        self._ref.mod.ref_decode(self._ref.handle, lp, lens, o.search_beam, o.output_beam,
+                                 o.min_active_states, o.max_active_states, o.allow_partial,
+                                 self.eps_iterations, False, self.num_threads,
+                                 out_arcs, out_len, out_score, out_meta)
+        return [self.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]),
+                                     bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]))
+                for b in range(B)]
+
+    def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier) -> Hypothesis:
+        g = self.graph.arrays
+        arcs = np.asarray(arcs, np.int64)
+        il = g.ilabel[arcs] if arcs.size else np.zeros(0, np.int32)
+        emitting = il >= 0
+        # frame of each arc: emitting arcs consume frames 0, 1, ...; others sit at the frame reached
+        frame = np.cumsum(emitting) - emitting.astype(np.int64)
+        words, stamps = [], []
+        rs = g.aux_row_splits
+        for i, a in enumerate(arcs.tolist()):
+            for w in g.aux_pool[rs[a] : rs[a + 1]].tolist():
+                words.append(int(w))
+                stamps.append(int(frame[i]))
+        return Hypothesis(words=words, score=score, arcs=arcs.tolist(), reached_final=reached_final,
+                          overflow=overflow, tokens=il[emitting].astype(np.int64).tolist(),
+                          timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier)
+
+    def decode_snapshots(self, log_probs, length: int | None = None) -> list[dict]:
+        """CPU only: per-step frontiers of one row, for step-by-step comparison.
+
+        Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
+        phase, beam, cutoff and `tokens` {state: (score, arc)}."""
+        if self._gpu is not None:
+            raise NotImplementedError("snapshots come from the CPU reference decoder")
+        lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
+        if lp.shape[0] != 1:
+            raise ValueError("decode_snapshots takes one row ([T, V])")
+        lp = lp[0]
+        T = lp.shape[0]
+        length = T if length is None else int(length)
+        check_finite(lp[None], np.array([length]))
+        if not 0 <= length <= T:
+            raise ValueError(f"length {length} outside [0, {T}]")
+        K, cap = length + 2, self.graph.num_states
+        cnt = np.zeros(K, np.int32)
+        st = np.zeros((K, cap), np.int32)
+        sc = np.zeros((K, cap), np.float32)
+        ar = np.zeros((K, cap), np.int32)
+        step = np.zeros((K, 3), np.float32)
+        o = self.options
+        self._ref.mod.ref_decode_snapshots(self._ref.handle, lp, length, o.search_beam, o.output_beam,
+                                           o.min_active_states, o.max_active_states, o.allow_partial,
+                                           self.eps_iterations, False, cnt, st, sc, ar, step)
+        return [{"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
+                 "tokens": {int(st[k, i]): (float(sc[k, i]), int(ar[k, i])) for i in range(cnt[k])}}
+                for k in range(K)]

@@ -1,0 +1,40 @@
+"""Decoding results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Overflow bits (GPU decoder; the CPU decoder has no capacity limits and reports 0).
+OVERFLOW_CAND = 1  # candidate buffer full
+OVERFLOW_HASH = 2  # hash probe bound exceeded
+OVERFLOW_ARENA = 4  # winners arena full
+OVERFLOW_CLAIMS = 8  # distinct-state claims list full
+OVERFLOW_KEPT = 16  # surviving frontier larger than the frontier capacity
+OVERFLOW_PATH = 32  # best path longer than the path buffer: its oldest arcs are missing
+
+
+@dataclass
+class Hypothesis:
+    """The best path of one row.
+
+    words: word ids along the path. score: its float32 total score (graph + acoustic),
+    -inf when no path survived. arcs: graph arc ids of the path (the allow_partial
+    redirected arc excluded; it is `redirect_arc`). tokens: the ilabel of each emitting
+    arc (one per frame). timestamps: the frame index of the arc carrying each word.
+    reached_final: the path ends in a real final arc. overflow: GPU capacity bits.
+    """
+
+    words: list[int]
+    score: float
+    arcs: list[int]
+    reached_final: bool
+    overflow: int = 0
+    tokens: list[int] = field(default_factory=list)
+    timestamps: list[int] = field(default_factory=list)
+    redirect_arc: int = -1
+    max_frontier: int = 0
+    symbols: list[str] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.score == float("-inf")

@@ -1,0 +1,228 @@
+"""`cuwfst.Graph`: a decoding graph in the image layout, loaded, built or exported."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import numpy as np
+
+from .image import (EPS_ILABEL, FINAL_ILABEL, MAX_VOCAB, CorruptGraphImage, ImageArrays,
+                    read_image, validate, write_image)
+
+
+class Graph:
+    """A decoding graph: CSR arcs with ilabels (tokens, -1 final, -2 epsilon), scores and words.
+
+    Arc `i` of this object is arc `i` of the source graph for k2 graphs (identity order).
+    """
+
+    def __init__(self, arrays: ImageArrays, path: str | None = None):
+        self._a = arrays
+        self.path = path
+        self._max_eps_chain: int | None = None
+
+    # ------------------------------------------------------------------ constructors
+    @classmethod
+    def load(cls, path: str | os.PathLike, *, verify_checksum: bool = True) -> "Graph":
+        """Memory-map a graph image written by `save` (raises `corrupt graph image: ...`)."""
+        return cls(read_image(path, verify_checksum=verify_checksum), path=os.fspath(path))
+
+    @classmethod
+    def from_arcs(cls, *, num_states: int, start_state: int, src, dest, ilabel, weight,
+                  words: Sequence[Sequence[int]] | tuple | None = None, vocab_size: int | None = None,
+                  epsilon: np.ndarray | None = None, allow_reorder: bool = False) -> "Graph":
+        """Build from flat arc arrays in source order.
+
+        ilabel: -1 for final arcs (into the last state), otherwise a token id, or anything
+        where `epsilon` (a bool mask) is set. words: per-arc word-id lists, or a
+        (row_splits, pool) CSR pair; ids <= 0 are dropped. Arcs must be grouped by source
+        state. Within a state final arcs must sit at one end and epsilon arcs first among
+        the rest; with `allow_reorder` (used for OpenFst graphs, which have no global arc
+        ids) a state's arcs are stably partitioned into that order instead of refused.
+        """
+        src = np.asarray(src, dtype=np.int64)
+        dest = np.asarray(dest, dtype=np.int64)
+        ilabel = np.asarray(ilabel, dtype=np.int64).copy()
+        weight = np.asarray(weight, dtype=np.float32)
+        a = src.shape[0]
+        if not (dest.shape == ilabel.shape == weight.shape == (a,)):
+            raise ValueError("src, dest, ilabel and weight must be 1-D arrays of one length")
+        if a and ((src < 0) | (src >= num_states)).any():
+            raise ValueError(f"an arc's source state is outside [0, {num_states})")
+        if a and (np.diff(src) < 0).any():
+            i = int(np.flatnonzero(np.diff(src) < 0)[0]) + 1
+            raise ValueError(f"arcs must be grouped by source state in increasing order (arc {i})")
+        eps = np.zeros(a, bool) if epsilon is None else np.asarray(epsilon, dtype=bool)
+        is_final = (ilabel == FINAL_ILABEL) & ~eps
+        ilabel[eps] = EPS_ILABEL
+        if vocab_size is None:
+            emit = ilabel[~eps & ~is_final]
+            vocab_size = int(emit.max()) + 1 if emit.size else 1
+        if not 1 <= vocab_size < MAX_VOCAB:
+            raise ValueError(f"vocab_size {vocab_size} out of range [1, {MAX_VOCAB - 1}]")
+        row_splits = np.zeros(num_states + 1, np.int64)
+        np.add.at(row_splits, src + 1, 1)
+        row_splits = np.cumsum(row_splits)
+        # words -> CSR
+        if words is None:
+            aux_rs, aux_pool = np.zeros(a + 1, np.int64), np.zeros(0, np.int64)
+        elif isinstance(words, tuple) and len(words) == 2 and not np.isscalar(words[0]):
+            aux_rs, aux_pool = np.asarray(words[0], np.int64), np.asarray(words[1], np.int64)
+        else:
+            lens = np.fromiter((len(w) for w in words), np.int64, count=a)
+            aux_rs = np.concatenate([[0], np.cumsum(lens)])
+            aux_pool = np.fromiter((x for w in words for x in w), np.int64, count=int(aux_rs[-1]))
+        if aux_rs.shape != (a + 1,):
+            raise ValueError(f"words must give one entry per arc ({a})")
+        keep = aux_pool > 0
+        if not keep.all():  # 0 (epsilon) and -1 (k2's label on final arcs) carry no word
+            arc_of = np.repeat(np.arange(a), np.diff(aux_rs))
+            counts = np.bincount(arc_of[keep], minlength=a)
+            aux_rs = np.concatenate([[0], np.cumsum(counts)])
+            aux_pool = aux_pool[keep]
+        # class per arc: 0 = final-at-start, 1 = epsilon, 2 = emitting, 3 = final-at-end
+        deg = np.diff(row_splits)
+        n_final = np.bincount(src[is_final], minlength=num_states) if a else np.zeros(num_states, np.int64)
+        n_eps = np.bincount(src[eps], minlength=num_states) if a else np.zeros(num_states, np.int64)
+        order = np.arange(a)
+        finals_at_end = True
+        if a:
+            pos = np.arange(a) - row_splits[:-1][src]
+            # a state's finals are "at end" when they occupy its last n_final positions
+            fin_end_ok = ~is_final | (pos >= deg[src] - n_final[src])
+            fin_start_ok = ~is_final | (pos < n_final[src])
+            state_end_ok = np.ones(num_states, bool)
+            state_start_ok = np.ones(num_states, bool)
+            np.logical_and.at(state_end_ok, src, fin_end_ok)
+            np.logical_and.at(state_start_ok, src, fin_start_ok)
+            finals_at_end = bool(state_end_ok.all()) or not bool(state_start_ok.all())
+            cls_ = np.where(is_final, 3 if finals_at_end else 0, np.where(eps, 1, 2))
+            grouped = (np.diff(cls_)[np.diff(src) == 0] >= 0).all() if a > 1 else True
+            if not grouped:
+                if not allow_reorder:
+                    bad = int(np.flatnonzero((np.diff(cls_) < 0) & (np.diff(src) == 0))[0]) + 1
+                    raise ValueError(
+                        f"state {int(src[bad])}: final arcs (ilabel -1) must sit at one end of a "
+                        "state's arcs and epsilon arcs before emitting ones; arc-sort the graph "
+                        "(k2.arc_sort, or fstarcsort --sort_type=ilabel) before exporting, since "
+                        "cuwfst never reorders k2 arcs")
+                order = np.lexsort((np.arange(a), cls_, src))
+        if not (order == np.arange(a)).all():
+            src, dest, ilabel, weight = src[order], dest[order], ilabel[order], weight[order]
+            lens = np.diff(aux_rs)[order]
+            starts = aux_rs[:-1][order]
+            new_rs = np.concatenate([[0], np.cumsum(lens)])
+            idx = np.repeat(starts - new_rs[:-1], lens) + np.arange(int(new_rs[-1]))
+            aux_rs, aux_pool = new_rs, aux_pool[idx]
+        arrays = ImageArrays(
+            num_states=int(num_states), num_arcs=int(a), vocab_size=int(vocab_size),
+            start_state=int(start_state), finals_at_end=finals_at_end,
+            row_splits=row_splits.astype(np.int32), final_count=n_final.astype(np.int32),
+            dest=dest.astype(np.int32), ilabel=ilabel.astype(np.int32), weight=weight,
+            aux_row_splits=aux_rs.astype(np.int32), aux_pool=aux_pool.astype(np.int32),
+            eps_count=n_eps.astype(np.int32) if eps.any() else None,
+        )
+        try:
+            validate(arrays)
+        except CorruptGraphImage as e:  # a builder's input problem, not a file's
+            raise ValueError(str(e).replace("corrupt graph image: graph: ", "invalid graph: ")) from None
+        return cls(arrays)
+
+    @classmethod
+    def from_k2_text(cls, text: str, epsilon_id: int | None = None, vocab_size: int | None = None) -> "Graph":
+        """k2's transducer text: `src dst ilabel olabel [score]` per arc, last line the final state."""
+        from .exporters import parse_k2_text
+        return parse_k2_text(cls, text, epsilon_id=epsilon_id, vocab_size=vocab_size)
+
+    @classmethod
+    def from_k2(cls, fsa_or_path, vocab_size: int | None = None) -> "Graph":
+        """A k2 `Fsa` (HLG with word ids as aux_labels) or an icefall `HLG.pt`."""
+        from .exporters import from_k2
+        return from_k2(cls, fsa_or_path, vocab_size=vocab_size)
+
+    @classmethod
+    def from_openfst(cls, fst_or_path, token_offset: int = 1, vocab_size: int | None = None) -> "Graph":
+        """An OpenFst graph (TLG.fst/HLG.fst) read with kaldifst: ilabel = token + token_offset, 0 = epsilon."""
+        from .exporters import from_openfst
+        return from_openfst(cls, fst_or_path, token_offset=token_offset, vocab_size=vocab_size)
+
+    # ------------------------------------------------------------------ output
+    def save(self, path: str | os.PathLike) -> int:
+        """Write the image; returns its size in bytes."""
+        return write_image(path, self._a)
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def arrays(self) -> ImageArrays:
+        return self._a
+
+    num_states = property(lambda self: self._a.num_states)
+    num_arcs = property(lambda self: self._a.num_arcs)
+    vocab_size = property(lambda self: self._a.vocab_size)
+    start_state = property(lambda self: self._a.start_state)
+    has_epsilon = property(lambda self: self._a.has_eps)
+    finals_at_end = property(lambda self: self._a.finals_at_end)
+
+    @property
+    def num_epsilon_arcs(self) -> int:
+        return int(self._a.eps_count.sum()) if self._a.has_eps else 0
+
+    @property
+    def num_final_arcs(self) -> int:
+        return int(self._a.final_count.sum())
+
+    def arc_words(self, arc: int) -> list[int]:
+        rs = self._a.aux_row_splits
+        return [int(x) for x in self._a.aux_pool[rs[arc] : rs[arc + 1]]]
+
+    def words_of(self, arcs: Sequence[int]) -> list[int]:
+        """Word ids along a path of arc ids, in order."""
+        if len(arcs) == 0:
+            return []
+        arcs = np.asarray(arcs, dtype=np.int64)
+        rs = self._a.aux_row_splits
+        lo, hi = rs[arcs].astype(np.int64), rs[arcs + 1].astype(np.int64)
+        if (hi == lo).all():
+            return []
+        idx = np.concatenate([np.arange(l, h) for l, h in zip(lo, hi) if h > l])
+        return self._a.aux_pool[idx].astype(np.int64).tolist()
+
+    @property
+    def max_epsilon_chain(self) -> int:
+        """Longest chain of epsilon arcs (0 without epsilons); -1 if epsilon arcs form a cycle."""
+        if self._max_eps_chain is None:
+            self._max_eps_chain = _longest_eps_chain(self._a)
+        return self._max_eps_chain
+
+    def __repr__(self) -> str:
+        return (f"Graph(states={self.num_states}, arcs={self.num_arcs}, vocab={self.vocab_size}, "
+                f"start={self.start_state}, epsilon_arcs={self.num_epsilon_arcs})")
+
+
+def _longest_eps_chain(g: ImageArrays) -> int:
+    if not g.has_eps:
+        return 0
+    rs = g.row_splits.astype(np.int64)
+    begin = rs[:-1] + (0 if g.finals_at_end else g.final_count)
+    counts = g.eps_count.astype(np.int64)
+    src = np.repeat(np.arange(g.num_states), counts)
+    idx = np.repeat(begin, counts) + (np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts))
+    dst = g.dest[idx].astype(np.int64)
+    # Kahn layering on the epsilon subgraph: the number of layers removed is the chain length.
+    indeg = np.bincount(dst, minlength=g.num_states)
+    alive = np.ones(src.shape[0], bool)
+    frontier = np.flatnonzero(indeg == 0)
+    removed = np.zeros(g.num_states, bool)
+    depth = 0
+    while True:
+        removed[frontier] = True
+        out = alive & removed[src]
+        if not out.any():
+            break
+        alive &= ~out
+        dec = np.bincount(dst[out], minlength=g.num_states)
+        indeg -= dec
+        frontier = np.flatnonzero((indeg == 0) & ~removed & (dec > 0))
+        depth += 1
+    return -1 if alive.any() else depth

@@ -1,0 +1,300 @@
+"""The graph image (`hlg.img`): layout, writer, memory-mapped reader and validator.
+
+Layout (little-endian; every section starts on an 8-byte boundary, in this order):
+
+    header               256 B  see `_HEADER` below
+    row_splits           i32[N+1]   CSR arc offsets per state (source arc order kept)
+    final_count          i32[N]     arcs with ilabel -1 at one end of each state's range
+    arc_dest_ilabel      i32[2A]    interleaved {dest, ilabel} per arc
+    arc_weight           f32[A]     graph score (log domain, larger is better)
+    aux_row_splits       i32[A+1]   CSR of word ids per arc
+    aux_pool             i32[P]     the word ids (> 0)
+    eps_count            i32[N]     version 2 with has-eps only: epsilon arcs per state
+
+Inside one state's arc range the arcs sit as
+
+    [final arcs, if not finals-at-end] [epsilon arcs] [emitting arcs] [final arcs, if finals-at-end]
+
+ilabel values: 0..vocab_size-1 for emitting arcs (the column of log_probs they read),
+-1 for final arcs (they enter the final state, the last state), -2 for epsilon arcs.
+Everything the decoders follow without a bounds check is validated in `validate()`.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from dataclasses import dataclass
+
+import numpy as np
+
+MAGIC = b"WFSTIMG1"
+HEADER_BYTES = 256
+FLAG_FINALS_AT_END = 1
+FLAG_HAS_EPS = 2
+FLAG_EPS_FIRST = 4
+KNOWN_FLAGS = FLAG_FINALS_AT_END | FLAG_HAS_EPS | FLAG_EPS_FIRST
+FINAL_ILABEL = -1
+EPS_ILABEL = -2
+MAX_VOCAB = 65535  # the GPU stores ilabels as u16 with 0xFFFF/0xFFFE reserved
+INT32_MAX = 2**31 - 1
+
+# magic, version, flags, num_states, num_arcs, vocab_size, start_state, aux_pool_size,
+# num_eps_arcs, payload_bytes, payload_crc32, header_crc32
+_HEADER = struct.Struct("<8sII qqqqqqq II")
+
+
+class CorruptGraphImage(ValueError):
+    """A graph image that cannot be decoded safely. The message starts `corrupt graph image:`."""
+
+    def __init__(self, what: str):
+        super().__init__(f"corrupt graph image: {what}")
+
+
+@dataclass
+class ImageArrays:
+    """The sections of an image as numpy arrays (read-only views when memory-mapped)."""
+
+    num_states: int
+    num_arcs: int
+    vocab_size: int
+    start_state: int
+    finals_at_end: bool
+    row_splits: np.ndarray  # i32[N+1]
+    final_count: np.ndarray  # i32[N]
+    dest: np.ndarray  # i32[A] (a strided view of arc_dest_ilabel)
+    ilabel: np.ndarray  # i32[A]
+    weight: np.ndarray  # f32[A]
+    aux_row_splits: np.ndarray  # i32[A+1]
+    aux_pool: np.ndarray  # i32[P]
+    eps_count: np.ndarray | None  # i32[N], None on graphs without epsilon arcs
+
+    @property
+    def has_eps(self) -> bool:
+        return self.eps_count is not None
+
+    @property
+    def version(self) -> int:
+        return 2 if self.has_eps else 1
+
+    @property
+    def flags(self) -> int:
+        f = FLAG_FINALS_AT_END if self.finals_at_end else 0
+        if self.has_eps:
+            f |= FLAG_HAS_EPS | FLAG_EPS_FIRST
+        return f
+
+
+def _align8(n: int) -> int:
+    return (n + 7) & ~7
+
+
+def _section_sizes(n: int, a: int, p: int, has_eps: bool) -> list[tuple[str, int, np.dtype]]:
+    sec = [
+        ("row_splits", n + 1, np.dtype("<i4")),
+        ("final_count", n, np.dtype("<i4")),
+        ("arc_dest_ilabel", 2 * a, np.dtype("<i4")),
+        ("arc_weight", a, np.dtype("<f4")),
+        ("aux_row_splits", a + 1, np.dtype("<i4")),
+        ("aux_pool", p, np.dtype("<i4")),
+    ]
+    if has_eps:
+        sec.append(("eps_count", n, np.dtype("<i4")))
+    return sec
+
+
+def _payload_layout(n: int, a: int, p: int, has_eps: bool):
+    offsets = {}
+    pos = HEADER_BYTES
+    for name, count, dt in _section_sizes(n, a, p, has_eps):
+        offsets[name] = (pos, count, dt)
+        pos = _align8(pos + count * dt.itemsize)
+    return offsets, pos
+
+
+def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
+    """Write `g` to `path` atomically (temp file + rename). Returns the file size."""
+    validate(g)
+    n, a, p = g.num_states, g.num_arcs, int(g.aux_pool.shape[0])
+    offsets, total = _payload_layout(n, a, p, g.has_eps)
+    inter = np.empty(2 * a, dtype="<i4")
+    inter[0::2] = g.dest
+    inter[1::2] = g.ilabel
+    data = {
+        "row_splits": g.row_splits,
+        "final_count": g.final_count,
+        "arc_dest_ilabel": inter,
+        "arc_weight": g.weight,
+        "aux_row_splits": g.aux_row_splits,
+        "aux_pool": g.aux_pool,
+    }
+    if g.has_eps:
+        data["eps_count"] = g.eps_count
+    buf = bytearray(total)
+    for name, (off, count, dt) in offsets.items():
+        arr = np.ascontiguousarray(data[name], dtype=dt)
+        assert arr.shape == (count,), name
+        buf[off : off + count * dt.itemsize] = arr.tobytes()
+    payload_crc = zlib.crc32(memoryview(buf)[HEADER_BYTES:])
+    num_eps = int(g.eps_count.sum()) if g.has_eps else 0
+    fields = [MAGIC, g.version, g.flags, n, a, g.vocab_size, g.start_state, p, num_eps,
+              total - HEADER_BYTES, payload_crc, 0]
+    head = _HEADER.pack(*fields)
+    fields[-1] = zlib.crc32(head)
+    buf[: _HEADER.size] = _HEADER.pack(*fields)
+    path = os.fspath(path)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "wb") as f:
+        f.write(buf)
+    os.replace(tmp, path)
+    return total
+
+
+def read_image(path: str | os.PathLike, *, verify_checksum: bool = True) -> ImageArrays:
+    """Memory-map and validate an image. Raises CorruptGraphImage on anything malformed."""
+    path = os.fspath(path)
+    size = os.path.getsize(path)
+    if size < HEADER_BYTES:
+        raise CorruptGraphImage(f"{path}: file is {size} bytes, shorter than the {HEADER_BYTES}-byte header")
+    mm = np.memmap(path, dtype=np.uint8, mode="r")
+    return parse_image(mm, name=path, verify_checksum=verify_checksum)
+
+
+def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: bool = True) -> ImageArrays:
+    """Parse and validate an image held in a uint8 array (a memmap or bytes)."""
+    buf = np.asarray(buf, dtype=np.uint8)
+    size = int(buf.shape[0])
+    if size < HEADER_BYTES:
+        raise CorruptGraphImage(f"{name}: {size} bytes, shorter than the {HEADER_BYTES}-byte header")
+    head = bytes(buf[: _HEADER.size])
+    (magic, version, flags, n, a, vocab, start, p, num_eps, payload_bytes, payload_crc,
+     header_crc) = _HEADER.unpack(head)
+    if magic != MAGIC:
+        raise CorruptGraphImage(f"{name}: bad magic {magic!r}, expected {MAGIC!r}")
+    zeroed = _HEADER.pack(magic, version, flags, n, a, vocab, start, p, num_eps, payload_bytes,
+                          payload_crc, 0)
+    if zlib.crc32(zeroed) != header_crc:
+        raise CorruptGraphImage(f"{name}: header checksum mismatch (the header was modified or damaged)")
+    if version not in (1, 2):
+        raise CorruptGraphImage(f"{name}: unsupported version {version} (this reader knows 1 and 2)")
+    if flags & ~KNOWN_FLAGS:
+        raise CorruptGraphImage(f"{name}: unknown flag bits {flags & ~KNOWN_FLAGS:#x}")
+    has_eps = bool(flags & FLAG_HAS_EPS)
+    if has_eps and version < 2:
+        raise CorruptGraphImage(f"{name}: has-eps flag set on a version-1 image")
+    if has_eps and not flags & FLAG_EPS_FIRST:
+        raise CorruptGraphImage(f"{name}: has-eps without eps-first is not a layout this reader knows")
+    for what, v, hi in (("num_states", n, INT32_MAX - 1), ("num_arcs", a, INT32_MAX - 1),
+                        ("aux_pool_size", p, INT32_MAX - 1), ("vocab_size", vocab, MAX_VOCAB - 1)):
+        if not 0 <= v <= hi:
+            raise CorruptGraphImage(f"{name}: {what} = {v} out of range [0, {hi}]")
+    if n < 1:
+        raise CorruptGraphImage(f"{name}: a graph needs at least one state")
+    offsets, total = _payload_layout(n, a, p, has_eps)
+    if payload_bytes != total - HEADER_BYTES:
+        raise CorruptGraphImage(
+            f"{name}: header says {payload_bytes} payload bytes, the counts imply {total - HEADER_BYTES}")
+    if size != total:
+        raise CorruptGraphImage(f"{name}: file is {size} bytes, expected {total} (truncated or padded)")
+    if verify_checksum and zlib.crc32(memoryview(buf[HEADER_BYTES:])) != payload_crc:
+        raise CorruptGraphImage(f"{name}: payload checksum mismatch (the file was modified or damaged)")
+
+    def sec(key):
+        off, count, dt = offsets[key]
+        return buf[off : off + count * dt.itemsize].view(dt)
+
+    inter = sec("arc_dest_ilabel")
+    g = ImageArrays(
+        num_states=n, num_arcs=a, vocab_size=vocab, start_state=start,
+        finals_at_end=bool(flags & FLAG_FINALS_AT_END),
+        row_splits=sec("row_splits"), final_count=sec("final_count"),
+        dest=inter[0::2], ilabel=inter[1::2], weight=sec("arc_weight"),
+        aux_row_splits=sec("aux_row_splits"), aux_pool=sec("aux_pool"),
+        eps_count=sec("eps_count") if has_eps else None,
+    )
+    validate(g, name=name)
+    if has_eps and int(g.eps_count.sum()) != num_eps:
+        raise CorruptGraphImage(f"{name}: header says {num_eps} epsilon arcs, eps_count sums to {int(g.eps_count.sum())}")
+    return g
+
+
+def _first_bad(mask: np.ndarray) -> int:
+    return int(np.flatnonzero(mask)[0])
+
+
+def validate(g: ImageArrays, *, name: str = "graph") -> None:
+    """Check every index a decoder follows without a bounds check. Raises CorruptGraphImage."""
+    n, a, vocab = g.num_states, g.num_arcs, g.vocab_size
+    if n < 1:
+        raise CorruptGraphImage(f"{name}: a graph needs at least one state")
+    if not 1 <= vocab < MAX_VOCAB:
+        raise CorruptGraphImage(f"{name}: vocab_size {vocab} out of range [1, {MAX_VOCAB - 1}]")
+    if not 0 <= g.start_state < n:
+        raise CorruptGraphImage(f"{name}: start state {g.start_state} out of range [0, {n})")
+    rs = np.asarray(g.row_splits)
+    if rs.shape != (n + 1,):
+        raise CorruptGraphImage(f"{name}: row_splits has shape {rs.shape}, expected ({n + 1},)")
+    if rs[0] != 0 or rs[-1] != a:
+        raise CorruptGraphImage(f"{name}: row_splits must run from 0 to num_arcs={a}, got {rs[0]}..{rs[-1]}")
+    deg = np.diff(rs.astype(np.int64))
+    if (deg < 0).any():
+        s = _first_bad(deg < 0)
+        raise CorruptGraphImage(f"{name}: row_splits decreases at state {s}")
+    fc = np.asarray(g.final_count).astype(np.int64)
+    if fc.shape != (n,) or (fc < 0).any() or (fc > deg).any():
+        s = _first_bad((fc < 0) | (fc > deg)) if fc.shape == (n,) else -1
+        raise CorruptGraphImage(f"{name}: final_count of state {s} outside [0, out-degree]")
+    ec = np.zeros(n, np.int64) if g.eps_count is None else np.asarray(g.eps_count).astype(np.int64)
+    if ec.shape != (n,) or (ec < 0).any() or (ec + fc > deg).any():
+        s = _first_bad((ec < 0) | (ec + fc > deg)) if ec.shape == (n,) else -1
+        raise CorruptGraphImage(f"{name}: eps_count of state {s} outside [0, out-degree - final_count]")
+    for what, arr, dt in (("dest", g.dest, np.int32), ("ilabel", g.ilabel, np.int32),
+                          ("weight", g.weight, np.float32)):
+        if np.asarray(arr).shape != (a,) or np.asarray(arr).dtype != dt:
+            raise CorruptGraphImage(f"{name}: {what} must be {np.dtype(dt).name}[{a}]")
+    dest = np.asarray(g.dest)
+    if a and ((dest < 0) | (dest >= n)).any():
+        i = _first_bad((dest < 0) | (dest >= n))
+        raise CorruptGraphImage(f"{name}: arc {i} has destination {int(dest[i])} outside [0, {n})")
+    # Expected ilabel class per arc from its position in its state's range.
+    if a:
+        src = np.repeat(np.arange(n, dtype=np.int64), deg)
+        pos = np.arange(a, dtype=np.int64) - rs[:-1].astype(np.int64)[src]
+        d, f, e = deg[src], fc[src], ec[src]
+        if g.finals_at_end:
+            is_final = pos >= d - f
+            is_eps = pos < e
+        else:
+            is_final = pos < f
+            is_eps = (pos >= f) & (pos < f + e)
+        il = np.asarray(g.ilabel)
+        bad = np.where(is_final, il != FINAL_ILABEL,
+                       np.where(is_eps, il != EPS_ILABEL, (il < 0) | (il >= vocab)))
+        if bad.any():
+            i = _first_bad(bad)
+            kind = "final" if is_final[i] else "epsilon" if is_eps[i] else "emitting"
+            want = {"final": "-1", "epsilon": "-2", "emitting": f"in [0, {vocab})"}[kind]
+            raise CorruptGraphImage(
+                f"{name}: arc {i} of state {int(src[i])} sits in the {kind} range but has ilabel "
+                f"{int(il[i])} (expected {want})")
+        if fc.any():
+            final_state = n - 1
+            if (dest[is_final] != final_state).any():
+                i = _first_bad(is_final & (dest != final_state))
+                raise CorruptGraphImage(f"{name}: final arc {i} does not enter the final state {final_state}")
+            if deg[final_state] != 0:
+                raise CorruptGraphImage(f"{name}: the final state {final_state} has out-arcs")
+        w = np.asarray(g.weight)
+        badw = np.isnan(w) | (w == np.inf)
+        if badw.any():
+            raise CorruptGraphImage(f"{name}: arc {_first_bad(badw)} has weight {w[_first_bad(badw)]}")
+    ars = np.asarray(g.aux_row_splits)
+    p = int(np.asarray(g.aux_pool).shape[0])
+    if ars.shape != (a + 1,) or ars[0] != 0 or ars[-1] != p:
+        raise CorruptGraphImage(f"{name}: aux_row_splits must have {a + 1} entries running from 0 to {p}")
+    if (np.diff(ars.astype(np.int64)) < 0).any():
+        raise CorruptGraphImage(f"{name}: aux_row_splits decreases at arc {_first_bad(np.diff(ars.astype(np.int64)) < 0)}")
+    pool = np.asarray(g.aux_pool)
+    if p and (pool <= 0).any():
+        raise CorruptGraphImage(f"{name}: word id {int(pool[_first_bad(pool <= 0)])} in aux_pool is not > 0")

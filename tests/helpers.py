@@ -1,0 +1,169 @@
+"""Shared test helpers: golden loading, path rescoring, random graphs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+from cuwfst import Decoder, DecoderOptions, Graph
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def load_cases(name: str) -> list[dict]:
+    with gzip.open(DATA / name, "rt") as f:
+        return json.load(f)
+
+
+def case_inputs(case: dict):
+    graph = Graph.from_k2_text(case["graph"], vocab_size=case["vocab"])
+    lp = np.asarray(case["log_probs"], dtype=np.float32)
+    lens = np.asarray(case["lens"], dtype=np.int32)
+    s, o, mn, mx = case["beams"]
+    opts = DecoderOptions(search_beam=float(s), output_beam=float(o), min_active_states=int(mn),
+                          max_active_states=int(mx), allow_partial=bool(case.get("allow_partial", False)))
+    return graph, lp, lens, opts
+
+
+def path_score(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -> float:
+    """Double-precision total score of a path (graph + acoustic), k2's shortest_path sum."""
+    g = graph.arrays
+    total, t = 0.0, 0
+    for a in arcs:
+        il = int(g.ilabel[a])
+        total += float(g.weight[a])
+        if il >= 0:
+            total += float(lp_row[t, il])
+            t += 1
+    if redirect_arc >= 0:
+        total += float(g.weight[redirect_arc])
+    return total
+
+
+def path_score_f32(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -> np.float32:
+    """The float32 score our decoders give a path: end = (score + weight) + log_prob, in order."""
+    g = graph.arrays
+    s, t = np.float32(0.0), 0
+    for a in list(arcs) + ([redirect_arc] if redirect_arc >= 0 else []):
+        il = int(g.ilabel[a]) if a != redirect_arc else -1
+        s = np.float32(s + g.weight[a])
+        if il >= 0:
+            s = np.float32(s + lp_row[t, il])
+            t += 1
+    return s
+
+
+def compare_to_k2(case: dict, decoder_factory=None, device: str = "cpu"):
+    """Decode a golden case; returns (matched, ties, list of mismatch messages)."""
+    graph, lp, lens, opts = case_inputs(case)
+    dec = (decoder_factory or Decoder)(graph, opts, device=device)
+    hyps = dec.decode(lp, lens)
+    matched, ties, bad = 0, 0, []
+    for b, (h, row) in enumerate(zip(hyps, case["rows"])):
+        where = f"{case.get('name', '?')} row {b}"
+        if row["empty"]:
+            if h.empty:
+                matched += 1
+            else:
+                bad.append(f"{where}: k2 found no path, we found {h.words} score {h.score}")
+            continue
+        if h.empty:
+            bad.append(f"{where}: we found no path, k2 found {row['words']} score {row['score']}")
+            continue
+        ours = path_score(graph, lp[b], h.arcs, h.redirect_arc)
+        if abs(ours - h.score) > 1e-5 * abs(ours) + 1e-3:
+            bad.append(f"{where}: our float score {h.score} is not our path's sum {ours}")
+            continue
+        if h.words == row["words"] and abs(ours - row["score"]) <= 1e-6 * abs(ours) + 1e-6:
+            matched += 1
+        elif abs(ours - row["score"]) <= 1e-4 and (
+                "arcs" not in row or path_score_f32(graph, lp[b], row["arcs"]) == np.float32(h.score)):
+            # A different path with the same score: with k2's arcs known, the float32 score of
+            # k2's path under our arithmetic must equal ours bit for bit (an exact-score tie).
+            ties += 1
+            exact = "bit-exact float32 tie" if "arcs" in row else "k2 gave no arcs; double scores within 1e-4"
+            print(f"TIE ({exact}) {where}: ours {h.words} {ours!r} vs k2 {row['words']} {row['score']!r}")
+        else:
+            bad.append(f"{where}: ours {h.words} {ours!r} vs k2 {row['words']} {row['score']!r}")
+    return matched, ties, bad
+
+
+def random_eps_graph(rng: np.random.Generator, n: int, vocab: int, degree: int, eps_prob: float) -> Graph:
+    """A random graph with epsilon arcs (acyclic: only to higher states) and final arcs."""
+    src, dst, il, w, words = [], [], [], [], []
+    final = n  # the super-final state
+    for s in range(n):
+        arcs = []
+        if s + 1 < n:
+            for _ in range(rng.integers(0, 3)):
+                if rng.random() < eps_prob:
+                    arcs.append((int(rng.integers(s + 1, n)), -2))
+        for _ in range(int(rng.integers(1, degree + 1))):
+            arcs.append((int(rng.integers(0, n)), int(rng.integers(0, vocab))))
+        arcs.sort(key=lambda x: x[1] != -2)  # epsilon arcs first
+        if rng.random() < 0.4 or s == n - 1:
+            arcs.append((final, -1))
+        for d, lab in arcs:
+            src.append(s)
+            dst.append(d)
+            il.append(lab)
+            w.append(float(np.float32(rng.uniform(-3, 0.5))))
+            words.append([int(rng.integers(1, 30))] if rng.random() < 0.3 and lab != -1 else [])
+    eps = np.array(il) == -2
+    return Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w,
+                           words=words, vocab_size=vocab, epsilon=eps)
+
+
+def viterbi(graph: Graph, lp: np.ndarray, length: int):
+    """Exhaustive (unpruned) float64 Viterbi with full epsilon closure: (score, arcs)."""
+    g = graph.arrays
+    n = g.num_states
+    rs = g.row_splits
+    NEG = -np.inf
+
+    def closure(score, back):
+        changed = True
+        while changed:
+            changed = False
+            for s in range(n):
+                if score[s] == NEG or g.eps_count is None:
+                    continue
+                b = rs[s] + (0 if g.finals_at_end else g.final_count[s])
+                for a in range(b, b + g.eps_count[s]):
+                    d = g.dest[a]
+                    v = score[s] + float(g.weight[a])
+                    if v > score[d] + 1e-12:
+                        score[d] = v
+                        back[d] = back[s] + [a]
+                        changed = True
+
+    score = np.full(n, NEG)
+    back = [[] for _ in range(n)]
+    score[g.start_state] = 0.0
+    closure(score, back)
+    for t in range(length + 1):
+        new = np.full(n, NEG)
+        nb = [[] for _ in range(n)]
+        for s in range(n):
+            if score[s] == NEG:
+                continue
+            for a in range(rs[s], rs[s + 1]):
+                il = int(g.ilabel[a])
+                if t < length and il >= 0:
+                    v = score[s] + float(g.weight[a]) + float(lp[t, il])
+                elif t == length and il == -1:
+                    v = score[s] + float(g.weight[a])
+                else:
+                    continue
+                d = g.dest[a]
+                if v > new[d]:
+                    new[d] = v
+                    nb[d] = back[s] + [a]
+        score, back = new, nb
+        if t < length:
+            closure(score, back)
+    f = n - 1
+    return score[f], back[f]
