@@ -140,8 +140,8 @@ def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
     num_eps = int(g.eps_count.sum()) if g.has_eps else 0
     fields = [MAGIC, g.version, g.flags, n, a, g.vocab_size, g.start_state, p, num_eps,
               total - HEADER_BYTES, payload_crc, 0]
-    head = _HEADER.pack(*fields)
-    fields[-1] = zlib.crc32(head)
+    buf[: _HEADER.size] = _HEADER.pack(*fields)
+    fields[-1] = zlib.crc32(memoryview(buf)[:HEADER_BYTES])  # the whole header, reserved bytes too
     buf[: _HEADER.size] = _HEADER.pack(*fields)
     path = os.fspath(path)
     tmp = f"{path}.tmp-{os.getpid()}"
@@ -173,7 +173,7 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
     if magic != MAGIC:
         raise CorruptGraphImage(f"{name}: bad magic {magic!r}, expected {MAGIC!r}")
     zeroed = _HEADER.pack(magic, version, flags, n, a, vocab, start, p, num_eps, payload_bytes,
-                          payload_crc, 0)
+                          payload_crc, 0) + bytes(buf[_HEADER.size : HEADER_BYTES])
     if zlib.crc32(zeroed) != header_crc:
         raise CorruptGraphImage(f"{name}: header checksum mismatch (the header was modified or damaged)")
     if version not in (1, 2):
