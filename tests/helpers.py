@@ -167,3 +167,38 @@ def viterbi(graph: Graph, lp: np.ndarray, length: int):
             closure(score, back)
     f = n - 1
     return score[f], back[f]
+
+
+def random_ctc_graph(rng: np.random.Generator, n: int, vocab: int, degree: int, final_prob: float) -> Graph:
+    """An epsilon-free CTC-like graph: blank self-loops, parallel arcs, some final arcs."""
+    src, dst, il, w, words = [], [], [], [], []
+    for s in range(n):
+        arcs = []
+        if rng.random() < 0.8:
+            arcs.append((s, 0))
+        for _ in range(int(rng.integers(1, degree + 1))):
+            arcs.append((int(rng.integers(0, n)), int(rng.integers(0, vocab))))
+        if rng.random() < 0.2:  # a parallel arc to an existing destination
+            arcs.append((arcs[-1][0], int(rng.integers(0, vocab))))
+        if rng.random() < final_prob:
+            arcs.append((n, -1))
+        for d, lab in arcs:
+            src.append(s)
+            dst.append(d)
+            il.append(lab)
+            w.append(float(np.float32(rng.uniform(-4, 0.5))))
+            words.append([int(rng.integers(1, 60))] if lab > 0 and rng.random() < 0.4 else [])
+    return Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w,
+                           words=words, vocab_size=vocab)
+
+
+def random_log_probs(rng: np.random.Generator, B: int, T: int, V: int, peaky: bool) -> np.ndarray:
+    logits = rng.normal(size=(B, T, V)).astype(np.float32) * (1.0 if peaky else float(rng.uniform(1, 4)))
+    if peaky:
+        blank = rng.random((B, T)) < 0.7
+        logits[..., 0] += np.where(blank, 5.0, 0.0)
+        tok = rng.integers(0, V, size=(B, T))
+        np.put_along_axis(logits, tok[..., None],
+                          np.take_along_axis(logits, tok[..., None], 2) + np.where(blank, 0, 5.0)[..., None], 2)
+    m = logits.max(-1, keepdims=True)
+    return (logits - m - np.log(np.exp(logits - m).sum(-1, keepdims=True))).astype(np.float32)

@@ -46,11 +46,15 @@ class Decoder:
     """Decodes CTC log-probs against a graph with k2 `intersect_dense_pruned` semantics.
 
     device="cpu" runs the exact reference decoder (slow, threads over rows);
-    device="cuda" (or "cuda:N") runs the GPU decoder.
+    device="cuda" (or "cuda:N") runs the GPU decoder; its capacity knobs: max_lanes
+    (utterances decoded together; larger batches are split), main_q_factor (frontier
+    capacity = factor x max_active_states, capped by the graph's states), use_cuda_graphs
+    (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs).
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
-                 num_threads: int | None = None, **kwargs):
+                 num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
+                 use_cuda_graphs: bool = True, check_inputs: bool = True, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -66,7 +70,9 @@ class Decoder:
                 raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
             from .gpu import GpuBackend
 
-            self._gpu = GpuBackend(self.graph, options, self.eps_iterations, self.device)
+            self._gpu = GpuBackend(self.graph, options, self.eps_iterations, self.device,
+                                   max_lanes=max_lanes, main_q_factor=main_q_factor,
+                                   use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
@@ -115,12 +121,12 @@ class Decoder:
                           timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier)
 
     def decode_snapshots(self, log_probs, length: int | None = None) -> list[dict]:
-        """CPU only: per-step frontiers of one row, for step-by-step comparison.
+        """Per-step frontiers of one row, for step-by-step comparison (CPU and GPU).
 
         Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
         phase, beam, cutoff and `tokens` {state: (score, arc)}."""
         if self._gpu is not None:
-            raise NotImplementedError("snapshots come from the CPU reference decoder")
+            return self._gpu.decode_snapshots(log_probs, length)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
         if lp.shape[0] != 1:
             raise ValueError("decode_snapshots takes one row ([T, V])")
@@ -140,6 +146,10 @@ class Decoder:
         self._ref.mod.ref_decode_snapshots(self._ref.handle, lp, length, o.search_beam, o.output_beam,
                                            o.min_active_states, o.max_active_states, o.allow_partial,
                                            self.eps_iterations, False, cnt, st, sc, ar, step)
-        return [{"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
-                 "tokens": {int(st[k, i]): (float(sc[k, i]), int(ar[k, i])) for i in range(cnt[k])}}
-                for k in range(K)]
+        return snapshots_to_dicts(cnt, st, sc, ar, step)
+
+
+def snapshots_to_dicts(cnt, st, sc, ar, step) -> list[dict]:
+    return [{"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
+             "tokens": {int(st[k, i]): (float(sc[k, i]), int(ar[k, i])) for i in range(cnt[k])}}
+            for k in range(len(cnt))]

@@ -68,6 +68,19 @@ class ModuleSpec:
         return h.hexdigest()[:16]
 
 
+def cuda_home() -> str | None:
+    """CUDA_HOME, else the toolkit nvcc belongs to, else /usr/local/cuda."""
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            return os.environ[env]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        root = Path(os.path.realpath(nvcc)).parent.parent
+        if (root / "lib64").is_dir() or (root / "include" / "cuda_runtime.h").exists():
+            return str(root)
+    return "/usr/local/cuda" if Path("/usr/local/cuda").is_dir() else None
+
+
 def _arch_flags(arch: str) -> list[str]:
     major, minor = arch.split(".")
     cc = f"{major}{minor}"
@@ -87,19 +100,26 @@ def build(spec: ModuleSpec, *, verbose: bool = False) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=f".{spec.name}-", dir=cache_root()))
     try:
         cuda_flags = list(spec.cuda_cflags)
+        ldflags = list(spec.ldflags)
         if spec.is_cuda:
             if not spec.cuda_arch:
                 raise ValueError(f"module {spec.name} has CUDA sources but no cuda_arch")
-            cuda_flags += ["-std=c++17", "-O3", "--expt-relaxed-constexpr", "-lineinfo"]
-            cuda_flags += _arch_flags(spec.cuda_arch)
-        env_arch = os.environ.pop("TVM_FFI_CUDA_ARCH_LIST", None)
+            cuda_flags += ["-std=c++17", "--expt-relaxed-constexpr", "--extended-lambda", "-lineinfo"]
+            cuda_flags.append(_arch_flags(spec.cuda_arch)[1])  # PTX too, for newer chips
+            home = cuda_home()
+            if home:
+                ldflags.append(f"-L{home}/lib64")
+        # tvm-ffi turns this list into -gencode flags; set it so no GPU is probed at build
+        env_arch = os.environ.get("TVM_FFI_CUDA_ARCH_LIST")
+        if spec.is_cuda:
+            os.environ["TVM_FFI_CUDA_ARCH_LIST"] = spec.cuda_arch
         try:
             built = tvm_ffi.cpp.build(
                 spec.name,
                 sources=[str(CSRC / s) for s in spec.sources],
                 extra_cflags=list(spec.cflags),
                 extra_cuda_cflags=cuda_flags,
-                extra_ldflags=list(spec.ldflags),
+                extra_ldflags=ldflags,
                 extra_include_paths=[str(CSRC / d) for d in spec.include_dirs],
                 build_directory=str(tmp),
                 backend="cuda" if spec.is_cuda else None,
@@ -107,6 +127,8 @@ def build(spec: ModuleSpec, *, verbose: bool = False) -> Path:
         finally:
             if env_arch is not None:
                 os.environ["TVM_FFI_CUDA_ARCH_LIST"] = env_arch
+            else:
+                os.environ.pop("TVM_FFI_CUDA_ARCH_LIST", None)
         if Path(built).resolve() != (tmp / f"{spec.name}.so").resolve():
             shutil.copy2(built, tmp / f"{spec.name}.so")
         try:

@@ -1,0 +1,97 @@
+"""GPU decoder speed and exactness on one graph, measured in one run.
+
+python -m benchmarks.gpu_speed [--graph HLG.img | --arcs 1000000] --batch 1 8 32 --utts 64
+Times whole decodes (host to host: the transfer of results included) after warm-up and
+reports medians; checks the first --check rows against the CPU reference decoder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import subprocess
+import time
+
+import numpy as np
+
+from cuwfst import Decoder, DecoderOptions, Graph
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--graph")
+    p.add_argument("--arcs", type=int, default=1_000_000)
+    p.add_argument("--log-probs", help=".npz with log_probs [N, T, V] and lengths")
+    p.add_argument("--frames", type=int, default=250)
+    p.add_argument("--utts", type=int, default=64)
+    p.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32])
+    p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--check", type=int, default=16, help="rows compared with the CPU decoder")
+    p.add_argument("--json", help="append results as JSON lines here")
+    a = p.parse_args()
+    import torch
+
+    rng = np.random.default_rng(0)
+    if a.graph:
+        g = Graph.load(a.graph)
+    else:
+        from benchmarks.reference_speed import random_ctc_graph
+        g = random_ctc_graph(rng, a.arcs // 8, 8, 500)
+    if a.log_probs:
+        d = np.load(a.log_probs)
+        lp_all, lens_all = d["log_probs"][: a.utts], d["lengths"][: a.utts].astype(np.int32)
+    else:
+        from benchmarks.reference_speed import peaky_log_probs
+        lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)
+        lens_all = np.full(a.utts, a.frames, np.int32)
+    opts = DecoderOptions()
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dev = torch.cuda.get_device_name(0)
+    print(f"graph {a.graph or 'random'}: {g.num_states} states, {g.num_arcs} arcs; {a.utts} utts, "
+          f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}")
+    lp_gpu = torch.from_numpy(lp_all).cuda()
+    audio_s = float(lens_all.sum()) * 0.04
+    results = []
+    hyps_gpu = None
+    for B in a.batch:
+        dec = Decoder(g, opts, device="cuda", max_lanes=B)
+        def run():
+            out = []
+            for s in range(0, a.utts, B):
+                out += dec.decode(lp_gpu[s : s + B], lens_all[s : s + B])
+            return out
+        run()  # warm-up: build, capture
+        times = []
+        for _ in range(a.reps):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            hyps = run()
+            times.append(time.perf_counter() - t0)
+        med = statistics.median(times)
+        nb = (a.utts + B - 1) // B
+        stats = dec._gpu.main.mem_stats()
+        row = dict(batch=B, ms_per_batch=med / nb * 1000, rtfx=audio_s / med,
+                   max_frontier=max(h.max_frontier for h in hyps),
+                   overflow_rows=sum(1 for h in hyps if h.overflow), mem_fixed_mib=stats["fixed"] / 2**20,
+                   arena_high_water=stats["arena_high_water"], peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20)
+        results.append(row)
+        print(json.dumps(row))
+        hyps_gpu = hyps if hyps_gpu is None else hyps_gpu
+        del dec
+    if a.check:
+        cpu = Decoder(g, opts, num_threads=16).decode(lp_all[: a.check], lens_all[: a.check])
+        same = sum(1 for c, h in zip(cpu, hyps_gpu) if np.float32(c.score) == np.float32(h.score) and c.words == h.words)
+        ties = sum(1 for c, h in zip(cpu, hyps_gpu) if np.float32(c.score) == np.float32(h.score) and c.words != h.words)
+        print(f"exactness: {same}/{a.check} rows identical to the CPU decoder, {ties} exact-score ties, "
+              f"{a.check - same - ties} mismatches")
+    if a.json:
+        with open(a.json, "a") as f:
+            for r in results:
+                f.write(json.dumps(dict(r, graph=a.graph or f"random{a.arcs}", commit=commit, device=dev,
+                                        host=platform.node())) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+// Small device helpers shared by the pipeline stages.
+#pragma once
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "cuwfst/types.cuh"
+
+namespace cuwfst {
+
+// float <-> int with the same order as the floats (signed compare); -inf..+inf monotone.
+__device__ __forceinline__ int32_t FloatToOrderedInt(float f) {
+  int32_t i = __float_as_int(f);
+  return i >= 0 ? i : i ^ 0x7FFFFFFF;
+}
+__device__ __forceinline__ float OrderedIntToFloat(int32_t i) {
+  return __int_as_float(i >= 0 ? i : i ^ 0x7FFFFFFF);
+}
+// float -> uint32 with the float order under unsigned compare (for the u64 payload).
+__device__ __forceinline__ uint32_t FloatToOrderedU32(float f) {
+  uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+__device__ __forceinline__ float OrderedU32ToFloat(uint32_t u) {
+  return __uint_as_float((u & 0x80000000u) ? (u & 0x7FFFFFFFu) : ~u);
+}
+
+// k2's dynamic-beam update (intersect_dense_pruned.cu, GetPruningCutoffs) in k2's
+// arithmetic: float state, double constants, no contraction into FMA (explicit _rn ops),
+// so it matches the CPU reference bit for bit.
+__device__ __forceinline__ float UpdateBeam(float beam, int32_t active_states, int32_t t,
+                                            int32_t final_t, float search_beam,
+                                            int32_t min_active_i, int32_t max_active_i) {
+  float default_beam = search_beam, max_active = static_cast<float>(max_active_i),
+        min_active = static_cast<float>(min_active_i);
+  float current_min_active = min_active;
+  if (t + 5 >= final_t) current_min_active = fmaxf(min_active, max_active / 2);
+  float active = static_cast<float>(active_states);
+  if (active <= max_active) {
+    if (active >= current_min_active || active_states == 0) {
+      beam = __double2float_rn(__dadd_rn(__dmul_rn(0.8, static_cast<double>(beam)),
+                                         __dmul_rn(0.2, static_cast<double>(default_beam))));
+    } else {
+      if (beam < default_beam) beam = default_beam;
+      beam = __double2float_rn(__dmul_rn(static_cast<double>(beam), 1.25));
+    }
+  } else if (t + 5 < final_t) {
+    if (beam > default_beam) beam = default_beam;
+    beam = __double2float_rn(__dmul_rn(static_cast<double>(beam), 0.8));
+  }
+  if (t == final_t - 1) beam = 1.0e+10f;
+  return beam;
+}
+
+// First index i in [lo, hi) with a[i] > x, searching forward from lo by galloping
+// (the walkers' cursors only move forward, by a few tokens per slot stride).
+__device__ __forceinline__ int32_t GallopUpperBound(const int32_t* a, int32_t lo, int32_t hi,
+                                                    int32_t x) {
+  int32_t step = 1, prev = lo;
+  int32_t cur = lo;
+  while (cur < hi && a[cur] <= x) {
+    prev = cur + 1;
+    cur += step;
+    step <<= 1;
+  }
+  if (cur > hi) cur = hi;
+  int32_t l = prev, r = cur;  // answer in [prev, cur]
+  while (l < r) {
+    int32_t m = (l + r) >> 1;
+    if (a[m] <= x) l = m + 1; else r = m;
+  }
+  return l;
+}
+
+__device__ __forceinline__ int32_t UpperBound(const int32_t* a, int32_t n, int32_t x) {
+  int32_t l = 0, r = n;
+  while (l < r) {
+    int32_t m = (l + r) >> 1;
+    if (a[m] <= x) l = m + 1; else r = m;
+  }
+  return l;
+}
+
+__device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
+
+}  // namespace cuwfst

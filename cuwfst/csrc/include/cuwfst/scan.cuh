@@ -1,0 +1,176 @@
+// K0 InitKernel, K1 ScanKernel and LaneScanKernel.
+#pragma once
+
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+#include "cuwfst/common.cuh"
+
+namespace cuwfst {
+
+struct StepParams {
+  float search_beam;
+  int32_t min_active;
+  int32_t max_active;
+  int32_t allow_partial;
+  int32_t lp_is_f16;
+};
+
+// InitKernel — launched once per decode, grid = max_lanes blocks of 32 threads.
+// Reads: ws.lengths. Writes: every lane's counters, frontier buffer 0 (the
+// start token), the arena cursor. After it a decode depends on nothing left from the
+// previous one (decode is idempotent), except the hash tables, which Finalize and
+// HashSanitizeKernel leave empty.
+__global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  int32_t lane = blockIdx.x;
+  if (threadIdx.x != 0) return;
+  LaneCounters& lc = ws.lanes[lane];
+  lc.length = ws.lengths[lane];  // -1 marks a lane this batch does not use
+  lc.phase = kPhaseIdle;
+  lc.frontier_size = lc.length >= 0 ? 1 : 0;
+  lc.total_arcs = 0;
+  lc.beam = p.search_beam;
+  lc.max_ord = FloatToOrderedInt(-INFINITY);
+  lc.max_lp = 0.f;
+  lc.claims = 0;
+  lc.overflow = 0;
+  lc.max_frontier = 0;
+  lc.final_winner = -2;
+  lc.final_score = -INFINITY;
+  lc.reached_final = 0;
+  lc.redirected = 0;
+  lc.lp_row_f32 = nullptr;
+  lc.lp_row_f16 = nullptr;
+  int64_t base = static_cast<int64_t>(lane) * ws.main_q;
+  ws.tok_state[0][base] = g.start_state;
+  ws.tok_score[0][base] = 0.f;
+  ws.tok_winner[0][base] = -1;
+  ws.out_path_len[lane] = 0;
+  if (lane == 0) *ws.arena_cursor = 0ull;
+}
+
+// ScanKernel — per step t, grid = max_lanes blocks of kScanThreads (one CTA per lane).
+// Reads: the lane's frontier (buffer t & 1), the graph's row_splits/final_count/emit_maxw,
+// the lane's log-prob row. Writes: phase, k2's dynamic beam, tok_begin, tok_ub,
+// arc_offsets (exclusive degree prefix sums, [n + 1]), total_arcs, max_lp, and resets the
+// step's max and claim count. Idle lanes (unused or past their final step) publish 0 arcs.
+constexpr int kScanThreads = 1024;
+
+__global__ void __launch_bounds__(kScanThreads)
+ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
+  using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
+  using BlockReduce = cub::BlockReduce<float, kScanThreads>;
+  __shared__ union {
+    typename BlockScan::TempStorage scan;
+    typename BlockReduce::TempStorage reduce;
+  } tmp;
+  __shared__ int64_t running;
+  const int32_t lane = blockIdx.x;
+  LaneCounters& lc = ws.lanes[lane];
+  const int32_t T = lc.length;
+  if (T < 0 || t > T) {
+    if (threadIdx.x == 0) {
+      lc.phase = kPhaseIdle;
+      lc.total_arcs = 0;
+    }
+    return;
+  }
+  const int32_t n = lc.frontier_size;
+  const int32_t* state = ws.tok_state[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
+  const float* score = ws.tok_score[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
+  int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
+  float* ub = ws.tok_ub + static_cast<int64_t>(lane) * ws.main_q;
+  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
+
+  int32_t phase = kPhaseReal;
+  if (t == T) {
+    int any_final = 0;
+    for (int32_t i = threadIdx.x; i < n && !any_final; i += blockDim.x)
+      any_final |= g.final_count[state[i]] > 0;
+    any_final = __syncthreads_or(any_final);
+    phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
+  }
+  if (threadIdx.x == 0) running = 0;
+  __syncthreads();
+  for (int32_t base = 0; base < n; base += blockDim.x) {
+    int32_t i = base + threadIdx.x;
+    int64_t deg = 0;
+    if (i < n) {
+      int32_t s = state[i];
+      int32_t rb = g.row_splits[s], re = g.row_splits[s + 1], fc = g.final_count[s];
+      int32_t b, e;
+      if (phase == kPhaseReal) {
+        b = g.finals_at_end ? rb : rb + fc;
+        e = g.finals_at_end ? re - fc : re;
+      } else if (phase == kPhaseFinal) {
+        b = g.finals_at_end ? re - fc : rb;
+        e = b + fc;
+      } else {
+        b = rb;
+        e = re;
+      }
+      begin[i] = b;
+      deg = e - b;
+      ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+    }
+    int64_t excl, total;
+    BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
+    int64_t off = running + excl;
+    if (i < n) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
+    __syncthreads();
+    if (threadIdx.x == 0) running += total;
+    __syncthreads();
+  }
+  // Max log-prob of the row: the acoustic ingredient of the upper bounds.
+  float max_lp = 0.f;
+  const float* row32 = nullptr;
+  const uint16_t* row16 = nullptr;
+  if (phase == kPhaseReal) {
+    const LpDesc d = *ws.lp_desc;
+    int64_t off = lane * d.stride_b + static_cast<int64_t>(t) * d.stride_t;
+    if (p.lp_is_f16) row16 = static_cast<const uint16_t*>(d.base) + off;
+    else row32 = static_cast<const float*>(d.base) + off;
+    float m = -INFINITY;
+    for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x)
+      m = fmaxf(m, row16 ? __half2float(__ushort_as_half(row16[v])) : row32[v]);
+    __syncthreads();
+    max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
+  }
+  if (threadIdx.x == 0) {
+    int64_t total = running;
+    if (total > INT32_MAX) {  // cannot index this step's slots in int32: drop the lane's step
+      lc.overflow |= kOverflowSlots;
+      total = 0;
+    }
+    offsets[n] = static_cast<int32_t>(total);
+    lc.phase = phase;
+    lc.total_arcs = static_cast<int32_t>(total);
+    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active);
+    lc.max_ord = FloatToOrderedInt(-INFINITY);
+    lc.max_lp = max_lp;
+    lc.claims = 0;
+    lc.max_frontier = max(lc.max_frontier, n);
+    lc.lp_row_f32 = row32;
+    lc.lp_row_f16 = row16;
+  }
+}
+
+// LaneScanKernel — per step, one block of 32 threads. Reads every lane's total_arcs;
+// writes lane_arc_offsets[max_lanes + 1], the flattened slot space of the step.
+__global__ void LaneScanKernel(Workspace ws) {
+  if (threadIdx.x != 0) return;
+  int64_t acc = 0;
+  for (int32_t l = 0; l < ws.max_lanes; ++l) {
+    ws.lane_arc_offsets[l] = static_cast<int32_t>(acc);
+    int64_t next = acc + ws.lanes[l].total_arcs;
+    if (next > INT32_MAX) {  // the whole batch's step does not fit int32 slots
+      ws.lanes[l].overflow |= kOverflowSlots;
+      ws.lanes[l].total_arcs = 0;
+      next = acc;
+    }
+    acc = next;
+  }
+  ws.lane_arc_offsets[ws.max_lanes] = static_cast<int32_t>(acc);
+}
+
+}  // namespace cuwfst

@@ -1,0 +1,109 @@
+// Device-side types shared by every stage of the GPU decoder. Framework-free: raw
+// pointers and sizes only. Naming follows k2: a lane is a compute slot (one utterance of
+// the batch), a token is one frontier entry (state, score, winner), a slot is one
+// (token, arc) pair of a step's flattened arc space.
+#pragma once
+
+#include <cstdint>
+
+namespace cuwfst {
+
+// Phases of a lane's step (the CPU reference uses the same values).
+enum : int32_t { kPhaseReal = 0, kPhaseFinal = 1, kPhaseRedirect = 2, kPhaseIdle = 4 };
+
+// Overflow bits (DecodeResult::overflow), as in the design spec §7.
+enum : int32_t {
+  kOverflowCand = 1,     // unused by this decoder (no candidate buffer), kept for the layout
+  kOverflowHash = 2,     // probe bound exceeded
+  kOverflowArena = 4,    // winners arena full
+  kOverflowClaims = 8,   // distinct-state claims list full
+  kOverflowKept = 16,    // surviving frontier > main_q
+  kOverflowPath = 32,    // best path longer than path_cap
+  kOverflowSlots = 64,   // a lane's arcs of one step exceeded 2^31 slots
+};
+
+constexpr int32_t kRedirectArcBit = 1 << 30;
+constexpr uint32_t kEmptyKey = 0xFFFFFFFFu;
+constexpr int32_t kMaxProbes = 256;
+constexpr uint16_t kFinalIlabel = 0xFFFF;
+
+// The graph, structure-of-arrays, on the device (uploaded once per graph and device).
+struct DeviceGraph {
+  int32_t num_states;
+  int32_t num_arcs;
+  int32_t vocab_size;
+  int32_t start_state;
+  int32_t finals_at_end;     // 1: final arcs are the last final_count[s] arcs of s
+  const int32_t* row_splits;   // [num_states + 1]
+  const int32_t* final_count;  // [num_states]
+  const int32_t* arc_dest;     // [num_arcs]
+  const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
+  const float* arc_weight;     // [num_arcs]
+  const float* emit_maxw;      // [num_states] max weight over a state's emitting arcs
+};
+
+// Where the caller's packed log-probs live: rewritten (24 B H2D) before every decode so
+// that captured graphs read the new tensor in place.
+struct LpDesc {
+  const void* base;
+  int64_t stride_b;  // elements
+  int64_t stride_t;  // elements
+};
+
+// Per-lane loop state; device-resident so a whole decode can be captured.
+struct LaneCounters {
+  int32_t length;        // T of this lane's row; -1 for an unused lane
+  int32_t phase;         // this step's phase
+  int32_t frontier_size; // tokens in the current frontier
+  int32_t total_arcs;    // slots of this step
+  float beam;            // k2's dynamic beam
+  int32_t max_ord;       // exact maximum end score of this step (ordered int)
+  float max_lp;          // max log-prob of this step's row (0 for final/redirect)
+  int32_t claims;        // distinct destination states claimed this step
+  int32_t overflow;      // overflow bits
+  int32_t max_frontier;  // largest frontier seen
+  int32_t final_winner;  // winners-log entry of the final token (-2: none yet)
+  float final_score;
+  int32_t reached_final;
+  int32_t redirected;
+  const float* lp_row_f32;   // this step's log-prob row (fp32 input)
+  const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
+};
+
+struct WinnerEntry {
+  int32_t prev;  // previous entry, -1 for the start token
+  int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
+};
+
+// The per-decoder workspace (capacities are fixed at construction).
+struct Workspace {
+  int32_t max_lanes;
+  int32_t main_q;       // frontier capacity per lane
+  int32_t claims_cap;   // distinct states per lane per step
+  int32_t hash_cap;     // power of two, per lane
+  int64_t arena_cap;    // winners entries (shared)
+  int32_t path_cap;     // best-path arcs per lane
+  // frontier double buffer [2][max_lanes][main_q]
+  int32_t* tok_state[2];
+  float* tok_score[2];
+  int32_t* tok_winner[2];
+  // per step, per lane [max_lanes][main_q (+1)]
+  int32_t* tok_begin;    // first arc of each token for this phase
+  float* tok_ub;         // score + max emitting weight (upper-bound ingredient)
+  int32_t* arc_offsets;  // exclusive degree prefix sums, [max_lanes][main_q + 1]
+  int32_t* lane_arc_offsets;  // [max_lanes + 1] flattened slot space
+  // recombination
+  uint32_t* hash_key;        // [max_lanes][hash_cap]
+  unsigned long long* hash_payload;  // {ordered end : slot}
+  int2* claims;              // [max_lanes][claims_cap] {state, hash slot}
+  // winners log and cursor
+  WinnerEntry* arena;
+  unsigned long long* arena_cursor;
+  LaneCounters* lanes;
+  const int32_t* lengths;    // device copy of the batch lengths [max_lanes]
+  const LpDesc* lp_desc;
+  int32_t* out_path;         // [max_lanes][path_cap] arcs of the best path
+  int32_t* out_path_len;     // [max_lanes]
+};
+
+}  // namespace cuwfst

@@ -1,0 +1,225 @@
+"""The GPU backend of `cuwfst.Decoder`: graph upload (shared per graph and device),
+decoder instances, input checks, sub-batching and overflow rescue."""
+
+from __future__ import annotations
+
+import threading
+import weakref
+
+import numpy as np
+
+from .._deps import require
+from .inputs import check_lengths, is_torch
+from .result import (OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT,
+                     OVERFLOW_PATH)
+
+RESCUE_BITS = OVERFLOW_HASH | OVERFLOW_ARENA | OVERFLOW_CLAIMS | OVERFLOW_KEPT | 64
+REDIRECT_ARC_BIT = 1 << 30
+
+_uploads: dict = {}  # (id(graph), device) -> (weakref to graph, handle)
+_uploads_lock = threading.Lock()
+
+
+def _next_pow2(x: int) -> int:
+    return 1 << max(1, int(x - 1).bit_length())
+
+
+class _Uploaded:
+    def __init__(self, mod, handle):
+        self.mod, self.handle = mod, handle
+
+    def __del__(self):
+        if self.handle:
+            self.mod.gpu_graph_free(self.handle)
+            self.handle = 0
+
+
+def upload_graph(mod, graph, device_index: int) -> _Uploaded:
+    """Upload once per (graph, device); every decoder on that device shares it."""
+    key = (id(graph), device_index)
+    with _uploads_lock:
+        hit = _uploads.get(key)
+        if hit is not None and hit[0]() is graph:
+            return hit[1]
+        a = graph.arrays
+        h = mod.gpu_graph_upload(
+            np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
+            np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
+            np.ascontiguousarray(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
+            device_index)
+        up = _Uploaded(mod, h)
+        _uploads[key] = (weakref.ref(graph), up)
+        return up
+
+
+class GpuInstance:
+    """One native decoder: fixed capacities, its own stream and CUDA-graph cache."""
+
+    def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
+                 main_q, use_cuda_graphs, arena_entries=None):
+        o = options
+        n = graph.num_states
+        self.main_q = int(min(n, main_q))
+        self.claims_cap = int(min(n, 2 * self.main_q))
+        self.hash_cap = _next_pow2(2 * self.claims_cap)
+        arena_max = min(512 << 20, max(64 << 20, (16 << 20) * max_lanes))
+        arena_cap = int(min(arena_max, arena_entries or (16 << 20)))
+        self.max_lanes = max_lanes
+        self.mod = mod
+        self._uploaded = uploaded  # keeps the graph's device arrays alive
+        self.handle = mod.gpu_decoder_create(
+            uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
+            o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
+            arena_cap, arena_max, use_cuda_graphs)
+
+    def __del__(self):
+        h, self.handle = getattr(self, "handle", 0), 0
+        if h:
+            self.mod.gpu_decoder_free(h)
+
+    def mem_stats(self) -> dict:
+        out = np.zeros(4, np.int64)
+        self.mod.gpu_decoder_mem_stats(self.handle, out)
+        return dict(zip(("reserved", "committed", "fixed", "arena_high_water"), out.tolist()))
+
+    def decode(self, lp, lens: np.ndarray, stream: int):
+        B, T = lp.shape[0], lp.shape[1]
+        cap = T + 2
+        out_arcs = np.zeros((B, cap), np.int32)
+        out_len = np.zeros(B, np.int32)
+        out_score = np.zeros(B, np.float32)
+        out_meta = np.zeros((B, 4), np.int32)
+        self.mod.gpu_decode(self.handle, lp, lens, stream, out_arcs, out_len, out_score, out_meta)
+        return out_arcs, out_len, out_score, out_meta
+
+
+class GpuBackend:
+    def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
+                 max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
+                 check_inputs: bool = True):
+        self.torch = require("torch", "the GPU decoder", extra="torch")
+        torch = self.torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
+        if graph.has_epsilon:
+            raise ValueError("the GPU decoder takes epsilon-free graphs (an HLG); this graph has "
+                             f"{graph.num_epsilon_arcs} epsilon arcs: decode it with device='cpu'")
+        self.device = torch.device(device)
+        self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        self.device = torch.device("cuda", self.index)
+        from ..jit.decoder import module
+
+        self.mod = module(self.index)
+        self.graph = graph
+        self.options = options
+        self.check_inputs = check_inputs
+        self.uploaded = upload_graph(self.mod, graph, self.index)
+        self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs)
+        self.main_q_factor = main_q_factor
+        self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
+                                main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)
+        self._rescue = None
+        self.lock = threading.Lock()
+
+    def rescue_instance(self) -> GpuInstance:
+        if self._rescue is None:
+            kw = dict(self.kw, max_lanes=2)
+            # a frontier 4x larger (and at least 64 x max_active), capped by the graph's states
+            q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
+            self._rescue = GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index,
+                                       main_q=q, **kw)
+        return self._rescue
+
+    def to_device(self, log_probs):
+        torch = self.torch
+        if is_torch(log_probs):
+            lp = log_probs.detach()
+            if lp.device != self.device:
+                if lp.device.type == "cuda":
+                    raise ValueError(f"log_probs is on {lp.device} but the decoder is on {self.device}")
+                lp = lp.to(self.device)
+        elif isinstance(log_probs, np.ndarray):
+            lp = torch.from_numpy(np.ascontiguousarray(log_probs)).to(self.device)
+        elif hasattr(log_probs, "__dlpack__"):
+            lp = torch.from_dlpack(log_probs)
+            if lp.device != self.device:
+                lp = lp.to(self.device)
+        else:
+            raise TypeError(f"log_probs must be a numpy array, a torch tensor or a DLPack tensor, "
+                            f"got {type(log_probs).__name__}")
+        if lp.dim() == 2:
+            lp = lp.unsqueeze(0)
+        if lp.dim() != 3:
+            raise ValueError(f"log_probs must be [B, T, V] or [T, V], got shape {tuple(lp.shape)}")
+        if lp.dtype not in (torch.float32, torch.float16):
+            raise TypeError(f"log_probs must be float32 (or float16), got {lp.dtype}")
+        if lp.shape[2] < self.graph.vocab_size:
+            raise ValueError(f"log_probs has {lp.shape[2]} columns but the graph's vocab_size is "
+                             f"{self.graph.vocab_size}: every token id of the graph needs a column")
+        if lp.shape[2] > 1 and lp.stride(2) != 1:
+            raise ValueError("log_probs must be packed: its last dimension must be contiguous")
+        return lp
+
+    def check_finite(self, lp, lens: np.ndarray):
+        torch = self.torch
+        T = lp.shape[1]
+        valid = torch.arange(T, device=lp.device)[None, :] < torch.from_numpy(lens).to(lp.device)[:, None]
+        bad = (torch.isnan(lp) | (lp == float("inf"))).any(dim=2) & valid
+        if bool(bad.any()):
+            b, t = (int(x) for x in bad.nonzero()[0])
+            raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
+
+    def decode(self, log_probs, lengths, frontend):
+        lp = self.to_device(log_probs)
+        B, T = lp.shape[0], lp.shape[1]
+        lens = check_lengths(lengths, B, T)
+        if self.check_inputs:
+            self.check_finite(lp, lens)
+        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        hyps = [None] * B
+        with self.lock:
+            lanes = self.main.max_lanes
+            for s in range(0, B, lanes):
+                sub = slice(s, min(B, s + lanes))
+                res = self.main.decode(lp[sub], np.ascontiguousarray(lens[sub]), stream)
+                self._collect(hyps, s, res, frontend)
+            rescue = [b for b in range(B) if hyps[b].overflow & RESCUE_BITS]
+            for b in rescue:
+                res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream)
+                self._collect(hyps, b, res, frontend)
+        return hyps
+
+    def decode_snapshots(self, log_probs, length):
+        from .offline import snapshots_to_dicts
+
+        lp = self.to_device(log_probs)
+        if lp.shape[0] != 1:
+            raise ValueError("decode_snapshots takes one row ([T, V])")
+        T = lp.shape[1]
+        length = T if length is None else int(length)
+        if not 0 <= length <= T:
+            raise ValueError(f"length {length} outside [0, {T}]")
+        K, cap = length + 2, self.graph.num_states
+        cnt = np.zeros(K, np.int32)
+        st = np.zeros((K, cap), np.int32)
+        sc = np.zeros((K, cap), np.float32)
+        ar = np.zeros((K, cap), np.int32)
+        step = np.zeros((K, 3), np.float32)
+        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        with self.lock:
+            self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, cnt, st, sc, ar, step)
+        return snapshots_to_dicts(cnt, st, sc, ar, step)
+
+    @staticmethod
+    def _collect(hyps, start, res, frontend):
+        out_arcs, out_len, out_score, out_meta = res
+        for i in range(out_len.shape[0]):
+            n = min(int(out_len[i]), out_arcs.shape[1])
+            arcs = out_arcs[i, :n]
+            redirect_arc = -1
+            if n and arcs[-1] & REDIRECT_ARC_BIT:
+                redirect_arc = int(arcs[-1] & ~REDIRECT_ARC_BIT)
+                arcs = arcs[:-1]
+            hyps[start + i] = frontend.make_hypothesis(
+                arcs, float(out_score[i]), bool(out_meta[i, 0]), redirect_arc, int(out_meta[i, 2]),
+                int(out_meta[i, 3]))

@@ -1,0 +1,163 @@
+"""The GPU decoder against the CPU reference: identical words, arcs and float32 scores.
+
+Run on a machine with a CUDA GPU (skipped elsewhere). Exact-score ties may pick another
+path of the bit-identical float32 score; that is checked, counted and printed.
+"""
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions
+from helpers import case_inputs, load_cases, path_score_f32, random_ctc_graph, random_log_probs
+
+pytestmark = pytest.mark.gpu
+
+BEAMS = [
+    (20.0, 8.0, 30, 10000),   # icefall defaults
+    (8.0, 5.0, 5, 200),
+    (3.0, 2.0, 1, 50),        # tight beam
+    (15.0, 8.0, 1, 4),        # max_active small: the beam shrinks every frame
+    (2.0, 2.0, 100, 1000),    # min_active large: the beam widens
+    (10.0, 4.0, 0, 3),
+]
+TOTALS = {"rows": 0, "ties": 0}
+
+
+def _compare(graph, lp, lens, cpu_h, gpu_h, where):
+    assert len(cpu_h) == len(gpu_h)
+    for b, (c, g) in enumerate(zip(cpu_h, gpu_h)):
+        TOTALS["rows"] += 1
+        assert g.overflow == 0, f"{where} row {b}: overflow {g.overflow}"
+        assert c.empty == g.empty, f"{where} row {b}: cpu empty {c.empty}, gpu empty {g.empty}"
+        if c.empty:
+            continue
+        assert np.float32(c.score) == np.float32(g.score), f"{where} row {b}: {c.score!r} vs {g.score!r}"
+        assert (c.reached_final, c.redirect_arc >= 0) == (g.reached_final, g.redirect_arc >= 0), where
+        if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+            # an exact-score tie: the GPU's path must score bit-identically under our arithmetic
+            assert path_score_f32(graph, lp[b], g.arcs, g.redirect_arc) == np.float32(c.score), where
+            TOTALS["ties"] += 1
+        else:
+            assert c.words == g.words
+
+
+def test_k2_goldens_gpu_equals_cpu():
+    for case in load_cases("k2_goldens.json.gz") + load_cases("k2-allow-partial-cases.json.gz"):
+        graph, lp, lens, opts = case_inputs(case)
+        cpu = Decoder(graph, opts).decode(lp, lens)
+        gpu = Decoder(graph, opts, device="cuda").decode(lp, lens)
+        _compare(graph, lp, lens, cpu, gpu, case.get("name", "allow_partial case"))
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_graphs_gpu_equals_cpu(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.choice([3, 10, 40, 200, 1500]))
+    V = int(rng.integers(2, 40))
+    graph = random_ctc_graph(rng, n, V, degree=int(rng.integers(1, 10)), final_prob=float(rng.choice([0.02, 0.2, 0.8])))
+    B = int(rng.integers(1, 9))
+    T = int(rng.integers(1, 80))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    if B > 2:
+        lens[1] = 1
+        lens[2] = 0
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    s, o, mn, mx = BEAMS[seed % len(BEAMS)]
+    opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
+                          allow_partial=bool(seed % 3 != 0))
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    gpu = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32]))).decode(lp, lens)
+    _compare(graph, lp, lens, cpu, gpu, f"seed {seed}")
+
+
+def test_batch_equals_rows_and_repeatable():
+    rng = np.random.default_rng(7)
+    graph = random_ctc_graph(rng, 500, 30, 6, 0.1)
+    lp = random_log_probs(rng, 16, 60, 30, peaky=True)
+    lens = rng.integers(1, 61, size=16).astype(np.int32)
+    dec = Decoder(graph, DecoderOptions(search_beam=12.0, max_active_states=300), device="cuda")
+    batch = dec.decode(lp, lens)
+    again = dec.decode(lp, lens)
+    for b in range(16):
+        one = dec.decode(lp[b : b + 1], lens[b : b + 1])[0]
+        assert np.float32(one.score) == np.float32(batch[b].score)
+        assert np.float32(again[b].score) == np.float32(batch[b].score)
+        if one.arcs != batch[b].arcs:
+            assert path_score_f32(graph, lp[b], one.arcs) == np.float32(batch[b].score)
+
+
+def test_without_cuda_graphs_and_fp16():
+    rng = np.random.default_rng(11)
+    graph = random_ctc_graph(rng, 300, 20, 5, 0.2)
+    lp = random_log_probs(rng, 5, 40, 20, peaky=True)
+    opts = DecoderOptions(search_beam=10.0)
+    ref = Decoder(graph, opts).decode(lp)
+    plain = Decoder(graph, opts, device="cuda", use_cuda_graphs=False).decode(lp)
+    _compare(graph, lp, None, ref, plain, "no cuda graphs")
+    torch = pytest.importorskip("torch")
+    half = torch.from_numpy(lp).half().cuda()
+    ref16 = Decoder(graph, opts).decode(half.float().cpu().numpy())
+    gpu16 = Decoder(graph, opts, device="cuda").decode(half)
+    _compare(graph, half.float().cpu().numpy(), None, ref16, gpu16, "fp16")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_step_by_step_frontier_equals_cpu_snapshots(seed):
+    rng = np.random.default_rng(100 + seed)
+    graph = random_ctc_graph(rng, int(rng.choice([5, 30, 120])), 8, 4, 0.3)
+    T = int(rng.integers(1, 25))
+    lp = random_log_probs(rng, 1, T, 8, peaky=bool(seed % 2))[0]
+    s, o, mn, mx = BEAMS[seed % len(BEAMS)]
+    opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
+                          allow_partial=True)
+    cpu = Decoder(graph, opts).decode_snapshots(lp)
+    gpu = Decoder(graph, opts, device="cuda", max_lanes=2).decode_snapshots(lp)
+    assert len(cpu) == len(gpu) == T + 2
+    for k, (c, g) in enumerate(zip(cpu, gpu)):
+        if k > 0:
+            assert (c["phase"], c["beam"], c["cutoff"]) == (g["phase"], g["beam"], g["cutoff"]), k
+        assert set(c["tokens"]) == set(g["tokens"]), f"step {k}: frontier states differ"
+        for st, (score, arc) in c["tokens"].items():
+            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"step {k} state {st}"
+
+
+def test_overflow_is_rescued():
+    """A frontier capacity far too small overflows; the rescue instance re-decodes the row."""
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
+    lp = random_log_probs(rng, 3, 50, 30, peaky=False)
+    opts = DecoderOptions(search_beam=30.0, min_active_states=1, max_active_states=2)
+    cpu = Decoder(graph, opts).decode(lp)
+    assert max(h.max_frontier for h in cpu) > 1024  # main_q floor is 1024
+    gpu = Decoder(graph, opts, device="cuda", main_q_factor=1).decode(lp)
+    for c, g in zip(cpu, gpu):
+        assert np.float32(c.score) == np.float32(g.score) and g.overflow == 0
+
+
+def test_gpu_input_errors():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    graph = random_ctc_graph(rng, 20, 5, 3, 0.3)
+    dec = Decoder(graph, device="cuda")
+    lp = torch.zeros(2, 4, 5, device="cuda")
+    with pytest.raises(TypeError, match="float32"):
+        dec.decode(lp.double())
+    with pytest.raises(ValueError, match="vocab_size"):
+        dec.decode(lp[:, :, :4])
+    with pytest.raises(ValueError, match="packed"):
+        dec.decode(torch.zeros(2, 5, 4, device="cuda").transpose(1, 2))
+    with pytest.raises(ValueError, match="outside"):
+        dec.decode(lp, [5, 1])
+    bad = lp.clone()
+    bad[1, 2, 3] = float("nan")
+    with pytest.raises(ValueError, match=r"log_probs\[1, 2\]"):
+        dec.decode(bad)
+    with pytest.raises(ValueError, match="epsilon-free"):
+        from helpers import random_eps_graph
+        eps = random_eps_graph(rng, 10, 4, 3, 0.9)
+        Decoder(eps, device="cuda")
+
+
+def test_report_totals():
+    print(f"\nGPU vs CPU: {TOTALS['rows']} rows compared, {TOTALS['ties']} exact-score ties, 0 mismatches")
