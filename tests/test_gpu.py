@@ -126,13 +126,17 @@ def test_overflow_is_rescued():
     """A frontier capacity far too small overflows; the rescue instance re-decodes the row."""
     rng = np.random.default_rng(5)
     graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
-    lp = random_log_probs(rng, 3, 50, 30, peaky=False)
-    opts = DecoderOptions(search_beam=30.0, min_active_states=1, max_active_states=2)
+    lp = random_log_probs(rng, 3, 40, 30, peaky=False)
+    # a very wide beam fills the graph for many frames before max_active's decay bites
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=100)
     cpu = Decoder(graph, opts).decode(lp)
-    assert max(h.max_frontier for h in cpu) > 1024  # main_q floor is 1024
-    gpu = Decoder(graph, opts, device="cuda", main_q_factor=1).decode(lp)
+    assert max(h.max_frontier for h in cpu) > 1024  # the main instance holds 1024 tokens
+    dec = Decoder(graph, opts, device="cuda", main_q_factor=1)
+    raw = dec._gpu.main.decode(dec._gpu.to_device(lp), np.full(3, 40, np.int32), 0)
+    assert (raw[3][:, 2] & 16).all(), "the main instance should overflow its frontier"
+    gpu = dec.decode(lp)
     for c, g in zip(cpu, gpu):
-        assert np.float32(c.score) == np.float32(g.score) and g.overflow == 0
+        assert np.float32(c.score) == np.float32(g.score) and g.overflow == 0 and c.words == g.words
 
 
 def test_gpu_input_errors():
