@@ -30,6 +30,7 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--check", type=int, default=16, help="rows compared with the CPU decoder")
     p.add_argument("--json", help="append results as JSON lines here")
+    p.add_argument("--profile", action="store_true", help="kernel time breakdown at the largest batch")
     a = p.parse_args()
     import torch
 
@@ -79,6 +80,15 @@ def main():
         results.append(row)
         print(json.dumps(row))
         hyps_gpu = hyps if hyps_gpu is None else hyps_gpu
+        if a.profile and B == max(a.batch):
+            inst = dec._gpu.main
+            before = inst.profile(True)
+            run()
+            after = inst.profile(False)
+            ms = {k: (after[k] - before[k]) / nb for k in after}
+            tot = sum(ms.values())
+            print("kernel ms per batch (launch by launch, CUDA events): " +
+                  ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items()) + f"; sum {tot:.2f}")
         del dec
     if a.check:
         cpu = Decoder(g, opts, num_threads=16).decode(lp_all[: a.check], lens_all[: a.check])

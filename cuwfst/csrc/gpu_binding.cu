@@ -261,6 +261,16 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   }
 }
 
+// Profiling mode: enable = 1 makes later decodes run launch by launch with CUDA events;
+// out f64[8] = accumulated ms of {init, scan, lane_scan, max, expand, finalize, backtrack,
+// sanitize} since the decoder was built.
+void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
+  CheckHost(out, "out", kDLFloat, 64, {8});
+  GpuDecoder* d = GetDecoder(h);
+  if (enable >= 0) d->SetProfiling(enable != 0);
+  d->Profile(static_cast<double*>(out.data_ptr()));
+}
+
 void GpuDecoderMemStats(int64_t h, TensorView out) {
   CheckHost(out, "out", kDLInt, 64, {4});
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));
@@ -275,3 +285,4 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_profile, GpuDecoderProfile);

@@ -139,6 +139,7 @@ void GpuDecoder::FreeGraphs() {
 GpuDecoder::~GpuDecoder() {
   DeviceGuard guard(graph_->device);
   FreeGraphs();
+  for (cudaEvent_t e : event_pool_) cudaEventDestroy(e);
   if (stream_) cudaStreamSynchronize(stream_);
   for (void* p : buffers_) cudaFree(p);
   if (arena_) cudaFree(arena_);
@@ -158,11 +159,43 @@ void GpuDecoder::Enqueue(int32_t steps, bool f16) {
   StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
                f16 ? 1 : 0};
   const int L = cfg_.max_lanes;
-  InitKernel<<<L, 32, 0, stream_>>>(g, ws_, p);
+  Timed(0, [&] { InitKernel<<<L, 32, 0, stream_>>>(g, ws_, p); });
   for (int32_t t = 0; t < steps; ++t) EnqueueStep(t, f16);
-  BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_);
-  HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_);
+  Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
+  Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_); });
   CUWFST_CUDA(cudaGetLastError());
+}
+
+template <typename F>
+void GpuDecoder::Timed(int kind, F&& launch) {
+  if (!profiling_) {
+    launch();
+    return;
+  }
+  size_t used = pending_.size() * 2;
+  while (event_pool_.size() < used + 2) {
+    cudaEvent_t e;
+    CUWFST_CUDA(cudaEventCreate(&e));
+    event_pool_.push_back(e);
+  }
+  cudaEvent_t a = event_pool_[used], b = event_pool_[used + 1];
+  CUWFST_CUDA(cudaEventRecord(a, stream_));
+  launch();
+  CUWFST_CUDA(cudaEventRecord(b, stream_));
+  pending_.push_back({kind, {a, b}});
+}
+
+void GpuDecoder::CollectProfile() {
+  for (auto& k : pending_) {
+    float ms = 0.f;
+    CUWFST_CUDA(cudaEventElapsedTime(&ms, k.second.first, k.second.second));
+    profile_ms_[k.first] += ms;
+  }
+  pending_.clear();
+}
+
+void GpuDecoder::Profile(double out[8]) const {
+  for (int i = 0; i < 8; ++i) out[i] = profile_ms_[i];
 }
 
 void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
@@ -171,11 +204,11 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
                f16 ? 1 : 0};
   const int L = cfg_.max_lanes;
   const int walk_blocks = ExpandBlocksFor(L);
-  ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t);
-  LaneScanKernel<<<1, 32, 0, stream_>>>(ws_);
-  MaxKernel<<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t);
-  ExpandKernel<<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t);
-  FinalizeKernel<<<L, kFinalizeThreads, 0, stream_>>>(g, ws_, t);
+  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
+  Timed(2, [&] { LaneScanKernel<<<1, 32, 0, stream_>>>(ws_); });
+  Timed(3, [&] { MaxKernel<<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+  Timed(4, [&] { ExpandKernel<<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+  Timed(5, [&] { FinalizeKernel<<<L, kFinalizeThreads, 0, stream_>>>(g, ws_, t); });
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
@@ -246,7 +279,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
 }
 
 void GpuDecoder::RunOnce(int32_t steps, bool f16) {
-  if (!cfg_.use_cuda_graphs) {
+  if (!cfg_.use_cuda_graphs || profiling_) {
     Enqueue(steps, f16);
     return;
   }
@@ -310,6 +343,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     unsigned long long cursor = 0;
     CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    if (profiling_) CollectProfile();
     arena_high_water_ = std::max(arena_high_water_, cursor);
     bool arena_full = false;
     for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes_[b].overflow & kOverflowArena) != 0;

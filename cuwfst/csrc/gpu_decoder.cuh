@@ -69,6 +69,10 @@ class GpuDecoder {
   std::vector<Snapshot> DecodeSnapshots(const void* lp, bool lp_f16, int64_t stride_t, int32_t T,
                                         int32_t length, int64_t caller_stream);
   void MemStats(int64_t out[4]) const;
+  // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
+  // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
+  void SetProfiling(bool on) { profiling_ = on; }
+  void Profile(double out[8]) const;
   int device() const { return graph_->device; }
 
  private:
@@ -100,6 +104,14 @@ class GpuDecoder {
   int32_t* h_path_ = nullptr;         // pinned [max_lanes, path_cap]
   int32_t* h_path_len_ = nullptr;     // pinned
   int64_t fixed_bytes_ = 0;
+  bool profiling_ = false;
+  double profile_ms_[8] = {0};  // init, scan, lane_scan, max, expand, finalize, backtrack, sanitize
+  std::vector<std::pair<int, std::pair<cudaEvent_t, cudaEvent_t>>> pending_;
+  std::vector<cudaEvent_t> event_pool_;
+  cudaEvent_t NextEvent();
+  template <typename F>
+  void Timed(int kind, F&& launch);
+  void CollectProfile();
   unsigned long long arena_high_water_ = 0;
 };
 

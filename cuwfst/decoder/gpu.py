@@ -82,6 +82,15 @@ class GpuInstance:
         self.mod.gpu_decoder_mem_stats(self.handle, out)
         return dict(zip(("reserved", "committed", "fixed", "arena_high_water"), out.tolist()))
 
+    PROFILE_KINDS = ("init", "scan", "lane_scan", "max", "expand", "finalize", "backtrack", "sanitize")
+
+    def profile(self, enable: bool | None = None) -> dict:
+        """Accumulated kernel milliseconds by kind; enable=True makes later decodes run
+        launch by launch with CUDA events around each kernel (no CUDA-graph replay)."""
+        out = np.zeros(8, np.float64)
+        self.mod.gpu_decoder_profile(self.handle, -1 if enable is None else int(enable), out)
+        return dict(zip(self.PROFILE_KINDS, out.tolist()))
+
     def decode(self, lp, lens: np.ndarray, stream: int):
         B, T = lp.shape[0], lp.shape[1]
         cap = T + 2
