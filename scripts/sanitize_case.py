@@ -1,0 +1,25 @@
+"""A small GPU workload for compute-sanitizer (memcheck / racecheck):
+compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py"""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from helpers import random_ctc_graph, random_log_probs  # noqa: E402
+
+from cuwfst import Decoder, DecoderOptions  # noqa: E402
+
+bad = 0
+for seed in range(int(sys.argv[1]) if len(sys.argv) > 1 else 6):
+    rng = np.random.default_rng(seed)
+    g = random_ctc_graph(rng, int(rng.choice([10, 200, 1500])), 12, 5, 0.2)
+    lp = random_log_probs(rng, 4, 30, 12, peaky=bool(seed % 2))
+    lens = np.array([30, 1, 0, 17], np.int32)
+    opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=50, allow_partial=True)
+    cpu = Decoder(g, opts).decode(lp, lens)
+    for graphs in (True, False):
+        gpu = Decoder(g, opts, device="cuda", max_lanes=4, use_cuda_graphs=graphs).decode(lp, lens)
+        bad += sum(np.float32(c.score) != np.float32(h.score) for c, h in zip(cpu, gpu))
+print(f"sanitize case done: {bad} score mismatches")
