@@ -131,3 +131,15 @@ def test_timestamps_and_tokens(case):
     if not h.empty:
         assert len(h.tokens) == lens[0] and len(h.timestamps) == len(h.words)
         assert all(0 <= t <= lens[0] for t in h.timestamps)
+
+
+def test_decoder_on_a_loaded_image(tmp_path, case):
+    """A memory-mapped image feeds the native decoder directly (and decodes the same)."""
+    graph, lp, lens, opts = case_inputs(case)
+    graph.save(tmp_path / "g.img")
+    before = (tmp_path / "g.img").read_bytes()
+    loaded = Graph.load(tmp_path / "g.img")
+    a = Decoder(graph, opts).decode(lp, lens)
+    b = Decoder(loaded, opts).decode(lp, lens)
+    assert [(h.words, h.score) for h in a] == [(h.words, h.score) for h in b]
+    assert (tmp_path / "g.img").read_bytes() == before  # copy-on-write: the file is untouched

@@ -71,6 +71,17 @@ def test_random_graphs_gpu_equals_cpu(seed):
     _compare(graph, lp, lens, cpu, gpu, f"seed {seed}")
 
 
+def test_loaded_image_on_gpu(tmp_path):
+    from cuwfst import Graph
+    rng = np.random.default_rng(3)
+    graph = random_ctc_graph(rng, 200, 10, 4, 0.2)
+    graph.save(tmp_path / "g.img")
+    lp = random_log_probs(rng, 3, 20, 10, peaky=True)
+    a = Decoder(graph).decode(lp)
+    b = Decoder(Graph.load(tmp_path / "g.img"), device="cuda").decode(lp)
+    _compare(graph, lp, None, a, b, "loaded image")
+
+
 def test_batch_equals_rows_and_repeatable():
     rng = np.random.default_rng(7)
     graph = random_ctc_graph(rng, 500, 30, 6, 0.1)

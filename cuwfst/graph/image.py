@@ -157,7 +157,9 @@ def read_image(path: str | os.PathLike, *, verify_checksum: bool = True) -> Imag
     size = os.path.getsize(path)
     if size < HEADER_BYTES:
         raise CorruptGraphImage(f"{path}: file is {size} bytes, shorter than the {HEADER_BYTES}-byte header")
-    mm = np.memmap(path, dtype=np.uint8, mode="r")
+    # copy-on-write: the pages stay shared with the file, yet the arrays are writable, which
+    # DLPack needs to hand them to the native modules without a copy
+    mm = np.memmap(path, dtype=np.uint8, mode="c")
     return parse_image(mm, name=path, verify_checksum=verify_checksum)
 
 
