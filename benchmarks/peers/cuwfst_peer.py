@@ -1,0 +1,80 @@
+"""cuwfst on HLG.img: the GPU decoder (device="cuda") or the exact CPU reference (device="cpu")."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from . import Peer, require, require_cuda
+
+BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active_states=10000)
+
+
+def load_graph(path: str):
+    """Graph.load, with its arrays copied out of the read-only memory map.
+
+    cuwfst at b6d141d hands the graph's arrays to its native modules through DLPack, which
+    refuses read-only arrays (numpy 2.x: "Cannot export readonly array"), so a Graph fresh
+    from Graph.load cannot be decoded with; a copy can."""
+    cuwfst = require("cuwfst", "the cuwfst package")
+    g = cuwfst.Graph.load(path)
+    a = g.arrays
+    copy = {f.name: np.array(v) if isinstance(v := getattr(a, f.name), np.ndarray) else v
+            for f in dataclasses.fields(a)}
+    return cuwfst.Graph(type(a)(**copy), path=g.path)
+
+
+class CuwfstPeer(Peer):
+    graph = "HLG.img"
+
+    def __init__(self, corpus, batch, cfg):
+        cuwfst = require("cuwfst", "the cuwfst package")
+        device = self.device
+        if device == "cuda":
+            require_cuda()
+        self.graph_obj = load_graph(corpus.path("HLG.img"))
+        self.opts = cuwfst.DecoderOptions(**BEAMS)
+        self.threads = os.cpu_count() or 1
+        if device == "cuda":
+            self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch)
+        else:
+            self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cpu", num_threads=self.threads)
+        self.batch = batch
+
+    def settings(self) -> str:
+        o = self.opts
+        s = (f"search_beam={o.search_beam:g} output_beam={o.output_beam:g} min_active={o.min_active_states} "
+             f"max_active={o.max_active_states} allow_partial={o.allow_partial}")
+        if self.device == "cuda":
+            return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
+        return s + f" num_threads={self.threads} (threads over the rows of a batch)"
+
+    def decode(self, log_probs, lengths):
+        return [h.words for h in self.dec.decode(log_probs, lengths)]
+
+    def own_gpu_bytes(self):
+        """The decoder instances' reports (fixed buffers + winners arena) plus the uploaded graph."""
+        gpu = getattr(self.dec, "_gpu", None)
+        if gpu is None:
+            return None
+        total = sum(inst.mem_stats()["committed"] for inst in (gpu.main, gpu._rescue) if inst is not None)
+        a = self.graph_obj.arrays
+        return total + sum(x.nbytes for x in (a.row_splits, a.final_count, a.dest, a.ilabel, a.weight))
+
+    def close(self):
+        self.dec = None
+
+
+class CuwfstGpuPeer(CuwfstPeer):
+    name = "cuwfst-gpu"
+    device = "cuda"
+    input = "cuda"
+    memory = "own+torch"
+
+
+class CuwfstCpuPeer(CuwfstPeer):
+    name = "cuwfst-cpu"
+    device = "cpu"
+    slow = True
