@@ -2,28 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 
-import numpy as np
 
 from . import Peer, require, require_cuda
 
 BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active_states=10000)
-
-
-def load_graph(path: str):
-    """Graph.load, with its arrays copied out of the read-only memory map.
-
-    cuwfst at b6d141d hands the graph's arrays to its native modules through DLPack, which
-    refuses read-only arrays (numpy 2.x: "Cannot export readonly array"), so a Graph fresh
-    from Graph.load cannot be decoded with; a copy can."""
-    cuwfst = require("cuwfst", "the cuwfst package")
-    g = cuwfst.Graph.load(path)
-    a = g.arrays
-    copy = {f.name: np.array(v) if isinstance(v := getattr(a, f.name), np.ndarray) else v
-            for f in dataclasses.fields(a)}
-    return cuwfst.Graph(type(a)(**copy), path=g.path)
 
 
 class CuwfstPeer(Peer):
@@ -34,7 +18,7 @@ class CuwfstPeer(Peer):
         device = self.device
         if device == "cuda":
             require_cuda()
-        self.graph_obj = load_graph(corpus.path("HLG.img"))
+        self.graph_obj = cuwfst.Graph.load(corpus.path("HLG.img"))
         self.opts = cuwfst.DecoderOptions(**BEAMS)
         self.threads = os.cpu_count() or 1
         if device == "cuda":
