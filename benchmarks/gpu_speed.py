@@ -58,7 +58,7 @@ def main():
     hyps_gpu = None
     for B in a.batch:
         dec = Decoder(g, opts, device="cuda", max_lanes=B)
-        def run():
+        def run(dec=dec):
             out = []
             for s in range(0, a.utts, B):
                 out += dec.decode(lp_gpu[s : s + B], lens_all[s : s + B])

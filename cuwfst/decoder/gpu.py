@@ -10,8 +10,7 @@ import numpy as np
 
 from .._deps import require
 from .inputs import check_lengths, is_torch
-from .result import (OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT,
-                     OVERFLOW_PATH)
+from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT
 
 RESCUE_BITS = OVERFLOW_HASH | OVERFLOW_ARENA | OVERFLOW_CLAIMS | OVERFLOW_KEPT | 64
 REDIRECT_ARC_BIT = 1 << 30
