@@ -67,8 +67,9 @@ def test_random_graphs_gpu_equals_cpu(seed):
     opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
                           allow_partial=bool(seed % 3 != 0))
     cpu = Decoder(graph, opts).decode(lp, lens)
-    gpu = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32]))).decode(lp, lens)
-    _compare(graph, lp, lens, cpu, gpu, f"seed {seed}")
+    walker = "thread" if seed % 4 == 0 else "warp"
+    gpu = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32])), walker=walker).decode(lp, lens)
+    _compare(graph, lp, lens, cpu, gpu, f"seed {seed} ({walker} walker)")
 
 
 def test_loaded_image_on_gpu(tmp_path):

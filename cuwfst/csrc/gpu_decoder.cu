@@ -206,8 +206,13 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
   const int walk_blocks = ExpandBlocksFor(L);
   Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
   Timed(2, [&] { LaneScanKernel<<<1, 32, 0, stream_>>>(ws_); });
-  Timed(3, [&] { MaxKernel<<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
-  Timed(4, [&] { ExpandKernel<<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+  if (cfg_.walker == kWalkThread) {
+    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+  } else {
+    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+  }
   Timed(5, [&] { FinalizeKernel<<<L, kFinalizeThreads, 0, stream_>>>(g, ws_, t); });
 }
 

@@ -39,6 +39,7 @@ struct DecoderConfig {
   int64_t arena_cap = 64ll << 20;
   int64_t arena_max = 512ll << 20;
   bool use_cuda_graphs = true;
+  int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
 };
 
 // Results of one decode, on the host.

@@ -1,9 +1,14 @@
-// K2a MaxKernel and K2b ExpandKernel: both walk the step's flattened slot space.
+// K2a MaxKernel and K2b ExpandKernel: both walk the step's flattened slot space with the
+// same walker, so they visit exactly the same slots.
 //
-// Slot walk: each block owns one contiguous chunk of the global slot space; its threads
-// take slots chunk_begin + threadIdx.x + k * blockDim.x. Each thread keeps a cursor
-// (lane, token) that only moves forward, so resolving a slot is a galloping search of a
-// few steps instead of a full binary search. Both kernels visit exactly the same slots.
+// Two walkers, chosen at run time (DecoderConfig::walker) so they can be timed side by side:
+//  * kWalkWarp (default, the spec's shape): each warp owns a contiguous, 32-aligned span
+//    and streams through it in 32-slot strips. Per strip the warp loads the next 32 token
+//    boundaries coalesced and every thread finds its token with a 5-step shuffle search
+//    over the register-held boundaries; the cursor only moves forward; no shared memory,
+//    no __syncthreads, and neighbouring threads read neighbouring arcs.
+//  * kWalkThread: each block owns a contiguous chunk, thread i takes slots
+//    chunk_begin + i + k * blockDim; each thread's cursor gallops forward.
 #pragma once
 
 #include "cuwfst/common.cuh"
@@ -12,92 +17,148 @@ namespace cuwfst {
 
 constexpr int kWalkThreads = 256;
 constexpr int kMaxSharedLanes = 256;
+enum : int32_t { kWalkWarp = 0, kWalkThread = 1 };
 
 inline int ExpandBlocksFor(int lanes) {
   int b = 160 * lanes;
   return b < 1024 ? 1024 : (b > 8192 ? 8192 : b);
 }
 
-// The end score of one slot; also yields the graph arc and destination state.
-struct SlotWalker {
-  const DeviceGraph& g;
-  const Workspace& ws;
+// What a walker knows about the lane a slot belongs to.
+struct LaneView {
   int32_t lane = -1;
-  int32_t lane_base = 0;  // first global slot of the lane
-  int32_t lane_end = 0;
-  int32_t n = 0;          // tokens in the lane's frontier
-  int32_t tok = 0;
+  int32_t base = 0;  // first global slot of the lane
+  int32_t end = 0;   // one past its last global slot
+  int32_t n = 0;     // tokens in the lane's frontier
+  int32_t phase = kPhaseIdle;
+  float max_lp = 0.f;
   const int32_t* offsets = nullptr;
   const int32_t* begin = nullptr;
   const float* ub = nullptr;
   const float* score = nullptr;
-  const int32_t* state = nullptr;
-  int32_t phase = kPhaseIdle;
-  float max_lp = 0.f;
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
 
-  __device__ SlotWalker(const DeviceGraph& g_, const Workspace& ws_) : g(g_), ws(ws_) {}
-
-  // Moves the cursor to global slot `s` (never backwards). Returns the local slot.
-  __device__ __forceinline__ int32_t Seek(int32_t s, int32_t t) {
-    if (s >= lane_end) {
-      lane = UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1;
-      lane_base = ws.lane_arc_offsets[lane];
-      lane_end = ws.lane_arc_offsets[lane + 1];
-      const LaneCounters& lc = ws.lanes[lane];
-      n = lc.frontier_size;
-      phase = lc.phase;
-      max_lp = lc.max_lp;
-      row32 = lc.lp_row_f32;
-      row16 = lc.lp_row_f16;
-      int64_t q = static_cast<int64_t>(lane) * ws.main_q;
-      offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-      begin = ws.tok_begin + q;
-      ub = ws.tok_ub + q;
-      score = ws.tok_score[t & 1] + q;
-      state = ws.tok_state[t & 1] + q;
-      tok = 0;
-    }
-    int32_t local = s - lane_base;
-    // offsets[tok] <= local < offsets[tok + 1]; tokens of degree 0 are skipped over.
-    tok = GallopUpperBound(offsets, tok + 1, n + 1, local) - 1;
-    return local;
+  __device__ __forceinline__ void Load(const Workspace& ws, int32_t l, int32_t t) {
+    lane = l;
+    base = ws.lane_arc_offsets[l];
+    end = ws.lane_arc_offsets[l + 1];
+    const LaneCounters& lc = ws.lanes[l];
+    n = lc.frontier_size;
+    phase = lc.phase;
+    max_lp = lc.max_lp;
+    row32 = lc.lp_row_f32;
+    row16 = lc.lp_row_f16;
+    const int64_t q = static_cast<int64_t>(l) * ws.main_q;
+    offsets = ws.arc_offsets + static_cast<int64_t>(l) * (ws.main_q + 1);
+    begin = ws.tok_begin + q;
+    ub = ws.tok_ub + q;
+    score = ws.tok_score[t & 1] + q;
   }
-
-  __device__ __forceinline__ float Acoustic(int32_t arc) const {
+  __device__ __forceinline__ float Acoustic(const DeviceGraph& g, int32_t arc) const {
     if (phase != kPhaseReal) return 0.f;
     uint16_t il = g.arc_ilabel[arc];
     return row16 ? __half2float(__ushort_as_half(row16[il])) : row32[il];
   }
 };
 
-__device__ __forceinline__ void ChunkOf(int32_t total, int32_t* b, int32_t* e) {
+// Calls visit(lv, tok, local) for every slot this thread owns (kWalkThread).
+template <typename Visit>
+__device__ __forceinline__ void ThreadWalk(const Workspace& ws, int32_t t, Visit&& visit) {
+  const int32_t total = ws.lane_arc_offsets[ws.max_lanes];
   int64_t per = (static_cast<int64_t>(total) + gridDim.x - 1) / gridDim.x;
   per = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
-  int64_t lo = per * blockIdx.x, hi = lo + per;
-  *b = static_cast<int32_t>(lo < total ? lo : total);
-  *e = static_cast<int32_t>(hi < total ? hi : total);
+  const int64_t lo = per * blockIdx.x, hi = lo + per < total ? lo + per : total;
+  LaneView lv;
+  int32_t tok = 0;
+  for (int64_t s64 = lo + threadIdx.x; s64 < hi; s64 += blockDim.x) {
+    const int32_t s = static_cast<int32_t>(s64);
+    if (s >= lv.end) {
+      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1, t);
+      tok = 0;
+    }
+    const int32_t local = s - lv.base;
+    tok = GallopUpperBound(lv.offsets, tok + 1, lv.n + 1, local) - 1;
+    visit(lv, tok, local);
+  }
+}
+
+// Calls visit(lv, tok, local) for every slot of this warp's span (kWalkWarp). Every
+// thread of the warp runs the loop; visit runs on the threads that own a slot.
+template <typename Visit>
+__device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&& visit) {
+  constexpr unsigned kFull = 0xFFFFFFFFu;
+  const int32_t total = ws.lane_arc_offsets[ws.max_lanes];
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const int32_t me = threadIdx.x & 31;
+  int64_t per = (static_cast<int64_t>(total) + warps - 1) / warps;
+  per = (per + 31) & ~static_cast<int64_t>(31);
+  const int64_t lo64 = per * warp;
+  if (lo64 >= total) return;
+  const int32_t lo = static_cast<int32_t>(lo64);
+  const int32_t hi = static_cast<int32_t>(lo64 + per < total ? lo64 + per : total);
+  LaneView lv;
+  int32_t tok = 0;  // warp-uniform: a token at or before the next slot's token
+  for (int32_t s0 = lo; s0 < hi;) {
+    if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
+      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1, t);
+      int32_t first = 0;
+      if (me == 0) first = UpperBound(lv.offsets, lv.n + 1, s0 - lv.base) - 1;
+      tok = __shfl_sync(kFull, first, 0);
+    }
+    const int32_t strip_end = min(min(s0 + 32, hi), lv.end);
+    const int32_t s = s0 + me;
+    const bool active = s < strip_end;
+    const int32_t local = active ? s - lv.base : -1;
+    // Find my token: the last j >= tok with offsets[j] <= local. Boundaries
+    // offsets[base + 1 .. base + 32] are loaded coalesced; cnt = how many are <= local.
+    int32_t my_tok = tok;
+    bool resolved = !active;
+    for (int32_t base = tok;; base += 32) {
+      const int32_t idx = base + 1 + me;
+      const int32_t bnd = idx <= lv.n ? lv.offsets[idx] : INT32_MAX;
+      int32_t cnt = 0;
+#pragma unroll
+      for (int step = 16; step >= 1; step >>= 1) {
+        int32_t v = __shfl_sync(kFull, bnd, cnt + step - 1);
+        if (v <= local) cnt += step;
+      }
+      if (__shfl_sync(kFull, bnd, 31) <= local) cnt = 32;
+      if (!resolved && cnt < 32) {
+        my_tok = base + cnt;
+        resolved = true;
+      }
+      if (__all_sync(kFull, resolved)) break;
+    }
+    tok = __shfl_sync(kFull, my_tok, strip_end - 1 - s0);
+    if (active) visit(lv, my_tok, local);
+    s0 = strip_end;
+  }
+}
+
+template <int kWalker, typename Visit>
+__device__ __forceinline__ void Walk(const Workspace& ws, int32_t t, Visit&& visit) {
+  if (kWalker == kWalkWarp) WarpWalk(ws, t, visit);
+  else ThreadWalk(ws, t, visit);
 }
 
 // MaxKernel — per step, grid = ExpandBlocksFor(max_lanes) x kWalkThreads.
 // Reads: the slot space, frontier scores, tok_ub, graph weights/ilabels, log-prob rows.
 // Writes: lanes[l].max_ord = the exact max end score over ALL of the lane's slots.
 // Skip: a token whose upper bound (score + max emitting weight) + max_lp is <= the
-// thread's running max cannot raise the max (fp32 addition is monotone), so its arcs
-// are not read; the result is bit-identical to the full maximum.
+// thread's running max cannot raise the max (fp32 addition is monotone), so its arc is
+// not read; the result is bit-identical to the full maximum.
+template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 MaxKernel(DeviceGraph g, Workspace ws, int32_t t) {
   __shared__ int32_t lane_max[kMaxSharedLanes];
-  const int32_t total = ws.lane_arc_offsets[ws.max_lanes];
-  int32_t cb, ce;
-  ChunkOf(total, &cb, &ce);
-  if (cb >= ce) return;
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;  // an idle step
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
+  const int32_t kNegInf = FloatToOrderedInt(-INFINITY);
   if (shared_ok)
-    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) lane_max[i] = FloatToOrderedInt(-INFINITY);
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) lane_max[i] = kNegInf;
   __syncthreads();
-  SlotWalker w(g, ws);
   float run = -INFINITY;
   int32_t run_lane = -1;
   auto flush = [&]() {
@@ -106,23 +167,21 @@ MaxKernel(DeviceGraph g, Workspace ws, int32_t t) {
     if (shared_ok) atomicMax(&lane_max[run_lane], o);
     else atomicMax(&ws.lanes[run_lane].max_ord, o);
   };
-  for (int32_t s = cb + threadIdx.x; s < ce; s += blockDim.x) {
-    int32_t local = w.Seek(s, t);
-    if (w.lane != run_lane) {
+  Walk<kWalker>(ws, t, [&](const LaneView& lv, int32_t tok, int32_t local) {
+    if (lv.lane != run_lane) {
       flush();
-      run_lane = w.lane;
+      run_lane = lv.lane;
       run = -INFINITY;
     }
-    if (w.ub[w.tok] + w.max_lp <= run) continue;
-    int32_t arc = w.begin[w.tok] + (local - w.offsets[w.tok]);
-    float end = (w.score[w.tok] + g.arc_weight[arc]) + w.Acoustic(arc);
-    run = fmaxf(run, end);
-  }
+    if (lv.ub[tok] + lv.max_lp <= run) return;
+    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    run = fmaxf(run, (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc));
+  });
   flush();
   if (shared_ok) {
     __syncthreads();
     for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x)
-      if (lane_max[i] != FloatToOrderedInt(-INFINITY)) atomicMax(&ws.lanes[i].max_ord, lane_max[i]);
+      if (lane_max[i] != kNegInf) atomicMax(&ws.lanes[i].max_ord, lane_max[i]);
   }
 }
 
@@ -133,37 +192,30 @@ MaxKernel(DeviceGraph g, Workspace ws, int32_t t) {
 // first claimer appends {state, hash slot} to the claims list, then one 64-bit atomicMax
 // of {ordered end : local slot} resolves the best score and its argmax together (a tie
 // keeps the larger slot). Writes: hash keys/payloads, claims, overflow bits.
+template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 ExpandKernel(DeviceGraph g, Workspace ws, int32_t t) {
-  const int32_t total = ws.lane_arc_offsets[ws.max_lanes];
-  int32_t cb, ce;
-  ChunkOf(total, &cb, &ce);
-  SlotWalker w(g, ws);
-  int32_t cur_lane = -1;
-  float cutoff = INFINITY;
-  uint32_t* keys = nullptr;
-  unsigned long long* payload = nullptr;
-  int2* claims = nullptr;
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   const uint32_t mask = static_cast<uint32_t>(ws.hash_cap - 1);
   const int32_t final_state = g.num_states - 1;
-  for (int32_t s = cb + threadIdx.x; s < ce; s += blockDim.x) {
-    int32_t local = w.Seek(s, t);
-    if (w.lane != cur_lane) {
-      cur_lane = w.lane;
+  int32_t cur_lane = -1;
+  float cutoff = INFINITY;
+  Walk<kWalker>(ws, t, [&](const LaneView& lv, int32_t tok, int32_t local) {
+    if (lv.lane != cur_lane) {
+      cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
       cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-      keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-      payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-      claims = ws.claims + static_cast<int64_t>(cur_lane) * ws.claims_cap;
     }
-    if (!(w.ub[w.tok] + w.max_lp > cutoff)) continue;  // no arc of this token can pass
-    int32_t arc = w.begin[w.tok] + (local - w.offsets[w.tok]);
-    float end = (w.score[w.tok] + g.arc_weight[arc]) + w.Acoustic(arc);
-    if (!(end > cutoff)) continue;
-    uint32_t dest = w.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
-                                              : static_cast<uint32_t>(g.arc_dest[arc]);
-    unsigned long long p = (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) |
-                           static_cast<uint32_t>(local);
+    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
+    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
+    if (!(end > cutoff)) return;
+    uint32_t* keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
+    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
+    const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
+                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
+    const unsigned long long p =
+        (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
     uint32_t h = HashState(dest) & mask;
     bool found = false;
     for (int probe = 0; probe < kMaxProbes; ++probe) {
@@ -172,6 +224,7 @@ ExpandKernel(DeviceGraph g, Workspace ws, int32_t t) {
         k = atomicCAS(&keys[h], kEmptyKey, dest);
         if (k == kEmptyKey) {
           int32_t c = atomicAdd(&ws.lanes[cur_lane].claims, 1);
+          int2* claims = ws.claims + static_cast<int64_t>(cur_lane) * ws.claims_cap;
           if (c < ws.claims_cap) claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
           else atomicOr(&ws.lanes[cur_lane].overflow, kOverflowClaims);
           found = true;
@@ -186,12 +239,12 @@ ExpandKernel(DeviceGraph g, Workspace ws, int32_t t) {
     }
     if (!found) {
       atomicOr(&ws.lanes[cur_lane].overflow, kOverflowHash);
-      continue;
+      return;
     }
     // Dominance: a candidate below the slot's current best cannot win (a stale read is
     // only lower, so this never drops a winner).
     if (*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p) atomicMax(&payload[h], p);
-  }
+  });
 }
 
 }  // namespace cuwfst
