@@ -102,9 +102,9 @@ def _read_vector_fst_binary(path: str):
     finals = np.empty(num_states, np.float32)
     counts = np.empty(num_states, np.int64)
     arc_pos = np.empty(num_states, np.int64)
-    hdr = struct.Struct("<fqqq")
+    hdr = struct.Struct("<fq")  # per state: final weight, number of arcs, then the arcs
     for s in range(num_states):
-        fw, narcs, _, _ = hdr.unpack_from(data, p)
+        fw, narcs = hdr.unpack_from(data, p)
         finals[s] = fw
         counts[s] = narcs
         arc_pos[s] = p + hdr.size
@@ -112,7 +112,7 @@ def _read_vector_fst_binary(path: str):
     if p != len(data):
         raise ValueError(f"{path}: OpenFst file size does not match its arcs")
     total = int(counts.sum())
-    # every state's block is 28 + 16*narcs bytes, so all arc records share one alignment mod 4
+    # every state's block is 12 + 16*narcs bytes, so all arc records share one alignment mod 4
     offs = np.repeat(arc_pos, counts) + (np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)) * 16
     r = int(offs[0] % 4) if total else 0
     words = np.frombuffer(data, "<i4", offset=r, count=(len(data) - r) // 4)
