@@ -12,6 +12,13 @@ from .options import DecoderOptions
 from .result import Hypothesis
 
 
+def _writable(x, dtype) -> np.ndarray:
+    """Contiguous and writable: DLPack (as tvm-ffi speaks it) cannot export a read-only array,
+    and a graph from Graph.load is a read-only memory map, so such arrays are copied."""
+    arr = np.ascontiguousarray(x, dtype)
+    return arr if arr.flags.writeable else arr.copy()
+
+
 class _ReferenceGraph:
     """The graph's arrays handed to the CPU reference module (kept alive here)."""
 
@@ -21,10 +28,9 @@ class _ReferenceGraph:
         a = graph.arrays
         self.mod = module()
         self._keep = [
-            np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
-            np.ascontiguousarray(a.eps_count if a.has_eps else np.zeros(0), np.int32),
-            np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
-            np.ascontiguousarray(a.weight, np.float32),
+            _writable(a.row_splits, np.int32), _writable(a.final_count, np.int32),
+            _writable(a.eps_count if a.has_eps else np.zeros(0), np.int32),
+            _writable(a.dest, np.int32), _writable(a.ilabel, np.int32), _writable(a.weight, np.float32),
         ]
         self.handle = self.mod.ref_graph_create(*self._keep, a.vocab_size, a.start_state, a.finals_at_end)
 
