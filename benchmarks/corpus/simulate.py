@@ -5,7 +5,7 @@
 
 Each utterance:
 
-1. A length of 100-600 frames at 40 ms (4-24 s; 100 + Gamma(2, 75), mean about 250).
+1. A length of 100-600 frames at 40 ms (4-24 s; 100 + Gamma(2, 80), mean about 250).
 2. A reference: sentences sampled from the tier's LM at a raised temperature, cut to the
    length, with about 7% of the words replaced by uniformly drawn vocabulary words, so that
    the LM disagrees with the reference now and then.
@@ -51,7 +51,7 @@ class SimConfig:
 
     min_frames: int = 100
     max_frames: int = 600
-    length_gamma: tuple = (2.0, 75.0)  # frames = min_frames + Gamma(shape, scale)
+    length_gamma: tuple = (2.0, 80.0)  # frames = min_frames + Gamma(shape, scale)
     blank_ratio: float = 0.7
     piece_frames_p: tuple = (0.5, 0.3, 0.2)  # P(a piece holds 1, 2, 3 frames)
     lm_temperature: float = 1.5
@@ -154,12 +154,14 @@ class Simulator:
                 sp = self.spelling[w]
                 dur = rng.choice(len(c.piece_frames_p), size=len(sp), p=c.piece_frames_p) + 1
                 need = used + float(dur.sum()) * per_token
-                if words and need > target:
-                    return words, tokens, frames
+                if words and need > target and need - target > target - used:
+                    return words, tokens, frames  # stopping here lands closer to the target
                 words.append(w)
                 tokens += sp
                 frames += dur.tolist()
                 used = need
+                if used >= target:
+                    return words, tokens, frames
 
     def _align(self, tokens: list[int], frames: list[int], target: int, rng) -> np.ndarray:
         """Frame labels [T] (0 = blank): blanks spread over the gaps, one at least between repeats."""

@@ -84,9 +84,13 @@ def train_bpe(lm: ArpaLM, model_path: str, *, num_sentences: int = 20000, seed: 
 
     import sentencepiece as spm
 
+    from tqdm import tqdm
+
     rng = np.random.default_rng(seed)
     sampler = NgramSampler(lm)
-    lines = [" ".join(s) for s in (sampler.sentence(rng) for _ in range(num_sentences)) if s]
+    sentences = (sampler.sentence(rng) for _ in tqdm(range(num_sentences), desc="BPE text", unit="sent",
+                                                     disable=None, mininterval=2.0))
+    lines = [" ".join(s) for s in sentences if s]
     lines += [w for w in lm.words() if w != UNK]
     model = io.BytesIO()
     with open(os.devnull, "w") as quiet:
