@@ -172,11 +172,10 @@ def prune(lm: ArpaLM, num_words: int, num_ngrams: list[int]) -> ArpaLM:
         ids, lp, _ = lm.ngrams[n - 1]
         prev_ids, _, prev_joint = kept[-1]
         prev_keys = _keys(prev_ids, V)
-        ok = keep_words[ids].all(axis=1)
-        hist = np.searchsorted(prev_keys, _keys(ids[:, :-1], V))
-        suff = np.searchsorted(prev_keys, _keys(ids[:, 1:], V))
-        hist_c, suff_c = np.minimum(hist, len(prev_keys) - 1), np.minimum(suff, len(prev_keys) - 1)
-        ok &= (prev_keys[hist_c] == _keys(ids[:, :-1], V)) & (prev_keys[suff_c] == _keys(ids[:, 1:], V))
+        hist_keys, suff_keys = _keys(ids[:, :-1], V), _keys(ids[:, 1:], V)
+        hist_c = np.minimum(np.searchsorted(prev_keys, hist_keys), len(prev_keys) - 1)
+        suff_c = np.minimum(np.searchsorted(prev_keys, suff_keys), len(prev_keys) - 1)
+        ok = keep_words[ids].all(axis=1) & (prev_keys[hist_c] == hist_keys) & (prev_keys[suff_c] == suff_keys)
         cand = np.flatnonzero(ok)
         joint = prev_joint[hist_c[cand]] + lp[cand]
         top = cand[np.argsort(-joint, kind="stable")[: num_ngrams[n - 2]]]

@@ -5,8 +5,9 @@
 Writes into DIR: bpe.model, tokens.txt, words.txt, lexicon.txt, lexicon_disambig.txt,
 lm.arpa.gz (the pruned LM; pruned tiers only), HLG.fst + HLG.img, TLG.fst + TLG.img and
 stats.json. Only kaldifst, kaldilm, sentencepiece and numpy are used (no k2), so the same
-command runs on the GPU machine; there, pass --bpe-model to reuse a model trained here when
-sentencepiece is not installed.
+command runs on the GPU machine, given a sentencepiece wheel (it has kaldifst and kaldilm).
+Every tier trains the same BPE model (text sampled from the source LM, seed 0); --bpe-model
+reuses one instead, e.g. cuwfst/data/tiny/bpe.model.
 
 - HLG (k2 style, epsilon-free): LG with its `#k` relabelled to epsilon, input epsilons
   removed (benchmarks.corpus.rmeps), then H o LG with H the CTC topology. Every arc reads a

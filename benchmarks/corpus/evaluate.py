@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .units import read_table
+from .units import NUM_IDS, read_table
 
 
 def greedy_words(log_probs: np.ndarray, length: int, pieces: list[str]) -> list[str]:
@@ -46,7 +46,7 @@ def evaluate(corpus_dir: str, sim_path: str, limit: int | None = None, graph: st
 
     d = Path(corpus_dir)
     tokens = read_table(str(d / "tokens.txt"))
-    pieces = [p for p, _ in sorted(tokens.items(), key=lambda kv: kv[1]) if not p.startswith("#")]
+    pieces = [p for p, i in sorted(tokens.items(), key=lambda kv: kv[1]) if i < NUM_IDS]
     words = {i: w for w, i in read_table(str(d / "words.txt")).items()}
     data = np.load(sim_path)
     lp = data["log_probs"] if "log_probs" in data else data["log_probs_fp16"]

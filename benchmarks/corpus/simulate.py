@@ -30,7 +30,6 @@ ref_text [N] (str) and utt_seed [N, 2] (seed, index: what reproduces the row).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import sys
@@ -40,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from .arpa import NgramSampler, read_arpa
-from .units import read_table
+from .units import NUM_IDS, read_table
 
 SPECIAL_PIECES = ("<blk>", "<sos/eos>", "<unk>")
 
@@ -113,7 +112,7 @@ class Simulator:
         d = Path(corpus_dir)
         self.config = config
         tokens = read_table(str(d / "tokens.txt"))
-        self.pieces = [p for p, i in sorted(tokens.items(), key=lambda kv: kv[1]) if not p.startswith("#")]
+        self.pieces = [p for p, i in sorted(tokens.items(), key=lambda kv: kv[1]) if i < NUM_IDS]
         self.word_ids = read_table(str(d / "words.txt"))
         self.spelling: dict[str, list[int]] = {}
         with open(d / "lexicon.txt", encoding="utf-8") as f:
@@ -136,7 +135,7 @@ class Simulator:
         c = self.config
         target = int(min(c.max_frames, c.min_frames + rng.gamma(*c.length_gamma)))
         words, tokens, frames = self._reference(rng, target)
-        labels = self._align(tokens, frames, target, rng)
+        labels = self._align(tokens, frames, rng)
         return {"log_probs": self._log_probs(labels, rng), "words": words}
 
     def _reference(self, rng, target: int):
@@ -163,7 +162,7 @@ class Simulator:
                 if used >= target:
                     return words, tokens, frames
 
-    def _align(self, tokens: list[int], frames: list[int], target: int, rng) -> np.ndarray:
+    def _align(self, tokens: list[int], frames: list[int], rng) -> np.ndarray:
         """Frame labels [T] (0 = blank): blanks spread over the gaps, one at least between repeats."""
         c = self.config
         n = len(tokens)
