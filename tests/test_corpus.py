@@ -365,3 +365,23 @@ def test_hlg_decoding_beats_greedy_on_the_fixture(hlg, tlg):
     assert errors(hyp_h) < errors(greedy), (errors(hyp_h), errors(greedy))
     assert errors(hyp_h) / n_ref < 0.05
     assert hyp_t == hyp_h  # HLG and TLG hold the same language and scores
+
+
+def test_kaldi_decoder_reads_the_fst_files_and_agrees(hlg):
+    """kaldi-decoder (Kaldi's FasterDecoder on OpenFst graphs, ilabel = token + 1) finds the
+    same 1-best words and total scores as cuwfst on both HLG.fst and TLG.fst."""
+    kd = pytest.importorskip("kaldi_decoder")
+    kaldifst = pytest.importorskip("kaldifst")
+    d = np.load(FIXTURE)
+    lp = d["log_probs_fp16"].astype(np.float32)
+    lens = d["lengths"]
+    ours = Decoder(hlg, DecoderOptions(search_beam=20.0, max_active_states=10000)).decode(lp, lens)
+    for name in ("HLG", "TLG"):
+        fst = kaldifst.StdVectorFst.read(str(TINY / f"{name}.fst"))  # the decoder keeps a pointer only
+        dec = kd.FasterDecoder(fst, kd.FasterDecoderOptions(max_active=10000, beam=20.0))
+        for i, h in enumerate(ours):
+            dec.decode(kd.DecodableCtc(lp[i, : lens[i]]))
+            ok, path = dec.get_best_path()
+            ok, _, words, cost = kaldifst.get_linear_symbol_sequence(path)
+            assert ok and list(words) == h.words, (name, i)
+            assert math.isclose(-(cost.value1 + cost.value2), h.score, abs_tol=1e-3), (name, i)
