@@ -76,13 +76,12 @@ def test_shard_reference_forms(tmp_path):
     ids = {"<eps>": 0, "a": 1, "b": 2}
     want = [[1, 2, 2], [2]]
     forms = {
-        "padded": dict(ref_words=np.array([[1, 2, 2], [2, -1, -1]])),
-        "splits": dict(ref_words=np.array([1, 2, 2, 2]), ref_row_splits=np.array([0, 3, 4])),
-        "lengths": dict(ref_words=np.array([1, 2, 2, 2]), ref_lengths=np.array([3, 1])),
-        "text": dict(ref_text=np.array(["a b b", "b"])),
+        "padded": dict(log_probs=lp, ref_word_ids=np.array([[1, 2, 2], [2, -1, -1]])),
+        "fp16": dict(log_probs_fp16=lp.astype(np.float16), ref_word_ids=np.array([[1, 2, 2], [2, -1, -1]])),
+        "text": dict(log_probs=lp, ref_text=np.array(["a b b", "b"])),
     }
-    for name, refs in forms.items():
-        np.savez(tmp_path / f"{name}.npz", log_probs=lp, lengths=lens, **refs)
+    for name, arrays in forms.items():
+        np.savez(tmp_path / f"{name}.npz", lengths=lens, **arrays)
         assert load_shard(str(tmp_path / f"{name}.npz"), ids)[2] == want, name
     np.savez(tmp_path / "none.npz", log_probs=lp, lengths=lens)
     with pytest.raises(KeyError, match="no references"):

@@ -33,38 +33,23 @@ def read_table(path: str) -> dict[str, int]:
 
 
 def load_shard(path: str, word_ids: dict[str, int]):
-    """(log_probs [n, T, V] float32, lengths [n] int32, references as word-id lists).
-
-    References: `ref_words` as a padded 2-D array (entries < 0 are padding), an object
-    array of sequences, or a flat array with `ref_row_splits` [n + 1] or `ref_lengths` [n];
-    or `ref_text` (one string per utterance, words looked up in words.txt)."""
-    with np.load(path, allow_pickle=True) as z:
+    """(log_probs [n, T, V] float32, lengths [n] int32, references as word-id lists) from a
+    shard of benchmarks.corpus.simulate: log_probs (or log_probs_fp16), lengths,
+    ref_word_ids [n, Wmax] padded with -1 (or ref_text, words looked up in words.txt)."""
+    with np.load(path) as z:
         keys = set(z.files)
-        for k in ("log_probs", "lengths"):
-            if k not in keys:
-                raise KeyError(f"{path}: no {k!r} array (has {sorted(keys)})")
-        lp = np.asarray(z["log_probs"], np.float32)
+        lp_key = "log_probs" if "log_probs" in keys else "log_probs_fp16"
+        if lp_key not in keys or "lengths" not in keys:
+            raise KeyError(f"{path}: needs log_probs (or log_probs_fp16) and lengths (has {sorted(keys)})")
+        lp = np.asarray(z[lp_key], np.float32)
         lengths = np.asarray(z["lengths"]).astype(np.int32)
         n = lp.shape[0]
-        if "ref_words" in keys:
-            rw = z["ref_words"]
-            if rw.dtype == object:
-                refs = [[int(w) for w in r] for r in rw]
-            elif rw.ndim == 2:
-                refs = [[int(w) for w in r if w >= 0] for r in rw]
-            else:
-                splits = next((z[k] for k in ("ref_row_splits", "ref_words_row_splits", "ref_splits")
-                               if k in keys), None)
-                if splits is None:
-                    lens = next((z[k] for k in ("ref_lengths", "ref_lens", "ref_num_words") if k in keys), None)
-                    if lens is None:
-                        raise KeyError(f"{path}: flat ref_words needs ref_row_splits or ref_lengths")
-                    splits = np.concatenate([[0], np.cumsum(lens)])
-                refs = [rw[splits[i] : splits[i + 1]].astype(int).tolist() for i in range(n)]
+        if "ref_word_ids" in keys:
+            refs = [[int(w) for w in r if w >= 0] for r in z["ref_word_ids"]]
         elif "ref_text" in keys:
             refs = [[word_ids.get(w, UNKNOWN_REF) for w in str(t).split()] for t in z["ref_text"]]
         else:
-            raise KeyError(f"{path}: no references: expected 'ref_words' or 'ref_text' (has {sorted(keys)})")
+            raise KeyError(f"{path}: no references: expected ref_word_ids or ref_text (has {sorted(keys)})")
     if lp.ndim != 3 or lengths.shape != (n,) or len(refs) != n:
         raise ValueError(f"{path}: log_probs {lp.shape}, lengths {lengths.shape}, {len(refs)} references disagree")
     return lp, lengths, refs

@@ -3,7 +3,7 @@
     python -m benchmarks.peers.toy --out /tmp/peers-toy [--utts 24]
 
 Writes HLG.fst/HLG.img (epsilon-free), TLG.fst/TLG.img (the same language with epsilon
-arcs), words.txt, tokens.txt and one shard `utts-000.npz` (log_probs, lengths, ref_words).
+arcs), words.txt, tokens.txt and one shard `utts-000.npz` (log_probs, lengths, ref_word_ids).
 The graph is a CTC word loop over a small lexicon in which no word's pieces are a prefix of
 another's, so a peaky utterance has one best path: the reference.
 """
@@ -137,7 +137,7 @@ def write_toy_corpus(out: str, num_utts: int = 24, seed: int = 0) -> str:
         f.writelines(f"{w} {i}\n" for i, w in enumerate(WORDS))
     build_graphs(out)
     lp, lengths, refs = simulate(np.random.default_rng(seed), num_utts)
-    np.savez(os.path.join(out, "utts-000.npz"), log_probs=lp, lengths=lengths, ref_words=refs)
+    np.savez(os.path.join(out, "utts-000.npz"), log_probs=lp, lengths=lengths, ref_word_ids=refs)
     return out
 
 
