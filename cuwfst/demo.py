@@ -1,8 +1,8 @@
 """`cuwfst demo`: decode the shipped simulated utterances against the shipped tiny HLG.
 
 The tiny tier (cuwfst/data/tiny) is a 300-word trigram HLG with BPE-500 units built by
-benchmarks/corpus from the shared English LM; demo.npz holds 8 simulated CTC utterances
-(benchmarks/corpus/simulate.py, seed 1). Runs on the GPU when torch sees one, else on the
+benchmarks/corpus from the shared English LM; 8 simulated CTC utterances
+(cuwfst/data/demo/tiny_utts.npz, benchmarks/corpus/simulate.py --fixture, seed 1). Runs on the GPU when torch sees one, else on the
 CPU, and prints hypotheses next to references, greedy-vs-graph WER and speed.
 """
 
@@ -65,7 +65,7 @@ def run(device: str = "auto", repeat: int = 3) -> int:
     graph = Graph.load(TINY / "HLG.img")
     words = _words(TINY / "words.txt")
     pieces = _pieces(TINY / "tokens.txt")
-    with np.load(TINY / "demo.npz") as z:
+    with np.load(TINY.parent / "demo" / "tiny_utts.npz") as z:
         lp = z["log_probs_fp16"].astype(np.float32)
         lens = z["lengths"].astype(np.int32)
         refs = [[words[w] for w in row if w >= 0] for row in z["ref_word_ids"]]
