@@ -9,4 +9,4 @@ grep -E "HLG|TLG|stages|Error|error" /tmp/full/build.log | tail -8 | tee $L
 cp /tmp/corpus-full/stats.json $OUT/full_stats.json 2>/dev/null
 git log --oneline -1 | tee -a $L
 timeout 200 python3 -m benchmarks.gpu_speed --graph /tmp/corpus-full/HLG.img --log-probs /tmp/corpus-full/sim/shard-00000.npz --utts 128 --batch 1 8 32 --walkers ${WALKERS:-warp thread} --reps 3 --check 16 --profile --json $OUT/speed_full.jsonl 2>&1 | tail -12 | tee -a $L
-timeout ${PEERS_TIMEOUT:-330} python3 -m benchmarks.peers.run --corpus /tmp/corpus-full --batch 1 8 32 --utts 128 --cpu-utts 32 --reps 2 --md $OUT/bench_full.md --json $OUT/peers_full.jsonl 2>&1 | tail -25 | tee -a $L
+timeout ${PEERS_TIMEOUT:-330} python3 -m benchmarks.peers.run --corpus /tmp/corpus-full --batch 1 8 32 --utts 128 --cpu-utts 32 --reps 2 --decoders ${DECODERS:-cuwfst-gpu riva greedy kaldi-decoder cuwfst-cpu} --md $OUT/bench_full.md --json $OUT/peers_full.jsonl 2>&1 | tail -25 | tee -a $L
