@@ -92,7 +92,14 @@ def _rows_by_name(rows):
     return {(r.decoder, r.batch): r for r in rows}
 
 
-def test_driver_end_to_end_cpu(toy, tmp_path, capsys):
+def test_driver_end_to_end_cpu(toy, tmp_path, capsys, monkeypatch):
+    from benchmarks.peers import PeerUnavailable
+    from benchmarks.peers.riva_peer import RivaPeer
+
+    def unavailable(self, *a, **k):
+        raise PeerUnavailable("riva withheld by this test")
+
+    monkeypatch.setattr(RivaPeer, "__init__", unavailable)  # the skip path, GPU or not
     md, js = tmp_path / "docs" / "benchmarks.md", tmp_path / "rows.jsonl"
     md.parent.mkdir()
     md.write_text("# Benchmarks\n\nkept text\n")
@@ -102,7 +109,7 @@ def test_driver_end_to_end_cpu(toy, tmp_path, capsys):
     out = capsys.readouterr().out
     by = _rows_by_name(rows)
     assert set(by) == {("greedy", "1 (no batching)"), ("cuwfst-cpu", "1"), ("cuwfst-cpu", "4"), ("riva", "-")}
-    assert by[("riva", "-")].status.startswith("skipped: ")  # no GPU (or no riva) here
+    assert by[("riva", "-")].status.startswith("skipped: ")  # no GPU here, or withheld above
     for key in [("cuwfst-cpu", "1"), ("cuwfst-cpu", "4"), ("greedy", "1 (no batching)")]:
         r = by[key]
         assert r.status == "ok" and r.utts == 20 and r.ref_words > 0 and r.rtfx > 0, r
