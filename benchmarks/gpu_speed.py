@@ -11,7 +11,6 @@ import argparse
 import json
 import platform
 import statistics
-import subprocess
 import time
 
 import numpy as np
@@ -49,7 +48,8 @@ def main():
         lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)
         lens_all = np.full(a.utts, a.frames, np.int32)
     opts = DecoderOptions()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    from benchmarks.peers.measure import git_commit
+    commit = git_commit()
     dev = torch.cuda.get_device_name(0)
     print(f"graph {a.graph or 'random'}: {g.num_states} states, {g.num_arcs} arcs; {a.utts} utts, "
           f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import subprocess
 import time
 
 import numpy as np
@@ -65,7 +64,8 @@ def main():
     t0 = time.perf_counter()
     hyps = dec.decode(lp)
     dt = time.perf_counter() - t0
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    from benchmarks.peers.measure import git_commit
+    commit = git_commit()
     print(f"graph: {g.num_states} states, {g.num_arcs} arcs, vocab {g.vocab_size}; T={a.frames}, batch {a.batch}, "
           f"threads {a.threads}; default options (beam 20, max_active 10000)")
     print(f"CPU reference: {dt / a.batch * 1000:.0f} ms per utterance, largest frontier "

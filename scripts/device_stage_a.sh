@@ -5,7 +5,7 @@
 set -uo pipefail
 T0=$(date +%s); left() { echo $(( ${1} - ($(date +%s) - T0) )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl || exit 1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/stage_a.log
 ARPA=.device/data/en-us-3gram.arpa.xz
 mkdir -p /tmp/full && cp -r . /tmp/full/repo 2>/dev/null

@@ -2,7 +2,7 @@
 # GPU machine, second call (right after stage a, machine still warm): wait for the full
 # corpus, then speed + kernel breakdown and the peers table on the full HLG/TLG.
 set -uo pipefail
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/stage_b.log
 for i in $(seq 1 60); do grep -q FULL-DONE /tmp/full/build.log 2>/dev/null && break; sleep 5; done
 grep -E "HLG|TLG|stages|Error|error" /tmp/full/build.log | tail -8 | tee $L

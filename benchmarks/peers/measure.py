@@ -91,7 +91,10 @@ class GpuMemoryProbe:
 
 
 def git_commit() -> str:
-    """Short HEAD of this checkout, with `+dirty` when tracked files differ from it."""
+    """Short HEAD of this checkout, with `+dirty` when tracked files differ from it; where the
+    checkout has no history (the GPU machine's copy), $CUWFST_COMMIT as the sender recorded it."""
+    if os.environ.get("CUWFST_COMMIT"):
+        return os.environ["CUWFST_COMMIT"]
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
                               text=True, check=True).stdout.strip()
