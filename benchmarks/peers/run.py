@@ -11,6 +11,8 @@ A peer that cannot run here (package or GPU missing) gets a `skipped: reason` ro
 
 from __future__ import annotations
 
+import numpy as np
+
 import argparse
 import contextlib
 import gc
@@ -42,6 +44,8 @@ def parse_args(argv=None):
     p.add_argument("--min-active", type=int, default=30, help="kaldi-decoder min_active")
     p.add_argument("--ctc-beam", type=int, default=10, help="torchaudio-ctc beam_size")
     p.add_argument("--kaldi-threads", type=int, default=1, help="kaldi-decoder threads over utterances")
+    p.add_argument("--order", choices=["given", "length"], default="given",
+                   help="utterance order before batching: as stored, or longest first (every peer alike)")
     p.add_argument("--md", help="write/replace the peers section of this markdown file")
     p.add_argument("--json", help="append one JSON line per row to this file")
     a = p.parse_args(argv)
@@ -114,6 +118,11 @@ def main(argv=None) -> list[Row]:
     args = parse_args(argv)
     command = "python -m benchmarks.peers.run " + shlex.join(sys.argv[1:] if argv is None else argv)
     corpus = load_corpus(args.corpus, args.utts, args.frame_shift)
+    if args.order == "length":  # batches of similar lengths, as a bucketing sampler makes them
+        order = np.argsort(-corpus.lengths, kind="stable")
+        corpus.log_probs = np.ascontiguousarray(corpus.log_probs[order])
+        corpus.lengths = corpus.lengths[order]
+        corpus.refs = [corpus.refs[i] for i in order]
     _log(f"{corpus.num_utts} utterances, {corpus.audio_seconds(corpus.num_utts):.1f} s of audio, "
          f"T <= {corpus.log_probs.shape[1]}, V = {corpus.vocab_size}")
     rows = []

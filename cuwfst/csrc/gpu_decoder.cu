@@ -91,6 +91,8 @@ void GpuDecoder::Allocate() {
   ws_.tok_ub = Alloc<float>(L * Q, "tok_ub");
   ws_.arc_offsets = Alloc<int32_t>(L * (Q + 1), "arc_offsets");
   ws_.lane_arc_offsets = Alloc<int32_t>(L + 1, "lane_arc_offsets");
+  ws_.scan_done = Alloc<int32_t>(1, "scan counter");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
   ws_.hash_key = Alloc<uint32_t>(L * cfg_.hash_cap, "hash keys");
   ws_.hash_payload = Alloc<unsigned long long>(L * cfg_.hash_cap, "hash payloads");
   CUWFST_CUDA(cudaMemsetAsync(ws_.hash_key, 0xFF, L * cfg_.hash_cap * sizeof(uint32_t), stream_));
@@ -205,7 +207,6 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
   const int L = cfg_.max_lanes;
   const int walk_blocks = ExpandBlocksFor(L);
   Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
-  Timed(2, [&] { LaneScanKernel<<<1, 32, 0, stream_>>>(ws_); });
   if (cfg_.walker == kWalkThread) {
     Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
     Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
@@ -213,7 +214,7 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
     Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
   }
-  Timed(5, [&] { FinalizeKernel<<<L, kFinalizeThreads, 0, stream_>>>(g, ws_, t); });
+  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_, t); });
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
@@ -258,7 +259,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
     std::memcpy(&mx, &bits, sizeof(mx));
     s.cutoff = mx - lc.beam;
-    int32_t n = t < length ? lc.frontier_size : (lc.final_winner != -2 ? 1 : 0);
+    int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
     s.state.resize(n);
     s.score.resize(n);
     std::vector<int32_t> winner(n);

@@ -81,7 +81,8 @@ class GpuInstance:
         self.mod.gpu_decoder_mem_stats(self.handle, out)
         return dict(zip(("reserved", "committed", "fixed", "arena_high_water"), out.tolist()))
 
-    PROFILE_KINDS = ("init", "scan", "lane_scan", "max", "expand", "finalize", "backtrack", "sanitize")
+    PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
+                     "sanitize")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run
@@ -190,14 +191,21 @@ class GpuBackend:
         hyps = [None] * B
         with self.lock:
             lanes = self.main.max_lanes
-            for s in range(0, B, lanes):
-                sub = slice(s, min(B, s + lanes))
-                res = self.main.decode(lp[sub], np.ascontiguousarray(lens[sub]), stream)
-                self._collect(hyps, s, res, frontend)
+            if B <= lanes:
+                res = self.main.decode(lp, lens, stream)
+                self._collect(hyps, range(B), res, frontend)
+            else:
+                # sub-batches of similar lengths: a batch runs as many steps as its longest row
+                order = np.argsort(-lens, kind="stable")
+                for s in range(0, B, lanes):
+                    rows = order[s : s + lanes]
+                    idx = self.torch.from_numpy(rows).to(lp.device)
+                    res = self.main.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream)
+                    self._collect(hyps, rows.tolist(), res, frontend)
             rescue = [b for b in range(B) if hyps[b].overflow & RESCUE_BITS]
             for b in rescue:
                 res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream)
-                self._collect(hyps, b, res, frontend)
+                self._collect(hyps, [b], res, frontend)
         return hyps
 
     def decode_snapshots(self, log_probs, length):
@@ -222,15 +230,16 @@ class GpuBackend:
         return snapshots_to_dicts(cnt, st, sc, ar, step)
 
     @staticmethod
-    def _collect(hyps, start, res, frontend):
+    def _collect(hyps, rows, res, frontend):
+        """Hypotheses of a sub-batch into hyps[rows[i]]."""
         out_arcs, out_len, out_score, out_meta = res
-        for i in range(out_len.shape[0]):
+        for i, row in enumerate(rows):
             n = min(int(out_len[i]), out_arcs.shape[1])
             arcs = out_arcs[i, :n]
             redirect_arc = -1
             if n and arcs[-1] & REDIRECT_ARC_BIT:
                 redirect_arc = int(arcs[-1] & ~REDIRECT_ARC_BIT)
                 arcs = arcs[:-1]
-            hyps[start + i] = frontend.make_hypothesis(
+            hyps[row] = frontend.make_hypothesis(
                 arcs, float(out_score[i]), bool(out_meta[i, 0]), redirect_arc, int(out_meta[i, 2]),
                 int(out_meta[i, 3]))

@@ -7,28 +7,36 @@
 
 namespace cuwfst {
 
-constexpr int kFinalizeThreads = 1024;
+constexpr int kFinalizeThreads = 256;
+constexpr int kFinalizeItems = 4;
+constexpr int kFinalizeSplit = 8;  // CTAs per lane
 
-// FinalizeKernel — per step t, grid = max_lanes blocks of kFinalizeThreads (CTA per lane).
-// Reads: the lane's claims and their resolved hash payloads {end : slot}, the current
-// frontier (buffer t & 1), tok_begin and arc_offsets (to turn a slot back into its token
-// and arc). Writes: the next frontier (buffer (t + 1) & 1) compacted in claim order, one
-// winners-log entry {prev winner, arc} per survivor (one arena atomicAdd per round),
-// and clears exactly the claimed hash slots. On the final step it records the lane's
-// result (final token's winner and score). Survivors are the claims whose end passes the
-// exact cutoff, which every admitted claim does; the test is kept as the invariant.
+// FinalizeKernel — per step t, grid (kFinalizeSplit, max_lanes) x kFinalizeThreads: the
+// CTAs of a lane share its claims list in contiguous chunks, kFinalizeItems claims per
+// thread per round.
+// Reads: the claims and their resolved hash payloads {end : slot}, the current frontier
+// (buffer t & 1), tok_begin and arc_offsets (a binary search turns a slot back into its
+// token and arc). Writes: the next frontier (buffer (t + 1) & 1; each round reserves its
+// positions with one atomicAdd on next_size, so the order is claim order per CTA), one
+// winners-log entry {prev winner, arc} per survivor (one arena atomicAdd per round), and
+// clears exactly the claimed hash slots. On the final step it records the lane's result.
+// Survivors are the claims whose end passes the exact cutoff, which every admitted claim
+// does; the test is kept as the invariant.
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
-  __shared__ int32_t kept_total;
+  __shared__ int32_t round_base;
   __shared__ long long arena_base;
-  const int32_t lane = blockIdx.x;
+  const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
   if (phase == kPhaseIdle) return;
-  const int32_t n = lc.frontier_size;
   const int32_t num_claims = min(lc.claims, ws.claims_cap);
+  const int32_t chunk = (num_claims + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);
+  if (c_begin >= c_end) return;
+  const int32_t n = lc.frontier_size;
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
   const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
   const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
@@ -40,64 +48,67 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
   uint32_t* keys = ws.hash_key + static_cast<int64_t>(lane) * ws.hash_cap;
   unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(lane) * ws.hash_cap;
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
-  if (threadIdx.x == 0) kept_total = 0;
-  __syncthreads();
-  for (int32_t base = 0; base < num_claims; base += blockDim.x) {
-    int32_t i = base + threadIdx.x;
-    int32_t keep = 0, state = 0, slot = 0;
-    float end = -INFINITY;
-    int2 c = make_int2(0, 0);
-    if (i < num_claims) {
-      c = claims[i];
-      unsigned long long p = payload[c.y];
-      end = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
-      slot = static_cast<int32_t>(p & 0xFFFFFFFFull);
-      state = c.x;
-      keep = p != 0ull && end > cutoff;
+  constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
+  for (int32_t base = c_begin; base < c_end; base += kPerRound) {
+    const int32_t first = base + threadIdx.x * kFinalizeItems;
+    int32_t keep[kFinalizeItems], state[kFinalizeItems], slot[kFinalizeItems], hslot[kFinalizeItems];
+    float end[kFinalizeItems];
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      const int32_t i = first + k;
+      keep[k] = 0;
+      hslot[k] = -1;
+      if (i < c_end) {
+        const int2 c = claims[i];
+        const unsigned long long p = payload[c.y];
+        end[k] = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
+        slot[k] = static_cast<int32_t>(p & 0xFFFFFFFFull);
+        state[k] = c.x;
+        hslot[k] = c.y;
+        keep[k] = p != 0ull && end[k] > cutoff;
+      }
     }
-    int32_t pos, round_kept;
+    int32_t pos[kFinalizeItems], round_kept;
     BlockScan(scan).ExclusiveSum(keep, pos, round_kept);
     if (threadIdx.x == 0) {
+      round_base = atomicAdd(&lc.next_size, round_kept);
       arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_kept)));
     }
     __syncthreads();
-    if (keep) {
-      int32_t idx = kept_total + pos;
-      int32_t tok = UpperBound(offsets, n + 1, slot) - 1;
-      int32_t arc = begin[tok] + (slot - offsets[tok]);
-      long long wi = arena_base + pos;
-      int32_t winner = -1;
-      if (wi < ws.arena_cap) {
-        winner = static_cast<int32_t>(wi);
-        ws.arena[wi] = {cur_winner[tok], phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc};
-      } else {
-        atomicOr(&lc.overflow, kOverflowArena);
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      if (keep[k]) {
+        const int32_t idx = round_base + pos[k];
+        const int32_t tok = UpperBound(offsets, n + 1, slot[k]) - 1;
+        const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
+        const long long wi = arena_base + pos[k];
+        int32_t winner = -1;
+        if (wi < ws.arena_cap) {
+          winner = static_cast<int32_t>(wi);
+          ws.arena[wi] = {cur_winner[tok], phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc};
+        } else {
+          atomicOr(&lc.overflow, kOverflowArena);
+        }
+        if (idx < ws.main_q) {
+          nxt_state[idx] = state[k];
+          nxt_score[idx] = end[k];
+          nxt_winner[idx] = winner;
+        } else {
+          atomicOr(&lc.overflow, kOverflowKept);
+        }
+        if (phase != kPhaseReal) {  // the final state: at most one claim
+          lc.final_winner = winner;
+          lc.final_score = end[k];
+          lc.reached_final = phase == kPhaseFinal;
+          lc.redirected = phase == kPhaseRedirect;
+        }
       }
-      if (idx < ws.main_q) {
-        nxt_state[idx] = state;
-        nxt_score[idx] = end;
-        nxt_winner[idx] = winner;
-      } else {
-        atomicOr(&lc.overflow, kOverflowKept);
-      }
-      if (phase != kPhaseReal) {  // the final state: at most one claim
-        lc.final_winner = winner;
-        lc.final_score = end;
-        lc.reached_final = phase == kPhaseFinal;
-        lc.redirected = phase == kPhaseRedirect;
+      if (hslot[k] >= 0) {  // k2's targeted delete: only the slots this step claimed
+        keys[hslot[k]] = kEmptyKey;
+        payload[hslot[k]] = 0ull;
       }
     }
-    if (i < num_claims) {  // k2's targeted delete: only the slots this step claimed
-      keys[c.y] = kEmptyKey;
-      payload[c.y] = 0ull;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) kept_total += round_kept;
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) {
-    lc.frontier_size = min(kept_total, ws.main_q);
-    if (phase != kPhaseReal) lc.frontier_size = 0;  // finished: nothing left to expand
+    __syncthreads();  // round_base/arena_base are rewritten by the next round
   }
 }
 

@@ -1,4 +1,4 @@
-// K0 InitKernel, K1 ScanKernel and LaneScanKernel.
+// K0 InitKernel and K1 ScanKernel (with the lane scan of the flattened slot space).
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -28,6 +28,7 @@ __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   lc.length = ws.lengths[lane];  // -1 marks a lane this batch does not use
   lc.phase = kPhaseIdle;
   lc.frontier_size = lc.length >= 0 ? 1 : 0;
+  lc.next_size = 0;
   lc.total_arcs = 0;
   lc.beam = p.search_beam;
   lc.max_ord = FloatToOrderedInt(-INFINITY);
@@ -46,15 +47,64 @@ __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   ws.tok_score[0][base] = 0.f;
   ws.tok_winner[0][base] = -1;
   ws.out_path_len[lane] = 0;
-  if (lane == 0) *ws.arena_cursor = 0ull;
+  if (lane == 0) {
+    *ws.arena_cursor = 0ull;
+    *ws.scan_done = 0;
+  }
 }
 
-// ScanKernel — per step t, grid = max_lanes blocks of kScanThreads (one CTA per lane).
-// Reads: the lane's frontier (buffer t & 1), the graph's row_splits/final_count/emit_maxw,
-// the lane's log-prob row. Writes: phase, k2's dynamic beam, tok_begin, tok_ub,
+// ScanKernel — per step t, grid = max_lanes blocks of kScanThreads (one CTA per lane),
+// kScanItems consecutive tokens per thread per round.
+// Reads: the lane's frontier (buffer t & 1; its size is what the previous step's
+// FinalizeKernel blocks added up in next_size), the graph's row_splits/final_count/
+// emit_maxw, the lane's log-prob row. Writes: phase, k2's dynamic beam, tok_begin, tok_ub,
 // arc_offsets (exclusive degree prefix sums, [n + 1]), total_arcs, max_lp, and resets the
 // step's max and claim count. Idle lanes (unused or past their final step) publish 0 arcs.
-constexpr int kScanThreads = 1024;
+// The last CTA to finish also builds lane_arc_offsets, the flattened slot space (a
+// last-block-done pattern instead of a separate launch).
+constexpr int kScanThreads = 512;
+constexpr int kScanItems = 4;
+
+__device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
+  // Every CTA: publish, then count; the CTA that counts last sees every lane's total.
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(ws.scan_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x >= 32) return;
+  __threadfence();
+  // One warp scans the lanes' totals, 32 at a time.
+  int64_t carry = 0;
+  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+    const int32_t l = base + threadIdx.x;
+    const int64_t v = l < ws.max_lanes ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
+    int64_t incl = v;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int64_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (static_cast<int>(threadIdx.x) >= d) incl += o;
+    }
+    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = static_cast<int32_t>(min(carry + incl - v, static_cast<int64_t>(INT32_MAX)));
+    carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
+  }
+  if (carry > INT32_MAX) {
+    // The batch's step does not fit int32 slots: drop this step for every lane that had
+    // arcs (flagged; the rescue re-decodes those rows alone) rather than index past int32.
+    for (int32_t l = threadIdx.x; l < ws.max_lanes; l += 32) {
+      if (ws.lanes[l].total_arcs > 0) ws.lanes[l].overflow |= kOverflowSlots;
+      ws.lanes[l].total_arcs = 0;
+      ws.lane_arc_offsets[l] = 0;
+    }
+    carry = 0;
+  }
+  if (threadIdx.x == 0) {
+    ws.lane_arc_offsets[ws.max_lanes] = static_cast<int32_t>(carry);
+    *ws.scan_done = 0;
+  }
+}
 
 __global__ void __launch_bounds__(kScanThreads)
 ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
@@ -73,9 +123,11 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
       lc.phase = kPhaseIdle;
       lc.total_arcs = 0;
     }
+    LaneScanLastBlock(ws);
     return;
   }
-  const int32_t n = lc.frontier_size;
+  // The frontier the previous step built (the start token at t = 0).
+  const int32_t n = t == 0 ? 1 : min(lc.next_size, ws.main_q);
   const int32_t* state = ws.tok_state[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
   const float* score = ws.tok_score[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
   int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
@@ -92,31 +144,41 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
   }
   if (threadIdx.x == 0) running = 0;
   __syncthreads();
-  for (int32_t base = 0; base < n; base += blockDim.x) {
-    int32_t i = base + threadIdx.x;
-    int64_t deg = 0;
-    if (i < n) {
-      int32_t s = state[i];
-      int32_t rb = g.row_splits[s], re = g.row_splits[s + 1], fc = g.final_count[s];
-      int32_t b, e;
-      if (phase == kPhaseReal) {
-        b = g.finals_at_end ? rb : rb + fc;
-        e = g.finals_at_end ? re - fc : re;
-      } else if (phase == kPhaseFinal) {
-        b = g.finals_at_end ? re - fc : rb;
-        e = b + fc;
-      } else {
-        b = rb;
-        e = re;
+  constexpr int kPerRound = kScanThreads * kScanItems;
+  for (int32_t base = 0; base < n; base += kPerRound) {
+    const int32_t first = base + threadIdx.x * kScanItems;
+    int64_t deg[kScanItems];
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k) {
+      const int32_t i = first + k;
+      deg[k] = 0;
+      if (i < n) {
+        const int32_t s = state[i];
+        const int32_t rb = g.row_splits[s], re = g.row_splits[s + 1], fc = g.final_count[s];
+        int32_t b, e;
+        if (phase == kPhaseReal) {
+          b = g.finals_at_end ? rb : rb + fc;
+          e = g.finals_at_end ? re - fc : re;
+        } else if (phase == kPhaseFinal) {
+          b = g.finals_at_end ? re - fc : rb;
+          e = b + fc;
+        } else {
+          b = rb;
+          e = re;
+        }
+        begin[i] = b;
+        deg[k] = e - b;
+        ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
       }
-      begin[i] = b;
-      deg = e - b;
-      ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
     }
-    int64_t excl, total;
+    int64_t excl[kScanItems], total;
     BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
-    int64_t off = running + excl;
-    if (i < n) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k) {
+      const int32_t i = first + k;
+      const int64_t off = running + excl[k];
+      if (i < n) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
+    }
     __syncthreads();
     if (threadIdx.x == 0) running += total;
     __syncthreads();
@@ -143,6 +205,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
       total = 0;
     }
     offsets[n] = static_cast<int32_t>(total);
+    lc.frontier_size = n;
+    lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active);
@@ -153,24 +217,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     lc.lp_row_f32 = row32;
     lc.lp_row_f16 = row16;
   }
-}
-
-// LaneScanKernel — per step, one block of 32 threads. Reads every lane's total_arcs;
-// writes lane_arc_offsets[max_lanes + 1], the flattened slot space of the step.
-__global__ void LaneScanKernel(Workspace ws) {
-  if (threadIdx.x != 0) return;
-  int64_t acc = 0;
-  for (int32_t l = 0; l < ws.max_lanes; ++l) {
-    ws.lane_arc_offsets[l] = static_cast<int32_t>(acc);
-    int64_t next = acc + ws.lanes[l].total_arcs;
-    if (next > INT32_MAX) {  // the whole batch's step does not fit int32 slots
-      ws.lanes[l].overflow |= kOverflowSlots;
-      ws.lanes[l].total_arcs = 0;
-      next = acc;
-    }
-    acc = next;
-  }
-  ws.lane_arc_offsets[ws.max_lanes] = static_cast<int32_t>(acc);
+  LaneScanLastBlock(ws);
 }
 
 }  // namespace cuwfst

@@ -55,6 +55,7 @@ struct LaneCounters {
   int32_t length;        // T of this lane's row; -1 for an unused lane
   int32_t phase;         // this step's phase
   int32_t frontier_size; // tokens in the current frontier
+  int32_t next_size;     // tokens the step's FinalizeKernel blocks appended (may exceed main_q)
   int32_t total_arcs;    // slots of this step
   float beam;            // k2's dynamic beam
   int32_t max_ord;       // exact maximum end score of this step (ordered int)
@@ -92,6 +93,7 @@ struct Workspace {
   float* tok_ub;         // score + max emitting weight (upper-bound ingredient)
   int32_t* arc_offsets;  // exclusive degree prefix sums, [max_lanes][main_q + 1]
   int32_t* lane_arc_offsets;  // [max_lanes + 1] flattened slot space
+  int32_t* scan_done;         // ScanKernel's last-block-done counter (0 between launches)
   // recombination
   uint32_t* hash_key;        // [max_lanes][hash_cap]
   unsigned long long* hash_payload;  // {ordered end : slot}
