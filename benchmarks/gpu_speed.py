@@ -31,6 +31,8 @@ def main():
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--profile", action="store_true", help="kernel time breakdown at the largest batch")
     p.add_argument("--walkers", nargs="+", default=["warp"], help="slot walkers to time side by side")
+    p.add_argument("--walk-blocks", type=int, nargs="+", default=[0],
+                   help="grids of the walker kernels to time side by side (0: the spec's formula)")
     a = p.parse_args()
     import torch
 
@@ -57,8 +59,8 @@ def main():
     audio_s = float(lens_all.sum()) * 0.04
     results = []
     hyps_gpu = None
-    for walker, B in [(w, b) for w in a.walkers for b in a.batch]:
-        dec = Decoder(g, opts, device="cuda", max_lanes=B, walker=walker)
+    for walker, wb, B in [(w, wb, b) for w in a.walkers for wb in a.walk_blocks for b in a.batch]:
+        dec = Decoder(g, opts, device="cuda", max_lanes=B, walker=walker, walk_blocks=wb)
         def run(dec=dec):
             out = []
             for s in range(0, a.utts, B):
@@ -74,14 +76,14 @@ def main():
         med = statistics.median(times)
         nb = (a.utts + B - 1) // B
         stats = dec._gpu.main.mem_stats()
-        row = dict(walker=walker, batch=B, ms_per_batch=med / nb * 1000, rtfx=audio_s / med,
+        row = dict(walker=walker, walk_blocks=wb, batch=B, ms_per_batch=med / nb * 1000, rtfx=audio_s / med,
                    max_frontier=max(h.max_frontier for h in hyps),
                    overflow_rows=sum(1 for h in hyps if h.overflow), mem_fixed_mib=stats["fixed"] / 2**20,
                    arena_high_water=stats["arena_high_water"], peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20)
         results.append(row)
         print(json.dumps(row))
         hyps_gpu = hyps if hyps_gpu is None else hyps_gpu
-        if a.profile and B == max(a.batch):
+        if a.profile and B == max(a.batch) and wb == a.walk_blocks[0]:
             inst = dec._gpu.main
             before = inst.profile(True)
             run()

@@ -68,7 +68,8 @@ def test_random_graphs_gpu_equals_cpu(seed):
                           allow_partial=bool(seed % 3 != 0))
     cpu = Decoder(graph, opts).decode(lp, lens)
     walker = "thread" if seed % 4 == 0 else "warp"
-    gpu = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32])), walker=walker).decode(lp, lens)
+    gpu = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32])), walker=walker,
+                  walk_blocks=int(rng.choice([0, 1, 7, 132]))).decode(lp, lens)
     _compare(graph, lp, lens, cpu, gpu, f"seed {seed} ({walker} walker)")
 
 
@@ -177,3 +178,16 @@ def test_gpu_input_errors():
 
 def test_report_totals():
     print(f"\nGPU vs CPU: {TOTALS['rows']} rows compared, {TOTALS['ties']} exact-score ties, 0 mismatches")
+
+
+def test_slot_hint_fallback_on_huge_steps():
+    """Steps with more slots than the token hint covers (32 x 4 x main_q) fall back to the
+    plain binary search; a lane whose frontier outgrows main_q is rescued."""
+    rng = np.random.default_rng(9)
+    graph = random_ctc_graph(rng, 1100, 40, 400, 0.3)  # about 200 arcs per state
+    lp = random_log_probs(rng, 2, 12, 40, peaky=False)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=20)
+    cpu = Decoder(graph, opts).decode(lp)
+    assert max(h.max_frontier for h in cpu) > 1024
+    gpu = Decoder(graph, opts, device="cuda", main_q_factor=1).decode(lp)
+    _compare(graph, lp, None, cpu, gpu, "hint fallback")

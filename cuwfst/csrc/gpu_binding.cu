@@ -131,7 +131,7 @@ GpuDecoder* GetDecoder(int64_t h) {
 int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam, int64_t min_active,
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
-                         int64_t arena_max, bool use_cuda_graphs, int64_t walker) {
+                         int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -162,6 +162,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (walker != cuwfst::kWalkWarp && walker != cuwfst::kWalkThread)
     TVM_FFI_THROW(ValueError) << "walker must be 0 (warp strips) or 1 (thread cursors)";
   c.walker = static_cast<int32_t>(walker);
+  if (walk_blocks < 0 || walk_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "walk_blocks out of range";
+  c.walk_blocks = static_cast<int32_t>(walk_blocks);
   GpuDecoder* d = nullptr;
   try {
     d = new GpuDecoder(std::move(g), c);

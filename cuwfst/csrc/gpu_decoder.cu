@@ -89,6 +89,8 @@ void GpuDecoder::Allocate() {
   }
   ws_.tok_begin = Alloc<int32_t>(L * Q, "tok_begin");
   ws_.tok_ub = Alloc<float>(L * Q, "tok_ub");
+  ws_.hint_cap = static_cast<int32_t>(std::min<int64_t>(4 * Q + 1, INT32_MAX / 64));
+  ws_.tok_hint = Alloc<int32_t>(L * ws_.hint_cap, "tok_hint");
   ws_.arc_offsets = Alloc<int32_t>(L * (Q + 1), "arc_offsets");
   ws_.lane_arc_offsets = Alloc<int32_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
@@ -205,7 +207,7 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
   StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
                f16 ? 1 : 0};
   const int L = cfg_.max_lanes;
-  const int walk_blocks = ExpandBlocksFor(L);
+  const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
   if (cfg_.walker == kWalkThread) {
     Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });

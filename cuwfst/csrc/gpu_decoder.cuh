@@ -40,6 +40,7 @@ struct DecoderConfig {
   int64_t arena_max = 512ll << 20;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
+  int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
 };
 
 // Results of one decode, on the host.

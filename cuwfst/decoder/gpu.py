@@ -55,7 +55,7 @@ class GpuInstance:
     """One native decoder: fixed capacities, its own stream and CUDA-graph cache."""
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
-                 main_q, use_cuda_graphs, walker="warp", arena_entries=None):
+                 main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
@@ -69,7 +69,7 @@ class GpuInstance:
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
-            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker])
+            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -105,7 +105,7 @@ class GpuInstance:
 class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
-                 check_inputs: bool = True, walker: str = "warp"):
+                 check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0):
         self.torch = require("torch", "the GPU decoder", extra="torch")
         torch = self.torch
         if not torch.cuda.is_available():
@@ -126,7 +126,7 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker)
+                       walker=walker, walk_blocks=walk_blocks)
         self.main_q_factor = main_q_factor
         self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
                                 main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)

@@ -50,13 +50,14 @@ class Decoder:
     (utterances decoded together; larger batches are split), main_q_factor (frontier
     capacity = factor x max_active_states, capped by the graph's states), use_cuda_graphs
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
-    walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors).
+    walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
+    walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)).
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
-                 **kwargs):
+                 walk_blocks: int = 0, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -75,7 +76,7 @@ class Decoder:
             self._gpu = GpuBackend(self.graph, options, self.eps_iterations, self.device,
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
-                                   walker=walker)
+                                   walker=walker, walk_blocks=walk_blocks)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)

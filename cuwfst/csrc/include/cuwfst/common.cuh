@@ -82,6 +82,15 @@ __device__ __forceinline__ int32_t UpperBound(const int32_t* a, int32_t n, int32
   return l;
 }
 
+// The token holding local slot `slot` of a lane: the last j with offsets[j] <= slot. With
+// a valid hint (the token holding slot (slot >> kHintShift) << kHintShift) it is a short
+// forward gallop over the few tokens of a 32-slot stretch; else a binary search.
+__device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int32_t* hint,
+                                               bool hint_ok, int32_t n, int32_t slot) {
+  if (hint_ok) return GallopUpperBound(offsets, hint[slot >> kHintShift] + 1, n + 1, slot) - 1;
+  return UpperBound(offsets, n + 1, slot) - 1;
+}
+
 __device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
 
 }  // namespace cuwfst

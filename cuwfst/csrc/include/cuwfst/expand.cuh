@@ -33,6 +33,8 @@ struct LaneView {
   int32_t phase = kPhaseIdle;
   float max_lp = 0.f;
   const int32_t* offsets = nullptr;
+  const int32_t* hint = nullptr;
+  bool hint_ok = false;
   const int32_t* begin = nullptr;
   const float* ub = nullptr;
   const float* score = nullptr;
@@ -51,6 +53,8 @@ struct LaneView {
     row16 = lc.lp_row_f16;
     const int64_t q = static_cast<int64_t>(l) * ws.main_q;
     offsets = ws.arc_offsets + static_cast<int64_t>(l) * (ws.main_q + 1);
+    hint = ws.tok_hint + static_cast<int64_t>(l) * ws.hint_cap;
+    hint_ok = lc.hint_ok != 0;
     begin = ws.tok_begin + q;
     ub = ws.tok_ub + q;
     score = ws.tok_score[t & 1] + q;
@@ -104,7 +108,7 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&&
     if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
       lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1, t);
       int32_t first = 0;
-      if (me == 0) first = UpperBound(lv.offsets, lv.n + 1, s0 - lv.base) - 1;
+      if (me == 0) first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, s0 - lv.base);
       tok = __shfl_sync(kFull, first, 0);
     }
     const int32_t strip_end = min(min(s0 + 32, hi), lv.end);

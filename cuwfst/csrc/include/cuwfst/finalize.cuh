@@ -40,6 +40,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
   const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
   const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
+  const int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
+  const bool hint_ok = lc.hint_ok != 0;
   const int32_t* begin = ws.tok_begin + q;
   const int32_t* cur_winner = ws.tok_winner[t & 1] + q;
   int32_t* nxt_state = ws.tok_state[(t + 1) & 1] + q;
@@ -79,7 +81,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (keep[k]) {
         const int32_t idx = round_base + pos[k];
-        const int32_t tok = UpperBound(offsets, n + 1, slot[k]) - 1;
+        const int32_t tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k]);
         const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
         const long long wi = arena_base + pos[k];
         int32_t winner = -1;

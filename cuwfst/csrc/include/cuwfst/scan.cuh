@@ -133,6 +133,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
   int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
   float* ub = ws.tok_ub + static_cast<int64_t>(lane) * ws.main_q;
   int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
+  int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
+  const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
 
   int32_t phase = kPhaseReal;
   if (t == T) {
@@ -178,6 +180,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
       const int32_t i = first + k;
       const int64_t off = running + excl[k];
       if (i < n) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
+      // every sampled slot m << kHintShift inside [off, off + deg) names token i
+      const int64_t last = min(off + deg[k], hint_slots);
+      for (int64_t m = (off + (1 << kHintShift) - 1) >> kHintShift; (m << kHintShift) < last; ++m)
+        hint[m] = i;
     }
     __syncthreads();
     if (threadIdx.x == 0) running += total;
@@ -212,6 +218,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active);
     lc.max_ord = FloatToOrderedInt(-INFINITY);
     lc.max_lp = max_lp;
+    lc.hint_ok = total <= hint_slots;
     lc.claims = 0;
     lc.max_frontier = max(lc.max_frontier, n);
     lc.lp_row_f32 = row32;

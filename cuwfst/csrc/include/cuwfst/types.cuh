@@ -26,6 +26,7 @@ constexpr int32_t kRedirectArcBit = 1 << 30;
 constexpr uint32_t kEmptyKey = 0xFFFFFFFFu;
 constexpr int32_t kMaxProbes = 256;
 constexpr uint16_t kFinalIlabel = 0xFFFF;
+constexpr int32_t kHintShift = 5;  // tok_hint samples every 32nd slot
 
 // The graph, structure-of-arrays, on the device (uploaded once per graph and device).
 struct DeviceGraph {
@@ -60,6 +61,7 @@ struct LaneCounters {
   float beam;            // k2's dynamic beam
   int32_t max_ord;       // exact maximum end score of this step (ordered int)
   float max_lp;          // max log-prob of this step's row (0 for final/redirect)
+  int32_t hint_ok;       // tok_hint covers all of this step's slots
   int32_t claims;        // distinct destination states claimed this step
   int32_t overflow;      // overflow bits
   int32_t max_frontier;  // largest frontier seen
@@ -92,6 +94,8 @@ struct Workspace {
   int32_t* tok_begin;    // first arc of each token for this phase
   float* tok_ub;         // score + max emitting weight (upper-bound ingredient)
   int32_t* arc_offsets;  // exclusive degree prefix sums, [max_lanes][main_q + 1]
+  int32_t* tok_hint;     // [max_lanes][hint_cap]: the token holding slot k * kHintStride
+  int32_t hint_cap;
   int32_t* lane_arc_offsets;  // [max_lanes + 1] flattened slot space
   int32_t* scan_done;         // ScanKernel's last-block-done counter (0 between launches)
   // recombination
