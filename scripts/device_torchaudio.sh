@@ -10,7 +10,7 @@ python3 - <<'PY'
 import shutil
 from pathlib import Path
 from benchmarks.corpus.arpa import read_arpa
-from benchmarks.corpus.lang import make_lang
+from benchmarks.corpus.units import make_lang
 out = Path("/tmp/corpus-full"); out.mkdir(parents=True, exist_ok=True)
 shutil.copyfile("cuwfst/data/tiny/bpe.model", out / "bpe.model")
 make_lang(read_arpa(Path(".device/data/en-us-3gram.arpa.xz")), str(out / "bpe.model")).write(str(out))
