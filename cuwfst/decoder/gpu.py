@@ -209,25 +209,17 @@ class GpuBackend:
         return hyps
 
     def decode_snapshots(self, log_probs, length):
-        from .offline import snapshots_to_dicts
+        from .offline import snapshot_buffers, snapshot_length, snapshots_to_dicts
 
         lp = self.to_device(log_probs)
         if lp.shape[0] != 1:
             raise ValueError("decode_snapshots takes one row ([T, V])")
-        T = lp.shape[1]
-        length = T if length is None else int(length)
-        if not 0 <= length <= T:
-            raise ValueError(f"length {length} outside [0, {T}]")
-        K, cap = length + 2, self.graph.num_states
-        cnt = np.zeros(K, np.int32)
-        st = np.zeros((K, cap), np.int32)
-        sc = np.zeros((K, cap), np.float32)
-        ar = np.zeros((K, cap), np.int32)
-        step = np.zeros((K, 3), np.float32)
+        length = snapshot_length(length, lp.shape[1])
+        bufs = snapshot_buffers(length, self.graph.num_states)
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
         with self.lock:
-            self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, cnt, st, sc, ar, step)
-        return snapshots_to_dicts(cnt, st, sc, ar, step)
+            self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, *bufs)
+        return snapshots_to_dicts(*bufs)
 
     @staticmethod
     def _collect(hyps, rows, res, frontend):

@@ -135,22 +135,29 @@ class Decoder:
         if lp.shape[0] != 1:
             raise ValueError("decode_snapshots takes one row ([T, V])")
         lp = lp[0]
-        T = lp.shape[0]
-        length = T if length is None else int(length)
+        length = snapshot_length(length, lp.shape[0])
         check_finite(lp[None], np.array([length]))
-        if not 0 <= length <= T:
-            raise ValueError(f"length {length} outside [0, {T}]")
-        K, cap = length + 2, self.graph.num_states
-        cnt = np.zeros(K, np.int32)
-        st = np.zeros((K, cap), np.int32)
-        sc = np.zeros((K, cap), np.float32)
-        ar = np.zeros((K, cap), np.int32)
-        step = np.zeros((K, 3), np.float32)
+        bufs = snapshot_buffers(length, self.graph.num_states)
         o = self.options
         self._ref.mod.ref_decode_snapshots(self._ref.handle, lp, length, o.search_beam, o.output_beam,
                                            o.min_active_states, o.max_active_states, o.allow_partial,
-                                           self.eps_iterations, False, cnt, st, sc, ar, step)
-        return snapshots_to_dicts(cnt, st, sc, ar, step)
+                                           self.eps_iterations, False, *bufs)
+        return snapshots_to_dicts(*bufs)
+
+
+def snapshot_length(length, frames: int) -> int:
+    length = frames if length is None else int(length)
+    if not 0 <= length <= frames:
+        raise ValueError(f"length {length} outside [0, {frames}]")
+    return length
+
+
+def snapshot_buffers(length: int, num_states: int):
+    """(count, state, score, arc, step) buffers for length + 2 snapshots of up to num_states tokens."""
+    K = length + 2
+    return (np.zeros(K, np.int32), np.zeros((K, num_states), np.int32),
+            np.zeros((K, num_states), np.float32), np.zeros((K, num_states), np.int32),
+            np.zeros((K, 3), np.float32))
 
 
 def snapshots_to_dicts(cnt, st, sc, ar, step) -> list[dict]:
