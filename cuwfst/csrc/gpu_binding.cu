@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cuwfst/expand.cuh"
+#include "cuwfst/tensor_checks.h"
 #include "gpu_decoder.cuh"
 
 namespace {
@@ -21,26 +22,8 @@ using tvm::ffi::TensorView;
 using cuwfst::GpuDecoder;
 using cuwfst::GpuGraph;
 
-bool IsType(DLDataType a, uint8_t code, uint8_t bits) { return a.code == code && a.bits == bits && a.lanes == 1; }
-
-void CheckHost(const TensorView& t, const char* name, uint8_t code, uint8_t bits,
-               std::vector<int64_t> shape) {
-  if (t.device().device_type != kDLCPU && t.device().device_type != kDLCUDAHost)
-    TVM_FFI_THROW(ValueError) << name << " must be a CPU tensor";
-  if (!IsType(t.dtype(), code, bits))
-    TVM_FFI_THROW(TypeError) << name << " has the wrong dtype (expected "
-                             << (code == kDLFloat ? "float" : "int") << int(bits) << ")";
-  if (t.ndim() != static_cast<int32_t>(shape.size()))
-    TVM_FFI_THROW(ValueError) << name << " must have " << shape.size() << " dims";
-  int64_t stride = 1;
-  for (int i = t.ndim() - 1; i >= 0; --i) {
-    if (shape[i] >= 0 && t.shape()[i] != shape[i])
-      TVM_FFI_THROW(ValueError) << name << " dim " << i << " is " << t.shape()[i] << ", expected " << shape[i];
-    if (t.shape()[i] > 1 && t.strides()[i] != stride)
-      TVM_FFI_THROW(ValueError) << name << " must be dense (contiguous)";
-    stride *= t.shape()[i];
-  }
-}
+using cuwfst::CheckHostTensor;
+using cuwfst::IsType;
 
 #define CUDA_OR_THROW(expr)                                                              \
   do {                                                                                   \
@@ -68,11 +51,11 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D";
   if (a >= cuwfst::kRedirectArcBit) TVM_FFI_THROW(ValueError) << "the GPU decoder takes < 2^30 arcs";
   if (vocab_size < 1 || vocab_size >= 65535) TVM_FFI_THROW(ValueError) << "vocab_size must be in [1, 65534]";
-  CheckHost(row_splits, "row_splits", kDLInt, 32, {n + 1});
-  CheckHost(final_count, "final_count", kDLInt, 32, {n});
-  CheckHost(dest, "dest", kDLInt, 32, {a});
-  CheckHost(ilabel, "ilabel", kDLInt, 32, {a});
-  CheckHost(weight, "weight", kDLFloat, 32, {a});
+  CheckHostTensor(row_splits, "row_splits", kDLInt, 32, {n + 1});
+  CheckHostTensor(final_count, "final_count", kDLInt, 32, {n});
+  CheckHostTensor(dest, "dest", kDLInt, 32, {a});
+  CheckHostTensor(ilabel, "ilabel", kDLInt, 32, {a});
+  CheckHostTensor(weight, "weight", kDLFloat, 32, {a});
   int count = 0;
   CUDA_OR_THROW(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count) TVM_FFI_THROW(ValueError) << "no CUDA device " << device;
@@ -194,13 +177,13 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t call
   if (T > (1 << 24)) TVM_FFI_THROW(ValueError) << "T too large";
   if (log_probs.strides()[0] < 0 || log_probs.strides()[1] < 0)
     TVM_FFI_THROW(ValueError) << "log_probs must have non-negative strides";
-  CheckHost(lengths, "lengths", kDLInt, 32, {B});
+  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
   if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
   const int64_t cap = out_arcs.shape()[1];
-  CheckHost(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
-  CheckHost(out_len, "out_len", kDLInt, 32, {B});
-  CheckHost(out_score, "out_score", kDLFloat, 32, {B});
-  CheckHost(out_meta, "out_meta", kDLInt, 32, {B, 4});
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
+  CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
+  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T) TVM_FFI_THROW(ValueError) << "lengths[" << b << "] outside [0, " << T << "]";
@@ -234,11 +217,11 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   const int64_t K = length + 2;
   if (out_state.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_state must be [K, cap]";
   const int64_t cap = out_state.shape()[1];
-  CheckHost(out_count, "out_count", kDLInt, 32, {K});
-  CheckHost(out_state, "out_state", kDLInt, 32, {K, cap});
-  CheckHost(out_score, "out_score", kDLFloat, 32, {K, cap});
-  CheckHost(out_arc, "out_arc", kDLInt, 32, {K, cap});
-  CheckHost(out_step, "out_step", kDLFloat, 32, {K, 3});
+  CheckHostTensor(out_count, "out_count", kDLInt, 32, {K});
+  CheckHostTensor(out_state, "out_state", kDLInt, 32, {K, cap});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
+  CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
+  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 3});
   const char* base = static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset();
   std::vector<GpuDecoder::Snapshot> snaps;
   try {
@@ -271,14 +254,14 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
 // out f64[8] = accumulated ms of {init, scan, lane_scan, max, expand, finalize, backtrack,
 // sanitize} since the decoder was built.
 void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
-  CheckHost(out, "out", kDLFloat, 64, {8});
+  CheckHostTensor(out, "out", kDLFloat, 64, {8});
   GpuDecoder* d = GetDecoder(h);
   if (enable >= 0) d->SetProfiling(enable != 0);
   d->Profile(static_cast<double*>(out.data_ptr()));
 }
 
 void GpuDecoderMemStats(int64_t h, TensorView out) {
-  CheckHost(out, "out", kDLInt, 64, {4});
+  CheckHostTensor(out, "out", kDLInt, 64, {4});
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cuwfst/tensor_checks.h"
 #include "reference_decoder.h"
 
 namespace {
@@ -22,30 +23,7 @@ using tvm::ffi::TensorView;
 using cuwfst::reference::GraphView;
 using cuwfst::reference::Options;
 
-constexpr DLDataType kI32{kDLInt, 32, 1};
-constexpr DLDataType kF32{kDLFloat, 32, 1};
-
-bool SameType(DLDataType a, DLDataType b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
-void Check(const TensorView& t, const char* name, DLDataType dt, std::vector<int64_t> shape) {
-  if (t.device().device_type != kDLCPU)
-    TVM_FFI_THROW(ValueError) << name << " must be a CPU tensor";
-  if (!SameType(t.dtype(), dt))
-    TVM_FFI_THROW(TypeError) << name << " must be " << (dt.code == kDLFloat ? "float32" : "int32");
-  if (t.ndim() != static_cast<int32_t>(shape.size()))
-    TVM_FFI_THROW(ValueError) << name << " must have " << shape.size() << " dims, got " << t.ndim();
-  int64_t expect_stride = 1;
-  for (int i = t.ndim() - 1; i >= 0; --i) {
-    if (shape[i] >= 0 && t.shape()[i] != shape[i])
-      TVM_FFI_THROW(ValueError) << name << " dim " << i << " is " << t.shape()[i] << ", expected "
-                                << shape[i];
-    if (t.shape()[i] > 1 && t.strides()[i] != expect_stride)
-      TVM_FFI_THROW(ValueError) << name << " must be contiguous";
-    expect_stride *= t.shape()[i];
-  }
-}
+using cuwfst::CheckHostTensor;
 
 struct RefGraph {
   GraphView view;
@@ -64,13 +42,13 @@ int64_t RefGraphCreate(TensorView row_splits, TensorView final_count, TensorView
   if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D";
   if (a >= cuwfst::reference::kRedirectArcBit)
     TVM_FFI_THROW(ValueError) << "graphs are limited to 2^30 arcs, got " << a;
-  Check(row_splits, "row_splits", kI32, {n + 1});
-  Check(final_count, "final_count", kI32, {n});
-  Check(dest, "dest", kI32, {a});
-  Check(ilabel, "ilabel", kI32, {a});
-  Check(weight, "weight", kF32, {a});
+  CheckHostTensor(row_splits, "row_splits", kDLInt, 32, {n + 1});
+  CheckHostTensor(final_count, "final_count", kDLInt, 32, {n});
+  CheckHostTensor(dest, "dest", kDLInt, 32, {a});
+  CheckHostTensor(ilabel, "ilabel", kDLInt, 32, {a});
+  CheckHostTensor(weight, "weight", kDLFloat, 32, {a});
   bool has_eps = eps_count.ndim() == 1 && eps_count.shape()[0] == n && n > 0;
-  if (has_eps) Check(eps_count, "eps_count", kI32, {n});
+  if (has_eps) CheckHostTensor(eps_count, "eps_count", kDLInt, 32, {n});
   auto g = std::make_unique<RefGraph>();
   GraphView& v = g->view;
   v.num_states = static_cast<int32_t>(n);
@@ -122,17 +100,17 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
                             eps_iterations, online);
   if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
   const int64_t B = log_probs.shape()[0], T = log_probs.shape()[1], V = log_probs.shape()[2];
-  Check(log_probs, "log_probs", kF32, {B, T, V});
+  CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {B, T, V});
   if (V < g.vocab_size)
     TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is "
                               << g.vocab_size;
-  Check(lengths, "lengths", kI32, {B});
+  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
   if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
   const int64_t cap = out_arcs.shape()[1];
-  Check(out_arcs, "out_arcs", kI32, {B, cap});
-  Check(out_len, "out_len", kI32, {B});
-  Check(out_score, "out_score", kF32, {B});
-  Check(out_meta, "out_meta", kI32, {B, 4});
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
+  CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
+  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T)
@@ -182,18 +160,18 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
                             eps_iterations, online);
   if (log_probs.ndim() != 2) TVM_FFI_THROW(ValueError) << "log_probs must be [T, V]";
   const int64_t T = log_probs.shape()[0], V = log_probs.shape()[1];
-  Check(log_probs, "log_probs", kF32, {T, V});
+  CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {T, V});
   if (V < g.vocab_size) TVM_FFI_THROW(ValueError) << "log_probs narrower than vocab_size";
   if (length < 0 || length > T) TVM_FFI_THROW(ValueError) << "length outside [0, T]";
   const int64_t K = length + 2;
   if (out_state.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_state must be [K, cap]";
   const int64_t cap = out_state.shape()[1];
   if (cap < g.num_states) TVM_FFI_THROW(ValueError) << "snapshot cap must be >= num_states";
-  Check(out_count, "out_count", kI32, {K});
-  Check(out_state, "out_state", kI32, {K, cap});
-  Check(out_score, "out_score", kF32, {K, cap});
-  Check(out_arc, "out_arc", kI32, {K, cap});
-  Check(out_step, "out_step", kF32, {K, 3});
+  CheckHostTensor(out_count, "out_count", kDLInt, 32, {K});
+  CheckHostTensor(out_state, "out_state", kDLInt, 32, {K, cap});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
+  CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
+  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 3});
   std::vector<int32_t> slot(g.num_states, -1);
   std::vector<cuwfst::reference::StepSnapshot> snaps;
   cuwfst::reference::DecodeRow(g, static_cast<const float*>(log_probs.data_ptr()), V,
