@@ -31,6 +31,8 @@ def case_inputs(case: dict):
 def path_score(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -> float:
     """Double-precision total score of a path (graph + acoustic), k2's shortest_path sum."""
     g = graph.arrays
+    arcs = graph.image_arc_ids(list(arcs)).tolist()
+    redirect_arc = int(graph.image_arc_ids(redirect_arc)) if redirect_arc >= 0 else -1
     total, t = 0.0, 0
     for a in arcs:
         il = int(g.ilabel[a])
@@ -46,6 +48,8 @@ def path_score(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -
 def path_score_f32(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -> np.float32:
     """The float32 score our decoders give a path: end = (score + weight) + log_prob, in order."""
     g = graph.arrays
+    arcs = graph.image_arc_ids(list(arcs)).tolist()
+    redirect_arc = int(graph.image_arc_ids(redirect_arc)) if redirect_arc >= 0 else -1
     s, t = np.float32(0.0), 0
     for a in list(arcs) + ([redirect_arc] if redirect_arc >= 0 else []):
         il = int(g.ilabel[a]) if a != redirect_arc else -1

@@ -65,9 +65,91 @@ def test_goldens_keep_k2_arc_order():
         assert np.array_equal(g.arrays.ilabel, il)
 
 
-def test_refuses_ungrouped_final_arcs():
-    with pytest.raises(ValueError, match="arc-sort"):
-        Graph.from_k2_text("0 2 -1 -1 0\n0 1 1 0 0\n0 2 -1 -1 0\n1 2 -1 -1 0\n2\n")
+def test_final_arcs_in_the_middle_are_reordered_keeping_k2_arc_ids(tmp_path):
+    text = "0 2 -1 -1 -0.5\n0 1 1 4 -0.25\n0 2 -1 -1 -2\n1 2 -1 -1 0\n2\n"
+    g = Graph.from_k2_text(text)
+    assert g.reordered and g.arrays.version == 3
+    # the image groups state 0's arcs as [emitting][finals]; ids map back to text lines
+    assert g.arrays.ilabel.tolist() == [1, -1, -1, -1]
+    assert g.arrays.arc_id.tolist() == [1, 0, 2, 3]
+    assert g.arc_words(1) == [4] and g.arc_words(0) == []
+    assert g.image_arc_ids([1, 0, 2]).tolist() == [0, 1, 2]
+    h = Graph.load(tmp_path / "r.img") if g.save(tmp_path / "r.img") else None
+    assert h.reordered and np.array_equal(h.arrays.arc_id, g.arrays.arc_id)
+    # the best path of one frame: line 1 (token 1) then line 3 (state 1's final arc)
+    from cuwfst import Decoder
+    lp = np.log(np.array([[0.25, 0.75]], np.float32))
+    hyp = Decoder(g).decode(lp)[0]
+    assert hyp.arcs == [1, 3] and hyp.words == [4]
+    assert hyp.score == np.float32(np.float32(-0.25) + lp[0, 1]) + np.float32(0.0)
+
+
+def _natural_order_text(g: Graph, rng, eps_label: int) -> tuple[str, list[int]]:
+    """k2 text of `g` with each state's arcs in natural order (emitting, finals in the
+    middle, then epsilon arcs labelled `eps_label`), each class keeping its own order.
+    Returns the text and, per text line, the image arc it came from."""
+    a = g.arrays
+    lines, image_of_line = [], []
+    for s in range(a.num_states):
+        arcs = list(range(a.row_splits[s], a.row_splits[s + 1]))
+        emit = [x for x in arcs if a.ilabel[x] >= 0]
+        fin = [x for x in arcs if a.ilabel[x] == -1]
+        eps = [x for x in arcs if a.ilabel[x] == -2]
+        cut = int(rng.integers(0, len(emit) + 1))
+        for x in emit[:cut] + fin + emit[cut:] + eps:
+            il = int(a.ilabel[x])
+            words = a.aux_pool[a.aux_row_splits[x]:a.aux_row_splits[x + 1]].tolist()
+            olabel = words[0] if words else (-1 if il == -1 else 0)
+            lines.append(f"{s} {int(a.dest[x])} {eps_label if il == -2 else il} {olabel} {float(a.weight[x])!r}")
+            image_of_line.append(x)
+    lines.append(str(a.num_states - 1))
+    return "\n".join(lines) + "\n", image_of_line
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_natural_order_epsilon_graphs_decode_like_sorted_ones(seed):
+    """Every random epsilon graph written in natural order (epsilon arcs after emitting
+    ones, finals in the middle) loads, and decodes exactly like the same graph in layout
+    order, with arc ids that are the text's line numbers."""
+    from cuwfst import Decoder, DecoderOptions
+    from helpers import random_eps_graph, random_log_probs
+    rng = np.random.default_rng(500 + seed)
+    V = 5
+    base = random_eps_graph(rng, int(rng.integers(3, 30)), V, 3, 0.7)
+    text, image_of_line = _natural_order_text(base, rng, eps_label=V)
+    g = Graph.from_k2_text(text, epsilon_id=V, vocab_size=V)
+    # the same image as the base graph (one word per arc at most in both), other arc ids
+    for k in ("row_splits", "final_count", "dest", "ilabel", "weight"):
+        assert np.array_equal(getattr(g.arrays, k), getattr(base.arrays, k)), k
+    assert [image_of_line[i] for i in g.source_arc_ids(np.arange(g.num_arcs))] == list(range(g.num_arcs))
+    lp = random_log_probs(rng, 3, 12, V, peaky=True)
+    lens = np.array([12, 5, 0], np.int32)
+    opts = DecoderOptions(search_beam=12.0, max_active_states=40, min_active_states=2)
+    for hb, hg in zip(Decoder(base, opts).decode(lp, lens), Decoder(g, opts).decode(lp, lens)):
+        assert np.float32(hb.score) == np.float32(hg.score)
+        assert [image_of_line[i] for i in hg.arcs] == hb.arcs
+        assert hg.words == hb.words
+
+
+def test_reordered_image_with_bad_arc_ids_is_refused(tmp_path):
+    g = Graph.from_k2_text("0 1 1 4 -0.25\n0 2 -1 -1 -0.5\n0 1 2 0 0\n1 2 -1 -1 0\n2\n")
+    assert g.reordered and g.arrays.arc_id.tolist() == [0, 2, 1, 3]
+    p = tmp_path / "r.img"
+    g.save(p)
+    d = bytearray(p.read_bytes())
+    off = _section_offsets(d)["arc_id"][0]
+    d[off : off + 4] = struct.pack("<i", 2)  # arc ids [2, 2, 1, 3]: not a permutation
+    _recrc(d)
+    with pytest.raises(CorruptGraphImage, match="permutation"):
+        _load(tmp_path, d)
+
+
+def test_from_k2_dict_with_finals_in_the_middle():
+    arcs = np.array([[0, 2, -1, 0], [0, 1, 1, 0], [0, 2, -1, 0], [1, 2, -1, 0]], np.int32)
+    arcs[:, 3] = np.array([-0.5, -0.25, -2.0, 0.0], np.float32).view(np.int32)
+    g = Graph.from_k2({"arcs": arcs, "aux_labels": np.array([-1, 9, -1, -1], np.int32)})
+    assert g.reordered and g.arc_words(1) == [9]
+    assert g.source_arc_ids(np.arange(4)).tolist() == [1, 0, 2, 3]
 
 
 def test_from_k2_dict():
@@ -152,7 +234,7 @@ def test_flipped_bytes_everywhere(tmp_path, image_bytes):
 def _section_offsets(data):
     from cuwfst.graph.image import _payload_layout
     f = _HEADER.unpack(bytes(data[: _HEADER.size]))
-    offs, _ = _payload_layout(f[3], f[4], f[7], bool(f[2] & 2))
+    offs, _ = _payload_layout(f[3], f[4], f[7], bool(f[2] & 2), bool(f[2] & 8))
     return offs
 
 

@@ -10,10 +10,10 @@ import numpy as np
 
 from .._deps import require
 from .inputs import check_lengths, is_torch
+from .offline import REDIRECT_ARC_BIT
 from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT
 
 RESCUE_BITS = OVERFLOW_HASH | OVERFLOW_ARENA | OVERFLOW_CLAIMS | OVERFLOW_KEPT | 64
-REDIRECT_ARC_BIT = 1 << 30
 
 _uploads: dict = {}  # (id(graph), device) -> (weakref to graph, handle)
 _uploads_lock = threading.Lock()
@@ -219,7 +219,7 @@ class GpuBackend:
         stream = self.torch.cuda.current_stream(self.device).cuda_stream
         with self.lock:
             self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, *bufs)
-        return snapshots_to_dicts(*bufs)
+        return snapshots_to_dicts(self.graph, *bufs)
 
     @staticmethod
     def _collect(hyps, rows, res, frontend):

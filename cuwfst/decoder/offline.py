@@ -11,6 +11,8 @@ from .inputs import check_finite, check_lengths, check_log_probs, log_probs_to_h
 from .options import DecoderOptions
 from .result import Hypothesis
 
+REDIRECT_ARC_BIT = 1 << 30
+
 
 class _ReferenceGraph:
     """The graph's arrays handed to the CPU reference module (kept alive here)."""
@@ -120,7 +122,11 @@ class Decoder:
             for w in g.aux_pool[rs[a] : rs[a + 1]].tolist():
                 words.append(int(w))
                 stamps.append(int(frame[i]))
-        return Hypothesis(words=words, score=score, arcs=arcs.tolist(), reached_final=reached_final,
+        # the decoders speak image arc ids; users see the source graph's
+        src_arcs = self.graph.source_arc_ids(arcs)
+        if redirect_arc >= 0:
+            redirect_arc = int(self.graph.source_arc_ids(redirect_arc))
+        return Hypothesis(words=words, score=score, arcs=src_arcs.tolist(), reached_final=reached_final,
                           overflow=overflow, tokens=il[emitting].astype(np.int64).tolist(),
                           timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier)
 
@@ -142,7 +148,7 @@ class Decoder:
         self._ref.mod.ref_decode_snapshots(self._ref.handle, lp, length, o.search_beam, o.output_beam,
                                            o.min_active_states, o.max_active_states, o.allow_partial,
                                            self.eps_iterations, False, *bufs)
-        return snapshots_to_dicts(*bufs)
+        return snapshots_to_dicts(self.graph, *bufs)
 
 
 def snapshot_length(length, frames: int) -> int:
@@ -160,7 +166,14 @@ def snapshot_buffers(length: int, num_states: int):
             np.zeros((K, 3), np.float32))
 
 
-def snapshots_to_dicts(cnt, st, sc, ar, step) -> list[dict]:
-    return [{"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
-             "tokens": {int(st[k, i]): (float(sc[k, i]), int(ar[k, i])) for i in range(cnt[k])}}
-            for k in range(len(cnt))]
+def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
+    """Snapshot buffers as dicts; arcs as source arc ids (-1: the start token)."""
+    out = []
+    for k in range(len(cnt)):
+        n = int(cnt[k])
+        arcs = ar[k, :n].astype(np.int64)
+        bit = np.where(arcs >= 0, arcs & REDIRECT_ARC_BIT, 0)  # allow_partial's redirect mark
+        arcs = np.where(arcs >= 0, graph.source_arc_ids(np.maximum(arcs, 0) & ~REDIRECT_ARC_BIT) | bit, -1)
+        out.append({"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
+                    "tokens": {int(st[k, i]): (float(sc[k, i]), int(arcs[i])) for i in range(n)}})
+    return out

@@ -177,5 +177,4 @@ def from_openfst(cls, fst_or_path, *, token_offset: int, vocab_size: int | None)
     words = np.concatenate([ol, np.zeros(fsrc.size, np.int64)])[order]
     return cls.from_arcs(num_states=n + 1, start_state=int(start), src=all_src[order], dest=dest,
                          ilabel=tok, weight=weight, words=(np.arange(words.size + 1), words),
-                         vocab_size=vocab_size, epsilon=eps if eps.any() else None,
-                         allow_reorder=True)
+                         vocab_size=vocab_size, epsilon=eps if eps.any() else None)

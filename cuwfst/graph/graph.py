@@ -14,13 +14,18 @@ from .image import (EPS_ILABEL, FINAL_ILABEL, MAX_VOCAB, CorruptGraphImage, Imag
 class Graph:
     """A decoding graph: CSR arcs with ilabels (tokens, -1 final, -2 epsilon), scores and words.
 
-    Arc `i` of this object is arc `i` of the source graph for k2 graphs (identity order).
+    Arc ids a user sees (Hypothesis.arcs, `arc_words`, `words_of`) are the source graph's:
+    k2's arc index, or for OpenFst the k2-style enumeration (each state's arcs in file
+    order, then its final-weight arc). The image may store arcs in another order (its
+    layout groups a state's final, epsilon and emitting arcs); `arrays` is in image order
+    and `image_arc_ids` / `source_arc_ids` translate.
     """
 
     def __init__(self, arrays: ImageArrays, path: str | None = None):
         self._a = arrays
         self.path = path
         self._max_eps_chain: int | None = None
+        self._image_of_source: np.ndarray | None = None
 
     # ------------------------------------------------------------------ constructors
     @classmethod
@@ -31,15 +36,15 @@ class Graph:
     @classmethod
     def from_arcs(cls, *, num_states: int, start_state: int, src, dest, ilabel, weight,
                   words: Sequence[Sequence[int]] | tuple | None = None, vocab_size: int | None = None,
-                  epsilon: np.ndarray | None = None, allow_reorder: bool = False) -> "Graph":
-        """Build from flat arc arrays in source order.
+                  epsilon: np.ndarray | None = None) -> "Graph":
+        """Build from flat arc arrays; arc i of the arrays is source arc id i.
 
         ilabel: -1 for final arcs (into the last state), otherwise a token id, or anything
         where `epsilon` (a bool mask) is set. words: per-arc word-id lists, or a
-        (row_splits, pool) CSR pair; ids <= 0 are dropped. Arcs must be grouped by source
-        state. Within a state final arcs must sit at one end and epsilon arcs first among
-        the rest; with `allow_reorder` (used for OpenFst graphs, which have no global arc
-        ids) a state's arcs are stably partitioned into that order instead of refused.
+        (row_splits, pool) CSR pair; ids <= 0 are dropped. Arcs may come in any order: they
+        are stably sorted into the image layout (by source state; within a state final arcs
+        at one end, epsilon arcs before emitting ones). When that moves any arc, the image
+        keeps each arc's source id (`arc_id`), and every arc id a user sees is a source id.
         """
         src = np.asarray(src, dtype=np.int64)
         dest = np.asarray(dest, dtype=np.int64)
@@ -50,9 +55,6 @@ class Graph:
             raise ValueError("src, dest, ilabel and weight must be 1-D arrays of one length")
         if a and ((src < 0) | (src >= num_states)).any():
             raise ValueError(f"an arc's source state is outside [0, {num_states})")
-        if a and (np.diff(src) < 0).any():
-            i = int(np.flatnonzero(np.diff(src) < 0)[0]) + 1
-            raise ValueError(f"arcs must be grouped by source state in increasing order (arc {i})")
         eps = np.zeros(a, bool) if epsilon is None else np.asarray(epsilon, dtype=bool)
         is_final = (ilabel == FINAL_ILABEL) & ~eps
         ilabel[eps] = EPS_ILABEL
@@ -88,7 +90,10 @@ class Graph:
         order = np.arange(a)
         finals_at_end = True
         if a:
-            pos = np.arange(a) - row_splits[:-1][src]
+            # each arc's rank among its state's arcs in source order (arcs may be ungrouped)
+            by_state = np.argsort(src, kind="stable")
+            pos = np.empty(a, np.int64)
+            pos[by_state] = np.arange(a) - row_splits[:-1][src[by_state]]
             # a state's finals are "at end" when they occupy its last n_final positions
             fin_end_ok = ~is_final | (pos >= deg[src] - n_final[src])
             fin_start_ok = ~is_final | (pos < n_final[src])
@@ -98,17 +103,12 @@ class Graph:
             np.logical_and.at(state_start_ok, src, fin_start_ok)
             finals_at_end = bool(state_end_ok.all()) or not bool(state_start_ok.all())
             cls_ = np.where(is_final, 3 if finals_at_end else 0, np.where(eps, 1, 2))
-            grouped = (np.diff(cls_)[np.diff(src) == 0] >= 0).all() if a > 1 else True
-            if not grouped:
-                if not allow_reorder:
-                    bad = int(np.flatnonzero((np.diff(cls_) < 0) & (np.diff(src) == 0))[0]) + 1
-                    raise ValueError(
-                        f"state {int(src[bad])}: final arcs (ilabel -1) must sit at one end of a "
-                        "state's arcs and epsilon arcs before emitting ones; arc-sort the graph "
-                        "(k2.arc_sort, or fstarcsort --sort_type=ilabel) before exporting, since "
-                        "cuwfst never reorders k2 arcs")
+            in_layout = (np.diff(src) >= 0).all() and (np.diff(cls_)[np.diff(src) == 0] >= 0).all()
+            if not in_layout:
                 order = np.lexsort((np.arange(a), cls_, src))
+        arc_id = None
         if not (order == np.arange(a)).all():
+            arc_id = order.astype(np.int32)
             src, dest, ilabel, weight = src[order], dest[order], ilabel[order], weight[order]
             lens = np.diff(aux_rs)[order]
             starts = aux_rs[:-1][order]
@@ -121,7 +121,7 @@ class Graph:
             row_splits=row_splits.astype(np.int32), final_count=n_final.astype(np.int32),
             dest=dest.astype(np.int32), ilabel=ilabel.astype(np.int32), weight=weight,
             aux_row_splits=aux_rs.astype(np.int32), aux_pool=aux_pool.astype(np.int32),
-            eps_count=n_eps.astype(np.int32) if eps.any() else None,
+            eps_count=n_eps.astype(np.int32) if eps.any() else None, arc_id=arc_id,
         )
         try:
             validate(arrays)
@@ -172,15 +172,38 @@ class Graph:
     def num_final_arcs(self) -> int:
         return int(self._a.final_count.sum())
 
+    @property
+    def reordered(self) -> bool:
+        """True when the image's arc order differs from the source graph's."""
+        return self._a.arc_id is not None
+
+    def source_arc_ids(self, image_arcs) -> np.ndarray:
+        """Source arc ids of image arc ids."""
+        arcs = np.asarray(image_arcs, dtype=np.int64)
+        return arcs if self._a.arc_id is None else self._a.arc_id[arcs].astype(np.int64)
+
+    def image_arc_ids(self, source_arcs) -> np.ndarray:
+        """Image arc ids (indices into `arrays`) of source arc ids."""
+        arcs = np.asarray(source_arcs, dtype=np.int64)
+        if self._a.arc_id is None:
+            return arcs
+        if self._image_of_source is None:
+            inv = np.empty(self.num_arcs, np.int64)
+            inv[self._a.arc_id] = np.arange(self.num_arcs)
+            self._image_of_source = inv
+        return self._image_of_source[arcs]
+
     def arc_words(self, arc: int) -> list[int]:
+        """Word ids on one arc (a source arc id)."""
+        arc = int(self.image_arc_ids(arc))
         rs = self._a.aux_row_splits
         return [int(x) for x in self._a.aux_pool[rs[arc] : rs[arc + 1]]]
 
     def words_of(self, arcs: Sequence[int]) -> list[int]:
-        """Word ids along a path of arc ids, in order."""
+        """Word ids along a path of (source) arc ids, in order."""
         if len(arcs) == 0:
             return []
-        arcs = np.asarray(arcs, dtype=np.int64)
+        arcs = self.image_arc_ids(arcs)
         rs = self._a.aux_row_splits
         lo, hi = rs[arcs].astype(np.int64), rs[arcs + 1].astype(np.int64)
         if (hi == lo).all():

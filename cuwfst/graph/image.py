@@ -9,7 +9,9 @@ Layout (little-endian; every section starts on an 8-byte boundary, in this order
     arc_weight           f32[A]     graph score (log domain, larger is better)
     aux_row_splits       i32[A+1]   CSR of word ids per arc
     aux_pool             i32[P]     the word ids (> 0)
-    eps_count            i32[N]     version 2 with has-eps only: epsilon arcs per state
+    eps_count            i32[N]     version >= 2 with has-eps only: epsilon arcs per state
+    arc_id               i32[A]     version 3 with arcs-reordered only: the source graph's id
+                                    of each arc (a permutation of 0..A-1)
 
 Inside one state's arc range the arcs sit as
 
@@ -18,6 +20,12 @@ Inside one state's arc range the arcs sit as
 ilabel values: 0..vocab_size-1 for emitting arcs (the column of log_probs they read),
 -1 for final arcs (they enter the final state, the last state), -2 for epsilon arcs.
 Everything the decoders follow without a bounds check is validated in `validate()`.
+
+Source arc ids: a loader that had to reorder a state's arcs into this layout stores each
+arc's id in the source graph (k2's arc index; for OpenFst, the k2-style enumeration: a
+state's arcs in file order, then its final-weight arc) in `arc_id`; everything a user
+sees (Hypothesis.arcs, redirect_arc) speaks source ids. Without the section, ids are the
+image's own (identity).
 """
 
 from __future__ import annotations
@@ -34,7 +42,8 @@ HEADER_BYTES = 256
 FLAG_FINALS_AT_END = 1
 FLAG_HAS_EPS = 2
 FLAG_EPS_FIRST = 4
-KNOWN_FLAGS = FLAG_FINALS_AT_END | FLAG_HAS_EPS | FLAG_EPS_FIRST
+FLAG_ARC_IDS = 8  # version 3: the arc_id section follows
+KNOWN_FLAGS = FLAG_FINALS_AT_END | FLAG_HAS_EPS | FLAG_EPS_FIRST | FLAG_ARC_IDS
 FINAL_ILABEL = -1
 EPS_ILABEL = -2
 MAX_VOCAB = 65535  # the GPU stores ilabels as u16 with 0xFFFF/0xFFFE reserved
@@ -69,6 +78,7 @@ class ImageArrays:
     aux_row_splits: np.ndarray  # i32[A+1]
     aux_pool: np.ndarray  # i32[P]
     eps_count: np.ndarray | None  # i32[N], None on graphs without epsilon arcs
+    arc_id: np.ndarray | None = None  # i32[A] source arc id per image arc; None = identity
 
     @property
     def has_eps(self) -> bool:
@@ -76,13 +86,15 @@ class ImageArrays:
 
     @property
     def version(self) -> int:
-        return 2 if self.has_eps else 1
+        return 3 if self.arc_id is not None else 2 if self.has_eps else 1
 
     @property
     def flags(self) -> int:
         f = FLAG_FINALS_AT_END if self.finals_at_end else 0
         if self.has_eps:
             f |= FLAG_HAS_EPS | FLAG_EPS_FIRST
+        if self.arc_id is not None:
+            f |= FLAG_ARC_IDS
         return f
 
 
@@ -90,7 +102,7 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-def _section_sizes(n: int, a: int, p: int, has_eps: bool) -> list[tuple[str, int, np.dtype]]:
+def _section_sizes(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False) -> list[tuple[str, int, np.dtype]]:
     sec = [
         ("row_splits", n + 1, np.dtype("<i4")),
         ("final_count", n, np.dtype("<i4")),
@@ -101,13 +113,15 @@ def _section_sizes(n: int, a: int, p: int, has_eps: bool) -> list[tuple[str, int
     ]
     if has_eps:
         sec.append(("eps_count", n, np.dtype("<i4")))
+    if has_ids:
+        sec.append(("arc_id", a, np.dtype("<i4")))
     return sec
 
 
-def _payload_layout(n: int, a: int, p: int, has_eps: bool):
+def _payload_layout(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False):
     offsets = {}
     pos = HEADER_BYTES
-    for name, count, dt in _section_sizes(n, a, p, has_eps):
+    for name, count, dt in _section_sizes(n, a, p, has_eps, has_ids):
         offsets[name] = (pos, count, dt)
         pos = _align8(pos + count * dt.itemsize)
     return offsets, pos
@@ -117,7 +131,7 @@ def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
     """Write `g` to `path` atomically (temp file + rename). Returns the file size."""
     validate(g)
     n, a, p = g.num_states, g.num_arcs, int(g.aux_pool.shape[0])
-    offsets, total = _payload_layout(n, a, p, g.has_eps)
+    offsets, total = _payload_layout(n, a, p, g.has_eps, g.arc_id is not None)
     inter = np.empty(2 * a, dtype="<i4")
     inter[0::2] = g.dest
     inter[1::2] = g.ilabel
@@ -131,6 +145,8 @@ def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
     }
     if g.has_eps:
         data["eps_count"] = g.eps_count
+    if g.arc_id is not None:
+        data["arc_id"] = g.arc_id
     buf = bytearray(total)
     for name, (off, count, dt) in offsets.items():
         arr = np.ascontiguousarray(data[name], dtype=dt)
@@ -178,13 +194,16 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
                           payload_crc, 0) + bytes(buf[_HEADER.size : HEADER_BYTES])
     if zlib.crc32(zeroed) != header_crc:
         raise CorruptGraphImage(f"{name}: header checksum mismatch (the header was modified or damaged)")
-    if version not in (1, 2):
-        raise CorruptGraphImage(f"{name}: unsupported version {version} (this reader knows 1 and 2)")
+    if version not in (1, 2, 3):
+        raise CorruptGraphImage(f"{name}: unsupported version {version} (this reader knows 1 to 3)")
     if flags & ~KNOWN_FLAGS:
         raise CorruptGraphImage(f"{name}: unknown flag bits {flags & ~KNOWN_FLAGS:#x}")
     has_eps = bool(flags & FLAG_HAS_EPS)
     if has_eps and version < 2:
         raise CorruptGraphImage(f"{name}: has-eps flag set on a version-1 image")
+    has_ids = bool(flags & FLAG_ARC_IDS)
+    if has_ids != (version >= 3):
+        raise CorruptGraphImage(f"{name}: the arc-ids flag and version {version} disagree")
     if has_eps and not flags & FLAG_EPS_FIRST:
         raise CorruptGraphImage(f"{name}: has-eps without eps-first is not a layout this reader knows")
     for what, v, hi in (("num_states", n, INT32_MAX - 1), ("num_arcs", a, INT32_MAX - 1),
@@ -193,7 +212,7 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
             raise CorruptGraphImage(f"{name}: {what} = {v} out of range [0, {hi}]")
     if n < 1:
         raise CorruptGraphImage(f"{name}: a graph needs at least one state")
-    offsets, total = _payload_layout(n, a, p, has_eps)
+    offsets, total = _payload_layout(n, a, p, has_eps, has_ids)
     if payload_bytes != total - HEADER_BYTES:
         raise CorruptGraphImage(
             f"{name}: header says {payload_bytes} payload bytes, the counts imply {total - HEADER_BYTES}")
@@ -214,6 +233,7 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
         dest=inter[0::2], ilabel=inter[1::2], weight=sec("arc_weight"),
         aux_row_splits=sec("aux_row_splits"), aux_pool=sec("aux_pool"),
         eps_count=sec("eps_count") if has_eps else None,
+        arc_id=sec("arc_id") if has_ids else None,
     )
     validate(g, name=name)
     if has_eps and int(g.eps_count.sum()) != num_eps:
@@ -297,6 +317,12 @@ def validate(g: ImageArrays, *, name: str = "graph") -> None:
         raise CorruptGraphImage(f"{name}: aux_row_splits must have {a + 1} entries running from 0 to {p}")
     if (np.diff(ars.astype(np.int64)) < 0).any():
         raise CorruptGraphImage(f"{name}: aux_row_splits decreases at arc {_first_bad(np.diff(ars.astype(np.int64)) < 0)}")
+    if g.arc_id is not None:
+        ids = np.asarray(g.arc_id)
+        if ids.shape != (a,):
+            raise CorruptGraphImage(f"{name}: arc_id must have {a} entries")
+        if a and (((ids < 0) | (ids >= a)).any() or (np.bincount(ids.clip(0, a - 1), minlength=a) != 1).any()):
+            raise CorruptGraphImage(f"{name}: arc_id is not a permutation of the arc ids 0..{a - 1}")
     pool = np.asarray(g.aux_pool)
     if p and (pool <= 0).any():
         raise CorruptGraphImage(f"{name}: word id {int(pool[_first_bad(pool <= 0)])} in aux_pool is not > 0")
