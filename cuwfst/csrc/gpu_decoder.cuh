@@ -41,7 +41,11 @@ struct DecoderConfig {
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
+  int32_t eps_iterations = 0;  // epsilon-closure passes per real step (0: none)
 };
+
+// Kernel kinds timed by the profiling mode, in Profile()'s order.
+constexpr int kProfileKinds = 12;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {
@@ -74,12 +78,13 @@ class GpuDecoder {
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
   void SetProfiling(bool on) { profiling_ = on; }
-  void Profile(double out[8]) const;
+  void Profile(double out[kProfileKinds]) const;
   int device() const { return graph_->device; }
 
  private:
   void Allocate();
   void AllocatePath(int32_t max_frames);
+  void EnqueueClosure(int32_t buf);
   void FreeGraphs();
   void Enqueue(int32_t steps, bool f16);
   void EnqueueStep(int32_t t, bool f16);
@@ -107,7 +112,9 @@ class GpuDecoder {
   int32_t* h_path_len_ = nullptr;     // pinned
   int64_t fixed_bytes_ = 0;
   bool profiling_ = false;
-  double profile_ms_[8] = {0};  // init, scan, lane_scan, max, expand, finalize, backtrack, sanitize
+  // init, scan, lane_scan, max, expand, finalize, backtrack, sanitize, eps_scan, eps_expand,
+  // eps_resolve, clear_claims
+  double profile_ms_[kProfileKinds] = {0};
   std::vector<std::pair<int, std::pair<cudaEvent_t, cudaEvent_t>>> pending_;
   std::vector<cudaEvent_t> event_pool_;
   cudaEvent_t NextEvent();

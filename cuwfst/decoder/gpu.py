@@ -43,6 +43,7 @@ def upload_graph(mod, graph, device_index: int) -> _Uploaded:
         a = graph.arrays
         h = mod.gpu_graph_upload(
             np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
+            np.ascontiguousarray(a.eps_count if a.has_eps else np.zeros(0), np.int32),
             np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
             np.ascontiguousarray(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
             device_index)
@@ -55,7 +56,8 @@ class GpuInstance:
     """One native decoder: fixed capacities, its own stream and CUDA-graph cache."""
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
-                 main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None):
+                 main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
+                 eps_iterations=0):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
@@ -64,12 +66,14 @@ class GpuInstance:
         arena_max = min(512 << 20, max(64 << 20, (16 << 20) * max_lanes))
         arena_cap = int(min(arena_max, arena_entries or (16 << 20)))
         self.max_lanes = max_lanes
+        self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
-            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks))
+            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
+            int(eps_iterations))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -82,18 +86,18 @@ class GpuInstance:
         return dict(zip(("reserved", "committed", "fixed", "arena_high_water"), out.tolist()))
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
-                     "sanitize")
+                     "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run
         launch by launch with CUDA events around each kernel (no CUDA-graph replay)."""
-        out = np.zeros(8, np.float64)
+        out = np.zeros(len(self.PROFILE_KINDS), np.float64)
         self.mod.gpu_decoder_profile(self.handle, -1 if enable is None else int(enable), out)
         return dict(zip(self.PROFILE_KINDS, out.tolist()))
 
     def decode(self, lp, lens: np.ndarray, stream: int):
         B, T = lp.shape[0], lp.shape[1]
-        cap = T + 2
+        cap = (T + 2) * (1 + self.eps_iterations)  # one arc per frame and per closure pass
         out_arcs = np.zeros((B, cap), np.int32)
         out_len = np.zeros(B, np.int32)
         out_score = np.zeros(B, np.float32)
@@ -110,9 +114,6 @@ class GpuBackend:
         torch = self.torch
         if not torch.cuda.is_available():
             raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
-        if graph.has_epsilon:
-            raise ValueError("the GPU decoder takes epsilon-free graphs (an HLG); this graph has "
-                             f"{graph.num_epsilon_arcs} epsilon arcs: decode it with device='cpu'")
         self.device = torch.device(device)
         self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         self.device = torch.device("cuda", self.index)
@@ -126,7 +127,7 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker, walk_blocks=walk_blocks)
+                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations)
         self.main_q_factor = main_q_factor
         self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
                                 main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)

@@ -93,4 +93,12 @@ __device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int
 
 __device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
 
+// Epsilon closure: the payload a frontier token's hash slot holds between passes,
+// {its score : 0xFFFFFFFF}. A closure candidate {end : slot} beats it only with a strictly
+// greater end (slots are < 2^31), which is the CPU's `end > score` test.
+constexpr uint32_t kBaselineSlot = 0xFFFFFFFFu;
+__device__ __forceinline__ unsigned long long EpsBaseline(float score) {
+  return (static_cast<unsigned long long>(FloatToOrderedU32(score)) << 32) | kBaselineSlot;
+}
+
 }  // namespace cuwfst
