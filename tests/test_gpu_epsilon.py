@@ -109,7 +109,8 @@ def test_step_by_step_frontier_equals_cpu_snapshots(seed):
     gpu = Decoder(graph, opts, device="cuda", max_lanes=2).decode_snapshots(lp, T)
     assert len(cpu) == len(gpu) == T + 2
     for k, (c, g) in enumerate(zip(cpu, gpu)):
-        assert (c["phase"], c["beam"], c["cutoff"]) == (g["phase"], g["beam"], g["cutoff"]), k
+        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), k
         assert set(c["tokens"]) == set(g["tokens"]), f"step {k}: frontier states differ"
         for st, (score, arc) in c["tokens"].items():
             assert np.float32(score) == np.float32(g["tokens"][st][0]), f"step {k} state {st}"

@@ -234,7 +234,7 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   CheckHostTensor(out_state, "out_state", kDLInt, 32, {K, cap});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
   CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
-  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 3});
+  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 4});
   const char* base = static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset();
   std::vector<GpuDecoder::Snapshot> snaps;
   try {
@@ -252,9 +252,10 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
     const auto& s = snaps[k];
     int64_t n = std::min<int64_t>(cap, s.state.size());
     cnt[k] = static_cast<int32_t>(n);
-    step[k * 3] = static_cast<float>(s.phase);
-    step[k * 3 + 1] = s.beam;
-    step[k * 3 + 2] = s.cutoff;
+    step[k * 4] = static_cast<float>(s.phase);
+    step[k * 4 + 1] = s.beam;
+    step[k * 4 + 2] = s.cutoff;
+    step[k * 4 + 3] = static_cast<float>(s.before_closure);
     for (int64_t i = 0; i < n; ++i) {
       st[k * cap + i] = s.state[i];
       sc[k * cap + i] = s.score[i];

@@ -300,6 +300,8 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       s.cutoff = 0.f - cfg_.search_beam;
     }
     int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
+    s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
+    if (t < 0) s.before_closure = 1;
     s.state.resize(n);
     s.score.resize(n);
     std::vector<int32_t> winner(n);

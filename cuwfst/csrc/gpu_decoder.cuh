@@ -69,6 +69,7 @@ class GpuDecoder {
     int32_t phase;
     float beam;
     float cutoff;
+    int32_t before_closure;  // frontier size before the step's epsilon closure
     std::vector<int32_t> state, arc;
     std::vector<float> score;
   };

@@ -134,7 +134,8 @@ class Decoder:
         """Per-step frontiers of one row, for step-by-step comparison (CPU and GPU).
 
         Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
-        phase, beam, cutoff and `tokens` {state: (score, arc)}."""
+        phase, beam, cutoff, before_closure (the frontier's size before the step's epsilon
+        closure) and `tokens` {state: (score, arc)}."""
         if self._gpu is not None:
             return self._gpu.decode_snapshots(log_probs, length)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
@@ -163,7 +164,7 @@ def snapshot_buffers(length: int, num_states: int):
     K = length + 2
     return (np.zeros(K, np.int32), np.zeros((K, num_states), np.int32),
             np.zeros((K, num_states), np.float32), np.zeros((K, num_states), np.int32),
-            np.zeros((K, 3), np.float32))
+            np.zeros((K, 4), np.float32))
 
 
 def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
@@ -175,5 +176,6 @@ def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
         bit = np.where(arcs >= 0, arcs & REDIRECT_ARC_BIT, 0)  # allow_partial's redirect mark
         arcs = np.where(arcs >= 0, graph.source_arc_ids(np.maximum(arcs, 0) & ~REDIRECT_ARC_BIT) | bit, -1)
         out.append({"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
+                    "before_closure": int(step[k, 3]),
                     "tokens": {int(st[k, i]): (float(sc[k, i]), int(arcs[i])) for i in range(n)}})
     return out

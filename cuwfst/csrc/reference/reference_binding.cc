@@ -149,7 +149,8 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
 // One row with per-step snapshots. Snapshot k (k = 0 the initial frontier, k = t + 1 after
 // step t) fills out_count[k] tokens of out_state/out_score/out_arc[k, :] (arc = the token's
 // winning arc, -1 for the start token, kRedirectArcBit set on a redirect) and
-// out_step[k] = {phase, beam, cutoff}. cap must be >= num_states.
+// out_step[k] = {phase, beam, cutoff, frontier size before the step's epsilon closure}.
+// cap must be >= num_states.
 void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, double search_beam,
                         double output_beam, int64_t min_active, int64_t max_active,
                         bool allow_partial, int64_t eps_iterations, bool online,
@@ -171,7 +172,7 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
   CheckHostTensor(out_state, "out_state", kDLInt, 32, {K, cap});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
   CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
-  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 3});
+  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 4});
   std::vector<int32_t> slot(g.num_states, -1);
   std::vector<cuwfst::reference::StepSnapshot> snaps;
   cuwfst::reference::DecodeRow(g, static_cast<const float*>(log_probs.data_ptr()), V,
@@ -184,9 +185,10 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
   for (int64_t k = 0; k < K; ++k) {
     const auto& s = snaps[k];
     cnt[k] = static_cast<int32_t>(s.frontier.size());
-    step[k * 3 + 0] = static_cast<float>(s.phase);
-    step[k * 3 + 1] = s.beam;
-    step[k * 3 + 2] = s.cutoff;
+    step[k * 4 + 0] = static_cast<float>(s.phase);
+    step[k * 4 + 1] = s.beam;
+    step[k * 4 + 2] = s.cutoff;
+    step[k * 4 + 3] = static_cast<float>(s.before_closure);
     for (size_t i = 0; i < s.frontier.size(); ++i) {
       st[k * cap + i] = s.frontier[i].state;
       sc[k * cap + i] = s.frontier[i].score;

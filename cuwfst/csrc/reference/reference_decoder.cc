@@ -130,11 +130,12 @@ RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stri
   std::vector<int32_t> token_of_state(g.eps_count ? g.num_states : 0, -1);
   const bool has_eps = g.eps_count != nullptr && opt.eps_iterations > 0;
   float beam = opt.search_beam;
+  int32_t before_closure = 1;
   if (has_eps)  // the start state's closure, as if the start's score 0 were a step maximum
     ExpandEpsilon(g, 0.0f - beam, opt.eps_iterations, &frontier, &winners, slot, &token_of_state);
   auto snapshot = [&](int32_t phase, float cutoff) {
     if (!snapshots) return;
-    StepSnapshot s{phase, beam, cutoff, frontier, {}};
+    StepSnapshot s{phase, beam, cutoff, frontier, {}, before_closure};
     for (const Token& tok : frontier) s.arcs.push_back(tok.winner < 0 ? -1 : winners[tok.winner].arc);
     snapshots->push_back(std::move(s));
   };
@@ -195,6 +196,7 @@ RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stri
       next.push_back({c.state, c.end, w});
     }
     frontier.swap(next);
+    before_closure = static_cast<int32_t>(frontier.size());
     if (has_eps && phase == kPhaseReal)
       ExpandEpsilon(g, cutoff, opt.eps_iterations, &frontier, &winners, slot, &token_of_state);
     snapshot(phase, cutoff);

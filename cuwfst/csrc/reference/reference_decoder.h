@@ -81,6 +81,7 @@ struct StepSnapshot {
   float cutoff = 0.f;
   std::vector<Token> frontier;  // after the step (and its epsilon closure)
   std::vector<int32_t> arcs;    // each frontier token's winning arc (-1: the start token)
+  int32_t before_closure = 0;   // frontier size before the epsilon closure (= size without one)
 };
 
 struct RowResult {

@@ -106,6 +106,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
       total = 0;
     }
     offsets[n] = static_cast<int32_t>(total);
+    if (pass == 0) lc.eps_base = n;
     lc.phase = kPhaseEps;
     lc.frontier_size = n;
     lc.total_arcs = static_cast<int32_t>(total);

@@ -90,6 +90,7 @@ struct LaneCounters {
   int32_t final_winner;  // winners-log entry of the final token (-2: none yet)
   int32_t eps_changed;   // epsilon closure: tokens the last pass changed (the next pass's list)
   int32_t eps_touched;   // epsilon closure: hash slots this pass claimed or improved
+  int32_t eps_base;      // epsilon closure: frontier size before it (statistics, snapshots)
   float final_score;
   int32_t reached_final;
   int32_t redirected;
