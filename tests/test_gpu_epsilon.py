@@ -32,6 +32,9 @@ def compare(graph, lp, cpu_h, gpu_h, where, allow_overflow=False):
         if not allow_overflow:
             assert g.overflow == 0, f"{where} row {b}: overflow {g.overflow}"
         assert c.empty == g.empty, f"{where} row {b}: cpu empty {c.empty}, gpu empty {g.empty}"
+        if not allow_overflow:  # the search itself is the same: frontier sizes step by step
+            assert (c.max_frontier, c.frontier_total, c.closure_added) == \
+                   (g.max_frontier, g.frontier_total, g.closure_added), f"{where} row {b}: search statistics"
         if c.empty:
             continue
         assert np.float32(c.score) == np.float32(g.score), f"{where} row {b}: {c.score!r} vs {g.score!r}"

@@ -174,9 +174,11 @@ void GpuDecoderFree(int64_t h) { delete GetDecoder(h); }
 // log_probs: [B, T, V] float32 or float16 on the decoder's CUDA device, rows packed
 // (last dim contiguous); lengths: CPU int32 [B] in [0, T]; outputs: dense CPU tensors
 // out_arcs int32 [B, cap], out_len int32 [B] (the TRUE path length), out_score float32
-// [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier}.
+// [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier},
+// out_stats int64 [B, 2] = {frontier_total, closure_added}.
 void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t caller_stream,
-               TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta) {
+               TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
+               TensorView out_stats) {
   GpuDecoder* d = GetDecoder(h);
   if (log_probs.device().device_type != kDLCUDA || log_probs.device().device_id != d->device())
     TVM_FFI_THROW(ValueError) << "log_probs must be on cuda:" << d->device();
@@ -197,6 +199,7 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t call
   CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
   CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
+  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T) TVM_FFI_THROW(ValueError) << "lengths[" << b << "] outside [0, " << T << "]";
@@ -204,7 +207,8 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t call
   cuwfst::DecodeOutputs out{static_cast<int32_t*>(out_arcs.data_ptr()), cap,
                             static_cast<int32_t*>(out_len.data_ptr()),
                             static_cast<float*>(out_score.data_ptr()),
-                            static_cast<int32_t*>(out_meta.data_ptr())};
+                            static_cast<int32_t*>(out_meta.data_ptr()),
+                            static_cast<int64_t*>(out_stats.data_ptr())};
   try {
     d->Decode(base, f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(B),
               static_cast<int32_t>(T), len, caller_stream, out);

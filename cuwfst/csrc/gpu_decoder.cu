@@ -424,6 +424,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
     out.meta[b * 4 + 2] = lc.overflow;
     out.meta[b * 4 + 3] = lc.max_frontier;
+    out.stats[b * 2 + 0] = lc.frontier_total;
+    out.stats[b * 2 + 1] = lc.closure_added;
   }
 }
 

@@ -54,6 +54,7 @@ struct DecodeOutputs {
   int32_t* path_len;    // [B]
   float* score;         // [B]
   int32_t* meta;        // [B, 4] {reached_final, redirected, overflow, max_frontier}
+  int64_t* stats;       // [B, 2] {frontier_total, closure_added}
 };
 
 class GpuDecoder {

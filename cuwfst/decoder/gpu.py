@@ -102,8 +102,9 @@ class GpuInstance:
         out_len = np.zeros(B, np.int32)
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
-        self.mod.gpu_decode(self.handle, lp, lens, stream, out_arcs, out_len, out_score, out_meta)
-        return out_arcs, out_len, out_score, out_meta
+        out_stats = np.zeros((B, 2), np.int64)
+        self.mod.gpu_decode(self.handle, lp, lens, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+        return out_arcs, out_len, out_score, out_meta, out_stats
 
 
 class GpuBackend:
@@ -225,7 +226,7 @@ class GpuBackend:
     @staticmethod
     def _collect(hyps, rows, res, frontend):
         """Hypotheses of a sub-batch into hyps[rows[i]]."""
-        out_arcs, out_len, out_score, out_meta = res
+        out_arcs, out_len, out_score, out_meta, out_stats = res
         for i, row in enumerate(rows):
             n = min(int(out_len[i]), out_arcs.shape[1])
             arcs = out_arcs[i, :n]
@@ -235,4 +236,4 @@ class GpuBackend:
                 arcs = arcs[:-1]
             hyps[row] = frontend.make_hypothesis(
                 arcs, float(out_score[i]), bool(out_meta[i, 0]), redirect_arc, int(out_meta[i, 2]),
-                int(out_meta[i, 3]))
+                int(out_meta[i, 3]), frontier_total=int(out_stats[i, 0]), closure_added=int(out_stats[i, 1]))

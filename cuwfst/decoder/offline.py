@@ -100,16 +100,19 @@ class Decoder:
         out_len = np.zeros(B, np.int32)
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
+        out_stats = np.zeros((B, 2), np.int64)
         o = self.options
         self._ref.mod.ref_decode(self._ref.handle, lp, lens, o.search_beam, o.output_beam,
                                  o.min_active_states, o.max_active_states, o.allow_partial,
                                  self.eps_iterations, False, self.num_threads,
-                                 out_arcs, out_len, out_score, out_meta)
+                                 out_arcs, out_len, out_score, out_meta, out_stats)
         return [self.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]),
-                                     bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]))
+                                     bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
+                                     frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
                 for b in range(B)]
 
-    def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier) -> Hypothesis:
+    def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier, *,
+                        frontier_total: int = 0, closure_added: int = 0) -> Hypothesis:
         g = self.graph.arrays
         arcs = np.asarray(arcs, np.int64)
         il = g.ilabel[arcs] if arcs.size else np.zeros(0, np.int32)
@@ -128,7 +131,8 @@ class Decoder:
             redirect_arc = int(self.graph.source_arc_ids(redirect_arc))
         return Hypothesis(words=words, score=score, arcs=src_arcs.tolist(), reached_final=reached_final,
                           overflow=overflow, tokens=il[emitting].astype(np.int64).tolist(),
-                          timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier)
+                          timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier,
+                          frontier_total=frontier_total, closure_added=closure_added)
 
     def decode_snapshots(self, log_probs, length: int | None = None) -> list[dict]:
         """Per-step frontiers of one row, for step-by-step comparison (CPU and GPU).

@@ -22,6 +22,10 @@ class Hypothesis:
     redirected arc excluded; it is `redirect_arc`). tokens: the ilabel of each emitting
     arc (one per frame). timestamps: the frame index of the arc carrying each word.
     reached_final: the path ends in a real final arc. overflow: GPU capacity bits.
+    Search statistics (identical on the CPU and the GPU): max_frontier, the largest
+    frontier a step expanded; frontier_total, the sum over steps of the frontiers expanded
+    (divide by the frames + 1 for the mean); closure_added, the tokens epsilon closures
+    added to frontiers (0 on epsilon-free graphs).
     """
 
     words: list[int]
@@ -33,6 +37,8 @@ class Hypothesis:
     timestamps: list[int] = field(default_factory=list)
     redirect_arc: int = -1
     max_frontier: int = 0
+    frontier_total: int = 0
+    closure_added: int = 0
     symbols: list[str] | None = None
 
     @property

@@ -90,11 +90,12 @@ Options MakeOptions(double search_beam, double output_beam, int64_t min_active, 
 
 // log_probs [B, T, V>=vocab] f32; lengths [B] i32 in [0, T]. Outputs, one row per batch row:
 // out_arcs [B, cap] i32 (the first min(len, cap) arcs), out_len [B] i32 (the TRUE length),
-// out_score [B] f32, out_meta [B, 4] i32 = {reached_final, redirected, redirect_arc, max_frontier}.
+// out_score [B] f32, out_meta [B, 4] i32 = {reached_final, redirected, redirect_arc, max_frontier},
+// out_stats [B, 2] i64 = {frontier_total, closure_added} (RowResult).
 void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
                double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
                int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_arcs,
-               TensorView out_len, TensorView out_score, TensorView out_meta) {
+               TensorView out_len, TensorView out_score, TensorView out_meta, TensorView out_stats) {
   const GraphView& g = GetGraph(graph_h)->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, online);
@@ -111,6 +112,7 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
   CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
   CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
+  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T)
@@ -120,6 +122,7 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
   int32_t* olen = static_cast<int32_t*>(out_len.data_ptr());
   float* oscore = static_cast<float*>(out_score.data_ptr());
   int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
+  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
 
   std::atomic<int64_t> next{0};
   auto worker = [&]() {
@@ -134,6 +137,8 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
       meta[b * 4 + 1] = r.redirected;
       meta[b * 4 + 2] = r.redirect_arc;
       meta[b * 4 + 3] = r.max_frontier;
+      stats[b * 2 + 0] = r.frontier_total;
+      stats[b * 2 + 1] = r.closure_added;
     }
   };
   int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, B));

@@ -131,8 +131,10 @@ RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stri
   const bool has_eps = g.eps_count != nullptr && opt.eps_iterations > 0;
   float beam = opt.search_beam;
   int32_t before_closure = 1;
-  if (has_eps)  // the start state's closure, as if the start's score 0 were a step maximum
+  if (has_eps) {  // the start state's closure, as if the start's score 0 were a step maximum
     ExpandEpsilon(g, 0.0f - beam, opt.eps_iterations, &frontier, &winners, slot, &token_of_state);
+    res.closure_added += static_cast<int64_t>(frontier.size()) - 1;
+  }
   auto snapshot = [&](int32_t phase, float cutoff) {
     if (!snapshots) return;
     StepSnapshot s{phase, beam, cutoff, frontier, {}, before_closure};
@@ -154,6 +156,7 @@ RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stri
       }
     }
     res.max_frontier = std::max<int32_t>(res.max_frontier, static_cast<int32_t>(frontier.size()));
+    res.frontier_total += static_cast<int64_t>(frontier.size());
     const float* lp = final_step ? nullptr : log_probs + static_cast<int64_t>(t) * row_stride;
     // Arc range of a token for this phase.
     auto range = [&](int32_t s, int32_t* b, int32_t* e) {
@@ -197,8 +200,10 @@ RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stri
     }
     frontier.swap(next);
     before_closure = static_cast<int32_t>(frontier.size());
-    if (has_eps && phase == kPhaseReal)
+    if (has_eps && phase == kPhaseReal) {
       ExpandEpsilon(g, cutoff, opt.eps_iterations, &frontier, &winners, slot, &token_of_state);
+      res.closure_added += static_cast<int64_t>(frontier.size()) - before_closure;
+    }
     snapshot(phase, cutoff);
   }
   // After the final step the frontier holds at most the final state.

@@ -91,6 +91,8 @@ struct RowResult {
   int32_t redirect_arc = -1;   // the graph arc redirected to the final state, if any
   std::vector<int32_t> arcs;   // graph arc ids of the best path (redirected arc excluded)
   int32_t max_frontier = 0;    // the largest frontier seen
+  int64_t frontier_total = 0;  // sum over steps of the frontier each step expanded
+  int64_t closure_added = 0;   // tokens the epsilon closures added (start and every step)
 };
 
 // Decodes one row. log_probs points at [T, row_stride] floats (row t at t * row_stride).

@@ -263,11 +263,14 @@ EpsResolveKernel(Workspace ws, int32_t buf) {
 // kFinalizeThreads. Reads: the lane's claims list (the real step's and the closure's new
 // destinations). Writes: clears exactly those slots (key, payload, hash_pos), the targeted
 // delete FinalizeKernel does on epsilon-free steps. Lanes whose claims overflowed are wiped
-// whole by HashSanitizeKernel at the end of the decode.
+// whole by HashSanitizeKernel at the end of the decode. Also adds the closure's new tokens
+// to the lane's closure_added.
 __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace ws) {
   const int32_t lane = blockIdx.y;
   const LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    ws.lanes[lane].closure_added += min(lc.next_size, ws.main_q) - lc.eps_base;
   const int32_t num = min(lc.claims, ws.claims_cap);
   const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);

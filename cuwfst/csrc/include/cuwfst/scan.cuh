@@ -39,6 +39,9 @@ __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   lc.max_ord = FloatToOrderedInt(0.f);  // the start closure's cutoff is 0 - search_beam
   lc.eps_changed = 0;
   lc.eps_touched = 0;
+  lc.eps_base = 0;
+  lc.frontier_total = 0;
+  lc.closure_added = 0;
   lc.max_lp = 0.f;
   lc.claims = 0;
   lc.overflow = 0;
@@ -238,6 +241,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     lc.hint_ok = total <= hint_slots;
     lc.claims = 0;
     lc.max_frontier = max(lc.max_frontier, n);
+    lc.frontier_total += n;
     lc.lp_row_f32 = row32;
     lc.lp_row_f16 = row16;
   }

@@ -94,6 +94,8 @@ struct LaneCounters {
   float final_score;
   int32_t reached_final;
   int32_t redirected;
+  long long frontier_total;  // sum over steps of the frontier each step expanded
+  long long closure_added;   // tokens the epsilon closures added
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
 };
