@@ -35,9 +35,8 @@ namespace cuwfst {
 // Reads: the pass's entries (pass 0: tokens 0..next_size of frontier buffer `buf`; later:
 // eps_tok[0..eps_changed)), their states, scores and winners, the graph's epsilon ranges.
 // Writes, per entry j: tok_begin[j] (first epsilon arc), tok_ub[j] (the token's score now:
-// the pass reads this snapshot, not the live score), eps_winner[j], eps_tok[j] (pass 0),
-// arc_offsets, tok_hint; per lane: phase = kPhaseEps, frontier_size = entries, total_arcs,
-// hint_ok, and zeroes eps_touched/eps_changed for EpsExpand/EpsResolve. The last CTA builds
+// the pass reads this snapshot, not the live score), eps_winner[j], arc_offsets, tok_hint;
+// per lane: phase = kPhaseEps, frontier_size = entries, total_arcs, hint_ok, eps_base (pass 0), and zeroes eps_touched/eps_changed for EpsExpand/EpsResolve. The last CTA builds
 // lane_arc_offsets (LaneScanLastBlock).
 __global__ void __launch_bounds__(kScanThreads)
 EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
@@ -57,7 +56,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
   const int32_t* state = ws.tok_state[buf] + q;
   const float* score = ws.tok_score[buf] + q;
   const int32_t* winner = ws.tok_winner[buf] + q;
-  int32_t* eps_tok = ws.eps_tok + q;
+  const int32_t* eps_tok = ws.eps_tok + q;
   int32_t* eps_winner = ws.eps_winner + q;
   int32_t* begin = ws.tok_begin + q;
   float* snap = ws.tok_ub + q;
@@ -76,7 +75,6 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
       deg[k] = 0;
       if (j < n) {
         const int32_t tok = pass == 0 ? j : eps_tok[j];
-        if (pass == 0) eps_tok[j] = tok;
         const StateArcs sa = ArcsOf(g, state[tok]);
         begin[j] = sa.EpsBegin();
         deg[k] = sa.eps_count;
