@@ -55,7 +55,7 @@ def _random_case(seed):
     V = int(rng.integers(2, 30))
     graph = random_eps_graph_any(rng, n, V, degree=int(rng.integers(1, 6)),
                                  eps_prob=float(rng.choice([0.3, 0.7, 1.0])), cycles=bool(seed % 3 == 0),
-                                 chain=int(rng.choice([0, 2, 5])))
+                                 chain=int(rng.choice([1, 2, 5])))
     B = int(rng.integers(1, 7))
     T = int(rng.integers(1, 50))
     lens = rng.integers(0, T + 1, size=B).astype(np.int32)
