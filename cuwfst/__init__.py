@@ -1,7 +1,8 @@
 """cuwfst: exact WFST decoding of CTC log-probs with k2 intersect_dense_pruned semantics."""
 
-from .decoder import Decoder, DecoderOptions, Hypothesis
+from .decoder import Decoder, DecoderOptions, EndpointConfig, EndpointRule, Hypothesis, Stream, StreamingDecoder
 from .graph import CorruptGraphImage, Graph
 
 __version__ = "0.1.0"
-__all__ = ["Decoder", "DecoderOptions", "Hypothesis", "Graph", "CorruptGraphImage", "__version__"]
+__all__ = ["Decoder", "DecoderOptions", "Hypothesis", "StreamingDecoder", "Stream", "EndpointConfig",
+           "EndpointRule", "Graph", "CorruptGraphImage", "__version__"]

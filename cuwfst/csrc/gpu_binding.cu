@@ -176,7 +176,7 @@ void GpuDecoderFree(int64_t h) { delete GetDecoder(h); }
 // out_arcs int32 [B, cap], out_len int32 [B] (the TRUE path length), out_score float32
 // [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier},
 // out_stats int64 [B, 2] = {frontier_total, closure_added}.
-void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t caller_stream,
+void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
                TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
                TensorView out_stats) {
   GpuDecoder* d = GetDecoder(h);
@@ -211,7 +211,7 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t call
                             static_cast<int64_t*>(out_stats.data_ptr())};
   try {
     d->Decode(base, f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(B),
-              static_cast<int32_t>(T), len, caller_stream, out);
+              static_cast<int32_t>(T), len, online, caller_stream, out);
   } catch (const std::exception& e) {
     TVM_FFI_THROW(RuntimeError) << e.what();
   }

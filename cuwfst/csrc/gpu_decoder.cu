@@ -148,6 +148,11 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   CUWFST_CUDA(cudaMallocHost(&h_path_, static_cast<size_t>(cfg_.max_lanes) * ws_.path_cap * sizeof(int32_t)));
 }
 
+StepParams GpuDecoder::Params(bool f16) const {
+  return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
+                    f16 ? 1 : 0, online_ ? 1 : 0};
+}
+
 void GpuDecoder::FreeGraphs() {
   for (auto& kv : graphs_) cudaGraphExecDestroy(kv.second);
   graphs_.clear();
@@ -173,8 +178,7 @@ GpuDecoder::~GpuDecoder() {
 // The whole decode as a launch sequence: capturable (no host reads, fixed shapes).
 void GpuDecoder::Enqueue(int32_t steps, bool f16) {
   const DeviceGraph& g = graph_->view;
-  StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-               f16 ? 1 : 0};
+  const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   Timed(0, [&] { InitKernel<<<L, 32, 0, stream_>>>(g, ws_, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(0);
@@ -235,8 +239,7 @@ void GpuDecoder::EnqueueClosure(int32_t buf) {
 
 void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
   const DeviceGraph& g = graph_->view;
-  StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-               f16 ? 1 : 0};
+  const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
@@ -257,6 +260,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
                                                               int64_t caller_stream) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceGuard guard(graph_->device);
+  online_ = false;  // snapshots follow the offline beam rules
   if (length > cfg_.max_frames) {
     FreeGraphs();
     AllocatePath(length);
@@ -270,8 +274,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
   const int L = cfg_.max_lanes;
   CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths_, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_, sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
-  StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-               lp_f16 ? 1 : 0};
+  const StepParams p = Params(lp_f16);
   InitKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p);
   if (cfg_.eps_iterations > 0) EnqueueClosure(0);
   std::vector<Snapshot> snaps;
@@ -335,7 +338,7 @@ void GpuDecoder::RunOnce(int32_t steps, bool f16) {
     Enqueue(steps, f16);
     return;
   }
-  auto key = std::make_pair(steps, f16);
+  auto key = std::make_pair(steps, (f16 ? 1 : 0) | (online_ ? 2 : 0));
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     cudaGraph_t graph = nullptr;
@@ -363,10 +366,11 @@ static int32_t StepBucket(int32_t steps) {
 }
 
 void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t,
-                        int32_t B, int32_t T, const int32_t* lengths, int64_t caller_stream,
-                        DecodeOutputs out) {
+                        int32_t B, int32_t T, const int32_t* lengths, bool online,
+                        int64_t caller_stream, DecodeOutputs out) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceGuard guard(graph_->device);
+  online_ = online;
   if (B > cfg_.max_lanes) throw std::runtime_error("batch larger than max_lanes");
   int32_t max_len = 0;
   for (int32_t b = 0; b < B; ++b) max_len = std::max(max_len, lengths[b]);

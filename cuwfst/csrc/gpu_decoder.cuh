@@ -63,7 +63,7 @@ class GpuDecoder {
   ~GpuDecoder();
   // log_probs: device pointer to a packed [B, T, V'] tensor (strides in elements).
   void Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
-              int32_t T, const int32_t* lengths, int64_t caller_stream, DecodeOutputs out);
+              int32_t T, const int32_t* lengths, bool online, int64_t caller_stream, DecodeOutputs out);
   // Debug: one row (lane 0), launch by launch; after step t copies the frontier of
   // buffer (t + 1) & 1. Snapshot 0 is the start token. Returns the number of snapshots.
   struct Snapshot {
@@ -87,6 +87,7 @@ class GpuDecoder {
   void Allocate();
   void AllocatePath(int32_t max_frames);
   void EnqueueClosure(int32_t buf);
+  StepParams Params(bool f16) const;
   void FreeGraphs();
   void Enqueue(int32_t steps, bool f16);
   void EnqueueStep(int32_t t, bool f16);
@@ -100,7 +101,8 @@ class GpuDecoder {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   std::mutex mu_;
-  std::map<std::pair<int32_t, bool>, cudaGraphExec_t> graphs_;
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (steps, fp16 | online << 1)
+  bool online_ = false;  // the current decode's beam mode (k2's online mode: T unknown)
   std::vector<void*> buffers_;
   WinnerEntry* arena_ = nullptr;
   int32_t* out_path_ = nullptr;

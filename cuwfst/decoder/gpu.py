@@ -95,7 +95,7 @@ class GpuInstance:
         self.mod.gpu_decoder_profile(self.handle, -1 if enable is None else int(enable), out)
         return dict(zip(self.PROFILE_KINDS, out.tolist()))
 
-    def decode(self, lp, lens: np.ndarray, stream: int):
+    def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False):
         B, T = lp.shape[0], lp.shape[1]
         cap = (T + 2) * (1 + self.eps_iterations)  # one arc per frame and per closure pass
         out_arcs = np.zeros((B, cap), np.int32)
@@ -103,7 +103,7 @@ class GpuInstance:
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
         out_stats = np.zeros((B, 2), np.int64)
-        self.mod.gpu_decode(self.handle, lp, lens, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+        self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
         return out_arcs, out_len, out_score, out_meta, out_stats
 
 
@@ -183,7 +183,7 @@ class GpuBackend:
             b, t = (int(x) for x in bad.nonzero()[0])
             raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
 
-    def decode(self, log_probs, lengths, frontend):
+    def decode(self, log_probs, lengths, frontend, online: bool = False):
         lp = self.to_device(log_probs)
         B, T = lp.shape[0], lp.shape[1]
         lens = check_lengths(lengths, B, T)
@@ -194,7 +194,7 @@ class GpuBackend:
         with self.lock:
             lanes = self.main.max_lanes
             if B <= lanes:
-                res = self.main.decode(lp, lens, stream)
+                res = self.main.decode(lp, lens, stream, online)
                 self._collect(hyps, range(B), res, frontend)
             else:
                 # sub-batches of similar lengths: a batch runs as many steps as its longest row
@@ -202,11 +202,12 @@ class GpuBackend:
                 for s in range(0, B, lanes):
                     rows = order[s : s + lanes]
                     idx = self.torch.from_numpy(rows).to(lp.device)
-                    res = self.main.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream)
+                    res = self.main.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream, online)
                     self._collect(hyps, rows.tolist(), res, frontend)
             rescue = [b for b in range(B) if hyps[b].overflow & RESCUE_BITS]
             for b in rescue:
-                res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream)
+                res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream,
+                                                    online)
                 self._collect(hyps, [b], res, frontend)
         return hyps
 

@@ -87,10 +87,16 @@ class Decoder:
     def path_capacity(self, frames: int) -> int:
         return (frames + 2) * (1 + self.eps_iterations)
 
-    def decode(self, log_probs, lengths=None) -> list[Hypothesis]:
-        """log_probs [B, T, V] or [T, V] (float32; numpy, torch or DLPack); lengths [B] or None."""
+    def decode(self, log_probs, lengths=None, *, online: bool = False) -> list[Hypothesis]:
+        """log_probs [B, T, V] or [T, V] (float32; numpy, torch or DLPack); lengths [B] or None.
+
+        online=True: k2's online beam mode, as a stream sees its frames (the length is
+        unknown until the final step, so the last-5-frames min_active rule is off); what
+        StreamingDecoder.finalize returns for the same frames."""
+        if not isinstance(online, bool):
+            raise TypeError(f"online must be a bool, got {online!r}")
         if self._gpu is not None:
-            return self._gpu.decode(log_probs, lengths, self)
+            return self._gpu.decode(log_probs, lengths, self, online=online)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
         B, T, _ = lp.shape
         lens = check_lengths(lengths, B, T)
@@ -104,7 +110,7 @@ class Decoder:
         o = self.options
         self._ref.mod.ref_decode(self._ref.handle, lp, lens, o.search_beam, o.output_beam,
                                  o.min_active_states, o.max_active_states, o.allow_partial,
-                                 self.eps_iterations, False, self.num_threads,
+                                 self.eps_iterations, online, self.num_threads,
                                  out_arcs, out_len, out_score, out_meta, out_stats)
         return [self.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]),
                                      bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]),

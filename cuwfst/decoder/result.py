@@ -37,6 +37,7 @@ class Hypothesis:
     timestamps: list[int] = field(default_factory=list)
     redirect_arc: int = -1
     max_frontier: int = 0
+    final_words: int | None = None  # streaming: leading words that can no longer change
     frontier_total: int = 0
     closure_added: int = 0
     symbols: list[str] | None = None

@@ -28,14 +28,15 @@ __device__ __forceinline__ float OrderedU32ToFloat(uint32_t u) {
 
 // k2's dynamic-beam update (intersect_dense_pruned.cu, GetPruningCutoffs) in k2's
 // arithmetic: float state, double constants, no contraction into FMA (explicit _rn ops),
-// so it matches the CPU reference bit for bit.
+// so it matches the CPU reference bit for bit. online: k2's online mode, where the length
+// is unknown before the final step, so the last-5-frames clauses never apply.
 __device__ __forceinline__ float UpdateBeam(float beam, int32_t active_states, int32_t t,
                                             int32_t final_t, float search_beam,
-                                            int32_t min_active_i, int32_t max_active_i) {
+                                            int32_t min_active_i, int32_t max_active_i, bool online) {
   float default_beam = search_beam, max_active = static_cast<float>(max_active_i),
         min_active = static_cast<float>(min_active_i);
   float current_min_active = min_active;
-  if (t + 5 >= final_t) current_min_active = fmaxf(min_active, max_active / 2);
+  if (!online && t + 5 >= final_t) current_min_active = fmaxf(min_active, max_active / 2);
   float active = static_cast<float>(active_states);
   if (active <= max_active) {
     if (active >= current_min_active || active_states == 0) {
@@ -45,7 +46,7 @@ __device__ __forceinline__ float UpdateBeam(float beam, int32_t active_states, i
       if (beam < default_beam) beam = default_beam;
       beam = __double2float_rn(__dmul_rn(static_cast<double>(beam), 1.25));
     }
-  } else if (t + 5 < final_t) {
+  } else if (online || t + 5 < final_t) {
     if (beam > default_beam) beam = default_beam;
     beam = __double2float_rn(__dmul_rn(static_cast<double>(beam), 0.8));
   }

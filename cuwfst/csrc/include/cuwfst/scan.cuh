@@ -8,14 +8,6 @@
 
 namespace cuwfst {
 
-struct StepParams {
-  float search_beam;
-  int32_t min_active;
-  int32_t max_active;
-  int32_t allow_partial;
-  int32_t lp_is_f16;
-};
-
 // InitKernel — launched once per decode, grid = max_lanes blocks of 32 threads.
 // Reads: ws.lengths. Writes: every lane's counters, frontier buffer 0 (the
 // start token), the arena cursor. After it a decode depends on nothing left from the
@@ -235,7 +227,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
-    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active);
+    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, p.online != 0);
     lc.max_ord = FloatToOrderedInt(-INFINITY);
     lc.max_lp = max_lp;
     lc.hint_ok = total <= hint_slots;

@@ -64,6 +64,16 @@ __host__ __device__ inline StateArcs ArcsOf(const DeviceGraph& g, int32_t s) {
           g.finals_at_end != 0};
 }
 
+// The decode's settings every step reads (kernel argument).
+struct StepParams {
+  float search_beam;
+  int32_t min_active;
+  int32_t max_active;
+  int32_t allow_partial;
+  int32_t lp_is_f16;
+  int32_t online;  // k2's online beam mode: the length is unknown until the final step
+};
+
 // Where the caller's packed log-probs live: rewritten (24 B H2D) before every decode so
 // that captured graphs read the new tensor in place.
 struct LpDesc {
