@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Sequence
 
 import numpy as np
 
-from .image import (EPS_ILABEL, FINAL_ILABEL, MAX_VOCAB, CorruptGraphImage, ImageArrays,
-                    freeze, read_image, validate, write_image)
+from .image import (_ARRAY_FIELDS, EPS_ILABEL, FINAL_ILABEL, MAX_VOCAB, CorruptGraphImage,
+                    ImageArrays, freeze, read_image, validate, write_image)
 
 
 class Graph:
@@ -18,15 +19,16 @@ class Graph:
     """
 
     def __init__(self, arrays: ImageArrays, path: str | None = None):
-        """A graph over `arrays`, which are validated (every index a decoder follows without
-        a check; `ValueError: invalid graph: ...` otherwise) and then made read-only: the
-        Graph owns them, and nothing may change what the decoders were promised."""
+        """A graph over `arrays`: the arrays the caller can still write are copied, then all
+        are validated (every index a decoder follows without a check; `ValueError: invalid
+        graph: ...` otherwise) and made read-only, so nothing changes what the decoders were
+        promised after the check."""
         if not isinstance(arrays, ImageArrays):
             raise TypeError(f"arrays must be an ImageArrays, got {type(arrays).__name__}")
-        try:
-            validate(arrays)
-        except CorruptGraphImage as e:  # a builder's input problem, not a file's
-            raise ValueError(str(e).replace("corrupt graph image: graph: ", "invalid graph: ")) from None
+        arrays = dataclasses.replace(arrays, **{
+            name: np.array(arr) for name in _ARRAY_FIELDS
+            if isinstance(arr := getattr(arrays, name), np.ndarray) and arr.flags.writeable})
+        _validate_built(arrays)
         self._setup(arrays, path)
 
     @classmethod
@@ -64,7 +66,7 @@ class Graph:
         src = np.asarray(src, dtype=np.int64)
         dest = np.asarray(dest, dtype=np.int64)
         ilabel = np.asarray(ilabel, dtype=np.int64).copy()
-        weight = np.array(weight, dtype=np.float32)  # a copy: the Graph freezes its arrays, not the caller's
+        weight = np.array(weight, dtype=np.float32)  # a copy: the graph must not share the caller's
         a = src.shape[0]
         if not (dest.shape == ilabel.shape == weight.shape == (a,)):
             raise ValueError("src, dest, ilabel and weight must be 1-D arrays of one length")
@@ -143,7 +145,8 @@ class Graph:
             aux_row_splits=aux_rs.astype(np.int32), aux_pool=aux_pool.astype(np.int32),
             eps_count=n_eps.astype(np.int32) if eps.any() else None,
         )
-        return cls(arrays)  # validates
+        _validate_built(arrays)
+        return cls._from_validated(arrays)
 
     @classmethod
     def from_k2_text(cls, text: str, epsilon_id: int | None = None, vocab_size: int | None = None) -> "Graph":
@@ -214,6 +217,13 @@ class Graph:
     def __repr__(self) -> str:
         return (f"Graph(states={self.num_states}, arcs={self.num_arcs}, vocab={self.vocab_size}, "
                 f"start={self.start_state}, epsilon_arcs={self.num_epsilon_arcs})")
+
+
+def _validate_built(arrays: ImageArrays) -> None:
+    try:
+        validate(arrays)
+    except CorruptGraphImage as e:  # a builder's input problem, not a file's
+        raise ValueError(str(e).replace("corrupt graph image: graph: ", "invalid graph: ")) from None
 
 
 def _longest_eps_chain(g: ImageArrays) -> int:

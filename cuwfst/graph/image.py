@@ -227,12 +227,16 @@ _ARRAY_FIELDS = ("row_splits", "final_count", "dest", "ilabel", "weight", "aux_r
 
 
 def freeze(g: ImageArrays) -> ImageArrays:
-    """Make the arrays of validated `g` read-only (in place) and return `g`: the decoders
-    follow their indices without a check, so nothing may change them after validation."""
+    """Replace the arrays of validated `g` by read-only views and return `g`: the decoders
+    follow their indices without a check, so nothing may change them after validation.
+    Views, not the arrays themselves, are marked, so that the memory underneath stays
+    writable for `native_array` to alias."""
     for name in _ARRAY_FIELDS:
         arr = getattr(g, name, None)
-        if isinstance(arr, np.ndarray):
-            arr.flags.writeable = False
+        if isinstance(arr, np.ndarray) and arr.flags.writeable:
+            view = arr.view()
+            view.flags.writeable = False
+            setattr(g, name, view)
     return g
 
 
