@@ -81,11 +81,13 @@ GpuDecoder::GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg
   try {
     cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_);
     if (e != cudaSuccess)
-      ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()));
+      ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()) +
+                                 "; free GPU memory or " + Advice());
     stream_ = stream_owned_.get();
     e = TryEventCreate(cudaEventDisableTiming, &ready_);
     if (e != cudaSuccess)
-      ThrowAcquireFailure(e, "cannot create a CUDA event for a decoder on cuda:" + std::to_string(device()));
+      ThrowAcquireFailure(e, "cannot create a CUDA event for a decoder on cuda:" + std::to_string(device()) +
+                                 "; free GPU memory or " + Advice());
     Allocate();
   } catch (...) {
     // The owners free everything taken so far; first let queued memsets finish.
@@ -389,13 +391,17 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
   }
 }
 
-// Replays the captured graph of a `steps`-step decode, capturing it on first use. Past
-// graph_max_steps, with profiling, or without CUDA graphs it launches plainly (same kernels,
-// same numerics). If the executable cannot be instantiated for lack of memory, the cached
+// Whether a decode of `steps` (bucketed) steps replays a captured graph: not past
+// graph_max_steps, with profiling, or without CUDA graphs; those launch plainly (same
+// kernels, same numerics).
+bool GpuDecoder::Replays(int32_t steps) const {
+  return cfg_.use_cuda_graphs && !profiling_ && cfg_.graph_cache_size > 0 && steps <= cfg_.graph_max_steps;
+}
+
+// Runs one decode of `steps` steps: with `capture`, replays its captured graph, capturing
+// it on first use. If the executable cannot be instantiated for lack of memory, the cached
 // ones are given back and this decode launches plainly: graphs are an optimisation.
-void GpuDecoder::RunOnce(int32_t steps, bool f16) {
-  const bool capture = cfg_.use_cuda_graphs && !profiling_ && cfg_.graph_cache_size > 0 &&
-                       steps <= cfg_.graph_max_steps;
+void GpuDecoder::RunOnce(int32_t steps, bool f16, bool capture) {
   if (!capture) {
     Enqueue(steps, f16);
     return;
@@ -417,7 +423,7 @@ void GpuDecoder::RunOnce(int32_t steps, bool f16) {
     cudaError_t e = TryGraphInstantiate(graph, &owned);
     cudaGraphDestroy(graph);
     if (e != cudaSuccess) {
-      if (e != cudaErrorMemoryAllocation) CUWFST_CUDA(e);
+      if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
       FreeGraphs();
       Enqueue(steps, f16);
       return;
@@ -439,8 +445,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
   for (int32_t b = 0; b < B; ++b) max_len = std::max(max_len, lengths[b]);
   // Graphs replay bucketed step counts; plain launches run exactly the steps needed.
   const int32_t bucket = StepBucket(max_len + 1);
-  const bool replay = cfg_.use_cuda_graphs && !profiling_ && cfg_.graph_cache_size > 0 &&
-                      bucket <= cfg_.graph_max_steps;
+  const bool replay = Replays(bucket);
   const int32_t steps = replay ? bucket : max_len + 1;
   try {
     // The last-error slot is per thread and shared with every library: an error some other
@@ -471,7 +476,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     for (;;) {
       CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_.get(), sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
-      RunOnce(steps, lp_f16);
+      RunOnce(steps, lp_f16, replay);
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));

@@ -125,7 +125,8 @@ class GpuDecoder {
   void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(int32_t steps, bool f16);
   void EnqueueStep(int32_t t, bool f16);
-  void RunOnce(int32_t steps, bool f16);
+  bool Replays(int32_t steps) const;
+  void RunOnce(int32_t steps, bool f16, bool capture);
   void SyncQuietly() noexcept;
   [[noreturn]] void Fatal(cudaError_t e, const char* what, int32_t B, int32_t T, int32_t V,
                           int32_t steps);

@@ -1,6 +1,6 @@
 """Overflow rescue for the GPU backend: which rows to decode again, where, and how many
 together. Pure logic over overflow bits; the decoding itself is a callback, so the plan
-is tested without a GPU (tests/test_rescue.py).
+is tested without a GPU (tests/test_reliability.py).
 
 Two kinds of overflow need different cures:
 
