@@ -276,6 +276,7 @@ def test_rescue_splits_arena_overflow_instead_of_rescuing_every_row():
     assert stats["rescued_rows"] == 0 and stats["unabsorbed_rows"] == 0
     # 64 rows of ~100 entries in an arena of 2000: halving 64 -> 32 (still full) -> 16 fits
     assert [len(rows) for _, rows in fake.calls] == [32, 32, 16, 16, 16, 16]
+    assert stats["arena_batches"] == 6 and stats["arena_rows"] == 128
 
 
 def test_rescue_batches_capacity_overflow_on_the_rescue_instance():

@@ -173,7 +173,8 @@ class GpuBackend:
         self._rescue = None
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
-        self.stats = {"arena_batches": 0, "rescue_batches": 0, "rescued_rows": 0, "unabsorbed_rows": 0}
+        self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
+                      "unabsorbed_rows": 0}
 
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:

@@ -58,6 +58,7 @@ def _halve_arena(instance: str, rows, overflow: dict, lengths, decode: DecodeBat
             for r, bits in zip(group, decode(instance, group)):
                 overflow[r] = int(bits)
             stats["arena_batches"] += 1
+            stats["arena_rows"] += len(group)
         left = _arena_only(left, overflow)
 
 
@@ -68,7 +69,7 @@ def rescue(overflow: dict, lengths: np.ndarray, decode: DecodeBatch, *, main_bat
     if rescue_lanes < 1:
         raise ValueError(f"rescue_lanes must be >= 1, got {rescue_lanes}")
     stats = stats if stats is not None else {}
-    for k in ("arena_batches", "rescue_batches", "rescued_rows", "unabsorbed_rows"):
+    for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows", "unabsorbed_rows"):
         stats.setdefault(k, 0)
     flagged = [r for r, bits in overflow.items() if bits & RESCUE_BITS]
     _halve_arena("main", flagged, overflow, lengths, decode, main_batch, stats)
