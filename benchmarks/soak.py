@@ -77,7 +77,7 @@ def main(argv=None):
     p.add_argument("--decodes", type=int, default=10_000)
     p.add_argument("--max-len", type=int, default=20_000)
     p.add_argument("--short-len", type=int, default=300)
-    p.add_argument("--long-frac", type=float, default=0.03)
+    p.add_argument("--long-frac", type=float, default=0.01)
     p.add_argument("--long-every", type=int, default=500)
     p.add_argument("--batch-max", type=int, default=8)
     p.add_argument("--reload-every", type=int, default=1000)

@@ -33,6 +33,8 @@ def arena_limits(max_lanes: int, arena_entries: int | None = None) -> tuple[int,
     per lane up to the int32 id limit (the spec's min(512 Mi, ...) cap, 512 Mi at 32 lanes,
     made 1024 lanes x 1000 frames x ~512 survivors overflow). The arena starts at 16 Mi and
     grows on demand, so a large maximum costs nothing until a batch needs it."""
+    if max_lanes < 1:
+        raise ValueError(f"max_lanes must be >= 1, got {max_lanes}")
     arena_max = min(ARENA_LIMIT, max(64 << 20, (16 << 20) * max_lanes))
     return int(min(arena_max, arena_entries or (16 << 20))), int(arena_max)
 
