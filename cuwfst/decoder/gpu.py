@@ -180,12 +180,22 @@ class GpuBackend:
 
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:
-            kw = dict(self.kw, max_lanes=self.rescue_lanes)
             # a frontier 4x larger (and at least 64 x max_active), capped by the graph's
             # states; the main instance's arena limit, so long rows are not cut short here
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
-            self._rescue = GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index,
-                                       main_q=q, arena_max=self.main.arena_max, **kw)
+
+            def make(lanes):
+                return GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
+                                   arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes))
+
+            try:
+                self._rescue = make(self.rescue_lanes)
+            except MemoryError:
+                if self.rescue_lanes == 1:
+                    raise
+                # where memory is tight, one row at a time still rescues
+                self._rescue = make(1)
+                self.rescue_lanes = 1
         return self._rescue
 
     def to_device(self, log_probs):
@@ -248,7 +258,8 @@ class GpuBackend:
             if overflow:
                 def decode_batch(instance, rows):
                     inst = self.main if instance == "main" else self.rescue_instance()
-                    self._decode_rows(inst, lp, lens, rows, stream, hyps, frontend)
+                    for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
+                        self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend)
                     return [hyps[r].overflow for r in rows]
 
                 rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
