@@ -12,7 +12,7 @@ timeout ${FAULT_TIMEOUT:-400} python3 -m pytest -q -rs tests/test_gpu_faults.py 
 # memcheck over the fault walks: the injected failures are real failed cudaMallocs, so API
 # errors are not reports; the illegal-address test is left out (it faults on purpose).
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-timeout ${MEMCHECK_TIMEOUT:-400} "$CS" --tool memcheck --leak-check no --report-api-errors no --error-exitcode 9 \
+CUWFST_FREE_SLACK_MIB=1024 timeout ${MEMCHECK_TIMEOUT:-400} "$CS" --tool memcheck --leak-check no --report-api-errors no --error-exitcode 9 \
   python3 -m pytest -q -x tests/test_gpu_faults.py -p no:cacheprovider \
   -k "construction_site or growth_site or upload_freed or graph_cache or short_batches or arena_overflow or cannot_be_rescued" \
   2>&1 | tail -12 | tee "$OUT/memcheck_faults.log"

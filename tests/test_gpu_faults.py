@@ -27,8 +27,9 @@ pytestmark = pytest.mark.gpu
 
 OPTS = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=200)
 TESTS = Path(__file__).resolve().parent
-# cudaMemGetInfo moves by whole pages of the driver's sub-allocator; our counters are exact
-PAGE_SLACK = 4 << 20
+# cudaMemGetInfo moves by whole pages of the driver's sub-allocator (and by a sanitizer's own
+# allocations: scripts/device_reliability.sh widens this under memcheck); our counters are exact
+PAGE_SLACK = int(os.environ.get("CUWFST_FREE_SLACK_MIB", "4")) << 20
 
 
 def _mod():
