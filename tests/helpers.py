@@ -247,3 +247,20 @@ def random_eps_graph_any(rng: np.random.Generator, n: int, vocab: int, degree: i
     eps = np.array(il) == -2
     return Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w,
                            words=words, vocab_size=vocab, epsilon=eps)
+
+
+def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = "") -> None:
+    """GPU hypotheses equal the CPU reference's: no overflow, the same emptiness, bit-identical
+    float32 scores, and the same words, or on an exact-score tie another path whose float32
+    score under our arithmetic is the same bits."""
+    assert len(cpu) == len(gpu), where
+    for b, (c, g) in enumerate(zip(cpu, gpu)):
+        assert g.overflow == 0, f"{where} row {b}: overflow {g.overflow}"
+        assert c.empty == g.empty, f"{where} row {b}: cpu empty {c.empty}, gpu empty {g.empty}"
+        if c.empty:
+            continue
+        assert np.float32(c.score) == np.float32(g.score), f"{where} row {b}: {c.score!r} vs {g.score!r}"
+        if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+            assert path_score_f32(graph, lp[b], g.arcs, g.redirect_arc) == np.float32(c.score), where
+        else:
+            assert c.words == g.words, f"{where} row {b}"

@@ -1,6 +1,6 @@
 // TVM-FFI exports of the GPU decoder. Every tensor a launcher reads or writes is checked
-// here (device, dtype, packing, shapes); the kernels trust these checks and the graph
-// validation done at load (cuwfst/graph/image.py).
+// here (device, dtype, packing, shapes), and so is every graph index the kernels follow
+// (CheckGraph): the kernels trust these checks, not the Python layer's.
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -10,6 +10,9 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <new>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "cuwfst/expand.cuh"
@@ -25,31 +28,124 @@ using cuwfst::GpuGraph;
 using cuwfst::CheckHostTensor;
 using cuwfst::IsType;
 
-#define CUDA_OR_THROW(expr)                                                              \
-  do {                                                                                   \
-    cudaError_t e__ = (expr);                                                            \
-    if (e__ != cudaSuccess) TVM_FFI_THROW(RuntimeError) << cuwfst::CudaErrorString(e__, #expr); \
-  } while (0)
-
-template <typename T>
-T* Upload(GpuGraph* g, const void* host, size_t count) {
-  void* p = nullptr;
-  size_t bytes = std::max<size_t>(1, count * sizeof(T));
-  CUDA_OR_THROW(cudaMalloc(&p, bytes));
-  g->buffers.push_back(p);
-  if (count) CUDA_OR_THROW(cudaMemcpy(p, host, count * sizeof(T), cudaMemcpyHostToDevice));
-  return static_cast<T*>(p);
+// Turns the exception in flight into Python's: out of memory -> MemoryError (the object
+// that asked is unchanged), a dead CUDA context -> RuntimeError that says to restart, bad
+// arguments -> ValueError, anything else -> RuntimeError.
+[[noreturn]] void RethrowForPython() {
+  try {
+    throw;
+  } catch (const tvm::ffi::Error&) {
+    throw;
+  } catch (const cuwfst::CudaOutOfMemory& e) {
+    TVM_FFI_THROW(MemoryError) << e.what();
+  } catch (const cuwfst::CudaContextLost& e) {
+    TVM_FFI_THROW(RuntimeError) << e.what();
+  } catch (const cuwfst::CudaError& e) {
+    if (cuwfst::IsStickyError(e.code()))
+      TVM_FFI_THROW(RuntimeError) << "fatal CUDA fault: " << e.what()
+                                  << ". The CUDA context of this process is dead: every later CUDA call "
+                                     "in this process fails, PyTorch's included. Restart the process.";
+    TVM_FFI_THROW(RuntimeError) << e.what();
+  } catch (const std::bad_alloc&) {
+    TVM_FFI_THROW(MemoryError) << "out of host memory";
+  } catch (const std::invalid_argument& e) {
+    TVM_FFI_THROW(ValueError) << e.what();
+  } catch (const std::exception& e) {
+    TVM_FFI_THROW(RuntimeError) << e.what();
+  }
+  throw;  // not reached (every handler throws); says so to compilers that cannot tell
 }
 
-// Uploads a validated graph (CPU arrays) to `device`; returns a handle owning a
-// shared_ptr, so decoders keep the device arrays alive after the handle is freed.
-// eps_count: int32 [N] epsilon arcs per state, or an empty tensor on epsilon-free graphs.
+// Runs a native call with RethrowForPython's error mapping.
+template <typename F>
+auto Guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (...) {
+    RethrowForPython();
+  }
+}
+
+template <typename T>
+T* Upload(GpuGraph* g, const void* host, size_t count, const char* what, int64_t total_bytes) {
+  cuwfst::DeviceBuffer buf;
+  const size_t bytes = count * sizeof(T);
+  cudaError_t e = cuwfst::TryDeviceAlloc(bytes, &buf);
+  if (e != cudaSuccess)
+    cuwfst::ThrowAcquireFailure(e, "cannot allocate " + cuwfst::FormatBytes(static_cast<int64_t>(bytes)) +
+                                       " for the graph's " + what + " on cuda:" + std::to_string(g->device) +
+                                       " (the graph needs " + cuwfst::FormatBytes(total_bytes) +
+                                       " in all); free GPU memory or decode a smaller graph");
+  if (count) CUWFST_CUDA(cudaMemcpy(buf.get(), host, bytes, cudaMemcpyHostToDevice));
+  T* p = static_cast<T*>(buf.get());
+  g->buffers.push_back(std::move(buf));
+  return p;
+}
+
+// Everything the kernels follow without a bounds check, checked here whatever the Python
+// layer did (issue 14, finding 11): CSR shape, states, the final range of each state
+// (ilabel -1 into the last state, which has no out-arcs), the epsilon range (ilabel -2,
+// right after the finals-at-start or at the start) and the emitting range (a token id <
+// vocab_size: the column of log_probs it reads). Weights may not be NaN or +inf.
+// ec: epsilon arcs per state, or nullptr on an epsilon-free graph.
+void CheckGraph(int64_t n, int64_t a, const int32_t* rs, const int32_t* fc, const int32_t* ec,
+                const int32_t* dest, const int32_t* il, const float* w, int64_t vocab_size,
+                int64_t start_state, bool finals_at_end) {
+  if (start_state < 0 || start_state >= n)
+    TVM_FFI_THROW(ValueError) << "start state " << start_state << " outside [0, " << n << ")";
+  if (rs[0] != 0 || rs[n] != a)
+    TVM_FFI_THROW(ValueError) << "row_splits must run from 0 to num_arcs=" << a << ", got " << rs[0] << ".." << rs[n];
+  // the whole CSR first: the arc loop below indexes with it
+  for (int64_t s = 0; s < n; ++s)
+    if (rs[s + 1] < rs[s]) TVM_FFI_THROW(ValueError) << "row_splits decreases at state " << s;
+  const int32_t final_state = static_cast<int32_t>(n - 1);
+  bool any_final = false;
+  for (int64_t s = 0; s < n; ++s) {
+    const int32_t deg = rs[s + 1] - rs[s];
+    if (fc[s] < 0 || fc[s] > deg)
+      TVM_FFI_THROW(ValueError) << "final_count of state " << s << " is " << fc[s] << ", outside [0, " << deg << "]";
+    const int32_t ne = ec ? ec[s] : 0;
+    if (ne < 0 || ne > deg - fc[s])
+      TVM_FFI_THROW(ValueError) << "eps_count of state " << s << " is " << ne << ", outside [0, " << deg - fc[s] << "]";
+    any_final |= fc[s] > 0;
+    const int32_t fb = finals_at_end ? rs[s + 1] - fc[s] : rs[s];
+    const int32_t fe = fb + fc[s];
+    const int32_t eb = finals_at_end ? rs[s] : rs[s] + fc[s];
+    const int32_t ee = eb + ne;
+    for (int32_t i = rs[s]; i < rs[s + 1]; ++i) {
+      if (dest[i] < 0 || dest[i] >= n)
+        TVM_FFI_THROW(ValueError) << "arc " << i << " has destination " << dest[i] << " outside [0, " << n << ")";
+      if (!(w[i] < std::numeric_limits<float>::infinity()))  // NaN and +inf
+        TVM_FFI_THROW(ValueError) << "arc " << i << " has weight " << w[i];
+      if (i >= fb && i < fe) {
+        if (il[i] != -1 || dest[i] != final_state)
+          TVM_FFI_THROW(ValueError) << "arc " << i << " of state " << s << " sits in the final range but has ilabel "
+                                    << il[i] << " and destination " << dest[i] << " (expected -1 into state "
+                                    << final_state << ")";
+      } else if (i >= eb && i < ee) {
+        if (il[i] != -2)
+          TVM_FFI_THROW(ValueError) << "arc " << i << " of state " << s << " sits in the epsilon range but has ilabel "
+                                    << il[i] << " (expected -2)";
+      } else if (il[i] < 0 || il[i] >= vocab_size) {
+        TVM_FFI_THROW(ValueError) << "arc " << i << " of state " << s << " has ilabel " << il[i]
+                                  << " outside [0, vocab_size=" << vocab_size << ")"
+                                  << (il[i] == -2 ? " (an epsilon arc outside its state's epsilon range)" : "");
+      }
+    }
+  }
+  if (any_final && rs[n] != rs[n - 1])
+    TVM_FFI_THROW(ValueError) << "the final state " << final_state << " has out-arcs";
+}
+
+// Uploads a graph (CPU arrays) to `device`; returns a handle owning a shared_ptr, so
+// decoders keep the device arrays alive after the handle is freed. eps_count: int32 [N]
+// epsilon arcs per state, or an empty tensor on an epsilon-free graph.
 int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView eps_count,
                        TensorView dest, TensorView ilabel, TensorView weight, int64_t vocab_size,
                        int64_t start_state, bool finals_at_end, int64_t device) {
   int64_t n = final_count.ndim() == 1 ? final_count.shape()[0] : -1;
   int64_t a = dest.ndim() == 1 ? dest.shape()[0] : -1;
-  if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D";
+  if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D with at least one state";
   if (a >= cuwfst::kRedirectArcBit) TVM_FFI_THROW(ValueError) << "the GPU decoder takes < 2^30 arcs";
   if (vocab_size < 1 || vocab_size >= 65535) TVM_FFI_THROW(ValueError) << "vocab_size must be in [1, 65534]";
   CheckHostTensor(row_splits, "row_splits", kDLInt, 32, {n + 1});
@@ -59,55 +155,47 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   CheckHostTensor(weight, "weight", kDLFloat, 32, {a});
   const bool has_eps = eps_count.ndim() == 1 && eps_count.shape()[0] > 0;
   if (has_eps) CheckHostTensor(eps_count, "eps_count", kDLInt, 32, {n});
-  int count = 0;
-  CUDA_OR_THROW(cudaGetDeviceCount(&count));
-  if (device < 0 || device >= count) TVM_FFI_THROW(ValueError) << "no CUDA device " << device;
-  int prev = 0;
-  CUDA_OR_THROW(cudaGetDevice(&prev));
-  CUDA_OR_THROW(cudaSetDevice(static_cast<int>(device)));
-  auto g = std::make_shared<GpuGraph>();
-  g->device = static_cast<int>(device);
+  const int32_t* ec = has_eps ? static_cast<const int32_t*>(eps_count.data_ptr()) : nullptr;
   const int32_t* rs = static_cast<const int32_t*>(row_splits.data_ptr());
   const int32_t* fc = static_cast<const int32_t*>(final_count.data_ptr());
+  const int32_t* dst = static_cast<const int32_t*>(dest.data_ptr());
   const int32_t* il = static_cast<const int32_t*>(ilabel.data_ptr());
   const float* w = static_cast<const float*>(weight.data_ptr());
-  const int32_t* ec = has_eps ? static_cast<const int32_t*>(eps_count.data_ptr()) : nullptr;
-  std::vector<uint16_t> il16(a);
-  for (int64_t i = 0; i < a; ++i) {
-    if (il[i] == -1) il16[i] = cuwfst::kFinalIlabel;
-    else if (il[i] == -2 && has_eps) il16[i] = cuwfst::kEpsIlabel;
-    else if (il[i] >= 0 && il[i] < vocab_size) il16[i] = static_cast<uint16_t>(il[i]);
-    else TVM_FFI_THROW(ValueError) << "arc " << i << " has ilabel " << il[i] << " outside [0, " << vocab_size
-                                   << ") and not -1 (final)" << (has_eps ? " or -2 (epsilon)" : "");
-  }
-  // the upper-bound ingredient of the walkers: max weight over each state's emitting arcs
-  std::vector<float> emit_maxw(n, -std::numeric_limits<float>::infinity());
-  for (int64_t s = 0; s < n; ++s) {
-    const int32_t e_cnt = ec ? ec[s] : 0;
-    int32_t b = (finals_at_end ? rs[s] : rs[s] + fc[s]) + e_cnt;
-    int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
-    for (int32_t i = b; i < e; ++i) emit_maxw[s] = std::max(emit_maxw[s], w[i]);
-  }
-  cuwfst::DeviceGraph& v = g->view;
-  v.num_states = static_cast<int32_t>(n);
-  v.num_arcs = static_cast<int32_t>(a);
-  v.vocab_size = static_cast<int32_t>(vocab_size);
-  v.start_state = static_cast<int32_t>(start_state);
-  v.finals_at_end = finals_at_end ? 1 : 0;
-  try {
-    v.row_splits = Upload<int32_t>(g.get(), rs, n + 1);
-    v.final_count = Upload<int32_t>(g.get(), fc, n);
-    v.eps_count = has_eps ? Upload<int32_t>(g.get(), ec, n) : nullptr;
-    v.arc_dest = Upload<int32_t>(g.get(), dest.data_ptr(), a);
-    v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a);
-    v.arc_weight = Upload<float>(g.get(), w, a);
-    v.emit_maxw = Upload<float>(g.get(), emit_maxw.data(), n);
-  } catch (...) {
-    cudaSetDevice(prev);
-    throw;
-  }
-  cudaSetDevice(prev);
-  return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
+  CheckGraph(n, a, rs, fc, ec, dst, il, w, vocab_size, start_state, finals_at_end);
+  return Guarded([&]() -> int64_t {
+    int count = 0;
+    CUWFST_CUDA(cudaGetDeviceCount(&count));
+    if (device < 0 || device >= count) TVM_FFI_THROW(ValueError) << "no CUDA device " << device;
+    cuwfst::DeviceGuard guard(static_cast<int>(device));
+    auto g = std::make_shared<GpuGraph>();
+    g->device = static_cast<int>(device);
+    std::vector<uint16_t> il16(a);
+    for (int64_t i = 0; i < a; ++i)
+      il16[i] = il[i] == -1 ? cuwfst::kFinalIlabel : il[i] == -2 ? cuwfst::kEpsIlabel : static_cast<uint16_t>(il[i]);
+    // the upper-bound ingredient of the walkers: max weight over each state's emitting arcs
+    std::vector<float> emit_maxw(n, -std::numeric_limits<float>::infinity());
+    for (int64_t s = 0; s < n; ++s) {
+      int32_t b = (finals_at_end ? rs[s] : rs[s] + fc[s]) + (ec ? ec[s] : 0);
+      int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
+      for (int32_t i = b; i < e; ++i) emit_maxw[s] = std::max(emit_maxw[s], w[i]);
+    }
+    const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? n * 4 : 0);
+    cuwfst::DeviceGraph& v = g->view;
+    v.num_states = static_cast<int32_t>(n);
+    v.num_arcs = static_cast<int32_t>(a);
+    v.vocab_size = static_cast<int32_t>(vocab_size);
+    v.start_state = static_cast<int32_t>(start_state);
+    v.finals_at_end = finals_at_end ? 1 : 0;
+    // On a failure `g` goes out of scope and its buffers free themselves.
+    v.row_splits = Upload<int32_t>(g.get(), rs, n + 1, "row_splits", total);
+    v.final_count = Upload<int32_t>(g.get(), fc, n, "final counts", total);
+    v.eps_count = has_eps ? Upload<int32_t>(g.get(), ec, n, "epsilon counts", total) : nullptr;
+    v.arc_dest = Upload<int32_t>(g.get(), dst, a, "arc destinations", total);
+    v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a, "arc ilabels", total);
+    v.arc_weight = Upload<float>(g.get(), w, a, "arc weights", total);
+    v.emit_maxw = Upload<float>(g.get(), emit_maxw.data(), n, "per-state max weights", total);
+    return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
+  });
 }
 
 void GpuGraphFree(int64_t h) {
@@ -123,7 +211,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
-                         int64_t eps_iterations) {
+                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -134,9 +222,14 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (claims_cap < 1 || claims_cap > (1 << 30)) TVM_FFI_THROW(ValueError) << "claims_cap out of range";
   if (hash_cap < 2 || (hash_cap & (hash_cap - 1)) || hash_cap > (1ll << 30))
     TVM_FFI_THROW(ValueError) << "hash_cap must be a power of two <= 2^30";
+  // winners ids are int32 (tok_winner, WinnerEntry::prev), so the arena holds < 2^31 entries
   if (arena_cap < 1 || arena_max < arena_cap || arena_max > (1ll << 31) - 1)
-    TVM_FFI_THROW(ValueError) << "arena capacities out of range";
+    TVM_FFI_THROW(ValueError) << "arena capacities out of range: 1 <= arena_cap <= arena_max < 2^31";
   if (max_frames < 1 || max_frames > (1 << 24)) TVM_FFI_THROW(ValueError) << "max_frames out of range";
+  if (graph_cache_size < 0 || graph_cache_size > 1024)
+    TVM_FFI_THROW(ValueError) << "graph_cache_size must be in [0, 1024]";
+  if (graph_max_steps < 0 || graph_max_steps > (1 << 24))
+    TVM_FFI_THROW(ValueError) << "graph_max_steps must be in [0, 2^24]";
   cuwfst::DecoderConfig c;
   c.search_beam = static_cast<float>(search_beam);
   c.output_beam = static_cast<float>(output_beam);
@@ -156,23 +249,20 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.walker = static_cast<int32_t>(walker);
   if (walk_blocks < 0 || walk_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "walk_blocks out of range";
   c.walk_blocks = static_cast<int32_t>(walk_blocks);
+  c.graph_cache_size = static_cast<int32_t>(graph_cache_size);
+  c.graph_max_steps = static_cast<int32_t>(graph_max_steps);
   if (eps_iterations < 0 || eps_iterations > 64) TVM_FFI_THROW(ValueError) << "eps_iterations must be in [0, 64]";
   if (eps_iterations > 0 && g->view.eps_count == nullptr)
     TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
   c.eps_iterations = static_cast<int32_t>(eps_iterations);
-  GpuDecoder* d = nullptr;
-  try {
-    d = new GpuDecoder(std::move(g), c);
-  } catch (const std::exception& e) {
-    TVM_FFI_THROW(RuntimeError) << e.what();
-  }
-  return reinterpret_cast<int64_t>(d);
+  return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 
 void GpuDecoderFree(int64_t h) { delete GetDecoder(h); }
 
 // log_probs: [B, T, V] float32 or float16 on the decoder's CUDA device, rows packed
-// (last dim contiguous); lengths: CPU int32 [B] in [0, T]; outputs: dense CPU tensors
+// (last dim contiguous), V >= the graph's vocab_size (the kernels read columns
+// 0..vocab_size-1); lengths: CPU int32 [B] in [0, T]; outputs: dense CPU tensors
 // out_arcs int32 [B, cap], out_len int32 [B] (the TRUE path length), out_score float32
 // [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier},
 // out_stats int64 [B, 2] = {frontier_total, closure_added}.
@@ -187,9 +277,12 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
     TVM_FFI_THROW(TypeError) << "log_probs must be float32 or float16";
   if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
   const int64_t B = log_probs.shape()[0], T = log_probs.shape()[1], V = log_probs.shape()[2];
+  if (V < d->vocab_size())
+    TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is "
+                              << d->vocab_size() << ": every token id of the graph needs a column";
   if (V > 1 && log_probs.strides()[2] != 1) TVM_FFI_THROW(ValueError) << "log_probs rows must be contiguous";
   if (B < 1) TVM_FFI_THROW(ValueError) << "empty batch";
-  if (T > (1 << 24)) TVM_FFI_THROW(ValueError) << "T too large";
+  if (T > (1 << 24)) TVM_FFI_THROW(ValueError) << "T too large (at most 2^24 frames)";
   if (log_probs.strides()[0] < 0 || log_probs.strides()[1] < 0)
     TVM_FFI_THROW(ValueError) << "log_probs must have non-negative strides";
   CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
@@ -209,12 +302,10 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
                             static_cast<float*>(out_score.data_ptr()),
                             static_cast<int32_t*>(out_meta.data_ptr()),
                             static_cast<int64_t*>(out_stats.data_ptr())};
-  try {
+  Guarded([&] {
     d->Decode(base, f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(B),
-              static_cast<int32_t>(T), len, online, caller_stream, out);
-  } catch (const std::exception& e) {
-    TVM_FFI_THROW(RuntimeError) << e.what();
-  }
+              static_cast<int32_t>(T), static_cast<int32_t>(V), len, online, caller_stream, out);
+  });
 }
 
 // Debug snapshots of one row (see GpuDecoder::DecodeSnapshots). log_probs [1, T, V] on
@@ -228,8 +319,12 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   bool f16 = IsType(log_probs.dtype(), kDLFloat, 16);
   if (!f16 && !IsType(log_probs.dtype(), kDLFloat, 32)) TVM_FFI_THROW(TypeError) << "log_probs dtype";
   if (log_probs.ndim() != 3 || log_probs.shape()[0] != 1) TVM_FFI_THROW(ValueError) << "log_probs must be [1, T, V]";
-  const int64_t T = log_probs.shape()[1];
-  if (log_probs.shape()[2] > 1 && log_probs.strides()[2] != 1) TVM_FFI_THROW(ValueError) << "rows must be contiguous";
+  const int64_t T = log_probs.shape()[1], V = log_probs.shape()[2];
+  if (V < d->vocab_size())
+    TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is " << d->vocab_size();
+  if (T > (1 << 24)) TVM_FFI_THROW(ValueError) << "T too large (at most 2^24 frames)";
+  if (V > 1 && log_probs.strides()[2] != 1) TVM_FFI_THROW(ValueError) << "rows must be contiguous";
+  if (log_probs.strides()[1] < 0) TVM_FFI_THROW(ValueError) << "log_probs must have non-negative strides";
   if (length < 0 || length > T) TVM_FFI_THROW(ValueError) << "length outside [0, T]";
   const int64_t K = length + 2;
   if (out_state.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_state must be [K, cap]";
@@ -240,13 +335,10 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
   CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 4});
   const char* base = static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset();
-  std::vector<GpuDecoder::Snapshot> snaps;
-  try {
-    snaps = d->DecodeSnapshots(base, f16, log_probs.strides()[1], static_cast<int32_t>(T),
-                               static_cast<int32_t>(length), caller_stream);
-  } catch (const std::exception& e) {
-    TVM_FFI_THROW(RuntimeError) << e.what();
-  }
+  std::vector<GpuDecoder::Snapshot> snaps = Guarded([&] {
+    return d->DecodeSnapshots(base, f16, log_probs.strides()[1], static_cast<int32_t>(T),
+                              static_cast<int32_t>(V), static_cast<int32_t>(length), caller_stream);
+  });
   int32_t* cnt = static_cast<int32_t*>(out_count.data_ptr());
   int32_t* st = static_cast<int32_t*>(out_state.data_ptr());
   float* sc = static_cast<float*>(out_score.data_ptr());
@@ -278,9 +370,44 @@ void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
   d->Profile(static_cast<double*>(out.data_ptr()));
 }
 
+// out i64[8]: see GpuDecoder::MemStats.
 void GpuDecoderMemStats(int64_t h, TensorView out) {
-  CheckHostTensor(out, "out", kDLInt, 64, {4});
+  CheckHostTensor(out, "out", kDLInt, 64, {GpuDecoder::kMemStats});
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));
+}
+
+// Test hooks (tests/test_gpu_faults.py). gpu_fault_injection(n): the n-th CUDA resource
+// acquisition from now (device or pinned allocation, stream, event, graph instantiation)
+// fails once as an out-of-memory; n = 0 disarms. Returns the acquisitions counted since
+// the previous call, so a test can count the sites of a run and then fail each in turn.
+int64_t GpuFaultInjection(int64_t n) {
+  if (n < 0) TVM_FFI_THROW(ValueError) << "n must be >= 0 (0 disarms)";
+  return cuwfst::fault::Arm(n);
+}
+
+// The decoder's next decode reads its log-probs through an address no allocation has,
+// which kills this process's CUDA context: run it in a process of its own.
+void GpuDecoderInjectIllegalAddress(int64_t h) { GetDecoder(h)->InjectIllegalAddress(); }
+
+// out i64[5] = {free, total} device bytes (cudaMemGetInfo on `device`), then what this
+// module holds right now, process-wide: device bytes, pinned host bytes, and handles
+// (streams + events + CUDA-graph executables). Needs no PyTorch.
+void GpuMemoryInfo(int64_t device, TensorView out) {
+  CheckHostTensor(out, "out", kDLInt, 64, {5});
+  int64_t* o = static_cast<int64_t*>(out.data_ptr());
+  Guarded([&] {
+    int count = 0;
+    CUWFST_CUDA(cudaGetDeviceCount(&count));
+    if (device < 0 || device >= count) TVM_FFI_THROW(ValueError) << "no CUDA device " << device;
+    cuwfst::DeviceGuard guard(static_cast<int>(device));
+    size_t free_b = 0, total_b = 0;
+    CUWFST_CUDA(cudaMemGetInfo(&free_b, &total_b));
+    o[0] = static_cast<int64_t>(free_b);
+    o[1] = static_cast<int64_t>(total_b);
+  });
+  o[2] = cuwfst::live::device_bytes.load();
+  o[3] = cuwfst::live::pinned_bytes.load();
+  o[4] = cuwfst::live::handles.load();
 }
 
 }  // namespace
@@ -293,3 +420,6 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_profile, GpuDecoderProfile);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_fault_injection, GpuFaultInjection);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_inject_illegal_address, GpuDecoderInjectIllegalAddress);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_memory_info, GpuMemoryInfo);

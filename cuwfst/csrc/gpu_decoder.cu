@@ -1,5 +1,10 @@
 // The GPU decoder's host side: allocation, the per-step launch sequence, CUDA-graph
-// capture per step bucket, and the batch-end result readback.
+// capture per step bucket (a bounded LRU cache), and the batch-end result readback.
+//
+// Failure rules (issue 14): a buffer is replaced only after its successor exists, so an
+// allocation that fails leaves the decoder as it was and usable; the pending error of a
+// handled failure is cleared; a sticky CUDA error (the context is dead) becomes
+// CudaContextLost naming the decode's shape, and the decoder refuses later calls.
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
@@ -14,65 +19,80 @@
 
 namespace cuwfst {
 
-std::string CudaErrorString(cudaError_t e, const char* what) {
+namespace {
+template <typename T>
+T* As(const PinnedBuffer& b) {
+  return static_cast<T*>(b.get());
+}
+
+int32_t StepBucket(int32_t steps) {
+  if (steps <= 256) return (steps + 31) / 32 * 32;
+  return (steps + 63) / 64 * 64;
+}
+}  // namespace
+
+cudaGraphExec_t GraphCache::Find(const Key& key) {
+  for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+    if (it->first == key) {
+      entries_.splice(entries_.begin(), entries_, it);
+      return entries_.front().second.get();
+    }
+  }
+  return nullptr;
+}
+
+cudaGraphExec_t GraphCache::Insert(const Key& key, GraphExec exec) {
+  entries_.emplace_front(key, std::move(exec));
+  // capacity_ >= 1 here (RunOnce does not capture with an empty cache), so the new entry stays
+  while (entries_.size() > std::max<size_t>(capacity_, 1)) {
+    entries_.pop_back();
+    ++evictions_;
+  }
+  return entries_.front().second.get();
+}
+
+std::string GpuDecoder::Advice() const {
   std::ostringstream os;
-  os << what << ": " << cudaGetErrorName(e) << " (" << cudaGetErrorString(e) << ")";
+  os << "lower max_lanes (now " << cfg_.max_lanes << ") or main_q_factor (frontier " << cfg_.main_q
+     << " tokens per lane)";
   return os.str();
 }
 
-#define CUWFST_CUDA(expr)                                                          \
-  do {                                                                             \
-    cudaError_t err__ = (expr);                                                    \
-    if (err__ != cudaSuccess) throw std::runtime_error(CudaErrorString(err__, #expr)); \
-  } while (0)
-
-GpuGraph::~GpuGraph() {
-  int prev = 0;
-  if (cudaGetDevice(&prev) != cudaSuccess) return;
-  cudaSetDevice(device);
-  for (void* p : buffers) cudaFree(p);
-  cudaSetDevice(prev);
-}
-
-namespace {
-struct DeviceGuard {
-  int prev = 0;
-  explicit DeviceGuard(int d) {
-    cudaGetDevice(&prev);
-    if (prev != d) CUWFST_CUDA(cudaSetDevice(d));
-  }
-  ~DeviceGuard() { cudaSetDevice(prev); }
-};
-}  // namespace
-
 template <typename T>
 T* GpuDecoder::Alloc(size_t count, const char* what) {
-  void* p = nullptr;
-  size_t bytes = std::max<size_t>(1, count * sizeof(T));
-  cudaError_t e = cudaMalloc(&p, bytes);
+  const size_t bytes = count * sizeof(T);
+  DeviceBuffer b;
+  cudaError_t e = TryDeviceAlloc(bytes, &b);
   if (e != cudaSuccess) {
     std::ostringstream os;
-    os << "cannot allocate " << bytes << " bytes for " << what << " on cuda:" << graph_->device
-       << " (" << cudaGetErrorString(e) << "); lower max_lanes or main_q_factor";
-    throw std::runtime_error(os.str());
+    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for " << what
+       << " on cuda:" << device() << " after " << FormatBytes(fixed_bytes_)
+       << " of this decoder's workspace; " << Advice();
+    ThrowAcquireFailure(e, os.str());
   }
-  buffers_.push_back(p);
-  fixed_bytes_ += bytes;
-  return static_cast<T*>(p);
+  fixed_bytes_ += b.amount();
+  T* p = static_cast<T*>(b.get());
+  buffers_.push_back(std::move(b));
+  return p;
 }
 
 GpuDecoder::GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg)
-    : graph_(std::move(graph)), cfg_(cfg) {
+    : graph_(std::move(graph)), cfg_(cfg), graphs_(static_cast<size_t>(std::max(cfg.graph_cache_size, 0))) {
   DeviceGuard guard(graph_->device);
-  CUWFST_CUDA(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUWFST_CUDA(cudaEventCreateWithFlags(&ready_, cudaEventDisableTiming));
   try {
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_);
+    if (e != cudaSuccess)
+      ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()) +
+                                 "; free GPU memory or " + Advice());
+    stream_ = stream_owned_.get();
+    e = TryEventCreate(cudaEventDisableTiming, &ready_);
+    if (e != cudaSuccess)
+      ThrowAcquireFailure(e, "cannot create a CUDA event for a decoder on cuda:" + std::to_string(device()) +
+                                 "; free GPU memory or " + Advice());
     Allocate();
   } catch (...) {
-    for (void* p : buffers_) cudaFree(p);
-    buffers_.clear();
-    cudaEventDestroy(ready_);
-    cudaStreamDestroy(stream_);
+    // The owners free everything taken so far; first let queued memsets finish.
+    SyncQuietly();
     throw;
   }
 }
@@ -93,7 +113,7 @@ void GpuDecoder::Allocate() {
   ws_.hint_cap = static_cast<int32_t>(std::min<int64_t>(4 * Q + 1, INT32_MAX / 64));
   ws_.tok_hint = Alloc<int32_t>(L * ws_.hint_cap, "tok_hint");
   ws_.arc_offsets = Alloc<int32_t>(L * (Q + 1), "arc_offsets");
-  ws_.lane_arc_offsets = Alloc<int32_t>(L + 1, "lane_arc_offsets");
+  ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
   ws_.hash_key = Alloc<uint32_t>(L * cfg_.hash_cap, "hash keys");
@@ -117,62 +137,123 @@ void GpuDecoder::Allocate() {
   ws_.lp_desc = d_lp_desc_;
   ws_.out_path_len = out_path_len_ = Alloc<int32_t>(L, "path lengths");
   // The winners arena is the one structure that grows (offline: grow and re-run).
-  void* p = nullptr;
-  CUWFST_CUDA(cudaMalloc(&p, cfg_.arena_cap * sizeof(WinnerEntry)));
-  arena_ = static_cast<WinnerEntry*>(p);
-  ws_.arena = arena_;
+  const size_t arena_bytes = static_cast<size_t>(cfg_.arena_cap) * sizeof(WinnerEntry);
+  cudaError_t e = TryDeviceAlloc(arena_bytes, &arena_);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(arena_bytes)) << " for the winners arena ("
+       << cfg_.arena_cap << " entries) on cuda:" << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+    ThrowAcquireFailure(e, os.str());
+  }
+  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
   ws_.arena_cap = cfg_.arena_cap;
-  CUWFST_CUDA(cudaMallocHost(&h_lp_desc_, sizeof(LpDesc)));
-  CUWFST_CUDA(cudaMallocHost(&h_lengths_, L * sizeof(int32_t)));
-  CUWFST_CUDA(cudaMallocHost(&h_lanes_, L * sizeof(LaneCounters)));
-  CUWFST_CUDA(cudaMallocHost(&h_path_len_, L * sizeof(int32_t)));
+  auto pinned = [&](PinnedBuffer* dst, size_t bytes, const char* what) {
+    cudaError_t pe = TryPinnedAlloc(bytes, dst);
+    if (pe != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " of pinned host memory for "
+         << what << " of a decoder on cuda:" << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+      ThrowAcquireFailure(pe, os.str());
+    }
+  };
+  pinned(&h_lp_desc_, sizeof(LpDesc), "the log-prob descriptor");
+  pinned(&h_lengths_, L * sizeof(int32_t), "the lengths");
+  pinned(&h_lanes_, L * sizeof(LaneCounters), "the lane counters");
+  pinned(&h_path_len_, L * sizeof(int32_t), "the path lengths");
   AllocatePath(cfg_.max_frames);
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
+// Path buffers for rows of up to max_frames frames: the new pair is allocated first and
+// swapped in only when both exist; on failure the old pair, path_cap and the captured
+// graphs (which hold the old pointers) are all kept.
 void GpuDecoder::AllocatePath(int32_t max_frames) {
-  if (out_path_) cudaFree(out_path_);
-  if (h_path_) cudaFreeHost(h_path_);
-  out_path_ = nullptr;
-  h_path_ = nullptr;
-  cfg_.max_frames = max_frames;
   // a best path holds one arc per frame and the final arc, plus one per closure pass of
   // each (a pass can add one epsilon hop to the path) on epsilon graphs
-  const int64_t path_cap = (static_cast<int64_t>(max_frames) + 2) * (1 + cfg_.eps_iterations);
-  if (path_cap > INT32_MAX / 2) throw std::runtime_error("path capacity (frames x (1 + eps_iterations)) too large");
-  ws_.path_cap = static_cast<int32_t>(path_cap);
-  void* p = nullptr;
-  CUWFST_CUDA(cudaMalloc(&p, static_cast<size_t>(cfg_.max_lanes) * ws_.path_cap * sizeof(int32_t)));
-  out_path_ = static_cast<int32_t*>(p);
-  ws_.out_path = out_path_;
-  CUWFST_CUDA(cudaMallocHost(&h_path_, static_cast<size_t>(cfg_.max_lanes) * ws_.path_cap * sizeof(int32_t)));
+  const int64_t cap = (static_cast<int64_t>(max_frames) + 2) * (1 + cfg_.eps_iterations);
+  if (cap > INT32_MAX / 2) throw std::invalid_argument("path capacity (frames x (1 + eps_iterations)) too large");
+  const size_t bytes = static_cast<size_t>(cfg_.max_lanes) * cap * sizeof(int32_t);
+  DeviceBuffer d;
+  PinnedBuffer h;
+  cudaError_t e = TryDeviceAlloc(bytes, &d);
+  bool on_device = true;
+  if (e == cudaSuccess) {
+    e = TryPinnedAlloc(bytes, &h);
+    on_device = false;
+  }
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << (on_device ? "" : " of pinned host memory")
+       << " for the best paths of " << cfg_.max_lanes << " lanes x " << max_frames << " frames on cuda:" << device();
+    if (ws_.path_cap > 0)
+      os << "; the decoder keeps its " << cfg_.max_frames << "-frame path buffers and stays usable";
+    os << "; lower max_lanes or decode shorter inputs";
+    ThrowAcquireFailure(e, os.str());
+  }
+  FreeGraphs();  // they captured the old pointers and path_cap
+  out_path_ = std::move(d);
+  h_path_ = std::move(h);
+  cfg_.max_frames = max_frames;
+  ws_.path_cap = static_cast<int32_t>(cap);
+  ws_.out_path = static_cast<int32_t*>(out_path_.get());
 }
 
-StepParams GpuDecoder::Params(bool f16) const {
-  return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-                    f16 ? 1 : 0, online_ ? 1 : 0};
+// Winners-arena growth to what the batch used (at least double): the new arena is
+// allocated before the old one is let go, so a failure keeps a valid arena under ws_.arena.
+void GpuDecoder::GrowArena(unsigned long long cursor) {
+  int64_t want = std::max<int64_t>(ws_.arena_cap * 2, static_cast<int64_t>(cursor) + static_cast<int64_t>(cursor >> 2));
+  want = std::min<int64_t>(want, cfg_.arena_max);
+  DeviceBuffer fresh;
+  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(WinnerEntry), &fresh);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot grow the winners arena from " << ws_.arena_cap << " to " << want << " entries ("
+       << FormatBytes(want * static_cast<int64_t>(sizeof(WinnerEntry))) << ") on cuda:" << device()
+       << "; this batch needs about " << cursor << " entries; the decoder keeps its " << ws_.arena_cap
+       << "-entry arena and stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes
+       << ") or lower max_active_states";
+    ThrowAcquireFailure(e, os.str());
+  }
+  FreeGraphs();  // they captured the old arena pointer
+  arena_ = std::move(fresh);
+  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
+  ws_.arena_cap = want;
 }
 
-void GpuDecoder::FreeGraphs() {
-  for (auto& kv : graphs_) cudaGraphExecDestroy(kv.second);
-  graphs_.clear();
+void GpuDecoder::SyncQuietly() noexcept {
+  if (stream_ && cudaStreamSynchronize(stream_) != cudaSuccess) ClearHandledError();
 }
 
 GpuDecoder::~GpuDecoder() {
-  DeviceGuard guard(graph_->device);
-  FreeGraphs();
-  for (cudaEvent_t e : event_pool_) cudaEventDestroy(e);
-  if (stream_) cudaStreamSynchronize(stream_);
-  for (void* p : buffers_) cudaFree(p);
-  if (arena_) cudaFree(arena_);
-  if (out_path_) cudaFree(out_path_);
-  cudaFreeHost(h_lp_desc_);
-  cudaFreeHost(h_lengths_);
-  cudaFreeHost(h_lanes_);
-  cudaFreeHost(h_path_);
-  cudaFreeHost(h_path_len_);
-  if (ready_) cudaEventDestroy(ready_);
-  if (stream_) cudaStreamDestroy(stream_);
+  // Nothing here may throw: a destructor that throws aborts the process (issue 14, 9).
+  // The owners free themselves on their own device after this body.
+  NoThrowDeviceGuard guard(graph_->device);
+  SyncQuietly();
+  graphs_.Clear();
+}
+
+void GpuDecoder::Fatal(cudaError_t e, const char* what, int32_t B, int32_t T, int32_t V, int32_t steps) {
+  std::ostringstream os;
+  os << "fatal CUDA fault (" << cudaGetErrorName(e) << ") in a decode of B=" << B << " rows, T=" << T
+     << " frames, V=" << V << " columns, " << steps << " steps, on cuda:" << device() << ": " << what
+     << ". The CUDA context of this process is dead: every later CUDA call in this process fails, "
+        "PyTorch's included. Restart the process.";
+  dead_ = os.str();
+  throw CudaContextLost(dead_);
+}
+
+void GpuDecoder::CheckAlive() const {
+  if (!dead_.empty()) throw CudaContextLost("this decoder hit a fatal fault earlier: " + dead_);
+}
+
+void GpuDecoder::SetProfiling(bool on) {
+  std::lock_guard<std::mutex> lock(mu_);
+  profiling_ = on;
+}
+
+void GpuDecoder::InjectIllegalAddress() {
+  std::lock_guard<std::mutex> lock(mu_);
+  inject_illegal_address_ = true;
 }
 
 // The whole decode as a launch sequence: capturable (no host reads, fixed shapes).
@@ -196,11 +277,14 @@ void GpuDecoder::Timed(int kind, F&& launch) {
   }
   size_t used = pending_.size() * 2;
   while (event_pool_.size() < used + 2) {
-    cudaEvent_t e;
-    CUWFST_CUDA(cudaEventCreate(&e));
-    event_pool_.push_back(e);
+    Event ev;
+    cudaError_t e = TryEventCreate(cudaEventDefault, &ev);
+    if (e != cudaSuccess)
+      ThrowAcquireFailure(e, "cannot create CUDA events for profiling on cuda:" + std::to_string(device()) +
+                                 "; turn profiling off");
+    event_pool_.push_back(std::move(ev));
   }
-  cudaEvent_t a = event_pool_[used], b = event_pool_[used + 1];
+  cudaEvent_t a = event_pool_[used].get(), b = event_pool_[used + 1].get();
   CUWFST_CUDA(cudaEventRecord(a, stream_));
   launch();
   CUWFST_CUDA(cudaEventRecord(b, stream_));
@@ -217,7 +301,13 @@ void GpuDecoder::CollectProfile() {
 }
 
 void GpuDecoder::Profile(double out[kProfileKinds]) const {
+  std::lock_guard<std::mutex> lock(mu_);
   for (int i = 0; i < kProfileKinds; ++i) out[i] = profile_ms_[i];
+}
+
+StepParams GpuDecoder::Params(bool f16) const {
+  return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
+                    f16 ? 1 : 0, online_ ? 1 : 0};
 }
 
 // The epsilon closure of frontier buffer `buf`: eps_iterations passes, then the targeted
@@ -255,189 +345,246 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
-                                                              int64_t stride_t, int32_t T,
+                                                              int64_t stride_t, int32_t T, int32_t V,
                                                               int32_t length,
                                                               int64_t caller_stream) {
   std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
   DeviceGuard guard(graph_->device);
-  online_ = false;  // snapshots follow the offline beam rules
-  if (length > cfg_.max_frames) {
-    FreeGraphs();
-    AllocatePath(length);
-  }
-  for (int32_t l = 0; l < cfg_.max_lanes; ++l) h_lengths_[l] = l == 0 ? length : -1;
-  *h_lp_desc_ = LpDesc{lp, 0, stride_t};
-  if (caller_stream != 0) {
-    CUWFST_CUDA(cudaEventRecord(ready_, reinterpret_cast<cudaStream_t>(caller_stream)));
-    CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
-  }
-  const int L = cfg_.max_lanes;
-  CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths_, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-  CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_, sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
-  const StepParams p = Params(lp_f16);
-  InitKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p);
-  if (cfg_.eps_iterations > 0) EnqueueClosure(0);
-  std::vector<Snapshot> snaps;
-  std::vector<WinnerEntry> log;
-  // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
-  // final token after the final step, with each token's winning arc.
-  auto take = [&](int32_t t, int32_t buf) {
-    CUWFST_CUDA(cudaGetLastError());
-    LaneCounters lc;
-    CUWFST_CUDA(cudaMemcpyAsync(&lc, ws_.lanes, sizeof(lc), cudaMemcpyDeviceToHost, stream_));
-    unsigned long long cursor = 0;
-    CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+  try {
+    cudaError_t stale = cudaGetLastError();  // see Decode
+    if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", 1, T, V, length + 1);
+    online_ = false;  // snapshots follow the offline beam rules
+    if (length > cfg_.max_frames) AllocatePath(length);
+    int32_t* h_lengths = As<int32_t>(h_lengths_);
+    for (int32_t l = 0; l < cfg_.max_lanes; ++l) h_lengths[l] = l == 0 ? length : -1;
+    *As<LpDesc>(h_lp_desc_) = LpDesc{lp, 0, stride_t};
+    if (caller_stream != 0) {
+      CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
+      CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
+    }
+    const int L = cfg_.max_lanes;
+    CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_.get(), sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
+    const StepParams p = Params(lp_f16);
+    InitKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p);
+    if (cfg_.eps_iterations > 0) EnqueueClosure(0);
+    std::vector<Snapshot> snaps;
+    std::vector<WinnerEntry> log;
+    // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
+    // final token after the final step, with each token's winning arc.
+    auto take = [&](int32_t t, int32_t buf) {
+      CUWFST_CUDA(cudaGetLastError());
+      LaneCounters lc;
+      CUWFST_CUDA(cudaMemcpyAsync(&lc, ws_.lanes, sizeof(lc), cudaMemcpyDeviceToHost, stream_));
+      unsigned long long cursor = 0;
+      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      if (profiling_) CollectProfile();
+      Snapshot s;
+      s.phase = lc.phase == kPhaseEps ? kPhaseReal : lc.phase;  // the step's phase, as the CPU's
+      s.beam = lc.beam;
+      // the cutoff as the kernels computed it
+      int32_t mo = lc.max_ord;
+      float mx;
+      int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
+      std::memcpy(&mx, &bits, sizeof(mx));
+      s.cutoff = mx - lc.beam;
+      int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
+      s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
+      if (t < 0) {
+        s.phase = kPhaseReal;
+        s.beam = cfg_.search_beam;
+        s.cutoff = 0.f - cfg_.search_beam;
+        s.before_closure = 1;
+      }
+      s.state.resize(n);
+      s.score.resize(n);
+      std::vector<int32_t> winner(n);
+      if (t < length && n > 0) {
+        CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf], n * sizeof(float), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+      } else if (n > 0) {
+        s.state[0] = graph_->view.num_states - 1;
+        s.score[0] = lc.final_score;
+        winner[0] = lc.final_winner;
+      }
+      const unsigned long long kept = std::min<unsigned long long>(cursor, ws_.arena_cap);
+      log.resize(kept);
+      if (kept) CUWFST_CUDA(cudaMemcpy(log.data(), arena_.get(), kept * sizeof(WinnerEntry), cudaMemcpyDeviceToHost));
+      s.arc.resize(n);
+      for (int32_t i = 0; i < n; ++i) s.arc[i] = winner[i] >= 0 ? log[winner[i]].arc : -1;
+      snaps.push_back(std::move(s));
+    };
+    take(-1, 0);
+    for (int32_t t = 0; t <= length; ++t) {
+      EnqueueStep(t, lp_f16);
+      take(t, (t + 1) & 1);
+    }
+    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_);
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    Snapshot s;
-    s.phase = lc.phase == kPhaseEps ? kPhaseReal : lc.phase;  // the step's phase, as the CPU's
-    s.beam = lc.beam;
-    // the cutoff as the kernels computed it
-    int32_t mo = lc.max_ord;
-    float mx;
-    int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
-    std::memcpy(&mx, &bits, sizeof(mx));
-    s.cutoff = mx - lc.beam;
-    if (t < 0) {
-      s.phase = kPhaseReal;
-      s.beam = cfg_.search_beam;
-      s.cutoff = 0.f - cfg_.search_beam;
-    }
-    int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
-    s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
-    if (t < 0) s.before_closure = 1;
-    s.state.resize(n);
-    s.score.resize(n);
-    std::vector<int32_t> winner(n);
-    if (t < length && n > 0) {
-      CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
-      CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf], n * sizeof(float), cudaMemcpyDeviceToHost));
-      CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
-    } else if (n > 0) {
-      s.state[0] = graph_->view.num_states - 1;
-      s.score[0] = lc.final_score;
-      winner[0] = lc.final_winner;
-    }
-    log.resize(cursor);
-    if (cursor) CUWFST_CUDA(cudaMemcpy(log.data(), arena_, std::min<unsigned long long>(cursor, ws_.arena_cap) * sizeof(WinnerEntry), cudaMemcpyDeviceToHost));
-    s.arc.resize(n);
-    for (int32_t i = 0; i < n; ++i) s.arc[i] = winner[i] >= 0 ? log[winner[i]].arc : -1;
-    snaps.push_back(std::move(s));
-  };
-  take(-1, 0);
-  for (int32_t t = 0; t <= length; ++t) {
-    EnqueueStep(t, lp_f16);
-    take(t, (t + 1) & 1);
+    return snaps;
+  } catch (const CudaError& e) {
+    pending_.clear();
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), 1, T, V, length + 1);
+    SyncQuietly();
+    throw;
+  } catch (...) {
+    pending_.clear();
+    SyncQuietly();
+    throw;
   }
-  HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_);
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  return snaps;
 }
 
-void GpuDecoder::RunOnce(int32_t steps, bool f16) {
-  if (!cfg_.use_cuda_graphs || profiling_) {
+// Whether a decode of `steps` (bucketed) steps replays a captured graph: not past
+// graph_max_steps, with profiling, or without CUDA graphs; those launch plainly (same
+// kernels, same numerics).
+bool GpuDecoder::Replays(int32_t steps) const {
+  return cfg_.use_cuda_graphs && !profiling_ && cfg_.graph_cache_size > 0 && steps <= cfg_.graph_max_steps;
+}
+
+// Runs one decode of `steps` steps: with `capture`, replays its captured graph, capturing
+// it on first use. If the executable cannot be instantiated for lack of memory, the cached
+// ones are given back and this decode launches plainly: graphs are an optimisation.
+void GpuDecoder::RunOnce(int32_t steps, bool f16, bool capture) {
+  if (!capture) {
     Enqueue(steps, f16);
     return;
   }
-  auto key = std::make_pair(steps, (f16 ? 1 : 0) | (online_ ? 2 : 0));
-  auto it = graphs_.find(key);
-  if (it == graphs_.end()) {
+  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (online_ ? 2 : 0)};
+  cudaGraphExec_t exec = graphs_.Find(key);
+  if (exec == nullptr) {
     cudaGraph_t graph = nullptr;
     CUWFST_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
       Enqueue(steps, f16);
     } catch (...) {
-      cudaStreamEndCapture(stream_, &graph);
+      if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) ClearHandledError();
       if (graph) cudaGraphDestroy(graph);
       throw;
     }
     CUWFST_CUDA(cudaStreamEndCapture(stream_, &graph));
-    cudaGraphExec_t exec = nullptr;
-    cudaError_t e = cudaGraphInstantiate(&exec, graph, 0);
+    GraphExec owned;
+    cudaError_t e = TryGraphInstantiate(graph, &owned);
     cudaGraphDestroy(graph);
-    CUWFST_CUDA(e);
-    it = graphs_.emplace(key, exec).first;
+    if (e != cudaSuccess) {
+      if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
+      FreeGraphs();
+      Enqueue(steps, f16);
+      return;
+    }
+    ++graph_captures_;
+    exec = graphs_.Insert(key, std::move(owned));
   }
-  CUWFST_CUDA(cudaGraphLaunch(it->second, stream_));
-}
-
-static int32_t StepBucket(int32_t steps) {
-  if (steps <= 256) return (steps + 31) / 32 * 32;
-  return (steps + 63) / 64 * 64;
+  CUWFST_CUDA(cudaGraphLaunch(exec, stream_));
 }
 
 void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t,
-                        int32_t B, int32_t T, const int32_t* lengths, bool online,
+                        int32_t B, int32_t T, int32_t V, const int32_t* lengths, bool online,
                         int64_t caller_stream, DecodeOutputs out) {
   std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
   DeviceGuard guard(graph_->device);
   online_ = online;
-  if (B > cfg_.max_lanes) throw std::runtime_error("batch larger than max_lanes");
+  if (B < 1 || B > cfg_.max_lanes) throw std::invalid_argument("batch size outside [1, max_lanes]");
   int32_t max_len = 0;
   for (int32_t b = 0; b < B; ++b) max_len = std::max(max_len, lengths[b]);
-  if (max_len > cfg_.max_frames) {  // grow the frame capacity (offline: not a limit)
-    int32_t mf = cfg_.max_frames;
-    while (mf < max_len) mf *= 2;
-    FreeGraphs();
-    AllocatePath(mf);
-  }
-  for (int32_t l = 0; l < cfg_.max_lanes; ++l) h_lengths_[l] = l < B ? lengths[l] : -1;
-  *h_lp_desc_ = LpDesc{lp, stride_b, stride_t};
-  if (caller_stream != 0) {
-    CUWFST_CUDA(cudaEventRecord(ready_, reinterpret_cast<cudaStream_t>(caller_stream)));
-    CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_, 0));
-  }
-  const int32_t steps = StepBucket(max_len + 1);
-  const int L = cfg_.max_lanes;
-  for (int attempt = 0;; ++attempt) {
-    CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths_, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-    CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_, sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
-    RunOnce(steps, lp_f16);
-    CUWFST_CUDA(cudaMemcpyAsync(h_lanes_, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
-    CUWFST_CUDA(cudaMemcpyAsync(h_path_len_, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-    CUWFST_CUDA(cudaMemcpyAsync(h_path_, out_path_, static_cast<size_t>(L) * ws_.path_cap * sizeof(int32_t),
-                                cudaMemcpyDeviceToHost, stream_));
-    unsigned long long cursor = 0;
-    CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-    CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    if (profiling_) CollectProfile();
-    arena_high_water_ = std::max(arena_high_water_, cursor);
-    bool arena_full = false;
-    for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes_[b].overflow & kOverflowArena) != 0;
-    if (!arena_full || ws_.arena_cap >= cfg_.arena_max) break;
-    // Grow the winners arena to what this batch used (at least double) and decode again;
-    // decode is idempotent (InitKernel resets all loop state).
-    int64_t want = std::max<int64_t>(ws_.arena_cap * 2, static_cast<int64_t>(cursor) + (cursor >> 2));
-    want = std::min<int64_t>(want, cfg_.arena_max);
-    FreeGraphs();
-    CUWFST_CUDA(cudaFree(arena_));
-    arena_ = nullptr;
-    void* p = nullptr;
-    CUWFST_CUDA(cudaMalloc(&p, want * sizeof(WinnerEntry)));
-    arena_ = static_cast<WinnerEntry*>(p);
-    ws_.arena = arena_;
-    ws_.arena_cap = want;
-  }
-  for (int32_t b = 0; b < B; ++b) {
-    const LaneCounters& lc = h_lanes_[b];
-    int32_t len = h_path_len_[b];
-    out.path_len[b] = len;
-    int64_t n = std::min<int64_t>({static_cast<int64_t>(len), static_cast<int64_t>(ws_.path_cap), out.cap});
-    std::memcpy(out.arcs + b * out.cap, h_path_ + static_cast<int64_t>(b) * ws_.path_cap, n * sizeof(int32_t));
-    out.score[b] = lc.final_winner != -2 ? lc.final_score : -INFINITY;  // -2: no final token
-    out.meta[b * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
-    out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
-    out.meta[b * 4 + 2] = lc.overflow;
-    out.meta[b * 4 + 3] = lc.max_frontier;
-    out.stats[b * 2 + 0] = lc.frontier_total;
-    out.stats[b * 2 + 1] = lc.closure_added;
+  // Graphs replay bucketed step counts; plain launches run exactly the steps needed.
+  const int32_t bucket = StepBucket(max_len + 1);
+  const bool replay = Replays(bucket);
+  const int32_t steps = replay ? bucket : max_len + 1;
+  try {
+    // The last-error slot is per thread and shared with every library: an error some other
+    // call left there must not be reported as this decode's. A sticky one means the
+    // context is already gone.
+    cudaError_t stale = cudaGetLastError();
+    if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", B, T, V, steps);
+    if (max_len > cfg_.max_frames) {  // grow the frame capacity (offline: not a limit)
+      int32_t mf = cfg_.max_frames;
+      while (mf < max_len) mf *= 2;
+      AllocatePath(mf);
+    }
+    const int L = cfg_.max_lanes;
+    int32_t* h_lengths = As<int32_t>(h_lengths_);
+    for (int32_t l = 0; l < L; ++l) h_lengths[l] = l < B ? lengths[l] : -1;
+    const void* base = lp;
+    if (inject_illegal_address_) {  // test hook: an address no allocation has
+      inject_illegal_address_ = false;
+      base = reinterpret_cast<const void*>(uintptr_t{256});
+    }
+    *As<LpDesc>(h_lp_desc_) = LpDesc{base, stride_b, stride_t};
+    if (caller_stream != 0) {
+      CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
+      CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
+    }
+    LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+    int32_t* h_path_len = As<int32_t>(h_path_len_);
+    for (;;) {
+      CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_.get(), sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
+      RunOnce(steps, lp_f16, replay);
+      // Only the batch's B lanes come back; the paths follow once their lengths are known.
+      CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      unsigned long long cursor = 0;
+      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      if (profiling_) CollectProfile();
+      arena_high_water_ = std::max(arena_high_water_, cursor);
+      bool arena_full = false;
+      for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
+      if (!arena_full || ws_.arena_cap >= cfg_.arena_max) break;
+      // decode is idempotent (InitKernel resets all loop state): grow and run it again
+      GrowArena(cursor);
+    }
+    // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input
+    // once grew path_cap; short batches after it must not pay for it).
+    int64_t width = 0;
+    for (int32_t b = 0; b < B; ++b) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[b], ws_.path_cap));
+    const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+    if (width > 0) {
+      CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), B,
+                                    cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    }
+    const int32_t* h_path = As<int32_t>(h_path_);
+    for (int32_t b = 0; b < B; ++b) {
+      const LaneCounters& lc = h_lanes[b];
+      int32_t len = h_path_len[b];
+      out.path_len[b] = len;
+      int64_t n = std::min<int64_t>({static_cast<int64_t>(len), static_cast<int64_t>(ws_.path_cap), out.cap});
+      std::memcpy(out.arcs + b * out.cap, h_path + static_cast<int64_t>(b) * ws_.path_cap, n * sizeof(int32_t));
+      out.score[b] = lc.final_winner != -2 ? lc.final_score : -INFINITY;  // -2: no final token
+      out.meta[b * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
+      out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
+      out.meta[b * 4 + 2] = lc.overflow;
+      out.meta[b * 4 + 3] = lc.max_frontier;
+      out.stats[b * 2 + 0] = lc.frontier_total;
+      out.stats[b * 2 + 1] = lc.closure_added;
+    }
+  } catch (const CudaError& e) {
+    pending_.clear();
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), B, T, V, steps);
+    SyncQuietly();  // no queued kernel may still read the caller's tensor after we return
+    throw;
+  } catch (...) {
+    pending_.clear();
+    SyncQuietly();
+    throw;
   }
 }
 
-void GpuDecoder::MemStats(int64_t out[4]) const {
-  out[0] = fixed_bytes_ + ws_.arena_cap * static_cast<int64_t>(sizeof(WinnerEntry));
+void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount();
   out[1] = out[0];
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
+  out[4] = h_lp_desc_.amount() + h_lengths_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount();
+  out[5] = static_cast<int64_t>(graphs_.size());
+  out[6] = graph_captures_;
+  out[7] = graphs_.evictions();
 }
 
 }  // namespace cuwfst

@@ -1,28 +1,33 @@
 // Host objects of the GPU decoder: the uploaded graph (shared by every decoder on its
 // device) and the decoder instance (workspace, stream, captured CUDA graphs, mutex).
+// Every CUDA resource is held by an owner from cuda_resources.cuh, so a failed
+// constructor or a failed growth frees exactly what it took and keeps what it had.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <map>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "cuda_resources.cuh"
 #include "cuwfst/types.cuh"
 
 namespace cuwfst {
 
-std::string CudaErrorString(cudaError_t e, const char* what);
-
 struct GpuGraph {
   int device = 0;
   DeviceGraph view{};
-  std::vector<void*> buffers;  // device allocations, freed in the destructor
-  ~GpuGraph();
+  std::vector<DeviceBuffer> buffers;  // the device arrays of `view`; free themselves
+  int64_t bytes() const {
+    int64_t b = 0;
+    for (const auto& x : buffers) b += x.amount();
+    return b;
+  }
 };
 
 struct DecoderConfig {
@@ -41,6 +46,11 @@ struct DecoderConfig {
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
+  // CUDA-graph cache: at most graph_cache_size executables (least recently used evicted);
+  // a decode of more than graph_max_steps steps launches plainly instead of capturing
+  // (a 90,000-frame input would capture ~360k nodes for one use).
+  int32_t graph_cache_size = 8;
+  int32_t graph_max_steps = 4096;
   int32_t eps_iterations = 0;  // epsilon-closure passes per real step (0: none)
 };
 
@@ -57,15 +67,38 @@ struct DecodeOutputs {
   int64_t* stats;       // [B, 2] {frontier_total, closure_added}
 };
 
+// Captured whole-decode graphs keyed by (steps, fp16 | online << 1), least recently used
+// first out.
+class GraphCache {
+ public:
+  using Key = std::pair<int32_t, int32_t>;
+  explicit GraphCache(size_t capacity) : capacity_(capacity) {}
+  // The executable for key, marked most recently used; nullptr if absent.
+  cudaGraphExec_t Find(const Key& key);
+  // Adds an executable, evicting the least recently used beyond the capacity.
+  cudaGraphExec_t Insert(const Key& key, GraphExec exec);
+  void Clear() { entries_.clear(); }
+  size_t size() const { return entries_.size(); }
+  int64_t evictions() const { return evictions_; }
+
+ private:
+  size_t capacity_;
+  std::list<std::pair<Key, GraphExec>> entries_;  // front: most recently used
+  int64_t evictions_ = 0;
+};
+
 class GpuDecoder {
  public:
   GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg);
   ~GpuDecoder();
-  // log_probs: device pointer to a packed [B, T, V'] tensor (strides in elements).
+  GpuDecoder(const GpuDecoder&) = delete;
+  GpuDecoder& operator=(const GpuDecoder&) = delete;
+  // log_probs: device pointer to a packed [B, T, V] tensor (strides in elements).
   void Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
-              int32_t T, const int32_t* lengths, bool online, int64_t caller_stream, DecodeOutputs out);
+              int32_t T, int32_t V, const int32_t* lengths, bool online, int64_t caller_stream,
+              DecodeOutputs out);
   // Debug: one row (lane 0), launch by launch; after step t copies the frontier of
-  // buffer (t + 1) & 1. Snapshot 0 is the start token. Returns the number of snapshots.
+  // buffer (t + 1) & 1. Snapshot 0 is the start token and its closure.
   struct Snapshot {
     int32_t phase;
     float beam;
@@ -75,57 +108,76 @@ class GpuDecoder {
     std::vector<float> score;
   };
   std::vector<Snapshot> DecodeSnapshots(const void* lp, bool lp_f16, int64_t stride_t, int32_t T,
-                                        int32_t length, int64_t caller_stream);
-  void MemStats(int64_t out[4]) const;
+                                        int32_t V, int32_t length, int64_t caller_stream);
+  // {reserved, committed, fixed, arena_high_water, pinned, cached_graphs, graph_captures,
+  //  graph_evictions}: device bytes this decoder holds (reserved = committed: no lazy
+  // regions yet), of which fixed workspace; winners-arena high water (entries); pinned
+  // host bytes; the CUDA-graph cache's size and its capture / eviction counts.
+  static constexpr int kMemStats = 8;
+  void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
-  void SetProfiling(bool on) { profiling_ = on; }
+  void SetProfiling(bool on);
   void Profile(double out[kProfileKinds]) const;
+  // Test hook: the next decode reads its log-probs through an unmapped address, which
+  // kills the CUDA context the way a kernel bug would (tests/test_gpu_faults.py).
+  void InjectIllegalAddress();
   int device() const { return graph_->device; }
+  int32_t vocab_size() const { return graph_->view.vocab_size; }
 
  private:
   void Allocate();
   void AllocatePath(int32_t max_frames);
-  void EnqueueClosure(int32_t buf);
-  StepParams Params(bool f16) const;
-  void FreeGraphs();
+  void GrowArena(unsigned long long cursor);
+  void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(int32_t steps, bool f16);
   void EnqueueStep(int32_t t, bool f16);
-  void RunOnce(int32_t steps, bool f16);
+  void EnqueueClosure(int32_t buf);
+  StepParams Params(bool f16) const;
+  bool Replays(int32_t steps) const;
+  void RunOnce(int32_t steps, bool f16, bool capture);
+  void SyncQuietly() noexcept;
+  [[noreturn]] void Fatal(cudaError_t e, const char* what, int32_t B, int32_t T, int32_t V,
+                          int32_t steps);
+  void CheckAlive() const;
   template <typename T>
   T* Alloc(size_t count, const char* what);
+  std::string Advice() const;
 
   std::shared_ptr<GpuGraph> graph_;
   DecoderConfig cfg_;
   Workspace ws_{};
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t ready_ = nullptr;
-  std::mutex mu_;
-  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (steps, fp16 | online << 1)
+  Stream stream_owned_;
+  Event ready_;
+  cudaStream_t stream_ = nullptr;  // stream_owned_.get(), the name every launch uses
+  mutable std::mutex mu_;
+  GraphCache graphs_;
   bool online_ = false;  // the current decode's beam mode (k2's online mode: T unknown)
-  std::vector<void*> buffers_;
-  WinnerEntry* arena_ = nullptr;
-  int32_t* out_path_ = nullptr;
+  std::vector<DeviceBuffer> buffers_;  // the fixed workspace (Alloc)
+  DeviceBuffer arena_;                 // winners arena, grows (GrowArena)
+  DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;
   int32_t* d_lengths_ = nullptr;
   LpDesc* d_lp_desc_ = nullptr;
-  LpDesc* h_lp_desc_ = nullptr;       // pinned
-  int32_t* h_lengths_ = nullptr;      // pinned
-  LaneCounters* h_lanes_ = nullptr;   // pinned
-  int32_t* h_path_ = nullptr;         // pinned [max_lanes, path_cap]
-  int32_t* h_path_len_ = nullptr;     // pinned
+  PinnedBuffer h_lp_desc_;    // LpDesc
+  PinnedBuffer h_lengths_;    // int32 [max_lanes]
+  PinnedBuffer h_lanes_;      // LaneCounters [max_lanes]
+  PinnedBuffer h_path_;       // int32 [max_lanes, path_cap]
+  PinnedBuffer h_path_len_;   // int32 [max_lanes]
   int64_t fixed_bytes_ = 0;
   bool profiling_ = false;
+  bool inject_illegal_address_ = false;
+  std::string dead_;  // set by a fatal fault: the context is gone, every call says so
   // init, scan, lane_scan, max, expand, finalize, backtrack, sanitize, eps_scan, eps_expand,
   // eps_resolve, clear_claims
   double profile_ms_[kProfileKinds] = {0};
   std::vector<std::pair<int, std::pair<cudaEvent_t, cudaEvent_t>>> pending_;
-  std::vector<cudaEvent_t> event_pool_;
-  cudaEvent_t NextEvent();
+  std::vector<Event> event_pool_;
   template <typename F>
   void Timed(int kind, F&& launch);
   void CollectProfile();
   unsigned long long arena_high_water_ = 0;
+  int64_t graph_captures_ = 0;
 };
 
 }  // namespace cuwfst

@@ -1,5 +1,5 @@
 """The GPU backend of `cuwfst.Decoder`: graph upload (shared per graph and device),
-decoder instances, input checks, sub-batching and overflow rescue."""
+decoder instances, input checks, sub-batching and overflow rescue (decoder/rescue.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,18 @@ import weakref
 import numpy as np
 
 from .._deps import require
+from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
-from .offline import REDIRECT_ARC_BIT
-from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT
+from .rescue import RESCUE_BITS, batches, rescue
 
-RESCUE_BITS = OVERFLOW_HASH | OVERFLOW_ARENA | OVERFLOW_CLAIMS | OVERFLOW_KEPT | 64
+from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
+# Winners ids are int32 on the device, so an arena holds fewer than 2^31 entries.
+ARENA_LIMIT = 2**31 - 1
 
-_uploads: dict = {}  # (id(graph), device) -> (weakref to graph, handle)
+# graph -> {device index: _Uploaded}. Weak on the graph: an upload lives while its Graph
+# does or while a decoder built on it holds it (GpuInstance._uploaded), and is freed when
+# both are gone, so a service that reloads graphs does not keep every copy on the GPU.
+_uploads: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _uploads_lock = threading.Lock()
 
 
@@ -23,33 +28,60 @@ def _next_pow2(x: int) -> int:
     return 1 << max(1, int(x - 1).bit_length())
 
 
+def arena_limits(max_lanes: int, arena_entries: int | None = None) -> tuple[int, int]:
+    """(initial, maximum) winners-arena entries for an instance of `max_lanes` lanes: 16 Mi
+    per lane up to the int32 id limit (the spec's min(512 Mi, ...) cap, 512 Mi at 32 lanes,
+    made 1024 lanes x 1000 frames x ~512 survivors overflow). The arena starts at 16 Mi and
+    grows on demand, so a large maximum costs nothing until a batch needs it."""
+    if max_lanes < 1:
+        raise ValueError(f"max_lanes must be >= 1, got {max_lanes}")
+    arena_max = min(ARENA_LIMIT, max(64 << 20, (16 << 20) * max_lanes))
+    return int(min(arena_max, arena_entries or (16 << 20))), int(arena_max)
+
+
 class _Uploaded:
+    """One graph's device arrays on one device (a native handle)."""
+
     def __init__(self, mod, handle):
         self.mod, self.handle = mod, handle
 
     def __del__(self):
-        if self.handle:
-            self.mod.gpu_graph_free(self.handle)
-            self.handle = 0
+        h, self.handle = getattr(self, "handle", 0), 0
+        if h:
+            try:
+                self.mod.gpu_graph_free(h)
+            except Exception:  # interpreter shutdown: nothing left to free into
+                pass
 
 
 def upload_graph(mod, graph, device_index: int) -> _Uploaded:
     """Upload once per (graph, device); every decoder on that device shares it."""
-    key = (id(graph), device_index)
     with _uploads_lock:
-        hit = _uploads.get(key)
-        if hit is not None and hit[0]() is graph:
-            return hit[1]
+        per_device = _uploads.get(graph)
+        if per_device is None:
+            per_device = _uploads[graph] = {}
+        up = per_device.get(device_index)
+        if up is not None:
+            return up
         a = graph.arrays
         h = mod.gpu_graph_upload(
-            np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
-            np.ascontiguousarray(a.eps_count if a.has_eps else np.zeros(0), np.int32),
-            np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
-            np.ascontiguousarray(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
+            native_array(a.row_splits, np.int32), native_array(a.final_count, np.int32),
+            native_array(a.eps_count if a.has_eps else np.zeros(0, np.int32), np.int32),
+            native_array(a.dest, np.int32), native_array(a.ilabel, np.int32),
+            native_array(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
             device_index)
-        up = _Uploaded(mod, h)
-        _uploads[key] = (weakref.ref(graph), up)
+        up = per_device[device_index] = _Uploaded(mod, h)
         return up
+
+
+def live_uploads() -> int:
+    """Graph uploads alive in this process (for tests and leak checks)."""
+    with _uploads_lock:
+        return sum(len(v) for v in _uploads.values())
+
+
+MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs",
+             "graph_captures", "graph_evictions")
 
 
 class GpuInstance:
@@ -57,14 +89,15 @@ class GpuInstance:
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
-                 eps_iterations=0):
+                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
         self.claims_cap = int(min(n, 2 * self.main_q))
         self.hash_cap = _next_pow2(2 * self.claims_cap)
-        arena_max = min(512 << 20, max(64 << 20, (16 << 20) * max_lanes))
-        arena_cap = int(min(arena_max, arena_entries or (16 << 20)))
+        arena_cap, default_max = arena_limits(max_lanes, arena_entries)
+        self.arena_max = int(arena_max or default_max)
+        arena_cap = min(arena_cap, self.arena_max)
         self.max_lanes = max_lanes
         self.eps_iterations = eps_iterations
         self.mod = mod
@@ -72,18 +105,21 @@ class GpuInstance:
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
-            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
-            int(eps_iterations))
+            arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
+            int(graph_cache_size), int(graph_max_steps), int(eps_iterations))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
         if h:
-            self.mod.gpu_decoder_free(h)
+            try:
+                self.mod.gpu_decoder_free(h)
+            except Exception:  # interpreter shutdown
+                pass
 
     def mem_stats(self) -> dict:
-        out = np.zeros(4, np.int64)
+        out = np.zeros(len(MEM_STATS), np.int64)
         self.mod.gpu_decoder_mem_stats(self.handle, out)
-        return dict(zip(("reserved", "committed", "fixed", "arena_high_water"), out.tolist()))
+        return dict(zip(MEM_STATS, out.tolist()))
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
                      "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims")
@@ -110,11 +146,14 @@ class GpuInstance:
 class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
-                 check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0):
+                 check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
+                 rescue_lanes: int = 4):
         self.torch = require("torch", "the GPU decoder", extra="torch")
         torch = self.torch
         if not torch.cuda.is_available():
             raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
+        if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
+            raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
         self.device = torch.device(device)
         self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         self.device = torch.device("cuda", self.index)
@@ -130,18 +169,33 @@ class GpuBackend:
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations)
         self.main_q_factor = main_q_factor
+        self.rescue_lanes = min(rescue_lanes, max_lanes)
         self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
                                 main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)
         self._rescue = None
         self.lock = threading.Lock()
+        # what the rescue did since construction (rescue.rescue's counters)
+        self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
+                      "unabsorbed_rows": 0}
 
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:
-            kw = dict(self.kw, max_lanes=2)
-            # a frontier 4x larger (and at least 64 x max_active), capped by the graph's states
+            # a frontier 4x larger (and at least 64 x max_active), capped by the graph's
+            # states; the main instance's arena limit, so long rows are not cut short here
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
-            self._rescue = GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index,
-                                       main_q=q, **kw)
+
+            def make(lanes):
+                return GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
+                                   arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes))
+
+            try:
+                self._rescue = make(self.rescue_lanes)
+            except MemoryError:
+                if self.rescue_lanes == 1:
+                    raise
+                # where memory is tight, one row at a time still rescues
+                self._rescue = make(1)
+                self.rescue_lanes = 1
         return self._rescue
 
     def to_device(self, log_probs):
@@ -198,18 +252,26 @@ class GpuBackend:
                 self._collect(hyps, range(B), res, frontend)
             else:
                 # sub-batches of similar lengths: a batch runs as many steps as its longest row
-                order = np.argsort(-lens, kind="stable")
-                for s in range(0, B, lanes):
-                    rows = order[s : s + lanes]
-                    idx = self.torch.from_numpy(rows).to(lp.device)
-                    res = self.main.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream, online)
-                    self._collect(hyps, rows.tolist(), res, frontend)
-            rescue = [b for b in range(B) if hyps[b].overflow & RESCUE_BITS]
-            for b in rescue:
-                res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream,
-                                                    online)
-                self._collect(hyps, [b], res, frontend)
+                for rows in batches(range(B), lens, lanes):
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
+            overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
+            if overflow:
+                def decode_batch(instance, rows):
+                    inst = self.main if instance == "main" else self.rescue_instance()
+                    for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
+                        self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
+                                          online)
+                    return [hyps[r].overflow for r in rows]
+
+                rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
+                       rescue_lanes=self.rescue_lanes, stats=self.stats)
         return hyps
+
+    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False):
+        rows = np.asarray(list(rows), np.int64)
+        idx = self.torch.from_numpy(rows).to(lp.device)
+        res = inst.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream, online)
+        self._collect(hyps, rows.tolist(), res, frontend)
 
     def decode_snapshots(self, log_probs, length):
         from .offline import snapshot_buffers, snapshot_length, snapshots_to_dicts

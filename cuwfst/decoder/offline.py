@@ -7,6 +7,7 @@ import os
 import numpy as np
 
 from ..graph import Graph
+from ..graph.image import native_array
 from .inputs import check_finite, check_lengths, check_log_probs, log_probs_to_host
 from .options import DecoderOptions
 from .result import Hypothesis
@@ -22,11 +23,12 @@ class _ReferenceGraph:
 
         a = graph.arrays
         self.mod = module()
+        # the reference decoder reads these in place for its whole life (never writes them)
         self._keep = [
-            np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
-            np.ascontiguousarray(a.eps_count if a.has_eps else np.zeros(0), np.int32),
-            np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
-            np.ascontiguousarray(a.weight, np.float32),
+            native_array(a.row_splits, np.int32), native_array(a.final_count, np.int32),
+            native_array(a.eps_count if a.has_eps else np.zeros(0), np.int32),
+            native_array(a.dest, np.int32), native_array(a.ilabel, np.int32),
+            native_array(a.weight, np.float32),
         ]
         self.handle = self.mod.ref_graph_create(*self._keep, a.vocab_size, a.start_state, a.finals_at_end)
 
@@ -53,13 +55,15 @@ class Decoder:
     capacity = factor x max_active_states, capped by the graph's states), use_cuda_graphs
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
     walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
-    walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)).
+    walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
+    rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
+    capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
-                 walk_blocks: int = 0, **kwargs):
+                 walk_blocks: int = 0, rescue_lanes: int = 4, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -78,7 +82,7 @@ class Decoder:
             self._gpu = GpuBackend(self.graph, options, self.eps_iterations, self.device,
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
-                                   walker=walker, walk_blocks=walk_blocks)
+                                   walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Sequence
 
 import numpy as np
 
-from .image import (EPS_ILABEL, FINAL_ILABEL, MAX_VOCAB, CorruptGraphImage, ImageArrays,
-                    read_image, validate, write_image)
+from .image import (_ARRAY_FIELDS, EPS_ILABEL, FINAL_ILABEL, MAX_VOCAB, CorruptGraphImage,
+                    ImageArrays, freeze, read_image, validate, write_image)
 
 
 class Graph:
@@ -22,7 +23,28 @@ class Graph:
     """
 
     def __init__(self, arrays: ImageArrays, path: str | None = None):
-        self._a = arrays
+        """A graph over `arrays`: the arrays the caller can still write are copied, then all
+        are validated (every index a decoder follows without a check; `ValueError: invalid
+        graph: ...` otherwise) and made read-only, so nothing changes what the decoders were
+        promised after the check."""
+        if not isinstance(arrays, ImageArrays):
+            raise TypeError(f"arrays must be an ImageArrays, got {type(arrays).__name__}")
+        arrays = dataclasses.replace(arrays, **{
+            name: np.array(arr) for name in _ARRAY_FIELDS
+            if isinstance(arr := getattr(arrays, name), np.ndarray) and arr.flags.writeable})
+        _validate_built(arrays)
+        self._setup(arrays, path)
+
+    @classmethod
+    def _from_validated(cls, arrays: ImageArrays, path: str | None = None) -> "Graph":
+        """For arrays this package has just validated (a loaded image): validating a large
+        graph twice would double its load time."""
+        g = cls.__new__(cls)
+        g._setup(arrays, path)
+        return g
+
+    def _setup(self, arrays: ImageArrays, path: str | None) -> None:
+        self._a = freeze(arrays)
         self.path = path
         self._max_eps_chain: int | None = None
         self._image_of_source: np.ndarray | None = None
@@ -31,7 +53,7 @@ class Graph:
     @classmethod
     def load(cls, path: str | os.PathLike, *, verify_checksum: bool = True) -> "Graph":
         """Memory-map a graph image written by `save` (raises `corrupt graph image: ...`)."""
-        return cls(read_image(path, verify_checksum=verify_checksum), path=os.fspath(path))
+        return cls._from_validated(read_image(path, verify_checksum=verify_checksum), path=os.fspath(path))
 
     @classmethod
     def from_arcs(cls, *, num_states: int, start_state: int, src, dest, ilabel, weight,
@@ -49,7 +71,7 @@ class Graph:
         src = np.asarray(src, dtype=np.int64)
         dest = np.asarray(dest, dtype=np.int64)
         ilabel = np.asarray(ilabel, dtype=np.int64).copy()
-        weight = np.asarray(weight, dtype=np.float32)
+        weight = np.array(weight, dtype=np.float32)  # a copy: the graph must not share the caller's
         a = src.shape[0]
         if not (dest.shape == ilabel.shape == weight.shape == (a,)):
             raise ValueError("src, dest, ilabel and weight must be 1-D arrays of one length")
@@ -123,11 +145,8 @@ class Graph:
             aux_row_splits=aux_rs.astype(np.int32), aux_pool=aux_pool.astype(np.int32),
             eps_count=n_eps.astype(np.int32) if eps.any() else None, arc_id=arc_id,
         )
-        try:
-            validate(arrays)
-        except CorruptGraphImage as e:  # a builder's input problem, not a file's
-            raise ValueError(str(e).replace("corrupt graph image: graph: ", "invalid graph: ")) from None
-        return cls(arrays)
+        _validate_built(arrays)
+        return cls._from_validated(arrays)
 
     @classmethod
     def from_k2_text(cls, text: str, epsilon_id: int | None = None, vocab_size: int | None = None) -> "Graph":
@@ -221,6 +240,13 @@ class Graph:
     def __repr__(self) -> str:
         return (f"Graph(states={self.num_states}, arcs={self.num_arcs}, vocab={self.vocab_size}, "
                 f"start={self.start_state}, epsilon_arcs={self.num_epsilon_arcs})")
+
+
+def _validate_built(arrays: ImageArrays) -> None:
+    try:
+        validate(arrays)
+    except CorruptGraphImage as e:  # a builder's input problem, not a file's
+        raise ValueError(str(e).replace("corrupt graph image: graph: ", "invalid graph: ")) from None
 
 
 def _longest_eps_chain(g: ImageArrays) -> int:

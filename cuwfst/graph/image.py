@@ -63,7 +63,7 @@ class CorruptGraphImage(ValueError):
 
 @dataclass
 class ImageArrays:
-    """The sections of an image as numpy arrays (read-only views when memory-mapped)."""
+    """The sections of an image as numpy arrays (read-only once validated: see `freeze`)."""
 
     num_states: int
     num_arcs: int
@@ -173,8 +173,9 @@ def read_image(path: str | os.PathLike, *, verify_checksum: bool = True) -> Imag
     size = os.path.getsize(path)
     if size < HEADER_BYTES:
         raise CorruptGraphImage(f"{path}: file is {size} bytes, shorter than the {HEADER_BYTES}-byte header")
-    # copy-on-write: the pages stay shared with the file, yet the arrays are writable, which
-    # DLPack needs to hand them to the native modules without a copy
+    # copy-on-write: the pages stay shared with the file, yet the memory is writable, which
+    # DLPack needs to hand the arrays to the native modules without a copy (the arrays
+    # themselves are marked read-only after validation; see `native_array`)
     mm = np.memmap(path, dtype=np.uint8, mode="c")
     return parse_image(mm, name=path, verify_checksum=verify_checksum)
 
@@ -238,7 +239,45 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
     validate(g, name=name)
     if has_eps and int(g.eps_count.sum()) != num_eps:
         raise CorruptGraphImage(f"{name}: header says {num_eps} epsilon arcs, eps_count sums to {int(g.eps_count.sum())}")
+    return freeze(g)
+
+
+_ARRAY_FIELDS = ("row_splits", "final_count", "dest", "ilabel", "weight", "aux_row_splits", "aux_pool",
+                 "eps_count", "arc_id")
+
+
+def freeze(g: ImageArrays) -> ImageArrays:
+    """Replace the arrays of validated `g` by read-only views and return `g`: the decoders
+    follow their indices without a check, so nothing may change them after validation.
+    Views, not the arrays themselves, are marked, so that the memory underneath stays
+    writable for `native_array` to alias."""
+    for name in _ARRAY_FIELDS:
+        arr = getattr(g, name, None)
+        if isinstance(arr, np.ndarray) and arr.flags.writeable:
+            view = arr.view()
+            view.flags.writeable = False
+            setattr(g, name, view)
     return g
+
+
+def native_array(arr: np.ndarray, dtype) -> np.ndarray:
+    """`arr` as a C-contiguous `dtype` array that DLPack can hand to a native module.
+
+    Image arrays are read-only after validation, but DLPack before version 1.0 cannot say
+    "read-only", so numpy refuses to export them. The native modules only read graph
+    arrays, so they get a writable alias of the same memory where the memory itself is
+    writable (a copy-on-write memmap, or an array `freeze` marked); memory that is truly
+    read-only (an image parsed from `bytes`) is copied.
+    """
+    a = np.ascontiguousarray(arr, dtype=dtype)
+    if a.flags.writeable:
+        return a
+    alias = a.view()
+    try:
+        alias.flags.writeable = True
+    except ValueError:
+        return a.copy()
+    return alias
 
 
 def _first_bad(mask: np.ndarray) -> int:

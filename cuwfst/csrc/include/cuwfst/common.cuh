@@ -74,7 +74,10 @@ __device__ __forceinline__ int32_t GallopUpperBound(const int32_t* a, int32_t lo
   return l;
 }
 
-__device__ __forceinline__ int32_t UpperBound(const int32_t* a, int32_t n, int32_t x) {
+// First index i in [0, n) with a[i] > x (n if none); I is int32_t (a lane's token offsets)
+// or int64_t (the batch's lane offsets).
+template <typename I>
+__device__ __forceinline__ int32_t UpperBound(const I* a, int32_t n, I x) {
   int32_t l = 0, r = n;
   while (l < r) {
     int32_t m = (l + r) >> 1;

@@ -27,8 +27,8 @@ inline int ExpandBlocksFor(int lanes) {
 // What a walker knows about the lane a slot belongs to.
 struct LaneView {
   int32_t lane = -1;
-  int32_t base = 0;  // first global slot of the lane
-  int32_t end = 0;   // one past its last global slot
+  int64_t base = 0;  // first global slot of the lane (the batch's slot space is int64)
+  int64_t end = 0;   // one past its last global slot; end - base < 2^31 (ScanKernel)
   int32_t n = 0;     // tokens in the lane's frontier
   int32_t phase = kPhaseIdle;
   float max_lp = 0.f;
@@ -66,55 +66,59 @@ struct LaneView {
   }
 };
 
-// Calls visit(lv, tok, local) for every slot this thread owns (kWalkThread).
+__device__ __forceinline__ int64_t MinSlot(int64_t a, int64_t b) { return a < b ? a : b; }
+
+// Calls visit(lv, tok, local) for every slot this thread owns (kWalkThread). Global slots
+// are int64 (the batch's total can pass 2^31); `local` = slot - lane base is < 2^31.
 template <typename Visit>
 __device__ __forceinline__ void ThreadWalk(const Workspace& ws, int32_t t, Visit&& visit) {
-  const int32_t total = ws.lane_arc_offsets[ws.max_lanes];
-  int64_t per = (static_cast<int64_t>(total) + gridDim.x - 1) / gridDim.x;
+  const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
+  int64_t per = (total + gridDim.x - 1) / gridDim.x;
   per = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
-  const int64_t lo = per * blockIdx.x, hi = lo + per < total ? lo + per : total;
+  const int64_t lo = per * blockIdx.x, hi = MinSlot(lo + per, total);
   LaneView lv;
   int32_t tok = 0;
-  for (int64_t s64 = lo + threadIdx.x; s64 < hi; s64 += blockDim.x) {
-    const int32_t s = static_cast<int32_t>(s64);
+  for (int64_t s = lo + threadIdx.x; s < hi; s += blockDim.x) {
     if (s >= lv.end) {
       lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1, t);
       tok = 0;
     }
-    const int32_t local = s - lv.base;
+    const int32_t local = static_cast<int32_t>(s - lv.base);
     tok = GallopUpperBound(lv.offsets, tok + 1, lv.n + 1, local) - 1;
     visit(lv, tok, local);
   }
 }
 
 // Calls visit(lv, tok, local) for every slot of this warp's span (kWalkWarp). Every
-// thread of the warp runs the loop; visit runs on the threads that own a slot.
+// thread of the warp runs the loop; visit runs on the threads that own a slot. Global
+// slots (s0, the span, strip ends) are int64, so s0 + 32 cannot overflow; the per-lane
+// token search works on `local` < 2^31.
 template <typename Visit>
 __device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&& visit) {
   constexpr unsigned kFull = 0xFFFFFFFFu;
-  const int32_t total = ws.lane_arc_offsets[ws.max_lanes];
+  const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
   const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
   const int32_t me = threadIdx.x & 31;
-  int64_t per = (static_cast<int64_t>(total) + warps - 1) / warps;
+  int64_t per = (total + warps - 1) / warps;
   per = (per + 31) & ~static_cast<int64_t>(31);
-  const int64_t lo64 = per * warp;
-  if (lo64 >= total) return;
-  const int32_t lo = static_cast<int32_t>(lo64);
-  const int32_t hi = static_cast<int32_t>(lo64 + per < total ? lo64 + per : total);
+  const int64_t lo = per * warp;
+  if (lo >= total) return;
+  const int64_t hi = MinSlot(lo + per, total);
   LaneView lv;
   int32_t tok = 0;  // warp-uniform: a token at or before the next slot's token
-  for (int32_t s0 = lo; s0 < hi;) {
+  for (int64_t s0 = lo; s0 < hi;) {
     if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
       lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1, t);
       int32_t first = 0;
-      if (me == 0) first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, s0 - lv.base);
+      if (me == 0)
+        first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, static_cast<int32_t>(s0 - lv.base));
       tok = __shfl_sync(kFull, first, 0);
     }
-    const int32_t strip_end = min(min(s0 + 32, hi), lv.end);
-    const int32_t s = s0 + me;
+    const int64_t strip_end = MinSlot(MinSlot(s0 + 32, hi), lv.end);
+    const int64_t s = s0 + me;
     const bool active = s < strip_end;
-    const int32_t local = active ? s - lv.base : -1;
+    const int32_t local = active ? static_cast<int32_t>(s - lv.base) : -1;
     // Find my token: the last j >= tok with offsets[j] <= local. Boundaries
     // offsets[base + 1 .. base + 32] are loaded coalesced; cnt = how many are <= local.
     int32_t my_tok = tok;
@@ -135,7 +139,7 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&&
       }
       if (__all_sync(kFull, resolved)) break;
     }
-    tok = __shfl_sync(kFull, my_tok, strip_end - 1 - s0);
+    tok = __shfl_sync(kFull, my_tok, static_cast<int32_t>(strip_end - 1 - s0));
     if (active) visit(lv, my_tok, local);
     s0 = strip_end;
   }

@@ -71,7 +71,7 @@ __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // emit_maxw, the lane's log-prob row. Writes: phase, k2's dynamic beam, tok_begin, tok_ub,
 // arc_offsets (exclusive degree prefix sums, [n + 1]), total_arcs, max_lp, and resets the
 // step's max and claim count. Idle lanes (unused or past their final step) publish 0 arcs.
-// The last CTA to finish also builds lane_arc_offsets, the flattened slot space (a
+// The last CTA to finish also builds lane_arc_offsets, the flattened int64 slot space (a
 // last-block-done pattern instead of a separate launch).
 constexpr int kScanThreads = 512;
 constexpr int kScanItems = 4;
@@ -87,7 +87,9 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   __syncthreads();
   if (!last || threadIdx.x >= 32) return;
   __threadfence();
-  // One warp scans the lanes' totals, 32 at a time.
+  // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
+  // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
+  // lane loses its step because of the others.
   int64_t carry = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
@@ -98,21 +100,11 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
       const int64_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
       if (static_cast<int>(threadIdx.x) >= d) incl += o;
     }
-    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = static_cast<int32_t>(min(carry + incl - v, static_cast<int64_t>(INT32_MAX)));
+    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + incl - v;
     carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
   }
-  if (carry > INT32_MAX) {
-    // The batch's step does not fit int32 slots: drop this step for every lane that had
-    // arcs (flagged; the rescue re-decodes those rows alone) rather than index past int32.
-    for (int32_t l = threadIdx.x; l < ws.max_lanes; l += 32) {
-      if (ws.lanes[l].total_arcs > 0) ws.lanes[l].overflow |= kOverflowSlots;
-      ws.lanes[l].total_arcs = 0;
-      ws.lane_arc_offsets[l] = 0;
-    }
-    carry = 0;
-  }
   if (threadIdx.x == 0) {
-    ws.lane_arc_offsets[ws.max_lanes] = static_cast<int32_t>(carry);
+    ws.lane_arc_offsets[ws.max_lanes] = carry;
     *ws.scan_done = 0;
   }
 }

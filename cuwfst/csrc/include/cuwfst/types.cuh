@@ -20,7 +20,8 @@ enum : int32_t {
   kOverflowClaims = 8,   // distinct-state claims list full
   kOverflowKept = 16,    // surviving frontier > main_q
   kOverflowPath = 32,    // best path longer than path_cap
-  kOverflowSlots = 64,   // a lane's arcs of one step exceeded 2^31 slots
+  kOverflowSlots = 64,   // ONE lane's arcs of one step exceeded 2^31 slots (its local,
+                         // int32 slot space); the batch's total is int64 and never drops a step
 };
 
 constexpr int32_t kRedirectArcBit = 1 << 30;
@@ -134,7 +135,10 @@ struct Workspace {
   int32_t* arc_offsets;  // exclusive degree prefix sums, [max_lanes][main_q + 1]
   int32_t* tok_hint;     // [max_lanes][hint_cap]: the token holding slot k * kHintStride
   int32_t hint_cap;
-  int32_t* lane_arc_offsets;  // [max_lanes + 1] flattened slot space
+  // [max_lanes + 1] the flattened slot space: lane l owns global slots
+  // [lane_arc_offsets[l], lane_arc_offsets[l + 1]). int64 because the batch's total can pass
+  // 2^31 (1024 lanes x 2^21 slots) while each lane's own span stays below 2^31.
+  int64_t* lane_arc_offsets;
   int32_t* scan_done;         // ScanKernel's last-block-done counter (0 between launches)
   // recombination
   uint32_t* hash_key;        // [max_lanes][hash_cap]

@@ -1,0 +1,21 @@
+// The stub CUDA runtime of gpu_decoder_host_test.cu (cuda_stub_runtime.cc): "device" memory
+// is host memory, kernels do nothing except BacktrackKernel, which is simulated.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <set>
+
+namespace stub {
+extern cudaError_t pending;
+extern std::set<void*> device_mem, pinned_mem;
+extern bool bad_access;       // a simulated kernel touched freed or too small memory
+extern int64_t g_need;        // winners entries the simulated batch uses
+extern bool sticky;           // cudaStreamSynchronize reports an illegal address
+extern int64_t copy2d_width, copy2d_height;
+extern int captures_begun, launches;
+}  // namespace stub
+
+// Defined by the test (the kernel's host stub lives in the nvcc-compiled file).
+extern "C" const void* cuwfst_test_backtrack_kernel();

@@ -1,0 +1,218 @@
+// A stub CUDA runtime for host-logic tests (see cuda_stub.h), compiled by the host compiler
+// so that its definitions do not meet the device runtime's declarations.
+#include "cuda_stub.h"
+
+#include <cstdlib>
+#include <map>
+#include <cstring>
+#include <vector>
+
+#include "cuwfst/types.cuh"
+
+using cuwfst::LaneCounters;
+using cuwfst::Workspace;
+
+namespace stub {
+cudaError_t pending = cudaSuccess;
+std::set<void*> device_mem, pinned_mem;
+std::map<const void*, size_t> sizes;  // live device allocations and their bytes
+bool bad_access = false;
+int64_t g_need = 0;
+bool sticky = false;
+int64_t copy2d_width = -1, copy2d_height = -1;
+int captures_begun = 0, launches = 0;
+struct Node {
+  const void* fun;
+  Workspace ws;
+};
+static std::vector<Node>* capturing = nullptr;  // the graph being captured, if any
+static cudaError_t fail(cudaError_t e) {
+  pending = e;
+  return e;
+}
+static bool Sticky(cudaError_t e) { return e == cudaErrorIllegalAddress; }
+// The simulated kernel reads and writes through these: each must be a live allocation
+// large enough for the capacity the workspace claims (a freed arena, or a path buffer
+// smaller than path_cap says, is what issue 14's findings 1 and 2 were).
+static void Touch(const void* p, size_t bytes) {
+  auto it = sizes.find(p);
+  if (it == sizes.end() || it->second < bytes) bad_access = true;
+}
+static void Backtrack(const Workspace& ws) {
+  const size_t L = static_cast<size_t>(ws.max_lanes);
+  Touch(ws.arena, static_cast<size_t>(ws.arena_cap) * sizeof(cuwfst::WinnerEntry));
+  Touch(ws.out_path, L * static_cast<size_t>(ws.path_cap) * sizeof(int32_t));
+  Touch(ws.out_path_len, L * sizeof(int32_t));
+  Touch(ws.lanes, L * sizeof(LaneCounters));
+  Touch(ws.lengths, L * sizeof(int32_t));
+  if (bad_access) return;
+  for (int32_t l = 0; l < ws.max_lanes; ++l) {
+    LaneCounters& lc = ws.lanes[l];
+    const int32_t len = ws.lengths[l];
+    lc.length = len;
+    lc.overflow = (len >= 0 && g_need > ws.arena_cap) ? cuwfst::kOverflowArena : 0;
+    lc.final_winner = len >= 0 ? 0 : -2;
+    lc.final_score = -static_cast<float>(len);
+    lc.reached_final = len >= 0;
+    lc.redirected = 0;
+    lc.max_frontier = 1;
+    const int32_t n = len >= 0 ? len + 1 : 0;
+    ws.out_path_len[l] = n;
+    for (int32_t k = 0; k < n && k < ws.path_cap; ++k)
+      ws.out_path[static_cast<int64_t>(l) * ws.path_cap + k] = 1000 * l + k;
+  }
+  *ws.arena_cursor = static_cast<unsigned long long>(g_need);
+}
+static void Run(const Node& n) {
+  ++launches;
+  if (n.fun == cuwfst_test_backtrack_kernel()) Backtrack(n.ws);
+}
+}  // namespace stub
+
+extern "C" {
+
+cudaError_t cudaMalloc(void** p, size_t bytes) {
+  if (bytes > (size_t{1} << 40)) return stub::fail(cudaErrorMemoryAllocation);
+  *p = std::calloc(1, bytes);
+  stub::device_mem.insert(*p);
+  stub::sizes[*p] = bytes;
+  return cudaSuccess;
+}
+cudaError_t cudaFree(void* p) {
+  if (!stub::device_mem.erase(p)) return stub::fail(cudaErrorInvalidValue);
+  stub::sizes.erase(p);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaMallocHost(void** p, size_t bytes) {
+  *p = std::calloc(1, bytes);
+  stub::pinned_mem.insert(*p);
+  return cudaSuccess;
+}
+cudaError_t cudaFreeHost(void* p) {
+  if (!stub::pinned_mem.erase(p)) return stub::fail(cudaErrorInvalidValue);
+  std::free(p);
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+  *s = reinterpret_cast<cudaStream_t>(new int(0));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t s) {
+  delete reinterpret_cast<int*>(s);
+  return cudaSuccess;
+}
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* e, unsigned) {
+  *e = reinterpret_cast<cudaEvent_t>(new int(0));
+  return cudaSuccess;
+}
+cudaError_t cudaEventDestroy(cudaEvent_t e) {
+  delete reinterpret_cast<int*>(e);
+  return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
+  *ms = 0.5f;
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  return stub::sticky ? stub::fail(cudaErrorIllegalAddress) : cudaSuccess;
+}
+cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
+  std::memset(p, v, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) {
+  std::memcpy(d, s, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy(void* d, const void* s, size_t n, cudaMemcpyKind) {
+  std::memcpy(d, s, n);
+  return cudaSuccess;
+}
+cudaError_t cudaMemcpy2DAsync(void* d, size_t dp, const void* s, size_t sp, size_t w, size_t h, cudaMemcpyKind,
+                              cudaStream_t) {
+  stub::copy2d_width = static_cast<int64_t>(w);
+  stub::copy2d_height = static_cast<int64_t>(h);
+  for (size_t r = 0; r < h; ++r) std::memcpy(static_cast<char*>(d) + r * dp, static_cast<const char*>(s) + r * sp, w);
+  return cudaSuccess;
+}
+cudaError_t cudaGetLastError(void) {
+  cudaError_t e = stub::pending;
+  if (!stub::Sticky(e)) stub::pending = cudaSuccess;
+  return e;
+}
+cudaError_t cudaGetDevice(int* d) {
+  *d = 0;
+  return cudaSuccess;
+}
+cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : stub::fail(cudaErrorInvalidDevice); }
+const char* cudaGetErrorName(cudaError_t e) {
+  return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
+         : e == cudaErrorIllegalAddress ? "cudaErrorIllegalAddress" : "cudaError";
+}
+const char* cudaGetErrorString(cudaError_t) { return "stub"; }
+cudaError_t cudaStreamBeginCapture(cudaStream_t, cudaStreamCaptureMode) {
+  ++stub::captures_begun;
+  stub::capturing = new std::vector<stub::Node>();
+  return cudaSuccess;
+}
+cudaError_t cudaStreamEndCapture(cudaStream_t, cudaGraph_t* g) {
+  *g = reinterpret_cast<cudaGraph_t>(stub::capturing);
+  stub::capturing = nullptr;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* e, cudaGraph_t g, unsigned long long) {
+  *e = reinterpret_cast<cudaGraphExec_t>(new std::vector<stub::Node>(*reinterpret_cast<std::vector<stub::Node>*>(g)));
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t g) {
+  delete reinterpret_cast<std::vector<stub::Node>*>(g);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t e) {
+  delete reinterpret_cast<std::vector<stub::Node>*>(e);
+  return cudaSuccess;
+}
+cudaError_t cudaGraphLaunch(cudaGraphExec_t e, cudaStream_t) {
+  for (const auto& n : *reinterpret_cast<std::vector<stub::Node>*>(e)) stub::Run(n);
+  return cudaSuccess;
+}
+// kernel launches: the Workspace is every kernel's first or second argument; only
+// BacktrackKernel (Workspace first) is simulated
+cudaError_t __cudaGetKernel(cudaKernel_t* k, const void* fun) {
+  *k = reinterpret_cast<cudaKernel_t>(const_cast<void*>(fun));
+  return cudaSuccess;
+}
+cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3, dim3, void** args, size_t, cudaStream_t) {
+  stub::Node n{reinterpret_cast<const void*>(k), {}};
+  if (n.fun == cuwfst_test_backtrack_kernel()) n.ws = *static_cast<Workspace*>(args[0]);
+  if (stub::capturing) stub::capturing->push_back(n);
+  else stub::Run(n);
+  return cudaSuccess;
+}
+cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t s, cudaStream_t st) {
+  return __cudaLaunchKernel(reinterpret_cast<cudaKernel_t>(const_cast<void*>(f)), g, b, args, s, st);
+}
+static void* g_handle[1];
+void** __cudaRegisterFatBinary(void*) { return g_handle; }
+void __cudaRegisterFatBinaryEnd(void**) {}
+void __cudaUnregisterFatBinary(void**) {}
+void __cudaRegisterFunction(void**, const char*, char*, const char*, int, uint3*, uint3*, dim3*, dim3*, int*) {}
+void __cudaRegisterVar(void**, char*, char*, const char*, int, size_t, int, int) {}
+static dim3 g_grid, g_block;
+static size_t g_shm;
+static void* g_stream;
+unsigned __cudaPushCallConfiguration(dim3 grid, dim3 block, size_t shm, struct CUstream_st* s) {
+  g_grid = grid, g_block = block, g_shm = shm, g_stream = s;
+  return 0;
+}
+cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shm, void* s) {
+  *grid = g_grid, *block = g_block, *shm = g_shm;
+  *static_cast<void**>(s) = g_stream;
+  return cudaSuccess;
+}
+char __cudaInitModule(void**) { return 1; }
+}
+

@@ -1,0 +1,405 @@
+"""The GPU decoder under failure and at scale (issue 14). Needs a CUDA GPU (skipped elsewhere).
+
+Fault injection: `gpu_fault_injection(n)` makes the n-th CUDA acquisition from now (device
+or pinned allocation, stream, event, graph instantiation) fail once as an out-of-memory,
+and returns how many acquisitions were counted since the previous call. The walks below
+count the sites of a run, then fail each in turn and check: a clear MemoryError naming what
+failed and what to lower, nothing leaked (this module's live counters back to where they
+were, device memory within a page), no error left pending for PyTorch, and the same decoder
+then decodes exactly as the CPU reference.
+"""
+
+import gc
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, Graph
+from helpers import assert_same_hypotheses, random_ctc_graph, random_log_probs
+
+pytestmark = pytest.mark.gpu
+
+OPTS = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=200)
+TESTS = Path(__file__).resolve().parent
+# cudaMemGetInfo moves by whole pages of the driver's sub-allocator (and by a sanitizer's own
+# allocations: scripts/device_reliability.sh widens this under memcheck); our counters are exact
+PAGE_SLACK = int(os.environ.get("CUWFST_FREE_SLACK_MIB", "4")) << 20
+
+
+def _mod():
+    from cuwfst.jit.decoder import module
+
+    return module(0)
+
+
+def _mem(mod) -> dict:
+    import torch
+
+    torch.cuda.synchronize()
+    out = np.zeros(5, np.int64)
+    mod.gpu_memory_info(0, out)
+    # PyTorch's cache takes device memory that is not ours; count it as free
+    return {"free": int(out[0]) + torch.cuda.memory_reserved(0), "device": int(out[2]),
+            "pinned": int(out[3]), "handles": int(out[4])}
+
+
+def _live(m: dict) -> tuple:
+    return m["device"], m["pinned"], m["handles"]
+
+
+def _torch_still_works():
+    """A PyTorch kernel launch checks cudaGetLastError: an error we left pending fails it."""
+    import torch
+
+    assert float(torch.ones(64, device="cuda").sum().item()) == 64.0
+
+
+@pytest.fixture(scope="module")
+def case():
+    rng = np.random.default_rng(14)
+    graph = random_ctc_graph(rng, 300, 12, 5, 0.2)
+    lp = random_log_probs(rng, 4, 60, 12, peaky=True)
+    lens = np.array([60, 41, 1, 57], np.int32)
+    cpu = Decoder(graph, OPTS).decode(lp, lens)
+    # load every kernel once: lazy module loading takes device memory the first time only
+    for graphs in (True, False):
+        Decoder(graph, OPTS, device="cuda", max_lanes=4, use_cuda_graphs=graphs).decode(lp, lens)
+    gc.collect()
+    return graph, lp, lens, cpu
+
+
+def _small(dec, graph, **kw):
+    """Swap the decoder's main instance for one with the given capacities (growth sites)."""
+    from cuwfst.decoder.gpu import GpuInstance
+
+    b = dec._gpu
+    b.main = None
+    gc.collect()
+    b.main = GpuInstance(b.mod, b.uploaded, graph, OPTS, b.index, main_q=max(32 * OPTS.max_active_states, 1024),
+                         **dict(b.kw, **kw))
+    return dec
+
+
+def test_every_construction_site_fails_cleanly(case):
+    graph, lp, lens, cpu = case
+    mod = _mod()
+    before = _mem(mod)
+    mod.gpu_fault_injection(1 << 40)  # armed out of reach: counts without failing
+    dec = Decoder(Graph(graph.arrays), OPTS, device="cuda", max_lanes=4)
+    sites = mod.gpu_fault_injection(0)
+    del dec
+    gc.collect()
+    assert _live(_mem(mod)) == _live(before)
+    # 6 graph arrays, a stream, an event, the workspace, the arena, 4 pinned buffers, 2 path buffers
+    assert sites >= 30, sites
+    for i in range(1, sites + 1):
+        g = Graph(graph.arrays)  # a fresh graph, so its upload is part of the walk
+        mod.gpu_fault_injection(i)
+        msg = None
+        try:
+            Decoder(g, OPTS, device="cuda", max_lanes=4)
+        except MemoryError as e:
+            msg = str(e)
+        finally:
+            mod.gpu_fault_injection(0)
+        assert msg is not None, f"site {i} of {sites}: the failure was swallowed"
+        assert re.search(r"cannot (allocate|create)", msg), f"site {i}: {msg}"
+        assert re.search(r"lower max_lanes|free GPU memory", msg), f"site {i}: no advice in {msg}"
+        del g
+        gc.collect()
+        after = _mem(mod)
+        assert _live(after) == _live(before), f"site {i} ({msg}) leaked: {after} vs {before}"
+        assert abs(after["free"] - before["free"]) <= PAGE_SLACK, f"site {i}: device memory moved"
+        _torch_still_works()
+    dec = Decoder(graph, OPTS, device="cuda", max_lanes=4)
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "after the construction walk")
+
+
+def _stream():
+    import torch
+
+    return torch.cuda.current_stream().cuda_stream
+
+
+def _growth_walk(case, *, profile: bool):
+    graph, lp, lens, cpu = case
+    mod = _mod()
+
+    def fresh():
+        dec = _small(Decoder(graph, OPTS, device="cuda", max_lanes=4), graph, max_frames=16, arena_entries=2048)
+        if profile:
+            dec._gpu.main.profile(True)
+        return dec
+
+    before = _mem(mod)
+    dec = fresh()
+    mod.gpu_fault_injection(1 << 40)
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "counting run")
+    sites = mod.gpu_fault_injection(0)
+    stats = dec._gpu.main.mem_stats()
+    assert stats["arena_high_water"] > 2048, "the walk must include arena growth"
+    del dec
+    gc.collect()
+    assert _live(_mem(mod)) == _live(before)
+    raised = 0
+    walk = range(1, sites + 1)
+    if profile:  # hundreds of event sites, all alike: the first 24, the last 4, a spread between
+        walk = sorted(set(range(1, min(sites, 24) + 1)) | set(range(max(1, sites - 3), sites + 1))
+                      | set(range(25, sites, 29)))
+    for i in walk:
+        dec = fresh()
+        live0, st0 = _mem(mod), dec._gpu.main.mem_stats()
+        mod.gpu_fault_injection(i)
+        err = got = None
+        try:
+            got = dec.decode(lp, lens)
+        except MemoryError as e:
+            err = str(e)
+        finally:
+            mod.gpu_fault_injection(0)
+        live1, st1 = _mem(mod), dec._gpu.main.mem_stats()
+        # nothing orphaned: what the process gained is exactly what the decoder says it holds
+        assert live1["device"] - live0["device"] == st1["committed"] - st0["committed"], f"site {i}: {err}"
+        assert live1["pinned"] - live0["pinned"] == st1["pinned"] - st0["pinned"], f"site {i}: {err}"
+        if err is not None:
+            raised += 1
+            assert re.search(r"cannot (allocate|grow|create)", err), f"site {i}: {err}"
+            assert re.search(r"stays usable|turn profiling off", err), f"site {i}: {err}"
+            assert re.search(r"max_lanes|profiling", err), f"site {i}: no option named in {err}"
+        else:  # a graph executable that cannot be instantiated: plain launches instead
+            assert_same_hypotheses(graph, lp, cpu, got, f"site {i} (fell back)")
+        _torch_still_works()
+        assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"site {i}: the decoder after the failure")
+        del dec
+        gc.collect()
+        assert _live(_mem(mod)) == _live(before), f"site {i}: the decoder did not give everything back"
+    return len(walk), raised
+
+
+def test_every_growth_site_fails_cleanly(case):
+    sites, raised = _growth_walk(case, profile=False)
+    # path growth (device, pinned), at least one arena growth, a graph instantiation
+    assert sites >= 4 and raised >= 3, (sites, raised)
+
+
+def test_every_profiling_event_site_fails_cleanly(case):
+    walked, raised = _growth_walk(case, profile=True)
+    assert raised == walked and walked > 20, (walked, raised)  # events for the timed launches
+
+
+def test_upload_freed_when_graph_and_decoders_are_gone(case):
+    graph, lp, lens, cpu = case
+    from cuwfst.decoder.gpu import live_uploads
+
+    mod = _mod()
+    before, uploads = _mem(mod), live_uploads()
+    g = Graph(graph.arrays)
+    a = Decoder(g, OPTS, device="cuda", max_lanes=2)
+    b = Decoder(g, OPTS, device="cuda", max_lanes=2)
+    assert live_uploads() == uploads + 1, "two decoders of one graph share one upload"
+    assert_same_hypotheses(graph, lp, cpu, b.decode(lp, lens), "second decoder")
+    del a
+    gc.collect()
+    assert live_uploads() == uploads + 1
+    del b
+    gc.collect()
+    held = _mem(mod)["device"] - before["device"]
+    assert 0 < held < 1 << 20, "the graph is alive: its upload (only) stays"
+    del g
+    gc.collect()
+    assert live_uploads() == uploads and _live(_mem(mod)) == _live(before)
+    for _ in range(5):  # reloads: each graph's upload goes with it
+        Decoder(Graph(graph.arrays), OPTS, device="cuda", max_lanes=2).decode(lp, lens)
+        gc.collect()
+        assert live_uploads() == uploads and _live(_mem(mod)) == _live(before)
+
+
+def test_graph_cache_is_bounded_and_long_decodes_launch_plainly(case):
+    graph, _, _, _ = case
+    rng = np.random.default_rng(3)
+    dec = _small(Decoder(graph, OPTS, device="cuda", max_lanes=2), graph, graph_cache_size=3, graph_max_steps=200)
+    inst = dec._gpu.main
+    ref = Decoder(graph, OPTS)
+    for n, T in enumerate([10, 40, 70, 100, 130, 160]):  # six step buckets (32 .. 192)
+        lp = random_log_probs(rng, 2, T, 12, peaky=True)
+        assert_same_hypotheses(graph, lp, ref.decode(lp), dec.decode(lp), f"T={T}")
+        st = inst.mem_stats()
+        assert st["graph_captures"] == n + 1 and st["cached_graphs"] == min(n + 1, 3)
+    assert inst.mem_stats()["graph_evictions"] == 3
+    lp = random_log_probs(rng, 2, 250, 12, peaky=True)  # 256 steps > graph_max_steps
+    assert_same_hypotheses(graph, lp, ref.decode(lp), dec.decode(lp), "plain launches")
+    assert inst.mem_stats()["graph_captures"] == 6, "a decode past graph_max_steps must not capture"
+    lp = random_log_probs(rng, 2, 10, 12, peaky=True)  # its bucket was evicted: captured again
+    assert_same_hypotheses(graph, lp, ref.decode(lp), dec.decode(lp), "recaptured")
+    assert inst.mem_stats()["graph_captures"] == 7 and inst.mem_stats()["cached_graphs"] == 3
+
+
+def test_short_batches_after_a_long_one(case):
+    """A long input grows the path buffers (the old pair is released, not leaked); later short
+    batches copy back only what they need and are still exact."""
+    graph, lp, lens, cpu = case
+    rng = np.random.default_rng(4)
+    mod = _mod()
+    dec = Decoder(graph, OPTS, device="cuda", max_lanes=4)
+    live0, st0 = _mem(mod), dec._gpu.main.mem_stats()
+    long_lp = random_log_probs(rng, 1, 3000, 12, peaky=True)
+    assert_same_hypotheses(graph, long_lp, Decoder(graph, OPTS).decode(long_lp), dec.decode(long_lp), "long")
+    live1, st1 = _mem(mod), dec._gpu.main.mem_stats()
+    grown = 4 * ((4096 + 2) - (1024 + 2)) * 4  # 4 lanes, max_frames 1024 -> 4096, int32 arcs
+    assert st1["committed"] - st0["committed"] == grown and st1["pinned"] - st0["pinned"] == grown
+    assert live1["device"] - live0["device"] == grown and live1["pinned"] - live0["pinned"] == grown
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "short after long")
+
+
+def test_native_decode_checks_the_vocabulary(case):
+    import torch
+
+    graph, _, _, _ = case
+    dec = Decoder(graph, OPTS, device="cuda", max_lanes=2)
+    inst = dec._gpu.main
+    lens = np.array([3, 3], np.int32)
+    narrow = torch.zeros(2, 3, graph.vocab_size - 1, device="cuda")
+    with pytest.raises(ValueError, match="vocab_size"):  # straight to the native entry point
+        inst.decode(narrow, lens, 0)
+    with pytest.raises(ValueError, match="outside"):
+        inst.decode(torch.zeros(2, 3, graph.vocab_size, device="cuda"), np.array([3, 4], np.int32), 0)
+    with pytest.raises(ValueError, match="max_lanes"):
+        inst.decode(torch.zeros(3, 3, graph.vocab_size, device="cuda"), np.array([3, 3, 3], np.int32), 0)
+
+
+def test_arena_overflow_is_rescued_in_smaller_batches(case):
+    """A shared arena too small for 16 rows but large enough for 4: the flagged rows are
+    re-decoded on the main instance in halves, exactly, without the rescue instance."""
+    graph, _, _, _ = case
+    rng = np.random.default_rng(6)
+    lp = random_log_probs(rng, 16, 60, 12, peaky=True)
+    cpu = Decoder(graph, OPTS).decode(lp)
+    probe = Decoder(graph, OPTS, device="cuda", max_lanes=16)
+    probe.decode(lp)
+    need = probe._gpu.main.mem_stats()["arena_high_water"]
+    cap = need // 3
+    dec = _small(Decoder(graph, OPTS, device="cuda", max_lanes=16), graph, arena_entries=cap, arena_max=cap)
+    raw = dec._gpu.main.decode(dec._gpu.to_device(lp), np.full(16, 60, np.int32), _stream())
+    assert (raw[3][:, 2] & 4).any(), "the main batch must overflow its arena"
+    got = dec.decode(lp)
+    assert_same_hypotheses(graph, lp, cpu, got, "arena rescue")
+    st = dec._gpu.stats
+    assert st["arena_batches"] > 0 and st["rescued_rows"] == 0 and dec._gpu._rescue is None
+
+
+def test_what_cannot_be_rescued_stays_flagged(case):
+    graph, _, _, _ = case
+    rng = np.random.default_rng(7)
+    lp = random_log_probs(rng, 4, 60, 12, peaky=True)
+    dec = _small(Decoder(graph, OPTS, device="cuda", max_lanes=4), graph, arena_entries=40, arena_max=40)
+    got = dec.decode(lp)
+    assert all(h.overflow & 4 for h in got), "a row whose winners fit in no arena must say so"
+    assert dec._gpu.stats["unabsorbed_rows"] == 4
+
+
+def _dense_graph(rng, n, degree, vocab):
+    """n states with `degree` emitting arcs each (uniform, so a frontier of k tokens has
+    k x degree slots) and one final arc each."""
+    src = np.concatenate([np.repeat(np.arange(n), degree), np.arange(n)])
+    dest = np.concatenate([rng.integers(0, n, n * degree), np.full(n, n)])
+    il = np.concatenate([rng.integers(0, vocab, n * degree), np.full(n, -1)])
+    w = np.concatenate([rng.uniform(-2, 0, n * degree), np.zeros(n)]).astype(np.float32)
+    order = np.argsort(src, kind="stable")
+    return Graph.from_arcs(num_states=n + 1, start_state=0, src=src[order], dest=dest[order],
+                           ilabel=il[order], weight=w[order], vocab_size=vocab)
+
+
+def test_batch_slot_space_past_int32():
+    """1024 lanes whose step holds more than 2^31 slots in all (each lane below 2^31): no
+    lane drops the step (bit 64), nothing is rescued, every row exact."""
+    rng = np.random.default_rng(8)
+    n, degree, V, B, T = 4096, 600, 16, 1024, 4
+    graph = _dense_graph(rng, n, degree, V)
+    opts = DecoderOptions(search_beam=1.0e4, min_active_states=1, max_active_states=10000)
+    row = random_log_probs(rng, 1, T, V, peaky=False)
+    lp = np.repeat(row, B, axis=0)  # identical rows: every lane's frontier is the CPU's
+    ref = Decoder(graph, opts)
+    snaps = ref.decode_snapshots(row[0])
+    frontier = len(snaps[2]["tokens"])  # the frontier entering step 2
+    assert B * frontier * degree > 2**31, "the test must cross int32 over the batch"
+    assert frontier * degree < 2**31
+    cpu = ref.decode(row)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B)
+    got = dec.decode(lp)
+    assert not any(h.overflow & 64 for h in got)
+    assert dec._gpu.stats["rescued_rows"] == 0 and dec._gpu.stats["arena_rows"] == 0
+    assert_same_hypotheses(graph, lp, cpu * B, got, "int64 slot space")
+
+
+@pytest.mark.parametrize("lanes", [1024])
+def test_many_lanes_without_rescue(lanes):
+    """A 1024-row batch on the tiny HLG decodes in one batch: no arena split, no rescue,
+    exact on a sample (benchmarks/many_lanes.py does the same on the full tier)."""
+    import torch
+
+    graph = Graph.load(Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny" / "HLG.img")
+    g = torch.Generator(device="cuda").manual_seed(0)
+    T = 120
+    lp = (torch.randn(lanes, T, graph.vocab_size, device="cuda", generator=g) * 3).log_softmax(-1)
+    lens = np.random.default_rng(9).integers(1, T + 1, lanes).astype(np.int32)
+    dec = Decoder(graph, device="cuda", max_lanes=lanes)
+    got = dec.decode(lp, lens)
+    st = dec._gpu.stats
+    assert st["arena_rows"] == 0 and st["rescued_rows"] == 0, st
+    sample = np.random.default_rng(10).choice(lanes, 12, replace=False)
+    host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
+    cpu = Decoder(graph).decode(host, lens[sample])
+    assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "1024 lanes")
+
+
+FATAL = textwrap.dedent("""
+    import gc, sys
+    import numpy as np
+    sys.path.insert(0, {tests!r})
+    from helpers import random_ctc_graph, random_log_probs
+    from cuwfst import Decoder
+    rng = np.random.default_rng(0)
+    g = random_ctc_graph(rng, 50, 8, 3, 0.3)
+    lp = random_log_probs(rng, 3, 20, 8, peaky=True)
+    dec = Decoder(g, device="cuda", max_lanes=4)
+    dec.decode(lp)
+    lp_dev = dec._gpu.to_device(lp)
+    torch_stream = __import__("torch").cuda.current_stream().cuda_stream
+    lens = np.full(3, 20, np.int32)
+    dec._gpu.mod.gpu_decoder_inject_illegal_address(dec._gpu.main.handle)
+    for tag in ("FIRST", "AGAIN"):
+        try:
+            dec._gpu.main.decode(lp_dev, lens, torch_stream)
+            print(tag, "no error")
+        except RuntimeError as e:
+            print(tag, e)
+    sys.stdout.flush()
+    del dec
+    gc.collect()
+    print("FREED")
+    sys.stdout.flush()
+""")
+
+
+def test_fatal_fault_says_the_context_is_dead():
+    """An illegal address inside a replay kills the CUDA context: the error names the
+    decode's shape and says to restart; the decoder refuses later calls the same way; and
+    freeing it afterwards does not abort the process (destructors never throw)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS.parent), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", FATAL.format(tests=str(TESTS))], capture_output=True, text=True,
+                         timeout=300, env=env)
+    text = out.stdout + out.stderr
+    first = next((ln for ln in out.stdout.splitlines() if ln.startswith("FIRST")), "")
+    for want in ("fatal CUDA fault", "B=3 rows", "T=20 frames", "V=8 columns", "steps", "cuda:0",
+                 "dead", "Restart the process"):
+        assert want in first, f"{want!r} missing from: {first or text}"
+    assert re.search(r"cudaError(IllegalAddress|LaunchFailure)", first), first
+    again = next((ln for ln in out.stdout.splitlines() if ln.startswith("AGAIN")), "")
+    assert "fatal fault earlier" in again, again or text
+    assert "FREED" in out.stdout, f"freeing the decoder after the fault aborted (rc {out.returncode}): {text}"
