@@ -106,16 +106,10 @@ class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0):
-        self.torch = require("torch", "the GPU decoder", extra="torch")
-        torch = self.torch
-        if not torch.cuda.is_available():
-            raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
+        self._open_device(device)
         if graph.has_epsilon:
             raise ValueError("the GPU decoder takes epsilon-free graphs (an HLG); this graph has "
                              f"{graph.num_epsilon_arcs} epsilon arcs: decode it with device='cpu'")
-        self.device = torch.device(device)
-        self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-        self.device = torch.device("cuda", self.index)
         from ..jit.decoder import module
 
         self.mod = module(self.index)
@@ -132,6 +126,23 @@ class GpuBackend:
                                 main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)
         self._rescue = None
         self.lock = threading.Lock()
+
+    def _open_device(self, device: str) -> None:
+        """Sets torch, device and index (a torch-free subclass: decoder/gpu_host.py)."""
+        self.torch = require("torch", "the GPU decoder", extra="torch")
+        torch = self.torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
+        self.device = torch.device(device)
+        self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        self.device = torch.device("cuda", self.index)
+
+    def _stream(self) -> int:
+        """The stream the caller's work is on; the decoder waits for it."""
+        return self.torch.cuda.current_stream(self.device).cuda_stream
+
+    def _take_rows(self, lp, rows: np.ndarray):
+        return lp.index_select(0, self.torch.from_numpy(rows).to(lp.device))
 
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:
@@ -187,7 +198,7 @@ class GpuBackend:
         lens = check_lengths(lengths, B, T)
         if self.check_inputs:
             self.check_finite(lp, lens)
-        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        stream = self._stream()
         hyps = [None] * B
         with self.lock:
             lanes = self.main.max_lanes
@@ -199,8 +210,7 @@ class GpuBackend:
                 order = np.argsort(-lens, kind="stable")
                 for s in range(0, B, lanes):
                     rows = order[s : s + lanes]
-                    idx = self.torch.from_numpy(rows).to(lp.device)
-                    res = self.main.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream)
+                    res = self.main.decode(self._take_rows(lp, rows), np.ascontiguousarray(lens[rows]), stream)
                     self._collect(hyps, rows.tolist(), res, frontend)
             rescue = [b for b in range(B) if hyps[b].overflow & RESCUE_BITS]
             for b in rescue:
@@ -216,7 +226,7 @@ class GpuBackend:
             raise ValueError("decode_snapshots takes one row ([T, V])")
         length = snapshot_length(length, lp.shape[1])
         bufs = snapshot_buffers(length, self.graph.num_states)
-        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        stream = self._stream()
         with self.lock:
             self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, *bufs)
         return snapshots_to_dicts(self.graph, *bufs)

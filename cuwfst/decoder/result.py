@@ -22,6 +22,8 @@ class Hypothesis:
     redirected arc excluded; it is `redirect_arc`). tokens: the ilabel of each emitting
     arc (one per frame). timestamps: the frame index of the arc carrying each word.
     reached_final: the path ends in a real final arc. overflow: GPU capacity bits.
+    word_symbols: the words as strings and text: them joined by single spaces (sherpa's
+    `result.text`), both from the graph's word table; None when the graph has none.
     """
 
     words: list[int]
@@ -33,7 +35,8 @@ class Hypothesis:
     timestamps: list[int] = field(default_factory=list)
     redirect_arc: int = -1
     max_frontier: int = 0
-    symbols: list[str] | None = None
+    word_symbols: list[str] | None = None
+    text: str | None = None
 
     @property
     def empty(self) -> bool:
