@@ -1,7 +1,8 @@
 """cuwfst: exact WFST decoding of CTC log-probs with k2 intersect_dense_pruned semantics."""
 
 from .decoder import Decoder, DecoderOptions, Hypothesis
-from .graph import CorruptGraphImage, Graph
+from .graph import CorruptGraphImage, Graph, SymbolTable, WrongFileType, open_graph
 
 __version__ = "0.1.0"
-__all__ = ["Decoder", "DecoderOptions", "Hypothesis", "Graph", "CorruptGraphImage", "__version__"]
+__all__ = ["Decoder", "DecoderOptions", "Hypothesis", "Graph", "SymbolTable", "open_graph",
+           "CorruptGraphImage", "WrongFileType", "__version__"]

@@ -201,6 +201,32 @@ def kaldi_reader(rspecifier: str):
     return it()
 
 
+class kaldi_writer:
+    """`with kaldi_writer("ark,scp:a.ark,a.scp") as write: write(key, matrix)`, with
+    kaldi_native_io or else kaldiio (for tests and examples)."""
+
+    def __init__(self, wspecifier: str):
+        self.wspecifier = wspecifier
+
+    def __enter__(self):
+        try:
+            import kaldi_native_io
+
+            self._w = kaldi_native_io.FloatMatrixWriter(self.wspecifier)
+            return lambda k, m: self._w.write(k, np.ascontiguousarray(m, np.float32))
+        except ImportError:
+            pass
+        try:
+            import kaldiio
+        except ImportError:
+            raise ImportError("writing Kaldi ark needs kaldi_native_io or kaldiio: pip install 'cuwfst[kaldi]'") from None
+        self._w = kaldiio.WriteHelper(self.wspecifier)
+        return lambda k, m: self._w(k, np.ascontiguousarray(m, np.float32))
+
+    def __exit__(self, *exc):
+        self._w.close()
+
+
 def _kaldi(spec: str) -> tuple[int | None, callable]:
     if ":" not in spec.split("/")[0]:  # a plain path: the type from its suffix
         spec = f"{'scp' if spec.endswith('.scp') else 'ark'}:{spec}"
