@@ -14,7 +14,13 @@ import time
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
-    """Defaults in --help, descriptions kept as written."""
+    """Defaults in --help, descriptions kept as written; no "(default: None)" on options
+    whose help already says what their absence means, nor on flags."""
+
+    def _get_help_string(self, action):
+        if action.default is None or action.default is False:
+            return action.help
+        return super()._get_help_string(action)
 
 
 # What a user can cause by a wrong file, option or environment: one line, no traceback.
@@ -254,10 +260,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "(default: --out's stem, else cuwfst)")
     d.add_argument("--frame-shift", type=float, default=0.04, help="seconds per log-prob frame (times, RTFx)")
     d.add_argument("--key", help="the .npz array holding the log-probs (default: found by name)")
-    d.add_argument("--search-beam", type=float, default=20.0)
-    d.add_argument("--output-beam", type=float, default=8.0)
-    d.add_argument("--min-active-states", type=int, default=30)
-    d.add_argument("--max-active-states", type=int, default=10000)
+    d.add_argument("--search-beam", type=float, default=20.0, help="k2's search_beam")
+    d.add_argument("--output-beam", type=float, default=8.0, help="k2's output_beam (lattices only)")
+    d.add_argument("--min-active-states", type=int, default=30, help="k2's min_active_states")
+    d.add_argument("--max-active-states", type=int, default=10000, help="k2's max_active_states")
     d.add_argument("--no-partial", action="store_true", help="allow_partial=False (k2's older behaviour)")
     d.add_argument("--acoustic-scale", type=float, default=1.0, help="multiply every log-prob")
     d.add_argument("--blank-penalty", type=float, default=0.0, help="subtract from the blank column after scaling")

@@ -44,7 +44,7 @@ def _adopt(x):
     if isinstance(x, np.ndarray):
         return "numpy", x
     if is_torch(x):
-        return "torch", x
+        return "torch", x.detach()  # decoding is outside autograd
     if hasattr(x, "__dlpack__") and hasattr(x, "__dlpack_device__"):
         if int(x.__dlpack_device__()[0]) == 1:  # kDLCPU
             try:
@@ -55,7 +55,7 @@ def _adopt(x):
             import torch
         except ImportError:
             return "xp", x
-        return "torch", torch.from_dlpack(x)
+        return "torch", torch.from_dlpack(x).detach()
     return None, x
 
 
