@@ -196,7 +196,9 @@ def dlpack_capsule(owner, ptr: int, shape, dtype: np.dtype, device_type: int, de
     m.dl_tensor.byte_offset = 0
     m.manager_ctx = None
     m.deleter = None
-    owner._dlpack_keep = (m, shp, strd)
+    # every capsule's struct stays alive with its owner (a consumer may still hold an older one)
+    keep = owner.__dict__.setdefault("_dlpack_keep", [])
+    keep.append((m, shp, strd))
     return _capsule_new(ctypes.addressof(m), b"dltensor", None)
 
 
