@@ -31,6 +31,8 @@ def main():
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--profile", action="store_true", help="kernel time breakdown at the largest batch")
     p.add_argument("--walkers", nargs="+", default=["warp"], help="slot walkers to time side by side")
+    p.add_argument("--eps-iterations", type=int, default=None,
+                   help="closure passes on graphs with epsilon arcs (default: the graph's longest chain)")
     p.add_argument("--walk-blocks", type=int, nargs="+", default=[0],
                    help="grids of the walker kernels to time side by side (0: the spec's formula)")
     a = p.parse_args()
@@ -49,11 +51,12 @@ def main():
         from benchmarks.reference_speed import peaky_log_probs
         lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)
         lens_all = np.full(a.utts, a.frames, np.int32)
-    opts = DecoderOptions()
+    opts = DecoderOptions(eps_iterations=a.eps_iterations)
     from benchmarks.peers.measure import git_commit
     commit = git_commit()
     dev = torch.cuda.get_device_name(0)
-    print(f"graph {a.graph or 'random'}: {g.num_states} states, {g.num_arcs} arcs; {a.utts} utts, "
+    print(f"graph {a.graph or 'random'}: {g.num_states} states, {g.num_arcs} arcs, "
+          f"{g.num_epsilon_arcs} epsilon arcs; {a.utts} utts, "
           f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}")
     lp_gpu = torch.from_numpy(lp_all).cuda()
     audio_s = float(lens_all.sum()) * 0.04
@@ -76,8 +79,12 @@ def main():
         med = statistics.median(times)
         nb = (a.utts + B - 1) // B
         stats = dec._gpu.main.mem_stats()
+        steps = float((lens_all + 1).sum())
+        added = sum(h.closure_added for h in hyps)
+        total = sum(h.frontier_total for h in hyps)
         row = dict(walker=walker, walk_blocks=wb, batch=B, ms_per_batch=med / nb * 1000, rtfx=audio_s / med,
-                   max_frontier=max(h.max_frontier for h in hyps),
+                   max_frontier=max(h.max_frontier for h in hyps), mean_frontier=total / steps,
+                   closure_growth=(total / (total - added)) if g.has_epsilon and total > added else 1.0,
                    overflow_rows=sum(1 for h in hyps if h.overflow), mem_fixed_mib=stats["fixed"] / 2**20,
                    arena_high_water=stats["arena_high_water"], peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20)
         results.append(row)
@@ -91,11 +98,23 @@ def main():
             ms = {k: (after[k] - before[k]) / nb for k in after}
             tot = sum(ms.values())
             print("kernel ms per batch (launch by launch, CUDA events): " +
-                  ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items()) + f"; sum {tot:.2f}")
+                  ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items() if v > 0) + f"; sum {tot:.2f}")
+            if g.has_epsilon:
+                closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
+                steps_per_batch = float(np.mean([lens_all[s : s + B].max() + 1 for s in range(0, a.utts, B)]))
+                print(f"per step (mean {steps_per_batch:.0f} steps per batch): emitting "
+                      f"{(tot - closure) / steps_per_batch * 1000:.1f} us, closure passes "
+                      f"{closure / steps_per_batch * 1000:.1f} us ({100 * closure / tot:.0f}% of kernel time); "
+                      f"closure frontier growth x{row['closure_growth']:.3f}")
+                row.update(emit_us_per_step=(tot - closure) / steps_per_batch * 1000,
+                           closure_us_per_step=closure / steps_per_batch * 1000)
         del dec
     if a.check:
         cpu = Decoder(g, opts, num_threads=16).decode(lp_all[: a.check], lens_all[: a.check])
         same = sum(1 for c, h in zip(cpu, hyps_gpu) if np.float32(c.score) == np.float32(h.score) and c.words == h.words)
+        stats_same = sum(1 for c, h in zip(cpu, hyps_gpu)
+                         if (c.frontier_total, c.closure_added) == (h.frontier_total, h.closure_added))
+        print(f"search statistics (frontier_total, closure_added) identical on {stats_same}/{a.check} rows")
         ties = sum(1 for c, h in zip(cpu, hyps_gpu) if np.float32(c.score) == np.float32(h.score) and c.words != h.words)
         print(f"exactness: {same}/{a.check} rows identical to the CPU decoder, {ties} exact-score ties, "
               f"{a.check - same - ties} mismatches")

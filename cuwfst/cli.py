@@ -246,8 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--lang-dir", metavar="DIR", help="icefall lang dir with tokens.txt and words.txt "
                    "(default for a source graph: the tables beside it)")
     d.add_argument("--token-offset", type=int, default=1, help="for an OpenFst source graph: ilabel = token + offset")
-    d.add_argument("--device", default="auto", help="auto (the GPU when there is one and the graph is an HLG), "
-                   "cpu, cuda or cuda:N")
+    d.add_argument("--device", default="auto", help="auto (the GPU when there is one), cpu, cuda or cuda:N")
     d.add_argument("--batch-size", type=int, default=16, help="utterances per decode call (bounds memory)")
     d.add_argument("--num-threads", type=int, default=None, help="CPU decoder threads (default: min(8, cores))")
     d.add_argument("--format", default="text", choices=("text", "jsonl", "ctm", "nbest"),

@@ -88,12 +88,10 @@ def has_torch() -> bool:
 
 
 def resolve_device(requested: str, graph=None) -> str:
-    """'auto' -> 'cuda' when a GPU is visible (and the graph is epsilon-free: the GPU
-    decoder takes HLGs, not TLGs), else 'cpu'. 'cpu' and 'cuda[:N]' pass through checked."""
+    """'auto' -> 'cuda' when a GPU is visible, else 'cpu'. 'cpu' and 'cuda[:N]' pass
+    through checked. (`graph` is accepted for device rules that depend on the graph.)"""
     if requested == "auto":
-        if device_count() > 0 and (graph is None or not graph.has_epsilon):
-            return "cuda"
-        return "cpu"
+        return "cuda" if device_count() > 0 else "cpu"
     if requested == "cpu" or requested == "cuda" or (
             requested.startswith("cuda:") and requested[5:].isdigit()):
         return requested

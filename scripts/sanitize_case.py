@@ -1,5 +1,8 @@
 """A small GPU workload for compute-sanitizer (memcheck / racecheck):
-compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py"""
+compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py [N] [--eps]
+
+--eps decodes random graphs with epsilon arcs (natural arc order, cycles, chains), so the
+closure kernels run; otherwise epsilon-free CTC graphs."""
 
 import sys
 from pathlib import Path
@@ -7,14 +10,20 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from helpers import random_ctc_graph, random_log_probs  # noqa: E402
+from helpers import random_ctc_graph, random_eps_graph_any, random_log_probs  # noqa: E402
 
 from cuwfst import Decoder, DecoderOptions  # noqa: E402
 
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+eps = "--eps" in sys.argv
 bad = 0
-for seed in range(int(sys.argv[1]) if len(sys.argv) > 1 else 6):
+for seed in range(int(args[0]) if args else 6):
     rng = np.random.default_rng(seed)
-    g = random_ctc_graph(rng, int(rng.choice([10, 200, 1500])), 12, 5, 0.2)
+    n = int(rng.choice([10, 200, 1500]))
+    if eps:
+        g = random_eps_graph_any(rng, n, 12, 4, 0.8, cycles=bool(seed % 2), chain=3)
+    else:
+        g = random_ctc_graph(rng, n, 12, 5, 0.2)
     lp = random_log_probs(rng, 4, 30, 12, peaky=bool(seed % 2))
     lens = np.array([30, 1, 0, 17], np.int32)
     opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=50, allow_partial=True)
@@ -22,4 +31,4 @@ for seed in range(int(sys.argv[1]) if len(sys.argv) > 1 else 6):
     for graphs in (True, False):
         gpu = Decoder(g, opts, device="cuda", max_lanes=4, use_cuda_graphs=graphs).decode(lp, lens)
         bad += sum(np.float32(c.score) != np.float32(h.score) for c, h in zip(cpu, gpu))
-print(f"sanitize case done: {bad} score mismatches")
+print(f"sanitize case done ({'epsilon' if eps else 'epsilon-free'} graphs): {bad} score mismatches")

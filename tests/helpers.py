@@ -208,3 +208,44 @@ def random_log_probs(rng: np.random.Generator, B: int, T: int, V: int, peaky: bo
                           np.take_along_axis(logits, tok[..., None], 2) + np.where(blank, 0, 5.0)[..., None], 2)
     m = logits.max(-1, keepdims=True)
     return (logits - m - np.log(np.exp(logits - m).sum(-1, keepdims=True))).astype(np.float32)
+
+
+def random_eps_graph_any(rng: np.random.Generator, n: int, vocab: int, degree: int, eps_prob: float,
+                         *, cycles: bool, chain: int = 0) -> Graph:
+    """A random graph with epsilon arcs written as a user would: each state's arcs in random
+    order (epsilon arcs after or between emitting ones, final arcs in the middle), so the
+    loader must reorder them. `cycles` adds epsilon arcs back to lower states (epsilon
+    cycles); `chain` > 0 adds an epsilon chain of that many hops out of the start state.
+    Epsilon arcs also go to states with final arcs, between them, and into the final state."""
+    final = n
+    has_final = rng.random(n) < 0.4
+    has_final[n - 1] = True
+    out: list[list[tuple[int, int]]] = [[] for _ in range(n)]
+    for s in range(n):
+        for _ in range(int(rng.integers(1, degree + 1))):
+            out[s].append((int(rng.integers(0, n)), int(rng.integers(0, vocab))))
+        for _ in range(int(rng.integers(0, 3))):
+            if rng.random() < eps_prob:
+                lo = 0 if cycles else s + 1
+                if lo < n:
+                    out[s].append((int(rng.integers(lo, n)), -2))
+        if rng.random() < 0.15 and has_final.any():  # between states with final arcs
+            out[s].append((int(rng.choice(np.flatnonzero(has_final))), -2))
+        if rng.random() < 0.05:  # into the super-final state itself (a dead end before T)
+            out[s].append((final, -2))
+        if has_final[s]:
+            out[s].append((final, -1))
+    for k in range(min(chain, n - 1)):  # 0 -> 1 -> ... by epsilon arcs
+        out[k].append((k + 1, -2))
+    src, dst, il, w, words = [], [], [], [], []
+    for s in range(n):
+        for j in rng.permutation(len(out[s])):
+            d, lab = out[s][j]
+            src.append(s)
+            dst.append(d)
+            il.append(lab)
+            w.append(float(np.float32(rng.uniform(-3, 0.3))))
+            words.append([int(rng.integers(1, 30))] if rng.random() < 0.3 and lab != -1 else [])
+    eps = np.array(il) == -2
+    return Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w,
+                           words=words, vocab_size=vocab, epsilon=eps)

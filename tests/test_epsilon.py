@@ -58,3 +58,23 @@ def test_too_few_eps_iterations_is_not_exact():
             found = True
             break
     assert found
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_search_statistics_agree_with_snapshots(seed):
+    """frontier_total and closure_added (reported on every Hypothesis) are the sums the
+    step-by-step snapshots show."""
+    from helpers import random_eps_graph_any, random_log_probs
+    rng = np.random.default_rng(77 + seed)
+    graph = random_eps_graph_any(rng, 40, 5, 3, 0.8, cycles=bool(seed % 2), chain=3)
+    T = int(rng.integers(1, 15))
+    lp = random_log_probs(rng, 1, T, 5, peaky=True)[0]
+    opts = DecoderOptions(search_beam=8.0, max_active_states=30, min_active_states=2)
+    dec = Decoder(graph, opts)
+    h = dec.decode(lp)[0]
+    snaps = dec.decode_snapshots(lp)
+    sizes = [len(s["tokens"]) for s in snaps]
+    assert h.frontier_total == sum(sizes[:-1])  # the frontiers steps 0..T expanded
+    assert h.max_frontier == max(sizes[:-1])
+    added = sum(len(s["tokens"]) - s["before_closure"] for s in snaps)
+    assert h.closure_added == added and added > 0

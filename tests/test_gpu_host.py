@@ -40,9 +40,9 @@ class FakeGpuModule:
         self.graphs, self.decoders, self.calls = {}, {}, []
         self.overflow_rows = set(overflow_rows)
 
-    def gpu_graph_upload(self, rs, fc, dest, il, w, vocab, start, finals_at_end, device):
+    def gpu_graph_upload(self, rs, fc, ec, dest, il, w, vocab, start, finals_at_end, device):
         h = len(self.graphs) + 1
-        self.keep = (rs, fc, np.zeros(0, np.int32), dest, il, w)
+        self.keep = (rs, fc, ec, dest, il, w)
         self.graphs[h] = self.ref.ref_graph_create(*self.keep, vocab, start, finals_at_end)
         return h
 
@@ -51,23 +51,23 @@ class FakeGpuModule:
 
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
-        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes)
+        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-1]))  # last: eps_iterations
         return h
 
     def gpu_decoder_free(self, h):
         self.decoders.pop(h, None)
 
-    def gpu_decode(self, h, lp, lens, stream, out_arcs, out_len, out_score, out_meta):
+    def gpu_decode(self, h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats):
         import tvm_ffi
-        graph_h, beam, obeam, mn, mx, partial, lanes = self.decoders[h]
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
         x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__())).astype(np.float32)  # what the kernels read
         B, T = x.shape[:2]
         assert B <= lanes and stream == 0
         self.calls.append((lanes, x.copy(), lens.copy()))
-        arcs, n = np.zeros((B, (T + 2)), np.int32), np.zeros(B, np.int32)
+        arcs, n = np.zeros((B, (T + 2) * (1 + eps)), np.int32), np.zeros(B, np.int32)
         score, meta = np.zeros(B, np.float32), np.zeros((B, 4), np.int32)
         self.ref.ref_decode(self.graphs[graph_h], np.ascontiguousarray(x), lens, beam, obeam, mn, mx, partial,
-                            0, False, 2, arcs, n, score, meta)
+                            eps, online, 2, arcs, n, score, meta, out_stats)
         out_arcs[:] = 0
         for b in range(B):
             k = int(n[b])
@@ -95,8 +95,9 @@ def fake_gpu(monkeypatch):
     return mod
 
 
-def test_numpy_batches_decode_like_the_cpu(fake_gpu):
-    graph = Graph.load(TINY / "HLG.img")
+@pytest.mark.parametrize("name", ["HLG.img", "TLG.img"])
+def test_numpy_batches_decode_like_the_cpu(fake_gpu, name):
+    graph = Graph.load(TINY / name)
     lp, lens, _ = demo_arrays()
     lens = lens.copy()
     lens[3] = 0

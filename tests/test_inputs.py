@@ -123,11 +123,13 @@ def test_device_detection_without_a_gpu(graph, monkeypatch):
         Decoder(graph, device="cuda")
 
 
-def test_auto_prefers_the_gpu_for_hlg_only(monkeypatch):
+def test_auto_prefers_the_gpu(monkeypatch):
     from cuwfst import cuda
     monkeypatch.setattr(cuda, "device_count", lambda: 1)
     assert cuda.resolve_device("auto", Graph.load(TINY / "HLG.img")) == "cuda"
-    assert cuda.resolve_device("auto", Graph.load(TINY / "TLG.img")) == "cpu"  # epsilon arcs: CPU only
+    assert cuda.resolve_device("auto", Graph.load(TINY / "TLG.img")) == "cuda"  # epsilon graphs too
+    monkeypatch.setattr(cuda, "device_count", lambda: 0)
+    assert cuda.resolve_device("auto") == "cpu"
 
 
 def test_dlpack_capsule_describes_memory_exactly():

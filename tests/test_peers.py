@@ -193,3 +193,14 @@ def test_gpu_adapters_plumbing_with_fakes(toy, monkeypatch):
     monkeypatch.setattr(torchaudio_peer, "require_cuda", lambda: torch)
     peer = torchaudio_peer.TorchaudioCtcPeer(corpus, 4, cfg)
     assert peer.decode(lp, corpus.lengths[:4]) == expect
+
+
+def test_cuwfst_on_the_tlg_riva_reads(toy):
+    """cuwfst-cpu-tlg decodes TLG.img, the same graph riva reads as TLG.fst; on the toy
+    corpus it is as exact as on the HLG."""
+    rows = main(["--corpus", toy, "--batch", "4", "--reps", "1", "--decoders", "cuwfst-cpu", "cuwfst-cpu-tlg"])
+    by = _rows_by_name(rows)
+    hlg, tlg = by[("cuwfst-cpu", "4")], by[("cuwfst-cpu-tlg", "4")]
+    assert (hlg.graph, tlg.graph) == ("HLG.img", "TLG.img")
+    assert tlg.status == "ok" and tlg.utts == 20 and tlg.errors == 0 == hlg.errors
+    assert "eps_iterations=" in tlg.settings

@@ -29,6 +29,8 @@ import importlib
 PEERS: dict[str, tuple[str, str, dict]] = {
     "cuwfst-gpu": ("cuwfst_peer", "CuwfstGpuPeer", {}),
     "cuwfst-cpu": ("cuwfst_peer", "CuwfstCpuPeer", {}),
+    "cuwfst-gpu-tlg": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img"}),
+    "cuwfst-cpu-tlg": ("cuwfst_peer", "CuwfstCpuPeer", {"graph": "TLG.img"}),
     "riva": ("riva_peer", "RivaPeer", {"graph": "TLG.fst"}),
     "riva-hlg": ("riva_peer", "RivaPeer", {"graph": "HLG.fst"}),
     "kaldi-decoder": ("kaldi_peer", "KaldiDecoderPeer", {"graph": "TLG.fst"}),

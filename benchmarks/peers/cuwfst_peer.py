@@ -1,4 +1,5 @@
-"""cuwfst on HLG.img: the GPU decoder (device="cuda") or the exact CPU reference (device="cpu")."""
+"""cuwfst on HLG.img (or TLG.img, the very graph riva reads as TLG.fst): the GPU decoder
+(device="cuda") or the exact CPU reference (device="cpu")."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active
 class CuwfstPeer(Peer):
     graph = "HLG.img"
 
-    def __init__(self, corpus, batch, cfg):
+    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img"):
         cuwfst = require("cuwfst", "the cuwfst package")
         device = self.device
         if device == "cuda":
             require_cuda()
-        self.graph_obj = cuwfst.Graph.load(corpus.path("HLG.img"))
+        self.graph = graph
+        self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
         self.opts = cuwfst.DecoderOptions(**BEAMS)
         self.threads = os.cpu_count() or 1
         if device == "cuda":
@@ -31,6 +33,8 @@ class CuwfstPeer(Peer):
         o = self.opts
         s = (f"search_beam={o.search_beam:g} output_beam={o.output_beam:g} min_active={o.min_active_states} "
              f"max_active={o.max_active_states} allow_partial={o.allow_partial}")
+        if self.graph_obj.has_epsilon:
+            s += f" eps_iterations={self.dec.eps_iterations}"
         if self.device == "cuda":
             return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
         return s + f" num_threads={self.threads} (threads over the rows of a batch)"
@@ -45,7 +49,8 @@ class CuwfstPeer(Peer):
             return None
         total = sum(inst.mem_stats()["committed"] for inst in (gpu.main, gpu._rescue) if inst is not None)
         a = self.graph_obj.arrays
-        return total + sum(x.nbytes for x in (a.row_splits, a.final_count, a.dest, a.ilabel, a.weight))
+        eps = [a.eps_count] if a.has_eps else []
+        return total + sum(x.nbytes for x in [a.row_splits, a.final_count, a.dest, a.ilabel, a.weight] + eps)
 
     def close(self):
         self.dec = None

@@ -43,9 +43,10 @@ T* Upload(GpuGraph* g, const void* host, size_t count) {
 
 // Uploads a validated graph (CPU arrays) to `device`; returns a handle owning a
 // shared_ptr, so decoders keep the device arrays alive after the handle is freed.
-int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView dest,
-                       TensorView ilabel, TensorView weight, int64_t vocab_size, int64_t start_state,
-                       bool finals_at_end, int64_t device) {
+// eps_count: int32 [N] epsilon arcs per state, or an empty tensor on epsilon-free graphs.
+int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView eps_count,
+                       TensorView dest, TensorView ilabel, TensorView weight, int64_t vocab_size,
+                       int64_t start_state, bool finals_at_end, int64_t device) {
   int64_t n = final_count.ndim() == 1 ? final_count.shape()[0] : -1;
   int64_t a = dest.ndim() == 1 ? dest.shape()[0] : -1;
   if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D";
@@ -56,6 +57,8 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   CheckHostTensor(dest, "dest", kDLInt, 32, {a});
   CheckHostTensor(ilabel, "ilabel", kDLInt, 32, {a});
   CheckHostTensor(weight, "weight", kDLFloat, 32, {a});
+  const bool has_eps = eps_count.ndim() == 1 && eps_count.shape()[0] > 0;
+  if (has_eps) CheckHostTensor(eps_count, "eps_count", kDLInt, 32, {n});
   int count = 0;
   CUDA_OR_THROW(cudaGetDeviceCount(&count));
   if (device < 0 || device >= count) TVM_FFI_THROW(ValueError) << "no CUDA device " << device;
@@ -68,16 +71,20 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   const int32_t* fc = static_cast<const int32_t*>(final_count.data_ptr());
   const int32_t* il = static_cast<const int32_t*>(ilabel.data_ptr());
   const float* w = static_cast<const float*>(weight.data_ptr());
+  const int32_t* ec = has_eps ? static_cast<const int32_t*>(eps_count.data_ptr()) : nullptr;
   std::vector<uint16_t> il16(a);
   for (int64_t i = 0; i < a; ++i) {
     if (il[i] == -1) il16[i] = cuwfst::kFinalIlabel;
+    else if (il[i] == -2 && has_eps) il16[i] = cuwfst::kEpsIlabel;
     else if (il[i] >= 0 && il[i] < vocab_size) il16[i] = static_cast<uint16_t>(il[i]);
-    else TVM_FFI_THROW(ValueError) << "arc " << i << " has ilabel " << il[i]
-                                   << ": the GPU decoder takes epsilon-free graphs (use device='cpu' for TLG)";
+    else TVM_FFI_THROW(ValueError) << "arc " << i << " has ilabel " << il[i] << " outside [0, " << vocab_size
+                                   << ") and not -1 (final)" << (has_eps ? " or -2 (epsilon)" : "");
   }
+  // the upper-bound ingredient of the walkers: max weight over each state's emitting arcs
   std::vector<float> emit_maxw(n, -std::numeric_limits<float>::infinity());
   for (int64_t s = 0; s < n; ++s) {
-    int32_t b = finals_at_end ? rs[s] : rs[s] + fc[s];
+    const int32_t e_cnt = ec ? ec[s] : 0;
+    int32_t b = (finals_at_end ? rs[s] : rs[s] + fc[s]) + e_cnt;
     int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
     for (int32_t i = b; i < e; ++i) emit_maxw[s] = std::max(emit_maxw[s], w[i]);
   }
@@ -90,6 +97,7 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   try {
     v.row_splits = Upload<int32_t>(g.get(), rs, n + 1);
     v.final_count = Upload<int32_t>(g.get(), fc, n);
+    v.eps_count = has_eps ? Upload<int32_t>(g.get(), ec, n) : nullptr;
     v.arc_dest = Upload<int32_t>(g.get(), dest.data_ptr(), a);
     v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a);
     v.arc_weight = Upload<float>(g.get(), w, a);
@@ -114,7 +122,8 @@ GpuDecoder* GetDecoder(int64_t h) {
 int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam, int64_t min_active,
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
-                         int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks) {
+                         int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
+                         int64_t eps_iterations) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -147,6 +156,10 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.walker = static_cast<int32_t>(walker);
   if (walk_blocks < 0 || walk_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "walk_blocks out of range";
   c.walk_blocks = static_cast<int32_t>(walk_blocks);
+  if (eps_iterations < 0 || eps_iterations > 64) TVM_FFI_THROW(ValueError) << "eps_iterations must be in [0, 64]";
+  if (eps_iterations > 0 && g->view.eps_count == nullptr)
+    TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
+  c.eps_iterations = static_cast<int32_t>(eps_iterations);
   GpuDecoder* d = nullptr;
   try {
     d = new GpuDecoder(std::move(g), c);
@@ -161,9 +174,11 @@ void GpuDecoderFree(int64_t h) { delete GetDecoder(h); }
 // log_probs: [B, T, V] float32 or float16 on the decoder's CUDA device, rows packed
 // (last dim contiguous); lengths: CPU int32 [B] in [0, T]; outputs: dense CPU tensors
 // out_arcs int32 [B, cap], out_len int32 [B] (the TRUE path length), out_score float32
-// [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier}.
-void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t caller_stream,
-               TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta) {
+// [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier},
+// out_stats int64 [B, 2] = {frontier_total, closure_added}.
+void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
+               TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
+               TensorView out_stats) {
   GpuDecoder* d = GetDecoder(h);
   if (log_probs.device().device_type != kDLCUDA || log_probs.device().device_id != d->device())
     TVM_FFI_THROW(ValueError) << "log_probs must be on cuda:" << d->device();
@@ -184,6 +199,7 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t call
   CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
   CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
+  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T) TVM_FFI_THROW(ValueError) << "lengths[" << b << "] outside [0, " << T << "]";
@@ -191,10 +207,11 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, int64_t call
   cuwfst::DecodeOutputs out{static_cast<int32_t*>(out_arcs.data_ptr()), cap,
                             static_cast<int32_t*>(out_len.data_ptr()),
                             static_cast<float*>(out_score.data_ptr()),
-                            static_cast<int32_t*>(out_meta.data_ptr())};
+                            static_cast<int32_t*>(out_meta.data_ptr()),
+                            static_cast<int64_t*>(out_stats.data_ptr())};
   try {
     d->Decode(base, f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(B),
-              static_cast<int32_t>(T), len, caller_stream, out);
+              static_cast<int32_t>(T), len, online, caller_stream, out);
   } catch (const std::exception& e) {
     TVM_FFI_THROW(RuntimeError) << e.what();
   }
@@ -221,7 +238,7 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   CheckHostTensor(out_state, "out_state", kDLInt, 32, {K, cap});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
   CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
-  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 3});
+  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 4});
   const char* base = static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset();
   std::vector<GpuDecoder::Snapshot> snaps;
   try {
@@ -239,9 +256,10 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
     const auto& s = snaps[k];
     int64_t n = std::min<int64_t>(cap, s.state.size());
     cnt[k] = static_cast<int32_t>(n);
-    step[k * 3] = static_cast<float>(s.phase);
-    step[k * 3 + 1] = s.beam;
-    step[k * 3 + 2] = s.cutoff;
+    step[k * 4] = static_cast<float>(s.phase);
+    step[k * 4 + 1] = s.beam;
+    step[k * 4 + 2] = s.cutoff;
+    step[k * 4 + 3] = static_cast<float>(s.before_closure);
     for (int64_t i = 0; i < n; ++i) {
       st[k * cap + i] = s.state[i];
       sc[k * cap + i] = s.score[i];
@@ -251,10 +269,10 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
 }
 
 // Profiling mode: enable = 1 makes later decodes run launch by launch with CUDA events;
-// out f64[8] = accumulated ms of {init, scan, lane_scan, max, expand, finalize, backtrack,
-// sanitize} since the decoder was built.
+// out f64[12] = accumulated ms of {init, scan, lane_scan, max, expand, finalize, backtrack,
+// sanitize, eps_scan, eps_expand, eps_resolve, clear_claims} since the decoder was built.
 void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
-  CheckHostTensor(out, "out", kDLFloat, 64, {8});
+  CheckHostTensor(out, "out", kDLFloat, 64, {cuwfst::kProfileKinds});
   GpuDecoder* d = GetDecoder(h);
   if (enable >= 0) d->SetProfiling(enable != 0);
   d->Profile(static_cast<double*>(out.data_ptr()));

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "cuwfst/epsilon.cuh"
 #include "cuwfst/expand.cuh"
 #include "cuwfst/finalize.cuh"
 #include "cuwfst/scan.cuh"
@@ -100,6 +101,14 @@ void GpuDecoder::Allocate() {
   CUWFST_CUDA(cudaMemsetAsync(ws_.hash_key, 0xFF, L * cfg_.hash_cap * sizeof(uint32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.hash_payload, 0, L * cfg_.hash_cap * sizeof(unsigned long long), stream_));
   ws_.claims = Alloc<int2>(L * cfg_.claims_cap, "claims");
+  ws_.eps_iterations = cfg_.eps_iterations;
+  if (cfg_.eps_iterations > 0) {
+    ws_.hash_pos = Alloc<int32_t>(L * cfg_.hash_cap, "hash positions (epsilon closure)");
+    CUWFST_CUDA(cudaMemsetAsync(ws_.hash_pos, 0xFF, L * cfg_.hash_cap * sizeof(int32_t), stream_));
+    ws_.eps_tok = Alloc<int32_t>(L * Q, "epsilon pass tokens");
+    ws_.eps_winner = Alloc<int32_t>(L * Q, "epsilon pass winners");
+    ws_.eps_touched = Alloc<int32_t>(L * cfg_.claims_cap, "epsilon touched slots");
+  }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
   d_lengths_ = Alloc<int32_t>(L, "lengths");
@@ -127,12 +136,21 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   out_path_ = nullptr;
   h_path_ = nullptr;
   cfg_.max_frames = max_frames;
-  ws_.path_cap = max_frames + 2;
+  // a best path holds one arc per frame and the final arc, plus one per closure pass of
+  // each (a pass can add one epsilon hop to the path) on epsilon graphs
+  const int64_t path_cap = (static_cast<int64_t>(max_frames) + 2) * (1 + cfg_.eps_iterations);
+  if (path_cap > INT32_MAX / 2) throw std::runtime_error("path capacity (frames x (1 + eps_iterations)) too large");
+  ws_.path_cap = static_cast<int32_t>(path_cap);
   void* p = nullptr;
   CUWFST_CUDA(cudaMalloc(&p, static_cast<size_t>(cfg_.max_lanes) * ws_.path_cap * sizeof(int32_t)));
   out_path_ = static_cast<int32_t*>(p);
   ws_.out_path = out_path_;
   CUWFST_CUDA(cudaMallocHost(&h_path_, static_cast<size_t>(cfg_.max_lanes) * ws_.path_cap * sizeof(int32_t)));
+}
+
+StepParams GpuDecoder::Params(bool f16) const {
+  return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
+                    f16 ? 1 : 0, online_ ? 1 : 0};
 }
 
 void GpuDecoder::FreeGraphs() {
@@ -160,10 +178,10 @@ GpuDecoder::~GpuDecoder() {
 // The whole decode as a launch sequence: capturable (no host reads, fixed shapes).
 void GpuDecoder::Enqueue(int32_t steps, bool f16) {
   const DeviceGraph& g = graph_->view;
-  StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-               f16 ? 1 : 0};
+  const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   Timed(0, [&] { InitKernel<<<L, 32, 0, stream_>>>(g, ws_, p); });
+  if (cfg_.eps_iterations > 0) EnqueueClosure(0);
   for (int32_t t = 0; t < steps; ++t) EnqueueStep(t, f16);
   Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
   Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_); });
@@ -198,14 +216,30 @@ void GpuDecoder::CollectProfile() {
   pending_.clear();
 }
 
-void GpuDecoder::Profile(double out[8]) const {
-  for (int i = 0; i < 8; ++i) out[i] = profile_ms_[i];
+void GpuDecoder::Profile(double out[kProfileKinds]) const {
+  for (int i = 0; i < kProfileKinds; ++i) out[i] = profile_ms_[i];
+}
+
+// The epsilon closure of frontier buffer `buf`: eps_iterations passes, then the targeted
+// clear of the hash slots the step and its closure claimed (epsilon.cuh).
+void GpuDecoder::EnqueueClosure(int32_t buf) {
+  const DeviceGraph& g = graph_->view;
+  const int L = cfg_.max_lanes;
+  const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
+    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, buf, pass); });
+    if (cfg_.walker == kWalkThread)
+      Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    else
+      Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_, buf); });
+  }
+  Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
 }
 
 void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
   const DeviceGraph& g = graph_->view;
-  StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-               f16 ? 1 : 0};
+  const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
@@ -217,6 +251,7 @@ void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
   }
   Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_, t); });
+  if (cfg_.eps_iterations > 0) EnqueueClosure((t + 1) & 1);
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
@@ -225,9 +260,10 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
                                                               int64_t caller_stream) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceGuard guard(graph_->device);
-  if (length + 2 > ws_.path_cap) {
+  online_ = false;  // snapshots follow the offline beam rules
+  if (length > cfg_.max_frames) {
     FreeGraphs();
-    AllocatePath(length + 2);
+    AllocatePath(length);
   }
   for (int32_t l = 0; l < cfg_.max_lanes; ++l) h_lengths_[l] = l == 0 ? length : -1;
   *h_lp_desc_ = LpDesc{lp, 0, stride_t};
@@ -238,14 +274,14 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
   const int L = cfg_.max_lanes;
   CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths_, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_, sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
-  StepParams p{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-               lp_f16 ? 1 : 0};
+  const StepParams p = Params(lp_f16);
   InitKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p);
+  if (cfg_.eps_iterations > 0) EnqueueClosure(0);
   std::vector<Snapshot> snaps;
-  snaps.push_back({kPhaseReal, cfg_.search_beam, 0.f - cfg_.search_beam, {graph_->view.start_state}, {-1}, {0.f}});
   std::vector<WinnerEntry> log;
-  for (int32_t t = 0; t <= length; ++t) {
-    EnqueueStep(t, lp_f16);
+  // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
+  // final token after the final step, with each token's winning arc.
+  auto take = [&](int32_t t, int32_t buf) {
     CUWFST_CUDA(cudaGetLastError());
     LaneCounters lc;
     CUWFST_CUDA(cudaMemcpyAsync(&lc, ws_.lanes, sizeof(lc), cudaMemcpyDeviceToHost, stream_));
@@ -253,7 +289,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
     Snapshot s;
-    s.phase = lc.phase;
+    s.phase = lc.phase == kPhaseEps ? kPhaseReal : lc.phase;  // the step's phase, as the CPU's
     s.beam = lc.beam;
     // the cutoff as the kernels computed it
     int32_t mo = lc.max_ord;
@@ -261,15 +297,21 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
     std::memcpy(&mx, &bits, sizeof(mx));
     s.cutoff = mx - lc.beam;
+    if (t < 0) {
+      s.phase = kPhaseReal;
+      s.beam = cfg_.search_beam;
+      s.cutoff = 0.f - cfg_.search_beam;
+    }
     int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
+    s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
+    if (t < 0) s.before_closure = 1;
     s.state.resize(n);
     s.score.resize(n);
     std::vector<int32_t> winner(n);
-    const int b = (t + 1) & 1;
     if (t < length && n > 0) {
-      CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[b], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
-      CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[b], n * sizeof(float), cudaMemcpyDeviceToHost));
-      CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[b], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+      CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+      CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf], n * sizeof(float), cudaMemcpyDeviceToHost));
+      CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
     } else if (n > 0) {
       s.state[0] = graph_->view.num_states - 1;
       s.score[0] = lc.final_score;
@@ -280,6 +322,11 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     s.arc.resize(n);
     for (int32_t i = 0; i < n; ++i) s.arc[i] = winner[i] >= 0 ? log[winner[i]].arc : -1;
     snaps.push_back(std::move(s));
+  };
+  take(-1, 0);
+  for (int32_t t = 0; t <= length; ++t) {
+    EnqueueStep(t, lp_f16);
+    take(t, (t + 1) & 1);
   }
   HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_);
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
@@ -291,7 +338,7 @@ void GpuDecoder::RunOnce(int32_t steps, bool f16) {
     Enqueue(steps, f16);
     return;
   }
-  auto key = std::make_pair(steps, f16);
+  auto key = std::make_pair(steps, (f16 ? 1 : 0) | (online_ ? 2 : 0));
   auto it = graphs_.find(key);
   if (it == graphs_.end()) {
     cudaGraph_t graph = nullptr;
@@ -319,16 +366,17 @@ static int32_t StepBucket(int32_t steps) {
 }
 
 void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t,
-                        int32_t B, int32_t T, const int32_t* lengths, int64_t caller_stream,
-                        DecodeOutputs out) {
+                        int32_t B, int32_t T, const int32_t* lengths, bool online,
+                        int64_t caller_stream, DecodeOutputs out) {
   std::lock_guard<std::mutex> lock(mu_);
   DeviceGuard guard(graph_->device);
+  online_ = online;
   if (B > cfg_.max_lanes) throw std::runtime_error("batch larger than max_lanes");
   int32_t max_len = 0;
   for (int32_t b = 0; b < B; ++b) max_len = std::max(max_len, lengths[b]);
-  if (max_len + 2 > ws_.path_cap) {  // grow the frame capacity (offline: not a limit)
+  if (max_len > cfg_.max_frames) {  // grow the frame capacity (offline: not a limit)
     int32_t mf = cfg_.max_frames;
-    while (mf + 2 < max_len + 2) mf *= 2;
+    while (mf < max_len) mf *= 2;
     FreeGraphs();
     AllocatePath(mf);
   }
@@ -380,6 +428,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
     out.meta[b * 4 + 2] = lc.overflow;
     out.meta[b * 4 + 3] = lc.max_frontier;
+    out.stats[b * 2 + 0] = lc.frontier_total;
+    out.stats[b * 2 + 1] = lc.closure_added;
   }
 }
 

@@ -41,7 +41,11 @@ struct DecoderConfig {
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
+  int32_t eps_iterations = 0;  // epsilon-closure passes per real step (0: none)
 };
+
+// Kernel kinds timed by the profiling mode, in Profile()'s order.
+constexpr int kProfileKinds = 12;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {
@@ -50,6 +54,7 @@ struct DecodeOutputs {
   int32_t* path_len;    // [B]
   float* score;         // [B]
   int32_t* meta;        // [B, 4] {reached_final, redirected, overflow, max_frontier}
+  int64_t* stats;       // [B, 2] {frontier_total, closure_added}
 };
 
 class GpuDecoder {
@@ -58,13 +63,14 @@ class GpuDecoder {
   ~GpuDecoder();
   // log_probs: device pointer to a packed [B, T, V'] tensor (strides in elements).
   void Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
-              int32_t T, const int32_t* lengths, int64_t caller_stream, DecodeOutputs out);
+              int32_t T, const int32_t* lengths, bool online, int64_t caller_stream, DecodeOutputs out);
   // Debug: one row (lane 0), launch by launch; after step t copies the frontier of
   // buffer (t + 1) & 1. Snapshot 0 is the start token. Returns the number of snapshots.
   struct Snapshot {
     int32_t phase;
     float beam;
     float cutoff;
+    int32_t before_closure;  // frontier size before the step's epsilon closure
     std::vector<int32_t> state, arc;
     std::vector<float> score;
   };
@@ -74,12 +80,14 @@ class GpuDecoder {
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
   void SetProfiling(bool on) { profiling_ = on; }
-  void Profile(double out[8]) const;
+  void Profile(double out[kProfileKinds]) const;
   int device() const { return graph_->device; }
 
  private:
   void Allocate();
   void AllocatePath(int32_t max_frames);
+  void EnqueueClosure(int32_t buf);
+  StepParams Params(bool f16) const;
   void FreeGraphs();
   void Enqueue(int32_t steps, bool f16);
   void EnqueueStep(int32_t t, bool f16);
@@ -93,7 +101,8 @@ class GpuDecoder {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t ready_ = nullptr;
   std::mutex mu_;
-  std::map<std::pair<int32_t, bool>, cudaGraphExec_t> graphs_;
+  std::map<std::pair<int32_t, int32_t>, cudaGraphExec_t> graphs_;  // (steps, fp16 | online << 1)
+  bool online_ = false;  // the current decode's beam mode (k2's online mode: T unknown)
   std::vector<void*> buffers_;
   WinnerEntry* arena_ = nullptr;
   int32_t* out_path_ = nullptr;
@@ -107,7 +116,9 @@ class GpuDecoder {
   int32_t* h_path_len_ = nullptr;     // pinned
   int64_t fixed_bytes_ = 0;
   bool profiling_ = false;
-  double profile_ms_[8] = {0};  // init, scan, lane_scan, max, expand, finalize, backtrack, sanitize
+  // init, scan, lane_scan, max, expand, finalize, backtrack, sanitize, eps_scan, eps_expand,
+  // eps_resolve, clear_claims
+  double profile_ms_[kProfileKinds] = {0};
   std::vector<std::pair<int, std::pair<cudaEvent_t, cudaEvent_t>>> pending_;
   std::vector<cudaEvent_t> event_pool_;
   cudaEvent_t NextEvent();

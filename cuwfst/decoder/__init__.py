@@ -1,7 +1,9 @@
-"""Decoding: options, results, the offline decoder."""
+"""Decoding: options, results, the offline and the streaming decoders."""
 
 from .offline import Decoder
 from .options import DecoderOptions
 from .result import Hypothesis
+from .streaming import EndpointConfig, EndpointRule, Stream, StreamingDecoder
 
-__all__ = ["Decoder", "DecoderOptions", "Hypothesis"]
+__all__ = ["Decoder", "DecoderOptions", "Hypothesis", "StreamingDecoder", "Stream", "EndpointConfig",
+           "EndpointRule"]

@@ -43,6 +43,7 @@ def upload_graph(mod, graph, device_index: int) -> _Uploaded:
         a = graph.arrays
         h = mod.gpu_graph_upload(
             np.ascontiguousarray(a.row_splits, np.int32), np.ascontiguousarray(a.final_count, np.int32),
+            np.ascontiguousarray(a.eps_count if a.has_eps else np.zeros(0), np.int32),
             np.ascontiguousarray(a.dest, np.int32), np.ascontiguousarray(a.ilabel, np.int32),
             np.ascontiguousarray(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
             device_index)
@@ -55,7 +56,8 @@ class GpuInstance:
     """One native decoder: fixed capacities, its own stream and CUDA-graph cache."""
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
-                 main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None):
+                 main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
+                 eps_iterations=0):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
@@ -64,12 +66,14 @@ class GpuInstance:
         arena_max = min(512 << 20, max(64 << 20, (16 << 20) * max_lanes))
         arena_cap = int(min(arena_max, arena_entries or (16 << 20)))
         self.max_lanes = max_lanes
+        self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
-            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks))
+            arena_cap, arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
+            int(eps_iterations))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -82,24 +86,25 @@ class GpuInstance:
         return dict(zip(("reserved", "committed", "fixed", "arena_high_water"), out.tolist()))
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
-                     "sanitize")
+                     "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run
         launch by launch with CUDA events around each kernel (no CUDA-graph replay)."""
-        out = np.zeros(8, np.float64)
+        out = np.zeros(len(self.PROFILE_KINDS), np.float64)
         self.mod.gpu_decoder_profile(self.handle, -1 if enable is None else int(enable), out)
         return dict(zip(self.PROFILE_KINDS, out.tolist()))
 
-    def decode(self, lp, lens: np.ndarray, stream: int):
+    def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False):
         B, T = lp.shape[0], lp.shape[1]
-        cap = T + 2
+        cap = (T + 2) * (1 + self.eps_iterations)  # one arc per frame and per closure pass
         out_arcs = np.zeros((B, cap), np.int32)
         out_len = np.zeros(B, np.int32)
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
-        self.mod.gpu_decode(self.handle, lp, lens, stream, out_arcs, out_len, out_score, out_meta)
-        return out_arcs, out_len, out_score, out_meta
+        out_stats = np.zeros((B, 2), np.int64)
+        self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+        return out_arcs, out_len, out_score, out_meta, out_stats
 
 
 class GpuBackend:
@@ -107,9 +112,6 @@ class GpuBackend:
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0):
         self._open_device(device)
-        if graph.has_epsilon:
-            raise ValueError("the GPU decoder takes epsilon-free graphs (an HLG); this graph has "
-                             f"{graph.num_epsilon_arcs} epsilon arcs: decode it with device='cpu'")
         from ..jit.decoder import module
 
         self.mod = module(self.index)
@@ -120,7 +122,7 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker, walk_blocks=walk_blocks)
+                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations)
         self.main_q_factor = main_q_factor
         self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
                                 main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)
@@ -192,7 +194,7 @@ class GpuBackend:
             b, t = (int(x) for x in bad.nonzero()[0])
             raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
 
-    def decode(self, log_probs, lengths, frontend):
+    def decode(self, log_probs, lengths, frontend, online: bool = False):
         lp = self.to_device(log_probs)
         B, T = lp.shape[0], lp.shape[1]
         lens = check_lengths(lengths, B, T)
@@ -203,18 +205,19 @@ class GpuBackend:
         with self.lock:
             lanes = self.main.max_lanes
             if B <= lanes:
-                res = self.main.decode(lp, lens, stream)
+                res = self.main.decode(lp, lens, stream, online)
                 self._collect(hyps, range(B), res, frontend)
             else:
                 # sub-batches of similar lengths: a batch runs as many steps as its longest row
                 order = np.argsort(-lens, kind="stable")
                 for s in range(0, B, lanes):
                     rows = order[s : s + lanes]
-                    res = self.main.decode(self._take_rows(lp, rows), np.ascontiguousarray(lens[rows]), stream)
+                    res = self.main.decode(self._take_rows(lp, rows), np.ascontiguousarray(lens[rows]), stream, online)
                     self._collect(hyps, rows.tolist(), res, frontend)
             rescue = [b for b in range(B) if hyps[b].overflow & RESCUE_BITS]
             for b in rescue:
-                res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream)
+                res = self.rescue_instance().decode(lp[b : b + 1], np.ascontiguousarray(lens[b : b + 1]), stream,
+                                                    online)
                 self._collect(hyps, [b], res, frontend)
         return hyps
 
@@ -234,7 +237,7 @@ class GpuBackend:
     @staticmethod
     def _collect(hyps, rows, res, frontend):
         """Hypotheses of a sub-batch into hyps[rows[i]]."""
-        out_arcs, out_len, out_score, out_meta = res
+        out_arcs, out_len, out_score, out_meta, out_stats = res
         for i, row in enumerate(rows):
             n = min(int(out_len[i]), out_arcs.shape[1])
             arcs = out_arcs[i, :n]
@@ -244,4 +247,4 @@ class GpuBackend:
                 arcs = arcs[:-1]
             hyps[row] = frontend.make_hypothesis(
                 arcs, float(out_score[i]), bool(out_meta[i, 0]), redirect_arc, int(out_meta[i, 2]),
-                int(out_meta[i, 3]))
+                int(out_meta[i, 3]), frontier_total=int(out_stats[i, 0]), closure_added=int(out_stats[i, 1]))

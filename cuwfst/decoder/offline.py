@@ -89,11 +89,17 @@ class Decoder:
     def path_capacity(self, frames: int) -> int:
         return (frames + 2) * (1 + self.eps_iterations)
 
-    def decode(self, log_probs, lengths=None) -> list[Hypothesis]:
-        """log_probs [B, T, V] or [T, V] (float32; numpy, torch or DLPack); lengths [B] or None."""
+    def decode(self, log_probs, lengths=None, *, online: bool = False) -> list[Hypothesis]:
+        """log_probs [B, T, V] or [T, V] (float32; numpy, torch or DLPack); lengths [B] or None.
+
+        online=True: k2's online beam mode, as a stream sees its frames (the length is
+        unknown until the final step, so the last-5-frames min_active rule is off); what
+        StreamingDecoder.finalize returns for the same frames."""
+        if not isinstance(online, bool):
+            raise TypeError(f"online must be a bool, got {online!r}")
         log_probs = prepare_log_probs(log_probs, lengths, self.graph.vocab_size, self.options)
         if self._gpu is not None:
-            return self._gpu.decode(log_probs, lengths, self)
+            return self._gpu.decode(log_probs, lengths, self, online=online)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
         B, T, _ = lp.shape
         lens = check_lengths(lengths, B, T)
@@ -103,16 +109,19 @@ class Decoder:
         out_len = np.zeros(B, np.int32)
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
+        out_stats = np.zeros((B, 2), np.int64)
         o = self.options
         self._ref.mod.ref_decode(self._ref.handle, lp, lens, o.search_beam, o.output_beam,
                                  o.min_active_states, o.max_active_states, o.allow_partial,
-                                 self.eps_iterations, False, self.num_threads,
-                                 out_arcs, out_len, out_score, out_meta)
+                                 self.eps_iterations, online, self.num_threads,
+                                 out_arcs, out_len, out_score, out_meta, out_stats)
         return [self.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]),
-                                     bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]))
+                                     bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
+                                     frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
                 for b in range(B)]
 
-    def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier) -> Hypothesis:
+    def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier, *,
+                        frontier_total: int = 0, closure_added: int = 0) -> Hypothesis:
         g = self.graph.arrays
         arcs = np.asarray(arcs, np.int64)
         il = g.ilabel[arcs] if arcs.size else np.zeros(0, np.int32)
@@ -134,13 +143,15 @@ class Decoder:
         return Hypothesis(words=words, score=score, arcs=src_arcs.tolist(), reached_final=reached_final,
                           overflow=overflow, tokens=il[emitting].astype(np.int64).tolist(),
                           timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier,
+                          frontier_total=frontier_total, closure_added=closure_added,
                           word_symbols=symbols, text=" ".join(symbols) if symbols is not None else None)
 
     def decode_snapshots(self, log_probs, length: int | None = None) -> list[dict]:
         """Per-step frontiers of one row, for step-by-step comparison (CPU and GPU).
 
         Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
-        phase, beam, cutoff and `tokens` {state: (score, arc)}."""
+        phase, beam, cutoff, before_closure (the frontier's size before the step's epsilon
+        closure) and `tokens` {state: (score, arc)}."""
         log_probs = prepare_log_probs(log_probs, None if length is None else [length], self.graph.vocab_size,
                                       self.options)
         if self._gpu is not None:
@@ -171,7 +182,7 @@ def snapshot_buffers(length: int, num_states: int):
     K = length + 2
     return (np.zeros(K, np.int32), np.zeros((K, num_states), np.int32),
             np.zeros((K, num_states), np.float32), np.zeros((K, num_states), np.int32),
-            np.zeros((K, 3), np.float32))
+            np.zeros((K, 4), np.float32))
 
 
 def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
@@ -183,5 +194,6 @@ def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
         bit = np.where(arcs >= 0, arcs & REDIRECT_ARC_BIT, 0)  # allow_partial's redirect mark
         arcs = np.where(arcs >= 0, graph.source_arc_ids(np.maximum(arcs, 0) & ~REDIRECT_ARC_BIT) | bit, -1)
         out.append({"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
+                    "before_closure": int(step[k, 3]),
                     "tokens": {int(st[k, i]): (float(sc[k, i]), int(arcs[i])) for i in range(n)}})
     return out

@@ -24,6 +24,10 @@ class Hypothesis:
     reached_final: the path ends in a real final arc. overflow: GPU capacity bits.
     word_symbols: the words as strings and text: them joined by single spaces (sherpa's
     `result.text`), both from the graph's word table; None when the graph has none.
+    Search statistics (identical on the CPU and the GPU): max_frontier, the largest
+    frontier a step expanded; frontier_total, the sum over steps of the frontiers expanded
+    (divide by the frames + 1 for the mean); closure_added, the tokens epsilon closures
+    added to frontiers (0 on epsilon-free graphs).
     """
 
     words: list[int]
@@ -35,6 +39,9 @@ class Hypothesis:
     timestamps: list[int] = field(default_factory=list)
     redirect_arc: int = -1
     max_frontier: int = 0
+    final_words: int | None = None  # streaming: leading words that can no longer change
+    frontier_total: int = 0
+    closure_added: int = 0
     word_symbols: list[str] | None = None
     text: str | None = None
 

@@ -90,11 +90,12 @@ Options MakeOptions(double search_beam, double output_beam, int64_t min_active, 
 
 // log_probs [B, T, V>=vocab] f32; lengths [B] i32 in [0, T]. Outputs, one row per batch row:
 // out_arcs [B, cap] i32 (the first min(len, cap) arcs), out_len [B] i32 (the TRUE length),
-// out_score [B] f32, out_meta [B, 4] i32 = {reached_final, redirected, redirect_arc, max_frontier}.
+// out_score [B] f32, out_meta [B, 4] i32 = {reached_final, redirected, redirect_arc, max_frontier},
+// out_stats [B, 2] i64 = {frontier_total, closure_added} (RowResult).
 void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
                double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
                int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_arcs,
-               TensorView out_len, TensorView out_score, TensorView out_meta) {
+               TensorView out_len, TensorView out_score, TensorView out_meta, TensorView out_stats) {
   const GraphView& g = GetGraph(graph_h)->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, online);
@@ -111,6 +112,7 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
   CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
   CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
+  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T)
@@ -120,6 +122,7 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
   int32_t* olen = static_cast<int32_t*>(out_len.data_ptr());
   float* oscore = static_cast<float*>(out_score.data_ptr());
   int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
+  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
 
   std::atomic<int64_t> next{0};
   auto worker = [&]() {
@@ -134,6 +137,8 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
       meta[b * 4 + 1] = r.redirected;
       meta[b * 4 + 2] = r.redirect_arc;
       meta[b * 4 + 3] = r.max_frontier;
+      stats[b * 2 + 0] = r.frontier_total;
+      stats[b * 2 + 1] = r.closure_added;
     }
   };
   int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, B));
@@ -149,7 +154,8 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
 // One row with per-step snapshots. Snapshot k (k = 0 the initial frontier, k = t + 1 after
 // step t) fills out_count[k] tokens of out_state/out_score/out_arc[k, :] (arc = the token's
 // winning arc, -1 for the start token, kRedirectArcBit set on a redirect) and
-// out_step[k] = {phase, beam, cutoff}. cap must be >= num_states.
+// out_step[k] = {phase, beam, cutoff, frontier size before the step's epsilon closure}.
+// cap must be >= num_states.
 void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, double search_beam,
                         double output_beam, int64_t min_active, int64_t max_active,
                         bool allow_partial, int64_t eps_iterations, bool online,
@@ -171,7 +177,7 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
   CheckHostTensor(out_state, "out_state", kDLInt, 32, {K, cap});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
   CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
-  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 3});
+  CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 4});
   std::vector<int32_t> slot(g.num_states, -1);
   std::vector<cuwfst::reference::StepSnapshot> snaps;
   cuwfst::reference::DecodeRow(g, static_cast<const float*>(log_probs.data_ptr()), V,
@@ -184,9 +190,10 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
   for (int64_t k = 0; k < K; ++k) {
     const auto& s = snaps[k];
     cnt[k] = static_cast<int32_t>(s.frontier.size());
-    step[k * 3 + 0] = static_cast<float>(s.phase);
-    step[k * 3 + 1] = s.beam;
-    step[k * 3 + 2] = s.cutoff;
+    step[k * 4 + 0] = static_cast<float>(s.phase);
+    step[k * 4 + 1] = s.beam;
+    step[k * 4 + 2] = s.cutoff;
+    step[k * 4 + 3] = static_cast<float>(s.before_closure);
     for (size_t i = 0; i < s.frontier.size(); ++i) {
       st[k * cap + i] = s.frontier[i].state;
       sc[k * cap + i] = s.frontier[i].score;
@@ -195,9 +202,148 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
   }
 }
 
+// ---------------------------------------------------------------- streams
+// One stream = one RowSearch in online beam mode, fed chunk by chunk; the graph handle
+// must outlive it (the Python StreamingDecoder keeps the graph alive).
+struct RefStream {
+  std::vector<int32_t> slot;
+  std::unique_ptr<cuwfst::reference::RowSearch> search;
+};
+
+RefStream* GetStream(int64_t h) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null stream handle";
+  return reinterpret_cast<RefStream*>(h);
+}
+
+int64_t RefStreamCreate(int64_t graph_h, double search_beam, double output_beam, int64_t min_active,
+                        int64_t max_active, bool allow_partial, int64_t eps_iterations) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, /*online=*/true);
+  auto st = std::make_unique<RefStream>();
+  st->slot.assign(g.num_states, -1);
+  st->search = std::make_unique<cuwfst::reference::RowSearch>(g, opt, &st->slot, nullptr);
+  return reinterpret_cast<int64_t>(st.release());
+}
+
+void RefStreamFree(int64_t h) { delete GetStream(h); }
+
+// Advances streams[i] by lengths[i] frames of log_probs[i] ([S, Tc, V] f32), threads over
+// the streams; with `compact`, each stream then moves its committed prefix out of its
+// winners log (RowSearch::Compact), so its memory does not grow with its length.
+void RefStreamsAdvance(TensorView streams, TensorView log_probs, TensorView lengths, int64_t num_threads,
+                       bool compact) {
+  if (streams.ndim() != 1) TVM_FFI_THROW(ValueError) << "streams must be 1-D";
+  const int64_t S = streams.shape()[0];
+  CheckHostTensor(streams, "streams", kDLInt, 64, {S});
+  if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [S, Tc, V]";
+  const int64_t Tc = log_probs.shape()[1], V = log_probs.shape()[2];
+  CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {S, Tc, V});
+  CheckHostTensor(lengths, "lengths", kDLInt, 32, {S});
+  const int64_t* hs = static_cast<const int64_t*>(streams.data_ptr());
+  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
+  for (int64_t i = 0; i < S; ++i) {
+    RefStream* st = GetStream(hs[i]);
+    if (st->search->finished()) TVM_FFI_THROW(ValueError) << "stream " << i << " is already finalized";
+    if (len[i] < 0 || len[i] > Tc) TVM_FFI_THROW(ValueError) << "lengths[" << i << "] outside [0, " << Tc << "]";
+    if (V < st->search->vocab_size())
+      TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns, the graph's vocab_size is "
+                                << st->search->vocab_size();
+    for (int64_t j = 0; j < i; ++j)
+      if (hs[j] == hs[i]) TVM_FFI_THROW(ValueError) << "a stream appears twice in one advance";
+  }
+  const float* lp = static_cast<const float*>(log_probs.data_ptr());
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    for (int64_t i = next++; i < S; i = next++) {
+      RefStream* st = GetStream(hs[i]);
+      for (int32_t t = 0; t < len[i]; ++t)
+        st->search->Step(lp + (i * Tc + t) * V, cuwfst::reference::RowSearch::kUnknownLength);
+      if (compact) st->search->Compact();
+    }
+  };
+  int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, S));
+  if (nt == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+  }
+}
+
+// The best path so far: out_arcs [cap] i32, out_info [4] i32 = {path length (true), committed
+// arcs, frames, ok (0: empty frontier)}, out_score [1] f32.
+void RefStreamPartial(int64_t h, TensorView out_arcs, TensorView out_info, TensorView out_score) {
+  RefStream* st = GetStream(h);
+  if (out_arcs.ndim() != 1) TVM_FFI_THROW(ValueError) << "out_arcs must be 1-D";
+  const int64_t cap = out_arcs.shape()[0];
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {cap});
+  CheckHostTensor(out_info, "out_info", kDLInt, 32, {4});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {1});
+  std::vector<int32_t> arcs;
+  int32_t committed = 0;
+  float score = -INFINITY;
+  bool ok = !st->search->finished() && st->search->Partial(&arcs, &committed, &score);
+  int32_t* info = static_cast<int32_t*>(out_info.data_ptr());
+  info[0] = static_cast<int32_t>(arcs.size());
+  info[1] = committed;
+  info[2] = st->search->frames();
+  info[3] = ok;
+  static_cast<float*>(out_score.data_ptr())[0] = score;
+  int64_t n = std::min<int64_t>(cap, arcs.size());
+  if (n > 0) std::memcpy(out_arcs.data_ptr(), arcs.data(), n * sizeof(int32_t));
+}
+
+// The final step (k2's rules, T = the frames fed) and the result, laid out as one row of
+// ref_decode's outputs (out_arcs [1, cap], out_len [1], out_score [1], out_meta [1, 4],
+// out_stats [1, 2]).
+void RefStreamFinalize(int64_t h, TensorView out_arcs, TensorView out_len, TensorView out_score,
+                       TensorView out_meta, TensorView out_stats) {
+  RefStream* st = GetStream(h);
+  if (st->search->finished()) TVM_FFI_THROW(ValueError) << "the stream is already finalized";
+  if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [1, cap]";
+  const int64_t cap = out_arcs.shape()[1];
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {1, cap});
+  CheckHostTensor(out_len, "out_len", kDLInt, 32, {1});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {1});
+  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {1, 4});
+  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {1, 2});
+  st->search->Final();
+  auto r = st->search->Result();
+  static_cast<int32_t*>(out_len.data_ptr())[0] = static_cast<int32_t>(r.arcs.size());
+  int64_t n = std::min<int64_t>(cap, r.arcs.size());
+  if (n > 0) std::memcpy(out_arcs.data_ptr(), r.arcs.data(), n * sizeof(int32_t));
+  static_cast<float*>(out_score.data_ptr())[0] = r.score;
+  int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
+  meta[0] = r.reached_final;
+  meta[1] = r.redirected;
+  meta[2] = r.redirect_arc;
+  meta[3] = r.max_frontier;
+  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
+  stats[0] = r.frontier_total;
+  stats[1] = r.closure_added;
+}
+
+// out [2] i64 = {frames, winners-log entries held} (memory: the log is the only part that
+// grows with the stream's length unless Compact() runs).
+void RefStreamStats(int64_t h, TensorView out) {
+  CheckHostTensor(out, "out", kDLInt, 64, {2});
+  RefStream* st = GetStream(h);
+  int64_t* o = static_cast<int64_t*>(out.data_ptr());
+  o[0] = st->search->frames();
+  o[1] = static_cast<int64_t>(st->search->winners_size());
+}
+
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_free, RefGraphFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode, RefDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_snapshots, RefDecodeSnapshots);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_create, RefStreamCreate);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_free, RefStreamFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_streams_advance, RefStreamsAdvance);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_partial, RefStreamPartial);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_finalize, RefStreamFinalize);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_stats, RefStreamStats);

@@ -121,101 +121,186 @@ void ExpandEpsilon(const GraphView& g, float cutoff, int32_t passes, std::vector
 
 }  // namespace
 
+RowSearch::RowSearch(const GraphView& g, const Options& opt, std::vector<int32_t>* slot,
+                     std::vector<StepSnapshot>* snapshots)
+    : g_(g), opt_(opt), slot_(slot), snapshots_(snapshots) {
+  frontier_.push_back({g.start_state, 0.0f, -1});
+  token_of_state_.assign(g.eps_count ? g.num_states : 0, -1);
+  has_eps_ = g.eps_count != nullptr && opt.eps_iterations > 0;
+  beam_ = opt.search_beam;
+  if (has_eps_) {  // the start state's closure, as if the start's score 0 were a step maximum
+    ExpandEpsilon(g, 0.0f - beam_, opt.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_);
+    res_.closure_added += static_cast<int64_t>(frontier_.size()) - 1;
+  }
+  Snapshot(kPhaseReal, 0.0f - beam_);
+}
+
+void RowSearch::Snapshot(int32_t phase, float cutoff) {
+  if (!snapshots_) return;
+  StepSnapshot s{phase, beam_, cutoff, frontier_, {}, before_closure_};
+  for (const Token& tok : frontier_) s.arcs.push_back(tok.winner < 0 ? -1 : winners_[tok.winner].arc);
+  snapshots_->push_back(std::move(s));
+}
+
+void RowSearch::Step(const float* lp, int32_t final_t) {
+  // One step of k2's intersect: the frontier's arcs of this phase, the exact maximum, the
+  // beam update, admission against max - beam and recombination by destination; real
+  // steps are followed by the epsilon closure. lp == nullptr marks the final step.
+  const bool final_step = lp == nullptr;
+  int32_t phase = kPhaseReal;
+  if (final_step) {
+    phase = kPhaseFinal;
+    if (opt_.allow_partial) {
+      bool any_final = false;
+      for (const Token& tok : frontier_) any_final |= g_.final_count[tok.state] > 0;
+      if (!any_final) phase = kPhaseRedirect;
+    }
+  }
+  res_.max_frontier = std::max<int32_t>(res_.max_frontier, static_cast<int32_t>(frontier_.size()));
+  res_.frontier_total += static_cast<int64_t>(frontier_.size());
+  const GraphView& g = g_;
+  auto range = [&](int32_t s, int32_t* b, int32_t* e) {
+    if (phase == kPhaseReal) { *b = g.EmitBegin(s); *e = g.EmitEnd(s); }
+    else if (phase == kPhaseFinal) { *b = g.FinalBegin(s); *e = g.FinalEnd(s); }
+    else { *b = g.row_splits[s]; *e = g.row_splits[s + 1]; }  // redirect: every arc
+  };
+  auto end_of = [&](const Token& tok, int32_t a) -> float {
+    float sw = tok.score + g.weight[a];
+    return phase == kPhaseReal ? sw + lp[g.ilabel[a]] : sw + 0.0f;
+  };
+  // Pass 1: the exact maximum over every arc of the step.
+  float exact_max = kNegInf;
+  for (const Token& tok : frontier_) {
+    int32_t b, e;
+    range(tok.state, &b, &e);
+    for (int32_t a = b; a < e; ++a) exact_max = std::max(exact_max, end_of(tok, a));
+  }
+  beam_ = UpdateBeam(beam_, static_cast<int32_t>(frontier_.size()), t_, final_t, opt_);
+  const float cutoff = exact_max - beam_;
+  // Pass 2: admit and recombine by destination.
+  Recombiner rec(slot_);
+  const int32_t final_state = g.num_states - 1;
+  for (const Token& tok : frontier_) {
+    int32_t b, e;
+    range(tok.state, &b, &e);
+    for (int32_t a = b; a < e; ++a) {
+      float end = end_of(tok, a);
+      if (!(end > cutoff)) continue;
+      if (phase == kPhaseRedirect)
+        rec.Offer(final_state, end, tok.winner, a | kRedirectArcBit);
+      else
+        rec.Offer(g.dest[a], end, tok.winner, a);
+    }
+  }
+  next_.clear();
+  for (const Candidate& c : rec.Take()) {
+    int32_t w = static_cast<int32_t>(winners_.size());
+    winners_.push_back({c.prev_winner, c.arc});
+    next_.push_back({c.state, c.end, w});
+  }
+  frontier_.swap(next_);
+  before_closure_ = static_cast<int32_t>(frontier_.size());
+  if (has_eps_ && phase == kPhaseReal) {
+    ExpandEpsilon(g, cutoff, opt_.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_);
+    res_.closure_added += static_cast<int64_t>(frontier_.size()) - before_closure_;
+  }
+  Snapshot(phase, cutoff);
+  if (final_step) finished_ = true;
+  else ++t_;
+}
+
+void RowSearch::Final() { Step(nullptr, t_ + 1); }
+
+RowResult RowSearch::Result() const {
+  RowResult res = res_;
+  // After the final step the frontier holds at most the final state.
+  if (!finished_ || frontier_.empty()) return res;
+  const Token& tok = frontier_[0];
+  res.score = tok.score;
+  std::vector<int32_t> tail;
+  for (int32_t w = tok.winner; w >= 0; w = winners_[w].prev) {
+    int32_t arc = winners_[w].arc;
+    if (arc & kRedirectArcBit) {
+      res.redirected = true;
+      res.redirect_arc = arc & ~kRedirectArcBit;
+    } else {
+      tail.push_back(arc);
+    }
+  }
+  res.arcs = prefix_arcs_;
+  res.arcs.insert(res.arcs.end(), tail.rbegin(), tail.rend());
+  res.reached_final = !res.redirected;
+  return res;
+}
+
+// The deepest winners entry on every current token's chain: chains are trees rooted at -1
+// whose indices strictly decrease towards the root, so the meeting point of two chains is
+// found by stepping back whichever index is larger.
+int32_t RowSearch::ConvergencePoint() const {
+  if (frontier_.empty()) return -1;
+  int32_t c = frontier_[0].winner;
+  for (size_t i = 1; i < frontier_.size() && c >= 0; ++i) {
+    int32_t w = frontier_[i].winner;
+    while (w != c) {
+      if (w > c) w = winners_[w].prev;
+      else c = winners_[c].prev;
+    }
+  }
+  return c;
+}
+
+bool RowSearch::Partial(std::vector<int32_t>* arcs, int32_t* committed_arcs, float* score) const {
+  arcs->clear();
+  *committed_arcs = 0;
+  if (frontier_.empty()) return false;
+  size_t best = 0;
+  for (size_t i = 1; i < frontier_.size(); ++i)
+    if (frontier_[i].score > frontier_[best].score) best = i;  // the first best on a tie
+  *score = frontier_[best].score;
+  std::vector<int32_t> tail;
+  for (int32_t w = frontier_[best].winner; w >= 0; w = winners_[w].prev) tail.push_back(winners_[w].arc);
+  int32_t conv_depth = 0;
+  for (int32_t w = ConvergencePoint(); w >= 0; w = winners_[w].prev) ++conv_depth;
+  *arcs = prefix_arcs_;
+  arcs->insert(arcs->end(), tail.rbegin(), tail.rend());
+  *committed_arcs = static_cast<int32_t>(prefix_arcs_.size()) + conv_depth;
+  return true;
+}
+
+void RowSearch::Compact() {
+  if (finished_) return;
+  const int32_t conv = ConvergencePoint();
+  // The committed chain (root .. conv) leaves the log for the prefix.
+  std::vector<int32_t> chain;
+  for (int32_t w = conv; w >= 0; w = winners_[w].prev) chain.push_back(winners_[w].arc);
+  prefix_arcs_.insert(prefix_arcs_.end(), chain.rbegin(), chain.rend());
+  // Keep the entries above conv that some current token reaches, renumbered in their
+  // order (so chains still decrease); conv itself becomes the root (-1).
+  std::vector<int32_t> remap(winners_.size(), -2);  // -2: not kept
+  for (const Token& tok : frontier_) {
+    for (int32_t w = tok.winner; w >= 0 && w != conv && remap[w] == -2; w = winners_[w].prev) remap[w] = -3;
+  }
+  std::vector<Winner> kept;
+  for (size_t w = 0; w < winners_.size(); ++w) {
+    if (remap[w] != -3) continue;
+    int32_t prev = winners_[w].prev;
+    int32_t np = (prev < 0 || prev == conv) ? -1 : remap[prev];
+    remap[w] = static_cast<int32_t>(kept.size());
+    kept.push_back({np, winners_[w].arc});
+  }
+  for (Token& tok : frontier_) tok.winner = (tok.winner < 0 || tok.winner == conv) ? -1 : remap[tok.winner];
+  winners_.swap(kept);
+}
+
 RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
                     const Options& opt, std::vector<int32_t>* slot,
                     std::vector<StepSnapshot>* snapshots) {
-  RowResult res;
-  std::vector<Winner> winners;
-  std::vector<Token> frontier{{g.start_state, 0.0f, -1}}, next;
-  std::vector<int32_t> token_of_state(g.eps_count ? g.num_states : 0, -1);
-  const bool has_eps = g.eps_count != nullptr && opt.eps_iterations > 0;
-  float beam = opt.search_beam;
-  if (has_eps)  // the start state's closure, as if the start's score 0 were a step maximum
-    ExpandEpsilon(g, 0.0f - beam, opt.eps_iterations, &frontier, &winners, slot, &token_of_state);
-  auto snapshot = [&](int32_t phase, float cutoff) {
-    if (!snapshots) return;
-    StepSnapshot s{phase, beam, cutoff, frontier, {}};
-    for (const Token& tok : frontier) s.arcs.push_back(tok.winner < 0 ? -1 : winners[tok.winner].arc);
-    snapshots->push_back(std::move(s));
-  };
-  snapshot(kPhaseReal, 0.0f - beam);
-  const int32_t final_t = T + 1;  // k2's number of rows of the row's dense FSA
-  Recombiner rec(slot);
-  for (int32_t t = 0; t <= T; ++t) {
-    const bool final_step = (t == T);
-    int32_t phase = kPhaseReal;
-    if (final_step) {
-      phase = kPhaseFinal;
-      if (opt.allow_partial) {
-        bool any_final = false;
-        for (const Token& tok : frontier) any_final |= g.final_count[tok.state] > 0;
-        if (!any_final) phase = kPhaseRedirect;
-      }
-    }
-    res.max_frontier = std::max<int32_t>(res.max_frontier, static_cast<int32_t>(frontier.size()));
-    const float* lp = final_step ? nullptr : log_probs + static_cast<int64_t>(t) * row_stride;
-    // Arc range of a token for this phase.
-    auto range = [&](int32_t s, int32_t* b, int32_t* e) {
-      if (phase == kPhaseReal) { *b = g.EmitBegin(s); *e = g.EmitEnd(s); }
-      else if (phase == kPhaseFinal) { *b = g.FinalBegin(s); *e = g.FinalEnd(s); }
-      else { *b = g.row_splits[s]; *e = g.row_splits[s + 1]; }  // redirect: every arc
-    };
-    auto end_of = [&](const Token& tok, int32_t a) -> float {
-      float sw = tok.score + g.weight[a];
-      return phase == kPhaseReal ? sw + lp[g.ilabel[a]] : sw + 0.0f;
-    };
-    // Pass 1: the exact maximum over every arc of the step.
-    float exact_max = kNegInf;
-    for (const Token& tok : frontier) {
-      int32_t b, e;
-      range(tok.state, &b, &e);
-      for (int32_t a = b; a < e; ++a) exact_max = std::max(exact_max, end_of(tok, a));
-    }
-    beam = UpdateBeam(beam, static_cast<int32_t>(frontier.size()), t, final_t, opt);
-    const float cutoff = exact_max - beam;
-    // Pass 2: admit and recombine by destination.
-    rec.Clear();
-    const int32_t final_state = g.num_states - 1;
-    for (const Token& tok : frontier) {
-      int32_t b, e;
-      range(tok.state, &b, &e);
-      for (int32_t a = b; a < e; ++a) {
-        float end = end_of(tok, a);
-        if (!(end > cutoff)) continue;
-        if (phase == kPhaseRedirect)
-          rec.Offer(final_state, end, tok.winner, a | kRedirectArcBit);
-        else
-          rec.Offer(g.dest[a], end, tok.winner, a);
-      }
-    }
-    next.clear();
-    for (const Candidate& c : rec.Take()) {
-      int32_t w = static_cast<int32_t>(winners.size());
-      winners.push_back({c.prev_winner, c.arc});
-      next.push_back({c.state, c.end, w});
-    }
-    frontier.swap(next);
-    if (has_eps && phase == kPhaseReal)
-      ExpandEpsilon(g, cutoff, opt.eps_iterations, &frontier, &winners, slot, &token_of_state);
-    snapshot(phase, cutoff);
-  }
-  // After the final step the frontier holds at most the final state.
-  if (!frontier.empty()) {
-    const Token& tok = frontier[0];
-    res.score = tok.score;
-    for (int32_t w = tok.winner; w >= 0; w = winners[w].prev) {
-      int32_t arc = winners[w].arc;
-      if (arc & kRedirectArcBit) {
-        res.redirected = true;
-        res.redirect_arc = arc & ~kRedirectArcBit;
-      } else {
-        res.arcs.push_back(arc);
-      }
-    }
-    std::reverse(res.arcs.begin(), res.arcs.end());
-    res.reached_final = !res.redirected;
-  }
-  return res;
+  RowSearch search(g, opt, slot, snapshots);
+  // k2's number of rows of the row's dense FSA; unknown to an online search until Final
+  const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
+  for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
+  search.Final();
+  return search.Result();
 }
 
 }  // namespace reference

@@ -81,6 +81,7 @@ struct StepSnapshot {
   float cutoff = 0.f;
   std::vector<Token> frontier;  // after the step (and its epsilon closure)
   std::vector<int32_t> arcs;    // each frontier token's winning arc (-1: the start token)
+  int32_t before_closure = 0;   // frontier size before the epsilon closure (= size without one)
 };
 
 struct RowResult {
@@ -90,10 +91,62 @@ struct RowResult {
   int32_t redirect_arc = -1;   // the graph arc redirected to the final state, if any
   std::vector<int32_t> arcs;   // graph arc ids of the best path (redirected arc excluded)
   int32_t max_frontier = 0;    // the largest frontier seen
+  int64_t frontier_total = 0;  // sum over steps of the frontier each step expanded
+  int64_t closure_added = 0;   // tokens the epsilon closures added (start and every step)
 };
 
-// Decodes one row. log_probs points at [T, row_stride] floats (row t at t * row_stride).
-// `scratch_state_slot` must hold num_states entries, all -1 (it is restored to -1).
+// The search state of one row, advanced step by step: the executable spec of every mode.
+// Offline decoding is Step() over the row's frames, then Final(); streaming is the same
+// calls spread over chunks (online beam mode: the row's length is unknown until Final,
+// so k2's last-5-frames rule is off), with Compact() between chunks to bound memory.
+// `slot` must hold num_states entries, all -1 (restored to -1 after every call).
+class RowSearch {
+ public:
+  RowSearch(const GraphView& g, const Options& opt, std::vector<int32_t>* slot,
+            std::vector<StepSnapshot>* snapshots);
+  // A real step on one row of log-probs (vocab floats). final_t is k2's number of rows of
+  // the dense FSA (T + 1) when the length is known, else kUnknownLength.
+  void Step(const float* lp, int32_t final_t);
+  // The final step at t = frames(): ilabel -1 arcs (or allow_partial's redirect), beam 1e10.
+  void Final();
+  int32_t frames() const { return t_; }
+  bool finished() const { return finished_; }
+  // The result after Final().
+  RowResult Result() const;
+  // The best path so far (the best current token's chain; redirect never applies), and
+  // how many of its leading arcs can no longer change: those up to the convergence point
+  // of every current token's chain. Returns false when the frontier is empty.
+  bool Partial(std::vector<int32_t>* arcs, int32_t* committed_arcs, float* score) const;
+  // Moves the arcs below the convergence point out of the winners log into the committed
+  // prefix and drops every entry no current token reaches: the log then holds only the
+  // live window. Results are unchanged.
+  void Compact();
+  size_t winners_size() const { return winners_.size(); }
+  int32_t vocab_size() const { return g_.vocab_size; }
+  static constexpr int32_t kUnknownLength = 2147483647;
+
+ private:
+  void Snapshot(int32_t phase, float cutoff);
+  int32_t ConvergencePoint() const;  // winners entry all current chains share (-1: none)
+  const GraphView& g_;
+  Options opt_;
+  std::vector<int32_t>* slot_;
+  std::vector<StepSnapshot>* snapshots_;
+  std::vector<Winner> winners_;
+  std::vector<Token> frontier_, next_;
+  std::vector<int32_t> token_of_state_;
+  std::vector<int32_t> prefix_arcs_;  // committed arcs moved out of the log by Compact()
+  bool has_eps_ = false;
+  bool finished_ = false;
+  float beam_ = 0.f;
+  int32_t t_ = 0;
+  int32_t before_closure_ = 1;
+  RowResult res_;
+};
+
+// Decodes one row offline (or in online beam mode with opt.online): log_probs points at
+// [T, row_stride] floats (row t at t * row_stride). `scratch_state_slot` must hold
+// num_states entries, all -1 (it is restored to -1).
 RowResult DecodeRow(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
                     const Options& opt, std::vector<int32_t>* scratch_state_slot,
                     std::vector<StepSnapshot>* snapshots);

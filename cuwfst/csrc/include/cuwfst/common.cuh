@@ -28,14 +28,15 @@ __device__ __forceinline__ float OrderedU32ToFloat(uint32_t u) {
 
 // k2's dynamic-beam update (intersect_dense_pruned.cu, GetPruningCutoffs) in k2's
 // arithmetic: float state, double constants, no contraction into FMA (explicit _rn ops),
-// so it matches the CPU reference bit for bit.
+// so it matches the CPU reference bit for bit. online: k2's online mode, where the length
+// is unknown before the final step, so the last-5-frames clauses never apply.
 __device__ __forceinline__ float UpdateBeam(float beam, int32_t active_states, int32_t t,
                                             int32_t final_t, float search_beam,
-                                            int32_t min_active_i, int32_t max_active_i) {
+                                            int32_t min_active_i, int32_t max_active_i, bool online) {
   float default_beam = search_beam, max_active = static_cast<float>(max_active_i),
         min_active = static_cast<float>(min_active_i);
   float current_min_active = min_active;
-  if (t + 5 >= final_t) current_min_active = fmaxf(min_active, max_active / 2);
+  if (!online && t + 5 >= final_t) current_min_active = fmaxf(min_active, max_active / 2);
   float active = static_cast<float>(active_states);
   if (active <= max_active) {
     if (active >= current_min_active || active_states == 0) {
@@ -45,7 +46,7 @@ __device__ __forceinline__ float UpdateBeam(float beam, int32_t active_states, i
       if (beam < default_beam) beam = default_beam;
       beam = __double2float_rn(__dmul_rn(static_cast<double>(beam), 1.25));
     }
-  } else if (t + 5 < final_t) {
+  } else if (online || t + 5 < final_t) {
     if (beam > default_beam) beam = default_beam;
     beam = __double2float_rn(__dmul_rn(static_cast<double>(beam), 0.8));
   }
@@ -92,5 +93,13 @@ __device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int
 }
 
 __device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
+
+// Epsilon closure: the payload a frontier token's hash slot holds between passes,
+// {its score : 0xFFFFFFFF}. A closure candidate {end : slot} beats it only with a strictly
+// greater end (slots are < 2^31), which is the CPU's `end > score` test.
+constexpr uint32_t kBaselineSlot = 0xFFFFFFFFu;
+__device__ __forceinline__ unsigned long long EpsBaseline(float score) {
+  return (static_cast<unsigned long long>(FloatToOrderedU32(score)) << 32) | kBaselineSlot;
+}
 
 }  // namespace cuwfst

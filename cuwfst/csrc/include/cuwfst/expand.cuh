@@ -189,6 +189,33 @@ MaxKernel(DeviceGraph g, Workspace ws, int32_t t) {
   }
 }
 
+// The slot of `dest` in a lane's open-addressing table: a plain read first, a CAS only on
+// an empty slot (within a step a slot goes EMPTY -> key once, so matched and mismatched
+// slots need no atomic); the thread whose CAS claims the slot appends {dest, slot} to the
+// lane's claims list. Returns -1 (and flags kOverflowHash) past kMaxProbes probes.
+__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, uint32_t* keys,
+                                               uint32_t dest) {
+  const uint32_t mask = static_cast<uint32_t>(ws.hash_cap - 1);
+  uint32_t h = HashState(dest) & mask;
+  for (int probe = 0; probe < kMaxProbes; ++probe) {
+    uint32_t k = *reinterpret_cast<volatile uint32_t*>(&keys[h]);
+    if (k == kEmptyKey) {
+      k = atomicCAS(&keys[h], kEmptyKey, dest);
+      if (k == kEmptyKey) {
+        int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
+        int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+        if (c < ws.claims_cap) claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
+        else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
+        return static_cast<int32_t>(h);
+      }
+    }
+    if (k == dest) return static_cast<int32_t>(h);
+    h = (h + 1) & mask;
+  }
+  atomicOr(&ws.lanes[lane].overflow, kOverflowHash);
+  return -1;
+}
+
 // ExpandKernel — per step, same grid and slots as MaxKernel.
 // Reads: lanes[l].max_ord (final after MaxKernel) and beam; admits a slot iff
 // end > max - beam (k2's test), recombines admitted arcs by destination state in the
@@ -200,7 +227,6 @@ template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 ExpandKernel(DeviceGraph g, Workspace ws, int32_t t) {
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  const uint32_t mask = static_cast<uint32_t>(ws.hash_cap - 1);
   const int32_t final_state = g.num_states - 1;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
@@ -220,31 +246,8 @@ ExpandKernel(DeviceGraph g, Workspace ws, int32_t t) {
                                                      : static_cast<uint32_t>(g.arc_dest[arc]);
     const unsigned long long p =
         (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-    uint32_t h = HashState(dest) & mask;
-    bool found = false;
-    for (int probe = 0; probe < kMaxProbes; ++probe) {
-      uint32_t k = *reinterpret_cast<volatile uint32_t*>(&keys[h]);
-      if (k == kEmptyKey) {
-        k = atomicCAS(&keys[h], kEmptyKey, dest);
-        if (k == kEmptyKey) {
-          int32_t c = atomicAdd(&ws.lanes[cur_lane].claims, 1);
-          int2* claims = ws.claims + static_cast<int64_t>(cur_lane) * ws.claims_cap;
-          if (c < ws.claims_cap) claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
-          else atomicOr(&ws.lanes[cur_lane].overflow, kOverflowClaims);
-          found = true;
-          break;
-        }
-      }
-      if (k == dest) {
-        found = true;
-        break;
-      }
-      h = (h + 1) & mask;
-    }
-    if (!found) {
-      atomicOr(&ws.lanes[cur_lane].overflow, kOverflowHash);
-      return;
-    }
+    const int32_t h = FindOrClaim(ws, cur_lane, keys, dest);
+    if (h < 0) return;
     // Dominance: a candidate below the slot's current best cannot win (a stale read is
     // only lower, so this never drops a winner).
     if (*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p) atomicMax(&payload[h], p);

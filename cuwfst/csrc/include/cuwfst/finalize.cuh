@@ -20,6 +20,9 @@ constexpr int kFinalizeSplit = 8;  // CTAs per lane
 // positions with one atomicAdd on next_size, so the order is claim order per CTA), one
 // winners-log entry {prev winner, arc} per survivor (one arena atomicAdd per round), and
 // clears exactly the claimed hash slots. On the final step it records the lane's result.
+// With epsilon closure after a real step the claimed slots stay: each holds its token's
+// score as the closure's baseline and its frontier index in hash_pos (epsilon.cuh), and
+// ClearClaimsKernel clears them after the last pass.
 // Survivors are the claims whose end passes the exact cutoff, which every admitted claim
 // does; the test is kept as the invariant.
 __global__ void __launch_bounds__(kFinalizeThreads)
@@ -50,6 +53,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
   uint32_t* keys = ws.hash_key + static_cast<int64_t>(lane) * ws.hash_cap;
   unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(lane) * ws.hash_cap;
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+  const bool keep_claims = ws.eps_iterations > 0 && phase == kPhaseReal;
+  int32_t* hash_pos = keep_claims ? ws.hash_pos + static_cast<int64_t>(lane) * ws.hash_cap : nullptr;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
@@ -98,6 +103,10 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
         } else {
           atomicOr(&lc.overflow, kOverflowKept);
         }
+        if (keep_claims) {
+          hash_pos[hslot[k]] = idx < ws.main_q ? idx : -1;
+          payload[hslot[k]] = EpsBaseline(idx < ws.main_q ? end[k] : -INFINITY);
+        }
         if (phase != kPhaseReal) {  // the final state: at most one claim
           lc.final_winner = winner;
           lc.final_score = end[k];
@@ -105,7 +114,9 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
           lc.redirected = phase == kPhaseRedirect;
         }
       }
-      if (hslot[k] >= 0) {  // k2's targeted delete: only the slots this step claimed
+      if (keep_claims) {
+        if (hslot[k] >= 0 && !keep[k]) payload[hslot[k]] = EpsBaseline(-INFINITY);  // not in the frontier
+      } else if (hslot[k] >= 0) {  // k2's targeted delete: only the slots this step claimed
         keys[hslot[k]] = kEmptyKey;
         payload[hslot[k]] = 0ull;
       }
@@ -144,6 +155,7 @@ __global__ void HashSanitizeKernel(Workspace ws) {
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     ws.hash_key[base + i] = kEmptyKey;
     ws.hash_payload[base + i] = 0ull;
+    if (ws.hash_pos) ws.hash_pos[base + i] = -1;
   }
 }
 

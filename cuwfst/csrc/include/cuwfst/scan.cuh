@@ -8,30 +8,32 @@
 
 namespace cuwfst {
 
-struct StepParams {
-  float search_beam;
-  int32_t min_active;
-  int32_t max_active;
-  int32_t allow_partial;
-  int32_t lp_is_f16;
-};
-
 // InitKernel — launched once per decode, grid = max_lanes blocks of 32 threads.
 // Reads: ws.lengths. Writes: every lane's counters, frontier buffer 0 (the
 // start token), the arena cursor. After it a decode depends on nothing left from the
-// previous one (decode is idempotent), except the hash tables, which Finalize and
-// HashSanitizeKernel leave empty.
+// previous one (decode is idempotent), except the hash tables, which Finalize,
+// ClearClaimsKernel and HashSanitizeKernel leave empty.
+// With epsilon closure it also enters the start token into the lane's hash as the
+// closure expects a real step's frontier (epsilon.cuh): claimed, its score as the
+// slot's baseline, hash_pos 0; the lane's phase is real and its cutoff 0 - search_beam,
+// so the closure passes that follow treat the start like a step's frontier.
 __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   int32_t lane = blockIdx.x;
   if (threadIdx.x != 0) return;
   LaneCounters& lc = ws.lanes[lane];
   lc.length = ws.lengths[lane];  // -1 marks a lane this batch does not use
-  lc.phase = kPhaseIdle;
-  lc.frontier_size = lc.length >= 0 ? 1 : 0;
-  lc.next_size = 0;
+  const bool used = lc.length >= 0;
+  lc.phase = used && ws.eps_iterations > 0 ? kPhaseReal : kPhaseIdle;
+  lc.frontier_size = used ? 1 : 0;
+  lc.next_size = used ? 1 : 0;  // the frontier a step reads is what the previous one built
   lc.total_arcs = 0;
   lc.beam = p.search_beam;
-  lc.max_ord = FloatToOrderedInt(-INFINITY);
+  lc.max_ord = FloatToOrderedInt(0.f);  // the start closure's cutoff is 0 - search_beam
+  lc.eps_changed = 0;
+  lc.eps_touched = 0;
+  lc.eps_base = 0;
+  lc.frontier_total = 0;
+  lc.closure_added = 0;
   lc.max_lp = 0.f;
   lc.claims = 0;
   lc.overflow = 0;
@@ -47,6 +49,15 @@ __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   ws.tok_score[0][base] = 0.f;
   ws.tok_winner[0][base] = -1;
   ws.out_path_len[lane] = 0;
+  if (used && ws.eps_iterations > 0) {
+    const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
+    const uint32_t h = HashState(static_cast<uint32_t>(g.start_state)) & static_cast<uint32_t>(ws.hash_cap - 1);
+    ws.hash_key[hb + h] = static_cast<uint32_t>(g.start_state);  // the table is empty here
+    ws.hash_payload[hb + h] = EpsBaseline(0.f);
+    ws.hash_pos[hb + h] = 0;
+    ws.claims[static_cast<int64_t>(lane) * ws.claims_cap] = make_int2(g.start_state, static_cast<int32_t>(h));
+    lc.claims = 1;
+  }
   if (lane == 0) {
     *ws.arena_cursor = 0ull;
     *ws.scan_done = 0;
@@ -126,8 +137,9 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     LaneScanLastBlock(ws);
     return;
   }
-  // The frontier the previous step built (the start token at t = 0).
-  const int32_t n = t == 0 ? 1 : min(lc.next_size, ws.main_q);
+  // The frontier the previous step (and its epsilon closure) built; at t = 0 the start
+  // token and its closure.
+  const int32_t n = min(lc.next_size, ws.main_q);
   const int32_t* state = ws.tok_state[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
   const float* score = ws.tok_score[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
   int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
@@ -156,17 +168,17 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
       deg[k] = 0;
       if (i < n) {
         const int32_t s = state[i];
-        const int32_t rb = g.row_splits[s], re = g.row_splits[s + 1], fc = g.final_count[s];
+        const StateArcs sa = ArcsOf(g, s);
         int32_t b, e;
-        if (phase == kPhaseReal) {
-          b = g.finals_at_end ? rb : rb + fc;
-          e = g.finals_at_end ? re - fc : re;
+        if (phase == kPhaseReal) {  // emitting arcs
+          b = sa.EmitBegin();
+          e = sa.EmitEnd();
         } else if (phase == kPhaseFinal) {
-          b = g.finals_at_end ? re - fc : rb;
-          e = b + fc;
-        } else {
-          b = rb;
-          e = re;
+          b = sa.FinalBegin();
+          e = b + sa.final_count;
+        } else {  // redirect: every arc of the state, as the CPU reference
+          b = sa.begin;
+          e = sa.end;
         }
         begin[i] = b;
         deg[k] = e - b;
@@ -215,12 +227,13 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
-    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active);
+    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, p.online != 0);
     lc.max_ord = FloatToOrderedInt(-INFINITY);
     lc.max_lp = max_lp;
     lc.hint_ok = total <= hint_slots;
     lc.claims = 0;
     lc.max_frontier = max(lc.max_frontier, n);
+    lc.frontier_total += n;
     lc.lp_row_f32 = row32;
     lc.lp_row_f16 = row16;
   }

@@ -9,7 +9,8 @@
 namespace cuwfst {
 
 // Phases of a lane's step (the CPU reference uses the same values).
-enum : int32_t { kPhaseReal = 0, kPhaseFinal = 1, kPhaseRedirect = 2, kPhaseIdle = 4 };
+// kPhaseEps: the lane is in an epsilon-closure pass after a real step (epsilon.cuh).
+enum : int32_t { kPhaseReal = 0, kPhaseFinal = 1, kPhaseRedirect = 2, kPhaseEps = 3, kPhaseIdle = 4 };
 
 // Overflow bits (DecodeResult::overflow), as in the design spec §7.
 enum : int32_t {
@@ -26,6 +27,7 @@ constexpr int32_t kRedirectArcBit = 1 << 30;
 constexpr uint32_t kEmptyKey = 0xFFFFFFFFu;
 constexpr int32_t kMaxProbes = 256;
 constexpr uint16_t kFinalIlabel = 0xFFFF;
+constexpr uint16_t kEpsIlabel = 0xFFFE;
 constexpr int32_t kHintShift = 5;  // tok_hint samples every 32nd slot
 
 // The graph, structure-of-arrays, on the device (uploaded once per graph and device).
@@ -37,10 +39,39 @@ struct DeviceGraph {
   int32_t finals_at_end;     // 1: final arcs are the last final_count[s] arcs of s
   const int32_t* row_splits;   // [num_states + 1]
   const int32_t* final_count;  // [num_states]
+  // [num_states] epsilon arcs of each state, which sit right after its finals-at-start
+  // (or at the start of its range with finals at end); nullptr on epsilon-free graphs
+  const int32_t* eps_count;
   const int32_t* arc_dest;     // [num_arcs]
   const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
   const float* arc_weight;     // [num_arcs]
   const float* emit_maxw;      // [num_states] max weight over a state's emitting arcs
+};
+
+// A state's arc ranges in the image layout
+// [finals if at start][epsilons][emitting][finals if at end] (cuwfst/graph/image.py).
+struct StateArcs {
+  int32_t begin, end, final_count, eps_count;
+  bool finals_at_end;
+  __host__ __device__ int32_t EpsBegin() const { return finals_at_end ? begin : begin + final_count; }
+  __host__ __device__ int32_t EmitBegin() const { return EpsBegin() + eps_count; }
+  __host__ __device__ int32_t EmitEnd() const { return finals_at_end ? end - final_count : end; }
+  __host__ __device__ int32_t FinalBegin() const { return finals_at_end ? end - final_count : begin; }
+};
+
+__host__ __device__ inline StateArcs ArcsOf(const DeviceGraph& g, int32_t s) {
+  return {g.row_splits[s], g.row_splits[s + 1], g.final_count[s], g.eps_count ? g.eps_count[s] : 0,
+          g.finals_at_end != 0};
+}
+
+// The decode's settings every step reads (kernel argument).
+struct StepParams {
+  float search_beam;
+  int32_t min_active;
+  int32_t max_active;
+  int32_t allow_partial;
+  int32_t lp_is_f16;
+  int32_t online;  // k2's online beam mode: the length is unknown until the final step
 };
 
 // Where the caller's packed log-probs live: rewritten (24 B H2D) before every decode so
@@ -55,7 +86,8 @@ struct LpDesc {
 struct LaneCounters {
   int32_t length;        // T of this lane's row; -1 for an unused lane
   int32_t phase;         // this step's phase
-  int32_t frontier_size; // tokens in the current frontier
+  int32_t frontier_size; // tokens the step's walkers visit: the frontier (an epsilon pass:
+                         // the tokens the previous pass changed)
   int32_t next_size;     // tokens the step's FinalizeKernel blocks appended (may exceed main_q)
   int32_t total_arcs;    // slots of this step
   float beam;            // k2's dynamic beam
@@ -66,9 +98,14 @@ struct LaneCounters {
   int32_t overflow;      // overflow bits
   int32_t max_frontier;  // largest frontier seen
   int32_t final_winner;  // winners-log entry of the final token (-2: none yet)
+  int32_t eps_changed;   // epsilon closure: tokens the last pass changed (the next pass's list)
+  int32_t eps_touched;   // epsilon closure: hash slots this pass claimed or improved
+  int32_t eps_base;      // epsilon closure: frontier size before it (statistics, snapshots)
   float final_score;
   int32_t reached_final;
   int32_t redirected;
+  long long frontier_total;  // sum over steps of the frontier each step expanded
+  long long closure_added;   // tokens the epsilon closures added
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
 };
@@ -86,6 +123,7 @@ struct Workspace {
   int32_t hash_cap;     // power of two, per lane
   int64_t arena_cap;    // winners entries (shared)
   int32_t path_cap;     // best-path arcs per lane
+  int32_t eps_iterations;  // closure passes per real step (0: an epsilon-free decode)
   // frontier double buffer [2][max_lanes][main_q]
   int32_t* tok_state[2];
   float* tok_score[2];
@@ -102,6 +140,11 @@ struct Workspace {
   uint32_t* hash_key;        // [max_lanes][hash_cap]
   unsigned long long* hash_payload;  // {ordered end : slot}
   int2* claims;              // [max_lanes][claims_cap] {state, hash slot}
+  // epsilon closure only (nullptr otherwise; epsilon.cuh)
+  int32_t* hash_pos;         // [max_lanes][hash_cap] frontier index of a claimed slot's state, -1
+  int32_t* eps_tok;          // [max_lanes][main_q] a pass's changed tokens (frontier indices)
+  int32_t* eps_winner;       // [max_lanes][main_q] their winners at the start of the pass
+  int32_t* eps_touched;      // [max_lanes][claims_cap] hash slots claimed or improved by a pass
   // winners log and cursor
   WinnerEntry* arena;
   unsigned long long* arena_cursor;

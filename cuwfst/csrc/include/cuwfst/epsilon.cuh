@@ -1,0 +1,285 @@
+// Epsilon closure (TLG graphs): eps_iterations passes after every real step and once for
+// the start token, each pass EpsScanKernel -> EpsExpandKernel -> EpsResolveKernel, then
+// ClearClaimsKernel after the last one. The rule is the CPU reference's (reference_decoder.cc,
+// ExpandEpsilon; docs/design.md):
+//  * a pass relaxes the epsilon arcs of the tokens the previous pass changed (pass 0: the
+//    whole frontier the real step built), reading their scores and winners as they were at
+//    the start of the pass (Jacobi order);
+//  * end = score + weight is admitted iff end > the step's cutoff (max - beam of the real
+//    step; 0 - search_beam for the start) and end > the destination's score if the
+//    destination is already in the frontier; the best admitted end per destination wins;
+//  * a winning candidate gets a fresh winners-log entry; it updates its token in place or
+//    appends a new one, and the token joins the next pass's list.
+//
+// How the hash carries it: after a real step's FinalizeKernel (or InitKernel for the start)
+// every frontier token's hash slot stays claimed with payload {score : 0xFFFFFFFF} (the
+// baseline, EpsBaseline) and hash_pos = its frontier index. A candidate's payload
+// {end : slot} passes atomicMax over the baseline only with a strictly greater end, and the
+// one atomicMax that lifts a slot off its baseline (or off empty) appends the slot to the
+// pass's touched list, once per slot per pass. EpsResolveKernel turns each touched slot into
+// a token update and restores the baseline for the next pass.
+#pragma once
+
+#include <cub/block/block_scan.cuh>
+
+#include "cuwfst/expand.cuh"
+#include "cuwfst/finalize.cuh"
+#include "cuwfst/scan.cuh"
+
+namespace cuwfst {
+
+// EpsScanKernel — per closure pass, grid = max_lanes blocks of kScanThreads (CTA per lane),
+// kScanItems entries per thread per round.
+// Takes part: lanes whose step was real (kPhaseReal; InitKernel marks the start so) or that
+// are in this closure (kPhaseEps); others publish 0 slots.
+// Reads: the pass's entries (pass 0: tokens 0..next_size of frontier buffer `buf`; later:
+// eps_tok[0..eps_changed)), their states, scores and winners, the graph's epsilon ranges.
+// Writes, per entry j: tok_begin[j] (first epsilon arc), tok_ub[j] (the token's score now:
+// the pass reads this snapshot, not the live score), eps_winner[j], arc_offsets, tok_hint;
+// per lane: phase = kPhaseEps, frontier_size = entries, total_arcs, hint_ok, eps_base (pass 0), and zeroes eps_touched/eps_changed for EpsExpand/EpsResolve. The last CTA builds
+// lane_arc_offsets (LaneScanLastBlock).
+__global__ void __launch_bounds__(kScanThreads)
+EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
+  using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int64_t running;
+  const int32_t lane = blockIdx.x;
+  LaneCounters& lc = ws.lanes[lane];
+  const bool in = lc.length >= 0 && (lc.phase == kPhaseReal || lc.phase == kPhaseEps);
+  if (!in) {
+    if (threadIdx.x == 0) lc.total_arcs = 0;
+    LaneScanLastBlock(ws);
+    return;
+  }
+  const int32_t n = pass == 0 ? min(lc.next_size, ws.main_q) : lc.eps_changed;
+  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t* state = ws.tok_state[buf] + q;
+  const float* score = ws.tok_score[buf] + q;
+  const int32_t* winner = ws.tok_winner[buf] + q;
+  const int32_t* eps_tok = ws.eps_tok + q;
+  int32_t* eps_winner = ws.eps_winner + q;
+  int32_t* begin = ws.tok_begin + q;
+  float* snap = ws.tok_ub + q;
+  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
+  int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
+  const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
+  if (threadIdx.x == 0) running = 0;
+  __syncthreads();
+  constexpr int kPerRound = kScanThreads * kScanItems;
+  for (int32_t base = 0; base < n; base += kPerRound) {
+    const int32_t first = base + threadIdx.x * kScanItems;
+    int64_t deg[kScanItems];
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k) {
+      const int32_t j = first + k;
+      deg[k] = 0;
+      if (j < n) {
+        const int32_t tok = pass == 0 ? j : eps_tok[j];
+        const StateArcs sa = ArcsOf(g, state[tok]);
+        begin[j] = sa.EpsBegin();
+        deg[k] = sa.eps_count;
+        snap[j] = score[tok];
+        eps_winner[j] = winner[tok];
+      }
+    }
+    int64_t excl[kScanItems], total;
+    BlockScan(scan).ExclusiveSum(deg, excl, total);
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k) {
+      const int32_t j = first + k;
+      const int64_t off = running + excl[k];
+      if (j < n) offsets[j] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
+      const int64_t last = min(off + deg[k], hint_slots);
+      for (int64_t m = (off + (1 << kHintShift) - 1) >> kHintShift; (m << kHintShift) < last; ++m)
+        hint[m] = j;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) running += total;
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    int64_t total = running;
+    if (total > INT32_MAX) {  // cannot index this pass's slots in int32: drop the pass
+      lc.overflow |= kOverflowSlots;
+      total = 0;
+    }
+    offsets[n] = static_cast<int32_t>(total);
+    if (pass == 0) lc.eps_base = n;
+    lc.phase = kPhaseEps;
+    lc.frontier_size = n;
+    lc.total_arcs = static_cast<int32_t>(total);
+    lc.hint_ok = total <= hint_slots;
+    lc.max_lp = 0.f;
+    lc.eps_touched = 0;
+    lc.eps_changed = 0;
+  }
+  LaneScanLastBlock(ws);
+}
+
+// EpsExpandKernel — per closure pass, grid = the walkers' (ExpandBlocksFor) x kWalkThreads,
+// over the pass's slot space (entry j, epsilon arc tok_begin[j] + local - arc_offsets[j]).
+// Reads: the snapshot scores (tok_ub), the step's cutoff (max_ord - beam, untouched since
+// the real step), epsilon arcs' weights and destinations, the lane's hash.
+// Writes: hash keys (new destinations, appended to claims), payloads (atomicMax of
+// {end : local slot}), the touched list (eps_touched), overflow bits.
+// Invariant: every frontier token's slot holds its baseline (see the top of this file).
+template <int kWalker>
+__global__ void __launch_bounds__(kWalkThreads)
+EpsExpandKernel(DeviceGraph g, Workspace ws) {
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
+  int32_t cur_lane = -1;
+  float cutoff = INFINITY;
+  Walk<kWalker>(ws, 0, [&](const LaneView& lv, int32_t j, int32_t local) {
+    if (lv.lane != cur_lane) {
+      cur_lane = lv.lane;
+      const LaneCounters& lc = ws.lanes[cur_lane];
+      cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+    }
+    const int32_t arc = lv.begin[j] + (local - lv.offsets[j]);
+    const float end = lv.ub[j] + g.arc_weight[arc];  // the CPU's snap_score + weight
+    if (!(end > cutoff)) return;
+    uint32_t* keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
+    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
+    const int32_t h = FindOrClaim(ws, cur_lane, keys, static_cast<uint32_t>(g.arc_dest[arc]));
+    if (h < 0) return;
+    const unsigned long long p =
+        (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
+    if (!(*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p)) return;
+    const unsigned long long old = atomicMax(&payload[h], p);
+    // The one raise off the baseline (or off an empty slot) registers the slot for Resolve.
+    if (old < p && (old == 0ull || static_cast<uint32_t>(old) == kBaselineSlot)) {
+      const int32_t c = atomicAdd(&ws.lanes[cur_lane].eps_touched, 1);
+      if (c < ws.claims_cap) ws.eps_touched[static_cast<int64_t>(cur_lane) * ws.claims_cap + c] = h;
+      else atomicOr(&ws.lanes[cur_lane].overflow, kOverflowClaims);
+    }
+  });
+}
+
+// EpsResolveKernel — per closure pass, grid (kFinalizeSplit, max_lanes) x kFinalizeThreads:
+// the CTAs of a lane share its touched list in contiguous chunks, kFinalizeItems per thread
+// per round.
+// Reads: each touched slot's key (state), resolved payload {end : local slot} and hash_pos;
+// the pass's entries (arc_offsets/tok_hint turn the slot back into entry j and its arc,
+// eps_winner[j] is the predecessor). Writes: a winners-log entry per updated token, the
+// token (in place when hash_pos >= 0, else appended at next_size), the next pass's list
+// (eps_tok, eps_changed), the slot's new baseline and hash_pos.
+__global__ void __launch_bounds__(kFinalizeThreads)
+EpsResolveKernel(Workspace ws, int32_t buf) {
+  using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int32_t new_base, chg_base;
+  __shared__ long long arena_base;
+  const int32_t lane = blockIdx.y;
+  LaneCounters& lc = ws.lanes[lane];
+  if (lc.phase != kPhaseEps) return;
+  const int32_t num = min(lc.eps_touched, ws.claims_cap);
+  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  if (c_begin >= c_end) return;
+  const int32_t n = lc.frontier_size;  // this pass's entries
+  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
+  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
+  const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
+  const int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
+  const bool hint_ok = lc.hint_ok != 0;
+  const int32_t* begin = ws.tok_begin + q;
+  const int32_t* eps_winner = ws.eps_winner + q;
+  int32_t* eps_tok = ws.eps_tok + q;
+  int32_t* tok_state = ws.tok_state[buf] + q;
+  float* tok_score = ws.tok_score[buf] + q;
+  int32_t* tok_winner = ws.tok_winner[buf] + q;
+  const int32_t* touched = ws.eps_touched + static_cast<int64_t>(lane) * ws.claims_cap;
+  constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
+  for (int32_t base = c_begin; base < c_end; base += kPerRound) {
+    const int32_t first = base + threadIdx.x * kFinalizeItems;
+    int32_t h[kFinalizeItems], pos[kFinalizeItems], slot[kFinalizeItems], is_new[kFinalizeItems],
+        has_pos[kFinalizeItems], rank[kFinalizeItems], round_new, round_chg;
+    float end[kFinalizeItems];
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      const int32_t i = first + k;
+      h[k] = i < c_end ? touched[i] : -1;
+      is_new[k] = 0;
+      if (h[k] >= 0) {
+        const unsigned long long p = ws.hash_payload[hb + h[k]];
+        end[k] = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
+        slot[k] = static_cast<int32_t>(p & 0xFFFFFFFFull);
+        pos[k] = ws.hash_pos[hb + h[k]];
+        is_new[k] = pos[k] < 0;
+      }
+    }
+    BlockScan(scan).ExclusiveSum(is_new, rank, round_new);
+    if (threadIdx.x == 0) new_base = atomicAdd(&lc.next_size, round_new);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      has_pos[k] = 0;
+      if (h[k] < 0) continue;
+      if (is_new[k]) {
+        const int32_t idx = new_base + rank[k];
+        if (idx < ws.main_q) {
+          pos[k] = idx;
+          tok_state[idx] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);
+        } else {
+          atomicOr(&lc.overflow, kOverflowKept);
+        }
+      }
+      has_pos[k] = pos[k] >= 0;
+    }
+    BlockScan(scan).ExclusiveSum(has_pos, rank, round_chg);
+    if (threadIdx.x == 0) {
+      chg_base = atomicAdd(&lc.eps_changed, round_chg);
+      arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_chg)));
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      if (h[k] < 0) continue;
+      if (has_pos[k]) {
+        const int32_t j = TokenOfSlot(offsets, hint, hint_ok, n, slot[k]);
+        const int32_t arc = begin[j] + (slot[k] - offsets[j]);
+        const long long wi = arena_base + rank[k];
+        int32_t winner = -1;
+        if (wi < ws.arena_cap) {
+          winner = static_cast<int32_t>(wi);
+          ws.arena[wi] = {eps_winner[j], arc};
+        } else {
+          atomicOr(&lc.overflow, kOverflowArena);
+        }
+        tok_score[pos[k]] = end[k];
+        tok_winner[pos[k]] = winner;
+        eps_tok[chg_base + rank[k]] = pos[k];
+      }
+      ws.hash_pos[hb + h[k]] = has_pos[k] ? pos[k] : -1;
+      ws.hash_payload[hb + h[k]] = EpsBaseline(has_pos[k] ? end[k] : -INFINITY);
+    }
+    __syncthreads();  // the shared bases are rewritten by the next round
+  }
+}
+
+// ClearClaimsKernel — after a closure's last pass, grid (kFinalizeSplit, max_lanes) x
+// kFinalizeThreads. Reads: the lane's claims list (the real step's and the closure's new
+// destinations). Writes: clears exactly those slots (key, payload, hash_pos), the targeted
+// delete FinalizeKernel does on epsilon-free steps. Lanes whose claims overflowed are wiped
+// whole by HashSanitizeKernel at the end of the decode. Also adds the closure's new tokens
+// to the lane's closure_added.
+__global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace ws) {
+  const int32_t lane = blockIdx.y;
+  const LaneCounters& lc = ws.lanes[lane];
+  if (lc.phase != kPhaseEps) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    ws.lanes[lane].closure_added += min(lc.next_size, ws.main_q) - lc.eps_base;
+  const int32_t num = min(lc.claims, ws.claims_cap);
+  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
+  const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+  for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
+    const int32_t h = claims[i].y;
+    ws.hash_key[hb + h] = kEmptyKey;
+    ws.hash_payload[hb + h] = 0ull;
+    ws.hash_pos[hb + h] = -1;
+  }
+}
+
+}  // namespace cuwfst

@@ -1,0 +1,259 @@
+"""`cuwfst.StreamingDecoder`: chunked decoding of many streams, with partial results.
+
+A stream (a channel) holds one utterance's search state between chunks. `advance` moves
+any set of streams by one chunk each; `partial` reads the best path so far and how many of
+its leading words can no longer change; `finalize` runs k2's final step and returns the
+result, which equals `Decoder(graph, options).decode(frames, online=True)` on the frames
+the stream was fed, whatever their split into chunks: the search is k2's online beam
+mode (the length is unknown until the end, so k2's last-5-frames rule is off).
+
+Endpointing (off by default) applies the rules of sherpa's and Kaldi's online decoders to
+the best path after each chunk: trailing blank frames after the last word, and a cap on the
+utterance's length; a stream that meets one reports `endpoint` so a server can finalize it
+and open the next.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..graph import Graph
+from .inputs import check_log_probs, is_torch, log_probs_to_host
+from .prepare import prepare_log_probs
+from .options import DecoderOptions
+from .result import Hypothesis
+
+
+@dataclass(frozen=True)
+class EndpointRule:
+    """Endpoint when the best path has at least `min_trailing_blank_s` seconds of trailing
+    blank frames, having decoded a word already or not (`must_contain_word`), or when the
+    utterance is at least `min_utterance_s` long (0: no such limit). sherpa's defaults: rule1
+    2.4 s of silence with no word, rule2 1.2 s after a word, rule3 an utterance of 20 s."""
+
+    must_contain_word: bool
+    min_trailing_blank_s: float
+    min_utterance_s: float = 0.0
+
+
+SHERPA_RULES = (EndpointRule(False, 2.4), EndpointRule(True, 1.2), EndpointRule(False, 0.0, 20.0))
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Endpointing: the rules, the seconds per log-prob frame, and the blank token id."""
+
+    rules: tuple[EndpointRule, ...] = SHERPA_RULES
+    frame_shift_s: float = 0.04
+    blank_id: int = 0
+
+    def detect(self, hyp: Hypothesis, frames: int) -> bool:
+        trailing = 0
+        for tok in reversed(hyp.tokens):
+            if tok != self.blank_id:
+                break
+            trailing += 1
+        if hyp.timestamps:  # the frames after the last word's arc
+            trailing = min(trailing, frames - 1 - hyp.timestamps[-1])
+        for r in self.rules:
+            if r.must_contain_word and not hyp.words:
+                continue
+            if r.min_utterance_s > 0 and frames * self.frame_shift_s >= r.min_utterance_s:
+                return True
+            if r.min_utterance_s == 0 and trailing * self.frame_shift_s >= r.min_trailing_blank_s:
+                return True
+        return False
+
+
+class Stream:
+    """One stream of a StreamingDecoder. Read its state here; feed it through the decoder."""
+
+    def __init__(self, decoder: "StreamingDecoder", handle: int, index: int):
+        self._decoder = decoder
+        self._handle = handle
+        self.index = index
+        self.frames = 0  # frames fed so far
+        self.endpoint = False  # an endpoint rule fired after the last chunk
+        self.closed = False
+
+    def partial(self) -> Hypothesis:
+        """The best path so far; `final_words` of its leading words can no longer change."""
+        return self._decoder._partial(self)
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else f"{self.frames} frames"
+        return f"Stream({self.index}, {state})"
+
+
+class StreamingDecoder:
+    """Decodes many streams chunk by chunk (k2's online beam mode), on the CPU.
+
+    max_streams: open streams at most (a clear error past it). compact: after every chunk
+    each stream moves the arcs every future path shares out of its search log, so memory
+    does not grow with a stream's length (results are unchanged). endpoint: an
+    EndpointConfig, or True for sherpa's rules, or None (off).
+    """
+
+    def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu", *,
+                 max_streams: int = 1024, num_threads: int | None = None, compact: bool = True,
+                 endpoint: EndpointConfig | bool | None = None, **kwargs):
+        from .offline import Decoder, _graph_of
+
+        graph = _graph_of(graph)
+        if str(device) != "cpu":
+            raise NotImplementedError(
+                "StreamingDecoder runs on the CPU for now (device='cpu'); GPU streaming is not built yet")
+        if not isinstance(max_streams, int) or isinstance(max_streams, bool) or max_streams < 1:
+            raise ValueError(f"max_streams must be an int >= 1, got {max_streams!r}")
+        # the offline CPU decoder holds the native graph and assembles hypotheses
+        self._frontend = Decoder(graph, options, device="cpu", **kwargs)
+        self.graph: Graph = self._frontend.graph
+        self.options = self._frontend.options
+        self.eps_iterations = self._frontend.eps_iterations
+        self.max_streams = max_streams
+        self.num_threads = num_threads or min(8, os.cpu_count() or 1)
+        self.compact = bool(compact)
+        self.endpoint = EndpointConfig() if endpoint is True else (endpoint or None)
+        self._mod = self._frontend._ref.mod
+        self._open: dict[int, Stream] = {}
+        self._next_index = 0
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+    def open_stream(self) -> Stream:
+        """A new stream at frame 0 (its start state and epsilon closure)."""
+        with self._lock:
+            if len(self._open) >= self.max_streams:
+                raise RuntimeError(f"all {self.max_streams} streams are in use: finalize or release one "
+                                   "(or build the StreamingDecoder with a larger max_streams)")
+            o = self.options
+            h = self._mod.ref_stream_create(self._frontend._ref.handle, o.search_beam, o.output_beam,
+                                            o.min_active_states, o.max_active_states, o.allow_partial,
+                                            self.eps_iterations)
+            s = Stream(self, h, self._next_index)
+            self._next_index += 1
+            self._open[s.index] = s
+            return s
+
+    def release(self, stream: Stream) -> None:
+        """Abandons a stream without a result and frees what it holds."""
+        with self._lock:
+            self._check_open(stream)
+            self._close(stream)
+
+    def finalize(self, stream: Stream) -> Hypothesis:
+        """k2's final step on the frames fed so far, the best path, and the stream freed."""
+        with self._lock:
+            self._check_open(stream)
+            try:
+                cap = self._frontend.path_capacity(stream.frames)
+                arcs = np.zeros((1, cap), np.int32)
+                n = np.zeros(1, np.int32)
+                score = np.zeros(1, np.float32)
+                meta = np.zeros((1, 4), np.int32)
+                stats = np.zeros((1, 2), np.int64)
+                self._mod.ref_stream_finalize(stream._handle, arcs, n, score, meta, stats)
+                hyp = self._frontend.make_hypothesis(
+                    arcs[0, : n[0]], float(score[0]), bool(meta[0, 0]), int(meta[0, 2]), 0, int(meta[0, 3]),
+                    frontier_total=int(stats[0, 0]), closure_added=int(stats[0, 1]))
+                hyp.final_words = len(hyp.words)
+                return hyp
+            finally:
+                self._close(stream)
+
+    def __del__(self):
+        for s in list(getattr(self, "_open", {}).values()):
+            self._close(s)
+
+    # ------------------------------------------------------------------ decoding
+    def advance(self, streams, chunks) -> None:
+        """Feeds chunks[i] ([Tc, V], Tc >= 0; numpy, torch or DLPack, any device) to
+        streams[i], all in one call."""
+        streams = list(streams)
+        chunks = list(chunks)
+        if len(streams) != len(chunks):
+            raise ValueError(f"{len(streams)} streams but {len(chunks)} chunks")
+        if len({id(s) for s in streams}) != len(streams):
+            raise ValueError("a stream appears twice in one advance")
+        rows = []
+        for s, c in zip(streams, chunks):
+            self._check_open(s)
+            if is_torch(c) and c.device.type != "cpu":  # any device: the CPU search reads host memory
+                c = c.detach().cpu()
+            lp = log_probs_to_host(c)
+            if lp.ndim != 2:
+                raise ValueError(f"each chunk must be [Tc, V], got shape {tuple(lp.shape)}")
+            rows.append(lp)
+        if not streams:
+            return
+        V = max(r.shape[1] for r in rows)
+        Tc = max(r.shape[0] for r in rows)
+        packed = np.zeros((len(rows), max(Tc, 1), max(V, 1)), np.float32)
+        lens = np.zeros(len(rows), np.int32)
+        for i, r in enumerate(rows):
+            if r.shape[0] and r.shape[1] != V:
+                raise ValueError(f"chunk {i} has {r.shape[1]} columns, others {V}")
+            packed[i, : r.shape[0], : r.shape[1]] = r
+            lens[i] = r.shape[0]
+        if Tc:
+            # the offline decoder's checks and transforms (acoustic_scale, blank_penalty, ...)
+            packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
+            packed = check_log_probs(packed, self.graph.vocab_size)
+            for i, r in enumerate(rows):
+                bad = ~np.isfinite(r) & ~(r == -np.inf)
+                if bad.any():
+                    t, v = (int(x) for x in np.argwhere(bad)[0])
+                    raise ValueError(f"chunk {i}[{t}, {v}] is {r[t, v]}: log-probs must not be NaN or +inf")
+        with self._lock:
+            for s in streams:
+                self._check_open(s)
+            handles = np.array([s._handle for s in streams], np.int64)
+            self._mod.ref_streams_advance(handles, packed, lens, self.num_threads, self.compact)
+            for s, n in zip(streams, lens.tolist()):
+                s.frames += n
+        if self.endpoint is not None:
+            for s in streams:
+                s.endpoint = self.endpoint.detect(self._partial(s), s.frames)
+
+    def memory_stats(self, stream: Stream) -> dict:
+        """{frames, winners}: the search-log entries the stream holds (bounded with compact)."""
+        self._check_open(stream)
+        out = np.zeros(2, np.int64)
+        self._mod.ref_stream_stats(stream._handle, out)
+        return {"frames": int(out[0]), "winners": int(out[1])}
+
+    # ------------------------------------------------------------------ internals
+    def _partial(self, stream: Stream) -> Hypothesis:
+        self._check_open(stream)
+        cap = self._frontend.path_capacity(stream.frames)
+        arcs = np.zeros(cap, np.int32)
+        info = np.zeros(4, np.int32)
+        score = np.zeros(1, np.float32)
+        self._mod.ref_stream_partial(stream._handle, arcs, info, score)
+        n, committed, frames, ok = info.tolist()
+        if not ok:
+            h = self._frontend.make_hypothesis(np.zeros(0, np.int32), float("-inf"), False, -1, 0, 0)
+            h.final_words = 0
+            return h
+        h = self._frontend.make_hypothesis(arcs[:n], float(score[0]), False, -1, 0, 0)
+        h.final_words = len(self.graph.words_of(self.graph.source_arc_ids(arcs[:committed])))
+        return h
+
+    def _check_open(self, stream) -> None:
+        if not isinstance(stream, Stream) or stream._decoder is not self:
+            raise TypeError("expected a Stream opened by this StreamingDecoder")
+        if stream.closed:
+            raise ValueError(f"{stream!r} was finalized or released; open a new stream")
+
+    def _close(self, stream: Stream) -> None:
+        if stream.closed:
+            return
+        stream.closed = True
+        self._open.pop(stream.index, None)
+        h, stream._handle = stream._handle, 0
+        if h:
+            self._mod.ref_stream_free(h)

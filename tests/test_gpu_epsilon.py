@@ -1,0 +1,178 @@
+"""Epsilon closure on the GPU (TLG graphs) against the CPU reference: identical words,
+arcs and float32 scores, batch rows equal to single rows, step-by-step frontiers equal to
+the CPU's snapshots, and the exhaustive Viterbi at wide beams.
+
+Skipped where there is no CUDA GPU. Exact-score ties may pick another path of the
+bit-identical float32 score; that is checked, counted and printed.
+"""
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, Graph
+from helpers import path_score, path_score_f32, random_eps_graph, random_eps_graph_any, random_log_probs, viterbi
+
+pytestmark = pytest.mark.gpu
+
+BEAMS = [
+    (20.0, 8.0, 30, 10000),
+    (8.0, 5.0, 5, 200),
+    (3.0, 2.0, 1, 50),
+    (15.0, 8.0, 1, 4),        # the beam shrinks every frame
+    (2.0, 2.0, 100, 1000),    # the beam widens
+    (10.0, 4.0, 0, 3),
+]
+TOTALS = {"rows": 0, "ties": 0, "eps_rows": 0}
+
+
+def compare(graph, lp, cpu_h, gpu_h, where, allow_overflow=False):
+    assert len(cpu_h) == len(gpu_h)
+    for b, (c, g) in enumerate(zip(cpu_h, gpu_h)):
+        TOTALS["rows"] += 1
+        if not allow_overflow:
+            assert g.overflow == 0, f"{where} row {b}: overflow {g.overflow}"
+        assert c.empty == g.empty, f"{where} row {b}: cpu empty {c.empty}, gpu empty {g.empty}"
+        if not allow_overflow:  # the search itself is the same: frontier sizes step by step
+            assert (c.max_frontier, c.frontier_total, c.closure_added) == \
+                   (g.max_frontier, g.frontier_total, g.closure_added), f"{where} row {b}: search statistics"
+        if c.empty:
+            continue
+        assert np.float32(c.score) == np.float32(g.score), f"{where} row {b}: {c.score!r} vs {g.score!r}"
+        assert (c.reached_final, c.redirect_arc >= 0) == (g.reached_final, g.redirect_arc >= 0), where
+        if any(graph.arrays.ilabel[a] == -2 for a in graph.image_arc_ids(c.arcs)):
+            TOTALS["eps_rows"] += 1
+        if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+            assert path_score_f32(graph, lp[b], g.arcs, g.redirect_arc) == np.float32(c.score), \
+                f"{where} row {b}: different path, different score"
+            TOTALS["ties"] += 1
+        else:
+            assert c.words == g.words, f"{where} row {b}"
+
+
+def _random_case(seed):
+    rng = np.random.default_rng(70000 + seed)
+    n = int(rng.choice([3, 8, 30, 150, 800]))
+    V = int(rng.integers(2, 30))
+    graph = random_eps_graph_any(rng, n, V, degree=int(rng.integers(1, 6)),
+                                 eps_prob=float(rng.choice([0.3, 0.7, 1.0])), cycles=bool(seed % 3 == 0),
+                                 chain=int(rng.choice([1, 2, 5])))
+    B = int(rng.integers(1, 7))
+    T = int(rng.integers(1, 50))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    if B > 2:
+        lens[1], lens[2] = 1, 0
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    s, o, mn, mx = BEAMS[seed % len(BEAMS)]
+    eps_it = None if seed % 5 else int(rng.integers(1, 4))
+    opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
+                          allow_partial=bool(seed % 4 != 0), eps_iterations=eps_it)
+    return rng, graph, lp, lens, opts
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_epsilon_graphs_gpu_equals_cpu(seed):
+    rng, graph, lp, lens, opts = _random_case(seed)
+    assert graph.has_epsilon
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    walker = "thread" if seed % 4 == 1 else "warp"
+    gpu = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32])), walker=walker,
+                  walk_blocks=int(rng.choice([0, 1, 7]))).decode(lp, lens)
+    compare(graph, lp, cpu, gpu, f"seed {seed} ({walker})")
+
+
+@pytest.mark.parametrize("seed", range(0, 300, 10))
+def test_batch_equals_rows(seed):
+    rng, graph, lp, lens, opts = _random_case(seed)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=8)
+    batch = dec.decode(lp, lens)
+    again = dec.decode(lp, lens)
+    for b in range(lp.shape[0]):
+        one = dec.decode(lp[b : b + 1], lens[b : b + 1])[0]
+        for other in (batch[b], again[b]):
+            assert one.empty == other.empty
+            if one.empty:
+                continue
+            assert np.float32(one.score) == np.float32(other.score)
+            if one.arcs != other.arcs:
+                assert path_score_f32(graph, lp[b], other.arcs, other.redirect_arc) == np.float32(one.score)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_step_by_step_frontier_equals_cpu_snapshots(seed):
+    rng = np.random.default_rng(900 + seed)
+    graph = random_eps_graph_any(rng, int(rng.choice([5, 20, 80])), 6, 3, 0.8, cycles=bool(seed % 2),
+                                 chain=int(rng.choice([0, 3])))
+    T = int(rng.integers(0, 20))
+    lp = random_log_probs(rng, 1, max(T, 1), 6, peaky=bool(seed % 2))[0]
+    s, o, mn, mx = BEAMS[seed % len(BEAMS)]
+    opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
+                          allow_partial=True)
+    cpu = Decoder(graph, opts).decode_snapshots(lp, T)
+    gpu = Decoder(graph, opts, device="cuda", max_lanes=2).decode_snapshots(lp, T)
+    assert len(cpu) == len(gpu) == T + 2
+    for k, (c, g) in enumerate(zip(cpu, gpu)):
+        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), k
+        assert set(c["tokens"]) == set(g["tokens"]), f"step {k}: frontier states differ"
+        for st, (score, arc) in c["tokens"].items():
+            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"step {k} state {st}"
+
+
+WIDE = DecoderOptions(search_beam=1e4, output_beam=8.0, min_active_states=0,
+                      max_active_states=10**8, allow_partial=False)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_gpu_matches_exhaustive_viterbi(seed):
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(3, 14))
+    vocab = int(rng.integers(2, 7))
+    graph = random_eps_graph(rng, n, vocab, degree=3, eps_prob=0.6)
+    while not graph.has_epsilon:
+        graph = random_eps_graph(rng, n, vocab, degree=3, eps_prob=0.6)
+    T = int(rng.integers(0, 9))
+    lp = rng.normal(size=(max(T, 1), vocab)).astype(np.float32) * 2
+    lp = (lp - np.log(np.exp(lp).sum(1, keepdims=True))).astype(np.float32)
+    h = Decoder(graph, WIDE, device="cuda", max_lanes=2).decode(lp, [T])[0]
+    best, arcs = viterbi(graph, lp, T)
+    if best == -np.inf:
+        assert h.empty and not h.reached_final
+        return
+    assert h.reached_final
+    assert abs(h.score - best) <= 1e-4 * abs(best) + 1e-4
+    assert abs(path_score(graph, lp, h.arcs) - best) <= 1e-4 * abs(best) + 1e-4
+
+
+def test_tiny_tlg_gpu_equals_cpu():
+    """The shipped tiny TLG (OpenFst, Riva-style) with the demo utterances."""
+    from importlib.resources import files
+    data = files("cuwfst") / "data"
+    graph = Graph.load(str(data / "tiny" / "TLG.img"))
+    z = np.load(str(data / "demo" / "tiny_utts.npz"))
+    key = "log_probs" if "log_probs" in z else "log_probs_fp16"
+    lp = z[key].astype(np.float32)
+    lens = z["lengths"].astype(np.int32) if "lengths" in z else None
+    for opts in (DecoderOptions(), DecoderOptions(search_beam=10.0, max_active_states=500)):
+        cpu = Decoder(graph, opts).decode(lp, lens)
+        gpu = Decoder(graph, opts, device="cuda").decode(lp, lens)
+        compare(graph, lp, cpu, gpu, f"tiny TLG {opts.search_beam}")
+        one = [Decoder(graph, opts, device="cuda", max_lanes=1).decode(lp[b : b + 1], None if lens is None else lens[b : b + 1])[0]
+               for b in range(lp.shape[0])]
+        compare(graph, lp, cpu, one, "tiny TLG one by one")
+
+
+def test_overflow_on_epsilon_graph_is_rescued():
+    rng = np.random.default_rng(5)
+    graph = random_eps_graph_any(rng, 3000, 30, 6, 1.0, cycles=False)
+    lp = random_log_probs(rng, 3, 30, 30, peaky=False)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=100)
+    cpu = Decoder(graph, opts).decode(lp)
+    assert max(h.max_frontier for h in cpu) > 1024
+    gpu = Decoder(graph, opts, device="cuda", main_q_factor=1).decode(lp)
+    compare(graph, lp, cpu, gpu, "rescued")
+
+
+def test_report_totals():
+    print(f"\nGPU vs CPU on epsilon graphs: {TOTALS['rows']} rows compared ({TOTALS['eps_rows']} best paths "
+          f"through epsilon arcs), {TOTALS['ties']} exact-score ties, 0 mismatches")
