@@ -148,15 +148,9 @@ class GpuBackend:
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
                  rescue_lanes: int = 4):
-        self.torch = require("torch", "the GPU decoder", extra="torch")
-        torch = self.torch
-        if not torch.cuda.is_available():
-            raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
         if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
             raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
-        self.device = torch.device(device)
-        self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
-        self.device = torch.device("cuda", self.index)
+        self._open_device(device)
         from ..jit.decoder import module
 
         self.mod = module(self.index)
@@ -177,6 +171,23 @@ class GpuBackend:
         # what the rescue did since construction (rescue.rescue's counters)
         self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
                       "unabsorbed_rows": 0}
+
+    def _open_device(self, device: str) -> None:
+        """Sets torch, device and index (a torch-free subclass: decoder/gpu_host.py)."""
+        self.torch = require("torch", "the GPU decoder", extra="torch")
+        torch = self.torch
+        if not torch.cuda.is_available():
+            raise RuntimeError("device='cuda' but torch sees no CUDA GPU; use device='cpu'")
+        self.device = torch.device(device)
+        self.index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        self.device = torch.device("cuda", self.index)
+
+    def _stream(self) -> int:
+        """The stream the caller's work is on; the decoder waits for it."""
+        return self.torch.cuda.current_stream(self.device).cuda_stream
+
+    def _take_rows(self, lp, rows: np.ndarray):
+        return lp.index_select(0, self.torch.from_numpy(rows).to(lp.device))
 
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:
@@ -243,7 +254,7 @@ class GpuBackend:
         lens = check_lengths(lengths, B, T)
         if self.check_inputs:
             self.check_finite(lp, lens)
-        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        stream = self._stream()
         hyps = [None] * B
         with self.lock:
             lanes = self.main.max_lanes
@@ -269,8 +280,7 @@ class GpuBackend:
 
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False):
         rows = np.asarray(list(rows), np.int64)
-        idx = self.torch.from_numpy(rows).to(lp.device)
-        res = inst.decode(lp.index_select(0, idx), np.ascontiguousarray(lens[rows]), stream, online)
+        res = inst.decode(self._take_rows(lp, rows), np.ascontiguousarray(lens[rows]), stream, online)
         self._collect(hyps, rows.tolist(), res, frontend)
 
     def decode_snapshots(self, log_probs, length):
@@ -281,7 +291,7 @@ class GpuBackend:
             raise ValueError("decode_snapshots takes one row ([T, V])")
         length = snapshot_length(length, lp.shape[1])
         bufs = snapshot_buffers(length, self.graph.num_states)
-        stream = self.torch.cuda.current_stream(self.device).cuda_stream
+        stream = self._stream()
         with self.lock:
             self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, *bufs)
         return snapshots_to_dicts(self.graph, *bufs)

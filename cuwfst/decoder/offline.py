@@ -10,6 +10,7 @@ from ..graph import Graph
 from ..graph.image import native_array
 from .inputs import check_finite, check_lengths, check_log_probs, log_probs_to_host
 from .options import DecoderOptions
+from .prepare import prepare_log_probs
 from .result import Hypothesis
 
 REDIRECT_ARC_BIT = 1 << 30
@@ -42,8 +43,9 @@ def _graph_of(graph) -> Graph:
     if isinstance(graph, Graph):
         return graph
     if isinstance(graph, (str, os.PathLike)):
-        return Graph.load(graph)
-    raise TypeError(f"graph must be a cuwfst.Graph or a path to a graph image, got {type(graph).__name__}")
+        return Graph.open(graph)  # an image, or an HLG.pt / .fst exported and cached once
+    raise TypeError(f"graph must be a cuwfst.Graph or a path to a graph (image, HLG.pt, .fst), "
+                    f"got {type(graph).__name__}")
 
 
 class Decoder:
@@ -73,13 +75,13 @@ class Decoder:
             raise TypeError(f"options must be a DecoderOptions, got {type(options).__name__}")
         self.options = options
         self.eps_iterations = options.resolved_eps_iterations(self.graph)
-        self.device = str(device)
-        if self.device != "cpu":
-            if not self.device.startswith("cuda"):
-                raise ValueError(f"device must be 'cpu' or 'cuda[:N]', got {device!r}")
-            from .gpu import GpuBackend
+        from ..cuda import resolve_device
 
-            self._gpu = GpuBackend(self.graph, options, self.eps_iterations, self.device,
+        self.device = resolve_device(str(device), self.graph)
+        if self.device != "cpu":
+            from ..cuda import gpu_backend_class
+
+            self._gpu = gpu_backend_class()(self.graph, options, self.eps_iterations, self.device,
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes)
@@ -99,6 +101,7 @@ class Decoder:
         StreamingDecoder.finalize returns for the same frames."""
         if not isinstance(online, bool):
             raise TypeError(f"online must be a bool, got {online!r}")
+        log_probs = prepare_log_probs(log_probs, lengths, self.graph.vocab_size, self.options)
         if self._gpu is not None:
             return self._gpu.decode(log_probs, lengths, self, online=online)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
@@ -139,10 +142,13 @@ class Decoder:
         src_arcs = self.graph.source_arc_ids(arcs)
         if redirect_arc >= 0:
             redirect_arc = int(self.graph.source_arc_ids(redirect_arc))
+        table = self.graph.words
+        symbols = [table[w] for w in words] if table is not None else None
         return Hypothesis(words=words, score=score, arcs=src_arcs.tolist(), reached_final=reached_final,
                           overflow=overflow, tokens=il[emitting].astype(np.int64).tolist(),
                           timestamps=stamps, redirect_arc=redirect_arc, max_frontier=max_frontier,
-                          frontier_total=frontier_total, closure_added=closure_added)
+                          frontier_total=frontier_total, closure_added=closure_added,
+                          word_symbols=symbols, text=" ".join(symbols) if symbols is not None else None)
 
     def decode_snapshots(self, log_probs, length: int | None = None) -> list[dict]:
         """Per-step frontiers of one row, for step-by-step comparison (CPU and GPU).
@@ -150,6 +156,8 @@ class Decoder:
         Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
         phase, beam, cutoff, before_closure (the frontier's size before the step's epsilon
         closure) and `tokens` {state: (score, arc)}."""
+        log_probs = prepare_log_probs(log_probs, None if length is None else [length], self.graph.vocab_size,
+                                      self.options)
         if self._gpu is not None:
             return self._gpu.decode_snapshots(log_probs, length)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)

@@ -14,6 +14,14 @@ class DecoderOptions:
     (allow_partial as in k2 >= 1.24). eps_iterations: epsilon-closure passes per frame on
     graphs with epsilon arcs; None uses the graph's longest epsilon chain (exact closure)
     when the epsilon arcs are acyclic, else 8. output_beam prunes lattices only.
+
+    Input handling (decoder/prepare.py), neutral by default so results equal k2's:
+    acoustic_scale multiplies every log-prob and blank_penalty is then subtracted from
+    column blank_id (the CTC blank, column 0 in icefall/WeNet/sherpa models) before
+    decoding. normalize applies log_softmax to each row first. check_log_probs refuses rows
+    that are not log-probabilities (a sampled row's logsumexp farther than 0.1 from 0).
+    allow_extra_columns accepts log-probs wider than the graph's vocab_size (the extra
+    columns are never read).
     """
 
     search_beam: float = 20.0
@@ -22,6 +30,12 @@ class DecoderOptions:
     max_active_states: int = 10000
     allow_partial: bool = True
     eps_iterations: int | None = None
+    acoustic_scale: float = 1.0
+    blank_penalty: float = 0.0
+    blank_id: int = 0
+    normalize: bool = False
+    check_log_probs: bool = True
+    allow_extra_columns: bool = False
 
     def __post_init__(self):
         for name in ("search_beam", "output_beam"):
@@ -43,6 +57,17 @@ class DecoderOptions:
         if self.eps_iterations is not None and (
                 not isinstance(self.eps_iterations, int) or self.eps_iterations < 0 or self.eps_iterations > 64):
             raise ValueError(f"eps_iterations must be None or an int in [0, 64], got {self.eps_iterations!r}")
+        for name in ("acoustic_scale", "blank_penalty"):
+            v = getattr(self, name)
+            if not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v):
+                raise ValueError(f"{name} must be a finite number, got {v!r}")
+        if self.acoustic_scale <= 0:
+            raise ValueError(f"acoustic_scale must be > 0, got {self.acoustic_scale!r}")
+        if not isinstance(self.blank_id, int) or isinstance(self.blank_id, bool) or self.blank_id < 0:
+            raise ValueError(f"blank_id must be an int >= 0, got {self.blank_id!r}")
+        for name in ("normalize", "check_log_probs", "allow_extra_columns"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
 
     def resolved_eps_iterations(self, graph) -> int:
         if not graph.has_epsilon:

@@ -22,6 +22,8 @@ class Hypothesis:
     redirected arc excluded; it is `redirect_arc`). tokens: the ilabel of each emitting
     arc (one per frame). timestamps: the frame index of the arc carrying each word.
     reached_final: the path ends in a real final arc. overflow: GPU capacity bits.
+    word_symbols: the words as strings and text: them joined by single spaces (sherpa's
+    `result.text`), both from the graph's word table; None when the graph has none.
     Search statistics (identical on the CPU and the GPU): max_frontier, the largest
     frontier a step expanded; frontier_total, the sum over steps of the frontiers expanded
     (divide by the frames + 1 for the mean); closure_added, the tokens epsilon closures
@@ -40,7 +42,8 @@ class Hypothesis:
     final_words: int | None = None  # streaming: leading words that can no longer change
     frontier_total: int = 0
     closure_added: int = 0
-    symbols: list[str] | None = None
+    word_symbols: list[str] | None = None
+    text: str | None = None
 
     @property
     def empty(self) -> bool:

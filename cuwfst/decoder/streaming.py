@@ -23,6 +23,7 @@ import numpy as np
 
 from ..graph import Graph
 from .inputs import check_log_probs, is_torch, log_probs_to_host
+from .prepare import prepare_log_probs
 from .options import DecoderOptions
 from .result import Hypothesis
 
@@ -199,6 +200,8 @@ class StreamingDecoder:
             packed[i, : r.shape[0], : r.shape[1]] = r
             lens[i] = r.shape[0]
         if Tc:
+            # the offline decoder's checks and transforms (acoustic_scale, blank_penalty, ...)
+            packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
             packed = check_log_probs(packed, self.graph.vocab_size)
             for i, r in enumerate(rows):
                 bad = ~np.isfinite(r) & ~(r == -np.inf)

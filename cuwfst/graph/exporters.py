@@ -42,6 +42,11 @@ def parse_k2_text(cls, text: str, *, epsilon_id: int | None, vocab_size: int | N
 def from_k2(cls, fsa_or_path, *, vocab_size: int | None):
     """A k2 Fsa or an icefall HLG.pt (a dict saved from `Fsa.as_dict()`)."""
     if isinstance(fsa_or_path, (str, os.PathLike)):
+        from .sources import sniff, wrong_kind
+        if not os.path.exists(fsa_or_path):
+            raise FileNotFoundError(f"k2 graph not found: {fsa_or_path}")
+        if sniff(fsa_or_path) != "torch":
+            raise wrong_kind(fsa_or_path, "a torch file holding a k2 Fsa (an icefall HLG.pt)")
         torch = require("torch", "reading HLG.pt", extra="torch")
         try:
             d = torch.load(os.fspath(fsa_or_path), map_location="cpu", weights_only=False)
@@ -125,7 +130,11 @@ def _read_vector_fst_binary(path: str):
 def _read_with_kaldifst(fst):
     kf = require("kaldifst", "reading OpenFst graphs", extra="openfst")
     if isinstance(fst, (str, os.PathLike)):
-        fst = kf.StdVectorFst.read(os.fspath(fst))
+        path = os.fspath(fst)
+        fst = kf.StdVectorFst.read(path)
+        if fst is None:  # kaldifst returns None for what it cannot read
+            raise ValueError(f"kaldifst could not read {path} as a StdVectorFst (a const or compact FST, "
+                             "or a non-tropical arc type?): convert it with `fstconvert --fst_type=vector`")
     n = fst.num_states
     finals = np.empty(n, np.float32)
     il, ol, w, ns, counts = [], [], [], [], np.zeros(n, np.int64)
@@ -151,6 +160,9 @@ def from_openfst(cls, fst_or_path, *, token_offset: int, vocab_size: int | None)
     if isinstance(fst_or_path, (str, os.PathLike)):
         if not os.path.exists(fst_or_path):
             raise FileNotFoundError(f"OpenFst graph not found: {fst_or_path}")
+        from .sources import sniff, wrong_kind
+        if sniff(fst_or_path) != "openfst":
+            raise wrong_kind(fst_or_path, "an OpenFst binary graph (.fst)")
         parsed = _read_vector_fst_binary(os.fspath(fst_or_path))
     if parsed is None:
         parsed = _read_with_kaldifst(fst_or_path)
@@ -171,7 +183,9 @@ def from_openfst(cls, fst_or_path, *, token_offset: int, vocab_size: int | None)
     tok = np.concatenate([il - token_offset, np.full(fsrc.size, -1)])[order]
     tok[eps] = -2
     if ((il != 0) & (il < token_offset)).any():
-        raise ValueError(f"an input label is below token_offset={token_offset} and not 0 (epsilon)")
+        bad = int(il[(il != 0) & (il < token_offset)][0])
+        raise ValueError(f"input label {bad} is below token_offset={token_offset} and not 0 (epsilon): "
+                         "with ilabel = token + offset, check --token-offset (Kaldi/WeNet/sherpa TLGs use 1)")
     dest = np.concatenate([ns, np.full(fsrc.size, super_final)])[order]
     weight = np.concatenate([-cost, -finals[fsrc]]).astype(np.float32)[order]
     words = np.concatenate([ol, np.zeros(fsrc.size, np.int64)])[order]

@@ -56,6 +56,13 @@ class Graph:
         return cls._from_validated(read_image(path, verify_checksum=verify_checksum), path=os.fspath(path))
 
     @classmethod
+    def open(cls, path: str | os.PathLike, **options) -> "Graph":
+        """An image, an icefall HLG.pt, an OpenFst .fst or k2 text: sources are exported
+        once and the image cached beside them (see graph/sources.py for the options)."""
+        from .sources import open_graph
+        return open_graph(path, **options)
+
+    @classmethod
     def from_arcs(cls, *, num_states: int, start_state: int, src, dest, ilabel, weight,
                   words: Sequence[Sequence[int]] | tuple | None = None, vocab_size: int | None = None,
                   epsilon: np.ndarray | None = None) -> "Graph":
@@ -170,6 +177,45 @@ class Graph:
     def save(self, path: str | os.PathLike) -> int:
         """Write the image; returns its size in bytes."""
         return write_image(path, self._a)
+
+    # ------------------------------------------------------------------ symbol tables
+    @property
+    def tokens(self):
+        """The token table (a `SymbolTable`, id = log-prob column) or None."""
+        from .symbols import symbol_tables
+        return symbol_tables(self._a, name=self.path or "graph")[0]
+
+    @property
+    def words(self):
+        """The word table (a `SymbolTable`, id = word id on the arcs) or None."""
+        from .symbols import symbol_tables
+        return symbol_tables(self._a, name=self.path or "graph")[1]
+
+    def with_symbols(self, tokens=None, words=None, *, token_offset: int | None = None,
+                     resize_vocab: bool = True) -> "Graph":
+        """A copy of this graph carrying a token and/or a word table (SymbolTable, path or
+        {id: symbol} dict; tables given as None keep the ones the graph has).
+
+        The tables must fit (symbols.fit_problem, export_problem): a ValueError says what is
+        wrong. resize_vocab: set vocab_size to the token table's width (icefall's
+        max_token_id + 1), which a graph whose last tokens label no arc cannot infer.
+        token_offset: an OpenFst input-symbol table (`<eps> 0` first) is shifted by it."""
+        import dataclasses
+
+        from .symbols import encode_section, export_problem, fit_problem, prepare_tables
+        tokens, words = prepare_tables(tokens, words, token_offset=token_offset)
+        tokens = tokens if tokens is not None else self.tokens
+        words = words if words is not None else self.words
+        a = self._a
+        if tokens is not None and resize_vocab and tokens.num_tokens > 0:
+            a = dataclasses.replace(a, vocab_size=tokens.num_tokens)
+        problem = fit_problem(a, tokens, words) or export_problem(a, tokens, words)
+        if problem:
+            raise ValueError(problem)
+        if not 1 <= a.vocab_size < MAX_VOCAB:
+            raise ValueError(f"the token table implies vocab_size {a.vocab_size}, outside [1, {MAX_VOCAB - 1}]")
+        a = dataclasses.replace(a, symbols=encode_section(tokens, words) if tokens is not None or words is not None else None)
+        return Graph(a)
 
     # ------------------------------------------------------------------ properties
     @property

@@ -12,6 +12,8 @@ Layout (little-endian; every section starts on an 8-byte boundary, in this order
     eps_count            i32[N]     version >= 2 with has-eps only: epsilon arcs per state
     arc_id               i32[A]     version 3 with arcs-reordered only: the source graph's id
                                     of each arc (a permutation of 0..A-1)
+    symbols              u8[S]      with FLAG_SYMBOLS only: the token and word tables
+                                    (format in symbols.py); S is the header's symbols_bytes
 
 Inside one state's arc range the arcs sit as
 
@@ -20,6 +22,12 @@ Inside one state's arc range the arcs sit as
 ilabel values: 0..vocab_size-1 for emitting arcs (the column of log_probs they read),
 -1 for final arcs (they enter the final state, the last state), -2 for epsilon arcs.
 Everything the decoders follow without a bounds check is validated in `validate()`.
+
+Symbol tables: FLAG_SYMBOLS needs no new version: a reader that predates it refuses the
+image for its unknown flag bit instead of misreading it, and every other section keeps its
+place. The section's byte count sits in the header's reserved bytes right after the
+fixed fields (`_HEADER_EXT`), which the header CRC covers; images without the flag have
+zeros there. The validator checks that the tables fit the graph (symbols.fit_problem).
 
 Source arc ids: a loader that had to reorder a state's arcs into this layout stores each
 arc's id in the source graph (k2's arc index; for OpenFst, the k2-style enumeration: a
@@ -43,7 +51,8 @@ FLAG_FINALS_AT_END = 1
 FLAG_HAS_EPS = 2
 FLAG_EPS_FIRST = 4
 FLAG_ARC_IDS = 8  # version 3: the arc_id section follows
-KNOWN_FLAGS = FLAG_FINALS_AT_END | FLAG_HAS_EPS | FLAG_EPS_FIRST | FLAG_ARC_IDS
+FLAG_SYMBOLS = 16  # the symbols section follows (any version; see the module notes)
+KNOWN_FLAGS = FLAG_FINALS_AT_END | FLAG_HAS_EPS | FLAG_EPS_FIRST | FLAG_ARC_IDS | FLAG_SYMBOLS
 FINAL_ILABEL = -1
 EPS_ILABEL = -2
 MAX_VOCAB = 65535  # the GPU stores ilabels as u16 with 0xFFFF/0xFFFE reserved
@@ -52,6 +61,8 @@ INT32_MAX = 2**31 - 1
 # magic, version, flags, num_states, num_arcs, vocab_size, start_state, aux_pool_size,
 # num_eps_arcs, payload_bytes, payload_crc32, header_crc32
 _HEADER = struct.Struct("<8sII qqqqqqq II")
+# symbols_bytes: in the reserved bytes right after _HEADER (zero without FLAG_SYMBOLS)
+_HEADER_EXT = struct.Struct("<q")
 
 
 class CorruptGraphImage(ValueError):
@@ -79,6 +90,7 @@ class ImageArrays:
     aux_pool: np.ndarray  # i32[P]
     eps_count: np.ndarray | None  # i32[N], None on graphs without epsilon arcs
     arc_id: np.ndarray | None = None  # i32[A] source arc id per image arc; None = identity
+    symbols: np.ndarray | None = None  # u8[S] the encoded token/word tables; None = none
 
     @property
     def has_eps(self) -> bool:
@@ -95,6 +107,8 @@ class ImageArrays:
             f |= FLAG_HAS_EPS | FLAG_EPS_FIRST
         if self.arc_id is not None:
             f |= FLAG_ARC_IDS
+        if self.symbols is not None:
+            f |= FLAG_SYMBOLS
         return f
 
 
@@ -102,7 +116,8 @@ def _align8(n: int) -> int:
     return (n + 7) & ~7
 
 
-def _section_sizes(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False) -> list[tuple[str, int, np.dtype]]:
+def _section_sizes(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False,
+                   symbols_bytes: int = 0) -> list[tuple[str, int, np.dtype]]:
     sec = [
         ("row_splits", n + 1, np.dtype("<i4")),
         ("final_count", n, np.dtype("<i4")),
@@ -115,13 +130,15 @@ def _section_sizes(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False)
         sec.append(("eps_count", n, np.dtype("<i4")))
     if has_ids:
         sec.append(("arc_id", a, np.dtype("<i4")))
+    if symbols_bytes:
+        sec.append(("symbols", symbols_bytes, np.dtype("u1")))
     return sec
 
 
-def _payload_layout(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False):
+def _payload_layout(n: int, a: int, p: int, has_eps: bool, has_ids: bool = False, symbols_bytes: int = 0):
     offsets = {}
     pos = HEADER_BYTES
-    for name, count, dt in _section_sizes(n, a, p, has_eps, has_ids):
+    for name, count, dt in _section_sizes(n, a, p, has_eps, has_ids, symbols_bytes):
         offsets[name] = (pos, count, dt)
         pos = _align8(pos + count * dt.itemsize)
     return offsets, pos
@@ -131,7 +148,8 @@ def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
     """Write `g` to `path` atomically (temp file + rename). Returns the file size."""
     validate(g)
     n, a, p = g.num_states, g.num_arcs, int(g.aux_pool.shape[0])
-    offsets, total = _payload_layout(n, a, p, g.has_eps, g.arc_id is not None)
+    sym_bytes = 0 if g.symbols is None else int(g.symbols.shape[0])
+    offsets, total = _payload_layout(n, a, p, g.has_eps, g.arc_id is not None, sym_bytes)
     inter = np.empty(2 * a, dtype="<i4")
     inter[0::2] = g.dest
     inter[1::2] = g.ilabel
@@ -147,6 +165,8 @@ def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
         data["eps_count"] = g.eps_count
     if g.arc_id is not None:
         data["arc_id"] = g.arc_id
+    if sym_bytes:
+        data["symbols"] = g.symbols
     buf = bytearray(total)
     for name, (off, count, dt) in offsets.items():
         arr = np.ascontiguousarray(data[name], dtype=dt)
@@ -157,6 +177,7 @@ def write_image(path: str | os.PathLike, g: ImageArrays) -> int:
     fields = [MAGIC, g.version, g.flags, n, a, g.vocab_size, g.start_state, p, num_eps,
               total - HEADER_BYTES, payload_crc, 0]
     buf[: _HEADER.size] = _HEADER.pack(*fields)
+    _HEADER_EXT.pack_into(buf, _HEADER.size, sym_bytes)
     fields[-1] = zlib.crc32(memoryview(buf)[:HEADER_BYTES])  # the whole header, reserved bytes too
     buf[: _HEADER.size] = _HEADER.pack(*fields)
     path = os.fspath(path)
@@ -171,6 +192,12 @@ def read_image(path: str | os.PathLike, *, verify_checksum: bool = True) -> Imag
     """Memory-map and validate an image. Raises CorruptGraphImage on anything malformed."""
     path = os.fspath(path)
     size = os.path.getsize(path)
+    with open(path, "rb") as f:
+        magic = f.read(len(MAGIC))
+    if magic != MAGIC:
+        from .sources import not_an_image, sniff
+        if sniff(path) != "unknown":  # another kind of file: say which, and how to convert it
+            raise not_an_image(path)
     if size < HEADER_BYTES:
         raise CorruptGraphImage(f"{path}: file is {size} bytes, shorter than the {HEADER_BYTES}-byte header")
     # copy-on-write: the pages stay shared with the file, yet the memory is writable, which
@@ -205,6 +232,9 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
     has_ids = bool(flags & FLAG_ARC_IDS)
     if has_ids != (version >= 3):
         raise CorruptGraphImage(f"{name}: the arc-ids flag and version {version} disagree")
+    (sym_bytes,) = _HEADER_EXT.unpack_from(bytes(buf[_HEADER.size : _HEADER.size + _HEADER_EXT.size]))
+    if bool(flags & FLAG_SYMBOLS) != (sym_bytes > 0) or not 0 <= sym_bytes <= INT32_MAX:
+        raise CorruptGraphImage(f"{name}: the symbols flag and the symbols section size {sym_bytes} disagree")
     if has_eps and not flags & FLAG_EPS_FIRST:
         raise CorruptGraphImage(f"{name}: has-eps without eps-first is not a layout this reader knows")
     for what, v, hi in (("num_states", n, INT32_MAX - 1), ("num_arcs", a, INT32_MAX - 1),
@@ -213,7 +243,7 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
             raise CorruptGraphImage(f"{name}: {what} = {v} out of range [0, {hi}]")
     if n < 1:
         raise CorruptGraphImage(f"{name}: a graph needs at least one state")
-    offsets, total = _payload_layout(n, a, p, has_eps, has_ids)
+    offsets, total = _payload_layout(n, a, p, has_eps, has_ids, sym_bytes)
     if payload_bytes != total - HEADER_BYTES:
         raise CorruptGraphImage(
             f"{name}: header says {payload_bytes} payload bytes, the counts imply {total - HEADER_BYTES}")
@@ -235,6 +265,7 @@ def parse_image(buf: np.ndarray, *, name: str = "<buffer>", verify_checksum: boo
         aux_row_splits=sec("aux_row_splits"), aux_pool=sec("aux_pool"),
         eps_count=sec("eps_count") if has_eps else None,
         arc_id=sec("arc_id") if has_ids else None,
+        symbols=sec("symbols") if sym_bytes else None,
     )
     validate(g, name=name)
     if has_eps and int(g.eps_count.sum()) != num_eps:
@@ -365,3 +396,10 @@ def validate(g: ImageArrays, *, name: str = "graph") -> None:
     pool = np.asarray(g.aux_pool)
     if p and (pool <= 0).any():
         raise CorruptGraphImage(f"{name}: word id {int(pool[_first_bad(pool <= 0)])} in aux_pool is not > 0")
+    if g.symbols is not None:
+        from .symbols import fit_problem, symbol_tables
+        if np.asarray(g.symbols).dtype != np.uint8 or np.asarray(g.symbols).ndim != 1 or not g.symbols.size:
+            raise CorruptGraphImage(f"{name}: the symbols section must be non-empty u8 bytes")
+        problem = fit_problem(g, *symbol_tables(g, name=name))
+        if problem:
+            raise CorruptGraphImage(f"{name}: {problem}")

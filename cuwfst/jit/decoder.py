@@ -22,9 +22,9 @@ def device_arch(device_index: int) -> str:
     arch = os.environ.get("CUWFST_CUDA_ARCH")
     if arch:
         return arch
-    import torch
+    from ..cuda import capability  # the driver API: no torch needed
 
-    major, minor = torch.cuda.get_device_capability(device_index)
+    major, minor = capability(device_index)
     return f"{major}.{minor}"
 
 
