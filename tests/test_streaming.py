@@ -167,7 +167,14 @@ def test_endpoint_rules():
     assert s2.endpoint
 
 
-def test_gpu_streaming_is_not_built_yet():
-    rng = np.random.default_rng(1)
-    with pytest.raises(NotImplementedError, match="CPU"):
-        StreamingDecoder(random_ctc_graph(rng, 10, 4, 2, 0.3), device="cuda")
+def test_decode_all_equals_decoding_each_alone():
+    rng = np.random.default_rng(12)
+    graph = random_eps_graph_any(rng, 60, 6, 4, 0.6, cycles=False, chain=2)
+    utts = [random_log_probs(rng, 1, int(rng.integers(1, 30)), 6, peaky=True)[0] for _ in range(11)]
+    dec = Decoder(graph, DecoderOptions(search_beam=10.0, max_active_states=60))
+    got = list(dec.decode_all(iter(utts), progress=False, chunk=4))
+    assert len(got) == 11
+    for u, h in zip(utts, got):
+        _same(h, dec.decode(u)[0], "decode_all")
+    with pytest.raises(ValueError, match=r"\[T, V\]"):
+        list(dec.decode_all([np.zeros((2, 3, 6), np.float32)], progress=False))

@@ -260,19 +260,19 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
 
 void GpuDecoderFree(int64_t h) { delete GetDecoder(h); }
 
-// log_probs: [B, T, V] float32 or float16 on the decoder's CUDA device, rows packed
-// (last dim contiguous), V >= the graph's vocab_size (the kernels read columns
-// 0..vocab_size-1); lengths: CPU int32 [B] in [0, T]; outputs: dense CPU tensors
-// out_arcs int32 [B, cap], out_len int32 [B] (the TRUE path length), out_score float32
-// [B], out_meta int32 [B, 4] = {reached_final, redirected, overflow bits, max frontier},
-// out_stats int64 [B, 2] = {frontier_total, closure_added}.
-void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
-               TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
-               TensorView out_stats) {
-  GpuDecoder* d = GetDecoder(h);
+// The checks every launcher makes of a log-prob tensor: on the decoder's device, float32
+// or float16, [B, T, V] with V >= the graph's vocab_size (the kernels read columns
+// 0..vocab_size-1), rows packed (last dim contiguous), non-negative strides.
+struct LogProbs {
+  int64_t B, T, V;
+  bool f16;
+  const char* base;
+};
+
+LogProbs CheckLogProbs(GpuDecoder* d, const TensorView& log_probs) {
   if (log_probs.device().device_type != kDLCUDA || log_probs.device().device_id != d->device())
     TVM_FFI_THROW(ValueError) << "log_probs must be on cuda:" << d->device();
-  bool f16 = IsType(log_probs.dtype(), kDLFloat, 16);
+  const bool f16 = IsType(log_probs.dtype(), kDLFloat, 16);
   if (!f16 && !IsType(log_probs.dtype(), kDLFloat, 32))
     TVM_FFI_THROW(TypeError) << "log_probs must be float32 or float16";
   if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
@@ -285,7 +285,16 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
   if (T > (1 << 24)) TVM_FFI_THROW(ValueError) << "T too large (at most 2^24 frames)";
   if (log_probs.strides()[0] < 0 || log_probs.strides()[1] < 0)
     TVM_FFI_THROW(ValueError) << "log_probs must have non-negative strides";
-  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
+  return {B, T, V, f16, static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset()};
+}
+
+// Result tensors of a decode of B rows: out_arcs int32 [B, cap], out_len int32 [B] (the
+// TRUE path length), out_score float32 [B], out_meta int32 [B, 4] = {reached_final,
+// redirected, overflow bits, max frontier}, out_stats int64 [B, 2] = {frontier_total,
+// closure_added}; dense CPU tensors.
+cuwfst::DecodeOutputs CheckOutputs(int64_t B, const TensorView& out_arcs, const TensorView& out_len,
+                                   const TensorView& out_score, const TensorView& out_meta,
+                                   const TensorView& out_stats) {
   if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
   const int64_t cap = out_arcs.shape()[1];
   CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
@@ -293,19 +302,115 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
   CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
   CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
+  return {static_cast<int32_t*>(out_arcs.data_ptr()), cap, static_cast<int32_t*>(out_len.data_ptr()),
+          static_cast<float*>(out_score.data_ptr()), static_cast<int32_t*>(out_meta.data_ptr()),
+          static_cast<int64_t*>(out_stats.data_ptr())};
+}
+
+const int32_t* CheckLengths(const TensorView& lengths, int64_t B, int64_t T) {
+  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   for (int64_t b = 0; b < B; ++b)
     if (len[b] < 0 || len[b] > T) TVM_FFI_THROW(ValueError) << "lengths[" << b << "] outside [0, " << T << "]";
-  const char* base = static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset();
-  cuwfst::DecodeOutputs out{static_cast<int32_t*>(out_arcs.data_ptr()), cap,
-                            static_cast<int32_t*>(out_len.data_ptr()),
-                            static_cast<float*>(out_score.data_ptr()),
-                            static_cast<int32_t*>(out_meta.data_ptr()),
-                            static_cast<int64_t*>(out_stats.data_ptr())};
+  return len;
+}
+
+// log_probs [B, T, V] (CheckLogProbs), B <= max_lanes; lengths: CPU int32 [B] in [0, T];
+// outputs as CheckOutputs.
+void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
+               TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
+               TensorView out_stats) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
   Guarded([&] {
-    d->Decode(base, f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(B),
-              static_cast<int32_t>(T), static_cast<int32_t>(V), len, online, caller_stream, out);
+    d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out);
   });
+}
+
+// Continuous batching (GpuDecoder::DecodeMany): any number of rows; as GpuDecode otherwise.
+void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
+                   int64_t caller_stream, TensorView out_arcs, TensorView out_len, TensorView out_score,
+                   TensorView out_meta, TensorView out_stats) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  if (lp.B > INT32_MAX) TVM_FFI_THROW(ValueError) << "too many rows";
+  if (segment < 1 || segment > 4096) TVM_FFI_THROW(ValueError) << "segment must be in [1, 4096] steps";
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  Guarded([&] {
+    d->DecodeMany(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+                  static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, static_cast<int32_t>(segment),
+                  caller_stream, out);
+  });
+}
+
+const int32_t* CheckLanesTensor(const TensorView& lanes, int64_t* n) {
+  if (lanes.ndim() != 1) TVM_FFI_THROW(ValueError) << "lanes must be 1-D";
+  *n = lanes.shape()[0];
+  CheckHostTensor(lanes, "lanes", kDLInt, 32, {*n});
+  return static_cast<const int32_t*>(lanes.data_ptr());
+}
+
+void GpuStreamOpen(int64_t h, TensorView lanes) {
+  int64_t n = 0;
+  const int32_t* l = CheckLanesTensor(lanes, &n);
+  Guarded([&] { GetDecoder(h)->StreamOpen(l, static_cast<int32_t>(n)); });
+}
+
+// lanes [S]; log_probs [S, Tc, V] on the device (row i feeds lanes[i]); lengths [S] in [0, Tc].
+void GpuStreamAdvance(int64_t h, TensorView lanes, TensorView log_probs, TensorView lengths, int64_t caller_stream) {
+  GpuDecoder* d = GetDecoder(h);
+  int64_t S = 0;
+  const int32_t* l = CheckLanesTensor(lanes, &S);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  if (lp.B != S) TVM_FFI_THROW(ValueError) << "log_probs has " << lp.B << " rows for " << S << " lanes";
+  const int32_t* len = CheckLengths(lengths, S, lp.T);
+  Guarded([&] {
+    d->StreamAdvance(l, static_cast<int32_t>(S), lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1],
+                     static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, caller_stream);
+  });
+}
+
+// out_arcs int32 [n, cap], out_len int32 [n] (true length), out_committed int32 [n],
+// out_score float32 [n], out_meta int32 [n, 2] = {ok, overflow}.
+void GpuStreamPartial(int64_t h, TensorView lanes, TensorView out_arcs, TensorView out_len, TensorView out_committed,
+                      TensorView out_score, TensorView out_meta) {
+  int64_t n = 0;
+  const int32_t* l = CheckLanesTensor(lanes, &n);
+  if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [n, cap]";
+  const int64_t cap = out_arcs.shape()[1];
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {n, cap});
+  CheckHostTensor(out_len, "out_len", kDLInt, 32, {n});
+  CheckHostTensor(out_committed, "out_committed", kDLInt, 32, {n});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {n});
+  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {n, 2});
+  cuwfst::PartialOutputs out{static_cast<int32_t*>(out_arcs.data_ptr()), cap, static_cast<int32_t*>(out_len.data_ptr()),
+                             static_cast<int32_t*>(out_committed.data_ptr()), static_cast<float*>(out_score.data_ptr()),
+                             static_cast<int32_t*>(out_meta.data_ptr())};
+  Guarded([&] { GetDecoder(h)->StreamPartial(l, static_cast<int32_t>(n), out); });
+}
+
+void GpuStreamFinalize(int64_t h, TensorView lanes, TensorView out_arcs, TensorView out_len, TensorView out_score,
+                       TensorView out_meta, TensorView out_stats) {
+  int64_t n = 0;
+  const int32_t* l = CheckLanesTensor(lanes, &n);
+  cuwfst::DecodeOutputs out = CheckOutputs(n, out_arcs, out_len, out_score, out_meta, out_stats);
+  Guarded([&] { GetDecoder(h)->StreamFinalize(l, static_cast<int32_t>(n), out); });
+}
+
+void GpuStreamRelease(int64_t h, TensorView lanes) {
+  int64_t n = 0;
+  const int32_t* l = CheckLanesTensor(lanes, &n);
+  Guarded([&] { GetDecoder(h)->StreamRelease(l, static_cast<int32_t>(n)); });
+}
+
+// out int64 [3] = {frames fed, winners entries the decoder holds, committed arcs on the host}
+void GpuStreamStats(int64_t h, int64_t lane, TensorView out) {
+  CheckHostTensor(out, "out", kDLInt, 64, {3});
+  Guarded([&] { GetDecoder(h)->StreamStats(static_cast<int32_t>(lane), static_cast<int64_t*>(out.data_ptr())); });
 }
 
 // Debug snapshots of one row (see GpuDecoder::DecodeSnapshots). log_probs [1, T, V] on
@@ -417,6 +522,13 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_free, GpuGraphFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_create, GpuDecoderCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many, GpuDecodeMany);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_open, GpuStreamOpen);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_advance, GpuStreamAdvance);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_partial, GpuStreamPartial);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_finalize, GpuStreamFinalize);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_release, GpuStreamRelease);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_stats, GpuStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_profile, GpuDecoderProfile);

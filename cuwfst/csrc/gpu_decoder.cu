@@ -131,11 +131,15 @@ void GpuDecoder::Allocate() {
   }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
-  d_lengths_ = Alloc<int32_t>(L, "lengths");
-  ws_.lengths = d_lengths_;
-  d_lp_desc_ = Alloc<LpDesc>(1, "log-prob descriptor");
-  ws_.lp_desc = d_lp_desc_;
+  d_commands_ = Alloc<LaneCommand>(L, "lane commands");
+  ws_.commands = d_commands_;
+  d_inputs_ = Alloc<LaneInput>(L, "lane inputs");
+  ws_.inputs = d_inputs_;
   ws_.out_path_len = out_path_len_ = Alloc<int32_t>(L, "path lengths");
+  ws_.gc_live = Alloc<unsigned long long>(1, "GC live counter");
+  ws_.gc_conv = Alloc<int32_t>(L, "GC convergence points");
+  ws_.drain_len = Alloc<int32_t>(L, "GC drain lengths");
+  lane_host_.assign(L, LaneHost{});
   // The winners arena is the one structure that grows (offline: grow and re-run).
   const size_t arena_bytes = static_cast<size_t>(cfg_.arena_cap) * sizeof(WinnerEntry);
   cudaError_t e = TryDeviceAlloc(arena_bytes, &arena_);
@@ -156,8 +160,8 @@ void GpuDecoder::Allocate() {
       ThrowAcquireFailure(pe, os.str());
     }
   };
-  pinned(&h_lp_desc_, sizeof(LpDesc), "the log-prob descriptor");
-  pinned(&h_lengths_, L * sizeof(int32_t), "the lengths");
+  pinned(&h_commands_, L * sizeof(LaneCommand), "the lane commands");
+  pinned(&h_inputs_, L * sizeof(LaneInput), "the lane inputs");
   pinned(&h_lanes_, L * sizeof(LaneCounters), "the lane counters");
   pinned(&h_path_len_, L * sizeof(int32_t), "the path lengths");
   AllocatePath(cfg_.max_frames);
@@ -173,9 +177,10 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   const int64_t cap = (static_cast<int64_t>(max_frames) + 2) * (1 + cfg_.eps_iterations);
   if (cap > INT32_MAX / 2) throw std::invalid_argument("path capacity (frames x (1 + eps_iterations)) too large");
   const size_t bytes = static_cast<size_t>(cfg_.max_lanes) * cap * sizeof(int32_t);
-  DeviceBuffer d;
+  DeviceBuffer d, drain;
   PinnedBuffer h;
   cudaError_t e = TryDeviceAlloc(bytes, &d);
+  if (e == cudaSuccess) e = TryDeviceAlloc(bytes, &drain);  // GC drains up to path_cap arcs a lane
   bool on_device = true;
   if (e == cudaSuccess) {
     e = TryPinnedAlloc(bytes, &h);
@@ -192,6 +197,8 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   }
   FreeGraphs();  // they captured the old pointers and path_cap
   out_path_ = std::move(d);
+  drain_ = std::move(drain);
+  ws_.drain = static_cast<int32_t*>(drain_.get());
   h_path_ = std::move(h);
   cfg_.max_frames = max_frames;
   ws_.path_cap = static_cast<int32_t>(cap);
@@ -218,6 +225,8 @@ void GpuDecoder::GrowArena(unsigned long long cursor) {
   arena_ = std::move(fresh);
   ws_.arena = static_cast<WinnerEntry*>(arena_.get());
   ws_.arena_cap = want;
+  gc_tag_ = DeviceBuffer();  // sized to the arena; made again by the next GC round
+  ws_.gc_tag = nullptr;
 }
 
 void GpuDecoder::SyncQuietly() noexcept {
@@ -256,16 +265,21 @@ void GpuDecoder::InjectIllegalAddress() {
   inject_illegal_address_ = true;
 }
 
-// The whole decode as a launch sequence: capturable (no host reads, fixed shapes).
-void GpuDecoder::Enqueue(int32_t steps, bool f16) {
+// A launch sequence: capturable (no host reads, fixed shapes; the lanes' orders are
+// device data rewritten before each replay). The steps are the same kernels in every
+// kind; each lane takes the steps its own counters allow (scan.cuh).
+void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const DeviceGraph& g = graph_->view;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
-  Timed(0, [&] { InitKernel<<<L, 32, 0, stream_>>>(g, ws_, p); });
-  if (cfg_.eps_iterations > 0) EnqueueClosure(0);
-  for (int32_t t = 0; t < steps; ++t) EnqueueStep(t, f16);
-  Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
-  Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_); });
+  const int32_t reset = kind == SeqKind::kBatch ? 1 : 0;
+  Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, ws_, p, reset); });
+  const bool opens = kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kOpen;
+  if (opens && cfg_.eps_iterations > 0) EnqueueClosure();
+  for (int32_t s = 0; s < steps; ++s) EnqueueStep(f16);
+  if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize)
+    Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
+  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_); });
   CUWFST_CUDA(cudaGetLastError());
 }
 
@@ -306,42 +320,60 @@ void GpuDecoder::Profile(double out[kProfileKinds]) const {
 }
 
 StepParams GpuDecoder::Params(bool f16) const {
-  return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0,
-                    f16 ? 1 : 0, online_ ? 1 : 0};
+  return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0, f16 ? 1 : 0};
 }
 
-// The epsilon closure of frontier buffer `buf`: eps_iterations passes, then the targeted
-// clear of the hash slots the step and its closure claimed (epsilon.cuh).
-void GpuDecoder::EnqueueClosure(int32_t buf) {
+// The decoder's stream waits for the caller's work (the tensor it is about to read).
+void GpuDecoder::Wait(int64_t caller_stream) {
+  if (caller_stream == 0) return;
+  CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
+  CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
+}
+
+// A batch (or snapshots) starts every lane afresh: streams or rows the lanes held are gone.
+void GpuDecoder::ReleaseAllLanes() {
+  for (LaneHost& h : lane_host_) h = LaneHost{};
+}
+
+void GpuDecoder::UploadLaneOrders() {
+  const int L = cfg_.max_lanes;
+  CUWFST_CUDA(cudaMemcpyAsync(d_commands_, h_commands_.get(), L * sizeof(LaneCommand), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(d_inputs_, h_inputs_.get(), L * sizeof(LaneInput), cudaMemcpyHostToDevice, stream_));
+}
+
+// The epsilon closure of each lane's frontier (buffer lc.buf) after a real step or the
+// start: eps_iterations passes, then the targeted clear of the hash slots the step and its
+// closure claimed (epsilon.cuh).
+void GpuDecoder::EnqueueClosure() {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, buf, pass); });
+    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, pass); });
     if (cfg_.walker == kWalkThread)
       Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     else
       Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_, buf); });
+    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
   }
   Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
 }
 
-void GpuDecoder::EnqueueStep(int32_t t, bool f16) {
+void GpuDecoder::EnqueueStep(bool f16) {
   const DeviceGraph& g = graph_->view;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
-  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p, t); });
+  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
   if (cfg_.walker == kWalkThread) {
-    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
-    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
   } else {
-    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
-    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_, t); });
+    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_, t); });
-  if (cfg_.eps_iterations > 0) EnqueueClosure((t + 1) & 1);
+  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
+  if (cfg_.eps_iterations > 0) EnqueueClosure();
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
@@ -354,26 +386,23 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
   try {
     cudaError_t stale = cudaGetLastError();  // see Decode
     if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", 1, T, V, length + 1);
-    online_ = false;  // snapshots follow the offline beam rules
     if (length > cfg_.max_frames) AllocatePath(length);
-    int32_t* h_lengths = As<int32_t>(h_lengths_);
-    for (int32_t l = 0; l < cfg_.max_lanes; ++l) h_lengths[l] = l == 0 ? length : -1;
-    *As<LpDesc>(h_lp_desc_) = LpDesc{lp, 0, stride_t};
-    if (caller_stream != 0) {
-      CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
-      CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
-    }
+    ReleaseAllLanes();
+    LaneCommand* cmd = As<LaneCommand>(h_commands_);
+    LaneInput* in = As<LaneInput>(h_inputs_);
+    for (int32_t l = 0; l < cfg_.max_lanes; ++l) cmd[l] = {kCmdInit, l == 0 ? length : -1, l == 0 ? length : 0, 0};
+    in[0] = {lp, stride_t, 0, 0};
+    Wait(caller_stream);
     const int L = cfg_.max_lanes;
-    CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-    CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_.get(), sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
+    UploadLaneOrders();
     const StepParams p = Params(lp_f16);
-    InitKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p);
-    if (cfg_.eps_iterations > 0) EnqueueClosure(0);
+    LaneSetupKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p, 1);
+    if (cfg_.eps_iterations > 0) EnqueueClosure();
     std::vector<Snapshot> snaps;
     std::vector<WinnerEntry> log;
     // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
     // final token after the final step, with each token's winning arc.
-    auto take = [&](int32_t t, int32_t buf) {
+    auto take = [&](int32_t t) {
       CUWFST_CUDA(cudaGetLastError());
       LaneCounters lc;
       CUWFST_CUDA(cudaMemcpyAsync(&lc, ws_.lanes, sizeof(lc), cudaMemcpyDeviceToHost, stream_));
@@ -382,6 +411,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       Snapshot s;
+      const int32_t buf = lc.buf;
       s.phase = lc.phase == kPhaseEps ? kPhaseReal : lc.phase;  // the step's phase, as the CPU's
       s.beam = lc.beam;
       // the cutoff as the kernels computed it
@@ -417,10 +447,10 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       for (int32_t i = 0; i < n; ++i) s.arc[i] = winner[i] >= 0 ? log[winner[i]].arc : -1;
       snaps.push_back(std::move(s));
     };
-    take(-1, 0);
+    take(-1);
     for (int32_t t = 0; t <= length; ++t) {
-      EnqueueStep(t, lp_f16);
-      take(t, (t + 1) & 1);
+      EnqueueStep(lp_f16);
+      take(t);
     }
     HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_);
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
@@ -447,18 +477,18 @@ bool GpuDecoder::Replays(int32_t steps) const {
 // Runs one decode of `steps` steps: with `capture`, replays its captured graph, capturing
 // it on first use. If the executable cannot be instantiated for lack of memory, the cached
 // ones are given back and this decode launches plainly: graphs are an optimisation.
-void GpuDecoder::RunOnce(int32_t steps, bool f16, bool capture) {
+void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
   if (!capture) {
-    Enqueue(steps, f16);
+    Enqueue(kind, steps, f16);
     return;
   }
-  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (online_ ? 2 : 0)};
+  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1)};
   cudaGraphExec_t exec = graphs_.Find(key);
   if (exec == nullptr) {
     cudaGraph_t graph = nullptr;
     CUWFST_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      Enqueue(steps, f16);
+      Enqueue(kind, steps, f16);
     } catch (...) {
       if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) ClearHandledError();
       if (graph) cudaGraphDestroy(graph);
@@ -471,7 +501,7 @@ void GpuDecoder::RunOnce(int32_t steps, bool f16, bool capture) {
     if (e != cudaSuccess) {
       if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
       FreeGraphs();
-      Enqueue(steps, f16);
+      Enqueue(kind, steps, f16);
       return;
     }
     ++graph_captures_;
@@ -486,7 +516,6 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
-  online_ = online;
   if (B < 1 || B > cfg_.max_lanes) throw std::invalid_argument("batch size outside [1, max_lanes]");
   int32_t max_len = 0;
   for (int32_t b = 0; b < B; ++b) max_len = std::max(max_len, lengths[b]);
@@ -506,24 +535,26 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       AllocatePath(mf);
     }
     const int L = cfg_.max_lanes;
-    int32_t* h_lengths = As<int32_t>(h_lengths_);
-    for (int32_t l = 0; l < L; ++l) h_lengths[l] = l < B ? lengths[l] : -1;
-    const void* base = lp;
+    const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has
       inject_illegal_address_ = false;
-      base = reinterpret_cast<const void*>(uintptr_t{256});
+      base = reinterpret_cast<const char*>(uintptr_t{256});
     }
-    *As<LpDesc>(h_lp_desc_) = LpDesc{base, stride_b, stride_t};
-    if (caller_stream != 0) {
-      CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
-      CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
+    // A batch starts every lane afresh: streams or rows a lane held before are gone.
+    ReleaseAllLanes();
+    LaneCommand* cmd = As<LaneCommand>(h_commands_);
+    LaneInput* in = As<LaneInput>(h_inputs_);
+    const int64_t elem = lp_f16 ? 2 : 4;
+    for (int32_t l = 0; l < L; ++l) {
+      cmd[l] = {kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0};
+      in[l] = {base + (l < B ? l : 0) * stride_b * elem, stride_t, 0, 0};
     }
+    Wait(caller_stream);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     for (;;) {
-      CUWFST_CUDA(cudaMemcpyAsync(d_lengths_, h_lengths, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-      CUWFST_CUDA(cudaMemcpyAsync(d_lp_desc_, h_lp_desc_.get(), sizeof(LpDesc), cudaMemcpyHostToDevice, stream_));
-      RunOnce(steps, lp_f16, replay);
+      UploadLaneOrders();
+      RunOnce(SeqKind::kBatch, steps, lp_f16, replay);
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
@@ -577,11 +608,11 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   std::lock_guard<std::mutex> lock(mu_);
-  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount();
+  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount() + gc_tag_.amount() + drain_.amount();
   out[1] = out[0];
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
-  out[4] = h_lp_desc_.amount() + h_lengths_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount();
+  out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();

@@ -67,7 +67,26 @@ struct DecodeOutputs {
   int64_t* stats;       // [B, 2] {frontier_total, closure_added}
 };
 
-// Captured whole-decode graphs keyed by (steps, fp16 | online << 1), least recently used
+// Launch sequences (Enqueue): what runs around the steps.
+enum class SeqKind : int32_t {
+  kBatch = 0,     // setup (every lane, arena reset), start closure, steps, backtrack, sanitize
+  kSegment = 1,   // continuous batching: setup (new and finished lanes), start closure, steps, backtrack, sanitize
+  kAdvance = 2,   // a streams' chunk: setup (frames available), steps, sanitize
+  kFinalize = 3,  // streams' final step: setup (lengths), one step, backtrack, sanitize
+  kOpen = 4,      // new streams: setup, start closure
+};
+
+// Outputs of StreamPartial, on the host: the best path so far and how much of it is final.
+struct PartialOutputs {
+  int32_t* arcs;       // [n, cap]
+  int64_t cap;
+  int32_t* path_len;   // [n] true length
+  int32_t* committed;  // [n] leading arcs that can no longer change
+  float* score;        // [n]
+  int32_t* meta;       // [n, 2] {ok (a frontier exists), overflow}
+};
+
+// Captured whole-sequence graphs keyed by (steps, fp16 | kind << 1), least recently used
 // first out.
 class GraphCache {
  public:
@@ -97,6 +116,25 @@ class GpuDecoder {
   void Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
               int32_t T, int32_t V, const int32_t* lengths, bool online, int64_t caller_stream,
               DecodeOutputs out);
+  // Continuous batching: N rows of one packed [N, T, V] tensor through the lanes, the next
+  // row entering a lane as soon as one finishes (segments of `segment` steps); each row's
+  // result equals its decode alone. Outputs as Decode's, one row per input row.
+  void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
+                  int32_t V, const int32_t* lengths, bool online, int32_t segment, int64_t caller_stream,
+                  DecodeOutputs out);
+  // Streams (k2's online beam mode; lanes are their slots). Open: the lanes' start tokens
+  // and closures. Advance: lanes[i] takes lens[i] frames of rows i of a packed [S, Tc, V]
+  // device tensor, in one launch sequence, then a GC round. Partial: the best paths so far.
+  // Finalize: the final step and the results, after which the lanes are free. Release:
+  // abandon lanes.
+  void StreamOpen(const int32_t* lanes, int32_t n);
+  void StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, bool lp_f16, int64_t stride_b,
+                     int64_t stride_t, int32_t Tc, int32_t V, const int32_t* lens, int64_t caller_stream);
+  void StreamPartial(const int32_t* lanes, int32_t n, PartialOutputs out);
+  void StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs out);
+  void StreamRelease(const int32_t* lanes, int32_t n);
+  // {frames fed, winners entries held by the decoder (all lanes), committed arcs on the host}
+  void StreamStats(int32_t lane, int64_t out[3]);
   // Debug: one row (lane 0), launch by launch; after step t copies the frontier of
   // buffer (t + 1) & 1. Snapshot 0 is the start token and its closure.
   struct Snapshot {
@@ -130,12 +168,22 @@ class GpuDecoder {
   void AllocatePath(int32_t max_frames);
   void GrowArena(unsigned long long cursor);
   void FreeGraphs() { graphs_.Clear(); }
-  void Enqueue(int32_t steps, bool f16);
-  void EnqueueStep(int32_t t, bool f16);
-  void EnqueueClosure(int32_t buf);
+  void Enqueue(SeqKind kind, int32_t steps, bool f16);
+  void EnqueueStep(bool f16);
+  void EnqueueClosure();
+  void ReleaseAllLanes();
   StepParams Params(bool f16) const;
   bool Replays(int32_t steps) const;
-  void RunOnce(int32_t steps, bool f16, bool capture);
+  void RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture);
+  // Writes the commands and inputs (h_commands_, h_inputs_) to the device.
+  void UploadLaneOrders();
+  void ClearLaneOrders();
+  // A GC round over every live lane (gc.cuh); the drained arcs join the lanes' prefixes.
+  void CollectGarbage();
+  void EnsureArenaRoom(int64_t entries);
+  void GrowArenaKeeping(int64_t want);
+  void CheckLanes(const int32_t* lanes, int32_t n, bool want_open) const;
+  void Wait(int64_t caller_stream);
   void SyncQuietly() noexcept;
   [[noreturn]] void Fatal(cudaError_t e, const char* what, int32_t B, int32_t T, int32_t V,
                           int32_t steps);
@@ -152,15 +200,14 @@ class GpuDecoder {
   cudaStream_t stream_ = nullptr;  // stream_owned_.get(), the name every launch uses
   mutable std::mutex mu_;
   GraphCache graphs_;
-  bool online_ = false;  // the current decode's beam mode (k2's online mode: T unknown)
   std::vector<DeviceBuffer> buffers_;  // the fixed workspace (Alloc)
   DeviceBuffer arena_;                 // winners arena, grows (GrowArena)
   DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;
-  int32_t* d_lengths_ = nullptr;
-  LpDesc* d_lp_desc_ = nullptr;
-  PinnedBuffer h_lp_desc_;    // LpDesc
-  PinnedBuffer h_lengths_;    // int32 [max_lanes]
+  LaneCommand* d_commands_ = nullptr;
+  LaneInput* d_inputs_ = nullptr;
+  PinnedBuffer h_commands_;   // LaneCommand [max_lanes]
+  PinnedBuffer h_inputs_;     // LaneInput [max_lanes]
   PinnedBuffer h_lanes_;      // LaneCounters [max_lanes]
   PinnedBuffer h_path_;       // int32 [max_lanes, path_cap]
   PinnedBuffer h_path_len_;   // int32 [max_lanes]
@@ -177,6 +224,18 @@ class GpuDecoder {
   void Timed(int kind, F&& launch);
   void CollectProfile();
   unsigned long long arena_high_water_ = 0;
+  // Lanes that live across sequences (streams, continuous batching): host side.
+  struct LaneHost {
+    bool open = false;          // a stream (or a row of DecodeMany) holds the lane
+    int32_t row = -1;           // DecodeMany: the row in the lane
+    int32_t fed = 0;            // frames given to the lane so far
+    std::vector<int32_t> prefix;  // final arcs GC rounds drained, in order
+    int32_t overflow = 0;       // overflow bits seen on the host (drain truncation)
+  };
+  std::vector<LaneHost> lane_host_;
+  DeviceBuffer gc_tag_;         // [arena_cap] int64, allocated on the first GC
+  DeviceBuffer drain_;          // [max_lanes, path_cap]
+  long long gc_round_ = 0;
   int64_t graph_captures_ = 0;
 };
 

@@ -142,12 +142,30 @@ class GpuInstance:
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
         return out_arcs, out_len, out_score, out_meta, out_stats
 
+    def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32):
+        """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany)."""
+        B, T = lp.shape[0], lp.shape[1]
+        cap = (T + 2) * (1 + self.eps_iterations)
+        out_arcs = np.zeros((B, cap), np.int32)
+        out_len = np.zeros(B, np.int32)
+        out_score = np.zeros(B, np.float32)
+        out_meta = np.zeros((B, 4), np.int32)
+        out_stats = np.zeros((B, 2), np.int64)
+        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), stream, out_arcs, out_len, out_score,
+                                 out_meta, out_stats)
+        return out_arcs, out_len, out_score, out_meta, out_stats
+
 
 class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
-                 rescue_lanes: int = 4):
+                 rescue_lanes: int = 4, batching: str = "padded", segment: int = 32):
+        if batching not in ("padded", "continuous"):
+            raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
+        if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
+            raise ValueError(f"segment must be an int in [1, 4096] steps, got {segment!r}")
+        self.batching, self.segment = batching, segment
         if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
             raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
         self._open_device(device)
@@ -260,6 +278,11 @@ class GpuBackend:
             lanes = self.main.max_lanes
             if B <= lanes:
                 res = self.main.decode(lp, lens, stream, online)
+                self._collect(hyps, range(B), res, frontend)
+            elif self.batching == "continuous":
+                # every row through the lanes, the next row entering a lane the moment one
+                # finishes: no lane-steps of padding, each row's result as if decoded alone
+                res = self.main.decode_many(lp, lens, stream, online, self.segment)
                 self._collect(hyps, range(B), res, frontend)
             else:
                 # sub-batches of similar lengths: a batch runs as many steps as its longest row

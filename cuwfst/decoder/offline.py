@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import Graph
 from ..graph.image import native_array
-from .inputs import check_finite, check_lengths, check_log_probs, log_probs_to_host
+from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host
 from .options import DecoderOptions
 from .prepare import prepare_log_probs
 from .result import Hypothesis
@@ -60,12 +60,17 @@ class Decoder:
     walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
     capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
+    batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
+    similar lengths (each runs as many steps as its longest row), "continuous" feeds the
+    next row into a lane the moment one finishes (segments of `segment` steps); results
+    are the same either way.
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
-                 walk_blocks: int = 0, rescue_lanes: int = 4, **kwargs):
+                 walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
+                 **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -84,7 +89,8 @@ class Decoder:
             self._gpu = gpu_backend_class()(self.graph, options, self.eps_iterations, self.device,
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
-                                   walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes)
+                                   walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
+                                   batching=batching, segment=segment)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
@@ -123,6 +129,53 @@ class Decoder:
                                      bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
                                      frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
                 for b in range(B)]
+
+    def decode_all(self, utterances, *, progress: bool = True, chunk: int | None = None,
+                   online: bool = False):
+        """Decodes an iterable of [T, V] log-prob arrays (numpy, torch or DLPack), yielding
+        one Hypothesis per utterance in input order; results equal decoding each alone.
+
+        Utterances are read `chunk` at a time (default: 8 x max_lanes on the GPU, where they
+        are continuously batched through the lanes; 4 x the threads on the CPU), so memory is
+        bounded by a chunk, not the dataset. progress: a tqdm bar of utterances."""
+        if chunk is None:
+            chunk = 8 * self._gpu.main.max_lanes if self._gpu is not None else 4 * self.num_threads
+        if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+            raise ValueError(f"chunk must be an int >= 1, got {chunk!r}")
+        from tqdm import tqdm
+
+        bar = tqdm(unit="utt", desc="decoding", disable=not progress, leave=False)
+        try:
+            buf = []
+            for utt in utterances:
+                buf.append(utt)
+                if len(buf) == chunk:
+                    yield from self._decode_chunk(buf, online)
+                    bar.update(len(buf))
+                    buf = []
+            if buf:
+                yield from self._decode_chunk(buf, online)
+                bar.update(len(buf))
+        finally:
+            bar.close()
+
+    def _decode_chunk(self, utts, online: bool) -> list[Hypothesis]:
+        rows = []
+        for i, u in enumerate(utts):
+            u = log_probs_to_host(u.detach().cpu() if is_torch(u) else u)
+            if u.ndim != 2:
+                raise ValueError(f"utterance {i} of the chunk has shape {tuple(u.shape)}: each must be [T, V]")
+            rows.append(u)
+        T = max(r.shape[0] for r in rows)
+        V = rows[0].shape[1]
+        if any(r.shape[1] != V for r in rows):
+            raise ValueError("utterances of one decode_all must have the same number of columns")
+        packed = np.zeros((len(rows), max(T, 1), V), np.float32)
+        lens = np.zeros(len(rows), np.int32)
+        for i, r in enumerate(rows):
+            packed[i, : r.shape[0]] = np.asarray(r, np.float32)
+            lens[i] = r.shape[0]
+        return self.decode(packed, lens, online=online)
 
     def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier, *,
                         frontier_total: int = 0, closure_added: int = 0) -> Hypothesis:

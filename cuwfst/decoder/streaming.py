@@ -25,6 +25,7 @@ from ..graph import Graph
 from .inputs import check_log_probs, is_torch, log_probs_to_host
 from .prepare import prepare_log_probs
 from .options import DecoderOptions
+from .offline import REDIRECT_ARC_BIT
 from .result import Hypothesis
 
 
@@ -89,36 +90,137 @@ class Stream:
         return f"Stream({self.index}, {state})"
 
 
-class StreamingDecoder:
-    """Decodes many streams chunk by chunk (k2's online beam mode), on the CPU.
+class _CpuStreams:
+    """Streams on the CPU: one reference RowSearch per stream (reference_decoder.h)."""
 
-    max_streams: open streams at most (a clear error past it). compact: after every chunk
-    each stream moves the arcs every future path shares out of its search log, so memory
-    does not grow with a stream's length (results are unchanged). endpoint: an
-    EndpointConfig, or True for sherpa's rules, or None (off).
+    def __init__(self, frontend, num_threads: int, compact: bool):
+        self.frontend, self.mod = frontend, frontend._ref.mod
+        self.num_threads, self.compact = num_threads, compact
+
+    def open(self) -> int:
+        o, f = self.frontend.options, self.frontend
+        return self.mod.ref_stream_create(f._ref.handle, o.search_beam, o.output_beam, o.min_active_states,
+                                          o.max_active_states, o.allow_partial, f.eps_iterations)
+
+    def advance(self, handles: list[int], packed: np.ndarray, lens: np.ndarray) -> None:
+        self.mod.ref_streams_advance(np.array(handles, np.int64), packed, lens, self.num_threads, self.compact)
+
+    def partial(self, handle: int, cap: int):
+        arcs = np.zeros(cap, np.int32)
+        info = np.zeros(4, np.int32)
+        score = np.zeros(1, np.float32)
+        self.mod.ref_stream_partial(handle, arcs, info, score)
+        n, committed, _, ok = info.tolist()
+        return arcs[:n], committed, float(score[0]), bool(ok), 0
+
+    def finalize(self, handle: int, cap: int):
+        out = (np.zeros((1, cap), np.int32), np.zeros(1, np.int32), np.zeros(1, np.float32),
+               np.zeros((1, 4), np.int32), np.zeros((1, 2), np.int64))
+        self.mod.ref_stream_finalize(handle, *out)
+        return out, 0  # the CPU search has no capacity limits: no overflow
+
+    def release(self, handle: int) -> None:
+        self.mod.ref_stream_free(handle)
+
+    def stats(self, handle: int) -> dict:
+        out = np.zeros(2, np.int64)
+        self.mod.ref_stream_stats(handle, out)
+        return {"frames": int(out[0]), "winners": int(out[1])}
+
+
+class _GpuStreams:
+    """Streams on the GPU: each stream holds one lane of a native decoder; an advance moves
+    every given stream in one launch sequence, then a GC round keeps the winners log to
+    the live windows (gc.cuh) and moves final arcs to the host."""
+
+    def __init__(self, frontend, max_streams: int):
+        self.frontend = frontend
+        self.backend = frontend._gpu
+        self.inst = self.backend.main
+        self.mod = self.inst.mod
+        self.free = list(range(max_streams - 1, -1, -1))
+
+    def open(self) -> int:
+        lane = self.free.pop()
+        try:
+            self.mod.gpu_stream_open(self.inst.handle, np.array([lane], np.int32))
+        except Exception:
+            self.free.append(lane)
+            raise
+        return lane
+
+    def advance(self, lanes: list[int], packed: np.ndarray, lens: np.ndarray) -> None:
+        lp = self.backend.to_device(packed)
+        with self.backend.lock:
+            self.mod.gpu_stream_advance(self.inst.handle, np.array(lanes, np.int32), lp, lens, self.backend._stream())
+
+    def partial(self, lane: int, cap: int):
+        out = (np.zeros((1, cap), np.int32), np.zeros(1, np.int32), np.zeros(1, np.int32),
+               np.zeros(1, np.float32), np.zeros((1, 2), np.int32))
+        with self.backend.lock:
+            self.mod.gpu_stream_partial(self.inst.handle, np.array([lane], np.int32), *out)
+        arcs, n, committed, score, meta = out
+        return arcs[0, : min(n[0], cap)], int(committed[0]), float(score[0]), bool(meta[0, 0]), int(meta[0, 1])
+
+    def finalize(self, lane: int, cap: int):
+        out = (np.zeros((1, cap), np.int32), np.zeros(1, np.int32), np.zeros(1, np.float32),
+               np.zeros((1, 4), np.int32), np.zeros((1, 2), np.int64))
+        try:
+            with self.backend.lock:
+                self.mod.gpu_stream_finalize(self.inst.handle, np.array([lane], np.int32), *out)
+        finally:
+            self.free.append(lane)
+        return out, int(out[3][0, 2])
+
+    def release(self, lane: int) -> None:
+        with self.backend.lock:
+            self.mod.gpu_stream_release(self.inst.handle, np.array([lane], np.int32))
+        self.free.append(lane)
+
+    def stats(self, lane: int) -> dict:
+        out = np.zeros(3, np.int64)
+        self.mod.gpu_stream_stats(self.inst.handle, lane, out)
+        return {"frames": int(out[0]), "winners": int(out[1]), "committed_arcs": int(out[2])}
+
+
+class StreamingDecoder:
+    """Decodes many streams chunk by chunk (k2's online beam mode), on the CPU or the GPU.
+
+    max_streams: open streams at most (a clear error past it; on the GPU, the lanes).
+    compact (CPU): after every chunk each stream moves the arcs every future path shares out
+    of its search log, so memory does not grow with a stream's length (the GPU always does
+    this, for all its streams at once). endpoint: an EndpointConfig, or True for sherpa's
+    rules, or None (off). main_q_factor (GPU): frontier capacity per stream = factor x
+    max_active_states; a stream that outgrows it is flagged (Hypothesis.overflow), not rescued.
+    Other keyword arguments are DecoderOptions fields.
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu", *,
                  max_streams: int = 1024, num_threads: int | None = None, compact: bool = True,
-                 endpoint: EndpointConfig | bool | None = None, **kwargs):
+                 endpoint: EndpointConfig | bool | None = None, main_q_factor: int = 8, **kwargs):
         from .offline import Decoder, _graph_of
 
         graph = _graph_of(graph)
-        if str(device) != "cpu":
-            raise NotImplementedError(
-                "StreamingDecoder runs on the CPU for now (device='cpu'); GPU streaming is not built yet")
         if not isinstance(max_streams, int) or isinstance(max_streams, bool) or max_streams < 1:
             raise ValueError(f"max_streams must be an int >= 1, got {max_streams!r}")
-        # the offline CPU decoder holds the native graph and assembles hypotheses
-        self._frontend = Decoder(graph, options, device="cpu", **kwargs)
+        self.num_threads = num_threads or min(8, os.cpu_count() or 1)
+        if str(device) == "cpu":
+            # the offline CPU decoder holds the native graph and assembles hypotheses
+            self._frontend = Decoder(graph, options, device="cpu", **kwargs)
+            self._backend = _CpuStreams(self._frontend, self.num_threads, bool(compact))
+        else:
+            if max_streams > 1024:
+                raise ValueError(f"max_streams on the GPU is at most 1024 (lanes), got {max_streams}")
+            self._frontend = Decoder(graph, options, device=device, max_lanes=max_streams,
+                                     main_q_factor=main_q_factor, **kwargs)
+            self._backend = _GpuStreams(self._frontend, max_streams)
+        self.device = self._frontend.device
         self.graph: Graph = self._frontend.graph
         self.options = self._frontend.options
         self.eps_iterations = self._frontend.eps_iterations
         self.max_streams = max_streams
-        self.num_threads = num_threads or min(8, os.cpu_count() or 1)
         self.compact = bool(compact)
         self.endpoint = EndpointConfig() if endpoint is True else (endpoint or None)
-        self._mod = self._frontend._ref.mod
         self._open: dict[int, Stream] = {}
         self._next_index = 0
         self._lock = threading.Lock()
@@ -130,11 +232,7 @@ class StreamingDecoder:
             if len(self._open) >= self.max_streams:
                 raise RuntimeError(f"all {self.max_streams} streams are in use: finalize or release one "
                                    "(or build the StreamingDecoder with a larger max_streams)")
-            o = self.options
-            h = self._mod.ref_stream_create(self._frontend._ref.handle, o.search_beam, o.output_beam,
-                                            o.min_active_states, o.max_active_states, o.allow_partial,
-                                            self.eps_iterations)
-            s = Stream(self, h, self._next_index)
+            s = Stream(self, self._backend.open(), self._next_index)
             self._next_index += 1
             self._open[s.index] = s
             return s
@@ -149,25 +247,28 @@ class StreamingDecoder:
         """k2's final step on the frames fed so far, the best path, and the stream freed."""
         with self._lock:
             self._check_open(stream)
-            try:
-                cap = self._frontend.path_capacity(stream.frames)
-                arcs = np.zeros((1, cap), np.int32)
-                n = np.zeros(1, np.int32)
-                score = np.zeros(1, np.float32)
-                meta = np.zeros((1, 4), np.int32)
-                stats = np.zeros((1, 2), np.int64)
-                self._mod.ref_stream_finalize(stream._handle, arcs, n, score, meta, stats)
-                hyp = self._frontend.make_hypothesis(
-                    arcs[0, : n[0]], float(score[0]), bool(meta[0, 0]), int(meta[0, 2]), 0, int(meta[0, 3]),
-                    frontier_total=int(stats[0, 0]), closure_added=int(stats[0, 1]))
-                hyp.final_words = len(hyp.words)
-                return hyp
-            finally:
-                self._close(stream)
+            stream.closed = True
+            self._open.pop(stream.index, None)
+            (arcs, n, score, meta, stats), overflow = self._backend.finalize(
+                stream._handle, self._frontend.path_capacity(stream.frames))
+            stream._handle = None
+            k = min(int(n[0]), arcs.shape[1])
+            path = arcs[0, :k]
+            redirect_arc = int(meta[0, 2]) if self.device == "cpu" else -1
+            if self.device != "cpu" and k and path[-1] & REDIRECT_ARC_BIT:  # the GPU marks it on the path
+                redirect_arc, path = int(path[-1] & ~REDIRECT_ARC_BIT), path[:-1]
+            hyp = self._frontend.make_hypothesis(
+                path, float(score[0]), bool(meta[0, 0]), redirect_arc, overflow, int(meta[0, 3]),
+                frontier_total=int(stats[0, 0]), closure_added=int(stats[0, 1]))
+            hyp.final_words = len(hyp.words)
+            return hyp
 
     def __del__(self):
         for s in list(getattr(self, "_open", {}).values()):
-            self._close(s)
+            try:
+                self._close(s)
+            except Exception:  # interpreter shutdown
+                pass
 
     # ------------------------------------------------------------------ decoding
     def advance(self, streams, chunks) -> None:
@@ -211,8 +312,7 @@ class StreamingDecoder:
         with self._lock:
             for s in streams:
                 self._check_open(s)
-            handles = np.array([s._handle for s in streams], np.int64)
-            self._mod.ref_streams_advance(handles, packed, lens, self.num_threads, self.compact)
+            self._backend.advance([s._handle for s in streams], packed, lens)
             for s, n in zip(streams, lens.tolist()):
                 s.frames += n
         if self.endpoint is not None:
@@ -220,26 +320,22 @@ class StreamingDecoder:
                 s.endpoint = self.endpoint.detect(self._partial(s), s.frames)
 
     def memory_stats(self, stream: Stream) -> dict:
-        """{frames, winners}: the search-log entries the stream holds (bounded with compact)."""
+        """{frames, winners}: the search-log entries held (CPU: the stream's, bounded with
+        compact; GPU: the decoder's, all streams, after its GC round), and on the GPU the
+        committed arcs kept on the host."""
         self._check_open(stream)
-        out = np.zeros(2, np.int64)
-        self._mod.ref_stream_stats(stream._handle, out)
-        return {"frames": int(out[0]), "winners": int(out[1])}
+        return self._backend.stats(stream._handle)
 
     # ------------------------------------------------------------------ internals
     def _partial(self, stream: Stream) -> Hypothesis:
         self._check_open(stream)
-        cap = self._frontend.path_capacity(stream.frames)
-        arcs = np.zeros(cap, np.int32)
-        info = np.zeros(4, np.int32)
-        score = np.zeros(1, np.float32)
-        self._mod.ref_stream_partial(stream._handle, arcs, info, score)
-        n, committed, frames, ok = info.tolist()
+        arcs, committed, score, ok, overflow = self._backend.partial(
+            stream._handle, self._frontend.path_capacity(stream.frames))
         if not ok:
-            h = self._frontend.make_hypothesis(np.zeros(0, np.int32), float("-inf"), False, -1, 0, 0)
+            h = self._frontend.make_hypothesis(np.zeros(0, np.int32), float("-inf"), False, -1, overflow, 0)
             h.final_words = 0
             return h
-        h = self._frontend.make_hypothesis(arcs[:n], float(score[0]), False, -1, 0, 0)
+        h = self._frontend.make_hypothesis(arcs, score, False, -1, overflow, 0)
         h.final_words = len(self.graph.words_of(self.graph.source_arc_ids(arcs[:committed])))
         return h
 
@@ -254,6 +350,6 @@ class StreamingDecoder:
             return
         stream.closed = True
         self._open.pop(stream.index, None)
-        h, stream._handle = stream._handle, 0
-        if h:
-            self._mod.ref_stream_free(h)
+        h, stream._handle = stream._handle, None
+        if h is not None:
+            self._backend.release(h)

@@ -44,11 +44,11 @@ static void Backtrack(const Workspace& ws) {
   Touch(ws.out_path, L * static_cast<size_t>(ws.path_cap) * sizeof(int32_t));
   Touch(ws.out_path_len, L * sizeof(int32_t));
   Touch(ws.lanes, L * sizeof(LaneCounters));
-  Touch(ws.lengths, L * sizeof(int32_t));
+  Touch(ws.commands, L * sizeof(cuwfst::LaneCommand));
   if (bad_access) return;
   for (int32_t l = 0; l < ws.max_lanes; ++l) {
     LaneCounters& lc = ws.lanes[l];
-    const int32_t len = ws.lengths[l];
+    const int32_t len = ws.commands[l].length;  // the batch initializes every lane
     lc.length = len;
     lc.overflow = (len >= 0 && g_need > ws.arena_cap) ? cuwfst::kOverflowArena : 0;
     lc.final_winner = len >= 0 ? 0 : -2;

@@ -32,14 +32,14 @@ namespace cuwfst {
 // kScanItems entries per thread per round.
 // Takes part: lanes whose step was real (kPhaseReal; InitKernel marks the start so) or that
 // are in this closure (kPhaseEps); others publish 0 slots.
-// Reads: the pass's entries (pass 0: tokens 0..next_size of frontier buffer `buf`; later:
+// Reads: the pass's entries (pass 0: tokens 0..next_size of frontier buffer lc.buf; later:
 // eps_tok[0..eps_changed)), their states, scores and winners, the graph's epsilon ranges.
 // Writes, per entry j: tok_begin[j] (first epsilon arc), tok_ub[j] (the token's score now:
 // the pass reads this snapshot, not the live score), eps_winner[j], arc_offsets, tok_hint;
 // per lane: phase = kPhaseEps, frontier_size = entries, total_arcs, hint_ok, eps_base (pass 0), and zeroes eps_touched/eps_changed for EpsExpand/EpsResolve. The last CTA builds
 // lane_arc_offsets (LaneScanLastBlock).
 __global__ void __launch_bounds__(kScanThreads)
-EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
+EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int64_t running;
@@ -52,6 +52,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t buf, int32_t pass) {
     return;
   }
   const int32_t n = pass == 0 ? min(lc.next_size, ws.main_q) : lc.eps_changed;
+  const int32_t buf = lc.buf;  // the frontier the step (or the start) built
   const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
   const int32_t* state = ws.tok_state[buf] + q;
   const float* score = ws.tok_score[buf] + q;
@@ -129,7 +130,7 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
-  Walk<kWalker>(ws, 0, [&](const LaneView& lv, int32_t j, int32_t local) {
+  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t j, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
@@ -164,7 +165,7 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
 // token (in place when hash_pos >= 0, else appended at next_size), the next pass's list
 // (eps_tok, eps_changed), the slot's new baseline and hash_pos.
 __global__ void __launch_bounds__(kFinalizeThreads)
-EpsResolveKernel(Workspace ws, int32_t buf) {
+EpsResolveKernel(Workspace ws) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t new_base, chg_base;
@@ -177,6 +178,7 @@ EpsResolveKernel(Workspace ws, int32_t buf) {
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
+  const int32_t buf = lc.buf;
   const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
   const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
   const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);

@@ -41,7 +41,7 @@ struct LaneView {
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
 
-  __device__ __forceinline__ void Load(const Workspace& ws, int32_t l, int32_t t) {
+  __device__ __forceinline__ void Load(const Workspace& ws, int32_t l) {
     lane = l;
     base = ws.lane_arc_offsets[l];
     end = ws.lane_arc_offsets[l + 1];
@@ -57,7 +57,7 @@ struct LaneView {
     hint_ok = lc.hint_ok != 0;
     begin = ws.tok_begin + q;
     ub = ws.tok_ub + q;
-    score = ws.tok_score[t & 1] + q;
+    score = ws.tok_score[lc.buf ^ 1] + q;  // the frontier the step expands (Scan flipped buf)
   }
   __device__ __forceinline__ float Acoustic(const DeviceGraph& g, int32_t arc) const {
     if (phase != kPhaseReal) return 0.f;
@@ -71,7 +71,7 @@ __device__ __forceinline__ int64_t MinSlot(int64_t a, int64_t b) { return a < b 
 // Calls visit(lv, tok, local) for every slot this thread owns (kWalkThread). Global slots
 // are int64 (the batch's total can pass 2^31); `local` = slot - lane base is < 2^31.
 template <typename Visit>
-__device__ __forceinline__ void ThreadWalk(const Workspace& ws, int32_t t, Visit&& visit) {
+__device__ __forceinline__ void ThreadWalk(const Workspace& ws, Visit&& visit) {
   const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
   int64_t per = (total + gridDim.x - 1) / gridDim.x;
   per = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
@@ -80,7 +80,7 @@ __device__ __forceinline__ void ThreadWalk(const Workspace& ws, int32_t t, Visit
   int32_t tok = 0;
   for (int64_t s = lo + threadIdx.x; s < hi; s += blockDim.x) {
     if (s >= lv.end) {
-      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1, t);
+      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1);
       tok = 0;
     }
     const int32_t local = static_cast<int32_t>(s - lv.base);
@@ -94,7 +94,7 @@ __device__ __forceinline__ void ThreadWalk(const Workspace& ws, int32_t t, Visit
 // slots (s0, the span, strip ends) are int64, so s0 + 32 cannot overflow; the per-lane
 // token search works on `local` < 2^31.
 template <typename Visit>
-__device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&& visit) {
+__device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
   constexpr unsigned kFull = 0xFFFFFFFFu;
   const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
@@ -109,7 +109,7 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&&
   int32_t tok = 0;  // warp-uniform: a token at or before the next slot's token
   for (int64_t s0 = lo; s0 < hi;) {
     if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
-      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1, t);
+      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1);
       int32_t first = 0;
       if (me == 0)
         first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, static_cast<int32_t>(s0 - lv.base));
@@ -146,9 +146,9 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, int32_t t, Visit&&
 }
 
 template <int kWalker, typename Visit>
-__device__ __forceinline__ void Walk(const Workspace& ws, int32_t t, Visit&& visit) {
-  if (kWalker == kWalkWarp) WarpWalk(ws, t, visit);
-  else ThreadWalk(ws, t, visit);
+__device__ __forceinline__ void Walk(const Workspace& ws, Visit&& visit) {
+  if (kWalker == kWalkWarp) WarpWalk(ws, visit);
+  else ThreadWalk(ws, visit);
 }
 
 // MaxKernel — per step, grid = ExpandBlocksFor(max_lanes) x kWalkThreads.
@@ -159,7 +159,7 @@ __device__ __forceinline__ void Walk(const Workspace& ws, int32_t t, Visit&& vis
 // not read; the result is bit-identical to the full maximum.
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
-MaxKernel(DeviceGraph g, Workspace ws, int32_t t) {
+MaxKernel(DeviceGraph g, Workspace ws) {
   __shared__ int32_t lane_max[kMaxSharedLanes];
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;  // an idle step
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
@@ -175,7 +175,7 @@ MaxKernel(DeviceGraph g, Workspace ws, int32_t t) {
     if (shared_ok) atomicMax(&lane_max[run_lane], o);
     else atomicMax(&ws.lanes[run_lane].max_ord, o);
   };
-  Walk<kWalker>(ws, t, [&](const LaneView& lv, int32_t tok, int32_t local) {
+  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
     if (lv.lane != run_lane) {
       flush();
       run_lane = lv.lane;
@@ -229,12 +229,12 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
 // keeps the larger slot). Writes: hash keys/payloads, claims, overflow bits.
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
-ExpandKernel(DeviceGraph g, Workspace ws, int32_t t) {
+ExpandKernel(DeviceGraph g, Workspace ws) {
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   const int32_t final_state = g.num_states - 1;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
-  Walk<kWalker>(ws, t, [&](const LaneView& lv, int32_t tok, int32_t local) {
+  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];

@@ -15,8 +15,8 @@ constexpr int kFinalizeSplit = 8;  // CTAs per lane
 // CTAs of a lane share its claims list in contiguous chunks, kFinalizeItems claims per
 // thread per round.
 // Reads: the claims and their resolved hash payloads {end : slot}, the current frontier
-// (buffer t & 1), tok_begin and arc_offsets (a binary search turns a slot back into its
-// token and arc). Writes: the next frontier (buffer (t + 1) & 1; each round reserves its
+// (buffer lc.buf ^ 1), tok_begin and arc_offsets (a binary search turns a slot back into its
+// token and arc). Writes: the next frontier (buffer lc.buf; each round reserves its
 // positions with one atomicAdd on next_size, so the order is claim order per CTA), one
 // winners-log entry {prev winner, arc} per survivor (one arena atomicAdd per round), and
 // clears exactly the claimed hash slots. On the final step it records the lane's result.
@@ -26,7 +26,7 @@ constexpr int kFinalizeSplit = 8;  // CTAs per lane
 // Survivors are the claims whose end passes the exact cutoff, which every admitted claim
 // does; the test is kept as the invariant.
 __global__ void __launch_bounds__(kFinalizeThreads)
-FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
+FinalizeKernel(DeviceGraph g, Workspace ws) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base;
@@ -46,10 +46,11 @@ FinalizeKernel(DeviceGraph g, Workspace ws, int32_t t) {
   const int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
   const bool hint_ok = lc.hint_ok != 0;
   const int32_t* begin = ws.tok_begin + q;
-  const int32_t* cur_winner = ws.tok_winner[t & 1] + q;
-  int32_t* nxt_state = ws.tok_state[(t + 1) & 1] + q;
-  float* nxt_score = ws.tok_score[(t + 1) & 1] + q;
-  int32_t* nxt_winner = ws.tok_winner[(t + 1) & 1] + q;
+  const int32_t src = lc.buf ^ 1, dst = lc.buf;  // Scan flipped buf to the buffer it builds
+  const int32_t* cur_winner = ws.tok_winner[src] + q;
+  int32_t* nxt_state = ws.tok_state[dst] + q;
+  float* nxt_score = ws.tok_score[dst] + q;
+  int32_t* nxt_winner = ws.tok_winner[dst] + q;
   uint32_t* keys = ws.hash_key + static_cast<int64_t>(lane) * ws.hash_cap;
   unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(lane) * ws.hash_cap;
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;

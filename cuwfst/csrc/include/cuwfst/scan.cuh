@@ -1,4 +1,4 @@
-// K0 InitKernel and K1 ScanKernel (with the lane scan of the flattened slot space).
+// K0 LaneSetupKernel and K1 ScanKernel (with the lane scan of the flattened slot space).
 #pragma once
 
 #include <cub/block/block_reduce.cuh>
@@ -8,20 +8,46 @@
 
 namespace cuwfst {
 
-// InitKernel — launched once per decode, grid = max_lanes blocks of 32 threads.
-// Reads: ws.lengths. Writes: every lane's counters, frontier buffer 0 (the
-// start token), the arena cursor. After it a decode depends on nothing left from the
-// previous one (decode is idempotent), except the hash tables, which Finalize,
-// ClearClaimsKernel and HashSanitizeKernel leave empty.
-// With epsilon closure it also enters the start token into the lane's hash as the
-// closure expects a real step's frontier (epsilon.cuh): claimed, its score as the
-// slot's baseline, hash_pos 0; the lane's phase is real and its cutoff 0 - search_beam,
-// so the closure passes that follow treat the start like a step's frontier.
-__global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
+// LaneSetupKernel — launched before every launch sequence (a decode, a stream's chunk, a
+// segment of continuous batching), grid = max_lanes blocks of 32 threads.
+// Reads: ws.commands. Writes, per lane, what its command says: kCmdInit resets the lane to
+// a new row (counters, the start token in frontier buffer 0, t = 0), kCmdSetLength arms
+// the final step of a stream, kCmdRelease empties the lane, kCmdAvail sets the frames the
+// lane may step through. Every lane not initialized here is parked (phase idle): the
+// start-closure passes that may follow must take only the new lanes, and every Scan
+// decides each lane's phase anew. reset_arena: a whole batch starts (offline decode):
+// the winners cursor returns to 0.
+// After an init a lane depends on nothing left from its previous row, except the hash
+// tables, which Finalize, ClearClaimsKernel and HashSanitizeKernel leave empty.
+// With epsilon closure the start token also enters the lane's hash as the closure expects
+// a real step's frontier (epsilon.cuh): claimed, its score as the slot's baseline,
+// hash_pos 0; the lane's phase is real and its cutoff 0 - search_beam, so the closure
+// passes that follow treat the start like a step's frontier.
+__global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t reset_arena) {
   int32_t lane = blockIdx.x;
   if (threadIdx.x != 0) return;
   LaneCounters& lc = ws.lanes[lane];
-  lc.length = ws.lengths[lane];  // -1 marks a lane this batch does not use
+  const LaneCommand cmd = ws.commands[lane];
+  if (lane == 0 && reset_arena) {
+    *ws.arena_cursor = 0ull;
+    *ws.scan_done = 0;
+  }
+  if (!(cmd.op & kCmdInit)) {
+    if (cmd.op & kCmdRelease) {
+      lc.length = -1;
+      lc.final_winner = -2;
+      ws.out_path_len[lane] = 0;
+    }
+    if (cmd.op & kCmdSetLength) lc.length = cmd.length;
+    if (cmd.op & kCmdAvail) lc.avail = cmd.avail;
+    lc.phase = kPhaseIdle;
+    return;
+  }
+  lc.length = cmd.length;  // -1 marks a lane this sequence does not use
+  lc.avail = cmd.avail;
+  lc.online = cmd.online;
+  lc.t = 0;
+  lc.buf = 0;
   const bool used = lc.length >= 0;
   lc.phase = used && ws.eps_iterations > 0 ? kPhaseReal : kPhaseIdle;
   lc.frontier_size = used ? 1 : 0;
@@ -58,19 +84,19 @@ __global__ void InitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     ws.claims[static_cast<int64_t>(lane) * ws.claims_cap] = make_int2(g.start_state, static_cast<int32_t>(h));
     lc.claims = 1;
   }
-  if (lane == 0) {
-    *ws.arena_cursor = 0ull;
-    *ws.scan_done = 0;
-  }
 }
 
-// ScanKernel — per step t, grid = max_lanes blocks of kScanThreads (one CTA per lane),
-// kScanItems consecutive tokens per thread per round.
-// Reads: the lane's frontier (buffer t & 1; its size is what the previous step's
+// ScanKernel — per step of a launch sequence, grid = max_lanes blocks of kScanThreads (one
+// CTA per lane), kScanItems consecutive tokens per thread per round.
+// Each lane takes its own step t = lc.t: a real step while t < length and t < avail, the
+// final step at t == length, else none (idle: unused, finished, or waiting for frames).
+// Reads: the lane's frontier (buffer lc.buf; its size is what the previous step's
 // FinalizeKernel blocks added up in next_size), the graph's row_splits/final_count/
-// emit_maxw, the lane's log-prob row. Writes: phase, k2's dynamic beam, tok_begin, tok_ub,
-// arc_offsets (exclusive degree prefix sums, [n + 1]), total_arcs, max_lp, and resets the
-// step's max and claim count. Idle lanes (unused or past their final step) publish 0 arcs.
+// emit_maxw, the lane's log-prob row (ws.inputs). Writes: phase, k2's dynamic beam,
+// tok_begin, tok_ub, arc_offsets (exclusive degree prefix sums, [n + 1]), total_arcs,
+// max_lp, resets the step's max and claim count, and advances the lane: t + 1, and buf
+// flips to the buffer this step builds (later kernels read buf ^ 1, write buf). Idle
+// lanes publish 0 arcs and keep their frontier.
 // The last CTA to finish also builds lane_arc_offsets, the flattened int64 slot space (a
 // last-block-done pattern instead of a separate launch).
 constexpr int kScanThreads = 512;
@@ -110,7 +136,7 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
 }
 
 __global__ void __launch_bounds__(kScanThreads)
-ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
+ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   __shared__ union {
@@ -121,7 +147,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t T = lc.length;
-  if (T < 0 || t > T) {
+  const int32_t t = lc.t;
+  if (T < 0 || t > T || (t < T && t >= lc.avail)) {
     if (threadIdx.x == 0) {
       lc.phase = kPhaseIdle;
       lc.total_arcs = 0;
@@ -132,8 +159,9 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
   // The frontier the previous step (and its epsilon closure) built; at t = 0 the start
   // token and its closure.
   const int32_t n = min(lc.next_size, ws.main_q);
-  const int32_t* state = ws.tok_state[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
-  const float* score = ws.tok_score[t & 1] + static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t cur = lc.buf;
+  const int32_t* state = ws.tok_state[cur] + static_cast<int64_t>(lane) * ws.main_q;
+  const float* score = ws.tok_score[cur] + static_cast<int64_t>(lane) * ws.main_q;
   int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
   float* ub = ws.tok_ub + static_cast<int64_t>(lane) * ws.main_q;
   int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
@@ -198,10 +226,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
   if (phase == kPhaseReal) {
-    const LpDesc d = *ws.lp_desc;
-    int64_t off = lane * d.stride_b + static_cast<int64_t>(t) * d.stride_t;
-    if (p.lp_is_f16) row16 = static_cast<const uint16_t*>(d.base) + off;
-    else row32 = static_cast<const float*>(d.base) + off;
+    const LaneInput in = ws.inputs[lane];
+    const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
+    if (p.lp_is_f16) row16 = static_cast<const uint16_t*>(in.base) + off;
+    else row32 = static_cast<const float*>(in.base) + off;
     float m = -INFINITY;
     for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x)
       m = fmaxf(m, row16 ? __half2float(__ushort_as_half(row16[v])) : row32[v]);
@@ -219,7 +247,9 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t t) {
     lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
-    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, p.online != 0);
+    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
+    lc.t = t + 1;
+    lc.buf = cur ^ 1;
     lc.max_ord = FloatToOrderedInt(-INFINITY);
     lc.max_lp = max_lp;
     lc.hint_ok = total <= hint_slots;

@@ -72,20 +72,45 @@ struct StepParams {
   int32_t max_active;
   int32_t allow_partial;
   int32_t lp_is_f16;
-  int32_t online;  // k2's online beam mode: the length is unknown until the final step
 };
 
 // Where the caller's packed log-probs live: rewritten (24 B H2D) before every decode so
 // that captured graphs read the new tensor in place.
-struct LpDesc {
+// Where a lane reads its log-probs (lanes are slots: each holds its own utterance or
+// stream at its own step): the row of the lane's step t is base + (t - t0) * stride_t
+// elements. Rewritten by the host before a launch sequence; captured graphs read it.
+struct LaneInput {
   const void* base;
-  int64_t stride_b;  // elements
   int64_t stride_t;  // elements
+  int32_t t0;        // the step whose row sits at base
+  int32_t pad;
 };
+
+// What LaneSetupKernel does to a lane before a launch sequence (ops are bits).
+enum : int32_t {
+  kCmdInit = 1,       // a new row or stream: length, avail, online as given; start token
+  kCmdSetLength = 2,  // the length becomes known (a stream is finalized): length as given
+  kCmdRelease = 4,    // the lane holds nothing (length -1): its steps and results stop
+  kCmdAvail = 8,      // frames available: real steps run while t < avail
+  kCmdPartial = 16,   // PartialKernel reads this lane's best path (gc.cuh)
+};
+struct LaneCommand {
+  int32_t op;
+  int32_t length;  // kUnknownLength while a stream's length is not known
+  int32_t avail;
+  int32_t online;  // k2's online beam mode (streams)
+};
+constexpr int32_t kUnknownLength = 1 << 30;
 
 // Per-lane loop state; device-resident so a whole decode can be captured.
 struct LaneCounters {
-  int32_t length;        // T of this lane's row; -1 for an unused lane
+  int32_t length;        // T of this lane's row; -1 for an unused lane; kUnknownLength for
+                         // a stream until it is finalized
+  int32_t t;             // steps the lane has taken (the final step makes it length + 1)
+  int32_t buf;           // frontier buffer holding the lane's current frontier (during a
+                         // step: the one the step builds)
+  int32_t avail;         // real steps run while t < avail (frames fed so far)
+  int32_t online;        // k2's online beam mode: the last-5-frames rules are off
   int32_t phase;         // this step's phase
   int32_t frontier_size; // tokens the step's walkers visit: the frontier (an epsilon pass:
                          // the tokens the previous pass changed)
@@ -107,6 +132,7 @@ struct LaneCounters {
   int32_t redirected;
   long long frontier_total;  // sum over steps of the frontier each step expanded
   long long closure_added;   // tokens the epsilon closures added
+  float partial_score;       // PartialKernel: the best current token's score
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
 };
@@ -153,10 +179,16 @@ struct Workspace {
   WinnerEntry* arena;
   unsigned long long* arena_cursor;
   LaneCounters* lanes;
-  const int32_t* lengths;    // device copy of the batch lengths [max_lanes]
-  const LpDesc* lp_desc;
+  const LaneCommand* commands;  // [max_lanes] LaneSetupKernel's orders for this sequence
+  const LaneInput* inputs;      // [max_lanes] each lane's log-prob rows
   int32_t* out_path;         // [max_lanes][path_cap] arcs of the best path
   int32_t* out_path_len;     // [max_lanes]
+  // winners-log GC of lanes that live across launch sequences (gc.cuh; nullptr until used)
+  long long* gc_tag;         // [arena_cap] {round : value}
+  unsigned long long* gc_live;  // live entries numbered by the round
+  int32_t* gc_conv;          // [max_lanes] each lane's convergence entry
+  int32_t* drain;            // [max_lanes][path_cap] final arcs a round cut off, root first
+  int32_t* drain_len;        // [max_lanes]
 };
 
 }  // namespace cuwfst

@@ -1,0 +1,465 @@
+// Lanes as slots: the host side of continuous batching (DecodeMany) and streams. A lane
+// holds one row's or one stream's search state across launch sequences; each sequence is
+// the same step kernels as an offline batch (gpu_decoder.cu), driven by per-lane orders
+// (LaneSetupKernel) and per-lane inputs. Between sequences a GC round (gc.cuh) keeps the
+// winners log to what live lanes can still read and moves each lane's final arcs to the
+// host (LaneHost::prefix), so memory does not grow with a stream's length or a dataset's.
+#include "gpu_decoder.cuh"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+
+#include "cuwfst/gc.cuh"
+
+namespace cuwfst {
+
+namespace {
+template <typename T>
+T* As(const PinnedBuffer& b) {
+  return static_cast<T*>(b.get());
+}
+
+// Steps per chunk launch: multiples of 8, so mixed chunk lengths share a few captures.
+int32_t ChunkBucket(int32_t steps) { return (steps + 7) / 8 * 8; }
+}  // namespace
+
+void GpuDecoder::CheckLanes(const int32_t* lanes, int32_t n, bool want_open) const {
+  std::vector<char> seen(cfg_.max_lanes, 0);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t l = lanes[i];
+    if (l < 0 || l >= cfg_.max_lanes) {
+      std::ostringstream os;
+      os << "lane " << l << " outside [0, " << cfg_.max_lanes << ")";
+      throw std::invalid_argument(os.str());
+    }
+    if (seen[l]++) throw std::invalid_argument("a lane appears twice in one call");
+    if (lane_host_[l].open != want_open) {
+      std::ostringstream os;
+      os << "lane " << l << (want_open ? " holds no open stream" : " already holds a stream");
+      throw std::invalid_argument(os.str());
+    }
+  }
+}
+
+// Every lane's order for the next sequence starts as: keep (open lanes) or release (the
+// rest, so that no kernel follows a chain a GC round may have moved).
+void GpuDecoder::ClearLaneOrders() {
+  LaneCommand* cmd = As<LaneCommand>(h_commands_);
+  for (int32_t l = 0; l < cfg_.max_lanes; ++l) cmd[l] = {lane_host_[l].open ? 0 : kCmdRelease, -1, 0, 0};
+}
+
+// Arena growth that keeps the contents (live lanes' chains) and their GC tags.
+void GpuDecoder::GrowArenaKeeping(int64_t want) {
+  want = std::min<int64_t>(std::max<int64_t>(want, ws_.arena_cap), cfg_.arena_max);
+  if (want <= ws_.arena_cap) return;
+  unsigned long long cursor = 0;
+  CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
+  DeviceBuffer fresh, tags;
+  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(WinnerEntry), &fresh);
+  if (e == cudaSuccess && gc_tag_.get()) e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(long long), &tags);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot grow the winners arena from " << ws_.arena_cap << " to " << want << " entries on cuda:"
+       << device() << "; the decoder keeps its arena and stays usable; open fewer streams (max_lanes, now "
+       << cfg_.max_lanes << ") or lower max_active_states";
+    ThrowAcquireFailure(e, os.str());
+  }
+  CUWFST_CUDA(cudaMemcpyAsync(fresh.get(), arena_.get(), cursor * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
+  if (tags.get()) {
+    CUWFST_CUDA(cudaMemsetAsync(tags.get(), 0, static_cast<size_t>(want) * sizeof(long long), stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(tags.get(), gc_tag_.get(), cursor * sizeof(long long), cudaMemcpyDeviceToDevice, stream_));
+  }
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  FreeGraphs();  // they captured the old arena pointer
+  arena_ = std::move(fresh);
+  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
+  ws_.arena_cap = want;
+  if (tags.get()) {
+    gc_tag_ = std::move(tags);
+    ws_.gc_tag = static_cast<long long*>(gc_tag_.get());
+  }
+}
+
+// Room for the next sequence's appends: after a GC round at most half the arena is in use.
+void GpuDecoder::EnsureArenaRoom(int64_t used) {
+  if (used > ws_.arena_cap / 2 && ws_.arena_cap < cfg_.arena_max) GrowArenaKeeping(2 * ws_.arena_cap);
+}
+
+void GpuDecoder::CollectGarbage() {
+  const int L = cfg_.max_lanes;
+  if (!gc_tag_.get()) {
+    cudaError_t e = TryDeviceAlloc(static_cast<size_t>(ws_.arena_cap) * sizeof(long long), &gc_tag_);
+    if (e != cudaSuccess)
+      ThrowAcquireFailure(e, "cannot allocate the winners-log GC tags (" +
+                                 FormatBytes(ws_.arena_cap * static_cast<int64_t>(sizeof(long long))) + ") on cuda:" +
+                                 std::to_string(device()) + "; " + Advice());
+    CUWFST_CUDA(cudaMemsetAsync(gc_tag_.get(), 0, gc_tag_.amount(), stream_));
+    ws_.gc_tag = static_cast<long long*>(gc_tag_.get());
+    FreeGraphs();  // Workspace (a kernel argument) changed
+  }
+  const long long round = ++gc_round_;
+  CUWFST_CUDA(cudaMemsetAsync(ws_.gc_live, 0, sizeof(unsigned long long), stream_));
+  GcMarkKernel<<<L, kGcThreads, 0, stream_>>>(ws_, round);
+  CUWFST_CUDA(cudaGetLastError());
+  unsigned long long live = 0, cursor = 0;
+  std::vector<int32_t> drain_len(L);
+  CUWFST_CUDA(cudaMemcpyAsync(&live, ws_.gc_live, sizeof(live), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(drain_len.data(), ws_.drain_len, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
+  arena_high_water_ = std::max(arena_high_water_, cursor);
+  // the final arcs, root first, onto each lane's host prefix
+  int32_t width = 0;
+  for (int32_t l = 0; l < L; ++l) width = std::max(width, std::min(drain_len[l], ws_.path_cap));
+  if (width > 0) {
+    std::vector<int32_t> rows(static_cast<size_t>(L) * width);
+    CUWFST_CUDA(cudaMemcpy2DAsync(rows.data(), width * sizeof(int32_t), drain_.get(), ws_.path_cap * sizeof(int32_t),
+                                  width * sizeof(int32_t), L, cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    for (int32_t l = 0; l < L; ++l) {
+      if (!lane_host_[l].open || drain_len[l] == 0) continue;
+      const int32_t n = std::min(drain_len[l], ws_.path_cap);
+      if (drain_len[l] > ws_.path_cap) lane_host_[l].overflow |= kOverflowPath;
+      lane_host_[l].prefix.insert(lane_host_[l].prefix.end(), rows.begin() + static_cast<int64_t>(l) * width,
+                                  rows.begin() + static_cast<int64_t>(l) * width + n);
+    }
+  }
+  // the live entries into the free tail (grown first if it is short), then to the start
+  if (cursor + live > static_cast<unsigned long long>(ws_.arena_cap))
+    GrowArenaKeeping(static_cast<int64_t>(cursor + live) + static_cast<int64_t>(live));
+  if (cursor > 0) {
+    const int blocks = static_cast<int>(std::min<unsigned long long>((cursor + 255) / 256, 4096));
+    GcCopyKernel<<<blocks, 256, 0, stream_>>>(ws_, round, static_cast<int64_t>(cursor), static_cast<int64_t>(cursor));
+  }
+  GcRemapKernel<<<L, kGcThreads, 0, stream_>>>(ws_, round);
+  CUWFST_CUDA(cudaGetLastError());
+  if (live > 0)
+    CUWFST_CUDA(cudaMemcpyAsync(arena_.get(), static_cast<WinnerEntry*>(arena_.get()) + cursor,
+                                live * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(ws_.arena_cursor, &live, sizeof(live), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  EnsureArenaRoom(static_cast<int64_t>(live));
+}
+
+// ------------------------------------------------------------------ continuous batching
+void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
+                            int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
+                            int64_t caller_stream, DecodeOutputs out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  if (N < 1) throw std::invalid_argument("no rows to decode");
+  if (segment < 1 || segment > 4096) throw std::invalid_argument("segment must be in [1, 4096] steps");
+  const int L = cfg_.max_lanes;
+  int32_t max_len = 0;
+  for (int32_t b = 0; b < N; ++b) max_len = std::max(max_len, lengths[b]);
+  const bool replay = Replays(segment);
+  try {
+    cudaError_t stale = cudaGetLastError();
+    if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", N, T, V, segment);
+    if (max_len > cfg_.max_frames) {
+      int32_t mf = cfg_.max_frames;
+      while (mf < max_len) mf *= 2;
+      AllocatePath(mf);
+    }
+    ReleaseAllLanes();
+    // longest rows first: the last segments then hold the short ones, not one long straggler
+    std::vector<int32_t> order(N);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
+    const char* base = static_cast<const char*>(lp);
+    const int64_t elem = lp_f16 ? 2 : 4;
+    Wait(caller_stream);
+    CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));  // no lane is live
+    LaneCommand* cmd = As<LaneCommand>(h_commands_);
+    LaneInput* in = As<LaneInput>(h_inputs_);
+    LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+    int32_t* h_path_len = As<int32_t>(h_path_len_);
+    int32_t next = 0;
+    unsigned long long cursor = 0, delta = static_cast<unsigned long long>(ws_.arena_cap / 4);
+    for (;;) {
+      // room for the next segment's appends (twice the last segment's): a GC round first,
+      // then growth; a segment that still overflows flags its rows (the caller rescues them)
+      if (cursor + 2 * delta > static_cast<unsigned long long>(ws_.arena_cap)) {
+        CollectGarbage();
+        CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+        CUWFST_CUDA(cudaStreamSynchronize(stream_));
+        if (cursor + 2 * delta > static_cast<unsigned long long>(ws_.arena_cap))
+          GrowArenaKeeping(static_cast<int64_t>(cursor + 2 * delta));
+      }
+      ClearLaneOrders();
+      bool any = false;
+      for (int32_t l = 0; l < L; ++l) {
+        LaneHost& h = lane_host_[l];
+        if (!h.open && next < N) {
+          const int32_t row = order[next++];
+          h = LaneHost{};
+          h.open = true;
+          h.row = row;
+          h.fed = lengths[row];
+          cmd[l] = {kCmdInit, lengths[row], lengths[row], online ? 1 : 0};
+          in[l] = {base + static_cast<int64_t>(row) * stride_b * elem, stride_t, 0, 0};
+        }
+        any |= h.open;
+      }
+      if (!any) break;
+      UploadLaneOrders();
+      RunOnce(SeqKind::kSegment, segment, lp_f16, replay);
+      CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      const unsigned long long before = cursor;
+      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      if (profiling_) CollectProfile();
+      arena_high_water_ = std::max(arena_high_water_, cursor);
+      delta = std::max<unsigned long long>(cursor > before ? cursor - before : 0, 1024);
+      // harvest the lanes whose row took its final step
+      int64_t width = 0;
+      bool done_any = false;
+      for (int32_t l = 0; l < L; ++l) {
+        if (lane_host_[l].open && h_lanes[l].t > h_lanes[l].length) {
+          done_any = true;
+          width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[l], ws_.path_cap));
+        }
+      }
+      if (done_any) {
+        const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+        if (width > 0) {
+          CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), L,
+                                        cudaMemcpyDeviceToHost, stream_));
+          CUWFST_CUDA(cudaStreamSynchronize(stream_));
+        }
+        const int32_t* h_path = As<int32_t>(h_path_);
+        for (int32_t l = 0; l < L; ++l) {
+          LaneHost& h = lane_host_[l];
+          if (!h.open || h_lanes[l].t <= h_lanes[l].length) continue;
+          const LaneCounters& lc = h_lanes[l];
+          const int32_t b = h.row;
+          const int32_t tail = h_path_len[l];
+          const int64_t total = static_cast<int64_t>(h.prefix.size()) + tail;
+          out.path_len[b] = static_cast<int32_t>(std::min<int64_t>(total, INT32_MAX));
+          int32_t* dst = out.arcs + static_cast<int64_t>(b) * out.cap;
+          const int64_t np = std::min<int64_t>(h.prefix.size(), out.cap);
+          std::copy(h.prefix.begin(), h.prefix.begin() + np, dst);
+          const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail), static_cast<int64_t>(ws_.path_cap), out.cap - np});
+          if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(l) * ws_.path_cap, nt * sizeof(int32_t));
+          out.score[b] = lc.final_winner != -2 ? lc.final_score : -INFINITY;
+          out.meta[b * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
+          out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
+          out.meta[b * 4 + 2] = lc.overflow | h.overflow;
+          out.meta[b * 4 + 3] = lc.max_frontier;
+          out.stats[b * 2 + 0] = lc.frontier_total;
+          out.stats[b * 2 + 1] = lc.closure_added;
+          h = LaneHost{};  // free for the next row
+        }
+      }
+    }
+    ReleaseAllLanes();
+  } catch (const CudaError& e) {
+    pending_.clear();
+    ReleaseAllLanes();
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), N, T, V, segment);
+    SyncQuietly();
+    throw;
+  } catch (...) {
+    pending_.clear();
+    ReleaseAllLanes();
+    SyncQuietly();
+    throw;
+  }
+}
+
+// ------------------------------------------------------------------ streams
+void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  CheckLanes(lanes, n, false);
+  bool none_open = true;
+  for (const LaneHost& h : lane_host_) none_open &= !h.open;
+  if (none_open)  // nothing live: the log restarts (a batch may have left entries)
+    CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));
+  ClearLaneOrders();
+  LaneCommand* cmd = As<LaneCommand>(h_commands_);
+  for (int32_t i = 0; i < n; ++i) {
+    cmd[lanes[i]] = {kCmdInit, kUnknownLength, 0, 1};
+    lane_host_[lanes[i]] = LaneHost{};
+    lane_host_[lanes[i]].open = true;
+  }
+  UploadLaneOrders();
+  RunOnce(SeqKind::kOpen, 0, false, Replays(0));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, bool lp_f16, int64_t stride_b,
+                               int64_t stride_t, int32_t Tc, int32_t V, const int32_t* lens,
+                               int64_t caller_stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  CheckLanes(lanes, S, true);
+  int32_t max_len = 0;
+  for (int32_t i = 0; i < S; ++i) {
+    if (lens[i] < 0 || lens[i] > Tc) throw std::invalid_argument("a chunk length is outside [0, Tc]");
+    if (static_cast<int64_t>(lane_host_[lanes[i]].fed) + lens[i] >= kUnknownLength)
+      throw std::invalid_argument("a stream outgrew 2^30 frames");
+    max_len = std::max(max_len, lens[i]);
+  }
+  if (max_len == 0) return;
+  const int32_t steps = ChunkBucket(max_len);
+  try {
+    ClearLaneOrders();
+    LaneCommand* cmd = As<LaneCommand>(h_commands_);
+    LaneInput* in = As<LaneInput>(h_inputs_);
+    const char* base = static_cast<const char*>(lp);
+    const int64_t elem = lp_f16 ? 2 : 4;
+    for (int32_t i = 0; i < S; ++i) {
+      const int32_t l = lanes[i];
+      cmd[l] = {kCmdAvail, -1, lane_host_[l].fed + lens[i], 0};
+      in[l] = {base + static_cast<int64_t>(i) * stride_b * elem, stride_t, lane_host_[l].fed, 0};
+    }
+    Wait(caller_stream);
+    UploadLaneOrders();
+    RunOnce(SeqKind::kAdvance, steps, lp_f16, Replays(steps));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));  // the caller's chunk tensor is read by now
+    if (profiling_) CollectProfile();
+    for (int32_t i = 0; i < S; ++i) lane_host_[lanes[i]].fed += lens[i];
+    CollectGarbage();
+  } catch (const CudaError& e) {
+    pending_.clear();
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), S, Tc, V, steps);
+    SyncQuietly();
+    throw;
+  } catch (...) {
+    pending_.clear();
+    SyncQuietly();
+    throw;
+  }
+}
+
+void GpuDecoder::StreamPartial(const int32_t* lanes, int32_t n, PartialOutputs out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  CheckLanes(lanes, n, true);
+  const int L = cfg_.max_lanes;
+  ClearLaneOrders();
+  LaneCommand* cmd = As<LaneCommand>(h_commands_);
+  for (int32_t i = 0; i < n; ++i) cmd[lanes[i]].op |= kCmdPartial;
+  UploadLaneOrders();
+  PartialKernel<<<L, kGcThreads, 0, stream_>>>(ws_);
+  CUWFST_CUDA(cudaGetLastError());
+  LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+  int32_t* h_path_len = As<int32_t>(h_path_len_);
+  CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  int64_t width = 0;
+  for (int32_t i = 0; i < n; ++i) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[lanes[i]], ws_.path_cap));
+  const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+  if (width > 0) {
+    CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), L,
+                                  cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  }
+  const int32_t* h_path = As<int32_t>(h_path_);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t l = lanes[i];
+    const LaneHost& h = lane_host_[l];
+    const LaneCounters& lc = h_lanes[l];
+    const bool ok = lc.partial_score > -INFINITY;
+    const int32_t tail = ok ? h_path_len[l] : 0;
+    out.path_len[i] = static_cast<int32_t>(h.prefix.size()) + tail;
+    out.committed[i] = static_cast<int32_t>(h.prefix.size());
+    out.score[i] = lc.partial_score;
+    out.meta[i * 2 + 0] = ok;
+    out.meta[i * 2 + 1] = lc.overflow | h.overflow;
+    int32_t* dst = out.arcs + static_cast<int64_t>(i) * out.cap;
+    const int64_t np = std::min<int64_t>(h.prefix.size(), out.cap);
+    std::copy(h.prefix.begin(), h.prefix.begin() + np, dst);
+    const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail), static_cast<int64_t>(ws_.path_cap), out.cap - np});
+    if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(l) * ws_.path_cap, nt * sizeof(int32_t));
+  }
+}
+
+void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  CheckLanes(lanes, n, true);
+  const int L = cfg_.max_lanes;
+  try {
+    ClearLaneOrders();
+    LaneCommand* cmd = As<LaneCommand>(h_commands_);
+    for (int32_t i = 0; i < n; ++i) cmd[lanes[i]] = {kCmdSetLength, lane_host_[lanes[i]].fed, 0, 0};
+    UploadLaneOrders();
+    RunOnce(SeqKind::kFinalize, 1, false, Replays(1));
+    LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+    int32_t* h_path_len = As<int32_t>(h_path_len_);
+    CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    if (profiling_) CollectProfile();
+    int64_t width = 0;
+    for (int32_t i = 0; i < n; ++i) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[lanes[i]], ws_.path_cap));
+    const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+    if (width > 0) {
+      CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), L,
+                                    cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    }
+    const int32_t* h_path = As<int32_t>(h_path_);
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t l = lanes[i];
+      LaneHost& h = lane_host_[l];
+      const LaneCounters& lc = h_lanes[l];
+      const int32_t tail = h_path_len[l];
+      const int64_t total = static_cast<int64_t>(h.prefix.size()) + tail;
+      out.path_len[i] = static_cast<int32_t>(std::min<int64_t>(total, INT32_MAX));
+      int32_t* dst = out.arcs + static_cast<int64_t>(i) * out.cap;
+      const int64_t np = std::min<int64_t>(h.prefix.size(), out.cap);
+      std::copy(h.prefix.begin(), h.prefix.begin() + np, dst);
+      const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail), static_cast<int64_t>(ws_.path_cap), out.cap - np});
+      if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(l) * ws_.path_cap, nt * sizeof(int32_t));
+      out.score[i] = lc.final_winner != -2 ? lc.final_score : -INFINITY;
+      out.meta[i * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
+      out.meta[i * 4 + 1] = lc.final_winner != -2 && lc.redirected;
+      out.meta[i * 4 + 2] = lc.overflow | h.overflow;
+      out.meta[i * 4 + 3] = lc.max_frontier;
+      out.stats[i * 2 + 0] = lc.frontier_total;
+      out.stats[i * 2 + 1] = lc.closure_added;
+      h = LaneHost{};  // the lane is free; the next sequence releases it on the device
+    }
+  } catch (const CudaError& e) {
+    pending_.clear();
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), n, 1, 0, 1);
+    SyncQuietly();
+    throw;
+  }
+}
+
+void GpuDecoder::StreamRelease(const int32_t* lanes, int32_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckLanes(lanes, n, true);
+  for (int32_t i = 0; i < n; ++i) lane_host_[lanes[i]] = LaneHost{};
+}
+
+void GpuDecoder::StreamStats(int32_t lane, int64_t out[3]) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (lane < 0 || lane >= cfg_.max_lanes) throw std::invalid_argument("lane out of range");
+  DeviceGuard guard(graph_->device);
+  unsigned long long cursor = 0;
+  CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  out[0] = lane_host_[lane].fed;
+  out[1] = static_cast<int64_t>(cursor);
+  out[2] = static_cast<int64_t>(lane_host_[lane].prefix.size());
+}
+
+}  // namespace cuwfst
