@@ -1,8 +1,10 @@
 """cuwfst: exact WFST decoding of CTC log-probs with k2 intersect_dense_pruned semantics."""
 
-from .decoder import Decoder, DecoderOptions, EndpointConfig, EndpointRule, Hypothesis, Stream, StreamingDecoder
+from .decoder import (Decoder, DecoderOptions, EndpointConfig, EndpointRule, Hypothesis, Lattice, NBest, Stream,
+                      StreamingDecoder, WordPosterior, lattices_to_k2)
 from .graph import CorruptGraphImage, Graph
 
 __version__ = "0.1.0"
 __all__ = ["Decoder", "DecoderOptions", "Hypothesis", "StreamingDecoder", "Stream", "EndpointConfig",
-           "EndpointRule", "Graph", "CorruptGraphImage", "__version__"]
+           "EndpointRule", "Lattice", "NBest", "WordPosterior", "lattices_to_k2", "Graph", "CorruptGraphImage",
+           "__version__"]
