@@ -81,6 +81,7 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     const int32_t d = slot_[p.dest];
     if (d >= 0) cur.arcs.push_back({p.src_tok, d, p.arc, 0.0f, 0.0f + g_.weight[p.arc]});
   }
+  cur.num_eps = static_cast<int32_t>(cur.arcs.size());
   for (int32_t i = 0; i < nt; ++i) slot_[frontier[i].state] = -1;
   step_arcs_.clear();
   eps_arcs_.clear();
@@ -142,9 +143,16 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   // by source token for the backward passes.
   if (times_.size() >= 2) {
     Time& prev = times_[times_.size() - 2];
-    std::stable_sort(prev.arcs.begin(), prev.arcs.end(), [](const LatticeRecord& x, const LatticeRecord& y) {
+    auto by_src = [](const LatticeRecord& x, const LatticeRecord& y) {
       return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : (x.arc & ~kRedirectArcBit) < (y.arc & ~kRedirectArcBit);
-    });
+    };
+    // Two sorted runs: the epsilon arcs (sorted when the time was made) and the step's arcs
+    // (a step walks its frontier in order and each token's arcs in order).
+    const auto mid = prev.arcs.begin() + prev.num_eps;
+    if (std::is_sorted(mid, prev.arcs.end(), by_src))
+      std::inplace_merge(prev.arcs.begin(), mid, prev.arcs.end(), by_src);
+    else
+      std::stable_sort(prev.arcs.begin(), prev.arcs.end(), by_src);
     recorded_ += static_cast<int64_t>(prev.arcs.size());
     const int32_t pn = static_cast<int32_t>(prev.state.size());
     prev.arc_begin.assign(pn + 1, 0);

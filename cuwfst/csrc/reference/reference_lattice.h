@@ -84,6 +84,7 @@ class LatticeBuilder : public StepObserver {
     std::vector<float> fwd, bwd;         // k2's forward / backward per token
     std::vector<char> alive;             // token survives the windows so far
     std::vector<LatticeRecord> arcs;     // grouped by source token, then arc id
+    int32_t num_eps = 0;                 // epsilon arcs (the first ones until grouped)
     std::vector<int32_t> arc_begin;      // [tokens + 1] CSR of `arcs` by source token
   };
   void AddTime(const std::vector<Token>& frontier);
