@@ -359,3 +359,61 @@ def test_batching_and_threads_do_not_change_lattices():
         x, y = batch[b].lattice, alone.lattice
         for name in ("src", "dst", "frame", "graph_arc", "score", "state_graph"):
             assert np.array_equal(getattr(x, name), getattr(y, name)), (b, name)
+
+
+# ---------------------------------------------------------------------- allow_partial, k2's rules
+def _model_keys(graph, model_arcs):
+    src = graph.source_arc_ids([a for _, a, _, _ in model_arcs]).tolist() if model_arcs else []
+    return sorted((t, ("r", s) if red else s, float(sc)) for (t, _, red, sc), s in zip(model_arcs, src))
+
+
+def _lattice_keys(lat):
+    return sorted((f, k, float(sc)) for (f, k), sc in zip(_arc_keys(lat), lat.score))
+
+
+def test_k2_model_reproduces_the_goldens():
+    """The Python model of k2's lattice (tests/k2_lattice_model.py) gives k2's answers on the
+    golden rows it can afford (so it can stand in for k2 >= 1.24 where 1.23.4 has none)."""
+    from helpers import load_cases
+    from k2_lattice_model import k2_lattice
+    from lattice_helpers import lattice_case_inputs
+
+    rows = 0
+    for case in load_cases("k2_lattice_goldens.json.gz"):
+        if max(case["lens"]) > 130 or case["graph"].count("\n") > 400:
+            continue
+        graph, lp, lens, opts = lattice_case_inputs(case)
+        for r, (n, row) in enumerate(zip(lens, case["rows"])):
+            arcs, num_states = k2_lattice(graph, lp[r], int(n), opts.search_beam, opts.output_beam,
+                                          opts.min_active_states, opts.max_active_states)
+            frames = np.repeat(np.arange(len(row["frame_counts"])), row["frame_counts"])
+            src = graph.source_arc_ids([a for _, a, _, _ in arcs]).tolist() if arcs else []
+            assert sorted(zip((t for t, _, _, _ in arcs), src)) == list(zip(frames.tolist(), row["arcs"])), \
+                (case["name"], r)
+            assert num_states == row["num_states"], (case["name"], r)
+            rows += 1
+    assert rows >= 150
+
+
+def test_allow_partial_lattices_match_the_k2_model():
+    """allow_partial (k2 >= 1.24) with forward pruning and pruning windows: the C++ lattice
+    equals the model's, arc for arc and score for score."""
+    from k2_lattice_model import k2_lattice
+
+    rng = np.random.default_rng(21)
+    rows = redirected = long_rows = 0
+    for case in range(40):
+        g = random_ctc_graph(rng, int(rng.integers(4, 30)), 5, 3, final_prob=float(rng.choice([0.05, 0.2])))
+        lp = random_log_probs(rng, 3, int(rng.integers(1, 90)), 5, peaky=bool(case % 2))
+        lens = rng.integers(1, lp.shape[1] + 1, size=3).astype(np.int32)
+        beams = [(6.0, 4.0, 1, 3), (10.0, 8.0, 2, 6), (3.0, 20.0, 1, 10000), (15.0, 1.0, 1, 2)][case % 4]
+        opts = DecoderOptions(search_beam=beams[0], output_beam=beams[1], min_active_states=beams[2],
+                              max_active_states=beams[3], allow_partial=True)
+        for b, h in enumerate(Decoder(g, opts).decode(lp, lens, lattice=True)):
+            arcs, num_states = k2_lattice(g, lp[b], int(lens[b]), *beams, allow_partial=True)
+            assert _lattice_keys(h.lattice) == _model_keys(g, arcs), (case, b)
+            assert h.lattice.num_states == num_states, (case, b)
+            rows += 1
+            redirected += bool((h.lattice.redirect_arc >= 0).any())
+            long_rows += int(lens[b]) > 40
+    assert rows == 120 and redirected >= 15 and long_rows >= 20
