@@ -43,9 +43,11 @@ def windows(T: int):
 
 
 def k2_lattice(graph, lp: np.ndarray, n: int, search_beam, output_beam, min_active, max_active,
-               allow_partial=False):
+               allow_partial=False, *, admitted_only=False, one_pass=False):
     """Returns (arcs, num_states): arcs as a list of (frame, image arc, redirected, score) of
-    the pruned lattice, in k2's output order (by state, then arc)."""
+    the pruned lattice, in k2's output order (by state, then arc). The two switches are
+    the rules k2 does NOT follow, for tests/goldens/k2_lattice_probe.py: admitted_only keeps
+    only arcs that passed the cutoff; one_pass prunes with one exact window [0, n + 1)."""
     g = graph.arrays
     rs, dest, il, w = g.row_splits, g.dest, g.ilabel, g.weight
     final_state = g.num_states - 1
@@ -78,7 +80,7 @@ def k2_lattice(graph, lp: np.ndarray, n: int, search_beam, output_beam, min_acti
         nf = np.full(len(nxt), NEG, np.float32)
         kept = []
         for i, a, d, score, end in cand:
-            if d in idx:  # every arc into a surviving state, admitted or not
+            if d in idx and (end > cutoff or not admitted_only):  # every arc into a surviving state
                 nf[idx[d]] = max(nf[idx[d]], end)
                 kept.append((i, a, idx[d], score, redirect))
         arcs_t.append(kept)
@@ -89,7 +91,7 @@ def k2_lattice(graph, lp: np.ndarray, n: int, search_beam, output_beam, min_acti
     alive_arcs = [list(range(len(x))) for x in arcs_t]
     alive = [set(range(len(s))) for s in states]
     neg_beam = -f32(output_beam)
-    for B, E in windows(T):
+    for B, E in ([(0, T)] if one_pass else windows(T)):
         bwd = {E: {j: -fwd[E][j] for j in alive[E]}}
         for t in range(E - 1, B - 1, -1):
             sb = {i: NEG for i in alive[t]}
