@@ -65,7 +65,11 @@ def test_lattice_best_path_is_the_one_best(allow_partial, online):
         beams = [(20.0, 8.0, 30, 10000), (6.0, 2.0, 1, 8), (12.0, 0.5, 2, 4)][case % 3]
         opts = DecoderOptions(search_beam=beams[0], output_beam=beams[1], min_active_states=beams[2],
                               max_active_states=beams[3], allow_partial=allow_partial)
-        hyps = Decoder(g, opts).decode(lp, lens, online=online, lattice=True)
+        dec = Decoder(g, opts)
+        hyps = dec.decode(lp, lens, online=online, lattice=True)
+        plain = dec.decode(lp, lens, online=online)
+        assert [(h.arcs, h.score, h.redirect_arc, h.frontier_total) for h in hyps] == \
+            [(h.arcs, h.score, h.redirect_arc, h.frontier_total) for h in plain]  # same search
         for b, h in enumerate(hyps):
             lat = h.lattice
             path, score = lat.best_path()
