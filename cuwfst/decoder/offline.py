@@ -99,14 +99,21 @@ class Decoder:
     def path_capacity(self, frames: int) -> int:
         return (frames + 2) * (1 + self.eps_iterations)
 
-    def decode(self, log_probs, lengths=None, *, online: bool = False) -> list[Hypothesis]:
+    def decode(self, log_probs, lengths=None, *, online: bool = False, lattice: bool = False) -> list[Hypothesis]:
         """log_probs [B, T, V] or [T, V] (float32; numpy, torch or DLPack); lengths [B] or None.
 
         online=True: k2's online beam mode, as a stream sees its frames (the length is
         unknown until the final step, so the last-5-frames min_active rule is off); what
-        StreamingDecoder.finalize returns for the same frames."""
+        StreamingDecoder.finalize returns for the same frames.
+        lattice=True: each Hypothesis also gets k2's pruned lattice of its row (output_beam),
+        word times and word confidences (cuwfst/decoder/lattice.py); CPU only for now."""
         if not isinstance(online, bool):
             raise TypeError(f"online must be a bool, got {online!r}")
+        if not isinstance(lattice, bool):
+            raise TypeError(f"lattice must be a bool, got {lattice!r}")
+        if lattice and self._gpu is not None:
+            raise NotImplementedError("lattice=True is not available on the GPU decoder yet; "
+                                      "decode with device='cpu' for lattices")
         log_probs = prepare_log_probs(log_probs, lengths, self.graph.vocab_size, self.options)
         if self._gpu is not None:
             return self._gpu.decode(log_probs, lengths, self, online=online)
@@ -114,6 +121,10 @@ class Decoder:
         B, T, _ = lp.shape
         lens = check_lengths(lengths, B, T)
         check_finite(lp, lens)
+        if lattice:
+            from .lattice import decode_cpu
+
+            return decode_cpu(self, lp, lens, online)
         cap = self.path_capacity(T)
         out_arcs = np.zeros((B, cap), np.int32)
         out_len = np.zeros(B, np.int32)

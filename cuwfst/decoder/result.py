@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .lattice import Lattice
 
 # Overflow bits (GPU decoder; the CPU decoder has no capacity limits and reports 0).
 OVERFLOW_CAND = 1  # candidate buffer full
@@ -28,6 +32,9 @@ class Hypothesis:
     frontier a step expanded; frontier_total, the sum over steps of the frontiers expanded
     (divide by the frames + 1 for the mean); closure_added, the tokens epsilon closures
     added to frontiers (0 on epsilon-free graphs).
+    With decode(lattice=True): lattice, the row's pruned lattice (cuwfst.Lattice);
+    word_times, each word's (first, last) frame; word_confidences, each word's posterior
+    probability in the lattice (Lattice.word_confidence over the word's frames).
     """
 
     words: list[int]
@@ -44,6 +51,9 @@ class Hypothesis:
     closure_added: int = 0
     word_symbols: list[str] | None = None
     text: str | None = None
+    lattice: Lattice | None = None
+    word_times: list[tuple[int, int]] | None = None
+    word_confidences: list[float] | None = None
 
     @property
     def empty(self) -> bool:

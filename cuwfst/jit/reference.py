@@ -4,7 +4,8 @@ from .core import ModuleSpec, load
 
 SPEC = ModuleSpec(
     name="cuwfst_reference",
-    sources=("reference/reference_decoder.cc", "reference/reference_binding.cc"),
+    sources=("reference/reference_decoder.cc", "reference/reference_lattice.cc",
+             "reference/reference_binding.cc"),
     cflags=("-O2", "-std=c++17", "-fno-fast-math", "-ffp-contract=off", "-pthread"),
     ldflags=("-pthread",),
 )

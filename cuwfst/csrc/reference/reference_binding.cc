@@ -16,6 +16,7 @@
 
 #include "cuwfst/tensor_checks.h"
 #include "reference_decoder.h"
+#include "reference_lattice.h"
 
 namespace {
 
@@ -335,6 +336,127 @@ void RefStreamStats(int64_t h, TensorView out) {
   o[1] = static_cast<int64_t>(st->search->winners_size());
 }
 
+// ---------------------------------------------------------------- lattices
+// The lattices of one decoded batch, held until the caller has copied them out.
+struct RefLattices {
+  std::vector<cuwfst::reference::RowLattice> rows;
+};
+
+RefLattices* GetLattices(int64_t h) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null lattice handle";
+  return reinterpret_cast<RefLattices*>(h);
+}
+
+// ref_decode plus each row's pruned lattice (reference_lattice.h). The outputs of
+// ref_decode, and out_lat_size [B, 3] i64 = {states, arcs, arcs recorded before pruning}.
+// Returns a handle to the lattices: read them with ref_lattice_row, free with
+// ref_lattice_free.
+int64_t RefDecodeLattice(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
+                         double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
+                         int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_arcs,
+                         TensorView out_len, TensorView out_score, TensorView out_meta, TensorView out_stats,
+                         TensorView out_lat_size) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, online);
+  if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
+  const int64_t B = log_probs.shape()[0], T = log_probs.shape()[1], V = log_probs.shape()[2];
+  CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {B, T, V});
+  if (V < g.vocab_size)
+    TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is "
+                              << g.vocab_size;
+  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
+  if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
+  const int64_t cap = out_arcs.shape()[1];
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
+  CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
+  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
+  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
+  CheckHostTensor(out_lat_size, "out_lat_size", kDLInt, 64, {B, 3});
+  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
+  for (int64_t b = 0; b < B; ++b)
+    if (len[b] < 0 || len[b] > T)
+      TVM_FFI_THROW(ValueError) << "lengths[" << b << "] = " << len[b] << " outside [0, " << T << "]";
+  const float* lp = static_cast<const float*>(log_probs.data_ptr());
+  int32_t* arcs = static_cast<int32_t*>(out_arcs.data_ptr());
+  int32_t* olen = static_cast<int32_t*>(out_len.data_ptr());
+  float* oscore = static_cast<float*>(out_score.data_ptr());
+  int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
+  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
+  int64_t* lat_size = static_cast<int64_t*>(out_lat_size.data_ptr());
+
+  auto lats = std::make_unique<RefLattices>();
+  lats->rows.resize(B);
+  std::vector<std::string> errors(B);
+  std::atomic<int64_t> next{0};
+  auto worker = [&]() {
+    std::vector<int32_t> slot(g.num_states, -1);
+    for (int64_t b = next++; b < B; b = next++) {
+      cuwfst::reference::RowResult r;
+      cuwfst::reference::RowLattice& lat = lats->rows[b];
+      cuwfst::reference::DecodeRowLattice(g, lp + b * T * V, V, len[b], opt, &slot, &r, &lat, &errors[b]);
+      olen[b] = static_cast<int32_t>(r.arcs.size());
+      int64_t n = std::min<int64_t>(cap, r.arcs.size());
+      if (n > 0) std::memcpy(arcs + b * cap, r.arcs.data(), n * sizeof(int32_t));
+      oscore[b] = r.score;
+      meta[b * 4 + 0] = r.reached_final;
+      meta[b * 4 + 1] = r.redirected;
+      meta[b * 4 + 2] = r.redirect_arc;
+      meta[b * 4 + 3] = r.max_frontier;
+      stats[b * 2 + 0] = r.frontier_total;
+      stats[b * 2 + 1] = r.closure_added;
+      lat_size[b * 3 + 0] = lat.num_states;
+      lat_size[b * 3 + 1] = static_cast<int64_t>(lat.src.size());
+      lat_size[b * 3 + 2] = lat.recorded_arcs;
+    }
+  };
+  int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, B));
+  if (nt == 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
+    for (auto& th : pool) th.join();
+  }
+  for (int64_t b = 0; b < B; ++b)
+    if (!errors[b].empty()) TVM_FFI_THROW(ValueError) << "row " << b << ": " << errors[b];
+  return reinterpret_cast<int64_t>(lats.release());
+}
+
+// Row `row` of a lattice handle: out_states [3, S] i32 = {time, graph state (-1: k2's extra
+// final state), topological level}; out_arcs [4, A] i32 = {src, dst, frame, image arc id
+// (kRedirectArcBit set on allow_partial's redirected arcs)}; out_scores [3, A] f32 =
+// {acoustic, graph, score}. S and A as ref_decode_lattice's out_lat_size reported.
+void RefLatticeRow(int64_t h, int64_t row, TensorView out_states, TensorView out_arcs, TensorView out_scores) {
+  RefLattices* lats = GetLattices(h);
+  if (row < 0 || row >= static_cast<int64_t>(lats->rows.size()))
+    TVM_FFI_THROW(ValueError) << "row " << row << " outside [0, " << lats->rows.size() << ")";
+  const cuwfst::reference::RowLattice& lat = lats->rows[row];
+  const int64_t S = lat.num_states, A = static_cast<int64_t>(lat.src.size());
+  CheckHostTensor(out_states, "out_states", kDLInt, 32, {3, S});
+  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {4, A});
+  CheckHostTensor(out_scores, "out_scores", kDLFloat, 32, {3, A});
+  int32_t* st = static_cast<int32_t*>(out_states.data_ptr());
+  int32_t* ar = static_cast<int32_t*>(out_arcs.data_ptr());
+  float* sc = static_cast<float*>(out_scores.data_ptr());
+  auto put = [](auto* dst, const auto& v) {
+    if (!v.empty()) std::memcpy(dst, v.data(), v.size() * sizeof(v[0]));
+  };
+  put(st, lat.state_time);
+  put(st + S, lat.state_graph);
+  put(st + 2 * S, lat.state_level);
+  put(ar, lat.src);
+  put(ar + A, lat.dst);
+  put(ar + 2 * A, lat.frame);
+  put(ar + 3 * A, lat.arc);
+  put(sc, lat.acoustic);
+  put(sc + A, lat.graph);
+  put(sc + 2 * A, lat.score);
+}
+
+void RefLatticeFree(int64_t h) { delete GetLattices(h); }
+
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
@@ -347,3 +469,6 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_streams_advance, RefStreamsAdvance);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_partial, RefStreamPartial);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_finalize, RefStreamFinalize);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_stats, RefStreamStats);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_lattice, RefDecodeLattice);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_row, RefLatticeRow);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_free, RefLatticeFree);

@@ -78,7 +78,7 @@ namespace {
 // scores as they were at the start of the pass (Jacobi order, as the GPU passes do).
 void ExpandEpsilon(const GraphView& g, float cutoff, int32_t passes, std::vector<Token>* frontier,
                    std::vector<Winner>* winners, std::vector<int32_t>* slot,
-                   std::vector<int32_t>* token_of_state) {
+                   std::vector<int32_t>* token_of_state, StepObserver* observer) {
   std::vector<int32_t> changed(frontier->size());
   for (size_t i = 0; i < changed.size(); ++i) changed[i] = static_cast<int32_t>(i);
   for (const Token& tok : *frontier) (*token_of_state)[tok.state] = &tok - frontier->data();
@@ -91,6 +91,7 @@ void ExpandEpsilon(const GraphView& g, float cutoff, int32_t passes, std::vector
     for (int32_t ti : changed) {
       const Token tok = (*frontier)[ti];
       for (int32_t a = g.EpsBegin(tok.state); a < g.EpsEnd(tok.state); ++a) {
+        if (observer) observer->OnArc(ti, g.dest[a], a);
         float end = snap_score[ti] + g.weight[a];
         if (!(end > cutoff)) continue;
         int32_t d = g.dest[a];
@@ -122,16 +123,18 @@ void ExpandEpsilon(const GraphView& g, float cutoff, int32_t passes, std::vector
 }  // namespace
 
 RowSearch::RowSearch(const GraphView& g, const Options& opt, std::vector<int32_t>* slot,
-                     std::vector<StepSnapshot>* snapshots)
-    : g_(g), opt_(opt), slot_(slot), snapshots_(snapshots) {
+                     std::vector<StepSnapshot>* snapshots, StepObserver* observer)
+    : g_(g), opt_(opt), slot_(slot), snapshots_(snapshots), observer_(observer) {
   frontier_.push_back({g.start_state, 0.0f, -1});
   token_of_state_.assign(g.eps_count ? g.num_states : 0, -1);
   has_eps_ = g.eps_count != nullptr && opt.eps_iterations > 0;
   beam_ = opt.search_beam;
   if (has_eps_) {  // the start state's closure, as if the start's score 0 were a step maximum
-    ExpandEpsilon(g, 0.0f - beam_, opt.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_);
+    ExpandEpsilon(g, 0.0f - beam_, opt.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_,
+                  observer_);
     res_.closure_added += static_cast<int64_t>(frontier_.size()) - 1;
   }
+  if (observer_) observer_->OnStepEnd(frontier_);
   Snapshot(kPhaseReal, 0.0f - beam_);
 }
 
@@ -184,6 +187,10 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     int32_t b, e;
     range(tok.state, &b, &e);
     for (int32_t a = b; a < e; ++a) {
+      if (observer_)
+        observer_->OnArc(static_cast<int32_t>(&tok - frontier_.data()),
+                         phase == kPhaseRedirect ? final_state : g.dest[a],
+                         phase == kPhaseRedirect ? (a | kRedirectArcBit) : a);
       float end = end_of(tok, a);
       if (!(end > cutoff)) continue;
       if (phase == kPhaseRedirect)
@@ -201,9 +208,11 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   frontier_.swap(next_);
   before_closure_ = static_cast<int32_t>(frontier_.size());
   if (has_eps_ && phase == kPhaseReal) {
-    ExpandEpsilon(g, cutoff, opt_.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_);
+    ExpandEpsilon(g, cutoff, opt_.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_,
+                  observer_);
     res_.closure_added += static_cast<int64_t>(frontier_.size()) - before_closure_;
   }
+  if (observer_) observer_->OnStepEnd(frontier_);
   Snapshot(phase, cutoff);
   if (final_step) finished_ = true;
   else ++t_;

@@ -95,6 +95,21 @@ struct RowResult {
   int64_t closure_added = 0;   // tokens the epsilon closures added (start and every step)
 };
 
+// Sees every arc a step expands, for lattices (reference_lattice.h): the lattice keeps an
+// arc of the step whenever its destination survives, admitted or not (k2's rule), so the
+// observer must see more than the winners. Arcs are reported in expansion order.
+class StepObserver {
+ public:
+  virtual ~StepObserver() = default;
+  // An arc expanded from token `src_tok` towards graph state `dest`: a real, final or
+  // redirect arc (src_tok indexes the frontier the step expands; a redirect arc carries
+  // kRedirectArcBit and dest = the final state), or an epsilon arc of the closure
+  // (src_tok indexes the frontier being closed).
+  virtual void OnArc(int32_t src_tok, int32_t dest, int32_t arc) = 0;
+  // The start closure or a step (and its closure) is done: `frontier` is the new frontier.
+  virtual void OnStepEnd(const std::vector<Token>& frontier) = 0;
+};
+
 // The search state of one row, advanced step by step: the executable spec of every mode.
 // Offline decoding is Step() over the row's frames, then Final(); streaming is the same
 // calls spread over chunks (online beam mode: the row's length is unknown until Final,
@@ -103,7 +118,7 @@ struct RowResult {
 class RowSearch {
  public:
   RowSearch(const GraphView& g, const Options& opt, std::vector<int32_t>* slot,
-            std::vector<StepSnapshot>* snapshots);
+            std::vector<StepSnapshot>* snapshots, StepObserver* observer = nullptr);
   // A real step on one row of log-probs (vocab floats). final_t is k2's number of rows of
   // the dense FSA (T + 1) when the length is known, else kUnknownLength.
   void Step(const float* lp, int32_t final_t);
@@ -132,6 +147,7 @@ class RowSearch {
   Options opt_;
   std::vector<int32_t>* slot_;
   std::vector<StepSnapshot>* snapshots_;
+  StepObserver* observer_;
   std::vector<Winner> winners_;
   std::vector<Token> frontier_, next_;
   std::vector<int32_t> token_of_state_;

@@ -1,0 +1,301 @@
+#include "reference_lattice.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace cuwfst {
+namespace reference {
+
+namespace {
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+}  // namespace
+
+std::vector<std::pair<int32_t, int32_t>> PruneWindows(int32_t T) {
+  // k2 (Intersect in intersect_dense_pruned.cu) prunes 30 frames at a time, shifted by 20
+  // (10 frames of overlap); the first window starts 10 frames early so the first
+  // un-pruned stretch is no longer than the others.
+  std::vector<std::pair<int32_t, int32_t>> w;
+  for (int32_t b = -10;; b += 20) {
+    int32_t end = b + 30;
+    const bool last = end >= T;
+    if (last) end = T;
+    w.push_back({std::max(0, b), end});
+    if (last) break;
+  }
+  return w;
+}
+
+LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam)
+    : g_(g), slot_(*slot), output_beam_(output_beam) {}
+
+bool LatticeBuilder::IsEpsilon(int32_t arc) const {
+  return !(arc & kRedirectArcBit) && g_.ilabel[arc] == -2;
+}
+
+void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc) {
+  (IsEpsilon(arc) ? eps_arcs_ : step_arcs_).push_back({src_tok, dest, arc});
+}
+
+void LatticeBuilder::OnStepEnd(const std::vector<Token>& frontier) {
+  AddTime(frontier);
+  // A window runs once the frontier at its end time exists (k2 signals its pruning thread
+  // after the forward step that creates it).
+  const int32_t now = static_cast<int32_t>(times_.size()) - 1;
+  if (error_.empty() && now == next_window_ + 30) {
+    PruneWindow(std::max(0, next_window_), now);
+    last_window_end_ = now;
+    next_window_ += 20;
+  }
+}
+
+// Records S_now (the new frontier), the arcs of the step that enter it, the closure's
+// epsilon arcs inside it, its epsilon layers and its forward scores.
+void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
+  const int32_t nt = static_cast<int32_t>(frontier.size());
+  for (int32_t i = 0; i < nt; ++i) slot_[frontier[i].state] = i;
+  // The arcs of the previous time's step that reach the new frontier (k2 keeps every arc
+  // whose destination survived, admitted or not).
+  if (!times_.empty()) {
+    Time& prev = times_.back();
+    for (const Pending& p : step_arcs_) {
+      const int32_t d = slot_[p.dest];
+      if (d < 0) continue;
+      const int32_t a = p.arc & ~kRedirectArcBit;
+      const int32_t il = g_.ilabel[a];
+      // acoustic: the step's log-prob on emitting arcs; final arcs and allow_partial's
+      // redirected arcs read k2's final row (0); then k2's order: acoustic + graph
+      const float acoustic = (!(p.arc & kRedirectArcBit) && il >= 0 && lp_row_) ? lp_row_[il] : 0.0f;
+      prev.arcs.push_back({p.src_tok, d, p.arc, acoustic, acoustic + g_.weight[a]});
+    }
+  }
+  Time cur;
+  cur.state.resize(nt);
+  for (int32_t i = 0; i < nt; ++i) cur.state[i] = frontier[i].state;
+  // Epsilon arcs: a token relaxed in several passes reports its arcs each time; keep one.
+  std::sort(eps_arcs_.begin(), eps_arcs_.end(), [](const Pending& x, const Pending& y) {
+    return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : x.arc < y.arc;
+  });
+  for (size_t k = 0; k < eps_arcs_.size(); ++k) {
+    const Pending& p = eps_arcs_[k];
+    if (k > 0 && p.src_tok == eps_arcs_[k - 1].src_tok && p.arc == eps_arcs_[k - 1].arc) continue;
+    const int32_t d = slot_[p.dest];
+    if (d >= 0) cur.arcs.push_back({p.src_tok, d, p.arc, 0.0f, 0.0f + g_.weight[p.arc]});
+  }
+  cur.num_eps = static_cast<int32_t>(cur.arcs.size());
+  for (int32_t i = 0; i < nt; ++i) slot_[frontier[i].state] = -1;
+  step_arcs_.clear();
+  eps_arcs_.clear();
+
+  // Epsilon layers (longest epsilon path from a token no epsilon arc enters), by Kahn's
+  // algorithm; tokens left unplaced sit on an epsilon cycle.
+  cur.layer.assign(nt, 0);
+  std::vector<int32_t> indeg(nt, 0), queue;
+  std::vector<std::vector<int32_t>> eps_out(cur.arcs.empty() ? 0 : nt);
+  for (const LatticeRecord& r : cur.arcs) {
+    ++indeg[r.dst_tok];
+    eps_out[r.src_tok].push_back(r.dst_tok);
+  }
+  for (int32_t i = 0; i < nt; ++i)
+    if (indeg[i] == 0) queue.push_back(i);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const int32_t i = queue[q];
+    if (eps_out.empty()) break;
+    for (int32_t d : eps_out[i]) {
+      cur.layer[d] = std::max(cur.layer[d], cur.layer[i] + 1);
+      if (--indeg[d] == 0) queue.push_back(d);
+    }
+  }
+  if (!eps_out.empty() && static_cast<int32_t>(queue.size()) < nt && error_.empty())
+    error_ = "the lattice has an epsilon cycle at time " + std::to_string(times_.size()) +
+             " (lattices need graphs whose epsilon arcs are acyclic)";
+  cur.order.resize(nt);
+  for (int32_t i = 0; i < nt; ++i) cur.order[i] = i;
+  std::stable_sort(cur.order.begin(), cur.order.end(),
+                   [&](int32_t x, int32_t y) { return cur.layer[x] < cur.layer[y]; });
+
+  // Forward scores, k2's Viterbi forward: the max over incoming arcs of fwd[src] + score.
+  cur.fwd.assign(nt, kNegInf);
+  if (times_.empty()) {
+    cur.fwd[0] = 0.0f;  // the start token (closures append, so it stays token 0)
+  } else {
+    const Time& prev = times_.back();
+    for (const LatticeRecord& r : prev.arcs)
+      if (!IsEpsilon(r.arc)) cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], prev.fwd[r.src_tok] + r.score);
+  }
+  if (!cur.arcs.empty() && error_.empty()) {
+    // epsilon arcs in the sources' topological order, so each source is complete
+    std::vector<int32_t> rank(nt);
+    for (int32_t k = 0; k < nt; ++k) rank[cur.order[k]] = k;
+    std::vector<int32_t> idx(cur.arcs.size());
+    for (size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int32_t>(k);
+    std::stable_sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) {
+      return rank[cur.arcs[x].src_tok] < rank[cur.arcs[y].src_tok];
+    });
+    for (int32_t k : idx) {
+      const LatticeRecord& r = cur.arcs[k];
+      cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], cur.fwd[r.src_tok] + r.score);
+    }
+  }
+  cur.bwd.assign(nt, kNegInf);
+  cur.alive.assign(nt, 1);
+  times_.push_back(std::move(cur));
+  // The previous time's arcs are complete now (its step's arcs came in above): group them
+  // by source token for the backward passes.
+  if (times_.size() >= 2) {
+    Time& prev = times_[times_.size() - 2];
+    auto by_src = [](const LatticeRecord& x, const LatticeRecord& y) {
+      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : (x.arc & ~kRedirectArcBit) < (y.arc & ~kRedirectArcBit);
+    };
+    // Two sorted runs: the epsilon arcs (sorted when the time was made) and the step's arcs
+    // (a step walks its frontier in order and each token's arcs in order).
+    const auto mid = prev.arcs.begin() + prev.num_eps;
+    if (std::is_sorted(mid, prev.arcs.end(), by_src))
+      std::inplace_merge(prev.arcs.begin(), mid, prev.arcs.end(), by_src);
+    else
+      std::stable_sort(prev.arcs.begin(), prev.arcs.end(), by_src);
+    recorded_ += static_cast<int64_t>(prev.arcs.size());
+    const int32_t pn = static_cast<int32_t>(prev.state.size());
+    prev.arc_begin.assign(pn + 1, 0);
+    for (const LatticeRecord& r : prev.arcs) ++prev.arc_begin[r.src_tok + 1];
+    for (int32_t i = 0; i < pn; ++i) prev.arc_begin[i + 1] += prev.arc_begin[i];
+  }
+}
+
+// k2's PruneTimeRange(begin, end) on what earlier windows kept: backward = -forward at
+// `end`, then times end-1 .. begin in reverse topological order.
+void LatticeBuilder::PruneWindow(int32_t begin, int32_t end) {
+  Time& last = times_[end];
+  for (size_t i = 0; i < last.state.size(); ++i) last.bwd[i] = last.alive[i] ? -last.fwd[i] : kNegInf;
+  const float neg_beam = -output_beam_;
+  for (int32_t t = end - 1; t >= begin; --t) {
+    Time& cur = times_[t];
+    const Time& next = times_[t + 1];
+    std::fill(cur.bwd.begin(), cur.bwd.end(), kNegInf);
+    for (auto it = cur.order.rbegin(); it != cur.order.rend(); ++it) {
+      const int32_t i = *it;
+      if (!cur.alive[i]) continue;
+      for (int32_t k = cur.arc_begin[i]; k < cur.arc_begin[i + 1]; ++k) {
+        LatticeRecord& r = cur.arcs[k];
+        if (r.dst_tok < 0) continue;  // dropped by an earlier window
+        const float dst_bwd = IsEpsilon(r.arc) ? cur.bwd[r.dst_tok] : next.bwd[r.dst_tok];
+        const float arc_bwd = r.score + dst_bwd;  // k2: arc_loglike + backward[dest]
+        if (arc_bwd + cur.fwd[i] >= neg_beam) {
+          cur.bwd[i] = std::max(cur.bwd[i], arc_bwd);
+        } else {
+          r.dst_tok = -1;
+        }
+      }
+    }
+    // k2 keeps every state of the window's first time: renumbering them would touch the
+    // arcs of the time before, which belong to the previous window.
+    if (t != begin)
+      for (size_t i = 0; i < cur.state.size(); ++i)
+        if (cur.bwd[i] == kNegInf) cur.alive[i] = 0;
+  }
+  for (int32_t t = begin; t < end; ++t) Compact(t);
+}
+
+// Drops the arcs of time t that a window pruned (dst_tok = -1), keeping the CSR.
+void LatticeBuilder::Compact(int32_t t) {
+  Time& cur = times_[t];
+  const int32_t nt = static_cast<int32_t>(cur.state.size());
+  size_t w = 0;
+  std::vector<int32_t> begin(nt + 1, 0);
+  for (int32_t i = 0; i < nt; ++i) {
+    begin[i] = static_cast<int32_t>(w);
+    for (int32_t k = cur.arc_begin[i]; k < cur.arc_begin[i + 1]; ++k)
+      if (cur.arcs[k].dst_tok >= 0) cur.arcs[w++] = cur.arcs[k];
+  }
+  begin[nt] = static_cast<int32_t>(w);
+  cur.arcs.resize(w);
+  cur.arcs.shrink_to_fit();
+  cur.arc_begin.swap(begin);
+}
+
+bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
+  *out = RowLattice();
+  if (!error_.empty()) {
+    *error = error_;
+    return false;
+  }
+  const int32_t T = static_cast<int32_t>(times_.size()) - 1;  // = n + 1
+  if (T < 1 || !step_arcs_.empty() || !eps_arcs_.empty()) {
+    *error = "lattice builder: the search has not finished";
+    return false;
+  }
+  // The arcs of the final step were grouped when S_T arrived; S_T has none.
+  times_[T].arc_begin.assign(times_[T].state.size() + 1, 0);
+  if (last_window_end_ != T) {
+    for (const auto& w : PruneWindows(T))
+      if (w.second > last_window_end_) PruneWindow(w.first, w.second);
+  }
+  // Lattice states: by time, then topological order; the final state last (the only state
+  // of S_T), or an extra final state when S_T is empty, as k2's FormatOutput adds.
+  std::vector<std::vector<int32_t>> id(T + 1);
+  int32_t level = 0;
+  for (int32_t t = 0; t <= T; ++t) {
+    const Time& cur = times_[t];
+    id[t].assign(cur.state.size(), -1);
+    int32_t top = 0;
+    for (int32_t i : cur.order) {
+      if (!cur.alive[i]) continue;
+      id[t][i] = out->num_states++;
+      out->state_time.push_back(t);
+      out->state_graph.push_back(cur.state[i]);
+      out->state_level.push_back(level + cur.layer[i]);
+      top = std::max(top, cur.layer[i]);
+    }
+    level += top + 1;
+  }
+  if (times_[T].state.empty()) {
+    out->num_states++;
+    out->state_time.push_back(T);
+    out->state_graph.push_back(-1);
+    out->state_level.push_back(level);
+  }
+  for (int32_t t = 0; t <= T; ++t) {
+    const Time& cur = times_[t];
+    for (int32_t i : cur.order) {
+      if (!cur.alive[i]) continue;
+      for (int32_t k = cur.arc_begin[i]; k < cur.arc_begin[i + 1]; ++k) {
+        const LatticeRecord& r = cur.arcs[k];
+        const bool eps = IsEpsilon(r.arc);
+        const int32_t a = r.arc & ~kRedirectArcBit;
+        const int32_t dst = id[eps ? t : t + 1][r.dst_tok];
+        if (dst < 0) {  // a kept arc always enters a kept state (windows overlap)
+          *error = "lattice builder: a kept arc enters a pruned state";
+          return false;
+        }
+        out->src.push_back(id[t][i]);
+        out->dst.push_back(dst);
+        out->frame.push_back(t);
+        out->arc.push_back(r.arc);
+        out->graph.push_back(g_.weight[a]);
+        out->acoustic.push_back(r.acoustic);
+        out->score.push_back(r.score);
+      }
+    }
+  }
+  out->recorded_arcs = recorded_;
+  return true;
+}
+
+bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
+                      const Options& opt, std::vector<int32_t>* slot, RowResult* result,
+                      RowLattice* lattice, std::string* error) {
+  LatticeBuilder builder(g, slot, opt.output_beam);
+  RowSearch search(g, opt, slot, nullptr, &builder);
+  const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
+  for (int32_t t = 0; t < T; ++t) {
+    const float* row = log_probs + static_cast<int64_t>(t) * row_stride;
+    builder.BeginStep(row);
+    search.Step(row, final_t);
+  }
+  builder.BeginStep(nullptr);
+  search.Final();
+  *result = search.Result();
+  return builder.Finish(lattice, error);
+}
+
+}  // namespace reference
+}  // namespace cuwfst

@@ -1,0 +1,118 @@
+// The exact-semantics CPU lattice: what k2's intersect_dense_pruned returns as a lattice,
+// built from a RowSearch through its StepObserver hook. The GPU lattice reproduces it.
+//
+// Semantics (established against k2 1.23.4, docs/k2-lattice-facts.md):
+//   * time tau = 0..n+1 holds the frontier after tau steps (and the step's epsilon
+//     closure): S_0 = the start closure, S_{n+1} = {final state} or empty;
+//   * an arc of step t (leaving S_t) is recorded iff its destination is in the next
+//     frontier, whether or not the arc itself passed the cutoff (k2 keeps every arc
+//     whose destination state survived); an epsilon arc of the closure of S_tau is
+//     recorded iff the closure relaxed it (its source changed in some pass) and its
+//     destination is in S_tau, once however often it was relaxed;
+//   * scores in k2's arithmetic: score = acoustic + graph (float); forward = max over
+//     recorded incoming arcs of (forward[src] + score), in time order and, inside a time,
+//     in epsilon-topological order;
+//   * k2's pruning windows over the arc times [B, E): for b = -10, 10, 30, ...,
+//     B = max(0, b), E = min(b + 30, n + 1), the last one the first with b + 30 >= n + 1
+//     (PruneWindows). In a window: backward = -forward on
+//     S_E; for t = E-1 .. B, states in reverse topological order, an arc is kept iff
+//     (score + backward[dst]) + forward[src] >= -output_beam (float), a state's backward is
+//     the max over its kept arcs of score + backward[dst]; states of S_t with B < t < E and
+//     no kept arc are dropped (states of S_B are all kept). Windows run in order, each on
+//     what the previous ones kept;
+//   * lattice states: by time, inside a time by (epsilon layer, token index); the last state
+//     is the final state, an extra one (no arcs) when S_{n+1} is empty, as k2 adds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference_decoder.h"
+
+namespace cuwfst {
+namespace reference {
+
+// One arc of the unpruned lattice, recorded at the time of its source state.
+struct LatticeRecord {
+  int32_t src_tok;  // token of S_time
+  int32_t dst_tok;  // token of S_{time+1}, or of S_time for an epsilon arc
+  int32_t arc;      // image arc id; kRedirectArcBit on allow_partial's redirected arcs
+  float acoustic;   // log-prob of the arc's token (0 on final, redirected and epsilon arcs)
+  float score;      // acoustic + graph weight, float, in k2's order
+};
+
+// A row's pruned lattice as flat arrays (k2's numbering; see the header comment).
+struct RowLattice {
+  int32_t num_states = 0;             // the start is state 0, the final state num_states - 1
+  std::vector<int32_t> state_time;    // [num_states] the time (frames consumed) of each state
+  std::vector<int32_t> state_graph;   // [num_states] graph state (-1 for k2's extra final)
+  std::vector<int32_t> state_level;   // [num_states] topological level: every arc goes up
+  std::vector<int32_t> src, dst;      // [num_arcs] lattice states
+  std::vector<int32_t> frame;         // [num_arcs] the time of the arc's source state
+  std::vector<int32_t> arc;           // [num_arcs] image arc id, kRedirectArcBit on redirects
+  std::vector<float> acoustic, graph, score;  // [num_arcs] score = acoustic + graph (float)
+  int64_t recorded_arcs = 0;          // arcs recorded before any output-beam pruning
+};
+
+// Builds one row's lattice while a RowSearch runs (it is the search's StepObserver): the
+// driver calls BeginStep(row) before each Step (nullptr before Final), and Finish() after
+// Final. Each pruning window runs as soon as the frontier at its end time exists and
+// compacts the arcs it drops, so an unpruned arc lives at most 30 times: memory follows
+// the pruned lattice, not the input's length. The result is the same as pruning at the end
+// with k2's windows, which are part of k2's semantics (they are looser than one exact
+// pass: docs/k2-lattice-facts.md).
+class LatticeBuilder : public StepObserver {
+ public:
+  // `slot` must hold num_states entries, all -1 (restored after every call).
+  LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam);
+  void BeginStep(const float* lp_row) { lp_row_ = lp_row; }
+  void OnArc(int32_t src_tok, int32_t dest, int32_t arc) override;
+  void OnStepEnd(const std::vector<Token>& frontier) override;
+  // Runs the last window and writes the lattice. False (with `error`) when a time's
+  // epsilon arcs formed a cycle, which no lattice in k2's sense can hold.
+  bool Finish(RowLattice* out, std::string* error);
+
+ private:
+  struct Pending {
+    int32_t src_tok, dest, arc;
+  };
+  struct Time {                          // S_tau and the arcs leaving it
+    std::vector<int32_t> state;          // graph state per token
+    std::vector<int32_t> layer;          // epsilon layer per token
+    std::vector<int32_t> order;          // tokens in topological order (layer, token)
+    std::vector<float> fwd, bwd;         // k2's forward / backward per token
+    std::vector<char> alive;             // token survives the windows so far
+    std::vector<LatticeRecord> arcs;     // grouped by source token, then arc id
+    int32_t num_eps = 0;                 // epsilon arcs (the first ones until grouped)
+    std::vector<int32_t> arc_begin;      // [tokens + 1] CSR of `arcs` by source token
+  };
+  void AddTime(const std::vector<Token>& frontier);
+  void PruneWindow(int32_t begin, int32_t end);
+  void Compact(int32_t t);
+  bool IsEpsilon(int32_t arc) const;
+  const GraphView& g_;
+  std::vector<int32_t>& slot_;
+  float output_beam_;
+  const float* lp_row_ = nullptr;
+  std::vector<Pending> step_arcs_;  // real / final / redirect arcs of the step under way
+  std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
+  std::vector<Time> times_;
+  int32_t next_window_ = -10;       // k2's begin_t of the next window (may be negative)
+  int32_t last_window_end_ = -1;
+  int64_t recorded_ = 0;
+  std::string error_;
+};
+
+// k2's pruning windows [B, E) for a row whose dense FSA has T = n + 1 rows: 30 times each,
+// shifted by 20, the first starting at -10 (clipped to 0), the last ending at T.
+std::vector<std::pair<int32_t, int32_t>> PruneWindows(int32_t T);
+
+// DecodeRow with a lattice: the 1-best result and the pruned lattice of the row (false
+// and `error` when the lattice cannot be formed; the 1-best result is still valid).
+bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
+                      const Options& opt, std::vector<int32_t>* slot, RowResult* result,
+                      RowLattice* lattice, std::string* error);
+
+}  // namespace reference
+}  // namespace cuwfst

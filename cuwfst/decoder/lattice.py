@@ -1,0 +1,503 @@
+"""`cuwfst.Lattice`: the pruned lattice of one row, as k2's intersect_dense_pruned returns it.
+
+A lattice is flat per-arc arrays plus maps back to the graph (k2 keeps lattices the same
+way: arcs, `arc_map_a`, frames). States are numbered by time (frames consumed), then in
+epsilon-topological order inside a time, so every arc goes from a lower to a higher state
+id; state 0 is the start, the last state the final state (k2's convention, with k2's extra
+arc-less final state when no path survived). Which arcs a lattice holds is k2's rule,
+reproduced exactly by the CPU reference (cuwfst/csrc/reference/reference_lattice.h,
+docs/k2-lattice-facts.md).
+
+Scores are float32 per arc (`score = acoustic + graph_score`, k2's order); totals, n-best
+and posteriors are computed in float64 from them, as k2's `use_double_scores=True` does.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+REDIRECT_ARC_BIT = 1 << 30
+EPSILON_TOKEN = -2  # `token` of an epsilon arc (it consumes no frame)
+FINAL_TOKEN = -1  # `token` of a final arc and of allow_partial's redirected arcs
+
+
+class NBest(NamedTuple):
+    words: list[int]
+    score: float  # the best path's total score among the paths with these words (float64)
+
+
+class WordPosterior(NamedTuple):
+    word: int
+    frame: int
+    posterior: float  # expected number of arcs carrying `word` at `frame` on a path
+
+
+@dataclass(eq=False)
+class Lattice:
+    """The pruned lattice of one row.
+
+    Per arc (all of length num_arcs): src, dst (lattice states); frame (the time of the
+    arc's source state: the log-prob row an emitting arc consumes, n for the final arcs);
+    graph_arc (the source graph's arc id, k2's arc_map_a; -1 on allow_partial's redirected
+    arcs, whose graph arc is in redirect_arc); token (the token consumed, -1 on final and
+    redirected arcs, -2 on epsilon arcs); acoustic, graph_score and score = acoustic +
+    graph_score (float32); the words of arc i are word_ids[word_splits[i]:word_splits[i+1]]
+    (the graph's aux labels; none on redirected arcs).
+    Per state: state_frame (its time), state_graph (its graph state; -1 for k2's extra
+    final state), state_level (a topological level: every arc goes up in level).
+    """
+
+    num_states: int
+    src: np.ndarray
+    dst: np.ndarray
+    frame: np.ndarray
+    graph_arc: np.ndarray
+    redirect_arc: np.ndarray
+    token: np.ndarray
+    acoustic: np.ndarray
+    graph_score: np.ndarray
+    score: np.ndarray
+    word_splits: np.ndarray
+    word_ids: np.ndarray
+    state_frame: np.ndarray
+    state_graph: np.ndarray
+    state_level: np.ndarray
+    recorded_arcs: int = 0  # arcs the forward pass kept before output-beam pruning
+
+    start = 0
+
+    @property
+    def final(self) -> int:
+        return self.num_states - 1
+
+    @property
+    def num_arcs(self) -> int:
+        return int(self.src.shape[0])
+
+    @property
+    def num_frames(self) -> int:
+        """Frames of the row (the final arcs sit at this frame)."""
+        return int(self.state_frame[-1]) - 1 if self.num_states else 0
+
+    def words(self, arc: int) -> list[int]:
+        return self.word_ids[self.word_splits[arc]: self.word_splits[arc + 1]].tolist()
+
+    def __repr__(self) -> str:
+        return f"Lattice(states={self.num_states}, arcs={self.num_arcs}, frames={self.num_frames})"
+
+    # ------------------------------------------------------------------ scores
+    @property
+    def _cache(self) -> dict:
+        # derived data (level groups, forward/backward scores); the arrays are not meant to
+        # change after construction
+        c = self.__dict__.get("_derived")
+        if c is None:
+            c = self.__dict__["_derived"] = {}
+        return c
+
+    def _level_groups(self):
+        """Arc indices grouped by their source state's level, ascending."""
+        if "groups" not in self._cache:
+            lev = self.state_level[self.src] if self.num_arcs else np.zeros(0, np.int64)
+            order = np.argsort(lev, kind="stable")
+            cuts = np.flatnonzero(np.diff(lev[order])) + 1
+            self._cache["groups"] = np.split(order, cuts) if order.size else []
+        return self._cache["groups"]
+
+    def forward_scores(self, log_semiring: bool = False) -> np.ndarray:
+        """float64 [num_states]: best (or log-summed) score from the start to each state."""
+        key = ("fwd", log_semiring)
+        if key not in self._cache:
+            self._cache[key] = self._forward(log_semiring)
+        return self._cache[key].copy()
+
+    def _forward(self, log_semiring: bool) -> np.ndarray:
+        alpha = np.full(self.num_states, -np.inf)
+        if self.num_states == 0:
+            return alpha
+        alpha[self.start] = 0.0
+        score = self.score.astype(np.float64)
+        for g in self._level_groups():
+            vals = alpha[self.src[g]] + score[g]
+            if log_semiring:
+                np.logaddexp.at(alpha, self.dst[g], vals)
+            else:
+                np.maximum.at(alpha, self.dst[g], vals)
+        return alpha
+
+    def backward_scores(self, log_semiring: bool = False) -> np.ndarray:
+        """float64 [num_states]: best (or log-summed) score from each state to the final state."""
+        key = ("bwd", log_semiring)
+        if key not in self._cache:
+            self._cache[key] = self._backward(log_semiring)
+        return self._cache[key].copy()
+
+    def _backward(self, log_semiring: bool) -> np.ndarray:
+        beta = np.full(self.num_states, -np.inf)
+        if self.num_states == 0:
+            return beta
+        beta[self.final] = 0.0
+        score = self.score.astype(np.float64)
+        for g in reversed(self._level_groups()):
+            vals = beta[self.dst[g]] + score[g]
+            if log_semiring:
+                np.logaddexp.at(beta, self.src[g], vals)
+            else:
+                np.maximum.at(beta, self.src[g], vals)
+        return beta
+
+    def tot_score(self, log_semiring: bool = False) -> float:
+        """k2's get_tot_scores(use_double_scores=True): -inf when no path reaches the final state."""
+        if self.num_states == 0:
+            return float("-inf")
+        return float(self.forward_scores(log_semiring)[self.final])
+
+    def arc_posteriors(self) -> np.ndarray:
+        """float64 [num_arcs]: the posterior probability of each arc (log-semiring
+        forward-backward); 0 everywhere when the lattice has no complete path."""
+        alpha = self.forward_scores(True)
+        beta = self.backward_scores(True)
+        tot = alpha[self.final] if self.num_states else -np.inf
+        if not np.isfinite(tot):
+            return np.zeros(self.num_arcs)
+        with np.errstate(invalid="ignore"):
+            lp = alpha[self.src] + self.score.astype(np.float64) + beta[self.dst] - tot
+        return np.where(np.isfinite(lp), np.exp(np.minimum(lp, 0.0)), 0.0)
+
+    def best_path(self) -> tuple[np.ndarray, float]:
+        """The Viterbi path (arc indices into this lattice) and its float64 score;
+        (empty, -inf) when no path reaches the final state. On an exact tie the arc with
+        the lowest index wins."""
+        alpha = self.forward_scores(False)
+        if self.num_states == 0 or not np.isfinite(alpha[self.final]):
+            return np.zeros(0, np.int64), float("-inf")
+        score = self.score.astype(np.float64)
+        # the best incoming arc of every state, the first one on a tie
+        end = alpha[self.src] + score
+        order = np.lexsort((np.arange(self.num_arcs), -end, self.dst))
+        first = np.ones(order.size, bool)
+        first[1:] = self.dst[order][1:] != self.dst[order][:-1]
+        best_in = np.full(self.num_states, -1, np.int64)
+        best_in[self.dst[order[first]]] = order[first]
+        path, s = [], self.final
+        while s != self.start:
+            a = int(best_in[s])
+            path.append(a)
+            s = int(self.src[a])
+        return np.asarray(path[::-1], np.int64), float(alpha[self.final])
+
+    def path_words(self, arcs: Sequence[int]) -> list[int]:
+        return [w for a in arcs for w in self.words(int(a))]
+
+    # ------------------------------------------------------------------ n-best
+    def nbest(self, n: int) -> list[NBest]:
+        """The n best distinct word sequences, best first, each with the score of its best
+        path (float64, the tropical semiring); fewer when the lattice holds fewer.
+
+        Exact: an A* search over word prefixes. A prefix carries, for every lattice
+        position reachable by emitting exactly its words, the best such path score; its
+        priority adds the exact best completion from there (the backward Viterbi score), so
+        complete sequences come off the heap in exact score order, each once."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        beta = self.backward_scores(False)
+        if self.num_states == 0 or not np.isfinite(beta[self.start]):
+            return []
+        score = self.score.astype(np.float64).tolist()
+        dst = self.dst.tolist()
+        splits = self.word_splits.tolist()
+        wids = self.word_ids.tolist()
+        # arcs leaving each state (arcs are grouped by source state in increasing order)
+        out_begin = np.searchsorted(self.src, np.arange(self.num_states + 1)).tolist()
+        beta_l = beta.tolist()
+
+        def pos_beta(pos):
+            return beta_l[pos] if isinstance(pos, int) else beta_l[dst[pos[0]]]
+
+        def priority(d):
+            return max(v + pos_beta(p) for p, v in d.items())
+
+        def expand(d):
+            """Closure over word-less arcs from the positions in `d`: returns the complete
+            score (paths reaching the final state without another word) and, per next word,
+            the positions right after emitting it."""
+            emit: dict[int, dict] = {}
+            complete = float("-inf")
+
+            def offer(word, pos, val):
+                if not np.isfinite(pos_beta(pos)):
+                    return  # a dead end: no path to the final state
+                e = emit.setdefault(word, {})
+                if val > e.get(pos, float("-inf")):
+                    e[pos] = val
+
+            best = {}
+            heap = []
+            for p, v in d.items():
+                if isinstance(p, int):
+                    if v > best.get(p, float("-inf")):
+                        if p not in best:
+                            heapq.heappush(heap, p)
+                        best[p] = v
+                else:  # inside a multi-word arc: its next word is fixed
+                    a, k = p
+                    nxt = (a, k + 1) if splits[a] + k + 1 < splits[a + 1] else dst[a]
+                    offer(wids[splits[a] + k], nxt, v)
+            # states in increasing id are in topological order: each is final when popped
+            while heap:
+                s = heapq.heappop(heap)
+                v = best[s]
+                if s == self.final:
+                    complete = max(complete, v)
+                for a in range(out_begin[s], out_begin[s + 1]):
+                    nv = v + score[a]
+                    if splits[a] == splits[a + 1]:
+                        t = dst[a]
+                        if not np.isfinite(beta_l[t]):
+                            continue
+                        if nv > best.get(t, float("-inf")):
+                            if t not in best:
+                                heapq.heappush(heap, t)
+                            best[t] = nv
+                    else:
+                        nxt = (a, 1) if splits[a] + 1 < splits[a + 1] else dst[a]
+                        offer(wids[splits[a]], nxt, nv)
+            return complete, emit
+
+        out: list[NBest] = []
+        # heap entries: (-priority, kind, words, positions); kind 0 = complete sequence
+        heap = [(-float(beta[self.start]), 1, (), {self.start: 0.0})]
+        while heap and len(out) < n:
+            negf, kind, words, d = heapq.heappop(heap)
+            if kind == 0:
+                out.append(NBest(list(words), -negf))
+                continue
+            complete, emit = expand(d)
+            if np.isfinite(complete):
+                heapq.heappush(heap, (-complete, 0, words, None))
+            for w, nd in emit.items():
+                heapq.heappush(heap, (-priority(nd), 1, words + (w,), nd))
+        return out
+
+    # ------------------------------------------------------------------ posteriors
+    def word_posteriors(self) -> list[WordPosterior]:
+        """Per (word, frame): the summed posterior of the arcs carrying the word at that
+        frame, i.e. the expected number of such arcs on a path (a probability on
+        epsilon-free lattices, where a path crosses each frame on one arc); sorted by frame,
+        then word."""
+        post = self.arc_posteriors()
+        n_words = np.diff(self.word_splits)
+        arcs = np.repeat(np.arange(self.num_arcs), n_words)
+        if arcs.size == 0:
+            return []
+        keys = np.stack([self.frame[arcs].astype(np.int64), self.word_ids.astype(np.int64)], 1)
+        uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+        sums = np.bincount(inv.reshape(-1), weights=post[arcs], minlength=len(uniq))
+        return [WordPosterior(int(w), int(f), float(p)) for (f, w), p in zip(uniq.tolist(), sums.tolist())]
+
+    def word_confidence(self, word: int, first_frame: int, last_frame: int) -> float:
+        """The posterior probability that a path carries `word` on an arc whose frame lies
+        in [first_frame, last_frame]: 1 - Z(lattice without those arcs) / Z, in the log
+        semiring. In [0, 1]; 0 when the lattice has no complete path."""
+        return self.word_confidences([(word, first_frame, last_frame)])[0]
+
+    def word_confidences(self, spans: Sequence[tuple[int, int, int]]) -> list[float]:
+        """word_confidence for each (word, first_frame, last_frame) of `spans`.
+
+        Z without the span's arcs needs no pass over the whole lattice: every complete path
+        enters time first_frame through an arc of the frame before, and leaves time
+        last_frame + 1 ... through an arc of frame last_frame, so the full forward scores
+        up to first_frame, a masked forward over the span's frames and the full backward
+        scores from last_frame + 1 give it exactly."""
+        if self.num_states == 0:
+            return [0.0] * len(spans)
+        alpha = self.forward_scores(True)
+        tot = alpha[self.final]
+        if not np.isfinite(tot):
+            return [0.0] * len(spans)
+        beta = self.backward_scores(True)
+        groups = self._level_groups()
+        gtime = [int(self.state_frame[self.src[g[0]]]) for g in groups]
+        score = self.score.astype(np.float64)
+        word_of_arc = np.repeat(np.arange(self.num_arcs), np.diff(self.word_splits))
+        out = []
+        for word, first, last in spans:
+            first, last = int(first), int(last)
+            hit = word_of_arc[self.word_ids == word]
+            hit = hit[(self.frame[hit] >= first) & (self.frame[hit] <= last)]
+            if hit.size == 0:
+                out.append(0.0)
+                continue
+            masked = np.zeros(self.num_arcs, bool)
+            masked[hit] = True
+            a = np.full(self.num_states, -np.inf)
+            if first == 0:
+                a[self.start] = 0.0
+            for g, t in zip(groups, gtime):
+                if t == first - 1:  # the arcs that enter time `first` (not its epsilon arcs)
+                    g = g[self.state_frame[self.dst[g]] == first]
+                    np.logaddexp.at(a, self.dst[g], alpha[self.src[g]] + score[g])
+                elif first <= t <= last:
+                    g = g[~masked[g]]
+                    np.logaddexp.at(a, self.dst[g], a[self.src[g]] + score[g])
+            leave = self.state_frame == last + 1
+            rest = np.logaddexp.reduce(a[leave] + beta[leave]) if leave.any() else -np.inf
+            out.append(float(min(1.0, max(0.0, -np.expm1(rest - tot)))))
+        return out
+
+    # ------------------------------------------------------------------ k2
+    def to_k2(self, *, lm_scores: bool = True, frame_idx_name: str | None = None):
+        """A k2 FsaVec holding this lattice, as k2.intersect_dense_pruned returns one row:
+        labels = tokens (-1 on final and redirected arcs, 0 on epsilon arcs: k2's epsilon),
+        scores, aux_labels = words (a tensor, -1 on final arcs and 0 where an arc has no
+        word; a k2.RaggedTensor when an arc carries more than one word), and, with
+        lm_scores, `lm_scores` = the graph scores (what icefall's rescoring reads when its
+        HLG carries lm_scores). Needs k2 (and torch)."""
+        return lattices_to_k2([self], lm_scores=lm_scores, frame_idx_name=frame_idx_name)
+
+
+def lattices_to_k2(lattices: Sequence[Lattice], *, lm_scores: bool = True, frame_idx_name: str | None = None):
+    """Several lattices as one k2 FsaVec (one FSA per lattice, in order); see Lattice.to_k2."""
+    try:
+        import _k2
+        import k2
+        import torch
+    except ImportError as e:
+        raise ImportError(f"to_k2 needs k2 and torch ({e})") from None
+    lattices = list(lattices)
+    if not lattices or not all(isinstance(x, Lattice) for x in lattices):
+        raise TypeError("lattices_to_k2 takes a non-empty sequence of cuwfst.Lattice")
+    ragged = any((np.diff(x.word_splits) > 1).any() for x in lattices)
+    fsas = []
+    for lat in lattices:
+        row_splits = np.searchsorted(lat.src, np.arange(lat.num_states + 1)).astype(np.int32)
+        shape = k2.ragged.create_ragged_shape2(row_splits=torch.from_numpy(row_splits),
+                                                cached_tot_size=lat.num_arcs)
+        label = np.where(lat.token == EPSILON_TOKEN, 0, lat.token).astype(np.int32)
+        arcs = np.stack([lat.src, lat.dst, label, lat.score.astype(np.float32).view(np.int32)], 1)
+        fsa = k2.Fsa(_k2.RaggedArc(shape, torch.from_numpy(np.ascontiguousarray(arcs, np.int32))))
+        is_final = lat.token == FINAL_TOKEN
+        n_words = np.diff(lat.word_splits)
+        if ragged:
+            # k2's ragged aux labels: final arcs carry [-1]
+            per_arc = [[-1] if is_final[i] and lat.graph_arc[i] >= 0 else lat.words(i) for i in range(lat.num_arcs)]
+            fsa.aux_labels = k2.RaggedTensor(per_arc, dtype=torch.int32)
+        else:
+            aux = np.zeros(lat.num_arcs, np.int32)
+            aux[n_words == 1] = lat.word_ids
+            # final arcs carry word -1 (k2's final-arc label); redirected arcs 0, as k2 gives
+            aux[is_final & (lat.graph_arc >= 0)] = -1
+            fsa.aux_labels = torch.from_numpy(aux)
+        if lm_scores:
+            fsa.lm_scores = torch.from_numpy(lat.graph_score.astype(np.float32))
+        if frame_idx_name is not None:
+            setattr(fsa, frame_idx_name, torch.from_numpy(lat.frame.astype(np.int32)))
+        fsas.append(fsa)
+    return k2.create_fsa_vec(fsas)
+
+
+# ---------------------------------------------------------------------- assembly
+def lattice_from_arrays(graph, states: np.ndarray, arcs: np.ndarray, scores: np.ndarray,
+                        recorded_arcs: int = 0) -> Lattice:
+    """A Lattice from the reference module's row arrays: states [3, S] = {time, graph state,
+    level}, arcs [4, A] = {src, dst, frame, image arc id | redirect bit}, scores [3, A] =
+    {acoustic, graph, score}. Image arc ids become the source graph's."""
+    g = graph.arrays
+    code = arcs[3].astype(np.int64)
+    redirect = (code & REDIRECT_ARC_BIT) != 0
+    image = code & ~REDIRECT_ARC_BIT
+    source = graph.source_arc_ids(image).astype(np.int64) if image.size else image
+    ilabel = g.ilabel[image].astype(np.int32) if image.size else np.zeros(0, np.int32)
+    rs = g.aux_row_splits.astype(np.int64)
+    n_words = np.where(redirect, 0, rs[image + 1] - rs[image]) if image.size else np.zeros(0, np.int64)
+    word_splits = np.zeros(image.size + 1, np.int64)
+    np.cumsum(n_words, out=word_splits[1:])
+    starts = np.repeat(rs[image], n_words) if image.size else np.zeros(0, np.int64)
+    offs = np.arange(int(word_splits[-1])) - np.repeat(word_splits[:-1], n_words)
+    word_ids = g.aux_pool[starts + offs].astype(np.int32) if starts.size else np.zeros(0, np.int32)
+    return Lattice(
+        num_states=int(states.shape[1]),
+        src=arcs[0].astype(np.int32), dst=arcs[1].astype(np.int32), frame=arcs[2].astype(np.int32),
+        graph_arc=np.where(redirect, -1, source).astype(np.int32),
+        redirect_arc=np.where(redirect, source, -1).astype(np.int32),
+        token=np.where(redirect, FINAL_TOKEN, ilabel).astype(np.int32),
+        acoustic=scores[0].astype(np.float32), graph_score=scores[1].astype(np.float32),
+        score=scores[2].astype(np.float32),
+        word_splits=word_splits.astype(np.int32), word_ids=word_ids,
+        state_frame=states[0].astype(np.int32), state_graph=states[1].astype(np.int32),
+        state_level=states[2].astype(np.int32), recorded_arcs=int(recorded_arcs))
+
+
+def word_times(graph, hyp, blank: int = 0) -> list[tuple[int, int]]:
+    """(first, last) frame of each word of a 1-best path: a word starts at the frame of the
+    arc carrying it; it ends at the last frame, before the next word's arc (or the path's
+    end), whose token is not `blank`, or at its start when all are blank."""
+    g = graph.arrays
+    arcs = graph.image_arc_ids(hyp.arcs) if hyp.arcs else np.zeros(0, np.int64)
+    il = g.ilabel[arcs].astype(np.int64) if arcs.size else np.zeros(0, np.int64)
+    emitting = il >= 0
+    frame = np.cumsum(emitting) - emitting
+    rs = g.aux_row_splits
+    n_words = (rs[arcs + 1] - rs[arcs]) if arcs.size else np.zeros(0, np.int64)
+    carriers = np.flatnonzero(n_words > 0)
+    out = []
+    for j, i in enumerate(carriers.tolist()):
+        stop = carriers[j + 1] if j + 1 < len(carriers) else arcs.size
+        seg = np.arange(i, stop)
+        sounding = seg[emitting[seg] & (il[seg] != blank)]
+        start = int(frame[i])
+        end = int(frame[sounding[-1]]) if sounding.size else start
+        out.extend([(start, max(start, end))] * int(n_words[i]))
+    return out
+
+
+def decode_cpu(decoder, lp: np.ndarray, lens: np.ndarray, online: bool):
+    """Decoder.decode(lattice=True) on the CPU: the 1-best of every row (as ref_decode
+    gives it) with its lattice, word times and word confidences."""
+    graph = decoder.graph
+    if graph.has_epsilon and graph.max_epsilon_chain < 0:
+        raise ValueError("lattices need a graph whose epsilon arcs are acyclic; this graph's "
+                         "epsilon arcs form a cycle")
+    B, T, _ = lp.shape
+    cap = decoder.path_capacity(T)
+    out_arcs = np.zeros((B, cap), np.int32)
+    out_len = np.zeros(B, np.int32)
+    out_score = np.zeros(B, np.float32)
+    out_meta = np.zeros((B, 4), np.int32)
+    out_stats = np.zeros((B, 2), np.int64)
+    out_size = np.zeros((B, 3), np.int64)
+    o = decoder.options
+    ref = decoder._ref
+    handle = ref.mod.ref_decode_lattice(ref.handle, lp, lens, o.search_beam, o.output_beam,
+                                        o.min_active_states, o.max_active_states, o.allow_partial,
+                                        decoder.eps_iterations, online, decoder.num_threads,
+                                        out_arcs, out_len, out_score, out_meta, out_stats, out_size)
+    try:
+        hyps = []
+        for b in range(B):
+            S, A = int(out_size[b, 0]), int(out_size[b, 1])
+            states = np.zeros((3, S), np.int32)
+            arcs = np.zeros((4, A), np.int32)
+            scores = np.zeros((3, A), np.float32)
+            ref.mod.ref_lattice_row(handle, b, states, arcs, scores)
+            lat = lattice_from_arrays(graph, states, arcs, scores, int(out_size[b, 2]))
+            h = decoder.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]), bool(out_meta[b, 0]),
+                                        int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
+                                        frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
+            attach(graph, h, lat)
+            hyps.append(h)
+        return hyps
+    finally:
+        ref.mod.ref_lattice_free(handle)
+
+
+def attach(graph, hyp, lat: Lattice) -> None:
+    """Gives a Hypothesis its lattice, word times and word confidences."""
+    hyp.lattice = lat
+    times = word_times(graph, hyp)
+    hyp.word_times = times
+    hyp.word_confidences = lat.word_confidences([(w, s, e) for w, (s, e) in zip(hyp.words, times)])
