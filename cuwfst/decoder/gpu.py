@@ -160,7 +160,8 @@ class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
-                 rescue_lanes: int = 4, batching: str = "padded", segment: int = 32):
+                 rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
+                 arena_entries: int | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
@@ -182,8 +183,11 @@ class GpuBackend:
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations)
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
+        # arena_entries: the winners arena's initial size (it grows); small values make tests
+        # exercise growth and the GC rounds of continuous batching and streams
         self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
-                                main_q=max(main_q_factor * options.max_active_states, 1024), **self.kw)
+                                main_q=max(main_q_factor * options.max_active_states, 1024),
+                                arena_entries=arena_entries, **self.kw)
         self._rescue = None
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)

@@ -70,7 +70,7 @@ class Decoder:
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 **kwargs):
+                 arena_entries: int | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -90,7 +90,7 @@ class Decoder:
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
-                                   batching=batching, segment=segment)
+                                   batching=batching, segment=segment, arena_entries=arena_entries)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
