@@ -2,7 +2,8 @@
 compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py [N] [--eps]
 
 --eps decodes random graphs with epsilon arcs (natural arc order, cycles, chains), so the
-closure kernels run; otherwise epsilon-free CTC graphs."""
+closure kernels run; otherwise epsilon-free CTC graphs. --lanes adds continuous batching
+and streams with a tiny arena (GC rounds and arena growth)."""
 
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from helpers import random_ctc_graph, random_eps_graph_any, random_log_probs  # noqa: E402
 
-from cuwfst import Decoder, DecoderOptions  # noqa: E402
+from cuwfst import Decoder, DecoderOptions, StreamingDecoder  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 eps = "--eps" in sys.argv
@@ -31,4 +32,21 @@ for seed in range(int(args[0]) if args else 6):
     for graphs in (True, False):
         gpu = Decoder(g, opts, device="cuda", max_lanes=4, use_cuda_graphs=graphs).decode(lp, lens)
         bad += sum(np.float32(c.score) != np.float32(h.score) for c, h in zip(cpu, gpu))
-print(f"sanitize case done ({'epsilon' if eps else 'epsilon-free'} graphs): {bad} score mismatches")
+    if "--lanes" in sys.argv:
+        lp8 = random_log_probs(rng, 9, 30, 12, peaky=bool(seed % 2))
+        lens8 = rng.integers(0, 31, size=9).astype(np.int32)
+        cpu8 = Decoder(g, opts).decode(lp8, lens8)
+        gpu8 = Decoder(g, opts, device="cuda", max_lanes=3, batching="continuous", segment=4,
+                       arena_entries=2048).decode(lp8, lens8)
+        bad += sum(np.float32(c.score) != np.float32(h.score) for c, h in zip(cpu8, gpu8))
+        sd = StreamingDecoder(g, opts, device="cuda", max_streams=2, arena_entries=2048)
+        s1, s2 = sd.open_stream(), sd.open_stream()
+        for t in range(0, 30, 7):
+            sd.advance([s1, s2], [lp8[0, t : t + 7], lp8[1, t : t + 3]])
+            s1.partial()
+        h1 = sd.finalize(s1)
+        sd.release(s2)
+        ref = Decoder(g, opts).decode(lp8[0:1], online=True)[0]
+        bad += int(np.float32(ref.score) != np.float32(h1.score))
+print(f"sanitize case done ({'epsilon' if eps else 'epsilon-free'} graphs{', lanes' if '--lanes' in sys.argv else ''}): "
+      f"{bad} score mismatches")
