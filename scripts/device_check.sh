@@ -12,5 +12,5 @@ timeout ${GPU_TIMEOUT:-300} python3 -m pytest -q -p no:cacheprovider -m gpu test
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
 timeout 120 "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py 2 --eps --lanes 2>&1 | tail -3 | tee "$OUT/memcheck.log"
 echo "memcheck exit ${PIPESTATUS[0]}" | tee -a "$OUT/memcheck.log"
-timeout 120 "$CS" --tool racecheck --error-exitcode 9 python3 scripts/sanitize_case.py 1 --eps --lanes 2>&1 | tail -3 | tee "$OUT/racecheck.log"
+timeout 200 "$CS" --tool racecheck --error-exitcode 9 python3 scripts/sanitize_case.py 1 --lanes 2>&1 | tail -3 | tee "$OUT/racecheck.log"
 echo "racecheck exit ${PIPESTATUS[0]}" | tee -a "$OUT/racecheck.log"

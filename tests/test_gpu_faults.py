@@ -96,6 +96,8 @@ def test_every_construction_site_fails_cleanly(case):
     del dec
     gc.collect()
     assert _live(_mem(mod)) == _live(before)
+    # the driver may keep pool memory after the first full construction: compare with after it
+    before = _mem(mod)
     # 6 graph arrays, a stream, an event, the workspace, the arena, 4 pinned buffers, 2 path buffers
     assert sites >= 30, sites
     for i in range(1, sites + 1):
@@ -210,7 +212,9 @@ def test_upload_freed_when_graph_and_decoders_are_gone(case):
     del b
     gc.collect()
     held = _mem(mod)["device"] - before["device"]
-    assert 0 < held < 1 << 20, "the graph is alive: its upload (only) stays"
+    a_ = graph.arrays
+    upload = 4 * (a_.num_states + 1) + 4 * a_.num_states + 10 * a_.num_arcs + 4 * a_.num_states
+    assert 0 < held < 1 << 20, f"the graph is alive: its upload (only) stays: held {held} bytes, upload {upload}"
     del g
     gc.collect()
     assert live_uploads() == uploads and _live(_mem(mod)) == _live(before)
@@ -252,8 +256,9 @@ def test_short_batches_after_a_long_one(case):
     assert_same_hypotheses(graph, long_lp, Decoder(graph, OPTS).decode(long_lp), dec.decode(long_lp), "long")
     live1, st1 = _mem(mod), dec._gpu.main.mem_stats()
     grown = 4 * ((4096 + 2) - (1024 + 2)) * 4  # 4 lanes, max_frames 1024 -> 4096, int32 arcs
-    assert st1["committed"] - st0["committed"] == grown and st1["pinned"] - st0["pinned"] == grown
-    assert live1["device"] - live0["device"] == grown and live1["pinned"] - live0["pinned"] == grown
+    # on the device the path buffer and the GC drain (both lanes x path_cap); pinned: the path copy
+    assert st1["committed"] - st0["committed"] == 2 * grown and st1["pinned"] - st0["pinned"] == grown
+    assert live1["device"] - live0["device"] == 2 * grown and live1["pinned"] - live0["pinned"] == grown
     assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "short after long")
 
 

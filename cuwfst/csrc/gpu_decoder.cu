@@ -279,7 +279,7 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   for (int32_t s = 0; s < steps; ++s) EnqueueStep(f16);
   if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize)
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
-  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_); });
+  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0); });
   CUWFST_CUDA(cudaGetLastError());
 }
 
@@ -337,6 +337,11 @@ void GpuDecoder::ReleaseAllLanes() {
 
 void GpuDecoder::UploadLaneOrders() {
   const int L = cfg_.max_lanes;
+  if (hash_dirty_) {  // a sequence failed half-way: its steps may have left claimed slots
+    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 1);
+    CUWFST_CUDA(cudaGetLastError());
+    hash_dirty_ = false;
+  }
   CUWFST_CUDA(cudaMemcpyAsync(d_commands_, h_commands_.get(), L * sizeof(LaneCommand), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(d_inputs_, h_inputs_.get(), L * sizeof(LaneInput), cudaMemcpyHostToDevice, stream_));
 }
@@ -452,16 +457,18 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       EnqueueStep(lp_f16);
       take(t);
     }
-    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_);
+    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0);
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
     return snaps;
   } catch (const CudaError& e) {
     pending_.clear();
+    hash_dirty_ = true;
     if (IsStickyError(e.code())) Fatal(e.code(), e.what(), 1, T, V, length + 1);
     SyncQuietly();
     throw;
   } catch (...) {
     pending_.clear();
+    hash_dirty_ = true;
     SyncQuietly();
     throw;
   }
@@ -596,11 +603,13 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     }
   } catch (const CudaError& e) {
     pending_.clear();
+    hash_dirty_ = true;
     if (IsStickyError(e.code())) Fatal(e.code(), e.what(), B, T, V, steps);
     SyncQuietly();  // no queued kernel may still read the caller's tensor after we return
     throw;
   } catch (...) {
     pending_.clear();
+    hash_dirty_ = true;
     SyncQuietly();
     throw;
   }

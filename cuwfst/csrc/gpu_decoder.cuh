@@ -231,11 +231,14 @@ class GpuDecoder {
     int32_t fed = 0;            // frames given to the lane so far
     std::vector<int32_t> prefix;  // final arcs GC rounds drained, in order
     int32_t overflow = 0;       // overflow bits seen on the host (drain truncation)
+    int32_t max_frontier = 0;   // the largest frontier the lane has had (arena headroom)
   };
   std::vector<LaneHost> lane_host_;
   DeviceBuffer gc_tag_;         // [arena_cap] int64, allocated on the first GC
   DeviceBuffer drain_;          // [max_lanes, path_cap]
   long long gc_round_ = 0;
+  unsigned long long arena_used_ = 0;  // winners entries live after the last GC round
+  bool hash_dirty_ = false;  // a sequence failed half-way: wipe every hash table before the next
   int64_t graph_captures_ = 0;
 };
 

@@ -108,12 +108,16 @@ void GpuDecoder::CollectGarbage() {
   CUWFST_CUDA(cudaGetLastError());
   unsigned long long live = 0, cursor = 0;
   std::vector<int32_t> drain_len(L);
+  LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+  CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(&live, ws_.gc_live, sizeof(live), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(drain_len.data(), ws_.drain_len, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
   cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
   arena_high_water_ = std::max(arena_high_water_, cursor);
+  for (int32_t l = 0; l < L; ++l)
+    if (lane_host_[l].open) lane_host_[l].max_frontier = std::max(lane_host_[l].max_frontier, h_lanes[l].max_frontier);
   // the final arcs, root first, onto each lane's host prefix
   int32_t width = 0;
   for (int32_t l = 0; l < L; ++l) width = std::max(width, std::min(drain_len[l], ws_.path_cap));
@@ -144,6 +148,7 @@ void GpuDecoder::CollectGarbage() {
                                 live * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(ws_.arena_cursor, &live, sizeof(live), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  arena_used_ = live;
   EnsureArenaRoom(static_cast<int64_t>(live));
 }
 
@@ -263,12 +268,14 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
     ReleaseAllLanes();
   } catch (const CudaError& e) {
     pending_.clear();
+    hash_dirty_ = true;
     ReleaseAllLanes();
     if (IsStickyError(e.code())) Fatal(e.code(), e.what(), N, T, V, segment);
     SyncQuietly();
     throw;
   } catch (...) {
     pending_.clear();
+    hash_dirty_ = true;
     ReleaseAllLanes();
     SyncQuietly();
     throw;
@@ -283,8 +290,10 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
   CheckLanes(lanes, n, false);
   bool none_open = true;
   for (const LaneHost& h : lane_host_) none_open &= !h.open;
-  if (none_open)  // nothing live: the log restarts (a batch may have left entries)
+  if (none_open) {  // nothing live: the log restarts (a batch may have left entries)
     CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));
+    arena_used_ = 0;
+  }
   ClearLaneOrders();
   LaneCommand* cmd = As<LaneCommand>(h_commands_);
   for (int32_t i = 0; i < n; ++i) {
@@ -314,6 +323,16 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
   if (max_len == 0) return;
   const int32_t steps = ChunkBucket(max_len);
   try {
+    // Room for the chunk's winners: each step of a lane appends about its frontier (twice
+    // the largest seen, at least 1024), once per closure pass too. A chunk that still runs
+    // out flags its streams (kOverflowArena on their results): an advance cannot be re-run.
+    unsigned long long need = 0;
+    for (int32_t i = 0; i < S; ++i)
+      need += static_cast<unsigned long long>(lens[i]) * (1 + cfg_.eps_iterations) *
+              (2ull * std::max(lane_host_[lanes[i]].max_frontier, 1024));
+    if (arena_used_ + need > static_cast<unsigned long long>(ws_.arena_cap))
+      GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(arena_used_ + need,
+                                                                         static_cast<unsigned long long>(cfg_.arena_max))));
     ClearLaneOrders();
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
@@ -333,11 +352,13 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
     CollectGarbage();
   } catch (const CudaError& e) {
     pending_.clear();
+    hash_dirty_ = true;
     if (IsStickyError(e.code())) Fatal(e.code(), e.what(), S, Tc, V, steps);
     SyncQuietly();
     throw;
   } catch (...) {
     pending_.clear();
+    hash_dirty_ = true;
     SyncQuietly();
     throw;
   }
@@ -438,6 +459,7 @@ void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs o
     }
   } catch (const CudaError& e) {
     pending_.clear();
+    hash_dirty_ = true;
     if (IsStickyError(e.code())) Fatal(e.code(), e.what(), n, 1, 0, 1);
     SyncQuietly();
     throw;

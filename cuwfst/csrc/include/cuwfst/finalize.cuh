@@ -147,10 +147,11 @@ __global__ void BacktrackKernel(Workspace ws) {
 
 // HashSanitizeKernel — once per decode, grid (blocks, max_lanes). A lane whose claims
 // list overflowed (or whose step was dropped) may hold CAS-claimed slots the targeted
-// clear never saw: wipe its whole table so the next decode starts clean.
-__global__ void HashSanitizeKernel(Workspace ws) {
+// clear never saw: wipe its whole table so the next decode starts clean. all = 1 wipes
+// every lane (the host's recovery after a sequence that failed half-way).
+__global__ void HashSanitizeKernel(Workspace ws, int32_t all) {
   const int32_t lane = blockIdx.y;
-  if (!(ws.lanes[lane].overflow & (kOverflowClaims | kOverflowHash))) return;
+  if (!all && !(ws.lanes[lane].overflow & (kOverflowClaims | kOverflowHash))) return;
   const int64_t base = static_cast<int64_t>(lane) * ws.hash_cap;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < ws.hash_cap;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
