@@ -117,7 +117,11 @@ def test_every_construction_site_fails_cleanly(case):
         gc.collect()
         after = _mem(mod)
         assert _live(after) == _live(before), f"site {i} ({msg}) leaked: {after} vs {before}"
-        assert abs(after["free"] - before["free"]) <= PAGE_SLACK, f"site {i}: device memory moved"
+        # the exact check is the module's own live counters (above); free memory also moves
+        # with the driver's pools (measured on the H200: more than 4 MiB at the first site of
+        # this walk, with every counter back to its start), so it gets a coarser bound
+        drift = abs(after["free"] - before["free"])
+        assert drift <= max(PAGE_SLACK, 64 << 20), f"site {i}: device memory moved by {drift / 2**20:.1f} MiB"
         _torch_still_works()
     dec = Decoder(graph, OPTS, device="cuda", max_lanes=4)
     assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "after the construction walk")
