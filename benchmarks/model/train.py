@@ -271,8 +271,11 @@ def write_model_sets(set_lp: list[np.ndarray], set_rows, corpora: list[str], see
             log(f"no {Path(cdir) / 'words.txt'}: no model set written there")
             continue
         wid = read_table(str(Path(cdir) / "words.txt"))
-        paths[cdir] = write_set(Path(cdir) / "model", set_lp, [r.words for r in set_rows], wid, seed,
-                                [r.index for r in set_rows], info=info)
+        try:
+            paths[cdir] = write_set(Path(cdir) / "model", set_lp, [r.words for r in set_rows], wid, seed,
+                                    [r.index for r in set_rows], info=info)
+        except KeyError as e:  # a tier whose vocabulary misses the training tier's words: the run goes on
+            log(f"no model set in {cdir}: {e}")
     return paths
 
 
