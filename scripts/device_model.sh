@@ -12,6 +12,9 @@
 # Needs in .device/: wheels/ (the shared ones + espeakng_loader + kaldi_native_fbank cp312),
 # data/en-us-3gram.arpa.xz (stage.sh --data). Env: MODEL_SCALE base|cpu|tiny, TRAIN_END,
 # SMALL, FULL, SET_CORPORA (space-separated tiers that also get DIR/model), SKIP_INSTALL=1.
+# A later call remakes the set from the weights (no training; ~1 minute with the tier's LM):
+#   python3 -m benchmarks.model.make_set --weights W/model.npz --corpus SMALL_DIR --set-corpus /tmp/corpus-full
+#   (SMALL_DIR needs only lm.arpa.gz and words.txt of the small tier)
 # CPU rehearsal (no GPU, a venv with the packages):
 #   cp -r cuwfst/data/tiny /tmp/t && MODEL_SCALE=tiny SMALL=/tmp/t SKIP_INSTALL=1 OUT=/tmp/o bash scripts/device_model.sh
 set -uo pipefail
@@ -27,9 +30,12 @@ export CUWFST_COMMIT=${CUWFST_COMMIT:-$(cat .device/COMMIT 2>/dev/null || git re
 OUT=${OUT:-/tmp/out-model}; mkdir -p "$OUT"; L=$OUT/model.log
 SCALE=${MODEL_SCALE:-base}; SMALL=${SMALL:-/tmp/corpus-small}; FULL=${FULL:-}
 ARPA=${ARPA:-.device/data/en-us-3gram.arpa.xz}
-case $SCALE in tiny) TRAIN_END=${TRAIN_END:-240};; *) TRAIN_END=${TRAIN_END:-330};; esac
+# synthesis stops SYNTH_END s after the start (what 15 cores made by then is the training set),
+# training TRAIN_END s after it; evaluation, the sets and calibration take the ~2.5 minutes left
+case $SCALE in tiny) SYNTH_END=${SYNTH_END:-200}; TRAIN_END=${TRAIN_END:-240};;
+  *) SYNTH_END=${SYNTH_END:-140}; TRAIN_END=${TRAIN_END:-320};; esac
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU"
-  echo "commit $CUWFST_COMMIT, scale $SCALE, training ends by ${TRAIN_END} s; $(nproc) cores"; } | tee "$L"
+  echo "commit $CUWFST_COMMIT, scale $SCALE, synthesis until ${SYNTH_END} s, training until ${TRAIN_END} s; $(nproc) cores"; } | tee "$L"
 
 # 1. the GPU decoder's module (used after training) builds while the tier builds
 ( python3 -m cuwfst.cli build --cuda-arch 9.0 > /tmp/cuwfst-build.log 2>&1; echo "rc $?" >> /tmp/cuwfst-build.log ) &
@@ -44,7 +50,8 @@ echo "[$(since) s] tier and module ready" | tee -a "$L"
 
 # 2. the pipeline; training stops TRAIN_END s after this script started, whatever synthesis took
 python3 -m benchmarks.model.train --corpus "$SMALL" --out "$OUT" --scale "$SCALE" \
-  --finish-by $(( T0 + TRAIN_END )) --set-corpus ${SET_CORPORA:-} 2>&1 | grep -v Warning | tee -a "$L"
+  --synth-by $(( T0 + SYNTH_END )) --finish-by $(( T0 + TRAIN_END )) --set-corpus ${SET_CORPORA:-} 2>&1 \
+  | grep -v Warning | tee -a "$L"
 [ -f "$OUT/summary.json" ] || { echo "training pipeline failed" | tee -a "$L"; exit 1; }
 echo "[$(since) s] model done" | tee -a "$L"
 for d in ${SET_CORPORA:-}; do ls "$d"/model/*.npz > /dev/null 2>&1 || echo "warning: no model set in $d" | tee -a "$L"; done

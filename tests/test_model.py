@@ -455,3 +455,30 @@ def test_tiny_end_to_end_run(tmp_path):
     line = json.loads(ex.stdout.strip().splitlines()[0])
     assert line["file"].endswith("say-0.wav") and 0.5 < line["seconds"] < 4.0
     assert all(w["start"] is not None and 0 <= w["start"] <= line["seconds"] for w in line["words"])
+
+
+@needs_torch
+@needs_espeak
+@needs_fbank
+def test_device_script_rehearsal(tmp_path):
+    """scripts/device_model.sh at tiny scale on the CPU, on a copy of the tiny tier (so no
+    build): every step runs and $OUT holds the 8 files that come back from the GPU machine."""
+    pytest.importorskip("kaldialign")
+    small, full, out = tmp_path / "small", tmp_path / "full", tmp_path / "out"
+    shutil.copytree(TINY, small)
+    shutil.copytree(TINY, full)
+    env = dict(os.environ, MODEL_SCALE="tiny", SMALL=str(small), FULL=str(full), SET_CORPORA=str(full),
+               SKIP_INSTALL="1", OUT=str(out))
+    run = subprocess.run(["bash", "scripts/device_model.sh"], cwd=ROOT, env=env, capture_output=True, text=True,
+                         timeout=900)
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["model.log", "summary.md", "summary.json", "model.npz", "model.int8.npz", "profile_model.json",
+         "calibration.md", "calibration.json"])
+    assert (small / "model" / "shard-00000.npz").exists() and (full / "model" / "shard-00000.npz").exists()
+    profile = json.loads((out / "profile_model.json").read_text())
+    from benchmarks.corpus.simulate import load_profile
+
+    assert load_profile(out / "profile_model.json").peak == pytest.approx(profile["config"]["peak"])
+    md = (out / "calibration.md").read_text()
+    assert "sim --profile model" in md and "### Full tier" in md
