@@ -33,7 +33,7 @@ ARPA=${ARPA:-.device/data/en-us-3gram.arpa.xz}
 # synthesis stops SYNTH_END s after the start (what 15 cores made by then is the training set),
 # training TRAIN_END s after it; evaluation, the sets and calibration take the ~2.5 minutes left
 case $SCALE in tiny) SYNTH_END=${SYNTH_END:-200}; TRAIN_END=${TRAIN_END:-240};;
-  *) SYNTH_END=${SYNTH_END:-140}; TRAIN_END=${TRAIN_END:-320};; esac
+  *) SYNTH_END=${SYNTH_END:-120}; TRAIN_END=${TRAIN_END:-330};; esac
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU"
   echo "commit $CUWFST_COMMIT, scale $SCALE, synthesis until ${SYNTH_END} s, training until ${TRAIN_END} s; $(nproc) cores"; } | tee "$L"
 
