@@ -12,6 +12,10 @@ espeakng-loader wheel) into a WAV first. Decoding runs on the GPU when cuwfst's 
 decoder works here, else on the CPU; --device forces one.
 
 Prints, per file, the words with start and end times in seconds; --json prints JSON lines.
+The times come from the best path's frames (40 ms): a word starts at its first piece and
+ends after its last one. A CTC model fires each piece as a spike of a frame or two, so the
+starts are where the word is heard and the ends come early (the blank frames after the
+last piece are not counted to the word).
 """
 
 from __future__ import annotations
