@@ -11,7 +11,8 @@
 #
 # Needs in .device/: wheels/ (the shared ones + espeakng_loader + kaldi_native_fbank cp312),
 # data/en-us-3gram.arpa.xz (stage.sh --data). Env: MODEL_SCALE base|cpu|tiny, TRAIN_END,
-# SMALL, FULL, SET_CORPORA (space-separated tiers that also get DIR/model), SKIP_INSTALL=1.
+# SMALL, FULL, FULL_BUILD=full (build FULL in the background), SET_CORPORA (space-separated
+# tiers that also get DIR/model, e.g. $FULL), SKIP_INSTALL=1.
 # A later call remakes the set from the weights (no training; ~1 minute with the tier's LM):
 #   python3 -m benchmarks.model.make_set --weights W/model.npz --corpus SMALL_DIR --set-corpus /tmp/corpus-full
 #   (SMALL_DIR needs only lm.arpa.gz and words.txt of the small tier)
@@ -37,6 +38,14 @@ case $SCALE in tiny) SYNTH_END=${SYNTH_END:-200}; TRAIN_END=${TRAIN_END:-240};;
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "no GPU"
   echo "commit $CUWFST_COMMIT, scale $SCALE, synthesis until ${SYNTH_END} s, training until ${TRAIN_END} s; $(nproc) cores"; } | tee "$L"
 
+# 0. FULL_BUILD=full (or tiny, to rehearse): build $FULL in the background, beside everything else;
+#    its words.txt comes early (the set is written there), its HLG.img after ~4 minutes (the check)
+if [ -n "${FULL_BUILD:-}" ] && [ -n "$FULL" ] && [ ! -f "$FULL/HLG.img" ]; then
+  ( setsid nohup python3 -m benchmarks.corpus.build --tier "$FULL_BUILD" --out "$FULL" --arpa "$ARPA" \
+      --bpe-model cuwfst/data/tiny/bpe.model > /tmp/full-build.log 2>&1 < /dev/null & )
+  echo "[$(since) s] $FULL_BUILD tier building in the background into $FULL" | tee -a "$L"
+fi
+
 # 1. the GPU decoder's module (used after training) builds while the tier builds
 ( python3 -m cuwfst.cli build --cuda-arch 9.0 > /tmp/cuwfst-build.log 2>&1; echo "rc $?" >> /tmp/cuwfst-build.log ) &
 BUILD=$!
@@ -61,10 +70,11 @@ CHECK=${CHECK_UTTS:-64}; [ "$SCALE" = tiny ] && CHECK=4
 python3 -m benchmarks.model.calibrate --corpus "$SMALL" --profile-out "$OUT/profile_model.json" --check "$CHECK" \
   --md "$OUT/calibration.md" --json "$OUT/calibration.json" 2>&1 | tee -a "$L"
 echo "[$(since) s] calibrated" | tee -a "$L"
-if [ -n "$FULL" ] && [ -f "$FULL/HLG.img" ] && [ -d "$FULL/model" ] && [ "$(since)" -lt 400 ]; then
+if [ -n "$FULL" ] && [ -f "$FULL/HLG.img" ] && ls "$FULL"/model/*.npz > /dev/null 2>&1 && [ "$(since)" -lt 400 ]; then
   timeout $(( 460 - $(since) )) python3 -m benchmarks.model.calibrate --corpus "$FULL" --check "$CHECK" \
     --use-profile "$OUT/profile_model.json" --md /tmp/calibration_full.md 2>&1 | tee -a "$L"
   [ -f /tmp/calibration_full.md ] && { printf '\n### Full tier\n\n' >> "$OUT/calibration.md"; cat /tmp/calibration_full.md >> "$OUT/calibration.md"; }
   echo "[$(since) s] full-tier check done" | tee -a "$L"
 fi
+[ -f /tmp/full-build.log ] && { grep -E "^tier|^  HLG|stages" /tmp/full-build.log || tail -3 /tmp/full-build.log; } | tee -a "$L"
 ls -la "$OUT" | tee -a "$L"

@@ -220,9 +220,12 @@ def test_model_set_shards_load_in_the_peers_harness(tmp_path):
     assert len(find_shards(str(corpus), "model")) == 1
 
 
-def test_pack_refuses_words_missing_from_the_tier():
+def test_pack_refuses_words_missing_from_the_tier(tmp_path):
     with pytest.raises(KeyError, match="not in words.txt"):
         pack(_rows(np.random.default_rng(0), 1), [["zebra"]], {"cat": 1}, 0, [0])
+    with pytest.raises(KeyError, match="zebra"):
+        write_set(tmp_path / "model", _rows(np.random.default_rng(0), 2), [["cat"], ["zebra"]], {"cat": 1}, 0, [0, 1])
+    assert not (tmp_path / "model").exists()  # nothing half-written
 
 
 # ---------------------------------------------------------------------------- calibration

@@ -57,6 +57,9 @@ def write_set(out_dir: str | os.PathLike, log_probs: list[np.ndarray], words: li
               word_ids: dict[str, int], seed: int, indices: list[int], shard_size: int = 256,
               info: dict | None = None) -> list[str]:
     """shard-00000.npz, ... (shard_size rows each) and set_config.json in out_dir."""
+    missing = sorted({w for ws in words for w in ws if w not in word_ids})
+    if missing:  # before anything is written: no half set, no empty folder
+        raise KeyError(f"words not in words.txt: {missing[:5]}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     for old in out.glob("shard-*.npz"):  # a smaller rewrite must not leave stale shards behind
