@@ -16,6 +16,6 @@ python3 -m cuwfst.cli demo 2>&1 | tail -2 | tee -a $L
 while ! grep -q FULL-DONE /tmp/full.log && [ $(left 330) -gt 0 ]; do sleep 3; done
 grep -E "^  (HLG|TLG)|stages" /tmp/full.log | tee -a $L; cp $C/stats.json $OUT/full_stats.json
 timeout 150 python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --utts 128 --batch 1 8 32 --walk-blocks ${WALK_BLOCKS:-0} --reps 3 --check 16 --profile --json $OUT/speed.jsonl 2>&1 | tail -9 | tee -a $L
-timeout $(left 520) python3 -m benchmarks.peers.run --corpus $C --batch 1 8 32 --utts 128 --cpu-utts 32 --reps 2 --decoders cuwfst-gpu riva greedy kaldi-decoder cuwfst-cpu --md $OUT/bench_given.md 2>&1 | grep -E "^\[peers\]" | tee -a $L
-timeout $(left 570) python3 -m benchmarks.peers.run --corpus $C --batch 8 32 --utts 128 --reps 2 --order length --decoders cuwfst-gpu riva --md $OUT/bench_length.md 2>&1 | grep -E "^\[peers\]" | tee -a $L
-for b in ${CTC_BEAMS:-10 4 1}; do timeout 25 python3 -m benchmarks.peers.run --corpus $C --batch 32 --utts 64 --reps 1 --ctc-beam $b --decoders torchaudio-ctc 2>&1 | grep -E "^\[peers\]|Error|rror" | tail -3 | tee -a $L; done
+timeout $(left 520) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 1 8 32 --utts 128 --cpu-utts 32 --reps 2 --decoders cuwfst-gpu riva greedy kaldi-decoder cuwfst-cpu --md $OUT/bench_given.md 2>&1 | grep -E "^\[peers\]" | tee -a $L
+timeout $(left 570) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 8 32 --utts 128 --reps 2 --order length --decoders cuwfst-gpu riva --md $OUT/bench_length.md 2>&1 | grep -E "^\[peers\]" | tee -a $L
+for b in ${CTC_BEAMS:-10 4 1}; do timeout 25 python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 1 --ctc-beam $b --decoders torchaudio-ctc 2>&1 | grep -E "^\[peers\]|Error|rror" | tail -3 | tee -a $L; done

@@ -17,4 +17,4 @@ make_lang(read_arpa(Path(".device/data/en-us-3gram.arpa.xz")), str(out / "bpe.mo
 print("lang written")
 PY
 python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 --shard-size 256 --seed 0 --arpa .device/data/en-us-3gram.arpa.xz >/dev/null 2>&1; ls $C/sim
-for b in ${CTC_BEAMS:-4 10}; do timeout 120 python3 -m benchmarks.peers.run --corpus $C --batch 1 8 32 --utts 128 --reps 2 --ctc-beam $b --decoders torchaudio-ctc greedy --md $OUT/bench_ctc$b.md 2>&1 | grep -E "^\[peers\]|rror" | tail -6; done
+for b in ${CTC_BEAMS:-4 10}; do timeout 120 python3 -m benchmarks.peers.run --corpus $C --set sim --batch 1 8 32 --utts 128 --reps 2 --ctc-beam $b --decoders torchaudio-ctc greedy --md $OUT/bench_ctc$b.md 2>&1 | grep -E "^\[peers\]|rror" | tail -6; done

@@ -1,6 +1,6 @@
 """Simulated CTC log-probs for a corpus tier, deterministic from a seed.
 
-    python -m benchmarks.corpus.simulate --corpus DIR --out SIMDIR --num-utts 200 [--seed 0]
+    python -m benchmarks.corpus.simulate --corpus DIR --out SIMDIR --num-utts 200 [--seed 0] [--profile model]
     python -m benchmarks.corpus.simulate --corpus cuwfst/data/tiny --fixture --out tests/data/sim_tiny.npz --num-utts 4
 
 Each utterance:
@@ -17,6 +17,12 @@ Each utterance:
    when the margin is negative the competitor wins the frames (a greedy substitution). Some
    pieces lose to blank (deletions) and some blank stretches hold a spurious piece
    (insertions). log_softmax gives the log-probs.
+
+`--profile model` replaces the defaults with parameters fitted to a trained conformer's
+log-probs on synthetic speech (benchmarks/corpus/profiles/model.json, written by
+`python -m benchmarks.model.calibrate`): the noise's scale and the label's peak (blank and
+token frames apart), the blank ratio, the piece durations and the competitor margins.
+`noise_sd` scales the Gaussian noise; `blank_peak` is the peak on blank frames.
 
 Greedy decoding then makes errors that the lexicon and the LM of HLG can often undo: the
 margins are small when they are negative, and a misspelled word is not in the graph. The
@@ -56,6 +62,8 @@ class SimConfig:
     lm_temperature: float = 1.5
     replace_prob: float = 0.07  # reference words replaced by random vocabulary words
     peak: float = 12.0  # logit added to the frame's label
+    blank_peak: float | None = None  # the same on frames labelled blank (None: peak)
+    noise_sd: float = 1.0  # scale of the Gaussian noise on every output
     margin_mean: float = 4.0  # competitor margin below the label, per piece occurrence
     margin_sd: float = 2.2
     frame_jitter: float = 0.5  # per-frame noise on the margin
@@ -186,8 +194,13 @@ class Simulator:
         c = self.config
         T, V = labels.shape[0], self.vocab_size
         z = rng.standard_normal((T, V), dtype=np.float32)
+        if c.noise_sd != 1.0:
+            z *= np.float32(c.noise_sd)
         rows = np.arange(T)
-        z[rows, labels] += c.peak
+        if c.blank_peak is None:
+            z[rows, labels] += c.peak
+        else:
+            z[rows, labels] += np.where(labels == 0, c.blank_peak, c.peak).astype(np.float32)
         # piece occurrences: runs of one non-blank label (repeats are split by a blank)
         edge = labels[1:] != labels[:-1]
         starts = np.flatnonzero((labels != 0) & np.r_[True, edge])
@@ -227,6 +240,30 @@ class Simulator:
                 "ref_word_ids": ids, "ref_num_words": np.array([len(u["words"]) for u in utts], np.int32),
                 "ref_text": np.array([" ".join(u["words"]) for u in utts]),
                 "utt_seed": np.array([[seed, start + i] for i in range(num)], np.int64)}
+
+
+PROFILES_DIR = Path(__file__).resolve().parent / "profiles"
+
+
+def load_profile(name: str | os.PathLike | None) -> SimConfig:
+    """SimConfig of a profile: None or "default" for the defaults, a name of
+    benchmarks/corpus/profiles/NAME.json (`model`: fitted to a trained CTC model's
+    log-probs by benchmarks.model.calibrate), or a path to such a JSON file. The file's
+    "config" holds the fields that differ from the defaults."""
+    if name is None or str(name) == "default":
+        return SimConfig()
+    path = Path(name)
+    if not path.suffix:
+        path = PROFILES_DIR / f"{name}.json"
+    if not path.exists():
+        known = sorted(p.stem for p in PROFILES_DIR.glob("*.json"))
+        raise FileNotFoundError(f"no simulator profile {name!r} (known: default, {', '.join(known)}; or a .json path)")
+    fields = json.loads(path.read_text())["config"]
+    unknown = set(fields) - set(SimConfig.__dataclass_fields__)
+    if unknown:
+        raise ValueError(f"{path}: unknown SimConfig fields {sorted(unknown)}")
+    tuples = {k: tuple(v) for k, v in fields.items() if isinstance(v, list)}
+    return SimConfig(**{**fields, **tuples})
 
 
 def _tier_arpa(d: Path) -> str:
@@ -281,8 +318,10 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--arpa", default=None, help="LM for the references (default: the tier's)")
     ap.add_argument("--fixture", action="store_true", help="write one compressed float16 file, OUT, for tests")
+    ap.add_argument("--profile", default=None,
+                    help="default, model (fitted to a trained model's log-probs), or a profile .json path")
     args = ap.parse_args(argv)
-    sim = Simulator(args.corpus, arpa=args.arpa)
+    sim = Simulator(args.corpus, config=load_profile(args.profile), arpa=args.arpa)
     if args.fixture:
         write_fixture(sim, args.out, args.num_utts, args.seed)
         print(args.out)

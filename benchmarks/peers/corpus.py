@@ -109,17 +109,34 @@ class Corpus:
         return [self.word_ids.get(w, UNKNOWN_HYP) for w in text.replace("▁", " ").split()]
 
 
-def load_corpus(root: str, max_utts: int | None = None, frame_shift: float = 0.04) -> Corpus:
-    """The first `max_utts` utterances of the shards (sorted by path) and the symbol tables."""
+def find_shards(root: str, set_name: str | None = None) -> list[str]:
+    """The .npz shards of one set: those under root/set_name, or (set_name None) all under
+    root, which must then be one set: shards in two folders (`sim/` and `model/`, say) would
+    mix two sets of log-probs into one table, so that is refused."""
+    base = os.path.join(root, set_name) if set_name else root
+    if set_name and not os.path.isdir(base):
+        raise FileNotFoundError(f"no set {set_name!r}: {base} does not exist")
+    shards = sorted(glob.glob(os.path.join(base, "**", "*.npz"), recursive=True))
+    if not shards:
+        raise FileNotFoundError(f"no .npz shards under {base}")
+    folders = sorted({os.path.relpath(os.path.dirname(s), root) for s in shards})
+    if set_name is None and len(folders) > 1:
+        raise ValueError(f"shards of several sets under {root} ({', '.join(folders)}): choose one with --set")
+    return shards
+
+
+def load_corpus(root: str, max_utts: int | None = None, frame_shift: float = 0.04,
+                set_name: str | None = None) -> Corpus:
+    """The first `max_utts` utterances of the shards (sorted by path) of one set (the
+    folder root/set_name, e.g. `sim` or `model`; None: the only set under root) and the
+    symbol tables."""
     if not os.path.isdir(root):
         raise FileNotFoundError(f"corpus directory {root} does not exist")
     word_ids = read_table(os.path.join(root, "words.txt"))
     words = [""] * (max(word_ids.values()) + 1)
     for w, i in word_ids.items():
         words[i] = w
-    shards = sorted(glob.glob(os.path.join(root, "**", "*.npz"), recursive=True))
-    if not shards:
-        raise FileNotFoundError(f"no .npz shards under {root}")
+    shards = find_shards(root, set_name)
     lps, lens, refs = [], [], []
     have = 0
     for s in shards:

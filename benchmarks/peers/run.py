@@ -1,6 +1,6 @@
 """Run several decoders on identical inputs in one process and print one table.
 
-    python -m benchmarks.peers.run --corpus DIR --batch 1 8 32 --utts N \\
+    python -m benchmarks.peers.run --corpus DIR [--set sim|model] --batch 1 8 32 --utts N \\
         [--decoders cuwfst-gpu riva torchaudio-ctc cuwfst-cpu kaldi-decoder greedy] \\
         [--md docs/benchmarks.md] [--json out.jsonl]
 
@@ -31,6 +31,8 @@ def parse_args(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.peers.run", description=__doc__.splitlines()[0])
     p.add_argument("--corpus", required=True, help="corpus directory (HLG.img, TLG.fst, words.txt, shards)")
     p.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32])
+    p.add_argument("--set", dest="set_name", default=None,
+                   help="the shards' folder under the corpus: sim, model, ... (default: the only one)")
     p.add_argument("--utts", type=int, default=None, help="first N utterances (default: all)")
     p.add_argument("--cpu-utts", type=int, default=None,
                    help="at most this many utterances for the slow CPU decoders (cuwfst-cpu, kaldi-decoder)")
@@ -117,7 +119,7 @@ def run_entry(name: str, corpus, batch: int, args) -> Row:
 def main(argv=None) -> list[Row]:
     args = parse_args(argv)
     command = "python -m benchmarks.peers.run " + shlex.join(sys.argv[1:] if argv is None else argv)
-    corpus = load_corpus(args.corpus, args.utts, args.frame_shift)
+    corpus = load_corpus(args.corpus, args.utts, args.frame_shift, args.set_name)
     if args.order == "length":  # batches of similar lengths, as a bucketing sampler makes them
         order = np.argsort(-corpus.lengths, kind="stable")
         corpus.log_probs = np.ascontiguousarray(corpus.log_probs[order])
