@@ -60,7 +60,7 @@ echo "[$(since) s] tier and module ready" | tee -a "$L"
 # 2. the pipeline; training stops TRAIN_END s after this script started, whatever synthesis took
 python3 -m benchmarks.model.train --corpus "$SMALL" --out "$OUT" --scale "$SCALE" \
   --synth-by $(( T0 + SYNTH_END )) --finish-by $(( T0 + TRAIN_END )) --set-corpus ${SET_CORPORA:-} 2>&1 \
-  | grep -v Warning | tee -a "$L"
+  | grep --line-buffered -v Warning | tee -a "$L"
 [ -f "$OUT/summary.json" ] || { echo "training pipeline failed" | tee -a "$L"; exit 1; }
 echo "[$(since) s] model done" | tee -a "$L"
 for d in ${SET_CORPORA:-}; do ls "$d"/model/*.npz > /dev/null 2>&1 || echo "warning: no model set in $d" | tee -a "$L"; done
