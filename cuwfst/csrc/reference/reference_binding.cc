@@ -89,17 +89,14 @@ Options MakeOptions(double search_beam, double output_beam, int64_t min_active, 
   return o;
 }
 
-// log_probs [B, T, V>=vocab] f32; lengths [B] i32 in [0, T]. Outputs, one row per batch row:
-// out_arcs [B, cap] i32 (the first min(len, cap) arcs), out_len [B] i32 (the TRUE length),
-// out_score [B] f32, out_meta [B, 4] i32 = {reached_final, redirected, redirect_arc, max_frontier},
-// out_stats [B, 2] i64 = {frontier_total, closure_added} (RowResult).
-void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
-               double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
-               int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_arcs,
-               TensorView out_len, TensorView out_score, TensorView out_meta, TensorView out_stats) {
-  const GraphView& g = GetGraph(graph_h)->view;
-  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
-                            eps_iterations, online);
+// A batch of rows: log_probs [B, T, V >= vocab] f32, lengths [B] i32 in [0, T].
+struct RowBatch {
+  int64_t B, T, V;
+  const float* lp;
+  const int32_t* len;
+};
+
+RowBatch CheckBatch(const GraphView& g, const TensorView& log_probs, const TensorView& lengths) {
   if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
   const int64_t B = log_probs.shape()[0], T = log_probs.shape()[1], V = log_probs.shape()[2];
   CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {B, T, V});
@@ -107,6 +104,39 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
     TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is "
                               << g.vocab_size;
   CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
+  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
+  for (int64_t b = 0; b < B; ++b)
+    if (len[b] < 0 || len[b] > T)
+      TVM_FFI_THROW(ValueError) << "lengths[" << b << "] = " << len[b] << " outside [0, " << T << "]";
+  return {B, T, V, static_cast<const float*>(log_probs.data_ptr()), len};
+}
+
+// One result row per batch row: out_arcs [B, cap] i32 (the first min(len, cap) arcs),
+// out_len [B] i32 (the TRUE length), out_score [B] f32, out_meta [B, 4] i32 =
+// {reached_final, redirected, redirect_arc, max_frontier}, out_stats [B, 2] i64 =
+// {frontier_total, closure_added} (RowResult).
+struct RowOutputs {
+  int64_t cap;
+  int32_t *arcs, *len;
+  float* score;
+  int32_t* meta;
+  int64_t* stats;
+  void Write(int64_t b, const cuwfst::reference::RowResult& r) const {
+    len[b] = static_cast<int32_t>(r.arcs.size());
+    const int64_t n = std::min<int64_t>(cap, r.arcs.size());
+    if (n > 0) std::memcpy(arcs + b * cap, r.arcs.data(), n * sizeof(int32_t));
+    score[b] = r.score;
+    meta[b * 4 + 0] = r.reached_final;
+    meta[b * 4 + 1] = r.redirected;
+    meta[b * 4 + 2] = r.redirect_arc;
+    meta[b * 4 + 3] = r.max_frontier;
+    stats[b * 2 + 0] = r.frontier_total;
+    stats[b * 2 + 1] = r.closure_added;
+  }
+};
+
+RowOutputs CheckOutputs(int64_t B, const TensorView& out_arcs, const TensorView& out_len, const TensorView& out_score,
+                        const TensorView& out_meta, const TensorView& out_stats) {
   if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
   const int64_t cap = out_arcs.shape()[1];
   CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
@@ -114,42 +144,43 @@ void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
   CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
   CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
-  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
-  for (int64_t b = 0; b < B; ++b)
-    if (len[b] < 0 || len[b] > T)
-      TVM_FFI_THROW(ValueError) << "lengths[" << b << "] = " << len[b] << " outside [0, " << T << "]";
-  const float* lp = static_cast<const float*>(log_probs.data_ptr());
-  int32_t* arcs = static_cast<int32_t*>(out_arcs.data_ptr());
-  int32_t* olen = static_cast<int32_t*>(out_len.data_ptr());
-  float* oscore = static_cast<float*>(out_score.data_ptr());
-  int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
-  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
+  return {cap, static_cast<int32_t*>(out_arcs.data_ptr()), static_cast<int32_t*>(out_len.data_ptr()),
+          static_cast<float*>(out_score.data_ptr()), static_cast<int32_t*>(out_meta.data_ptr()),
+          static_cast<int64_t*>(out_stats.data_ptr())};
+}
 
+// Runs fn(slot, i) for i in [0, n) on up to num_threads threads; each thread has its own
+// state-slot scratch of slot_size entries of -1 (RowSearch's `slot`; 0 where unused).
+template <typename F>
+void ForEachRow(int64_t slot_size, int64_t n, int64_t num_threads, F&& fn) {
   std::atomic<int64_t> next{0};
   auto worker = [&]() {
-    std::vector<int32_t> slot(g.num_states, -1);
-    for (int64_t b = next++; b < B; b = next++) {
-      auto r = cuwfst::reference::DecodeRow(g, lp + b * T * V, V, len[b], opt, &slot, nullptr);
-      olen[b] = static_cast<int32_t>(r.arcs.size());
-      int64_t n = std::min<int64_t>(cap, r.arcs.size());
-      if (n > 0) std::memcpy(arcs + b * cap, r.arcs.data(), n * sizeof(int32_t));
-      oscore[b] = r.score;
-      meta[b * 4 + 0] = r.reached_final;
-      meta[b * 4 + 1] = r.redirected;
-      meta[b * 4 + 2] = r.redirect_arc;
-      meta[b * 4 + 3] = r.max_frontier;
-      stats[b * 2 + 0] = r.frontier_total;
-      stats[b * 2 + 1] = r.closure_added;
-    }
+    std::vector<int32_t> slot(slot_size, -1);
+    for (int64_t i = next++; i < n; i = next++) fn(&slot, i);
   };
-  int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, B));
+  const int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, n));
   if (nt == 1) {
     worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
+    return;
   }
+  std::vector<std::thread> pool;
+  for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
+  for (auto& th : pool) th.join();
+}
+
+// A batch (CheckBatch) decoded row by row on num_threads threads; outputs as CheckOutputs.
+void RefDecode(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
+               double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
+               int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_arcs,
+               TensorView out_len, TensorView out_score, TensorView out_meta, TensorView out_stats) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, online);
+  const RowBatch in = CheckBatch(g, log_probs, lengths);
+  const RowOutputs out = CheckOutputs(in.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  ForEachRow(g.num_states, in.B, num_threads, [&](std::vector<int32_t>* slot, int64_t b) {
+    out.Write(b, cuwfst::reference::DecodeRow(g, in.lp + b * in.T * in.V, in.V, in.len[b], opt, slot, nullptr));
+  });
 }
 
 // One row with per-step snapshots. Snapshot k (k = 0 the initial frontier, k = t + 1 after
@@ -254,23 +285,12 @@ void RefStreamsAdvance(TensorView streams, TensorView log_probs, TensorView leng
       if (hs[j] == hs[i]) TVM_FFI_THROW(ValueError) << "a stream appears twice in one advance";
   }
   const float* lp = static_cast<const float*>(log_probs.data_ptr());
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    for (int64_t i = next++; i < S; i = next++) {
-      RefStream* st = GetStream(hs[i]);
-      for (int32_t t = 0; t < len[i]; ++t)
-        st->search->Step(lp + (i * Tc + t) * V, cuwfst::reference::RowSearch::kUnknownLength);
-      if (compact) st->search->Compact();
-    }
-  };
-  int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, S));
-  if (nt == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
+  ForEachRow(0, S, num_threads, [&](std::vector<int32_t>*, int64_t i) {  // a stream has its own slot
+    RefStream* st = GetStream(hs[i]);
+    for (int32_t t = 0; t < len[i]; ++t)
+      st->search->Step(lp + (i * Tc + t) * V, cuwfst::reference::RowSearch::kUnknownLength);
+    if (compact) st->search->Compact();
+  });
 }
 
 // The best path so far: out_arcs [cap] i32, out_info [4] i32 = {path length (true), committed
@@ -303,27 +323,9 @@ void RefStreamFinalize(int64_t h, TensorView out_arcs, TensorView out_len, Tenso
                        TensorView out_meta, TensorView out_stats) {
   RefStream* st = GetStream(h);
   if (st->search->finished()) TVM_FFI_THROW(ValueError) << "the stream is already finalized";
-  if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [1, cap]";
-  const int64_t cap = out_arcs.shape()[1];
-  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {1, cap});
-  CheckHostTensor(out_len, "out_len", kDLInt, 32, {1});
-  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {1});
-  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {1, 4});
-  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {1, 2});
+  const RowOutputs out = CheckOutputs(1, out_arcs, out_len, out_score, out_meta, out_stats);
   st->search->Final();
-  auto r = st->search->Result();
-  static_cast<int32_t*>(out_len.data_ptr())[0] = static_cast<int32_t>(r.arcs.size());
-  int64_t n = std::min<int64_t>(cap, r.arcs.size());
-  if (n > 0) std::memcpy(out_arcs.data_ptr(), r.arcs.data(), n * sizeof(int32_t));
-  static_cast<float*>(out_score.data_ptr())[0] = r.score;
-  int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
-  meta[0] = r.reached_final;
-  meta[1] = r.redirected;
-  meta[2] = r.redirect_arc;
-  meta[3] = r.max_frontier;
-  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
-  stats[0] = r.frontier_total;
-  stats[1] = r.closure_added;
+  out.Write(0, st->search->Result());
 }
 
 // out [2] i64 = {frames, winners-log entries held} (memory: the log is the only part that
@@ -359,66 +361,24 @@ int64_t RefDecodeLattice(int64_t graph_h, TensorView log_probs, TensorView lengt
   const GraphView& g = GetGraph(graph_h)->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, online);
-  if (log_probs.ndim() != 3) TVM_FFI_THROW(ValueError) << "log_probs must be [B, T, V]";
-  const int64_t B = log_probs.shape()[0], T = log_probs.shape()[1], V = log_probs.shape()[2];
-  CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {B, T, V});
-  if (V < g.vocab_size)
-    TVM_FFI_THROW(ValueError) << "log_probs has " << V << " columns but the graph's vocab_size is "
-                              << g.vocab_size;
-  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
-  if (out_arcs.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_arcs must be [B, cap]";
-  const int64_t cap = out_arcs.shape()[1];
-  CheckHostTensor(out_arcs, "out_arcs", kDLInt, 32, {B, cap});
-  CheckHostTensor(out_len, "out_len", kDLInt, 32, {B});
-  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
-  CheckHostTensor(out_meta, "out_meta", kDLInt, 32, {B, 4});
-  CheckHostTensor(out_stats, "out_stats", kDLInt, 64, {B, 2});
+  const RowBatch in = CheckBatch(g, log_probs, lengths);
+  const int64_t B = in.B;
+  const RowOutputs out = CheckOutputs(B, out_arcs, out_len, out_score, out_meta, out_stats);
   CheckHostTensor(out_lat_size, "out_lat_size", kDLInt, 64, {B, 3});
-  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
-  for (int64_t b = 0; b < B; ++b)
-    if (len[b] < 0 || len[b] > T)
-      TVM_FFI_THROW(ValueError) << "lengths[" << b << "] = " << len[b] << " outside [0, " << T << "]";
-  const float* lp = static_cast<const float*>(log_probs.data_ptr());
-  int32_t* arcs = static_cast<int32_t*>(out_arcs.data_ptr());
-  int32_t* olen = static_cast<int32_t*>(out_len.data_ptr());
-  float* oscore = static_cast<float*>(out_score.data_ptr());
-  int32_t* meta = static_cast<int32_t*>(out_meta.data_ptr());
-  int64_t* stats = static_cast<int64_t*>(out_stats.data_ptr());
   int64_t* lat_size = static_cast<int64_t*>(out_lat_size.data_ptr());
 
   auto lats = std::make_unique<RefLattices>();
   lats->rows.resize(B);
   std::vector<std::string> errors(B);
-  std::atomic<int64_t> next{0};
-  auto worker = [&]() {
-    std::vector<int32_t> slot(g.num_states, -1);
-    for (int64_t b = next++; b < B; b = next++) {
-      cuwfst::reference::RowResult r;
-      cuwfst::reference::RowLattice& lat = lats->rows[b];
-      cuwfst::reference::DecodeRowLattice(g, lp + b * T * V, V, len[b], opt, &slot, &r, &lat, &errors[b]);
-      olen[b] = static_cast<int32_t>(r.arcs.size());
-      int64_t n = std::min<int64_t>(cap, r.arcs.size());
-      if (n > 0) std::memcpy(arcs + b * cap, r.arcs.data(), n * sizeof(int32_t));
-      oscore[b] = r.score;
-      meta[b * 4 + 0] = r.reached_final;
-      meta[b * 4 + 1] = r.redirected;
-      meta[b * 4 + 2] = r.redirect_arc;
-      meta[b * 4 + 3] = r.max_frontier;
-      stats[b * 2 + 0] = r.frontier_total;
-      stats[b * 2 + 1] = r.closure_added;
-      lat_size[b * 3 + 0] = lat.num_states;
-      lat_size[b * 3 + 1] = static_cast<int64_t>(lat.src.size());
-      lat_size[b * 3 + 2] = lat.recorded_arcs;
-    }
-  };
-  int64_t nt = std::max<int64_t>(1, std::min<int64_t>(num_threads, B));
-  if (nt == 1) {
-    worker();
-  } else {
-    std::vector<std::thread> pool;
-    for (int64_t i = 0; i < nt; ++i) pool.emplace_back(worker);
-    for (auto& th : pool) th.join();
-  }
+  ForEachRow(g.num_states, B, num_threads, [&](std::vector<int32_t>* slot, int64_t b) {
+    cuwfst::reference::RowResult r;
+    cuwfst::reference::RowLattice& lat = lats->rows[b];
+    cuwfst::reference::DecodeRowLattice(g, in.lp + b * in.T * in.V, in.V, in.len[b], opt, slot, &r, &lat, &errors[b]);
+    out.Write(b, r);
+    lat_size[b * 3 + 0] = lat.num_states;
+    lat_size[b * 3 + 1] = static_cast<int64_t>(lat.src.size());
+    lat_size[b * 3 + 2] = lat.recorded_arcs;
+  });
   for (int64_t b = 0; b < B; ++b)
     if (!errors[b].empty()) TVM_FFI_THROW(ValueError) << "row " << b << ": " << errors[b];
   return reinterpret_cast<int64_t>(lats.release());
