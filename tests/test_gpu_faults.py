@@ -74,6 +74,20 @@ def case():
     return graph, lp, lens, cpu
 
 
+def _what_is_alive(mod, before) -> str:
+    """For a failed live-counter check: what the module holds beyond `before`, and which of
+    our objects are still alive (and who refers to them)."""
+    from cuwfst.decoder.gpu import GpuInstance, live_uploads
+
+    now = _mem(mod)
+    alive = [o for o in gc.get_objects() if isinstance(o, (GpuInstance, Decoder))]
+    lines = [f"held now {now} vs before {before}; live uploads {live_uploads()}; {len(alive)} alive:"]
+    for o in alive:
+        refs = [type(r).__name__ for r in gc.get_referrers(o) if r is not alive][:6]
+        lines.append(f"  {type(o).__name__} referred to by {refs}")
+    return "\n".join(lines)
+
+
 def _small(dec, graph, **kw):
     """Swap the decoder's main instance for one with the given capacities (growth sites)."""
     from cuwfst.decoder.gpu import GpuInstance
@@ -152,7 +166,7 @@ def _growth_walk(case, *, profile: bool):
     assert stats["arena_high_water"] > 2048, "the walk must include arena growth"
     del dec
     gc.collect()
-    assert _live(_mem(mod)) == _live(before)
+    assert _live(_mem(mod)) == _live(before), _what_is_alive(mod, before)
     raised = 0
     walk = range(1, sites + 1)
     if profile:  # hundreds of event sites, all alike: the first 24, the last 4, a spread between

@@ -366,6 +366,20 @@ def test_synthesis_is_reproducible_whatever_the_workers(source, monkeypatch):
     assert [r.index for r in early] == [0, 1]
 
 
+@needs_espeak
+@needs_fbank
+def test_a_dead_synthesis_worker_costs_its_chunk_not_the_run(monkeypatch):
+    from benchmarks.model import synth
+
+    monkeypatch.setattr(synth, "CHUNK", 2)
+    monkeypatch.setenv("CUWFST_SYNTH_CRASH_ROW", "3")  # chunk 1 (rows 2, 3) dies
+    said = []
+    rows = synth.synthesize(TINY, "train", range(6), 5, held_out_voices=False, aug=audio.TRAIN_AUGMENT,
+                            workers=2, log=said.append)
+    assert [r.index for r in rows] == [0, 1, 4, 5]
+    assert any("chunk 1 lost" in m for m in said), said
+
+
 # ---------------------------------------------------------------------------- torch
 @needs_torch
 def test_model_output_does_not_depend_on_its_batch():
