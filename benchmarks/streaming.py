@@ -580,7 +580,7 @@ def cuwfst_one(b: Bench, row: dict, n: int, budget_s: float, last: dict) -> dict
             for l in missing:
                 samples[l] = (int(feeder.utt[l]), int(feeder.start[l]), int(feeder.pos[l]), fin[l][3])
         setup_s = engine.build_s + engine.open_s
-        row.update(engine.describe(), status="ok" if timing["ticks"] >= a.min_ticks else "partial",
+        row.update(engine.describe(), status=_status(timing, a),
                    setup_s=round(setup_s, 2), memory=mem, **timing)
     finally:
         engine.close()
@@ -593,6 +593,11 @@ def cuwfst_one(b: Bench, row: dict, n: int, budget_s: float, last: dict) -> dict
     if timing["ticks"]:
         last.update(tick=timing["decode_s"] / timing["ticks"] / n, setup=setup_s / n)
     return row
+
+
+def _status(timing: dict, a) -> str:
+    """partial: a time cap or a failure stopped the loop before the ticks asked for, or --min-ticks."""
+    return "partial" if timing["stopped"] and timing["ticks"] < min(a.ticks, a.min_ticks) else "ok"
 
 
 def _delta(x, x0):
@@ -675,7 +680,7 @@ def riva_rows(b: Bench) -> None:
             b.report.add(dict(row, status="error", reason=f"{type(e).__name__}: {e}"))
             break  # the shared decoder's state is unknown now
         mem = {"device_used_mib": mib(_delta(m1["device_used"], m0["device_used"])), "rss_delta_mib": mib(rss1 - rss0)}
-        row.update(engine.describe(), status="ok" if timing["ticks"] >= a.min_ticks else "partial",
+        row.update(engine.describe(), status=_status(timing, a),
                    setup_s=round(engine.open_s, 2), memory=mem, **timing)
         b.report.add(row)
         if timing["ticks"]:
