@@ -484,8 +484,10 @@ class Bench:
                           lane_frontier_tokens=max(a.main_q_factor * a.max_active_states, 1024),
                           arena_entries=a.arena_entries, chunk=a.chunk, chunk_s=chunk_s,
                           chunks="cuda" if self.cuda_chunks else "host", pace=a.pace)
+        what = (f"riva on {a.riva_graph or Path(a.graph).with_name('TLG.fst')}" if a.riva_only
+                else f"{a.graph} ({self.graph.num_states:,} states)")
         self.header = (
-            f"Streaming capacity: {a.graph} ({self.graph.num_states:,} states), {len(self.lens)} utterances of "
+            f"Streaming capacity: {what}, {len(self.lens)} utterances of "
             f"{a.log_probs} (mean {self.lens.mean():.0f} frames), chunks of {a.chunk} frames ({chunk_s:.2f} s), "
             f"device {a.device} ({mach['gpu'] or mach['cpu']}), commit {self.commit}. Knobs: "
             + ", ".join(f"{k}={v}" for k, v in self.knobs.items()))
