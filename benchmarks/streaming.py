@@ -18,6 +18,8 @@ gives every lane its next chunk (the last chunk of an utterance may be shorter) 
   from the tick's start to the end of its decoder's advance (the first group waits least).
   Chunks are views of one stacked tensor: on the GPU (--chunks cuda, the default with
   torch) or in host memory (--chunks host).
+  With --partial every stream's partial result is read after its decoder's advance, inside
+  the chunk's latency (riva's decode_batch returns partial hypotheses with every chunk).
 - turnover: finalizing the streams whose utterance ended and opening their successors.
 
 Wall clock around each call with the GPU synchronised on both sides (the decoder runs on
@@ -121,7 +123,7 @@ class CuwfstEngine:
         from cuwfst import StreamingDecoder
 
         per = a.lanes_per_decoder if is_gpu(a.device) else n
-        self.sync = sync
+        self.sync, self.partial = sync, a.partial
         self.groups = []  # (StreamingDecoder, lane indices)
         self.owner = [None] * n
         self.streams = [None] * n
@@ -156,6 +158,9 @@ class CuwfstEngine:
         t0 = time.perf_counter()
         for sd, lanes in self.groups:
             sd.advance([self.streams[l] for l in lanes], [chunks[l] for l in lanes])
+            if self.partial:  # what riva's decode_batch returns with every chunk
+                for l in lanes:
+                    self.streams[l].partial()
             self.sync()
             out.append((len(lanes), time.perf_counter() - t0))
         return out, {}
@@ -416,6 +421,9 @@ def parse_args(argv=None):
                         "warm-up and --min-ticks ticks in the time left is skipped")
     p.add_argument("--min-ticks", type=int, default=5)
     p.add_argument("--pace", action="store_true", help="sleep until each chunk's arrival (real-time pacing)")
+    p.add_argument("--partial", action="store_true",
+                   help="cuwfst: read every stream's partial result after its advance, inside the chunk's latency "
+                        "(riva's decode_batch returns partial hypotheses with every chunk)")
     p.add_argument("--lanes-per-decoder", type=int, default=GPU_MAX_LANES,
                    help=f"GPU: streams per StreamingDecoder (at most {GPU_MAX_LANES}); more streams use more decoders")
     p.add_argument("--chunks", choices=["auto", "cuda", "host"], default="auto",
@@ -483,7 +491,7 @@ class Bench:
                           min_active_states=a.min_active_states, main_q_factor=a.main_q_factor,
                           lane_frontier_tokens=max(a.main_q_factor * a.max_active_states, 1024),
                           arena_entries=a.arena_entries, chunk=a.chunk, chunk_s=chunk_s,
-                          chunks="cuda" if self.cuda_chunks else "host", pace=a.pace)
+                          chunks="cuda" if self.cuda_chunks else "host", pace=a.pace, partial=a.partial)
         what = (f"riva on {a.riva_graph or Path(a.graph).with_name('TLG.fst')}" if a.riva_only
                 else f"{a.graph} ({self.graph.num_states:,} states)")
         self.header = (

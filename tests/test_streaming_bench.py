@@ -59,16 +59,17 @@ def test_streaming_capacity_cpu(tmp_path):
 
 
 def test_streaming_with_epsilon_graph_and_turnover(tmp_path):
-    """TLG (epsilon arcs), long chunks: streams end, are finalized and reopened mid-run,
-    and the finalized ones are the ones checked."""
+    """TLG (epsilon arcs), long chunks, partial results read every chunk: streams end, are
+    finalized and reopened mid-run, and the finalized ones are the ones checked."""
     js = tmp_path / "s.jsonl"
     rc = streaming.main(["--graph", str(TINY / "TLG.img"), "--log-probs", str(DEMO_SHARD), "--device", "cpu",
                          "--streams", "4", "--ticks", "12", "--warmup-ticks", "0", "--chunk", "48",
-                         "--check", "4", "--json", str(js)])
+                         "--check", "4", "--partial", "--json", str(js)])
     (r,) = _rows(js)
     assert rc == 0 and r["status"] == "ok"
     assert r["finalized"] >= 4  # every lane's first utterance (at most 473 frames) ended within 576 frames
     assert r["check"] == dict(r["check"], checked=4, identical=4)
+    assert r["knobs"]["partial"] is True
 
 
 def test_riva_rows_skip_cleanly(tmp_path):
