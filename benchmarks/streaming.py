@@ -16,6 +16,7 @@ gives every lane its next chunk (the last chunk of an utterance may be shorter) 
   decoder holds at most 1024 lanes, so N > --lanes-per-decoder streams are spread over
   ceil(N / lanes) decoders advanced one after the other; a chunk's latency is then the time
   from the tick's start to the end of its decoder's advance (the first group waits least).
+  (--lanes-per-decoder sets the group size on the CPU too.)
   Chunks are views of one stacked tensor: on the GPU (--chunks cuda, the default with
   torch) or in host memory (--chunks host).
   With --partial every stream's partial result is read after its decoder's advance, inside
@@ -122,7 +123,7 @@ class CuwfstEngine:
     def __init__(self, graph, options, a, n: int, sync):
         from cuwfst import StreamingDecoder
 
-        per = a.lanes_per_decoder if is_gpu(a.device) else n
+        per = a.lanes_per_decoder or (GPU_MAX_LANES if is_gpu(a.device) else n)
         self.sync, self.partial = sync, a.partial
         self.groups = []  # (StreamingDecoder, lane indices)
         self.owner = [None] * n
@@ -191,7 +192,7 @@ class CuwfstEngine:
             if live:  # GPU: the decoder's winners log after its last GC round (all its streams)
                 tot["live_winners"] = tot.get("live_winners", 0) + sd.memory_stats(live[0])["winners"]
         if not caps:  # the CPU: the search-log entries the open streams hold
-            held = [sd.memory_stats(s)["winners"] for s in self.streams if s is not None]
+            held = [o.memory_stats(s)["winners"] for o, s in zip(self.owner, self.streams) if s is not None]
             return {"stream_winners_max": max(held, default=0), "stream_winners_sum": int(sum(held))}
         return {**tot, **caps}
 
@@ -349,6 +350,7 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
     row = dict(ticks=measured, warmup_ticks=min(k, a.warmup_ticks), stopped=stopped,
                p50_ms=_ms(percentile(lat, 50)), p99_ms=_ms(p99), max_ms=_ms(max(lat) if lat else None),
                advance_p50_ms=_ms(percentile(advances, 50)), advance_p99_ms=_ms(percentile(advances, 99)),
+               advance_max_ms=_ms(max(advances) if advances else None),
                tick_p50_ms=_ms(percentile(ticks, 50)), tick_p99_ms=_ms(percentile(ticks, 99)),
                turnover_mean_ms=_ms(float(np.mean(turnovers)) if turnovers else None),
                decode_s=round(decode_s, 3), audio_s_per_stream=round(audio_s, 2),
@@ -427,8 +429,9 @@ def parse_args(argv=None):
     p.add_argument("--partial", action="store_true",
                    help="cuwfst: read every stream's partial result after its advance, inside the chunk's latency "
                         "(riva's decode_batch returns partial hypotheses with every chunk)")
-    p.add_argument("--lanes-per-decoder", type=int, default=GPU_MAX_LANES,
-                   help=f"GPU: streams per StreamingDecoder (at most {GPU_MAX_LANES}); more streams use more decoders")
+    p.add_argument("--lanes-per-decoder", type=int, default=None,
+                   help=f"streams per StreamingDecoder (GPU: at most and by default {GPU_MAX_LANES}; CPU: all by "
+                        "default); more streams use more decoders, advanced one after the other")
     p.add_argument("--chunks", choices=["auto", "cuda", "host"], default="auto",
                    help="where the chunks live: one stacked GPU tensor (auto with torch on a GPU) or host memory")
     p.add_argument("--threads", type=int, default=None, help="CPU: threads of the CPU streams")
@@ -447,7 +450,7 @@ def parse_args(argv=None):
     a = p.parse_args(argv)
     if min(a.streams) < 1 or a.chunk < 1 or a.ticks < 1 or a.warmup_ticks < 0 or a.min_ticks < 1:
         p.error("--streams, --chunk, --ticks and --min-ticks must be >= 1, --warmup-ticks >= 0")
-    if not 1 <= a.lanes_per_decoder <= GPU_MAX_LANES:
+    if a.lanes_per_decoder is not None and not 1 <= a.lanes_per_decoder <= GPU_MAX_LANES:
         p.error(f"--lanes-per-decoder must be in [1, {GPU_MAX_LANES}]")
     if a.check < 0 or a.riva_max_batch < 1:
         p.error("--check must be >= 0 and --riva-max-batch >= 1")
@@ -532,7 +535,7 @@ def main(argv=None) -> int:
         status = cuwfst_rows(b)
     if a.riva or a.riva_only:
         riva_rows(b)
-    print(md_table(b.report.rows, b.header))
+    print(md_table(b.report.rows, b.report.header))
     return status
 
 
@@ -549,11 +552,17 @@ def cuwfst_rows(b: Bench) -> int:
         probe = DeviceMemory(a.device)
         b.clean()
         m0, t = probe.sample(), time.perf_counter()
-        StreamingDecoder(b.graph, b.options, device=a.device, max_streams=1, main_q_factor=a.main_q_factor)
+        one = StreamingDecoder(b.graph, b.options, device=a.device, max_streams=1, main_q_factor=a.main_q_factor)
+        st = decoder_memory(one)
+        del one
         b.clean()
         b.base["graph_upload_mib"] = mib(_delta(probe.sample()["device_used"], m0["device_used"]))
+        caps = (f"lane capacities main_q={st['main_q']} tokens, claims_cap={st['claims_cap']}, "
+                f"hash_cap={st['hash_cap']}; a 1-lane decoder's fixed workspace {mib(st['fixed'])} MiB")
+        b.base["lane_capacities"] = {k: st[k] for k in ("main_q", "claims_cap", "hash_cap", "fixed")}
+        b.report.header += f". {caps}"
         print(f"graph uploaded in {time.perf_counter() - t:.1f} s: {b.base['graph_upload_mib']} MiB of device "
-              f"memory stay for the run", flush=True)
+              f"memory stay for the run; {caps}", flush=True)
     for n in sorted(set(a.streams)):
         row = dict(b.base, engine="cuwfst", n=n)
         left = a.total_seconds - (time.perf_counter() - t_all) if a.total_seconds else float("inf")

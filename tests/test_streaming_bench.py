@@ -72,6 +72,38 @@ def test_streaming_with_epsilon_graph_and_turnover(tmp_path):
     assert r["knobs"]["partial"] is True
 
 
+def test_streams_over_several_decoders(tmp_path):
+    """5 streams over decoders of at most 2 lanes: 3 decoders advanced in turn; a chunk's
+    latency runs to the end of its decoder's advance, so the last group waits longest."""
+    js = tmp_path / "s.jsonl"
+    rc = streaming.main(["--device", "cpu", "--streams", "5", "--lanes-per-decoder", "2", "--ticks", "4",
+                         "--warmup-ticks", "0", "--chunk", "24", "--check", "5", "--json", str(js)])
+    (r,) = _rows(js)
+    assert rc == 0 and (r["decoders"], r["lanes_per_decoder"]) == (3, 2)
+    assert r["check"]["identical"] == r["check"]["checked"] == 5
+    # a chunk's latency ends inside its tick's advance (timed from the same start)
+    assert r["p50_ms"] <= r["max_ms"] <= r["advance_max_ms"]
+
+
+def test_lanes_that_do_not_fit_are_reported(tmp_path, monkeypatch):
+    import cuwfst
+
+    real = cuwfst.StreamingDecoder
+
+    def small_memory(graph, options=None, device="cpu", *, max_streams=1024, **kw):
+        if max_streams > 4:
+            raise MemoryError(f"cannot allocate 9.9 GiB for frontier states of {max_streams} lanes")
+        return real(graph, options, device, max_streams=max_streams, **kw)
+
+    monkeypatch.setattr(cuwfst, "StreamingDecoder", small_memory)
+    js, md = tmp_path / "s.jsonl", tmp_path / "s.md"
+    rc = streaming.main(["--device", "cpu", "--streams", "3", "6", "--ticks", "2", "--json", str(js), "--md", str(md)])
+    rows = _rows(js)
+    assert rc == 0 and [r["status"] for r in rows] == ["ok", "does not fit"]
+    assert "cannot allocate 9.9 GiB" in rows[1]["reason"]
+    assert "| cuwfst | 6 |" in md.read_text() and "does not fit: cannot allocate" in md.read_text()
+
+
 def test_riva_rows_skip_cleanly(tmp_path):
     js = tmp_path / "s.jsonl"
     rc = streaming.main(["--device", "cpu", "--streams", "2", "5", "--riva-only",
