@@ -54,7 +54,8 @@ G=$FULL/HLG.img; S=$FULL/sim/shard-00000.npz
 
 # the parts' caps scaled to what is left of 570 s (the device allows 600 s a call)
 NOMINAL=485; LEFT=$(( 570 - ($(date +%s) - T0) )); SCALE=$(( LEFT * 100 / NOMINAL )); [ $SCALE -gt 100 ] && SCALE=100
-cap() { echo $(( $1 * SCALE / 100 )); }
+cap() { local c=$(( $1 * SCALE / 100 )); [ $c -lt 10 ] && c=10; echo $c; }  # never 0: `timeout 0` waits forever
+less() { local v=$(( $1 - $2 )); [ $v -lt 5 ] && v=5; echo $v; }
 log "setup done; parts' caps at ${SCALE}% of nominal"
 
 # part NAME CAP MDFILE CMD...: runs CMD under `timeout CAP`, its output timestamped into the
@@ -72,12 +73,12 @@ part() {
 C=$(cap 150)
 part "Streaming capacity, cuwfst, full HLG" $C $W/streaming.md \
   python3 -m benchmarks.streaming --graph $G --log-probs $S --device $DEVICE --streams $STREAMS \
-  --ticks 30 --warmup-ticks 3 --seconds 40 --total-seconds $(( C - 15 )) --check 16 --json $J --md $W/streaming.md
+  --ticks 30 --warmup-ticks 3 --seconds 40 --total-seconds $(less $C 15) --check 16 --json $J --md $W/streaming.md
 
 C=$(cap 120)
 part "One hour-long stream, full HLG" $C $W/long.md \
   python3 -m benchmarks.long_stream --graph $G --log-probs $S --device $DEVICE --frames $FRAMES --chunk 16 \
-  --max-seconds $(( C / 2 )) --csv $OUT/long_stream.csv --json $J --md $W/long.md
+  --max-seconds $(less $(( C / 2 )) 0) --csv $OUT/long_stream.csv --json $J --md $W/long.md
 
 C=$(cap 60)
 part "Continuous batching against stored-order padded batches, 32 lanes, full HLG" $C $W/continuous.md \
@@ -87,13 +88,13 @@ part "Continuous batching against stored-order padded batches, 32 lanes, full HL
 C=$(cap 90)
 part "Streaming capacity, riva online decoder, full TLG.fst" $C $W/riva.md \
   python3 -m benchmarks.streaming --graph $G --log-probs $S --device $DEVICE --streams $STREAMS \
-  --ticks 30 --warmup-ticks 3 --seconds 30 --riva-only --riva-graph $FULL/TLG.fst --riva-total-seconds $(( C - 25 )) \
+  --ticks 30 --warmup-ticks 3 --seconds 30 --riva-only --riva-graph $FULL/TLG.fst --riva-total-seconds $(less $C 25) \
   --json $J --md $W/riva.md
 
 C=$(cap 40)
 part "Streaming capacity, cuwfst, chunks in host memory" $C $W/host.md \
   python3 -m benchmarks.streaming --graph $G --log-probs $S --device $DEVICE --streams ${STREAMS_HOST:-1024 4096} \
-  --chunks host --ticks 20 --warmup-ticks 3 --seconds 25 --total-seconds $(( C - 8 )) --check 4 --json $J --md $W/host.md
+  --chunks host --ticks 20 --warmup-ticks 3 --seconds 25 --total-seconds $(less $C 8) --check 4 --json $J --md $W/host.md
 
 C=$(cap 25)
 part "Streaming capacity, cuwfst, partial results read every chunk" $C $W/partial.md \
