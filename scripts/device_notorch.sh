@@ -15,7 +15,11 @@ V=/tmp/venv-notorch
 python3 -m venv --without-pip "$V" || exit 1
 SP=$("$V/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 SYS=$(python3 -c 'import numpy, os; print(os.path.dirname(os.path.dirname(numpy.__file__)))')
-for m in numpy numpy.libs tqdm; do [ -e "$SYS/$m" ] && ln -s "$SYS/$m" "$SP/$m"; done
+for m in numpy tqdm typing_extensions; do  # where the system Python has them
+  src=$(python3 -c "import $m, os; f = $m.__file__; print(os.path.dirname(f) if f.endswith('__init__.py') else f)") \
+    && ln -s "$src" "$SP/"
+done
+[ -e "$SYS/numpy.libs" ] && ln -s "$SYS/numpy.libs" "$SP/"
 python3 -m pip install -q --no-index --no-deps --no-compile --target "$SP" \
   .device/wheels/apache_tvm_ffi-*.whl .device/wheels/ninja-*.whl .device/wheels/kaldialign-*.whl .device/wheels/kaldifst-*.whl \
   2>&1 | tail -2

@@ -76,15 +76,28 @@ def case():
 
 def _what_is_alive(mod, before) -> str:
     """For a failed live-counter check: what the module holds beyond `before`, and which of
-    our objects are still alive (and who refers to them)."""
+    our objects are still alive (and who refers to them, this function's own frame aside)."""
+    import sys
+    import types
+
     from cuwfst.decoder.gpu import GpuInstance, live_uploads
 
     now = _mem(mod)
     alive = [o for o in gc.get_objects() if isinstance(o, (GpuInstance, Decoder))]
     lines = [f"held now {now} vs before {before}; live uploads {live_uploads()}; {len(alive)} alive:"]
+    here = sys._getframe()
     for o in alive:
-        refs = [type(r).__name__ for r in gc.get_referrers(o) if r is not alive][:6]
-        lines.append(f"  {type(o).__name__} referred to by {refs}")
+        desc = []
+        for r in gc.get_referrers(o):
+            if r is alive or r is here or isinstance(r, types.CellType):
+                continue
+            if isinstance(r, types.FrameType):
+                desc.append(f"frame {r.f_code.co_name} ({r.f_code.co_filename.rsplit('/', 1)[-1]}:{r.f_lineno})")
+            elif isinstance(r, dict):
+                desc.append(f"dict keys {list(r)[:5]}")
+            else:
+                desc.append(type(r).__name__)
+        lines.append(f"  {type(o).__name__} refcount {sys.getrefcount(o)} referred to by {desc[:6]}")
     return "\n".join(lines)
 
 

@@ -127,6 +127,83 @@ def test_gpu_streams_equal_cpu_online_decode(seed):
             assert got.words[: len(committed[i])] == committed[i]
 
 
+def _tight_arena(sd, graph, opts, slack):
+    """Swap the streaming decoder's instance for one whose arena can never grow past one
+    worst-case step of every lane plus `slack` entries: the arena guard must make steps wait
+    and the advance run in rounds, with the results unchanged."""
+    import gc
+
+    from cuwfst.decoder.gpu import GpuInstance
+
+    b = sd._frontend._gpu
+    q, lanes, eps = b.main.main_q, b.main.max_lanes, b.main.eps_iterations
+    claims = b.main.claims_cap
+    b.main = sd._backend.inst = None
+    gc.collect()
+    arena_max = lanes * (claims + eps * q) + slack
+    b.main = sd._backend.inst = GpuInstance(b.mod, b.uploaded, graph, opts, b.index, main_q=q, arena_entries=1024,
+                                            arena_max=arena_max, **b.kw)
+    return b.main
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_gpu_streams_wait_for_arena_room(seed):
+    """Many streams' chunks in an arena that holds one worst-case step and a few hundred
+    entries more: each advance runs in several rounds (steps wait for the GC to free room),
+    and every stream still equals the CPU's online decode; no stream is flagged."""
+    rng, graph, V, opts = _case(seed)
+    S = int(rng.integers(3, 7))
+    T = [int(rng.integers(20, 70)) for _ in range(S)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=bool(seed % 2))[0] for t in T]
+    ref = Decoder(graph, opts)
+    want = [ref.decode(lps[i][None], [T[i]], online=True)[0] for i in range(S)]
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
+    q = sd._frontend._gpu.main.main_q
+    inst = _tight_arena(sd, graph, opts, slack=max(8192, 24 * S * q))  # room for the live windows
+    streams = [sd.open_stream() for _ in range(S)]
+    pos = [0] * S
+    while any(pos[i] < T[i] for i in range(S)):
+        todo = [i for i in range(S) if pos[i] < T[i]]
+        chunks = []
+        for i in todo:
+            c = int(rng.integers(1, 24))
+            chunks.append(lps[i][pos[i] : pos[i] + c])
+            pos[i] += len(chunks[-1])
+        sd.advance([streams[i] for i in todo], chunks)
+    for i in range(S):
+        got = sd.finalize(streams[i])
+        TOTALS["streams"] += 1
+        _same(graph, lps[i], want[i], got, f"seed {seed} stream {i}")
+    assert inst.mem_stats()["arena_high_water"] <= inst.arena_max
+
+
+def test_gpu_streams_wait_rounds_happen():
+    """The guard is exercised: over the tight-arena cases, advances took more rounds than calls."""
+    rounds = calls = short = 0
+    for seed in range(8):
+        rng = np.random.default_rng(8800 + seed)
+        V = 12
+        graph = random_ctc_graph(rng, 400, V, 5, 0.3)
+        opts = DecoderOptions(search_beam=12.0, max_active_states=10000)
+        sd = StreamingDecoder(graph, opts, device="cuda", max_streams=4)
+        inst = _tight_arena(sd, graph, opts, slack=4 * 8 * sd._frontend._gpu.main.main_q)
+        lps = [random_log_probs(rng, 1, 60, V, peaky=False)[0] for _ in range(4)]
+        want = [Decoder(graph, opts).decode(lp[None], [60], online=True)[0] for lp in lps]
+        streams = [sd.open_stream() for _ in range(4)]
+        try:
+            for start in range(0, 60, 20):
+                sd.advance(streams, [lp[start : start + 20] for lp in lps])
+                calls += 1
+        except RuntimeError as e:  # the live windows outgrew the slack: a clear error, not a wrong answer
+            assert "cannot hold one step" in str(e), e
+            short += 1
+            continue
+        for i in range(4):
+            _same(graph, lps[i], want[i], sd.finalize(streams[i]), f"seed {seed} stream {i}")
+        rounds += inst.mem_stats()["advance_rounds"]
+    assert short < 8 and rounds > calls, (rounds, calls, short)
+
+
 def test_gpu_stream_lifecycle_and_long_stream_memory():
     rng = np.random.default_rng(21)
     graph = random_ctc_graph(rng, 120, 10, 4, 0.3)

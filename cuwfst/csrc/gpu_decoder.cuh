@@ -148,10 +148,11 @@ class GpuDecoder {
   std::vector<Snapshot> DecodeSnapshots(const void* lp, bool lp_f16, int64_t stride_t, int32_t T,
                                         int32_t V, int32_t length, int64_t caller_stream);
   // {reserved, committed, fixed, arena_high_water, pinned, cached_graphs, graph_captures,
-  //  graph_evictions}: device bytes this decoder holds (reserved = committed: no lazy
+  //  graph_evictions, advance_rounds}: device bytes this decoder holds (reserved = committed: no lazy
   // regions yet), of which fixed workspace; winners-arena high water (entries); pinned
-  // host bytes; the CUDA-graph cache's size and its capture / eviction counts.
-  static constexpr int kMemStats = 8;
+  // host bytes; the CUDA-graph cache's size and its capture / eviction counts; the rounds
+  // stream advances took (more than one per advance when the arena guard made steps wait).
+  static constexpr int kMemStats = 9;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -181,6 +182,9 @@ class GpuDecoder {
   // A GC round over every live lane (gc.cuh); the drained arcs join the lanes' prefixes.
   void CollectGarbage();
   void EnsureArenaRoom(int64_t entries);
+  void SetArenaGuard(unsigned long long entries);
+  unsigned long long ArenaCursor();
+  int64_t StepEntriesBound() const;
   void GrowArenaKeeping(int64_t want);
   void CheckLanes(const int32_t* lanes, int32_t n, bool want_open) const;
   void Wait(int64_t caller_stream);
@@ -191,6 +195,7 @@ class GpuDecoder {
   template <typename T>
   T* Alloc(size_t count, const char* what);
   std::string Advice() const;
+  std::string ArenaShort(unsigned long long need, int32_t lanes) const;
 
   std::shared_ptr<GpuGraph> graph_;
   DecoderConfig cfg_;
@@ -224,6 +229,7 @@ class GpuDecoder {
   void Timed(int kind, F&& launch);
   void CollectProfile();
   unsigned long long arena_high_water_ = 0;
+  int64_t advance_rounds_ = 0;
   // Lanes that live across sequences (streams, continuous batching): host side.
   struct LaneHost {
     bool open = false;          // a stream (or a row of DecodeMany) holds the lane
@@ -238,6 +244,8 @@ class GpuDecoder {
   DeviceBuffer drain_;          // [max_lanes, path_cap]
   long long gc_round_ = 0;
   unsigned long long arena_used_ = 0;  // winners entries live after the last GC round
+  unsigned long long* arena_guard_ = nullptr;  // device scalar (ws_.arena_guard)
+  unsigned long long arena_guard_host_ = 0;    // its value (what the last SetArenaGuard wrote)
   bool hash_dirty_ = false;  // a sequence failed half-way: wipe every hash table before the next
   int64_t graph_captures_ = 0;
 };

@@ -81,7 +81,7 @@ def live_uploads() -> int:
 
 
 MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs",
-             "graph_captures", "graph_evictions")
+             "graph_captures", "graph_evictions", "advance_rounds")
 
 
 class GpuInstance:

@@ -148,7 +148,11 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   LaneCounters& lc = ws.lanes[lane];
   const int32_t T = lc.length;
   const int32_t t = lc.t;
-  if (T < 0 || t > T || (t < T && t >= lc.avail)) {
+  // The arena guard (streams): every CTA reads the cursor before this step appends anything,
+  // so all lanes take the same decision; a lane that waits keeps t and its frontier.
+  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
+                           *ws.arena_cursor + *ws.arena_guard > static_cast<unsigned long long>(ws.arena_cap);
+  if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short) {
     if (threadIdx.x == 0) {
       lc.phase = kPhaseIdle;
       lc.total_arcs = 0;

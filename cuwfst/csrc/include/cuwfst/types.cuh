@@ -178,6 +178,12 @@ struct Workspace {
   // winners log and cursor
   WinnerEntry* arena;
   unsigned long long* arena_cursor;
+  // Streams' arena guard (device scalar; 0: off): the winners entries one step of every lane
+  // the sequence moves may append at most. With it set, ScanKernel idles a lane's real step
+  // unless cursor + guard <= arena_cap, so a step never overflows the arena: it waits, and the
+  // host collects garbage, grows the arena and runs the rest of the chunk (an advance cannot
+  // be re-run, so it must never drop an entry).
+  const unsigned long long* arena_guard;
   LaneCounters* lanes;
   const LaneCommand* commands;  // [max_lanes] LaneSetupKernel's orders for this sequence
   const LaneInput* inputs;      // [max_lanes] each lane's log-prob rows
