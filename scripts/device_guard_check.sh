@@ -14,15 +14,15 @@ echo "commit $(cat .device/COMMIT)" | tee $L
     --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1 && python3 -m benchmarks.corpus.simulate \
     --corpus /tmp/corpus-small --out /tmp/corpus-small/sim --num-utts 256 --shard-size 256 --seed 0 >> /tmp/small.log 2>&1 ) &
 SMALL=$!
-timeout 130 python3 -m pytest -q tests/test_gpu_lanes.py -p no:cacheprovider 2>&1 | tail -15 | tee -a $L
+timeout 105 python3 -m pytest -q tests/test_gpu_lanes.py -p no:cacheprovider 2>&1 | tail -15 | tee -a $L
 echo "[$(since) s] lanes tests done" | tee -a $L
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-CUWFST_FREE_SLACK_MIB=1024 timeout 40 "$CS" --tool memcheck --leak-check no --report-api-errors no \
+CUWFST_FREE_SLACK_MIB=1024 timeout 30 "$CS" --tool memcheck --leak-check no --report-api-errors no \
   python3 -m pytest -q -x tests/test_gpu_faults.py -p no:cacheprovider -k growth_site 2>&1 \
   | grep -E "held now|alive|referred|passed|failed|ERROR SUMMARY" | head -20 | tee -a $L
 echo "[$(since) s] memcheck done" | tee -a $L
 wait $SMALL; tail -2 /tmp/small.log | tee -a $L
-timeout 60 python3 -m benchmarks.streaming --graph /tmp/corpus-small/HLG.img --log-probs /tmp/corpus-small/sim/shard-00000.npz \
-  --device cuda --streams 512 1024 --ticks 12 --warmup-ticks 2 --seconds 25 --check 16 2>&1 | grep -E "^\| cuwfst|Error|error" | tee -a $L
+timeout 45 python3 -m benchmarks.streaming --graph /tmp/corpus-small/HLG.img --log-probs /tmp/corpus-small/sim/shard-00000.npz \
+  --device cuda --streams 512 1024 --ticks 12 --warmup-ticks 2 --seconds 18 --check 16 2>&1 | grep -E "^\| cuwfst|Error|error" | tee -a $L
 echo "[$(since) s] streaming done" | tee -a $L
 wait
