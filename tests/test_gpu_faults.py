@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,24 @@ def case():
         Decoder(graph, OPTS, device="cuda", max_lanes=4, use_cuda_graphs=graphs).decode(lp, lens)
     gc.collect()
     return graph, lp, lens, cpu
+
+
+def _released(mod, before, inst_refs, where: str) -> None:
+    """After `del decoder; gc.collect()`: the module's live counters are back at `before`.
+    Under compute-sanitizer something outside this package keeps the frames of finished
+    Decoder.decode calls (and so their decoders) alive (seen on the H200: every decoder that
+    decoded was referred to by a `decode` frame); then what the module holds beyond `before`
+    must be exactly what those live instances (made since `before`) report: nothing orphaned."""
+    gc.collect()
+    now = _mem(mod)
+    alive = [r() for r in inst_refs if r() is not None]
+    if not alive:
+        assert _live(now) == _live(before), f"{where}: " + _what_is_alive(mod, before)
+        return
+    held = [i.mem_stats() for i in alive]
+    msg = f"{where}: {len(alive)} instances alive: " + _what_is_alive(mod, before)
+    assert now["device"] - before["device"] == sum(h["committed"] for h in held), msg
+    assert now["pinned"] - before["pinned"] == sum(h["pinned"] for h in held), msg
 
 
 def _what_is_alive(mod, before) -> str:
@@ -177,9 +196,9 @@ def _growth_walk(case, *, profile: bool):
     sites = mod.gpu_fault_injection(0)
     stats = dec._gpu.main.mem_stats()
     assert stats["arena_high_water"] > 2048, "the walk must include arena growth"
+    refs = [weakref.ref(dec._gpu.main)]
     del dec
-    gc.collect()
-    assert _live(_mem(mod)) == _live(before), _what_is_alive(mod, before)
+    _released(mod, before, refs, "counting run")
     raised = 0
     walk = range(1, sites + 1)
     if profile:  # hundreds of event sites, all alike: the first 24, the last 4, a spread between
@@ -209,9 +228,9 @@ def _growth_walk(case, *, profile: bool):
             assert_same_hypotheses(graph, lp, cpu, got, f"site {i} (fell back)")
         _torch_still_works()
         assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"site {i}: the decoder after the failure")
+        refs.append(weakref.ref(dec._gpu.main))
         del dec
-        gc.collect()
-        assert _live(_mem(mod)) == _live(before), f"site {i}: the decoder did not give everything back"
+        _released(mod, before, refs, f"site {i}: the decoder did not give everything back")
     return len(walk), raised
 
 

@@ -140,7 +140,7 @@ def _tight_arena(sd, graph, opts, slack):
     claims = b.main.claims_cap
     b.main = sd._backend.inst = None
     gc.collect()
-    arena_max = lanes * (claims + eps * q) + slack
+    arena_max = 2 * lanes * (claims + eps * q) + slack  # the guard keeps half the arena free
     b.main = sd._backend.inst = GpuInstance(b.mod, b.uploaded, graph, opts, b.index, main_q=q, arena_entries=1024,
                                             arena_max=arena_max, **b.kw)
     return b.main

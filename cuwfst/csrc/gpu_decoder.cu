@@ -74,7 +74,8 @@ unsigned long long GpuDecoder::ArenaCursor() {
 std::string GpuDecoder::ArenaShort(unsigned long long need, int32_t lanes) const {
   std::ostringstream os;
   os << "the winners arena cannot hold one step of " << lanes << " streams (" << need
-     << " entries at worst; arena_max " << cfg_.arena_max << ", now " << ws_.arena_cap
+     << " entries at worst, and as many again for its garbage collection; arena_max " << cfg_.arena_max
+     << ", now " << ws_.arena_cap
      << "); nothing of this call ran past its last complete step; open fewer streams per decoder or "
      << "lower max_active_states / main_q_factor";
   return os.str();

@@ -137,6 +137,12 @@ void GpuDecoder::CollectGarbage() {
   // the live entries into the free tail (grown first if it is short), then to the start
   if (cursor + live > static_cast<unsigned long long>(ws_.arena_cap))
     GrowArenaKeeping(static_cast<int64_t>(cursor + live) + static_cast<int64_t>(live));
+  if (cursor + live > static_cast<unsigned long long>(ws_.arena_cap)) {  // at arena_max
+    std::ostringstream os;
+    os << "the winners arena (at its limit of " << cfg_.arena_max << " entries) has no room to collect garbage: "
+       << live << " live entries after " << cursor << "; decode fewer rows or streams at once or lower max_active_states";
+    throw std::runtime_error(os.str());
+  }
   if (cursor > 0) {
     const int blocks = static_cast<int>(std::min<unsigned long long>((cursor + 255) / 256, 4096));
     GcCopyKernel<<<blocks, 256, 0, stream_>>>(ws_, round, static_cast<int64_t>(cursor), static_cast<int64_t>(cursor));
@@ -363,11 +369,13 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       if (active == 0) break;
       const unsigned long long guard = static_cast<unsigned long long>(active) * static_cast<unsigned long long>(per_lane);
       const unsigned long long used = ArenaCursor();  // the opens since the last GC round appended too
-      const unsigned long long want = used + guard + (round == 0 ? need : used + guard);
+      const unsigned long long floor = 2 * (used + guard);  // the guard's rule (scan.cuh)
+      // round 0: the estimate (twice the frontiers) on top, so one round usually runs the
+      // chunk (steps go on while the arena is half free); later rounds double the floor
+      const unsigned long long want = floor + (round == 0 ? need : floor);
       if (want > static_cast<unsigned long long>(ws_.arena_cap))
         GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(want, static_cast<unsigned long long>(cfg_.arena_max))));
-      if (used + guard > static_cast<unsigned long long>(ws_.arena_cap))
-        throw std::runtime_error(ArenaShort(guard, active));
+      if (floor > static_cast<unsigned long long>(ws_.arena_cap)) throw std::runtime_error(ArenaShort(guard, active));
       ClearLaneOrders();
       LaneCommand* cmd = As<LaneCommand>(h_commands_);
       LaneInput* in = As<LaneInput>(h_inputs_);

@@ -180,7 +180,8 @@ struct Workspace {
   unsigned long long* arena_cursor;
   // Streams' arena guard (device scalar; 0: off): the winners entries one step of every lane
   // the sequence moves may append at most. With it set, ScanKernel idles a lane's real step
-  // unless cursor + guard <= arena_cap, so a step never overflows the arena: it waits, and the
+  // unless 2 (cursor + guard) <= arena_cap, so a step never overflows the arena (and the GC
+  // round after it finds its free tail): it waits, and the
   // host collects garbage, grows the arena and runs the rest of the chunk (an advance cannot
   // be re-run, so it must never drop an entry).
   const unsigned long long* arena_guard;
