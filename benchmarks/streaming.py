@@ -169,11 +169,17 @@ class CuwfstEngine:
     def turnover(self, lanes, reopen: bool = True) -> dict:
         """Finalizes the streams of `lanes` and (reopen) opens their successors."""
         res = {}
+        by_decoder: dict[int, list] = {}
         for l in lanes:
-            sd = self.owner[l]
-            h = sd.finalize(self.streams[l])
-            res[l] = (h.words, h.score, h.overflow, h)
-            self.streams[l] = sd.open_stream() if reopen else None
+            by_decoder.setdefault(id(self.owner[l]), []).append(l)
+        for group in by_decoder.values():  # one finalize (one launch sequence) per decoder
+            sd = self.owner[group[0]]
+            for l, h in zip(group, sd.finalize([self.streams[l] for l in group])):
+                res[l] = (h.words, h.score, h.overflow, h)
+                self.streams[l] = None
+            if reopen:  # one open (one launch sequence) for the decoder's new streams
+                for l, s in zip(group, sd.open_streams(len(group))):
+                    self.streams[l] = s
         return res
 
     def memory(self) -> dict:

@@ -247,7 +247,7 @@ def test_gpu_streams_take_cuda_chunks_without_the_host(dtype):
     results = []
     for kind in ("numpy", "cuda"):
         sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
-        streams = [sd.open_stream() for _ in range(S)]
+        streams = sd.open_streams(S) if kind == "cuda" else [sd.open_stream() for _ in range(S)]
         pos = [0] * S
         plan = np.random.default_rng(5)
         while any(pos[i] < T[i] for i in range(S)):

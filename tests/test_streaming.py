@@ -196,7 +196,8 @@ def test_finalize_many_equals_one_by_one_and_frees_every_search():
         s = sd.open_stream()
         sd.advance([s], [lp])
         one.append(sd.finalize(s))
-    many_streams = [sd.open_stream() for _ in lps]
+    many_streams = sd.open_streams(len(lps))
+    assert sd.open_streams(0) == []
     sd.advance(many_streams, lps)
     dropped = sd.open_stream()
     many = sd.finalize(many_streams)

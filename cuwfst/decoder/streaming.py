@@ -97,10 +97,10 @@ class _CpuStreams:
         self.frontend, self.mod = frontend, frontend._ref.mod
         self.num_threads, self.compact = num_threads, compact
 
-    def open(self) -> int:
+    def open(self, n: int) -> list[int]:
         o, f = self.frontend.options, self.frontend
-        return self.mod.ref_stream_create(f._ref.handle, o.search_beam, o.output_beam, o.min_active_states,
-                                          o.max_active_states, o.allow_partial, f.eps_iterations)
+        return [self.mod.ref_stream_create(f._ref.handle, o.search_beam, o.output_beam, o.min_active_states,
+                                           o.max_active_states, o.allow_partial, f.eps_iterations) for _ in range(n)]
 
     def advance(self, handles: list[int], packed: np.ndarray, lens: np.ndarray) -> None:
         self.mod.ref_streams_advance(np.array(handles, np.int64), packed, lens, self.num_threads, self.compact)
@@ -145,14 +145,16 @@ class _GpuStreams:
         self.mod = self.inst.mod
         self.free = list(range(max_streams - 1, -1, -1))
 
-    def open(self) -> int:
-        lane = self.free.pop()
+    def open(self, n: int) -> list[int]:
+        if n == 0:
+            return []
+        lanes = [self.free.pop() for _ in range(n)]
         try:
-            self.mod.gpu_stream_open(self.inst.handle, np.array([lane], np.int32))
+            self.mod.gpu_stream_open(self.inst.handle, np.array(lanes, np.int32))
         except Exception:
-            self.free.append(lane)
+            self.free.extend(reversed(lanes))
             raise
-        return lane
+        return lanes
 
     def advance(self, lanes: list[int], packed: np.ndarray, lens: np.ndarray) -> None:
         lp = self.backend.to_device(packed)
@@ -232,14 +234,25 @@ class StreamingDecoder:
     # ------------------------------------------------------------------ lifecycle
     def open_stream(self) -> Stream:
         """A new stream at frame 0 (its start state and epsilon closure)."""
+        return self.open_streams(1)[0]
+
+    def open_streams(self, n: int) -> list[Stream]:
+        """n new streams at once (on the GPU one launch sequence for all of them)."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"n must be an int >= 0, got {n!r}")
         with self._lock:
-            if len(self._open) >= self.max_streams:
-                raise RuntimeError(f"all {self.max_streams} streams are in use: finalize or release one "
-                                   "(or build the StreamingDecoder with a larger max_streams)")
-            s = Stream(self, self._backend.open(), self._next_index)
-            self._next_index += 1
-            self._open[s.index] = s
-            return s
+            if len(self._open) + n > self.max_streams:
+                held = (f"all {self.max_streams} streams are in use" if len(self._open) == self.max_streams else
+                        f"{n} more streams do not fit: {len(self._open)} of {self.max_streams} are in use")
+                raise RuntimeError(f"{held}: finalize or release one (or build the StreamingDecoder with a larger "
+                                   "max_streams)")
+            out = []
+            for handle in self._backend.open(n):
+                s = Stream(self, handle, self._next_index)
+                self._next_index += 1
+                self._open[s.index] = s
+                out.append(s)
+            return out
 
     def release(self, stream: Stream) -> None:
         """Abandons a stream without a result and frees what it holds."""
