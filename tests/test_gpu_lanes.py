@@ -272,3 +272,25 @@ def test_gpu_streams_take_cuda_chunks_without_the_host(dtype):
         bad = torch.full((3, V), -float(np.log(V)), device="cuda")  # uniform log-probs
         bad[1, 0] = float("nan")
         sd.advance([s], [bad])
+
+
+@pytest.mark.parametrize("source", ["numpy16", "numpy32", "cuda"])
+def test_gpu_decode_all_is_continuous_and_exact(source):
+    """decode_all on the GPU batches each chunk continuously (whatever `batching` says), keeps
+    float16 rows float16, pads CUDA rows on the device; each result equals the CPU's."""
+    torch = pytest.importorskip("torch")
+    rng, graph, V, opts = _case(6)
+    lens = [int(t) for t in rng.integers(1, 45, 11)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=True)[0].astype(np.float16).astype(np.float32) for t in lens]
+    if source == "numpy16":
+        utts = [x.astype(np.float16) for x in lps]
+    elif source == "cuda":
+        utts = [torch.from_numpy(x).cuda() for x in lps]
+    else:
+        utts = lps
+    dec = Decoder(graph, opts, device="cuda", max_lanes=3)  # batching="padded"
+    got = list(dec.decode_all(iter(utts), progress=False, chunk=7))
+    assert dec._gpu.batching == "padded"
+    ref = Decoder(graph, opts)
+    for i, (x, h) in enumerate(zip(lps, got)):
+        _same(graph, x, ref.decode(x[None], [len(x)])[0], h, f"{source} utterance {i}")

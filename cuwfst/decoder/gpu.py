@@ -270,7 +270,7 @@ class GpuBackend:
             b, t = (int(x) for x in bad.nonzero()[0])
             raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
 
-    def decode(self, log_probs, lengths, frontend, online: bool = False):
+    def decode(self, log_probs, lengths, frontend, online: bool = False, batching: str | None = None):
         lp = self.to_device(log_probs)
         B, T = lp.shape[0], lp.shape[1]
         lens = check_lengths(lengths, B, T)
@@ -283,7 +283,7 @@ class GpuBackend:
             if B <= lanes:
                 res = self.main.decode(lp, lens, stream, online)
                 self._collect(hyps, range(B), res, frontend)
-            elif self.batching == "continuous":
+            elif (batching or self.batching) == "continuous":
                 # every row through the lanes, the next row entering a lane the moment one
                 # finishes: no lane-steps of padding, each row's result as if decoded alone
                 res = self.main.decode_many(lp, lens, stream, online, self.segment)
