@@ -218,12 +218,19 @@ class Decoder:
         emitting = il >= 0
         # frame of each arc: emitting arcs consume frames 0, 1, ...; others sit at the frame reached
         frame = np.cumsum(emitting) - emitting.astype(np.int64)
-        words, stamps = [], []
-        rs = g.aux_row_splits
-        for i, a in enumerate(arcs.tolist()):
-            for w in g.aux_pool[rs[a] : rs[a + 1]].tolist():
-                words.append(int(w))
-                stamps.append(int(frame[i]))
+        # the arcs' word labels (a ragged gather over aux_row_splits), each at its arc's frame;
+        # vectorised: a stream's partial result walks its whole path on every chunk
+        rs = np.asarray(g.aux_row_splits)
+        first = rs[arcs] if arcs.size else np.zeros(0, np.int64)
+        counts = (rs[arcs + 1] - first) if arcs.size else np.zeros(0, np.int64)
+        n = int(counts.sum())
+        if n:
+            before = np.cumsum(counts) - counts  # words of the earlier arcs
+            at = np.repeat(first - before, counts) + np.arange(n)
+            words = np.asarray(g.aux_pool)[at].astype(np.int64).tolist()
+            stamps = np.repeat(frame, counts).astype(np.int64).tolist()
+        else:
+            words, stamps = [], []
         # the decoders speak image arc ids; users see the source graph's
         src_arcs = self.graph.source_arc_ids(arcs)
         if redirect_arc >= 0:
