@@ -407,7 +407,9 @@ class StreamingDecoder:
             h.final_words = 0
             return h
         h = self._frontend.make_hypothesis(arcs, score, False, -1, overflow, 0)
-        h.final_words = len(self.graph.words_of(self.graph.source_arc_ids(arcs[:committed])))
+        rs = self.graph.arrays.aux_row_splits  # the words on the committed (image) arcs
+        done = np.asarray(arcs[:committed], np.int64)
+        h.final_words = int((rs[done + 1] - rs[done]).sum()) if done.size else 0
         return h
 
     def _check_open(self, stream) -> None:
