@@ -355,7 +355,18 @@ class StreamingDecoder:
         with self._lock:
             for s in streams:
                 self._check_open(s)
-            self._backend.advance([s._handle for s in streams], packed, lens)
+            try:
+                self._backend.advance([s._handle for s in streams], packed, lens)
+            except Exception:
+                # a GPU advance runs in rounds: one that fails after a round has moved some
+                # streams part of their chunk; their frame counts follow the decoder's
+                if self.device != "cpu":
+                    for s in streams:
+                        try:
+                            s.frames = int(self._backend.stats(s._handle)["frames"])
+                        except Exception:
+                            pass
+                raise
             for s, n in zip(streams, lens.tolist()):
                 s.frames += n
         if self.endpoint is not None:
