@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import Graph
 from ..graph.image import native_array
-from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host
+from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host, pad_on_device
 from .options import DecoderOptions
 from .prepare import prepare_log_probs
 from .result import Hypothesis
@@ -174,18 +174,7 @@ class Decoder:
         gpu = self._gpu
         torch = getattr(gpu, "torch", None) if gpu is not None else None
         if torch is not None and all(is_torch(u) and u.device == gpu.device for u in utts):
-            # CUDA utterances for a GPU decoder: padded on their device, no host round trip
-            rows = [u.detach() for u in utts]
-            for i, r in enumerate(rows):
-                if r.dim() != 2:
-                    raise ValueError(f"utterance {i} of the chunk has shape {tuple(r.shape)}: each must be [T, V]")
-            if any(r.shape[1] != rows[0].shape[1] for r in rows):
-                raise ValueError("utterances of one decode_all must have the same number of columns")
-            dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
-            lens = np.array([r.shape[0] for r in rows], np.int32)
-            packed = torch.nn.utils.rnn.pad_sequence([r.to(dtype) for r in rows], batch_first=True)
-            if packed.shape[1] == 0:
-                packed = packed.new_zeros((len(rows), 1, rows[0].shape[1]))
+            packed, lens = pad_on_device(torch, utts, "utterance")  # no host round trip
         else:
             rows = []
             for i, u in enumerate(utts):

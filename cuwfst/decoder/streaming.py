@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import Graph
-from .inputs import check_log_probs, is_torch, log_probs_to_host
+from .inputs import check_log_probs, is_torch, log_probs_to_host, pad_on_device
 from .prepare import prepare_log_probs
 from .options import DecoderOptions
 from .offline import REDIRECT_ARC_BIT
@@ -381,20 +381,7 @@ class StreamingDecoder:
         torch = getattr(gpu, "torch", None) if gpu is not None else None
         if torch is None or not all(is_torch(c) and c.device == gpu.device for c in chunks):
             return None
-        rows = [c.detach() for c in chunks]
-        for i, r in enumerate(rows):
-            if r.dim() != 2:
-                raise ValueError(f"each chunk must be [Tc, V], got shape {tuple(r.shape)}")
-        V = max(r.shape[1] for r in rows)
-        for i, r in enumerate(rows):
-            if r.shape[0] and r.shape[1] != V:
-                raise ValueError(f"chunk {i} has {r.shape[1]} columns, others {V}")
-        dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
-        rows = [r.to(dtype) if r.shape[0] else r.new_zeros((0, V), dtype=dtype) for r in rows]
-        lens = np.array([r.shape[0] for r in rows], np.int32)
-        packed = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)  # [S, max Tc, V]
-        if packed.shape[1] == 0:
-            packed = packed.new_zeros((len(rows), 1, max(V, 1)))
+        packed, lens = pad_on_device(torch, chunks, "chunk")
         if lens.any():
             packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
             packed = gpu.to_device(packed)
