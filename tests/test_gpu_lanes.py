@@ -295,3 +295,30 @@ def test_gpu_decode_all_is_continuous_and_exact(source):
     ref = Decoder(graph, opts)
     for i, (x, h) in enumerate(zip(lps, got)):
         _same(graph, x, ref.decode(x[None], [len(x)])[0], h, f"{source} utterance {i}")
+
+
+def test_four_thousand_lanes_in_one_decoder():
+    """A decoder of 4,096 lanes (kMaxLanes): a batch of 4,096 rows and 4,096 streams advanced in
+    one call, sampled rows and streams equal to the CPU decoder; 4,097 is a clear error."""
+    rng, graph, V, opts = _case(2)
+    N = 4096
+    T = [int(t) for t in rng.integers(1, 24, N)]
+    lp = random_log_probs(rng, N, max(T), V, peaky=True)
+    lens = np.array(T, np.int32)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=N)
+    got = dec.decode(lp, lens)
+    ref = Decoder(graph, opts)
+    for b in rng.choice(N, 24, replace=False).tolist():
+        _same(graph, lp[b], ref.decode(lp[b : b + 1], lens[b : b + 1])[0], got[b], f"row {b} of {N}")
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=N)
+    streams = sd.open_streams(N)
+    sd.advance(streams, [lp[b, : T[b]] for b in range(N)])
+    sample = rng.choice(N, 24, replace=False).tolist()
+    hyps = sd.finalize([streams[b] for b in sample])
+    for b, h in zip(sample, hyps):
+        want = ref.decode(lp[b : b + 1], lens[b : b + 1], online=True)[0]
+        _same(graph, lp[b], want, h, f"stream {b} of {N}")
+    with pytest.raises(ValueError, match="at most 4096"):
+        StreamingDecoder(graph, opts, device="cuda", max_streams=N + 1)
+    with pytest.raises(ValueError, match="max_lanes must be in"):
+        Decoder(graph, opts, device="cuda", max_lanes=N + 1)

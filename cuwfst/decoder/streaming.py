@@ -28,6 +28,8 @@ from .options import DecoderOptions
 from .offline import REDIRECT_ARC_BIT
 from .result import Hypothesis
 
+GPU_MAX_LANES = 4096  # one decoder's lanes (kMaxLanes in csrc/include/cuwfst/types.cuh)
+
 
 @dataclass(frozen=True)
 class EndpointRule:
@@ -215,8 +217,9 @@ class StreamingDecoder:
             self._frontend = Decoder(graph, options, device="cpu", **kwargs)
             self._backend = _CpuStreams(self._frontend, self.num_threads, bool(compact))
         else:
-            if max_streams > 1024:
-                raise ValueError(f"max_streams on the GPU is at most 1024 (lanes), got {max_streams}")
+            if max_streams > GPU_MAX_LANES:
+                raise ValueError(f"max_streams on the GPU is at most {GPU_MAX_LANES} (lanes of one decoder), "
+                                 f"got {max_streams}")
             self._frontend = Decoder(graph, options, device=device, max_lanes=max_streams,
                                      main_q_factor=main_q_factor, **kwargs)
             self._backend = _GpuStreams(self._frontend, max_streams)
