@@ -236,8 +236,9 @@ def train_together(models: list, data: GpuFeatures, scale: Scale, budget_s: floa
                 lvs = [float(v.detach()) for v in losses]  # a device sync: only every 25 steps
                 # CTC first learns to say blank everywhere; masking input on top of that stretches
                 # the plateau (seen on the CPU: 750+ steps with SpecAugment, ~500 without), so
-                # SpecAugment starts once a model's loss leaves it, or at 30% of the budget
-                if not augmenting and (min(lvs) < scale.specaug_below or progress > 0.3):
+                # SpecAugment starts once a model's loss leaves it, or at 60% of the budget (at
+                # 30% it came on the plateau in both H200 runs' worth of steps and CPU retries)
+                if not augmenting and (min(lvs) < scale.specaug_below or progress > 0.6):
                     augmenting, specaug_step = True, step
                     log(f"SpecAugment on from step {step} (loss/token {min(lvs):.2f})")
                 for curve, lv in zip(curves, lvs):
