@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
-from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import feed_interleaved, path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 pytestmark = pytest.mark.gpu
 TOTALS = {"rows": 0, "ties": 0, "streams": 0}
@@ -99,26 +99,7 @@ def test_gpu_streams_equal_cpu_online_decode(seed):
     sd = StreamingDecoder(graph, opts, device="cuda", max_streams=8, arena_entries=int(rng.choice([4096, 1 << 20])))
     streams = [sd.open_stream() for _ in range(S)]
     plans = [_chunks(rng, t) for t in T]
-    pos, step = [0] * S, [0] * S
-    committed = [[] for _ in range(S)]
-    while any(step[i] < len(plans[i]) for i in range(S)):
-        todo = [i for i in range(S) if step[i] < len(plans[i]) and rng.random() < 0.7] or \
-               [next(i for i in range(S) if step[i] < len(plans[i]))]
-        chunks = []
-        for i in todo:
-            c = plans[i][step[i]]
-            chunks.append(lps[i][pos[i] : pos[i] + c])
-            pos[i] += c
-            step[i] += 1
-        sd.advance([streams[i] for i in todo], chunks)
-        for i in todo:
-            p = streams[i].partial()
-            if p.empty:
-                continue
-            old = committed[i]
-            assert p.words[: len(old)] == old, f"seed {seed} stream {i}: committed {old} retracted by {p.words}"
-            if p.final_words >= len(old):
-                committed[i] = p.words[: p.final_words]
+    committed = feed_interleaved(rng, sd, streams, lps, plans, f"seed {seed}")
     for i in range(S):
         got = sd.finalize(streams[i])
         TOTALS["streams"] += 1
