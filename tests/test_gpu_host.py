@@ -51,7 +51,10 @@ class FakeGpuModule:
 
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
-        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-1]))  # last: eps_iterations
+        # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
+        # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, scan_split, closure_lists, eps_blocks
+        assert len(rest) == 15, "gpu_decoder_create's arguments changed: update this fake"
+        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         return h
 
     def gpu_decoder_free(self, h):

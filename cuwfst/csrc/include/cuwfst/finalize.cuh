@@ -29,7 +29,7 @@ __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
-  __shared__ int32_t round_base;
+  __shared__ int32_t round_base, list_base;
   __shared__ long long arena_base;
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
@@ -56,19 +56,24 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
   const bool keep_claims = ws.eps_iterations > 0 && phase == kPhaseReal;
   int32_t* hash_pos = keep_claims ? ws.hash_pos + static_cast<int64_t>(lane) * ws.hash_cap : nullptr;
+  // closure = lists: the kept tokens whose epsilon arcs can pass the cutoff form pass 0's list
+  const bool list_eps = keep_claims && ws.closure_lists;
+  int32_t* eps_list = list_eps ? ws.eps_tok + q : nullptr;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
     int32_t keep[kFinalizeItems], state[kFinalizeItems], slot[kFinalizeItems], hslot[kFinalizeItems];
-    float end[kFinalizeItems];
+    float end[kFinalizeItems], eps_w[kFinalizeItems];
 #pragma unroll
     for (int k = 0; k < kFinalizeItems; ++k) {
       const int32_t i = first + k;
       keep[k] = 0;
       hslot[k] = -1;
+      eps_w[k] = -INFINITY;
       if (i < c_end) {
         const int2 c = claims[i];
         const unsigned long long p = payload[c.y];
+        if (list_eps) eps_w[k] = g.eps_maxw[c.x];
         end[k] = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
         slot[k] = static_cast<int32_t>(p & 0xFFFFFFFFull);
         state[k] = c.x;
@@ -83,6 +88,20 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
       arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_kept)));
     }
     __syncthreads();
+    if (list_eps) {
+      // Exact: a token's epsilon arcs end at score + w <= score + eps_maxw (fp32 addition is
+      // monotone), so a token with score + eps_maxw <= cutoff relaxes nothing in pass 0.
+      int32_t listed[kFinalizeItems], lpos[kFinalizeItems], round_listed;
+#pragma unroll
+      for (int k = 0; k < kFinalizeItems; ++k)
+        listed[k] = keep[k] && round_base + pos[k] < ws.main_q && end[k] + eps_w[k] > cutoff;
+      BlockScan(scan).ExclusiveSum(listed, lpos, round_listed);
+      if (threadIdx.x == 0) list_base = atomicAdd(&lc.eps_list_n[0], round_listed);
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kFinalizeItems; ++k)
+        if (listed[k]) eps_list[list_base + lpos[k]] = round_base + pos[k];
+    }
 #pragma unroll
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (keep[k]) {
