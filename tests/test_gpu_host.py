@@ -55,6 +55,7 @@ class FakeGpuModule:
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, scan_split, closure_lists, eps_blocks
         assert len(rest) == 15, "gpu_decoder_create's arguments changed: update this fake"
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
+        self.kernels = (int(rest[12]), bool(rest[13]))  # scan_split, closure_lists
         return h
 
     def gpu_decoder_free(self, h):
@@ -148,3 +149,28 @@ def test_overflowed_rows_are_rescued(fake_gpu):
     assert [c[0] for c in fake_gpu.calls] == [32, 4]  # the batch, then row 1 on the four-lane rescue
     assert np.array_equal(fake_gpu.calls[1][1][0], x[1])
     assert [h.overflow for h in got] == [0, 0, 0]
+
+
+def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
+    """scan_split / closure pick the kernels; None takes the default, "new", or what
+    CUWFST_KERNELS names when the decoder is built."""
+    graph = Graph.load(TINY / "TLG.img")
+    monkeypatch.delenv("CUWFST_KERNELS", raising=False)
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (0, True)
+    monkeypatch.setenv("CUWFST_KERNELS", "old")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (1, False)
+    Decoder(graph, device="cuda", scan_split=4)  # a keyword wins over the environment
+    assert fake_gpu.kernels == (4, False)
+    monkeypatch.setenv("CUWFST_KERNELS", "split")
+    Decoder(graph, device="cuda", closure="lists")
+    assert fake_gpu.kernels == (0, True)
+    monkeypatch.setenv("CUWFST_KERNELS", "fast")
+    with pytest.raises(ValueError, match="CUWFST_KERNELS"):
+        Decoder(graph, device="cuda")
+    monkeypatch.delenv("CUWFST_KERNELS")
+    with pytest.raises(ValueError, match="closure"):
+        Decoder(graph, device="cuda", closure="eager")
+    with pytest.raises(ValueError, match="scan_split"):
+        Decoder(graph, device="cuda", scan_split=-1)
