@@ -9,7 +9,7 @@
 #     the full tier too, in the background, when FULL=1 (it takes ~150-200 s of the budget);
 #  2. scripts/speed_smoke.py: every variant on three graphs (a hung kernel shows here);
 #  3. tests/test_gpu_variants.py: every variant against the CPU decoder;
-#  4. benchmarks.gpu_speed --variants old new split lists on the tier's TLG and HLG, batches
+#  4. benchmarks.gpu_speed --variants old new split lists wide on the tier's TLG and HLG, batches
 #     1 8 32, each variant's kernel profile at batch 32, 8 rows checked against the CPU;
 #  5. with FULL=1 and the full tier built in time: old vs new on the full TLG and HLG, batch 32.
 # Files under $OUT (8 at most): gpu.txt, smoke.log, tests.log, speed_small.log,
@@ -41,8 +41,8 @@ tail -3 /tmp/small.log > $OUT/corpus.log 2>/dev/null
 if [ -f $C/sim/shard-00000.npz ]; then
   for G in TLG HLG; do
     [ $(left 250) -gt 15 ] || break
-    timeout $(left 250) python3 -m benchmarks.gpu_speed --graph $C/$G.img --log-probs $C/sim/shard-00000.npz --utts 96 \
-      --batch 1 8 32 --variants old new split lists --reps 5 --check 8 --profile --json $OUT/speed.jsonl \
+    timeout $(left 250) python3 -m benchmarks.gpu_speed --graph $C/$G.img --log-probs $C/sim/shard-00000.npz --utts 64 \
+      --batch 1 8 32 --variants old new split lists wide --reps 5 --check 8 --profile --json $OUT/speed.jsonl \
       >> $OUT/speed_small.log 2>&1
   done
   grep -E "^  |^\[|^[A-Z]LG" $OUT/speed_small.log | grep -v "^{" | tee -a $S

@@ -1,6 +1,7 @@
-"""Kernel variants on the GPU (cuwfst.decoder.gpu.KERNEL_VARIANTS: the split scan and the
-closure lists, each against the old kernels), every one against the CPU reference: identical
-float32 scores, words (or an exact-score tie re-scored bit for bit) and search statistics.
+"""Kernel variants on the GPU (cuwfst.decoder.gpu.KERNEL_VARIANTS: the split scan, the closure
+lists and the wider Finalize grid, each alone and all together, and the old kernels), every
+one against the CPU reference: identical float32 scores, words (or an exact-score tie
+re-scored bit for bit) and search statistics.
 Each test runs once per variant; CUWFST_KERNELS selects the variant for decoders built inside
 the test (streams and continuous batching included), so every path goes through the same
 switch a user has. The frontiers of the "large" tests span many scan rounds, so the split
@@ -17,7 +18,7 @@ from cuwfst import Decoder, DecoderOptions, StreamingDecoder
 from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 pytestmark = pytest.mark.gpu
-VARIANTS = ["old", "new", "split", "lists"]
+VARIANTS = ["old", "new", "split", "lists", "wide"]
 TOTALS = {"rows": 0, "ties": 0}
 
 
@@ -30,9 +31,10 @@ def variant(request, monkeypatch):
 def expect_variant(dec, variant, eps: bool):
     """The decoder runs the variant's kernels (a silent fallback would test nothing)."""
     st = dec._gpu.main.mem_stats()
-    want_split = variant in ("new", "split")
-    assert (st["scan_split"] > 1) == want_split or dec._gpu.main.max_lanes >= 512, (variant, st)
+    lanes = dec._gpu.main.max_lanes
+    assert (st["scan_split"] > 1) == (variant in ("new", "split")) or lanes >= 512, (variant, st)
     assert st["closure_lists"] == (1 if eps and variant in ("new", "lists") else 0), (variant, st)
+    assert (st["finalize_split"] > 8) == (variant in ("new", "wide")) or lanes >= 128, (variant, st)
 
 
 def same(graph, lp_row, c, g, where, stats=True):
@@ -79,7 +81,7 @@ def _case(seed, eps):
     return rng, graph, lp, lens, opts
 
 
-@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("seed", range(24))
 @pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
 def test_random_graphs(variant, eps, seed):
     rng, graph, lp, lens, opts = _case(seed, eps)
@@ -97,7 +99,7 @@ def test_random_graphs(variant, eps, seed):
 def test_large_frontiers(variant, eps, scan_split):
     """Frontiers of thousands of tokens (several 2,048-token scan rounds), split over 2, 3 and
     16 CTAs per lane (variants without the split scan ignore scan_split here: one CTA)."""
-    if variant in ("old", "lists") and scan_split != 2:
+    if variant in ("old", "lists", "wide") and scan_split != 2:
         pytest.skip("this variant has one scan CTA per lane: one run is enough")
     rng = np.random.default_rng(4000 + scan_split + 10 * eps)
     V = 40
@@ -110,7 +112,7 @@ def test_large_frontiers(variant, eps, scan_split):
     opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
     cpu = Decoder(graph, opts).decode(lp, lens)
     assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
-    kw = {"scan_split": scan_split} if variant in ("new", "split") else {}
+    kw = {"scan_split": scan_split} if variant in ("new", "split") else {}  # the rest from CUWFST_KERNELS
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
     expect_variant(dec, variant, eps)
     if kw:
@@ -183,9 +185,8 @@ def test_variants_agree_with_each_other():
     graph = random_eps_graph_any(rng, 2000, 30, 5, 0.8, cycles=False, chain=3)
     lp = random_log_probs(rng, 6, 40, 30, peaky=True)
     opts = DecoderOptions(search_beam=14.0, max_active_states=2000)
-    runs = {v: Decoder(graph, opts, device="cuda", max_lanes=8, scan_split={"old": 1, "lists": 1}.get(v, 0),
-                       closure="scan" if v in ("old", "split") else "lists").decode(lp)
-            for v in VARIANTS}
+    from cuwfst.decoder.gpu import KERNEL_VARIANTS
+    runs = {v: Decoder(graph, opts, device="cuda", max_lanes=8, **KERNEL_VARIANTS[v]).decode(lp) for v in VARIANTS}
     for v in VARIANTS[1:]:
         for b in range(6):
             same(graph, lp[b], runs["old"][b], runs[v][b], f"{v} vs old row {b}")

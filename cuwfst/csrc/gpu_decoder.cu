@@ -173,6 +173,7 @@ void GpuDecoder::Allocate() {
     ws_.eps_touched = Alloc<int32_t>(L * cfg_.claims_cap, "epsilon touched slots");
     if (cfg_.closure_lists) ws_.eps_list1 = Alloc<int32_t>(L * Q, "epsilon pass tokens (second list)");
   }
+  if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
   if (cfg_.eps_blocks <= 0) {
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
@@ -408,9 +409,9 @@ void GpuDecoder::EnqueueClosure() {
   if (cfg_.closure_lists) {
     for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
       Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ws_, pass); });
-      Timed(10, [&] { EpsListResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_, pass); });
+      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_, pass); });
     }
-    Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
     return;
   }
   for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
@@ -419,9 +420,9 @@ void GpuDecoder::EnqueueClosure() {
       Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     else
       Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+    Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
   }
-  Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+  Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
 }
 
 void GpuDecoder::EnqueueStep(bool f16) {
@@ -440,7 +441,7 @@ void GpuDecoder::EnqueueStep(bool f16) {
     Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
+  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
   if (cfg_.eps_iterations > 0) EnqueueClosure();
 }
 
@@ -695,6 +696,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[8] = advance_rounds_;
   out[9] = cfg_.scan_split;
   out[10] = cfg_.closure_lists;
+  out[11] = cfg_.finalize_split;
 }
 
 }  // namespace cuwfst

@@ -63,7 +63,17 @@ struct DecoderConfig {
   // Falls back to 0 where entry x max_eps_degree slots would not fit the payload's 31 bits.
   int32_t closure_lists = 1;
   int32_t eps_blocks = 0;  // grid of EpsListExpandKernel; 0: 8 x the device's multiprocessors
+  // finalize_split: CTAs per lane of Finalize, (EpsList)Resolve and ClearClaims (8: the old
+  // grid; 0: auto, AutoFinalizeSplit(max_lanes)). The work is split by claims, so the results
+  // are the same; a lane with many claims takes fewer rounds.
+  int32_t finalize_split = 0;
 };
+
+// finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
+inline int32_t AutoFinalizeSplit(int32_t max_lanes) {
+  int32_t c = 1024 / (max_lanes > 0 ? max_lanes : 1);
+  return c < 8 ? 8 : (c > 32 ? 32 : c);
+}
 
 // scan_split = 0: enough CTAs per lane that a batch's scan has about 512 CTAs (at most 16 a
 // lane; one at 512 lanes and more, where the lanes alone fill the device).
@@ -170,7 +180,7 @@ class GpuDecoder {
   // regions yet), of which fixed workspace; winners-arena high water (entries); pinned
   // host bytes; the CUDA-graph cache's size and its capture / eviction counts; the rounds
   // stream advances took (more than one per advance when the arena guard made steps wait).
-  static constexpr int kMemStats = 11;  // + scan_split, closure_lists (the variant in use)
+  static constexpr int kMemStats = 12;  // + scan_split, closure_lists, finalize_split (the variant in use)
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

@@ -162,7 +162,7 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
   });
 }
 
-// EpsResolveKernel — per closure pass, grid (kFinalizeSplit, max_lanes) x kFinalizeThreads:
+// EpsResolveKernel — per closure pass, grid (finalize_split, max_lanes) x kFinalizeThreads:
 // the CTAs of a lane share its touched list in contiguous chunks, kFinalizeItems per thread
 // per round.
 // Reads: each touched slot's key (state), resolved payload {end : local slot} and hash_pos;
@@ -180,7 +180,7 @@ EpsResolveKernel(Workspace ws) {
   LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
   const int32_t num = min(lc.eps_touched, ws.claims_cap);
-  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
@@ -265,7 +265,7 @@ EpsResolveKernel(Workspace ws) {
   }
 }
 
-// ClearClaimsKernel — after a closure's last pass, grid (kFinalizeSplit, max_lanes) x
+// ClearClaimsKernel — after a closure's last pass, grid (finalize_split, max_lanes) x
 // kFinalizeThreads. Reads: the lane's claims list (the real step's and the closure's new
 // destinations). Writes: clears exactly those slots (key, payload, hash_pos), the targeted
 // delete FinalizeKernel does on epsilon-free steps. Lanes whose claims overflowed are wiped
@@ -278,7 +278,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
   if (blockIdx.x == 0 && threadIdx.x == 0)
     ws.lanes[lane].closure_added += min(lc.next_size, ws.main_q) - lc.eps_base;
   const int32_t num = min(lc.claims, ws.claims_cap);
-  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
@@ -390,7 +390,7 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   }
 }
 
-// EpsListResolveKernel — per closure pass (closure = lists), grid (kFinalizeSplit, max_lanes) x
+// EpsListResolveKernel — per closure pass (closure = lists), grid (finalize_split, max_lanes) x
 // kFinalizeThreads, as EpsResolveKernel. Reads: each touched slot's key, payload
 // {end : entry * eps_stride + k} and hash_pos; the pass's eps_winner / tok_begin. Writes: a
 // winners-log entry per updated token, the token (in place, or appended at next_size), the
@@ -407,7 +407,7 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   if (!InClosure(lc)) return;
   const int32_t par = pass & 1;
   const int32_t num = min(lc.eps_touched_n[par], ws.claims_cap);
-  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
   const bool last_pass = pass + 1 >= ws.eps_iterations;

@@ -9,9 +9,12 @@ namespace cuwfst {
 
 constexpr int kFinalizeThreads = 256;
 constexpr int kFinalizeItems = 4;
-constexpr int kFinalizeSplit = 8;  // CTAs per lane
+// CTAs per lane of FinalizeKernel, EpsResolveKernel, EpsListResolveKernel, ClearClaimsKernel
+// (the grid's x; DecoderConfig::finalize_split): 8 in the old kernels, more in the new ones so
+// that a lane with many claims is walked by more CTAs (the kernels read gridDim.x).
+constexpr int kFinalizeSplit = 8;
 
-// FinalizeKernel — per step t, grid (kFinalizeSplit, max_lanes) x kFinalizeThreads: the
+// FinalizeKernel — per step t, grid (finalize_split, max_lanes) x kFinalizeThreads: the
 // CTAs of a lane share its claims list in contiguous chunks, kFinalizeItems claims per
 // thread per round.
 // Reads: the claims and their resolved hash payloads {end : slot}, the current frontier
@@ -36,7 +39,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   const int32_t phase = lc.phase;
   if (phase == kPhaseIdle) return;
   const int32_t num_claims = min(lc.claims, ws.claims_cap);
-  const int32_t chunk = (num_claims + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num_claims + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
