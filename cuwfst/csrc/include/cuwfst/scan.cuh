@@ -348,13 +348,13 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     const int32_t rounds = (n + kPerRound - 1) / kPerRound;
     const int32_t per = (rounds + C - 1) / C * kPerRound;
     const int32_t lo = min(n, chunk * per), hi = min(n, lo + per);
-    // Pass A: first arcs, bounds, degrees (parked in offsets[i], read back by the same thread).
-    int64_t mine = 0;
-    for (int32_t base = lo; base < hi; base += kPerRound) {
-      const int32_t first = base + threadIdx.x * kScanItems;
+    // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
+    // written as ScanKernel does).
+    auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k) {
         const int32_t i = first + k;
+        deg[k] = 0;
         if (i < hi) {
           const int32_t s = state[i];
           const StateArcs sa = ArcsOf(g, s);
@@ -370,14 +370,15 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
             e = sa.end;
           }
           begin[i] = b;
-          offsets[i] = e - b;
-          mine += e - b;
+          deg[k] = e - b;
           ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
         }
       }
-    }
-    const int64_t agg = BlockSum(tmp.sum).Sum(mine);  // valid in thread 0
-    if (threadIdx.x == 0) {
+    };
+    // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
+    // exclusive prefix (chunk 0: none), publish the inclusive prefix; `running` = the prefix.
+    auto look_back = [&](int64_t agg) {
+      if (threadIdx.x != 0) return;
       int64_t prefix = 0;
       volatile unsigned long long* vs = status;
       if (chunk == 0) {
@@ -394,16 +395,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         vs[chunk] = kStatusIncl | static_cast<unsigned long long>(prefix + agg);
       }
       running = prefix;
-    }
-    __syncthreads();
-    // Pass B: the exclusive scan of the chunk on top of its prefix, and the slot hints.
-    for (int32_t base = lo; base < hi; base += kPerRound) {
-      const int32_t first = base + threadIdx.x * kScanItems;
-      int64_t deg[kScanItems];
-#pragma unroll
-      for (int k = 0; k < kScanItems; ++k) deg[k] = first + k < hi ? offsets[first + k] : 0;
-      int64_t excl[kScanItems], total;
-      BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
+    };
+    // The offsets of a round from its exclusive scan on top of `running`, and the slot hints.
+    auto emit = [&](int32_t first, const int64_t (&deg)[kScanItems], const int64_t (&excl)[kScanItems]) {
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k) {
         const int32_t i = first + k;
@@ -413,9 +407,47 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         for (int64_t m = (off + (1 << kHintShift) - 1) >> kHintShift; (m << kHintShift) < last; ++m)
           hint[m] = i;
       }
+    };
+    if (hi - lo <= kPerRound) {
+      // One round (every chunk of a frontier up to 2,048 tokens): the degrees stay in
+      // registers and one block scan gives both the chunk's sum and the offsets.
+      const int32_t first = lo + threadIdx.x * kScanItems;
+      int64_t deg[kScanItems], excl[kScanItems], agg;
+      degrees(first, deg);
+      BlockScan(tmp.scan).ExclusiveSum(deg, excl, agg);
+      look_back(agg);
       __syncthreads();
-      if (threadIdx.x == 0) running += total;
+      emit(first, deg, excl);
+    } else {
+      // Pass A: first arcs, bounds and degrees (parked in offsets[i], read back by the same
+      // thread in pass B), the chunk's sum.
+      int64_t mine = 0;
+      for (int32_t base = lo; base < hi; base += kPerRound) {
+        const int32_t first = base + threadIdx.x * kScanItems;
+        int64_t deg[kScanItems];
+        degrees(first, deg);
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) {
+          if (first + k < hi) offsets[first + k] = static_cast<int32_t>(deg[k]);
+          mine += deg[k];
+        }
+      }
+      const int64_t agg = BlockSum(tmp.sum).Sum(mine);  // valid in thread 0
+      look_back(agg);
       __syncthreads();
+      // Pass B: the exclusive scan of the chunk on top of its prefix, and the slot hints.
+      for (int32_t base = lo; base < hi; base += kPerRound) {
+        const int32_t first = base + threadIdx.x * kScanItems;
+        int64_t deg[kScanItems];
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) deg[k] = first + k < hi ? offsets[first + k] : 0;
+        int64_t excl[kScanItems], total;
+        BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
+        emit(first, deg, excl);
+        __syncthreads();
+        if (threadIdx.x == 0) running += total;
+        __syncthreads();
+      }
     }
   }
   // This CTA is done with the lane: the last of the lane's CTAs writes its counters.
