@@ -174,7 +174,7 @@ def main():
                 run(dec)
                 after = inst.profile(False)
                 ms = {k: (after[k] - before[k]) / nb for k in after}
-                tot = sum(ms.values())
+                tot = max(sum(ms.values()), 1e-9)
                 print(f"[{v}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
                       ", ".join(f"{k} {x:.2f} ({100 * x / tot:.0f}%)" for k, x in ms.items() if x > 0) + f"; sum {tot:.2f}")
                 prof = dict(variant=v, profile_batch=B, profile_ms=ms, profile_sum_ms=tot,
