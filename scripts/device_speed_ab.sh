@@ -31,10 +31,15 @@ if [ "${FULL:-0}" = 1 ] && [ $C != $F ]; then
 fi
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $OUT/gpu.txt | tee -a $S
 ( time python3 -m cuwfst.cli build --cuda-arch 9.0 ) 2>&1 | grep -E "cuwfst_|real" | tee -a $OUT/gpu.txt | tee -a $S
-timeout 100 python3 scripts/speed_smoke.py > $OUT/smoke.log 2>&1; echo "smoke exit $?" >> $OUT/smoke.log
-tail -1 $OUT/smoke.log | tee -a $S; grep -E "smoke: " $OUT/smoke.log | tee -a $S
-timeout $(left 165) python3 -m pytest -q -p no:cacheprovider --maxfail=5 tests/test_gpu_variants.py -s 2>&1 \
-  | grep -E "passed|failed|FAIL|Error|rows compared|assert" | tail -14 > $OUT/tests.log
+timeout 100 python3 scripts/speed_smoke.py > $OUT/smoke.log 2>&1; RC=$?; echo "smoke exit $RC" >> $OUT/smoke.log
+grep -E "WRONG|smoke: |Error" $OUT/smoke.log | tail -6 | tee -a $S; tail -1 $OUT/smoke.log | tee -a $S
+VARIANTS="old new split lists wide"; TESTS_K=""
+if [ $RC -eq 124 ]; then  # a kernel hung: the old kernels only, so the call still measures something
+  echo "smoke timed out after: $(grep '^smoke ' $OUT/smoke.log | tail -1); old kernels only from here" | tee -a $S
+  VARIANTS="old"; TESTS_K="-k old"
+fi
+timeout $(left 165) python3 -m pytest -q -p no:cacheprovider --maxfail=5 tests/test_gpu_variants.py $TESTS_K -s 2>&1 \
+  | grep -E "passed|failed|skipped|FAIL|Error|rows compared|assert|no tests" | tail -14 > $OUT/tests.log
 tee -a $S < $OUT/tests.log
 while [ ! -f $C/sim/shard-00000.npz ] && [ $(left 170) -gt 0 ]; do sleep 2; done
 tail -3 /tmp/small.log > $OUT/corpus.log 2>/dev/null
@@ -42,7 +47,7 @@ if [ -f $C/sim/shard-00000.npz ]; then
   for G in TLG HLG; do
     [ $(left 250) -gt 15 ] || break
     timeout $(left 250) python3 -m benchmarks.gpu_speed --graph $C/$G.img --log-probs $C/sim/shard-00000.npz --utts 64 \
-      --batch 1 8 32 --variants old new split lists wide --reps 5 --check 8 --profile --json $OUT/speed.jsonl \
+      --batch 1 8 32 --variants $VARIANTS --reps 5 --check 8 --profile --json $OUT/speed.jsonl \
       >> $OUT/speed_small.log 2>&1
   done
   grep -E "^  |^\[|^[A-Z]LG" $OUT/speed_small.log | grep -v "^{" | tee -a $S
@@ -56,7 +61,8 @@ if [ "${FULL:-0}" = 1 ] && [ $C != $F ]; then
     for G in TLG HLG; do
       [ $(left 292) -gt 15 ] || break
       timeout $(left 292) python3 -m benchmarks.gpu_speed --graph $F/$G.img --log-probs $F/sim/shard-00000.npz --utts 64 \
-        --batch 32 --variants old new --reps 3 --check 0 --json $OUT/speed.jsonl >> $OUT/speed_full.log 2>&1
+        --batch 32 --variants ${VARIANTS/split lists wide/new:8} --reps 3 --check 0 --json $OUT/speed.jsonl \
+        >> $OUT/speed_full.log 2>&1
     done
     grep -E "^  |^[A-Z]LG" $OUT/speed_full.log | tee -a $S
   fi
