@@ -11,7 +11,8 @@
 #  3. tests/test_gpu_variants.py: every variant against the CPU decoder;
 #  4. benchmarks.gpu_speed --variants old new split lists wide on the tier's TLG and HLG, batches
 #     1 8 32, each variant's kernel profile at batch 32, 8 rows checked against the CPU;
-#  5. with FULL=1 and the full tier built in time: old vs new on the full TLG and HLG, batch 32.
+#  5. with FULL=1 and the full tier built in time: old vs new (and new with 8 scan CTAs a lane)
+#     at batch 32 on the full TLG (stored order) and HLG (uniform rows of 250 frames, issue 11).
 # Files under $OUT (8 at most): gpu.txt, smoke.log, tests.log, speed_small.log,
 # speed_full.log, speed.jsonl, corpus.log, summary.txt.
 set -uo pipefail
@@ -58,10 +59,12 @@ if [ "${FULL:-0}" = 1 ] && [ $C != $F ]; then
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(left 230) -gt 0 ]; do sleep 2; done
   tail -3 /tmp/full.log >> $OUT/corpus.log
   if grep -q FULL-DONE /tmp/full.log; then
+    # TLG in stored order (issue 7's table), HLG as uniform rows of 250 frames (issue 11's 32 x 250)
     for G in TLG HLG; do
       [ $(left 292) -gt 15 ] || break
+      EXTRA=""; [ $G = HLG ] && EXTRA="--uniform 250"
       timeout $(left 292) python3 -m benchmarks.gpu_speed --graph $F/$G.img --log-probs $F/sim/shard-00000.npz --utts 64 \
-        --batch 32 --variants ${VARIANTS/split lists wide/new:8} --reps 3 --check 0 --json $OUT/speed.jsonl \
+        $EXTRA --batch 32 --variants ${VARIANTS/split lists wide/new:8} --reps 3 --check 0 --json $OUT/speed.jsonl \
         >> $OUT/speed_full.log 2>&1
     done
     grep -E "^  |^[A-Z]LG" $OUT/speed_full.log | tee -a $S
