@@ -288,7 +288,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // kScanThreads; a CTA takes a ticket (an atomic counter, so a CTA only ever waits on CTAs
 // that already run: no deadlock whatever order the blocks are scheduled in) and with it
 // chunk c = ticket % scan_split of lane ticket / scan_split: a contiguous run of whole
-// kScanThreads * kScanItems-token rounds of the lane's frontier.
+// kScanThreads * kScanItems-token rounds of the lane's frontier (empty chunks, all after
+// the non-empty ones, exit at once).
 // Pass A: each token's first arc, upper bound and degree (parked in arc_offsets), the
 // chunk's degree sum. Then a decoupled look-back over the lane's earlier chunks
 // (scan_status: {kStatusAgg | sum} or {kStatusIncl | inclusive prefix}) gives the chunk's
@@ -330,6 +331,11 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   unsigned long long* status = ws.scan_status + static_cast<int64_t>(lane) * C;
   int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
   int32_t phase = kPhaseReal;
+  constexpr int kPerRound = kScanThreads * kScanItems;
+  const int32_t rounds = (n + kPerRound - 1) / kPerRound;
+  const int32_t per = (rounds + C - 1) / C * kPerRound;
+  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last.
+  const int32_t lo = min(n, chunk * per), hi = min(n, lo + per);
   if (!idle) {
     const int32_t* state = ws.tok_state[cur] + static_cast<int64_t>(lane) * ws.main_q;
     const float* score = ws.tok_score[cur] + static_cast<int64_t>(lane) * ws.main_q;
@@ -344,10 +350,6 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       any_final = __syncthreads_or(any_final);
       phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
     }
-    constexpr int kPerRound = kScanThreads * kScanItems;
-    const int32_t rounds = (n + kPerRound - 1) / kPerRound;
-    const int32_t per = (rounds + C - 1) / C * kPerRound;
-    const int32_t lo = min(n, chunk * per), hi = min(n, lo + per);
     // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
     // written as ScanKernel does).
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
@@ -408,7 +410,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
           hint[m] = i;
       }
     };
-    if (hi - lo <= kPerRound) {
+    if (lo >= hi) {
+      // An empty chunk: every later chunk is empty too, so nobody looks back at it (it
+      // publishes nothing and leaves its multiprocessor at once).
+    } else if (hi - lo <= kPerRound) {
       // One round (every chunk of a frontier up to 2,048 tokens): the degrees stay in
       // registers and one block scan gives both the chunk's sum and the offsets.
       const int32_t first = lo + threadIdx.x * kScanItems;
@@ -480,9 +485,11 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
       }
       if (threadIdx.x == 0) {
-        // every chunk published its inclusive prefix before counting itself done
-        int64_t total = static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[C - 1]) &
-                                             kStatusValue);
+        // the last non-empty chunk published the lane's inclusive sum before counting itself done
+        const int32_t last = n > 0 ? (n - 1) / per : -1;
+        int64_t total = last < 0 ? 0
+                                 : static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[last]) &
+                                                        kStatusValue);
         const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
         if (total > INT32_MAX) {
           lc.overflow |= kOverflowSlots;
