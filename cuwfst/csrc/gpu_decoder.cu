@@ -181,12 +181,32 @@ void GpuDecoder::Allocate() {
   CUWFST_CUDA(cudaMemsetAsync(ws_.hash_payload, 0, L * cfg_.hash_cap * sizeof(unsigned long long), stream_));
   ws_.claims = Alloc<int2>(L * cfg_.claims_cap, "claims");
   ws_.eps_iterations = cfg_.eps_iterations;
+  if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
+  ws_.scan_split = cfg_.scan_split;
+  ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
+  ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
+  ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
+  // closure = lists encodes entry j's k-th epsilon arc as payload slot j * stride + k < 2^31
+  const int64_t stride = std::max<int32_t>(graph_->max_eps_degree, 1);
+  if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX) cfg_.closure_lists = 0;
+  ws_.closure_lists = cfg_.closure_lists;
+  ws_.eps_stride = static_cast<int32_t>(stride);
   if (cfg_.eps_iterations > 0) {
     ws_.hash_pos = Alloc<int32_t>(L * cfg_.hash_cap, "hash positions (epsilon closure)");
     CUWFST_CUDA(cudaMemsetAsync(ws_.hash_pos, 0xFF, L * cfg_.hash_cap * sizeof(int32_t), stream_));
     ws_.eps_tok = Alloc<int32_t>(L * Q, "epsilon pass tokens");
     ws_.eps_winner = Alloc<int32_t>(L * Q, "epsilon pass winners");
     ws_.eps_touched = Alloc<int32_t>(L * cfg_.claims_cap, "epsilon touched slots");
+    if (cfg_.closure_lists) ws_.eps_list1 = Alloc<int32_t>(L * Q, "epsilon pass tokens (second list)");
+  }
+  if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
+  if (cfg_.eps_blocks <= 0) {
+    int sms = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
+    cfg_.eps_blocks = 8 * std::max(sms, 1);
   }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   arena_guard_ = Alloc<unsigned long long>(1, "arena guard");
@@ -415,15 +435,23 @@ void GpuDecoder::EnqueueClosure() {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  if (cfg_.closure_lists) {
+    for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
+      Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ws_, pass); });
+      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_, pass); });
+    }
+    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+    return;
+  }
   for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
     Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, pass); });
     if (cfg_.walker == kWalkThread)
       Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     else
       Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+    Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
   }
-  Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+  Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
 }
 
 void GpuDecoder::EnqueueStep(bool f16) {
@@ -431,7 +459,10 @@ void GpuDecoder::EnqueueStep(bool f16) {
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
-  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
+  if (cfg_.scan_split > 1)
+    Timed(1, [&] { ScanSplitKernel<<<L * cfg_.scan_split, kScanThreads, 0, stream_>>>(g, ws_, p); });
+  else
+    Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
   if (cfg_.walker == kWalkThread) {
     Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
@@ -439,7 +470,7 @@ void GpuDecoder::EnqueueStep(bool f16) {
     Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
+  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
   if (cfg_.eps_iterations > 0) EnqueueClosure();
 }
 
@@ -488,7 +519,10 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       std::memcpy(&mx, &bits, sizeof(mx));
       s.cutoff = mx - lc.beam;
       int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
-      s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
+      // after a real step's closure the lane is kPhaseEps (closure = scan) or still
+      // kPhaseReal (closure = lists); eps_base is the frontier before the closure either way
+      s.before_closure =
+          cfg_.eps_iterations > 0 && (lc.phase == kPhaseEps || lc.phase == kPhaseReal) ? lc.eps_base : n;
       if (t < 0) {
         s.phase = kPhaseReal;
         s.beam = cfg_.search_beam;
@@ -670,6 +704,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
   out[8] = advance_rounds_;
+  out[9] = cfg_.scan_split;
+  out[10] = cfg_.closure_lists;
+  out[11] = cfg_.finalize_split;
 }
 
 }  // namespace cuwfst
