@@ -278,6 +278,25 @@ def test_gpu_decode_all_is_continuous_and_exact(source):
         _same(graph, x, ref.decode(x[None], [len(x)])[0], h, f"{source} utterance {i}")
 
 
+@pytest.mark.parametrize("lanes", [1024, 1100])
+def test_epsilon_graph_past_the_closure_lists_lane_limit(lanes):
+    """closure = lists serves at most 1,024 lanes (EpsListExpandKernel's one-CTA lane scan);
+    a larger decoder on an epsilon graph falls back to the scan closure: every sampled row
+    of a full batch, lanes past 1,024 included, equals the CPU decoder."""
+    rng, graph, V, opts = _case(1)  # odd seeds: an epsilon graph
+    assert graph.num_epsilon_arcs > 0
+    T = [int(t) for t in rng.integers(1, 20, lanes)]
+    lp = random_log_probs(rng, lanes, max(T), V, peaky=True)
+    lens = np.array(T, np.int32)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=lanes)
+    assert dec._gpu.main.mem_stats()["closure_lists"] == int(lanes <= 1024)
+    got = dec.decode(lp, lens)
+    ref = Decoder(graph, opts)
+    sample = sorted(set(rng.choice(lanes, 16, replace=False).tolist()) | {lanes - 1, 1023})
+    for b in sample:
+        _same(graph, lp[b], ref.decode(lp[b : b + 1], lens[b : b + 1])[0], got[b], f"row {b} of {lanes}")
+
+
 def test_four_thousand_lanes_in_one_decoder():
     """A decoder of 4,096 lanes (kMaxLanes): a batch of 4,096 rows and 4,096 streams advanced in
     one call, sampled rows and streams equal to the CPU decoder; 4,097 is a clear error."""

@@ -198,6 +198,21 @@ int main() {
     }
   }
 
+  {  // closure = lists only up to kEpsListMaxLanes lanes (EpsListExpandKernel's one-CTA lane
+     // scan: shared lane_off[kEpsListMaxLanes + 1], while kMaxLanes is larger)
+    auto eps_graph = [] {
+      auto g = Graph();
+      g->max_eps_degree = 2;
+      return g;
+    };
+    DecoderConfig c = Config();
+    c.eps_iterations = 2;
+    c.max_lanes = kEpsListMaxLanes;
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 1); }
+    c.max_lanes = kEpsListMaxLanes + 1;
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 0); }
+  }
+
   {  // a sticky fault names the decode's shape; the decoder refuses later calls; no throw at exit
     GpuDecoder d(Graph(), Config());
     CHECK(DecodeOk(d, lens));
