@@ -157,3 +157,89 @@ def test_inconsistent_records_are_errors_not_crashes():
     # a skipped row's records are not read at all
     lats, scores = replay(wrong_size, skip=np.array([0, 1], np.uint8))
     assert lats[1] is None and scores[1] == -np.inf and lats[0] is not None
+
+
+# ---------------------------------------------------------------------- the backend's glue
+class _CpuInstance:
+    """Stands in for a GpuInstance: the CPU decode in the GPU's output layout (redirected
+    arc last with its bit, overflow bits in meta[:, 2]) and the CPU's records. Rows whose
+    length is in `flag_lengths` come back flagged with an overflow (bit 16, the frontier)."""
+
+    def __init__(self, dec, max_lanes, flag_lengths=()):
+        self.dec, self.max_lanes, self.flag_lengths = dec, max_lanes, set(flag_lengths)
+        self.eps_iterations = dec.eps_iterations
+        self.calls = 0
+        self.perturb = False  # the 1-best score off by one ulp: the replay must notice
+
+    def decode_lattice(self, lp, lens, stream, online=False):
+        assert lp.shape[0] <= self.max_lanes
+        self.calls += 1
+        d, o = self.dec, self.dec.options
+        B, T, _ = lp.shape
+        cap = d.path_capacity(T)
+        out = [np.zeros((B, cap), np.int32), np.zeros(B, np.int32), np.zeros(B, np.float32),
+               np.zeros((B, 4), np.int32), np.zeros((B, 2), np.int64)]
+        d._ref.mod.ref_decode(d._ref.handle, np.ascontiguousarray(lp), lens, o.search_beam, o.output_beam,
+                              o.min_active_states, o.max_active_states, o.allow_partial, d.eps_iterations, online,
+                              1, *out)
+        arcs, n, score, meta, stats = out
+        for b in range(B):
+            if meta[b, 1]:  # the GPU keeps the redirected arc at the path's end, with its bit
+                arcs[b, n[b]] = meta[b, 2] | (1 << 30)
+                n[b] += 1
+            meta[b, 2] = 16 if int(lens[b]) in self.flag_lengths else 0
+        if self.perturb:
+            score[0] = np.nextafter(score[0], np.float32(0))
+        return (arcs, n, score, meta, stats), cpu_records(d, np.ascontiguousarray(lp), lens, online)
+
+
+def test_backend_lattice_path_with_a_cpu_stand_in():
+    """GpuBackend's lattice path (sub-batches, records to lattices, the score check, the
+    overflow skip and the rescue) with the CPU in place of the device: every row's lattice
+    is the CPU decoder's."""
+    from cuwfst.decoder.gpu import GpuBackend
+
+    rng = np.random.default_rng(12)
+    g = random_ctc_graph(rng, 40, 7, 3, 0.3)
+    lp = random_log_probs(rng, 7, 50, 7, peaky=True)
+    lens = np.array([50, 3, 44, 0, 31, 50, 12], np.int32)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=40, min_active_states=3)
+    cpu = Decoder(g, opts, num_threads=2)
+    want = cpu.decode(lp, lens, lattice=True)
+
+    class Backend(GpuBackend):
+        def __init__(self):
+            self.graph, self.options, self.check_inputs, self.batching = g, opts, False, "padded"
+            self.main = _CpuInstance(cpu, max_lanes=3, flag_lengths=(44, 3))
+            self._rescue = _CpuInstance(cpu, max_lanes=2)
+            self._ref, self.rescue_lanes = None, 2
+            self.lock = __import__("threading").Lock()
+            self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
+                                         "unabsorbed_rows")}
+
+        def to_device(self, x):
+            return x
+
+        def _stream(self):
+            return 0
+
+        def _take_rows(self, x, rows):
+            return x[rows]
+
+        def rescue_instance(self):
+            return self._rescue
+
+    backend = Backend()
+    got = backend.decode(lp, lens, cpu, lattice=True)
+    assert backend.main.calls == 3 and backend._rescue.calls == 1 and backend.stats["rescued_rows"] == 2
+    for b, (w, h) in enumerate(zip(want, got)):
+        assert h.overflow == 0 and (h.words, h.score, h.word_times) == (w.words, w.score, w.word_times), b
+        assert_same_lattice(w.lattice, h.lattice, f"row {b}")
+        assert h.word_confidences == w.word_confidences
+    # a row the rescue cannot absorb keeps its bits and gets no lattice
+    backend._rescue.flag_lengths = {3}
+    got = backend.decode(lp, lens, cpu, lattice=True)
+    assert got[1].overflow == 16 and got[1].lattice is None and got[2].lattice is not None
+    backend.main.perturb = True
+    with pytest.raises(RuntimeError, match="the replay of its records ends on score"):
+        backend.decode(lp, lens, cpu, lattice=True)

@@ -106,17 +106,15 @@ class Decoder:
         unknown until the final step, so the last-5-frames min_active rule is off); what
         StreamingDecoder.finalize returns for the same frames.
         lattice=True: each Hypothesis also gets k2's pruned lattice of its row (output_beam),
-        word times and word confidences (cuwfst/decoder/lattice.py); CPU only for now."""
+        word times and word confidences (cuwfst/decoder/lattice.py); the GPU's lattice is
+        the CPU's, arc for arc and bit for bit (cuwfst/decoder/lattice_records.py)."""
         if not isinstance(online, bool):
             raise TypeError(f"online must be a bool, got {online!r}")
         if not isinstance(lattice, bool):
             raise TypeError(f"lattice must be a bool, got {lattice!r}")
-        if lattice and self._gpu is not None:
-            raise NotImplementedError("lattice=True is not available on the GPU decoder yet; "
-                                      "decode with device='cpu' for lattices")
         log_probs = prepare_log_probs(log_probs, lengths, self.graph.vocab_size, self.options)
         if self._gpu is not None:
-            return self._gpu.decode(log_probs, lengths, self, online=online)
+            return self._gpu.decode(log_probs, lengths, self, online=online, lattice=lattice)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
         B, T, _ = lp.shape
         lens = check_lengths(lengths, B, T)
