@@ -211,7 +211,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
-                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations) {
+                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations,
+                         int64_t lattice_entries) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -255,6 +256,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (eps_iterations > 0 && g->view.eps_count == nullptr)
     TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
   c.eps_iterations = static_cast<int32_t>(eps_iterations);
+  if (lattice_entries < 0 || lattice_entries > (1ll << 36))
+    TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
+  c.lattice_cap = lattice_entries;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

@@ -52,6 +52,7 @@ struct DecoderConfig {
   int32_t graph_cache_size = 8;
   int32_t graph_max_steps = 4096;
   int32_t eps_iterations = 0;  // epsilon-closure passes per real step (0: none)
+  int64_t lattice_cap = 0;     // lattice records a first lattice decode makes room for (0: 4 Mi)
 };
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.

@@ -40,23 +40,27 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
     }
     *dst = std::move(b);
   };
-  bool changed = false;
+  const int32_t seg = max_frames + 2;  // steps 0..max_frames
+  const bool missing = !lat_cursor_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
+                       (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg;
+  if (!missing) return;
+  // Every captured graph holds the Workspace it was captured with: drop them before any of
+  // its pointers changes (a failure half-way leaves some changed).
+  FreeGraphs();
   if (!lat_cursor_.get()) {
     alloc(&lat_cursor_, sizeof(unsigned long long), "the lattice record cursor");
     ws_.lat_cursor = static_cast<unsigned long long*>(lat_cursor_.get());
-    changed = true;
   }
   if (!lat_.get()) {
-    alloc(&lat_, static_cast<size_t>(kLatticeInitialRecords) * sizeof(LatRecord), "the lattice records");
+    const int64_t cap = cfg_.lattice_cap > 0 ? cfg_.lattice_cap : kLatticeInitialRecords;
+    alloc(&lat_, static_cast<size_t>(cap) * sizeof(LatRecord), "the lattice records");
     ws_.lat = static_cast<LatRecord*>(lat_.get());
-    ws_.lat_cap = kLatticeInitialRecords;
-    changed = true;
+    ws_.lat_cap = cap;
   }
   if (ws_.hash_pos == nullptr) {  // an epsilon-free graph: the claims' frontier positions
     alloc(&lat_hash_pos_, static_cast<size_t>(L) * cfg_.hash_cap * sizeof(int32_t), "hash positions");
     CUWFST_CUDA(cudaMemsetAsync(lat_hash_pos_.get(), 0xFF, lat_hash_pos_.amount(), stream_));
     ws_.hash_pos = static_cast<int32_t*>(lat_hash_pos_.get());
-    changed = true;
   }
   if (cfg_.eps_iterations > 0 && !eps_begin_.get()) {  // the closure's own slot space
     DeviceBuffer b, u, o, h, lo;
@@ -70,9 +74,7 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
     eps_offsets_ = std::move(o);
     eps_hint_ = std::move(h);
     eps_lane_offsets_ = std::move(lo);
-    changed = true;
   }
-  const int32_t seg = max_frames + 2;  // steps 0..max_frames
   if (ws_.seg_cap < seg) {
     const size_t n = static_cast<size_t>(L) * seg;
     DeviceBuffer c, u, z;
@@ -86,12 +88,8 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
     ws_.lat_cutoff = static_cast<float*>(lat_cutoff_.get());
     ws_.lat_size = static_cast<int32_t*>(lat_size_.get());
     ws_.seg_cap = seg;
-    changed = true;
   }
-  if (changed) {
-    CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    FreeGraphs();  // they captured the old Workspace
-  }
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
 // Room for `want` records (what the last run of the batch tried to write), plus a quarter.
@@ -134,7 +132,8 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     if (e != cudaSuccess) {
       std::ostringstream os;
       os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " of pinned host memory for "
-         << total << " lattice records on cuda:" << device() << "; decode fewer rows at a time";
+         << total << " lattice records of a decode on cuda:" << device()
+         << "; the decoder stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes << ")";
       ThrowAcquireFailure(e, os.str());
     }
     h_lat_ = std::move(fresh);

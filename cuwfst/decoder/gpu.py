@@ -90,7 +90,8 @@ class GpuInstance:
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
-                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0):
+                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0,
+                 lattice_entries=None):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
@@ -107,7 +108,7 @@ class GpuInstance:
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
-            int(graph_cache_size), int(graph_max_steps), int(eps_iterations))
+            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), int(lattice_entries or 0))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -183,7 +184,7 @@ class GpuBackend:
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None):
+                 arena_entries: int | None = None, lattice_entries: int | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
@@ -201,8 +202,11 @@ class GpuBackend:
         self.uploaded = upload_graph(self.mod, graph, self.index)
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
+        # lattice_entries: the lattice records' initial size (they grow; small values make
+        # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations)
+                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations,
+                       lattice_entries=lattice_entries)
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests

@@ -63,14 +63,16 @@ class Decoder:
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
     next row into a lane the moment one finishes (segments of `segment` steps); results
-    are the same either way.
+    are the same either way (decode(lattice=True) always runs padded sub-batches).
+    arena_entries, lattice_entries: the initial sizes of the winners arena and of the
+    lattice records (both grow on demand; small values are for tests).
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, **kwargs):
+                 arena_entries: int | None = None, lattice_entries: int | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -90,7 +92,8 @@ class Decoder:
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
-                                   batching=batching, segment=segment, arena_entries=arena_entries)
+                                   batching=batching, segment=segment, arena_entries=arena_entries,
+                                   lattice_entries=lattice_entries)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
