@@ -51,7 +51,7 @@ class FakeGpuModule:
 
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
-        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-1]))  # last: eps_iterations
+        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-2]))  # eps_iterations, lattice_entries
         return h
 
     def gpu_decoder_free(self, h):
@@ -80,6 +80,25 @@ class FakeGpuModule:
         out_meta[:, 0], out_meta[:, 1] = meta[:, 0], meta[:, 2] >= 0
         out_meta[:, 2] = [16 if lanes > 4 and float(x[b].sum()) in self.overflow_rows else 0 for b in range(B)]
         out_meta[:, 3] = meta[:, 3]
+
+    def gpu_decode_lattice(self, h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats,
+                           out_counts, out_cutoffs, out_sizes, out_total):
+        """gpu_decode plus the records the CPU search makes as the GPU makes them."""
+        import tvm_ffi
+        self.gpu_decode(h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
+        x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__())).astype(np.float32)
+        self.lattice_calls = getattr(self, "lattice_calls", 0) + 1
+        total = np.zeros(1, np.int64)
+        rh = self.ref.ref_decode_records(self.graphs[graph_h], np.ascontiguousarray(x), lens, beam, obeam, mn, mx,
+                                         partial, eps, online, 2, out_counts, out_cutoffs, out_sizes, total)
+        self.records = np.zeros((int(total[0]), 3), np.int32)
+        self.ref.ref_records_take(rh, self.records)
+        self.ref.ref_records_free(rh)
+        out_total[0] = total[0]
+
+    def gpu_lattice_records(self, h, out_records):
+        out_records[:] = self.records
 
 
 @pytest.fixture
@@ -145,3 +164,25 @@ def test_overflowed_rows_are_rescued(fake_gpu):
     assert [c[0] for c in fake_gpu.calls] == [32, 4]  # the batch, then row 1 on the four-lane rescue
     assert np.array_equal(fake_gpu.calls[1][1][0], x[1])
     assert [h.overflow for h in got] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("name", ["HLG.img", "TLG.img"])
+def test_lattices_through_the_gpu_backend(fake_gpu, name):
+    """decode(lattice=True) on the (fake) GPU: GpuInstance.decode_lattice's buffers, the
+    records to lattices, the rescue with lattices; every row's lattice is the CPU's."""
+    from test_lattice_records import assert_same_lattice
+
+    graph = Graph.load(TINY / name)
+    lp, lens, _ = demo_arrays()
+    x = lp[:5].astype(np.float32)
+    lens = lens[:5].copy()
+    lens[4] = 0
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    fake_gpu.overflow_rows = {float(x[1].sum())}  # row 1 "overflows" on the main instance
+    got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=8).decode(x, lens, lattice=True)
+    assert [c[0] for c in fake_gpu.calls] == [8, 4] and fake_gpu.lattice_calls == 2
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert g.overflow == 0 and (g.words, g.score, g.word_times) == (w.words, w.score, w.word_times), b
+        assert_same_lattice(w.lattice, g.lattice, f"{name} row {b}")
+        assert g.word_confidences == w.word_confidences
+    assert sum(h.lattice.num_arcs for h in got) > 100
