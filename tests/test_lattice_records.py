@@ -159,6 +159,58 @@ def test_inconsistent_records_are_errors_not_crashes():
     assert lats[1] is None and scores[1] == -np.inf and lats[0] is not None
 
 
+def test_a_decode_without_records():
+    """A row of 0 frames without allow_partial records nothing (no arc, no redirect): the
+    [0, 3] output array, which numpy 2 makes with the strides (0, 0), passes the bindings'
+    dense check (tensor_checks.h), and zero records replay to the CPU's empty lattice. The
+    H200 run at cdd8330 failed 13 random GPU lattice cases on exactly such a sub-batch."""
+    rng, graph, lp, lens, opts = random_lattice_case(0)  # allow_partial off, lens [48, 1, 0, 25]
+    assert not opts.allow_partial and lens[2] == 0
+    dec = Decoder(graph, opts)
+    sub_lp, sub_lens = np.ascontiguousarray(lp[2:3]), np.ascontiguousarray(lens[2:3])
+    rec = cpu_records(dec, sub_lp, sub_lens)
+    assert rec.records.shape == (0, 3) and rec.counts[0, 0] == 0
+    want = dec.decode(sub_lp, sub_lens, lattice=True)[0]
+    lats, scores = lattices_from_records(dec._ref, graph, opts, dec.eps_iterations, sub_lens, rec, 1)
+    assert_same_lattice(want.lattice, lats[0], "row of 0 frames")
+    assert want.lattice.num_arcs == 0 and scores[0] == -np.inf
+
+
+def test_dense_check_of_host_outputs():
+    """tensor_checks.h's CheckHostTensor through ref_records_take: an empty array is dense
+    whatever its strides; a stride gap, a column-major array, a wrong shape or dtype is
+    refused."""
+    rng, graph, lp, lens, opts = random_lattice_case(0)
+    dec = Decoder(graph, opts)
+    ref, o = dec._ref, opts
+
+    def take(out, row):
+        sub_lp, sub_lens = np.ascontiguousarray(lp[row : row + 1]), np.ascontiguousarray(lens[row : row + 1])
+        S = lp.shape[1] + 1
+        counts, cutoffs = np.zeros((1, S), np.int32), np.zeros((1, S), np.float32)
+        sizes, total = np.zeros((1, S), np.int32), np.zeros(1, np.int64)
+        h = ref.mod.ref_decode_records(ref.handle, sub_lp, sub_lens, o.search_beam, o.output_beam,
+                                       o.min_active_states, o.max_active_states, o.allow_partial,
+                                       dec.eps_iterations, False, 1, counts, cutoffs, sizes, total)
+        try:
+            n = int(total[0])
+            ref.mod.ref_records_take(h, out(n))
+            return n
+        finally:
+            ref.mod.ref_records_free(h)
+
+    assert np.zeros((0, 3), np.int32).strides == (0, 0) or np.__version__ < "2"
+    assert take(lambda n: np.zeros((n, 3), np.int32), 2) == 0  # row 2: 0 frames, no records
+    assert take(lambda n: np.zeros((n, 6), np.int32)[:, ::2], 2) == 0  # empty with a stride gap
+    assert take(lambda n: np.zeros((n, 3), np.int32), 0) > 1
+    for bad, match in ((lambda n: np.zeros((n, 6), np.int32)[:, ::2], "dense"),
+                       (lambda n: np.zeros((n, 3), np.int32, order="F"), "dense"),
+                       (lambda n: np.zeros((n + 1, 3), np.int32), "dim 0"),
+                       (lambda n: np.zeros((n, 3), np.int64), "int32")):
+        with pytest.raises((ValueError, TypeError), match=match):
+            take(bad, 0)
+
+
 # ---------------------------------------------------------------------- the backend's glue
 class _CpuInstance:
     """Stands in for a GpuInstance: the CPU decode in the GPU's output layout (redirected
