@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
-from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import feed_interleaved, path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 pytestmark = pytest.mark.gpu
 TOTALS = {"rows": 0, "ties": 0, "streams": 0}
@@ -99,26 +99,7 @@ def test_gpu_streams_equal_cpu_online_decode(seed):
     sd = StreamingDecoder(graph, opts, device="cuda", max_streams=8, arena_entries=int(rng.choice([4096, 1 << 20])))
     streams = [sd.open_stream() for _ in range(S)]
     plans = [_chunks(rng, t) for t in T]
-    pos, step = [0] * S, [0] * S
-    committed = [[] for _ in range(S)]
-    while any(step[i] < len(plans[i]) for i in range(S)):
-        todo = [i for i in range(S) if step[i] < len(plans[i]) and rng.random() < 0.7] or \
-               [next(i for i in range(S) if step[i] < len(plans[i]))]
-        chunks = []
-        for i in todo:
-            c = plans[i][step[i]]
-            chunks.append(lps[i][pos[i] : pos[i] + c])
-            pos[i] += c
-            step[i] += 1
-        sd.advance([streams[i] for i in todo], chunks)
-        for i in todo:
-            p = streams[i].partial()
-            if p.empty:
-                continue
-            old = committed[i]
-            assert p.words[: len(old)] == old, f"seed {seed} stream {i}: committed {old} retracted by {p.words}"
-            if p.final_words >= len(old):
-                committed[i] = p.words[: p.final_words]
+    committed = feed_interleaved(rng, sd, streams, lps, plans, f"seed {seed}")
     for i in range(S):
         got = sd.finalize(streams[i])
         TOTALS["streams"] += 1
@@ -196,6 +177,7 @@ def test_gpu_streams_wait_rounds_happen():
                 calls += 1
         except RuntimeError as e:  # the live windows outgrew the slack: a clear error, not a wrong answer
             assert "cannot hold one step" in str(e), e
+            assert all(st.frames == sd.memory_stats(st)["frames"] for st in streams)  # counts follow the decoder
             short += 1
             continue
         for i in range(4):
@@ -232,3 +214,92 @@ def test_gpu_stream_lifecycle_and_long_stream_memory():
 def test_report_totals():
     print(f"\nlanes: {TOTALS['rows']} rows/streams equal to the CPU ({TOTALS['streams']} streams), "
           f"{TOTALS['ties']} exact-score ties, 0 mismatches")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_gpu_streams_take_cuda_chunks_without_the_host(dtype):
+    """CUDA torch chunks are padded and checked on the GPU (no copy through the host): the
+    same results as numpy chunks of the same values, zero-length chunks included, and
+    finalize of a list equals finalize one by one."""
+    torch = pytest.importorskip("torch")
+    rng, graph, V, opts = _case(3)
+    S = 4
+    T = [int(t) for t in rng.integers(10, 40, S)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=True)[0].astype(dtype) for t in T]
+    results = []
+    for kind in ("numpy", "cuda"):
+        sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
+        streams = sd.open_streams(S) if kind == "cuda" else [sd.open_stream() for _ in range(S)]
+        pos = [0] * S
+        plan = np.random.default_rng(5)
+        while any(pos[i] < T[i] for i in range(S)):
+            chunks = []
+            for i in range(S):
+                c = int(plan.integers(0, 9))  # 0: an empty chunk for that stream
+                x = lps[i][pos[i] : pos[i] + c]
+                pos[i] += len(x)
+                chunks.append(torch.from_numpy(np.ascontiguousarray(x)).cuda() if kind == "cuda" else x)
+            sd.advance(streams, chunks)
+        results.append(sd.finalize(streams[:2]) + [sd.finalize(s) for s in streams[2:]])
+    ref = Decoder(graph, opts)
+    for i in range(S):
+        want = ref.decode(lps[i].astype(np.float32)[None], [T[i]], online=True)[0] if dtype == "float32" else None
+        a, b = results[0][i], results[1][i]
+        assert (a.words, a.arcs, np.float32(a.score)) == (b.words, b.arcs, np.float32(b.score)), f"stream {i}"
+        if want is not None:
+            _same(graph, lps[i], want, b, f"stream {i}")
+    with pytest.raises(ValueError, match="NaN"):
+        sd = StreamingDecoder(graph, opts, device="cuda", max_streams=1)
+        s = sd.open_stream()
+        bad = torch.full((3, V), -float(np.log(V)), device="cuda")  # uniform log-probs
+        bad[1, 0] = float("nan")
+        sd.advance([s], [bad])
+
+
+@pytest.mark.parametrize("source", ["numpy16", "numpy32", "cuda"])
+def test_gpu_decode_all_is_continuous_and_exact(source):
+    """decode_all on the GPU batches each chunk continuously (whatever `batching` says), keeps
+    float16 rows float16, pads CUDA rows on the device; each result equals the CPU's."""
+    torch = pytest.importorskip("torch")
+    rng, graph, V, opts = _case(6)
+    lens = [int(t) for t in rng.integers(1, 45, 11)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=True)[0].astype(np.float16).astype(np.float32) for t in lens]
+    if source == "numpy16":
+        utts = [x.astype(np.float16) for x in lps]
+    elif source == "cuda":
+        utts = [torch.from_numpy(x).cuda() for x in lps]
+    else:
+        utts = lps
+    dec = Decoder(graph, opts, device="cuda", max_lanes=3)  # batching="padded"
+    got = list(dec.decode_all(iter(utts), progress=False, chunk=7))
+    assert dec._gpu.batching == "padded"
+    ref = Decoder(graph, opts)
+    for i, (x, h) in enumerate(zip(lps, got)):
+        _same(graph, x, ref.decode(x[None], [len(x)])[0], h, f"{source} utterance {i}")
+
+
+def test_four_thousand_lanes_in_one_decoder():
+    """A decoder of 4,096 lanes (kMaxLanes): a batch of 4,096 rows and 4,096 streams advanced in
+    one call, sampled rows and streams equal to the CPU decoder; 4,097 is a clear error."""
+    rng, graph, V, opts = _case(2)
+    N = 4096
+    T = [int(t) for t in rng.integers(1, 24, N)]
+    lp = random_log_probs(rng, N, max(T), V, peaky=True)
+    lens = np.array(T, np.int32)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=N)
+    got = dec.decode(lp, lens)
+    ref = Decoder(graph, opts)
+    for b in rng.choice(N, 24, replace=False).tolist():
+        _same(graph, lp[b], ref.decode(lp[b : b + 1], lens[b : b + 1])[0], got[b], f"row {b} of {N}")
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=N)
+    streams = sd.open_streams(N)
+    sd.advance(streams, [lp[b, : T[b]] for b in range(N)])
+    sample = rng.choice(N, 24, replace=False).tolist()
+    hyps = sd.finalize([streams[b] for b in sample])
+    for b, h in zip(sample, hyps):
+        want = ref.decode(lp[b : b + 1], lens[b : b + 1], online=True)[0]
+        _same(graph, lp[b], want, h, f"stream {b} of {N}")
+    with pytest.raises(ValueError, match="at most 4096"):
+        StreamingDecoder(graph, opts, device="cuda", max_streams=N + 1)
+    with pytest.raises(ValueError, match="max_lanes must be in"):
+        Decoder(graph, opts, device="cuda", max_lanes=N + 1)

@@ -434,11 +434,16 @@ def test_tiny_end_to_end_run(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run([sys.executable, "-m", "benchmarks.model.train", "--corpus", str(corpus), "--out", str(out),
-                          "--scale", "tiny", "--workers", "2"], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
+                          "--scale", "tiny", "--workers", "2", "--fallback-model", "cpu"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["training"]["steps"] == 3 and s["model"]["num_outputs"] == 501
+    # two candidates on the same batches; the one with the lower held-out greedy WER went on
+    assert [c["preset"] for c in s["candidates"]] == ["tiny", "cpu"]
+    assert all(c["steps"] == 3 for c in s["candidates"])
+    kept = min(s["candidates"], key=lambda c: c["greedy_wer"])
+    assert s["model"]["preset"] == kept["preset"] and s["test"]["greedy"]["wer"] == kept["greedy_wer"]
     assert s["test"]["utterances"] == 6 and 0.0 <= s["test"]["hlg"]["wer"] and s["test"]["greedy"]["ref_words"] > 0
     assert s["synthesis"]["utterances"] == 16 and s["synthesis"]["utterances_per_second"] > 0
     assert (out / "summary.md").read_text().startswith("## Model on synthetic speech")
@@ -499,3 +504,15 @@ def test_device_script_rehearsal(tmp_path):
     assert load_profile(out / "profile_model.json").peak == pytest.approx(profile["config"]["peak"])
     md = (out / "calibration.md").read_text()
     assert "sim --profile model" in md and "### Full tier" in md
+
+
+def test_learning_rate_holds_the_peak_on_the_plateau():
+    from benchmarks.model.train import SCALES, learning_rate
+
+    sc = SCALES["base"]
+    assert learning_rate(sc, 0.0, None) == 0.0
+    assert abs(learning_rate(sc, sc.warmup / 2, None) - sc.peak_lr / 2) < 1e-12
+    assert learning_rate(sc, 0.9, None) == sc.peak_lr  # still on the plateau: no annealing
+    assert learning_rate(sc, 0.5, 0.5) == sc.peak_lr  # annealing starts where the plateau ended
+    assert abs(learning_rate(sc, 1.0, 0.5) - 0.02 * sc.peak_lr) < 1e-12
+    assert learning_rate(sc, 0.6, 0.5) > learning_rate(sc, 0.8, 0.5) > learning_rate(sc, 0.95, 0.5)

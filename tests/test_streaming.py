@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, EndpointConfig, EndpointRule, StreamingDecoder
-from helpers import random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import feed_interleaved, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 
 def _random_chunks(rng, T):
@@ -50,30 +50,7 @@ def test_any_chunking_equals_online_decode(seed):
     sd = StreamingDecoder(graph, opts, max_streams=8, compact=bool(seed % 3))
     streams = [sd.open_stream() for _ in range(S)]
     plans = [_random_chunks(rng, t) for t in T]
-    pos, step = [0] * S, [0] * S
-    committed = [[] for _ in range(S)]
-    while any(step[i] < len(plans[i]) for i in range(S)):
-        # a random subset of the streams advances together, each by its next chunk
-        todo = [i for i in range(S) if step[i] < len(plans[i]) and rng.random() < 0.7] or \
-               [next(i for i in range(S) if step[i] < len(plans[i]))]
-        chunks = []
-        for i in todo:
-            c = plans[i][step[i]]
-            chunks.append(lps[i][pos[i] : pos[i] + c])
-            pos[i] += c
-            step[i] += 1
-        sd.advance([streams[i] for i in todo], chunks)
-        for i in todo:
-            p = streams[i].partial()
-            assert streams[i].frames == pos[i]
-            if p.empty:
-                continue
-            # the committed words of earlier partials are a prefix of this one's
-            k = p.final_words
-            assert 0 <= k <= len(p.words)
-            old = committed[i]
-            assert p.words[: len(old)] == old, f"stream {i}: committed {old} retracted by {p.words}"
-            committed[i] = p.words[:k] if k >= len(old) else old
+    committed = feed_interleaved(rng, sd, streams, lps, plans, f"seed {seed}")
     for i in range(S):
         got = sd.finalize(streams[i])
         _same(got, want[i], f"seed {seed} stream {i} chunks {plans[i]}")
@@ -178,3 +155,33 @@ def test_decode_all_equals_decoding_each_alone():
         _same(h, dec.decode(u)[0], "decode_all")
     with pytest.raises(ValueError, match=r"\[T, V\]"):
         list(dec.decode_all([np.zeros((2, 3, 6), np.float32)], progress=False))
+
+
+def test_finalize_many_equals_one_by_one_and_frees_every_search():
+    """finalize([s1, s2, ...]) returns what finalizing each alone returns, in order; every
+    finalized or released stream's search is freed (the CPU searches used to outlive their
+    finalize: one winners log leaked per stream)."""
+    rng = np.random.default_rng(31)
+    graph = random_ctc_graph(rng, 60, 8, 4, 0.3)
+    opts = DecoderOptions(search_beam=10.0, max_active_states=50)
+    lps = [random_log_probs(rng, 1, int(t), 8, peaky=True)[0] for t in (5, 17, 1, 30)]
+    sd = StreamingDecoder(graph, opts, max_streams=8)
+    mod = sd._backend.mod
+    live0 = mod.ref_streams_live()
+    one = []
+    for lp in lps:
+        s = sd.open_stream()
+        sd.advance([s], [lp])
+        one.append(sd.finalize(s))
+    many_streams = sd.open_streams(len(lps))
+    assert sd.open_streams(0) == []
+    sd.advance(many_streams, lps)
+    dropped = sd.open_stream()
+    many = sd.finalize(many_streams)
+    sd.release(dropped)
+    assert [(h.words, h.score, h.arcs) for h in many] == [(h.words, h.score, h.arcs) for h in one]
+    assert all(s.closed for s in many_streams) and sd.finalize([]) == []
+    assert mod.ref_streams_live() == live0
+    with pytest.raises(ValueError, match="twice"):
+        s = sd.open_stream()
+        sd.finalize([s, s])

@@ -179,7 +179,16 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
       for (int32_t i = b; i < e; ++i) emit_maxw[s] = std::max(emit_maxw[s], w[i]);
     }
-    const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? n * 4 : 0);
+    // the epsilon closure's list filter: max weight over each state's epsilon arcs (-inf: none)
+    std::vector<float> eps_maxw(has_eps ? n : 0, -std::numeric_limits<float>::infinity());
+    int32_t max_eps_degree = 0;
+    for (int64_t s = 0; has_eps && s < n; ++s) {
+      const int32_t b = finals_at_end ? rs[s] : rs[s] + fc[s];
+      for (int32_t i = b; i < b + ec[s]; ++i) eps_maxw[s] = std::max(eps_maxw[s], w[i]);
+      max_eps_degree = std::max(max_eps_degree, ec[s]);
+    }
+    g->max_eps_degree = max_eps_degree;
+    const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? 2 * n * 4 : 0);
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
     v.num_arcs = static_cast<int32_t>(a);
@@ -194,6 +203,8 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a, "arc ilabels", total);
     v.arc_weight = Upload<float>(g.get(), w, a, "arc weights", total);
     v.emit_maxw = Upload<float>(g.get(), emit_maxw.data(), n, "per-state max weights", total);
+    v.eps_maxw = has_eps ? Upload<float>(g.get(), eps_maxw.data(), n, "per-state max epsilon weights", total) : nullptr;
+    v.max_eps_degree = max_eps_degree;
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
 }
@@ -212,13 +223,15 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations,
+                         int64_t scan_split, bool closure_lists, int64_t eps_blocks, int64_t finalize_split,
                          int64_t lattice_entries) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
   if (min_active < 0 || max_active <= min_active)
     TVM_FFI_THROW(ValueError) << "max_active_states must be greater than min_active_states";
-  if (max_lanes < 1 || max_lanes > 1024) TVM_FFI_THROW(ValueError) << "max_lanes must be in [1, 1024]";
+  if (max_lanes < 1 || max_lanes > cuwfst::kMaxLanes)
+    TVM_FFI_THROW(ValueError) << "max_lanes must be in [1, " << cuwfst::kMaxLanes << "]";
   if (main_q < 1 || main_q > (1 << 28)) TVM_FFI_THROW(ValueError) << "main_q must be in [1, 2^28]";
   if (claims_cap < 1 || claims_cap > (1 << 30)) TVM_FFI_THROW(ValueError) << "claims_cap out of range";
   if (hash_cap < 2 || (hash_cap & (hash_cap - 1)) || hash_cap > (1ll << 30))
@@ -256,6 +269,14 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (eps_iterations > 0 && g->view.eps_count == nullptr)
     TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
   c.eps_iterations = static_cast<int32_t>(eps_iterations);
+  if (scan_split < 0 || scan_split > 64) TVM_FFI_THROW(ValueError) << "scan_split must be in [0, 64] (0: auto)";
+  c.scan_split = static_cast<int32_t>(scan_split);
+  c.closure_lists = closure_lists ? 1 : 0;
+  if (eps_blocks < 0 || eps_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "eps_blocks out of range";
+  c.eps_blocks = static_cast<int32_t>(eps_blocks);
+  if (finalize_split < 0 || finalize_split > 64)
+    TVM_FFI_THROW(ValueError) << "finalize_split must be in [0, 64] (0: auto)";
+  c.finalize_split = static_cast<int32_t>(finalize_split);
   if (lattice_entries < 0 || lattice_entries > (1ll << 36))
     TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
   c.lattice_cap = lattice_entries;

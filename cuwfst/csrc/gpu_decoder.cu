@@ -72,6 +72,35 @@ unsigned long long GpuDecoder::ArenaCursor() {
   return cursor;
 }
 
+const int32_t* GpuDecoder::ReadPaths(int64_t width, int32_t rows) {
+  const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+  if (width > 0) {
+    CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), rows,
+                                  cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  }
+  return As<int32_t>(h_path_);
+}
+
+void GpuDecoder::WriteResult(int32_t lane, int32_t row, const LaneCounters& lc, int32_t tail_len,
+                             const std::vector<int32_t>* prefix, int32_t host_overflow, const int32_t* h_path,
+                             DecodeOutputs& out) const {
+  const int64_t np_all = prefix ? static_cast<int64_t>(prefix->size()) : 0;
+  out.path_len[row] = static_cast<int32_t>(std::min<int64_t>(np_all + tail_len, INT32_MAX));
+  int32_t* dst = out.arcs + static_cast<int64_t>(row) * out.cap;
+  const int64_t np = std::min<int64_t>(np_all, out.cap);
+  if (np > 0) std::copy(prefix->begin(), prefix->begin() + np, dst);
+  const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail_len), static_cast<int64_t>(ws_.path_cap), out.cap - np});
+  if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(lane) * ws_.path_cap, nt * sizeof(int32_t));
+  out.score[row] = lc.final_winner != -2 ? lc.final_score : -INFINITY;  // -2: no final token
+  out.meta[row * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
+  out.meta[row * 4 + 1] = lc.final_winner != -2 && lc.redirected;
+  out.meta[row * 4 + 2] = lc.overflow | host_overflow;
+  out.meta[row * 4 + 3] = lc.max_frontier;
+  out.stats[row * 2 + 0] = lc.frontier_total;
+  out.stats[row * 2 + 1] = lc.closure_added;
+}
+
 std::string GpuDecoder::ArenaShort(unsigned long long need, int32_t lanes) const {
   std::ostringstream os;
   os << "the winners arena cannot hold one step of " << lanes << " streams (" << need
@@ -153,12 +182,32 @@ void GpuDecoder::Allocate() {
   CUWFST_CUDA(cudaMemsetAsync(ws_.hash_payload, 0, L * cfg_.hash_cap * sizeof(unsigned long long), stream_));
   ws_.claims = Alloc<int2>(L * cfg_.claims_cap, "claims");
   ws_.eps_iterations = cfg_.eps_iterations;
+  if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
+  ws_.scan_split = cfg_.scan_split;
+  ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
+  ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
+  ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
+  // closure = lists encodes entry j's k-th epsilon arc as payload slot j * stride + k < 2^31
+  const int64_t stride = std::max<int32_t>(graph_->max_eps_degree, 1);
+  if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX) cfg_.closure_lists = 0;
+  ws_.closure_lists = cfg_.closure_lists;
+  ws_.eps_stride = static_cast<int32_t>(stride);
   if (cfg_.eps_iterations > 0) {
     ws_.hash_pos = Alloc<int32_t>(L * cfg_.hash_cap, "hash positions (epsilon closure)");
     CUWFST_CUDA(cudaMemsetAsync(ws_.hash_pos, 0xFF, L * cfg_.hash_cap * sizeof(int32_t), stream_));
     ws_.eps_tok = Alloc<int32_t>(L * Q, "epsilon pass tokens");
     ws_.eps_winner = Alloc<int32_t>(L * Q, "epsilon pass winners");
     ws_.eps_touched = Alloc<int32_t>(L * cfg_.claims_cap, "epsilon touched slots");
+    if (cfg_.closure_lists) ws_.eps_list1 = Alloc<int32_t>(L * Q, "epsilon pass tokens (second list)");
+  }
+  if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
+  if (cfg_.eps_blocks <= 0) {
+    int sms = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
+    cfg_.eps_blocks = 8 * std::max(sms, 1);
   }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   arena_guard_ = Alloc<unsigned long long>(1, "arena guard");
@@ -393,6 +442,9 @@ void GpuDecoder::EnqueueClosure(bool closes_step) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  // A lattice decode keeps the step's slot space for the lattice walk after the closure
+  // (lattice.cuh): the closure's kernels get a Workspace whose slot-space arrays are a
+  // second set.
   Workspace ews = ws_;
   if (ws_.lattice) {
     ews.tok_begin = static_cast<int32_t*>(eps_begin_.get());
@@ -401,16 +453,26 @@ void GpuDecoder::EnqueueClosure(bool closes_step) {
     ews.tok_hint = static_cast<int32_t*>(eps_hint_.get());
     ews.lane_arc_offsets = static_cast<int64_t*>(eps_lane_offsets_.get());
   }
-  for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ews, pass); });
-    if (cfg_.walker == kWalkThread)
-      Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
-    else
-      Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ews); });
+  // The claims stay for the lattice walk after a real step's closure; LatStepEndKernel
+  // clears them (and counts closure_added) in place of ClearClaimsKernel.
+  const bool clear = !(ws_.lattice && closes_step);
+  if (cfg_.closure_lists) {
+    for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
+      Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews, pass); });
+      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ews, pass); });
+    }
+  } else {
+    for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
+      Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ews, pass); });
+      if (cfg_.walker == kWalkThread)
+        Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
+      else
+        Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
+      Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ews); });
+    }
   }
-  if (!(ws_.lattice && closes_step))
-    Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+  if (clear)
+    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
 }
 
 void GpuDecoder::EnqueueStep(bool f16) {
@@ -418,7 +480,10 @@ void GpuDecoder::EnqueueStep(bool f16) {
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
-  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
+  if (cfg_.scan_split > 1)
+    Timed(1, [&] { ScanSplitKernel<<<L * cfg_.scan_split, kScanThreads, 0, stream_>>>(g, ws_, p); });
+  else
+    Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
   if (cfg_.walker == kWalkThread) {
     Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
@@ -426,7 +491,7 @@ void GpuDecoder::EnqueueStep(bool f16) {
     Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
+  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(true);
   if (ws_.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     if (cfg_.walker == kWalkThread)
@@ -482,7 +547,10 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       std::memcpy(&mx, &bits, sizeof(mx));
       s.cutoff = mx - lc.beam;
       int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
-      s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
+      // after a real step's closure the lane is kPhaseEps (closure = scan) or still
+      // kPhaseReal (closure = lists); eps_base is the frontier before the closure either way
+      s.before_closure =
+          cfg_.eps_iterations > 0 && (lc.phase == kPhaseEps || lc.phase == kPhaseReal) ? lc.eps_base : n;
       if (t < 0) {
         s.phase = kPhaseReal;
         s.beam = cfg_.search_beam;
@@ -650,27 +718,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     // once grew path_cap; short batches after it must not pay for it).
     int64_t width = 0;
     for (int32_t b = 0; b < B; ++b) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[b], ws_.path_cap));
-    const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
-    if (width > 0) {
-      CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), B,
-                                    cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    }
-    const int32_t* h_path = As<int32_t>(h_path_);
-    for (int32_t b = 0; b < B; ++b) {
-      const LaneCounters& lc = h_lanes[b];
-      int32_t len = h_path_len[b];
-      out.path_len[b] = len;
-      int64_t n = std::min<int64_t>({static_cast<int64_t>(len), static_cast<int64_t>(ws_.path_cap), out.cap});
-      std::memcpy(out.arcs + b * out.cap, h_path + static_cast<int64_t>(b) * ws_.path_cap, n * sizeof(int32_t));
-      out.score[b] = lc.final_winner != -2 ? lc.final_score : -INFINITY;  // -2: no final token
-      out.meta[b * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
-      out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
-      out.meta[b * 4 + 2] = lc.overflow;
-      out.meta[b * 4 + 3] = lc.max_frontier;
-      out.stats[b * 2 + 0] = lc.frontier_total;
-      out.stats[b * 2 + 1] = lc.closure_added;
-    }
+    const int32_t* h_path = ReadPaths(width, B);
+    for (int32_t b = 0; b < B; ++b) WriteResult(b, b, h_lanes[b], h_path_len[b], nullptr, 0, h_path, out);
   } catch (const CudaError& e) {
     pending_.clear();
     hash_dirty_ = true;
@@ -697,6 +746,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
   out[8] = advance_rounds_;
+  out[9] = cfg_.scan_split;
+  out[10] = cfg_.closure_lists;
+  out[11] = cfg_.finalize_split;
 }
 
 }  // namespace cuwfst

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import Graph
 from ..graph.image import native_array
-from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host
+from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host, pad_on_device
 from .options import DecoderOptions
 from .prepare import prepare_log_probs
 from .result import Hypothesis
@@ -58,6 +58,12 @@ class Decoder:
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
     walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
     walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
+    scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
+    closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
+    passes) and finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
+    auto, 8 = the old grid) pick kernel variants with identical results; None takes the
+    default, the new ones, or those CUWFST_KERNELS names (e.g. "old"; KERNEL_VARIANTS in
+    decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
     capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
@@ -72,7 +78,8 @@ class Decoder:
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, lattice_entries: int | None = None, **kwargs):
+                 arena_entries: int | None = None, scan_split: int | None = None, closure: str | None = None,
+                 finalize_split: int | None = None, lattice_entries: int | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -93,6 +100,7 @@ class Decoder:
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
+                                   scan_split=scan_split, closure=closure, finalize_split=finalize_split,
                                    lattice_entries=lattice_entries)
         else:
             self._gpu = None
@@ -172,22 +180,33 @@ class Decoder:
             bar.close()
 
     def _decode_chunk(self, utts, online: bool) -> list[Hypothesis]:
-        rows = []
-        for i, u in enumerate(utts):
-            u = log_probs_to_host(u.detach().cpu() if is_torch(u) else u)
-            if u.ndim != 2:
-                raise ValueError(f"utterance {i} of the chunk has shape {tuple(u.shape)}: each must be [T, V]")
-            rows.append(u)
-        T = max(r.shape[0] for r in rows)
-        V = rows[0].shape[1]
-        if any(r.shape[1] != V for r in rows):
-            raise ValueError("utterances of one decode_all must have the same number of columns")
-        packed = np.zeros((len(rows), max(T, 1), V), np.float32)
-        lens = np.zeros(len(rows), np.int32)
-        for i, r in enumerate(rows):
-            packed[i, : r.shape[0]] = np.asarray(r, np.float32)
-            lens[i] = r.shape[0]
-        return self.decode(packed, lens, online=online)
+        gpu = self._gpu
+        torch = getattr(gpu, "torch", None) if gpu is not None else None
+        if torch is not None and all(is_torch(u) and u.device == gpu.device for u in utts):
+            packed, lens = pad_on_device(torch, utts, "utterance")  # no host round trip
+        else:
+            rows = []
+            for i, u in enumerate(utts):
+                u = log_probs_to_host(u.detach().cpu() if is_torch(u) else u)
+                if u.ndim != 2:
+                    raise ValueError(f"utterance {i} of the chunk has shape {tuple(u.shape)}: each must be [T, V]")
+                rows.append(u)
+            T = max(r.shape[0] for r in rows)
+            V = rows[0].shape[1]
+            if any(r.shape[1] != V for r in rows):
+                raise ValueError("utterances of one decode_all must have the same number of columns")
+            # float16 rows stay float16 (exact, and half the bytes to pack and upload)
+            dtype = np.float16 if all(r.dtype == np.float16 for r in rows) else np.float32
+            packed = np.zeros((len(rows), max(T, 1), V), dtype)
+            lens = np.zeros(len(rows), np.int32)
+            for i, r in enumerate(rows):
+                packed[i, : r.shape[0]] = np.asarray(r, dtype)
+                lens[i] = r.shape[0]
+        if gpu is None:
+            return self.decode(packed, lens, online=online)
+        # the GPU: every chunk continuously batched through the lanes, whatever `batching` says
+        packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
+        return gpu.decode(packed, lens, self, online=online, batching="continuous")
 
     def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier, *,
                         frontier_total: int = 0, closure_added: int = 0) -> Hypothesis:
@@ -197,12 +216,19 @@ class Decoder:
         emitting = il >= 0
         # frame of each arc: emitting arcs consume frames 0, 1, ...; others sit at the frame reached
         frame = np.cumsum(emitting) - emitting.astype(np.int64)
-        words, stamps = [], []
-        rs = g.aux_row_splits
-        for i, a in enumerate(arcs.tolist()):
-            for w in g.aux_pool[rs[a] : rs[a + 1]].tolist():
-                words.append(int(w))
-                stamps.append(int(frame[i]))
+        # the arcs' word labels (a ragged gather over aux_row_splits), each at its arc's frame;
+        # vectorised: a stream's partial result walks its whole path on every chunk
+        rs = np.asarray(g.aux_row_splits)
+        first = rs[arcs] if arcs.size else np.zeros(0, np.int64)
+        counts = (rs[arcs + 1] - first) if arcs.size else np.zeros(0, np.int64)
+        n = int(counts.sum())
+        if n:
+            before = np.cumsum(counts) - counts  # words of the earlier arcs
+            at = np.repeat(first - before, counts) + np.arange(n)
+            words = np.asarray(g.aux_pool)[at].astype(np.int64).tolist()
+            stamps = np.repeat(frame, counts).astype(np.int64).tolist()
+        else:
+            words, stamps = [], []
         # the decoders speak image arc ids; users see the source graph's
         src_arcs = self.graph.source_arc_ids(arcs)
         if redirect_arc >= 0:

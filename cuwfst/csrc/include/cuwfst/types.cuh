@@ -47,6 +47,11 @@ struct DeviceGraph {
   const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
   const float* arc_weight;     // [num_arcs]
   const float* emit_maxw;      // [num_states] max weight over a state's emitting arcs
+  // [num_states] max weight over a state's epsilon arcs, -inf for a state without any
+  // (nullptr on epsilon-free graphs): token score + eps_maxw <= cutoff means no epsilon arc
+  // of the token can pass (fp32 addition is monotone), so the closure lists skip it
+  const float* eps_maxw;
+  int32_t max_eps_degree;      // the most epsilon arcs of one state (0 on epsilon-free graphs)
 };
 
 // A state's arc ranges in the image layout
@@ -101,6 +106,10 @@ struct LaneCommand {
   int32_t online;  // k2's online beam mode (streams)
 };
 constexpr int32_t kUnknownLength = 1 << 30;
+// Lanes of one decoder at most: a stream server's every channel in one launch sequence. No
+// kernel holds per-lane arrays on chip past kMaxSharedLanes (ExpandKernel falls back to
+// global memory), and the flattened slot space is int64.
+constexpr int32_t kMaxLanes = 4096;
 
 // Per-lane loop state; device-resident so a whole decode can be captured.
 struct LaneCounters {
@@ -127,6 +136,11 @@ struct LaneCounters {
   int32_t eps_changed;   // epsilon closure: tokens the last pass changed (the next pass's list)
   int32_t eps_touched;   // epsilon closure: hash slots this pass claimed or improved
   int32_t eps_base;      // epsilon closure: frontier size before it (statistics, snapshots)
+  // closure = lists (epsilon.cuh, EpsListExpandKernel): entries of the two pass lists (pass p
+  // reads list p & 1 and its Resolve fills list (p + 1) & 1; Finalize fills list 0), and the
+  // hash slots each parity's pass lifted off their baseline
+  int32_t eps_list_n[2];
+  int32_t eps_touched_n[2];
   float final_score;
   int32_t reached_final;
   int32_t redirected;
@@ -190,6 +204,19 @@ struct Workspace {
   int32_t* eps_tok;          // [max_lanes][main_q] a pass's changed tokens (frontier indices)
   int32_t* eps_winner;       // [max_lanes][main_q] their winners at the start of the pass
   int32_t* eps_touched;      // [max_lanes][claims_cap] hash slots claimed or improved by a pass
+  // closure = lists: the second pass list ([max_lanes][main_q]; eps_tok is the first), the
+  // slot stride of a pass entry (payload slot = entry * eps_stride + k for its k-th epsilon arc,
+  // the graph's max_eps_degree) and the switch itself
+  int32_t* eps_list1;
+  int32_t eps_stride;
+  int32_t closure_lists;     // 1: Finalize/Resolve list the next pass's tokens (no EpsScan)
+  // ScanSplitKernel (scan_split > 1 CTAs per lane): look-back status words [max_lanes][scan_split]
+  // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
+  // all zero between launches
+  int32_t scan_split;
+  unsigned long long* scan_status;
+  int32_t* scan_lane_done;
+  int32_t* scan_ticket;
   // winners log and cursor
   WinnerEntry* arena;
   unsigned long long* arena_cursor;
