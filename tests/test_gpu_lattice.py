@@ -70,6 +70,23 @@ def test_random_lattices_gpu_equals_cpu(seed):
     compare(cpu, gpu, f"seed {seed}", nbest=3 if seed % 10 == 0 else 0)
 
 
+def assert_same_records(want, got, lens, where: str) -> None:
+    """Per row and step the same set of {source state, arc, acoustic bits}, the same cutoff
+    bits and frontier sizes (the order within a step is the device's)."""
+    for b, (ws, gs) in enumerate(zip(want.row_slices(lens), got.row_slices(lens))):
+        n = int(lens[b]) + 1
+        w = f"{where} row {b}"
+        assert np.array_equal(want.counts[b, :n], got.counts[b, :n]), f"{w}: records per step"
+        assert np.array_equal(want.cutoffs[b, :n].view(np.int32), got.cutoffs[b, :n].view(np.int32)), w
+        assert np.array_equal(want.sizes[b, :n], got.sizes[b, :n]), f"{w}: frontier sizes"
+        step = np.repeat(np.arange(n), want.counts[b, :n])
+        for r, name in ((want.records[ws], "cpu"), (got.records[gs], "gpu")):
+            assert r.shape[0] == step.size, (w, name)
+        a = want.records[ws][np.lexsort((*want.records[ws].T[::-1], step))]
+        g = got.records[gs][np.lexsort((*got.records[gs].T[::-1], step))]
+        assert np.array_equal(a, g), f"{w}: the records differ"
+
+
 @pytest.mark.parametrize("seed", range(40))
 def test_gpu_records_are_the_cpu_records(seed):
     """The records themselves (the lattice's input): per row and step the same set of
@@ -82,17 +99,65 @@ def test_gpu_records_are_the_cpu_records(seed):
     be = dec._gpu
     res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
     assert (res[3][:, 2] == 0).all(), "overflow"
-    for b, (ws, gs) in enumerate(zip(want.row_slices(lens), got.row_slices(lens))):
-        n = int(lens[b]) + 1
-        assert np.array_equal(want.counts[b, :n], got.counts[b, :n]), f"row {b}: records per step"
-        assert np.array_equal(want.cutoffs[b, :n].view(np.int32), got.cutoffs[b, :n].view(np.int32)), f"row {b}"
-        assert np.array_equal(want.sizes[b, :n], got.sizes[b, :n]), f"row {b}: frontier sizes"
-        step = np.repeat(np.arange(n), want.counts[b, :n])
-        for r, name in ((want.records[ws], "cpu"), (got.records[gs], "gpu")):
-            assert r.shape[0] == step.size, (b, name)
-        a = want.records[ws][np.lexsort((*want.records[ws].T[::-1], step))]
-        g = got.records[gs][np.lexsort((*got.records[gs].T[::-1], step))]
-        assert np.array_equal(a, g), f"row {b}: the records differ"
+    assert_same_records(want, got, lens, f"seed {seed}")
+
+
+# ------------------------------------------------------------ every kernel variant
+# The lattice stage rides on whichever kernels a decoder runs (docs/design.md, "Kernel
+# variants" and "Lattices on the GPU"): ScanSplitKernel must keep the step's phase, size and
+# hint flag as ScanKernel does, the list closure must leave the step's slot space and claims
+# for LatPersistKernel, and finalize_split sets LatStepEndKernel's grid. Each variant must
+# record exactly the CPU's arcs.
+from test_gpu_variants import VARIANTS, expect_variant  # noqa: E402
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request, monkeypatch):
+    monkeypatch.setenv("CUWFST_KERNELS", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_variant_records_are_the_cpu_records(variant, seed):
+    """Random cases (seeds 2, 5, 8, 11 on epsilon graphs) under each kernel variant: the
+    records equal the CPU's, and so do the lattices."""
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    want = cpu_records(Decoder(graph, opts), lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens), walker="thread" if seed % 4 == 1 else "warp")
+    expect_variant(dec, variant, graph.num_epsilon_arcs > 0)
+    be = dec._gpu
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(want, got, lens, f"{variant} seed {seed}")
+    compare(Decoder(graph, opts).decode(lp, lens, lattice=True), dec.decode(lp, lens, lattice=True),
+            f"{variant} seed {seed}")
+
+
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_variant_lattices_of_large_frontiers(variant, eps):
+    """Frontiers of several 2,048-token scan rounds (the split scan's chunks and look-back
+    run, with 3 CTAs a lane where the variant splits) and many claims per lane (the wider
+    Finalize and LatStepEnd grids), an epsilon DAG's exact closure: the CPU's records
+    and lattices."""
+    from helpers import random_eps_graph
+
+    rng = np.random.default_rng(6100 + eps)
+    V = 40
+    graph = random_eps_graph(rng, 9000, V, 6, 1.0) if eps else random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 3, 10, V, peaky=False)
+    lens = np.array([10, 7, 1], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=400)
+    cpu_dec = Decoder(graph, opts)
+    cpu = cpu_dec.decode(lp, lens, lattice=True)
+    assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
+    kw = {"scan_split": 3} if variant in ("new", "split") else {}
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
+    expect_variant(dec, variant, eps)
+    be = dec._gpu
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(cpu_records(cpu_dec, lp, lens), got, lens, f"{variant} large eps={eps}")
+    compare(cpu, dec.decode(lp, lens, lattice=True), f"{variant} large eps={eps}")
 
 
 def test_k2_lattice_goldens_on_gpu():

@@ -444,14 +444,19 @@ void GpuDecoder::EnqueueClosure(bool closes_step) {
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   // A lattice decode keeps the step's slot space for the lattice walk after the closure
   // (lattice.cuh): the closure's kernels get a Workspace whose slot-space arrays are a
-  // second set.
+  // second set. closure = scan (EpsScanKernel) writes all five; closure = lists writes only
+  // tok_begin (each list entry's first epsilon arc, EpsListExpandKernel) and leaves the
+  // lane's phase, frontier size and hint flag alone, so only tok_begin is swapped there
+  // (EnsureLattice allocates just that one).
   Workspace ews = ws_;
   if (ws_.lattice) {
     ews.tok_begin = static_cast<int32_t*>(eps_begin_.get());
-    ews.tok_ub = static_cast<float*>(eps_ub_.get());
-    ews.arc_offsets = static_cast<int32_t*>(eps_offsets_.get());
-    ews.tok_hint = static_cast<int32_t*>(eps_hint_.get());
-    ews.lane_arc_offsets = static_cast<int64_t*>(eps_lane_offsets_.get());
+    if (!cfg_.closure_lists) {
+      ews.tok_ub = static_cast<float*>(eps_ub_.get());
+      ews.arc_offsets = static_cast<int32_t*>(eps_offsets_.get());
+      ews.tok_hint = static_cast<int32_t*>(eps_hint_.get());
+      ews.lane_arc_offsets = static_cast<int64_t*>(eps_lane_offsets_.get());
+    }
   }
   // The claims stay for the lattice walk after a real step's closure; LatStepEndKernel
   // clears them (and counts closure_added) in place of ClearClaimsKernel.
@@ -498,7 +503,7 @@ void GpuDecoder::EnqueueStep(bool f16) {
       Timed(12, [&] { LatPersistKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
     else
       Timed(12, [&] { LatPersistKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(13, [&] { LatStepEndKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+    Timed(13, [&] { LatStepEndKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
   }
 }
 

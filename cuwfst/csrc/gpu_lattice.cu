@@ -63,12 +63,16 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
     ws_.hash_pos = static_cast<int32_t*>(lat_hash_pos_.get());
   }
   if (cfg_.eps_iterations > 0 && !eps_begin_.get()) {  // the closure's own slot space
+    // closure = scan (EpsScanKernel) rebuilds the whole slot space each pass; closure =
+    // lists only writes tok_begin (an entry's first epsilon arc), so only that is doubled.
     DeviceBuffer b, u, o, h, lo;
     alloc(&b, static_cast<size_t>(L * Q) * sizeof(int32_t), "the closure's tok_begin");
-    alloc(&u, static_cast<size_t>(L * Q) * sizeof(float), "the closure's score snapshot");
-    alloc(&o, static_cast<size_t>(L * (Q + 1)) * sizeof(int32_t), "the closure's arc offsets");
-    alloc(&h, static_cast<size_t>(L) * ws_.hint_cap * sizeof(int32_t), "the closure's slot hints");
-    alloc(&lo, static_cast<size_t>(L + 1) * sizeof(int64_t), "the closure's lane offsets");
+    if (!cfg_.closure_lists) {
+      alloc(&u, static_cast<size_t>(L * Q) * sizeof(float), "the closure's score snapshot");
+      alloc(&o, static_cast<size_t>(L * (Q + 1)) * sizeof(int32_t), "the closure's arc offsets");
+      alloc(&h, static_cast<size_t>(L) * ws_.hint_cap * sizeof(int32_t), "the closure's slot hints");
+      alloc(&lo, static_cast<size_t>(L + 1) * sizeof(int64_t), "the closure's lane offsets");
+    }
     eps_begin_ = std::move(b);
     eps_ub_ = std::move(u);
     eps_offsets_ = std::move(o);

@@ -15,8 +15,13 @@
 //    "the destination survived" is one probe;
 //  * the step's slot space (tok_begin, arc_offsets, tok_hint, lane_arc_offsets) is intact
 //    after the closure: in a lattice decode the closure's kernels get a Workspace whose
-//    slot-space arrays are a second set (GpuDecoder::EnqueueClosure), and the step's own
-//    phase, frontier size and hint flag are in LaneCounters::step_* (ScanKernel).
+//    slot-space arrays are a second set (GpuDecoder::EnqueueClosure; closure = lists writes
+//    only tok_begin, so only that one is swapped), and the step's own phase, frontier size
+//    and hint flag are in LaneCounters::step_* (ScanKernel and ScanSplitKernel both set
+//    them).
+// Every kernel variant (docs/design.md "Kernel variants") records the same arcs: the
+// variants leave the same frontier, hash (keys, hash_pos) and slot space behind, and the
+// walk and the hash probe do not depend on which kernels built them.
 #pragma once
 
 #include "cuwfst/expand.cuh"
@@ -97,7 +102,8 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
 }
 
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
-// closure's ClearClaimsKernel), grid (kFinalizeSplit, max_lanes) x kFinalizeThreads.
+// closure's ClearClaimsKernel), grid (finalize_split, max_lanes) x kFinalizeThreads (the
+// CTAs of a lane split its claims in contiguous chunks; the kernel reads gridDim.x).
 // Reads: the lane's counters and claims list. Writes: lat_cutoff[lane][t] (the step's
 // exact max - beam, the cutoff the replay admits against) and lat_size[lane][t] (the new
 // frontier's size, which the replay checks), the closure's closure_added, and clears the
@@ -112,11 +118,14 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace w
     const int32_t size = min(lc.next_size, ws.main_q);
     ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
     ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);
-    if (lc.phase == kPhaseEps) lc.closure_added += size - lc.eps_base;
+    // a real step's closure ran (ClearClaimsKernel's count): closure = scan leaves the lane
+    // kPhaseEps, closure = lists kPhaseReal; either way eps_base is the size before it
+    if (ws.eps_iterations > 0 && step_phase == kPhaseReal && (lc.phase == kPhaseEps || lc.phase == kPhaseReal))
+      lc.closure_added += size - lc.eps_base;
   }
   if (step_phase != kPhaseReal) return;  // a final step's FinalizeKernel cleared its slots
   const int32_t num = min(lc.claims, ws.claims_cap);
-  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;

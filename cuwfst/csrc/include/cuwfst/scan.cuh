@@ -472,6 +472,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (idle) {
       if (threadIdx.x == 0) {
         lc.phase = kPhaseIdle;
+        lc.step_phase = kPhaseIdle;
         lc.total_arcs = 0;
       }
     } else {
@@ -511,6 +512,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.max_ord = FloatToOrderedInt(-INFINITY);
         lc.max_lp = max_lp;
         lc.hint_ok = total <= hint_slots;
+        lc.step_phase = phase;  // kept for the lattice walk, as ScanKernel does
+        lc.step_size = n;
+        lc.step_hint_ok = lc.hint_ok;
         lc.claims = 0;
         lc.eps_list_n[0] = 0;
         lc.eps_touched_n[0] = 0;
