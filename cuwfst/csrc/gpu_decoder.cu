@@ -190,9 +190,11 @@ void GpuDecoder::Allocate() {
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
-  // closure = lists encodes entry j's k-th epsilon arc as payload slot j * stride + k < 2^31
+  // closure = lists encodes entry j's k-th epsilon arc as payload slot j * stride + k < 2^31,
+  // and EpsListExpandKernel's per-CTA lane scan holds kEpsListMaxLanes lanes (its shared
+  // lane_off[kEpsListMaxLanes + 1]; kMaxLanes is larger): past either, closure = scan.
   const int64_t stride = std::max<int32_t>(graph_->max_eps_degree, 1);
-  if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX) cfg_.closure_lists = 0;
+  if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX || L > kEpsListMaxLanes) cfg_.closure_lists = 0;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
   if (cfg_.eps_iterations > 0) {

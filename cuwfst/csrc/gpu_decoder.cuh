@@ -60,7 +60,8 @@ struct DecoderConfig {
   int32_t scan_split = 0;
   // closure_lists: 1 = the closure passes read lists that Finalize and Resolve write
   // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens.
-  // Falls back to 0 where entry x max_eps_degree slots would not fit the payload's 31 bits.
+  // Falls back to 0 where entry x max_eps_degree slots would not fit the payload's 31 bits,
+  // and above kEpsListMaxLanes (1,024) lanes (EpsListExpandKernel's shared lane scan).
   int32_t closure_lists = 1;
   int32_t eps_blocks = 0;  // grid of EpsListExpandKernel; 0: 8 x the device's multiprocessors
   // finalize_split: CTAs per lane of Finalize, (EpsList)Resolve and ClearClaims (8: the old

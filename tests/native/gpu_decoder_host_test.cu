@@ -11,7 +11,9 @@
 // shape and the decoder refuses later calls. Lattice decodes (gpu_lattice.cu): the records
 // come back row by row in step order whatever their interleaving, the records grow and the
 // batch runs again, every acquisition of a lattice decode fails cleanly, and the lattice
-// stage is off again for the next 1-best decode. Built and run by tests/test_cuda_resources.py.
+// stage is off again for the next 1-best decode. closure = lists falls back to scan above
+// kEpsListMaxLanes lanes, and a lattice decode under lists doubles only tok_begin of the slot
+// space. Built and run by tests/test_cuda_resources.py.
 #include "gpu_decoder.cu"
 #include "gpu_lattice.cu"
 
@@ -238,6 +240,37 @@ int main() {
     CHECK(raised == 11);  // the two instantiations fall back to plain launches
     stub::lat_extra = 0;
     CHECK(Nothing());
+  }
+
+  {  // closure = lists only up to kEpsListMaxLanes lanes (EpsListExpandKernel's one-CTA lane
+     // scan: shared lane_off[kEpsListMaxLanes + 1]); a lattice decode under it doubles only the
+     // slot space's tok_begin, under closure = scan all five arrays
+    auto eps_graph = [] {
+      auto g = Graph();
+      g->max_eps_degree = 2;
+      return g;
+    };
+    DecoderConfig c = Config();
+    c.eps_iterations = 2;
+    c.max_lanes = kEpsListMaxLanes;
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 1); }
+    c.max_lanes = kEpsListMaxLanes + 1;
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 0); }
+    c = Config();
+    c.eps_iterations = 2;
+    stub::g_need = 10;
+    int64_t grown[2] = {0, 0};
+    for (int lists = 0; lists < 2; ++lists) {
+      c.closure_lists = lists;
+      GpuDecoder d(eps_graph(), c);
+      CHECK(Stat(d, 10) == lists);
+      const int64_t before = Stat(d, 0);
+      CHECK(LatticeDecodeOk(d, {3, 0}));
+      grown[lists] = Stat(d, 0) - before;
+      CHECK(!stub::bad_access);
+    }
+    const int64_t L = c.max_lanes, Q = c.main_q, hint_cap = std::min<int64_t>(4 * Q + 1, INT32_MAX / 64);
+    CHECK(grown[0] - grown[1] == L * Q * 4 + L * (Q + 1) * 4 + L * hint_cap * 4 + (L + 1) * 8);
   }
 
   {  // copy back B rows of the longest kept path only
