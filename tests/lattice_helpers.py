@@ -24,12 +24,13 @@ def lattice_case_inputs(case: dict):
     return graph, lp, np.asarray(lens, np.int32), opts
 
 
-def compare_lattices_to_k2(case: dict, decoder_factory=None, device: str = "cpu") -> dict:
-    """Decodes a golden case with lattice=True and compares every row with k2's lattice.
-    Returns counts and a list of mismatch messages under "bad"."""
+def compare_lattices_to_k2(case: dict, decoder_factory=None, device: str = "cpu", hyps=None) -> dict:
+    """Decodes a golden case with lattice=True (or takes its `hyps`) and compares every row
+    with k2's lattice. Returns counts and a list of mismatch messages under "bad"."""
     graph, lp, lens, opts = lattice_case_inputs(case)
-    dec = (decoder_factory or Decoder)(graph, opts, device=device)
-    hyps = dec.decode(lp, lens, lattice=True)
+    if hyps is None:
+        dec = (decoder_factory or Decoder)(graph, opts, device=device)
+        hyps = dec.decode(lp, lens, lattice=True)
     out = {"rows": 0, "arcs": 0, "score_rows": 0, "bad": []}
     for r, (h, row) in enumerate(zip(hyps, case["rows"])):
         where = f"{case['name']} row {r}"

@@ -53,8 +53,8 @@ class FakeGpuModule:
         h = len(self.decoders) + 100
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, scan_split, closure_lists, eps_blocks,
-        # finalize_split
-        assert len(rest) == 16, "gpu_decoder_create's arguments changed: update this fake"
+        # finalize_split, lattice_entries
+        assert len(rest) == 17, "gpu_decoder_create's arguments changed: update this fake"
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.kernels = (int(rest[12]), bool(rest[13]), int(rest[15]))  # scan_split, closure_lists, finalize_split
         return h
@@ -85,6 +85,31 @@ class FakeGpuModule:
         out_meta[:, 0], out_meta[:, 1] = meta[:, 0], meta[:, 2] >= 0
         out_meta[:, 2] = [16 if lanes > 4 and float(x[b].sum()) in self.overflow_rows else 0 for b in range(B)]
         out_meta[:, 3] = meta[:, 3]
+
+    def gpu_decode_lattice(self, h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats,
+                           out_counts, out_cutoffs, out_sizes, out_total):
+        """gpu_decode plus the records the CPU search makes as the GPU makes them."""
+        import tvm_ffi
+        self.gpu_decode(h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
+        x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__())).astype(np.float32)
+        self.lattice_calls = getattr(self, "lattice_calls", 0) + 1
+        total = np.zeros(1, np.int64)
+        rh = self.ref.ref_decode_records(self.graphs[graph_h], np.ascontiguousarray(x), lens, beam, obeam, mn, mx,
+                                         partial, eps, online, 2, out_counts, out_cutoffs, out_sizes, total)
+        if getattr(self, "records_handle", 0):
+            self.ref.ref_records_free(self.records_handle)
+        self.records_handle = rh
+        out_total[0] = total[0]
+
+    def gpu_lattice_records(self, h, out_records):
+        # the caller's array goes through the bindings' own check (tensor_checks.h), as the
+        # GPU module's gpu_lattice_records does: its dtype, shape [N, 3] and density
+        rh, self.records_handle = self.records_handle, 0
+        try:
+            self.ref.ref_records_take(rh, out_records)
+        finally:
+            self.ref.ref_records_free(rh)
 
 
 @pytest.fixture
@@ -150,6 +175,48 @@ def test_overflowed_rows_are_rescued(fake_gpu):
     assert [c[0] for c in fake_gpu.calls] == [32, 4]  # the batch, then row 1 on the four-lane rescue
     assert np.array_equal(fake_gpu.calls[1][1][0], x[1])
     assert [h.overflow for h in got] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("name", ["HLG.img", "TLG.img"])
+def test_lattices_through_the_gpu_backend(fake_gpu, name):
+    """decode(lattice=True) on the (fake) GPU: GpuInstance.decode_lattice's buffers, the
+    records to lattices, the rescue with lattices; every row's lattice is the CPU's."""
+    from test_lattice_records import assert_same_lattice
+
+    graph = Graph.load(TINY / name)
+    lp, lens, _ = demo_arrays()
+    x = lp[:5].astype(np.float32)
+    lens = lens[:5].copy()
+    lens[4] = 0
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    fake_gpu.overflow_rows = {float(x[1].sum())}  # row 1 "overflows" on the main instance
+    got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=8).decode(x, lens, lattice=True)
+    assert [c[0] for c in fake_gpu.calls] == [8, 4] and fake_gpu.lattice_calls == 2
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert g.overflow == 0 and (g.words, g.score, g.word_times) == (w.words, w.score, w.word_times), b
+        assert_same_lattice(w.lattice, g.lattice, f"{name} row {b}")
+        assert g.word_confidences == w.word_confidences
+    assert sum(h.lattice.num_arcs for h in got) > 100
+
+
+def test_lattice_sub_batch_without_records(fake_gpu):
+    """A sub-batch whose decode makes no lattice record at all: a row of 0 frames without
+    allow_partial (nothing final at step 0: no arc and no redirect is recorded). The host
+    asks for a [0, 3] array; numpy 2 gives it the strides (0, 0), which the bindings' dense
+    check refused (the H200 run of tests/test_gpu_lattice.py at cdd8330: 13 random cases,
+    each with a row of 0 frames alone in a sub-batch of one or three lanes)."""
+    from test_lattice_records import assert_same_lattice, random_lattice_case
+
+    rng, graph, lp, lens, opts = random_lattice_case(0)  # allow_partial off, lens [48, 1, 0, 25]
+    assert not opts.allow_partial and lens.tolist() == [48, 1, 0, 25]
+    want = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    assert want[2].lattice.num_arcs == 0
+    got = Decoder(graph, opts, device="cuda", max_lanes=1).decode(lp, lens, lattice=True)
+    assert fake_gpu.lattice_calls == 4  # a row a sub-batch; the last (row 2) has no records
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert np.float32(g.score).view(np.int32) == np.float32(w.score).view(np.int32), b
+        assert g.words == w.words, b
+        assert_same_lattice(w.lattice, g.lattice, f"row {b}")
 
 
 def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):

@@ -347,9 +347,14 @@ def test_lattice_argument_checks():
     with pytest.raises(TypeError, match="lattice must be a bool"):
         dec.decode(lp, lattice=1)
     assert all(h.lattice is None and h.word_confidences is None for h in dec.decode(lp))
-    dec._gpu = object()  # the GPU guard comes before any GPU work
-    with pytest.raises(NotImplementedError, match="not available on the GPU"):
-        dec.decode(lp, lattice=True)
+
+    class Backend:  # the GPU backend is handed the flag (tests/test_gpu_lattice.py runs the real one)
+        def decode(self, log_probs, lengths, frontend, online=False, lattice=False):
+            return ("gpu", online, lattice)
+
+    dec._gpu = Backend()
+    assert dec.decode(lp, lattice=True) == ("gpu", False, True)
+    assert dec.decode(lp, online=True) == ("gpu", True, False)
 
 
 def test_batching_and_threads_do_not_change_lattices():

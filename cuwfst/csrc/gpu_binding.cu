@@ -223,7 +223,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations,
-                         int64_t scan_split, bool closure_lists, int64_t eps_blocks, int64_t finalize_split) {
+                         int64_t scan_split, bool closure_lists, int64_t eps_blocks, int64_t finalize_split,
+                         int64_t lattice_entries) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -276,6 +277,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (finalize_split < 0 || finalize_split > 64)
     TVM_FFI_THROW(ValueError) << "finalize_split must be in [0, 64] (0: auto)";
   c.finalize_split = static_cast<int32_t>(finalize_split);
+  if (lattice_entries < 0 || lattice_entries > (1ll << 36))
+    TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
+  c.lattice_cap = lattice_entries;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 
@@ -349,6 +353,46 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out);
   });
+}
+
+// GpuDecode with lattice records (lattice.cuh): as GpuDecode, plus out_lat_counts [B, S]
+// i32 (records of step t of row b), out_lat_cutoffs [B, S] f32, out_lat_sizes [B, S] i32
+// (frontier size after each step and its closure), S >= the longest row + 1, and
+// out_lat_total [1] i64 (the records, which gpu_lattice_records then copies out).
+void GpuDecodeLattice(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
+                      TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
+                      TensorView out_stats, TensorView out_lat_counts, TensorView out_lat_cutoffs,
+                      TensorView out_lat_sizes, TensorView out_lat_total) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  if (out_lat_counts.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_lat_counts must be [B, S]";
+  const int64_t S = out_lat_counts.shape()[1];
+  int32_t max_len = 0;
+  for (int64_t b = 0; b < lp.B; ++b) max_len = std::max(max_len, len[b]);
+  if (S < max_len + 1) TVM_FFI_THROW(ValueError) << "out_lat_counts has " << S << " columns for rows of up to " << max_len << " frames";
+  CheckHostTensor(out_lat_counts, "out_lat_counts", kDLInt, 32, {lp.B, S});
+  CheckHostTensor(out_lat_cutoffs, "out_lat_cutoffs", kDLFloat, 32, {lp.B, S});
+  CheckHostTensor(out_lat_sizes, "out_lat_sizes", kDLInt, 32, {lp.B, S});
+  CheckHostTensor(out_lat_total, "out_lat_total", kDLInt, 64, {1});
+  cuwfst::LatticeOutputs lat{S, static_cast<int32_t*>(out_lat_counts.data_ptr()),
+                             static_cast<float*>(out_lat_cutoffs.data_ptr()),
+                             static_cast<int32_t*>(out_lat_sizes.data_ptr()),
+                             static_cast<int64_t*>(out_lat_total.data_ptr())};
+  Guarded([&] {
+    d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);
+  });
+}
+
+// The last gpu_decode_lattice's records: out_records [N, 3] i32 = {source state, image arc
+// | redirect bit, acoustic bits}, row by row, each row's step by step (N = its out_lat_total).
+void GpuLatticeRecords(int64_t h, TensorView out_records) {
+  if (out_records.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_records must be [N, 3]";
+  const int64_t N = out_records.shape()[0];
+  CheckHostTensor(out_records, "out_records", kDLInt, 32, {N, 3});
+  Guarded([&] { GetDecoder(h)->TakeLatticeRecords(static_cast<int32_t*>(out_records.data_ptr()), N); });
 }
 
 // Continuous batching (GpuDecoder::DecodeMany): any number of rows; as GpuDecode otherwise.
@@ -487,8 +531,9 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
 }
 
 // Profiling mode: enable = 1 makes later decodes run launch by launch with CUDA events;
-// out f64[12] = accumulated ms of {init, scan, lane_scan, max, expand, finalize, backtrack,
-// sanitize, eps_scan, eps_expand, eps_resolve, clear_claims} since the decoder was built.
+// out f64[14] = accumulated ms of {init, scan, lane_scan, max, expand, finalize, backtrack,
+// sanitize, eps_scan, eps_expand, eps_resolve, clear_claims, lat_persist, lat_step_end}
+// since the decoder was built.
 void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
   CheckHostTensor(out, "out", kDLFloat, 64, {cuwfst::kProfileKinds});
   GpuDecoder* d = GetDecoder(h);
@@ -544,6 +589,8 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_create, GpuDecoderCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many, GpuDecodeMany);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice, GpuDecodeLattice);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_records, GpuLatticeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_open, GpuStreamOpen);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_advance, GpuStreamAdvance);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_partial, GpuStreamPartial);

@@ -15,6 +15,7 @@
 #include "cuwfst/epsilon.cuh"
 #include "cuwfst/expand.cuh"
 #include "cuwfst/finalize.cuh"
+#include "cuwfst/lattice.cuh"
 #include "cuwfst/scan.cuh"
 
 namespace cuwfst {
@@ -358,8 +359,12 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const int L = cfg_.max_lanes;
   const int32_t reset = kind == SeqKind::kBatch ? 1 : 0;
   Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, ws_, p, reset); });
+  if (ws_.lattice) {  // the records start empty (memset nodes in a captured graph)
+    CUWFST_CUDA(cudaMemsetAsync(ws_.lat_cursor, 0, sizeof(unsigned long long), stream_));
+    CUWFST_CUDA(cudaMemsetAsync(ws_.lat_count, 0, static_cast<size_t>(L) * ws_.seg_cap * sizeof(int32_t), stream_));
+  }
   const bool opens = kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kOpen;
-  if (opens && cfg_.eps_iterations > 0) EnqueueClosure();
+  if (opens && cfg_.eps_iterations > 0) EnqueueClosure(false);
   for (int32_t s = 0; s < steps; ++s) EnqueueStep(f16);
   if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize)
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
@@ -432,28 +437,49 @@ void GpuDecoder::UploadLaneOrders() {
 
 // The epsilon closure of each lane's frontier (buffer lc.buf) after a real step or the
 // start: eps_iterations passes, then the targeted clear of the hash slots the step and its
-// closure claimed (epsilon.cuh).
-void GpuDecoder::EnqueueClosure() {
+// closure claimed (epsilon.cuh). In a lattice decode the passes build their slot spaces in
+// a second set of arrays, so the step's own stays for the lattice walk (lattice.cuh), which
+// then clears the claims (LatStepEndKernel) in place of ClearClaimsKernel.
+void GpuDecoder::EnqueueClosure(bool closes_step) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  // A lattice decode keeps the step's slot space for the lattice walk after the closure
+  // (lattice.cuh): the closure's kernels get a Workspace whose slot-space arrays are a
+  // second set. closure = scan (EpsScanKernel) writes all five; closure = lists writes only
+  // tok_begin (each list entry's first epsilon arc, EpsListExpandKernel) and leaves the
+  // lane's phase, frontier size and hint flag alone, so only tok_begin is swapped there
+  // (EnsureLattice allocates just that one).
+  Workspace ews = ws_;
+  if (ws_.lattice) {
+    ews.tok_begin = static_cast<int32_t*>(eps_begin_.get());
+    if (!cfg_.closure_lists) {
+      ews.tok_ub = static_cast<float*>(eps_ub_.get());
+      ews.arc_offsets = static_cast<int32_t*>(eps_offsets_.get());
+      ews.tok_hint = static_cast<int32_t*>(eps_hint_.get());
+      ews.lane_arc_offsets = static_cast<int64_t*>(eps_lane_offsets_.get());
+    }
+  }
+  // The claims stay for the lattice walk after a real step's closure; LatStepEndKernel
+  // clears them (and counts closure_added) in place of ClearClaimsKernel.
+  const bool clear = !(ws_.lattice && closes_step);
   if (cfg_.closure_lists) {
     for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-      Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ws_, pass); });
-      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_, pass); });
+      Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews, pass); });
+      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ews, pass); });
     }
+  } else {
+    for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
+      Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ews, pass); });
+      if (cfg_.walker == kWalkThread)
+        Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
+      else
+        Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
+      Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ews); });
+    }
+  }
+  if (clear)
     Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
-    return;
-  }
-  for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, pass); });
-    if (cfg_.walker == kWalkThread)
-      Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    else
-      Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
-  }
-  Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
 }
 
 void GpuDecoder::EnqueueStep(bool f16) {
@@ -473,7 +499,14 @@ void GpuDecoder::EnqueueStep(bool f16) {
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
   }
   Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
-  if (cfg_.eps_iterations > 0) EnqueueClosure();
+  if (cfg_.eps_iterations > 0) EnqueueClosure(true);
+  if (ws_.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
+    if (cfg_.walker == kWalkThread)
+      Timed(12, [&] { LatPersistKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    else
+      Timed(12, [&] { LatPersistKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(13, [&] { LatStepEndKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+  }
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
@@ -497,7 +530,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     UploadLaneOrders();
     const StepParams p = Params(lp_f16);
     LaneSetupKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p, 1);
-    if (cfg_.eps_iterations > 0) EnqueueClosure();
+    if (cfg_.eps_iterations > 0) EnqueueClosure(false);
     std::vector<Snapshot> snaps;
     std::vector<WinnerEntry> log;
     // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
@@ -588,7 +621,7 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     Enqueue(kind, steps, f16);
     return;
   }
-  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1)};
+  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4)};
   cudaGraphExec_t exec = graphs_.Find(key);
   if (exec == nullptr) {
     cudaGraph_t graph = nullptr;
@@ -618,7 +651,7 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
 
 void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t,
                         int32_t B, int32_t T, int32_t V, const int32_t* lengths, bool online,
-                        int64_t caller_stream, DecodeOutputs out) {
+                        int64_t caller_stream, DecodeOutputs out, const LatticeOutputs* lattice) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
@@ -640,6 +673,14 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       while (mf < max_len) mf *= 2;
       AllocatePath(mf);
     }
+    if (lattice) EnsureLattice(cfg_.max_frames);
+    // The lattice stage is a flag of the one pipeline (a kernel argument): on for this
+    // decode only, so every other sequence runs (and captures) without it.
+    struct LatticeFlag {
+      Workspace& ws;
+      ~LatticeFlag() { ws.lattice = 0; }
+    } lattice_flag{ws_};
+    ws_.lattice = lattice ? 1 : 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has
@@ -664,17 +705,22 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-      unsigned long long cursor = 0;
+      unsigned long long cursor = 0, lat_cursor = 0;
       CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      if (lattice)
+        CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       arena_high_water_ = std::max(arena_high_water_, cursor);
       bool arena_full = false;
       for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
-      if (!arena_full || ws_.arena_cap >= cfg_.arena_max) break;
+      const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
+      if ((!arena_full || ws_.arena_cap >= cfg_.arena_max) && !lattice_full) break;
       // decode is idempotent (InitKernel resets all loop state): grow and run it again
-      GrowArena(cursor);
+      if (arena_full && ws_.arena_cap < cfg_.arena_max) GrowArena(cursor);
+      if (lattice_full) GrowLattice(lat_cursor);
     }
+    if (lattice) ReadLattice(B, lengths, *lattice);
     // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input
     // once grew path_cap; short batches after it must not pay for it).
     int64_t width = 0;
@@ -697,11 +743,12 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   std::lock_guard<std::mutex> lock(mu_);
-  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount() + gc_tag_.amount() + drain_.amount();
+  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount() + gc_tag_.amount() + drain_.amount() + lattice_bytes();
   out[1] = out[0];
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
-  out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount();
+  out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
+           h_lat_.amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();

@@ -68,6 +68,7 @@ struct DecoderConfig {
   // grid; 0: auto, AutoFinalizeSplit(max_lanes)). The work is split by claims, so the results
   // are the same; a lane with many claims takes fewer rounds.
   int32_t finalize_split = 0;
+  int64_t lattice_cap = 0;     // lattice records a first lattice decode makes room for (0: 4 Mi)
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -84,7 +85,7 @@ inline int32_t AutoScanSplit(int32_t max_lanes) {
 }
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.
-constexpr int kProfileKinds = 12;
+constexpr int kProfileKinds = 14;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {
@@ -94,6 +95,17 @@ struct DecodeOutputs {
   float* score;         // [B]
   int32_t* meta;        // [B, 4] {reached_final, redirected, overflow, max_frontier}
   int64_t* stats;       // [B, 2] {frontier_total, closure_added}
+};
+
+// A lattice decode's per-step outputs, on the host ([B, S] each, S >= the longest row + 1;
+// step t of row b at b * S + t, zero past the row's final step) and the records' count.
+// The records themselves stay in the decoder until TakeLatticeRecords.
+struct LatticeOutputs {
+  int64_t S;
+  int32_t* counts;   // records of each step
+  float* cutoffs;    // each step's cutoff (exact max - beam)
+  int32_t* sizes;    // the frontier after each step and its epsilon closure
+  int64_t* total;    // [1] records of the batch
 };
 
 // Launch sequences (Enqueue): what runs around the steps.
@@ -142,9 +154,15 @@ class GpuDecoder {
   GpuDecoder(const GpuDecoder&) = delete;
   GpuDecoder& operator=(const GpuDecoder&) = delete;
   // log_probs: device pointer to a packed [B, T, V] tensor (strides in elements).
+  // With `lattice`, the decode also records every arc of every step whose destination
+  // survived (lattice.cuh) and fills `lattice`; the records wait in the decoder for
+  // TakeLatticeRecords.
   void Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
               int32_t T, int32_t V, const int32_t* lengths, bool online, int64_t caller_stream,
-              DecodeOutputs out);
+              DecodeOutputs out, const LatticeOutputs* lattice = nullptr);
+  // The last lattice decode's records as [N, 3] int32 {source state, arc, acoustic bits},
+  // row by row, each row's in step order (the order within a step is arbitrary).
+  void TakeLatticeRecords(int32_t* out, int64_t N);
   // Continuous batching: N rows of one packed [N, T, V] tensor through the lanes, the next
   // row entering a lane as soon as one finishes (segments of `segment` steps); each row's
   // result equals its decode alone. Outputs as Decode's, one row per input row.
@@ -200,7 +218,14 @@ class GpuDecoder {
   void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(SeqKind kind, int32_t steps, bool f16);
   void EnqueueStep(bool f16);
-  void EnqueueClosure();
+  // closes_step: the closure of a real step, which a lattice decode's walk follows (it keeps
+  // the claims for it); false for the start closure.
+  void EnqueueClosure(bool closes_step);
+  // Lattice decodes (gpu_lattice.cu): buffers for rows of up to max_frames frames, growth
+  // of the records, and the readback after a decode.
+  void EnsureLattice(int32_t max_frames);
+  void GrowLattice(unsigned long long want);
+  void ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out);
   void ReleaseAllLanes();
   StepParams Params(bool f16) const;
   bool Replays(int32_t steps) const;
@@ -284,6 +309,15 @@ class GpuDecoder {
   unsigned long long arena_guard_host_ = 0;    // its value (what the last SetArenaGuard wrote)
   bool hash_dirty_ = false;  // a sequence failed half-way: wipe every hash table before the next
   int64_t graph_captures_ = 0;
+  // Lattice decodes (allocated by the first one): the records, the per-step arrays
+  // [max_lanes, seg_cap], hash_pos on an epsilon-free graph, and on an epsilon graph a
+  // second slot space for the closure's passes (the step's own stays for the lattice walk).
+  DeviceBuffer lat_, lat_cursor_, lat_count_, lat_cutoff_, lat_size_, lat_hash_pos_;
+  DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
+  PinnedBuffer h_lat_;                  // the last lattice decode's records (LatRecord)
+  int64_t h_lat_n_ = 0;                 // records in h_lat_
+  std::vector<int64_t> h_lat_lane_;     // each row's records, from the step counts
+  int64_t lattice_bytes() const;
 };
 
 }  // namespace cuwfst

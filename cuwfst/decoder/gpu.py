@@ -11,6 +11,7 @@ import numpy as np
 from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
+from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -129,7 +130,7 @@ class GpuInstance:
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0,
-                 scan_split=None, closure=None, finalize_split=None, eps_blocks=0):
+                 scan_split=None, closure=None, finalize_split=None, eps_blocks=0, lattice_entries=None):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
@@ -148,7 +149,7 @@ class GpuInstance:
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), int(scan_split),
-            closure == "lists", int(eps_blocks), int(finalize_split))
+            closure == "lists", int(eps_blocks), int(finalize_split), int(lattice_entries or 0))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -164,7 +165,8 @@ class GpuInstance:
         return dict(zip(MEM_STATS, out.tolist()))
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
-                     "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims")
+                     "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims", "lat_persist",
+                     "lat_step_end")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run
@@ -183,6 +185,26 @@ class GpuInstance:
         out_stats = np.zeros((B, 2), np.int64)
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
         return out_arcs, out_len, out_score, out_meta, out_stats
+
+    def decode_lattice(self, lp, lens: np.ndarray, stream: int, online: bool = False):
+        """decode() plus the lattice records of every row (lattice_records.LatticeRecords):
+        the decode runs the step pipeline's lattice stage (csrc/include/cuwfst/lattice.cuh)."""
+        B, T = lp.shape[0], lp.shape[1]
+        cap = (T + 2) * (1 + self.eps_iterations)
+        out_arcs = np.zeros((B, cap), np.int32)
+        out_len = np.zeros(B, np.int32)
+        out_score = np.zeros(B, np.float32)
+        out_meta = np.zeros((B, 4), np.int32)
+        out_stats = np.zeros((B, 2), np.int64)
+        counts = np.zeros((B, T + 1), np.int32)
+        cutoffs = np.zeros((B, T + 1), np.float32)
+        sizes = np.zeros((B, T + 1), np.int32)
+        total = np.zeros(1, np.int64)
+        self.mod.gpu_decode_lattice(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta,
+                                    out_stats, counts, cutoffs, sizes, total)
+        records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
+        self.mod.gpu_lattice_records(self.handle, records)
+        return (out_arcs, out_len, out_score, out_meta, out_stats), LatticeRecords(records, counts, cutoffs, sizes)
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32):
         """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany)."""
@@ -204,7 +226,8 @@ class GpuBackend:
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, scan_split: int | None = None,
-                 closure: str | None = None, finalize_split: int | None = None):
+                 closure: str | None = None, finalize_split: int | None = None,
+                 lattice_entries: int | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
@@ -224,9 +247,12 @@ class GpuBackend:
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
         scan_split, closure, finalize_split = resolve_kernels(scan_split, closure, finalize_split)
+        # lattice_entries: the lattice records' initial size (they grow; small values make
+        # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations,
-                       scan_split=scan_split, closure=closure, finalize_split=finalize_split)
+                       scan_split=scan_split, closure=closure, finalize_split=finalize_split,
+                       lattice_entries=lattice_entries)
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests
@@ -235,6 +261,7 @@ class GpuBackend:
                                 main_q=max(main_q_factor * options.max_active_states, 1024),
                                 arena_entries=arena_entries, **self.kw)
         self._rescue = None
+        self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
         self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
@@ -316,7 +343,20 @@ class GpuBackend:
             b, t = (int(x) for x in bad.nonzero()[0])
             raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
 
-    def decode(self, log_probs, lengths, frontend, online: bool = False, batching: str | None = None):
+    def reference_graph(self):
+        """The CPU reference module's view of the graph (built on first use), which turns
+        the GPU's lattice records into lattices."""
+        if self._ref is None:
+            from .offline import _ReferenceGraph
+
+            self._ref = _ReferenceGraph(self.graph)
+        return self._ref
+
+    def decode(self, log_probs, lengths, frontend, online: bool = False, lattice: bool = False,
+               batching: str | None = None):
+        if lattice and self.graph.has_epsilon and self.graph.max_epsilon_chain < 0:
+            raise ValueError("lattices need a graph whose epsilon arcs are acyclic; this graph's "
+                             "epsilon arcs form a cycle")
         lp = self.to_device(log_probs)
         B, T = lp.shape[0], lp.shape[1]
         lens = check_lengths(lengths, B, T)
@@ -326,7 +366,11 @@ class GpuBackend:
         hyps = [None] * B
         with self.lock:
             lanes = self.main.max_lanes
-            if B <= lanes:
+            if lattice:
+                # padded sub-batches (continuous batching has no lattice stage)
+                for rows in batches(range(B), lens, lanes):
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
+            elif B <= lanes:
                 res = self.main.decode(lp, lens, stream, online)
                 self._collect(hyps, range(B), res, frontend)
             elif (batching or self.batching) == "continuous":
@@ -344,17 +388,44 @@ class GpuBackend:
                     inst = self.main if instance == "main" else self.rescue_instance()
                     for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
                         self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
-                                          online)
+                                          online, lattice)
                     return [hyps[r].overflow for r in rows]
 
                 rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
                        rescue_lanes=self.rescue_lanes, stats=self.stats)
         return hyps
 
-    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False):
+    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False):
         rows = np.asarray(list(rows), np.int64)
-        res = inst.decode(self._take_rows(lp, rows), np.ascontiguousarray(lens[rows]), stream, online)
+        sub_lens = np.ascontiguousarray(lens[rows])
+        if not lattice:
+            res = inst.decode(self._take_rows(lp, rows), sub_lens, stream, online)
+            self._collect(hyps, rows.tolist(), res, frontend)
+            return
+        res, records = inst.decode_lattice(self._take_rows(lp, rows), sub_lens, stream, online)
         self._collect(hyps, rows.tolist(), res, frontend)
+        self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
+
+    def _attach_lattices(self, hyps, rows, lens, res, records, frontend):
+        """Lattices from the GPU's records (lattice_records.py) onto hyps[rows[i]]. A row
+        flagged with a capacity or arena overflow gets none (its search was cut short; the
+        rescue decodes it again); every other row's replay must end on the GPU's own 1-best
+        score, bit for bit."""
+        from .lattice import attach
+
+        out_score, out_meta = res[2], res[3]
+        skip = (out_meta[:, 2] & RESCUE_BITS) != 0
+        lats, scores = lattices_from_records(self.reference_graph(), self.graph, self.options,
+                                             self.main.eps_iterations, lens, records, frontend.num_threads,
+                                             skip.astype(np.uint8))
+        for i, row in enumerate(rows):
+            if skip[i]:
+                continue
+            if scores[i].view(np.int32) != np.float32(out_score[i]).view(np.int32):
+                raise RuntimeError(f"GPU lattice of row {row}: the replay of its records ends on score "
+                                   f"{float(scores[i])!r}, the GPU's 1-best on {float(out_score[i])!r} "
+                                   "(a decoder bug; please report it)")
+            attach(self.graph, hyps[row], lats[i])
 
     def decode_snapshots(self, log_probs, length):
         from .offline import snapshot_buffers, snapshot_length, snapshots_to_dicts

@@ -69,7 +69,9 @@ class Decoder:
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
     next row into a lane the moment one finishes (segments of `segment` steps); results
-    are the same either way.
+    are the same either way (decode(lattice=True) always runs padded sub-batches).
+    arena_entries, lattice_entries: the initial sizes of the winners arena and of the
+    lattice records (both grow on demand; small values are for tests).
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
@@ -77,7 +79,7 @@ class Decoder:
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, scan_split: int | None = None, closure: str | None = None,
-                 finalize_split: int | None = None, **kwargs):
+                 finalize_split: int | None = None, lattice_entries: int | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -98,7 +100,8 @@ class Decoder:
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
-                                   scan_split=scan_split, closure=closure, finalize_split=finalize_split)
+                                   scan_split=scan_split, closure=closure, finalize_split=finalize_split,
+                                   lattice_entries=lattice_entries)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
@@ -114,17 +117,15 @@ class Decoder:
         unknown until the final step, so the last-5-frames min_active rule is off); what
         StreamingDecoder.finalize returns for the same frames.
         lattice=True: each Hypothesis also gets k2's pruned lattice of its row (output_beam),
-        word times and word confidences (cuwfst/decoder/lattice.py); CPU only for now."""
+        word times and word confidences (cuwfst/decoder/lattice.py); the GPU's lattice is
+        the CPU's, arc for arc and bit for bit (cuwfst/decoder/lattice_records.py)."""
         if not isinstance(online, bool):
             raise TypeError(f"online must be a bool, got {online!r}")
         if not isinstance(lattice, bool):
             raise TypeError(f"lattice must be a bool, got {lattice!r}")
-        if lattice and self._gpu is not None:
-            raise NotImplementedError("lattice=True is not available on the GPU decoder yet; "
-                                      "decode with device='cpu' for lattices")
         log_probs = prepare_log_probs(log_probs, lengths, self.graph.vocab_size, self.options)
         if self._gpu is not None:
-            return self._gpu.decode(log_probs, lengths, self, online=online)
+            return self._gpu.decode(log_probs, lengths, self, online=online, lattice=lattice)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
         B, T, _ = lp.shape
         lens = check_lengths(lengths, B, T)

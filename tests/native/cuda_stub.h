@@ -15,6 +15,11 @@ extern int64_t g_need;        // winners entries the simulated batch uses
 extern bool sticky;           // cudaStreamSynchronize reports an illegal address
 extern int64_t copy2d_width, copy2d_height;
 extern int captures_begun, launches;
+// Lattice decodes: the simulated BacktrackKernel also writes each lane's records (step by
+// step, lanes interleaved, as LatPersistKernel's atomics leave them), lat_extra more per step
+// than (t + lane) % 3; lattice_runs counts the simulations.
+extern int32_t lat_extra;
+extern int lattice_runs;
 }  // namespace stub
 
 // Defined by the test (the kernel's host stub lives in the nvcc-compiled file).

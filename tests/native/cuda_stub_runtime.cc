@@ -21,6 +21,8 @@ int64_t g_need = 0;
 bool sticky = false;
 int64_t copy2d_width = -1, copy2d_height = -1;
 int captures_begun = 0, launches = 0;
+int32_t lat_extra = 0;
+int lattice_runs = 0;
 struct Node {
   const void* fun;
   Workspace ws;
@@ -62,6 +64,31 @@ static void Backtrack(const Workspace& ws) {
       ws.out_path[static_cast<int64_t>(l) * ws.path_cap + k] = 1000 * l + k;
   }
   *ws.arena_cursor = static_cast<unsigned long long>(g_need);
+  if (!ws.lattice) return;
+  // The lattice stage's outputs: records of step t of lane l, lanes interleaved step by step.
+  ++lattice_runs;
+  const size_t seg = static_cast<size_t>(ws.seg_cap);
+  Touch(ws.lat_cursor, sizeof(unsigned long long));
+  Touch(ws.lat, static_cast<size_t>(ws.lat_cap) * sizeof(cuwfst::LatRecord));
+  Touch(ws.lat_count, L * seg * sizeof(int32_t));
+  Touch(ws.lat_cutoff, L * seg * sizeof(float));
+  Touch(ws.lat_size, L * seg * sizeof(int32_t));
+  if (bad_access) return;
+  unsigned long long cur = 0;
+  for (int32_t t = 0; t < ws.seg_cap; ++t) {
+    for (int32_t l = 0; l < ws.max_lanes; ++l) {
+      const int32_t len = ws.commands[l].length;
+      if (len < 0 || t > len) continue;
+      const int32_t n = (t + l) % 3 + lat_extra;
+      ws.lat_count[l * seg + t] = n;
+      ws.lat_cutoff[l * seg + t] = static_cast<float>(t) - 0.5f;
+      ws.lat_size[l * seg + t] = n + 1;
+      for (int32_t k = 0; k < n; ++k, ++cur)
+        if (cur < static_cast<unsigned long long>(ws.lat_cap))
+          ws.lat[cur] = {t, 1000 * l + 10 * t + k, static_cast<float>(k), l};
+    }
+  }
+  *ws.lat_cursor = cur;
 }
 static void Run(const Node& n) {
   ++launches;

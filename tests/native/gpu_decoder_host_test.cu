@@ -8,8 +8,14 @@
 // decoder's buffers, frees the half-made ones and decodes correctly next time; only B rows
 // of the longest path are copied back; the CUDA-graph cache is an LRU with plain launches
 // past graph_max_steps; profiling events fail cleanly; a sticky fault names the decode's
-// shape and the decoder refuses later calls. Built and run by tests/test_cuda_resources.py.
+// shape and the decoder refuses later calls. Lattice decodes (gpu_lattice.cu): the records
+// come back row by row in step order whatever their interleaving, the records grow and the
+// batch runs again, every acquisition of a lattice decode fails cleanly, and the lattice
+// stage is off again for the next 1-best decode. closure = lists falls back to scan above
+// kEpsListMaxLanes lanes, and a lattice decode under lists doubles only tok_begin of the slot
+// space. Built and run by tests/test_cuda_resources.py.
 #include "gpu_decoder.cu"
+#include "gpu_lattice.cu"
 
 #include <cstdio>
 #include <cstdlib>
@@ -81,6 +87,50 @@ static bool DecodeOk(GpuDecoder& d, std::vector<int32_t> lens) {
   return ok;
 }
 
+// A lattice decode of `lens`: the 1-best as DecodeOk checks it, and the records, counts,
+// cutoffs and sizes the simulated lattice stage wrote (cuda_stub_runtime.cc), row by row.
+static bool LatticeDecodeOk(GpuDecoder& d, std::vector<int32_t> lens) {
+  int32_t T = 0;
+  for (int32_t l : lens) T = std::max(T, l);
+  const int B = static_cast<int>(lens.size());
+  Out o(B, T + 2);
+  const int64_t S = T + 1;
+  std::vector<int32_t> counts(B * S, -7), sizes(B * S, -7);
+  std::vector<float> cutoffs(B * S, -7.f);
+  int64_t total = -1;
+  LatticeOutputs lat{S, counts.data(), cutoffs.data(), sizes.data(), &total};
+  d.Decode(reinterpret_cast<const void*>(0x100), false, 0, 0, B, T, 10, lens.data(), false, 0, o.view(), &lat);
+  bool ok = o.meta[2] == 0;
+  int64_t want = 0;
+  for (int b = 0; b < B; ++b)
+    for (int64_t t = 0; t < S; ++t) {
+      const bool in = t <= lens[b];
+      const int32_t n = in ? static_cast<int32_t>((t + b) % 3 + stub::lat_extra) : 0;
+      ok &= counts[b * S + t] == n && sizes[b * S + t] == (in ? n + 1 : 0);
+      ok &= cutoffs[b * S + t] == (in ? static_cast<float>(t) - 0.5f : 0.f);
+      want += n;
+    }
+  ok &= total == want;
+  if (!ok) return false;
+  std::vector<int32_t> rec(3 * total, -1);
+  d.TakeLatticeRecords(rec.data(), total);
+  int64_t i = 0;
+  for (int b = 0; b < B; ++b)
+    for (int32_t t = 0; t <= lens[b]; ++t)
+      for (int32_t k = 0; k < (t + b) % 3 + stub::lat_extra; ++k, ++i) {
+        float ac;
+        std::memcpy(&ac, &rec[3 * i + 2], sizeof(ac));
+        ok &= rec[3 * i] == t && rec[3 * i + 1] == 1000 * b + 10 * t + k && ac == static_cast<float>(k);
+      }
+  bool threw = false;
+  try {
+    d.TakeLatticeRecords(rec.data(), total + 1);
+  } catch (const std::invalid_argument&) {
+    threw = true;
+  }
+  return ok && threw && i == total;
+}
+
 static int64_t Stat(GpuDecoder& d, int i) {
   int64_t s[GpuDecoder::kMemStats];
   d.MemStats(s);
@@ -145,6 +195,84 @@ int main() {
     CHECK(Nothing());
   }
 
+  {  // lattice decodes: records row by row; growth and re-run; every acquisition fails cleanly
+    stub::g_need = 10;
+    stub::lat_extra = 2;  // about 3 records per step and row: far past the 16 to start with
+    DecoderConfig c = Config();
+    c.lattice_cap = 16;
+    int64_t sites = 0;
+    {
+      GpuDecoder d(Graph(), c);
+      const int runs0 = stub::lattice_runs;
+      fault::Arm(1 << 30);
+      CHECK(LatticeDecodeOk(d, lens));
+      sites = fault::Arm(0);
+      CHECK(stub::lattice_runs - runs0 == 2);  // grown once, then the batch ran again
+      CHECK(!stub::bad_access);
+      CHECK(DecodeOk(d, lens));  // the next 1-best decode runs without the lattice stage
+      CHECK(stub::lattice_runs - runs0 == 2);
+      CHECK(LatticeDecodeOk(d, {3, 0}));  // fewer rows, grown records reused
+      CHECK(live::device_bytes.load() == Stat(d, 0) && live::pinned_bytes.load() == Stat(d, 4));
+    }
+    // path (device, GC drain, pinned), lattice cursor, records, hash positions, 3 step arrays,
+    // instantiate, records growth, instantiate, pinned readback
+    CHECK(sites == 13);
+    int raised = 0;
+    for (int64_t i = 1; i <= sites; ++i) {
+      GpuDecoder d(Graph(), c);
+      fault::Arm(i);
+      bool threw = false, ok = false;
+      try {
+        ok = LatticeDecodeOk(d, lens);
+      } catch (const CudaOutOfMemory& e) {
+        threw = std::strstr(e.what(), "stays usable") != nullptr && std::strstr(e.what(), "max_lanes") != nullptr;
+        if (!threw) std::printf("lattice site %lld: %s\n", static_cast<long long>(i), e.what());
+        ++raised;
+      }
+      fault::Arm(0);
+      CHECK(threw || ok);
+      CHECK(stub::pending == cudaSuccess);
+      CHECK(live::device_bytes.load() == Stat(d, 0) && live::pinned_bytes.load() == Stat(d, 4));
+      CHECK(DecodeOk(d, lens));
+      CHECK(LatticeDecodeOk(d, lens));
+      CHECK(!stub::bad_access);
+    }
+    CHECK(raised == 11);  // the two instantiations fall back to plain launches
+    stub::lat_extra = 0;
+    CHECK(Nothing());
+  }
+
+  {  // closure = lists only up to kEpsListMaxLanes lanes (EpsListExpandKernel's one-CTA lane
+     // scan: shared lane_off[kEpsListMaxLanes + 1]); a lattice decode under it doubles only the
+     // slot space's tok_begin, under closure = scan all five arrays
+    auto eps_graph = [] {
+      auto g = Graph();
+      g->max_eps_degree = 2;
+      return g;
+    };
+    DecoderConfig c = Config();
+    c.eps_iterations = 2;
+    c.max_lanes = kEpsListMaxLanes;
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 1); }
+    c.max_lanes = kEpsListMaxLanes + 1;
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 0); }
+    c = Config();
+    c.eps_iterations = 2;
+    stub::g_need = 10;
+    int64_t grown[2] = {0, 0};
+    for (int lists = 0; lists < 2; ++lists) {
+      c.closure_lists = lists;
+      GpuDecoder d(eps_graph(), c);
+      CHECK(Stat(d, 10) == lists);
+      const int64_t before = Stat(d, 0);
+      CHECK(LatticeDecodeOk(d, {3, 0}));
+      grown[lists] = Stat(d, 0) - before;
+      CHECK(!stub::bad_access);
+    }
+    const int64_t L = c.max_lanes, Q = c.main_q, hint_cap = std::min<int64_t>(4 * Q + 1, INT32_MAX / 64);
+    CHECK(grown[0] - grown[1] == L * Q * 4 + L * (Q + 1) * 4 + L * hint_cap * 4 + (L + 1) * 8);
+  }
+
   {  // copy back B rows of the longest kept path only
     stub::g_need = 10;
     GpuDecoder d(Graph(), Config());
@@ -196,21 +324,6 @@ int main() {
       e.Profile(ms);
       CHECK(ms[6] > 0);  // backtrack timed
     }
-  }
-
-  {  // closure = lists only up to kEpsListMaxLanes lanes (EpsListExpandKernel's one-CTA lane
-     // scan: shared lane_off[kEpsListMaxLanes + 1], while kMaxLanes is larger)
-    auto eps_graph = [] {
-      auto g = Graph();
-      g->max_eps_degree = 2;
-      return g;
-    };
-    DecoderConfig c = Config();
-    c.eps_iterations = 2;
-    c.max_lanes = kEpsListMaxLanes;
-    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 1); }
-    c.max_lanes = kEpsListMaxLanes + 1;
-    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 0); }
   }
 
   {  // a sticky fault names the decode's shape; the decoder refuses later calls; no throw at exit

@@ -424,6 +424,136 @@ void RefLatticeRow(int64_t h, int64_t row, TensorView out_states, TensorView out
 
 void RefLatticeFree(int64_t h) { delete GetLattices(h); }
 
+// ---------------------------------------------------------------- lattice records
+// Lattices from a search that ran elsewhere (the GPU decoder), by the CPU's own search and
+// builder (reference_lattice.h, LatticeFromRecords). lengths [B] i32; records [N, 3] i32 =
+// {source state, image arc | redirect bit, acoustic bits}, row by row, each row step by
+// step; counts [B, S] i32 (records of step t of row b; S >= max length + 1), cutoffs
+// [B, S] f32, sizes [B, S] i32 (each step's frontier size after its closure). Outputs:
+// out_lat_size [B, 3] i64 as ref_decode_lattice's, out_score [B] f32 (the replay's
+// 1-best score, a check against the producer's). Returns a lattice handle (ref_lattice_row,
+// ref_lattice_free). Rows whose `skip` [B] u8 is set get an empty lattice (their records
+// are not trusted: an overflowed GPU row); every other inconsistency is an error.
+int64_t RefLatticesFromRecords(int64_t graph_h, TensorView lengths, TensorView records, TensorView counts,
+                               TensorView cutoffs, TensorView sizes, TensorView skip, double search_beam,
+                               double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
+                               int64_t eps_iterations, int64_t num_threads, TensorView out_lat_size,
+                               TensorView out_score) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, false);
+  if (lengths.ndim() != 1 || counts.ndim() != 2 || records.ndim() != 2)
+    TVM_FFI_THROW(ValueError) << "lengths must be [B], counts [B, S], records [N, 3]";
+  const int64_t B = lengths.shape()[0], S = counts.shape()[1], N = records.shape()[0];
+  CheckHostTensor(lengths, "lengths", kDLInt, 32, {B});
+  CheckHostTensor(records, "records", kDLInt, 32, {N, cuwfst::reference::kRecordInts});
+  CheckHostTensor(counts, "counts", kDLInt, 32, {B, S});
+  CheckHostTensor(cutoffs, "cutoffs", kDLFloat, 32, {B, S});
+  CheckHostTensor(sizes, "sizes", kDLInt, 32, {B, S});
+  CheckHostTensor(skip, "skip", kDLUInt, 8, {B});
+  CheckHostTensor(out_lat_size, "out_lat_size", kDLInt, 64, {B, 3});
+  CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
+  const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
+  const int32_t* cnt = static_cast<const int32_t*>(counts.data_ptr());
+  // each row's first record: the counts must add up to the records given
+  std::vector<int64_t> first(B + 1, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    if (len[b] < 0 || len[b] + 1 > S) TVM_FFI_THROW(ValueError) << "lengths[" << b << "] outside [0, " << S - 1 << "]";
+    int64_t n = 0;
+    for (int64_t t = 0; t <= len[b]; ++t) {
+      if (cnt[b * S + t] < 0) TVM_FFI_THROW(ValueError) << "negative record count";
+      n += cnt[b * S + t];
+    }
+    first[b + 1] = first[b] + n;
+  }
+  if (first[B] != N) TVM_FFI_THROW(ValueError) << "the counts add up to " << first[B] << " records, not " << N;
+  const int32_t* rec = static_cast<const int32_t*>(records.data_ptr());
+  const float* cut = static_cast<const float*>(cutoffs.data_ptr());
+  const int32_t* sz = static_cast<const int32_t*>(sizes.data_ptr());
+  const uint8_t* sk = static_cast<const uint8_t*>(skip.data_ptr());
+  int64_t* lat_size = static_cast<int64_t*>(out_lat_size.data_ptr());
+  float* score = static_cast<float*>(out_score.data_ptr());
+  auto lats = std::make_unique<RefLattices>();
+  lats->rows.resize(B);
+  std::vector<std::string> errors(B);
+  ForEachRow(2 * static_cast<int64_t>(g.num_states), B, num_threads, [&](std::vector<int32_t>* scratch, int64_t b) {
+    cuwfst::reference::RowLattice& lat = lats->rows[b];
+    score[b] = -INFINITY;
+    if (!sk[b]) {
+      cuwfst::reference::RecordedRow row;
+      row.length = len[b];
+      row.records = rec + first[b] * cuwfst::reference::kRecordInts;
+      row.counts = cnt + b * S;
+      row.cutoffs = cut + b * S;
+      row.sizes = sz + b * S;
+      cuwfst::reference::RowResult r;
+      if (cuwfst::reference::LatticeFromRecords(g, opt, row, scratch, &r, &lat, &errors[b])) score[b] = r.score;
+    }
+    lat_size[b * 3 + 0] = lat.num_states;
+    lat_size[b * 3 + 1] = static_cast<int64_t>(lat.src.size());
+    lat_size[b * 3 + 2] = lat.recorded_arcs;
+  });
+  for (int64_t b = 0; b < B; ++b)
+    if (!errors[b].empty()) TVM_FFI_THROW(RuntimeError) << "row " << b << ": " << errors[b];
+  return reinterpret_cast<int64_t>(lats.release());
+}
+
+// The records the GPU decoder makes, made by the CPU search (RecordingObserver): the
+// producer half of tests/test_lattice_records.py. out_counts [B, S] i32, out_cutoffs
+// [B, S] f32, out_sizes [B, S] i32 (S >= T + 1); returns a handle whose records
+// ref_records_take copies out ([N, 3] i32, N from out_total [1] i64) and ref_records_free frees.
+struct RefRecords {
+  std::vector<int32_t> records;
+};
+
+int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
+                         double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
+                         int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_counts,
+                         TensorView out_cutoffs, TensorView out_sizes, TensorView out_total) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, online);
+  const RowBatch in = CheckBatch(g, log_probs, lengths);
+  if (out_counts.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_counts must be [B, S]";
+  const int64_t S = out_counts.shape()[1];
+  if (S < in.T + 1) TVM_FFI_THROW(ValueError) << "out_counts needs T + 1 columns";
+  CheckHostTensor(out_counts, "out_counts", kDLInt, 32, {in.B, S});
+  CheckHostTensor(out_cutoffs, "out_cutoffs", kDLFloat, 32, {in.B, S});
+  CheckHostTensor(out_sizes, "out_sizes", kDLInt, 32, {in.B, S});
+  CheckHostTensor(out_total, "out_total", kDLInt, 64, {1});
+  std::vector<std::unique_ptr<cuwfst::reference::RecordingObserver>> rows(in.B);
+  ForEachRow(g.num_states, in.B, num_threads, [&](std::vector<int32_t>* slot, int64_t b) {
+    rows[b] = std::make_unique<cuwfst::reference::RecordingObserver>(g, slot);
+    cuwfst::reference::DecodeRowRecords(g, in.lp + b * in.T * in.V, in.V, in.len[b], opt, slot, rows[b].get());
+  });
+  auto out = std::make_unique<RefRecords>();
+  int32_t* cnt = static_cast<int32_t*>(out_counts.data_ptr());
+  float* cut = static_cast<float*>(out_cutoffs.data_ptr());
+  int32_t* sz = static_cast<int32_t*>(out_sizes.data_ptr());
+  for (int64_t b = 0; b < in.B; ++b) {
+    const auto& r = *rows[b];
+    for (size_t t = 0; t < r.counts.size(); ++t) {
+      cnt[b * S + t] = r.counts[t];
+      cut[b * S + t] = r.cutoffs[t];
+      sz[b * S + t] = r.sizes[t];
+    }
+    out->records.insert(out->records.end(), r.records.begin(), r.records.end());
+  }
+  static_cast<int64_t*>(out_total.data_ptr())[0] =
+      static_cast<int64_t>(out->records.size()) / cuwfst::reference::kRecordInts;
+  return reinterpret_cast<int64_t>(out.release());
+}
+
+void RefRecordsTake(int64_t h, TensorView out_records) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
+  const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
+  const int64_t N = static_cast<int64_t>(r->records.size()) / cuwfst::reference::kRecordInts;
+  CheckHostTensor(out_records, "out_records", kDLInt, 32, {N, cuwfst::reference::kRecordInts});
+  if (N) std::memcpy(out_records.data_ptr(), r->records.data(), r->records.size() * sizeof(int32_t));
+}
+
+void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
+
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
@@ -440,3 +570,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_stats, RefStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_lattice, RefDecodeLattice);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_row, RefLatticeRow);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_free, RefLatticeFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_from_records, RefLatticesFromRecords);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_records, RefDecodeRecords);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);

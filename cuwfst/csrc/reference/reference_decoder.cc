@@ -19,6 +19,8 @@ struct Candidate {
   int32_t arc;  // may carry kRedirectArcBit
 };
 
+}  // namespace
+
 // Collects candidates keyed by destination, keeping the max end (first one wins a tie).
 class Recombiner {
  public:
@@ -42,8 +44,6 @@ class Recombiner {
   std::vector<int32_t>& slot_;
   std::vector<Candidate> cands_;
 };
-
-}  // namespace
 
 float UpdateBeam(float beam, int32_t active_states, int32_t t, int32_t final_t,
                  const Options& opt) {
@@ -91,7 +91,7 @@ void ExpandEpsilon(const GraphView& g, float cutoff, int32_t passes, std::vector
     for (int32_t ti : changed) {
       const Token tok = (*frontier)[ti];
       for (int32_t a = g.EpsBegin(tok.state); a < g.EpsEnd(tok.state); ++a) {
-        if (observer) observer->OnArc(ti, g.dest[a], a);
+        if (observer) observer->OnArc(ti, g.dest[a], a, 0.0f);
         float end = snap_score[ti] + g.weight[a];
         if (!(end > cutoff)) continue;
         int32_t d = g.dest[a];
@@ -134,7 +134,7 @@ RowSearch::RowSearch(const GraphView& g, const Options& opt, std::vector<int32_t
                   observer_);
     res_.closure_added += static_cast<int64_t>(frontier_.size()) - 1;
   }
-  if (observer_) observer_->OnStepEnd(frontier_);
+  if (observer_) observer_->OnStepEnd(frontier_, 0.0f - beam_);
   Snapshot(kPhaseReal, 0.0f - beam_);
 }
 
@@ -145,22 +145,28 @@ void RowSearch::Snapshot(int32_t phase, float cutoff) {
   snapshots_->push_back(std::move(s));
 }
 
+int32_t RowSearch::NextPhase(bool final_step) const {
+  if (!final_step) return kPhaseReal;
+  if (opt_.allow_partial) {
+    bool any_final = false;
+    for (const Token& tok : frontier_) any_final |= g_.final_count[tok.state] > 0;
+    if (!any_final) return kPhaseRedirect;
+  }
+  return kPhaseFinal;
+}
+
+void RowSearch::CountFrontier() {
+  res_.max_frontier = std::max<int32_t>(res_.max_frontier, static_cast<int32_t>(frontier_.size()));
+  res_.frontier_total += static_cast<int64_t>(frontier_.size());
+}
+
 void RowSearch::Step(const float* lp, int32_t final_t) {
   // One step of k2's intersect: the frontier's arcs of this phase, the exact maximum, the
   // beam update, admission against max - beam and recombination by destination; real
   // steps are followed by the epsilon closure. lp == nullptr marks the final step.
   const bool final_step = lp == nullptr;
-  int32_t phase = kPhaseReal;
-  if (final_step) {
-    phase = kPhaseFinal;
-    if (opt_.allow_partial) {
-      bool any_final = false;
-      for (const Token& tok : frontier_) any_final |= g_.final_count[tok.state] > 0;
-      if (!any_final) phase = kPhaseRedirect;
-    }
-  }
-  res_.max_frontier = std::max<int32_t>(res_.max_frontier, static_cast<int32_t>(frontier_.size()));
-  res_.frontier_total += static_cast<int64_t>(frontier_.size());
+  const int32_t phase = NextPhase(final_step);
+  CountFrontier();
   const GraphView& g = g_;
   auto range = [&](int32_t s, int32_t* b, int32_t* e) {
     if (phase == kPhaseReal) { *b = g.EmitBegin(s); *e = g.EmitEnd(s); }
@@ -190,7 +196,8 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
       if (observer_)
         observer_->OnArc(static_cast<int32_t>(&tok - frontier_.data()),
                          phase == kPhaseRedirect ? final_state : g.dest[a],
-                         phase == kPhaseRedirect ? (a | kRedirectArcBit) : a);
+                         phase == kPhaseRedirect ? (a | kRedirectArcBit) : a,
+                         phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f);
       float end = end_of(tok, a);
       if (!(end > cutoff)) continue;
       if (phase == kPhaseRedirect)
@@ -199,8 +206,35 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
         rec.Offer(g.dest[a], end, tok.winner, a);
     }
   }
+  Commit(&rec, phase, cutoff, final_step);
+}
+
+void RowSearch::ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool final_step) {
+  // Step()'s pass 2 over the given arcs, in the same arithmetic: end = (score + weight) +
+  // acoustic on a real step, (score + weight) + 0 otherwise.
+  const int32_t phase = NextPhase(final_step);
+  CountFrontier();
+  const GraphView& g = g_;
+  Recombiner rec(slot_);
+  const int32_t final_state = g.num_states - 1;
+  for (const StepArc& x : arcs) {
+    const Token& tok = frontier_[x.src_tok];
+    const int32_t a = x.arc & ~kRedirectArcBit;
+    const int32_t dest = phase == kPhaseRedirect ? final_state : g.dest[a];
+    const int32_t code = phase == kPhaseRedirect ? (a | kRedirectArcBit) : a;
+    const float acoustic = phase == kPhaseReal ? x.acoustic : 0.0f;
+    if (observer_) observer_->OnArc(x.src_tok, dest, code, acoustic);
+    const float sw = tok.score + g.weight[a];
+    const float end = phase == kPhaseReal ? sw + acoustic : sw + 0.0f;
+    if (!(end > cutoff)) continue;
+    rec.Offer(dest, end, tok.winner, code);
+  }
+  Commit(&rec, phase, cutoff, final_step);
+}
+
+void RowSearch::Commit(Recombiner* rec, int32_t phase, float cutoff, bool final_step) {
   next_.clear();
-  for (const Candidate& c : rec.Take()) {
+  for (const Candidate& c : rec->Take()) {
     int32_t w = static_cast<int32_t>(winners_.size());
     winners_.push_back({c.prev_winner, c.arc});
     next_.push_back({c.state, c.end, w});
@@ -208,11 +242,11 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   frontier_.swap(next_);
   before_closure_ = static_cast<int32_t>(frontier_.size());
   if (has_eps_ && phase == kPhaseReal) {
-    ExpandEpsilon(g, cutoff, opt_.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_,
+    ExpandEpsilon(g_, cutoff, opt_.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_,
                   observer_);
     res_.closure_added += static_cast<int64_t>(frontier_.size()) - before_closure_;
   }
-  if (observer_) observer_->OnStepEnd(frontier_);
+  if (observer_) observer_->OnStepEnd(frontier_, cutoff);
   Snapshot(phase, cutoff);
   if (final_step) finished_ = true;
   else ++t_;

@@ -104,11 +104,25 @@ class StepObserver {
   // An arc expanded from token `src_tok` towards graph state `dest`: a real, final or
   // redirect arc (src_tok indexes the frontier the step expands; a redirect arc carries
   // kRedirectArcBit and dest = the final state), or an epsilon arc of the closure
-  // (src_tok indexes the frontier being closed).
-  virtual void OnArc(int32_t src_tok, int32_t dest, int32_t arc) = 0;
-  // The start closure or a step (and its closure) is done: `frontier` is the new frontier.
-  virtual void OnStepEnd(const std::vector<Token>& frontier) = 0;
+  // (src_tok indexes the frontier being closed). `acoustic` is the log-prob the step
+  // added to the arc (log_probs[t][ilabel] on a real step's arcs; 0 on final, redirected
+  // and epsilon arcs).
+  virtual void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) = 0;
+  // The start closure or a step (and its closure) is done: `frontier` is the new frontier,
+  // `cutoff` the step's admission cutoff (0 - search_beam for the start closure).
+  virtual void OnStepEnd(const std::vector<Token>& frontier, float cutoff) = 0;
 };
+
+// An arc of a step handed to RowSearch::ReplayStep from outside the search (the GPU
+// decoder's lattice records, reference_lattice.h): the frontier token it leaves, its image
+// arc id (kRedirectArcBit on allow_partial's redirected arcs) and its acoustic score.
+struct StepArc {
+  int32_t src_tok;
+  int32_t arc;
+  float acoustic;
+};
+
+class Recombiner;  // reference_decoder.cc
 
 // The search state of one row, advanced step by step: the executable spec of every mode.
 // Offline decoding is Step() over the row's frames, then Final(); streaming is the same
@@ -124,6 +138,18 @@ class RowSearch {
   void Step(const float* lp, int32_t final_t);
   // The final step at t = frames(): ilabel -1 arcs (or allow_partial's redirect), beam 1e10.
   void Final();
+  // The phase the next step takes: kPhaseReal, or on the final step kPhaseFinal (or
+  // kPhaseRedirect under allow_partial when no frontier token has a final arc).
+  int32_t NextPhase(bool final_step) const;
+  // A step whose arcs and cutoff come from outside (the GPU's lattice records) instead of
+  // the full expansion: `arcs` are every arc of the step that the search must see, sorted
+  // by (src_tok, arc id), which is the order Step() offers them in; they are admitted
+  // against `cutoff` and recombined exactly as Step() does, then the epsilon closure runs.
+  // Given every arc of the step whose destination survives (all admitted arcs among
+  // them) and Step()'s cutoff, the new frontier, its order and the observer's events are
+  // Step()'s, less the arcs whose destination did not survive.
+  void ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool final_step);
+  const std::vector<Token>& frontier() const { return frontier_; }
   int32_t frames() const { return t_; }
   bool finished() const { return finished_; }
   // The result after Final().
@@ -142,6 +168,10 @@ class RowSearch {
 
  private:
   void Snapshot(int32_t phase, float cutoff);
+  void CountFrontier();
+  // The tail every step shares: the recombined candidates become the new frontier (with
+  // winners entries), the epsilon closure of a real step, the observer, the snapshot.
+  void Commit(Recombiner* rec, int32_t phase, float cutoff, bool final_step);
   int32_t ConvergencePoint() const;  // winners entry all current chains share (-1: none)
   const GraphView& g_;
   Options opt_;

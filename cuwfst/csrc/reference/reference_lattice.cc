@@ -1,6 +1,7 @@
 #include "reference_lattice.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace cuwfst {
@@ -32,11 +33,11 @@ bool LatticeBuilder::IsEpsilon(int32_t arc) const {
   return !(arc & kRedirectArcBit) && g_.ilabel[arc] == -2;
 }
 
-void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc) {
-  (IsEpsilon(arc) ? eps_arcs_ : step_arcs_).push_back({src_tok, dest, arc});
+void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) {
+  (IsEpsilon(arc) ? eps_arcs_ : step_arcs_).push_back({src_tok, dest, arc, acoustic});
 }
 
-void LatticeBuilder::OnStepEnd(const std::vector<Token>& frontier) {
+void LatticeBuilder::OnStepEnd(const std::vector<Token>& frontier, float /*cutoff*/) {
   AddTime(frontier);
   // A window runs once the frontier at its end time exists (k2 signals its pruning thread
   // after the forward step that creates it).
@@ -61,11 +62,9 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
       const int32_t d = slot_[p.dest];
       if (d < 0) continue;
       const int32_t a = p.arc & ~kRedirectArcBit;
-      const int32_t il = g_.ilabel[a];
       // acoustic: the step's log-prob on emitting arcs; final arcs and allow_partial's
       // redirected arcs read k2's final row (0); then k2's order: acoustic + graph
-      const float acoustic = (!(p.arc & kRedirectArcBit) && il >= 0 && lp_row_) ? lp_row_[il] : 0.0f;
-      prev.arcs.push_back({p.src_tok, d, p.arc, acoustic, acoustic + g_.weight[a]});
+      prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
     }
   }
   Time cur;
@@ -286,15 +285,118 @@ bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_st
   LatticeBuilder builder(g, slot, opt.output_beam);
   RowSearch search(g, opt, slot, nullptr, &builder);
   const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
-  for (int32_t t = 0; t < T; ++t) {
-    const float* row = log_probs + static_cast<int64_t>(t) * row_stride;
-    builder.BeginStep(row);
-    search.Step(row, final_t);
-  }
-  builder.BeginStep(nullptr);
+  for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
   search.Final();
   *result = search.Result();
   return builder.Finish(lattice, error);
+}
+
+// ---------------------------------------------------------------- lattice records
+bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRow& row,
+                        std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
+                        std::string* error) {
+  const int32_t N = g.num_states;
+  if (static_cast<int64_t>(scratch->size()) < 2ll * N) {
+    *error = "lattice records: scratch too small";
+    return false;
+  }
+  // The search and the builder index the first half of the scratch by state (RowSearch's
+  // `slot`); the replay maps graph states to the current frontier's tokens in the second.
+  int32_t* tok_of = scratch->data() + N;
+  LatticeBuilder builder(g, scratch, opt.output_beam);
+  RowSearch search(g, opt, scratch, nullptr, &builder);
+  std::vector<StepArc> arcs;
+  const int32_t* rec = row.records;
+  std::string err;
+  for (int32_t t = 0; t <= row.length && err.empty(); ++t) {
+    const bool final_step = t == row.length;
+    const int32_t phase = search.NextPhase(final_step);
+    const std::vector<Token>& fr = search.frontier();
+    for (size_t i = 0; i < fr.size(); ++i) tok_of[fr[i].state] = static_cast<int32_t>(i);
+    const int32_t n = row.counts[t];
+    arcs.clear();
+    arcs.reserve(n);
+    for (int32_t k = 0; k < n && err.empty(); ++k, rec += kRecordInts) {
+      const int32_t s = rec[0], code = rec[1];
+      const int32_t a = code & ~kRedirectArcBit;
+      float acoustic;
+      std::memcpy(&acoustic, &rec[2], sizeof(acoustic));
+      const bool redirect = (code & kRedirectArcBit) != 0;
+      // every index the replay follows is checked: a bad record is an error, not a crash
+      if (s < 0 || s >= N || tok_of[s] < 0 || a < 0 || a >= g.num_arcs || code < 0 ||
+          redirect != (phase == kPhaseRedirect)) {
+        err = "a record names a state, arc or phase the search does not have";
+        break;
+      }
+      int32_t b, e;
+      if (phase == kPhaseReal) { b = g.EmitBegin(s); e = g.EmitEnd(s); }
+      else if (phase == kPhaseFinal) { b = g.FinalBegin(s); e = g.FinalEnd(s); }
+      else { b = g.row_splits[s]; e = g.row_splits[s + 1]; }
+      if (a < b || a >= e) {
+        err = "a record's arc does not leave its state in the step's phase";
+        break;
+      }
+      arcs.push_back({tok_of[s], code, acoustic});
+    }
+    for (const Token& tok : fr) tok_of[tok.state] = -1;
+    if (!err.empty()) {
+      err = "step " + std::to_string(t) + ": " + err;
+      break;
+    }
+    // Step() offers arcs in frontier order, each token's in arc order
+    std::sort(arcs.begin(), arcs.end(), [](const StepArc& x, const StepArc& y) {
+      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : x.arc < y.arc;
+    });
+    for (size_t k = 1; k < arcs.size(); ++k)
+      if (arcs[k].src_tok == arcs[k - 1].src_tok && arcs[k].arc == arcs[k - 1].arc)
+        err = "step " + std::to_string(t) + ": an arc is recorded twice";
+    if (!err.empty()) break;
+    search.ReplayStep(arcs, row.cutoffs[t], final_step);
+    if (static_cast<int32_t>(search.frontier().size()) != row.sizes[t])
+      err = "step " + std::to_string(t) + ": the replayed frontier has " +
+            std::to_string(search.frontier().size()) + " tokens, the recorded one " + std::to_string(row.sizes[t]);
+  }
+  if (!err.empty()) {
+    *error = "lattice records: " + err;
+    return false;
+  }
+  *result = search.Result();
+  return builder.Finish(lattice, error);
+}
+
+void RecordingObserver::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) {
+  if (!(arc & kRedirectArcBit) && g_.ilabel[arc] == -2) return;  // the replay runs the closure
+  int32_t bits;
+  std::memcpy(&bits, &acoustic, sizeof(bits));
+  pending_.insert(pending_.end(), {frontier_states_[src_tok], dest, arc, bits});
+}
+
+void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cutoff) {
+  if (started_) {  // the start closure is not a step
+    for (const Token& tok : frontier) slot_[tok.state] = 1;
+    int32_t n = 0;
+    for (size_t k = 0; k < pending_.size(); k += 4) {
+      if (slot_[pending_[k + 1]] < 0) continue;
+      records.insert(records.end(), {pending_[k], pending_[k + 2], pending_[k + 3]});
+      ++n;
+    }
+    for (const Token& tok : frontier) slot_[tok.state] = -1;
+    counts.push_back(n);
+    cutoffs.push_back(cutoff);
+    sizes.push_back(static_cast<int32_t>(frontier.size()));
+  }
+  started_ = true;
+  pending_.clear();
+  frontier_states_.resize(frontier.size());
+  for (size_t i = 0; i < frontier.size(); ++i) frontier_states_[i] = frontier[i].state;
+}
+
+void DecodeRowRecords(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
+                      const Options& opt, std::vector<int32_t>* slot, RecordingObserver* rec) {
+  RowSearch search(g, opt, slot, nullptr, rec);
+  const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
+  for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
+  search.Final();
 }
 
 }  // namespace reference

@@ -56,8 +56,7 @@ struct RowLattice {
 };
 
 // Builds one row's lattice while a RowSearch runs (it is the search's StepObserver): the
-// driver calls BeginStep(row) before each Step (nullptr before Final), and Finish() after
-// Final. Each pruning window runs as soon as the frontier at its end time exists and
+// driver calls Finish() after Final (or after the replay's final step). Each pruning window runs as soon as the frontier at its end time exists and
 // compacts the arcs it drops, so an unpruned arc lives at most 30 times: memory follows
 // the pruned lattice, not the input's length. The result is the same as pruning at the end
 // with k2's windows, which are part of k2's semantics (they are looser than one exact
@@ -66,9 +65,8 @@ class LatticeBuilder : public StepObserver {
  public:
   // `slot` must hold num_states entries, all -1 (restored after every call).
   LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam);
-  void BeginStep(const float* lp_row) { lp_row_ = lp_row; }
-  void OnArc(int32_t src_tok, int32_t dest, int32_t arc) override;
-  void OnStepEnd(const std::vector<Token>& frontier) override;
+  void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
+  void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
   // Runs the last window and writes the lattice. False (with `error`) when a time's
   // epsilon arcs formed a cycle, which no lattice in k2's sense can hold.
   bool Finish(RowLattice* out, std::string* error);
@@ -76,6 +74,7 @@ class LatticeBuilder : public StepObserver {
  private:
   struct Pending {
     int32_t src_tok, dest, arc;
+    float acoustic;
   };
   struct Time {                          // S_tau and the arcs leaving it
     std::vector<int32_t> state;          // graph state per token
@@ -94,7 +93,6 @@ class LatticeBuilder : public StepObserver {
   const GraphView& g_;
   std::vector<int32_t>& slot_;
   float output_beam_;
-  const float* lp_row_ = nullptr;
   std::vector<Pending> step_arcs_;  // real / final / redirect arcs of the step under way
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
   std::vector<Time> times_;
@@ -113,6 +111,56 @@ std::vector<std::pair<int32_t, int32_t>> PruneWindows(int32_t T);
 bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
                       const Options& opt, std::vector<int32_t>* slot, RowResult* result,
                       RowLattice* lattice, std::string* error);
+
+// ---------------------------------------------------------------- lattice records
+// What a lattice needs from a search that ran elsewhere (the GPU decoder): per step t =
+// 0..n of a row of n frames (step n is the final step), every arc of the step whose
+// destination is in the step's new frontier (after its epsilon closure), admitted or not,
+// as {source graph state, image arc id | kRedirectArcBit, acoustic score bits}, in any
+// order; the step's cutoff (exact max - beam); and the new frontier's size (a check).
+// Epsilon arcs are not recorded: the replay runs the closure itself.
+struct RecordedRow {
+  int32_t length = 0;                // n
+  const int32_t* records = nullptr;  // [sum(counts), 3], step by step
+  const int32_t* counts = nullptr;   // [n + 1] records of each step
+  const float* cutoffs = nullptr;    // [n + 1]
+  const int32_t* sizes = nullptr;    // [n + 1] frontier size after each step and its closure
+};
+constexpr int32_t kRecordInts = 3;
+
+// The row's lattice from its records, by the same search and builder the CPU decoder
+// runs: RowSearch::ReplayStep admits and recombines the recorded arcs in the CPU's order
+// (so tokens are numbered as the CPU numbers them), runs the epsilon closure, and the
+// LatticeBuilder observes it. `scratch` holds 2 x num_states entries, all -1 (restored).
+// False with `error` when the records are inconsistent (a source state not in the
+// frontier, an arc its state does not have in that phase, a frontier whose size differs
+// from the recorded one) or the lattice cannot be formed. `result`: the replay's 1-best.
+bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRow& row,
+                        std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
+                        std::string* error);
+
+// Records a search as the GPU decoder records it (a StepObserver): the CPU's half of the
+// proof that the records hold everything the lattice needs (tests/test_lattice_records.py).
+class RecordingObserver : public StepObserver {
+ public:
+  explicit RecordingObserver(const GraphView& g, std::vector<int32_t>* slot) : g_(g), slot_(*slot) {}
+  void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
+  void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
+  std::vector<int32_t> records;  // [n, 3]
+  std::vector<int32_t> counts, sizes;
+  std::vector<float> cutoffs;
+
+ private:
+  const GraphView& g_;
+  std::vector<int32_t>& slot_;
+  std::vector<int32_t> pending_;  // {src state, dest, arc, acoustic bits} of the step under way
+  std::vector<int32_t> frontier_states_;
+  bool started_ = false;
+};
+
+// Decodes one row on the CPU and records it (RecordingObserver).
+void DecodeRowRecords(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
+                      const Options& opt, std::vector<int32_t>* slot, RecordingObserver* rec);
 
 }  // namespace reference
 }  // namespace cuwfst

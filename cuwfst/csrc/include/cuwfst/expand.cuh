@@ -59,6 +59,15 @@ struct LaneView {
     ub = ws.tok_ub + q;
     score = ws.tok_score[lc.buf ^ 1] + q;  // the frontier the step expands (Scan flipped buf)
   }
+  // The step's own slot space after an epsilon closure overwrote the lane's phase, size and
+  // hint flag (the lattice walk, lattice.cuh): ScanKernel kept them in step_*.
+  __device__ __forceinline__ void LoadStep(const Workspace& ws, int32_t l) {
+    Load(ws, l);
+    const LaneCounters& lc = ws.lanes[l];
+    n = lc.step_size;
+    phase = lc.step_phase;
+    hint_ok = lc.step_hint_ok != 0;
+  }
   __device__ __forceinline__ float Acoustic(const DeviceGraph& g, int32_t arc) const {
     if (phase != kPhaseReal) return 0.f;
     uint16_t il = g.arc_ilabel[arc];
@@ -70,7 +79,7 @@ __device__ __forceinline__ int64_t MinSlot(int64_t a, int64_t b) { return a < b 
 
 // Calls visit(lv, tok, local) for every slot this thread owns (kWalkThread). Global slots
 // are int64 (the batch's total can pass 2^31); `local` = slot - lane base is < 2^31.
-template <typename Visit>
+template <bool kStep, typename Visit>
 __device__ __forceinline__ void ThreadWalk(const Workspace& ws, Visit&& visit) {
   const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
   int64_t per = (total + gridDim.x - 1) / gridDim.x;
@@ -80,7 +89,8 @@ __device__ __forceinline__ void ThreadWalk(const Workspace& ws, Visit&& visit) {
   int32_t tok = 0;
   for (int64_t s = lo + threadIdx.x; s < hi; s += blockDim.x) {
     if (s >= lv.end) {
-      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1);
+      const int32_t l = UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s) - 1;
+      if (kStep) lv.LoadStep(ws, l); else lv.Load(ws, l);
       tok = 0;
     }
     const int32_t local = static_cast<int32_t>(s - lv.base);
@@ -93,7 +103,7 @@ __device__ __forceinline__ void ThreadWalk(const Workspace& ws, Visit&& visit) {
 // thread of the warp runs the loop; visit runs on the threads that own a slot. Global
 // slots (s0, the span, strip ends) are int64, so s0 + 32 cannot overflow; the per-lane
 // token search works on `local` < 2^31.
-template <typename Visit>
+template <bool kStep, typename Visit>
 __device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
   constexpr unsigned kFull = 0xFFFFFFFFu;
   const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
@@ -109,7 +119,8 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
   int32_t tok = 0;  // warp-uniform: a token at or before the next slot's token
   for (int64_t s0 = lo; s0 < hi;) {
     if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
-      lv.Load(ws, UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1);
+      const int32_t l = UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1;
+      if (kStep) lv.LoadStep(ws, l); else lv.Load(ws, l);
       int32_t first = 0;
       if (me == 0)
         first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, static_cast<int32_t>(s0 - lv.base));
@@ -145,10 +156,11 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
   }
 }
 
-template <int kWalker, typename Visit>
+// kStep: walk with the lanes' step_* fields (LaneView::LoadStep), for the lattice walk.
+template <int kWalker, bool kStep = false, typename Visit>
 __device__ __forceinline__ void Walk(const Workspace& ws, Visit&& visit) {
-  if (kWalker == kWalkWarp) WarpWalk(ws, visit);
-  else ThreadWalk(ws, visit);
+  if (kWalker == kWalkWarp) WarpWalk<kStep>(ws, visit);
+  else ThreadWalk<kStep>(ws, visit);
 }
 
 // MaxKernel — per step, grid = ExpandBlocksFor(max_lanes) x kWalkThreads.

@@ -25,7 +25,9 @@ constexpr int kFinalizeSplit = 8;
 // clears exactly the claimed hash slots. On the final step it records the lane's result.
 // With epsilon closure after a real step the claimed slots stay: each holds its token's
 // score as the closure's baseline and its frontier index in hash_pos (epsilon.cuh), and
-// ClearClaimsKernel clears them after the last pass.
+// ClearClaimsKernel clears them after the last pass. A lattice decode keeps them too: the
+// lattice walk asks the hash which destinations survived (lattice.cuh), and
+// LatStepEndKernel clears them.
 // Survivors are the claims whose end passes the exact cutoff, which every admitted claim
 // does; the test is kept as the invariant.
 __global__ void __launch_bounds__(kFinalizeThreads)
@@ -57,7 +59,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   uint32_t* keys = ws.hash_key + static_cast<int64_t>(lane) * ws.hash_cap;
   unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(lane) * ws.hash_cap;
   const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
-  const bool keep_claims = ws.eps_iterations > 0 && phase == kPhaseReal;
+  const bool keep_claims = (ws.eps_iterations > 0 || ws.lattice) && phase == kPhaseReal;
   int32_t* hash_pos = keep_claims ? ws.hash_pos + static_cast<int64_t>(lane) * ws.hash_cap : nullptr;
   // closure = lists: the kept tokens whose epsilon arcs can pass the cutoff form pass 0's list
   const bool list_eps = keep_claims && ws.closure_lists;

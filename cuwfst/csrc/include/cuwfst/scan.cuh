@@ -105,7 +105,8 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
 // FinalizeKernel blocks added up in next_size), the graph's row_splits/final_count/
 // emit_maxw, the lane's log-prob row (ws.inputs). Writes: phase, k2's dynamic beam,
 // tok_begin, tok_ub, arc_offsets (exclusive degree prefix sums, [n + 1]), total_arcs,
-// max_lp, resets the step's max and claim count, and advances the lane: t + 1, and buf
+// max_lp, step_phase/step_size/step_hint_ok (kept for the lattice walk), resets the
+// step's max and claim count, and advances the lane: t + 1, and buf
 // flips to the buffer this step builds (later kernels read buf ^ 1, write buf). Idle
 // lanes publish 0 arcs and keep their frontier.
 // The last CTA to finish also builds lane_arc_offsets, the flattened int64 slot space (a
@@ -169,6 +170,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short) {
     if (threadIdx.x == 0) {
       lc.phase = kPhaseIdle;
+      lc.step_phase = kPhaseIdle;
       lc.total_arcs = 0;
     }
     LaneScanLastBlock(ws);
@@ -271,6 +273,9 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.max_ord = FloatToOrderedInt(-INFINITY);
     lc.max_lp = max_lp;
     lc.hint_ok = total <= hint_slots;
+    lc.step_phase = phase;
+    lc.step_size = n;
+    lc.step_hint_ok = lc.hint_ok;
     lc.claims = 0;
     lc.eps_list_n[0] = 0;  // closure = lists: Finalize lists pass 0's tokens
     lc.eps_touched_n[0] = 0;
@@ -467,6 +472,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (idle) {
       if (threadIdx.x == 0) {
         lc.phase = kPhaseIdle;
+        lc.step_phase = kPhaseIdle;
         lc.total_arcs = 0;
       }
     } else {
@@ -506,6 +512,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.max_ord = FloatToOrderedInt(-INFINITY);
         lc.max_lp = max_lp;
         lc.hint_ok = total <= hint_slots;
+        lc.step_phase = phase;  // kept for the lattice walk, as ScanKernel does
+        lc.step_size = n;
+        lc.step_hint_ok = lc.hint_ok;
         lc.claims = 0;
         lc.eps_list_n[0] = 0;
         lc.eps_touched_n[0] = 0;

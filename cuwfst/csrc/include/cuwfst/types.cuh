@@ -149,6 +149,21 @@ struct LaneCounters {
   float partial_score;       // PartialKernel: the best current token's score
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
+  // The step's own phase, frontier size and hint flag as ScanKernel set them: an epsilon
+  // closure overwrites phase/frontier_size/hint_ok, and the lattice walk after it
+  // (lattice.cuh) walks the step's slots again.
+  int32_t step_phase;
+  int32_t step_size;
+  int32_t step_hint_ok;
+};
+
+// One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
+// new frontier (after its epsilon closure), admitted by the beam or not.
+struct LatRecord {
+  int32_t src_state;  // the arc's source state (a token of the frontier the step expanded)
+  int32_t arc;        // image arc id, kRedirectArcBit on allow_partial's redirected arcs
+  float acoustic;     // the log-prob the step added to the arc (0 on final and redirected arcs)
+  int32_t lane;
 };
 
 struct WinnerEntry {
@@ -223,6 +238,15 @@ struct Workspace {
   int32_t* gc_conv;          // [max_lanes] each lane's convergence entry
   int32_t* drain;            // [max_lanes][path_cap] final arcs a round cut off, root first
   int32_t* drain_len;        // [max_lanes]
+  // lattice records (lattice.cuh): set only for a decode with lattice = 1
+  int32_t lattice;           // 1: FinalizeKernel keeps the step's claims, LatPersistKernel records
+  int32_t seg_cap;           // steps per lane the per-step arrays hold (max_frames + 2)
+  LatRecord* lat;            // [lat_cap] the batch's records, lanes interleaved, each lane's in step order
+  int64_t lat_cap;
+  unsigned long long* lat_cursor;  // records this decode made; past lat_cap: grow and decode again
+  int32_t* lat_count;        // [max_lanes][seg_cap] records of each step of each lane
+  float* lat_cutoff;         // [max_lanes][seg_cap] each step's cutoff (exact max - beam)
+  int32_t* lat_size;         // [max_lanes][seg_cap] the frontier after each step (and its closure)
 };
 
 }  // namespace cuwfst

@@ -1,0 +1,174 @@
+"""Lattice speed, measured in one run: the GPU decoder with lattice=True against lattice=False
+(the ratio the issue bounds), the split of a GPU lattice decode into its device part (the
+search with the lattice stage, the records' readback) and its host parts (the CPU
+reference's replay and pruning of the records; word times and confidences), the CPU
+decoder's lattice speed, lattice sizes (arcs per frame) and exactness (GPU lattices equal to
+the CPU's on the first --check rows).
+
+python -m benchmarks.lattice_speed --graph HLG.img --log-probs shard-00000.npz --utts 128 --batch 32
+Times whole decodes (host to host) after a warm-up; medians of --reps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import time
+
+import numpy as np
+
+from cuwfst import Decoder, DecoderOptions, Graph
+
+
+def _median_time(fn, reps: int, sync) -> tuple[float, object]:
+    fn()  # warm-up: build, capture, first allocations
+    times, out = [], None
+    for _ in range(reps):
+        sync()
+        t0 = time.perf_counter()
+        out = fn()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--graph", required=True)
+    p.add_argument("--log-probs", required=True, help=".npz with log_probs [N, T, V] and lengths")
+    p.add_argument("--utts", type=int, default=128)
+    p.add_argument("--batch", type=int, nargs="+", default=[32])
+    p.add_argument("--reps", type=int, default=3)
+    p.add_argument("--output-beam", type=float, default=8.0)
+    p.add_argument("--cpu-utts", type=int, default=32, help="utterances the CPU decoder times (0: none)")
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads (CPU decoder, replay)")
+    p.add_argument("--check", type=int, default=8, help="rows whose GPU lattice is compared with the CPU's")
+    p.add_argument("--profile", action="store_true", help="kernel split of a lattice decode at the largest batch")
+    p.add_argument("--json", help="append results as JSON lines here")
+    a = p.parse_args()
+    import torch
+
+    from benchmarks.peers.measure import git_commit
+    from cuwfst.decoder.lattice import attach
+    from cuwfst.decoder.lattice_records import lattices_from_records
+
+    g = Graph.load(a.graph)
+    d = np.load(a.log_probs)
+    lp_all, lens_all = d["log_probs"][: a.utts], d["lengths"][: a.utts].astype(np.int32)
+    opts = DecoderOptions(output_beam=a.output_beam)
+    commit = os.environ.get("CUWFST_COMMIT") or git_commit()
+    dev = torch.cuda.get_device_name(0)
+    n = len(lens_all)
+    audio_s = float(lens_all.sum()) * 0.04
+    print(f"graph {a.graph}: {g.num_states} states, {g.num_arcs} arcs, {g.num_epsilon_arcs} epsilon arcs; "
+          f"{n} utts, mean T {lens_all.mean():.0f}; output_beam {a.output_beam}; {dev}; {a.threads} CPU threads; "
+          f"commit {commit}")
+    lp_gpu = torch.from_numpy(lp_all).cuda()
+    sync = torch.cuda.synchronize
+    results = []
+    gpu_lats = None
+    for B in a.batch:
+        dec = Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads)
+        be = dec._gpu
+
+        def run(lattice, dec=dec):
+            out = []
+            for s in range(0, n, B):
+                out += dec.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)
+            return out
+
+        t_best, hyps = _median_time(lambda: run(False), a.reps, sync)
+        t_lat, lat_hyps = _median_time(lambda: run(True), a.reps, sync)
+        gpu_lats = lat_hyps if gpu_lats is None else gpu_lats
+        # the split: the device part (decode with records, readback) and the host part
+        dev_t, host_t, attach_t = [], [], []
+        for _ in range(a.reps):
+            td = th = ta = 0.0
+            for s in range(0, n, B):
+                lens = np.ascontiguousarray(lens_all[s : s + B])
+                sync()
+                t0 = time.perf_counter()
+                res, rec = be.main.decode_lattice(lp_gpu[s : s + B], lens, be._stream())
+                t1 = time.perf_counter()
+                lats, _ = lattices_from_records(be.reference_graph(), g, opts, be.main.eps_iterations, lens, rec,
+                                                a.threads)
+                t2 = time.perf_counter()
+                hs = [None] * len(lens)
+                be._collect(hs, range(len(lens)), res, dec)
+                for h, lat in zip(hs, lats):
+                    if lat is not None:
+                        attach(g, h, lat)
+                t3 = time.perf_counter()
+                td += t1 - t0
+                th += t2 - t1
+                ta += t3 - t2
+            dev_t.append(td)
+            host_t.append(th)
+            attach_t.append(ta)
+        frames = float((lens_all + 1).sum())
+        arcs = sum(h.lattice.num_arcs for h in lat_hyps if h.lattice is not None)
+        recorded = sum(h.lattice.recorded_arcs for h in lat_hyps if h.lattice is not None)
+        nb = (n + B - 1) // B
+        row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
+                   lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
+                   device_ms_per_batch=statistics.median(dev_t) / nb * 1000,
+                   host_ms_per_batch=statistics.median(host_t) / nb * 1000,
+                   attach_ms_per_batch=statistics.median(attach_t) / nb * 1000,
+                   lattice_arcs_per_frame=arcs / frames, recorded_arcs_per_frame=recorded / frames,
+                   no_lattice_rows=sum(h.lattice is None for h in lat_hyps),
+                   overflow_rows=sum(1 for h in lat_hyps if h.overflow),
+                   same_1best=sum(1 for x, y in zip(hyps, lat_hyps) if x.words == y.words and
+                                  np.float32(x.score) == np.float32(y.score)),
+                   mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
+        results.append(row)
+        print(json.dumps(row))
+        print(f"batch {B}: lattice {row['ms_per_batch_lattice']:.1f} ms vs 1-best {row['ms_per_batch_1best']:.1f} ms "
+              f"per batch (x{row['lattice_over_1best']:.2f}); of a lattice decode: device {row['device_ms_per_batch']:.1f}"
+              f" ms (search + records + readback), host replay and pruning {row['host_ms_per_batch']:.1f} ms, word "
+              f"times and confidences {row['attach_ms_per_batch']:.1f} ms; {row['lattice_arcs_per_frame']:.1f} "
+              f"lattice arcs per frame "
+              f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)")
+        if a.profile and B == max(a.batch):
+            inst = be.main
+            before = inst.profile(True)
+            run(True)
+            after = inst.profile(False)
+            ms = {k: (after[k] - before[k]) / nb for k in after}
+            tot = sum(ms.values())
+            print("kernel ms per lattice batch (launch by launch, CUDA events): " +
+                  ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items() if v > 0) + f"; sum {tot:.2f}")
+            row["kernel_ms"] = ms
+        del dec, be
+    if a.check:
+        m = min(a.check, n)
+        cpu = Decoder(g, opts, num_threads=a.threads).decode(lp_all[:m], lens_all[:m], lattice=True)
+        fields = ("src", "dst", "frame", "graph_arc", "score", "state_graph")
+        same = sum(1 for c, h in zip(cpu, gpu_lats) if h.lattice is not None and c.lattice.num_states ==
+                   h.lattice.num_states and all(np.array_equal(getattr(c.lattice, f), getattr(h.lattice, f))
+                                                for f in fields))
+        print(f"exactness: {same}/{m} GPU lattices identical to the CPU decoder's (arcs, frames, graph arcs, "
+              "float32 scores, states)")
+        results.append(dict(kind="check", rows=m, identical=same))
+    if a.cpu_utts:
+        m = min(a.cpu_utts, n)
+        cdec = Decoder(g, opts, num_threads=a.threads)
+        t_cpu, _ = _median_time(lambda: cdec.decode(lp_all[:m], lens_all[:m], lattice=True), max(1, a.reps - 1),
+                                lambda: None)
+        t_cpu1, _ = _median_time(lambda: cdec.decode(lp_all[:m], lens_all[:m]), max(1, a.reps - 1), lambda: None)
+        cpu_audio = float(lens_all[:m].sum()) * 0.04
+        row = dict(kind="cpu", utts=m, threads=a.threads, rtfx_lattice=cpu_audio / t_cpu, rtfx_1best=cpu_audio / t_cpu1,
+                   lattice_over_1best=t_cpu / t_cpu1)
+        results.append(row)
+        print(json.dumps(row))
+    if a.json:
+        with open(a.json, "a") as f:
+            for r in results:
+                f.write(json.dumps(dict(r, graph=a.graph, commit=commit, device=dev, host=platform.node(),
+                                        output_beam=a.output_beam)) + "\n")
+
+
+if __name__ == "__main__":
+    main()

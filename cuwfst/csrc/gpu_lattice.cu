@@ -1,0 +1,190 @@
+// Lattice decodes, host side: the buffers the lattice stage (cuwfst/lattice.cuh) writes,
+// their growth (grow the records and decode again, as the winners arena does: decode is
+// idempotent), and the readback of a decode's records. The host builds the lattices from
+// the records with the CPU reference's own search and builder (reference_lattice.h,
+// LatticeFromRecords), so a GPU lattice is the CPU's by construction.
+#include "gpu_decoder.cuh"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+namespace cuwfst {
+
+namespace {
+// Records a first lattice decode makes room for (64 MiB); growth goes to what a batch used.
+constexpr int64_t kLatticeInitialRecords = 4ll << 20;
+}  // namespace
+
+int64_t GpuDecoder::lattice_bytes() const {
+  return lat_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
+         lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
+         eps_hint_.amount() + eps_lane_offsets_.amount();
+}
+
+// Every buffer a lattice decode of rows up to max_frames frames needs. Each is allocated
+// before it replaces anything, so a failure leaves the decoder as it was (and usable for
+// 1-best decodes); captured graphs are dropped when a pointer they hold changes.
+void GpuDecoder::EnsureLattice(int32_t max_frames) {
+  const int64_t L = cfg_.max_lanes, Q = cfg_.main_q;
+  auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) {
+    DeviceBuffer b;
+    cudaError_t e = TryDeviceAlloc(bytes, &b);
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for " << what
+         << " of a lattice decode on cuda:" << device() << "; the decoder stays usable for 1-best decodes; "
+         << Advice();
+      ThrowAcquireFailure(e, os.str());
+    }
+    *dst = std::move(b);
+  };
+  const int32_t seg = max_frames + 2;  // steps 0..max_frames
+  const bool missing = !lat_cursor_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
+                       (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg;
+  if (!missing) return;
+  // Every captured graph holds the Workspace it was captured with: drop them before any of
+  // its pointers changes (a failure half-way leaves some changed).
+  FreeGraphs();
+  if (!lat_cursor_.get()) {
+    alloc(&lat_cursor_, sizeof(unsigned long long), "the lattice record cursor");
+    ws_.lat_cursor = static_cast<unsigned long long*>(lat_cursor_.get());
+  }
+  if (!lat_.get()) {
+    const int64_t cap = cfg_.lattice_cap > 0 ? cfg_.lattice_cap : kLatticeInitialRecords;
+    alloc(&lat_, static_cast<size_t>(cap) * sizeof(LatRecord), "the lattice records");
+    ws_.lat = static_cast<LatRecord*>(lat_.get());
+    ws_.lat_cap = cap;
+  }
+  if (ws_.hash_pos == nullptr) {  // an epsilon-free graph: the claims' frontier positions
+    alloc(&lat_hash_pos_, static_cast<size_t>(L) * cfg_.hash_cap * sizeof(int32_t), "hash positions");
+    CUWFST_CUDA(cudaMemsetAsync(lat_hash_pos_.get(), 0xFF, lat_hash_pos_.amount(), stream_));
+    ws_.hash_pos = static_cast<int32_t*>(lat_hash_pos_.get());
+  }
+  if (cfg_.eps_iterations > 0 && !eps_begin_.get()) {  // the closure's own slot space
+    // closure = scan (EpsScanKernel) rebuilds the whole slot space each pass; closure =
+    // lists only writes tok_begin (an entry's first epsilon arc), so only that is doubled.
+    DeviceBuffer b, u, o, h, lo;
+    alloc(&b, static_cast<size_t>(L * Q) * sizeof(int32_t), "the closure's tok_begin");
+    if (!cfg_.closure_lists) {
+      alloc(&u, static_cast<size_t>(L * Q) * sizeof(float), "the closure's score snapshot");
+      alloc(&o, static_cast<size_t>(L * (Q + 1)) * sizeof(int32_t), "the closure's arc offsets");
+      alloc(&h, static_cast<size_t>(L) * ws_.hint_cap * sizeof(int32_t), "the closure's slot hints");
+      alloc(&lo, static_cast<size_t>(L + 1) * sizeof(int64_t), "the closure's lane offsets");
+    }
+    eps_begin_ = std::move(b);
+    eps_ub_ = std::move(u);
+    eps_offsets_ = std::move(o);
+    eps_hint_ = std::move(h);
+    eps_lane_offsets_ = std::move(lo);
+  }
+  if (ws_.seg_cap < seg) {
+    const size_t n = static_cast<size_t>(L) * seg;
+    DeviceBuffer c, u, z;
+    alloc(&c, n * sizeof(int32_t), "the lattice step counts");
+    alloc(&u, n * sizeof(float), "the lattice step cutoffs");
+    alloc(&z, n * sizeof(int32_t), "the lattice step sizes");
+    lat_count_ = std::move(c);
+    lat_cutoff_ = std::move(u);
+    lat_size_ = std::move(z);
+    ws_.lat_count = static_cast<int32_t*>(lat_count_.get());
+    ws_.lat_cutoff = static_cast<float*>(lat_cutoff_.get());
+    ws_.lat_size = static_cast<int32_t*>(lat_size_.get());
+    ws_.seg_cap = seg;
+  }
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+// Room for `want` records (what the last run of the batch tried to write), plus a quarter.
+void GpuDecoder::GrowLattice(unsigned long long want) {
+  const int64_t n = static_cast<int64_t>(want) + static_cast<int64_t>(want >> 2);
+  DeviceBuffer fresh;
+  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(n) * sizeof(LatRecord), &fresh);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot grow the lattice records from " << ws_.lat_cap << " to " << n << " ("
+       << FormatBytes(n * static_cast<int64_t>(sizeof(LatRecord))) << ") on cuda:" << device() << "; this batch made "
+       << want << " records; the decoder keeps its records and stays usable; decode fewer rows at a time "
+       << "(max_lanes, now " << cfg_.max_lanes << ") or lower max_active_states";
+    ThrowAcquireFailure(e, os.str());
+  }
+  FreeGraphs();  // they captured the old pointer
+  lat_ = std::move(fresh);
+  ws_.lat = static_cast<LatRecord*>(lat_.get());
+  ws_.lat_cap = n;
+}
+
+// The batch's per-step arrays into the caller's [B, S] arrays, the records into h_lat_
+// (pinned, grown to the high water), and each row's record count for TakeLatticeRecords.
+void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out) {
+  const int64_t seg = ws_.seg_cap, n = static_cast<int64_t>(B) * seg;
+  std::vector<int32_t> count(n), size(n);
+  std::vector<float> cutoff(n);
+  unsigned long long total = 0;
+  CUWFST_CUDA(cudaMemcpyAsync(&total, ws_.lat_cursor, sizeof(total), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(count.data(), ws_.lat_count, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(cutoff.data(), ws_.lat_cutoff, n * sizeof(float), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaMemcpyAsync(size.data(), ws_.lat_size, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  if (total > static_cast<unsigned long long>(ws_.lat_cap))
+    throw std::runtime_error("lattice records past their capacity after growth (a decoder bug)");
+  const size_t bytes = static_cast<size_t>(total) * sizeof(LatRecord);
+  if (h_lat_.amount() < static_cast<int64_t>(bytes)) {
+    PinnedBuffer fresh;
+    cudaError_t e = TryPinnedAlloc(bytes + bytes / 4, &fresh);
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " of pinned host memory for "
+         << total << " lattice records of a decode on cuda:" << device()
+         << "; the decoder stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes << ")";
+      ThrowAcquireFailure(e, os.str());
+    }
+    h_lat_ = std::move(fresh);
+  }
+  if (total > 0) {
+    CUWFST_CUDA(cudaMemcpyAsync(h_lat_.get(), ws_.lat, bytes, cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  }
+  h_lat_n_ = static_cast<int64_t>(total);
+  h_lat_lane_.assign(B, 0);
+  for (int32_t b = 0; b < B; ++b) {
+    const int64_t steps = std::min<int64_t>(static_cast<int64_t>(lengths[b]) + 1, std::min<int64_t>(out.S, seg));
+    for (int64_t t = 0; t < out.S; ++t) {
+      const bool in = t < steps;
+      out.counts[b * out.S + t] = in ? count[b * seg + t] : 0;
+      out.cutoffs[b * out.S + t] = in ? cutoff[b * seg + t] : 0.f;
+      out.sizes[b * out.S + t] = in ? size[b * seg + t] : 0;
+      if (in) h_lat_lane_[b] += count[b * seg + t];
+    }
+  }
+  out.total[0] = h_lat_n_;
+}
+
+void GpuDecoder::TakeLatticeRecords(int32_t* out, int64_t N) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (N != h_lat_n_) {
+    std::ostringstream os;
+    os << "the last lattice decode made " << h_lat_n_ << " records, not " << N;
+    throw std::invalid_argument(os.str());
+  }
+  // Row by row (a stable partition by lane): within a lane the arena holds its steps in
+  // order, since each step's records are complete before the next step runs.
+  const int32_t B = static_cast<int32_t>(h_lat_lane_.size());
+  std::vector<int64_t> at(B + 1, 0);
+  for (int32_t b = 0; b < B; ++b) at[b + 1] = at[b] + h_lat_lane_[b];
+  if (at[B] != N) throw std::runtime_error("lattice records: the step counts do not add up to the records");
+  std::vector<int64_t> next(at.begin(), at.end() - 1);
+  const LatRecord* r = static_cast<const LatRecord*>(h_lat_.get());
+  for (int64_t i = 0; i < N; ++i) {
+    const int32_t lane = r[i].lane;
+    if (lane < 0 || lane >= B || next[lane] >= at[lane + 1])
+      throw std::runtime_error("lattice records: a record of an unknown or overfull lane");
+    int32_t* o = out + 3 * next[lane]++;
+    o[0] = r[i].src_state;
+    o[1] = r[i].arc;
+    std::memcpy(&o[2], &r[i].acoustic, sizeof(float));
+  }
+}
+
+}  // namespace cuwfst

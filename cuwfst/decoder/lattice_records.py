@@ -1,0 +1,102 @@
+"""Lattices from lattice records: how a search that ran elsewhere (the GPU decoder) gets the
+very lattice the CPU decoder builds.
+
+A record is one arc of one step whose destination is in the step's new frontier (after its
+epsilon closure), admitted by the beam or not: {source graph state, image arc id (with
+REDIRECT_ARC_BIT on allow_partial's redirected arcs), acoustic score as float32 bits}.
+With each step's cutoff (exact max - beam) that is everything the lattice depends on: the
+CPU reference replays the search on the recorded arcs (`RowSearch::ReplayStep`: the same
+admission, recombination order and epsilon closure as a real step, so tokens are numbered
+as the CPU numbers them) and its LatticeBuilder, the one that builds CPU lattices, observes
+the replay (`LatticeFromRecords` in cuwfst/csrc/reference/reference_lattice.cc). One
+pruning implementation, two producers of its input; docs/design.md "Lattices on the GPU".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .lattice import Lattice, lattice_from_arrays
+
+RECORD_INTS = 3  # {source state, arc | redirect bit, acoustic bits}
+
+
+@dataclass
+class LatticeRecords:
+    """The records of a batch of rows. records [N, 3] int32, row by row and each row step
+    by step; counts [B, S] int32 (records of step t of row b, S >= max length + 1; step
+    `length` is the final step), cutoffs [B, S] float32, sizes [B, S] int32 (the frontier
+    size after each step and its closure: the replay checks it)."""
+
+    records: np.ndarray
+    counts: np.ndarray
+    cutoffs: np.ndarray
+    sizes: np.ndarray
+
+    def row_slices(self, lens: np.ndarray) -> list[slice]:
+        """The records of each row."""
+        n = np.array([self.counts[b, : int(lens[b]) + 1].sum() for b in range(len(lens))], np.int64)
+        ends = np.cumsum(n)
+        return [slice(int(e - k), int(e)) for e, k in zip(ends, n)]
+
+
+def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.ndarray, rec: LatticeRecords,
+                          num_threads: int, skip: np.ndarray | None = None) -> tuple[list[Lattice | None], np.ndarray]:
+    """One Lattice per row from its records (rows flagged in `skip` get None: their records
+    are not trusted). `ref` is a decoder.offline._ReferenceGraph of `graph`. Returns the
+    lattices and the replay's float32 1-best score per row (a check against the producer's
+    own result). Raises RuntimeError when records are inconsistent."""
+    if graph.has_epsilon and graph.max_epsilon_chain < 0:
+        raise ValueError("lattices need a graph whose epsilon arcs are acyclic; this graph's "
+                         "epsilon arcs form a cycle")
+    B = len(lens)
+    lens = np.ascontiguousarray(lens, np.int32)
+    skip = np.zeros(B, np.uint8) if skip is None else np.ascontiguousarray(skip, np.uint8)
+    out_size = np.zeros((B, 3), np.int64)
+    out_score = np.zeros(B, np.float32)
+    o = options
+    handle = ref.mod.ref_lattices_from_records(
+        ref.handle, lens, np.ascontiguousarray(rec.records, np.int32).reshape(-1, RECORD_INTS),
+        np.ascontiguousarray(rec.counts, np.int32), np.ascontiguousarray(rec.cutoffs, np.float32),
+        np.ascontiguousarray(rec.sizes, np.int32), skip, o.search_beam, o.output_beam, o.min_active_states,
+        o.max_active_states, o.allow_partial, eps_iterations, num_threads, out_size, out_score)
+    try:
+        lats: list[Lattice | None] = []
+        for b in range(B):
+            if skip[b]:
+                lats.append(None)
+                continue
+            S, A = int(out_size[b, 0]), int(out_size[b, 1])
+            states = np.zeros((3, S), np.int32)
+            arcs = np.zeros((4, A), np.int32)
+            scores = np.zeros((3, A), np.float32)
+            ref.mod.ref_lattice_row(handle, b, states, arcs, scores)
+            lats.append(lattice_from_arrays(graph, states, arcs, scores, int(out_size[b, 2])))
+        return lats, out_score
+    finally:
+        ref.mod.ref_lattice_free(handle)
+
+
+def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False) -> LatticeRecords:
+    """The records of a CPU decode, made as the GPU makes them (for tests and debugging):
+    `decoder` is a CPU cuwfst.Decoder, lp float32 [B, T, V] on the host."""
+    ref = decoder._ref
+    B, T, _ = lp.shape
+    S = T + 1
+    counts = np.zeros((B, S), np.int32)
+    cutoffs = np.zeros((B, S), np.float32)
+    sizes = np.zeros((B, S), np.int32)
+    total = np.zeros(1, np.int64)
+    o = decoder.options
+    h = ref.mod.ref_decode_records(ref.handle, np.ascontiguousarray(lp, np.float32), np.ascontiguousarray(lens, np.int32),
+                                   o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
+                                   o.allow_partial, decoder.eps_iterations, online, decoder.num_threads,
+                                   counts, cutoffs, sizes, total)
+    try:
+        records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
+        ref.mod.ref_records_take(h, records)
+    finally:
+        ref.mod.ref_records_free(h)
+    return LatticeRecords(records, counts, cutoffs, sizes)

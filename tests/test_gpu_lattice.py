@@ -1,0 +1,342 @@
+"""GPU lattices: `Decoder(..., device="cuda").decode(lattice=True)` gives every row the CPU
+decoder's lattice, field for field and bit for bit (states, arcs, frames, graph arcs,
+float32 scores, words, levels), and so the same totals, n-best lists, word times and
+confidences; k2's own lattices (the goldens) on the GPU; the records the GPU makes equal the
+ones the CPU search makes (the diagnosis when a lattice differs); the lattice stage next to
+1-best decodes, fp16 input, record growth, the overflow rescue, and every allocation of a
+lattice decode failing cleanly.
+
+Skipped where there is no CUDA GPU. The host half (records -> lattice) is proven on the CPU
+in tests/test_lattice_records.py.
+"""
+
+from __future__ import annotations
+
+import gc
+import re
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions
+from cuwfst.decoder.lattice_records import cpu_records
+from helpers import load_cases, path_score_f32, random_ctc_graph, random_log_probs
+from lattice_helpers import compare_lattices_to_k2, lattice_case_inputs
+from test_lattice_records import assert_same_lattice, random_lattice_case
+
+pytestmark = pytest.mark.gpu
+
+TOTALS = {"rows": 0, "arcs": 0, "eps_arcs": 0, "redirected": 0, "ties": 0}
+
+
+def compare(cpu_h, gpu_h, where: str, nbest: int = 0) -> None:
+    """Every row: no overflow, the CPU's lattice exactly, and (unless the two picked
+    different paths of the same float32 score) the same words, times and confidences."""
+    assert len(cpu_h) == len(gpu_h), where
+    for b, (c, g) in enumerate(zip(cpu_h, gpu_h)):
+        w = f"{where} row {b}"
+        assert g.overflow == 0, f"{w}: overflow {g.overflow}"
+        assert np.float32(c.score).view(np.int32) == np.float32(g.score).view(np.int32), f"{w}: 1-best score"
+        assert g.lattice is not None, w
+        assert_same_lattice(c.lattice, g.lattice, w)
+        TOTALS["rows"] += 1
+        TOTALS["arcs"] += g.lattice.num_arcs
+        TOTALS["eps_arcs"] += int((g.lattice.token == -2).sum())
+        TOTALS["redirected"] += int((g.lattice.redirect_arc >= 0).sum())
+        if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+            TOTALS["ties"] += 1  # the score is the same bit for bit (above): an exact tie
+            continue
+        assert (c.words, c.word_times, c.word_confidences) == (g.words, g.word_times, g.word_confidences), w
+        if nbest and g.lattice.num_arcs < 20_000:  # the exact A* is pure Python
+            assert c.lattice.nbest(nbest) == g.lattice.nbest(nbest), w
+
+
+def _gpu(graph, opts, rng=None, **kw):
+    if rng is not None:
+        kw.setdefault("max_lanes", int(rng.choice([1, 3, 32])))
+    return Decoder(graph, opts, device="cuda", **kw)
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_random_lattices_gpu_equals_cpu(seed):
+    """Random graphs (a third with acyclic epsilon arcs, some with fewer closure passes than
+    their longest chain), allow_partial on and off, online beams, output beams from 0.3 to
+    1000, batches split over 1, 3 or 32 lanes, both walkers."""
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    online = seed % 7 == 3
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True, online=online)
+    gpu = _gpu(graph, opts, rng, walker="thread" if seed % 4 == 1 else "warp").decode(lp, lens, lattice=True,
+                                                                                       online=online)
+    compare(cpu, gpu, f"seed {seed}", nbest=3 if seed % 10 == 0 else 0)
+
+
+def assert_same_records(want, got, lens, where: str) -> None:
+    """Per row and step the same set of {source state, arc, acoustic bits}, the same cutoff
+    bits and frontier sizes (the order within a step is the device's)."""
+    for b, (ws, gs) in enumerate(zip(want.row_slices(lens), got.row_slices(lens))):
+        n = int(lens[b]) + 1
+        w = f"{where} row {b}"
+        assert np.array_equal(want.counts[b, :n], got.counts[b, :n]), f"{w}: records per step"
+        assert np.array_equal(want.cutoffs[b, :n].view(np.int32), got.cutoffs[b, :n].view(np.int32)), w
+        assert np.array_equal(want.sizes[b, :n], got.sizes[b, :n]), f"{w}: frontier sizes"
+        step = np.repeat(np.arange(n), want.counts[b, :n])
+        for r, name in ((want.records[ws], "cpu"), (got.records[gs], "gpu")):
+            assert r.shape[0] == step.size, (w, name)
+        a = want.records[ws][np.lexsort((*want.records[ws].T[::-1], step))]
+        g = got.records[gs][np.lexsort((*got.records[gs].T[::-1], step))]
+        assert np.array_equal(a, g), f"{w}: the records differ"
+
+
+def assert_same_stats(cpu_h, gpu_h, where: str) -> None:
+    """The search statistics of a lattice decode: LatStepEndKernel counts closure_added in
+    place of ClearClaimsKernel (after a real step's closure in either closure kind), which
+    neither the records nor the lattices see."""
+    for b, (c, g) in enumerate(zip(cpu_h, gpu_h)):
+        assert (c.max_frontier, c.frontier_total, c.closure_added) == \
+               (g.max_frontier, g.frontier_total, g.closure_added), f"{where} row {b}: search statistics"
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_gpu_records_are_the_cpu_records(seed):
+    """The records themselves (the lattice's input): per row and step the same set of
+    {source state, arc, acoustic bits}, the same cutoff bits and frontier sizes. When a
+    lattice differs, this says whether the device or the host half is at fault."""
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    cpu_dec = Decoder(graph, opts)
+    want = cpu_records(cpu_dec, lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens))
+    be = dec._gpu
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(want, got, lens, f"seed {seed}")
+
+
+# ------------------------------------------------------------ every kernel variant
+# The lattice stage rides on whichever kernels a decoder runs (docs/design.md, "Kernel
+# variants" and "Lattices on the GPU"): ScanSplitKernel must keep the step's phase, size and
+# hint flag as ScanKernel does, the list closure must leave the step's slot space and claims
+# for LatPersistKernel, and finalize_split sets LatStepEndKernel's grid. Each variant must
+# record exactly the CPU's arcs.
+from test_gpu_variants import VARIANTS, expect_variant  # noqa: E402
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request, monkeypatch):
+    monkeypatch.setenv("CUWFST_KERNELS", request.param)
+    return request.param
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_variant_records_are_the_cpu_records(variant, seed):
+    """Random cases (seeds 2, 5, 8, 11 on epsilon graphs) under each kernel variant: the
+    records equal the CPU's, and so do the lattices."""
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    want = cpu_records(Decoder(graph, opts), lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens), walker="thread" if seed % 4 == 1 else "warp")
+    expect_variant(dec, variant, graph.num_epsilon_arcs > 0)
+    be = dec._gpu
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(want, got, lens, f"{variant} seed {seed}")
+    cpu, gpu = Decoder(graph, opts).decode(lp, lens, lattice=True), dec.decode(lp, lens, lattice=True)
+    compare(cpu, gpu, f"{variant} seed {seed}")
+    assert_same_stats(cpu, gpu, f"{variant} seed {seed}")
+
+
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_variant_lattices_of_large_frontiers(variant, eps):
+    """Frontiers of several 2,048-token scan rounds (the split scan's chunks and look-back
+    run, with 3 CTAs a lane where the variant splits) and many claims per lane (the wider
+    Finalize and LatStepEnd grids), an epsilon DAG's exact closure: the CPU's records
+    and lattices."""
+    from helpers import random_eps_graph
+
+    rng = np.random.default_rng(6100 + eps)
+    V = 40
+    graph = random_eps_graph(rng, 9000, V, 6, 1.0) if eps else random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 3, 10, V, peaky=False)
+    lens = np.array([10, 7, 1], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=400)
+    cpu_dec = Decoder(graph, opts)
+    cpu = cpu_dec.decode(lp, lens, lattice=True)
+    assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
+    kw = {"scan_split": 3} if variant in ("new", "split") else {}
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
+    expect_variant(dec, variant, eps)
+    be = dec._gpu
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(cpu_records(cpu_dec, lp, lens), got, lens, f"{variant} large eps={eps}")
+    gpu = dec.decode(lp, lens, lattice=True)
+    compare(cpu, gpu, f"{variant} large eps={eps}")
+    assert_same_stats(cpu, gpu, f"{variant} large eps={eps}")
+
+
+def test_k2_lattice_goldens_on_gpu():
+    """k2's own lattices (tests/test_k2_lattice.py's goldens) on the GPU: the (frame, graph
+    arc) sets, state counts, tot scores, best paths and arc score bits, and every lattice
+    equal to the CPU decoder's."""
+    cases = load_cases("k2_lattice_goldens.json.gz")
+    bad, rows, arcs = [], 0, 0
+    for case in cases:
+        graph, lp, lens, opts = lattice_case_inputs(case)
+        gpu = Decoder(graph, opts, device="cuda", max_lanes=4).decode(lp, lens, lattice=True)
+        r = compare_lattices_to_k2(case, hyps=gpu)
+        bad += r["bad"]
+        rows += r["rows"]
+        arcs += r["arcs"]
+        cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+        for b, (c, g) in enumerate(zip(cpu, gpu)):
+            assert_same_lattice(c.lattice, g.lattice, f"{case['name']} row {b}")
+    print(f"\nk2 1.23.4 lattice goldens on the GPU: {len(cases)} cases, {rows} rows, {arcs} arcs: "
+          f"{len(bad)} mismatches")
+    assert rows >= 500 and not bad, "\n".join(bad[:20])
+
+
+def test_lattice_and_one_best_decodes_interleave():
+    """The lattice stage is a flag of one pipeline: 1-best decodes before and after a lattice
+    decode on the same decoder are unchanged (graph cache, kept claims, hash positions), and
+    the lattice decode is repeatable."""
+    rng = np.random.default_rng(21)
+    for eps in (False, True):
+        _, graph, lp, lens, opts = random_lattice_case(2 if eps else 0)
+        graph = random_ctc_graph(rng, 200, 9, 4, 0.2) if not eps else graph
+        lp = random_log_probs(rng, 4, 60, graph.vocab_size, peaky=True)
+        lens = np.array([60, 33, 0, 59], np.int32)
+        dec = Decoder(graph, opts, device="cuda", max_lanes=4)
+        first = dec.decode(lp, lens)
+        lat1 = dec.decode(lp, lens, lattice=True)
+        again = dec.decode(lp, lens)
+        lat2 = dec.decode(lp, lens, lattice=True)
+        for b in range(4):
+            assert np.float32(first[b].score) == np.float32(again[b].score), (eps, b)
+            if first[b].arcs != again[b].arcs:  # an exact-score tie may resolve either way between runs
+                assert path_score_f32(graph, lp[b], again[b].arcs, again[b].redirect_arc) == \
+                    np.float32(first[b].score), (eps, b)
+            assert first[b].lattice is None and again[b].lattice is None
+            assert_same_lattice(lat1[b].lattice, lat2[b].lattice, f"eps {eps} row {b}")
+            assert np.float32(lat1[b].score) == np.float32(first[b].score)
+        compare(Decoder(graph, opts).decode(lp, lens, lattice=True), lat1, f"interleave eps={eps}")
+
+
+def test_lattice_records_grow_and_rerun():
+    """Lattice records that start at 64 entries grow and the batch decodes again."""
+    rng = np.random.default_rng(22)
+    graph = random_ctc_graph(rng, 400, 12, 5, 0.2)
+    lp = random_log_probs(rng, 6, 80, 12, peaky=False)
+    opts = DecoderOptions(search_beam=12.0, output_beam=6.0, max_active_states=300)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=8, lattice_entries=64)
+    got = dec.decode(lp, lattice=True)
+    assert sum(h.lattice.recorded_arcs for h in got) > 10_000
+    compare(Decoder(graph, opts).decode(lp, lattice=True), got, "growth")
+    assert dec._gpu.main.mem_stats()["committed"] > 0
+
+
+def test_lattice_without_cuda_graphs_fp16_and_more_rows_than_lanes():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(23)
+    graph = random_ctc_graph(rng, 300, 20, 5, 0.2)
+    lp = random_log_probs(rng, 9, 40, 20, peaky=True)
+    lens = rng.integers(0, 41, 9).astype(np.int32)
+    opts = DecoderOptions(search_beam=10.0, output_beam=5.0)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    compare(cpu, Decoder(graph, opts, device="cuda", use_cuda_graphs=False, max_lanes=4).decode(
+        lp, lens, lattice=True), "plain launches")
+    compare(cpu, Decoder(graph, opts, device="cuda", max_lanes=2, batching="continuous").decode(
+        lp, lens, lattice=True), "continuous batching asked")
+    half = torch.from_numpy(lp).half().cuda()
+    cpu16 = Decoder(graph, opts).decode(half.float().cpu().numpy(), lens, lattice=True)
+    compare(cpu16, Decoder(graph, opts, device="cuda").decode(half, lens, lattice=True), "fp16")
+
+
+def test_overflowed_rows_get_their_lattice_from_the_rescue():
+    """A frontier capacity far too small overflows; the rescue re-decodes the rows with the
+    lattice stage, and their lattices are the CPU's."""
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
+    lp = random_log_probs(rng, 3, 40, 30, peaky=False)
+    opts = DecoderOptions(search_beam=1000.0, output_beam=3.0, min_active_states=1, max_active_states=100)
+    cpu = Decoder(graph, opts).decode(lp, lattice=True)
+    assert max(h.max_frontier for h in cpu) > 1024  # the main instance holds 1024 tokens
+    dec = Decoder(graph, opts, device="cuda", main_q_factor=1)
+    gpu = dec.decode(lp, lattice=True)
+    assert dec._gpu.stats["rescued_rows"] == 3
+    compare(cpu, gpu, "rescued")
+
+
+def test_cyclic_epsilon_graph_is_refused_on_gpu():
+    from helpers import random_eps_graph_any
+
+    rng = np.random.default_rng(9)
+    for _ in range(50):
+        g = random_eps_graph_any(rng, 6, 3, 2, eps_prob=0.9, cycles=True)
+        if g.max_epsilon_chain < 0:
+            break
+    with pytest.raises(ValueError, match="epsilon arcs form a cycle"):
+        Decoder(g, device="cuda").decode(random_log_probs(rng, 1, 4, 3, peaky=False), lattice=True)
+
+
+def test_every_lattice_allocation_fails_cleanly():
+    """Every CUDA acquisition of a lattice decode (its buffers, the records' growth, the
+    pinned readback, graph instantiation) failing in turn: a MemoryError that names what
+    and what to lower, nothing orphaned, and the same decoder then gives the CPU's lattices."""
+    from test_gpu_faults import OPTS, _mem, _mod, _released, _small, _torch_still_works
+
+    rng = np.random.default_rng(14)
+    graph = random_ctc_graph(rng, 300, 12, 5, 0.2)
+    lp = random_log_probs(rng, 4, 60, 12, peaky=True)
+    lens = np.array([60, 41, 1, 57], np.int32)
+    cpu = Decoder(graph, OPTS).decode(lp, lens, lattice=True)
+    mod = _mod()
+    Decoder(graph, OPTS, device="cuda", max_lanes=4).decode(lp, lens, lattice=True)  # load every kernel
+    gc.collect()
+
+    def fresh():
+        return _small(Decoder(graph, OPTS, device="cuda", max_lanes=4), graph, max_frames=16, lattice_entries=64)
+
+    import weakref
+
+    before = _mem(mod)
+    dec = fresh()
+    mod.gpu_fault_injection(1 << 40)
+    compare(cpu, dec.decode(lp, lens, lattice=True), "counting run")
+    sites = mod.gpu_fault_injection(0)
+    refs = [weakref.ref(dec._gpu.main)]
+    del dec
+    _released(mod, before, refs, "counting run")
+    raised = 0
+    for i in range(1, sites + 1):
+        dec = fresh()
+        live0, st0 = _mem(mod), dec._gpu.main.mem_stats()
+        mod.gpu_fault_injection(i)
+        err = got = None
+        try:
+            got = dec.decode(lp, lens, lattice=True)
+        except MemoryError as e:
+            err = str(e)
+        finally:
+            mod.gpu_fault_injection(0)
+        live1, st1 = _mem(mod), dec._gpu.main.mem_stats()
+        assert live1["device"] - live0["device"] == st1["committed"] - st0["committed"], f"site {i}: {err}"
+        assert live1["pinned"] - live0["pinned"] == st1["pinned"] - st0["pinned"], f"site {i}: {err}"
+        if err is not None:
+            raised += 1
+            assert re.search(r"cannot (allocate|grow|create)", err), f"site {i}: {err}"
+            assert re.search(r"stays usable", err), f"site {i}: {err}"
+            assert re.search(r"max_lanes", err), f"site {i}: no option named in {err}"
+        else:  # a graph executable that cannot be instantiated: plain launches instead
+            compare(cpu, got, f"site {i} (fell back)")
+        _torch_still_works()
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"site {i}: the decoder after the failure")
+        refs.append(weakref.ref(dec._gpu.main))
+        del dec
+        _released(mod, before, refs, f"site {i}: the decoder did not give everything back")
+    # path growth, the lattice buffers (cursor, records, hash positions, 3 step arrays),
+    # record growth, the pinned readback
+    assert sites >= 8 and raised >= 7, (sites, raised)
+
+
+def test_report_totals():
+    print(f"\nGPU lattices vs CPU: {TOTALS['rows']} rows, {TOTALS['arcs']} lattice arcs ({TOTALS['eps_arcs']} "
+          f"epsilon, {TOTALS['redirected']} redirected) identical; {TOTALS['ties']} rows whose 1-best took another "
+          "path of the same float32 score")

@@ -1,0 +1,297 @@
+"""Lattices from lattice records (cuwfst/decoder/lattice_records.py): the host half of the
+GPU lattice, proven on the CPU. The CPU search records its arcs as the GPU records them
+(every arc of a step whose destination survives, with the step's cutoff, in any order);
+the replay of those records must give the CPU decoder's lattice exactly, array for array,
+on random graphs with and without epsilon arcs, allow_partial, online beams and several
+output beams. The GPU half (the GPU makes the same records) is tests/test_gpu_lattice.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions
+from cuwfst.decoder.lattice_records import LatticeRecords, cpu_records, lattices_from_records
+from helpers import random_ctc_graph, random_eps_graph, random_eps_graph_any, random_log_probs
+
+LATTICE_FIELDS = ("num_states", "src", "dst", "frame", "graph_arc", "redirect_arc", "token", "acoustic",
+                  "graph_score", "score", "word_splits", "word_ids", "state_frame", "state_graph", "state_level",
+                  "recorded_arcs")
+BEAMS = [(20.0, 8.0, 30, 10000), (8.0, 5.0, 5, 200), (3.0, 2.0, 1, 50), (15.0, 8.0, 1, 4), (10.0, 0.5, 0, 3)]
+
+
+def assert_same_lattice(x, y, where=""):
+    """Two Lattices are the same, field for field and bit for bit (float32 scores)."""
+    for name in LATTICE_FIELDS:
+        a, b = getattr(x, name), getattr(y, name)
+        if isinstance(a, np.ndarray):
+            if a.dtype.kind == "f":
+                a, b = a.view(np.int32), b.view(np.int32)
+            assert a.shape == b.shape and np.array_equal(a, b), f"{where}: {name} differs"
+        else:
+            assert a == b, f"{where}: {name} {a} vs {b}"
+
+
+def shuffle_within_steps(rec: LatticeRecords, lens, rng) -> LatticeRecords:
+    """The same records in another order inside each (row, step), as GPU atomics leave them."""
+    step_of = np.concatenate([np.repeat(np.arange(b * 100000, b * 100000 + int(lens[b]) + 1),
+                                        rec.counts[b, : int(lens[b]) + 1]) for b in range(len(lens))] or [[]])
+    order = np.lexsort((rng.random(step_of.size), step_of))
+    return LatticeRecords(rec.records[order], rec.counts, rec.cutoffs, rec.sizes)
+
+
+def _acyclic_eps(rng, n, V, degree):
+    while True:
+        g = (random_eps_graph(rng, n, V, degree, eps_prob=0.6) if rng.random() < 0.5 else
+             random_eps_graph_any(rng, n, V, degree, eps_prob=float(rng.choice([0.3, 0.7, 1.0])), cycles=False,
+                                  chain=int(rng.choice([1, 2, 5]))))
+        if g.max_epsilon_chain >= 0:
+            return g
+
+
+def random_lattice_case(seed: int):
+    """A random graph (epsilon-free or with acyclic epsilon arcs), batch, beams and
+    allow_partial; shared with tests/test_gpu_lattice.py."""
+    rng = np.random.default_rng(91000 + seed)
+    eps = seed % 3 == 2
+    n = int(rng.choice([3, 8, 30, 150, 600]))
+    V = int(rng.integers(2, 24))
+    degree = int(rng.integers(1, 6))
+    graph = _acyclic_eps(rng, n, V, degree) if eps else random_ctc_graph(rng, n, V, degree, float(rng.uniform(0.05, 0.5)))
+    B = int(rng.integers(1, 6))
+    T = int(rng.integers(1, 90))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    if B > 2:
+        lens[1], lens[2] = 1, 0
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    s, _, mn, mx = BEAMS[seed % len(BEAMS)]
+    o = float(rng.choice([0.3, 2.0, 8.0, 1000.0]))
+    eps_it = None if (not eps or seed % 4) else int(rng.integers(1, 4))
+    opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
+                          allow_partial=bool(seed % 4 != 0), eps_iterations=eps_it)
+    return rng, graph, lp, lens, opts
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_records_replay_is_the_cpu_lattice(seed):
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    online = seed % 7 == 3
+    dec = Decoder(graph, opts, num_threads=2)
+    want = dec.decode(lp, lens, lattice=True, online=online)
+    rec = shuffle_within_steps(cpu_records(dec, lp, lens, online), lens, rng)
+    lats, scores = lattices_from_records(dec._ref, graph, opts, dec.eps_iterations, lens, rec, num_threads=3)
+    for b, (h, lat) in enumerate(zip(want, lats)):
+        assert_same_lattice(h.lattice, lat, f"seed {seed} row {b}")
+        assert np.float32(h.score).view(np.int32) == scores[b].view(np.int32), f"seed {seed} row {b}: 1-best score"
+
+
+def test_records_hold_every_surviving_arc_and_no_other():
+    """Records are the non-epsilon arcs the CPU lattice recorded before pruning: as many,
+    and a superset of the lattice's."""
+    rng = np.random.default_rng(5)
+    total = 0
+    for case in range(20):
+        eps = case % 2 == 1
+        g = _acyclic_eps(rng, 30, 6, 3) if eps else random_ctc_graph(rng, 30, 6, 3, 0.3)
+        lp = random_log_probs(rng, 3, 40, 6, peaky=bool(case % 3))
+        lens = np.array([40, 17, 0], np.int32)
+        opts = DecoderOptions(search_beam=6.0, output_beam=1e6, max_active_states=30, min_active_states=2)
+        dec = Decoder(g, opts)
+        want = dec.decode(lp, lens, lattice=True)
+        rec = cpu_records(dec, lp, lens)
+        for b, sl in enumerate(rec.row_slices(lens)):
+            lat = want[b].lattice
+            keep = lat.token != -2
+            src_state = lat.state_graph[lat.src[keep]]
+            code = np.where(lat.graph_arc[keep] >= 0, g.image_arc_ids(np.maximum(lat.graph_arc[keep], 0)),
+                            g.image_arc_ids(np.maximum(lat.redirect_arc[keep], 0)) | (1 << 30))
+            ours = sorted(zip(lat.frame[keep].tolist(), src_state.tolist(), code.tolist(),
+                              lat.acoustic[keep].view(np.int32).tolist()))
+            steps = np.repeat(np.arange(lens[b] + 1), rec.counts[b, : lens[b] + 1])
+            r = rec.records[sl]
+            theirs = sorted(zip(steps.tolist(), r[:, 0].tolist(), r[:, 1].tolist(), r[:, 2].tolist()))
+            # the lattice is the records less what the output beam pruned (dead ends always go)
+            assert not set(ours) - set(theirs), f"case {case} row {b}"
+            if not eps:  # recorded_arcs also counts epsilon arcs, which the replay makes itself
+                assert len(theirs) == lat.recorded_arcs, f"case {case} row {b}"
+            total += len(theirs)
+    assert total > 1000
+
+
+def test_inconsistent_records_are_errors_not_crashes():
+    rng = np.random.default_rng(6)
+    g = random_ctc_graph(rng, 20, 5, 3, 0.3)
+    lp = random_log_probs(rng, 2, 30, 5, peaky=True)
+    lens = np.array([30, 12], np.int32)
+    opts = DecoderOptions(search_beam=8.0, output_beam=3.0)
+    dec = Decoder(g, opts)
+    rec = cpu_records(dec, lp, lens)
+    assert rec.records.shape[0] > 10
+
+    def replay(r, skip=None):
+        return lattices_from_records(dec._ref, g, opts, dec.eps_iterations, lens, r, 1, skip)
+
+    bad_state = LatticeRecords(rec.records.copy(), rec.counts, rec.cutoffs, rec.sizes)
+    bad_state.records[3, 0] = g.num_states + 7
+    with pytest.raises(RuntimeError, match="row 0: lattice records: step"):
+        replay(bad_state)
+    bad_arc = LatticeRecords(rec.records.copy(), rec.counts, rec.cutoffs, rec.sizes)
+    bad_arc.records[3, 1] = 10**8
+    with pytest.raises(RuntimeError, match="names a state, arc or phase"):
+        replay(bad_arc)
+    # a step's records lost: its frontier comes out empty, not the recorded size
+    n0 = int(rec.counts[0, 0])
+    dropped = LatticeRecords(rec.records[n0:], rec.counts.copy(), rec.cutoffs, rec.sizes)
+    dropped.counts[0, 0] = 0
+    with pytest.raises(RuntimeError, match="row 0: lattice records: step 0: the replayed frontier has 0"):
+        replay(dropped)
+    wrong_size = LatticeRecords(rec.records, rec.counts, rec.cutoffs, rec.sizes.copy())
+    wrong_size.sizes[1, 4] += 1
+    with pytest.raises(RuntimeError, match="row 1: .*replayed frontier"):
+        replay(wrong_size)
+    short = LatticeRecords(rec.records[:-1], rec.counts, rec.cutoffs, rec.sizes)
+    with pytest.raises(ValueError, match="counts add up"):
+        replay(short)
+    # a skipped row's records are not read at all
+    lats, scores = replay(wrong_size, skip=np.array([0, 1], np.uint8))
+    assert lats[1] is None and scores[1] == -np.inf and lats[0] is not None
+
+
+def test_a_decode_without_records():
+    """A row of 0 frames without allow_partial records nothing (no arc, no redirect): the
+    [0, 3] output array, which numpy 2 makes with the strides (0, 0), passes the bindings'
+    dense check (tensor_checks.h), and zero records replay to the CPU's empty lattice. The
+    H200 run at cdd8330 failed 13 random GPU lattice cases on exactly such a sub-batch."""
+    rng, graph, lp, lens, opts = random_lattice_case(0)  # allow_partial off, lens [48, 1, 0, 25]
+    assert not opts.allow_partial and lens[2] == 0
+    dec = Decoder(graph, opts)
+    sub_lp, sub_lens = np.ascontiguousarray(lp[2:3]), np.ascontiguousarray(lens[2:3])
+    rec = cpu_records(dec, sub_lp, sub_lens)
+    assert rec.records.shape == (0, 3) and rec.counts[0, 0] == 0
+    want = dec.decode(sub_lp, sub_lens, lattice=True)[0]
+    lats, scores = lattices_from_records(dec._ref, graph, opts, dec.eps_iterations, sub_lens, rec, 1)
+    assert_same_lattice(want.lattice, lats[0], "row of 0 frames")
+    assert want.lattice.num_arcs == 0 and scores[0] == -np.inf
+
+
+def test_dense_check_of_host_outputs():
+    """tensor_checks.h's CheckHostTensor through ref_records_take: an empty array is dense
+    whatever its strides; a stride gap, a column-major array, a wrong shape or dtype is
+    refused."""
+    rng, graph, lp, lens, opts = random_lattice_case(0)
+    dec = Decoder(graph, opts)
+    ref, o = dec._ref, opts
+
+    def take(out, row):
+        sub_lp, sub_lens = np.ascontiguousarray(lp[row : row + 1]), np.ascontiguousarray(lens[row : row + 1])
+        S = lp.shape[1] + 1
+        counts, cutoffs = np.zeros((1, S), np.int32), np.zeros((1, S), np.float32)
+        sizes, total = np.zeros((1, S), np.int32), np.zeros(1, np.int64)
+        h = ref.mod.ref_decode_records(ref.handle, sub_lp, sub_lens, o.search_beam, o.output_beam,
+                                       o.min_active_states, o.max_active_states, o.allow_partial,
+                                       dec.eps_iterations, False, 1, counts, cutoffs, sizes, total)
+        try:
+            n = int(total[0])
+            ref.mod.ref_records_take(h, out(n))
+            return n
+        finally:
+            ref.mod.ref_records_free(h)
+
+    assert np.zeros((0, 3), np.int32).strides == (0, 0) or np.__version__ < "2"
+    assert take(lambda n: np.zeros((n, 3), np.int32), 2) == 0  # row 2: 0 frames, no records
+    assert take(lambda n: np.zeros((n, 6), np.int32)[:, ::2], 2) == 0  # empty with a stride gap
+    assert take(lambda n: np.zeros((n, 3), np.int32), 0) > 1
+    for bad, match in ((lambda n: np.zeros((n, 6), np.int32)[:, ::2], "dense"),
+                       (lambda n: np.zeros((n, 3), np.int32, order="F"), "dense"),
+                       (lambda n: np.zeros((n + 1, 3), np.int32), "dim 0"),
+                       (lambda n: np.zeros((n, 3), np.int64), "int32")):
+        with pytest.raises((ValueError, TypeError), match=match):
+            take(bad, 0)
+
+
+# ---------------------------------------------------------------------- the backend's glue
+class _CpuInstance:
+    """Stands in for a GpuInstance: the CPU decode in the GPU's output layout (redirected
+    arc last with its bit, overflow bits in meta[:, 2]) and the CPU's records. Rows whose
+    length is in `flag_lengths` come back flagged with an overflow (bit 16, the frontier)."""
+
+    def __init__(self, dec, max_lanes, flag_lengths=()):
+        self.dec, self.max_lanes, self.flag_lengths = dec, max_lanes, set(flag_lengths)
+        self.eps_iterations = dec.eps_iterations
+        self.calls = 0
+        self.perturb = False  # the 1-best score off by one ulp: the replay must notice
+
+    def decode_lattice(self, lp, lens, stream, online=False):
+        assert lp.shape[0] <= self.max_lanes
+        self.calls += 1
+        d, o = self.dec, self.dec.options
+        B, T, _ = lp.shape
+        cap = d.path_capacity(T)
+        out = [np.zeros((B, cap), np.int32), np.zeros(B, np.int32), np.zeros(B, np.float32),
+               np.zeros((B, 4), np.int32), np.zeros((B, 2), np.int64)]
+        d._ref.mod.ref_decode(d._ref.handle, np.ascontiguousarray(lp), lens, o.search_beam, o.output_beam,
+                              o.min_active_states, o.max_active_states, o.allow_partial, d.eps_iterations, online,
+                              1, *out)
+        arcs, n, score, meta, stats = out
+        for b in range(B):
+            if meta[b, 1]:  # the GPU keeps the redirected arc at the path's end, with its bit
+                arcs[b, n[b]] = meta[b, 2] | (1 << 30)
+                n[b] += 1
+            meta[b, 2] = 16 if int(lens[b]) in self.flag_lengths else 0
+        if self.perturb:
+            score[0] = np.nextafter(score[0], np.float32(0))
+        return (arcs, n, score, meta, stats), cpu_records(d, np.ascontiguousarray(lp), lens, online)
+
+
+def test_backend_lattice_path_with_a_cpu_stand_in():
+    """GpuBackend's lattice path (sub-batches, records to lattices, the score check, the
+    overflow skip and the rescue) with the CPU in place of the device: every row's lattice
+    is the CPU decoder's."""
+    from cuwfst.decoder.gpu import GpuBackend
+
+    rng = np.random.default_rng(12)
+    g = random_ctc_graph(rng, 40, 7, 3, 0.3)
+    lp = random_log_probs(rng, 7, 50, 7, peaky=True)
+    lens = np.array([50, 3, 44, 0, 31, 50, 12], np.int32)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=40, min_active_states=3)
+    cpu = Decoder(g, opts, num_threads=2)
+    want = cpu.decode(lp, lens, lattice=True)
+
+    class Backend(GpuBackend):
+        def __init__(self):
+            self.graph, self.options, self.check_inputs, self.batching = g, opts, False, "padded"
+            self.main = _CpuInstance(cpu, max_lanes=3, flag_lengths=(44, 3))
+            self._rescue = _CpuInstance(cpu, max_lanes=2)
+            self._ref, self.rescue_lanes = None, 2
+            self.lock = __import__("threading").Lock()
+            self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
+                                         "unabsorbed_rows")}
+
+        def to_device(self, x):
+            return x
+
+        def _stream(self):
+            return 0
+
+        def _take_rows(self, x, rows):
+            return x[rows]
+
+        def rescue_instance(self):
+            return self._rescue
+
+    backend = Backend()
+    got = backend.decode(lp, lens, cpu, lattice=True)
+    assert backend.main.calls == 3 and backend._rescue.calls == 1 and backend.stats["rescued_rows"] == 2
+    for b, (w, h) in enumerate(zip(want, got)):
+        assert h.overflow == 0 and (h.words, h.score, h.word_times) == (w.words, w.score, w.word_times), b
+        assert_same_lattice(w.lattice, h.lattice, f"row {b}")
+        assert h.word_confidences == w.word_confidences
+    # a row the rescue cannot absorb keeps its bits and gets no lattice
+    backend._rescue.flag_lengths = {3}
+    got = backend.decode(lp, lens, cpu, lattice=True)
+    assert got[1].overflow == 16 and got[1].lattice is None and got[2].lattice is not None
+    backend.main.perturb = True
+    with pytest.raises(RuntimeError, match="the replay of its records ends on score"):
+        backend.decode(lp, lens, cpu, lattice=True)
