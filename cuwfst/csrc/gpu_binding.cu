@@ -211,7 +211,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
-                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations) {
+                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -255,6 +255,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (eps_iterations > 0 && g->view.eps_count == nullptr)
     TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
   c.eps_iterations = static_cast<int32_t>(eps_iterations);
+  c.lazy = lazy;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 
@@ -475,7 +476,7 @@ void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
   d->Profile(static_cast<double*>(out.data_ptr()));
 }
 
-// out i64[8]: see GpuDecoder::MemStats.
+// out i64[GpuDecoder::kMemStats]: see GpuDecoder::MemStats.
 void GpuDecoderMemStats(int64_t h, TensorView out) {
   CheckHostTensor(out, "out", kDLInt, 64, {GpuDecoder::kMemStats});
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));

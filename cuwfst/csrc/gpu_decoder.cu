@@ -140,17 +140,26 @@ void GpuDecoder::Allocate() {
   ws_.gc_conv = Alloc<int32_t>(L, "GC convergence points");
   ws_.drain_len = Alloc<int32_t>(L, "GC drain lengths");
   lane_host_.assign(L, LaneHost{});
-  // The winners arena is the one structure that grows (offline: grow and re-run).
-  const size_t arena_bytes = static_cast<size_t>(cfg_.arena_cap) * sizeof(WinnerEntry);
-  cudaError_t e = TryDeviceAlloc(arena_bytes, &arena_);
+  d_arena_limit_ = Alloc<long long>(1, "the winners-log limit");
+  ws_.arena_limit = d_arena_limit_;
+  // The winners log is the one structure that grows (offline: grow and re-run). As a VMM
+  // region its worst case is reserved here and memory is committed as batches need it;
+  // the GC tags share its size and are reserved alongside, committed on the first GC.
+  const size_t log_max = static_cast<size_t>(cfg_.arena_max) * sizeof(WinnerEntry);
+  cudaError_t e = arena_.Init(log_max, cfg_.lazy);
+  // a driver that reports VMM but refuses it (not for lack of memory): the eager log
+  if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e)) e = arena_.Init(log_max, false);
+  // (eager tags take nothing here)
+  if (e == cudaSuccess) e = gc_tags_.Init(static_cast<size_t>(cfg_.arena_max) * sizeof(long long), arena_.vmm());
   if (e != cudaSuccess) {
     std::ostringstream os;
-    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(arena_bytes)) << " for the winners arena ("
-       << cfg_.arena_cap << " entries) on cuda:" << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+    os << "cannot reserve " << FormatBytes(static_cast<int64_t>(log_max)) << " of address space for the winners log ("
+       << cfg_.arena_max << " entries at most) on cuda:" << device() << "; lower max_lanes (now " << cfg_.max_lanes
+       << ")";
     ThrowAcquireFailure(e, os.str());
   }
-  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
-  ws_.arena_cap = cfg_.arena_cap;
+  ws_.gc_tag = gc_tags_.vmm() ? static_cast<long long*>(gc_tags_.get()) : nullptr;
+  CommitArena(cfg_.arena_cap, false, "the winners log");
   auto pinned = [&](PinnedBuffer* dst, size_t bytes, const char* what) {
     cudaError_t pe = TryPinnedAlloc(bytes, dst);
     if (pe != cudaSuccess) {
@@ -205,28 +214,61 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   ws_.out_path = static_cast<int32_t*>(out_path_.get());
 }
 
-// Winners-arena growth to what the batch used (at least double): the new arena is
-// allocated before the old one is let go, so a failure keeps a valid arena under ws_.arena.
+// Winners-log growth to what the batch used: the cursor counts every append, also those
+// past the limit, so it is the batch's need (an overflowed append loses only its
+// backpointer, never a token, so the search and its appends are those of a run with room).
+// A VMM log commits a little more than the need (pieces of its granularity); an eager one
+// at least doubles, since each growth copies.
 void GpuDecoder::GrowArena(unsigned long long cursor) {
-  int64_t want = std::max<int64_t>(ws_.arena_cap * 2, static_cast<int64_t>(cursor) + static_cast<int64_t>(cursor >> 2));
-  want = std::min<int64_t>(want, cfg_.arena_max);
-  DeviceBuffer fresh;
-  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(WinnerEntry), &fresh);
+  const int64_t need = static_cast<int64_t>(cursor);
+  int64_t want = arena_.vmm() ? need + need / 8 : std::max<int64_t>(arena_cap_ * 2, need + need / 4);
+  CommitArena(std::max<int64_t>(want, arena_cap_ + 1), false, "this batch");
+}
+
+void GpuDecoder::CommitArena(int64_t entries, bool keep, const char* why) {
+  entries = std::min<int64_t>(entries, cfg_.arena_max);
+  if (entries <= arena_cap_) return;
+  size_t keep_bytes = 0;
+  if (keep && arena_cap_ > 0) {
+    unsigned long long cursor = 0;
+    CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    keep_bytes = static_cast<size_t>(std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_))) *
+                 sizeof(WinnerEntry);
+  }
+  bool moved = false, tags_moved = false;
+  cudaError_t e = arena_.Commit(static_cast<size_t>(entries) * sizeof(WinnerEntry), keep_bytes, false, stream_, &moved);
+  if (e == cudaSuccess && gc_tags_used_)  // tags are 8 bytes an entry too: same byte counts
+    e = gc_tags_.Commit(static_cast<size_t>(entries) * sizeof(long long), keep_bytes, true, stream_, &tags_moved);
+  if (moved || tags_moved) {  // eager: the kernels' arguments changed (a grown log is kept even if the tags failed)
+    FreeGraphs();
+    ws_.arena = static_cast<WinnerEntry*>(arena_.get());
+    if (gc_tags_used_) ws_.gc_tag = static_cast<long long*>(gc_tags_.get());
+  }
   if (e != cudaSuccess) {
     std::ostringstream os;
-    os << "cannot grow the winners arena from " << ws_.arena_cap << " to " << want << " entries ("
-       << FormatBytes(want * static_cast<int64_t>(sizeof(WinnerEntry))) << ") on cuda:" << device()
-       << "; this batch needs about " << cursor << " entries; the decoder keeps its " << ws_.arena_cap
-       << "-entry arena and stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes
-       << ") or lower max_active_states";
+    const int64_t bytes = entries * static_cast<int64_t>(sizeof(WinnerEntry)) * (gc_tags_used_ ? 2 : 1);
+    if (arena_cap_ == 0)
+      os << "cannot allocate " << FormatBytes(bytes) << " for the winners log (" << entries << " entries) on cuda:"
+         << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+    else
+      os << "cannot grow the winners arena from " << arena_cap_ << " to " << entries << " entries ("
+         << FormatBytes(bytes) << ") on cuda:" << device() << " for " << why << "; the decoder keeps its "
+         << arena_cap_ << "-entry arena and stays usable; decode fewer rows at a time (max_lanes, now "
+         << cfg_.max_lanes << "), lower max_active_states, or set gc_interval for long inputs";
     ThrowAcquireFailure(e, os.str());
   }
-  FreeGraphs();  // they captured the old arena pointer
-  arena_ = std::move(fresh);
-  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
-  ws_.arena_cap = want;
-  gc_tag_ = DeviceBuffer();  // sized to the arena; made again by the next GC round
-  ws_.gc_tag = nullptr;
+  if (arena_cap_ > 0) ++arena_grows_;
+  arena_cap_ = entries;
+  ws_.arena = static_cast<WinnerEntry*>(arena_.get());  // VMM: the same address every time
+  PublishArenaLimit();
+}
+
+void GpuDecoder::PublishArenaLimit() {
+  h_arena_limit_ = arena_cap_;
+  // from pageable memory: staged before the call returns, so h_arena_limit_ may change after
+  CUWFST_CUDA(cudaMemcpyAsync(d_arena_limit_, &h_arena_limit_, sizeof(long long), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
 void GpuDecoder::SyncQuietly() noexcept {
@@ -445,9 +487,9 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
         s.score[0] = lc.final_score;
         winner[0] = lc.final_winner;
       }
-      const unsigned long long kept = std::min<unsigned long long>(cursor, ws_.arena_cap);
+      const unsigned long long kept = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_));
       log.resize(kept);
-      if (kept) CUWFST_CUDA(cudaMemcpy(log.data(), arena_.get(), kept * sizeof(WinnerEntry), cudaMemcpyDeviceToHost));
+      if (kept) CUWFST_CUDA(cudaMemcpy(log.data(), ws_.arena, kept * sizeof(WinnerEntry), cudaMemcpyDeviceToHost));
       s.arc.resize(n);
       for (int32_t i = 0; i < n; ++i) s.arc[i] = winner[i] >= 0 ? log[winner[i]].arc : -1;
       snaps.push_back(std::move(s));
@@ -572,7 +614,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       arena_high_water_ = std::max(arena_high_water_, cursor);
       bool arena_full = false;
       for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
-      if (!arena_full || ws_.arena_cap >= cfg_.arena_max) break;
+      if (!arena_full || arena_cap_ >= cfg_.arena_max) break;
       // decode is idempotent (InitKernel resets all loop state): grow and run it again
       GrowArena(cursor);
     }
@@ -617,14 +659,25 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   std::lock_guard<std::mutex> lock(mu_);
-  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount() + gc_tag_.amount() + drain_.amount();
-  out[1] = out[0];
+  const int64_t paths = out_path_.amount() + drain_.amount();
+  const int64_t log_committed = static_cast<int64_t>(arena_.committed() + gc_tags_.committed());
+  const int64_t log_reserved = static_cast<int64_t>(arena_.reserved() + gc_tags_.reserved());
+  out[0] = fixed_bytes_ + log_reserved + paths;
+  out[1] = fixed_bytes_ + log_committed + paths;
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
+  out[8] = graph_->bytes();
+  out[9] = log_committed;
+  out[10] = log_reserved;
+  out[11] = arena_cap_;
+  out[12] = arena_.vmm() ? 1 : 0;
+  out[13] = static_cast<int64_t>(arena_.granularity());
+  out[14] = paths;
+  out[15] = arena_grows_;
 }
 
 }  // namespace cuwfst

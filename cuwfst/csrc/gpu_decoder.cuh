@@ -16,6 +16,7 @@
 
 #include "cuda_resources.cuh"
 #include "cuwfst/types.cuh"
+#include "lazy_region.cuh"
 
 namespace cuwfst {
 
@@ -41,8 +42,11 @@ struct DecoderConfig {
   int32_t main_q = 320000;
   int32_t claims_cap = 640000;
   int32_t hash_cap = 1 << 21;
-  int64_t arena_cap = 64ll << 20;
-  int64_t arena_max = 512ll << 20;
+  int64_t arena_cap = 64ll << 20;   // winners entries the log starts with
+  int64_t arena_max = 512ll << 20;  // ... and the most it grows to
+  // The winners log (and its GC tags) as lazily committed VMM regions where the driver has
+  // them (lazy_region.cuh); false: the eager path, a buffer replaced by a larger one.
+  bool lazy = true;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
@@ -147,11 +151,16 @@ class GpuDecoder {
   };
   std::vector<Snapshot> DecodeSnapshots(const void* lp, bool lp_f16, int64_t stride_t, int32_t T,
                                         int32_t V, int32_t length, int64_t caller_stream);
-  // {reserved, committed, fixed, arena_high_water, pinned, cached_graphs, graph_captures,
-  //  graph_evictions}: device bytes this decoder holds (reserved = committed: no lazy
-  // regions yet), of which fixed workspace; winners-arena high water (entries); pinned
-  // host bytes; the CUDA-graph cache's size and its capture / eviction counts.
-  static constexpr int kMemStats = 8;
+  // out[kMemStats], bytes unless said: [0] reserved (address space: the lazy regions'
+  // reservations and every eager buffer), [1] committed (device memory this decoder holds),
+  // [2] fixed workspace, [3] winners high water (entries), [4] pinned host bytes, [5]
+  // cached CUDA graphs, [6] graph captures, [7] graph evictions, [8] the uploaded graph's
+  // bytes (shared by every decoder of the graph on this device, not in [0] or [1]), [9]
+  // winners log committed (the log and its GC tags), [10] winners log reserved, [11] the
+  // log's capacity (entries, the kernels' limit), [12] 1 if the log is a VMM region, [13]
+  // the VMM granularity (0: eager), [14] path and GC-drain buffers, [15] log growths (each
+  // re-ran a batch or kept a sequence's contents).
+  static constexpr int kMemStats = 16;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -167,6 +176,11 @@ class GpuDecoder {
   void Allocate();
   void AllocatePath(int32_t max_frames);
   void GrowArena(unsigned long long cursor);
+  // Makes the winners log (and its GC tags once used) hold `entries` (at most arena_max),
+  // keeping the live contents when `keep` (eager regions move and copy them; VMM regions
+  // only map more). Publishes the new limit; on failure the old log and limit stay.
+  void CommitArena(int64_t entries, bool keep, const char* why);
+  void PublishArenaLimit();
   void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(SeqKind kind, int32_t steps, bool f16);
   void EnqueueStep(bool f16);
@@ -201,7 +215,13 @@ class GpuDecoder {
   mutable std::mutex mu_;
   GraphCache graphs_;
   std::vector<DeviceBuffer> buffers_;  // the fixed workspace (Alloc)
-  DeviceBuffer arena_;                 // winners arena, grows (GrowArena)
+  LazyRegion arena_;                   // winners log, grows (CommitArena)
+  LazyRegion gc_tags_;                 // [arena capacity] int64 GC tags; committed on the first GC
+  bool gc_tags_used_ = false;
+  int64_t arena_cap_ = 0;              // the log's capacity in entries (published as *ws_.arena_limit)
+  long long* d_arena_limit_ = nullptr;
+  long long h_arena_limit_ = 0;        // the source of the limit's upload
+  int64_t arena_grows_ = 0;
   DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;
   LaneCommand* d_commands_ = nullptr;
@@ -234,7 +254,6 @@ class GpuDecoder {
     int32_t max_frontier = 0;   // the largest frontier the lane has had (arena headroom)
   };
   std::vector<LaneHost> lane_host_;
-  DeviceBuffer gc_tag_;         // [arena_cap] int64, allocated on the first GC
   DeviceBuffer drain_;          // [max_lanes, path_cap]
   long long gc_round_ = 0;
   unsigned long long arena_used_ = 0;  // winners entries live after the last GC round

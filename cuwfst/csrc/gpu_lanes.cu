@@ -51,56 +51,26 @@ void GpuDecoder::ClearLaneOrders() {
   for (int32_t l = 0; l < cfg_.max_lanes; ++l) cmd[l] = {lane_host_[l].open ? 0 : kCmdRelease, -1, 0, 0};
 }
 
-// Arena growth that keeps the contents (live lanes' chains) and their GC tags.
-void GpuDecoder::GrowArenaKeeping(int64_t want) {
-  want = std::min<int64_t>(std::max<int64_t>(want, ws_.arena_cap), cfg_.arena_max);
-  if (want <= ws_.arena_cap) return;
-  unsigned long long cursor = 0;
-  CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
-  DeviceBuffer fresh, tags;
-  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(WinnerEntry), &fresh);
-  if (e == cudaSuccess && gc_tag_.get()) e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(long long), &tags);
-  if (e != cudaSuccess) {
-    std::ostringstream os;
-    os << "cannot grow the winners arena from " << ws_.arena_cap << " to " << want << " entries on cuda:"
-       << device() << "; the decoder keeps its arena and stays usable; open fewer streams (max_lanes, now "
-       << cfg_.max_lanes << ") or lower max_active_states";
-    ThrowAcquireFailure(e, os.str());
-  }
-  CUWFST_CUDA(cudaMemcpyAsync(fresh.get(), arena_.get(), cursor * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
-  if (tags.get()) {
-    CUWFST_CUDA(cudaMemsetAsync(tags.get(), 0, static_cast<size_t>(want) * sizeof(long long), stream_));
-    CUWFST_CUDA(cudaMemcpyAsync(tags.get(), gc_tag_.get(), cursor * sizeof(long long), cudaMemcpyDeviceToDevice, stream_));
-  }
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  FreeGraphs();  // they captured the old arena pointer
-  arena_ = std::move(fresh);
-  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
-  ws_.arena_cap = want;
-  if (tags.get()) {
-    gc_tag_ = std::move(tags);
-    ws_.gc_tag = static_cast<long long*>(gc_tag_.get());
-  }
-}
+// Winners-log growth that keeps the contents (live lanes' chains) and their GC tags.
+void GpuDecoder::GrowArenaKeeping(int64_t want) { CommitArena(want, true, "the live streams or rows"); }
 
-// Room for the next sequence's appends: after a GC round at most half the arena is in use.
+// Room for the next sequence's appends: after a GC round at most half the log is in use.
 void GpuDecoder::EnsureArenaRoom(int64_t used) {
-  if (used > ws_.arena_cap / 2 && ws_.arena_cap < cfg_.arena_max) GrowArenaKeeping(2 * ws_.arena_cap);
+  if (used > arena_cap_ / 2 && arena_cap_ < cfg_.arena_max) GrowArenaKeeping(2 * arena_cap_);
 }
 
 void GpuDecoder::CollectGarbage() {
   const int L = cfg_.max_lanes;
-  if (!gc_tag_.get()) {
-    cudaError_t e = TryDeviceAlloc(static_cast<size_t>(ws_.arena_cap) * sizeof(long long), &gc_tag_);
+  if (!gc_tags_used_) {  // the first round: tags for the log's whole capacity, all of an old round (0)
+    bool moved = false;
+    cudaError_t e = gc_tags_.Commit(static_cast<size_t>(arena_cap_) * sizeof(long long), 0, true, stream_, &moved);
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot allocate the winners-log GC tags (" +
-                                 FormatBytes(ws_.arena_cap * static_cast<int64_t>(sizeof(long long))) + ") on cuda:" +
+                                 FormatBytes(arena_cap_ * static_cast<int64_t>(sizeof(long long))) + ") on cuda:" +
                                  std::to_string(device()) + "; " + Advice());
-    CUWFST_CUDA(cudaMemsetAsync(gc_tag_.get(), 0, gc_tag_.amount(), stream_));
-    ws_.gc_tag = static_cast<long long*>(gc_tag_.get());
-    FreeGraphs();  // Workspace (a kernel argument) changed
+    gc_tags_used_ = true;
+    ws_.gc_tag = static_cast<long long*>(gc_tags_.get());
+    if (moved) FreeGraphs();  // eager: Workspace (a kernel argument) changed
   }
   const long long round = ++gc_round_;
   CUWFST_CUDA(cudaMemsetAsync(ws_.gc_live, 0, sizeof(unsigned long long), stream_));
@@ -114,7 +84,7 @@ void GpuDecoder::CollectGarbage() {
   CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(drain_len.data(), ws_.drain_len, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
+  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_));
   arena_high_water_ = std::max(arena_high_water_, cursor);
   for (int32_t l = 0; l < L; ++l)
     if (lane_host_[l].open) lane_host_[l].max_frontier = std::max(lane_host_[l].max_frontier, h_lanes[l].max_frontier);
@@ -135,7 +105,7 @@ void GpuDecoder::CollectGarbage() {
     }
   }
   // the live entries into the free tail (grown first if it is short), then to the start
-  if (cursor + live > static_cast<unsigned long long>(ws_.arena_cap))
+  if (cursor + live > static_cast<unsigned long long>(arena_cap_))
     GrowArenaKeeping(static_cast<int64_t>(cursor + live) + static_cast<int64_t>(live));
   if (cursor > 0) {
     const int blocks = static_cast<int>(std::min<unsigned long long>((cursor + 255) / 256, 4096));
@@ -144,7 +114,7 @@ void GpuDecoder::CollectGarbage() {
   GcRemapKernel<<<L, kGcThreads, 0, stream_>>>(ws_, round);
   CUWFST_CUDA(cudaGetLastError());
   if (live > 0)
-    CUWFST_CUDA(cudaMemcpyAsync(arena_.get(), static_cast<WinnerEntry*>(arena_.get()) + cursor,
+    CUWFST_CUDA(cudaMemcpyAsync(ws_.arena, ws_.arena + cursor,
                                 live * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(ws_.arena_cursor, &live, sizeof(live), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
@@ -187,15 +157,15 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     int32_t next = 0;
-    unsigned long long cursor = 0, delta = static_cast<unsigned long long>(ws_.arena_cap / 4);
+    unsigned long long cursor = 0, delta = static_cast<unsigned long long>(arena_cap_ / 4);
     for (;;) {
       // room for the next segment's appends (twice the last segment's): a GC round first,
       // then growth; a segment that still overflows flags its rows (the caller rescues them)
-      if (cursor + 2 * delta > static_cast<unsigned long long>(ws_.arena_cap)) {
+      if (cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_)) {
         CollectGarbage();
         CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
         CUWFST_CUDA(cudaStreamSynchronize(stream_));
-        if (cursor + 2 * delta > static_cast<unsigned long long>(ws_.arena_cap))
+        if (cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_))
           GrowArenaKeeping(static_cast<int64_t>(cursor + 2 * delta));
       }
       ClearLaneOrders();
@@ -330,7 +300,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
     for (int32_t i = 0; i < S; ++i)
       need += static_cast<unsigned long long>(lens[i]) * (1 + cfg_.eps_iterations) *
               (2ull * std::max(lane_host_[lanes[i]].max_frontier, 1024));
-    if (arena_used_ + need > static_cast<unsigned long long>(ws_.arena_cap))
+    if (arena_used_ + need > static_cast<unsigned long long>(arena_cap_))
       GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(arena_used_ + need,
                                                                          static_cast<unsigned long long>(cfg_.arena_max))));
     ClearLaneOrders();

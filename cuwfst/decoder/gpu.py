@@ -11,6 +11,7 @@ import numpy as np
 from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
+from .memory import MEM_STATS, gpu_memory_stats, resolve_memory
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -28,15 +29,18 @@ def _next_pow2(x: int) -> int:
     return 1 << max(1, int(x - 1).bit_length())
 
 
-def arena_limits(max_lanes: int, arena_entries: int | None = None) -> tuple[int, int]:
+def arena_limits(max_lanes: int, arena_entries: int | None = None, memory: str = "eager") -> tuple[int, int]:
     """(initial, maximum) winners-arena entries for an instance of `max_lanes` lanes: 16 Mi
     per lane up to the int32 id limit (the spec's min(512 Mi, ...) cap, 512 Mi at 32 lanes,
-    made 1024 lanes x 1000 frames x ~512 survivors overflow). The arena starts at 16 Mi and
-    grows on demand, so a large maximum costs nothing until a batch needs it."""
+    made 1024 lanes x 1000 frames x ~512 survivors overflow). The arena starts small and
+    grows on demand (a lazy log commits memory to what batches use, 4 Mi entries = 32 MiB
+    first; an eager one starts at 16 Mi, as each growth copies), so a large maximum costs
+    nothing until a batch needs it."""
     if max_lanes < 1:
         raise ValueError(f"max_lanes must be >= 1, got {max_lanes}")
     arena_max = min(ARENA_LIMIT, max(64 << 20, (16 << 20) * max_lanes))
-    return int(min(arena_max, arena_entries or (16 << 20))), int(arena_max)
+    first = (4 << 20) if memory == "lazy" else (16 << 20)
+    return int(min(arena_max, arena_entries or first)), int(arena_max)
 
 
 class _Uploaded:
@@ -80,22 +84,18 @@ def live_uploads() -> int:
         return sum(len(v) for v in _uploads.values())
 
 
-MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs",
-             "graph_captures", "graph_evictions")
-
-
 class GpuInstance:
     """One native decoder: fixed capacities, its own stream and CUDA-graph cache."""
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
-                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0):
+                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy"):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
         self.claims_cap = int(min(n, 2 * self.main_q))
         self.hash_cap = _next_pow2(2 * self.claims_cap)
-        arena_cap, default_max = arena_limits(max_lanes, arena_entries)
+        arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
         self.arena_max = int(arena_max or default_max)
         arena_cap = min(arena_cap, self.arena_max)
         self.max_lanes = max_lanes
@@ -106,7 +106,7 @@ class GpuInstance:
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
-            int(graph_cache_size), int(graph_max_steps), int(eps_iterations))
+            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy")
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -161,7 +161,7 @@ class GpuBackend:
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None):
+                 arena_entries: int | None = None, memory: str | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
@@ -169,6 +169,7 @@ class GpuBackend:
         self.batching, self.segment = batching, segment
         if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
             raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
+        self.memory = resolve_memory(memory)
         self._open_device(device)
         from ..jit.decoder import module
 
@@ -180,7 +181,7 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations)
+                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory)
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests
@@ -193,6 +194,10 @@ class GpuBackend:
         # what the rescue did since construction (rescue.rescue's counters)
         self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
                       "unabsorbed_rows": 0}
+
+    def memory_stats(self) -> dict:
+        with self.lock:
+            return gpu_memory_stats(self)
 
     def _open_device(self, device: str) -> None:
         """Sets torch, device and index (a torch-free subclass: decoder/gpu_host.py)."""

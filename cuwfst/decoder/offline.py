@@ -63,14 +63,17 @@ class Decoder:
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
     next row into a lane the moment one finishes (segments of `segment` steps); results
-    are the same either way.
+    are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
+    default) commits device memory as batches need it, "eager" holds it in plain buffers
+    (decoder/memory.py); results are the same either way. `memory_stats()` says what the
+    decoder holds.
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, **kwargs):
+                 arena_entries: int | None = None, memory: str | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -90,11 +93,26 @@ class Decoder:
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
-                                   batching=batching, segment=segment, arena_entries=arena_entries)
+                                   batching=batching, segment=segment, arena_entries=arena_entries,
+                                   memory=memory)
         else:
+            from .memory import resolve_memory
+
+            resolve_memory(memory)  # checked here too, so a typo fails on every device
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
         self.num_threads = num_threads or min(8, os.cpu_count() or 1)
+
+    def memory_stats(self) -> dict:
+        """What the decoder holds, in bytes (entries where a name says so): reserved,
+        committed, fixed, graph, total, winners_high_water, per-pool and per-instance figures
+        (decoder/memory.py says what each means). The CPU decoder holds no device memory: its
+        device figures are 0 and `host_graph` gives the graph's host bytes."""
+        if self._gpu is not None:
+            return self._gpu.memory_stats()
+        from .memory import cpu_memory_stats
+
+        return cpu_memory_stats(self.graph)
 
     def path_capacity(self, frames: int) -> int:
         return (frames + 2) * (1 + self.eps_iterations)

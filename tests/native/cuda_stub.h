@@ -15,6 +15,12 @@ extern int64_t g_need;        // winners entries the simulated batch uses
 extern bool sticky;           // cudaStreamSynchronize reports an illegal address
 extern int64_t copy2d_width, copy2d_height;
 extern int captures_begun, launches;
+// The stub driver's virtual memory management (cudaGetDriverEntryPointByVersion): reserved
+// ranges are PROT_NONE host mappings made readable and writable piece by piece.
+extern bool vmm;                 // the driver offers VMM
+extern size_t vmm_granularity;   // a multiple of the host page
+extern std::set<void*> vmm_reserved;
+extern int64_t vmm_pieces;       // physical pieces created and not yet released
 }  // namespace stub
 
 // Defined by the test (the kernel's host stub lives in the nvcc-compiled file).

@@ -2,9 +2,13 @@
 // so that its definitions do not meet the device runtime's declarations.
 #include "cuda_stub.h"
 
+#include <cuda.h>
+#include <sys/mman.h>
+
 #include <cstdlib>
-#include <map>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "cuwfst/types.cuh"
@@ -21,6 +25,11 @@ int64_t g_need = 0;
 bool sticky = false;
 int64_t copy2d_width = -1, copy2d_height = -1;
 int captures_begun = 0, launches = 0;
+bool vmm = true;
+size_t vmm_granularity = 4096;
+std::set<void*> vmm_reserved;
+int64_t vmm_pieces = 0;
+static std::map<void*, size_t> vmm_size;  // reservation -> bytes
 struct Node {
   const void* fun;
   Workspace ws;
@@ -40,7 +49,10 @@ static void Touch(const void* p, size_t bytes) {
 }
 static void Backtrack(const Workspace& ws) {
   const size_t L = static_cast<size_t>(ws.max_lanes);
-  Touch(ws.arena, static_cast<size_t>(ws.arena_cap) * sizeof(cuwfst::WinnerEntry));
+  Touch(ws.arena_limit, sizeof(long long));
+  if (bad_access) return;
+  const long long limit = *ws.arena_limit;  // the capacity the host published
+  Touch(ws.arena, static_cast<size_t>(limit) * sizeof(cuwfst::WinnerEntry));
   Touch(ws.out_path, L * static_cast<size_t>(ws.path_cap) * sizeof(int32_t));
   Touch(ws.out_path_len, L * sizeof(int32_t));
   Touch(ws.lanes, L * sizeof(LaneCounters));
@@ -50,7 +62,7 @@ static void Backtrack(const Workspace& ws) {
     LaneCounters& lc = ws.lanes[l];
     const int32_t len = ws.commands[l].length;  // the batch initializes every lane
     lc.length = len;
-    lc.overflow = (len >= 0 && g_need > ws.arena_cap) ? cuwfst::kOverflowArena : 0;
+    lc.overflow = (len >= 0 && g_need > limit) ? cuwfst::kOverflowArena : 0;
     lc.final_winner = len >= 0 ? 0 : -2;
     lc.final_score = -static_cast<float>(len);
     lc.reached_final = len >= 0;
@@ -63,6 +75,79 @@ static void Backtrack(const Workspace& ws) {
   }
   *ws.arena_cursor = static_cast<unsigned long long>(g_need);
 }
+// ---------------------------------------------------------------- the stub driver (VMM)
+static void* Reservation(CUdeviceptr p) {
+  for (auto& r : vmm_size) {
+    const CUdeviceptr b = reinterpret_cast<CUdeviceptr>(r.first);
+    if (p >= b && p < b + r.second) return r.first;
+  }
+  return nullptr;
+}
+static CUresult CUDAAPI AddressReserve(CUdeviceptr* p, size_t size, size_t, CUdeviceptr, unsigned long long) {
+  if (size % vmm_granularity) return CUDA_ERROR_INVALID_VALUE;
+  void* m = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  vmm_reserved.insert(m);
+  vmm_size[m] = size;
+  sizes[m] = 0;  // mapped bytes from the base (LazyRegion maps contiguously)
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI AddressFree(CUdeviceptr p, size_t size) {
+  void* m = reinterpret_cast<void*>(p);
+  if (!vmm_reserved.count(m) || vmm_size[m] != size || sizes[m] != 0) return CUDA_ERROR_INVALID_VALUE;
+  munmap(m, size);
+  vmm_reserved.erase(m);
+  vmm_size.erase(m);
+  sizes.erase(m);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Create(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp*,
+                               unsigned long long) {
+  if (size == 0 || size % vmm_granularity) return CUDA_ERROR_INVALID_VALUE;
+  *h = static_cast<CUmemGenericAllocationHandle>(size);
+  ++vmm_pieces;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Release(CUmemGenericAllocationHandle) {
+  --vmm_pieces;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Map(CUdeviceptr p, size_t size, size_t, CUmemGenericAllocationHandle h, unsigned long long) {
+  void* r = Reservation(p);
+  if (!r || size != static_cast<size_t>(h)) return CUDA_ERROR_INVALID_VALUE;
+  const size_t off = p - reinterpret_cast<CUdeviceptr>(r);
+  if (off != sizes[r] || off + size > vmm_size[r]) return CUDA_ERROR_INVALID_VALUE;  // contiguous growth only
+  sizes[r] = off + size;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI SetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc*, size_t) {
+  return mprotect(reinterpret_cast<void*>(p), size, PROT_READ | PROT_WRITE) == 0 ? CUDA_SUCCESS
+                                                                                 : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult CUDAAPI Unmap(CUdeviceptr p, size_t size) {
+  void* r = Reservation(p);
+  if (!r) return CUDA_ERROR_INVALID_VALUE;
+  const size_t off = p - reinterpret_cast<CUdeviceptr>(r);
+  if (off + size != sizes[r]) return CUDA_ERROR_INVALID_VALUE;  // the top piece only
+  mprotect(reinterpret_cast<void*>(p), size, PROT_NONE);
+  madvise(reinterpret_cast<void*>(p), size, MADV_DONTNEED);
+  sizes[r] = off;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Granularity(size_t* g, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) {
+  *g = vmm_granularity;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI DeviceGet(CUdevice* d, int ordinal) {
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI DeviceAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  *v = a == CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ? (vmm ? 1 : 0) : 0;
+  return CUDA_SUCCESS;
+}
+
 static void Run(const Node& n) {
   ++launches;
   if (n.fun == cuwfst_test_backtrack_kernel()) Backtrack(n.ws);
@@ -214,5 +299,25 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shm, voi
   return cudaSuccess;
 }
 char __cudaInitModule(void**) { return 1; }
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* name, void** fn, unsigned int, unsigned long long,
+                                             cudaDriverEntryPointQueryResult* status) {
+  static const std::map<std::string, void*> table = {
+      {"cuMemAddressReserve", reinterpret_cast<void*>(&stub::AddressReserve)},
+      {"cuMemAddressFree", reinterpret_cast<void*>(&stub::AddressFree)},
+      {"cuMemCreate", reinterpret_cast<void*>(&stub::Create)},
+      {"cuMemRelease", reinterpret_cast<void*>(&stub::Release)},
+      {"cuMemMap", reinterpret_cast<void*>(&stub::Map)},
+      {"cuMemUnmap", reinterpret_cast<void*>(&stub::Unmap)},
+      {"cuMemSetAccess", reinterpret_cast<void*>(&stub::SetAccess)},
+      {"cuMemGetAllocationGranularity", reinterpret_cast<void*>(&stub::Granularity)},
+      {"cuDeviceGet", reinterpret_cast<void*>(&stub::DeviceGet)},
+      {"cuDeviceGetAttribute", reinterpret_cast<void*>(&stub::DeviceAttribute)},
+  };
+  auto it = table.find(name);
+  *fn = it == table.end() ? nullptr : it->second;
+  if (status) *status = it == table.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
+  return cudaSuccess;
+}
 }
 

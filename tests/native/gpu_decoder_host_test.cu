@@ -35,7 +35,7 @@ static int failures = 0;
 
 static bool Nothing() {
   return live::device_bytes.load() == 0 && live::pinned_bytes.load() == 0 && live::handles.load() == 0 &&
-         stub::device_mem.empty() && stub::pinned_mem.empty();
+         stub::device_mem.empty() && stub::pinned_mem.empty() && stub::vmm_reserved.empty() && stub::vmm_pieces == 0;
 }
 
 static std::shared_ptr<GpuGraph> Graph() {
@@ -45,8 +45,11 @@ static std::shared_ptr<GpuGraph> Graph() {
   return g;
 }
 
+static bool g_lazy = true;  // the mode Config() asks for
+
 static DecoderConfig Config() {
   DecoderConfig c;
+  c.lazy = g_lazy;
   c.max_lanes = 4;
   c.max_frames = 16;
   c.main_q = 64;
@@ -87,10 +90,18 @@ static int64_t Stat(GpuDecoder& d, int i) {
   return s[i];
 }
 
-int main() {
+// Construction and growth fault walks in one memory mode (lazy: the winners log is a VMM
+// region of the stub driver; eager: a buffer replaced on growth).
+static void Walks(bool lazy) {
+  g_lazy = lazy;
+  std::printf("walks, %s winners log\n", lazy ? "lazy" : "eager");
   {  // every constructor acquisition fails cleanly
     fault::Arm(1 << 30);
-    { GpuDecoder d(Graph(), Config()); }
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(Stat(d, 12) == (lazy ? 1 : 0));  // the mode in effect
+      CHECK(lazy ? Stat(d, 0) > Stat(d, 1) : Stat(d, 0) == Stat(d, 1));  // lazy: reserved past committed
+    }
     const int64_t sites = fault::Arm(0);
     CHECK(sites >= 25 && Nothing());
     for (int64_t i = 1; i <= sites; ++i) {
@@ -114,16 +125,23 @@ int main() {
     int64_t sites = 0;
     {
       GpuDecoder d(Graph(), Config());
+      const int64_t reserved0 = Stat(d, 10), committed0 = Stat(d, 9);
       fault::Arm(1 << 30);
       CHECK(DecodeOk(d, lens));
       sites = fault::Arm(0);
-      CHECK(Stat(d, 6) == 2);  // captured before and after the arena grew
+      // eager: captured before and after the log moved; lazy: the log grew in place, the
+      // published limit let the same graph run again
+      CHECK(Stat(d, 6) == (lazy ? 1 : 2));
+      CHECK(Stat(d, 11) >= 1000 && Stat(d, 15) == 1);  // the capacity covers the need; one growth
+      CHECK(Stat(d, 9) > committed0);
+      if (lazy) CHECK(Stat(d, 10) == reserved0);  // the reservation never changes
     }
-    CHECK(sites == 6);  // path (device, GC drain, pinned), instantiate, arena, instantiate
+    // path (device, GC drain, pinned), instantiate, log growth, and (eager) instantiate again
+    CHECK(sites == (lazy ? 5 : 6));
     int raised = 0;
     for (int64_t i = 1; i <= sites; ++i) {
       GpuDecoder d(Graph(), Config());
-      const int64_t held0 = Stat(d, 0), pinned0 = Stat(d, 4);
+      const int64_t held0 = Stat(d, 1), pinned0 = Stat(d, 4);
       fault::Arm(i);
       bool threw = false, ok = false;
       try {
@@ -136,14 +154,34 @@ int main() {
       CHECK(threw || ok);
       CHECK(stub::pending == cudaSuccess);
       // nothing orphaned: the module holds exactly what the decoder says it holds
-      CHECK(live::device_bytes.load() == Stat(d, 0) && live::pinned_bytes.load() == Stat(d, 4));
-      if (i <= 3) CHECK(Stat(d, 0) == held0 && Stat(d, 4) == pinned0);  // a failed path growth keeps the old buffers
+      CHECK(live::device_bytes.load() == Stat(d, 1) && live::pinned_bytes.load() == Stat(d, 4));
+      if (i <= 3) CHECK(Stat(d, 1) == held0 && Stat(d, 4) == pinned0);  // a failed path growth keeps the old buffers
       CHECK(DecodeOk(d, lens));
       CHECK(!stub::bad_access);  // the next decode's kernels only touch live, large enough buffers
     }
-    CHECK(raised == 4);  // the two instantiations fall back to plain launches
+    CHECK(raised == 4);  // the instantiations fall back to plain launches
     CHECK(Nothing());
   }
+}
+
+int main() {
+  Walks(true);
+  Walks(false);
+  {  // a driver without VMM: a lazy decoder takes the eager log, and works
+    stub::vmm = false;
+    g_lazy = true;
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(Stat(d, 12) == 0 && Stat(d, 13) == 0);
+      stub::g_need = 1000;
+      CHECK(DecodeOk(d, {60, 10, 0}));
+      CHECK(Stat(d, 11) >= 1000);
+    }
+    stub::vmm = true;
+    CHECK(Nothing());
+  }
+  const std::vector<int32_t> lens = {60, 10, 0};
+  g_lazy = true;
 
   {  // copy back B rows of the longest kept path only
     stub::g_need = 10;

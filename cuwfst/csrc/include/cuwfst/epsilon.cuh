@@ -179,6 +179,7 @@ EpsResolveKernel(Workspace ws) {
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
   const int32_t buf = lc.buf;
+  const long long arena_limit = *ws.arena_limit;
   const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
   const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
   const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
@@ -242,7 +243,7 @@ EpsResolveKernel(Workspace ws) {
         const int32_t arc = begin[j] + (slot[k] - offsets[j]);
         const long long wi = arena_base + rank[k];
         int32_t winner = -1;
-        if (wi < ws.arena_cap) {
+        if (wi < arena_limit) {
           winner = static_cast<int32_t>(wi);
           ws.arena[wi] = {eps_winner[j], arc};
         } else {

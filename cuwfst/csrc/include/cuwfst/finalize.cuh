@@ -40,6 +40,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
+  const long long arena_limit = *ws.arena_limit;
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
   const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
   const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
@@ -91,7 +92,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
         const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
         const long long wi = arena_base + pos[k];
         int32_t winner = -1;
-        if (wi < ws.arena_cap) {
+        if (wi < arena_limit) {
           winner = static_cast<int32_t>(wi);
           ws.arena[wi] = {cur_winner[tok], phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc};
         } else {

@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long lo
 
 // GcCopyKernel — grid over the arena's used entries [0, cursor). Reads: gc_tag, the
 // arena. Writes: arena[tail + k] = the live entry numbered k, its predecessor renumbered
-// (-1 when it is not live). Requires tail + live <= arena_cap (the host ensures it).
+// (-1 when it is not live). Requires tail + live <= the arena limit (the host ensures it).
 __global__ void GcCopyKernel(Workspace ws, long long round, int64_t cursor, int64_t tail) {
   const long long mark_round = 2 * round + 1;
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; w < cursor;

@@ -148,7 +148,6 @@ struct Workspace {
   int32_t main_q;       // frontier capacity per lane
   int32_t claims_cap;   // distinct states per lane per step
   int32_t hash_cap;     // power of two, per lane
-  int64_t arena_cap;    // winners entries (shared)
   int32_t path_cap;     // best-path arcs per lane
   int32_t eps_iterations;  // closure passes per real step (0: an epsilon-free decode)
   // frontier double buffer [2][max_lanes][main_q]
@@ -175,8 +174,13 @@ struct Workspace {
   int32_t* eps_tok;          // [max_lanes][main_q] a pass's changed tokens (frontier indices)
   int32_t* eps_winner;       // [max_lanes][main_q] their winners at the start of the pass
   int32_t* eps_touched;      // [max_lanes][claims_cap] hash slots claimed or improved by a pass
-  // winners log and cursor
+  // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
+  // publishes in device memory, so a lazily committed log grows (the host commits more and
+  // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it
+  // is dropped and flags kOverflowArena. The cursor counts every append, so after an
+  // overflow it is what the batch needed.
   WinnerEntry* arena;
+  const long long* arena_limit;
   unsigned long long* arena_cursor;
   LaneCounters* lanes;
   const LaneCommand* commands;  // [max_lanes] LaneSetupKernel's orders for this sequence
@@ -184,7 +188,7 @@ struct Workspace {
   int32_t* out_path;         // [max_lanes][path_cap] arcs of the best path
   int32_t* out_path_len;     // [max_lanes]
   // winners-log GC of lanes that live across launch sequences (gc.cuh; nullptr until used)
-  long long* gc_tag;         // [arena_cap] {round : value}
+  long long* gc_tag;         // [arena limit] {round : value}
   unsigned long long* gc_live;  // live entries numbered by the round
   int32_t* gc_conv;          // [max_lanes] each lane's convergence entry
   int32_t* drain;            // [max_lanes][path_cap] final arcs a round cut off, root first

@@ -1,0 +1,103 @@
+"""What a decoder holds in memory (`Decoder.memory_stats`, `StreamingDecoder.memory_stats`)
+and how its memory is managed (the `memory` option).
+
+memory="lazy" (the default): the GPU decoder's winners log is a lazily committed region
+(CUDA virtual memory management: the worst case is reserved as address space, physical
+memory is mapped as batches need it, and growth never moves a pointer, so no captured CUDA
+graph is re-made); memory="eager": the same log as one device buffer that is replaced by a
+larger one when a batch needs more (the path taken anyway where the driver has no VMM).
+`CUWFST_MEMORY=eager` in the environment selects the eager path for decoders built without
+an explicit `memory`. Results are identical either way.
+
+Every figure is in bytes unless its name says entries. On the GPU:
+
+  reserved   address space held: lazy regions' reservations plus every eager buffer
+  committed  device memory the decoder holds (its workspace, winners log, path buffers)
+  fixed      of which the fixed per-lane workspace
+  graph      the uploaded graph (shared by every decoder of that graph on the device;
+             not in `committed`)
+  total      committed + graph
+  winners_high_water   the most winners-log entries a decode used (8 bytes each)
+  pools      per pool: winners (log + GC tags), workspace, paths
+  instances  the same figures per native instance (main; rescue once built)
+"""
+
+from __future__ import annotations
+
+import os
+
+MEMORY_MODES = ("lazy", "eager")
+WINNER_BYTES = 8  # one winners-log entry {prev, arc}
+
+# GpuDecoder::MemStats, in its order
+MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs", "graph_captures",
+             "graph_evictions", "graph_bytes", "winners_committed", "winners_reserved", "arena_capacity", "vmm",
+             "granularity", "path_bytes", "arena_grows")
+
+
+def resolve_memory(memory: str | None) -> str:
+    """The memory mode: the argument, else $CUWFST_MEMORY, else "lazy"."""
+    if memory is None:
+        memory = os.environ.get("CUWFST_MEMORY") or "lazy"
+        where = "CUWFST_MEMORY"
+    else:
+        where = "memory"
+    if memory not in MEMORY_MODES:
+        raise ValueError(f"{where} must be one of {', '.join(map(repr, MEMORY_MODES))}, got {memory!r}")
+    return memory
+
+
+def gpu_memory_stats(backend) -> dict:
+    """Figures of a GpuBackend: its main instance and, once built, its rescue instance."""
+    insts = {"main": backend.main.mem_stats()}
+    if backend._rescue is not None:
+        insts["rescue"] = backend._rescue.mem_stats()
+
+    def total(key):
+        return sum(int(s[key]) for s in insts.values())
+
+    main = insts["main"]
+    graph = int(main["graph_bytes"])
+    committed = total("committed")
+    return {
+        "device": str(backend.device),
+        "memory": "lazy" if main["vmm"] else "eager",
+        "reserved": total("reserved"),
+        "committed": committed,
+        "fixed": total("fixed"),
+        "graph": graph,
+        "total": committed + graph,
+        "pinned": total("pinned"),
+        "winners_high_water": max(int(s["arena_high_water"]) for s in insts.values()),
+        "pools": {
+            "winners": {"reserved": total("winners_reserved"), "committed": total("winners_committed"),
+                        "capacity_entries": int(main["arena_capacity"]),
+                        "high_water_entries": int(main["arena_high_water"]),
+                        "granularity": int(main["granularity"]), "grows": total("arena_grows")},
+            "workspace": {"committed": total("fixed")},
+            "paths": {"committed": total("path_bytes")},
+        },
+        "instances": insts,
+    }
+
+
+def cpu_memory_stats(graph, *, winners_held: int = 0) -> dict:
+    """The CPU decoder's figures, with the GPU's keys: it holds no device memory (zeros);
+    `host_graph` is the graph's arrays in host memory and `winners_held` the search-log
+    entries its open streams hold (host memory; an offline decode frees its own on return,
+    so `winners_high_water` is 0)."""
+    a = graph.arrays
+    host = sum(int(x.nbytes) for x in (a.row_splits, a.final_count, a.dest, a.ilabel, a.weight, a.aux_row_splits,
+                                         a.aux_pool, a.eps_count, a.arc_id) if x is not None)
+    return {
+        "device": "cpu",
+        "memory": "host",
+        "reserved": 0, "committed": 0, "fixed": 0, "graph": 0, "total": 0, "pinned": 0,
+        "winners_high_water": 0,
+        "winners_held": int(winners_held),
+        "host_graph": host,
+        "note": "the CPU decoder holds no device memory (every device figure is 0); host_graph is the graph "
+                "in host memory and winners_held the host search-log entries of open streams",
+        "pools": {},
+        "instances": {},
+    }
