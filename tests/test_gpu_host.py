@@ -51,7 +51,7 @@ class FakeGpuModule:
 
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
-        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-1]))  # last: eps_iterations
+        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-2]))  # eps_iterations, lazy
         return h
 
     def gpu_decoder_free(self, h):
