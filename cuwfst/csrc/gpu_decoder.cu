@@ -678,6 +678,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[13] = static_cast<int64_t>(arena_.granularity());
   out[14] = paths;
   out[15] = arena_grows_;
+  out[16] = gc_round_;
+  out[17] = static_cast<int64_t>(arena_used_);
+  out[18] = static_cast<int64_t>(arena_used_max_);
 }
 
 }  // namespace cuwfst

@@ -122,10 +122,12 @@ class GpuDecoder {
               DecodeOutputs out);
   // Continuous batching: N rows of one packed [N, T, V] tensor through the lanes, the next
   // row entering a lane as soon as one finishes (segments of `segment` steps); each row's
-  // result equals its decode alone. Outputs as Decode's, one row per input row.
+  // result equals its decode alone. Outputs as Decode's, one row per input row. A GC round
+  // runs when the next segment might not fit the winners log, or after every segment with
+  // gc_every_segment (long-form offline decoding, Decoder(gc_interval=...)).
   void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
-                  int32_t V, const int32_t* lengths, bool online, int32_t segment, int64_t caller_stream,
-                  DecodeOutputs out);
+                  int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
+                  int64_t caller_stream, DecodeOutputs out);
   // Streams (k2's online beam mode; lanes are their slots). Open: the lanes' start tokens
   // and closures. Advance: lanes[i] takes lens[i] frames of rows i of a packed [S, Tc, V]
   // device tensor, in one launch sequence, then a GC round. Partial: the best paths so far.
@@ -159,8 +161,9 @@ class GpuDecoder {
   // winners log committed (the log and its GC tags), [10] winners log reserved, [11] the
   // log's capacity (entries, the kernels' limit), [12] 1 if the log is a VMM region, [13]
   // the VMM granularity (0: eager), [14] path and GC-drain buffers, [15] log growths (each
-  // re-ran a batch or kept a sequence's contents).
-  static constexpr int kMemStats = 16;
+  // re-ran a batch or kept a sequence's contents), [16] GC rounds, [17] winners entries
+  // live after the last GC round, [18] the most live after any round.
+  static constexpr int kMemStats = 19;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -257,6 +260,7 @@ class GpuDecoder {
   DeviceBuffer drain_;          // [max_lanes, path_cap]
   long long gc_round_ = 0;
   unsigned long long arena_used_ = 0;  // winners entries live after the last GC round
+  unsigned long long arena_used_max_ = 0;
   bool hash_dirty_ = false;  // a sequence failed half-way: wipe every hash table before the next
   int64_t graph_captures_ = 0;
 };

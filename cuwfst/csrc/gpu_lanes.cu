@@ -119,13 +119,14 @@ void GpuDecoder::CollectGarbage() {
   CUWFST_CUDA(cudaMemcpyAsync(ws_.arena_cursor, &live, sizeof(live), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
   arena_used_ = live;
+  arena_used_max_ = std::max(arena_used_max_, live);
   EnsureArenaRoom(static_cast<int64_t>(live));
 }
 
 // ------------------------------------------------------------------ continuous batching
 void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
                             int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
-                            int64_t caller_stream, DecodeOutputs out) {
+                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
@@ -160,8 +161,12 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
     unsigned long long cursor = 0, delta = static_cast<unsigned long long>(arena_cap_ / 4);
     for (;;) {
       // room for the next segment's appends (twice the last segment's): a GC round first,
-      // then growth; a segment that still overflows flags its rows (the caller rescues them)
-      if (cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_)) {
+      // then growth; a segment that still overflows flags its rows (the caller rescues them).
+      // gc_every_segment (offline long-form, gc_interval): a round after every segment, so
+      // the log holds what live tokens reach plus one segment's appends, whatever the length.
+      bool live = false;
+      for (const LaneHost& h : lane_host_) live |= h.open;
+      if ((gc_every_segment && live) || cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_)) {
         CollectGarbage();
         CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
         CUWFST_CUDA(cudaStreamSynchronize(stream_));

@@ -78,6 +78,16 @@ def upload_graph(mod, graph, device_index: int) -> _Uploaded:
         return up
 
 
+class _NeverRaised(Exception):
+    """Stands in for PyTorch's OutOfMemoryError where there is no torch."""
+
+
+def check_gc_interval(gc_interval) -> int:
+    if not isinstance(gc_interval, int) or isinstance(gc_interval, bool) or not 0 <= gc_interval <= 4096:
+        raise ValueError(f"gc_interval must be an int in [0, 4096] steps (0: off), got {gc_interval!r}")
+    return gc_interval
+
+
 def live_uploads() -> int:
     """Graph uploads alive in this process (for tests and leak checks)."""
     with _uploads_lock:
@@ -142,8 +152,10 @@ class GpuInstance:
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
         return out_arcs, out_len, out_score, out_meta, out_stats
 
-    def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32):
-        """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany)."""
+    def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
+                    gc: bool = False):
+        """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany);
+        gc: a winners-log GC round after every segment (long-form decoding)."""
         B, T = lp.shape[0], lp.shape[1]
         cap = (T + 2) * (1 + self.eps_iterations)
         out_arcs = np.zeros((B, cap), np.int32)
@@ -151,8 +163,8 @@ class GpuInstance:
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
         out_stats = np.zeros((B, 2), np.int64)
-        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), stream, out_arcs, out_len, out_score,
-                                 out_meta, out_stats)
+        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), bool(gc), stream, out_arcs, out_len,
+                                 out_score, out_meta, out_stats)
         return out_arcs, out_len, out_score, out_meta, out_stats
 
 
@@ -161,12 +173,13 @@ class GpuBackend:
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, memory: str | None = None):
+                 arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
             raise ValueError(f"segment must be an int in [1, 4096] steps, got {segment!r}")
         self.batching, self.segment = batching, segment
+        self.gc_interval = check_gc_interval(gc_interval)
         if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
             raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
         self.memory = resolve_memory(memory)
@@ -186,9 +199,9 @@ class GpuBackend:
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests
         # exercise growth and the GC rounds of continuous batching and streams
-        self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
-                                main_q=max(main_q_factor * options.max_active_states, 1024),
-                                arena_entries=arena_entries, **self.kw)
+        self.main = self._retrying(lambda: GpuInstance(
+            self.mod, self.uploaded, graph, options, self.index,
+            main_q=max(main_q_factor * options.max_active_states, 1024), arena_entries=arena_entries, **self.kw))
         self._rescue = None
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -198,6 +211,37 @@ class GpuBackend:
     def memory_stats(self) -> dict:
         with self.lock:
             return gpu_memory_stats(self)
+
+    def _free_torch_cache(self) -> bool:
+        """Gives PyTorch's cached, unused device memory back to the driver; True if there was any."""
+        torch = getattr(self, "torch", None)
+        if torch is None:
+            return False
+        try:
+            cached = torch.cuda.memory_reserved(self.index) - torch.cuda.memory_allocated(self.index)
+            if cached <= 0:
+                return False
+            torch.cuda.empty_cache()
+        except Exception:  # a framework state we cannot read: nothing to give back
+            return False
+        return True
+
+    def _retrying(self, fn):
+        """fn(), and once more if it ran out of device memory while PyTorch's cache held unused
+        memory (our allocations are cudaMalloc / VMM, which cannot take what PyTorch caches).
+        A native allocation that fails leaves the decoder as it was, so the retry starts from
+        a usable state; a second failure is the caller's MemoryError, which names the option
+        to lower."""
+        try:
+            return fn()
+        except MemoryError:
+            if not self._free_torch_cache():
+                raise
+        return fn()
+
+    def _torch_oom(self):
+        """PyTorch's out-of-memory exception class, or a class nothing raises."""
+        return getattr(self.torch.cuda, "OutOfMemoryError", _NeverRaised) if self.torch is not None else _NeverRaised
 
     def _open_device(self, device: str) -> None:
         """Sets torch, device and index (a torch-free subclass: decoder/gpu_host.py)."""
@@ -223,20 +267,34 @@ class GpuBackend:
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
 
             def make(lanes):
-                return GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
-                                   arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes))
+                return self._retrying(lambda: GpuInstance(
+                    self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
+                    arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes)))
 
             try:
                 self._rescue = make(self.rescue_lanes)
-            except MemoryError:
-                if self.rescue_lanes == 1:
-                    raise
-                # where memory is tight, one row at a time still rescues
-                self._rescue = make(1)
-                self.rescue_lanes = 1
+            except MemoryError as e:
+                if self.rescue_lanes > 1:  # where memory is tight, one row at a time still rescues
+                    try:
+                        self._rescue = make(1)
+                        self.rescue_lanes = 1
+                        return self._rescue
+                    except MemoryError as e1:
+                        e = e1
+                raise MemoryError(f"rows overflowed their frontier and the rescue instance ({self.rescue_lanes} "
+                                  f"lane(s), {q} tokens each) does not fit: {e}; lower rescue_lanes or "
+                                  "main_q_factor, or free GPU memory") from e
         return self._rescue
 
     def to_device(self, log_probs):
+        try:
+            return self._to_device(log_probs)
+        except self._torch_oom() as e:
+            shape = tuple(getattr(log_probs, "shape", ()))
+            raise MemoryError(f"cannot copy log_probs of shape {shape} to {self.device}: out of GPU memory ({e}); "
+                              "decode fewer rows at a time, or pass log_probs already on the GPU") from e
+
+    def _to_device(self, log_probs):
         torch = self.torch
         if is_torch(log_probs):
             lp = log_probs.detach()
@@ -267,6 +325,13 @@ class GpuBackend:
         return lp
 
     def check_finite(self, lp, lens: np.ndarray):
+        try:
+            self._check_finite(lp, lens)
+        except self._torch_oom() as e:
+            raise MemoryError(f"out of GPU memory while scanning log_probs of shape {tuple(lp.shape)} for NaN/+inf "
+                              f"({e}); decode fewer rows at a time, or skip the scan with check_inputs=False") from e
+
+    def _check_finite(self, lp, lens: np.ndarray):
         torch = self.torch
         T = lp.shape[1]
         valid = torch.arange(T, device=lp.device)[None, :] < torch.from_numpy(lens).to(lp.device)[:, None]
@@ -282,37 +347,55 @@ class GpuBackend:
         if self.check_inputs:
             self.check_finite(lp, lens)
         stream = self._stream()
-        hyps = [None] * B
         with self.lock:
-            lanes = self.main.max_lanes
-            if B <= lanes:
-                res = self.main.decode(lp, lens, stream, online)
-                self._collect(hyps, range(B), res, frontend)
-            elif self.batching == "continuous":
-                # every row through the lanes, the next row entering a lane the moment one
-                # finishes: no lane-steps of padding, each row's result as if decoded alone
-                res = self.main.decode_many(lp, lens, stream, online, self.segment)
-                self._collect(hyps, range(B), res, frontend)
-            else:
-                # sub-batches of similar lengths: a batch runs as many steps as its longest row
-                for rows in batches(range(B), lens, lanes):
-                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
-            overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
-            if overflow:
-                def decode_batch(instance, rows):
-                    inst = self.main if instance == "main" else self.rescue_instance()
-                    for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
-                        self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
-                                          online)
-                    return [hyps[r].overflow for r in rows]
+            return self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online))
 
-                rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
-                       rescue_lanes=self.rescue_lanes, stats=self.stats)
+    def _decode_locked(self, lp, lens, stream, frontend, online):
+        B = lp.shape[0]
+        hyps = [None] * B
+        # (the caller holds self.lock)
+        lanes = self.main.max_lanes
+        if self._long_form(lens):
+            # rows longer than gc_interval: segments of gc_interval steps through the lanes,
+            # a winners-log GC round after each (the golden prefix goes to the host), so the
+            # log holds what live tokens reach, not the whole utterance
+            res = self.main.decode_many(lp, lens, stream, online, self.gc_interval, gc=True)
+            self._collect(hyps, range(B), res, frontend)
+        elif B <= lanes:
+            res = self.main.decode(lp, lens, stream, online)
+            self._collect(hyps, range(B), res, frontend)
+        elif self.batching == "continuous":
+            # every row through the lanes, the next row entering a lane the moment one
+            # finishes: no lane-steps of padding, each row's result as if decoded alone
+            res = self.main.decode_many(lp, lens, stream, online, self.segment)
+            self._collect(hyps, range(B), res, frontend)
+        else:
+            # sub-batches of similar lengths: a batch runs as many steps as its longest row
+            for rows in batches(range(B), lens, lanes):
+                self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
+        overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
+        if overflow:
+            def decode_batch(instance, rows):
+                inst = self.main if instance == "main" else self.rescue_instance()
+                for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
+                    self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
+                                      online)
+                return [hyps[r].overflow for r in rows]
+
+            rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
+                   rescue_lanes=self.rescue_lanes, stats=self.stats)
         return hyps
+
+    def _long_form(self, lens: np.ndarray) -> bool:
+        return self.gc_interval > 0 and int(np.max(lens, initial=0)) > self.gc_interval
 
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False):
         rows = np.asarray(list(rows), np.int64)
-        res = inst.decode(self._take_rows(lp, rows), np.ascontiguousarray(lens[rows]), stream, online)
+        sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
+        if self._long_form(sub_lens):
+            res = inst.decode_many(sub, sub_lens, stream, online, self.gc_interval, gc=True)
+        else:
+            res = inst.decode(sub, sub_lens, stream, online)
         self._collect(hyps, rows.tolist(), res, frontend)
 
     def decode_snapshots(self, log_probs, length):

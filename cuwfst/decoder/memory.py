@@ -32,7 +32,7 @@ WINNER_BYTES = 8  # one winners-log entry {prev, arc}
 # GpuDecoder::MemStats, in its order
 MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs", "graph_captures",
              "graph_evictions", "graph_bytes", "winners_committed", "winners_reserved", "arena_capacity", "vmm",
-             "granularity", "path_bytes", "arena_grows")
+             "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max")
 
 
 def resolve_memory(memory: str | None) -> str:

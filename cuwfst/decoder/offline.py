@@ -66,14 +66,18 @@ class Decoder:
     are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
     default) commits device memory as batches need it, "eager" holds it in plain buffers
     (decoder/memory.py); results are the same either way. `memory_stats()` says what the
-    decoder holds.
+    decoder holds. gc_interval (GPU, 0 = off): rows longer than gc_interval frames are
+    decoded in segments of gc_interval steps with a winners-log GC round after each (the
+    arcs every surviving path shares move to the host, the log keeps what live tokens
+    reach), so memory stays flat however long the input; results are the same. 128 suits
+    inputs of thousands of frames; short inputs gain nothing from it.
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, memory: str | None = None, **kwargs):
+                 arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -94,11 +98,13 @@ class Decoder:
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
-                                   memory=memory)
+                                   memory=memory, gc_interval=gc_interval)
         else:
+            from .gpu import check_gc_interval
             from .memory import resolve_memory
 
             resolve_memory(memory)  # checked here too, so a typo fails on every device
+            check_gc_interval(gc_interval)
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
         self.num_threads = num_threads or min(8, os.cpu_count() or 1)

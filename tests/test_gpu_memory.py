@@ -1,0 +1,250 @@
+"""Memory that tracks use (issue 9) on the GPU: memory_stats against the module's own
+counters, the lazily committed winners log against the eager one (identical results,
+committed bytes growing with use, growth without re-capture), a tiny log forcing commits,
+and long-form GC (gc_interval) identical to no GC with flat winners memory; every result
+equal to the CPU decoder's. Needs a CUDA GPU (skipped elsewhere); the fault walks over the
+new acquisition sites are in test_gpu_faults.py.
+"""
+
+import gc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, Graph, StreamingDecoder
+from helpers import assert_same_hypotheses, random_ctc_graph, random_eps_graph_any, random_log_probs
+
+pytestmark = pytest.mark.gpu
+
+TINY = Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny"
+OPTS = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=200)
+
+
+def _mod():
+    from cuwfst.jit.decoder import module
+
+    return module(0)
+
+
+def _live_device_bytes(mod) -> int:
+    import torch
+
+    torch.cuda.synchronize()
+    out = np.zeros(5, np.int64)
+    mod.gpu_memory_info(0, out)
+    return int(out[2])
+
+
+def _upload_bytes(graph) -> int:
+    """What GpuGraphUpload allocates: row_splits, final counts, (epsilon counts), dests,
+    u16 ilabels, weights, per-state max weights."""
+    a = graph.arrays
+    n, A = a.num_states, a.num_arcs
+    return 4 * (n + 1) + 4 * n + (4 * n if a.has_eps else 0) + 4 * A + 2 * A + 4 * A + 4 * n
+
+
+def _wide_case(B=8, T=300, seed=0):
+    """The tiny HLG with flat posteriors: frontiers of thousands, so the winners log needs
+    many MiB (more than one 2 MiB VMM piece)."""
+    import torch
+
+    graph = Graph.load(TINY / "HLG.img")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lp = (torch.randn(B, T, graph.vocab_size, device="cuda", generator=g) * 2).log_softmax(-1)
+    return graph, lp, lp.cpu().numpy()
+
+
+def test_memory_stats_agree_with_the_module_counters():
+    rng = np.random.default_rng(1)
+    base = random_ctc_graph(rng, 300, 12, 5, 0.2)
+    lp = random_log_probs(rng, 4, 60, 12, peaky=True)
+    cpu = Decoder(base, OPTS).decode(lp)
+    mod = _mod()
+    gc.collect()
+    for memory in ("lazy", "eager"):
+        graph = Graph(base.arrays)  # a graph of its own: its upload is part of what we count
+        before = _live_device_bytes(mod)
+        dec = Decoder(graph, OPTS, device="cuda", max_lanes=4, memory=memory)
+        assert_same_hypotheses(graph, lp, cpu, dec.decode(lp), memory)
+        st = dec.memory_stats()
+        main = st["instances"]["main"]
+        assert st["device"] == "cuda:0" and st["memory"] == memory
+        assert main["committed"] == main["fixed"] + main["winners_committed"] + main["path_bytes"]
+        assert st["committed"] == main["committed"] and st["fixed"] == main["fixed"]
+        assert st["graph"] == _upload_bytes(graph)
+        assert st["total"] == st["committed"] + st["graph"]
+        # every byte the module gained is the decoder's or its graph's
+        assert _live_device_bytes(mod) - before == st["total"], memory
+        w = st["pools"]["winners"]
+        assert 0 < st["winners_high_water"] <= w["capacity_entries"]
+        assert w["committed"] >= 8 * w["capacity_entries"]  # the log is backed up to its capacity
+        if memory == "lazy":
+            assert w["granularity"] > 0, "VMM is expected on this GPU (the H200's driver has it)"
+            assert st["reserved"] > st["committed"]  # the worst case is address space, not memory
+            assert w["committed"] % w["granularity"] == 0
+        else:
+            assert w["granularity"] == 0 and st["reserved"] == st["committed"]
+        sd = StreamingDecoder(graph, OPTS, device="cuda", max_streams=2, memory=memory)
+        s = sd.open_stream()
+        sd.advance([s], [lp[0, :30]])
+        whole = sd.memory_stats()
+        assert whole["streams"] == 1 and whole["committed"] > 0 and whole["graph"] == st["graph"]
+        assert sd.memory_stats(s)["frames"] == 30  # the per-stream form is unchanged
+        sd.finalize(s)
+        del dec, sd
+        gc.collect()
+
+
+def test_lazy_and_eager_logs_decode_alike_and_commit_grows_with_use():
+    graph, lp, host = _wide_case()
+    cpu = Decoder(graph).decode(host)
+    got = {}
+    for memory in ("lazy", "eager"):
+        dec = Decoder(graph, device="cuda", max_lanes=8, memory=memory, arena_entries=1 << 16)
+        short = dec.decode(lp[:, :20])
+        assert_same_hypotheses(graph, host[:, :20], Decoder(graph).decode(host[:, :20]), short, f"{memory} short")
+        st0 = dec.memory_stats()
+        got[memory] = dec.decode(lp)
+        assert_same_hypotheses(graph, host, cpu, got[memory], memory)
+        st1 = dec.memory_stats()
+        w0, w1 = st0["pools"]["winners"], st1["pools"]["winners"]
+        assert st1["winners_high_water"] > 2 * (1 << 18), "the case must need several 2 MiB pieces"
+        assert w1["committed"] > w0["committed"] and w1["grows"] > w0["grows"]
+        assert w1["capacity_entries"] >= st1["winners_high_water"]
+        if memory == "lazy":
+            assert st1["reserved"] == st0["reserved"], "a lazy log grows inside its reservation"
+            # committed follows the need, not a doubling: within one piece of 9/8 of it
+            assert w1["committed"] <= 8 * st1["winners_high_water"] * 9 // 8 + w1["granularity"]
+        # the same batch again: no growth, nothing captured again
+        caps = st1["instances"]["main"]["graph_captures"]
+        assert_same_hypotheses(graph, host, cpu, dec.decode(lp), f"{memory} again")
+        st2 = dec.memory_stats()
+        assert st2["pools"]["winners"]["grows"] == w1["grows"]
+        assert st2["instances"]["main"]["graph_captures"] == caps
+    for a, b in zip(got["lazy"], got["eager"]):
+        assert np.float32(a.score) == np.float32(b.score)
+
+
+def test_growth_reruns_the_captured_graph_without_capturing_again():
+    """The published limit: a lazy log that grows re-runs the batch with the graph it had
+    captured (one capture); an eager log moves, so the batch is captured again (two)."""
+    graph, lp, host = _wide_case(B=4, T=200, seed=1)
+    cpu = Decoder(graph).decode(host)
+    for memory, captures in (("lazy", 1), ("eager", 2)):
+        dec = Decoder(graph, device="cuda", max_lanes=4, memory=memory, arena_entries=4096)
+        assert_same_hypotheses(graph, host, cpu, dec.decode(lp), memory)
+        main = dec.memory_stats()["instances"]["main"]
+        assert main["arena_grows"] >= 1 and main["graph_captures"] == captures, (memory, main)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_tiny_log_grows_by_commits_and_stays_exact(seed):
+    rng = np.random.default_rng(900 + seed)
+    eps = seed % 2 == 1
+    V = 16
+    graph = (random_eps_graph_any(rng, 600, V, 5, 0.6, cycles=False, chain=2) if eps
+             else random_ctc_graph(rng, 600, V, 6, 0.2))
+    opts = DecoderOptions(search_beam=14.0, min_active_states=5, max_active_states=3000)
+    B, T = 6, int(rng.integers(80, 200))
+    lp = random_log_probs(rng, B, T, V, peaky=False)
+    lens = rng.integers(1, T + 1, B).astype(np.int32)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([2, 6])), arena_entries=100,
+                  use_cuda_graphs=bool(seed % 3))
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"seed {seed}")
+    st = dec.memory_stats()
+    assert st["pools"]["winners"]["grows"] >= 1 and st["winners_high_water"] > 100
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"seed {seed} again")
+
+
+def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
+    rng = np.random.default_rng(31)
+    graph = random_ctc_graph(rng, 400, 10, 5, 0.2)
+    lp = random_log_probs(rng, 12, 120, 10, peaky=False)
+    lens = rng.integers(1, 121, 12).astype(np.int32)
+    opts = DecoderOptions(search_beam=12.0, max_active_states=2000, min_active_states=2)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", arena_entries=4096)
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "continuous")
+    st = dec.memory_stats()
+    assert st["pools"]["winners"]["grows"] >= 1 and st["instances"]["main"]["gc_rounds"] >= 1
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=3, arena_entries=4096)
+    want = Decoder(graph, opts).decode(lp[:3], lens[:3], online=True)
+    streams = [sd.open_stream() for _ in range(3)]
+    for t in range(0, 120, 17):
+        sd.advance(streams, [lp[i, t : min(t + 17, lens[i])] for i in range(3)])
+    got = [sd.finalize(s) for s in streams]
+    assert_same_hypotheses(graph, lp, want, got, "streams")
+    assert sd.memory_stats()["pools"]["winners"]["grows"] >= 1
+
+
+def _gc_case(seed, eps=False):
+    rng = np.random.default_rng(5000 + seed)
+    V = 12
+    graph = (random_eps_graph_any(rng, 300, V, 4, 0.5, cycles=False, chain=2) if eps
+             else random_ctc_graph(rng, 300, V, 5, 0.2))
+    return rng, graph, V
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gc_interval_equals_no_gc_and_the_cpu(seed):
+    rng, graph, V = _gc_case(seed, eps=seed % 2 == 1)
+    B = 5
+    T = 2500
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([T, 1800, 700, 90, 0], np.int32)
+    opts = DecoderOptions(search_beam=10.0, min_active_states=2, max_active_states=300)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    off = Decoder(graph, opts, device="cuda", max_lanes=4)
+    on = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 2, 4])), gc_interval=64)
+    got_off, got_on = off.decode(lp, lens), on.decode(lp, lens)
+    assert_same_hypotheses(graph, lp, cpu, got_off, f"seed {seed} gc off")
+    assert_same_hypotheses(graph, lp, cpu, got_on, f"seed {seed} gc on")
+    for a, b in zip(got_off, got_on):
+        assert np.float32(a.score) == np.float32(b.score)
+    main_on = on.memory_stats()["instances"]["main"]
+    assert main_on["gc_rounds"] >= T // 64 - 2
+    # what live tokens can reach is a few segments' worth, not the utterance
+    assert main_on["winners_live_max"] * 8 < off.memory_stats()["winners_high_water"]
+
+
+def test_gc_interval_keeps_winners_flat_as_inputs_grow():
+    rng, graph, V = _gc_case(10)
+    opts = DecoderOptions(search_beam=10.0, min_active_states=2, max_active_states=300)
+    row = random_log_probs(rng, 1, 1000, V, peaky=True)
+    live, cap, hw_off = [], [], []
+    for k in (1, 2, 4, 8):
+        lp = np.tile(row, (1, k, 1))  # the same audio repeated: a k-times longer utterance
+        cpu = Decoder(graph, opts).decode(lp)
+        on = Decoder(graph, opts, device="cuda", max_lanes=1, gc_interval=128)
+        off = Decoder(graph, opts, device="cuda", max_lanes=1)
+        assert_same_hypotheses(graph, lp, cpu, on.decode(lp), f"x{k} gc on")
+        assert_same_hypotheses(graph, lp, cpu, off.decode(lp), f"x{k} gc off")
+        m = on.memory_stats()["instances"]["main"]
+        live.append(m["winners_live_max"])
+        cap.append(m["arena_capacity"])
+        hw_off.append(off.memory_stats()["winners_high_water"])
+    assert hw_off[-1] > 6 * hw_off[0], hw_off  # without GC the log grows with the input
+    assert live[-1] <= 2 * live[0] and cap[-1] == cap[0], (live, cap)  # with GC it does not
+
+
+def test_gc_interval_on_the_tiny_tlg_long_form():
+    from conftest_data import demo_arrays
+
+    graph = Graph.load(TINY / "TLG.img")
+    lp16, lens, _ = demo_arrays()
+    rows = [lp16[i, : lens[i]].astype(np.float32) for i in range(len(lens))]
+    long = np.concatenate(rows * 3)[None]  # every demo utterance, three times over
+    cpu = Decoder(graph).decode(long)
+    on = Decoder(graph, device="cuda", max_lanes=2, gc_interval=128).decode(long)
+    off = Decoder(graph, device="cuda", max_lanes=2).decode(long)
+    assert_same_hypotheses(graph, long, cpu, on, "tiny TLG gc on")
+    assert_same_hypotheses(graph, long, cpu, off, "tiny TLG gc off")
+
+
+def test_gc_interval_rejects_nonsense():
+    graph = random_ctc_graph(np.random.default_rng(0), 20, 5, 3, 0.3)
+    for bad in (-1, 5000, 2.5, True):
+        with pytest.raises(ValueError, match="gc_interval"):
+            Decoder(graph, device="cuda", gc_interval=bad)
