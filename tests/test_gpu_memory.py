@@ -70,7 +70,13 @@ def test_memory_stats_agree_with_the_module_counters():
         st = dec.memory_stats()
         main = st["instances"]["main"]
         assert st["device"] == "cuda:0" and st["memory"] == memory
-        assert main["committed"] == main["fixed"] + main["winners_committed"] + main["path_bytes"]
+        assert main["committed"] == (main["fixed"] + main["pool_committed"] + main["winners_committed"]
+                                     + main["path_bytes"])
+        lanes = st["pools"]["lanes"]
+        assert lanes["pooled"] == (memory == "lazy")  # an epsilon-free graph: offline batches are pooled
+        for k in ("tokens", "claims", "hash"):  # pooled: what batches used, and room for it
+            hw, cap = lanes["high_water_entries"][k], lanes["capacity_entries"][k]
+            assert (0 < hw <= cap) if memory == "lazy" else hw == 0, (memory, k, lanes)
         assert st["committed"] == main["committed"] and st["fixed"] == main["fixed"]
         assert st["graph"] == _upload_bytes(graph)
         assert st["total"] == st["committed"] + st["graph"]
@@ -177,6 +183,55 @@ def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
     got = [sd.finalize(s) for s in streams]
     assert_same_hypotheses(graph, lp, want, got, "streams")
     assert sd.memory_stats()["pools"]["winners"]["grows"] >= 1
+
+
+def test_pooled_lanes_grow_by_rerun_and_stay_exact():
+    """Offline batches take the lanes' frontiers, claims and hash tables from shared pools:
+    a batch that outgrows them is run again after they grow (in place: no re-capture), and
+    every row is exact. On the tiny HLG (1,665 states) a lane's hash table holds 4,096 slots
+    and its frontier 1,666 tokens, so 192 lanes of flat posteriors outgrow the first 2 MiB
+    pieces of every pool (262,144 hash slots and claims, 131,072 tokens)."""
+    import torch
+
+    graph, lp, _ = _wide_case(B=192, T=30, seed=4)
+    dec = Decoder(graph, device="cuda", max_lanes=192)
+    got = dec.decode(lp)
+    st = dec.memory_stats()
+    lanes = st["pools"]["lanes"]
+    assert lanes["pooled"] and lanes["grows"] >= 1, lanes
+    hw, cap = lanes["high_water_entries"], lanes["capacity_entries"]
+    assert hw["tokens"] > 131072 and hw["hash"] > 262144 and hw["claims"] > 262144, lanes
+    assert all(hw[k] <= cap[k] for k in hw), lanes
+    assert st["instances"]["main"]["graph_captures"] == 1, "pools grow in place: the graph is replayed"
+    sample = np.random.default_rng(0).choice(192, 12, replace=False)
+    host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
+    cpu = Decoder(graph).decode(host)
+    assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "pooled, grown")
+    eager = Decoder(graph, device="cuda", max_lanes=192, memory="eager").decode(lp)
+    for a, b in zip(got, eager):
+        assert np.float32(a.score) == np.float32(b.score) and a.overflow == b.overflow == 0
+    again = dec.decode(lp)
+    assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"], "the same batch again needs no growth"
+    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
+
+
+def test_layouts_alternate_on_one_decoder():
+    """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
+    decoder, in turn: each exact."""
+    rng = np.random.default_rng(77)
+    graph = random_ctc_graph(rng, 500, 12, 6, 0.2)
+    opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=400)
+    lp = random_log_probs(rng, 9, 70, 12, peaky=False)
+    lens = rng.integers(1, 71, 9).astype(np.int32)
+    ref = Decoder(graph, opts)
+    cpu = ref.decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous")
+    assert_same_hypotheses(graph, lp[:4], cpu[:4], dec.decode(lp[:4], lens[:4]), "pooled batch")
+    snaps_cpu, snaps_gpu = ref.decode_snapshots(lp[0], int(lens[0])), dec.decode_snapshots(lp[0], int(lens[0]))
+    for k, (c, g) in enumerate(zip(snaps_cpu, snaps_gpu)):
+        assert set(c["tokens"]) == set(g["tokens"]), f"snapshot {k}"
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "continuous (9 rows > 4 lanes)")
+    assert_same_hypotheses(graph, lp[:3], cpu[:3], dec.decode(lp[:3], lens[:3]), "pooled batch again")
 
 
 def _gc_case(seed, eps=False):

@@ -103,31 +103,75 @@ void GpuDecoder::Allocate() {
   ws_.main_q = cfg_.main_q;
   ws_.claims_cap = cfg_.claims_cap;
   ws_.hash_cap = cfg_.hash_cap;
-  for (int b = 0; b < 2; ++b) {
-    ws_.tok_state[b] = Alloc<int32_t>(L * Q, "frontier states");
-    ws_.tok_score[b] = Alloc<float>(L * Q, "frontier scores");
-    ws_.tok_winner[b] = Alloc<int32_t>(L * Q, "frontier winners");
-  }
-  ws_.tok_begin = Alloc<int32_t>(L * Q, "tok_begin");
-  ws_.tok_ub = Alloc<float>(L * Q, "tok_ub");
+  ws_.eps_iterations = cfg_.eps_iterations;
   ws_.hint_cap = static_cast<int32_t>(std::min<int64_t>(4 * Q + 1, INT32_MAX / 64));
-  ws_.tok_hint = Alloc<int32_t>(L * ws_.hint_cap, "tok_hint");
-  ws_.arc_offsets = Alloc<int32_t>(L * (Q + 1), "arc_offsets");
+  ws_.pooled = 0;  // per sequence: SeqWorkspace
   ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
+  ws_.alloc_done = Alloc<int32_t>(1, "pool allocation counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
-  ws_.hash_key = Alloc<uint32_t>(L * cfg_.hash_cap, "hash keys");
-  ws_.hash_payload = Alloc<unsigned long long>(L * cfg_.hash_cap, "hash payloads");
-  CUWFST_CUDA(cudaMemsetAsync(ws_.hash_key, 0xFF, L * cfg_.hash_cap * sizeof(uint32_t), stream_));
-  CUWFST_CUDA(cudaMemsetAsync(ws_.hash_payload, 0, L * cfg_.hash_cap * sizeof(unsigned long long), stream_));
-  ws_.claims = Alloc<int2>(L * cfg_.claims_cap, "claims");
-  ws_.eps_iterations = cfg_.eps_iterations;
+  CUWFST_CUDA(cudaMemsetAsync(ws_.alloc_done, 0, sizeof(int32_t), stream_));
+  d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
+  d_pool_need_ = Alloc<unsigned long long>(kPools, "pool demand");
+  ws_.pool_cap = d_pool_cap_;
+  ws_.pool_need = d_pool_need_;
+  // The lane pools (types.cuh). Offline batches on epsilon-free graphs take the pooled
+  // layout when memory is lazy (a region's hint takes 4 entries a token, so main_q must
+  // keep them inside tok_hint's int32 slot space); everything else takes the static one.
+  pooled_ok_ = cfg_.lazy && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
+  pool_max_[kPoolTokens] = L * (Q + 1);
+  pool_max_[kPoolClaims] = L * cfg_.claims_cap;
+  pool_max_[kPoolHash] = L * cfg_.hash_cap;
+  auto add = [&](void** target, int32_t pool, int32_t elem, int32_t per_entry, int32_t fill, int64_t static_entries) {
+    auto a = std::make_unique<PoolArray>();
+    a->target = target;
+    a->pool = pool;
+    a->elem = elem;
+    a->per_entry = per_entry;
+    a->fill = fill;
+    a->static_entries = static_entries;
+    pool_arrays_.push_back(std::move(a));
+  };
+  const int64_t F = pool_max_[kPoolTokens], C = pool_max_[kPoolClaims], H = pool_max_[kPoolHash];
+  for (int b = 0; b < 2; ++b) {
+    add(reinterpret_cast<void**>(&ws_.tok_state[b]), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.tok_score[b]), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.tok_winner[b]), kPoolTokens, 4, 1, -1, F);
+  }
+  add(reinterpret_cast<void**>(&ws_.tok_begin), kPoolTokens, 4, 1, -1, F);
+  add(reinterpret_cast<void**>(&ws_.tok_ub), kPoolTokens, 4, 1, -1, F);
+  add(reinterpret_cast<void**>(&ws_.arc_offsets), kPoolTokens, 4, 1, -1, F);
+  add(reinterpret_cast<void**>(&ws_.tok_hint), kPoolTokens, 4, 4, -1, L * ws_.hint_cap);
+  add(reinterpret_cast<void**>(&ws_.claims), kPoolClaims, 8, 1, -1, C);
+  add(reinterpret_cast<void**>(&ws_.hash_key), kPoolHash, 4, 1, 0xFF, H);
+  add(reinterpret_cast<void**>(&ws_.hash_payload), kPoolHash, 8, 1, 0, H);
   if (cfg_.eps_iterations > 0) {
-    ws_.hash_pos = Alloc<int32_t>(L * cfg_.hash_cap, "hash positions (epsilon closure)");
-    CUWFST_CUDA(cudaMemsetAsync(ws_.hash_pos, 0xFF, L * cfg_.hash_cap * sizeof(int32_t), stream_));
-    ws_.eps_tok = Alloc<int32_t>(L * Q, "epsilon pass tokens");
-    ws_.eps_winner = Alloc<int32_t>(L * Q, "epsilon pass winners");
-    ws_.eps_touched = Alloc<int32_t>(L * cfg_.claims_cap, "epsilon touched slots");
+    add(reinterpret_cast<void**>(&ws_.hash_pos), kPoolHash, 4, 1, 0xFF, H);
+    add(reinterpret_cast<void**>(&ws_.eps_tok), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.eps_winner), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.eps_touched), kPoolClaims, 4, 1, -1, C);
+  }
+  for (auto& a : pool_arrays_) {
+    // the reservation covers both layouts: the static one and 4 hint entries a token
+    const int64_t most = std::max<int64_t>(a->static_entries, a->per_entry * pool_max_[a->pool]);
+    cudaError_t e = a->region.Init(static_cast<size_t>(most) * a->elem, pooled_ok_);
+    if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e))
+      e = a->region.Init(static_cast<size_t>(most) * a->elem, false);  // VMM refused: eager
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot reserve " << FormatBytes(most * a->elem) << " of address space for the lane pools on cuda:"
+         << device() << "; " << Advice();
+      ThrowAcquireFailure(e, os.str());
+    }
+  }
+  if (pooled_ok_) {
+    // a first commit: the start tokens (2 a lane) and a little of each pool; a VMM region
+    // rounds each array up to its granularity, and the capacity published is what all of a
+    // pool's arrays hold, so the first pieces are used whole
+    const int64_t want[kPools] = {2 * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
+    CommitPools(want, false, "the first batch");
+  } else {
+    EnsureStatic();
   }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
@@ -237,9 +281,9 @@ void GpuDecoder::CommitArena(int64_t entries, bool keep, const char* why) {
                  sizeof(WinnerEntry);
   }
   bool moved = false, tags_moved = false;
-  cudaError_t e = arena_.Commit(static_cast<size_t>(entries) * sizeof(WinnerEntry), keep_bytes, false, stream_, &moved);
+  cudaError_t e = arena_.Commit(static_cast<size_t>(entries) * sizeof(WinnerEntry), keep_bytes, -1, stream_, &moved);
   if (e == cudaSuccess && gc_tags_used_)  // tags are 8 bytes an entry too: same byte counts
-    e = gc_tags_.Commit(static_cast<size_t>(entries) * sizeof(long long), keep_bytes, true, stream_, &tags_moved);
+    e = gc_tags_.Commit(static_cast<size_t>(entries) * sizeof(long long), keep_bytes, 0, stream_, &tags_moved);
   if (moved || tags_moved) {  // eager: the kernels' arguments changed (a grown log is kept even if the tags failed)
     FreeGraphs();
     ws_.arena = static_cast<WinnerEntry*>(arena_.get());
@@ -269,6 +313,62 @@ void GpuDecoder::PublishArenaLimit() {
   // from pageable memory: staged before the call returns, so h_arena_limit_ may change after
   CUWFST_CUDA(cudaMemcpyAsync(d_arena_limit_, &h_arena_limit_, sizeof(long long), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const char* why) {
+  bool moved_any = false;
+  cudaError_t e = cudaSuccess;
+  int64_t failed_bytes = 0;
+  for (auto& a : pool_arrays_) {
+    const int64_t entries =
+        statics ? a->static_entries : std::min<int64_t>(want[a->pool], pool_max_[a->pool]) * a->per_entry;
+    bool moved = false;
+    e = a->region.Commit(static_cast<size_t>(entries) * a->elem, 0, a->fill, stream_, &moved);
+    moved_any |= moved;
+    *a->target = a->region.get();  // VMM: the same address every time
+    if (e != cudaSuccess) {
+      failed_bytes = entries * a->elem;
+      break;
+    }
+  }
+  if (moved_any) FreeGraphs();  // eager regions moved: the captured kernels' arguments changed
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    if (pool_cap_[kPoolTokens] == 0)
+      os << "cannot allocate " << FormatBytes(failed_bytes) << " for the lanes' frontiers, claims and hash tables on cuda:"
+         << device() << "; " << Advice();
+    else
+      os << "cannot grow the lane pools (frontiers, claims, hash tables) to " << FormatBytes(failed_bytes)
+         << " an array on cuda:" << device() << " for " << why
+         << "; the decoder keeps its pools and stays usable; " << Advice() << ", or decode fewer rows at a time";
+    ThrowAcquireFailure(e, os.str());
+  }
+  // a pool's capacity is what every one of its arrays holds (VMM rounds each up to whole
+  // pieces, so the first pieces are used whole)
+  for (int k = 0; k < kPools; ++k) {
+    int64_t cap = pool_max_[k];
+    if (!statics)
+      for (const auto& a : pool_arrays_)
+        if (a->pool == k)
+          cap = std::min<int64_t>(cap, static_cast<int64_t>(a->region.committed()) / a->elem / a->per_entry);
+    pool_cap_[k] = cap;
+    h_pool_cap_[k] = cap;
+  }
+  // from pageable memory: staged before the call returns
+  CUWFST_CUDA(cudaMemcpyAsync(d_pool_cap_, h_pool_cap_, sizeof(h_pool_cap_), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GpuDecoder::EnsureStatic() {
+  if (static_ready_) return;
+  CommitPools(pool_max_, true, "the static layout (streams, continuous batching, snapshots)");
+  static_ready_ = true;
+}
+
+Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
+  Workspace w = ws_;
+  w.pooled = kind == SeqKind::kBatch && pooled_ok_ ? 1 : 0;
+  return w;
 }
 
 void GpuDecoder::SyncQuietly() noexcept {
@@ -315,13 +415,14 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int32_t reset = kind == SeqKind::kBatch ? 1 : 0;
-  Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, ws_, p, reset); });
+  const Workspace w = SeqWorkspace(kind);
+  Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, w, p, reset); });
   const bool opens = kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kOpen;
-  if (opens && cfg_.eps_iterations > 0) EnqueueClosure();
-  for (int32_t s = 0; s < steps; ++s) EnqueueStep(f16);
+  if (opens && cfg_.eps_iterations > 0) EnqueueClosure(w);
+  for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
   if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize)
-    Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
-  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0); });
+    Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
+  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(w, 0); });
   CUWFST_CUDA(cudaGetLastError());
 }
 
@@ -380,7 +481,7 @@ void GpuDecoder::ReleaseAllLanes() {
 void GpuDecoder::UploadLaneOrders() {
   const int L = cfg_.max_lanes;
   if (hash_dirty_) {  // a sequence failed half-way: its steps may have left claimed slots
-    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 1);
+    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, pool_cap_[kPoolHash]);
     CUWFST_CUDA(cudaGetLastError());
     hash_dirty_ = false;
   }
@@ -391,36 +492,36 @@ void GpuDecoder::UploadLaneOrders() {
 // The epsilon closure of each lane's frontier (buffer lc.buf) after a real step or the
 // start: eps_iterations passes, then the targeted clear of the hash slots the step and its
 // closure claimed (epsilon.cuh).
-void GpuDecoder::EnqueueClosure() {
+void GpuDecoder::EnqueueClosure(const Workspace& w) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, pass); });
+    Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, pass); });
     if (cfg_.walker == kWalkThread)
-      Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+      Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     else
-      Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+      Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(w); });
   }
-  Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+  Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(w); });
 }
 
-void GpuDecoder::EnqueueStep(bool f16) {
+void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const DeviceGraph& g = graph_->view;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
-  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
+  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, p); });
   if (cfg_.walker == kWalkThread) {
-    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   } else {
-    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
-  if (cfg_.eps_iterations > 0) EnqueueClosure();
+  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, w); });
+  if (cfg_.eps_iterations > 0) EnqueueClosure(w);
 }
 
 std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bool lp_f16,
@@ -434,6 +535,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     cudaError_t stale = cudaGetLastError();  // see Decode
     if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", 1, T, V, length + 1);
     if (length > cfg_.max_frames) AllocatePath(length);
+    EnsureStatic();  // snapshots launch step by step, with no re-run: the static layout
     ReleaseAllLanes();
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
@@ -444,7 +546,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     UploadLaneOrders();
     const StepParams p = Params(lp_f16);
     LaneSetupKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p, 1);
-    if (cfg_.eps_iterations > 0) EnqueueClosure();
+    if (cfg_.eps_iterations > 0) EnqueueClosure(ws_);
     std::vector<Snapshot> snaps;
     std::vector<WinnerEntry> log;
     // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
@@ -467,7 +569,8 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
       std::memcpy(&mx, &bits, sizeof(mx));
       s.cutoff = mx - lc.beam;
-      int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
+      int32_t n = t < length ? std::min(lc.next_size, lc.tok_cap[buf]) : (lc.final_winner != -2 ? 1 : 0);
+      const int64_t q = lc.tok_off[buf];
       s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
       if (t < 0) {
         s.phase = kPhaseReal;
@@ -479,9 +582,9 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       s.score.resize(n);
       std::vector<int32_t> winner(n);
       if (t < length && n > 0) {
-        CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
-        CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf], n * sizeof(float), cudaMemcpyDeviceToHost));
-        CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf] + q, n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf] + q, n * sizeof(float), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf] + q, n * sizeof(int32_t), cudaMemcpyDeviceToHost));
       } else if (n > 0) {
         s.state[0] = graph_->view.num_states - 1;
         s.score[0] = lc.final_score;
@@ -496,7 +599,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     };
     take(-1);
     for (int32_t t = 0; t <= length; ++t) {
-      EnqueueStep(lp_f16);
+      EnqueueStep(ws_, lp_f16);
       take(t);
     }
     HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0);
@@ -601,21 +704,48 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     Wait(caller_stream);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
+    if (!pooled_ok_) EnsureStatic();
     for (;;) {
       UploadLaneOrders();
       RunOnce(SeqKind::kBatch, steps, lp_f16, replay);
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-      unsigned long long cursor = 0;
+      unsigned long long cursor = 0, need[kPools] = {0, 0, 0};
       CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      if (pooled_ok_)
+        CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
+      bool arena_full = false, pool_full = false;
+      for (int32_t b = 0; b < B; ++b) {
+        arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
+        pool_full |= (h_lanes[b].overflow & kOverflowPool) != 0;
+      }
+      // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again.
+      // The pools first: a lane that did not fit lost its step, so the rest of the run (and
+      // its winners) is not the batch's; what a step asked of a pool past its capacity is
+      // a lower bound of the need, so a pool at least doubles.
+      if (pool_full) {
+        int64_t want[kPools];
+        bool grows = false;
+        for (int k = 0; k < kPools; ++k) {
+          want[k] = pool_cap_[k];
+          if (static_cast<int64_t>(need[k]) > pool_cap_[k]) {
+            const int64_t n = static_cast<int64_t>(need[k]);
+            want[k] = std::min<int64_t>(std::max<int64_t>(n + n / 4, 2 * pool_cap_[k]), pool_max_[k]);
+            grows |= want[k] > pool_cap_[k];
+          }
+        }
+        if (grows) {
+          CommitPools(want, false, "this batch");
+          ++pool_grows_;
+          continue;
+        }
+      }
+      for (int k = 0; k < kPools; ++k) pool_high_[k] = std::max<int64_t>(pool_high_[k], static_cast<int64_t>(need[k]));
       arena_high_water_ = std::max(arena_high_water_, cursor);
-      bool arena_full = false;
-      for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
       if (!arena_full || arena_cap_ >= cfg_.arena_max) break;
-      // decode is idempotent (InitKernel resets all loop state): grow and run it again
       GrowArena(cursor);
     }
     // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input
@@ -662,8 +792,13 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   const int64_t paths = out_path_.amount() + drain_.amount();
   const int64_t log_committed = static_cast<int64_t>(arena_.committed() + gc_tags_.committed());
   const int64_t log_reserved = static_cast<int64_t>(arena_.reserved() + gc_tags_.reserved());
-  out[0] = fixed_bytes_ + log_reserved + paths;
-  out[1] = fixed_bytes_ + log_committed + paths;
+  int64_t pool_committed = 0, pool_reserved = 0;
+  for (const auto& a : pool_arrays_) {
+    pool_committed += static_cast<int64_t>(a->region.committed());
+    pool_reserved += static_cast<int64_t>(a->region.reserved());
+  }
+  out[0] = fixed_bytes_ + pool_reserved + log_reserved + paths;
+  out[1] = fixed_bytes_ + pool_committed + log_committed + paths;
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount();
@@ -681,6 +816,14 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[16] = gc_round_;
   out[17] = static_cast<int64_t>(arena_used_);
   out[18] = static_cast<int64_t>(arena_used_max_);
+  out[19] = pool_committed;
+  out[20] = pool_reserved;
+  out[21] = pooled_ok_ ? 1 : 0;
+  out[22] = pool_grows_;
+  for (int k = 0; k < kPools; ++k) {
+    out[23 + k] = pool_cap_[k];
+    out[26 + k] = pool_high_[k];
+  }
 }
 
 }  // namespace cuwfst

@@ -45,7 +45,9 @@ struct DecoderConfig {
   int64_t arena_cap = 64ll << 20;   // winners entries the log starts with
   int64_t arena_max = 512ll << 20;  // ... and the most it grows to
   // The winners log (and its GC tags) as lazily committed VMM regions where the driver has
-  // them (lazy_region.cuh); false: the eager path, a buffer replaced by a larger one.
+  // them (lazy_region.cuh); false: the eager path, a buffer replaced by a larger one. lazy
+  // also lets offline batches on epsilon-free graphs take the pooled layout of the lanes'
+  // frontiers, claims and hash tables (types.cuh), committed as batches need it.
   bool lazy = true;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
@@ -162,8 +164,12 @@ class GpuDecoder {
   // log's capacity (entries, the kernels' limit), [12] 1 if the log is a VMM region, [13]
   // the VMM granularity (0: eager), [14] path and GC-drain buffers, [15] log growths (each
   // re-ran a batch or kept a sequence's contents), [16] GC rounds, [17] winners entries
-  // live after the last GC round, [18] the most live after any round.
-  static constexpr int kMemStats = 19;
+  // live after the last GC round, [18] the most live after any round, [19] lane pools
+  // committed (frontiers, step scratch, claims, hash tables), [20] lane pools reserved,
+  // [21] 1 if offline batches take the pooled layout, [22] pool growths (each re-ran a
+  // batch), [23..25] the pools' capacity (entries: tokens, claims, hash slots), [26..28]
+  // the most of each a batch used.
+  static constexpr int kMemStats = 29;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -184,10 +190,19 @@ class GpuDecoder {
   // only map more). Publishes the new limit; on failure the old log and limit stay.
   void CommitArena(int64_t entries, bool keep, const char* why);
   void PublishArenaLimit();
+  // The lane pools (types.cuh): commits every array of pool k to hold want[k] entries
+  // (statics: the static layout's full size), publishes the capacities; on failure the old
+  // capacities stay (arrays that did grow keep their memory, and say so in MemStats).
+  void CommitPools(const int64_t want[kPools], bool statics, const char* why);
+  // The static layout's full size, once (streams, continuous batching, snapshots, and every
+  // sequence where the pooled layout is off).
+  void EnsureStatic();
+  // The Workspace a sequence of `kind` launches with (pooled for offline batches when on).
+  Workspace SeqWorkspace(SeqKind kind) const;
   void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(SeqKind kind, int32_t steps, bool f16);
-  void EnqueueStep(bool f16);
-  void EnqueueClosure();
+  void EnqueueStep(const Workspace& w, bool f16);
+  void EnqueueClosure(const Workspace& w);
   void ReleaseAllLanes();
   StepParams Params(bool f16) const;
   bool Replays(int32_t steps) const;
@@ -225,6 +240,26 @@ class GpuDecoder {
   long long* d_arena_limit_ = nullptr;
   long long h_arena_limit_ = 0;        // the source of the limit's upload
   int64_t arena_grows_ = 0;
+  // The lane pools: one region per array (Workspace's per-token, claims and hash arrays)
+  struct PoolArray {
+    LazyRegion region;
+    void** target;       // the Workspace field that points at it
+    int32_t pool;        // kPoolTokens / kPoolClaims / kPoolHash
+    int32_t elem;        // bytes per entry
+    int32_t per_entry;   // entries per pool entry (tok_hint: 4 per token)
+    int32_t fill;        // byte new memory is set to (-1: none)
+    int64_t static_entries;  // the static layout's size
+  };
+  std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
+  bool pooled_ok_ = false;    // offline batches take the pooled layout
+  bool static_ready_ = false; // committed to the static layout's full size
+  int64_t pool_cap_[kPools] = {0, 0, 0};   // committed entries (published as *ws_.pool_cap)
+  int64_t pool_max_[kPools] = {0, 0, 0};   // the static layout's entries
+  int64_t pool_high_[kPools] = {0, 0, 0};  // the most a batch used
+  long long h_pool_cap_[kPools] = {0, 0, 0};
+  long long* d_pool_cap_ = nullptr;
+  unsigned long long* d_pool_need_ = nullptr;
+  int64_t pool_grows_ = 0;
   DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;
   LaneCommand* d_commands_ = nullptr;

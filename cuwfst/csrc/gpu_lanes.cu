@@ -63,7 +63,7 @@ void GpuDecoder::CollectGarbage() {
   const int L = cfg_.max_lanes;
   if (!gc_tags_used_) {  // the first round: tags for the log's whole capacity, all of an old round (0)
     bool moved = false;
-    cudaError_t e = gc_tags_.Commit(static_cast<size_t>(arena_cap_) * sizeof(long long), 0, true, stream_, &moved);
+    cudaError_t e = gc_tags_.Commit(static_cast<size_t>(arena_cap_) * sizeof(long long), 0, 0, stream_, &moved);
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot allocate the winners-log GC tags (" +
                                  FormatBytes(arena_cap_ * static_cast<int64_t>(sizeof(long long))) + ") on cuda:" +
@@ -144,6 +144,7 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
       while (mf < max_len) mf *= 2;
       AllocatePath(mf);
     }
+    EnsureStatic();  // lanes live across segments, which cannot be re-run: the static layout
     ReleaseAllLanes();
     // longest rows first: the last segments then hold the short ones, not one long straggler
     std::vector<int32_t> order(N);
@@ -263,6 +264,7 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
   CheckAlive();
   DeviceGuard guard(graph_->device);
   CheckLanes(lanes, n, false);
+  EnsureStatic();  // streams live across calls, which cannot be re-run: the static layout
   bool none_open = true;
   for (const LaneHost& h : lane_host_) none_open &= !h.open;
   if (none_open) {  // nothing live: the log restarts (a batch may have left entries)

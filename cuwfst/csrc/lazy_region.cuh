@@ -153,10 +153,10 @@ class LazyRegion {
 
   // Backs at least the first `bytes` (at most the reservation). VMM: maps one new piece,
   // rounded up to the granularity; eager: a new buffer of `bytes`, the first `keep` bytes
-  // copied on `stream` (then synchronized), the old buffer freed. `zero_new` clears the
-  // newly usable bytes (eager: all past `keep`). On failure nothing changed. *moved: the
-  // base pointer changed.
-  cudaError_t Commit(size_t bytes, size_t keep, bool zero_new, cudaStream_t stream, bool* moved) {
+  // copied on `stream` (then synchronized), the old buffer freed. fill >= 0: every newly
+  // usable byte (eager: all past `keep`) is set to it. On failure nothing changed.
+  // *moved: the base pointer changed.
+  cudaError_t Commit(size_t bytes, size_t keep, int fill, cudaStream_t stream, bool* moved) {
     *moved = false;
     bytes = std::min(bytes, max_bytes_);
     if (bytes <= committed_) return cudaSuccess;
@@ -168,8 +168,8 @@ class LazyRegion {
       keep = std::min(keep, old);
       if (keep) e = cudaMemcpyAsync(fresh.get(), eager_.get(), keep, cudaMemcpyDeviceToDevice, stream);
       // a new buffer: everything past what was kept is new
-      if (e == cudaSuccess && zero_new)
-        e = cudaMemsetAsync(static_cast<char*>(fresh.get()) + keep, 0, bytes - keep, stream);
+      if (e == cudaSuccess && fill >= 0)
+        e = cudaMemsetAsync(static_cast<char*>(fresh.get()) + keep, fill, bytes - keep, stream);
       if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) return detail::Finish(e);
       eager_ = std::move(fresh);
@@ -200,8 +200,8 @@ class LazyRegion {
     access.location.id = device_;
     access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     e = FromDriver(api.set_access(base_ + old, size, &access, 1));
-    if (e == cudaSuccess && zero_new) {
-      e = cudaMemsetAsync(reinterpret_cast<void*>(base_ + old), 0, size, stream);
+    if (e == cudaSuccess && fill >= 0) {
+      e = cudaMemsetAsync(reinterpret_cast<void*>(base_ + old), fill, size, stream);
       if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     }
     if (e != cudaSuccess) {

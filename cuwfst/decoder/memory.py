@@ -4,8 +4,14 @@ and how its memory is managed (the `memory` option).
 memory="lazy" (the default): the GPU decoder's winners log is a lazily committed region
 (CUDA virtual memory management: the worst case is reserved as address space, physical
 memory is mapped as batches need it, and growth never moves a pointer, so no captured CUDA
-graph is re-made); memory="eager": the same log as one device buffer that is replaced by a
-larger one when a batch needs more (the path taken anyway where the driver has no VMM).
+graph is re-made), and offline batches on epsilon-free graphs take the lanes' frontiers,
+claims lists and hash tables from pools shared by all lanes, handed out step by step as
+each lane needs them and committed to what batches use (a batch that outgrows a pool is
+run again after it grows); streams, continuous batching, snapshots and epsilon graphs keep
+every lane's worst case (the static layout), committed on first use. memory="eager":
+everything in plain device buffers, every lane's worst case up front, the log replaced by a
+larger one when a batch needs more (the winners log takes this path anyway where the driver
+has no VMM).
 `CUWFST_MEMORY=eager` in the environment selects the eager path for decoders built without
 an explicit `memory`. Results are identical either way.
 
@@ -18,7 +24,8 @@ Every figure is in bytes unless its name says entries. On the GPU:
              not in `committed`)
   total      committed + graph
   winners_high_water   the most winners-log entries a decode used (8 bytes each)
-  pools      per pool: winners (log + GC tags), workspace, paths
+  pools      per pool: winners (log + GC tags), lanes (frontiers, scratch, claims, hash
+             tables: capacities and high water in entries), workspace, paths
   instances  the same figures per native instance (main; rescue once built)
 """
 
@@ -32,7 +39,9 @@ WINNER_BYTES = 8  # one winners-log entry {prev, arc}
 # GpuDecoder::MemStats, in its order
 MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs", "graph_captures",
              "graph_evictions", "graph_bytes", "winners_committed", "winners_reserved", "arena_capacity", "vmm",
-             "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max")
+             "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max",
+             "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
+             "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash")
 
 
 def resolve_memory(memory: str | None) -> str:
@@ -74,6 +83,10 @@ def gpu_memory_stats(backend) -> dict:
                         "capacity_entries": int(main["arena_capacity"]),
                         "high_water_entries": int(main["arena_high_water"]),
                         "granularity": int(main["granularity"]), "grows": total("arena_grows")},
+            "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed"),
+                      "pooled": bool(main["pooled"]), "grows": total("pool_grows"),
+                      "capacity_entries": {k: int(main[f"pool_cap_{k}"]) for k in ("tokens", "claims", "hash")},
+                      "high_water_entries": {k: int(main[f"pool_high_{k}"]) for k in ("tokens", "claims", "hash")}},
             "workspace": {"committed": total("fixed")},
             "paths": {"committed": total("path_bytes")},
         },

@@ -21,11 +21,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT
+from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT, OVERFLOW_POOL
 
 OVERFLOW_SLOTS = 64
 CAPACITY_BITS = OVERFLOW_HASH | OVERFLOW_CLAIMS | OVERFLOW_KEPT | OVERFLOW_SLOTS
-RESCUE_BITS = CAPACITY_BITS | OVERFLOW_ARENA
+# A full pool (never reported: the decoder grows it and re-runs) would be cured like a full
+# arena, by fewer rows per batch; it is listed so that a row carrying it is never left as is.
+RESCUE_BITS = CAPACITY_BITS | OVERFLOW_ARENA | OVERFLOW_POOL
 
 # decode(instance, rows) decodes `rows` as ONE batch on instance "main" or "rescue",
 # stores their results and returns their overflow bits (one int per row, in order).
@@ -44,7 +46,7 @@ def batches(rows, lengths: np.ndarray, size: int) -> list[list[int]]:
 
 
 def _arena_only(rows, overflow: dict) -> list[int]:
-    return [r for r in rows if overflow[r] & OVERFLOW_ARENA and not overflow[r] & CAPACITY_BITS]
+    return [r for r in rows if overflow[r] & (OVERFLOW_ARENA | OVERFLOW_POOL) and not overflow[r] & CAPACITY_BITS]
 
 
 def _halve_arena(instance: str, rows, overflow: dict, lengths, decode: DecodeBatch, batch: int,

@@ -12,6 +12,7 @@ extern cudaError_t pending;
 extern std::set<void*> device_mem, pinned_mem;
 extern bool bad_access;       // a simulated kernel touched freed or too small memory
 extern int64_t g_need;        // winners entries the simulated batch uses
+extern int64_t g_pool_need[3];  // what a pooled batch asks of each lane pool (0: nothing)
 extern bool sticky;           // cudaStreamSynchronize reports an illegal address
 extern int64_t copy2d_width, copy2d_height;
 extern int captures_begun, launches;

@@ -22,6 +22,7 @@ std::set<void*> device_mem, pinned_mem;
 std::map<const void*, size_t> sizes;  // live device allocations and their bytes
 bool bad_access = false;
 int64_t g_need = 0;
+int64_t g_pool_need[3] = {0, 0, 0};
 bool sticky = false;
 int64_t copy2d_width = -1, copy2d_height = -1;
 int captures_begun = 0, launches = 0;
@@ -53,6 +54,22 @@ static void Backtrack(const Workspace& ws) {
   if (bad_access) return;
   const long long limit = *ws.arena_limit;  // the capacity the host published
   Touch(ws.arena, static_cast<size_t>(limit) * sizeof(cuwfst::WinnerEntry));
+  // a pooled batch: every pool must be backed up to the capacity the host published, and
+  // a need past it flags every lane (kOverflowPool) as the allocators would
+  bool pool_full = false;
+  if (ws.pooled) {
+    Touch(ws.pool_cap, 3 * sizeof(long long));
+    Touch(ws.pool_need, 3 * sizeof(unsigned long long));
+    if (bad_access) return;
+    Touch(ws.tok_state[1], static_cast<size_t>(ws.pool_cap[cuwfst::kPoolTokens]) * 4);
+    Touch(ws.tok_hint, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolTokens]) * 16);
+    Touch(ws.claims, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolClaims]) * 8);
+    Touch(ws.hash_payload, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolHash]) * 8);
+    for (int k = 0; k < 3; ++k) {
+      ws.pool_need[k] = static_cast<unsigned long long>(g_pool_need[k]);
+      pool_full |= g_pool_need[k] > ws.pool_cap[k];
+    }
+  }
   Touch(ws.out_path, L * static_cast<size_t>(ws.path_cap) * sizeof(int32_t));
   Touch(ws.out_path_len, L * sizeof(int32_t));
   Touch(ws.lanes, L * sizeof(LaneCounters));
@@ -63,6 +80,7 @@ static void Backtrack(const Workspace& ws) {
     const int32_t len = ws.commands[l].length;  // the batch initializes every lane
     lc.length = len;
     lc.overflow = (len >= 0 && g_need > limit) ? cuwfst::kOverflowArena : 0;
+    if (len >= 0 && pool_full) lc.overflow |= cuwfst::kOverflowPool;
     lc.final_winner = len >= 0 ? 0 : -2;
     lc.final_score = -static_cast<float>(len);
     lc.reached_final = len >= 0;

@@ -180,6 +180,59 @@ int main() {
     stub::vmm = true;
     CHECK(Nothing());
   }
+  {  // pooled lanes: a batch that outgrows the pools is re-run after they grow in place (no
+     // re-capture); every growth acquisition fails cleanly and the decoder stays usable
+    g_lazy = true;
+    stub::g_need = 10;
+    const std::vector<int32_t> small = {12, 5, 0};  // no path growth (max_frames 16)
+    const int64_t need[3] = {1000, 5000, 20000};
+    int64_t sites = 0;
+    auto config = [] {  // per-lane capacities far above the first pieces
+      DecoderConfig c = Config();
+      c.main_q = 4096;
+      c.claims_cap = 8192;
+      c.hash_cap = 16384;
+      return c;
+    };
+    {
+      GpuDecoder d(Graph(), config());
+      CHECK(Stat(d, 21) == 1);  // offline batches are pooled
+      for (int k = 0; k < 3; ++k) CHECK(Stat(d, 23 + k) < need[k]);
+      for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = need[k];
+      fault::Arm(1 << 30);
+      CHECK(DecodeOk(d, small));
+      sites = fault::Arm(0);
+      CHECK(Stat(d, 22) == 1 && Stat(d, 6) == 1);  // one growth, one capture: replayed after it
+      for (int k = 0; k < 3; ++k) CHECK(Stat(d, 23 + k) >= need[k] && Stat(d, 26 + k) == need[k]);
+      CHECK(DecodeOk(d, small) && Stat(d, 22) == 1);  // room now: no growth
+    }
+    CHECK(sites == 1 + 13);  // the instantiation, then every pool array's new piece
+    int raised = 0;
+    for (int64_t i = 1; i <= sites; ++i) {
+      GpuDecoder d(Graph(), config());
+      int64_t caps0[3];
+      for (int k = 0; k < 3; ++k) caps0[k] = Stat(d, 23 + k);
+      fault::Arm(i);
+      bool threw = false, ok = false;
+      try {
+        ok = DecodeOk(d, small);
+      } catch (const CudaOutOfMemory& e) {
+        threw = std::strstr(e.what(), "cannot grow the lane pools") && std::strstr(e.what(), "stays usable") &&
+                std::strstr(e.what(), "max_lanes");
+        ++raised;
+        for (int k = 0; k < 3; ++k) CHECK(Stat(d, 23 + k) == caps0[k]);  // the old capacities stay
+      }
+      fault::Arm(0);
+      CHECK(threw || ok);
+      CHECK(stub::pending == cudaSuccess);
+      CHECK(live::device_bytes.load() == Stat(d, 1));
+      CHECK(DecodeOk(d, small));
+      CHECK(!stub::bad_access);
+    }
+    CHECK(raised == 13);
+    for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = 0;
+    CHECK(Nothing());
+  }
   const std::vector<int32_t> lens = {60, 10, 0};
   g_lazy = true;
 

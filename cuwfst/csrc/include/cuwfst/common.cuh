@@ -95,6 +95,19 @@ __device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int
   return UpperBound(offsets, n + 1, slot) - 1;
 }
 
+// One warp's exclusive scan of v (int64) over its 32 lanes; returns the exclusive prefix
+// and sets *total to the warp's sum (every thread gets the same total).
+__device__ __forceinline__ int64_t WarpExclusiveScan(int64_t v, int64_t* total) {
+  int64_t incl = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int64_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (static_cast<int>(threadIdx.x & 31) >= d) incl += o;
+  }
+  *total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+  return incl - v;
+}
+
 __device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
 
 // Epsilon closure: the payload a frontier token's hash slot holds between passes,

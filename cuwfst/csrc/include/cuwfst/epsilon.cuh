@@ -51,9 +51,9 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     LaneScanLastBlock(ws);
     return;
   }
-  const int32_t n = pass == 0 ? min(lc.next_size, ws.main_q) : lc.eps_changed;
   const int32_t buf = lc.buf;  // the frontier the step (or the start) built
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t n = pass == 0 ? min(lc.next_size, lc.tok_cap[buf]) : lc.eps_changed;
+  const int64_t q = lc.tok_off[buf];  // the pass's scratch shares the frontier's region
   const int32_t* state = ws.tok_state[buf] + q;
   const float* score = ws.tok_score[buf] + q;
   const int32_t* winner = ws.tok_winner[buf] + q;
@@ -61,9 +61,9 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   int32_t* eps_winner = ws.eps_winner + q;
   int32_t* begin = ws.tok_begin + q;
   float* snap = ws.tok_ub + q;
-  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
-  const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
+  int32_t* offsets = ws.arc_offsets + q;
+  int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, buf);
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, buf)) << kHintShift;
   if (threadIdx.x == 0) running = 0;
   __syncthreads();
   constexpr int kPerRound = kScanThreads * kScanItems;
@@ -130,27 +130,28 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
+  LaneTable table;
   Walk<kWalker>(ws, [&](const LaneView& lv, int32_t j, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
       cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+      table.Load(ws, lc);
     }
     const int32_t arc = lv.begin[j] + (local - lv.offsets[j]);
     const float end = lv.ub[j] + g.arc_weight[arc];  // the CPU's snap_score + weight
     if (!(end > cutoff)) return;
-    uint32_t* keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    const int32_t h = FindOrClaim(ws, cur_lane, keys, static_cast<uint32_t>(g.arc_dest[arc]));
+    const int32_t h = FindOrClaim(ws, cur_lane, table, static_cast<uint32_t>(g.arc_dest[arc]));
     if (h < 0) return;
     const unsigned long long p =
         (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-    if (!(*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p)) return;
-    const unsigned long long old = atomicMax(&payload[h], p);
+    if (!(*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p)) return;
+    const unsigned long long old = atomicMax(&table.payload[h], p);
     // The one raise off the baseline (or off an empty slot) registers the slot for Resolve.
     if (old < p && (old == 0ull || static_cast<uint32_t>(old) == kBaselineSlot)) {
+      const LaneCounters& lc = ws.lanes[cur_lane];
       const int32_t c = atomicAdd(&ws.lanes[cur_lane].eps_touched, 1);
-      if (c < ws.claims_cap) ws.eps_touched[static_cast<int64_t>(cur_lane) * ws.claims_cap + c] = h;
+      if (c < lc.claim_cap) ws.eps_touched[lc.claim_off + c] = h;
       else atomicOr(&ws.lanes[cur_lane].overflow, kOverflowClaims);
     }
   });
@@ -173,17 +174,18 @@ EpsResolveKernel(Workspace ws) {
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
-  const int32_t num = min(lc.eps_touched, ws.claims_cap);
+  const int32_t num = min(lc.eps_touched, lc.claim_cap);
   const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
   const int32_t buf = lc.buf;
   const long long arena_limit = *ws.arena_limit;
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
-  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-  const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  const int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
+  const int64_t q = lc.tok_off[buf];
+  const int32_t frontier_cap = lc.tok_cap[buf];
+  const int64_t hb = lc.hash_off;
+  const int32_t* offsets = ws.arc_offsets + q;
+  const int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, buf);
   const bool hint_ok = lc.hint_ok != 0;
   const int32_t* begin = ws.tok_begin + q;
   const int32_t* eps_winner = ws.eps_winner + q;
@@ -191,7 +193,7 @@ EpsResolveKernel(Workspace ws) {
   int32_t* tok_state = ws.tok_state[buf] + q;
   float* tok_score = ws.tok_score[buf] + q;
   int32_t* tok_winner = ws.tok_winner[buf] + q;
-  const int32_t* touched = ws.eps_touched + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int32_t* touched = ws.eps_touched + lc.claim_off;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
@@ -220,7 +222,7 @@ EpsResolveKernel(Workspace ws) {
       if (h[k] < 0) continue;
       if (is_new[k]) {
         const int32_t idx = new_base + rank[k];
-        if (idx < ws.main_q) {
+        if (idx < frontier_cap) {
           pos[k] = idx;
           tok_state[idx] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);
         } else {
@@ -271,14 +273,15 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
   const LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
   if (blockIdx.x == 0 && threadIdx.x == 0)
-    ws.lanes[lane].closure_added += min(lc.next_size, ws.main_q) - lc.eps_base;
-  const int32_t num = min(lc.claims, ws.claims_cap);
+    ws.lanes[lane].closure_added += min(lc.next_size, lc.tok_cap[lc.buf]) - lc.eps_base;
+  const int32_t num = min(lc.claims, lc.claim_cap);
   const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
-  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-  const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int64_t hb = lc.hash_off;
+  const int2* claims = ws.claims + lc.claim_off;
   for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
     const int32_t h = claims[i].y;
+    if (h < 0) continue;  // a hole (FindOrClaim)
     ws.hash_key[hb + h] = kEmptyKey;
     ws.hash_payload[hb + h] = 0ull;
     ws.hash_pos[hb + h] = -1;

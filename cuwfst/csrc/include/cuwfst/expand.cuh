@@ -51,13 +51,16 @@ struct LaneView {
     max_lp = lc.max_lp;
     row32 = lc.lp_row_f32;
     row16 = lc.lp_row_f16;
-    const int64_t q = static_cast<int64_t>(l) * ws.main_q;
-    offsets = ws.arc_offsets + static_cast<int64_t>(l) * (ws.main_q + 1);
-    hint = ws.tok_hint + static_cast<int64_t>(l) * ws.hint_cap;
+    // the frontier the step expands (Scan flipped buf) and the scratch sharing its region;
+    // a closure pass (epsilon.cuh) expands the frontier just built, in buffer buf
+    const int32_t b = phase == kPhaseEps ? lc.buf : lc.buf ^ 1;
+    const int64_t q = lc.tok_off[b];
+    offsets = ws.arc_offsets + q;
+    hint = ws.tok_hint + HintBase(ws, lc, l, b);
     hint_ok = lc.hint_ok != 0;
     begin = ws.tok_begin + q;
     ub = ws.tok_ub + q;
-    score = ws.tok_score[lc.buf ^ 1] + q;  // the frontier the step expands (Scan flipped buf)
+    score = ws.tok_score[b] + q;
   }
   __device__ __forceinline__ float Acoustic(const DeviceGraph& g, int32_t arc) const {
     if (phase != kPhaseReal) return 0.f;
@@ -193,31 +196,101 @@ MaxKernel(DeviceGraph g, Workspace ws) {
   }
 }
 
+// A lane's recombination table and claims list for this step (read once per lane by the
+// walkers' callbacks).
+struct LaneTable {
+  uint32_t* keys = nullptr;
+  unsigned long long* payload = nullptr;
+  int2* claims = nullptr;
+  int32_t size = 0;       // slots, a power of two; 0: the lane has no table this step
+  int32_t claim_cap = 0;  // entries of the claims list
+
+  __device__ __forceinline__ void Load(const Workspace& ws, const LaneCounters& lc) {
+    keys = ws.hash_key + lc.hash_off;
+    payload = ws.hash_payload + lc.hash_off;
+    claims = ws.claims + lc.claim_off;
+    size = lc.hash_cap;
+    claim_cap = lc.claim_cap;
+  }
+};
+
 // The slot of `dest` in a lane's open-addressing table: a plain read first, a CAS only on
 // an empty slot (within a step a slot goes EMPTY -> key once, so matched and mismatched
-// slots need no atomic); the thread whose CAS claims the slot appends {dest, slot} to the
-// lane's claims list. Returns -1 (and flags kOverflowHash) past kMaxProbes probes.
-__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, uint32_t* keys,
+// slots need no atomic). A thread that finds an empty slot first reserves a place in the
+// claims list, then CASes: the winner writes {dest, slot} there, a loser leaves {-1, -1}
+// (a hole the clears skip) and probes on. So every key in the table is in the claims list
+// and the targeted clears leave the table empty, even when the list is full (the key is
+// then not inserted: kOverflowClaims) — which the pooled layout needs, since the next step
+// may hand this table's slots to another lane. Returns -1 (and flags kOverflowHash) past
+// kMaxProbes probes; a lane without a table (the pool was full: kOverflowPool) gets -1.
+__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
                                                uint32_t dest) {
-  const uint32_t mask = static_cast<uint32_t>(ws.hash_cap - 1);
+  if (t.size == 0) return -1;
+  const uint32_t mask = static_cast<uint32_t>(t.size - 1);
   uint32_t h = HashState(dest) & mask;
   for (int probe = 0; probe < kMaxProbes; ++probe) {
-    uint32_t k = *reinterpret_cast<volatile uint32_t*>(&keys[h]);
+    uint32_t k = *reinterpret_cast<volatile uint32_t*>(&t.keys[h]);
     if (k == kEmptyKey) {
-      k = atomicCAS(&keys[h], kEmptyKey, dest);
+      const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
+      if (c >= t.claim_cap) {
+        atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
+        return -1;
+      }
+      k = atomicCAS(&t.keys[h], kEmptyKey, dest);
       if (k == kEmptyKey) {
-        int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
-        int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
-        if (c < ws.claims_cap) claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
-        else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
+        t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
         return static_cast<int32_t>(h);
       }
+      t.claims[c] = make_int2(-1, -1);
     }
     if (k == dest) return static_cast<int32_t>(h);
     h = (h + 1) & mask;
   }
   atomicOr(&ws.lanes[lane].overflow, kOverflowHash);
   return -1;
+}
+
+// The pooled layout's next frontiers (ExpandKernel's last block; see types.cuh): each lane
+// that takes a step gets min(claims, main_q) tokens plus the arc_offsets sentinel in the
+// buffer its step builds (lc.buf, flipped by Scan), in lane order; a lane past the pool's
+// committed capacity gets none and is flagged kOverflowPool. Lanes without a step keep
+// nothing: in an offline batch they are unused or finished, and nothing reads their
+// frontier again (a finished lane's result is in final_winner).
+__device__ __forceinline__ void FrontierAllocLastBlock(Workspace& ws) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(ws.alloc_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x >= 32) return;
+  __threadfence();
+  const long long cap = ws.pool_cap[kPoolTokens];
+  int64_t carry = 0;
+  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+    const int32_t l = base + threadIdx.x;
+    int64_t size = 0;
+    if (l < ws.max_lanes) {
+      const volatile LaneCounters& vc = ws.lanes[l];
+      if (vc.phase != kPhaseIdle) size = static_cast<int64_t>(min(vc.claims, ws.main_q)) + 1;
+    }
+    int64_t total;
+    const int64_t off = carry + WarpExclusiveScan(size, &total);
+    if (l < ws.max_lanes && size > 0) {
+      LaneCounters& lc = ws.lanes[l];
+      const int32_t dst = lc.buf;
+      const bool fits = off + size <= cap;
+      lc.tok_off[dst] = off;
+      lc.tok_cap[dst] = fits ? static_cast<int32_t>(size - 1) : 0;
+      if (!fits) lc.overflow |= kOverflowPool;
+    }
+    carry += total;
+  }
+  if (threadIdx.x == 0) {
+    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(carry));
+    *ws.alloc_done = 0;
+  }
 }
 
 // ExpandKernel — per step, same grid and slots as MaxKernel.
@@ -227,35 +300,39 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
 // first claimer appends {state, hash slot} to the claims list, then one 64-bit atomicMax
 // of {ordered end : local slot} resolves the best score and its argmax together (a tie
 // keeps the larger slot). Writes: hash keys/payloads, claims, overflow bits.
+// Pooled layout: the grid's last block then hands out the next frontiers
+// (FrontierAllocLastBlock), so every block reaches the end, an idle step included.
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 ExpandKernel(DeviceGraph g, Workspace ws) {
-  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  const int32_t final_state = g.num_states - 1;
-  int32_t cur_lane = -1;
-  float cutoff = INFINITY;
-  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
-    if (lv.lane != cur_lane) {
-      cur_lane = lv.lane;
-      const LaneCounters& lc = ws.lanes[cur_lane];
-      cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-    }
-    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
-    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
-    if (!(end > cutoff)) return;
-    uint32_t* keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
-                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
-    const unsigned long long p =
-        (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-    const int32_t h = FindOrClaim(ws, cur_lane, keys, dest);
-    if (h < 0) return;
-    // Dominance: a candidate below the slot's current best cannot win (a stale read is
-    // only lower, so this never drops a winner).
-    if (*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p) atomicMax(&payload[h], p);
-  });
+  if (ws.lane_arc_offsets[ws.max_lanes] != 0) {  // else an idle step
+    const int32_t final_state = g.num_states - 1;
+    int32_t cur_lane = -1;
+    float cutoff = INFINITY;
+    LaneTable table;
+    Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
+      if (lv.lane != cur_lane) {
+        cur_lane = lv.lane;
+        const LaneCounters& lc = ws.lanes[cur_lane];
+        cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+        table.Load(ws, lc);
+      }
+      if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
+      const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+      const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
+      if (!(end > cutoff)) return;
+      const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
+                                                       : static_cast<uint32_t>(g.arc_dest[arc]);
+      const unsigned long long p =
+          (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
+      const int32_t h = FindOrClaim(ws, cur_lane, table, dest);
+      if (h < 0) return;
+      // Dominance: a candidate below the slot's current best cannot win (a stale read is
+      // only lower, so this never drops a winner).
+      if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
+    });
+  }
+  if (ws.pooled) FrontierAllocLastBlock(ws);
 }
 
 }  // namespace cuwfst

@@ -16,7 +16,11 @@ namespace cuwfst {
 // lane may step through. Every lane not initialized here is parked (phase idle): the
 // start-closure passes that may follow must take only the new lanes, and every Scan
 // decides each lane's phase anew. reset_arena: a whole batch starts (offline decode):
-// the winners cursor returns to 0.
+// the winners cursor returns to 0 and the pools' demand counters restart.
+// Layout (types.cuh, Workspace::pooled): an initialized lane gets the static layout's
+// regions, or with pooled its start token at tokens [2 * lane, 2 * lane + 2) of buffer 0
+// (the pools always hold 2 x max_lanes tokens) and no claims or hash region until its first
+// ScanKernel hands them out.
 // After an init a lane depends on nothing left from its previous row, except the hash
 // tables, which Finalize, ClearClaimsKernel and HashSanitizeKernel leave empty.
 // With epsilon closure the start token also enters the lane's hash as the closure expects
@@ -31,6 +35,10 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   if (lane == 0 && reset_arena) {
     *ws.arena_cursor = 0ull;
     *ws.scan_done = 0;
+    *ws.alloc_done = 0;
+    ws.pool_need[kPoolTokens] = 2ull * ws.max_lanes;
+    ws.pool_need[kPoolClaims] = 0ull;
+    ws.pool_need[kPoolHash] = 0ull;
   }
   if (!(cmd.op & kCmdInit)) {
     if (cmd.op & kCmdRelease) {
@@ -70,18 +78,26 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.redirected = 0;
   lc.lp_row_f32 = nullptr;
   lc.lp_row_f16 = nullptr;
-  int64_t base = static_cast<int64_t>(lane) * ws.main_q;
+  if (ws.pooled) {
+    lc.tok_off[0] = lc.tok_off[1] = 2ll * lane;
+    lc.tok_cap[0] = lc.tok_cap[1] = 1;
+    lc.claim_off = lc.hash_off = 0;
+    lc.claim_cap = lc.hash_cap = 0;
+  } else {
+    StaticLayout(ws, lane, lc);
+  }
+  const int64_t base = lc.tok_off[0];
   ws.tok_state[0][base] = g.start_state;
   ws.tok_score[0][base] = 0.f;
   ws.tok_winner[0][base] = -1;
   ws.out_path_len[lane] = 0;
-  if (used && ws.eps_iterations > 0) {
-    const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-    const uint32_t h = HashState(static_cast<uint32_t>(g.start_state)) & static_cast<uint32_t>(ws.hash_cap - 1);
+  if (used && ws.eps_iterations > 0) {  // (the static layout: epsilon graphs are never pooled)
+    const int64_t hb = lc.hash_off;
+    const uint32_t h = HashState(static_cast<uint32_t>(g.start_state)) & static_cast<uint32_t>(lc.hash_cap - 1);
     ws.hash_key[hb + h] = static_cast<uint32_t>(g.start_state);  // the table is empty here
     ws.hash_payload[hb + h] = EpsBaseline(0.f);
     ws.hash_pos[hb + h] = 0;
-    ws.claims[static_cast<int64_t>(lane) * ws.claims_cap] = make_int2(g.start_state, static_cast<int32_t>(h));
+    ws.claims[lc.claim_off] = make_int2(g.start_state, static_cast<int32_t>(h));
     lc.claims = 1;
   }
 }
@@ -115,22 +131,49 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   __threadfence();
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
-  // lane loses its step because of the others.
-  int64_t carry = 0;
+  // lane loses its step because of the others. Pooled: the same pass hands out each lane's
+  // claims list and hash table for the step (PooledClaimsBound / PooledHashSize), in lane
+  // order; a lane past a pool's committed capacity gets none and is flagged kOverflowPool
+  // (its step claims nothing; the host grows the pool and re-runs the batch).
+  int64_t carry = 0, c_carry = 0, h_carry = 0;
+  const long long c_cap = ws.pooled ? ws.pool_cap[kPoolClaims] : 0;
+  const long long h_cap = ws.pooled ? ws.pool_cap[kPoolHash] : 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
     const int64_t v = l < ws.max_lanes ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
-    int64_t incl = v;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int64_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-      if (static_cast<int>(threadIdx.x) >= d) incl += o;
+    int64_t step_total;
+    const int64_t excl = WarpExclusiveScan(v, &step_total);
+    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
+    carry += step_total;
+    if (ws.pooled) {
+      int32_t bound = 0, hsize = 0;
+      if (l < ws.max_lanes) {
+        const int32_t phase = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase);
+        bound = PooledClaimsBound(ws, phase, static_cast<int32_t>(v));
+        hsize = PooledHashSize(ws, bound);
+      }
+      int64_t c_total, h_total;
+      const int64_t c_off = c_carry + WarpExclusiveScan(bound, &c_total);
+      const int64_t h_off = h_carry + WarpExclusiveScan(hsize, &h_total);
+      if (l < ws.max_lanes) {
+        LaneCounters& lc = ws.lanes[l];
+        const bool fits = bound == 0 || (c_off + bound <= c_cap && h_off + hsize <= h_cap);
+        lc.claim_off = c_off;
+        lc.claim_cap = fits ? bound : 0;
+        lc.hash_off = h_off;
+        lc.hash_cap = fits ? hsize : 0;
+        if (!fits) lc.overflow |= kOverflowPool;
+      }
+      c_carry += c_total;
+      h_carry += h_total;
     }
-    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + incl - v;
-    carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
   }
   if (threadIdx.x == 0) {
     ws.lane_arc_offsets[ws.max_lanes] = carry;
+    if (ws.pooled) {
+      atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_carry));
+      atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_carry));
+    }
     *ws.scan_done = 0;
   }
 }
@@ -157,16 +200,17 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     return;
   }
   // The frontier the previous step (and its epsilon closure) built; at t = 0 the start
-  // token and its closure.
-  const int32_t n = min(lc.next_size, ws.main_q);
+  // token and its closure. The step's scratch shares the frontier's region (tok_off).
   const int32_t cur = lc.buf;
-  const int32_t* state = ws.tok_state[cur] + static_cast<int64_t>(lane) * ws.main_q;
-  const float* score = ws.tok_score[cur] + static_cast<int64_t>(lane) * ws.main_q;
-  int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
-  float* ub = ws.tok_ub + static_cast<int64_t>(lane) * ws.main_q;
-  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
-  const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
+  const int32_t n = min(lc.next_size, lc.tok_cap[cur]);
+  const int64_t q = lc.tok_off[cur];
+  const int32_t* state = ws.tok_state[cur] + q;
+  const float* score = ws.tok_score[cur] + q;
+  int32_t* begin = ws.tok_begin + q;
+  float* ub = ws.tok_ub + q;
+  int32_t* offsets = ws.arc_offsets + q;
+  int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, cur);
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
 
   int32_t phase = kPhaseReal;
   if (t == T) {

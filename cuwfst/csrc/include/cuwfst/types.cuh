@@ -22,6 +22,9 @@ enum : int32_t {
   kOverflowPath = 32,    // best path longer than path_cap
   kOverflowSlots = 64,   // ONE lane's arcs of one step exceeded 2^31 slots (its local,
                          // int32 slot space); the batch's total is int64 and never drops a step
+  kOverflowPool = 128,   // the lane pool could not hold this lane's step (pooled layout, offline
+                         // batches): the host grows the pool and re-runs the batch, so it is
+                         // never reported
 };
 
 constexpr int32_t kRedirectArcBit = 1 << 30;
@@ -135,6 +138,19 @@ struct LaneCounters {
   float partial_score;       // PartialKernel: the best current token's score
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
+  // Where the lane's per-token, claims and hash arrays are (elements of the pools; see
+  // Workspace::pooled). tok_off[b]/tok_cap[b]: the lane's frontier in buffer b holds at most
+  // tok_cap[b] tokens from tok_off[b]; the step scratch indexed by those tokens (tok_begin,
+  // tok_ub, eps_tok, eps_winner; arc_offsets with its one extra entry) shares the offset,
+  // tok_hint sits at HintBase. claim_off/claim_cap: this step's claims list (and the
+  // closure's touched list); hash_off/hash_cap: its hash table, a power of two (0: none).
+  long long tok_off[2];
+  int32_t tok_cap[2];
+  int32_t claim_cap;
+  long long claim_off;
+  long long hash_off;
+  int32_t hash_cap;
+  int32_t pad;
 };
 
 struct WinnerEntry {
@@ -142,38 +158,57 @@ struct WinnerEntry {
   int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
 };
 
+// Pools: the frontier buffers, the step scratch, the claims lists and the hash tables of
+// all lanes. Two layouts of the same arrays:
+//  * static (pooled = 0): lane l owns [l * (main_q + 1), ...) of each per-token array,
+//    [l * claims_cap, ...) of the claims and [l * hash_cap, ...) of the hash, for the
+//    decoder's life (LaneSetupKernel writes the offsets);
+//  * pooled (pooled = 1, offline batches on epsilon-free graphs): regions are handed out
+//    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes: the
+//    claims list and the hash table of a step once its slots are known (ScanKernel's last
+//    block; claims <= slots), the next frontier once its claims are known (ExpandKernel's
+//    last block; survivors <= claims). A step that does not fit flags kOverflowPool; the
+//    host commits more (pool_need says how much was asked) and re-runs the batch. Every
+//    lane of an offline batch steps in lockstep until it finishes, so all live frontiers
+//    sit in the same buffer and the new ones never overwrite a live one.
+enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
+
 // The per-decoder workspace (capacities are fixed at construction).
 struct Workspace {
   int32_t max_lanes;
   int32_t main_q;       // frontier capacity per lane
   int32_t claims_cap;   // distinct states per lane per step
-  int32_t hash_cap;     // power of two, per lane
+  int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
+  int32_t pooled;       // 1: per-step regions from the pools (see above)
+  const long long* pool_cap;     // [kPools] committed entries of each pool (device)
+  unsigned long long* pool_need;  // [kPools] the most a step of this batch asked of each pool
+  int32_t* alloc_done;  // ExpandKernel's last-block-done counter (0 between launches)
   int32_t path_cap;     // best-path arcs per lane
   int32_t eps_iterations;  // closure passes per real step (0: an epsilon-free decode)
-  // frontier double buffer [2][max_lanes][main_q]
+  // frontier double buffer: per-token pool [2] (a lane's tokens at LaneCounters::tok_off)
   int32_t* tok_state[2];
   float* tok_score[2];
   int32_t* tok_winner[2];
-  // per step, per lane [max_lanes][main_q (+1)]
+  // per step, per token of the frontier being expanded (same offsets)
   int32_t* tok_begin;    // first arc of each token for this phase
   float* tok_ub;         // score + max emitting weight (upper-bound ingredient)
-  int32_t* arc_offsets;  // exclusive degree prefix sums, [max_lanes][main_q + 1]
-  int32_t* tok_hint;     // [max_lanes][hint_cap]: the token holding slot k * kHintStride
-  int32_t hint_cap;
+  int32_t* arc_offsets;  // exclusive degree prefix sums (a region's tok_cap + 1 entries)
+  int32_t* tok_hint;     // the token holding slot k * kHintStride (HintBase / HintCap)
+  int32_t hint_cap;      // static layout: entries per lane
   // [max_lanes + 1] the flattened slot space: lane l owns global slots
   // [lane_arc_offsets[l], lane_arc_offsets[l + 1]). int64 because the batch's total can pass
   // 2^31 (1024 lanes x 2^21 slots) while each lane's own span stays below 2^31.
   int64_t* lane_arc_offsets;
   int32_t* scan_done;         // ScanKernel's last-block-done counter (0 between launches)
-  // recombination
-  uint32_t* hash_key;        // [max_lanes][hash_cap]
+  // recombination (a lane's table at hash_off, its claims at claim_off)
+  uint32_t* hash_key;
   unsigned long long* hash_payload;  // {ordered end : slot}
-  int2* claims;              // [max_lanes][claims_cap] {state, hash slot}
+  int2* claims;              // {state, hash slot}; {-1, -1}: a claim that lost its slot's race
   // epsilon closure only (nullptr otherwise; epsilon.cuh)
-  int32_t* hash_pos;         // [max_lanes][hash_cap] frontier index of a claimed slot's state, -1
-  int32_t* eps_tok;          // [max_lanes][main_q] a pass's changed tokens (frontier indices)
-  int32_t* eps_winner;       // [max_lanes][main_q] their winners at the start of the pass
-  int32_t* eps_touched;      // [max_lanes][claims_cap] hash slots claimed or improved by a pass
+  int32_t* hash_pos;         // frontier index of a claimed slot's state, -1 (hash offsets)
+  int32_t* eps_tok;          // a pass's changed tokens (frontier indices; token offsets)
+  int32_t* eps_winner;       // their winners at the start of the pass (token offsets)
+  int32_t* eps_touched;      // hash slots claimed or improved by a pass (claims offsets)
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
   // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it
@@ -194,5 +229,42 @@ struct Workspace {
   int32_t* drain;            // [max_lanes][path_cap] final arcs a round cut off, root first
   int32_t* drain_len;        // [max_lanes]
 };
+
+// Where a lane's tok_hint region for frontier buffer b starts and how many entries it has:
+// static, the lane's fixed slice; pooled, four entries per token of the region.
+__host__ __device__ inline int64_t HintBase(const Workspace& ws, const LaneCounters& lc, int32_t lane, int32_t b) {
+  return ws.pooled ? 4 * lc.tok_off[b] : static_cast<int64_t>(lane) * ws.hint_cap;
+}
+__host__ __device__ inline int32_t HintCap(const Workspace& ws, const LaneCounters& lc, int32_t b) {
+  const int64_t c = 4 * (static_cast<int64_t>(lc.tok_cap[b]) + 1);
+  return ws.pooled ? static_cast<int32_t>(c < ws.hint_cap ? c : ws.hint_cap) : ws.hint_cap;
+}
+
+// The static layout's regions of lane l (LaneSetupKernel; the host's copies, snapshots).
+__host__ __device__ inline void StaticLayout(const Workspace& ws, int32_t lane, LaneCounters& lc) {
+  const int64_t q = static_cast<int64_t>(lane) * (ws.main_q + 1);
+  lc.tok_off[0] = lc.tok_off[1] = q;
+  lc.tok_cap[0] = lc.tok_cap[1] = ws.main_q;
+  lc.claim_off = static_cast<int64_t>(lane) * ws.claims_cap;
+  lc.claim_cap = ws.claims_cap;
+  lc.hash_off = static_cast<int64_t>(lane) * ws.hash_cap;
+  lc.hash_cap = ws.hash_cap;
+}
+
+// A pooled step's claims bound and hash size for a lane (ScanKernel's last block): every
+// claim is a distinct destination of an admitted arc, so at most the step's slots, and at
+// most one (the final state) on a final or redirect step; the table keeps its load <= 1/2.
+// The static layout's per-lane capacities cap both, as they do there.
+__host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_t phase, int32_t slots) {
+  if (phase == kPhaseIdle || slots <= 0) return 0;
+  if (phase != kPhaseReal) return 1;
+  return slots < ws.claims_cap ? slots : ws.claims_cap;
+}
+__host__ __device__ inline int32_t PooledHashSize(const Workspace& ws, int32_t claims_bound) {
+  if (claims_bound <= 0) return 0;
+  int64_t h = 2;
+  while (h < 2 * static_cast<int64_t>(claims_bound)) h <<= 1;
+  return static_cast<int32_t>(h < ws.hash_cap ? h : ws.hash_cap);
+}
 
 }  // namespace cuwfst
