@@ -53,8 +53,9 @@ class FakeGpuModule:
 
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
-        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-2]))  # eps_iterations, lazy
-        self.lazy[h] = bool(rest[-1])
+        # the last three: eps_iterations, lazy, lane_pool
+        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-3]))
+        self.lazy[h] = bool(rest[-2])
         return h
 
     def gpu_decoder_mem_stats(self, h, out):

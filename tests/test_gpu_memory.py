@@ -21,6 +21,14 @@ TINY = Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny"
 OPTS = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=200)
 
 
+@pytest.fixture(autouse=True)
+def pooled_wherever_possible(monkeypatch):
+    """The graphs here are small, and the automatic choice would keep their lanes static
+    (pooling pays above twice the pools' first pieces): take the pooled layout whenever
+    memory is lazy, so these tests run it."""
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+
+
 def _mod():
     from cuwfst.jit.decoder import module
 
@@ -296,6 +304,19 @@ def test_gc_interval_on_the_tiny_tlg_long_form():
     off = Decoder(graph, device="cuda", max_lanes=2).decode(long)
     assert_same_hypotheses(graph, long, cpu, on, "tiny TLG gc on")
     assert_same_hypotheses(graph, long, cpu, off, "tiny TLG gc off")
+
+
+def test_auto_keeps_small_decoders_static_and_pools_large_ones(monkeypatch):
+    monkeypatch.setenv("CUWFST_LANE_POOL", "auto")
+    graph = random_ctc_graph(np.random.default_rng(2), 300, 12, 5, 0.2)
+    small = Decoder(graph, OPTS, device="cuda", max_lanes=4).memory_stats()
+    assert small["memory"] == "lazy" and not small["pools"]["lanes"]["pooled"]
+    big = Decoder(Graph.load(TINY / "HLG.img"), device="cuda", max_lanes=512).memory_stats()
+    assert big["pools"]["lanes"]["pooled"], "512 lanes of the tiny HLG: ~75 MiB static, pooled"
+    assert big["pools"]["lanes"]["committed"] < big["pools"]["lanes"]["reserved"] / 2
+    monkeypatch.setenv("CUWFST_LANE_POOL", "sometimes")
+    with pytest.raises(ValueError, match="CUWFST_LANE_POOL"):
+        Decoder(graph, OPTS, device="cuda")
 
 
 def test_gc_interval_rejects_nonsense():

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
-from cuwfst.decoder.memory import MEMORY_MODES, resolve_memory
+from cuwfst.decoder.memory import MEMORY_MODES, lane_pool_mode, resolve_memory
 from helpers import random_ctc_graph, random_log_probs
 
 KEYS = {"device", "memory", "reserved", "committed", "fixed", "graph", "total", "pinned", "winners_high_water",
@@ -63,3 +63,15 @@ def test_memory_option_and_environment(graph, monkeypatch):
 def test_gc_interval_is_checked(graph, bad):
     with pytest.raises(ValueError, match="gc_interval"):
         Decoder(graph, gc_interval=bad)
+
+
+def test_lane_pool_mode(monkeypatch):
+    monkeypatch.delenv("CUWFST_LANE_POOL", raising=False)
+    assert lane_pool_mode("lazy") == 2 and lane_pool_mode("eager") == 0  # auto; eager never pools
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    assert lane_pool_mode("lazy") == 1 and lane_pool_mode("eager") == 0
+    monkeypatch.setenv("CUWFST_LANE_POOL", "off")
+    assert lane_pool_mode("lazy") == 0
+    monkeypatch.setenv("CUWFST_LANE_POOL", "yes")
+    with pytest.raises(ValueError, match="CUWFST_LANE_POOL"):
+        lane_pool_mode("lazy")

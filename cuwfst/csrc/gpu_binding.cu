@@ -211,7 +211,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
-                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy) {
+                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
+                         int64_t lane_pool) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -256,6 +257,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
   c.eps_iterations = static_cast<int32_t>(eps_iterations);
   c.lazy = lazy;
+  if (lane_pool < 0 || lane_pool > 2) TVM_FFI_THROW(ValueError) << "lane_pool must be 0 (off), 1 (on) or 2 (auto)";
+  c.lane_pool = static_cast<int32_t>(lane_pool);
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

@@ -118,7 +118,7 @@ void GpuDecoder::Allocate() {
   // The lane pools (types.cuh). Offline batches on epsilon-free graphs take the pooled
   // layout when memory is lazy (a region's hint takes 4 entries a token, so main_q must
   // keep them inside tok_hint's int32 slot space); everything else takes the static one.
-  pooled_ok_ = cfg_.lazy && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
+  pooled_ok_ = cfg_.lazy && cfg_.lane_pool != 0 && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
   pool_max_[kPoolTokens] = L * (Q + 1);
   pool_max_[kPoolClaims] = L * cfg_.claims_cap;
   pool_max_[kPoolHash] = L * cfg_.hash_cap;
@@ -151,9 +151,17 @@ void GpuDecoder::Allocate() {
     add(reinterpret_cast<void**>(&ws_.eps_winner), kPoolTokens, 4, 1, -1, F);
     add(reinterpret_cast<void**>(&ws_.eps_touched), kPoolClaims, 4, 1, -1, C);
   }
+  if (pooled_ok_ && cfg_.lane_pool == 2) {  // auto: only where pooling can hold less
+    const size_t piece = std::max<size_t>(VmmGranularity(device()), size_t{2} << 20);
+    int64_t static_bytes = 0;
+    for (const auto& a : pool_arrays_) static_bytes += a->static_entries * a->elem;
+    pooled_ok_ = static_bytes > static_cast<int64_t>(2 * pool_arrays_.size() * piece);
+  }
   for (auto& a : pool_arrays_) {
-    // the reservation covers both layouts: the static one and 4 hint entries a token
-    const int64_t most = std::max<int64_t>(a->static_entries, a->per_entry * pool_max_[a->pool]);
+    // both layouts fit: the static one, and (pooled) 4 hint entries a token, 3 a lane more
+    // than the static hint slices; the static commit takes it all
+    if (pooled_ok_) a->static_entries = std::max<int64_t>(a->static_entries, a->per_entry * pool_max_[a->pool]);
+    const int64_t most = a->static_entries;
     cudaError_t e = a->region.Init(static_cast<size_t>(most) * a->elem, pooled_ok_);
     if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e))
       e = a->region.Init(static_cast<size_t>(most) * a->elem, false);  // VMM refused: eager

@@ -49,6 +49,10 @@ struct DecoderConfig {
   // also lets offline batches on epsilon-free graphs take the pooled layout of the lanes'
   // frontiers, claims and hash tables (types.cuh), committed as batches need it.
   bool lazy = true;
+  // The pooled layout for offline batches (with lazy, on epsilon-free graphs): 0 off, 1 on,
+  // 2 auto (on where the static layout is larger than what the pools' first pieces take,
+  // twice over: a small decoder holds less with every lane's worst case).
+  int32_t lane_pool = 2;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)

@@ -11,7 +11,7 @@ import numpy as np
 from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
-from .memory import MEM_STATS, gpu_memory_stats, resolve_memory
+from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, resolve_memory
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -116,7 +116,8 @@ class GpuInstance:
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
-            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy")
+            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
+            lane_pool_mode(memory))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0

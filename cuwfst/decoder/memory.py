@@ -44,6 +44,22 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash")
 
 
+LANE_POOL = {"off": 0, "on": 1, "auto": 2}
+
+
+def lane_pool_mode(memory: str) -> int:
+    """The native lane_pool flag: off under memory="eager"; under "lazy", $CUWFST_LANE_POOL
+    (on / off / auto), else auto: pooled where the static layout is larger than twice what
+    the pools' first 2 MiB pieces take (a small decoder holds less with every lane's worst
+    case)."""
+    if memory == "eager":
+        return LANE_POOL["off"]
+    v = os.environ.get("CUWFST_LANE_POOL") or "auto"
+    if v not in LANE_POOL:
+        raise ValueError(f"CUWFST_LANE_POOL must be one of {', '.join(map(repr, LANE_POOL))}, got {v!r}")
+    return LANE_POOL[v]
+
+
 def resolve_memory(memory: str | None) -> str:
     """The memory mode: the argument, else $CUWFST_MEMORY, else "lazy"."""
     if memory is None:

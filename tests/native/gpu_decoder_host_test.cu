@@ -167,6 +167,11 @@ static void Walks(bool lazy) {
 int main() {
   Walks(true);
   Walks(false);
+  {  // auto keeps a small decoder's lanes static: pooling could only hold more
+    g_lazy = true;
+    GpuDecoder d(Graph(), Config());
+    CHECK(Stat(d, 21) == 0);
+  }
   {  // a driver without VMM: a lazy decoder takes the eager log, and works
     stub::vmm = false;
     g_lazy = true;
@@ -189,6 +194,7 @@ int main() {
     int64_t sites = 0;
     auto config = [] {  // per-lane capacities far above the first pieces
       DecoderConfig c = Config();
+      c.lane_pool = 1;  // on (auto would keep so small a decoder static)
       c.main_q = 4096;
       c.claims_cap = 8192;
       c.hash_cap = 16384;

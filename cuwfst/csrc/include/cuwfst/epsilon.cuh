@@ -281,7 +281,6 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
   const int2* claims = ws.claims + lc.claim_off;
   for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
     const int32_t h = claims[i].y;
-    if (h < 0) continue;  // a hole (FindOrClaim)
     ws.hash_key[hb + h] = kEmptyKey;
     ws.hash_payload[hb + h] = 0ull;
     ws.hash_pos[hb + h] = -1;

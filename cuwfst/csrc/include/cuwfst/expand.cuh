@@ -216,13 +216,14 @@ struct LaneTable {
 
 // The slot of `dest` in a lane's open-addressing table: a plain read first, a CAS only on
 // an empty slot (within a step a slot goes EMPTY -> key once, so matched and mismatched
-// slots need no atomic). A thread that finds an empty slot first reserves a place in the
-// claims list, then CASes: the winner writes {dest, slot} there, a loser leaves {-1, -1}
-// (a hole the clears skip) and probes on. So every key in the table is in the claims list
-// and the targeted clears leave the table empty, even when the list is full (the key is
-// then not inserted: kOverflowClaims) — which the pooled layout needs, since the next step
-// may hand this table's slots to another lane. Returns -1 (and flags kOverflowHash) past
-// kMaxProbes probes; a lane without a table (the pool was full: kOverflowPool) gets -1.
+// slots need no atomic); the thread whose CAS claims the slot appends {dest, slot} to the
+// lane's claims list. A thread claims at most one slot, so a step's claims are at most its
+// admitted slots (the pooled layout sizes the list by that). Past the list's end the key
+// stays in the table unlisted (kOverflowClaims): the targeted clears miss it, so the table
+// is wiped whole — at the sequence's end (HashSanitizeKernel) and, pooled, by the lane's
+// next ScanKernel, before the pool hands the table to another lane. Returns -1 (and flags
+// kOverflowHash) past kMaxProbes probes; a lane without a table this step (the pool was
+// full: kOverflowPool) gets -1.
 __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
                                                uint32_t dest) {
   if (t.size == 0) return -1;
@@ -231,17 +232,13 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
   for (int probe = 0; probe < kMaxProbes; ++probe) {
     uint32_t k = *reinterpret_cast<volatile uint32_t*>(&t.keys[h]);
     if (k == kEmptyKey) {
-      const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
-      if (c >= t.claim_cap) {
-        atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
-        return -1;
-      }
       k = atomicCAS(&t.keys[h], kEmptyKey, dest);
       if (k == kEmptyKey) {
-        t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
+        const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
+        if (c < t.claim_cap) t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
+        else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
         return static_cast<int32_t>(h);
       }
-      t.claims[c] = make_int2(-1, -1);
     }
     if (k == dest) return static_cast<int32_t>(h);
     h = (h + 1) & mask;

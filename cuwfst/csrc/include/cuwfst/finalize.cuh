@@ -68,8 +68,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
       const int32_t i = first + k;
       keep[k] = 0;
       hslot[k] = -1;
-      const int2 c = i < c_end ? claims[i] : make_int2(-1, -1);
-      if (c.y >= 0) {  // (a hole: a claim that lost its slot's race, FindOrClaim)
+      if (i < c_end) {
+        const int2 c = claims[i];
         const unsigned long long p = payload[c.y];
         end[k] = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
         slot[k] = static_cast<int32_t>(p & 0xFFFFFFFFull);
@@ -147,11 +147,11 @@ __global__ void BacktrackKernel(Workspace ws) {
     out[kept - 1 - k] = ws.arena[w].arc;
 }
 
-// HashSanitizeKernel — once per decode, grid (blocks, max_lanes). A belt-and-braces wipe
-// of the table of a lane whose claims list overflowed or whose probes ran out (since
-// FindOrClaim inserts a key only with its claim listed, the targeted clears already left
-// it empty). all_slots > 0: the host's recovery after a sequence that failed half-way —
-// every slot of the hash pool, [0, all_slots), is wiped, whatever the layout.
+// HashSanitizeKernel — once per decode, grid (blocks, max_lanes). A lane whose claims
+// list overflowed (or whose step was dropped) may hold CAS-claimed slots the targeted
+// clear never saw: wipe its table (its last step's, pooled) so the next decode starts
+// clean. all_slots > 0: the host's recovery after a sequence that failed half-way — every
+// slot of the hash pool, [0, all_slots), is wiped, whatever the layout.
 __global__ void HashSanitizeKernel(Workspace ws, int64_t all_slots) {
   const int32_t lane = blockIdx.y;
   int64_t base = 0, n = all_slots, i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;

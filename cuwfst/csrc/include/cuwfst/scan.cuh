@@ -189,6 +189,20 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __shared__ int64_t running;
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
+  if (ws.pooled && lc.claims > lc.claim_cap) {
+    // The previous step's claims list overflowed, so its table holds keys no claim lists
+    // (FindOrClaim): wipe it before this step's last block hands the pool's tables out
+    // again (that block starts after every CTA, this one included, is done).
+    uint32_t* keys = ws.hash_key + lc.hash_off;
+    unsigned long long* payload = ws.hash_payload + lc.hash_off;
+    for (int32_t i = threadIdx.x; i < lc.hash_cap; i += blockDim.x) {
+      keys[i] = kEmptyKey;
+      payload[i] = 0ull;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) lc.claims = 0;
+    __syncthreads();
+  }
   const int32_t T = lc.length;
   const int32_t t = lc.t;
   if (T < 0 || t > T || (t < T && t >= lc.avail)) {
