@@ -199,7 +199,9 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       arena_high_water_ = std::max(arena_high_water_, cursor);
-      delta = std::max<unsigned long long>(cursor > before ? cursor - before : 0, 1024);
+      // the most a segment appended so far: a quiet segment after a busy one must not shrink
+      // the room kept for the next (a segment that outruns the log cannot be re-run)
+      delta = std::max<unsigned long long>(delta, cursor > before ? cursor - before : 0);
       // harvest the lanes whose row took its final step
       int64_t width = 0;
       bool done_any = false;
