@@ -254,6 +254,63 @@ def test_every_lazy_commit_site_fails_cleanly():
     assert raised >= 1, "the log's commit must be among the sites"
 
 
+def test_every_lane_pool_growth_site_fails_cleanly(monkeypatch):
+    """Pooled lanes that must grow (192 lanes of the tiny HLG outgrow every pool's first
+    piece): each acquisition of the decode fails in turn; the pools keep their capacity, the
+    decoder holds exactly what it says and then decodes exactly (tests/test_gpu_memory.py
+    proves the growth itself)."""
+    import torch
+
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    graph = Graph.load(Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny" / "HLG.img")
+    g = torch.Generator(device="cuda").manual_seed(4)
+    lp = (torch.randn(192, 30, graph.vocab_size, device="cuda", generator=g) * 2).log_softmax(-1)
+    sample = [0, 77, 191]
+    host = lp[sample].cpu().numpy()
+    cpu = Decoder(graph).decode(host)
+    mod = _mod()
+
+    def fresh():
+        return Decoder(graph, device="cuda", max_lanes=192)
+
+    dec = fresh()
+    mod.gpu_fault_injection(1 << 40)
+    got = dec.decode(lp)
+    sites = mod.gpu_fault_injection(0)
+    assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "counting run")
+    assert dec.memory_stats()["pools"]["lanes"]["grows"] >= 1, "the walk must grow the pools"
+    del dec
+    gc.collect()
+    before = _mem(mod)
+    raised = 0
+    for i in range(1, sites + 1):
+        dec = fresh()
+        live0, st0 = _mem(mod), dec._gpu.main.mem_stats()
+        mod.gpu_fault_injection(i)
+        err = got = None
+        try:
+            got = dec.decode(lp)
+        except MemoryError as e:
+            err = str(e)
+        finally:
+            mod.gpu_fault_injection(0)
+        live1, st1 = _mem(mod), dec._gpu.main.mem_stats()
+        assert live1["device"] - live0["device"] == st1["committed"] - st0["committed"], f"site {i}: {err}"
+        if err is not None:
+            raised += 1
+            assert re.search(r"cannot grow the (lane pools|winners arena)", err) and "stays usable" in err, err
+            assert "max_lanes" in err, f"site {i}: {err}"
+        else:
+            assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], f"site {i} (fell back)")
+        _torch_still_works()
+        again = dec.decode(lp)
+        assert_same_hypotheses(graph, host, cpu, [again[i] for i in sample], f"site {i}: after the failure")
+        del dec
+        gc.collect()
+        assert _live(_mem(mod)) == _live(before), f"site {i}: the decoder did not give everything back"
+    assert raised >= 10, (sites, raised)  # every pool array's new piece
+
+
 def test_every_profiling_event_site_fails_cleanly(case):
     walked, raised = _growth_walk(case, profile=True)
     assert raised == walked and walked > 20, (walked, raised)  # events for the timed launches
