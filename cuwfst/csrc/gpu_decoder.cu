@@ -108,9 +108,7 @@ void GpuDecoder::Allocate() {
   ws_.pooled = 0;  // per sequence: SeqWorkspace
   ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
-  ws_.alloc_done = Alloc<int32_t>(1, "pool allocation counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
-  CUWFST_CUDA(cudaMemsetAsync(ws_.alloc_done, 0, sizeof(int32_t), stream_));
   d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
   d_pool_need_ = Alloc<unsigned long long>(kPools, "pool demand");
   ws_.pool_cap = d_pool_cap_;

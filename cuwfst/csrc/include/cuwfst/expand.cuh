@@ -247,49 +247,6 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
   return -1;
 }
 
-// The pooled layout's next frontiers (ExpandKernel's last block; see types.cuh): each lane
-// that takes a step gets min(claims, main_q) tokens plus the arc_offsets sentinel in the
-// buffer its step builds (lc.buf, flipped by Scan), in lane order; a lane past the pool's
-// committed capacity gets none and is flagged kOverflowPool. Lanes without a step keep
-// nothing: in an offline batch they are unused or finished, and nothing reads their
-// frontier again (a finished lane's result is in final_winner).
-__device__ __forceinline__ void FrontierAllocLastBlock(Workspace& ws) {
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(ws.alloc_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (!last || threadIdx.x >= 32) return;
-  __threadfence();
-  const long long cap = ws.pool_cap[kPoolTokens];
-  int64_t carry = 0;
-  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
-    const int32_t l = base + threadIdx.x;
-    int64_t size = 0;
-    if (l < ws.max_lanes) {
-      const volatile LaneCounters& vc = ws.lanes[l];
-      if (vc.phase != kPhaseIdle) size = static_cast<int64_t>(min(vc.claims, ws.main_q)) + 1;
-    }
-    int64_t total;
-    const int64_t off = carry + WarpExclusiveScan(size, &total);
-    if (l < ws.max_lanes && size > 0) {
-      LaneCounters& lc = ws.lanes[l];
-      const int32_t dst = lc.buf;
-      const bool fits = off + size <= cap;
-      lc.tok_off[dst] = off;
-      lc.tok_cap[dst] = fits ? static_cast<int32_t>(size - 1) : 0;
-      if (!fits) lc.overflow |= kOverflowPool;
-    }
-    carry += total;
-  }
-  if (threadIdx.x == 0) {
-    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(carry));
-    *ws.alloc_done = 0;
-  }
-}
-
 // ExpandKernel — per step, same grid and slots as MaxKernel.
 // Reads: lanes[l].max_ord (final after MaxKernel) and beam; admits a slot iff
 // end > max - beam (k2's test), recombines admitted arcs by destination state in the
@@ -297,39 +254,35 @@ __device__ __forceinline__ void FrontierAllocLastBlock(Workspace& ws) {
 // first claimer appends {state, hash slot} to the claims list, then one 64-bit atomicMax
 // of {ordered end : local slot} resolves the best score and its argmax together (a tie
 // keeps the larger slot). Writes: hash keys/payloads, claims, overflow bits.
-// Pooled layout: the grid's last block then hands out the next frontiers
-// (FrontierAllocLastBlock), so every block reaches the end, an idle step included.
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 ExpandKernel(DeviceGraph g, Workspace ws) {
-  if (ws.lane_arc_offsets[ws.max_lanes] != 0) {  // else an idle step
-    const int32_t final_state = g.num_states - 1;
-    int32_t cur_lane = -1;
-    float cutoff = INFINITY;
-    LaneTable table;
-    Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
-      if (lv.lane != cur_lane) {
-        cur_lane = lv.lane;
-        const LaneCounters& lc = ws.lanes[cur_lane];
-        cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-        table.Load(ws, lc);
-      }
-      if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
-      const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-      const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
-      if (!(end > cutoff)) return;
-      const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
-                                                       : static_cast<uint32_t>(g.arc_dest[arc]);
-      const unsigned long long p =
-          (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-      const int32_t h = FindOrClaim(ws, cur_lane, table, dest);
-      if (h < 0) return;
-      // Dominance: a candidate below the slot's current best cannot win (a stale read is
-      // only lower, so this never drops a winner).
-      if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
-    });
-  }
-  if (ws.pooled) FrontierAllocLastBlock(ws);
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
+  const int32_t final_state = g.num_states - 1;
+  int32_t cur_lane = -1;
+  float cutoff = INFINITY;
+  LaneTable table;
+  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
+    if (lv.lane != cur_lane) {
+      cur_lane = lv.lane;
+      const LaneCounters& lc = ws.lanes[cur_lane];
+      cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+      table.Load(ws, lc);
+    }
+    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
+    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
+    if (!(end > cutoff)) return;
+    const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
+                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
+    const unsigned long long p =
+        (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
+    const int32_t h = FindOrClaim(ws, cur_lane, table, dest);
+    if (h < 0) return;
+    // Dominance: a candidate below the slot's current best cannot win (a stale read is
+    // only lower, so this never drops a winner).
+    if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
+  });
 }
 
 }  // namespace cuwfst

@@ -35,7 +35,6 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   if (lane == 0 && reset_arena) {
     *ws.arena_cursor = 0ull;
     *ws.scan_done = 0;
-    *ws.alloc_done = 0;
     ws.pool_need[kPoolTokens] = 2ull * ws.max_lanes;
     ws.pool_need[kPoolClaims] = 0ull;
     ws.pool_need[kPoolHash] = 0ull;
@@ -132,12 +131,15 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
   // lane loses its step because of the others. Pooled: the same pass hands out each lane's
-  // claims list and hash table for the step (PooledClaimsBound / PooledHashSize), in lane
-  // order; a lane past a pool's committed capacity gets none and is flagged kOverflowPool
-  // (its step claims nothing; the host grows the pool and re-runs the batch).
-  int64_t carry = 0, c_carry = 0, h_carry = 0;
+  // regions for the step, in lane order (types.cuh, PooledClaimsBound and friends): its
+  // claims list, its hash table and the next frontier (in buffer lc.buf, which this step
+  // builds: survivors are claims, at most the bound); a lane past a pool's committed
+  // capacity gets none and is flagged kOverflowPool (its step claims and keeps nothing; the
+  // host grows the pool and re-runs the batch).
+  int64_t carry = 0, c_carry = 0, h_carry = 0, t_carry = 0;
   const long long c_cap = ws.pooled ? ws.pool_cap[kPoolClaims] : 0;
   const long long h_cap = ws.pooled ? ws.pool_cap[kPoolHash] : 0;
+  const long long t_cap = ws.pooled ? ws.pool_cap[kPoolTokens] : 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
     const int64_t v = l < ws.max_lanes ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
@@ -146,26 +148,35 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
     carry += step_total;
     if (ws.pooled) {
-      int32_t bound = 0, hsize = 0;
+      int32_t bound = 0, hsize = 0, tsize = 0;
       if (l < ws.max_lanes) {
         const int32_t phase = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase);
         bound = PooledClaimsBound(ws, phase, static_cast<int32_t>(v));
         hsize = PooledHashSize(ws, bound);
+        tsize = phase == kPhaseIdle ? 0 : min(bound, ws.main_q) + 1;  // + arc_offsets' sentinel
       }
-      int64_t c_total, h_total;
+      int64_t c_total, h_total, t_total;
       const int64_t c_off = c_carry + WarpExclusiveScan(bound, &c_total);
       const int64_t h_off = h_carry + WarpExclusiveScan(hsize, &h_total);
+      const int64_t t_off = t_carry + WarpExclusiveScan(tsize, &t_total);
       if (l < ws.max_lanes) {
         LaneCounters& lc = ws.lanes[l];
-        const bool fits = bound == 0 || (c_off + bound <= c_cap && h_off + hsize <= h_cap);
+        const bool fits = (bound == 0 || c_off + bound <= c_cap) && (hsize == 0 || h_off + hsize <= h_cap) &&
+                          (tsize == 0 || t_off + tsize <= t_cap);
         lc.claim_off = c_off;
         lc.claim_cap = fits ? bound : 0;
         lc.hash_off = h_off;
         lc.hash_cap = fits ? hsize : 0;
-        if (!fits) lc.overflow |= kOverflowPool;
+        if (tsize > 0) {  // (volatile: the lane's CTA flipped buf; this SM's L1 may hold the old line)
+          const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
+          lc.tok_off[dst] = t_off;
+          lc.tok_cap[dst] = fits ? tsize - 1 : 0;
+        }
+        if (!fits) atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
       }
       c_carry += c_total;
       h_carry += h_total;
+      t_carry += t_total;
     }
   }
   if (threadIdx.x == 0) {
@@ -173,6 +184,7 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     if (ws.pooled) {
       atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_carry));
       atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_carry));
+      atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_carry));
     }
     *ws.scan_done = 0;
   }

@@ -164,13 +164,13 @@ struct WinnerEntry {
 //    [l * claims_cap, ...) of the claims and [l * hash_cap, ...) of the hash, for the
 //    decoder's life (LaneSetupKernel writes the offsets);
 //  * pooled (pooled = 1, offline batches on epsilon-free graphs): regions are handed out
-//    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes: the
-//    claims list and the hash table of a step once its slots are known (ScanKernel's last
-//    block; claims <= slots), the next frontier once its claims are known (ExpandKernel's
-//    last block; survivors <= claims). A step that does not fit flags kOverflowPool; the
-//    host commits more (pool_need says how much was asked) and re-runs the batch. Every
-//    lane of an offline batch steps in lockstep until it finishes, so all live frontiers
-//    sit in the same buffer and the new ones never overwrite a live one.
+//    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes,
+//    once the step's slots are known (ScanKernel's last block): the claims list and the
+//    hash table (claims <= slots) and the next frontier (survivors <= claims). A step that
+//    does not fit flags kOverflowPool; the host commits more (pool_need says how much was
+//    asked) and re-runs the batch. Every lane of an offline batch steps in lockstep until
+//    it finishes, so all live frontiers sit in the same buffer and the new ones never
+//    overwrite a live one.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 
 // The per-decoder workspace (capacities are fixed at construction).
@@ -182,7 +182,6 @@ struct Workspace {
   int32_t pooled;       // 1: per-step regions from the pools (see above)
   const long long* pool_cap;     // [kPools] committed entries of each pool (device)
   unsigned long long* pool_need;  // [kPools] the most a step of this batch asked of each pool
-  int32_t* alloc_done;  // ExpandKernel's last-block-done counter (0 between launches)
   int32_t path_cap;     // best-path arcs per lane
   int32_t eps_iterations;  // closure passes per real step (0: an epsilon-free decode)
   // frontier double buffer: per-token pool [2] (a lane's tokens at LaneCounters::tok_off)
