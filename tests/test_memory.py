@@ -75,3 +75,21 @@ def test_lane_pool_mode(monkeypatch):
     monkeypatch.setenv("CUWFST_LANE_POOL", "yes")
     with pytest.raises(ValueError, match="CUWFST_LANE_POOL"):
         lane_pool_mode("lazy")
+
+
+def test_mem_stats_names_match_the_native_layout():
+    """decoder/memory.py names GpuDecoder::MemStats's entries in order: as many as the
+    native side writes, and in the order its comment gives."""
+    import re
+    from pathlib import Path
+
+    from cuwfst.decoder.memory import MEM_STATS
+
+    header = (Path(__file__).resolve().parent.parent / "cuwfst" / "csrc" / "gpu_decoder.cuh").read_text()
+    n = int(re.search(r"kMemStats = (\d+);", header).group(1))
+    assert len(MEM_STATS) == n == len(set(MEM_STATS))
+    source = (Path(__file__).resolve().parent.parent / "cuwfst" / "csrc" / "gpu_decoder.cu").read_text()
+    body = source[source.index("void GpuDecoder::MemStats"):]
+    written = {int(i) for i in re.findall(r"out\[(\d+)\]", body)}
+    written |= {23 + k for k in range(3)} | {26 + k for k in range(3)}  # the pools' loop
+    assert written == set(range(n)), sorted(set(range(n)) - written)
