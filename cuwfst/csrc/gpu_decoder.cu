@@ -117,8 +117,10 @@ void GpuDecoder::Allocate() {
   // layout when memory is lazy (a region's hint takes 4 entries a token, so main_q must
   // keep them inside tok_hint's int32 slot space); everything else takes the static one.
   pooled_ok_ = cfg_.lazy && cfg_.lane_pool != 0 && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
-  pool_max_[kPoolTokens] = L * (Q + 1);
-  pool_max_[kPoolClaims] = L * cfg_.claims_cap;
+  // (pooled regions are rounded up to kPoolAlign tokens and 16 claims a lane: the static
+  // sizes plus that are the most any step can ask)
+  pool_max_[kPoolTokens] = L * (Q + 1 + kPoolAlign);
+  pool_max_[kPoolClaims] = L * (cfg_.claims_cap + 16);
   pool_max_[kPoolHash] = L * cfg_.hash_cap;
   auto add = [&](void** target, int32_t pool, int32_t elem, int32_t per_entry, int32_t fill, int64_t static_entries) {
     auto a = std::make_unique<PoolArray>();
@@ -171,10 +173,10 @@ void GpuDecoder::Allocate() {
     }
   }
   if (pooled_ok_) {
-    // a first commit: the start tokens (2 a lane) and a little of each pool; a VMM region
+    // a first commit: the start tokens (kPoolAlign a lane) and a little of each pool; a VMM region
     // rounds each array up to its granularity, and the capacity published is what all of a
     // pool's arrays hold, so the first pieces are used whole
-    const int64_t want[kPools] = {2 * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
+    const int64_t want[kPools] = {kPoolAlign * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
     CommitPools(want, false, "the first batch");
   } else {
     EnsureStatic();

@@ -18,8 +18,8 @@ namespace cuwfst {
 // decides each lane's phase anew. reset_arena: a whole batch starts (offline decode):
 // the winners cursor returns to 0 and the pools' demand counters restart.
 // Layout (types.cuh, Workspace::pooled): an initialized lane gets the static layout's
-// regions, or with pooled its start token at tokens [2 * lane, 2 * lane + 2) of buffer 0
-// (the pools always hold 2 x max_lanes tokens) and no claims or hash region until its first
+// regions, or with pooled its start token at token kPoolAlign * lane of buffer 0 (the pools
+// always hold kPoolAlign x max_lanes tokens) and no claims or hash region until its first
 // ScanKernel hands them out.
 // After an init a lane depends on nothing left from its previous row, except the hash
 // tables, which Finalize, ClearClaimsKernel and HashSanitizeKernel leave empty.
@@ -35,7 +35,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   if (lane == 0 && reset_arena) {
     *ws.arena_cursor = 0ull;
     *ws.scan_done = 0;
-    ws.pool_need[kPoolTokens] = 2ull * ws.max_lanes;
+    ws.pool_need[kPoolTokens] = static_cast<unsigned long long>(kPoolAlign) * ws.max_lanes;
     ws.pool_need[kPoolClaims] = 0ull;
     ws.pool_need[kPoolHash] = 0ull;
   }
@@ -78,7 +78,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.lp_row_f32 = nullptr;
   lc.lp_row_f16 = nullptr;
   if (ws.pooled) {
-    lc.tok_off[0] = lc.tok_off[1] = 2ll * lane;
+    lc.tok_off[0] = lc.tok_off[1] = static_cast<long long>(kPoolAlign) * lane;
     lc.tok_cap[0] = lc.tok_cap[1] = 1;
     lc.claim_off = lc.hash_off = 0;
     lc.claim_cap = lc.hash_cap = 0;
@@ -153,10 +153,10 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
         const int32_t phase = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase);
         bound = PooledClaimsBound(ws, phase, static_cast<int32_t>(v));
         hsize = PooledHashSize(ws, bound);
-        tsize = phase == kPhaseIdle ? 0 : min(bound, ws.main_q) + 1;  // + arc_offsets' sentinel
+        tsize = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, bound);
       }
       int64_t c_total, h_total, t_total;
-      const int64_t c_off = c_carry + WarpExclusiveScan(bound, &c_total);
+      const int64_t c_off = c_carry + WarpExclusiveScan(PooledClaimsRegion(bound), &c_total);
       const int64_t h_off = h_carry + WarpExclusiveScan(hsize, &h_total);
       const int64_t t_off = t_carry + WarpExclusiveScan(tsize, &t_total);
       if (l < ws.max_lanes) {

@@ -259,11 +259,22 @@ __host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_
   if (phase != kPhaseReal) return 1;
   return slots < ws.claims_cap ? slots : ws.claims_cap;
 }
+// Regions start on 32-entry boundaries (128 bytes of an int32 array), so a warp's 32
+// consecutive entries are one transaction, as in a fresh allocation: token regions are
+// rounded up to it, tables are at least that large (powers of two), claims lists are
+// rounded up to 16 entries (128 bytes of int2).
+constexpr int32_t kPoolAlign = 32;
 __host__ __device__ inline int32_t PooledHashSize(const Workspace& ws, int32_t claims_bound) {
   if (claims_bound <= 0) return 0;
-  int64_t h = 2;
+  int64_t h = kPoolAlign;
   while (h < 2 * static_cast<int64_t>(claims_bound)) h <<= 1;
   return static_cast<int32_t>(h < ws.hash_cap ? h : ws.hash_cap);
 }
+// The next frontier's region: at most main_q tokens, plus arc_offsets' sentinel, aligned.
+__host__ __device__ inline int32_t PooledTokenRegion(const Workspace& ws, int32_t claims_bound) {
+  const int64_t t = static_cast<int64_t>(claims_bound < ws.main_q ? claims_bound : ws.main_q) + 1;
+  return static_cast<int32_t>((t + kPoolAlign - 1) / kPoolAlign * kPoolAlign);
+}
+__host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { return (claims_bound + 15) & ~15; }
 
 }  // namespace cuwfst
