@@ -732,8 +732,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       }
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again.
       // The pools first: a lane that did not fit lost its step, so the rest of the run (and
-      // its winners) is not the batch's; what a step asked of a pool past its capacity is
-      // a lower bound of the need, so a pool at least doubles.
+      // its winners) is not the batch's; what the run asked of a pool past its capacity is
+      // a lower bound of the need (later steps lost lanes), so a pool grows by half at least.
       if (pool_full) {
         int64_t want[kPools];
         bool grows = false;
@@ -741,7 +741,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
           want[k] = pool_cap_[k];
           if (static_cast<int64_t>(need[k]) > pool_cap_[k]) {
             const int64_t n = static_cast<int64_t>(need[k]);
-            want[k] = std::min<int64_t>(std::max<int64_t>(n + n / 4, 2 * pool_cap_[k]), pool_max_[k]);
+            want[k] = std::min<int64_t>(std::max<int64_t>(n + n / 4, pool_cap_[k] + pool_cap_[k] / 2), pool_max_[k]);
             grows |= want[k] > pool_cap_[k];
           }
         }
