@@ -183,6 +183,9 @@ void GpuDecoder::Allocate() {
   }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
+  // zero: a lane that no sequence has initialized yet is released by the first one, which
+  // leaves its regions as they are; HashSanitizeKernel reads them, so no garbage may be there
+  CUWFST_CUDA(cudaMemsetAsync(ws_.lanes, 0, L * sizeof(LaneCounters), stream_));
   d_commands_ = Alloc<LaneCommand>(L, "lane commands");
   ws_.commands = d_commands_;
   d_inputs_ = Alloc<LaneInput>(L, "lane inputs");
