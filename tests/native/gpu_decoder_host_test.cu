@@ -164,7 +164,33 @@ static void Walks(bool lazy) {
   }
 }
 
+// The pooled layout's sizing rules (types.cuh): a step's claims list holds every claim it
+// can make (at most its slots, one on a final or redirect step, at most claims_cap), its
+// table keeps them at most half full (a power of two of at least kPoolAlign slots, at most
+// the static table), its next frontier holds every survivor (at most main_q) plus the
+// sentinel, regions stay aligned.
+static void PooledSizing() {
+  Workspace ws{};
+  ws.main_q = 1000;
+  ws.claims_cap = 2000;
+  ws.hash_cap = 4096;
+  for (int32_t phase : {kPhaseReal, kPhaseFinal, kPhaseRedirect, kPhaseIdle}) {
+    for (int32_t slots : {0, 1, 2, 31, 33, 999, 1000, 1001, 1999, 2000, 2001, 1 << 20}) {
+      const int32_t b = PooledClaimsBound(ws, phase, slots);
+      const int32_t h = PooledHashSize(ws, b);
+      CHECK(b <= slots && b <= ws.claims_cap);
+      CHECK(phase == kPhaseIdle || slots == 0 ? b == 0 : (phase == kPhaseReal ? b == std::min(slots, 2000) : b == 1));
+      CHECK(b == 0 ? h == 0 : ((h & (h - 1)) == 0 && h >= kPoolAlign && (h >= 2 * b || h == ws.hash_cap)));
+      CHECK(h <= ws.hash_cap);
+      const int32_t t = PooledTokenRegion(ws, b);
+      CHECK(t % kPoolAlign == 0 && t >= std::min(b, ws.main_q) + 1 && t <= ws.main_q + 1 + kPoolAlign);
+      CHECK(PooledClaimsRegion(b) % 16 == 0 && PooledClaimsRegion(b) >= b && PooledClaimsRegion(b) < b + 16);
+    }
+  }
+}
+
 int main() {
+  PooledSizing();
   Walks(true);
   Walks(false);
   {  // auto keeps a small decoder's lanes static: pooling could only hold more
