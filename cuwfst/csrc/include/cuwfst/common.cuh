@@ -108,7 +108,14 @@ __device__ __forceinline__ int64_t WarpExclusiveScan(int64_t v, int64_t* total) 
   return incl - v;
 }
 
-__device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
+// The home slot of state s in a table of `size` slots (a power of two >= 2): Fibonacci
+// hashing, the product's top bits, which depend on every bit of s. (The low bits of the
+// product depend only on s's low bits: states equal modulo the table size would share a
+// home slot, which the pooled layout's small tables make common.)
+__device__ __forceinline__ uint32_t HashSlot(uint32_t s, int32_t size) {
+  const int shift = __clz(static_cast<uint32_t>(size)) + 1;  // 32 - log2(size)
+  return (s * 2654435761u) >> shift;
+}
 
 // Epsilon closure: the payload a frontier token's hash slot holds between passes,
 // {its score : 0xFFFFFFFF}. A closure candidate {end : slot} beats it only with a strictly

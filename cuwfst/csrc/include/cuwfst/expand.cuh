@@ -228,7 +228,7 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
                                                uint32_t dest) {
   if (t.size == 0) return -1;
   const uint32_t mask = static_cast<uint32_t>(t.size - 1);
-  uint32_t h = HashState(dest) & mask;
+  uint32_t h = HashSlot(dest, t.size);
   for (int probe = 0; probe < kMaxProbes; ++probe) {
     uint32_t k = *reinterpret_cast<volatile uint32_t*>(&t.keys[h]);
     if (k == kEmptyKey) {

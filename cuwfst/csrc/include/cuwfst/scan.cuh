@@ -92,7 +92,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   ws.out_path_len[lane] = 0;
   if (used && ws.eps_iterations > 0) {  // (the static layout: epsilon graphs are never pooled)
     const int64_t hb = lc.hash_off;
-    const uint32_t h = HashState(static_cast<uint32_t>(g.start_state)) & static_cast<uint32_t>(lc.hash_cap - 1);
+    const uint32_t h = HashSlot(static_cast<uint32_t>(g.start_state), lc.hash_cap);
     ws.hash_key[hb + h] = static_cast<uint32_t>(g.start_state);  // the table is empty here
     ws.hash_payload[hb + h] = EpsBaseline(0.f);
     ws.hash_pos[hb + h] = 0;
