@@ -194,11 +194,15 @@ def long_rows(torch, graph, lp_host, lens, frames, gc_interval) -> tuple[list, b
                          winners_committed_mib=round(st["pools"]["winners"]["committed"] / MiB, 1),
                          winners_capacity=st["pools"]["winners"]["capacity_entries"],
                          winners_live_max=m["winners_live_max"], gc_rounds=m["gc_rounds"],
-                         total_mib=round(st["total"] / MiB, 1), words=len(h.words), score=h.score))
+                         total_mib=round(st["total"] / MiB, 1), words=len(h.words), score=h.score,
+                         overflow=h.overflow))
         got[T] = h
         del dec
         gc.collect()
-    dec = Decoder(graph, device="cuda", max_lanes=1)
+    # without GC the whole utterance's winners stay: ~600 a frame on the full tier, 108 M entries
+    # for 180,000 frames, past a one-lane decoder's log limit (64 Mi entries); 16 lanes give
+    # 256 Mi (the limit grows 16 Mi a lane), and the unused lanes cost nothing pooled
+    dec = Decoder(graph, device="cuda", max_lanes=16)
     t = time.perf_counter()
     off = dec.decode(lp)[0]
     secs = time.perf_counter() - t
@@ -209,7 +213,7 @@ def long_rows(torch, graph, lp_host, lens, frames, gc_interval) -> tuple[list, b
                      winners_committed_mib=round(st["pools"]["winners"]["committed"] / MiB, 1),
                      winners_capacity=st["pools"]["winners"]["capacity_entries"],
                      winners_high_water=st["winners_high_water"], total_mib=round(st["total"] / MiB, 1),
-                     words=len(off.words), score=off.score, identical_to_gc=same,
+                     words=len(off.words), score=off.score, overflow=off.overflow, identical_to_gc=same,
                      score_bits_equal=bool(np.float32(on.score) == np.float32(off.score))))
     return rows, same
 
