@@ -1,8 +1,23 @@
 """Continuous batching against padded batches, same run: every utterance of a shard through
-32 lanes in stored order, as padded sub-batches (each runs as many steps as its longest
-row) and continuously (the next utterance enters a lane the moment one finishes).
+L lanes in stored order, decoded by each mode asked for:
 
-python -m benchmarks.continuous --graph HLG.img --log-probs shard.npz [--lanes 32] [--reps 3]
+- stored (--baseline stored): today's padded batches in file order: rows 0..L-1, L..2L-1,
+  ... each one `Decoder.decode` call (a batch runs as many steps as its longest row);
+- padded: one `Decoder.decode` over all rows with batching="padded" (sub-batches of
+  similar lengths, longest first);
+- continuous: one `Decoder.decode` over all rows with batching="continuous" (the next
+  utterance enters a lane the moment one finishes);
+- decode_all: `Decoder.decode_all(utterances)` over [T, V] rows in stored order, the
+  continuous path behind the dataset API (its chunks are packed on the host).
+
+python -m benchmarks.continuous --graph HLG.img --log-probs shard.npz [--lanes 32] [--reps 3] \\
+    [--baseline stored] [--modes padded continuous decode_all] [--md out.md] [--json out.jsonl]
+
+Speed is the median of --reps timed passes after one warm-up pass; ratios are taken against
+the stored baseline when it ran (else against padded), in the same run. Every mode's rows
+are compared with the first mode's (words and float32 score), and the first --check rows
+of every mode with the CPU decoder. --device cpu runs the same modes on the CPU decoder
+(threads over rows; lanes only shape the stored batches), for tests.
 """
 
 from __future__ import annotations
@@ -10,71 +25,142 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
-from cuwfst import Decoder, DecoderOptions, Graph
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.stream_tools import is_gpu, load_shard, same_result, torch_cuda  # noqa: E402
+from cuwfst import Decoder, DecoderOptions, Graph  # noqa: E402
+
+MODES = ("stored", "padded", "continuous", "decode_all")
 
 
-def main():
-    p = argparse.ArgumentParser()
+def run_mode(dec: Decoder, mode: str, lp, lens: np.ndarray, lanes: int):
+    """One pass of a mode over every row; the hypotheses in row order."""
+    B = len(lens)
+    if mode == "stored":
+        hyps = []
+        for s in range(0, B, lanes):
+            hyps += dec.decode(lp[s : s + lanes], lens[s : s + lanes])
+        return hyps
+    if mode == "decode_all":
+        return list(dec.decode_all((lp[i, : int(lens[i])] for i in range(B)), progress=False))
+    return dec.decode(lp, lens)  # padded or continuous: the decoder's batching
+
+
+def md_table(rows, header: str) -> str:
+    ref = "stored" if any(r["batching"] == "stored" for r in rows) else "padded"
+    out = [header, "", f"| lanes | mode | seconds | RTFx | vs {ref} | rows identical to {rows[0]['batching']} "
+                       f"| CPU check | overflow rows |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        ratio = r.get(f"vs_{ref}")
+        out.append(f"| {r['lanes']} | {r['batching']} | {r['seconds']:.3f} | {r['rtfx']:,.1f} | "
+                   f"{'-' if ratio is None else f'{ratio:.2f}x'} | {r['identical_to_first']}/{r['rows']} | "
+                   f"{r.get('cpu_identical', '-')}/{r.get('cpu_checked', '-')} | {r['overflow_rows']} |")
+    return "\n".join(out) + "\n"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--graph", required=True)
     p.add_argument("--log-probs", required=True)
     p.add_argument("--lanes", type=int, nargs="+", default=[32])
     p.add_argument("--utts", type=int, default=None)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--segment", type=int, default=32)
+    p.add_argument("--baseline", choices=["none", "stored"], default="none",
+                   help="stored: also today's padded batches of --lanes rows in file order, one decode call each")
+    p.add_argument("--modes", nargs="+", choices=MODES[1:], default=["padded", "continuous"])
+    p.add_argument("--device", default="cuda")
+    p.add_argument("--threads", type=int, default=16, help="threads of the CPU decoder (the check, --device cpu)")
     p.add_argument("--check", type=int, default=8, help="rows also compared with the CPU decoder")
-    p.add_argument("--json")
-    a = p.parse_args()
-    import torch
+    p.add_argument("--md", help="write the table here (markdown)")
+    p.add_argument("--json", help="append one JSON line per row here")
+    a = p.parse_args(argv)
+    if a.reps < 1 or min(a.lanes) < 1:
+        p.error("--reps and --lanes must be >= 1")
+    from benchmarks.peers.measure import git_commit, machine
 
-    from benchmarks.peers.measure import git_commit
-
+    modes = (["stored"] if a.baseline == "stored" else []) + [m for m in a.modes if m != "stored"]
     g = Graph.load(a.graph)
-    d = np.load(a.log_probs)
-    key = "log_probs" if "log_probs" in d else "log_probs_fp16"
-    lp, lens = d[key], d["lengths"].astype(np.int32)
+    lp, lens = load_shard(a.log_probs)
     if a.utts:
         lp, lens = lp[: a.utts], lens[: a.utts]
-    lp_gpu = torch.from_numpy(np.ascontiguousarray(lp, np.float32)).cuda()
+    gpu = is_gpu(a.device)
+    torch = torch_cuda() if gpu else None
+    lp_dev = torch.from_numpy(lp).cuda() if torch is not None else lp
+
+    def sync():
+        if torch is not None:
+            torch.cuda.synchronize()
+
     audio_s = float(lens.sum()) * 0.04
     opts = DecoderOptions()
-    print(f"{a.graph}: {lp.shape[0]} utts, mean T {lens.mean():.0f}, max {lens.max()}; "
-          f"{torch.cuda.get_device_name(0)}; commit {git_commit()}")
+    mach = machine()
+    commit = git_commit()
+    header = (f"{a.graph}: {lp.shape[0]} utts, mean T {lens.mean():.0f}, max {lens.max()}, stored order; "
+              f"{mach['gpu'] if gpu else mach['cpu']} ({a.device}); commit {commit}")
+    print(header, flush=True)
     rows, results = [], {}
     for L in a.lanes:
-        for mode in ("padded", "continuous"):
-            dec = Decoder(g, opts, device="cuda", max_lanes=L, batching=mode, segment=a.segment)
-            dec.decode(lp_gpu, lens)  # warm-up: build, capture
+        first = None
+        for mode in modes:
+            batching = "continuous" if mode in ("continuous", "decode_all") else "padded"
+            dec = Decoder(g, opts, device=a.device, num_threads=a.threads, max_lanes=L, batching=batching,
+                          segment=a.segment)
+            run_mode(dec, mode, lp_dev, lens, L)  # warm-up: build, capture
             times = []
             for _ in range(a.reps):
-                torch.cuda.synchronize()
+                sync()
                 t0 = time.perf_counter()
-                hyps = dec.decode(lp_gpu, lens)
+                hyps = run_mode(dec, mode, lp_dev, lens, L)
+                sync()
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             results[(L, mode)] = hyps
-            row = dict(lanes=L, batching=mode, seconds=med, rtfx=audio_s / med,
-                       overflow_rows=sum(1 for h in hyps if h.overflow))
+            first = first or hyps
+            row = dict(bench="continuous", lanes=L, batching=mode, seconds=med, rtfx=audio_s / med, rows=len(hyps),
+                       overflow_rows=sum(1 for h in hyps if h.overflow),
+                       identical_to_first=sum(1 for x, y in zip(first, hyps) if same_result(x, y)))
             rows.append(row)
-            print(json.dumps(row))
+            print(json.dumps(row), flush=True)
             del dec
-        same = sum(1 for x, y in zip(results[(L, "padded")], results[(L, "continuous")])
-                   if np.float32(x.score) == np.float32(y.score) and x.words == y.words)
-        print(f"lanes {L}: continuous / padded speed {rows[-1]['rtfx'] / rows[-2]['rtfx']:.2f}x; "
-              f"{same}/{lp.shape[0]} rows identical in words and score")
+        ref = "stored" if "stored" in modes else "padded"
+        by_mode = {r["batching"]: r for r in rows if r["lanes"] == L}
+        for r in by_mode.values():
+            for base in ("stored", "padded"):
+                if base in by_mode:
+                    r[f"vs_{base}"] = round(r["rtfx"] / by_mode[base]["rtfx"], 3)
+        if ref in by_mode:
+            print(f"lanes {L}: " + ", ".join(f"{m} / {ref} speed {r['rtfx'] / by_mode[ref]['rtfx']:.2f}x"
+                                             for m, r in by_mode.items() if m != ref)
+                  + f"; rows identical to {modes[0]}: "
+                  + ", ".join(f"{m} {r['identical_to_first']}/{r['rows']}" for m, r in by_mode.items()))
+    status = 0
     if a.check:
-        cpu = Decoder(g, opts, num_threads=16).decode(lp[: a.check].astype(np.float32), lens[: a.check])
-        ok = sum(1 for c, h in zip(cpu, results[(a.lanes[0], "continuous")])
-                 if np.float32(c.score) == np.float32(h.score) and c.words == h.words)
-        print(f"exactness: {ok}/{a.check} continuous rows identical to the CPU decoder")
+        k = min(a.check, lp.shape[0])
+        cpu = Decoder(g, opts, num_threads=a.threads).decode(lp[:k], lens[:k])
+        for r in rows:
+            hyps = results[(r["lanes"], r["batching"])]
+            r.update(cpu_checked=k, cpu_identical=sum(1 for c, h in zip(cpu, hyps) if same_result(c, h)))
+            status |= r["cpu_identical"] != k
+        print("exactness: " + ", ".join(f"{r['batching']} (lanes {r['lanes']}) {r['cpu_identical']}/{k}" for r in rows)
+              + " rows identical to the CPU decoder")
+    status |= any(r["identical_to_first"] != r["rows"] for r in rows)
     if a.json:
         with open(a.json, "a") as f:
             for r in rows:
-                f.write(json.dumps(dict(r, graph=a.graph, commit=git_commit())) + "\n")
+                f.write(json.dumps(dict(r, graph=a.graph, device=a.device, commit=commit)) + "\n")
+    if a.md:
+        Path(a.md).write_text(md_table(rows, header))
+    print(md_table(rows, header))
+    return int(status)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

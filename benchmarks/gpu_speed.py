@@ -18,12 +18,25 @@ import numpy as np
 from cuwfst import Decoder, DecoderOptions, Graph
 
 
+def uniform_rows(lp: np.ndarray, lengths: np.ndarray, n: int, T: int):
+    """n rows of exactly T frames: the utterances' valid frames laid end to end in stored
+    order (cycling when the set runs out), cut into rows of T."""
+    frames = np.concatenate([lp[i, : int(lengths[i])] for i in range(len(lengths))]).astype(np.float32)
+    need = n * T
+    if len(frames) < need:
+        frames = np.concatenate([frames] * (need // len(frames) + 1))
+    return frames[:need].reshape(n, T, -1), np.full(n, T, np.int32)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--graph")
     p.add_argument("--arcs", type=int, default=1_000_000)
     p.add_argument("--log-probs", help=".npz with log_probs [N, T, V] and lengths")
     p.add_argument("--frames", type=int, default=250)
+    p.add_argument("--uniform", type=int, default=0,
+                   help="with --log-probs: rows of exactly this many frames, each made of the set's utterances "
+                        "laid end to end in stored order (e.g. 250: the design's 32 x 250-frame figure)")
     p.add_argument("--utts", type=int, default=64)
     p.add_argument("--batch", type=int, nargs="+", default=[1, 8, 32])
     p.add_argument("--reps", type=int, default=5)
@@ -46,7 +59,11 @@ def main():
         g = random_ctc_graph(rng, a.arcs // 8, 8, 500)
     if a.log_probs:
         d = np.load(a.log_probs)
-        lp_all, lens_all = d["log_probs"][: a.utts], d["lengths"][: a.utts].astype(np.int32)
+        key = "log_probs" if "log_probs" in d else "log_probs_fp16"
+        if a.uniform:
+            lp_all, lens_all = uniform_rows(d[key], d["lengths"], a.utts, a.uniform)
+        else:
+            lp_all, lens_all = d[key][: a.utts], d["lengths"][: a.utts].astype(np.int32)
     else:
         from benchmarks.reference_speed import peaky_log_probs
         lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)

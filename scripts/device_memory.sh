@@ -24,7 +24,9 @@ timeout $(left 200) python3 -m pytest -q -p no:cacheprovider tests/test_gpu_memo
   -k "not many_lanes and not slot_space_past_int32 and not fatal_fault" -rf > $TL 2>&1
 echo "memory tests + fault walks:" | tee -a $L; summary 12 < $TL | tee -a $L
 # 2. exactness with every offline batch on the pooled layout (auto would keep these small
-#    graphs static); epsilon graphs and lanes (continuous batching, streams) run static
+#    graphs static); epsilon graphs and lanes (continuous batching, streams) run static; the
+#    lanes file includes main's arena-guard tests (tight arenas, lazy and eager logs), CUDA
+#    chunks packed on the device and decode_all
 CUWFST_LANE_POOL=on timeout $(left 330) python3 -m pytest -q -p no:cacheprovider -s \
   tests/test_gpu.py tests/test_gpu_epsilon.py tests/test_gpu_lanes.py >> $TL 2>&1
 echo "exactness suites, CUWFST_LANE_POOL=on:" | tee -a $L; summary 8 < $TL | tee -a $L

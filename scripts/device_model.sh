@@ -26,7 +26,7 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
 else
   export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
-export PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=${CUWFST_CACHE_DIR:-$PWD/.cache/cuwfst}
 export CUWFST_COMMIT=${CUWFST_COMMIT:-$(cat .device/COMMIT 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 OUT=${OUT:-/tmp/out-model}; mkdir -p "$OUT"; L=$OUT/model.log
 SCALE=${MODEL_SCALE:-base}; SMALL=${SMALL:-/tmp/corpus-small}; FULL=${FULL:-}
@@ -41,7 +41,7 @@ case $SCALE in tiny) SYNTH_END=${SYNTH_END:-200}; TRAIN_END=${TRAIN_END:-240};;
 # 0. FULL_BUILD=full (or tiny, to rehearse): build $FULL in the background, beside everything else;
 #    its words.txt comes early (the set is written there), its HLG.img after ~4 minutes (the check)
 if [ -n "${FULL_BUILD:-}" ] && [ -n "$FULL" ] && [ ! -f "$FULL/HLG.img" ]; then
-  ( setsid nohup python3 -m benchmarks.corpus.build --tier "$FULL_BUILD" --out "$FULL" --arpa "$ARPA" \
+  ( setsid nohup nice -n 10 python3 -m benchmarks.corpus.build --tier "$FULL_BUILD" --out "$FULL" --arpa "$ARPA" \
       --bpe-model cuwfst/data/tiny/bpe.model > /tmp/full-build.log 2>&1 < /dev/null & )
   echo "[$(since) s] $FULL_BUILD tier building in the background into $FULL" | tee -a "$L"
 fi

@@ -127,6 +127,100 @@ def test_gpu_streams_equal_cpu_online_decode(seed):
             assert got.words[: len(committed[i])] == committed[i]
 
 
+def _tight_arena(sd, graph, opts, slack, memory):
+    """Swap the streaming decoder's instance for one whose arena can never grow past one
+    worst-case step of every lane plus `slack` entries, its winners log held the `memory`
+    way: the arena guard must make steps wait and the advance run in rounds, with the
+    results unchanged. arena_max bounds a lazy log as it bounds an eager one: the log's
+    reservation is arena_max entries and its published limit (what the kernels and the
+    guard read) never passes it, whatever the 2 MiB pieces behind it could hold."""
+    import gc
+
+    from cuwfst.decoder.gpu import GpuInstance
+
+    b = sd._frontend._gpu
+    q, lanes, eps = b.main.main_q, b.main.max_lanes, b.main.eps_iterations
+    claims = b.main.claims_cap
+    b.main = sd._backend.inst = None
+    gc.collect()
+    arena_max = 2 * lanes * (claims + eps * q) + slack  # the guard keeps half the arena free
+    b.main = sd._backend.inst = GpuInstance(b.mod, b.uploaded, graph, opts, b.index, main_q=q, arena_entries=1024,
+                                            arena_max=arena_max, **dict(b.kw, memory=memory))
+    st = b.main.mem_stats()
+    assert st["arena_capacity"] == 1024 and st["vmm"] == (memory == "lazy"), st  # (the H200's driver has VMM)
+    return b.main
+
+
+def _check_tight(inst):
+    """The log's limit stayed inside arena_max (the streams' overflow bits, checked by
+    _same, say the guard kept every append inside the limit)."""
+    st = inst.mem_stats()
+    assert st["arena_high_water"] <= st["arena_capacity"] <= inst.arena_max, st
+
+
+@pytest.mark.parametrize("seed,memory", [(s, ("lazy", "eager")[(s // 2) % 2]) for s in range(16)])
+def test_gpu_streams_wait_for_arena_room(seed, memory):
+    """Many streams' chunks in an arena that holds one worst-case step and a few hundred
+    entries more: each advance runs in several rounds (steps wait for the GC to free room),
+    and every stream still equals the CPU's online decode; no stream is flagged. Both ways
+    of holding the log: lazy (grows in place, the captured graphs replay and the guard reads
+    the new limit) and eager (replaced by a larger copy, the graphs captured again)."""
+    rng, graph, V, opts = _case(seed)
+    S = int(rng.integers(3, 7))
+    T = [int(rng.integers(20, 70)) for _ in range(S)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=bool(seed % 2))[0] for t in T]
+    ref = Decoder(graph, opts)
+    want = [ref.decode(lps[i][None], [T[i]], online=True)[0] for i in range(S)]
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
+    q = sd._frontend._gpu.main.main_q
+    inst = _tight_arena(sd, graph, opts, slack=max(8192, 24 * S * q), memory=memory)  # room for the live windows
+    streams = [sd.open_stream() for _ in range(S)]
+    pos = [0] * S
+    while any(pos[i] < T[i] for i in range(S)):
+        todo = [i for i in range(S) if pos[i] < T[i]]
+        chunks = []
+        for i in todo:
+            c = int(rng.integers(1, 24))
+            chunks.append(lps[i][pos[i] : pos[i] + c])
+            pos[i] += len(chunks[-1])
+        sd.advance([streams[i] for i in todo], chunks)
+    for i in range(S):
+        got = sd.finalize(streams[i])
+        TOTALS["streams"] += 1
+        _same(graph, lps[i], want[i], got, f"seed {seed} {memory} stream {i}")
+    _check_tight(inst)
+
+
+@pytest.mark.parametrize("memory", ["lazy", "eager"])
+def test_gpu_streams_wait_rounds_happen(memory):
+    """The guard is exercised, with the log held either way: over the tight-arena cases,
+    advances took more rounds than calls."""
+    rounds = calls = short = 0
+    for seed in range(8):
+        rng = np.random.default_rng(8800 + seed)
+        V = 12
+        graph = random_ctc_graph(rng, 400, V, 5, 0.3)
+        opts = DecoderOptions(search_beam=12.0, max_active_states=10000)
+        sd = StreamingDecoder(graph, opts, device="cuda", max_streams=4)
+        inst = _tight_arena(sd, graph, opts, slack=4 * 8 * sd._frontend._gpu.main.main_q, memory=memory)
+        lps = [random_log_probs(rng, 1, 60, V, peaky=False)[0] for _ in range(4)]
+        want = [Decoder(graph, opts).decode(lp[None], [60], online=True)[0] for lp in lps]
+        streams = [sd.open_stream() for _ in range(4)]
+        try:
+            for start in range(0, 60, 20):
+                sd.advance(streams, [lp[start : start + 20] for lp in lps])
+                calls += 1
+        except RuntimeError as e:  # the live windows outgrew the slack: a clear error, not a wrong answer
+            assert "cannot hold one step" in str(e), e
+            short += 1
+            continue
+        for i in range(4):
+            _same(graph, lps[i], want[i], sd.finalize(streams[i]), f"seed {seed} {memory} stream {i}")
+        _check_tight(inst)
+        rounds += inst.mem_stats()["advance_rounds"]
+    assert short < 8 and rounds > calls, (memory, rounds, calls, short)
+
+
 def test_gpu_stream_lifecycle_and_long_stream_memory():
     rng = np.random.default_rng(21)
     graph = random_ctc_graph(rng, 120, 10, 4, 0.3)
@@ -155,3 +249,65 @@ def test_gpu_stream_lifecycle_and_long_stream_memory():
 def test_report_totals():
     print(f"\nlanes: {TOTALS['rows']} rows/streams equal to the CPU ({TOTALS['streams']} streams), "
           f"{TOTALS['ties']} exact-score ties, 0 mismatches")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_gpu_streams_take_cuda_chunks_without_the_host(dtype):
+    """CUDA torch chunks are padded and checked on the GPU (no copy through the host): the
+    same results as numpy chunks of the same values, zero-length chunks included, and
+    finalize of a list equals finalize one by one."""
+    torch = pytest.importorskip("torch")
+    rng, graph, V, opts = _case(3)
+    S = 4
+    T = [int(t) for t in rng.integers(10, 40, S)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=True)[0].astype(dtype) for t in T]
+    results = []
+    for kind in ("numpy", "cuda"):
+        sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
+        streams = sd.open_streams(S) if kind == "cuda" else [sd.open_stream() for _ in range(S)]
+        pos = [0] * S
+        plan = np.random.default_rng(5)
+        while any(pos[i] < T[i] for i in range(S)):
+            chunks = []
+            for i in range(S):
+                c = int(plan.integers(0, 9))  # 0: an empty chunk for that stream
+                x = lps[i][pos[i] : pos[i] + c]
+                pos[i] += len(x)
+                chunks.append(torch.from_numpy(np.ascontiguousarray(x)).cuda() if kind == "cuda" else x)
+            sd.advance(streams, chunks)
+        results.append(sd.finalize(streams[:2]) + [sd.finalize(s) for s in streams[2:]])
+    ref = Decoder(graph, opts)
+    for i in range(S):
+        want = ref.decode(lps[i].astype(np.float32)[None], [T[i]], online=True)[0] if dtype == "float32" else None
+        a, b = results[0][i], results[1][i]
+        assert (a.words, a.arcs, np.float32(a.score)) == (b.words, b.arcs, np.float32(b.score)), f"stream {i}"
+        if want is not None:
+            _same(graph, lps[i], want, b, f"stream {i}")
+    with pytest.raises(ValueError, match="NaN"):
+        sd = StreamingDecoder(graph, opts, device="cuda", max_streams=1)
+        s = sd.open_stream()
+        bad = torch.full((3, V), -float(np.log(V)), device="cuda")  # uniform log-probs
+        bad[1, 0] = float("nan")
+        sd.advance([s], [bad])
+
+
+@pytest.mark.parametrize("source", ["numpy16", "numpy32", "cuda"])
+def test_gpu_decode_all_is_continuous_and_exact(source):
+    """decode_all on the GPU batches each chunk continuously (whatever `batching` says), keeps
+    float16 rows float16, pads CUDA rows on the device; each result equals the CPU's."""
+    torch = pytest.importorskip("torch")
+    rng, graph, V, opts = _case(6)
+    lens = [int(t) for t in rng.integers(1, 45, 11)]
+    lps = [random_log_probs(rng, 1, t, V, peaky=True)[0].astype(np.float16).astype(np.float32) for t in lens]
+    if source == "numpy16":
+        utts = [x.astype(np.float16) for x in lps]
+    elif source == "cuda":
+        utts = [torch.from_numpy(x).cuda() for x in lps]
+    else:
+        utts = lps
+    dec = Decoder(graph, opts, device="cuda", max_lanes=3)  # batching="padded"
+    got = list(dec.decode_all(iter(utts), progress=False, chunk=7))
+    assert dec._gpu.batching == "padded"
+    ref = Decoder(graph, opts)
+    for i, (x, h) in enumerate(zip(lps, got)):
+        _same(graph, x, ref.decode(x[None], [len(x)])[0], h, f"{source} utterance {i}")

@@ -366,6 +366,20 @@ def test_synthesis_is_reproducible_whatever_the_workers(source, monkeypatch):
     assert [r.index for r in early] == [0, 1]
 
 
+@needs_espeak
+@needs_fbank
+def test_a_dead_synthesis_worker_costs_its_chunk_not_the_run(monkeypatch):
+    from benchmarks.model import synth
+
+    monkeypatch.setattr(synth, "CHUNK", 2)
+    monkeypatch.setenv("CUWFST_SYNTH_CRASH_ROW", "3")  # chunk 1 (rows 2, 3) dies
+    said = []
+    rows = synth.synthesize(TINY, "train", range(6), 5, held_out_voices=False, aug=audio.TRAIN_AUGMENT,
+                            workers=2, log=said.append)
+    assert [r.index for r in rows] == [0, 1, 4, 5]
+    assert any("chunk 1 lost" in m for m in said), said
+
+
 # ---------------------------------------------------------------------------- torch
 @needs_torch
 def test_model_output_does_not_depend_on_its_batch():
@@ -420,11 +434,16 @@ def test_tiny_end_to_end_run(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     run = subprocess.run([sys.executable, "-m", "benchmarks.model.train", "--corpus", str(corpus), "--out", str(out),
-                          "--scale", "tiny", "--workers", "2"], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=600)
+                          "--scale", "tiny", "--workers", "2", "--fallback-model", "cpu"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-3000:]
     s = json.loads((out / "summary.json").read_text())
     assert s["training"]["steps"] == 3 and s["model"]["num_outputs"] == 501
+    # two candidates on the same batches; the one with the lower held-out greedy WER went on
+    assert [c["preset"] for c in s["candidates"]] == ["tiny", "cpu"]
+    assert all(c["steps"] == 3 for c in s["candidates"])
+    kept = min(s["candidates"], key=lambda c: c["greedy_wer"])
+    assert s["model"]["preset"] == kept["preset"] and s["test"]["greedy"]["wer"] == kept["greedy_wer"]
     assert s["test"]["utterances"] == 6 and 0.0 <= s["test"]["hlg"]["wer"] and s["test"]["greedy"]["ref_words"] > 0
     assert s["synthesis"]["utterances"] == 16 and s["synthesis"]["utterances_per_second"] > 0
     assert (out / "summary.md").read_text().startswith("## Model on synthetic speech")

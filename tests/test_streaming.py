@@ -178,3 +178,33 @@ def test_decode_all_equals_decoding_each_alone():
         _same(h, dec.decode(u)[0], "decode_all")
     with pytest.raises(ValueError, match=r"\[T, V\]"):
         list(dec.decode_all([np.zeros((2, 3, 6), np.float32)], progress=False))
+
+
+def test_finalize_many_equals_one_by_one_and_frees_every_search():
+    """finalize([s1, s2, ...]) returns what finalizing each alone returns, in order; every
+    finalized or released stream's search is freed (the CPU searches used to outlive their
+    finalize: one winners log leaked per stream)."""
+    rng = np.random.default_rng(31)
+    graph = random_ctc_graph(rng, 60, 8, 4, 0.3)
+    opts = DecoderOptions(search_beam=10.0, max_active_states=50)
+    lps = [random_log_probs(rng, 1, int(t), 8, peaky=True)[0] for t in (5, 17, 1, 30)]
+    sd = StreamingDecoder(graph, opts, max_streams=8)
+    mod = sd._backend.mod
+    live0 = mod.ref_streams_live()
+    one = []
+    for lp in lps:
+        s = sd.open_stream()
+        sd.advance([s], [lp])
+        one.append(sd.finalize(s))
+    many_streams = sd.open_streams(len(lps))
+    assert sd.open_streams(0) == []
+    sd.advance(many_streams, lps)
+    dropped = sd.open_stream()
+    many = sd.finalize(many_streams)
+    sd.release(dropped)
+    assert [(h.words, h.score, h.arcs) for h in many] == [(h.words, h.score, h.arcs) for h in one]
+    assert all(s.closed for s in many_streams) and sd.finalize([]) == []
+    assert mod.ref_streams_live() == live0
+    with pytest.raises(ValueError, match="twice"):
+        s = sd.open_stream()
+        sd.finalize([s, s])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import multiprocessing.connection
 import os
 import sys
 import time
@@ -94,27 +95,91 @@ def chunk_jobs(corpus, split: str, indices, seed: int, held_out_voices: bool, au
 
 def synthesize(corpus, split: str, indices, seed: int, *, held_out_voices: bool, aug: Augment,
                workers: int | None = None, keep_audio: bool = False, log=None,
-               deadline: float | None = None) -> list[Row]:
+               deadline: float | None = None, chunk_timeout: float = 300.0) -> list[Row]:
     """Rows `indices` of `split` (sentences from the tier at `corpus`), sorted by index. With
     a deadline (time.time()), the rows of the chunks done by then: a prefix of the sorted
-    indices, so the GPU machine's training data is what its cores make in the time given."""
+    indices, so the GPU machine's training data is what its cores make in the time given.
+
+    A worker that dies (espeak-ng crashing inside the C library) or hangs past `chunk_timeout`
+    costs its chunk's rows, not the run: `multiprocessing.Pool.imap` would wait forever for
+    a dead worker's result, so each chunk gets its own process here and the parent polls."""
     jobs = chunk_jobs(corpus, split, indices, seed, held_out_voices, aug, keep_audio)
     workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
-    rows: list[Row] = []
     t0 = time.perf_counter()
     if not jobs:
-        return rows
+        return []
     ctx = mp.get_context("spawn")
-    with ctx.Pool(workers, maxtasksperchild=1) as pool:
-        for k, part in enumerate(pool.imap(synth_chunk, jobs)):  # in chunk order
-            rows += part
-            if log and (k + 1) % max(1, len(jobs) // 10) == 0:
-                log(f"synth {split}: {len(rows)} rows, {time.perf_counter() - t0:.1f} s")
-            if deadline is not None and time.time() > deadline and k + 1 < len(jobs):
+    results: dict[int, list[Row]] = {}
+    lost: list[int] = []
+    running: dict[int, tuple] = {}  # job index -> (process, receiving end, started)
+    nxt = done = 0
+    stop = False
+    try:
+        while done < len(jobs):
+            while not stop and nxt < len(jobs) and len(running) < workers:
+                recv, send = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_chunk_worker, args=(jobs[nxt], send), daemon=True)
+                proc.start()
+                send.close()
+                running[nxt] = (proc, recv, time.time())
+                nxt += 1
+            if not running:
+                break
+            mp.connection.wait([r for _, r, _ in running.values()], timeout=1.0)
+            for k in list(running):
+                proc, recv, started = running[k]
+                part = None
+                if recv.poll():
+                    try:
+                        part = recv.recv()
+                    except EOFError:  # the worker died before sending
+                        part = None
+                elif proc.is_alive() and time.time() - started < chunk_timeout:
+                    continue
+                proc.join(timeout=0.1)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join()
+                recv.close()
+                del running[k]
+                done += 1
+                if isinstance(part, list):
+                    results[k] = part
+                else:
+                    lost.append(k)
+                    if log:
+                        why = part if isinstance(part, str) else f"exit code {proc.exitcode}"
+                        log(f"synth {split}: chunk {k} lost ({why}); its {len(jobs[k].indices)} rows are left out")
+                if log and done % max(1, len(jobs) // 10) == 0:
+                    log(f"synth {split}: {sum(len(v) for v in results.values())} rows, {time.perf_counter() - t0:.1f} s")
+            if deadline is not None and time.time() > deadline and not stop and nxt < len(jobs):
+                stop = True  # no new chunks; the ones running finish (a prefix up to them)
                 if log:
-                    log(f"synth {split}: time is up after {len(rows)} of {len(indices)} rows")
-                break  # leaving the block terminates the workers
+                    log(f"synth {split}: time is up; finishing {len(running)} running chunks")
+    finally:
+        for proc, recv, _ in running.values():
+            proc.kill()
+            proc.join()
+            recv.close()
+    # a prefix of the chunks in order (under a deadline), less any lost chunk
+    rows: list[Row] = []
+    for k in range(nxt):
+        rows += results.get(k, [])
+    if stop and log:
+        log(f"synth {split}: {len(rows)} of {len(indices)} rows by the deadline")
     return rows
+
+
+def _chunk_worker(job: ChunkJob, send) -> None:
+    # a test hook: the worker holding this row dies the way a crash in the C library would
+    if os.environ.get("CUWFST_SYNTH_CRASH_ROW") in {str(i) for i in job.indices}:
+        os._exit(11)
+    try:
+        send.send(synth_chunk(job))
+    except Exception as e:  # a Python-level failure: reported, the chunk is lost
+        send.send(f"{type(e).__name__}: {e}")
+    finally:
+        send.close()
 
 
 def speed_report(rows: list[Row], seconds: float, workers: int) -> dict:

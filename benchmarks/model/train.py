@@ -59,7 +59,9 @@ SCALES = {
     # the GPU run: as many of 48k rows as --synth-by allows (~30 rows/s a core measured here: 20k-40k on 16 cores)
     # 80k-frame batches (~190 rows): CTC's all-blank plateau lasted ~700 steps on the CPU, so
     # the run wants many steps more than big ones
-    "base": Scale("base", train_utts=48_000, test_utts=500, set_utts=256, train_seconds=300, batch_frames=80_000),
+    # (the 12-layer preset stayed on the plateau for 1,429 steps with an 8% warmup: mid, 15%)
+    "base": Scale("mid", train_utts=48_000, test_utts=500, set_utts=256, train_seconds=300, batch_frames=80_000,
+                  warmup=0.15),
 }
 
 
@@ -170,21 +172,29 @@ def spec_augment(x, lens, rng_t):
 
 def train(model, data: GpuFeatures, scale: Scale, budget_s: float, seed: int, device: str) -> dict:
     """CTC training for budget_s seconds (or scale.max_steps). Returns the loss curve and counts."""
+    return train_together([model], data, scale, budget_s, seed, device)[0]
+
+
+def train_together(models: list, data: GpuFeatures, scale: Scale, budget_s: float, seed: int, device: str) -> list:
+    """CTC training of several models on the same batches (each with its own optimizer) for
+    budget_s seconds in all: a second, smaller candidate insures the run against the first
+    one staying in CTC's all-blank plateau. Returns each model's loss curve and counts."""
     import torch
     import torch.nn.functional as F
 
     from .net import subsampled_lengths
 
     cuda = device.startswith("cuda")
-    opt = torch.optim.AdamW(model.parameters(), lr=scale.peak_lr, betas=(0.9, 0.98), weight_decay=1e-3,
-                            **({"fused": True} if cuda else {}))
+    opts = [torch.optim.AdamW(m.parameters(), lr=scale.peak_lr, betas=(0.9, 0.98), weight_decay=1e-3,
+                              **({"fused": True} if cuda else {})) for m in models]
     rng = np.random.default_rng([seed, 99])
     g = torch.Generator(device=device)
     g.manual_seed(seed)
-    model.train()
+    for m in models:
+        m.train()
     t0 = time.perf_counter()
     step, epoch, frames_seen = 0, 0, 0
-    curve = []
+    curves = [[] for _ in models]
     done = False
     partial = 0.0
     augmenting = False
@@ -201,46 +211,51 @@ def train(model, data: GpuFeatures, scale: Scale, budget_s: float, seed: int, de
                 break
             lr = scale.peak_lr * (progress / scale.warmup if progress < scale.warmup else
                                   0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * (progress - scale.warmup) / (1 - scale.warmup))))
-            for grp in opt.param_groups:
-                grp["lr"] = lr
             x, L, tg, L_host, tl_host = data.batch(idx)
             if augmenting:
                 x = spec_augment(x, L, g)
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
-                lp, _ = model(x, L)
-            # lengths as host tensors: ctc_loss reads them on the host, and device ones would sync
-            ol_host = torch.from_numpy(np.minimum(subsampled_lengths(L_host), lp.shape[1]))
-            loss = F.ctc_loss(lp.transpose(0, 1), tg, ol_host, torch.from_numpy(tl_host), blank=0, reduction="sum",
-                              zero_infinity=True)
-            loss = loss / max(int(tl_host.sum()), 1)  # per target token
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-            opt.step()
+            losses = []
+            for model, opt in zip(models, opts):
+                for grp in opt.param_groups:
+                    grp["lr"] = lr
+                with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
+                    lp, _ = model(x, L)
+                # lengths as host tensors: ctc_loss reads them on the host, and device ones would sync
+                ol_host = torch.from_numpy(np.minimum(subsampled_lengths(L_host), lp.shape[1]))
+                loss = F.ctc_loss(lp.transpose(0, 1), tg, ol_host, torch.from_numpy(tl_host), blank=0,
+                                  reduction="sum", zero_infinity=True)
+                loss = loss / max(int(tl_host.sum()), 1)  # per target token
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+                opt.step()
+                losses.append(loss)
             step += 1
             frames_seen += int(L_host.sum())
             if step % 25 == 0 or step <= 3:
-                lv = float(loss.detach())  # a device sync: only every 25 steps
+                lvs = [float(v.detach()) for v in losses]  # a device sync: only every 25 steps
                 # CTC first learns to say blank everywhere; masking input on top of that stretches
                 # the plateau (seen on the CPU: 750+ steps with SpecAugment, ~500 without), so
-                # SpecAugment starts once the loss leaves it, or at 30% of the budget
-                if not augmenting and (lv < scale.specaug_below or progress > 0.3):
+                # SpecAugment starts once a model's loss leaves it, or at 30% of the budget
+                if not augmenting and (min(lvs) < scale.specaug_below or progress > 0.3):
                     augmenting, specaug_step = True, step
-                    log(f"SpecAugment on from step {step} (loss/token {lv:.2f})")
-                curve.append({"step": step, "seconds": round(time.perf_counter() - t0, 1), "lr": round(lr, 6),
-                              "loss_per_token": round(lv, 4)})
+                    log(f"SpecAugment on from step {step} (loss/token {min(lvs):.2f})")
+                for curve, lv in zip(curves, lvs):
+                    curve.append({"step": step, "seconds": round(time.perf_counter() - t0, 1), "lr": round(lr, 6),
+                                  "loss_per_token": round(lv, 4)})
                 if step % 100 == 0 or step <= 3:
-                    log(f"step {step} epoch {epoch} loss/token {lv:.3f} lr {lr:.2e} "
+                    log(f"step {step} epoch {epoch} loss/token {' / '.join(f'{v:.3f}' for v in lvs)} lr {lr:.2e} "
                         f"{time.perf_counter() - t0:.0f}/{budget_s:.0f} s")
         else:
             epoch += 1
     if cuda:
         torch.cuda.synchronize()
     secs = time.perf_counter() - t0
-    return {"steps": step, "epochs": round(epoch + partial, 2), "seconds": round(secs, 1), "specaug_from_step": specaug_step,
-            "audio_hours_seen": round(frames_seen / 100 / 3600, 2),
-            "steps_per_second": round(step / max(secs, 1e-9), 2), "final_loss_per_token": curve[-1]["loss_per_token"] if curve else None,
-            "curve": curve}
+    return [{"steps": step, "epochs": round(epoch + partial, 2), "seconds": round(secs, 1),
+             "specaug_from_step": specaug_step, "audio_hours_seen": round(frames_seen / 100 / 3600, 2),
+             "steps_per_second": round(step / max(secs, 1e-9), 2),
+             "final_loss_per_token": curve[-1]["loss_per_token"] if curve else None, "curve": curve}
+            for curve in curves]
 
 
 # ------------------------------------------------------------------ evaluation
@@ -294,6 +309,13 @@ def main(argv=None) -> int:
     ap.add_argument("--set-utts", type=int, default=None)
     ap.add_argument("--train-seconds", type=float, default=None)
     ap.add_argument("--max-steps", type=int, default=None)
+    ap.add_argument("--model", choices=None, default=None, help="model preset (net.PRESETS) instead of the scale's")
+    ap.add_argument("--batch-frames", type=int, default=None)
+    ap.add_argument("--peak-lr", type=float, default=None)
+    ap.add_argument("--warmup", type=float, default=None, help="fraction of the budget")
+    ap.add_argument("--fallback-model", default=None,
+                    help="a second preset trained on the same batches; the lower held-out greedy WER goes on "
+                         "(default: 'cpu' at the base scale, none otherwise; 'none' for none)")
     ap.add_argument("--finish-by", type=float, default=None, help="unix time by which training must end")
     ap.add_argument("--synth-by", type=float, default=None,
                     help="unix time by which training synthesis stops (the rows made by then are used)")
@@ -307,8 +329,19 @@ def main(argv=None) -> int:
 
     t_start = time.perf_counter()
     scale = SCALES[a.scale]
-    over = {k: getattr(a, k) for k in ("train_utts", "test_utts", "set_utts", "train_seconds", "max_steps")
+    over = {k: getattr(a, k) for k in ("train_utts", "test_utts", "set_utts", "train_seconds", "max_steps",
+                                        "batch_frames", "peak_lr", "warmup")
             if getattr(a, k) is not None}
+    if a.fallback_model is None:
+        a.fallback_model = "cpu" if a.scale == "base" else None
+    elif a.fallback_model == "none":
+        a.fallback_model = None
+    elif a.fallback_model not in PRESETS:
+        ap.error(f"--fallback-model must be one of {sorted(PRESETS)} or none")
+    if a.model is not None:
+        if a.model not in PRESETS:
+            ap.error(f"--model must be one of {sorted(PRESETS)}")
+        over["model"] = a.model
     scale = replace(scale, **over)
     device = a.device or ("cuda" if torch.cuda.is_available() else "cpu")
     workers = a.workers or os.cpu_count() or 1
@@ -339,12 +372,13 @@ def main(argv=None) -> int:
     set_future = pool.submit(synthesize, a.corpus, "set", range(scale.set_utts), a.seed, **held)
 
     t = time.perf_counter()
-    config = PRESETS[scale.model]
-    model = ConformerCTC(config).to(device)
+    presets = [scale.model] + ([a.fallback_model] if a.fallback_model and a.fallback_model != scale.model else [])
+    models = [ConformerCTC(PRESETS[name]).to(device) for name in presets]
     feats = [r.feats for r in train_rows]
     sample = np.concatenate(feats[:: max(1, len(feats) // 2000)]).astype(np.float64)  # 2000 rows tell enough
-    model.feat_mean.copy_(torch.from_numpy(sample.mean(0)).float())
-    model.feat_istd.copy_(torch.from_numpy(1.0 / np.maximum(sample.std(0), 1e-3)).float())
+    for m in models:
+        m.feat_mean.copy_(torch.from_numpy(sample.mean(0)).float())
+        m.feat_istd.copy_(torch.from_numpy(1.0 / np.maximum(sample.std(0), 1e-3)).float())
     del sample
     targets = [lex.encode(r.words) for r in train_rows]
     data = GpuFeatures(feats, targets, device)
@@ -353,13 +387,11 @@ def main(argv=None) -> int:
     if a.finish_by is not None:
         budget = min(budget, a.finish_by - time.time())
     budget = max(budget, 5.0)
-    summary["model"] = {"preset": scale.model, **asdict(config), "parameters": model.num_params(),
-                        "description": describe(config)}
-    log(f"{describe(config)}; training on {device} for {budget:.0f} s "
+    log(f"{' and '.join(describe(PRESETS[n]) for n in presets)}; training on {device} for {budget:.0f} s "
         f"({data.lens.sum() / 100 / 3600:.2f} h of audio, {len(train_rows)} utterances)")
     stages["to_device"] = time.perf_counter() - t
     t = time.perf_counter()
-    summary["training"] = train(model, data, scale, budget, a.seed, device)
+    trainings = train_together(models, data, scale, budget, a.seed, device)
     stages["train"] = time.perf_counter() - t
     del data
     if device.startswith("cuda"):
@@ -369,6 +401,25 @@ def main(argv=None) -> int:
     test_rows, set_rows = test_future.result(), set_future.result()
     pool.shutdown()
     stages["wait_held_out_synth"] = time.perf_counter() - t
+
+    # the candidate with the lower greedy WER on the held-out rows goes on
+    from benchmarks.corpus.evaluate import greedy_words, wer
+
+    refs = [r.words for r in test_rows]
+    candidates = []
+    for name, m, tr in zip(presets, models, trainings):
+        lps = log_probs_of(m, [r.feats for r in test_rows], device)
+        g = wer(refs, [greedy_words(lp, lp.shape[0], lex.pieces) for lp in lps])
+        candidates.append({"preset": name, "parameters": m.num_params(), "steps": tr["steps"],
+                           "final_loss_per_token": tr["final_loss_per_token"], "greedy_wer": g["wer"]})
+        log(f"candidate {name}: greedy WER {100 * g['wer']:.2f}%, loss/token {tr['final_loss_per_token']}")
+    best = min(range(len(models)), key=lambda i: candidates[i]["greedy_wer"])
+    model, config, name = models[best], PRESETS[presets[best]], presets[best]
+    summary["candidates"] = candidates
+    summary["training"] = trainings[best]
+    summary["model"] = {"preset": name, **asdict(config), "parameters": model.num_params(),
+                        "description": describe(config)}
+    del models
 
     t = time.perf_counter()
     meta = {"corpus": os.path.basename(os.path.abspath(a.corpus)), "seed": a.seed, "train_utts": len(train_rows),
@@ -425,6 +476,9 @@ def markdown(s: dict) -> str:
         f"audio s/s, {syn['workers']} processes).",
         f"- Training: {tr['steps']} steps, {tr['epochs']} epochs, {tr['seconds']} s, final CTC loss "
         f"{tr['final_loss_per_token']} per token.",
+        *([f"- Candidates trained on the same batches (the lower held-out greedy WER was kept): " + "; ".join(
+            f"{c['preset']} ({c['parameters'] / 1e6:.2f} M): loss {c['final_loss_per_token']}, greedy WER "
+            f"{100 * c['greedy_wer']:.2f}%" for c in s["candidates"])] if len(s.get("candidates", [])) > 1 else []),
         f"- Weights: model.npz {s['weights_bytes']['model.npz'] / 2**20:.1f} MiB, model.int8.npz "
         f"{s['weights_bytes']['model.int8.npz'] / 2**20:.1f} MiB.", "",
         f"Held-out: {te['utterances']} utterances ({te['audio_seconds']} s), unseen sentences, held-out voice "

@@ -51,6 +51,36 @@ cudaGraphExec_t GraphCache::Insert(const Key& key, GraphExec exec) {
   return entries_.front().second.get();
 }
 
+// The most winners entries one lane's step may append: its emitting step keeps at most
+// claims_cap tokens (FinalizeKernel logs every kept claim, past main_q too), and each closure
+// pass logs at most main_q changed tokens.
+int64_t GpuDecoder::StepEntriesBound() const {
+  return static_cast<int64_t>(ws_.claims_cap) + static_cast<int64_t>(cfg_.eps_iterations) * ws_.main_q;
+}
+
+void GpuDecoder::SetArenaGuard(unsigned long long entries) {
+  if (entries == arena_guard_host_) return;
+  arena_guard_host_ = entries;  // a member: the pageable copy reads it before returning
+  CUWFST_CUDA(cudaMemcpyAsync(arena_guard_, &arena_guard_host_, sizeof(entries), cudaMemcpyHostToDevice, stream_));
+}
+
+unsigned long long GpuDecoder::ArenaCursor() {
+  unsigned long long cursor = 0;
+  CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  return cursor;
+}
+
+std::string GpuDecoder::ArenaShort(unsigned long long need, int32_t lanes) const {
+  std::ostringstream os;
+  os << "the winners arena cannot hold one step of " << lanes << " streams (" << need
+     << " entries at worst, and as many again for its garbage collection; arena_max " << cfg_.arena_max
+     << ", now " << arena_cap_
+     << "); nothing of this call ran past its last complete step; open fewer streams per decoder or "
+     << "lower max_active_states / main_q_factor";
+  return os.str();
+}
+
 std::string GpuDecoder::Advice() const {
   std::ostringstream os;
   os << "lower max_lanes (now " << cfg_.max_lanes << ") or main_q_factor (frontier " << cfg_.main_q
@@ -182,6 +212,9 @@ void GpuDecoder::Allocate() {
     EnsureStatic();
   }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
+  arena_guard_ = Alloc<unsigned long long>(1, "arena guard");
+  ws_.arena_guard = arena_guard_;
+  CUWFST_CUDA(cudaMemsetAsync(arena_guard_, 0, sizeof(unsigned long long), stream_));
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
   // zero: a lane that no sequence has initialized yet is released by the first one, which
   // leaves its regions as they are; HashSanitizeKernel reads them, so no garbage may be there
@@ -554,6 +587,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     in[0] = {lp, stride_t, 0, 0};
     Wait(caller_stream);
     const int L = cfg_.max_lanes;
+    SetArenaGuard(0);  // launched step by step, not through RunOnce: no stream's guard may linger
     UploadLaneOrders();
     const StepParams p = Params(lp_f16);
     LaneSetupKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p, 1);
@@ -641,6 +675,7 @@ bool GpuDecoder::Replays(int32_t steps) const {
 // it on first use. If the executable cannot be instantiated for lack of memory, the cached
 // ones are given back and this decode launches plainly: graphs are an optimisation.
 void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
+  if (kind != SeqKind::kAdvance) SetArenaGuard(0);  // only stream advances wait for room
   if (!capture) {
     Enqueue(kind, steps, f16);
     return;
@@ -835,6 +870,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
     out[23 + k] = pool_cap_[k];
     out[26 + k] = pool_high_[k];
   }
+  out[29] = advance_rounds_;
 }
 
 }  // namespace cuwfst

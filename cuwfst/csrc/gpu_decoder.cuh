@@ -136,7 +136,8 @@ class GpuDecoder {
                   int64_t caller_stream, DecodeOutputs out);
   // Streams (k2's online beam mode; lanes are their slots). Open: the lanes' start tokens
   // and closures. Advance: lanes[i] takes lens[i] frames of rows i of a packed [S, Tc, V]
-  // device tensor, in one launch sequence, then a GC round. Partial: the best paths so far.
+  // device tensor, in one launch sequence, then a GC round (in more rounds when the arena
+  // guard made steps wait for room). Partial: the best paths so far.
   // Finalize: the final step and the results, after which the lanes are free. Release:
   // abandon lanes.
   void StreamOpen(const int32_t* lanes, int32_t n);
@@ -172,8 +173,9 @@ class GpuDecoder {
   // committed (frontiers, step scratch, claims, hash tables), [20] lane pools reserved,
   // [21] 1 if offline batches take the pooled layout, [22] pool growths (each re-ran a
   // batch), [23..25] the pools' capacity (entries: tokens, claims, hash slots), [26..28]
-  // the most of each a batch used.
-  static constexpr int kMemStats = 29;
+  // the most of each a batch used, [29] the rounds stream advances took (more than one per
+  // advance when the arena guard made steps wait for room).
+  static constexpr int kMemStats = 30;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -217,6 +219,9 @@ class GpuDecoder {
   // A GC round over every live lane (gc.cuh); the drained arcs join the lanes' prefixes.
   void CollectGarbage();
   void EnsureArenaRoom(int64_t entries);
+  void SetArenaGuard(unsigned long long entries);
+  unsigned long long ArenaCursor();
+  int64_t StepEntriesBound() const;
   void GrowArenaKeeping(int64_t want);
   void CheckLanes(const int32_t* lanes, int32_t n, bool want_open) const;
   void Wait(int64_t caller_stream);
@@ -227,6 +232,7 @@ class GpuDecoder {
   template <typename T>
   T* Alloc(size_t count, const char* what);
   std::string Advice() const;
+  std::string ArenaShort(unsigned long long need, int32_t lanes) const;
 
   std::shared_ptr<GpuGraph> graph_;
   DecoderConfig cfg_;
@@ -286,6 +292,7 @@ class GpuDecoder {
   void Timed(int kind, F&& launch);
   void CollectProfile();
   unsigned long long arena_high_water_ = 0;
+  int64_t advance_rounds_ = 0;
   // Lanes that live across sequences (streams, continuous batching): host side.
   struct LaneHost {
     bool open = false;          // a stream (or a row of DecodeMany) holds the lane
@@ -300,6 +307,8 @@ class GpuDecoder {
   long long gc_round_ = 0;
   unsigned long long arena_used_ = 0;  // winners entries live after the last GC round
   unsigned long long arena_used_max_ = 0;
+  unsigned long long* arena_guard_ = nullptr;  // device scalar (ws_.arena_guard)
+  unsigned long long arena_guard_host_ = 0;    // its value (what the last SetArenaGuard wrote)
   bool hash_dirty_ = false;  // a sequence failed half-way: wipe every hash table before the next
   int64_t graph_captures_ = 0;
 };

@@ -107,6 +107,12 @@ void GpuDecoder::CollectGarbage() {
   // the live entries into the free tail (grown first if it is short), then to the start
   if (cursor + live > static_cast<unsigned long long>(arena_cap_))
     GrowArenaKeeping(static_cast<int64_t>(cursor + live) + static_cast<int64_t>(live));
+  if (cursor + live > static_cast<unsigned long long>(arena_cap_)) {  // at arena_max
+    std::ostringstream os;
+    os << "the winners arena (at its limit of " << cfg_.arena_max << " entries) has no room to collect garbage: "
+       << live << " live entries after " << cursor << "; decode fewer rows or streams at once or lower max_active_states";
+    throw std::runtime_error(os.str());
+  }
   if (cursor > 0) {
     const int blocks = static_cast<int>(std::min<unsigned long long>((cursor + 255) / 256, 4096));
     GcCopyKernel<<<blocks, 256, 0, stream_>>>(ws_, round, static_cast<int64_t>(cursor), static_cast<int64_t>(cursor));
@@ -273,6 +279,13 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
     CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));
     arena_used_ = 0;
   }
+  // room for the start tokens and their closure (an open cannot be re-run either), before
+  // any lane is marked open: a growth that fails (MemoryError) leaves the lanes free
+  const unsigned long long need = static_cast<unsigned long long>(n) * (1 + cfg_.eps_iterations * ws_.main_q);
+  const unsigned long long cursor = ArenaCursor();
+  if (cursor + need > static_cast<unsigned long long>(arena_cap_))
+    GrowArenaKeeping(static_cast<int64_t>(cursor + need));
+  if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, n));
   ClearLaneOrders();
   LaneCommand* cmd = As<LaneCommand>(h_commands_);
   for (int32_t i = 0; i < n; ++i) {
@@ -280,6 +293,7 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
     lane_host_[lanes[i]] = LaneHost{};
     lane_host_[lanes[i]].open = true;
   }
+  SetArenaGuard(0);
   UploadLaneOrders();
   RunOnce(SeqKind::kOpen, 0, false, Replays(0));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
@@ -300,44 +314,91 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
     max_len = std::max(max_len, lens[i]);
   }
   if (max_len == 0) return;
-  const int32_t steps = ChunkBucket(max_len);
+  int32_t steps = ChunkBucket(max_len);
+  std::vector<int32_t> fed0(S), target(S);
+  for (int32_t i = 0; i < S; ++i) {
+    fed0[i] = lane_host_[lanes[i]].fed;
+    target[i] = fed0[i] + lens[i];
+  }
   try {
     // Room for the chunk's winners: each step of a lane appends about its frontier (twice
-    // the largest seen, at least 1024), once per closure pass too. A chunk that still runs
-    // out flags its streams (kOverflowArena on their results): an advance cannot be re-run.
+    // the largest seen, at least 1024), once per closure pass too; grown to that up front so
+    // that one round usually runs the whole chunk.
     unsigned long long need = 0;
     for (int32_t i = 0; i < S; ++i)
       need += static_cast<unsigned long long>(lens[i]) * (1 + cfg_.eps_iterations) *
               (2ull * std::max(lane_host_[lanes[i]].max_frontier, 1024));
-    if (arena_used_ + need > static_cast<unsigned long long>(arena_cap_))
-      GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(arena_used_ + need,
-                                                                         static_cast<unsigned long long>(cfg_.arena_max))));
-    ClearLaneOrders();
-    LaneCommand* cmd = As<LaneCommand>(h_commands_);
-    LaneInput* in = As<LaneInput>(h_inputs_);
-    const char* base = static_cast<const char*>(lp);
-    const int64_t elem = lp_f16 ? 2 : 4;
-    for (int32_t i = 0; i < S; ++i) {
-      const int32_t l = lanes[i];
-      cmd[l] = {kCmdAvail, -1, lane_host_[l].fed + lens[i], 0};
-      in[l] = {base + static_cast<int64_t>(i) * stride_b * elem, stride_t, lane_host_[l].fed, 0};
+    // The estimate is no bound (a new stream's frontier can grow tenfold within a chunk), and
+    // an advance cannot be re-run: the arena guard makes a step wait while the arena lacks
+    // room for its worst case, and each round below runs what fits, collects garbage, grows
+    // the arena, and goes on with the lanes still short of their chunk's end.
+    const int64_t per_lane = StepEntriesBound();
+    LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+    for (int32_t round = 0;; ++round) {
+      int32_t active = 0, rest = 0;
+      for (int32_t i = 0; i < S; ++i) {
+        const int32_t r = target[i] - lane_host_[lanes[i]].fed;
+        if (r > 0) {
+          ++active;
+          rest = std::max(rest, r);
+        }
+      }
+      if (active == 0) break;
+      const unsigned long long guard = static_cast<unsigned long long>(active) * static_cast<unsigned long long>(per_lane);
+      const unsigned long long used = ArenaCursor();  // the opens since the last GC round appended too
+      const unsigned long long floor = 2 * (used + guard);  // the guard's rule (scan.cuh)
+      // round 0: the estimate (twice the frontiers) on top, so one round usually runs the
+      // chunk (steps go on while the arena is half free); later rounds double the floor
+      const unsigned long long want = floor + (round == 0 ? need : floor);
+      if (want > static_cast<unsigned long long>(arena_cap_))
+        GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(want, static_cast<unsigned long long>(cfg_.arena_max))));
+      if (floor > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(guard, active));
+      ClearLaneOrders();
+      LaneCommand* cmd = As<LaneCommand>(h_commands_);
+      LaneInput* in = As<LaneInput>(h_inputs_);
+      const char* base = static_cast<const char*>(lp);
+      const int64_t elem = lp_f16 ? 2 : 4;
+      for (int32_t i = 0; i < S; ++i) {
+        const int32_t l = lanes[i];
+        if (target[i] <= lane_host_[l].fed) continue;
+        cmd[l] = {kCmdAvail, -1, target[i], 0};
+        in[l] = {base + static_cast<int64_t>(i) * stride_b * elem, stride_t, fed0[i], 0};
+      }
+      if (round == 0) Wait(caller_stream);
+      SetArenaGuard(guard);
+      UploadLaneOrders();
+      steps = ChunkBucket(rest);
+      RunOnce(SeqKind::kAdvance, steps, lp_f16, Replays(steps));
+      CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, cfg_.max_lanes * sizeof(LaneCounters), cudaMemcpyDeviceToHost,
+                                  stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));  // the caller's chunk tensor is read by now
+      if (profiling_) CollectProfile();
+      int32_t moved = 0;
+      for (int32_t i = 0; i < S; ++i) {
+        const int32_t l = lanes[i];
+        const int32_t t = h_lanes[l].t;  // steps taken = frames consumed (no final step yet)
+        if (t < lane_host_[l].fed || t > target[i])
+          throw std::logic_error("a stream's step count left its chunk (lane " + std::to_string(l) + ")");
+        moved += t - lane_host_[l].fed;
+        lane_host_[l].fed = t;
+      }
+      ++advance_rounds_;
+      CollectGarbage();
+      if (moved == 0 && round > 0 && arena_cap_ >= cfg_.arena_max)
+        throw std::runtime_error(ArenaShort(guard, active));
     }
-    Wait(caller_stream);
-    UploadLaneOrders();
-    RunOnce(SeqKind::kAdvance, steps, lp_f16, Replays(steps));
-    CUWFST_CUDA(cudaStreamSynchronize(stream_));  // the caller's chunk tensor is read by now
-    if (profiling_) CollectProfile();
-    for (int32_t i = 0; i < S; ++i) lane_host_[lanes[i]].fed += lens[i];
-    CollectGarbage();
+    SetArenaGuard(0);
   } catch (const CudaError& e) {
     pending_.clear();
     hash_dirty_ = true;
+    arena_guard_host_ = ~0ull;  // unknown: the next SetArenaGuard writes
     if (IsStickyError(e.code())) Fatal(e.code(), e.what(), S, Tc, V, steps);
     SyncQuietly();
     throw;
   } catch (...) {
     pending_.clear();
     hash_dirty_ = true;
+    arena_guard_host_ = ~0ull;
     SyncQuietly();
     throw;
   }
@@ -398,6 +459,13 @@ void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs o
     ClearLaneOrders();
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     for (int32_t i = 0; i < n; ++i) cmd[lanes[i]] = {kCmdSetLength, lane_host_[lanes[i]].fed, 0, 0};
+    // room for the final step (a finalize cannot be re-run)
+    const unsigned long long need = static_cast<unsigned long long>(n) * static_cast<unsigned long long>(StepEntriesBound());
+    const unsigned long long cursor = ArenaCursor();
+    if (cursor + need > static_cast<unsigned long long>(arena_cap_))
+      GrowArenaKeeping(static_cast<int64_t>(cursor + need));
+    if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, n));
+    SetArenaGuard(0);
     UploadLaneOrders();
     RunOnce(SeqKind::kFinalize, 1, false, Replays(1));
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);

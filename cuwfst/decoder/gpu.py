@@ -341,7 +341,7 @@ class GpuBackend:
             b, t = (int(x) for x in bad.nonzero()[0])
             raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
 
-    def decode(self, log_probs, lengths, frontend, online: bool = False):
+    def decode(self, log_probs, lengths, frontend, online: bool = False, batching: str | None = None):
         lp = self.to_device(log_probs)
         B, T = lp.shape[0], lp.shape[1]
         lens = check_lengths(lengths, B, T)
@@ -349,9 +349,9 @@ class GpuBackend:
             self.check_finite(lp, lens)
         stream = self._stream()
         with self.lock:
-            return self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online))
+            return self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online, batching))
 
-    def _decode_locked(self, lp, lens, stream, frontend, online):
+    def _decode_locked(self, lp, lens, stream, frontend, online, batching=None):
         B = lp.shape[0]
         hyps = [None] * B
         # (the caller holds self.lock)
@@ -365,7 +365,7 @@ class GpuBackend:
         elif B <= lanes:
             res = self.main.decode(lp, lens, stream, online)
             self._collect(hyps, range(B), res, frontend)
-        elif self.batching == "continuous":
+        elif (batching or self.batching) == "continuous":
             # every row through the lanes, the next row entering a lane the moment one
             # finishes: no lane-steps of padding, each row's result as if decoded alone
             res = self.main.decode_many(lp, lens, stream, online, self.segment)

@@ -24,8 +24,10 @@ Every figure is in bytes unless its name says entries. On the GPU:
              not in `committed`)
   total      committed + graph
   winners_high_water   the most winners-log entries a decode used (8 bytes each)
-  pools      per pool: winners (log + GC tags), lanes (frontiers, scratch, claims, hash
-             tables: capacities and high water in entries), workspace, paths
+  pools      per pool: winners (log + GC tags; advance_rounds: the launch rounds stream
+             advances took, more than one where the arena guard made steps wait), lanes
+             (frontiers, scratch, claims, hash tables: capacities and high water in
+             entries), workspace, paths
   instances  the same figures per native instance (main; rescue once built)
 """
 
@@ -41,7 +43,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "graph_evictions", "graph_bytes", "winners_committed", "winners_reserved", "arena_capacity", "vmm",
              "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max",
              "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
-             "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash")
+             "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash", "advance_rounds")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
@@ -98,7 +100,8 @@ def gpu_memory_stats(backend) -> dict:
             "winners": {"reserved": total("winners_reserved"), "committed": total("winners_committed"),
                         "capacity_entries": int(main["arena_capacity"]),
                         "high_water_entries": int(main["arena_high_water"]),
-                        "granularity": int(main["granularity"]), "grows": total("arena_grows")},
+                        "granularity": int(main["granularity"]), "grows": total("arena_grows"),
+                        "advance_rounds": int(main["advance_rounds"])},
             "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed"),
                       "pooled": bool(main["pooled"]), "grows": total("pool_grows"),
                       "capacity_entries": {k: int(main[f"pool_cap_{k}"]) for k in ("tokens", "claims", "hash")},

@@ -195,22 +195,44 @@ class Decoder:
             bar.close()
 
     def _decode_chunk(self, utts, online: bool) -> list[Hypothesis]:
-        rows = []
-        for i, u in enumerate(utts):
-            u = log_probs_to_host(u.detach().cpu() if is_torch(u) else u)
-            if u.ndim != 2:
-                raise ValueError(f"utterance {i} of the chunk has shape {tuple(u.shape)}: each must be [T, V]")
-            rows.append(u)
-        T = max(r.shape[0] for r in rows)
-        V = rows[0].shape[1]
-        if any(r.shape[1] != V for r in rows):
-            raise ValueError("utterances of one decode_all must have the same number of columns")
-        packed = np.zeros((len(rows), max(T, 1), V), np.float32)
-        lens = np.zeros(len(rows), np.int32)
-        for i, r in enumerate(rows):
-            packed[i, : r.shape[0]] = np.asarray(r, np.float32)
-            lens[i] = r.shape[0]
-        return self.decode(packed, lens, online=online)
+        gpu = self._gpu
+        torch = getattr(gpu, "torch", None) if gpu is not None else None
+        if torch is not None and all(is_torch(u) and u.device == gpu.device for u in utts):
+            # CUDA utterances for a GPU decoder: padded on their device, no host round trip
+            rows = [u.detach() for u in utts]
+            for i, r in enumerate(rows):
+                if r.dim() != 2:
+                    raise ValueError(f"utterance {i} of the chunk has shape {tuple(r.shape)}: each must be [T, V]")
+            if any(r.shape[1] != rows[0].shape[1] for r in rows):
+                raise ValueError("utterances of one decode_all must have the same number of columns")
+            dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
+            lens = np.array([r.shape[0] for r in rows], np.int32)
+            packed = torch.nn.utils.rnn.pad_sequence([r.to(dtype) for r in rows], batch_first=True)
+            if packed.shape[1] == 0:
+                packed = packed.new_zeros((len(rows), 1, rows[0].shape[1]))
+        else:
+            rows = []
+            for i, u in enumerate(utts):
+                u = log_probs_to_host(u.detach().cpu() if is_torch(u) else u)
+                if u.ndim != 2:
+                    raise ValueError(f"utterance {i} of the chunk has shape {tuple(u.shape)}: each must be [T, V]")
+                rows.append(u)
+            T = max(r.shape[0] for r in rows)
+            V = rows[0].shape[1]
+            if any(r.shape[1] != V for r in rows):
+                raise ValueError("utterances of one decode_all must have the same number of columns")
+            # float16 rows stay float16 (exact, and half the bytes to pack and upload)
+            dtype = np.float16 if all(r.dtype == np.float16 for r in rows) else np.float32
+            packed = np.zeros((len(rows), max(T, 1), V), dtype)
+            lens = np.zeros(len(rows), np.int32)
+            for i, r in enumerate(rows):
+                packed[i, : r.shape[0]] = np.asarray(r, dtype)
+                lens[i] = r.shape[0]
+        if gpu is None:
+            return self.decode(packed, lens, online=online)
+        # the GPU: every chunk continuously batched through the lanes, whatever `batching` says
+        packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
+        return gpu.decode(packed, lens, self, online=online, batching="continuous")
 
     def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier, *,
                         frontier_total: int = 0, closure_added: int = 0) -> Hypothesis:

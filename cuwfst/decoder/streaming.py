@@ -97,10 +97,10 @@ class _CpuStreams:
         self.frontend, self.mod = frontend, frontend._ref.mod
         self.num_threads, self.compact = num_threads, compact
 
-    def open(self) -> int:
+    def open(self, n: int) -> list[int]:
         o, f = self.frontend.options, self.frontend
-        return self.mod.ref_stream_create(f._ref.handle, o.search_beam, o.output_beam, o.min_active_states,
-                                          o.max_active_states, o.allow_partial, f.eps_iterations)
+        return [self.mod.ref_stream_create(f._ref.handle, o.search_beam, o.output_beam, o.min_active_states,
+                                           o.max_active_states, o.allow_partial, f.eps_iterations) for _ in range(n)]
 
     def advance(self, handles: list[int], packed: np.ndarray, lens: np.ndarray) -> None:
         self.mod.ref_streams_advance(np.array(handles, np.int64), packed, lens, self.num_threads, self.compact)
@@ -113,11 +113,16 @@ class _CpuStreams:
         n, committed, _, ok = info.tolist()
         return arcs[:n], committed, float(score[0]), bool(ok), 0
 
-    def finalize(self, handle: int, cap: int):
-        out = (np.zeros((1, cap), np.int32), np.zeros(1, np.int32), np.zeros(1, np.float32),
-               np.zeros((1, 4), np.int32), np.zeros((1, 2), np.int64))
-        self.mod.ref_stream_finalize(handle, *out)
-        return out, 0  # the CPU search has no capacity limits: no overflow
+    def finalize(self, handles: list[int], cap: int):
+        n = len(handles)
+        out = (np.zeros((n, cap), np.int32), np.zeros(n, np.int32), np.zeros(n, np.float32),
+               np.zeros((n, 4), np.int32), np.zeros((n, 2), np.int64))
+        for i, h in enumerate(handles):
+            self.mod.ref_stream_finalize(h, out[0][i : i + 1], out[1][i : i + 1], out[2][i : i + 1],
+                                         out[3][i : i + 1], out[4][i : i + 1])
+        for h in handles:  # read out: the searches (and their logs) go
+            self.mod.ref_stream_free(h)
+        return out, np.zeros(n, np.int32)  # the CPU search has no capacity limits: no overflow
 
     def release(self, handle: int) -> None:
         self.mod.ref_stream_free(handle)
@@ -140,14 +145,16 @@ class _GpuStreams:
         self.mod = self.inst.mod
         self.free = list(range(max_streams - 1, -1, -1))
 
-    def open(self) -> int:
-        lane = self.free.pop()
+    def open(self, n: int) -> list[int]:
+        if n == 0:
+            return []
+        lanes = [self.free.pop() for _ in range(n)]
         try:
-            self.mod.gpu_stream_open(self.inst.handle, np.array([lane], np.int32))
+            self.mod.gpu_stream_open(self.inst.handle, np.array(lanes, np.int32))
         except Exception:
-            self.free.append(lane)
+            self.free.extend(reversed(lanes))
             raise
-        return lane
+        return lanes
 
     def advance(self, lanes: list[int], packed: np.ndarray, lens: np.ndarray) -> None:
         lp = self.backend.to_device(packed)
@@ -162,15 +169,14 @@ class _GpuStreams:
         arcs, n, committed, score, meta = out
         return arcs[0, : min(n[0], cap)], int(committed[0]), float(score[0]), bool(meta[0, 0]), int(meta[0, 1])
 
-    def finalize(self, lane: int, cap: int):
-        out = (np.zeros((1, cap), np.int32), np.zeros(1, np.int32), np.zeros(1, np.float32),
-               np.zeros((1, 4), np.int32), np.zeros((1, 2), np.int64))
-        try:
-            with self.backend.lock:
-                self.mod.gpu_stream_finalize(self.inst.handle, np.array([lane], np.int32), *out)
-        finally:
-            self.free.append(lane)
-        return out, int(out[3][0, 2])
+    def finalize(self, lanes: list[int], cap: int):
+        n = len(lanes)
+        out = (np.zeros((n, cap), np.int32), np.zeros(n, np.int32), np.zeros(n, np.float32),
+               np.zeros((n, 4), np.int32), np.zeros((n, 2), np.int64))
+        with self.backend.lock:  # a failure leaves the lanes held: their streams stay open
+            self.mod.gpu_stream_finalize(self.inst.handle, np.array(lanes, np.int32), *out)
+        self.free.extend(lanes)
+        return out, out[3][:, 2].copy()
 
     def release(self, lane: int) -> None:
         with self.backend.lock:
@@ -228,14 +234,25 @@ class StreamingDecoder:
     # ------------------------------------------------------------------ lifecycle
     def open_stream(self) -> Stream:
         """A new stream at frame 0 (its start state and epsilon closure)."""
+        return self.open_streams(1)[0]
+
+    def open_streams(self, n: int) -> list[Stream]:
+        """n new streams at once (on the GPU one launch sequence for all of them)."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            raise ValueError(f"n must be an int >= 0, got {n!r}")
         with self._lock:
-            if len(self._open) >= self.max_streams:
-                raise RuntimeError(f"all {self.max_streams} streams are in use: finalize or release one "
-                                   "(or build the StreamingDecoder with a larger max_streams)")
-            s = Stream(self, self._backend.open(), self._next_index)
-            self._next_index += 1
-            self._open[s.index] = s
-            return s
+            if len(self._open) + n > self.max_streams:
+                held = (f"all {self.max_streams} streams are in use" if len(self._open) == self.max_streams else
+                        f"{n} more streams do not fit: {len(self._open)} of {self.max_streams} are in use")
+                raise RuntimeError(f"{held}: finalize or release one (or build the StreamingDecoder with a larger "
+                                   "max_streams)")
+            out = []
+            for handle in self._backend.open(n):
+                s = Stream(self, handle, self._next_index)
+                self._next_index += 1
+                self._open[s.index] = s
+                out.append(s)
+            return out
 
     def release(self, stream: Stream) -> None:
         """Abandons a stream without a result and frees what it holds."""
@@ -243,25 +260,40 @@ class StreamingDecoder:
             self._check_open(stream)
             self._close(stream)
 
-    def finalize(self, stream: Stream) -> Hypothesis:
-        """k2's final step on the frames fed so far, the best path, and the stream freed."""
+    def finalize(self, stream):
+        """k2's final step on the frames fed so far, the best path, and the stream freed.
+        Given a list of streams, finalizes them all in one launch sequence (GPU) and returns
+        their hypotheses in order. If the backend fails (an out-of-memory, say), the
+        streams stay open: finalize can be called again, or the streams released."""
+        if isinstance(stream, Stream):
+            return self._finalize([stream])[0]
+        streams = list(stream)
+        if len({id(s) for s in streams}) != len(streams):
+            raise ValueError("a stream appears twice in one finalize")
+        return self._finalize(streams) if streams else []
+
+    def _finalize(self, streams: list) -> list:
         with self._lock:
-            self._check_open(stream)
-            stream.closed = True
-            self._open.pop(stream.index, None)
-            (arcs, n, score, meta, stats), overflow = self._backend.finalize(
-                stream._handle, self._frontend.path_capacity(stream.frames))
-            stream._handle = None
-            k = min(int(n[0]), arcs.shape[1])
-            path = arcs[0, :k]
-            redirect_arc = int(meta[0, 2]) if self.device == "cpu" else -1
-            if self.device != "cpu" and k and path[-1] & REDIRECT_ARC_BIT:  # the GPU marks it on the path
-                redirect_arc, path = int(path[-1] & ~REDIRECT_ARC_BIT), path[:-1]
-            hyp = self._frontend.make_hypothesis(
-                path, float(score[0]), bool(meta[0, 0]), redirect_arc, overflow, int(meta[0, 3]),
-                frontier_total=int(stats[0, 0]), closure_added=int(stats[0, 1]))
-            hyp.final_words = len(hyp.words)
-            return hyp
+            for s in streams:
+                self._check_open(s)
+            cap = max(self._frontend.path_capacity(s.frames) for s in streams)
+            (arcs, n, score, meta, stats), overflow = self._backend.finalize([s._handle for s in streams], cap)
+            hyps = []
+            for i, s in enumerate(streams):
+                s.closed = True
+                self._open.pop(s.index, None)
+                s._handle = None
+                k = min(int(n[i]), arcs.shape[1])
+                path = arcs[i, :k]
+                redirect_arc = int(meta[i, 2]) if self.device == "cpu" else -1
+                if self.device != "cpu" and k and path[-1] & REDIRECT_ARC_BIT:  # the GPU marks it on the path
+                    redirect_arc, path = int(path[-1] & ~REDIRECT_ARC_BIT), path[:-1]
+                hyp = self._frontend.make_hypothesis(
+                    path, float(score[i]), bool(meta[i, 0]), redirect_arc, int(overflow[i]), int(meta[i, 3]),
+                    frontier_total=int(stats[i, 0]), closure_added=int(stats[i, 1]))
+                hyp.final_words = len(hyp.words)
+                hyps.append(hyp)
+            return hyps
 
     def __del__(self):
         for s in list(getattr(self, "_open", {}).values()):
@@ -280,9 +312,17 @@ class StreamingDecoder:
             raise ValueError(f"{len(streams)} streams but {len(chunks)} chunks")
         if len({id(s) for s in streams}) != len(streams):
             raise ValueError("a stream appears twice in one advance")
+        for s in streams:
+            self._check_open(s)
+        if not streams:
+            return
+        packed = self._pack_on_device(chunks)
+        if packed is not None:
+            packed, lens = packed
+            self._feed(streams, packed, lens)
+            return
         rows = []
         for s, c in zip(streams, chunks):
-            self._check_open(s)
             if is_torch(c) and c.device.type != "cpu":  # any device: the CPU search reads host memory
                 c = c.detach().cpu()
             lp = log_probs_to_host(c)
@@ -309,6 +349,9 @@ class StreamingDecoder:
                 if bad.any():
                     t, v = (int(x) for x in np.argwhere(bad)[0])
                     raise ValueError(f"chunk {i}[{t}, {v}] is {r[t, v]}: log-probs must not be NaN or +inf")
+        self._feed(streams, packed, lens)
+
+    def _feed(self, streams, packed, lens: np.ndarray) -> None:
         with self._lock:
             for s in streams:
                 self._check_open(s)
@@ -318,6 +361,34 @@ class StreamingDecoder:
         if self.endpoint is not None:
             for s in streams:
                 s.endpoint = self.endpoint.detect(self._partial(s), s.frames)
+
+    def _pack_on_device(self, chunks):
+        """CUDA torch chunks for a GPU decoder on their device: padded into one [S, Tc, V]
+        tensor there (no copy through the host), checked and transformed there as the
+        offline GPU decoder does. None when the chunks are not all such tensors."""
+        gpu = self._frontend._gpu
+        torch = getattr(gpu, "torch", None) if gpu is not None else None
+        if torch is None or not all(is_torch(c) and c.device == gpu.device for c in chunks):
+            return None
+        rows = [c.detach() for c in chunks]
+        for i, r in enumerate(rows):
+            if r.dim() != 2:
+                raise ValueError(f"each chunk must be [Tc, V], got shape {tuple(r.shape)}")
+        V = max(r.shape[1] for r in rows)
+        for i, r in enumerate(rows):
+            if r.shape[0] and r.shape[1] != V:
+                raise ValueError(f"chunk {i} has {r.shape[1]} columns, others {V}")
+        dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
+        rows = [r.to(dtype) if r.shape[0] else r.new_zeros((0, V), dtype=dtype) for r in rows]
+        lens = np.array([r.shape[0] for r in rows], np.int32)
+        packed = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)  # [S, max Tc, V]
+        if packed.shape[1] == 0:
+            packed = packed.new_zeros((len(rows), 1, max(V, 1)))
+        if lens.any():
+            packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
+            packed = gpu.to_device(packed)
+            gpu.check_finite(packed, lens)
+        return packed, lens
 
     def memory_stats(self, stream: Stream | None = None) -> dict:
         """With a stream: {frames, winners}: the search-log entries held (CPU: the stream's,

@@ -241,6 +241,7 @@ struct RefStream {
   std::vector<int32_t> slot;
   std::unique_ptr<cuwfst::reference::RowSearch> search;
 };
+std::atomic<int64_t> g_live_streams{0};  // RefStreams alive (a leak test reads it)
 
 RefStream* GetStream(int64_t h) {
   if (h == 0) TVM_FFI_THROW(ValueError) << "null stream handle";
@@ -255,10 +256,16 @@ int64_t RefStreamCreate(int64_t graph_h, double search_beam, double output_beam,
   auto st = std::make_unique<RefStream>();
   st->slot.assign(g.num_states, -1);
   st->search = std::make_unique<cuwfst::reference::RowSearch>(g, opt, &st->slot, nullptr);
+  ++g_live_streams;
   return reinterpret_cast<int64_t>(st.release());
 }
 
-void RefStreamFree(int64_t h) { delete GetStream(h); }
+void RefStreamFree(int64_t h) {
+  delete GetStream(h);
+  --g_live_streams;
+}
+
+int64_t RefStreamsLive() { return g_live_streams.load(); }
 
 // Advances streams[i] by lengths[i] frames of log_probs[i] ([S, Tc, V] f32), threads over
 // the streams; with `compact`, each stream then moves its committed prefix out of its
@@ -425,6 +432,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode, RefDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_snapshots, RefDecodeSnapshots);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_create, RefStreamCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_free, RefStreamFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_streams_live, RefStreamsLive);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_streams_advance, RefStreamsAdvance);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_partial, RefStreamPartial);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_finalize, RefStreamFinalize);

@@ -217,7 +217,15 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   }
   const int32_t T = lc.length;
   const int32_t t = lc.t;
-  if (T < 0 || t > T || (t < T && t >= lc.avail)) {
+  // The arena guard (streams): every CTA reads the cursor before this step appends anything,
+  // so all lanes take the same decision; a lane that waits keeps t and its frontier. Half
+  // the arena: after the step at most half is in use, so the GC round that follows always
+  // has the free tail it copies the live entries into. The arena is the log's published
+  // limit (device memory, the bound FinalizeKernel appends up to): a lazily committed log
+  // grows between rounds without a new capture, so no captured value may stand in for it.
+  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
+                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short) {
     if (threadIdx.x == 0) {
       lc.phase = kPhaseIdle;
       lc.total_arcs = 0;

@@ -216,6 +216,13 @@ struct Workspace {
   WinnerEntry* arena;
   const long long* arena_limit;
   unsigned long long* arena_cursor;
+  // Streams' arena guard (device scalar; 0: off): the winners entries one step of every lane
+  // the sequence moves may append at most. With it set, ScanKernel idles a lane's real step
+  // unless 2 (cursor + guard) <= *arena_limit, so a step never overflows the log (and the GC
+  // round after it finds its free tail): it waits, and the host collects garbage, grows the
+  // log and runs the rest of the chunk (an advance cannot be re-run, so it must never drop
+  // an entry).
+  const unsigned long long* arena_guard;
   LaneCounters* lanes;
   const LaneCommand* commands;  // [max_lanes] LaneSetupKernel's orders for this sequence
   const LaneInput* inputs;      // [max_lanes] each lane's log-prob rows
