@@ -170,7 +170,9 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
         if (tsize > 0) {  // (volatile: the lane's CTA flipped buf; this SM's L1 may hold the old line)
           const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
           lc.tok_off[dst] = t_off;
-          lc.tok_cap[dst] = fits ? tsize - 1 : 0;
+          // at most main_q survivors, as in the static layout (FinalizeKernel flags
+          // kOverflowKept past it): the region's rounding to kPoolAlign adds room, not capacity
+          lc.tok_cap[dst] = fits ? min(tsize - 1, ws.main_q) : 0;
         }
         if (!fits) atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
       }
