@@ -223,6 +223,112 @@ def test_pooled_lanes_grow_by_rerun_and_stay_exact():
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
 
 
+def _two_region_graph(rng, narrow=600, wide=2400, vocab=4, degree=8, wide_degree=12, fan=800, to_narrow=0.2):
+    """Start 0 has two arcs: ilabel 1 into a wide region (its entry state fans out to `fan`
+    states), ilabel 2 into a narrow one. The narrow region's arcs stay inside it, so a row
+    there never holds more than `narrow` states (no frontier, claims or hash overflow,
+    whatever the beam); a fifth of the wide region's arcs lead into the narrow region, so a
+    wide row claims the narrow region's states too."""
+    N = 1 + narrow + wide
+    lo, mid = 1, 1 + narrow  # narrow [lo, mid), wide [mid, N); N: the final state
+    src, dst, il, w = [0, 0], [mid, lo], [1, 2], [0.0, 0.0]
+    for s in range(1, N):
+        inside = s < mid
+        arcs = [(s, 0)] if rng.random() < 0.8 else []
+        if s == mid:
+            arcs += [(int(d), int(rng.integers(0, vocab))) for d in rng.choice(np.arange(mid, N), fan, replace=False)]
+        for _ in range(int(rng.integers(2, (degree if inside else wide_degree) + 1))):
+            into_narrow = inside or rng.random() < to_narrow
+            dest = rng.integers(lo, mid) if into_narrow else rng.integers(mid, N)
+            arcs.append((int(dest), int(rng.integers(0, vocab))))
+        if rng.random() < 0.2:
+            arcs.append((N, -1))
+        for d, lab in arcs:
+            src.append(s)
+            dst.append(d)
+            il.append(lab)
+            w.append(float(np.float32(rng.uniform(-4, 0.5))))
+    return Graph.from_arcs(num_states=N + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w, vocab_size=vocab)
+
+
+def _region_rows(rng, regions, T, V):
+    """Log-probs whose frame 0 admits only the start arc into each row's region (1: wide,
+    2: narrow; the other start arc is 1000 below, far outside any beam), then mild noise."""
+    lp = rng.normal(size=(len(regions), T, V)).astype(np.float32) * 0.5
+    lp -= np.log(np.exp(lp).sum(-1, keepdims=True))
+    for b, r in enumerate(regions):
+        lp[b, 0, :] = -1000.0
+        lp[b, 0, r] = 0.0
+    return lp.astype(np.float32)
+
+
+def _step_slots(graph, opts, lp_row, length):
+    """The slots (emitting arcs of the frontier) of each real step of a row, from the CPU's
+    frontiers: what a pooled lane's claims bound, hash table and next frontier are sized by."""
+    a = graph.arrays
+    emitting = np.diff(a.row_splits) - a.final_count
+    snaps = Decoder(graph, opts).decode_snapshots(lp_row, length)
+    return [int(sum(emitting[s] for s in snaps[t]["tokens"])) for t in range(length)]
+
+
+def test_pooled_claims_overflow_wipes_the_lanes_table():
+    """A lane whose claims list overflowed leaves keys no claim lists in its hash table (the
+    targeted clears never see them); pooled, its next ScanKernel wipes that table before the
+    pool hands it out again (scan.cuh). Without the wipe the next lane to get the same
+    region finds those keys, takes its own states for already claimed, and drops them from
+    its frontier: no overflow bit, only a different search. Here lane 0 holds a wide row
+    that overflows its claims (a frontier of ~800 tokens claims ~2,650 states > claims_cap
+    2,048) and finishes after 8 frames; lanes 1.. hold narrow rows (a closed region of 600
+    states: they never overflow) that go on for 30 frames with steps of ~3,500 slots, so
+    each takes a full 4,096-slot table. Once lane 0 is idle, lane 1's table is lane 0's old
+    one, same offset (0) and size, so every stale key sits on the probe path of the same
+    state in lane 1. The main instance's raw results of the narrow rows (no rescue) must
+    equal the CPU's bit for bit, search statistics included (a dropped state changes the
+    frontier sizes); then a batch of narrow rows alone, lane 0 on the same region, again."""
+    from cuwfst.decoder.gpu import GpuBackend
+    from cuwfst.decoder.result import OVERFLOW_CLAIMS
+
+    rng = np.random.default_rng(44)
+    V = 4
+    graph = _two_region_graph(rng, vocab=V)
+    opts = DecoderOptions(search_beam=50.0, min_active_states=1, max_active_states=1000)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=8, main_q_factor=1)
+    inst = dec._gpu.main
+    assert (inst.main_q, inst.claims_cap, inst.hash_cap) == (1024, 2048, 4096)
+    full_table = inst.hash_cap // 4  # a step of more slots than this gets a table of hash_cap slots
+    ref = Decoder(graph, opts)
+
+    def raw(lp, lens):
+        res = inst.decode(dec._gpu.to_device(lp), lens, 0)
+        hyps = [None] * len(lens)
+        GpuBackend._collect(hyps, range(len(lens)), res, dec)
+        return res, hyps
+
+    def check(lp, lens, rows, hyps, where):
+        cpu = ref.decode(lp, lens)
+        rows = list(rows)
+        assert_same_hypotheses(graph, lp[rows], [cpu[r] for r in rows], [hyps[r] for r in rows], where)
+        for r in rows:  # the search itself: a dropped state shrinks a frontier
+            assert (cpu[r].max_frontier, cpu[r].frontier_total) == (hyps[r].max_frontier, hyps[r].frontier_total), \
+                f"{where} row {r}: search statistics"
+
+    T0, T1 = 8, 30
+    lp = _region_rows(rng, [1] + [2] * 5, T1, V)
+    lens = np.array([T0] + [T1] * 5, np.int32)
+    # lane 1 takes a full table on every step after lane 0's final step (step T0)
+    assert min(_step_slots(graph, opts, lp[1], T1)[T0 + 1 :]) > full_table
+    res, hyps = raw(lp, lens)
+    assert dec.memory_stats()["pools"]["lanes"]["pooled"], "the pooled layout must be what ran"
+    assert res[3][0, 2] & OVERFLOW_CLAIMS, f"lane 0 must overflow its claims (overflow {res[3][0, 2]})"
+    check(lp, lens, range(1, 6), hyps, "narrow rows beside a claims overflow")
+
+    lp2 = _region_rows(rng, [2] * 4, 20, V)
+    lens2 = np.full(4, 20, np.int32)
+    assert max(_step_slots(graph, opts, lp2[0], 20)) > full_table  # lane 0 gets the region at offset 0 whole
+    _, hyps2 = raw(lp2, lens2)
+    check(lp2, lens2, range(4), hyps2, "the next batch")
+
+
 def test_layouts_alternate_on_one_decoder():
     """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
     decoder, in turn: each exact."""
