@@ -151,13 +151,6 @@ def _tight_arena(sd, graph, opts, slack, memory):
     return b.main
 
 
-def _check_tight(inst):
-    """The log's limit stayed inside arena_max (the streams' overflow bits, checked by
-    _same, say the guard kept every append inside the limit)."""
-    st = inst.mem_stats()
-    assert st["arena_high_water"] <= st["arena_capacity"] <= inst.arena_max, st
-
-
 @pytest.mark.parametrize("seed,memory", [(s, ("lazy", "eager")[(s // 2) % 2]) for s in range(16)])
 def test_gpu_streams_wait_for_arena_room(seed, memory):
     """Many streams' chunks in an arena that holds one worst-case step and a few hundred
@@ -173,7 +166,7 @@ def test_gpu_streams_wait_for_arena_room(seed, memory):
     want = [ref.decode(lps[i][None], [T[i]], online=True)[0] for i in range(S)]
     sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
     q = sd._frontend._gpu.main.main_q
-    inst = _tight_arena(sd, graph, opts, slack=max(8192, 24 * S * q), memory=memory)  # room for the live windows
+    _tight_arena(sd, graph, opts, slack=max(8192, 24 * S * q), memory=memory)  # room for the live windows
     streams = [sd.open_stream() for _ in range(S)]
     pos = [0] * S
     while any(pos[i] < T[i] for i in range(S)):
@@ -188,7 +181,6 @@ def test_gpu_streams_wait_for_arena_room(seed, memory):
         got = sd.finalize(streams[i])
         TOTALS["streams"] += 1
         _same(graph, lps[i], want[i], got, f"seed {seed} {memory} stream {i}")
-    _check_tight(inst)
 
 
 @pytest.mark.parametrize("memory", ["lazy", "eager"])
@@ -216,7 +208,6 @@ def test_gpu_streams_wait_rounds_happen(memory):
             continue
         for i in range(4):
             _same(graph, lps[i], want[i], sd.finalize(streams[i]), f"seed {seed} {memory} stream {i}")
-        _check_tight(inst)
         rounds += inst.mem_stats()["advance_rounds"]
     assert short < 8 and rounds > calls, (memory, rounds, calls, short)
 
