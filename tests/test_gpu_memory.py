@@ -379,23 +379,36 @@ def test_gc_interval_equals_no_gc_and_the_cpu(seed):
 
 
 def test_gc_interval_keeps_winners_flat_as_inputs_grow():
+    """Both decoders start from the same log of LOG entries: room for what GC keeps (the
+    live entries, a few thousand here, plus two segments' appends, at most 128 steps x ~200
+    tokens), and a quarter of what the 8x input logs without GC (~490k entries: 8,000 steps
+    of ~60 tokens). Without GC the log must grow past it; with GC it never grows, however
+    long the input. (With the default first commit, 4 Mi entries, neither would ever grow
+    here, and a flat capacity would say nothing.)"""
+    LOG = 1 << 17
     rng, graph, V = _gc_case(10)
     opts = DecoderOptions(search_beam=10.0, min_active_states=2, max_active_states=300)
     row = random_log_probs(rng, 1, 1000, V, peaky=True)
-    live, cap, hw_off = [], [], []
+    live, cap, grows, hw_off, cap_off = [], [], [], [], []
     for k in (1, 2, 4, 8):
         lp = np.tile(row, (1, k, 1))  # the same audio repeated: a k-times longer utterance
         cpu = Decoder(graph, opts).decode(lp)
-        on = Decoder(graph, opts, device="cuda", max_lanes=1, gc_interval=128)
-        off = Decoder(graph, opts, device="cuda", max_lanes=1)
+        on = Decoder(graph, opts, device="cuda", max_lanes=1, gc_interval=128, arena_entries=LOG)
+        off = Decoder(graph, opts, device="cuda", max_lanes=1, arena_entries=LOG)
         assert_same_hypotheses(graph, lp, cpu, on.decode(lp), f"x{k} gc on")
         assert_same_hypotheses(graph, lp, cpu, off.decode(lp), f"x{k} gc off")
         m = on.memory_stats()["instances"]["main"]
+        assert m["gc_rounds"] >= k * 1000 // 128 - 1, (k, m["gc_rounds"])  # a round after every segment
         live.append(m["winners_live_max"])
         cap.append(m["arena_capacity"])
-        hw_off.append(off.memory_stats()["winners_high_water"])
-    assert hw_off[-1] > 6 * hw_off[0], hw_off  # without GC the log grows with the input
-    assert live[-1] <= 2 * live[0] and cap[-1] == cap[0], (live, cap)  # with GC it does not
+        grows.append(m["arena_grows"])
+        st_off = off.memory_stats()
+        hw_off.append(st_off["winners_high_water"])
+        cap_off.append(st_off["pools"]["winners"]["capacity_entries"])
+    assert hw_off[-1] > 6 * hw_off[0], hw_off  # without GC the log grows with the input ...
+    assert hw_off[-1] > 2 * LOG and cap_off[-1] >= hw_off[-1], (hw_off, cap_off)  # ... past the first log
+    # with GC it does not: what live tokens reach stays put, and the log never grew
+    assert live[-1] <= 2 * live[0] and cap == [LOG] * 4 and grows == [0] * 4, (live, cap, grows)
 
 
 def test_gc_interval_on_the_tiny_tlg_long_form():
