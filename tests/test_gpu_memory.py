@@ -419,10 +419,15 @@ def test_gc_interval_on_the_tiny_tlg_long_form():
     rows = [lp16[i, : lens[i]].astype(np.float32) for i in range(len(lens))]
     long = np.concatenate(rows * 3)[None]  # every demo utterance, three times over
     cpu = Decoder(graph).decode(long)
-    on = Decoder(graph, device="cuda", max_lanes=2, gc_interval=128).decode(long)
+    dec_on = Decoder(graph, device="cuda", max_lanes=2, gc_interval=128)
+    on = dec_on.decode(long)
     off = Decoder(graph, device="cuda", max_lanes=2).decode(long)
     assert_same_hypotheses(graph, long, cpu, on, "tiny TLG gc on")
     assert_same_hypotheses(graph, long, cpu, off, "tiny TLG gc off")
+    # the GC ran: a round between every two segments of 128 steps (6,391 steps: 49 rounds),
+    # not one decode that never collected
+    T = long.shape[1]
+    assert dec_on.memory_stats()["instances"]["main"]["gc_rounds"] >= T // 128 - 1, T
 
 
 def test_auto_keeps_small_decoders_static_and_pools_large_ones(monkeypatch):
