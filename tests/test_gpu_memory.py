@@ -172,17 +172,37 @@ def test_a_tiny_log_grows_by_commits_and_stays_exact(seed):
     assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"seed {seed} again")
 
 
+def _kept_every_capture(main) -> bool:
+    """No captured graph was dropped: every capture is still cached or was evicted by the
+    cache's LRU. A log that moves (eager) drops them all (FreeGraphs, not an eviction) and
+    the next launch captures again; one that grows in place keeps them."""
+    return main["graph_captures"] == main["cached_graphs"] + main["graph_evictions"]
+
+
 def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
+    """Continuous batching and streams grow a lazy (VMM) log between their launch
+    sequences: in place, so the graphs captured before a growth replay after it. An eager
+    log on the same decode moves and its graphs are captured again (the control that shows
+    the capture check can fail)."""
     rng = np.random.default_rng(31)
     graph = random_ctc_graph(rng, 400, 10, 5, 0.2)
     lp = random_log_probs(rng, 12, 120, 10, peaky=False)
     lens = rng.integers(1, 121, 12).astype(np.int32)
     opts = DecoderOptions(search_beam=12.0, max_active_states=2000, min_active_states=2)
     cpu = Decoder(graph, opts).decode(lp, lens)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", arena_entries=4096)
-    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "continuous")
-    st = dec.memory_stats()
-    assert st["pools"]["winners"]["grows"] >= 1 and st["instances"]["main"]["gc_rounds"] >= 1
+    for memory in ("lazy", "eager"):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", arena_entries=4096,
+                      memory=memory)
+        assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"continuous {memory}")
+        st = dec.memory_stats()
+        main = st["instances"]["main"]
+        assert st["pools"]["winners"]["grows"] >= 1 and main["gc_rounds"] >= 1, (memory, main)
+        assert main["graph_captures"] >= 1, main  # the segments replayed a captured graph
+        if memory == "lazy":
+            assert st["memory"] == "lazy" and main["vmm"] == 1 and main["granularity"] > 0, main
+            assert _kept_every_capture(main), f"a lazy log grew and a graph was captured again: {main}"
+        else:
+            assert main["vmm"] == 0 and not _kept_every_capture(main), main
     sd = StreamingDecoder(graph, opts, device="cuda", max_streams=3, arena_entries=4096)
     want = Decoder(graph, opts).decode(lp[:3], lens[:3], online=True)
     streams = [sd.open_stream() for _ in range(3)]
@@ -190,7 +210,11 @@ def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
         sd.advance(streams, [lp[i, t : min(t + 17, lens[i])] for i in range(3)])
     got = [sd.finalize(s) for s in streams]
     assert_same_hypotheses(graph, lp, want, got, "streams")
-    assert sd.memory_stats()["pools"]["winners"]["grows"] >= 1
+    st = sd.memory_stats()
+    main = st["instances"]["main"]
+    assert st["pools"]["winners"]["grows"] >= 1 and main["graph_captures"] >= 1, main
+    assert st["memory"] == "lazy" and main["vmm"] == 1 and main["granularity"] > 0, main
+    assert _kept_every_capture(main), f"a stream's lazy log grew and a graph was captured again: {main}"
 
 
 def test_pooled_lanes_grow_by_rerun_and_stay_exact():
