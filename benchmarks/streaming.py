@@ -13,7 +13,7 @@ a new stream opened in that lane on a random utterance, so all N lanes stay busy
 gives every lane its next chunk (the last chunk of an utterance may be shorter) and times:
 
 - advance: one `StreamingDecoder.advance(streams, chunks)` moving every stream. The GPU
-  decoder holds at most 1024 lanes, so N > --lanes-per-decoder streams are spread over
+  decoder holds at most GPU_MAX_LANES (4096) lanes, so N > --lanes-per-decoder streams are spread over
   ceil(N / lanes) decoders advanced one after the other; a chunk's latency is then the time
   from the tick's start to the end of its decoder's advance (the first group waits least).
   (--lanes-per-decoder sets the group size on the CPU too.)
@@ -69,7 +69,7 @@ from benchmarks.stream_tools import (DEMO_SHARD, TINY, DeviceMemory, add_option_
                                      host_available_bytes, is_gpu, load_shard, mib, online_reference,
                                      options_from, percentile, rss_bytes, same_result, torch_cuda)
 
-GPU_MAX_LANES = 1024  # StreamingDecoder's limit per decoder on the GPU
+from cuwfst.decoder.streaming import GPU_MAX_LANES  # StreamingDecoder's lanes per decoder on the GPU
 
 
 class NotFit(Exception):

@@ -139,7 +139,13 @@ def _cmd_decode(args) -> int:
                               blank_penalty=args.blank_penalty, blank_id=args.blank_id,
                               normalize=args.log_softmax, check_log_probs=not args.no_log_prob_check,
                               allow_extra_columns=args.allow_extra_columns)
+        lattices = args.format == "nbest" or args.confidences
+        if args.format == "nbest" and args.nbest < 1:
+            raise ValueError(f"--nbest must be >= 1, got {args.nbest}")
         dec = Decoder(graph, opts, device=args.device, num_threads=args.num_threads)
+        if lattices and dec.device != "cpu":
+            raise ValueError("lattices (--format nbest, --confidences) come from the CPU decoder for now; "
+                             "add --device cpu")
         refs = read_refs(args.refs) if args.refs else None
         source = open_inputs(args.inputs, key=args.key)
         seen, pairs = set(), []
@@ -150,14 +156,15 @@ def _cmd_decode(args) -> int:
                    disable=not sys.stderr.isatty())
         for batch in batches(source, args.batch_size):
             t0 = time.perf_counter()
-            hyps = dec.decode(batch.log_probs, batch.lengths)
+            hyps = dec.decode(batch.log_probs, batch.lengths, lattice=lattices)
             t_decode += time.perf_counter() - t0
             for utt, hyp, n in zip(batch.ids, hyps, batch.lengths.tolist()):
                 if utt in seen:
                     raise ValueError(f"utterance id {utt} appears twice in the inputs: ids must be unique")
                 seen.add(utt)
-                rec = make_record(utt, hyp, n, tokens_table=graph.tokens, frame_shift=args.frame_shift,
-                                  blank_id=args.blank_id)
+                rec = make_record(utt, hyp, n, words_table=graph.words, tokens_table=graph.tokens,
+                                  frame_shift=args.frame_shift,
+                                  blank_id=args.blank_id, nbest=args.nbest if args.format == "nbest" else 0)
                 writer.write(rec)
                 if refs is not None and utt in refs:
                     pairs.append((utt, refs[utt], rec.words))
@@ -251,7 +258,11 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--num-threads", type=int, default=None, help="CPU decoder threads (default: min(8, cores))")
     d.add_argument("--format", default="text", choices=("text", "jsonl", "ctm", "nbest"),
                    help="text: `id words`; jsonl: words, ids, tokens, times, score; ctm: NIST CTM; "
-                   "nbest: needs lattices (not available yet)")
+                   "nbest: `id-k score words` for the --nbest best word sequences of each lattice")
+    d.add_argument("--nbest", type=int, default=10, help="hypotheses per utterance with --format nbest")
+    d.add_argument("--confidences", action="store_true",
+                   help="decode lattices (output_beam) and give each word its posterior: CTM's 6th column, "
+                   "JSONL's word_conf (implied by --format nbest)")
     d.add_argument("--out", metavar="FILE", help="write results here instead of stdout")
     d.add_argument("--refs", metavar="FILE", help="reference text (`id words`): print WER, write recogs/errs files")
     d.add_argument("--results-dir", metavar="DIR", help="where --refs reports go (default: --out's directory, else .)")

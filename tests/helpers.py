@@ -266,3 +266,34 @@ def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = 
             assert path_score_f32(graph, lp[b], g.arcs, g.redirect_arc) == np.float32(c.score), where
         else:
             assert c.words == g.words, f"{where} row {b}"
+
+
+def feed_interleaved(rng, sd, streams, lps, plans, where: str = "") -> list[list[int]]:
+    """Feeds every stream its chunks (plans[i]: chunk lengths of lps[i]), a random subset of
+    the streams advancing together each time, and checks each partial result after its
+    advance: the frame count, final_words in range, and no committed word ever retracted.
+    Returns each stream's committed words at the end."""
+    S = len(streams)
+    pos, step = [0] * S, [0] * S
+    committed = [[] for _ in range(S)]
+    while any(step[i] < len(plans[i]) for i in range(S)):
+        todo = [i for i in range(S) if step[i] < len(plans[i]) and rng.random() < 0.7] or \
+               [next(i for i in range(S) if step[i] < len(plans[i]))]
+        chunks = []
+        for i in todo:
+            c = plans[i][step[i]]
+            chunks.append(lps[i][pos[i] : pos[i] + c])
+            pos[i] += c
+            step[i] += 1
+        sd.advance([streams[i] for i in todo], chunks)
+        for i in todo:
+            p = streams[i].partial()
+            assert streams[i].frames == pos[i]
+            if p.empty:
+                continue
+            k = p.final_words
+            assert 0 <= k <= len(p.words)
+            old = committed[i]
+            assert p.words[: len(old)] == old, f"{where} stream {i}: committed {old} retracted by {p.words}"
+            committed[i] = p.words[:k] if k >= len(old) else old
+    return committed

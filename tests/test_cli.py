@@ -157,9 +157,41 @@ def test_refs_wer_and_reports(ds, api, capsys, tmp_path):
     assert report.startswith(f"%WER {100 * errs / nref:.2f}%") and "PER-WORD STATS" in report
 
 
-def test_nbest_is_reserved(ds, capsys):
-    rc, _, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz", "--format", "nbest")
-    assert rc == 2 and "needs lattices" in err and len(err.strip().splitlines()) == 1
+def test_nbest_and_confidences_from_lattices(ds, api, capsys):
+    """--format nbest: the lattice's n best word sequences (`id-k score words`); --confidences:
+    CTM's sixth column and JSONL's word_conf are the Python API's word confidences."""
+    g, _ = api
+    hyps = dict(zip(ds["ids"], Decoder(g).decode(ds["lp"], ds["lens"], lattice=True)))
+    rc, out, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz", "--format", "nbest",
+                       "--nbest", "3", "--device", "cpu", "--words", ds["lang"] / "words.txt")
+    assert rc == 0, err
+    lines = out.splitlines()
+    for utt, h in hyps.items():
+        want = [(f"{utt}-{k}", f"{b.score:.4f}", [g.words[w] for w in b.words])
+                for k, b in enumerate(h.lattice.nbest(3), 1)]
+        got = [(x.split()[0], x.split()[1], x.split()[2:]) for x in lines if x.split()[0].rsplit("-", 1)[0] == utt]
+        assert got == want, utt
+        if h.words:  # the best sequence is the 1-best's words
+            assert got[0][2] == h.word_symbols
+    rc, out, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz", "--format", "ctm",
+                       "--confidences", "--device", "cpu")
+    assert rc == 0, err
+    by_utt = {}
+    for x in out.splitlines():
+        f = x.split()
+        by_utt.setdefault(f[0], []).append(float(f[5]))
+    for utt, h in hyps.items():
+        assert by_utt.get(utt, []) == [round(round(c, 4), 4) for c in h.word_confidences], utt
+    rc, out, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz", "--format", "jsonl",
+                       "--confidences", "--device", "cpu")
+    assert rc == 0, err
+    import json
+
+    first = json.loads(out.splitlines()[0])
+    assert first["word_conf"] == [round(c, 4) for c in hyps[first["id"]].word_confidences]
+    rc, _, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz", "--format", "nbest",
+                     "--nbest", "0")
+    assert rc == 2 and "--nbest must be >= 1" in err
 
 
 def test_image_with_words_option(ds, api, capsys):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
-from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import feed_interleaved, path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 pytestmark = pytest.mark.gpu
 TOTALS = {"rows": 0, "ties": 0, "streams": 0}
@@ -99,26 +99,7 @@ def test_gpu_streams_equal_cpu_online_decode(seed):
     sd = StreamingDecoder(graph, opts, device="cuda", max_streams=8, arena_entries=int(rng.choice([4096, 1 << 20])))
     streams = [sd.open_stream() for _ in range(S)]
     plans = [_chunks(rng, t) for t in T]
-    pos, step = [0] * S, [0] * S
-    committed = [[] for _ in range(S)]
-    while any(step[i] < len(plans[i]) for i in range(S)):
-        todo = [i for i in range(S) if step[i] < len(plans[i]) and rng.random() < 0.7] or \
-               [next(i for i in range(S) if step[i] < len(plans[i]))]
-        chunks = []
-        for i in todo:
-            c = plans[i][step[i]]
-            chunks.append(lps[i][pos[i] : pos[i] + c])
-            pos[i] += c
-            step[i] += 1
-        sd.advance([streams[i] for i in todo], chunks)
-        for i in todo:
-            p = streams[i].partial()
-            if p.empty:
-                continue
-            old = committed[i]
-            assert p.words[: len(old)] == old, f"seed {seed} stream {i}: committed {old} retracted by {p.words}"
-            if p.final_words >= len(old):
-                committed[i] = p.words[: p.final_words]
+    committed = feed_interleaved(rng, sd, streams, lps, plans, f"seed {seed}")
     for i in range(S):
         got = sd.finalize(streams[i])
         TOTALS["streams"] += 1
@@ -204,6 +185,7 @@ def test_gpu_streams_wait_rounds_happen(memory):
                 calls += 1
         except RuntimeError as e:  # the live windows outgrew the slack: a clear error, not a wrong answer
             assert "cannot hold one step" in str(e), e
+            assert all(st.frames == sd.memory_stats(st)["frames"] for st in streams)  # counts follow the decoder
             short += 1
             continue
         for i in range(4):
@@ -302,3 +284,30 @@ def test_gpu_decode_all_is_continuous_and_exact(source):
     ref = Decoder(graph, opts)
     for i, (x, h) in enumerate(zip(lps, got)):
         _same(graph, x, ref.decode(x[None], [len(x)])[0], h, f"{source} utterance {i}")
+
+
+def test_four_thousand_lanes_in_one_decoder():
+    """A decoder of 4,096 lanes (kMaxLanes): a batch of 4,096 rows and 4,096 streams advanced in
+    one call, sampled rows and streams equal to the CPU decoder; 4,097 is a clear error."""
+    rng, graph, V, opts = _case(2)
+    N = 4096
+    T = [int(t) for t in rng.integers(1, 24, N)]
+    lp = random_log_probs(rng, N, max(T), V, peaky=True)
+    lens = np.array(T, np.int32)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=N)
+    got = dec.decode(lp, lens)
+    ref = Decoder(graph, opts)
+    for b in rng.choice(N, 24, replace=False).tolist():
+        _same(graph, lp[b], ref.decode(lp[b : b + 1], lens[b : b + 1])[0], got[b], f"row {b} of {N}")
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=N)
+    streams = sd.open_streams(N)
+    sd.advance(streams, [lp[b, : T[b]] for b in range(N)])
+    sample = rng.choice(N, 24, replace=False).tolist()
+    hyps = sd.finalize([streams[b] for b in sample])
+    for b, h in zip(sample, hyps):
+        want = ref.decode(lp[b : b + 1], lens[b : b + 1], online=True)[0]
+        _same(graph, lp[b], want, h, f"stream {b} of {N}")
+    with pytest.raises(ValueError, match="at most 4096"):
+        StreamingDecoder(graph, opts, device="cuda", max_streams=N + 1)
+    with pytest.raises(ValueError, match="max_lanes must be in"):
+        Decoder(graph, opts, device="cuda", max_lanes=N + 1)

@@ -504,3 +504,15 @@ def test_device_script_rehearsal(tmp_path):
     assert load_profile(out / "profile_model.json").peak == pytest.approx(profile["config"]["peak"])
     md = (out / "calibration.md").read_text()
     assert "sim --profile model" in md and "### Full tier" in md
+
+
+def test_learning_rate_holds_the_peak_on_the_plateau():
+    from benchmarks.model.train import SCALES, learning_rate
+
+    sc = SCALES["base"]
+    assert learning_rate(sc, 0.0, None) == 0.0
+    assert abs(learning_rate(sc, sc.warmup / 2, None) - sc.peak_lr / 2) < 1e-12
+    assert learning_rate(sc, 0.9, None) == sc.peak_lr  # still on the plateau: no annealing
+    assert learning_rate(sc, 0.5, 0.5) == sc.peak_lr  # annealing starts where the plateau ended
+    assert abs(learning_rate(sc, 1.0, 0.5) - 0.02 * sc.peak_lr) < 1e-12
+    assert learning_rate(sc, 0.6, 0.5) > learning_rate(sc, 0.8, 0.5) > learning_rate(sc, 0.95, 0.5)

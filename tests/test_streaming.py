@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, EndpointConfig, EndpointRule, StreamingDecoder
-from helpers import random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import feed_interleaved, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 
 def _random_chunks(rng, T):
@@ -50,30 +50,7 @@ def test_any_chunking_equals_online_decode(seed):
     sd = StreamingDecoder(graph, opts, max_streams=8, compact=bool(seed % 3))
     streams = [sd.open_stream() for _ in range(S)]
     plans = [_random_chunks(rng, t) for t in T]
-    pos, step = [0] * S, [0] * S
-    committed = [[] for _ in range(S)]
-    while any(step[i] < len(plans[i]) for i in range(S)):
-        # a random subset of the streams advances together, each by its next chunk
-        todo = [i for i in range(S) if step[i] < len(plans[i]) and rng.random() < 0.7] or \
-               [next(i for i in range(S) if step[i] < len(plans[i]))]
-        chunks = []
-        for i in todo:
-            c = plans[i][step[i]]
-            chunks.append(lps[i][pos[i] : pos[i] + c])
-            pos[i] += c
-            step[i] += 1
-        sd.advance([streams[i] for i in todo], chunks)
-        for i in todo:
-            p = streams[i].partial()
-            assert streams[i].frames == pos[i]
-            if p.empty:
-                continue
-            # the committed words of earlier partials are a prefix of this one's
-            k = p.final_words
-            assert 0 <= k <= len(p.words)
-            old = committed[i]
-            assert p.words[: len(old)] == old, f"stream {i}: committed {old} retracted by {p.words}"
-            committed[i] = p.words[:k] if k >= len(old) else old
+    committed = feed_interleaved(rng, sd, streams, lps, plans, f"seed {seed}")
     for i in range(S):
         got = sd.finalize(streams[i])
         _same(got, want[i], f"seed {seed} stream {i} chunks {plans[i]}")

@@ -170,6 +170,19 @@ def spec_augment(x, lens, rng_t):
     return torch.where(m, mean[:, None, :].to(x.dtype), x)
 
 
+def learning_rate(scale: Scale, progress: float, left_plateau_at: float | None) -> float:
+    """Linear warmup over `scale.warmup` of the budget, then the peak held while every model
+    is still on CTC's all-blank plateau (a schedule on wall time had annealed before the
+    12-layer model left it, on the H200 and on slow CPU retries), then a cosine to 2% of the
+    peak over what is left of the budget."""
+    if progress < scale.warmup:
+        return scale.peak_lr * progress / scale.warmup
+    if left_plateau_at is None:
+        return scale.peak_lr
+    frac = min(1.0, (progress - left_plateau_at) / max(1.0 - left_plateau_at, 1e-9))
+    return scale.peak_lr * (0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+
 def train(model, data: GpuFeatures, scale: Scale, budget_s: float, seed: int, device: str) -> dict:
     """CTC training for budget_s seconds (or scale.max_steps). Returns the loss curve and counts."""
     return train_together([model], data, scale, budget_s, seed, device)[0]
@@ -195,6 +208,7 @@ def train_together(models: list, data: GpuFeatures, scale: Scale, budget_s: floa
     t0 = time.perf_counter()
     step, epoch, frames_seen = 0, 0, 0
     curves = [[] for _ in models]
+    left_plateau_at = None  # progress when a model's loss left CTC's all-blank plateau
     done = False
     partial = 0.0
     augmenting = False
@@ -209,8 +223,7 @@ def train_together(models: list, data: GpuFeatures, scale: Scale, budget_s: floa
             if progress >= 1.0:
                 done, partial = True, k / len(batches)
                 break
-            lr = scale.peak_lr * (progress / scale.warmup if progress < scale.warmup else
-                                  0.02 + 0.98 * 0.5 * (1 + math.cos(math.pi * (progress - scale.warmup) / (1 - scale.warmup))))
+            lr = learning_rate(scale, progress, left_plateau_at)
             x, L, tg, L_host, tl_host = data.batch(idx)
             if augmenting:
                 x = spec_augment(x, L, g)
@@ -236,8 +249,13 @@ def train_together(models: list, data: GpuFeatures, scale: Scale, budget_s: floa
                 lvs = [float(v.detach()) for v in losses]  # a device sync: only every 25 steps
                 # CTC first learns to say blank everywhere; masking input on top of that stretches
                 # the plateau (seen on the CPU: 750+ steps with SpecAugment, ~500 without), so
-                # SpecAugment starts once a model's loss leaves it, or at 30% of the budget
-                if not augmenting and (min(lvs) < scale.specaug_below or progress > 0.3):
+                # SpecAugment starts once a model's loss leaves it, or at 60% of the budget (at
+                # 30% it came on the plateau in both H200 runs' worth of steps and CPU retries)
+                if left_plateau_at is None and min(lvs) < scale.specaug_below:
+                    left_plateau_at = max(progress, scale.warmup)
+                    log(f"step {step}: the loss left the blank plateau ({min(lvs):.2f}); the learning rate "
+                        "anneals from here")
+                if not augmenting and (min(lvs) < scale.specaug_below or progress > 0.6):
                     augmenting, specaug_step = True, step
                     log(f"SpecAugment on from step {step} (loss/token {min(lvs):.2f})")
                 for curve, lv in zip(curves, lvs):

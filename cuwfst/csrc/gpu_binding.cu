@@ -218,7 +218,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
   if (min_active < 0 || max_active <= min_active)
     TVM_FFI_THROW(ValueError) << "max_active_states must be greater than min_active_states";
-  if (max_lanes < 1 || max_lanes > 1024) TVM_FFI_THROW(ValueError) << "max_lanes must be in [1, 1024]";
+  if (max_lanes < 1 || max_lanes > cuwfst::kMaxLanes)
+    TVM_FFI_THROW(ValueError) << "max_lanes must be in [1, " << cuwfst::kMaxLanes << "]";
   if (main_q < 1 || main_q > (1 << 28)) TVM_FFI_THROW(ValueError) << "main_q must be in [1, 2^28]";
   if (claims_cap < 1 || claims_cap > (1 << 30)) TVM_FFI_THROW(ValueError) << "claims_cap out of range";
   if (hash_cap < 2 || (hash_cap & (hash_cap - 1)) || hash_cap > (1ll << 30))

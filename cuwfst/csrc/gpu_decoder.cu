@@ -71,6 +71,35 @@ unsigned long long GpuDecoder::ArenaCursor() {
   return cursor;
 }
 
+const int32_t* GpuDecoder::ReadPaths(int64_t width, int32_t rows) {
+  const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+  if (width > 0) {
+    CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), rows,
+                                  cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  }
+  return As<int32_t>(h_path_);
+}
+
+void GpuDecoder::WriteResult(int32_t lane, int32_t row, const LaneCounters& lc, int32_t tail_len,
+                             const std::vector<int32_t>* prefix, int32_t host_overflow, const int32_t* h_path,
+                             DecodeOutputs& out) const {
+  const int64_t np_all = prefix ? static_cast<int64_t>(prefix->size()) : 0;
+  out.path_len[row] = static_cast<int32_t>(std::min<int64_t>(np_all + tail_len, INT32_MAX));
+  int32_t* dst = out.arcs + static_cast<int64_t>(row) * out.cap;
+  const int64_t np = std::min<int64_t>(np_all, out.cap);
+  if (np > 0) std::copy(prefix->begin(), prefix->begin() + np, dst);
+  const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail_len), static_cast<int64_t>(ws_.path_cap), out.cap - np});
+  if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(lane) * ws_.path_cap, nt * sizeof(int32_t));
+  out.score[row] = lc.final_winner != -2 ? lc.final_score : -INFINITY;  // -2: no final token
+  out.meta[row * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
+  out.meta[row * 4 + 1] = lc.final_winner != -2 && lc.redirected;
+  out.meta[row * 4 + 2] = lc.overflow | host_overflow;
+  out.meta[row * 4 + 3] = lc.max_frontier;
+  out.stats[row * 2 + 0] = lc.frontier_total;
+  out.stats[row * 2 + 1] = lc.closure_added;
+}
+
 std::string GpuDecoder::ArenaShort(unsigned long long need, int32_t lanes) const {
   std::ostringstream os;
   os << "the winners arena cannot hold one step of " << lanes << " streams (" << need
@@ -802,27 +831,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     // once grew path_cap; short batches after it must not pay for it).
     int64_t width = 0;
     for (int32_t b = 0; b < B; ++b) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[b], ws_.path_cap));
-    const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
-    if (width > 0) {
-      CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), B,
-                                    cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    }
-    const int32_t* h_path = As<int32_t>(h_path_);
-    for (int32_t b = 0; b < B; ++b) {
-      const LaneCounters& lc = h_lanes[b];
-      int32_t len = h_path_len[b];
-      out.path_len[b] = len;
-      int64_t n = std::min<int64_t>({static_cast<int64_t>(len), static_cast<int64_t>(ws_.path_cap), out.cap});
-      std::memcpy(out.arcs + b * out.cap, h_path + static_cast<int64_t>(b) * ws_.path_cap, n * sizeof(int32_t));
-      out.score[b] = lc.final_winner != -2 ? lc.final_score : -INFINITY;  // -2: no final token
-      out.meta[b * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
-      out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
-      out.meta[b * 4 + 2] = lc.overflow;
-      out.meta[b * 4 + 3] = lc.max_frontier;
-      out.stats[b * 2 + 0] = lc.frontier_total;
-      out.stats[b * 2 + 1] = lc.closure_added;
-    }
+    const int32_t* h_path = ReadPaths(width, B);
+    for (int32_t b = 0; b < B; ++b) WriteResult(b, b, h_lanes[b], h_path_len[b], nullptr, 0, h_path, out);
   } catch (const CudaError& e) {
     pending_.clear();
     hash_dirty_ = true;

@@ -220,6 +220,13 @@ class GpuDecoder {
   void CollectGarbage();
   void EnsureArenaRoom(int64_t entries);
   void SetArenaGuard(unsigned long long entries);
+  // Result rows: the first `width` arcs of the best paths of lanes [0, rows) to h_path_ (one
+  // 2-D copy, then a sync), and one lane's result written as row `row` of `out`: `prefix`
+  // (final arcs a stream's GC moved to the host) then the lane's path tail from h_path_.
+  const int32_t* ReadPaths(int64_t width, int32_t rows);
+  void WriteResult(int32_t lane, int32_t row, const LaneCounters& lc, int32_t tail_len,
+                   const std::vector<int32_t>* prefix, int32_t host_overflow, const int32_t* h_path,
+                   DecodeOutputs& out) const;
   unsigned long long ArenaCursor();
   int64_t StepEntriesBound() const;
   void GrowArenaKeeping(int64_t want);

@@ -218,33 +218,11 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
         }
       }
       if (done_any) {
-        const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
-        if (width > 0) {
-          CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), L,
-                                        cudaMemcpyDeviceToHost, stream_));
-          CUWFST_CUDA(cudaStreamSynchronize(stream_));
-        }
-        const int32_t* h_path = As<int32_t>(h_path_);
+        const int32_t* h_path = ReadPaths(width, L);
         for (int32_t l = 0; l < L; ++l) {
           LaneHost& h = lane_host_[l];
           if (!h.open || h_lanes[l].t <= h_lanes[l].length) continue;
-          const LaneCounters& lc = h_lanes[l];
-          const int32_t b = h.row;
-          const int32_t tail = h_path_len[l];
-          const int64_t total = static_cast<int64_t>(h.prefix.size()) + tail;
-          out.path_len[b] = static_cast<int32_t>(std::min<int64_t>(total, INT32_MAX));
-          int32_t* dst = out.arcs + static_cast<int64_t>(b) * out.cap;
-          const int64_t np = std::min<int64_t>(h.prefix.size(), out.cap);
-          std::copy(h.prefix.begin(), h.prefix.begin() + np, dst);
-          const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail), static_cast<int64_t>(ws_.path_cap), out.cap - np});
-          if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(l) * ws_.path_cap, nt * sizeof(int32_t));
-          out.score[b] = lc.final_winner != -2 ? lc.final_score : -INFINITY;
-          out.meta[b * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
-          out.meta[b * 4 + 1] = lc.final_winner != -2 && lc.redirected;
-          out.meta[b * 4 + 2] = lc.overflow | h.overflow;
-          out.meta[b * 4 + 3] = lc.max_frontier;
-          out.stats[b * 2 + 0] = lc.frontier_total;
-          out.stats[b * 2 + 1] = lc.closure_added;
+          WriteResult(l, h.row, h_lanes[l], h_path_len[l], &h.prefix, h.overflow, h_path, out);
           h = LaneHost{};  // free for the next row
         }
       }
@@ -423,13 +401,7 @@ void GpuDecoder::StreamPartial(const int32_t* lanes, int32_t n, PartialOutputs o
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
   int64_t width = 0;
   for (int32_t i = 0; i < n; ++i) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[lanes[i]], ws_.path_cap));
-  const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
-  if (width > 0) {
-    CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), L,
-                                  cudaMemcpyDeviceToHost, stream_));
-    CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  }
-  const int32_t* h_path = As<int32_t>(h_path_);
+  const int32_t* h_path = ReadPaths(width, L);
   for (int32_t i = 0; i < n; ++i) {
     const int32_t l = lanes[i];
     const LaneHost& h = lane_host_[l];
@@ -476,32 +448,11 @@ void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs o
     if (profiling_) CollectProfile();
     int64_t width = 0;
     for (int32_t i = 0; i < n; ++i) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[lanes[i]], ws_.path_cap));
-    const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
-    if (width > 0) {
-      CUWFST_CUDA(cudaMemcpy2DAsync(h_path_.get(), pitch, out_path_.get(), pitch, width * sizeof(int32_t), L,
-                                    cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    }
-    const int32_t* h_path = As<int32_t>(h_path_);
+    const int32_t* h_path = ReadPaths(width, L);
     for (int32_t i = 0; i < n; ++i) {
       const int32_t l = lanes[i];
       LaneHost& h = lane_host_[l];
-      const LaneCounters& lc = h_lanes[l];
-      const int32_t tail = h_path_len[l];
-      const int64_t total = static_cast<int64_t>(h.prefix.size()) + tail;
-      out.path_len[i] = static_cast<int32_t>(std::min<int64_t>(total, INT32_MAX));
-      int32_t* dst = out.arcs + static_cast<int64_t>(i) * out.cap;
-      const int64_t np = std::min<int64_t>(h.prefix.size(), out.cap);
-      std::copy(h.prefix.begin(), h.prefix.begin() + np, dst);
-      const int64_t nt = std::min<int64_t>({static_cast<int64_t>(tail), static_cast<int64_t>(ws_.path_cap), out.cap - np});
-      if (nt > 0) std::memcpy(dst + np, h_path + static_cast<int64_t>(l) * ws_.path_cap, nt * sizeof(int32_t));
-      out.score[i] = lc.final_winner != -2 ? lc.final_score : -INFINITY;
-      out.meta[i * 4 + 0] = lc.final_winner != -2 && lc.reached_final;
-      out.meta[i * 4 + 1] = lc.final_winner != -2 && lc.redirected;
-      out.meta[i * 4 + 2] = lc.overflow | h.overflow;
-      out.meta[i * 4 + 3] = lc.max_frontier;
-      out.stats[i * 2 + 0] = lc.frontier_total;
-      out.stats[i * 2 + 1] = lc.closure_added;
+      WriteResult(l, i, h_lanes[l], h_path_len[l], &h.prefix, h.overflow, h_path, out);
       h = LaneHost{};  // the lane is free; the next sequence releases it on the device
     }
   } catch (const CudaError& e) {

@@ -82,3 +82,24 @@ def check_finite(lp: np.ndarray, lengths: np.ndarray) -> None:
         if rows.any():
             t, v = map(int, np.argwhere(rows)[0])
             raise ValueError(f"log_probs[{b}, {t}, {v}] is {lp[b, t, v]}: log-probs must not be NaN or +inf")
+
+
+def pad_on_device(torch, rows, what: str):
+    """[T_i, V] torch tensors on one device -> ([N, max T, V] padded there, lengths int32):
+    no copy through the host. Rows of 0 frames may have any width, the others share V; a
+    mix of dtypes becomes float32."""
+    rows = [r.detach() for r in rows]
+    for i, r in enumerate(rows):
+        if r.dim() != 2:
+            raise ValueError(f"{what} {i} has shape {tuple(r.shape)}: each must be [T, V]")
+    widths = sorted({int(r.shape[1]) for r in rows if r.shape[0]})
+    if len(widths) > 1:
+        raise ValueError(f"every {what} must have the same number of columns, got {widths}")
+    V = widths[0] if widths else max(int(r.shape[1]) for r in rows)
+    dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
+    rows = [r.to(dtype) if r.shape[0] else r.new_zeros((0, V), dtype=dtype) for r in rows]
+    lens = np.array([r.shape[0] for r in rows], np.int32)
+    packed = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
+    if packed.shape[1] == 0:
+        packed = packed.new_zeros((len(rows), 1, max(V, 1)))
+    return packed, lens

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graph import Graph
 from ..graph.image import native_array
-from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host
+from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host, pad_on_device
 from .options import DecoderOptions
 from .prepare import prepare_log_probs
 from .result import Hypothesis
@@ -198,18 +198,7 @@ class Decoder:
         gpu = self._gpu
         torch = getattr(gpu, "torch", None) if gpu is not None else None
         if torch is not None and all(is_torch(u) and u.device == gpu.device for u in utts):
-            # CUDA utterances for a GPU decoder: padded on their device, no host round trip
-            rows = [u.detach() for u in utts]
-            for i, r in enumerate(rows):
-                if r.dim() != 2:
-                    raise ValueError(f"utterance {i} of the chunk has shape {tuple(r.shape)}: each must be [T, V]")
-            if any(r.shape[1] != rows[0].shape[1] for r in rows):
-                raise ValueError("utterances of one decode_all must have the same number of columns")
-            dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
-            lens = np.array([r.shape[0] for r in rows], np.int32)
-            packed = torch.nn.utils.rnn.pad_sequence([r.to(dtype) for r in rows], batch_first=True)
-            if packed.shape[1] == 0:
-                packed = packed.new_zeros((len(rows), 1, rows[0].shape[1]))
+            packed, lens = pad_on_device(torch, utts, "utterance")  # no host round trip
         else:
             rows = []
             for i, u in enumerate(utts):
@@ -242,12 +231,19 @@ class Decoder:
         emitting = il >= 0
         # frame of each arc: emitting arcs consume frames 0, 1, ...; others sit at the frame reached
         frame = np.cumsum(emitting) - emitting.astype(np.int64)
-        words, stamps = [], []
-        rs = g.aux_row_splits
-        for i, a in enumerate(arcs.tolist()):
-            for w in g.aux_pool[rs[a] : rs[a + 1]].tolist():
-                words.append(int(w))
-                stamps.append(int(frame[i]))
+        # the arcs' word labels (a ragged gather over aux_row_splits), each at its arc's frame;
+        # vectorised: a stream's partial result walks its whole path on every chunk
+        rs = np.asarray(g.aux_row_splits)
+        first = rs[arcs] if arcs.size else np.zeros(0, np.int64)
+        counts = (rs[arcs + 1] - first) if arcs.size else np.zeros(0, np.int64)
+        n = int(counts.sum())
+        if n:
+            before = np.cumsum(counts) - counts  # words of the earlier arcs
+            at = np.repeat(first - before, counts) + np.arange(n)
+            words = np.asarray(g.aux_pool)[at].astype(np.int64).tolist()
+            stamps = np.repeat(frame, counts).astype(np.int64).tolist()
+        else:
+            words, stamps = [], []
         # the decoders speak image arc ids; users see the source graph's
         src_arcs = self.graph.source_arc_ids(arcs)
         if redirect_arc >= 0:

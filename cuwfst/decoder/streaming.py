@@ -22,11 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..graph import Graph
-from .inputs import check_log_probs, is_torch, log_probs_to_host
+from .inputs import check_log_probs, is_torch, log_probs_to_host, pad_on_device
 from .prepare import prepare_log_probs
 from .options import DecoderOptions
 from .offline import REDIRECT_ARC_BIT
 from .result import Hypothesis
+
+GPU_MAX_LANES = 4096  # one decoder's lanes (kMaxLanes in csrc/include/cuwfst/types.cuh)
 
 
 @dataclass(frozen=True)
@@ -215,8 +217,9 @@ class StreamingDecoder:
             self._frontend = Decoder(graph, options, device="cpu", **kwargs)
             self._backend = _CpuStreams(self._frontend, self.num_threads, bool(compact))
         else:
-            if max_streams > 1024:
-                raise ValueError(f"max_streams on the GPU is at most 1024 (lanes), got {max_streams}")
+            if max_streams > GPU_MAX_LANES:
+                raise ValueError(f"max_streams on the GPU is at most {GPU_MAX_LANES} (lanes of one decoder), "
+                                 f"got {max_streams}")
             self._frontend = Decoder(graph, options, device=device, max_lanes=max_streams,
                                      main_q_factor=main_q_factor, **kwargs)
             self._backend = _GpuStreams(self._frontend, max_streams)
@@ -355,7 +358,18 @@ class StreamingDecoder:
         with self._lock:
             for s in streams:
                 self._check_open(s)
-            self._backend.advance([s._handle for s in streams], packed, lens)
+            try:
+                self._backend.advance([s._handle for s in streams], packed, lens)
+            except Exception:
+                # a GPU advance runs in rounds: one that fails after a round has moved some
+                # streams part of their chunk; their frame counts follow the decoder's
+                if self.device != "cpu":
+                    for s in streams:
+                        try:
+                            s.frames = int(self._backend.stats(s._handle)["frames"])
+                        except Exception:
+                            pass
+                raise
             for s, n in zip(streams, lens.tolist()):
                 s.frames += n
         if self.endpoint is not None:
@@ -370,20 +384,7 @@ class StreamingDecoder:
         torch = getattr(gpu, "torch", None) if gpu is not None else None
         if torch is None or not all(is_torch(c) and c.device == gpu.device for c in chunks):
             return None
-        rows = [c.detach() for c in chunks]
-        for i, r in enumerate(rows):
-            if r.dim() != 2:
-                raise ValueError(f"each chunk must be [Tc, V], got shape {tuple(r.shape)}")
-        V = max(r.shape[1] for r in rows)
-        for i, r in enumerate(rows):
-            if r.shape[0] and r.shape[1] != V:
-                raise ValueError(f"chunk {i} has {r.shape[1]} columns, others {V}")
-        dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
-        rows = [r.to(dtype) if r.shape[0] else r.new_zeros((0, V), dtype=dtype) for r in rows]
-        lens = np.array([r.shape[0] for r in rows], np.int32)
-        packed = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)  # [S, max Tc, V]
-        if packed.shape[1] == 0:
-            packed = packed.new_zeros((len(rows), 1, max(V, 1)))
+        packed, lens = pad_on_device(torch, chunks, "chunk")
         if lens.any():
             packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
             packed = gpu.to_device(packed)
@@ -421,7 +422,9 @@ class StreamingDecoder:
             h.final_words = 0
             return h
         h = self._frontend.make_hypothesis(arcs, score, False, -1, overflow, 0)
-        h.final_words = len(self.graph.words_of(self.graph.source_arc_ids(arcs[:committed])))
+        rs = self.graph.arrays.aux_row_splits  # the words on the committed (image) arcs
+        done = np.asarray(arcs[:committed], np.int64)
+        h.final_words = int((rs[done + 1] - rs[done]).sum()) if done.size else 0
         return h
 
     def _check_open(self, stream) -> None:

@@ -104,6 +104,10 @@ struct LaneCommand {
   int32_t online;  // k2's online beam mode (streams)
 };
 constexpr int32_t kUnknownLength = 1 << 30;
+// Lanes of one decoder at most: a stream server's every channel in one launch sequence. No
+// kernel holds per-lane arrays on chip past kMaxSharedLanes (ExpandKernel falls back to
+// global memory), and the flattened slot space is int64.
+constexpr int32_t kMaxLanes = 4096;
 
 // Per-lane loop state; device-resident so a whole decode can be captured.
 struct LaneCounters {
