@@ -148,33 +148,21 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
     carry += step_total;
     if (ws.pooled) {
-      int32_t bound = 0, hsize = 0, tsize = 0;
-      if (l < ws.max_lanes) {
-        const int32_t phase = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase);
-        bound = PooledClaimsBound(ws, phase, static_cast<int32_t>(v));
-        hsize = PooledHashSize(ws, bound);
-        tsize = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, bound);
-      }
+      PooledAsk ask{0, 0, 0, 0};
+      if (l < ws.max_lanes)
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), static_cast<int32_t>(v));
       int64_t c_total, h_total, t_total;
-      const int64_t c_off = c_carry + WarpExclusiveScan(PooledClaimsRegion(bound), &c_total);
-      const int64_t h_off = h_carry + WarpExclusiveScan(hsize, &h_total);
-      const int64_t t_off = t_carry + WarpExclusiveScan(tsize, &t_total);
+      const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
+      const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);
+      const int64_t t_off = t_carry + WarpExclusiveScan(ask.tokens, &t_total);
       if (l < ws.max_lanes) {
         LaneCounters& lc = ws.lanes[l];
-        const bool fits = (bound == 0 || c_off + bound <= c_cap) && (hsize == 0 || h_off + hsize <= h_cap) &&
-                          (tsize == 0 || t_off + tsize <= t_cap);
-        lc.claim_off = c_off;
-        lc.claim_cap = fits ? bound : 0;
-        lc.hash_off = h_off;
-        lc.hash_cap = fits ? hsize : 0;
-        if (tsize > 0) {  // (volatile: the lane's CTA flipped buf; this SM's L1 may hold the old line)
-          const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
-          lc.tok_off[dst] = t_off;
-          // at most main_q survivors, as in the static layout (FinalizeKernel flags
-          // kOverflowKept past it): the region's rounding to kPoolAlign adds room, not capacity
-          lc.tok_cap[dst] = fits ? min(tsize - 1, ws.main_q) : 0;
-        }
-        if (!fits) atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
+        // (volatile: the lane's CTA flipped buf; this SM's L1 may hold the old line)
+        const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
+        // a lane that does not fit gets no region at all (offsets 0, capacities 0): the next
+        // step's ScanKernel writes nothing through it (HasTokenRegion)
+        if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
+          atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
       }
       c_carry += c_total;
       h_carry += h_total;
@@ -322,7 +310,9 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
       lc.overflow |= kOverflowSlots;
       total = 0;
     }
-    offsets[n] = static_cast<int32_t>(total);
+    // the sentinel after the frontier's offsets; a pooled frontier the pools could not hold
+    // has no region (n is 0 and the step has no slots, so nothing reads it)
+    if (HasTokenRegion(ws, lc, cur)) offsets[n] = static_cast<int32_t>(total);
     lc.frontier_size = n;
     lc.next_size = 0;
     lc.phase = phase;

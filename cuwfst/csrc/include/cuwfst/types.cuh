@@ -288,4 +288,48 @@ __host__ __device__ inline int32_t PooledTokenRegion(const Workspace& ws, int32_
 }
 __host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { return (claims_bound + 15) & ~15; }
 
+// What one lane asks of the pools for a step (pooled layout; ScanKernel's last block hands
+// the regions out in lane order by prefix sums of these): its claims bound, and the entries
+// its claims list, hash table and next frontier take from each pool (0: none).
+struct PooledAsk {
+  int32_t bound, claims, hash, tokens;
+};
+__host__ __device__ inline PooledAsk PooledAskOf(const Workspace& ws, int32_t phase, int32_t slots) {
+  PooledAsk a;
+  a.bound = PooledClaimsBound(ws, phase, slots);
+  a.claims = PooledClaimsRegion(a.bound);
+  a.hash = PooledHashSize(ws, a.bound);
+  a.tokens = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, a.bound);
+  return a;
+}
+// Gives lane `lc` the regions at these pool offsets if every one fits its pool's committed
+// capacity; else none: capacities 0 and offsets 0, so no kernel that indexes through them can
+// reach past what is committed (the step claims and keeps nothing, the lane is flagged
+// kOverflowPool by the caller and the host re-runs the batch). dst: the frontier buffer the
+// step builds. Returns whether it fitted.
+__host__ __device__ inline bool PooledAssign(const Workspace& ws, LaneCounters& lc, int32_t dst, const PooledAsk& a,
+                                             int64_t c_off, int64_t h_off, int64_t t_off, int64_t c_cap,
+                                             int64_t h_cap, int64_t t_cap) {
+  const bool fits = (a.bound == 0 || c_off + a.bound <= c_cap) && (a.hash == 0 || h_off + a.hash <= h_cap) &&
+                    (a.tokens == 0 || t_off + a.tokens <= t_cap);
+  lc.claim_off = fits ? c_off : 0;
+  lc.claim_cap = fits ? a.bound : 0;
+  lc.hash_off = fits ? h_off : 0;
+  lc.hash_cap = fits ? a.hash : 0;
+  if (a.tokens > 0) {
+    lc.tok_off[dst] = fits ? t_off : 0;
+    // at most main_q survivors, as in the static layout (FinalizeKernel flags kOverflowKept
+    // past it): the region's rounding to kPoolAlign adds room, not capacity
+    lc.tok_cap[dst] = fits ? (a.tokens - 1 < ws.main_q ? a.tokens - 1 : ws.main_q) : 0;
+  }
+  return fits;
+}
+// Whether frontier buffer b of a lane has a region, i.e. room for its tok_cap tokens and the
+// arc_offsets sentinel after them. Static: always. Pooled: unless the pools could not hold
+// the step that built it (tok_cap 0; a region always has kPoolAlign - 1 >= 1 tokens, and the
+// start token's has 1).
+__host__ __device__ inline bool HasTokenRegion(const Workspace& ws, const LaneCounters& lc, int32_t b) {
+  return !ws.pooled || lc.tok_cap[b] > 0;
+}
+
 }  // namespace cuwfst
