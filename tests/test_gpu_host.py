@@ -234,7 +234,10 @@ def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu)
 
         def empty_cache(self):
             FakeCuda.emptied += 1
-            self.reserved = self.allocated
+            if not FakeCuda.pinned_segments:  # else every cached block shares a segment with a live tensor
+                self.reserved = self.allocated
+
+        pinned_segments = False
 
     class FakeTorch:
         cuda = FakeCuda()
@@ -250,9 +253,15 @@ def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu)
 
     fake_gpu.gpu_decode = flaky
     got = dec.decode(lp[:2], lens[:2])
-    assert FakeCuda.emptied == 1 and len(got) == 2
+    assert FakeCuda.emptied == 1 and len(got) == 2 and backend.oom_retries == 1
     failures[0] = 1  # nothing cached any more: the error reaches the caller, naming the option
     with pytest.raises(MemoryError, match="max_lanes"):
         dec.decode(lp[:2], lens[:2])
-    assert FakeCuda.emptied == 1
+    assert FakeCuda.emptied == 1 and backend.oom_retries == 1
+    # cached blocks that empty_cache cannot give back (their segments hold live tensors): no retry
+    backend.torch.cuda.reserved, FakeCuda.pinned_segments = 10 << 20, True
+    failures[0] = 1
+    with pytest.raises(MemoryError, match="max_lanes"):
+        dec.decode(lp[:2], lens[:2])
+    assert FakeCuda.emptied == 2 and backend.oom_retries == 1
     backend.torch = None
