@@ -1,8 +1,16 @@
-"""GPU decoder speed and exactness on one graph, measured in one run.
+"""GPU decoder speed and exactness on one graph, kernel variants side by side in one run.
 
-python -m benchmarks.gpu_speed [--graph HLG.img | --arcs 1000000] --batch 1 8 32 --utts 64
-Times whole decodes (host to host: the transfer of results included) after warm-up and
-reports medians; checks the first --check rows against the CPU reference decoder.
+python -m benchmarks.gpu_speed [--graph HLG.img | --arcs 1000000] --batch 1 8 32 --utts 64 \
+    --variants old new [--check 16] [--profile]
+
+Variants (cuwfst.decoder.gpu.KERNEL_VARIANTS): "old" (one scan CTA per lane, EpsScan every
+closure pass), "new" (split scan, closure lists), "split", "lists" (one change alone), and
+"split:N" / "new:N" (N scan CTAs per lane). Every variant of a batch size is built before any
+is timed, and the timed passes alternate between them (old, new, old, new, ...), so drift of
+the clocks hits all alike. A pass decodes all --utts rows in batches of B; its time is taken
+with CUDA events around the pass (the transfer of results to the host included) and,
+separately, the host clock; medians after one warm-up pass. --check N compares each variant's
+first N rows with the CPU decoder, and every variant's rows with the first variant's.
 """
 
 from __future__ import annotations
@@ -16,6 +24,35 @@ import time
 import numpy as np
 
 from cuwfst import Decoder, DecoderOptions, Graph
+from cuwfst.decoder.gpu import KERNEL_VARIANTS
+
+
+def variant_kwargs(name: str) -> dict:
+    """Decoder keywords of a variant name: a KERNEL_VARIANTS key, or 'split:N' / 'new:N'."""
+    base, _, n = name.partition(":")
+    if base not in KERNEL_VARIANTS:
+        raise SystemExit(f"unknown variant {name!r}; known: {sorted(KERNEL_VARIANTS)} (with :N for N scan CTAs)")
+    kw = dict(KERNEL_VARIANTS[base])
+    if n:
+        kw["scan_split"] = int(n)
+    return kw
+
+
+def same_rows(a, b) -> tuple[int, int, int]:
+    """(identical, exact-score ties, mismatches) between two lists of hypotheses: identical =
+    same float32 score, words and search statistics; a tie = same score and statistics,
+    other words (an equal-score path)."""
+    same = ties = bad = 0
+    for x, y in zip(a, b):
+        stats = (x.frontier_total, x.closure_added, x.max_frontier) == (y.frontier_total, y.closure_added, y.max_frontier)
+        if np.float32(x.score) == np.float32(y.score) and stats and x.overflow == y.overflow:
+            if x.words == y.words:
+                same += 1
+            else:
+                ties += 1
+        else:
+            bad += 1
+    return same, ties, bad
 
 
 def uniform_rows(lp: np.ndarray, lengths: np.ndarray, n: int, T: int):
@@ -42,12 +79,13 @@ def main():
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--check", type=int, default=16, help="rows compared with the CPU decoder")
     p.add_argument("--json", help="append results as JSON lines here")
-    p.add_argument("--profile", action="store_true", help="kernel time breakdown at the largest batch")
-    p.add_argument("--walkers", nargs="+", default=["warp"], help="slot walkers to time side by side")
+    p.add_argument("--profile", action="store_true", help="kernel time breakdown per variant at the largest batch")
+    p.add_argument("--variants", nargs="+", default=["new"], help="kernel variants timed side by side")
+    p.add_argument("--walkers", nargs="+", default=["warp"], help="slot walkers (each is a separate row)")
     p.add_argument("--eps-iterations", type=int, default=None,
                    help="closure passes on graphs with epsilon arcs (default: the graph's longest chain)")
     p.add_argument("--walk-blocks", type=int, nargs="+", default=[0],
-                   help="grids of the walker kernels to time side by side (0: the spec's formula)")
+                   help="grids of the walker kernels (each is a separate row; 0: the spec's formula)")
     a = p.parse_args()
     import torch
 
@@ -68,78 +106,113 @@ def main():
         from benchmarks.reference_speed import peaky_log_probs
         lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)
         lens_all = np.full(a.utts, a.frames, np.int32)
+    a.utts = len(lens_all)
     opts = DecoderOptions(eps_iterations=a.eps_iterations)
     from benchmarks.peers.measure import git_commit
     commit = git_commit()
     dev = torch.cuda.get_device_name(0)
+    gname = (a.graph or f"random{a.arcs}").split("/")[-1]
     print(f"graph {a.graph or 'random'}: {g.num_states} states, {g.num_arcs} arcs, "
           f"{g.num_epsilon_arcs} epsilon arcs; {a.utts} utts, "
-          f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}")
+          f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}; variants {' '.join(a.variants)}")
     lp_gpu = torch.from_numpy(lp_all).cuda()
     audio_s = float(lens_all.sum()) * 0.04
-    results = []
-    hyps_gpu = None
+    results, table = [], []
+    first_hyps: dict[str, list] = {}  # variant -> rows of its first timed configuration
     for walker, wb, B in [(w, wb, b) for w in a.walkers for wb in a.walk_blocks for b in a.batch]:
-        dec = Decoder(g, opts, device="cuda", max_lanes=B, walker=walker, walk_blocks=wb)
-        def run(dec=dec):
+        decs = {v: Decoder(g, opts, device="cuda", max_lanes=B, walker=walker, walk_blocks=wb, **variant_kwargs(v))
+                for v in a.variants}
+        nb = (a.utts + B - 1) // B
+        steps_per_batch = float(np.mean([lens_all[s : s + B].max() + 1 for s in range(0, a.utts, B)]))
+
+        def run(dec):
             out = []
             for s in range(0, a.utts, B):
                 out += dec.decode(lp_gpu[s : s + B], lens_all[s : s + B])
             return out
-        run()  # warm-up: build, capture
-        times = []
+
+        hyps = {v: run(dec) for v, dec in decs.items()}  # warm-up: build, capture
+        ev_ms = {v: [] for v in decs}
+        wall = {v: [] for v in decs}
         for _ in range(a.reps):
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            hyps = run()
-            times.append(time.perf_counter() - t0)
-        med = statistics.median(times)
-        nb = (a.utts + B - 1) // B
-        stats = dec._gpu.main.mem_stats()
-        steps = float((lens_all + 1).sum())
-        added = sum(h.closure_added for h in hyps)
-        total = sum(h.frontier_total for h in hyps)
-        row = dict(walker=walker, walk_blocks=wb, batch=B, ms_per_batch=med / nb * 1000, rtfx=audio_s / med,
-                   max_frontier=max(h.max_frontier for h in hyps), mean_frontier=total / steps,
-                   closure_growth=(total / (total - added)) if g.has_epsilon and total > added else 1.0,
-                   overflow_rows=sum(1 for h in hyps if h.overflow), mem_fixed_mib=stats["fixed"] / 2**20,
-                   arena_high_water=stats["arena_high_water"], peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20)
-        results.append(row)
-        print(json.dumps(row))
-        hyps_gpu = hyps if hyps_gpu is None else hyps_gpu
+            for v, dec in decs.items():
+                torch.cuda.synchronize()
+                e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                t0 = time.perf_counter()
+                e0.record()
+                hyps[v] = run(dec)
+                e1.record()
+                e1.synchronize()
+                wall[v].append(time.perf_counter() - t0)
+                ev_ms[v].append(e0.elapsed_time(e1))
+        base = a.variants[0]
+        for v, dec in decs.items():
+            hs = hyps[v]
+            med_ms = statistics.median(ev_ms[v])
+            stats = dec._gpu.main.mem_stats()
+            steps = float((lens_all + 1).sum())
+            added = sum(h.closure_added for h in hs)
+            total = sum(h.frontier_total for h in hs)
+            same, ties, bad = same_rows(hyps[base], hs)
+            row = dict(variant=v, scan_split=stats["scan_split"], closure_lists=stats["closure_lists"], walker=walker,
+                       walk_blocks=wb, batch=B, ms_per_batch=med_ms / nb, us_per_step=med_ms / nb / steps_per_batch * 1000,
+                       ms_per_batch_spread=(max(ev_ms[v]) - min(ev_ms[v])) / nb,
+                       wall_ms_per_batch=statistics.median(wall[v]) * 1000 / nb, rtfx=audio_s / (med_ms / 1000),
+                       max_frontier=max(h.max_frontier for h in hs), mean_frontier=total / steps,
+                       closure_growth=(total / (total - added)) if g.has_epsilon and total > added else 1.0,
+                       overflow_rows=sum(1 for h in hs if h.overflow), mem_fixed_mib=stats["fixed"] / 2**20,
+                       arena_high_water=stats["arena_high_water"], vs_first=dict(same=same, ties=ties, mismatches=bad),
+                       peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20)
+            results.append(row)
+            print(json.dumps(row))
+            first_hyps.setdefault(v, hs)
+            table.append(row)
         if a.profile and B == max(a.batch) and wb == a.walk_blocks[0]:
-            inst = dec._gpu.main
-            before = inst.profile(True)
-            run()
-            after = inst.profile(False)
-            ms = {k: (after[k] - before[k]) / nb for k in after}
-            tot = sum(ms.values())
-            print("kernel ms per batch (launch by launch, CUDA events): " +
-                  ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items() if v > 0) + f"; sum {tot:.2f}")
-            if g.has_epsilon:
-                closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
-                steps_per_batch = float(np.mean([lens_all[s : s + B].max() + 1 for s in range(0, a.utts, B)]))
-                print(f"per step (mean {steps_per_batch:.0f} steps per batch): emitting "
-                      f"{(tot - closure) / steps_per_batch * 1000:.1f} us, closure passes "
-                      f"{closure / steps_per_batch * 1000:.1f} us ({100 * closure / tot:.0f}% of kernel time); "
-                      f"closure frontier growth x{row['closure_growth']:.3f}")
-                row.update(emit_us_per_step=(tot - closure) / steps_per_batch * 1000,
-                           closure_us_per_step=closure / steps_per_batch * 1000)
-        del dec
+            for v, dec in decs.items():
+                inst = dec._gpu.main
+                before = inst.profile(True)
+                run(dec)
+                after = inst.profile(False)
+                ms = {k: (after[k] - before[k]) / nb for k in after}
+                tot = max(sum(ms.values()), 1e-9)
+                print(f"[{v}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
+                      ", ".join(f"{k} {x:.2f} ({100 * x / tot:.0f}%)" for k, x in ms.items() if x > 0) + f"; sum {tot:.2f}")
+                prof = dict(variant=v, profile_batch=B, profile_ms=ms, profile_sum_ms=tot,
+                            us_per_step={k: x / steps_per_batch * 1000 for k, x in ms.items() if x > 0})
+                if g.has_epsilon:
+                    closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
+                    prof.update(emit_us_per_step=(tot - closure) / steps_per_batch * 1000,
+                                closure_us_per_step=closure / steps_per_batch * 1000)
+                    print(f"[{v}] per step (mean {steps_per_batch:.0f} steps per batch): emitting "
+                          f"{prof['emit_us_per_step']:.1f} us, closure passes {prof['closure_us_per_step']:.1f} us "
+                          f"({100 * closure / tot:.0f}% of kernel time)")
+                results.append(prof)
+        del decs
+    checks = []
     if a.check:
-        cpu = Decoder(g, opts, num_threads=16).decode(lp_all[: a.check], lens_all[: a.check])
-        same = sum(1 for c, h in zip(cpu, hyps_gpu) if np.float32(c.score) == np.float32(h.score) and c.words == h.words)
-        stats_same = sum(1 for c, h in zip(cpu, hyps_gpu)
-                         if (c.frontier_total, c.closure_added) == (h.frontier_total, h.closure_added))
-        print(f"search statistics (frontier_total, closure_added) identical on {stats_same}/{a.check} rows")
-        ties = sum(1 for c, h in zip(cpu, hyps_gpu) if np.float32(c.score) == np.float32(h.score) and c.words != h.words)
-        print(f"exactness: {same}/{a.check} rows identical to the CPU decoder, {ties} exact-score ties, "
-              f"{a.check - same - ties} mismatches")
+        n = min(a.check, a.utts)
+        cpu = Decoder(g, opts, num_threads=16).decode(lp_all[:n], lens_all[:n])
+        for v, hs in first_hyps.items():
+            same, ties, bad = same_rows(cpu, hs[:n])
+            print(f"exactness [{v}]: {same}/{n} rows identical to the CPU decoder (score, words, search statistics), "
+                  f"{ties} exact-score ties, {bad} mismatches")
+            checks.append(dict(variant=v, check_rows=n, cpu_same=same, cpu_ties=ties, cpu_mismatches=bad))
+        results += checks
     if a.json:
         with open(a.json, "a") as f:
             for r in results:
-                f.write(json.dumps(dict(r, graph=a.graph or f"random{a.arcs}", commit=commit, device=dev,
-                                        host=platform.node())) + "\n")
+                f.write(json.dumps(dict(r, graph=gname, commit=commit, device=dev, host=platform.node())) + "\n")
+    # the short table last (a device call returns the end of the output)
+    print(f"\n{gname} ({commit}, {dev}): ms per batch (median of {a.reps}, CUDA events), us per step, "
+          f"rows vs {a.variants[0]}")
+    for r in table:
+        vs = r["vs_first"]
+        print(f"  B={r['batch']:<4} {r['variant']:<9} {r['ms_per_batch']:8.2f} ms  {r['us_per_step']:7.1f} us/step  "
+              f"RTFx {r['rtfx']:9.1f}  spread {r['ms_per_batch_spread']:.2f}  same {vs['same']} ties {vs['ties']} "
+              f"mismatch {vs['mismatches']}")
+    for c in checks:
+        print(f"  CPU check [{c['variant']}]: {c['cpu_same']}/{c['check_rows']} identical, {c['cpu_ties']} ties, "
+              f"{c['cpu_mismatches']} mismatches")
 
 
 if __name__ == "__main__":

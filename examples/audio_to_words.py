@@ -1,10 +1,12 @@
 """Audio in, words with times out: the synthetic-speech conformer's CTC log-probs decoded by cuwfst.
 
-    python examples/audio_to_words.py --weights model.int8.npz --corpus /tmp/corpus-small a.wav b.wav
-    python examples/audio_to_words.py --weights model.int8.npz --corpus /tmp/corpus-small --say "it is not my fault"
+    python examples/audio_to_words.py --corpus /tmp/corpus-small a.wav b.wav
+    python examples/audio_to_words.py --corpus /tmp/corpus-small --say "it is not my fault"
 
 --weights: model.npz or model.int8.npz written by `python -m benchmarks.model.train` (the
 model is trained there on espeak-ng speech; it knows espeak's voices, not real speakers).
+Default: examples/model.int8.npz, the 3.2 M-parameter conformer trained on the H200 at
+commit d757c28 (held-out greedy WER 38.9%, HLG 30.7%; docs/benchmarks.md), 3.0 MiB.
 --corpus: a tier from `python -m benchmarks.corpus.build` (HLG.img, words.txt, tokens.txt);
 the model was trained on the `small` tier's sentences, and any tier decodes them as long as
 its vocabulary holds the words. --say TEXT synthesizes TEXT with espeak-ng (the
@@ -76,7 +78,8 @@ def pick_device(want: str | None) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("wavs", nargs="*", help="PCM WAV files (any rate; mono or mixed down)")
-    ap.add_argument("--weights", required=True)
+    ap.add_argument("--weights", default=str(Path(__file__).resolve().parent / "model.int8.npz"),
+                    help="model weights (default: the shipped examples/model.int8.npz)")
     ap.add_argument("--corpus", required=True, help="tier directory with HLG.img, words.txt, tokens.txt")
     ap.add_argument("--graph", default="HLG.img", help="graph image in the tier (default HLG.img)")
     ap.add_argument("--say", action="append", default=[], help="synthesize this text with espeak-ng first")

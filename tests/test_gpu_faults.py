@@ -429,23 +429,49 @@ def test_upload_freed_when_graph_and_decoders_are_gone(case):
     a = Decoder(g, OPTS, device="cuda", max_lanes=2)
     b = Decoder(g, OPTS, device="cuda", max_lanes=2)
     assert live_uploads() == uploads + 1, "two decoders of one graph share one upload"
+    refs = [weakref.ref(a._gpu.main), weakref.ref(b._gpu.main)]
     assert_same_hypotheses(graph, lp, cpu, b.decode(lp, lens), "second decoder")
     del a
     gc.collect()
     assert live_uploads() == uploads + 1
     del b
     gc.collect()
-    held = _mem(mod)["device"] - before["device"]
+    # under compute-sanitizer the frames of finished decode calls (and so their decoders) can
+    # stay alive outside this package (see _released): their workspaces are then accounted
+    alive = [r() for r in refs if r() is not None]
+    held = _mem(mod)["device"] - before["device"] - sum(i.mem_stats()["committed"] for i in alive)
     a_ = graph.arrays
     upload = 4 * (a_.num_states + 1) + 4 * a_.num_states + 10 * a_.num_arcs + 4 * a_.num_states
-    assert 0 < held < 1 << 20, f"the graph is alive: its upload (only) stays: held {held} bytes, upload {upload}"
-    del g
+    assert 0 < held < 1 << 20, (f"the graph is alive: its upload (only) stays: held {held} bytes, upload {upload}, "
+                                f"{len(alive)} instances alive")
+    del g, alive
+    _uploads_accounted(mod, before, uploads, refs, upload, "graph and decoders gone")
+    for k in range(5):  # reloads: each graph's upload goes with it
+        dec = Decoder(Graph(graph.arrays), OPTS, device="cuda", max_lanes=2)
+        refs.append(weakref.ref(dec._gpu.main))
+        dec.decode(lp, lens)
+        del dec
+        _uploads_accounted(mod, before, uploads, refs, upload, f"reload {k}")
+
+
+def _uploads_accounted(mod, before, uploads, refs, upload: int, where: str) -> None:
+    """No decoder of `refs` alive: uploads and live counters back at `before`. Some alive (the
+    frames of finished decode calls kept outside this package under compute-sanitizer; see
+    _released): what the module holds beyond `before` is exactly their workspaces and at most
+    one upload each, nothing orphaned."""
+    from cuwfst.decoder.gpu import live_uploads
+
     gc.collect()
-    assert live_uploads() == uploads and _live(_mem(mod)) == _live(before)
-    for _ in range(5):  # reloads: each graph's upload goes with it
-        Decoder(Graph(graph.arrays), OPTS, device="cuda", max_lanes=2).decode(lp, lens)
-        gc.collect()
-        assert live_uploads() == uploads and _live(_mem(mod)) == _live(before)
+    alive = [r() for r in refs if r() is not None]
+    now, extra = _mem(mod), live_uploads() - uploads
+    if not alive:
+        assert extra == 0 and _live(now) == _live(before), f"{where}: " + _what_is_alive(mod, before)
+        return
+    held = [i.mem_stats() for i in alive]
+    msg = f"{where}: {len(alive)} instances alive, {extra} uploads: " + _what_is_alive(mod, before)
+    assert 0 <= extra <= len(alive), msg
+    assert now["device"] - before["device"] == sum(h["committed"] for h in held) + extra * upload, msg
+    assert now["pinned"] - before["pinned"] == sum(h["pinned"] for h in held), msg
 
 
 def test_graph_cache_is_bounded_and_long_decodes_launch_plainly(case):

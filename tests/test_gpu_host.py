@@ -53,9 +53,13 @@ class FakeGpuModule:
 
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
-        # the last three: eps_iterations, lazy, lane_pool
-        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[-3]))
-        self.lazy[h] = bool(rest[-2])
+        # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
+        # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
+        # closure_lists, eps_blocks, finalize_split
+        assert len(rest) == 18, "gpu_decoder_create's arguments changed: update this fake"
+        self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
+        self.lazy[h] = bool(rest[12])
+        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]))  # scan_split, closure_lists, finalize_split
         return h
 
     def gpu_decoder_mem_stats(self, h, out):
@@ -265,3 +269,30 @@ def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu)
         dec.decode(lp[:2], lens[:2])
     assert FakeCuda.emptied == 2 and backend.oom_retries == 1
     backend.torch = None
+
+
+def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
+    """scan_split / closure pick the kernels; None takes the default, "new", or what
+    CUWFST_KERNELS names when the decoder is built."""
+    graph = Graph.load(TINY / "TLG.img")
+    monkeypatch.delenv("CUWFST_KERNELS", raising=False)
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (0, True, 0)
+    monkeypatch.setenv("CUWFST_KERNELS", "old")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (1, False, 8)
+    Decoder(graph, device="cuda", scan_split=4)  # a keyword wins over the environment
+    assert fake_gpu.kernels == (4, False, 8)
+    monkeypatch.setenv("CUWFST_KERNELS", "split")
+    Decoder(graph, device="cuda", closure="lists")
+    assert fake_gpu.kernels == (0, True, 8)
+    monkeypatch.setenv("CUWFST_KERNELS", "fast")
+    with pytest.raises(ValueError, match="CUWFST_KERNELS"):
+        Decoder(graph, device="cuda")
+    monkeypatch.delenv("CUWFST_KERNELS")
+    with pytest.raises(ValueError, match="closure"):
+        Decoder(graph, device="cuda", closure="eager")
+    with pytest.raises(ValueError, match="scan_split"):
+        Decoder(graph, device="cuda", scan_split=-1)
+    with pytest.raises(ValueError, match="finalize_split"):
+        Decoder(graph, device="cuda", finalize_split=65)

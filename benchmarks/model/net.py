@@ -19,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .weights import store as _store
+
 NUM_OUTPUTS = 501  # must equal the graph's vocab_size (<blk> + 500 BPE pieces)
 
 
@@ -163,16 +165,7 @@ def save_npz(model: ConformerCTC, path, *, int8: bool = False, meta: dict | None
     arrays = {"__config__": np.array(json.dumps(asdict(model.config))),
               "__meta__": np.array(json.dumps(meta or {}))}
     for name, t in model.state_dict().items():
-        a = t.detach().float().cpu().numpy()
-        if int8 and a.ndim >= 2 and a.size >= 1024:
-            rows = a.reshape(a.shape[0], -1)
-            scale = np.maximum(np.abs(rows).max(axis=1), 1e-12) / 127.0
-            arrays[name + "::q"] = np.round(rows / scale[:, None]).astype(np.int8).reshape(a.shape)
-            arrays[name + "::s"] = scale.astype(np.float32)
-        elif name in ("feat_mean", "feat_istd"):
-            arrays[name] = a.astype(np.float32)  # the input scale: float16 would shift every feature
-        else:
-            arrays[name] = a.astype(np.float16)
+        _store(arrays, name, t.detach().float().cpu().numpy(), int8)
     np.savez_compressed(path, **arrays)
     return os.path.getsize(path)
 

@@ -179,7 +179,16 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
       for (int32_t i = b; i < e; ++i) emit_maxw[s] = std::max(emit_maxw[s], w[i]);
     }
-    const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? n * 4 : 0);
+    // the epsilon closure's list filter: max weight over each state's epsilon arcs (-inf: none)
+    std::vector<float> eps_maxw(has_eps ? n : 0, -std::numeric_limits<float>::infinity());
+    int32_t max_eps_degree = 0;
+    for (int64_t s = 0; has_eps && s < n; ++s) {
+      const int32_t b = finals_at_end ? rs[s] : rs[s] + fc[s];
+      for (int32_t i = b; i < b + ec[s]; ++i) eps_maxw[s] = std::max(eps_maxw[s], w[i]);
+      max_eps_degree = std::max(max_eps_degree, ec[s]);
+    }
+    g->max_eps_degree = max_eps_degree;
+    const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? 2 * n * 4 : 0);
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
     v.num_arcs = static_cast<int32_t>(a);
@@ -194,6 +203,8 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a, "arc ilabels", total);
     v.arc_weight = Upload<float>(g.get(), w, a, "arc weights", total);
     v.emit_maxw = Upload<float>(g.get(), emit_maxw.data(), n, "per-state max weights", total);
+    v.eps_maxw = has_eps ? Upload<float>(g.get(), eps_maxw.data(), n, "per-state max epsilon weights", total) : nullptr;
+    v.max_eps_degree = max_eps_degree;
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
 }
@@ -212,7 +223,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
-                         int64_t lane_pool) {
+                         int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
+                         int64_t finalize_split) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -260,6 +272,14 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.lazy = lazy;
   if (lane_pool < 0 || lane_pool > 2) TVM_FFI_THROW(ValueError) << "lane_pool must be 0 (off), 1 (on) or 2 (auto)";
   c.lane_pool = static_cast<int32_t>(lane_pool);
+  if (scan_split < 0 || scan_split > 64) TVM_FFI_THROW(ValueError) << "scan_split must be in [0, 64] (0: auto)";
+  c.scan_split = static_cast<int32_t>(scan_split);
+  c.closure_lists = closure_lists ? 1 : 0;
+  if (eps_blocks < 0 || eps_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "eps_blocks out of range";
+  c.eps_blocks = static_cast<int32_t>(eps_blocks);
+  if (finalize_split < 0 || finalize_split > 64)
+    TVM_FFI_THROW(ValueError) << "finalize_split must be in [0, 64] (0: auto)";
+  c.finalize_split = static_cast<int32_t>(finalize_split);
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

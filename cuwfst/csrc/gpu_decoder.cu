@@ -168,6 +168,27 @@ void GpuDecoder::Allocate() {
   ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
+  // the kernel variants (gpu_decoder.cuh DecoderConfig; docs/design.md "kernel variants")
+  if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
+  ws_.scan_split = cfg_.scan_split;
+  ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
+  ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
+  ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
+  // closure = lists encodes entry j's k-th epsilon arc as payload slot j * stride + k < 2^31,
+  // and EpsListExpandKernel holds the lanes' list offsets on chip (kEpsListMaxLanes)
+  const int64_t stride = std::max<int32_t>(graph_->max_eps_degree, 1);
+  if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX || L > kEpsListMaxLanes) cfg_.closure_lists = 0;
+  ws_.closure_lists = cfg_.closure_lists;
+  ws_.eps_stride = static_cast<int32_t>(stride);
+  if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
+  if (cfg_.eps_blocks <= 0) {
+    int sms = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
+    cfg_.eps_blocks = 8 * std::max(sms, 1);
+  }
   d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
   d_pool_need_ = Alloc<unsigned long long>(kPools, "pool demand");
   ws_.pool_cap = d_pool_cap_;
@@ -175,6 +196,9 @@ void GpuDecoder::Allocate() {
   // The lane pools (types.cuh). Offline batches on epsilon-free graphs take the pooled
   // layout when memory is lazy (a region's hint takes 4 entries a token, so main_q must
   // keep them inside tok_hint's int32 slot space); everything else takes the static one.
+  // Every kernel variant honours both layouts (scan_split, finalize_split; closure = lists
+  // only runs on epsilon graphs, which are never pooled, but indexes through the lanes'
+  // regions all the same), so the variant does not enter this choice.
   pooled_ok_ = cfg_.lazy && cfg_.lane_pool != 0 && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
   // (pooled regions are rounded up to kPoolAlign tokens and 16 claims a lane: the static
   // sizes plus that are the most any step can ask)
@@ -209,6 +233,7 @@ void GpuDecoder::Allocate() {
     add(reinterpret_cast<void**>(&ws_.eps_tok), kPoolTokens, 4, 1, -1, F);
     add(reinterpret_cast<void**>(&ws_.eps_winner), kPoolTokens, 4, 1, -1, F);
     add(reinterpret_cast<void**>(&ws_.eps_touched), kPoolClaims, 4, 1, -1, C);
+    if (cfg_.closure_lists) add(reinterpret_cast<void**>(&ws_.eps_list1), kPoolTokens, 4, 1, -1, F);
   }
   if (pooled_ok_ && cfg_.lane_pool == 2) {  // auto: only where pooling can hold less
     const size_t piece = std::max<size_t>(VmmGranularity(device()), size_t{2} << 20);
@@ -569,15 +594,23 @@ void GpuDecoder::EnqueueClosure(const Workspace& w) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  if (cfg_.closure_lists) {
+    for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
+      Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, w, pass); });
+      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, w, pass); });
+    }
+    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
+    return;
+  }
   for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
     Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, pass); });
     if (cfg_.walker == kWalkThread)
       Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     else
       Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
-    Timed(10, [&] { EpsResolveKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(w); });
+    Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
   }
-  Timed(11, [&] { ClearClaimsKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(w); });
+  Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
 }
 
 void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
@@ -585,7 +618,10 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
-  Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, p); });
+  if (cfg_.scan_split > 1)
+    Timed(1, [&] { ScanSplitKernel<<<L * cfg_.scan_split, kScanThreads, 0, stream_>>>(g, w, p); });
+  else
+    Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, p); });
   if (cfg_.walker == kWalkThread) {
     Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
@@ -593,7 +629,7 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(kFinalizeSplit, L), kFinalizeThreads, 0, stream_>>>(g, w); });
+  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, w); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w);
 }
 
@@ -645,7 +681,10 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       s.cutoff = mx - lc.beam;
       int32_t n = t < length ? std::min(lc.next_size, lc.tok_cap[buf]) : (lc.final_winner != -2 ? 1 : 0);
       const int64_t q = lc.tok_off[buf];
-      s.before_closure = cfg_.eps_iterations > 0 && lc.phase == kPhaseEps ? lc.eps_base : n;
+      // after a real step's closure the lane is kPhaseEps (closure = scan) or still
+      // kPhaseReal (closure = lists); eps_base is the frontier before the closure either way
+      s.before_closure =
+          cfg_.eps_iterations > 0 && (lc.phase == kPhaseEps || lc.phase == kPhaseReal) ? lc.eps_base : n;
       if (t < 0) {
         s.phase = kPhaseReal;
         s.beam = cfg_.search_beam;
@@ -885,6 +924,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
     out[26 + k] = pool_high_[k];
   }
   out[29] = advance_rounds_;
+  out[30] = cfg_.scan_split;
+  out[31] = cfg_.closure_lists;
+  out[32] = cfg_.finalize_split;
 }
 
 }  // namespace cuwfst

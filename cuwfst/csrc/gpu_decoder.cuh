@@ -22,6 +22,7 @@ namespace cuwfst {
 
 struct GpuGraph {
   int device = 0;
+  int32_t max_eps_degree = 0;  // the most epsilon arcs of one state
   DeviceGraph view{};
   std::vector<DeviceBuffer> buffers;  // the device arrays of `view`; free themselves
   int64_t bytes() const {
@@ -62,7 +63,34 @@ struct DecoderConfig {
   int32_t graph_cache_size = 8;
   int32_t graph_max_steps = 4096;
   int32_t eps_iterations = 0;  // epsilon-closure passes per real step (0: none)
+  // Kernel variants, switchable at construction so one process can time old against new
+  // (benchmarks/gpu_speed.py --variants); every variant gives the same results.
+  // scan_split: CTAs per lane of the step's scan (1: ScanKernel, one CTA per lane; > 1:
+  // ScanSplitKernel; 0: auto, AutoScanSplit(max_lanes)).
+  int32_t scan_split = 0;
+  // closure_lists: 1 = the closure passes read lists that Finalize and Resolve write
+  // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens.
+  // Falls back to 0 where entry x max_eps_degree slots would not fit the payload's 31 bits.
+  int32_t closure_lists = 1;
+  int32_t eps_blocks = 0;  // grid of EpsListExpandKernel; 0: 8 x the device's multiprocessors
+  // finalize_split: CTAs per lane of Finalize, (EpsList)Resolve and ClearClaims (8: the old
+  // grid; 0: auto, AutoFinalizeSplit(max_lanes)). The work is split by claims, so the results
+  // are the same; a lane with many claims takes fewer rounds.
+  int32_t finalize_split = 0;
 };
+
+// finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
+inline int32_t AutoFinalizeSplit(int32_t max_lanes) {
+  int32_t c = 1024 / (max_lanes > 0 ? max_lanes : 1);
+  return c < 8 ? 8 : (c > 32 ? 32 : c);
+}
+
+// scan_split = 0: enough CTAs per lane that a batch's scan has about 512 CTAs (at most 16 a
+// lane; one at 512 lanes and more, where the lanes alone fill the device).
+inline int32_t AutoScanSplit(int32_t max_lanes) {
+  int32_t c = 512 / (max_lanes > 0 ? max_lanes : 1);
+  return c < 1 ? 1 : (c > 16 ? 16 : c);
+}
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.
 constexpr int kProfileKinds = 12;
@@ -174,8 +202,9 @@ class GpuDecoder {
   // [21] 1 if offline batches take the pooled layout, [22] pool growths (each re-ran a
   // batch), [23..25] the pools' capacity (entries: tokens, claims, hash slots), [26..28]
   // the most of each a batch used, [29] the rounds stream advances took (more than one per
-  // advance when the arena guard made steps wait for room).
-  static constexpr int kMemStats = 30;
+  // advance when the arena guard made steps wait for room), [30..32] the kernel variant in
+  // use: scan_split, closure_lists, finalize_split (after the auto choices and fallbacks).
+  static constexpr int kMemStats = 33;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

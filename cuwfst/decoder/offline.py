@@ -58,6 +58,12 @@ class Decoder:
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
     walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
     walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
+    scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
+    closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
+    passes) and finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
+    auto, 8 = the old grid) pick kernel variants with identical results; None takes the
+    default, the new ones, or those CUWFST_KERNELS names (e.g. "old"; KERNEL_VARIANTS in
+    decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
     capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
@@ -77,7 +83,9 @@ class Decoder:
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0, **kwargs):
+                 arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
+                 scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
+                 **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -98,7 +106,8 @@ class Decoder:
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
-                                   memory=memory, gc_interval=gc_interval)
+                                   memory=memory, gc_interval=gc_interval, scan_split=scan_split,
+                                   closure=closure, finalize_split=finalize_split)
         else:
             from .gpu import check_gc_interval
             from .memory import resolve_memory

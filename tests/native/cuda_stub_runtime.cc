@@ -251,6 +251,11 @@ cudaError_t cudaGetDevice(int* d) {
   return cudaSuccess;
 }
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : stub::fail(cudaErrorInvalidDevice); }
+cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int d) {
+  if (d != 0) return stub::fail(cudaErrorInvalidDevice);
+  *v = attr == cudaDevAttrMultiProcessorCount ? 132 : 0;  // an H200's
+  return cudaSuccess;
+}
 const char* cudaGetErrorName(cudaError_t e) {
   return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
          : e == cudaErrorIllegalAddress ? "cudaErrorIllegalAddress" : "cudaError";

@@ -28,6 +28,12 @@
 
 namespace cuwfst {
 
+// A lane whose closure runs: its step was real (the start counts as one) and, with
+// closure = scan, EpsScanKernel has marked it kPhaseEps; closure = lists leaves it kPhaseReal.
+__device__ __forceinline__ bool InClosure(const LaneCounters& lc) {
+  return lc.length >= 0 && (lc.phase == kPhaseReal || lc.phase == kPhaseEps);
+}
+
 // EpsScanKernel — per closure pass, grid = max_lanes blocks of kScanThreads (CTA per lane),
 // kScanItems entries per thread per round.
 // Takes part: lanes whose step was real (kPhaseReal; InitKernel marks the start so) or that
@@ -157,7 +163,7 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
   });
 }
 
-// EpsResolveKernel — per closure pass, grid (kFinalizeSplit, max_lanes) x kFinalizeThreads:
+// EpsResolveKernel — per closure pass, grid (finalize_split, max_lanes) x kFinalizeThreads:
 // the CTAs of a lane share its touched list in contiguous chunks, kFinalizeItems per thread
 // per round.
 // Reads: each touched slot's key (state), resolved payload {end : local slot} and hash_pos;
@@ -175,7 +181,7 @@ EpsResolveKernel(Workspace ws) {
   LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
   const int32_t num = min(lc.eps_touched, lc.claim_cap);
-  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
@@ -262,7 +268,7 @@ EpsResolveKernel(Workspace ws) {
   }
 }
 
-// ClearClaimsKernel — after a closure's last pass, grid (kFinalizeSplit, max_lanes) x
+// ClearClaimsKernel — after a closure's last pass, grid (finalize_split, max_lanes) x
 // kFinalizeThreads. Reads: the lane's claims list (the real step's and the closure's new
 // destinations). Writes: clears exactly those slots (key, payload, hash_pos), the targeted
 // delete FinalizeKernel does on epsilon-free steps. Lanes whose claims overflowed are wiped
@@ -271,11 +277,11 @@ EpsResolveKernel(Workspace ws) {
 __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace ws) {
   const int32_t lane = blockIdx.y;
   const LaneCounters& lc = ws.lanes[lane];
-  if (lc.phase != kPhaseEps) return;
+  if (!InClosure(lc)) return;
   if (blockIdx.x == 0 && threadIdx.x == 0)
     ws.lanes[lane].closure_added += min(lc.next_size, lc.tok_cap[lc.buf]) - lc.eps_base;
   const int32_t num = min(lc.claims, lc.claim_cap);
-  const int32_t chunk = (num + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   const int64_t hb = lc.hash_off;
   const int2* claims = ws.claims + lc.claim_off;
@@ -284,6 +290,218 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
     ws.hash_key[hb + h] = kEmptyKey;
     ws.hash_payload[hb + h] = 0ull;
     ws.hash_pos[hb + h] = -1;
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// closure = lists: the same passes without EpsScanKernel. A pass's entries are a list of
+// frontier indices: pass 0's is written by FinalizeKernel (LaneSetupKernel for the start),
+// pass p's by pass p - 1's EpsListResolveKernel; only tokens whose epsilon arcs can pass
+// the cutoff are listed (score + eps_maxw > cutoff; the others relax nothing). A pass is
+// then two launches: Expand walks the entries (a thread per entry and its epsilon arcs),
+// Resolve as before. Entry j's k-th epsilon arc is slot j * eps_stride + k of the payload
+// (eps_stride = the graph's most epsilon arcs of a state), so Resolve recovers entry and arc
+// by a division: no degree scan, no slot-to-entry search. Jacobi order holds as in the scan
+// path: Expand reads the scores as the previous pass left them (Resolve, which changes them,
+// is the next launch) and snapshots each entry's winner (eps_winner) and first epsilon arc
+// (tok_begin) for Resolve. A tie between equal ends keeps the larger slot as before: entry
+// order, then arc order.
+// Counters (LaneCounters): pass p reads list p & 1 (eps_tok, eps_list1) of eps_list_n[p & 1]
+// entries and registers its lifted slots in eps_touched_n[p & 1]; its Resolve fills the other
+// list. Expand p zeroes the other parity's counters (their last readers, pass p - 1, are done);
+// ScanKernel and LaneSetupKernel zero parity 0's before Finalize fills it.
+
+constexpr int kEpsListMaxLanes = 1024;
+
+// EpsListExpandKernel — per closure pass (closure = lists), grid = eps_blocks x kWalkThreads,
+// grid-stride over the concatenated entries of every closure lane.
+// Reads: the lists, the frontier (states, scores, winners of buffer lc.buf), the step's
+// cutoff, epsilon arcs, the lane's hash. Writes: eps_winner / tok_begin per entry, hash keys
+// (new destinations appended to claims), payloads (atomicMax {end : entry * eps_stride + k}),
+// the touched list and eps_touched_n[p & 1]; block 0 zeroes the other parity's counters and,
+// in pass 0, records eps_base.
+// Invariant: every frontier token's slot holds its baseline (the top of this file).
+__global__ void __launch_bounds__(kWalkThreads)
+EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
+  using BlockScan = cub::BlockScan<int64_t, kWalkThreads>;
+  constexpr int kLanesPerThread = kEpsListMaxLanes / kWalkThreads;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int64_t lane_off[kEpsListMaxLanes + 1];
+  const int32_t par = pass & 1;
+  const int32_t L = ws.max_lanes;
+  int64_t cnt[kLanesPerThread], excl[kLanesPerThread], total;
+#pragma unroll
+  for (int k = 0; k < kLanesPerThread; ++k) {
+    const int32_t l = threadIdx.x * kLanesPerThread + k;
+    cnt[k] = 0;
+    if (l < L) {
+      const LaneCounters& lc = ws.lanes[l];
+      if (InClosure(lc)) cnt[k] = min(lc.eps_list_n[par], lc.tok_cap[lc.buf]);
+    }
+  }
+  BlockScan(scan).ExclusiveSum(cnt, excl, total);
+#pragma unroll
+  for (int k = 0; k < kLanesPerThread; ++k) {
+    const int32_t l = threadIdx.x * kLanesPerThread + k;
+    if (l < L) lane_off[l] = excl[k];
+  }
+  if (threadIdx.x == 0) lane_off[L] = total;
+  __syncthreads();
+  if (blockIdx.x == 0) {
+    for (int32_t l = threadIdx.x; l < L; l += blockDim.x) {
+      LaneCounters& lc = ws.lanes[l];
+      lc.eps_list_n[par ^ 1] = 0;
+      lc.eps_touched_n[par ^ 1] = 0;
+      if (pass == 0 && InClosure(lc)) lc.eps_base = min(lc.next_size, lc.tok_cap[lc.buf]);
+    }
+  }
+  const int32_t stride = ws.eps_stride;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t lane = UpperBound(lane_off, L + 1, e) - 1;
+    const int32_t j = static_cast<int32_t>(e - lane_off[lane]);
+    const LaneCounters& lc = ws.lanes[lane];
+    const int32_t buf = lc.buf;
+    // the frontier's region; the pass's scratch (lists, eps_winner, tok_begin) shares it
+    const int64_t q = lc.tok_off[buf];
+    const int32_t tok = (par ? ws.eps_list1 : ws.eps_tok)[q + j];
+    const int32_t s = ws.tok_state[buf][q + tok];
+    const float score = ws.tok_score[buf][q + tok];
+    ws.eps_winner[q + j] = ws.tok_winner[buf][q + tok];
+    const StateArcs sa = ArcsOf(g, s);
+    const int32_t b = sa.EpsBegin();
+    ws.tok_begin[q + j] = b;
+    const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+    LaneTable table;  // the lane's table and claims list (LaneCounters' regions)
+    table.Load(ws, lc);
+    for (int32_t k = 0; k < sa.eps_count; ++k) {
+      const int32_t arc = b + k;
+      const float end = score + g.arc_weight[arc];  // the CPU's snap_score + weight
+      if (!(end > cutoff)) continue;
+      const int32_t h = FindOrClaim(ws, lane, table, static_cast<uint32_t>(g.arc_dest[arc]));
+      if (h < 0) continue;
+      const uint32_t slot = static_cast<uint32_t>(j) * static_cast<uint32_t>(stride) + static_cast<uint32_t>(k);
+      const unsigned long long p = (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | slot;
+      if (!(*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p)) continue;
+      const unsigned long long old = atomicMax(&table.payload[h], p);
+      // The one raise off the baseline (or off an empty slot) registers the slot for Resolve.
+      if (old < p && (old == 0ull || static_cast<uint32_t>(old) == kBaselineSlot)) {
+        const int32_t c = atomicAdd(&ws.lanes[lane].eps_touched_n[par], 1);
+        if (c < table.claim_cap) ws.eps_touched[lc.claim_off + c] = h;
+        else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
+      }
+    }
+  }
+}
+
+// EpsListResolveKernel — per closure pass (closure = lists), grid (finalize_split, max_lanes) x
+// kFinalizeThreads, as EpsResolveKernel. Reads: each touched slot's key, payload
+// {end : entry * eps_stride + k} and hash_pos; the pass's eps_winner / tok_begin. Writes: a
+// winners-log entry per updated token, the token (in place, or appended at next_size), the
+// next pass's list (only tokens whose epsilon arcs can pass the cutoff; none after the last
+// pass), the slot's new baseline and hash_pos.
+__global__ void __launch_bounds__(kFinalizeThreads)
+EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
+  using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int32_t new_base, list_base;
+  __shared__ long long arena_base;
+  const int32_t lane = blockIdx.y;
+  LaneCounters& lc = ws.lanes[lane];
+  if (!InClosure(lc)) return;
+  const int32_t par = pass & 1;
+  const int32_t num = min(lc.eps_touched_n[par], lc.claim_cap);
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
+  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  if (c_begin >= c_end) return;
+  const bool last_pass = pass + 1 >= ws.eps_iterations;
+  const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+  const int32_t stride = ws.eps_stride;
+  const int32_t buf = lc.buf;
+  const long long arena_limit = *ws.arena_limit;  // the log's published capacity
+  const int64_t q = lc.tok_off[buf];
+  const int32_t frontier_cap = lc.tok_cap[buf];
+  const int64_t hb = lc.hash_off;
+  const int32_t* begin = ws.tok_begin + q;
+  const int32_t* eps_winner = ws.eps_winner + q;
+  int32_t* next_list = (par ? ws.eps_tok : ws.eps_list1) + q;
+  int32_t* tok_state = ws.tok_state[buf] + q;
+  float* tok_score = ws.tok_score[buf] + q;
+  int32_t* tok_winner = ws.tok_winner[buf] + q;
+  const int32_t* touched = ws.eps_touched + lc.claim_off;
+  constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
+  for (int32_t base = c_begin; base < c_end; base += kPerRound) {
+    const int32_t first = base + threadIdx.x * kFinalizeItems;
+    int32_t h[kFinalizeItems], pos[kFinalizeItems], slot[kFinalizeItems], is_new[kFinalizeItems],
+        key[kFinalizeItems], flags[kFinalizeItems], rank[kFinalizeItems], round_new, round_flags;
+    float end[kFinalizeItems];
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      const int32_t i = first + k;
+      h[k] = i < c_end ? touched[i] : -1;
+      is_new[k] = 0;
+      if (h[k] >= 0) {
+        const unsigned long long p = ws.hash_payload[hb + h[k]];
+        end[k] = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
+        slot[k] = static_cast<int32_t>(p & 0xFFFFFFFFull);
+        pos[k] = ws.hash_pos[hb + h[k]];
+        key[k] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);  // the destination state
+        is_new[k] = pos[k] < 0;
+      }
+    }
+    BlockScan(scan).ExclusiveSum(is_new, rank, round_new);
+    if (threadIdx.x == 0) new_base = atomicAdd(&lc.next_size, round_new);
+    __syncthreads();
+    // flags: bit 0 the token changes (a winners entry), bit 16 it joins the next pass's list;
+    // one scan counts both (at most kPerRound of each per round, below 2^16).
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      flags[k] = 0;
+      if (h[k] < 0) continue;
+      if (is_new[k]) {
+        const int32_t idx = new_base + rank[k];
+        if (idx < frontier_cap) {
+          pos[k] = idx;
+          tok_state[idx] = key[k];
+        } else {
+          atomicOr(&lc.overflow, kOverflowKept);
+        }
+      }
+      if (pos[k] >= 0) {
+        flags[k] = 1;
+        if (!last_pass && end[k] + g.eps_maxw[key[k]] > cutoff) flags[k] |= 1 << 16;
+      }
+    }
+    BlockScan(scan).ExclusiveSum(flags, rank, round_flags);
+    if (threadIdx.x == 0) {
+      arena_base = static_cast<long long>(
+          atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_flags & 0xFFFF)));
+      list_base = atomicAdd(&lc.eps_list_n[par ^ 1], round_flags >> 16);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      if (h[k] < 0) continue;
+      const bool changed = flags[k] & 1;
+      if (changed) {
+        const int32_t j = static_cast<int32_t>(static_cast<uint32_t>(slot[k]) / static_cast<uint32_t>(stride));
+        const int32_t arc = begin[j] + (slot[k] - j * stride);
+        const long long wi = arena_base + (rank[k] & 0xFFFF);
+        int32_t winner = -1;
+        if (wi < arena_limit) {
+          winner = static_cast<int32_t>(wi);
+          ws.arena[wi] = {eps_winner[j], arc};
+        } else {
+          atomicOr(&lc.overflow, kOverflowArena);
+        }
+        tok_score[pos[k]] = end[k];
+        tok_winner[pos[k]] = winner;
+        if (flags[k] >> 16) next_list[list_base + (rank[k] >> 16)] = pos[k];
+      }
+      ws.hash_pos[hb + h[k]] = changed ? pos[k] : -1;
+      ws.hash_payload[hb + h[k]] = EpsBaseline(changed ? end[k] : -INFINITY);
+    }
+    __syncthreads();  // the shared bases are rewritten by the next round
   }
 }
 

@@ -9,9 +9,12 @@ namespace cuwfst {
 
 constexpr int kFinalizeThreads = 256;
 constexpr int kFinalizeItems = 4;
-constexpr int kFinalizeSplit = 8;  // CTAs per lane
+// CTAs per lane of FinalizeKernel, EpsResolveKernel, EpsListResolveKernel, ClearClaimsKernel
+// (the grid's x; DecoderConfig::finalize_split): 8 in the old kernels, more in the new ones so
+// that a lane with many claims is walked by more CTAs (the kernels read gridDim.x).
+constexpr int kFinalizeSplit = 8;
 
-// FinalizeKernel — per step t, grid (kFinalizeSplit, max_lanes) x kFinalizeThreads: the
+// FinalizeKernel — per step t, grid (finalize_split, max_lanes) x kFinalizeThreads: the
 // CTAs of a lane share its claims list in contiguous chunks, kFinalizeItems claims per
 // thread per round.
 // Reads: the claims and their resolved hash payloads {end : slot}, the current frontier
@@ -29,14 +32,14 @@ __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
-  __shared__ int32_t round_base;
+  __shared__ int32_t round_base, list_base;
   __shared__ long long arena_base;
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
   if (phase == kPhaseIdle) return;
   const int32_t num_claims = min(lc.claims, lc.claim_cap);
-  const int32_t chunk = (num_claims + kFinalizeSplit - 1) / kFinalizeSplit;
+  const int32_t chunk = (num_claims + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
@@ -58,19 +61,25 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   const int2* claims = ws.claims + lc.claim_off;
   const bool keep_claims = ws.eps_iterations > 0 && phase == kPhaseReal;
   int32_t* hash_pos = keep_claims ? ws.hash_pos + lc.hash_off : nullptr;
+  // closure = lists: the kept tokens whose epsilon arcs can pass the cutoff form pass 0's list
+  // (frontier indices of the frontier being built, so in its region, as the closure reads it)
+  const bool list_eps = keep_claims && ws.closure_lists;
+  int32_t* eps_list = list_eps ? ws.eps_tok + qd : nullptr;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
     int32_t keep[kFinalizeItems], state[kFinalizeItems], slot[kFinalizeItems], hslot[kFinalizeItems];
-    float end[kFinalizeItems];
+    float end[kFinalizeItems], eps_w[kFinalizeItems];
 #pragma unroll
     for (int k = 0; k < kFinalizeItems; ++k) {
       const int32_t i = first + k;
       keep[k] = 0;
       hslot[k] = -1;
+      eps_w[k] = -INFINITY;
       if (i < c_end) {
         const int2 c = claims[i];
         const unsigned long long p = payload[c.y];
+        if (list_eps) eps_w[k] = g.eps_maxw[c.x];
         end[k] = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
         slot[k] = static_cast<int32_t>(p & 0xFFFFFFFFull);
         state[k] = c.x;
@@ -85,6 +94,20 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
       arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_kept)));
     }
     __syncthreads();
+    if (list_eps) {
+      // Exact: a token's epsilon arcs end at score + w <= score + eps_maxw (fp32 addition is
+      // monotone), so a token with score + eps_maxw <= cutoff relaxes nothing in pass 0.
+      int32_t listed[kFinalizeItems], lpos[kFinalizeItems], round_listed;
+#pragma unroll
+      for (int k = 0; k < kFinalizeItems; ++k)
+        listed[k] = keep[k] && round_base + pos[k] < next_cap && end[k] + eps_w[k] > cutoff;
+      BlockScan(scan).ExclusiveSum(listed, lpos, round_listed);
+      if (threadIdx.x == 0) list_base = atomicAdd(&lc.eps_list_n[0], round_listed);
+      __syncthreads();
+#pragma unroll
+      for (int k = 0; k < kFinalizeItems; ++k)
+        if (listed[k]) eps_list[list_base + lpos[k]] = round_base + pos[k];
+    }
 #pragma unroll
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (keep[k]) {

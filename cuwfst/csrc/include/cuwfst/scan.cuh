@@ -34,11 +34,18 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   const LaneCommand cmd = ws.commands[lane];
   if (lane == 0 && reset_arena) {
     *ws.arena_cursor = 0ull;
-    *ws.scan_done = 0;
     ws.pool_need[kPoolTokens] = static_cast<unsigned long long>(kPoolAlign) * ws.max_lanes;
     ws.pool_need[kPoolClaims] = 0ull;
     ws.pool_need[kPoolHash] = 0ull;
   }
+  // The scan counters are zero between launches; a sequence that failed half-way may have
+  // left them set, and no scan runs while this kernel does.
+  if (lane == 0) {
+    *ws.scan_done = 0;
+    *ws.scan_ticket = 0;
+  }
+  ws.scan_lane_done[lane] = 0;
+  for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
   if (!(cmd.op & kCmdInit)) {
     if (cmd.op & kCmdRelease) {
       lc.length = -1;
@@ -98,6 +105,12 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
     ws.hash_pos[hb + h] = 0;
     ws.claims[lc.claim_off] = make_int2(g.start_state, static_cast<int32_t>(h));
     lc.claims = 1;
+    // closure = lists: pass 0 takes the start token if it has epsilon arcs
+    ws.eps_tok[base] = 0;
+    lc.eps_list_n[0] = g.eps_count[g.start_state] > 0 ? 1 : 0;
+    lc.eps_list_n[1] = 0;
+    lc.eps_touched_n[0] = 0;
+    lc.eps_touched_n[1] = 0;
   }
 }
 
@@ -177,7 +190,26 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
       atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_carry));
     }
     *ws.scan_done = 0;
+    *ws.scan_ticket = 0;  // ScanSplitKernel's (every CTA took its ticket before counting)
   }
+}
+
+// Pooled layout: a lane whose previous step's claims list overflowed has keys in its table
+// that no claim lists (FindOrClaim), so the targeted clears missed them: one CTA of the lane
+// wipes the whole table before this step's last block hands the pool's tables out again
+// (that block starts after every CTA, this one included, is done). ScanKernel's CTA, or
+// ScanSplitKernel's chunk-0 CTA (the lane's other CTAs read neither claims nor the table).
+__device__ __forceinline__ void WipeOverflowedTable(const Workspace& ws, LaneCounters& lc) {
+  if (!(ws.pooled && lc.claims > lc.claim_cap)) return;  // (uniform over the CTA)
+  uint32_t* keys = ws.hash_key + lc.hash_off;
+  unsigned long long* payload = ws.hash_payload + lc.hash_off;
+  for (int32_t i = threadIdx.x; i < lc.hash_cap; i += blockDim.x) {
+    keys[i] = kEmptyKey;
+    payload[i] = 0ull;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) lc.claims = 0;
+  __syncthreads();
 }
 
 __global__ void __launch_bounds__(kScanThreads)
@@ -191,20 +223,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __shared__ int64_t running;
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
-  if (ws.pooled && lc.claims > lc.claim_cap) {
-    // The previous step's claims list overflowed, so its table holds keys no claim lists
-    // (FindOrClaim): wipe it before this step's last block hands the pool's tables out
-    // again (that block starts after every CTA, this one included, is done).
-    uint32_t* keys = ws.hash_key + lc.hash_off;
-    unsigned long long* payload = ws.hash_payload + lc.hash_off;
-    for (int32_t i = threadIdx.x; i < lc.hash_cap; i += blockDim.x) {
-      keys[i] = kEmptyKey;
-      payload[i] = 0ull;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) lc.claims = 0;
-    __syncthreads();
-  }
+  WipeOverflowedTable(ws, lc);
   const int32_t T = lc.length;
   const int32_t t = lc.t;
   // The arena guard (streams): every CTA reads the cursor before this step appends anything,
@@ -324,10 +343,265 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.max_lp = max_lp;
     lc.hint_ok = total <= hint_slots;
     lc.claims = 0;
+    lc.eps_list_n[0] = 0;  // closure = lists: Finalize lists pass 0's tokens
+    lc.eps_touched_n[0] = 0;
     lc.max_frontier = max(lc.max_frontier, n);
     lc.frontier_total += n;
     lc.lp_row_f32 = row32;
     lc.lp_row_f16 = row16;
+  }
+  LaneScanLastBlock(ws);
+}
+
+// ScanSplitKernel — ScanKernel over several CTAs per lane (scan_split > 1), so that the
+// largest frontier no longer sets the step's time alone (one CTA walked a 118,893-token lane
+// while the others waited, docs/benchmarks.md). Grid = max_lanes * scan_split blocks of
+// kScanThreads; a CTA takes a ticket (an atomic counter, so a CTA only ever waits on CTAs
+// that already run: no deadlock whatever order the blocks are scheduled in) and with it
+// chunk c = ticket % scan_split of lane ticket / scan_split: a contiguous run of whole
+// kScanThreads * kScanItems-token rounds of the lane's frontier (empty chunks, all after
+// the non-empty ones, exit at once).
+// Pass A: each token's first arc, upper bound and degree (parked in arc_offsets), the
+// chunk's degree sum. Then a decoupled look-back over the lane's earlier chunks
+// (scan_status: {kStatusAgg | sum} or {kStatusIncl | inclusive prefix}) gives the chunk's
+// exclusive prefix. Pass B: the exclusive scan into arc_offsets and the slot hints.
+// The lane's last CTA to finish (scan_lane_done) writes the lane's counters exactly as
+// ScanKernel's thread 0 does and zeroes the lane's status words; the last CTA of the grid
+// builds lane_arc_offsets (LaneScanLastBlock). Every CTA of a lane reads the lane's
+// counters before counting itself done, so the last one's writes cannot race them.
+// Reads and writes: as ScanKernel; same results bit for bit (integer sums). The layout
+// rules are ScanKernel's too: the lane's frontier and scratch at tok_off[buf] (tok_cap[buf]
+// tokens), the hints at HintBase / HintCap, the sentinel only with a region
+// (HasTokenRegion), the pooled claims-overflow wipe (chunk 0's CTA), the arena guard
+// against *arena_limit; the pooled regions of the step are handed out by the grid's last
+// CTA (LaneScanLastBlock, shared with ScanKernel), after every lane's last CTA has written
+// its phase, slots and buf.
+constexpr unsigned long long kStatusAgg = 1ull << 62;
+constexpr unsigned long long kStatusIncl = 1ull << 63;
+constexpr unsigned long long kStatusValue = kStatusAgg - 1;
+
+__global__ void __launch_bounds__(kScanThreads)
+ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
+  using BlockReduce = cub::BlockReduce<float, kScanThreads>;
+  using BlockSum = cub::BlockReduce<int64_t, kScanThreads>;
+  __shared__ union {
+    typename BlockScan::TempStorage scan;
+    typename BlockReduce::TempStorage reduce;
+    typename BlockSum::TempStorage sum;
+  } tmp;
+  __shared__ int32_t s_ticket;
+  __shared__ int64_t running;
+  __shared__ bool lane_last;
+  const int32_t C = ws.scan_split;
+  if (threadIdx.x == 0) s_ticket = atomicAdd(ws.scan_ticket, 1);
+  __syncthreads();
+  const int32_t lane = s_ticket / C, chunk = s_ticket % C;
+  LaneCounters& lc = ws.lanes[lane];
+  if (chunk == 0) WipeOverflowedTable(ws, lc);  // pooled, as ScanKernel (one CTA of the lane)
+  const int32_t T = lc.length;
+  const int32_t t = lc.t;
+  // the arena guard against the log's published limit, as ScanKernel
+  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
+                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  const bool idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short;
+  // The lane's frontier and the step scratch sharing its region (tok_off / tok_cap: the static
+  // layout's slice, or the pooled region the previous step's last block handed out; 0 tokens
+  // for a pooled lane that got none), as ScanKernel.
+  const int32_t cur = lc.buf;
+  const int32_t n = idle ? 0 : min(lc.next_size, lc.tok_cap[cur]);
+  const int64_t q = lc.tok_off[cur];
+  unsigned long long* status = ws.scan_status + static_cast<int64_t>(lane) * C;
+  int32_t* offsets = ws.arc_offsets + q;
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
+  int32_t phase = kPhaseReal;
+  constexpr int kPerRound = kScanThreads * kScanItems;
+  const int32_t rounds = (n + kPerRound - 1) / kPerRound;
+  const int32_t per = (rounds + C - 1) / C * kPerRound;
+  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last.
+  const int32_t lo = min(n, chunk * per), hi = min(n, lo + per);
+  if (!idle) {
+    const int32_t* state = ws.tok_state[cur] + q;
+    const float* score = ws.tok_score[cur] + q;
+    int32_t* begin = ws.tok_begin + q;
+    float* ub = ws.tok_ub + q;
+    int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, cur);
+    if (t == T) {  // the final step's phase needs the whole frontier: every CTA looks (one step a row)
+      int any_final = 0;
+      for (int32_t i = threadIdx.x; i < n && !any_final; i += blockDim.x)
+        any_final |= g.final_count[state[i]] > 0;
+      any_final = __syncthreads_or(any_final);
+      phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
+    }
+    // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
+    // written as ScanKernel does).
+    auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
+#pragma unroll
+      for (int k = 0; k < kScanItems; ++k) {
+        const int32_t i = first + k;
+        deg[k] = 0;
+        if (i < hi) {
+          const int32_t s = state[i];
+          const StateArcs sa = ArcsOf(g, s);
+          int32_t b, e;
+          if (phase == kPhaseReal) {
+            b = sa.EmitBegin();
+            e = sa.EmitEnd();
+          } else if (phase == kPhaseFinal) {
+            b = sa.FinalBegin();
+            e = b + sa.final_count;
+          } else {
+            b = sa.begin;
+            e = sa.end;
+          }
+          begin[i] = b;
+          deg[k] = e - b;
+          ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+        }
+      }
+    };
+    // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
+    // exclusive prefix (chunk 0: none), publish the inclusive prefix; `running` = the prefix.
+    auto look_back = [&](int64_t agg) {
+      if (threadIdx.x != 0) return;
+      int64_t prefix = 0;
+      volatile unsigned long long* vs = status;
+      if (chunk == 0) {
+        vs[0] = kStatusIncl | static_cast<unsigned long long>(agg);
+      } else {
+        vs[chunk] = kStatusAgg | static_cast<unsigned long long>(agg);
+        for (int32_t c = chunk - 1; c >= 0; --c) {
+          unsigned long long w;
+          while ((w = vs[c]) == 0ull) {
+          }
+          prefix += static_cast<int64_t>(w & kStatusValue);
+          if (w & kStatusIncl) break;
+        }
+        vs[chunk] = kStatusIncl | static_cast<unsigned long long>(prefix + agg);
+      }
+      running = prefix;
+    };
+    // The offsets of a round from its exclusive scan on top of `running`, and the slot hints.
+    auto emit = [&](int32_t first, const int64_t (&deg)[kScanItems], const int64_t (&excl)[kScanItems]) {
+#pragma unroll
+      for (int k = 0; k < kScanItems; ++k) {
+        const int32_t i = first + k;
+        const int64_t off = running + excl[k];
+        if (i < hi) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
+        const int64_t last = min(off + deg[k], hint_slots);
+        for (int64_t m = (off + (1 << kHintShift) - 1) >> kHintShift; (m << kHintShift) < last; ++m)
+          hint[m] = i;
+      }
+    };
+    if (lo >= hi) {
+      // An empty chunk: every later chunk is empty too, so nobody looks back at it (it
+      // publishes nothing and leaves its multiprocessor at once).
+    } else if (hi - lo <= kPerRound) {
+      // One round (every chunk of a frontier up to 2,048 tokens): the degrees stay in
+      // registers and one block scan gives both the chunk's sum and the offsets.
+      const int32_t first = lo + threadIdx.x * kScanItems;
+      int64_t deg[kScanItems], excl[kScanItems], agg;
+      degrees(first, deg);
+      BlockScan(tmp.scan).ExclusiveSum(deg, excl, agg);
+      look_back(agg);
+      __syncthreads();
+      emit(first, deg, excl);
+    } else {
+      // Pass A: first arcs, bounds and degrees (parked in offsets[i], read back by the same
+      // thread in pass B), the chunk's sum.
+      int64_t mine = 0;
+      for (int32_t base = lo; base < hi; base += kPerRound) {
+        const int32_t first = base + threadIdx.x * kScanItems;
+        int64_t deg[kScanItems];
+        degrees(first, deg);
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) {
+          if (first + k < hi) offsets[first + k] = static_cast<int32_t>(deg[k]);
+          mine += deg[k];
+        }
+      }
+      const int64_t agg = BlockSum(tmp.sum).Sum(mine);  // valid in thread 0
+      look_back(agg);
+      __syncthreads();
+      // Pass B: the exclusive scan of the chunk on top of its prefix, and the slot hints.
+      for (int32_t base = lo; base < hi; base += kPerRound) {
+        const int32_t first = base + threadIdx.x * kScanItems;
+        int64_t deg[kScanItems];
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) deg[k] = first + k < hi ? offsets[first + k] : 0;
+        int64_t excl[kScanItems], total;
+        BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
+        emit(first, deg, excl);
+        __syncthreads();
+        if (threadIdx.x == 0) running += total;
+        __syncthreads();
+      }
+    }
+  }
+  // This CTA is done with the lane: the last of the lane's CTAs writes its counters.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    lane_last = atomicAdd(&ws.scan_lane_done[lane], 1) == C - 1;
+  }
+  __syncthreads();
+  if (lane_last) {
+    __threadfence();
+    if (idle) {
+      if (threadIdx.x == 0) {
+        lc.phase = kPhaseIdle;
+        lc.total_arcs = 0;
+      }
+    } else {
+      float max_lp = 0.f;
+      const float* row32 = nullptr;
+      const uint16_t* row16 = nullptr;
+      if (phase == kPhaseReal) {
+        const LaneInput in = ws.inputs[lane];
+        const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
+        if (p.lp_is_f16) row16 = static_cast<const uint16_t*>(in.base) + off;
+        else row32 = static_cast<const float*>(in.base) + off;
+        float m = -INFINITY;
+        for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x)
+          m = fmaxf(m, row16 ? __half2float(__ushort_as_half(row16[v])) : row32[v]);
+        __syncthreads();
+        max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
+      }
+      if (threadIdx.x == 0) {
+        // the last non-empty chunk published the lane's inclusive sum before counting itself done
+        const int32_t last = n > 0 ? (n - 1) / per : -1;
+        int64_t total = last < 0 ? 0
+                                 : static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[last]) &
+                                                        kStatusValue);
+        if (total > INT32_MAX) {
+          lc.overflow |= kOverflowSlots;
+          total = 0;
+        }
+        // the sentinel, only where the frontier has a region (HasTokenRegion, as ScanKernel)
+        if (HasTokenRegion(ws, lc, cur)) offsets[n] = static_cast<int32_t>(total);
+        lc.frontier_size = n;
+        lc.next_size = 0;
+        lc.phase = phase;
+        lc.total_arcs = static_cast<int32_t>(total);
+        lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
+        lc.t = t + 1;
+        lc.buf = cur ^ 1;
+        lc.max_ord = FloatToOrderedInt(-INFINITY);
+        lc.max_lp = max_lp;
+        lc.hint_ok = total <= hint_slots;
+        lc.claims = 0;
+        lc.eps_list_n[0] = 0;
+        lc.eps_touched_n[0] = 0;
+        lc.max_frontier = max(lc.max_frontier, n);
+        lc.frontier_total += n;
+        lc.lp_row_f32 = row32;
+        lc.lp_row_f16 = row16;
+      }
+    }
+    if (threadIdx.x == 0) {
+      for (int32_t c = 0; c < C; ++c) status[c] = 0ull;
+      ws.scan_lane_done[lane] = 0;
+    }
   }
   LaneScanLastBlock(ws);
 }

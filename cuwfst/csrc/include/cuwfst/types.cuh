@@ -50,6 +50,11 @@ struct DeviceGraph {
   const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
   const float* arc_weight;     // [num_arcs]
   const float* emit_maxw;      // [num_states] max weight over a state's emitting arcs
+  // [num_states] max weight over a state's epsilon arcs, -inf for a state without any
+  // (nullptr on epsilon-free graphs): token score + eps_maxw <= cutoff means no epsilon arc
+  // of the token can pass (fp32 addition is monotone), so the closure lists skip it
+  const float* eps_maxw;
+  int32_t max_eps_degree;      // the most epsilon arcs of one state (0 on epsilon-free graphs)
 };
 
 // A state's arc ranges in the image layout
@@ -134,6 +139,11 @@ struct LaneCounters {
   int32_t eps_changed;   // epsilon closure: tokens the last pass changed (the next pass's list)
   int32_t eps_touched;   // epsilon closure: hash slots this pass claimed or improved
   int32_t eps_base;      // epsilon closure: frontier size before it (statistics, snapshots)
+  // closure = lists (epsilon.cuh, EpsListExpandKernel): entries of the two pass lists (pass p
+  // reads list p & 1 and its Resolve fills list (p + 1) & 1; Finalize fills list 0), and the
+  // hash slots each parity's pass lifted off their baseline
+  int32_t eps_list_n[2];
+  int32_t eps_touched_n[2];
   float final_score;
   int32_t reached_final;
   int32_t redirected;
@@ -145,7 +155,7 @@ struct LaneCounters {
   // Where the lane's per-token, claims and hash arrays are (elements of the pools; see
   // Workspace::pooled). tok_off[b]/tok_cap[b]: the lane's frontier in buffer b holds at most
   // tok_cap[b] tokens from tok_off[b]; the step scratch indexed by those tokens (tok_begin,
-  // tok_ub, eps_tok, eps_winner; arc_offsets with its one extra entry) shares the offset,
+  // tok_ub, eps_tok, eps_list1, eps_winner; arc_offsets with its one extra entry) shares the offset,
   // tok_hint sits at HintBase. claim_off/claim_cap: this step's claims list (and the
   // closure's touched list); hash_off/hash_cap: its hash table, a power of two (0: none).
   long long tok_off[2];
@@ -212,6 +222,19 @@ struct Workspace {
   int32_t* eps_tok;          // a pass's changed tokens (frontier indices; token offsets)
   int32_t* eps_winner;       // their winners at the start of the pass (token offsets)
   int32_t* eps_touched;      // hash slots claimed or improved by a pass (claims offsets)
+  // closure = lists: the second pass list (token offsets, as eps_tok, the first), the slot
+  // stride of a pass entry (payload slot = entry * eps_stride + k for its k-th epsilon arc,
+  // the graph's max_eps_degree) and the switch itself
+  int32_t* eps_list1;
+  int32_t eps_stride;
+  int32_t closure_lists;     // 1: Finalize/Resolve list the next pass's tokens (no EpsScan)
+  // ScanSplitKernel (scan_split > 1 CTAs per lane): look-back status words [max_lanes][scan_split]
+  // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
+  // all zero between launches
+  int32_t scan_split;
+  unsigned long long* scan_status;
+  int32_t* scan_lane_done;
+  int32_t* scan_ticket;
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
   // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it

@@ -1,0 +1,198 @@
+"""Kernel variants on the GPU (cuwfst.decoder.gpu.KERNEL_VARIANTS: the split scan, the closure
+lists and the wider Finalize grid, each alone and all together, and the old kernels), every
+one against the CPU reference: identical float32 scores, words (or an exact-score tie
+re-scored bit for bit) and search statistics.
+Each test runs once per variant; CUWFST_KERNELS selects the variant for decoders built inside
+the test (streams and continuous batching included), so every path goes through the same
+switch a user has. The frontiers of the "large" tests span many scan rounds, so the split
+scan's look-back and its chunks of several rounds run; the epsilon graphs have up to 2 + 2
+epsilon arcs a state, so the lists' slot stride is above 1.
+
+Skipped where there is no CUDA GPU. scripts/device_speed_ab.sh runs this file on the H200.
+"""
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, StreamingDecoder
+from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
+
+pytestmark = pytest.mark.gpu
+VARIANTS = ["old", "new", "split", "lists", "wide"]
+TOTALS = {"rows": 0, "ties": 0}
+
+
+@pytest.fixture(params=VARIANTS)
+def variant(request, monkeypatch):
+    monkeypatch.setenv("CUWFST_KERNELS", request.param)
+    return request.param
+
+
+def expect_variant(dec, variant, eps: bool):
+    """The decoder runs the variant's kernels (a silent fallback would test nothing)."""
+    st = dec._gpu.main.mem_stats()
+    lanes = dec._gpu.main.max_lanes
+    assert (st["scan_split"] > 1) == (variant in ("new", "split")) or lanes >= 512, (variant, st)
+    assert st["closure_lists"] == (1 if eps and variant in ("new", "lists") else 0), (variant, st)
+    assert (st["finalize_split"] > 8) == (variant in ("new", "wide")) or lanes >= 128, (variant, st)
+
+
+def same(graph, lp_row, c, g, where, stats=True):
+    TOTALS["rows"] += 1
+    assert g.overflow == 0, f"{where}: overflow {g.overflow}"
+    assert c.empty == g.empty, where
+    if stats:
+        assert (c.max_frontier, c.frontier_total, c.closure_added) == \
+               (g.max_frontier, g.frontier_total, g.closure_added), f"{where}: search statistics"
+    if c.empty:
+        return
+    assert np.float32(c.score) == np.float32(g.score), f"{where}: {c.score!r} vs {g.score!r}"
+    assert (c.reached_final, c.redirect_arc >= 0) == (g.reached_final, g.redirect_arc >= 0), where
+    if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+        assert path_score_f32(graph, lp_row, g.arcs, g.redirect_arc) == np.float32(c.score), where
+        TOTALS["ties"] += 1
+    else:
+        assert c.words == g.words, where
+
+
+BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (2.0, 100, 1000), (10.0, 0, 3)]
+
+
+def _case(seed, eps):
+    rng = np.random.default_rng(31000 + seed)
+    V = int(rng.integers(2, 30))
+    n = int(rng.choice([3, 8, 40, 200, 900]))
+    if eps:
+        graph = random_eps_graph_any(rng, n, V, degree=int(rng.integers(1, 6)), eps_prob=float(rng.choice([0.3, 0.7, 1.0])),
+                                     cycles=bool(seed % 3 == 0), chain=int(rng.choice([1, 2, 5])))
+    else:
+        graph = random_ctc_graph(rng, n, V, degree=int(rng.integers(1, 9)), final_prob=float(rng.choice([0.02, 0.2, 0.8])))
+    B = int(rng.integers(1, 8))
+    T = int(rng.integers(1, 50))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    if B > 2:
+        lens[1], lens[2] = 1, 0
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    s, mn, mx = BEAMS[seed % len(BEAMS)]
+    eps_it = None if seed % 5 else int(rng.integers(1, 4))
+    opts = DecoderOptions(search_beam=s, min_active_states=mn, max_active_states=mx, allow_partial=bool(seed % 4 != 0),
+                          eps_iterations=eps_it if eps else None)
+    return rng, graph, lp, lens, opts
+
+
+@pytest.mark.parametrize("seed", range(24))
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_random_graphs(variant, eps, seed):
+    rng, graph, lp, lens, opts = _case(seed, eps)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32])),
+                  use_cuda_graphs=bool(seed % 7 != 3))
+    expect_variant(dec, variant, eps)
+    gpu = dec.decode(lp, lens)
+    for b in range(len(lens)):
+        same(graph, lp[b], cpu[b], gpu[b], f"{variant} seed {seed} row {b}")
+
+
+@pytest.mark.parametrize("scan_split", [2, 3, 16])
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_large_frontiers(variant, eps, scan_split):
+    """Frontiers of thousands of tokens (several 2,048-token scan rounds), split over 2, 3 and
+    16 CTAs per lane (variants without the split scan ignore scan_split here: one CTA)."""
+    if variant in ("old", "lists", "wide") and scan_split != 2:
+        pytest.skip("this variant has one scan CTA per lane: one run is enough")
+    rng = np.random.default_rng(4000 + scan_split + 10 * eps)
+    V = 40
+    if eps:
+        graph = random_eps_graph_any(rng, 9000, V, 6, 1.0, cycles=True, chain=3)
+    else:
+        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 3, 24, V, peaky=False)
+    lens = np.array([24, 17, 1], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
+    kw = {"scan_split": scan_split} if variant in ("new", "split") else {}  # the rest from CUWFST_KERNELS
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
+    expect_variant(dec, variant, eps)
+    if kw:
+        assert dec._gpu.main.mem_stats()["scan_split"] == scan_split
+    gpu = dec.decode(lp, lens)
+    for b in range(3):
+        same(graph, lp[b], cpu[b], gpu[b], f"{variant} split {scan_split} row {b}")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_step_by_step_frontier_equals_cpu_snapshots(variant, seed):
+    rng = np.random.default_rng(5100 + seed)
+    graph = random_eps_graph_any(rng, int(rng.choice([5, 20, 80])), 6, 3, 0.8, cycles=bool(seed % 2),
+                                 chain=int(rng.choice([0, 3])))
+    T = int(rng.integers(0, 20))
+    lp = random_log_probs(rng, 1, max(T, 1), 6, peaky=bool(seed % 2))[0]
+    s, mn, mx = BEAMS[seed % len(BEAMS)]
+    opts = DecoderOptions(search_beam=s, min_active_states=mn, max_active_states=mx, allow_partial=True)
+    cpu = Decoder(graph, opts).decode_snapshots(lp, T)
+    gdec = Decoder(graph, opts, device="cuda", max_lanes=2)
+    gpu = gdec.decode_snapshots(lp, T)
+    expect_variant(gdec, variant, graph.num_epsilon_arcs > 0)  # a silent fallback would test nothing
+    assert len(cpu) == len(gpu) == T + 2
+    for k, (c, g) in enumerate(zip(cpu, gpu)):
+        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (variant, k)
+        assert set(c["tokens"]) == set(g["tokens"]), f"{variant} step {k}: frontier states differ"
+        for st, (score, arc) in c["tokens"].items():
+            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"{variant} step {k} state {st}"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_continuous_batching_and_streams(variant, seed):
+    """Lanes that live across launch sequences (start closures of new rows between segments,
+    streams opened while others run) on the variant's kernels."""
+    rng = np.random.default_rng(5200 + seed)
+    V = int(rng.integers(2, 20))
+    graph = random_eps_graph_any(rng, int(rng.choice([60, 400])), V, 4, 0.7, cycles=bool(seed % 2), chain=2)
+    opts = DecoderOptions(search_beam=float(rng.choice([5.0, 12.0])), max_active_states=int(rng.choice([100, 10000])),
+                          allow_partial=bool(seed % 3))
+    N = int(rng.integers(5, 20))
+    T = int(rng.integers(4, 40))
+    lens = rng.integers(0, T + 1, size=N).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, N, T, V, peaky=bool(seed % 2))
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", segment=int(rng.choice([1, 5])),
+                  arena_entries=4096)
+    expect_variant(dec, variant, True)
+    gpu = dec.decode(lp, lens)
+    for b in range(N):
+        same(graph, lp[b], cpu[b], gpu[b], f"{variant} continuous seed {seed} row {b}")
+    # streams: each fed in two chunks, opened one after another (each open runs a start
+    # closure while the others are live)
+    S = 3
+    sl = np.maximum(lens[:S], 2)
+    want = Decoder(graph, opts).decode(lp[:S], sl, online=True)
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=4)
+    streams = []
+    for i in range(S):
+        streams.append(sd.open_stream())
+        sd.advance([streams[i]], [lp[i, : sl[i] // 2]])
+    sd.advance(streams, [lp[i, sl[i] // 2 : sl[i]] for i in range(S)])
+    for i in range(S):
+        same(graph, lp[i], want[i], sd.finalize(streams[i]), f"{variant} stream seed {seed} {i}")
+
+
+def test_variants_agree_with_each_other():
+    """One batch through every variant in one process: the same scores, statistics and
+    (up to exact-score ties) paths as the old kernels."""
+    rng = np.random.default_rng(77)
+    graph = random_eps_graph_any(rng, 2000, 30, 5, 0.8, cycles=False, chain=3)
+    lp = random_log_probs(rng, 6, 40, 30, peaky=True)
+    opts = DecoderOptions(search_beam=14.0, max_active_states=2000)
+    from cuwfst.decoder.gpu import KERNEL_VARIANTS
+    runs = {v: Decoder(graph, opts, device="cuda", max_lanes=8, **KERNEL_VARIANTS[v]).decode(lp) for v in VARIANTS}
+    for v in VARIANTS[1:]:
+        for b in range(6):
+            same(graph, lp[b], runs["old"][b], runs[v][b], f"{v} vs old row {b}")
+
+
+def test_report_totals():
+    print(f"\nkernel variants vs CPU: {TOTALS['rows']} rows compared, {TOTALS['ties']} exact-score ties, 0 mismatches")
