@@ -217,10 +217,11 @@ def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
     assert _kept_every_capture(main), f"a stream's lazy log grew and a graph was captured again: {main}"
 
 
-def test_pooled_lanes_grow_by_rerun_and_stay_exact():
+def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact():
     """Offline batches take the lanes' frontiers, claims and hash tables from shared pools:
-    a batch that outgrows them is run again after they grow (in place: no re-capture), and
-    every row is exact. On the tiny HLG (1,665 states) a lane's hash table holds 4,096 slots
+    a batch whose step outgrows them pauses before that step, the pools grow (in place), and
+    the batch resumes from that step (its own captured graph, replayed at every later pause);
+    every row is exact, search statistics included. On the tiny HLG (1,665 states) a lane's hash table holds 4,096 slots
     and its frontier 1,666 tokens, so 192 lanes of flat posteriors outgrow the first 2 MiB
     pieces of every pool (262,144 hash slots and claims, 131,072 tokens)."""
     import torch
@@ -234,17 +235,31 @@ def test_pooled_lanes_grow_by_rerun_and_stay_exact():
     hw, cap = lanes["high_water_entries"], lanes["capacity_entries"]
     assert hw["tokens"] > 131072 and hw["hash"] > 262144 and hw["claims"] > 262144, lanes
     assert all(hw[k] <= cap[k] for k in hw), lanes
-    assert st["instances"]["main"]["graph_captures"] == 1, "pools grow in place: the graph is replayed"
+    main = st["instances"]["main"]
+    assert main["graph_captures"] == 2, f"pools grow in place: the batch's graph and its resume's are replayed: {main}"
     sample = np.random.default_rng(0).choice(192, 12, replace=False)
     host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
     cpu = Decoder(graph).decode(host)
     assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "pooled, grown")
-    eager = Decoder(graph, device="cuda", max_lanes=192, memory="eager").decode(lp)
-    for a, b in zip(got, eager):
-        assert np.float32(a.score) == np.float32(b.score) and a.overflow == b.overflow == 0
+    eager_dec = Decoder(graph, device="cuda", max_lanes=192, memory="eager")  # static lanes: never pauses
+    eager = eager_dec.decode(lp)
+
+    def same_search(x, y, where):  # a pause that did not put a lane back would change its search
+        for i, (a, b) in enumerate(zip(x, y)):
+            assert np.float32(a.score) == np.float32(b.score) and a.overflow == b.overflow == 0, f"{where} row {i}"
+            assert (a.max_frontier, a.frontier_total) == (b.max_frontier, b.frontier_total), f"{where} row {i}"
+
+    same_search(got, eager, "paused and resumed vs static")
     again = dec.decode(lp)
     assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"], "the same batch again needs no growth"
-    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
+    same_search(again, got, "again")
+    # rows of many lengths on a fresh decoder: lanes finish before, at and after the pauses
+    lens = np.random.default_rng(5).integers(0, 31, 192).astype(np.int32)
+    lens[:3] = (30, 1, 0)
+    fresh = Decoder(graph, device="cuda", max_lanes=192)
+    mixed = fresh.decode(lp, lens)
+    assert fresh.memory_stats()["pools"]["lanes"]["grows"] >= 1
+    same_search(mixed, eager_dec.decode(lp, lens), "mixed lengths")
 
 
 def _two_region_graph(rng, narrow=600, wide=2400, vocab=4, degree=8, wide_degree=12, fan=800, to_narrow=0.2):
@@ -295,7 +310,8 @@ def _step_slots(graph, opts, lp_row, length):
     return [int(sum(emitting[s] for s in snaps[t]["tokens"])) for t in range(length)]
 
 
-def test_pooled_claims_overflow_wipes_the_lanes_table():
+@pytest.mark.parametrize("kernels", ["old", "new"])
+def test_pooled_claims_overflow_wipes_the_lanes_table(kernels, monkeypatch):
     """A lane whose claims list overflowed leaves keys no claim lists in its hash table (the
     targeted clears never see them); pooled, its next ScanKernel wipes that table before the
     pool hands it out again (scan.cuh). Without the wipe the next lane to get the same
@@ -308,7 +324,8 @@ def test_pooled_claims_overflow_wipes_the_lanes_table():
     one, same offset (0) and size, so every stale key sits on the probe path of the same
     state in lane 1. The main instance's raw results of the narrow rows (no rescue) must
     equal the CPU's bit for bit, search statistics included (a dropped state changes the
-    frontier sizes); then a batch of narrow rows alone, lane 0 on the same region, again."""
+    frontier sizes); then a batch of narrow rows alone, lane 0 on the same region, again.
+    Under both scan kernels: ScanKernel's CTA wipes, or ScanSplitKernel's chunk-0 CTA."""
     from cuwfst.decoder.gpu import GpuBackend
     from cuwfst.decoder.result import OVERFLOW_CLAIMS
 
@@ -316,9 +333,11 @@ def test_pooled_claims_overflow_wipes_the_lanes_table():
     V = 4
     graph = _two_region_graph(rng, vocab=V)
     opts = DecoderOptions(search_beam=50.0, min_active_states=1, max_active_states=1000)
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
     dec = Decoder(graph, opts, device="cuda", max_lanes=8, main_q_factor=1)
     inst = dec._gpu.main
     assert (inst.main_q, inst.claims_cap, inst.hash_cap) == (1024, 2048, 4096)
+    assert (inst.mem_stats()["scan_split"] > 1) == (kernels == "new")
     full_table = inst.hash_cap // 4  # a step of more slots than this gets a table of hash_cap slots
     ref = Decoder(graph, opts)
 

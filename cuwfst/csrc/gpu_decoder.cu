@@ -190,7 +190,8 @@ void GpuDecoder::Allocate() {
     cfg_.eps_blocks = 8 * std::max(sms, 1);
   }
   d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
-  d_pool_need_ = Alloc<unsigned long long>(kPools, "pool demand");
+  d_pool_need_ = Alloc<unsigned long long>(kPoolNeedSlots, "pool demand");
+  CUWFST_CUDA(cudaMemsetAsync(d_pool_need_, 0, kPoolNeedSlots * sizeof(unsigned long long), stream_));
   ws_.pool_cap = d_pool_cap_;
   ws_.pool_need = d_pool_need_;
   // The lane pools (types.cuh). Offline batches on epsilon-free graphs take the pooled
@@ -413,7 +414,7 @@ void GpuDecoder::PublishArenaLimit() {
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
-void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const char* why) {
+void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const char* why, bool keep) {
   bool moved_any = false;
   cudaError_t e = cudaSuccess;
   int64_t failed_bytes = 0;
@@ -421,7 +422,8 @@ void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const cha
     const int64_t entries =
         statics ? a->static_entries : std::min<int64_t>(want[a->pool], pool_max_[a->pool]) * a->per_entry;
     bool moved = false;
-    e = a->region.Commit(static_cast<size_t>(entries) * a->elem, 0, a->fill, stream_, &moved);
+    e = a->region.Commit(static_cast<size_t>(entries) * a->elem, keep ? a->region.committed() : 0, a->fill, stream_,
+                         &moved);
     moved_any |= moved;
     *a->target = a->region.get();  // VMM: the same address every time
     if (e != cudaSuccess) {
@@ -465,7 +467,7 @@ void GpuDecoder::EnsureStatic() {
 
 Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   Workspace w = ws_;
-  w.pooled = kind == SeqKind::kBatch && pooled_ok_ ? 1 : 0;
+  w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
   return w;
 }
 
@@ -518,7 +520,7 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const bool opens = kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kOpen;
   if (opens && cfg_.eps_iterations > 0) EnqueueClosure(w);
   for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
-  if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize)
+  if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize || kind == SeqKind::kResume)
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
   if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(w, 0); });
   CUWFST_CUDA(cudaGetLastError());
@@ -811,59 +813,61 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
     const int64_t elem = lp_f16 ? 2 : 4;
-    for (int32_t l = 0; l < L; ++l) {
-      cmd[l] = {kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0};
-      in[l] = {base + (l < B ? l : 0) * stride_b * elem, stride_t, 0, 0};
-    }
+    for (int32_t l = 0; l < L; ++l) in[l] = {base + (l < B ? l : 0) * stride_b * elem, stride_t, 0, 0};
     Wait(caller_stream);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     if (!pooled_ok_) EnsureStatic();
+    bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
     for (;;) {
+      if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
+        for (int32_t l = 0; l < L; ++l) cmd[l] = {0, 0, 0, 0};
+      else
+        for (int32_t l = 0; l < L; ++l) cmd[l] = {kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0};
       UploadLaneOrders();
-      RunOnce(SeqKind::kBatch, steps, lp_f16, replay);
+      RunOnce(resume ? SeqKind::kResume : SeqKind::kBatch, steps, lp_f16, replay);
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-      unsigned long long cursor = 0, need[kPools] = {0, 0, 0};
+      unsigned long long cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
       CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
       if (pooled_ok_)
         CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
-      bool arena_full = false, pool_full = false;
+      bool arena_full = false, lane_refused = false;
       for (int32_t b = 0; b < B; ++b) {
         arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
-        pool_full |= (h_lanes[b].overflow & kOverflowPool) != 0;
+        lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
       }
-      // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again.
-      // The pools first: a lane that did not fit lost its step, so the rest of the run (and
-      // its winners) is not the batch's; what the run asked of a pool past its capacity is
-      // a lower bound of the need (later steps lost lanes). A first big batch, whose
-      // frontiers grow step by step, reports a need just past the capacity every run, so the
-      // factor on the capacity sets how often it re-runs: a pool at least doubles
-      // (log2(need / first piece) re-runs; by half took log1.5, ~8 for 25x), and takes
-      // 1.25 x a need that is larger still.
-      if (pool_full) {
+      // A step whose asks did not fit the pools paused the batch before it (scan.cuh
+      // LaneScanLastBlock): nothing of that step ran, every lane still holds the frontier it
+      // had, and need[] holds what the step asked of each pool, exactly (every lane had
+      // stepped fully until then). Each pool short of it grows in one step to 1.25 x that,
+      // and at least doubles (a first big batch's frontiers grow step by step, so the next
+      // pause may come a few steps later), within the static worst case, which holds any
+      // step; the batch then resumes from the paused step, so no step is decoded twice.
+      if (need[kPoolPauseSlot] != 0) {
         int64_t want[kPools];
         bool grows = false;
         for (int k = 0; k < kPools; ++k) {
-          want[k] = pool_cap_[k];
-          if (static_cast<int64_t>(need[k]) > pool_cap_[k]) {
-            const int64_t n = static_cast<int64_t>(need[k]);
-            want[k] = std::min<int64_t>(std::max<int64_t>(n + n / 4, 2 * pool_cap_[k]), pool_max_[k]);
-            grows |= want[k] > pool_cap_[k];
-          }
+          want[k] = PoolGrowth(static_cast<int64_t>(need[k]), pool_cap_[k], pool_max_[k]);
+          grows |= want[k] > pool_cap_[k];
         }
-        if (grows) {
-          CommitPools(want, false, "this batch");
-          ++pool_grows_;
-          continue;
-        }
+        if (!grows)  // cannot happen: a step asks at most the static layout's sizes
+          throw std::logic_error("a pooled batch paused with its pools at their worst case");
+        CommitPools(want, false, "this batch", /*keep=*/true);
+        ++pool_grows_;
+        resume = true;
+        continue;
       }
+      resume = false;
+      if (lane_refused)  // cannot happen (a step that fits gives every lane its regions); never a result
+        throw std::logic_error("a pooled lane was refused its regions by a step that fitted the pools");
       for (int k = 0; k < kPools; ++k) pool_high_[k] = std::max<int64_t>(pool_high_[k], static_cast<int64_t>(need[k]));
       arena_high_water_ = std::max(arena_high_water_, cursor);
       if (!arena_full || arena_cap_ >= cfg_.arena_max) break;
+      // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       GrowArena(cursor);
     }
     // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input

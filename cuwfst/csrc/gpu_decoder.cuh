@@ -112,6 +112,8 @@ enum class SeqKind : int32_t {
   kAdvance = 2,   // a streams' chunk: setup (frames available), steps, sanitize
   kFinalize = 3,  // streams' final step: setup (lengths), one step, backtrack, sanitize
   kOpen = 4,      // new streams: setup, start closure
+  kResume = 5,    // a paused pooled batch (scan.cuh LaneScanLastBlock): setup (every lane goes on), steps,
+                  // backtrack, sanitize
 };
 
 // Outputs of StreamPartial, on the host: the best path so far and how much of it is final.
@@ -199,8 +201,8 @@ class GpuDecoder {
   // re-ran a batch or kept a sequence's contents), [16] GC rounds, [17] winners entries
   // live after the last GC round, [18] the most live after any round, [19] lane pools
   // committed (frontiers, step scratch, claims, hash tables), [20] lane pools reserved,
-  // [21] 1 if offline batches take the pooled layout, [22] pool growths (each re-ran a
-  // batch), [23..25] the pools' capacity (entries: tokens, claims, hash slots), [26..28]
+  // [21] 1 if offline batches take the pooled layout, [22] pool growths (each paused a
+  // batch, which then resumed), [23..25] the pools' capacity (entries: tokens, claims, hash slots), [26..28]
   // the most of each a batch used, [29] the rounds stream advances took (more than one per
   // advance when the arena guard made steps wait for room), [30..32] the kernel variant in
   // use: scan_split, closure_lists, finalize_split (after the auto choices and fallbacks).
@@ -227,8 +229,10 @@ class GpuDecoder {
   void PublishArenaLimit();
   // The lane pools (types.cuh): commits every array of pool k to hold want[k] entries
   // (statics: the static layout's full size), publishes the capacities; on failure the old
-  // capacities stay (arrays that did grow keep their memory, and say so in MemStats).
-  void CommitPools(const int64_t want[kPools], bool statics, const char* why);
+  // capacities stay (arrays that did grow keep their memory, and say so in MemStats). keep:
+  // the contents stay (a paused batch's frontiers; VMM regions keep them anyway, an eager
+  // region copies them into its replacement).
+  void CommitPools(const int64_t want[kPools], bool statics, const char* why, bool keep = false);
   // The static layout's full size, once (streams, continuous batching, snapshots, and every
   // sequence where the pooled layout is off).
   void EnsureStatic();

@@ -6,8 +6,8 @@ memory="lazy" (the default): the GPU decoder's winners log is a lazily committed
 memory is mapped as batches need it, and growth never moves a pointer, so no captured CUDA
 graph is re-made), and offline batches on epsilon-free graphs take the lanes' frontiers,
 claims lists and hash tables from pools shared by all lanes, handed out step by step as
-each lane needs them and committed to what batches use (a batch that outgrows a pool is
-run again after it grows); streams, continuous batching, snapshots and epsilon graphs keep
+each lane needs them and committed to what batches use (a batch whose step outgrows a pool
+pauses before that step and resumes from it once the pool has grown); streams, continuous batching, snapshots and epsilon graphs keep
 every lane's worst case (the static layout), committed on first use. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver

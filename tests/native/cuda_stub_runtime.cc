@@ -55,11 +55,12 @@ static void Backtrack(const Workspace& ws) {
   const long long limit = *ws.arena_limit;  // the capacity the host published
   Touch(ws.arena, static_cast<size_t>(limit) * sizeof(cuwfst::WinnerEntry));
   // a pooled batch: every pool must be backed up to the capacity the host published, and
-  // a need past it flags every lane (kOverflowPool) as the allocators would
-  bool pool_full = false;
+  // a need past it pauses the batch (ScanKernel's last block sets the pause flag; the lanes
+  // keep their counters and finish only in the run that resumes them, SeqKind::kResume)
+  bool pause = false;
   if (ws.pooled) {
     Touch(ws.pool_cap, 3 * sizeof(long long));
-    Touch(ws.pool_need, 3 * sizeof(unsigned long long));
+    Touch(ws.pool_need, cuwfst::kPoolNeedSlots * sizeof(unsigned long long));
     if (bad_access) return;
     Touch(ws.tok_state[1], static_cast<size_t>(ws.pool_cap[cuwfst::kPoolTokens]) * 4);
     Touch(ws.tok_hint, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolTokens]) * 16);
@@ -67,8 +68,9 @@ static void Backtrack(const Workspace& ws) {
     Touch(ws.hash_payload, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolHash]) * 8);
     for (int k = 0; k < 3; ++k) {
       ws.pool_need[k] = static_cast<unsigned long long>(g_pool_need[k]);
-      pool_full |= g_pool_need[k] > ws.pool_cap[k];
+      pause |= g_pool_need[k] > ws.pool_cap[k];
     }
+    ws.pool_need[cuwfst::kPoolPauseSlot] = pause ? 1ull : 0ull;
   }
   Touch(ws.out_path, L * static_cast<size_t>(ws.path_cap) * sizeof(int32_t));
   Touch(ws.out_path_len, L * sizeof(int32_t));
@@ -77,16 +79,19 @@ static void Backtrack(const Workspace& ws) {
   if (bad_access) return;
   for (int32_t l = 0; l < ws.max_lanes; ++l) {
     LaneCounters& lc = ws.lanes[l];
-    const int32_t len = ws.commands[l].length;  // the batch initializes every lane
-    lc.length = len;
-    lc.overflow = (len >= 0 && g_need > limit) ? cuwfst::kOverflowArena : 0;
-    if (len >= 0 && pool_full) lc.overflow |= cuwfst::kOverflowPool;
-    lc.final_winner = len >= 0 ? 0 : -2;
+    // a batch initializes every lane; a resumed pooled batch (no order) goes on with its own
+    if (!ws.pooled || (ws.commands[l].op & cuwfst::kCmdInit)) {
+      lc.length = ws.commands[l].length;
+      lc.overflow = 0;
+    }
+    const int32_t len = lc.length;
+    if (len >= 0 && g_need > limit) lc.overflow |= cuwfst::kOverflowArena;
+    lc.final_winner = len >= 0 && !pause ? 0 : -2;  // paused: no lane has finished
     lc.final_score = -static_cast<float>(len);
-    lc.reached_final = len >= 0;
+    lc.reached_final = len >= 0 && !pause;
     lc.redirected = 0;
     lc.max_frontier = 1;
-    const int32_t n = len >= 0 ? len + 1 : 0;
+    const int32_t n = len >= 0 && !pause ? len + 1 : 0;
     ws.out_path_len[l] = n;
     for (int32_t k = 0; k < n && k < ws.path_cap; ++k)
       ws.out_path[static_cast<int64_t>(l) * ws.path_cap + k] = 1000 * l + k;

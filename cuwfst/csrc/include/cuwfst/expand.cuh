@@ -222,8 +222,8 @@ struct LaneTable {
 // stays in the table unlisted (kOverflowClaims): the targeted clears miss it, so the table
 // is wiped whole — at the sequence's end (HashSanitizeKernel) and, pooled, by the lane's
 // next ScanKernel, before the pool hands the table to another lane. Returns -1 (and flags
-// kOverflowHash) past kMaxProbes probes; a lane without a table this step (the pool was
-// full: kOverflowPool) gets -1.
+// kOverflowHash) past kMaxProbes probes; a lane without a table this step (a pooled lane
+// refused its regions, kOverflowPool: the guard; the pause keeps it from happening) gets -1.
 __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
                                                uint32_t dest) {
   if (t.size == 0) return -1;

@@ -43,6 +43,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   if (lane == 0) {
     *ws.scan_done = 0;
     *ws.scan_ticket = 0;
+    ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
   }
   ws.scan_lane_done[lane] = 0;
   for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
@@ -129,6 +130,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
 // last-block-done pattern instead of a separate launch).
 constexpr int kScanThreads = 512;
 constexpr int kScanItems = 4;
+static_assert(kScanThreads * kScanItems == kScanRoundTokens, "types.cuh's round (ScanChunkOf's host replays)");
 
 __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // Every CTA: publish, then count; the CTA that counts last sees every lane's total.
@@ -143,24 +145,58 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   __threadfence();
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
-  // lane loses its step because of the others. Pooled: the same pass hands out each lane's
-  // regions for the step, in lane order (types.cuh, PooledClaimsBound and friends): its
-  // claims list, its hash table and the next frontier (in buffer lc.buf, which this step
-  // builds: survivors are claims, at most the bound); a lane past a pool's committed
-  // capacity gets none and is flagged kOverflowPool (its step claims and keeps nothing; the
-  // host grows the pool and re-runs the batch).
-  int64_t carry = 0, c_carry = 0, h_carry = 0, t_carry = 0;
+  // lane loses its step because of the others.
+  // Pooled: the step's regions are handed out here, in lane order (types.cuh, PooledAskOf /
+  // PooledAssign): each lane's claims list, hash table and next frontier (in buffer lc.buf,
+  // which this step builds: survivors are claims, at most the bound). All or nothing: a
+  // first pass adds up what the step asks of each pool; if the batch's asks fit the pools'
+  // committed capacities every lane gets its regions, else the batch pauses: no lane gets
+  // any, every lane that stepped is put back where the step found it (PooledUndoStep: its
+  // frontier, t, buf and beam as before the step), the step has no slots, and the pause flag
+  // (pool_need[kPoolPauseSlot]) idles every lane's later steps of this sequence. The host
+  // then commits what the step asked (pool_need: exact, since no lane lost anything before
+  // it) and resumes the batch from that step (SeqKind::kResume): no step is decoded twice.
+  int64_t carry = 0;
+  bool fits = true;
+  if (ws.pooled) {
+    int64_t c_sum = 0, h_sum = 0, t_sum = 0;
+    for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+      const int32_t l = base + threadIdx.x;
+      PooledAsk ask{0, 0, 0, 0};
+      if (l < ws.max_lanes) {
+        const int32_t v = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs);
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), v);
+      }
+      int64_t c_total, h_total, t_total;
+      WarpExclusiveScan(ask.claims, &c_total);
+      WarpExclusiveScan(ask.hash, &h_total);
+      WarpExclusiveScan(ask.tokens, &t_total);
+      c_sum += c_total;
+      h_sum += h_total;
+      t_sum += t_total;
+    }
+    fits = PooledStepFits(c_sum, h_sum, t_sum, ws.pool_cap[kPoolClaims], ws.pool_cap[kPoolHash],
+                          ws.pool_cap[kPoolTokens]);
+    if (threadIdx.x == 0) {
+      atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
+      atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
+      atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
+      if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+    }
+  }
+  int64_t c_carry = 0, h_carry = 0, t_carry = 0;
   const long long c_cap = ws.pooled ? ws.pool_cap[kPoolClaims] : 0;
   const long long h_cap = ws.pooled ? ws.pool_cap[kPoolHash] : 0;
   const long long t_cap = ws.pooled ? ws.pool_cap[kPoolTokens] : 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
-    const int64_t v = l < ws.max_lanes ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
+    // (volatile: the lanes' CTAs wrote these; this SM's L1 may hold old lines)
+    const int64_t v = l < ws.max_lanes && fits ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
     int64_t step_total;
     const int64_t excl = WarpExclusiveScan(v, &step_total);
     if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
     carry += step_total;
-    if (ws.pooled) {
+    if (ws.pooled && fits) {
       PooledAsk ask{0, 0, 0, 0};
       if (l < ws.max_lanes)
         ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), static_cast<int32_t>(v));
@@ -170,25 +206,23 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
       const int64_t t_off = t_carry + WarpExclusiveScan(ask.tokens, &t_total);
       if (l < ws.max_lanes) {
         LaneCounters& lc = ws.lanes[l];
-        // (volatile: the lane's CTA flipped buf; this SM's L1 may hold the old line)
         const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
-        // a lane that does not fit gets no region at all (offsets 0, capacities 0): the next
-        // step's ScanKernel writes nothing through it (HasTokenRegion)
+        // the step's total fits every pool, so every lane's prefix does: PooledAssign gives
+        // each lane its regions (a lane it refused would get none, never a region past the
+        // capacity; it would be flagged, and nothing reads its frontier: HasTokenRegion)
         if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
           atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
       }
       c_carry += c_total;
       h_carry += h_total;
       t_carry += t_total;
+    } else if (ws.pooled && l < ws.max_lanes &&
+               *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase) != kPhaseIdle) {
+      PooledUndoStep(&ws.lanes[l]);  // the batch pauses before this step
     }
   }
   if (threadIdx.x == 0) {
     ws.lane_arc_offsets[ws.max_lanes] = carry;
-    if (ws.pooled) {
-      atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_carry));
-      atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_carry));
-      atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_carry));
-    }
     *ws.scan_done = 0;
     *ws.scan_ticket = 0;  // ScanSplitKernel's (every CTA took its ticket before counting)
   }
@@ -234,7 +268,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // grows between rounds without a new capture, so no captured value may stand in for it.
   const bool arena_short = t < T && *ws.arena_guard != 0ull &&
                            2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
-  if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short) {
+  // A pooled batch paused by an earlier step of this sequence (LaneScanLastBlock): every
+  // lane keeps t and its frontier until the host grows the pools and resumes the batch.
+  const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;
+  if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused) {
     if (threadIdx.x == 0) {
       lc.phase = kPhaseIdle;
       lc.total_arcs = 0;
@@ -336,6 +373,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
+    lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
     lc.t = t + 1;
     lc.buf = cur ^ 1;
@@ -372,10 +410,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // Reads and writes: as ScanKernel; same results bit for bit (integer sums). The layout
 // rules are ScanKernel's too: the lane's frontier and scratch at tok_off[buf] (tok_cap[buf]
 // tokens), the hints at HintBase / HintCap, the sentinel only with a region
-// (HasTokenRegion), the pooled claims-overflow wipe (chunk 0's CTA), the arena guard
-// against *arena_limit; the pooled regions of the step are handed out by the grid's last
-// CTA (LaneScanLastBlock, shared with ScanKernel), after every lane's last CTA has written
-// its phase, slots and buf.
+// (HasTokenRegion), the pooled claims-overflow wipe (chunk 0's CTA), the pooled pause, the
+// arena guard against *arena_limit; the pooled regions of the step are handed out (or the
+// batch paused) by the grid's last CTA (LaneScanLastBlock, shared with ScanKernel), after
+// every lane's last CTA has written its phase, slots, buf and beams.
 constexpr unsigned long long kStatusAgg = 1ull << 62;
 constexpr unsigned long long kStatusIncl = 1ull << 63;
 constexpr unsigned long long kStatusValue = kStatusAgg - 1;
@@ -404,7 +442,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // the arena guard against the log's published limit, as ScanKernel
   const bool arena_short = t < T && *ws.arena_guard != 0ull &&
                            2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
-  const bool idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short;
+  const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;  // as ScanKernel
+  const bool idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused;
   // The lane's frontier and the step scratch sharing its region (tok_off / tok_cap: the static
   // layout's slice, or the pooled region the previous step's last block handed out; 0 tokens
   // for a pooled lane that got none), as ScanKernel.
@@ -416,10 +455,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
   int32_t phase = kPhaseReal;
   constexpr int kPerRound = kScanThreads * kScanItems;
-  const int32_t rounds = (n + kPerRound - 1) / kPerRound;
-  const int32_t per = (rounds + C - 1) / C * kPerRound;
-  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last.
-  const int32_t lo = min(n, chunk * per), hi = min(n, lo + per);
+  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last
+  // (types.cuh ScanChunkOf, which the host model of the layout replays).
+  const ScanChunk cut = ScanChunkOf(n, C, chunk, kPerRound);
+  const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
   if (!idle) {
     const int32_t* state = ws.tok_state[cur] + q;
     const float* score = ws.tok_score[cur] + q;
@@ -569,7 +608,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       }
       if (threadIdx.x == 0) {
         // the last non-empty chunk published the lane's inclusive sum before counting itself done
-        const int32_t last = n > 0 ? (n - 1) / per : -1;
+        const int32_t last = LastScanChunk(n, per);
         int64_t total = last < 0 ? 0
                                  : static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[last]) &
                                                         kStatusValue);
@@ -583,6 +622,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.next_size = 0;
         lc.phase = phase;
         lc.total_arcs = static_cast<int32_t>(total);
+        lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
         lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
         lc.t = t + 1;
         lc.buf = cur ^ 1;

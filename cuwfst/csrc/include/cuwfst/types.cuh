@@ -22,9 +22,10 @@ enum : int32_t {
   kOverflowPath = 32,    // best path longer than path_cap
   kOverflowSlots = 64,   // ONE lane's arcs of one step exceeded 2^31 slots (its local,
                          // int32 slot space); the batch's total is int64 and never drops a step
-  kOverflowPool = 128,   // the lane pool could not hold this lane's step (pooled layout, offline
-                         // batches): the host grows the pool and re-runs the batch, so it is
-                         // never reported
+  kOverflowPool = 128,   // the lane pools could not hold this lane's step (pooled layout): not
+                         // set since a step that does not fit pauses the whole batch (ScanKernel's
+                         // last block) until the host grows the pools; kept as the guard's bit
+                         // should a lane ever be refused a region, and never reported
 };
 
 constexpr int32_t kRedirectArcBit = 1 << 30;
@@ -152,6 +153,7 @@ struct LaneCounters {
   float partial_score;       // PartialKernel: the best current token's score
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
+  float prev_beam;           // the beam before this step's UpdateBeam (a paused step puts it back)
   // Where the lane's per-token, claims and hash arrays are (elements of the pools; see
   // Workspace::pooled). tok_off[b]/tok_cap[b]: the lane's frontier in buffer b holds at most
   // tok_cap[b] tokens from tok_off[b]; the step scratch indexed by those tokens (tok_begin,
@@ -164,7 +166,6 @@ struct LaneCounters {
   long long claim_off;
   long long hash_off;
   int32_t hash_cap;
-  int32_t pad;
 };
 
 struct WinnerEntry {
@@ -180,12 +181,17 @@ struct WinnerEntry {
 //  * pooled (pooled = 1, offline batches on epsilon-free graphs): regions are handed out
 //    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes,
 //    once the step's slots are known (ScanKernel's last block): the claims list and the
-//    hash table (claims <= slots) and the next frontier (survivors <= claims). A step that
-//    does not fit flags kOverflowPool; the host commits more (pool_need says how much was
-//    asked) and re-runs the batch. Every lane of an offline batch steps in lockstep until
-//    it finishes, so all live frontiers sit in the same buffer and the new ones never
+//    hash table (claims <= slots) and the next frontier (survivors <= claims). A step whose
+//    asks do not fit pauses the batch (every lane put back before the step, later steps
+//    idle); the host commits what the step asked (pool_need) and resumes the batch from
+//    that step. Every lane of an offline batch steps in lockstep until it finishes (a pause
+//    stops them all), so all live frontiers sit in the same buffer and the new ones never
 //    overwrite a live one.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
+// pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
+// sequence did not fit and the batch is paused; LaneSetupKernel clears it)
+constexpr int32_t kPoolPauseSlot = kPools;
+constexpr int32_t kPoolNeedSlots = kPools + 1;
 
 // The per-decoder workspace (capacities are fixed at construction).
 struct Workspace {
@@ -195,7 +201,8 @@ struct Workspace {
   int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
   int32_t pooled;       // 1: per-step regions from the pools (see above)
   const long long* pool_cap;     // [kPools] committed entries of each pool (device)
-  unsigned long long* pool_need;  // [kPools] the most a step of this batch asked of each pool
+  unsigned long long* pool_need;  // [kPoolNeedSlots] the most a step of this batch asked of each
+                                  // pool, and the pause flag
   int32_t path_cap;     // best-path arcs per lane
   int32_t eps_iterations;  // closure passes per real step (0: an epsilon-free decode)
   // frontier double buffer: per-token pool [2] (a lane's tokens at LaneCounters::tok_off)
@@ -325,11 +332,18 @@ __host__ __device__ inline PooledAsk PooledAskOf(const Workspace& ws, int32_t ph
   a.tokens = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, a.bound);
   return a;
 }
+// Whether a step's asks, summed over the batch's lanes, fit the pools' committed capacities
+// (then every lane's prefix fits and PooledAssign gives every lane its regions).
+__host__ __device__ inline bool PooledStepFits(int64_t claims, int64_t hash, int64_t tokens, int64_t c_cap,
+                                               int64_t h_cap, int64_t t_cap) {
+  return claims <= c_cap && hash <= h_cap && tokens <= t_cap;
+}
 // Gives lane `lc` the regions at these pool offsets if every one fits its pool's committed
 // capacity; else none: capacities 0 and offsets 0, so no kernel that indexes through them can
-// reach past what is committed (the step claims and keeps nothing, the lane is flagged
-// kOverflowPool by the caller and the host re-runs the batch). dst: the frontier buffer the
-// step builds. Returns whether it fitted.
+// reach past what is committed (the step claims and keeps nothing; the caller flags the lane
+// kOverflowPool). The last block calls it only for a step that fits as a whole
+// (PooledStepFits), so every lane gets its regions; the refusal stays as the guard. dst: the
+// frontier buffer the step builds. Returns whether it fitted.
 __host__ __device__ inline bool PooledAssign(const Workspace& ws, LaneCounters& lc, int32_t dst, const PooledAsk& a,
                                              int64_t c_off, int64_t h_off, int64_t t_off, int64_t c_cap,
                                              int64_t h_cap, int64_t t_cap) {
@@ -347,6 +361,55 @@ __host__ __device__ inline bool PooledAssign(const Workspace& ws, LaneCounters& 
   }
   return fits;
 }
+// What a pool grows to when a paused step asked `need` of it (GpuDecoder::Decode; the host
+// model replays it): 1.25 x the need, at least double the capacity `cap`, at most the static
+// layout's size `most` (which holds any step); `cap` where the need fits.
+__host__ __device__ inline int64_t PoolGrowth(int64_t need, int64_t cap, int64_t most) {
+  if (need <= cap) return cap;
+  int64_t w = need + need / 4;
+  if (w < 2 * cap) w = 2 * cap;
+  return w < most ? w : most;
+}
+// A paused step undone (pooled layout, ScanKernel's last block; the host model replays it):
+// the lane's ScanKernel (or ScanSplitKernel's last CTA of the lane) has advanced it — t + 1,
+// buf flipped, next_size 0, the beam updated, frontier_total + n — and the step's asks did
+// not fit the pools, so nothing of the step may run: the lane goes back to where the step
+// found it (its frontier, in buffer buf, untouched) and idles this step; the resumed batch
+// takes the step again from the same state, so it is decoded once. The rest of what Scan
+// wrote is rewritten by that step (max_frontier is a max, so taking n again changes
+// nothing). Volatile: other CTAs wrote these fields and the caller's L1 may hold old lines.
+__host__ __device__ inline void PooledUndoStep(LaneCounters* p) {
+  volatile LaneCounters* v = p;
+  const int32_t n = v->frontier_size;  // min(next_size, tok_cap[buf]) of the step
+  v->t = v->t - 1;
+  v->buf = v->buf ^ 1;
+  v->next_size = n;  // the frontier the step read (re-read as min(next_size, tok_cap))
+  v->beam = v->prev_beam;
+  v->frontier_total = v->frontier_total - n;
+  v->phase = kPhaseIdle;
+  v->total_arcs = 0;
+}
+
+// ScanSplitKernel's cut of a lane's n-token frontier (its region's first n tokens, either
+// layout) over `chunks` CTAs: contiguous runs of `per` tokens, whole rounds of `round` tokens
+// each; chunk c covers [lo, hi), empty for every chunk after the last non-empty one,
+// LastScanChunk(n, per) (-1: none), whose status word holds the lane's total. A host
+// function too, so that tests/native/pool_layout_test.cc replays the kernel's cut.
+constexpr int32_t kScanRoundTokens = 2048;  // kScanThreads x kScanItems (scan.cuh)
+struct ScanChunk {
+  int32_t lo, hi, per;
+};
+__host__ __device__ inline ScanChunk ScanChunkOf(int32_t n, int32_t chunks, int32_t chunk, int32_t round) {
+  const int32_t rounds = (n + round - 1) / round;
+  ScanChunk c;
+  c.per = (rounds + chunks - 1) / chunks * round;
+  const int64_t lo = static_cast<int64_t>(chunk) * c.per;
+  c.lo = static_cast<int32_t>(lo < n ? lo : n);
+  c.hi = static_cast<int32_t>(c.lo + static_cast<int64_t>(c.per) < n ? c.lo + c.per : n);
+  return c;
+}
+__host__ __device__ inline int32_t LastScanChunk(int32_t n, int32_t per) { return n > 0 ? (n - 1) / per : -1; }
+
 // Whether frontier buffer b of a lane has a region, i.e. room for its tok_cap tokens and the
 // arc_offsets sentinel after them. Static: always. Pooled: unless the pools could not hold
 // the step that built it (tok_cap 0; a region always has kPoolAlign - 1 >= 1 tokens, and the
