@@ -28,6 +28,26 @@ def test_owners_and_fault_injection(tmp_path):
     assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
 
 
+def test_pooled_lane_layout_model(tmp_path):
+    """The pooled lanes' regions (types.cuh, the functions ScanKernel's last block calls) in a
+    host model at the full tier's sizes: every index the step kernels reach through a lane's
+    regions stays inside what the host committed, also for lanes the pools could not hold,
+    and batches converge after a few growths (tests/native/pool_layout_test.cc)."""
+    from cuwfst.jit.core import cuda_home
+
+    cxx = shutil.which("c++") or shutil.which("g++")
+    home = cuda_home()
+    if not cxx or not home or not (Path(home) / "include" / "cuda_runtime.h").exists():
+        pytest.skip("needs a C++ compiler and the CUDA headers")
+    exe = tmp_path / "pool_layout_test"
+    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", f"-I{home}/include", f"-I{CSRC / 'include'}",
+                            str(HERE / "native" / "pool_layout_test.cc"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
+
+
 def test_gpu_decoder_host_logic_against_a_stub_runtime(tmp_path):
     """GpuDecoder's host side (construction, growth, readback, graph cache, fatal faults)
     compiled with nvcc and run against the stub runtime of tests/native: fault walks over

@@ -38,7 +38,9 @@ class FakeGpuModule:
         from cuwfst.jit.reference import module
         self.ref = module()
         self.graphs, self.decoders, self.calls = {}, {}, []
+        self.many_calls = []  # (lanes, rows, segment, gc) of gpu_decode_many
         self.overflow_rows = set(overflow_rows)
+        self.lazy = {}  # decoder -> the memory flag it was built with
 
     def gpu_graph_upload(self, rs, fc, ec, dest, il, w, vocab, start, finals_at_end, device):
         h = len(self.graphs) + 1
@@ -52,12 +54,34 @@ class FakeGpuModule:
     def gpu_decoder_create(self, graph_h, beam, obeam, mn, mx, partial, lanes, *rest):
         h = len(self.decoders) + 100
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
-        # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, scan_split, closure_lists, eps_blocks,
-        # finalize_split, lattice_entries
-        assert len(rest) == 17, "gpu_decoder_create's arguments changed: update this fake"
+        # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
+        # closure_lists, eps_blocks, finalize_split, lattice_entries
+        assert len(rest) == 19, "gpu_decoder_create's arguments changed: update this fake"
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
-        self.kernels = (int(rest[12]), bool(rest[13]), int(rest[15]))  # scan_split, closure_lists, finalize_split
+        self.lazy[h] = bool(rest[12])
+        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]))  # scan_split, closure_lists, finalize_split
         return h
+
+    def gpu_decoder_mem_stats(self, h, out):
+        from cuwfst.decoder.memory import MEM_STATS
+        v = dict.fromkeys(MEM_STATS, 0)
+        lanes = self.decoders[h][6]
+        v.update(fixed=1000 * lanes, winners_committed=2 << 20, winners_reserved=(64 << 20) if self.lazy[h] else 2 << 20,
+                 path_bytes=100 * lanes, graph_bytes=12345, arena_capacity=1 << 18, arena_high_water=777 * lanes,
+                 vmm=int(self.lazy[h]), granularity=(2 << 20) if self.lazy[h] else 0)
+        v["committed"] = v["fixed"] + v["winners_committed"] + v["path_bytes"]
+        v["reserved"] = v["fixed"] + v["winners_reserved"] + v["path_bytes"]
+        out[:] = [v[k] for k in MEM_STATS]
+
+    def gpu_decode_many(self, h, lp, lens, online, segment, gc, stream, *outs):
+        # continuous batching: any number of rows, each decoded as if alone
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
+        self.many_calls.append((lanes, len(lens), int(segment), bool(gc)))
+        saved, self.decoders[h] = self.decoders[h], (graph_h, beam, obeam, mn, mx, partial, 1 << 30, eps)
+        try:
+            self.gpu_decode(h, lp, lens, online, stream, *outs)
+        finally:
+            self.decoders[h] = saved
 
     def gpu_decoder_free(self, h):
         self.decoders.pop(h, None)
@@ -217,6 +241,101 @@ def test_lattice_sub_batch_without_records(fake_gpu):
         assert np.float32(g.score).view(np.int32) == np.float32(w.score).view(np.int32), b
         assert g.words == w.words, b
         assert_same_lattice(w.lattice, g.lattice, f"row {b}")
+
+
+def test_gc_interval_sends_long_rows_through_segments_with_gc(fake_gpu):
+    """gc_interval: a batch whose longest row is past it goes through the lanes in segments of
+    gc_interval steps with a GC round after each (gpu_decode_many, gc=True); shorter batches
+    decode as before. Results equal the CPU's either way."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    want = Decoder(graph).decode(lp, lens)
+    dec = Decoder(graph, device="cuda", max_lanes=3, gc_interval=int(lens.max()) - 1)
+    got = dec.decode(lp, lens)
+    assert fake_gpu.many_calls == [(3, len(lens), int(lens.max()) - 1, True)] and fake_gpu.calls[0][0] == 1 << 30
+    assert [(h.words, h.score) for h in got] == [(h.words, h.score) for h in want]
+    short = lens.copy()
+    short[:] = np.minimum(short, int(lens.max()) - 1)
+    fake_gpu.many_calls.clear()
+    dec.decode(lp, short)
+    assert fake_gpu.many_calls == []  # no row past gc_interval: padded sub-batches as before
+    with pytest.raises(ValueError, match="gc_interval"):
+        Decoder(graph, device="cuda", gc_interval=-3)
+
+
+def test_memory_stats_sum_the_instances(fake_gpu, monkeypatch):
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_MEMORY", raising=False)
+    dec = Decoder(graph, device="cuda", max_lanes=8)
+    st = dec.memory_stats()
+    assert st["memory"] == "lazy" and st["device"] == "cuda:0"
+    assert st["committed"] == 8000 + (2 << 20) + 800 and st["graph"] == 12345
+    assert st["total"] == st["committed"] + st["graph"] and st["reserved"] > st["committed"]
+    assert st["pools"]["winners"]["granularity"] == 2 << 20 and list(st["instances"]) == ["main"]
+    dec._gpu.rescue_instance()  # a rescue instance counts once it exists
+    both = dec.memory_stats()
+    assert both["committed"] == st["committed"] + 4000 + (2 << 20) + 400 and both["graph"] == 12345
+    assert list(both["instances"]) == ["main", "rescue"]
+    monkeypatch.setenv("CUWFST_MEMORY", "eager")
+    eager = Decoder(graph, device="cuda", max_lanes=8).memory_stats()
+    assert eager["memory"] == "eager" and eager["reserved"] == eager["committed"]
+    assert Decoder(graph, device="cuda", memory="lazy").memory_stats()["memory"] == "lazy"  # the argument wins
+    monkeypatch.setenv("CUWFST_MEMORY", "bogus")
+    with pytest.raises(ValueError, match="CUWFST_MEMORY"):
+        Decoder(graph, device="cuda")
+
+
+def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu):
+    """Our allocations cannot use memory PyTorch caches: a native MemoryError is retried once
+    after torch.cuda.empty_cache() when PyTorch holds unused memory, else raised as is."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    dec = Decoder(graph, device="cuda", max_lanes=8)
+    backend = dec._gpu
+
+    class FakeCuda:
+        emptied = 0
+        reserved, allocated = 10 << 20, 1 << 20
+
+        def memory_reserved(self, i):
+            return self.reserved
+
+        def memory_allocated(self, i):
+            return self.allocated
+
+        def empty_cache(self):
+            FakeCuda.emptied += 1
+            if not FakeCuda.pinned_segments:  # else every cached block shares a segment with a live tensor
+                self.reserved = self.allocated
+
+        pinned_segments = False
+
+    class FakeTorch:
+        cuda = FakeCuda()
+
+    backend.torch = FakeTorch()
+    real, failures = fake_gpu.gpu_decode, [1]
+
+    def flaky(*a):
+        if failures[0]:
+            failures[0] -= 1
+            raise MemoryError("cannot grow the winners arena ...; lower max_lanes")
+        return real(*a)
+
+    fake_gpu.gpu_decode = flaky
+    got = dec.decode(lp[:2], lens[:2])
+    assert FakeCuda.emptied == 1 and len(got) == 2 and backend.oom_retries == 1
+    failures[0] = 1  # nothing cached any more: the error reaches the caller, naming the option
+    with pytest.raises(MemoryError, match="max_lanes"):
+        dec.decode(lp[:2], lens[:2])
+    assert FakeCuda.emptied == 1 and backend.oom_retries == 1
+    # cached blocks that empty_cache cannot give back (their segments hold live tensors): no retry
+    backend.torch.cuda.reserved, FakeCuda.pinned_segments = 10 << 20, True
+    failures[0] = 1
+    with pytest.raises(MemoryError, match="max_lanes"):
+        dec.decode(lp[:2], lens[:2])
+    assert FakeCuda.emptied == 2 and backend.oom_retries == 1
+    backend.torch = None
 
 
 def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):

@@ -108,10 +108,13 @@ def test_gpu_streams_equal_cpu_online_decode(seed):
             assert got.words[: len(committed[i])] == committed[i]
 
 
-def _tight_arena(sd, graph, opts, slack):
+def _tight_arena(sd, graph, opts, slack, memory):
     """Swap the streaming decoder's instance for one whose arena can never grow past one
-    worst-case step of every lane plus `slack` entries: the arena guard must make steps wait
-    and the advance run in rounds, with the results unchanged."""
+    worst-case step of every lane plus `slack` entries, its winners log held the `memory`
+    way: the arena guard must make steps wait and the advance run in rounds, with the
+    results unchanged. arena_max bounds a lazy log as it bounds an eager one: the log's
+    reservation is arena_max entries and its published limit (what the kernels and the
+    guard read) never passes it, whatever the 2 MiB pieces behind it could hold."""
     import gc
 
     from cuwfst.decoder.gpu import GpuInstance
@@ -123,15 +126,19 @@ def _tight_arena(sd, graph, opts, slack):
     gc.collect()
     arena_max = 2 * lanes * (claims + eps * q) + slack  # the guard keeps half the arena free
     b.main = sd._backend.inst = GpuInstance(b.mod, b.uploaded, graph, opts, b.index, main_q=q, arena_entries=1024,
-                                            arena_max=arena_max, **b.kw)
+                                            arena_max=arena_max, **dict(b.kw, memory=memory))
+    st = b.main.mem_stats()
+    assert st["arena_capacity"] == 1024 and st["vmm"] == (memory == "lazy"), st  # (the H200's driver has VMM)
     return b.main
 
 
-@pytest.mark.parametrize("seed", range(16))
-def test_gpu_streams_wait_for_arena_room(seed):
+@pytest.mark.parametrize("seed,memory", [(s, ("lazy", "eager")[(s // 2) % 2]) for s in range(16)])
+def test_gpu_streams_wait_for_arena_room(seed, memory):
     """Many streams' chunks in an arena that holds one worst-case step and a few hundred
     entries more: each advance runs in several rounds (steps wait for the GC to free room),
-    and every stream still equals the CPU's online decode; no stream is flagged."""
+    and every stream still equals the CPU's online decode; no stream is flagged. Both ways
+    of holding the log: lazy (grows in place, the captured graphs replay and the guard reads
+    the new limit) and eager (replaced by a larger copy, the graphs captured again)."""
     rng, graph, V, opts = _case(seed)
     S = int(rng.integers(3, 7))
     T = [int(rng.integers(20, 70)) for _ in range(S)]
@@ -140,7 +147,7 @@ def test_gpu_streams_wait_for_arena_room(seed):
     want = [ref.decode(lps[i][None], [T[i]], online=True)[0] for i in range(S)]
     sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S)
     q = sd._frontend._gpu.main.main_q
-    inst = _tight_arena(sd, graph, opts, slack=max(8192, 24 * S * q))  # room for the live windows
+    _tight_arena(sd, graph, opts, slack=max(8192, 24 * S * q), memory=memory)  # room for the live windows
     streams = [sd.open_stream() for _ in range(S)]
     pos = [0] * S
     while any(pos[i] < T[i] for i in range(S)):
@@ -154,12 +161,13 @@ def test_gpu_streams_wait_for_arena_room(seed):
     for i in range(S):
         got = sd.finalize(streams[i])
         TOTALS["streams"] += 1
-        _same(graph, lps[i], want[i], got, f"seed {seed} stream {i}")
-    assert inst.mem_stats()["arena_high_water"] <= inst.arena_max
+        _same(graph, lps[i], want[i], got, f"seed {seed} {memory} stream {i}")
 
 
-def test_gpu_streams_wait_rounds_happen():
-    """The guard is exercised: over the tight-arena cases, advances took more rounds than calls."""
+@pytest.mark.parametrize("memory", ["lazy", "eager"])
+def test_gpu_streams_wait_rounds_happen(memory):
+    """The guard is exercised, with the log held either way: over the tight-arena cases,
+    advances took more rounds than calls."""
     rounds = calls = short = 0
     for seed in range(8):
         rng = np.random.default_rng(8800 + seed)
@@ -167,7 +175,7 @@ def test_gpu_streams_wait_rounds_happen():
         graph = random_ctc_graph(rng, 400, V, 5, 0.3)
         opts = DecoderOptions(search_beam=12.0, max_active_states=10000)
         sd = StreamingDecoder(graph, opts, device="cuda", max_streams=4)
-        inst = _tight_arena(sd, graph, opts, slack=4 * 8 * sd._frontend._gpu.main.main_q)
+        inst = _tight_arena(sd, graph, opts, slack=4 * 8 * sd._frontend._gpu.main.main_q, memory=memory)
         lps = [random_log_probs(rng, 1, 60, V, peaky=False)[0] for _ in range(4)]
         want = [Decoder(graph, opts).decode(lp[None], [60], online=True)[0] for lp in lps]
         streams = [sd.open_stream() for _ in range(4)]
@@ -181,9 +189,9 @@ def test_gpu_streams_wait_rounds_happen():
             short += 1
             continue
         for i in range(4):
-            _same(graph, lps[i], want[i], sd.finalize(streams[i]), f"seed {seed} stream {i}")
+            _same(graph, lps[i], want[i], sd.finalize(streams[i]), f"seed {seed} {memory} stream {i}")
         rounds += inst.mem_stats()["advance_rounds"]
-    assert short < 8 and rounds > calls, (rounds, calls, short)
+    assert short < 8 and rounds > calls, (memory, rounds, calls, short)
 
 
 def test_gpu_stream_lifecycle_and_long_stream_memory():

@@ -172,6 +172,62 @@ def test_variant_lattices_of_large_frontiers(variant, eps):
     assert_same_stats(cpu, gpu, f"{variant} large eps={eps}")
 
 
+# ------------------------------------------------------------ the pooled lane layout
+# Offline batches on epsilon-free graphs take the pooled layout under memory="lazy"
+# (types.cuh; forced on here, as the automatic choice keeps small decoders static): the
+# lattice stage reads the frontier, the step's slot space, the hash and the claims through
+# the lanes' per-step regions, and a batch that outgrows the pools pauses before a step and
+# resumes from it (PooledUndoStep also idles step_phase, so no cutoff or size is written for
+# the paused step; the records of the steps before the pause are kept, not zeroed again).
+@pytest.mark.parametrize("seed", [s for s in range(24) if s % 3 != 2])  # the epsilon-free cases
+def test_pooled_records_are_the_cpu_records(seed, monkeypatch):
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    if graph.num_epsilon_arcs > 0:
+        pytest.skip("epsilon graphs keep the static layout")
+    want = cpu_records(Decoder(graph, opts), lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens), memory="lazy",
+                  walker="thread" if seed % 4 == 1 else "warp")
+    be = dec._gpu
+    assert be.main.mem_stats()["pooled"] == 1
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(want, got, lens, f"pooled seed {seed}")
+    cpu, gpu = Decoder(graph, opts).decode(lp, lens, lattice=True), dec.decode(lp, lens, lattice=True)
+    compare(cpu, gpu, f"pooled seed {seed}")
+    assert_same_stats(cpu, gpu, f"pooled seed {seed}")
+
+
+def test_variant_pooled_lattices_pause_and_resume(variant, monkeypatch):
+    """A first lattice batch that outgrows the pools' first pieces (4 lanes of ~50k-slot steps),
+    so it pauses and resumes mid-decode, under each kernel variant: the CPU's records (every
+    step once, the steps before the pause included), lattices and search statistics; then
+    again on the grown pools (no pause)."""
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    rng = np.random.default_rng(6200)
+    V = 40
+    graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 4, 12, V, peaky=False)
+    lens = np.array([12, 9, 1, 0], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=400)
+    cpu_dec = Decoder(graph, opts)
+    cpu = cpu_dec.decode(lp, lens, lattice=True)
+    kw = {"scan_split": 3} if variant in ("new", "split") else {}
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, memory="lazy", **kw)
+    expect_variant(dec, variant, False)
+    be = dec._gpu
+    res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    assert lanes["pooled"] and lanes["grows"] >= 1, lanes  # the batch paused at least once
+    assert (res[3][:, 2] == 0).all(), "overflow"
+    assert_same_records(cpu_records(cpu_dec, lp, lens), got, lens, f"{variant} pooled pause")
+    gpu = dec.decode(lp, lens, lattice=True)
+    assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"]  # grown: one run
+    compare(cpu, gpu, f"{variant} pooled")
+    assert_same_stats(cpu, gpu, f"{variant} pooled")
+    assert dec.memory_stats()["instances"]["main"]["lattice_bytes"] > 0
+
+
 def test_k2_lattice_goldens_on_gpu():
     """k2's own lattices (tests/test_k2_lattice.py's goldens) on the GPU: the (frame, graph
     arc) sets, state counts, tot scores, best paths and arc score bits, and every lattice

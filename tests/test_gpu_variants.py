@@ -122,6 +122,39 @@ def test_large_frontiers(variant, eps, scan_split):
         same(graph, lp[b], cpu[b], gpu[b], f"{variant} split {scan_split} row {b}")
 
 
+@pytest.mark.parametrize("scan_split", [3, 16])
+def test_pooled_layout(variant, scan_split, monkeypatch):
+    """The pooled lane layout (offline batches on epsilon-free graphs with memory="lazy";
+    forced on, as the automatic choice keeps so small a decoder static) under the variant:
+    frontiers of several scan rounds cut into chunks inside the lanes' pooled regions, and a
+    first batch that outgrows the pools' first pieces (4 lanes of ~50k-slot steps ask for
+    hash tables of 131,072 slots each), so it is re-run after they grow; every row equal to
+    the CPU's, search statistics included."""
+    if variant not in ("new", "split") and scan_split != 3:
+        pytest.skip("this variant has one scan CTA per lane: one run is enough")
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    rng = np.random.default_rng(4100 + scan_split)
+    V = 40
+    graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 4, 20, V, peaky=False)
+    lens = np.array([20, 13, 1, 0], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
+    kw = {"scan_split": scan_split} if variant in ("new", "split") else {}
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, memory="lazy", **kw)
+    expect_variant(dec, variant, False)
+    gpu = dec.decode(lp, lens)
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    assert lanes["pooled"] and lanes["grows"] >= 1, lanes
+    for b in range(len(lens)):
+        same(graph, lp[b], cpu[b], gpu[b], f"{variant} pooled split {scan_split} row {b}")
+    again = dec.decode(lp, lens)  # grown pools: one run, the same results
+    assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"]
+    for b in range(len(lens)):
+        same(graph, lp[b], cpu[b], again[b], f"{variant} pooled split {scan_split} row {b}, again")
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_step_by_step_frontier_equals_cpu_snapshots(variant, seed):
     rng = np.random.default_rng(5100 + seed)

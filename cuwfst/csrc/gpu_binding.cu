@@ -222,9 +222,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t max_active, bool allow_partial, int64_t max_lanes, int64_t max_frames,
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
-                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations,
-                         int64_t scan_split, bool closure_lists, int64_t eps_blocks, int64_t finalize_split,
-                         int64_t lattice_entries) {
+                         int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
+                         int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
+                         int64_t finalize_split, int64_t lattice_entries) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -269,6 +269,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (eps_iterations > 0 && g->view.eps_count == nullptr)
     TVM_FFI_THROW(ValueError) << "eps_iterations > 0 on a graph without epsilon arcs";
   c.eps_iterations = static_cast<int32_t>(eps_iterations);
+  c.lazy = lazy;
+  if (lane_pool < 0 || lane_pool > 2) TVM_FFI_THROW(ValueError) << "lane_pool must be 0 (off), 1 (on) or 2 (auto)";
+  c.lane_pool = static_cast<int32_t>(lane_pool);
   if (scan_split < 0 || scan_split > 64) TVM_FFI_THROW(ValueError) << "scan_split must be in [0, 64] (0: auto)";
   c.scan_split = static_cast<int32_t>(scan_split);
   c.closure_lists = closure_lists ? 1 : 0;
@@ -396,8 +399,9 @@ void GpuLatticeRecords(int64_t h, TensorView out_records) {
 }
 
 // Continuous batching (GpuDecoder::DecodeMany): any number of rows; as GpuDecode otherwise.
+// gc_every_segment: a winners-log GC round after every segment (long-form offline decodes).
 void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
-                   int64_t caller_stream, TensorView out_arcs, TensorView out_len, TensorView out_score,
+                   bool gc_every_segment, int64_t caller_stream, TensorView out_arcs, TensorView out_len, TensorView out_score,
                    TensorView out_meta, TensorView out_stats) {
   GpuDecoder* d = GetDecoder(h);
   const LogProbs lp = CheckLogProbs(d, log_probs);
@@ -408,7 +412,7 @@ void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool onl
   Guarded([&] {
     d->DecodeMany(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
                   static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, static_cast<int32_t>(segment),
-                  caller_stream, out);
+                  gc_every_segment, caller_stream, out);
   });
 }
 
@@ -541,7 +545,7 @@ void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
   d->Profile(static_cast<double*>(out.data_ptr()));
 }
 
-// out i64[8]: see GpuDecoder::MemStats.
+// out i64[GpuDecoder::kMemStats]: see GpuDecoder::MemStats.
 void GpuDecoderMemStats(int64_t h, TensorView out) {
   CheckHostTensor(out, "out", kDLInt, 64, {GpuDecoder::kMemStats});
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));

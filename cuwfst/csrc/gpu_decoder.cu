@@ -105,7 +105,7 @@ std::string GpuDecoder::ArenaShort(unsigned long long need, int32_t lanes) const
   std::ostringstream os;
   os << "the winners arena cannot hold one step of " << lanes << " streams (" << need
      << " entries at worst, and as many again for its garbage collection; arena_max " << cfg_.arena_max
-     << ", now " << ws_.arena_cap
+     << ", now " << arena_cap_
      << "); nothing of this call ran past its last complete step; open fewer streams per decoder or "
      << "lower max_active_states / main_q_factor";
   return os.str();
@@ -163,25 +163,13 @@ void GpuDecoder::Allocate() {
   ws_.main_q = cfg_.main_q;
   ws_.claims_cap = cfg_.claims_cap;
   ws_.hash_cap = cfg_.hash_cap;
-  for (int b = 0; b < 2; ++b) {
-    ws_.tok_state[b] = Alloc<int32_t>(L * Q, "frontier states");
-    ws_.tok_score[b] = Alloc<float>(L * Q, "frontier scores");
-    ws_.tok_winner[b] = Alloc<int32_t>(L * Q, "frontier winners");
-  }
-  ws_.tok_begin = Alloc<int32_t>(L * Q, "tok_begin");
-  ws_.tok_ub = Alloc<float>(L * Q, "tok_ub");
+  ws_.eps_iterations = cfg_.eps_iterations;
   ws_.hint_cap = static_cast<int32_t>(std::min<int64_t>(4 * Q + 1, INT32_MAX / 64));
-  ws_.tok_hint = Alloc<int32_t>(L * ws_.hint_cap, "tok_hint");
-  ws_.arc_offsets = Alloc<int32_t>(L * (Q + 1), "arc_offsets");
+  ws_.pooled = 0;  // per sequence: SeqWorkspace
   ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
-  ws_.hash_key = Alloc<uint32_t>(L * cfg_.hash_cap, "hash keys");
-  ws_.hash_payload = Alloc<unsigned long long>(L * cfg_.hash_cap, "hash payloads");
-  CUWFST_CUDA(cudaMemsetAsync(ws_.hash_key, 0xFF, L * cfg_.hash_cap * sizeof(uint32_t), stream_));
-  CUWFST_CUDA(cudaMemsetAsync(ws_.hash_payload, 0, L * cfg_.hash_cap * sizeof(unsigned long long), stream_));
-  ws_.claims = Alloc<int2>(L * cfg_.claims_cap, "claims");
-  ws_.eps_iterations = cfg_.eps_iterations;
+  // the kernel variants (gpu_decoder.cuh DecoderConfig; docs/design.md "kernel variants")
   if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
   ws_.scan_split = cfg_.scan_split;
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
@@ -197,25 +185,97 @@ void GpuDecoder::Allocate() {
   if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX || L > kEpsListMaxLanes) cfg_.closure_lists = 0;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
-  if (cfg_.eps_iterations > 0) {
-    ws_.hash_pos = Alloc<int32_t>(L * cfg_.hash_cap, "hash positions (epsilon closure)");
-    CUWFST_CUDA(cudaMemsetAsync(ws_.hash_pos, 0xFF, L * cfg_.hash_cap * sizeof(int32_t), stream_));
-    ws_.eps_tok = Alloc<int32_t>(L * Q, "epsilon pass tokens");
-    ws_.eps_winner = Alloc<int32_t>(L * Q, "epsilon pass winners");
-    ws_.eps_touched = Alloc<int32_t>(L * cfg_.claims_cap, "epsilon touched slots");
-    if (cfg_.closure_lists) ws_.eps_list1 = Alloc<int32_t>(L * Q, "epsilon pass tokens (second list)");
-  }
   if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
   if (cfg_.eps_blocks <= 0) {
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     cfg_.eps_blocks = 8 * std::max(sms, 1);
   }
+  d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
+  d_pool_need_ = Alloc<unsigned long long>(kPoolNeedSlots, "pool demand");
+  CUWFST_CUDA(cudaMemsetAsync(d_pool_need_, 0, kPoolNeedSlots * sizeof(unsigned long long), stream_));
+  ws_.pool_cap = d_pool_cap_;
+  ws_.pool_need = d_pool_need_;
+  // The lane pools (types.cuh). Offline batches on epsilon-free graphs take the pooled
+  // layout when memory is lazy (a region's hint takes 4 entries a token, so main_q must
+  // keep them inside tok_hint's int32 slot space); everything else takes the static one.
+  // Every kernel variant honours both layouts (scan_split, finalize_split; closure = lists
+  // only runs on epsilon graphs, which are never pooled, but indexes through the lanes'
+  // regions all the same), so the variant does not enter this choice.
+  pooled_ok_ = cfg_.lazy && cfg_.lane_pool != 0 && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
+  // (pooled regions are rounded up to kPoolAlign tokens and 16 claims a lane: the static
+  // sizes plus that are the most any step can ask)
+  pool_max_[kPoolTokens] = L * (Q + 1 + kPoolAlign);
+  pool_max_[kPoolClaims] = L * (cfg_.claims_cap + 16);
+  pool_max_[kPoolHash] = L * cfg_.hash_cap;
+  auto add = [&](void** target, int32_t pool, int32_t elem, int32_t per_entry, int32_t fill, int64_t static_entries) {
+    auto a = std::make_unique<PoolArray>();
+    a->target = target;
+    a->pool = pool;
+    a->elem = elem;
+    a->per_entry = per_entry;
+    a->fill = fill;
+    a->static_entries = static_entries;
+    pool_arrays_.push_back(std::move(a));
+  };
+  const int64_t F = pool_max_[kPoolTokens], C = pool_max_[kPoolClaims], H = pool_max_[kPoolHash];
+  for (int b = 0; b < 2; ++b) {
+    add(reinterpret_cast<void**>(&ws_.tok_state[b]), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.tok_score[b]), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.tok_winner[b]), kPoolTokens, 4, 1, -1, F);
+  }
+  add(reinterpret_cast<void**>(&ws_.tok_begin), kPoolTokens, 4, 1, -1, F);
+  add(reinterpret_cast<void**>(&ws_.tok_ub), kPoolTokens, 4, 1, -1, F);
+  add(reinterpret_cast<void**>(&ws_.arc_offsets), kPoolTokens, 4, 1, -1, F);
+  add(reinterpret_cast<void**>(&ws_.tok_hint), kPoolTokens, 4, 4, -1, L * ws_.hint_cap);
+  add(reinterpret_cast<void**>(&ws_.claims), kPoolClaims, 8, 1, -1, C);
+  add(reinterpret_cast<void**>(&ws_.hash_key), kPoolHash, 4, 1, 0xFF, H);
+  add(reinterpret_cast<void**>(&ws_.hash_payload), kPoolHash, 8, 1, 0, H);
+  if (cfg_.eps_iterations > 0) {
+    add(reinterpret_cast<void**>(&ws_.hash_pos), kPoolHash, 4, 1, 0xFF, H);
+    add(reinterpret_cast<void**>(&ws_.eps_tok), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.eps_winner), kPoolTokens, 4, 1, -1, F);
+    add(reinterpret_cast<void**>(&ws_.eps_touched), kPoolClaims, 4, 1, -1, C);
+    if (cfg_.closure_lists) add(reinterpret_cast<void**>(&ws_.eps_list1), kPoolTokens, 4, 1, -1, F);
+  }
+  if (pooled_ok_ && cfg_.lane_pool == 2) {  // auto: only where pooling can hold less
+    const size_t piece = std::max<size_t>(VmmGranularity(device()), size_t{2} << 20);
+    int64_t static_bytes = 0;
+    for (const auto& a : pool_arrays_) static_bytes += a->static_entries * a->elem;
+    pooled_ok_ = static_bytes > static_cast<int64_t>(2 * pool_arrays_.size() * piece);
+  }
+  for (auto& a : pool_arrays_) {
+    // both layouts fit: the static one, and (pooled) 4 hint entries a token, 3 a lane more
+    // than the static hint slices; the static commit takes it all
+    if (pooled_ok_) a->static_entries = std::max<int64_t>(a->static_entries, a->per_entry * pool_max_[a->pool]);
+    const int64_t most = a->static_entries;
+    cudaError_t e = a->region.Init(static_cast<size_t>(most) * a->elem, pooled_ok_);
+    if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e))
+      e = a->region.Init(static_cast<size_t>(most) * a->elem, false);  // VMM refused: eager
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot reserve " << FormatBytes(most * a->elem) << " of address space for the lane pools on cuda:"
+         << device() << "; " << Advice();
+      ThrowAcquireFailure(e, os.str());
+    }
+  }
+  if (pooled_ok_) {
+    // a first commit: the start tokens (kPoolAlign a lane) and a little of each pool; a VMM region
+    // rounds each array up to its granularity, and the capacity published is what all of a
+    // pool's arrays hold, so the first pieces are used whole
+    const int64_t want[kPools] = {kPoolAlign * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
+    CommitPools(want, false, "the first batch");
+  } else {
+    EnsureStatic();
+  }
   ws_.arena_cursor = Alloc<unsigned long long>(1, "arena cursor");
   arena_guard_ = Alloc<unsigned long long>(1, "arena guard");
   ws_.arena_guard = arena_guard_;
   CUWFST_CUDA(cudaMemsetAsync(arena_guard_, 0, sizeof(unsigned long long), stream_));
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
+  // zero: a lane that no sequence has initialized yet is released by the first one, which
+  // leaves its regions as they are; HashSanitizeKernel reads them, so no garbage may be there
+  CUWFST_CUDA(cudaMemsetAsync(ws_.lanes, 0, L * sizeof(LaneCounters), stream_));
   d_commands_ = Alloc<LaneCommand>(L, "lane commands");
   ws_.commands = d_commands_;
   d_inputs_ = Alloc<LaneInput>(L, "lane inputs");
@@ -225,17 +285,26 @@ void GpuDecoder::Allocate() {
   ws_.gc_conv = Alloc<int32_t>(L, "GC convergence points");
   ws_.drain_len = Alloc<int32_t>(L, "GC drain lengths");
   lane_host_.assign(L, LaneHost{});
-  // The winners arena is the one structure that grows (offline: grow and re-run).
-  const size_t arena_bytes = static_cast<size_t>(cfg_.arena_cap) * sizeof(WinnerEntry);
-  cudaError_t e = TryDeviceAlloc(arena_bytes, &arena_);
+  d_arena_limit_ = Alloc<long long>(1, "the winners-log limit");
+  ws_.arena_limit = d_arena_limit_;
+  // The winners log is the one structure that grows (offline: grow and re-run). As a VMM
+  // region its worst case is reserved here and memory is committed as batches need it;
+  // the GC tags share its size and are reserved alongside, committed on the first GC.
+  const size_t log_max = static_cast<size_t>(cfg_.arena_max) * sizeof(WinnerEntry);
+  cudaError_t e = arena_.Init(log_max, cfg_.lazy);
+  // a driver that reports VMM but refuses it (not for lack of memory): the eager log
+  if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e)) e = arena_.Init(log_max, false);
+  // (eager tags take nothing here)
+  if (e == cudaSuccess) e = gc_tags_.Init(static_cast<size_t>(cfg_.arena_max) * sizeof(long long), arena_.vmm());
   if (e != cudaSuccess) {
     std::ostringstream os;
-    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(arena_bytes)) << " for the winners arena ("
-       << cfg_.arena_cap << " entries) on cuda:" << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+    os << "cannot reserve " << FormatBytes(static_cast<int64_t>(log_max)) << " of address space for the winners log ("
+       << cfg_.arena_max << " entries at most) on cuda:" << device() << "; lower max_lanes (now " << cfg_.max_lanes
+       << ")";
     ThrowAcquireFailure(e, os.str());
   }
-  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
-  ws_.arena_cap = cfg_.arena_cap;
+  ws_.gc_tag = gc_tags_.vmm() ? static_cast<long long*>(gc_tags_.get()) : nullptr;
+  CommitArena(cfg_.arena_cap, false, "the winners log");
   auto pinned = [&](PinnedBuffer* dst, size_t bytes, const char* what) {
     cudaError_t pe = TryPinnedAlloc(bytes, dst);
     if (pe != cudaSuccess) {
@@ -290,28 +359,118 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   ws_.out_path = static_cast<int32_t*>(out_path_.get());
 }
 
-// Winners-arena growth to what the batch used (at least double): the new arena is
-// allocated before the old one is let go, so a failure keeps a valid arena under ws_.arena.
+// Winners-log growth to what the batch used: the cursor counts every append, also those
+// past the limit, so it is the batch's need (an overflowed append loses only its
+// backpointer, never a token, so the search and its appends are those of a run with room).
+// A VMM log commits a little more than the need (pieces of its granularity); an eager one
+// at least doubles, since each growth copies.
 void GpuDecoder::GrowArena(unsigned long long cursor) {
-  int64_t want = std::max<int64_t>(ws_.arena_cap * 2, static_cast<int64_t>(cursor) + static_cast<int64_t>(cursor >> 2));
-  want = std::min<int64_t>(want, cfg_.arena_max);
-  DeviceBuffer fresh;
-  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(WinnerEntry), &fresh);
+  const int64_t need = static_cast<int64_t>(cursor);
+  int64_t want = arena_.vmm() ? need + need / 8 : std::max<int64_t>(arena_cap_ * 2, need + need / 4);
+  CommitArena(std::max<int64_t>(want, arena_cap_ + 1), false, "this batch");
+}
+
+void GpuDecoder::CommitArena(int64_t entries, bool keep, const char* why) {
+  entries = std::min<int64_t>(entries, cfg_.arena_max);
+  if (entries <= arena_cap_) return;
+  size_t keep_bytes = 0;
+  if (keep && arena_cap_ > 0) {
+    unsigned long long cursor = 0;
+    CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    keep_bytes = static_cast<size_t>(std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_))) *
+                 sizeof(WinnerEntry);
+  }
+  bool moved = false, tags_moved = false;
+  cudaError_t e = arena_.Commit(static_cast<size_t>(entries) * sizeof(WinnerEntry), keep_bytes, -1, stream_, &moved);
+  if (e == cudaSuccess && gc_tags_used_)  // tags are 8 bytes an entry too: same byte counts
+    e = gc_tags_.Commit(static_cast<size_t>(entries) * sizeof(long long), keep_bytes, 0, stream_, &tags_moved);
+  if (moved || tags_moved) {  // eager: the kernels' arguments changed (a grown log is kept even if the tags failed)
+    FreeGraphs();
+    ws_.arena = static_cast<WinnerEntry*>(arena_.get());
+    if (gc_tags_used_) ws_.gc_tag = static_cast<long long*>(gc_tags_.get());
+  }
   if (e != cudaSuccess) {
     std::ostringstream os;
-    os << "cannot grow the winners arena from " << ws_.arena_cap << " to " << want << " entries ("
-       << FormatBytes(want * static_cast<int64_t>(sizeof(WinnerEntry))) << ") on cuda:" << device()
-       << "; this batch needs about " << cursor << " entries; the decoder keeps its " << ws_.arena_cap
-       << "-entry arena and stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes
-       << ") or lower max_active_states";
+    const int64_t bytes = entries * static_cast<int64_t>(sizeof(WinnerEntry)) * (gc_tags_used_ ? 2 : 1);
+    if (arena_cap_ == 0)
+      os << "cannot allocate " << FormatBytes(bytes) << " for the winners log (" << entries << " entries) on cuda:"
+         << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+    else
+      os << "cannot grow the winners arena from " << arena_cap_ << " to " << entries << " entries ("
+         << FormatBytes(bytes) << ") on cuda:" << device() << " for " << why << "; the decoder keeps its "
+         << arena_cap_ << "-entry arena and stays usable; decode fewer rows at a time (max_lanes, now "
+         << cfg_.max_lanes << "), lower max_active_states, or set gc_interval for long inputs";
     ThrowAcquireFailure(e, os.str());
   }
-  FreeGraphs();  // they captured the old arena pointer
-  arena_ = std::move(fresh);
-  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
-  ws_.arena_cap = want;
-  gc_tag_ = DeviceBuffer();  // sized to the arena; made again by the next GC round
-  ws_.gc_tag = nullptr;
+  if (arena_cap_ > 0) ++arena_grows_;
+  arena_cap_ = entries;
+  ws_.arena = static_cast<WinnerEntry*>(arena_.get());  // VMM: the same address every time
+  PublishArenaLimit();
+}
+
+void GpuDecoder::PublishArenaLimit() {
+  h_arena_limit_ = arena_cap_;
+  // from pageable memory: staged before the call returns, so h_arena_limit_ may change after
+  CUWFST_CUDA(cudaMemcpyAsync(d_arena_limit_, &h_arena_limit_, sizeof(long long), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const char* why, bool keep) {
+  bool moved_any = false;
+  cudaError_t e = cudaSuccess;
+  int64_t failed_bytes = 0;
+  for (auto& a : pool_arrays_) {
+    const int64_t entries =
+        statics ? a->static_entries : std::min<int64_t>(want[a->pool], pool_max_[a->pool]) * a->per_entry;
+    bool moved = false;
+    e = a->region.Commit(static_cast<size_t>(entries) * a->elem, keep ? a->region.committed() : 0, a->fill, stream_,
+                         &moved);
+    moved_any |= moved;
+    *a->target = a->region.get();  // VMM: the same address every time
+    if (e != cudaSuccess) {
+      failed_bytes = entries * a->elem;
+      break;
+    }
+  }
+  if (moved_any) FreeGraphs();  // eager regions moved: the captured kernels' arguments changed
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    if (pool_cap_[kPoolTokens] == 0)
+      os << "cannot allocate " << FormatBytes(failed_bytes) << " for the lanes' frontiers, claims and hash tables on cuda:"
+         << device() << "; " << Advice();
+    else
+      os << "cannot grow the lane pools (frontiers, claims, hash tables) to " << FormatBytes(failed_bytes)
+         << " an array on cuda:" << device() << " for " << why
+         << "; the decoder keeps its pools and stays usable; " << Advice() << ", or decode fewer rows at a time";
+    ThrowAcquireFailure(e, os.str());
+  }
+  // a pool's capacity is what every one of its arrays holds (VMM rounds each up to whole
+  // pieces, so the first pieces are used whole)
+  for (int k = 0; k < kPools; ++k) {
+    int64_t cap = pool_max_[k];
+    if (!statics)
+      for (const auto& a : pool_arrays_)
+        if (a->pool == k)
+          cap = std::min<int64_t>(cap, static_cast<int64_t>(a->region.committed()) / a->elem / a->per_entry);
+    pool_cap_[k] = cap;
+    h_pool_cap_[k] = cap;
+  }
+  // from pageable memory: staged before the call returns
+  CUWFST_CUDA(cudaMemcpyAsync(d_pool_cap_, h_pool_cap_, sizeof(h_pool_cap_), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GpuDecoder::EnsureStatic() {
+  if (static_ready_) return;
+  CommitPools(pool_max_, true, "the static layout (streams, continuous batching, snapshots)");
+  static_ready_ = true;
+}
+
+Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
+  Workspace w = ws_;
+  w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
+  return w;
 }
 
 void GpuDecoder::SyncQuietly() noexcept {
@@ -358,17 +517,21 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int32_t reset = kind == SeqKind::kBatch ? 1 : 0;
-  Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, ws_, p, reset); });
-  if (ws_.lattice) {  // the records start empty (memset nodes in a captured graph)
-    CUWFST_CUDA(cudaMemsetAsync(ws_.lat_cursor, 0, sizeof(unsigned long long), stream_));
-    CUWFST_CUDA(cudaMemsetAsync(ws_.lat_count, 0, static_cast<size_t>(L) * ws_.seg_cap * sizeof(int32_t), stream_));
+  const Workspace w = SeqWorkspace(kind);
+  Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, w, p, reset); });
+  // The records start empty (memset nodes in a captured graph) when a batch starts, not when
+  // a paused pooled batch resumes (kResume): the records and step counts of the steps before
+  // the pause stay, and the resumed steps append to them.
+  if (w.lattice && reset) {
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
   }
   const bool opens = kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kOpen;
-  if (opens && cfg_.eps_iterations > 0) EnqueueClosure(false);
-  for (int32_t s = 0; s < steps; ++s) EnqueueStep(f16);
-  if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize)
-    Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(ws_); });
-  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0); });
+  if (opens && cfg_.eps_iterations > 0) EnqueueClosure(w, false);
+  for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
+  if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize || kind == SeqKind::kResume)
+    Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
+  if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(w, 0); });
   CUWFST_CUDA(cudaGetLastError());
 }
 
@@ -427,7 +590,7 @@ void GpuDecoder::ReleaseAllLanes() {
 void GpuDecoder::UploadLaneOrders() {
   const int L = cfg_.max_lanes;
   if (hash_dirty_) {  // a sequence failed half-way: its steps may have left claimed slots
-    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 1);
+    HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, pool_cap_[kPoolHash]);
     CUWFST_CUDA(cudaGetLastError());
     hash_dirty_ = false;
   }
@@ -440,7 +603,7 @@ void GpuDecoder::UploadLaneOrders() {
 // closure claimed (epsilon.cuh). In a lattice decode the passes build their slot spaces in
 // a second set of arrays, so the step's own stays for the lattice walk (lattice.cuh), which
 // then clears the claims (LatStepEndKernel) in place of ClearClaimsKernel.
-void GpuDecoder::EnqueueClosure(bool closes_step) {
+void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
@@ -449,9 +612,11 @@ void GpuDecoder::EnqueueClosure(bool closes_step) {
   // second set. closure = scan (EpsScanKernel) writes all five; closure = lists writes only
   // tok_begin (each list entry's first epsilon arc, EpsListExpandKernel) and leaves the
   // lane's phase, frontier size and hint flag alone, so only tok_begin is swapped there
-  // (EnsureLattice allocates just that one).
-  Workspace ews = ws_;
-  if (ws_.lattice) {
+  // (EnsureLattice allocates just that one). The closure runs on epsilon graphs only, which
+  // never take the pooled layout, so the second set is indexed like the static layout's
+  // arrays (tok_off = lane * (main_q + 1), HintBase = lane * hint_cap).
+  Workspace ews = w;
+  if (w.lattice) {
     ews.tok_begin = static_cast<int32_t*>(eps_begin_.get());
     if (!cfg_.closure_lists) {
       ews.tok_ub = static_cast<float*>(eps_ub_.get());
@@ -462,7 +627,7 @@ void GpuDecoder::EnqueueClosure(bool closes_step) {
   }
   // The claims stay for the lattice walk after a real step's closure; LatStepEndKernel
   // clears them (and counts closure_added) in place of ClearClaimsKernel.
-  const bool clear = !(ws_.lattice && closes_step);
+  const bool clear = !(w.lattice && closes_step);
   if (cfg_.closure_lists) {
     for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
       Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews, pass); });
@@ -479,33 +644,33 @@ void GpuDecoder::EnqueueClosure(bool closes_step) {
     }
   }
   if (clear)
-    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
 }
 
-void GpuDecoder::EnqueueStep(bool f16) {
+void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const DeviceGraph& g = graph_->view;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   if (cfg_.scan_split > 1)
-    Timed(1, [&] { ScanSplitKernel<<<L * cfg_.scan_split, kScanThreads, 0, stream_>>>(g, ws_, p); });
+    Timed(1, [&] { ScanSplitKernel<<<L * cfg_.scan_split, kScanThreads, 0, stream_>>>(g, w, p); });
   else
-    Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ws_, p); });
+    Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, p); });
   if (cfg_.walker == kWalkThread) {
-    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   } else {
-    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ws_); });
-  if (cfg_.eps_iterations > 0) EnqueueClosure(true);
-  if (ws_.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
+  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, w); });
+  if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
+  if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     if (cfg_.walker == kWalkThread)
-      Timed(12, [&] { LatPersistKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
+      Timed(12, [&] { LatPersistKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     else
-      Timed(12, [&] { LatPersistKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ws_); });
-    Timed(13, [&] { LatStepEndKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ws_); });
+      Timed(12, [&] { LatPersistKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    Timed(13, [&] { LatStepEndKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
   }
 }
 
@@ -520,6 +685,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     cudaError_t stale = cudaGetLastError();  // see Decode
     if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", 1, T, V, length + 1);
     if (length > cfg_.max_frames) AllocatePath(length);
+    EnsureStatic();  // snapshots launch step by step, with no re-run: the static layout
     ReleaseAllLanes();
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
@@ -527,10 +693,11 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     in[0] = {lp, stride_t, 0, 0};
     Wait(caller_stream);
     const int L = cfg_.max_lanes;
+    SetArenaGuard(0);  // launched step by step, not through RunOnce: no stream's guard may linger
     UploadLaneOrders();
     const StepParams p = Params(lp_f16);
     LaneSetupKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p, 1);
-    if (cfg_.eps_iterations > 0) EnqueueClosure(false);
+    if (cfg_.eps_iterations > 0) EnqueueClosure(ws_, false);
     std::vector<Snapshot> snaps;
     std::vector<WinnerEntry> log;
     // The frontier in buffer `buf` after a step (t < length) or the start (t = -1), or the
@@ -553,7 +720,8 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
       std::memcpy(&mx, &bits, sizeof(mx));
       s.cutoff = mx - lc.beam;
-      int32_t n = t < length ? std::min(lc.next_size, cfg_.main_q) : (lc.final_winner != -2 ? 1 : 0);
+      int32_t n = t < length ? std::min(lc.next_size, lc.tok_cap[buf]) : (lc.final_winner != -2 ? 1 : 0);
+      const int64_t q = lc.tok_off[buf];
       // after a real step's closure the lane is kPhaseEps (closure = scan) or still
       // kPhaseReal (closure = lists); eps_base is the frontier before the closure either way
       s.before_closure =
@@ -568,24 +736,24 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       s.score.resize(n);
       std::vector<int32_t> winner(n);
       if (t < length && n > 0) {
-        CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
-        CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf], n * sizeof(float), cudaMemcpyDeviceToHost));
-        CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf], n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(s.state.data(), ws_.tok_state[buf] + q, n * sizeof(int32_t), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(s.score.data(), ws_.tok_score[buf] + q, n * sizeof(float), cudaMemcpyDeviceToHost));
+        CUWFST_CUDA(cudaMemcpy(winner.data(), ws_.tok_winner[buf] + q, n * sizeof(int32_t), cudaMemcpyDeviceToHost));
       } else if (n > 0) {
         s.state[0] = graph_->view.num_states - 1;
         s.score[0] = lc.final_score;
         winner[0] = lc.final_winner;
       }
-      const unsigned long long kept = std::min<unsigned long long>(cursor, ws_.arena_cap);
+      const unsigned long long kept = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_));
       log.resize(kept);
-      if (kept) CUWFST_CUDA(cudaMemcpy(log.data(), arena_.get(), kept * sizeof(WinnerEntry), cudaMemcpyDeviceToHost));
+      if (kept) CUWFST_CUDA(cudaMemcpy(log.data(), ws_.arena, kept * sizeof(WinnerEntry), cudaMemcpyDeviceToHost));
       s.arc.resize(n);
       for (int32_t i = 0; i < n; ++i) s.arc[i] = winner[i] >= 0 ? log[winner[i]].arc : -1;
       snaps.push_back(std::move(s));
     };
     take(-1);
     for (int32_t t = 0; t <= length; ++t) {
-      EnqueueStep(lp_f16);
+      EnqueueStep(ws_, lp_f16);
       take(t);
     }
     HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0);
@@ -692,32 +860,68 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
     const int64_t elem = lp_f16 ? 2 : 4;
-    for (int32_t l = 0; l < L; ++l) {
-      cmd[l] = {kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0};
-      in[l] = {base + (l < B ? l : 0) * stride_b * elem, stride_t, 0, 0};
-    }
+    for (int32_t l = 0; l < L; ++l) in[l] = {base + (l < B ? l : 0) * stride_b * elem, stride_t, 0, 0};
     Wait(caller_stream);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
+    if (!pooled_ok_) EnsureStatic();
+    bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
     for (;;) {
+      if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
+        for (int32_t l = 0; l < L; ++l) cmd[l] = {0, 0, 0, 0};
+      else
+        for (int32_t l = 0; l < L; ++l) cmd[l] = {kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0};
       UploadLaneOrders();
-      RunOnce(SeqKind::kBatch, steps, lp_f16, replay);
+      RunOnce(resume ? SeqKind::kResume : SeqKind::kBatch, steps, lp_f16, replay);
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-      unsigned long long cursor = 0, lat_cursor = 0;
+      unsigned long long cursor = 0, lat_cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
       CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      if (pooled_ok_)
+        CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
       if (lattice)
         CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
+      bool arena_full = false, lane_refused = false;
+      for (int32_t b = 0; b < B; ++b) {
+        arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
+        lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
+      }
+      // A step whose asks did not fit the pools paused the batch before it (scan.cuh
+      // LaneScanLastBlock): nothing of that step ran, every lane still holds the frontier it
+      // had, and need[] holds what the step asked of each pool, exactly (every lane had
+      // stepped fully until then). Each pool short of it grows in one step to 1.25 x that,
+      // and at least doubles (a first big batch's frontiers grow step by step, so the next
+      // pause may come a few steps later), within the static worst case, which holds any
+      // step; the batch then resumes from the paused step, so no step is decoded twice.
+      if (need[kPoolPauseSlot] != 0) {
+        int64_t want[kPools];
+        bool grows = false;
+        for (int k = 0; k < kPools; ++k) {
+          want[k] = PoolGrowth(static_cast<int64_t>(need[k]), pool_cap_[k], pool_max_[k]);
+          grows |= want[k] > pool_cap_[k];
+        }
+        if (!grows)  // cannot happen: a step asks at most the static layout's sizes
+          throw std::logic_error("a pooled batch paused with its pools at their worst case");
+        CommitPools(want, false, "this batch", /*keep=*/true);
+        ++pool_grows_;
+        resume = true;
+        continue;
+      }
+      resume = false;
+      if (lane_refused)  // cannot happen (a step that fits gives every lane its regions); never a result
+        throw std::logic_error("a pooled lane was refused its regions by a step that fitted the pools");
+      for (int k = 0; k < kPools; ++k) pool_high_[k] = std::max<int64_t>(pool_high_[k], static_cast<int64_t>(need[k]));
       arena_high_water_ = std::max(arena_high_water_, cursor);
-      bool arena_full = false;
-      for (int32_t b = 0; b < B; ++b) arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
+      // The lattice records (their own buffer, not the winners log): the cursor counts every
+      // record, also those past lat_cap, so after the whole batch it is what the batch needs.
       const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
-      if ((!arena_full || ws_.arena_cap >= cfg_.arena_max) && !lattice_full) break;
-      // decode is idempotent (InitKernel resets all loop state): grow and run it again
-      if (arena_full && ws_.arena_cap < cfg_.arena_max) GrowArena(cursor);
+      const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
+      if (!arena_grows && !lattice_full) break;
+      // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
+      if (arena_grows) GrowArena(cursor);
       if (lattice_full) GrowLattice(lat_cursor);
     }
     if (lattice) ReadLattice(B, lengths, *lattice);
@@ -743,8 +947,16 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   std::lock_guard<std::mutex> lock(mu_);
-  out[0] = fixed_bytes_ + arena_.amount() + out_path_.amount() + gc_tag_.amount() + drain_.amount() + lattice_bytes();
-  out[1] = out[0];
+  const int64_t paths = out_path_.amount() + drain_.amount();
+  const int64_t log_committed = static_cast<int64_t>(arena_.committed() + gc_tags_.committed());
+  const int64_t log_reserved = static_cast<int64_t>(arena_.reserved() + gc_tags_.reserved());
+  int64_t pool_committed = 0, pool_reserved = 0;
+  for (const auto& a : pool_arrays_) {
+    pool_committed += static_cast<int64_t>(a->region.committed());
+    pool_reserved += static_cast<int64_t>(a->region.reserved());
+  }
+  out[0] = fixed_bytes_ + pool_reserved + log_reserved + paths + lattice_bytes();
+  out[1] = fixed_bytes_ + pool_committed + log_committed + paths + lattice_bytes();
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
@@ -752,10 +964,30 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
-  out[8] = advance_rounds_;
-  out[9] = cfg_.scan_split;
-  out[10] = cfg_.closure_lists;
-  out[11] = cfg_.finalize_split;
+  out[8] = graph_->bytes();
+  out[9] = log_committed;
+  out[10] = log_reserved;
+  out[11] = arena_cap_;
+  out[12] = arena_.vmm() ? 1 : 0;
+  out[13] = static_cast<int64_t>(arena_.granularity());
+  out[14] = paths;
+  out[15] = arena_grows_;
+  out[16] = gc_round_;
+  out[17] = static_cast<int64_t>(arena_used_);
+  out[18] = static_cast<int64_t>(arena_used_max_);
+  out[19] = pool_committed;
+  out[20] = pool_reserved;
+  out[21] = pooled_ok_ ? 1 : 0;
+  out[22] = pool_grows_;
+  for (int k = 0; k < kPools; ++k) {
+    out[23 + k] = pool_cap_[k];
+    out[26 + k] = pool_high_[k];
+  }
+  out[29] = advance_rounds_;
+  out[30] = cfg_.scan_split;
+  out[31] = cfg_.closure_lists;
+  out[32] = cfg_.finalize_split;
+  out[33] = lattice_bytes();
 }
 
 }  // namespace cuwfst

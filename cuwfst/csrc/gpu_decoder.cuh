@@ -16,6 +16,7 @@
 
 #include "cuda_resources.cuh"
 #include "cuwfst/types.cuh"
+#include "lazy_region.cuh"
 
 namespace cuwfst {
 
@@ -42,8 +43,17 @@ struct DecoderConfig {
   int32_t main_q = 320000;
   int32_t claims_cap = 640000;
   int32_t hash_cap = 1 << 21;
-  int64_t arena_cap = 64ll << 20;
-  int64_t arena_max = 512ll << 20;
+  int64_t arena_cap = 64ll << 20;   // winners entries the log starts with
+  int64_t arena_max = 512ll << 20;  // ... and the most it grows to
+  // The winners log (and its GC tags) as lazily committed VMM regions where the driver has
+  // them (lazy_region.cuh); false: the eager path, a buffer replaced by a larger one. lazy
+  // also lets offline batches on epsilon-free graphs take the pooled layout of the lanes'
+  // frontiers, claims and hash tables (types.cuh), committed as batches need it.
+  bool lazy = true;
+  // The pooled layout for offline batches (with lazy, on epsilon-free graphs): 0 off, 1 on,
+  // 2 auto (on where the static layout is larger than what the pools' first pieces take,
+  // twice over: a small decoder holds less with every lane's worst case).
+  int32_t lane_pool = 2;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
@@ -115,6 +125,8 @@ enum class SeqKind : int32_t {
   kAdvance = 2,   // a streams' chunk: setup (frames available), steps, sanitize
   kFinalize = 3,  // streams' final step: setup (lengths), one step, backtrack, sanitize
   kOpen = 4,      // new streams: setup, start closure
+  kResume = 5,    // a paused pooled batch (scan.cuh LaneScanLastBlock): setup (every lane goes on), steps,
+                  // backtrack, sanitize
 };
 
 // Outputs of StreamPartial, on the host: the best path so far and how much of it is final.
@@ -165,13 +177,16 @@ class GpuDecoder {
   void TakeLatticeRecords(int32_t* out, int64_t N);
   // Continuous batching: N rows of one packed [N, T, V] tensor through the lanes, the next
   // row entering a lane as soon as one finishes (segments of `segment` steps); each row's
-  // result equals its decode alone. Outputs as Decode's, one row per input row.
+  // result equals its decode alone. Outputs as Decode's, one row per input row. A GC round
+  // runs when the next segment might not fit the winners log, or after every segment with
+  // gc_every_segment (long-form offline decoding, Decoder(gc_interval=...)).
   void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
-                  int32_t V, const int32_t* lengths, bool online, int32_t segment, int64_t caller_stream,
-                  DecodeOutputs out);
+                  int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
+                  int64_t caller_stream, DecodeOutputs out);
   // Streams (k2's online beam mode; lanes are their slots). Open: the lanes' start tokens
   // and closures. Advance: lanes[i] takes lens[i] frames of rows i of a packed [S, Tc, V]
-  // device tensor, in one launch sequence, then a GC round. Partial: the best paths so far.
+  // device tensor, in one launch sequence, then a GC round (in more rounds when the arena
+  // guard made steps wait for room). Partial: the best paths so far.
   // Finalize: the final step and the results, after which the lanes are free. Release:
   // abandon lanes.
   void StreamOpen(const int32_t* lanes, int32_t n);
@@ -194,12 +209,25 @@ class GpuDecoder {
   };
   std::vector<Snapshot> DecodeSnapshots(const void* lp, bool lp_f16, int64_t stride_t, int32_t T,
                                         int32_t V, int32_t length, int64_t caller_stream);
-  // {reserved, committed, fixed, arena_high_water, pinned, cached_graphs, graph_captures,
-  //  graph_evictions, advance_rounds}: device bytes this decoder holds (reserved = committed: no lazy
-  // regions yet), of which fixed workspace; winners-arena high water (entries); pinned
-  // host bytes; the CUDA-graph cache's size and its capture / eviction counts; the rounds
-  // stream advances took (more than one per advance when the arena guard made steps wait).
-  static constexpr int kMemStats = 12;  // + scan_split, closure_lists, finalize_split (the variant in use)
+  // out[kMemStats], bytes unless said: [0] reserved (address space: the lazy regions'
+  // reservations and every eager buffer), [1] committed (device memory this decoder holds),
+  // [2] fixed workspace, [3] winners high water (entries), [4] pinned host bytes, [5]
+  // cached CUDA graphs, [6] graph captures, [7] graph evictions, [8] the uploaded graph's
+  // bytes (shared by every decoder of the graph on this device, not in [0] or [1]), [9]
+  // winners log committed (the log and its GC tags), [10] winners log reserved, [11] the
+  // log's capacity (entries, the kernels' limit), [12] 1 if the log is a VMM region, [13]
+  // the VMM granularity (0: eager), [14] path and GC-drain buffers, [15] log growths (each
+  // re-ran a batch or kept a sequence's contents), [16] GC rounds, [17] winners entries
+  // live after the last GC round, [18] the most live after any round, [19] lane pools
+  // committed (frontiers, step scratch, claims, hash tables), [20] lane pools reserved,
+  // [21] 1 if offline batches take the pooled layout, [22] pool growths (each paused a
+  // batch, which then resumed), [23..25] the pools' capacity (entries: tokens, claims, hash slots), [26..28]
+  // the most of each a batch used, [29] the rounds stream advances took (more than one per
+  // advance when the arena guard made steps wait for room), [30..32] the kernel variant in
+  // use: scan_split, closure_lists, finalize_split (after the auto choices and fallbacks),
+  // [33] lattice buffers (records, per-step arrays, hash positions, the closure's second
+  // slot space; allocated by the first lattice decode, eager, and in [0] and [1]).
+  static constexpr int kMemStats = 34;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -215,12 +243,28 @@ class GpuDecoder {
   void Allocate();
   void AllocatePath(int32_t max_frames);
   void GrowArena(unsigned long long cursor);
+  // Makes the winners log (and its GC tags once used) hold `entries` (at most arena_max),
+  // keeping the live contents when `keep` (eager regions move and copy them; VMM regions
+  // only map more). Publishes the new limit; on failure the old log and limit stay.
+  void CommitArena(int64_t entries, bool keep, const char* why);
+  void PublishArenaLimit();
+  // The lane pools (types.cuh): commits every array of pool k to hold want[k] entries
+  // (statics: the static layout's full size), publishes the capacities; on failure the old
+  // capacities stay (arrays that did grow keep their memory, and say so in MemStats). keep:
+  // the contents stay (a paused batch's frontiers; VMM regions keep them anyway, an eager
+  // region copies them into its replacement).
+  void CommitPools(const int64_t want[kPools], bool statics, const char* why, bool keep = false);
+  // The static layout's full size, once (streams, continuous batching, snapshots, and every
+  // sequence where the pooled layout is off).
+  void EnsureStatic();
+  // The Workspace a sequence of `kind` launches with (pooled for offline batches when on).
+  Workspace SeqWorkspace(SeqKind kind) const;
   void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(SeqKind kind, int32_t steps, bool f16);
-  void EnqueueStep(bool f16);
+  void EnqueueStep(const Workspace& w, bool f16);
   // closes_step: the closure of a real step, which a lattice decode's walk follows (it keeps
   // the claims for it); false for the start closure.
-  void EnqueueClosure(bool closes_step);
+  void EnqueueClosure(const Workspace& w, bool closes_step);
   // Lattice decodes (gpu_lattice.cu): buffers for rows of up to max_frames frames, growth
   // of the records, and the readback after a decode.
   void EnsureLattice(int32_t max_frames);
@@ -267,7 +311,33 @@ class GpuDecoder {
   mutable std::mutex mu_;
   GraphCache graphs_;
   std::vector<DeviceBuffer> buffers_;  // the fixed workspace (Alloc)
-  DeviceBuffer arena_;                 // winners arena, grows (GrowArena)
+  LazyRegion arena_;                   // winners log, grows (CommitArena)
+  LazyRegion gc_tags_;                 // [arena capacity] int64 GC tags; committed on the first GC
+  bool gc_tags_used_ = false;
+  int64_t arena_cap_ = 0;              // the log's capacity in entries (published as *ws_.arena_limit)
+  long long* d_arena_limit_ = nullptr;
+  long long h_arena_limit_ = 0;        // the source of the limit's upload
+  int64_t arena_grows_ = 0;
+  // The lane pools: one region per array (Workspace's per-token, claims and hash arrays)
+  struct PoolArray {
+    LazyRegion region;
+    void** target;       // the Workspace field that points at it
+    int32_t pool;        // kPoolTokens / kPoolClaims / kPoolHash
+    int32_t elem;        // bytes per entry
+    int32_t per_entry;   // entries per pool entry (tok_hint: 4 per token)
+    int32_t fill;        // byte new memory is set to (-1: none)
+    int64_t static_entries;  // the static layout's size
+  };
+  std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
+  bool pooled_ok_ = false;    // offline batches take the pooled layout
+  bool static_ready_ = false; // committed to the static layout's full size
+  int64_t pool_cap_[kPools] = {0, 0, 0};   // committed entries (published as *ws_.pool_cap)
+  int64_t pool_max_[kPools] = {0, 0, 0};   // the static layout's entries
+  int64_t pool_high_[kPools] = {0, 0, 0};  // the most a batch used
+  long long h_pool_cap_[kPools] = {0, 0, 0};
+  long long* d_pool_cap_ = nullptr;
+  unsigned long long* d_pool_need_ = nullptr;
+  int64_t pool_grows_ = 0;
   DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;
   LaneCommand* d_commands_ = nullptr;
@@ -301,10 +371,10 @@ class GpuDecoder {
     int32_t max_frontier = 0;   // the largest frontier the lane has had (arena headroom)
   };
   std::vector<LaneHost> lane_host_;
-  DeviceBuffer gc_tag_;         // [arena_cap] int64, allocated on the first GC
   DeviceBuffer drain_;          // [max_lanes, path_cap]
   long long gc_round_ = 0;
   unsigned long long arena_used_ = 0;  // winners entries live after the last GC round
+  unsigned long long arena_used_max_ = 0;
   unsigned long long* arena_guard_ = nullptr;  // device scalar (ws_.arena_guard)
   unsigned long long arena_guard_host_ = 0;    // its value (what the last SetArenaGuard wrote)
   bool hash_dirty_ = false;  // a sequence failed half-way: wipe every hash table before the next

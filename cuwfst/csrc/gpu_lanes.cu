@@ -51,56 +51,26 @@ void GpuDecoder::ClearLaneOrders() {
   for (int32_t l = 0; l < cfg_.max_lanes; ++l) cmd[l] = {lane_host_[l].open ? 0 : kCmdRelease, -1, 0, 0};
 }
 
-// Arena growth that keeps the contents (live lanes' chains) and their GC tags.
-void GpuDecoder::GrowArenaKeeping(int64_t want) {
-  want = std::min<int64_t>(std::max<int64_t>(want, ws_.arena_cap), cfg_.arena_max);
-  if (want <= ws_.arena_cap) return;
-  unsigned long long cursor = 0;
-  CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
-  DeviceBuffer fresh, tags;
-  cudaError_t e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(WinnerEntry), &fresh);
-  if (e == cudaSuccess && gc_tag_.get()) e = TryDeviceAlloc(static_cast<size_t>(want) * sizeof(long long), &tags);
-  if (e != cudaSuccess) {
-    std::ostringstream os;
-    os << "cannot grow the winners arena from " << ws_.arena_cap << " to " << want << " entries on cuda:"
-       << device() << "; the decoder keeps its arena and stays usable; open fewer streams (max_lanes, now "
-       << cfg_.max_lanes << ") or lower max_active_states";
-    ThrowAcquireFailure(e, os.str());
-  }
-  CUWFST_CUDA(cudaMemcpyAsync(fresh.get(), arena_.get(), cursor * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
-  if (tags.get()) {
-    CUWFST_CUDA(cudaMemsetAsync(tags.get(), 0, static_cast<size_t>(want) * sizeof(long long), stream_));
-    CUWFST_CUDA(cudaMemcpyAsync(tags.get(), gc_tag_.get(), cursor * sizeof(long long), cudaMemcpyDeviceToDevice, stream_));
-  }
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  FreeGraphs();  // they captured the old arena pointer
-  arena_ = std::move(fresh);
-  ws_.arena = static_cast<WinnerEntry*>(arena_.get());
-  ws_.arena_cap = want;
-  if (tags.get()) {
-    gc_tag_ = std::move(tags);
-    ws_.gc_tag = static_cast<long long*>(gc_tag_.get());
-  }
-}
+// Winners-log growth that keeps the contents (live lanes' chains) and their GC tags.
+void GpuDecoder::GrowArenaKeeping(int64_t want) { CommitArena(want, true, "the live streams or rows"); }
 
-// Room for the next sequence's appends: after a GC round at most half the arena is in use.
+// Room for the next sequence's appends: after a GC round at most half the log is in use.
 void GpuDecoder::EnsureArenaRoom(int64_t used) {
-  if (used > ws_.arena_cap / 2 && ws_.arena_cap < cfg_.arena_max) GrowArenaKeeping(2 * ws_.arena_cap);
+  if (used > arena_cap_ / 2 && arena_cap_ < cfg_.arena_max) GrowArenaKeeping(2 * arena_cap_);
 }
 
 void GpuDecoder::CollectGarbage() {
   const int L = cfg_.max_lanes;
-  if (!gc_tag_.get()) {
-    cudaError_t e = TryDeviceAlloc(static_cast<size_t>(ws_.arena_cap) * sizeof(long long), &gc_tag_);
+  if (!gc_tags_used_) {  // the first round: tags for the log's whole capacity, all of an old round (0)
+    bool moved = false;
+    cudaError_t e = gc_tags_.Commit(static_cast<size_t>(arena_cap_) * sizeof(long long), 0, 0, stream_, &moved);
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot allocate the winners-log GC tags (" +
-                                 FormatBytes(ws_.arena_cap * static_cast<int64_t>(sizeof(long long))) + ") on cuda:" +
+                                 FormatBytes(arena_cap_ * static_cast<int64_t>(sizeof(long long))) + ") on cuda:" +
                                  std::to_string(device()) + "; " + Advice());
-    CUWFST_CUDA(cudaMemsetAsync(gc_tag_.get(), 0, gc_tag_.amount(), stream_));
-    ws_.gc_tag = static_cast<long long*>(gc_tag_.get());
-    FreeGraphs();  // Workspace (a kernel argument) changed
+    gc_tags_used_ = true;
+    ws_.gc_tag = static_cast<long long*>(gc_tags_.get());
+    if (moved) FreeGraphs();  // eager: Workspace (a kernel argument) changed
   }
   const long long round = ++gc_round_;
   CUWFST_CUDA(cudaMemsetAsync(ws_.gc_live, 0, sizeof(unsigned long long), stream_));
@@ -114,7 +84,7 @@ void GpuDecoder::CollectGarbage() {
   CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(drain_len.data(), ws_.drain_len, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(ws_.arena_cap));
+  cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_));
   arena_high_water_ = std::max(arena_high_water_, cursor);
   for (int32_t l = 0; l < L; ++l)
     if (lane_host_[l].open) lane_host_[l].max_frontier = std::max(lane_host_[l].max_frontier, h_lanes[l].max_frontier);
@@ -135,9 +105,9 @@ void GpuDecoder::CollectGarbage() {
     }
   }
   // the live entries into the free tail (grown first if it is short), then to the start
-  if (cursor + live > static_cast<unsigned long long>(ws_.arena_cap))
+  if (cursor + live > static_cast<unsigned long long>(arena_cap_))
     GrowArenaKeeping(static_cast<int64_t>(cursor + live) + static_cast<int64_t>(live));
-  if (cursor + live > static_cast<unsigned long long>(ws_.arena_cap)) {  // at arena_max
+  if (cursor + live > static_cast<unsigned long long>(arena_cap_)) {  // at arena_max
     std::ostringstream os;
     os << "the winners arena (at its limit of " << cfg_.arena_max << " entries) has no room to collect garbage: "
        << live << " live entries after " << cursor << "; decode fewer rows or streams at once or lower max_active_states";
@@ -150,18 +120,19 @@ void GpuDecoder::CollectGarbage() {
   GcRemapKernel<<<L, kGcThreads, 0, stream_>>>(ws_, round);
   CUWFST_CUDA(cudaGetLastError());
   if (live > 0)
-    CUWFST_CUDA(cudaMemcpyAsync(arena_.get(), static_cast<WinnerEntry*>(arena_.get()) + cursor,
+    CUWFST_CUDA(cudaMemcpyAsync(ws_.arena, ws_.arena + cursor,
                                 live * sizeof(WinnerEntry), cudaMemcpyDeviceToDevice, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(ws_.arena_cursor, &live, sizeof(live), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
   arena_used_ = live;
+  arena_used_max_ = std::max(arena_used_max_, live);
   EnsureArenaRoom(static_cast<int64_t>(live));
 }
 
 // ------------------------------------------------------------------ continuous batching
 void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
                             int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
-                            int64_t caller_stream, DecodeOutputs out) {
+                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
@@ -179,6 +150,7 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
       while (mf < max_len) mf *= 2;
       AllocatePath(mf);
     }
+    EnsureStatic();  // lanes live across segments, which cannot be re-run: the static layout
     ReleaseAllLanes();
     // longest rows first: the last segments then hold the short ones, not one long straggler
     std::vector<int32_t> order(N);
@@ -193,15 +165,19 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     int32_t next = 0;
-    unsigned long long cursor = 0, delta = static_cast<unsigned long long>(ws_.arena_cap / 4);
+    unsigned long long cursor = 0, delta = static_cast<unsigned long long>(arena_cap_ / 4);
     for (;;) {
       // room for the next segment's appends (twice the last segment's): a GC round first,
-      // then growth; a segment that still overflows flags its rows (the caller rescues them)
-      if (cursor + 2 * delta > static_cast<unsigned long long>(ws_.arena_cap)) {
+      // then growth; a segment that still overflows flags its rows (the caller rescues them).
+      // gc_every_segment (offline long-form, gc_interval): a round after every segment, so
+      // the log holds what live tokens reach plus one segment's appends, whatever the length.
+      bool live = false;
+      for (const LaneHost& h : lane_host_) live |= h.open;
+      if ((gc_every_segment && live) || cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_)) {
         CollectGarbage();
         CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
         CUWFST_CUDA(cudaStreamSynchronize(stream_));
-        if (cursor + 2 * delta > static_cast<unsigned long long>(ws_.arena_cap))
+        if (cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_))
           GrowArenaKeeping(static_cast<int64_t>(cursor + 2 * delta));
       }
       ClearLaneOrders();
@@ -229,7 +205,9 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       arena_high_water_ = std::max(arena_high_water_, cursor);
-      delta = std::max<unsigned long long>(cursor > before ? cursor - before : 0, 1024);
+      // the most a segment appended so far: a quiet segment after a busy one must not shrink
+      // the room kept for the next (a segment that outruns the log cannot be re-run)
+      delta = std::max<unsigned long long>(delta, cursor > before ? cursor - before : 0);
       // harvest the lanes whose row took its final step
       int64_t width = 0;
       bool done_any = false;
@@ -272,27 +250,26 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
   CheckAlive();
   DeviceGuard guard(graph_->device);
   CheckLanes(lanes, n, false);
+  EnsureStatic();  // streams live across calls, which cannot be re-run: the static layout
   bool none_open = true;
   for (const LaneHost& h : lane_host_) none_open &= !h.open;
   if (none_open) {  // nothing live: the log restarts (a batch may have left entries)
     CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));
     arena_used_ = 0;
   }
+  // room for the start tokens and their closure (an open cannot be re-run either), before
+  // any lane is marked open: a growth that fails (MemoryError) leaves the lanes free
+  const unsigned long long need = static_cast<unsigned long long>(n) * (1 + cfg_.eps_iterations * ws_.main_q);
+  const unsigned long long cursor = ArenaCursor();
+  if (cursor + need > static_cast<unsigned long long>(arena_cap_))
+    GrowArenaKeeping(static_cast<int64_t>(cursor + need));
+  if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, n));
   ClearLaneOrders();
   LaneCommand* cmd = As<LaneCommand>(h_commands_);
   for (int32_t i = 0; i < n; ++i) {
     cmd[lanes[i]] = {kCmdInit, kUnknownLength, 0, 1};
     lane_host_[lanes[i]] = LaneHost{};
     lane_host_[lanes[i]].open = true;
-  }
-  // room for the start tokens and their closure (an open cannot be re-run either)
-  const unsigned long long need = static_cast<unsigned long long>(n) * (1 + cfg_.eps_iterations * ws_.main_q);
-  const unsigned long long cursor = ArenaCursor();
-  if (cursor + need > static_cast<unsigned long long>(ws_.arena_cap))
-    GrowArenaKeeping(static_cast<int64_t>(cursor + need));
-  if (cursor + need > static_cast<unsigned long long>(ws_.arena_cap)) {
-    for (int32_t i = 0; i < n; ++i) lane_host_[lanes[i]] = LaneHost{};
-    throw std::runtime_error(ArenaShort(need, n));
   }
   SetArenaGuard(0);
   UploadLaneOrders();
@@ -351,9 +328,9 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       // round 0: the estimate (twice the frontiers) on top, so one round usually runs the
       // chunk (steps go on while the arena is half free); later rounds double the floor
       const unsigned long long want = floor + (round == 0 ? need : floor);
-      if (want > static_cast<unsigned long long>(ws_.arena_cap))
+      if (want > static_cast<unsigned long long>(arena_cap_))
         GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(want, static_cast<unsigned long long>(cfg_.arena_max))));
-      if (floor > static_cast<unsigned long long>(ws_.arena_cap)) throw std::runtime_error(ArenaShort(guard, active));
+      if (floor > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(guard, active));
       ClearLaneOrders();
       LaneCommand* cmd = As<LaneCommand>(h_commands_);
       LaneInput* in = As<LaneInput>(h_inputs_);
@@ -385,7 +362,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       }
       ++advance_rounds_;
       CollectGarbage();
-      if (moved == 0 && round > 0 && ws_.arena_cap >= cfg_.arena_max)
+      if (moved == 0 && round > 0 && arena_cap_ >= cfg_.arena_max)
         throw std::runtime_error(ArenaShort(guard, active));
     }
     SetArenaGuard(0);
@@ -457,9 +434,9 @@ void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs o
     // room for the final step (a finalize cannot be re-run)
     const unsigned long long need = static_cast<unsigned long long>(n) * static_cast<unsigned long long>(StepEntriesBound());
     const unsigned long long cursor = ArenaCursor();
-    if (cursor + need > static_cast<unsigned long long>(ws_.arena_cap))
+    if (cursor + need > static_cast<unsigned long long>(arena_cap_))
       GrowArenaKeeping(static_cast<int64_t>(cursor + need));
-    if (cursor + need > static_cast<unsigned long long>(ws_.arena_cap)) throw std::runtime_error(ArenaShort(need, n));
+    if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, n));
     SetArenaGuard(0);
     UploadLaneOrders();
     RunOnce(SeqKind::kFinalize, 1, false, Replays(1));

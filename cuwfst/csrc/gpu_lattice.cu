@@ -58,6 +58,9 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
     ws_.lat_cap = cap;
   }
   if (ws_.hash_pos == nullptr) {  // an epsilon-free graph: the claims' frontier positions
+    // max_lanes x hash_cap: the static layout's tables and the most the pooled hash pool
+    // holds (pool_max_[kPoolHash]), so either layout's hash_off indexes it; eager, since
+    // only lattice decodes read it (the pooled keys and payloads grow lazily without it)
     alloc(&lat_hash_pos_, static_cast<size_t>(L) * cfg_.hash_cap * sizeof(int32_t), "hash positions");
     CUWFST_CUDA(cudaMemsetAsync(lat_hash_pos_.get(), 0xFF, lat_hash_pos_.amount(), stream_));
     ws_.hash_pos = static_cast<int32_t*>(lat_hash_pos_.get());
@@ -65,10 +68,13 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
   if (cfg_.eps_iterations > 0 && !eps_begin_.get()) {  // the closure's own slot space
     // closure = scan (EpsScanKernel) rebuilds the whole slot space each pass; closure =
     // lists only writes tok_begin (an entry's first epsilon arc), so only that is doubled.
+    // Epsilon graphs take the static layout only (pooled_ok_ needs eps_iterations == 0), so
+    // these are indexed like its per-token arrays: lane l's region at l * (main_q + 1), with
+    // main_q tokens (tok_begin, tok_ub) and main_q + 1 offsets; the hints at l * hint_cap.
     DeviceBuffer b, u, o, h, lo;
-    alloc(&b, static_cast<size_t>(L * Q) * sizeof(int32_t), "the closure's tok_begin");
+    alloc(&b, static_cast<size_t>(L * (Q + 1)) * sizeof(int32_t), "the closure's tok_begin");
     if (!cfg_.closure_lists) {
-      alloc(&u, static_cast<size_t>(L * Q) * sizeof(float), "the closure's score snapshot");
+      alloc(&u, static_cast<size_t>(L * (Q + 1)) * sizeof(float), "the closure's score snapshot");
       alloc(&o, static_cast<size_t>(L * (Q + 1)) * sizeof(int32_t), "the closure's arc offsets");
       alloc(&h, static_cast<size_t>(L) * ws_.hint_cap * sizeof(int32_t), "the closure's slot hints");
       alloc(&lo, static_cast<size_t>(L + 1) * sizeof(int64_t), "the closure's lane offsets");

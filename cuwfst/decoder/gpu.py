@@ -12,6 +12,7 @@ from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
+from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, resolve_memory
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -29,15 +30,18 @@ def _next_pow2(x: int) -> int:
     return 1 << max(1, int(x - 1).bit_length())
 
 
-def arena_limits(max_lanes: int, arena_entries: int | None = None) -> tuple[int, int]:
+def arena_limits(max_lanes: int, arena_entries: int | None = None, memory: str = "eager") -> tuple[int, int]:
     """(initial, maximum) winners-arena entries for an instance of `max_lanes` lanes: 16 Mi
     per lane up to the int32 id limit (the spec's min(512 Mi, ...) cap, 512 Mi at 32 lanes,
-    made 1024 lanes x 1000 frames x ~512 survivors overflow). The arena starts at 16 Mi and
-    grows on demand, so a large maximum costs nothing until a batch needs it."""
+    made 1024 lanes x 1000 frames x ~512 survivors overflow). The arena starts small and
+    grows on demand (a lazy log commits memory to what batches use, 4 Mi entries = 32 MiB
+    first; an eager one starts at 16 Mi, as each growth copies), so a large maximum costs
+    nothing until a batch needs it."""
     if max_lanes < 1:
         raise ValueError(f"max_lanes must be >= 1, got {max_lanes}")
     arena_max = min(ARENA_LIMIT, max(64 << 20, (16 << 20) * max_lanes))
-    return int(min(arena_max, arena_entries or (16 << 20))), int(arena_max)
+    first = (4 << 20) if memory == "lazy" else (16 << 20)
+    return int(min(arena_max, arena_entries or first)), int(arena_max)
 
 
 class _Uploaded:
@@ -75,15 +79,21 @@ def upload_graph(mod, graph, device_index: int) -> _Uploaded:
         return up
 
 
+class _NeverRaised(Exception):
+    """Stands in for PyTorch's OutOfMemoryError where there is no torch."""
+
+
+def check_gc_interval(gc_interval) -> int:
+    if not isinstance(gc_interval, int) or isinstance(gc_interval, bool) or not 0 <= gc_interval <= 4096:
+        raise ValueError(f"gc_interval must be an int in [0, 4096] steps (0: off), got {gc_interval!r}")
+    return gc_interval
+
+
 def live_uploads() -> int:
     """Graph uploads alive in this process (for tests and leak checks)."""
     with _uploads_lock:
         return sum(len(v) for v in _uploads.values())
 
-
-MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs",
-             "graph_captures", "graph_evictions", "advance_rounds", "scan_split", "closure_lists",
-             "finalize_split")
 
 # Kernel variants (docs/design.md, "Kernel variants"): every one gives the same results; the
 # switches exist so that one process can time them side by side. "new" is the default;
@@ -129,14 +139,14 @@ class GpuInstance:
 
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
-                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0,
+                 arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, eps_blocks=0, lattice_entries=None):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
         self.claims_cap = int(min(n, 2 * self.main_q))
         self.hash_cap = _next_pow2(2 * self.claims_cap)
-        arena_cap, default_max = arena_limits(max_lanes, arena_entries)
+        arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
         self.arena_max = int(arena_max or default_max)
         arena_cap = min(arena_cap, self.arena_max)
         self.max_lanes = max_lanes
@@ -148,8 +158,9 @@ class GpuInstance:
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
-            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), int(scan_split),
-            closure == "lists", int(eps_blocks), int(finalize_split), int(lattice_entries or 0))
+            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
+            lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
+            int(lattice_entries or 0))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -206,8 +217,10 @@ class GpuInstance:
         self.mod.gpu_lattice_records(self.handle, records)
         return (out_arcs, out_len, out_score, out_meta, out_stats), LatticeRecords(records, counts, cutoffs, sizes)
 
-    def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32):
-        """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany)."""
+    def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
+                    gc: bool = False):
+        """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany);
+        gc: a winners-log GC round after every segment (long-form decoding)."""
         B, T = lp.shape[0], lp.shape[1]
         cap = (T + 2) * (1 + self.eps_iterations)
         out_arcs = np.zeros((B, cap), np.int32)
@@ -215,8 +228,8 @@ class GpuInstance:
         out_score = np.zeros(B, np.float32)
         out_meta = np.zeros((B, 4), np.int32)
         out_stats = np.zeros((B, 2), np.int64)
-        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), stream, out_arcs, out_len, out_score,
-                                 out_meta, out_stats)
+        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), bool(gc), stream, out_arcs, out_len,
+                                 out_score, out_meta, out_stats)
         return out_arcs, out_len, out_score, out_meta, out_stats
 
 
@@ -225,16 +238,19 @@ class GpuBackend:
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, scan_split: int | None = None,
-                 closure: str | None = None, finalize_split: int | None = None,
+                 arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
+                 scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  lattice_entries: int | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
             raise ValueError(f"segment must be an int in [1, 4096] steps, got {segment!r}")
         self.batching, self.segment = batching, segment
+        self.gc_interval = check_gc_interval(gc_interval)
         if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
             raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
+        self.memory = resolve_memory(memory)
+        self.oom_retries = 0  # native MemoryErrors absorbed by a retry (_retrying)
         self._open_device(device)
         from ..jit.decoder import module
 
@@ -250,22 +266,61 @@ class GpuBackend:
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations,
+                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
                        scan_split=scan_split, closure=closure, finalize_split=finalize_split,
                        lattice_entries=lattice_entries)
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests
         # exercise growth and the GC rounds of continuous batching and streams
-        self.main = GpuInstance(self.mod, self.uploaded, graph, options, self.index,
-                                main_q=max(main_q_factor * options.max_active_states, 1024),
-                                arena_entries=arena_entries, **self.kw)
+        self.main = self._retrying(lambda: GpuInstance(
+            self.mod, self.uploaded, graph, options, self.index,
+            main_q=max(main_q_factor * options.max_active_states, 1024), arena_entries=arena_entries, **self.kw))
         self._rescue = None
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
         self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
                       "unabsorbed_rows": 0}
+
+    def memory_stats(self) -> dict:
+        with self.lock:
+            return gpu_memory_stats(self)
+
+    def _free_torch_cache(self) -> bool:
+        """Gives PyTorch's cached, unused device memory back to the driver; True if that gave
+        any back (cached blocks in segments that still hold live tensors stay with PyTorch, and
+        then a retry would only fail again)."""
+        torch = getattr(self, "torch", None)
+        if torch is None:
+            return False
+        try:
+            reserved = torch.cuda.memory_reserved(self.index)
+            if reserved - torch.cuda.memory_allocated(self.index) <= 0:
+                return False
+            torch.cuda.empty_cache()
+            return torch.cuda.memory_reserved(self.index) < reserved
+        except Exception:  # a framework state we cannot read: nothing to give back
+            return False
+
+    def _retrying(self, fn):
+        """fn(), and once more if it ran out of device memory while PyTorch's cache held unused
+        memory that it gave back (our allocations are cudaMalloc / VMM, which cannot take what
+        PyTorch caches). A native allocation that fails leaves the decoder as it was, so the
+        retry starts from a usable state; a second failure is the caller's MemoryError, which
+        names the option to lower. `oom_retries` counts the retries (a failure they absorbed
+        is not seen by the caller: tests/test_gpu_faults.py turns them off to see each)."""
+        try:
+            return fn()
+        except MemoryError:
+            if not self._free_torch_cache():
+                raise
+        self.oom_retries += 1
+        return fn()
+
+    def _torch_oom(self):
+        """PyTorch's out-of-memory exception class, or a class nothing raises."""
+        return getattr(self.torch.cuda, "OutOfMemoryError", _NeverRaised) if self.torch is not None else _NeverRaised
 
     def _open_device(self, device: str) -> None:
         """Sets torch, device and index (a torch-free subclass: decoder/gpu_host.py)."""
@@ -291,20 +346,34 @@ class GpuBackend:
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
 
             def make(lanes):
-                return GpuInstance(self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
-                                   arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes))
+                return self._retrying(lambda: GpuInstance(
+                    self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
+                    arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes)))
 
             try:
                 self._rescue = make(self.rescue_lanes)
-            except MemoryError:
-                if self.rescue_lanes == 1:
-                    raise
-                # where memory is tight, one row at a time still rescues
-                self._rescue = make(1)
-                self.rescue_lanes = 1
+            except MemoryError as e:
+                if self.rescue_lanes > 1:  # where memory is tight, one row at a time still rescues
+                    try:
+                        self._rescue = make(1)
+                        self.rescue_lanes = 1
+                        return self._rescue
+                    except MemoryError as e1:
+                        e = e1
+                raise MemoryError(f"rows overflowed their frontier and the rescue instance ({self.rescue_lanes} "
+                                  f"lane(s), {q} tokens each) does not fit: {e}; lower rescue_lanes or "
+                                  "main_q_factor, or free GPU memory") from e
         return self._rescue
 
     def to_device(self, log_probs):
+        try:
+            return self._to_device(log_probs)
+        except self._torch_oom() as e:
+            shape = tuple(getattr(log_probs, "shape", ()))
+            raise MemoryError(f"cannot copy log_probs of shape {shape} to {self.device}: out of GPU memory ({e}); "
+                              "decode fewer rows at a time, or pass log_probs already on the GPU") from e
+
+    def _to_device(self, log_probs):
         torch = self.torch
         if is_torch(log_probs):
             lp = log_probs.detach()
@@ -335,6 +404,13 @@ class GpuBackend:
         return lp
 
     def check_finite(self, lp, lens: np.ndarray):
+        try:
+            self._check_finite(lp, lens)
+        except self._torch_oom() as e:
+            raise MemoryError(f"out of GPU memory while scanning log_probs of shape {tuple(lp.shape)} for NaN/+inf "
+                              f"({e}); decode fewer rows at a time, or skip the scan with check_inputs=False") from e
+
+    def _check_finite(self, lp, lens: np.ndarray):
         torch = self.torch
         T = lp.shape[1]
         valid = torch.arange(T, device=lp.device)[None, :] < torch.from_numpy(lens).to(lp.device)[:, None]
@@ -363,48 +439,67 @@ class GpuBackend:
         if self.check_inputs:
             self.check_finite(lp, lens)
         stream = self._stream()
-        hyps = [None] * B
         with self.lock:
-            lanes = self.main.max_lanes
-            if lattice:
-                # padded sub-batches (continuous batching has no lattice stage)
-                for rows in batches(range(B), lens, lanes):
-                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
-            elif B <= lanes:
-                res = self.main.decode(lp, lens, stream, online)
-                self._collect(hyps, range(B), res, frontend)
-            elif (batching or self.batching) == "continuous":
-                # every row through the lanes, the next row entering a lane the moment one
-                # finishes: no lane-steps of padding, each row's result as if decoded alone
-                res = self.main.decode_many(lp, lens, stream, online, self.segment)
-                self._collect(hyps, range(B), res, frontend)
-            else:
-                # sub-batches of similar lengths: a batch runs as many steps as its longest row
-                for rows in batches(range(B), lens, lanes):
-                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
-            overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
-            if overflow:
-                def decode_batch(instance, rows):
-                    inst = self.main if instance == "main" else self.rescue_instance()
-                    for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
-                        self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
-                                          online, lattice)
-                    return [hyps[r].overflow for r in rows]
+            return self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online, batching,
+                                                              lattice))
 
-                rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
-                       rescue_lanes=self.rescue_lanes, stats=self.stats)
+    def _decode_locked(self, lp, lens, stream, frontend, online, batching=None, lattice=False):
+        B = lp.shape[0]
+        hyps = [None] * B
+        # (the caller holds self.lock)
+        lanes = self.main.max_lanes
+        if lattice:
+            # padded sub-batches of whole-row decodes: continuous batching and the gc_interval
+            # segments (DecodeMany) have no lattice stage
+            for rows in batches(range(B), lens, lanes):
+                self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
+        elif self._long_form(lens):
+            # rows longer than gc_interval: segments of gc_interval steps through the lanes,
+            # a winners-log GC round after each (the golden prefix goes to the host), so the
+            # log holds what live tokens reach, not the whole utterance
+            res = self.main.decode_many(lp, lens, stream, online, self.gc_interval, gc=True)
+            self._collect(hyps, range(B), res, frontend)
+        elif B <= lanes:
+            res = self.main.decode(lp, lens, stream, online)
+            self._collect(hyps, range(B), res, frontend)
+        elif (batching or self.batching) == "continuous":
+            # every row through the lanes, the next row entering a lane the moment one
+            # finishes: no lane-steps of padding, each row's result as if decoded alone
+            res = self.main.decode_many(lp, lens, stream, online, self.segment)
+            self._collect(hyps, range(B), res, frontend)
+        else:
+            # sub-batches of similar lengths: a batch runs as many steps as its longest row
+            for rows in batches(range(B), lens, lanes):
+                self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
+        overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
+        if overflow:
+            def decode_batch(instance, rows):
+                inst = self.main if instance == "main" else self.rescue_instance()
+                for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
+                    self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
+                                      online, lattice)
+                return [hyps[r].overflow for r in rows]
+
+            rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
+                   rescue_lanes=self.rescue_lanes, stats=self.stats)
         return hyps
+
+    def _long_form(self, lens: np.ndarray) -> bool:
+        return self.gc_interval > 0 and int(np.max(lens, initial=0)) > self.gc_interval
 
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False):
         rows = np.asarray(list(rows), np.int64)
-        sub_lens = np.ascontiguousarray(lens[rows])
-        if not lattice:
-            res = inst.decode(self._take_rows(lp, rows), sub_lens, stream, online)
+        sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
+        if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
+            res, records = inst.decode_lattice(sub, sub_lens, stream, online)
             self._collect(hyps, rows.tolist(), res, frontend)
+            self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
             return
-        res, records = inst.decode_lattice(self._take_rows(lp, rows), sub_lens, stream, online)
+        if self._long_form(sub_lens):
+            res = inst.decode_many(sub, sub_lens, stream, online, self.gc_interval, gc=True)
+        else:
+            res = inst.decode(sub, sub_lens, stream, online)
         self._collect(hyps, rows.tolist(), res, frontend)
-        self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
 
     def _attach_lattices(self, hyps, rows, lens, res, records, frontend):
         """Lattices from the GPU's records (lattice_records.py) onto hyps[rows[i]]. A row

@@ -69,7 +69,16 @@ class Decoder:
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
     next row into a lane the moment one finishes (segments of `segment` steps); results
-    are the same either way (decode(lattice=True) always runs padded sub-batches).
+    are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
+    default) commits device memory as batches need it, "eager" holds it in plain buffers
+    (decoder/memory.py); results are the same either way. `memory_stats()` says what the
+    decoder holds. gc_interval (GPU, 0 = off): rows longer than gc_interval frames are
+    decoded in segments of gc_interval steps with a winners-log GC round after each (the
+    arcs every surviving path shares move to the host, the log keeps what live tokens
+    reach), so memory stays flat however long the input; results are the same. 128 suits
+    inputs of thousands of frames; short inputs gain nothing from it. decode(lattice=True)
+    always runs padded sub-batches through whole-row decodes (no continuous batching, no
+    gc_interval segments: the lattice stage records every step of a row in one decode).
     arena_entries, lattice_entries: the initial sizes of the winners arena and of the
     lattice records (both grow on demand; small values are for tests).
     """
@@ -78,8 +87,9 @@ class Decoder:
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
-                 arena_entries: int | None = None, scan_split: int | None = None, closure: str | None = None,
-                 finalize_split: int | None = None, lattice_entries: int | None = None, **kwargs):
+                 arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
+                 scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
+                 lattice_entries: int | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -100,12 +110,28 @@ class Decoder:
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
-                                   scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                                   lattice_entries=lattice_entries)
+                                   memory=memory, gc_interval=gc_interval, scan_split=scan_split,
+                                   closure=closure, finalize_split=finalize_split, lattice_entries=lattice_entries)
         else:
+            from .gpu import check_gc_interval
+            from .memory import resolve_memory
+
+            resolve_memory(memory)  # checked here too, so a typo fails on every device
+            check_gc_interval(gc_interval)
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)
         self.num_threads = num_threads or min(8, os.cpu_count() or 1)
+
+    def memory_stats(self) -> dict:
+        """What the decoder holds, in bytes (entries where a name says so): reserved,
+        committed, fixed, graph, total, winners_high_water, per-pool and per-instance figures
+        (decoder/memory.py says what each means). The CPU decoder holds no device memory: its
+        device figures are 0 and `host_graph` gives the graph's host bytes."""
+        if self._gpu is not None:
+            return self._gpu.memory_stats()
+        from .memory import cpu_memory_stats
+
+        return cpu_memory_stats(self.graph)
 
     def path_capacity(self, frames: int) -> int:
         return (frames + 2) * (1 + self.eps_iterations)

@@ -7,7 +7,8 @@ Two kinds of overflow need different cures:
 * the winners arena (bit 4) is shared by the rows of one batch: the global cursor flags
   every row that appended after it filled, so a flagged row is not itself too big. The
   cure is fewer rows per batch on the same instance: the flagged rows are decoded again in
-  batches half as large, halving again while any still overflows.
+  batches half as large, halving again while any still overflows, and a row that overflows
+  alone is decoded alone once more (the log has grown since).
 * a row's own capacity (hash 2, claims 8, frontier 16, slots 64) needs a larger frontier:
   those rows go to the rescue instance (4x the frontier), several rows per batch, and
   arena overflow there is cured by halving as above.
@@ -21,11 +22,13 @@ from typing import Callable, Iterable
 
 import numpy as np
 
-from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT
+from .result import OVERFLOW_ARENA, OVERFLOW_CLAIMS, OVERFLOW_HASH, OVERFLOW_KEPT, OVERFLOW_POOL
 
 OVERFLOW_SLOTS = 64
 CAPACITY_BITS = OVERFLOW_HASH | OVERFLOW_CLAIMS | OVERFLOW_KEPT | OVERFLOW_SLOTS
-RESCUE_BITS = CAPACITY_BITS | OVERFLOW_ARENA
+# A full pool (never reported: the decoder grows it and re-runs) would be cured like a full
+# arena, by fewer rows per batch; it is listed so that a row carrying it is never left as is.
+RESCUE_BITS = CAPACITY_BITS | OVERFLOW_ARENA | OVERFLOW_POOL
 
 # decode(instance, rows) decodes `rows` as ONE batch on instance "main" or "rescue",
 # stores their results and returns their overflow bits (one int per row, in order).
@@ -44,15 +47,20 @@ def batches(rows, lengths: np.ndarray, size: int) -> list[list[int]]:
 
 
 def _arena_only(rows, overflow: dict) -> list[int]:
-    return [r for r in rows if overflow[r] & OVERFLOW_ARENA and not overflow[r] & CAPACITY_BITS]
+    return [r for r in rows if overflow[r] & (OVERFLOW_ARENA | OVERFLOW_POOL) and not overflow[r] & CAPACITY_BITS]
 
 
 def _halve_arena(instance: str, rows, overflow: dict, lengths, decode: DecodeBatch, batch: int,
                  stats: dict) -> None:
     """Re-decode arena-only rows on `instance` in ever smaller batches (from `batch`, the
-    size they last ran in) until none overflows or a batch is one row."""
+    size they last ran in) until none overflows, then rows that still overflow alone once
+    more: the log grows after every overflow, and where a run cannot be re-run inside the
+    decoder (continuous batching, long-form GC segments: lanes live across segments) the
+    second run has the room the first one showed it needed."""
     left = _arena_only(rows, overflow)
-    while left and batch > 1:
+    alone_again = False
+    while left and (batch > 1 or not alone_again):
+        alone_again |= batch == 1
         batch = max(1, min(batch // 2, len(left)))
         for group in batches(left, lengths, batch):
             for r, bits in zip(group, decode(instance, group)):

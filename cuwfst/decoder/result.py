@@ -15,6 +15,10 @@ OVERFLOW_ARENA = 4  # winners arena full
 OVERFLOW_CLAIMS = 8  # distinct-state claims list full
 OVERFLOW_KEPT = 16  # surviving frontier larger than the frontier capacity
 OVERFLOW_PATH = 32  # best path longer than the path buffer: its oldest arcs are missing
+# 64: one lane's step passed 2^31 slots (decoder/rescue.py). 128: the lane pools of an
+# offline batch were full; the decoder grows them and runs the batch again, so a result
+# never carries it (decoder/memory.py).
+OVERFLOW_POOL = 128
 
 
 @dataclass

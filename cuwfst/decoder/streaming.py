@@ -391,12 +391,26 @@ class StreamingDecoder:
             gpu.check_finite(packed, lens)
         return packed, lens
 
-    def memory_stats(self, stream: Stream) -> dict:
-        """{frames, winners}: the search-log entries held (CPU: the stream's, bounded with
-        compact; GPU: the decoder's, all streams, after its GC round), and on the GPU the
-        committed arcs kept on the host."""
-        self._check_open(stream)
-        return self._backend.stats(stream._handle)
+    def memory_stats(self, stream: Stream | None = None) -> dict:
+        """With a stream: {frames, winners}: the search-log entries held (CPU: the stream's,
+        bounded with compact; GPU: the decoder's, all streams, after its GC round), and on
+        the GPU the committed arcs kept on the host. Without: the decoder's memory as
+        `Decoder.memory_stats()` gives it, plus `streams` (open streams) and, on the CPU,
+        `winners_held` (the open streams' search-log entries)."""
+        if stream is not None:
+            self._check_open(stream)
+            return self._backend.stats(stream._handle)
+        with self._lock:
+            open_streams = list(self._open.values())
+            if self.device == "cpu":
+                from .memory import cpu_memory_stats
+
+                held = sum(self._backend.stats(s._handle)["winners"] for s in open_streams)
+                out = cpu_memory_stats(self.graph, winners_held=held)
+            else:
+                out = self._frontend.memory_stats()
+            out["streams"] = len(open_streams)
+            return out
 
     # ------------------------------------------------------------------ internals
     def _partial(self, stream: Stream) -> Hypothesis:

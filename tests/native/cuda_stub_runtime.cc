@@ -2,9 +2,13 @@
 // so that its definitions do not meet the device runtime's declarations.
 #include "cuda_stub.h"
 
+#include <cuda.h>
+#include <sys/mman.h>
+
 #include <cstdlib>
-#include <map>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "cuwfst/types.cuh"
@@ -18,14 +22,26 @@ std::set<void*> device_mem, pinned_mem;
 std::map<const void*, size_t> sizes;  // live device allocations and their bytes
 bool bad_access = false;
 int64_t g_need = 0;
+int64_t g_pool_need[3] = {0, 0, 0};
 bool sticky = false;
 int64_t copy2d_width = -1, copy2d_height = -1;
 int captures_begun = 0, launches = 0;
 int32_t lat_extra = 0;
 int lattice_runs = 0;
+int32_t lat_pause_step = 2;
+bool vmm = true;
+size_t vmm_granularity = 4096;
+std::set<void*> vmm_reserved;
+int64_t vmm_pieces = 0;
+static std::map<void*, size_t> vmm_size;  // reservation -> bytes
 struct Node {
   const void* fun;
   Workspace ws;
+  // a memset node (fun null): captured like a kernel and replayed with the graph, as CUDA
+  // does (the lattice records' cursor and counts are zeroed by memset nodes of a batch)
+  void* mem = nullptr;
+  int value = 0;
+  size_t bytes = 0;
 };
 static std::vector<Node>* capturing = nullptr;  // the graph being captured, if any
 static cudaError_t fail(cudaError_t e) {
@@ -42,7 +58,28 @@ static void Touch(const void* p, size_t bytes) {
 }
 static void Backtrack(const Workspace& ws) {
   const size_t L = static_cast<size_t>(ws.max_lanes);
-  Touch(ws.arena, static_cast<size_t>(ws.arena_cap) * sizeof(cuwfst::WinnerEntry));
+  Touch(ws.arena_limit, sizeof(long long));
+  if (bad_access) return;
+  const long long limit = *ws.arena_limit;  // the capacity the host published
+  Touch(ws.arena, static_cast<size_t>(limit) * sizeof(cuwfst::WinnerEntry));
+  // a pooled batch: every pool must be backed up to the capacity the host published, and
+  // a need past it pauses the batch (ScanKernel's last block sets the pause flag; the lanes
+  // keep their counters and finish only in the run that resumes them, SeqKind::kResume)
+  bool pause = false;
+  if (ws.pooled) {
+    Touch(ws.pool_cap, 3 * sizeof(long long));
+    Touch(ws.pool_need, cuwfst::kPoolNeedSlots * sizeof(unsigned long long));
+    if (bad_access) return;
+    Touch(ws.tok_state[1], static_cast<size_t>(ws.pool_cap[cuwfst::kPoolTokens]) * 4);
+    Touch(ws.tok_hint, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolTokens]) * 16);
+    Touch(ws.claims, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolClaims]) * 8);
+    Touch(ws.hash_payload, static_cast<size_t>(ws.pool_cap[cuwfst::kPoolHash]) * 8);
+    for (int k = 0; k < 3; ++k) {
+      ws.pool_need[k] = static_cast<unsigned long long>(g_pool_need[k]);
+      pause |= g_pool_need[k] > ws.pool_cap[k];
+    }
+    ws.pool_need[cuwfst::kPoolPauseSlot] = pause ? 1ull : 0ull;
+  }
   Touch(ws.out_path, L * static_cast<size_t>(ws.path_cap) * sizeof(int32_t));
   Touch(ws.out_path_len, L * sizeof(int32_t));
   Touch(ws.lanes, L * sizeof(LaneCounters));
@@ -50,15 +87,19 @@ static void Backtrack(const Workspace& ws) {
   if (bad_access) return;
   for (int32_t l = 0; l < ws.max_lanes; ++l) {
     LaneCounters& lc = ws.lanes[l];
-    const int32_t len = ws.commands[l].length;  // the batch initializes every lane
-    lc.length = len;
-    lc.overflow = (len >= 0 && g_need > ws.arena_cap) ? cuwfst::kOverflowArena : 0;
-    lc.final_winner = len >= 0 ? 0 : -2;
+    // a batch initializes every lane; a resumed pooled batch (no order) goes on with its own
+    if (!ws.pooled || (ws.commands[l].op & cuwfst::kCmdInit)) {
+      lc.length = ws.commands[l].length;
+      lc.overflow = 0;
+    }
+    const int32_t len = lc.length;
+    if (len >= 0 && g_need > limit) lc.overflow |= cuwfst::kOverflowArena;
+    lc.final_winner = len >= 0 && !pause ? 0 : -2;  // paused: no lane has finished
     lc.final_score = -static_cast<float>(len);
-    lc.reached_final = len >= 0;
+    lc.reached_final = len >= 0 && !pause;
     lc.redirected = 0;
     lc.max_frontier = 1;
-    const int32_t n = len >= 0 ? len + 1 : 0;
+    const int32_t n = len >= 0 && !pause ? len + 1 : 0;
     ws.out_path_len[l] = n;
     for (int32_t k = 0; k < n && k < ws.path_cap; ++k)
       ws.out_path[static_cast<int64_t>(l) * ws.path_cap + k] = 1000 * l + k;
@@ -74,11 +115,15 @@ static void Backtrack(const Workspace& ws) {
   Touch(ws.lat_cutoff, L * seg * sizeof(float));
   Touch(ws.lat_size, L * seg * sizeof(int32_t));
   if (bad_access) return;
-  unsigned long long cur = 0;
+  // a batch's run starts at the cursor the host zeroed; a resumed pooled batch goes on from
+  // where the paused run left it (its records and counts of the earlier steps must stay)
+  unsigned long long cur = *ws.lat_cursor;
   for (int32_t t = 0; t < ws.seg_cap; ++t) {
     for (int32_t l = 0; l < ws.max_lanes; ++l) {
-      const int32_t len = ws.commands[l].length;
+      const int32_t len = ws.lanes[l].length;
+      const bool resumed = ws.pooled && !(ws.commands[l].op & cuwfst::kCmdInit);
       if (len < 0 || t > len) continue;
+      if ((pause && t >= lat_pause_step) || (resumed && t < lat_pause_step)) continue;
       const int32_t n = (t + l) % 3 + lat_extra;
       ws.lat_count[l * seg + t] = n;
       ws.lat_cutoff[l * seg + t] = static_cast<float>(t) - 0.5f;
@@ -90,7 +135,84 @@ static void Backtrack(const Workspace& ws) {
   }
   *ws.lat_cursor = cur;
 }
+// ---------------------------------------------------------------- the stub driver (VMM)
+static void* Reservation(CUdeviceptr p) {
+  for (auto& r : vmm_size) {
+    const CUdeviceptr b = reinterpret_cast<CUdeviceptr>(r.first);
+    if (p >= b && p < b + r.second) return r.first;
+  }
+  return nullptr;
+}
+static CUresult CUDAAPI AddressReserve(CUdeviceptr* p, size_t size, size_t, CUdeviceptr, unsigned long long) {
+  if (size % vmm_granularity) return CUDA_ERROR_INVALID_VALUE;
+  void* m = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  vmm_reserved.insert(m);
+  vmm_size[m] = size;
+  sizes[m] = 0;  // mapped bytes from the base (LazyRegion maps contiguously)
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI AddressFree(CUdeviceptr p, size_t size) {
+  void* m = reinterpret_cast<void*>(p);
+  if (!vmm_reserved.count(m) || vmm_size[m] != size || sizes[m] != 0) return CUDA_ERROR_INVALID_VALUE;
+  munmap(m, size);
+  vmm_reserved.erase(m);
+  vmm_size.erase(m);
+  sizes.erase(m);
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Create(CUmemGenericAllocationHandle* h, size_t size, const CUmemAllocationProp*,
+                               unsigned long long) {
+  if (size == 0 || size % vmm_granularity) return CUDA_ERROR_INVALID_VALUE;
+  *h = static_cast<CUmemGenericAllocationHandle>(size);
+  ++vmm_pieces;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Release(CUmemGenericAllocationHandle) {
+  --vmm_pieces;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Map(CUdeviceptr p, size_t size, size_t, CUmemGenericAllocationHandle h, unsigned long long) {
+  void* r = Reservation(p);
+  if (!r || size != static_cast<size_t>(h)) return CUDA_ERROR_INVALID_VALUE;
+  const size_t off = p - reinterpret_cast<CUdeviceptr>(r);
+  if (off != sizes[r] || off + size > vmm_size[r]) return CUDA_ERROR_INVALID_VALUE;  // contiguous growth only
+  sizes[r] = off + size;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI SetAccess(CUdeviceptr p, size_t size, const CUmemAccessDesc*, size_t) {
+  return mprotect(reinterpret_cast<void*>(p), size, PROT_READ | PROT_WRITE) == 0 ? CUDA_SUCCESS
+                                                                                 : CUDA_ERROR_INVALID_VALUE;
+}
+static CUresult CUDAAPI Unmap(CUdeviceptr p, size_t size) {
+  void* r = Reservation(p);
+  if (!r) return CUDA_ERROR_INVALID_VALUE;
+  const size_t off = p - reinterpret_cast<CUdeviceptr>(r);
+  if (off + size != sizes[r]) return CUDA_ERROR_INVALID_VALUE;  // the top piece only
+  mprotect(reinterpret_cast<void*>(p), size, PROT_NONE);
+  madvise(reinterpret_cast<void*>(p), size, MADV_DONTNEED);
+  sizes[r] = off;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI Granularity(size_t* g, const CUmemAllocationProp*, CUmemAllocationGranularity_flags) {
+  *g = vmm_granularity;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI DeviceGet(CUdevice* d, int ordinal) {
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+static CUresult CUDAAPI DeviceAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  *v = a == CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED ? (vmm ? 1 : 0) : 0;
+  return CUDA_SUCCESS;
+}
+
 static void Run(const Node& n) {
+  if (n.mem) {
+    std::memset(n.mem, n.value, n.bytes);
+    return;
+  }
   ++launches;
   if (n.fun == cuwfst_test_backtrack_kernel()) Backtrack(n.ws);
 }
@@ -147,7 +269,15 @@ cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return stub::sticky ? stub::fail(cudaErrorIllegalAddress) : cudaSuccess;
 }
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
-  std::memset(p, v, n);
+  if (stub::capturing) {
+    stub::Node node{nullptr, {}};
+    node.mem = p;
+    node.value = v;
+    node.bytes = n;
+    stub::capturing->push_back(node);
+  } else {
+    std::memset(p, v, n);
+  }
   return cudaSuccess;
 }
 cudaError_t cudaMemcpyAsync(void* d, const void* s, size_t n, cudaMemcpyKind, cudaStream_t) {
@@ -246,5 +376,25 @@ cudaError_t __cudaPopCallConfiguration(dim3* grid, dim3* block, size_t* shm, voi
   return cudaSuccess;
 }
 char __cudaInitModule(void**) { return 1; }
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char* name, void** fn, unsigned int, unsigned long long,
+                                             cudaDriverEntryPointQueryResult* status) {
+  static const std::map<std::string, void*> table = {
+      {"cuMemAddressReserve", reinterpret_cast<void*>(&stub::AddressReserve)},
+      {"cuMemAddressFree", reinterpret_cast<void*>(&stub::AddressFree)},
+      {"cuMemCreate", reinterpret_cast<void*>(&stub::Create)},
+      {"cuMemRelease", reinterpret_cast<void*>(&stub::Release)},
+      {"cuMemMap", reinterpret_cast<void*>(&stub::Map)},
+      {"cuMemUnmap", reinterpret_cast<void*>(&stub::Unmap)},
+      {"cuMemSetAccess", reinterpret_cast<void*>(&stub::SetAccess)},
+      {"cuMemGetAllocationGranularity", reinterpret_cast<void*>(&stub::Granularity)},
+      {"cuDeviceGet", reinterpret_cast<void*>(&stub::DeviceGet)},
+      {"cuDeviceGetAttribute", reinterpret_cast<void*>(&stub::DeviceAttribute)},
+  };
+  auto it = table.find(name);
+  *fn = it == table.end() ? nullptr : it->second;
+  if (status) *status = it == table.end() ? cudaDriverEntryPointSymbolNotFound : cudaDriverEntryPointSuccess;
+  return cudaSuccess;
+}
 }
 

@@ -41,7 +41,7 @@ static int failures = 0;
 
 static bool Nothing() {
   return live::device_bytes.load() == 0 && live::pinned_bytes.load() == 0 && live::handles.load() == 0 &&
-         stub::device_mem.empty() && stub::pinned_mem.empty();
+         stub::device_mem.empty() && stub::pinned_mem.empty() && stub::vmm_reserved.empty() && stub::vmm_pieces == 0;
 }
 
 static std::shared_ptr<GpuGraph> Graph() {
@@ -51,8 +51,11 @@ static std::shared_ptr<GpuGraph> Graph() {
   return g;
 }
 
+static bool g_lazy = true;  // the mode Config() asks for
+
 static DecoderConfig Config() {
   DecoderConfig c;
+  c.lazy = g_lazy;
   c.max_lanes = 4;
   c.max_frames = 16;
   c.main_q = 64;
@@ -137,10 +140,18 @@ static int64_t Stat(GpuDecoder& d, int i) {
   return s[i];
 }
 
-int main() {
+// Construction and growth fault walks in one memory mode (lazy: the winners log is a VMM
+// region of the stub driver; eager: a buffer replaced on growth).
+static void Walks(bool lazy) {
+  g_lazy = lazy;
+  std::printf("walks, %s winners log\n", lazy ? "lazy" : "eager");
   {  // every constructor acquisition fails cleanly
     fault::Arm(1 << 30);
-    { GpuDecoder d(Graph(), Config()); }
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(Stat(d, 12) == (lazy ? 1 : 0));  // the mode in effect
+      CHECK(lazy ? Stat(d, 0) > Stat(d, 1) : Stat(d, 0) == Stat(d, 1));  // lazy: reserved past committed
+    }
     const int64_t sites = fault::Arm(0);
     CHECK(sites >= 25 && Nothing());
     for (int64_t i = 1; i <= sites; ++i) {
@@ -164,16 +175,23 @@ int main() {
     int64_t sites = 0;
     {
       GpuDecoder d(Graph(), Config());
+      const int64_t reserved0 = Stat(d, 10), committed0 = Stat(d, 9);
       fault::Arm(1 << 30);
       CHECK(DecodeOk(d, lens));
       sites = fault::Arm(0);
-      CHECK(Stat(d, 6) == 2);  // captured before and after the arena grew
+      // eager: captured before and after the log moved; lazy: the log grew in place, the
+      // published limit let the same graph run again
+      CHECK(Stat(d, 6) == (lazy ? 1 : 2));
+      CHECK(Stat(d, 11) >= 1000 && Stat(d, 15) == 1);  // the capacity covers the need; one growth
+      CHECK(Stat(d, 9) > committed0);
+      if (lazy) CHECK(Stat(d, 10) == reserved0);  // the reservation never changes
     }
-    CHECK(sites == 6);  // path (device, GC drain, pinned), instantiate, arena, instantiate
+    // path (device, GC drain, pinned), instantiate, log growth, and (eager) instantiate again
+    CHECK(sites == (lazy ? 5 : 6));
     int raised = 0;
     for (int64_t i = 1; i <= sites; ++i) {
       GpuDecoder d(Graph(), Config());
-      const int64_t held0 = Stat(d, 0), pinned0 = Stat(d, 4);
+      const int64_t held0 = Stat(d, 1), pinned0 = Stat(d, 4);
       fault::Arm(i);
       bool threw = false, ok = false;
       try {
@@ -186,14 +204,127 @@ int main() {
       CHECK(threw || ok);
       CHECK(stub::pending == cudaSuccess);
       // nothing orphaned: the module holds exactly what the decoder says it holds
-      CHECK(live::device_bytes.load() == Stat(d, 0) && live::pinned_bytes.load() == Stat(d, 4));
-      if (i <= 3) CHECK(Stat(d, 0) == held0 && Stat(d, 4) == pinned0);  // a failed path growth keeps the old buffers
+      CHECK(live::device_bytes.load() == Stat(d, 1) && live::pinned_bytes.load() == Stat(d, 4));
+      if (i <= 3) CHECK(Stat(d, 1) == held0 && Stat(d, 4) == pinned0);  // a failed path growth keeps the old buffers
       CHECK(DecodeOk(d, lens));
       CHECK(!stub::bad_access);  // the next decode's kernels only touch live, large enough buffers
     }
-    CHECK(raised == 4);  // the two instantiations fall back to plain launches
+    CHECK(raised == 4);  // the instantiations fall back to plain launches
     CHECK(Nothing());
   }
+}
+
+// The pooled layout's sizing rules (types.cuh): a step's claims list holds every claim it
+// can make (at most its slots, one on a final or redirect step, at most claims_cap), its
+// table keeps them at most half full (a power of two of at least kPoolAlign slots, at most
+// the static table), its next frontier holds every survivor (at most main_q) plus the
+// sentinel, regions stay aligned.
+static void PooledSizing() {
+  Workspace ws{};
+  ws.main_q = 1000;
+  ws.claims_cap = 2000;
+  ws.hash_cap = 4096;
+  for (int32_t phase : {kPhaseReal, kPhaseFinal, kPhaseRedirect, kPhaseIdle}) {
+    for (int32_t slots : {0, 1, 2, 31, 33, 999, 1000, 1001, 1999, 2000, 2001, 1 << 20}) {
+      const int32_t b = PooledClaimsBound(ws, phase, slots);
+      const int32_t h = PooledHashSize(ws, b);
+      CHECK(b <= slots && b <= ws.claims_cap);
+      CHECK(phase == kPhaseIdle || slots == 0 ? b == 0 : (phase == kPhaseReal ? b == std::min(slots, 2000) : b == 1));
+      CHECK(b == 0 ? h == 0 : ((h & (h - 1)) == 0 && h >= kPoolAlign && (h >= 2 * b || h == ws.hash_cap)));
+      CHECK(h <= ws.hash_cap);
+      const int32_t t = PooledTokenRegion(ws, b);
+      CHECK(t % kPoolAlign == 0 && t >= std::min(b, ws.main_q) + 1 && t <= ws.main_q + 1 + kPoolAlign);
+      CHECK(PooledClaimsRegion(b) % 16 == 0 && PooledClaimsRegion(b) >= b && PooledClaimsRegion(b) < b + 16);
+    }
+  }
+}
+
+int main() {
+  PooledSizing();
+  Walks(true);
+  Walks(false);
+  {  // auto keeps a small decoder's lanes static: pooling could only hold more
+    g_lazy = true;
+    GpuDecoder d(Graph(), Config());
+    CHECK(Stat(d, 21) == 0);
+  }
+  {  // a driver without VMM: a lazy decoder takes the eager log, and works
+    stub::vmm = false;
+    g_lazy = true;
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(Stat(d, 12) == 0 && Stat(d, 13) == 0);
+      stub::g_need = 1000;
+      CHECK(DecodeOk(d, {60, 10, 0}));
+      CHECK(Stat(d, 11) >= 1000);
+    }
+    stub::vmm = true;
+    CHECK(Nothing());
+  }
+  {  // pooled lanes: a batch that outgrows the pools pauses, and resumes after they grow in
+     // place (no re-capture of the batch's graph; the resume is a graph of its own); every
+     // growth acquisition fails cleanly and the decoder stays usable
+    g_lazy = true;
+    stub::g_need = 10;
+    const std::vector<int32_t> small = {12, 5, 0};  // no path growth (max_frames 16)
+    const int64_t need[3] = {1000, 5000, 20000};
+    int64_t sites = 0;
+    auto config = [] {  // per-lane capacities far above the first pieces
+      DecoderConfig c = Config();
+      c.lane_pool = 1;  // on (auto would keep so small a decoder static)
+      c.main_q = 4096;
+      c.claims_cap = 8192;
+      c.hash_cap = 16384;
+      return c;
+    };
+    {
+      GpuDecoder d(Graph(), config());
+      CHECK(Stat(d, 21) == 1);  // offline batches are pooled
+      int64_t cap0[3];
+      for (int k = 0; k < 3; ++k) CHECK((cap0[k] = Stat(d, 23 + k)) < need[k]);
+      for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = need[k];
+      fault::Arm(1 << 30);
+      CHECK(DecodeOk(d, small));
+      sites = fault::Arm(0);
+      // one growth; two captures: the batch, then its resume (results only from the resume:
+      // the paused run leaves every lane unfinished in the stub)
+      CHECK(Stat(d, 22) == 1 && Stat(d, 6) == 2);
+      for (int k = 0; k < 3; ++k) CHECK(Stat(d, 23 + k) >= need[k] && Stat(d, 26 + k) == need[k]);
+      // every pool that grew at least doubled, up to its worst case (4 lanes of the config's
+      // per-lane capacities): here the claims pool (4,096 -> 8,192; 1.25 x its need is 6,250)
+      const int64_t most[3] = {4 * (4096 + 1 + kPoolAlign), 4 * (8192 + 16), 4 * 16384};
+      for (int k = 0; k < 3; ++k) CHECK(Stat(d, 23 + k) >= std::min<int64_t>(2 * cap0[k], most[k]));
+      CHECK(DecodeOk(d, small) && Stat(d, 22) == 1);  // room now: no growth
+    }
+    CHECK(sites == 2 + 13);  // the two instantiations, and every pool array's new piece
+    int raised = 0;
+    for (int64_t i = 1; i <= sites; ++i) {
+      GpuDecoder d(Graph(), config());
+      int64_t caps0[3];
+      for (int k = 0; k < 3; ++k) caps0[k] = Stat(d, 23 + k);
+      fault::Arm(i);
+      bool threw = false, ok = false;
+      try {
+        ok = DecodeOk(d, small);
+      } catch (const CudaOutOfMemory& e) {
+        threw = std::strstr(e.what(), "cannot grow the lane pools") && std::strstr(e.what(), "stays usable") &&
+                std::strstr(e.what(), "max_lanes");
+        ++raised;
+        for (int k = 0; k < 3; ++k) CHECK(Stat(d, 23 + k) == caps0[k]);  // the old capacities stay
+      }
+      fault::Arm(0);
+      CHECK(threw || ok);
+      CHECK(stub::pending == cudaSuccess);
+      CHECK(live::device_bytes.load() == Stat(d, 1));
+      CHECK(DecodeOk(d, small));
+      CHECK(!stub::bad_access);
+    }
+    CHECK(raised == 13);
+    for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = 0;
+    CHECK(Nothing());
+  }
+  const std::vector<int32_t> lens = {60, 10, 0};
+  g_lazy = true;
 
   {  // lattice decodes: records row by row; growth and re-run; every acquisition fails cleanly
     stub::g_need = 10;
@@ -212,7 +343,7 @@ int main() {
       CHECK(DecodeOk(d, lens));  // the next 1-best decode runs without the lattice stage
       CHECK(stub::lattice_runs - runs0 == 2);
       CHECK(LatticeDecodeOk(d, {3, 0}));  // fewer rows, grown records reused
-      CHECK(live::device_bytes.load() == Stat(d, 0) && live::pinned_bytes.load() == Stat(d, 4));
+      CHECK(live::device_bytes.load() == Stat(d, 1) && live::pinned_bytes.load() == Stat(d, 4));
     }
     // path (device, GC drain, pinned), lattice cursor, records, hash positions, 3 step arrays,
     // instantiate, records growth, instantiate, pinned readback
@@ -232,12 +363,51 @@ int main() {
       fault::Arm(0);
       CHECK(threw || ok);
       CHECK(stub::pending == cudaSuccess);
-      CHECK(live::device_bytes.load() == Stat(d, 0) && live::pinned_bytes.load() == Stat(d, 4));
+      CHECK(live::device_bytes.load() == Stat(d, 1) && live::pinned_bytes.load() == Stat(d, 4));
       CHECK(DecodeOk(d, lens));
       CHECK(LatticeDecodeOk(d, lens));
       CHECK(!stub::bad_access);
     }
     CHECK(raised == 11);  // the two instantiations fall back to plain launches
+    stub::lat_extra = 0;
+    CHECK(Nothing());
+  }
+
+  {  // lattice decodes on the pooled layout (lattice.cuh: every kernel reaches the arrays
+     // through the lanes' regions): a batch that pauses keeps the records and step counts of
+     // the steps before the pause (zeroed only when a batch starts, not when it resumes), the
+     // resume records the rest; records that outgrow their buffer re-run the batch from zero,
+     // also from a replayed graph (the zeroing is captured with it)
+    stub::g_need = 10;
+    stub::lat_extra = 2;
+    const std::vector<int32_t> small = {12, 5, 0};  // no path growth (max_frames 16)
+    const int64_t need[3] = {1000, 5000, 20000};
+    auto config = [](int64_t lattice_cap) {
+      DecoderConfig c = Config();
+      c.lane_pool = 1;
+      c.main_q = 4096;
+      c.claims_cap = 8192;
+      c.hash_cap = 16384;
+      c.lattice_cap = lattice_cap;
+      return c;
+    };
+    for (int64_t cap : {int64_t{4096}, int64_t{16}}) {
+      GpuDecoder d(Graph(), config(cap));
+      CHECK(Stat(d, 21) == 1);  // pooled
+      for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = need[k];
+      const int runs0 = stub::lattice_runs;
+      CHECK(LatticeDecodeOk(d, small));
+      // paused, grown, resumed; with 16 records to start also grown and run again (no pause
+      // now: the pools kept their size)
+      CHECK(Stat(d, 22) == 1 && stub::lattice_runs - runs0 == (cap == 16 ? 3 : 2));
+      CHECK(LatticeDecodeOk(d, small));  // the batch's graph replayed: records from zero again
+      CHECK(Stat(d, 22) == 1 && stub::lattice_runs - runs0 == (cap == 16 ? 4 : 3));
+      CHECK(DecodeOk(d, small));  // and a 1-best decode after it runs without the stage
+      CHECK(stub::lattice_runs - runs0 == (cap == 16 ? 4 : 3));
+      CHECK(live::device_bytes.load() == Stat(d, 1) && Stat(d, 33) > 0);
+      CHECK(!stub::bad_access);
+    }
+    for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = 0;
     stub::lat_extra = 0;
     CHECK(Nothing());
   }
@@ -253,9 +423,9 @@ int main() {
     DecoderConfig c = Config();
     c.eps_iterations = 2;
     c.max_lanes = kEpsListMaxLanes;
-    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 1); }
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 31) == 1); }
     c.max_lanes = kEpsListMaxLanes + 1;
-    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 10) == 0); }
+    { GpuDecoder d(eps_graph(), c); CHECK(Stat(d, 31) == 0); }
     c = Config();
     c.eps_iterations = 2;
     stub::g_need = 10;
@@ -263,14 +433,15 @@ int main() {
     for (int lists = 0; lists < 2; ++lists) {
       c.closure_lists = lists;
       GpuDecoder d(eps_graph(), c);
-      CHECK(Stat(d, 10) == lists);
-      const int64_t before = Stat(d, 0);
+      CHECK(Stat(d, 31) == lists);
+      const int64_t before = Stat(d, 1);
       CHECK(LatticeDecodeOk(d, {3, 0}));
-      grown[lists] = Stat(d, 0) - before;
+      grown[lists] = Stat(d, 1) - before;
       CHECK(!stub::bad_access);
     }
     const int64_t L = c.max_lanes, Q = c.main_q, hint_cap = std::min<int64_t>(4 * Q + 1, INT32_MAX / 64);
-    CHECK(grown[0] - grown[1] == L * Q * 4 + L * (Q + 1) * 4 + L * hint_cap * 4 + (L + 1) * 8);
+    // the static layout's regions: main_q + 1 entries a lane for each per-token array
+    CHECK(grown[0] - grown[1] == 2 * L * (Q + 1) * 4 + L * hint_cap * 4 + (L + 1) * 8);
   }
 
   {  // copy back B rows of the longest kept path only

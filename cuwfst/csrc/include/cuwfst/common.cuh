@@ -95,7 +95,27 @@ __device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int
   return UpperBound(offsets, n + 1, slot) - 1;
 }
 
-__device__ __forceinline__ uint32_t HashState(uint32_t s) { return s * 2654435761u; }
+// One warp's exclusive scan of v (int64) over its 32 lanes; returns the exclusive prefix
+// and sets *total to the warp's sum (every thread gets the same total).
+__device__ __forceinline__ int64_t WarpExclusiveScan(int64_t v, int64_t* total) {
+  int64_t incl = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int64_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (static_cast<int>(threadIdx.x & 31) >= d) incl += o;
+  }
+  *total = __shfl_sync(0xFFFFFFFFu, incl, 31);
+  return incl - v;
+}
+
+// The home slot of state s in a table of `size` slots (a power of two >= 2): Fibonacci
+// hashing, the product's top bits, which depend on every bit of s. (The low bits of the
+// product depend only on s's low bits: states equal modulo the table size would share a
+// home slot, which the pooled layout's small tables make common.)
+__device__ __forceinline__ uint32_t HashSlot(uint32_t s, int32_t size) {
+  const int shift = __clz(static_cast<uint32_t>(size)) + 1;  // 32 - log2(size)
+  return (s * 2654435761u) >> shift;
+}
 
 // Epsilon closure: the payload a frontier token's hash slot holds between passes,
 // {its score : 0xFFFFFFFF}. A closure candidate {end : slot} beats it only with a strictly

@@ -57,9 +57,9 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     LaneScanLastBlock(ws);
     return;
   }
-  const int32_t n = pass == 0 ? min(lc.next_size, ws.main_q) : lc.eps_changed;
   const int32_t buf = lc.buf;  // the frontier the step (or the start) built
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t n = pass == 0 ? min(lc.next_size, lc.tok_cap[buf]) : lc.eps_changed;
+  const int64_t q = lc.tok_off[buf];  // the pass's scratch shares the frontier's region
   const int32_t* state = ws.tok_state[buf] + q;
   const float* score = ws.tok_score[buf] + q;
   const int32_t* winner = ws.tok_winner[buf] + q;
@@ -67,9 +67,9 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   int32_t* eps_winner = ws.eps_winner + q;
   int32_t* begin = ws.tok_begin + q;
   float* snap = ws.tok_ub + q;
-  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
-  const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
+  int32_t* offsets = ws.arc_offsets + q;
+  int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, buf);
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, buf)) << kHintShift;
   if (threadIdx.x == 0) running = 0;
   __syncthreads();
   constexpr int kPerRound = kScanThreads * kScanItems;
@@ -136,27 +136,28 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
+  LaneTable table;
   Walk<kWalker>(ws, [&](const LaneView& lv, int32_t j, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
       cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+      table.Load(ws, lc);
     }
     const int32_t arc = lv.begin[j] + (local - lv.offsets[j]);
     const float end = lv.ub[j] + g.arc_weight[arc];  // the CPU's snap_score + weight
     if (!(end > cutoff)) return;
-    uint32_t* keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    const int32_t h = FindOrClaim(ws, cur_lane, keys, static_cast<uint32_t>(g.arc_dest[arc]));
+    const int32_t h = FindOrClaim(ws, cur_lane, table, static_cast<uint32_t>(g.arc_dest[arc]));
     if (h < 0) return;
     const unsigned long long p =
         (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-    if (!(*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p)) return;
-    const unsigned long long old = atomicMax(&payload[h], p);
+    if (!(*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p)) return;
+    const unsigned long long old = atomicMax(&table.payload[h], p);
     // The one raise off the baseline (or off an empty slot) registers the slot for Resolve.
     if (old < p && (old == 0ull || static_cast<uint32_t>(old) == kBaselineSlot)) {
+      const LaneCounters& lc = ws.lanes[cur_lane];
       const int32_t c = atomicAdd(&ws.lanes[cur_lane].eps_touched, 1);
-      if (c < ws.claims_cap) ws.eps_touched[static_cast<int64_t>(cur_lane) * ws.claims_cap + c] = h;
+      if (c < lc.claim_cap) ws.eps_touched[lc.claim_off + c] = h;
       else atomicOr(&ws.lanes[cur_lane].overflow, kOverflowClaims);
     }
   });
@@ -179,16 +180,18 @@ EpsResolveKernel(Workspace ws) {
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
-  const int32_t num = min(lc.eps_touched, ws.claims_cap);
+  const int32_t num = min(lc.eps_touched, lc.claim_cap);
   const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
   const int32_t buf = lc.buf;
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
-  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-  const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  const int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
+  const long long arena_limit = *ws.arena_limit;
+  const int64_t q = lc.tok_off[buf];
+  const int32_t frontier_cap = lc.tok_cap[buf];
+  const int64_t hb = lc.hash_off;
+  const int32_t* offsets = ws.arc_offsets + q;
+  const int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, buf);
   const bool hint_ok = lc.hint_ok != 0;
   const int32_t* begin = ws.tok_begin + q;
   const int32_t* eps_winner = ws.eps_winner + q;
@@ -196,7 +199,7 @@ EpsResolveKernel(Workspace ws) {
   int32_t* tok_state = ws.tok_state[buf] + q;
   float* tok_score = ws.tok_score[buf] + q;
   int32_t* tok_winner = ws.tok_winner[buf] + q;
-  const int32_t* touched = ws.eps_touched + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int32_t* touched = ws.eps_touched + lc.claim_off;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
@@ -225,7 +228,7 @@ EpsResolveKernel(Workspace ws) {
       if (h[k] < 0) continue;
       if (is_new[k]) {
         const int32_t idx = new_base + rank[k];
-        if (idx < ws.main_q) {
+        if (idx < frontier_cap) {
           pos[k] = idx;
           tok_state[idx] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);
         } else {
@@ -248,7 +251,7 @@ EpsResolveKernel(Workspace ws) {
         const int32_t arc = begin[j] + (slot[k] - offsets[j]);
         const long long wi = arena_base + rank[k];
         int32_t winner = -1;
-        if (wi < ws.arena_cap) {
+        if (wi < arena_limit) {
           winner = static_cast<int32_t>(wi);
           ws.arena[wi] = {eps_winner[j], arc};
         } else {
@@ -276,12 +279,12 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
   const LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
   if (blockIdx.x == 0 && threadIdx.x == 0)
-    ws.lanes[lane].closure_added += min(lc.next_size, ws.main_q) - lc.eps_base;
-  const int32_t num = min(lc.claims, ws.claims_cap);
+    ws.lanes[lane].closure_added += min(lc.next_size, lc.tok_cap[lc.buf]) - lc.eps_base;
+  const int32_t num = min(lc.claims, lc.claim_cap);
   const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
-  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-  const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int64_t hb = lc.hash_off;
+  const int2* claims = ws.claims + lc.claim_off;
   for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
     const int32_t h = claims[i].y;
     ws.hash_key[hb + h] = kEmptyKey;
@@ -333,7 +336,7 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     cnt[k] = 0;
     if (l < L) {
       const LaneCounters& lc = ws.lanes[l];
-      if (InClosure(lc)) cnt[k] = min(lc.eps_list_n[par], ws.main_q);
+      if (InClosure(lc)) cnt[k] = min(lc.eps_list_n[par], lc.tok_cap[lc.buf]);
     }
   }
   BlockScan(scan).ExclusiveSum(cnt, excl, total);
@@ -349,7 +352,7 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
       LaneCounters& lc = ws.lanes[l];
       lc.eps_list_n[par ^ 1] = 0;
       lc.eps_touched_n[par ^ 1] = 0;
-      if (pass == 0 && InClosure(lc)) lc.eps_base = min(lc.next_size, ws.main_q);
+      if (pass == 0 && InClosure(lc)) lc.eps_base = min(lc.next_size, lc.tok_cap[lc.buf]);
     }
   }
   const int32_t stride = ws.eps_stride;
@@ -358,8 +361,9 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     const int32_t lane = UpperBound(lane_off, L + 1, e) - 1;
     const int32_t j = static_cast<int32_t>(e - lane_off[lane]);
     const LaneCounters& lc = ws.lanes[lane];
-    const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
     const int32_t buf = lc.buf;
+    // the frontier's region; the pass's scratch (lists, eps_winner, tok_begin) shares it
+    const int64_t q = lc.tok_off[buf];
     const int32_t tok = (par ? ws.eps_list1 : ws.eps_tok)[q + j];
     const int32_t s = ws.tok_state[buf][q + tok];
     const float score = ws.tok_score[buf][q + tok];
@@ -368,22 +372,22 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     const int32_t b = sa.EpsBegin();
     ws.tok_begin[q + j] = b;
     const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-    uint32_t* keys = ws.hash_key + static_cast<int64_t>(lane) * ws.hash_cap;
-    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(lane) * ws.hash_cap;
+    LaneTable table;  // the lane's table and claims list (LaneCounters' regions)
+    table.Load(ws, lc);
     for (int32_t k = 0; k < sa.eps_count; ++k) {
       const int32_t arc = b + k;
       const float end = score + g.arc_weight[arc];  // the CPU's snap_score + weight
       if (!(end > cutoff)) continue;
-      const int32_t h = FindOrClaim(ws, lane, keys, static_cast<uint32_t>(g.arc_dest[arc]));
+      const int32_t h = FindOrClaim(ws, lane, table, static_cast<uint32_t>(g.arc_dest[arc]));
       if (h < 0) continue;
       const uint32_t slot = static_cast<uint32_t>(j) * static_cast<uint32_t>(stride) + static_cast<uint32_t>(k);
       const unsigned long long p = (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | slot;
-      if (!(*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p)) continue;
-      const unsigned long long old = atomicMax(&payload[h], p);
+      if (!(*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p)) continue;
+      const unsigned long long old = atomicMax(&table.payload[h], p);
       // The one raise off the baseline (or off an empty slot) registers the slot for Resolve.
       if (old < p && (old == 0ull || static_cast<uint32_t>(old) == kBaselineSlot)) {
         const int32_t c = atomicAdd(&ws.lanes[lane].eps_touched_n[par], 1);
-        if (c < ws.claims_cap) ws.eps_touched[static_cast<int64_t>(lane) * ws.claims_cap + c] = h;
+        if (c < table.claim_cap) ws.eps_touched[lc.claim_off + c] = h;
         else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
       }
     }
@@ -406,7 +410,7 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
   const int32_t par = pass & 1;
-  const int32_t num = min(lc.eps_touched_n[par], ws.claims_cap);
+  const int32_t num = min(lc.eps_touched_n[par], lc.claim_cap);
   const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
   if (c_begin >= c_end) return;
@@ -414,15 +418,17 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
   const int32_t stride = ws.eps_stride;
   const int32_t buf = lc.buf;
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
-  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
+  const long long arena_limit = *ws.arena_limit;  // the log's published capacity
+  const int64_t q = lc.tok_off[buf];
+  const int32_t frontier_cap = lc.tok_cap[buf];
+  const int64_t hb = lc.hash_off;
   const int32_t* begin = ws.tok_begin + q;
   const int32_t* eps_winner = ws.eps_winner + q;
   int32_t* next_list = (par ? ws.eps_tok : ws.eps_list1) + q;
   int32_t* tok_state = ws.tok_state[buf] + q;
   float* tok_score = ws.tok_score[buf] + q;
   int32_t* tok_winner = ws.tok_winner[buf] + q;
-  const int32_t* touched = ws.eps_touched + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int32_t* touched = ws.eps_touched + lc.claim_off;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
@@ -454,7 +460,7 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
       if (h[k] < 0) continue;
       if (is_new[k]) {
         const int32_t idx = new_base + rank[k];
-        if (idx < ws.main_q) {
+        if (idx < frontier_cap) {
           pos[k] = idx;
           tok_state[idx] = key[k];
         } else {
@@ -482,7 +488,7 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
         const int32_t arc = begin[j] + (slot[k] - j * stride);
         const long long wi = arena_base + (rank[k] & 0xFFFF);
         int32_t winner = -1;
-        if (wi < ws.arena_cap) {
+        if (wi < arena_limit) {
           winner = static_cast<int32_t>(wi);
           ws.arena[wi] = {eps_winner[j], arc};
         } else {

@@ -42,6 +42,24 @@ struct LaneView {
   const uint16_t* row16 = nullptr;
 
   __device__ __forceinline__ void Load(const Workspace& ws, int32_t l) {
+    const LaneCounters& lc = ws.lanes[l];
+    // the frontier the step expands (Scan flipped buf) and the scratch sharing its region;
+    // a closure pass (epsilon.cuh) expands the frontier just built, in buffer buf
+    LoadAt(ws, l, lc.phase == kPhaseEps ? lc.buf : lc.buf ^ 1);
+  }
+  // The step's own slot space after an epsilon closure overwrote the lane's phase, size and
+  // hint flag (the lattice walk, lattice.cuh): ScanKernel kept them in step_*, and the step
+  // expanded buffer buf ^ 1 whatever phase the closure left the lane in.
+  __device__ __forceinline__ void LoadStep(const Workspace& ws, int32_t l) {
+    const LaneCounters& lc = ws.lanes[l];
+    LoadAt(ws, l, lc.buf ^ 1);
+    n = lc.step_size;
+    phase = lc.step_phase;
+    hint_ok = lc.step_hint_ok != 0;
+  }
+  // Lane l's slot span and the frontier in buffer b with the scratch sharing its region
+  // (tok_off[b]; the hints at HintBase), either layout.
+  __device__ __forceinline__ void LoadAt(const Workspace& ws, int32_t l, int32_t b) {
     lane = l;
     base = ws.lane_arc_offsets[l];
     end = ws.lane_arc_offsets[l + 1];
@@ -51,22 +69,13 @@ struct LaneView {
     max_lp = lc.max_lp;
     row32 = lc.lp_row_f32;
     row16 = lc.lp_row_f16;
-    const int64_t q = static_cast<int64_t>(l) * ws.main_q;
-    offsets = ws.arc_offsets + static_cast<int64_t>(l) * (ws.main_q + 1);
-    hint = ws.tok_hint + static_cast<int64_t>(l) * ws.hint_cap;
+    const int64_t q = lc.tok_off[b];
+    offsets = ws.arc_offsets + q;
+    hint = ws.tok_hint + HintBase(ws, lc, l, b);
     hint_ok = lc.hint_ok != 0;
     begin = ws.tok_begin + q;
     ub = ws.tok_ub + q;
-    score = ws.tok_score[lc.buf ^ 1] + q;  // the frontier the step expands (Scan flipped buf)
-  }
-  // The step's own slot space after an epsilon closure overwrote the lane's phase, size and
-  // hint flag (the lattice walk, lattice.cuh): ScanKernel kept them in step_*.
-  __device__ __forceinline__ void LoadStep(const Workspace& ws, int32_t l) {
-    Load(ws, l);
-    const LaneCounters& lc = ws.lanes[l];
-    n = lc.step_size;
-    phase = lc.step_phase;
-    hint_ok = lc.step_hint_ok != 0;
+    score = ws.tok_score[b] + q;
   }
   __device__ __forceinline__ float Acoustic(const DeviceGraph& g, int32_t arc) const {
     if (phase != kPhaseReal) return 0.f;
@@ -205,22 +214,46 @@ MaxKernel(DeviceGraph g, Workspace ws) {
   }
 }
 
+// A lane's recombination table and claims list for this step (read once per lane by the
+// walkers' callbacks).
+struct LaneTable {
+  uint32_t* keys = nullptr;
+  unsigned long long* payload = nullptr;
+  int2* claims = nullptr;
+  int32_t size = 0;       // slots, a power of two; 0: the lane has no table this step
+  int32_t claim_cap = 0;  // entries of the claims list
+
+  __device__ __forceinline__ void Load(const Workspace& ws, const LaneCounters& lc) {
+    keys = ws.hash_key + lc.hash_off;
+    payload = ws.hash_payload + lc.hash_off;
+    claims = ws.claims + lc.claim_off;
+    size = lc.hash_cap;
+    claim_cap = lc.claim_cap;
+  }
+};
+
 // The slot of `dest` in a lane's open-addressing table: a plain read first, a CAS only on
 // an empty slot (within a step a slot goes EMPTY -> key once, so matched and mismatched
 // slots need no atomic); the thread whose CAS claims the slot appends {dest, slot} to the
-// lane's claims list. Returns -1 (and flags kOverflowHash) past kMaxProbes probes.
-__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, uint32_t* keys,
+// lane's claims list. A thread claims at most one slot, so a step's claims are at most its
+// admitted slots (the pooled layout sizes the list by that). Past the list's end the key
+// stays in the table unlisted (kOverflowClaims): the targeted clears miss it, so the table
+// is wiped whole — at the sequence's end (HashSanitizeKernel) and, pooled, by the lane's
+// next ScanKernel, before the pool hands the table to another lane. Returns -1 (and flags
+// kOverflowHash) past kMaxProbes probes; a lane without a table this step (a pooled lane
+// refused its regions, kOverflowPool: the guard; the pause keeps it from happening) gets -1.
+__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
                                                uint32_t dest) {
-  const uint32_t mask = static_cast<uint32_t>(ws.hash_cap - 1);
-  uint32_t h = HashState(dest) & mask;
+  if (t.size == 0) return -1;
+  const uint32_t mask = static_cast<uint32_t>(t.size - 1);
+  uint32_t h = HashSlot(dest, t.size);
   for (int probe = 0; probe < kMaxProbes; ++probe) {
-    uint32_t k = *reinterpret_cast<volatile uint32_t*>(&keys[h]);
+    uint32_t k = *reinterpret_cast<volatile uint32_t*>(&t.keys[h]);
     if (k == kEmptyKey) {
-      k = atomicCAS(&keys[h], kEmptyKey, dest);
+      k = atomicCAS(&t.keys[h], kEmptyKey, dest);
       if (k == kEmptyKey) {
-        int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
-        int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
-        if (c < ws.claims_cap) claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
+        const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
+        if (c < t.claim_cap) t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
         else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
         return static_cast<int32_t>(h);
       }
@@ -246,27 +279,27 @@ ExpandKernel(DeviceGraph g, Workspace ws) {
   const int32_t final_state = g.num_states - 1;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
+  LaneTable table;
   Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
       cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+      table.Load(ws, lc);
     }
     if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
     const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
     if (!(end > cutoff)) return;
-    uint32_t* keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-    unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(cur_lane) * ws.hash_cap;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
                                                      : static_cast<uint32_t>(g.arc_dest[arc]);
     const unsigned long long p =
         (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-    const int32_t h = FindOrClaim(ws, cur_lane, keys, dest);
+    const int32_t h = FindOrClaim(ws, cur_lane, table, dest);
     if (h < 0) return;
     // Dominance: a candidate below the slot's current best cannot win (a stale read is
     // only lower, so this never drops a winner).
-    if (*reinterpret_cast<volatile unsigned long long*>(&payload[h]) < p) atomicMax(&payload[h], p);
+    if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
   });
 }
 

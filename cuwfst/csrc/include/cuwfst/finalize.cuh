@@ -40,30 +40,33 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
   if (phase == kPhaseIdle) return;
-  const int32_t num_claims = min(lc.claims, ws.claims_cap);
+  const int32_t num_claims = min(lc.claims, lc.claim_cap);
   const int32_t chunk = (num_claims + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
+  const long long arena_limit = *ws.arena_limit;
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
-  const int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  const int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
-  const bool hint_ok = lc.hint_ok != 0;
-  const int32_t* begin = ws.tok_begin + q;
   const int32_t src = lc.buf ^ 1, dst = lc.buf;  // Scan flipped buf to the buffer it builds
-  const int32_t* cur_winner = ws.tok_winner[src] + q;
-  int32_t* nxt_state = ws.tok_state[dst] + q;
-  float* nxt_score = ws.tok_score[dst] + q;
-  int32_t* nxt_winner = ws.tok_winner[dst] + q;
-  uint32_t* keys = ws.hash_key + static_cast<int64_t>(lane) * ws.hash_cap;
-  unsigned long long* payload = ws.hash_payload + static_cast<int64_t>(lane) * ws.hash_cap;
-  const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int64_t qs = lc.tok_off[src], qd = lc.tok_off[dst];
+  const int32_t next_cap = lc.tok_cap[dst];
+  const int32_t* offsets = ws.arc_offsets + qs;
+  const int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, src);
+  const bool hint_ok = lc.hint_ok != 0;
+  const int32_t* begin = ws.tok_begin + qs;
+  const int32_t* cur_winner = ws.tok_winner[src] + qs;
+  int32_t* nxt_state = ws.tok_state[dst] + qd;
+  float* nxt_score = ws.tok_score[dst] + qd;
+  int32_t* nxt_winner = ws.tok_winner[dst] + qd;
+  uint32_t* keys = ws.hash_key + lc.hash_off;
+  unsigned long long* payload = ws.hash_payload + lc.hash_off;
+  const int2* claims = ws.claims + lc.claim_off;
   const bool keep_claims = (ws.eps_iterations > 0 || ws.lattice) && phase == kPhaseReal;
-  int32_t* hash_pos = keep_claims ? ws.hash_pos + static_cast<int64_t>(lane) * ws.hash_cap : nullptr;
+  int32_t* hash_pos = keep_claims ? ws.hash_pos + lc.hash_off : nullptr;
   // closure = lists: the kept tokens whose epsilon arcs can pass the cutoff form pass 0's list
+  // (frontier indices of the frontier being built, so in its region, as the closure reads it)
   const bool list_eps = keep_claims && ws.closure_lists;
-  int32_t* eps_list = list_eps ? ws.eps_tok + q : nullptr;
+  int32_t* eps_list = list_eps ? ws.eps_tok + qd : nullptr;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kFinalizeItems;
@@ -99,7 +102,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
       int32_t listed[kFinalizeItems], lpos[kFinalizeItems], round_listed;
 #pragma unroll
       for (int k = 0; k < kFinalizeItems; ++k)
-        listed[k] = keep[k] && round_base + pos[k] < ws.main_q && end[k] + eps_w[k] > cutoff;
+        listed[k] = keep[k] && round_base + pos[k] < next_cap && end[k] + eps_w[k] > cutoff;
       BlockScan(scan).ExclusiveSum(listed, lpos, round_listed);
       if (threadIdx.x == 0) list_base = atomicAdd(&lc.eps_list_n[0], round_listed);
       __syncthreads();
@@ -115,13 +118,13 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
         const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
         const long long wi = arena_base + pos[k];
         int32_t winner = -1;
-        if (wi < ws.arena_cap) {
+        if (wi < arena_limit) {
           winner = static_cast<int32_t>(wi);
           ws.arena[wi] = {cur_winner[tok], phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc};
         } else {
           atomicOr(&lc.overflow, kOverflowArena);
         }
-        if (idx < ws.main_q) {
+        if (idx < next_cap) {
           nxt_state[idx] = state[k];
           nxt_score[idx] = end[k];
           nxt_winner[idx] = winner;
@@ -129,8 +132,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
           atomicOr(&lc.overflow, kOverflowKept);
         }
         if (keep_claims) {
-          hash_pos[hslot[k]] = idx < ws.main_q ? idx : -1;
-          payload[hslot[k]] = EpsBaseline(idx < ws.main_q ? end[k] : -INFINITY);
+          hash_pos[hslot[k]] = idx < next_cap ? idx : -1;
+          payload[hslot[k]] = EpsBaseline(idx < next_cap ? end[k] : -INFINITY);
         }
         if (phase != kPhaseReal) {  // the final state: at most one claim
           lc.final_winner = winner;
@@ -171,14 +174,23 @@ __global__ void BacktrackKernel(Workspace ws) {
 
 // HashSanitizeKernel — once per decode, grid (blocks, max_lanes). A lane whose claims
 // list overflowed (or whose step was dropped) may hold CAS-claimed slots the targeted
-// clear never saw: wipe its whole table so the next decode starts clean. all = 1 wipes
-// every lane (the host's recovery after a sequence that failed half-way).
-__global__ void HashSanitizeKernel(Workspace ws, int32_t all) {
+// clear never saw: wipe its table (its last step's, pooled) so the next decode starts
+// clean. all_slots > 0: the host's recovery after a sequence that failed half-way — every
+// slot of the hash pool, [0, all_slots), is wiped, whatever the layout.
+__global__ void HashSanitizeKernel(Workspace ws, int64_t all_slots) {
   const int32_t lane = blockIdx.y;
-  if (!all && !(ws.lanes[lane].overflow & (kOverflowClaims | kOverflowHash))) return;
-  const int64_t base = static_cast<int64_t>(lane) * ws.hash_cap;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < ws.hash_cap;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  int64_t base = 0, n = all_slots, i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
+  int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  if (all_slots > 0) {  // the whole pool over the whole grid
+    i += static_cast<int64_t>(lane) * stride;
+    stride *= gridDim.y;
+  } else {
+    const LaneCounters& lc = ws.lanes[lane];
+    if (!(lc.overflow & (kOverflowClaims | kOverflowHash))) return;
+    base = lc.hash_off;
+    n = lc.hash_cap;
+  }
+  for (; i < n; i += stride) {
     ws.hash_key[base + i] = kEmptyKey;
     ws.hash_payload[base + i] = 0ull;
     if (ws.hash_pos) ws.hash_pos[base + i] = -1;

@@ -62,8 +62,8 @@ __global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long lo
     }
     return;
   }
-  const int32_t n = min(lc.next_size, ws.main_q);
-  const int32_t* winners = ws.tok_winner[lc.buf] + static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t n = min(lc.next_size, lc.tok_cap[lc.buf]);
+  const int32_t* winners = ws.tok_winner[lc.buf] + lc.tok_off[lc.buf];
   const long long stamp_round = 2 * round, mark_round = 2 * round + 1;
   if (threadIdx.x == 0 && n > 0) {
     uint32_t depth = 0;
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long lo
 
 // GcCopyKernel — grid over the arena's used entries [0, cursor). Reads: gc_tag, the
 // arena. Writes: arena[tail + k] = the live entry numbered k, its predecessor renumbered
-// (-1 when it is not live). Requires tail + live <= arena_cap (the host ensures it).
+// (-1 when it is not live). Requires tail + live <= the arena limit (the host ensures it).
 __global__ void GcCopyKernel(Workspace ws, long long round, int64_t cursor, int64_t tail) {
   const long long mark_round = 2 * round + 1;
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; w < cursor;
@@ -132,8 +132,8 @@ __global__ void __launch_bounds__(kGcThreads) GcRemapKernel(Workspace ws, long l
   const int32_t lane = blockIdx.x;
   const LaneCounters& lc = ws.lanes[lane];
   if (!GcLive(lc)) return;
-  const int32_t n = min(lc.next_size, ws.main_q);
-  int32_t* winners = ws.tok_winner[lc.buf] + static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t n = min(lc.next_size, lc.tok_cap[lc.buf]);
+  int32_t* winners = ws.tok_winner[lc.buf] + lc.tok_off[lc.buf];
   for (int32_t i = threadIdx.x; i < n; i += blockDim.x) winners[i] = GcRemap(ws, 2 * round + 1, winners[i]);
 }
 
@@ -149,8 +149,8 @@ __global__ void __launch_bounds__(kGcThreads) PartialKernel(Workspace ws) {
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
   if (!(ws.commands[lane].op & kCmdPartial)) return;
-  const int32_t n = GcLive(lc) ? min(lc.next_size, ws.main_q) : 0;
-  const int64_t q = static_cast<int64_t>(lane) * ws.main_q;
+  const int32_t n = GcLive(lc) ? min(lc.next_size, lc.tok_cap[lc.buf]) : 0;
+  const int64_t q = lc.tok_off[lc.buf];
   const int32_t* state = ws.tok_state[lc.buf] + q;
   const float* score = ws.tok_score[lc.buf] + q;
   // key {ordered score : ~state}: the max is the best score, then the lowest state

@@ -22,6 +22,14 @@
 // Every kernel variant (docs/design.md "Kernel variants") records the same arcs: the
 // variants leave the same frontier, hash (keys, hash_pos) and slot space behind, and the
 // walk and the hash probe do not depend on which kernels built them.
+// Both lane layouts (types.cuh, Workspace::pooled): every array is reached through the
+// lane's regions (tok_off[b]/tok_cap[b], hash_off/hash_cap, claim_off/claim_cap, HintBase),
+// never lane * main_q; the pooled layout's regions of a step stay put from its Scan's last
+// block until the next step's, so the walk after Finalize reads the step's own. A pooled
+// step that paused the batch (PooledUndoStep) has step_phase idle and no slots: neither
+// kernel records or writes anything for it, and the resumed sequence takes the step again.
+// hash_pos on an epsilon-free graph is one max_lanes x hash_cap array (EnsureLattice), the
+// hash pool's most, so pooled table offsets index it as they index the keys.
 #pragma once
 
 #include "cuwfst/expand.cuh"
@@ -30,10 +38,14 @@
 namespace cuwfst {
 
 // Whether `dest` is in the lane's new frontier: its slot is claimed and has a frontier
-// index. The hash is read-only during the walk (the step's writers have finished).
-__device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_t* hash_pos, uint32_t mask,
+// index. The hash is read-only during the walk (the step's writers have finished). The
+// probe sequence is FindOrClaim's: home slot HashSlot(dest, size), then linear. size 0: the
+// lane has no table this step (a pooled lane refused its regions; the pause prevents it).
+__device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_t* hash_pos, int32_t size,
                                               uint32_t dest) {
-  uint32_t h = HashState(dest) & mask;
+  if (size == 0) return false;
+  const uint32_t mask = static_cast<uint32_t>(size - 1);
+  uint32_t h = HashSlot(dest, size);
   for (int probe = 0; probe < kMaxProbes; ++probe) {
     const uint32_t k = keys[h];
     if (k == dest) return hash_pos[h] >= 0;
@@ -57,8 +69,8 @@ template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  const uint32_t mask = static_cast<uint32_t>(ws.hash_cap - 1);
   int32_t cur_lane = -1;
+  int32_t table = 0;  // the lane's hash size this step (its region)
   const int32_t* state = nullptr;
   const uint32_t* keys = nullptr;
   const int32_t* hash_pos = nullptr;
@@ -68,15 +80,16 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
-      state = ws.tok_state[lc.buf ^ 1] + static_cast<int64_t>(cur_lane) * ws.main_q;
-      keys = ws.hash_key + static_cast<int64_t>(cur_lane) * ws.hash_cap;
-      hash_pos = ws.hash_pos + static_cast<int64_t>(cur_lane) * ws.hash_cap;
+      state = ws.tok_state[lc.buf ^ 1] + lc.tok_off[lc.buf ^ 1];  // the frontier the step expanded
+      keys = ws.hash_key + lc.hash_off;
+      hash_pos = ws.hash_pos + lc.hash_off;
+      table = lc.hash_cap;
       count = ws.lat_count + static_cast<int64_t>(cur_lane) * ws.seg_cap + (lc.t - 1);
       final_alive = lc.final_winner != -2;
     }
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
     const bool keep = lv.phase == kPhaseReal
-                          ? InNewFrontier(keys, hash_pos, mask, static_cast<uint32_t>(g.arc_dest[arc]))
+                          ? InNewFrontier(keys, hash_pos, table, static_cast<uint32_t>(g.arc_dest[arc]))
                           : final_alive;
     // The recording threads of this call, grouped by lane (the warp walker gives a strip
     // one lane; the thread walker's neighbours may sit in different lanes).
@@ -115,7 +128,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace w
   if (step_phase == kPhaseIdle) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
-    const int32_t size = min(lc.next_size, ws.main_q);
+    const int32_t size = min(lc.next_size, lc.tok_cap[lc.buf]);  // the new frontier (its region's cap)
     ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
     ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);
     // a real step's closure ran (ClearClaimsKernel's count): closure = scan leaves the lane
@@ -124,11 +137,11 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace w
       lc.closure_added += size - lc.eps_base;
   }
   if (step_phase != kPhaseReal) return;  // a final step's FinalizeKernel cleared its slots
-  const int32_t num = min(lc.claims, ws.claims_cap);
+  const int32_t num = min(lc.claims, lc.claim_cap);
   const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
-  const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-  const int2* claims = ws.claims + static_cast<int64_t>(lane) * ws.claims_cap;
+  const int64_t hb = lc.hash_off;
+  const int2* claims = ws.claims + lc.claim_off;
   for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
     const int32_t h = claims[i].y;
     ws.hash_key[hb + h] = kEmptyKey;

@@ -16,7 +16,11 @@ namespace cuwfst {
 // lane may step through. Every lane not initialized here is parked (phase idle): the
 // start-closure passes that may follow must take only the new lanes, and every Scan
 // decides each lane's phase anew. reset_arena: a whole batch starts (offline decode):
-// the winners cursor returns to 0.
+// the winners cursor returns to 0 and the pools' demand counters restart.
+// Layout (types.cuh, Workspace::pooled): an initialized lane gets the static layout's
+// regions, or with pooled its start token at token kPoolAlign * lane of buffer 0 (the pools
+// always hold kPoolAlign x max_lanes tokens) and no claims or hash region until its first
+// ScanKernel hands them out.
 // After an init a lane depends on nothing left from its previous row, except the hash
 // tables, which Finalize, ClearClaimsKernel and HashSanitizeKernel leave empty.
 // With epsilon closure the start token also enters the lane's hash as the closure expects
@@ -28,12 +32,18 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   if (threadIdx.x != 0) return;
   LaneCounters& lc = ws.lanes[lane];
   const LaneCommand cmd = ws.commands[lane];
-  if (lane == 0 && reset_arena) *ws.arena_cursor = 0ull;
+  if (lane == 0 && reset_arena) {
+    *ws.arena_cursor = 0ull;
+    ws.pool_need[kPoolTokens] = static_cast<unsigned long long>(kPoolAlign) * ws.max_lanes;
+    ws.pool_need[kPoolClaims] = 0ull;
+    ws.pool_need[kPoolHash] = 0ull;
+  }
   // The scan counters are zero between launches; a sequence that failed half-way may have
   // left them set, and no scan runs while this kernel does.
   if (lane == 0) {
     *ws.scan_done = 0;
     *ws.scan_ticket = 0;
+    ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
   }
   ws.scan_lane_done[lane] = 0;
   for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
@@ -75,18 +85,26 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.redirected = 0;
   lc.lp_row_f32 = nullptr;
   lc.lp_row_f16 = nullptr;
-  int64_t base = static_cast<int64_t>(lane) * ws.main_q;
+  if (ws.pooled) {
+    lc.tok_off[0] = lc.tok_off[1] = static_cast<long long>(kPoolAlign) * lane;
+    lc.tok_cap[0] = lc.tok_cap[1] = 1;
+    lc.claim_off = lc.hash_off = 0;
+    lc.claim_cap = lc.hash_cap = 0;
+  } else {
+    StaticLayout(ws, lane, lc);
+  }
+  const int64_t base = lc.tok_off[0];
   ws.tok_state[0][base] = g.start_state;
   ws.tok_score[0][base] = 0.f;
   ws.tok_winner[0][base] = -1;
   ws.out_path_len[lane] = 0;
-  if (used && ws.eps_iterations > 0) {
-    const int64_t hb = static_cast<int64_t>(lane) * ws.hash_cap;
-    const uint32_t h = HashState(static_cast<uint32_t>(g.start_state)) & static_cast<uint32_t>(ws.hash_cap - 1);
+  if (used && ws.eps_iterations > 0) {  // (the static layout: epsilon graphs are never pooled)
+    const int64_t hb = lc.hash_off;
+    const uint32_t h = HashSlot(static_cast<uint32_t>(g.start_state), lc.hash_cap);
     ws.hash_key[hb + h] = static_cast<uint32_t>(g.start_state);  // the table is empty here
     ws.hash_payload[hb + h] = EpsBaseline(0.f);
     ws.hash_pos[hb + h] = 0;
-    ws.claims[static_cast<int64_t>(lane) * ws.claims_cap] = make_int2(g.start_state, static_cast<int32_t>(h));
+    ws.claims[lc.claim_off] = make_int2(g.start_state, static_cast<int32_t>(h));
     lc.claims = 1;
     // closure = lists: pass 0 takes the start token if it has epsilon arcs
     ws.eps_tok[base] = 0;
@@ -113,6 +131,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
 // last-block-done pattern instead of a separate launch).
 constexpr int kScanThreads = 512;
 constexpr int kScanItems = 4;
+static_assert(kScanThreads * kScanItems == kScanRoundTokens, "types.cuh's round (ScanChunkOf's host replays)");
 
 __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // Every CTA: publish, then count; the CTA that counts last sees every lane's total.
@@ -128,24 +147,104 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
   // lane loses its step because of the others.
+  // Pooled: the step's regions are handed out here, in lane order (types.cuh, PooledAskOf /
+  // PooledAssign): each lane's claims list, hash table and next frontier (in buffer lc.buf,
+  // which this step builds: survivors are claims, at most the bound). All or nothing: a
+  // first pass adds up what the step asks of each pool; if the batch's asks fit the pools'
+  // committed capacities every lane gets its regions, else the batch pauses: no lane gets
+  // any, every lane that stepped is put back where the step found it (PooledUndoStep: its
+  // frontier, t, buf and beam as before the step), the step has no slots, and the pause flag
+  // (pool_need[kPoolPauseSlot]) idles every lane's later steps of this sequence. The host
+  // then commits what the step asked (pool_need: exact, since no lane lost anything before
+  // it) and resumes the batch from that step (SeqKind::kResume): no step is decoded twice.
   int64_t carry = 0;
+  bool fits = true;
+  if (ws.pooled) {
+    int64_t c_sum = 0, h_sum = 0, t_sum = 0;
+    for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+      const int32_t l = base + threadIdx.x;
+      PooledAsk ask{0, 0, 0, 0};
+      if (l < ws.max_lanes) {
+        const int32_t v = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs);
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), v);
+      }
+      int64_t c_total, h_total, t_total;
+      WarpExclusiveScan(ask.claims, &c_total);
+      WarpExclusiveScan(ask.hash, &h_total);
+      WarpExclusiveScan(ask.tokens, &t_total);
+      c_sum += c_total;
+      h_sum += h_total;
+      t_sum += t_total;
+    }
+    fits = PooledStepFits(c_sum, h_sum, t_sum, ws.pool_cap[kPoolClaims], ws.pool_cap[kPoolHash],
+                          ws.pool_cap[kPoolTokens]);
+    if (threadIdx.x == 0) {
+      atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
+      atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
+      atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
+      if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+    }
+  }
+  int64_t c_carry = 0, h_carry = 0, t_carry = 0;
+  const long long c_cap = ws.pooled ? ws.pool_cap[kPoolClaims] : 0;
+  const long long h_cap = ws.pooled ? ws.pool_cap[kPoolHash] : 0;
+  const long long t_cap = ws.pooled ? ws.pool_cap[kPoolTokens] : 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
-    const int64_t v = l < ws.max_lanes ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
-    int64_t incl = v;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int64_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-      if (static_cast<int>(threadIdx.x) >= d) incl += o;
+    // (volatile: the lanes' CTAs wrote these; this SM's L1 may hold old lines)
+    const int64_t v = l < ws.max_lanes && fits ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs) : 0;
+    int64_t step_total;
+    const int64_t excl = WarpExclusiveScan(v, &step_total);
+    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
+    carry += step_total;
+    if (ws.pooled && fits) {
+      PooledAsk ask{0, 0, 0, 0};
+      if (l < ws.max_lanes)
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), static_cast<int32_t>(v));
+      int64_t c_total, h_total, t_total;
+      const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
+      const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);
+      const int64_t t_off = t_carry + WarpExclusiveScan(ask.tokens, &t_total);
+      if (l < ws.max_lanes) {
+        LaneCounters& lc = ws.lanes[l];
+        const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
+        // the step's total fits every pool, so every lane's prefix does: PooledAssign gives
+        // each lane its regions (a lane it refused would get none, never a region past the
+        // capacity; it would be flagged, and nothing reads its frontier: HasTokenRegion)
+        if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
+          atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
+      }
+      c_carry += c_total;
+      h_carry += h_total;
+      t_carry += t_total;
+    } else if (ws.pooled && l < ws.max_lanes &&
+               *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase) != kPhaseIdle) {
+      PooledUndoStep(&ws.lanes[l]);  // the batch pauses before this step
     }
-    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + incl - v;
-    carry += __shfl_sync(0xFFFFFFFFu, incl, 31);
   }
   if (threadIdx.x == 0) {
     ws.lane_arc_offsets[ws.max_lanes] = carry;
     *ws.scan_done = 0;
     *ws.scan_ticket = 0;  // ScanSplitKernel's (every CTA took its ticket before counting)
   }
+}
+
+// Pooled layout: a lane whose previous step's claims list overflowed has keys in its table
+// that no claim lists (FindOrClaim), so the targeted clears missed them: one CTA of the lane
+// wipes the whole table before this step's last block hands the pool's tables out again
+// (that block starts after every CTA, this one included, is done). ScanKernel's CTA, or
+// ScanSplitKernel's chunk-0 CTA (the lane's other CTAs read neither claims nor the table).
+__device__ __forceinline__ void WipeOverflowedTable(const Workspace& ws, LaneCounters& lc) {
+  if (!(ws.pooled && lc.claims > lc.claim_cap)) return;  // (uniform over the CTA)
+  uint32_t* keys = ws.hash_key + lc.hash_off;
+  unsigned long long* payload = ws.hash_payload + lc.hash_off;
+  for (int32_t i = threadIdx.x; i < lc.hash_cap; i += blockDim.x) {
+    keys[i] = kEmptyKey;
+    payload[i] = 0ull;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) lc.claims = 0;
+  __syncthreads();
 }
 
 __global__ void __launch_bounds__(kScanThreads)
@@ -159,15 +258,21 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __shared__ int64_t running;
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
+  WipeOverflowedTable(ws, lc);
   const int32_t T = lc.length;
   const int32_t t = lc.t;
   // The arena guard (streams): every CTA reads the cursor before this step appends anything,
   // so all lanes take the same decision; a lane that waits keeps t and its frontier. Half
   // the arena: after the step at most half is in use, so the GC round that follows always
-  // has the free tail it copies the live entries into.
+  // has the free tail it copies the live entries into. The arena is the log's published
+  // limit (device memory, the bound FinalizeKernel appends up to): a lazily committed log
+  // grows between rounds without a new capture, so no captured value may stand in for it.
   const bool arena_short = t < T && *ws.arena_guard != 0ull &&
-                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(ws.arena_cap);
-  if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short) {
+                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  // A pooled batch paused by an earlier step of this sequence (LaneScanLastBlock): every
+  // lane keeps t and its frontier until the host grows the pools and resumes the batch.
+  const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;
+  if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused) {
     if (threadIdx.x == 0) {
       lc.phase = kPhaseIdle;
       lc.step_phase = kPhaseIdle;
@@ -177,16 +282,17 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     return;
   }
   // The frontier the previous step (and its epsilon closure) built; at t = 0 the start
-  // token and its closure.
-  const int32_t n = min(lc.next_size, ws.main_q);
+  // token and its closure. The step's scratch shares the frontier's region (tok_off).
   const int32_t cur = lc.buf;
-  const int32_t* state = ws.tok_state[cur] + static_cast<int64_t>(lane) * ws.main_q;
-  const float* score = ws.tok_score[cur] + static_cast<int64_t>(lane) * ws.main_q;
-  int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
-  float* ub = ws.tok_ub + static_cast<int64_t>(lane) * ws.main_q;
-  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
-  int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
-  const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
+  const int32_t n = min(lc.next_size, lc.tok_cap[cur]);
+  const int64_t q = lc.tok_off[cur];
+  const int32_t* state = ws.tok_state[cur] + q;
+  const float* score = ws.tok_score[cur] + q;
+  int32_t* begin = ws.tok_begin + q;
+  float* ub = ws.tok_ub + q;
+  int32_t* offsets = ws.arc_offsets + q;
+  int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, cur);
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
 
   int32_t phase = kPhaseReal;
   if (t == T) {
@@ -262,11 +368,14 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
       lc.overflow |= kOverflowSlots;
       total = 0;
     }
-    offsets[n] = static_cast<int32_t>(total);
+    // the sentinel after the frontier's offsets; a pooled frontier the pools could not hold
+    // has no region (n is 0 and the step has no slots, so nothing reads it)
+    if (HasTokenRegion(ws, lc, cur)) offsets[n] = static_cast<int32_t>(total);
     lc.frontier_size = n;
     lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
+    lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
     lc.t = t + 1;
     lc.buf = cur ^ 1;
@@ -303,7 +412,13 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // ScanKernel's thread 0 does and zeroes the lane's status words; the last CTA of the grid
 // builds lane_arc_offsets (LaneScanLastBlock). Every CTA of a lane reads the lane's
 // counters before counting itself done, so the last one's writes cannot race them.
-// Reads and writes: as ScanKernel; same results bit for bit (integer sums).
+// Reads and writes: as ScanKernel; same results bit for bit (integer sums). The layout
+// rules are ScanKernel's too: the lane's frontier and scratch at tok_off[buf] (tok_cap[buf]
+// tokens), the hints at HintBase / HintCap, the sentinel only with a region
+// (HasTokenRegion), the pooled claims-overflow wipe (chunk 0's CTA), the pooled pause, the
+// arena guard against *arena_limit; the pooled regions of the step are handed out (or the
+// batch paused) by the grid's last CTA (LaneScanLastBlock, shared with ScanKernel), after
+// every lane's last CTA has written its phase, slots, buf and beams.
 constexpr unsigned long long kStatusAgg = 1ull << 62;
 constexpr unsigned long long kStatusIncl = 1ull << 63;
 constexpr unsigned long long kStatusValue = kStatusAgg - 1;
@@ -326,28 +441,35 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __syncthreads();
   const int32_t lane = s_ticket / C, chunk = s_ticket % C;
   LaneCounters& lc = ws.lanes[lane];
+  if (chunk == 0) WipeOverflowedTable(ws, lc);  // pooled, as ScanKernel (one CTA of the lane)
   const int32_t T = lc.length;
   const int32_t t = lc.t;
+  // the arena guard against the log's published limit, as ScanKernel
   const bool arena_short = t < T && *ws.arena_guard != 0ull &&
-                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(ws.arena_cap);
-  const bool idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short;
-  const int32_t n = idle ? 0 : min(lc.next_size, ws.main_q);
+                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;  // as ScanKernel
+  const bool idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused;
+  // The lane's frontier and the step scratch sharing its region (tok_off / tok_cap: the static
+  // layout's slice, or the pooled region the previous step's last block handed out; 0 tokens
+  // for a pooled lane that got none), as ScanKernel.
   const int32_t cur = lc.buf;
+  const int32_t n = idle ? 0 : min(lc.next_size, lc.tok_cap[cur]);
+  const int64_t q = lc.tok_off[cur];
   unsigned long long* status = ws.scan_status + static_cast<int64_t>(lane) * C;
-  int32_t* offsets = ws.arc_offsets + static_cast<int64_t>(lane) * (ws.main_q + 1);
+  int32_t* offsets = ws.arc_offsets + q;
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
   int32_t phase = kPhaseReal;
   constexpr int kPerRound = kScanThreads * kScanItems;
-  const int32_t rounds = (n + kPerRound - 1) / kPerRound;
-  const int32_t per = (rounds + C - 1) / C * kPerRound;
-  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last.
-  const int32_t lo = min(n, chunk * per), hi = min(n, lo + per);
+  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last
+  // (types.cuh ScanChunkOf, which the host model of the layout replays).
+  const ScanChunk cut = ScanChunkOf(n, C, chunk, kPerRound);
+  const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
   if (!idle) {
-    const int32_t* state = ws.tok_state[cur] + static_cast<int64_t>(lane) * ws.main_q;
-    const float* score = ws.tok_score[cur] + static_cast<int64_t>(lane) * ws.main_q;
-    int32_t* begin = ws.tok_begin + static_cast<int64_t>(lane) * ws.main_q;
-    float* ub = ws.tok_ub + static_cast<int64_t>(lane) * ws.main_q;
-    int32_t* hint = ws.tok_hint + static_cast<int64_t>(lane) * ws.hint_cap;
-    const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
+    const int32_t* state = ws.tok_state[cur] + q;
+    const float* score = ws.tok_score[cur] + q;
+    int32_t* begin = ws.tok_begin + q;
+    float* ub = ws.tok_ub + q;
+    int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, cur);
     if (t == T) {  // the final step's phase needs the whole frontier: every CTA looks (one step a row)
       int any_final = 0;
       for (int32_t i = threadIdx.x; i < n && !any_final; i += blockDim.x)
@@ -492,20 +614,21 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       }
       if (threadIdx.x == 0) {
         // the last non-empty chunk published the lane's inclusive sum before counting itself done
-        const int32_t last = n > 0 ? (n - 1) / per : -1;
+        const int32_t last = LastScanChunk(n, per);
         int64_t total = last < 0 ? 0
                                  : static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[last]) &
                                                         kStatusValue);
-        const int64_t hint_slots = static_cast<int64_t>(ws.hint_cap) << kHintShift;
         if (total > INT32_MAX) {
           lc.overflow |= kOverflowSlots;
           total = 0;
         }
-        offsets[n] = static_cast<int32_t>(total);
+        // the sentinel, only where the frontier has a region (HasTokenRegion, as ScanKernel)
+        if (HasTokenRegion(ws, lc, cur)) offsets[n] = static_cast<int32_t>(total);
         lc.frontier_size = n;
         lc.next_size = 0;
         lc.phase = phase;
         lc.total_arcs = static_cast<int32_t>(total);
+        lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
         lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
         lc.t = t + 1;
         lc.buf = cur ^ 1;

@@ -22,6 +22,10 @@ enum : int32_t {
   kOverflowPath = 32,    // best path longer than path_cap
   kOverflowSlots = 64,   // ONE lane's arcs of one step exceeded 2^31 slots (its local,
                          // int32 slot space); the batch's total is int64 and never drops a step
+  kOverflowPool = 128,   // the lane pools could not hold this lane's step (pooled layout): not
+                         // set since a step that does not fit pauses the whole batch (ScanKernel's
+                         // last block) until the host grows the pools; kept as the guard's bit
+                         // should a lane ever be refused a region, and never reported
 };
 
 constexpr int32_t kRedirectArcBit = 1 << 30;
@@ -149,6 +153,19 @@ struct LaneCounters {
   float partial_score;       // PartialKernel: the best current token's score
   const float* lp_row_f32;   // this step's log-prob row (fp32 input)
   const uint16_t* lp_row_f16;  // this step's log-prob row (fp16 input, raw bits)
+  float prev_beam;           // the beam before this step's UpdateBeam (a paused step puts it back)
+  // Where the lane's per-token, claims and hash arrays are (elements of the pools; see
+  // Workspace::pooled). tok_off[b]/tok_cap[b]: the lane's frontier in buffer b holds at most
+  // tok_cap[b] tokens from tok_off[b]; the step scratch indexed by those tokens (tok_begin,
+  // tok_ub, eps_tok, eps_list1, eps_winner; arc_offsets with its one extra entry) shares the offset,
+  // tok_hint sits at HintBase. claim_off/claim_cap: this step's claims list (and the
+  // closure's touched list); hash_off/hash_cap: its hash table, a power of two (0: none).
+  long long tok_off[2];
+  int32_t tok_cap[2];
+  int32_t claim_cap;
+  long long claim_off;
+  long long hash_off;
+  int32_t hash_cap;
   // The step's own phase, frontier size and hint flag as ScanKernel set them: an epsilon
   // closure overwrites phase/frontier_size/hint_ok, and the lattice walk after it
   // (lattice.cuh) walks the step's slots again.
@@ -171,41 +188,64 @@ struct WinnerEntry {
   int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
 };
 
+// Pools: the frontier buffers, the step scratch, the claims lists and the hash tables of
+// all lanes. Two layouts of the same arrays:
+//  * static (pooled = 0): lane l owns [l * (main_q + 1), ...) of each per-token array,
+//    [l * claims_cap, ...) of the claims and [l * hash_cap, ...) of the hash, for the
+//    decoder's life (LaneSetupKernel writes the offsets);
+//  * pooled (pooled = 1, offline batches on epsilon-free graphs): regions are handed out
+//    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes,
+//    once the step's slots are known (ScanKernel's last block): the claims list and the
+//    hash table (claims <= slots) and the next frontier (survivors <= claims). A step whose
+//    asks do not fit pauses the batch (every lane put back before the step, later steps
+//    idle); the host commits what the step asked (pool_need) and resumes the batch from
+//    that step. Every lane of an offline batch steps in lockstep until it finishes (a pause
+//    stops them all), so all live frontiers sit in the same buffer and the new ones never
+//    overwrite a live one.
+enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
+// pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
+// sequence did not fit and the batch is paused; LaneSetupKernel clears it)
+constexpr int32_t kPoolPauseSlot = kPools;
+constexpr int32_t kPoolNeedSlots = kPools + 1;
+
 // The per-decoder workspace (capacities are fixed at construction).
 struct Workspace {
   int32_t max_lanes;
   int32_t main_q;       // frontier capacity per lane
   int32_t claims_cap;   // distinct states per lane per step
-  int32_t hash_cap;     // power of two, per lane
-  int64_t arena_cap;    // winners entries (shared)
+  int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
+  int32_t pooled;       // 1: per-step regions from the pools (see above)
+  const long long* pool_cap;     // [kPools] committed entries of each pool (device)
+  unsigned long long* pool_need;  // [kPoolNeedSlots] the most a step of this batch asked of each
+                                  // pool, and the pause flag
   int32_t path_cap;     // best-path arcs per lane
   int32_t eps_iterations;  // closure passes per real step (0: an epsilon-free decode)
-  // frontier double buffer [2][max_lanes][main_q]
+  // frontier double buffer: per-token pool [2] (a lane's tokens at LaneCounters::tok_off)
   int32_t* tok_state[2];
   float* tok_score[2];
   int32_t* tok_winner[2];
-  // per step, per lane [max_lanes][main_q (+1)]
+  // per step, per token of the frontier being expanded (same offsets)
   int32_t* tok_begin;    // first arc of each token for this phase
   float* tok_ub;         // score + max emitting weight (upper-bound ingredient)
-  int32_t* arc_offsets;  // exclusive degree prefix sums, [max_lanes][main_q + 1]
-  int32_t* tok_hint;     // [max_lanes][hint_cap]: the token holding slot k * kHintStride
-  int32_t hint_cap;
+  int32_t* arc_offsets;  // exclusive degree prefix sums (a region's tok_cap + 1 entries)
+  int32_t* tok_hint;     // the token holding slot k * kHintStride (HintBase / HintCap)
+  int32_t hint_cap;      // static layout: entries per lane
   // [max_lanes + 1] the flattened slot space: lane l owns global slots
   // [lane_arc_offsets[l], lane_arc_offsets[l + 1]). int64 because the batch's total can pass
   // 2^31 (1024 lanes x 2^21 slots) while each lane's own span stays below 2^31.
   int64_t* lane_arc_offsets;
   int32_t* scan_done;         // ScanKernel's last-block-done counter (0 between launches)
-  // recombination
-  uint32_t* hash_key;        // [max_lanes][hash_cap]
+  // recombination (a lane's table at hash_off, its claims at claim_off)
+  uint32_t* hash_key;
   unsigned long long* hash_payload;  // {ordered end : slot}
-  int2* claims;              // [max_lanes][claims_cap] {state, hash slot}
+  int2* claims;              // {state, hash slot}; {-1, -1}: a claim that lost its slot's race
   // epsilon closure only (nullptr otherwise; epsilon.cuh)
-  int32_t* hash_pos;         // [max_lanes][hash_cap] frontier index of a claimed slot's state, -1
-  int32_t* eps_tok;          // [max_lanes][main_q] a pass's changed tokens (frontier indices)
-  int32_t* eps_winner;       // [max_lanes][main_q] their winners at the start of the pass
-  int32_t* eps_touched;      // [max_lanes][claims_cap] hash slots claimed or improved by a pass
-  // closure = lists: the second pass list ([max_lanes][main_q]; eps_tok is the first), the
-  // slot stride of a pass entry (payload slot = entry * eps_stride + k for its k-th epsilon arc,
+  int32_t* hash_pos;         // frontier index of a claimed slot's state, -1 (hash offsets)
+  int32_t* eps_tok;          // a pass's changed tokens (frontier indices; token offsets)
+  int32_t* eps_winner;       // their winners at the start of the pass (token offsets)
+  int32_t* eps_touched;      // hash slots claimed or improved by a pass (claims offsets)
+  // closure = lists: the second pass list (token offsets, as eps_tok, the first), the slot
+  // stride of a pass entry (payload slot = entry * eps_stride + k for its k-th epsilon arc,
   // the graph's max_eps_degree) and the switch itself
   int32_t* eps_list1;
   int32_t eps_stride;
@@ -217,15 +257,20 @@ struct Workspace {
   unsigned long long* scan_status;
   int32_t* scan_lane_done;
   int32_t* scan_ticket;
-  // winners log and cursor
+  // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
+  // publishes in device memory, so a lazily committed log grows (the host commits more and
+  // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it
+  // is dropped and flags kOverflowArena. The cursor counts every append, so after an
+  // overflow it is what the batch needed.
   WinnerEntry* arena;
+  const long long* arena_limit;
   unsigned long long* arena_cursor;
   // Streams' arena guard (device scalar; 0: off): the winners entries one step of every lane
   // the sequence moves may append at most. With it set, ScanKernel idles a lane's real step
-  // unless 2 (cursor + guard) <= arena_cap, so a step never overflows the arena (and the GC
-  // round after it finds its free tail): it waits, and the
-  // host collects garbage, grows the arena and runs the rest of the chunk (an advance cannot
-  // be re-run, so it must never drop an entry).
+  // unless 2 (cursor + guard) <= *arena_limit, so a step never overflows the log (and the GC
+  // round after it finds its free tail): it waits, and the host collects garbage, grows the
+  // log and runs the rest of the chunk (an advance cannot be re-run, so it must never drop
+  // an entry).
   const unsigned long long* arena_guard;
   LaneCounters* lanes;
   const LaneCommand* commands;  // [max_lanes] LaneSetupKernel's orders for this sequence
@@ -233,7 +278,7 @@ struct Workspace {
   int32_t* out_path;         // [max_lanes][path_cap] arcs of the best path
   int32_t* out_path_len;     // [max_lanes]
   // winners-log GC of lanes that live across launch sequences (gc.cuh; nullptr until used)
-  long long* gc_tag;         // [arena_cap] {round : value}
+  long long* gc_tag;         // [arena limit] {round : value}
   unsigned long long* gc_live;  // live entries numbered by the round
   int32_t* gc_conv;          // [max_lanes] each lane's convergence entry
   int32_t* drain;            // [max_lanes][path_cap] final arcs a round cut off, root first
@@ -248,5 +293,157 @@ struct Workspace {
   float* lat_cutoff;         // [max_lanes][seg_cap] each step's cutoff (exact max - beam)
   int32_t* lat_size;         // [max_lanes][seg_cap] the frontier after each step (and its closure)
 };
+
+// Where a lane's tok_hint region for frontier buffer b starts and how many entries it has:
+// static, the lane's fixed slice; pooled, four entries per token of the region.
+__host__ __device__ inline int64_t HintBase(const Workspace& ws, const LaneCounters& lc, int32_t lane, int32_t b) {
+  return ws.pooled ? 4 * lc.tok_off[b] : static_cast<int64_t>(lane) * ws.hint_cap;
+}
+__host__ __device__ inline int32_t HintCap(const Workspace& ws, const LaneCounters& lc, int32_t b) {
+  const int64_t c = 4 * (static_cast<int64_t>(lc.tok_cap[b]) + 1);
+  return ws.pooled ? static_cast<int32_t>(c < ws.hint_cap ? c : ws.hint_cap) : ws.hint_cap;
+}
+
+// The static layout's regions of lane l (LaneSetupKernel; the host's copies, snapshots).
+__host__ __device__ inline void StaticLayout(const Workspace& ws, int32_t lane, LaneCounters& lc) {
+  const int64_t q = static_cast<int64_t>(lane) * (ws.main_q + 1);
+  lc.tok_off[0] = lc.tok_off[1] = q;
+  lc.tok_cap[0] = lc.tok_cap[1] = ws.main_q;
+  lc.claim_off = static_cast<int64_t>(lane) * ws.claims_cap;
+  lc.claim_cap = ws.claims_cap;
+  lc.hash_off = static_cast<int64_t>(lane) * ws.hash_cap;
+  lc.hash_cap = ws.hash_cap;
+}
+
+// A pooled step's claims bound and hash size for a lane (ScanKernel's last block): every
+// claim is a distinct destination of an admitted arc, so at most the step's slots, and at
+// most one (the final state) on a final or redirect step; the table keeps its load <= 1/2.
+// The static layout's per-lane capacities cap both, as they do there.
+__host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_t phase, int32_t slots) {
+  if (phase == kPhaseIdle || slots <= 0) return 0;
+  if (phase != kPhaseReal) return 1;
+  return slots < ws.claims_cap ? slots : ws.claims_cap;
+}
+// Regions start on 32-entry boundaries (128 bytes of an int32 array), so a warp's 32
+// consecutive entries are one transaction, as in a fresh allocation: token regions are
+// rounded up to it, tables are at least that large (powers of two), claims lists are
+// rounded up to 16 entries (128 bytes of int2).
+constexpr int32_t kPoolAlign = 32;
+__host__ __device__ inline int32_t PooledHashSize(const Workspace& ws, int32_t claims_bound) {
+  if (claims_bound <= 0) return 0;
+  int64_t h = kPoolAlign;
+  while (h < 2 * static_cast<int64_t>(claims_bound)) h <<= 1;
+  return static_cast<int32_t>(h < ws.hash_cap ? h : ws.hash_cap);
+}
+// The next frontier's region: at most main_q tokens, plus arc_offsets' sentinel, aligned.
+__host__ __device__ inline int32_t PooledTokenRegion(const Workspace& ws, int32_t claims_bound) {
+  const int64_t t = static_cast<int64_t>(claims_bound < ws.main_q ? claims_bound : ws.main_q) + 1;
+  return static_cast<int32_t>((t + kPoolAlign - 1) / kPoolAlign * kPoolAlign);
+}
+__host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { return (claims_bound + 15) & ~15; }
+
+// What one lane asks of the pools for a step (pooled layout; ScanKernel's last block hands
+// the regions out in lane order by prefix sums of these): its claims bound, and the entries
+// its claims list, hash table and next frontier take from each pool (0: none).
+struct PooledAsk {
+  int32_t bound, claims, hash, tokens;
+};
+__host__ __device__ inline PooledAsk PooledAskOf(const Workspace& ws, int32_t phase, int32_t slots) {
+  PooledAsk a;
+  a.bound = PooledClaimsBound(ws, phase, slots);
+  a.claims = PooledClaimsRegion(a.bound);
+  a.hash = PooledHashSize(ws, a.bound);
+  a.tokens = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, a.bound);
+  return a;
+}
+// Whether a step's asks, summed over the batch's lanes, fit the pools' committed capacities
+// (then every lane's prefix fits and PooledAssign gives every lane its regions).
+__host__ __device__ inline bool PooledStepFits(int64_t claims, int64_t hash, int64_t tokens, int64_t c_cap,
+                                               int64_t h_cap, int64_t t_cap) {
+  return claims <= c_cap && hash <= h_cap && tokens <= t_cap;
+}
+// Gives lane `lc` the regions at these pool offsets if every one fits its pool's committed
+// capacity; else none: capacities 0 and offsets 0, so no kernel that indexes through them can
+// reach past what is committed (the step claims and keeps nothing; the caller flags the lane
+// kOverflowPool). The last block calls it only for a step that fits as a whole
+// (PooledStepFits), so every lane gets its regions; the refusal stays as the guard. dst: the
+// frontier buffer the step builds. Returns whether it fitted.
+__host__ __device__ inline bool PooledAssign(const Workspace& ws, LaneCounters& lc, int32_t dst, const PooledAsk& a,
+                                             int64_t c_off, int64_t h_off, int64_t t_off, int64_t c_cap,
+                                             int64_t h_cap, int64_t t_cap) {
+  const bool fits = (a.bound == 0 || c_off + a.bound <= c_cap) && (a.hash == 0 || h_off + a.hash <= h_cap) &&
+                    (a.tokens == 0 || t_off + a.tokens <= t_cap);
+  lc.claim_off = fits ? c_off : 0;
+  lc.claim_cap = fits ? a.bound : 0;
+  lc.hash_off = fits ? h_off : 0;
+  lc.hash_cap = fits ? a.hash : 0;
+  if (a.tokens > 0) {
+    lc.tok_off[dst] = fits ? t_off : 0;
+    // at most main_q survivors, as in the static layout (FinalizeKernel flags kOverflowKept
+    // past it): the region's rounding to kPoolAlign adds room, not capacity
+    lc.tok_cap[dst] = fits ? (a.tokens - 1 < ws.main_q ? a.tokens - 1 : ws.main_q) : 0;
+  }
+  return fits;
+}
+// What a pool grows to when a paused step asked `need` of it (GpuDecoder::Decode; the host
+// model replays it): 1.25 x the need, at least double the capacity `cap`, at most the static
+// layout's size `most` (which holds any step); `cap` where the need fits.
+__host__ __device__ inline int64_t PoolGrowth(int64_t need, int64_t cap, int64_t most) {
+  if (need <= cap) return cap;
+  int64_t w = need + need / 4;
+  if (w < 2 * cap) w = 2 * cap;
+  return w < most ? w : most;
+}
+// A paused step undone (pooled layout, ScanKernel's last block; the host model replays it):
+// the lane's ScanKernel (or ScanSplitKernel's last CTA of the lane) has advanced it — t + 1,
+// buf flipped, next_size 0, the beam updated, frontier_total + n — and the step's asks did
+// not fit the pools, so nothing of the step may run: the lane goes back to where the step
+// found it (its frontier, in buffer buf, untouched) and idles this step; the resumed batch
+// takes the step again from the same state, so it is decoded once. The rest of what Scan
+// wrote is rewritten by that step (max_frontier is a max, so taking n again changes
+// nothing). Volatile: other CTAs wrote these fields and the caller's L1 may hold old lines.
+__host__ __device__ inline void PooledUndoStep(LaneCounters* p) {
+  volatile LaneCounters* v = p;
+  const int32_t n = v->frontier_size;  // min(next_size, tok_cap[buf]) of the step
+  v->t = v->t - 1;
+  v->buf = v->buf ^ 1;
+  v->next_size = n;  // the frontier the step read (re-read as min(next_size, tok_cap))
+  v->beam = v->prev_beam;
+  v->frontier_total = v->frontier_total - n;
+  v->phase = kPhaseIdle;
+  // the lattice stage (lattice.cuh) reads the step's own phase: idle, so LatStepEndKernel
+  // writes no cutoff or size for this step (at t - 1 it would overwrite the previous step's,
+  // at t = 0 land before the lane's row) and the resumed step records once
+  v->step_phase = kPhaseIdle;
+  v->total_arcs = 0;
+}
+
+// ScanSplitKernel's cut of a lane's n-token frontier (its region's first n tokens, either
+// layout) over `chunks` CTAs: contiguous runs of `per` tokens, whole rounds of `round` tokens
+// each; chunk c covers [lo, hi), empty for every chunk after the last non-empty one,
+// LastScanChunk(n, per) (-1: none), whose status word holds the lane's total. A host
+// function too, so that tests/native/pool_layout_test.cc replays the kernel's cut.
+constexpr int32_t kScanRoundTokens = 2048;  // kScanThreads x kScanItems (scan.cuh)
+struct ScanChunk {
+  int32_t lo, hi, per;
+};
+__host__ __device__ inline ScanChunk ScanChunkOf(int32_t n, int32_t chunks, int32_t chunk, int32_t round) {
+  const int32_t rounds = (n + round - 1) / round;
+  ScanChunk c;
+  c.per = (rounds + chunks - 1) / chunks * round;
+  const int64_t lo = static_cast<int64_t>(chunk) * c.per;
+  c.lo = static_cast<int32_t>(lo < n ? lo : n);
+  c.hi = static_cast<int32_t>(c.lo + static_cast<int64_t>(c.per) < n ? c.lo + c.per : n);
+  return c;
+}
+__host__ __device__ inline int32_t LastScanChunk(int32_t n, int32_t per) { return n > 0 ? (n - 1) / per : -1; }
+
+// Whether frontier buffer b of a lane has a region, i.e. room for its tok_cap tokens and the
+// arc_offsets sentinel after them. Static: always. Pooled: unless the pools could not hold
+// the step that built it (tok_cap 0; a region always has kPoolAlign - 1 >= 1 tokens, and the
+// start token's has 1).
+__host__ __device__ inline bool HasTokenRegion(const Workspace& ws, const LaneCounters& lc, int32_t b) {
+  return !ws.pooled || lc.tok_cap[b] > 0;
+}
 
 }  // namespace cuwfst

@@ -1,0 +1,138 @@
+"""What a decoder holds in memory (`Decoder.memory_stats`, `StreamingDecoder.memory_stats`)
+and how its memory is managed (the `memory` option).
+
+memory="lazy" (the default): the GPU decoder's winners log is a lazily committed region
+(CUDA virtual memory management: the worst case is reserved as address space, physical
+memory is mapped as batches need it, and growth never moves a pointer, so no captured CUDA
+graph is re-made), and offline batches on epsilon-free graphs take the lanes' frontiers,
+claims lists and hash tables from pools shared by all lanes, handed out step by step as
+each lane needs them and committed to what batches use (a batch whose step outgrows a pool
+pauses before that step and resumes from it once the pool has grown); streams, continuous batching, snapshots and epsilon graphs keep
+every lane's worst case (the static layout), committed on first use. memory="eager":
+everything in plain device buffers, every lane's worst case up front, the log replaced by a
+larger one when a batch needs more (the winners log takes this path anyway where the driver
+has no VMM).
+`CUWFST_MEMORY=eager` in the environment selects the eager path for decoders built without
+an explicit `memory`. Results are identical either way.
+
+Every figure is in bytes unless its name says entries. On the GPU:
+
+  reserved   address space held: lazy regions' reservations plus every eager buffer
+  committed  device memory the decoder holds (its workspace, winners log, path buffers)
+  fixed      of which the fixed per-lane workspace
+  graph      the uploaded graph (shared by every decoder of that graph on the device;
+             not in `committed`)
+  total      committed + graph
+  winners_high_water   the most winners-log entries a decode used (8 bytes each)
+  pools      per pool: winners (log + GC tags; advance_rounds: the launch rounds stream
+             advances took, more than one where the arena guard made steps wait), lanes
+             (frontiers, scratch, claims, hash tables: capacities and high water in
+             entries), workspace, paths, lattice (the records and buffers of lattice decodes,
+             allocated by the first decode(lattice=True))
+  instances  the same figures per native instance (main; rescue once built)
+"""
+
+from __future__ import annotations
+
+import os
+
+MEMORY_MODES = ("lazy", "eager")
+WINNER_BYTES = 8  # one winners-log entry {prev, arc}
+
+# GpuDecoder::MemStats, in its order
+MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "cached_graphs", "graph_captures",
+             "graph_evictions", "graph_bytes", "winners_committed", "winners_reserved", "arena_capacity", "vmm",
+             "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max",
+             "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
+             "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash", "advance_rounds",
+             "scan_split", "closure_lists", "finalize_split", "lattice_bytes")
+
+
+LANE_POOL = {"off": 0, "on": 1, "auto": 2}
+
+
+def lane_pool_mode(memory: str) -> int:
+    """The native lane_pool flag: off under memory="eager"; under "lazy", $CUWFST_LANE_POOL
+    (on / off / auto), else auto: pooled where the static layout is larger than twice what
+    the pools' first 2 MiB pieces take (a small decoder holds less with every lane's worst
+    case)."""
+    if memory == "eager":
+        return LANE_POOL["off"]
+    v = os.environ.get("CUWFST_LANE_POOL") or "auto"
+    if v not in LANE_POOL:
+        raise ValueError(f"CUWFST_LANE_POOL must be one of {', '.join(map(repr, LANE_POOL))}, got {v!r}")
+    return LANE_POOL[v]
+
+
+def resolve_memory(memory: str | None) -> str:
+    """The memory mode: the argument, else $CUWFST_MEMORY, else "lazy"."""
+    if memory is None:
+        memory = os.environ.get("CUWFST_MEMORY") or "lazy"
+        where = "CUWFST_MEMORY"
+    else:
+        where = "memory"
+    if memory not in MEMORY_MODES:
+        raise ValueError(f"{where} must be one of {', '.join(map(repr, MEMORY_MODES))}, got {memory!r}")
+    return memory
+
+
+def gpu_memory_stats(backend) -> dict:
+    """Figures of a GpuBackend: its main instance and, once built, its rescue instance."""
+    insts = {"main": backend.main.mem_stats()}
+    if backend._rescue is not None:
+        insts["rescue"] = backend._rescue.mem_stats()
+
+    def total(key):
+        return sum(int(s[key]) for s in insts.values())
+
+    main = insts["main"]
+    graph = int(main["graph_bytes"])
+    committed = total("committed")
+    return {
+        "device": str(backend.device),
+        "memory": "lazy" if main["vmm"] else "eager",
+        "reserved": total("reserved"),
+        "committed": committed,
+        "fixed": total("fixed"),
+        "graph": graph,
+        "total": committed + graph,
+        "pinned": total("pinned"),
+        "winners_high_water": max(int(s["arena_high_water"]) for s in insts.values()),
+        "pools": {
+            "winners": {"reserved": total("winners_reserved"), "committed": total("winners_committed"),
+                        "capacity_entries": int(main["arena_capacity"]),
+                        "high_water_entries": int(main["arena_high_water"]),
+                        "granularity": int(main["granularity"]), "grows": total("arena_grows"),
+                        "advance_rounds": int(main["advance_rounds"])},
+            "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed"),
+                      "pooled": bool(main["pooled"]), "grows": total("pool_grows"),
+                      "capacity_entries": {k: int(main[f"pool_cap_{k}"]) for k in ("tokens", "claims", "hash")},
+                      "high_water_entries": {k: int(main[f"pool_high_{k}"]) for k in ("tokens", "claims", "hash")}},
+            "workspace": {"committed": total("fixed")},
+            "paths": {"committed": total("path_bytes")},
+            "lattice": {"committed": total("lattice_bytes")},
+        },
+        "instances": insts,
+    }
+
+
+def cpu_memory_stats(graph, *, winners_held: int = 0) -> dict:
+    """The CPU decoder's figures, with the GPU's keys: it holds no device memory (zeros);
+    `host_graph` is the graph's arrays in host memory and `winners_held` the search-log
+    entries its open streams hold (host memory; an offline decode frees its own on return,
+    so `winners_high_water` is 0)."""
+    a = graph.arrays
+    host = sum(int(x.nbytes) for x in (a.row_splits, a.final_count, a.dest, a.ilabel, a.weight, a.aux_row_splits,
+                                         a.aux_pool, a.eps_count, a.arc_id) if x is not None)
+    return {
+        "device": "cpu",
+        "memory": "host",
+        "reserved": 0, "committed": 0, "fixed": 0, "graph": 0, "total": 0, "pinned": 0,
+        "winners_high_water": 0,
+        "winners_held": int(winners_held),
+        "host_graph": host,
+        "note": "the CPU decoder holds no device memory (every device figure is 0); host_graph is the graph "
+                "in host memory and winners_held the host search-log entries of open streams",
+        "pools": {},
+        "instances": {},
+    }

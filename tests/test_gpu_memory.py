@@ -1,0 +1,494 @@
+"""Memory that tracks use (issue 9) on the GPU: memory_stats against the module's own
+counters, the lazily committed winners log against the eager one (identical results,
+committed bytes growing with use, growth without re-capture), a tiny log forcing commits,
+and long-form GC (gc_interval) identical to no GC with flat winners memory; every result
+equal to the CPU decoder's. Needs a CUDA GPU (skipped elsewhere); the fault walks over the
+new acquisition sites are in test_gpu_faults.py.
+"""
+
+import gc
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, Graph, StreamingDecoder
+from helpers import assert_same_hypotheses, random_ctc_graph, random_eps_graph_any, random_log_probs
+
+pytestmark = pytest.mark.gpu
+
+TINY = Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny"
+OPTS = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=200)
+
+
+@pytest.fixture(autouse=True)
+def pooled_wherever_possible(monkeypatch):
+    """The graphs here are small, and the automatic choice would keep their lanes static
+    (pooling pays above twice the pools' first pieces): take the pooled layout whenever
+    memory is lazy, so these tests run it."""
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+
+
+def _mod():
+    from cuwfst.jit.decoder import module
+
+    return module(0)
+
+
+def _live_device_bytes(mod) -> int:
+    import torch
+
+    torch.cuda.synchronize()
+    out = np.zeros(5, np.int64)
+    mod.gpu_memory_info(0, out)
+    return int(out[2])
+
+
+def _upload_bytes(graph) -> int:
+    """What GpuGraphUpload allocates: row_splits, final counts, (epsilon counts), dests,
+    u16 ilabels, weights, per-state max weights."""
+    a = graph.arrays
+    n, A = a.num_states, a.num_arcs
+    return 4 * (n + 1) + 4 * n + (4 * n if a.has_eps else 0) + 4 * A + 2 * A + 4 * A + 4 * n
+
+
+def _wide_case(B=8, T=300, seed=0):
+    """The tiny HLG with flat posteriors: frontiers of thousands, so the winners log needs
+    many MiB (more than one 2 MiB VMM piece)."""
+    import torch
+
+    graph = Graph.load(TINY / "HLG.img")
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    lp = (torch.randn(B, T, graph.vocab_size, device="cuda", generator=g) * 2).log_softmax(-1)
+    return graph, lp, lp.cpu().numpy()
+
+
+def test_memory_stats_agree_with_the_module_counters():
+    rng = np.random.default_rng(1)
+    base = random_ctc_graph(rng, 300, 12, 5, 0.2)
+    lp = random_log_probs(rng, 4, 60, 12, peaky=True)
+    cpu = Decoder(base, OPTS).decode(lp)
+    mod = _mod()
+    gc.collect()
+    for memory in ("lazy", "eager"):
+        graph = Graph(base.arrays)  # a graph of its own: its upload is part of what we count
+        before = _live_device_bytes(mod)
+        dec = Decoder(graph, OPTS, device="cuda", max_lanes=4, memory=memory)
+        assert_same_hypotheses(graph, lp, cpu, dec.decode(lp), memory)
+        st = dec.memory_stats()
+        main = st["instances"]["main"]
+        assert st["device"] == "cuda:0" and st["memory"] == memory
+        assert main["committed"] == (main["fixed"] + main["pool_committed"] + main["winners_committed"]
+                                     + main["path_bytes"] + main["lattice_bytes"])
+        assert main["lattice_bytes"] == 0  # no lattice decode yet
+        lanes = st["pools"]["lanes"]
+        assert lanes["pooled"] == (memory == "lazy")  # an epsilon-free graph: offline batches are pooled
+        for k in ("tokens", "claims", "hash"):  # pooled: what batches used, and room for it
+            hw, cap = lanes["high_water_entries"][k], lanes["capacity_entries"][k]
+            assert (0 < hw <= cap) if memory == "lazy" else hw == 0, (memory, k, lanes)
+        assert st["committed"] == main["committed"] and st["fixed"] == main["fixed"]
+        assert st["graph"] == _upload_bytes(graph)
+        assert st["total"] == st["committed"] + st["graph"]
+        # every byte the module gained is the decoder's or its graph's
+        assert _live_device_bytes(mod) - before == st["total"], memory
+        w = st["pools"]["winners"]
+        assert 0 < st["winners_high_water"] <= w["capacity_entries"]
+        assert w["committed"] >= 8 * w["capacity_entries"]  # the log is backed up to its capacity
+        if memory == "lazy":
+            assert w["granularity"] > 0, "VMM is expected on this GPU (the H200's driver has it)"
+            assert st["reserved"] > st["committed"]  # the worst case is address space, not memory
+            assert w["committed"] % w["granularity"] == 0
+        else:
+            assert w["granularity"] == 0 and st["reserved"] == st["committed"]
+        sd = StreamingDecoder(graph, OPTS, device="cuda", max_streams=2, memory=memory)
+        s = sd.open_stream()
+        sd.advance([s], [lp[0, :30]])
+        whole = sd.memory_stats()
+        assert whole["streams"] == 1 and whole["committed"] > 0 and whole["graph"] == st["graph"]
+        assert sd.memory_stats(s)["frames"] == 30  # the per-stream form is unchanged
+        sd.finalize(s)
+        del dec, sd
+        gc.collect()
+
+
+def test_lazy_and_eager_logs_decode_alike_and_commit_grows_with_use():
+    graph, lp, host = _wide_case()
+    cpu = Decoder(graph).decode(host)
+    got = {}
+    for memory in ("lazy", "eager"):
+        dec = Decoder(graph, device="cuda", max_lanes=8, memory=memory, arena_entries=1 << 16)
+        short = dec.decode(lp[:, :20])
+        assert_same_hypotheses(graph, host[:, :20], Decoder(graph).decode(host[:, :20]), short, f"{memory} short")
+        st0 = dec.memory_stats()
+        got[memory] = dec.decode(lp)
+        assert_same_hypotheses(graph, host, cpu, got[memory], memory)
+        st1 = dec.memory_stats()
+        w0, w1 = st0["pools"]["winners"], st1["pools"]["winners"]
+        assert st1["winners_high_water"] > 2 * (1 << 18), "the case must need several 2 MiB pieces"
+        assert w1["committed"] > w0["committed"] and w1["grows"] > w0["grows"]
+        assert w1["capacity_entries"] >= st1["winners_high_water"]
+        if memory == "lazy":
+            assert st1["reserved"] == st0["reserved"], "a lazy log grows inside its reservation"
+            # committed follows the need, not a doubling: within one piece of 9/8 of it
+            assert w1["committed"] <= 8 * st1["winners_high_water"] * 9 // 8 + w1["granularity"]
+        # the same batch again: no growth, nothing captured again
+        caps = st1["instances"]["main"]["graph_captures"]
+        assert_same_hypotheses(graph, host, cpu, dec.decode(lp), f"{memory} again")
+        st2 = dec.memory_stats()
+        assert st2["pools"]["winners"]["grows"] == w1["grows"]
+        assert st2["instances"]["main"]["graph_captures"] == caps
+    for a, b in zip(got["lazy"], got["eager"]):
+        assert np.float32(a.score) == np.float32(b.score)
+
+
+def test_growth_reruns_the_captured_graph_without_capturing_again():
+    """The published limit: a lazy log that grows re-runs the batch with the graph it had
+    captured (one capture); an eager log moves, so the batch is captured again (two)."""
+    graph, lp, host = _wide_case(B=4, T=200, seed=1)
+    cpu = Decoder(graph).decode(host)
+    for memory, captures in (("lazy", 1), ("eager", 2)):
+        dec = Decoder(graph, device="cuda", max_lanes=4, memory=memory, arena_entries=4096)
+        assert_same_hypotheses(graph, host, cpu, dec.decode(lp), memory)
+        main = dec.memory_stats()["instances"]["main"]
+        assert main["arena_grows"] >= 1 and main["graph_captures"] == captures, (memory, main)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_tiny_log_grows_by_commits_and_stays_exact(seed):
+    rng = np.random.default_rng(900 + seed)
+    eps = seed % 2 == 1
+    V = 16
+    graph = (random_eps_graph_any(rng, 600, V, 5, 0.6, cycles=False, chain=2) if eps
+             else random_ctc_graph(rng, 600, V, 6, 0.2))
+    opts = DecoderOptions(search_beam=14.0, min_active_states=5, max_active_states=3000)
+    B, T = 6, int(rng.integers(80, 200))
+    lp = random_log_probs(rng, B, T, V, peaky=False)
+    lens = rng.integers(1, T + 1, B).astype(np.int32)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([2, 6])), arena_entries=100,
+                  use_cuda_graphs=bool(seed % 3))
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"seed {seed}")
+    st = dec.memory_stats()
+    assert st["pools"]["winners"]["grows"] >= 1 and st["winners_high_water"] > 100
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"seed {seed} again")
+
+
+def _kept_every_capture(main) -> bool:
+    """No captured graph was dropped: every capture is still cached or was evicted by the
+    cache's LRU. A log that moves (eager) drops them all (FreeGraphs, not an eviction) and
+    the next launch captures again; one that grows in place keeps them."""
+    return main["graph_captures"] == main["cached_graphs"] + main["graph_evictions"]
+
+
+def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
+    """Continuous batching and streams grow a lazy (VMM) log between their launch
+    sequences: in place, so the graphs captured before a growth replay after it. An eager
+    log on the same decode moves and its graphs are captured again (the control that shows
+    the capture check can fail)."""
+    rng = np.random.default_rng(31)
+    graph = random_ctc_graph(rng, 400, 10, 5, 0.2)
+    lp = random_log_probs(rng, 12, 120, 10, peaky=False)
+    lens = rng.integers(1, 121, 12).astype(np.int32)
+    opts = DecoderOptions(search_beam=12.0, max_active_states=2000, min_active_states=2)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    for memory in ("lazy", "eager"):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", arena_entries=4096,
+                      memory=memory)
+        assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"continuous {memory}")
+        st = dec.memory_stats()
+        main = st["instances"]["main"]
+        assert st["pools"]["winners"]["grows"] >= 1 and main["gc_rounds"] >= 1, (memory, main)
+        assert main["graph_captures"] >= 1, main  # the segments replayed a captured graph
+        if memory == "lazy":
+            assert st["memory"] == "lazy" and main["vmm"] == 1 and main["granularity"] > 0, main
+            assert _kept_every_capture(main), f"a lazy log grew and a graph was captured again: {main}"
+        else:
+            assert main["vmm"] == 0 and not _kept_every_capture(main), main
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=3, arena_entries=4096)
+    want = Decoder(graph, opts).decode(lp[:3], lens[:3], online=True)
+    streams = [sd.open_stream() for _ in range(3)]
+    for t in range(0, 120, 17):
+        sd.advance(streams, [lp[i, t : min(t + 17, lens[i])] for i in range(3)])
+    got = [sd.finalize(s) for s in streams]
+    assert_same_hypotheses(graph, lp, want, got, "streams")
+    st = sd.memory_stats()
+    main = st["instances"]["main"]
+    assert st["pools"]["winners"]["grows"] >= 1 and main["graph_captures"] >= 1, main
+    assert st["memory"] == "lazy" and main["vmm"] == 1 and main["granularity"] > 0, main
+    assert _kept_every_capture(main), f"a stream's lazy log grew and a graph was captured again: {main}"
+
+
+def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact():
+    """Offline batches take the lanes' frontiers, claims and hash tables from shared pools:
+    a batch whose step outgrows them pauses before that step, the pools grow (in place), and
+    the batch resumes from that step (its own captured graph, replayed at every later pause);
+    every row is exact, search statistics included. On the tiny HLG (1,665 states) a lane's hash table holds 4,096 slots
+    and its frontier 1,666 tokens, so 192 lanes of flat posteriors outgrow the first 2 MiB
+    pieces of every pool (262,144 hash slots and claims, 131,072 tokens)."""
+    import torch
+
+    graph, lp, _ = _wide_case(B=192, T=30, seed=4)
+    dec = Decoder(graph, device="cuda", max_lanes=192)
+    got = dec.decode(lp)
+    st = dec.memory_stats()
+    lanes = st["pools"]["lanes"]
+    assert lanes["pooled"] and lanes["grows"] >= 1, lanes
+    hw, cap = lanes["high_water_entries"], lanes["capacity_entries"]
+    assert hw["tokens"] > 131072 and hw["hash"] > 262144 and hw["claims"] > 262144, lanes
+    assert all(hw[k] <= cap[k] for k in hw), lanes
+    main = st["instances"]["main"]
+    assert main["graph_captures"] == 2, f"pools grow in place: the batch's graph and its resume's are replayed: {main}"
+    sample = np.random.default_rng(0).choice(192, 12, replace=False)
+    host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
+    cpu = Decoder(graph).decode(host)
+    assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "pooled, grown")
+    eager_dec = Decoder(graph, device="cuda", max_lanes=192, memory="eager")  # static lanes: never pauses
+    eager = eager_dec.decode(lp)
+
+    def same_search(x, y, where):  # a pause that did not put a lane back would change its search
+        for i, (a, b) in enumerate(zip(x, y)):
+            assert np.float32(a.score) == np.float32(b.score) and a.overflow == b.overflow == 0, f"{where} row {i}"
+            assert (a.max_frontier, a.frontier_total) == (b.max_frontier, b.frontier_total), f"{where} row {i}"
+
+    same_search(got, eager, "paused and resumed vs static")
+    again = dec.decode(lp)
+    assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"], "the same batch again needs no growth"
+    same_search(again, got, "again")
+    # rows of many lengths on a fresh decoder: lanes finish before, at and after the pauses
+    lens = np.random.default_rng(5).integers(0, 31, 192).astype(np.int32)
+    lens[:3] = (30, 1, 0)
+    fresh = Decoder(graph, device="cuda", max_lanes=192)
+    mixed = fresh.decode(lp, lens)
+    assert fresh.memory_stats()["pools"]["lanes"]["grows"] >= 1
+    same_search(mixed, eager_dec.decode(lp, lens), "mixed lengths")
+
+
+def _two_region_graph(rng, narrow=600, wide=2400, vocab=4, degree=8, wide_degree=12, fan=800, to_narrow=0.2):
+    """Start 0 has two arcs: ilabel 1 into a wide region (its entry state fans out to `fan`
+    states), ilabel 2 into a narrow one. The narrow region's arcs stay inside it, so a row
+    there never holds more than `narrow` states (no frontier, claims or hash overflow,
+    whatever the beam); a fifth of the wide region's arcs lead into the narrow region, so a
+    wide row claims the narrow region's states too."""
+    N = 1 + narrow + wide
+    lo, mid = 1, 1 + narrow  # narrow [lo, mid), wide [mid, N); N: the final state
+    src, dst, il, w = [0, 0], [mid, lo], [1, 2], [0.0, 0.0]
+    for s in range(1, N):
+        inside = s < mid
+        arcs = [(s, 0)] if rng.random() < 0.8 else []
+        if s == mid:
+            arcs += [(int(d), int(rng.integers(0, vocab))) for d in rng.choice(np.arange(mid, N), fan, replace=False)]
+        for _ in range(int(rng.integers(2, (degree if inside else wide_degree) + 1))):
+            into_narrow = inside or rng.random() < to_narrow
+            dest = rng.integers(lo, mid) if into_narrow else rng.integers(mid, N)
+            arcs.append((int(dest), int(rng.integers(0, vocab))))
+        if rng.random() < 0.2:
+            arcs.append((N, -1))
+        for d, lab in arcs:
+            src.append(s)
+            dst.append(d)
+            il.append(lab)
+            w.append(float(np.float32(rng.uniform(-4, 0.5))))
+    return Graph.from_arcs(num_states=N + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w, vocab_size=vocab)
+
+
+def _region_rows(rng, regions, T, V):
+    """Log-probs whose frame 0 admits only the start arc into each row's region (1: wide,
+    2: narrow; the other start arc is 1000 below, far outside any beam), then mild noise."""
+    lp = rng.normal(size=(len(regions), T, V)).astype(np.float32) * 0.5
+    lp -= np.log(np.exp(lp).sum(-1, keepdims=True))
+    for b, r in enumerate(regions):
+        lp[b, 0, :] = -1000.0
+        lp[b, 0, r] = 0.0
+    return lp.astype(np.float32)
+
+
+def _step_slots(graph, opts, lp_row, length):
+    """The slots (emitting arcs of the frontier) of each real step of a row, from the CPU's
+    frontiers: what a pooled lane's claims bound, hash table and next frontier are sized by."""
+    a = graph.arrays
+    emitting = np.diff(a.row_splits) - a.final_count
+    snaps = Decoder(graph, opts).decode_snapshots(lp_row, length)
+    return [int(sum(emitting[s] for s in snaps[t]["tokens"])) for t in range(length)]
+
+
+@pytest.mark.parametrize("kernels", ["old", "new"])
+def test_pooled_claims_overflow_wipes_the_lanes_table(kernels, monkeypatch):
+    """A lane whose claims list overflowed leaves keys no claim lists in its hash table (the
+    targeted clears never see them); pooled, its next ScanKernel wipes that table before the
+    pool hands it out again (scan.cuh). Without the wipe the next lane to get the same
+    region finds those keys, takes its own states for already claimed, and drops them from
+    its frontier: no overflow bit, only a different search. Here lane 0 holds a wide row
+    that overflows its claims (a frontier of ~800 tokens claims ~2,650 states > claims_cap
+    2,048) and finishes after 8 frames; lanes 1.. hold narrow rows (a closed region of 600
+    states: they never overflow) that go on for 30 frames with steps of ~3,500 slots, so
+    each takes a full 4,096-slot table. Once lane 0 is idle, lane 1's table is lane 0's old
+    one, same offset (0) and size, so every stale key sits on the probe path of the same
+    state in lane 1. The main instance's raw results of the narrow rows (no rescue) must
+    equal the CPU's bit for bit, search statistics included (a dropped state changes the
+    frontier sizes); then a batch of narrow rows alone, lane 0 on the same region, again.
+    Under both scan kernels: ScanKernel's CTA wipes, or ScanSplitKernel's chunk-0 CTA."""
+    from cuwfst.decoder.gpu import GpuBackend
+    from cuwfst.decoder.result import OVERFLOW_CLAIMS
+
+    rng = np.random.default_rng(44)
+    V = 4
+    graph = _two_region_graph(rng, vocab=V)
+    opts = DecoderOptions(search_beam=50.0, min_active_states=1, max_active_states=1000)
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=8, main_q_factor=1)
+    inst = dec._gpu.main
+    assert (inst.main_q, inst.claims_cap, inst.hash_cap) == (1024, 2048, 4096)
+    assert (inst.mem_stats()["scan_split"] > 1) == (kernels == "new")
+    full_table = inst.hash_cap // 4  # a step of more slots than this gets a table of hash_cap slots
+    ref = Decoder(graph, opts)
+
+    def raw(lp, lens):
+        res = inst.decode(dec._gpu.to_device(lp), lens, 0)
+        hyps = [None] * len(lens)
+        GpuBackend._collect(hyps, range(len(lens)), res, dec)
+        return res, hyps
+
+    def check(lp, lens, rows, hyps, where):
+        cpu = ref.decode(lp, lens)
+        rows = list(rows)
+        assert_same_hypotheses(graph, lp[rows], [cpu[r] for r in rows], [hyps[r] for r in rows], where)
+        for r in rows:  # the search itself: a dropped state shrinks a frontier
+            assert (cpu[r].max_frontier, cpu[r].frontier_total) == (hyps[r].max_frontier, hyps[r].frontier_total), \
+                f"{where} row {r}: search statistics"
+
+    T0, T1 = 8, 30
+    lp = _region_rows(rng, [1] + [2] * 5, T1, V)
+    lens = np.array([T0] + [T1] * 5, np.int32)
+    # lane 1 takes a full table on every step after lane 0's final step (step T0)
+    assert min(_step_slots(graph, opts, lp[1], T1)[T0 + 1 :]) > full_table
+    res, hyps = raw(lp, lens)
+    assert dec.memory_stats()["pools"]["lanes"]["pooled"], "the pooled layout must be what ran"
+    assert res[3][0, 2] & OVERFLOW_CLAIMS, f"lane 0 must overflow its claims (overflow {res[3][0, 2]})"
+    check(lp, lens, range(1, 6), hyps, "narrow rows beside a claims overflow")
+
+    lp2 = _region_rows(rng, [2] * 4, 20, V)
+    lens2 = np.full(4, 20, np.int32)
+    assert max(_step_slots(graph, opts, lp2[0], 20)) > full_table  # lane 0 gets the region at offset 0 whole
+    _, hyps2 = raw(lp2, lens2)
+    check(lp2, lens2, range(4), hyps2, "the next batch")
+
+
+def test_layouts_alternate_on_one_decoder():
+    """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
+    decoder, in turn: each exact."""
+    rng = np.random.default_rng(77)
+    graph = random_ctc_graph(rng, 500, 12, 6, 0.2)
+    opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=400)
+    lp = random_log_probs(rng, 9, 70, 12, peaky=False)
+    lens = rng.integers(1, 71, 9).astype(np.int32)
+    ref = Decoder(graph, opts)
+    cpu = ref.decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous")
+    assert_same_hypotheses(graph, lp[:4], cpu[:4], dec.decode(lp[:4], lens[:4]), "pooled batch")
+    snaps_cpu, snaps_gpu = ref.decode_snapshots(lp[0], int(lens[0])), dec.decode_snapshots(lp[0], int(lens[0]))
+    for k, (c, g) in enumerate(zip(snaps_cpu, snaps_gpu)):
+        assert set(c["tokens"]) == set(g["tokens"]), f"snapshot {k}"
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "continuous (9 rows > 4 lanes)")
+    assert_same_hypotheses(graph, lp[:3], cpu[:3], dec.decode(lp[:3], lens[:3]), "pooled batch again")
+
+
+def _gc_case(seed, eps=False):
+    rng = np.random.default_rng(5000 + seed)
+    V = 12
+    graph = (random_eps_graph_any(rng, 300, V, 4, 0.5, cycles=False, chain=2) if eps
+             else random_ctc_graph(rng, 300, V, 5, 0.2))
+    return rng, graph, V
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gc_interval_equals_no_gc_and_the_cpu(seed):
+    rng, graph, V = _gc_case(seed, eps=seed % 2 == 1)
+    B = 5
+    T = 2500
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([T, 1800, 700, 90, 0], np.int32)
+    opts = DecoderOptions(search_beam=10.0, min_active_states=2, max_active_states=300)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    off = Decoder(graph, opts, device="cuda", max_lanes=4)
+    on = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 2, 4])), gc_interval=64)
+    got_off, got_on = off.decode(lp, lens), on.decode(lp, lens)
+    assert_same_hypotheses(graph, lp, cpu, got_off, f"seed {seed} gc off")
+    assert_same_hypotheses(graph, lp, cpu, got_on, f"seed {seed} gc on")
+    for a, b in zip(got_off, got_on):
+        assert np.float32(a.score) == np.float32(b.score)
+    main_on = on.memory_stats()["instances"]["main"]
+    assert main_on["gc_rounds"] >= T // 64 - 2
+    # what live tokens can reach is a few segments' worth, not the utterance
+    assert main_on["winners_live_max"] * 8 < off.memory_stats()["winners_high_water"]
+
+
+def test_gc_interval_keeps_winners_flat_as_inputs_grow():
+    """Both decoders start from the same log of LOG entries: room for what GC keeps (the
+    live entries, a few thousand here, plus two segments' appends, at most 128 steps x ~200
+    tokens), and a quarter of what the 8x input logs without GC (~490k entries: 8,000 steps
+    of ~60 tokens). Without GC the log must grow past it; with GC it never grows, however
+    long the input. (With the default first commit, 4 Mi entries, neither would ever grow
+    here, and a flat capacity would say nothing.)"""
+    LOG = 1 << 17
+    rng, graph, V = _gc_case(10)
+    opts = DecoderOptions(search_beam=10.0, min_active_states=2, max_active_states=300)
+    row = random_log_probs(rng, 1, 1000, V, peaky=True)
+    live, cap, grows, hw_off, cap_off = [], [], [], [], []
+    for k in (1, 2, 4, 8):
+        lp = np.tile(row, (1, k, 1))  # the same audio repeated: a k-times longer utterance
+        cpu = Decoder(graph, opts).decode(lp)
+        on = Decoder(graph, opts, device="cuda", max_lanes=1, gc_interval=128, arena_entries=LOG)
+        off = Decoder(graph, opts, device="cuda", max_lanes=1, arena_entries=LOG)
+        assert_same_hypotheses(graph, lp, cpu, on.decode(lp), f"x{k} gc on")
+        assert_same_hypotheses(graph, lp, cpu, off.decode(lp), f"x{k} gc off")
+        m = on.memory_stats()["instances"]["main"]
+        assert m["gc_rounds"] >= k * 1000 // 128 - 1, (k, m["gc_rounds"])  # a round after every segment
+        live.append(m["winners_live_max"])
+        cap.append(m["arena_capacity"])
+        grows.append(m["arena_grows"])
+        st_off = off.memory_stats()
+        hw_off.append(st_off["winners_high_water"])
+        cap_off.append(st_off["pools"]["winners"]["capacity_entries"])
+    assert hw_off[-1] > 6 * hw_off[0], hw_off  # without GC the log grows with the input ...
+    assert hw_off[-1] > 2 * LOG and cap_off[-1] >= hw_off[-1], (hw_off, cap_off)  # ... past the first log
+    # with GC it does not: what live tokens reach stays put, and the log never grew
+    assert live[-1] <= 2 * live[0] and cap == [LOG] * 4 and grows == [0] * 4, (live, cap, grows)
+
+
+def test_gc_interval_on_the_tiny_tlg_long_form():
+    from conftest_data import demo_arrays
+
+    graph = Graph.load(TINY / "TLG.img")
+    lp16, lens, _ = demo_arrays()
+    rows = [lp16[i, : lens[i]].astype(np.float32) for i in range(len(lens))]
+    long = np.concatenate(rows * 3)[None]  # every demo utterance, three times over
+    cpu = Decoder(graph).decode(long)
+    dec_on = Decoder(graph, device="cuda", max_lanes=2, gc_interval=128)
+    on = dec_on.decode(long)
+    off = Decoder(graph, device="cuda", max_lanes=2).decode(long)
+    assert_same_hypotheses(graph, long, cpu, on, "tiny TLG gc on")
+    assert_same_hypotheses(graph, long, cpu, off, "tiny TLG gc off")
+    # the GC ran: a round between every two segments of 128 steps (6,391 steps: 49 rounds),
+    # not one decode that never collected
+    T = long.shape[1]
+    assert dec_on.memory_stats()["instances"]["main"]["gc_rounds"] >= T // 128 - 1, T
+
+
+def test_auto_keeps_small_decoders_static_and_pools_large_ones(monkeypatch):
+    monkeypatch.setenv("CUWFST_LANE_POOL", "auto")
+    graph = random_ctc_graph(np.random.default_rng(2), 300, 12, 5, 0.2)
+    small = Decoder(graph, OPTS, device="cuda", max_lanes=4).memory_stats()
+    assert small["memory"] == "lazy" and not small["pools"]["lanes"]["pooled"]
+    big = Decoder(Graph.load(TINY / "HLG.img"), device="cuda", max_lanes=512).memory_stats()
+    assert big["pools"]["lanes"]["pooled"], "512 lanes of the tiny HLG: ~75 MiB static, pooled"
+    assert big["pools"]["lanes"]["committed"] < big["pools"]["lanes"]["reserved"] / 2
+    monkeypatch.setenv("CUWFST_LANE_POOL", "sometimes")
+    with pytest.raises(ValueError, match="CUWFST_LANE_POOL"):
+        Decoder(graph, OPTS, device="cuda")
+
+
+def test_gc_interval_rejects_nonsense():
+    graph = random_ctc_graph(np.random.default_rng(0), 20, 5, 3, 0.3)
+    for bad in (-1, 5000, 2.5, True):
+        with pytest.raises(ValueError, match="gc_interval"):
+            Decoder(graph, device="cuda", gc_interval=bad)

@@ -1,0 +1,95 @@
+"""Memory statistics and memory options without a GPU (issue 9): the CPU decoders' figures,
+the per-stream and decoder-wide forms of StreamingDecoder.memory_stats, and the checks of
+the memory and gc_interval options. The GPU's figures: test_gpu_memory.py (GPU) and
+test_gpu_host.py (the Python wiring, with a stand-in module)."""
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, StreamingDecoder
+from cuwfst.decoder.memory import MEMORY_MODES, lane_pool_mode, resolve_memory
+from helpers import random_ctc_graph, random_log_probs
+
+KEYS = {"device", "memory", "reserved", "committed", "fixed", "graph", "total", "pinned", "winners_high_water",
+        "pools", "instances"}
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return random_ctc_graph(np.random.default_rng(0), 60, 8, 4, 0.3)
+
+
+def test_cpu_decoder_reports_host_memory_and_no_device_memory(graph):
+    st = Decoder(graph).memory_stats()
+    assert KEYS <= set(st)
+    assert st["device"] == "cpu" and st["memory"] == "host"
+    assert all(st[k] == 0 for k in ("reserved", "committed", "fixed", "graph", "total", "pinned"))
+    a = graph.arrays
+    # the graph in host memory: CSR, arcs (dest + ilabel interleaved), weights, word labels
+    assert st["host_graph"] >= a.row_splits.nbytes + a.final_count.nbytes + 8 * a.num_arcs + a.weight.nbytes
+    assert "no device memory" in st["note"]
+
+
+def test_streaming_memory_stats_with_and_without_a_stream(graph):
+    rng = np.random.default_rng(1)
+    sd = StreamingDecoder(graph, DecoderOptions(max_active_states=100))
+    assert sd.memory_stats()["streams"] == 0 and sd.memory_stats()["winners_held"] == 0
+    a, b = sd.open_stream(), sd.open_stream()
+    lp = random_log_probs(rng, 2, 30, 8, peaky=True)
+    sd.advance([a, b], [lp[0], lp[1, :10]])
+    per = [sd.memory_stats(s) for s in (a, b)]
+    assert per[0]["frames"] == 30 and per[1]["frames"] == 10
+    whole = sd.memory_stats()
+    assert whole["streams"] == 2 and whole["winners_held"] == per[0]["winners"] + per[1]["winners"] > 0
+    sd.finalize(a)
+    assert sd.memory_stats()["streams"] == 1
+    with pytest.raises(ValueError, match="finalized or released"):
+        sd.memory_stats(a)
+
+
+def test_memory_option_and_environment(graph, monkeypatch):
+    monkeypatch.delenv("CUWFST_MEMORY", raising=False)
+    assert resolve_memory(None) == "lazy" and MEMORY_MODES == ("lazy", "eager")
+    monkeypatch.setenv("CUWFST_MEMORY", "eager")
+    assert resolve_memory(None) == "eager" and resolve_memory("lazy") == "lazy"
+    monkeypatch.setenv("CUWFST_MEMORY", "vmm")
+    with pytest.raises(ValueError, match="CUWFST_MEMORY must be one of"):
+        resolve_memory(None)
+    with pytest.raises(ValueError, match="memory must be one of"):
+        Decoder(graph, memory="paged")  # checked on the CPU too, so a typo fails everywhere
+
+
+@pytest.mark.parametrize("bad", [-1, 4097, 1.5, True, "64"])
+def test_gc_interval_is_checked(graph, bad):
+    with pytest.raises(ValueError, match="gc_interval"):
+        Decoder(graph, gc_interval=bad)
+
+
+def test_lane_pool_mode(monkeypatch):
+    monkeypatch.delenv("CUWFST_LANE_POOL", raising=False)
+    assert lane_pool_mode("lazy") == 2 and lane_pool_mode("eager") == 0  # auto; eager never pools
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    assert lane_pool_mode("lazy") == 1 and lane_pool_mode("eager") == 0
+    monkeypatch.setenv("CUWFST_LANE_POOL", "off")
+    assert lane_pool_mode("lazy") == 0
+    monkeypatch.setenv("CUWFST_LANE_POOL", "yes")
+    with pytest.raises(ValueError, match="CUWFST_LANE_POOL"):
+        lane_pool_mode("lazy")
+
+
+def test_mem_stats_names_match_the_native_layout():
+    """decoder/memory.py names GpuDecoder::MemStats's entries in order: as many as the
+    native side writes, and in the order its comment gives."""
+    import re
+    from pathlib import Path
+
+    from cuwfst.decoder.memory import MEM_STATS
+
+    header = (Path(__file__).resolve().parent.parent / "cuwfst" / "csrc" / "gpu_decoder.cuh").read_text()
+    n = int(re.search(r"kMemStats = (\d+);", header).group(1))
+    assert len(MEM_STATS) == n == len(set(MEM_STATS))
+    source = (Path(__file__).resolve().parent.parent / "cuwfst" / "csrc" / "gpu_decoder.cu").read_text()
+    body = source[source.index("void GpuDecoder::MemStats"):]
+    written = {int(i) for i in re.findall(r"out\[(\d+)\]", body)}
+    written |= {23 + k for k in range(3)} | {26 + k for k in range(3)}  # the pools' loop
+    assert written == set(range(n)), sorted(set(range(n)) - written)
