@@ -223,7 +223,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations,
-                         int64_t scan_split, bool closure_lists, int64_t eps_blocks, int64_t finalize_split) {
+                         int64_t scan_split, bool closure_lists, int64_t eps_blocks, int64_t finalize_split,
+                         bool fused_max) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -276,6 +277,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (finalize_split < 0 || finalize_split > 64)
     TVM_FFI_THROW(ValueError) << "finalize_split must be in [0, 64] (0: auto)";
   c.finalize_split = static_cast<int32_t>(finalize_split);
+  c.fused_max = fused_max ? 1 : 0;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

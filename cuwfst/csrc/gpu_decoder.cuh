@@ -67,6 +67,10 @@ struct DecoderConfig {
   // grid; 0: auto, AutoFinalizeSplit(max_lanes)). The work is split by claims, so the results
   // are the same; a lane with many claims takes fewer rounds.
   int32_t finalize_split = 0;
+  // fused_max: 1 = FusedExpandKernel admits each step's arcs against a lower bound of the max
+  // that the scan computes and finds the exact max as it goes (FinalizeKernel keeps the same
+  // survivors), so MaxKernel does not run; 0 = MaxKernel, then ExpandKernel.
+  int32_t fused_max = 0;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -180,7 +184,7 @@ class GpuDecoder {
   // regions yet), of which fixed workspace; winners-arena high water (entries); pinned
   // host bytes; the CUDA-graph cache's size and its capture / eviction counts; the rounds
   // stream advances took (more than one per advance when the arena guard made steps wait).
-  static constexpr int kMemStats = 12;  // + scan_split, closure_lists, finalize_split (the variant in use)
+  static constexpr int kMemStats = 13;  // + scan_split, closure_lists, finalize_split, fused_max (the variant in use)
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

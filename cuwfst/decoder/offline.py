@@ -60,10 +60,11 @@ class Decoder:
     walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
     scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
     closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
-    passes) and finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
-    auto, 8 = the old grid) pick kernel variants with identical results; None takes the
-    default, the new ones, or those CUWFST_KERNELS names (e.g. "old"; KERNEL_VARIANTS in
-    decoder/gpu.py),
+    passes), finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
+    auto, 8 = the old grid) and fused_max (True: no separate max pass, the expansion finds
+    each step's max as it admits arcs; off by default) pick kernel variants with identical
+    results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
+    "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
     capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
@@ -77,7 +78,7 @@ class Decoder:
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, scan_split: int | None = None, closure: str | None = None,
-                 finalize_split: int | None = None, **kwargs):
+                 finalize_split: int | None = None, fused_max: bool | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -98,7 +99,8 @@ class Decoder:
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
-                                   scan_split=scan_split, closure=closure, finalize_split=finalize_split)
+                                   scan_split=scan_split, closure=closure, finalize_split=finalize_split,
+                                   fused_max=fused_max)
         else:
             self._gpu = None
             self._ref = _ReferenceGraph(self.graph)

@@ -26,8 +26,13 @@ constexpr int kFinalizeSplit = 8;
 // With epsilon closure after a real step the claimed slots stay: each holds its token's
 // score as the closure's baseline and its frontier index in hash_pos (epsilon.cuh), and
 // ClearClaimsKernel clears them after the last pass.
-// Survivors are the claims whose end passes the exact cutoff, which every admitted claim
-// does; the test is kept as the invariant.
+// Survivors are the claims whose end passes the exact cutoff (max_ord - beam, exact here:
+// MaxKernel or FusedExpandKernel has finished). After ExpandKernel every claim passes it (the
+// test is the invariant); after FusedExpandKernel the claims are a superset (admitted against
+// a lower bound of the max) and this test is what drops the extra ones: a claim that fails
+// is not in the frontier, gets no winners entry, and in epsilon mode leaves its slot at the
+// empty-token baseline {-inf : 0xFFFFFFFF} with hash_pos -1, which the closure treats as a
+// state not in the frontier (as a token past main_q), and ClearClaims clears it.
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
