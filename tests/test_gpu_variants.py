@@ -211,6 +211,44 @@ def test_fused_max_with_every_scan_and_walker(eps, walker):
                 same(graph, lp[b], cpu[b], gpu[b], f"fused {walker} scan {scan_split} beam {s} row {b}")
 
 
+def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
+    """The fused max where the tests above do not take it: float16 rows (the scan's L and the
+    walkers widen the same halves), more lanes than kMaxSharedLanes (256: FusedExpandKernel
+    flushes each thread's max with global atomics, no shared per-lane max), both scans; and
+    per-step snapshots with the one-CTA and the split scan, whose cutoff (max_ord - beam) shows
+    that max_ord ends each step at the exact max (an L above it would stay there)."""
+    rng = np.random.default_rng(6300)
+    V = 20
+    graph = random_eps_graph_any(rng, 1500, V, 4, 0.7, cycles=True, chain=2)
+    B, T = 300, 12
+    lp16 = random_log_probs(rng, B, T, V, peaky=False).astype(np.float16)
+    lp = lp16.astype(np.float32)  # the same values, exactly
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    opts = DecoderOptions(search_beam=8.0, min_active_states=1, max_active_states=60, allow_partial=True)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    for scan_split in (1, 2):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=B, scan_split=scan_split, fused_max=True)
+        st = dec._gpu.main.mem_stats()
+        assert st["fused_max"] == 1 and st["scan_split"] == scan_split and dec._gpu.main.max_lanes > 256, st
+        gpu = dec.decode(lp16, lens)
+        for b in range(B):
+            same(graph, lp[b], cpu[b], gpu[b], f"fused float16 {B} lanes scan {scan_split} row {b}")
+    for s in (4.0, 1000.0):
+        o = DecoderOptions(search_beam=s, min_active_states=1, max_active_states=30, allow_partial=True)
+        want = Decoder(graph, o).decode_snapshots(lp[0], T)
+        for scan_split in (1, 2):
+            got = Decoder(graph, o, device="cuda", max_lanes=2, scan_split=scan_split,
+                          fused_max=True).decode_snapshots(lp[0], T)
+            assert len(want) == len(got) == T + 2
+            for k, (c, g) in enumerate(zip(want, got)):
+                assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+                       (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (s, scan_split, k)
+                assert set(c["tokens"]) == set(g["tokens"]), (s, scan_split, k)
+                for st, (score, _) in c["tokens"].items():
+                    assert np.float32(score) == np.float32(g["tokens"][st][0]), (s, scan_split, k, st)
+
+
 def test_variants_agree_with_each_other():
     """One batch through every variant in one process: the same scores, statistics and
     (up to exact-score ties) paths as the old kernels."""
