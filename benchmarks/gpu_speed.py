@@ -4,8 +4,9 @@ python -m benchmarks.gpu_speed [--graph HLG.img | --arcs 1000000] --batch 1 8 32
     --variants old new [--check 16] [--profile]
 
 Variants (cuwfst.decoder.gpu.KERNEL_VARIANTS): "old" (one scan CTA per lane, EpsScan every
-closure pass), "new" (split scan, closure lists), "split", "lists" (one change alone), and
-"split:N" / "new:N" (N scan CTAs per lane). Every variant of a batch size is built before any
+closure pass), "new" (split scan, closure lists, wider Finalize), "split", "lists", "wide" (one
+change alone), "fused" ("new" without MaxKernel: the expansion finds each step's max), and
+"split:N" / "new:N" / "fused:N" (N scan CTAs per lane). Every variant of a batch size is built before any
 is timed, and the timed passes alternate between them (old, new, old, new, ...), so drift of
 the clocks hits all alike. A pass decodes all --utts rows in batches of B; its time is taken
 with CUDA events around the pass (the transfer of results to the host included) and,
@@ -154,7 +155,8 @@ def main():
             added = sum(h.closure_added for h in hs)
             total = sum(h.frontier_total for h in hs)
             same, ties, bad = same_rows(hyps[base], hs)
-            row = dict(variant=v, scan_split=stats["scan_split"], closure_lists=stats["closure_lists"], walker=walker,
+            row = dict(variant=v, scan_split=stats["scan_split"], closure_lists=stats["closure_lists"],
+                       fused_max=stats["fused_max"], walker=walker,
                        walk_blocks=wb, batch=B, ms_per_batch=med_ms / nb, us_per_step=med_ms / nb / steps_per_batch * 1000,
                        ms_per_batch_spread=(max(ev_ms[v]) - min(ev_ms[v])) / nb,
                        wall_ms_per_batch=statistics.median(wall[v]) * 1000 / nb, rtfx=audio_s / (med_ms / 1000),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# GPU machine, one call of about 5 minutes: the kernel variants "old" and "new" (split scan,
-# closure lists; docs/speed-notes.md) side by side in one process, exact against the CPU.
+# GPU machine, one call of about 5 minutes: the kernel variants "old", "new" (split scan,
+# closure lists, wider Finalize) and "fused" (new without MaxKernel; docs/speed-notes.md) side
+# by side in one process, exact against the CPU.
 # Carry .device (wheels, the ARPA) and .cache (the build made with nvcc 13.0 on the CPU
 # machine; rebuilt here if the compilers differ):
 #   run(command="bash scripts/device_speed_ab.sh", carry=[".device", ".cache"], timeout_s=600)
@@ -9,9 +10,9 @@
 #     the full tier too, in the background, when FULL=1 (it takes ~150-200 s of the budget);
 #  2. scripts/speed_smoke.py: every variant on three graphs (a hung kernel shows here);
 #  3. tests/test_gpu_variants.py: every variant against the CPU decoder;
-#  4. benchmarks.gpu_speed --variants old new split lists wide on the tier's TLG and HLG, batches
+#  4. benchmarks.gpu_speed --variants old new fused split lists wide on the tier's TLG and HLG, batches
 #     1 8 32, each variant's kernel profile at batch 32, 8 rows checked against the CPU;
-#  5. with FULL=1 and the full tier built in time: old vs new (and new with 8 scan CTAs a lane)
+#  5. with FULL=1 and the full tier built in time: old vs new vs fused (and new with 8 scan CTAs a lane)
 #     at batch 32 on the full TLG (stored order) and HLG (uniform rows of 250 frames, issue 11).
 # Files under $OUT (8 at most): gpu.txt, smoke.log, tests.log, speed_small.log,
 # speed_full.log, speed.jsonl, corpus.log, summary.txt.
@@ -34,7 +35,7 @@ fi
 ( time python3 -m cuwfst.cli build --cuda-arch 9.0 ) 2>&1 | grep -E "cuwfst_|real" | tee -a $OUT/gpu.txt | tee -a $S
 timeout 100 python3 scripts/speed_smoke.py > $OUT/smoke.log 2>&1; RC=$?; echo "smoke exit $RC" >> $OUT/smoke.log
 grep -E "WRONG|smoke: |Error" $OUT/smoke.log | tail -6 | tee -a $S; tail -1 $OUT/smoke.log | tee -a $S
-VARIANTS="old new split lists wide"; TESTS_K=""
+VARIANTS="old new fused split lists wide"; TESTS_K=""
 if [ $RC -eq 124 ]; then  # a kernel hung: the old kernels only, so the call still measures something
   echo "smoke timed out after: $(grep '^smoke ' $OUT/smoke.log | tail -1); old kernels only from here" | tee -a $S
   VARIANTS="old"; TESTS_K="-k old"

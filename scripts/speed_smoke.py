@@ -41,6 +41,7 @@ for name, g, opts in cases:
                  or (cpu[b].frontier_total, cpu[b].closure_added) != (gpu[b].frontier_total, gpu[b].closure_added)]
         bad += len(wrong)
         print(f"smoke {name:<9} {v:<6} scan_split {st['scan_split']:>2} closure_lists {st['closure_lists']} "
+              f"fused_max {st['fused_max']} "
               f"max_frontier {max(h.max_frontier for h in gpu):>6}: {3 - len(wrong)}/3 rows as the CPU "
               f"({time.perf_counter() - t0:.2f} s){' WRONG rows ' + str(wrong) if wrong else ''}", flush=True)
 print(f"smoke: {bad} wrong rows")

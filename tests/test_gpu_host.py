@@ -55,11 +55,13 @@ class FakeGpuModule:
         h = len(self.decoders) + 100
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
-        # closure_lists, eps_blocks, finalize_split, lattice_entries
-        assert len(rest) == 19, "gpu_decoder_create's arguments changed: update this fake"
+        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries
+        assert len(rest) == 20, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
-        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]))  # scan_split, closure_lists, finalize_split
+        # scan_split, closure_lists, finalize_split, fused_max
+        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18])
         return h
 
     def gpu_decoder_mem_stats(self, h, out):
@@ -339,20 +341,31 @@ def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu)
 
 
 def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
-    """scan_split / closure pick the kernels; None takes the default, "new", or what
-    CUWFST_KERNELS names when the decoder is built."""
+    """scan_split / closure / finalize_split / fused_max pick the kernels; None takes the
+    default, "new", or what CUWFST_KERNELS names when the decoder is built."""
     graph = Graph.load(TINY / "TLG.img")
     monkeypatch.delenv("CUWFST_KERNELS", raising=False)
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (0, True, 0)
+    assert fake_gpu.kernels == (0, True, 0, False)
     monkeypatch.setenv("CUWFST_KERNELS", "old")
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (1, False, 8)
+    assert fake_gpu.kernels == (1, False, 8, False)
     Decoder(graph, device="cuda", scan_split=4)  # a keyword wins over the environment
-    assert fake_gpu.kernels == (4, False, 8)
+    assert fake_gpu.kernels == (4, False, 8, False)
+    Decoder(graph, device="cuda", fused_max=True)  # the fused max goes with any other switch
+    assert fake_gpu.kernels == (1, False, 8, True)
     monkeypatch.setenv("CUWFST_KERNELS", "split")
     Decoder(graph, device="cuda", closure="lists")
-    assert fake_gpu.kernels == (0, True, 8)
+    assert fake_gpu.kernels == (0, True, 8, False)
+    monkeypatch.setenv("CUWFST_KERNELS", "fused")  # "new" and the fused max
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (0, True, 0, True)
+    Decoder(graph, device="cuda", fused_max=False)
+    assert fake_gpu.kernels == (0, True, 0, False)
+    dec = Decoder(graph, device="cuda", max_lanes=8)  # the rescue instance gets the same kernels
+    assert dec._gpu.kw["fused_max"] is True
+    with pytest.raises(ValueError, match="fused_max"):
+        Decoder(graph, device="cuda", fused_max=1)
     monkeypatch.setenv("CUWFST_KERNELS", "fast")
     with pytest.raises(ValueError, match="CUWFST_KERNELS"):
         Decoder(graph, device="cuda")

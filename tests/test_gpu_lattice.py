@@ -117,7 +117,7 @@ def test_gpu_records_are_the_cpu_records(seed):
 # hint flag as ScanKernel does, the list closure must leave the step's slot space and claims
 # for LatPersistKernel, and finalize_split sets LatStepEndKernel's grid. Each variant must
 # record exactly the CPU's arcs.
-from test_gpu_variants import VARIANTS, expect_variant  # noqa: E402
+from test_gpu_variants import NEW_SCAN, VARIANTS, expect_variant  # noqa: E402
 
 
 @pytest.fixture(params=VARIANTS)
@@ -160,7 +160,7 @@ def test_variant_lattices_of_large_frontiers(variant, eps):
     cpu_dec = Decoder(graph, opts)
     cpu = cpu_dec.decode(lp, lens, lattice=True)
     assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
-    kw = {"scan_split": 3} if variant in ("new", "split") else {}
+    kw = {"scan_split": 3} if variant in NEW_SCAN else {}
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
     expect_variant(dec, variant, eps)
     be = dec._gpu
@@ -212,7 +212,7 @@ def test_variant_pooled_lattices_pause_and_resume(variant, monkeypatch):
     opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=400)
     cpu_dec = Decoder(graph, opts)
     cpu = cpu_dec.decode(lp, lens, lattice=True)
-    kw = {"scan_split": 3} if variant in ("new", "split") else {}
+    kw = {"scan_split": 3} if variant in NEW_SCAN else {}
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, memory="lazy", **kw)
     expect_variant(dec, variant, False)
     be = dec._gpu

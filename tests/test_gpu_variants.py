@@ -1,7 +1,8 @@
 """Kernel variants on the GPU (cuwfst.decoder.gpu.KERNEL_VARIANTS: the split scan, the closure
-lists and the wider Finalize grid, each alone and all together, and the old kernels), every
-one against the CPU reference: identical float32 scores, words (or an exact-score tie
-re-scored bit for bit) and search statistics.
+lists and the wider Finalize grid, each alone and all together, the old kernels, and "fused":
+all three plus the step's max found by the expansion itself, no MaxKernel), every one against
+the CPU reference: identical float32 scores, words (or an exact-score tie re-scored bit for
+bit) and search statistics.
 Each test runs once per variant; CUWFST_KERNELS selects the variant for decoders built inside
 the test (streams and continuous batching included), so every path goes through the same
 switch a user has. The frontiers of the "large" tests span many scan rounds, so the split
@@ -18,7 +19,10 @@ from cuwfst import Decoder, DecoderOptions, StreamingDecoder
 from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 pytestmark = pytest.mark.gpu
-VARIANTS = ["old", "new", "split", "lists", "wide"]
+VARIANTS = ["old", "new", "split", "lists", "wide", "fused"]
+NEW_SCAN = ("new", "split", "fused")  # the variants with the split scan
+NEW_LISTS = ("new", "lists", "fused")
+NEW_FINALIZE = ("new", "wide", "fused")
 TOTALS = {"rows": 0, "ties": 0}
 
 
@@ -32,9 +36,10 @@ def expect_variant(dec, variant, eps: bool):
     """The decoder runs the variant's kernels (a silent fallback would test nothing)."""
     st = dec._gpu.main.mem_stats()
     lanes = dec._gpu.main.max_lanes
-    assert (st["scan_split"] > 1) == (variant in ("new", "split")) or lanes >= 512, (variant, st)
-    assert st["closure_lists"] == (1 if eps and variant in ("new", "lists") else 0), (variant, st)
-    assert (st["finalize_split"] > 8) == (variant in ("new", "wide")) or lanes >= 128, (variant, st)
+    assert (st["scan_split"] > 1) == (variant in NEW_SCAN) or lanes >= 512, (variant, st)
+    assert st["closure_lists"] == (1 if eps and variant in NEW_LISTS else 0), (variant, st)
+    assert (st["finalize_split"] > 8) == (variant in NEW_FINALIZE) or lanes >= 128, (variant, st)
+    assert st["fused_max"] == (variant == "fused"), (variant, st)
 
 
 def same(graph, lp_row, c, g, where, stats=True):
@@ -99,7 +104,7 @@ def test_random_graphs(variant, eps, seed):
 def test_large_frontiers(variant, eps, scan_split):
     """Frontiers of thousands of tokens (several 2,048-token scan rounds), split over 2, 3 and
     16 CTAs per lane (variants without the split scan ignore scan_split here: one CTA)."""
-    if variant in ("old", "lists", "wide") and scan_split != 2:
+    if variant not in NEW_SCAN and scan_split != 2:
         pytest.skip("this variant has one scan CTA per lane: one run is enough")
     rng = np.random.default_rng(4000 + scan_split + 10 * eps)
     V = 40
@@ -112,7 +117,7 @@ def test_large_frontiers(variant, eps, scan_split):
     opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
     cpu = Decoder(graph, opts).decode(lp, lens)
     assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
-    kw = {"scan_split": scan_split} if variant in ("new", "split") else {}  # the rest from CUWFST_KERNELS
+    kw = {"scan_split": scan_split} if variant in NEW_SCAN else {}  # the rest from CUWFST_KERNELS
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
     expect_variant(dec, variant, eps)
     if kw:
@@ -130,7 +135,7 @@ def test_pooled_layout(variant, scan_split, monkeypatch):
     first batch that outgrows the pools' first pieces (4 lanes of ~50k-slot steps ask for
     hash tables of 131,072 slots each), so it is re-run after they grow; every row equal to
     the CPU's, search statistics included."""
-    if variant not in ("new", "split") and scan_split != 3:
+    if variant not in NEW_SCAN and scan_split != 3:
         pytest.skip("this variant has one scan CTA per lane: one run is enough")
     monkeypatch.setenv("CUWFST_LANE_POOL", "on")
     rng = np.random.default_rng(4100 + scan_split)
@@ -141,7 +146,7 @@ def test_pooled_layout(variant, scan_split, monkeypatch):
     opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
     cpu = Decoder(graph, opts).decode(lp, lens)
     assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
-    kw = {"scan_split": scan_split} if variant in ("new", "split") else {}
+    kw = {"scan_split": scan_split} if variant in NEW_SCAN else {}
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, memory="lazy", **kw)
     expect_variant(dec, variant, False)
     gpu = dec.decode(lp, lens)
@@ -211,6 +216,70 @@ def test_continuous_batching_and_streams(variant, seed):
     sd.advance(streams, [lp[i, sl[i] // 2 : sl[i]] for i in range(S)])
     for i in range(S):
         same(graph, lp[i], want[i], sd.finalize(streams[i]), f"{variant} stream seed {seed} {i}")
+
+
+@pytest.mark.parametrize("walker", ["warp", "thread"])
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_fused_max_with_every_scan_and_walker(eps, walker):
+    """The fused max beside the one-CTA ScanKernel (its lower bound from a block reduction) and
+    the split scan (from the chunks' meeting word), with both walkers; wide beams keep many
+    arcs between the lower bound and the max, narrow ones (and max_active 4) make the
+    dynamic beam move; 32 lanes > the rows, so idle lanes sit between them."""
+    rng = np.random.default_rng(6100 + 2 * eps + (walker == "thread"))
+    V = 25
+    graph = (random_eps_graph_any(rng, 3000, V, 5, 0.8, cycles=True, chain=3) if eps
+             else random_ctc_graph(rng, 5000, V, 8, 0.3))
+    lp = random_log_probs(rng, 5, 30, V, peaky=False)
+    lens = np.array([30, 29, 1, 0, 12], np.int32)
+    for s, mn, mx in [(1000.0, 1, 300), (6.0, 1, 4), (12.0, 30, 10000)]:
+        opts = DecoderOptions(search_beam=s, min_active_states=mn, max_active_states=mx, allow_partial=True)
+        cpu = Decoder(graph, opts).decode(lp, lens)
+        for scan_split in (1, 3):
+            dec = Decoder(graph, opts, device="cuda", max_lanes=32, walker=walker, scan_split=scan_split,
+                          fused_max=True)
+            st = dec._gpu.main.mem_stats()
+            assert st["fused_max"] == 1 and st["scan_split"] == scan_split, st
+            gpu = dec.decode(lp, lens)
+            for b in range(len(lens)):
+                same(graph, lp[b], cpu[b], gpu[b], f"fused {walker} scan {scan_split} beam {s} row {b}")
+
+
+def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
+    """The fused max where the tests above do not take it: float16 rows (the scan's L and the
+    walkers widen the same halves), more lanes than kMaxSharedLanes (256: FusedExpandKernel
+    flushes each thread's max with global atomics, no shared per-lane max), both scans; and
+    per-step snapshots with the one-CTA and the split scan, whose cutoff (max_ord - beam) shows
+    that max_ord ends each step at the exact max (an L above it would stay there)."""
+    rng = np.random.default_rng(6300)
+    V = 20
+    graph = random_eps_graph_any(rng, 1500, V, 4, 0.7, cycles=True, chain=2)
+    B, T = 300, 12
+    lp16 = random_log_probs(rng, B, T, V, peaky=False).astype(np.float16)
+    lp = lp16.astype(np.float32)  # the same values, exactly
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    opts = DecoderOptions(search_beam=8.0, min_active_states=1, max_active_states=60, allow_partial=True)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    for scan_split in (1, 2):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=B, scan_split=scan_split, fused_max=True)
+        st = dec._gpu.main.mem_stats()
+        assert st["fused_max"] == 1 and st["scan_split"] == scan_split and dec._gpu.main.max_lanes > 256, st
+        gpu = dec.decode(lp16, lens)
+        for b in range(B):
+            same(graph, lp[b], cpu[b], gpu[b], f"fused float16 {B} lanes scan {scan_split} row {b}")
+    for s in (4.0, 1000.0):
+        o = DecoderOptions(search_beam=s, min_active_states=1, max_active_states=30, allow_partial=True)
+        want = Decoder(graph, o).decode_snapshots(lp[0], T)
+        for scan_split in (1, 2):
+            got = Decoder(graph, o, device="cuda", max_lanes=2, scan_split=scan_split,
+                          fused_max=True).decode_snapshots(lp[0], T)
+            assert len(want) == len(got) == T + 2
+            for k, (c, g) in enumerate(zip(want, got)):
+                assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+                       (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (s, scan_split, k)
+                assert set(c["tokens"]) == set(g["tokens"]), (s, scan_split, k)
+                for st, (score, _) in c["tokens"].items():
+                    assert np.float32(score) == np.float32(g["tokens"][st][0]), (s, scan_split, k, st)
 
 
 def test_variants_agree_with_each_other():

@@ -175,9 +175,12 @@ void GpuDecoder::Allocate() {
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
   ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
+  ws_.scan_best = Alloc<unsigned long long>(L, "scan best tokens");
+  ws_.fused_max = cfg_.fused_max;
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_best, 0, L * sizeof(unsigned long long), stream_));
   // closure = lists encodes entry j's k-th epsilon arc as payload slot j * stride + k < 2^31,
   // and EpsListExpandKernel's per-CTA lane scan holds kEpsListMaxLanes lanes (its shared
   // lane_off[kEpsListMaxLanes + 1]; kMaxLanes is larger): past either, closure = scan.
@@ -652,11 +655,19 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
-  if (cfg_.scan_split > 1)
-    Timed(1, [&] { ScanSplitKernel<<<L * cfg_.scan_split, kScanThreads, 0, stream_>>>(g, w, p); });
-  else
-    Timed(1, [&] { ScanKernel<<<L, kScanThreads, 0, stream_>>>(g, w, p); });
-  if (cfg_.walker == kWalkThread) {
+  const int grid = cfg_.scan_split > 1 ? L * cfg_.scan_split : L;
+  Timed(1, [&] {
+    if (cfg_.scan_split > 1 && cfg_.fused_max) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    else if (cfg_.scan_split > 1) ScanSplitKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    else if (cfg_.fused_max) ScanKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    else ScanKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+  });
+  if (cfg_.fused_max) {  // the max and the admission in one walk (expand.cuh); profiled as expand
+    if (cfg_.walker == kWalkThread)
+      Timed(4, [&] { FusedExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    else
+      Timed(4, [&] { FusedExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+  } else if (cfg_.walker == kWalkThread) {
     Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   } else {
@@ -988,6 +999,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[31] = cfg_.closure_lists;
   out[32] = cfg_.finalize_split;
   out[33] = lattice_bytes();
+  out[34] = cfg_.fused_max;
 }
 
 }  // namespace cuwfst

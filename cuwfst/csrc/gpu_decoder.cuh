@@ -79,6 +79,10 @@ struct DecoderConfig {
   // are the same; a lane with many claims takes fewer rounds.
   int32_t finalize_split = 0;
   int64_t lattice_cap = 0;     // lattice records a first lattice decode makes room for (0: 4 Mi)
+  // fused_max: 1 = FusedExpandKernel admits each step's arcs against a lower bound of the max
+  // that the scan computes and finds the exact max as it goes (FinalizeKernel keeps the same
+  // survivors), so MaxKernel does not run; 0 = MaxKernel, then ExpandKernel.
+  int32_t fused_max = 0;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -226,8 +230,9 @@ class GpuDecoder {
   // advance when the arena guard made steps wait for room), [30..32] the kernel variant in
   // use: scan_split, closure_lists, finalize_split (after the auto choices and fallbacks),
   // [33] lattice buffers (records, per-step arrays, hash positions, the closure's second
-  // slot space; allocated by the first lattice decode, eager, and in [0] and [1]).
-  static constexpr int kMemStats = 34;
+  // slot space; allocated by the first lattice decode, eager, and in [0] and [1]), [34]
+  // fused_max (the kernel variant's fourth switch).
+  static constexpr int kMemStats = 35;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

@@ -100,13 +100,16 @@ def live_uploads() -> int:
 # CUWFST_KERNELS=old (read when a decoder is built) makes "old" the default instead.
 # scan_split: CTAs per lane of the step's scan (0 auto, 1 the one-CTA ScanKernel); closure:
 # "lists" (Finalize and Resolve list the next pass's tokens) or "scan" (EpsScan every pass);
-# finalize_split: CTAs per lane of Finalize / Resolve / ClearClaims (0 auto, 8 the old grid).
+# finalize_split: CTAs per lane of Finalize / Resolve / ClearClaims (0 auto, 8 the old grid);
+# fused_max: True = no MaxKernel, FusedExpandKernel admits against a lower bound of the step's
+# max and finds the exact max as it goes (issue 11; off by default until a device A/B proves it).
 KERNEL_VARIANTS = {
-    "new": dict(scan_split=0, closure="lists", finalize_split=0),   # all three changes
-    "old": dict(scan_split=1, closure="scan", finalize_split=8),    # the kernels before them
-    "split": dict(scan_split=0, closure="scan", finalize_split=8),   # the split scan alone
-    "lists": dict(scan_split=1, closure="lists", finalize_split=8),  # the closure lists alone
-    "wide": dict(scan_split=1, closure="scan", finalize_split=0),   # the wider Finalize grid alone
+    "new": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False),   # all three changes
+    "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False),    # the kernels before them
+    "split": dict(scan_split=0, closure="scan", finalize_split=8, fused_max=False),   # the split scan alone
+    "lists": dict(scan_split=1, closure="lists", finalize_split=8, fused_max=False),  # the closure lists alone
+    "wide": dict(scan_split=1, closure="scan", finalize_split=0, fused_max=False),   # the wider Finalize grid alone
+    "fused": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=True),  # "new" without MaxKernel
 }
 
 
@@ -120,18 +123,21 @@ def kernel_defaults() -> dict:
     return dict(KERNEL_VARIANTS[name])
 
 
-def resolve_kernels(scan_split, closure, finalize_split) -> tuple[int, str, int]:
+def resolve_kernels(scan_split, closure, finalize_split, fused_max=None) -> tuple[int, str, int, bool]:
     """Checks the kernel switches; None takes the default (kernel_defaults)."""
     d = kernel_defaults()
     scan_split = d["scan_split"] if scan_split is None else scan_split
     closure = d["closure"] if closure is None else closure
     finalize_split = d["finalize_split"] if finalize_split is None else finalize_split
+    fused_max = d["fused_max"] if fused_max is None else fused_max
+    if not isinstance(fused_max, bool):
+        raise ValueError(f"fused_max must be a bool (or None: the default), got {fused_max!r}")
     for name, v in (("scan_split", scan_split), ("finalize_split", finalize_split)):
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 64:
             raise ValueError(f"{name} must be an int in [0, 64] (0: auto), got {v!r}")
     if closure not in ("lists", "scan"):
         raise ValueError(f"closure must be 'lists' or 'scan', got {closure!r}")
-    return scan_split, closure, finalize_split
+    return scan_split, closure, finalize_split, fused_max
 
 
 class GpuInstance:
@@ -140,7 +146,8 @@ class GpuInstance:
     def __init__(self, mod, uploaded, graph, options, device_index, *, max_lanes, max_frames,
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
-                 scan_split=None, closure=None, finalize_split=None, eps_blocks=0, lattice_entries=None):
+                 scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
+                 lattice_entries=None):
         o = options
         n = graph.num_states
         self.main_q = int(min(n, main_q))
@@ -153,14 +160,15 @@ class GpuInstance:
         self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
-        scan_split, closure, finalize_split = resolve_kernels(scan_split, closure, finalize_split)
+        scan_split, closure, finalize_split, fused_max = resolve_kernels(scan_split, closure, finalize_split,
+                                                                          fused_max)
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
-            int(lattice_entries or 0))
+            bool(fused_max), int(lattice_entries or 0))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -240,7 +248,7 @@ class GpuBackend:
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
-                 lattice_entries: int | None = None):
+                 fused_max: bool | None = None, lattice_entries: int | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
@@ -262,13 +270,14 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
-        scan_split, closure, finalize_split = resolve_kernels(scan_split, closure, finalize_split)
+        scan_split, closure, finalize_split, fused_max = resolve_kernels(scan_split, closure, finalize_split,
+                                                                          fused_max)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
                        scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                       lattice_entries=lattice_entries)
+                       fused_max=fused_max, lattice_entries=lattice_entries)
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests

@@ -60,10 +60,11 @@ class Decoder:
     walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
     scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
     closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
-    passes) and finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
-    auto, 8 = the old grid) pick kernel variants with identical results; None takes the
-    default, the new ones, or those CUWFST_KERNELS names (e.g. "old"; KERNEL_VARIANTS in
-    decoder/gpu.py),
+    passes), finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
+    auto, 8 = the old grid) and fused_max (True: no separate max pass, the expansion finds
+    each step's max as it admits arcs; off by default) pick kernel variants with identical
+    results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
+    "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
     capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
@@ -89,7 +90,7 @@ class Decoder:
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
-                 lattice_entries: int | None = None, **kwargs):
+                 fused_max: bool | None = None, lattice_entries: int | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -111,7 +112,8 @@ class Decoder:
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, arena_entries=arena_entries,
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
-                                   closure=closure, finalize_split=finalize_split, lattice_entries=lattice_entries)
+                                   closure=closure, finalize_split=finalize_split, fused_max=fused_max,
+                                   lattice_entries=lattice_entries)
         else:
             from .gpu import check_gc_interval
             from .memory import resolve_memory

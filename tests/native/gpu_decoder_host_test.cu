@@ -471,6 +471,19 @@ int main() {
     CHECK(Stat(d, 6) == 4 && Stat(d, 5) == 2 && Stat(d, 7) == 2);
   }
 
+  {  // fused_max: three launches a step (no MaxKernel), and the variant is reported
+    DecoderConfig c = Config();
+    c.fused_max = 1;
+    c.use_cuda_graphs = false;
+    GpuDecoder d(Graph(), c);
+    const int launched = stub::launches;
+    CHECK(DecodeOk(d, {20}));
+    CHECK(stub::launches - launched == 1 + 21 * 3 + 2);
+    CHECK(Stat(d, 34) == 1);  // MemStats [34]: fused_max
+    GpuDecoder e(Graph(), Config());
+    CHECK(Stat(e, 34) == 0);
+  }
+
   {  // profiling events: each site fails cleanly, then profiling works
     GpuDecoder d(Graph(), Config());
     d.SetProfiling(true);

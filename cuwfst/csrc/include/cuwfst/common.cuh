@@ -117,6 +117,37 @@ __device__ __forceinline__ uint32_t HashSlot(uint32_t s, int32_t size) {
   return (s * 2654435761u) >> shift;
 }
 
+// An arc's end score in float32, in the one order every kernel uses (MaxKernel,
+// ExpandKernel, FusedExpandKernel and the scans' lower bound must agree bit for bit; the
+// spec's order, docs/design.md). `acoustic` is 0.f off real steps, and `x + 0.f` is kept:
+// it turns -0 into +0 exactly as the walkers compute it.
+__device__ __forceinline__ float ArcEnd(float score, float weight, float acoustic) {
+  return (score + weight) + acoustic;
+}
+
+// The acoustic score of an arc on a step of `phase`: the log-prob row's column ilabel on a
+// real step (fp16 rows are widened as the walkers do), 0 on the final and redirect steps.
+__device__ __forceinline__ float ArcAcoustic(const DeviceGraph& g, int32_t arc, int32_t phase,
+                                             const float* row32, const uint16_t* row16) {
+  if (phase != kPhaseReal) return 0.f;
+  const uint16_t il = g.arc_ilabel[arc];
+  return row16 ? __half2float(__ushort_as_half(row16[il])) : row32[il];
+}
+
+// The arcs a token of state arcs `sa` expands on a step of `phase`: [*b, *e).
+__device__ __forceinline__ void PhaseArcs(const StateArcs& sa, int32_t phase, int32_t* b, int32_t* e) {
+  if (phase == kPhaseReal) {  // emitting arcs
+    *b = sa.EmitBegin();
+    *e = sa.EmitEnd();
+  } else if (phase == kPhaseFinal) {
+    *b = sa.FinalBegin();
+    *e = *b + sa.final_count;
+  } else {  // redirect: every arc of the state, as the CPU reference
+    *b = sa.begin;
+    *e = sa.end;
+  }
+}
+
 // Epsilon closure: the payload a frontier token's hash slot holds between passes,
 // {its score : 0xFFFFFFFF}. A closure candidate {end : slot} beats it only with a strictly
 // greater end (slots are < 2^31), which is the CPU's `end > score` test.

@@ -1,5 +1,6 @@
 // K2a MaxKernel and K2b ExpandKernel: both walk the step's flattened slot space with the
-// same walker, so they visit exactly the same slots.
+// same walker, so they visit exactly the same slots. FusedExpandKernel (fused_max) is the two
+// in one pass: it admits against a lower bound of the max and computes the max as it goes.
 //
 // Two walkers, chosen at run time (DecoderConfig::walker) so they can be timed side by side:
 //  * kWalkWarp (default, the spec's shape): each warp owns a contiguous, 32-aligned span
@@ -78,9 +79,7 @@ struct LaneView {
     score = ws.tok_score[b] + q;
   }
   __device__ __forceinline__ float Acoustic(const DeviceGraph& g, int32_t arc) const {
-    if (phase != kPhaseReal) return 0.f;
-    uint16_t il = g.arc_ilabel[arc];
-    return row16 ? __half2float(__ushort_as_half(row16[il])) : row32[il];
+    return ArcAcoustic(g, arc, phase, row32, row16);
   }
 };
 
@@ -204,7 +203,7 @@ MaxKernel(DeviceGraph g, Workspace ws) {
     }
     if (lv.ub[tok] + lv.max_lp <= run) return;
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    run = fmaxf(run, (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc));
+    run = fmaxf(run, ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc)));
   });
   flush();
   if (shared_ok) {
@@ -265,6 +264,20 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
   return -1;
 }
 
+// Recombines one admitted arc of a lane's step: its destination's hash slot (FindOrClaim) in
+// the lane's table this step (LaneTable: its region, either layout), then one 64-bit
+// atomicMax of {ordered end : local slot} (a tie keeps the larger slot).
+__device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, const LaneTable& table, uint32_t dest,
+                                          float end, int32_t local) {
+  const unsigned long long p =
+      (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
+  const int32_t h = FindOrClaim(ws, lane, table, dest);
+  if (h < 0) return;
+  // Dominance: a candidate below the slot's current best cannot win (a stale read is
+  // only lower, so this never drops a winner).
+  if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
+}
+
 // ExpandKernel — per step, same grid and slots as MaxKernel.
 // Reads: lanes[l].max_ord (final after MaxKernel) and beam; admits a slot iff
 // end > max - beam (k2's test), recombines admitted arcs by destination state in the
@@ -289,18 +302,89 @@ ExpandKernel(DeviceGraph g, Workspace ws) {
     }
     if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    const float end = (lv.score[tok] + g.arc_weight[arc]) + lv.Acoustic(g, arc);
+    const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
                                                      : static_cast<uint32_t>(g.arc_dest[arc]);
-    const unsigned long long p =
-        (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-    const int32_t h = FindOrClaim(ws, cur_lane, table, dest);
-    if (h < 0) return;
-    // Dominance: a candidate below the slot's current best cannot win (a stale read is
-    // only lower, so this never drops a winner).
-    if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
+    Recombine(ws, cur_lane, table, dest, end, local);
   });
+}
+
+// FusedExpandKernel — per step with fused_max, instead of MaxKernel + ExpandKernel; same grid
+// and slots. Reads: lanes[l].max_ord, which ScanKernel / ScanSplitKernel set to L, the best
+// end of the lane's best-scoring token with arcs (BestTokenEnd): an end this kernel computes
+// too, bit for bit, so L <= M, the step's exact max. Writes: max_ord raised to M (each
+// thread's running max, flushed through shared memory as in MaxKernel), hash keys/payloads,
+// claims, overflow bits.
+// Each thread admits an arc iff end > x - beam, with x its running max: the max_ord it read
+// on entering the lane (L or more), then every end it computes. Every value x takes is an
+// end of the lane's step, so x <= M and x - beam <= M - beam (IEEE subtraction is monotone):
+// every arc k2 admits (end > M - beam) is admitted here, and some arcs below M - beam too.
+// Exactness (docs/design.md, "Kernel variants"): for a destination whose best end e* passes
+// M - beam, every arc of it ending at e* passes too, so all of them are admitted here and the
+// {end : slot} atomicMax settles on exactly the payload ExpandKernel gives it; a destination
+// whose best end fails M - beam is at most claimed, and FinalizeKernel, which tests each
+// claim against the exact cutoff M - beam, drops it. So the survivors, their scores and their
+// winning slots are those of MaxKernel + ExpandKernel; only the claims list is longer (a
+// claims overflow the exact path would not have is possible and is flagged like any other).
+// The max is exact: a token is skipped only when score + max emitting weight + max_lp (an
+// upper bound of its ends, fp32 addition being monotone) is <= x - beam <= x, and x is in
+// max_ord already or is flushed, so max_ord = max(L, every end computed) = M once the kernel
+// has finished. The cutoff is therefore known only after this kernel: FinalizeKernel and the
+// epsilon closure, later launches, read the exact one, and so do the lattice stage's kernels
+// (lattice.cuh), which run after Finalize and ask the hash which destinations survived.
+// Pooled layout: the claims list and table come from the lane's regions (LaneTable), sized
+// by the step's slots (PooledClaimsBound); a thread claims at most one slot, so the longer
+// claims list still fits that bound.
+template <int kWalker>
+__global__ void __launch_bounds__(kWalkThreads)
+FusedExpandKernel(DeviceGraph g, Workspace ws) {
+  __shared__ int32_t lane_max[kMaxSharedLanes];
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;  // an idle step
+  const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
+  const int32_t kNegInf = FloatToOrderedInt(-INFINITY);
+  if (shared_ok)
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) lane_max[i] = kNegInf;
+  __syncthreads();
+  const int32_t final_state = g.num_states - 1;
+  int32_t cur_lane = -1;
+  float beam = 0.f, read_max = -INFINITY, run = -INFINITY, cutoff = INFINITY;
+  LaneTable table;  // the lane's hash and claims this step (its regions, either layout)
+  auto flush = [&]() {  // only a max above what max_ord held when this thread read it
+    if (cur_lane < 0 || !(run > read_max)) return;
+    const int32_t o = FloatToOrderedInt(run);
+    if (shared_ok) atomicMax(&lane_max[cur_lane], o);
+    else atomicMax(&ws.lanes[cur_lane].max_ord, o);
+  };
+  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
+    if (lv.lane != cur_lane) {
+      flush();
+      cur_lane = lv.lane;
+      const LaneCounters& lc = ws.lanes[cur_lane];
+      beam = lc.beam;
+      // other blocks may be raising it: any value it holds is an end of the step (or L)
+      read_max = run = OrderedIntToFloat(*reinterpret_cast<const volatile int32_t*>(&lc.max_ord));
+      cutoff = run - beam;
+      table.Load(ws, lc);
+    }
+    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass or raise x
+    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
+    if (end > run) {
+      run = end;
+      cutoff = run - beam;
+    }
+    if (!(end > cutoff)) return;
+    const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
+                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
+    Recombine(ws, cur_lane, table, dest, end, local);
+  });
+  flush();
+  if (shared_ok) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x)
+      if (lane_max[i] != kNegInf) atomicMax(&ws.lanes[i].max_ord, lane_max[i]);
+  }
 }
 
 }  // namespace cuwfst

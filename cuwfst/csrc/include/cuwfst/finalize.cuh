@@ -28,8 +28,15 @@ constexpr int kFinalizeSplit = 8;
 // ClearClaimsKernel clears them after the last pass. A lattice decode keeps them too: the
 // lattice walk asks the hash which destinations survived (lattice.cuh), and
 // LatStepEndKernel clears them.
-// Survivors are the claims whose end passes the exact cutoff, which every admitted claim
-// does; the test is kept as the invariant.
+// Survivors are the claims whose end passes the exact cutoff (max_ord - beam, exact here:
+// MaxKernel or FusedExpandKernel has finished). After ExpandKernel every claim passes it (the
+// test is the invariant); after FusedExpandKernel the claims are a superset (admitted against
+// a lower bound of the max) and this test is what drops the extra ones: a claim that fails
+// is not in the frontier, gets no winners entry, and where the claims are kept (epsilon mode,
+// lattice decodes) leaves its slot at the empty-token baseline {-inf : 0xFFFFFFFF} with
+// hash_pos -1 (written here, not assumed from the last clear), which the closure treats as a
+// state not in the frontier (as a token past main_q) and the lattice walk as a destination
+// that did not survive; ClearClaims / LatStepEnd clear it.
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
@@ -143,7 +150,10 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
         }
       }
       if (keep_claims) {
-        if (hslot[k] >= 0 && !keep[k]) payload[hslot[k]] = EpsBaseline(-INFINITY);  // not in the frontier
+        if (hslot[k] >= 0 && !keep[k]) {  // not in the frontier (fused_max's extra claims)
+          payload[hslot[k]] = EpsBaseline(-INFINITY);
+          hash_pos[hslot[k]] = -1;
+        }
       } else if (hslot[k] >= 0) {  // k2's targeted delete: only the slots this step claimed
         keys[hslot[k]] = kEmptyKey;
         payload[hslot[k]] = 0ull;

@@ -46,6 +46,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
     ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
   }
   ws.scan_lane_done[lane] = 0;
+  ws.scan_best[lane] = 0ull;
   for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
   if (!(cmd.op & kCmdInit)) {
     if (cmd.op & kCmdRelease) {
@@ -126,12 +127,46 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
 // max_lp, step_phase/step_size/step_hint_ok (kept for the lattice walk), resets the
 // step's max and claim count, and advances the lane: t + 1, and buf
 // flips to the buffer this step builds (later kernels read buf ^ 1, write buf). Idle
-// lanes publish 0 arcs and keep their frontier.
+// lanes publish 0 arcs and keep their frontier. fused_max: the step's max starts at L (the
+// best end of the lane's best-scoring token with arcs, BestTokenEnd) instead of -inf.
 // The last CTA to finish also builds lane_arc_offsets, the flattened int64 slot space (a
 // last-block-done pattern instead of a separate launch).
 constexpr int kScanThreads = 512;
 constexpr int kScanItems = 4;
 static_assert(kScanThreads * kScanItems == kScanRoundTokens, "types.cuh's round (ScanChunkOf's host replays)");
+
+// fused_max (expand.cuh, FusedExpandKernel): the scans also name each lane's best token, the
+// one with the highest score among those with arcs on this step, as {ordered score : index}
+// (0: none; a real score never orders to 0), and the lane's last CTA turns it into the lower
+// bound L of the step's maximum end that FusedExpandKernel admits against.
+__device__ __forceinline__ unsigned long long BestTokenKey(float score, int32_t i) {
+  return (static_cast<unsigned long long>(FloatToOrderedU32(score)) << 32) | static_cast<uint32_t>(i);
+}
+__device__ __forceinline__ unsigned long long MaxKey(unsigned long long a, unsigned long long b) {
+  return a > b ? a : b;
+}
+
+// Warp 0 of a lane's last scan CTA: L = the largest end over the arcs (this phase's) of the
+// token `key` names, -inf without one; valid in every thread of the warp. Each end is ArcEnd
+// of the operands the walkers read (the same score, weight and acoustic), and fmaxf returns
+// one of its operands, so L is bit for bit an end that FusedExpandKernel computes too: L <= the
+// step's exact maximum.
+__device__ __forceinline__ float BestTokenEnd(const DeviceGraph& g, unsigned long long key, const int32_t* state,
+                                              const float* score, int32_t phase, const float* row32,
+                                              const uint16_t* row16) {
+  float m = -INFINITY;
+  if (key != 0ull) {
+    const int32_t i = static_cast<int32_t>(key & 0xFFFFFFFFull);
+    const float sc = score[i];
+    int32_t b, e;
+    PhaseArcs(ArcsOf(g, state[i]), phase, &b, &e);
+    for (int32_t arc = b + static_cast<int32_t>(threadIdx.x & 31); arc < e; arc += 32)
+      m = fmaxf(m, ArcEnd(sc, g.arc_weight[arc], ArcAcoustic(g, arc, phase, row32, row16)));
+  }
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+  return m;
+}
 
 __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // Every CTA: publish, then count; the CTA that counts last sees every lane's total.
@@ -247,15 +282,19 @@ __device__ __forceinline__ void WipeOverflowedTable(const Workspace& ws, LaneCou
   __syncthreads();
 }
 
+template <bool kFused>
 __global__ void __launch_bounds__(kScanThreads)
 ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
+  using BlockKey = cub::BlockReduce<unsigned long long, kScanThreads>;
   __shared__ union {
     typename BlockScan::TempStorage scan;
     typename BlockReduce::TempStorage reduce;
+    typename BlockKey::TempStorage key;
   } tmp;
   __shared__ int64_t running;
+  __shared__ unsigned long long best_key;
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
   WipeOverflowedTable(ws, lc);
@@ -304,6 +343,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   }
   if (threadIdx.x == 0) running = 0;
   __syncthreads();
+  constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
+  unsigned long long best = 0ull;  // fused_max: this thread's best token with arcs
   constexpr int kPerRound = kScanThreads * kScanItems;
   for (int32_t base = 0; base < n; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kScanItems;
@@ -314,21 +355,12 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
       deg[k] = 0;
       if (i < n) {
         const int32_t s = state[i];
-        const StateArcs sa = ArcsOf(g, s);
         int32_t b, e;
-        if (phase == kPhaseReal) {  // emitting arcs
-          b = sa.EmitBegin();
-          e = sa.EmitEnd();
-        } else if (phase == kPhaseFinal) {
-          b = sa.FinalBegin();
-          e = b + sa.final_count;
-        } else {  // redirect: every arc of the state, as the CPU reference
-          b = sa.begin;
-          e = sa.end;
-        }
+        PhaseArcs(ArcsOf(g, s), phase, &b, &e);
         begin[i] = b;
         deg[k] = e - b;
         ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+        if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
       }
     }
     int64_t excl[kScanItems], total;
@@ -347,6 +379,11 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (threadIdx.x == 0) running += total;
     __syncthreads();
   }
+  if (fused) {
+    const unsigned long long k = BlockKey(tmp.key).Reduce(best, MaxKey);
+    if (threadIdx.x == 0) best_key = k;
+    __syncthreads();  // also frees tmp for the reduce below
+  }
   // Max log-prob of the row: the acoustic ingredient of the upper bounds.
   float max_lp = 0.f;
   const float* row32 = nullptr;
@@ -362,6 +399,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     __syncthreads();
     max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
   }
+  float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
+  if (fused && threadIdx.x < 32) lower = BestTokenEnd(g, best_key, state, score, phase, row32, row16);
   if (threadIdx.x == 0) {
     int64_t total = running;
     if (total > INT32_MAX) {  // cannot index this step's slots in int32: drop the lane's step
@@ -379,7 +418,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
     lc.t = t + 1;
     lc.buf = cur ^ 1;
-    lc.max_ord = FloatToOrderedInt(-INFINITY);
+    // the step's max starts at -inf (MaxKernel raises it) or, fused_max, at L
+    lc.max_ord = FloatToOrderedInt(fused && total > 0 ? lower : -INFINITY);
     lc.max_lp = max_lp;
     lc.hint_ok = total <= hint_slots;
     lc.step_phase = phase;
@@ -419,10 +459,14 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // arena guard against *arena_limit; the pooled regions of the step are handed out (or the
 // batch paused) by the grid's last CTA (LaneScanLastBlock, shared with ScanKernel), after
 // every lane's last CTA has written its phase, slots, buf and beams.
+// fused_max: each CTA reduces its chunk's best token (a warp reduction per round into shared
+// memory) and atomicMaxes it into scan_best[lane] before counting itself done; the lane's
+// last CTA computes L from it, over the lane's frontier region (tok_off[buf]), and zeroes it.
 constexpr unsigned long long kStatusAgg = 1ull << 62;
 constexpr unsigned long long kStatusIncl = 1ull << 63;
 constexpr unsigned long long kStatusValue = kStatusAgg - 1;
 
+template <bool kFused>
 __global__ void __launch_bounds__(kScanThreads)
 ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
@@ -434,10 +478,14 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     typename BlockSum::TempStorage sum;
   } tmp;
   __shared__ int32_t s_ticket;
+  __shared__ unsigned long long s_best;  // fused_max: the chunk's best token
   __shared__ int64_t running;
   __shared__ bool lane_last;
   const int32_t C = ws.scan_split;
-  if (threadIdx.x == 0) s_ticket = atomicAdd(ws.scan_ticket, 1);
+  if (threadIdx.x == 0) {
+    s_ticket = atomicAdd(ws.scan_ticket, 1);
+    s_best = 0ull;
+  }
   __syncthreads();
   const int32_t lane = s_ticket / C, chunk = s_ticket % C;
   LaneCounters& lc = ws.lanes[lane];
@@ -464,6 +512,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // (types.cuh ScanChunkOf, which the host model of the layout replays).
   const ScanChunk cut = ScanChunkOf(n, C, chunk, kPerRound);
   const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
+  constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   if (!idle) {
     const int32_t* state = ws.tok_state[cur] + q;
     const float* score = ws.tok_score[cur] + q;
@@ -480,28 +529,25 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
     // written as ScanKernel does).
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
+      unsigned long long best = 0ull;  // fused_max: the best of these tokens with arcs
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k) {
         const int32_t i = first + k;
         deg[k] = 0;
         if (i < hi) {
           const int32_t s = state[i];
-          const StateArcs sa = ArcsOf(g, s);
           int32_t b, e;
-          if (phase == kPhaseReal) {
-            b = sa.EmitBegin();
-            e = sa.EmitEnd();
-          } else if (phase == kPhaseFinal) {
-            b = sa.FinalBegin();
-            e = b + sa.final_count;
-          } else {
-            b = sa.begin;
-            e = sa.end;
-          }
+          PhaseArcs(ArcsOf(g, s), phase, &b, &e);
           begin[i] = b;
           deg[k] = e - b;
           ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+          if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
         }
+      }
+      if (fused) {  // per round, so that no register holds it across the scan (it spilled)
+#pragma unroll
+        for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));
+        if ((threadIdx.x & 31) == 0 && best != 0ull) atomicMax(&s_best, best);
       }
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
@@ -585,6 +631,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // This CTA is done with the lane: the last of the lane's CTAs writes its counters.
   __syncthreads();
   if (threadIdx.x == 0) {
+    // fused_max: the chunk's best token meets the other chunks' before the CTA counts itself done
+    if (fused && s_best != 0ull) atomicMax(&ws.scan_best[lane], s_best);
     __threadfence();
     lane_last = atomicAdd(&ws.scan_lane_done[lane], 1) == C - 1;
   }
@@ -612,6 +660,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         __syncthreads();
         max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
       }
+      float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
+      if (fused && threadIdx.x < 32) {
+        const unsigned long long key = *reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]);
+        // over the lane's frontier region (q = tok_off[cur], either layout), as the chunks named it
+        lower = BestTokenEnd(g, key, ws.tok_state[cur] + q, ws.tok_score[cur] + q, phase, row32, row16);
+      }
       if (threadIdx.x == 0) {
         // the last non-empty chunk published the lane's inclusive sum before counting itself done
         const int32_t last = LastScanChunk(n, per);
@@ -632,7 +686,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
         lc.t = t + 1;
         lc.buf = cur ^ 1;
-        lc.max_ord = FloatToOrderedInt(-INFINITY);
+        lc.max_ord = FloatToOrderedInt(fused && total > 0 ? lower : -INFINITY);
         lc.max_lp = max_lp;
         lc.hint_ok = total <= hint_slots;
         lc.step_phase = phase;  // kept for the lattice walk, as ScanKernel does
@@ -647,9 +701,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.lp_row_f16 = row16;
       }
     }
-    if (threadIdx.x == 0) {
+    if (threadIdx.x == 0) {  // after warp 0 read scan_best (BestTokenEnd's shuffles join the warp)
       for (int32_t c = 0; c < C; ++c) status[c] = 0ull;
       ws.scan_lane_done[lane] = 0;
+      ws.scan_best[lane] = 0ull;
     }
   }
   LaneScanLastBlock(ws);

@@ -130,7 +130,9 @@ struct LaneCounters {
   int32_t next_size;     // tokens the step's FinalizeKernel blocks appended (may exceed main_q)
   int32_t total_arcs;    // slots of this step
   float beam;            // k2's dynamic beam
-  int32_t max_ord;       // exact maximum end score of this step (ordered int)
+  int32_t max_ord;       // exact maximum end score of this step (ordered int); with fused_max
+                         // the scan sets it to a lower bound (one arc's end) and
+                         // FusedExpandKernel raises it: exact once that kernel has finished
   float max_lp;          // max log-prob of this step's row (0 for final/redirect)
   int32_t hint_ok;       // tok_hint covers all of this step's slots
   int32_t claims;        // distinct destination states claimed this step
@@ -257,6 +259,11 @@ struct Workspace {
   unsigned long long* scan_status;
   int32_t* scan_lane_done;
   int32_t* scan_ticket;
+  // fused_max (1: FusedExpandKernel computes the step's max while it admits arcs, no
+  // MaxKernel; expand.cuh): scan_best [max_lanes] is where the CTAs of a lane's split scan
+  // meet to name its best token {ordered score : index} (0 = none), zero between launches
+  int32_t fused_max;
+  unsigned long long* scan_best;
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
   // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it
