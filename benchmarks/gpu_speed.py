@@ -12,6 +12,13 @@ the clocks hits all alike. A pass decodes all --utts rows in batches of B; its t
 with CUDA events around the pass (the transfer of results to the host included) and,
 separately, the host clock; medians after one warm-up pass. --check N compares each variant's
 first N rows with the CPU decoder, and every variant's rows with the first variant's.
+
+--blank-skip P [P ...] adds DecoderOptions.blank_skip as a second axis: every (variant, P)
+is a configuration ("new", "new+skip0.95"), all timed alternately in the one run; rows are
+compared with the first variant's of the same P and with the CPU decoder under the same P.
+RTFx counts the rows' audio, us/step the steps actually run (the kept frames), and
+`decoded_fraction` says how many frames were kept. Results with P > 0 differ from the exact
+decoder's; their WER: benchmarks.peers.run --blank-skip P.
 """
 
 from __future__ import annotations
@@ -87,6 +94,8 @@ def main():
                    help="closure passes on graphs with epsilon arcs (default: the graph's longest chain)")
     p.add_argument("--walk-blocks", type=int, nargs="+", default=[0],
                    help="grids of the walker kernels (each is a separate row; 0: the spec's formula)")
+    p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
+                   help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
     a = p.parse_args()
     import torch
 
@@ -108,23 +117,24 @@ def main():
         lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)
         lens_all = np.full(a.utts, a.frames, np.int32)
     a.utts = len(lens_all)
-    opts = DecoderOptions(eps_iterations=a.eps_iterations)
+    opts_of = {p: DecoderOptions(eps_iterations=a.eps_iterations, blank_skip=p) for p in a.blank_skip}
+    configs = {f"{v}+skip{p:g}" if p else v: (v, p) for p in a.blank_skip for v in a.variants}
     from benchmarks.peers.measure import git_commit
     commit = git_commit()
     dev = torch.cuda.get_device_name(0)
     gname = (a.graph or f"random{a.arcs}").split("/")[-1]
     print(f"graph {a.graph or 'random'}: {g.num_states} states, {g.num_arcs} arcs, "
           f"{g.num_epsilon_arcs} epsilon arcs; {a.utts} utts, "
-          f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}; variants {' '.join(a.variants)}")
+          f"mean T {lens_all.mean():.0f}; {dev}; commit {commit}; variants {' '.join(a.variants)}; "
+          f"blank_skip {' '.join(f'{p:g}' for p in a.blank_skip)}")
     lp_gpu = torch.from_numpy(lp_all).cuda()
     audio_s = float(lens_all.sum()) * 0.04
     results, table = [], []
-    first_hyps: dict[str, list] = {}  # variant -> rows of its first timed configuration
+    first_hyps: dict[str, list] = {}  # configuration -> rows of its first timed configuration
     for walker, wb, B in [(w, wb, b) for w in a.walkers for wb in a.walk_blocks for b in a.batch]:
-        decs = {v: Decoder(g, opts, device="cuda", max_lanes=B, walker=walker, walk_blocks=wb, **variant_kwargs(v))
-                for v in a.variants}
+        decs = {c: Decoder(g, opts_of[p], device="cuda", max_lanes=B, walker=walker, walk_blocks=wb,
+                           **variant_kwargs(v)) for c, (v, p) in configs.items()}
         nb = (a.utts + B - 1) // B
-        steps_per_batch = float(np.mean([lens_all[s : s + B].max() + 1 for s in range(0, a.utts, B)]))
 
         def run(dec):
             out = []
@@ -133,6 +143,10 @@ def main():
             return out
 
         hyps = {v: run(dec) for v, dec in decs.items()}  # warm-up: build, capture
+        # the frames each configuration decodes (all of them without blank_skip): its steps
+        dec_lens = {c: np.array([h.frames_decoded for h in hyps[c]], np.int64) for c in decs}
+        steps_per_batch = {c: float(np.mean([n[s : s + B].max() + 1 for s in range(0, a.utts, B)]))
+                           for c, n in dec_lens.items()}
         ev_ms = {v: [] for v in decs}
         wall = {v: [] for v in decs}
         for _ in range(a.reps):
@@ -146,18 +160,22 @@ def main():
                 e1.synchronize()
                 wall[v].append(time.perf_counter() - t0)
                 ev_ms[v].append(e0.elapsed_time(e1))
-        base = a.variants[0]
         for v, dec in decs.items():
             hs = hyps[v]
+            variant, skip = configs[v]
+            base = next(c for c, (_, p) in configs.items() if p == skip)  # the first variant, same P
             med_ms = statistics.median(ev_ms[v])
             stats = dec._gpu.main.mem_stats()
-            steps = float((lens_all + 1).sum())
+            steps = float((dec_lens[v] + 1).sum())
             added = sum(h.closure_added for h in hs)
             total = sum(h.frontier_total for h in hs)
             same, ties, bad = same_rows(hyps[base], hs)
-            row = dict(variant=v, scan_split=stats["scan_split"], closure_lists=stats["closure_lists"],
+            row = dict(config=v, variant=variant, blank_skip=skip,
+                       decoded_fraction=float(dec_lens[v].sum() / lens_all.sum()),
+                       scan_split=stats["scan_split"], closure_lists=stats["closure_lists"],
                        fused_max=stats["fused_max"], walker=walker,
-                       walk_blocks=wb, batch=B, ms_per_batch=med_ms / nb, us_per_step=med_ms / nb / steps_per_batch * 1000,
+                       walk_blocks=wb, batch=B, ms_per_batch=med_ms / nb,
+                       us_per_step=med_ms / nb / steps_per_batch[v] * 1000,
                        ms_per_batch_spread=(max(ev_ms[v]) - min(ev_ms[v])) / nb,
                        wall_ms_per_batch=statistics.median(wall[v]) * 1000 / nb, rtfx=audio_s / (med_ms / 1000),
                        max_frontier=max(h.max_frontier for h in hs), mean_frontier=total / steps,
@@ -179,13 +197,14 @@ def main():
                 tot = max(sum(ms.values()), 1e-9)
                 print(f"[{v}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
                       ", ".join(f"{k} {x:.2f} ({100 * x / tot:.0f}%)" for k, x in ms.items() if x > 0) + f"; sum {tot:.2f}")
-                prof = dict(variant=v, profile_batch=B, profile_ms=ms, profile_sum_ms=tot,
-                            us_per_step={k: x / steps_per_batch * 1000 for k, x in ms.items() if x > 0})
+                prof = dict(config=v, variant=configs[v][0], blank_skip=configs[v][1], profile_batch=B, profile_ms=ms,
+                            profile_sum_ms=tot,
+                            us_per_step={k: x / steps_per_batch[v] * 1000 for k, x in ms.items() if x > 0})
                 if g.has_epsilon:
                     closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
-                    prof.update(emit_us_per_step=(tot - closure) / steps_per_batch * 1000,
-                                closure_us_per_step=closure / steps_per_batch * 1000)
-                    print(f"[{v}] per step (mean {steps_per_batch:.0f} steps per batch): emitting "
+                    prof.update(emit_us_per_step=(tot - closure) / steps_per_batch[v] * 1000,
+                                closure_us_per_step=closure / steps_per_batch[v] * 1000)
+                    print(f"[{v}] per step (mean {steps_per_batch[v]:.0f} steps per batch): emitting "
                           f"{prof['emit_us_per_step']:.1f} us, closure passes {prof['closure_us_per_step']:.1f} us "
                           f"({100 * closure / tot:.0f}% of kernel time)")
                 results.append(prof)
@@ -193,12 +212,13 @@ def main():
     checks = []
     if a.check:
         n = min(a.check, a.utts)
-        cpu = Decoder(g, opts, num_threads=16).decode(lp_all[:n], lens_all[:n])
+        cpu = {p: Decoder(g, opts_of[p], num_threads=16).decode(lp_all[:n], lens_all[:n]) for p in a.blank_skip}
         for v, hs in first_hyps.items():
-            same, ties, bad = same_rows(cpu, hs[:n])
+            same, ties, bad = same_rows(cpu[configs[v][1]], hs[:n])
             print(f"exactness [{v}]: {same}/{n} rows identical to the CPU decoder (score, words, search statistics), "
                   f"{ties} exact-score ties, {bad} mismatches")
-            checks.append(dict(variant=v, check_rows=n, cpu_same=same, cpu_ties=ties, cpu_mismatches=bad))
+            checks.append(dict(config=v, variant=configs[v][0], blank_skip=configs[v][1], check_rows=n, cpu_same=same,
+                               cpu_ties=ties, cpu_mismatches=bad))
         results += checks
     if a.json:
         with open(a.json, "a") as f:
@@ -206,14 +226,14 @@ def main():
                 f.write(json.dumps(dict(r, graph=gname, commit=commit, device=dev, host=platform.node())) + "\n")
     # the short table last (a device call returns the end of the output)
     print(f"\n{gname} ({commit}, {dev}): ms per batch (median of {a.reps}, CUDA events), us per step, "
-          f"rows vs {a.variants[0]}")
+          f"rows vs {a.variants[0]} (of the same blank_skip), frames decoded")
     for r in table:
         vs = r["vs_first"]
-        print(f"  B={r['batch']:<4} {r['variant']:<9} {r['ms_per_batch']:8.2f} ms  {r['us_per_step']:7.1f} us/step  "
+        print(f"  B={r['batch']:<4} {r['config']:<13} {r['ms_per_batch']:8.2f} ms  {r['us_per_step']:7.1f} us/step  "
               f"RTFx {r['rtfx']:9.1f}  spread {r['ms_per_batch_spread']:.2f}  same {vs['same']} ties {vs['ties']} "
-              f"mismatch {vs['mismatches']}")
+              f"mismatch {vs['mismatches']}  frames {100 * r['decoded_fraction']:.1f}%")
     for c in checks:
-        print(f"  CPU check [{c['variant']}]: {c['cpu_same']}/{c['check_rows']} identical, {c['cpu_ties']} ties, "
+        print(f"  CPU check [{c['config']}]: {c['cpu_same']}/{c['check_rows']} identical, {c['cpu_ties']} ties, "
               f"{c['cpu_mismatches']} mismatches")
 
 

@@ -18,12 +18,24 @@ module's device bytes and the decoder's committed bytes are each the same in eve
 --max-seconds stops feeding early (the report says so, and the check then covers the
 frames fed), so the run fits a time budget; the CPU decode's time is printed.
 Exit status 1 when the result differs from the CPU decoder's or GPU memory moved.
+
+The CPU decode of an hour takes minutes; it need not spend GPU-machine time:
+--result-out FILE (with --no-check) writes the stream's result with the SHA-256 of the
+frames fed and of the graph image, and on any machine
+
+    python -m benchmarks.long_stream --check-result FILE --graph HLG.img --log-probs shard.npz
+
+tiles the same frames again, refuses if either hash differs (another shard or graph), runs
+the CPU decoder's decode(frames, online=True) and compares words, arcs and the float32 score
+bit for bit (exit status 1 when they differ).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
+import hashlib
 import json
 import sys
 import time
@@ -79,6 +91,8 @@ def parse_args(argv=None):
     p.add_argument("--warmup-frac", type=float, default=0.05, help="share of the chunks left out of the summary")
     p.add_argument("--max-seconds", type=float, default=0.0, help="stop feeding after this long (0: never)")
     p.add_argument("--no-check", action="store_true", help="skip the CPU decode of the frames")
+    p.add_argument("--result-out", help="write the stream's result and the hashes of its frames and graph here")
+    p.add_argument("--check-result", help="instead of streaming: check a --result-out file with the CPU decoder")
     p.add_argument("--csv", help="one row per chunk")
     p.add_argument("--md", help="write the summary here (markdown)")
     p.add_argument("--json", help="append the summary as one JSON line here")
@@ -118,8 +132,57 @@ def md_summary(r: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def sha256_file(path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def sha256_frames(frames: np.ndarray) -> str:
+    return hashlib.sha256(np.ascontiguousarray(frames, np.float32).tobytes()).hexdigest()
+
+
+def result_record(a, hyp, frames_fed: np.ndarray, graph_sha: str) -> dict:
+    """What --check-result needs: the hashes of the inputs and the result, the score as the
+    bits of its float32."""
+    return dict(bench="long_stream_result", graph_sha256=graph_sha, frames=int(frames_fed.shape[0]),
+                frames_sha256=sha256_frames(frames_fed), options=dataclasses.asdict(options_from(a)), device=a.device,
+                words=list(hyp.words), arcs=list(hyp.arcs), overflow=int(hyp.overflow),
+                score=float(hyp.score), score_bits=int(np.float32(hyp.score).view(np.uint32)))
+
+
+def check_result(a) -> int:
+    """--check-result: the same frames through the CPU decoder, compared bit for bit."""
+    from cuwfst import DecoderOptions, Graph
+
+    rec = json.loads(Path(a.check_result).read_text())
+    if rec.get("bench") != "long_stream_result":
+        raise SystemExit(f"{a.check_result} is not a --result-out file")
+    if sha256_file(a.graph) != rec["graph_sha256"]:
+        raise SystemExit(f"{a.graph} is not the graph of {a.check_result} (SHA-256 differs)")
+    lp, lens = load_shard(a.log_probs)
+    frames = tile_frames(lp, lens, rec["frames"])
+    del lp
+    if sha256_frames(frames) != rec["frames_sha256"]:
+        raise SystemExit(f"the frames tiled from {a.log_probs} are not those of {a.check_result} (SHA-256 differs)")
+    options = DecoderOptions(**rec["options"])
+    print(f"CPU decode(online=True) of {rec['frames']:,} frames (the {rec['device']} stream's result in "
+          f"{a.check_result}) ...", flush=True)
+    (ref,), cpu_s = online_reference(Graph.load(a.graph), options, [frames], num_threads=1)
+    same = (ref.words == rec["words"] and ref.arcs == rec["arcs"] and rec["overflow"] == 0
+            and int(np.float32(ref.score).view(np.uint32)) == rec["score_bits"])
+    print(f"CPU decode took {cpu_s:.1f} s; words, arcs and float32 score identical: {same} "
+          f"(stream {len(rec['words'])} words, {rec['score']!r}, overflow {rec['overflow']}; "
+          f"CPU {len(ref.words)} words, {ref.score!r})", flush=True)
+    return 0 if same else 1
+
+
 def main(argv=None) -> int:
     a = parse_args(argv)
+    if a.check_result:
+        return check_result(a)
     from benchmarks.peers.measure import git_commit, machine
     from cuwfst import Graph, StreamingDecoder
     from cuwfst.cuda import resolve_device
@@ -201,6 +264,8 @@ def main(argv=None) -> int:
           f"device memory after warm-up: {_range_text(memory, 'device_used')}, module {_range_text(memory, 'module_device')}, "
           f"decoder {_range_text(memory, 'decoder_committed')}; constant: {constant}", flush=True)
     _write(a, r)  # the GPU part is on disk before the CPU decode starts
+    if a.result_out:
+        Path(a.result_out).write_text(json.dumps(result_record(a, hyp, frames[:fed], sha256_file(a.graph))) + "\n")
     ok = constant is not False
     if not a.no_check:
         print(f"CPU decode(online=True) of {fed:,} frames ...", flush=True)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -150,6 +151,31 @@ def test_long_stream_stops_at_its_time_cap(tmp_path):
                            "--json", str(js)])
     (r,) = _rows(js)
     assert rc == 0 and r["frames_fed"] == 16 and "max-seconds" in r["stopped"] and r["identical"] is True
+
+
+def test_long_stream_result_checked_elsewhere(tmp_path, capsys):
+    """--result-out on the streaming machine, --check-result on another: the same frames
+    (hash-checked) through the CPU decoder, bit for bit; a changed score, another shard or
+    another graph is caught."""
+    res = tmp_path / "r.json"
+    graph = str(TINY / "HLG.img")
+    rc = long_stream.main(["--graph", graph, "--log-probs", str(DEMO_SHARD), "--device", "cpu", "--frames", "900",
+                           "--chunk", "16", "--no-check", "--result-out", str(res)])
+    assert rc == 0
+    rec = json.loads(res.read_text())
+    assert rec["frames"] == 900 and len(rec["words"]) > 0 and rec["overflow"] == 0
+    check = ["--check-result", str(res), "--graph", graph, "--log-probs", str(DEMO_SHARD)]
+    assert long_stream.main(check) == 0
+    assert "identical: True" in capsys.readouterr().out
+    bad = dict(rec, score_bits=rec["score_bits"] ^ 1)  # one bit of the float32 score
+    res.write_text(json.dumps(bad))
+    assert long_stream.main(check) == 1
+    res.write_text(json.dumps(dict(rec, frames_sha256="0" * 64)))
+    with pytest.raises(SystemExit, match="not those of"):
+        long_stream.main(check)
+    res.write_text(json.dumps(dict(rec, graph_sha256="0" * 64)))
+    with pytest.raises(SystemExit, match="not the graph"):
+        long_stream.main(check)
 
 
 def test_tile_frames_cycles_the_utterances():

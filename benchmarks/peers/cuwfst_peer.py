@@ -21,7 +21,7 @@ class CuwfstPeer(Peer):
             require_cuda()
         self.graph = graph
         self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
-        self.opts = cuwfst.DecoderOptions(**BEAMS)
+        self.opts = cuwfst.DecoderOptions(**BEAMS, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
         self.threads = os.cpu_count() or 1
         if device == "cuda":
             self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch)
@@ -35,6 +35,8 @@ class CuwfstPeer(Peer):
              f"max_active={o.max_active_states} allow_partial={o.allow_partial}")
         if self.graph_obj.has_epsilon:
             s += f" eps_iterations={self.dec.eps_iterations}"
+        if o.blank_skip:
+            s += f" blank_skip={o.blank_skip:g}"
         if self.device == "cuda":
             return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
         return s + f" num_threads={self.threads} (threads over the rows of a batch)"

@@ -7,6 +7,8 @@
 Each (decoder, batch size) entry: build the peer (untimed), one warm-up pass over the
 utterances, --reps timed passes; WER of the last pass. Peers that do not batch run once.
 A peer that cannot run here (package or GPU missing) gets a `skipped: reason` row.
+--blank-skip P [P ...]: the cuwfst decoders run once per value (DecoderOptions.blank_skip; 0 is
+the exact decoder), their rows named `NAME blank_skip=P`; the other peers run once.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def parse_args(argv=None):
     p.add_argument("--min-active", type=int, default=30, help="kaldi-decoder min_active")
     p.add_argument("--ctc-beam", type=int, default=10, help="torchaudio-ctc beam_size")
     p.add_argument("--kaldi-threads", type=int, default=1, help="kaldi-decoder threads over utterances")
+    p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
+                   help="cuwfst decoders only: DecoderOptions.blank_skip values, one row each (0: off); the "
+                   "results differ from the exact decoder's, so their WER is reported apart")
     p.add_argument("--order", choices=["given", "length"], default="given",
                    help="utterance order before batching: as stored, or longest first (every peer alike)")
     p.add_argument("--md", help="write/replace the peers section of this markdown file")
@@ -60,9 +65,13 @@ def _log(msg: str) -> None:
     print(f"[peers] {msg}", file=sys.stderr, flush=True)
 
 
-def run_entry(name: str, corpus, batch: int, args) -> Row:
-    """One row: build `name` for `batch`, time it, score it. Never raises."""
+def run_entry(name: str, corpus, batch: int, args, blank_skip: float = 0.0) -> Row:
+    """One row: build `name` for `batch`, time it, score it. Never raises. blank_skip: for
+    the cuwfst decoders (their adapter reads it from the config)."""
     cls, kwargs = peer_class(name)
+    args = argparse.Namespace(**dict(vars(args), blank_skip=blank_skip))  # one value, not the list
+    if blank_skip:
+        name = f"{name} blank_skip={blank_skip:g}"
     row = Row(decoder=name, device=cls.device, graph=kwargs.get("graph", cls.graph),
               batch=str(batch) if cls.batched else "1 (no batching)")
     n = corpus.num_utts
@@ -130,13 +139,14 @@ def main(argv=None) -> list[Row]:
     rows = []
     for name in args.decoders:
         cls, _ = peer_class(name)
-        for batch in (args.batch if cls.batched else [1]):
-            row = run_entry(name, corpus, batch, args)
+        skips = args.blank_skip if name.startswith("cuwfst") else [0.0]
+        for batch, skip in [(b, p) for p in skips for b in (args.batch if cls.batched else [1])]:
+            row = run_entry(name, corpus, batch, args, blank_skip=skip)
             rows.append(row)
             if row.status == "ok":
-                _log(f"{name} batch {row.batch}: WER {row.wer_percent:.2f}%  RTFx {row.rtfx:.1f}")
+                _log(f"{row.decoder} batch {row.batch}: WER {row.wer_percent:.2f}%  RTFx {row.rtfx:.1f}")
             else:
-                _log(f"{name} batch {row.batch}: {row.status}")
+                _log(f"{row.decoder} batch {row.batch}: {row.status}")
                 if row.status.startswith("skipped"):
                     break  # the other batch sizes would be skipped for the same reason
     m, commit = machine(), git_commit()

@@ -309,10 +309,12 @@ class Lattice:
         """word_confidence for each (word, first_frame, last_frame) of `spans`.
 
         Z without the span's arcs needs no pass over the whole lattice: every complete path
-        enters time first_frame through an arc of the frame before, and leaves time
-        last_frame + 1 ... through an arc of frame last_frame, so the full forward scores
-        up to first_frame, a masked forward over the span's frames and the full backward
-        scores from last_frame + 1 give it exactly."""
+        enters time first_frame through an arc of the time before, and leaves time
+        last_frame through an arc to the time after, so the full forward scores up to
+        first_frame, a masked forward over the span's times and the full backward scores
+        from the time after last_frame give it exactly. "The time before / after" is the
+        nearest state time, so a lattice whose frames skip some (blank_skip's, in original
+        frames) gives what its decoded frames give."""
         if self.num_states == 0:
             return [0.0] * len(spans)
         alpha = self.forward_scores(True)
@@ -322,6 +324,7 @@ class Lattice:
         beta = self.backward_scores(True)
         groups = self._level_groups()
         gtime = [int(self.state_frame[self.src[g[0]]]) for g in groups]
+        times = np.unique(self.state_frame)
         score = self.score.astype(np.float64)
         word_of_arc = np.repeat(np.arange(self.num_arcs), np.diff(self.word_splits))
         out = []
@@ -337,14 +340,18 @@ class Lattice:
             a = np.full(self.num_states, -np.inf)
             if first == 0:
                 a[self.start] = 0.0
+            i = int(np.searchsorted(times, first))
+            before = int(times[i - 1]) if i > 0 else None  # first - 1 where no frame was skipped
+            j = int(np.searchsorted(times, last, side="right"))
+            after = int(times[j]) if j < times.size else None  # last + 1 likewise
             for g, t in zip(groups, gtime):
-                if t == first - 1:  # the arcs that enter time `first` (not its epsilon arcs)
-                    g = g[self.state_frame[self.dst[g]] == first]
+                if t == before:  # the arcs that enter the span (not the epsilon arcs of `before`)
+                    g = g[self.state_frame[self.dst[g]] >= first]
                     np.logaddexp.at(a, self.dst[g], alpha[self.src[g]] + score[g])
                 elif first <= t <= last:
                     g = g[~masked[g]]
                     np.logaddexp.at(a, self.dst[g], a[self.src[g]] + score[g])
-            leave = self.state_frame == last + 1
+            leave = self.state_frame == after if after is not None else np.zeros(self.num_states, bool)
             rest = np.logaddexp.reduce(a[leave] + beta[leave]) if leave.any() else -np.inf
             out.append(float(min(1.0, max(0.0, -np.expm1(rest - tot)))))
         return out

@@ -10,7 +10,7 @@ from ..graph import Graph
 from ..graph.image import native_array
 from .inputs import check_finite, check_lengths, check_log_probs, is_torch, log_probs_to_host, pad_on_device
 from .options import DecoderOptions
-from .prepare import prepare_log_probs
+from .prepare import prepare_offline
 from .result import Hypothesis
 
 REDIRECT_ARC_BIT = 1 << 30
@@ -151,9 +151,10 @@ class Decoder:
             raise TypeError(f"online must be a bool, got {online!r}")
         if not isinstance(lattice, bool):
             raise TypeError(f"lattice must be a bool, got {lattice!r}")
-        log_probs = prepare_log_probs(log_probs, lengths, self.graph.vocab_size, self.options)
+        log_probs, lengths, skipped = prepare_offline(log_probs, lengths, self.graph.vocab_size, self.options)
         if self._gpu is not None:
-            return self._gpu.decode(log_probs, lengths, self, online=online, lattice=lattice)
+            hyps = self._gpu.decode(log_probs, lengths, self, online=online, lattice=lattice)
+            return self._finish(hyps, log_probs, lengths, skipped)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)
         B, T, _ = lp.shape
         lens = check_lengths(lengths, B, T)
@@ -161,7 +162,7 @@ class Decoder:
         if lattice:
             from .lattice import decode_cpu
 
-            return decode_cpu(self, lp, lens, online)
+            return self._finish(decode_cpu(self, lp, lens, online), lp, lens, skipped)
         cap = self.path_capacity(T)
         out_arcs = np.zeros((B, cap), np.int32)
         out_len = np.zeros(B, np.int32)
@@ -173,10 +174,28 @@ class Decoder:
                                  o.min_active_states, o.max_active_states, o.allow_partial,
                                  self.eps_iterations, online, self.num_threads,
                                  out_arcs, out_len, out_score, out_meta, out_stats)
-        return [self.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]),
+        hyps = [self.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]),
                                      bool(out_meta[b, 0]), int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
                                      frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
                 for b in range(B)]
+        return self._finish(hyps, lp, lens, skipped)
+
+    def _finish(self, hyps: list[Hypothesis], log_probs, lengths, skipped) -> list[Hypothesis]:
+        """Offline hypotheses with frames_decoded, and with blank_skip their frame indices
+        moved back to the original frames (decoder/blank_skip.py). log_probs and lengths:
+        what the backend decoded."""
+        shape = log_probs.shape if len(log_probs.shape) == 3 else (1,) + tuple(log_probs.shape)
+        lens = check_lengths(lengths, int(shape[0]), int(shape[1]))
+        if skipped is None:
+            for h, n in zip(hyps, lens.tolist()):
+                h.frames_decoded = n
+            return hyps
+        from .blank_skip import remap_hypothesis
+
+        for h, frames, n, length in zip(hyps, skipped.frames, lens.tolist(), skipped.lengths.tolist()):
+            # blank 0: the blank lattice.word_times ends words with
+            remap_hypothesis(h, frames[:n], length, blank_id=0)
+        return hyps
 
     def decode_all(self, utterances, *, progress: bool = True, chunk: int | None = None,
                    online: bool = False):
@@ -233,8 +252,9 @@ class Decoder:
         if gpu is None:
             return self.decode(packed, lens, online=online)
         # the GPU: every chunk continuously batched through the lanes, whatever `batching` says
-        packed = prepare_log_probs(packed, lens, self.graph.vocab_size, self.options)
-        return gpu.decode(packed, lens, self, online=online, batching="continuous")
+        packed, lens, skipped = prepare_offline(packed, lens, self.graph.vocab_size, self.options)
+        hyps = gpu.decode(packed, lens, self, online=online, batching="continuous")
+        return self._finish(hyps, packed, lens, skipped)
 
     def make_hypothesis(self, arcs, score, reached_final, redirect_arc, overflow, max_frontier, *,
                         frontier_total: int = 0, closure_added: int = 0) -> Hypothesis:
@@ -274,9 +294,12 @@ class Decoder:
 
         Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
         phase, beam, cutoff, before_closure (the frontier's size before the step's epsilon
-        closure) and `tokens` {state: (score, arc)}."""
-        log_probs = prepare_log_probs(log_probs, None if length is None else [length], self.graph.vocab_size,
-                                      self.options)
+        closure) and `tokens` {state: (score, arc)}. With blank_skip, the steps are those of
+        the kept frames (what decode runs)."""
+        log_probs, lens, skipped = prepare_offline(log_probs, None if length is None else [length],
+                                                   self.graph.vocab_size, self.options)
+        if skipped is not None:
+            length = int(lens[0])
         if self._gpu is not None:
             return self._gpu.decode_snapshots(log_probs, length)
         lp = check_log_probs(log_probs_to_host(log_probs), self.graph.vocab_size)

@@ -22,6 +22,12 @@ class DecoderOptions:
     that are not log-probabilities (a sampled row's logsumexp farther than 0.1 from 0).
     allow_extra_columns accepts log-probs wider than the graph's vocab_size (the extra
     columns are never read).
+
+    blank_skip (offline decoding only; 0 = off): a probability in (0, 1). A frame whose
+    blank log-prob (column blank_id, after normalize, before acoustic_scale and
+    blank_penalty) is >= log(blank_skip) is a blank frame; each run of consecutive blank
+    frames is decoded as its first frame alone (decoder/blank_skip.py). It changes results:
+    report its WER and speed apart from the exact decoder's. StreamingDecoder refuses it.
     """
 
     search_beam: float = 20.0
@@ -36,6 +42,7 @@ class DecoderOptions:
     normalize: bool = False
     check_log_probs: bool = True
     allow_extra_columns: bool = False
+    blank_skip: float = 0.0
 
     def __post_init__(self):
         for name in ("search_beam", "output_beam"):
@@ -68,6 +75,11 @@ class DecoderOptions:
         for name in ("normalize", "check_log_probs", "allow_extra_columns"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        v = self.blank_skip
+        if (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                or not (v == 0 or 0 < v < 1)):
+            raise ValueError(f"blank_skip must be 0 (off) or a probability in (0, 1) (a frame whose blank "
+                             f"probability is at least this is a blank frame), got {v!r}")
 
     def resolved_eps_iterations(self, graph) -> int:
         if not graph.has_epsilon:

@@ -11,7 +11,10 @@
    rows' valid frames, each row's logsumexp must be within 0.1 of 0. Probabilities,
    logits or pre-scaled scores otherwise decode to garbage with exit code 0. With
    normalize=True, log_softmax is applied instead of checking.
-4. acoustic_scale and blank_penalty: x * acoustic_scale, then blank_penalty subtracted
+4. blank_skip (prepare_offline only, off by default): blank frames dropped, one kept per
+   run (decoder/blank_skip.py), tested here, after log_softmax and before step 5, so the
+   threshold is a probability.
+5. acoustic_scale and blank_penalty: x * acoustic_scale, then blank_penalty subtracted
    from column blank_id. Both neutral by default, and then the input is not touched, so
    results stay bit-identical to k2's.
 
@@ -165,10 +168,41 @@ def _scale_and_penalise(kind, x, scale: float, penalty: float, blank_id: int):
 
 
 def prepare_log_probs(log_probs, lengths, vocab_size: int, options):
-    """Checked and transformed log-probs [B, T, V] of the caller's kind (see the module doc)."""
+    """Checked and transformed log-probs [B, T, V] of the caller's kind (see the module doc);
+    no blank skipping (streams, snapshots)."""
+    kind, x = _checked(log_probs, lengths, vocab_size, options)
+    if kind is None:
+        return x
+    return _scaled(kind, x, options)
+
+
+def prepare_offline(log_probs, lengths, vocab_size: int, options):
+    """(log-probs, lengths, skipped) for an offline decode: prepare_log_probs plus step 4.
+    Without blank_skip: (prepared, the caller's lengths, None). With it: the compacted
+    log-probs, int32 lengths [B] of the kept frames and a blank_skip.SkippedFrames (the
+    original frame of each kept one, the original lengths)."""
+    kind, x = _checked(log_probs, lengths, vocab_size, options)
+    if kind is None or options.blank_skip == 0:
+        return (x if kind is None else _scaled(kind, x, options)), lengths, None
+    from .blank_skip import skip_blank_frames
+
+    B, T = int(x.shape[0]), int(x.shape[1])
+    x, lengths, skipped = skip_blank_frames(kind, x, check_lengths(lengths, B, T), options.blank_id,
+                                            options.blank_skip)
+    return _scaled(kind, x, options), lengths, skipped
+
+
+def _scaled(kind, x, options):
+    if options.acoustic_scale != 1.0 or options.blank_penalty != 0.0:
+        x = _scale_and_penalise(kind, x, options.acoustic_scale, options.blank_penalty, options.blank_id)
+    return x
+
+
+def _checked(log_probs, lengths, vocab_size: int, options):
+    """(kind, array) after steps 1-3; (None, log_probs) for what is not an array."""
     kind, x = _adopt(log_probs)
     if kind is None:
-        return log_probs  # not an array: the backends raise the TypeError
+        return None, log_probs  # not an array: the backends raise the TypeError
     name = _dtype_name(kind, x)
     if name in _WIDEN:
         x = _to_float32(kind, x)
@@ -196,12 +230,10 @@ def prepare_log_probs(log_probs, lengths, vocab_size: int, options):
             "vocab_size is the model's width; an OpenFst graph with a wrong --token-offset also does this). "
             "If the model really has outputs the graph never reads, pass allow_extra_columns=True "
             "(CLI --allow-extra-columns)")
-    if options.blank_penalty != 0.0 and options.blank_id >= V:
+    if (options.blank_penalty != 0.0 or options.blank_skip != 0) and options.blank_id >= V:
         raise ValueError(f"blank_id {options.blank_id} is not a column of log_probs (V = {V})")
     if options.normalize:
         x = _log_softmax(kind, x)
     elif options.check_log_probs:
         _check_normalised(kind, x, check_lengths(lengths, B, T))
-    if options.acoustic_scale != 1.0 or options.blank_penalty != 0.0:
-        x = _scale_and_penalise(kind, x, options.acoustic_scale, options.blank_penalty, options.blank_id)
-    return x
+    return kind, x

@@ -39,6 +39,11 @@ class Hypothesis:
     With decode(lattice=True): lattice, the row's pruned lattice (cuwfst.Lattice);
     word_times, each word's (first, last) frame; word_confidences, each word's posterior
     probability in the lattice (Lattice.word_confidence over the word's frames).
+    frames_decoded (offline Decoder; None from streams): the frames the search consumed,
+    the row's length unless DecoderOptions.blank_skip dropped some. Frame indices
+    (timestamps, tokens' positions, word_times, lattice frames) always count the row's
+    original frames; with blank_skip, a dropped frame's token repeats the kept frame's
+    before it (decoder/blank_skip.py).
     """
 
     words: list[int]
@@ -58,6 +63,7 @@ class Hypothesis:
     lattice: Lattice | None = None
     word_times: list[tuple[int, int]] | None = None
     word_confidences: list[float] | None = None
+    frames_decoded: int | None = None
 
     @property
     def empty(self) -> bool:

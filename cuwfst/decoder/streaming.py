@@ -200,7 +200,8 @@ class StreamingDecoder:
     this, for all its streams at once). endpoint: an EndpointConfig, or True for sherpa's
     rules, or None (off). main_q_factor (GPU): frontier capacity per stream = factor x
     max_active_states; a stream that outgrows it is flagged (Hypothesis.overflow), not rescued.
-    Other keyword arguments are DecoderOptions fields.
+    Other keyword arguments are DecoderOptions fields; blank_skip is offline-only for now
+    (a ValueError here).
     """
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu", *,
@@ -208,6 +209,10 @@ class StreamingDecoder:
                  endpoint: EndpointConfig | bool | None = None, main_q_factor: int = 8, **kwargs):
         from .offline import Decoder, _graph_of
 
+        skip = options.blank_skip if isinstance(options, DecoderOptions) else kwargs.get("blank_skip", 0)
+        if skip:
+            raise ValueError(f"blank_skip is offline-only for now (got blank_skip={skip!r}): decode streams "
+                             "with blank_skip=0, or whole utterances with Decoder.decode")
         graph = _graph_of(graph)
         if not isinstance(max_streams, int) or isinstance(max_streams, bool) or max_streams < 1:
             raise ValueError(f"max_streams must be an int >= 1, got {max_streams!r}")
