@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import types
 
 import numpy as np
 import pytest
@@ -349,12 +350,17 @@ def test_lattice_argument_checks():
     assert all(h.lattice is None and h.word_confidences is None for h in dec.decode(lp))
 
     class Backend:  # the GPU backend is handed the flag (tests/test_gpu_lattice.py runs the real one)
+        calls = []
+
         def decode(self, log_probs, lengths, frontend, online=False, lattice=False):
-            return ("gpu", online, lattice)
+            self.calls.append((online, lattice))
+            return [types.SimpleNamespace() for _ in range(log_probs.shape[0])]
 
     dec._gpu = Backend()
-    assert dec.decode(lp, lattice=True) == ("gpu", False, True)
-    assert dec.decode(lp, online=True) == ("gpu", True, False)
+    hyps = dec.decode(lp, lattice=True)
+    assert Backend.calls[-1] == (False, True) and [h.frames_decoded for h in hyps] == [4, 4]
+    dec.decode(lp, online=True)
+    assert Backend.calls[-1] == (True, False)
 
 
 def test_batching_and_threads_do_not_change_lattices():
