@@ -8,7 +8,8 @@
 // decoder's buffers, frees the half-made ones and decodes correctly next time; only B rows
 // of the longest path are copied back; the CUDA-graph cache is an LRU with plain launches
 // past graph_max_steps; profiling events fail cleanly; a sticky fault names the decode's
-// shape and the decoder refuses later calls. Lattice decodes (gpu_lattice.cu): the records
+// shape and the decoder refuses later calls. Lattice decodes (gpu_lattice.cu): their buffers
+// are allocated by the first lattice decode, never by 1-best decodes (either layout); the records
 // come back row by row in step order whatever their interleaving, the records grow and the
 // batch runs again, every acquisition of a lattice decode fails cleanly, and the lattice
 // stage is off again for the next 1-best decode. closure = lists falls back to scan above
@@ -325,6 +326,29 @@ int main() {
   }
   const std::vector<int32_t> lens = {60, 10, 0};
   g_lazy = true;
+
+  {  // the lattice buffers are lazy (issue 9): 1-best decodes, on either lane layout, allocate
+     // none of them (hash positions included: max_lanes x hash_cap on an epsilon-free graph);
+     // the first lattice decode allocates them all, and only them, and they stay for later ones
+    stub::g_need = 10;
+    for (int32_t pool : {0, 1}) {
+      DecoderConfig c = Config();
+      c.lane_pool = pool;  // 0: static; 1: pooled offline batches
+      c.lattice_cap = 4096;  // no records growth below
+      GpuDecoder d(Graph(), c);
+      CHECK(Stat(d, 21) == pool);
+      CHECK(DecodeOk(d, lens) && DecodeOk(d, {12, 5, 0}));  // (the first grows the path buffers)
+      CHECK(Stat(d, 33) == 0 && live::device_bytes.load() == Stat(d, 1));
+      const int64_t held = Stat(d, 1);
+      CHECK(LatticeDecodeOk(d, {12, 5, 0}));
+      const int64_t lat = Stat(d, 33);
+      CHECK(lat >= 4096 * static_cast<int64_t>(sizeof(LatRecord)) + int64_t{4} * c.max_lanes * c.hash_cap);
+      CHECK(Stat(d, 1) - held == lat && live::device_bytes.load() == Stat(d, 1));
+      CHECK(DecodeOk(d, lens) && Stat(d, 33) == lat);
+      CHECK(!stub::bad_access);
+    }
+    CHECK(Nothing());
+  }
 
   {  // lattice decodes: records row by row; growth and re-run; every acquisition fails cleanly
     stub::g_need = 10;
