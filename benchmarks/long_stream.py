@@ -46,6 +46,7 @@ import numpy as np
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.corpus.stats import sha256_file  # noqa: E402
 from benchmarks.stream_tools import (DEMO_SHARD, TINY, DeviceMemory, add_option_flags, decoder_memory,  # noqa: E402
                                      is_gpu, load_shard, mib, online_reference, options_from, percentile,
                                      rss_bytes, same_result, torch_cuda)
@@ -130,14 +131,6 @@ def md_summary(r: dict) -> str:
              f"| CPU decode(online=True) s | {r.get('cpu_s', '-')} |",
              f"| identical to the CPU (words, score) | {r.get('identical', 'not checked')} |"]
     return "\n".join(lines) + "\n"
-
-
-def sha256_file(path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def sha256_frames(frames: np.ndarray) -> str:

@@ -87,21 +87,28 @@ def case():
     return graph, lp, lens, cpu
 
 
-def _released(mod, before, inst_refs, where: str) -> None:
+def _released(mod, before, inst_refs, where: str, uploads: int | None = None, upload: int = 0) -> None:
     """After `del decoder; gc.collect()`: the module's live counters are back at `before`.
     Under compute-sanitizer something outside this package keeps the frames of finished
     Decoder.decode calls (and so their decoders) alive (seen on the H200: every decoder that
     decoded was referred to by a `decode` frame); then what the module holds beyond `before`
-    must be exactly what those live instances (made since `before`) report: nothing orphaned."""
+    must be exactly what those live instances (made since `before`) report: nothing orphaned.
+    With `uploads` (live_uploads() at `before`) the graphs may go too: with no instance alive
+    every upload made since is freed, else at most one upload (`upload` bytes) per instance
+    stays beside their workspaces."""
+    from cuwfst.decoder.gpu import live_uploads
+
     gc.collect()
     now = _mem(mod)
     alive = [r() for r in inst_refs if r() is not None]
+    extra = 0 if uploads is None else live_uploads() - uploads
     if not alive:
-        assert _live(now) == _live(before), f"{where}: " + _what_is_alive(mod, before)
+        assert extra == 0 and _live(now) == _live(before), f"{where}: " + _what_is_alive(mod, before)
         return
     held = [i.mem_stats() for i in alive]
-    msg = f"{where}: {len(alive)} instances alive: " + _what_is_alive(mod, before)
-    assert now["device"] - before["device"] == sum(h["committed"] for h in held), msg
+    msg = f"{where}: {len(alive)} instances alive, {extra} uploads: " + _what_is_alive(mod, before)
+    assert 0 <= extra <= len(alive), msg
+    assert now["device"] - before["device"] == sum(h["committed"] for h in held) + extra * upload, msg
     assert now["pinned"] - before["pinned"] == sum(h["pinned"] for h in held), msg
 
 
@@ -445,33 +452,13 @@ def test_upload_freed_when_graph_and_decoders_are_gone(case):
     assert 0 < held < 1 << 20, (f"the graph is alive: its upload (only) stays: held {held} bytes, upload {upload}, "
                                 f"{len(alive)} instances alive")
     del g, alive
-    _uploads_accounted(mod, before, uploads, refs, upload, "graph and decoders gone")
+    _released(mod, before, refs, "graph and decoders gone", uploads, upload)
     for k in range(5):  # reloads: each graph's upload goes with it
         dec = Decoder(Graph(graph.arrays), OPTS, device="cuda", max_lanes=2)
         refs.append(weakref.ref(dec._gpu.main))
         dec.decode(lp, lens)
         del dec
-        _uploads_accounted(mod, before, uploads, refs, upload, f"reload {k}")
-
-
-def _uploads_accounted(mod, before, uploads, refs, upload: int, where: str) -> None:
-    """No decoder of `refs` alive: uploads and live counters back at `before`. Some alive (the
-    frames of finished decode calls kept outside this package under compute-sanitizer; see
-    _released): what the module holds beyond `before` is exactly their workspaces and at most
-    one upload each, nothing orphaned."""
-    from cuwfst.decoder.gpu import live_uploads
-
-    gc.collect()
-    alive = [r() for r in refs if r() is not None]
-    now, extra = _mem(mod), live_uploads() - uploads
-    if not alive:
-        assert extra == 0 and _live(now) == _live(before), f"{where}: " + _what_is_alive(mod, before)
-        return
-    held = [i.mem_stats() for i in alive]
-    msg = f"{where}: {len(alive)} instances alive, {extra} uploads: " + _what_is_alive(mod, before)
-    assert 0 <= extra <= len(alive), msg
-    assert now["device"] - before["device"] == sum(h["committed"] for h in held) + extra * upload, msg
-    assert now["pinned"] - before["pinned"] == sum(h["pinned"] for h in held), msg
+        _released(mod, before, refs, f"reload {k}", uploads, upload)
 
 
 def test_graph_cache_is_bounded_and_long_decodes_launch_plainly(case):

@@ -35,7 +35,7 @@ from .arpa import prune, read_arpa, write_arpa
 from .fstio import read_fst, to_kaldifst
 from .lang import build_G, build_L, build_LG
 from .rmeps import remove_input_epsilons
-from .stats import StageTimer, fst_stats, graph_stats, machine, peak_rss_mb
+from .stats import StageTimer, fst_stats, graph_stats, machine, peak_rss_mb, sha256_file
 from .topo import ctc_topology
 from .units import NUM_IDS, make_lang, train_bpe
 
@@ -67,16 +67,6 @@ def _plain_copy(arpa: Path, dest: Path) -> Path:
     with opener(arpa, "rb") as src, open(dest, "wb") as out:
         shutil.copyfileobj(src, out, 1 << 24)
     return dest
-
-
-def _sha256(path: Path) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 24), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _export(fst_path: Path, img_path: Path, *, expect_epsilons: bool, num_words: int) -> dict:
@@ -114,7 +104,7 @@ def build(tier: str, out_dir: str | os.PathLike, arpa: str | os.PathLike | None 
     work = Path(tempfile.mkdtemp(prefix=".work-", dir=out)) if not keep_work else out / "work"
     work.mkdir(exist_ok=True)
     timer = StageTimer(log)
-    stats: dict = {"tier": tier, "arpa": str(arpa.resolve()), "arpa_sha256": _sha256(arpa), "seed": seed,
+    stats: dict = {"tier": tier, "arpa": str(arpa.resolve()), "arpa_sha256": sha256_file(arpa), "seed": seed,
                    "machine": machine()}
     try:
         with timer.stage("lm"):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import platform
 import resource
@@ -10,6 +11,15 @@ import time
 from contextlib import contextmanager
 
 import numpy as np
+
+
+def sha256_file(path) -> str:
+    """Hex SHA-256 of a file, read in 16 MiB blocks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 24), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def peak_rss_mb() -> float:
