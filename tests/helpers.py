@@ -297,3 +297,118 @@ def feed_interleaved(rng, sd, streams, lps, plans, where: str = "") -> list[list
             assert p.words[: len(old)] == old, f"{where} stream {i}: committed {old} retracted by {p.words}"
             committed[i] = p.words[:k] if k >= len(old) else old
     return committed
+
+
+# The pooled lane layout's sizing rules (csrc/gpu_decoder.cu Allocate and CommitPools;
+# csrc/include/cuwfst/types.cuh PooledAskOf), for tests whose first batch must outgrow the
+# pools' first pieces: the pools hold what their first VMM pieces hold, capped by the static
+# layout's worst case, so a small decoder's pools may be whole from the start and never grow.
+POOL_ALIGN = 32  # kPoolAlign
+POOLS = ("tokens", "claims", "hash")  # memory_stats()["pools"]["lanes"]'s keys, kPool* order
+
+
+def pooled_first_capacities(max_lanes: int, main_q: int, claims_cap: int, hash_cap: int,
+                            granularity: int = 2 << 20) -> tuple[dict, dict]:
+    """(most, first) entries of each pool on an epsilon-free graph: the static worst case
+    (pool_max_) and what the construction's first commit gives (every array of a pool rounded
+    up to whole pieces, within its reservation; a pool holds what its tightest array holds)."""
+    L = max_lanes
+    most = {"tokens": L * (main_q + 1 + POOL_ALIGN), "claims": L * (claims_cap + 16), "hash": L * hash_cap}
+    hint_cap = min(4 * main_q + 1, (2**31 - 1) // 64)
+    # (pool, bytes an entry, entries a pool entry, the array's static entries)
+    arrays = [("tokens", 4, 1, most["tokens"])] * 9  # tok_state/score/winner x 2, begin, ub, arc_offsets
+    arrays += [("tokens", 4, 4, max(L * hint_cap, 4 * most["tokens"])),  # tok_hint: 4 entries a token
+               ("claims", 8, 1, most["claims"]), ("hash", 4, 1, most["hash"]), ("hash", 8, 1, most["hash"])]
+    want = {"tokens": POOL_ALIGN * L, "claims": min(most["claims"], 1 << 12), "hash": min(most["hash"], 1 << 13)}
+
+    def up(x):
+        return (x + granularity - 1) // granularity * granularity
+
+    first = dict(most)
+    for pool, elem, per, static in arrays:
+        committed = min(up(min(want[pool], most[pool]) * per * elem), up(max(static * elem, 1)))
+        first[pool] = min(first[pool], committed // elem // per)
+    return most, first
+
+
+def pooled_step_asks(graph: Graph, options: DecoderOptions, lp: np.ndarray, lens, main_q: int, claims_cap: int,
+                     hash_cap: int, steps: int | None = None) -> dict:
+    """The most one step of a pooled batch of these rows asks of each pool (the sum over its
+    lanes of PooledAskOf), from the CPU's frontiers: exact for the rows' real steps; a row's
+    final step is counted as its token region alone (POOL_ALIGN), so this is a lower bound of
+    what the GPU's steps ask (memory_stats' high_water_entries). steps: the first `steps` only."""
+    a = graph.arrays
+    emitting = np.diff(a.row_splits) - a.final_count
+    lens = [int(n) for n in lens]
+    T = max(lens) + 1 if steps is None else min(max(lens) + 1, steps)
+    slots = []
+    for b, n in enumerate(lens):
+        m = min(n, T)
+        snaps = Decoder(graph, options).decode_snapshots(lp[b], m) if m else []
+        slots.append([int(emitting[list(snaps[t]["tokens"])].sum()) for t in range(m)])
+    need = dict.fromkeys(POOLS, 0)
+    for t in range(T):
+        step = dict.fromkeys(POOLS, 0)
+        for b, n in enumerate(lens):
+            if t < n:  # a real step: its claims bound is its slots (at most claims_cap)
+                bound = min(slots[b][t], claims_cap)
+                hash_size = 0
+                if bound > 0:
+                    hash_size = POOL_ALIGN
+                    while hash_size < 2 * bound:
+                        hash_size *= 2
+                step["claims"] += (bound + 15) // 16 * 16
+                step["hash"] += min(hash_size, hash_cap)
+                step["tokens"] += (min(bound, main_q) + 1 + POOL_ALIGN - 1) // POOL_ALIGN * POOL_ALIGN
+            elif t == n:  # the final step: at least its frontier's region
+                step["tokens"] += POOL_ALIGN
+        for k in POOLS:
+            need[k] = max(need[k], step[k])
+    return need
+
+
+POOLED_LANES = 16  # the lanes of outgrowing_pooled_batch's decoders
+
+
+def outgrowing_pooled_batch(seed: int, T: int, lens, **options):
+    """A batch for POOLED_LANES pooled lanes whose first decode outgrows the pools' first
+    pieces (so it pauses, the pools grow, and it resumes). The 12,000-state CTC graph under a
+    beam of 1,000 keeps nearly every state: a row's frontier reaches ~11,900 tokens and ~65,000
+    slots by its sixth step, so each real step from there asks a 32,768-slot table (the lane's
+    hash_cap) and a 12,032-token region (main_q + 1, aligned). Twelve such rows at once ask
+    393,216 slots and 144,384 tokens, past the 262,144 and 131,072 of the first 2 MiB pieces
+    (pooled_first_capacities; four lanes' pools would be whole in their first pieces and never
+    grow). tests/test_memory.py checks this on the CPU; the GPU tests check it again on the
+    decoder they build (assert_outgrows_first_pieces)."""
+    rng = np.random.default_rng(seed)
+    V = 40
+    graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lens = np.asarray(lens, np.int32)
+    lp = random_log_probs(rng, len(lens), T, V, peaky=False)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400, **options)
+    return graph, lp, lens, opts
+
+
+def assert_outgrows_first_pieces(dec, graph: Graph, options: DecoderOptions, lp: np.ndarray, lens) -> dict:
+    """Before the first decode of a pooled GPU decoder: its pools hold what the sizing rules
+    say the first pieces hold, and this batch's steps ask more of at least one pool (so the
+    decode must pause and grow). Returns the asks (lower bounds of the high-water marks)."""
+    inst = dec._gpu.main
+    st = dec.memory_stats()
+    lanes, piece = st["pools"]["lanes"], st["pools"]["winners"]["granularity"]
+    assert lanes["pooled"] and piece > 0 and lanes["grows"] == 0, st
+    most, first = pooled_first_capacities(inst.max_lanes, inst.main_q, inst.claims_cap, inst.hash_cap, piece)
+    assert lanes["capacity_entries"] == first, ("the pools' first capacities are not the sizing rules'", lanes, first)
+    need = pooled_step_asks(graph, options, lp, lens, inst.main_q, inst.claims_cap, inst.hash_cap)
+    assert any(need[k] > first[k] for k in POOLS), ("the batch fits the first pieces: nothing would grow", need, first)
+    return need
+
+
+def assert_pools_grew(dec, need: dict) -> dict:
+    """After that decode: the pools grew, their high-water marks reach the batch's asks, and
+    every pool holds its high-water mark."""
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    hw, cap = lanes["high_water_entries"], lanes["capacity_entries"]
+    assert lanes["pooled"] and lanes["grows"] >= 1, lanes
+    assert all(cap[k] >= hw[k] >= need[k] for k in POOLS), (lanes, need)
+    return lanes

@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 import weakref
 from pathlib import Path
 
@@ -87,6 +88,9 @@ def case():
     return graph, lp, lens, cpu
 
 
+_ALIVE_REPORTED = False
+
+
 def _released(mod, before, inst_refs, where: str, uploads: int | None = None, upload: int = 0) -> None:
     """After `del decoder; gc.collect()`: the module's live counters are back at `before`.
     Under compute-sanitizer something outside this package keeps the frames of finished
@@ -107,9 +111,59 @@ def _released(mod, before, inst_refs, where: str, uploads: int | None = None, up
         return
     held = [i.mem_stats() for i in alive]
     msg = f"{where}: {len(alive)} instances alive, {extra} uploads: " + _what_is_alive(mod, before)
+    global _ALIVE_REPORTED
+    if not _ALIVE_REPORTED:  # once a session: who keeps them (the memcheck runs' warnings summary)
+        _ALIVE_REPORTED = True
+        warnings.warn(f"decoders kept alive after del + gc.collect() (accounted, not leaked): {msg}", stacklevel=2)
     assert 0 <= extra <= len(alive), msg
     assert now["device"] - before["device"] == sum(h["committed"] for h in held) + extra * upload, msg
     assert now["pinned"] - before["pinned"] == sum(h["pinned"] for h in held), msg
+
+
+def _frame_holders(frame, here, depth: int = 8) -> str:
+    """What keeps a finished frame alive, up to `depth` links: a later frame's f_back, a
+    traceback (and the exception or frame that holds it), a container, ..."""
+    import types
+
+    chain, obj, seen = [], frame, {id(here), id(sys._getframe())}
+    for _ in range(depth):
+        seen.add(id(obj))
+        refs = [r for r in gc.get_referrers(obj) if id(r) not in seen and not isinstance(r, types.CellType)
+                and r is not chain]
+        if not refs:
+            chain.append("nothing (a running frame?)")
+            break
+        r = next((x for x in refs if not isinstance(x, list)), refs[0])
+        if isinstance(r, types.FrameType):
+            chain.append(f"frame {r.f_code.co_name} ({r.f_code.co_filename.rsplit('/', 1)[-1]}:{r.f_lineno})")
+        elif isinstance(r, types.TracebackType):
+            chain.append("traceback")
+        elif isinstance(r, BaseException):
+            chain.append(f"{type(r).__name__}: {str(r)[:60]}")
+        elif isinstance(r, dict):
+            chain.append(f"dict keys {list(r)[:4]}")
+        else:
+            chain.append(type(r).__name__)
+        obj = r
+    return " <- ".join(chain)
+
+
+def _instance_refs(dec) -> list:
+    """Weak references to a GPU decoder's native instances (main, and the rescue once built),
+    for _released."""
+    b = dec._gpu
+    return [weakref.ref(i) for i in (b.main, b._rescue) if i is not None]
+
+
+def _baseline(mod, graph) -> dict:
+    """The live counters before a walk's first decoder, with `graph`'s upload made first: it
+    stays while the test holds the graph (every decoder of the walk shares it), so it is part
+    of the baseline, and whatever the walk's decoders hold beyond it is theirs."""
+    from cuwfst.decoder.gpu import upload_graph
+
+    upload_graph(mod, graph, 0)
+    gc.collect()
+    return _mem(mod)
 
 
 def _what_is_alive(mod, before) -> str:
@@ -130,7 +184,8 @@ def _what_is_alive(mod, before) -> str:
             if r is alive or r is here or isinstance(r, types.CellType):
                 continue
             if isinstance(r, types.FrameType):
-                desc.append(f"frame {r.f_code.co_name} ({r.f_code.co_filename.rsplit('/', 1)[-1]}:{r.f_lineno})")
+                desc.append(f"frame {r.f_code.co_name} ({r.f_code.co_filename.rsplit('/', 1)[-1]}:{r.f_lineno}) "
+                            f"held by {_frame_holders(r, here)}")
             elif isinstance(r, dict):
                 desc.append(f"dict keys {list(r)[:5]}")
             else:
@@ -294,6 +349,7 @@ def test_every_lazy_commit_site_fails_cleanly(no_retry):
     def fresh():
         return Decoder(graph, device="cuda", max_lanes=4, memory="lazy", arena_entries=1000)
 
+    before = _baseline(mod, graph)
     dec = fresh()
     mod.gpu_fault_injection(1 << 40)
     assert_same_hypotheses(graph, host, cpu, dec.decode(lp), "counting run")
@@ -302,9 +358,9 @@ def test_every_lazy_commit_site_fails_cleanly(no_retry):
     captures = st["instances"]["main"]["graph_captures"]
     piece = st["pools"]["winners"]["granularity"]
     assert st["winners_high_water"] * 8 > 2 * piece, "the walk must map pieces past the first"
+    refs = _instance_refs(dec)
     del dec
-    gc.collect()
-    before = _mem(mod)
+    _released(mod, before, refs, "counting run")
     raised = 0
     for i in range(1, sites + 1):
         dec = fresh()
@@ -332,9 +388,9 @@ def test_every_lazy_commit_site_fails_cleanly(no_retry):
             assert_same_hypotheses(graph, host, cpu, got, f"site {i} (fell back)")
         _torch_still_works()
         assert_same_hypotheses(graph, host, cpu, dec.decode(lp), f"site {i}: the decoder after the failure")
+        refs += _instance_refs(dec)
         del dec
-        gc.collect()
-        assert _live(_mem(mod)) == _live(before), f"site {i}: the decoder did not give everything back"
+        _released(mod, before, refs, f"site {i}: the decoder did not give everything back")
     assert raised >= 1, "the log's commit must be among the sites"
     assert raised == sites - captures, (sites, raised, captures)  # all but graph instantiations
 
@@ -358,6 +414,7 @@ def test_every_lane_pool_growth_site_fails_cleanly(monkeypatch, no_retry):
     def fresh():
         return Decoder(graph, device="cuda", max_lanes=192)
 
+    before = _baseline(mod, graph)
     dec = fresh()
     mod.gpu_fault_injection(1 << 40)
     got = dec.decode(lp)
@@ -365,9 +422,9 @@ def test_every_lane_pool_growth_site_fails_cleanly(monkeypatch, no_retry):
     assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "counting run")
     assert dec.memory_stats()["pools"]["lanes"]["grows"] >= 1, "the walk must grow the pools"
     captures = dec.memory_stats()["instances"]["main"]["graph_captures"]
+    refs = _instance_refs(dec)
     del dec
-    gc.collect()
-    before = _mem(mod)
+    _released(mod, before, refs, "counting run")
     raised = pool_raised = 0
     for i in range(1, sites + 1):
         dec = fresh()
@@ -392,9 +449,11 @@ def test_every_lane_pool_growth_site_fails_cleanly(monkeypatch, no_retry):
         _torch_still_works()
         again = dec.decode(lp)
         assert_same_hypotheses(graph, host, cpu, [again[i] for i in sample], f"site {i}: after the failure")
+        refs += _instance_refs(dec)
         del dec
-        gc.collect()
-        assert _live(_mem(mod)) == _live(before), f"site {i}: the decoder did not give everything back"
+        # (the H200's memcheck run: one whole 192-lane instance, its pinned buffers and its
+        # 19 handles included, still alive here after site 1; _released accounts it exactly)
+        _released(mod, before, refs, f"site {i}: the decoder did not give everything back")
     # every site but a graph instantiation raises: the pool arrays' new pieces (not every
     # array needs one: a pool's capacity is its smallest array's, so the others may still have
     # room in their first 2 MiB piece) and the log's

@@ -20,7 +20,8 @@ import pytest
 
 from cuwfst import Decoder, DecoderOptions
 from cuwfst.decoder.lattice_records import cpu_records
-from helpers import load_cases, path_score_f32, random_ctc_graph, random_log_probs
+from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_grew, load_cases,
+                     outgrowing_pooled_batch, path_score_f32, random_ctc_graph, random_log_probs)
 from lattice_helpers import compare_lattices_to_k2, lattice_case_inputs
 from test_lattice_records import assert_same_lattice, random_lattice_case
 
@@ -199,28 +200,24 @@ def test_pooled_records_are_the_cpu_records(seed, monkeypatch):
 
 
 def test_variant_pooled_lattices_pause_and_resume(variant, monkeypatch):
-    """A first lattice batch that outgrows the pools' first pieces (4 lanes of ~50k-slot steps),
-    so it pauses and resumes mid-decode, under each kernel variant: the CPU's records (every
-    step once, the steps before the pause included), lattices and search statistics; then
-    again on the grown pools (no pause)."""
+    """A first lattice batch that outgrows the pools' first pieces (helpers.outgrowing_pooled_batch:
+    twelve rows of ~12,000-token frontiers at once), so it pauses and resumes mid-decode, under
+    each kernel variant: the CPU's records (every step once, the steps before the pause
+    included), lattices and search statistics; then again on the grown pools (no pause)."""
     monkeypatch.setenv("CUWFST_LANE_POOL", "on")
-    rng = np.random.default_rng(6200)
-    V = 40
-    graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
-    lp = random_log_probs(rng, 4, 12, V, peaky=False)
-    lens = np.array([12, 9, 1, 0], np.int32)
-    opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=400)
+    lens = [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]
+    graph, lp, lens, opts = outgrowing_pooled_batch(6200, 12, lens, output_beam=2.0)
     cpu_dec = Decoder(graph, opts)
     cpu = cpu_dec.decode(lp, lens, lattice=True)
     kw = {"scan_split": 3} if variant in NEW_SCAN else {}
-    dec = Decoder(graph, opts, device="cuda", max_lanes=4, memory="lazy", **kw)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=POOLED_LANES, memory="lazy", **kw)
     expect_variant(dec, variant, False)
+    need = assert_outgrows_first_pieces(dec, graph, opts, lp, lens)
     be = dec._gpu
     res, got = be.main.decode_lattice(be.to_device(lp), lens, be._stream())
-    lanes = dec.memory_stats()["pools"]["lanes"]
-    assert lanes["pooled"] and lanes["grows"] >= 1, lanes  # the batch paused at least once
     assert (res[3][:, 2] == 0).all(), "overflow"
     assert_same_records(cpu_records(cpu_dec, lp, lens), got, lens, f"{variant} pooled pause")
+    lanes = assert_pools_grew(dec, need)  # the batch paused at least once
     gpu = dec.decode(lp, lens, lattice=True)
     assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"]  # grown: one run
     compare(cpu, gpu, f"{variant} pooled")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
-from helpers import path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_grew, outgrowing_pooled_batch,
+                     path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
 VARIANTS = ["old", "new", "split", "lists", "wide", "fused"]
@@ -132,28 +133,25 @@ def test_pooled_layout(variant, scan_split, monkeypatch):
     """The pooled lane layout (offline batches on epsilon-free graphs with memory="lazy";
     forced on, as the automatic choice keeps so small a decoder static) under the variant:
     frontiers of several scan rounds cut into chunks inside the lanes' pooled regions, and a
-    first batch that outgrows the pools' first pieces (4 lanes of ~50k-slot steps ask for
-    hash tables of 131,072 slots each), so it is re-run after they grow; every row equal to
-    the CPU's, search statistics included."""
+    first batch that outgrows the pools' first pieces (helpers.outgrowing_pooled_batch: twelve
+    rows of ~12,000-token frontiers at once; rows that end before, at and after the pause), so
+    it pauses, the pools grow and it resumes; every row equal to the CPU's, search statistics
+    included, then again on the grown pools (no pause)."""
     if variant not in NEW_SCAN and scan_split != 3:
         pytest.skip("this variant has one scan CTA per lane: one run is enough")
     monkeypatch.setenv("CUWFST_LANE_POOL", "on")
-    rng = np.random.default_rng(4100 + scan_split)
-    V = 40
-    graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
-    lp = random_log_probs(rng, 4, 20, V, peaky=False)
-    lens = np.array([20, 13, 1, 0], np.int32)
-    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
+    lens = [20, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 1, 0]
+    graph, lp, lens, opts = outgrowing_pooled_batch(4100 + scan_split, 20, lens)
     cpu = Decoder(graph, opts).decode(lp, lens)
     assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
     kw = {"scan_split": scan_split} if variant in NEW_SCAN else {}
-    dec = Decoder(graph, opts, device="cuda", max_lanes=4, memory="lazy", **kw)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=POOLED_LANES, memory="lazy", **kw)
     expect_variant(dec, variant, False)
+    need = assert_outgrows_first_pieces(dec, graph, opts, lp, lens)
     gpu = dec.decode(lp, lens)
-    lanes = dec.memory_stats()["pools"]["lanes"]
-    assert lanes["pooled"] and lanes["grows"] >= 1, lanes
     for b in range(len(lens)):
         same(graph, lp[b], cpu[b], gpu[b], f"{variant} pooled split {scan_split} row {b}")
+    lanes = assert_pools_grew(dec, need)
     again = dec.decode(lp, lens)  # grown pools: one run, the same results
     assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"]
     for b in range(len(lens)):

@@ -1,14 +1,17 @@
 """Memory statistics and memory options without a GPU (issue 9): the CPU decoders' figures,
 the per-stream and decoder-wide forms of StreamingDecoder.memory_stats, and the checks of
 the memory and gc_interval options. The GPU's figures: test_gpu_memory.py (GPU) and
-test_gpu_host.py (the Python wiring, with a stand-in module)."""
+test_gpu_host.py (the Python wiring, with a stand-in module). The pooled lane layout's
+sizing rules (tests/helpers.py) are checked here against the figures the H200 reported and
+against the GPU tests' batches that must outgrow the pools' first pieces."""
 
 import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
 from cuwfst.decoder.memory import MEMORY_MODES, lane_pool_mode, resolve_memory
-from helpers import random_ctc_graph, random_log_probs
+from helpers import (POOLED_LANES, POOLS, outgrowing_pooled_batch, pooled_first_capacities, pooled_step_asks,
+                     random_ctc_graph, random_log_probs)
 
 KEYS = {"device", "memory", "reserved", "committed", "fixed", "graph", "total", "pinned", "winners_high_water",
         "pools", "instances"}
@@ -93,3 +96,41 @@ def test_mem_stats_names_match_the_native_layout():
     written = {int(i) for i in re.findall(r"out\[(\d+)\]", body)}
     written |= {23 + k for k in range(3)} | {26 + k for k in range(3)}  # the pools' loop
     assert written == set(range(n)), sorted(set(range(n)) - written)
+
+
+def test_pooled_first_capacities_follow_the_sizing_rules():
+    """The first pieces' capacities (helpers.pooled_first_capacities, from Allocate and
+    CommitPools): the 192-lane tiny HLG decoder of tests/test_gpu_memory.py (131,072 tokens,
+    262,144 claims and hash slots, below the static worst case, so its pools grow); and the
+    4-lane, 12,000-state decoder the pooled variant tests once used, whose 13 pool arrays each
+    fit one 2 MiB piece (the H200: 27,262,976 bytes reserved = committed), so its pools were
+    whole from the first commit and could never grow (grows 0)."""
+    from cuwfst import Graph
+    from cuwfst.decoder.gpu import lane_capacities
+    from conftest_data import TINY
+
+    tiny = Graph.load(TINY / "HLG.img")
+    most, first = pooled_first_capacities(192, *lane_capacities(tiny.num_states, 32 * 10000))
+    assert first == {"tokens": 131072, "claims": 262144, "hash": 262144}
+    assert all(most[k] > first[k] for k in POOLS), most
+    most, first = pooled_first_capacities(4, *lane_capacities(12001, 32 * 400))
+    assert first == most, (first, most)
+
+
+@pytest.mark.parametrize("seed,T,lens", [
+    (4103, 20, [20, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 1, 0]),  # test_gpu_variants.test_pooled_layout
+    (4116, 20, [20, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 1, 0]),
+    (6200, 12, [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]),  # test_gpu_lattice's pause and resume
+])
+def test_pooled_growth_batches_outgrow_the_first_pieces(seed, T, lens):
+    """The GPU tests that must see a pooled batch pause and grow: their batches ask more of a
+    pool in one step than its first pieces hold (computed from the CPU's frontiers with the
+    sizing rules; the GPU tests check it again against the decoder's own capacities)."""
+    from cuwfst.decoder.gpu import lane_capacities
+
+    graph, lp, lens, opts = outgrowing_pooled_batch(seed, T, lens)
+    caps = lane_capacities(graph.num_states, 32 * opts.max_active_states)
+    most, first = pooled_first_capacities(POOLED_LANES, *caps)
+    need = pooled_step_asks(graph, opts, lp, lens, *caps)
+    assert need["hash"] > first["hash"] and need["tokens"] > first["tokens"], (need, first)
+    assert all(need[k] <= most[k] for k in POOLS), (need, most)  # a step never asks past the static layout

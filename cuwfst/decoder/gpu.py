@@ -30,6 +30,16 @@ def _next_pow2(x: int) -> int:
     return 1 << max(1, int(x - 1).bit_length())
 
 
+def lane_capacities(num_states: int, main_q: int) -> tuple[int, int, int]:
+    """A lane's static capacities on a graph of num_states states: (main_q, claims_cap,
+    hash_cap): the frontier (at most every state), the distinct states a step claims (at
+    most every state, twice the frontier), and the hash table (a power of two, load <= 1/2).
+    The pooled layout's regions and pools are sized from these (types.cuh, Allocate)."""
+    q = int(min(num_states, main_q))
+    claims = int(min(num_states, 2 * q))
+    return q, claims, _next_pow2(2 * claims)
+
+
 def arena_limits(max_lanes: int, arena_entries: int | None = None, memory: str = "eager") -> tuple[int, int]:
     """(initial, maximum) winners-arena entries for an instance of `max_lanes` lanes: 16 Mi
     per lane up to the int32 id limit (the spec's min(512 Mi, ...) cap, 512 Mi at 32 lanes,
@@ -149,10 +159,7 @@ class GpuInstance:
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None):
         o = options
-        n = graph.num_states
-        self.main_q = int(min(n, main_q))
-        self.claims_cap = int(min(n, 2 * self.main_q))
-        self.hash_cap = _next_pow2(2 * self.claims_cap)
+        self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
         self.arena_max = int(arena_max or default_max)
         arena_cap = min(arena_cap, self.arena_max)
