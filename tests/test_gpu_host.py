@@ -112,6 +112,25 @@ class FakeGpuModule:
         out_meta[:, 2] = [16 if lanes > 4 and float(x[b].sum()) in self.overflow_rows else 0 for b in range(B)]
         out_meta[:, 3] = meta[:, 3]
 
+    def gpu_decode_snapshots(self, h, lp, length, stream, cnt, st, sc, ar, step, overflow):
+        """The CPU's snapshots; on the main instance (more than 4 lanes) with snapshot_cut set,
+        frontiers are cut at snapshot_cut tokens from the first one past it on, each flagged
+        with the frontier bit, as the GPU's DecodeSnapshots leaves a frontier past main_q."""
+        import tvm_ffi
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
+        x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__())).astype(np.float32)
+        assert x.shape[0] == 1 and stream == 0 and overflow.shape == cnt.shape and overflow.dtype == np.int32
+        self.snapshot_calls = getattr(self, "snapshot_calls", []) + [lanes]
+        self.ref.ref_decode_snapshots(self.graphs[graph_h], np.ascontiguousarray(x[0]), length, beam, obeam, mn, mx,
+                                      partial, eps, False, cnt, st, sc, ar, step)
+        overflow[:] = 0
+        cut = getattr(self, "snapshot_cut", None)
+        if lanes > 4 and cut is not None:
+            over = np.flatnonzero(cnt > cut)
+            if len(over):
+                overflow[over[0]:] = 16
+                cnt[over[0]:] = np.minimum(cnt[over[0]:], cut)
+
     def gpu_decode_lattice(self, h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats,
                            out_counts, out_cutoffs, out_sizes, out_total):
         """gpu_decode plus the records the CPU search makes as the GPU makes them."""
@@ -201,6 +220,30 @@ def test_overflowed_rows_are_rescued(fake_gpu):
     assert [c[0] for c in fake_gpu.calls] == [32, 4]  # the batch, then row 1 on the four-lane rescue
     assert np.array_equal(fake_gpu.calls[1][1][0], x[1])
     assert [h.overflow for h in got] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("name", ["HLG.img", "TLG.img"])
+def test_cut_snapshots_are_rescued(fake_gpu, name):
+    """decode_snapshots on the (fake) GPU: the overflow bits come back per snapshot; a frontier
+    cut on the main instance (the H200's test_fused_max_float16_rows_many_lanes_and_exact_cutoffs
+    at beam 1000: 1,260 tokens, main_q 1,024) sends the row to the rescue instance, whose
+    snapshots are the CPU's; an uncut row stays on the main instance."""
+    graph = Graph.load(TINY / name)
+    lp, lens, _ = demo_arrays()
+    row, n = lp[0].astype(np.float32), int(lens[0])
+    want = Decoder(graph).decode_snapshots(row, n)
+    assert all(c["overflow"] == 0 for c in want)
+    dec = Decoder(graph, device="cuda")
+    assert dec.decode_snapshots(row, n) == want and fake_gpu.snapshot_calls == [32]
+    cut = max(len(c["tokens"]) for c in want) - 1
+    fake_gpu.snapshot_cut = cut
+    with dec._gpu.lock:
+        raw = dec._gpu.snapshots_on(dec._gpu.main, dec._gpu.to_device(row), n, 0)
+    k = next(i for i, c in enumerate(want) if len(c["tokens"]) > cut)
+    assert [g["overflow"] for g in raw] == [0] * k + [16] * (len(want) - k)
+    assert len(raw[k]["tokens"]) == cut and set(raw[k]["tokens"]) < set(want[k]["tokens"])
+    fake_gpu.snapshot_calls = []
+    assert dec.decode_snapshots(row, n) == want and fake_gpu.snapshot_calls == [32, 4]
 
 
 @pytest.mark.parametrize("name", ["HLG.img", "TLG.img"])

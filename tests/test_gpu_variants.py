@@ -242,12 +242,9 @@ def test_fused_max_with_every_scan_and_walker(eps, walker):
                 same(graph, lp[b], cpu[b], gpu[b], f"fused {walker} scan {scan_split} beam {s} row {b}")
 
 
-def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
-    """The fused max where the tests above do not take it: float16 rows (the scan's L and the
-    walkers widen the same halves), more lanes than kMaxSharedLanes (256: FusedExpandKernel
-    flushes each thread's max with global atomics, no shared per-lane max), both scans; and
-    per-step snapshots with the one-CTA and the split scan, whose cutoff (max_ord - beam) shows
-    that max_ord ends each step at the exact max (an L above it would stay there)."""
+def _fused_f16_case():
+    """test_fused_max_float16_rows_many_lanes_and_exact_cutoffs' inputs: an epsilon graph
+    with cycles (1,501 states), 300 float16 rows of 12 frames (lp: the same values as float32)."""
     rng = np.random.default_rng(6300)
     V = 20
     graph = random_eps_graph_any(rng, 1500, V, 4, 0.7, cycles=True, chain=2)
@@ -256,6 +253,21 @@ def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
     lp = lp16.astype(np.float32)  # the same values, exactly
     lens = rng.integers(0, T + 1, size=B).astype(np.int32)
     lens[0] = T
+    return graph, lp16, lp, lens
+
+
+def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
+    """The fused max where the tests above do not take it: float16 rows (the scan's L and the
+    walkers widen the same halves), more lanes than kMaxSharedLanes (256: FusedExpandKernel
+    flushes each thread's max with global atomics, no shared per-lane max), both scans; and
+    per-step snapshots with the one-CTA and the split scan, whose cutoff (max_ord - beam) shows
+    that max_ord ends each step at the exact max (an L above it would stay there).
+    The snapshots' decoders hold the whole graph (main_q_factor 64: main_q = 1,501 states):
+    with beam 1000 the CPU's frontier reaches 1,260 tokens at step 3 (1,453 later), past the
+    default main_q of 1,024, and a cut frontier is what the rescue is for, not the fused max
+    (test_snapshots_of_a_cut_frontier_are_flagged_and_rescued)."""
+    graph, lp16, lp, lens = _fused_f16_case()
+    B, T = lp.shape[0], lp.shape[1]
     opts = DecoderOptions(search_beam=8.0, min_active_states=1, max_active_states=60, allow_partial=True)
     cpu = Decoder(graph, opts).decode(lp, lens)
     for scan_split in (1, 2):
@@ -268,16 +280,64 @@ def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
     for s in (4.0, 1000.0):
         o = DecoderOptions(search_beam=s, min_active_states=1, max_active_states=30, allow_partial=True)
         want = Decoder(graph, o).decode_snapshots(lp[0], T)
+        if s == 1000.0:  # frontiers past the default main_q (1,024), held whole here
+            assert max(len(c["tokens"]) for c in want) > 1024
         for scan_split in (1, 2):
-            got = Decoder(graph, o, device="cuda", max_lanes=2, scan_split=scan_split,
-                          fused_max=True).decode_snapshots(lp[0], T)
+            dec = Decoder(graph, o, device="cuda", max_lanes=2, scan_split=scan_split, fused_max=True,
+                          main_q_factor=64)
+            assert dec._gpu.main.main_q == graph.num_states, dec._gpu.main.main_q
+            got = dec.decode_snapshots(lp[0], T)
+            assert dec._gpu._rescue is None  # the main instance's own snapshots, none cut
             assert len(want) == len(got) == T + 2
             for k, (c, g) in enumerate(zip(want, got)):
+                assert g["overflow"] == 0, (s, scan_split, k, g["overflow"])
                 assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
                        (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (s, scan_split, k)
                 assert set(c["tokens"]) == set(g["tokens"]), (s, scan_split, k)
                 for st, (score, _) in c["tokens"].items():
                     assert np.float32(score) == np.float32(g["tokens"][st][0]), (s, scan_split, k, st)
+
+
+def test_snapshots_of_a_cut_frontier_are_flagged_and_rescued(variant):
+    """The H200's failure of test_fused_max_float16_rows_many_lanes_and_exact_cutoffs (beam
+    1000, max_active 30, step 3), pinned on every variant: the CPU's frontier after step 2's
+    closure holds 1,260 tokens (1,003 before the closure), the default main_q 1,024, so the
+    closure's appends past 1,024 are dropped (kOverflowKept, bit 16) and the snapshot held
+    exactly 1,024 tokens, a strict subset of the CPU's, with the step's phase, beam, cutoff and
+    before_closure still equal. That is a capacity cut, which decode rescues (the row is
+    flagged and decoded again), not an exactness bug of any kernel; DecodeSnapshots did not
+    report it. Now each snapshot carries the lane's overflow bits, and decode_snapshots
+    decodes a flagged row again on the rescue instance, which then equals the CPU."""
+    graph, _, lp, _ = _fused_f16_case()
+    T = lp.shape[1]
+    o = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=30, allow_partial=True)
+    want = Decoder(graph, o).decode_snapshots(lp[0], T)
+    assert [len(c["tokens"]) for c in want[:5]] == [11, 138, 677, 1260, 1424]
+    assert want[3]["before_closure"] == 1003 and all(c["overflow"] == 0 for c in want)
+    dec = Decoder(graph, o, device="cuda", max_lanes=2)
+    expect_variant(dec, variant, eps=True)
+    gpu = dec._gpu
+    assert gpu.main.main_q == 1024, gpu.main.main_q
+    with gpu.lock:  # the main instance alone, no rescue
+        raw = gpu.snapshots_on(gpu.main, gpu.to_device(lp[0]), T, gpu._stream())
+    assert [g["overflow"] for g in raw[:3]] == [0, 0, 0]
+    assert raw[3]["overflow"] & 16, raw[3]["overflow"]
+    c, g = want[3], raw[3]
+    assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+           (g["phase"], g["beam"], g["cutoff"], g["before_closure"])
+    assert len(g["tokens"]) == 1024 and set(g["tokens"]) < set(c["tokens"])
+    for k in range(3):  # the steps before the cut are exact
+        assert set(want[k]["tokens"]) == set(raw[k]["tokens"]), k
+    got = dec.decode_snapshots(lp[0], T)
+    assert gpu._rescue is not None and gpu._rescue.main_q == graph.num_states
+    assert len(want) == len(got) == T + 2
+    for k, (c, g) in enumerate(zip(want, got)):
+        assert g["overflow"] == 0, (variant, k, g["overflow"])
+        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (variant, k)
+        assert set(c["tokens"]) == set(g["tokens"]), (variant, k)
+        for st, (score, _) in c["tokens"].items():
+            assert np.float32(score) == np.float32(g["tokens"][st][0]), (variant, k, st)
 
 
 def test_variants_agree_with_each_other():

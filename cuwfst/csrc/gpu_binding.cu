@@ -484,10 +484,11 @@ void GpuStreamStats(int64_t h, int64_t lane, TensorView out) {
 }
 
 // Debug snapshots of one row (see GpuDecoder::DecodeSnapshots). log_probs [1, T, V] on
-// the decoder's device; outputs as the CPU reference's ref_decode_snapshots.
+// the decoder's device; outputs as the CPU reference's ref_decode_snapshots, plus
+// out_overflow int32 [K]: lane 0's overflow bits after each step (Snapshot::overflow).
 void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t caller_stream,
                         TensorView out_count, TensorView out_state, TensorView out_score,
-                        TensorView out_arc, TensorView out_step) {
+                        TensorView out_arc, TensorView out_step, TensorView out_overflow) {
   GpuDecoder* d = GetDecoder(h);
   if (log_probs.device().device_type != kDLCUDA || log_probs.device().device_id != d->device())
     TVM_FFI_THROW(ValueError) << "log_probs must be on cuda:" << d->device();
@@ -509,6 +510,7 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {K, cap});
   CheckHostTensor(out_arc, "out_arc", kDLInt, 32, {K, cap});
   CheckHostTensor(out_step, "out_step", kDLFloat, 32, {K, 4});
+  CheckHostTensor(out_overflow, "out_overflow", kDLInt, 32, {K});
   const char* base = static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset();
   std::vector<GpuDecoder::Snapshot> snaps = Guarded([&] {
     return d->DecodeSnapshots(base, f16, log_probs.strides()[1], static_cast<int32_t>(T),
@@ -519,6 +521,7 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
   float* sc = static_cast<float*>(out_score.data_ptr());
   int32_t* ar = static_cast<int32_t*>(out_arc.data_ptr());
   float* step = static_cast<float*>(out_step.data_ptr());
+  int32_t* ovf = static_cast<int32_t*>(out_overflow.data_ptr());
   for (int64_t k = 0; k < K; ++k) {
     const auto& s = snaps[k];
     int64_t n = std::min<int64_t>(cap, s.state.size());
@@ -527,6 +530,7 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
     step[k * 4 + 1] = s.beam;
     step[k * 4 + 2] = s.cutoff;
     step[k * 4 + 3] = static_cast<float>(s.before_closure);
+    ovf[k] = s.overflow;
     for (int64_t i = 0; i < n; ++i) {
       st[k * cap + i] = s.state[i];
       sc[k * cap + i] = s.score[i];

@@ -731,6 +731,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
       int32_t bits = mo >= 0 ? mo : mo ^ 0x7FFFFFFF;
       std::memcpy(&mx, &bits, sizeof(mx));
       s.cutoff = mx - lc.beam;
+      s.overflow = lc.overflow;  // a frontier cut at main_q (16) is cut here too: the caller sees it
       int32_t n = t < length ? std::min(lc.next_size, lc.tok_cap[buf]) : (lc.final_winner != -2 ? 1 : 0);
       const int64_t q = lc.tok_off[buf];
       // after a real step's closure the lane is kPhaseEps (closure = scan) or still

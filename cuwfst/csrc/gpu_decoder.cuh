@@ -208,6 +208,10 @@ class GpuDecoder {
     float beam;
     float cutoff;
     int32_t before_closure;  // frontier size before the step's epsilon closure
+    // lane 0's overflow bits after this step (kOverflow*, OR-ed over the decode so far): a
+    // capacity bit (frontier past main_q 16, claims 8, hash 2, slots 64) means this frontier
+    // and every later one may miss tokens the CPU keeps; the caller rescues (decoder/gpu.py)
+    int32_t overflow;
     std::vector<int32_t> state, arc;
     std::vector<float> score;
   };

@@ -539,17 +539,30 @@ class GpuBackend:
             attach(self.graph, hyps[row], lats[i])
 
     def decode_snapshots(self, log_probs, length):
-        from .offline import snapshot_buffers, snapshot_length, snapshots_to_dicts
+        from .offline import snapshot_length
 
         lp = self.to_device(log_probs)
         if lp.shape[0] != 1:
             raise ValueError("decode_snapshots takes one row ([T, V])")
         length = snapshot_length(length, lp.shape[1])
-        bufs = snapshot_buffers(length, self.graph.num_states)
         stream = self._stream()
         with self.lock:
-            self.mod.gpu_decode_snapshots(self.main.handle, lp, length, stream, *bufs)
-        return snapshots_to_dicts(self.graph, *bufs)
+            snaps = self.snapshots_on(self.main, lp, length, stream)
+            # A capacity overflow (a frontier past main_q, a full claims list or hash) cuts
+            # the frontier, so this snapshot and the later ones would miss tokens the CPU
+            # keeps: decode it again on the rescue instance (4x the frontier), as decode does.
+            if any(s["overflow"] & RESCUE_BITS for s in snaps):
+                snaps = self.snapshots_on(self.rescue_instance(), lp, length, stream)
+        return snaps
+
+    def snapshots_on(self, inst, lp, length, stream):
+        """decode_snapshots' dicts of one instance, no rescue (the caller holds self.lock)."""
+        from .offline import snapshot_buffers, snapshots_to_dicts
+
+        bufs = snapshot_buffers(length, self.graph.num_states)
+        overflow = np.zeros(length + 2, np.int32)
+        self.mod.gpu_decode_snapshots(inst.handle, lp, length, stream, *bufs, overflow)
+        return snapshots_to_dicts(self.graph, *bufs, overflow)
 
     @staticmethod
     def _collect(hyps, rows, res, frontend):

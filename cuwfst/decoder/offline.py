@@ -294,8 +294,12 @@ class Decoder:
 
         Entry k: the frontier after step k-1 (k = 0: the initial frontier), as a dict with
         phase, beam, cutoff, before_closure (the frontier's size before the step's epsilon
-        closure) and `tokens` {state: (score, arc)}. With blank_skip, the steps are those of
-        the kept frames (what decode runs)."""
+        closure), `tokens` {state: (score, arc)} and overflow (the GPU's overflow bits after
+        the step, as Hypothesis.overflow; always 0 on the CPU). On the GPU a frontier that
+        outgrows the main instance's capacity (main_q: a cut frontier would miss tokens) is
+        decoded again on the rescue instance, as decode does; a snapshot that still carries
+        a capacity bit may miss tokens. With blank_skip, the steps are those of the kept
+        frames (what decode runs)."""
         log_probs, lens, skipped = prepare_offline(log_probs, None if length is None else [length],
                                                    self.graph.vocab_size, self.options)
         if skipped is not None:
@@ -331,8 +335,9 @@ def snapshot_buffers(length: int, num_states: int):
             np.zeros((K, 4), np.float32))
 
 
-def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
-    """Snapshot buffers as dicts; arcs as source arc ids (-1: the start token)."""
+def snapshots_to_dicts(graph, cnt, st, sc, ar, step, overflow=None) -> list[dict]:
+    """Snapshot buffers as dicts; arcs as source arc ids (-1: the start token); overflow:
+    the GPU's bits per snapshot (None: the CPU's, all 0)."""
     out = []
     for k in range(len(cnt)):
         n = int(cnt[k])
@@ -341,5 +346,6 @@ def snapshots_to_dicts(graph, cnt, st, sc, ar, step) -> list[dict]:
         arcs = np.where(arcs >= 0, graph.source_arc_ids(np.maximum(arcs, 0) & ~REDIRECT_ARC_BIT) | bit, -1)
         out.append({"phase": int(step[k, 0]), "beam": float(step[k, 1]), "cutoff": float(step[k, 2]),
                     "before_closure": int(step[k, 3]),
+                    "overflow": 0 if overflow is None else int(overflow[k]),
                     "tokens": {int(st[k, i]): (float(sc[k, i]), int(arcs[i])) for i in range(n)}})
     return out
