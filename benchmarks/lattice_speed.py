@@ -48,6 +48,7 @@ def main():
     p.add_argument("--check", type=int, default=8, help="rows whose GPU lattice is compared with the CPU's")
     p.add_argument("--profile", action="store_true", help="kernel split of a lattice decode at the largest batch")
     p.add_argument("--json", help="append results as JSON lines here")
+    p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
     a = p.parse_args()
     import torch
 
@@ -81,11 +82,32 @@ def main():
             return out
 
         t_best, hyps = _median_time(lambda: run(False), a.reps, sync)
+        # A/B in one run: the GPU's own pruning ("gpu", gpu_lattice_prune.cu) and the host's
+        # replay of every record ("replay", the path before it); their lattices must be equal
+        be.lattice_prune = "gpu"
         t_lat, lat_hyps = _median_time(lambda: run(True), a.reps, sync)
+        prune_ms = dict(be.main.last_prune_ms) if hasattr(be.main, "last_prune_ms") else {}
+        t_lat_replay = float("nan")
+        ab_identical = None
+        if not a.no_replay:
+            be.lattice_prune = "replay"
+            t_lat_replay, replay_hyps = _median_time(lambda: run(True), a.reps, sync)
+            fields = ("src", "dst", "frame", "graph_arc", "token", "acoustic", "graph_score", "score", "state_graph",
+                      "state_frame", "state_level")
+            ab_identical = sum(1 for x, y in zip(lat_hyps, replay_hyps)
+                               if (x.lattice is None) == (y.lattice is None) and
+                               (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
+                                                      x.lattice.recorded_arcs == y.lattice.recorded_arcs and
+                                                      all(np.array_equal(getattr(x.lattice, f), getattr(y.lattice, f))
+                                                          for f in fields))))
+            print(f"batch {B}: GPU pruning {t_lat / ((n + B - 1) // B) * 1000:.1f} ms vs host replay "
+                  f"{t_lat_replay / ((n + B - 1) // B) * 1000:.1f} ms per batch; lattices identical on "
+                  f"{ab_identical}/{n} rows (arcs, frames, graph arcs, tokens, float32 scores, states, levels)")
+            be.lattice_prune = None
         gpu_lats = lat_hyps if gpu_lats is None else gpu_lats
         # the split: the device part (decode with records, readback) and the host part
         dev_t, host_t, attach_t = [], [], []
-        for _ in range(a.reps):
+        for _ in range(0 if a.no_replay else a.reps):
             td = th = ta = 0.0
             for s in range(0, n, B):
                 lens = np.ascontiguousarray(lens_all[s : s + B])
@@ -113,10 +135,12 @@ def main():
         recorded = sum(h.lattice.recorded_arcs for h in lat_hyps if h.lattice is not None)
         nb = (n + B - 1) // B
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
+                   ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
+                   last_prune_ms=prune_ms,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
-                   device_ms_per_batch=statistics.median(dev_t) / nb * 1000,
-                   host_ms_per_batch=statistics.median(host_t) / nb * 1000,
-                   attach_ms_per_batch=statistics.median(attach_t) / nb * 1000,
+                   device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
+                   host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),
+                   attach_ms_per_batch=statistics.median(attach_t) / nb * 1000 if attach_t else float("nan"),
                    lattice_arcs_per_frame=arcs / frames, recorded_arcs_per_frame=recorded / frames,
                    no_lattice_rows=sum(h.lattice is None for h in lat_hyps),
                    overflow_rows=sum(1 for h in lat_hyps if h.overflow),
@@ -131,6 +155,9 @@ def main():
               f"times and confidences {row['attach_ms_per_batch']:.1f} ms; {row['lattice_arcs_per_frame']:.1f} "
               f"lattice arcs per frame "
               f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)")
+        print(f"batch {B}: GPU pruning path, last batch: prune device passes {prune_ms.get('device', float('nan')):.1f} ms, "
+              f"readback {prune_ms.get('readback', float('nan')):.1f} ms, host numbering {prune_ms.get('host', float('nan')):.1f}"
+              " ms (the split lines above are the replay path's)")
         if a.profile and B == max(a.batch):
             inst = be.main
             before = inst.profile(True)
@@ -138,6 +165,7 @@ def main():
             after = inst.profile(False)
             ms = {k: (after[k] - before[k]) / nb for k in after}
             tot = sum(ms.values())
+            be.lattice_prune = None
             print("kernel ms per lattice batch (launch by launch, CUDA events): " +
                   ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items() if v > 0) + f"; sum {tot:.2f}")
             row["kernel_ms"] = ms

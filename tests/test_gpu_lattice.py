@@ -389,6 +389,87 @@ def test_every_lattice_allocation_fails_cleanly():
     assert sites >= 8 and raised >= 7, (sites, raised)
 
 
+# ---------------------------------------------------------------- GPU pruning (gpu_lattice_prune.cu)
+# Epsilon-free graphs prune on the GPU by default ("gpu"); "replay" is the host replay of
+# every record. Both must give the CPU lattice, array for array.
+
+def _both_modes(graph, opts, lp, lens, online=False, **kw):
+    dec = Decoder(graph, opts, device="cuda", **kw)
+    out = {}
+    for mode in ("gpu", "replay"):
+        dec._gpu.lattice_prune = mode
+        out[mode] = dec.decode(lp, lens, lattice=True, online=online)
+    return dec, out
+
+
+@pytest.mark.parametrize("seed", [s for s in range(180) if s % 3 != 2])  # random_lattice_case's epsilon-free ones
+def test_gpu_pruning_equals_replay_and_cpu(seed):
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    online = seed % 7 == 3
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True, online=online)
+    dec, out = _both_modes(graph, opts, lp, lens, online, max_lanes=int(rng.choice([1, 3, 32])),
+                           walker="thread" if seed % 4 == 1 else "warp")
+    assert dec._gpu.lattice_prune_on_gpu(dec._gpu.main) is False  # the attribute says replay now
+    compare(cpu, out["gpu"], f"gpu pruning seed {seed}")
+    compare(cpu, out["replay"], f"replay seed {seed}")
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_gpu_pruning_long_inputs_many_windows(seed):
+    """Rows of 0 to 400 frames in one batch (each lane its own window schedule: the last
+    window ends at its own T = n + 1, k2's windows of 30 shifted by 20 up to 20 of them),
+    lengths around the window edges (19, 20, 21, 29, 30, 31, 49, 50, 51), allow_partial on and
+    off, output beams from 0.5 to 1000."""
+    rng = np.random.default_rng(77000 + seed)
+    V = int(rng.integers(3, 16))
+    graph = random_ctc_graph(rng, int(rng.choice([30, 200, 800])), V, int(rng.integers(2, 6)),
+                             float(rng.uniform(0.02, 0.4)))
+    edges = [0, 1, 19, 20, 21, 29, 30, 31, 49, 50, 51, 69, 70, 71]
+    B = int(rng.integers(2, 9))
+    T = int(rng.choice([60, 150, 400]))
+    lens = np.array([T] + [int(rng.choice(edges + [int(rng.integers(0, T + 1))])) for _ in range(B - 1)], np.int32)
+    lens = np.minimum(lens, T)
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    opts = DecoderOptions(search_beam=float(rng.choice([6.0, 12.0, 20.0])), output_beam=float(rng.choice([0.5, 3.0, 8.0, 1000.0])),
+                          max_active_states=int(rng.choice([50, 500, 10000])), allow_partial=bool(seed % 3 != 0))
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    _, out = _both_modes(graph, opts, lp, lens, max_lanes=int(rng.choice([B, 3, 32])))
+    compare(cpu, out["gpu"], f"long seed {seed}")
+    compare(cpu, out["replay"], f"long replay seed {seed}")
+
+
+def test_gpu_pruning_env_var_selects_replay(monkeypatch):
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
+    lp = random_log_probs(rng, 3, 50, 8, peaky=True)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0)
+    dec = Decoder(graph, opts, device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_PRUNE", "replay")
+    assert not dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+    a = dec.decode(lp, lattice=True)
+    monkeypatch.setenv("CUWFST_LATTICE_PRUNE", "gpu")
+    assert dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+    b = dec.decode(lp, lattice=True)
+    assert set(dec._gpu.main.last_prune_ms) == {"device", "readback", "host"}
+    compare(a, b, "env var")
+
+
+def test_gpu_pruning_batches_interleave_and_regrow():
+    """Small then large then small batches reuse and grow the pruning buffers; 1-best
+    decodes in between; every lattice is the CPU's."""
+    rng = np.random.default_rng(8)
+    graph = random_ctc_graph(rng, 500, 12, 5, 0.2)
+    opts = DecoderOptions(search_beam=12.0, output_beam=6.0, max_active_states=400)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=16, lattice_entries=64)
+    cpu = Decoder(graph, opts)
+    for B, T in [(1, 5), (16, 120), (2, 30), (16, 200), (3, 1)]:
+        lp = random_log_probs(rng, B, T, 12, peaky=bool(T % 2))
+        lens = rng.integers(0, T + 1, B).astype(np.int32)
+        lens[0] = T
+        compare(cpu.decode(lp, lens, lattice=True), dec.decode(lp, lens, lattice=True), f"B {B} T {T}")
+        dec.decode(lp, lens)
+
+
 def test_report_totals():
     print(f"\nGPU lattices vs CPU: {TOTALS['rows']} rows, {TOTALS['arcs']} lattice arcs ({TOTALS['eps_arcs']} "
           f"epsilon, {TOTALS['redirected']} redirected) identical; {TOTALS['ties']} rows whose 1-best took another "

@@ -399,6 +399,64 @@ void GpuLatticeRecords(int64_t h, TensorView out_records) {
   Guarded([&] { GetDecoder(h)->TakeLatticeRecords(static_cast<int32_t*>(out_records.data_ptr()), N); });
 }
 
+// gpu_decode_lattice with the GPU's own output-beam pruning (LatticeOutputs::mode 2,
+// gpu_lattice_prune.cu; epsilon-free graphs): the decode, then the pruning of every row
+// that has no rescue overflow bit (RESCUE_BITS of decoder/rescue.py; those rows get empty
+// lattices); out_lat_sizes2 [B, 3] i64 = {states, arcs, recorded arcs} per row (each row
+// then by gpu_lattice_pruned_row), out_prune_ms [3] f64 = {device passes, readback, host}.
+void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
+                            TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
+                            TensorView out_stats, TensorView out_lat_counts, TensorView out_lat_cutoffs,
+                            TensorView out_lat_sizes, TensorView out_lat_total, double output_beam,
+                            TensorView out_lat_sizes2, TensorView out_prune_ms) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  if (out_lat_counts.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_lat_counts must be [B, S]";
+  const int64_t S = out_lat_counts.shape()[1];
+  int32_t max_len = 0;
+  for (int64_t b = 0; b < lp.B; ++b) max_len = std::max(max_len, len[b]);
+  if (S < max_len + 1) TVM_FFI_THROW(ValueError) << "out_lat_counts has " << S << " columns for rows of up to " << max_len << " frames";
+  CheckHostTensor(out_lat_counts, "out_lat_counts", kDLInt, 32, {lp.B, S});
+  CheckHostTensor(out_lat_cutoffs, "out_lat_cutoffs", kDLFloat, 32, {lp.B, S});
+  CheckHostTensor(out_lat_sizes, "out_lat_sizes", kDLInt, 32, {lp.B, S});
+  CheckHostTensor(out_lat_total, "out_lat_total", kDLInt, 64, {1});
+  CheckHostTensor(out_lat_sizes2, "out_lat_sizes2", kDLInt, 64, {lp.B, 3});
+  CheckHostTensor(out_prune_ms, "out_prune_ms", kDLFloat, 64, {3});
+  cuwfst::LatticeOutputs lat{S, static_cast<int32_t*>(out_lat_counts.data_ptr()),
+                             static_cast<float*>(out_lat_cutoffs.data_ptr()),
+                             static_cast<int32_t*>(out_lat_sizes.data_ptr()),
+                             static_cast<int64_t*>(out_lat_total.data_ptr()), 2};
+  Guarded([&] {
+    d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);
+    constexpr int32_t kRescueBits = cuwfst::kOverflowHash | cuwfst::kOverflowClaims | cuwfst::kOverflowKept |
+                                    cuwfst::kOverflowSlots | cuwfst::kOverflowArena | cuwfst::kOverflowPool;
+    std::vector<uint8_t> skip(lp.B);
+    for (int64_t b = 0; b < lp.B; ++b) skip[b] = (out.meta[b * 4 + 2] & kRescueBits) != 0;
+    d->PruneLattice(static_cast<int32_t>(lp.B), len, skip.data(), static_cast<float>(output_beam),
+                    static_cast<int64_t*>(out_lat_sizes2.data_ptr()));
+    double* ms = static_cast<double*>(out_prune_ms.data_ptr());
+    for (int k = 0; k < 3; ++k) ms[k] = d->prune_ms_[k];
+  });
+}
+
+// Row b of the last gpu_decode_lattice_pruned: states [3, S] i32, arcs [4, A] i32, scores
+// [3, A] f32 (S, A from its out_lat_sizes2).
+void GpuLatticePrunedRow(int64_t h, int64_t b, TensorView states, TensorView arcs, TensorView scores) {
+  if (states.ndim() != 2 || arcs.ndim() != 2 || scores.ndim() != 2)
+    TVM_FFI_THROW(ValueError) << "states, arcs and scores must be 2-d";
+  const int64_t S = states.shape()[1], A = arcs.shape()[1];
+  CheckHostTensor(states, "states", kDLInt, 32, {3, S});
+  CheckHostTensor(arcs, "arcs", kDLInt, 32, {4, A});
+  CheckHostTensor(scores, "scores", kDLFloat, 32, {3, A});
+  Guarded([&] {
+    GetDecoder(h)->TakePrunedRow(static_cast<int32_t>(b), S, A, static_cast<int32_t*>(states.data_ptr()),
+                                 static_cast<int32_t*>(arcs.data_ptr()), static_cast<float*>(scores.data_ptr()));
+  });
+}
+
 // Continuous batching (GpuDecoder::DecodeMany): any number of rows; as GpuDecode otherwise.
 // gc_every_segment: a winners-log GC round after every segment (long-form offline decodes).
 void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
@@ -600,6 +658,8 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many, GpuDecodeMany);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice, GpuDecodeLattice);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_records, GpuLatticeRecords);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned, GpuDecodeLatticePruned);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_pruned_row, GpuLatticePrunedRow);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_open, GpuStreamOpen);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_advance, GpuStreamAdvance);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_partial, GpuStreamPartial);

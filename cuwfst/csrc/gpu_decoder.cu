@@ -853,14 +853,14 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       while (mf < max_len) mf *= 2;
       AllocatePath(mf);
     }
-    if (lattice) EnsureLattice(cfg_.max_frames);
+    if (lattice) EnsureLattice(cfg_.max_frames, lattice->mode == 2);
     // The lattice stage is a flag of the one pipeline (a kernel argument): on for this
     // decode only, so every other sequence runs (and captures) without it.
     struct LatticeFlag {
       Workspace& ws;
       ~LatticeFlag() { ws.lattice = 0; }
     } lattice_flag{ws_};
-    ws_.lattice = lattice ? 1 : 0;
+    ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has

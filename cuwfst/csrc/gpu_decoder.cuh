@@ -120,6 +120,19 @@ struct LatticeOutputs {
   float* cutoffs;    // each step's cutoff (exact max - beam)
   int32_t* sizes;    // the frontier after each step and its epsilon closure
   int64_t* total;    // [1] records of the batch
+  // 1: the records come back for the host's replay (TakeLatticeRecords); 2: the records also
+  // carry tokens and admission (LatRecordExt) and stay on the device for PruneLattice.
+  int32_t mode = 1;
+};
+
+// One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu), in the CPU
+// reference's RowLattice arrays: states [3, S] = {time, graph state, level}, arcs [4, A] =
+// {src, dst, frame, image arc | redirect bit}, scores [3, A] = {acoustic, graph, score}.
+struct PrunedRow {
+  int32_t num_states = 0, num_arcs = 0;
+  int64_t recorded = 0;
+  std::vector<int32_t> states, arcs;
+  std::vector<float> scores;
 };
 
 // Launch sequences (Enqueue): what runs around the steps.
@@ -179,6 +192,16 @@ class GpuDecoder {
   // The last lattice decode's records as [N, 3] int32 {source state, arc, acoustic bits},
   // row by row, each row's in step order (the order within a step is arbitrary).
   void TakeLatticeRecords(int32_t* out, int64_t N);
+  // After a Decode with LatticeOutputs::mode 2 (epsilon-free graphs): k2's output-beam
+  // pruning of every row's records on the device (the CPU LatticeBuilder's windows, bit for
+  // bit), then only the kept states and arcs come back and are numbered as the CPU numbers
+  // them. Rows with skip[b] != 0 get an empty lattice (their records are not trusted).
+  // sizes_out [B, 3] = {states, arcs, recorded arcs}; each row then by TakePrunedRow.
+  void PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam,
+                    int64_t* sizes_out);
+  void TakePrunedRow(int32_t b, int64_t S, int64_t A, int32_t* states, int32_t* arcs, float* scores);
+  // Milliseconds of the last PruneLattice: {device passes, readback, host numbering}.
+  double prune_ms_[3] = {0, 0, 0};
   // Continuous batching: N rows of one packed [N, T, V] tensor through the lanes, the next
   // row entering a lane as soon as one finishes (segments of `segment` steps); each row's
   // result equals its decode alone. Outputs as Decode's, one row per input row. A GC round
@@ -276,7 +299,7 @@ class GpuDecoder {
   void EnqueueClosure(const Workspace& w, bool closes_step);
   // Lattice decodes (gpu_lattice.cu): buffers for rows of up to max_frames frames, growth
   // of the records, and the readback after a decode.
-  void EnsureLattice(int32_t max_frames);
+  void EnsureLattice(int32_t max_frames, bool ext = false);
   void GrowLattice(unsigned long long want);
   void ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out);
   void ReleaseAllLanes();
@@ -397,6 +420,15 @@ class GpuDecoder {
   int64_t h_lat_n_ = 0;                 // records in h_lat_
   std::vector<int64_t> h_lat_lane_;     // each row's records, from the step counts
   int64_t lattice_bytes() const;
+  // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
+  // their high water; the per-step arrays of the last mode-2 decode on the host.
+  DeviceBuffer lat_ext_;
+  DeviceBuffer pr_buf_[24];
+  PinnedBuffer pr_host_[2];
+  std::vector<int32_t> pr_count_, pr_size_;
+  int32_t pr_B_ = -1;  // rows of the last mode-2 decode (-1: none to prune)
+  std::vector<PrunedRow> pr_rows_;
+  void* PruneBuffer(int k, size_t bytes);
 };
 
 }  // namespace cuwfst

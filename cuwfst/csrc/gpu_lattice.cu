@@ -18,7 +18,7 @@ constexpr int64_t kLatticeInitialRecords = 4ll << 20;
 }  // namespace
 
 int64_t GpuDecoder::lattice_bytes() const {
-  return lat_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
+  return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
          eps_hint_.amount() + eps_lane_offsets_.amount();
 }
@@ -26,7 +26,7 @@ int64_t GpuDecoder::lattice_bytes() const {
 // Every buffer a lattice decode of rows up to max_frames frames needs. Each is allocated
 // before it replaces anything, so a failure leaves the decoder as it was (and usable for
 // 1-best decodes); captured graphs are dropped when a pointer they hold changes.
-void GpuDecoder::EnsureLattice(int32_t max_frames) {
+void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   const int64_t L = cfg_.max_lanes, Q = cfg_.main_q;
   auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) {
     DeviceBuffer b;
@@ -42,7 +42,8 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
   };
   const int32_t seg = max_frames + 2;  // steps 0..max_frames
   const bool missing = !lat_cursor_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
-                       (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg;
+                       (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg ||
+                       (ext && !lat_ext_.get());
   if (!missing) return;
   // Every captured graph holds the Workspace it was captured with: drop them before any of
   // its pointers changes (a failure half-way leaves some changed).
@@ -56,6 +57,10 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
     alloc(&lat_, static_cast<size_t>(cap) * sizeof(LatRecord), "the lattice records");
     ws_.lat = static_cast<LatRecord*>(lat_.get());
     ws_.lat_cap = cap;
+  }
+  if (ext && !lat_ext_.get()) {  // GPU pruning's side array, as many entries as the records
+    alloc(&lat_ext_, static_cast<size_t>(ws_.lat_cap) * sizeof(LatRecordExt), "the lattice records' tokens");
+    ws_.lat_ext = static_cast<LatRecordExt*>(lat_ext_.get());
   }
   if (ws_.hash_pos == nullptr) {  // an epsilon-free graph: the claims' frontier positions
     // max_lanes x hash_cap: the static layout's tables and the most the pooled hash pool
@@ -105,8 +110,10 @@ void GpuDecoder::EnsureLattice(int32_t max_frames) {
 // Room for `want` records (what the last run of the batch tried to write), plus a quarter.
 void GpuDecoder::GrowLattice(unsigned long long want) {
   const int64_t n = static_cast<int64_t>(want) + static_cast<int64_t>(want >> 2);
-  DeviceBuffer fresh;
+  DeviceBuffer fresh, fresh_ext;
   cudaError_t e = TryDeviceAlloc(static_cast<size_t>(n) * sizeof(LatRecord), &fresh);
+  if (e == cudaSuccess && lat_ext_.get())
+    e = TryDeviceAlloc(static_cast<size_t>(n) * sizeof(LatRecordExt), &fresh_ext);
   if (e != cudaSuccess) {
     std::ostringstream os;
     os << "cannot grow the lattice records from " << ws_.lat_cap << " to " << n << " ("
@@ -118,6 +125,10 @@ void GpuDecoder::GrowLattice(unsigned long long want) {
   FreeGraphs();  // they captured the old pointer
   lat_ = std::move(fresh);
   ws_.lat = static_cast<LatRecord*>(lat_.get());
+  if (fresh_ext.get()) {
+    lat_ext_ = std::move(fresh_ext);
+    ws_.lat_ext = static_cast<LatRecordExt*>(lat_ext_.get());
+  }
   ws_.lat_cap = n;
 }
 
@@ -135,6 +146,25 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
   if (total > static_cast<unsigned long long>(ws_.lat_cap))
     throw std::runtime_error("lattice records past their capacity after growth (a decoder bug)");
+  pr_B_ = -1;
+  if (out.mode == 2) {  // the records stay on the device for PruneLattice
+    pr_count_ = count;
+    pr_size_ = size;
+    pr_B_ = B;
+    h_lat_n_ = 0;
+    h_lat_lane_.assign(B, 0);
+    for (int32_t b = 0; b < B; ++b) {
+      const int64_t steps = std::min<int64_t>(static_cast<int64_t>(lengths[b]) + 1, std::min<int64_t>(out.S, seg));
+      for (int64_t t = 0; t < out.S; ++t) {
+        const bool in = t < steps;
+        out.counts[b * out.S + t] = in ? count[b * seg + t] : 0;
+        out.cutoffs[b * out.S + t] = in ? cutoff[b * seg + t] : 0.f;
+        out.sizes[b * out.S + t] = in ? size[b * seg + t] : 0;
+      }
+    }
+    out.total[0] = static_cast<int64_t>(total);
+    return;
+  }
   const size_t bytes = static_cast<size_t>(total) * sizeof(LatRecord);
   if (h_lat_.amount() < static_cast<int64_t>(bytes)) {
     PinnedBuffer fresh;

@@ -3,6 +3,7 @@ decoder instances, input checks, sub-batching and overflow rescue (decoder/rescu
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 
@@ -231,6 +232,42 @@ class GpuInstance:
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         self.mod.gpu_lattice_records(self.handle, records)
         return (out_arcs, out_len, out_score, out_meta, out_stats), LatticeRecords(records, counts, cutoffs, sizes)
+
+    def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False):
+        """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
+        graphs): returns the decode's arrays and, per row, (states [3, S], arcs [4, A],
+        scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
+        None for rows with a rescue overflow bit. self.last_prune_ms: {device, readback, host}."""
+        B, T = lp.shape[0], lp.shape[1]
+        cap = (T + 2) * (1 + self.eps_iterations)
+        out_arcs = np.zeros((B, cap), np.int32)
+        out_len = np.zeros(B, np.int32)
+        out_score = np.zeros(B, np.float32)
+        out_meta = np.zeros((B, 4), np.int32)
+        out_stats = np.zeros((B, 2), np.int64)
+        counts = np.zeros((B, T + 1), np.int32)
+        cutoffs = np.zeros((B, T + 1), np.float32)
+        sizes = np.zeros((B, T + 1), np.int32)
+        total = np.zeros(1, np.int64)
+        sizes2 = np.zeros((B, 3), np.int64)
+        ms = np.zeros(3, np.float64)
+        self.mod.gpu_decode_lattice_pruned(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score,
+                                           out_meta, out_stats, counts, cutoffs, sizes, total, float(output_beam),
+                                           sizes2, ms)
+        self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()))
+        skip = (out_meta[:, 2] & RESCUE_BITS) != 0
+        rows = []
+        for b in range(B):
+            if skip[b]:
+                rows.append(None)
+                continue
+            S, A = int(sizes2[b, 0]), int(sizes2[b, 1])
+            states = np.zeros((3, S), np.int32)
+            arcs = np.zeros((4, A), np.int32)
+            scores = np.zeros((3, A), np.float32)
+            self.mod.gpu_lattice_pruned_row(self.handle, b, states, arcs, scores)
+            rows.append((states, arcs, scores, int(sizes2[b, 2])))
+        return (out_arcs, out_len, out_score, out_meta, out_stats), rows
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
                     gc: bool = False):
@@ -506,6 +543,17 @@ class GpuBackend:
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False):
         rows = np.asarray(list(rows), np.int64)
         sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
+        if lattice and self.lattice_prune_on_gpu(inst):
+            # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
+            from .lattice import attach, lattice_from_arrays
+
+            res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online)
+            self._collect(hyps, rows.tolist(), res, frontend)
+            for i, row in enumerate(rows.tolist()):
+                if lat_rows[i] is not None:
+                    states, arcs, scores, recorded = lat_rows[i]
+                    attach(self.graph, hyps[row], lattice_from_arrays(self.graph, states, arcs, scores, recorded))
+            return
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)
             self._collect(hyps, rows.tolist(), res, frontend)
@@ -516,6 +564,17 @@ class GpuBackend:
         else:
             res = inst.decode(sub, sub_lens, stream, online)
         self._collect(hyps, rows.tolist(), res, frontend)
+
+    def lattice_prune_on_gpu(self, inst) -> bool:
+        """Whether lattice decodes prune on the GPU ("gpu", the default, on graphs without an
+        epsilon closure) or replay the records on the host ("replay": the CPU LatticeBuilder
+        over every record, the path before gpu_lattice_prune.cu). Set by the attribute
+        `lattice_prune` or the environment variable CUWFST_LATTICE_PRUNE."""
+        mode = getattr(self, "lattice_prune", None) or os.environ.get("CUWFST_LATTICE_PRUNE", "gpu")
+        if mode not in ("gpu", "replay"):
+            raise ValueError(f"lattice_prune must be 'gpu' or 'replay', got {mode!r}")
+        return mode == "gpu" and getattr(inst, "eps_iterations", 1) == 0 and \
+            hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned")
 
     def _attach_lattices(self, hyps, rows, lens, res, records, frontend):
         """Lattices from the GPU's records (lattice_records.py) onto hyps[rows[i]]. A row

@@ -10,7 +10,7 @@ from .core import ModuleSpec, load
 def spec(cuda_arch: str) -> ModuleSpec:
     return ModuleSpec(
         name="cuwfst_gpu_sm" + cuda_arch.replace(".", ""),
-        sources=("gpu_decoder.cu", "gpu_lanes.cu", "gpu_lattice.cu", "gpu_binding.cu"),
+        sources=("gpu_decoder.cu", "gpu_lanes.cu", "gpu_lattice.cu", "gpu_lattice_prune.cu", "gpu_binding.cu"),
         cflags=("-O2", "-std=c++17"),
         cuda_cflags=(),
         cuda_arch=cuda_arch,

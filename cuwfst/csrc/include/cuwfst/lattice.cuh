@@ -41,18 +41,23 @@ namespace cuwfst {
 // index. The hash is read-only during the walk (the step's writers have finished). The
 // probe sequence is FindOrClaim's: home slot HashSlot(dest, size), then linear. size 0: the
 // lane has no table this step (a pooled lane refused its regions; the pause prevents it).
-__device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_t* hash_pos, int32_t size,
-                                              uint32_t dest) {
-  if (size == 0) return false;
+// NewFrontierPos: its index in the new frontier, -1 when it is not there.
+__device__ __forceinline__ int32_t NewFrontierPos(const uint32_t* keys, const int32_t* hash_pos, int32_t size,
+                                                  uint32_t dest) {
+  if (size == 0) return -1;
   const uint32_t mask = static_cast<uint32_t>(size - 1);
   uint32_t h = HashSlot(dest, size);
   for (int probe = 0; probe < kMaxProbes; ++probe) {
     const uint32_t k = keys[h];
-    if (k == dest) return hash_pos[h] >= 0;
-    if (k == kEmptyKey) return false;
+    if (k == dest) return hash_pos[h] >= 0 ? hash_pos[h] : -1;
+    if (k == kEmptyKey) return -1;
     h = (h + 1) & mask;
   }
-  return false;
+  return -1;
+}
+__device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_t* hash_pos, int32_t size,
+                                              uint32_t dest) {
+  return NewFrontierPos(keys, hash_pos, size, dest) >= 0;
 }
 
 // LatPersistKernel — per step of a lattice decode, after FinalizeKernel and the epsilon
@@ -76,6 +81,8 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
   const int32_t* hash_pos = nullptr;
   int32_t* count = nullptr;
   bool final_alive = false;
+  float cutoff = 0.f;
+  int32_t step_t = 0;
   Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
@@ -86,11 +93,14 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       table = lc.hash_cap;
       count = ws.lat_count + static_cast<int64_t>(cur_lane) * ws.seg_cap + (lc.t - 1);
       final_alive = lc.final_winner != -2;
+      cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;  // LatStepEndKernel's lat_cutoff
+      step_t = lc.t - 1;
     }
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    const bool keep = lv.phase == kPhaseReal
-                          ? InNewFrontier(keys, hash_pos, table, static_cast<uint32_t>(g.arc_dest[arc]))
-                          : final_alive;
+    const int32_t dst_pos = lv.phase == kPhaseReal
+                                ? NewFrontierPos(keys, hash_pos, table, static_cast<uint32_t>(g.arc_dest[arc]))
+                                : (final_alive ? 0 : -1);
+    const bool keep = dst_pos >= 0;
     // The recording threads of this call, grouped by lane (the warp walker gives a strip
     // one lane; the thread walker's neighbours may sit in different lanes).
     const unsigned active = __activemask();
@@ -108,9 +118,15 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
     }
     base = __shfl_sync(peers, base, leader);
     const unsigned long long i = base + static_cast<unsigned long long>(rank);
-    if (i < static_cast<unsigned long long>(ws.lat_cap))
-      ws.lat[i] = {state[tok], lv.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, lv.Acoustic(g, arc),
-                   cur_lane};
+    if (i < static_cast<unsigned long long>(ws.lat_cap)) {
+      const float acoustic = lv.Acoustic(g, arc);
+      ws.lat[i] = {state[tok], lv.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, acoustic, cur_lane};
+      if (ws.lattice == 2) {
+        // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
+        const bool admitted = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic) > cutoff;
+        ws.lat_ext[i] = {step_t, tok, dst_pos, admitted ? 1 : 0};
+      }
+    }
   });
 }
 

@@ -185,6 +185,18 @@ struct LatRecord {
   int32_t lane;
 };
 
+// What the GPU's own output-beam pruning (lattice_prune.cuh) needs beyond a LatRecord,
+// written beside it (same index) when Workspace::lattice == 2: the step, the source token
+// (its index in the frontier the step expanded), the destination token (its index in the
+// new frontier; 0 on final and redirected arcs, whose destination is the final token) and
+// whether the beam admitted the arc (end > cutoff in the search's arithmetic).
+struct LatRecordExt {
+  int32_t t;
+  int32_t src_tok;
+  int32_t dst_tok;
+  int32_t admitted;
+};
+
 struct WinnerEntry {
   int32_t prev;  // previous entry, -1 for the start token
   int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
@@ -291,9 +303,11 @@ struct Workspace {
   int32_t* drain;            // [max_lanes][path_cap] final arcs a round cut off, root first
   int32_t* drain_len;        // [max_lanes]
   // lattice records (lattice.cuh): set only for a decode with lattice = 1
-  int32_t lattice;           // 1: FinalizeKernel keeps the step's claims, LatPersistKernel records
+  int32_t lattice;           // 1: FinalizeKernel keeps the step's claims, LatPersistKernel records;
+                             // 2: as 1, and LatPersistKernel also writes lat_ext (GPU pruning)
   int32_t seg_cap;           // steps per lane the per-step arrays hold (max_frames + 2)
   LatRecord* lat;            // [lat_cap] the batch's records, lanes interleaved, each lane's in step order
+  LatRecordExt* lat_ext;     // [lat_cap] beside lat when lattice == 2 (else unused)
   int64_t lat_cap;
   unsigned long long* lat_cursor;  // records this decode made; past lat_cap: grow and decode again
   int32_t* lat_count;        // [max_lanes][seg_cap] records of each step of each lane

@@ -1,0 +1,565 @@
+// GPU output-beam pruning of a lattice decode's records (LatticeOutputs::mode 2,
+// epsilon-free graphs): the CPU LatticeBuilder's rules (reference_lattice.cc) on the
+// device, so only the kept states and arcs come back (docs/design.md "Lattices on the
+// GPU", docs/speed-notes.md). Nothing here depends on the GPU's frontier order:
+//  * forward (k2's Viterbi forward): fwd[dst] = max over the step's records of
+//    fwd[src] + score, score = acoustic + weight (float; the record's own sum, as the CPU);
+//    max is order-free, so atomicMax on an order-preserving int gives the CPU's value (a
+//    -0 / +0 difference can only ever give equal values in every later sum and compare);
+//  * the CPU's token order, which numbers lattice states: a new frontier lists its states
+//    in the order of their first admitted offer (frontier order, then arc id), so a
+//    token's position is the rank, within its lane and time, of min over its admitted
+//    records of (rank of the source, arc): atomicMin of that 64-bit key, then a segmented
+//    sort per time;
+//  * k2's windows (PruneWindows) per lane, each on what the earlier ones kept: bwd = -fwd
+//    (alive) at the window's end, then times end-1 .. begin: an arc of an alive source not
+//    dropped before is kept iff (score + bwd[dst]) + fwd[src] >= -output_beam, and bwd[src]
+//    is the max over kept arcs (atomicMax); states of times strictly inside the window with
+//    bwd = -inf die at its end (no time's states are read as sources after their time is
+//    done, so deferring the CPU's per-time update to the window's end changes nothing).
+// The host then numbers the kept states by (time, rank) and sorts each row's arcs by
+// (source, arc id): the CPU's RowLattice, array for array.
+#include "gpu_decoder.cuh"
+
+#include <cub/device/device_segmented_sort.cuh>
+
+#include "cuwfst/common.cuh"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+namespace cuwfst {
+
+namespace {
+
+constexpr uint8_t kPrAdmitted = 1, kPrDropped = 2, kPrInvalid = 4;
+constexpr int kPrThreads = 256;
+
+struct PrunedArcOut {
+  int32_t lane, t, src, dst, code;
+  float acoustic, graph, score;
+};
+struct PrunedStateOut {
+  int32_t lane, tau, rank, state, tok;
+};
+
+// The bucket (t * B + lane, or tau * B + lane) of index i in an exclusive prefix `off` of n + 1
+// entries: the last bucket whose offset is <= i.
+__device__ __forceinline__ int32_t BucketOf(const int64_t* off, int32_t n, int64_t i) {
+  int32_t lo = 0, hi = n;  // off[lo] <= i < off[hi]
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) >> 1;
+    if (off[mid] <= i) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+__global__ void PrFillFlags(uint8_t* flags, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    flags[i] = kPrInvalid;
+}
+
+// Records into buckets (t, lane), t-major, with tokens as global indices.
+__global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
+                               int32_t Tmax, const int64_t* rec_off, int32_t* rec_cur, const int64_t* tok_off,
+                               const uint8_t* skip, int32_t* p_src, int32_t* p_dst, int32_t* p_code, float* p_ac,
+                               float* p_score, uint8_t* p_flags) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < N;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const LatRecord r = lat[i];
+    const LatRecordExt e = ext[i];
+    const int32_t lane = r.lane, t = e.t;
+    if (lane < 0 || lane >= B || t < 0 || t >= Tmax) continue;
+    const int32_t bucket = t * B + lane;
+    const int64_t pos = rec_off[bucket] + atomicAdd(&rec_cur[bucket], 1);
+    if (pos >= rec_off[bucket + 1]) continue;
+    const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
+    const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
+    const int32_t a = r.arc & ~kRedirectArcBit;
+    const bool ok = !skip[lane] && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd &&
+                    r.arc >= 0 && a < g.num_arcs;
+    p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
+    p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
+    p_code[pos] = r.arc;
+    p_ac[pos] = r.acoustic;
+    p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
+    p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+  }
+}
+
+__global__ void PrInitTokens(int64_t M, int32_t* fwd, unsigned long long* key, uint8_t* alive, int32_t* rank,
+                             int32_t* state) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    fwd[i] = FloatToOrderedInt(-INFINITY);
+    key[i] = ~0ull;
+    alive[i] = 1;
+    rank[i] = 0x7FFFFFFF;
+    state[i] = -1;
+  }
+}
+
+// The start token of every lane (time 0): forward 0, rank 0.
+__global__ void PrInitStart(DeviceGraph g, int32_t B, const int64_t* tok_off, int32_t* fwd, int32_t* rank,
+                            int32_t* state) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= B || tok_off[b + 1] - tok_off[b] < 1) return;
+  const int64_t tok = tok_off[b];
+  fwd[tok] = FloatToOrderedInt(0.f);
+  rank[tok] = 0;
+  state[tok] = g.start_state;
+}
+
+// Time t's records: forward scores and the first-admission keys of time t + 1's tokens.
+__global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const int32_t* p_src,
+                                const int32_t* p_dst, const int32_t* p_code, const float* p_score,
+                                const uint8_t* p_flags, int32_t* fwd, unsigned long long* key, const int32_t* rank,
+                                int32_t* state) {
+  for (int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < end;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const uint8_t f = p_flags[i];
+    if (f & kPrInvalid) continue;
+    const int32_t s = p_src[i], d = p_dst[i], code = p_code[i];
+    const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
+    atomicMax(&fwd[d], FloatToOrderedInt(v));
+    if (f & kPrAdmitted) {
+      atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << 32) |
+                             static_cast<uint32_t>(code));
+      state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : g.arc_dest[code];
+    }
+  }
+}
+
+__global__ void PrIota(int32_t* v, int64_t base, int32_t m) {
+  for (int32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < m; j += gridDim.x * blockDim.x)
+    v[j] = static_cast<int32_t>(base + j);
+}
+
+// rank[token] = its position within its lane's segment of the sorted keys.
+__global__ void PrRankKernel(const int32_t* seg, const int32_t* sorted_tok, int32_t* rank) {
+  const int32_t b = blockIdx.y;
+  const int32_t s0 = seg[b], s1 = seg[b + 1];
+  for (int32_t j = s0 + blockIdx.x * blockDim.x + threadIdx.x; j < s1; j += gridDim.x * blockDim.x)
+    rank[sorted_tok[j]] = j - s0;
+}
+
+// A window's start for every lane in it (win_end[b] >= 0): bwd = -fwd on the alive tokens of
+// time E (-inf on the others), -inf on times [begin, E).
+__global__ void PrWindowInit(int32_t B, int32_t begin, const int32_t* win_end, const int64_t* tok_off,
+                             const int32_t* fwd, const uint8_t* alive, int32_t* bwd) {
+  const int32_t b = blockIdx.y;
+  const int32_t E = win_end[b];
+  if (E < 0) return;
+  for (int32_t tau = begin; tau <= E; ++tau) {
+    const int64_t t0 = tok_off[static_cast<int64_t>(tau) * B + b], t1 = tok_off[static_cast<int64_t>(tau) * B + b + 1];
+    for (int64_t i = t0 + blockIdx.x * blockDim.x + threadIdx.x; i < t1; i += gridDim.x * blockDim.x)
+      bwd[i] = FloatToOrderedInt(tau == E && alive[i] ? -OrderedIntToFloat(fwd[i]) : -INFINITY);
+  }
+}
+
+// Time t of a window, the lanes whose window holds it (t < win_end[b]).
+__global__ void PrBackwardKernel(int32_t t, int32_t B, const int32_t* win_end, const int64_t* rec_off,
+                                 const int32_t* p_src, const int32_t* p_dst, const float* p_score,
+                                 uint8_t* p_flags, const int32_t* fwd, const uint8_t* alive, int32_t* bwd,
+                                 float neg_beam) {
+  const int32_t b = blockIdx.y;
+  if (t >= win_end[b]) return;  // also -1: not in this window
+  const int64_t r0 = rec_off[static_cast<int64_t>(t) * B + b], r1 = rec_off[static_cast<int64_t>(t) * B + b + 1];
+  for (int64_t i = r0 + blockIdx.x * blockDim.x + threadIdx.x; i < r1; i += gridDim.x * blockDim.x) {
+    const uint8_t f = p_flags[i];
+    if (f & (kPrInvalid | kPrDropped)) continue;
+    const int32_t s = p_src[i];
+    if (!alive[s]) continue;
+    const float arc_bwd = p_score[i] + OrderedIntToFloat(bwd[p_dst[i]]);  // k2: arc_loglike + backward[dest]
+    if (arc_bwd + OrderedIntToFloat(fwd[s]) >= neg_beam)
+      atomicMax(&bwd[s], FloatToOrderedInt(arc_bwd));
+    else
+      p_flags[i] = f | kPrDropped;
+  }
+}
+
+// A window's end: states of times strictly inside it without a kept arc die.
+__global__ void PrWindowEnd(int32_t B, int32_t begin, const int32_t* win_end, const int64_t* tok_off,
+                            const int32_t* bwd, uint8_t* alive) {
+  const int32_t b = blockIdx.y;
+  const int32_t E = win_end[b];
+  if (E < 0) return;
+  for (int32_t tau = begin + 1; tau < E; ++tau) {
+    const int64_t t0 = tok_off[static_cast<int64_t>(tau) * B + b], t1 = tok_off[static_cast<int64_t>(tau) * B + b + 1];
+    for (int64_t i = t0 + blockIdx.x * blockDim.x + threadIdx.x; i < t1; i += gridDim.x * blockDim.x)
+      if (OrderedIntToFloat(bwd[i]) == -INFINITY) alive[i] = 0;
+  }
+}
+
+// The kept arcs (counted, or written at an atomic cursor).
+__global__ void PrOutArcs(DeviceGraph g, int64_t N, int32_t nb, const int64_t* rec_off, int32_t B,
+                          const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code, const float* p_ac,
+                          const float* p_score, const uint8_t* p_flags, const uint8_t* alive,
+                          unsigned long long* cursor, PrunedArcOut* out, unsigned long long cap) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < N;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (p_flags[i] & (kPrInvalid | kPrDropped)) continue;
+    const int32_t s = p_src[i];
+    if (!alive[s]) continue;
+    const unsigned long long k = atomicAdd(cursor, 1ull);
+    if (out == nullptr || k >= cap) continue;
+    const int32_t bucket = BucketOf(rec_off, nb, i);
+    const int32_t code = p_code[i];
+    out[k] = {bucket % B, bucket / B, s, p_dst[i], code, p_ac[i], g.arc_weight[code & ~kRedirectArcBit], p_score[i]};
+  }
+}
+
+// The kept states of times 0 .. T_b of every lane.
+__global__ void PrOutStates(int64_t M, int32_t nb, const int64_t* tok_off, int32_t B, const int32_t* last_tau,
+                            const uint8_t* alive, const int32_t* rank, const int32_t* state,
+                            unsigned long long* cursor, PrunedStateOut* out, unsigned long long cap) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (!alive[i]) continue;
+    const int32_t bucket = BucketOf(tok_off, nb, i);
+    const int32_t lane = bucket % B, tau = bucket / B;
+    if (tau > last_tau[lane]) continue;
+    const unsigned long long k = atomicAdd(cursor, 1ull);
+    if (out == nullptr || k >= cap) continue;
+    out[k] = {lane, tau, rank[i], state[i], static_cast<int32_t>(i)};
+  }
+}
+
+int GridFor(int64_t n) {
+  return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + kPrThreads - 1) / kPrThreads, 65535)));
+}
+
+double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+void* GpuDecoder::PruneBuffer(int k, size_t bytes) {
+  bytes = std::max<size_t>(bytes, 16);
+  if (pr_buf_[k].amount() < static_cast<int64_t>(bytes)) {
+    pr_buf_[k] = DeviceBuffer();
+    DeviceBuffer b;
+    cudaError_t e = TryDeviceAlloc(bytes + bytes / 4, &b);
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for the GPU lattice pruning on cuda:"
+         << device() << "; decode fewer rows at a time, or set CUWFST_LATTICE_PRUNE=replay";
+      ThrowAcquireFailure(e, os.str());
+    }
+    pr_buf_[k] = std::move(b);
+  }
+  return pr_buf_[k].get();
+}
+
+void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* skip_in, float output_beam,
+                              int64_t* sizes_out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  if (pr_B_ != B) throw std::invalid_argument("PruneLattice: the last decode was not a mode-2 lattice decode of these rows");
+  if (cfg_.eps_iterations > 0)
+    throw std::invalid_argument("PruneLattice: epsilon graphs take the records' replay (mode 1)");
+  const auto c0 = std::chrono::steady_clock::now();
+  const int64_t seg = ws_.seg_cap;
+  const DeviceGraph g = graph_->view;
+  int32_t Tmax = 0;  // times 0 .. Tmax; steps (record times) 0 .. Tmax - 1
+  for (int32_t b = 0; b < B; ++b) Tmax = std::max(Tmax, lengths[b] + 1);
+  // Token offsets, tau-major: size(b, 0) = 1 (the start), size(b, tau) = the frontier after step tau - 1.
+  const int64_t nt = static_cast<int64_t>(Tmax + 1) * B;
+  std::vector<int64_t> tok_off(nt + 1, 0), rec_off(static_cast<int64_t>(Tmax) * B + 1, 0);
+  for (int32_t tau = 0; tau <= Tmax; ++tau)
+    for (int32_t b = 0; b < B; ++b) {
+      const int64_t k = static_cast<int64_t>(tau) * B + b;
+      const int64_t n = tau == 0 ? 1 : (tau <= lengths[b] + 1 ? pr_size_[b * seg + tau - 1] : 0);
+      tok_off[k + 1] = tok_off[k] + std::max<int64_t>(n, 0);
+    }
+  for (int32_t t = 0; t < Tmax; ++t)
+    for (int32_t b = 0; b < B; ++b) {
+      const int64_t k = static_cast<int64_t>(t) * B + b;
+      rec_off[k + 1] = rec_off[k] + (t <= lengths[b] ? pr_count_[b * seg + t] : 0);
+    }
+  const int64_t M = tok_off[nt], N = rec_off[static_cast<int64_t>(Tmax) * B];
+  if (M >= (1ll << 31)) throw std::runtime_error("GPU lattice pruning: more than 2^31 tokens in one batch");
+  // Windows (PruneWindows per lane): win_end[k * B + b], -1 when lane b has no window k.
+  std::vector<int32_t> win_end, win_begin;
+  for (int32_t k = 0;; ++k) {
+    const int32_t b0 = -10 + 20 * k;
+    bool any = false;
+    for (int32_t b = 0; b < B; ++b) {
+      const int32_t T = lengths[b] + 1;
+      const int32_t prev_end = b0 - 20 + 30;  // window k - 1's end, unclipped
+      const bool has = k == 0 || prev_end < T;
+      win_end.push_back(has ? std::min(b0 + 30, T) : -1);
+      any |= has;
+    }
+    if (!any) {
+      win_end.resize(win_end.size() - B);
+      break;
+    }
+    win_begin.push_back(std::max(0, b0));
+  }
+  const int32_t K = static_cast<int32_t>(win_begin.size());
+  // per-time segment offsets of the sort (relative to the time's first token)
+  std::vector<int32_t> seg_rel(static_cast<int64_t>(Tmax + 1) * (B + 1));
+  int64_t max_m = 1;
+  for (int32_t tau = 0; tau <= Tmax; ++tau) {
+    const int64_t base = tok_off[static_cast<int64_t>(tau) * B];
+    for (int32_t b = 0; b <= B; ++b)
+      seg_rel[static_cast<int64_t>(tau) * (B + 1) + b] = static_cast<int32_t>(tok_off[static_cast<int64_t>(tau) * B + b] - base);
+    max_m = std::max<int64_t>(max_m, tok_off[static_cast<int64_t>(tau) * B + B] - base);
+  }
+  std::vector<int32_t> last_tau(B);
+  for (int32_t b = 0; b < B; ++b) last_tau[b] = lengths[b] + 1;
+
+  auto* d_rec_off = static_cast<int64_t*>(PruneBuffer(0, rec_off.size() * 8));
+  auto* d_rec_cur = static_cast<int32_t*>(PruneBuffer(1, (rec_off.size()) * 4));
+  auto* d_tok_off = static_cast<int64_t*>(PruneBuffer(2, tok_off.size() * 8));
+  auto* p_src = static_cast<int32_t*>(PruneBuffer(3, N * 4));
+  auto* p_dst = static_cast<int32_t*>(PruneBuffer(4, N * 4));
+  auto* p_code = static_cast<int32_t*>(PruneBuffer(5, N * 4));
+  auto* p_ac = static_cast<float*>(PruneBuffer(6, N * 4));
+  auto* p_score = static_cast<float*>(PruneBuffer(7, N * 4));
+  auto* p_flags = static_cast<uint8_t*>(PruneBuffer(8, N));
+  auto* fwd = static_cast<int32_t*>(PruneBuffer(9, M * 4));
+  auto* bwd = static_cast<int32_t*>(PruneBuffer(10, M * 4));
+  auto* key = static_cast<unsigned long long*>(PruneBuffer(11, M * 8));
+  auto* rank = static_cast<int32_t*>(PruneBuffer(12, M * 4));
+  auto* alive = static_cast<uint8_t*>(PruneBuffer(13, M));
+  auto* state = static_cast<int32_t*>(PruneBuffer(14, M * 4));
+  // small arrays: skip [B], last_tau [B], win_end [K * B], seg_rel, counters [2]
+  const size_t small_bytes = 64 + B + 4 * B + 4 * win_end.size() + 4 * seg_rel.size() + 64;
+  char* small = static_cast<char*>(PruneBuffer(15, small_bytes));
+  auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
+  auto* d_last_tau = reinterpret_cast<int32_t*>(small + 64);
+  auto* d_win_end = d_last_tau + B;
+  auto* d_seg_rel = d_win_end + win_end.size();
+  auto* d_skip = reinterpret_cast<uint8_t*>(d_seg_rel + seg_rel.size());
+  auto* s_keys = static_cast<unsigned long long*>(PruneBuffer(16, max_m * 8));
+  auto* s_vals_in = static_cast<int32_t*>(PruneBuffer(17, max_m * 4));
+  auto* s_vals_out = static_cast<int32_t*>(PruneBuffer(18, max_m * 4));
+  size_t temp_bytes = 0;
+  CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp_bytes, key, s_keys, s_vals_in, s_vals_out,
+                                                  static_cast<int>(max_m), B, d_seg_rel, d_seg_rel + 1, stream_));
+  void* temp = PruneBuffer(19, temp_bytes);
+  temp_bytes = static_cast<size_t>(pr_buf_[19].amount());
+
+  cudaStream_t s = stream_;
+  CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemsetAsync(d_rec_cur, 0, rec_off.size() * 4, s));
+  CUWFST_CUDA(cudaMemcpyAsync(d_tok_off, tok_off.data(), tok_off.size() * 8, cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemsetAsync(d_cnt, 0, 64, s));
+  CUWFST_CUDA(cudaMemcpyAsync(d_last_tau, last_tau.data(), 4 * B, cudaMemcpyHostToDevice, s));
+  if (!win_end.empty())
+    CUWFST_CUDA(cudaMemcpyAsync(d_win_end, win_end.data(), 4 * win_end.size(), cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemcpyAsync(d_seg_rel, seg_rel.data(), 4 * seg_rel.size(), cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemcpyAsync(d_skip, skip_in, B, cudaMemcpyHostToDevice, s));
+  // the host arrays above must outlive the copies
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+
+  PrFillFlags<<<GridFor(N), kPrThreads, 0, s>>>(p_flags, N);
+  if (N > 0)
+    PrBucketKernel<<<GridFor(N), kPrThreads, 0, s>>>(g, ws_.lat, ws_.lat_ext, N, B, Tmax, d_rec_off, d_rec_cur,
+                                                     d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags);
+  PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
+  PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
+  CUWFST_CUDA(cudaGetLastError());
+  // forward, time by time, and the CPU's token order of each new time
+  for (int32_t t = 0; t < Tmax; ++t) {
+    const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
+    if (r1 > r0)
+      PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, p_src, p_dst, p_code, p_score, p_flags,
+                                                              fwd, key, rank, state);
+    const int64_t base = tok_off[static_cast<int64_t>(t + 1) * B];
+    const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
+    if (m == 0) continue;
+    const int32_t* sr = d_seg_rel + static_cast<int64_t>(t + 1) * (B + 1);
+    int32_t most = 0;
+    for (int32_t b = 0; b < B; ++b)
+      most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
+                                                          tok_off[static_cast<int64_t>(t + 1) * B + b]));
+    PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
+    size_t tb = temp_bytes;
+    CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
+                                                    sr + 1, s));
+    PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
+  }
+  CUWFST_CUDA(cudaGetLastError());
+  // k2's windows, in order, every lane's window k at once
+  const float neg_beam = -output_beam;
+  for (int32_t k = 0; k < K; ++k) {
+    const int32_t begin = win_begin[k];
+    const int32_t* we = d_win_end + static_cast<int64_t>(k) * B;
+    int32_t emax = -1, most_tok = 1;
+    for (int32_t b = 0; b < B; ++b) emax = std::max(emax, win_end[static_cast<int64_t>(k) * B + b]);
+    if (emax < 0) continue;
+    for (int32_t b = 0; b < B; ++b)
+      for (int32_t tau = begin; tau <= emax && tau <= Tmax; ++tau)
+        most_tok = std::max<int32_t>(most_tok, static_cast<int32_t>(tok_off[static_cast<int64_t>(tau) * B + b + 1] -
+                                                                    tok_off[static_cast<int64_t>(tau) * B + b]));
+    const int gx = std::min(GridFor(most_tok), 64);
+    PrWindowInit<<<dim3(gx, B), kPrThreads, 0, s>>>(B, begin, we, d_tok_off, fwd, alive, bwd);
+    for (int32_t t = emax - 1; t >= begin; --t) {
+      int64_t most = 0;
+      for (int32_t b = 0; b < B; ++b)
+        most = std::max(most, rec_off[static_cast<int64_t>(t) * B + b + 1] - rec_off[static_cast<int64_t>(t) * B + b]);
+      if (most == 0) continue;
+      PrBackwardKernel<<<dim3(std::min(GridFor(most), 1024), B), kPrThreads, 0, s>>>(
+          t, B, we, d_rec_off, p_src, p_dst, p_score, p_flags, fwd, alive, bwd, neg_beam);
+    }
+    PrWindowEnd<<<dim3(gx, B), kPrThreads, 0, s>>>(B, begin, we, d_tok_off, bwd, alive);
+  }
+  CUWFST_CUDA(cudaGetLastError());
+  // count, then compact what is kept
+  const int32_t nbr = Tmax * B, nbt = static_cast<int32_t>(nt);
+  PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d_rec_off, B, p_src, p_dst, p_code, p_ac, p_score,
+                                              p_flags, alive, d_cnt, nullptr, 0);
+  PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d_tok_off, B, d_last_tau, alive, rank, state, d_cnt + 1,
+                                                nullptr, 0);
+  unsigned long long cnt[2] = {0, 0};
+  CUWFST_CUDA(cudaMemcpyAsync(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  const auto c1 = std::chrono::steady_clock::now();
+  const int64_t A = static_cast<int64_t>(cnt[0]), S = static_cast<int64_t>(cnt[1]);
+  auto* o_arcs = static_cast<PrunedArcOut*>(PruneBuffer(20, A * sizeof(PrunedArcOut)));
+  auto* o_states = static_cast<PrunedStateOut*>(PruneBuffer(21, S * sizeof(PrunedStateOut)));
+  CUWFST_CUDA(cudaMemsetAsync(d_cnt, 0, 64, s));
+  PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d_rec_off, B, p_src, p_dst, p_code, p_ac, p_score,
+                                              p_flags, alive, d_cnt, o_arcs, static_cast<unsigned long long>(A));
+  PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d_tok_off, B, d_last_tau, alive, rank, state, d_cnt + 1,
+                                                o_states, static_cast<unsigned long long>(S));
+  CUWFST_CUDA(cudaGetLastError());
+  for (int k = 0; k < 2; ++k) {
+    const int64_t want = k == 0 ? A * static_cast<int64_t>(sizeof(PrunedArcOut)) : S * static_cast<int64_t>(sizeof(PrunedStateOut));
+    if (pr_host_[k].amount() < want) {
+      pr_host_[k] = PinnedBuffer();
+      PinnedBuffer fresh;
+      cudaError_t e = TryPinnedAlloc(static_cast<size_t>(want + want / 4), &fresh);
+      if (e != cudaSuccess) ThrowAcquireFailure(e, "cannot allocate pinned host memory for the pruned lattices");
+      pr_host_[k] = std::move(fresh);
+    }
+  }
+  if (A > 0) CUWFST_CUDA(cudaMemcpyAsync(pr_host_[0].get(), o_arcs, A * sizeof(PrunedArcOut), cudaMemcpyDeviceToHost, s));
+  if (S > 0) CUWFST_CUDA(cudaMemcpyAsync(pr_host_[1].get(), o_states, S * sizeof(PrunedStateOut), cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  const auto c2 = std::chrono::steady_clock::now();
+
+  // ---- host: number each row's kept states by (time, rank) and sort its arcs
+  const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
+  const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
+  std::vector<int64_t> a_at(B + 1, 0), s_at(B + 1, 0);
+  for (int64_t i = 0; i < A; ++i) ++a_at[ha[i].lane + 1];
+  for (int64_t i = 0; i < S; ++i) ++s_at[hs[i].lane + 1];
+  for (int32_t b = 0; b < B; ++b) {
+    a_at[b + 1] += a_at[b];
+    s_at[b + 1] += s_at[b];
+  }
+  std::vector<int32_t> a_idx(A), s_idx(S);
+  {
+    std::vector<int64_t> na(a_at.begin(), a_at.end() - 1), ns(s_at.begin(), s_at.end() - 1);
+    for (int64_t i = 0; i < A; ++i) a_idx[na[ha[i].lane]++] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < S; ++i) s_idx[ns[hs[i].lane]++] = static_cast<int32_t>(i);
+  }
+  pr_rows_.assign(B, PrunedRow());
+  std::vector<std::string> errors(B);
+  auto build = [&](int32_t b) {
+    PrunedRow& row = pr_rows_[b];
+    for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_count_[b * seg + t];
+    if (skip_in[b]) return;
+    const int32_t T = lengths[b] + 1;
+    std::vector<int32_t> st(s_idx.begin() + s_at[b], s_idx.begin() + s_at[b + 1]);
+    std::sort(st.begin(), st.end(), [&](int32_t x, int32_t y) {
+      return hs[x].tau != hs[y].tau ? hs[x].tau < hs[y].tau : hs[x].rank < hs[y].rank;
+    });
+    const bool has_final = !st.empty() && hs[st.back()].tau == T;
+    const int32_t ns = static_cast<int32_t>(st.size()) + (has_final ? 0 : 1);
+    row.num_states = ns;
+    row.states.assign(3 * static_cast<size_t>(ns), 0);
+    std::vector<std::pair<int32_t, int32_t>> id_of(st.size());  // (global token, state id)
+    for (size_t k = 0; k < st.size(); ++k) {
+      const PrunedStateOut& x = hs[st[k]];
+      row.states[k] = x.tau;
+      row.states[ns + k] = x.state;
+      row.states[2 * ns + k] = x.tau;  // epsilon-free: level = time
+      id_of[k] = {x.tok, static_cast<int32_t>(k)};
+    }
+    if (!has_final) {
+      row.states[ns - 1] = T;
+      row.states[2 * ns - 1] = -1;
+      row.states[3 * ns - 1] = T + 1;
+    }
+    std::sort(id_of.begin(), id_of.end());
+    auto lookup = [&](int32_t tok) -> int32_t {
+      auto it = std::lower_bound(id_of.begin(), id_of.end(), std::make_pair(tok, -1));
+      return it != id_of.end() && it->first == tok ? it->second : -1;
+    };
+    struct Arc { int32_t src, dst, key; int64_t i; };
+    std::vector<Arc> arcs;
+    arcs.reserve(a_at[b + 1] - a_at[b]);
+    for (int64_t k = a_at[b]; k < a_at[b + 1]; ++k) {
+      const PrunedArcOut& x = ha[a_idx[k]];
+      const int32_t s_id = lookup(x.src), d_id = lookup(x.dst);
+      if (s_id < 0 || d_id < 0) {
+        errors[b] = "GPU lattice pruning: a kept arc leaves or enters a pruned state (a decoder bug)";
+        return;
+      }
+      arcs.push_back({s_id, d_id, x.code & ~kRedirectArcBit, a_idx[k]});
+    }
+    std::sort(arcs.begin(), arcs.end(), [](const Arc& x, const Arc& y) {
+      return x.src != y.src ? x.src < y.src : x.key < y.key;
+    });
+    const int32_t na = static_cast<int32_t>(arcs.size());
+    row.num_arcs = na;
+    row.arcs.resize(4 * static_cast<size_t>(na));
+    row.scores.resize(3 * static_cast<size_t>(na));
+    for (int32_t k = 0; k < na; ++k) {
+      const PrunedArcOut& x = ha[arcs[k].i];
+      row.arcs[k] = arcs[k].src;
+      row.arcs[na + k] = arcs[k].dst;
+      row.arcs[2 * na + k] = x.t;
+      row.arcs[3 * na + k] = x.code;
+      row.scores[k] = x.acoustic;
+      row.scores[na + k] = x.graph;
+      row.scores[2 * na + k] = x.score;
+    }
+  };
+  const int32_t workers = std::max<int32_t>(1, std::min<int32_t>(B, static_cast<int32_t>(std::thread::hardware_concurrency())));
+  if (workers <= 1 || A < 20000) {
+    for (int32_t b = 0; b < B; ++b) build(b);
+  } else {
+    std::vector<std::thread> pool;
+    for (int32_t w = 0; w < workers; ++w)
+      pool.emplace_back([&, w] {
+        for (int32_t b = w; b < B; b += workers) build(b);
+      });
+    for (auto& th : pool) th.join();
+  }
+  for (int32_t b = 0; b < B; ++b)
+    if (!errors[b].empty()) throw std::runtime_error(errors[b]);
+  for (int32_t b = 0; b < B; ++b) {
+    sizes_out[3 * b] = pr_rows_[b].num_states;
+    sizes_out[3 * b + 1] = pr_rows_[b].num_arcs;
+    sizes_out[3 * b + 2] = pr_rows_[b].recorded;
+  }
+  const auto c3 = std::chrono::steady_clock::now();
+  prune_ms_[0] = Ms(c0, c1);
+  prune_ms_[1] = Ms(c1, c2);
+  prune_ms_[2] = Ms(c2, c3);
+}
+
+void GpuDecoder::TakePrunedRow(int32_t b, int64_t S, int64_t A, int32_t* states, int32_t* arcs, float* scores) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (b < 0 || b >= static_cast<int32_t>(pr_rows_.size())) throw std::invalid_argument("TakePrunedRow: no such row");
+  const PrunedRow& r = pr_rows_[b];
+  if (S != r.num_states || A != r.num_arcs) throw std::invalid_argument("TakePrunedRow: wrong state or arc count");
+  std::copy(r.states.begin(), r.states.end(), states);
+  std::copy(r.arcs.begin(), r.arcs.end(), arcs);
+  std::copy(r.scores.begin(), r.scores.end(), scores);
+}
+
+}  // namespace cuwfst
