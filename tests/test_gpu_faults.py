@@ -704,3 +704,48 @@ def test_fatal_fault_says_the_context_is_dead():
     again = next((ln for ln in out.stdout.splitlines() if ln.startswith("AGAIN")), "")
     assert "fatal fault earlier" in again, again or text
     assert "FREED" in out.stdout, f"freeing the decoder after the fault aborted (rc {out.returncode}): {text}"
+
+
+def test_statistics_and_profiling_wait_for_a_running_decode(case):
+    """Finding 12: MemStats, Profile and SetProfiling take the instance's mutex. The native
+    calls release the GIL (tvm_ffi's release_gil), so a second Python thread really calls them
+    while a native decode runs; each must return only once that decode has returned (without
+    the mutex they return at once, mid-decode, reading or switching what the decode uses)."""
+    import threading
+    import time
+
+    graph = case[0]
+    rng = np.random.default_rng(1412)
+    T = 20000
+    lp = random_log_probs(rng, 1, T, graph.vocab_size, peaky=False)
+    lens = np.array([T], np.int32)
+    dec = Decoder(graph, OPTS, device="cuda", max_lanes=1, use_cuda_graphs=False)
+    backend, inst = dec._gpu, dec._gpu.main
+    assert backend.mod.gpu_decode.release_gil, "the decode must release the GIL for this test to mean anything"
+    lp_dev, stream = backend.to_device(lp), backend._stream()
+    inst.decode(lp_dev, lens, stream)  # first-use costs (path buffers, module loading) out of the way
+    for name, call in (("MemStats", inst.mem_stats), ("Profile", lambda: inst.profile(None)),
+                       ("SetProfiling", lambda: inst.profile(False))):
+        started, box = threading.Event(), {}
+
+        def run():
+            started.set()
+            box["start"] = time.perf_counter()
+            inst.decode(lp_dev, lens, stream)  # the native call alone: no Python work after it
+            box["end"] = time.perf_counter()
+
+        th = threading.Thread(target=run)
+        th.start()
+        started.wait()
+        time.sleep(0.05)
+        called = time.perf_counter()
+        call()
+        returned = time.perf_counter()
+        th.join()
+        took = box["end"] - box["start"]
+        # the test means something only if the call came while the decode was running
+        assert box["start"] < called < box["end"] - 0.1, (name, took, "lengthen T: the decode ended too soon")
+        # with the mutex the call returns with the decode (thread switches aside: 5 ms);
+        # without it, some 0.1 s or more before
+        assert returned >= box["end"] - 0.005, (name, returned - box["end"], took)
+    assert_same_hypotheses(graph, lp, Decoder(graph, OPTS).decode(lp, lens), dec.decode(lp, lens), "after the threads")
