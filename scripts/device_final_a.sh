@@ -5,7 +5,7 @@
 #   2. compute-sanitizer memcheck over the fault walks and the lanes+epsilon sanitize case
 #   3. issue 9: benchmarks.memory on the full HLG with riva beside it (wheel carried), the long
 #      utterance at LONG_FRAMES (default 180000) with GC on and off
-# SKIP_MEMORY=1 skips 3; LAT_UTTS, LAT_REPS size 4.
+# SKIP_MEMORY=1 skips 3; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
 #   4. issue 10: benchmarks.lattice_speed on the full HLG (LAT_ARGS: extra arguments)
 # Carry .device (wheels incl. riva; data) and .cache. $OUT: final.log, tests.log, memcheck.log,
 # memory.md, memory.jsonl, lattice_speed.jsonl.  Call B (device_final_b.sh) reuses the tier.
@@ -29,21 +29,21 @@ grep -E "passed|failed|GPU vs CPU|lanes:|rows compared|GPU lattices|goldens|devi
 grep -E "^FAILED" $TL | head -30 | cut -c1-220 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-CUWFST_FREE_SLACK_MIB=1024 timeout -s INT $(left 360) "$CS" --tool memcheck --leak-check no --report-api-errors no \
+CUWFST_FREE_SLACK_MIB=1024 timeout -s INT $(left ${MEMCHECK_END:-360}) "$CS" --tool memcheck --leak-check no --report-api-errors no \
   python3 -m pytest -q tests/test_gpu_faults.py -p no:cacheprovider -rf \
-  -k "construction_site or growth_site or upload_freed or graph_cache or short_batches or arena_overflow or cannot_be_rescued" \
+  -k "${MEMCHECK_K:-construction_site or growth_site or upload_freed or graph_cache or short_batches or arena_overflow or cannot_be_rescued}" \
   > $OUT/memcheck.log 2>&1
 grep -E "^FAILED|passed|failed|ERROR SUMMARY" $OUT/memcheck.log | cut -c1-220 | head -10 | tee -a $L
-timeout $(left 385) "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py 2 --eps --lanes 2>&1 \
+timeout $(left $(( ${MEMCHECK_END:-360} + 25 ))) "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py 2 --eps --lanes 2>&1 \
   | tail -2 | tee -a $L
 echo "[$(since) s] memcheck" | tee -a $L
-while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt 420 ]; do sleep 2; done
+while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAIT:-420} ]; do sleep 2; done
 grep -E "^  (HLG|TLG)|stages|Error" /tmp/full.log | tail -3 | tee -a $L
-[ -z "${SKIP_MEMORY:-}" ] && timeout -s INT $(left 490) python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+[ -z "${SKIP_MEMORY:-}" ] && timeout -s INT $(left ${MEM_END:-490}) python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --riva-dir $C --batch 32 256 --reps 5 --check 8 --long-frames ${LONG_FRAMES:-180000} \
   --json $OUT/memory.jsonl --md $OUT/memory.md > /tmp/memory.log 2>&1
 [ -z "${SKIP_MEMORY:-}" ] && { echo "benchmarks.memory exit [$(since) s]" | tee -a $L; tail -32 /tmp/memory.log | grep -v "^{" | tee -a $L; }
-timeout -s INT $(left 575) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+timeout -s INT $(left ${LAT_END:-575}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --utts ${LAT_UTTS:-128} --batch 32 --reps ${LAT_REPS:-3} --cpu-utts 16 --check 8 --profile ${LAT_ARGS:-} --json $OUT/lattice_speed.jsonl 2>&1 \
   | grep -v "^{" | tail -12 | tee -a $L
 echo "[$(since) s] done" | tee -a $L
