@@ -323,7 +323,7 @@ class Lattice:
             return [0.0] * len(spans)
         beta = self.backward_scores(True)
         groups = self._level_groups()
-        gtime = [int(self.state_frame[self.src[g[0]]]) for g in groups]
+        gtime = np.array([int(self.state_frame[self.src[g[0]]]) for g in groups], np.int64)
         times = np.unique(self.state_frame)
         score = self.score.astype(np.float64)
         word_of_arc = np.repeat(np.arange(self.num_arcs), np.diff(self.word_splits))
@@ -344,11 +344,17 @@ class Lattice:
             before = int(times[i - 1]) if i > 0 else None  # first - 1 where no frame was skipped
             j = int(np.searchsorted(times, last, side="right"))
             after = int(times[j]) if j < times.size else None  # last + 1 likewise
-            for g, t in zip(groups, gtime):
-                if t == before:  # the arcs that enter the span (not the epsilon arcs of `before`)
+            # only the groups of `before` and of the span's times, in the same (level) order as
+            # a walk over all of them: the same additions in the same order
+            inside = (gtime >= first) & (gtime <= last)
+            if before is not None:
+                inside |= gtime == before
+            for k in np.flatnonzero(inside).tolist():
+                g = groups[k]
+                if gtime[k] == before:  # the arcs that enter the span (not the epsilon arcs of `before`)
                     g = g[self.state_frame[self.dst[g]] >= first]
                     np.logaddexp.at(a, self.dst[g], alpha[self.src[g]] + score[g])
-                elif first <= t <= last:
+                else:
                     g = g[~masked[g]]
                     np.logaddexp.at(a, self.dst[g], a[self.src[g]] + score[g])
             leave = self.state_frame == after if after is not None else np.zeros(self.num_states, bool)
