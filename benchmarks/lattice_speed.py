@@ -53,7 +53,7 @@ def main():
     import torch
 
     from benchmarks.peers.measure import git_commit
-    from cuwfst.decoder.lattice import attach
+    from cuwfst.decoder.lattice import attach, lattice_from_arrays
     from cuwfst.decoder.lattice_records import lattices_from_records
 
     g = Graph.load(a.graph)
@@ -105,6 +105,50 @@ def main():
                   f"{ab_identical}/{n} rows (arcs, frames, graph arcs, tokens, float32 scores, states, levels)")
             be.lattice_prune = None
         gpu_lats = lat_hyps if gpu_lats is None else gpu_lats
+        # the GPU pruning path's split, every part of a batch (ms per batch, medians of --reps):
+        # the native call (decode with records + pruning), of it the pruning's device passes,
+        # readback and host numbering (decode = native - those), the rows into numpy, the
+        # Lattice objects (lattice_from_arrays), the hypotheses (_collect), word times and
+        # confidences (attach); "other" is the whole decode() of the A/B less their sum
+        be.lattice_prune = "gpu"
+        keys = ("native", "decode", "device", "readback", "host", "rows", "arrays", "collect", "attach", "sum")
+        splits = []
+        for _ in range(a.reps):
+            acc = dict.fromkeys(keys, 0.0)
+            for s in range(0, n, B):
+                lens = np.ascontiguousarray(lens_all[s : s + B])
+                sync()
+                t0 = time.perf_counter()
+                res, lat_rows = be.main.decode_lattice_pruned(lp_gpu[s : s + B], lens, be._stream(), a.output_beam)
+                t1 = time.perf_counter()
+                pm = be.main.last_prune_ms
+                lats = [None if r is None else lattice_from_arrays(g, *r) for r in lat_rows]
+                t2 = time.perf_counter()
+                hs = [None] * len(lens)
+                be._collect(hs, range(len(lens)), res, dec)
+                t3 = time.perf_counter()
+                for h, lat in zip(hs, lats):
+                    if lat is not None:
+                        attach(g, h, lat)
+                t4 = time.perf_counter()
+                for k in ("native", "device", "readback", "host", "rows"):
+                    acc[k] += pm[k]
+                acc["decode"] += pm["native"] - pm["device"] - pm["readback"] - pm["host"]
+                acc["arrays"] += (t2 - t1) * 1000
+                acc["collect"] += (t3 - t2) * 1000
+                acc["attach"] += (t4 - t3) * 1000
+                acc["sum"] += (t4 - t0) * 1000
+            splits.append(acc)
+        nb = (n + B - 1) // B
+        prune_split = {k: statistics.median(x[k] for x in splits) / nb for k in keys}
+        prune_split["other"] = t_lat / nb * 1000 - prune_split["sum"]
+        be.lattice_prune = None
+        print(f"batch {B}: GPU pruning path split, ms per batch: decode with records {prune_split['decode']:.1f}, "
+              f"pruning device passes {prune_split['device']:.1f}, readback {prune_split['readback']:.1f}, host "
+              f"numbering {prune_split['host']:.1f}, rows into numpy {prune_split['rows']:.1f}, Lattice objects "
+              f"{prune_split['arrays']:.1f}, hypotheses {prune_split['collect']:.1f}, word times and confidences "
+              f"{prune_split['attach']:.1f}; sum {prune_split['sum']:.1f} of {t_lat / nb * 1000:.1f} "
+              f"(other: input checks, row selection, Python {prune_split['other']:.1f})")
         # the split: the device part (decode with records, readback) and the host part
         dev_t, host_t, attach_t = [], [], []
         for _ in range(0 if a.no_replay else a.reps):
@@ -136,7 +180,7 @@ def main():
         nb = (n + B - 1) // B
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
-                   last_prune_ms=prune_ms,
+                   last_prune_ms=prune_ms, prune_split_ms=prune_split,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

@@ -450,7 +450,7 @@ def test_gpu_pruning_env_var_selects_replay(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_PRUNE", "gpu")
     assert dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
     b = dec.decode(lp, lattice=True)
-    assert set(dec._gpu.main.last_prune_ms) == {"device", "readback", "host"}
+    assert set(dec._gpu.main.last_prune_ms) == {"device", "readback", "host", "native", "rows"}
     compare(a, b, "env var")
 
 
@@ -468,6 +468,36 @@ def test_gpu_pruning_batches_interleave_and_regrow():
         lens[0] = T
         compare(cpu.decode(lp, lens, lattice=True), dec.decode(lp, lens, lattice=True), f"B {B} T {T}")
         dec.decode(lp, lens)
+
+
+def test_gpu_pruning_buffers_in_memory_stats():
+    """The pruning's work buffers are in the decoder's committed bytes (lattice_bytes, of it
+    lattice_prune_bytes) and its pinned readback in pinned: the process's live allocations
+    move by what the stats say; they stay at their high water."""
+    from test_gpu_faults import _mem, _mod
+
+    rng = np.random.default_rng(9)
+    graph = random_ctc_graph(rng, 300, 10, 4, 0.2)
+    lp = random_log_probs(rng, 4, 80, 10, peaky=True)
+    dec = Decoder(graph, DecoderOptions(search_beam=12.0, output_beam=6.0), device="cuda", max_lanes=4)
+    mod = _mod()
+    dec._gpu.lattice_prune = "replay"
+    dec.decode(lp, lattice=True)  # the lattice buffers, none of the pruning's
+    st0, live0 = dec._gpu.main.mem_stats(), _mem(mod)
+    assert st0["lattice_prune_bytes"] == 0
+    dec._gpu.lattice_prune = "gpu"
+    assert dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+    dec.decode(lp, lattice=True)
+    st1, live1 = dec._gpu.main.mem_stats(), _mem(mod)
+    assert st1["lattice_prune_bytes"] > 0
+    assert st1["lattice_bytes"] - st0["lattice_bytes"] >= st1["lattice_prune_bytes"]  # (+ the records' side array)
+    assert live1["device"] - live0["device"] == st1["committed"] - st0["committed"]
+    assert live1["pinned"] - live0["pinned"] == st1["pinned"] - st0["pinned"] > 0
+    assert dec.memory_stats()["pools"]["lattice"]["prune_committed"] == st1["lattice_prune_bytes"]
+    dec.decode(lp)
+    dec._gpu.lattice_prune = "replay"
+    dec.decode(lp, lattice=True)
+    assert dec._gpu.main.mem_stats()["lattice_prune_bytes"] == st1["lattice_prune_bytes"]
 
 
 def test_report_totals():

@@ -972,7 +972,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
-           h_lat_.amount();
+           h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
@@ -1001,6 +1001,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[32] = cfg_.finalize_split;
   out[33] = lattice_bytes();
   out[34] = cfg_.fused_max;
+  out[35] = lattice_prune_bytes();
 }
 
 }  // namespace cuwfst

@@ -257,9 +257,11 @@ class GpuDecoder {
   // advance when the arena guard made steps wait for room), [30..32] the kernel variant in
   // use: scan_split, closure_lists, finalize_split (after the auto choices and fallbacks),
   // [33] lattice buffers (records, per-step arrays, hash positions, the closure's second
-  // slot space; allocated by the first lattice decode, eager, and in [0] and [1]), [34]
-  // fused_max (the kernel variant's fourth switch).
-  static constexpr int kMemStats = 35;
+  // slot space, the GPU pruning's work buffers [35]; allocated by the first lattice decode,
+  // eager, and in [0] and [1]), [34] fused_max (the kernel variant's fourth switch), [35] the
+  // GPU lattice pruning's work buffers (gpu_lattice_prune.cu, kept at their high water; part
+  // of [33]; its pinned readback is in [4]).
+  static constexpr int kMemStats = 36;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -420,6 +422,7 @@ class GpuDecoder {
   int64_t h_lat_n_ = 0;                 // records in h_lat_
   std::vector<int64_t> h_lat_lane_;     // each row's records, from the step counts
   int64_t lattice_bytes() const;
+  int64_t lattice_prune_bytes() const;  // pr_buf_ (in lattice_bytes)
   // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
   // their high water; the per-step arrays of the last mode-2 decode on the host.
   DeviceBuffer lat_ext_;

@@ -20,7 +20,13 @@ constexpr int64_t kLatticeInitialRecords = 4ll << 20;
 int64_t GpuDecoder::lattice_bytes() const {
   return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
-         eps_hint_.amount() + eps_lane_offsets_.amount();
+         eps_hint_.amount() + eps_lane_offsets_.amount() + lattice_prune_bytes();
+}
+
+int64_t GpuDecoder::lattice_prune_bytes() const {
+  int64_t n = 0;
+  for (const auto& b : pr_buf_) n += b.amount();
+  return n;
 }
 
 // Every buffer a lattice decode of rows up to max_frames frames needs. Each is allocated

@@ -249,7 +249,8 @@ void* GpuDecoder::PruneBuffer(int k, size_t bytes) {
     if (e != cudaSuccess) {
       std::ostringstream os;
       os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for the GPU lattice pruning on cuda:"
-         << device() << "; decode fewer rows at a time, or set CUWFST_LATTICE_PRUNE=replay";
+         << device() << "; the decoder keeps its records and stays usable; decode fewer rows at a time (max_lanes, now "
+         << cfg_.max_lanes << "), lower max_active_states, or set CUWFST_LATTICE_PRUNE=replay";
       ThrowAcquireFailure(e, os.str());
     }
     pr_buf_[k] = std::move(b);
@@ -440,7 +441,13 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
       pr_host_[k] = PinnedBuffer();
       PinnedBuffer fresh;
       cudaError_t e = TryPinnedAlloc(static_cast<size_t>(want + want / 4), &fresh);
-      if (e != cudaSuccess) ThrowAcquireFailure(e, "cannot allocate pinned host memory for the pruned lattices");
+      if (e != cudaSuccess) {
+        std::ostringstream os;
+        os << "cannot allocate " << FormatBytes(want) << " of pinned host memory for the pruned lattices of a decode on cuda:"
+           << device() << "; the decoder stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes
+           << ")";
+        ThrowAcquireFailure(e, os.str());
+      }
       pr_host_[k] = std::move(fresh);
     }
   }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -237,7 +238,9 @@ class GpuInstance:
         """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
         graphs): returns the decode's arrays and, per row, (states [3, S], arcs [4, A],
         scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
-        None for rows with a rescue overflow bit. self.last_prune_ms: {device, readback, host}."""
+        None for rows with a rescue overflow bit. self.last_prune_ms: {device, readback, host} of
+        the native pruning, native (the whole native call: decode + pruning) and rows (the
+        rows' arrays into numpy), milliseconds."""
         B, T = lp.shape[0], lp.shape[1]
         cap = (T + 2) * (1 + self.eps_iterations)
         out_arcs = np.zeros((B, cap), np.int32)
@@ -251,10 +254,11 @@ class GpuInstance:
         total = np.zeros(1, np.int64)
         sizes2 = np.zeros((B, 3), np.int64)
         ms = np.zeros(3, np.float64)
+        t0 = time.perf_counter()
         self.mod.gpu_decode_lattice_pruned(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score,
                                            out_meta, out_stats, counts, cutoffs, sizes, total, float(output_beam),
                                            sizes2, ms)
-        self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()))
+        t1 = time.perf_counter()
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
         rows = []
         for b in range(B):
@@ -267,6 +271,8 @@ class GpuInstance:
             scores = np.zeros((3, A), np.float32)
             self.mod.gpu_lattice_pruned_row(self.handle, b, states, arcs, scores)
             rows.append((states, arcs, scores, int(sizes2[b, 2])))
+        self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
+                                  native=(t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
         return (out_arcs, out_len, out_score, out_meta, out_stats), rows
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,

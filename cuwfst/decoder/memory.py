@@ -28,7 +28,10 @@ Every figure is in bytes unless its name says entries. On the GPU:
              advances took, more than one where the arena guard made steps wait), lanes
              (frontiers, scratch, claims, hash tables: capacities and high water in
              entries), workspace, paths, lattice (the records and buffers of lattice decodes,
-             allocated by the first decode(lattice=True))
+             allocated by the first decode(lattice=True); of which prune_committed: the GPU
+             output-beam pruning's work buffers, gpu_lattice_prune.cu, kept at their high
+             water, about 21 bytes per record of a batch and 25 per token, plus a quarter;
+             its pinned readback of the kept states and arcs is in `pinned`)
   instances  the same figures per native instance (main; rescue once built)
 """
 
@@ -45,7 +48,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max",
              "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
              "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash", "advance_rounds",
-             "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max")
+             "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max", "lattice_prune_bytes")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
@@ -110,7 +113,7 @@ def gpu_memory_stats(backend) -> dict:
                       "high_water_entries": {k: int(main[f"pool_high_{k}"]) for k in ("tokens", "claims", "hash")}},
             "workspace": {"committed": total("fixed")},
             "paths": {"committed": total("path_bytes")},
-            "lattice": {"committed": total("lattice_bytes")},
+            "lattice": {"committed": total("lattice_bytes"), "prune_committed": total("lattice_prune_bytes")},
         },
         "instances": insts,
     }
