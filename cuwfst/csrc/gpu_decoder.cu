@@ -194,7 +194,10 @@ void GpuDecoder::Allocate() {
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     cfg_.eps_blocks = 8 * std::max(sms, 1);
   }
-  d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
+  d_pool_cap_ = Alloc<long long>(kPoolCapSlots, "pool capacities");
+  est_factor_ = std::max<int32_t>(cfg_.pool_estimate, 0);
+  h_pool_cap_[kPoolEstimateSlot] = est_factor_;
+  h_pool_cap_[kPoolFloorSlot] = std::max<int32_t>(cfg_.pool_floor, 1);
   d_pool_need_ = Alloc<unsigned long long>(kPoolNeedSlots, "pool demand");
   CUWFST_CUDA(cudaMemsetAsync(d_pool_need_, 0, kPoolNeedSlots * sizeof(unsigned long long), stream_));
   ws_.pool_cap = d_pool_cap_;
@@ -460,6 +463,14 @@ void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const cha
     h_pool_cap_[k] = cap;
   }
   // from pageable memory: staged before the call returns
+  CUWFST_CUDA(cudaMemcpyAsync(d_pool_cap_, h_pool_cap_, sizeof(h_pool_cap_), cudaMemcpyHostToDevice, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+void GpuDecoder::RaiseEstimate() {
+  est_factor_ = est_factor_ >= 64 ? 0 : est_factor_ * 4;
+  h_pool_cap_[kPoolEstimateSlot] = est_factor_;
+  ++est_reruns_;
   CUWFST_CUDA(cudaMemcpyAsync(d_pool_cap_, h_pool_cap_, sizeof(h_pool_cap_), cudaMemcpyHostToDevice, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
@@ -895,10 +906,11 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
-      bool arena_full = false, lane_refused = false;
+      bool arena_full = false, lane_refused = false, estimate_short = false;
       for (int32_t b = 0; b < B; ++b) {
         arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
         lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
+        estimate_short |= (h_lanes[b].overflow & kOverflowEstimate) != 0;
       }
       // A step whose asks did not fit the pools paused the batch before it (scan.cuh
       // LaneScanLastBlock): nothing of that step ran, every lane still holds the frontier it
@@ -930,10 +942,14 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // record, also those past lat_cap, so after the whole batch it is what the batch needs.
       const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
       const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
-      if (!arena_grows && !lattice_full) break;
+      if (!arena_grows && !lattice_full && !estimate_short) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
       if (lattice_full) GrowLattice(lat_cursor);
+      // a step's claims outgrew their estimated list (types.cuh PooledEstimate): a 4x larger
+      // factor from now on (past 64, the exact bound, which no step outgrows), published
+      // like a capacity (no re-capture), and the batch again; the pools grow as its steps ask
+      if (estimate_short) RaiseEstimate();
     }
     if (lattice) ReadLattice(B, lengths, *lattice);
     // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input
@@ -1000,6 +1016,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[32] = cfg_.finalize_split;
   out[33] = lattice_bytes();
   out[34] = cfg_.fused_max;
+  out[35] = est_factor_;
+  out[36] = est_reruns_;
 }
 
 }  // namespace cuwfst

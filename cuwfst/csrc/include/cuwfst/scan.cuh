@@ -78,6 +78,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.closure_added = 0;
   lc.max_lp = 0.f;
   lc.claims = 0;
+  lc.est_bound = 0;
   lc.overflow = 0;
   lc.max_frontier = 0;
   lc.final_winner = -2;
@@ -192,8 +193,12 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // (pool_need[kPoolPauseSlot]) idles every lane's later steps of this sequence. The host
   // then commits what the step asked (pool_need: exact, since no lane lost anything before
   // it) and resumes the batch from that step (SeqKind::kResume): no step is decoded twice.
+  // Asks are estimates (PooledEstimate) when the host published a factor: each lane's claims
+  // list, table and next frontier are sized by its frontier, not its slots.
   int64_t carry = 0;
   bool fits = true;
+  const long long factor = ws.pooled ? ws.pool_cap[kPoolEstimateSlot] : 0;
+  const long long floor = ws.pooled ? ws.pool_cap[kPoolFloorSlot] : 0;
   if (ws.pooled) {
     int64_t c_sum = 0, h_sum = 0, t_sum = 0;
     for (int32_t base = 0; base < ws.max_lanes; base += 32) {
@@ -201,7 +206,8 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
       PooledAsk ask{0, 0, 0, 0};
       if (l < ws.max_lanes) {
         const int32_t v = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs);
-        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), v);
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), v,
+                          *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].frontier_size), factor, floor);
       }
       int64_t c_total, h_total, t_total;
       WarpExclusiveScan(ask.claims, &c_total);
@@ -234,8 +240,12 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     carry += step_total;
     if (ws.pooled && fits) {
       PooledAsk ask{0, 0, 0, 0};
-      if (l < ws.max_lanes)
-        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), static_cast<int32_t>(v));
+      int32_t phase = kPhaseIdle;
+      if (l < ws.max_lanes) {
+        phase = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase);
+        ask = PooledAskOf(ws, phase, static_cast<int32_t>(v),
+                          *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].frontier_size), factor, floor);
+      }
       int64_t c_total, h_total, t_total;
       const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
       const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);
@@ -248,6 +258,8 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
         // capacity; it would be flagged, and nothing reads its frontier: HasTokenRegion)
         if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
           atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
+        // FinalizeKernel flags kOverflowEstimate when the claims pass an estimated list
+        lc.est_bound = ask.bound < PooledClaimsBound(ws, phase, static_cast<int32_t>(v)) ? 1 : 0;
       }
       c_carry += c_total;
       h_carry += h_total;
