@@ -13,7 +13,11 @@ order, `batch` at a time, in lockstep as the GPU runs them):
   claims_cap)): a claims list of the bound, a hash table of the power of two >= 2 x bound,
   a next frontier of min(bound, main_q) + 1 tokens (rounded to 32);
 * "used" (what the step really writes): the same three structures sized by its claims.
-* "estimate" (the new rule): bound = min(slots, claims_cap, max(floor, factor x n)).
+* "admit" (the new rule, pool_at_max): bound = min(admissible, claims_cap), the arcs whose end
+  passes L - beam (L: the best-scoring token's best arc end, the scan's lower bound of the
+  max), which MaxKernel counts before its last block hands the regions out;
+* "estimate" (rejected): bound = min(slots, claims_cap, max(floor, factor x n)); a step's
+  frontier can grow 40-50x (spikes), so it overflows in most rows.
 
 Per pool and in bytes: (a) what the pool commits (the growth rule replayed: 1.25 x a paused
 step's need, at least doubling, pieces of 2 MiB per array), (b) the sum over lanes of each
@@ -57,7 +61,7 @@ def _sizes(i):
     ref, o = _G["dec"]._ref, _G["dec"].options
     L = int(d["lengths"][i])
     lp = np.ascontiguousarray(d["log_probs"][i], np.float32)
-    out = np.zeros((L + 1, 3), np.int64)
+    out = np.zeros((L + 1, 5), np.int64)
     ref.mod.ref_decode_step_sizes(ref.handle, lp, L, o.search_beam, o.output_beam, o.min_active_states,
                                   o.max_active_states, o.allow_partial, 0, out)
     return i, out
@@ -96,13 +100,21 @@ def asks(bound, main_q, hash_cap):
     return {"tokens": tokens, "claims": claims, "hash": hash_}
 
 
-def bound_of(rule, n, slots, claims, claims_cap, factor=4, floor=1024):
+def bound_of(rule, r, claims_cap, factor=4, floor=1024):
+    """Per step claims bounds of one row's sizes r [steps, 5] {n, slots, claims, admitted,
+    admissible}; the last step is the final one (PooledClaimsBound: 1 where it has arcs)."""
+    n, slots, claims, admissible = r[:, 0], r[:, 1], r[:, 2], r[:, 4]
     if rule == "slots":
-        return np.minimum(slots, claims_cap)
-    if rule == "used":
-        return np.minimum(claims, claims_cap)
-    # estimate (types.cuh PooledClaimsBound with ws.pool_estimate = factor)
-    return np.minimum(np.minimum(slots, claims_cap), np.maximum(floor, factor * n))
+        b = np.minimum(slots, claims_cap)
+    elif rule == "used":
+        b = np.minimum(claims, claims_cap)
+    elif rule == "admit":  # MaxKernel's count (pool_at_max)
+        b = np.minimum(admissible, claims_cap)
+    else:  # a frontier estimate: factor x n, at least floor (not adopted: spikes outgrow it)
+        b = np.minimum(np.minimum(slots, claims_cap), np.maximum(floor, factor * n))
+    b = b.copy()
+    b[-1] = 1 if slots[-1] > 0 else 0
+    return b
 
 
 def committed_bytes(cap):
@@ -114,9 +126,10 @@ def committed_bytes(cap):
     return total
 
 
-def replay_growth(per_step_need, first):
+def replay_growth(per_step_need, first, most, growth="double"):
     """The pools' capacities after the batches' steps (a pause grows a pool short of a step's
-    need to PoolGrowth: 1.25 x need, at least double), and the grows."""
+    need to PoolGrowth: 1.25 x need, at least double, at most the static layout's size;
+    growth="eighth": need + need / 8, the VMM rule), and the grows."""
     cap = dict(first)
     grows = 0
     for need in per_step_need:
@@ -125,11 +138,12 @@ def replay_growth(per_step_need, first):
             grows += 1
             for k in cap:
                 if need[k] > cap[k]:
-                    cap[k] = max(need[k] + need[k] // 4, 2 * cap[k])
+                    w = max(need[k] + need[k] // 4, 2 * cap[k]) if growth == "double" else need[k] + need[k] // 8
+                    cap[k] = min(w, most[k])
     return cap, grows
 
 
-def account(rows, batch, rule, main_q, claims_cap, hash_cap, factor=4, floor=1024):
+def account(rows, batch, rule, main_q, claims_cap, hash_cap, factor=4, floor=1024, growth="double"):
     """(a) committed bytes, (b) sum of per-lane peaks, (c) peak of per-step sums, per pool."""
     bytes_per = {"tokens": TOKEN_BYTES, "claims": CLAIM_BYTES, "hash": HASH_BYTES}
     ids = [i for i in range(len(rows)) if rows[i] is not None]
@@ -144,10 +158,9 @@ def account(rows, batch, rule, main_q, claims_cap, hash_cap, factor=4, floor=102
         tot = {k: np.zeros(T, np.int64) for k in bytes_per}
         peaks = {k: 0 for k in bytes_per}
         for r in group:
-            n, slots, claims = r[:, 0], r[:, 1], r[:, 2]
-            b = bound_of(rule, n, slots, claims, claims_cap, factor, floor)
+            b = bound_of(rule, r, claims_cap, factor, floor)
             if rule == "estimate":
-                est_fail += int(np.any(np.minimum(claims, claims_cap) > b))
+                est_fail += int(np.any(np.minimum(r[:-1, 2], claims_cap) > b[:-1]))
             a = asks(b, main_q, hash_cap)
             for k in bytes_per:
                 tot[k][: len(r)] += a[k]
@@ -159,7 +172,8 @@ def account(rows, batch, rule, main_q, claims_cap, hash_cap, factor=4, floor=102
             lane_peak[k] = max(lane_peak[k], peaks[k])
         per_batch_lane_peaks.append(peaks)
     first = {"tokens": ALIGN * batch, "claims": 1 << 12, "hash": 1 << 13}
-    cap, grows = replay_growth(steps_needs, first)
+    most = {"tokens": batch * (main_q + 1 + ALIGN), "claims": batch * (claims_cap + 16), "hash": batch * hash_cap}
+    cap, grows = replay_growth(steps_needs, first, most, growth)
     out = {"rule": rule, "batch": batch, "rows": len(ids), "grows": grows, "cap_entries": cap,
            "a_committed_mib": committed_bytes(cap) / MiB,
            "b_lane_peaks_mib": sum(lane_peak[k] * bytes_per[k] for k in bytes_per) / MiB,
@@ -178,7 +192,7 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     p.add_argument("--sizes", help="npz cache of the per-row sizes (read if present, else written)")
     p.add_argument("--main-q", type=int, default=320000, help="main_q (main_q_factor 32 x max_active 10000)")
-    p.add_argument("--factor", type=int, nargs="+", default=[2, 4])
+    p.add_argument("--factor", type=int, nargs="+", default=[4, 64])
     p.add_argument("--floor", type=int, default=1024)
     a = p.parse_args(argv)
     d = np.load(a.log_probs, mmap_mode="r")
@@ -199,6 +213,10 @@ def main(argv=None) -> int:
     n = np.concatenate([r[:, 0] for r in allr])
     sl = np.concatenate([r[:, 1] for r in allr])
     cl = np.concatenate([r[:, 2] for r in allr])
+    ad = np.concatenate([r[:, 3] for r in allr])
+    ab = np.concatenate([r[:, 4] for r in allr])
+    print(f"sums over lane-steps: slots {sl.sum()}, admissible (L - beam) {ab.sum()}, admitted {ad.sum()}, "
+          f"claims {cl.sum()}; admissible / claims per step max {np.max(ab / np.maximum(cl, 1)):.1f}")
     big = [i for i, r in enumerate(rows) if r is not None and r[:, 2].max() > main_q]
     print(f"rows {len(allr)}, lane-steps {len(n)}: frontier max {n.max()}, slots max {sl.max()}, claims max {cl.max()};"
           f" mean slots/claims {sl.sum() / max(cl.sum(), 1):.1f}; rows whose frontier passes main_q: {big}")
@@ -209,10 +227,12 @@ def main(argv=None) -> int:
     lines = ["| batch | rule | (a) committed MiB | grows | (b) sum of lane peaks MiB | (c) peak of step sums MiB |"
              " (c) tokens / claims / hash entries | estimate-overflow rows |", "|---|---|---|---|---|---|---|---|"]
     for B in a.batch:
-        rules = [("slots", None), ("used", None)] + [("estimate", f) for f in a.factor]
-        for rule, f in rules:
-            o = account(rows, B, rule, main_q, claims_cap, hash_cap, f or 4, a.floor)
-            name = rule if f is None else f"estimate x{f} (floor {a.floor})"
+        rules = [("slots", None, "double"), ("admit", None, "double"), ("admit", None, "eighth"),
+                 ("used", None, "eighth")] + [("estimate", f, "eighth") for f in a.factor]
+        for rule, f, growth in rules:
+            o = account(rows, B, rule, main_q, claims_cap, hash_cap, f or 4, a.floor, growth)
+            name = (rule if f is None else f"estimate x{f} (floor {a.floor})") + \
+                (", growth 1.25x / doubling" if growth == "double" else ", growth 1.125x")
             c = o["c_step_peak_entries"]
             lines.append(f"| {B} | {name} | {o['a_committed_mib']:.1f} | {o['grows']} | {o['b_lane_peaks_mib']:.1f} | "
                          f"{o['c_step_peak_mib']:.1f} | {c['tokens']} / {c['claims']} / {c['hash']} | "

@@ -169,6 +169,8 @@ void GpuDecoder::Allocate() {
   ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
+  ws_.max_done = Alloc<int32_t>(1, "max counter");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.max_done, 0, sizeof(int32_t), stream_));
   // the kernel variants (gpu_decoder.cuh DecoderConfig; docs/design.md "kernel variants")
   if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
   ws_.scan_split = cfg_.scan_split;
@@ -194,10 +196,7 @@ void GpuDecoder::Allocate() {
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     cfg_.eps_blocks = 8 * std::max(sms, 1);
   }
-  d_pool_cap_ = Alloc<long long>(kPoolCapSlots, "pool capacities");
-  est_factor_ = std::max<int32_t>(cfg_.pool_estimate, 0);
-  h_pool_cap_[kPoolEstimateSlot] = est_factor_;
-  h_pool_cap_[kPoolFloorSlot] = std::max<int32_t>(cfg_.pool_floor, 1);
+  d_pool_cap_ = Alloc<long long>(kPools, "pool capacities");
   d_pool_need_ = Alloc<unsigned long long>(kPoolNeedSlots, "pool demand");
   CUWFST_CUDA(cudaMemsetAsync(d_pool_need_, 0, kPoolNeedSlots * sizeof(unsigned long long), stream_));
   ws_.pool_cap = d_pool_cap_;
@@ -271,6 +270,7 @@ void GpuDecoder::Allocate() {
     // pool's arrays hold, so the first pieces are used whole
     const int64_t want[kPools] = {kPoolAlign * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
     CommitPools(want, false, "the first batch");
+    for (auto& a : pool_arrays_) a->first_bytes = a->region.committed();
   } else {
     EnsureStatic();
   }
@@ -451,6 +451,10 @@ void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const cha
          << "; the decoder keeps its pools and stays usable; " << Advice() << ", or decode fewer rows at a time";
     ThrowAcquireFailure(e, os.str());
   }
+  PublishPoolCaps(statics);
+}
+
+void GpuDecoder::PublishPoolCaps(bool statics) {
   // a pool's capacity is what every one of its arrays holds (VMM rounds each up to whole
   // pieces, so the first pieces are used whole)
   for (int k = 0; k < kPools; ++k) {
@@ -467,12 +471,30 @@ void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const cha
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
-void GpuDecoder::RaiseEstimate() {
-  est_factor_ = est_factor_ >= 64 ? 0 : est_factor_ * 4;
-  h_pool_cap_[kPoolEstimateSlot] = est_factor_;
-  ++est_reruns_;
-  CUWFST_CUDA(cudaMemcpyAsync(d_pool_cap_, h_pool_cap_, sizeof(h_pool_cap_), cudaMemcpyHostToDevice, stream_));
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+int64_t GpuDecoder::TrimWorkspace() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));  // no queued kernel reads what goes
+  int64_t freed = 0;
+  if (pooled_ok_ && !static_ready_) {
+    bool trimmed = false;
+    for (auto& a : pool_arrays_) {
+      if (!a->region.vmm() || a->region.committed() <= a->first_bytes) continue;
+      freed += static_cast<int64_t>(a->region.Trim(a->first_bytes));
+      trimmed = true;
+    }
+    if (trimmed) PublishPoolCaps(false);
+  }
+  bool live = gc_tags_used_;
+  for (const LaneHost& h : lane_host_) live |= h.open;
+  const int64_t first = std::min<int64_t>(cfg_.arena_cap, cfg_.arena_max);
+  if (!live && arena_.vmm() && arena_cap_ > first) {
+    freed += static_cast<int64_t>(arena_.Trim(static_cast<size_t>(first) * sizeof(WinnerEntry)));
+    arena_cap_ = std::min<int64_t>(arena_cap_, static_cast<int64_t>(arena_.committed() / sizeof(WinnerEntry)));
+    PublishArenaLimit();
+  }
+  return freed;
 }
 
 void GpuDecoder::EnsureStatic() {
@@ -484,6 +506,8 @@ void GpuDecoder::EnsureStatic() {
 Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   Workspace w = ws_;
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
+  // where MaxKernel runs, it hands the pooled regions out by the admissible arcs (types.cuh)
+  w.pool_at_max = w.pooled && !cfg_.fused_max ? 1 : 0;
   return w;
 }
 
@@ -667,10 +691,13 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   const int grid = cfg_.scan_split > 1 ? L * cfg_.scan_split : L;
+  // the scans that start each lane's max at L (an arc end, scan.cuh BestTokenEnd): fused_max
+  // admits against it, and pool_at_max's MaxKernel counts the admissible arcs against it
+  const bool lower = cfg_.fused_max || w.pool_at_max;
   Timed(1, [&] {
-    if (cfg_.scan_split > 1 && cfg_.fused_max) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    if (cfg_.scan_split > 1 && lower) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
     else if (cfg_.scan_split > 1) ScanSplitKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
-    else if (cfg_.fused_max) ScanKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    else if (lower) ScanKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
     else ScanKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
   });
   if (cfg_.fused_max) {  // the max and the admission in one walk (expand.cuh); profiled as expand
@@ -906,11 +933,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
-      bool arena_full = false, lane_refused = false, estimate_short = false;
+      bool arena_full = false, lane_refused = false;
       for (int32_t b = 0; b < B; ++b) {
         arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
         lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
-        estimate_short |= (h_lanes[b].overflow & kOverflowEstimate) != 0;
       }
       // A step whose asks did not fit the pools paused the batch before it (scan.cuh
       // LaneScanLastBlock): nothing of that step ran, every lane still holds the frontier it
@@ -942,14 +968,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // record, also those past lat_cap, so after the whole batch it is what the batch needs.
       const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
       const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
-      if (!arena_grows && !lattice_full && !estimate_short) break;
+      if (!arena_grows && !lattice_full) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
       if (lattice_full) GrowLattice(lat_cursor);
-      // a step's claims outgrew their estimated list (types.cuh PooledEstimate): a 4x larger
-      // factor from now on (past 64, the exact bound, which no step outgrows), published
-      // like a capacity (no re-capture), and the batch again; the pools grow as its steps ask
-      if (estimate_short) RaiseEstimate();
     }
     if (lattice) ReadLattice(B, lengths, *lattice);
     // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input
@@ -1016,8 +1038,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[32] = cfg_.finalize_split;
   out[33] = lattice_bytes();
   out[34] = cfg_.fused_max;
-  out[35] = est_factor_;
-  out[36] = est_reruns_;
 }
 
 }  // namespace cuwfst

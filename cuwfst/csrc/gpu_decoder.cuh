@@ -54,13 +54,6 @@ struct DecoderConfig {
   // 2 auto (on where the static layout is larger than what the pools' first pieces take,
   // twice over: a small decoder holds less with every lane's worst case).
   int32_t lane_pool = 2;
-  // The pooled layout's asks (types.cuh PooledEstimate): a real step's claims list, hash table
-  // and next frontier sized for pool_estimate x the frontier it expands (at least
-  // pool_floor), not for its slots; a step whose claims outgrow that makes the batch run
-  // again with a 4x larger factor (past 64: the exact bound), which the decoder keeps.
-  // 0: the exact bound (every step's slots, capped by claims_cap).
-  int32_t pool_estimate = 4;
-  int32_t pool_floor = 1024;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
@@ -238,9 +231,8 @@ class GpuDecoder {
   // use: scan_split, closure_lists, finalize_split (after the auto choices and fallbacks),
   // [33] lattice buffers (records, per-step arrays, hash positions, the closure's second
   // slot space; allocated by the first lattice decode, eager, and in [0] and [1]), [34]
-  // fused_max (the kernel variant's fourth switch), [35] the pooled asks' estimate factor now
-  // (0: exact), [36] batches decoded again because a step outgrew its estimate.
-  static constexpr int kMemStats = 37;
+  // fused_max (the kernel variant's fourth switch).
+  static constexpr int kMemStats = 35;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -249,6 +241,13 @@ class GpuDecoder {
   // Test hook: the next decode reads its log-probs through an unmapped address, which
   // kills the CUDA context the way a kernel bug would (tests/test_gpu_faults.py).
   void InjectIllegalAddress();
+  // Gives back what offline batches grew: the lane pools (pooled layout, unless the static
+  // layout was committed) and the winners log (VMM, while no lane lives across calls and no
+  // GC ran) return to their first commits; pointers do not move (VMM pieces above the first
+  // are unmapped), so no captured graph is re-made, and the next batch that needs more grows
+  // them again. The rescue instance calls it after each rescue (its rows are the rare ones
+  // that outgrew the main instance). Returns the bytes given back.
+  int64_t TrimWorkspace();
   int device() const { return graph_->device; }
   int32_t vocab_size() const { return graph_->view.vocab_size; }
 
@@ -267,9 +266,8 @@ class GpuDecoder {
   // the contents stay (a paused batch's frontiers; VMM regions keep them anyway, an eager
   // region copies them into its replacement).
   void CommitPools(const int64_t want[kPools], bool statics, const char* why, bool keep = false);
-  // A batch's step outgrew its estimated asks: the next factor (x4; past 64 the exact bound,
-  // 0), published to the kernels.
-  void RaiseEstimate();
+  // The pools' capacities from what every array holds (statics: the static layout's), published.
+  void PublishPoolCaps(bool statics);
   // The static layout's full size, once (streams, continuous batching, snapshots, and every
   // sequence where the pooled layout is off).
   void EnsureStatic();
@@ -343,6 +341,7 @@ class GpuDecoder {
     int32_t per_entry;   // entries per pool entry (tok_hint: 4 per token)
     int32_t fill;        // byte new memory is set to (-1: none)
     int64_t static_entries;  // the static layout's size
+    size_t first_bytes = 0;  // what the first commit (Allocate) took: TrimWorkspace's floor
   };
   std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
   bool pooled_ok_ = false;    // offline batches take the pooled layout
@@ -350,9 +349,7 @@ class GpuDecoder {
   int64_t pool_cap_[kPools] = {0, 0, 0};   // committed entries (published as *ws_.pool_cap)
   int64_t pool_max_[kPools] = {0, 0, 0};   // the static layout's entries
   int64_t pool_high_[kPools] = {0, 0, 0};  // the most a batch used
-  long long h_pool_cap_[kPoolCapSlots] = {0, 0, 0, 0, 0};  // the capacities, the estimate factor and floor
-  int64_t est_factor_ = 0;     // the pooled asks' estimate factor now (cfg_.pool_estimate, raised by re-runs)
-  int64_t est_reruns_ = 0;
+  long long h_pool_cap_[kPools] = {0, 0, 0};
   long long* d_pool_cap_ = nullptr;
   unsigned long long* d_pool_need_ = nullptr;
   int64_t pool_grows_ = 0;

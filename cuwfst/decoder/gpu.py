@@ -12,7 +12,7 @@ from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
-from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, pool_estimate_mode, resolve_memory
+from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, resolve_memory
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -168,7 +168,7 @@ class GpuInstance:
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
-            bool(fused_max), int(lattice_entries or 0), *pool_estimate_mode())
+            bool(fused_max), int(lattice_entries or 0))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -177,6 +177,11 @@ class GpuInstance:
                 self.mod.gpu_decoder_free(h)
             except Exception:  # interpreter shutdown
                 pass
+
+    def trim(self) -> int:
+        """Gives back what batches grew (lane pools, winners log) down to the first commits;
+        the bytes given back (GpuDecoder::TrimWorkspace)."""
+        return int(self.mod.gpu_decoder_trim(self.handle))
 
     def mem_stats(self) -> dict:
         out = np.zeros(len(MEM_STATS), np.int64)
@@ -491,6 +496,10 @@ class GpuBackend:
 
             rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
                    rescue_lanes=self.rescue_lanes, stats=self.stats)
+            # the rescue's rows are the rare ones that outgrew the main instance: what they
+            # grew goes back (a later rescue grows it again, in place)
+            if self._rescue is not None:
+                self._rescue.trim()
         return hyps
 
     def _long_form(self, lens: np.ndarray) -> bool:

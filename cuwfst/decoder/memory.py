@@ -45,8 +45,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "granularity", "path_bytes", "arena_grows", "gc_rounds", "winners_live", "winners_live_max",
              "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
              "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash", "advance_rounds",
-             "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max", "pool_estimate",
-             "estimate_reruns")
+             "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
@@ -63,30 +62,6 @@ def lane_pool_mode(memory: str) -> int:
     if v not in LANE_POOL:
         raise ValueError(f"CUWFST_LANE_POOL must be one of {', '.join(map(repr, LANE_POOL))}, got {v!r}")
     return LANE_POOL[v]
-
-
-POOL_ESTIMATE = (4, 1024)
-
-
-def pool_estimate_mode() -> tuple[int, int]:
-    """The pooled layout's asks (types.cuh PooledEstimate) as the native (factor, floor): a
-    real step's claims list, hash table and next frontier are sized for factor x the
-    frontier it expands (at least floor tokens), not for its arcs; a batch whose step
-    outgrows that is decoded again with a 4x larger factor (past 64: the exact bound).
-    $CUWFST_POOL_ESTIMATE: "exact" (the slots bound, factor 0), "F" or "F,FLOOR"."""
-    v = (os.environ.get("CUWFST_POOL_ESTIMATE") or "").strip()
-    if not v:
-        return POOL_ESTIMATE
-    if v == "exact":
-        return 0, POOL_ESTIMATE[1]
-    try:
-        parts = [int(x) for x in v.split(",")]
-    except ValueError:
-        parts = []
-    if len(parts) not in (1, 2) or not 0 <= parts[0] <= 1024 or (len(parts) == 2 and not 1 <= parts[1] <= 2**30):
-        raise ValueError(f"CUWFST_POOL_ESTIMATE must be 'exact', 'F' or 'F,FLOOR' (F in [0, 1024], "
-                         f"FLOOR in [1, 2^30]), got {v!r}")
-    return parts[0], parts[1] if len(parts) == 2 else POOL_ESTIMATE[1]
 
 
 def resolve_memory(memory: str | None) -> str:
@@ -131,7 +106,6 @@ def gpu_memory_stats(backend) -> dict:
                         "advance_rounds": int(main["advance_rounds"])},
             "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed"),
                       "pooled": bool(main["pooled"]), "grows": total("pool_grows"),
-                      "estimate": int(main["pool_estimate"]), "estimate_reruns": total("estimate_reruns"),
                       "capacity_entries": {k: int(main[f"pool_cap_{k}"]) for k in ("tokens", "claims", "hash")},
                       "high_water_entries": {k: int(main[f"pool_high_{k}"]) for k in ("tokens", "claims", "hash")}},
             "workspace": {"committed": total("fixed")},

@@ -47,13 +47,6 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
   if (phase == kPhaseIdle) return;
-  // an estimated claims list (pooled, PooledEstimate) that this step's claims outgrew: the
-  // step lost claims, so the batch is decoded again with a larger estimate (the host)
-  // (a table sized by an estimate holds its load <= 1/2 as an exact one does, so a probe bound
-  // hit there is as unlikely; still, a flagged table on an estimated step counts as one too)
-  if (ws.pooled && blockIdx.x == 0 && threadIdx.x == 0 && lc.est_bound &&
-      (lc.claims > lc.claim_cap || (lc.overflow & kOverflowHash)))
-    atomicOr(&lc.overflow, kOverflowEstimate);
   const int32_t num_claims = min(lc.claims, lc.claim_cap);
   const int32_t chunk = (num_claims + gridDim.x - 1) / gridDim.x;
   const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);

@@ -26,10 +26,6 @@ enum : int32_t {
                          // set since a step that does not fit pauses the whole batch (ScanKernel's
                          // last block) until the host grows the pools; kept as the guard's bit
                          // should a lane ever be refused a region, and never reported
-  kOverflowEstimate = 256,  // pooled layout with estimated asks: a step's claims passed the lane's
-                            // estimated claims list (PooledEstimate), so the step is not the exact
-                            // one; the host raises the estimate and decodes the batch again, so
-                            // this bit is never reported
 };
 
 constexpr int32_t kRedirectArcBit = 1 << 30;
@@ -178,7 +174,10 @@ struct LaneCounters {
   int32_t step_phase;
   int32_t step_size;
   int32_t step_hint_ok;
-  int32_t est_bound;  // pooled: 1 when this step's claims region is an estimate below the exact bound
+  // Pooled layout with the hand-out after the max (Workspace::pool_at_max): the arcs of this
+  // step that MaxKernel found admissible against a lower bound of the cutoff (a superset of
+  // the admitted arcs, so at least the step's claims); the step's regions are sized by it.
+  int32_t admit;
 };
 
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
@@ -209,17 +208,17 @@ struct WinnerEntry {
 //    that step. Every lane of an offline batch steps in lockstep until it finishes (a pause
 //    stops them all), so all live frontiers sit in the same buffer and the new ones never
 //    overwrite a live one.
+//    Where MaxKernel runs (pool_at_max: pooled and not fused_max) the hand-out waits for it:
+//    MaxKernel counts each lane's arcs whose end passes (a lower bound of the max) - beam,
+//    which every admitted arc does (LaneCounters::admit), and its last block hands out the
+//    regions sized by that count instead of the slots. On an HLG a step admits ~1% of its
+//    slots (benchmarks/pool_accounting.py), so the pools hold what steps write, not their
+//    arcs. With fused_max (no MaxKernel) ScanKernel's last block hands them out by the slots.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
 constexpr int32_t kPoolNeedSlots = kPools + 1;
-// pool_cap's entries: the pools' committed capacities, then the ask estimate's factor
-// (PooledEstimate; 0: the exact bound, every step's slots) and floor, all published by the
-// host in device memory so that a captured graph reads the current values
-constexpr int32_t kPoolEstimateSlot = kPools;
-constexpr int32_t kPoolFloorSlot = kPools + 1;
-constexpr int32_t kPoolCapSlots = kPools + 2;
 
 // The per-decoder workspace (capacities are fixed at construction).
 struct Workspace {
@@ -228,7 +227,9 @@ struct Workspace {
   int32_t claims_cap;   // distinct states per lane per step
   int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
   int32_t pooled;       // 1: per-step regions from the pools (see above)
-  const long long* pool_cap;     // [kPoolCapSlots] committed entries of each pool, the estimate factor (device)
+  int32_t pool_at_max;  // 1 (pooled, MaxKernel runs): MaxKernel's last block hands the regions out
+  int32_t* max_done;    // MaxKernel's last-block-done counter (0 between launches)
+  const long long* pool_cap;     // [kPools] committed entries of each pool (device)
   unsigned long long* pool_need;  // [kPoolNeedSlots] the most a step of this batch asked of each
                                   // pool, and the pause flag
   int32_t path_cap;     // best-path arcs per lane
@@ -366,26 +367,9 @@ __host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { re
 struct PooledAsk {
   int32_t bound, claims, hash, tokens;
 };
-// The estimated claims bound of a real step (pooled layout, factor > 0): the frontier it
-// expands (n tokens) times `factor`, at least `floor`, never above the exact bound
-// (the step's slots, claims_cap). A step's claims are its next frontier, and a frontier
-// rarely grows by more than a small factor in one step (benchmarks/pool_accounting.py counts
-// it on the CPU), while the slots are ~150 x the frontier on an HLG: sizing by the slots
-// commits two orders of magnitude more than any step writes. A step whose claims pass the
-// estimate is flagged kOverflowEstimate (FinalizeKernel), and the host decodes the batch
-// again with a larger factor (GpuDecoder::Decode), so results stay exact.
-__host__ __device__ inline int32_t PooledEstimate(int32_t exact, int32_t n, long long factor, long long floor) {
-  if (factor <= 0 || exact <= floor) return exact;
-  long long e = factor * static_cast<long long>(n > 0 ? n : 0);
-  if (e < floor) e = floor;
-  return e < exact ? static_cast<int32_t>(e) : exact;
-}
-// n, factor, floor: the frontier the step expands and the estimate (factor 0: the exact bound).
-__host__ __device__ inline PooledAsk PooledAskOf(const Workspace& ws, int32_t phase, int32_t slots, int32_t n = 0,
-                                                 long long factor = 0, long long floor = 0) {
+__host__ __device__ inline PooledAsk PooledAskOf(const Workspace& ws, int32_t phase, int32_t slots) {
   PooledAsk a;
   a.bound = PooledClaimsBound(ws, phase, slots);
-  if (phase == kPhaseReal) a.bound = PooledEstimate(a.bound, n, factor, floor);
   a.claims = PooledClaimsRegion(a.bound);
   a.hash = PooledHashSize(ws, a.bound);
   a.tokens = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, a.bound);
