@@ -129,7 +129,7 @@ def committed_bytes(cap):
 def replay_growth(per_step_need, first, most, growth="double"):
     """The pools' capacities after the batches' steps (a pause grows a pool short of a step's
     need to PoolGrowth: 1.25 x need, at least double, at most the static layout's size;
-    growth="eighth": need + need / 8, the VMM rule), and the grows."""
+    growth="eighth": need + need / 8, at least 1.25 x, the rule now), and the grows."""
     cap = dict(first)
     grows = 0
     for need in per_step_need:
@@ -138,7 +138,8 @@ def replay_growth(per_step_need, first, most, growth="double"):
             grows += 1
             for k in cap:
                 if need[k] > cap[k]:
-                    w = max(need[k] + need[k] // 4, 2 * cap[k]) if growth == "double" else need[k] + need[k] // 8
+                    w = max(need[k] + need[k] // 4, 2 * cap[k]) if growth == "double" else \
+                        max(need[k] + need[k] // 8, cap[k] + cap[k] // 4)
                     cap[k] = min(w, most[k])
     return cap, grows
 
@@ -232,7 +233,7 @@ def main(argv=None) -> int:
         for rule, f, growth in rules:
             o = account(rows, B, rule, main_q, claims_cap, hash_cap, f or 4, a.floor, growth)
             name = (rule if f is None else f"estimate x{f} (floor {a.floor})") + \
-                (", growth 1.25x / doubling" if growth == "double" else ", growth 1.125x")
+                (", growth 1.25x / doubling (before)" if growth == "double" else ", growth 1.125x (now)")
             c = o["c_step_peak_entries"]
             lines.append(f"| {B} | {name} | {o['a_committed_mib']:.1f} | {o['grows']} | {o['b_lane_peaks_mib']:.1f} | "
                          f"{o['c_step_peak_mib']:.1f} | {c['tokens']} / {c['claims']} / {c['hash']} | "

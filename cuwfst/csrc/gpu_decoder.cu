@@ -938,13 +938,14 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
         lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
       }
-      // A step whose asks did not fit the pools paused the batch before it (scan.cuh
-      // LaneScanLastBlock): nothing of that step ran, every lane still holds the frontier it
-      // had, and need[] holds what the step asked of each pool, exactly (every lane had
-      // stepped fully until then). Each pool short of it grows in one step to 1.25 x that,
-      // and at least doubles (a first big batch's frontiers grow step by step, so the next
-      // pause may come a few steps later), within the static worst case, which holds any
-      // step; the batch then resumes from the paused step, so no step is decoded twice.
+      // A step whose asks did not fit the pools paused the batch before it (common.cuh
+      // PooledHandOut, in MaxKernel's or ScanKernel's last block): nothing of that step ran,
+      // every lane still holds the frontier it had, and need[] holds what the step asked of
+      // each pool, exactly (every lane had stepped fully until then). Each pool short of it
+      // grows in one step to 1.125 x that, at least 1.25 x its capacity (PoolGrowth: a first
+      // big batch's frontiers grow step by step, so the next pause may come a few steps
+      // later), within the static worst case, which holds any step; the batch then resumes
+      // from the paused step, so no step is decoded twice.
       if (need[kPoolPauseSlot] != 0) {
         int64_t want[kPools];
         bool grows = false;
