@@ -91,10 +91,12 @@ def pow2_at_least(x):
 
 
 def asks(bound, main_q, hash_cap):
-    """Per lane-step entries {tokens, claims, hash} for claims bounds `bound` (0: idle)."""
+    """Per lane-step entries {tokens, claims, hash} for the claims bounds `bound` of a row's
+    steps (every one a step the lane takes: types.cuh PooledAskOf; a step without arcs still
+    gets its next frontier's 32 tokens)."""
     b = np.asarray(bound, np.int64)
     live = b > 0
-    tokens = np.where(live, (np.minimum(b, main_q) + 1 + ALIGN - 1) // ALIGN * ALIGN, 0)
+    tokens = (np.minimum(b, main_q) + 1 + ALIGN - 1) // ALIGN * ALIGN
     claims = (b + 15) // 16 * 16
     hash_ = np.where(live, np.minimum(np.maximum(pow2_at_least(2 * b), ALIGN), hash_cap), 0)
     return {"tokens": tokens, "claims": claims, "hash": hash_}

@@ -356,13 +356,19 @@ class GpuBackend:
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:
             # a frontier 4x larger (and at least 64 x max_active), capped by the graph's
-            # states; the main instance's arena limit, so long rows are not cut short here
+            # states; the main instance's arena limit, so long rows are not cut short here.
+            # Its winners log starts at 1 Mi entries (8 MiB, lazy): a rescued row's log is
+            # tens of Mi entries, so the first run grows it whatever it starts at, and after
+            # each rescue it goes back to that first commit (GpuInstance.trim)
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
+            kw = dict(self.kw)
+            if kw.get("arena_entries") is None and kw.get("memory", "lazy") == "lazy":
+                kw["arena_entries"] = 1 << 20
 
             def make(lanes):
                 return self._retrying(lambda: GpuInstance(
                     self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
-                    arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes)))
+                    arena_max=self.main.arena_max, **dict(kw, max_lanes=lanes)))
 
             try:
                 self._rescue = make(self.rescue_lanes)
