@@ -201,7 +201,7 @@ struct WinnerEntry {
 //    decoder's life (LaneSetupKernel writes the offsets);
 //  * pooled (pooled = 1, offline batches on epsilon-free graphs): regions are handed out
 //    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes,
-//    once the step's slots are known (ScanKernel's last block): the claims list and the
+//    once the step's slots are known (ScanKernel's last block; see pool_at_max below): the claims list and the
 //    hash table (claims <= slots) and the next frontier (survivors <= claims). A step whose
 //    asks do not fit pauses the batch (every lane put back before the step, later steps
 //    idle); the host commits what the step asked (pool_need) and resumes the batch from
@@ -334,9 +334,11 @@ __host__ __device__ inline void StaticLayout(const Workspace& ws, int32_t lane, 
   lc.hash_cap = ws.hash_cap;
 }
 
-// A pooled step's claims bound and hash size for a lane (ScanKernel's last block): every
-// claim is a distinct destination of an admitted arc, so at most the step's slots, and at
-// most one (the final state) on a final or redirect step; the table keeps its load <= 1/2.
+// A pooled step's claims bound and hash size for a lane (the hand-out: MaxKernel's last block
+// with `slots` = the lane's admissible arcs, LaneCounters::admit, or ScanKernel's under
+// fused_max with the step's slots): every claim is a distinct destination of an admitted arc,
+// so at most either count, and at most one (the final state) on a final or redirect step;
+// the table keeps its load <= 1/2.
 // The static layout's per-lane capacities cap both, as they do there.
 __host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_t phase, int32_t slots) {
   if (phase == kPhaseIdle || slots <= 0) return 0;
@@ -361,7 +363,7 @@ __host__ __device__ inline int32_t PooledTokenRegion(const Workspace& ws, int32_
 }
 __host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { return (claims_bound + 15) & ~15; }
 
-// What one lane asks of the pools for a step (pooled layout; ScanKernel's last block hands
+// What one lane asks of the pools for a step (pooled layout; the hand-out's last block hands
 // the regions out in lane order by prefix sums of these): its claims bound, and the entries
 // its claims list, hash table and next frontier take from each pool (0: none).
 struct PooledAsk {
@@ -416,7 +418,7 @@ __host__ __device__ inline int64_t PoolGrowth(int64_t need, int64_t cap, int64_t
   if (w < cap + cap / 4) w = cap + cap / 4;
   return w < most ? w : most;
 }
-// A paused step undone (pooled layout, ScanKernel's last block; the host model replays it):
+// A paused step undone (pooled layout, the hand-out's last block; the host model replays it):
 // the lane's ScanKernel (or ScanSplitKernel's last CTA of the lane) has advanced it — t + 1,
 // buf flipped, next_size 0, the beam updated, frontier_total + n — and the step's asks did
 // not fit the pools, so nothing of the step may run: the lane goes back to where the step
