@@ -401,17 +401,19 @@ def _ask_peaks(rows, rule, inst):
     return {k: int(v.max()) for k, v in tot.items()}
 
 
-@pytest.mark.parametrize("kernels", ["new", "old", "fused"])
-def test_pooled_regions_track_the_admissible_arcs(kernels, monkeypatch):
+@pytest.mark.parametrize("kernels,bound", [("new", "admit"), ("old", "admit"), ("fused", "admit"), ("new", "slots")])
+def test_pooled_regions_track_the_admissible_arcs(kernels, bound, monkeypatch):
     """Where MaxKernel runs ("new", "old"), it counts each lane's arcs that pass a lower bound
     of the cutoff and its last block hands the pooled regions out by that count (types.cuh
     pool_at_max), not by the step's slots: the most a step asked of each pool (the pools' high
     water) lies between what the CPU's steps really claimed and the CPU's count of admissible
     arcs, well below the slot rule's; under "fused" (no MaxKernel) ScanKernel hands them out by
-    the slots, and the high water is the CPU's slot-rule sum exactly. Every row equal to the
+    the slots, and the high water is the CPU's slot-rule sum exactly, as under
+    CUWFST_POOL_BOUND=slots (the rule before, kept for A/B runs). Every row equal to the
     CPU's, search statistics included. A graph of 50k states and 200 labels with 1-32 arcs a
     state and peaky posteriors: a step admits about a third of its arcs."""
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
     rng = np.random.default_rng(7300)
     V = 200
     graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
@@ -432,7 +434,7 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, monkeypatch):
     rows = _cpu_step_sizes(graph, opts, lp, lens)
     slots, admit, used = (_ask_peaks(rows, r, inst) for r in ("slots", "admit", "used"))
     assert all(2 * admit[k] <= slots[k] for k in ("tokens", "claims")), (slots, admit)  # the case is meaningful
-    if kernels == "fused":
+    if kernels == "fused" or bound == "slots":
         assert high == slots, (high, slots)
         return
     for k in ("tokens", "claims", "hash"):

@@ -507,7 +507,7 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   Workspace w = ws_;
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
   // where MaxKernel runs, it hands the pooled regions out by the admissible arcs (types.cuh)
-  w.pool_at_max = w.pooled && !cfg_.fused_max ? 1 : 0;
+  w.pool_at_max = w.pooled && !cfg_.fused_max && !cfg_.pool_by_slots ? 1 : 0;
   return w;
 }
 

@@ -12,7 +12,7 @@ from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
-from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, resolve_memory
+from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, pool_bound_mode, resolve_memory
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -168,7 +168,7 @@ class GpuInstance:
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
-            bool(fused_max), int(lattice_entries or 0))
+            bool(fused_max), int(lattice_entries or 0), pool_bound_mode() == "slots")
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
