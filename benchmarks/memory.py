@@ -1,10 +1,12 @@
 """Device memory and speed of the GPU decoder with memory that tracks use (issue 9), one run.
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
-    [--riva-dir /tmp/corpus-full] [--long-frames 180000] [--json out.jsonl] [--md out.md]
+    [--riva-dir /tmp/corpus-full] [--long-frames 180000] [--modes lazy lazy-slots eager]
+    [--json out.jsonl] [--md out.md]
 
 1. Memory: for each batch size and memory mode ("lazy": VMM-committed winners log and lane
-   pools; "eager": every lane's worst case up front, today's layout), a decoder on a graph
+   pools; "eager": every lane's worst case up front, today's layout; with --modes, also
+   "lazy-slots": lazy with the pools' regions sized by the slots, the rule before), a decoder on a graph
    of its own decodes every utterance; its total device memory, graph included, is measured
    three ways: cudaMemGetInfo's used memory before it was built and after its last decode
    (PyTorch's cache emptied, so only what the decoder and its graph hold is left), the
@@ -83,21 +85,35 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-def memory_row(torch, graph_path, lp, lens, batch, memory, opts) -> tuple[dict, object, object]:
-    """Build a decoder (a graph of its own) in `memory` mode, decode everything once; its
-    memory, three ways. Returns (row, decoder, hypotheses)."""
+MODES = ("lazy", "lazy-slots", "eager")
+
+
+def memory_row(torch, graph_path, lp, lens, batch, mode, opts) -> tuple[dict, object, object]:
+    """Build a decoder (a graph of its own) in `mode` ("lazy", "eager", or "lazy-slots": lazy
+    with the pooled regions sized by the slots, CUWFST_POOL_BOUND=slots, the rule before
+    issue 9's admissible-arc count), decode everything once; its memory, three ways. Returns
+    (row, decoder, hypotheses)."""
+    memory = "eager" if mode == "eager" else "lazy"
     used0, mod0 = _used(torch), _module_bytes()
-    t = time.perf_counter()
-    graph = Graph.load(graph_path)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=batch, memory=memory)
-    build_s = time.perf_counter() - t
-    t = time.perf_counter()
-    hyps = _decode_all(dec, lp, lens, batch)
-    first_s = time.perf_counter() - t
+    saved = os.environ.get("CUWFST_POOL_BOUND")
+    os.environ["CUWFST_POOL_BOUND"] = "slots" if mode == "lazy-slots" else "admit"
+    try:  # (read when an instance is built: the rescue instance too, built by the first pass)
+        t = time.perf_counter()
+        graph = Graph.load(graph_path)
+        dec = Decoder(graph, opts, device="cuda", max_lanes=batch, memory=memory)
+        build_s = time.perf_counter() - t
+        t = time.perf_counter()
+        hyps = _decode_all(dec, lp, lens, batch)
+        first_s = time.perf_counter() - t
+    finally:
+        if saved is None:
+            os.environ.pop("CUWFST_POOL_BOUND", None)
+        else:
+            os.environ["CUWFST_POOL_BOUND"] = saved
     used1, mod1 = _used(torch), _module_bytes()
     st = dec.memory_stats()
     lanes, winners = st["pools"]["lanes"], st["pools"]["winners"]
-    row = dict(part="memory", batch=batch, memory=memory, build_s=round(build_s, 2), first_pass_s=round(first_s, 3),
+    row = dict(part="memory", batch=batch, memory=mode, build_s=round(build_s, 2), first_pass_s=round(first_s, 3),
                device_used_mib=round((used1 - used0) / MiB, 1), module_mib=round((mod1 - mod0) / MiB, 1),
                stats_total_mib=round(st["total"] / MiB, 1), graph_mib=round(st["graph"] / MiB, 1),
                committed_mib=round(st["committed"] / MiB, 1), reserved_mib=round(st["reserved"] / MiB, 1),
@@ -267,6 +283,8 @@ def main(argv=None) -> int:
     p.add_argument("--long-frames", type=int, default=180_000)
     p.add_argument("--gc-interval", type=int, default=128)
     p.add_argument("--skip", nargs="*", default=[], choices=["memory", "speed", "long", "riva"])
+    p.add_argument("--modes", nargs="+", default=["lazy", "eager"], choices=MODES,
+                   help="decoders per batch size (the speed A/B takes them at the first; eager last is the base)")
     p.add_argument("--json", help="append rows as JSON lines here")
     p.add_argument("--md", help="write the tables here")
     a = p.parse_args(argv)
@@ -287,7 +305,7 @@ def main(argv=None) -> int:
     rows, ok = [], True
     decs = {}
     for B in a.batch:
-        for memory in ("lazy", "eager"):
+        for memory in sorted(a.modes, key=MODES.index):  # eager last: the speed table's base
             if "memory" in a.skip:
                 continue
             row, dec, _ = memory_row(torch, a.graph, lp, lens, B, memory, opts)
@@ -303,7 +321,7 @@ def main(argv=None) -> int:
             rows.append(row)
             print(json.dumps(row), flush=True)
     if decs:
-        graph = decs["lazy"].graph
+        graph = next(iter(decs.values())).graph
         sp, good = speed_rows(torch, graph, decs, lp, lp_host, lens, a.batch[0], a.reps, a.check)
         rows += sp
         ok &= good

@@ -55,14 +55,19 @@ class FakeGpuModule:
         h = len(self.decoders) + 100
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
-        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries
-        assert len(rest) == 20, "gpu_decoder_create's arguments changed: update this fake"
+        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_by_slots
+        assert len(rest) == 21, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[20]) is bool
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
         # scan_split, closure_lists, finalize_split, fused_max
         self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18])
         return h
+
+    def gpu_decoder_trim(self, h):
+        self.trims = getattr(self, "trims", 0) + 1
+        return 0
 
     def gpu_decoder_mem_stats(self, h, out):
         from cuwfst.decoder.memory import MEM_STATS

@@ -373,6 +373,114 @@ def test_pooled_claims_overflow_wipes_the_lanes_table(kernels, monkeypatch):
     check(lp2, lens2, range(4), hyps2, "the next batch")
 
 
+def _cpu_step_sizes(graph, opts, lp, lens):
+    """Each row's per-step sizes on the CPU (ref_decode_step_sizes): {frontier, slots, claims,
+    admitted, admissible against L - beam} per step, the final step last."""
+    ref = Decoder(graph, opts)._ref
+    rows = []
+    for b, n in enumerate(lens):
+        out = np.zeros((int(n) + 1, 5), np.int64)
+        ref.mod.ref_decode_step_sizes(ref.handle, np.ascontiguousarray(lp[b], np.float32), int(n), opts.search_beam,
+                                      opts.output_beam, opts.min_active_states, opts.max_active_states,
+                                      opts.allow_partial, 0, out)
+        rows.append(out)
+    return rows
+
+
+def _ask_peaks(rows, rule, inst):
+    """The most one step of a batch of these rows (lanes in lockstep) asks of each pool under
+    `rule` (benchmarks/pool_accounting.py: "slots", "admit", "used"), in entries."""
+    from benchmarks.pool_accounting import asks, bound_of
+
+    T = max(len(r) for r in rows)
+    tot = {k: np.zeros(T, np.int64) for k in ("tokens", "claims", "hash")}
+    for r in rows:
+        a = asks(bound_of(rule, r, inst.claims_cap), inst.main_q, inst.hash_cap)
+        for k in tot:
+            tot[k][: len(r)] += a[k]
+    return {k: int(v.max()) for k, v in tot.items()}
+
+
+@pytest.mark.parametrize("kernels,bound", [("new", "admit"), ("old", "admit"), ("fused", "admit"), ("new", "slots")])
+def test_pooled_regions_track_the_admissible_arcs(kernels, bound, monkeypatch):
+    """Where MaxKernel runs ("new", "old"), it counts each lane's arcs that pass a lower bound
+    of the cutoff and its last block hands the pooled regions out by that count (types.cuh
+    pool_at_max), not by the step's slots: the most a step asked of each pool (the pools' high
+    water) lies between what the CPU's steps really claimed and the CPU's count of admissible
+    arcs, well below the slot rule's; under "fused" (no MaxKernel) ScanKernel hands them out by
+    the slots, and the high water is the CPU's slot-rule sum exactly, as under
+    CUWFST_POOL_BOUND=slots (the rule before, kept for A/B runs). Every row equal to the
+    CPU's, search statistics included. A graph of 50k states and 200 labels with 1-32 arcs a
+    state and peaky posteriors: a step admits about a third of its arcs."""
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
+    rng = np.random.default_rng(7300)
+    V = 200
+    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
+    B, T = 6, 24
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
+    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy")
+    inst = dec._gpu.main
+    gpu = dec.decode(lp, lens)
+    assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled, {kernels}")
+    for b, (c, g) in enumerate(zip(cpu, gpu)):
+        assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{kernels} row {b}"
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    assert lanes["pooled"], lanes
+    high = lanes["high_water_entries"]
+    rows = _cpu_step_sizes(graph, opts, lp, lens)
+    slots, admit, used = (_ask_peaks(rows, r, inst) for r in ("slots", "admit", "used"))
+    assert all(2 * admit[k] <= slots[k] for k in ("tokens", "claims")), (slots, admit)  # the case is meaningful
+    if kernels == "fused" or bound == "slots":
+        assert high == slots, (high, slots)
+        return
+    for k in ("tokens", "claims", "hash"):
+        # the GPU counts against v - beam for some v in [L, max]: at most the CPU's count at L
+        # (rounding of the CPU's beam aside: a claims list rounds to 16, a table to a power of 2)
+        top = 2 * admit[k] if k == "hash" else admit[k] + 32 * B
+        assert used[k] <= high[k] <= top, (k, high, used, admit, slots)
+    assert high["claims"] <= slots["claims"] // 2 and high["tokens"] <= slots["tokens"] // 2, (high, slots)
+    again = dec.decode(lp, lens)
+    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
+
+
+def test_the_rescue_gives_its_growth_back():
+    """Rows that outgrow the main instance's frontier (main_q 1,024 here; the tiny HLG's
+    flat-posterior frontiers pass 1,096) are decoded again on the rescue instance, 192 in one
+    batch, which outgrows its pools' and its winners log's first commits; after the rescue it
+    gives that growth back (GpuDecoder::TrimWorkspace: VMM pieces unmapped, pointers kept), so
+    a rare long row does not hold memory for the decoder's life. The same decode again grows
+    it in place (no new capture: the captured graphs still hold valid pointers), same results."""
+    import torch
+
+    graph, lp, _ = _wide_case(B=192, T=30, seed=6)
+    opts = DecoderOptions(max_active_states=600)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192)
+    assert dec._gpu.main.main_q == 1024
+    first = dec._gpu.rescue_instance().mem_stats()
+    got = dec.decode(lp)
+    assert dec._gpu.stats["rescued_rows"] > 0 and all(h.overflow == 0 for h in got)
+    r = dec.memory_stats()["instances"]["rescue"]
+    assert r["pooled"] == 1 and r["pool_grows"] >= 1, r  # the rescue batch outgrew the first pieces
+    assert r["pool_high_hash"] > first["pool_cap_hash"], r
+    assert r["pool_committed"] == first["pool_committed"], (r, first)  # ... and gave them back
+    assert (r["pool_cap_tokens"], r["pool_cap_claims"], r["pool_cap_hash"]) == \
+        (first["pool_cap_tokens"], first["pool_cap_claims"], first["pool_cap_hash"]), (r, first)
+    assert r["arena_capacity"] == first["arena_capacity"] and r["winners_committed"] == first["winners_committed"], r
+    sample = np.random.default_rng(1).choice(192, 12, replace=False)
+    host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
+    cpu = Decoder(graph, opts).decode(host)
+    assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "rescued rows")
+    again = dec.decode(lp)
+    r2 = dec.memory_stats()["instances"]["rescue"]
+    assert r2["graph_captures"] == r["graph_captures"], "trimmed pieces grow back in place: no new capture"
+    assert r2["pool_committed"] == first["pool_committed"] and r2["pool_grows"] > r["pool_grows"], r2
+    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
+
+
 def test_layouts_alternate_on_one_decoder():
     """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
     decoder, in turn: each exact."""

@@ -222,6 +222,11 @@ class _CpuInstance:
         self.eps_iterations = dec.eps_iterations
         self.calls = 0
         self.perturb = False  # the 1-best score off by one ulp: the replay must notice
+        self.trims = 0
+
+    def trim(self):  # GpuInstance.trim: the rescue gives its growth back after each rescue
+        self.trims += 1
+        return 0
 
     def decode_lattice(self, lp, lens, stream, online=False):
         assert lp.shape[0] <= self.max_lanes
@@ -284,6 +289,7 @@ def test_backend_lattice_path_with_a_cpu_stand_in():
     backend = Backend()
     got = backend.decode(lp, lens, cpu, lattice=True)
     assert backend.main.calls == 3 and backend._rescue.calls == 1 and backend.stats["rescued_rows"] == 2
+    assert backend._rescue.trims == 1 and backend.main.trims == 0  # the rescue's growth goes back, the main's stays
     for b, (w, h) in enumerate(zip(want, got)):
         assert h.overflow == 0 and (h.words, h.score, h.word_times) == (w.words, w.score, w.word_times), b
         assert_same_lattice(w.lattice, h.lattice, f"row {b}")

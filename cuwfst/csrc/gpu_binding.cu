@@ -224,7 +224,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
                          int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
-                         int64_t finalize_split, bool fused_max, int64_t lattice_entries) {
+                         int64_t finalize_split, bool fused_max, int64_t lattice_entries, bool pool_by_slots) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -284,6 +284,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (lattice_entries < 0 || lattice_entries > (1ll << 36))
     TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
   c.lattice_cap = lattice_entries;
+  c.pool_by_slots = pool_by_slots ? 1 : 0;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 
@@ -614,6 +615,12 @@ void GpuDecoderMemStats(int64_t h, TensorView out) {
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));
 }
 
+// Gives back the lane pools' and the winners log's growth (GpuDecoder::TrimWorkspace);
+// returns the bytes given back.
+int64_t GpuDecoderTrim(int64_t h) {
+  return Guarded([&]() { return GetDecoder(h)->TrimWorkspace(); });
+}
+
 // Test hooks (tests/test_gpu_faults.py). gpu_fault_injection(n): the n-th CUDA resource
 // acquisition from now (device or pinned allocation, stream, event, graph instantiation)
 // fails once as an out-of-memory; n = 0 disarms. Returns the acquisitions counted since
@@ -667,6 +674,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_finalize, GpuStreamFinalize);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_release, GpuStreamRelease);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_stats, GpuStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_trim, GpuDecoderTrim);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_profile, GpuDecoderProfile);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_fault_injection, GpuFaultInjection);

@@ -169,6 +169,8 @@ void GpuDecoder::Allocate() {
   ws_.lane_arc_offsets = Alloc<int64_t>(L + 1, "lane_arc_offsets");
   ws_.scan_done = Alloc<int32_t>(1, "scan counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
+  ws_.max_done = Alloc<int32_t>(1, "max counter");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.max_done, 0, sizeof(int32_t), stream_));
   // the kernel variants (gpu_decoder.cuh DecoderConfig; docs/design.md "kernel variants")
   if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
   ws_.scan_split = cfg_.scan_split;
@@ -268,6 +270,7 @@ void GpuDecoder::Allocate() {
     // pool's arrays hold, so the first pieces are used whole
     const int64_t want[kPools] = {kPoolAlign * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
     CommitPools(want, false, "the first batch");
+    for (auto& a : pool_arrays_) a->first_bytes = a->region.committed();
   } else {
     EnsureStatic();
   }
@@ -448,6 +451,10 @@ void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const cha
          << "; the decoder keeps its pools and stays usable; " << Advice() << ", or decode fewer rows at a time";
     ThrowAcquireFailure(e, os.str());
   }
+  PublishPoolCaps(statics);
+}
+
+void GpuDecoder::PublishPoolCaps(bool statics) {
   // a pool's capacity is what every one of its arrays holds (VMM rounds each up to whole
   // pieces, so the first pieces are used whole)
   for (int k = 0; k < kPools; ++k) {
@@ -464,6 +471,32 @@ void GpuDecoder::CommitPools(const int64_t want[kPools], bool statics, const cha
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
+int64_t GpuDecoder::TrimWorkspace() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));  // no queued kernel reads what goes
+  int64_t freed = 0;
+  if (pooled_ok_ && !static_ready_) {
+    bool trimmed = false;
+    for (auto& a : pool_arrays_) {
+      if (!a->region.vmm() || a->region.committed() <= a->first_bytes) continue;
+      freed += static_cast<int64_t>(a->region.Trim(a->first_bytes));
+      trimmed = true;
+    }
+    if (trimmed) PublishPoolCaps(false);
+  }
+  bool live = gc_tags_used_;
+  for (const LaneHost& h : lane_host_) live |= h.open;
+  const int64_t first = std::min<int64_t>(cfg_.arena_cap, cfg_.arena_max);
+  if (!live && arena_.vmm() && arena_cap_ > first) {
+    freed += static_cast<int64_t>(arena_.Trim(static_cast<size_t>(first) * sizeof(WinnerEntry)));
+    arena_cap_ = std::min<int64_t>(arena_cap_, static_cast<int64_t>(arena_.committed() / sizeof(WinnerEntry)));
+    PublishArenaLimit();
+  }
+  return freed;
+}
+
 void GpuDecoder::EnsureStatic() {
   if (static_ready_) return;
   CommitPools(pool_max_, true, "the static layout (streams, continuous batching, snapshots)");
@@ -473,6 +506,8 @@ void GpuDecoder::EnsureStatic() {
 Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   Workspace w = ws_;
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
+  // where MaxKernel runs, it hands the pooled regions out by the admissible arcs (types.cuh)
+  w.pool_at_max = w.pooled && !cfg_.fused_max && !cfg_.pool_by_slots ? 1 : 0;
   return w;
 }
 
@@ -656,10 +691,13 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
   const int grid = cfg_.scan_split > 1 ? L * cfg_.scan_split : L;
+  // the scans that start each lane's max at L (an arc end, scan.cuh BestTokenEnd): fused_max
+  // admits against it, and pool_at_max's MaxKernel counts the admissible arcs against it
+  const bool lower = cfg_.fused_max || w.pool_at_max;
   Timed(1, [&] {
-    if (cfg_.scan_split > 1 && cfg_.fused_max) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    if (cfg_.scan_split > 1 && lower) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
     else if (cfg_.scan_split > 1) ScanSplitKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
-    else if (cfg_.fused_max) ScanKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    else if (lower) ScanKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
     else ScanKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
   });
   if (cfg_.fused_max) {  // the max and the admission in one walk (expand.cuh); profiled as expand
@@ -901,13 +939,14 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
         lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
       }
-      // A step whose asks did not fit the pools paused the batch before it (scan.cuh
-      // LaneScanLastBlock): nothing of that step ran, every lane still holds the frontier it
-      // had, and need[] holds what the step asked of each pool, exactly (every lane had
-      // stepped fully until then). Each pool short of it grows in one step to 1.25 x that,
-      // and at least doubles (a first big batch's frontiers grow step by step, so the next
-      // pause may come a few steps later), within the static worst case, which holds any
-      // step; the batch then resumes from the paused step, so no step is decoded twice.
+      // A step whose asks did not fit the pools paused the batch before it (common.cuh
+      // PooledHandOut, in MaxKernel's or ScanKernel's last block): nothing of that step ran,
+      // every lane still holds the frontier it had, and need[] holds what the step asked of
+      // each pool, exactly (every lane had stepped fully until then). Each pool short of it
+      // grows in one step to 1.125 x that, at least 1.25 x its capacity (PoolGrowth: a first
+      // big batch's frontiers grow step by step, so the next pause may come a few steps
+      // later), within the static worst case, which holds any step; the batch then resumes
+      // from the paused step, so no step is decoded twice.
       if (need[kPoolPauseSlot] != 0) {
         int64_t want[kPools];
         bool grows = false;

@@ -54,6 +54,10 @@ struct DecoderConfig {
   // 2 auto (on where the static layout is larger than what the pools' first pieces take,
   // twice over: a small decoder holds less with every lane's worst case).
   int32_t lane_pool = 2;
+  // What the pooled layout sizes a step's regions by: 0 the admissible arcs MaxKernel counts
+  // (pool_at_max, types.cuh; under fused_max the slots all the same), 1 the step's slots
+  // (the rule before; for A/B runs: CUWFST_POOL_BOUND=slots).
+  int32_t pool_by_slots = 0;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
@@ -270,6 +274,13 @@ class GpuDecoder {
   // Test hook: the next decode reads its log-probs through an unmapped address, which
   // kills the CUDA context the way a kernel bug would (tests/test_gpu_faults.py).
   void InjectIllegalAddress();
+  // Gives back what offline batches grew: the lane pools (pooled layout, unless the static
+  // layout was committed) and the winners log (VMM, while no lane lives across calls and no
+  // GC ran) return to their first commits; pointers do not move (VMM pieces above the first
+  // are unmapped), so no captured graph is re-made, and the next batch that needs more grows
+  // them again. The rescue instance calls it after each rescue (its rows are the rare ones
+  // that outgrew the main instance). Returns the bytes given back.
+  int64_t TrimWorkspace();
   int device() const { return graph_->device; }
   int32_t vocab_size() const { return graph_->view.vocab_size; }
 
@@ -288,6 +299,8 @@ class GpuDecoder {
   // the contents stay (a paused batch's frontiers; VMM regions keep them anyway, an eager
   // region copies them into its replacement).
   void CommitPools(const int64_t want[kPools], bool statics, const char* why, bool keep = false);
+  // The pools' capacities from what every array holds (statics: the static layout's), published.
+  void PublishPoolCaps(bool statics);
   // The static layout's full size, once (streams, continuous batching, snapshots, and every
   // sequence where the pooled layout is off).
   void EnsureStatic();
@@ -361,6 +374,7 @@ class GpuDecoder {
     int32_t per_entry;   // entries per pool entry (tok_hint: 4 per token)
     int32_t fill;        // byte new memory is set to (-1: none)
     int64_t static_entries;  // the static layout's size
+    size_t first_bytes = 0;  // what the first commit (Allocate) took: TrimWorkspace's floor
   };
   std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
   bool pooled_ok_ = false;    // offline batches take the pooled layout

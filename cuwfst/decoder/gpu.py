@@ -14,7 +14,7 @@ from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
-from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, resolve_memory
+from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, pool_bound_mode, resolve_memory
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -177,7 +177,7 @@ class GpuInstance:
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
-            bool(fused_max), int(lattice_entries or 0))
+            bool(fused_max), int(lattice_entries or 0), pool_bound_mode() == "slots")
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -186,6 +186,11 @@ class GpuInstance:
                 self.mod.gpu_decoder_free(h)
             except Exception:  # interpreter shutdown
                 pass
+
+    def trim(self) -> int:
+        """Gives back what batches grew (lane pools, winners log) down to the first commits;
+        the bytes given back (GpuDecoder::TrimWorkspace)."""
+        return int(self.mod.gpu_decoder_trim(self.handle))
 
     def mem_stats(self) -> dict:
         out = np.zeros(len(MEM_STATS), np.int64)
@@ -401,13 +406,19 @@ class GpuBackend:
     def rescue_instance(self) -> GpuInstance:
         if self._rescue is None:
             # a frontier 4x larger (and at least 64 x max_active), capped by the graph's
-            # states; the main instance's arena limit, so long rows are not cut short here
+            # states; the main instance's arena limit, so long rows are not cut short here.
+            # Its winners log starts at 1 Mi entries (8 MiB, lazy): a rescued row's log is
+            # tens of Mi entries, so the first run grows it whatever it starts at, and after
+            # each rescue it goes back to that first commit (GpuInstance.trim)
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
+            kw = dict(self.kw)
+            if kw.get("arena_entries") is None and kw.get("memory", "lazy") == "lazy":
+                kw["arena_entries"] = 1 << 20
 
             def make(lanes):
                 return self._retrying(lambda: GpuInstance(
                     self.mod, self.uploaded, self.graph, self.options, self.index, main_q=q,
-                    arena_max=self.main.arena_max, **dict(self.kw, max_lanes=lanes)))
+                    arena_max=self.main.arena_max, **dict(kw, max_lanes=lanes)))
 
             try:
                 self._rescue = make(self.rescue_lanes)
@@ -541,6 +552,10 @@ class GpuBackend:
 
             rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
                    rescue_lanes=self.rescue_lanes, stats=self.stats)
+            # the rescue's rows are the rare ones that outgrew the main instance: what they
+            # grew goes back (a later rescue grows it again, in place)
+            if self._rescue is not None:
+                self._rescue.trim()
         return hyps
 
     def _long_form(self, lens: np.ndarray) -> bool:

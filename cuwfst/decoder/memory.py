@@ -13,7 +13,11 @@ everything in plain device buffers, every lane's worst case up front, the log re
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
 `CUWFST_MEMORY=eager` in the environment selects the eager path for decoders built without
-an explicit `memory`. Results are identical either way.
+an explicit `memory`. Results are identical either way. A pooled step's claims list, hash
+table and next frontier are sized by the arcs MaxKernel finds admissible against a lower
+bound of the step's cutoff (the slots under fused_max); `CUWFST_POOL_BOUND=slots` sizes them
+by every arc of the step, the rule before (kept for same-run A/B: benchmarks/memory.py
+--modes lazy lazy-slots eager).
 
 Every figure is in bytes unless its name says entries. On the GPU:
 
@@ -65,6 +69,20 @@ def lane_pool_mode(memory: str) -> int:
     if v not in LANE_POOL:
         raise ValueError(f"CUWFST_LANE_POOL must be one of {', '.join(map(repr, LANE_POOL))}, got {v!r}")
     return LANE_POOL[v]
+
+
+POOL_BOUNDS = ("admit", "slots")
+
+
+def pool_bound_mode() -> str:
+    """What pooled lanes size a step's claims list, table and next frontier by:
+    $CUWFST_POOL_BOUND, "admit" (the default: the arcs MaxKernel finds admissible against a
+    lower bound of the cutoff; the slots under fused_max, which has no MaxKernel) or "slots"
+    (every arc of the step: the rule before, kept for same-run A/B)."""
+    v = os.environ.get("CUWFST_POOL_BOUND") or "admit"
+    if v not in POOL_BOUNDS:
+        raise ValueError(f"CUWFST_POOL_BOUND must be one of {', '.join(map(repr, POOL_BOUNDS))}, got {v!r}")
+    return v
 
 
 def resolve_memory(memory: str | None) -> str:

@@ -234,6 +234,91 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
   }
 }
 
+// One row's per-step search sizes, for memory accounting (benchmarks/pool_accounting.py):
+// out[k] = {frontier the step expanded, arcs it offered (slots: every arc of the step's
+// phase out of that frontier), the frontier it built (distinct admitted destinations, i.e.
+// the step's claims; after the closure on epsilon graphs), arcs admitted (end > cutoff),
+// arcs admissible against L - beam (L: the end of the best arc of the best-scoring token
+// with arcs, the GPU scan's lower bound of the max; what the pooled MaxKernel counts)} for
+// the length + 1 steps.
+class SizeObserver : public cuwfst::reference::StepObserver {
+ public:
+  SizeObserver(const GraphView& g, int64_t* out) : g_(g), out_(out) {}
+  void SetFrontier(const std::vector<cuwfst::reference::Token>& f) { frontier_ = f; }
+  void OnArc(int32_t src, int32_t, int32_t arc, float acoustic) override {
+    const cuwfst::reference::Token& tok = frontier_[src];
+    const float sw = tok.score + g_.weight[arc & ~cuwfst::reference::kRedirectArcBit];
+    src_.push_back(src);
+    end_.push_back(sw + acoustic);  // acoustic is 0 off real steps: (score + weight) + 0
+  }
+  void OnStepEnd(const std::vector<cuwfst::reference::Token>& frontier, float cutoff) override {
+    if (k_ >= 0) {  // k_ = -1: the start closure
+      int64_t* o = out_ + k_ * 5;
+      o[0] = prev_;
+      o[1] = static_cast<int64_t>(end_.size());
+      o[2] = static_cast<int64_t>(frontier.size());
+      int32_t best = -1;
+      float mx = -INFINITY;
+      for (size_t i = 0; i < end_.size(); ++i) {
+        mx = std::max(mx, end_[i]);
+        const int32_t t = src_[i];
+        if (best < 0 || frontier_[t].score > frontier_[best].score ||
+            (frontier_[t].score == frontier_[best].score && t > best))
+          best = t;
+      }
+      float L = -INFINITY;
+      for (size_t i = 0; i < end_.size(); ++i)
+        if (src_[i] == best) L = std::max(L, end_[i]);
+      const float beam = mx - cutoff;
+      const float low = L - beam;
+      int64_t admitted = 0, admissible = 0;
+      for (float e : end_) {
+        admitted += e > cutoff;
+        admissible += e > low;
+      }
+      o[3] = admitted;
+      o[4] = admissible;
+    }
+    prev_ = static_cast<int64_t>(frontier.size());
+    src_.clear();
+    end_.clear();
+    ++k_;
+  }
+
+ private:
+  const GraphView& g_;
+  int64_t* out_;
+  std::vector<cuwfst::reference::Token> frontier_;
+  std::vector<int32_t> src_;
+  std::vector<float> end_;
+  int64_t k_ = -1, prev_ = 1;
+};
+
+void RefDecodeStepSizes(int64_t graph_h, TensorView log_probs, int64_t length, double search_beam,
+                        double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
+                        int64_t eps_iterations, TensorView out) {
+  const GraphView& g = GetGraph(graph_h)->view;
+  Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
+                            eps_iterations, false);
+  if (log_probs.ndim() != 2) TVM_FFI_THROW(ValueError) << "log_probs must be [T, V]";
+  const int64_t T = log_probs.shape()[0], V = log_probs.shape()[1];
+  CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {T, V});
+  if (V < g.vocab_size) TVM_FFI_THROW(ValueError) << "log_probs narrower than vocab_size";
+  if (length < 0 || length > T) TVM_FFI_THROW(ValueError) << "length outside [0, T]";
+  CheckHostTensor(out, "out", kDLInt, 64, {length + 1, 5});
+  std::vector<int32_t> slot(g.num_states, -1);
+  SizeObserver obs(g, static_cast<int64_t*>(out.data_ptr()));
+  cuwfst::reference::RowSearch search(g, opt, &slot, nullptr, &obs);
+  // (the constructor reports the start and its closure: k = -1)
+  const float* lp = static_cast<const float*>(log_probs.data_ptr());
+  for (int32_t t = 0; t < length; ++t) {
+    obs.SetFrontier(search.frontier());
+    search.Step(lp + static_cast<int64_t>(t) * V, static_cast<int32_t>(length) + 1);
+  }
+  obs.SetFrontier(search.frontier());
+  search.Final();
+}
+
 // ---------------------------------------------------------------- streams
 // One stream = one RowSearch in online beam mode, fed chunk by chunk; the graph handle
 // must outlive it (the Python StreamingDecoder keeps the graph alive).
@@ -560,6 +645,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_free, RefGraphFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode, RefDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_snapshots, RefDecodeSnapshots);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_step_sizes, RefDecodeStepSizes);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_create, RefStreamCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_free, RefStreamFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_streams_live, RefStreamsLive);

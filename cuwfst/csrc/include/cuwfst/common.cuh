@@ -156,4 +156,77 @@ __device__ __forceinline__ unsigned long long EpsBaseline(float score) {
   return (static_cast<unsigned long long>(FloatToOrderedU32(score)) << 32) | kBaselineSlot;
 }
 
+// The pooled hand-out of a step's regions (types.cuh, PooledAskOf / PooledAssign), by one
+// warp (threadIdx.x < 32) of the last block of ScanKernel (by the slots, fused_max) or of
+// MaxKernel (by LaneCounters::admit, pool_at_max): each lane's claims list, hash table and
+// next frontier (in buffer lc.buf, which this step builds: survivors are claims, at most the
+// bound). All or nothing: a first pass adds up what the step asks of each pool; if the
+// batch's asks fit the pools' committed capacities every lane gets its regions, else the
+// batch pauses: no lane gets any, every lane that stepped is put back where the step found it
+// (PooledUndoStep: its frontier, t, buf and beam as before the step), and the pause flag
+// (pool_need[kPoolPauseSlot]) idles every lane's later steps of this sequence; the caller
+// then leaves the step no slots. The host commits what the step asked (pool_need: exact,
+// since no lane lost anything before it) and resumes the batch from that step
+// (SeqKind::kResume): no step is decoded twice. Returns whether the step fits (the same in
+// every thread of the warp).
+__device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t l, bool by_admit) {
+  return by_admit ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].admit)
+                  : *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs);
+}
+
+__device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_admit) {
+  int64_t c_sum = 0, h_sum = 0, t_sum = 0;
+  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+    const int32_t l = base + threadIdx.x;
+    PooledAsk ask{0, 0, 0, 0};
+    if (l < ws.max_lanes)
+      ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_admit));
+    int64_t c_total, h_total, t_total;
+    WarpExclusiveScan(ask.claims, &c_total);
+    WarpExclusiveScan(ask.hash, &h_total);
+    WarpExclusiveScan(ask.tokens, &t_total);
+    c_sum += c_total;
+    h_sum += h_total;
+    t_sum += t_total;
+  }
+  const long long c_cap = ws.pool_cap[kPoolClaims];
+  const long long h_cap = ws.pool_cap[kPoolHash];
+  const long long t_cap = ws.pool_cap[kPoolTokens];
+  const bool fits = PooledStepFits(c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
+  if (threadIdx.x == 0) {
+    atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
+    atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
+    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
+    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+  }
+  int64_t c_carry = 0, h_carry = 0, t_carry = 0;
+  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+    const int32_t l = base + threadIdx.x;
+    if (fits) {
+      PooledAsk ask{0, 0, 0, 0};
+      if (l < ws.max_lanes)
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_admit));
+      int64_t c_total, h_total, t_total;
+      const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
+      const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);
+      const int64_t t_off = t_carry + WarpExclusiveScan(ask.tokens, &t_total);
+      if (l < ws.max_lanes) {
+        LaneCounters& lc = ws.lanes[l];
+        const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
+        // the step's total fits every pool, so every lane's prefix does: PooledAssign gives
+        // each lane its regions (a lane it refused would get none, never a region past the
+        // capacity; it would be flagged, and nothing reads its frontier: HasTokenRegion)
+        if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
+          atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
+      }
+      c_carry += c_total;
+      h_carry += h_total;
+      t_carry += t_total;
+    } else if (l < ws.max_lanes && *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase) != kPhaseIdle) {
+      PooledUndoStep(&ws.lanes[l]);  // the batch pauses before this step
+    }
+  }
+  return fits;
+}
+
 }  // namespace cuwfst

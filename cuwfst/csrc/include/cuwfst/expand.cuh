@@ -171,26 +171,67 @@ __device__ __forceinline__ void Walk(const Workspace& ws, Visit&& visit) {
   else ThreadWalk<kStep>(ws, visit);
 }
 
+// MaxKernel's last block (pool_at_max, types.cuh): every CTA has added its lanes' counts
+// into LaneCounters::admit; the CTA that finishes last hands the step's regions out by them
+// (scan.cuh PooledHandOut), and where the step does not fit the pools it leaves the step no
+// slots, so ExpandKernel and the lattice walk do nothing and every lane is back before the
+// step (the batch pauses, as a pause in ScanKernel's last block does).
+__device__ __forceinline__ void MaxLastBlock(Workspace& ws) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(ws.max_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (!last || threadIdx.x >= 32) return;
+  __threadfence();
+  const bool fits = PooledHandOut(ws, true);
+  if (!fits)
+    for (int32_t l = threadIdx.x; l <= ws.max_lanes; l += 32) ws.lane_arc_offsets[l] = 0;
+  if (threadIdx.x == 0) *ws.max_done = 0;
+}
+
 // MaxKernel — per step, grid = ExpandBlocksFor(max_lanes) x kWalkThreads.
 // Reads: the slot space, frontier scores, tok_ub, graph weights/ilabels, log-prob rows.
 // Writes: lanes[l].max_ord = the exact max end score over ALL of the lane's slots.
 // Skip: a token whose upper bound (score + max emitting weight) + max_lp is <= the
 // thread's running max cannot raise the max (fp32 addition is monotone), so its arc is
 // not read; the result is bit-identical to the full maximum.
+// pool_at_max (pooled, types.cuh): ScanKernel started max_ord at L, an arc end of the step
+// (scan.cuh BestTokenEnd), so any value v read from it later is a lower bound of the max and
+// low = v - beam a lower bound of the cutoff (fp32 subtraction is monotone). Each lane's
+// arcs whose end passes low are counted into admit: every admitted arc (end > max - beam)
+// among them, so the step's claims are at most admit. Arcs are read unless their token's
+// upper bound is <= low (then end <= low < v <= max: neither admissible nor the max), so the
+// max stays exact. The last block hands the regions out (MaxLastBlock).
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 MaxKernel(DeviceGraph g, Workspace ws) {
   __shared__ int32_t lane_max[kMaxSharedLanes];
-  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;  // an idle step
+  __shared__ int32_t lane_cnt[kMaxSharedLanes];
+  const bool count = ws.pool_at_max != 0;
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) {  // an idle step
+    if (count) MaxLastBlock(ws);  // (real lanes without slots still get their next frontier's region)
+    return;
+  }
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
   const int32_t kNegInf = FloatToOrderedInt(-INFINITY);
   if (shared_ok)
-    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) lane_max[i] = kNegInf;
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) {
+      lane_max[i] = kNegInf;
+      lane_cnt[i] = 0;
+    }
   __syncthreads();
-  float run = -INFINITY;
-  int32_t run_lane = -1;
+  float run = -INFINITY, low = -INFINITY;
+  int32_t run_lane = -1, cnt = 0;
   auto flush = [&]() {
-    if (run_lane < 0 || run == -INFINITY) return;
+    if (run_lane < 0) return;
+    if (cnt > 0) {
+      if (shared_ok) atomicAdd(&lane_cnt[run_lane], cnt);
+      else atomicAdd(&ws.lanes[run_lane].admit, cnt);
+    }
+    if (run == -INFINITY) return;
     int32_t o = FloatToOrderedInt(run);
     if (shared_ok) atomicMax(&lane_max[run_lane], o);
     else atomicMax(&ws.lanes[run_lane].max_ord, o);
@@ -200,6 +241,19 @@ MaxKernel(DeviceGraph g, Workspace ws) {
       flush();
       run_lane = lv.lane;
       run = -INFINITY;
+      cnt = 0;
+      if (count) {
+        const LaneCounters& lc = ws.lanes[lv.lane];
+        low = OrderedIntToFloat(*reinterpret_cast<const volatile int32_t*>(&lc.max_ord)) - lc.beam;
+      }
+    }
+    if (count) {
+      if (lv.ub[tok] + lv.max_lp <= low) return;
+      const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+      const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
+      run = fmaxf(run, end);
+      cnt += end > low ? 1 : 0;
+      return;
     }
     if (lv.ub[tok] + lv.max_lp <= run) return;
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
@@ -208,9 +262,12 @@ MaxKernel(DeviceGraph g, Workspace ws) {
   flush();
   if (shared_ok) {
     __syncthreads();
-    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x)
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) {
       if (lane_max[i] != kNegInf) atomicMax(&ws.lanes[i].max_ord, lane_max[i]);
+      if (lane_cnt[i] != 0) atomicAdd(&ws.lanes[i].admit, lane_cnt[i]);
+    }
   }
+  if (count) MaxLastBlock(ws);
 }
 
 // A lane's recombination table and claims list for this step (read once per lane by the

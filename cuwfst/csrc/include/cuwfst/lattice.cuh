@@ -24,8 +24,9 @@
 // walk and the hash probe do not depend on which kernels built them.
 // Both lane layouts (types.cuh, Workspace::pooled): every array is reached through the
 // lane's regions (tok_off[b]/tok_cap[b], hash_off/hash_cap, claim_off/claim_cap, HintBase),
-// never lane * main_q; the pooled layout's regions of a step stay put from its Scan's last
-// block until the next step's, so the walk after Finalize reads the step's own. A pooled
+// never lane * main_q; the pooled layout's regions of a step stay put from its hand-out
+// (MaxKernel's last block, or ScanKernel's under fused_max) until the next step's, so the walk
+// after Finalize reads the step's own. A pooled
 // step that paused the batch (PooledUndoStep) has step_phase idle and no slots: neither
 // kernel records or writes anything for it, and the resumed sequence takes the step again.
 // hash_pos on an epsilon-free graph is one max_lanes x hash_cap array (EnsureLattice), the

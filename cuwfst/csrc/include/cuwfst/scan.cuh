@@ -42,6 +42,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   // left them set, and no scan runs while this kernel does.
   if (lane == 0) {
     *ws.scan_done = 0;
+    *ws.max_done = 0;
     *ws.scan_ticket = 0;
     ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
   }
@@ -78,6 +79,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.closure_added = 0;
   lc.max_lp = 0.f;
   lc.claims = 0;
+  lc.admit = 0;
   lc.overflow = 0;
   lc.max_frontier = 0;
   lc.final_winner = -2;
@@ -182,48 +184,11 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
   // lane loses its step because of the others.
-  // Pooled: the step's regions are handed out here, in lane order (types.cuh, PooledAskOf /
-  // PooledAssign): each lane's claims list, hash table and next frontier (in buffer lc.buf,
-  // which this step builds: survivors are claims, at most the bound). All or nothing: a
-  // first pass adds up what the step asks of each pool; if the batch's asks fit the pools'
-  // committed capacities every lane gets its regions, else the batch pauses: no lane gets
-  // any, every lane that stepped is put back where the step found it (PooledUndoStep: its
-  // frontier, t, buf and beam as before the step), the step has no slots, and the pause flag
-  // (pool_need[kPoolPauseSlot]) idles every lane's later steps of this sequence. The host
-  // then commits what the step asked (pool_need: exact, since no lane lost anything before
-  // it) and resumes the batch from that step (SeqKind::kResume): no step is decoded twice.
+  // Pooled: the step's regions are handed out here by the slots (PooledHandOut), unless
+  // MaxKernel hands them out by the admissible arcs (pool_at_max); a step that does not fit
+  // gets no slots (every lane's total 0).
+  const bool fits = ws.pooled && !ws.pool_at_max ? PooledHandOut(ws, false) : true;
   int64_t carry = 0;
-  bool fits = true;
-  if (ws.pooled) {
-    int64_t c_sum = 0, h_sum = 0, t_sum = 0;
-    for (int32_t base = 0; base < ws.max_lanes; base += 32) {
-      const int32_t l = base + threadIdx.x;
-      PooledAsk ask{0, 0, 0, 0};
-      if (l < ws.max_lanes) {
-        const int32_t v = *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs);
-        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), v);
-      }
-      int64_t c_total, h_total, t_total;
-      WarpExclusiveScan(ask.claims, &c_total);
-      WarpExclusiveScan(ask.hash, &h_total);
-      WarpExclusiveScan(ask.tokens, &t_total);
-      c_sum += c_total;
-      h_sum += h_total;
-      t_sum += t_total;
-    }
-    fits = PooledStepFits(c_sum, h_sum, t_sum, ws.pool_cap[kPoolClaims], ws.pool_cap[kPoolHash],
-                          ws.pool_cap[kPoolTokens]);
-    if (threadIdx.x == 0) {
-      atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
-      atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
-      atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
-      if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
-    }
-  }
-  int64_t c_carry = 0, h_carry = 0, t_carry = 0;
-  const long long c_cap = ws.pooled ? ws.pool_cap[kPoolClaims] : 0;
-  const long long h_cap = ws.pooled ? ws.pool_cap[kPoolHash] : 0;
-  const long long t_cap = ws.pooled ? ws.pool_cap[kPoolTokens] : 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
     // (volatile: the lanes' CTAs wrote these; this SM's L1 may hold old lines)
@@ -232,30 +197,6 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     const int64_t excl = WarpExclusiveScan(v, &step_total);
     if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
     carry += step_total;
-    if (ws.pooled && fits) {
-      PooledAsk ask{0, 0, 0, 0};
-      if (l < ws.max_lanes)
-        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), static_cast<int32_t>(v));
-      int64_t c_total, h_total, t_total;
-      const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
-      const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);
-      const int64_t t_off = t_carry + WarpExclusiveScan(ask.tokens, &t_total);
-      if (l < ws.max_lanes) {
-        LaneCounters& lc = ws.lanes[l];
-        const int32_t dst = *reinterpret_cast<volatile int32_t*>(&lc.buf);
-        // the step's total fits every pool, so every lane's prefix does: PooledAssign gives
-        // each lane its regions (a lane it refused would get none, never a region past the
-        // capacity; it would be flagged, and nothing reads its frontier: HasTokenRegion)
-        if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
-          atomicOr(&lc.overflow, kOverflowPool);  // (L2: the lane's own bits may be newer than L1)
-      }
-      c_carry += c_total;
-      h_carry += h_total;
-      t_carry += t_total;
-    } else if (ws.pooled && l < ws.max_lanes &&
-               *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase) != kPhaseIdle) {
-      PooledUndoStep(&ws.lanes[l]);  // the batch pauses before this step
-    }
   }
   if (threadIdx.x == 0) {
     ws.lane_arc_offsets[ws.max_lanes] = carry;
@@ -426,6 +367,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.step_size = n;
     lc.step_hint_ok = lc.hint_ok;
     lc.claims = 0;
+    lc.admit = 0;
     lc.eps_list_n[0] = 0;  // closure = lists: Finalize lists pass 0's tokens
     lc.eps_touched_n[0] = 0;
     lc.max_frontier = max(lc.max_frontier, n);
@@ -693,6 +635,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.step_size = n;
         lc.step_hint_ok = lc.hint_ok;
         lc.claims = 0;
+        lc.admit = 0;
         lc.eps_list_n[0] = 0;
         lc.eps_touched_n[0] = 0;
         lc.max_frontier = max(lc.max_frontier, n);

@@ -174,6 +174,10 @@ struct LaneCounters {
   int32_t step_phase;
   int32_t step_size;
   int32_t step_hint_ok;
+  // Pooled layout with the hand-out after the max (Workspace::pool_at_max): the arcs of this
+  // step that MaxKernel found admissible against a lower bound of the cutoff (a superset of
+  // the admitted arcs, so at least the step's claims); the step's regions are sized by it.
+  int32_t admit;
 };
 
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
@@ -209,13 +213,19 @@ struct WinnerEntry {
 //    decoder's life (LaneSetupKernel writes the offsets);
 //  * pooled (pooled = 1, offline batches on epsilon-free graphs): regions are handed out
 //    every step from the pools' committed capacity (pool_cap) by prefix sums over lanes,
-//    once the step's slots are known (ScanKernel's last block): the claims list and the
+//    once the step's slots are known (ScanKernel's last block; see pool_at_max below): the claims list and the
 //    hash table (claims <= slots) and the next frontier (survivors <= claims). A step whose
 //    asks do not fit pauses the batch (every lane put back before the step, later steps
 //    idle); the host commits what the step asked (pool_need) and resumes the batch from
 //    that step. Every lane of an offline batch steps in lockstep until it finishes (a pause
 //    stops them all), so all live frontiers sit in the same buffer and the new ones never
 //    overwrite a live one.
+//    Where MaxKernel runs (pool_at_max: pooled and not fused_max) the hand-out waits for it:
+//    MaxKernel counts each lane's arcs whose end passes (a lower bound of the max) - beam,
+//    which every admitted arc does (LaneCounters::admit), and its last block hands out the
+//    regions sized by that count instead of the slots. On an HLG a step admits ~1% of its
+//    slots (benchmarks/pool_accounting.py), so the pools hold what steps write, not their
+//    arcs. With fused_max (no MaxKernel) ScanKernel's last block hands them out by the slots.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
@@ -229,6 +239,8 @@ struct Workspace {
   int32_t claims_cap;   // distinct states per lane per step
   int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
   int32_t pooled;       // 1: per-step regions from the pools (see above)
+  int32_t pool_at_max;  // 1 (pooled, MaxKernel runs): MaxKernel's last block hands the regions out
+  int32_t* max_done;    // MaxKernel's last-block-done counter (0 between launches)
   const long long* pool_cap;     // [kPools] committed entries of each pool (device)
   unsigned long long* pool_need;  // [kPoolNeedSlots] the most a step of this batch asked of each
                                   // pool, and the pause flag
@@ -336,9 +348,11 @@ __host__ __device__ inline void StaticLayout(const Workspace& ws, int32_t lane, 
   lc.hash_cap = ws.hash_cap;
 }
 
-// A pooled step's claims bound and hash size for a lane (ScanKernel's last block): every
-// claim is a distinct destination of an admitted arc, so at most the step's slots, and at
-// most one (the final state) on a final or redirect step; the table keeps its load <= 1/2.
+// A pooled step's claims bound and hash size for a lane (the hand-out: MaxKernel's last block
+// with `slots` = the lane's admissible arcs, LaneCounters::admit, or ScanKernel's under
+// fused_max with the step's slots): every claim is a distinct destination of an admitted arc,
+// so at most either count, and at most one (the final state) on a final or redirect step;
+// the table keeps its load <= 1/2.
 // The static layout's per-lane capacities cap both, as they do there.
 __host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_t phase, int32_t slots) {
   if (phase == kPhaseIdle || slots <= 0) return 0;
@@ -363,7 +377,7 @@ __host__ __device__ inline int32_t PooledTokenRegion(const Workspace& ws, int32_
 }
 __host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { return (claims_bound + 15) & ~15; }
 
-// What one lane asks of the pools for a step (pooled layout; ScanKernel's last block hands
+// What one lane asks of the pools for a step (pooled layout; the hand-out's last block hands
 // the regions out in lane order by prefix sums of these): its claims bound, and the entries
 // its claims list, hash table and next frontier take from each pool (0: none).
 struct PooledAsk {
@@ -407,15 +421,18 @@ __host__ __device__ inline bool PooledAssign(const Workspace& ws, LaneCounters& 
   return fits;
 }
 // What a pool grows to when a paused step asked `need` of it (GpuDecoder::Decode; the host
-// model replays it): 1.25 x the need, at least double the capacity `cap`, at most the static
-// layout's size `most` (which holds any step); `cap` where the need fits.
+// model replays it): 1.125 x the need, at least 1.25 x the capacity `cap` (a first big
+// batch's steps grow a few at a time), at most the static layout's size `most` (which holds
+// any step); `cap` where the need fits. Growth maps pieces in place (VMM): headroom is what
+// stays committed, so it is kept small (benchmarks/pool_accounting.py: at batch 32 on the
+// full tier 96 MiB committed for a 80 MiB peak, against 124 MiB with 1.25 x / doubling).
 __host__ __device__ inline int64_t PoolGrowth(int64_t need, int64_t cap, int64_t most) {
   if (need <= cap) return cap;
-  int64_t w = need + need / 4;
-  if (w < 2 * cap) w = 2 * cap;
+  int64_t w = need + need / 8;
+  if (w < cap + cap / 4) w = cap + cap / 4;
   return w < most ? w : most;
 }
-// A paused step undone (pooled layout, ScanKernel's last block; the host model replays it):
+// A paused step undone (pooled layout, the hand-out's last block; the host model replays it):
 // the lane's ScanKernel (or ScanSplitKernel's last CTA of the lane) has advanced it — t + 1,
 // buf flipped, next_size 0, the beam updated, frontier_total + n — and the step's asks did
 // not fit the pools, so nothing of the step may run: the lane goes back to where the step
