@@ -5,7 +5,7 @@
 #   2. compute-sanitizer memcheck over the fault walks and the lanes+epsilon sanitize case
 #   3. issue 9: benchmarks.memory on the full HLG with riva beside it (wheel carried), the long
 #      utterance at LONG_FRAMES (default 180000) with GC on and off
-# SKIP_MEMORY=1 skips 3; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
+# SKIP_MEMORY=1 skips 3, MEM_ARGS and MEM_REPS extend it; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
 #   4. issue 10: benchmarks.lattice_speed on the full HLG (LAT_ARGS: extra arguments)
 # Carry .device (wheels incl. riva; data) and .cache. $OUT: final.log, tests.log, memcheck.log,
 # memory.md, memory.jsonl, lattice_speed.jsonl.  Call B (device_final_b.sh) reuses the tier.
@@ -40,7 +40,7 @@ echo "[$(since) s] memcheck" | tee -a $L
 while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAIT:-420} ]; do sleep 2; done
 grep -E "^  (HLG|TLG)|stages|Error" /tmp/full.log | tail -3 | tee -a $L
 [ -z "${SKIP_MEMORY:-}" ] && timeout -s INT $(left ${MEM_END:-490}) python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
-  --riva-dir $C --batch 32 256 --reps 5 --check 8 --long-frames ${LONG_FRAMES:-180000} \
+  --riva-dir $C --batch 32 256 --reps ${MEM_REPS:-5} --check 8 --long-frames ${LONG_FRAMES:-180000} ${MEM_ARGS:-} \
   --json $OUT/memory.jsonl --md $OUT/memory.md > /tmp/memory.log 2>&1
 [ -z "${SKIP_MEMORY:-}" ] && { echo "benchmarks.memory exit [$(since) s]" | tee -a $L; tail -32 /tmp/memory.log | grep -v "^{" | tee -a $L; }
 timeout -s INT $(left ${LAT_END:-575}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
