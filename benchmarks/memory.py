@@ -1,12 +1,13 @@
 """Device memory and speed of the GPU decoder with memory that tracks use (issue 9), one run.
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
-    [--riva-dir /tmp/corpus-full] [--long-frames 180000] [--modes lazy lazy-slots eager]
+    [--riva-dir /tmp/corpus-full] [--long-frames 180000] [--modes pooled pooled-slots lazy eager]
     [--json out.jsonl] [--md out.md]
 
-1. Memory: for each batch size and memory mode ("lazy": VMM-committed winners log and lane
-   pools; "eager": every lane's worst case up front, today's layout; with --modes, also
-   "lazy-slots": lazy with the pools' regions sized by the slots, the rule before), a decoder on a graph
+1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
+   pools; "lazy", the default: that log and every lane's worst case; "eager": everything up
+   front; with --modes, also "pooled-slots": pooled with the regions sized by the slots, the
+   rule before), a decoder on a graph
    of its own decodes every utterance; its total device memory, graph included, is measured
    three ways: cudaMemGetInfo's used memory before it was built and after its last decode
    (PyTorch's cache emptied, so only what the decoder and its graph hold is left), the
@@ -14,7 +15,7 @@ python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 25
    memory_stats() (committed + graph). With --riva-dir, riva-asrlib-decoder on the same
    utterances and that directory's TLG.fst, its device peak sampled the same way
    (benchmarks.peers.measure.GpuMemoryProbe).
-2. Speed at the first batch size: lazy and eager decoders decode the same utterances in
+2. Speed at the first batch size: the modes' decoders decode the same utterances in
    alternating timed passes (median of --reps each); the ratio is the issue's bar (within 3%).
    Every row of the two must agree (bit-identical float32 scores; same words or an exact-score
    tie), and --check rows are compared with the CPU decoder.
@@ -85,18 +86,19 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("lazy", "lazy-slots", "eager")
+MODES = ("pooled", "pooled-slots", "lazy", "eager")
 
 
 def memory_row(torch, graph_path, lp, lens, batch, mode, opts) -> tuple[dict, object, object]:
-    """Build a decoder (a graph of its own) in `mode` ("lazy", "eager", or "lazy-slots": lazy
-    with the pooled regions sized by the slots, CUWFST_POOL_BOUND=slots, the rule before
-    issue 9's admissible-arc count), decode everything once; its memory, three ways. Returns
-    (row, decoder, hypotheses)."""
-    memory = "eager" if mode == "eager" else "lazy"
+    """Build a decoder (a graph of its own) in `mode` (a memory mode, or "pooled-slots": pooled
+    with the regions sized by the slots, CUWFST_POOL_BOUND=slots, the rule before issue 9's
+    admissible-arc count), decode everything once; its memory, three ways. Returns
+    (row, decoder, hypotheses). (At 2f568a0 "lazy" pooled the lanes by default: its rows were
+    named lazy and lazy-slots; they are this pooled and pooled-slots.)"""
+    memory = "pooled" if mode.startswith("pooled") else mode
     used0, mod0 = _used(torch), _module_bytes()
     saved = os.environ.get("CUWFST_POOL_BOUND")
-    os.environ["CUWFST_POOL_BOUND"] = "slots" if mode == "lazy-slots" else "admit"
+    os.environ["CUWFST_POOL_BOUND"] = "slots" if mode == "pooled-slots" else "admit"
     try:  # (read when an instance is built: the rescue instance too, built by the first pass)
         t = time.perf_counter()
         graph = Graph.load(graph_path)
@@ -283,7 +285,7 @@ def main(argv=None) -> int:
     p.add_argument("--long-frames", type=int, default=180_000)
     p.add_argument("--gc-interval", type=int, default=128)
     p.add_argument("--skip", nargs="*", default=[], choices=["memory", "speed", "long", "riva"])
-    p.add_argument("--modes", nargs="+", default=["lazy", "eager"], choices=MODES,
+    p.add_argument("--modes", nargs="+", default=["pooled", "lazy", "eager"], choices=MODES,
                    help="decoders per batch size (the speed A/B takes them at the first; eager last is the base)")
     p.add_argument("--json", help="append rows as JSON lines here")
     p.add_argument("--md", help="write the tables here")

@@ -61,6 +61,7 @@ class FakeGpuModule:
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
+        self.lane_pool = int(rest[13])
         # scan_split, closure_lists, finalize_split, fused_max
         self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18])
         return h
@@ -330,6 +331,12 @@ def test_memory_stats_sum_the_instances(fake_gpu, monkeypatch):
     eager = Decoder(graph, device="cuda", max_lanes=8).memory_stats()
     assert eager["memory"] == "eager" and eager["reserved"] == eager["committed"]
     assert Decoder(graph, device="cuda", memory="lazy").memory_stats()["memory"] == "lazy"  # the argument wins
+    # lazy keeps the lanes static; pooled asks the native side for auto (pooled where it pays)
+    monkeypatch.delenv("CUWFST_LANE_POOL", raising=False)
+    lazy = Decoder(graph, device="cuda", memory="lazy")
+    assert lazy._gpu.mod.lane_pool == 0
+    pooled = Decoder(graph, device="cuda", memory="pooled")
+    assert pooled._gpu.mod.lane_pool == 2 and pooled.memory_stats()["memory"] == "pooled"
     monkeypatch.setenv("CUWFST_MEMORY", "bogus")
     with pytest.raises(ValueError, match="CUWFST_MEMORY"):
         Decoder(graph, device="cuda")

@@ -52,9 +52,11 @@ def test_streaming_memory_stats_with_and_without_a_stream(graph):
 
 def test_memory_option_and_environment(graph, monkeypatch):
     monkeypatch.delenv("CUWFST_MEMORY", raising=False)
-    assert resolve_memory(None) == "lazy" and MEMORY_MODES == ("lazy", "eager")
+    assert resolve_memory(None) == "lazy" and MEMORY_MODES == ("lazy", "eager", "pooled")
     monkeypatch.setenv("CUWFST_MEMORY", "eager")
     assert resolve_memory(None) == "eager" and resolve_memory("lazy") == "lazy"
+    monkeypatch.setenv("CUWFST_MEMORY", "pooled")
+    assert resolve_memory(None) == "pooled" and resolve_memory("eager") == "eager"
     monkeypatch.setenv("CUWFST_MEMORY", "vmm")
     with pytest.raises(ValueError, match="CUWFST_MEMORY must be one of"):
         resolve_memory(None)
@@ -70,11 +72,12 @@ def test_gc_interval_is_checked(graph, bad):
 
 def test_lane_pool_mode(monkeypatch):
     monkeypatch.delenv("CUWFST_LANE_POOL", raising=False)
-    assert lane_pool_mode("lazy") == 2 and lane_pool_mode("eager") == 0  # auto; eager never pools
+    # lazy keeps the static lanes, pooled pools where it pays (auto), eager never pools
+    assert lane_pool_mode("lazy") == 0 and lane_pool_mode("pooled") == 2 and lane_pool_mode("eager") == 0
     monkeypatch.setenv("CUWFST_LANE_POOL", "on")
-    assert lane_pool_mode("lazy") == 1 and lane_pool_mode("eager") == 0
+    assert lane_pool_mode("lazy") == 1 and lane_pool_mode("pooled") == 1 and lane_pool_mode("eager") == 0
     monkeypatch.setenv("CUWFST_LANE_POOL", "off")
-    assert lane_pool_mode("lazy") == 0
+    assert lane_pool_mode("lazy") == 0 and lane_pool_mode("pooled") == 0
     monkeypatch.setenv("CUWFST_LANE_POOL", "yes")
     with pytest.raises(ValueError, match="CUWFST_LANE_POOL"):
         lane_pool_mode("lazy")

@@ -52,7 +52,7 @@ def arena_limits(max_lanes: int, arena_entries: int | None = None, memory: str =
     if max_lanes < 1:
         raise ValueError(f"max_lanes must be >= 1, got {max_lanes}")
     arena_max = min(ARENA_LIMIT, max(64 << 20, (16 << 20) * max_lanes))
-    first = (4 << 20) if memory == "lazy" else (16 << 20)
+    first = (4 << 20) if memory != "eager" else (16 << 20)
     return int(min(arena_max, arena_entries or first)), int(arena_max)
 
 
@@ -175,7 +175,7 @@ class GpuInstance:
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
-            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory == "lazy",
+            int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory != "eager",
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
             bool(fused_max), int(lattice_entries or 0), pool_bound_mode() == "slots")
 
@@ -412,7 +412,7 @@ class GpuBackend:
             # each rescue it goes back to that first commit (GpuInstance.trim)
             q = max(4 * self.main.main_q, 64 * self.options.max_active_states)
             kw = dict(self.kw)
-            if kw.get("arena_entries") is None and kw.get("memory", "lazy") == "lazy":
+            if kw.get("arena_entries") is None and kw.get("memory", "lazy") != "eager":
                 kw["arena_entries"] = 1 << 20
 
             def make(lanes):

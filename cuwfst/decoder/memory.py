@@ -4,20 +4,25 @@ and how its memory is managed (the `memory` option).
 memory="lazy" (the default): the GPU decoder's winners log is a lazily committed region
 (CUDA virtual memory management: the worst case is reserved as address space, physical
 memory is mapped as batches need it, and growth never moves a pointer, so no captured CUDA
-graph is re-made), and offline batches on epsilon-free graphs take the lanes' frontiers,
-claims lists and hash tables from pools shared by all lanes, handed out step by step as
-each lane needs them and committed to what batches use (a batch whose step outgrows a pool
-pauses before that step and resumes from it once the pool has grown); streams, continuous batching, snapshots and epsilon graphs keep
-every lane's worst case (the static layout), committed on first use. memory="eager":
+graph is re-made); the lanes keep every lane's worst case (the static layout), committed on
+first use. memory="pooled": the same log, and offline batches on epsilon-free graphs take the
+lanes' frontiers, claims lists and hash tables from pools shared by all lanes, handed out
+step by step as each lane needs them and committed to what batches use (a batch whose step
+outgrows a pool pauses before that step and resumes from it once the pool has grown); streams,
+continuous batching, snapshots and epsilon graphs keep the static layout. The pools take a
+fraction of the memory (H200, full tier, batch 32: 620 MiB device used against 2,718 eager;
+batch 256: 1,230 against 13,402) and cost time (batch 32: 1.19x eager's time per pass), which
+is why they are not the default. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
-`CUWFST_MEMORY=eager` in the environment selects the eager path for decoders built without
-an explicit `memory`. Results are identical either way. A pooled step's claims list, hash
+`CUWFST_MEMORY` in the environment selects the mode of decoders built without an explicit
+`memory`, and `CUWFST_LANE_POOL` (on / off / auto) overrides the lane layout of the lazy and
+pooled modes. Results are identical either way. A pooled step's claims list, hash
 table and next frontier are sized by the arcs MaxKernel finds admissible against a lower
 bound of the step's cutoff (the slots under fused_max); `CUWFST_POOL_BOUND=slots` sizes them
 by every arc of the step, the rule before (kept for same-run A/B: benchmarks/memory.py
---modes lazy lazy-slots eager).
+--modes pooled pooled-slots lazy eager).
 
 Every figure is in bytes unless its name says entries. On the GPU:
 
@@ -43,7 +48,7 @@ from __future__ import annotations
 
 import os
 
-MEMORY_MODES = ("lazy", "eager")
+MEMORY_MODES = ("lazy", "eager", "pooled")
 WINNER_BYTES = 8  # one winners-log entry {prev, arc}
 
 # GpuDecoder::MemStats, in its order
@@ -59,13 +64,13 @@ LANE_POOL = {"off": 0, "on": 1, "auto": 2}
 
 
 def lane_pool_mode(memory: str) -> int:
-    """The native lane_pool flag: off under memory="eager"; under "lazy", $CUWFST_LANE_POOL
-    (on / off / auto), else auto: pooled where the static layout is larger than twice what
-    the pools' first 2 MiB pieces take (a small decoder holds less with every lane's worst
-    case)."""
+    """The native lane_pool flag: off under memory="eager"; otherwise $CUWFST_LANE_POOL
+    (on / off / auto), else off under "lazy" and auto under "pooled": pooled where the static
+    layout is larger than twice what the pools' first 2 MiB pieces take (a small decoder
+    holds less with every lane's worst case)."""
     if memory == "eager":
         return LANE_POOL["off"]
-    v = os.environ.get("CUWFST_LANE_POOL") or "auto"
+    v = os.environ.get("CUWFST_LANE_POOL") or ("auto" if memory == "pooled" else "off")
     if v not in LANE_POOL:
         raise ValueError(f"CUWFST_LANE_POOL must be one of {', '.join(map(repr, LANE_POOL))}, got {v!r}")
     return LANE_POOL[v]
@@ -111,7 +116,7 @@ def gpu_memory_stats(backend) -> dict:
     committed = total("committed")
     return {
         "device": str(backend.device),
-        "memory": "lazy" if main["vmm"] else "eager",
+        "memory": getattr(backend, "memory", "lazy") if main["vmm"] else "eager",
         "reserved": total("reserved"),
         "committed": committed,
         "fixed": total("fixed"),

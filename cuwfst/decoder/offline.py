@@ -71,8 +71,10 @@ class Decoder:
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
     next row into a lane the moment one finishes (segments of `segment` steps); results
     are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
-    default) commits device memory as batches need it, "eager" holds it in plain buffers
-    (decoder/memory.py); results are the same either way. `memory_stats()` says what the
+    default) commits the winners log as batches need it, "pooled" also hands the lanes'
+    working memory out of shared pools sized by use (offline epsilon-free batches; far less
+    memory, slower), "eager" holds everything in plain buffers (decoder/memory.py); results
+    are the same either way. `memory_stats()` says what the
     decoder holds. gc_interval (GPU, 0 = off): rows longer than gc_interval frames are
     decoded in segments of gc_interval steps with a winners-log GC round after each (the
     arcs every surviving path shares move to the host, the log keeps what live tokens
