@@ -174,8 +174,9 @@ def test_variant_lattices_of_large_frontiers(variant, eps):
 
 
 # ------------------------------------------------------------ the pooled lane layout
-# Offline batches on epsilon-free graphs take the pooled layout under memory="lazy"
-# (types.cuh; forced on here, as the automatic choice keeps small decoders static): the
+# Offline batches on epsilon-free graphs take the pooled layout under memory="pooled" (or
+# "lazy" with CUWFST_LANE_POOL=on, as here: the automatic choice keeps small decoders
+# static; types.cuh): the
 # lattice stage reads the frontier, the step's slot space, the hash and the claims through
 # the lanes' per-step regions, and a batch that outgrows the pools pauses before a step and
 # resumes from it (PooledUndoStep also idles step_phase, so no cutoff or size is written for
