@@ -208,36 +208,38 @@ class GpuInstance:
         self.mod.gpu_decoder_profile(self.handle, -1 if enable is None else int(enable), out)
         return dict(zip(self.PROFILE_KINDS, out.tolist()))
 
-    def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False):
+    def _outputs(self, lp):
+        """The decode's output arrays for lp [B, T, V]: arcs [B, cap] (one arc per frame and
+        per closure pass), length, score, meta [B, 4], stats [B, 2]."""
         B, T = lp.shape[0], lp.shape[1]
-        cap = (T + 2) * (1 + self.eps_iterations)  # one arc per frame and per closure pass
-        out_arcs = np.zeros((B, cap), np.int32)
-        out_len = np.zeros(B, np.int32)
-        out_score = np.zeros(B, np.float32)
-        out_meta = np.zeros((B, 4), np.int32)
-        out_stats = np.zeros((B, 2), np.int64)
+        cap = (T + 2) * (1 + self.eps_iterations)
+        return (np.zeros((B, cap), np.int32), np.zeros(B, np.int32), np.zeros(B, np.float32),
+                np.zeros((B, 4), np.int32), np.zeros((B, 2), np.int64))
+
+    @staticmethod
+    def _step_outputs(lp):
+        """The lattice stage's per-step arrays: record counts, cutoffs and frontier sizes
+        [B, T + 1], and the records' total."""
+        B, T = lp.shape[0], lp.shape[1]
+        return (np.zeros((B, T + 1), np.int32), np.zeros((B, T + 1), np.float32), np.zeros((B, T + 1), np.int32),
+                np.zeros(1, np.int64))
+
+    def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False):
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
-        return out_arcs, out_len, out_score, out_meta, out_stats
+        return out
 
     def decode_lattice(self, lp, lens: np.ndarray, stream: int, online: bool = False):
         """decode() plus the lattice records of every row (lattice_records.LatticeRecords):
         the decode runs the step pipeline's lattice stage (csrc/include/cuwfst/lattice.cuh)."""
-        B, T = lp.shape[0], lp.shape[1]
-        cap = (T + 2) * (1 + self.eps_iterations)
-        out_arcs = np.zeros((B, cap), np.int32)
-        out_len = np.zeros(B, np.int32)
-        out_score = np.zeros(B, np.float32)
-        out_meta = np.zeros((B, 4), np.int32)
-        out_stats = np.zeros((B, 2), np.int64)
-        counts = np.zeros((B, T + 1), np.int32)
-        cutoffs = np.zeros((B, T + 1), np.float32)
-        sizes = np.zeros((B, T + 1), np.int32)
-        total = np.zeros(1, np.int64)
+        B = lp.shape[0]
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
+        counts, cutoffs, sizes, total = self._step_outputs(lp)
         self.mod.gpu_decode_lattice(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta,
                                     out_stats, counts, cutoffs, sizes, total)
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         self.mod.gpu_lattice_records(self.handle, records)
-        return (out_arcs, out_len, out_score, out_meta, out_stats), LatticeRecords(records, counts, cutoffs, sizes)
+        return out, LatticeRecords(records, counts, cutoffs, sizes)
 
     def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False):
         """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
@@ -246,17 +248,9 @@ class GpuInstance:
         None for rows with a rescue overflow bit. self.last_prune_ms: {device, readback, host} of
         the native pruning, native (the whole native call: decode + pruning) and rows (the
         rows' arrays into numpy), milliseconds."""
-        B, T = lp.shape[0], lp.shape[1]
-        cap = (T + 2) * (1 + self.eps_iterations)
-        out_arcs = np.zeros((B, cap), np.int32)
-        out_len = np.zeros(B, np.int32)
-        out_score = np.zeros(B, np.float32)
-        out_meta = np.zeros((B, 4), np.int32)
-        out_stats = np.zeros((B, 2), np.int64)
-        counts = np.zeros((B, T + 1), np.int32)
-        cutoffs = np.zeros((B, T + 1), np.float32)
-        sizes = np.zeros((B, T + 1), np.int32)
-        total = np.zeros(1, np.int64)
+        B = lp.shape[0]
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
+        counts, cutoffs, sizes, total = self._step_outputs(lp)
         sizes2 = np.zeros((B, 3), np.int64)
         ms = np.zeros(3, np.float64)
         t0 = time.perf_counter()
@@ -278,22 +272,16 @@ class GpuInstance:
             rows.append((states, arcs, scores, int(sizes2[b, 2])))
         self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
                                   native=(t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
-        return (out_arcs, out_len, out_score, out_meta, out_stats), rows
+        return out, rows
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
                     gc: bool = False):
         """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany);
         gc: a winners-log GC round after every segment (long-form decoding)."""
-        B, T = lp.shape[0], lp.shape[1]
-        cap = (T + 2) * (1 + self.eps_iterations)
-        out_arcs = np.zeros((B, cap), np.int32)
-        out_len = np.zeros(B, np.int32)
-        out_score = np.zeros(B, np.float32)
-        out_meta = np.zeros((B, 4), np.int32)
-        out_stats = np.zeros((B, 2), np.int64)
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), bool(gc), stream, out_arcs, out_len,
                                  out_score, out_meta, out_stats)
-        return out_arcs, out_len, out_score, out_meta, out_stats
+        return out
 
 
 class GpuBackend:
