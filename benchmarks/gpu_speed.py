@@ -19,6 +19,10 @@ compared with the first variant's of the same P and with the CPU decoder under t
 RTFx counts the rows' audio, us/step the steps actually run (the kept frames), and
 `decoded_fraction` says how many frames were kept. Results with P > 0 differ from the exact
 decoder's; their WER: benchmarks.peers.run --blank-skip P.
+
+--memory MODE [MODE ...] adds the memory mode as a third axis ("new+pooled", "new+eager"; the
+default mode's configurations keep their plain names): the lanes' layout and its kernels'
+cost (with --profile, each mode's kernel split), results identical across modes.
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ def main():
                    help="grids of the walker kernels (each is a separate row; 0: the spec's formula)")
     p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
                    help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
+    p.add_argument("--memory", nargs="+", default=[None], choices=["lazy", "eager", "pooled"],
+                   help="memory modes timed side by side (default: the decoder's default)")
     a = p.parse_args()
     import torch
 
@@ -118,7 +124,8 @@ def main():
         lens_all = np.full(a.utts, a.frames, np.int32)
     a.utts = len(lens_all)
     opts_of = {p: DecoderOptions(eps_iterations=a.eps_iterations, blank_skip=p) for p in a.blank_skip}
-    configs = {f"{v}+skip{p:g}" if p else v: (v, p) for p in a.blank_skip for v in a.variants}
+    configs = {v + (f"+skip{p:g}" if p else "") + (f"+{m}" if m else ""): (v, p, m)
+               for m in a.memory for p in a.blank_skip for v in a.variants}
     from benchmarks.peers.measure import git_commit
     commit = git_commit()
     dev = torch.cuda.get_device_name(0)
@@ -133,7 +140,7 @@ def main():
     first_hyps: dict[str, list] = {}  # configuration -> rows of its first timed configuration
     for walker, wb, B in [(w, wb, b) for w in a.walkers for wb in a.walk_blocks for b in a.batch]:
         decs = {c: Decoder(g, opts_of[p], device="cuda", max_lanes=B, walker=walker, walk_blocks=wb,
-                           **variant_kwargs(v)) for c, (v, p) in configs.items()}
+                           **({"memory": m} if m else {}), **variant_kwargs(v)) for c, (v, p, m) in configs.items()}
         nb = (a.utts + B - 1) // B
 
         def run(dec):
@@ -162,15 +169,15 @@ def main():
                 ev_ms[v].append(e0.elapsed_time(e1))
         for v, dec in decs.items():
             hs = hyps[v]
-            variant, skip = configs[v]
-            base = next(c for c, (_, p) in configs.items() if p == skip)  # the first variant, same P
+            variant, skip, _mem = configs[v]
+            base = next(c for c, (_, p, _m) in configs.items() if p == skip)  # the first configuration, same P
             med_ms = statistics.median(ev_ms[v])
             stats = dec._gpu.main.mem_stats()
             steps = float((dec_lens[v] + 1).sum())
             added = sum(h.closure_added for h in hs)
             total = sum(h.frontier_total for h in hs)
             same, ties, bad = same_rows(hyps[base], hs)
-            row = dict(config=v, variant=variant, blank_skip=skip,
+            row = dict(config=v, variant=variant, blank_skip=skip, memory=dec.memory_stats()["memory"],
                        decoded_fraction=float(dec_lens[v].sum() / lens_all.sum()),
                        scan_split=stats["scan_split"], closure_lists=stats["closure_lists"],
                        fused_max=stats["fused_max"], walker=walker,
@@ -197,7 +204,7 @@ def main():
                 tot = max(sum(ms.values()), 1e-9)
                 print(f"[{v}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
                       ", ".join(f"{k} {x:.2f} ({100 * x / tot:.0f}%)" for k, x in ms.items() if x > 0) + f"; sum {tot:.2f}")
-                prof = dict(config=v, variant=configs[v][0], blank_skip=configs[v][1], profile_batch=B, profile_ms=ms,
+                prof = dict(config=v, variant=configs[v][0], blank_skip=configs[v][1], memory=configs[v][2], profile_batch=B, profile_ms=ms,
                             profile_sum_ms=tot,
                             us_per_step={k: x / steps_per_batch[v] * 1000 for k, x in ms.items() if x > 0})
                 if g.has_epsilon:
