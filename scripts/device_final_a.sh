@@ -5,7 +5,7 @@
 #   2. compute-sanitizer memcheck over the fault walks and the lanes+epsilon sanitize case
 #   3. issue 9: benchmarks.memory on the full HLG with riva beside it (wheel carried), the long
 #      utterance at LONG_FRAMES (default 180000) with GC on and off
-# SKIP_MEMORY=1 skips 3, MEM_ARGS and MEM_REPS extend it; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
+# SPEED_MEMORY="lazy pooled eager" adds 5 (gpu_speed --memory ... --profile, SPEED_END); SKIP_MEMORY=1 skips 3, MEM_ARGS and MEM_REPS extend it; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
 #   4. issue 10: benchmarks.lattice_speed on the full HLG (LAT_ARGS: extra arguments)
 # Carry .device (wheels incl. riva; data) and .cache. $OUT: final.log, tests.log, memcheck.log,
 # memory.md, memory.jsonl, lattice_speed.jsonl.  Call B (device_final_b.sh) reuses the tier.
@@ -46,4 +46,9 @@ grep -E "^  (HLG|TLG)|stages|Error" /tmp/full.log | tail -3 | tee -a $L
 timeout -s INT $(left ${LAT_END:-575}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --utts ${LAT_UTTS:-128} --batch 32 --reps ${LAT_REPS:-3} --cpu-utts 16 --check 8 --profile ${LAT_ARGS:-} --json $OUT/lattice_speed.jsonl 2>&1 \
   | grep -v "^{" | tail -12 | tee -a $L
+if [ -n "${SPEED_MEMORY:-}" ]; then  # 5. the memory modes' kernel split (issue 9's speed bar)
+  timeout -s INT $(left ${SPEED_END:-590}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img \
+    --log-probs $C/sim/shard-00000.npz --uniform 250 --utts 32 --batch 32 --reps 5 --check 2 --profile \
+    --memory $SPEED_MEMORY --json $OUT/speed.jsonl 2>&1 | grep -vE "^\{" | grep -E "B=|CPU check|kernel ms|Error" | tee -a $L
+fi
 echo "[$(since) s] done" | tee -a $L
