@@ -204,8 +204,8 @@ def main():
                 tot = max(sum(ms.values()), 1e-9)
                 print(f"[{v}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
                       ", ".join(f"{k} {x:.2f} ({100 * x / tot:.0f}%)" for k, x in ms.items() if x > 0) + f"; sum {tot:.2f}")
-                prof = dict(config=v, variant=configs[v][0], blank_skip=configs[v][1], memory=configs[v][2], profile_batch=B, profile_ms=ms,
-                            profile_sum_ms=tot,
+                prof = dict(config=v, variant=configs[v][0], blank_skip=configs[v][1],
+                            memory=dec.memory_stats()["memory"], profile_batch=B, profile_ms=ms, profile_sum_ms=tot,
                             us_per_step={k: x / steps_per_batch[v] * 1000 for k, x in ms.items() if x > 0})
                 if g.has_epsilon:
                     closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
@@ -233,7 +233,7 @@ def main():
                 f.write(json.dumps(dict(r, graph=gname, commit=commit, device=dev, host=platform.node())) + "\n")
     # the short table last (a device call returns the end of the output)
     print(f"\n{gname} ({commit}, {dev}): ms per batch (median of {a.reps}, CUDA events), us per step, "
-          f"rows vs {a.variants[0]} (of the same blank_skip), frames decoded")
+          f"rows vs {next(iter(configs))} (of the same blank_skip), frames decoded")
     for r in table:
         vs = r["vs_first"]
         print(f"  B={r['batch']:<4} {r['config']:<13} {r['ms_per_batch']:8.2f} ms  {r['us_per_step']:7.1f} us/step  "

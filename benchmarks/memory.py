@@ -220,7 +220,7 @@ def long_rows(torch, graph, lp_host, lens, frames, gc_interval) -> tuple[list, b
     # without GC the whole utterance's winners stay: ~600 a frame on the full tier, 108 M entries
     # for 180,000 frames, past a one-lane decoder's log limit (64 Mi entries); 16 lanes give
     # 256 Mi (the limit grows 16 Mi a lane), and the unused lanes cost nothing pooled
-    dec = Decoder(graph, device="cuda", max_lanes=16)
+    dec = Decoder(graph, device="cuda", max_lanes=16, memory="pooled")
     t = time.perf_counter()
     off = dec.decode(lp)[0]
     secs = time.perf_counter() - t

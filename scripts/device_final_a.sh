@@ -8,7 +8,8 @@
 # SPEED_MEMORY="lazy pooled eager" adds 5 (gpu_speed --memory ... --profile, SPEED_END); SKIP_MEMORY=1 skips 3, MEM_ARGS and MEM_REPS extend it; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
 #   4. issue 10: benchmarks.lattice_speed on the full HLG (LAT_ARGS: extra arguments)
 # Carry .device (wheels incl. riva; data) and .cache. $OUT: final.log, tests.log, memcheck.log,
-# memory.md, memory.jsonl, lattice_speed.jsonl.  Call B (device_final_b.sh) reuses the tier.
+# memory.md, memory.jsonl, lattice_speed.jsonl, speed.jsonl (with SPEED_MEMORY: give MEM_END and
+# LAT_END room below SPEED_END, gpu_speed writes its table when it exits).  Call B (device_final_b.sh) reuses the tier.
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
 left() { local l=$(( $1 - $(since) )); echo $(( l > 10 ? l : 10 )); }

@@ -3,8 +3,8 @@
 # while the GPU tests of the memory work run (test_gpu_memory; the fault walks over the new
 # sites; the exactness suites with every offline batch on the pooled lane layout, epsilon
 # graphs and lanes on the static one); then benchmarks.memory on the full tier's HLG: total
-# device memory at batch 32 and 256 (lazy against eager, riva beside it on TLG.fst), speed at
-# batch 32 lazy against eager in the same run, and a tiled long-form utterance with GC on
+# device memory at batch 32 and 256 (pooled, lazy and eager, riva beside it on TLG.fst), speed
+# at batch 32 of the three in the same run, and a tiled long-form utterance with GC on
 # and off. Outputs under $OUT: mem.log (the summary), tests.log, memory.md, memory.jsonl,
 # full.log. LONG_FRAMES (default 180000) shortens the long-form check.
 set -uo pipefail

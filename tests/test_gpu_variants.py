@@ -130,7 +130,7 @@ def test_large_frontiers(variant, eps, scan_split):
 
 @pytest.mark.parametrize("scan_split", [3, 16])
 def test_pooled_layout(variant, scan_split, monkeypatch):
-    """The pooled lane layout (offline batches on epsilon-free graphs with memory="lazy";
+    """The pooled lane layout (offline batches on epsilon-free graphs with memory="pooled";
     forced on, as the automatic choice keeps so small a decoder static) under the variant:
     frontiers of several scan rounds cut into chunks inside the lanes' pooled regions, and a
     first batch that outgrows the pools' first pieces (helpers.outgrowing_pooled_batch: twelve

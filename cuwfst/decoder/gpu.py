@@ -232,7 +232,6 @@ class GpuInstance:
     def decode_lattice(self, lp, lens: np.ndarray, stream: int, online: bool = False):
         """decode() plus the lattice records of every row (lattice_records.LatticeRecords):
         the decode runs the step pipeline's lattice stage (csrc/include/cuwfst/lattice.cuh)."""
-        B = lp.shape[0]
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
         self.mod.gpu_decode_lattice(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta,
