@@ -102,52 +102,78 @@ class Lattice:
     def _level_groups(self):
         """Arc indices grouped by their source state's level, ascending."""
         if "groups" not in self._cache:
-            lev = self.state_level[self.src] if self.num_arcs else np.zeros(0, np.int64)
-            order = np.argsort(lev, kind="stable")
-            cuts = np.flatnonzero(np.diff(lev[order])) + 1
-            self._cache["groups"] = np.split(order, cuts) if order.size else []
+            lay = self._layout()
+            cuts = lay["bounds"][1:-1]
+            self._cache["groups"] = np.split(lay["order"], cuts) if lay["order"].size else []
         return self._cache["groups"]
+
+    def _layout(self) -> dict:
+        """The arcs in level-group order (a stable sort by the source state's level), gathered
+        once: src, dst, float64 score and the destination's time per position; group k holds
+        positions bounds[k]:bounds[k+1], its source states' time is gtime[k]. The passes
+        below walk these slices in exactly the order (and with exactly the additions) of a
+        walk over _level_groups()."""
+        c = self._cache
+        if "layout" not in c:
+            if self.num_arcs:
+                lev = self.state_level[self.src]
+                if lev.size < 2 or bool(np.all(lev[1:] >= lev[:-1])):
+                    order = np.arange(lev.size)  # already grouped (the stable sort's identity)
+                else:
+                    order = np.argsort(lev, kind="stable")
+                cuts = np.flatnonzero(np.diff(lev[order])) + 1
+            else:
+                order, cuts = np.zeros(0, np.int64), np.zeros(0, np.int64)
+            bounds = np.concatenate([[0], cuts, [order.size]]).astype(np.int64) if order.size \
+                else np.zeros(1, np.int64)
+            src, dst = self.src[order].astype(np.int64), self.dst[order].astype(np.int64)
+            sf = self.state_frame
+            c["layout"] = dict(
+                order=order, bounds=bounds, bl=bounds.tolist(), src=src, dst=dst,
+                score=self.score.astype(np.float64)[order], dst_time=sf[dst],
+                gtime=sf[src[bounds[:-1]]].astype(np.int64) if order.size else np.zeros(0, np.int64))
+            c["layout"]["gtime_list"] = c["layout"]["gtime"].tolist()
+        return c["layout"]
+
+    def _scores(self, key) -> np.ndarray:
+        """The cached forward/backward array itself (callers must not write to it)."""
+        if key not in self._cache:
+            fwd, log = key[0] == "fwd", key[1]
+            self._cache[key] = self._forward(log) if fwd else self._backward(log)
+        return self._cache[key]
 
     def forward_scores(self, log_semiring: bool = False) -> np.ndarray:
         """float64 [num_states]: best (or log-summed) score from the start to each state."""
-        key = ("fwd", log_semiring)
-        if key not in self._cache:
-            self._cache[key] = self._forward(log_semiring)
-        return self._cache[key].copy()
+        return self._scores(("fwd", bool(log_semiring))).copy()
 
     def _forward(self, log_semiring: bool) -> np.ndarray:
         alpha = np.full(self.num_states, -np.inf)
         if self.num_states == 0:
             return alpha
         alpha[self.start] = 0.0
-        score = self.score.astype(np.float64)
-        for g in self._level_groups():
-            vals = alpha[self.src[g]] + score[g]
-            if log_semiring:
-                np.logaddexp.at(alpha, self.dst[g], vals)
-            else:
-                np.maximum.at(alpha, self.dst[g], vals)
+        lay = self._layout()
+        src, dst, score, bl = lay["src"], lay["dst"], lay["score"], lay["bl"]
+        at = np.logaddexp.at if log_semiring else np.maximum.at
+        for k in range(len(bl) - 1):
+            a, b = bl[k], bl[k + 1]
+            at(alpha, dst[a:b], alpha[src[a:b]] + score[a:b])
         return alpha
 
     def backward_scores(self, log_semiring: bool = False) -> np.ndarray:
         """float64 [num_states]: best (or log-summed) score from each state to the final state."""
-        key = ("bwd", log_semiring)
-        if key not in self._cache:
-            self._cache[key] = self._backward(log_semiring)
-        return self._cache[key].copy()
+        return self._scores(("bwd", bool(log_semiring))).copy()
 
     def _backward(self, log_semiring: bool) -> np.ndarray:
         beta = np.full(self.num_states, -np.inf)
         if self.num_states == 0:
             return beta
         beta[self.final] = 0.0
-        score = self.score.astype(np.float64)
-        for g in reversed(self._level_groups()):
-            vals = beta[self.dst[g]] + score[g]
-            if log_semiring:
-                np.logaddexp.at(beta, self.src[g], vals)
-            else:
-                np.maximum.at(beta, self.src[g], vals)
+        lay = self._layout()
+        src, dst, score, bl = lay["src"], lay["dst"], lay["score"], lay["bl"]
+        at = np.logaddexp.at if log_semiring else np.maximum.at
+        for k in range(len(bl) - 2, -1, -1):
+            a, b = bl[k], bl[k + 1]
+            at(beta, src[a:b], beta[dst[a:b]] + score[a:b])
         return beta
 
     def tot_score(self, log_semiring: bool = False) -> float:
@@ -317,48 +343,93 @@ class Lattice:
         frames) gives what its decoded frames give."""
         if self.num_states == 0:
             return [0.0] * len(spans)
-        alpha = self.forward_scores(True)
+        alpha = self._scores(("fwd", True))
         tot = alpha[self.final]
         if not np.isfinite(tot):
             return [0.0] * len(spans)
-        beta = self.backward_scores(True)
-        groups = self._level_groups()
-        gtime = np.array([int(self.state_frame[self.src[g[0]]]) for g in groups], np.int64)
-        times = np.unique(self.state_frame)
-        score = self.score.astype(np.float64)
-        word_of_arc = np.repeat(np.arange(self.num_arcs), np.diff(self.word_splits))
+        beta = self._scores(("bwd", True))
+        # Exactly the additions, in exactly the order, of the plain form (one np.logaddexp.at
+        # per level group of `before` and of the span, over a full -inf array; see
+        # tests/lattice_reference_impl.py): only the bookkeeping around them is vectorised
+        # (arcs per word from one sort, group and state ranges from searchsorted).
+        lay = self._layout()
+        src, dst, score, dtime, bl, gtime = (lay[k] for k in ("src", "dst", "score", "dst_time", "bl", "gtime"))
+        c = self._cache
+        if "conf" not in c:
+            sf = self.state_frame
+            word_of_arc = np.repeat(np.arange(self.num_arcs), np.diff(self.word_splits))
+            by_word = np.argsort(self.word_ids, kind="stable")
+            pos = np.empty(self.num_arcs, np.int64)  # an arc's position in the layout
+            pos[lay["order"]] = np.arange(self.num_arcs)
+            c["conf"] = dict(
+                times=np.unique(sf), words=self.word_ids[by_word], arcs=word_of_arc[by_word], pos=pos,
+                states_sorted=bool(np.all(sf[1:] >= sf[:-1])),
+                gtime_sorted=bool(np.all(gtime[1:] >= gtime[:-1])))
+        cc = c["conf"]
+        times, wsorted, warcs, pos = cc["times"], cc["words"], cc["arcs"], cc["pos"]
+        bounds, gtl = lay["bounds"], lay["gtime_list"]
+        mk = np.zeros(self.num_arcs, bool)  # the word's arcs, by layout position
+        frame, sf = self.frame, self.state_frame
+        S = self.num_states
         out = []
-        for word, first, last in spans:
-            first, last = int(first), int(last)
-            hit = word_of_arc[self.word_ids == word]
-            hit = hit[(self.frame[hit] >= first) & (self.frame[hit] <= last)]
+        if not len(spans):
+            return out
+        sp = np.array([(int(w), int(f), int(l)) for w, f, l in spans], np.int64).reshape(-1, 3)
+        firsts, lasts = sp[:, 1], sp[:, 2]
+        # every searchsorted of the plain form, for all spans at once
+        w_lo = np.searchsorted(wsorted, sp[:, 0], side="left").tolist()
+        w_hi = np.searchsorted(wsorted, sp[:, 0], side="right").tolist()
+        ii = np.searchsorted(times, firsts)
+        jj = np.searchsorted(times, lasts, side="right")
+        befores = np.where(ii > 0, times[np.maximum(ii - 1, 0)] if times.size else 0, -1)
+        afters = np.where(jj < times.size, times[np.minimum(jj, times.size - 1)] if times.size else 0, -1)
+        if cc["gtime_sorted"]:
+            k0s = np.searchsorted(gtime, np.where(ii > 0, befores, firsts), side="left").tolist()
+            k1s = np.searchsorted(gtime, lasts, side="right").tolist()
+        if cc["states_sorted"]:
+            s0s = np.searchsorted(sf, afters, side="left").tolist()
+            s1s = np.searchsorted(sf, afters, side="right").tolist()
+        ii, jj, befores, afters = ii.tolist(), jj.tolist(), befores.tolist(), afters.tolist()
+        for n, (first, last) in enumerate(zip(firsts.tolist(), lasts.tolist())):
+            hit = warcs[w_lo[n]:w_hi[n]]
+            hit = hit[(frame[hit] >= first) & (frame[hit] <= last)]
             if hit.size == 0:
                 out.append(0.0)
                 continue
-            masked = np.zeros(self.num_arcs, bool)
-            masked[hit] = True
-            a = np.full(self.num_states, -np.inf)
+            a = np.full(S, -np.inf)
             if first == 0:
                 a[self.start] = 0.0
-            i = int(np.searchsorted(times, first))
-            before = int(times[i - 1]) if i > 0 else None  # first - 1 where no frame was skipped
-            j = int(np.searchsorted(times, last, side="right"))
-            after = int(times[j]) if j < times.size else None  # last + 1 likewise
-            # only the groups of `before` and of the span's times, in the same (level) order as
-            # a walk over all of them: the same additions in the same order
-            inside = (gtime >= first) & (gtime <= last)
-            if before is not None:
-                inside |= gtime == before
-            for k in np.flatnonzero(inside).tolist():
-                g = groups[k]
-                if gtime[k] == before:  # the arcs that enter the span (not the epsilon arcs of `before`)
-                    g = g[self.state_frame[self.dst[g]] >= first]
-                    np.logaddexp.at(a, self.dst[g], alpha[self.src[g]] + score[g])
+            before = befores[n] if ii[n] > 0 else None  # first - 1 where no frame was skipped
+            after = afters[n] if jj[n] < times.size else None  # last + 1 likewise
+            if cc["gtime_sorted"]:
+                ks = range(k0s[n], k1s[n])
+            else:
+                inside = (gtime >= first) & (gtime <= last)
+                if before is not None:
+                    inside |= gtime == before
+                ks = np.flatnonzero(inside).tolist()
+            hpos = pos[hit]
+            hit_groups = set((np.searchsorted(bounds, hpos, side="right") - 1).tolist())
+            mk[hpos] = True
+            for k in ks:
+                ga, gb = bl[k], bl[k + 1]
+                if gtl[k] == before:  # the arcs that enter the span (never equal when before is None)
+                    keep = dtime[ga:gb] >= first
+                    np.logaddexp.at(a, dst[ga:gb][keep], alpha[src[ga:gb][keep]] + score[ga:gb][keep])
+                elif k in hit_groups:  # without the word's arcs
+                    keep = ~mk[ga:gb]
+                    np.logaddexp.at(a, dst[ga:gb][keep], a[src[ga:gb][keep]] + score[ga:gb][keep])
                 else:
-                    g = g[~masked[g]]
-                    np.logaddexp.at(a, self.dst[g], a[self.src[g]] + score[g])
-            leave = self.state_frame == after if after is not None else np.zeros(self.num_states, bool)
-            rest = np.logaddexp.reduce(a[leave] + beta[leave]) if leave.any() else -np.inf
+                    np.logaddexp.at(a, dst[ga:gb], a[src[ga:gb]] + score[ga:gb])
+            mk[hpos] = False
+            if after is None:
+                rest = -np.inf
+            elif cc["states_sorted"]:
+                s0, s1 = s0s[n], s1s[n]
+                rest = np.logaddexp.reduce(a[s0:s1] + beta[s0:s1]) if s1 > s0 else -np.inf
+            else:
+                leave = sf == after
+                rest = np.logaddexp.reduce(a[leave] + beta[leave]) if leave.any() else -np.inf
             out.append(float(min(1.0, max(0.0, -np.expm1(rest - tot)))))
         return out
 
@@ -455,21 +526,27 @@ def word_times(graph, hyp, blank: int = 0) -> list[tuple[int, int]]:
     end), whose token is not `blank`, or at its start when all are blank."""
     g = graph.arrays
     arcs = graph.image_arc_ids(hyp.arcs) if hyp.arcs else np.zeros(0, np.int64)
-    il = g.ilabel[arcs].astype(np.int64) if arcs.size else np.zeros(0, np.int64)
+    if arcs.size == 0:
+        return []
+    il = g.ilabel[arcs].astype(np.int64)
     emitting = il >= 0
     frame = np.cumsum(emitting) - emitting
     rs = g.aux_row_splits
-    n_words = (rs[arcs + 1] - rs[arcs]) if arcs.size else np.zeros(0, np.int64)
+    n_words = (rs[arcs + 1] - rs[arcs]).astype(np.int64)
     carriers = np.flatnonzero(n_words > 0)
-    out = []
-    for j, i in enumerate(carriers.tolist()):
-        stop = carriers[j + 1] if j + 1 < len(carriers) else arcs.size
-        seg = np.arange(i, stop)
-        sounding = seg[emitting[seg] & (il[seg] != blank)]
-        start = int(frame[i])
-        end = int(frame[sounding[-1]]) if sounding.size else start
-        out.extend([(start, max(start, end))] * int(n_words[i]))
-    return out
+    if carriers.size == 0:
+        return []
+    # the last sounding arc at or before each arc (-1: none); a carrier's segment runs to the
+    # next carrier, so its last sounding arc is that of the segment's last arc when not before it
+    idx = np.arange(arcs.size)
+    last_sound = np.maximum.accumulate(np.where(emitting & (il != blank), idx, -1))
+    stops = np.append(carriers[1:], arcs.size) - 1
+    s = last_sound[stops]
+    start = frame[carriers]
+    end = np.where(s >= carriers, frame[np.maximum(s, 0)], start)
+    end = np.maximum(start, end)
+    reps = n_words[carriers]
+    return list(zip(np.repeat(start, reps).tolist(), np.repeat(end, reps).tolist()))
 
 
 def decode_cpu(decoder, lp: np.ndarray, lens: np.ndarray, online: bool):
