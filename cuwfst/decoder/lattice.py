@@ -109,10 +109,11 @@ class Lattice:
 
     def _layout(self) -> dict:
         """The arcs in level-group order (a stable sort by the source state's level), gathered
-        once: src, dst, float64 score and the destination's time per position; group k holds
-        positions bounds[k]:bounds[k+1], its source states' time is gtime[k]. The passes
-        below walk these slices in exactly the order (and with exactly the additions) of a
-        walk over _level_groups()."""
+        once: src, dst and float64 score per position; group k holds positions
+        bounds[k]:bounds[k+1]. The passes below walk these slices in exactly the order (and
+        with exactly the additions) of a walk over _level_groups(). Nothing here depends on
+        the frames (blank_skip remaps `frame` and `state_frame` after decoding): the times
+        are read afresh by each word_confidences call."""
         c = self._cache
         if "layout" not in c:
             if self.num_arcs:
@@ -127,12 +128,8 @@ class Lattice:
             bounds = np.concatenate([[0], cuts, [order.size]]).astype(np.int64) if order.size \
                 else np.zeros(1, np.int64)
             src, dst = self.src[order].astype(np.int64), self.dst[order].astype(np.int64)
-            sf = self.state_frame
-            c["layout"] = dict(
-                order=order, bounds=bounds, bl=bounds.tolist(), src=src, dst=dst,
-                score=self.score.astype(np.float64)[order], dst_time=sf[dst],
-                gtime=sf[src[bounds[:-1]]].astype(np.int64) if order.size else np.zeros(0, np.int64))
-            c["layout"]["gtime_list"] = c["layout"]["gtime"].tolist()
+            c["layout"] = dict(order=order, bounds=bounds, bl=bounds.tolist(), src=src, dst=dst,
+                               score=self.score.astype(np.float64)[order])
         return c["layout"]
 
     def _scores(self, key) -> np.ndarray:
@@ -353,23 +350,25 @@ class Lattice:
         # tests/lattice_reference_impl.py): only the bookkeeping around them is vectorised
         # (arcs per word from one sort, group and state ranges from searchsorted).
         lay = self._layout()
-        src, dst, score, dtime, bl, gtime = (lay[k] for k in ("src", "dst", "score", "dst_time", "bl", "gtime"))
+        src, dst, score, bl, bounds = (lay[k] for k in ("src", "dst", "score", "bl", "bounds"))
         c = self._cache
         if "conf" not in c:
-            sf = self.state_frame
             word_of_arc = np.repeat(np.arange(self.num_arcs), np.diff(self.word_splits))
             by_word = np.argsort(self.word_ids, kind="stable")
             pos = np.empty(self.num_arcs, np.int64)  # an arc's position in the layout
             pos[lay["order"]] = np.arange(self.num_arcs)
-            c["conf"] = dict(
-                times=np.unique(sf), words=self.word_ids[by_word], arcs=word_of_arc[by_word], pos=pos,
-                states_sorted=bool(np.all(sf[1:] >= sf[:-1])),
-                gtime_sorted=bool(np.all(gtime[1:] >= gtime[:-1])))
+            c["conf"] = dict(words=self.word_ids[by_word], arcs=word_of_arc[by_word], pos=pos)
         cc = c["conf"]
-        times, wsorted, warcs, pos = cc["times"], cc["words"], cc["arcs"], cc["pos"]
-        bounds, gtl = lay["bounds"], lay["gtime_list"]
+        wsorted, warcs, pos = cc["words"], cc["arcs"], cc["pos"]
+        # the times, read now: the frames may have been remapped since the layout was cached
+        sf = self.state_frame
+        dtime = sf[dst]
+        gtime = sf[src[bounds[:-1]]].astype(np.int64) if src.size else np.zeros(0, np.int64)
+        gtl = gtime.tolist()
+        times = np.unique(sf)
+        cc = dict(states_sorted=bool(np.all(sf[1:] >= sf[:-1])), gtime_sorted=bool(np.all(gtime[1:] >= gtime[:-1])))
         mk = np.zeros(self.num_arcs, bool)  # the word's arcs, by layout position
-        frame, sf = self.frame, self.state_frame
+        frame = self.frame
         S = self.num_states
         out = []
         if not len(spans):
