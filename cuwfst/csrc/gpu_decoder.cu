@@ -1035,8 +1035,13 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
     while (t_done < Tmax) {
       const int32_t remaining = Tmax - t_done;
       int32_t steps = std::min(chunk, remaining);
-      const bool replay = Replays(StepBucket(steps));
-      if (replay) steps = StepBucket(steps);  // steps past a lane's end do nothing
+      bool replay;
+      if (steps == remaining) {  // the last run: bucketed (steps past a lane's end do nothing)
+        replay = Replays(StepBucket(steps));
+        if (replay) steps = StepBucket(steps);
+      } else {  // exactly `chunk` steps: replayed when that is a bucket, else launched plainly
+        replay = StepBucket(steps) == steps && Replays(steps);
+      }
       for (int32_t l = 0; l < L; ++l)
         cmd[l] = first ? LaneCommand{kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0}
                        : LaneCommand{0, 0, 0, 0};
