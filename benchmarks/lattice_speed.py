@@ -53,7 +53,7 @@ def main():
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
     p.add_argument("--long", type=int, nargs="*", default=None, metavar="T",
                    help="lattice memory vs input length instead: rows of T frames (utterances concatenated; "
-                        "default 1000 2000 4000 8000), bounded (CUWFST_LATTICE_CHUNK, default 160) against the "
+                        "default 1000 2000 4000 8000), bounded (CUWFST_LATTICE_CHUNK, default 64) against the "
                         "whole-batch path (chunk 0), a fresh decoder each, batch --batch[0]")
     a = p.parse_args()
     if a.long is not None:
@@ -270,7 +270,7 @@ def long_main(a):
     dev = torch.cuda.get_device_name(0)
     B = a.batch[0]
     Ts = a.long or [1000, 2000, 4000, 8000]
-    chunk = int(os.environ.get("CUWFST_LATTICE_CHUNK", LATTICE_CHUNK_DEFAULT)) or LATTICE_CHUNK_DEFAULT
+    chunk = int(os.environ.get("CUWFST_LATTICE_CHUNK", LATTICE_CHUNK_DEFAULT)) or LATTICE_CHUNK_DEFAULT  # 0 here: the default
     # one long stream of frames: every utterance's frames in order, repeated as needed
     frames = np.concatenate([lp_all[i, : lens_all[i]] for i in range(len(lens_all))])
     need = B * max(Ts)

@@ -508,7 +508,7 @@ def test_report_totals():
 
 
 # ------------------------------------------------- bounded lattice memory (LatticeOutputs::chunk)
-# A GPU-pruned lattice decode runs CUWFST_LATTICE_CHUNK steps at a time (default 160; 0: the
+# A GPU-pruned lattice decode runs CUWFST_LATTICE_CHUNK steps at a time (default 64; 0: the
 # whole batch, then pruned) and prunes each run's records with k2's windows whose end exists
 # (GpuDecoder::IncPass); the frames no later window reaches leave the device. Same lattices
 # for every chunk; live records follow the chunk, not the input's length.

@@ -20,7 +20,7 @@ from .rescue import RESCUE_BITS, batches, rescue
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
 # Steps per run of a bounded GPU lattice decode (CUWFST_LATTICE_CHUNK; 0: one run): a multiple
 # of 20 (k2's window shift) and of 32 (the CUDA graphs' step bucket).
-LATTICE_CHUNK_DEFAULT = 160
+LATTICE_CHUNK_DEFAULT = 64
 # Winners ids are int32 on the device, so an arena holds fewer than 2^31 entries.
 ARENA_LIMIT = 2**31 - 1
 
@@ -593,7 +593,7 @@ class GpuBackend:
 
     def lattice_chunk_steps(self) -> int:
         """Steps per run of a GPU-pruned lattice decode: bounded lattice memory (the default,
-        160 steps: each run's records are pruned with k2's windows whose end exists and the
+        64 steps: each run's records are pruned with k2's windows whose end exists and the
         frames no later window reaches leave the device, so live records follow the chunk,
         not the input's length), or 0: the whole batch in one run, pruned after it (the path
         before the bound; same lattices). Set by the attribute `lattice_chunk` or the
