@@ -6,6 +6,8 @@ decoder's lattice speed, lattice sizes (arcs per frame) and exactness (GPU latti
 the CPU's on the first --check rows).
 
 python -m benchmarks.lattice_speed --graph HLG.img --log-probs shard-00000.npz --utts 128 --batch 32
+python -m benchmarks.lattice_speed --graph HLG.img --log-probs shard-00000.npz --batch 16 --long 1000 2000 4000 8000
+  (lattice memory vs frames: bounded against the whole-batch path, same run)
 Times whole decodes (host to host) after a warm-up; medians of --reps.
 """
 
@@ -49,7 +51,13 @@ def main():
     p.add_argument("--profile", action="store_true", help="kernel split of a lattice decode at the largest batch")
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
+    p.add_argument("--long", type=int, nargs="*", default=None, metavar="T",
+                   help="lattice memory vs input length instead: rows of T frames (utterances concatenated; "
+                        "default 1000 2000 4000 8000), bounded (CUWFST_LATTICE_CHUNK, default 64) against the "
+                        "whole-batch path (chunk 0), a fresh decoder each, batch --batch[0]")
     a = p.parse_args()
+    if a.long is not None:
+        return long_main(a)
     import torch
 
     from benchmarks.peers.measure import git_commit
@@ -119,7 +127,8 @@ def main():
                 lens = np.ascontiguousarray(lens_all[s : s + B])
                 sync()
                 t0 = time.perf_counter()
-                res, lat_rows = be.main.decode_lattice_pruned(lp_gpu[s : s + B], lens, be._stream(), a.output_beam)
+                res, lat_rows = be.main.decode_lattice_pruned(lp_gpu[s : s + B], lens, be._stream(), a.output_beam,
+                                                              chunk=be.lattice_chunk_steps())
                 t1 = time.perf_counter()
                 pm = be.main.last_prune_ms
                 lats = [None if r is None else lattice_from_arrays(g, *r) for r in lat_rows]
@@ -235,6 +244,82 @@ def main():
                    lattice_over_1best=t_cpu / t_cpu1)
         results.append(row)
         print(json.dumps(row))
+    if a.json:
+        with open(a.json, "a") as f:
+            for r in results:
+                f.write(json.dumps(dict(r, graph=a.graph, commit=commit, device=dev, host=platform.node(),
+                                        output_beam=a.output_beam)) + "\n")
+
+
+def long_main(a):
+    """Lattice memory vs frames: for each T, a batch of rows of T frames (the shard's
+    utterances concatenated in order), decoded with lattices by a fresh decoder in the
+    bounded mode and in the whole-batch mode (one run; the path before the bound), same
+    process: time, the most lattice records held on the device at once, the lattice buffers
+    and the decoder's committed bytes, and whether the two modes' lattices are identical."""
+    import torch
+
+    from benchmarks.peers.measure import git_commit
+    from cuwfst.decoder.gpu import LATTICE_CHUNK_DEFAULT
+
+    g = Graph.load(a.graph)
+    d = np.load(a.log_probs)
+    lp_all, lens_all = d["log_probs"], d["lengths"].astype(np.int32)
+    opts = DecoderOptions(output_beam=a.output_beam)
+    commit = os.environ.get("CUWFST_COMMIT") or git_commit()
+    dev = torch.cuda.get_device_name(0)
+    B = a.batch[0]
+    Ts = a.long or [1000, 2000, 4000, 8000]
+    chunk = int(os.environ.get("CUWFST_LATTICE_CHUNK", LATTICE_CHUNK_DEFAULT)) or LATTICE_CHUNK_DEFAULT  # 0 here: the default
+    # one long stream of frames: every utterance's frames in order, repeated as needed
+    frames = np.concatenate([lp_all[i, : lens_all[i]] for i in range(len(lens_all))])
+    need = B * max(Ts)
+    if len(frames) < need:
+        frames = np.concatenate([frames] * (need // len(frames) + 1))
+    print(f"graph {a.graph}: {g.num_states} states; long rows of {Ts} frames, batch {B}; output_beam "
+          f"{a.output_beam}; bounded chunk {chunk} steps vs whole; {dev}; commit {commit}")
+    results = []
+    fields = ("src", "dst", "frame", "graph_arc", "score", "state_graph")
+    for T in Ts:
+        lp = torch.from_numpy(np.ascontiguousarray(frames[: B * T].reshape(B, T, -1))).cuda()
+        lens = np.full(B, T, np.int32)
+        lens[1::2] = T - T // 7  # lanes of two lengths
+        hyps = {}
+        for mode, c in (("bounded", chunk), ("whole", 0)):
+            dec = Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads)
+            dec._gpu.lattice_chunk = c
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            hyps[mode] = dec.decode(lp, lens, lattice=True)
+            torch.cuda.synchronize()
+            dt = time.perf_counter() - t0
+            t1 = time.perf_counter()
+            dec.decode(lp, lens, lattice=True)  # again, warm (grown buffers, captured graphs)
+            torch.cuda.synchronize()
+            warm = time.perf_counter() - t1
+            st = dec._gpu.main.mem_stats()
+            arcs = sum(h.lattice.num_arcs for h in hyps[mode] if h.lattice is not None)
+            recorded = sum(h.lattice.recorded_arcs for h in hyps[mode] if h.lattice is not None)
+            row = dict(kind="long", mode=mode, chunk=c, T=T, batch=B, first_s=dt, warm_s=warm,
+                       live_records=st["lattice_live_records"], runs=st["lattice_runs"],
+                       lattice_mib=st["lattice_bytes"] / 2**20, prune_mib=st["lattice_prune_bytes"] / 2**20,
+                       committed_mib=st["committed"] / 2**20, recorded_arcs=recorded, lattice_arcs=arcs,
+                       overflow_rows=sum(1 for h in hyps[mode] if h.overflow))
+            results.append(row)
+            print(json.dumps(row))
+            del dec
+            torch.cuda.empty_cache()
+        same = sum(1 for x, y in zip(hyps["bounded"], hyps["whole"])
+                   if (x.lattice is None) == (y.lattice is None) and
+                   (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
+                                          all(np.array_equal(getattr(x.lattice, f), getattr(y.lattice, f))
+                                              for f in fields))))
+        rb, rw = results[-2], results[-1]
+        print(f"T {T}: bounded {rb['live_records']:,} records held at most, lattice buffers {rb['lattice_mib']:.0f} MiB, "
+              f"committed {rb['committed_mib']:.0f} MiB, warm {rb['warm_s'] * 1000:.0f} ms ({rb['runs']} runs) | whole "
+              f"{rw['live_records']:,} records, {rw['lattice_mib']:.0f} MiB, committed {rw['committed_mib']:.0f} MiB, "
+              f"warm {rw['warm_s'] * 1000:.0f} ms | lattices identical on {same}/{B} rows")
+        results.append(dict(kind="long_ab", T=T, identical=same, rows=B))
     if a.json:
         with open(a.json, "a") as f:
             for r in results:

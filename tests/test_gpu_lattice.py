@@ -505,3 +505,140 @@ def test_report_totals():
     print(f"\nGPU lattices vs CPU: {TOTALS['rows']} rows, {TOTALS['arcs']} lattice arcs ({TOTALS['eps_arcs']} "
           f"epsilon, {TOTALS['redirected']} redirected) identical; {TOTALS['ties']} rows whose 1-best took another "
           "path of the same float32 score")
+
+
+# ------------------------------------------------- bounded lattice memory (LatticeOutputs::chunk)
+# A GPU-pruned lattice decode runs CUWFST_LATTICE_CHUNK steps at a time (default 64; 0: the
+# whole batch, then pruned) and prunes each run's records with k2's windows whose end exists
+# (GpuDecoder::IncPass); the frames no later window reaches leave the device. Same lattices
+# for every chunk; live records follow the chunk, not the input's length.
+
+def _chunked(dec, chunk, lp, lens, online=False):
+    dec._gpu.lattice_chunk = chunk
+    out = dec.decode(lp, lens, lattice=True, online=online)
+    return out, dec._gpu.main.mem_stats()
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_bounded_lattice_equals_whole_and_cpu(seed):
+    """Chunks of 1, 7, 19, 20, 33, 64 and 160 steps (window ends inside, at and across run
+    ends), rows of 0 to 400 frames of different lengths in one batch, allow_partial on and off:
+    the CPU's lattice and the whole-batch path's, and the runs the chunk implies."""
+    rng = np.random.default_rng(91000 + seed)
+    V = int(rng.integers(3, 12))
+    graph = random_ctc_graph(rng, int(rng.choice([30, 200, 800])), V, int(rng.integers(2, 6)),
+                             float(rng.uniform(0.02, 0.4)))
+    B = int(rng.integers(2, 7))
+    T = int(rng.choice([45, 150, 400]))
+    lens = np.array([T] + [int(rng.choice([0, 1, 19, 20, 21, 29, 30, 31, int(rng.integers(0, T + 1))]))
+                           for _ in range(B - 1)], np.int32)
+    lens = np.minimum(lens, T)
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    opts = DecoderOptions(search_beam=float(rng.choice([6.0, 12.0])), output_beam=float(rng.choice([0.5, 3.0, 8.0])),
+                          max_active_states=int(rng.choice([50, 500])), allow_partial=bool(seed % 3 != 0))
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([B, 8])))
+    whole, st = _chunked(dec, 0, lp, lens)
+    assert st["lattice_runs"] == 1
+    compare(cpu, whole, f"whole seed {seed}")
+    for chunk in (1, 7, 19, 20, 33, 64, 160):
+        got, st = _chunked(dec, chunk, lp, lens)
+        compare(cpu, got, f"chunk {chunk} seed {seed}")
+        # bucketed CUDA-graph steps may run a little past the chunk on the last run only
+        assert st["lattice_runs"] >= -(-(T + 1) // max(chunk, 1)) - 1, (chunk, st["lattice_runs"])
+
+
+def test_bounded_lattice_long_inputs():
+    """Thousands of frames, four lanes of different lengths (3,000, 2,417, 1,001, 20),
+    allow_partial: the CPU's lattices under the default chunk and under 0."""
+    rng = np.random.default_rng(4242)
+    V = 10
+    graph = random_ctc_graph(rng, 300, V, 4, 0.2)
+    lens = np.array([3000, 2417, 1001, 20], np.int32)
+    lp = random_log_probs(rng, len(lens), 3000, V, peaky=True)
+    opts = DecoderOptions(search_beam=10.0, output_beam=5.0, max_active_states=300, allow_partial=True)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4)
+    got, st = _chunked(dec, 160, lp, lens)
+    compare(cpu, got, "long, chunk 160")
+    assert st["lattice_runs"] >= 3001 // 160
+    got, _ = _chunked(dec, 0, lp, lens)
+    compare(cpu, got, "long, whole")
+
+
+def test_bounded_lattice_memory_is_flat_in_T():
+    """T = 2,000 vs 8,000 frames (three lanes), a fresh decoder each with a small first records
+    arena (so it grows to what it needs): bounded, the most records held at once and the
+    lattice buffers stay within 1.5x (they follow the chunk); the whole-batch path's grow ~4x.
+    Both give the CPU's lattices (checked on the 2,000-frame batch)."""
+    rng = np.random.default_rng(31)
+    V = 10
+    graph = random_ctc_graph(rng, 400, V, 4, 0.2)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300)
+    lp = random_log_probs(rng, 3, 8000, V, peaky=True)
+    stats = {}
+    for chunk in (160, 0):
+        for T in (2000, 8000):
+            lens = np.array([T, T - 333, T // 2], np.int32)
+            dec = Decoder(graph, opts, device="cuda", max_lanes=3, lattice_entries=4096)
+            got, st = _chunked(dec, chunk, np.ascontiguousarray(lp[:, :T]), lens)
+            stats[chunk, T] = st
+            if T == 2000:
+                compare(Decoder(graph, opts).decode(lp[:, :T], lens, lattice=True), got, f"chunk {chunk} T {T}")
+    live = {k: v["lattice_live_records"] for k, v in stats.items()}
+    held = {k: v["lattice_bytes"] for k, v in stats.items()}
+    print("live records", live, "lattice bytes", held)
+    assert live[160, 8000] <= 1.5 * live[160, 2000], live
+    assert held[160, 8000] <= 1.5 * held[160, 2000], held
+    assert live[0, 8000] >= 3.0 * live[0, 2000], live
+    assert held[160, 8000] * 4 <= held[0, 8000], held
+
+
+def test_bounded_lattice_pooled_pause_between_runs(monkeypatch):
+    """A pooled batch that outgrows the pools' first pieces with 3-step runs: the pause comes
+    inside a later run, whose steps before it are pruned, and the next run resumes the
+    paused step (RunBoundedLattice): the CPU's lattices."""
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    lens = [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]
+    graph, lp, lens, opts = outgrowing_pooled_batch(6200, 12, lens, output_beam=2.0)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=POOLED_LANES, memory="lazy")
+    need = assert_outgrows_first_pieces(dec, graph, opts, lp, lens)
+    got, st = _chunked(dec, 3, lp, lens)
+    assert_pools_grew(dec, need)
+    assert st["lattice_runs"] >= 5, st["lattice_runs"]
+    compare(cpu, got, "pooled, 3-step runs")
+
+
+def test_bounded_lattice_records_regrow_restarts():
+    """A records arena of 64 entries: the first run overflows it, the arena grows and the batch
+    starts again (idempotent from its first run); the lattices are the CPU's."""
+    rng = np.random.default_rng(12)
+    graph = random_ctc_graph(rng, 500, 12, 5, 0.2)
+    opts = DecoderOptions(search_beam=12.0, output_beam=6.0, max_active_states=400)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=8, lattice_entries=64)
+    cpu = Decoder(graph, opts)
+    for B, T in [(8, 500), (2, 30), (8, 700)]:
+        lp = random_log_probs(rng, B, T, 12, peaky=bool(T % 2))
+        lens = rng.integers(0, T + 1, B).astype(np.int32)
+        lens[0] = T
+        got, _ = _chunked(dec, 40, lp, lens)
+        compare(cpu.decode(lp, lens, lattice=True), got, f"B {B} T {T}")
+
+
+def test_bounded_lattice_chunk_env_var(monkeypatch):
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
+    lp = random_log_probs(rng, 3, 500, 8, peaky=True)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0)
+    dec = Decoder(graph, opts, device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_CHUNK", "0")
+    a = dec.decode(lp, lattice=True)
+    assert dec._gpu.main.mem_stats()["lattice_runs"] == 1
+    monkeypatch.setenv("CUWFST_LATTICE_CHUNK", "40")
+    b = dec.decode(lp, lattice=True)
+    assert dec._gpu.main.mem_stats()["lattice_runs"] >= 501 // 40
+    compare(a, b, "env var")
+    monkeypatch.setenv("CUWFST_LATTICE_CHUNK", "x")
+    with pytest.raises(ValueError, match="lattice_chunk"):
+        dec.decode(lp, lattice=True)

@@ -404,12 +404,14 @@ void GpuLatticeRecords(int64_t h, TensorView out_records) {
 // gpu_lattice_prune.cu; epsilon-free graphs): the decode, then the pruning of every row
 // that has no rescue overflow bit (RESCUE_BITS of decoder/rescue.py; those rows get empty
 // lattices); out_lat_sizes2 [B, 3] i64 = {states, arcs, recorded arcs} per row (each row
-// then by gpu_lattice_pruned_row), out_prune_ms [3] f64 = {device passes, readback, host}.
+// then by gpu_lattice_pruned_row), out_prune_ms [3] f64 = {device passes, readback, host};
+// chunk > 0: bounded lattice memory, the batch in runs of `chunk` steps, each run's records
+// pruned before the next (GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned.
 void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
                             TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
                             TensorView out_stats, TensorView out_lat_counts, TensorView out_lat_cutoffs,
                             TensorView out_lat_sizes, TensorView out_lat_total, double output_beam,
-                            TensorView out_lat_sizes2, TensorView out_prune_ms) {
+                            TensorView out_lat_sizes2, TensorView out_prune_ms, int64_t chunk) {
   GpuDecoder* d = GetDecoder(h);
   const LogProbs lp = CheckLogProbs(d, log_probs);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
@@ -429,6 +431,9 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
                              static_cast<float*>(out_lat_cutoffs.data_ptr()),
                              static_cast<int32_t*>(out_lat_sizes.data_ptr()),
                              static_cast<int64_t*>(out_lat_total.data_ptr()), 2};
+  if (chunk < 0 || chunk > 4096) TVM_FFI_THROW(ValueError) << "chunk must be in [0, 4096] steps (0: the whole batch)";
+  lat.chunk = static_cast<int32_t>(chunk);
+  lat.output_beam = static_cast<float>(output_beam);
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);

@@ -915,8 +915,11 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     if (!pooled_ok_) EnsureStatic();
+    const bool bounded = lattice && lattice->mode == 2 && lattice->chunk > 0 && cfg_.eps_iterations == 0;
+    if (lattice && !bounded && inc_) inc_.reset();  // PruneLattice takes this decode's records whole
     bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
-    for (;;) {
+    if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
+    for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
         for (int32_t l = 0; l < L; ++l) cmd[l] = {0, 0, 0, 0};
       else
@@ -975,7 +978,18 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       if (arena_grows) GrowArena(cursor);
       if (lattice_full) GrowLattice(lat_cursor);
     }
-    if (lattice) ReadLattice(B, lengths, *lattice);
+    if (lattice) {
+      ReadLattice(B, lengths, *lattice);
+      if (bounded) {  // every run's records, as the whole batch would have counted them
+        int64_t total = 0;
+        for (int32_t b = 0; b < B; ++b)
+          for (int64_t t = 0; t <= lengths[b] && t < lattice->S; ++t) total += lattice->counts[b * lattice->S + t];
+        lattice->total[0] = total;
+      } else {
+        lat_live_high_ = lattice->total[0];
+        lat_runs_ = 1;
+      }
+    }
     // Path bytes: B rows of the longest kept path, not max_lanes x path_cap (a long input
     // once grew path_cap; short batches after it must not pay for it).
     int64_t width = 0;
@@ -993,6 +1007,100 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     hash_dirty_ = true;
     SyncQuietly();
     throw;
+  }
+}
+
+// A bounded lattice decode (LatticeOutputs::chunk > 0, epsilon-free graphs): the batch runs
+// `chunk` steps at a time (the first run a kBatch, the others kResume, which takes every
+// lane on from where the last run left it, as after a pooled pause), and after each run
+// IncPass prunes the records of its steps with every k2 window whose end exists, then moves
+// what no later window touches to the host (gpu_lattice_prune.cu). The records arena holds
+// one run's records and is emptied before the next. A run that overflowed the records or
+// the winners log grows it and starts the batch again (decode is idempotent from a kBatch;
+// the pruning restarts with it); a pooled pause grows the pools and the next run resumes.
+void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16,
+                                   const LatticeOutputs& lat) {
+  const int L = cfg_.max_lanes;
+  LaneCommand* cmd = As<LaneCommand>(h_commands_);
+  LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+  int32_t* h_path_len = As<int32_t>(h_path_len_);
+  int32_t Tmax = 0;  // times 0 .. Tmax (Tmax = the longest row + 1 = its steps)
+  for (int32_t b = 0; b < B; ++b) Tmax = std::max(Tmax, lengths[b] + 1);
+  const int32_t chunk = std::max<int32_t>(1, lat.chunk);
+  for (;;) {
+    IncReset(B, lengths, lat.output_beam);
+    lat_runs_ = 0;
+    bool first = true, restart = false;
+    int32_t t_done = 0;
+    while (t_done < Tmax) {
+      const int32_t remaining = Tmax - t_done;
+      int32_t steps = std::min(chunk, remaining);
+      bool replay;
+      if (steps == remaining) {  // the last run: bucketed (steps past a lane's end do nothing)
+        replay = Replays(StepBucket(steps));
+        if (replay) steps = StepBucket(steps);
+      } else {  // exactly `chunk` steps: replayed when that is a bucket, else launched plainly
+        replay = StepBucket(steps) == steps && Replays(steps);
+      }
+      for (int32_t l = 0; l < L; ++l)
+        cmd[l] = first ? LaneCommand{kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0}
+                       : LaneCommand{0, 0, 0, 0};
+      UploadLaneOrders();
+      // each run's records start at 0 (a kBatch's setup resets the cursor itself; kResume's does not)
+      if (!first) CUWFST_CUDA(cudaMemsetAsync(ws_.lat_cursor, 0, sizeof(unsigned long long), stream_));
+      RunOnce(first ? SeqKind::kBatch : SeqKind::kResume, steps, f16, replay);
+      first = false;
+      ++lat_runs_;
+      CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      unsigned long long cursor = 0, lat_cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
+      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      if (pooled_ok_)
+        CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      if (profiling_) CollectProfile();
+      bool arena_full = false, lane_refused = false;
+      for (int32_t b = 0; b < B; ++b) {
+        arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
+        lane_refused |= (h_lanes[b].overflow & kOverflowPool) != 0;
+      }
+      const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
+      const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
+      if (lattice_full || arena_grows) {
+        if (arena_grows) GrowArena(cursor);
+        // room for a whole run: this one's records scaled to `chunk` steps
+        if (lattice_full) {
+          const int32_t ran = std::max<int32_t>(1, std::min<int32_t>(steps, remaining));
+          GrowLattice(std::max<unsigned long long>(lat_cursor, lat_cursor / ran * static_cast<unsigned long long>(std::min(chunk, Tmax))));
+        }
+        restart = true;
+        break;
+      }
+      if (need[kPoolPauseSlot] != 0) {  // as Decode: grow the pools, the next run resumes the paused step
+        int64_t want[kPools];
+        bool grows = false;
+        for (int k = 0; k < kPools; ++k) {
+          want[k] = PoolGrowth(static_cast<int64_t>(need[k]), pool_cap_[k], pool_max_[k]);
+          grows |= want[k] > pool_cap_[k];
+        }
+        if (!grows) throw std::logic_error("a pooled batch paused with its pools at their worst case");
+        CommitPools(want, false, "this batch", /*keep=*/true);
+        ++pool_grows_;
+      } else {
+        if (lane_refused) throw std::logic_error("a pooled lane was refused its regions by a step that fitted the pools");
+        for (int k = 0; k < kPools; ++k) pool_high_[k] = std::max<int64_t>(pool_high_[k], static_cast<int64_t>(need[k]));
+        arena_high_water_ = std::max(arena_high_water_, cursor);
+      }
+      // every lane still stepping is at the same time; finished lanes stopped at theirs
+      int32_t t1 = t_done;
+      for (int32_t b = 0; b < B; ++b) t1 = std::max(t1, std::min(h_lanes[b].t, lengths[b] + 1));
+      if (t1 == t_done && need[kPoolPauseSlot] == 0)
+        throw std::logic_error("a bounded lattice run took no step (a decoder bug)");
+      IncPass(t1, lat_cursor);
+      t_done = t1;
+    }
+    if (!restart) break;
   }
 }
 
@@ -1041,6 +1149,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[33] = lattice_bytes();
   out[34] = cfg_.fused_max;
   out[35] = lattice_prune_bytes();
+  out[36] = lat_live_high_;
+  out[37] = lat_runs_;
 }
 
 }  // namespace cuwfst

@@ -127,6 +127,12 @@ struct LatticeOutputs {
   // 1: the records come back for the host's replay (TakeLatticeRecords); 2: the records also
   // carry tokens and admission (LatRecordExt) and stay on the device for PruneLattice.
   int32_t mode = 1;
+  // mode 2 only: > 0 bounds the lattice memory (gpu_lattice_prune.cu "Bounded lattice
+  // memory"): the batch runs `chunk` steps at a time and after each run its records are
+  // pruned with the k2 windows whose end exists; what no later window touches leaves the
+  // device. 0: one run of the whole batch, pruned after it (the path before the bound).
+  int32_t chunk = 0;
+  float output_beam = 0.f;  // mode 2 with chunk > 0: the windows' beam
 };
 
 // One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu), in the CPU
@@ -138,6 +144,8 @@ struct PrunedRow {
   std::vector<int32_t> states, arcs;
   std::vector<float> scores;
 };
+
+struct IncPrune;  // gpu_lattice_prune.cu
 
 // Launch sequences (Enqueue): what runs around the steps.
 enum class SeqKind : int32_t {
@@ -265,7 +273,10 @@ class GpuDecoder {
   // eager, and in [0] and [1]), [34] fused_max (the kernel variant's fourth switch), [35] the
   // GPU lattice pruning's work buffers (gpu_lattice_prune.cu, kept at their high water; part
   // of [33]; its pinned readback is in [4]).
-  static constexpr int kMemStats = 36;
+  // [36] the most lattice records the last lattice decode held on the device at once (the
+  // records arena's of one run plus, bounded, the incremental pruning's), [37] the runs of the
+  // last lattice decode (1: whole; more: bounded, LatticeOutputs::chunk).
+  static constexpr int kMemStats = 38;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -440,7 +451,16 @@ class GpuDecoder {
   // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
   // their high water; the per-step arrays of the last mode-2 decode on the host.
   DeviceBuffer lat_ext_;
-  DeviceBuffer pr_buf_[24];
+  DeviceBuffer pr_buf_[64];  // [0, 24): PruneLattice's; [24, 64): the incremental pruning's
+  // Bounded lattice memory (LatticeOutputs::chunk > 0, gpu_lattice_prune.cu): the
+  // incremental pruning's host state (defined there; shared_ptr for the incomplete type).
+  std::shared_ptr<IncPrune> inc_;
+  int64_t lat_live_high_ = 0;  // MemStats [36]
+  int32_t lat_runs_ = 0;       // MemStats [37]
+  void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
+  void IncReset(int32_t B, const int32_t* lengths, float output_beam);
+  void IncPass(int32_t t1, unsigned long long arena_records);
+  void IncFinish(int32_t B, const int32_t* lengths, const uint8_t* skip, int64_t* sizes_out);
   PinnedBuffer pr_host_[2];
   std::vector<int32_t> pr_count_, pr_size_;
   int32_t pr_B_ = -1;  // rows of the last mode-2 decode (-1: none to prune)

@@ -230,6 +230,118 @@ __global__ void PrOutStates(int64_t M, int32_t nb, const int64_t* tok_off, int32
   }
 }
 
+// ---- bounded lattice memory (LatticeOutputs::chunk > 0): the incremental pruning's kernels.
+// Layout of a pass: tokens of times [R, t1] and records of times [R, t1) in buckets
+// (time - R) * B + lane, as PruneLattice's with a time base R.
+
+// The run's records (arena [0, n)) of steps [t0, t1) into their buckets; rec_cur counts
+// the new buckets only (from (t0 - R) * B). As PrBucketKernel otherwise (no row is skipped
+// here: overflowed rows are dropped by IncFinish; their records are checked all the same).
+__global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t n, int32_t B,
+                                int32_t R, int32_t t0, int32_t t1, const int64_t* rec_off, int32_t* rec_cur,
+                                const int64_t* tok_off, int32_t* p_src, int32_t* p_dst, int32_t* p_code,
+                                float* p_ac, float* p_score, uint8_t* p_flags) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const LatRecord r = lat[i];
+    const LatRecordExt e = ext[i];
+    const int32_t lane = r.lane, t = e.t;
+    if (lane < 0 || lane >= B || t < t0 || t >= t1) continue;
+    const int64_t bucket = static_cast<int64_t>(t - R) * B + lane;
+    const int64_t pos = rec_off[bucket] + atomicAdd(&rec_cur[bucket - static_cast<int64_t>(t0 - R) * B], 1);
+    if (pos >= rec_off[bucket + 1]) continue;
+    const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
+    const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
+    const int32_t a = r.arc & ~kRedirectArcBit;
+    const bool ok = e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
+                    a < g.num_arcs;
+    p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
+    p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
+    p_code[pos] = r.arc;
+    p_ac[pos] = r.acoustic;
+    p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
+    p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+  }
+}
+
+// The carried tokens (new buckets [0, nb)) from the last pass's buffers: new bucket k is
+// old bucket k + shift (shift = (R - R_old) * B); each keeps its size or became empty.
+__global__ void IncMoveTokens(int64_t n, int32_t nb, int64_t shift, const int64_t* new_off, const int64_t* old_off,
+                              const int32_t* fwd0, const int32_t* rank0, const uint8_t* alive0,
+                              const int32_t* state0, int32_t* fwd1, int32_t* rank1, uint8_t* alive1,
+                              int32_t* state1) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t k = BucketOf(new_off, nb, i);
+    const int64_t j = old_off[k + shift] + (i - new_off[k]);
+    fwd1[i] = fwd0[j];
+    rank1[i] = rank0[j];
+    alive1[i] = alive0[j];
+    state1[i] = state0[j];
+  }
+}
+
+// The carried records, their tokens renumbered into the new layout (a record of bucket k
+// leaves a token of token bucket k and enters one of k + B).
+__global__ void IncMoveRecords(int64_t n, int32_t nb, int32_t B, int64_t shift, const int64_t* new_rec,
+                               const int64_t* old_rec, const int64_t* new_tok, const int64_t* old_tok,
+                               const int32_t* src0, const int32_t* dst0, const int32_t* code0, const float* ac0,
+                               const float* score0, const uint8_t* flags0, int32_t* src1, int32_t* dst1,
+                               int32_t* code1, float* ac1, float* score1, uint8_t* flags1) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t k = BucketOf(new_rec, nb, i);
+    const int64_t j = old_rec[k + shift] + (i - new_rec[k]);
+    src1[i] = static_cast<int32_t>(new_tok[k] + (src0[j] - old_tok[k + shift]));
+    dst1[i] = static_cast<int32_t>(new_tok[k + B] + (dst0[j] - old_tok[k + shift + B]));
+    code1[i] = code0[j];
+    ac1[i] = ac0[j];
+    score1[i] = score0[j];
+    flags1[i] = flags0[j];
+  }
+}
+
+// The kept arcs of times [lo[lane], hi[lane]) (final: no later window reaches them), with
+// their source's and destination's ranks (-1 for a destination not alive: a bug the host
+// reports), counted or written at an atomic cursor.
+__global__ void IncEmitArcs(DeviceGraph g, int64_t N, int32_t nb, const int64_t* rec_off, int32_t B, int32_t R,
+                            const int32_t* lo, const int32_t* hi, const int32_t* p_src, const int32_t* p_dst,
+                            const int32_t* p_code, const float* p_ac, const float* p_score, const uint8_t* p_flags,
+                            const uint8_t* alive, const int32_t* rank, unsigned long long* cursor,
+                            PrunedArcOut* out, unsigned long long cap) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < N;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (p_flags[i] & (kPrInvalid | kPrDropped)) continue;
+    const int32_t s = p_src[i];
+    if (!alive[s]) continue;
+    const int32_t bucket = BucketOf(rec_off, nb, i);
+    const int32_t lane = bucket % B, t = bucket / B + R;
+    if (t < lo[lane] || t >= hi[lane]) continue;
+    const unsigned long long k = atomicAdd(cursor, 1ull);
+    if (out == nullptr || k >= cap) continue;
+    const int32_t code = p_code[i], d = p_dst[i];
+    out[k] = {lane, t, rank[s], alive[d] ? rank[d] : -1, code, p_ac[i], g.arc_weight[code & ~kRedirectArcBit],
+              p_score[i]};
+  }
+}
+
+// The alive tokens of times [lo[lane], hi[lane]) and <= last_tau[lane].
+__global__ void IncEmitStates(int64_t M, int32_t nb, const int64_t* tok_off, int32_t B, int32_t R,
+                              const int32_t* lo, const int32_t* hi, const int32_t* last_tau, const uint8_t* alive,
+                              const int32_t* rank, const int32_t* state, unsigned long long* cursor,
+                              PrunedStateOut* out, unsigned long long cap) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (!alive[i]) continue;
+    const int32_t bucket = BucketOf(tok_off, nb, i);
+    const int32_t lane = bucket % B, tau = bucket / B + R;
+    if (tau < lo[lane] || tau >= hi[lane] || tau > last_tau[lane]) continue;
+    const unsigned long long k = atomicAdd(cursor, 1ull);
+    if (out == nullptr || k >= cap) continue;
+    out[k] = {lane, tau, rank[i], state[i], 0};
+  }
+}
+
 int GridFor(int64_t n) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + kPrThreads - 1) / kPrThreads, 65535)));
 }
@@ -239,6 +351,26 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 }
 
 }  // namespace
+
+// The incremental pruning's host state (bounded lattice memory; see IncPass below).
+struct IncPrune {
+  bool active = false;
+  int32_t B = 0;
+  int64_t seg = 0;
+  float neg_beam = 0.f;
+  std::vector<int32_t> len, next_win, kept_from;
+  std::vector<uint8_t> done;         // every window of the lane applied (all of it emitted)
+  int32_t t_done = 0;                // records of steps < t_done consumed; times <= t_done exist
+  int32_t R = 0;                     // the next pass's first time
+  int32_t R_layout = 0;              // the current generation's first time
+  int gen = 0;
+  bool has_layout = false;
+  std::vector<int64_t> tok_off, rec_off;  // the current generation's offsets
+  std::vector<int32_t> count, size;       // [B, seg] the per-step arrays read so far
+  std::vector<PrunedArcOut> arcs;         // emitted: src, dst are ranks (times t, t + 1)
+  std::vector<PrunedStateOut> states;
+  double ms[3] = {0, 0, 0};
+};
 
 void* GpuDecoder::PruneBuffer(int k, size_t bytes) {
   bytes = std::max<size_t>(bytes, 16);
@@ -266,6 +398,10 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   if (pr_B_ != B) throw std::invalid_argument("PruneLattice: the last decode was not a mode-2 lattice decode of these rows");
   if (cfg_.eps_iterations > 0)
     throw std::invalid_argument("PruneLattice: epsilon graphs take the records' replay (mode 1)");
+  if (inc_ && inc_->active) {  // a bounded decode pruned as it ran: number what it kept
+    IncFinish(B, lengths, skip_in, sizes_out);
+    return;
+  }
   const auto c0 = std::chrono::steady_clock::now();
   const int64_t seg = ws_.seg_cap;
   const DeviceGraph g = graph_->view;
@@ -567,6 +703,421 @@ void GpuDecoder::TakePrunedRow(int32_t b, int64_t S, int64_t A, int32_t* states,
   std::copy(r.states.begin(), r.states.end(), states);
   std::copy(r.arcs.begin(), r.arcs.end(), arcs);
   std::copy(r.scores.begin(), r.scores.end(), scores);
+}
+
+// ---------------------------------------------------------------- bounded lattice memory
+// LatticeOutputs::chunk > 0 (GpuDecoder::RunBoundedLattice): the batch runs chunk steps at a
+// time and IncPass prunes each run's records as k2 does during its forward pass. Why this is
+// PruneLattice's result exactly (and the CPU LatticeBuilder's, which prunes the same way):
+//  * forward scores and ranks of time tau + 1 read only the records of step tau, which no
+//    window has touched yet when they are computed (a window ending at E touches records of
+//    times < E; step E's records arrive after it) -- the same unpruned records PruneLattice
+//    reads;
+//  * k2's window k is [max(0, 20k - 10), E_k), E_k = 20k + 20 (the lane's T for its last
+//    window); it runs as soon as time E_k exists, windows in order, each on what the
+//    earlier ones kept: the order PruneLattice and the CPU use. Non-last windows depend on
+//    T only through "E_k < T", known from the lengths;
+//  * after windows 0 .. k - 1 of a lane, window k (and every later one) starts at
+//    R = begin_k: records of times < R are never read or dropped again, and tokens of times
+//    <= R never die again (a window keeps every state of its first time). So those records'
+//    kept/dropped flags and those tokens' alive bits are final: IncPass writes the kept ones
+//    to the host and keeps only times >= R on the device (tokens of time R stay too: the
+//    records of time R leave them).
+// Live device records: one run's in the arena plus, in the pruning's buffers, times [R, t1)
+// (chunk + 10 times when the chunk is a multiple of 20), in two generations (the carry is
+// copied from one to the other, compacted, at the start of each pass).
+
+namespace {
+int32_t WindowBegin(int32_t k) { return std::max(0, -10 + 20 * k); }
+}  // namespace
+
+void GpuDecoder::IncReset(int32_t B, const int32_t* lengths, float output_beam) {
+  if (!inc_) inc_ = std::make_shared<IncPrune>();
+  IncPrune& P = *inc_;
+  P = IncPrune();
+  P.active = true;
+  P.B = B;
+  P.seg = ws_.seg_cap;
+  P.neg_beam = -output_beam;
+  P.len.assign(lengths, lengths + B);
+  P.next_win.assign(B, 0);
+  P.kept_from.assign(B, 0);
+  P.done.assign(B, 0);
+  P.count.assign(static_cast<size_t>(B) * P.seg, 0);
+  P.size.assign(static_cast<size_t>(B) * P.seg, 0);
+  lat_live_high_ = 0;
+}
+
+void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
+  IncPrune& P = *inc_;
+  const int32_t t0 = P.t_done;
+  if (t1 <= t0) return;
+  const auto c0 = std::chrono::steady_clock::now();
+  const int32_t B = P.B;
+  const int64_t seg = P.seg;
+  const DeviceGraph g = graph_->view;
+  cudaStream_t s = stream_;
+  // 1. the per-step arrays of steps [t0, t1)
+  CUWFST_CUDA(cudaMemcpy2DAsync(P.count.data() + t0, seg * 4, ws_.lat_count + t0, ws_.seg_cap * 4, (t1 - t0) * 4, B,
+                                cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaMemcpy2DAsync(P.size.data() + t0, seg * 4, ws_.lat_size + t0, ws_.seg_cap * 4, (t1 - t0) * 4, B,
+                                cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  // 2. this pass's layout: tokens of times [R, t1], records of times [R, t1)
+  const int32_t R = P.R;
+  const int64_t nbt = static_cast<int64_t>(t1 - R + 1) * B, nbr = static_cast<int64_t>(t1 - R) * B;
+  std::vector<int64_t> tok_off(nbt + 1, 0), rec_off(nbr + 1, 0);
+  for (int32_t tau = R; tau <= t1; ++tau)
+    for (int32_t b = 0; b < B; ++b) {
+      const int64_t k = static_cast<int64_t>(tau - R) * B + b;
+      int64_t n = 0;
+      if (tau >= P.kept_from[b] && tau <= P.len[b] + 1) n = tau == 0 ? 1 : std::max<int32_t>(0, P.size[b * seg + tau - 1]);
+      tok_off[k + 1] = tok_off[k] + n;
+    }
+  for (int32_t t = R; t < t1; ++t)
+    for (int32_t b = 0; b < B; ++b) {
+      const int64_t k = static_cast<int64_t>(t - R) * B + b;
+      const int64_t n = t >= P.kept_from[b] && t <= P.len[b] ? std::max<int32_t>(0, P.count[b * seg + t]) : 0;
+      rec_off[k + 1] = rec_off[k] + n;
+    }
+  const int64_t M = tok_off[nbt], N = rec_off[nbr];
+  if (M >= (1ll << 31) || N >= (1ll << 31))
+    throw std::runtime_error("GPU lattice pruning: more than 2^31 tokens or records in one pass; lower the chunk");
+  const int64_t nbt_c = static_cast<int64_t>(t0 - R + 1) * B, nbr_c = static_cast<int64_t>(t0 - R) * B;
+  const int64_t Mc = P.has_layout ? tok_off[nbt_c] : 0, Nc = P.has_layout ? rec_off[nbr_c] : 0;
+  const int64_t shift = static_cast<int64_t>(R - P.R_layout) * B;
+  // buffers: generation g at 24 + 12 g (records 0-5, tokens 6-9, offsets 10-11); shared at 48+
+  const int g0 = 24 + 12 * P.gen, g1 = 24 + 12 * (P.gen ^ 1);
+  auto* src1 = static_cast<int32_t*>(PruneBuffer(g1 + 0, N * 4));
+  auto* dst1 = static_cast<int32_t*>(PruneBuffer(g1 + 1, N * 4));
+  auto* code1 = static_cast<int32_t*>(PruneBuffer(g1 + 2, N * 4));
+  auto* ac1 = static_cast<float*>(PruneBuffer(g1 + 3, N * 4));
+  auto* score1 = static_cast<float*>(PruneBuffer(g1 + 4, N * 4));
+  auto* flags1 = static_cast<uint8_t*>(PruneBuffer(g1 + 5, N));
+  auto* fwd1 = static_cast<int32_t*>(PruneBuffer(g1 + 6, M * 4));
+  auto* rank1 = static_cast<int32_t*>(PruneBuffer(g1 + 7, M * 4));
+  auto* alive1 = static_cast<uint8_t*>(PruneBuffer(g1 + 8, M));
+  auto* state1 = static_cast<int32_t*>(PruneBuffer(g1 + 9, M * 4));
+  auto* d_tok1 = static_cast<int64_t*>(PruneBuffer(g1 + 10, tok_off.size() * 8));
+  auto* d_rec1 = static_cast<int64_t*>(PruneBuffer(g1 + 11, rec_off.size() * 8));
+  auto* bwd = static_cast<int32_t*>(PruneBuffer(48, M * 4));
+  auto* key = static_cast<unsigned long long*>(PruneBuffer(49, M * 8));
+  auto* rec_cur = static_cast<int32_t*>(PruneBuffer(50, static_cast<size_t>(t1 - t0) * B * 4));
+  // small: counter [8 x u64], lo, hi_rec, hi_tok, last_tau [B each], seg_rel [(t1 - t0) x (B + 1)],
+  // win_end [windows x B] (at most (t1 - R) / 20 + 2 windows)
+  const int64_t max_windows = (t1 - R) / 20 + 3;
+  const size_t small_bytes = 64 + 4 * (4 * static_cast<size_t>(B) + static_cast<size_t>(t1 - t0) * (B + 1) +
+                                       static_cast<size_t>(max_windows) * B);
+  char* small = static_cast<char*>(PruneBuffer(51, small_bytes));
+  auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
+  auto* d_lo = reinterpret_cast<int32_t*>(small + 64);
+  auto* d_hi_rec = d_lo + B;
+  auto* d_hi_tok = d_hi_rec + B;
+  auto* d_last_tau = d_hi_tok + B;
+  auto* d_seg_rel = d_last_tau + B;
+  auto* d_win_end = d_seg_rel + static_cast<int64_t>(t1 - t0) * (B + 1);
+
+  CUWFST_CUDA(cudaMemcpyAsync(d_tok1, tok_off.data(), tok_off.size() * 8, cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemcpyAsync(d_rec1, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
+  if (Mc > 0) {
+    IncMoveTokens<<<GridFor(Mc), kPrThreads, 0, s>>>(
+        Mc, static_cast<int32_t>(nbt_c), shift, d_tok1, static_cast<const int64_t*>(pr_buf_[g0 + 10].get()),
+        static_cast<const int32_t*>(pr_buf_[g0 + 6].get()), static_cast<const int32_t*>(pr_buf_[g0 + 7].get()),
+        static_cast<const uint8_t*>(pr_buf_[g0 + 8].get()), static_cast<const int32_t*>(pr_buf_[g0 + 9].get()), fwd1,
+        rank1, alive1, state1);
+  }
+  if (M > Mc) PrInitTokens<<<GridFor(M - Mc), kPrThreads, 0, s>>>(M - Mc, fwd1 + Mc, key + Mc, alive1 + Mc, rank1 + Mc, state1 + Mc);
+  if (!P.has_layout) PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok1, fwd1, rank1, state1);
+  if (Nc > 0) {
+    IncMoveRecords<<<GridFor(Nc), kPrThreads, 0, s>>>(
+        Nc, static_cast<int32_t>(nbr_c), B, shift, d_rec1, static_cast<const int64_t*>(pr_buf_[g0 + 11].get()), d_tok1,
+        static_cast<const int64_t*>(pr_buf_[g0 + 10].get()), static_cast<const int32_t*>(pr_buf_[g0 + 0].get()),
+        static_cast<const int32_t*>(pr_buf_[g0 + 1].get()), static_cast<const int32_t*>(pr_buf_[g0 + 2].get()),
+        static_cast<const float*>(pr_buf_[g0 + 3].get()), static_cast<const float*>(pr_buf_[g0 + 4].get()),
+        static_cast<const uint8_t*>(pr_buf_[g0 + 5].get()), src1, dst1, code1, ac1, score1, flags1);
+  }
+  if (N > Nc) PrFillFlags<<<GridFor(N - Nc), kPrThreads, 0, s>>>(flags1 + Nc, N - Nc);
+  CUWFST_CUDA(cudaMemsetAsync(rec_cur, 0, static_cast<size_t>(t1 - t0) * B * 4, s));
+  if (n_arena > 0)
+    IncBucketKernel<<<GridFor(static_cast<int64_t>(n_arena)), kPrThreads, 0, s>>>(
+        g, ws_.lat, ws_.lat_ext, static_cast<int64_t>(n_arena), B, R, t0, t1, d_rec1, rec_cur, d_tok1, src1, dst1,
+        code1, ac1, score1, flags1);
+  CUWFST_CUDA(cudaGetLastError());
+
+  // 3. forward scores and the CPU's token order of times t0 + 1 .. t1 (PruneLattice's loop)
+  std::vector<int32_t> seg_rel(static_cast<size_t>(t1 - t0) * (B + 1));
+  int64_t max_m = 1;
+  for (int32_t tau = t0 + 1; tau <= t1; ++tau) {
+    const int64_t k0 = static_cast<int64_t>(tau - R) * B, base = tok_off[k0];
+    for (int32_t b = 0; b <= B; ++b)
+      seg_rel[static_cast<size_t>(tau - t0 - 1) * (B + 1) + b] = static_cast<int32_t>(tok_off[k0 + b] - base);
+    max_m = std::max<int64_t>(max_m, tok_off[k0 + B] - base);
+  }
+  CUWFST_CUDA(cudaMemcpyAsync(d_seg_rel, seg_rel.data(), seg_rel.size() * 4, cudaMemcpyHostToDevice, s));
+  auto* s_keys = static_cast<unsigned long long*>(PruneBuffer(52, max_m * 8));
+  auto* s_vals_in = static_cast<int32_t*>(PruneBuffer(53, max_m * 4));
+  auto* s_vals_out = static_cast<int32_t*>(PruneBuffer(54, max_m * 4));
+  size_t temp_bytes = 0;
+  CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp_bytes, key, s_keys, s_vals_in, s_vals_out,
+                                                  static_cast<int>(max_m), B, d_seg_rel, d_seg_rel + 1, s));
+  void* temp = PruneBuffer(55, temp_bytes);
+  temp_bytes = static_cast<size_t>(pr_buf_[55].amount());
+  for (int32_t t = t0; t < t1; ++t) {
+    const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
+    if (r1 > r0)
+      PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
+                                                              rank1, state1);
+    const int64_t k0 = static_cast<int64_t>(t + 1 - R) * B, base = tok_off[k0];
+    const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
+    if (m == 0) continue;
+    const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
+    int32_t most = 0;
+    for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
+    PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
+    size_t tb = temp_bytes;
+    CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
+                                                    sr + 1, s));
+    PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank1);
+  }
+  CUWFST_CUDA(cudaGetLastError());
+
+  // 4. every window whose end exists, in order (win_end relative to R, -1: not this pass)
+  std::vector<int32_t> win_end, win_begin;
+  {
+    int32_t kmin = INT32_MAX;
+    for (int32_t b = 0; b < B; ++b)
+      if (!P.done[b]) kmin = std::min(kmin, P.next_win[b]);
+    for (int32_t k = kmin; kmin != INT32_MAX; ++k) {
+      bool any = false;
+      for (int32_t b = 0; b < B; ++b) {
+        int32_t we = -1;
+        if (!P.done[b] && k >= P.next_win[b]) {
+          const int32_t T = P.len[b] + 1;
+          int32_t E = -10 + 20 * k + 30;
+          const bool last = E >= T;
+          if (last) E = T;
+          if (E <= t1) {
+            we = E - R;
+            P.next_win[b] = k + 1;
+            if (last) P.done[b] = 1;
+          }
+        }
+        win_end.push_back(we);
+        any |= we >= 0;
+      }
+      if (!any) {
+        win_end.resize(win_end.size() - B);
+        break;
+      }
+      if (WindowBegin(k) < R) throw std::logic_error("bounded lattice pruning: a window starts before the pass (a bug)");
+      win_begin.push_back(WindowBegin(k) - R);
+    }
+  }
+  if (static_cast<int64_t>(win_begin.size()) > max_windows)
+    throw std::logic_error("bounded lattice pruning: more windows than room (a bug)");
+  if (!win_end.empty())
+    CUWFST_CUDA(cudaMemcpyAsync(d_win_end, win_end.data(), 4 * win_end.size(), cudaMemcpyHostToDevice, s));
+  for (size_t k = 0; k < win_begin.size(); ++k) {
+    const int32_t begin = win_begin[k];
+    const int32_t* we = d_win_end + static_cast<int64_t>(k) * B;
+    int32_t emax = -1, most_tok = 1;
+    for (int32_t b = 0; b < B; ++b) emax = std::max(emax, win_end[k * B + b]);
+    if (emax < 0) continue;
+    for (int32_t b = 0; b < B; ++b)
+      for (int32_t tau = begin; tau <= emax; ++tau)
+        most_tok = std::max<int32_t>(most_tok, static_cast<int32_t>(tok_off[static_cast<int64_t>(tau) * B + b + 1] -
+                                                                    tok_off[static_cast<int64_t>(tau) * B + b]));
+    const int gx = std::min(GridFor(most_tok), 64);
+    PrWindowInit<<<dim3(gx, B), kPrThreads, 0, s>>>(B, begin, we, d_tok1, fwd1, alive1, bwd);
+    for (int32_t t = emax - 1; t >= begin; --t) {
+      int64_t most = 0;
+      for (int32_t b = 0; b < B; ++b)
+        most = std::max(most, rec_off[static_cast<int64_t>(t) * B + b + 1] - rec_off[static_cast<int64_t>(t) * B + b]);
+      if (most == 0) continue;
+      PrBackwardKernel<<<dim3(std::min(GridFor(most), 1024), B), kPrThreads, 0, s>>>(
+          t, B, we, d_rec1, src1, dst1, score1, flags1, fwd1, alive1, bwd, P.neg_beam);
+    }
+    PrWindowEnd<<<dim3(gx, B), kPrThreads, 0, s>>>(B, begin, we, d_tok1, bwd, alive1);
+  }
+  CUWFST_CUDA(cudaGetLastError());
+
+  // 5. what no later window touches leaves: a finished lane all of it, the others times < R_new
+  int32_t R_new = t1;
+  for (int32_t b = 0; b < B; ++b)
+    if (!P.done[b]) R_new = std::min(R_new, WindowBegin(P.next_win[b]));
+  std::vector<int32_t> lanes(4 * static_cast<size_t>(B));  // lo, hi_rec, hi_tok, last_tau
+  for (int32_t b = 0; b < B; ++b) {
+    const int32_t T = P.len[b] + 1;
+    lanes[b] = P.kept_from[b];
+    lanes[B + b] = P.done[b] ? T : std::max(P.kept_from[b], R_new);
+    lanes[2 * B + b] = P.done[b] ? T + 1 : std::max(P.kept_from[b], R_new);
+    lanes[3 * B + b] = T;
+  }
+  CUWFST_CUDA(cudaMemcpyAsync(d_lo, lanes.data(), lanes.size() * 4, cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemsetAsync(d_cnt, 0, 64, s));
+  const int32_t nbr32 = static_cast<int32_t>(nbr), nbt32 = static_cast<int32_t>(nbt);
+  if (N > 0)
+    IncEmitArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr32, d_rec1, B, R, d_lo, d_hi_rec, src1, dst1, code1, ac1,
+                                                  score1, flags1, alive1, rank1, d_cnt, nullptr, 0);
+  IncEmitStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt32, d_tok1, B, R, d_lo, d_hi_tok, d_last_tau, alive1, rank1,
+                                                  state1, d_cnt + 1, nullptr, 0);
+  unsigned long long cnt[2] = {0, 0};
+  CUWFST_CUDA(cudaMemcpyAsync(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  const auto c1 = std::chrono::steady_clock::now();
+  const int64_t A = static_cast<int64_t>(cnt[0]), S = static_cast<int64_t>(cnt[1]);
+  auto* o_arcs = static_cast<PrunedArcOut*>(PruneBuffer(56, A * sizeof(PrunedArcOut)));
+  auto* o_states = static_cast<PrunedStateOut*>(PruneBuffer(57, S * sizeof(PrunedStateOut)));
+  CUWFST_CUDA(cudaMemsetAsync(d_cnt, 0, 64, s));
+  if (N > 0)
+    IncEmitArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr32, d_rec1, B, R, d_lo, d_hi_rec, src1, dst1, code1, ac1,
+                                                  score1, flags1, alive1, rank1, d_cnt, o_arcs,
+                                                  static_cast<unsigned long long>(A));
+  IncEmitStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt32, d_tok1, B, R, d_lo, d_hi_tok, d_last_tau, alive1, rank1,
+                                                  state1, d_cnt + 1, o_states, static_cast<unsigned long long>(S));
+  CUWFST_CUDA(cudaGetLastError());
+  const size_t a0 = P.arcs.size(), s0 = P.states.size();
+  P.arcs.resize(a0 + A);
+  P.states.resize(s0 + S);
+  // straight into the host vectors (pageable: a synchronous copy; these are the kept arcs only)
+  if (A > 0) CUWFST_CUDA(cudaMemcpyAsync(P.arcs.data() + a0, o_arcs, A * sizeof(PrunedArcOut), cudaMemcpyDeviceToHost, s));
+  if (S > 0) CUWFST_CUDA(cudaMemcpyAsync(P.states.data() + s0, o_states, S * sizeof(PrunedStateOut), cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  const auto c2 = std::chrono::steady_clock::now();
+  for (int32_t b = 0; b < B; ++b) P.kept_from[b] = lanes[2 * B + b];
+  P.tok_off.swap(tok_off);
+  P.rec_off.swap(rec_off);
+  P.R_layout = R;
+  P.R = R_new;
+  P.gen ^= 1;
+  P.has_layout = true;
+  P.t_done = t1;
+  lat_live_high_ = std::max<int64_t>(lat_live_high_, N + static_cast<int64_t>(n_arena));
+  P.ms[0] += Ms(c0, c1);
+  P.ms[1] += Ms(c1, c2);
+}
+
+// The rows of a bounded decode from what its passes emitted: as PruneLattice's host part,
+// with states found by (time, rank) (a token's index does not survive the passes).
+void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* skip_in, int64_t* sizes_out) {
+  IncPrune& P = *inc_;
+  const auto c0 = std::chrono::steady_clock::now();
+  if (P.B != B) throw std::invalid_argument("PruneLattice: the last bounded lattice decode had other rows");
+  for (int32_t b = 0; b < B; ++b)
+    if (lengths[b] != P.len[b] || (!skip_in[b] && (!P.done[b] || P.kept_from[b] != lengths[b] + 2)))
+      throw std::runtime_error("bounded lattice pruning: a row was not pruned to its end (a decoder bug)");
+  const int64_t seg = ws_.seg_cap;
+  const PrunedArcOut* ha = P.arcs.data();
+  const PrunedStateOut* hs = P.states.data();
+  const int64_t A = static_cast<int64_t>(P.arcs.size()), S = static_cast<int64_t>(P.states.size());
+  std::vector<int64_t> a_at(B + 1, 0), s_at(B + 1, 0);
+  for (int64_t i = 0; i < A; ++i) ++a_at[ha[i].lane + 1];
+  for (int64_t i = 0; i < S; ++i) ++s_at[hs[i].lane + 1];
+  for (int32_t b = 0; b < B; ++b) {
+    a_at[b + 1] += a_at[b];
+    s_at[b + 1] += s_at[b];
+  }
+  std::vector<int64_t> a_idx(A), s_idx(S);
+  {
+    std::vector<int64_t> na(a_at.begin(), a_at.end() - 1), ns(s_at.begin(), s_at.end() - 1);
+    for (int64_t i = 0; i < A; ++i) a_idx[na[ha[i].lane]++] = i;
+    for (int64_t i = 0; i < S; ++i) s_idx[ns[hs[i].lane]++] = i;
+  }
+  pr_rows_.assign(B, PrunedRow());
+  std::vector<std::string> errors(B);
+  auto build = [&](int32_t b) {
+    PrunedRow& row = pr_rows_[b];
+    for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_count_[b * seg + t];
+    if (skip_in[b]) return;
+    const int32_t T = lengths[b] + 1;
+    auto key_of = [](int32_t tau, int32_t rank) {
+      return (static_cast<int64_t>(tau) << 32) | static_cast<uint32_t>(rank);
+    };
+    std::vector<std::pair<int64_t, int64_t>> st;  // ((tau, rank), index)
+    st.reserve(s_at[b + 1] - s_at[b]);
+    for (int64_t k = s_at[b]; k < s_at[b + 1]; ++k) st.push_back({key_of(hs[s_idx[k]].tau, hs[s_idx[k]].rank), s_idx[k]});
+    std::sort(st.begin(), st.end());
+    for (size_t k = 1; k < st.size(); ++k)
+      if (st[k].first == st[k - 1].first) {
+        errors[b] = "GPU lattice pruning: two kept states share a time and rank (a decoder bug)";
+        return;
+      }
+    const bool has_final = !st.empty() && hs[st.back().second].tau == T;
+    const int32_t ns = static_cast<int32_t>(st.size()) + (has_final ? 0 : 1);
+    row.num_states = ns;
+    row.states.assign(3 * static_cast<size_t>(ns), 0);
+    for (size_t k = 0; k < st.size(); ++k) {
+      const PrunedStateOut& x = hs[st[k].second];
+      row.states[k] = x.tau;
+      row.states[ns + k] = x.state;
+      row.states[2 * ns + k] = x.tau;  // epsilon-free: level = time
+    }
+    if (!has_final) {
+      row.states[ns - 1] = T;
+      row.states[2 * ns - 1] = -1;
+      row.states[3 * ns - 1] = T + 1;
+    }
+    auto lookup = [&](int32_t tau, int32_t rank) -> int32_t {
+      if (rank < 0) return -1;
+      const int64_t key = key_of(tau, rank);
+      auto it = std::lower_bound(st.begin(), st.end(), std::make_pair(key, int64_t{-1}));
+      return it != st.end() && it->first == key ? static_cast<int32_t>(it - st.begin()) : -1;
+    };
+    struct Arc { int32_t src, dst, key; int64_t i; };
+    std::vector<Arc> arcs;
+    arcs.reserve(a_at[b + 1] - a_at[b]);
+    for (int64_t k = a_at[b]; k < a_at[b + 1]; ++k) {
+      const PrunedArcOut& x = ha[a_idx[k]];
+      const int32_t s_id = lookup(x.t, x.src), d_id = lookup(x.t + 1, x.dst);
+      if (s_id < 0 || d_id < 0) {
+        errors[b] = "GPU lattice pruning: a kept arc leaves or enters a pruned state (a decoder bug)";
+        return;
+      }
+      arcs.push_back({s_id, d_id, x.code & ~kRedirectArcBit, a_idx[k]});
+    }
+    std::sort(arcs.begin(), arcs.end(), [](const Arc& x, const Arc& y) {
+      return x.src != y.src ? x.src < y.src : x.key < y.key;
+    });
+    const int32_t na = static_cast<int32_t>(arcs.size());
+    row.num_arcs = na;
+    row.arcs.resize(4 * static_cast<size_t>(na));
+    row.scores.resize(3 * static_cast<size_t>(na));
+    for (int32_t k = 0; k < na; ++k) {
+      const PrunedArcOut& x = ha[arcs[k].i];
+      row.arcs[k] = arcs[k].src;
+      row.arcs[na + k] = arcs[k].dst;
+      row.arcs[2 * na + k] = x.t;
+      row.arcs[3 * na + k] = x.code;
+      row.scores[k] = x.acoustic;
+      row.scores[na + k] = x.graph;
+      row.scores[2 * na + k] = x.score;
+    }
+  };
+  const int32_t workers = std::max<int32_t>(1, std::min<int32_t>(B, static_cast<int32_t>(std::thread::hardware_concurrency())));
+  if (workers <= 1 || A < 20000) {
+    for (int32_t b = 0; b < B; ++b) build(b);
+  } else {
+    std::vector<std::thread> pool;
+    for (int32_t w = 0; w < workers; ++w)
+      pool.emplace_back([&, w] {
+        for (int32_t b = w; b < B; b += workers) build(b);
+      });
+    for (auto& th : pool) th.join();
+  }
+  for (int32_t b = 0; b < B; ++b)
+    if (!errors[b].empty()) throw std::runtime_error(errors[b]);
+  for (int32_t b = 0; b < B; ++b) {
+    sizes_out[3 * b] = pr_rows_[b].num_states;
+    sizes_out[3 * b + 1] = pr_rows_[b].num_arcs;
+    sizes_out[3 * b + 2] = pr_rows_[b].recorded;
+  }
+  // the emitted arcs and states are in the rows now
+  std::vector<PrunedArcOut>().swap(P.arcs);
+  std::vector<PrunedStateOut>().swap(P.states);
+  P.active = false;
+  prune_ms_[0] = P.ms[0];
+  prune_ms_[1] = P.ms[1];
+  prune_ms_[2] = Ms(c0, std::chrono::steady_clock::now());
 }
 
 }  // namespace cuwfst

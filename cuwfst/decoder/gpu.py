@@ -18,6 +18,9 @@ from .memory import MEM_STATS, gpu_memory_stats, lane_pool_mode, pool_bound_mode
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
+# Steps per run of a bounded GPU lattice decode (CUWFST_LATTICE_CHUNK; 0: one run): a multiple
+# of 20 (k2's window shift) and of 32 (the CUDA graphs' step bucket).
+LATTICE_CHUNK_DEFAULT = 64
 # Winners ids are int32 on the device, so an arena holds fewer than 2^31 entries.
 ARENA_LIMIT = 2**31 - 1
 
@@ -240,13 +243,16 @@ class GpuInstance:
         self.mod.gpu_lattice_records(self.handle, records)
         return out, LatticeRecords(records, counts, cutoffs, sizes)
 
-    def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False):
+    def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False,
+                              chunk: int = 0):
         """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
         graphs): returns the decode's arrays and, per row, (states [3, S], arcs [4, A],
         scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
         None for rows with a rescue overflow bit. self.last_prune_ms: {device, readback, host} of
         the native pruning, native (the whole native call: decode + pruning) and rows (the
-        rows' arrays into numpy), milliseconds."""
+        rows' arrays into numpy), milliseconds. chunk > 0: bounded lattice memory (the batch
+        in runs of `chunk` steps, each run's records pruned with k2's windows before the next,
+        GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices."""
         B = lp.shape[0]
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
@@ -255,7 +261,7 @@ class GpuInstance:
         t0 = time.perf_counter()
         self.mod.gpu_decode_lattice_pruned(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score,
                                            out_meta, out_stats, counts, cutoffs, sizes, total, float(output_beam),
-                                           sizes2, ms)
+                                           sizes2, ms, int(chunk))
         t1 = time.perf_counter()
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
         rows = []
@@ -555,7 +561,8 @@ class GpuBackend:
             # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
             from .lattice import attach, lattice_from_arrays
 
-            res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online)
+            res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
+                                                       self.lattice_chunk_steps())
             self._collect(hyps, rows.tolist(), res, frontend)
             for i, row in enumerate(rows.tolist()):
                 if lat_rows[i] is not None:
@@ -583,6 +590,24 @@ class GpuBackend:
             raise ValueError(f"lattice_prune must be 'gpu' or 'replay', got {mode!r}")
         return mode == "gpu" and getattr(inst, "eps_iterations", 1) == 0 and \
             hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned")
+
+    def lattice_chunk_steps(self) -> int:
+        """Steps per run of a GPU-pruned lattice decode: bounded lattice memory (the default,
+        64 steps: each run's records are pruned with k2's windows whose end exists and the
+        frames no later window reaches leave the device, so live records follow the chunk,
+        not the input's length), or 0: the whole batch in one run, pruned after it (the path
+        before the bound; same lattices). Set by the attribute `lattice_chunk` or the
+        environment variable CUWFST_LATTICE_CHUNK."""
+        v = getattr(self, "lattice_chunk", None)
+        if v is None:
+            v = os.environ.get("CUWFST_LATTICE_CHUNK", str(LATTICE_CHUNK_DEFAULT))
+        try:
+            n = int(v)
+        except ValueError:
+            raise ValueError(f"lattice_chunk must be an integer number of steps, got {v!r}") from None
+        if not 0 <= n <= 4096:
+            raise ValueError(f"lattice_chunk must be in [0, 4096] steps (0: the whole batch), got {n}")
+        return n
 
     def _attach_lattices(self, hyps, rows, lens, res, records, frontend):
         """Lattices from the GPU's records (lattice_records.py) onto hyps[rows[i]]. A row
