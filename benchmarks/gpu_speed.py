@@ -100,8 +100,10 @@ def main():
                    help="grids of the walker kernels (each is a separate row; 0: the spec's formula)")
     p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
                    help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
-    p.add_argument("--memory", nargs="+", default=[None], choices=["lazy", "eager", "pooled"],
-                   help="memory modes timed side by side (default: the decoder's default)")
+    p.add_argument("--memory", nargs="+", default=[None],
+                   choices=["lazy", "eager", "pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints"],
+                   help="memory modes timed side by side (default: the decoder's default; the pooled "
+                        "variants as benchmarks.memory's modes: CUWFST_POOL_BOUND / CUWFST_POOL_HINTS)")
     a = p.parse_args()
     import torch
 
@@ -139,8 +141,14 @@ def main():
     results, table = [], []
     first_hyps: dict[str, list] = {}  # configuration -> rows of its first timed configuration
     for walker, wb, B in [(w, wb, b) for w in a.walkers for wb in a.walk_blocks for b in a.batch]:
-        decs = {c: Decoder(g, opts_of[p], device="cuda", max_lanes=B, walker=walker, walk_blocks=wb,
-                           **({"memory": m} if m else {}), **variant_kwargs(v)) for c, (v, p, m) in configs.items()}
+        from benchmarks.memory import pool_env
+
+        def build(v, p, m):
+            with pool_env(m or "") as memory:  # (a pooled variant's settings, read at construction)
+                return Decoder(g, opts_of[p], device="cuda", max_lanes=B, walker=walker, walk_blocks=wb,
+                               **({"memory": memory} if m else {}), **variant_kwargs(v))
+
+        decs = {c: build(v, p, m) for c, (v, p, m) in configs.items()}
         nb = (a.utts + B - 1) // B
 
         def run(dec):

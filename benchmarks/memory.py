@@ -1,13 +1,16 @@
 """Device memory and speed of the GPU decoder with memory that tracks use (issue 9), one run.
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
-    [--riva-dir /tmp/corpus-full] [--long-frames 180000] [--modes pooled pooled-slots lazy eager]
+    [--riva-dir /tmp/corpus-full] [--long-frames 180000]
+    [--modes pooled pooled-bins pooled-slots pooled-fixedhints lazy eager]
     [--json out.jsonl] [--md out.md]
 
 1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
    pools; "lazy", the default: that log and every lane's worst case; "eager": everything up
    front; with --modes, also "pooled-slots": pooled with the regions sized by the slots, the
-   rule before), a decoder on a graph
+   rule before; "pooled-bins": sized by the bins bound, CUWFST_POOL_BOUND=bins; and
+   "pooled-fixedhints": the admissible arcs with the slot hints of 2f568a0, every 32nd slot,
+   CUWFST_POOL_HINTS=fixed), a decoder on a graph
    of its own decodes every utterance; its total device memory, graph included, is measured
    three ways: cudaMemGetInfo's used memory before it was built and after its last decode
    (PyTorch's cache emptied, so only what the decoder and its graph hold is left), the
@@ -86,20 +89,49 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-slots", "lazy", "eager")
+MODES = ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "lazy", "eager")
+
+
+def mode_env(mode: str) -> tuple[str, dict]:
+    """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS) of a
+    benchmark mode: "pooled" (the admissible arcs, adaptive hints), "pooled-bins" (the bins
+    bound), "pooled-slots" (the slots, the rule before), "pooled-fixedhints" (the admissible
+    arcs with the hints at every 32nd slot: the layout 2f568a0 measured), or a plain memory mode."""
+    if not mode.startswith("pooled"):
+        return mode, {}
+    bound = {"pooled-bins": "bins", "pooled-slots": "slots"}.get(mode, "admit")
+    return "pooled", {"CUWFST_POOL_BOUND": bound,
+                      "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive"}
+
+
+class pool_env:
+    """Sets a mode's pool settings while a decoder is built (GpuBackend reads them once, for its
+    rescue instance too), then puts the environment back."""
+
+    def __init__(self, mode: str):
+        self.memory, self.env = mode_env(mode)
+
+    def __enter__(self):
+        self.saved = {k: os.environ.get(k) for k in self.env}
+        os.environ.update(self.env)
+        return self.memory
+
+    def __exit__(self, *exc):
+        for k, v in self.saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        return False
 
 
 def memory_row(torch, graph_path, lp, lens, batch, mode, opts) -> tuple[dict, object, object]:
-    """Build a decoder (a graph of its own) in `mode` (a memory mode, or "pooled-slots": pooled
-    with the regions sized by the slots, CUWFST_POOL_BOUND=slots, the rule before issue 9's
-    admissible-arc count), decode everything once; its memory, three ways. Returns
+    """Build a decoder (a graph of its own) in `mode` (a memory mode, or a pooled variant of
+    mode_env: "pooled-slots", "pooled-bins", "pooled-fixedhints"), decode everything once; its memory, three ways. Returns
     (row, decoder, hypotheses). (At 2f568a0 "lazy" pooled the lanes by default: its rows were
     named lazy and lazy-slots; they are this pooled and pooled-slots.)"""
-    memory = "pooled" if mode.startswith("pooled") else mode
     used0, mod0 = _used(torch), _module_bytes()
-    saved = os.environ.get("CUWFST_POOL_BOUND")
-    os.environ["CUWFST_POOL_BOUND"] = "slots" if mode == "pooled-slots" else "admit"
-    try:  # (read when an instance is built: the rescue instance too, built by the first pass)
+    with pool_env(mode) as memory:
         t = time.perf_counter()
         graph = Graph.load(graph_path)
         dec = Decoder(graph, opts, device="cuda", max_lanes=batch, memory=memory)
@@ -107,11 +139,6 @@ def memory_row(torch, graph_path, lp, lens, batch, mode, opts) -> tuple[dict, ob
         t = time.perf_counter()
         hyps = _decode_all(dec, lp, lens, batch)
         first_s = time.perf_counter() - t
-    finally:
-        if saved is None:
-            os.environ.pop("CUWFST_POOL_BOUND", None)
-        else:
-            os.environ["CUWFST_POOL_BOUND"] = saved
     used1, mod1 = _used(torch), _module_bytes()
     st = dec.memory_stats()
     lanes, winners = st["pools"]["lanes"], st["pools"]["winners"]

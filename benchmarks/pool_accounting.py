@@ -61,14 +61,16 @@ def _sizes(i):
     ref, o = _G["dec"]._ref, _G["dec"].options
     L = int(d["lengths"][i])
     lp = np.ascontiguousarray(d["log_probs"][i], np.float32)
-    out = np.zeros((L + 1, 5), np.int64)
+    out = np.zeros((L + 1, 8), np.int64)
     ref.mod.ref_decode_step_sizes(ref.handle, lp, L, o.search_beam, o.output_beam, o.min_active_states,
                                   o.max_active_states, o.allow_partial, 0, out)
     return i, out
 
 
 def collect(graph, lp_path, utts, max_s, workers):
-    """Per-row [steps, 3] arrays {n, slots, claims} (rows past the time cap: None)."""
+    """Per-row [steps, 8] arrays (ref_decode_step_sizes: n, slots, claims, admitted, admissible,
+    token-level slots against L - beam and against the cutoff, the bins bound; rows past the
+    time cap: None)."""
     rows = [None] * utts
     t0 = time.time()
     with ProcessPoolExecutor(workers, initializer=_init, initargs=(graph, lp_path, None)) as ex:
@@ -102,16 +104,22 @@ def asks(bound, main_q, hash_cap):
     return {"tokens": tokens, "claims": claims, "hash": hash_}
 
 
+# rules whose bound is a column of the sizes (8-column rows)
+COLUMN_RULES = {"slots": 1, "used": 2, "admit": 4, "tokens-L": 5, "tokens": 6, "bins": 7}
+
+
 def bound_of(rule, r, claims_cap, factor=4, floor=1024):
-    """Per step claims bounds of one row's sizes r [steps, 5] {n, slots, claims, admitted,
-    admissible}; the last step is the final one (PooledClaimsBound: 1 where it has arcs)."""
-    n, slots, claims, admissible = r[:, 0], r[:, 1], r[:, 2], r[:, 4]
-    if rule == "slots":
-        b = np.minimum(slots, claims_cap)
-    elif rule == "used":
-        b = np.minimum(claims, claims_cap)
-    elif rule == "admit":  # MaxKernel's count (pool_at_max)
-        b = np.minimum(admissible, claims_cap)
+    """Per step claims bounds of one row's sizes r [steps, 5 or 8] {n, slots, claims, admitted,
+    admissible[, token slots vs L - beam, token slots vs the cutoff, bins]}; the last step is the
+    final one (PooledClaimsBound: 1 where it has arcs). Rules: "slots" (CUWFST_POOL_BOUND=slots),
+    "admit" (MaxKernel's count at L, the most the GPU's count can be), "bins" (the bins bound,
+    exactly what CUWFST_POOL_BOUND=bins hands out by), "used" (the claims), "tokens" / "tokens-L"
+    (the token-level bound against the exact cutoff / against L - beam, for comparison)."""
+    n, slots = r[:, 0], r[:, 1]
+    if rule in COLUMN_RULES:
+        if COLUMN_RULES[rule] >= r.shape[1]:
+            raise ValueError(f"rule {rule!r} needs the 8-column sizes (ref_decode_step_sizes with out [T + 1, 8])")
+        b = np.minimum(r[:, COLUMN_RULES[rule]], claims_cap)
     else:  # a frontier estimate: factor x n, at least floor (not adopted: spikes outgrow it)
         b = np.minimum(np.minimum(slots, claims_cap), np.maximum(floor, factor * n))
     b = b.copy()
@@ -232,6 +240,8 @@ def main(argv=None) -> int:
     for B in a.batch:
         rules = [("slots", None, "double"), ("admit", None, "double"), ("admit", None, "eighth"),
                  ("used", None, "eighth")] + [("estimate", f, "eighth") for f in a.factor]
+        if all(r.shape[1] >= 8 for r in allr):  # the token-level bounds (8-column sizes)
+            rules += [("bins", None, "eighth"), ("tokens", None, "eighth"), ("tokens-L", None, "eighth")]
         for rule, f, growth in rules:
             o = account(rows, B, rule, main_q, claims_cap, hash_cap, f or 4, a.floor, growth)
             name = (rule if f is None else f"estimate x{f} (floor {a.floor})") + \

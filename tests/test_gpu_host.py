@@ -55,9 +55,9 @@ class FakeGpuModule:
         h = len(self.decoders) + 100
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
-        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_by_slots
-        assert len(rest) == 21, "gpu_decoder_create's arguments changed: update this fake"
-        assert type(rest[20]) is bool
+        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints
+        assert len(rest) == 22, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[20]) is int and type(rest[21]) is bool
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])

@@ -375,11 +375,12 @@ def test_pooled_claims_overflow_wipes_the_lanes_table(kernels, monkeypatch):
 
 def _cpu_step_sizes(graph, opts, lp, lens):
     """Each row's per-step sizes on the CPU (ref_decode_step_sizes): {frontier, slots, claims,
-    admitted, admissible against L - beam} per step, the final step last."""
+    admitted, admissible against L - beam, token slots against L - beam and against the cutoff,
+    the bins bound} per step, the final step last."""
     ref = Decoder(graph, opts)._ref
     rows = []
     for b, n in enumerate(lens):
-        out = np.zeros((int(n) + 1, 5), np.int64)
+        out = np.zeros((int(n) + 1, 8), np.int64)
         ref.mod.ref_decode_step_sizes(ref.handle, np.ascontiguousarray(lp[b], np.float32), int(n), opts.search_beam,
                                       opts.output_beam, opts.min_active_states, opts.max_active_states,
                                       opts.allow_partial, 0, out)
@@ -401,8 +402,10 @@ def _ask_peaks(rows, rule, inst):
     return {k: int(v.max()) for k, v in tot.items()}
 
 
-@pytest.mark.parametrize("kernels,bound", [("new", "admit"), ("old", "admit"), ("fused", "admit"), ("new", "slots")])
-def test_pooled_regions_track_the_admissible_arcs(kernels, bound, monkeypatch):
+@pytest.mark.parametrize("kernels,bound,hints", [("new", "admit", "adaptive"), ("old", "admit", "adaptive"),
+                                                 ("fused", "admit", "adaptive"), ("new", "slots", "adaptive"),
+                                                 ("new", "admit", "fixed")])
+def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, monkeypatch):
     """Where MaxKernel runs ("new", "old"), it counts each lane's arcs that pass a lower bound
     of the cutoff and its last block hands the pooled regions out by that count (types.cuh
     pool_at_max), not by the step's slots: the most a step asked of each pool (the pools' high
@@ -411,9 +414,11 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, monkeypatch):
     the slots, and the high water is the CPU's slot-rule sum exactly, as under
     CUWFST_POOL_BOUND=slots (the rule before, kept for A/B runs). Every row equal to the
     CPU's, search statistics included. A graph of 50k states and 200 labels with 1-32 arcs a
-    state and peaky posteriors: a step admits about a third of its arcs."""
+    state and peaky posteriors: a step admits about a third of its arcs. The pooled slot hints
+    either adaptive (the default) or every 32nd slot (CUWFST_POOL_HINTS=fixed): same results."""
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
     monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
+    monkeypatch.setenv("CUWFST_POOL_HINTS", hints)
     rng = np.random.default_rng(7300)
     V = 200
     graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
@@ -445,6 +450,48 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, monkeypatch):
     assert high["claims"] <= slots["claims"] // 2 and high["tokens"] <= slots["tokens"] // 2, (high, slots)
     again = dec.decode(lp, lens)
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
+
+
+@pytest.mark.parametrize("kernels", ["new", "old", "fused"])
+def test_pooled_regions_by_the_bins_bound(kernels, monkeypatch):
+    """CUWFST_POOL_BOUND=bins (cuwfst/csrc/include/cuwfst/pool_bins.h): the scans bin each real
+    step's tokens by their upper bound against the previous step's max, and MaxKernel's last
+    block sizes the regions by the slots of the bins at and above the exact cutoff's. The bound
+    is deterministic, so the pools' high water is exactly the CPU's replay of it
+    (ref_decode_step_sizes' 8th column, benchmarks/pool_accounting.py rule "bins"); it covers
+    every admitted arc (at least the CPU's claims) and is at most the slot rule's. Under
+    "fused" (no MaxKernel) the slots size them, as ever. Rows equal to the CPU's, a decode
+    that pauses (the first batch outgrows the first pieces) included, and equal again."""
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    monkeypatch.setenv("CUWFST_POOL_BOUND", "bins")
+    rng = np.random.default_rng(7300)
+    V = 200
+    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
+    B, T = 6, 24
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
+    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy")
+    inst = dec._gpu.main
+    gpu = dec.decode(lp, lens)
+    assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled by bins, {kernels}")
+    for b, (c, g) in enumerate(zip(cpu, gpu)):
+        assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{kernels} row {b}"
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    assert lanes["pooled"], lanes
+    high = lanes["high_water_entries"]
+    rows = _cpu_step_sizes(graph, opts, lp, lens)
+    assert all(np.all(r[:, 7] >= r[:, 3]) and np.all(r[:, 7] <= r[:, 1]) for r in rows)  # admitted <= bins <= slots
+    slots, bins, used = (_ask_peaks(rows, r, inst) for r in ("slots", "bins", "used"))
+    if kernels == "fused":
+        assert high == slots, (high, slots)
+    else:
+        assert high == bins, (high, bins, used, slots)
+        assert all(used[k] <= high[k] <= slots[k] for k in high), (high, used, slots)
+    again = dec.decode(lp, lens)
+    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
+    assert dec.memory_stats()["pools"]["lanes"]["high_water_entries"] == high
 
 
 def test_the_rescue_gives_its_growth_back():

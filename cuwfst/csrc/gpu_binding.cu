@@ -224,7 +224,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
                          int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
-                         int64_t finalize_split, bool fused_max, int64_t lattice_entries, bool pool_by_slots) {
+                         int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
+                         bool pool_hints) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -284,7 +285,10 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (lattice_entries < 0 || lattice_entries > (1ll << 36))
     TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
   c.lattice_cap = lattice_entries;
-  c.pool_by_slots = pool_by_slots ? 1 : 0;
+  if (pool_bound < cuwfst::kPoolBoundAdmit || pool_bound > cuwfst::kPoolBoundBins)
+    TVM_FFI_THROW(ValueError) << "pool_bound must be 0 (admit), 1 (slots) or 2 (bins)";
+  c.pool_bound = static_cast<int32_t>(pool_bound);
+  c.pool_hints = pool_hints ? 1 : 0;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

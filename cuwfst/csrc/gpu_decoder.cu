@@ -264,6 +264,14 @@ void GpuDecoder::Allocate() {
       ThrowAcquireFailure(e, os.str());
     }
   }
+  // the bins bound's per-lane suffix sums (types.cuh Workspace::pool_bins), zero between steps
+  ws_.pool_bins = 0;  // per sequence: SeqWorkspace
+  ws_.pool_hints = 0;
+  ws_.bin_slots = nullptr;
+  if (pooled_ok_ && cfg_.pool_bound == kPoolBoundBins && !cfg_.fused_max) {
+    ws_.bin_slots = Alloc<int32_t>(L * kPoolBins, "the bins bound's counts");
+    CUWFST_CUDA(cudaMemsetAsync(ws_.bin_slots, 0, L * kPoolBins * sizeof(int32_t), stream_));
+  }
   if (pooled_ok_) {
     // a first commit: the start tokens (kPoolAlign a lane) and a little of each pool; a VMM region
     // rounds each array up to its granularity, and the capacity published is what all of a
@@ -506,8 +514,11 @@ void GpuDecoder::EnsureStatic() {
 Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   Workspace w = ws_;
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
-  // where MaxKernel runs, it hands the pooled regions out by the admissible arcs (types.cuh)
-  w.pool_at_max = w.pooled && !cfg_.fused_max && !cfg_.pool_by_slots ? 1 : 0;
+  // where MaxKernel runs, it hands the pooled regions out by the admissible arcs it counts or
+  // by the bins bound (types.cuh); under the slots bound ScanKernel's last block does
+  w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots ? 1 : 0;
+  w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
+  w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   return w;
 }
 
@@ -693,7 +704,8 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const int grid = cfg_.scan_split > 1 ? L * cfg_.scan_split : L;
   // the scans that start each lane's max at L (an arc end, scan.cuh BestTokenEnd): fused_max
   // admits against it, and pool_at_max's MaxKernel counts the admissible arcs against it
-  const bool lower = cfg_.fused_max || w.pool_at_max;
+  // (not under the bins bound, which needs no lower bound)
+  const bool lower = cfg_.fused_max || (w.pool_at_max && !w.pool_bins);
   Timed(1, [&] {
     if (cfg_.scan_split > 1 && lower) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
     else if (cfg_.scan_split > 1) ScanSplitKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);

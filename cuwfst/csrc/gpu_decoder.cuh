@@ -54,10 +54,14 @@ struct DecoderConfig {
   // 2 auto (on where the static layout is larger than what the pools' first pieces take,
   // twice over: a small decoder holds less with every lane's worst case).
   int32_t lane_pool = 2;
-  // What the pooled layout sizes a step's regions by: 0 the admissible arcs MaxKernel counts
-  // (pool_at_max, types.cuh; under fused_max the slots all the same), 1 the step's slots
-  // (the rule before; for A/B runs: CUWFST_POOL_BOUND=slots).
-  int32_t pool_by_slots = 0;
+  // What the pooled layout sizes a step's regions by (CUWFST_POOL_BOUND; under fused_max the
+  // slots whatever this says): kPoolBoundAdmit the admissible arcs MaxKernel counts
+  // (pool_at_max, types.cuh), kPoolBoundSlots the step's slots (the rule before), kPoolBoundBins
+  // the bins bound (pool_bins.h: token slots binned by the scans, read at the exact cutoff).
+  int32_t pool_bound = 0;
+  // The pooled layout's slot hints (CUWFST_POOL_HINTS): 1 adaptive (types.cuh HintShiftOf),
+  // 0 every 32nd slot as in the static layout (the hints at 2f568a0).
+  int32_t pool_hints = 1;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)

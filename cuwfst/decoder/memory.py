@@ -21,8 +21,10 @@ has no VMM).
 pooled modes. Results are identical either way. A pooled step's claims list, hash
 table and next frontier are sized by the arcs MaxKernel finds admissible against a lower
 bound of the step's cutoff (the slots under fused_max); `CUWFST_POOL_BOUND=slots` sizes them
-by every arc of the step, the rule before (kept for same-run A/B: benchmarks/memory.py
---modes pooled pooled-slots lazy eager).
+by every arc of the step, the rule before, and `CUWFST_POOL_BOUND=bins` by the token-level
+bins bound (the scans bin the tokens, MaxKernel reads no arc for it); `CUWFST_POOL_HINTS=fixed`
+keeps the pooled slot hints at every 32nd slot (for same-run A/B: benchmarks/memory.py --modes
+pooled pooled-bins pooled-slots pooled-fixedhints lazy eager).
 
 Every figure is in bytes unless its name says entries. On the GPU:
 
@@ -77,17 +79,33 @@ def lane_pool_mode(memory: str) -> int:
     return LANE_POOL[v]
 
 
-POOL_BOUNDS = ("admit", "slots")
+POOL_BOUNDS = ("admit", "slots", "bins")  # the native pool_bound, in its order (types.cuh kPoolBound*)
 
 
 def pool_bound_mode() -> str:
     """What pooled lanes size a step's claims list, table and next frontier by:
     $CUWFST_POOL_BOUND, "admit" (the default: the arcs MaxKernel finds admissible against a
-    lower bound of the cutoff; the slots under fused_max, which has no MaxKernel) or "slots"
-    (every arc of the step: the rule before, kept for same-run A/B)."""
+    lower bound of the cutoff), "slots" (every arc of the step: the rule before, kept for
+    same-run A/B) or "bins" (the slots of the tokens whose upper bound can pass the exact
+    cutoff, to a 0.25 bin: the scans bin the tokens, MaxKernel reads no arc for it;
+    cuwfst/csrc/include/cuwfst/pool_bins.h). Under fused_max (no MaxKernel) always the slots."""
     v = os.environ.get("CUWFST_POOL_BOUND") or "admit"
     if v not in POOL_BOUNDS:
         raise ValueError(f"CUWFST_POOL_BOUND must be one of {', '.join(map(repr, POOL_BOUNDS))}, got {v!r}")
+    return v
+
+
+POOL_HINTS = ("adaptive", "fixed")
+
+
+def pool_hints_mode() -> str:
+    """The pooled layout's slot hints: $CUWFST_POOL_HINTS, "adaptive" (the default: sampled
+    coarser where a frontier's region is small, so they cover 512 slots a token; types.cuh
+    HintShiftOf) or "fixed" (every 32nd slot, as the static layout and 2f568a0: steps with more
+    than 128 slots a region token fall back to binary searches)."""
+    v = os.environ.get("CUWFST_POOL_HINTS") or "adaptive"
+    if v not in POOL_HINTS:
+        raise ValueError(f"CUWFST_POOL_HINTS must be one of {', '.join(map(repr, POOL_HINTS))}, got {v!r}")
     return v
 
 

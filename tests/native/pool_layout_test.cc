@@ -92,6 +92,7 @@ class Model {
     ws_.claims_cap = c.claims_cap;
     ws_.hash_cap = c.hash_cap;
     ws_.pooled = 1;
+    ws_.pool_hints = 1;  // the adaptive hint sampling (HintShiftOf), the default
     ws_.hint_cap = static_cast<int32_t>(std::min<int64_t>(4 * Q + 1, INT32_MAX / 64));
     // GpuDecoder::Allocate: the pools' most and the arrays (epsilon-free graph)
     max_[kPoolTokens] = L * (Q + 1 + kPoolAlign);
@@ -196,8 +197,10 @@ class Model {
         }
         if (mode_ == Mode::kLegacy || HasTokenRegion(ws_, lc, cur))
           Touch(st, kPoolTokens, "arc_offsets", q + n, 1);  // the sentinel
-        const int64_t hint_slots = static_cast<int64_t>(HintCap(ws_, lc, cur)) << kHintShift;
-        const int64_t hints = (std::min<int64_t>(total, hint_slots) + (1 << kHintShift) - 1) >> kHintShift;
+        const int32_t hshift = LaneHintShift(ws_, lc, cur, n);  // as the scans sample them
+        CHECK(hshift >= kHintShift && hshift <= kMaxHintShift);
+        const int64_t hint_slots = static_cast<int64_t>(HintCap(ws_, lc, cur)) << hshift;
+        const int64_t hints = (std::min<int64_t>(total, hint_slots) + (1 << hshift) - 1) >> hshift;
         Touch(st, kPoolTokens, "tok_hint", HintBase(ws_, lc, l, cur), hints, 4);
         slots[l] = static_cast<int32_t>(total);
         // the counters ScanKernel's thread 0 writes (those a pause puts back)

@@ -10,10 +10,12 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cuwfst/pool_bins.h"
 #include "cuwfst/tensor_checks.h"
 #include "reference_decoder.h"
 #include "reference_lattice.h"
@@ -28,6 +30,18 @@ using cuwfst::CheckHostTensor;
 
 struct RefGraph {
   GraphView view;
+  // each state's largest emitting weight (-inf without emitting arcs), as the image's
+  // emit_maxw: built on first use by ref_decode_step_sizes
+  std::once_flag emit_once;
+  std::vector<float> emit_maxw;
+  const std::vector<float>& EmitMaxw() {
+    std::call_once(emit_once, [&] {
+      emit_maxw.assign(view.num_states, -INFINITY);
+      for (int32_t s = 0; s < view.num_states; ++s)
+        for (int32_t a = view.EmitBegin(s); a < view.EmitEnd(s); ++a) emit_maxw[s] = std::max(emit_maxw[s], view.weight[a]);
+    });
+    return emit_maxw;
+  }
 };
 
 RefGraph* GetGraph(int64_t h) {
@@ -240,11 +254,19 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
 // the step's claims; after the closure on epsilon graphs), arcs admitted (end > cutoff),
 // arcs admissible against L - beam (L: the end of the best arc of the best-scoring token
 // with arcs, the GPU scan's lower bound of the max; what the pooled MaxKernel counts)} for
-// the length + 1 steps.
+// the length + 1 steps; with 8 columns also {slots of the tokens whose upper bound
+// fl(score + max emitting weight + max_lp) passes L - beam, slots of those whose bound passes
+// the cutoff, the "bins" bound (cuwfst/pool_bins.h: what CUWFST_POOL_BOUND=bins hands out
+// by)}; the last three are the step's slots on the final step (its bound is 1 anyway).
 class SizeObserver : public cuwfst::reference::StepObserver {
  public:
-  SizeObserver(const GraphView& g, int64_t* out) : g_(g), out_(out) {}
-  void SetFrontier(const std::vector<cuwfst::reference::Token>& f) { frontier_ = f; }
+  SizeObserver(const GraphView& g, const std::vector<float>& emit_maxw, int64_t* out, int64_t cols)
+      : g_(g), emit_maxw_(emit_maxw), out_(out), cols_(cols) {}
+  // the frontier a step expands and its log-prob row (nullptr: the final step)
+  void SetFrontier(const std::vector<cuwfst::reference::Token>& f, const float* row = nullptr) {
+    frontier_ = f;
+    row_ = row;
+  }
   void OnArc(int32_t src, int32_t, int32_t arc, float acoustic) override {
     const cuwfst::reference::Token& tok = frontier_[src];
     const float sw = tok.score + g_.weight[arc & ~cuwfst::reference::kRedirectArcBit];
@@ -252,13 +274,13 @@ class SizeObserver : public cuwfst::reference::StepObserver {
     end_.push_back(sw + acoustic);  // acoustic is 0 off real steps: (score + weight) + 0
   }
   void OnStepEnd(const std::vector<cuwfst::reference::Token>& frontier, float cutoff) override {
+    float mx = -INFINITY;
     if (k_ >= 0) {  // k_ = -1: the start closure
-      int64_t* o = out_ + k_ * 5;
+      int64_t* o = out_ + k_ * cols_;
       o[0] = prev_;
       o[1] = static_cast<int64_t>(end_.size());
       o[2] = static_cast<int64_t>(frontier.size());
       int32_t best = -1;
-      float mx = -INFINITY;
       for (size_t i = 0; i < end_.size(); ++i) {
         mx = std::max(mx, end_[i]);
         const int32_t t = src_[i];
@@ -278,6 +300,31 @@ class SizeObserver : public cuwfst::reference::StepObserver {
       }
       o[3] = admitted;
       o[4] = admissible;
+      if (cols_ >= 8) {
+        int64_t tok_low = 0, tok_cut = 0, bins = 0;
+        if (row_ == nullptr) {
+          tok_low = tok_cut = bins = o[1];
+        } else {
+          // the GPU's arithmetic: tok_ub = score + emit_maxw (ScanKernel), the walkers' test
+          // tok_ub + max_lp > x, max_lp the max of the row's vocab_size columns
+          float max_lp = -INFINITY;
+          for (int32_t v = 0; v < g_.vocab_size; ++v) max_lp = std::max(max_lp, row_[v]);
+          deg_.assign(frontier_.size(), 0);
+          for (int32_t t : src_) ++deg_[t];
+          const int32_t first = cuwfst::PoolFirstBin(cutoff, max_lp, ref_);
+          for (size_t t = 0; t < frontier_.size(); ++t) {
+            if (deg_[t] == 0) continue;
+            const float ub = frontier_[t].score + emit_maxw_[frontier_[t].state];
+            tok_low += ub + max_lp > low ? deg_[t] : 0;
+            tok_cut += ub + max_lp > cutoff ? deg_[t] : 0;
+            bins += cuwfst::PoolBinOf(ub, ref_) >= first ? deg_[t] : 0;
+          }
+        }
+        o[5] = tok_low;
+        o[6] = tok_cut;
+        o[7] = bins;
+      }
+      ref_ = mx;  // the GPU's bin reference for the next step: this step's exact max
     }
     prev_ = static_cast<int64_t>(frontier.size());
     src_.clear();
@@ -287,17 +334,23 @@ class SizeObserver : public cuwfst::reference::StepObserver {
 
  private:
   const GraphView& g_;
+  const std::vector<float>& emit_maxw_;
   int64_t* out_;
+  int64_t cols_;
+  const float* row_ = nullptr;
   std::vector<cuwfst::reference::Token> frontier_;
   std::vector<int32_t> src_;
   std::vector<float> end_;
+  std::vector<int64_t> deg_;
   int64_t k_ = -1, prev_ = 1;
+  float ref_ = 0.f;  // the start token's score (LaneSetupKernel's max_ord)
 };
 
 void RefDecodeStepSizes(int64_t graph_h, TensorView log_probs, int64_t length, double search_beam,
                         double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
                         int64_t eps_iterations, TensorView out) {
-  const GraphView& g = GetGraph(graph_h)->view;
+  RefGraph* rg = GetGraph(graph_h);
+  const GraphView& g = rg->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, false);
   if (log_probs.ndim() != 2) TVM_FFI_THROW(ValueError) << "log_probs must be [T, V]";
@@ -305,15 +358,20 @@ void RefDecodeStepSizes(int64_t graph_h, TensorView log_probs, int64_t length, d
   CheckHostTensor(log_probs, "log_probs", kDLFloat, 32, {T, V});
   if (V < g.vocab_size) TVM_FFI_THROW(ValueError) << "log_probs narrower than vocab_size";
   if (length < 0 || length > T) TVM_FFI_THROW(ValueError) << "length outside [0, T]";
-  CheckHostTensor(out, "out", kDLInt, 64, {length + 1, 5});
+  if (out.ndim() != 2 || (out.shape()[1] != 5 && out.shape()[1] != 8))
+    TVM_FFI_THROW(ValueError) << "out must be [length + 1, 5] or [length + 1, 8]";
+  const int64_t cols = out.shape()[1];
+  CheckHostTensor(out, "out", kDLInt, 64, {length + 1, cols});
   std::vector<int32_t> slot(g.num_states, -1);
-  SizeObserver obs(g, static_cast<int64_t*>(out.data_ptr()));
+  static const std::vector<float> kNone;
+  SizeObserver obs(g, cols >= 8 ? rg->EmitMaxw() : kNone, static_cast<int64_t*>(out.data_ptr()), cols);
   cuwfst::reference::RowSearch search(g, opt, &slot, nullptr, &obs);
   // (the constructor reports the start and its closure: k = -1)
   const float* lp = static_cast<const float*>(log_probs.data_ptr());
   for (int32_t t = 0; t < length; ++t) {
-    obs.SetFrontier(search.frontier());
-    search.Step(lp + static_cast<int64_t>(t) * V, static_cast<int32_t>(length) + 1);
+    const float* row = lp + static_cast<int64_t>(t) * V;
+    obs.SetFrontier(search.frontier(), row);
+    search.Step(row, static_cast<int32_t>(length) + 1);
   }
   obs.SetFrontier(search.frontier());
   search.Final();

@@ -87,11 +87,13 @@ __device__ __forceinline__ int32_t UpperBound(const I* a, int32_t n, I x) {
 }
 
 // The token holding local slot `slot` of a lane: the last j with offsets[j] <= slot. With
-// a valid hint (the token holding slot (slot >> kHintShift) << kHintShift) it is a short
-// forward gallop over the few tokens of a 32-slot stretch; else a binary search.
+// valid hints sampled every 2^shift slots (the token holding slot (slot >> shift) << shift;
+// shift = kHintShift, or types.cuh HintShiftOf under the pooled adaptive hints) it is a short
+// forward gallop over the few tokens of a 2^shift-slot stretch; else a binary search.
 __device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int32_t* hint,
-                                               bool hint_ok, int32_t n, int32_t slot) {
-  if (hint_ok) return GallopUpperBound(offsets, hint[slot >> kHintShift] + 1, n + 1, slot) - 1;
+                                               bool hint_ok, int32_t n, int32_t slot,
+                                               int32_t shift = kHintShift) {
+  if (hint_ok) return GallopUpperBound(offsets, hint[slot >> shift] + 1, n + 1, slot) - 1;
   return UpperBound(offsets, n + 1, slot) - 1;
 }
 
@@ -158,7 +160,8 @@ __device__ __forceinline__ unsigned long long EpsBaseline(float score) {
 
 // The pooled hand-out of a step's regions (types.cuh, PooledAskOf / PooledAssign), by one
 // warp (threadIdx.x < 32) of the last block of ScanKernel (by the slots, fused_max) or of
-// MaxKernel (by LaneCounters::admit, pool_at_max): each lane's claims list, hash table and
+// MaxKernel (pool_at_max: by LaneCounters::admit, or by the bins bound under pool_bins;
+// PooledBoundInput): each lane's claims list, hash table and
 // next frontier (in buffer lc.buf, which this step builds: survivors are claims, at most the
 // bound). All or nothing: a first pass adds up what the step asks of each pool; if the
 // batch's asks fit the pools' committed capacities every lane gets its regions, else the
@@ -169,18 +172,30 @@ __device__ __forceinline__ unsigned long long EpsBaseline(float score) {
 // since no lane lost anything before it) and resumes the batch from that step
 // (SeqKind::kResume): no step is decoded twice. Returns whether the step fits (the same in
 // every thread of the warp).
-__device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t l, bool by_admit) {
-  return by_admit ? *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].admit)
-                  : *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].total_arcs);
+// What lane l's regions are sized by (PooledAskOf's `slots`): its step's slots (by_max
+// false: ScanKernel's last block), or in MaxKernel's last block (by_max) MaxKernel's count of
+// admissible arcs, or under the bins bound (Workspace::pool_bins) the slots of the bins at and
+// above the exact cutoff's (pool_bins.h; MaxKernel has finished the max: every block flushed
+// into max_ord before counting itself done). Off real steps the slots (PooledClaimsBound
+// makes them a bound of 1 or 0).
+__device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t l, bool by_max) {
+  volatile LaneCounters* v = &ws.lanes[l];
+  if (!by_max) return v->total_arcs;
+  if (!ws.pool_bins) return v->admit;
+  if (v->phase != kPhaseReal) return v->total_arcs;
+  // the cutoff exactly as ExpandKernel computes it
+  const float cutoff = OrderedIntToFloat(v->max_ord) - v->beam;
+  const int32_t first = PoolFirstBin(cutoff, v->max_lp, OrderedIntToFloat(v->prev_max_ord));
+  return *reinterpret_cast<volatile int32_t*>(&ws.bin_slots[static_cast<int64_t>(l) * kPoolBins + first]);
 }
 
-__device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_admit) {
+__device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
   int64_t c_sum = 0, h_sum = 0, t_sum = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
     PooledAsk ask{0, 0, 0, 0};
     if (l < ws.max_lanes)
-      ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_admit));
+      ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_max));
     int64_t c_total, h_total, t_total;
     WarpExclusiveScan(ask.claims, &c_total);
     WarpExclusiveScan(ask.hash, &h_total);
@@ -205,7 +220,7 @@ __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_admit) {
     if (fits) {
       PooledAsk ask{0, 0, 0, 0};
       if (l < ws.max_lanes)
-        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_admit));
+        ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_max));
       int64_t c_total, h_total, t_total;
       const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
       const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);

@@ -41,6 +41,7 @@ struct LaneView {
   const float* score = nullptr;
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
+  int32_t hint_shift = kHintShift;  // the hints' sampling (types.cuh LaneHintShift)
 
   __device__ __forceinline__ void Load(const Workspace& ws, int32_t l) {
     const LaneCounters& lc = ws.lanes[l];
@@ -57,6 +58,7 @@ struct LaneView {
     n = lc.step_size;
     phase = lc.step_phase;
     hint_ok = lc.step_hint_ok != 0;
+    hint_shift = LaneHintShift(ws, lc, lc.buf ^ 1, n);  // as the step's scan wrote them
   }
   // Lane l's slot span and the frontier in buffer b with the scratch sharing its region
   // (tok_off[b]; the hints at HintBase), either layout.
@@ -74,6 +76,7 @@ struct LaneView {
     offsets = ws.arc_offsets + q;
     hint = ws.tok_hint + HintBase(ws, lc, l, b);
     hint_ok = lc.hint_ok != 0;
+    hint_shift = LaneHintShift(ws, lc, b, n);
     begin = ws.tok_begin + q;
     ub = ws.tok_ub + q;
     score = ws.tok_score[b] + q;
@@ -131,7 +134,7 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
       if (kStep) lv.LoadStep(ws, l); else lv.Load(ws, l);
       int32_t first = 0;
       if (me == 0)
-        first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, static_cast<int32_t>(s0 - lv.base));
+        first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, static_cast<int32_t>(s0 - lv.base), lv.hint_shift);
       tok = __shfl_sync(kFull, first, 0);
     }
     const int64_t strip_end = MinSlot(MinSlot(s0 + 32, hi), lv.end);
@@ -205,14 +208,19 @@ __device__ __forceinline__ void MaxLastBlock(Workspace& ws) {
 // among them, so the step's claims are at most admit. Arcs are read unless their token's
 // upper bound is <= low (then end <= low < v <= max: neither admissible nor the max), so the
 // max stays exact. The last block hands the regions out (MaxLastBlock).
+// pool_bins (CUWFST_POOL_BOUND=bins): no count and no lower bound; the max is found as in the
+// static layout, and the last block sizes the regions by the bins the scans filled at the
+// exact cutoff (common.cuh PooledBoundInput).
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 MaxKernel(DeviceGraph g, Workspace ws) {
   __shared__ int32_t lane_max[kMaxSharedLanes];
   __shared__ int32_t lane_cnt[kMaxSharedLanes];
-  const bool count = ws.pool_at_max != 0;
+  // pool_at_max: the last block hands the regions out; by this kernel's count unless the bins
+  // bound sizes them (pool_bins: then the max is found as in the static layout)
+  const bool count = ws.pool_at_max != 0 && !ws.pool_bins;
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) {  // an idle step
-    if (count) MaxLastBlock(ws);  // (real lanes without slots still get their next frontier's region)
+    if (ws.pool_at_max) MaxLastBlock(ws);  // (real lanes without slots still get their next frontier's region)
     return;
   }
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
@@ -267,7 +275,7 @@ MaxKernel(DeviceGraph g, Workspace ws) {
       if (lane_cnt[i] != 0) atomicAdd(&ws.lanes[i].admit, lane_cnt[i]);
     }
   }
-  if (count) MaxLastBlock(ws);
+  if (ws.pool_at_max) MaxLastBlock(ws);
 }
 
 // A lane's recombination table and claims list for this step (read once per lane by the
@@ -336,6 +344,8 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
 }
 
 // ExpandKernel — per step, same grid and slots as MaxKernel.
+// (Under the bins bound, Workspace::pool_bins, it first zeroes bin_slots, which MaxKernel's
+// last block has read, even on a step that paused.)
 // Reads: lanes[l].max_ord (final after MaxKernel) and beam; admits a slot iff
 // end > max - beam (k2's test), recombines admitted arcs by destination state in the
 // lane's open-addressing hash: a plain read first, a CAS only on an empty slot, the
@@ -345,6 +355,12 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 ExpandKernel(DeviceGraph g, Workspace ws) {
+  if (ws.pool_bins) {  // MaxKernel's last block has read the bins bound: zero it for the next step's scan
+    const int64_t all = static_cast<int64_t>(ws.max_lanes) * kPoolBins;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < all;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+      ws.bin_slots[i] = 0;
+  }
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   const int32_t final_state = g.num_states - 1;
   int32_t cur_lane = -1;

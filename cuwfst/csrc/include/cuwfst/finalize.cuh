@@ -60,6 +60,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   const int32_t* offsets = ws.arc_offsets + qs;
   const int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, src);
   const bool hint_ok = lc.hint_ok != 0;
+  const int32_t hshift = LaneHintShift(ws, lc, src, n);  // as the step's scan wrote them
   const int32_t* begin = ws.tok_begin + qs;
   const int32_t* cur_winner = ws.tok_winner[src] + qs;
   int32_t* nxt_state = ws.tok_state[dst] + qd;
@@ -121,7 +122,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (keep[k]) {
         const int32_t idx = round_base + pos[k];
-        const int32_t tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k]);
+        const int32_t tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k], hshift);
         const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
         const long long wi = arena_base + pos[k];
         int32_t winner = -1;

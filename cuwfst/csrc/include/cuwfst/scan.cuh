@@ -48,6 +48,8 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   }
   ws.scan_lane_done[lane] = 0;
   ws.scan_best[lane] = 0ull;
+  if (ws.pool_bins)  // (zero between steps; a sequence that failed half-way may have left some)
+    for (int32_t b = 0; b < kPoolBins; ++b) ws.bin_slots[static_cast<int64_t>(lane) * kPoolBins + b] = 0;
   for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
   if (!(cmd.op & kCmdInit)) {
     if (cmd.op & kCmdRelease) {
@@ -72,6 +74,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.total_arcs = 0;
   lc.beam = p.search_beam;
   lc.max_ord = FloatToOrderedInt(0.f);  // the start closure's cutoff is 0 - search_beam
+  lc.prev_max_ord = lc.max_ord;  // (the bins bound's first reference: the start token's score)
   lc.eps_changed = 0;
   lc.eps_touched = 0;
   lc.eps_base = 0;
@@ -223,6 +226,33 @@ __device__ __forceinline__ void WipeOverflowedTable(const Workspace& ws, LaneCou
   __syncthreads();
 }
 
+// The bins bound (Workspace::pool_bins, pool_bins.h): a scan CTA's histogram of its tokens'
+// slots by bin, turned into suffix sums (entry b: the slots in bins >= b) by a block scan
+// over the bins in reverse, and published into the lane's bin_slots: stored (ScanKernel, the
+// lane's only CTA) or added (ScanSplitKernel, one CTA per chunk; ExpandKernel zeroes them
+// for the next step). Every thread of the CTA calls it; `tmp` is the scans' block-scan storage.
+template <typename TempStorage>
+__device__ __forceinline__ void PublishBins(const Workspace& ws, int32_t lane, const int32_t* hist,
+                                            TempStorage& tmp, bool add) {
+  using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
+  static_assert(kPoolBins <= kScanThreads, "one bin a thread");
+  __syncthreads();  // the histogram is complete, and tmp is free
+  const int32_t b = kPoolBins - 1 - static_cast<int32_t>(threadIdx.x);
+  const int64_t v = b >= 0 ? hist[b] : 0;
+  int64_t incl;
+  BlockScan(tmp).InclusiveSum(v, incl);
+  if (b >= 0 && incl > 0) {
+    // (at most the lane's slots; a lane past 2^31 loses its step: kOverflowSlots)
+    const int32_t c = incl > INT32_MAX ? INT32_MAX : static_cast<int32_t>(incl);
+    int32_t* dst = ws.bin_slots + static_cast<int64_t>(lane) * kPoolBins + b;
+    if (add) atomicAdd(dst, c);
+    else *dst = c;
+  } else if (b >= 0 && !add) {
+    ws.bin_slots[static_cast<int64_t>(lane) * kPoolBins + b] = 0;
+  }
+  __syncthreads();  // tmp is reused
+}
+
 template <bool kFused>
 __global__ void __launch_bounds__(kScanThreads)
 ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
@@ -236,6 +266,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   } tmp;
   __shared__ int64_t running;
   __shared__ unsigned long long best_key;
+  __shared__ int32_t hist[kPoolBins];  // the bins bound (pool_bins): this lane's slots by bin
   const int32_t lane = blockIdx.x;
   LaneCounters& lc = ws.lanes[lane];
   WipeOverflowedTable(ws, lc);
@@ -272,7 +303,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   float* ub = ws.tok_ub + q;
   int32_t* offsets = ws.arc_offsets + q;
   int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, cur);
-  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
+  const int32_t hshift = LaneHintShift(ws, lc, cur, n);  // every 32nd slot, or coarser (pool_hints)
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << hshift;
+  // pooled: the max as the step finds it (the previous step's; read before thread 0 rewrites it)
+  const int32_t prev_max = ws.pooled ? lc.max_ord : 0;
 
   int32_t phase = kPhaseReal;
   if (t == T) {
@@ -282,6 +316,11 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     any_final = __syncthreads_or(any_final);
     phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
   }
+  // the bins bound: a real step's tokens binned by their upper bound against prev_max
+  const bool bins = ws.pool_bins && phase == kPhaseReal;
+  const float bin_ref = OrderedIntToFloat(prev_max);
+  if (bins)
+    for (int32_t i = threadIdx.x; i < kPoolBins; i += blockDim.x) hist[i] = 0;
   if (threadIdx.x == 0) running = 0;
   __syncthreads();
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
@@ -300,8 +339,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
         PhaseArcs(ArcsOf(g, s), phase, &b, &e);
         begin[i] = b;
         deg[k] = e - b;
-        ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+        const float u = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+        ub[i] = u;
         if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
+        if (bins && e > b) atomicAdd(&hist[PoolBinOf(u, bin_ref)], e - b);
       }
     }
     int64_t excl[kScanItems], total;
@@ -313,13 +354,14 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
       if (i < n) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
       // every sampled slot m << kHintShift inside [off, off + deg) names token i
       const int64_t last = min(off + deg[k], hint_slots);
-      for (int64_t m = (off + (1 << kHintShift) - 1) >> kHintShift; (m << kHintShift) < last; ++m)
+      for (int64_t m = (off + (1 << hshift) - 1) >> hshift; (m << hshift) < last; ++m)
         hint[m] = i;
     }
     __syncthreads();
     if (threadIdx.x == 0) running += total;
     __syncthreads();
   }
+  if (bins) PublishBins(ws, lane, hist, tmp.scan, false);
   if (fused) {
     const unsigned long long k = BlockKey(tmp.key).Reduce(best, MaxKey);
     if (threadIdx.x == 0) best_key = k;
@@ -359,6 +401,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
     lc.t = t + 1;
     lc.buf = cur ^ 1;
+    if (ws.pooled) lc.prev_max_ord = prev_max;  // (so does the max)
     // the step's max starts at -inf (MaxKernel raises it) or, fused_max, at L
     lc.max_ord = FloatToOrderedInt(fused && total > 0 ? lower : -INFINITY);
     lc.max_lp = max_lp;
@@ -423,11 +466,14 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __shared__ unsigned long long s_best;  // fused_max: the chunk's best token
   __shared__ int64_t running;
   __shared__ bool lane_last;
+  __shared__ int32_t hist[kPoolBins];  // the bins bound (pool_bins): this chunk's slots by bin
   const int32_t C = ws.scan_split;
   if (threadIdx.x == 0) {
     s_ticket = atomicAdd(ws.scan_ticket, 1);
     s_best = 0ull;
   }
+  if (ws.pool_bins)
+    for (int32_t i = threadIdx.x; i < kPoolBins; i += blockDim.x) hist[i] = 0;
   __syncthreads();
   const int32_t lane = s_ticket / C, chunk = s_ticket % C;
   LaneCounters& lc = ws.lanes[lane];
@@ -447,7 +493,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   const int64_t q = lc.tok_off[cur];
   unsigned long long* status = ws.scan_status + static_cast<int64_t>(lane) * C;
   int32_t* offsets = ws.arc_offsets + q;
-  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << kHintShift;
+  const int32_t hshift = LaneHintShift(ws, lc, cur, n);  // as ScanKernel (the same n and region in every CTA)
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << hshift;
+  // pooled: the max as the step finds it, read by every CTA before counting itself done (so
+  // before the lane's last CTA rewrites it)
+  const int32_t prev_max = ws.pooled ? lc.max_ord : 0;
+  const float bin_ref = OrderedIntToFloat(prev_max);
   int32_t phase = kPhaseReal;
   constexpr int kPerRound = kScanThreads * kScanItems;
   // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last
@@ -468,8 +519,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       any_final = __syncthreads_or(any_final);
       phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
     }
+    const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
     // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
-    // written as ScanKernel does).
+    // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       unsigned long long best = 0ull;  // fused_max: the best of these tokens with arcs
 #pragma unroll
@@ -482,8 +534,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
           PhaseArcs(ArcsOf(g, s), phase, &b, &e);
           begin[i] = b;
           deg[k] = e - b;
-          ub[i] = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+          const float u = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+          ub[i] = u;
           if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
+          if (bins && e > b) atomicAdd(&hist[PoolBinOf(u, bin_ref)], e - b);
         }
       }
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
@@ -521,7 +575,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         const int64_t off = running + excl[k];
         if (i < hi) offsets[i] = off > INT32_MAX ? INT32_MAX : static_cast<int32_t>(off);
         const int64_t last = min(off + deg[k], hint_slots);
-        for (int64_t m = (off + (1 << kHintShift) - 1) >> kHintShift; (m << kHintShift) < last; ++m)
+        for (int64_t m = (off + (1 << hshift) - 1) >> hshift; (m << hshift) < last; ++m)
           hint[m] = i;
       }
     };
@@ -569,6 +623,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         __syncthreads();
       }
     }
+    // the chunk's slots by bin into the lane's suffix sums (before it counts itself done)
+    if (bins && lo < hi) PublishBins(ws, lane, hist, tmp.scan, true);
   }
   // This CTA is done with the lane: the last of the lane's CTAs writes its counters.
   __syncthreads();
@@ -628,6 +684,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
         lc.t = t + 1;
         lc.buf = cur ^ 1;
+        if (ws.pooled) lc.prev_max_ord = prev_max;  // (a paused step puts it back)
         lc.max_ord = FloatToOrderedInt(fused && total > 0 ? lower : -INFINITY);
         lc.max_lp = max_lp;
         lc.hint_ok = total <= hint_slots;

@@ -6,6 +6,8 @@
 
 #include <cstdint>
 
+#include "cuwfst/pool_bins.h"
+
 namespace cuwfst {
 
 // Phases of a lane's step (the CPU reference uses the same values).
@@ -178,6 +180,10 @@ struct LaneCounters {
   // step that MaxKernel found admissible against a lower bound of the cutoff (a superset of
   // the admitted arcs, so at least the step's claims); the step's regions are sized by it.
   int32_t admit;
+  // Pooled layout: max_ord as the step found it (the previous step's exact max; 0 before the
+  // first step), which the scans overwrite and a paused step puts back (PooledUndoStep); under
+  // the bins bound (Workspace::pool_bins) the reference the step's tokens are binned against.
+  int32_t prev_max_ord;
 };
 
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
@@ -227,6 +233,8 @@ struct WinnerEntry {
 //    slots (benchmarks/pool_accounting.py), so the pools hold what steps write, not their
 //    arcs. With fused_max (no MaxKernel) ScanKernel's last block hands them out by the slots.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
+// What the pooled regions are sized by (DecoderConfig::pool_bound, CUWFST_POOL_BOUND).
+enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
@@ -240,6 +248,21 @@ struct Workspace {
   int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
   int32_t pooled;       // 1: per-step regions from the pools (see above)
   int32_t pool_at_max;  // 1 (pooled, MaxKernel runs): MaxKernel's last block hands the regions out
+  // 1 (pool_at_max, CUWFST_POOL_BOUND=bins): the regions are sized by the bins bound
+  // (pool_bins.h) instead of MaxKernel's count: the scans add each real step's token slots
+  // into bin_slots by their upper bound (suffix sums: bin_slots[l * kPoolBins + b] = the slots
+  // of lane l's tokens in bins >= b), MaxKernel only finds the max (as in the static layout,
+  // no arc read for the count and no lower bound from the scans) and its last block reads one
+  // entry a lane at the exact cutoff's bin; ExpandKernel zeroes bin_slots for the next step.
+  int32_t pool_bins;
+  int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
+  // 1 (pooled, CUWFST_POOL_HINTS=adaptive): the slot hints of a lane's step are sampled every
+  // 2^HintShiftOf slots, coarser where the frontier's region is small, so that they cover
+  // kHintSlotsPerToken slots a frontier token (the region holds 4 hint entries a token: at
+  // every 32nd slot that is 128 slots a region token, which 41% of the full tier's steps pass
+  // under the admissible-arc sizing, and those steps fall back to binary searches); 0: every
+  // 32nd slot (kHintShift), as the static layout always does.
+  int32_t pool_hints;
   int32_t* max_done;    // MaxKernel's last-block-done counter (0 between launches)
   const long long* pool_cap;     // [kPools] committed entries of each pool (device)
   unsigned long long* pool_need;  // [kPoolNeedSlots] the most a step of this batch asked of each
@@ -335,6 +358,26 @@ __host__ __device__ inline int64_t HintBase(const Workspace& ws, const LaneCount
 __host__ __device__ inline int32_t HintCap(const Workspace& ws, const LaneCounters& lc, int32_t b) {
   const int64_t c = 4 * (static_cast<int64_t>(lc.tok_cap[b]) + 1);
   return ws.pooled ? static_cast<int32_t>(c < ws.hint_cap ? c : ws.hint_cap) : ws.hint_cap;
+}
+
+// The sampling shift of a lane's slot hints for a step expanding an n-token frontier whose
+// hint region holds hint_cap entries (HintCap): kHintShift (every 32nd slot), or with
+// Workspace::pool_hints the smallest shift from it, at most kMaxHintShift, at which the hints
+// cover n x kHintSlotsPerToken slots. A function of the frontier's size and region only, so
+// the scan that writes the hints and every kernel that reads them (the walkers' lane entry,
+// FinalizeKernel, the lattice walk) compute the same shift; the hints cover the step where
+// its slots are at most hint_cap << shift (the lanes' hint_ok), else lookups binary-search.
+constexpr int32_t kHintSlotsPerToken = 512;
+constexpr int32_t kMaxHintShift = 10;
+__host__ __device__ inline int32_t HintShiftOf(const Workspace& ws, int32_t hint_cap, int32_t n) {
+  int32_t s = kHintShift;
+  if (!(ws.pooled && ws.pool_hints)) return s;
+  const int64_t want = static_cast<int64_t>(n) * kHintSlotsPerToken;
+  while (s < kMaxHintShift && (static_cast<int64_t>(hint_cap) << s) < want) ++s;
+  return s;
+}
+__host__ __device__ inline int32_t LaneHintShift(const Workspace& ws, const LaneCounters& lc, int32_t b, int32_t n) {
+  return HintShiftOf(ws, HintCap(ws, lc, b), n);
 }
 
 // The static layout's regions of lane l (LaneSetupKernel; the host's copies, snapshots).
@@ -436,7 +479,8 @@ __host__ __device__ inline int64_t PoolGrowth(int64_t need, int64_t cap, int64_t
 // the lane's ScanKernel (or ScanSplitKernel's last CTA of the lane) has advanced it — t + 1,
 // buf flipped, next_size 0, the beam updated, frontier_total + n — and the step's asks did
 // not fit the pools, so nothing of the step may run: the lane goes back to where the step
-// found it (its frontier, in buffer buf, untouched) and idles this step; the resumed batch
+// found it (its frontier, in buffer buf, untouched; max_ord, which the scan and MaxKernel
+// overwrote) and idles this step; the resumed batch
 // takes the step again from the same state, so it is decoded once. The rest of what Scan
 // wrote is rewritten by that step (max_frontier is a max, so taking n again changes
 // nothing). Volatile: other CTAs wrote these fields and the caller's L1 may hold old lines.
@@ -447,6 +491,7 @@ __host__ __device__ inline void PooledUndoStep(LaneCounters* p) {
   v->buf = v->buf ^ 1;
   v->next_size = n;  // the frontier the step read (re-read as min(next_size, tok_cap))
   v->beam = v->prev_beam;
+  v->max_ord = v->prev_max_ord;  // (the bins bound's reference for the step taken again)
   v->frontier_total = v->frontier_total - n;
   v->phase = kPhaseIdle;
   // the lattice stage (lattice.cuh) reads the step's own phase: idle, so LatStepEndKernel
