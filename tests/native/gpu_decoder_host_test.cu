@@ -27,6 +27,18 @@
 
 using namespace cuwfst;
 
+// The bounded lattice path's pruning (gpu_lattice_prune.cu: cub sorts and its kernels) is
+// not part of this host test, which runs gpu_decoder.cu against a stub runtime; the
+// RunBoundedLattice calls into it are only linked here, never reached (no mode-2 decode).
+void GpuDecoder::IncReset(int32_t, const int32_t*, float) {
+  std::fprintf(stderr, "IncReset is not part of the host test\n");
+  std::abort();
+}
+void GpuDecoder::IncPass(int32_t, unsigned long long) {
+  std::fprintf(stderr, "IncPass is not part of the host test\n");
+  std::abort();
+}
+
 extern "C" const void* cuwfst_test_backtrack_kernel() { return reinterpret_cast<const void*>(&BacktrackKernel); }
 
 
