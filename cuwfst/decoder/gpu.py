@@ -19,8 +19,8 @@ from .memory import (MEM_STATS, POOL_BOUNDS, gpu_memory_stats, lane_pool_mode, p
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
-# Steps per run of a bounded GPU lattice decode (CUWFST_LATTICE_CHUNK; 0: one run): a multiple
-# of 20 (k2's window shift) and of 32 (the CUDA graphs' step bucket).
+# Steps per run of a bounded GPU lattice decode (CUWFST_LATTICE_CHUNK; 0: one run): a CUDA-graph
+# step bucket (a multiple of 32), so non-last runs replay; any value is exact.
 LATTICE_CHUNK_DEFAULT = 64
 # Winners ids are int32 on the device, so an arena holds fewer than 2^31 entries.
 ARENA_LIMIT = 2**31 - 1
