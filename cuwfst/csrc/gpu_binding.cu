@@ -364,6 +364,27 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
   });
 }
 
+// The lattice stage's per-step outputs of gpu_decode_lattice and gpu_decode_lattice_pruned:
+// counts, cutoffs, sizes [B, S] (S >= the longest row + 1) and the records' total [1] i64;
+// mode 1: the records are read back, 2: pruned on the device (LatticeOutputs::mode).
+cuwfst::LatticeOutputs CheckLatticeOutputs(const LogProbs& lp, const int32_t* len, TensorView out_lat_counts,
+                                           TensorView out_lat_cutoffs, TensorView out_lat_sizes,
+                                           TensorView out_lat_total, int32_t mode) {
+  if (out_lat_counts.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_lat_counts must be [B, S]";
+  const int64_t S = out_lat_counts.shape()[1];
+  int32_t max_len = 0;
+  for (int64_t b = 0; b < lp.B; ++b) max_len = std::max(max_len, len[b]);
+  if (S < max_len + 1) TVM_FFI_THROW(ValueError) << "out_lat_counts has " << S << " columns for rows of up to " << max_len << " frames";
+  CheckHostTensor(out_lat_counts, "out_lat_counts", kDLInt, 32, {lp.B, S});
+  CheckHostTensor(out_lat_cutoffs, "out_lat_cutoffs", kDLFloat, 32, {lp.B, S});
+  CheckHostTensor(out_lat_sizes, "out_lat_sizes", kDLInt, 32, {lp.B, S});
+  CheckHostTensor(out_lat_total, "out_lat_total", kDLInt, 64, {1});
+  return cuwfst::LatticeOutputs{S, static_cast<int32_t*>(out_lat_counts.data_ptr()),
+                                static_cast<float*>(out_lat_cutoffs.data_ptr()),
+                                static_cast<int32_t*>(out_lat_sizes.data_ptr()),
+                                static_cast<int64_t*>(out_lat_total.data_ptr()), mode};
+}
+
 // GpuDecode with lattice records (lattice.cuh): as GpuDecode, plus out_lat_counts [B, S]
 // i32 (records of step t of row b), out_lat_cutoffs [B, S] f32, out_lat_sizes [B, S] i32
 // (frontier size after each step and its closure), S >= the longest row + 1, and
@@ -376,19 +397,8 @@ void GpuDecodeLattice(int64_t h, TensorView log_probs, TensorView lengths, bool 
   const LogProbs lp = CheckLogProbs(d, log_probs);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
   cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
-  if (out_lat_counts.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_lat_counts must be [B, S]";
-  const int64_t S = out_lat_counts.shape()[1];
-  int32_t max_len = 0;
-  for (int64_t b = 0; b < lp.B; ++b) max_len = std::max(max_len, len[b]);
-  if (S < max_len + 1) TVM_FFI_THROW(ValueError) << "out_lat_counts has " << S << " columns for rows of up to " << max_len << " frames";
-  CheckHostTensor(out_lat_counts, "out_lat_counts", kDLInt, 32, {lp.B, S});
-  CheckHostTensor(out_lat_cutoffs, "out_lat_cutoffs", kDLFloat, 32, {lp.B, S});
-  CheckHostTensor(out_lat_sizes, "out_lat_sizes", kDLInt, 32, {lp.B, S});
-  CheckHostTensor(out_lat_total, "out_lat_total", kDLInt, 64, {1});
-  cuwfst::LatticeOutputs lat{S, static_cast<int32_t*>(out_lat_counts.data_ptr()),
-                             static_cast<float*>(out_lat_cutoffs.data_ptr()),
-                             static_cast<int32_t*>(out_lat_sizes.data_ptr()),
-                             static_cast<int64_t*>(out_lat_total.data_ptr())};
+  cuwfst::LatticeOutputs lat = CheckLatticeOutputs(lp, len, out_lat_counts, out_lat_cutoffs, out_lat_sizes,
+                                                    out_lat_total, 1);
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);
@@ -420,21 +430,10 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
   const LogProbs lp = CheckLogProbs(d, log_probs);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
   cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
-  if (out_lat_counts.ndim() != 2) TVM_FFI_THROW(ValueError) << "out_lat_counts must be [B, S]";
-  const int64_t S = out_lat_counts.shape()[1];
-  int32_t max_len = 0;
-  for (int64_t b = 0; b < lp.B; ++b) max_len = std::max(max_len, len[b]);
-  if (S < max_len + 1) TVM_FFI_THROW(ValueError) << "out_lat_counts has " << S << " columns for rows of up to " << max_len << " frames";
-  CheckHostTensor(out_lat_counts, "out_lat_counts", kDLInt, 32, {lp.B, S});
-  CheckHostTensor(out_lat_cutoffs, "out_lat_cutoffs", kDLFloat, 32, {lp.B, S});
-  CheckHostTensor(out_lat_sizes, "out_lat_sizes", kDLInt, 32, {lp.B, S});
-  CheckHostTensor(out_lat_total, "out_lat_total", kDLInt, 64, {1});
+  cuwfst::LatticeOutputs lat = CheckLatticeOutputs(lp, len, out_lat_counts, out_lat_cutoffs, out_lat_sizes,
+                                                    out_lat_total, 2);
   CheckHostTensor(out_lat_sizes2, "out_lat_sizes2", kDLInt, 64, {lp.B, 3});
   CheckHostTensor(out_prune_ms, "out_prune_ms", kDLFloat, 64, {3});
-  cuwfst::LatticeOutputs lat{S, static_cast<int32_t*>(out_lat_counts.data_ptr()),
-                             static_cast<float*>(out_lat_cutoffs.data_ptr()),
-                             static_cast<int32_t*>(out_lat_sizes.data_ptr()),
-                             static_cast<int64_t*>(out_lat_total.data_ptr()), 2};
   if (chunk < 0 || chunk > 4096) TVM_FFI_THROW(ValueError) << "chunk must be in [0, 4096] steps (0: the whole batch)";
   lat.chunk = static_cast<int32_t>(chunk);
   lat.output_beam = static_cast<float>(output_beam);
