@@ -5,7 +5,7 @@
 #   2. compute-sanitizer memcheck over the fault walks and the lanes+epsilon sanitize case
 #   3. issue 9: benchmarks.memory on the full HLG with riva beside it (wheel carried), the long
 #      utterance at LONG_FRAMES (default 180000) with GC on and off
-# SPEED_MEMORY="lazy pooled eager" adds 5 (gpu_speed --memory ... --profile, SPEED_END); SKIP_MEMORY=1 skips 3, MEM_ARGS and MEM_REPS extend it; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
+# GPU_TEST_CAP (s, default 270) caps 1. SPEED_MEMORY="lazy pooled eager" adds 5 (gpu_speed --memory ... --profile, SPEED_END); SKIP_MEMORY=1 skips 3, MEM_ARGS and MEM_REPS extend it; MEMCHECK_K (pytest -k of 2), MEMCHECK_END (its end, s); LAT_UTTS, LAT_REPS size 4.
 #   4. issue 10: benchmarks.lattice_speed on the full HLG (LAT_ARGS: extra arguments)
 # Carry .device (wheels incl. riva; data) and .cache. $OUT: final.log, tests.log, memcheck.log,
 # memory.md, memory.jsonl, lattice_speed.jsonl, speed.jsonl (with SPEED_MEMORY: give MEM_END and
@@ -25,7 +25,7 @@ if [ ! -f $C/sim/shard-00000.npz ]; then
 else echo FULL-DONE > /tmp/full.log; fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
 python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
-timeout -s INT 270 python3 -m pytest -q -p no:cacheprovider -m gpu tests -s -rf --maxfail=30 > $TL 2>&1
+timeout -s INT ${GPU_TEST_CAP:-270} python3 -m pytest -q -p no:cacheprovider -m gpu tests -s -rf --maxfail=30 > $TL 2>&1
 grep -E "passed|failed|GPU vs CPU|lanes:|rows compared|GPU lattices|goldens|device pruning" $TL | tail -14 | tee -a $L
 grep -E "^FAILED" $TL | head -30 | cut -c1-220 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
