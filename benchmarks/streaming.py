@@ -29,6 +29,22 @@ stream would time the same host interval). Ticks run back to back; --pace sleeps
 each chunk's arrival time instead. The first --warmup-ticks ticks (CUDA-graph captures,
 arena growth) are left out of the statistics.
 
+Per tick (JSON per_tick, the measured ticks in order): advance_ms and turnover_ms; on the
+GPU also the winners-log events of GpuDecoder::MemStats read around the tick, outside its
+timed intervals (a native call, no device sync): growths before a launch and their host ms
+(grows / grow_ms; turnover_grows / turnover_grow_ms for the finalizes and opens), growths
+committed ahead of need while the advance's kernels ran (ahead_grows / ahead_ms,
+CUWFST_ARENA_AHEAD), launch rounds (rounds: more than one per decoder when the arena guard
+paused steps), GC rounds and ms, CUDA-graph captures, and the log's capacity (Mi entries);
+log_events sums them over the measured ticks. --configs (GPU) runs one row per
+configuration and N for same-run A/B: memory= (lazy / eager / pooled: streams keep the
+static lanes in every mode, so lazy vs eager is the log's VMM vs plain buffer), kernels=
+(a KERNEL_VARIANTS name; at 512 lanes and more "new" auto-picks the old grids, see the
+row's "effective") and arena_ahead= (on / off), e.g.
+
+python -m benchmarks.streaming --graph HLG.img --log-probs shard.npz --streams 2048 --ticks 30 \
+    --configs default arena_ahead=off memory=eager kernels=old --json ab.jsonl
+
 Keeps up: p99 chunk latency below the chunk's duration and the decode time of the
 measured ticks (advance + turnover) below their audio time (ticks x chunk duration).
 load = decode time / audio time (below 1 keeps up); RTFx = audio seconds of all streams
@@ -66,6 +82,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.stream_tools import (DEMO_SHARD, TINY, DeviceMemory, add_option_flags, decoder_memory,  # noqa: E402
+                                     gpu_instance,
                                      host_available_bytes, is_gpu, load_shard, mib, online_reference,
                                      options_from, percentile, rss_bytes, same_result, torch_cuda)
 
@@ -114,15 +131,78 @@ def group_sizes(n: int, per: int) -> list[int]:
     return [n // g + (1 if i < n % g else 0) for i in range(g)]
 
 
+# ---------------------------------------------------------------------------- configurations
+CONFIG_KEYS = ("memory", "kernels", "arena_ahead")
+
+
+def parse_config(text: str) -> dict:
+    """"memory=eager,kernels=old,arena_ahead=off" (any subset; "default": none) -> a dict."""
+    from cuwfst.decoder.gpu import KERNEL_VARIANTS
+    from cuwfst.decoder.memory import ARENA_AHEAD, MEMORY_MODES
+
+    allowed = {"memory": MEMORY_MODES, "kernels": tuple(KERNEL_VARIANTS), "arena_ahead": ARENA_AHEAD}
+    out = {}
+    for part in filter(None, text.split(",")):
+        if part == "default":
+            continue
+        key, _, val = part.partition("=")
+        key = key.strip().replace("-", "_")
+        if key not in allowed or val not in allowed[key]:
+            choices = "; ".join(k + ": " + " ".join(v) for k, v in allowed.items())
+            raise ValueError(f"config {text!r}: {part!r} is not KEY=VALUE ({choices})")
+        out[key] = val
+    return out
+
+
+def config_kwargs(config: dict) -> tuple[dict, dict]:
+    """(StreamingDecoder keywords, environment) for a configuration: memory= and the kernel
+    variant's switches as keywords (they win over CUWFST_MEMORY / CUWFST_KERNELS),
+    arena_ahead through CUWFST_ARENA_AHEAD (read when the native decoder is built)."""
+    from cuwfst.decoder.gpu import KERNEL_VARIANTS
+
+    kw, env = {}, {}
+    if "memory" in config:
+        kw["memory"] = config["memory"]
+    if "kernels" in config:
+        kw.update(KERNEL_VARIANTS[config["kernels"]])
+    if "arena_ahead" in config:
+        env["CUWFST_ARENA_AHEAD"] = config["arena_ahead"]
+    return kw, env
+
+
+class _environ:
+    """Sets environment variables for a block and puts the old values back."""
+
+    def __init__(self, env: dict):
+        self.env, self.old = env, {}
+
+    def __enter__(self):
+        for k, v in self.env.items():
+            self.old[k] = os.environ.get(k)
+            os.environ[k] = v
+
+    def __exit__(self, *exc):
+        for k, v in self.old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def config_name(config: dict) -> str:
+    return ",".join(f"{k}={config[k]}" for k in CONFIG_KEYS if k in config) or "default"
+
+
 # ---------------------------------------------------------------------------- engines
 class CuwfstEngine:
     """N streams over one or more StreamingDecoders (GPU: at most --lanes-per-decoder each)."""
 
     name = "cuwfst"
 
-    def __init__(self, graph, options, a, n: int, sync):
+    def __init__(self, graph, options, a, n: int, sync, config: dict | None = None):
         from cuwfst import StreamingDecoder
 
+        kw, env = config_kwargs(config or {})
         per = a.lanes_per_decoder or (GPU_MAX_LANES if is_gpu(a.device) else n)
         self.sync, self.partial = sync, a.partial
         self.groups = []  # (StreamingDecoder, lane indices)
@@ -132,8 +212,9 @@ class CuwfstEngine:
         lane = 0
         try:
             for size in group_sizes(n, per):
-                sd = StreamingDecoder(graph, options, device=a.device, max_streams=size, num_threads=a.threads,
-                                      main_q_factor=a.main_q_factor, arena_entries=a.arena_entries)
+                with _environ(env):  # read when the native decoder is built
+                    sd = StreamingDecoder(graph, options, device=a.device, max_streams=size, num_threads=a.threads,
+                                          main_q_factor=a.main_q_factor, arena_entries=a.arena_entries, **kw)
                 lanes = list(range(lane, lane + size))
                 lane += size
                 self.groups.append((sd, lanes))
@@ -151,7 +232,28 @@ class CuwfstEngine:
             raise NotFit(str(e)) from None
 
     def describe(self) -> dict:
-        return {"decoders": len(self.groups), "lanes_per_decoder": max(len(l) for _, l in self.groups)}
+        out = {"decoders": len(self.groups), "lanes_per_decoder": max(len(l) for _, l in self.groups)}
+        st = decoder_memory(self.groups[0][0])
+        if st:  # what the native decoder runs (after the auto choices and fallbacks)
+            out["effective"] = {"memory": "lazy" if st["vmm"] else "eager", "scan_split": int(st["scan_split"]),
+                                "closure_lists": int(st["closure_lists"]),
+                                "finalize_split": int(st["finalize_split"]), "fused_max": int(st["fused_max"]),
+                                "granularity": int(st["granularity"])}
+        return out
+
+    def counters(self) -> dict | None:
+        """The winners-log event counters (COUNTERS) summed over the decoders; None on the CPU.
+        A native call under the decoder's mutex, no device sync."""
+        tot = None
+        for sd, _ in self.groups:
+            inst = gpu_instance(sd)
+            if inst is None:
+                return None
+            st = inst.mem_stats()
+            tot = tot or dict.fromkeys(COUNTERS, 0)
+            for k in COUNTERS:
+                tot[k] += int(st.get(k, 0))
+        return tot
 
     def step(self, chunks, fresh, last):
         """One advance per decoder; [(streams in it, seconds from the start to its end)], {}."""
@@ -265,6 +367,9 @@ class RivaEngine:
     def describe(self) -> dict:
         return {"decoders": 1, "batches_per_tick": -(-self.n // self.batch), "max_batch": self.batch}
 
+    def counters(self) -> None:
+        return None
+
     def _call(self, lanes, chunks, last):
         _, partials = self.dec.decode_batch([self.corr[l] for l in lanes], [chunks[l] for l in lanes],
                                             [bool(self.fresh[l]) for l in lanes], [bool(last[l]) for l in lanes])
@@ -311,6 +416,7 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
     """The tick loop for one engine at N streams; the row's timing fields and the samples."""
     chunk_s = a.chunk * a.frame_shift
     lat, ticks, advances, turnovers = [], [], [], []
+    events = []  # per measured tick: the counters' change over its advance and over its turnover
     frames = finalized = overflowed = words = 0
     samples = {}
     stopped = None
@@ -319,16 +425,20 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
         utt, pos, end, fresh, last = feeder.bounds()
         chunks = [chunk_of(u, s, e) for u, s, e in zip(utt.tolist(), pos.tolist(), end.tolist())]
         sync()
+        c0 = engine.counters()  # (outside the timed interval)
         t0 = time.perf_counter()
         try:
             groups, fin = engine.step(chunks, fresh, last)
             t1 = time.perf_counter()
+            c1 = engine.counters() if c0 is not None else None  # microseconds, inside the turnover's time
+            t1b = time.perf_counter()
             done = np.flatnonzero(last)
             fin.update(engine.turnover(done.tolist()))
         except MemoryError as e:
             stopped = f"out of memory at tick {k}: {e}"
             break
         t2 = time.perf_counter()
+        c2 = engine.counters() if c0 is not None else None
         for l in done.tolist():
             w, _, ov, h = fin[l]
             finalized += 1
@@ -340,8 +450,11 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
         if k >= a.warmup_ticks:
             lat.extend(np.repeat([c for _, c in groups], [s for s, _ in groups]).tolist())
             advances.append(t1 - t0)
-            turnovers.append(t2 - t1)
-            ticks.append(t2 - t0)
+            turnovers.append(t2 - t1b)
+            ticks.append(t2 - t0 - (t1b - t1))
+            if c0 is not None:
+                events.append(({x: c1[x] - c0[x] for x in COUNTERS}, {x: c2[x] - c1[x] for x in COUNTERS},
+                               c2["arena_capacity"]))
             frames += int((end - pos).sum())
         k += 1
         if a.pace:
@@ -365,8 +478,49 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
                keeps_up=bool(measured and p99 is not None and p99 < chunk_s and decode_s < audio_s),
                p99_under_100ms=bool(p99 is not None and p99 < 0.1),
                finalized=finalized, overflow_streams=overflowed,
-               mean_words=round(words / finalized, 2) if finalized else None)
+               mean_words=round(words / finalized, 2) if finalized else None,
+               per_tick={"advance_ms": [_ms(x) for x in advances], "turnover_ms": [_ms(x) for x in turnovers]})
+    if events:
+        row["per_tick"].update(tick_events(events))
+        row["log_events"] = log_totals(events, engine.describe()["decoders"])
     return row, samples
+
+
+# winners-log counters of GpuDecoder::MemStats read around each tick (cuwfst/decoder/memory.py
+# MEM_STATS): growths (ahead_grows of them committed ahead while an advance's kernels ran), the
+# host microseconds of the others and of those, launch rounds of the advances (more than one:
+# the arena guard paused steps), GC rounds and their microseconds, CUDA-graph captures, and the
+# log's capacity (entries)
+COUNTERS = ("arena_grows", "arena_ahead_grows", "arena_grow_us", "arena_ahead_us", "advance_rounds", "gc_rounds",
+            "gc_us", "graph_captures", "arena_capacity")
+
+
+def tick_events(events) -> dict:
+    """Per measured tick (lists): the advance's growths, growth ms (before a launch could go on),
+    ahead growths and their ms, launch rounds, GC rounds and ms, graph captures; the turnover's
+    growths and growth ms; the log's capacity after the tick (Mi entries)."""
+    adv = lambda k: [e[0][k] for e in events]  # noqa: E731
+    trn = lambda k: [e[1][k] for e in events]  # noqa: E731
+    return {"grows": adv("arena_grows"), "grow_ms": [round(x / 1000, 3) for x in adv("arena_grow_us")],
+            "ahead_grows": adv("arena_ahead_grows"), "ahead_ms": [round(x / 1000, 3) for x in adv("arena_ahead_us")],
+            "rounds": adv("advance_rounds"), "gc_rounds": adv("gc_rounds"),
+            "gc_ms": [round(x / 1000, 3) for x in adv("gc_us")], "captures": adv("graph_captures"),
+            "turnover_grows": trn("arena_grows"), "turnover_grow_ms": [round(x / 1000, 3) for x in trn("arena_grow_us")],
+            "capacity_mi": [round(e[2] / 2**20, 2) for e in events]}
+
+
+def log_totals(events, decoders: int) -> dict:
+    """The measured ticks' winners-log events: growths (and in how many ticks), growth ms
+    before launches, ahead growths and ms, extra launch rounds (past one per decoder's advance:
+    the guard paused steps), GC rounds and ms, graph captures."""
+    tot = {k: sum(e[0][k] + e[1][k] for e in events) for k in COUNTERS if k != "arena_capacity"}
+    grew = sum(1 for e in events if e[0]["arena_grows"] + e[1]["arena_grows"])
+    return {"grows": tot["arena_grows"], "ticks_with_grows": grew,
+            "grow_ms": round(tot["arena_grow_us"] / 1000, 3), "ahead_grows": tot["arena_ahead_grows"],
+            "ahead_ms": round(tot["arena_ahead_us"] / 1000, 3),
+            "extra_rounds": tot["advance_rounds"] - decoders * len(events),
+            "gc_rounds": tot["gc_rounds"], "gc_ms": round(tot["gc_us"] / 1000, 3),
+            "captures": tot["graph_captures"]}
 
 
 def _ms(s):
@@ -399,8 +553,9 @@ def md_table(rows, header: str) -> str:
         return "-" if x is None else f"{x:,.{nd}f}"
 
     for r in rows:
+        eng = r["engine"] + (f" ({r['config']})" if r.get("config") else "")
         if r["status"] not in ("ok", "partial"):
-            out.append(f"| {r['engine']} | {r['n']} |" + " - |" * 13 + f" {r['status']}: {r.get('reason', '')[:200]} |")
+            out.append(f"| {eng} | {r['n']} |" + " - |" * 13 + f" {r['status']}: {r.get('reason', '')[:200]} |")
             continue
         shape = (f"{r['decoders']} x {r['lanes_per_decoder']}" if r["engine"] == "cuwfst"
                  else f"{r['batches_per_tick']} x {r['max_batch']}")
@@ -408,7 +563,7 @@ def md_table(rows, header: str) -> str:
         per_lane = (mem["decoder_fixed"] / r["n"] / 2**20) if mem.get("decoder_fixed") else None
         chk = f"{r['check']['identical']}/{r['check']['checked']}" if r.get("check") else "-"
         status = r["status"] + (f" ({r['stopped']})" if r.get("stopped") else "")
-        out.append(f"| {r['engine']} | {r['n']} | {shape} | {r['ticks']} | {f(r['p50_ms'])} | {f(r['p99_ms'])} "
+        out.append(f"| {eng} | {r['n']} | {shape} | {r['ticks']} | {f(r['p50_ms'])} | {f(r['p99_ms'])} "
                    f"| {f(r['turnover_mean_ms'])} | {f(r['tick_p99_ms'])} | {f(r['load'], 3)} | {f(r['rtfx'])} | {'yes' if r['keeps_up'] else 'no'} "
                    f"| {'yes' if r['p99_under_100ms'] else 'no'} | {f(mem.get('device_used_mib'))} | {f(per_lane, 2)} "
                    f"| {chk} | {status} |")
@@ -441,6 +596,20 @@ def parse_args(argv=None):
     p.add_argument("--chunks", choices=["auto", "cuda", "host"], default="auto",
                    help="where the chunks live: one stacked GPU tensor (auto with torch on a GPU) or host memory")
     p.add_argument("--threads", type=int, default=None, help="CPU: threads of the CPU streams")
+    p.add_argument("--memory", choices=["lazy", "eager", "pooled"], default=None,
+                   help="GPU: the decoders' memory mode (default: CUWFST_MEMORY, else lazy); streams keep the "
+                        "static lanes in every mode, so lazy vs eager is the winners log's VMM vs plain buffer")
+    p.add_argument("--kernels", default=None,
+                   help="GPU: the kernel variant (cuwfst.decoder.gpu.KERNEL_VARIANTS: new, old, split, lists, wide, "
+                        "fused; default: CUWFST_KERNELS, else new). At 512 lanes and more 'new' auto-picks one scan "
+                        "CTA a lane and 8 Finalize CTAs (the old grids): the row's 'effective' says what ran")
+    p.add_argument("--arena-ahead", choices=["on", "off"], default=None,
+                   help="GPU: stream advances commit the lazy winners log ahead of need while their kernels run "
+                        "(CUWFST_ARENA_AHEAD; default on)")
+    p.add_argument("--configs", nargs="+", default=None, metavar="KEY=VAL[,KEY=VAL]",
+                   help="GPU: one row per configuration and N, e.g. 'default' 'arena_ahead=off' 'memory=eager' "
+                        "'kernels=old' (keys memory, kernels, arena_ahead; on top of --memory/--kernels/"
+                        "--arena-ahead), for same-run A/B")
     p.add_argument("--check", type=int, default=0, help="sampled streams compared with the CPU decoder")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--riva", action="store_true", help="also riva's online decoder at the same N")
@@ -460,6 +629,12 @@ def parse_args(argv=None):
         p.error(f"--lanes-per-decoder must be in [1, {GPU_MAX_LANES}]")
     if a.check < 0 or a.riva_max_batch < 1:
         p.error("--check must be >= 0 and --riva-max-batch >= 1")
+    base = {k: v for k, v in (("memory", a.memory), ("kernels", a.kernels), ("arena_ahead", a.arena_ahead)) if v}
+    try:
+        parse_config(",".join(f"{k}={v}" for k, v in base.items()))
+        a.config_list = [dict(base, **parse_config(c)) for c in (a.configs or ["default"])]
+    except ValueError as e:
+        p.error(str(e))
     return a
 
 
@@ -486,6 +661,9 @@ class Bench:
         from cuwfst.cuda import resolve_device
 
         a.device = resolve_device(a.device)
+        if not is_gpu(a.device) and any(a.config_list):
+            raise SystemExit("--memory, --kernels, --arena-ahead and --configs are GPU knobs (the CPU streams have "
+                             "none of them)")
         self.a = a
         self.graph = Graph.load(a.graph)
         self.options = options_from(a)
@@ -569,8 +747,10 @@ def cuwfst_rows(b: Bench) -> int:
         b.report.header += f". {caps}"
         print(f"graph uploaded in {time.perf_counter() - t:.1f} s: {b.base['graph_upload_mib']} MiB of device "
               f"memory stay for the run; {caps}", flush=True)
-    for n in sorted(set(a.streams)):
+    for n, config in ((n, c) for n in sorted(set(a.streams)) for c in a.config_list):
         row = dict(b.base, engine="cuwfst", n=n)
+        if config or len(a.config_list) > 1:
+            row["config"] = config_name(config)
         left = a.total_seconds - (time.perf_counter() - t_all) if a.total_seconds else float("inf")
         if "tick" in last:
             need = n * (last["setup"] + (a.warmup_ticks + a.min_ticks) * last["tick"])
@@ -582,7 +762,7 @@ def cuwfst_rows(b: Bench) -> int:
             b.report.add(dict(row, status="skipped", reason="no time left of --total-seconds"))
             continue
         try:
-            row = cuwfst_one(b, row, n, min(a.seconds, left), last)
+            row = cuwfst_one(b, row, n, min(a.seconds, left), last, config)
         except Exception as e:  # one N's failure is reported; the next N still runs
             row.update(status="error", reason=f"{type(e).__name__}: {e}")
         b.clean()
@@ -592,14 +772,14 @@ def cuwfst_rows(b: Bench) -> int:
     return status
 
 
-def cuwfst_one(b: Bench, row: dict, n: int, budget_s: float, last: dict) -> dict:
+def cuwfst_one(b: Bench, row: dict, n: int, budget_s: float, last: dict, config: dict | None = None) -> dict:
     a = b.a
     probe = DeviceMemory(a.device)
     b.clean()
     m0, rss0 = probe.sample(), rss_bytes()
     t_begin = time.perf_counter()
     try:
-        engine = CuwfstEngine(b.graph, b.options, a, n, b.sync)
+        engine = CuwfstEngine(b.graph, b.options, a, n, b.sync, config)
     except NotFit as e:
         per = last.get("fixed_per_lane")
         need = (f"; about {per * n / 2**30:.1f} GiB of lane workspace at the last N's {per / 2**20:.1f} MiB "

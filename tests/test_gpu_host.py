@@ -55,13 +55,15 @@ class FakeGpuModule:
         h = len(self.decoders) + 100
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
-        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints
-        assert len(rest) == 22, "gpu_decoder_create's arguments changed: update this fake"
-        assert type(rest[20]) is int and type(rest[21]) is bool
+        # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
+        # arena_ahead
+        assert len(rest) == 23, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
         self.lane_pool = int(rest[13])
+        self.arena_ahead = rest[22]
         # scan_split, closure_lists, finalize_split, fused_max
         self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18])
         return h
@@ -431,3 +433,30 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
         Decoder(graph, device="cuda", scan_split=-1)
     with pytest.raises(ValueError, match="finalize_split"):
         Decoder(graph, device="cuda", finalize_split=65)
+
+
+def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environment(fake_gpu, monkeypatch):
+    """A StreamingDecoder builds its native decoder like Decoder: CUWFST_MEMORY,
+    CUWFST_KERNELS and CUWFST_ARENA_AHEAD (read when it is built) or the keywords, which win
+    (benchmarks/streaming.py --memory / --kernels / --arena-ahead rely on it)."""
+    from cuwfst import StreamingDecoder
+
+    graph = Graph.load(TINY / "HLG.img")
+    for var in ("CUWFST_MEMORY", "CUWFST_KERNELS", "CUWFST_ARENA_AHEAD"):
+        monkeypatch.delenv(var, raising=False)
+    sd = StreamingDecoder(graph, device="cuda", max_streams=4)
+    h = sd._frontend._gpu.main.handle
+    assert fake_gpu.lazy[h] is True and fake_gpu.kernels == (0, True, 0, False) and fake_gpu.arena_ahead is True
+    monkeypatch.setenv("CUWFST_MEMORY", "eager")
+    monkeypatch.setenv("CUWFST_KERNELS", "old")
+    monkeypatch.setenv("CUWFST_ARENA_AHEAD", "off")
+    sd = StreamingDecoder(graph, device="cuda", max_streams=4)
+    assert fake_gpu.lazy[sd._frontend._gpu.main.handle] is False
+    assert fake_gpu.kernels == (1, False, 8, False) and fake_gpu.arena_ahead is False
+    assert sd.memory_stats()["memory"] == "eager"
+    sd = StreamingDecoder(graph, device="cuda", max_streams=4, memory="lazy", scan_split=0, closure="lists",
+                          finalize_split=0)
+    assert fake_gpu.lazy[sd._frontend._gpu.main.handle] is True and fake_gpu.kernels == (0, True, 0, False)
+    monkeypatch.setenv("CUWFST_ARENA_AHEAD", "sometimes")
+    with pytest.raises(ValueError, match="CUWFST_ARENA_AHEAD"):
+        StreamingDecoder(graph, device="cuda", max_streams=4)

@@ -218,6 +218,44 @@ def test_continuous_batching_and_streams_grow_a_lazy_log_in_place():
     assert _kept_every_capture(main), f"a stream's lazy log grew and a graph was captured again: {main}"
 
 
+@pytest.mark.parametrize("memory", ["lazy", "eager"])
+def test_streams_commit_the_log_ahead_of_need_and_stay_exact(memory, monkeypatch):
+    """Stream advances commit a lazy (VMM) log ahead of need while their first round's kernels
+    run (CUWFST_ARENA_AHEAD=on, the default): results exact either way, the ahead growths
+    counted and timed apart from the growths before a launch, no graph captured again, and
+    the log at least the capacity the advances asked for; off, and an eager log (which moves
+    when it grows), never grow ahead. benchmarks/streaming.py reads these counters per tick."""
+    graph, lp, host = _wide_case(B=6, T=300, seed=5)
+    lens = np.array([300, 250, 200, 300, 120, 280], np.int32)
+    want = Decoder(graph, OPTS).decode(host, lens, online=True)
+    seen = {}
+    for ahead in ("on", "off"):
+        monkeypatch.setenv("CUWFST_ARENA_AHEAD", ahead)
+        sd = StreamingDecoder(graph, OPTS, device="cuda", max_streams=6, memory=memory, arena_entries=1 << 12)
+        streams = sd.open_streams(6)
+        advances = 0
+        for t in range(0, 300, 16):
+            sd.advance(streams, [lp[i, t : min(t + 16, int(lens[i]))] for i in range(6)])
+            advances += 1
+        st = sd.memory_stats()
+        got = sd.finalize(streams)
+        assert_same_hypotheses(graph, host, want, got, f"{memory}, arena_ahead={ahead}")
+        w, main = st["pools"]["winners"], st["instances"]["main"]
+        assert w["grows"] >= 1 and w["gc_rounds"] >= advances and w["gc_us"] > 0, w
+        assert w["advance_rounds"] >= advances and w["grow_us"] >= 0 and w["ahead_us"] >= 0, w
+        assert main["arena_grow_us"] == w["grow_us"] and main["arena_ahead_grows"] == w["ahead_grows"], (main, w)
+        if memory == "lazy" and ahead == "on":
+            assert w["ahead_grows"] >= 1 and w["ahead_us"] > 0, w
+            assert w["grows"] > w["ahead_grows"], w  # the first advance grew before its launch (from 4,096)
+            assert _kept_every_capture(main), f"an ahead growth captured a graph again: {main}"
+        else:
+            assert w["ahead_grows"] == 0 and w["ahead_us"] == 0, (memory, ahead, w)
+        # the log and its GC tags back the published capacity (8 bytes an entry each)
+        assert w["committed"] >= 16 * w["capacity_entries"] and w["capacity_entries"] <= sd._frontend._gpu.main.arena_max
+        seen[ahead] = (w["grows"], w["ahead_grows"], w["capacity_entries"])
+    print(memory, "(grows, ahead_grows, capacity) by arena_ahead:", seen)
+
+
 def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact():
     """Offline batches take the lanes' frontiers, claims and hash tables from shared pools:
     a batch whose step outgrows them pauses before that step, the pools grow (in place), and

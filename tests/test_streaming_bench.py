@@ -198,3 +198,109 @@ def test_continuous_modes_cpu(tmp_path):
         assert r["rows"] == 5 and r["identical_to_first"] == 5 and r["cpu_identical"] == 3
         assert r["vs_stored"] == round(r["rtfx"] / rows[0]["rtfx"], 3)
     assert "| 2 | decode_all |" in md.read_text()
+
+
+def test_rows_carry_per_tick_times(tmp_path):
+    js = tmp_path / "s.jsonl"
+    rc = streaming.main(["--device", "cpu", "--streams", "4", "--ticks", "6", "--warmup-ticks", "1", "--chunk", "16",
+                         "--json", str(js)])
+    (r,) = _rows(js)
+    assert rc == 0 and "config" not in r and "log_events" not in r  # the CPU has no winners-log counters
+    pt = r["per_tick"]
+    assert len(pt["advance_ms"]) == len(pt["turnover_ms"]) == r["ticks"] == 6
+    assert max(pt["advance_ms"]) == r["advance_max_ms"]
+
+
+def test_configs_parse_into_decoder_keywords_and_environment():
+    assert streaming.parse_config("default") == {}
+    c = streaming.parse_config("memory=eager,kernels=old,arena-ahead=off")
+    assert c == {"memory": "eager", "kernels": "old", "arena_ahead": "off"}
+    kw, env = streaming.config_kwargs(c)
+    assert kw == dict(memory="eager", scan_split=1, closure="scan", finalize_split=8, fused_max=False)
+    assert env == {"CUWFST_ARENA_AHEAD": "off"}
+    assert streaming.config_name(c) == "memory=eager,kernels=old,arena_ahead=off"
+    for bad in ("memory=huge", "kernels=fast", "ahead=on", "memory"):
+        with pytest.raises(ValueError, match="KEY=VALUE"):
+            streaming.parse_config(bad)
+    a = streaming.parse_args(["--configs", "default", "arena_ahead=off", "memory=eager", "--kernels", "old"])
+    assert a.config_list == [{"kernels": "old"}, {"kernels": "old", "arena_ahead": "off"},
+                             {"kernels": "old", "memory": "eager"}]
+    with pytest.raises(SystemExit):
+        streaming.parse_args(["--configs", "memory=sometimes"])
+    with pytest.raises(SystemExit, match="GPU knobs"):
+        streaming.main(["--device", "cpu", "--streams", "2", "--ticks", "1", "--memory", "eager"])
+    import os
+    with streaming._environ({"CUWFST_ARENA_AHEAD": "off"}):
+        assert os.environ["CUWFST_ARENA_AHEAD"] == "off"
+    assert "CUWFST_ARENA_AHEAD" not in os.environ or os.environ["CUWFST_ARENA_AHEAD"] != "off"
+
+
+def test_winners_log_events_are_counted_per_tick():
+    """A GPU engine's counters (here a fake's) are read around each tick: the advance's and
+    the turnover's changes per measured tick, and their totals."""
+    import argparse
+
+    class Fake:
+        def __init__(self):
+            self.c = dict.fromkeys(streaming.COUNTERS, 0)
+            self.k = 0
+
+        def describe(self):
+            return {"decoders": 1}
+
+        def counters(self):
+            return dict(self.c)
+
+        def step(self, chunks, fresh, last):
+            self.k += 1
+            self.c["advance_rounds"] += 2 if self.k == 3 else 1  # the guard paused tick 3's steps once
+            self.c["gc_rounds"] += 2 if self.k == 3 else 1
+            self.c["gc_us"] += 1500
+            if self.k in (2, 4):  # growths before the launch (tick 2) and ahead of need (tick 4)
+                self.c["arena_grows"] += 1
+                self.c["arena_grow_us" if self.k == 2 else "arena_ahead_us"] += 40000
+                self.c["arena_ahead_grows"] += self.k == 4
+                self.c["arena_capacity"] += 1 << 20
+            return [(len(chunks), 0.001)], {}
+
+        def turnover(self, lanes, reopen=True):
+            if self.k == 5:
+                self.c["arena_grows"] += 1
+                self.c["arena_grow_us"] += 2000
+            return {}
+
+    lens = np.array([400, 400], np.int32)
+    a = argparse.Namespace(chunk=4, frame_shift=0.04, warmup_ticks=1, ticks=5, pace=False)
+    row, _ = streaming.run_one(Fake(), 2, streaming.Feeder(lens, 2, 4, 0), lambda u, s, e: None, a,
+                               0.0, 1e9, set(), lambda: None)
+    pt = row["per_tick"]  # measured ticks are 2..6
+    assert pt["grows"] == [1, 0, 1, 0, 0] and pt["ahead_grows"] == [0, 0, 1, 0, 0]
+    assert pt["grow_ms"] == [40.0, 0, 0, 0, 0] and pt["ahead_ms"] == [0, 0, 40.0, 0, 0]
+    assert pt["rounds"] == [1, 2, 1, 1, 1] and pt["gc_ms"] == [1.5] * 5
+    assert pt["turnover_grows"] == [0, 0, 0, 1, 0] and pt["turnover_grow_ms"] == [0, 0, 0, 2.0, 0]
+    assert pt["capacity_mi"] == [1, 1, 2, 2, 2]
+    assert row["log_events"] == dict(grows=3, ticks_with_grows=3, grow_ms=42.0, ahead_grows=1, ahead_ms=40.0,
+                                     extra_rounds=1, gc_rounds=6, gc_ms=7.5, captures=0)
+
+
+@pytest.mark.gpu
+def test_streaming_configs_on_the_gpu(tmp_path):
+    """The same-run A/B of the GPU rows: one row per configuration, each with what ran
+    (effective), its per-tick advance times and winners-log counters, and exact results."""
+    js = tmp_path / "s.jsonl"
+    rc = streaming.main(["--graph", str(TINY / "HLG.img"), "--log-probs", str(DEMO_SHARD), "--device", "cuda",
+                         "--streams", "8", "--ticks", "6", "--warmup-ticks", "1", "--chunk", "16", "--check", "8",
+                         "--arena-entries", "4096", "--json", str(js),
+                         "--configs", "default", "arena_ahead=off", "memory=eager", "kernels=old"])
+    rows = _rows(js)
+    assert rc == 0 and [r["config"] for r in rows] == ["default", "arena_ahead=off", "memory=eager", "kernels=old"]
+    for r in rows:
+        assert r["status"] == "ok" and r["check"]["identical"] == r["check"]["checked"] == 8, r
+        pt, ev = r["per_tick"], r["log_events"]
+        assert len(pt["advance_ms"]) == len(pt["grows"]) == len(pt["rounds"]) == len(pt["capacity_mi"]) == 6
+        assert sum(pt["grows"]) + sum(pt["turnover_grows"]) == ev["grows"] and ev["gc_rounds"] >= 6
+        assert min(pt["rounds"]) >= 1 and ev["extra_rounds"] == sum(pt["rounds"]) - 6
+    eff = {r["config"]: r["effective"] for r in rows}
+    assert eff["default"]["memory"] == "lazy" and eff["memory=eager"]["memory"] == "eager"
+    assert (eff["kernels=old"]["scan_split"], eff["kernels=old"]["finalize_split"]) == (1, 8)
+    assert rows[1]["log_events"]["ahead_grows"] == rows[2]["log_events"]["ahead_grows"] == 0

@@ -387,6 +387,14 @@ void GpuDecoder::GrowArena(unsigned long long cursor) {
 void GpuDecoder::CommitArena(int64_t entries, bool keep, const char* why) {
   entries = std::min<int64_t>(entries, cfg_.arena_max);
   if (entries <= arena_cap_) return;
+  // a growth's host time (MemStats [38]), failed ones too; the first commit (Allocate) is not one
+  struct GrowTimer {
+    int64_t* total;
+    int64_t t0 = HostMicros();
+    ~GrowTimer() {
+      if (total) *total += HostMicros() - t0;
+    }
+  } timer{arena_cap_ > 0 ? &arena_grow_us_ : nullptr};
   size_t keep_bytes = 0;
   if (keep && arena_cap_ > 0) {
     unsigned long long cursor = 0;
@@ -1167,6 +1175,10 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[35] = lattice_prune_bytes();
   out[36] = lat_live_high_;
   out[37] = lat_runs_;
+  out[38] = arena_grow_us_;
+  out[39] = arena_ahead_grows_;
+  out[40] = arena_ahead_us_;
+  out[41] = gc_us_;
 }
 
 }  // namespace cuwfst

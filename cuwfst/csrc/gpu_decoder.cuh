@@ -6,6 +6,7 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -19,6 +20,13 @@
 #include "lazy_region.cuh"
 
 namespace cuwfst {
+
+// Host wall clock in microseconds (the growth and GC timings of MemStats).
+inline int64_t HostMicros() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 
 struct GpuGraph {
   int device = 0;
@@ -62,6 +70,10 @@ struct DecoderConfig {
   // The pooled layout's slot hints (CUWFST_POOL_HINTS): 1 adaptive (types.cuh HintShiftOf),
   // 0 every 32nd slot as in the static layout (the hints at 2f568a0).
   int32_t pool_hints = 1;
+  // Stream advances commit a VMM winners log ahead of need (CUWFST_ARENA_AHEAD): after launching
+  // an advance's first round, a log within 1/8 of that round's room estimate grows to 5/4 of
+  // it while the kernels run, so the next advances seldom map memory before their launch.
+  bool arena_ahead = true;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
@@ -280,7 +292,11 @@ class GpuDecoder {
   // [36] the most lattice records the last lattice decode held on the device at once (the
   // records arena's of one run plus, bounded, the incremental pruning's), [37] the runs of the
   // last lattice decode (1: whole; more: bounded, LatticeOutputs::chunk).
-  static constexpr int kMemStats = 38;
+  // [38] microseconds (host wall clock) spent growing the winners log before a launch could
+  // go on (every growth but [39]'s, GC tags and the limit's upload included), [39] growths
+  // committed ahead of need by stream advances while their kernels ran (cfg arena_ahead),
+  // [40] the microseconds of those, [41] microseconds in GC rounds (CollectGarbage).
+  static constexpr int kMemStats = 42;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -307,6 +323,11 @@ class GpuDecoder {
   // keeping the live contents when `keep` (eager regions move and copy them; VMM regions
   // only map more). Publishes the new limit; on failure the old log and limit stay.
   void CommitArena(int64_t entries, bool keep, const char* why);
+  // A stream advance's first round is running (launched, not waited for): a VMM log whose
+  // capacity is within 1/8 of the round's estimate `want` maps up to 5/4 of it now, overlapped
+  // with the kernels, and publishes the limit after them (stream order). Optional: a failure
+  // leaves the log as it was (the next advance grows before its launch, as without it).
+  void CommitArenaAhead(unsigned long long want);
   void PublishArenaLimit();
   // The lane pools (types.cuh): commits every array of pool k to hold want[k] entries
   // (statics: the static layout's full size), publishes the capacities; on failure the old
@@ -380,6 +401,10 @@ class GpuDecoder {
   long long* d_arena_limit_ = nullptr;
   long long h_arena_limit_ = 0;        // the source of the limit's upload
   int64_t arena_grows_ = 0;
+  int64_t arena_grow_us_ = 0;       // MemStats [38]
+  int64_t arena_ahead_grows_ = 0;   // [39]
+  int64_t arena_ahead_us_ = 0;      // [40]
+  int64_t gc_us_ = 0;               // [41]
   // The lane pools: one region per array (Workspace's per-token, claims and hash arrays)
   struct PoolArray {
     LazyRegion region;

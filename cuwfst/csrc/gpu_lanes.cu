@@ -54,6 +54,39 @@ void GpuDecoder::ClearLaneOrders() {
 // Winners-log growth that keeps the contents (live lanes' chains) and their GC tags.
 void GpuDecoder::GrowArenaKeeping(int64_t want) { CommitArena(want, true, "the live streams or rows"); }
 
+void GpuDecoder::CommitArenaAhead(unsigned long long want) {
+  if (!cfg_.arena_ahead || !arena_.vmm() || arena_cap_ >= cfg_.arena_max) return;
+  if (static_cast<unsigned long long>(arena_cap_) >= want + want / 8) return;
+  const unsigned long long top = static_cast<unsigned long long>(cfg_.arena_max);
+  const int64_t target = static_cast<int64_t>(std::min<unsigned long long>(want + want / 4, top));
+  if (target <= arena_cap_) return;
+  const int64_t t0 = HostMicros();
+  const size_t tags_before = gc_tags_.committed();
+  bool moved = false;
+  // no fill and no sync here: the pieces are mapped while the kernels run (they never reach
+  // past the old limit); the new tags are zeroed in stream order, before the next GC round
+  cudaError_t e = arena_.Commit(static_cast<size_t>(target) * sizeof(WinnerEntry), 0, -1, stream_, &moved);
+  if (e == cudaSuccess && gc_tags_used_) {
+    e = gc_tags_.Commit(static_cast<size_t>(target) * sizeof(long long), 0, -1, stream_, &moved);
+    if (e == cudaSuccess && gc_tags_.committed() > tags_before) {
+      e = cudaMemsetAsync(static_cast<char*>(gc_tags_.get()) + tags_before, 0, gc_tags_.committed() - tags_before,
+                          stream_);
+      // tags that were never zeroed must not stay committed (a later commit would take them as they are)
+      if (e != cudaSuccess && !IsStickyError(e)) gc_tags_.Trim(tags_before);
+    }
+  }
+  arena_ahead_us_ += HostMicros() - t0;
+  if (e != cudaSuccess) {
+    if (IsStickyError(e)) throw CudaError(e, CudaErrorString(e, "committing the winners log ahead of need"));
+    ClearHandledError();
+    return;  // optional: the log keeps its limit (pieces mapped stay committed and counted)
+  }
+  ++arena_grows_;
+  ++arena_ahead_grows_;
+  arena_cap_ = target;
+  PublishArenaLimit();  // in stream order: the running kernels keep the old limit
+}
+
 // Room for the next sequence's appends: after a GC round at most half the log is in use.
 void GpuDecoder::EnsureArenaRoom(int64_t used) {
   if (used > arena_cap_ / 2 && arena_cap_ < cfg_.arena_max) GrowArenaKeeping(2 * arena_cap_);
@@ -61,6 +94,11 @@ void GpuDecoder::EnsureArenaRoom(int64_t used) {
 
 void GpuDecoder::CollectGarbage() {
   const int L = cfg_.max_lanes;
+  struct GcTimer {  // MemStats [41]
+    int64_t& total;
+    int64_t t0 = HostMicros();
+    ~GcTimer() { total += HostMicros() - t0; }
+  } timer{gc_us_};
   if (!gc_tags_used_) {  // the first round: tags for the log's whole capacity, all of an old round (0)
     bool moved = false;
     cudaError_t e = gc_tags_.Commit(static_cast<size_t>(arena_cap_) * sizeof(long long), 0, 0, stream_, &moved);
@@ -347,6 +385,9 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       UploadLaneOrders();
       steps = ChunkBucket(rest);
       RunOnce(SeqKind::kAdvance, steps, lp_f16, Replays(steps));
+      // while the round runs: room for the next advances, so that they seldom grow the log
+      // before their launch (a VMM growth creates, maps and grants access to pieces on the host)
+      if (round == 0) CommitArenaAhead(want);
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, cfg_.max_lanes * sizeof(LaneCounters), cudaMemcpyDeviceToHost,
                                   stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));  // the caller's chunk tensor is read by now

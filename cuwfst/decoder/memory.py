@@ -36,7 +36,11 @@ Every figure is in bytes unless its name says entries. On the GPU:
   total      committed + graph
   winners_high_water   the most winners-log entries a decode used (8 bytes each)
   pools      per pool: winners (log + GC tags; advance_rounds: the launch rounds stream
-             advances took, more than one where the arena guard made steps wait), lanes
+             advances took, more than one where the arena guard made steps wait; grows: its
+             growths, of which ahead_grows were committed ahead of need while a stream
+             advance's kernels ran (CUWFST_ARENA_AHEAD); grow_us: host microseconds of the
+             other growths, each before a launch could go on; ahead_us: of the ahead ones;
+             gc_rounds and gc_us: the GC rounds of streams and continuous batching), lanes
              (frontiers, scratch, claims, hash tables: capacities and high water in
              entries), workspace, paths, lattice (the records and buffers of lattice decodes,
              allocated by the first decode(lattice=True); of which prune_committed: the GPU
@@ -60,7 +64,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
              "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash", "advance_rounds",
              "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max", "lattice_prune_bytes",
-             "lattice_live_records", "lattice_runs")
+             "lattice_live_records", "lattice_runs", "arena_grow_us", "arena_ahead_grows", "arena_ahead_us",
+             "gc_us")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
@@ -109,6 +114,23 @@ def pool_hints_mode() -> str:
     return v
 
 
+ARENA_AHEAD = ("on", "off")
+
+
+def arena_ahead_mode() -> str:
+    """Whether stream advances commit a lazy (VMM) winners log ahead of need:
+    $CUWFST_ARENA_AHEAD, "on" (the default: while an advance's first round runs, a log within
+    1/8 of that round's room estimate maps up to 5/4 of it, so later advances seldom map
+    memory before their launch; the log then holds up to a quarter more than the estimates
+    asked) or "off" (each advance grows the log to its estimate before its launch, the rule at
+    c0be1f0; for same-run A/B: benchmarks/streaming.py --arena-ahead on off). Results are
+    identical either way; an eager log never grows ahead (a growth moves it)."""
+    v = os.environ.get("CUWFST_ARENA_AHEAD") or "on"
+    if v not in ARENA_AHEAD:
+        raise ValueError(f"CUWFST_ARENA_AHEAD must be one of {', '.join(map(repr, ARENA_AHEAD))}, got {v!r}")
+    return v
+
+
 def resolve_memory(memory: str | None) -> str:
     """The memory mode: the argument, else $CUWFST_MEMORY, else "lazy"."""
     if memory is None:
@@ -148,7 +170,10 @@ def gpu_memory_stats(backend) -> dict:
                         "capacity_entries": int(main["arena_capacity"]),
                         "high_water_entries": int(main["arena_high_water"]),
                         "granularity": int(main["granularity"]), "grows": total("arena_grows"),
-                        "advance_rounds": int(main["advance_rounds"])},
+                        "advance_rounds": int(main["advance_rounds"]),
+                        "ahead_grows": total("arena_ahead_grows"), "grow_us": total("arena_grow_us"),
+                        "ahead_us": total("arena_ahead_us"), "gc_rounds": total("gc_rounds"),
+                        "gc_us": total("gc_us")},
             "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed"),
                       "pooled": bool(main["pooled"]), "grows": total("pool_grows"),
                       "capacity_entries": {k: int(main[f"pool_cap_{k}"]) for k in ("tokens", "claims", "hash")},
