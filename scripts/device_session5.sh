@@ -5,11 +5,11 @@
 #   1. GPU tests TESTS (default: the lattice, lanes and memory files; TEST_CAP s)
 #   2. benchmarks.lattice_speed on the full HLG (64 utterances, batch 32), then --long LAT_LONG
 #      (rows of T frames, bounded against whole)
-#   3. benchmarks.streaming at N = STREAMS (default 2048) once per STREAM_ENVS entry (a
-#      space-separated list of VAR=value settings, "-" for none), 8 streams checked each
+#   3. benchmarks.streaming at N = STREAMS (default 2048), one row per STREAM_CONFIGS entry
+#      (--configs: default, arena_ahead=off, memory=eager, kernels=old), 8 streams checked each
 #   4. benchmarks.continuous, 32 lanes, stored order (stored, padded, continuous, decode_all)
 # Carry .device (wheels: tvm_ffi, kaldifst, ...; data: the ARPA) and .cache. $OUT: s5.log,
-# tests.log, lattice_speed.jsonl, lattice_long.jsonl, streams.jsonl, continuous.jsonl.
+# tests.log, lattice_speed.jsonl, lattice_long.jsonl, streams.jsonl, streams.md, continuous.jsonl.
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
 left() { local l=$(( $1 - $(since) )); echo $(( l > 10 ? l : 10 )); }
@@ -37,13 +37,9 @@ timeout -s INT $(left ${LAT_END:-330}) python3 -m benchmarks.lattice_speed --gra
 timeout -s INT $(left ${LONG_END:-400}) python3 -m benchmarks.lattice_speed --graph $G --log-probs $S --batch 16 \
   --long ${LAT_LONG:-1000 2000 4000} --json $OUT/lattice_long.jsonl 2>&1 | grep -v "^{" | tail -8 | tee -a $L
 echo "[$(since) s] lattices" | tee -a $L
-for e in ${STREAM_ENVS:--}; do
-  [ "$e" = "-" ] && e=""
-  echo "streams ${e:-default}" | tee -a $L
-  env $e timeout -s INT 40 python3 -m benchmarks.streaming --graph $G --log-probs $S --streams ${STREAMS:-2048} --ticks 30 \
-    --warmup-ticks 3 --seconds 34 --total-seconds 38 --check 8 ${STREAM_ARGS:-} --json $OUT/streams.jsonl 2>&1 \
-    | grep -E "^\| cuwfst|Error" | tee -a $L
-done
+timeout -s INT $(left ${STREAM_END:-480}) python3 -m benchmarks.streaming --graph $G --log-probs $S --streams ${STREAMS:-2048} \
+  --ticks 30 --warmup-ticks 3 --check 8 --total-seconds ${STREAM_SECONDS:-70} --configs ${STREAM_CONFIGS:-default arena_ahead=off memory=eager} \
+  --json $OUT/streams.jsonl --md $OUT/streams.md 2>&1 | grep -E "^\| |Error" | tee -a $L
 echo "[$(since) s] streams" | tee -a $L
 timeout -s INT $(left ${CONT_END:-560}) python3 -m benchmarks.continuous --graph $G --log-probs $S --lanes 32 --reps 3 \
   --baseline stored --modes padded continuous decode_all --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 \
