@@ -330,7 +330,10 @@ class GpuDecoder {
   // Lattice decodes (gpu_lattice.cu): buffers for rows of up to max_frames frames, growth
   // of the records, and the readback after a decode.
   void EnsureLattice(int32_t max_frames, bool ext = false);
-  void GrowLattice(unsigned long long want);
+  void GrowLattice(unsigned long long want, unsigned long long made);
+  // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
+  // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
+  LatticeRunNeed OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps, unsigned long long cursor);
   void ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out);
   void ReleaseAllLanes();
   StepParams Params(bool f16) const;
