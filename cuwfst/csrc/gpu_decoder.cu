@@ -1173,6 +1173,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[35] = lattice_prune_bytes();
   out[36] = lat_live_high_;
   out[37] = lat_runs_;
+  out[38] = lat_grows_;
+  out[39] = lat_.get() ? ws_.lat_cap : 0;
 }
 
 }  // namespace cuwfst

@@ -279,8 +279,10 @@ class GpuDecoder {
   // of [33]; its pinned readback is in [4]).
   // [36] the most lattice records the last lattice decode held on the device at once (the
   // records arena's of one run plus, bounded, the incremental pruning's), [37] the runs of the
-  // last lattice decode (1: whole; more: bounded, LatticeOutputs::chunk).
-  static constexpr int kMemStats = 38;
+  // last lattice decode (1: whole; more: bounded, LatticeOutputs::chunk), [38] the lattice
+  // records' growths since construction (each one re-runs the batch), [39] the records'
+  // capacity (entries; 0 before the first lattice decode).
+  static constexpr int kMemStats = 40;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -464,6 +466,7 @@ class GpuDecoder {
   std::shared_ptr<IncPrune> inc_;
   int64_t lat_live_high_ = 0;  // MemStats [36]
   int32_t lat_runs_ = 0;       // MemStats [37]
+  int64_t lat_grows_ = 0;      // MemStats [38]
   void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
   void IncReset(int32_t B, const int32_t* lengths, float output_beam);
   void IncPass(int32_t t1, unsigned long long arena_records);

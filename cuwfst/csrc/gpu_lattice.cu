@@ -137,6 +137,7 @@ void GpuDecoder::GrowLattice(unsigned long long want, unsigned long long made) {
     ws_.lat_ext = static_cast<LatRecordExt*>(lat_ext_.get());
   }
   ws_.lat_cap = n;
+  ++lat_grows_;
 }
 
 LatticeRunNeed GpuDecoder::OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps,

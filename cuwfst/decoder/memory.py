@@ -60,7 +60,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "pool_committed", "pool_reserved", "pooled", "pool_grows", "pool_cap_tokens", "pool_cap_claims",
              "pool_cap_hash", "pool_high_tokens", "pool_high_claims", "pool_high_hash", "advance_rounds",
              "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max", "lattice_prune_bytes",
-             "lattice_live_records", "lattice_runs")
+             "lattice_live_records", "lattice_runs", "lattice_grows", "lattice_capacity")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
