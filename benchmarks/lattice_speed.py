@@ -128,7 +128,7 @@ def main():
                 sync()
                 t0 = time.perf_counter()
                 res, lat_rows = be.main.decode_lattice_pruned(lp_gpu[s : s + B], lens, be._stream(), a.output_beam,
-                                                              chunk=be.lattice_chunk_steps())
+                                                              chunk=be.lattice_chunk_steps(int(lens.max()) + 1))
                 t1 = time.perf_counter()
                 pm = be.main.last_prune_ms
                 lats = [None if r is None else lattice_from_arrays(g, *r) for r in lat_rows]
@@ -270,7 +270,9 @@ def long_main(a):
     dev = torch.cuda.get_device_name(0)
     B = a.batch[0]
     Ts = a.long or [1000, 2000, 4000, 8000]
-    chunk = int(os.environ.get("CUWFST_LATTICE_CHUNK", LATTICE_CHUNK_DEFAULT)) or LATTICE_CHUNK_DEFAULT  # 0 here: the default
+    env = os.environ.get("CUWFST_LATTICE_CHUNK", "")
+    chunk = int(env) if env.strip().lstrip("-").isdigit() else 0
+    chunk = chunk or LATTICE_CHUNK_DEFAULT  # unset, "auto" or 0 here: the default chunk (this A/B is bounded vs whole)
     # one long stream of frames: every utterance's frames in order, repeated as needed
     frames = np.concatenate([lp_all[i, : lens_all[i]] for i in range(len(lens_all))])
     need = B * max(Ts)

@@ -48,6 +48,25 @@ def test_pooled_lane_layout_model(tmp_path):
     assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
 
 
+def test_lattice_run_need(tmp_path):
+    """What a lattice run that overflowed the records made and needs (types.cuh
+    LatticeNeedOfRun): from its step counts, scaled by its largest step to one run of the
+    chunk, never below what it made (tests/native/lattice_need_test.cc)."""
+    from cuwfst.jit.core import cuda_home
+
+    cxx = shutil.which("c++") or shutil.which("g++")
+    home = cuda_home()
+    if not cxx or not home or not (Path(home) / "include" / "cuda_runtime.h").exists():
+        pytest.skip("needs a C++ compiler and the CUDA headers")
+    exe = tmp_path / "lattice_need_test"
+    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", f"-I{home}/include", f"-I{CSRC / 'include'}",
+                            str(HERE / "native" / "lattice_need_test.cc"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
+
+
 def test_gpu_decoder_host_logic_against_a_stub_runtime(tmp_path):
     """GpuDecoder's host side (construction, growth, readback, graph cache, fatal faults)
     compiled with nvcc and run against the stub runtime of tests/native: fault walks over

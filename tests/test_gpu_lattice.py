@@ -644,3 +644,95 @@ def test_bounded_lattice_chunk_env_var(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_CHUNK", "x")
     with pytest.raises(ValueError, match="lattice_chunk"):
         dec.decode(lp, lattice=True)
+
+
+def _peaky_then_flat(rng, B, T, V, split):
+    """Log-probs peaky for the first `split` frames (small frontiers, few records a step) and
+    flat after (wide frontiers, many): a bounded decode's later runs make more records a step
+    than its first run did."""
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    sharp = lp[:, :split] * 4  # (on the CPU, seed 1064: ~77 records a row and step in the first 64
+    lp[:, :split] = sharp - np.log(np.exp(sharp).sum(-1, keepdims=True))  # frames, ~890 over the batch)
+    flat = np.full((B, T - split, V), -np.log(V), np.float32) + rng.normal(0, 0.05, (B, T - split, V)).astype(np.float32)
+    lp[:, split:] = flat - np.log(np.exp(flat).sum(-1, keepdims=True))
+    return np.ascontiguousarray(lp)
+
+
+@pytest.mark.parametrize("chunk", [64, 40])
+def test_bounded_lattice_records_overflow_first_and_later_runs(chunk):
+    """The trigger of lattice_speed --long at c0be1f0 (16 rows of 1,000 and 858 frames, chunk 64:
+    the first run overflowed the records and the growth asked 81 GiB), small: rows of two
+    lengths (T and T - T // 7) on a fresh decoder whose records start at 64 entries, so the
+    first run overflows; peaky frames first and flat ones after, so a later run makes more
+    records a step and overflows what the first growth gave. Every growth comes from the run's
+    step counts (types.cuh LatticeNeedOfRun; a cursor that disagrees with them raises), and
+    the bounded decode's records stay below the whole-batch decode's (a run's need, not the
+    batch's). Lattices: the CPU's and the whole-batch path's, bit for bit, on a fresh decoder
+    and again on the grown one."""
+    rng = np.random.default_rng(1000 + chunk)
+    V = 12
+    graph = random_ctc_graph(rng, 800, V, 5, 0.2)
+    B, T = 8, 600
+    lens = np.full(B, T, np.int32)
+    lens[1::2] = T - T // 7
+    lp = _peaky_then_flat(rng, B, T, V, 150)
+    opts = DecoderOptions(search_beam=12.0, output_beam=5.0, max_active_states=2000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    stats = {}
+    for c in (chunk, 0):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=B, lattice_entries=64)
+        got, st = _chunked(dec, c, lp, lens)
+        compare(cpu, got, f"chunk {c}, fresh")
+        stats[c] = st
+        again, st2 = _chunked(dec, c, lp, lens)  # grown: no more growth, same lattices
+        compare(cpu, again, f"chunk {c}, grown")
+        assert st2["lattice_grows"] == st["lattice_grows"], (c, st, st2)
+        assert st2["lattice_capacity"] == st["lattice_capacity"]
+    b, w = stats[chunk], stats[0]
+    print("bounded", {k: b[k] for k in ("lattice_grows", "lattice_capacity", "lattice_runs", "lattice_live_records")},
+          "whole", {k: w[k] for k in ("lattice_grows", "lattice_capacity", "lattice_runs", "lattice_live_records")})
+    assert w["lattice_runs"] == 1 and w["lattice_grows"] == 1
+    assert b["lattice_runs"] >= -(-(T + 1) // chunk) - 1
+    # the first run overflowed 64 entries, and a later (flat) run what that growth gave
+    assert b["lattice_grows"] >= 2, b
+    # a run's need (chunk x its largest step, plus a quarter) stays below the batch's records
+    assert 64 < b["lattice_capacity"] < w["lattice_capacity"], (b, w)
+    recorded = sum(h.lattice.recorded_arcs for h in cpu)
+    assert w["lattice_capacity"] <= recorded + recorded // 4 + 1, (w, recorded)
+
+
+def test_automatic_chunk_is_whole_for_short_batches_and_bounded_for_long(monkeypatch):
+    """CUWFST_LATTICE_CHUNK unset: a batch whose longest row takes at most
+    LATTICE_WHOLE_MAX_STEPS steps runs whole (one run), a longer one in runs of
+    LATTICE_CHUNK_DEFAULT; the variable and the attribute override it; the lattices are the
+    CPU's in every case (and the same as each other)."""
+    from cuwfst.decoder.gpu import LATTICE_CHUNK_DEFAULT, LATTICE_WHOLE_MAX_STEPS
+
+    monkeypatch.delenv("CUWFST_LATTICE_CHUNK", raising=False)
+    rng = np.random.default_rng(17)
+    V = 10
+    graph = random_ctc_graph(rng, 300, V, 4, 0.2)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4)
+    cpu = Decoder(graph, opts, num_threads=2)
+    short = LATTICE_WHOLE_MAX_STEPS - 1  # frames: steps = frames + 1 = the bound
+    for T, runs in ((short, 1), (short + 1, None), (1000, None)):
+        lp = random_log_probs(rng, 3, T, V, peaky=True)
+        lens = np.array([T, T // 2, 7], np.int32)
+        want = cpu.decode(lp, lens, lattice=True)
+        got = dec.decode(lp, lens, lattice=True)
+        st = dec._gpu.main.mem_stats()
+        compare(want, got, f"auto T {T}")
+        if runs == 1:
+            assert st["lattice_runs"] == 1, (T, st["lattice_runs"])
+        else:
+            assert st["lattice_runs"] >= -(-(T + 1) // LATTICE_CHUNK_DEFAULT) - 1, (T, st["lattice_runs"])
+        monkeypatch.setenv("CUWFST_LATTICE_CHUNK", "32")
+        forced = dec.decode(lp, lens, lattice=True)
+        assert dec._gpu.main.mem_stats()["lattice_runs"] >= -(-(T + 1) // 32) - 1
+        compare(want, forced, f"chunk 32 T {T}")
+        monkeypatch.setenv("CUWFST_LATTICE_CHUNK", "0")
+        whole = dec.decode(lp, lens, lattice=True)
+        assert dec._gpu.main.mem_stats()["lattice_runs"] == 1
+        compare(want, whole, f"chunk 0 T {T}")
+        monkeypatch.delenv("CUWFST_LATTICE_CHUNK")

@@ -996,7 +996,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       if (!arena_grows && !lattice_full) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
-      if (lattice_full) GrowLattice(lat_cursor);
+      if (lattice_full) {  // the batch's records, from its step counts (checked against the cursor)
+        const LatticeRunNeed r = OverflowedRunNeed(B, 0, static_cast<int32_t>(ws_.seg_cap), 0, lat_cursor);
+        GrowLattice(static_cast<unsigned long long>(r.need), static_cast<unsigned long long>(r.made));
+      }
     }
     if (lattice) {
       ReadLattice(B, lengths, *lattice);
@@ -1096,10 +1099,13 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
         if (arena_grows)
           GrowArena(std::max<unsigned long long>(
               cursor, cursor * static_cast<unsigned long long>(Tmax + 1) / static_cast<unsigned long long>(std::max(1, t1))));
-        // room for a whole run: this one's records over the steps it took, scaled to `chunk`
+        // room for one run of `chunk` steps, each as large as the largest this run made
+        // (types.cuh LatticeNeedOfRun: from the run's step counts, checked against the
+        // cursor); the steps counted are the run's own, [t_done, t_done + steps): a lane
+        // that stopped early left the rest zero
         if (lattice_full) {
-          const int32_t ran = std::max<int32_t>(1, t1 - t_done);
-          GrowLattice(std::max<unsigned long long>(lat_cursor, lat_cursor / ran * static_cast<unsigned long long>(std::min(chunk, Tmax))));
+          const LatticeRunNeed r = OverflowedRunNeed(B, t_done, t_done + steps, std::min(chunk, Tmax), lat_cursor);
+          GrowLattice(static_cast<unsigned long long>(r.need), static_cast<unsigned long long>(r.made));
         }
         restart = true;
         break;
@@ -1179,6 +1185,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[39] = arena_ahead_grows_;
   out[40] = arena_ahead_us_;
   out[41] = gc_us_;
+  out[42] = lat_grows_;
+  out[43] = lat_.get() ? ws_.lat_cap : 0;
 }
 
 }  // namespace cuwfst

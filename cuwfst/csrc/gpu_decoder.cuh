@@ -295,8 +295,10 @@ class GpuDecoder {
   // [38] microseconds (host wall clock) spent growing the winners log before a launch could
   // go on (every growth but [39]'s, GC tags and the limit's upload included), [39] growths
   // committed ahead of need by stream advances while their kernels ran (cfg arena_ahead),
-  // [40] the microseconds of those, [41] microseconds in GC rounds (CollectGarbage).
-  static constexpr int kMemStats = 42;
+  // [40] the microseconds of those, [41] microseconds in GC rounds (CollectGarbage), [42] the
+  // lattice records' growths since construction (each one re-runs the batch), [43] the
+  // records' capacity (entries; 0 before the first lattice decode).
+  static constexpr int kMemStats = 44;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -351,7 +353,10 @@ class GpuDecoder {
   // Lattice decodes (gpu_lattice.cu): buffers for rows of up to max_frames frames, growth
   // of the records, and the readback after a decode.
   void EnsureLattice(int32_t max_frames, bool ext = false);
-  void GrowLattice(unsigned long long want);
+  void GrowLattice(unsigned long long want, unsigned long long made);
+  // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
+  // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
+  LatticeRunNeed OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps, unsigned long long cursor);
   void ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out);
   void ReleaseAllLanes();
   StepParams Params(bool f16) const;
@@ -486,6 +491,7 @@ class GpuDecoder {
   std::shared_ptr<IncPrune> inc_;
   int64_t lat_live_high_ = 0;  // MemStats [36]
   int32_t lat_runs_ = 0;       // MemStats [37]
+  int64_t lat_grows_ = 0;      // MemStats [38]
   void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
   void IncReset(int32_t B, const int32_t* lengths, float output_beam);
   void IncPass(int32_t t1, unsigned long long arena_records);

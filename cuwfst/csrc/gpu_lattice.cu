@@ -113,8 +113,9 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
-// Room for `want` records (what the last run of the batch tried to write), plus a quarter.
-void GpuDecoder::GrowLattice(unsigned long long want) {
+// Room for `want` records (what one run of the batch needs: OverflowedRunNeed), plus a
+// quarter; `made`: what the run that overflowed made (the message).
+void GpuDecoder::GrowLattice(unsigned long long want, unsigned long long made) {
   const int64_t n = static_cast<int64_t>(want) + static_cast<int64_t>(want >> 2);
   DeviceBuffer fresh, fresh_ext;
   cudaError_t e = TryDeviceAlloc(static_cast<size_t>(n) * sizeof(LatRecord), &fresh);
@@ -123,8 +124,8 @@ void GpuDecoder::GrowLattice(unsigned long long want) {
   if (e != cudaSuccess) {
     std::ostringstream os;
     os << "cannot grow the lattice records from " << ws_.lat_cap << " to " << n << " ("
-       << FormatBytes(n * static_cast<int64_t>(sizeof(LatRecord))) << ") on cuda:" << device() << "; this batch made "
-       << want << " records; the decoder keeps its records and stays usable; decode fewer rows at a time "
+       << FormatBytes(n * static_cast<int64_t>(sizeof(LatRecord))) << ") on cuda:" << device() << "; a run of this batch made "
+       << made << " records (room for " << want << " asked); the decoder keeps its records and stays usable; decode fewer rows at a time "
        << "(max_lanes, now " << cfg_.max_lanes << ") or lower max_active_states";
     ThrowAcquireFailure(e, os.str());
   }
@@ -136,6 +137,23 @@ void GpuDecoder::GrowLattice(unsigned long long want) {
     ws_.lat_ext = static_cast<LatRecordExt*>(lat_ext_.get());
   }
   ws_.lat_cap = n;
+  ++lat_grows_;
+}
+
+LatticeRunNeed GpuDecoder::OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps,
+                                             unsigned long long cursor) {
+  const int64_t seg = ws_.seg_cap;
+  std::vector<int32_t> count(static_cast<size_t>(B) * seg);  // lanes 0 .. B - 1: rows of seg_cap
+  CUWFST_CUDA(cudaMemcpyAsync(count.data(), ws_.lat_count, count.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  const LatticeRunNeed r = LatticeNeedOfRun(count.data(), B, seg, t0, t1, steps);
+  if (static_cast<unsigned long long>(r.made) != cursor) {
+    std::ostringstream os;
+    os << "lattice records: the cursor counted " << cursor << " records but the step counts of steps " << t0
+       << " .. " << t1 - 1 << " add up to " << r.made << " (a decoder bug; please report it)";
+    throw std::logic_error(os.str());
+  }
+  return r;
 }
 
 // The batch's per-step arrays into the caller's [B, S] arrays, the records into h_lat_

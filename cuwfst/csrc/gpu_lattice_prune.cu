@@ -763,6 +763,15 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   CUWFST_CUDA(cudaMemcpy2DAsync(P.size.data() + t0, seg * 4, ws_.lat_size + t0, ws_.seg_cap * 4, (t1 - t0) * 4, B,
                                 cudaMemcpyDeviceToHost, s));
   CUWFST_CUDA(cudaStreamSynchronize(s));
+  {  // the arena holds exactly the run's records: its step counts add up to the cursor
+    const LatticeRunNeed r = LatticeNeedOfRun(P.count.data(), B, seg, t0, t1, 0);
+    if (static_cast<unsigned long long>(r.made) != n_arena) {
+      std::ostringstream os;
+      os << "bounded lattice pruning: the cursor counted " << n_arena << " records but the step counts of steps "
+         << t0 << " .. " << t1 - 1 << " add up to " << r.made << " (a decoder bug; please report it)";
+      throw std::logic_error(os.str());
+    }
+  }
   // 2. this pass's layout: tokens of times [R, t1], records of times [R, t1)
   const int32_t R = P.R;
   const int64_t nbt = static_cast<int64_t>(t1 - R + 1) * B, nbr = static_cast<int64_t>(t1 - R) * B;

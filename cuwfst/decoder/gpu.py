@@ -22,6 +22,22 @@ from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
 # Steps per run of a bounded GPU lattice decode (CUWFST_LATTICE_CHUNK; 0: one run): a CUDA-graph
 # step bucket (a multiple of 32), so non-last runs replay; any value is exact.
 LATTICE_CHUNK_DEFAULT = 64
+# The automatic chunk (CUWFST_LATTICE_CHUNK unset or "auto"): a batch whose longest row takes at
+# most this many steps (frames + 1) runs whole (one run, then pruned); a longer one in runs of
+# LATTICE_CHUNK_DEFAULT. Why (docs/speed-notes.md, "The automatic lattice chunk"): the bounded
+# path pays per run (host syncs, a carry move, two buffer generations, pageable readback: at
+# mean T 227 on the full tier 158.7 ms of pruning passes and 50.2 ms of readback against the
+# whole path's 103.5 and 1.6), while the whole path's records grow with T; below this bound
+# they are at most 384 / (64 + ~20) ~ 4.6x the bounded path's, and past it the bound holds, so
+# lattice memory stays bounded whatever T is. Same lattices either way.
+LATTICE_WHOLE_MAX_STEPS = 384
+
+
+def auto_lattice_chunk(max_steps: int | None) -> int:
+    """The automatic chunk of a batch whose longest row takes `max_steps` steps (its frames +
+    1; None: unknown): 0 (the whole batch in one run) up to LATTICE_WHOLE_MAX_STEPS, else
+    LATTICE_CHUNK_DEFAULT."""
+    return 0 if max_steps is not None and max_steps <= LATTICE_WHOLE_MAX_STEPS else LATTICE_CHUNK_DEFAULT
 # Winners ids are int32 on the device, so an arena holds fewer than 2^31 entries.
 ARENA_LIMIT = 2**31 - 1
 
@@ -566,7 +582,7 @@ class GpuBackend:
             from .lattice import attach, lattice_from_arrays
 
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
-                                                       self.lattice_chunk_steps())
+                                                       self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1))
             self._collect(hyps, rows.tolist(), res, frontend)
             for i, row in enumerate(rows.tolist()):
                 if lat_rows[i] is not None:
@@ -595,20 +611,24 @@ class GpuBackend:
         return mode == "gpu" and getattr(inst, "eps_iterations", 1) == 0 and \
             hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned")
 
-    def lattice_chunk_steps(self) -> int:
-        """Steps per run of a GPU-pruned lattice decode: bounded lattice memory (the default,
-        64 steps: each run's records are pruned with k2's windows whose end exists and the
-        frames no later window reaches leave the device, so live records follow the chunk,
-        not the input's length), or 0: the whole batch in one run, pruned after it (the path
-        before the bound; same lattices). Set by the attribute `lattice_chunk` or the
-        environment variable CUWFST_LATTICE_CHUNK."""
+    def lattice_chunk_steps(self, max_steps: int | None = None) -> int:
+        """Steps per run of a GPU-pruned lattice decode whose longest row takes `max_steps`
+        steps (frames + 1): bounded lattice memory (runs of `chunk` steps: each run's records
+        are pruned with k2's windows whose end exists and the frames no later window reaches
+        leave the device, so live records follow the chunk, not the input's length), or 0: the
+        whole batch in one run, pruned after it. Same lattices. Set by the attribute
+        `lattice_chunk` or the environment variable CUWFST_LATTICE_CHUNK (an integer, or
+        "auto"); unset or "auto": auto_lattice_chunk(max_steps) (the whole batch up to
+        LATTICE_WHOLE_MAX_STEPS steps, else runs of LATTICE_CHUNK_DEFAULT)."""
         v = getattr(self, "lattice_chunk", None)
         if v is None:
-            v = os.environ.get("CUWFST_LATTICE_CHUNK", str(LATTICE_CHUNK_DEFAULT))
+            v = os.environ.get("CUWFST_LATTICE_CHUNK", "auto") or "auto"
+        if isinstance(v, str) and v.strip().lower() == "auto":
+            return auto_lattice_chunk(max_steps)
         try:
             n = int(v)
         except ValueError:
-            raise ValueError(f"lattice_chunk must be an integer number of steps, got {v!r}") from None
+            raise ValueError(f"lattice_chunk must be an integer number of steps or 'auto', got {v!r}") from None
         if not 0 <= n <= 4096:
             raise ValueError(f"lattice_chunk must be in [0, 4096] steps (0: the whole batch), got {n}")
         return n

@@ -475,6 +475,35 @@ __host__ __device__ inline int64_t PoolGrowth(int64_t need, int64_t cap, int64_t
   if (w < cap + cap / 4) w = cap + cap / 4;
   return w < most ? w : most;
 }
+// What a lattice run that overflowed the records made and needs (GpuDecoder::Decode and
+// RunBoundedLattice; the host grows the records to `need` plus a quarter and runs again). Read
+// from the per-step counts, count[b * seg + t] for lanes b < B and the run's steps
+// t0 <= t < t1 (LatPersistKernel adds each record to its lane's step count as it adds it to
+// the cursor, also past the capacity), not from the cursor alone: `made` (the records of the
+// run, which the caller checks against the cursor: the same number unless the cursor is
+// wrong), `most` (the most one step made, over all lanes), and `need` = what a run of
+// `steps` steps holds if each is as large as the largest seen: at least `made`, and never
+// more than that worst case for one run (steps 0: the whole batch, `made`). A bounded run
+// scaled by its average step undershoots when later frames make more records than the first
+// ones (a restart then re-decodes from frame 0); by the cursor over the steps taken it would
+// trust one number the counts can check.
+struct LatticeRunNeed {
+  int64_t made, most, need;
+};
+__host__ inline LatticeRunNeed LatticeNeedOfRun(const int32_t* count, int32_t B, int64_t seg, int32_t t0, int32_t t1,
+                                                int32_t steps) {
+  LatticeRunNeed r{0, 0, 0};
+  if (t0 < 0) t0 = 0;
+  if (t1 > seg) t1 = static_cast<int32_t>(seg);
+  for (int32_t t = t0; t < t1; ++t) {
+    int64_t step = 0;
+    for (int32_t b = 0; b < B; ++b) step += count[static_cast<int64_t>(b) * seg + t] > 0 ? count[static_cast<int64_t>(b) * seg + t] : 0;
+    r.made += step;
+    if (step > r.most) r.most = step;
+  }
+  r.need = steps > 0 && r.most * steps > r.made ? r.most * steps : r.made;
+  return r;
+}
 // A paused step undone (pooled layout, the hand-out's last block; the host model replays it):
 // the lane's ScanKernel (or ScanSplitKernel's last CTA of the lane) has advanced it — t + 1,
 // buf flipped, next_size 0, the beam updated, frontier_total + n — and the step's asks did
