@@ -377,9 +377,9 @@ int main() {
       CHECK(LatticeDecodeOk(d, lens));
       sites = fault::Arm(0);
       CHECK(stub::lattice_runs - runs0 == 2);  // grown once, then the batch ran again
-      // MemStats [38] growths, [39] capacity: the batch's records (from its step counts,
+      // MemStats [42] growths, [43] capacity: the batch's records (from its step counts,
       // which the stub keeps equal to its cursor) plus a quarter
-      CHECK(Stat(d, 38) == 1 && Stat(d, 39) > 16);
+      CHECK(Stat(d, 42) == 1 && Stat(d, 43) > 16);
       CHECK(!stub::bad_access);
       CHECK(DecodeOk(d, lens));  // the next 1-best decode runs without the lattice stage
       CHECK(stub::lattice_runs - runs0 == 2);
