@@ -29,7 +29,8 @@ stream would time the same host interval). Ticks run back to back; --pace sleeps
 each chunk's arrival time instead. The first --warmup-ticks ticks (CUDA-graph captures,
 arena growth) are left out of the statistics.
 
-Per tick (JSON per_tick, the measured ticks in order): advance_ms and turnover_ms; on the
+Per tick (JSON per_tick, the measured ticks in order): advance_ms and turnover_ms, Python's
+garbage collector inside the advance (py_gc_ms, py_gc_gen2: full collections); on the
 GPU also the winners-log events of GpuDecoder::MemStats read around the tick, outside its
 timed intervals (a native call, no device sync): growths before a launch and their host ms
 (grows / grow_ms; turnover_grows / turnover_grow_ms for the finalizes and opens), growths
@@ -411,12 +412,44 @@ class RivaEngine:
         self.dec = None
 
 
+class PyGcClock:
+    """Wall time Python's cyclic garbage collector spends, from gc.callbacks: a collection
+    that lands inside an advance is part of that advance's latency (the tick loop reads it
+    around each advance, like the decoder's counters)."""
+
+    def __init__(self):
+        self.ms = 0.0
+        self.collections = [0, 0, 0]
+        self._t = None
+
+    def __call__(self, phase, info):
+        if phase == "start":
+            self._t = time.perf_counter()
+        elif self._t is not None:
+            self.ms += (time.perf_counter() - self._t) * 1e3
+            self.collections[info.get("generation", 0)] += 1
+            self._t = None
+
+    def __enter__(self):
+        gc.callbacks.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self)
+
+
 # ---------------------------------------------------------------------------- one N
 def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_s: float, check_lanes, sync):
     """The tick loop for one engine at N streams; the row's timing fields and the samples."""
+    with PyGcClock() as gc_clock:
+        return _run_ticks(engine, n, feeder, chunk_of, a, t_begin, budget_s, check_lanes, sync, gc_clock)
+
+
+def _run_ticks(engine, n, feeder, chunk_of, a, t_begin, budget_s, check_lanes, sync, gc_clock):
     chunk_s = a.chunk * a.frame_shift
     lat, ticks, advances, turnovers = [], [], [], []
     events = []  # per measured tick: the counters' change over its advance and over its turnover
+    py_gc_ms, py_gc_gen2 = [], []  # per measured tick: Python GC inside the advance
     frames = finalized = overflowed = words = 0
     samples = {}
     stopped = None
@@ -426,10 +459,12 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
         chunks = [chunk_of(u, s, e) for u, s, e in zip(utt.tolist(), pos.tolist(), end.tolist())]
         sync()
         c0 = engine.counters()  # (outside the timed interval)
+        g0, g0_2 = gc_clock.ms, gc_clock.collections[2]
         t0 = time.perf_counter()
         try:
             groups, fin = engine.step(chunks, fresh, last)
             t1 = time.perf_counter()
+            g1, g1_2 = gc_clock.ms, gc_clock.collections[2]
             c1 = engine.counters() if c0 is not None else None  # microseconds, inside the turnover's time
             t1b = time.perf_counter()
             done = np.flatnonzero(last)
@@ -451,6 +486,8 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
             lat.extend(np.repeat([c for _, c in groups], [s for s, _ in groups]).tolist())
             advances.append(t1 - t0)
             turnovers.append(t2 - t1b)
+            py_gc_ms.append(round(g1 - g0, 3))
+            py_gc_gen2.append(g1_2 - g0_2)
             ticks.append(t2 - t0 - (t1b - t1))
             if c0 is not None:
                 events.append(({x: c1[x] - c0[x] for x in COUNTERS}, {x: c2[x] - c1[x] for x in COUNTERS},
@@ -479,7 +516,8 @@ def run_one(engine, n: int, feeder: Feeder, chunk_of, a, t_begin: float, budget_
                p99_under_100ms=bool(p99 is not None and p99 < 0.1),
                finalized=finalized, overflow_streams=overflowed,
                mean_words=round(words / finalized, 2) if finalized else None,
-               per_tick={"advance_ms": [_ms(x) for x in advances], "turnover_ms": [_ms(x) for x in turnovers]})
+               per_tick={"advance_ms": [_ms(x) for x in advances], "turnover_ms": [_ms(x) for x in turnovers],
+                         "py_gc_ms": py_gc_ms, "py_gc_gen2": py_gc_gen2})
     if events:
         row["per_tick"].update(tick_events(events))
         row["log_events"] = log_totals(events, engine.describe()["decoders"])
