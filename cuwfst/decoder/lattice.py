@@ -36,6 +36,19 @@ class WordPosterior(NamedTuple):
     posterior: float  # expected number of arcs carrying `word` at `frame` on a path
 
 
+_REF_MODULE = None
+
+
+def _reference_module():
+    """The CPU reference module, looked up once (jit.load hashes the sources on every call)."""
+    global _REF_MODULE
+    if _REF_MODULE is None:
+        from ..jit.reference import module
+
+        _REF_MODULE = module()
+    return _REF_MODULE
+
+
 @dataclass(eq=False)
 class Lattice:
     """The pruned lattice of one row.
@@ -330,6 +343,35 @@ class Lattice:
 
     def word_confidences(self, spans: Sequence[tuple[int, int, int]]) -> list[float]:
         """word_confidence for each (word, first_frame, last_frame) of `spans`.
+
+        The passes run in the reference module (csrc/reference/lattice_posteriors.cc: the
+        same float64 additions in the same order as _word_confidences_numpy, numpy's
+        logaddexp, bit-identical); the clamp of -expm1(rest - tot) stays numpy's."""
+        sp = np.array([(int(w), int(f), int(l)) for w, f, l in spans], np.int64).reshape(-1, 3)
+        if self.num_states == 0:
+            return [0.0] * len(sp)
+        c = self._cache
+        have = ("fwd", True) in c and ("bwd", True) in c
+        alpha = c[("fwd", True)] if have else np.empty(self.num_states)
+        beta = c[("bwd", True)] if have else np.empty(self.num_states)
+        rest = np.empty(len(sp))
+        hit = np.empty(len(sp), np.int32)
+        i32 = lambda x: np.ascontiguousarray(x, np.int32)  # noqa: E731
+        _reference_module().ref_lattice_word_rests(i32(self.src), i32(self.dst), np.ascontiguousarray(self.score, np.float32),
+                                        i32(self.frame), i32(self.word_splits), i32(self.word_ids),
+                                        i32(self.state_frame), i32(self.state_level), have, alpha, beta, sp, rest,
+                                        hit)
+        if not have:
+            c[("fwd", True)], c[("bwd", True)] = alpha, beta
+        tot = alpha[self.final]
+        if not np.isfinite(tot) or not len(sp):
+            return [0.0] * len(sp)
+        conf = -np.expm1(rest - tot)
+        return [float(min(1.0, max(0.0, x))) if h else 0.0 for x, h in zip(conf, hit.tolist())]
+
+    def _word_confidences_numpy(self, spans: Sequence[tuple[int, int, int]]) -> list[float]:
+        """word_confidences in numpy (the form before lattice_posteriors.cc; kept as its
+        exactness reference and for benchmarks/lattice_host.py).
 
         Z without the span's arcs needs no pass over the whole lattice: every complete path
         enters time first_frame through an arc of the time before, and leaves time

@@ -17,6 +17,7 @@
 
 #include "cuwfst/pool_bins.h"
 #include "cuwfst/tensor_checks.h"
+#include "lattice_posteriors.h"
 #include "reference_decoder.h"
 #include "reference_lattice.h"
 
@@ -697,6 +698,54 @@ void RefRecordsTake(int64_t h, TensorView out_records) {
 
 void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
 
+// ---------------------------------------------------------------- lattice posteriors
+// cuwfst.Lattice's log-semiring forward/backward and word-confidence passes
+// (lattice_posteriors.h): the lattice's arrays (i32, f32 scores), alpha/beta [S] f64
+// (computed into them unless have_scores), spans [N, 3] i64, out_rest [N] f64, out_hit [N] i32.
+void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, TensorView frame, TensorView word_splits,
+                         TensorView word_ids, TensorView state_frame, TensorView state_level, bool have_scores,
+                         TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit) {
+  if (src.ndim() != 1 || state_frame.ndim() != 1 || word_ids.ndim() != 1 || spans.ndim() != 2)
+    TVM_FFI_THROW(ValueError) << "src, state_frame, word_ids must be 1-D and spans [N, 3]";
+  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
+  CheckHostTensor(src, "src", kDLInt, 32, {A});
+  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
+  CheckHostTensor(score, "score", kDLFloat, 32, {A});
+  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
+  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
+  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
+  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
+  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
+  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+  cuwfst::reference::LatticeView v;
+  v.num_states = S;
+  v.num_arcs = A;
+  v.num_words = W;
+  v.src = static_cast<const int32_t*>(src.data_ptr());
+  v.dst = static_cast<const int32_t*>(dst.data_ptr());
+  v.score = static_cast<const float*>(score.data_ptr());
+  v.frame = static_cast<const int32_t*>(frame.data_ptr());
+  v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
+  v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
+  v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
+  v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
+  const int32_t* ws = v.word_splits;
+  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << "word_splits must run from 0 to len(word_ids)";
+  for (int64_t i = 0; i < A; ++i) {
+    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
+    if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
+      TVM_FFI_THROW(ValueError) << "arc " << i << ": a state outside [0, " << S << ")";
+  }
+  cuwfst::reference::LatticeWordRests(v, have_scores, static_cast<double*>(alpha.data_ptr()),
+                                      static_cast<double*>(beta.data_ptr()), N,
+                                      static_cast<const int64_t*>(spans.data_ptr()),
+                                      static_cast<double*>(out_rest.data_ptr()), static_cast<int32_t*>(out_hit.data_ptr()));
+}
+
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
@@ -718,3 +767,4 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_from_records, RefLatticesFromRecords)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_records, RefDecodeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_word_rests, RefLatticeWordRests);
