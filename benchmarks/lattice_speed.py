@@ -61,7 +61,7 @@ def main():
     import torch
 
     from benchmarks.peers.measure import git_commit
-    from cuwfst.decoder.lattice import attach, lattice_from_arrays
+    from cuwfst.decoder.lattice import attach, attach_all, lattice_from_arrays
     from cuwfst.decoder.lattice_records import lattices_from_records
 
     g = Graph.load(a.graph)
@@ -136,9 +136,8 @@ def main():
                 hs = [None] * len(lens)
                 be._collect(hs, range(len(lens)), res, dec)
                 t3 = time.perf_counter()
-                for h, lat in zip(hs, lats):
-                    if lat is not None:
-                        attach(g, h, lat)
+                attach_all(g, [h for h, lat in zip(hs, lats) if lat is not None], [x for x in lats if x is not None],
+                           dec.num_threads)
                 t4 = time.perf_counter()
                 for k in ("native", "device", "readback", "host", "rows"):
                     acc[k] += pm[k]

@@ -579,15 +579,14 @@ class GpuBackend:
         sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
         if lattice and self.lattice_prune_on_gpu(inst):
             # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
-            from .lattice import attach, lattice_from_arrays
+            from .lattice import attach_all, lattice_from_arrays
 
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
                                                        self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1))
             self._collect(hyps, rows.tolist(), res, frontend)
-            for i, row in enumerate(rows.tolist()):
-                if lat_rows[i] is not None:
-                    states, arcs, scores, recorded = lat_rows[i]
-                    attach(self.graph, hyps[row], lattice_from_arrays(self.graph, states, arcs, scores, recorded))
+            got = [(hyps[row], lattice_from_arrays(self.graph, *lat_rows[i]))
+                   for i, row in enumerate(rows.tolist()) if lat_rows[i] is not None]
+            attach_all(self.graph, [h for h, _ in got], [x for _, x in got], frontend.num_threads)
             return
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)
@@ -638,13 +637,14 @@ class GpuBackend:
         flagged with a capacity or arena overflow gets none (its search was cut short; the
         rescue decodes it again); every other row's replay must end on the GPU's own 1-best
         score, bit for bit."""
-        from .lattice import attach
+        from .lattice import attach_all
 
         out_score, out_meta = res[2], res[3]
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
         lats, scores = lattices_from_records(self.reference_graph(), self.graph, self.options,
                                              self.main.eps_iterations, lens, records, frontend.num_threads,
                                              skip.astype(np.uint8))
+        got = []
         for i, row in enumerate(rows):
             if skip[i]:
                 continue
@@ -652,7 +652,8 @@ class GpuBackend:
                 raise RuntimeError(f"GPU lattice of row {row}: the replay of its records ends on score "
                                    f"{float(scores[i])!r}, the GPU's 1-best on {float(out_score[i])!r} "
                                    "(a decoder bug; please report it)")
-            attach(self.graph, hyps[row], lats[i])
+            got.append((hyps[row], lats[i]))
+        attach_all(self.graph, [h for h, _ in got], [x for _, x in got], frontend.num_threads)
 
     def decode_snapshots(self, log_probs, length):
         from .offline import snapshot_length

@@ -36,6 +36,19 @@ class WordPosterior(NamedTuple):
     posterior: float  # expected number of arcs carrying `word` at `frame` on a path
 
 
+_REF_MODULE = None
+
+
+def _reference_module():
+    """The CPU reference module, looked up once (jit.load hashes the sources on every call)."""
+    global _REF_MODULE
+    if _REF_MODULE is None:
+        from ..jit.reference import module
+
+        _REF_MODULE = module()
+    return _REF_MODULE
+
+
 @dataclass(eq=False)
 class Lattice:
     """The pruned lattice of one row.
@@ -331,6 +344,31 @@ class Lattice:
     def word_confidences(self, spans: Sequence[tuple[int, int, int]]) -> list[float]:
         """word_confidence for each (word, first_frame, last_frame) of `spans`.
 
+        The passes run in the reference module (csrc/reference/lattice_posteriors.cc: the
+        same float64 additions in the same order as _word_confidences_numpy, numpy's
+        logaddexp, bit-identical); the clamp of -expm1(rest - tot) stays numpy's."""
+        sp = np.array([(int(w), int(f), int(l)) for w, f, l in spans], np.int64).reshape(-1, 3)
+        if self.num_states == 0:
+            return [0.0] * len(sp)
+        c = self._cache
+        have = ("fwd", True) in c and ("bwd", True) in c
+        alpha = c[("fwd", True)] if have else np.empty(self.num_states)
+        beta = c[("bwd", True)] if have else np.empty(self.num_states)
+        rest = np.empty(len(sp))
+        hit = np.empty(len(sp), np.int32)
+        i32 = lambda x: np.ascontiguousarray(x, np.int32)  # noqa: E731
+        _reference_module().ref_lattice_word_rests(i32(self.src), i32(self.dst), np.ascontiguousarray(self.score, np.float32),
+                                        i32(self.frame), i32(self.word_splits), i32(self.word_ids),
+                                        i32(self.state_frame), i32(self.state_level), have, alpha, beta, sp, rest,
+                                        hit)
+        if not have:
+            c[("fwd", True)], c[("bwd", True)] = alpha, beta
+        return _confidences(alpha[self.final], rest, hit)
+
+    def _word_confidences_numpy(self, spans: Sequence[tuple[int, int, int]]) -> list[float]:
+        """word_confidences in numpy (the form before lattice_posteriors.cc; kept as its
+        exactness reference and for benchmarks/lattice_host.py).
+
         Z without the span's arcs needs no pass over the whole lattice: every complete path
         enters time first_frame through an arc of the time before, and leaves time
         last_frame through an arc to the time after, so the full forward scores up to
@@ -570,7 +608,7 @@ def decode_cpu(decoder, lp: np.ndarray, lens: np.ndarray, online: bool):
                                         decoder.eps_iterations, online, decoder.num_threads,
                                         out_arcs, out_len, out_score, out_meta, out_stats, out_size)
     try:
-        hyps = []
+        hyps, lats = [], []
         for b in range(B):
             S, A = int(out_size[b, 0]), int(out_size[b, 1])
             states = np.zeros((3, S), np.int32)
@@ -581,8 +619,9 @@ def decode_cpu(decoder, lp: np.ndarray, lens: np.ndarray, online: bool):
             h = decoder.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]), bool(out_meta[b, 0]),
                                         int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
                                         frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
-            attach(graph, h, lat)
+            lats.append(lat)
             hyps.append(h)
+        attach_all(graph, hyps, lats, decoder.num_threads)
         return hyps
     finally:
         ref.mod.ref_lattice_free(handle)
@@ -594,3 +633,54 @@ def attach(graph, hyp, lat: Lattice) -> None:
     times = word_times(graph, hyp)
     hyp.word_times = times
     hyp.word_confidences = lat.word_confidences([(w, s, e) for w, (s, e) in zip(hyp.words, times)])
+
+
+def attach_all(graph, hyps: Sequence, lats: Sequence[Lattice], num_threads: int = 1) -> None:
+    """attach(graph, hyps[i], lats[i]) for every i, the lattices' passes in one native call on
+    num_threads threads (ref_lattices_word_rests); the same values as attach, bit for bit."""
+    hyps, lats = list(hyps), list(lats)
+    spans, todo = [], []
+    for h, lat in zip(hyps, lats):
+        h.lattice = lat
+        h.word_times = times = word_times(graph, h)
+        if lat.num_states == 0 or ("fwd", True) in lat._cache:
+            h.word_confidences = lat.word_confidences([(w, s, e) for w, (s, e) in zip(h.words, times)])
+            continue
+        todo.append((h, lat))
+        spans.append(np.array([(int(w), int(s), int(e)) for w, (s, e) in zip(h.words, times)], np.int64).reshape(-1, 3))
+    if not todo:
+        return
+    ls = [lat for _, lat in todo]
+
+    def offsets(sizes):
+        o = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=o[1:])
+        return o
+
+    def cat(name, dtype):
+        return np.concatenate([np.asarray(getattr(x, name), dtype) for x in ls]) if ls else np.zeros(0, dtype)
+
+    so = offsets([x.num_states for x in ls])
+    rest_n = offsets([len(s) for s in spans])
+    alpha, beta = np.empty(int(so[-1])), np.empty(int(so[-1]))
+    rest, hit = np.empty(int(rest_n[-1])), np.empty(int(rest_n[-1]), np.int32)
+    _reference_module().ref_lattices_word_rests(
+        offsets([x.num_arcs for x in ls]), so, offsets([x.word_ids.size for x in ls]), rest_n,
+        cat("src", np.int32), cat("dst", np.int32), cat("score", np.float32), cat("frame", np.int32),
+        cat("word_splits", np.int32), cat("word_ids", np.int32), cat("state_frame", np.int32),
+        cat("state_level", np.int32), alpha, beta, np.concatenate(spans), rest, hit, int(num_threads))
+    for i, (h, lat) in enumerate(todo):
+        a, b = int(so[i]), int(so[i + 1])
+        c = lat._cache
+        c[("fwd", True)], c[("bwd", True)] = alpha[a:b].copy(), beta[a:b].copy()
+        r0, r1 = int(rest_n[i]), int(rest_n[i + 1])
+        h.word_confidences = _confidences(alpha[b - 1], rest[r0:r1], hit[r0:r1])
+
+
+def _confidences(tot, rest: np.ndarray, hit: np.ndarray) -> list[float]:
+    """word_confidences' last step: max(0, min(1, -expm1(rest - tot))) in numpy's float64 (0
+    where no arc carries the word, or no path reaches the final state)."""
+    if not np.isfinite(tot) or not len(rest):
+        return [0.0] * len(rest)
+    conf = -np.expm1(rest - tot)
+    return [float(min(1.0, max(0.0, x))) if h else 0.0 for x, h in zip(conf, hit.tolist())]

@@ -17,6 +17,7 @@
 
 #include "cuwfst/pool_bins.h"
 #include "cuwfst/tensor_checks.h"
+#include "lattice_posteriors.h"
 #include "reference_decoder.h"
 #include "reference_lattice.h"
 
@@ -697,6 +698,137 @@ void RefRecordsTake(int64_t h, TensorView out_records) {
 
 void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
 
+// ---------------------------------------------------------------- lattice posteriors
+// cuwfst.Lattice's log-semiring forward/backward and word-confidence passes
+// (lattice_posteriors.h): the lattice's arrays (i32, f32 scores), alpha/beta [S] f64
+// (computed into them unless have_scores), spans [N, 3] i64, out_rest [N] f64, out_hit [N] i32.
+void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, TensorView frame, TensorView word_splits,
+                         TensorView word_ids, TensorView state_frame, TensorView state_level, bool have_scores,
+                         TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit) {
+  if (src.ndim() != 1 || state_frame.ndim() != 1 || word_ids.ndim() != 1 || spans.ndim() != 2)
+    TVM_FFI_THROW(ValueError) << "src, state_frame, word_ids must be 1-D and spans [N, 3]";
+  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
+  CheckHostTensor(src, "src", kDLInt, 32, {A});
+  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
+  CheckHostTensor(score, "score", kDLFloat, 32, {A});
+  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
+  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
+  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
+  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
+  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
+  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+  cuwfst::reference::LatticeView v;
+  v.num_states = S;
+  v.num_arcs = A;
+  v.num_words = W;
+  v.src = static_cast<const int32_t*>(src.data_ptr());
+  v.dst = static_cast<const int32_t*>(dst.data_ptr());
+  v.score = static_cast<const float*>(score.data_ptr());
+  v.frame = static_cast<const int32_t*>(frame.data_ptr());
+  v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
+  v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
+  v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
+  v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
+  const int32_t* ws = v.word_splits;
+  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << "word_splits must run from 0 to len(word_ids)";
+  for (int64_t i = 0; i < A; ++i) {
+    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
+    if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
+      TVM_FFI_THROW(ValueError) << "arc " << i << ": a state outside [0, " << S << ")";
+  }
+  cuwfst::reference::LatticeWordRests(v, have_scores, static_cast<double*>(alpha.data_ptr()),
+                                      static_cast<double*>(beta.data_ptr()), N,
+                                      static_cast<const int64_t*>(spans.data_ptr()),
+                                      static_cast<double*>(out_rest.data_ptr()), static_cast<int32_t*>(out_hit.data_ptr()));
+}
+
+// Many lattices at once on num_threads threads (Lattice.word_confidences of each, with
+// fresh scores): their arrays concatenated (state ids and word splits local to each
+// lattice), offsets [L + 1] i64 into the arcs, states, words and spans; word_splits holds
+// A_l + 1 entries per lattice (lattice l's from arc_off[l] + l).
+void RefLatticesWordRests(TensorView arc_off, TensorView state_off, TensorView word_off, TensorView span_off,
+                          TensorView src, TensorView dst, TensorView score, TensorView frame, TensorView word_splits,
+                          TensorView word_ids, TensorView state_frame, TensorView state_level, TensorView alpha,
+                          TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit,
+                          int64_t num_threads) {
+  if (arc_off.ndim() != 1 || src.ndim() != 1 || state_frame.ndim() != 1 || word_ids.ndim() != 1 || spans.ndim() != 2)
+    TVM_FFI_THROW(ValueError) << "offsets, src, state_frame, word_ids must be 1-D and spans [N, 3]";
+  const int64_t L = arc_off.shape()[0] - 1;
+  if (L < 0) TVM_FFI_THROW(ValueError) << "arc_off must have L + 1 entries";
+  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
+  for (auto [t, name] : {std::pair{&arc_off, "arc_off"}, {&state_off, "state_off"}, {&word_off, "word_off"},
+                         {&span_off, "span_off"}})
+    CheckHostTensor(*t, name, kDLInt, 64, {L + 1});
+  CheckHostTensor(src, "src", kDLInt, 32, {A});
+  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
+  CheckHostTensor(score, "score", kDLFloat, 32, {A});
+  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + L});
+  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
+  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
+  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
+  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
+  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+  const int64_t* ao = static_cast<const int64_t*>(arc_off.data_ptr());
+  const int64_t* so = static_cast<const int64_t*>(state_off.data_ptr());
+  const int64_t* wo = static_cast<const int64_t*>(word_off.data_ptr());
+  const int64_t* po = static_cast<const int64_t*>(span_off.data_ptr());
+  const int64_t total[4] = {A, S, W, N};
+  const int64_t* offs[4] = {ao, so, wo, po};
+  for (int k = 0; k < 4; ++k) {
+    if (offs[k][0] != 0 || offs[k][L] != total[k]) TVM_FFI_THROW(ValueError) << "offsets must run from 0 to the size";
+    for (int64_t l = 0; l < L; ++l)
+      if (offs[k][l + 1] < offs[k][l]) TVM_FFI_THROW(ValueError) << "offsets must not decrease";
+  }
+  const int32_t* ws = static_cast<const int32_t*>(word_splits.data_ptr());
+  const int32_t* sr = static_cast<const int32_t*>(src.data_ptr());
+  const int32_t* ds = static_cast<const int32_t*>(dst.data_ptr());
+  for (int64_t l = 0; l < L; ++l) {
+    const int32_t* w = ws + ao[l] + l;
+    const int64_t Al = ao[l + 1] - ao[l], Sl = so[l + 1] - so[l];
+    if (w[0] != 0 || w[Al] != wo[l + 1] - wo[l])
+      TVM_FFI_THROW(ValueError) << "lattice " << l << ": word_splits must run from 0 to its word count";
+    for (int64_t i = ao[l]; i < ao[l + 1]; ++i) {
+      if (w[i - ao[l] + 1] < w[i - ao[l]]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
+      if (sr[i] < 0 || sr[i] >= Sl || ds[i] < 0 || ds[i] >= Sl)
+        TVM_FFI_THROW(ValueError) << "lattice " << l << ": a state outside [0, " << Sl << ")";
+    }
+  }
+  const float* sc = static_cast<const float*>(score.data_ptr());
+  const int32_t* fr = static_cast<const int32_t*>(frame.data_ptr());
+  const int32_t* wi = static_cast<const int32_t*>(word_ids.data_ptr());
+  const int32_t* sf = static_cast<const int32_t*>(state_frame.data_ptr());
+  const int32_t* sl = static_cast<const int32_t*>(state_level.data_ptr());
+  double* al = static_cast<double*>(alpha.data_ptr());
+  double* be = static_cast<double*>(beta.data_ptr());
+  const int64_t* sp = static_cast<const int64_t*>(spans.data_ptr());
+  double* rest = static_cast<double*>(out_rest.data_ptr());
+  int32_t* hit = static_cast<int32_t*>(out_hit.data_ptr());
+  ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t l) {
+    cuwfst::reference::LatticeView v;
+    v.num_states = so[l + 1] - so[l];
+    v.num_arcs = ao[l + 1] - ao[l];
+    v.num_words = wo[l + 1] - wo[l];
+    v.src = sr + ao[l];
+    v.dst = ds + ao[l];
+    v.score = sc + ao[l];
+    v.frame = fr + ao[l];
+    v.word_splits = ws + ao[l] + l;
+    v.word_ids = wi + wo[l];
+    v.state_frame = sf + so[l];
+    v.state_level = sl + so[l];
+    cuwfst::reference::LatticeWordRests(v, false, al + so[l], be + so[l], po[l + 1] - po[l], sp + 3 * po[l],
+                                        rest + po[l], hit + po[l]);
+  });
+}
+
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
@@ -718,3 +850,5 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_from_records, RefLatticesFromRecords)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_records, RefDecodeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_word_rests, RefLatticeWordRests);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_word_rests, RefLatticesWordRests);

@@ -1,0 +1,136 @@
+#include "lattice_posteriors.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+namespace cuwfst {
+namespace reference {
+
+namespace {
+constexpr double kNegInfD = -std::numeric_limits<double>::infinity();
+constexpr double kLogE2 = 0.693147180559945309417232121458176568;  // NPY_LOGE2
+}  // namespace
+
+double NpyLogAddExp(double x, double y) {
+  if (x == y) return x + kLogE2;  // infinities of the same sign too
+  const double tmp = x - y;
+  // |tmp| > 750 (an -inf operand among them: a state's first arc): exp underflows to +0
+  // exactly and log1p(+0) = +0, so the sum is the larger operand + 0.0, as numpy's is
+  if (tmp > 0) return tmp > 750.0 ? x + 0.0 : x + std::log1p(std::exp(-tmp));
+  if (tmp <= 0) return tmp < -750.0 ? y + 0.0 : y + std::log1p(std::exp(tmp));
+  return tmp;  // NaN
+}
+
+void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, double* beta, int64_t num_spans,
+                      const int64_t* spans, double* out_rest, int32_t* out_hit) {
+  const int64_t S = L.num_states, A = L.num_arcs;
+  // the level groups: the arcs stably sorted by their source state's level (Lattice._layout)
+  std::vector<int64_t> order(A);
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::vector<int32_t> lev(A);
+  for (int64_t i = 0; i < A; ++i) lev[i] = L.state_level[L.src[i]];
+  if (!std::is_sorted(lev.begin(), lev.end()))
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return lev[x] < lev[y]; });
+  std::vector<int64_t> bounds{0};
+  for (int64_t i = 1; i < A; ++i)
+    if (lev[order[i]] != lev[order[i - 1]]) bounds.push_back(i);
+  if (A) bounds.push_back(A);
+  const int64_t G = static_cast<int64_t>(bounds.size()) - 1;
+  // per layout position: src, dst, float64 score
+  std::vector<int32_t> ps(A), pd(A);
+  std::vector<double> pw(A), vals(A);
+  for (int64_t i = 0; i < A; ++i) {
+    ps[i] = L.src[order[i]];
+    pd[i] = L.dst[order[i]];
+    pw[i] = static_cast<double>(L.score[order[i]]);
+  }
+  if (!have_scores) {
+    // forward: per group, every value from the scores before the group, then the group's
+    // logaddexp.at in order (np.logaddexp.at(alpha, dst, alpha[src] + score))
+    std::fill(alpha, alpha + S, kNegInfD);
+    std::fill(beta, beta + S, kNegInfD);
+    if (S) {
+      alpha[0] = 0.0;
+      beta[S - 1] = 0.0;
+    }
+    for (int64_t k = 0; k < G; ++k) {
+      const int64_t a = bounds[k], b = bounds[k + 1];
+      for (int64_t i = a; i < b; ++i) vals[i] = alpha[ps[i]] + pw[i];
+      for (int64_t i = a; i < b; ++i) alpha[pd[i]] = NpyLogAddExp(alpha[pd[i]], vals[i]);
+    }
+    for (int64_t k = G - 1; k >= 0; --k) {
+      const int64_t a = bounds[k], b = bounds[k + 1];
+      for (int64_t i = a; i < b; ++i) vals[i] = beta[pd[i]] + pw[i];
+      for (int64_t i = a; i < b; ++i) beta[ps[i]] = NpyLogAddExp(beta[ps[i]], vals[i]);
+    }
+  }
+  if (num_spans == 0) return;
+  // group times (the first arc's source state time), the distinct state times
+  std::vector<int64_t> gtime(G);
+  for (int64_t k = 0; k < G; ++k) gtime[k] = L.state_frame[ps[bounds[k]]];
+  std::vector<int32_t> times(L.state_frame, L.state_frame + S);
+  std::sort(times.begin(), times.end());
+  times.erase(std::unique(times.begin(), times.end()), times.end());
+  const int64_t nt = static_cast<int64_t>(times.size());
+  // (word, arc) pairs sorted by word, arcs ascending inside a word
+  std::vector<std::pair<int32_t, int32_t>> wa(L.num_words);
+  for (int64_t i = 0; i < A; ++i)
+    for (int32_t j = L.word_splits[i]; j < L.word_splits[i + 1]; ++j) wa[j] = {L.word_ids[j], static_cast<int32_t>(i)};
+  std::stable_sort(wa.begin(), wa.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<int64_t> pos(A);  // an arc's layout position
+  for (int64_t i = 0; i < A; ++i) pos[order[i]] = i;
+  std::vector<char> masked(A, 0);
+  std::vector<double> av(S);
+  std::vector<int64_t> hit;
+  for (int64_t n = 0; n < num_spans; ++n) {
+    const int32_t word = static_cast<int32_t>(spans[3 * n]);
+    const int64_t first = spans[3 * n + 1], last = spans[3 * n + 2];
+    hit.clear();
+    if (spans[3 * n] == word) {  // a word id outside int32 carries no arc
+      auto lo = std::lower_bound(wa.begin(), wa.end(), std::make_pair(word, INT32_MIN));
+      for (auto it = lo; it != wa.end() && it->first == word; ++it)
+        if (L.frame[it->second] >= first && L.frame[it->second] <= last) hit.push_back(it->second);
+    }
+    out_hit[n] = hit.empty() ? 0 : 1;
+    out_rest[n] = kNegInfD;
+    if (hit.empty()) continue;
+    std::fill(av.begin(), av.end(), kNegInfD);
+    if (first == 0 && S) av[0] = 0.0;
+    const int64_t ii = std::lower_bound(times.begin(), times.end(), first) - times.begin();
+    const int64_t jj = std::upper_bound(times.begin(), times.end(), last) - times.begin();
+    const bool has_before = ii > 0, has_after = jj < nt;
+    const int64_t before = has_before ? times[ii - 1] : 0, after = has_after ? times[jj] : 0;
+    for (int64_t h : hit) masked[pos[h]] = 1;
+    for (int64_t k = 0; k < G; ++k) {
+      const bool is_before = has_before && gtime[k] == before;
+      if (!is_before && !(gtime[k] >= first && gtime[k] <= last)) continue;
+      const int64_t a = bounds[k], b = bounds[k + 1];
+      if (is_before) {  // the arcs that enter the span, from the full forward scores
+        for (int64_t i = a; i < b; ++i)
+          if (L.state_frame[pd[i]] >= first) av[pd[i]] = NpyLogAddExp(av[pd[i]], alpha[ps[i]] + pw[i]);
+      } else {  // without the word's arcs
+        for (int64_t i = a; i < b; ++i) vals[i] = av[ps[i]] + pw[i];
+        for (int64_t i = a; i < b; ++i)
+          if (!masked[i]) av[pd[i]] = NpyLogAddExp(av[pd[i]], vals[i]);
+      }
+    }
+    for (int64_t h : hit) masked[pos[h]] = 0;
+    if (!has_after) continue;
+    // np.logaddexp.reduce over the states of time `after`, in state order
+    bool any = false;
+    double acc = kNegInfD;
+    for (int64_t s = 0; s < S; ++s) {
+      if (L.state_frame[s] != after) continue;
+      const double v = av[s] + beta[s];
+      acc = any ? NpyLogAddExp(acc, v) : v;
+      any = true;
+    }
+    out_rest[n] = acc;
+  }
+}
+
+}  // namespace reference
+}  // namespace cuwfst

@@ -1,0 +1,38 @@
+// Host-side lattice posteriors: the log-semiring forward/backward scores and the word
+// confidences of cuwfst.Lattice (cuwfst/decoder/lattice.py), bit-identical to its numpy
+// form (tests/lattice_reference_impl.py): the same float64 additions in the same order, and
+// numpy's logaddexp (npy_logaddexp: libm exp and log1p) as the one nonlinear step. Built
+// without fast-math or fp contraction (cuwfst/jit/reference.py).
+#pragma once
+
+#include <cstdint>
+
+namespace cuwfst {
+namespace reference {
+
+struct LatticeView {
+  int64_t num_states, num_arcs, num_words;
+  const int32_t* src;          // [A]
+  const int32_t* dst;          // [A]
+  const float* score;          // [A]
+  const int32_t* frame;        // [A] the arc's time
+  const int32_t* word_splits;  // [A + 1]
+  const int32_t* word_ids;     // [W]
+  const int32_t* state_frame;  // [S]
+  const int32_t* state_level;  // [S]
+};
+
+// numpy's npy_logaddexp (what np.logaddexp and np.logaddexp.at compute for float64).
+double NpyLogAddExp(double x, double y);
+
+// alpha, beta [S]: the log-semiring forward / backward scores (Lattice._forward(True) /
+// _backward(True)), computed when `have_scores` is false, else read. spans [N, 3] =
+// {word, first frame, last frame}; out_hit[n] = 0 where no arc carries the word in the
+// span (confidence 0), else out_rest[n] = log of the total over the paths that avoid the
+// span's word arcs (Lattice.word_confidences' `rest`); the caller forms
+// -expm1(rest - tot) with numpy as before.
+void LatticeWordRests(const LatticeView& lat, bool have_scores, double* alpha, double* beta, int64_t num_spans,
+                      const int64_t* spans, double* out_rest, int32_t* out_hit);
+
+}  // namespace reference
+}  // namespace cuwfst
