@@ -33,13 +33,14 @@ def build_cache(a):
     import cuwfst.decoder.lattice as L
 
     raw = []
-    orig = L.lattice_from_arrays
+    orig = L.lattices_from_arrays
 
-    def spy(graph, states, arcs, scores, recorded_arcs=0):
-        raw.append((states.copy(), arcs.copy(), scores.copy(), int(recorded_arcs)))
-        return orig(graph, states, arcs, scores, recorded_arcs)
+    def spy(graph, rows, num_threads=1):
+        rows = [tuple(r) for r in rows]
+        raw.extend((s.copy(), a.copy(), c.copy(), int(n)) for s, a, c, n in rows)
+        return orig(graph, rows, num_threads)
 
-    L.lattice_from_arrays = spy
+    L.lattices_from_arrays = spy
     rows = []
     t0 = time.perf_counter()
     try:
@@ -48,7 +49,7 @@ def build_cache(a):
                 h.lattice = None
                 rows.append(dict(raw=raw.pop(0), hyp=h))
     finally:
-        L.lattice_from_arrays = orig
+        L.lattices_from_arrays = orig
     print(f"decoded {len(rows)} rows on the CPU in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     return rows
 
@@ -106,7 +107,7 @@ def run_stages(a, rows):
               f"(x{t_old / max(t_new, 1e-12):.1f}); identical: {ok}", flush=True)
 
     def fresh_lats():
-        return [L.lattice_from_arrays(g, *r["raw"]) for r in rows]
+        return L.lattices_from_arrays(g, [r["raw"] for r in rows], a.threads)
 
     def conf_old():
         out = []
@@ -133,6 +134,19 @@ def run_stages(a, rows):
             h.lattice = None
         return out
 
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
+    from lattice_reference_impl import lattice_difference, ref_lattice_from_arrays
+
+    raws = [r["raw"] for r in rows]
+    same_lats = lambda o, w: len(o) == len(w) and all(lattice_difference(x, y) is None for x, y in zip(o, w))
+    stage("Lattice objects (per row, lattice_from_arrays)", lambda: [ref_lattice_from_arrays(g, *r) for r in raws],
+          lambda: [L.lattice_from_arrays(g, *r) for r in raws], same_lats)
+    stage(f"Lattice objects (the batch, lattices_from_arrays, {a.threads} threads)",
+          lambda: [ref_lattice_from_arrays(g, *r) for r in raws],
+          lambda: L.lattices_from_arrays(g, raws, a.threads), same_lats)
+    t_old_objs, t_new_objs = report[-1][1], report[-1][2]
+    print(f"Lattice objects x32 rows: old {t_old_objs / n * 32000:.1f} ms, new {t_new_objs / n * 32000:.1f} ms per batch of 32")
+    report.clear()
     t_lats, _ = _time(fresh_lats, a.reps)
     stage("word times and confidences (incl. Lattice objects "
           f"{t_lats / n * 1000:.3f} ms)", conf_old, conf_new,

@@ -61,7 +61,7 @@ def main():
     import torch
 
     from benchmarks.peers.measure import git_commit
-    from cuwfst.decoder.lattice import attach, attach_all, lattice_from_arrays
+    from cuwfst.decoder.lattice import attach, attach_all, lattices_from_arrays
     from cuwfst.decoder.lattice_records import lattices_from_records
 
     g = Graph.load(a.graph)
@@ -131,7 +131,8 @@ def main():
                                                               chunk=be.lattice_chunk_steps(int(lens.max()) + 1))
                 t1 = time.perf_counter()
                 pm = be.main.last_prune_ms
-                lats = [None if r is None else lattice_from_arrays(g, *r) for r in lat_rows]
+                built = iter(lattices_from_arrays(g, [r for r in lat_rows if r is not None], dec.num_threads))
+                lats = [None if r is None else next(built) for r in lat_rows]
                 t2 = time.perf_counter()
                 hs = [None] * len(lens)
                 be._collect(hs, range(len(lens)), res, dec)

@@ -110,3 +110,57 @@ def ref_word_times(graph, hyp, blank: int = 0) -> list[tuple[int, int]]:
         end = int(frame[sounding[-1]]) if sounding.size else start
         out.extend([(start, max(start, end))] * int(n_words[i]))
     return out
+
+
+def ref_lattice_from_arrays(graph, states, arcs, scores, recorded_arcs: int = 0):
+    """lattice_from_arrays as it was at 8bbab4a (per row, numpy), verbatim but for the names."""
+    from cuwfst.decoder.lattice import FINAL_TOKEN, REDIRECT_ARC_BIT, Lattice
+
+    g = graph.arrays
+    code = arcs[3].astype(np.int64)
+    redirect = (code & REDIRECT_ARC_BIT) != 0
+    image = code & ~REDIRECT_ARC_BIT
+    source = graph.source_arc_ids(image).astype(np.int64) if image.size else image
+    ilabel = g.ilabel[image].astype(np.int32) if image.size else np.zeros(0, np.int32)
+    rs = g.aux_row_splits
+    lo = rs[image].astype(np.int64) if image.size else np.zeros(0, np.int64)
+    hi = rs[image + 1].astype(np.int64) if image.size else np.zeros(0, np.int64)
+    n_words = np.where(redirect, 0, hi - lo) if image.size else np.zeros(0, np.int64)
+    word_splits = np.zeros(image.size + 1, np.int64)
+    np.cumsum(n_words, out=word_splits[1:])
+    starts = np.repeat(lo, n_words) if image.size else np.zeros(0, np.int64)
+    offs = np.arange(int(word_splits[-1])) - np.repeat(word_splits[:-1], n_words)
+    word_ids = g.aux_pool[starts + offs].astype(np.int32) if starts.size else np.zeros(0, np.int32)
+    return Lattice(
+        num_states=int(states.shape[1]),
+        src=arcs[0].astype(np.int32), dst=arcs[1].astype(np.int32), frame=arcs[2].astype(np.int32),
+        graph_arc=np.where(redirect, -1, source).astype(np.int32),
+        redirect_arc=np.where(redirect, source, -1).astype(np.int32),
+        token=np.where(redirect, FINAL_TOKEN, ilabel).astype(np.int32),
+        acoustic=scores[0].astype(np.float32), graph_score=scores[1].astype(np.float32),
+        score=scores[2].astype(np.float32),
+        word_splits=word_splits.astype(np.int32), word_ids=word_ids,
+        state_frame=states[0].astype(np.int32), state_graph=states[1].astype(np.int32),
+        state_level=states[2].astype(np.int32), recorded_arcs=int(recorded_arcs))
+
+
+LATTICE_ARRAYS = ("src", "dst", "frame", "graph_arc", "redirect_arc", "token", "acoustic", "graph_score", "score",
+                  "word_splits", "word_ids", "state_frame", "state_graph", "state_level")
+
+
+def lattice_difference(x, y) -> str | None:
+    """None when two Lattices hold the same arrays (dtype, shape, bits) and attributes."""
+    if type(x) is not type(y):
+        return f"types {type(x).__name__} vs {type(y).__name__}"
+    for k in ("num_states", "recorded_arcs"):
+        if getattr(x, k) != getattr(y, k) or type(getattr(x, k)) is not type(getattr(y, k)):
+            return f"{k}: {getattr(x, k)!r} vs {getattr(y, k)!r}"
+    for k in LATTICE_ARRAYS:
+        a, b = getattr(x, k), getattr(y, k)
+        if not isinstance(b, np.ndarray) or a.dtype != b.dtype or a.shape != b.shape or a.ndim != 1:
+            return f"{k}: {a.dtype}{a.shape} vs {getattr(b, 'dtype', type(b))}{getattr(b, 'shape', '')}"
+        if a.tobytes() != b.tobytes():
+            return f"{k}: values differ"
+    if sorted(k for k in vars(x) if not k.startswith("_")) != sorted(k for k in vars(y) if not k.startswith("_")):
+        return "attributes differ"
+    return None

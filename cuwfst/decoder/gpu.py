@@ -579,14 +579,14 @@ class GpuBackend:
         sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
         if lattice and self.lattice_prune_on_gpu(inst):
             # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
-            from .lattice import attach_all, lattice_from_arrays
+            from .lattice import attach_all, lattices_from_arrays
 
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
                                                        self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1))
             self._collect(hyps, rows.tolist(), res, frontend)
-            got = [(hyps[row], lattice_from_arrays(self.graph, *lat_rows[i]))
-                   for i, row in enumerate(rows.tolist()) if lat_rows[i] is not None]
-            attach_all(self.graph, [h for h, _ in got], [x for _, x in got], frontend.num_threads)
+            keep = [i for i, r in enumerate(lat_rows) if r is not None]
+            lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
+            attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
             return
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)

@@ -526,35 +526,85 @@ def lattice_from_arrays(graph, states: np.ndarray, arcs: np.ndarray, scores: np.
                         recorded_arcs: int = 0) -> Lattice:
     """A Lattice from the reference module's row arrays: states [3, S] = {time, graph state,
     level}, arcs [4, A] = {src, dst, frame, image arc id | redirect bit}, scores [3, A] =
-    {acoustic, graph, score}. Image arc ids become the source graph's."""
-    g = graph.arrays
-    code = arcs[3].astype(np.int64)
-    redirect = (code & REDIRECT_ARC_BIT) != 0
-    image = code & ~REDIRECT_ARC_BIT
-    source = graph.source_arc_ids(image).astype(np.int64) if image.size else image
-    ilabel = g.ilabel[image].astype(np.int32) if image.size else np.zeros(0, np.int32)
-    # the word ids of the lattice's arcs only: indexing the graph's i32 splits, never a copy of
-    # them (a full HLG's 23 M arcs: a 185 MB int64 copy, ~50 ms, for every row of a batch)
-    rs = g.aux_row_splits
-    lo = rs[image].astype(np.int64) if image.size else np.zeros(0, np.int64)
-    hi = rs[image + 1].astype(np.int64) if image.size else np.zeros(0, np.int64)
-    n_words = np.where(redirect, 0, hi - lo) if image.size else np.zeros(0, np.int64)
-    word_splits = np.zeros(image.size + 1, np.int64)
-    np.cumsum(n_words, out=word_splits[1:])
-    starts = np.repeat(lo, n_words) if image.size else np.zeros(0, np.int64)
-    offs = np.arange(int(word_splits[-1])) - np.repeat(word_splits[:-1], n_words)
-    word_ids = g.aux_pool[starts + offs].astype(np.int32) if starts.size else np.zeros(0, np.int32)
-    return Lattice(
-        num_states=int(states.shape[1]),
-        src=arcs[0].astype(np.int32), dst=arcs[1].astype(np.int32), frame=arcs[2].astype(np.int32),
-        graph_arc=np.where(redirect, -1, source).astype(np.int32),
-        redirect_arc=np.where(redirect, source, -1).astype(np.int32),
-        token=np.where(redirect, FINAL_TOKEN, ilabel).astype(np.int32),
-        acoustic=scores[0].astype(np.float32), graph_score=scores[1].astype(np.float32),
-        score=scores[2].astype(np.float32),
-        word_splits=word_splits.astype(np.int32), word_ids=word_ids,
-        state_frame=states[0].astype(np.int32), state_graph=states[1].astype(np.int32),
-        state_level=states[2].astype(np.int32), recorded_arcs=int(recorded_arcs))
+    {acoustic, graph, score}. Image arc ids become the source graph's. See
+    lattices_from_arrays (this is it for one row)."""
+    return lattices_from_arrays(graph, [(states, arcs, scores, recorded_arcs)])[0]
+
+
+def lattices_from_arrays(graph, rows: Sequence, num_threads: int = 1) -> list[Lattice]:
+    """lattice_from_arrays(graph, *row) for every row (states, arcs, scores[, recorded_arcs]),
+    the graph lookups of all rows' arcs (tokens, source arc ids, word ids through the aux
+    labels) in two native calls on num_threads threads (ref_lattices_arcs,
+    ref_lattices_word_ids). The lattices' src, dst, frame, scores and state arrays are views
+    of the rows' int32 / float32 arrays (copies only where a row has another dtype or
+    layout); the looked-up arrays are views of one buffer per batch. Same arrays (dtype,
+    values, order) as the per-row numpy form (tests/lattice_reference_impl.py)."""
+    rows = [tuple(r) for r in rows]
+    if not rows:
+        return []
+    st, ar, sc, rec = [], [], [], []
+    for r in rows:
+        st.append(np.ascontiguousarray(r[0], np.int32))
+        ar.append(np.ascontiguousarray(r[1], np.int32))
+        sc.append(np.ascontiguousarray(r[2], np.float32))
+        rec.append(int(r[3]) if len(r) > 3 else 0)
+    L = len(rows)
+    arc_off = np.zeros(L + 1, np.int64)
+    np.cumsum([a.shape[1] for a in ar], out=arc_off[1:])
+    A = int(arc_off[-1])
+    codes = np.concatenate([a[3] for a in ar]) if L > 1 else ar[0][3]
+    out = np.empty((4, A), np.int32)  # graph_arc, redirect_arc, token, lo
+    word_splits = np.empty(A + L, np.int32)
+    word_count = np.empty(L, np.int64)
+    ilabel, row_splits, pool, arc_id = _lookup_arrays(graph)
+    mod = _reference_module()
+    mod.ref_lattices_arcs(arc_off, codes, ilabel, row_splits, arc_id, out[0], out[1], out[2], out[3],
+                          word_splits, word_count, int(num_threads))
+    word_off = np.zeros(L + 1, np.int64)
+    np.cumsum(word_count, out=word_off[1:])
+    word_ids = np.empty(int(word_off[-1]), np.int32)
+    if word_ids.size:
+        mod.ref_lattices_word_ids(arc_off, word_off, out[3], word_splits, pool, word_ids,
+                                  int(num_threads))
+    lats = []
+    ao, wo = arc_off.tolist(), word_off.tolist()
+    for l in range(L):
+        a, b = ao[l], ao[l + 1]
+        states, arcs, scores = st[l], ar[l], sc[l]
+        lats.append(Lattice(
+            num_states=int(states.shape[1]), src=arcs[0], dst=arcs[1], frame=arcs[2],
+            graph_arc=out[0, a:b], redirect_arc=out[1, a:b], token=out[2, a:b],
+            acoustic=scores[0], graph_score=scores[1], score=scores[2],
+            word_splits=word_splits[a + l: b + l + 1], word_ids=word_ids[wo[l]: wo[l + 1]],
+            state_frame=states[0], state_graph=states[1], state_level=states[2], recorded_arcs=rec[l]))
+    return lats
+
+
+def _lookup_arrays(graph):
+    """The graph arrays ref_lattices_arcs reads (ilabel, aux_row_splits, aux_pool, arc_id or an
+    empty one), as DLPack can hand them over (image arrays are read-only: writable aliases of
+    the same memory, as image.native_array gives, but ilabel keeps its stride, no copy of it);
+    made once per graph."""
+    got = graph.__dict__.get("_lattice_lookup")
+    if got is None:
+        from ..graph.image import native_array
+
+        a = graph.arrays
+        il = a.ilabel
+        if il.dtype != np.int32 or il.ndim != 1 or (il.size > 1 and (il.strides[0] <= 0 or il.strides[0] % 4)):
+            il = np.ascontiguousarray(il, np.int32)
+        if not il.flags.writeable:
+            alias = il.view()
+            try:
+                alias.flags.writeable = True
+                il = alias
+            except ValueError:
+                il = il.copy()
+        arc_id = graph._a.arc_id
+        got = (il, native_array(a.aux_row_splits, np.int32), native_array(a.aux_pool, np.int32),
+               np.zeros(0, np.int32) if arc_id is None else native_array(arc_id, np.int32))
+        graph.__dict__["_lattice_lookup"] = got
+    return got
 
 
 def word_times(graph, hyp, blank: int = 0) -> list[tuple[int, int]]:
@@ -608,20 +658,19 @@ def decode_cpu(decoder, lp: np.ndarray, lens: np.ndarray, online: bool):
                                         decoder.eps_iterations, online, decoder.num_threads,
                                         out_arcs, out_len, out_score, out_meta, out_stats, out_size)
     try:
-        hyps, lats = [], []
+        hyps, rows = [], []
         for b in range(B):
             S, A = int(out_size[b, 0]), int(out_size[b, 1])
             states = np.zeros((3, S), np.int32)
             arcs = np.zeros((4, A), np.int32)
             scores = np.zeros((3, A), np.float32)
             ref.mod.ref_lattice_row(handle, b, states, arcs, scores)
-            lat = lattice_from_arrays(graph, states, arcs, scores, int(out_size[b, 2]))
+            rows.append((states, arcs, scores, int(out_size[b, 2])))
             h = decoder.make_hypothesis(out_arcs[b, : out_len[b]], float(out_score[b]), bool(out_meta[b, 0]),
                                         int(out_meta[b, 2]), 0, int(out_meta[b, 3]),
                                         frontier_total=int(out_stats[b, 0]), closure_added=int(out_stats[b, 1]))
-            lats.append(lat)
             hyps.append(h)
-        attach_all(graph, hyps, lats, decoder.num_threads)
+        attach_all(graph, hyps, lattices_from_arrays(graph, rows, decoder.num_threads), decoder.num_threads)
         return hyps
     finally:
         ref.mod.ref_lattice_free(handle)

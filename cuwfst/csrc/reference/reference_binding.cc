@@ -829,6 +829,134 @@ void RefLatticesWordRests(TensorView arc_off, TensorView state_off, TensorView w
   });
 }
 
+
+// ---------------------------------------------------------------- lattice assembly
+// cuwfst.lattice_from_arrays' per-arc graph lookups for many lattices at once, on
+// num_threads threads. codes [A] i32 (the lattices' arcs[3] concatenated: image arc id |
+// kRedirectArcBit), arc_off [L + 1] i64; the graph's ilabel [E] i32 (any positive stride: the
+// image keeps it interleaved with dest), aux_row_splits [E + 1] i32, arc_id [E] i32 or [0]
+// (identity). Writes per arc graph_arc (source arc id, -1 on a redirect), redirect_arc (the
+// source arc id on a redirect, else -1), token (ilabel, -1 on a redirect), lo (the arc's
+// first word in aux_pool); word_splits [A + L] (lattice l's A_l + 1 from arc_off[l] + l,
+// running from 0; no words on redirects) and word_count [L].
+void RefLatticesArcs(TensorView arc_off, TensorView codes, TensorView ilabel, TensorView aux_row_splits,
+                     TensorView arc_id, TensorView graph_arc, TensorView redirect_arc, TensorView token,
+                     TensorView lo, TensorView word_splits, TensorView word_count, int64_t num_threads) {
+  if (arc_off.ndim() != 1 || codes.ndim() != 1 || ilabel.ndim() != 1 || arc_id.ndim() != 1)
+    TVM_FFI_THROW(ValueError) << "arc_off, codes, ilabel and arc_id must be 1-D";
+  const int64_t L = arc_off.shape()[0] - 1, A = codes.shape()[0], E = ilabel.shape()[0];
+  if (L < 0) TVM_FFI_THROW(ValueError) << "arc_off must have L + 1 entries";
+  CheckHostTensor(arc_off, "arc_off", kDLInt, 64, {L + 1});
+  CheckHostTensor(codes, "codes", kDLInt, 32, {A});
+  if (ilabel.device().device_type != kDLCPU || !cuwfst::IsType(ilabel.dtype(), kDLInt, 32) ||
+      (E > 1 && ilabel.strides()[0] < 1))
+    TVM_FFI_THROW(ValueError) << "ilabel must be a CPU int32 vector with a positive stride";
+  CheckHostTensor(aux_row_splits, "aux_row_splits", kDLInt, 32, {E + 1});
+  const bool ids = arc_id.shape()[0] != 0;
+  if (ids) CheckHostTensor(arc_id, "arc_id", kDLInt, 32, {E});
+  CheckHostTensor(graph_arc, "graph_arc", kDLInt, 32, {A});
+  CheckHostTensor(redirect_arc, "redirect_arc", kDLInt, 32, {A});
+  CheckHostTensor(token, "token", kDLInt, 32, {A});
+  CheckHostTensor(lo, "lo", kDLInt, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + L});
+  CheckHostTensor(word_count, "word_count", kDLInt, 64, {L});
+  const int64_t* ao = static_cast<const int64_t*>(arc_off.data_ptr());
+  if (ao[0] != 0 || ao[L] != A) TVM_FFI_THROW(ValueError) << "arc_off must run from 0 to len(codes)";
+  for (int64_t l = 0; l < L; ++l)
+    if (ao[l + 1] < ao[l]) TVM_FFI_THROW(ValueError) << "arc_off must not decrease";
+  const int32_t* cd = static_cast<const int32_t*>(codes.data_ptr());
+  const int32_t* il = static_cast<const int32_t*>(ilabel.data_ptr());
+  const int64_t il_stride = E > 1 ? ilabel.strides()[0] : 1;
+  const int32_t* rs = static_cast<const int32_t*>(aux_row_splits.data_ptr());
+  const int32_t* id = ids ? static_cast<const int32_t*>(arc_id.data_ptr()) : nullptr;
+  int32_t* ga = static_cast<int32_t*>(graph_arc.data_ptr());
+  int32_t* ra = static_cast<int32_t*>(redirect_arc.data_ptr());
+  int32_t* tk = static_cast<int32_t*>(token.data_ptr());
+  int32_t* lw = static_cast<int32_t*>(lo.data_ptr());
+  int32_t* ws = static_cast<int32_t*>(word_splits.data_ptr());
+  int64_t* wc = static_cast<int64_t*>(word_count.data_ptr());
+  std::vector<int64_t> bad(L, -1);  // per lattice: an arc whose image id is outside [0, E)
+  constexpr int64_t kAhead = 16;
+  ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t l) {
+    int32_t* w = ws + ao[l] + l;
+    int64_t n = 0;
+    w[0] = 0;
+    const int64_t end = ao[l + 1];
+    for (int64_t i = ao[l]; i < end; ++i) {
+      if (i + kAhead < end) {  // the lookups are random reads of large arrays: ask for them early
+        const int32_t f = cd[i + kAhead] & ~cuwfst::reference::kRedirectArcBit;
+        if (f >= 0 && f < E) {
+          __builtin_prefetch(il + f * il_stride);
+          __builtin_prefetch(rs + f);
+        }
+      }
+      const int32_t c = cd[i];
+      const bool redirect = (c & cuwfst::reference::kRedirectArcBit) != 0;
+      const int32_t img = c & ~cuwfst::reference::kRedirectArcBit;
+      if (img < 0 || img >= E) {
+        bad[l] = i;
+        return;
+      }
+      const int32_t src = id ? id[img] : img;
+      const int32_t b = rs[img];
+      ga[i] = redirect ? -1 : src;
+      ra[i] = redirect ? src : -1;
+      tk[i] = redirect ? -1 : il[img * il_stride];
+      lw[i] = b;
+      n += redirect ? 0 : rs[img + 1] - b;
+      w[i - ao[l] + 1] = static_cast<int32_t>(n);
+    }
+    wc[l] = n;
+  });
+  for (int64_t l = 0; l < L; ++l)
+    if (bad[l] >= 0) TVM_FFI_THROW(IndexError) << "lattice " << l << ": arc code " << cd[bad[l]] << " names no graph arc";
+}
+
+// The word ids of RefLatticesArcs' lattices: word_ids [W] i32 (lattice l's from word_off[l]),
+// aux_pool [P] i32; lo and word_splits as RefLatticesArcs wrote them.
+void RefLatticesWordIds(TensorView arc_off, TensorView word_off, TensorView lo, TensorView word_splits,
+                        TensorView aux_pool, TensorView word_ids, int64_t num_threads) {
+  if (arc_off.ndim() != 1 || lo.ndim() != 1 || aux_pool.ndim() != 1 || word_ids.ndim() != 1)
+    TVM_FFI_THROW(ValueError) << "arc_off, lo, aux_pool and word_ids must be 1-D";
+  const int64_t L = arc_off.shape()[0] - 1, A = lo.shape()[0], P = aux_pool.shape()[0], W = word_ids.shape()[0];
+  if (L < 0) TVM_FFI_THROW(ValueError) << "arc_off must have L + 1 entries";
+  CheckHostTensor(arc_off, "arc_off", kDLInt, 64, {L + 1});
+  CheckHostTensor(word_off, "word_off", kDLInt, 64, {L + 1});
+  CheckHostTensor(lo, "lo", kDLInt, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + L});
+  CheckHostTensor(aux_pool, "aux_pool", kDLInt, 32, {P});
+  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  const int64_t* ao = static_cast<const int64_t*>(arc_off.data_ptr());
+  const int64_t* wo = static_cast<const int64_t*>(word_off.data_ptr());
+  if (ao[0] != 0 || ao[L] != A || wo[0] != 0 || wo[L] != W)
+    TVM_FFI_THROW(ValueError) << "offsets must run from 0 to the size";
+  const int32_t* lw = static_cast<const int32_t*>(lo.data_ptr());
+  const int32_t* ws = static_cast<const int32_t*>(word_splits.data_ptr());
+  for (int64_t l = 0; l < L; ++l) {
+    if (ao[l + 1] < ao[l] || ws[ao[l + 1] + l] != wo[l + 1] - wo[l])
+      TVM_FFI_THROW(ValueError) << "lattice " << l << ": word_splits must end at its word count";
+  }
+  const int32_t* pool = static_cast<const int32_t*>(aux_pool.data_ptr());
+  int32_t* out = static_cast<int32_t*>(word_ids.data_ptr());
+  std::vector<char> bad(L, 0);
+  ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t l) {
+    const int32_t* w = ws + ao[l] + l;
+    int32_t* o = out + wo[l];
+    for (int64_t k = 0; k < ao[l + 1] - ao[l]; ++k) {
+      const int32_t n = w[k + 1] - w[k];
+      if (n == 0) continue;
+      const int64_t b = lw[ao[l] + k];
+      if (n < 0 || b < 0 || b + n > P) {
+        bad[l] = 1;
+        return;
+      }
+      for (int32_t j = 0; j < n; ++j) o[w[k] + j] = pool[b + j];
+    }
+  });
+  for (int64_t l = 0; l < L; ++l)
+    if (bad[l]) TVM_FFI_THROW(IndexError) << "lattice " << l << ": a word range outside aux_pool";
+}
+
 }  // namespace
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_graph_create, RefGraphCreate);
@@ -852,3 +980,5 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_word_rests, RefLatticeWordRests);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_word_rests, RefLatticesWordRests);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_arcs, RefLatticesArcs);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_word_ids, RefLatticesWordIds);
