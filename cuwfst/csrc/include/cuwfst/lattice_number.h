@@ -355,6 +355,12 @@ inline std::string NumberPrunedRows(const PrunedArcOut* ha, int64_t A, const Pru
     work(0);
     for (auto& th : pool) th.join();
   }
+  // the copies by row are kept for the next call up to 64 MiB (a batch's, ~2 M arcs); a long
+  // bounded decode's (hundreds of MiB) go back now
+  if (Z.arcs.capacity() * sizeof(PrunedArcOut) + Z.states.capacity() * sizeof(PrunedStateOut) > (size_t{64} << 20)) {
+    std::vector<PrunedArcOut>().swap(Z.arcs);
+    std::vector<PrunedStateOut>().swap(Z.states);
+  }
   if (bad_lane) return "GPU lattice pruning: a kept arc or state of no row (a decoder bug)";
   for (int32_t b = 0; b < B; ++b)
     if (!Z.errors[b].empty()) return Z.errors[b];
