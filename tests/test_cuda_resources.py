@@ -67,6 +67,23 @@ def test_lattice_run_need(tmp_path):
     assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
 
 
+def test_lattice_number_rows(tmp_path):
+    """The host half of the GPU lattice pruning (cuwfst/lattice_number.h NumberPrunedRows:
+    kept states numbered by (time, rank), arcs sorted by (source, arc id)) against its first
+    implementation, array for array, on random inputs of both endpoint forms, and the same
+    errors on broken ones (tests/native/lattice_number_test.cc; it also prints both timings)."""
+    cxx = shutil.which("c++") or shutil.which("g++")
+    if not cxx:
+        pytest.skip("needs a C++ compiler")
+    exe = tmp_path / "lattice_number_test"
+    build = subprocess.run([cxx, "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror", "-pthread", f"-I{CSRC / 'include'}",
+                            str(HERE / "native" / "lattice_number_test.cc"), "-o", str(exe)],
+                           capture_output=True, text=True)
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
+
+
 def test_gpu_decoder_host_logic_against_a_stub_runtime(tmp_path):
     """GpuDecoder's host side (construction, growth, readback, graph cache, fatal faults)
     compiled with nvcc and run against the stub runtime of tests/native: fault walks over

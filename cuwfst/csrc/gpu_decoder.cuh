@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "cuda_resources.cuh"
+#include "cuwfst/lattice_number.h"
 #include "cuwfst/types.cuh"
 #include "lazy_region.cuh"
 
@@ -151,15 +152,8 @@ struct LatticeOutputs {
   float output_beam = 0.f;  // mode 2 with chunk > 0: the windows' beam
 };
 
-// One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu), in the CPU
-// reference's RowLattice arrays: states [3, S] = {time, graph state, level}, arcs [4, A] =
-// {src, dst, frame, image arc | redirect bit}, scores [3, A] = {acoustic, graph, score}.
-struct PrunedRow {
-  int32_t num_states = 0, num_arcs = 0;
-  int64_t recorded = 0;
-  std::vector<int32_t> states, arcs;
-  std::vector<float> scores;
-};
+// One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu): PrunedRow,
+// cuwfst/lattice_number.h.
 
 struct IncPrune;  // gpu_lattice_prune.cu
 
@@ -499,7 +493,8 @@ class GpuDecoder {
   PinnedBuffer pr_host_[2];
   std::vector<int32_t> pr_count_, pr_size_;
   int32_t pr_B_ = -1;  // rows of the last mode-2 decode (-1: none to prune)
-  std::vector<PrunedRow> pr_rows_;
+  std::vector<PrunedRow> pr_rows_;     // kept from decode to decode: the rows' arrays keep their capacity
+  LatticeNumberScratch pr_number_;     // the host numbering's scratch, likewise
   void* PruneBuffer(int k, size_t bytes);
 };
 

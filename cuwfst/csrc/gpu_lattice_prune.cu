@@ -39,13 +39,8 @@ namespace {
 constexpr uint8_t kPrAdmitted = 1, kPrDropped = 2, kPrInvalid = 4;
 constexpr int kPrThreads = 256;
 
-struct PrunedArcOut {
-  int32_t lane, t, src, dst, code;
-  float acoustic, graph, score;
-};
-struct PrunedStateOut {
-  int32_t lane, tau, rank, state, tok;
-};
+// PrunedArcOut, PrunedStateOut: cuwfst/lattice_number.h (the host numbering reads them there)
+static_assert(kLatticeNumberRedirectBit == kRedirectArcBit, "lattice_number.h's redirect bit is types.cuh's");
 
 // The bucket (t * B + lane, or tau * B + lane) of index i in an exclusive prefix `off` of n + 1
 // entries: the last bucket whose offset is <= i.
@@ -592,102 +587,20 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   CUWFST_CUDA(cudaStreamSynchronize(s));
   const auto c2 = std::chrono::steady_clock::now();
 
-  // ---- host: number each row's kept states by (time, rank) and sort its arcs
+  // ---- host: number each row's kept states by (time, rank) and sort its arcs (lattice_number.h)
   const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
   const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
-  std::vector<int64_t> a_at(B + 1, 0), s_at(B + 1, 0);
-  for (int64_t i = 0; i < A; ++i) ++a_at[ha[i].lane + 1];
-  for (int64_t i = 0; i < S; ++i) ++s_at[hs[i].lane + 1];
+  const int32_t workers = A < 20000 ? 1 : static_cast<int32_t>(std::thread::hardware_concurrency());
+  const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken, workers,
+                                           &pr_number_, &pr_rows_);
+  if (!err.empty()) throw std::runtime_error(err);
   for (int32_t b = 0; b < B; ++b) {
-    a_at[b + 1] += a_at[b];
-    s_at[b + 1] += s_at[b];
-  }
-  std::vector<int32_t> a_idx(A), s_idx(S);
-  {
-    std::vector<int64_t> na(a_at.begin(), a_at.end() - 1), ns(s_at.begin(), s_at.end() - 1);
-    for (int64_t i = 0; i < A; ++i) a_idx[na[ha[i].lane]++] = static_cast<int32_t>(i);
-    for (int64_t i = 0; i < S; ++i) s_idx[ns[hs[i].lane]++] = static_cast<int32_t>(i);
-  }
-  pr_rows_.assign(B, PrunedRow());
-  std::vector<std::string> errors(B);
-  auto build = [&](int32_t b) {
     PrunedRow& row = pr_rows_[b];
+    row.recorded = 0;
     for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_count_[b * seg + t];
-    if (skip_in[b]) return;
-    const int32_t T = lengths[b] + 1;
-    std::vector<int32_t> st(s_idx.begin() + s_at[b], s_idx.begin() + s_at[b + 1]);
-    std::sort(st.begin(), st.end(), [&](int32_t x, int32_t y) {
-      return hs[x].tau != hs[y].tau ? hs[x].tau < hs[y].tau : hs[x].rank < hs[y].rank;
-    });
-    const bool has_final = !st.empty() && hs[st.back()].tau == T;
-    const int32_t ns = static_cast<int32_t>(st.size()) + (has_final ? 0 : 1);
-    row.num_states = ns;
-    row.states.assign(3 * static_cast<size_t>(ns), 0);
-    std::vector<std::pair<int32_t, int32_t>> id_of(st.size());  // (global token, state id)
-    for (size_t k = 0; k < st.size(); ++k) {
-      const PrunedStateOut& x = hs[st[k]];
-      row.states[k] = x.tau;
-      row.states[ns + k] = x.state;
-      row.states[2 * ns + k] = x.tau;  // epsilon-free: level = time
-      id_of[k] = {x.tok, static_cast<int32_t>(k)};
-    }
-    if (!has_final) {
-      row.states[ns - 1] = T;
-      row.states[2 * ns - 1] = -1;
-      row.states[3 * ns - 1] = T + 1;
-    }
-    std::sort(id_of.begin(), id_of.end());
-    auto lookup = [&](int32_t tok) -> int32_t {
-      auto it = std::lower_bound(id_of.begin(), id_of.end(), std::make_pair(tok, -1));
-      return it != id_of.end() && it->first == tok ? it->second : -1;
-    };
-    struct Arc { int32_t src, dst, key; int64_t i; };
-    std::vector<Arc> arcs;
-    arcs.reserve(a_at[b + 1] - a_at[b]);
-    for (int64_t k = a_at[b]; k < a_at[b + 1]; ++k) {
-      const PrunedArcOut& x = ha[a_idx[k]];
-      const int32_t s_id = lookup(x.src), d_id = lookup(x.dst);
-      if (s_id < 0 || d_id < 0) {
-        errors[b] = "GPU lattice pruning: a kept arc leaves or enters a pruned state (a decoder bug)";
-        return;
-      }
-      arcs.push_back({s_id, d_id, x.code & ~kRedirectArcBit, a_idx[k]});
-    }
-    std::sort(arcs.begin(), arcs.end(), [](const Arc& x, const Arc& y) {
-      return x.src != y.src ? x.src < y.src : x.key < y.key;
-    });
-    const int32_t na = static_cast<int32_t>(arcs.size());
-    row.num_arcs = na;
-    row.arcs.resize(4 * static_cast<size_t>(na));
-    row.scores.resize(3 * static_cast<size_t>(na));
-    for (int32_t k = 0; k < na; ++k) {
-      const PrunedArcOut& x = ha[arcs[k].i];
-      row.arcs[k] = arcs[k].src;
-      row.arcs[na + k] = arcs[k].dst;
-      row.arcs[2 * na + k] = x.t;
-      row.arcs[3 * na + k] = x.code;
-      row.scores[k] = x.acoustic;
-      row.scores[na + k] = x.graph;
-      row.scores[2 * na + k] = x.score;
-    }
-  };
-  const int32_t workers = std::max<int32_t>(1, std::min<int32_t>(B, static_cast<int32_t>(std::thread::hardware_concurrency())));
-  if (workers <= 1 || A < 20000) {
-    for (int32_t b = 0; b < B; ++b) build(b);
-  } else {
-    std::vector<std::thread> pool;
-    for (int32_t w = 0; w < workers; ++w)
-      pool.emplace_back([&, w] {
-        for (int32_t b = w; b < B; b += workers) build(b);
-      });
-    for (auto& th : pool) th.join();
-  }
-  for (int32_t b = 0; b < B; ++b)
-    if (!errors[b].empty()) throw std::runtime_error(errors[b]);
-  for (int32_t b = 0; b < B; ++b) {
-    sizes_out[3 * b] = pr_rows_[b].num_states;
-    sizes_out[3 * b + 1] = pr_rows_[b].num_arcs;
-    sizes_out[3 * b + 2] = pr_rows_[b].recorded;
+    sizes_out[3 * b] = row.num_states;
+    sizes_out[3 * b + 1] = row.num_arcs;
+    sizes_out[3 * b + 2] = row.recorded;
   }
   const auto c3 = std::chrono::steady_clock::now();
   prune_ms_[0] = Ms(c0, c1);
@@ -1007,7 +920,8 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
 }
 
 // The rows of a bounded decode from what its passes emitted: as PruneLattice's host part,
-// with states found by (time, rank) (a token's index does not survive the passes).
+// with states found by (time, rank) (a token's index does not survive the passes):
+// NumberPrunedRows under PrunedEndpoints::kTimeRank.
 void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* skip_in, int64_t* sizes_out) {
   IncPrune& P = *inc_;
   const auto c0 = std::chrono::steady_clock::now();
@@ -1019,106 +933,17 @@ void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* ski
   const PrunedArcOut* ha = P.arcs.data();
   const PrunedStateOut* hs = P.states.data();
   const int64_t A = static_cast<int64_t>(P.arcs.size()), S = static_cast<int64_t>(P.states.size());
-  std::vector<int64_t> a_at(B + 1, 0), s_at(B + 1, 0);
-  for (int64_t i = 0; i < A; ++i) ++a_at[ha[i].lane + 1];
-  for (int64_t i = 0; i < S; ++i) ++s_at[hs[i].lane + 1];
+  const int32_t workers = A < 20000 ? 1 : static_cast<int32_t>(std::thread::hardware_concurrency());
+  const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kTimeRank, workers,
+                                           &pr_number_, &pr_rows_);
+  if (!err.empty()) throw std::runtime_error(err);
   for (int32_t b = 0; b < B; ++b) {
-    a_at[b + 1] += a_at[b];
-    s_at[b + 1] += s_at[b];
-  }
-  std::vector<int64_t> a_idx(A), s_idx(S);
-  {
-    std::vector<int64_t> na(a_at.begin(), a_at.end() - 1), ns(s_at.begin(), s_at.end() - 1);
-    for (int64_t i = 0; i < A; ++i) a_idx[na[ha[i].lane]++] = i;
-    for (int64_t i = 0; i < S; ++i) s_idx[ns[hs[i].lane]++] = i;
-  }
-  pr_rows_.assign(B, PrunedRow());
-  std::vector<std::string> errors(B);
-  auto build = [&](int32_t b) {
     PrunedRow& row = pr_rows_[b];
+    row.recorded = 0;
     for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_count_[b * seg + t];
-    if (skip_in[b]) return;
-    const int32_t T = lengths[b] + 1;
-    auto key_of = [](int32_t tau, int32_t rank) {
-      return (static_cast<int64_t>(tau) << 32) | static_cast<uint32_t>(rank);
-    };
-    std::vector<std::pair<int64_t, int64_t>> st;  // ((tau, rank), index)
-    st.reserve(s_at[b + 1] - s_at[b]);
-    for (int64_t k = s_at[b]; k < s_at[b + 1]; ++k) st.push_back({key_of(hs[s_idx[k]].tau, hs[s_idx[k]].rank), s_idx[k]});
-    std::sort(st.begin(), st.end());
-    for (size_t k = 1; k < st.size(); ++k)
-      if (st[k].first == st[k - 1].first) {
-        errors[b] = "GPU lattice pruning: two kept states share a time and rank (a decoder bug)";
-        return;
-      }
-    const bool has_final = !st.empty() && hs[st.back().second].tau == T;
-    const int32_t ns = static_cast<int32_t>(st.size()) + (has_final ? 0 : 1);
-    row.num_states = ns;
-    row.states.assign(3 * static_cast<size_t>(ns), 0);
-    for (size_t k = 0; k < st.size(); ++k) {
-      const PrunedStateOut& x = hs[st[k].second];
-      row.states[k] = x.tau;
-      row.states[ns + k] = x.state;
-      row.states[2 * ns + k] = x.tau;  // epsilon-free: level = time
-    }
-    if (!has_final) {
-      row.states[ns - 1] = T;
-      row.states[2 * ns - 1] = -1;
-      row.states[3 * ns - 1] = T + 1;
-    }
-    auto lookup = [&](int32_t tau, int32_t rank) -> int32_t {
-      if (rank < 0) return -1;
-      const int64_t key = key_of(tau, rank);
-      auto it = std::lower_bound(st.begin(), st.end(), std::make_pair(key, int64_t{-1}));
-      return it != st.end() && it->first == key ? static_cast<int32_t>(it - st.begin()) : -1;
-    };
-    struct Arc { int32_t src, dst, key; int64_t i; };
-    std::vector<Arc> arcs;
-    arcs.reserve(a_at[b + 1] - a_at[b]);
-    for (int64_t k = a_at[b]; k < a_at[b + 1]; ++k) {
-      const PrunedArcOut& x = ha[a_idx[k]];
-      const int32_t s_id = lookup(x.t, x.src), d_id = lookup(x.t + 1, x.dst);
-      if (s_id < 0 || d_id < 0) {
-        errors[b] = "GPU lattice pruning: a kept arc leaves or enters a pruned state (a decoder bug)";
-        return;
-      }
-      arcs.push_back({s_id, d_id, x.code & ~kRedirectArcBit, a_idx[k]});
-    }
-    std::sort(arcs.begin(), arcs.end(), [](const Arc& x, const Arc& y) {
-      return x.src != y.src ? x.src < y.src : x.key < y.key;
-    });
-    const int32_t na = static_cast<int32_t>(arcs.size());
-    row.num_arcs = na;
-    row.arcs.resize(4 * static_cast<size_t>(na));
-    row.scores.resize(3 * static_cast<size_t>(na));
-    for (int32_t k = 0; k < na; ++k) {
-      const PrunedArcOut& x = ha[arcs[k].i];
-      row.arcs[k] = arcs[k].src;
-      row.arcs[na + k] = arcs[k].dst;
-      row.arcs[2 * na + k] = x.t;
-      row.arcs[3 * na + k] = x.code;
-      row.scores[k] = x.acoustic;
-      row.scores[na + k] = x.graph;
-      row.scores[2 * na + k] = x.score;
-    }
-  };
-  const int32_t workers = std::max<int32_t>(1, std::min<int32_t>(B, static_cast<int32_t>(std::thread::hardware_concurrency())));
-  if (workers <= 1 || A < 20000) {
-    for (int32_t b = 0; b < B; ++b) build(b);
-  } else {
-    std::vector<std::thread> pool;
-    for (int32_t w = 0; w < workers; ++w)
-      pool.emplace_back([&, w] {
-        for (int32_t b = w; b < B; b += workers) build(b);
-      });
-    for (auto& th : pool) th.join();
-  }
-  for (int32_t b = 0; b < B; ++b)
-    if (!errors[b].empty()) throw std::runtime_error(errors[b]);
-  for (int32_t b = 0; b < B; ++b) {
-    sizes_out[3 * b] = pr_rows_[b].num_states;
-    sizes_out[3 * b + 1] = pr_rows_[b].num_arcs;
-    sizes_out[3 * b + 2] = pr_rows_[b].recorded;
+    sizes_out[3 * b] = row.num_states;
+    sizes_out[3 * b + 1] = row.num_arcs;
+    sizes_out[3 * b + 2] = row.recorded;
   }
   // the emitted arcs and states are in the rows now
   std::vector<PrunedArcOut>().swap(P.arcs);
