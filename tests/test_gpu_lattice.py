@@ -736,3 +736,35 @@ def test_automatic_chunk_is_whole_for_short_batches_and_bounded_for_long(monkeyp
         assert dec._gpu.main.mem_stats()["lattice_runs"] == 1
         compare(want, whole, f"chunk 0 T {T}")
         monkeypatch.delenv("CUWFST_LATTICE_CHUNK")
+
+
+def test_gpu_pruning_threaded_numbering_and_row_reuse():
+    """NumberPrunedRows (cuwfst/lattice_number.h) on its threaded path (>= 20,000 kept arcs in
+    one decode: hardware_concurrency() workers, the lane scatter, rows largest first), whole
+    (chunk 0, kToken endpoints) and bounded (chunk 40, kTimeRank), then a smaller batch through
+    the same decoder (the kept row arrays and scratch shrink to it: rows of 0 frames, fewer
+    lanes), then the large one again: every lattice the CPU's, and the word confidences
+    (attach_all on num_threads threads) bit for bit."""
+    rng = np.random.default_rng(606)
+    V = 10
+    graph = random_ctc_graph(rng, 300, V, 4, 0.2)
+    opts = DecoderOptions(search_beam=12.0, output_beam=8.0, max_active_states=2000, allow_partial=True)
+    cpu = Decoder(graph, opts, num_threads=2)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=24, num_threads=3)
+    big_lens = np.array([600, 0, 1, 599, 300, 20, 21, 600] * 3, np.int32)
+    big = random_log_probs(rng, len(big_lens), 600, V, peaky=False)
+    small_lens = np.array([0, 45, 1], np.int32)
+    small = random_log_probs(rng, len(small_lens), 45, V, peaky=True)
+    want_big = cpu.decode(big, big_lens, lattice=True)
+    want_small = cpu.decode(small, small_lens, lattice=True)
+    assert sum(h.lattice.num_arcs for h in want_big) >= 20_000  # the threaded numbering
+    for chunk in (0, 40):
+        for what, lp, lens, want in [("big", big, big_lens, want_big), ("small", small, small_lens, want_small),
+                                     ("big again", big, big_lens, want_big)]:
+            got, _ = _chunked(dec, chunk, lp, lens)
+            assert dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+            compare(want, got, f"chunk {chunk}, {what}")
+            for b, (c, g) in enumerate(zip(want, got)):
+                if c.words == g.words and c.word_times == g.word_times:
+                    assert np.array_equal(np.asarray(c.word_confidences).view(np.int64),
+                                          np.asarray(g.word_confidences).view(np.int64)), (chunk, what, b)

@@ -77,3 +77,43 @@ def test_tiny_graphs_bit_identical(name):
     lens = np.array([40, 25, 12], np.int32)
     hyps = Decoder(graph, DecoderOptions(output_beam=8.0)).decode(lp, lens, lattice=True)
     assert _check(graph, hyps, rng) > 0
+
+
+def test_native_logaddexp_matches_numpy():
+    """lattice_posteriors.cc's NpyLogAddExp against np.logaddexp.at of the numpy in use, on the
+    forward/backward scores of lattices of parallel arcs whose float32 scores are adversarial
+    for it: ties, -0.0, +-inf, NaN, differences around the 750 shortcut and exp's underflow
+    (745), subnormal results, large magnitudes. Run it on every host whose numpy or CPU differ
+    (numpy's float64 logaddexp calls libm's exp and log1p; a SIMD loop in a later numpy would
+    show here first)."""
+    from cuwfst.decoder.lattice import Lattice
+
+    rng = np.random.default_rng(11)
+    special = np.array([0.0, -0.0, 1.0, -1.0, -744.4, -745.1, -745.2, -749.9, -750.0, -750.1, -760.0, -708.4, -709.8,
+                        -1e-30, -1e30, 1e30, -3.4e38, np.inf, -np.inf, np.nan, 1e-45, -1e-45], np.float32)
+    for trial in range(300):
+        k = int(rng.integers(1, 40))
+        mode = trial % 3
+        if mode == 0:
+            sc = rng.choice(special, 2 * k)
+        elif mode == 1:
+            base = np.float32(rng.normal(0, 50))
+            sc = (base - rng.choice([0.0, 1e-3, 700.0, 745.0, 745.5, 749.99, 750.0, 750.01, 800.0], 2 * k)).astype(np.float32)
+        else:
+            sc = (rng.normal(0, 1, 2 * k) * 10.0 ** rng.integers(-3, 4, 2 * k)).astype(np.float32)
+        src = np.repeat(np.array([0, 1], np.int32), k)
+        dst = np.repeat(np.array([1, 2], np.int32), k)
+        A = 2 * k
+        lat = Lattice(num_states=3, src=src, dst=dst, frame=src.copy(), graph_arc=np.zeros(A, np.int32),
+                      redirect_arc=np.full(A, -1, np.int32), token=np.zeros(A, np.int32), acoustic=sc.copy(),
+                      graph_score=np.zeros(A, np.float32), score=sc.astype(np.float32),
+                      word_splits=np.arange(A + 1, dtype=np.int32), word_ids=np.ones(A, np.int32),
+                      state_frame=np.array([0, 1, 2], np.int32), state_graph=np.zeros(3, np.int32),
+                      state_level=np.array([0, 1, 2], np.int32))
+        with np.errstate(all="ignore"):
+            want_c = ref_word_confidences(lat, [(1, 0, 0), (1, 1, 1), (1, 0, 1), (2, 0, 1)])
+            got_c = lat.word_confidences([(1, 0, 0), (1, 1, 1), (1, 0, 1), (2, 0, 1)])  # the native passes
+            for log in (True,):
+                assert np.array_equal(_bits(lat.forward_scores(log)), _bits(ref_forward(lat, log))), (trial, sc)
+                assert np.array_equal(_bits(lat.backward_scores(log)), _bits(ref_backward(lat, log))), (trial, sc)
+        assert np.array_equal(_bits(got_c), _bits(want_c)), (trial, sc)

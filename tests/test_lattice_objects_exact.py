@@ -159,3 +159,25 @@ def test_tiny_graphs_identical(name):
     rows, _ = _decoded_rows(graph, lp, lens, DecoderOptions(output_beam=8.0))
     assert _check(graph, rows) > 0
     assert _check(graph, _synthetic_rows(graph, rng, 10)) >= 0
+
+
+def test_read_only_rows():
+    """Rows whose arrays are read-only (np.load(mmap_mode="r"), frozen arrays): the lattices are
+    read-only views, the single-row form and word_confidences still work (DLPack cannot hand
+    over a read-only array: native_array gives the native calls a writable alias or a copy)."""
+    from lattice_reference_impl import ref_word_confidences
+
+    rng = np.random.default_rng(7)
+    graph = _multiword_graph(rng)
+    lp = random_log_probs(rng, 3, 16, 6, peaky=True)
+    rows, hyps = _decoded_rows(graph, lp, np.array([16, 9, 0], np.int32), DecoderOptions(output_beam=6.0))
+    for r in rows:
+        for x in r[:3]:
+            x.flags.writeable = False
+    _check(graph, rows, threads=(1, 2))
+    for r, h in zip(rows, hyps):
+        lat = L.lattice_from_arrays(graph, *r)
+        spans = [(w, s, e) for w, (s, e) in zip(h.words, h.word_times)] + [(int(w), 0, 20) for w in lat.word_ids[:4]]
+        want = ref_word_confidences(lat, spans)
+        assert np.array_equal(np.asarray(lat.word_confidences(spans)).view(np.int64),
+                              np.asarray(want, np.float64).view(np.int64))

@@ -20,6 +20,8 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from ..graph.image import native_array
+
 REDIRECT_ARC_BIT = 1 << 30
 EPSILON_TOKEN = -2  # `token` of an epsilon arc (it consumes no frame)
 FINAL_TOKEN = -1  # `token` of a final arc and of allow_partial's redirected arcs
@@ -356,8 +358,10 @@ class Lattice:
         beta = c[("bwd", True)] if have else np.empty(self.num_states)
         rest = np.empty(len(sp))
         hit = np.empty(len(sp), np.int32)
-        i32 = lambda x: np.ascontiguousarray(x, np.int32)  # noqa: E731
-        _reference_module().ref_lattice_word_rests(i32(self.src), i32(self.dst), np.ascontiguousarray(self.score, np.float32),
+        # native_array: DLPack cannot hand over read-only arrays (a lattice's arrays may be
+        # read-only views of its rows: lattices_from_arrays), so a writable alias or a copy
+        i32 = lambda x: native_array(x, np.int32)  # noqa: E731
+        _reference_module().ref_lattice_word_rests(i32(self.src), i32(self.dst), native_array(self.score, np.float32),
                                         i32(self.frame), i32(self.word_splits), i32(self.word_ids),
                                         i32(self.state_frame), i32(self.state_level), have, alpha, beta, sp, rest,
                                         hit)
@@ -552,7 +556,9 @@ def lattices_from_arrays(graph, rows: Sequence, num_threads: int = 1) -> list[La
     arc_off = np.zeros(L + 1, np.int64)
     np.cumsum([a.shape[1] for a in ar], out=arc_off[1:])
     A = int(arc_off[-1])
-    codes = np.concatenate([a[3] for a in ar]) if L > 1 else ar[0][3]
+    # a single row's codes are a view of its arcs, read-only where the caller's are: DLPack
+    # needs a writable alias or a copy (native_array)
+    codes = np.concatenate([a[3] for a in ar]) if L > 1 else native_array(ar[0][3], np.int32)
     out = np.empty((4, A), np.int32)  # graph_arc, redirect_arc, token, lo
     word_splits = np.empty(A + L, np.int32)
     word_count = np.empty(L, np.int64)
@@ -587,8 +593,6 @@ def _lookup_arrays(graph):
     made once per graph."""
     got = graph.__dict__.get("_lattice_lookup")
     if got is None:
-        from ..graph.image import native_array
-
         a = graph.arrays
         il = a.ilabel
         if il.dtype != np.int32 or il.ndim != 1 or (il.size > 1 and (il.strides[0] <= 0 or il.strides[0] % 4)):
