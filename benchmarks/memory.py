@@ -2,7 +2,7 @@
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
     [--riva-dir /tmp/corpus-full] [--long-frames 180000]
-    [--modes pooled pooled-bins pooled-slots pooled-fixedhints lazy eager]
+    [--modes pooled pooled-gc pooled-bins pooled-slots pooled-fixedhints lazy lazy-gc eager]
     [--json out.jsonl] [--md out.md]
 
 1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
@@ -10,7 +10,8 @@ python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 25
    front; with --modes, also "pooled-slots": pooled with the regions sized by the slots, the
    rule before; "pooled-bins": sized by the bins bound, CUWFST_POOL_BOUND=bins; and
    "pooled-fixedhints": the admissible arcs with the slot hints of 2f568a0, every 32nd slot,
-   CUWFST_POOL_HINTS=fixed), a decoder on a graph
+   CUWFST_POOL_HINTS=fixed; "pooled-gc" and "lazy-gc": those modes with gc_interval =
+   --gc-interval on the batches too, so the winners log holds a window), a decoder on a graph
    of its own decodes every utterance; its total device memory, graph included, is measured
    three ways: cudaMemGetInfo's used memory before it was built and after its last decode
    (PyTorch's cache emptied, so only what the decoder and its graph hold is left), the
@@ -89,7 +90,14 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "lazy", "eager")
+MODES = ("pooled", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "lazy", "lazy-gc", "eager")
+
+
+def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
+    """A mode named NAME-gc is NAME with the winners-log GC of the long form on ordinary
+    batches (gc_interval = --gc-interval): rows longer than that many frames run in segments
+    with a GC round after each, so the log holds a window, not a batch's whole search."""
+    return (mode[: -len("-gc")], gc_interval) if mode.endswith("-gc") else (mode, 0)
 
 
 def mode_env(mode: str) -> tuple[str, dict]:
@@ -125,16 +133,17 @@ class pool_env:
         return False
 
 
-def memory_row(torch, graph_path, lp, lens, batch, mode, opts) -> tuple[dict, object, object]:
+def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int = 128) -> tuple[dict, object, object]:
     """Build a decoder (a graph of its own) in `mode` (a memory mode, or a pooled variant of
     mode_env: "pooled-slots", "pooled-bins", "pooled-fixedhints"), decode everything once; its memory, three ways. Returns
     (row, decoder, hypotheses). (At 2f568a0 "lazy" pooled the lanes by default: its rows were
     named lazy and lazy-slots; they are this pooled and pooled-slots.)"""
     used0, mod0 = _used(torch), _module_bytes()
-    with pool_env(mode) as memory:
+    base, gc = mode_gc(mode, gc_interval)
+    with pool_env(base) as memory:
         t = time.perf_counter()
         graph = Graph.load(graph_path)
-        dec = Decoder(graph, opts, device="cuda", max_lanes=batch, memory=memory)
+        dec = Decoder(graph, opts, device="cuda", max_lanes=batch, memory=memory, gc_interval=gc)
         build_s = time.perf_counter() - t
         t = time.perf_counter()
         hyps = _decode_all(dec, lp, lens, batch)
@@ -337,7 +346,7 @@ def main(argv=None) -> int:
         for memory in sorted(a.modes, key=MODES.index):  # eager last: the speed table's base
             if "memory" in a.skip:
                 continue
-            row, dec, _ = memory_row(torch, a.graph, lp, lens, B, memory, opts)
+            row, dec, _ = memory_row(torch, a.graph, lp, lens, B, memory, opts, a.gc_interval)
             rows.append(row)
             print(json.dumps(row), flush=True)
             if B == a.batch[0] and "speed" not in a.skip:

@@ -8,6 +8,7 @@
 #   3. benchmarks.streaming at N = STREAMS (default 2048), one row per STREAM_CONFIGS entry
 #      (--configs: default, arena_ahead=off, memory=eager, kernels=old), 8 streams checked each
 #   4. benchmarks.continuous, 32 lanes, stored order (stored, padded, continuous, decode_all)
+#   5. with PEERS (e.g. "cuwfst-gpu-lattice riva cuwfst-gpu"): benchmarks.peers.run at batch 32
 # Carry .device (wheels: tvm_ffi, kaldifst, ...; data: the ARPA) and .cache. $OUT: s5.log,
 # tests.log, lattice_speed.jsonl, lattice_long.jsonl, streams.jsonl, streams.md, continuous.jsonl.
 set -uo pipefail
@@ -44,4 +45,8 @@ echo "[$(since) s] streams" | tee -a $L
 timeout -s INT $(left ${CONT_END:-560}) python3 -m benchmarks.continuous --graph $G --log-probs $S --lanes 32 --reps 3 \
   --baseline stored --modes padded continuous decode_all --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 \
   | grep -v "^{" | tail -10 | tee -a $L
+if [ -n "${PEERS:-}" ]; then  # 5. peers at batch 32 on the simulated set (riva needs its wheel in .device/wheels)
+  timeout -s INT $(left ${PEERS_END:-590}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \
+    --decoders $PEERS --json $OUT/peers.jsonl --md $OUT/peers.md 2>&1 | grep -E "^\[peers\]" | tail -8 | tee -a $L
+fi
 echo "[$(since) s] done" | tee -a $L

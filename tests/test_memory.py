@@ -137,3 +137,17 @@ def test_pooled_growth_batches_outgrow_the_first_pieces(seed, T, lens):
     need = pooled_step_asks(graph, opts, lp, lens, *caps)
     assert need["hash"] > first["hash"] and need["tokens"] > first["tokens"], (need, first)
     assert all(need[k] <= most[k] for k in POOLS), (need, most)  # a step never asks past the static layout
+
+
+def test_memory_benchmark_modes_name_their_settings():
+    """benchmarks.memory's mode names: a pooled variant sets its pool environment, NAME-gc adds
+    the long form's winners-log GC to ordinary batches, a plain mode sets nothing."""
+    from benchmarks.memory import MODES, mode_env, mode_gc
+
+    assert mode_gc("pooled-gc", 128) == ("pooled", 128) and mode_gc("lazy-gc", 64) == ("lazy", 64)
+    assert mode_gc("pooled", 128) == ("pooled", 0) and mode_gc("eager", 128) == ("eager", 0)
+    assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "admit" and mode_env("lazy") == ("lazy", {})
+    for m in MODES:
+        base, _ = mode_gc(m, 128)
+        memory, _ = mode_env(base)
+        assert memory in ("pooled", "lazy", "eager"), m

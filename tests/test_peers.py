@@ -204,3 +204,14 @@ def test_cuwfst_on_the_tlg_riva_reads(toy):
     assert (hlg.graph, tlg.graph) == ("HLG.img", "TLG.img")
     assert tlg.status == "ok" and tlg.utts == 20 and tlg.errors == 0 == hlg.errors
     assert "eps_iterations=" in tlg.settings
+
+
+def test_cuwfst_lattice_row(toy):
+    """cuwfst-cpu-lattice decodes with lattice=True (the row issue 10 sets against riva, which
+    always builds a lattice): the same words as the 1-best row, and its settings say so."""
+    rows = main(["--corpus", toy, "--batch", "4", "--reps", "1", "--decoders", "cuwfst-cpu", "cuwfst-cpu-lattice"])
+    by = _rows_by_name(rows)
+    best, lat = by[("cuwfst-cpu", "4")], by[("cuwfst-cpu-lattice", "4")]
+    assert lat.status == "ok" and lat.utts == best.utts == 20
+    assert lat.errors == best.errors == 0 and lat.graph == "HLG.img"
+    assert "lattice=True" in lat.settings and "lattice=True" not in best.settings

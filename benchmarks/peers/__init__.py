@@ -31,6 +31,10 @@ PEERS: dict[str, tuple[str, str, dict]] = {
     "cuwfst-cpu": ("cuwfst_peer", "CuwfstCpuPeer", {}),
     "cuwfst-gpu-tlg": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img"}),
     "cuwfst-cpu-tlg": ("cuwfst_peer", "CuwfstCpuPeer", {"graph": "TLG.img"}),
+    # lattice=True: every row also gets its pruned lattice, word times and confidences
+    # (riva always builds and determinizes a lattice; issue 10 compares against this row)
+    "cuwfst-gpu-lattice": ("cuwfst_peer", "CuwfstGpuPeer", {"lattice": True}),
+    "cuwfst-cpu-lattice": ("cuwfst_peer", "CuwfstCpuPeer", {"lattice": True}),
     "riva": ("riva_peer", "RivaPeer", {"graph": "TLG.fst"}),
     "riva-hlg": ("riva_peer", "RivaPeer", {"graph": "HLG.fst"}),
     "kaldi-decoder": ("kaldi_peer", "KaldiDecoderPeer", {"graph": "TLG.fst"}),

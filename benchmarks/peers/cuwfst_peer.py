@@ -14,12 +14,13 @@ BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active
 class CuwfstPeer(Peer):
     graph = "HLG.img"
 
-    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img"):
+    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img", lattice: bool = False):
         cuwfst = require("cuwfst", "the cuwfst package")
         device = self.device
         if device == "cuda":
             require_cuda()
         self.graph = graph
+        self.lattice = bool(lattice)
         self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
         self.opts = cuwfst.DecoderOptions(**BEAMS, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
         self.threads = os.cpu_count() or 1
@@ -37,12 +38,15 @@ class CuwfstPeer(Peer):
             s += f" eps_iterations={self.dec.eps_iterations}"
         if o.blank_skip:
             s += f" blank_skip={o.blank_skip:g}"
+        if self.lattice:
+            s += " lattice=True (pruned lattice, word times and confidences per row)"
         if self.device == "cuda":
             return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
         return s + f" num_threads={self.threads} (threads over the rows of a batch)"
 
     def decode(self, log_probs, lengths):
-        return [h.words for h in self.dec.decode(log_probs, lengths)]
+        hyps = self.dec.decode(log_probs, lengths, lattice=True) if self.lattice else self.dec.decode(log_probs, lengths)
+        return [h.words for h in hyps]
 
     def own_gpu_bytes(self):
         """The decoder instances' reports (fixed buffers + winners arena) plus the uploaded graph."""

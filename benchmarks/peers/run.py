@@ -9,6 +9,9 @@ utterances, --reps timed passes; WER of the last pass. Peers that do not batch r
 A peer that cannot run here (package or GPU missing) gets a `skipped: reason` row.
 --blank-skip P [P ...]: the cuwfst decoders run once per value (DecoderOptions.blank_skip; 0 is
 the exact decoder), their rows named `NAME blank_skip=P`; the other peers run once.
+Names (benchmarks/peers/__init__.py PEERS): cuwfst-gpu, cuwfst-cpu, their -tlg forms (TLG.img)
+and -lattice forms (lattice=True: each row's pruned lattice, word times and confidences too),
+riva, riva-hlg, kaldi-decoder, kaldi-decoder-hlg, torchaudio-ctc, greedy.
 """
 
 from __future__ import annotations
