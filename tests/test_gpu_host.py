@@ -436,6 +436,23 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
         Decoder(graph, device="cuda", finalize_split=65)
 
 
+def test_decoders_take_the_pool_handout_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_POOL_HANDOUT (lastblock, the default / kernel) reaches gpu_decoder_create as
+    its index, read when the decoder is built; a bad value is refused."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_POOL_HANDOUT", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.pool_handout == 0
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "kernel")
+    dec = Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.pool_handout == 1
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "lastblock")
+    assert dec._gpu.kw["pool_handout"] == "kernel"  # read once: the rescue instance gets the same
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "grid")
+    with pytest.raises(ValueError, match="CUWFST_POOL_HANDOUT"):
+        Decoder(graph, device="cuda", max_lanes=2)
+
+
 def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environment(fake_gpu, monkeypatch):
     """A StreamingDecoder builds its native decoder like Decoder: CUWFST_MEMORY,
     CUWFST_KERNELS and CUWFST_ARENA_AHEAD (read when it is built) or the keywords, which win
