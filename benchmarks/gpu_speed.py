@@ -101,9 +101,11 @@ def main():
     p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
                    help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
     p.add_argument("--memory", nargs="+", default=[None],
-                   choices=["lazy", "eager", "pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints"],
+                   choices=["lazy", "eager", "pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints",
+                            "pooled-handout"],
                    help="memory modes timed side by side (default: the decoder's default; the pooled "
-                        "variants as benchmarks.memory's modes: CUWFST_POOL_BOUND / CUWFST_POOL_HINTS)")
+                        "variants as benchmarks.memory's modes: CUWFST_POOL_BOUND / CUWFST_POOL_HINTS / "
+                        "CUWFST_POOL_HANDOUT)")
     a = p.parse_args()
     import torch
 

@@ -2,7 +2,7 @@
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
     [--riva-dir /tmp/corpus-full] [--long-frames 180000]
-    [--modes pooled pooled-gc pooled-bins pooled-slots pooled-fixedhints lazy lazy-gc eager]
+    [--modes pooled pooled-gc pooled-bins pooled-slots pooled-fixedhints pooled-handout lazy lazy-gc eager]
     [--json out.jsonl] [--md out.md]
 
 1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
@@ -10,8 +10,9 @@ python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 25
    front; with --modes, also "pooled-slots": pooled with the regions sized by the slots, the
    rule before; "pooled-bins": sized by the bins bound, CUWFST_POOL_BOUND=bins; and
    "pooled-fixedhints": the admissible arcs with the slot hints of 2f568a0, every 32nd slot,
-   CUWFST_POOL_HINTS=fixed; "pooled-gc" and "lazy-gc": those modes with gc_interval =
-   --gc-interval on the batches too, so the winners log holds a window), a decoder on a graph
+   CUWFST_POOL_HINTS=fixed; "pooled-handout": pooled with the hand-out after the max in a
+   kernel of its own, CUWFST_POOL_HANDOUT=kernel; "pooled-gc" and "lazy-gc": those modes with
+   gc_interval = --gc-interval on the batches too, so the winners log holds a window), a decoder on a graph
    of its own decodes every utterance; its total device memory, graph included, is measured
    three ways: cudaMemGetInfo's used memory before it was built and after its last decode
    (PyTorch's cache emptied, so only what the decoder and its graph hold is left), the
@@ -90,7 +91,8 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "lazy", "lazy-gc", "eager")
+MODES = ("pooled", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -101,15 +103,18 @@ def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
 
 
 def mode_env(mode: str) -> tuple[str, dict]:
-    """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS) of a
-    benchmark mode: "pooled" (the admissible arcs, adaptive hints), "pooled-bins" (the bins
-    bound), "pooled-slots" (the slots, the rule before), "pooled-fixedhints" (the admissible
-    arcs with the hints at every 32nd slot: the layout 2f568a0 measured), or a plain memory mode."""
+    """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS,
+    $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs, adaptive hints,
+    the hand-out in MaxKernel's last block), "pooled-bins" (the bins bound), "pooled-slots"
+    (the slots, the rule before), "pooled-fixedhints" (the admissible arcs with the hints at
+    every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
+    in a kernel of its own after MaxKernel), or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
     bound = {"pooled-bins": "bins", "pooled-slots": "slots"}.get(mode, "admit")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
-                      "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive"}
+                      "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
+                      "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock"}
 
 
 class pool_env:
@@ -135,7 +140,8 @@ class pool_env:
 
 def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int = 128) -> tuple[dict, object, object]:
     """Build a decoder (a graph of its own) in `mode` (a memory mode, or a pooled variant of
-    mode_env: "pooled-slots", "pooled-bins", "pooled-fixedhints"), decode everything once; its memory, three ways. Returns
+    mode_env: "pooled-slots", "pooled-bins", "pooled-fixedhints", "pooled-handout"), decode
+    everything once; its memory, three ways. Returns
     (row, decoder, hypotheses). (At 2f568a0 "lazy" pooled the lanes by default: its rows were
     named lazy and lazy-slots; they are this pooled and pooled-slots.)"""
     used0, mod0 = _used(torch), _module_bytes()

@@ -56,14 +56,15 @@ class FakeGpuModule:
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
-        # arena_ahead
-        assert len(rest) == 23, "gpu_decoder_create's arguments changed: update this fake"
-        assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool
+        # arena_ahead, pool_handout
+        assert len(rest) == 24, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
         self.lane_pool = int(rest[13])
         self.arena_ahead = rest[22]
+        self.pool_handout = rest[23]
         # scan_split, closure_lists, finalize_split, fused_max
         self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18])
         return h
@@ -433,6 +434,23 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
         Decoder(graph, device="cuda", scan_split=-1)
     with pytest.raises(ValueError, match="finalize_split"):
         Decoder(graph, device="cuda", finalize_split=65)
+
+
+def test_decoders_take_the_pool_handout_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_POOL_HANDOUT (lastblock, the default / kernel) reaches gpu_decoder_create as
+    its index, read when the decoder is built; a bad value is refused."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_POOL_HANDOUT", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.pool_handout == 0
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "kernel")
+    dec = Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.pool_handout == 1
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "lastblock")
+    assert dec._gpu.kw["pool_handout"] == "kernel"  # read once: the rescue instance gets the same
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "grid")
+    with pytest.raises(ValueError, match="CUWFST_POOL_HANDOUT"):
+        Decoder(graph, device="cuda", max_lanes=2)
 
 
 def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environment(fake_gpu, monkeypatch):

@@ -256,14 +256,19 @@ def test_streams_commit_the_log_ahead_of_need_and_stay_exact(memory, monkeypatch
     print(memory, "(grows, ahead_grows, capacity) by arena_ahead:", seen)
 
 
-def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact():
+@pytest.mark.parametrize("handout", ["lastblock", "kernel"])
+def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact(handout, monkeypatch):
     """Offline batches take the lanes' frontiers, claims and hash tables from shared pools:
     a batch whose step outgrows them pauses before that step, the pools grow (in place), and
     the batch resumes from that step (its own captured graph, replayed at every later pause);
     every row is exact, search statistics included. On the tiny HLG (1,665 states) a lane's hash table holds 4,096 slots
     and its frontier 1,666 tokens, so 192 lanes of flat posteriors outgrow the first 2 MiB
-    pieces of every pool (262,144 hash slots and claims, 131,072 tokens)."""
+    pieces of every pool (262,144 hash slots and claims, 131,072 tokens). The hand-out after
+    the max in MaxKernel's last block or in a kernel of its own (CUWFST_POOL_HANDOUT): the
+    pause it flags, the idle steps after it and the resume behave the same."""
     import torch
+
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)
 
     graph, lp, _ = _wide_case(B=192, T=30, seed=4)
     dec = Decoder(graph, device="cuda", max_lanes=192)
@@ -440,10 +445,11 @@ def _ask_peaks(rows, rule, inst):
     return {k: int(v.max()) for k, v in tot.items()}
 
 
+@pytest.mark.parametrize("handout", ["lastblock", "kernel"])
 @pytest.mark.parametrize("kernels,bound,hints", [("new", "admit", "adaptive"), ("old", "admit", "adaptive"),
                                                  ("fused", "admit", "adaptive"), ("new", "slots", "adaptive"),
                                                  ("new", "admit", "fixed")])
-def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, monkeypatch):
+def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, handout, monkeypatch):
     """Where MaxKernel runs ("new", "old"), it counts each lane's arcs that pass a lower bound
     of the cutoff and its last block hands the pooled regions out by that count (types.cuh
     pool_at_max), not by the step's slots: the most a step asked of each pool (the pools' high
@@ -453,10 +459,13 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, monkeyp
     CUWFST_POOL_BOUND=slots (the rule before, kept for A/B runs). Every row equal to the
     CPU's, search statistics included. A graph of 50k states and 200 labels with 1-32 arcs a
     state and peaky posteriors: a step admits about a third of its arcs. The pooled slot hints
-    either adaptive (the default) or every 32nd slot (CUWFST_POOL_HINTS=fixed): same results."""
+    either adaptive (the default) or every 32nd slot (CUWFST_POOL_HINTS=fixed): same results.
+    The hand-out after the max in MaxKernel's last block or in PoolHandOutKernel after it
+    (CUWFST_POOL_HANDOUT=kernel; nothing changes where ScanKernel hands out): same bounds."""
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
     monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
     monkeypatch.setenv("CUWFST_POOL_HINTS", hints)
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)
     rng = np.random.default_rng(7300)
     V = 200
     graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
@@ -468,7 +477,7 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, monkeyp
     dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy")
     inst = dec._gpu.main
     gpu = dec.decode(lp, lens)
-    assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled, {kernels}")
+    assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled, {kernels}, {handout}")
     for b, (c, g) in enumerate(zip(cpu, gpu)):
         assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{kernels} row {b}"
     lanes = dec.memory_stats()["pools"]["lanes"]
@@ -490,8 +499,9 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, monkeyp
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
 
 
-@pytest.mark.parametrize("kernels", ["new", "old", "fused"])
-def test_pooled_regions_by_the_bins_bound(kernels, monkeypatch):
+@pytest.mark.parametrize("kernels,handout", [("new", "lastblock"), ("old", "lastblock"), ("fused", "lastblock"),
+                                             ("new", "kernel"), ("old", "kernel"), ("fused", "kernel")])
+def test_pooled_regions_by_the_bins_bound(kernels, handout, monkeypatch):
     """CUWFST_POOL_BOUND=bins (cuwfst/csrc/include/cuwfst/pool_bins.h): the scans bin each real
     step's tokens by their upper bound against the previous step's max, and MaxKernel's last
     block sizes the regions by the slots of the bins at and above the exact cutoff's. The bound
@@ -499,9 +509,12 @@ def test_pooled_regions_by_the_bins_bound(kernels, monkeypatch):
     (ref_decode_step_sizes' 8th column, benchmarks/pool_accounting.py rule "bins"); it covers
     every admitted arc (at least the CPU's claims) and is at most the slot rule's. Under
     "fused" (no MaxKernel) the slots size them, as ever. Rows equal to the CPU's, a decode
-    that pauses (the first batch outgrows the first pieces) included, and equal again."""
+    that pauses (the first batch outgrows the first pieces) included, and equal again. The
+    hand-out in MaxKernel's last block or in PoolHandOutKernel (CUWFST_POOL_HANDOUT=kernel),
+    which reads the bins once the max is final: the same high water, the CPU's replay exactly."""
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
     monkeypatch.setenv("CUWFST_POOL_BOUND", "bins")
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)
     rng = np.random.default_rng(7300)
     V = 200
     graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
@@ -530,6 +543,63 @@ def test_pooled_regions_by_the_bins_bound(kernels, monkeypatch):
     again = dec.decode(lp, lens)
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
     assert dec.memory_stats()["pools"]["lanes"]["high_water_entries"] == high
+
+
+@pytest.mark.parametrize("kernels", ["new", "old"])
+@pytest.mark.parametrize("bound", ["admit", "bins"])
+def test_pool_handout_kernel_equals_the_last_block(kernels, bound, monkeypatch):
+    """CUWFST_POOL_HANDOUT=kernel moves the hand-out after the max out of MaxKernel's last
+    block into PoolHandOutKernel<<<1, 32>>> right after MaxKernel (types.cuh
+    pool_handout_kernel): the same PooledHandOut on the same counts, so every row equals the
+    lastblock decoder's and the CPU's bit for bit, search statistics included, captured
+    (CUDA graphs) and launch by launch (profiling), where the kernel alone takes the
+    "handout" profile entry. Under the bins bound (deterministic: the bins at the exact
+    cutoff) the pools' high water is the same on both; under "admit" MaxKernel's count reads
+    a max its blocks are still raising, so the count (and the high water) may differ by
+    timing, on either variant: both lie in the test above's bounds. max_lanes 8 for 6 rows
+    (lanes without a row) and rows of 24, 7, 0 frames: idle lanes and idle steps (MaxKernel's
+    early return) still get their hand-out."""
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
+    rng = np.random.default_rng(7301)
+    V = 200
+    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
+    B, T = 6, 24
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([24, 7, 20, 0, 24, 13], np.int32)
+    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    decs, got, profs = {}, {}, {}
+    for handout in ("lastblock", "kernel"):
+        monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)
+        decs[handout] = dec = Decoder(graph, opts, device="cuda", max_lanes=8, memory="lazy")
+        got[handout] = dec.decode(lp, lens)
+        assert dec.memory_stats()["pools"]["lanes"]["pooled"]
+        inst = dec._gpu.main
+        before = inst.profile(True)
+        profiled = dec.decode(lp, lens)
+        after = inst.profile(False)
+        profs[handout] = {k: after[k] - before[k] for k in after}
+        for name, hyps in (("captured", got[handout]), ("launch by launch", profiled)):
+            assert_same_hypotheses(graph, lp, cpu, hyps, f"{handout}, {kernels}, {bound}, {name}")
+            for b, (c, g) in enumerate(zip(cpu, hyps)):
+                assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), \
+                    f"{handout} {name} row {b}"
+    for a, b in zip(got["lastblock"], got["kernel"]):
+        assert np.float32(a.score) == np.float32(b.score) and a.words == b.words
+        assert list(a.arcs) == list(b.arcs)
+    assert profs["lastblock"]["handout"] == 0 and profs["kernel"]["handout"] > 0, profs
+    assert profs["kernel"]["max"] > 0, profs
+    high = {h: d.memory_stats()["pools"]["lanes"]["high_water_entries"] for h, d in decs.items()}
+    if bound == "bins":
+        assert high["lastblock"] == high["kernel"], high
+    else:
+        rows = _cpu_step_sizes(graph, opts, lp, lens)
+        admit, used = (_ask_peaks(rows, r, decs["kernel"]._gpu.main) for r in ("admit", "used"))
+        for h in high:
+            for k in ("tokens", "claims", "hash"):
+                top = 2 * admit[k] if k == "hash" else admit[k] + 32 * 8
+                assert used[k] <= high[h][k] <= top, (h, k, high, used, admit)
 
 
 def test_the_rescue_gives_its_growth_back():

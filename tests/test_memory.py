@@ -83,6 +83,24 @@ def test_lane_pool_mode(monkeypatch):
         lane_pool_mode("lazy")
 
 
+def test_pool_handout_mode(monkeypatch):
+    """CUWFST_POOL_HANDOUT: where the pooled hand-out after the max runs, "lastblock" (the
+    default: MaxKernel's last block) or "kernel" (PoolHandOutKernel after MaxKernel); the
+    native flag is its index."""
+    from cuwfst.decoder.memory import POOL_HANDOUTS, pool_handout_mode
+
+    assert POOL_HANDOUTS.index("lastblock") == 0 and POOL_HANDOUTS.index("kernel") == 1
+    monkeypatch.delenv("CUWFST_POOL_HANDOUT", raising=False)
+    assert pool_handout_mode() == "lastblock"
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "")
+    assert pool_handout_mode() == "lastblock"
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "kernel")
+    assert pool_handout_mode() == "kernel"
+    monkeypatch.setenv("CUWFST_POOL_HANDOUT", "scan")
+    with pytest.raises(ValueError, match="CUWFST_POOL_HANDOUT"):
+        pool_handout_mode()
+
+
 def test_mem_stats_names_match_the_native_layout():
     """decoder/memory.py names GpuDecoder::MemStats's entries in order: as many as the
     native side writes, and in the order its comment gives."""
@@ -147,6 +165,12 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_gc("pooled-gc", 128) == ("pooled", 128) and mode_gc("lazy-gc", 64) == ("lazy", 64)
     assert mode_gc("pooled", 128) == ("pooled", 0) and mode_gc("eager", 128) == ("eager", 0)
     assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "admit" and mode_env("lazy") == ("lazy", {})
+    # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
+    # pins the default (lastblock), so a stray environment cannot change what a row measures
+    assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "admit", "CUWFST_POOL_HINTS": "adaptive",
+                                                     "CUWFST_POOL_HANDOUT": "kernel"})
+    assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
+               for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints"))
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)

@@ -225,7 +225,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
                          int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
-                         bool pool_hints, bool arena_ahead) {
+                         bool pool_hints, bool arena_ahead, int64_t pool_handout) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -289,6 +289,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "pool_bound must be 0 (admit), 1 (slots) or 2 (bins)";
   c.pool_bound = static_cast<int32_t>(pool_bound);
   c.pool_hints = pool_hints ? 1 : 0;
+  if (pool_handout < 0 || pool_handout > 1)
+    TVM_FFI_THROW(ValueError) << "pool_handout must be 0 (MaxKernel's last block) or 1 (a kernel of its own)";
+  c.pool_handout = static_cast<int32_t>(pool_handout);
   c.arena_ahead = arena_ahead;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }

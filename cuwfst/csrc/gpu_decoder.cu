@@ -526,6 +526,7 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   // by the bins bound (types.cuh); under the slots bound ScanKernel's last block does
   w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots ? 1 : 0;
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
+  w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   return w;
 }
@@ -725,12 +726,18 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(4, [&] { FusedExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
     else
       Timed(4, [&] { FusedExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
-  } else if (cfg_.walker == kWalkThread) {
-    Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
-    Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   } else {
-    Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
-    Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    // the pooled hand-out after the max: in MaxKernel's last block, or (pool_handout_kernel)
+    // in a kernel of its own between MaxKernel and ExpandKernel, on every step
+    if (cfg_.walker == kWalkThread)
+      Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    else
+      Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    if (w.pool_handout_kernel) Timed(14, [&] { PoolHandOutKernel<<<1, 32, 0, stream_>>>(w); });
+    if (cfg_.walker == kWalkThread)
+      Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+    else
+      Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   }
   Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, w); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);

@@ -71,6 +71,10 @@ struct DecoderConfig {
   // The pooled layout's slot hints (CUWFST_POOL_HINTS): 1 adaptive (types.cuh HintShiftOf),
   // 0 every 32nd slot as in the static layout (the hints at 2f568a0).
   int32_t pool_hints = 1;
+  // Where the pooled hand-out after the max runs (CUWFST_POOL_HANDOUT; only where MaxKernel
+  // hands out, types.cuh pool_at_max): 0 MaxKernel's last block (MaxLastBlock), 1 a kernel of
+  // its own right after MaxKernel (PoolHandOutKernel, profiled as "handout").
+  int32_t pool_handout = 0;
   // Stream advances commit a VMM winners log ahead of need (CUWFST_ARENA_AHEAD): after launching
   // an advance's first round, a log within 1/8 of that round's room estimate grows to 5/4 of
   // it while the kernels run, so the next advances seldom map memory before their launch.
@@ -120,7 +124,7 @@ inline int32_t AutoScanSplit(int32_t max_lanes) {
 }
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.
-constexpr int kProfileKinds = 14;
+constexpr int kProfileKinds = 15;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {

@@ -14,8 +14,8 @@ from .._deps import require
 from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
-from .memory import (MEM_STATS, POOL_BOUNDS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode, pool_bound_mode,
-                     pool_hints_mode, resolve_memory)
+from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
+                     pool_bound_mode, pool_handout_mode, pool_hints_mode, resolve_memory)
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -179,7 +179,7 @@ class GpuInstance:
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
-                 lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None):
+                 lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -198,7 +198,8 @@ class GpuInstance:
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory != "eager",
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
             bool(fused_max), int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
-            (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on")
+            (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
+            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -220,7 +221,7 @@ class GpuInstance:
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
                      "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims", "lat_persist",
-                     "lat_step_end")
+                     "lat_step_end", "handout")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run
@@ -345,7 +346,8 @@ class GpuBackend:
                        scan_split=scan_split, closure=closure, finalize_split=finalize_split,
                        fused_max=fused_max, lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
-                       pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode())
+                       pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
+                       pool_handout=pool_handout_mode())
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests

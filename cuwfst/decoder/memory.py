@@ -23,8 +23,10 @@ table and next frontier are sized by the arcs MaxKernel finds admissible against
 bound of the step's cutoff (the slots under fused_max); `CUWFST_POOL_BOUND=slots` sizes them
 by every arc of the step, the rule before, and `CUWFST_POOL_BOUND=bins` by the token-level
 bins bound (the scans bin the tokens, MaxKernel reads no arc for it); `CUWFST_POOL_HINTS=fixed`
-keeps the pooled slot hints at every 32nd slot (for same-run A/B: benchmarks/memory.py --modes
-pooled pooled-bins pooled-slots pooled-fixedhints lazy eager).
+keeps the pooled slot hints at every 32nd slot, and `CUWFST_POOL_HANDOUT=kernel` hands the
+regions out in a kernel of its own after MaxKernel instead of in its last block (for same-run
+A/B: benchmarks/memory.py --modes pooled pooled-bins pooled-slots pooled-fixedhints
+pooled-handout lazy eager).
 
 Every figure is in bytes unless its name says entries. On the GPU:
 
@@ -111,6 +113,22 @@ def pool_hints_mode() -> str:
     v = os.environ.get("CUWFST_POOL_HINTS") or "adaptive"
     if v not in POOL_HINTS:
         raise ValueError(f"CUWFST_POOL_HINTS must be one of {', '.join(map(repr, POOL_HINTS))}, got {v!r}")
+    return v
+
+
+POOL_HANDOUTS = ("lastblock", "kernel")  # the native pool_handout, in its order
+
+
+def pool_handout_mode() -> str:
+    """Where the pooled hand-out after the max runs (wherever MaxKernel hands the regions out:
+    not under fused_max or CUWFST_POOL_BOUND=slots, where ScanKernel's last block does):
+    $CUWFST_POOL_HANDOUT, "lastblock" (the default: the last of MaxKernel's blocks to finish,
+    after every block's counter increment and fence) or "kernel" (PoolHandOutKernel, one warp
+    launched right after MaxKernel; profiled as "handout"). Results are identical either way:
+    the same hand-out from the same counts, only where it runs changes."""
+    v = os.environ.get("CUWFST_POOL_HANDOUT") or "lastblock"
+    if v not in POOL_HANDOUTS:
+        raise ValueError(f"CUWFST_POOL_HANDOUT must be one of {', '.join(map(repr, POOL_HANDOUTS))}, got {v!r}")
     return v
 
 

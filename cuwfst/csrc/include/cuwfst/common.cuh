@@ -161,7 +161,8 @@ __device__ __forceinline__ unsigned long long EpsBaseline(float score) {
 // The pooled hand-out of a step's regions (types.cuh, PooledAskOf / PooledAssign), by one
 // warp (threadIdx.x < 32) of the last block of ScanKernel (by the slots, fused_max) or of
 // MaxKernel (pool_at_max: by LaneCounters::admit, or by the bins bound under pool_bins;
-// PooledBoundInput): each lane's claims list, hash table and
+// PooledBoundInput), or of PoolHandOutKernel after MaxKernel in its place
+// (pool_handout_kernel, expand.cuh): each lane's claims list, hash table and
 // next frontier (in buffer lc.buf, which this step builds: survivors are claims, at most the
 // bound). All or nothing: a first pass adds up what the step asks of each pool; if the
 // batch's asks fit the pools' committed capacities every lane gets its regions, else the

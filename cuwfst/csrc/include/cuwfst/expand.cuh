@@ -174,6 +174,14 @@ __device__ __forceinline__ void Walk(const Workspace& ws, Visit&& visit) {
   else ThreadWalk<kStep>(ws, visit);
 }
 
+// The hand-out after the max, by one warp (threadIdx.x < 32), once MaxKernel's counts and max
+// are final: MaxLastBlock's, or PoolHandOutKernel's (pool_handout_kernel).
+__device__ __forceinline__ void MaxHandOut(Workspace& ws) {
+  const bool fits = PooledHandOut(ws, true);
+  if (!fits)
+    for (int32_t l = threadIdx.x; l <= ws.max_lanes; l += 32) ws.lane_arc_offsets[l] = 0;
+}
+
 // MaxKernel's last block (pool_at_max, types.cuh): every CTA has added its lanes' counts
 // into LaneCounters::admit; the CTA that finishes last hands the step's regions out by them
 // (scan.cuh PooledHandOut), and where the step does not fit the pools it leaves the step no
@@ -189,10 +197,18 @@ __device__ __forceinline__ void MaxLastBlock(Workspace& ws) {
   __syncthreads();
   if (!last || threadIdx.x >= 32) return;
   __threadfence();
-  const bool fits = PooledHandOut(ws, true);
-  if (!fits)
-    for (int32_t l = threadIdx.x; l <= ws.max_lanes; l += 32) ws.lane_arc_offsets[l] = 0;
+  MaxHandOut(ws);
   if (threadIdx.x == 0) *ws.max_done = 0;
+}
+
+// PoolHandOutKernel — per step under pool_handout_kernel (CUWFST_POOL_HANDOUT=kernel), right
+// after MaxKernel, grid 1 x 32: what MaxLastBlock's warp does, in a kernel of its own
+// (MaxKernel has finished: every block's counts and max are in LaneCounters). It runs on
+// every step, idle ones included (MaxKernel's early return hands out there too: real lanes
+// without slots still get their next frontier's region). (static: this header is included by
+// more than one translation unit, and the kernel is not a template.)
+static __global__ void __launch_bounds__(32) PoolHandOutKernel(Workspace ws) {
+  if (ws.pool_at_max) MaxHandOut(ws);
 }
 
 // MaxKernel — per step, grid = ExpandBlocksFor(max_lanes) x kWalkThreads.
@@ -207,7 +223,8 @@ __device__ __forceinline__ void MaxLastBlock(Workspace& ws) {
 // arcs whose end passes low are counted into admit: every admitted arc (end > max - beam)
 // among them, so the step's claims are at most admit. Arcs are read unless their token's
 // upper bound is <= low (then end <= low < v <= max: neither admissible nor the max), so the
-// max stays exact. The last block hands the regions out (MaxLastBlock).
+// max stays exact. The last block hands the regions out (MaxLastBlock), or under
+// pool_handout_kernel PoolHandOutKernel after this kernel.
 // pool_bins (CUWFST_POOL_BOUND=bins): no count and no lower bound; the max is found as in the
 // static layout, and the last block sizes the regions by the bins the scans filled at the
 // exact cutoff (common.cuh PooledBoundInput).
@@ -220,7 +237,7 @@ MaxKernel(DeviceGraph g, Workspace ws) {
   // bound sizes them (pool_bins: then the max is found as in the static layout)
   const bool count = ws.pool_at_max != 0 && !ws.pool_bins;
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) {  // an idle step
-    if (ws.pool_at_max) MaxLastBlock(ws);  // (real lanes without slots still get their next frontier's region)
+    if (ws.pool_at_max && !ws.pool_handout_kernel) MaxLastBlock(ws);  // (real lanes without slots still get their next frontier's region)
     return;
   }
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
@@ -275,7 +292,7 @@ MaxKernel(DeviceGraph g, Workspace ws) {
       if (lane_cnt[i] != 0) atomicAdd(&ws.lanes[i].admit, lane_cnt[i]);
     }
   }
-  if (ws.pool_at_max) MaxLastBlock(ws);
+  if (ws.pool_at_max && !ws.pool_handout_kernel) MaxLastBlock(ws);
 }
 
 // A lane's recombination table and claims list for this step (read once per lane by the

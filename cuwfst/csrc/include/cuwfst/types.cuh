@@ -248,6 +248,10 @@ struct Workspace {
   int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
   int32_t pooled;       // 1: per-step regions from the pools (see above)
   int32_t pool_at_max;  // 1 (pooled, MaxKernel runs): MaxKernel's last block hands the regions out
+  // 1 (pool_at_max, CUWFST_POOL_HANDOUT=kernel): PoolHandOutKernel, launched right after
+  // MaxKernel, hands them out instead (the same PooledHandOut), and MaxKernel has no last
+  // block (no counter, fence or tail of one warp behind its grid); 0: MaxLastBlock does.
+  int32_t pool_handout_kernel;
   // 1 (pool_at_max, CUWFST_POOL_BOUND=bins): the regions are sized by the bins bound
   // (pool_bins.h) instead of MaxKernel's count: the scans add each real step's token slots
   // into bin_slots by their upper bound (suffix sums: bin_slots[l * kPoolBins + b] = the slots
