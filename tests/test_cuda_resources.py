@@ -12,20 +12,26 @@ HERE = Path(__file__).resolve().parent
 CSRC = HERE.parent / "cuwfst" / "csrc"
 
 
-def test_owners_and_fault_injection(tmp_path):
+def build_and_run_host_test(tmp_path, source: str, include: Path, timeout: int = 60) -> None:
+    """Compiles tests/native/`source` with the host C++ compiler against the CUDA headers
+    (include: the csrc directory the test includes from), runs it, and expects "ALL OK"."""
     from cuwfst.jit.core import cuda_home
 
     cxx = shutil.which("c++") or shutil.which("g++")
     home = cuda_home()
     if not cxx or not home or not (Path(home) / "include" / "cuda_runtime.h").exists():
         pytest.skip("needs a C++ compiler and the CUDA headers")
-    exe = tmp_path / "cuda_resources_test"
-    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", f"-I{home}/include", f"-I{CSRC}",
-                            str(HERE / "native" / "cuda_resources_test.cc"), "-o", str(exe)],
+    exe = tmp_path / Path(source).stem
+    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", f"-I{home}/include", f"-I{include}",
+                            str(HERE / "native" / source), "-o", str(exe)],
                            capture_output=True, text=True)
     assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=timeout)
     assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
+
+
+def test_owners_and_fault_injection(tmp_path):
+    build_and_run_host_test(tmp_path, "cuda_resources_test.cc", CSRC)
 
 
 def test_pooled_lane_layout_model(tmp_path):
@@ -33,38 +39,14 @@ def test_pooled_lane_layout_model(tmp_path):
     host model at the full tier's sizes: every index the step kernels reach through a lane's
     regions stays inside what the host committed, also for lanes the pools could not hold,
     and batches converge after a few growths (tests/native/pool_layout_test.cc)."""
-    from cuwfst.jit.core import cuda_home
-
-    cxx = shutil.which("c++") or shutil.which("g++")
-    home = cuda_home()
-    if not cxx or not home or not (Path(home) / "include" / "cuda_runtime.h").exists():
-        pytest.skip("needs a C++ compiler and the CUDA headers")
-    exe = tmp_path / "pool_layout_test"
-    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", f"-I{home}/include", f"-I{CSRC / 'include'}",
-                            str(HERE / "native" / "pool_layout_test.cc"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
+    build_and_run_host_test(tmp_path, "pool_layout_test.cc", CSRC / "include", timeout=120)
 
 
 def test_lattice_run_need(tmp_path):
     """What a lattice run that overflowed the records made and needs (types.cuh
     LatticeNeedOfRun): from its step counts, scaled by its largest step to one run of the
     chunk, never below what it made (tests/native/lattice_need_test.cc)."""
-    from cuwfst.jit.core import cuda_home
-
-    cxx = shutil.which("c++") or shutil.which("g++")
-    home = cuda_home()
-    if not cxx or not home or not (Path(home) / "include" / "cuda_runtime.h").exists():
-        pytest.skip("needs a C++ compiler and the CUDA headers")
-    exe = tmp_path / "lattice_need_test"
-    build = subprocess.run([cxx, "-std=c++17", "-O1", "-Wall", "-Wextra", f"-I{home}/include", f"-I{CSRC / 'include'}",
-                            str(HERE / "native" / "lattice_need_test.cc"), "-o", str(exe)],
-                           capture_output=True, text=True)
-    assert build.returncode == 0, build.stderr
-    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
-    assert run.returncode == 0 and "ALL OK" in run.stdout, run.stdout + run.stderr
+    build_and_run_host_test(tmp_path, "lattice_need_test.cc", CSRC / "include")
 
 
 def test_lattice_number_rows(tmp_path):

@@ -93,14 +93,7 @@ const char* cudaGetErrorString(cudaError_t) { return "stub"; }
 }
 
 // ---------------------------------------------------------------- checks
-static int failures = 0;
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);     \
-      ++failures;                                                     \
-    }                                                                 \
-  } while (0)
+#include "check.h"
 
 using namespace cuwfst;
 

@@ -43,14 +43,7 @@ extern "C" const void* cuwfst_test_backtrack_kernel() { return reinterpret_cast<
 
 
 // ---------------------------------------------------------------- checks
-static int failures = 0;
-#define CHECK(cond)                                                \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-      ++failures;                                                  \
-    }                                                              \
-  } while (0)
+#include "check.h"
 
 static bool Nothing() {
   return live::device_bytes.load() == 0 && live::pinned_bytes.load() == 0 && live::handles.load() == 0 &&

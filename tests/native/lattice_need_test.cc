@@ -15,14 +15,7 @@
 
 using namespace cuwfst;
 
-static int failures = 0;
-#define CHECK(cond)                                                \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                  \
-    }                                                              \
-  } while (0)
+#include "check.h"
 
 int main() {
   {  // the shape of the H200 run: B 16, 64-step runs, rows of 1,000 and 858 frames

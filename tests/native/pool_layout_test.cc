@@ -35,14 +35,7 @@
 
 using namespace cuwfst;
 
-static int failures = 0;
-#define CHECK(cond)                                                \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-      ++failures;                                                  \
-    }                                                              \
-  } while (0)
+#include "check.h"
 
 static uint64_t Mix(uint64_t x) {  // splitmix64
   x += 0x9E3779B97F4A7C15ull;
