@@ -21,14 +21,7 @@
 
 using namespace cuwfst;
 
-static int failures = 0;
-#define CHECK(cond)                                                \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                  \
-    }                                                              \
-  } while (0)
+#include "check.h"
 
 // ---------------------------------------------------------------- the first implementation
 // PruneLattice's (kToken) and IncFinish's (kTimeRank) host blocks as they were, per row on
