@@ -166,6 +166,7 @@ def main():
                            for c, n in dec_lens.items()}
         ev_ms = {v: [] for v in decs}
         wall = {v: [] for v in decs}
+        slots0 = {v: dec._gpu.main.mem_stats()["slots"] for v, dec in decs.items()}  # the walkers' slots
         for _ in range(a.reps):
             for v, dec in decs.items():
                 torch.cuda.synchronize()
@@ -187,7 +188,9 @@ def main():
             added = sum(h.closure_added for h in hs)
             total = sum(h.frontier_total for h in hs)
             same, ties, bad = same_rows(hyps[base], hs)
+            slots_run = (stats["slots"] - slots0[v]) / a.reps  # (the rescue instance's, if any, not counted)
             row = dict(config=v, variant=variant, blank_skip=skip, memory=dec.memory_stats()["memory"],
+                       trim=stats["trim"], slots_per_step=slots_run / (nb * steps_per_batch[v]),
                        decoded_fraction=float(dec_lens[v].sum() / lens_all.sum()),
                        scan_split=stats["scan_split"], closure_lists=stats["closure_lists"],
                        fused_max=stats["fused_max"], walker=walker,
@@ -247,7 +250,7 @@ def main():
     for r in table:
         vs = r["vs_first"]
         print(f"  B={r['batch']:<4} {r['config']:<13} {r['ms_per_batch']:8.2f} ms  {r['us_per_step']:7.1f} us/step  "
-              f"RTFx {r['rtfx']:9.1f}  spread {r['ms_per_batch_spread']:.2f}  same {vs['same']} ties {vs['ties']} "
+              f"RTFx {r['rtfx']:9.1f}  slots/step {r['slots_per_step']:10.0f}  spread {r['ms_per_batch_spread']:.2f}  same {vs['same']} ties {vs['ties']} "
               f"mismatch {vs['mismatches']}  frames {100 * r['decoded_fraction']:.1f}%")
     for c in checks:
         print(f"  CPU check [{c['config']}]: {c['cpu_same']}/{c['check_rows']} identical, {c['cpu_ties']} ties, "

@@ -124,7 +124,7 @@ def random_eps_graph(rng: np.random.Generator, n: int, vocab: int, degree: int, 
 
 
 def viterbi(graph: Graph, lp: np.ndarray, length: int):
-    """Exhaustive (unpruned) float64 Viterbi with full epsilon closure: (score, arcs)."""
+    """Exhaustive (unpruned) float64 Viterbi with full epsilon closure: (score, source arc ids)."""
     g = graph.arrays
     n = g.num_states
     rs = g.row_splits
@@ -172,7 +172,7 @@ def viterbi(graph: Graph, lp: np.ndarray, length: int):
         if t < length:
             closure(score, back)
     f = n - 1
-    return score[f], back[f]
+    return score[f], graph.source_arc_ids(np.asarray(back[f], np.int64)).tolist()
 
 
 def random_ctc_graph(rng: np.random.Generator, n: int, vocab: int, degree: int, final_prob: float) -> Graph:

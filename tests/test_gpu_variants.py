@@ -1,6 +1,7 @@
 """Kernel variants on the GPU (cuwfst.decoder.gpu.KERNEL_VARIANTS: the split scan, the closure
-lists and the wider Finalize grid, each alone and all together, the old kernels, and "fused":
-all three plus the step's max found by the expansion itself, no MaxKernel), every one against
+lists and the wider Finalize grid, each alone and all together, the old kernels, "fused":
+all three plus the step's max found by the expansion itself, no MaxKernel, and "untrimmed":
+"new" without the trimmed slots of sorted arcs), every one against
 the CPU reference: identical float32 scores, words (or an exact-score tie re-scored bit for
 bit) and search statistics.
 Each test runs once per variant; CUWFST_KERNELS selects the variant for decoders built inside
@@ -20,10 +21,11 @@ from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_gr
                      path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
-VARIANTS = ["old", "new", "split", "lists", "wide", "fused"]
-NEW_SCAN = ("new", "split", "fused")  # the variants with the split scan
-NEW_LISTS = ("new", "lists", "fused")
-NEW_FINALIZE = ("new", "wide", "fused")
+VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed"]
+NEW_SCAN = ("new", "split", "fused", "untrimmed")  # the variants with the split scan
+NEW_LISTS = ("new", "lists", "fused", "untrimmed")
+NEW_FINALIZE = ("new", "wide", "fused", "untrimmed")
+TRIMMED = ("new", "fused")  # the variants whose scans trim each token's sorted arcs
 TOTALS = {"rows": 0, "ties": 0}
 
 
@@ -41,6 +43,7 @@ def expect_variant(dec, variant, eps: bool):
     assert st["closure_lists"] == (1 if eps and variant in NEW_LISTS else 0), (variant, st)
     assert (st["finalize_split"] > 8) == (variant in NEW_FINALIZE) or lanes >= 128, (variant, st)
     assert st["fused_max"] == (variant == "fused"), (variant, st)
+    assert st["trim"] == (variant in TRIMMED), (variant, st)  # (every graph these tests build is sorted)
 
 
 def same(graph, lp_row, c, g, where, stats=True):

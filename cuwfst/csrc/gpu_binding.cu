@@ -188,6 +188,16 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       max_eps_degree = std::max(max_eps_degree, ec[s]);
     }
     g->max_eps_degree = max_eps_degree;
+    // sorted emitting arcs (DeviceGraph::emit_sorted): label 0 first, then the others by
+    // weight, non-increasing, none NaN, in every state
+    bool sorted = true;
+    for (int64_t s = 0; s < n && sorted; ++s) {
+      int32_t i = (finals_at_end ? rs[s] : rs[s] + fc[s]) + (ec ? ec[s] : 0);
+      const int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
+      while (i < e && il[i] == 0) ++i;
+      for (; i < e && sorted; ++i)
+        sorted = il[i] != 0 && !std::isnan(w[i]) && (i + 1 == e || w[i] >= w[i + 1]);
+    }
     const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? 2 * n * 4 : 0);
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
@@ -205,8 +215,16 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.emit_maxw = Upload<float>(g.get(), emit_maxw.data(), n, "per-state max weights", total);
     v.eps_maxw = has_eps ? Upload<float>(g.get(), eps_maxw.data(), n, "per-state max epsilon weights", total) : nullptr;
     v.max_eps_degree = max_eps_degree;
+    v.emit_sorted = sorted ? 1 : 0;
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
+}
+
+// 1 when the uploaded graph's emitting arcs are sorted (DeviceGraph::emit_sorted): decoders on
+// it trim their steps' slots unless built with trim_arcs off.
+int64_t GpuGraphEmitSorted(int64_t h) {
+  if (!h) TVM_FFI_THROW(ValueError) << "null graph handle";
+  return (*reinterpret_cast<std::shared_ptr<GpuGraph>*>(h))->view.emit_sorted;
 }
 
 void GpuGraphFree(int64_t h) {
@@ -225,7 +243,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
                          int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
-                         bool pool_hints, bool arena_ahead, int64_t pool_handout) {
+                         bool pool_hints, bool arena_ahead, int64_t pool_handout,
+                         bool trim_arcs) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -293,6 +312,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "pool_handout must be 0 (MaxKernel's last block) or 1 (a kernel of its own)";
   c.pool_handout = static_cast<int32_t>(pool_handout);
   c.arena_ahead = arena_ahead;
+  c.trim_arcs = trim_arcs ? 1 : 0;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 
@@ -671,6 +691,7 @@ void GpuMemoryInfo(int64_t device, TensorView out) {
 
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_upload, GpuGraphUpload);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_free, GpuGraphFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_emit_sorted, GpuGraphEmitSorted);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_create, GpuDecoderCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);

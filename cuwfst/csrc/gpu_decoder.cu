@@ -179,6 +179,9 @@ void GpuDecoder::Allocate() {
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
   ws_.scan_best = Alloc<unsigned long long>(L, "scan best tokens");
   ws_.fused_max = cfg_.fused_max;
+  ws_.trim = cfg_.trim_arcs && graph_->view.emit_sorted ? 1 : 0;
+  ws_.slot_total = Alloc<unsigned long long>(1, "slot counter");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
@@ -1194,6 +1197,12 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[41] = gc_us_;
   out[42] = lat_grows_;
   out[43] = lat_.get() ? ws_.lat_cap : 0;
+  out[44] = ws_.trim;
+  unsigned long long slots = 0;
+  const bool read = cudaMemcpyAsync(&slots, ws_.slot_total, sizeof(slots), cudaMemcpyDeviceToHost, stream_) == cudaSuccess &&
+                    cudaStreamSynchronize(stream_) == cudaSuccess;
+  if (!read) ClearHandledError();
+  out[45] = read ? static_cast<int64_t>(slots) : -1;
 }
 
 }  // namespace cuwfst

@@ -108,6 +108,9 @@ struct DecoderConfig {
   // that the scan computes and finds the exact max as it goes (FinalizeKernel keeps the same
   // survivors), so MaxKernel does not run; 0 = MaxKernel, then ExpandKernel.
   int32_t fused_max = 0;
+  // trim_arcs: 1 = the scans trim each token's slots to the prefix of its sorted emitting arcs
+  // that can pass (Workspace::trim; only on a graph whose arcs are sorted, emit_sorted)
+  int32_t trim_arcs = 1;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -296,7 +299,9 @@ class GpuDecoder {
   // [40] the microseconds of those, [41] microseconds in GC rounds (CollectGarbage), [42] the
   // lattice records' growths since construction (each one re-runs the batch), [43] the
   // records' capacity (entries; 0 before the first lattice decode).
-  static constexpr int kMemStats = 44;
+  // [44] 1 when the steps trim each token's arcs (Workspace::trim), [45] the slots the steps
+  // gave the walkers since construction (the walkers' work; -1 if it cannot be read back).
+  static constexpr int kMemStats = 46;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

@@ -82,6 +82,11 @@ class _Uploaded:
     def __init__(self, mod, handle):
         self.mod, self.handle = mod, handle
 
+    @property
+    def emit_sorted(self) -> bool:
+        """The graph's emitting arcs are sorted (label 0, then by weight): decoders trim slots."""
+        return bool(self.mod.gpu_graph_emit_sorted(self.handle))
+
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
         if h:
@@ -135,13 +140,17 @@ def live_uploads() -> int:
 # finalize_split: CTAs per lane of Finalize / Resolve / ClearClaims (0 auto, 8 the old grid);
 # fused_max: True = no MaxKernel, FusedExpandKernel admits against a lower bound of the step's
 # max and finds the exact max as it goes (issue 11; off by default until a device A/B proves it).
+# trim_arcs: True = a real step's scan gives each token only the prefix of its sorted emitting
+# arcs that can pass (scan.cuh TrimmedDegree; on graphs whose arcs are sorted, which every graph
+# built by this version is); "untrimmed" is "new" without it.
 KERNEL_VARIANTS = {
-    "new": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False),   # all three changes
-    "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False),    # the kernels before them
-    "split": dict(scan_split=0, closure="scan", finalize_split=8, fused_max=False),   # the split scan alone
-    "lists": dict(scan_split=1, closure="lists", finalize_split=8, fused_max=False),  # the closure lists alone
-    "wide": dict(scan_split=1, closure="scan", finalize_split=0, fused_max=False),   # the wider Finalize grid alone
-    "fused": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=True),  # "new" without MaxKernel
+    "new": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
+    "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
+    "split": dict(scan_split=0, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
+    "lists": dict(scan_split=1, closure="lists", finalize_split=8, fused_max=False, trim_arcs=False),
+    "wide": dict(scan_split=1, closure="scan", finalize_split=0, fused_max=False, trim_arcs=False),
+    "fused": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=True, trim_arcs=True),
+    "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
 }
 
 
@@ -155,9 +164,13 @@ def kernel_defaults() -> dict:
     return dict(KERNEL_VARIANTS[name])
 
 
-def resolve_kernels(scan_split, closure, finalize_split, fused_max=None) -> tuple[int, str, int, bool]:
+def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
+                    trim_arcs=None) -> tuple[int, str, int, bool, bool]:
     """Checks the kernel switches; None takes the default (kernel_defaults)."""
     d = kernel_defaults()
+    trim_arcs = d["trim_arcs"] if trim_arcs is None else trim_arcs
+    if not isinstance(trim_arcs, bool):
+        raise ValueError(f"trim_arcs must be a bool (or None: the default), got {trim_arcs!r}")
     scan_split = d["scan_split"] if scan_split is None else scan_split
     closure = d["closure"] if closure is None else closure
     finalize_split = d["finalize_split"] if finalize_split is None else finalize_split
@@ -169,7 +182,7 @@ def resolve_kernels(scan_split, closure, finalize_split, fused_max=None) -> tupl
             raise ValueError(f"{name} must be an int in [0, 64] (0: auto), got {v!r}")
     if closure not in ("lists", "scan"):
         raise ValueError(f"closure must be 'lists' or 'scan', got {closure!r}")
-    return scan_split, closure, finalize_split, fused_max
+    return scan_split, closure, finalize_split, fused_max, trim_arcs
 
 
 class GpuInstance:
@@ -179,7 +192,8 @@ class GpuInstance:
                  main_q, use_cuda_graphs, walker="warp", walk_blocks=0, arena_entries=None,
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
-                 lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None):
+                 lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
+                 trim_arcs=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -189,8 +203,8 @@ class GpuInstance:
         self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
-        scan_split, closure, finalize_split, fused_max = resolve_kernels(scan_split, closure, finalize_split,
-                                                                          fused_max)
+        scan_split, closure, finalize_split, fused_max, trim_arcs = resolve_kernels(
+            scan_split, closure, finalize_split, fused_max, trim_arcs)
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
@@ -199,7 +213,7 @@ class GpuInstance:
             lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
             bool(fused_max), int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
-            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()))
+            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -315,7 +329,8 @@ class GpuBackend:
                  rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
-                 fused_max: bool | None = None, lattice_entries: int | None = None):
+                 fused_max: bool | None = None, lattice_entries: int | None = None,
+                 trim_arcs: bool | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
@@ -337,14 +352,14 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
-        scan_split, closure, finalize_split, fused_max = resolve_kernels(scan_split, closure, finalize_split,
-                                                                          fused_max)
+        scan_split, closure, finalize_split, fused_max, trim_arcs = resolve_kernels(
+            scan_split, closure, finalize_split, fused_max, trim_arcs)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
                        scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                       fused_max=fused_max, lattice_entries=lattice_entries,
+                       fused_max=fused_max, trim_arcs=trim_arcs, lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
                        pool_handout=pool_handout_mode())
@@ -361,6 +376,11 @@ class GpuBackend:
         # what the rescue did since construction (rescue.rescue's counters)
         self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
                       "unabsorbed_rows": 0}
+
+    @property
+    def trims_arcs(self) -> bool:
+        """True when this decoder's steps trim each token's arcs (trim_arcs on a sorted graph)."""
+        return bool(self.kw["trim_arcs"]) and self.uploaded.emit_sorted
 
     def memory_stats(self) -> dict:
         with self.lock:

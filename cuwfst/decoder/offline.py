@@ -62,7 +62,9 @@ class Decoder:
     closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
     passes), finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
     auto, 8 = the old grid) and fused_max (True: no separate max pass, the expansion finds
-    each step's max as it admits arcs; off by default) pick kernel variants with identical
+    each step's max as it admits arcs; off by default) and trim_arcs (True, the default: a
+    step's scan trims each token's arcs to the prefix of its sorted emitting arcs that can
+    pass, on graphs built with sorted arcs) pick kernel variants with identical
     results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
     "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
@@ -92,7 +94,8 @@ class Decoder:
                  walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
-                 fused_max: bool | None = None, lattice_entries: int | None = None, **kwargs):
+                 fused_max: bool | None = None, lattice_entries: int | None = None,
+                 trim_arcs: bool | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -115,7 +118,7 @@ class Decoder:
                                    batching=batching, segment=segment, arena_entries=arena_entries,
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
                                    closure=closure, finalize_split=finalize_split, fused_max=fused_max,
-                                   lattice_entries=lattice_entries)
+                                   lattice_entries=lattice_entries, trim_arcs=trim_arcs)
         else:
             from .gpu import check_gc_interval
             from .memory import resolve_memory

@@ -131,10 +131,19 @@ class Graph:
             np.logical_and.at(state_end_ok, src, fin_end_ok)
             np.logical_and.at(state_start_ok, src, fin_start_ok)
             finals_at_end = bool(state_end_ok.all()) or not bool(state_start_ok.all())
-            cls_ = np.where(is_final, 3 if finals_at_end else 0, np.where(eps, 1, 2))
-            in_layout = (np.diff(src) >= 0).all() and (np.diff(cls_)[np.diff(src) == 0] >= 0).all()
+            # emitting arcs: label 0 (CTC's blank) first (class 2), then the others (class 3) by
+            # weight, best first: the GPU step trims each token's arcs to the prefix that can
+            # pass (docs/design.md, "Sorted emitting arcs")
+            emit = ~is_final & ~eps
+            cls_ = np.where(is_final, 4 if finals_at_end else 0,
+                            np.where(eps, 1, np.where(ilabel == 0, 2, 3)))
+            key = np.where(emit & (ilabel != 0), -weight.astype(np.float64), 0.0)
+            same = np.diff(src) == 0
+            dk = np.diff(key)
+            in_layout = ((np.diff(src) >= 0).all() and (np.diff(cls_)[same] >= 0).all()
+                         and not ((np.diff(cls_) == 0) & same & (dk < 0)).any())
             if not in_layout:
-                order = np.lexsort((np.arange(a), cls_, src))
+                order = np.lexsort((np.arange(a), key, cls_, src))
         arc_id = None
         if not (order == np.arange(a)).all():
             arc_id = order.astype(np.int32)

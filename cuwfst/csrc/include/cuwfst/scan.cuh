@@ -173,6 +173,121 @@ __device__ __forceinline__ float BestTokenEnd(const DeviceGraph& g, unsigned lon
   return m;
 }
 
+// ---- Trimmed slots (Workspace::trim; docs/design.md, "Trimmed slots")
+// On a graph whose emitting arcs are sorted (DeviceGraph::emit_sorted: a state's label-0 arcs,
+// then the others by weight, best first), a real step gives token i only the first d_i of
+// its emitting arcs as slots, where every arc left out ends at most at low = L - beam:
+//  * L is an arc end of the step (LaneTrimOf: the best end over the first arcs of the
+//    lane's best-scoring token), so L <= M, the step's exact max, and low <= M - beam
+//    (fp32 subtraction is monotone): an arc left out is not admitted (k2's end > M - beam);
+//  * low < L (else nothing is trimmed), and the arc that gave L is kept (its bound is at
+//    least its end, L > low), so the max over the kept arcs is M exactly;
+//  * an arc's bound: (score + weight) + the row's max over the labels it may read (every
+//    label for the label-0 arcs, which are always kept, else labels >= 1) is >= its end
+//    (fp32 addition is monotone), and after the label-0 arcs the bounds do not increase,
+//    so the arcs that pass form a prefix and a binary search finds its end.
+// The slots keep their order and each token's first arc, so every later kernel (the max,
+// the admission, the lattice walk, Finalize's slot-to-token search) works unchanged on the
+// shorter slot space, and the survivors, scores and winning slots are those of the full one.
+constexpr int32_t kTrimMinDegree = 8;    // a token with at most this many arcs keeps them all
+constexpr int32_t kTrimAnchorArcs = 64;  // L: over the best token's first arcs (its best ones)
+
+struct LaneTrim {
+  float low = -INFINITY;  // L - beam; -inf: nothing is trimmed
+  float lp_all = 0.f;     // the row's max over every label
+  float lp_rest = 0.f;    // the row's max over labels >= 1 (-inf with one label)
+};
+
+// Slots of a token of state arcs [b, e) with `score` on a real step under `tr` (see above).
+__device__ __forceinline__ int32_t TrimmedDegree(const DeviceGraph& g, const LaneTrim& tr, float score, float maxw,
+                                                 int32_t b, int32_t e) {
+  if (!((score + maxw) + tr.lp_all > tr.low)) return 0;  // no arc of the token can pass
+  if (e - b <= kTrimMinDegree) return e - b;
+  int32_t lo = b, hi = e;
+  while (lo < hi) {
+    const int32_t mid = lo + ((hi - lo) >> 1);
+    if (g.arc_ilabel[mid] == 0 || (score + g.arc_weight[mid]) + tr.lp_rest > tr.low) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo - b;
+}
+
+// The row of a real step and its maxima (the bounds' acoustic ingredient), by the whole CTA.
+template <typename ReduceStorage>
+__device__ __forceinline__ void RowMaxima(const DeviceGraph& g, const Workspace& ws, int32_t lane, int32_t t,
+                                          const StepParams& p, ReduceStorage& tmp, const float** row32,
+                                          const uint16_t** row16, float* lp_all, float* lp_rest) {
+  using BlockReduce = cub::BlockReduce<float, kScanThreads>;
+  const LaneInput in = ws.inputs[lane];
+  const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
+  const float* r32 = nullptr;
+  const uint16_t* r16 = nullptr;
+  if (p.lp_is_f16) r16 = static_cast<const uint16_t*>(in.base) + off;
+  else r32 = static_cast<const float*>(in.base) + off;
+  float m = -INFINITY, mr = -INFINITY;
+  for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x) {
+    const float x = r16 ? __half2float(__ushort_as_half(r16[v])) : r32[v];
+    m = fmaxf(m, x);
+    if (v > 0) mr = fmaxf(mr, x);
+  }
+  __syncthreads();  // tmp may be in use
+  const float a = BlockReduce(tmp).Reduce(m, [](float x, float y) { return fmaxf(x, y); });
+  __syncthreads();
+  const float r = BlockReduce(tmp).Reduce(mr, [](float x, float y) { return fmaxf(x, y); });
+  __shared__ float s_lp[2];
+  if (threadIdx.x == 0) {
+    s_lp[0] = a;
+    s_lp[1] = r;
+  }
+  __syncthreads();
+  *row32 = r32;
+  *row16 = r16;
+  *lp_all = s_lp[0];
+  *lp_rest = s_lp[1];
+}
+
+// A real step's trim for a lane (every CTA of the lane computes the same, bit for bit): the
+// best-scoring token of the frontier (ties: the larger index), L = the best end over its
+// first kTrimAnchorArcs emitting arcs, low = L - beam when that is below L. By the whole CTA.
+template <typename KeyStorage>
+__device__ __forceinline__ LaneTrim LaneTrimOf(const DeviceGraph& g, const int32_t* state, const float* score,
+                                               int32_t n, const float* row32, const uint16_t* row16, float lp_all,
+                                               float lp_rest, float beam, KeyStorage& tmp) {
+  using BlockKey = cub::BlockReduce<unsigned long long, kScanThreads>;
+  __shared__ unsigned long long s_key;
+  __shared__ float s_low;
+  unsigned long long best = 0ull;
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) best = MaxKey(best, BestTokenKey(score[i], i));
+  __syncthreads();  // tmp may be in use
+  best = BlockKey(tmp).Reduce(best, MaxKey);
+  if (threadIdx.x == 0) s_key = best;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    float m = -INFINITY;
+    if (s_key != 0ull) {
+      const int32_t i = static_cast<int32_t>(s_key & 0xFFFFFFFFull);
+      const float sc = score[i];
+      int32_t b, e;
+      PhaseArcs(ArcsOf(g, state[i]), kPhaseReal, &b, &e);
+      e = min(e, b + kTrimAnchorArcs);
+      for (int32_t arc = b + static_cast<int32_t>(threadIdx.x); arc < e; arc += 32)
+        m = fmaxf(m, ArcEnd(sc, g.arc_weight[arc], ArcAcoustic(g, arc, kPhaseReal, row32, row16)));
+    }
+#pragma unroll
+    for (int d = 16; d >= 1; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+    if (threadIdx.x == 0) {
+      const float low = m - beam;
+      s_low = low < m ? low : -INFINITY;
+    }
+  }
+  __syncthreads();
+  LaneTrim tr;
+  tr.low = s_low;
+  tr.lp_all = lp_all;
+  tr.lp_rest = lp_rest;
+  return tr;
+}
+
 __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
   // Every CTA: publish, then count; the CTA that counts last sees every lane's total.
   __shared__ bool last;
@@ -322,6 +437,18 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   if (bins)
     for (int32_t i = threadIdx.x; i < kPoolBins; i += blockDim.x) hist[i] = 0;
   if (threadIdx.x == 0) running = 0;
+  // The row of a real step and its maxima: the bounds' acoustic ingredient (the walkers' skip,
+  // and the trim's, which needs them before the degrees).
+  float max_lp = 0.f, lp_rest = 0.f;
+  const float* row32 = nullptr;
+  const uint16_t* row16 = nullptr;
+  if (phase == kPhaseReal) RowMaxima(g, ws, lane, t, p, tmp.reduce, &row32, &row16, &max_lp, &lp_rest);
+  LaneTrim trim;  // (low = -inf: the full degrees)
+  if (ws.trim && phase == kPhaseReal && n > 0)
+    trim = LaneTrimOf(g, state, score, n, row32, row16, max_lp, lp_rest,
+                      UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
+                      tmp.key);
+  const bool trimmed = trim.low > -INFINITY;
   __syncthreads();
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   unsigned long long best = 0ull;  // fused_max: this thread's best token with arcs
@@ -338,11 +465,12 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
         int32_t b, e;
         PhaseArcs(ArcsOf(g, s), phase, &b, &e);
         begin[i] = b;
-        deg[k] = e - b;
-        const float u = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+        const float maxw = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
+        deg[k] = trimmed ? TrimmedDegree(g, trim, score[i], maxw, b, e) : e - b;
+        const float u = phase == kPhaseReal ? score[i] + maxw : INFINITY;
         ub[i] = u;
         if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
-        if (bins && e > b) atomicAdd(&hist[PoolBinOf(u, bin_ref)], e - b);
+        if (bins && deg[k] > 0) atomicAdd(&hist[PoolBinOf(u, bin_ref)], static_cast<int32_t>(deg[k]));
       }
     }
     int64_t excl[kScanItems], total;
@@ -367,21 +495,6 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (threadIdx.x == 0) best_key = k;
     __syncthreads();  // also frees tmp for the reduce below
   }
-  // Max log-prob of the row: the acoustic ingredient of the upper bounds.
-  float max_lp = 0.f;
-  const float* row32 = nullptr;
-  const uint16_t* row16 = nullptr;
-  if (phase == kPhaseReal) {
-    const LaneInput in = ws.inputs[lane];
-    const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
-    if (p.lp_is_f16) row16 = static_cast<const uint16_t*>(in.base) + off;
-    else row32 = static_cast<const float*>(in.base) + off;
-    float m = -INFINITY;
-    for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x)
-      m = fmaxf(m, row16 ? __half2float(__ushort_as_half(row16[v])) : row32[v]);
-    __syncthreads();
-    max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
-  }
   float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
   if (fused && threadIdx.x < 32) lower = BestTokenEnd(g, best_key, state, score, phase, row32, row16);
   if (threadIdx.x == 0) {
@@ -397,6 +510,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     lc.next_size = 0;
     lc.phase = phase;
     lc.total_arcs = static_cast<int32_t>(total);
+    if (total > 0) atomicAdd(ws.slot_total, static_cast<unsigned long long>(total));
     lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
     lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
     lc.t = t + 1;
@@ -457,10 +571,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   using BlockSum = cub::BlockReduce<int64_t, kScanThreads>;
+  using BlockKey = cub::BlockReduce<unsigned long long, kScanThreads>;
   __shared__ union {
     typename BlockScan::TempStorage scan;
     typename BlockReduce::TempStorage reduce;
     typename BlockSum::TempStorage sum;
+    typename BlockKey::TempStorage key;
   } tmp;
   __shared__ int32_t s_ticket;
   __shared__ unsigned long long s_best;  // fused_max: the chunk's best token
@@ -506,6 +622,11 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   const ScanChunk cut = ScanChunkOf(n, C, chunk, kPerRound);
   const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
+  // a real step's row and its maxima (every CTA of the lane: the trim needs them before the
+  // degrees; the lane's last CTA publishes them)
+  float max_lp = 0.f, lp_rest = 0.f;
+  const float* row32 = nullptr;
+  const uint16_t* row16 = nullptr;
   if (!idle) {
     const int32_t* state = ws.tok_state[cur] + q;
     const float* score = ws.tok_score[cur] + q;
@@ -519,6 +640,15 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       any_final = __syncthreads_or(any_final);
       phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
     }
+    if (phase == kPhaseReal) RowMaxima(g, ws, lane, t, p, tmp.reduce, &row32, &row16, &max_lp, &lp_rest);
+    // the trim over the lane's whole frontier (the same in every CTA of the lane; LaneTrimOf)
+    LaneTrim trim;
+    if (ws.trim && phase == kPhaseReal && n > 0)
+      trim = LaneTrimOf(g, state, score, n, row32, row16, max_lp, lp_rest,
+                        UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
+                        tmp.key);
+    const bool trimmed = trim.low > -INFINITY;
+    __syncthreads();  // tmp is reused
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
     // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
@@ -533,11 +663,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
           int32_t b, e;
           PhaseArcs(ArcsOf(g, s), phase, &b, &e);
           begin[i] = b;
-          deg[k] = e - b;
-          const float u = phase == kPhaseReal ? score[i] + g.emit_maxw[s] : INFINITY;
+          const float maxw = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
+          deg[k] = trimmed ? TrimmedDegree(g, trim, score[i], maxw, b, e) : e - b;
+          const float u = phase == kPhaseReal ? score[i] + maxw : INFINITY;
           ub[i] = u;
           if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
-          if (bins && e > b) atomicAdd(&hist[PoolBinOf(u, bin_ref)], e - b);
+          if (bins && deg[k] > 0) atomicAdd(&hist[PoolBinOf(u, bin_ref)], static_cast<int32_t>(deg[k]));
         }
       }
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
@@ -644,20 +775,6 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.total_arcs = 0;
       }
     } else {
-      float max_lp = 0.f;
-      const float* row32 = nullptr;
-      const uint16_t* row16 = nullptr;
-      if (phase == kPhaseReal) {
-        const LaneInput in = ws.inputs[lane];
-        const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
-        if (p.lp_is_f16) row16 = static_cast<const uint16_t*>(in.base) + off;
-        else row32 = static_cast<const float*>(in.base) + off;
-        float m = -INFINITY;
-        for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x)
-          m = fmaxf(m, row16 ? __half2float(__ushort_as_half(row16[v])) : row32[v]);
-        __syncthreads();
-        max_lp = BlockReduce(tmp.reduce).Reduce(m, [](float a, float b) { return fmaxf(a, b); });
-      }
       float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
       if (fused && threadIdx.x < 32) {
         const unsigned long long key = *reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]);
@@ -680,6 +797,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.next_size = 0;
         lc.phase = phase;
         lc.total_arcs = static_cast<int32_t>(total);
+        if (total > 0) atomicAdd(ws.slot_total, static_cast<unsigned long long>(total));
         lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
         lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
         lc.t = t + 1;

@@ -58,6 +58,10 @@ struct DeviceGraph {
   // of the token can pass (fp32 addition is monotone), so the closure lists skip it
   const float* eps_maxw;
   int32_t max_eps_degree;      // the most epsilon arcs of one state (0 on epsilon-free graphs)
+  // 1: every state's emitting arcs are its label-0 arcs first, then the others by weight,
+  // best first, none NaN (cuwfst/graph/graph.py builds them so; the upload checks it):
+  // the scans may trim a token's slots to the prefix that can pass (scan.cuh TrimmedDegree)
+  int32_t emit_sorted;
 };
 
 // A state's arc ranges in the image layout
@@ -315,6 +319,11 @@ struct Workspace {
   // meet to name its best token {ordered score : index} (0 = none), zero between launches
   int32_t fused_max;
   unsigned long long* scan_best;
+  // 1 (DecoderConfig::trim_arcs on a graph with emit_sorted): a real step's scan gives each
+  // token only the prefix of its sorted emitting arcs whose bound passes L - beam, L an arc
+  // end of the step (scan.cuh LaneTrim); the arcs left out can be neither admitted nor the max
+  int32_t trim;
+  unsigned long long* slot_total;  // the slots every step gave the walkers, summed (mem stats)
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
   // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it

@@ -1,0 +1,234 @@
+"""Trimmed slots (scan.cuh TrimmedDegree, docs/design.md "Trimmed slots").
+
+Graphs are built with each state's emitting arcs sorted (label 0 first, then by weight, best
+first), and the GPU step gives each token only the prefix of its arcs whose bound passes
+L - beam. These tests hold the trim to the CPU reference (identical float32 scores, arcs or an
+exact-score tie, words, search statistics) and to the untrimmed kernels, on graphs whose
+states have hundreds of arcs (so the binary search runs), with weight ties, -inf weights,
+several label-0 arcs a state, float16 rows, epsilon arcs and the final step; they also check
+that the trim really shortens the slot space (the decoder's "slots" counter), that a graph
+whose arcs are not sorted is decoded untrimmed, and that the image layout keeps every arc's
+source id.
+"""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, Graph
+from helpers import path_score_f32, random_eps_graph_any, random_log_probs
+from test_lattice_records import assert_same_lattice
+
+TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0}
+
+
+def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf_frac: float = 0.0,
+               tie_frac: float = 0.0) -> Graph:
+    """An epsilon-free graph whose states have up to max_degree emitting arcs (written in random
+    order), up to `blanks` label-0 arcs each, weights with ties and some -inf, some final arcs."""
+    src, dst, il, w, words = [], [], [], [], []
+    levels = np.float32(rng.uniform(-12, 1, size=6))
+    for s in range(n):
+        deg = int(rng.integers(1, max_degree + 1))
+        labels = [0] * int(rng.integers(0, blanks + 1)) + list(rng.integers(1, vocab, size=deg))
+        for lab in labels:
+            src.append(s)
+            dst.append(int(rng.integers(0, n)))
+            il.append(int(lab))
+            r = rng.random()
+            x = -np.inf if r < inf_frac else (levels[rng.integers(0, 6)] if r < inf_frac + tie_frac
+                                              else np.float32(rng.uniform(-15, 1)))
+            w.append(float(x))
+            words.append([int(rng.integers(1, 60))] if lab > 0 and rng.random() < 0.3 else [])
+        if rng.random() < 0.3:
+            src.append(s)
+            dst.append(n)
+            il.append(-1)
+            w.append(float(np.float32(rng.uniform(-3, 0))))
+            words.append([])
+    order = rng.permutation(len(src))  # the user's order: the loader sorts
+    pick = lambda a: [a[i] for i in order]
+    return Graph.from_arcs(num_states=n + 1, start_state=0, src=pick(src), dest=pick(dst), ilabel=pick(il),
+                           weight=pick(w), words=pick(words), vocab_size=vocab)
+
+
+def emitting_ranges(g: Graph):
+    a = g.arrays
+    rs = np.asarray(a.row_splits, np.int64)
+    fc = np.asarray(a.final_count, np.int64)
+    ec = np.asarray(a.eps_count, np.int64) if a.has_eps else np.zeros(a.num_states, np.int64)
+    b = (rs[:-1] if a.finals_at_end else rs[:-1] + fc) + ec
+    e = rs[1:] - fc if a.finals_at_end else rs[1:]
+    return b, e
+
+
+def assert_sorted_layout(g: Graph):
+    a = g.arrays
+    il, w = np.asarray(a.ilabel), np.asarray(a.weight)
+    for b, e in zip(*emitting_ranges(g)):
+        k = b
+        while k < e and il[k] == 0:
+            k += 1
+        assert (il[k:e] != 0).all()
+        assert (w[k + 1:e] <= w[k:e - 1]).all()
+
+
+def test_built_graphs_sort_emitting_arcs_and_keep_source_ids():
+    rng = np.random.default_rng(7)
+    for trial in range(20):
+        n, V = int(rng.integers(2, 40)), int(rng.integers(2, 30))
+        src = rng.integers(0, n, size=300)
+        dst = rng.integers(0, n + 1, size=300)
+        il = rng.integers(-1, V, size=300)
+        dst[il == -1] = n
+        w = np.float32(rng.uniform(-9, 1, size=300))
+        w[rng.random(300) < 0.1] = -np.inf
+        words = [[int(x)] if x > 0 else [] for x in rng.integers(-3, 9, size=300)]
+        g = Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w,
+                            words=words, vocab_size=V)
+        assert_sorted_layout(g)
+        a = g.arrays
+        sid = g.source_arc_ids(np.arange(g.num_arcs))
+        assert sorted(sid.tolist()) == list(range(300))
+        np.testing.assert_array_equal(np.asarray(a.dest), dst[sid])
+        np.testing.assert_array_equal(np.asarray(a.weight), w[sid])
+        for j in range(300):  # arc_words speaks source ids
+            assert g.arc_words(j) == words[j]
+
+
+@pytest.mark.parametrize("name", ["HLG", "TLG"])
+def test_packaged_graphs_are_sorted(name):
+    from pathlib import Path
+
+    g = Graph.load(Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny" / f"{name}.img")
+    assert_sorted_layout(g)
+
+
+def _compare(graph, lp_row, c, g, where):
+    TOTALS["rows"] += 1
+    assert g.overflow == 0, f"{where}: overflow {g.overflow}"
+    assert c.empty == g.empty, where
+    assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{where}: statistics"
+    if c.empty:
+        return
+    assert np.float32(c.score) == np.float32(g.score), f"{where}: {c.score!r} vs {g.score!r}"
+    if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+        assert path_score_f32(graph, lp_row, g.arcs, g.redirect_arc) == np.float32(c.score), where
+        TOTALS["ties"] += 1
+    else:
+        assert c.words == g.words, where
+
+
+BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (10.0, 0, 3), (0.5, 1, 10000)]
+
+
+def _decoders(graph, opts):
+    trim = Decoder(graph, opts, device="cuda", max_lanes=8)
+    full = Decoder(graph, opts, device="cuda", max_lanes=8, trim_arcs=False)
+    assert trim._gpu.trims_arcs and not full._gpu.trims_arcs
+    return trim, full
+
+
+def _slots(dec):
+    return int(dec._gpu.main.mem_stats()["slots"])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(40))
+def test_trimmed_equals_cpu_and_untrimmed(seed):
+    rng = np.random.default_rng(52000 + seed)
+    V = int(rng.integers(3, 60))
+    graph = wide_graph(rng, int(rng.choice([5, 30, 200])), V, int(rng.choice([12, 60, 400])),
+                       blanks=int(rng.integers(0, 3)), inf_frac=float(rng.choice([0.0, 0.05])),
+                       tie_frac=float(rng.choice([0.0, 0.5])))
+    assert_sorted_layout(graph)
+    beam, min_a, max_a = BEAMS[seed % len(BEAMS)]
+    opts = DecoderOptions(search_beam=beam, output_beam=beam, min_active_states=min_a, max_active_states=max_a,
+                          allow_partial=bool(seed % 2))
+    B, T = int(rng.integers(1, 8)), int(rng.integers(1, 40))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 3))
+    if seed % 5 == 0:
+        lp = lp.astype(np.float16)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    trim, full = _decoders(graph, opts)
+    s0, f0 = _slots(trim), _slots(full)
+    got_t, got_f = trim.decode(lp, lens), full.decode(lp, lens)
+    TOTALS["slots_trim"] += _slots(trim) - s0
+    TOTALS["slots_full"] += _slots(full) - f0
+    for i in range(B):
+        row = lp[i].astype(np.float32)
+        _compare(graph, row, cpu[i], got_t[i], f"seed {seed} row {i} trimmed")
+        _compare(graph, row, cpu[i], got_f[i], f"seed {seed} row {i} untrimmed")
+        assert (got_t[i].arcs, got_t[i].score) == (got_f[i].arcs, got_f[i].score) or np.float32(got_t[i].score) == \
+            np.float32(got_f[i].score)
+
+
+@pytest.mark.gpu
+def test_trim_shortens_the_slot_space():
+    """Over the cases above the trimmed decoders walked far fewer slots (a trim that never
+    fires would pass every equality test and speed nothing up)."""
+    if TOTALS["slots_full"] == 0:
+        pytest.skip("the equality cases did not run")
+    assert TOTALS["slots_trim"] < 0.8 * TOTALS["slots_full"], TOTALS
+    print(f"trimmed slots: {TOTALS['slots_trim']} of {TOTALS['slots_full']} "
+          f"({TOTALS['slots_trim'] / TOTALS['slots_full']:.3f}); rows {TOTALS['rows']}, ties {TOTALS['ties']}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(12))
+def test_trim_with_epsilon_graphs_and_lattices(seed):
+    rng = np.random.default_rng(53000 + seed)
+    V = int(rng.integers(3, 20))
+    graph = random_eps_graph_any(rng, int(rng.choice([20, 200])), V, degree=int(rng.integers(4, 30)),
+                                 eps_prob=0.5, cycles=bool(seed % 2), chain=2)
+    opts = DecoderOptions(search_beam=10.0, output_beam=6.0, max_active_states=int(rng.choice([8, 1000])))
+    B, T = 4, int(rng.integers(5, 30))
+    lens = np.full(B, T, np.int32)
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    trim, full = _decoders(graph, opts)
+    got = trim.decode(lp, lens, lattice=True)
+    ref = full.decode(lp, lens, lattice=True)
+    for i in range(B):
+        _compare(graph, lp[i], cpu[i], got[i], f"eps seed {seed} row {i}")
+        assert_same_lattice(cpu[i].lattice, got[i].lattice, f"eps seed {seed} row {i} vs the CPU")
+        assert_same_lattice(ref[i].lattice, got[i].lattice, f"eps seed {seed} row {i} vs untrimmed")
+
+
+@pytest.mark.gpu
+def test_unsorted_graph_decodes_untrimmed():
+    """An image whose emitting arcs are not sorted (written by an older version) is decoded
+    with the full slot space, exactly."""
+    rng = np.random.default_rng(5)
+    V = 20
+    g = wide_graph(rng, 40, V, 50)
+    a = g.arrays
+    b, e = emitting_ranges(g)
+    il, w = np.asarray(a.ilabel).copy(), np.asarray(a.weight).copy()
+    dest = np.asarray(a.dest).copy()
+    s = int(np.argmax(e - b))
+    lo, hi = int(b[s]), int(e[s])
+    lo += int((il[lo:hi] == 0).sum())
+    assert hi - lo >= 3 and w[lo] > w[hi - 1]
+    perm = np.arange(a.num_arcs)
+    perm[lo:hi] = perm[lo:hi][::-1]  # the state's non-blank arcs worst first
+    arc_id = perm.astype(np.int32) if a.arc_id is None else np.asarray(a.arc_id)[perm].astype(np.int32)
+    aux_rs = np.asarray(a.aux_row_splits, np.int64)
+    lens_w = np.diff(aux_rs)[perm]
+    starts = aux_rs[:-1][perm]
+    new_rs = np.concatenate([[0], np.cumsum(lens_w)])
+    idx = np.repeat(starts - new_rs[:-1], lens_w) + np.arange(int(new_rs[-1]))
+    arrays = dataclasses.replace(a, dest=dest[perm], ilabel=il[perm], weight=w[perm], arc_id=arc_id,
+                                 aux_row_splits=new_rs.astype(np.int32),
+                                 aux_pool=np.asarray(a.aux_pool)[idx].astype(np.int32))
+    unsorted = Graph._from_validated(arrays)
+    opts = DecoderOptions(search_beam=12.0, output_beam=8.0)
+    dec = Decoder(unsorted, opts, device="cuda", max_lanes=8)
+    assert not dec._gpu.trims_arcs
+    lp = random_log_probs(rng, 3, 25, V, peaky=True)
+    cpu = Decoder(unsorted, opts).decode(lp)
+    for i, h in enumerate(dec.decode(lp)):
+        _compare(unsorted, lp[i], cpu[i], h, f"unsorted row {i}")
