@@ -31,6 +31,9 @@ PEERS: dict[str, tuple[str, str, dict]] = {
     "cuwfst-cpu": ("cuwfst_peer", "CuwfstCpuPeer", {}),
     "cuwfst-gpu-tlg": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img"}),
     "cuwfst-cpu-tlg": ("cuwfst_peer", "CuwfstCpuPeer", {"graph": "TLG.img"}),
+    # the GPU decoder without the trimmed slots (the same-run A/B of docs/design.md "Trimmed slots")
+    "cuwfst-gpu-untrimmed": ("cuwfst_peer", "CuwfstGpuPeer", {"trim_arcs": False}),
+    "cuwfst-gpu-tlg-untrimmed": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img", "trim_arcs": False}),
     # lattice=True: every row also gets its pruned lattice, word times and confidences
     # (riva always builds and determinizes a lattice; issue 10 compares against this row)
     "cuwfst-gpu-lattice": ("cuwfst_peer", "CuwfstGpuPeer", {"lattice": True}),

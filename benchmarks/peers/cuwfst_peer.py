@@ -14,18 +14,19 @@ BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active
 class CuwfstPeer(Peer):
     graph = "HLG.img"
 
-    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img", lattice: bool = False):
+    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img", lattice: bool = False, trim_arcs: bool = True):
         cuwfst = require("cuwfst", "the cuwfst package")
         device = self.device
         if device == "cuda":
             require_cuda()
         self.graph = graph
         self.lattice = bool(lattice)
+        self.trim_arcs = bool(trim_arcs)
         self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
         self.opts = cuwfst.DecoderOptions(**BEAMS, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
         self.threads = os.cpu_count() or 1
         if device == "cuda":
-            self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch)
+            self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch, trim_arcs=trim_arcs)
         else:
             self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cpu", num_threads=self.threads)
         self.batch = batch
@@ -40,6 +41,8 @@ class CuwfstPeer(Peer):
             s += f" blank_skip={o.blank_skip:g}"
         if self.lattice:
             s += " lattice=True (pruned lattice, word times and confidences per row)"
+        if self.device == "cuda" and not self.trim_arcs:
+            s += " trim_arcs=False (every emitting arc of a token is walked)"
         if self.device == "cuda":
             return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
         return s + f" num_threads={self.threads} (threads over the rows of a batch)"
