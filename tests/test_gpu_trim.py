@@ -1,4 +1,4 @@
-"""Trimmed slots (scan.cuh TrimmedDegree, docs/design.md "Trimmed slots").
+"""Trimmed slots (scan.cuh TrimDegrees, docs/design.md "Trimmed slots").
 
 Graphs are built with each state's emitting arcs sorted (label 0 first, then by weight, best
 first), and the GPU step gives each token only the prefix of its arcs whose bound passes

@@ -924,11 +924,20 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     if (lattice) EnsureLattice(cfg_.max_frames, lattice->mode == 2);
     // The lattice stage is a flag of the one pipeline (a kernel argument): on for this
     // decode only, so every other sequence runs (and captures) without it.
+    // The trimmed slots (scan.cuh TrimDegrees) are off in a lattice decode: the lattice stage
+    // records every arc of a step whose destination survives, admitted by the beam or not
+    // (k2's rule, lattice.cuh), so it walks every arc. (The graph cache's key has the lattice
+    // flag, so the two settings never share a captured graph.)
     struct LatticeFlag {
       Workspace& ws;
-      ~LatticeFlag() { ws.lattice = 0; }
-    } lattice_flag{ws_};
+      int32_t trim;
+      ~LatticeFlag() {
+        ws.lattice = 0;
+        ws.trim = trim;
+      }
+    } lattice_flag{ws_, ws_.trim};
     ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
+    if (lattice) ws_.trim = 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has

@@ -141,7 +141,7 @@ def live_uploads() -> int:
 # fused_max: True = no MaxKernel, FusedExpandKernel admits against a lower bound of the step's
 # max and finds the exact max as it goes (issue 11; off by default until a device A/B proves it).
 # trim_arcs: True = a real step's scan gives each token only the prefix of its sorted emitting
-# arcs that can pass (scan.cuh TrimmedDegree; on graphs whose arcs are sorted, which every graph
+# arcs that can pass (scan.cuh TrimDegrees; on graphs whose arcs are sorted, which every graph
 # built by this version is); "untrimmed" is "new" without it.
 KERNEL_VARIANTS = {
     "new": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),

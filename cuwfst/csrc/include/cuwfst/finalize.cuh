@@ -53,7 +53,9 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
   const long long arena_limit = *ws.arena_limit;
-  const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+  const float step_max = OrderedIntToFloat(lc.max_ord);
+  const float cutoff = step_max - lc.beam;
+  const int32_t next_t = lc.t;  // (ScanKernel advanced it: the step the new frontier feeds)
   const int32_t src = lc.buf ^ 1, dst = lc.buf;  // Scan flipped buf to the buffer it builds
   const int64_t qs = lc.tok_off[src], qd = lc.tok_off[dst];
   const int32_t next_cap = lc.tok_cap[dst];
@@ -136,6 +138,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
           nxt_state[idx] = state[k];
           nxt_score[idx] = end[k];
           nxt_winner[idx] = winner;
+          // the next step's trim anchor: a token scoring the step's exact max (types.cuh best_key)
+          if (phase == kPhaseReal && end[k] == step_max) atomicMax(&lc.best_key, BestKeyOf(next_t, idx));
         } else {
           atomicOr(&lc.overflow, kOverflowKept);
         }

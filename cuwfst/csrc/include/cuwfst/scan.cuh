@@ -85,6 +85,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   lc.admit = 0;
   lc.overflow = 0;
   lc.max_frontier = 0;
+  lc.best_key = BestKeyOf(0, 0);  // the start token (the anchor of step 0's trim)
   lc.final_winner = -2;
   lc.final_score = -INFINITY;
   lc.reached_final = 0;
@@ -198,18 +199,42 @@ struct LaneTrim {
   float lp_rest = 0.f;    // the row's max over labels >= 1 (-inf with one label)
 };
 
-// Slots of a token of state arcs [b, e) with `score` on a real step under `tr` (see above).
-__device__ __forceinline__ int32_t TrimmedDegree(const DeviceGraph& g, const LaneTrim& tr, float score, float maxw,
-                                                 int32_t b, int32_t e) {
-  if (!((score + maxw) + tr.lp_all > tr.low)) return 0;  // no arc of the token can pass
-  if (e - b <= kTrimMinDegree) return e - b;
-  int32_t lo = b, hi = e;
-  while (lo < hi) {
-    const int32_t mid = lo + ((hi - lo) >> 1);
-    if (g.arc_ilabel[mid] == 0 || (score + g.arc_weight[mid]) + tr.lp_rest > tr.low) lo = mid + 1;
-    else hi = mid;
+// The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
+// comes in as the token's emitting arcs [b[k], b[k] + deg[k]) and leaves as the prefix that can
+// pass. The binary searches advance in lockstep, so each round's loads are in flight together.
+__device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
+                                            const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
+                                            int64_t (&deg)[kScanItems]) {
+  int32_t lo[kScanItems], hi[kScanItems];
+  bool search[kScanItems];
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k) {
+    lo[k] = hi[k] = 0;
+    search[k] = false;
+    if (deg[k] == 0) continue;
+    if (!((score[k] + maxw[k]) + tr.lp_all > tr.low)) {  // no arc of the token can pass
+      deg[k] = 0;
+    } else if (deg[k] > kTrimMinDegree) {
+      lo[k] = b[k];
+      hi[k] = b[k] + static_cast<int32_t>(deg[k]);
+      search[k] = true;
+    }
   }
-  return lo - b;
+  for (bool more = true; more;) {
+    more = false;
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k) {
+      if (lo[k] < hi[k]) {
+        const int32_t mid = lo[k] + ((hi[k] - lo[k]) >> 1);
+        if (g.arc_ilabel[mid] == 0 || (score[k] + g.arc_weight[mid]) + tr.lp_rest > tr.low) lo[k] = mid + 1;
+        else hi[k] = mid;
+        more |= lo[k] < hi[k];
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k)
+    if (search[k]) deg[k] = lo[k] - b[k];
 }
 
 // The row of a real step and its maxima (the bounds' acoustic ingredient), by the whole CTA.
@@ -247,25 +272,19 @@ __device__ __forceinline__ void RowMaxima(const DeviceGraph& g, const Workspace&
 }
 
 // A real step's trim for a lane (every CTA of the lane computes the same, bit for bit): the
-// best-scoring token of the frontier (ties: the larger index), L = the best end over its
-// first kTrimAnchorArcs emitting arcs, low = L - beam when that is below L. By the whole CTA.
-template <typename KeyStorage>
-__device__ __forceinline__ LaneTrim LaneTrimOf(const DeviceGraph& g, const int32_t* state, const float* score,
-                                               int32_t n, const float* row32, const uint16_t* row16, float lp_all,
-                                               float lp_rest, float beam, KeyStorage& tmp) {
-  using BlockKey = cub::BlockReduce<unsigned long long, kScanThreads>;
-  __shared__ unsigned long long s_key;
+// anchor token FinalizeKernel named for step t (LaneCounters::best_key, a token scoring the
+// previous step's exact max; any token of the frontier would do, this one gives the tightest
+// L), L = the best end over its first kTrimAnchorArcs emitting arcs, low = L - beam when that
+// is below L; without a key for this step's frontier nothing is trimmed. By the whole CTA.
+__device__ __forceinline__ LaneTrim LaneTrimOf(const DeviceGraph& g, unsigned long long key, int32_t t,
+                                               const int32_t* state, const float* score, int32_t n,
+                                               const float* row32, const uint16_t* row16, float lp_all,
+                                               float lp_rest, float beam) {
   __shared__ float s_low;
-  unsigned long long best = 0ull;
-  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) best = MaxKey(best, BestTokenKey(score[i], i));
-  __syncthreads();  // tmp may be in use
-  best = BlockKey(tmp).Reduce(best, MaxKey);
-  if (threadIdx.x == 0) s_key = best;
-  __syncthreads();
   if (threadIdx.x < 32) {
     float m = -INFINITY;
-    if (s_key != 0ull) {
-      const int32_t i = static_cast<int32_t>(s_key & 0xFFFFFFFFull);
+    const int32_t i = static_cast<int32_t>(key & 0xFFFFFFFFull);
+    if ((key & kBestKeyValid) && static_cast<int32_t>((key >> 32) & 0x7FFFFFFFull) == t && i >= 0 && i < n) {
       const float sc = score[i];
       int32_t b, e;
       PhaseArcs(ArcsOf(g, state[i]), kPhaseReal, &b, &e);
@@ -445,9 +464,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   if (phase == kPhaseReal) RowMaxima(g, ws, lane, t, p, tmp.reduce, &row32, &row16, &max_lp, &lp_rest);
   LaneTrim trim;  // (low = -inf: the full degrees)
   if (ws.trim && phase == kPhaseReal && n > 0)
-    trim = LaneTrimOf(g, state, score, n, row32, row16, max_lp, lp_rest,
-                      UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
-                      tmp.key);
+    trim = LaneTrimOf(g, lc.best_key, t, state, score, n, row32, row16, max_lp, lp_rest,
+                      UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0));
   const bool trimmed = trim.low > -INFINITY;
   __syncthreads();
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
@@ -456,23 +474,33 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   for (int32_t base = 0; base < n; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kScanItems;
     int64_t deg[kScanItems];
+    int32_t tb[kScanItems];
+    float tsc[kScanItems], tmw[kScanItems], tu[kScanItems];
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k) {
       const int32_t i = first + k;
       deg[k] = 0;
+      tb[k] = 0;
+      tsc[k] = tmw[k] = tu[k] = 0.f;
       if (i < n) {
         const int32_t s = state[i];
         int32_t b, e;
         PhaseArcs(ArcsOf(g, s), phase, &b, &e);
         begin[i] = b;
-        const float maxw = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
-        deg[k] = trimmed ? TrimmedDegree(g, trim, score[i], maxw, b, e) : e - b;
-        const float u = phase == kPhaseReal ? score[i] + maxw : INFINITY;
-        ub[i] = u;
-        if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
-        if (bins && deg[k] > 0) atomicAdd(&hist[PoolBinOf(u, bin_ref)], static_cast<int32_t>(deg[k]));
+        tb[k] = b;
+        tsc[k] = score[i];
+        tmw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
+        deg[k] = e - b;
+        tu[k] = phase == kPhaseReal ? tsc[k] + tmw[k] : INFINITY;
+        ub[i] = tu[k];
+        if (fused && e > b) best = MaxKey(best, BestTokenKey(tsc[k], i));
       }
     }
+    if (trimmed) TrimDegrees(g, trim, tsc, tmw, tb, deg);
+    if (bins)
+#pragma unroll
+      for (int k = 0; k < kScanItems; ++k)
+        if (deg[k] > 0) atomicAdd(&hist[PoolBinOf(tu[k], bin_ref)], static_cast<int32_t>(deg[k]));
     int64_t excl[kScanItems], total;
     BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
 #pragma unroll
@@ -571,12 +599,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   using BlockSum = cub::BlockReduce<int64_t, kScanThreads>;
-  using BlockKey = cub::BlockReduce<unsigned long long, kScanThreads>;
   __shared__ union {
     typename BlockScan::TempStorage scan;
     typename BlockReduce::TempStorage reduce;
     typename BlockSum::TempStorage sum;
-    typename BlockKey::TempStorage key;
   } tmp;
   __shared__ int32_t s_ticket;
   __shared__ unsigned long long s_best;  // fused_max: the chunk's best token
@@ -644,9 +670,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // the trim over the lane's whole frontier (the same in every CTA of the lane; LaneTrimOf)
     LaneTrim trim;
     if (ws.trim && phase == kPhaseReal && n > 0)
-      trim = LaneTrimOf(g, state, score, n, row32, row16, max_lp, lp_rest,
-                        UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
-                        tmp.key);
+      trim = LaneTrimOf(g, lc.best_key, t, state, score, n, row32, row16, max_lp, lp_rest,
+                        UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0));
     const bool trimmed = trim.low > -INFINITY;
     __syncthreads();  // tmp is reused
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
@@ -654,23 +679,33 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       unsigned long long best = 0ull;  // fused_max: the best of these tokens with arcs
+      int32_t tb[kScanItems];
+      float tsc[kScanItems], tmw[kScanItems], tu[kScanItems];
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k) {
         const int32_t i = first + k;
         deg[k] = 0;
+        tb[k] = 0;
+        tsc[k] = tmw[k] = tu[k] = 0.f;
         if (i < hi) {
           const int32_t s = state[i];
           int32_t b, e;
           PhaseArcs(ArcsOf(g, s), phase, &b, &e);
           begin[i] = b;
-          const float maxw = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
-          deg[k] = trimmed ? TrimmedDegree(g, trim, score[i], maxw, b, e) : e - b;
-          const float u = phase == kPhaseReal ? score[i] + maxw : INFINITY;
-          ub[i] = u;
-          if (fused && e > b) best = MaxKey(best, BestTokenKey(score[i], i));
-          if (bins && deg[k] > 0) atomicAdd(&hist[PoolBinOf(u, bin_ref)], static_cast<int32_t>(deg[k]));
+          tb[k] = b;
+          tsc[k] = score[i];
+          tmw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
+          deg[k] = e - b;
+          tu[k] = phase == kPhaseReal ? tsc[k] + tmw[k] : INFINITY;
+          ub[i] = tu[k];
+          if (fused && e > b) best = MaxKey(best, BestTokenKey(tsc[k], i));
         }
       }
+      if (trimmed) TrimDegrees(g, trim, tsc, tmw, tb, deg);
+      if (bins)
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k)
+          if (deg[k] > 0) atomicAdd(&hist[PoolBinOf(tu[k], bin_ref)], static_cast<int32_t>(deg[k]));
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));

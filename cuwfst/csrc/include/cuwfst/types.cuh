@@ -60,7 +60,7 @@ struct DeviceGraph {
   int32_t max_eps_degree;      // the most epsilon arcs of one state (0 on epsilon-free graphs)
   // 1: every state's emitting arcs are its label-0 arcs first, then the others by weight,
   // best first, none NaN (cuwfst/graph/graph.py builds them so; the upload checks it):
-  // the scans may trim a token's slots to the prefix that can pass (scan.cuh TrimmedDegree)
+  // the scans may trim a token's slots to the prefix that can pass (scan.cuh TrimDegrees)
   int32_t emit_sorted;
 };
 
@@ -188,7 +188,17 @@ struct LaneCounters {
   // first step), which the scans overwrite and a paused step puts back (PooledUndoStep); under
   // the bins bound (Workspace::pool_bins) the reference the step's tokens are binned against.
   int32_t prev_max_ord;
+  // The trimmed slots' anchor (scan.cuh LaneTrimOf): {kBestKeyValid | t << 32 | index} of a
+  // token of the frontier built for step t whose score is that step's exact max, kept by
+  // FinalizeKernel (atomicMax: the largest index among ties) and by LaneSetupKernel (the start
+  // token); a scan at step t takes it only with its t (an older key names an older frontier).
+  unsigned long long best_key;
 };
+constexpr unsigned long long kBestKeyValid = 1ull << 63;
+__host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index) {
+  return kBestKeyValid | (static_cast<unsigned long long>(static_cast<uint32_t>(t)) << 32) |
+         static_cast<uint32_t>(index);
+}
 
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
 // new frontier (after its epsilon closure), admitted by the beam or not.
