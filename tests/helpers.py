@@ -123,6 +123,38 @@ def random_eps_graph(rng: np.random.Generator, n: int, vocab: int, degree: int, 
                            words=words, vocab_size=vocab, epsilon=eps)
 
 
+def in_layout(graph: Graph) -> Graph:
+    """The same graph built from its image order, so that its source order is the image
+    layout: nothing is reordered (`reordered` False, no arc_id section) and image arc ids
+    are source arc ids. For tests about graphs that need no reordering."""
+    a = graph.arrays
+    src = np.repeat(np.arange(a.num_states), np.diff(a.row_splits))
+    g = Graph.from_arcs(num_states=a.num_states, start_state=a.start_state, src=src, dest=a.dest,
+                        ilabel=a.ilabel, weight=a.weight, words=(a.aux_row_splits, a.aux_pool),
+                        vocab_size=a.vocab_size, epsilon=a.ilabel == -2)
+    assert not g.reordered, "a graph built in image order was reordered"
+    return g
+
+
+def assert_image_layout(graph: Graph) -> None:
+    """Each state's arc range in the image is [finals if not at end] [epsilon] [emitting:
+    label 0 first, then the others by weight, best first] [finals if at end], and arcs that
+    the order cannot tell apart (same class and, for labels > 0, the same weight) keep
+    their source order (increasing source ids)."""
+    a = graph.arrays
+    il, w = a.ilabel.astype(np.int64), a.weight.astype(np.float64)
+    src = np.repeat(np.arange(a.num_states), np.diff(a.row_splits))
+    cls = np.where(il == -1, 4 if a.finals_at_end else 0,
+                   np.where(il == -2, 1, np.where(il == 0, 2, 3)))
+    ids = graph.source_arc_ids(np.arange(a.num_arcs))
+    same = np.diff(src) == 0
+    assert (np.diff(cls)[same] >= 0).all(), "arc classes out of order inside a state"
+    both3 = same & (cls[:-1] == 3) & (cls[1:] == 3)
+    assert (w[1:] <= w[:-1])[both3].all(), "emitting arcs (label > 0) not best first"
+    tie = same & (np.diff(cls) == 0) & ((cls[:-1] != 3) | (w[1:] == w[:-1]))  # (-inf ties too)
+    assert (np.diff(ids)[tie] > 0).all(), "arcs the layout cannot tell apart left source order"
+
+
 def viterbi(graph: Graph, lp: np.ndarray, length: int):
     """Exhaustive (unpruned) float64 Viterbi with full epsilon closure: (score, source arc ids)."""
     g = graph.arrays

@@ -53,7 +53,9 @@ def test_tiny_tier_is_complete_and_small():
     for n in names:
         assert (TINY / n).is_file(), n
     total = sum(p.stat().st_size for p in TINY.iterdir() if p.is_file())
-    assert total < 5_000_000, f"tiny tier is {total} bytes"
+    # 6 MB, not 5: since the graphs sort each state's emitting arcs (label 0 first, then by
+    # weight), both images carry an arc_id section (4 bytes an arc: +0.54 MB together)
+    assert total < 6_000_000, f"tiny tier is {total} bytes"
 
 
 def test_tiny_hlg_is_epsilon_free_with_token_ilabels(hlg):

@@ -56,17 +56,18 @@ class FakeGpuModule:
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
-        # arena_ahead, pool_handout
-        assert len(rest) == 24, "gpu_decoder_create's arguments changed: update this fake"
+        # arena_ahead, pool_handout, trim_arcs
+        assert len(rest) == 25, "gpu_decoder_create's arguments changed: update this fake"
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
+        assert type(rest[24]) is bool
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
         self.lane_pool = int(rest[13])
         self.arena_ahead = rest[22]
         self.pool_handout = rest[23]
-        # scan_split, closure_lists, finalize_split, fused_max
-        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18])
+        # scan_split, closure_lists, finalize_split, fused_max, trim_arcs
+        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18], rest[24])
         return h
 
     def gpu_decoder_trim(self, h):
@@ -399,31 +400,38 @@ def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu)
 
 
 def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
-    """scan_split / closure / finalize_split / fused_max pick the kernels; None takes the
-    default, "new", or what CUWFST_KERNELS names when the decoder is built."""
+    """scan_split / closure / finalize_split / fused_max / trim_arcs pick the kernels; None
+    takes the default, "new", or what CUWFST_KERNELS names when the decoder is built."""
     graph = Graph.load(TINY / "TLG.img")
     monkeypatch.delenv("CUWFST_KERNELS", raising=False)
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (0, True, 0, False)
+    assert fake_gpu.kernels == (0, True, 0, False, True)
     monkeypatch.setenv("CUWFST_KERNELS", "old")
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (1, False, 8, False)
+    assert fake_gpu.kernels == (1, False, 8, False, False)
     Decoder(graph, device="cuda", scan_split=4)  # a keyword wins over the environment
-    assert fake_gpu.kernels == (4, False, 8, False)
+    assert fake_gpu.kernels == (4, False, 8, False, False)
     Decoder(graph, device="cuda", fused_max=True)  # the fused max goes with any other switch
-    assert fake_gpu.kernels == (1, False, 8, True)
+    assert fake_gpu.kernels == (1, False, 8, True, False)
+    Decoder(graph, device="cuda", trim_arcs=True)  # so does the trim
+    assert fake_gpu.kernels == (1, False, 8, False, True)
     monkeypatch.setenv("CUWFST_KERNELS", "split")
     Decoder(graph, device="cuda", closure="lists")
-    assert fake_gpu.kernels == (0, True, 8, False)
+    assert fake_gpu.kernels == (0, True, 8, False, False)
     monkeypatch.setenv("CUWFST_KERNELS", "fused")  # "new" and the fused max
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (0, True, 0, True)
+    assert fake_gpu.kernels == (0, True, 0, True, True)
     Decoder(graph, device="cuda", fused_max=False)
-    assert fake_gpu.kernels == (0, True, 0, False)
+    assert fake_gpu.kernels == (0, True, 0, False, True)
     dec = Decoder(graph, device="cuda", max_lanes=8)  # the rescue instance gets the same kernels
-    assert dec._gpu.kw["fused_max"] is True
+    assert dec._gpu.kw["fused_max"] is True and dec._gpu.kw["trim_arcs"] is True
+    monkeypatch.setenv("CUWFST_KERNELS", "untrimmed")  # "new" without the trim
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (0, True, 0, False, False)
     with pytest.raises(ValueError, match="fused_max"):
         Decoder(graph, device="cuda", fused_max=1)
+    with pytest.raises(ValueError, match="trim_arcs"):
+        Decoder(graph, device="cuda", trim_arcs=1)
     monkeypatch.setenv("CUWFST_KERNELS", "fast")
     with pytest.raises(ValueError, match="CUWFST_KERNELS"):
         Decoder(graph, device="cuda")
@@ -464,17 +472,18 @@ def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environmen
         monkeypatch.delenv(var, raising=False)
     sd = StreamingDecoder(graph, device="cuda", max_streams=4)
     h = sd._frontend._gpu.main.handle
-    assert fake_gpu.lazy[h] is True and fake_gpu.kernels == (0, True, 0, False) and fake_gpu.arena_ahead is True
+    assert fake_gpu.lazy[h] is True and fake_gpu.kernels == (0, True, 0, False, True)
+    assert fake_gpu.arena_ahead is True
     monkeypatch.setenv("CUWFST_MEMORY", "eager")
     monkeypatch.setenv("CUWFST_KERNELS", "old")
     monkeypatch.setenv("CUWFST_ARENA_AHEAD", "off")
     sd = StreamingDecoder(graph, device="cuda", max_streams=4)
     assert fake_gpu.lazy[sd._frontend._gpu.main.handle] is False
-    assert fake_gpu.kernels == (1, False, 8, False) and fake_gpu.arena_ahead is False
+    assert fake_gpu.kernels == (1, False, 8, False, False) and fake_gpu.arena_ahead is False
     assert sd.memory_stats()["memory"] == "eager"
     sd = StreamingDecoder(graph, device="cuda", max_streams=4, memory="lazy", scan_split=0, closure="lists",
-                          finalize_split=0)
-    assert fake_gpu.lazy[sd._frontend._gpu.main.handle] is True and fake_gpu.kernels == (0, True, 0, False)
+                          finalize_split=0)  # (trim_arcs still from CUWFST_KERNELS=old: off)
+    assert fake_gpu.lazy[sd._frontend._gpu.main.handle] is True and fake_gpu.kernels == (0, True, 0, False, False)
     monkeypatch.setenv("CUWFST_ARENA_AHEAD", "sometimes")
     with pytest.raises(ValueError, match="CUWFST_ARENA_AHEAD"):
         StreamingDecoder(graph, device="cuda", max_streams=4)

@@ -8,9 +8,21 @@ import pytest
 
 from cuwfst import CorruptGraphImage, Graph
 from cuwfst.graph.image import HEADER_BYTES, _HEADER
-from helpers import load_cases, random_eps_graph
+from helpers import assert_image_layout, in_layout, load_cases, random_eps_graph
 
-TEXT = """0 1 1 0 -0.5
+# already in the image layout (label-0 arcs first, then the others by weight, best first;
+# finals last), so that the image keeps the text's arc order: no arc_id section, version 1
+TEXT = """0 0 0 0 -0.1
+0 1 1 0 -0.5
+1 2 0 6 -0.2
+1 1 2 5 -1.0
+1 3 -1 -1 0.0
+2 3 -1 -1 -0.3
+3
+"""
+# the same arcs with each state's emitting arcs in another order: the loader sorts them
+# (TEXT's image, arc_id = [1, 0, 3, 2, 4, 5])
+TEXT_UNSORTED = """0 1 1 0 -0.5
 0 0 0 0 -0.1
 1 1 2 5 -1.0
 1 2 0 6 -0.2
@@ -27,26 +39,39 @@ def _same(a, b):
     for k in ("row_splits", "final_count", "dest", "ilabel", "weight", "aux_row_splits", "aux_pool"):
         assert np.array_equal(getattr(x, k), getattr(y, k)), k
     assert (x.eps_count is None) == (y.eps_count is None)
+    assert (x.arc_id is None) == (y.arc_id is None)
+    assert x.arc_id is None or np.array_equal(x.arc_id, y.arc_id)
 
 
 def test_k2_text_and_round_trip(tmp_path):
     g = Graph.from_k2_text(TEXT)
     assert (g.num_states, g.num_arcs, g.vocab_size, g.num_final_arcs) == (4, 6, 3, 2)
-    assert g.arc_words(2) == [5] and g.arc_words(4) == []  # final arcs' -1 olabel is dropped
+    assert g.arc_words(3) == [5] and g.arc_words(4) == []  # final arcs' -1 olabel is dropped
+    assert not g.reordered
     p = tmp_path / "g.img"
     size = g.save(p)
     assert p.stat().st_size == size
     _same(g, Graph.load(p))
     assert Graph.load(p).arrays.version == 1
+    # out of layout: the same image arrays, plus the source ids (version 3), kept by a round trip
+    u = Graph.from_k2_text(TEXT_UNSORTED)
+    assert u.reordered and u.arrays.arc_id.tolist() == [1, 0, 3, 2, 4, 5]
+    for k in ("row_splits", "final_count", "dest", "ilabel", "weight", "aux_row_splits", "aux_pool"):
+        assert np.array_equal(getattr(u.arrays, k), getattr(g.arrays, k)), k
+    assert u.arc_words(2) == [5] and u.arc_words(3) == [6]  # source ids: TEXT_UNSORTED's lines
+    u.save(p)
+    _same(u, Graph.load(p))
+    assert Graph.load(p).arrays.version == 3
 
 
 def test_eps_round_trip(tmp_path):
-    g = random_eps_graph(np.random.default_rng(0), 12, 4, 3, 0.8)
-    assert g.has_epsilon
-    g.save(tmp_path / "e.img")
-    h = Graph.load(tmp_path / "e.img")
-    _same(g, h)
-    assert h.arrays.version == 2 and h.num_epsilon_arcs == g.num_epsilon_arcs > 0
+    r = random_eps_graph(np.random.default_rng(0), 12, 4, 3, 0.8)
+    for g, version in ((in_layout(r), 2), (r, 3)):  # no reorder: version 2; reordered: 3
+        assert g.has_epsilon and g.reordered == (version == 3)
+        g.save(tmp_path / "e.img")
+        h = Graph.load(tmp_path / "e.img")
+        _same(g, h)
+        assert h.arrays.version == version and h.num_epsilon_arcs == g.num_epsilon_arcs > 0
 
 
 def test_k2_text_epsilon_id():
@@ -54,15 +79,21 @@ def test_k2_text_epsilon_id():
     assert g.has_epsilon and g.num_epsilon_arcs == 1 and g.arrays.ilabel[0] == -2
 
 
-def test_goldens_keep_k2_arc_order():
-    """Identity arc order: arc i of the image is line i of the k2 text."""
+def test_goldens_keep_k2_arc_ids():
+    """Source arc i is line i of the k2 text (through arc_id where the image sorted the
+    arcs), and the image is in the layout."""
     for case in load_cases("k2_goldens.json.gz")[:20]:
         g = Graph.from_k2_text(case["graph"])
         lines = [ln.split() for ln in case["graph"].strip().splitlines()[:-1]]
         assert g.num_arcs == len(lines)
-        assert np.array_equal(g.arrays.dest, [int(f[1]) for f in lines])
-        il = [int(f[2]) for f in lines]
-        assert np.array_equal(g.arrays.ilabel, il)
+        img = g.image_arc_ids(np.arange(g.num_arcs))
+        assert np.array_equal(np.sort(img), np.arange(g.num_arcs))
+        src = np.repeat(np.arange(g.num_states), np.diff(g.arrays.row_splits))
+        assert np.array_equal(src[img], [int(f[0]) for f in lines])
+        assert np.array_equal(g.arrays.dest[img], [int(f[1]) for f in lines])
+        assert np.array_equal(g.arrays.ilabel[img], [int(f[2]) for f in lines])
+        assert np.array_equal(g.arrays.weight[img], np.array([float(f[4]) for f in lines], np.float32))
+        assert_image_layout(g)
 
 
 def test_final_arcs_in_the_middle_are_reordered_keeping_k2_arc_ids(tmp_path):
@@ -84,15 +115,21 @@ def test_final_arcs_in_the_middle_are_reordered_keeping_k2_arc_ids(tmp_path):
     assert hyp.score == np.float32(np.float32(-0.25) + lp[0, 1]) + np.float32(0.0)
 
 
-def _natural_order_text(g: Graph, rng, eps_label: int) -> tuple[str, list[int]]:
+def _natural_order_text(g: Graph, rng, eps_label: int, shuffle) -> tuple[str, list[int]]:
     """k2 text of `g` with each state's arcs in natural order (emitting, finals in the
-    middle, then epsilon arcs labelled `eps_label`), each class keeping its own order.
+    middle, then epsilon arcs labelled `eps_label`), the emitting arcs shuffled except that
+    label-0 arcs keep their order among themselves (the layout cannot tell them apart),
+    finals and epsilon arcs each keeping their own order. `shuffle` (a generator of its
+    own) shuffles, `rng` cuts.
     Returns the text and, per text line, the image arc it came from."""
     a = g.arrays
     lines, image_of_line = [], []
     for s in range(a.num_states):
         arcs = list(range(a.row_splits[s], a.row_splits[s + 1]))
         emit = [x for x in arcs if a.ilabel[x] >= 0]
+        emit = [emit[i] for i in shuffle.permutation(len(emit))]
+        blanks = iter(sorted(x for x in emit if a.ilabel[x] == 0))
+        emit = [next(blanks) if a.ilabel[x] == 0 else x for x in emit]
         fin = [x for x in arcs if a.ilabel[x] == -1]
         eps = [x for x in arcs if a.ilabel[x] == -2]
         cut = int(rng.integers(0, len(emit) + 1))
@@ -109,14 +146,16 @@ def _natural_order_text(g: Graph, rng, eps_label: int) -> tuple[str, list[int]]:
 @pytest.mark.parametrize("seed", range(30))
 def test_natural_order_epsilon_graphs_decode_like_sorted_ones(seed):
     """Every random epsilon graph written in natural order (epsilon arcs after emitting
-    ones, finals in the middle) loads, and decodes exactly like the same graph in layout
-    order, with arc ids that are the text's line numbers."""
+    ones, finals in the middle, emitting arcs shuffled) loads into the same image, and
+    decodes exactly like the same graph in layout order, with arc ids that are the text's
+    line numbers."""
     from cuwfst import Decoder, DecoderOptions
     from helpers import random_eps_graph, random_log_probs
     rng = np.random.default_rng(500 + seed)
     V = 5
-    base = random_eps_graph(rng, int(rng.integers(3, 30)), V, 3, 0.7)
-    text, image_of_line = _natural_order_text(base, rng, eps_label=V)
+    base = in_layout(random_eps_graph(rng, int(rng.integers(3, 30)), V, 3, 0.7))  # image ids = source ids
+    text, image_of_line = _natural_order_text(base, rng, eps_label=V,
+                                              shuffle=np.random.default_rng(900 + seed))
     g = Graph.from_k2_text(text, epsilon_id=V, vocab_size=V)
     # the same image as the base graph (one word per arc at most in both), other arc ids
     for k in ("row_splits", "final_count", "dest", "ilabel", "weight"):
@@ -133,12 +172,13 @@ def test_natural_order_epsilon_graphs_decode_like_sorted_ones(seed):
 
 def test_reordered_image_with_bad_arc_ids_is_refused(tmp_path):
     g = Graph.from_k2_text("0 1 1 4 -0.25\n0 2 -1 -1 -0.5\n0 1 2 0 0\n1 2 -1 -1 0\n2\n")
-    assert g.reordered and g.arrays.arc_id.tolist() == [0, 2, 1, 3]
+    # emitting arcs best first (line 2 before line 0), the final arc of the middle last
+    assert g.reordered and g.arrays.arc_id.tolist() == [2, 0, 1, 3]
     p = tmp_path / "r.img"
     g.save(p)
     d = bytearray(p.read_bytes())
     off = _section_offsets(d)["arc_id"][0]
-    d[off : off + 4] = struct.pack("<i", 2)  # arc ids [2, 2, 1, 3]: not a permutation
+    d[off : off + 4] = struct.pack("<i", 0)  # arc ids [0, 0, 1, 3]: not a permutation
     _recrc(d)
     with pytest.raises(CorruptGraphImage, match="permutation"):
         _load(tmp_path, d)
@@ -153,14 +193,19 @@ def test_from_k2_dict_with_finals_in_the_middle():
 
 
 def test_from_k2_dict():
-    """An HLG.pt is a dict from Fsa.as_dict(): arcs [A, 4] int32 with float scores as bits."""
-    src_g = Graph.from_k2_text(TEXT)
-    a = src_g.arrays
-    src = np.repeat(np.arange(a.num_states), np.diff(a.row_splits))
-    arcs = np.stack([src, a.dest, a.ilabel, a.weight.view(np.int32)], 1).astype(np.int32)
-    aux = np.array([0, 0, 5, 6, -1, -1], np.int32)
-    g = Graph.from_k2({"arcs": arcs, "aux_labels": aux})
-    _same(g, src_g)
+    """An HLG.pt is a dict from Fsa.as_dict(): arcs [A, 4] int32 with float scores as bits.
+    The arcs in the text's order: the same graph as the text, arc ids included (TEXT is in
+    the layout, TEXT_UNSORTED is reordered)."""
+    for text in (TEXT, TEXT_UNSORTED):
+        src_g = Graph.from_k2_text(text)
+        f = [ln.split() for ln in text.strip().splitlines()[:-1]]
+        w = np.array([float(x[4]) for x in f], np.float32)
+        arcs = np.array([[int(x[0]), int(x[1]), int(x[2]), 0] for x in f], np.int32)
+        arcs[:, 3] = w.view(np.int32)
+        aux = np.array([int(x[3]) for x in f], np.int32)
+        g = Graph.from_k2({"arcs": arcs, "aux_labels": aux})
+        assert g.reordered == (text is TEXT_UNSORTED)
+        _same(g, src_g)
 
 
 def test_from_openfst(tmp_path):
@@ -186,9 +231,12 @@ def test_from_openfst(tmp_path):
 
 
 # ---------------------------------------------------------------- malformed images
-@pytest.fixture
-def image_bytes(tmp_path):
+@pytest.fixture(params=["in_layout", "reordered"])
+def image_bytes(tmp_path, request):
+    """An epsilon graph's image: version 2 (in layout) or version 3 (with arc_id)."""
     g = random_eps_graph(np.random.default_rng(3), 10, 4, 3, 0.7)
+    g = in_layout(g) if request.param == "in_layout" else g
+    assert g.arrays.version == (2 if request.param == "in_layout" else 3)
     p = tmp_path / "g.img"
     g.save(p)
     return bytearray(p.read_bytes())
@@ -268,11 +316,13 @@ def test_out_of_range_fields_with_valid_checksums(tmp_path, image_bytes, what, v
 
 
 @pytest.mark.parametrize("field,value,msg", [
-    ("magic", b"WFSTIMG9", "magic"), ("version", 3, "version"), ("flags", 64, "flag"),
+    ("magic", b"WFSTIMG9", "magic"), ("version", "other", "version"), ("flags", 64, "flag"),
     ("start", 10**5, "start state"), ("vocab", 70000, "vocab_size"), ("n", -5, "num_states"),
     ("a", 10**9, "payload bytes"), ("version", 1, "version-1"),
 ])
 def test_bad_header_fields(tmp_path, image_bytes, field, value, msg):
+    if value == "other":  # the other of versions 2 and 3: it disagrees with the arc-ids flag
+        value = 5 - _HEADER.unpack(bytes(image_bytes[: _HEADER.size]))[1]
     d = _rehead(bytearray(image_bytes), **{field: value})
     with pytest.raises(CorruptGraphImage, match=f"^corrupt graph image:.*{msg}"):
         _load(tmp_path, d)

@@ -216,7 +216,8 @@ def test_configs_parse_into_decoder_keywords_and_environment():
     c = streaming.parse_config("memory=eager,kernels=old,arena-ahead=off")
     assert c == {"memory": "eager", "kernels": "old", "arena_ahead": "off"}
     kw, env = streaming.config_kwargs(c)
-    assert kw == dict(memory="eager", scan_split=1, closure="scan", finalize_split=8, fused_max=False)
+    assert kw == dict(memory="eager", scan_split=1, closure="scan", finalize_split=8, fused_max=False,
+                      trim_arcs=False)
     assert env == {"CUWFST_ARENA_AHEAD": "off"}
     assert streaming.config_name(c) == "memory=eager,kernels=old,arena_ahead=off"
     for bad in ("memory=huge", "kernels=fast", "ahead=on", "memory"):

@@ -72,8 +72,10 @@ class Graph:
         where `epsilon` (a bool mask) is set. words: per-arc word-id lists, or a
         (row_splits, pool) CSR pair; ids <= 0 are dropped. Arcs may come in any order: they
         are stably sorted into the image layout (by source state; within a state final arcs
-        at one end, epsilon arcs before emitting ones). When that moves any arc, the image
-        keeps each arc's source id (`arc_id`), and every arc id a user sees is a source id.
+        at one end, epsilon arcs before emitting ones, and the emitting arcs label-0 arcs
+        first, then the others by weight, best (largest) first; ties keep the given order).
+        When that moves any arc, the image keeps each arc's source id (`arc_id`), and every
+        arc id a user sees is a source id.
         """
         src = np.asarray(src, dtype=np.int64)
         dest = np.asarray(dest, dtype=np.int64)

@@ -3,7 +3,7 @@
 Layout (little-endian; every section starts on an 8-byte boundary, in this order):
 
     header               256 B  see `_HEADER` below
-    row_splits           i32[N+1]   CSR arc offsets per state (source arc order kept)
+    row_splits           i32[N+1]   CSR arc offsets per state (arcs grouped by source state)
     final_count          i32[N]     arcs with ilabel -1 at one end of each state's range
     arc_dest_ilabel      i32[2A]    interleaved {dest, ilabel} per arc
     arc_weight           f32[A]     graph score (log domain, larger is better)
@@ -19,6 +19,14 @@ Inside one state's arc range the arcs sit as
 
     [final arcs, if not finals-at-end] [epsilon arcs] [emitting arcs] [final arcs, if finals-at-end]
 
+and the emitting arcs as [label-0 arcs] [the other emitting arcs by weight, best (largest)
+first] (the GPU step trims each token's arcs to the prefix that can pass); arcs this order
+cannot tell apart (finals, epsilon arcs, label-0 arcs, equal weights) keep their source
+order. Loaders reorder a source graph into this layout and keep each arc's source id in
+`arc_id` (below); as few graphs come with their emitting arcs sorted so, almost every
+image carries that section. The validator does not require the emitting-arc order (images
+written before it still load); the GPU checks it at upload and trims only sorted graphs.
+
 ilabel values: 0..vocab_size-1 for emitting arcs (the column of log_probs they read),
 -1 for final arcs (they enter the final state, the last state), -2 for epsilon arcs.
 Everything the decoders follow without a bounds check is validated in `validate()`.
@@ -29,7 +37,8 @@ place. The section's byte count sits in the header's reserved bytes right after 
 fixed fields (`_HEADER_EXT`), which the header CRC covers; images without the flag have
 zeros there. The validator checks that the tables fit the graph (symbols.fit_problem).
 
-Source arc ids: a loader that had to reorder a state's arcs into this layout stores each
+Source arc ids: a loader that had to reorder a state's arcs into this layout (group them,
+move finals to one end, epsilon arcs before emitting ones, sort the emitting ones) stores each
 arc's id in the source graph (k2's arc index; for OpenFst, the k2-style enumeration: a
 state's arcs in file order, then its final-weight arc) in `arc_id`; everything a user
 sees (Hypothesis.arcs, redirect_arc) speaks source ids. Without the section, ids are the
