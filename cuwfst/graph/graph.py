@@ -141,7 +141,8 @@ class Graph:
                             np.where(eps, 1, np.where(ilabel == 0, 2, 3)))
             key = np.where(emit & (ilabel != 0), -weight.astype(np.float64), 0.0)
             same = np.diff(src) == 0
-            dk = np.diff(key)
+            with np.errstate(invalid="ignore"):  # (-inf weights: inf - inf is NaN, and NaN < 0 is False)
+                dk = np.diff(key)
             in_layout = ((np.diff(src) >= 0).all() and (np.diff(cls_)[same] >= 0).all()
                          and not ((np.diff(cls_) == 0) & same & (dk < 0)).any())
             if not in_layout:
