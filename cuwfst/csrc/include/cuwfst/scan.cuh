@@ -178,7 +178,7 @@ __device__ __forceinline__ float BestTokenEnd(const DeviceGraph& g, unsigned lon
 // On a graph whose emitting arcs are sorted (DeviceGraph::emit_sorted: a state's label-0 arcs,
 // then the others by weight, best first), a real step gives token i only the first d_i of
 // its emitting arcs as slots, where every arc left out ends at most at low = L - beam:
-//  * L is an arc end of the step (LaneTrimOf: the best end over the first arcs of the
+//  * L is an arc end of the step (RowAndTrim: the best end over the first arcs of the
 //    lane's best-scoring token), so L <= M, the step's exact max, and low <= M - beam
 //    (fp32 subtraction is monotone): an arc left out is not admitted (k2's end > M - beam);
 //  * low < L (else nothing is trimmed), and the arc that gave L is kept (its bound is at
@@ -201,7 +201,13 @@ struct LaneTrim {
 
 // The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
 // comes in as the token's emitting arcs [b[k], b[k] + deg[k]) and leaves as the prefix that can
-// pass. The binary searches advance in lockstep, so each round's loads are in flight together.
+// pass. An 8-ary search (7 probes a round, about log8 of the degree rounds: 4 for the HLG's
+// 1,212-arc states), the four tokens' searches in lockstep, so a round's loads are in flight
+// together. Invariant: every arc before lo passes, the arc at hi (if any) fails.
+constexpr int kTrimFan = 8;
+__device__ __forceinline__ bool TrimKeeps(const DeviceGraph& g, const LaneTrim& tr, float score, int32_t arc) {
+  return g.arc_ilabel[arc] == 0 || (score + g.arc_weight[arc]) + tr.lp_rest > tr.low;
+}
 __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
                                             int64_t (&deg)[kScanItems]) {
@@ -225,10 +231,30 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k) {
       if (lo[k] < hi[k]) {
-        const int32_t mid = lo[k] + ((hi[k] - lo[k]) >> 1);
-        if (g.arc_ilabel[mid] == 0 || (score[k] + g.arc_weight[mid]) + tr.lp_rest > tr.low) lo[k] = mid + 1;
-        else hi[k] = mid;
-        more |= lo[k] < hi[k];
+        // probes at lo + floor(len * j / 8), j = 1..7: non-decreasing, and every position of
+        // [lo, hi) once len < 8 (so that round ends the search)
+        const int64_t len = hi[k] - lo[k];
+        bool keep[kTrimFan - 1];
+        int32_t pos[kTrimFan - 1];
+#pragma unroll
+        for (int j = 1; j < kTrimFan; ++j) {
+          pos[j - 1] = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
+          keep[j - 1] = TrimKeeps(g, tr, score[k], pos[j - 1]);
+        }
+        int32_t nlo = lo[k], nhi = hi[k];
+        bool failed = false;
+#pragma unroll
+        for (int j = 0; j < kTrimFan - 1; ++j) {
+          if (failed) continue;
+          if (keep[j]) nlo = pos[j] + 1;
+          else {
+            nhi = pos[j];
+            failed = true;
+          }
+        }
+        lo[k] = nlo;
+        hi[k] = nhi;
+        more |= nlo < nhi;
       }
     }
   }
@@ -237,51 +263,29 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
     if (search[k]) deg[k] = lo[k] - b[k];
 }
 
-// The row of a real step and its maxima (the bounds' acoustic ingredient), by the whole CTA.
-template <typename ReduceStorage>
-__device__ __forceinline__ void RowMaxima(const DeviceGraph& g, const Workspace& ws, int32_t lane, int32_t t,
-                                          const StepParams& p, ReduceStorage& tmp, const float** row32,
-                                          const uint16_t** row16, float* lp_all, float* lp_rest) {
-  using BlockReduce = cub::BlockReduce<float, kScanThreads>;
+// A real step's row, its maxima (the bounds' acoustic ingredient: the walkers' skip and the
+// trim's) and, with `want_trim`, the lane's trim, by the whole CTA with one barrier (every CTA
+// of a lane computes the same, bit for bit). The anchor (want_trim): the token FinalizeKernel
+// named for step t (LaneCounters::best_key, a token scoring the previous step's exact max; any
+// token of the frontier would do, this one gives the tightest L); L = the best end over its
+// first kTrimAnchorArcs emitting arcs, low = L - beam when that is below L. Without a key for
+// this step's frontier, or without want_trim, low is -inf: nothing is trimmed. Warp 0 walks
+// the anchor's arcs while the other warps read the row.
+__device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Workspace& ws, int32_t lane, int32_t t,
+                                               const StepParams& p, bool want_trim, unsigned long long key,
+                                               const int32_t* state, const float* score, int32_t n, float beam,
+                                               const float** row32, const uint16_t** row16) {
+  constexpr int kWarps = kScanThreads / 32;
+  __shared__ float s_max[2][kWarps];
+  __shared__ float s_low;
   const LaneInput in = ws.inputs[lane];
   const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
   const float* r32 = nullptr;
   const uint16_t* r16 = nullptr;
   if (p.lp_is_f16) r16 = static_cast<const uint16_t*>(in.base) + off;
   else r32 = static_cast<const float*>(in.base) + off;
-  float m = -INFINITY, mr = -INFINITY;
-  for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x) {
-    const float x = r16 ? __half2float(__ushort_as_half(r16[v])) : r32[v];
-    m = fmaxf(m, x);
-    if (v > 0) mr = fmaxf(mr, x);
-  }
-  __syncthreads();  // tmp may be in use
-  const float a = BlockReduce(tmp).Reduce(m, [](float x, float y) { return fmaxf(x, y); });
-  __syncthreads();
-  const float r = BlockReduce(tmp).Reduce(mr, [](float x, float y) { return fmaxf(x, y); });
-  __shared__ float s_lp[2];
-  if (threadIdx.x == 0) {
-    s_lp[0] = a;
-    s_lp[1] = r;
-  }
-  __syncthreads();
-  *row32 = r32;
-  *row16 = r16;
-  *lp_all = s_lp[0];
-  *lp_rest = s_lp[1];
-}
-
-// A real step's trim for a lane (every CTA of the lane computes the same, bit for bit): the
-// anchor token FinalizeKernel named for step t (LaneCounters::best_key, a token scoring the
-// previous step's exact max; any token of the frontier would do, this one gives the tightest
-// L), L = the best end over its first kTrimAnchorArcs emitting arcs, low = L - beam when that
-// is below L; without a key for this step's frontier nothing is trimmed. By the whole CTA.
-__device__ __forceinline__ LaneTrim LaneTrimOf(const DeviceGraph& g, unsigned long long key, int32_t t,
-                                               const int32_t* state, const float* score, int32_t n,
-                                               const float* row32, const uint16_t* row16, float lp_all,
-                                               float lp_rest, float beam) {
-  __shared__ float s_low;
-  if (threadIdx.x < 32) {
+  const int32_t wid = static_cast<int32_t>(threadIdx.x >> 5), me = static_cast<int32_t>(threadIdx.x & 31);
+  if (want_trim && wid == 0) {
     float m = -INFINITY;
     const int32_t i = static_cast<int32_t>(key & 0xFFFFFFFFull);
     if ((key & kBestKeyValid) && static_cast<int32_t>((key >> 32) & 0x7FFFFFFFull) == t && i >= 0 && i < n) {
@@ -289,22 +293,45 @@ __device__ __forceinline__ LaneTrim LaneTrimOf(const DeviceGraph& g, unsigned lo
       int32_t b, e;
       PhaseArcs(ArcsOf(g, state[i]), kPhaseReal, &b, &e);
       e = min(e, b + kTrimAnchorArcs);
-      for (int32_t arc = b + static_cast<int32_t>(threadIdx.x); arc < e; arc += 32)
-        m = fmaxf(m, ArcEnd(sc, g.arc_weight[arc], ArcAcoustic(g, arc, kPhaseReal, row32, row16)));
+      for (int32_t arc = b + me; arc < e; arc += 32)
+        m = fmaxf(m, ArcEnd(sc, g.arc_weight[arc], ArcAcoustic(g, arc, kPhaseReal, r32, r16)));
     }
 #pragma unroll
     for (int d = 16; d >= 1; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
-    if (threadIdx.x == 0) {
+    if (me == 0) {
       const float low = m - beam;
       s_low = low < m ? low : -INFINITY;
     }
   }
+  float m = -INFINITY, mr = -INFINITY;
+  for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x) {
+    const float x = r16 ? __half2float(__ushort_as_half(r16[v])) : r32[v];
+    m = fmaxf(m, x);
+    if (v > 0) mr = fmaxf(mr, x);
+  }
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) {
+    m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+    mr = fmaxf(mr, __shfl_xor_sync(0xFFFFFFFFu, mr, d));
+  }
+  if (me == 0) {
+    s_max[0][wid] = m;
+    s_max[1][wid] = mr;
+  }
   __syncthreads();
   LaneTrim tr;
-  tr.low = s_low;
-  tr.lp_all = lp_all;
-  tr.lp_rest = lp_rest;
-  return tr;
+  float a = -INFINITY, r = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    a = fmaxf(a, s_max[0][w]);
+    r = fmaxf(r, s_max[1][w]);
+  }
+  tr.lp_all = a;
+  tr.lp_rest = r;
+  tr.low = want_trim ? s_low : -INFINITY;
+  *row32 = r32;
+  *row16 = r16;
+  return tr;  // (each scan calls it once a step: s_max and s_low are not written again before the kernel ends)
 }
 
 __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
@@ -458,14 +485,16 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   if (threadIdx.x == 0) running = 0;
   // The row of a real step and its maxima: the bounds' acoustic ingredient (the walkers' skip,
   // and the trim's, which needs them before the degrees).
-  float max_lp = 0.f, lp_rest = 0.f;
+  float max_lp = 0.f;
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
-  if (phase == kPhaseReal) RowMaxima(g, ws, lane, t, p, tmp.reduce, &row32, &row16, &max_lp, &lp_rest);
   LaneTrim trim;  // (low = -inf: the full degrees)
-  if (ws.trim && phase == kPhaseReal && n > 0)
-    trim = LaneTrimOf(g, lc.best_key, t, state, score, n, row32, row16, max_lp, lp_rest,
-                      UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0));
+  if (phase == kPhaseReal) {
+    trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
+                      UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
+                      &row32, &row16);
+    max_lp = trim.lp_all;
+  }
   const bool trimmed = trim.low > -INFINITY;
   __syncthreads();
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
@@ -650,7 +679,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   // a real step's row and its maxima (every CTA of the lane: the trim needs them before the
   // degrees; the lane's last CTA publishes them)
-  float max_lp = 0.f, lp_rest = 0.f;
+  float max_lp = 0.f;
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
   if (!idle) {
@@ -666,14 +695,16 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       any_final = __syncthreads_or(any_final);
       phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
     }
-    if (phase == kPhaseReal) RowMaxima(g, ws, lane, t, p, tmp.reduce, &row32, &row16, &max_lp, &lp_rest);
-    // the trim over the lane's whole frontier (the same in every CTA of the lane; LaneTrimOf)
+    // the row, its maxima and the trim over the lane's whole frontier (the same in every CTA
+    // of the lane; RowAndTrim)
     LaneTrim trim;
-    if (ws.trim && phase == kPhaseReal && n > 0)
-      trim = LaneTrimOf(g, lc.best_key, t, state, score, n, row32, row16, max_lp, lp_rest,
-                        UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0));
+    if (phase == kPhaseReal) {
+      trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
+                        UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
+                        &row32, &row16);
+      max_lp = trim.lp_all;
+    }
     const bool trimmed = trim.low > -INFINITY;
-    __syncthreads();  // tmp is reused
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
     // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).

@@ -188,7 +188,7 @@ struct LaneCounters {
   // first step), which the scans overwrite and a paused step puts back (PooledUndoStep); under
   // the bins bound (Workspace::pool_bins) the reference the step's tokens are binned against.
   int32_t prev_max_ord;
-  // The trimmed slots' anchor (scan.cuh LaneTrimOf): {kBestKeyValid | t << 32 | index} of a
+  // The trimmed slots' anchor (scan.cuh RowAndTrim): {kBestKeyValid | t << 32 | index} of a
   // token of the frontier built for step t whose score is that step's exact max, kept by
   // FinalizeKernel (atomicMax: the largest index among ties) and by LaneSetupKernel (the start
   // token); a scan at step t takes it only with its t (an older key names an older frontier).
