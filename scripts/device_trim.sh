@@ -5,7 +5,8 @@
 #   1. GPU tests TESTS (default: trim, variants, gpu, epsilon; TEST_CAP s)
 #   2. gpu_speed, full HLG, uniform 32 x 250: variants new untrimmed, profiled, 2 rows vs the CPU
 #   3. gpu_speed, full TLG, 64 simulated utterances, batch 32: new untrimmed, profiled
-#   4. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
+#   4. STREAMS: benchmarks.streaming at N = STREAMS; CONT: benchmarks.continuous (32 lanes)
+#   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
@@ -36,6 +37,16 @@ timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $
   --utts 64 --batch 32 --reps 3 --check 2 --profile --variants new untrimmed --json $OUT/speed.jsonl 2>&1 \
   | grep -v "^{" | tail -11 | tee -a $L
 echo "[$(since) s] speed" | tee -a $L
+if [ -n "${STREAMS:-}" ]; then  # streaming capacity at N = STREAMS, 16-frame chunks (default config)
+  timeout -s INT $(left ${STREAM_END:-500}) python3 -m benchmarks.streaming --graph $C/HLG.img --log-probs $S --streams $STREAMS \
+    --ticks 30 --warmup-ticks 3 --check 8 --total-seconds ${STREAM_SECONDS:-50} --configs default \
+    --json $OUT/streams.jsonl --md $OUT/streams.md 2>&1 | grep -E "^\| |Error" | tee -a $L
+fi
+if [ -n "${CONT:-}" ]; then  # the dataset path, 32 lanes, stored order
+  timeout -s INT $(left ${CONT_END:-540}) python3 -m benchmarks.continuous --graph $C/HLG.img --log-probs $S --lanes 32 --reps 3 \
+    --baseline stored --modes padded continuous decode_all --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 \
+    | grep -v "^{" | tail -8 | tee -a $L
+fi
 if [ -n "${PEERS:-}" ]; then
   timeout -s INT $(left ${PEERS_END:-580}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \
     --decoders $PEERS --json $OUT/peers.jsonl --md $OUT/peers.md 2>&1 | grep -E "^\[peers\]" | tail -8 | tee -a $L
