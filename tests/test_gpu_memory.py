@@ -445,6 +445,17 @@ def _ask_peaks(rows, rule, inst):
     return {k: int(v.max()) for k, v in tot.items()}
 
 
+def _trimmed_high_water(graph, opts, lp, lens, cpu, untrimmed_high, used, where):
+    """The same batch with the trimmed slots (the default; scan.cuh TrimDegrees): rows equal to
+    the CPU's, and each pool's high water between what the steps used and the untrimmed
+    decoder's (the trim only ever removes slots that cannot be admitted)."""
+    dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens), memory="lazy", trim_arcs=True)
+    assert dec._gpu.trims_arcs
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"{where}, trimmed")
+    high = dec.memory_stats()["pools"]["lanes"]["high_water_entries"]
+    assert all(used[k] <= high[k] <= untrimmed_high[k] for k in high), (high, used, untrimmed_high)
+
+
 @pytest.mark.parametrize("handout", ["lastblock", "kernel"])
 @pytest.mark.parametrize("kernels,bound,hints", [("new", "admit", "adaptive"), ("old", "admit", "adaptive"),
                                                  ("fused", "admit", "adaptive"), ("new", "slots", "adaptive"),
@@ -474,7 +485,9 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, handout
     lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
     opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
     cpu = Decoder(graph, opts).decode(lp, lens)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy")
+    # untrimmed: the CPU's replay below counts the full slot space (the trim, scan.cuh, only
+    # shrinks a step's slots; _trimmed_high_water checks that against this decoder's)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=False)
     inst = dec._gpu.main
     gpu = dec.decode(lp, lens)
     assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled, {kernels}, {handout}")
@@ -486,6 +499,7 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, handout
     rows = _cpu_step_sizes(graph, opts, lp, lens)
     slots, admit, used = (_ask_peaks(rows, r, inst) for r in ("slots", "admit", "used"))
     assert all(2 * admit[k] <= slots[k] for k in ("tokens", "claims")), (slots, admit)  # the case is meaningful
+    _trimmed_high_water(graph, opts, lp, lens, cpu, high, used, f"pooled, {kernels}, {handout}")
     if kernels == "fused" or bound == "slots":
         assert high == slots, (high, slots)
         return
@@ -523,7 +537,9 @@ def test_pooled_regions_by_the_bins_bound(kernels, handout, monkeypatch):
     lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
     opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
     cpu = Decoder(graph, opts).decode(lp, lens)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy")
+    # untrimmed: the CPU's replay of the bins counts the full slot space (_trimmed_high_water
+    # checks the trimmed decoder against it)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=False)
     inst = dec._gpu.main
     gpu = dec.decode(lp, lens)
     assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled by bins, {kernels}")
@@ -535,6 +551,7 @@ def test_pooled_regions_by_the_bins_bound(kernels, handout, monkeypatch):
     rows = _cpu_step_sizes(graph, opts, lp, lens)
     assert all(np.all(r[:, 7] >= r[:, 3]) and np.all(r[:, 7] <= r[:, 1]) for r in rows)  # admitted <= bins <= slots
     slots, bins, used = (_ask_peaks(rows, r, inst) for r in ("slots", "bins", "used"))
+    _trimmed_high_water(graph, opts, lp, lens, cpu, high, used, f"pooled by bins, {kernels}")
     if kernels == "fused":
         assert high == slots, (high, slots)
     else:
