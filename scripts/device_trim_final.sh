@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# GPU machine, one short call (~5 minutes, no corpus): compute-sanitizer memcheck and racecheck
+# on a trimmed decode (scripts/sanitize_trim.py), then the GPU test files TESTS (TEST_CAP s).
+set -uo pipefail
+T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
+python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
+export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/final.log
+{ nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $(cat .device/COMMIT)"; } | tee $L
+python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | tee -a $L
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+for tool in memcheck racecheck; do
+  timeout ${SAN_CAP:-60} "$CS" --tool $tool --error-exitcode 9 python3 scripts/sanitize_trim.py > $OUT/$tool.log 2>&1
+  echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitize_trim' $OUT/$tool.log | tr '\n' ' ')" | tee -a $L
+done
+echo "[$(since) s] sanitizers" | tee -a $L
+timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS -s -rf --maxfail=20 > $OUT/tests.log 2>&1
+grep -E "passed|failed|GPU vs CPU|lanes:|rows compared|GPU lattices|goldens|trimmed slots|variants" $OUT/tests.log | tail -10 | tee -a $L
+grep -E "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
+echo "[$(since) s] done" | tee -a $L
