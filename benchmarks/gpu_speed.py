@@ -190,7 +190,7 @@ def main():
             same, ties, bad = same_rows(hyps[base], hs)
             slots_run = (stats["slots"] - slots0[v]) / a.reps  # (the rescue instance's, if any, not counted)
             row = dict(config=v, variant=variant, blank_skip=skip, memory=dec.memory_stats()["memory"],
-                       trim=stats["trim"], slots_per_step=slots_run / (nb * steps_per_batch[v]),
+                       trim=stats["trims_arcs"], slots_per_step=slots_run / (nb * steps_per_batch[v]),
                        decoded_fraction=float(dec_lens[v].sum() / lens_all.sum()),
                        scan_split=stats["scan_split"], closure_lists=stats["closure_lists"],
                        fused_max=stats["fused_max"], walker=walker,

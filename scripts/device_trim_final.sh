@@ -14,6 +14,7 @@ for tool in memcheck racecheck; do
   echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitize_trim' $OUT/$tool.log | tr '\n' ' ')" | tee -a $L
 done
 echo "[$(since) s] sanitizers" | tee -a $L
+TESTS=${TESTS:-tests/test_gpu_trim.py tests/test_gpu_variants.py}
 timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS -s -rf --maxfail=20 > $OUT/tests.log 2>&1
 grep -E "passed|failed|GPU vs CPU|lanes:|rows compared|GPU lattices|goldens|trimmed slots|variants" $OUT/tests.log | tail -10 | tee -a $L
 grep -E "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L

@@ -5,7 +5,9 @@ first), and the GPU step gives each token only the prefix of its arcs whose boun
 L - beam. These tests hold the trim to the CPU reference (identical float32 scores, arcs or an
 exact-score tie, words, search statistics) and to the untrimmed kernels, on graphs whose
 states have hundreds of arcs (so the binary search runs), with weight ties, -inf weights,
-several label-0 arcs a state, float16 rows, epsilon arcs and the final step; they also check
+several label-0 arcs a state, float16 rows, both scan kernels, epsilon graphs (1-best trimmed,
+lattices untrimmed) and the final step (+inf weights are refused by the graph validator, so
+they need no case); they also check
 that the trim really shortens the slot space (the decoder's "slots" counter), that a graph
 whose arcs are not sorted is decoded untrimmed, and that the image layout keeps every arc's
 source id.
@@ -123,9 +125,11 @@ def _compare(graph, lp_row, c, g, where):
 BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (10.0, 0, 3), (0.5, 1, 10000)]
 
 
-def _decoders(graph, opts):
-    trim = Decoder(graph, opts, device="cuda", max_lanes=8)
-    full = Decoder(graph, opts, device="cuda", max_lanes=8, trim_arcs=False)
+def _decoders(graph, opts, scan_split=None):
+    """A trimmed and an untrimmed decoder; scan_split 1 runs ScanKernel (one CTA a lane, what
+    batches of 512 lanes and more auto-pick), 0 / None ScanSplitKernel at 8 lanes."""
+    trim = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=scan_split)
+    full = Decoder(graph, opts, device="cuda", max_lanes=8, trim_arcs=False, scan_split=scan_split)
     assert trim._gpu.trims_arcs and not full._gpu.trims_arcs
     return trim, full
 
@@ -135,8 +139,9 @@ def _slots(dec):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("scan_split", [0, 1])
 @pytest.mark.parametrize("seed", range(40))
-def test_trimmed_equals_cpu_and_untrimmed(seed):
+def test_trimmed_equals_cpu_and_untrimmed(seed, scan_split):
     rng = np.random.default_rng(52000 + seed)
     V = int(rng.integers(3, 60))
     graph = wide_graph(rng, int(rng.choice([5, 30, 200])), V, int(rng.choice([12, 60, 400])),
@@ -153,21 +158,21 @@ def test_trimmed_equals_cpu_and_untrimmed(seed):
     if seed % 5 == 0:
         lp = lp.astype(np.float16)
     cpu = Decoder(graph, opts).decode(lp, lens)
-    trim, full = _decoders(graph, opts)
+    trim, full = _decoders(graph, opts, scan_split)
     s0, f0 = _slots(trim), _slots(full)
     got_t, got_f = trim.decode(lp, lens), full.decode(lp, lens)
     TOTALS["slots_trim"] += _slots(trim) - s0
     TOTALS["slots_full"] += _slots(full) - f0
     for i in range(B):
         row = lp[i].astype(np.float32)
-        _compare(graph, row, cpu[i], got_t[i], f"seed {seed} row {i} trimmed")
-        _compare(graph, row, cpu[i], got_f[i], f"seed {seed} row {i} untrimmed")
+        _compare(graph, row, cpu[i], got_t[i], f"seed {seed} split {scan_split} row {i} trimmed")
+        _compare(graph, row, cpu[i], got_f[i], f"seed {seed} split {scan_split} row {i} untrimmed")
         assert (got_t[i].arcs, got_t[i].score) == (got_f[i].arcs, got_f[i].score) or np.float32(got_t[i].score) == \
             np.float32(got_f[i].score)
 
 
 @pytest.mark.gpu
-def test_trim_shortens_the_slot_space():
+def test_trim_shortens_the_slot_space():  # (runs after the cases above: file order)
     """Over the cases above the trimmed decoders walked far fewer slots (a trim that never
     fires would pass every equality test and speed nothing up)."""
     if TOTALS["slots_full"] == 0:
@@ -190,10 +195,22 @@ def test_trim_with_epsilon_graphs_and_lattices(seed):
     B, T = 4, int(rng.integers(5, 30))
     lens = np.full(B, T, np.int32)
     lp = random_log_probs(rng, B, T, V, peaky=True)
+    # 1-best decodes trim (with the epsilon closure after each step) ...
+    cpu1 = Decoder(graph, opts).decode(lp, lens)
+    trim, full = _decoders(graph, opts, scan_split=seed % 2)
+    s0, f0 = _slots(trim), _slots(full)
+    one_t, one_f = trim.decode(lp, lens), full.decode(lp, lens)
+    assert _slots(trim) - s0 <= _slots(full) - f0
+    for i in range(B):
+        _compare(graph, lp[i], cpu1[i], one_t[i], f"eps seed {seed} row {i} 1-best trimmed")
+        _compare(graph, lp[i], cpu1[i], one_f[i], f"eps seed {seed} row {i} 1-best untrimmed")
+    # ... lattice decodes do not (the lattice stage walks every arc): the first device run
+    # without this rule recorded fewer arcs than the CPU here
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    trim, full = _decoders(graph, opts)
+    s0, f0 = _slots(trim), _slots(full)
     got = trim.decode(lp, lens, lattice=True)
     ref = full.decode(lp, lens, lattice=True)
+    assert _slots(trim) - s0 == _slots(full) - f0  # the same (full) slot space
     for i in range(B):
         _compare(graph, lp[i], cpu[i], got[i], f"eps seed {seed} row {i}")
         assert_same_lattice(cpu[i].lattice, got[i].lattice, f"eps seed {seed} row {i} vs the CPU")

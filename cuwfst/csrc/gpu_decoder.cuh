@@ -299,8 +299,10 @@ class GpuDecoder {
   // [40] the microseconds of those, [41] microseconds in GC rounds (CollectGarbage), [42] the
   // lattice records' growths since construction (each one re-runs the batch), [43] the
   // records' capacity (entries; 0 before the first lattice decode).
-  // [44] 1 when the steps trim each token's arcs (Workspace::trim), [45] the slots the steps
-  // gave the walkers since construction (the walkers' work; -1 if it cannot be read back).
+  // [44] 1 when the steps trim each token's arcs (Workspace::trim; lattice decodes never do),
+  // [45] the slots the steps gave the walkers since construction (the walkers' work: counted by
+  // the scans, so a step a pooled pause undoes and a batch re-run after a lattice-records growth
+  // count again; -1 if it cannot be read back). Reading [45] synchronizes the decoder's stream.
   static constexpr int kMemStats = 46;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()

@@ -379,7 +379,8 @@ class GpuBackend:
 
     @property
     def trims_arcs(self) -> bool:
-        """True when this decoder's steps trim each token's arcs (trim_arcs on a sorted graph)."""
+        """True when this decoder's steps trim each token's arcs (trim_arcs on a sorted graph;
+        lattice decodes never trim: their lattice stage walks every arc)."""
         return bool(self.kw["trim_arcs"]) and self.uploaded.emit_sorted
 
     def memory_stats(self) -> dict:

@@ -135,7 +135,7 @@ class Graph:
             finals_at_end = bool(state_end_ok.all()) or not bool(state_start_ok.all())
             # emitting arcs: label 0 (CTC's blank) first (class 2), then the others (class 3) by
             # weight, best first: the GPU step trims each token's arcs to the prefix that can
-            # pass (docs/design.md, "Sorted emitting arcs")
+            # pass (docs/design.md, "Trimmed slots")
             emit = ~is_final & ~eps
             cls_ = np.where(is_final, 4 if finals_at_end else 0,
                             np.where(eps, 1, np.where(ilabel == 0, 2, 3)))

@@ -187,7 +187,8 @@ __device__ __forceinline__ float BestTokenEnd(const DeviceGraph& g, unsigned lon
 //    label for the label-0 arcs, which are always kept, else labels >= 1) is >= its end
 //    (fp32 addition is monotone), and after the label-0 arcs the bounds do not increase,
 //    so the arcs that pass form a prefix and a binary search finds its end.
-// The slots keep their order and each token's first arc, so every later kernel (the max,
+// The slots keep their order and each token's first arc (a token left with no slots has none,
+// as a token of a state without emitting arcs always had), so every later kernel (the max,
 // the admission, the lattice walk, Finalize's slot-to-token search) works unchanged on the
 // shorter slot space, and the survivors, scores and winning slots are those of the full one.
 constexpr int32_t kTrimMinDegree = 8;    // a token with at most this many arcs keeps them all
