@@ -17,7 +17,9 @@ from .image import MAGIC
 
 _FST_MAGIC = struct.pack("<i", 2125659606)
 # what changes the bytes an export writes; bump when an exporter's output changes
-_EXPORT_FORMAT = "cuwfst-export-1"
+# (2: each state's emitting arcs sorted, label 0 first then by weight, which the GPU trims by;
+# an export cached by an older version would decode exactly but untrimmed)
+_EXPORT_FORMAT = "cuwfst-export-2"
 
 
 class WrongFileType(ValueError):
