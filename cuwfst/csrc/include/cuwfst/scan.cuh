@@ -683,6 +683,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   float max_lp = 0.f;
   const float* row32 = nullptr;
   const uint16_t* row16 = nullptr;
+  bool have_row = false;  // this CTA read the row (a non-empty chunk of a real step)
   if (!idle) {
     const int32_t* state = ws.tok_state[cur] + q;
     const float* score = ws.tok_score[cur] + q;
@@ -697,13 +698,18 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       phase = (any_final || !p.allow_partial) ? kPhaseFinal : kPhaseRedirect;
     }
     // the row, its maxima and the trim over the lane's whole frontier (the same in every CTA
-    // of the lane; RowAndTrim)
+    // of the lane; RowAndTrim), in the chunks that have tokens: an empty chunk's CTA leaves at
+    // once, as it always did (a lane of up to 2,048 tokens has one chunk and scan_split - 1
+    // empty ones; making them read the row and walk the anchor put that latency, a wave of
+    // CTAs at a time, into every step). If one of them is the lane's last CTA it reads the
+    // row's maxima there, for the lane's counters.
     LaneTrim trim;
-    if (phase == kPhaseReal) {
+    if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
                         UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0),
                         &row32, &row16);
       max_lp = trim.lp_all;
+      have_row = true;
     }
     const bool trimmed = trim.low > -INFINITY;
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
@@ -842,6 +848,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         lc.total_arcs = 0;
       }
     } else {
+      if (phase == kPhaseReal && !have_row) {  // an empty chunk is the lane's last CTA (see above)
+        const LaneTrim r = RowAndTrim(g, ws, lane, t, p, false, 0ull, nullptr, nullptr, 0, 0.f, &row32, &row16);
+        max_lp = r.lp_all;
+      }
       float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
       if (fused && threadIdx.x < 32) {
         const unsigned long long key = *reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]);
