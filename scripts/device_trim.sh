@@ -3,9 +3,11 @@
 # "Trimmed slots") against the CPU and the untrimmed kernels, and their speed, same run.
 #   background: the full tier (HLG, TLG, sorted images) and its simulated set (~200 s)
 #   1. GPU tests TESTS (default: trim, variants, gpu, epsilon; TEST_CAP s)
-#   2. gpu_speed, full HLG, uniform 32 x 250: variants new untrimmed, profiled, 2 rows vs the CPU
-#   3. gpu_speed, full TLG, 64 simulated utterances, batch 32: new untrimmed, profiled
-#   4. STREAMS: benchmarks.streaming at N = STREAMS; CONT: benchmarks.continuous (32 lanes)
+#   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
+#      ScanKernel, one CTA a lane), profiled, 2 rows vs the CPU
+#   3. gpu_speed, full TLG, 64 simulated utterances, batch 32: VARIANTS, profiled
+#   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
+#      CONT: benchmarks.continuous (32 lanes)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
 set -uo pipefail
@@ -31,15 +33,15 @@ while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAI
 grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
 S=$C/sim/shard-00000.npz
 timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
-  --utts 32 --batch 32 --reps 5 --check 2 --profile --variants new untrimmed --json $OUT/speed.jsonl 2>&1 \
-  | grep -v "^{" | tail -9 | tee -a $L
-timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
-  --utts 64 --batch 32 --reps 3 --check 2 --profile --variants new untrimmed --json $OUT/speed.jsonl 2>&1 \
+  --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} --json $OUT/speed.jsonl 2>&1 \
   | grep -v "^{" | tail -11 | tee -a $L
+timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
+  --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${VARIANTS:-new untrimmed} --json $OUT/speed.jsonl 2>&1 \
+  | grep -v "^{" | tail -13 | tee -a $L
 echo "[$(since) s] speed" | tee -a $L
 if [ -n "${STREAMS:-}" ]; then  # streaming capacity at N = STREAMS, 16-frame chunks (default config)
   timeout -s INT $(left ${STREAM_END:-500}) python3 -m benchmarks.streaming --graph $C/HLG.img --log-probs $S --streams $STREAMS \
-    --ticks 30 --warmup-ticks 3 --check 8 --total-seconds ${STREAM_SECONDS:-50} --configs default \
+    --ticks 30 --warmup-ticks 3 --check 8 --total-seconds ${STREAM_SECONDS:-50} --configs ${STREAM_CONFIGS:-default} \
     --json $OUT/streams.jsonl --md $OUT/streams.md 2>&1 | grep -E "^\| |Error" | tee -a $L
 fi
 if [ -n "${CONT:-}" ]; then  # the dataset path, 32 lanes, stored order
