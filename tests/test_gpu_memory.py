@@ -445,6 +445,31 @@ def _ask_peaks(rows, rule, inst):
     return {k: int(v.max()) for k, v in tot.items()}
 
 
+def _pooled_bound_case(where):
+    """The pooled-bound tests' batch: a graph of 50k states and 200 labels with 1-32 arcs a state,
+    6 rows of peaky posteriors, search_beam 6, max_active 300 (a step admits about a third of its
+    arcs); the CPU's rows; an untrimmed lazy decoder (the CPU's replay, _cpu_step_sizes, counts
+    the full slot space; _trimmed_high_water checks the trimmed one against it) that decoded the
+    batch, its rows equal to the CPU's with their search statistics. Returns (graph, opts, lp,
+    lens, cpu rows, gpu rows, decoder, the pools' high water, the CPU's per-step sizes)."""
+    rng = np.random.default_rng(7300)
+    V = 200
+    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
+    B, T = 6, 24
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
+    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=False)
+    gpu = dec.decode(lp, lens)
+    assert_same_hypotheses(graph, lp, cpu, gpu, where)
+    for b, (c, g) in enumerate(zip(cpu, gpu)):
+        assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{where} row {b}"
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    assert lanes["pooled"], lanes
+    return graph, opts, lp, lens, cpu, gpu, dec, lanes["high_water_entries"], _cpu_step_sizes(graph, opts, lp, lens)
+
+
 def _trimmed_high_water(graph, opts, lp, lens, cpu, untrimmed_high, used, where):
     """The same batch with the trimmed slots (the default; scan.cuh TrimDegrees): rows equal to
     the CPU's, and each pool's high water between what the steps used and the untrimmed
@@ -477,26 +502,9 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, handout
     monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
     monkeypatch.setenv("CUWFST_POOL_HINTS", hints)
     monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)
-    rng = np.random.default_rng(7300)
-    V = 200
-    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
-    B, T = 6, 24
-    lp = random_log_probs(rng, B, T, V, peaky=True)
-    lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
-    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
-    cpu = Decoder(graph, opts).decode(lp, lens)
-    # untrimmed: the CPU's replay below counts the full slot space (the trim, scan.cuh, only
-    # shrinks a step's slots; _trimmed_high_water checks that against this decoder's)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=False)
+    graph, opts, lp, lens, cpu, gpu, dec, high, rows = _pooled_bound_case(f"pooled, {kernels}, {handout}")
     inst = dec._gpu.main
-    gpu = dec.decode(lp, lens)
-    assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled, {kernels}, {handout}")
-    for b, (c, g) in enumerate(zip(cpu, gpu)):
-        assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{kernels} row {b}"
-    lanes = dec.memory_stats()["pools"]["lanes"]
-    assert lanes["pooled"], lanes
-    high = lanes["high_water_entries"]
-    rows = _cpu_step_sizes(graph, opts, lp, lens)
+    B = len(lens)
     slots, admit, used = (_ask_peaks(rows, r, inst) for r in ("slots", "admit", "used"))
     assert all(2 * admit[k] <= slots[k] for k in ("tokens", "claims")), (slots, admit)  # the case is meaningful
     _trimmed_high_water(graph, opts, lp, lens, cpu, high, used, f"pooled, {kernels}, {handout}")
@@ -529,26 +537,8 @@ def test_pooled_regions_by_the_bins_bound(kernels, handout, monkeypatch):
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
     monkeypatch.setenv("CUWFST_POOL_BOUND", "bins")
     monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)
-    rng = np.random.default_rng(7300)
-    V = 200
-    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
-    B, T = 6, 24
-    lp = random_log_probs(rng, B, T, V, peaky=True)
-    lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
-    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
-    cpu = Decoder(graph, opts).decode(lp, lens)
-    # untrimmed: the CPU's replay of the bins counts the full slot space (_trimmed_high_water
-    # checks the trimmed decoder against it)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=False)
+    graph, opts, lp, lens, cpu, gpu, dec, high, rows = _pooled_bound_case(f"pooled by bins, {kernels}")
     inst = dec._gpu.main
-    gpu = dec.decode(lp, lens)
-    assert_same_hypotheses(graph, lp, cpu, gpu, f"pooled by bins, {kernels}")
-    for b, (c, g) in enumerate(zip(cpu, gpu)):
-        assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{kernels} row {b}"
-    lanes = dec.memory_stats()["pools"]["lanes"]
-    assert lanes["pooled"], lanes
-    high = lanes["high_water_entries"]
-    rows = _cpu_step_sizes(graph, opts, lp, lens)
     assert all(np.all(r[:, 7] >= r[:, 3]) and np.all(r[:, 7] <= r[:, 1]) for r in rows)  # admitted <= bins <= slots
     slots, bins, used = (_ask_peaks(rows, r, inst) for r in ("slots", "bins", "used"))
     _trimmed_high_water(graph, opts, lp, lens, cpu, high, used, f"pooled by bins, {kernels}")
