@@ -264,6 +264,45 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
     if (search[k]) deg[k] = lo[k] - b[k];
 }
 
+// A thread's tokens [first, first + kScanItems) below `end` on a step of `phase`, for both
+// scans: each token's first arc and upper bound written (begin, ub), deg[k] its slots (the
+// prefix TrimDegrees keeps under `trim` when `trimmed`, else every arc of the phase), the fused_max best key
+// (kFused: the best-scoring token with arcs), and with `hist` the bins bound's histogram of
+// the slots (pool_bins).
+template <bool kFused>
+__device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* state, const float* score,
+                                           int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
+                                           bool trimmed, const LaneTrim& trim, int32_t* hist, float bin_ref,
+                                           unsigned long long& best, int64_t (&deg)[kScanItems]) {
+  int32_t tb[kScanItems];
+  float tsc[kScanItems], tmw[kScanItems], tu[kScanItems];
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k) {
+    const int32_t i = first + k;
+    deg[k] = 0;
+    tb[k] = 0;
+    tsc[k] = tmw[k] = tu[k] = 0.f;
+    if (i < end) {
+      const int32_t s = state[i];
+      int32_t b, e;
+      PhaseArcs(ArcsOf(g, s), phase, &b, &e);
+      begin[i] = b;
+      tb[k] = b;
+      tsc[k] = score[i];
+      tmw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
+      deg[k] = e - b;
+      tu[k] = phase == kPhaseReal ? tsc[k] + tmw[k] : INFINITY;
+      ub[i] = tu[k];
+      if (kFused && e > b) best = MaxKey(best, BestTokenKey(tsc[k], i));
+    }
+  }
+  if (trimmed) TrimDegrees(g, trim, tsc, tmw, tb, deg);
+  if (hist)
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k)
+      if (deg[k] > 0) atomicAdd(&hist[PoolBinOf(tu[k], bin_ref)], static_cast<int32_t>(deg[k]));
+}
+
 // A real step's row, its maxima (the bounds' acoustic ingredient: the walkers' skip and the
 // trim's) and, with `want_trim`, the lane's trim, by the whole CTA with one barrier (every CTA
 // of a lane computes the same, bit for bit). The anchor (want_trim): the token FinalizeKernel
@@ -504,33 +543,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   for (int32_t base = 0; base < n; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kScanItems;
     int64_t deg[kScanItems];
-    int32_t tb[kScanItems];
-    float tsc[kScanItems], tmw[kScanItems], tu[kScanItems];
-#pragma unroll
-    for (int k = 0; k < kScanItems; ++k) {
-      const int32_t i = first + k;
-      deg[k] = 0;
-      tb[k] = 0;
-      tsc[k] = tmw[k] = tu[k] = 0.f;
-      if (i < n) {
-        const int32_t s = state[i];
-        int32_t b, e;
-        PhaseArcs(ArcsOf(g, s), phase, &b, &e);
-        begin[i] = b;
-        tb[k] = b;
-        tsc[k] = score[i];
-        tmw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
-        deg[k] = e - b;
-        tu[k] = phase == kPhaseReal ? tsc[k] + tmw[k] : INFINITY;
-        ub[i] = tu[k];
-        if (fused && e > b) best = MaxKey(best, BestTokenKey(tsc[k], i));
-      }
-    }
-    if (trimmed) TrimDegrees(g, trim, tsc, tmw, tb, deg);
-    if (bins)
-#pragma unroll
-      for (int k = 0; k < kScanItems; ++k)
-        if (deg[k] > 0) atomicAdd(&hist[PoolBinOf(tu[k], bin_ref)], static_cast<int32_t>(deg[k]));
+    TokenSlots<fused>(g, state, score, begin, ub, first, n, phase, trimmed, trim, bins ? hist : nullptr, bin_ref, best,
+                      deg);
     int64_t excl[kScanItems], total;
     BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
 #pragma unroll
@@ -717,33 +731,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       unsigned long long best = 0ull;  // fused_max: the best of these tokens with arcs
-      int32_t tb[kScanItems];
-      float tsc[kScanItems], tmw[kScanItems], tu[kScanItems];
-#pragma unroll
-      for (int k = 0; k < kScanItems; ++k) {
-        const int32_t i = first + k;
-        deg[k] = 0;
-        tb[k] = 0;
-        tsc[k] = tmw[k] = tu[k] = 0.f;
-        if (i < hi) {
-          const int32_t s = state[i];
-          int32_t b, e;
-          PhaseArcs(ArcsOf(g, s), phase, &b, &e);
-          begin[i] = b;
-          tb[k] = b;
-          tsc[k] = score[i];
-          tmw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
-          deg[k] = e - b;
-          tu[k] = phase == kPhaseReal ? tsc[k] + tmw[k] : INFINITY;
-          ub[i] = tu[k];
-          if (fused && e > b) best = MaxKey(best, BestTokenKey(tsc[k], i));
-        }
-      }
-      if (trimmed) TrimDegrees(g, trim, tsc, tmw, tb, deg);
-      if (bins)
-#pragma unroll
-        for (int k = 0; k < kScanItems; ++k)
-          if (deg[k] > 0) atomicAdd(&hist[PoolBinOf(tu[k], bin_ref)], static_cast<int32_t>(deg[k]));
+      TokenSlots<fused>(g, state, score, begin, ub, first, hi, phase, trimmed, trim, bins ? hist : nullptr, bin_ref,
+                        best, deg);
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));
