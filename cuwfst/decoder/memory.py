@@ -86,6 +86,14 @@ def lane_pool_mode(memory: str) -> int:
     return LANE_POOL[v]
 
 
+def _env_choice(name: str, choices, default: str) -> str:
+    """$name, one of `choices` (unset or empty: `default`); anything else is a ValueError."""
+    v = os.environ.get(name) or default
+    if v not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
+    return v
+
+
 POOL_BOUNDS = ("admit", "slots", "bins")  # the native pool_bound, in its order (types.cuh kPoolBound*)
 
 
@@ -96,10 +104,7 @@ def pool_bound_mode() -> str:
     same-run A/B) or "bins" (the slots of the tokens whose upper bound can pass the exact
     cutoff, to a 0.25 bin: the scans bin the tokens, MaxKernel reads no arc for it;
     cuwfst/csrc/include/cuwfst/pool_bins.h). Under fused_max (no MaxKernel) always the slots."""
-    v = os.environ.get("CUWFST_POOL_BOUND") or "admit"
-    if v not in POOL_BOUNDS:
-        raise ValueError(f"CUWFST_POOL_BOUND must be one of {', '.join(map(repr, POOL_BOUNDS))}, got {v!r}")
-    return v
+    return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "admit")
 
 
 POOL_HINTS = ("adaptive", "fixed")
@@ -110,10 +115,7 @@ def pool_hints_mode() -> str:
     coarser where a frontier's region is small, so they cover 512 slots a token; types.cuh
     HintShiftOf) or "fixed" (every 32nd slot, as the static layout and 2f568a0: steps with more
     than 128 slots a region token fall back to binary searches)."""
-    v = os.environ.get("CUWFST_POOL_HINTS") or "adaptive"
-    if v not in POOL_HINTS:
-        raise ValueError(f"CUWFST_POOL_HINTS must be one of {', '.join(map(repr, POOL_HINTS))}, got {v!r}")
-    return v
+    return _env_choice("CUWFST_POOL_HINTS", POOL_HINTS, "adaptive")
 
 
 POOL_HANDOUTS = ("lastblock", "kernel")  # the native pool_handout, in its order
@@ -126,10 +128,7 @@ def pool_handout_mode() -> str:
     after every block's counter increment and fence) or "kernel" (PoolHandOutKernel, one warp
     launched right after MaxKernel; profiled as "handout"). Results are identical either way:
     the same hand-out from the same counts, only where it runs changes."""
-    v = os.environ.get("CUWFST_POOL_HANDOUT") or "lastblock"
-    if v not in POOL_HANDOUTS:
-        raise ValueError(f"CUWFST_POOL_HANDOUT must be one of {', '.join(map(repr, POOL_HANDOUTS))}, got {v!r}")
-    return v
+    return _env_choice("CUWFST_POOL_HANDOUT", POOL_HANDOUTS, "lastblock")
 
 
 ARENA_AHEAD = ("on", "off")
@@ -143,10 +142,7 @@ def arena_ahead_mode() -> str:
     asked) or "off" (each advance grows the log to its estimate before its launch, the rule at
     c0be1f0; for same-run A/B: benchmarks/streaming.py --arena-ahead on off). Results are
     identical either way; an eager log never grows ahead (a growth moves it)."""
-    v = os.environ.get("CUWFST_ARENA_AHEAD") or "on"
-    if v not in ARENA_AHEAD:
-        raise ValueError(f"CUWFST_ARENA_AHEAD must be one of {', '.join(map(repr, ARENA_AHEAD))}, got {v!r}")
-    return v
+    return _env_choice("CUWFST_ARENA_AHEAD", ARENA_AHEAD, "on")
 
 
 def resolve_memory(memory: str | None) -> str:
