@@ -2,13 +2,15 @@
 # GPU machine, one call on a fresh machine (~9 minutes): the trimmed slots (docs/design.md
 # "Trimmed slots") against the CPU and the untrimmed kernels, and their speed, same run.
 #   background: the full tier (HLG, TLG, sorted images) and its simulated set (~200 s)
-#   1. GPU tests TESTS (default: trim, variants, gpu, epsilon; TEST_CAP s)
-#   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
+#   1. GPU tests TESTS (default: trim, variants, gpu, epsilon; TEST_CAP s), -k TESTS_K if set;
+#      EPS_KERNELS: then tests/test_gpu_epsilon.py with CUWFST_KERNELS=EPS_KERNELS (EPS_CAP s)
+#   2. (unless HLG=0) gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
 #      ScanKernel, one CTA a lane), profiled, 2 rows vs the CPU
 #   3. gpu_speed, full TLG, 64 simulated utterances, batch 32: VARIANTS, profiled
 #   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
 #      CONT: benchmarks.continuous (32 lanes)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
+#   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
@@ -25,14 +27,19 @@ else echo FULL-DONE > /tmp/full.log; fi
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
 python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
 TESTS=${TESTS:-tests/test_gpu_trim.py tests/test_gpu_variants.py tests/test_gpu.py tests/test_gpu_epsilon.py}
-timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS -s -rf --maxfail=20 > $OUT/tests.log 2>&1
+timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS ${TESTS_K:+-k "$TESTS_K"} -s -rf \
+  --maxfail=20 > $OUT/tests.log 2>&1
+if [ -n "${EPS_KERNELS:-}" ]; then
+  CUWFST_KERNELS=$EPS_KERNELS timeout -s INT ${EPS_CAP:-120} python3 -m pytest -q -p no:cacheprovider -m gpu \
+    tests/test_gpu_epsilon.py -s -rf --maxfail=20 >> $OUT/tests.log 2>&1
+fi
 grep -E "passed|failed|GPU vs CPU|trimmed slots|rows compared|variants" $OUT/tests.log | tail -8 | tee -a $L
 grep -E "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
 while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAIT:-300} ]; do sleep 2; done
 grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
 S=$C/sim/shard-00000.npz
-timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
+[ "${HLG:-1}" = 0 ] || timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
   --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} --json $OUT/speed.jsonl 2>&1 \
   | grep -v "^{" | tail -11 | tee -a $L
 timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
@@ -52,5 +59,10 @@ fi
 if [ -n "${PEERS:-}" ]; then
   timeout -s INT $(left ${PEERS_END:-580}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \
     --decoders $PEERS --json $OUT/peers.jsonl --md $OUT/peers.md 2>&1 | grep -E "^\[peers\]" | tail -8 | tee -a $L
+fi
+if [ -n "${MEMORY:-}" ]; then
+  timeout -s INT $(left ${MEM_END:-590}) python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $S --riva-dir $C \
+    --batch 32 256 --reps 5 --check 8 --skip long --modes ${MEM_MODES:-pooled lazy eager} --json $OUT/memory.jsonl \
+    --md $OUT/memory.md 2>&1 | grep -v "^{" | tail -24 | tee -a $L
 fi
 echo "[$(since) s] done" | tee -a $L
