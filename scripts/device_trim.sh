@@ -6,9 +6,10 @@
 #      EPS_KERNELS: then tests/test_gpu_epsilon.py with CUWFST_KERNELS=EPS_KERNELS (EPS_CAP s)
 #   2. (unless HLG=0) gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
 #      ScanKernel, one CTA a lane), profiled, 2 rows vs the CPU
-#   3. gpu_speed, full TLG, 64 simulated utterances, batch 32: VARIANTS, profiled
+#   3. (unless TLG=0) gpu_speed, full TLG, 64 simulated utterances, batch 32: TLG_VARIANTS (default
+#      VARIANTS), profiled; once per EPS_ITERS value (eps_iterations) if set
 #   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
-#      CONT: benchmarks.continuous (32 lanes)
+#      CONT: benchmarks.continuous (32 lanes), once per SEGMENTS value (default 32)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 #   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
@@ -42,20 +43,24 @@ S=$C/sim/shard-00000.npz
 [ "${HLG:-1}" = 0 ] || timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
   --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} --json $OUT/speed.jsonl 2>&1 \
   | grep -v "^{" | tail -11 | tee -a $L
-timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
-  --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${VARIANTS:-new untrimmed} --json $OUT/speed.jsonl 2>&1 \
-  | grep -v "^{" | tail -13 | tee -a $L
+for it in ${EPS_ITERS:-default}; do  # TLG=0 skips; EPS_ITERS: eps_iterations values, one run each
+  [ "${TLG:-1}" = 0 ] && break
+  timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
+    --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${TLG_VARIANTS:-${VARIANTS:-new untrimmed}} \
+    $([ "$it" = default ] || echo --eps-iterations $it) --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -13 | tee -a $L
+done
 echo "[$(since) s] speed" | tee -a $L
 if [ -n "${STREAMS:-}" ]; then  # streaming capacity at N = STREAMS, 16-frame chunks (default config)
   timeout -s INT $(left ${STREAM_END:-500}) python3 -m benchmarks.streaming --graph $C/HLG.img --log-probs $S --streams $STREAMS \
     --ticks 30 --warmup-ticks 3 --check 8 --total-seconds ${STREAM_SECONDS:-50} --configs ${STREAM_CONFIGS:-default} \
     --json $OUT/streams.jsonl --md $OUT/streams.md 2>&1 | grep -E "^\| |Error" | tee -a $L
 fi
-if [ -n "${CONT:-}" ]; then  # the dataset path, 32 lanes, stored order
+for seg in ${SEGMENTS:-32}; do  # CONT: the dataset path, 32 lanes, stored order; SEGMENTS: segment lengths
+  [ -n "${CONT:-}" ] || break
   timeout -s INT $(left ${CONT_END:-540}) python3 -m benchmarks.continuous --graph $C/HLG.img --log-probs $S --lanes 32 --reps 3 \
-    --baseline stored --modes padded continuous decode_all --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 \
-    | grep -v "^{" | tail -8 | tee -a $L
-fi
+    --baseline stored --modes ${CONT_MODES:-padded continuous decode_all} --segment $seg --check 4 \
+    --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 | grep -v "^{" | tail -8 | tee -a $L
+done
 if [ -n "${PEERS:-}" ]; then
   timeout -s INT $(left ${PEERS_END:-580}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \
     --decoders $PEERS --json $OUT/peers.jsonl --md $OUT/peers.md 2>&1 | grep -E "^\[peers\]" | tail -8 | tee -a $L
