@@ -207,7 +207,7 @@ def main():
             print(json.dumps(row))
             first_hyps.setdefault(v, hs)
             table.append(row)
-        if a.profile and B == max(a.batch) and wb == a.walk_blocks[0]:
+        if a.profile and B == max(a.batch):  # (every walker grid: --walk-blocks A/Bs want each split)
             for v, dec in decs.items():
                 inst = dec._gpu.main
                 before = inst.profile(True)
@@ -215,16 +215,18 @@ def main():
                 after = inst.profile(False)
                 ms = {k: (after[k] - before[k]) / nb for k in after}
                 tot = max(sum(ms.values()), 1e-9)
-                print(f"[{v}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
+                tag = v if len(a.walk_blocks) == 1 else f"{v} walk_blocks={wb}"
+                print(f"[{tag}] kernel ms per batch of {B} (launch by launch, CUDA events): " +
                       ", ".join(f"{k} {x:.2f} ({100 * x / tot:.0f}%)" for k, x in ms.items() if x > 0) + f"; sum {tot:.2f}")
                 prof = dict(config=v, variant=configs[v][0], blank_skip=configs[v][1],
-                            memory=dec.memory_stats()["memory"], profile_batch=B, profile_ms=ms, profile_sum_ms=tot,
+                            memory=dec.memory_stats()["memory"], walk_blocks=wb, profile_batch=B, profile_ms=ms,
+                            profile_sum_ms=tot,
                             us_per_step={k: x / steps_per_batch[v] * 1000 for k, x in ms.items() if x > 0})
                 if g.has_epsilon:
                     closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
                     prof.update(emit_us_per_step=(tot - closure) / steps_per_batch[v] * 1000,
                                 closure_us_per_step=closure / steps_per_batch[v] * 1000)
-                    print(f"[{v}] per step (mean {steps_per_batch[v]:.0f} steps per batch): emitting "
+                    print(f"[{tag}] per step (mean {steps_per_batch[v]:.0f} steps per batch): emitting "
                           f"{prof['emit_us_per_step']:.1f} us, closure passes {prof['closure_us_per_step']:.1f} us "
                           f"({100 * closure / tot:.0f}% of kernel time)")
                 results.append(prof)

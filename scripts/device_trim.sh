@@ -6,6 +6,7 @@
 #      EPS_KERNELS: then tests/test_gpu_epsilon.py with CUWFST_KERNELS=EPS_KERNELS (EPS_CAP s)
 #   2. (unless HLG=0) gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
 #      ScanKernel, one CTA a lane), profiled, 2 rows vs the CPU
+#      WALK_BLOCKS: grids of the walker kernels timed in turn (gpu_speed --walk-blocks), HLG and TLG
 #   3. (unless TLG=0) gpu_speed, full TLG, 64 simulated utterances, batch 32: TLG_VARIANTS (default
 #      VARIANTS), profiled; once per EPS_ITERS value (eps_iterations) if set
 #   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
@@ -41,13 +42,13 @@ while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAI
 grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
 S=$C/sim/shard-00000.npz
 [ "${HLG:-1}" = 0 ] || timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
-  --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} --json $OUT/speed.jsonl 2>&1 \
-  | grep -v "^{" | tail -11 | tee -a $L
+  --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} ${WALK_BLOCKS:+--walk-blocks $WALK_BLOCKS} --json $OUT/speed.jsonl 2>&1 \
+  | grep -v "^{" | tail -22 | tee -a $L
 for it in ${EPS_ITERS:-default}; do  # TLG=0 skips; EPS_ITERS: eps_iterations values, one run each
   [ "${TLG:-1}" = 0 ] && break
   timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
-    --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${TLG_VARIANTS:-${VARIANTS:-new untrimmed}} \
-    $([ "$it" = default ] || echo --eps-iterations $it) --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -13 | tee -a $L
+    --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${TLG_VARIANTS:-${VARIANTS:-new untrimmed}} ${WALK_BLOCKS:+--walk-blocks $WALK_BLOCKS} \
+    $([ "$it" = default ] || echo --eps-iterations $it) --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -26 | tee -a $L
 done
 echo "[$(since) s] speed" | tee -a $L
 if [ -n "${STREAMS:-}" ]; then  # streaming capacity at N = STREAMS, 16-frame chunks (default config)
