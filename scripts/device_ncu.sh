@@ -8,23 +8,13 @@
 #      WarpStateStats, Occupancy, LaunchStats, MemoryWorkloadAnalysis; CSV (--page raw) and details
 #   3. GRAPH2 (default TLG.img) the same, closure kernels included
 # $OUT: ncu.log, hlg.csv, hlg.txt, tlg.csv, tlg.txt
-set -uo pipefail
-T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/ncu.log
-if [ ! -f $C/sim/shard-00000.npz ]; then
-( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
-  --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
-  --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
-else echo FULL-DONE > /tmp/full.log; fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $(cat .device/COMMIT)"; } | tee $L
-python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | tee -a $L
+. scripts/device_common.sh
+device_setup ncu.log
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 echo "ncu: ${NCU:-none}" | tee -a $L
 [ -n "$NCU" ] || { echo "no ncu on this machine" | tee -a $L; exit 0; }
 "$NCU" --version 2>&1 | tail -1 | tee -a $L
-while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAIT:-300} ]; do sleep 2; done
+wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
 KERNELS=${KERNELS:-"regex:ScanSplitKernel|MaxKernel|ExpandKernel|FinalizeKernel|EpsList|ClearClaims"}
 SECTIONS="--section SpeedOfLight --section WarpStateStats --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis"

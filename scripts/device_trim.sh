@@ -14,20 +14,8 @@
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 #   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
-set -uo pipefail
-T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
-left() { local l=$(( $1 - $(since) )); echo $(( l > 10 ? l : 10 )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
-export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/trim.log
-if [ ! -f $C/sim/shard-00000.npz ]; then
-( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
-  --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
-  --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
-else echo FULL-DONE > /tmp/full.log; fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
-python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
+. scripts/device_common.sh
+device_setup trim.log
 TESTS=${TESTS:-tests/test_gpu_trim.py tests/test_gpu_variants.py tests/test_gpu.py tests/test_gpu_epsilon.py}
 # TESTS=none: no tests (a 1-second TEST_CAP does not stop pytest reliably: SIGINT during its imports)
 [ "$TESTS" = none ] || timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS \
@@ -36,11 +24,10 @@ if [ -n "${EPS_KERNELS:-}" ]; then
   CUWFST_KERNELS=$EPS_KERNELS timeout -s INT ${EPS_CAP:-120} python3 -m pytest -q -p no:cacheprovider -m gpu \
     tests/test_gpu_epsilon.py -s -rf --maxfail=20 >> $OUT/tests.log 2>&1
 fi
-grep -E "passed|failed|GPU vs CPU|trimmed slots|rows compared|variants" $OUT/tests.log | tail -8 | tee -a $L
-grep -E "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
+grep -sE "passed|failed|GPU vs CPU|trimmed slots|rows compared|variants" $OUT/tests.log | tail -8 | tee -a $L
+grep -sE "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
-while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAIT:-300} ]; do sleep 2; done
-grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
+wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
 [ "${HLG:-1}" = 0 ] || timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
   --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} ${WALK_BLOCKS:+--walk-blocks $WALK_BLOCKS} --json $OUT/speed.jsonl 2>&1 \

@@ -1,0 +1,29 @@
+# Sourced by the device scripts (scripts/device_*.sh) after their header: the shell options,
+# the clock, the carried wheels and environment, $OUT and the full tier.
+#   since: seconds since the script started; left END: seconds until END (at least 10)
+#   device_setup LOG: wheels from .device/wheels into /tmp/site (exit 1 when they do not install),
+#     PYTHONPATH/PATH/CUWFST_CACHE_DIR/CUWFST_COMMIT, $OUT, C=/tmp/corpus-full, L=$OUT/LOG;
+#     starts the full tier's build in the background unless C holds it already (the machine
+#     sometimes keeps /tmp between calls); writes the GPU and the commit to L; builds the module
+#   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
+set -uo pipefail
+T0=$(date +%s)
+since() { echo $(( $(date +%s) - T0 )); }
+left() { local l=$(( $1 - $(since) )); echo $(( l > 10 ? l : 10 )); }
+device_setup() {
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
+  export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
+  export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
+  OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/$1
+  if [ ! -f $C/sim/shard-00000.npz ]; then
+    ( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
+      --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
+      --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
+  else echo FULL-DONE > /tmp/full.log; fi
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
+  python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
+}
+wait_full() {
+  while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done
+  grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
+}
