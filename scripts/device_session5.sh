@@ -11,27 +11,14 @@
 #   5. with PEERS (e.g. "cuwfst-gpu-lattice riva cuwfst-gpu"): benchmarks.peers.run at batch 32
 # Carry .device (wheels: tvm_ffi, kaldifst, ...; data: the ARPA) and .cache. $OUT: s5.log,
 # tests.log, lattice_speed.jsonl, lattice_long.jsonl, streams.jsonl, streams.md, continuous.jsonl.
-set -uo pipefail
-T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
-left() { local l=$(( $1 - $(since) )); echo $(( l > 10 ? l : 10 )); }
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
-export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
-export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/s5.log
-if [ ! -f $C/sim/shard-00000.npz ]; then
-( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
-  --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
-  --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
-else echo FULL-DONE > /tmp/full.log; fi
-{ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
-python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
+. scripts/device_common.sh
+device_setup s5.log
 TESTS=${TESTS:-tests/test_gpu_lattice.py tests/test_gpu_lanes.py tests/test_gpu_memory.py}
 timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS -s -rf --maxfail=20 > $OUT/tests.log 2>&1
 grep -E "passed|failed|GPU vs CPU|lanes:|rows compared|GPU lattices|goldens" $OUT/tests.log | tail -8 | tee -a $L
 grep -E "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
-while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${FULL_WAIT:-300} ]; do sleep 2; done
-grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
+wait_full ${FULL_WAIT:-300}
 G=$C/HLG.img; S=$C/sim/shard-00000.npz
 timeout -s INT $(left ${LAT_END:-330}) python3 -m benchmarks.lattice_speed --graph $G --log-probs $S --utts 64 --batch 32 \
   --reps 2 --cpu-utts 0 --check 8 --profile --no-replay --json $OUT/lattice_speed.jsonl 2>&1 | grep -v "^{" | tail -8 | tee -a $L
