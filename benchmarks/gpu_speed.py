@@ -223,7 +223,7 @@ def main():
                             profile_sum_ms=tot,
                             us_per_step={k: x / steps_per_batch[v] * 1000 for k, x in ms.items() if x > 0})
                 if g.has_epsilon:
-                    closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims"))
+                    closure = sum(ms[k] for k in ("eps_scan", "eps_expand", "eps_resolve", "clear_claims", "eps_link"))
                     prof.update(emit_us_per_step=(tot - closure) / steps_per_batch[v] * 1000,
                                 closure_us_per_step=closure / steps_per_batch[v] * 1000)
                     print(f"[{tag}] per step (mean {steps_per_batch[v]:.0f} steps per batch): emitting "

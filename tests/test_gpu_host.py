@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest_data import TINY, demo_arrays
-from cuwfst import Decoder, Graph, cuda
+from cuwfst import Decoder, DecoderOptions, Graph, cuda
 from cuwfst.decoder import gpu
 from cuwfst.decoder.offline import REDIRECT_ARC_BIT
 
@@ -67,7 +67,7 @@ class FakeGpuModule:
         self.arena_ahead = rest[22]
         self.pool_handout = rest[23]
         # scan_split, closure_lists, finalize_split, fused_max, trim_arcs
-        self.kernels = (int(rest[14]), bool(rest[15]), int(rest[17]), rest[18], rest[24])
+        self.kernels = (int(rest[14]), int(rest[15]), int(rest[17]), rest[18], rest[24])
         return h
 
     def gpu_decoder_trim(self, h):
@@ -428,6 +428,13 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.setenv("CUWFST_KERNELS", "untrimmed")  # "new" without the trim
     Decoder(graph, device="cuda")
     assert fake_gpu.kernels == (0, True, 0, False, False)
+    monkeypatch.setenv("CUWFST_KERNELS", "chain")  # "new" with the closure by chains (the tiny TLG allows it)
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (0, 2, 0, False, True)
+    Decoder(graph, DecoderOptions(eps_iterations=graph.max_epsilon_chain - 1), device="cuda")
+    assert fake_gpu.kernels == (0, 1, 0, False, True)  # short of the longest chain: the lists
+    Decoder(graph, device="cuda", closure="scan")
+    assert fake_gpu.kernels == (0, 0, 0, False, True)
     with pytest.raises(ValueError, match="fused_max"):
         Decoder(graph, device="cuda", fused_max=1)
     with pytest.raises(ValueError, match="trim_arcs"):

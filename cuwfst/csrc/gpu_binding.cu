@@ -241,7 +241,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t main_q, int64_t claims_cap, int64_t hash_cap, int64_t arena_cap,
                          int64_t arena_max, bool use_cuda_graphs, int64_t walker, int64_t walk_blocks,
                          int64_t graph_cache_size, int64_t graph_max_steps, int64_t eps_iterations, bool lazy,
-                         int64_t lane_pool, int64_t scan_split, bool closure_lists, int64_t eps_blocks,
+                         int64_t lane_pool, int64_t scan_split, int64_t closure_lists, int64_t eps_blocks,
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
                          bool trim_arcs) {
@@ -294,7 +294,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.lane_pool = static_cast<int32_t>(lane_pool);
   if (scan_split < 0 || scan_split > 64) TVM_FFI_THROW(ValueError) << "scan_split must be in [0, 64] (0: auto)";
   c.scan_split = static_cast<int32_t>(scan_split);
-  c.closure_lists = closure_lists ? 1 : 0;
+  if (closure_lists < 0 || closure_lists > cuwfst::kClosureChain)
+    TVM_FFI_THROW(ValueError) << "closure must be 0 (scan), 1 (lists) or 2 (chain)";
+  c.closure_lists = static_cast<int32_t>(closure_lists);
   if (eps_blocks < 0 || eps_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "eps_blocks out of range";
   c.eps_blocks = static_cast<int32_t>(eps_blocks);
   if (finalize_split < 0 || finalize_split > 64)

@@ -191,6 +191,12 @@ void GpuDecoder::Allocate() {
   // lane_off[kEpsListMaxLanes + 1]; kMaxLanes is larger): past either, closure = scan.
   const int64_t stride = std::max<int32_t>(graph_->max_eps_degree, 1);
   if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX || L > kEpsListMaxLanes) cfg_.closure_lists = 0;
+  // closure = chain follows one epsilon arc a state and encodes entry j's hop k as payload slot
+  // j * eps_iterations + k below kBaselineSlot; otherwise the lists (the host checks the rest:
+  // acyclic epsilon arcs, eps_iterations >= the longest chain)
+  if (cfg_.closure_lists == kClosureChain &&
+      (graph_->max_eps_degree > 1 || (Q + 1) * cfg_.eps_iterations >= static_cast<int64_t>(kBaselineSlot)))
+    cfg_.closure_lists = 1;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
   if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
@@ -689,7 +695,11 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   // The claims stay for the lattice walk after a real step's closure; LatStepEndKernel
   // clears them (and counts closure_added) in place of ClearClaimsKernel.
   const bool clear = !(w.lattice && closes_step);
-  if (cfg_.closure_lists) {
+  if (cfg_.closure_lists == kClosureChain && !w.lattice) {  // (a lattice decode records every pass)
+    Timed(9, [&] { EpsChainExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
+    Timed(10, [&] { EpsChainResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ews); });
+    Timed(15, [&] { EpsChainLinkKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ews); });
+  } else if (cfg_.closure_lists) {
     for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
       Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews, pass); });
       Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ews, pass); });

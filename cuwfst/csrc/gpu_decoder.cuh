@@ -94,7 +94,10 @@ struct DecoderConfig {
   // ScanSplitKernel; 0: auto, AutoScanSplit(max_lanes)).
   int32_t scan_split = 0;
   // closure_lists: 1 = the closure passes read lists that Finalize and Resolve write
-  // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens.
+  // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens;
+  // kClosureChain (2) = the passes' fixpoint by chains (epsilon.cuh; one epsilon arc a state,
+  // else 1; the host asks for it only where eps_iterations covers the longest chain; lattice
+  // decodes run the lists).
   // Falls back to 0 where entry x max_eps_degree slots would not fit the payload's 31 bits,
   // and above kEpsListMaxLanes (1,024) lanes (EpsListExpandKernel's shared lane scan).
   int32_t closure_lists = 1;
@@ -127,7 +130,7 @@ inline int32_t AutoScanSplit(int32_t max_lanes) {
 }
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.
-constexpr int kProfileKinds = 15;
+constexpr int kProfileKinds = 16;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {

@@ -136,7 +136,10 @@ def live_uploads() -> int:
 # switches exist so that one process can time them side by side. "new" is the default;
 # CUWFST_KERNELS=old (read when a decoder is built) makes "old" the default instead.
 # scan_split: CTAs per lane of the step's scan (0 auto, 1 the one-CTA ScanKernel); closure:
-# "lists" (Finalize and Resolve list the next pass's tokens) or "scan" (EpsScan every pass);
+# "lists" (Finalize and Resolve list the next pass's tokens) or "scan" (EpsScan every pass), or
+# "chain" (the passes' fixpoint in three launches by following each listed token's epsilon
+# chain, epsilon.cuh; where a state has at most one epsilon arc, the epsilon arcs are acyclic
+# and eps_iterations covers the longest chain, else "lists"; lattice decodes run "lists");
 # finalize_split: CTAs per lane of Finalize / Resolve / ClearClaims (0 auto, 8 the old grid);
 # fused_max: True = no MaxKernel, FusedExpandKernel admits against a lower bound of the step's
 # max and finds the exact max as it goes (issue 11; off by default until a device A/B proves it).
@@ -151,7 +154,17 @@ KERNEL_VARIANTS = {
     "wide": dict(scan_split=1, closure="scan", finalize_split=0, fused_max=False, trim_arcs=False),
     "fused": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=True, trim_arcs=True),
     "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
+    "chain": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True),
 }
+CLOSURES = ("scan", "lists", "chain")  # the native closure modes (DecoderConfig::closure_lists)
+
+
+def chain_closure_ok(graph, eps_iterations: int) -> bool:
+    """closure="chain" gives the passes' result here: every state has at most one epsilon
+    arc, the epsilon arcs are acyclic and eps_iterations covers the longest chain."""
+    eps = graph.arrays.eps_count
+    chain = graph.max_epsilon_chain
+    return eps is not None and len(eps) > 0 and int(eps.max()) <= 1 and 0 <= chain <= eps_iterations
 
 
 def kernel_defaults() -> dict:
@@ -180,8 +193,8 @@ def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
     for name, v in (("scan_split", scan_split), ("finalize_split", finalize_split)):
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 64:
             raise ValueError(f"{name} must be an int in [0, 64] (0: auto), got {v!r}")
-    if closure not in ("lists", "scan"):
-        raise ValueError(f"closure must be 'lists' or 'scan', got {closure!r}")
+    if closure not in CLOSURES:
+        raise ValueError(f"closure must be one of {', '.join(map(repr, CLOSURES))}, got {closure!r}")
     return scan_split, closure, finalize_split, fused_max, trim_arcs
 
 
@@ -205,12 +218,14 @@ class GpuInstance:
         self._uploaded = uploaded  # keeps the graph's device arrays alive
         scan_split, closure, finalize_split, fused_max, trim_arcs = resolve_kernels(
             scan_split, closure, finalize_split, fused_max, trim_arcs)
+        if closure == "chain" and not chain_closure_ok(graph, eps_iterations):
+            closure = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory != "eager",
-            lane_pool_mode(memory), int(scan_split), closure == "lists", int(eps_blocks), int(finalize_split),
+            lane_pool_mode(memory), int(scan_split), CLOSURES.index(closure), int(eps_blocks), int(finalize_split),
             bool(fused_max), int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
             POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs))
@@ -235,7 +250,7 @@ class GpuInstance:
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
                      "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims", "lat_persist",
-                     "lat_step_end", "handout")
+                     "lat_step_end", "handout", "eps_link")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run

@@ -505,4 +505,250 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   }
 }
 
+// ---------------------------------------------------------------------------------------
+// closure = chain (kClosureChain): the passes' fixpoint in three launches, on graphs where
+// every state has at most one epsilon arc, the epsilon arcs are acyclic and eps_iterations is
+// at least the longest epsilon chain (the host checks all three; Decoder, gpu.py), outside
+// lattice decodes (whose stage records every pass's arcs, as the CPU's observer sees them).
+// Why the result is the passes': with eps_iterations >= the longest chain, the passes
+// (Bellman-Ford in Jacobi order, epsilon.cuh's top) end at each state's best score over the
+// epsilon paths out of the step's frontier whose every hop passes the cutoff (and, into a
+// token of the frontier, beats its score), and a state's winning path runs through its
+// predecessor's final winner: a path through a lower score of the predecessor ends at most
+// as high (fp32 addition is monotone), so it wins only an exact-score tie. Here each listed
+// token follows its chain (one epsilon arc a state) hop by hop, with the same fp32 sums
+// (end = previous end + weight, as a pass's snapshot + weight), offering every hop's end to
+// the hop's destination ({end : j * eps_iterations + hop}, one atomicMax, a tie keeps the
+// larger slot); it stops where the end fails the cutoff, where the destination is a
+// frontier token whose score the end does not beat (that token's own chain covers what
+// follows), where a better offer already holds the slot, or after eps_iterations hops.
+// EpsChainResolveKernel turns each touched slot into a token update (a winners-log entry,
+// the token in place or appended); EpsChainLinkKernel then points each new entry at its
+// predecessor's final winner (the origin token's, or the hop before's), which exists only
+// once every update of the closure is in. Differences from the passes: the winners log
+// holds no entries for improvements the fixpoint overrides, and which of two EQUAL ends
+// wins may differ (an exact-score tie, as between the other variants).
+
+// EpsChainExpandKernel — after a real step (or the start), grid = eps_blocks x kWalkThreads,
+// grid-stride over pass 0's list entries of every closure lane (EpsListExpandKernel's lane
+// scan). Reads: the lists (Finalize / LaneSetupKernel), the frontier, the step's cutoff,
+// epsilon arcs, the lane's hash (keys, hash_pos) and the frontier's scores (unchanged until
+// EpsChainResolveKernel). Writes: hash keys (new destinations appended to claims),
+// payloads, the touched list (eps_touched_n[0]); block 0 records eps_base and zeroes parity
+// 1's counters (kept as the passes leave them: nothing reads them).
+__global__ void __launch_bounds__(kWalkThreads)
+EpsChainExpandKernel(DeviceGraph g, Workspace ws) {
+  using BlockScan = cub::BlockScan<int64_t, kWalkThreads>;
+  constexpr int kLanesPerThread = kEpsListMaxLanes / kWalkThreads;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int64_t lane_off[kEpsListMaxLanes + 1];
+  const int32_t L = ws.max_lanes;
+  int64_t cnt[kLanesPerThread], excl[kLanesPerThread], total;
+#pragma unroll
+  for (int k = 0; k < kLanesPerThread; ++k) {
+    const int32_t l = threadIdx.x * kLanesPerThread + k;
+    cnt[k] = 0;
+    if (l < L) {
+      const LaneCounters& lc = ws.lanes[l];
+      if (InClosure(lc)) cnt[k] = min(lc.eps_list_n[0], lc.tok_cap[lc.buf]);
+    }
+  }
+  BlockScan(scan).ExclusiveSum(cnt, excl, total);
+#pragma unroll
+  for (int k = 0; k < kLanesPerThread; ++k) {
+    const int32_t l = threadIdx.x * kLanesPerThread + k;
+    if (l < L) lane_off[l] = excl[k];
+  }
+  if (threadIdx.x == 0) lane_off[L] = total;
+  __syncthreads();
+  if (blockIdx.x == 0) {
+    for (int32_t l = threadIdx.x; l < L; l += blockDim.x) {
+      LaneCounters& lc = ws.lanes[l];
+      lc.eps_list_n[1] = 0;
+      lc.eps_touched_n[1] = 0;
+      if (InClosure(lc)) lc.eps_base = min(lc.next_size, lc.tok_cap[lc.buf]);
+    }
+  }
+  const uint32_t hops = static_cast<uint32_t>(ws.eps_iterations);
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t lane = UpperBound(lane_off, L + 1, e) - 1;
+    const int32_t j = static_cast<int32_t>(e - lane_off[lane]);
+    const LaneCounters& lc = ws.lanes[lane];
+    const int32_t buf = lc.buf;
+    const int64_t q = lc.tok_off[buf];
+    const int32_t tok = ws.eps_tok[q + j];
+    const float* tok_score = ws.tok_score[buf] + q;
+    const int32_t* hash_pos = ws.hash_pos + lc.hash_off;
+    const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+    LaneTable table;
+    table.Load(ws, lc);
+    int32_t state = ws.tok_state[buf][q + tok];
+    float score = tok_score[tok];
+    for (uint32_t k = 0; k < hops; ++k) {
+      const StateArcs sa = ArcsOf(g, state);
+      if (sa.eps_count == 0) break;
+      const int32_t arc = sa.EpsBegin();
+      const float end = score + g.arc_weight[arc];  // the CPU's snap_score + weight, hop by hop
+      if (!(end > cutoff)) break;
+      const int32_t dest = g.arc_dest[arc];
+      const int32_t h = FindOrClaim(ws, lane, table, static_cast<uint32_t>(dest));
+      if (h < 0) break;
+      const int32_t pos = hash_pos[h];  // a token of the frontier the closure started from, or -1
+      if (pos >= 0 && !(end > tok_score[pos])) break;
+      const unsigned long long p = (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) |
+                                   (static_cast<uint32_t>(j) * hops + k);
+      const unsigned long long seen = *reinterpret_cast<volatile unsigned long long*>(&table.payload[h]);
+      if (seen < p) {
+        const unsigned long long old = atomicMax(&table.payload[h], p);
+        // The one raise off the baseline (or off an empty slot) registers the slot for Resolve.
+        if (old < p && (old == 0ull || static_cast<uint32_t>(old) == kBaselineSlot)) {
+          const int32_t c = atomicAdd(&ws.lanes[lane].eps_touched_n[0], 1);
+          if (c < table.claim_cap) ws.eps_touched[lc.claim_off + c] = h;
+          else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
+        }
+      } else if (static_cast<uint32_t>(seen) != kBaselineSlot &&
+                 OrderedU32ToFloat(static_cast<uint32_t>(seen >> 32)) > end) {
+        break;  // a better offer holds the slot: its chain goes on from there, higher
+      }
+      score = end;
+      state = dest;
+    }
+  }
+}
+
+// EpsChainResolveKernel — after EpsChainExpandKernel, grid (finalize_split, max_lanes) x
+// kFinalizeThreads; the CTAs of a lane share its touched list in contiguous chunks.
+// Reads: each touched slot's key, payload and hash_pos. Writes: the token (its new score and
+// a fresh winners-log entry, whose prev EpsChainLinkKernel writes; in place, or appended at
+// next_size), hash_pos of new tokens. The payload keeps {end : slot} for the link.
+__global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Workspace ws) {
+  using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int32_t new_base;
+  __shared__ long long arena_base;
+  const int32_t lane = blockIdx.y;
+  LaneCounters& lc = ws.lanes[lane];
+  if (!InClosure(lc)) return;
+  const int32_t num = min(lc.eps_touched_n[0], lc.claim_cap);
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
+  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  if (c_begin >= c_end) return;
+  const int32_t buf = lc.buf;
+  const long long arena_limit = *ws.arena_limit;
+  const int64_t q = lc.tok_off[buf];
+  const int32_t frontier_cap = lc.tok_cap[buf];
+  const int64_t hb = lc.hash_off;
+  int32_t* tok_state = ws.tok_state[buf] + q;
+  float* tok_score = ws.tok_score[buf] + q;
+  int32_t* tok_winner = ws.tok_winner[buf] + q;
+  const int32_t* touched = ws.eps_touched + lc.claim_off;
+  constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
+  for (int32_t base = c_begin; base < c_end; base += kPerRound) {
+    const int32_t first = base + threadIdx.x * kFinalizeItems;
+    int32_t h[kFinalizeItems], pos[kFinalizeItems], is_new[kFinalizeItems], has_pos[kFinalizeItems],
+        rank[kFinalizeItems], round_new, round_chg;
+    float end[kFinalizeItems];
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      const int32_t i = first + k;
+      h[k] = i < c_end ? touched[i] : -1;
+      is_new[k] = 0;
+      if (h[k] >= 0) {
+        end[k] = OrderedU32ToFloat(static_cast<uint32_t>(ws.hash_payload[hb + h[k]] >> 32));
+        pos[k] = ws.hash_pos[hb + h[k]];
+        is_new[k] = pos[k] < 0;
+      }
+    }
+    BlockScan(scan).ExclusiveSum(is_new, rank, round_new);
+    if (threadIdx.x == 0) new_base = atomicAdd(&lc.next_size, round_new);
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      has_pos[k] = 0;
+      if (h[k] < 0) continue;
+      if (is_new[k]) {
+        const int32_t idx = new_base + rank[k];
+        if (idx < frontier_cap) {
+          pos[k] = idx;
+          tok_state[idx] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);
+        } else {
+          atomicOr(&lc.overflow, kOverflowKept);
+        }
+      }
+      has_pos[k] = pos[k] >= 0;
+    }
+    BlockScan(scan).ExclusiveSum(has_pos, rank, round_chg);
+    if (threadIdx.x == 0)
+      arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_chg)));
+    __syncthreads();
+#pragma unroll
+    for (int k = 0; k < kFinalizeItems; ++k) {
+      if (h[k] < 0 || !has_pos[k]) continue;
+      const long long wi = arena_base + rank[k];
+      int32_t winner = -1;
+      if (wi < arena_limit) {
+        winner = static_cast<int32_t>(wi);
+      } else {
+        atomicOr(&lc.overflow, kOverflowArena);
+      }
+      tok_score[pos[k]] = end[k];
+      tok_winner[pos[k]] = winner;
+      if (is_new[k]) ws.hash_pos[hb + h[k]] = pos[k];
+    }
+    __syncthreads();  // the shared bases are rewritten by the next round
+  }
+}
+
+// EpsChainLinkKernel — after EpsChainResolveKernel, grid (finalize_split, max_lanes) x
+// kFinalizeThreads over the same touched slots. Reads: each slot's payload {end : j * hops +
+// hop}, hash_pos and its token's new winner; the origin entry j of pass 0's list, the chain's
+// states and arcs (re-walked hop arcs from the origin's state), the predecessor's slot
+// (a read-only probe: the expansion claimed it) and final winner. Writes: the entry
+// {prev, arc}: prev = the origin token's winner (hop 0) or the hop before's destination's.
+__global__ void __launch_bounds__(kFinalizeThreads) EpsChainLinkKernel(DeviceGraph g, Workspace ws) {
+  const int32_t lane = blockIdx.y;
+  const LaneCounters& lc = ws.lanes[lane];
+  if (!InClosure(lc)) return;
+  const int32_t num = min(lc.eps_touched_n[0], lc.claim_cap);
+  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
+  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int32_t buf = lc.buf;
+  const int64_t q = lc.tok_off[buf];
+  const int64_t hb = lc.hash_off;
+  const uint32_t hops = static_cast<uint32_t>(ws.eps_iterations);
+  const int32_t* tok_state = ws.tok_state[buf] + q;
+  const int32_t* tok_winner = ws.tok_winner[buf] + q;
+  const int32_t* touched = ws.eps_touched + lc.claim_off;
+  const uint32_t mask = static_cast<uint32_t>(lc.hash_cap - 1);
+  for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
+    const int32_t h = touched[i];
+    const int32_t pos = ws.hash_pos[hb + h];
+    if (pos < 0) continue;  // the frontier was full (kOverflowKept)
+    const int32_t wi = tok_winner[pos];
+    if (wi < 0) continue;  // the log was full (kOverflowArena)
+    const uint32_t slot = static_cast<uint32_t>(ws.hash_payload[hb + h]);
+    const uint32_t j = slot / hops, hop = slot - j * hops;
+    const int32_t origin = ws.eps_tok[q + j];
+    int32_t state = tok_state[origin];
+    for (uint32_t k = 0; k < hop; ++k) state = g.arc_dest[ArcsOf(g, state).EpsBegin()];
+    const int32_t arc = ArcsOf(g, state).EpsBegin();
+    int32_t prev = tok_winner[origin];
+    if (hop > 0) {  // the predecessor is a token (the expansion offered to it and went on)
+      prev = -1;
+      uint32_t s = HashSlot(static_cast<uint32_t>(state), lc.hash_cap);
+      for (int probe = 0; probe < kMaxProbes; ++probe, s = (s + 1) & mask) {
+        const uint32_t key = ws.hash_key[hb + s];
+        if (key == static_cast<uint32_t>(state)) {
+          const int32_t ppos = ws.hash_pos[hb + s];
+          if (ppos >= 0) prev = tok_winner[ppos];
+          break;
+        }
+        if (key == kEmptyKey) break;
+      }
+    }
+    ws.arena[wi] = {prev, arc};
+  }
+}
+
 }  // namespace cuwfst

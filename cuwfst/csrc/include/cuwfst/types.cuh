@@ -254,6 +254,10 @@ enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2 };
 constexpr int32_t kPoolPauseSlot = kPools;
 constexpr int32_t kPoolNeedSlots = kPools + 1;
 
+// closure_lists (DecoderConfig, Workspace) past 1: kClosureChain, the passes' fixpoint by
+// following each listed token's epsilon chain (epsilon.cuh "closure = chain").
+constexpr int32_t kClosureChain = 2;
+
 // The per-decoder workspace (capacities are fixed at construction).
 struct Workspace {
   int32_t max_lanes;
