@@ -14,7 +14,8 @@ BEAMS = dict(search_beam=20.0, output_beam=8.0, min_active_states=30, max_active
 class CuwfstPeer(Peer):
     graph = "HLG.img"
 
-    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img", lattice: bool = False, trim_arcs: bool = True):
+    def __init__(self, corpus, batch, cfg, graph: str = "HLG.img", lattice: bool = False, trim_arcs: bool = True,
+                 closure: str | None = None):
         cuwfst = require("cuwfst", "the cuwfst package")
         device = self.device
         if device == "cuda":
@@ -22,11 +23,13 @@ class CuwfstPeer(Peer):
         self.graph = graph
         self.lattice = bool(lattice)
         self.trim_arcs = bool(trim_arcs)
+        self.closure = closure  # None: the decoder's default closure kernels
         self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
         self.opts = cuwfst.DecoderOptions(**BEAMS, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
         self.threads = os.cpu_count() or 1
         if device == "cuda":
-            self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch, trim_arcs=trim_arcs)
+            self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch, trim_arcs=trim_arcs,
+                                      closure=closure)
         else:
             self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cpu", num_threads=self.threads)
         self.batch = batch
@@ -43,6 +46,9 @@ class CuwfstPeer(Peer):
             s += " lattice=True (pruned lattice, word times and confidences per row)"
         if self.device == "cuda" and not self.trim_arcs:
             s += " trim_arcs=False (every emitting arc of a token is walked)"
+        if self.device == "cuda" and self.closure:
+            ran = ["scan", "lists", "chain"][self.dec._gpu.main.mem_stats()["closure_lists"]]
+            s += f" closure={self.closure} (ran: {ran})"
         if self.device == "cuda":
             return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
         return s + f" num_threads={self.threads} (threads over the rows of a batch)"
