@@ -429,9 +429,11 @@ def byte_model(eps: bool, V: int) -> dict:
     return m
 
 
-def model_key(kernel: str, closure_lists: bool) -> str:
+def model_key(kernel: str, closure_lists) -> str:
+    """closure_lists: 0 scan, 1 (True) lists, 2 chain (no byte model: its kernels get no
+    roofline row; eps_link neither)."""
     if kernel in ("eps_expand", "eps_resolve"):
-        return f"{kernel}:{'lists' if closure_lists else 'scan'}"
+        return f"{kernel}:{({0: 'scan', 1: 'lists', 2: 'chain'})[int(closure_lists)]}"
     return kernel
 
 
@@ -454,12 +456,14 @@ UNIT_NAME = {"tokens": "tokens", "slots": "arcs", "claims": "claims", "scan_entr
              "scan_slots": "eps arcs", "list_arcs": "eps arcs", "eps_touched": "updates", "clear": "slots"}
 
 
-def kernels_per_step(eps_iterations: int, closure_lists: bool) -> int:
+def kernels_per_step(eps_iterations: int, closure_lists) -> int:
     """Launches per step (EnqueueStep): Scan, Max, Expand, Finalize, and on epsilon graphs
-    eps_iterations closure passes (EpsScan, EpsExpand, EpsResolve; lists: no EpsScan) and
-    ClearClaims."""
+    eps_iterations closure passes (EpsScan, EpsExpand, EpsResolve; lists: no EpsScan; chain:
+    EpsChainExpand, EpsChainResolve, EpsChainLink once) and ClearClaims."""
     if eps_iterations == 0:
         return 4
+    if int(closure_lists) == 2:
+        return 4 + 3 + 1
     return 4 + eps_iterations * (2 if closure_lists else 3) + 1
 
 
@@ -516,7 +520,7 @@ def verify(stats: dict, timed: list[dict], decoder_stats: dict | None = None) ->
 
 def roofline(work: dict, prof: dict, tb: Tables, variant: str, graph: str) -> list[dict]:
     """One row per kernel of a profile row: work, time, rates, bandwidth floor."""
-    lists = bool(prof.get("closure_lists", 0)) if "closure_lists" in prof else variant in ("new", "lists")
+    lists = int(prof.get("closure_lists", 0)) if "closure_lists" in prof else int(variant in ("new", "lists"))
     model = byte_model(tb.has_eps, tb.vocab_size)
     steps = work["steps"]
     out = []
@@ -547,7 +551,8 @@ def variant_kernels(tb: Tables, lists: bool) -> list[str]:
 def bandwidth_floor_us_step(work: dict, tb: Tables, lists: bool) -> float:
     """Sector bytes of every kernel of a step at 4.8 TB/s, per step."""
     model = byte_model(tb.has_eps, tb.vocab_size)
-    sector = sum(kernel_bytes(model[model_key(k, lists)], work, lists, k)[1] for k in variant_kernels(tb, lists))
+    keys = [model_key(k, lists) for k in variant_kernels(tb, lists)]
+    sector = sum(kernel_bytes(model[key], work, lists, key)[1] for key in keys if key in model)  # (chain: no model)
     return sector / HBM_BYTES_S * 1e6 / work["steps"]
 
 
@@ -581,7 +586,7 @@ def analyse_graph(graph, name: str, lp, lens, timed, profs, variants, B, progres
         vt = [r for r in timed if r["variant"] == v]
         if not vt:
             continue
-        lists = bool(vt[0]["closure_lists"])
+        lists = int(vt[0]["closure_lists"])
         prof = next((p for p in profs if p["variant"] == v and p.get("profile_batch") == B), None)
         rr = roofline(work, dict(prof, closure_lists=lists), tb, v, name) if prof else []
         out_rows += rr

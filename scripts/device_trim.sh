@@ -16,7 +16,7 @@
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
 . scripts/device_common.sh
 device_setup trim.log
-TESTS=${TESTS:-tests/test_gpu_trim.py tests/test_gpu_variants.py tests/test_gpu.py tests/test_gpu_epsilon.py}
+TESTS=${TESTS:-tests/test_gpu_chain.py tests/test_gpu_trim.py tests/test_gpu_variants.py tests/test_gpu.py tests/test_gpu_epsilon.py}
 # TESTS=none: no tests (a 1-second TEST_CAP does not stop pytest reliably: SIGINT during its imports)
 [ "$TESTS" = none ] || timeout -s INT ${TEST_CAP:-240} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS \
   ${TESTS_K:+-k "$TESTS_K"} -s -rf --maxfail=20 > $OUT/tests.log 2>&1

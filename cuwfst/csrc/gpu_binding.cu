@@ -188,6 +188,41 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       max_eps_degree = std::max(max_eps_degree, ec[s]);
     }
     g->max_eps_degree = max_eps_degree;
+    // closure = chain's own check (the host's is in gpu.py): with one epsilon arc a state, the
+    // longest epsilon chain, or -1 when the epsilon arcs form a cycle (the chains' winners
+    // entries would then point in a circle and the backtrace would never end)
+    int32_t max_eps_chain = -1;
+    if (has_eps && max_eps_degree == 1) {
+      std::vector<int32_t> depth(n, -2);  // hops to the chain's end; -2 unknown, -3 on this walk
+      std::vector<int64_t> walk;
+      max_eps_chain = 0;
+      for (int64_t s0 = 0; s0 < n && max_eps_chain >= 0; ++s0) {
+        if (depth[s0] != -2) continue;
+        walk.clear();
+        int64_t s = s0;
+        int32_t tail = -1;  // the depth of the state after walk.back() (-1: walk.back() has no arc)
+        for (;;) {
+          if (depth[s] >= 0) {
+            tail = depth[s];
+            break;
+          }
+          if (depth[s] == -3) {  // back on this walk: a cycle
+            max_eps_chain = -1;
+            break;
+          }
+          depth[s] = -3;
+          walk.push_back(s);
+          if (ec[s] == 0) break;
+          s = dst[finals_at_end ? rs[s] : rs[s] + fc[s]];  // its one epsilon arc's destination
+        }
+        if (max_eps_chain < 0) break;
+        for (auto it = walk.rbegin(); it != walk.rend(); ++it) {
+          depth[*it] = ++tail;
+          max_eps_chain = std::max(max_eps_chain, tail);
+        }
+      }
+    }
+    g->max_eps_chain = max_eps_chain;
     // sorted emitting arcs (DeviceGraph::emit_sorted): label 0 first, then the others by
     // weight, non-increasing, none NaN, in every state
     bool sorted = true;

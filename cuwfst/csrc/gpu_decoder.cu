@@ -191,11 +191,12 @@ void GpuDecoder::Allocate() {
   // lane_off[kEpsListMaxLanes + 1]; kMaxLanes is larger): past either, closure = scan.
   const int64_t stride = std::max<int32_t>(graph_->max_eps_degree, 1);
   if (cfg_.eps_iterations == 0 || Q * stride > INT32_MAX || L > kEpsListMaxLanes) cfg_.closure_lists = 0;
-  // closure = chain follows one epsilon arc a state and encodes entry j's hop k as payload slot
-  // j * eps_iterations + k below kBaselineSlot; otherwise the lists (the host checks the rest:
-  // acyclic epsilon arcs, eps_iterations >= the longest chain)
+  // closure = chain: one epsilon arc a state, acyclic, eps_iterations covering the longest
+  // chain (GpuGraph::max_eps_chain; the host checks the same, gpu.py chain_closure_ok), and
+  // entry j's hop k as payload slot j * eps_iterations + k below kBaselineSlot; else the lists
   if (cfg_.closure_lists == kClosureChain &&
-      (graph_->max_eps_degree > 1 || (Q + 1) * cfg_.eps_iterations >= static_cast<int64_t>(kBaselineSlot)))
+      (graph_->max_eps_degree > 1 || graph_->max_eps_chain < 0 || graph_->max_eps_chain > cfg_.eps_iterations ||
+       (Q + 1) * cfg_.eps_iterations >= static_cast<int64_t>(kBaselineSlot)))
     cfg_.closure_lists = 1;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);

@@ -32,6 +32,8 @@ inline int64_t HostMicros() {
 struct GpuGraph {
   int device = 0;
   int32_t max_eps_degree = 0;  // the most epsilon arcs of one state
+  // with max_eps_degree 1: the longest epsilon chain (-1: a cycle); -1 otherwise (closure = chain)
+  int32_t max_eps_chain = -1;
   DeviceGraph view{};
   std::vector<DeviceBuffer> buffers;  // the device arrays of `view`; free themselves
   int64_t bytes() const {

@@ -747,6 +747,10 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainLinkKernel(DeviceGra
         if (key == kEmptyKey) break;
       }
     }
+    // a predecessor without a token (its offer did not fit the frontier or the touched list;
+    // the lane already carries kOverflowKept / kOverflowClaims): the entry's chain stops here,
+    // and the lane is flagged (the row's path then need not add up to its score)
+    if (hop > 0 && prev < 0) atomicOr(&ws.lanes[lane].overflow, kOverflowKept);
     ws.arena[wi] = {prev, arc};
   }
 }

@@ -171,7 +171,9 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
 // BacktrackKernel — once per decode, one thread per lane. Walks the winners chain from
 // the final token and writes the path's arcs in order into out_path[lane]; a path longer
 // than path_cap keeps its newest path_cap arcs and is flagged kOverflowPath. out_path_len
-// is the TRUE length. The chain's indices strictly decrease, so the walk ends.
+// is the TRUE length. The walk ends: a chain goes back one step at every emitting entry and
+// along acyclic epsilon arcs in between (closure = chain links an entry to its predecessor's
+// final winner, which can have a higher index, so the indices need not decrease).
 __global__ void BacktrackKernel(Workspace ws) {
   int32_t lane = blockIdx.x * blockDim.x + threadIdx.x;
   if (lane >= ws.max_lanes) return;
