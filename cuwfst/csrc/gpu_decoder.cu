@@ -674,7 +674,7 @@ void GpuDecoder::UploadLaneOrders() {
 void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
-  const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L, w.trim != 0);
   // A lattice decode keeps the step's slot space for the lattice walk after the closure
   // (lattice.cuh): the closure's kernels get a Workspace whose slot-space arrays are a
   // second set. closure = scan (EpsScanKernel) writes all five; closure = lists writes only
@@ -723,7 +723,7 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   const DeviceGraph& g = graph_->view;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
-  const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L);
+  const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L, w.trim != 0);
   const int grid = cfg_.scan_split > 1 ? L * cfg_.scan_split : L;
   // the scans that start each lane's max at L (an arc end, scan.cuh BestTokenEnd): fused_max
   // admits against it, and pool_at_max's MaxKernel counts the admissible arcs against it

@@ -83,7 +83,7 @@ struct DecoderConfig {
   bool arena_ahead = true;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
-  int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes)
+  int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes, trimmed)
   // CUDA-graph cache: at most graph_cache_size executables (least recently used evicted);
   // a decode of more than graph_max_steps steps launches plainly instead of capturing
   // (a 90,000-frame input would capture ~360k nodes for one use).

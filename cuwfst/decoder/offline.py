@@ -57,7 +57,8 @@ class Decoder:
     capacity = factor x max_active_states, capped by the graph's states), use_cuda_graphs
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
     walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
-    walk_blocks (grid of the two walker kernels; 0 = clamp(160 x max_lanes, 1024, 8192)),
+    walk_blocks (grid of the two walker kernels; 0 = clamp(64 x max_lanes, 1024, 8192) with
+    trimmed slots, clamp(160 x max_lanes, 1024, 8192) without),
     scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
     closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
     passes, "chain": the passes' result by following epsilon chains, where every state has

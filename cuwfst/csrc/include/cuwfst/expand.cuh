@@ -20,8 +20,12 @@ constexpr int kWalkThreads = 256;
 constexpr int kMaxSharedLanes = 256;
 enum : int32_t { kWalkWarp = 0, kWalkThread = 1 };
 
-inline int ExpandBlocksFor(int lanes) {
-  int b = 160 * lanes;
+// The walkers' grid when DecoderConfig::walk_blocks is 0: 160 CTAs a lane untrimmed, 64 with
+// trimmed slots (~6.6x fewer slots a step on the full HLG); between 1,024 and 8,192. Measured on
+// the H200, full HLG, uniform 32 x 250, trimmed (docs/benchmarks.md, session of 2026-11-30 18:03):
+// 5,120 CTAs (160 a lane) 38.30 ms, 2,048 35.11, 1,024 35.17; the TLG the same at all three.
+inline int ExpandBlocksFor(int lanes, bool trimmed = false) {
+  int b = (trimmed ? 64 : 160) * lanes;
   return b < 1024 ? 1024 : (b > 8192 ? 8192 : b);
 }
 
