@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine, one short call (~5 minutes, no corpus): compute-sanitizer memcheck and racecheck
-# on a trimmed decode (scripts/sanitize_trim.py), then the GPU test files TESTS (TEST_CAP s).
+# on a trimmed decode (scripts/sanitize_trim.py; SAN_SCRIPTS: others too, e.g. sanitize_chain.py),
+# then the GPU test files TESTS (TEST_CAP s).
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
@@ -9,9 +10,12 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/final.log
 { nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $(cat .device/COMMIT)"; } | tee $L
 python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | tee -a $L
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-for tool in memcheck racecheck; do
-  timeout ${SAN_CAP:-60} "$CS" --tool $tool --error-exitcode 9 python3 scripts/sanitize_trim.py > $OUT/$tool.log 2>&1
-  echo "$tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitize_trim' $OUT/$tool.log | tr '\n' ' ')" | tee -a $L
+for script in ${SAN_SCRIPTS:-scripts/sanitize_trim.py}; do  # e.g. "scripts/sanitize_trim.py scripts/sanitize_chain.py"
+  name=$(basename $script .py)
+  for tool in memcheck racecheck; do
+    timeout ${SAN_CAP:-60} "$CS" --tool $tool --error-exitcode 9 python3 $script > $OUT/$name-$tool.log 2>&1
+    echo "$name $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitize_' $OUT/$name-$tool.log | tr '\n' ' ')" | tee -a $L
+  done
 done
 echo "[$(since) s] sanitizers" | tee -a $L
 TESTS=${TESTS:-tests/test_gpu_trim.py tests/test_gpu_variants.py}
