@@ -300,6 +300,21 @@ def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = 
             assert c.words == g.words, f"{where} row {b}"
 
 
+def small_lattice_graph(rng: np.random.Generator, kind: str, chain: int, vocab: int = 6) -> Graph:
+    """The lattice tests' small random graph: "ctc" (12 states, 3 arcs a state) or "eps" (the
+    same with acyclic epsilon arcs and a start chain of `chain` hops); skips the test when the
+    epsilon arcs still form a cycle (through the final state's arcs: no lattices there)."""
+    import pytest
+
+    if kind == "ctc":
+        graph = random_ctc_graph(rng, 12, vocab, 3, 0.3)
+    else:
+        graph = random_eps_graph_any(rng, 12, vocab, 3, 0.3, cycles=False, chain=chain)
+    if graph.has_epsilon and graph.max_epsilon_chain < 0:
+        pytest.skip("cyclic epsilon arcs: no lattices")
+    return graph
+
+
 def assert_same_row(graph: Graph, lp_row: np.ndarray, c, g, where: str, totals: dict | None = None,
                     stats: tuple = ("max_frontier", "frontier_total", "closure_added"), finals: bool = True) -> None:
     """One GPU hypothesis `g` against the CPU's `c`: no overflow, the same emptiness and search
