@@ -300,6 +300,48 @@ def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = 
             assert c.words == g.words, f"{where} row {b}"
 
 
+def small_lattice_graph(rng: np.random.Generator, kind: str, chain: int, vocab: int = 6) -> Graph:
+    """The lattice tests' small random graph: "ctc" (12 states, 3 arcs a state) or "eps" (the
+    same with acyclic epsilon arcs and a start chain of `chain` hops); skips the test when the
+    epsilon arcs still form a cycle (through the final state's arcs: no lattices there)."""
+    import pytest
+
+    if kind == "ctc":
+        graph = random_ctc_graph(rng, 12, vocab, 3, 0.3)
+    else:
+        graph = random_eps_graph_any(rng, 12, vocab, 3, 0.3, cycles=False, chain=chain)
+    if graph.has_epsilon and graph.max_epsilon_chain < 0:
+        pytest.skip("cyclic epsilon arcs: no lattices")
+    return graph
+
+
+def assert_same_row(graph: Graph, lp_row: np.ndarray, c, g, where: str, totals: dict | None = None,
+                    stats: tuple = ("max_frontier", "frontier_total", "closure_added"), finals: bool = True) -> None:
+    """One GPU hypothesis `g` against the CPU's `c`: no overflow, the same emptiness and search
+    statistics (`stats`, also for empty rows), bit-identical float32 scores, with `finals` the
+    same reached_final and redirect, and the same arcs and words, or on an exact-score tie
+    another path whose float32 score under our arithmetic is the same bits. `totals` counts
+    rows and ties ({"rows", "ties"})."""
+    if totals is not None:
+        totals["rows"] += 1
+    assert g.overflow == 0, f"{where}: overflow {g.overflow}"
+    assert c.empty == g.empty, where
+    if stats:
+        assert tuple(getattr(c, k) for k in stats) == tuple(getattr(g, k) for k in stats), \
+            f"{where}: search statistics"
+    if c.empty:
+        return
+    assert np.float32(c.score) == np.float32(g.score), f"{where}: {c.score!r} vs {g.score!r}"
+    if finals:
+        assert (c.reached_final, c.redirect_arc >= 0) == (g.reached_final, g.redirect_arc >= 0), where
+    if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
+        assert path_score_f32(graph, lp_row, g.arcs, g.redirect_arc) == np.float32(c.score), where
+        if totals is not None:
+            totals["ties"] += 1
+    else:
+        assert c.words == g.words, where
+
+
 def feed_interleaved(rng, sd, streams, lps, plans, where: str = "") -> list[list[int]]:
     """Feeds every stream its chunks (plans[i]: chunk lengths of lps[i]), a random subset of
     the streams advancing together each time, and checks each partial result after its

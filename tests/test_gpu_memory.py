@@ -445,6 +445,20 @@ def _ask_peaks(rows, rule, inst):
     return {k: int(v.max()) for k, v in tot.items()}
 
 
+def _pooled_batch(seed, lens):
+    """The pooled-layout tests' graph and rows: 50k states and 200 labels with 1-32 arcs a
+    state, peaky posteriors of 24 frames with these lengths, search_beam 6, max_active 300 (a
+    step admits about a third of its arcs), and the CPU's rows. Returns (graph, opts, lp,
+    lens, cpu rows)."""
+    rng = np.random.default_rng(seed)
+    V = 200
+    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
+    lens = np.array(lens, np.int32)
+    lp = random_log_probs(rng, len(lens), 24, V, peaky=True)
+    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
+    return graph, opts, lp, lens, Decoder(graph, opts).decode(lp, lens)
+
+
 def _pooled_bound_case(where):
     """The pooled-bound tests' batch: a graph of 50k states and 200 labels with 1-32 arcs a state,
     6 rows of peaky posteriors, search_beam 6, max_active 300 (a step admits about a third of its
@@ -452,15 +466,8 @@ def _pooled_bound_case(where):
     the full slot space; _trimmed_high_water checks the trimmed one against it) that decoded the
     batch, its rows equal to the CPU's with their search statistics. Returns (graph, opts, lp,
     lens, cpu rows, gpu rows, decoder, the pools' high water, the CPU's per-step sizes)."""
-    rng = np.random.default_rng(7300)
-    V = 200
-    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
-    B, T = 6, 24
-    lp = random_log_probs(rng, B, T, V, peaky=True)
-    lens = np.array([24, 24, 20, 13, 24, 7], np.int32)
-    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
-    cpu = Decoder(graph, opts).decode(lp, lens)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=False)
+    graph, opts, lp, lens, cpu = _pooled_batch(7300, [24, 24, 20, 13, 24, 7])
+    dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens), memory="lazy", trim_arcs=False)
     gpu = dec.decode(lp, lens)
     assert_same_hypotheses(graph, lp, cpu, gpu, where)
     for b, (c, g) in enumerate(zip(cpu, gpu)):
@@ -568,14 +575,7 @@ def test_pool_handout_kernel_equals_the_last_block(kernels, bound, monkeypatch):
     early return) still get their hand-out."""
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
     monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
-    rng = np.random.default_rng(7301)
-    V = 200
-    graph = random_ctc_graph(rng, 50000, V, 32, 0.3)
-    B, T = 6, 24
-    lp = random_log_probs(rng, B, T, V, peaky=True)
-    lens = np.array([24, 7, 20, 0, 24, 13], np.int32)
-    opts = DecoderOptions(search_beam=6.0, min_active_states=1, max_active_states=300)
-    cpu = Decoder(graph, opts).decode(lp, lens)
+    graph, opts, lp, lens, cpu = _pooled_batch(7301, [24, 7, 20, 0, 24, 13])
     decs, got, profs = {}, {}, {}
     for handout in ("lastblock", "kernel"):
         monkeypatch.setenv("CUWFST_POOL_HANDOUT", handout)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph
-from helpers import path_score_f32, random_eps_graph_any, random_log_probs
+from helpers import assert_same_row, random_eps_graph_any, random_log_probs
 from test_lattice_records import assert_same_lattice
 
 TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0}
@@ -108,18 +108,7 @@ def test_packaged_graphs_are_sorted(name):
 
 
 def _compare(graph, lp_row, c, g, where):
-    TOTALS["rows"] += 1
-    assert g.overflow == 0, f"{where}: overflow {g.overflow}"
-    assert c.empty == g.empty, where
-    assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{where}: statistics"
-    if c.empty:
-        return
-    assert np.float32(c.score) == np.float32(g.score), f"{where}: {c.score!r} vs {g.score!r}"
-    if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
-        assert path_score_f32(graph, lp_row, g.arcs, g.redirect_arc) == np.float32(c.score), where
-        TOTALS["ties"] += 1
-    else:
-        assert c.words == g.words, where
+    assert_same_row(graph, lp_row, c, g, where, TOTALS, ("max_frontier", "frontier_total"), finals=False)
 
 
 BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (10.0, 0, 3), (0.5, 1, 10000)]

@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
-from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_grew, outgrowing_pooled_batch,
-                     path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs)
+from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_grew, assert_same_row,
+                     outgrowing_pooled_batch, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
 VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed"]
@@ -27,6 +27,7 @@ NEW_LISTS = ("new", "lists", "fused", "untrimmed")
 NEW_FINALIZE = ("new", "wide", "fused", "untrimmed")
 TRIMMED = ("new", "fused")  # the variants whose scans trim each token's sorted arcs
 TOTALS = {"rows": 0, "ties": 0}
+STATS = ("max_frontier", "frontier_total", "closure_added")
 
 
 @pytest.fixture(params=VARIANTS)
@@ -47,21 +48,7 @@ def expect_variant(dec, variant, eps: bool):
 
 
 def same(graph, lp_row, c, g, where, stats=True):
-    TOTALS["rows"] += 1
-    assert g.overflow == 0, f"{where}: overflow {g.overflow}"
-    assert c.empty == g.empty, where
-    if stats:
-        assert (c.max_frontier, c.frontier_total, c.closure_added) == \
-               (g.max_frontier, g.frontier_total, g.closure_added), f"{where}: search statistics"
-    if c.empty:
-        return
-    assert np.float32(c.score) == np.float32(g.score), f"{where}: {c.score!r} vs {g.score!r}"
-    assert (c.reached_final, c.redirect_arc >= 0) == (g.reached_final, g.redirect_arc >= 0), where
-    if (c.arcs, c.redirect_arc) != (g.arcs, g.redirect_arc):
-        assert path_score_f32(graph, lp_row, g.arcs, g.redirect_arc) == np.float32(c.score), where
-        TOTALS["ties"] += 1
-    else:
-        assert c.words == g.words, where
+    assert_same_row(graph, lp_row, c, g, where, TOTALS, STATS if stats else ())
 
 
 BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (2.0, 100, 1000), (10.0, 0, 3)]

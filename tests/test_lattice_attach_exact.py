@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph
-from helpers import random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import random_log_probs, small_lattice_graph
 from lattice_reference_impl import ref_backward, ref_forward, ref_word_confidences, ref_word_times
 
 TINY = os.path.join(os.path.dirname(__file__), "..", "cuwfst", "data", "tiny")
@@ -55,12 +55,7 @@ def _check(graph, hyps, rng):
 def test_random_graphs_bit_identical(kind, allow_partial, seed):
     rng = np.random.default_rng(1000 * seed + 7)
     V = 6
-    if kind == "ctc":
-        graph = random_ctc_graph(rng, 12, V, 3, 0.3)
-    else:
-        graph = random_eps_graph_any(rng, 12, V, 3, 0.3, cycles=False, chain=seed % 3)
-    if graph.has_epsilon and graph.max_epsilon_chain < 0:
-        pytest.skip("cyclic epsilon arcs: no lattices")
+    graph = small_lattice_graph(rng, kind, seed % 3, V)
     lp = random_log_probs(rng, 4, 14, V, peaky=bool(seed % 2))
     lens = np.array([14, 9, 5, 1], np.int32)
     opts = DecoderOptions(search_beam=12.0, output_beam=6.0, allow_partial=allow_partial)

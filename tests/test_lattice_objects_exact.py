@@ -13,7 +13,7 @@ import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph
 from cuwfst.decoder import lattice as L
-from helpers import random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import random_ctc_graph, random_log_probs, small_lattice_graph
 from lattice_reference_impl import lattice_difference, ref_lattice_from_arrays
 
 TINY = os.path.join(os.path.dirname(__file__), "..", "cuwfst", "data", "tiny")
@@ -95,14 +95,7 @@ def _check(graph, rows, threads=(1, 2, 3)):
 def test_decoded_lattices_identical(kind, allow_partial, seed):
     rng = np.random.default_rng(2000 * seed + 11)
     V = 6
-    if kind == "ctc":
-        graph = random_ctc_graph(rng, 12, V, 3, 0.3)
-    elif kind == "eps":
-        graph = random_eps_graph_any(rng, 12, V, 3, 0.3, cycles=False, chain=seed % 3)
-    else:
-        graph = _multiword_graph(rng)
-    if graph.has_epsilon and graph.max_epsilon_chain < 0:
-        pytest.skip("cyclic epsilon arcs: no lattices")
+    graph = _multiword_graph(rng) if kind == "multiword" else small_lattice_graph(rng, kind, seed % 3, V)
     lp = random_log_probs(rng, 5, 16, V, peaky=bool(seed % 2))
     lens = np.array([16, 11, 6, 1, 0], np.int32)
     opts = DecoderOptions(search_beam=12.0, output_beam=6.0, allow_partial=allow_partial)

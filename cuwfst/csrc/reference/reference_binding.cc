@@ -699,6 +699,29 @@ void RefRecordsTake(int64_t h, TensorView out_records) {
 void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
 
 // ---------------------------------------------------------------- lattice posteriors
+// The arrays RefLatticeWordRests and RefLatticesWordRests share: A arcs (src, dst, score,
+// frame), `splits` word_splits entries, W word ids, S states (frame, level, alpha, beta), N
+// spans and their outputs; the sizes are taken from src, word_ids, state_frame and spans.
+static void CheckWordRestArrays(TensorView src, TensorView dst, TensorView score, TensorView frame,
+                                TensorView word_splits, int64_t splits, TensorView word_ids, TensorView state_frame,
+                                TensorView state_level, TensorView alpha, TensorView beta, TensorView spans,
+                                TensorView out_rest, TensorView out_hit) {
+  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
+  CheckHostTensor(src, "src", kDLInt, 32, {A});
+  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
+  CheckHostTensor(score, "score", kDLFloat, 32, {A});
+  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {splits});
+  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
+  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
+  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
+  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
+  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+}
+
 // cuwfst.Lattice's log-semiring forward/backward and word-confidence passes
 // (lattice_posteriors.h): the lattice's arrays (i32, f32 scores), alpha/beta [S] f64
 // (computed into them unless have_scores), spans [N, 3] i64, out_rest [N] f64, out_hit [N] i32.
@@ -708,19 +731,8 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
   if (src.ndim() != 1 || state_frame.ndim() != 1 || word_ids.ndim() != 1 || spans.ndim() != 2)
     TVM_FFI_THROW(ValueError) << "src, state_frame, word_ids must be 1-D and spans [N, 3]";
   const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
-  CheckHostTensor(src, "src", kDLInt, 32, {A});
-  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
-  CheckHostTensor(score, "score", kDLFloat, 32, {A});
-  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
-  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
-  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
-  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
-  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
-  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
-  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
-  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
-  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
-  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+  CheckWordRestArrays(src, dst, score, frame, word_splits, A + 1, word_ids, state_frame, state_level, alpha, beta,
+                      spans, out_rest, out_hit);
   cuwfst::reference::LatticeView v;
   v.num_states = S;
   v.num_arcs = A;
@@ -763,19 +775,8 @@ void RefLatticesWordRests(TensorView arc_off, TensorView state_off, TensorView w
   for (auto [t, name] : {std::pair{&arc_off, "arc_off"}, {&state_off, "state_off"}, {&word_off, "word_off"},
                          {&span_off, "span_off"}})
     CheckHostTensor(*t, name, kDLInt, 64, {L + 1});
-  CheckHostTensor(src, "src", kDLInt, 32, {A});
-  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
-  CheckHostTensor(score, "score", kDLFloat, 32, {A});
-  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
-  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + L});
-  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
-  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
-  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
-  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
-  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
-  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
-  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
-  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+  CheckWordRestArrays(src, dst, score, frame, word_splits, A + L, word_ids, state_frame, state_level, alpha, beta,
+                      spans, out_rest, out_hit);
   const int64_t* ao = static_cast<const int64_t*>(arc_off.data_ptr());
   const int64_t* so = static_cast<const int64_t*>(state_off.data_ptr());
   const int64_t* wo = static_cast<const int64_t*>(word_off.data_ptr());
