@@ -167,7 +167,7 @@ def test_step_by_step_frontier_equals_cpu_snapshots(seed):
 
 @pytest.mark.parametrize("seed", range(4))
 def test_continuous_batching_and_streams(seed, monkeypatch):
-    monkeypatch.setenv("CUWFST_KERNELS", "chain")
+    monkeypatch.setenv("CUWFST_KERNELS", "new")  # closure = chain by default
     rng = np.random.default_rng(47300 + seed)
     V = int(rng.integers(2, 20))
     graph = chain_graph(rng, int(rng.choice([60, 400])), V, 4, 0.8, span=4)

@@ -401,11 +401,12 @@ def test_out_of_memory_retries_once_after_pytorch_gives_its_cache_back(fake_gpu)
 
 def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     """scan_split / closure / finalize_split / fused_max / trim_arcs pick the kernels; None
-    takes the default, "new", or what CUWFST_KERNELS names when the decoder is built."""
+    takes the default, "new", or what CUWFST_KERNELS names when the decoder is built. "new"
+    closes by chains where the graph allows it (the tiny TLG does), else by lists."""
     graph = Graph.load(TINY / "TLG.img")
     monkeypatch.delenv("CUWFST_KERNELS", raising=False)
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (0, True, 0, False, True)
+    assert fake_gpu.kernels == (0, 2, 0, False, True)
     monkeypatch.setenv("CUWFST_KERNELS", "old")
     Decoder(graph, device="cuda")
     assert fake_gpu.kernels == (1, False, 8, False, False)
@@ -428,9 +429,10 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.setenv("CUWFST_KERNELS", "untrimmed")  # "new" without the trim
     Decoder(graph, device="cuda")
     assert fake_gpu.kernels == (0, True, 0, False, False)
-    monkeypatch.setenv("CUWFST_KERNELS", "chain")  # "new" with the closure by chains (the tiny TLG allows it)
+    monkeypatch.setenv("CUWFST_KERNELS", "new_lists")  # "new" with the closure by lists
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (0, 2, 0, False, True)
+    assert fake_gpu.kernels == (0, True, 0, False, True)
+    monkeypatch.delenv("CUWFST_KERNELS")
     Decoder(graph, DecoderOptions(eps_iterations=graph.max_epsilon_chain - 1), device="cuda")
     assert fake_gpu.kernels == (0, 1, 0, False, True)  # short of the longest chain: the lists
     Decoder(graph, device="cuda", closure="scan")

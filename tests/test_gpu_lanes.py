@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, StreamingDecoder
+from cuwfst.decoder.gpu import chain_closure_ok
 from helpers import feed_interleaved, path_score_f32, random_ctc_graph, random_eps_graph_any, random_log_probs
 
 pytestmark = pytest.mark.gpu
@@ -288,16 +289,18 @@ def test_gpu_decode_all_is_continuous_and_exact(source):
 
 @pytest.mark.parametrize("lanes", [1024, 1100])
 def test_epsilon_graph_past_the_closure_lists_lane_limit(lanes):
-    """closure = lists serves at most 1,024 lanes (EpsListExpandKernel's one-CTA lane scan);
-    a larger decoder on an epsilon graph falls back to the scan closure: every sampled row
-    of a full batch, lanes past 1,024 included, equals the CPU decoder."""
+    """closure = lists serves at most 1,024 lanes (EpsListExpandKernel's one-CTA lane scan),
+    and so does closure = chain, which starts from the same lists; a larger decoder on an
+    epsilon graph falls back to the scan closure: every sampled row of a full batch, lanes
+    past 1,024 included, equals the CPU decoder."""
     rng, graph, V, opts = _case(1)  # odd seeds: an epsilon graph
     assert graph.num_epsilon_arcs > 0
     T = [int(t) for t in rng.integers(1, 20, lanes)]
     lp = random_log_probs(rng, lanes, max(T), V, peaky=True)
     lens = np.array(T, np.int32)
     dec = Decoder(graph, opts, device="cuda", max_lanes=lanes)
-    assert dec._gpu.main.mem_stats()["closure_lists"] == int(lanes <= 1024)
+    by_lists = 2 if chain_closure_ok(graph, dec.eps_iterations) else 1  # "new": by chains where allowed
+    assert dec._gpu.main.mem_stats()["closure_lists"] == (by_lists if lanes <= 1024 else 0)
     got = dec.decode(lp, lens)
     ref = Decoder(graph, opts)
     sample = sorted(set(rng.choice(lanes, 16, replace=False).tolist()) | {lanes - 1, 1023})

@@ -477,15 +477,18 @@ def _pooled_bound_case(where):
     return graph, opts, lp, lens, cpu, gpu, dec, lanes["high_water_entries"], _cpu_step_sizes(graph, opts, lp, lens)
 
 
-def _trimmed_high_water(graph, opts, lp, lens, cpu, untrimmed_high, used, where):
+def _trimmed_high_water(graph, opts, lp, lens, cpu, top, used, where):
     """The same batch with the trimmed slots (the default; scan.cuh TrimDegrees): rows equal to
-    the CPU's, and each pool's high water between what the steps used and the untrimmed
-    decoder's (the trim only ever removes slots that cannot be admitted)."""
+    the CPU's, and each pool's high water between what the steps used and `top`: the untrimmed
+    decoder's high water where the bound is deterministic (the slots, the bins: the trim only
+    ever removes slots that cannot be admitted), the CPU's count at L under MaxKernel's admit
+    count, which counts against a running lower bound of the max and so varies from run to run
+    (a trimmed run exceeded an untrimmed one's tokens, 11,520 vs 11,488, on the device)."""
     dec = Decoder(graph, opts, device="cuda", max_lanes=len(lens), memory="lazy", trim_arcs=True)
     assert dec._gpu.trims_arcs
     assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), f"{where}, trimmed")
     high = dec.memory_stats()["pools"]["lanes"]["high_water_entries"]
-    assert all(used[k] <= high[k] <= untrimmed_high[k] for k in high), (high, used, untrimmed_high)
+    assert all(used[k] <= high[k] <= top[k] for k in high), (high, used, top)
 
 
 @pytest.mark.parametrize("handout", ["lastblock", "kernel"])
@@ -514,15 +517,17 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, handout
     B = len(lens)
     slots, admit, used = (_ask_peaks(rows, r, inst) for r in ("slots", "admit", "used"))
     assert all(2 * admit[k] <= slots[k] for k in ("tokens", "claims")), (slots, admit)  # the case is meaningful
-    _trimmed_high_water(graph, opts, lp, lens, cpu, high, used, f"pooled, {kernels}, {handout}")
-    if kernels == "fused" or bound == "slots":
+    # under the admit count the GPU counts against v - beam for some v in [L, max]: at most the
+    # CPU's count at L (rounding of the CPU's beam aside: a claims list rounds to 16, a table to
+    # a power of 2); trimmed or not
+    top = {k: 2 * admit[k] if k == "hash" else admit[k] + 32 * B for k in ("tokens", "claims", "hash")}
+    by_slots = kernels == "fused" or bound == "slots"
+    _trimmed_high_water(graph, opts, lp, lens, cpu, high if by_slots else top, used, f"pooled, {kernels}, {handout}")
+    if by_slots:
         assert high == slots, (high, slots)
         return
     for k in ("tokens", "claims", "hash"):
-        # the GPU counts against v - beam for some v in [L, max]: at most the CPU's count at L
-        # (rounding of the CPU's beam aside: a claims list rounds to 16, a table to a power of 2)
-        top = 2 * admit[k] if k == "hash" else admit[k] + 32 * B
-        assert used[k] <= high[k] <= top, (k, high, used, admit, slots)
+        assert used[k] <= high[k] <= top[k], (k, high, used, admit, slots)
     assert high["claims"] <= slots["claims"] // 2 and high["tokens"] <= slots["tokens"] // 2, (high, slots)
     again = dec.decode(lp, lens)
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]

@@ -34,8 +34,9 @@ PEERS: dict[str, tuple[str, str, dict]] = {
     # the GPU decoder without the trimmed slots (the same-run A/B of docs/design.md "Trimmed slots")
     "cuwfst-gpu-untrimmed": ("cuwfst_peer", "CuwfstGpuPeer", {"trim_arcs": False}),
     "cuwfst-gpu-tlg-untrimmed": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img", "trim_arcs": False}),
-    # the closure by epsilon chains (docs/design.md "Kernel variants"; the full TLG qualifies)
-    "cuwfst-gpu-tlg-chain": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img", "closure": "chain"}),
+    # the closure by lists, the default before the closure by epsilon chains (docs/design.md
+    # "Kernel variants"; the full TLG qualifies for the chains, so cuwfst-gpu-tlg runs them)
+    "cuwfst-gpu-tlg-lists": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img", "closure": "lists"}),
     # lattice=True: every row also gets its pruned lattice, word times and confidences
     # (riva always builds and determinizes a lattice; issue 10 compares against this row)
     "cuwfst-gpu-lattice": ("cuwfst_peer", "CuwfstGpuPeer", {"lattice": True}),

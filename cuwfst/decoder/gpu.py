@@ -147,14 +147,14 @@ def live_uploads() -> int:
 # arcs that can pass (scan.cuh TrimDegrees; on graphs whose arcs are sorted, which every graph
 # built by this version is); "untrimmed" is "new" without it.
 KERNEL_VARIANTS = {
-    "new": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
+    "new": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True),
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
     "split": dict(scan_split=0, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
     "lists": dict(scan_split=1, closure="lists", finalize_split=8, fused_max=False, trim_arcs=False),
     "wide": dict(scan_split=1, closure="scan", finalize_split=0, fused_max=False, trim_arcs=False),
     "fused": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=True, trim_arcs=True),
     "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
-    "chain": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True),
+    "new_lists": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
 }
 CLOSURES = ("scan", "lists", "chain")  # the native closure modes (DecoderConfig::closure_lists)
 

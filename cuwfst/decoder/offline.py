@@ -60,9 +60,10 @@ class Decoder:
     walk_blocks (grid of the two walker kernels; 0 = clamp(64 x max_lanes, 1024, 8192) with
     trimmed slots, clamp(160 x max_lanes, 1024, 8192) without),
     scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
-    closure ("lists": closure passes over lists Finalize writes, "scan": the old EpsScan
-    passes, "chain": the passes' result by following epsilon chains, where every state has
-    at most one epsilon arc and eps_iterations covers the longest chain, else "lists"),
+    closure ("chain", the default: the passes' result by following epsilon chains, where
+    every state has at most one epsilon arc and eps_iterations covers the longest chain, else
+    "lists"; "lists": closure passes over lists Finalize writes; "scan": the old EpsScan
+    passes),
     finalize_split (CTAs per lane of Finalize and the closure's Resolve: 0 =
     auto, 8 = the old grid) and fused_max (True: no separate max pass, the expansion finds
     each step's max as it admits arcs; off by default) and trim_arcs (True, the default: a
