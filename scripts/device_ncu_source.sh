@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# GPU machine, one call: where in the source do the step kernels' warps stall? (issue 11;
+# scripts/device_ncu.sh gave the kernels' totals: every one is latency-bound). Nsight Compute's
+# SourceCounters section (warp-state samples per source line; the module is built with
+# -lineinfo) for KERNELS, one decode of scripts/ncu_case.py, then the source page as CSV and
+# its top lines (scripts/ncu_top_lines.py). Carry .device and .cache.
+#   background: the full tier (~200 s) unless /tmp/corpus-full is there already
+#   1. the full HLG, 32 x 250: ScanSplitKernel, FinalizeKernel, ExpandKernel (COUNT launches each
+#      from the middle of the decode)
+#   2. the full TLG: EpsChainExpandKernel, FinalizeKernel (unless TLG=0)
+# $OUT: ncu_source.log, hlg.ncu-rep, hlg_top.txt, tlg.ncu-rep, tlg_top.txt
+. scripts/device_common.sh
+device_setup ncu_source.log
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
+[ -n "$NCU" ] || { echo "no ncu on this machine" | tee -a $L; exit 0; }
+"$NCU" --help 2>&1 | grep -A2 -E "print-source|--page" | head -12 >> $L
+wait_full ${FULL_WAIT:-300}
+S=$C/sim/shard-00000.npz
+probe() {  # $1 graph, $2 name, $3 kernel regex
+  timeout -s INT ${NCU_CAP:-120} "$NCU" --target-processes all --kernel-name "regex:$3" --launch-skip ${SKIP:-300} \
+    --launch-count ${COUNT:-6} --section SourceCounters --section WarpStateStats --import-source yes -f -o $OUT/$2 \
+    python3 scripts/ncu_case.py $C/$1 $S 0 > $OUT/$2.err 2>&1
+  echo "[$(since) s] $1: rc $? $(ls -la $OUT/$2.ncu-rep 2>&1 | awk '{print $5}') bytes" | tee -a $L
+  for src in cuda,sass sass cuda; do  # the source page as CSV (per line samples)
+    "$NCU" -i $OUT/$2.ncu-rep --page source --csv --print-source $src > /tmp/$2_source.csv 2>/tmp/$2_source.err \
+      && [ -s /tmp/$2_source.csv ] && break
+  done
+  echo "source page ($src): $(wc -l < /tmp/$2_source.csv) lines; $(head -c 300 /tmp/$2_source.err)" | tee -a $L
+  python3 scripts/ncu_top_lines.py /tmp/$2_source.csv > $OUT/$2_top.txt 2>&1
+  head -${TOP:-45} $OUT/$2_top.txt | cut -c1-260 | tee -a $L
+}
+probe HLG.img hlg "ScanSplitKernel|FinalizeKernel|ExpandKernel"
+[ "${TLG:-1}" = 0 ] || probe TLG.img tlg "EpsChainExpandKernel|EpsChainResolveKernel"
+echo "[$(since) s] done" | tee -a $L
