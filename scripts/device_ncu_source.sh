@@ -8,7 +8,7 @@
 #   1. the full HLG, 32 x 250: ScanSplitKernel, FinalizeKernel, ExpandKernel (COUNT launches each
 #      from the middle of the decode)
 #   2. the full TLG: EpsChainExpandKernel, FinalizeKernel (unless TLG=0)
-# $OUT: ncu_source.log, hlg.ncu-rep, hlg_top.txt, tlg.ncu-rep, tlg_top.txt
+# $OUT: ncu_source.log, {hlg,tlg}.ncu-rep, {hlg,tlg}_top.txt, {hlg,tlg}_source.csv.gz (8 files: the limit; ncu's own output in /tmp/NAME.err, its tail in the log)
 . scripts/device_common.sh
 device_setup ncu_source.log
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
@@ -19,14 +19,16 @@ S=$C/sim/shard-00000.npz
 probe() {  # $1 graph, $2 name, $3 kernel regex
   timeout -s INT ${NCU_CAP:-120} "$NCU" --target-processes all --kernel-name "regex:$3" --launch-skip ${SKIP:-300} \
     --launch-count ${COUNT:-6} --section SourceCounters --section WarpStateStats --import-source yes -f -o $OUT/$2 \
-    python3 scripts/ncu_case.py $C/$1 $S 0 > $OUT/$2.err 2>&1
+    python3 scripts/ncu_case.py $C/$1 $S 0 > /tmp/$2.err 2>&1
   echo "[$(since) s] $1: rc $? $(ls -la $OUT/$2.ncu-rep 2>&1 | awk '{print $5}') bytes" | tee -a $L
+  tail -3 /tmp/$2.err | cut -c1-200 | tee -a $L
   for src in cuda,sass sass cuda; do  # the source page as CSV (per line samples)
     "$NCU" -i $OUT/$2.ncu-rep --page source --csv --print-source $src > /tmp/$2_source.csv 2>/tmp/$2_source.err \
       && [ -s /tmp/$2_source.csv ] && break
   done
   echo "source page ($src): $(wc -l < /tmp/$2_source.csv) lines; $(head -c 300 /tmp/$2_source.err)" | tee -a $L
   python3 scripts/ncu_top_lines.py /tmp/$2_source.csv > $OUT/$2_top.txt 2>&1
+  gzip -c /tmp/$2_source.csv > $OUT/$2_source.csv.gz  # the whole page, for a second look off the machine
   head -${TOP:-45} $OUT/$2_top.txt | cut -c1-260 | tee -a $L
 }
 probe HLG.img hlg "ScanSplitKernel|FinalizeKernel|ExpandKernel"

@@ -1,10 +1,15 @@
-"""The top source lines of an Nsight Compute source page (ncu -i REP --page source --csv),
-by warp-state samples (scripts/device_ncu_source.sh). The page's columns differ between ncu
-versions, so this finds them by name: the sampling columns ("Warp Stall Sampling (All
-Samples)", else any column with "Sampl"), the source text and its line or address.
+"""The top source lines of an Nsight Compute source page (ncu -i REP --page source --csv
+--print-source cuda,sass), by warp-state samples (scripts/device_ncu_source.sh). The page
+holds one table per source file ("File Name" row, then a header with "Line No", "Source",
+"Address", "Source", the sampling columns...); a CUDA line's row names the line, the SASS rows
+below it (no line number) carry the samples. This sums each SASS row's samples into the CUDA
+line above it and prints the lines with the most samples, as shares of all samples (the page
+of ncu 2025.3 on the H200, session of 2026-11-30 19:51: the first version of this script sorted
+SASS rows and lost the lines).
 Usage: python3 scripts/ncu_top_lines.py SOURCE.csv [N]"""
 import csv
 import sys
+from collections import defaultdict
 
 
 def number(s):
@@ -15,28 +20,34 @@ def number(s):
 
 
 def main(path, n=40):
-    rows = list(csv.reader(open(path, newline="", errors="replace")))
-    heads = [i for i, r in enumerate(rows) if any("Sampl" in c for c in r)]
-    if not heads:
-        print(f"no sampling column; first rows: {rows[:3]}")
-        return
-    # several kernels: one header per kernel's table; the rows up to the next header are its own
-    for k, h in enumerate(heads):
-        hdr = rows[h]
-        end = heads[k + 1] if k + 1 < len(heads) else len(rows)
-        body = [r for r in rows[h + 1:end] if len(r) == len(hdr)]
-        samp = [i for i, c in enumerate(hdr) if "Sampling (All" in c] or [i for i, c in enumerate(hdr) if "Sampl" in c]
-        col = samp[0]
-        text = next((i for i, c in enumerate(hdr) if c.strip().lower() in ("source", "sass", "cuda")), None)
-        where = next((i for i, c in enumerate(hdr) if c.strip().lower() in ("#", "line", "address", "# address")), 0)
-        total = sum(number(r[col]) or 0 for r in body)
-        print(f"== table {k} (row {h}): {len(body)} lines, {total:.0f} samples in '{hdr[col]}'; columns: "
-              f"{', '.join(hdr)[:400]}")
-        top = sorted(body, key=lambda r: -(number(r[col]) or 0))[:n]
-        for r in top:
-            v = number(r[col]) or 0
-            src = r[text].strip() if text is not None else ""
-            print(f"{v:8.0f} {100 * v / max(total, 1):5.1f}%  {r[where][:12]:>12}  {src[:200]}")
+    agg = defaultdict(float)
+    text = {}
+    file, hdr, line = "?", None, None
+    col = addr = lno = None
+    for r in csv.reader(open(path, newline="", errors="replace")):
+        if r and r[0] == "File Name":
+            file = r[1] if len(r) > 1 else "?"
+            line = None
+            continue
+        if r and r[0] == "Line No":
+            hdr = r
+            samp = [i for i, c in enumerate(r) if "Sampling (All" in c] or [i for i, c in enumerate(r) if "Sampl" in c]
+            col = samp[0] if samp else None
+            addr = r.index("Address") if "Address" in r else None
+            lno = 0
+            continue
+        if hdr is None or col is None or len(r) != len(hdr):
+            continue
+        if r[lno].strip():
+            line = (file.rsplit("/", 1)[-1], r[lno].strip())
+            text[line] = r[1].strip()
+        v = number(r[col])
+        if v and line is not None and (addr is None or r[addr].strip()):
+            agg[line] += v
+    total = sum(agg.values())
+    print(f"{len(agg)} source lines with samples, {total:.0f} samples")
+    for key, v in sorted(agg.items(), key=lambda kv: -kv[1])[:n]:
+        print(f"{v:8.0f} {100 * v / max(total, 1):5.1f}%  {key[0]}:{key[1]:<5}  {text.get(key, '')[:180]}")
 
 
 if __name__ == "__main__":
