@@ -145,7 +145,8 @@ def live_uploads() -> int:
 # max and finds the exact max as it goes (issue 11; off by default until a device A/B proves it).
 # trim_arcs: True = a real step's scan gives each token only the prefix of its sorted emitting
 # arcs that can pass (scan.cuh TrimDegrees; on graphs whose arcs are sorted, which every graph
-# built by this version is); "untrimmed" is "new" without it.
+# built by this version is); "untrimmed" is "new" without it; "new_lists" is "new" closing by
+# lists everywhere (the default before the closure by chains, kept for A/B runs).
 KERNEL_VARIANTS = {
     "new": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True),
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
