@@ -215,3 +215,29 @@ def test_cuwfst_lattice_row(toy):
     assert lat.status == "ok" and lat.utts == best.utts == 20
     assert lat.errors == best.errors == 0 and lat.graph == "HLG.img"
     assert "lattice=True" in lat.settings and "lattice=True" not in best.settings
+
+
+def test_every_pass_is_scored_and_a_spread_is_shown():
+    """time_decodes keeps every pass's hypotheses (warm-up first); the table shows the last
+    pass's WER and, where the passes disagree, their range (riva's 1-best is not the same
+    from run to run on identical inputs)."""
+    from benchmarks.peers.measure import time_decodes
+
+    class Flaky:
+        name = "flaky"
+
+        def __init__(self):
+            self.calls = 0
+
+        def decode(self, lp, lens):
+            self.calls += 1
+            return [[self.calls]] * len(lens)  # each pass returns other word ids
+
+    times, passes = time_decodes(Flaky(), np.zeros((4, 3, 2)), np.full(4, 3), 2, 3)
+    assert len(times) == 3 and len(passes) == 4
+    assert [(p[0][0], p[-1][0]) for p in passes] == [(1, 2), (3, 4), (5, 6), (7, 8)]  # two batches a pass
+    row = report.Row("riva", "cuda", "TLG.fst", "32", utts=4, wer_percent=2.22, errors=25, ref_words=1125, rtfx=1.0,
+                     wer_passes=[2.04, 2.31, 2.22, 2.22])
+    assert "| 2.22 (25/1125); passes 2.04-2.31 |" in report.table([row])
+    row.wer_percent, row.wer_passes = 2.13, [2.13] * 4  # an exact decoder: the same every pass
+    assert "| 2.13 (25/1125) |" in report.table([row]) and "passes" not in report.table([row])

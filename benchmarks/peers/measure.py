@@ -19,7 +19,8 @@ def time_decodes(peer, log_probs, lengths, batch: int, reps: int, sync=None):
     """Decode every utterance `batch` at a time: one warm-up pass, then `reps` timed passes.
 
     A pass ends when the last word-id list is on the host. Returns (seconds of each timed
-    pass, the last pass's hypotheses)."""
+    pass, every pass's hypotheses, the warm-up's first and the last pass's last): a peer
+    whose results differ from pass to pass shows it (riva's 1-best does)."""
     n = int(lengths.shape[0])
 
     def one_pass():
@@ -28,19 +29,20 @@ def time_decodes(peer, log_probs, lengths, batch: int, reps: int, sync=None):
             out += peer.decode(log_probs[s : s + batch], lengths[s : s + batch])
         return out
 
-    hyps = one_pass()
+    passes = [one_pass()]
     times = []
     for _ in range(reps):
         if sync:
             sync()
         t0 = time.perf_counter()
-        hyps = one_pass()
+        passes.append(one_pass())
         if sync:
             sync()
         times.append(time.perf_counter() - t0)
-    if len(hyps) != n:
-        raise RuntimeError(f"{peer.name} returned {len(hyps)} hypotheses for {n} utterances")
-    return times, hyps
+    for hyps in passes:
+        if len(hyps) != n:
+            raise RuntimeError(f"{peer.name} returned {len(hyps)} hypotheses for {n} utterances")
+    return times, passes
 
 
 def median(xs) -> float:

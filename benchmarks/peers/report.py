@@ -32,6 +32,7 @@ class Row:
     torch_peak_mib: float | None = None
     device_peak_mib: float | None = None
     own_mib: float | None = None
+    wer_passes: list[float] = field(default_factory=list)  # each pass's WER %, the warm-up first
 
 
 def _fmt(x, spec: str) -> str:
@@ -47,6 +48,8 @@ def table(rows: list[Row]) -> str:
             continue
         gpu = "-" if r.gpu_mib is None else f"{r.gpu_mib:.0f} ({r.gpu_source})"
         wer = f"{r.wer_percent:.2f} ({r.errors}/{r.ref_words})"
+        if r.wer_passes and max(r.wer_passes) - min(r.wer_passes) > 1e-9:
+            wer += f"; passes {min(r.wer_passes):.2f}-{max(r.wer_passes):.2f}"
         lines.append(f"| {r.decoder} | {r.device} | {r.graph} | {r.batch} | {r.utts} | {wer} | "
                      f"{_fmt(r.rtfx, '.1f')} | {gpu} | {r.settings} |")
     return "\n".join(lines)
@@ -55,6 +58,8 @@ def table(rows: list[Row]) -> str:
 NOTES = """\
 - WER: kaldialign edit distance over word ids against the references; `<eps>`, `<s>`, `</s>`
   and `#k` are not scored, words missing from words.txt (greedy, torchaudio-ctc) count as errors.
+  The WER is the last pass's; where the passes (warm-up included) disagree, `passes a-b` gives
+  the range over them (riva's 1-best has differed from run to run on identical inputs).
 - RTFx: audio seconds (sum of lengths x frame shift) over the wall seconds of decoding all
   utterances at that batch size, until the last word-id list is on the host; median of the
   timed passes after one warm-up pass. GPU peers read log-probs already on the GPU (one copy

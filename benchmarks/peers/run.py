@@ -95,8 +95,8 @@ def run_entry(name: str, corpus, batch: int, args, blank_skip: float = 0.0) -> R
         with probe:
             peer = cls(corpus, batch, args, **kwargs)
             feed = batch if cls.batched else getattr(peer, "feed", 1)
-            times, hyps = time_decodes(peer, log_probs[:n], lengths, feed, args.reps,
-                                       torch.cuda.synchronize if torch is not None else None)
+            times, passes = time_decodes(peer, log_probs[:n], lengths, feed, args.reps,
+                                         torch.cuda.synchronize if torch is not None else None)
             own = peer.own_gpu_bytes()
             row.settings = peer.settings()
             row.graph = peer.graph
@@ -113,7 +113,10 @@ def run_entry(name: str, corpus, batch: int, args, blank_skip: float = 0.0) -> R
             peer.close()
         del peer
         gc.collect()
-    errs = word_errors([corpus.scored(r) for r in corpus.refs[:n]], [corpus.scored(h) for h in hyps])
+    refs = [corpus.scored(r) for r in corpus.refs[:n]]
+    errs = word_errors(refs, [corpus.scored(h) for h in passes[-1]])  # the last pass's, as the table shows
+    # every pass's WER (warm-up included): equal for an exact decoder, not for riva's 1-best
+    row.wer_passes = [100 * word_errors(refs, [corpus.scored(h) for h in hyps]).rate for hyps in passes]
     row.utts, row.times_s, row.median_s = n, times, median(times)
     row.audio_s = corpus.audio_seconds(n)
     row.rtfx = row.audio_s / row.median_s if row.median_s > 0 else None
@@ -147,7 +150,9 @@ def main(argv=None) -> list[Row]:
             row = run_entry(name, corpus, batch, args, blank_skip=skip)
             rows.append(row)
             if row.status == "ok":
-                _log(f"{row.decoder} batch {row.batch}: WER {row.wer_percent:.2f}%  RTFx {row.rtfx:.1f}")
+                spread = max(row.wer_passes) - min(row.wer_passes)
+                passes = f" (passes {min(row.wer_passes):.2f}-{max(row.wer_passes):.2f}%)" if spread > 1e-9 else ""
+                _log(f"{row.decoder} batch {row.batch}: WER {row.wer_percent:.2f}%{passes}  RTFx {row.rtfx:.1f}")
             else:
                 _log(f"{row.decoder} batch {row.batch}: {row.status}")
                 if row.status.startswith("skipped"):
