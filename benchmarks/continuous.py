@@ -8,7 +8,9 @@ L lanes in stored order, decoded by each mode asked for:
 - continuous: one `Decoder.decode` over all rows with batching="continuous" (the next
   utterance enters a lane the moment one finishes);
 - decode_all: `Decoder.decode_all(utterances)` over [T, V] rows in stored order, the
-  continuous path behind the dataset API (its chunks are packed on the host).
+  continuous path behind the dataset API (its chunks are packed on the host);
+- refill, decode_all_refill: continuous and decode_all with refill="device" (a lane takes its
+  next row on the GPU in the step after its row ends) and segments of --refill-segment steps.
 
 python -m benchmarks.continuous --graph HLG.img --log-probs shard.npz [--lanes 32] [--reps 3] \\
     [--baseline stored] [--modes padded continuous decode_all] [--md out.md] [--json out.jsonl]
@@ -37,7 +39,7 @@ if __package__ in (None, ""):
 from benchmarks.stream_tools import is_gpu, load_shard, same_result, torch_cuda  # noqa: E402
 from cuwfst import Decoder, DecoderOptions, Graph  # noqa: E402
 
-MODES = ("stored", "padded", "continuous", "decode_all")
+MODES = ("stored", "padded", "continuous", "decode_all", "refill", "decode_all_refill")
 
 
 def run_mode(dec: Decoder, mode: str, lp, lens: np.ndarray, lanes: int):
@@ -48,7 +50,7 @@ def run_mode(dec: Decoder, mode: str, lp, lens: np.ndarray, lanes: int):
         for s in range(0, B, lanes):
             hyps += dec.decode(lp[s : s + lanes], lens[s : s + lanes])
         return hyps
-    if mode == "decode_all":
+    if mode in ("decode_all", "decode_all_refill"):
         return list(dec.decode_all((lp[i, : int(lens[i])] for i in range(B)), progress=False))
     return dec.decode(lp, lens)  # padded or continuous: the decoder's batching
 
@@ -73,6 +75,7 @@ def main(argv=None) -> int:
     p.add_argument("--utts", type=int, default=None)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--segment", type=int, default=32)
+    p.add_argument("--refill-segment", type=int, default=256, help="segment length of the refill modes")
     p.add_argument("--baseline", choices=["none", "stored"], default="none",
                    help="stored: also today's padded batches of --lanes rows in file order, one decode call each")
     p.add_argument("--modes", nargs="+", choices=MODES[1:], default=["padded", "continuous"])
@@ -110,9 +113,10 @@ def main(argv=None) -> int:
     for L in a.lanes:
         first = None
         for mode in modes:
-            batching = "continuous" if mode in ("continuous", "decode_all") else "padded"
+            refill = mode in ("refill", "decode_all_refill")
+            batching = "continuous" if mode in ("continuous", "decode_all") or refill else "padded"
             dec = Decoder(g, opts, device=a.device, num_threads=a.threads, max_lanes=L, batching=batching,
-                          segment=a.segment)
+                          segment=a.refill_segment if refill else a.segment, refill="device" if refill else "segment")
             run_mode(dec, mode, lp_dev, lens, L)  # warm-up: build, capture
             times = []
             for _ in range(a.reps):

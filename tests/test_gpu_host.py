@@ -85,10 +85,11 @@ class FakeGpuModule:
         v["reserved"] = v["fixed"] + v["winners_reserved"] + v["path_bytes"]
         out[:] = [v[k] for k in MEM_STATS]
 
-    def gpu_decode_many(self, h, lp, lens, online, segment, gc, stream, *outs):
+    def gpu_decode_many(self, h, lp, lens, online, segment, gc, refill, stream, *outs):
         # continuous batching: any number of rows, each decoded as if alone
         graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
         self.many_calls.append((lanes, len(lens), int(segment), bool(gc)))
+        self.refills = getattr(self, "refills", []) + [bool(refill)]
         saved, self.decoders[h] = self.decoders[h], (graph_h, beam, obeam, mn, mx, partial, 1 << 30, eps)
         try:
             self.gpu_decode(h, lp, lens, online, stream, *outs)
@@ -296,6 +297,27 @@ def test_lattice_sub_batch_without_records(fake_gpu):
         assert np.float32(g.score).view(np.int32) == np.float32(w.score).view(np.int32), b
         assert g.words == w.words, b
         assert_same_lattice(w.lattice, g.lattice, f"row {b}")
+
+
+def test_refill_reaches_the_native_continuous_decode(fake_gpu):
+    """refill="device" (continuous batching: a lane takes its next row on the GPU in the step
+    after its row ends) reaches gpu_decode_many as refill=True, "segment" (the default) as
+    False, and the long-form GC segments never ask for it; results as the CPU's; a bad value
+    is refused by name."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    want = Decoder(graph).decode(lp, lens)
+    for refill, flag in (("device", True), ("segment", False)):
+        fake_gpu.refills = []
+        dec = Decoder(graph, device="cuda", max_lanes=2, batching="continuous", segment=64, refill=refill)
+        got = dec.decode(lp, lens)
+        assert fake_gpu.refills == [flag], refill
+        assert [(h.words, h.score) for h in got] == [(h.words, h.score) for h in want]
+    fake_gpu.refills = []
+    Decoder(graph, device="cuda", max_lanes=3, gc_interval=int(lens.max()) - 1, refill="device").decode(lp, lens)
+    assert fake_gpu.refills == [False]
+    with pytest.raises(ValueError, match="refill"):
+        Decoder(graph, device="cuda", refill="host")
 
 
 def test_gc_interval_sends_long_rows_through_segments_with_gc(fake_gpu):

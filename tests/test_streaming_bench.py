@@ -189,11 +189,12 @@ def test_continuous_modes_cpu(tmp_path):
     js, md = tmp_path / "c.jsonl", tmp_path / "c.md"
     rc = continuous.main(["--graph", str(TINY / "HLG.img"), "--log-probs", str(DEMO_SHARD), "--device", "cpu",
                           "--utts", "5", "--lanes", "2", "--reps", "1", "--threads", "2", "--baseline", "stored",
-                          "--modes", "padded", "continuous", "decode_all", "--check", "3", "--json", str(js),
-                          "--md", str(md)])
+                          "--modes", "padded", "continuous", "decode_all", "refill", "decode_all_refill", "--check", "3",
+                          "--json", str(js), "--md", str(md)])
     assert rc == 0
     rows = _rows(js)
-    assert [r["batching"] for r in rows] == ["stored", "padded", "continuous", "decode_all"]
+    assert [r["batching"] for r in rows] == ["stored", "padded", "continuous", "decode_all", "refill",
+                                             "decode_all_refill"]
     for r in rows:
         assert r["rows"] == 5 and r["identical_to_first"] == 5 and r["cpu_identical"] == 3
         assert r["vs_stored"] == round(r["rtfx"] / rows[0]["rtfx"], 3)

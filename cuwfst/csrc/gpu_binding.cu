@@ -528,10 +528,11 @@ void GpuLatticePrunedRow(int64_t h, int64_t b, TensorView states, TensorView arc
 }
 
 // Continuous batching (GpuDecoder::DecodeMany): any number of rows; as GpuDecode otherwise.
-// gc_every_segment: a winners-log GC round after every segment (long-form offline decodes).
+// gc_every_segment: a winners-log GC round after every segment (long-form offline decodes);
+// refill: lanes take the next row on the device as soon as theirs ends (scan.cuh RefillKernel).
 void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
-                   bool gc_every_segment, int64_t caller_stream, TensorView out_arcs, TensorView out_len, TensorView out_score,
-                   TensorView out_meta, TensorView out_stats) {
+                   bool gc_every_segment, bool refill, int64_t caller_stream, TensorView out_arcs, TensorView out_len,
+                   TensorView out_score, TensorView out_meta, TensorView out_stats) {
   GpuDecoder* d = GetDecoder(h);
   const LogProbs lp = CheckLogProbs(d, log_probs);
   if (lp.B > INT32_MAX) TVM_FFI_THROW(ValueError) << "too many rows";
@@ -541,7 +542,7 @@ void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool onl
   Guarded([&] {
     d->DecodeMany(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
                   static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, static_cast<int32_t>(segment),
-                  gc_every_segment, caller_stream, out);
+                  gc_every_segment, caller_stream, out, refill);
   });
 }
 

@@ -305,6 +305,19 @@ void GpuDecoder::Allocate() {
   d_inputs_ = Alloc<LaneInput>(L, "lane inputs");
   ws_.inputs = d_inputs_;
   ws_.out_path_len = out_path_len_ = Alloc<int32_t>(L, "path lengths");
+  // the device-side refill's queue (4 rows a lane a segment) and done records (2 a lane)
+  refill_queue_cap_ = 4 * L;
+  refill_done_cap_ = 2 * L;
+  d_refill_queue_ = Alloc<RefillEntry>(refill_queue_cap_, "refill queue");
+  ws_.refill_queue = d_refill_queue_;
+  ws_.refill_ctl = Alloc<int32_t>(kRefillCtl, "refill control");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.refill_ctl, 0, kRefillCtl * sizeof(int32_t), stream_));
+  ws_.refill_done = Alloc<RefillDone>(refill_done_cap_, "refill records");
+  ws_.refill_row = Alloc<int32_t>(L, "refill rows");
+  ws_.refill_path_len = Alloc<int32_t>(refill_done_cap_, "refill path lengths");
+  ws_.refill_inputs = d_inputs_;
+  ws_.refill = 0;
+  ws_.refill_path = nullptr;  // EnsureRefillPaths
   ws_.gc_live = Alloc<unsigned long long>(1, "GC live counter");
   ws_.gc_conv = Alloc<int32_t>(L, "GC convergence points");
   ws_.drain_len = Alloc<int32_t>(L, "GC drain lengths");
@@ -342,6 +355,11 @@ void GpuDecoder::Allocate() {
   pinned(&h_inputs_, L * sizeof(LaneInput), "the lane inputs");
   pinned(&h_lanes_, L * sizeof(LaneCounters), "the lane counters");
   pinned(&h_path_len_, L * sizeof(int32_t), "the path lengths");
+  pinned(&h_refill_queue_, refill_queue_cap_ * sizeof(RefillEntry), "the refill queue");
+  pinned(&h_refill_ctl_, kRefillCtl * sizeof(int32_t), "the refill control words");
+  pinned(&h_refill_done_, refill_done_cap_ * sizeof(RefillDone), "the refill records");
+  pinned(&h_refill_row_, L * sizeof(int32_t), "the refill rows");
+  pinned(&h_refill_path_len_, refill_done_cap_ * sizeof(int32_t), "the refill path lengths");
   AllocatePath(cfg_.max_frames);
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
@@ -381,6 +399,29 @@ void GpuDecoder::AllocatePath(int32_t max_frames) {
   cfg_.max_frames = max_frames;
   ws_.path_cap = static_cast<int32_t>(cap);
   ws_.out_path = static_cast<int32_t*>(out_path_.get());
+}
+
+// The done rows' path buffers of the device-side refill, [refill_done_cap_, path_cap] on the
+// device and pinned on the host, (re)allocated when a refill decode first needs them and after
+// path_cap grew; the captured graphs hold the old pointer, so they go.
+void GpuDecoder::EnsureRefillPaths() {
+  if (refill_path_cap_ == ws_.path_cap && refill_path_.get() != nullptr) return;
+  const size_t bytes = static_cast<size_t>(refill_done_cap_) * ws_.path_cap * sizeof(int32_t);
+  DeviceBuffer d;
+  PinnedBuffer h;
+  cudaError_t e = TryDeviceAlloc(bytes, &d);
+  if (e == cudaSuccess) e = TryPinnedAlloc(bytes, &h);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for the refilled rows' paths on cuda:"
+       << device() << "; decode with refill off, or lower max_lanes";
+    ThrowAcquireFailure(e, os.str());
+  }
+  FreeGraphs();
+  refill_path_ = std::move(d);
+  h_refill_path_ = std::move(h);
+  refill_path_cap_ = ws_.path_cap;
+  ws_.refill_path = static_cast<int32_t*>(refill_path_.get());
 }
 
 // Winners-log growth to what the batch used: the cursor counts every append, also those
@@ -538,6 +579,7 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
+  w.refill = kind == SeqKind::kSegmentRefill ? 1 : 0;
   return w;
 }
 
@@ -594,11 +636,14 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
   }
-  const bool opens = kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kOpen;
+  const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
+  const bool opens = kind == SeqKind::kBatch || segment || kind == SeqKind::kOpen;
   if (opens && cfg_.eps_iterations > 0) EnqueueClosure(w, false);
   for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
-  if (kind == SeqKind::kBatch || kind == SeqKind::kSegment || kind == SeqKind::kFinalize || kind == SeqKind::kResume)
+  if (kind == SeqKind::kBatch || segment || kind == SeqKind::kFinalize || kind == SeqKind::kResume)
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
+  if (w.refill)
+    Timed(6, [&] { RefillBacktrackKernel<<<(refill_done_cap_ + 31) / 32, 32, 0, stream_>>>(w); });
   if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(w, 0); });
   CUWFST_CUDA(cudaGetLastError());
 }
@@ -754,6 +799,9 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
   }
   Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, w); });
+  // the device-side refill: lanes whose row just ended take the next queued row, whose start
+  // the closure below closes with the others (profiled as init)
+  if (w.refill) Timed(0, [&] { RefillKernel<<<1, kRefillThreads, 0, stream_>>>(g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     if (cfg_.walker == kWalkThread)
@@ -1223,6 +1271,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
                     cudaStreamSynchronize(stream_) == cudaSuccess;
   if (!read) ClearHandledError();
   out[45] = read ? static_cast<int64_t>(slots) : -1;
+  out[46] = refills_;
 }
 
 }  // namespace cuwfst

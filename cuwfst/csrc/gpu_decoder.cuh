@@ -178,6 +178,8 @@ enum class SeqKind : int32_t {
   kOpen = 4,      // new streams: setup, start closure
   kResume = 5,    // a paused pooled batch (scan.cuh LaneScanLastBlock): setup (every lane goes on), steps,
                   // backtrack, sanitize
+  kSegmentRefill = 6,  // kSegment with the device-side refill: RefillKernel after every step's Finalize,
+                       // RefillBacktrackKernel at the end
 };
 
 // Outputs of StreamPartial, on the host: the best path so far and how much of it is final.
@@ -241,9 +243,12 @@ class GpuDecoder {
   // result equals its decode alone. Outputs as Decode's, one row per input row. A GC round
   // runs when the next segment might not fit the winners log, or after every segment with
   // gc_every_segment (long-form offline decoding, Decoder(gc_interval=...)).
+  // refill (offline rows only, not with gc_every_segment): a lane whose row ends inside a
+  // segment takes the next queued row at once on the device (scan.cuh RefillKernel), so no lane
+  // idles until the segment's end and segments can be long; results as without it.
   void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
                   int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
-                  int64_t caller_stream, DecodeOutputs out);
+                  int64_t caller_stream, DecodeOutputs out, bool refill = false);
   // Streams (k2's online beam mode; lanes are their slots). Open: the lanes' start tokens
   // and closures. Advance: lanes[i] takes lens[i] frames of rows i of a packed [S, Tc, V]
   // device tensor, in one launch sequence, then a GC round (in more rounds when the arena
@@ -308,7 +313,8 @@ class GpuDecoder {
   // [45] the slots the steps gave the walkers since construction (the walkers' work: counted by
   // the scans, so a step a pooled pause undoes and a batch re-run after a lattice-records growth
   // count again; -1 if it cannot be read back). Reading [45] synchronizes the decoder's stream.
-  static constexpr int kMemStats = 46;
+  // [46] rows the device-side refill started inside segments since construction (DecodeMany).
+  static constexpr int kMemStats = 47;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -450,6 +456,17 @@ class GpuDecoder {
   PinnedBuffer h_lanes_;      // LaneCounters [max_lanes]
   PinnedBuffer h_path_;       // int32 [max_lanes, path_cap]
   PinnedBuffer h_path_len_;   // int32 [max_lanes]
+  // the device-side refill (DecodeMany with refill): queue, control words, done records, the
+  // rows the lanes hold; the done rows' paths (sized by path_cap when a refill decode needs them)
+  int32_t refill_queue_cap_ = 0, refill_done_cap_ = 0;
+  RefillEntry* d_refill_queue_ = nullptr;
+  PinnedBuffer h_refill_queue_, h_refill_ctl_, h_refill_done_, h_refill_row_, h_refill_path_, h_refill_path_len_;
+  DeviceBuffer refill_path_;
+  int32_t refill_path_cap_ = 0;
+  int64_t refills_ = 0;  // rows the device-side refill started (DecodeMany with refill)
+  void EnsureRefillPaths();
+  void HarvestRefills(const int32_t* lengths, const char* base, int64_t stride_b, int64_t stride_t, int64_t elem,
+                      int32_t* next, DecodeOutputs& out);
   int64_t fixed_bytes_ = 0;
   bool profiling_ = false;
   bool inject_illegal_address_ = false;

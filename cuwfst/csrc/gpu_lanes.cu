@@ -168,9 +168,64 @@ void GpuDecoder::CollectGarbage() {
 }
 
 // ------------------------------------------------------------------ continuous batching
+// After a kSegmentRefill segment (DecodeMany): the rows the device started (the queue's first
+// ctl[kRefillHead] entries, order[*next ...]) leave the host's list, the rows that ended and were
+// replaced go to the outputs from their done records (the row a lane held when the segment
+// began keeps the prefix GC rounds drained for it; a row that started inside the segment has
+// none), and each lane's host view and input follow the row it holds now.
+void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_t stride_b, int64_t stride_t,
+                                int64_t elem, int32_t* next, DecodeOutputs& out) {
+  const int L = cfg_.max_lanes;
+  const int32_t* ctl = As<int32_t>(h_refill_ctl_);
+  const int32_t* lane_rows = As<int32_t>(h_refill_row_);
+  *next += ctl[kRefillHead];
+  refills_ += ctl[kRefillHead];
+  const int32_t n_done = std::min(ctl[kRefillDone], refill_done_cap_);
+  if (n_done > 0) {
+    const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
+    CUWFST_CUDA(cudaMemcpyAsync(h_refill_done_.get(), ws_.refill_done, n_done * sizeof(RefillDone),
+                                cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(h_refill_path_len_.get(), ws_.refill_path_len, n_done * sizeof(int32_t),
+                                cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(h_refill_path_.get(), refill_path_.get(), n_done * pitch, cudaMemcpyDeviceToHost,
+                                stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    const RefillDone* done = As<RefillDone>(h_refill_done_);
+    const int32_t* path_len = As<int32_t>(h_refill_path_len_);
+    const int32_t* paths = As<int32_t>(h_refill_path_);
+    for (int32_t r = 0; r < n_done; ++r) {  // (a lane's records are in the order its rows ended)
+      const RefillDone& d = done[r];
+      LaneHost& h = lane_host_[d.lane];
+      const bool held = h.row == d.row;  // the lane's row when the segment began
+      LaneCounters lc{};
+      lc.final_winner = d.final_winner;
+      lc.final_score = d.final_score;
+      lc.reached_final = d.reached_final;
+      lc.redirected = d.redirected;
+      lc.overflow = d.overflow;
+      lc.max_frontier = d.max_frontier;
+      lc.frontier_total = d.frontier_total;
+      lc.closure_added = d.closure_added;
+      WriteResult(r, d.row, lc, path_len[r], held ? &h.prefix : nullptr, held ? h.overflow : 0, paths, out);
+      if (held) h.row = -1;  // its prefix and host bits are spent
+    }
+  }
+  LaneInput* in = As<LaneInput>(h_inputs_);
+  for (int32_t l = 0; l < L; ++l) {
+    LaneHost& h = lane_host_[l];
+    if (!h.open || lane_rows[l] == h.row) continue;
+    const int32_t row = lane_rows[l];  // started on the device inside the segment
+    h = LaneHost{};
+    h.open = true;
+    h.row = row;
+    h.fed = lengths[row];
+    in[l] = {base + static_cast<int64_t>(row) * stride_b * elem, stride_t, 0, 0};  // the next upload keeps it
+  }
+}
+
 void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
                             int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
-                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out) {
+                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out, bool refill) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
@@ -180,6 +235,9 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
   int32_t max_len = 0;
   for (int32_t b = 0; b < N; ++b) max_len = std::max(max_len, lengths[b]);
   const bool replay = Replays(segment);
+  // the device-side refill: offline rows (a stream's length is not known) without the
+  // long-form GC rounds after every segment
+  refill = refill && !online && !gc_every_segment;
   try {
     cudaError_t stale = cudaGetLastError();
     if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", N, T, V, segment);
@@ -190,6 +248,7 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
     }
     EnsureStatic();  // lanes live across segments, which cannot be re-run: the static layout
     ReleaseAllLanes();
+    if (refill) EnsureRefillPaths();
     // longest rows first: the last segments then hold the short ones, not one long straggler
     std::vector<int32_t> order(N);
     std::iota(order.begin(), order.end(), 0);
@@ -234,18 +293,43 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
         any |= h.open;
       }
       if (!any) break;
+      int32_t* ctl = As<int32_t>(h_refill_ctl_);
+      int32_t* lane_rows = As<int32_t>(h_refill_row_);
+      if (refill) {  // the rows the lanes may take inside this segment, in order, and the lanes' rows
+        const int32_t queued = std::min(N - next, refill_queue_cap_);
+        RefillEntry* q = As<RefillEntry>(h_refill_queue_);
+        for (int32_t i = 0; i < queued; ++i) {
+          const int32_t row = order[next + i];
+          q[i] = RefillEntry{LaneInput{base + static_cast<int64_t>(row) * stride_b * elem, stride_t, 0, 0}, row,
+                             lengths[row]};
+        }
+        ctl[kRefillHead] = 0;
+        ctl[kRefillQueued] = queued;
+        ctl[kRefillDone] = 0;
+        ctl[kRefillDoneCap] = refill_done_cap_;
+        for (int32_t l = 0; l < L; ++l) lane_rows[l] = lane_host_[l].open ? lane_host_[l].row : -1;
+        if (queued > 0)
+          CUWFST_CUDA(cudaMemcpyAsync(d_refill_queue_, q, queued * sizeof(RefillEntry), cudaMemcpyHostToDevice, stream_));
+        CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_ctl, ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+        CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_row, lane_rows, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+      }
       UploadLaneOrders();
-      RunOnce(SeqKind::kSegment, segment, lp_f16, replay);
+      RunOnce(refill ? SeqKind::kSegmentRefill : SeqKind::kSegment, segment, lp_f16, replay);
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       const unsigned long long before = cursor;
       CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
+      if (refill) {
+        CUWFST_CUDA(cudaMemcpyAsync(ctl, ws_.refill_ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+        CUWFST_CUDA(cudaMemcpyAsync(lane_rows, ws_.refill_row, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      }
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       arena_high_water_ = std::max(arena_high_water_, cursor);
       // the most a segment appended so far: a quiet segment after a busy one must not shrink
       // the room kept for the next (a segment that outruns the log cannot be re-run)
       delta = std::max<unsigned long long>(delta, cursor > before ? cursor - before : 0);
+      if (refill) HarvestRefills(lengths, base, stride_b, stride_t, elem, &next, out);
       // harvest the lanes whose row took its final step
       int64_t width = 0;
       bool done_any = false;

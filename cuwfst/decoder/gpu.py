@@ -329,12 +329,13 @@ class GpuInstance:
         return out, rows
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
-                    gc: bool = False):
+                    gc: bool = False, refill: bool = False):
         """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany);
-        gc: a winners-log GC round after every segment (long-form decoding)."""
+        gc: a winners-log GC round after every segment (long-form decoding); refill: lanes take
+        the next row on the device the step after theirs ends (offline rows, without gc)."""
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
-        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), bool(gc), stream, out_arcs, out_len,
-                                 out_score, out_meta, out_stats)
+        self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), bool(gc), bool(refill), stream,
+                                 out_arcs, out_len, out_score, out_meta, out_stats)
         return out
 
 
@@ -342,7 +343,7 @@ class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
-                 rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
+                 rescue_lanes: int = 4, batching: str = "padded", segment: int = 32, refill: str = "segment",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
@@ -351,7 +352,9 @@ class GpuBackend:
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if not isinstance(segment, int) or isinstance(segment, bool) or not 1 <= segment <= 4096:
             raise ValueError(f"segment must be an int in [1, 4096] steps, got {segment!r}")
-        self.batching, self.segment = batching, segment
+        if refill not in ("segment", "device"):
+            raise ValueError(f"refill must be 'segment' or 'device', got {refill!r}")
+        self.batching, self.segment, self.refill = batching, segment, refill
         self.gc_interval = check_gc_interval(gc_interval)
         if not isinstance(rescue_lanes, int) or isinstance(rescue_lanes, bool) or not 1 <= rescue_lanes <= 1024:
             raise ValueError(f"rescue_lanes must be an int in [1, 1024], got {rescue_lanes!r}")
@@ -587,7 +590,7 @@ class GpuBackend:
         elif (batching or self.batching) == "continuous":
             # every row through the lanes, the next row entering a lane the moment one
             # finishes: no lane-steps of padding, each row's result as if decoded alone
-            res = self.main.decode_many(lp, lens, stream, online, self.segment)
+            res = self.main.decode_many(lp, lens, stream, online, self.segment, refill=self.refill == "device")
             self._collect(hyps, range(B), res, frontend)
         else:
             # sub-batches of similar lengths: a batch runs as many steps as its longest row

@@ -75,8 +75,10 @@ class Decoder:
     capacity; decoder/rescue.py). A row the rescue cannot absorb keeps its overflow bits.
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
-    next row into a lane the moment one finishes (segments of `segment` steps); results
-    are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
+    next row into a lane the moment one finishes (segments of `segment` steps; refill
+    "segment": the host refills lanes at each segment's end, "device": a lane takes the next
+    row on the GPU in the step after its row ends, so long segments lose no lane-steps);
+    results are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
     default) commits the winners log as batches need it, "pooled" also hands the lanes'
     working memory out of shared pools sized by use (offline epsilon-free batches; far less
     memory, slower), "eager" holds everything in plain buffers (decoder/memory.py); results
@@ -95,7 +97,7 @@ class Decoder:
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
-                 walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32,
+                 walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32, refill: str = "segment",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
@@ -119,7 +121,7 @@ class Decoder:
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
                                    walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
-                                   batching=batching, segment=segment, arena_entries=arena_entries,
+                                   batching=batching, segment=segment, refill=refill, arena_entries=arena_entries,
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
                                    closure=closure, finalize_split=finalize_split, fused_max=fused_max,
                                    lattice_entries=lattice_entries, trim_arcs=trim_arcs)

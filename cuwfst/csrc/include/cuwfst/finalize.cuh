@@ -174,19 +174,35 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
 // is the TRUE length. The walk ends: a chain goes back one step at every emitting entry and
 // along acyclic epsilon arcs in between (closure = chain links an entry to its predecessor's
 // final winner, which can have a higher index, so the indices need not decrease).
+// The walk of one path: its true length into *len, its newest path_cap arcs into out (in
+// order), kOverflowPath into *overflow past path_cap.
+__device__ __forceinline__ void WalkPath(const Workspace& ws, int32_t final_winner, int32_t* out, int32_t* len_out,
+                                         int32_t* overflow) {
+  int32_t len = 0;
+  for (int32_t w = final_winner; w >= 0; w = ws.arena[w].prev) ++len;
+  *len_out = len;
+  if (len > ws.path_cap) *overflow |= kOverflowPath;
+  const int32_t kept = min(len, ws.path_cap);
+  int32_t k = 0;
+  for (int32_t w = final_winner; w >= 0 && k < kept; w = ws.arena[w].prev, ++k) out[kept - 1 - k] = ws.arena[w].arc;
+}
+
 __global__ void BacktrackKernel(Workspace ws) {
   int32_t lane = blockIdx.x * blockDim.x + threadIdx.x;
   if (lane >= ws.max_lanes) return;
   LaneCounters& lc = ws.lanes[lane];
-  int32_t len = 0;
-  for (int32_t w = lc.final_winner; w >= 0; w = ws.arena[w].prev) ++len;
-  ws.out_path_len[lane] = len;
-  if (len > ws.path_cap) lc.overflow |= kOverflowPath;
-  const int32_t kept = min(len, ws.path_cap);
-  int32_t* out = ws.out_path + static_cast<int64_t>(lane) * ws.path_cap;
-  int32_t k = 0;
-  for (int32_t w = lc.final_winner; w >= 0 && k < kept; w = ws.arena[w].prev, ++k)
-    out[kept - 1 - k] = ws.arena[w].arc;
+  WalkPath(ws, lc.final_winner, ws.out_path + static_cast<int64_t>(lane) * ws.path_cap, &ws.out_path_len[lane],
+           &lc.overflow);
+}
+
+// RefillBacktrackKernel — at the end of a SeqKind::kSegmentRefill sequence, one thread per
+// done record of RefillKernel: the record's path into refill_path[r], as BacktrackKernel.
+__global__ void RefillBacktrackKernel(Workspace ws) {
+  const int32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= min(ws.refill_ctl[kRefillDone], ws.refill_ctl[kRefillDoneCap])) return;
+  RefillDone& d = ws.refill_done[r];
+  WalkPath(ws, d.final_winner, ws.refill_path + static_cast<int64_t>(r) * ws.path_cap, &ws.refill_path_len[r],
+           &d.overflow);
 }
 
 // HashSanitizeKernel — once per decode, grid (blocks, max_lanes). A lane whose claims

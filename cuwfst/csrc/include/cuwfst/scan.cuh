@@ -8,60 +8,12 @@
 
 namespace cuwfst {
 
-// LaneSetupKernel — launched before every launch sequence (a decode, a stream's chunk, a
-// segment of continuous batching), grid = max_lanes blocks of 32 threads.
-// Reads: ws.commands. Writes, per lane, what its command says: kCmdInit resets the lane to
-// a new row (counters, the start token in frontier buffer 0, t = 0), kCmdSetLength arms
-// the final step of a stream, kCmdRelease empties the lane, kCmdAvail sets the frames the
-// lane may step through. Every lane not initialized here is parked (phase idle): the
-// start-closure passes that may follow must take only the new lanes, and every Scan
-// decides each lane's phase anew. reset_arena: a whole batch starts (offline decode):
-// the winners cursor returns to 0 and the pools' demand counters restart.
-// Layout (types.cuh, Workspace::pooled): an initialized lane gets the static layout's
-// regions, or with pooled its start token at token kPoolAlign * lane of buffer 0 (the pools
-// always hold kPoolAlign x max_lanes tokens) and no claims or hash region until its first
-// ScanKernel hands them out.
-// After an init a lane depends on nothing left from its previous row, except the hash
-// tables, which Finalize, ClearClaimsKernel and HashSanitizeKernel leave empty.
-// With epsilon closure the start token also enters the lane's hash as the closure expects
-// a real step's frontier (epsilon.cuh): claimed, its score as the slot's baseline,
-// hash_pos 0; the lane's phase is real and its cutoff 0 - search_beam, so the closure
-// passes that follow treat the start like a step's frontier.
-__global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t reset_arena) {
-  int32_t lane = blockIdx.x;
-  if (threadIdx.x != 0) return;
-  LaneCounters& lc = ws.lanes[lane];
-  const LaneCommand cmd = ws.commands[lane];
-  if (lane == 0 && reset_arena) {
-    *ws.arena_cursor = 0ull;
-    ws.pool_need[kPoolTokens] = static_cast<unsigned long long>(kPoolAlign) * ws.max_lanes;
-    ws.pool_need[kPoolClaims] = 0ull;
-    ws.pool_need[kPoolHash] = 0ull;
-  }
-  // The scan counters are zero between launches; a sequence that failed half-way may have
-  // left them set, and no scan runs while this kernel does.
-  if (lane == 0) {
-    *ws.scan_done = 0;
-    *ws.max_done = 0;
-    *ws.scan_ticket = 0;
-    ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
-  }
-  ws.scan_lane_done[lane] = 0;
-  ws.scan_best[lane] = 0ull;
-  if (ws.pool_bins)  // (zero between steps; a sequence that failed half-way may have left some)
-    for (int32_t b = 0; b < kPoolBins; ++b) ws.bin_slots[static_cast<int64_t>(lane) * kPoolBins + b] = 0;
-  for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
-  if (!(cmd.op & kCmdInit)) {
-    if (cmd.op & kCmdRelease) {
-      lc.length = -1;
-      lc.final_winner = -2;
-      ws.out_path_len[lane] = 0;
-    }
-    if (cmd.op & kCmdSetLength) lc.length = cmd.length;
-    if (cmd.op & kCmdAvail) lc.avail = cmd.avail;
-    lc.phase = kPhaseIdle;
-    return;
-  }
+// A lane's kCmdInit (LaneSetupKernel before a sequence, RefillKernel inside a segment): the
+// lane takes a new row (cmd's length, avail and online): counters, the start token in frontier
+// buffer 0, t = 0, and on epsilon graphs the start token in the (empty) hash as a real step's
+// frontier, for the closure passes that follow.
+__device__ __forceinline__ void InitLane(const DeviceGraph& g, const Workspace& ws, const StepParams& p,
+                                         int32_t lane, LaneCounters& lc, const LaneCommand& cmd) {
   lc.length = cmd.length;  // -1 marks a lane this sequence does not use
   lc.avail = cmd.avail;
   lc.online = cmd.online;
@@ -119,6 +71,129 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
     lc.eps_list_n[1] = 0;
     lc.eps_touched_n[0] = 0;
     lc.eps_touched_n[1] = 0;
+  }
+}
+
+// LaneSetupKernel — launched before every launch sequence (a decode, a stream's chunk, a
+// segment of continuous batching), grid = max_lanes blocks of 32 threads.
+// Reads: ws.commands. Writes, per lane, what its command says: kCmdInit resets the lane to
+// a new row (counters, the start token in frontier buffer 0, t = 0), kCmdSetLength arms
+// the final step of a stream, kCmdRelease empties the lane, kCmdAvail sets the frames the
+// lane may step through. Every lane not initialized here is parked (phase idle): the
+// start-closure passes that may follow must take only the new lanes, and every Scan
+// decides each lane's phase anew. reset_arena: a whole batch starts (offline decode):
+// the winners cursor returns to 0 and the pools' demand counters restart.
+// Layout (types.cuh, Workspace::pooled): an initialized lane gets the static layout's
+// regions, or with pooled its start token at token kPoolAlign * lane of buffer 0 (the pools
+// always hold kPoolAlign x max_lanes tokens) and no claims or hash region until its first
+// ScanKernel hands them out.
+// After an init a lane depends on nothing left from its previous row, except the hash
+// tables, which Finalize, ClearClaimsKernel and HashSanitizeKernel leave empty.
+// With epsilon closure the start token also enters the lane's hash as the closure expects
+// a real step's frontier (epsilon.cuh): claimed, its score as the slot's baseline,
+// hash_pos 0; the lane's phase is real and its cutoff 0 - search_beam, so the closure
+// passes that follow treat the start like a step's frontier.
+__global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32_t reset_arena) {
+  int32_t lane = blockIdx.x;
+  if (threadIdx.x != 0) return;
+  LaneCounters& lc = ws.lanes[lane];
+  const LaneCommand cmd = ws.commands[lane];
+  if (lane == 0 && reset_arena) {
+    *ws.arena_cursor = 0ull;
+    ws.pool_need[kPoolTokens] = static_cast<unsigned long long>(kPoolAlign) * ws.max_lanes;
+    ws.pool_need[kPoolClaims] = 0ull;
+    ws.pool_need[kPoolHash] = 0ull;
+  }
+  // The scan counters are zero between launches; a sequence that failed half-way may have
+  // left them set, and no scan runs while this kernel does.
+  if (lane == 0) {
+    *ws.scan_done = 0;
+    *ws.max_done = 0;
+    *ws.scan_ticket = 0;
+    ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
+  }
+  ws.scan_lane_done[lane] = 0;
+  ws.scan_best[lane] = 0ull;
+  if (ws.pool_bins)  // (zero between steps; a sequence that failed half-way may have left some)
+    for (int32_t b = 0; b < kPoolBins; ++b) ws.bin_slots[static_cast<int64_t>(lane) * kPoolBins + b] = 0;
+  for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;
+  if (!(cmd.op & kCmdInit)) {
+    if (cmd.op & kCmdRelease) {
+      lc.length = -1;
+      lc.final_winner = -2;
+      ws.out_path_len[lane] = 0;
+    }
+    if (cmd.op & kCmdSetLength) lc.length = cmd.length;
+    if (cmd.op & kCmdAvail) lc.avail = cmd.avail;
+    lc.phase = kPhaseIdle;
+    return;
+  }
+  InitLane(g, ws, p, lane, lc, cmd);
+}
+
+// RefillKernel — in a continuous-batching segment with the device-side refill
+// (SeqKind::kSegmentRefill), after every step's FinalizeKernel and before its closure: one
+// CTA of kRefillThreads. A lane whose row took its final step this step (phase final or
+// redirect) with no overflow bit (an overflowed row may leave claimed hash slots that only the
+// sequence's HashSanitizeKernel clears, and its rescue needs the host) takes the next row the host
+// queued for the segment, in lane order: the finished row's result goes to a done record
+// (RefillBacktrackKernel walks its path at the segment's end, before any GC round moves the
+// winners log), and InitLane starts the new row, whose start closure the step's closure
+// passes then compute as they do at a sequence's start. A lane with no queued row or done
+// record left keeps its finished row for the host, as without the refill. Which lane takes
+// which row changes nothing in a row's result (every row is decoded as if alone).
+constexpr int kRefillThreads = 1024;
+__global__ void __launch_bounds__(kRefillThreads) RefillKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  using BlockScan = cub::BlockScan<int32_t, kRefillThreads>;
+  __shared__ typename BlockScan::TempStorage scan;
+  __shared__ int32_t head, done;
+  if (threadIdx.x == 0) {
+    head = ws.refill_ctl[kRefillHead];
+    done = ws.refill_ctl[kRefillDone];
+  }
+  __syncthreads();
+  const int32_t queued = ws.refill_ctl[kRefillQueued], done_cap = ws.refill_ctl[kRefillDoneCap];
+  for (int32_t base = 0; base < ws.max_lanes; base += kRefillThreads) {
+    const int32_t lane = base + static_cast<int32_t>(threadIdx.x);
+    int32_t want = 0;
+    if (lane < ws.max_lanes) {
+      const LaneCounters& lc = ws.lanes[lane];
+      // this step was the row's final step (the scan set the phase; a lane that ended earlier is idle)
+      const bool ended = lc.phase == kPhaseFinal || lc.phase == kPhaseRedirect;
+      want = ended && lc.length >= 0 && lc.online == 0 && lc.overflow == 0 ? 1 : 0;
+    }
+    int32_t rank, total;
+    BlockScan(scan).ExclusiveSum(want, rank, total);
+    const int32_t room = min(queued - head, done_cap - done);
+    if (want && rank < room) {
+      LaneCounters& lc = ws.lanes[lane];
+      RefillDone& d = ws.refill_done[done + rank];
+      d.row = ws.refill_row[lane];
+      d.lane = lane;
+      d.final_winner = lc.final_winner;
+      d.reached_final = lc.reached_final;
+      d.redirected = lc.redirected;
+      d.overflow = lc.overflow;
+      d.max_frontier = lc.max_frontier;
+      d.pad = 0;
+      d.final_score = lc.final_score;
+      d.frontier_total = lc.frontier_total;
+      d.closure_added = lc.closure_added;
+      const RefillEntry e = ws.refill_queue[head + rank];
+      ws.refill_inputs[lane] = e.input;
+      ws.refill_row[lane] = e.row;
+      InitLane(g, ws, p, lane, lc, LaneCommand{kCmdInit, e.length, e.length, 0});
+    }
+    __syncthreads();  // every thread has read head and done
+    if (threadIdx.x == 0) {
+      head += min(total, room);
+      done += min(total, room);
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    ws.refill_ctl[kRefillHead] = head;
+    ws.refill_ctl[kRefillDone] = done;
   }
 }
 

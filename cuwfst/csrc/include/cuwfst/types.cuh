@@ -109,6 +109,25 @@ enum : int32_t {
   kCmdAvail = 8,      // frames available: real steps run while t < avail
   kCmdPartial = 16,   // PartialKernel reads this lane's best path (gc.cuh)
 };
+// The device-side refill of continuous batching (DecodeMany with refill; scan.cuh
+// RefillKernel): the rows the host queued for this segment, taken in order by the lanes whose
+// row ends inside it, and what each of those rows left (its result, backtracked at the
+// segment's end by RefillBacktrackKernel).
+struct RefillEntry {
+  LaneInput input;  // the row's log-prob rows (t0 = 0)
+  int32_t row;
+  int32_t length;
+};
+struct RefillDone {
+  int32_t row, lane, final_winner, reached_final;
+  int32_t redirected, overflow, max_frontier, pad;
+  float final_score;
+  long long frontier_total, closure_added;
+};
+// RefillControl words (Workspace::refill_ctl): the queue's next entry and its size, the done
+// records written and their capacity.
+enum : int32_t { kRefillHead = 0, kRefillQueued = 1, kRefillDone = 2, kRefillDoneCap = 3, kRefillCtl = 4 };
+
 struct LaneCommand {
   int32_t op;
   int32_t length;  // kUnknownLength while a stream's length is not known
@@ -358,6 +377,15 @@ struct Workspace {
   const LaneInput* inputs;      // [max_lanes] each lane's log-prob rows
   int32_t* out_path;         // [max_lanes][path_cap] arcs of the best path
   int32_t* out_path_len;     // [max_lanes]
+  // the device-side refill (refill = 1 only in a SeqKind::kSegmentRefill sequence; RefillKernel)
+  int32_t refill;
+  LaneInput* refill_inputs;  // = inputs, writable: a refilled lane's new row
+  const RefillEntry* refill_queue;  // [kRefillQueued] the rows queued for this segment
+  int32_t* refill_ctl;       // [kRefillCtl]
+  RefillDone* refill_done;   // [done cap]
+  int32_t* refill_row;       // [max_lanes] the row each lane holds now (host-set rows included)
+  int32_t* refill_path;      // [done cap][path_cap] the done rows' best paths
+  int32_t* refill_path_len;  // [done cap]
   // winners-log GC of lanes that live across launch sequences (gc.cuh; nullptr until used)
   long long* gc_tag;         // [arena limit] {round : value}
   unsigned long long* gc_live;  // live entries numbered by the round
