@@ -341,9 +341,12 @@ def test_device_refill_equals_cpu(seed):
     GPU (scan.cuh RefillKernel), its start closure in that step's closure passes; the ended
     row's result comes from its done record (RefillBacktrackKernel). Every row equals the CPU's,
     search statistics included, with segments from 1 step to longer than any row, queues and
-    done records that run out inside a segment (one lane: 4 queued rows, 2 records), rows of
-    0 and 1 frames, GC rounds between segments (a small log), epsilon graphs (odd seeds), and
-    online rows (no refill: the host refills as before). The refill must have happened."""
+    done records that run out inside a segment (one lane: 4 queued rows and 4 records), rows of
+    0 and 1 frames, GC rounds between segments (a small log), epsilon graphs (odd seeds) under
+    each closure (scan, lists, chain where the graph allows it), and online rows (no refill:
+    the host refills as before). The refill must have happened, and it may not send more rows
+    to the rescue than the host's refill does (the rescue would hide a refill that leaves a
+    lane dirty: the rows would come back right, flagged and re-decoded)."""
     rng, graph, V, opts = _case(100 + seed)
     N = int(rng.integers(6, 60))
     T = int(rng.integers(1, 50))
@@ -354,11 +357,15 @@ def test_device_refill_equals_cpu(seed):
     online = seed % 8 == 7
     cpu = Decoder(graph, opts).decode(lp, lens, online=online)
     lanes = int(rng.choice([1, 3, 8]))
-    dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, batching="continuous", refill="device",
-                  segment=int(rng.choice([1, 5, 64, 300])), arena_entries=int(rng.choice([4096, 1 << 20])))
+    kw = dict(max_lanes=lanes, batching="continuous", segment=int(rng.choice([1, 5, 64, 300])),
+              arena_entries=int(rng.choice([4096, 1 << 20])), closure=str(rng.choice(["scan", "lists", "chain"])))
+    dec = Decoder(graph, opts, device="cuda", refill="device", **kw)
     gpu = dec.decode(lp, lens, online=online)
     for b in range(N):
         _same(graph, lp[b], cpu[b], gpu[b], f"refill seed {seed} row {b}")
+    host = Decoder(graph, opts, device="cuda", refill="segment", **kw)
+    host.decode(lp, lens, online=online)
+    assert dec._gpu.stats["rescued_rows"] <= host._gpu.stats["rescued_rows"], (dec._gpu.stats, host._gpu.stats)
     refills = dec._gpu.main.mem_stats()["refills"]
     if online:
         assert refills == 0, refills  # a stream-like row's length is not the plan's to know: no refill
@@ -367,3 +374,22 @@ def test_device_refill_equals_cpu(seed):
         assert refills > 0, (lanes, dec._gpu.segment, N)
     again = dec.decode(lp, lens, online=online)  # reusable, the same scores
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
+
+
+def test_device_refill_across_gc_rounds():
+    """refill="device" with a winners log small enough that GC rounds run between segments: a
+    row a lane held when a round drained its prefix ends inside a later segment and is
+    replaced there (its done record gets that prefix; HarvestRefills). Rows equal the CPU's;
+    both the rounds and the refills happened."""
+    rng, graph, V, opts = _case(2)
+    N, T = 40, 60
+    lens = rng.integers(30, T + 1, size=N).astype(np.int32)
+    lp = random_log_probs(rng, N, T, V, peaky=False)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous", refill="device", segment=16,
+                  arena_entries=4096)
+    gpu = dec.decode(lp, lens)
+    for b in range(N):
+        _same(graph, lp[b], cpu[b], gpu[b], f"refill with GC row {b}")
+    st = dec._gpu.main.mem_stats()
+    assert st["refills"] > 0 and st["gc_rounds"] > 0, st

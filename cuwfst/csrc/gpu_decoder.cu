@@ -305,9 +305,10 @@ void GpuDecoder::Allocate() {
   d_inputs_ = Alloc<LaneInput>(L, "lane inputs");
   ws_.inputs = d_inputs_;
   ws_.out_path_len = out_path_len_ = Alloc<int32_t>(L, "path lengths");
-  // the device-side refill's queue (4 rows a lane a segment) and done records (2 a lane)
+  // the device-side refill's queue and done records: 4 rows a lane a segment (each refill
+  // takes one of each, so the two run out together)
   refill_queue_cap_ = 4 * L;
-  refill_done_cap_ = 2 * L;
+  refill_done_cap_ = 4 * L;
   d_refill_queue_ = Alloc<RefillEntry>(refill_queue_cap_, "refill queue");
   ws_.refill_queue = d_refill_queue_;
   ws_.refill_ctl = Alloc<int32_t>(kRefillCtl, "refill control");
@@ -1214,7 +1215,7 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t paths = out_path_.amount() + drain_.amount();
+  const int64_t paths = out_path_.amount() + drain_.amount() + refill_path_.amount();
   const int64_t log_committed = static_cast<int64_t>(arena_.committed() + gc_tags_.committed());
   const int64_t log_reserved = static_cast<int64_t>(arena_.reserved() + gc_tags_.reserved());
   int64_t pool_committed = 0, pool_reserved = 0;
@@ -1227,7 +1228,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
-           h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount();
+           h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount() + h_refill_queue_.amount() +
+           h_refill_ctl_.amount() + h_refill_done_.amount() + h_refill_row_.amount() + h_refill_path_.amount() +
+           h_refill_path_len_.amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();

@@ -313,7 +313,8 @@ class GpuDecoder {
   // [45] the slots the steps gave the walkers since construction (the walkers' work: counted by
   // the scans, so a step a pooled pause undoes and a batch re-run after a lattice-records growth
   // count again; -1 if it cannot be read back). Reading [45] synchronizes the decoder's stream.
-  // [46] rows the device-side refill started inside segments since construction (DecodeMany).
+  // [46] rows the device-side refill started inside segments since construction (DecodeMany);
+  // its done rows' path buffers count in [14] and its pinned buffers in [4].
   static constexpr int kMemStats = 47;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
