@@ -300,6 +300,55 @@ def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = 
             assert c.words == g.words, f"{where} row {b}"
 
 
+def assert_same_snapshots(cpu, gpu, steps: int, where="") -> None:
+    """GPU step snapshots (decode_snapshots) equal to the CPU's, step by step: `steps` of each
+    (T + 2), each step's phase, beam, cutoff and frontier size before its closure, and the
+    frontier's states and float32 scores (the arcs may differ on an exact-score tie)."""
+    assert len(cpu) == len(gpu) == steps, (where, len(cpu), len(gpu), steps)
+    for k, (c, g) in enumerate(zip(cpu, gpu)):
+        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
+               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (where, k)
+        assert set(c["tokens"]) == set(g["tokens"]), f"{where} step {k}: frontier states differ"
+        for st, (score, _) in c["tokens"].items():
+            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"{where} step {k} state {st}"
+
+
+def check_continuous_and_streams(rng: np.random.Generator, graph: Graph, V: int, opts: DecoderOptions, seed: int,
+                                  same, where: str, expect=None, device: str = "cuda") -> None:
+    """Lanes that live across launch sequences, against the CPU: 5-19 rows of up to 39 frames
+    (row 0 the longest) continuously batched through 3 lanes in segments of 1 or 5 steps (start
+    closures of new rows between segments), then three of them as streams fed in two chunks and
+    opened one after another (each open runs a start closure while the others are live), equal
+    to the CPU's online decode. same(graph, lp_row, cpu, gpu, where) compares a row;
+    expect(decoder, streaming decoder) checks which kernels they run."""
+    from cuwfst import StreamingDecoder
+
+    N = int(rng.integers(5, 20))
+    T = int(rng.integers(4, 40))
+    lens = rng.integers(0, T + 1, size=N).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, N, T, V, peaky=bool(seed % 2))
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device=device, max_lanes=3, batching="continuous", segment=int(rng.choice([1, 5])),
+                  arena_entries=4096)
+    gpu = dec.decode(lp, lens)
+    for b in range(N):
+        same(graph, lp[b], cpu[b], gpu[b], f"{where} continuous seed {seed} row {b}")
+    S = 3
+    sl = np.maximum(lens[:S], 2)
+    want = Decoder(graph, opts).decode(lp[:S], sl, online=True)
+    sd = StreamingDecoder(graph, opts, device=device, max_streams=4)
+    if expect is not None:
+        expect(dec, sd)
+    streams = []
+    for i in range(S):
+        streams.append(sd.open_stream())
+        sd.advance([streams[i]], [lp[i, : sl[i] // 2]])
+    sd.advance(streams, [lp[i, sl[i] // 2 : sl[i]] for i in range(S)])
+    for i in range(S):
+        same(graph, lp[i], want[i], sd.finalize(streams[i]), f"{where} stream seed {seed} {i}")
+
+
 def small_lattice_graph(rng: np.random.Generator, kind: str, chain: int, vocab: int = 6) -> Graph:
     """The lattice tests' small random graph: "ctc" (12 states, 3 arcs a state) or "eps" (the
     same with acyclic epsilon arcs and a start chain of `chain` hops); skips the test when the

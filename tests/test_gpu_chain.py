@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuwfst import Decoder, DecoderOptions, Graph, StreamingDecoder
+from cuwfst import Decoder, DecoderOptions, Graph
 from cuwfst.decoder.gpu import chain_closure_ok
-from helpers import assert_same_row, random_log_probs
+from helpers import assert_same_row, assert_same_snapshots, check_continuous_and_streams, random_log_probs
 
 BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (2.0, 100, 1000), (10.0, 0, 3)]
 TOTALS = {"rows": 0, "ties": 0}
@@ -143,14 +143,9 @@ def test_step_by_step_frontier_equals_cpu_snapshots(seed):
     gdec = Decoder(graph, opts, device="cuda", max_lanes=2, closure="chain")
     assert closure_of(gdec) == 2
     gpu = gdec.decode_snapshots(lp, T)
-    assert len(cpu) == len(gpu) == T + 2
+    assert_same_snapshots(cpu, gpu, T + 2, "chain")
     a = graph.arrays
-    for k, (c, g) in enumerate(zip(cpu, gpu)):
-        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
-               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), k
-        assert set(c["tokens"]) == set(g["tokens"]), f"step {k}: frontier states differ"
-        for st, (score, arc) in c["tokens"].items():
-            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"step {k} state {st}"
+    for k, g in enumerate(gpu):
         # the links: a token the closure won holds its predecessor's FINAL score + the arc's
         # weight (the passes may hold an intermediate one; the chains never do)
         for st, (score, arc) in g["tokens"].items():
@@ -173,30 +168,11 @@ def test_continuous_batching_and_streams(seed, monkeypatch):
     graph = chain_graph(rng, int(rng.choice([60, 400])), V, 4, 0.8, span=4)
     opts = DecoderOptions(search_beam=float(rng.choice([5.0, 12.0])), max_active_states=int(rng.choice([100, 10000])),
                           allow_partial=bool(seed % 3))
-    N = int(rng.integers(5, 20))
-    T = int(rng.integers(4, 40))
-    lens = rng.integers(0, T + 1, size=N).astype(np.int32)
-    lens[0] = T
-    lp = random_log_probs(rng, N, T, V, peaky=bool(seed % 2))
-    cpu = Decoder(graph, opts).decode(lp, lens)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", segment=int(rng.choice([1, 5])),
-                  arena_entries=4096)
-    assert closure_of(dec) == 2
-    gpu = dec.decode(lp, lens)
-    for b in range(N):
-        same(graph, lp[b], cpu[b], gpu[b], f"chain continuous seed {seed} row {b}")
-    S = 3
-    sl = np.maximum(lens[:S], 2)
-    want = Decoder(graph, opts).decode(lp[:S], sl, online=True)
-    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=4)
-    assert sd._backend.inst.mem_stats()["closure_lists"] == 2
-    streams = []
-    for i in range(S):
-        streams.append(sd.open_stream())
-        sd.advance([streams[i]], [lp[i, : sl[i] // 2]])
-    sd.advance(streams, [lp[i, sl[i] // 2 : sl[i]] for i in range(S)])
-    for i in range(S):
-        same(graph, lp[i], want[i], sd.finalize(streams[i]), f"chain stream seed {seed} {i}")
+
+    def chains_ran(dec, sd):
+        assert closure_of(dec) == 2 and sd._backend.inst.mem_stats()["closure_lists"] == 2
+
+    check_continuous_and_streams(rng, graph, V, opts, seed, same, "chain", expect=chains_ran)
 
 
 def test_tiny_tlg():

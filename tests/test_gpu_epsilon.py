@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph
-from helpers import path_score, path_score_f32, random_eps_graph, random_eps_graph_any, random_log_probs, viterbi
+from helpers import (assert_same_snapshots, path_score, path_score_f32, random_eps_graph, random_eps_graph_any,
+                     random_log_probs, viterbi)
 
 pytestmark = pytest.mark.gpu
 
@@ -110,13 +111,7 @@ def test_step_by_step_frontier_equals_cpu_snapshots(seed):
                           allow_partial=True)
     cpu = Decoder(graph, opts).decode_snapshots(lp, T)
     gpu = Decoder(graph, opts, device="cuda", max_lanes=2).decode_snapshots(lp, T)
-    assert len(cpu) == len(gpu) == T + 2
-    for k, (c, g) in enumerate(zip(cpu, gpu)):
-        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
-               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), k
-        assert set(c["tokens"]) == set(g["tokens"]), f"step {k}: frontier states differ"
-        for st, (score, arc) in c["tokens"].items():
-            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"step {k} state {st}"
+    assert_same_snapshots(cpu, gpu, T + 2)
 
 
 WIDE = DecoderOptions(search_beam=1e4, output_beam=8.0, min_active_states=0,

@@ -16,10 +16,10 @@ Skipped where there is no CUDA GPU. scripts/device_speed_ab.sh runs this file on
 import numpy as np
 import pytest
 
-from cuwfst import Decoder, DecoderOptions, StreamingDecoder
+from cuwfst import Decoder, DecoderOptions
 from cuwfst.decoder.gpu import chain_closure_ok
 from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_grew, assert_same_row,
-                     outgrowing_pooled_batch, random_ctc_graph, random_eps_graph_any, random_log_probs)
+                     assert_same_snapshots, check_continuous_and_streams, outgrowing_pooled_batch, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
 VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists"]
@@ -167,49 +167,20 @@ def test_step_by_step_frontier_equals_cpu_snapshots(variant, seed):
     gdec = Decoder(graph, opts, device="cuda", max_lanes=2)
     gpu = gdec.decode_snapshots(lp, T)
     expect_variant(gdec, variant, graph.num_epsilon_arcs > 0)  # a silent fallback would test nothing
-    assert len(cpu) == len(gpu) == T + 2
-    for k, (c, g) in enumerate(zip(cpu, gpu)):
-        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
-               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (variant, k)
-        assert set(c["tokens"]) == set(g["tokens"]), f"{variant} step {k}: frontier states differ"
-        for st, (score, arc) in c["tokens"].items():
-            assert np.float32(score) == np.float32(g["tokens"][st][0]), f"{variant} step {k} state {st}"
+    assert_same_snapshots(cpu, gpu, T + 2, variant)
 
 
 @pytest.mark.parametrize("seed", range(6))
 def test_continuous_batching_and_streams(variant, seed):
     """Lanes that live across launch sequences (start closures of new rows between segments,
-    streams opened while others run) on the variant's kernels."""
+    streams opened while others run) on the variant's kernels (helpers.check_continuous_and_streams)."""
     rng = np.random.default_rng(5200 + seed)
     V = int(rng.integers(2, 20))
     graph = random_eps_graph_any(rng, int(rng.choice([60, 400])), V, 4, 0.7, cycles=bool(seed % 2), chain=2)
     opts = DecoderOptions(search_beam=float(rng.choice([5.0, 12.0])), max_active_states=int(rng.choice([100, 10000])),
                           allow_partial=bool(seed % 3))
-    N = int(rng.integers(5, 20))
-    T = int(rng.integers(4, 40))
-    lens = rng.integers(0, T + 1, size=N).astype(np.int32)
-    lens[0] = T
-    lp = random_log_probs(rng, N, T, V, peaky=bool(seed % 2))
-    cpu = Decoder(graph, opts).decode(lp, lens)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", segment=int(rng.choice([1, 5])),
-                  arena_entries=4096)
-    expect_variant(dec, variant, True)
-    gpu = dec.decode(lp, lens)
-    for b in range(N):
-        same(graph, lp[b], cpu[b], gpu[b], f"{variant} continuous seed {seed} row {b}")
-    # streams: each fed in two chunks, opened one after another (each open runs a start
-    # closure while the others are live)
-    S = 3
-    sl = np.maximum(lens[:S], 2)
-    want = Decoder(graph, opts).decode(lp[:S], sl, online=True)
-    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=4)
-    streams = []
-    for i in range(S):
-        streams.append(sd.open_stream())
-        sd.advance([streams[i]], [lp[i, : sl[i] // 2]])
-    sd.advance(streams, [lp[i, sl[i] // 2 : sl[i]] for i in range(S)])
-    for i in range(S):
-        same(graph, lp[i], want[i], sd.finalize(streams[i]), f"{variant} stream seed {seed} {i}")
+    check_continuous_and_streams(rng, graph, V, opts, seed, same, variant,
+                                 expect=lambda dec, sd: expect_variant(dec, variant, True))
 
 
 @pytest.mark.parametrize("walker", ["warp", "thread"])
@@ -284,14 +255,8 @@ def test_fused_max_float16_rows_many_lanes_and_exact_cutoffs():
             assert dec._gpu.main.main_q == graph.num_states, dec._gpu.main.main_q
             got = dec.decode_snapshots(lp[0], T)
             assert dec._gpu._rescue is None  # the main instance's own snapshots, none cut
-            assert len(want) == len(got) == T + 2
-            for k, (c, g) in enumerate(zip(want, got)):
-                assert g["overflow"] == 0, (s, scan_split, k, g["overflow"])
-                assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
-                       (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (s, scan_split, k)
-                assert set(c["tokens"]) == set(g["tokens"]), (s, scan_split, k)
-                for st, (score, _) in c["tokens"].items():
-                    assert np.float32(score) == np.float32(g["tokens"][st][0]), (s, scan_split, k, st)
+            assert [g["overflow"] for g in got] == [0] * len(got), (s, scan_split)
+            assert_same_snapshots(want, got, T + 2, (s, scan_split))
 
 
 def test_snapshots_of_a_cut_frontier_are_flagged_and_rescued(variant):
@@ -326,14 +291,8 @@ def test_snapshots_of_a_cut_frontier_are_flagged_and_rescued(variant):
         assert set(want[k]["tokens"]) == set(raw[k]["tokens"]), k
     got = dec.decode_snapshots(lp[0], T)
     assert gpu._rescue is not None and gpu._rescue.main_q == graph.num_states
-    assert len(want) == len(got) == T + 2
-    for k, (c, g) in enumerate(zip(want, got)):
-        assert g["overflow"] == 0, (variant, k, g["overflow"])
-        assert (c["phase"], c["beam"], c["cutoff"], c["before_closure"]) == \
-               (g["phase"], g["beam"], g["cutoff"], g["before_closure"]), (variant, k)
-        assert set(c["tokens"]) == set(g["tokens"]), (variant, k)
-        for st, (score, _) in c["tokens"].items():
-            assert np.float32(score) == np.float32(g["tokens"][st][0]), (variant, k, st)
+    assert [g["overflow"] for g in got] == [0] * len(got), variant
+    assert_same_snapshots(want, got, T + 2, variant)
 
 
 def test_variants_agree_with_each_other():
