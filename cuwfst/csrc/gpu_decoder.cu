@@ -200,6 +200,10 @@ void GpuDecoder::Allocate() {
     cfg_.closure_lists = 1;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
+  // auto: up to AutoFinalizeSplit CTAs a lane, each taking at least a round of claims (a lane
+  // with 600 claims runs in one CTA, not 32 that each take 19 and all meet at the arena's
+  // cursor); an explicit split: even chunks over it, as before
+  ws_.split_min = cfg_.finalize_split == 0 ? kFinalizeThreads * kFinalizeItems : 1;
   if (cfg_.finalize_split == 0) cfg_.finalize_split = AutoFinalizeSplit(cfg_.max_lanes);
   if (cfg_.eps_blocks <= 0) {
     int sms = 0;

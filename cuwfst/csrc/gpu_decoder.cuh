@@ -105,8 +105,9 @@ struct DecoderConfig {
   int32_t closure_lists = 1;
   int32_t eps_blocks = 0;  // grid of EpsListExpandKernel; 0: 8 x the device's multiprocessors
   // finalize_split: CTAs per lane of Finalize, (EpsList)Resolve and ClearClaims (8: the old
-  // grid; 0: auto, AutoFinalizeSplit(max_lanes)). The work is split by claims, so the results
-  // are the same; a lane with many claims takes fewer rounds.
+  // grid; 0: auto, AutoFinalizeSplit(max_lanes), each CTA taking at least one round of
+  // claims, Workspace::split_min; explicit: even chunks). The work is split by claims, so the
+  // results are the same; a lane with many claims takes fewer rounds.
   int32_t finalize_split = 0;
   int64_t lattice_cap = 0;     // lattice records a first lattice decode makes room for (0: 4 Mi)
   // fused_max: 1 = FusedExpandKernel admits each step's arcs against a lower bound of the max

@@ -146,7 +146,10 @@ def live_uploads() -> int:
 # trim_arcs: True = a real step's scan gives each token only the prefix of its sorted emitting
 # arcs that can pass (scan.cuh TrimDegrees; on graphs whose arcs are sorted, which every graph
 # built by this version is); "untrimmed" is "new" without it; "new_lists" is "new" closing by
-# lists everywhere (the default before the closure by chains, kept for A/B runs).
+# lists everywhere (the default before the closure by chains, kept for A/B runs). finalize_split
+# 0 (auto) gives a lane's claims to at most AutoFinalizeSplit CTAs, each taking at least one
+# round of claims (1,024); an explicit split gives even chunks over that many CTAs: "new_even"
+# is "new" with 32 (the auto grid at 32 lanes before the rounds rule, kept for A/B runs).
 KERNEL_VARIANTS = {
     "new": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True),
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
@@ -156,6 +159,7 @@ KERNEL_VARIANTS = {
     "fused": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=True, trim_arcs=True),
     "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
     "new_lists": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
+    "new_even": dict(scan_split=0, closure="chain", finalize_split=32, fused_max=False, trim_arcs=True),
 }
 CLOSURES = ("scan", "lists", "chain")  # the native closure modes (DecoderConfig::closure_lists)
 

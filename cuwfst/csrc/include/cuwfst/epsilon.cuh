@@ -181,8 +181,8 @@ EpsResolveKernel(Workspace ws) {
   LaneCounters& lc = ws.lanes[lane];
   if (lc.phase != kPhaseEps) return;
   const int32_t num = min(lc.eps_touched, lc.claim_cap);
-  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
-  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int2 range = SplitRange(ws, num);
+  const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;  // this pass's entries
   const int32_t buf = lc.buf;
@@ -281,8 +281,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
   if (blockIdx.x == 0 && threadIdx.x == 0)
     ws.lanes[lane].closure_added += min(lc.next_size, lc.tok_cap[lc.buf]) - lc.eps_base;
   const int32_t num = min(lc.claims, lc.claim_cap);
-  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
-  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int2 range = SplitRange(ws, num);
+  const int32_t c_begin = range.x, c_end = range.y;
   const int64_t hb = lc.hash_off;
   const int2* claims = ws.claims + lc.claim_off;
   for (int32_t i = c_begin + threadIdx.x; i < c_end; i += blockDim.x) {
@@ -411,8 +411,8 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   if (!InClosure(lc)) return;
   const int32_t par = pass & 1;
   const int32_t num = min(lc.eps_touched_n[par], lc.claim_cap);
-  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
-  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int2 range = SplitRange(ws, num);
+  const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const bool last_pass = pass + 1 >= ws.eps_iterations;
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
@@ -631,8 +631,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Worksp
   LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
   const int32_t num = min(lc.eps_touched_n[0], lc.claim_cap);
-  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
-  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int2 range = SplitRange(ws, num);
+  const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const int32_t buf = lc.buf;
   const long long arena_limit = *ws.arena_limit;
@@ -711,8 +711,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainLinkKernel(DeviceGra
   const LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
   const int32_t num = min(lc.eps_touched_n[0], lc.claim_cap);
-  const int32_t chunk = (num + gridDim.x - 1) / gridDim.x;
-  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num, c_begin + chunk);
+  const int2 range = SplitRange(ws, num);
+  const int32_t c_begin = range.x, c_end = range.y;
   const int32_t buf = lc.buf;
   const int64_t q = lc.tok_off[buf];
   const int64_t hb = lc.hash_off;

@@ -48,8 +48,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
   const int32_t phase = lc.phase;
   if (phase == kPhaseIdle) return;
   const int32_t num_claims = min(lc.claims, lc.claim_cap);
-  const int32_t chunk = (num_claims + gridDim.x - 1) / gridDim.x;
-  const int32_t c_begin = blockIdx.x * chunk, c_end = min(num_claims, c_begin + chunk);
+  const int2 range = SplitRange(ws, num_claims);
+  const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
   const long long arena_limit = *ws.arena_limit;

@@ -344,6 +344,11 @@ struct Workspace {
   // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
   // all zero between launches
   int32_t scan_split;
+  // The claim-split kernels (Finalize, the closure's Resolve / Link / ClearClaims, LatStepEnd;
+  // grid finalize_split x max_lanes): the fewest items a CTA takes (SplitRange). 1: even chunks
+  // over the grid (an explicit finalize_split); the auto grid: one Finalize round
+  // (kFinalizeThreads x kFinalizeItems), so a lane with few claims runs in few full CTAs.
+  int32_t split_min;
   unsigned long long* scan_status;
   int32_t* scan_lane_done;
   int32_t* scan_ticket;
