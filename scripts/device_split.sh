@@ -3,7 +3,7 @@
 # (Workspace::split_min) against even chunks ("new" vs "new_even"), same run, and the refill's
 # racecheck again.
 #   background: the full tier (~200 s)
-#   1. racecheck on scripts/sanitize_refill.py (faulthandler on; SAN_CAP s), then on sanitize_chain.py
+#   1. racecheck on scripts/sanitize_refill.py (faulthandler on; SAN_CAP s), once per SAN_FILTERS kernel filter
 #   2. GPU tests TESTS (TEST_CAP s)
 #   3. gpu_speed, full HLG, uniform 32 x 250, variants new new_even; full TLG, 64 utts, batch 32, same
 #   4. benchmarks.continuous, 32 lanes, stored order: stored, decode_all, decode_all_refill, once with
@@ -12,10 +12,14 @@
 . scripts/device_common.sh
 device_setup split.log
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-for script in ${SAN_SCRIPTS:-scripts/sanitize_refill.py scripts/sanitize_chain.py}; do
-  name=$(basename $script .py)
-  timeout ${SAN_CAP:-150} "$CS" --tool racecheck --error-exitcode 9 python3 -X faulthandler $script > $OUT/$name-racecheck.log 2>&1
-  echo "$name racecheck rc=$? $(grep -vE '^=========   ' $OUT/$name-racecheck.log | tail -4 | tr '\n' ' ')" | cut -c1-400 | tee -a $L
+# SAN_FILTERS: racecheck runs of sanitize_refill.py, each with one kernel filter ("all": none;
+# e.g. "kns=Refill" checks the refill kernels alone, "x:kns=Refill" all but them)
+for f in ${SAN_FILTERS:-all}; do
+  case $f in all) flt=();; x:*) flt=(--kernel-name-exclude "${f#x:}");; *) flt=(--kernel-name "$f");; esac
+  t0=$(since)
+  timeout ${SAN_CAP:-150} "$CS" --tool racecheck --error-exitcode 9 "${flt[@]}" python3 -X faulthandler scripts/sanitize_refill.py \
+    > $OUT/racecheck-${f//[:=]/_}.log 2>&1
+  echo "sanitize_refill racecheck [$f] rc=$? $(( $(since) - t0 )) s: $(grep -vE '^=========   ' $OUT/racecheck-${f//[:=]/_}.log | tail -4 | tr '\n' ' ')" | cut -c1-400 | tee -a $L
 done
 echo "[$(since) s] sanitizers" | tee -a $L
 TESTS=${TESTS:-tests/test_gpu_variants.py tests/test_gpu_chain.py tests/test_gpu_epsilon.py tests/test_gpu.py}

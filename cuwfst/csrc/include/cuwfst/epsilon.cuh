@@ -281,7 +281,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace 
   if (blockIdx.x == 0 && threadIdx.x == 0)
     ws.lanes[lane].closure_added += min(lc.next_size, lc.tok_cap[lc.buf]) - lc.eps_base;
   const int32_t num = min(lc.claims, lc.claim_cap);
-  const int2 range = SplitRange(ws, num);
+  const int2 range = SplitRange(ws, num, true);
   const int32_t c_begin = range.x, c_end = range.y;
   const int64_t hb = lc.hash_off;
   const int2* claims = ws.claims + lc.claim_off;
@@ -711,7 +711,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainLinkKernel(DeviceGra
   const LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
   const int32_t num = min(lc.eps_touched_n[0], lc.claim_cap);
-  const int2 range = SplitRange(ws, num);
+  const int2 range = SplitRange(ws, num, true);
   const int32_t c_begin = range.x, c_end = range.y;
   const int32_t buf = lc.buf;
   const int64_t q = lc.tok_off[buf];

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace w
   }
   if (step_phase != kPhaseReal) return;  // a final step's FinalizeKernel cleared its slots
   const int32_t num = min(lc.claims, lc.claim_cap);
-  const int2 range = SplitRange(ws, num);
+  const int2 range = SplitRange(ws, num, true);
   const int32_t c_begin = range.x, c_end = range.y;
   const int64_t hb = lc.hash_off;
   const int2* claims = ws.claims + lc.claim_off;
