@@ -301,17 +301,21 @@ def test_lattice_sub_batch_without_records(fake_gpu):
 
 def test_refill_reaches_the_native_continuous_decode(fake_gpu):
     """refill="device" (continuous batching: a lane takes its next row on the GPU in the step
-    after its row ends) reaches gpu_decode_many as refill=True, "segment" (the default) as
-    False, and the long-form GC segments never ask for it; results as the CPU's; a bad value
-    is refused by name."""
+    after its row ends; the default) reaches gpu_decode_many as refill=True, "segment" as
+    False, and the long-form GC segments never ask for it; the segment length defaults to 256
+    steps with the device's refill and 32 with the host's, and an explicit one is kept; results
+    as the CPU's; a bad value is refused by name."""
     graph = Graph.load(TINY / "HLG.img")
     lp, lens, _ = demo_arrays()
     want = Decoder(graph).decode(lp, lens)
-    for refill, flag in (("device", True), ("segment", False)):
-        fake_gpu.refills = []
-        dec = Decoder(graph, device="cuda", max_lanes=2, batching="continuous", segment=64, refill=refill)
-        got = dec.decode(lp, lens)
-        assert fake_gpu.refills == [flag], refill
+    decs = []
+    for kw, flag, segment in ((dict(refill="device", segment=64), True, 64), (dict(refill="segment", segment=64), False, 64),
+                              ({}, True, 256), (dict(refill="segment"), False, 32)):
+        fake_gpu.refills, fake_gpu.many_calls = [], []
+        decs.append(Decoder(graph, device="cuda", max_lanes=2, batching="continuous", **kw))  # (alive: the fake reuses handles)
+        got = decs[-1].decode(lp, lens)
+        assert fake_gpu.refills == [flag], kw
+        assert [c[2] for c in fake_gpu.many_calls] == [segment], kw
         assert [(h.words, h.score) for h in got] == [(h.words, h.score) for h in want]
     fake_gpu.refills = []
     Decoder(graph, device="cuda", max_lanes=3, gc_interval=int(lens.max()) - 1, refill="device").decode(lp, lens)

@@ -76,9 +76,10 @@ class Decoder:
     batching, for more rows than max_lanes on the GPU: "padded" decodes sub-batches of
     similar lengths (each runs as many steps as its longest row), "continuous" feeds the
     next row into a lane the moment one finishes (segments of `segment` steps; refill
-    "segment": the host refills lanes at each segment's end, "device": a lane takes the next
-    row on the GPU in the step after its row ends, so long segments lose no lane-steps);
-    results are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
+    "device" (default): a lane takes the next row on the GPU in the step after its row ends,
+    so long segments lose no lane-steps (segment default 256), "segment": the host refills
+    lanes at each segment's end (segment default 32); online rows and gc_interval segments
+    always take the host's refill); results are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
     default) commits the winners log as batches need it, "pooled" also hands the lanes'
     working memory out of shared pools sized by use (offline epsilon-free batches; far less
     memory, slower), "eager" holds everything in plain buffers (decoder/memory.py); results
@@ -97,7 +98,7 @@ class Decoder:
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
-                 walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int = 32, refill: str = "segment",
+                 walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int | None = None, refill: str = "device",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
