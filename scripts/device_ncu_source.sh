@@ -3,7 +3,8 @@
 # scripts/device_ncu.sh gave the kernels' totals: every one is latency-bound). Nsight Compute's
 # SourceCounters section (warp-state samples per source line; the module is built with
 # -lineinfo) for KERNELS, one decode of scripts/ncu_case.py, then the source page as CSV and
-# its top lines (scripts/ncu_top_lines.py). Carry .device and .cache.
+# its top lines (scripts/ncu_top_lines.py). Carry .device and .cache. With reports in
+# .device/rep (*.ncu-rep, an earlier call's), only their source pages and top lines.
 #   background: the full tier (~200 s) unless /tmp/corpus-full is there already
 #   1. the full HLG, 32 x 250: ScanSplitKernel, FinalizeKernel, ExpandKernel (COUNT launches each
 #      from the middle of the decode)
@@ -14,6 +15,17 @@ device_setup ncu_source.log
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu on this machine" | tee -a $L; exit 0; }
 "$NCU" --help 2>&1 | grep -A2 -E "print-source|--page" | head -12 >> $L
+# reports carried in .device/rep (an earlier call's): their source pages only, no profiling
+if ls .device/rep/*.ncu-rep >/dev/null 2>&1; then
+  for rep in .device/rep/*.ncu-rep; do
+    n=$(basename $rep .ncu-rep)
+    "$NCU" -i $rep --page source --csv --print-source cuda,sass > /tmp/${n}_source.csv 2>/tmp/${n}.err
+    python3 scripts/ncu_top_lines.py /tmp/${n}_source.csv 80 > $OUT/${n}_top.txt 2>&1
+    gzip -c /tmp/${n}_source.csv > $OUT/${n}_source.csv.gz
+    echo "[$(since) s] $rep: $(wc -l < /tmp/${n}_source.csv) lines" | tee -a $L; head -${TOP:-45} $OUT/${n}_top.txt | cut -c1-220 | tee -a $L
+  done
+  exit 0
+fi
 wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
 probe() {  # $1 graph, $2 name, $3 kernel regex

@@ -10,7 +10,8 @@
 #   3. (unless TLG=0) gpu_speed, full TLG, 64 simulated utterances, batch 32: TLG_VARIANTS (default
 #      VARIANTS), profiled; once per EPS_ITERS value (eps_iterations) if set
 #   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
-#      CONT: benchmarks.continuous (32 lanes), once per SEGMENTS value (default 32)
+#      CONT: benchmarks.continuous (32 lanes), once per SEGMENTS value (default 32) and CONT_KERNELS
+#      variant (REFILL_SEGMENT: the refill modes' segment, default 256)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 #   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
@@ -44,11 +45,18 @@ if [ -n "${STREAMS:-}" ]; then  # streaming capacity at N = STREAMS, 16-frame ch
     --ticks 30 --warmup-ticks 3 --check 8 --total-seconds ${STREAM_SECONDS:-50} --configs ${STREAM_CONFIGS:-default} \
     --json $OUT/streams.jsonl --md $OUT/streams.md 2>&1 | grep -E "^\| |Error" | tee -a $L
 fi
-for seg in ${SEGMENTS:-32}; do  # CONT: the dataset path, 32 lanes, stored order; SEGMENTS: segment lengths
-  [ -n "${CONT:-}" ] || break
-  timeout -s INT $(left ${CONT_END:-540}) python3 -m benchmarks.continuous --graph $C/HLG.img --log-probs $S --lanes 32 --reps 3 \
-    --baseline stored --modes ${CONT_MODES:-padded continuous decode_all} --segment $seg --check 4 \
-    --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 | grep -v "^{" | tail -8 | tee -a $L
+# CONT: the dataset path, 32 lanes, stored order, once per SEGMENTS value (the host refill's
+# segment) and CONT_KERNELS variant (CUWFST_KERNELS; "default": none set); REFILL_SEGMENT: the
+# refill modes' segment
+for seg in ${SEGMENTS:-32}; do
+  for k in ${CONT_KERNELS:-default}; do
+    [ -n "${CONT:-}" ] || break 2
+    ( [ "$k" = default ] || export CUWFST_KERNELS=$k
+      timeout -s INT $(left ${CONT_END:-540}) python3 -m benchmarks.continuous --graph $C/HLG.img --log-probs $S --lanes 32 \
+        --reps 3 --baseline stored --modes ${CONT_MODES:-padded continuous decode_all} --segment $seg \
+        --refill-segment ${REFILL_SEGMENT:-256} --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 ) \
+      | grep -v "^{" | tail -8 | sed "s/^/[$k] /" | tee -a $L
+  done
 done
 if [ -n "${PEERS:-}" ]; then
   timeout -s INT $(left ${PEERS_END:-580}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU machine, one short call (~5 minutes, no corpus): compute-sanitizer memcheck and racecheck
-# on a trimmed decode (scripts/sanitize_trim.py; SAN_SCRIPTS: others too, e.g. sanitize_chain.py),
-# then the GPU test files TESTS (TEST_CAP s).
+# on a trimmed decode (scripts/sanitize_trim.py; SAN_SCRIPTS: others too, with arguments, e.g.
+# "scripts/sanitize_chain.py; scripts/sanitize_case.py 1 --eps --lanes"; SAN_TOOLS, SAN_FILTERS
+# below), then the GPU test files TESTS (TEST_CAP s).
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
@@ -10,11 +11,24 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/final.log
 { nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $(cat .device/COMMIT)"; } | tee $L
 python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | tee -a $L
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-for script in ${SAN_SCRIPTS:-scripts/sanitize_trim.py}; do  # e.g. "scripts/sanitize_trim.py scripts/sanitize_chain.py"
-  name=$(basename $script .py)
-  for tool in memcheck racecheck; do
-    timeout ${SAN_CAP:-60} "$CS" --tool $tool --error-exitcode 9 python3 $script > $OUT/$name-$tool.log 2>&1
-    echo "$name $tool rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|sanitize_' $OUT/$name-$tool.log | tr '\n' ' ')" | tee -a $L
+# SAN_SCRIPTS: ";"-separated runs, each a script and its arguments; SAN_TOOLS: the tools;
+# SAN_FILTERS: one run per kernel filter ("all": none; "kns=Refill": those kernels alone;
+# "x:kns=Refill": all but them). The sanitizer's report goes to its own file (--log-file), the
+# app's output (python -X faulthandler) to another, so an app that dies silently shows it.
+IFS=';' read -ra RUNS <<< "${SAN_SCRIPTS:-scripts/sanitize_trim.py}"
+for run in "${RUNS[@]}"; do
+  read -ra argv <<< "$run"
+  [ ${#argv[@]} -gt 0 ] || continue
+  for tool in ${SAN_TOOLS:-memcheck racecheck}; do
+    for f in ${SAN_FILTERS:-all}; do
+      case $f in all) flt=();; x:*) flt=(--kernel-name-exclude "${f#x:}");; *) flt=(--kernel-name "$f");; esac
+      name=$(printf %s "$(basename ${argv[0]} .py)${argv[*]:1}-$tool-$f" | tr -c 'A-Za-z0-9_.-' '_')
+      t0=$(since)
+      timeout ${SAN_CAP:-60} "$CS" --tool $tool --error-exitcode 9 "${flt[@]}" --log-file $OUT/$name.txt \
+        python3 -X faulthandler "${argv[@]}" > $OUT/$name-app.txt 2>&1
+      echo "${argv[*]} $tool [$f] rc=$? $(( $(since) - t0 )) s: $(grep -hE 'SUMMARY|Error' $OUT/$name.txt | tr '\n' ' ') app: $(tail -c 200 $OUT/$name-app.txt | tr '\n' ' ')" \
+        | cut -c1-400 | tee -a $L
+    done
   done
 done
 echo "[$(since) s] sanitizers" | tee -a $L
