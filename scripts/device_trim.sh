@@ -3,7 +3,7 @@
 # "Trimmed slots") against the CPU and the untrimmed kernels, and their speed, same run.
 #   background: the full tier (HLG, TLG, sorted images) and its simulated set (~200 s)
 #   1. GPU tests TESTS (default: trim, variants, gpu, epsilon; "none": no tests; TEST_CAP s), -k TESTS_K if set;
-#      EPS_KERNELS: then tests/test_gpu_epsilon.py with CUWFST_KERNELS=EPS_KERNELS (EPS_CAP s)
+#      EPS_KERNELS: then EPS_TESTS (default tests/test_gpu_epsilon.py; -k EPS_K if set) with CUWFST_KERNELS=EPS_KERNELS (EPS_CAP s)
 #   2. (unless HLG=0) gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
 #      ScanKernel, one CTA a lane), profiled, 2 rows vs the CPU
 #      WALK_BLOCKS: grids of the walker kernels timed in turn (gpu_speed --walk-blocks), HLG and TLG
@@ -23,7 +23,7 @@ TESTS=${TESTS:-tests/test_gpu_chain.py tests/test_gpu_trim.py tests/test_gpu_var
   ${TESTS_K:+-k "$TESTS_K"} -s -rf --maxfail=20 > $OUT/tests.log 2>&1
 if [ -n "${EPS_KERNELS:-}" ]; then
   CUWFST_KERNELS=$EPS_KERNELS timeout -s INT ${EPS_CAP:-120} python3 -m pytest -q -p no:cacheprovider -m gpu \
-    tests/test_gpu_epsilon.py -s -rf --maxfail=20 >> $OUT/tests.log 2>&1
+    ${EPS_TESTS:-tests/test_gpu_epsilon.py} ${EPS_K:+-k "$EPS_K"} -s -rf --maxfail=20 >> $OUT/tests.log 2>&1
 fi
 grep -sE "passed|failed|GPU vs CPU|trimmed slots|rows compared|variants" $OUT/tests.log | tail -8 | tee -a $L
 grep -sE "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L

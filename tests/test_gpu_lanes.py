@@ -343,7 +343,8 @@ def test_device_refill_equals_cpu(seed):
     search statistics included, with segments from 1 step to longer than any row, queues and
     done records that run out inside a segment (one lane: 4 queued rows and 4 records), rows of
     0 and 1 frames, GC rounds between segments (a small log), epsilon graphs (odd seeds) under
-    each closure (scan, lists, chain where the graph allows it), and online rows (no refill:
+    each closure (scan, lists, chain where the graph allows it), with and without the fused max
+    and programmatic dependent launch, and online rows (no refill:
     the host refills as before). The refill must have happened, and it may not send more rows
     to the rescue than the host's refill does (the rescue would hide a refill that leaves a
     lane dirty: the rows would come back right, flagged and re-decoded)."""
@@ -358,7 +359,8 @@ def test_device_refill_equals_cpu(seed):
     cpu = Decoder(graph, opts).decode(lp, lens, online=online)
     lanes = int(rng.choice([1, 3, 8]))
     kw = dict(max_lanes=lanes, batching="continuous", segment=int(rng.choice([1, 5, 64, 300])),
-              arena_entries=int(rng.choice([4096, 1 << 20])), closure=str(rng.choice(["scan", "lists", "chain"])))
+              arena_entries=int(rng.choice([4096, 1 << 20])), closure=str(rng.choice(["scan", "lists", "chain"])),
+              fused_max=seed % 3 == 0, pdl=seed % 4 < 2)  # (the refill beside the fused max and PDL launches)
     dec = Decoder(graph, opts, device="cuda", refill="device", **kw)
     gpu = dec.decode(lp, lens, online=online)
     for b in range(N):

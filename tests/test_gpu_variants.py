@@ -22,11 +22,15 @@ from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_gr
                      assert_same_snapshots, check_continuous_and_streams, outgrowing_pooled_batch, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
-VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists"]
-NEW_SCAN = ("new", "split", "fused", "untrimmed", "new_lists")  # the variants with the split scan
-NEW_LISTS = ("new", "lists", "fused", "untrimmed", "new_lists")  # ("new": by chains where the graph allows)
-NEW_FINALIZE = ("new", "wide", "fused", "untrimmed", "new_lists")
-TRIMMED = ("new", "fused", "new_lists")  # the variants whose scans trim each token's sorted arcs
+VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_pdl", "new_fused",
+            "new_fused_pdl"]
+CHAINS = ("new", "new_pdl", "new_fused", "new_fused_pdl")  # by chains where the graph allows, else lists
+NEW_SCAN = ("split", "fused", "untrimmed", "new_lists") + CHAINS  # the variants with the split scan
+NEW_LISTS = ("lists", "fused", "untrimmed", "new_lists") + CHAINS
+NEW_FINALIZE = ("wide", "fused", "untrimmed", "new_lists") + CHAINS
+TRIMMED = ("fused", "new_lists") + CHAINS  # the variants whose scans trim each token's sorted arcs
+FUSED = ("fused", "new_fused", "new_fused_pdl")
+PDL = ("new_pdl", "new_fused_pdl")  # programmatic dependent launch (the H200 has it)
 TOTALS = {"rows": 0, "ties": 0}
 STATS = ("max_frontier", "frontier_total", "closure_added")
 
@@ -45,11 +49,12 @@ def expect_variant(dec, variant, eps: bool):
     lanes = dec._gpu.main.max_lanes
     assert (st["scan_split"] > 1) == (variant in NEW_SCAN) or lanes >= 512, (variant, st)
     want = 1 if eps and variant in NEW_LISTS else 0
-    if want and variant == "new" and chain_closure_ok(dec.graph, dec.eps_iterations):
+    if want and variant in CHAINS and chain_closure_ok(dec.graph, dec.eps_iterations):
         want = 2
     assert st["closure_lists"] == want, (variant, st)
     assert (st["finalize_split"] > 8) == (variant in NEW_FINALIZE) or lanes >= 128, (variant, st)
-    assert st["fused_max"] == (variant == "fused"), (variant, st)
+    assert st["fused_max"] == (variant in FUSED), (variant, st)
+    assert st["pdl"] == (variant in PDL), (variant, st)
     assert st["trims_arcs"] == (variant in TRIMMED), (variant, st)  # (every graph these tests build is sorted)
 
 

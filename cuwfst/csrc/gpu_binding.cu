@@ -279,7 +279,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t lane_pool, int64_t scan_split, int64_t closure_lists, int64_t eps_blocks,
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
-                         bool trim_arcs) {
+                         bool trim_arcs, bool pdl) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -350,6 +350,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.pool_handout = static_cast<int32_t>(pool_handout);
   c.arena_ahead = arena_ahead;
   c.trim_arcs = trim_arcs ? 1 : 0;
+  c.pdl = pdl ? 1 : 0;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

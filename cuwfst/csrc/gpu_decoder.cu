@@ -179,6 +179,11 @@ void GpuDecoder::Allocate() {
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
   ws_.scan_best = Alloc<unsigned long long>(L, "scan best tokens");
   ws_.fused_max = cfg_.fused_max;
+  if (cfg_.pdl) {  // programmatic dependent launch: compute capability 9.0 and later
+    int major = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device()));
+    pdl_ = major >= 9;
+  }
   ws_.trim = cfg_.trim_arcs && graph_->view.emit_sorted ? 1 : 0;
   ws_.slot_total = Alloc<unsigned long long>(1, "slot counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, sizeof(unsigned long long), stream_));
@@ -675,6 +680,22 @@ void GpuDecoder::Timed(int kind, F&& launch) {
   pending_.push_back({kind, {a, b}});
 }
 
+template <typename... KernelArgs, typename... Args>
+void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t c = {};
+  c.gridDim = grid;
+  c.blockDim = block;
+  c.dynamicSmemBytes = 0;
+  c.stream = stream_;
+  c.attrs = attr;
+  // (profiling records an event around each launch: no kernel directly precedes this one)
+  c.numAttrs = pdl_ && !profiling_ ? 1 : 0;
+  CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
+}
+
 void GpuDecoder::CollectProfile() {
   for (auto& k : pending_) {
     float ms = 0.f;
@@ -747,26 +768,26 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   // clears them (and counts closure_added) in place of ClearClaimsKernel.
   const bool clear = !(w.lattice && closes_step);
   if (cfg_.closure_lists == kClosureChain && !w.lattice) {  // (a lattice decode records every pass)
-    Timed(9, [&] { EpsChainExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
-    Timed(10, [&] { EpsChainResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ews); });
-    Timed(15, [&] { EpsChainLinkKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ews); });
+    Timed(9, [&] { LaunchStep(EpsChainExpandKernel, dim3(cfg_.eps_blocks), dim3(kWalkThreads), g, ews); });
+    Timed(10, [&] { LaunchStep(EpsChainResolveKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), ews); });
+    Timed(15, [&] { LaunchStep(EpsChainLinkKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, ews); });
   } else if (cfg_.closure_lists) {
     for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-      Timed(9, [&] { EpsListExpandKernel<<<cfg_.eps_blocks, kWalkThreads, 0, stream_>>>(g, ews, pass); });
-      Timed(10, [&] { EpsListResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, ews, pass); });
+      Timed(9, [&] { LaunchStep(EpsListExpandKernel, dim3(cfg_.eps_blocks), dim3(kWalkThreads), g, ews, pass); });
+      Timed(10, [&] { LaunchStep(EpsListResolveKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, ews, pass); });
     }
   } else {
     for (int32_t pass = 0; pass < cfg_.eps_iterations; ++pass) {
-      Timed(8, [&] { EpsScanKernel<<<L, kScanThreads, 0, stream_>>>(g, ews, pass); });
+      Timed(8, [&] { LaunchStep(EpsScanKernel, dim3(L), dim3(kScanThreads), g, ews, pass); });
       if (cfg_.walker == kWalkThread)
-        Timed(9, [&] { EpsExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
+        Timed(9, [&] { LaunchStep(EpsExpandKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, ews); });
       else
-        Timed(9, [&] { EpsExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, ews); });
-      Timed(10, [&] { EpsResolveKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(ews); });
+        Timed(9, [&] { LaunchStep(EpsExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, ews); });
+      Timed(10, [&] { LaunchStep(EpsResolveKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), ews); });
     }
   }
   if (clear)
-    Timed(11, [&] { ClearClaimsKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
+    Timed(11, [&] { LaunchStep(ClearClaimsKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), w); });
 }
 
 void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
@@ -780,40 +801,40 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   // (not under the bins bound, which needs no lower bound)
   const bool lower = cfg_.fused_max || (w.pool_at_max && !w.pool_bins);
   Timed(1, [&] {
-    if (cfg_.scan_split > 1 && lower) ScanSplitKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
-    else if (cfg_.scan_split > 1) ScanSplitKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
-    else if (lower) ScanKernel<true><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
-    else ScanKernel<false><<<grid, kScanThreads, 0, stream_>>>(g, w, p);
+    if (cfg_.scan_split > 1 && lower) LaunchStep(ScanSplitKernel<true>, dim3(grid), dim3(kScanThreads), g, w, p);
+    else if (cfg_.scan_split > 1) LaunchStep(ScanSplitKernel<false>, dim3(grid), dim3(kScanThreads), g, w, p);
+    else if (lower) LaunchStep(ScanKernel<true>, dim3(grid), dim3(kScanThreads), g, w, p);
+    else LaunchStep(ScanKernel<false>, dim3(grid), dim3(kScanThreads), g, w, p);
   });
   if (cfg_.fused_max) {  // the max and the admission in one walk (expand.cuh); profiled as expand
     if (cfg_.walker == kWalkThread)
-      Timed(4, [&] { FusedExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+      Timed(4, [&] { LaunchStep(FusedExpandKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
-      Timed(4, [&] { FusedExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+      Timed(4, [&] { LaunchStep(FusedExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
   } else {
     // the pooled hand-out after the max: in MaxKernel's last block, or (pool_handout_kernel)
     // in a kernel of its own between MaxKernel and ExpandKernel, on every step
     if (cfg_.walker == kWalkThread)
-      Timed(3, [&] { MaxKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+      Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
-      Timed(3, [&] { MaxKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
-    if (w.pool_handout_kernel) Timed(14, [&] { PoolHandOutKernel<<<1, 32, 0, stream_>>>(w); });
+      Timed(3, [&] { LaunchStep(MaxKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+    if (w.pool_handout_kernel) Timed(14, [&] { LaunchStep(PoolHandOutKernel, dim3(1), dim3(32), w); });
     if (cfg_.walker == kWalkThread)
-      Timed(4, [&] { ExpandKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
-      Timed(4, [&] { ExpandKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
   }
-  Timed(5, [&] { FinalizeKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(g, w); });
+  Timed(5, [&] { LaunchStep(FinalizeKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
   // the device-side refill: lanes whose row just ended take the next queued row, whose start
   // the closure below closes with the others (profiled as init)
-  if (w.refill) Timed(0, [&] { RefillKernel<<<1, kRefillThreads, 0, stream_>>>(g, w, p); });
+  if (w.refill) Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     if (cfg_.walker == kWalkThread)
-      Timed(12, [&] { LatPersistKernel<kWalkThread><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
+      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
-      Timed(12, [&] { LatPersistKernel<kWalkWarp><<<walk_blocks, kWalkThreads, 0, stream_>>>(g, w); });
-    Timed(13, [&] { LatStepEndKernel<<<dim3(cfg_.finalize_split, L), kFinalizeThreads, 0, stream_>>>(w); });
+      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+    Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), w); });
   }
 }
 
@@ -1279,6 +1300,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   if (!read) ClearHandledError();
   out[45] = read ? static_cast<int64_t>(slots) : -1;
   out[46] = refills_;
+  out[47] = pdl_ ? 1 : 0;
 }
 
 }  // namespace cuwfst

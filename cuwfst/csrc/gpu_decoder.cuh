@@ -117,6 +117,12 @@ struct DecoderConfig {
   // trim_arcs: 1 = the scans trim each token's slots to the prefix of its sorted emitting arcs
   // that can pass (Workspace::trim; only on a graph whose arcs are sorted, emit_sorted)
   int32_t trim_arcs = 1;
+  // pdl: 1 = the step pipeline's kernels (EnqueueStep, EnqueueClosure: the scans, the max, the
+  // expansions, Finalize, the refill, the closure and lattice stages) are launched with
+  // programmatic dependent launch where the device has it (compute capability 9.0 and later)
+  // and the decoder is not profiling: each kernel's launch overlaps the end of the one before,
+  // which it waits for on entry (common.cuh StepKernelEntry). The same kernels and results.
+  int32_t pdl = 0;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -316,7 +322,9 @@ class GpuDecoder {
   // count again; -1 if it cannot be read back). Reading [45] synchronizes the decoder's stream.
   // [46] rows the device-side refill started inside segments since construction (DecodeMany);
   // its done rows' path buffers count in [14] and its pinned buffers in [4].
-  static constexpr int kMemStats = 47;
+  // [47] 1 when the step kernels are launched with programmatic dependent launch (pdl_:
+  // DecoderConfig::pdl on a device of compute capability 9.0 or later).
+  static constexpr int kMemStats = 48;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -480,6 +488,12 @@ class GpuDecoder {
   std::vector<Event> event_pool_;
   template <typename F>
   void Timed(int kind, F&& launch);
+  // A step pipeline kernel (one that starts with StepKernelEntry): launched on stream_ with
+  // programmatic dependent launch when pdl_ holds and no profiling event sits between it and
+  // the kernel before it, else as a plain launch.
+  template <typename... KernelArgs, typename... Args>
+  void LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
+  bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
   void CollectProfile();
   unsigned long long arena_high_water_ = 0;
   int64_t advance_rounds_ = 0;

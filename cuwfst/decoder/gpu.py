@@ -150,6 +150,10 @@ def live_uploads() -> int:
 # 0 (auto) gives a lane's claims to at most AutoFinalizeSplit CTAs, each taking at least one
 # round of claims (1,024); an explicit split gives even chunks over that many CTAs: "new_even"
 # is "new" with 32 (the auto grid at 32 lanes before the rounds rule, kept for A/B runs).
+# pdl: True = the step kernels are launched with programmatic dependent launch where the GPU
+# has it (compute capability 9.0+): each kernel's launch overlaps the end of the one before,
+# which it waits for on entry (common.cuh StepKernelEntry); the same kernels, the same results.
+# "new_pdl" / "new_fused" / "new_fused_pdl": "new" with pdl, fused_max, or both, for A/B runs.
 KERNEL_VARIANTS = {
     "new": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True),
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
@@ -160,6 +164,9 @@ KERNEL_VARIANTS = {
     "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
     "new_lists": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
     "new_even": dict(scan_split=0, closure="chain", finalize_split=32, fused_max=False, trim_arcs=True),
+    "new_pdl": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True),
+    "new_fused": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=True, trim_arcs=True),
+    "new_fused_pdl": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=True, trim_arcs=True, pdl=True),
 }
 # continuous batching's segment length when the caller names none (steps between the host's
 # visits): with refill="device" lanes refill on the GPU inside a segment, so long segments only
@@ -189,9 +196,12 @@ def kernel_defaults() -> dict:
 
 
 def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
-                    trim_arcs=None) -> tuple[int, str, int, bool, bool]:
+                    trim_arcs=None, pdl=None) -> tuple[int, str, int, bool, bool, bool]:
     """Checks the kernel switches; None takes the default (kernel_defaults)."""
     d = kernel_defaults()
+    pdl = d.get("pdl", False) if pdl is None else pdl
+    if not isinstance(pdl, bool):
+        raise ValueError(f"pdl must be a bool (or None: the default), got {pdl!r}")
     trim_arcs = d["trim_arcs"] if trim_arcs is None else trim_arcs
     if not isinstance(trim_arcs, bool):
         raise ValueError(f"trim_arcs must be a bool (or None: the default), got {trim_arcs!r}")
@@ -206,7 +216,7 @@ def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
             raise ValueError(f"{name} must be an int in [0, 64] (0: auto), got {v!r}")
     if closure not in CLOSURES:
         raise ValueError(f"closure must be one of {', '.join(map(repr, CLOSURES))}, got {closure!r}")
-    return scan_split, closure, finalize_split, fused_max, trim_arcs
+    return scan_split, closure, finalize_split, fused_max, trim_arcs, pdl
 
 
 class GpuInstance:
@@ -217,7 +227,7 @@ class GpuInstance:
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
-                 trim_arcs=None):
+                 trim_arcs=None, pdl=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -227,8 +237,8 @@ class GpuInstance:
         self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
-        scan_split, closure, finalize_split, fused_max, trim_arcs = resolve_kernels(
-            scan_split, closure, finalize_split, fused_max, trim_arcs)
+        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl = resolve_kernels(
+            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl)
         if closure == "chain" and not chain_closure_ok(graph, eps_iterations):
             closure = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
         self.handle = mod.gpu_decoder_create(
@@ -239,7 +249,7 @@ class GpuInstance:
             lane_pool_mode(memory), int(scan_split), CLOSURES.index(closure), int(eps_blocks), int(finalize_split),
             bool(fused_max), int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
-            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs))
+            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs), bool(pdl))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -357,7 +367,7 @@ class GpuBackend:
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
-                 trim_arcs: bool | None = None):
+                 trim_arcs: bool | None = None, pdl: bool | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if refill not in ("segment", "device"):
@@ -383,14 +393,14 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
-        scan_split, closure, finalize_split, fused_max, trim_arcs = resolve_kernels(
-            scan_split, closure, finalize_split, fused_max, trim_arcs)
+        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl = resolve_kernels(
+            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
                        scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                       fused_max=fused_max, trim_arcs=trim_arcs, lattice_entries=lattice_entries,
+                       fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
                        pool_handout=pool_handout_mode())

@@ -68,7 +68,9 @@ class Decoder:
     auto, 8 = the old grid) and fused_max (True: no separate max pass, the expansion finds
     each step's max as it admits arcs; off by default) and trim_arcs (True, the default: a
     step's scan trims each token's arcs to the prefix of its sorted emitting arcs that can
-    pass, on graphs built with sorted arcs) pick kernel variants with identical
+    pass, on graphs built with sorted arcs) and pdl (True: the step kernels are launched with
+    programmatic dependent launch on GPUs of compute capability 9.0 and later, each launch
+    overlapping the end of the kernel before it; off by default) pick kernel variants with identical
     results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
     "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
@@ -102,7 +104,7 @@ class Decoder:
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
-                 trim_arcs: bool | None = None, **kwargs):
+                 trim_arcs: bool | None = None, pdl: bool | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -125,7 +127,7 @@ class Decoder:
                                    batching=batching, segment=segment, refill=refill, arena_entries=arena_entries,
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
                                    closure=closure, finalize_split=finalize_split, fused_max=fused_max,
-                                   lattice_entries=lattice_entries, trim_arcs=trim_arcs)
+                                   lattice_entries=lattice_entries, trim_arcs=trim_arcs, pdl=pdl)
         else:
             from .gpu import check_gc_interval
             from .memory import resolve_memory

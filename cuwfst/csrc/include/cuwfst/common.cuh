@@ -9,6 +9,23 @@
 
 namespace cuwfst {
 
+// Programmatic dependent launch (DecoderConfig::pdl, sm_90 and later): the decoder launches
+// the step pipeline's kernels (gpu_decoder.cu LaunchStep) with the programmatic-serialization
+// attribute, so a kernel's launch (grid set-up, its CTAs made resident) overlaps the end of the
+// kernel before it. Every kernel so launched calls this first, before any global memory access:
+// `griddepcontrol.wait` returns once the kernels it depends on have completed and their writes
+// are visible, so what a kernel reads is what a plain launch would read, and since every such
+// kernel waits before it can finish, the chain is transitive (a kernel that finished implies
+// every kernel before it did). It then lets the next kernel launch (its CTAs wait here in
+// turn). Without the attribute (older GPUs, profiling, pdl off) both are no-ops.
+// tests/test_pdl_entry.py checks that every kernel LaunchStep is given starts with it.
+__device__ __forceinline__ void StepKernelEntry() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // float <-> int with the same order as the floats (signed compare); -inf..+inf monotone.
 __device__ __forceinline__ int32_t FloatToOrderedInt(float f) {
   int32_t i = __float_as_int(f);

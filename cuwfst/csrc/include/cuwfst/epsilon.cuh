@@ -46,6 +46,7 @@ __device__ __forceinline__ bool InClosure(const LaneCounters& lc) {
 // lane_arc_offsets (LaneScanLastBlock).
 __global__ void __launch_bounds__(kScanThreads)
 EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int64_t running;
@@ -133,6 +134,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 EpsExpandKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   int32_t cur_lane = -1;
   float cutoff = INFINITY;
@@ -173,6 +175,7 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
 // (eps_tok, eps_changed), the slot's new baseline and hash_pos.
 __global__ void __launch_bounds__(kFinalizeThreads)
 EpsResolveKernel(Workspace ws) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t new_base, chg_base;
@@ -275,6 +278,7 @@ EpsResolveKernel(Workspace ws) {
 // whole by HashSanitizeKernel at the end of the decode. Also adds the closure's new tokens
 // to the lane's closure_added.
 __global__ void __launch_bounds__(kFinalizeThreads) ClearClaimsKernel(Workspace ws) {
+  StepKernelEntry();
   const int32_t lane = blockIdx.y;
   const LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
@@ -323,6 +327,7 @@ constexpr int kEpsListMaxLanes = 1024;
 // Invariant: every frontier token's slot holds its baseline (the top of this file).
 __global__ void __launch_bounds__(kWalkThreads)
 EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int64_t, kWalkThreads>;
   constexpr int kLanesPerThread = kEpsListMaxLanes / kWalkThreads;
   __shared__ typename BlockScan::TempStorage scan;
@@ -402,6 +407,7 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
 // pass), the slot's new baseline and hash_pos.
 __global__ void __launch_bounds__(kFinalizeThreads)
 EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t new_base, list_base;
@@ -538,6 +544,7 @@ EpsListResolveKernel(DeviceGraph g, Workspace ws, int32_t pass) {
 // 1's counters (kept as the passes leave them: nothing reads them).
 __global__ void __launch_bounds__(kWalkThreads)
 EpsChainExpandKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int64_t, kWalkThreads>;
   constexpr int kLanesPerThread = kEpsListMaxLanes / kWalkThreads;
   __shared__ typename BlockScan::TempStorage scan;
@@ -623,6 +630,7 @@ EpsChainExpandKernel(DeviceGraph g, Workspace ws) {
 // a fresh winners-log entry, whose prev EpsChainLinkKernel writes; in place, or appended at
 // next_size), hash_pos of new tokens. The payload keeps {end : slot} for the link.
 __global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Workspace ws) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t new_base;
@@ -707,6 +715,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Worksp
 // (a read-only probe: the expansion claimed it) and final winner. Writes: the entry
 // {prev, arc}: prev = the origin token's winner (hop 0) or the hop before's destination's.
 __global__ void __launch_bounds__(kFinalizeThreads) EpsChainLinkKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   const int32_t lane = blockIdx.y;
   const LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;

@@ -212,6 +212,7 @@ __device__ __forceinline__ void MaxLastBlock(Workspace& ws) {
 // without slots still get their next frontier's region). (static: this header is included by
 // more than one translation unit, and the kernel is not a template.)
 static __global__ void __launch_bounds__(32) PoolHandOutKernel(Workspace ws) {
+  StepKernelEntry();
   if (ws.pool_at_max) MaxHandOut(ws);
 }
 
@@ -235,6 +236,7 @@ static __global__ void __launch_bounds__(32) PoolHandOutKernel(Workspace ws) {
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 MaxKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   __shared__ int32_t lane_max[kMaxSharedLanes];
   __shared__ int32_t lane_cnt[kMaxSharedLanes];
   // pool_at_max: the last block hands the regions out; by this kernel's count unless the bins
@@ -376,6 +378,7 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 ExpandKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   if (ws.pool_bins) {  // MaxKernel's last block has read the bins bound: zero it for the next step's scan
     const int64_t all = static_cast<int64_t>(ws.max_lanes) * kPoolBins;
     for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < all;
@@ -433,6 +436,7 @@ ExpandKernel(DeviceGraph g, Workspace ws) {
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 FusedExpandKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   __shared__ int32_t lane_max[kMaxSharedLanes];
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;  // an idle step
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;

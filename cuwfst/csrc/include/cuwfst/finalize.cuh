@@ -39,6 +39,7 @@ constexpr int kFinalizeSplit = 8;
 // that did not survive; ClearClaims / LatStepEnd clear it.
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base, list_base;

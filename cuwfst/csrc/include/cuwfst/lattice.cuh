@@ -74,6 +74,7 @@ __device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   int32_t cur_lane = -1;
   int32_t table = 0;  // the lane's hash size this step (its region)
@@ -139,6 +140,7 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
 // frontier's size, which the replay checks), the closure's closure_added, and clears the
 // step's (and its closure's) claimed hash slots: key, payload, hash_pos.
 __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace ws) {
+  StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t step_phase = lc.step_phase;

@@ -144,6 +144,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
 // which row changes nothing in a row's result (every row is decoded as if alone).
 constexpr int kRefillThreads = 1024;
 __global__ void __launch_bounds__(kRefillThreads) RefillKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int32_t, kRefillThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t head, done;
@@ -532,6 +533,7 @@ __device__ __forceinline__ void PublishBins(const Workspace& ws, int32_t lane, c
 template <bool kFused>
 __global__ void __launch_bounds__(kScanThreads)
 ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   using BlockKey = cub::BlockReduce<unsigned long long, kScanThreads>;
@@ -715,6 +717,7 @@ constexpr unsigned long long kStatusValue = kStatusAgg - 1;
 template <bool kFused>
 __global__ void __launch_bounds__(kScanThreads)
 ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  StepKernelEntry();
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   using BlockSum = cub::BlockReduce<int64_t, kScanThreads>;
