@@ -6,7 +6,8 @@ python -m benchmarks.gpu_speed [--graph HLG.img | --arcs 1000000] --batch 1 8 32
 Variants (cuwfst.decoder.gpu.KERNEL_VARIANTS): "old" (one scan CTA per lane, EpsScan every
 closure pass), "new" (split scan, closure lists, wider Finalize), "split", "lists", "wide" (one
 change alone), "fused" ("new" without MaxKernel: the expansion finds each step's max), and
-"split:N" / "new:N" / "fused:N" (N scan CTAs per lane). Every variant of a batch size is built before any
+"split:N" / "new:N" / "fused:N" (N scan CTAs per lane; "new:N:R" / "new::R": R-token granules
+of the split scan's chunks, scan_round). Every variant of a batch size is built before any
 is timed, and the timed passes alternate between them (old, new, old, new, ...), so drift of
 the clocks hits all alike. A pass decodes all --utts rows in batches of B; its time is taken
 with CUDA events around the pass (the transfer of results to the host included) and,
@@ -36,18 +37,16 @@ import time
 import numpy as np
 
 from cuwfst import Decoder, DecoderOptions, Graph
-from cuwfst.decoder.gpu import KERNEL_VARIANTS
+from cuwfst.decoder.gpu import kernel_variant
 
 
 def variant_kwargs(name: str) -> dict:
-    """Decoder keywords of a variant name: a KERNEL_VARIANTS key, or 'split:N' / 'new:N'."""
-    base, _, n = name.partition(":")
-    if base not in KERNEL_VARIANTS:
-        raise SystemExit(f"unknown variant {name!r}; known: {sorted(KERNEL_VARIANTS)} (with :N for N scan CTAs)")
-    kw = dict(KERNEL_VARIANTS[base])
-    if n:
-        kw["scan_split"] = int(n)
-    return kw
+    """Decoder keywords of a variant name (cuwfst.decoder.gpu.kernel_variant: a KERNEL_VARIANTS
+    key, 'KEY:N' for N scan CTAs a lane, 'KEY:N:R' / 'KEY::R' for R-token scan granules)."""
+    try:
+        return kernel_variant(name)
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
 
 
 def same_rows(a, b) -> tuple[int, int, int]:

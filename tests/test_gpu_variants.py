@@ -129,6 +129,36 @@ def test_large_frontiers(variant, eps, scan_split):
         same(graph, lp[b], cpu[b], gpu[b], f"{variant} split {scan_split} row {b}")
 
 
+@pytest.mark.parametrize("scan_round", [32, 96, 512, 1000])
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_scan_granules(eps, scan_round):
+    """The split scan's chunks in granules below the block's round (scan_round): chunks of one
+    partial round (the one-round path with threads past the chunk idle), of several granules
+    that are not whole rounds (the two-pass path ending in a partial round), a granule that is
+    not a multiple of a warp (96 is, 1,000 is not), frontiers of thousands of tokens over 3
+    and 16 CTAs a lane, both layouts' static regions; every row equal to the CPU's."""
+    rng = np.random.default_rng(4500 + scan_round + eps)
+    V = 40
+    if eps:
+        graph = random_eps_graph_any(rng, 9000, V, 6, 1.0, cycles=True, chain=3)
+    else:
+        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 3, 24, V, peaky=False)
+    lens = np.array([24, 17, 1], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    assert max(h.max_frontier for h in cpu) > 3 * 2048
+    for scan_split in (3, 16):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=scan_split, scan_round=scan_round)
+        st = dec._gpu.main.mem_stats()
+        assert st["scan_round"] == scan_round and st["scan_split"] == scan_split, st
+        gpu = dec.decode(lp, lens)
+        for b in range(3):
+            same(graph, lp[b], cpu[b], gpu[b], f"scan_round {scan_round} split {scan_split} row {b}")
+    # the default granule is the block's round
+    assert Decoder(graph, opts, device="cuda", max_lanes=4)._gpu.main.mem_stats()["scan_round"] == 2048
+
+
 @pytest.mark.parametrize("scan_split", [3, 16])
 def test_pooled_layout(variant, scan_split, monkeypatch):
     """The pooled lane layout (offline batches on epsilon-free graphs with memory="pooled";

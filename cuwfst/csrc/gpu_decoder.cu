@@ -174,6 +174,8 @@ void GpuDecoder::Allocate() {
   // the kernel variants (gpu_decoder.cuh DecoderConfig; docs/design.md "kernel variants")
   if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
   ws_.scan_split = cfg_.scan_split;
+  if (cfg_.scan_round == 0) cfg_.scan_round = kScanRoundTokens;
+  ws_.scan_round = cfg_.scan_round;
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
   ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
@@ -1301,6 +1303,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[45] = read ? static_cast<int64_t>(slots) : -1;
   out[46] = refills_;
   out[47] = pdl_ ? 1 : 0;
+  out[48] = cfg_.scan_round;
 }
 
 }  // namespace cuwfst

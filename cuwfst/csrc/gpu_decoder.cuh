@@ -95,6 +95,10 @@ struct DecoderConfig {
   // scan_split: CTAs per lane of the step's scan (1: ScanKernel, one CTA per lane; > 1:
   // ScanSplitKernel; 0: auto, AutoScanSplit(max_lanes)).
   int32_t scan_split = 0;
+  // scan_round: tokens per granule of ScanSplitKernel's chunks (Workspace::scan_round; 0: the
+  // default, kScanRoundTokens = 2,048, one round of the kernel's block). Chunks are whole
+  // granules, so with 512 a lane of 5,000 tokens is scanned by 10 CTAs, with 2,048 by 3.
+  int32_t scan_round = 0;
   // closure_lists: 1 = the closure passes read lists that Finalize and Resolve write
   // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens;
   // kClosureChain (2) = the passes' fixpoint by chains (epsilon.cuh; one epsilon arc a state,
@@ -323,8 +327,9 @@ class GpuDecoder {
   // [46] rows the device-side refill started inside segments since construction (DecodeMany);
   // its done rows' path buffers count in [14] and its pinned buffers in [4].
   // [47] 1 when the step kernels are launched with programmatic dependent launch (pdl_:
-  // DecoderConfig::pdl on a device of compute capability 9.0 or later).
-  static constexpr int kMemStats = 48;
+  // DecoderConfig::pdl on a device of compute capability 9.0 or later), [48] the split
+  // scan's granule (Workspace::scan_round).
+  static constexpr int kMemStats = 49;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

@@ -185,20 +185,40 @@ def chain_closure_ok(graph, eps_iterations: int) -> bool:
     return eps is not None and len(eps) > 0 and int(eps.max()) <= 1 and 0 <= chain <= eps_iterations
 
 
+def kernel_variant(name: str) -> dict:
+    """The switches of a variant name: a KERNEL_VARIANTS key, optionally with ':N' (N scan CTAs
+    a lane) and ':R' after it ('new:16:512', 'new::512': R-token granules of the split scan)."""
+    base, _, rest = name.partition(":")
+    n, _, r = rest.partition(":")
+    if base not in KERNEL_VARIANTS or not all(x == "" or x.isdigit() for x in (n, r)):
+        raise ValueError(f"a kernel variant is one of {sorted(KERNEL_VARIANTS)}, optionally with :N scan CTAs a "
+                         f"lane and :R tokens per scan granule (e.g. new:16:512, new::512), got {name!r}")
+    kw = dict(KERNEL_VARIANTS[base])
+    if n:
+        kw["scan_split"] = int(n)
+    if r:
+        kw["scan_round"] = int(r)
+    return kw
+
+
 def kernel_defaults() -> dict:
     """The kernel variant a decoder gets when its caller names none: CUWFST_KERNELS or "new"."""
     import os
 
     name = os.environ.get("CUWFST_KERNELS", "new") or "new"
-    if name not in KERNEL_VARIANTS:
-        raise ValueError(f"CUWFST_KERNELS must be one of {sorted(KERNEL_VARIANTS)}, got {name!r}")
-    return dict(KERNEL_VARIANTS[name])
+    try:
+        return kernel_variant(name)
+    except ValueError as e:
+        raise ValueError(f"CUWFST_KERNELS: {e}") from None
 
 
 def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
-                    trim_arcs=None, pdl=None) -> tuple[int, str, int, bool, bool, bool]:
+                    trim_arcs=None, pdl=None, scan_round=None) -> tuple[int, str, int, bool, bool, bool, int]:
     """Checks the kernel switches; None takes the default (kernel_defaults)."""
     d = kernel_defaults()
+    scan_round = d.get("scan_round", 0) if scan_round is None else scan_round
+    if not isinstance(scan_round, int) or isinstance(scan_round, bool) or not (scan_round == 0 or 32 <= scan_round <= 2048):
+        raise ValueError(f"scan_round must be 0 (the default, 2048) or an int in [32, 2048], got {scan_round!r}")
     pdl = d.get("pdl", False) if pdl is None else pdl
     if not isinstance(pdl, bool):
         raise ValueError(f"pdl must be a bool (or None: the default), got {pdl!r}")
@@ -216,7 +236,7 @@ def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
             raise ValueError(f"{name} must be an int in [0, 64] (0: auto), got {v!r}")
     if closure not in CLOSURES:
         raise ValueError(f"closure must be one of {', '.join(map(repr, CLOSURES))}, got {closure!r}")
-    return scan_split, closure, finalize_split, fused_max, trim_arcs, pdl
+    return scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round
 
 
 class GpuInstance:
@@ -227,7 +247,7 @@ class GpuInstance:
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
-                 trim_arcs=None, pdl=None):
+                 trim_arcs=None, pdl=None, scan_round=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -237,8 +257,8 @@ class GpuInstance:
         self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
-        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl = resolve_kernels(
-            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl)
+        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round = resolve_kernels(
+            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round)
         if closure == "chain" and not chain_closure_ok(graph, eps_iterations):
             closure = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
         self.handle = mod.gpu_decoder_create(
@@ -249,7 +269,7 @@ class GpuInstance:
             lane_pool_mode(memory), int(scan_split), CLOSURES.index(closure), int(eps_blocks), int(finalize_split),
             bool(fused_max), int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
-            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs), bool(pdl))
+            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs), bool(pdl), int(scan_round))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -367,7 +387,7 @@ class GpuBackend:
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
-                 trim_arcs: bool | None = None, pdl: bool | None = None):
+                 trim_arcs: bool | None = None, pdl: bool | None = None, scan_round: int | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if refill not in ("segment", "device"):
@@ -393,14 +413,15 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
-        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl = resolve_kernels(
-            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl)
+        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round = resolve_kernels(
+            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
                        scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                       fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, lattice_entries=lattice_entries,
+                       fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
+                       lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
                        pool_handout=pool_handout_mode())

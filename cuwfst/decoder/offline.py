@@ -70,7 +70,9 @@ class Decoder:
     step's scan trims each token's arcs to the prefix of its sorted emitting arcs that can
     pass, on graphs built with sorted arcs) and pdl (True: the step kernels are launched with
     programmatic dependent launch on GPUs of compute capability 9.0 and later, each launch
-    overlapping the end of the kernel before it; off by default) pick kernel variants with identical
+    overlapping the end of the kernel before it; off by default) and scan_round (tokens per granule
+    of the split scan's chunks: 0, the default, is 2,048; smaller spreads a lane over more
+    CTAs) pick kernel variants with identical
     results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
     "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
@@ -104,7 +106,8 @@ class Decoder:
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
-                 trim_arcs: bool | None = None, pdl: bool | None = None, **kwargs):
+                 trim_arcs: bool | None = None, pdl: bool | None = None, scan_round: int | None = None,
+                 **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -127,7 +130,8 @@ class Decoder:
                                    batching=batching, segment=segment, refill=refill, arena_entries=arena_entries,
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
                                    closure=closure, finalize_split=finalize_split, fused_max=fused_max,
-                                   lattice_entries=lattice_entries, trim_arcs=trim_arcs, pdl=pdl)
+                                   lattice_entries=lattice_entries, trim_arcs=trim_arcs, pdl=pdl,
+                                   scan_round=scan_round)
         else:
             from .gpu import check_gc_interval
             from .memory import resolve_memory

@@ -307,7 +307,7 @@ cudaError_t cudaGetDevice(int* d) {
 cudaError_t cudaSetDevice(int d) { return d == 0 ? cudaSuccess : stub::fail(cudaErrorInvalidDevice); }
 cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int d) {
   if (d != 0) return stub::fail(cudaErrorInvalidDevice);
-  *v = attr == cudaDevAttrMultiProcessorCount ? 132 : 0;  // an H200's
+  *v = attr == cudaDevAttrMultiProcessorCount ? 132 : attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;  // an H200's
   return cudaSuccess;
 }
 const char* cudaGetErrorName(cudaError_t e) {
@@ -356,6 +356,11 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t k, dim3, dim3, void** args, size_t, 
 }
 cudaError_t cudaLaunchKernel(const void* f, dim3 g, dim3 b, void** args, size_t s, cudaStream_t st) {
   return __cudaLaunchKernel(reinterpret_cast<cudaKernel_t>(const_cast<void*>(f)), g, b, args, s, st);
+}
+// launches with attributes (GpuDecoder::LaunchStep, programmatic dependent launch): as above
+cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t* c, const void* f, void** args) {
+  return __cudaLaunchKernel(reinterpret_cast<cudaKernel_t>(const_cast<void*>(f)), c->gridDim, c->blockDim, args,
+                            c->dynamicSmemBytes, c->stream);
 }
 static void* g_handle[1];
 void** __cudaRegisterFatBinary(void*) { return g_handle; }

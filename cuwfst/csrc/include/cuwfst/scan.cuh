@@ -765,9 +765,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   const float bin_ref = OrderedIntToFloat(prev_max);
   int32_t phase = kPhaseReal;
   constexpr int kPerRound = kScanThreads * kScanItems;
-  // Chunks are contiguous runs of `per` tokens: the non-empty ones are chunks 0 .. last
-  // (types.cuh ScanChunkOf, which the host model of the layout replays).
-  const ScanChunk cut = ScanChunkOf(n, C, chunk, kPerRound);
+  // Chunks are contiguous runs of `per` tokens, whole granules of ws.scan_round tokens (a
+  // chunk of at most kPerRound tokens takes the one-round path below): the non-empty ones
+  // are chunks 0 .. last (types.cuh ScanChunkOf, which the host model of the layout replays).
+  const ScanChunk cut = ScanChunkOf(n, C, chunk, ws.scan_round);
   const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   // a real step's row and its maxima (every CTA of the lane: the trim needs them before the

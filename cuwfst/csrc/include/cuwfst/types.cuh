@@ -344,6 +344,11 @@ struct Workspace {
   // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
   // all zero between launches
   int32_t scan_split;
+  // ScanSplitKernel's granule (DecoderConfig::scan_round): a lane's chunks are whole runs of
+  // this many tokens (ScanChunkOf), kScanRoundTokens by default; a smaller granule spreads a
+  // lane of a few thousand tokens over more CTAs (a chunk below kScanRoundTokens takes the
+  // kernel's one-round path with the threads past its end idle)
+  int32_t scan_round;
   // The claim-split kernels (Finalize, the closure's Resolve / Link / ClearClaims, LatStepEnd;
   // grid finalize_split x max_lanes): the fewest items a CTA takes (SplitRange). 1: even chunks
   // over the grid (an explicit finalize_split); the auto grid: one Finalize round
