@@ -465,18 +465,24 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     assert fake_gpu.kernels == (0, 1, 0, False, True)  # short of the longest chain: the lists
     Decoder(graph, device="cuda", closure="scan")
     assert fake_gpu.kernels == (0, 0, 0, False, True)
-    assert fake_gpu.pdl is False  # programmatic dependent launch: off unless asked for
-    monkeypatch.setenv("CUWFST_KERNELS", "new_fused_pdl")
+    assert fake_gpu.pdl is True  # programmatic dependent launch: "new" has it, the older variants not
+    monkeypatch.setenv("CUWFST_KERNELS", "old")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.pdl is False
+    monkeypatch.delenv("CUWFST_KERNELS")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.kernels == (0, 2, 0, False, True) and fake_gpu.pdl is True
+    monkeypatch.setenv("CUWFST_KERNELS", "new_fused")
     Decoder(graph, device="cuda")
     assert fake_gpu.kernels == (0, 2, 0, True, True) and fake_gpu.pdl is True
     Decoder(graph, device="cuda", pdl=False)
     assert fake_gpu.pdl is False
-    monkeypatch.setenv("CUWFST_KERNELS", "new_pdl")
+    monkeypatch.setenv("CUWFST_KERNELS", "new_nopdl")
     Decoder(graph, device="cuda")
-    assert fake_gpu.kernels == (0, 2, 0, False, True) and fake_gpu.pdl is True
-    monkeypatch.delenv("CUWFST_KERNELS")
+    assert fake_gpu.kernels == (0, 2, 0, False, True) and fake_gpu.pdl is False
     Decoder(graph, device="cuda", pdl=True)
-    assert fake_gpu.kernels == (0, 2, 0, False, True) and fake_gpu.pdl is True
+    assert fake_gpu.pdl is True
+    monkeypatch.delenv("CUWFST_KERNELS")
     with pytest.raises(ValueError, match="pdl"):
         Decoder(graph, device="cuda", pdl=1)
     assert fake_gpu.scan_round == 0  # the split scan's granule: the native default unless asked

@@ -22,15 +22,14 @@ from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_gr
                      assert_same_snapshots, check_continuous_and_streams, outgrowing_pooled_batch, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
-VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_pdl", "new_fused",
-            "new_fused_pdl"]
-CHAINS = ("new", "new_pdl", "new_fused", "new_fused_pdl")  # by chains where the graph allows, else lists
+VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_nopdl", "new_fused"]
+CHAINS = ("new", "new_nopdl", "new_fused")  # by chains where the graph allows, else lists
 NEW_SCAN = ("split", "fused", "untrimmed", "new_lists") + CHAINS  # the variants with the split scan
 NEW_LISTS = ("lists", "fused", "untrimmed", "new_lists") + CHAINS
 NEW_FINALIZE = ("wide", "fused", "untrimmed", "new_lists") + CHAINS
 TRIMMED = ("fused", "new_lists") + CHAINS  # the variants whose scans trim each token's sorted arcs
-FUSED = ("fused", "new_fused", "new_fused_pdl")
-PDL = ("new_pdl", "new_fused_pdl")  # programmatic dependent launch (the H200 has it)
+FUSED = ("fused", "new_fused")
+PDL = ("new", "new_fused")  # programmatic dependent launch (the H200 has it)
 TOTALS = {"rows": 0, "ties": 0}
 STATS = ("max_frontier", "frontier_total", "closure_added")
 
