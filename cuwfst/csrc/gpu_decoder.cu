@@ -1036,7 +1036,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
     const int64_t elem = lp_f16 ? 2 : 4;
-    for (int32_t l = 0; l < L; ++l) in[l] = {base + (l < B ? l : 0) * stride_b * elem, stride_t, 0, 0};
+    for (int32_t l = 0; l < L; ++l) in[l] = RowInput(base, l < B ? l : 0, stride_b, stride_t, elem);
     Wait(caller_stream);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);

@@ -219,7 +219,7 @@ void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_
     h.open = true;
     h.row = row;
     h.fed = lengths[row];
-    in[l] = {base + static_cast<int64_t>(row) * stride_b * elem, stride_t, 0, 0};  // the next upload keeps it
+    in[l] = RowInput(base, row, stride_b, stride_t, elem);  // the next upload keeps it
   }
 }
 
@@ -288,7 +288,7 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
           h.row = row;
           h.fed = lengths[row];
           cmd[l] = {kCmdInit, lengths[row], lengths[row], online ? 1 : 0};
-          in[l] = {base + static_cast<int64_t>(row) * stride_b * elem, stride_t, 0, 0};
+          in[l] = RowInput(base, row, stride_b, stride_t, elem);
         }
         any |= h.open;
       }
@@ -300,8 +300,7 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
         RefillEntry* q = As<RefillEntry>(h_refill_queue_);
         for (int32_t i = 0; i < queued; ++i) {
           const int32_t row = order[next + i];
-          q[i] = RefillEntry{LaneInput{base + static_cast<int64_t>(row) * stride_b * elem, stride_t, 0, 0}, row,
-                             lengths[row]};
+          q[i] = RefillEntry{RowInput(base, row, stride_b, stride_t, elem), row, lengths[row]};
         }
         ctl[kRefillHead] = 0;
         ctl[kRefillQueued] = queued;
@@ -462,7 +461,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
         const int32_t l = lanes[i];
         if (target[i] <= lane_host_[l].fed) continue;
         cmd[l] = {kCmdAvail, -1, target[i], 0};
-        in[l] = {base + static_cast<int64_t>(i) * stride_b * elem, stride_t, fed0[i], 0};
+        in[l] = RowInput(base, i, stride_b, stride_t, elem, fed0[i]);
       }
       if (round == 0) Wait(caller_stream);
       SetArenaGuard(guard);

@@ -100,6 +100,12 @@ struct LaneInput {
   int32_t t0;        // the step whose row sits at base
   int32_t pad;
 };
+// Row `row` of a [rows, T, V] input at byte address `base` (rows stride_b elements apart, frames
+// stride_t, `elem` bytes an element), its first frame being step t0 of the lane.
+inline LaneInput RowInput(const char* base, int64_t row, int64_t stride_b, int64_t stride_t, int64_t elem,
+                          int32_t t0 = 0) {
+  return LaneInput{base + row * stride_b * elem, stride_t, t0, 0};
+}
 
 // What LaneSetupKernel does to a lane before a launch sequence (ops are bits).
 enum : int32_t {
