@@ -100,14 +100,10 @@ def test_random_graphs(variant, eps, seed):
         same(graph, lp[b], cpu[b], gpu[b], f"{variant} seed {seed} row {b}")
 
 
-@pytest.mark.parametrize("scan_split", [2, 3, 16])
-@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
-def test_large_frontiers(variant, eps, scan_split):
-    """Frontiers of thousands of tokens (several 2,048-token scan rounds), split over 2, 3 and
-    16 CTAs per lane (variants without the split scan ignore scan_split here: one CTA)."""
-    if variant not in NEW_SCAN and scan_split != 2:
-        pytest.skip("this variant has one scan CTA per lane: one run is enough")
-    rng = np.random.default_rng(4000 + scan_split + 10 * eps)
+def _large_frontier_case(seed, eps):
+    """A graph (9,000 states with epsilon cycles and chains, or 12,000 epsilon-free) and three
+    rows whose frontiers span several 2,048-token scan rounds at beam 1,000; the CPU's rows."""
+    rng = np.random.default_rng(seed)
     V = 40
     if eps:
         graph = random_eps_graph_any(rng, 9000, V, 6, 1.0, cycles=True, chain=3)
@@ -118,6 +114,17 @@ def test_large_frontiers(variant, eps, scan_split):
     opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
     cpu = Decoder(graph, opts).decode(lp, lens)
     assert max(h.max_frontier for h in cpu) > 3 * 2048, "the frontier should span several scan rounds"
+    return graph, lp, lens, opts, cpu
+
+
+@pytest.mark.parametrize("scan_split", [2, 3, 16])
+@pytest.mark.parametrize("eps", [True, False], ids=["eps", "noeps"])
+def test_large_frontiers(variant, eps, scan_split):
+    """Frontiers of thousands of tokens (several 2,048-token scan rounds), split over 2, 3 and
+    16 CTAs per lane (variants without the split scan ignore scan_split here: one CTA)."""
+    if variant not in NEW_SCAN and scan_split != 2:
+        pytest.skip("this variant has one scan CTA per lane: one run is enough")
+    graph, lp, lens, opts, cpu = _large_frontier_case(4000 + scan_split + 10 * eps, eps)
     kw = {"scan_split": scan_split} if variant in NEW_SCAN else {}  # the rest from CUWFST_KERNELS
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, **kw)
     expect_variant(dec, variant, eps)
@@ -135,18 +142,8 @@ def test_scan_granules(eps, scan_round):
     partial round (the one-round path with threads past the chunk idle), of several granules
     that are not whole rounds (the two-pass path ending in a partial round), a granule that is
     not a multiple of a warp (96 is, 1,000 is not), frontiers of thousands of tokens over 3
-    and 16 CTAs a lane, both layouts' static regions; every row equal to the CPU's."""
-    rng = np.random.default_rng(4500 + scan_round + eps)
-    V = 40
-    if eps:
-        graph = random_eps_graph_any(rng, 9000, V, 6, 1.0, cycles=True, chain=3)
-    else:
-        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
-    lp = random_log_probs(rng, 3, 24, V, peaky=False)
-    lens = np.array([24, 17, 1], np.int32)
-    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=400)
-    cpu = Decoder(graph, opts).decode(lp, lens)
-    assert max(h.max_frontier for h in cpu) > 3 * 2048
+    and 16 CTAs a lane; every row equal to the CPU's."""
+    graph, lp, lens, opts, cpu = _large_frontier_case(4500 + scan_round + eps, eps)
     for scan_split in (3, 16):
         dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=scan_split, scan_round=scan_round)
         st = dec._gpu.main.mem_stats()
