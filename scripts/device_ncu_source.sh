@@ -7,8 +7,8 @@
 # .device/rep (*.ncu-rep, an earlier call's), only their source pages and top lines.
 #   background: the full tier (~200 s) unless /tmp/corpus-full is there already
 #   1. the full HLG, 32 x 250: ScanSplitKernel, FinalizeKernel, ExpandKernel (COUNT launches each
-#      from the middle of the decode)
-#   2. the full TLG: EpsChainExpandKernel, FinalizeKernel (unless TLG=0)
+#      from the middle of the decode; KERNELS: another regex, e.g. ScanSplitKernel alone)
+#   2. the full TLG: EpsChainExpandKernel, EpsChainResolveKernel (unless TLG=0; TLG_KERNELS: another regex)
 # $OUT: ncu_source.log, {hlg,tlg}.ncu-rep, {hlg,tlg}_top.txt, {hlg,tlg}_source.csv.gz (8 files: the limit; ncu's own output in /tmp/NAME.err, its tail in the log)
 . scripts/device_common.sh
 device_setup ncu_source.log
@@ -43,6 +43,6 @@ probe() {  # $1 graph, $2 name, $3 kernel regex
   gzip -c /tmp/$2_source.csv > $OUT/$2_source.csv.gz  # the whole page, for a second look off the machine
   head -${TOP:-45} $OUT/$2_top.txt | cut -c1-260 | tee -a $L
 }
-probe HLG.img hlg "ScanSplitKernel|FinalizeKernel|ExpandKernel"
-[ "${TLG:-1}" = 0 ] || probe TLG.img tlg "EpsChainExpandKernel|EpsChainResolveKernel"
+probe HLG.img hlg "${KERNELS:-ScanSplitKernel|FinalizeKernel|ExpandKernel}"
+[ "${TLG:-1}" = 0 ] || probe TLG.img tlg "${TLG_KERNELS:-EpsChainExpandKernel|EpsChainResolveKernel}"
 echo "[$(since) s] done" | tee -a $L
