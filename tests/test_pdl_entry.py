@@ -32,14 +32,12 @@ def _kernel_bodies() -> dict[str, str]:
 
 
 def _first_statement(body: str) -> str:
-    allowed = ("using ", "__shared__", "constexpr ", "typedef ", "static_assert")
+    # declarations that may come first, and the lines of a union of cub storages
+    # (`__shared__ union {`, its `typename ...;` members, `} tmp;`)
+    allowed = ("using ", "__shared__", "constexpr ", "typedef ", "static_assert", "typename ", "union")
     for line in body.splitlines():
         s = line.strip()
-        if not s or s.startswith("//"):
-            continue
-        if s.startswith(allowed) or s.startswith("typename ") or s.startswith("}") and s.endswith(";"):
-            continue  # (a union of cub storages spans lines: skip its members too)
-        if s.startswith("union") or s.startswith("typename"):
+        if not s or s.startswith("//") or s.startswith(allowed) or (s.startswith("}") and s.endswith(";")):
             continue
         return s
     return ""

@@ -212,31 +212,32 @@ def kernel_defaults() -> dict:
         raise ValueError(f"CUWFST_KERNELS: {e}") from None
 
 
-def resolve_kernels(scan_split, closure, finalize_split, fused_max=None,
-                    trim_arcs=None, pdl=None, scan_round=None) -> tuple[int, str, int, bool, bool, bool, int]:
-    """Checks the kernel switches; None takes the default (kernel_defaults)."""
-    d = kernel_defaults()
-    scan_round = d.get("scan_round", 0) if scan_round is None else scan_round
-    if not isinstance(scan_round, int) or isinstance(scan_round, bool) or not (scan_round == 0 or 32 <= scan_round <= 2048):
-        raise ValueError(f"scan_round must be 0 (the default, 2048) or an int in [32, 2048], got {scan_round!r}")
-    pdl = d.get("pdl", False) if pdl is None else pdl
-    if not isinstance(pdl, bool):
-        raise ValueError(f"pdl must be a bool (or None: the default), got {pdl!r}")
-    trim_arcs = d["trim_arcs"] if trim_arcs is None else trim_arcs
-    if not isinstance(trim_arcs, bool):
-        raise ValueError(f"trim_arcs must be a bool (or None: the default), got {trim_arcs!r}")
-    scan_split = d["scan_split"] if scan_split is None else scan_split
-    closure = d["closure"] if closure is None else closure
-    finalize_split = d["finalize_split"] if finalize_split is None else finalize_split
-    fused_max = d["fused_max"] if fused_max is None else fused_max
-    if not isinstance(fused_max, bool):
-        raise ValueError(f"fused_max must be a bool (or None: the default), got {fused_max!r}")
-    for name, v in (("scan_split", scan_split), ("finalize_split", finalize_split)):
+# the switches a kernel variant sets, and their values where a variant leaves one out
+KERNEL_SWITCH_DEFAULTS = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True,
+                              pdl=False, scan_round=0)
+
+
+def resolve_kernels(**given) -> dict:
+    """The kernel switches (KERNEL_SWITCH_DEFAULTS' names), checked; one not given or None
+    takes the default variant's value (kernel_defaults)."""
+    d = {**KERNEL_SWITCH_DEFAULTS, **kernel_defaults()}
+    unknown = set(given) - set(d)
+    if unknown:
+        raise TypeError(f"unknown kernel switches {sorted(unknown)}")
+    k = {name: d[name] if given.get(name) is None else given[name] for name in KERNEL_SWITCH_DEFAULTS}
+    for name in ("fused_max", "trim_arcs", "pdl"):
+        if not isinstance(k[name], bool):
+            raise ValueError(f"{name} must be a bool (or None: the default), got {k[name]!r}")
+    for name in ("scan_split", "finalize_split"):
+        v = k[name]
         if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= 64:
             raise ValueError(f"{name} must be an int in [0, 64] (0: auto), got {v!r}")
-    if closure not in CLOSURES:
-        raise ValueError(f"closure must be one of {', '.join(map(repr, CLOSURES))}, got {closure!r}")
-    return scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round
+    v = k["scan_round"]
+    if not isinstance(v, int) or isinstance(v, bool) or not (v == 0 or 32 <= v <= 2048):
+        raise ValueError(f"scan_round must be 0 (the default, 2048) or an int in [32, 2048], got {v!r}")
+    if k["closure"] not in CLOSURES:
+        raise ValueError(f"closure must be one of {', '.join(map(repr, CLOSURES))}, got {k['closure']!r}")
+    return k
 
 
 class GpuInstance:
@@ -257,19 +258,19 @@ class GpuInstance:
         self.eps_iterations = eps_iterations
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
-        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round = resolve_kernels(
-            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round)
-        if closure == "chain" and not chain_closure_ok(graph, eps_iterations):
-            closure = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
+        k = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
+                            fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round)
+        if k["closure"] == "chain" and not chain_closure_ok(graph, eps_iterations):
+            k["closure"] = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
             arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory != "eager",
-            lane_pool_mode(memory), int(scan_split), CLOSURES.index(closure), int(eps_blocks), int(finalize_split),
-            bool(fused_max), int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
+            lane_pool_mode(memory), k["scan_split"], CLOSURES.index(k["closure"]), int(eps_blocks), k["finalize_split"],
+            k["fused_max"], int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
-            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), bool(trim_arcs), bool(pdl), int(scan_round))
+            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), k["trim_arcs"], k["pdl"], k["scan_round"])
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -413,15 +414,13 @@ class GpuBackend:
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
-        scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round = resolve_kernels(
-            scan_split, closure, finalize_split, fused_max, trim_arcs, pdl, scan_round)
+        kernels = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
+                                  fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
                        walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
-                       scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                       fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
-                       lattice_entries=lattice_entries,
+                       **kernels, lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
                        pool_handout=pool_handout_mode())

@@ -70,7 +70,7 @@ class Decoder:
     step's scan trims each token's arcs to the prefix of its sorted emitting arcs that can
     pass, on graphs built with sorted arcs) and pdl (True: the step kernels are launched with
     programmatic dependent launch on GPUs of compute capability 9.0 and later, each launch
-    overlapping the end of the kernel before it; off by default) and scan_round (tokens per granule
+    overlapping the end of the kernel before it; on in "new", the default) and scan_round (tokens per granule
     of the split scan's chunks: 0, the default, is 2,048; smaller spreads a lane over more
     CTAs) pick kernel variants with identical
     results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
