@@ -486,21 +486,24 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.delenv("CUWFST_KERNELS")
     with pytest.raises(ValueError, match="pdl"):
         Decoder(graph, device="cuda", pdl=1)
-    assert fake_gpu.scan_round == 0  # the split scan's granule: the native default unless asked
-    Decoder(graph, device="cuda", scan_round=512)
-    assert fake_gpu.scan_round == 512
+    assert fake_gpu.scan_round == 512  # the split scan's granule: "new" has 512-token granules
+    Decoder(graph, device="cuda", scan_round=1024)
+    assert fake_gpu.scan_round == 1024
     for bad in (16, 4096, 512.0, True):
         with pytest.raises(ValueError, match="scan_round"):
             Decoder(graph, device="cuda", scan_round=bad)
-    assert fake_gpu.scan_order == 0  # lane-major unless asked
+    assert fake_gpu.scan_order == 2  # persistent in "new" (the native side falls back where it cannot be)
     Decoder(graph, device="cuda", scan_order="chunk")
     assert fake_gpu.scan_order == 1
     monkeypatch.setenv("CUWFST_KERNELS", "new_chunks")
     Decoder(graph, device="cuda")
-    assert fake_gpu.scan_order == 1 and fake_gpu.kernels == (0, 2, 0, False, True)
+    assert fake_gpu.scan_order == 1 and fake_gpu.scan_round == 0 and fake_gpu.kernels == (0, 2, 0, False, True)
+    monkeypatch.setenv("CUWFST_KERNELS", "new_lane")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.scan_order == 0 and fake_gpu.scan_round == 0 and fake_gpu.pdl is True
+    Decoder(graph, device="cuda", scan_order="persistent", scan_round=256)
+    assert fake_gpu.scan_order == 2 and fake_gpu.scan_round == 256
     monkeypatch.delenv("CUWFST_KERNELS")
-    Decoder(graph, device="cuda", scan_order="persistent")
-    assert fake_gpu.scan_order == 2
     with pytest.raises(ValueError, match="scan_order"):
         Decoder(graph, device="cuda", scan_order="lanes")
     with pytest.raises(ValueError, match="fused_max"):

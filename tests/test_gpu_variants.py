@@ -23,14 +23,15 @@ from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_gr
 
 pytestmark = pytest.mark.gpu
 VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_nopdl", "new_fused",
-            "new_chunks", "new_persist"]
-CHAINS = ("new", "new_nopdl", "new_fused", "new_chunks", "new_persist")  # by chains where the graph allows
+            "new_lane", "new_chunks"]
+CHAINS = ("new", "new_nopdl", "new_fused", "new_lane", "new_chunks")  # by chains where the graph allows
 NEW_SCAN = ("split", "fused", "untrimmed", "new_lists") + CHAINS  # the variants with the split scan
 NEW_LISTS = ("lists", "fused", "untrimmed", "new_lists") + CHAINS
 NEW_FINALIZE = ("wide", "fused", "untrimmed", "new_lists") + CHAINS
 TRIMMED = ("fused", "new_lists") + CHAINS  # the variants whose scans trim each token's sorted arcs
 FUSED = ("fused", "new_fused")
-PDL = ("new", "new_fused", "new_chunks", "new_persist")  # programmatic dependent launch (the H200 has it)
+PDL = ("new", "new_fused", "new_lane", "new_chunks")  # programmatic dependent launch (the H200 has it)
+PERSIST = ("new", "new_nopdl", "new_fused")  # the persistent scan with 512-token granules
 TOTALS = {"rows": 0, "ties": 0}
 STATS = ("max_frontier", "frontier_total", "closure_added")
 
@@ -58,8 +59,9 @@ def expect_variant(dec, variant, eps: bool):
     # the split scan's tickets: chunk-major, or persistent (chunk-major where it cannot be: one
     # scan CTA a lane, or more than 512 lanes)
     persistent = st["scan_split"] > 1 and lanes <= 512
-    order = {"new_chunks": 1, "new_persist": 2 if persistent else 1}.get(variant, 0)
+    order = 1 if variant == "new_chunks" else (2 if persistent else 1) if variant in PERSIST else 0
     assert st["scan_order"] == order, (variant, st)
+    assert st["scan_round"] == (512 if variant in PERSIST else 2048), (variant, st)
     assert st["trims_arcs"] == (variant in TRIMMED), (variant, st)  # (every graph these tests build is sorted)
 
 

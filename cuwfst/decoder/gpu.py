@@ -155,8 +155,16 @@ def live_uploads() -> int:
 # which it waits for on entry (common.cuh StepKernelEntry); the same kernels, the same results.
 # "new" has it (H200, same run: HLG 32 x 250 1% faster, TLG 2.5%); "new_nopdl" is "new"
 # without it and "new_fused" "new" with fused_max, for A/B runs; the older variants launch plainly.
+# scan_order / scan_round: the split scan's tickets and granule (SCAN_ORDERS). "new" runs the
+# persistent scan (one wave of CTAs over the lanes' non-empty chunks) with 512-token granules
+# (H200, same run at 5d7b6fd: HLG 32 x 250 35.46 -> 33.04 ms against lane-major 2,048-token
+# granules; TLG 61.43 -> 58.54 ms with 2,048-token granules); "new_lane" is "new" with the
+# lane-major tickets and 2,048-token granules (the default before), "new_chunks" with
+# chunk-major tickets, both for A/B runs.
+_NEW = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True,
+            scan_order="persistent", scan_round=512)
 KERNEL_VARIANTS = {
-    "new": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True),
+    "new": _NEW,
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
     "split": dict(scan_split=0, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
     "lists": dict(scan_split=1, closure="lists", finalize_split=8, fused_max=False, trim_arcs=False),
@@ -165,12 +173,10 @@ KERNEL_VARIANTS = {
     "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
     "new_lists": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
     "new_even": dict(scan_split=0, closure="chain", finalize_split=32, fused_max=False, trim_arcs=True),
-    "new_nopdl": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=False),
-    "new_fused": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=True, trim_arcs=True, pdl=True),
-    "new_chunks": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True,
-                       scan_order="chunk"),
-    "new_persist": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True,
-                        scan_order="persistent"),
+    "new_nopdl": {**_NEW, "pdl": False},
+    "new_fused": {**_NEW, "fused_max": True},
+    "new_lane": {**_NEW, "scan_order": "lane", "scan_round": 0},
+    "new_chunks": {**_NEW, "scan_order": "chunk", "scan_round": 0},
 }
 # continuous batching's segment length when the caller names none (steps between the host's
 # visits): with refill="device" lanes refill on the GPU inside a segment, so long segments only

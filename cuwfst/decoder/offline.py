@@ -71,10 +71,10 @@ class Decoder:
     pass, on graphs built with sorted arcs) and pdl (True: the step kernels are launched with
     programmatic dependent launch on GPUs of compute capability 9.0 and later, each launch
     overlapping the end of the kernel before it; on in "new", the default) and scan_round (tokens per granule
-    of the split scan's chunks: 0, the default, is 2,048; smaller spreads a lane over more
-    CTAs) and scan_order ("lane", the default, "chunk" or "persistent": the order the split
-    scan's CTAs take their lanes' chunks in, "persistent" one wave of CTAs over the non-empty
-    chunks only) pick kernel variants with identical
+    of the split scan's chunks: 512 in "new"; 0 is 2,048; smaller spreads a lane over more
+    CTAs) and scan_order ("lane", "chunk" or "persistent", the default in "new": the order the
+    split scan's CTAs take their lanes' chunks in, "persistent" one wave of CTAs over the
+    non-empty chunks only) pick kernel variants with identical
     results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
     "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
