@@ -162,8 +162,9 @@ def test_scan_granules(eps, scan_round):
         gpu = dec.decode(lp, lens)
         for b in range(3):
             same(graph, lp[b], cpu[b], gpu[b], f"scan_round {scan_round} split {scan_split} {order}-major row {b}")
-    # the default granule is the block's round
-    assert Decoder(graph, opts, device="cuda", max_lanes=4)._gpu.main.mem_stats()["scan_round"] == 2048
+    # "new" has 512-token granules; 0 asks for the native default, the block's round
+    assert Decoder(graph, opts, device="cuda", max_lanes=4)._gpu.main.mem_stats()["scan_round"] == 512
+    assert Decoder(graph, opts, device="cuda", max_lanes=4, scan_round=0)._gpu.main.mem_stats()["scan_round"] == 2048
 
 
 @pytest.mark.parametrize("scan_split", [3, 16])
