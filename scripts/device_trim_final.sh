@@ -37,14 +37,18 @@ done
 # (NARROW_CAP s): for a run that dies without a report
 if [ -n "${NARROW:-}" ]; then
   read -ra argv <<< "$NARROW"
-  ( while sleep 2; do echo "$(since) s: $(free -m | awk 'NR==2{print $3}') MiB used; $(ps -eo rss,comm --sort=-rss | sed -n 2,3p | tr '\n' ' ')"; done ) > $OUT/narrow-mem.txt &
-  MP=$!
-  t0=$(since)
-  timeout ${NARROW_CAP:-90} "$CS" --tool racecheck --racecheck-report all --error-exitcode 9 --kernel-name "kns=${NARROW_KERNEL:-EpsListExpand}" \
-    --log-file $OUT/narrow.txt python3 -X faulthandler "${argv[@]}" > $OUT/narrow-app.txt 2>&1
-  rc=$?
-  kill $MP 2>/dev/null
-  echo "narrow ${argv[*]} racecheck [${NARROW_KERNEL:-EpsListExpand}] rc=$rc $(( $(since) - t0 )) s: $(grep -hE 'SUMMARY|Error|hazard' $OUT/narrow.txt | head -5 | tr '\n' ' ') app: $(tail -c 200 $OUT/narrow-app.txt | tr '\n' ' ') mem: $(tail -2 $OUT/narrow-mem.txt | tr '\n' ' ')" | cut -c1-700 | tee -a $L
+  for env in ${NARROW_ENVS:-default}; do  # NARROW_ENVS: one run per setting, e.g. CUWFST_KERNELS=new_nopdl
+    tag=$(printf %s "$env" | tr -c 'A-Za-z0-9_.-' '_')
+    ( while sleep 2; do echo "$(since) s: $(free -m | awk 'NR==2{print $3}') MiB used; $(ps -eo rss,comm --sort=-rss | sed -n 2,3p | tr '\n' ' ')"; done ) > $OUT/narrow-$tag-mem.txt &
+    MP=$!
+    t0=$(since)
+    ( [ "$env" = default ] || export "$env"
+      timeout ${NARROW_CAP:-90} "$CS" --tool racecheck --racecheck-report all --error-exitcode 9 --kernel-name "kns=${NARROW_KERNEL:-EpsListExpand}" \
+        --log-file $OUT/narrow-$tag.txt python3 -X faulthandler "${argv[@]}" > $OUT/narrow-$tag-app.txt 2>&1 )
+    rc=$?
+    kill $MP 2>/dev/null
+    echo "narrow [$env] ${argv[*]} racecheck [${NARROW_KERNEL:-EpsListExpand}] rc=$rc $(( $(since) - t0 )) s: $(grep -hE 'SUMMARY|Error|hazard' $OUT/narrow-$tag.txt | head -5 | tr '\n' ' ') app: $(tail -c 200 $OUT/narrow-$tag-app.txt | tr '\n' ' ') mem: $(tail -2 $OUT/narrow-$tag-mem.txt | tr '\n' ' ')" | cut -c1-700 | tee -a $L
+  done
   (dmesg 2>/dev/null | grep -iE "killed process|out of memory" | tail -3) | tee -a $L
 fi
 echo "[$(since) s] sanitizers" | tee -a $L
