@@ -43,7 +43,7 @@ if [ -n "${NARROW:-}" ]; then
     MP=$!
     t0=$(since)
     ( [ "$env" = default ] || export "$env"
-      timeout ${NARROW_CAP:-90} "$CS" --tool racecheck --racecheck-report all --error-exitcode 9 --kernel-name "kns=${NARROW_KERNEL:-EpsListExpand}" \
+      timeout ${NARROW_CAP:-90} "$CS" --tool racecheck --racecheck-report all ${NARROW_FLAGS:-} --error-exitcode 9 --kernel-name "kns=${NARROW_KERNEL:-EpsListExpand}" \
         --log-file $OUT/narrow-$tag.txt python3 -X faulthandler "${argv[@]}" > $OUT/narrow-$tag-app.txt 2>&1 )
     rc=$?
     kill $MP 2>/dev/null
