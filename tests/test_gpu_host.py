@@ -56,10 +56,10 @@ class FakeGpuModule:
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
-        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round
-        assert len(rest) == 27, "gpu_decoder_create's arguments changed: update this fake"
+        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order
+        assert len(rest) == 28, "gpu_decoder_create's arguments changed: update this fake"
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
-        assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int
+        assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
         assert type(rest[18]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
@@ -70,6 +70,7 @@ class FakeGpuModule:
         self.kernels = (int(rest[14]), int(rest[15]), int(rest[17]), rest[18], rest[24])
         self.pdl = rest[25]
         self.scan_round = rest[26]
+        self.scan_order = rest[27]
         return h
 
     def gpu_decoder_trim(self, h):
@@ -485,12 +486,26 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.delenv("CUWFST_KERNELS")
     with pytest.raises(ValueError, match="pdl"):
         Decoder(graph, device="cuda", pdl=1)
-    assert fake_gpu.scan_round == 0  # the split scan's granule: the native default unless asked
-    Decoder(graph, device="cuda", scan_round=512)
-    assert fake_gpu.scan_round == 512
+    assert fake_gpu.scan_round == 512  # the split scan's granule: "new" has 512-token granules
+    Decoder(graph, device="cuda", scan_round=1024)
+    assert fake_gpu.scan_round == 1024
     for bad in (16, 4096, 512.0, True):
         with pytest.raises(ValueError, match="scan_round"):
             Decoder(graph, device="cuda", scan_round=bad)
+    assert fake_gpu.scan_order == 2  # persistent in "new" (the native side falls back where it cannot be)
+    Decoder(graph, device="cuda", scan_order="chunk")
+    assert fake_gpu.scan_order == 1
+    monkeypatch.setenv("CUWFST_KERNELS", "new_chunks")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.scan_order == 1 and fake_gpu.scan_round == 0 and fake_gpu.kernels == (0, 2, 0, False, True)
+    monkeypatch.setenv("CUWFST_KERNELS", "new_lane")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.scan_order == 0 and fake_gpu.scan_round == 0 and fake_gpu.pdl is True
+    Decoder(graph, device="cuda", scan_order="persistent", scan_round=256)
+    assert fake_gpu.scan_order == 2 and fake_gpu.scan_round == 256
+    monkeypatch.delenv("CUWFST_KERNELS")
+    with pytest.raises(ValueError, match="scan_order"):
+        Decoder(graph, device="cuda", scan_order="lanes")
     with pytest.raises(ValueError, match="fused_max"):
         Decoder(graph, device="cuda", fused_max=1)
     with pytest.raises(ValueError, match="trim_arcs"):

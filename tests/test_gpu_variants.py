@@ -22,14 +22,16 @@ from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_gr
                      assert_same_snapshots, check_continuous_and_streams, outgrowing_pooled_batch, random_ctc_graph, random_eps_graph_any, random_log_probs)
 
 pytestmark = pytest.mark.gpu
-VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_nopdl", "new_fused"]
-CHAINS = ("new", "new_nopdl", "new_fused")  # by chains where the graph allows, else lists
+VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_nopdl", "new_fused",
+            "new_lane", "new_chunks"]
+CHAINS = ("new", "new_nopdl", "new_fused", "new_lane", "new_chunks")  # by chains where the graph allows
 NEW_SCAN = ("split", "fused", "untrimmed", "new_lists") + CHAINS  # the variants with the split scan
 NEW_LISTS = ("lists", "fused", "untrimmed", "new_lists") + CHAINS
 NEW_FINALIZE = ("wide", "fused", "untrimmed", "new_lists") + CHAINS
 TRIMMED = ("fused", "new_lists") + CHAINS  # the variants whose scans trim each token's sorted arcs
 FUSED = ("fused", "new_fused")
-PDL = ("new", "new_fused")  # programmatic dependent launch (the H200 has it)
+PDL = ("new", "new_fused", "new_lane", "new_chunks")  # programmatic dependent launch (the H200 has it)
+PERSIST = ("new", "new_nopdl", "new_fused")  # the persistent scan with 512-token granules
 TOTALS = {"rows": 0, "ties": 0}
 STATS = ("max_frontier", "frontier_total", "closure_added")
 
@@ -54,6 +56,12 @@ def expect_variant(dec, variant, eps: bool):
     assert (st["finalize_split"] > 8) == (variant in NEW_FINALIZE) or lanes >= 128, (variant, st)
     assert st["fused_max"] == (variant in FUSED), (variant, st)
     assert st["pdl"] == (variant in PDL), (variant, st)
+    # the split scan's tickets: chunk-major, or persistent (chunk-major where it cannot be: one
+    # scan CTA a lane, or more than 512 lanes)
+    persistent = st["scan_split"] > 1 and lanes <= 512
+    order = 1 if variant == "new_chunks" else (2 if persistent else 1) if variant in PERSIST else 0
+    assert st["scan_order"] == order, (variant, st)
+    assert st["scan_round"] == (512 if variant in PERSIST else 2048), (variant, st)
     assert st["trims_arcs"] == (variant in TRIMMED), (variant, st)  # (every graph these tests build is sorted)
 
 
@@ -142,17 +150,21 @@ def test_scan_granules(eps, scan_round):
     partial round (the one-round path with threads past the chunk idle), of several granules
     that are not whole rounds (the two-pass path ending in a partial round), a granule that is
     not a multiple of a warp (96 is, 1,000 is not), frontiers of thousands of tokens over 3
-    and 16 CTAs a lane; every row equal to the CPU's."""
+    and 16 CTAs a lane, the tickets lane-major, chunk-major and persistent (four lanes' items
+    over min(4 x split, multiprocessors) CTAs); every row equal to the CPU's."""
     graph, lp, lens, opts, cpu = _large_frontier_case(4500 + scan_round + eps, eps)
-    for scan_split in (3, 16):
-        dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=scan_split, scan_round=scan_round)
+    for scan_split, order in ((3, "lane"), (16, "lane"), (16, "chunk"), (3, "persistent"), (16, "persistent")):
+        dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=scan_split, scan_round=scan_round,
+                      scan_order=order)
         st = dec._gpu.main.mem_stats()
         assert st["scan_round"] == scan_round and st["scan_split"] == scan_split, st
+        assert st["scan_order"] == ("lane", "chunk", "persistent").index(order), st
         gpu = dec.decode(lp, lens)
         for b in range(3):
-            same(graph, lp[b], cpu[b], gpu[b], f"scan_round {scan_round} split {scan_split} row {b}")
-    # the default granule is the block's round
-    assert Decoder(graph, opts, device="cuda", max_lanes=4)._gpu.main.mem_stats()["scan_round"] == 2048
+            same(graph, lp[b], cpu[b], gpu[b], f"scan_round {scan_round} split {scan_split} {order}-major row {b}")
+    # "new" has 512-token granules; 0 asks for the native default, the block's round
+    assert Decoder(graph, opts, device="cuda", max_lanes=4)._gpu.main.mem_stats()["scan_round"] == 512
+    assert Decoder(graph, opts, device="cuda", max_lanes=4, scan_round=0)._gpu.main.mem_stats()["scan_round"] == 2048
 
 
 @pytest.mark.parametrize("scan_split", [3, 16])

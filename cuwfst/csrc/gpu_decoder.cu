@@ -176,6 +176,15 @@ void GpuDecoder::Allocate() {
   ws_.scan_split = cfg_.scan_split;
   if (cfg_.scan_round == 0) cfg_.scan_round = kScanRoundTokens;
   ws_.scan_round = cfg_.scan_round;
+  // the persistent scan: with the split scan, at most kPersistMaxLanes lanes (else chunk-major)
+  if (cfg_.scan_order == 2 && !(cfg_.scan_split > 1 && cfg_.max_lanes <= kPersistMaxLanes)) cfg_.scan_order = 1;
+  ws_.scan_chunk_major = cfg_.scan_order == 1 ? 1 : 0;
+  ws_.scan_out = Alloc<LaneStepOut>(L, "scan lane steps");
+  if (cfg_.scan_order == 2) {  // one wave: a CTA a multiprocessor (the scan's occupancy), at most L x C
+    int sms = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
+    persist_grid_ = static_cast<int32_t>(std::min<int64_t>(L * cfg_.scan_split, std::max(sms, 1)));
+  }
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
   ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
@@ -803,8 +812,12 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   // (not under the bins bound, which needs no lower bound)
   const bool lower = cfg_.fused_max || (w.pool_at_max && !w.pool_bins);
   Timed(1, [&] {
-    if (cfg_.scan_split > 1 && lower) LaunchStep(ScanSplitKernel<true>, dim3(grid), dim3(kScanThreads), g, w, p);
-    else if (cfg_.scan_split > 1) LaunchStep(ScanSplitKernel<false>, dim3(grid), dim3(kScanThreads), g, w, p);
+    if (cfg_.scan_order == 2 && lower)
+      LaunchStep(ScanSplitKernel<true, true>, dim3(persist_grid_), dim3(kScanThreads), g, w, p);
+    else if (cfg_.scan_order == 2)
+      LaunchStep(ScanSplitKernel<false, true>, dim3(persist_grid_), dim3(kScanThreads), g, w, p);
+    else if (cfg_.scan_split > 1 && lower) LaunchStep(ScanSplitKernel<true, false>, dim3(grid), dim3(kScanThreads), g, w, p);
+    else if (cfg_.scan_split > 1) LaunchStep(ScanSplitKernel<false, false>, dim3(grid), dim3(kScanThreads), g, w, p);
     else if (lower) LaunchStep(ScanKernel<true>, dim3(grid), dim3(kScanThreads), g, w, p);
     else LaunchStep(ScanKernel<false>, dim3(grid), dim3(kScanThreads), g, w, p);
   });
@@ -1304,6 +1317,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[46] = refills_;
   out[47] = pdl_ ? 1 : 0;
   out[48] = cfg_.scan_round;
+  out[49] = cfg_.scan_order;
 }
 
 }  // namespace cuwfst

@@ -99,6 +99,16 @@ struct DecoderConfig {
   // default, kScanRoundTokens = 2,048, one round of the kernel's block). Chunks are whole
   // granules, so with 512 a lane of 5,000 tokens is scanned by 10 CTAs, with 2,048 by 3.
   int32_t scan_round = 0;
+  // scan_order: the order ScanSplitKernel's CTAs take (lane, chunk) items in: 0 = lane-major
+  // (a lane's scan_split chunks, then the next lane's), 1 = chunk-major (every lane's first
+  // chunk first). With scan_split 16 at 32 lanes most of the 512 CTAs hold empty chunks (a
+  // lane of up to 2,048 tokens has one chunk) and leave at once, but at one CTA a
+  // multiprocessor they pass through in waves; chunk-major puts the real chunks of every
+  // lane in the first wave. 2 = persistent: one wave of CTAs (a multiprocessor each) that take
+  // the lanes' non-empty chunks only, in turn, the lanes' counters written by the grid's last
+  // CTA (scan.cuh PersistLastBlock); with the split scan and at most 512 lanes, else 1. The
+  // same chunks and results in every order.
+  int32_t scan_order = 0;
   // closure_lists: 1 = the closure passes read lists that Finalize and Resolve write
   // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens;
   // kClosureChain (2) = the passes' fixpoint by chains (epsilon.cuh; one epsilon arc a state,
@@ -328,8 +338,8 @@ class GpuDecoder {
   // its done rows' path buffers count in [14] and its pinned buffers in [4].
   // [47] 1 when the step kernels are launched with programmatic dependent launch (pdl_:
   // DecoderConfig::pdl on a device of compute capability 9.0 or later), [48] the split
-  // scan's granule (Workspace::scan_round).
-  static constexpr int kMemStats = 49;
+  // scan's granule (Workspace::scan_round), [49] the split scan's ticket order (scan_order).
+  static constexpr int kMemStats = 50;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -499,6 +509,7 @@ class GpuDecoder {
   template <typename... KernelArgs, typename... Args>
   void LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
+  int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   void CollectProfile();
   unsigned long long arena_high_water_ = 0;
   int64_t advance_rounds_ = 0;

@@ -155,8 +155,16 @@ def live_uploads() -> int:
 # which it waits for on entry (common.cuh StepKernelEntry); the same kernels, the same results.
 # "new" has it (H200, same run: HLG 32 x 250 1% faster, TLG 2.5%); "new_nopdl" is "new"
 # without it and "new_fused" "new" with fused_max, for A/B runs; the older variants launch plainly.
+# scan_order / scan_round: the split scan's tickets and granule (SCAN_ORDERS). "new" runs the
+# persistent scan (one wave of CTAs over the lanes' non-empty chunks) with 512-token granules
+# (H200, same run at 5d7b6fd: HLG 32 x 250 35.46 -> 33.04 ms against lane-major 2,048-token
+# granules; TLG 61.43 -> 58.54 ms with 2,048-token granules); "new_lane" is "new" with the
+# lane-major tickets and 2,048-token granules (the default before), "new_chunks" with
+# chunk-major tickets, both for A/B runs.
+_NEW = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True,
+            scan_order="persistent", scan_round=512)
 KERNEL_VARIANTS = {
-    "new": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True),
+    "new": _NEW,
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
     "split": dict(scan_split=0, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
     "lists": dict(scan_split=1, closure="lists", finalize_split=8, fused_max=False, trim_arcs=False),
@@ -165,8 +173,10 @@ KERNEL_VARIANTS = {
     "untrimmed": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=False),
     "new_lists": dict(scan_split=0, closure="lists", finalize_split=0, fused_max=False, trim_arcs=True),
     "new_even": dict(scan_split=0, closure="chain", finalize_split=32, fused_max=False, trim_arcs=True),
-    "new_nopdl": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=False),
-    "new_fused": dict(scan_split=0, closure="chain", finalize_split=0, fused_max=True, trim_arcs=True, pdl=True),
+    "new_nopdl": {**_NEW, "pdl": False},
+    "new_fused": {**_NEW, "fused_max": True},
+    "new_lane": {**_NEW, "scan_order": "lane", "scan_round": 0},
+    "new_chunks": {**_NEW, "scan_order": "chunk", "scan_round": 0},
 }
 # continuous batching's segment length when the caller names none (steps between the host's
 # visits): with refill="device" lanes refill on the GPU inside a segment, so long segments only
@@ -212,9 +222,10 @@ def kernel_defaults() -> dict:
         raise ValueError(f"CUWFST_KERNELS: {e}") from None
 
 
+SCAN_ORDERS = ("lane", "chunk", "persistent")  # ScanSplitKernel's ticket order (DecoderConfig::scan_order)
 # the switches a kernel variant sets, and their values where a variant leaves one out
 KERNEL_SWITCH_DEFAULTS = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True,
-                              pdl=False, scan_round=0)
+                              pdl=False, scan_round=0, scan_order="lane")
 
 
 def resolve_kernels(**given) -> dict:
@@ -235,6 +246,8 @@ def resolve_kernels(**given) -> dict:
     v = k["scan_round"]
     if not isinstance(v, int) or isinstance(v, bool) or not (v == 0 or 32 <= v <= 2048):
         raise ValueError(f"scan_round must be 0 (the default, 2048) or an int in [32, 2048], got {v!r}")
+    if k["scan_order"] not in SCAN_ORDERS:
+        raise ValueError(f"scan_order must be one of {', '.join(map(repr, SCAN_ORDERS))}, got {k['scan_order']!r}")
     if k["closure"] not in CLOSURES:
         raise ValueError(f"closure must be one of {', '.join(map(repr, CLOSURES))}, got {k['closure']!r}")
     return k
@@ -248,7 +261,7 @@ class GpuInstance:
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
-                 trim_arcs=None, pdl=None, scan_round=None):
+                 trim_arcs=None, pdl=None, scan_round=None, scan_order=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -259,7 +272,8 @@ class GpuInstance:
         self.mod = mod
         self._uploaded = uploaded  # keeps the graph's device arrays alive
         k = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                            fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round)
+                            fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
+                            scan_order=scan_order)
         if k["closure"] == "chain" and not chain_closure_ok(graph, eps_iterations):
             k["closure"] = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
         self.handle = mod.gpu_decoder_create(
@@ -270,7 +284,8 @@ class GpuInstance:
             lane_pool_mode(memory), k["scan_split"], CLOSURES.index(k["closure"]), int(eps_blocks), k["finalize_split"],
             k["fused_max"], int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
-            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), k["trim_arcs"], k["pdl"], k["scan_round"])
+            POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), k["trim_arcs"], k["pdl"], k["scan_round"],
+            SCAN_ORDERS.index(k["scan_order"]))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -388,7 +403,8 @@ class GpuBackend:
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
-                 trim_arcs: bool | None = None, pdl: bool | None = None, scan_round: int | None = None):
+                 trim_arcs: bool | None = None, pdl: bool | None = None, scan_round: int | None = None,
+                 scan_order: str | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if refill not in ("segment", "device"):
@@ -415,7 +431,8 @@ class GpuBackend:
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
         kernels = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
-                                  fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round)
+                                  fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
+                                  scan_order=scan_order)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,

@@ -450,8 +450,8 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
   return tr;  // (each scan calls it once a step: s_max and s_low are not written again before the kernel ends)
 }
 
-__device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
-  // Every CTA: publish, then count; the CTA that counts last sees every lane's total.
+// Every CTA: publish, then count; true in the CTA that counts last (it sees every lane's total).
+__device__ __forceinline__ bool ScanGridLast(Workspace& ws) {
   __shared__ bool last;
   __syncthreads();
   if (threadIdx.x == 0) {
@@ -459,8 +459,12 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     last = atomicAdd(ws.scan_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
   }
   __syncthreads();
-  if (!last || threadIdx.x >= 32) return;
-  __threadfence();
+  if (last) __threadfence();
+  return last;
+}
+
+// The grid's last scan CTA, warp 0: the pooled hand-out and the flattened slot space.
+__device__ __forceinline__ void LaneScanTail(Workspace& ws) {
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
   // lane loses its step because of the others.
@@ -483,6 +487,10 @@ __device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
     *ws.scan_done = 0;
     *ws.scan_ticket = 0;  // ScanSplitKernel's (every CTA took its ticket before counting)
   }
+}
+
+__device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
+  if (ScanGridLast(ws) && threadIdx.x < 32) LaneScanTail(ws);
 }
 
 // Pooled layout: a lane whose previous step's claims list overflowed has keys in its table
@@ -528,6 +536,65 @@ __device__ __forceinline__ void PublishBins(const Workspace& ws, int32_t lane, c
     ws.bin_slots[static_cast<int64_t>(lane) * kPoolBins + b] = 0;
   }
   __syncthreads();  // tmp is reused
+}
+
+// The frontier a lane's step reads this launch (as ScanKernel decides): 0 with *idle for a lane
+// without a step (unused, finished, waiting for frames, held back by the arena guard against
+// the log's published limit, or the pooled batch paused).
+__device__ __forceinline__ int32_t ScanLaneSize(const Workspace& ws, const LaneCounters& lc, bool* idle) {
+  const int32_t T = lc.length, t = lc.t;
+  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
+                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;
+  *idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused;
+  return *idle ? 0 : min(lc.next_size, lc.tok_cap[lc.buf]);
+}
+
+// One thread: a lane's counters after its split scan, from the step `o` its last CTA found
+// (ScanKernel's thread 0 writes the same). The frontier's region, the hints' capacity and the
+// previous max come from the counters, which no CTA has written since the step began.
+__device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters& lc, const StepParams& p,
+                                              const LaneStepOut& o, bool fused) {
+  if (o.idle) {
+    lc.phase = kPhaseIdle;
+    lc.step_phase = kPhaseIdle;
+    lc.total_arcs = 0;
+    return;
+  }
+  const int32_t T = lc.length, t = lc.t, cur = lc.buf, n = o.n;
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << LaneHintShift(ws, lc, cur, n);
+  const int32_t prev_max = ws.pooled ? lc.max_ord : 0;
+  int64_t total = o.total;
+  if (total > INT32_MAX) {  // cannot index this step's slots in int32: drop the lane's step
+    lc.overflow |= kOverflowSlots;
+    total = 0;
+  }
+  // the sentinel, only where the frontier has a region (HasTokenRegion, as ScanKernel)
+  if (HasTokenRegion(ws, lc, cur)) ws.arc_offsets[lc.tok_off[cur] + n] = static_cast<int32_t>(total);
+  lc.frontier_size = n;
+  lc.next_size = 0;
+  lc.phase = o.phase;
+  lc.total_arcs = static_cast<int32_t>(total);
+  if (total > 0) atomicAdd(ws.slot_total, static_cast<unsigned long long>(total));
+  lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
+  lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
+  lc.t = t + 1;
+  lc.buf = cur ^ 1;
+  if (ws.pooled) lc.prev_max_ord = prev_max;  // (a paused step puts it back)
+  lc.max_ord = FloatToOrderedInt(fused && total > 0 ? o.lower : -INFINITY);
+  lc.max_lp = o.max_lp;
+  lc.hint_ok = total <= hint_slots;
+  lc.step_phase = o.phase;  // kept for the lattice walk, as ScanKernel does
+  lc.step_size = n;
+  lc.step_hint_ok = lc.hint_ok;
+  lc.claims = 0;
+  lc.admit = 0;
+  lc.eps_list_n[0] = 0;
+  lc.eps_touched_n[0] = 0;
+  lc.max_frontier = max(lc.max_frontier, n);
+  lc.frontier_total += n;
+  lc.lp_row_f32 = o.row32;
+  lc.lp_row_f16 = o.row16;
 }
 
 template <bool kFused>
@@ -646,42 +713,39 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   }
   float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
   if (fused && threadIdx.x < 32) lower = BestTokenEnd(g, best_key, state, score, phase, row32, row16);
-  if (threadIdx.x == 0) {
-    int64_t total = running;
-    if (total > INT32_MAX) {  // cannot index this step's slots in int32: drop the lane's step
-      lc.overflow |= kOverflowSlots;
-      total = 0;
-    }
-    // the sentinel after the frontier's offsets; a pooled frontier the pools could not hold
-    // has no region (n is 0 and the step has no slots, so nothing reads it)
-    if (HasTokenRegion(ws, lc, cur)) offsets[n] = static_cast<int32_t>(total);
-    lc.frontier_size = n;
-    lc.next_size = 0;
-    lc.phase = phase;
-    lc.total_arcs = static_cast<int32_t>(total);
-    if (total > 0) atomicAdd(ws.slot_total, static_cast<unsigned long long>(total));
-    lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
-    lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
-    lc.t = t + 1;
-    lc.buf = cur ^ 1;
-    if (ws.pooled) lc.prev_max_ord = prev_max;  // (so does the max)
-    // the step's max starts at -inf (MaxKernel raises it) or, fused_max, at L
-    lc.max_ord = FloatToOrderedInt(fused && total > 0 ? lower : -INFINITY);
-    lc.max_lp = max_lp;
-    lc.hint_ok = total <= hint_slots;
-    lc.step_phase = phase;
-    lc.step_size = n;
-    lc.step_hint_ok = lc.hint_ok;
-    lc.claims = 0;
-    lc.admit = 0;
-    lc.eps_list_n[0] = 0;  // closure = lists: Finalize lists pass 0's tokens
-    lc.eps_touched_n[0] = 0;
-    lc.max_frontier = max(lc.max_frontier, n);
-    lc.frontier_total += n;
-    lc.lp_row_f32 = row32;
-    lc.lp_row_f16 = row16;
-  }
+  // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
+  // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
+  if (threadIdx.x == 0) ApplyLaneStep(ws, lc, p, LaneStepOut{0, phase, n, 0, running, max_lp, lower, row32, row16}, fused);
   LaneScanLastBlock(ws);
+}
+
+// The persistent split scan (scan_order 2): its grid is at most one wave of CTAs, each taking
+// (lane, chunk) items until none is left, the items being the lanes' non-empty chunks only;
+// max_lanes is at most kPersistMaxLanes (one lane a thread in the plan).
+constexpr int32_t kPersistMaxLanes = kScanThreads;
+
+// The persistent scan's end: every CTA counts itself done; the last applies every lane's step
+// (its threads over the lanes; no CTA reads the counters any more), then warp 0 hands the
+// pooled regions out and builds the flattened slot space (LaneScanTail).
+__device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams& p, bool fused) {
+  if (!ScanGridLast(ws)) return;
+  for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) {
+    // (volatile: other CTAs wrote it; this SM's L1 may hold old lines)
+    const volatile LaneStepOut* v = ws.scan_out + l;
+    LaneStepOut o;
+    o.idle = v->idle;
+    o.phase = v->phase;
+    o.n = v->n;
+    o.pad = 0;
+    o.total = v->total;
+    o.max_lp = v->max_lp;
+    o.lower = v->lower;
+    o.row32 = v->row32;
+    o.row16 = v->row16;
+    ApplyLaneStep(ws, ws.lanes[l], p, o, fused);
+  }
+  __syncthreads();  // (the tail reads what the other threads wrote)
+  if (threadIdx.x < 32) LaneScanTail(ws);
 }
 
 // ScanSplitKernel — ScanKernel over several CTAs per lane (scan_split > 1), so that the
@@ -689,9 +753,10 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // while the others waited, docs/benchmarks.md). Grid = max_lanes * scan_split blocks of
 // kScanThreads; a CTA takes a ticket (an atomic counter, so a CTA only ever waits on CTAs
 // that already run: no deadlock whatever order the blocks are scheduled in) and with it
-// chunk c = ticket % scan_split of lane ticket / scan_split: a contiguous run of whole
-// kScanThreads * kScanItems-token rounds of the lane's frontier (empty chunks, all after
-// the non-empty ones, exit at once).
+// chunk c = ticket % scan_split of lane ticket / scan_split (lane-major), or with
+// scan_chunk_major chunk ticket / max_lanes of lane ticket % max_lanes: a contiguous run of
+// whole scan_round-token granules of the lane's frontier (empty chunks, all after the
+// non-empty ones, exit at once).
 // Pass A: each token's first arc, upper bound and degree (parked in arc_offsets), the
 // chunk's degree sum. Then a decoupled look-back over the lane's earlier chunks
 // (scan_status: {kStatusAgg | sum} or {kStatusIncl | inclusive prefix}) gives the chunk's
@@ -714,24 +779,49 @@ constexpr unsigned long long kStatusAgg = 1ull << 62;
 constexpr unsigned long long kStatusIncl = 1ull << 63;
 constexpr unsigned long long kStatusValue = kStatusAgg - 1;
 
-template <bool kFused>
+template <bool kFused, bool kPersist>
 __global__ void __launch_bounds__(kScanThreads)
 ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   using BlockSum = cub::BlockReduce<int64_t, kScanThreads>;
+  using PlanScan = cub::BlockScan<int32_t, kScanThreads>;
   __shared__ union {
     typename BlockScan::TempStorage scan;
     typename BlockReduce::TempStorage reduce;
     typename BlockSum::TempStorage sum;
+    typename PlanScan::TempStorage plan;
   } tmp;
+  // kPersist: the first item (ticket) of each lane and, at [max_lanes], the items in all
+  __shared__ int32_t s_first[kPersist ? kPersistMaxLanes + 1 : 1];
   __shared__ int32_t s_ticket;
   __shared__ unsigned long long s_best;  // fused_max: the chunk's best token
   __shared__ int64_t running;
   __shared__ bool lane_last;
   __shared__ int32_t hist[kPoolBins];  // the bins bound (pool_bins): this chunk's slots by bin
   const int32_t C = ws.scan_split;
+  constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
+  if (kPersist) {
+    // The plan, the same in every CTA: a lane's items are its non-empty chunks (at least chunk
+    // 0, which writes an idle or empty lane's step), from counters no CTA writes before the
+    // grid's last one applies the lanes' steps (PersistLastBlock). One lane a thread
+    // (max_lanes <= kPersistMaxLanes = kScanThreads, the host's condition).
+    const int32_t l = threadIdx.x;
+    int32_t parts = 0;
+    if (l < ws.max_lanes) {
+      bool lidle;
+      const int32_t ln = ScanLaneSize(ws, ws.lanes[l], &lidle);
+      parts = max(1, LastScanChunk(ln, ScanChunkOf(ln, C, 0, ws.scan_round).per) + 1);
+    }
+    int32_t first, items;
+    PlanScan(tmp.plan).ExclusiveSum(parts, first, items);
+    if (l < ws.max_lanes) s_first[l] = first;
+    if (l == 0) s_first[ws.max_lanes] = items;
+    __syncthreads();  // (tmp is reused below)
+  }
+  // One item (ScanSplitKernel: this CTA's only one), or, persistent, items until none is left.
+  for (;;) {
   if (threadIdx.x == 0) {
     s_ticket = atomicAdd(ws.scan_ticket, 1);
     s_best = 0ull;
@@ -739,21 +829,29 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   if (ws.pool_bins)
     for (int32_t i = threadIdx.x; i < kPoolBins; i += blockDim.x) hist[i] = 0;
   __syncthreads();
-  const int32_t lane = s_ticket / C, chunk = s_ticket % C;
+  if (kPersist && s_ticket >= s_first[ws.max_lanes]) break;  // (uniform: every item is taken)
+  // the ticket's item: lane-major (chunk ticket % C of lane ticket / C) or, scan_chunk_major,
+  // chunk-major (chunk ticket / L of lane ticket % L: every lane's first chunk is taken before
+  // any lane's second, so the lanes' real chunks take the first CTAs and the empty ones come
+  // last, when the real ones already run). Either way a chunk's predecessors in its lane have
+  // lower tickets, so the look-back only waits on CTAs that already run.
+  // Persistent: the items are lane-major over the lanes' non-empty chunks only.
+  const int32_t lane = kPersist ? UpperBound(s_first, ws.max_lanes + 1, s_ticket) - 1
+                       : ws.scan_chunk_major ? s_ticket % ws.max_lanes : s_ticket / C;
+  const int32_t chunk = kPersist ? s_ticket - s_first[lane]
+                        : ws.scan_chunk_major ? s_ticket / ws.max_lanes : s_ticket % C;
+  // the CTAs that count themselves done on this lane
+  const int32_t parts = kPersist ? s_first[lane + 1] - s_first[lane] : C;
   LaneCounters& lc = ws.lanes[lane];
   if (chunk == 0) WipeOverflowedTable(ws, lc);  // pooled, as ScanKernel (one CTA of the lane)
   const int32_t T = lc.length;
   const int32_t t = lc.t;
-  // the arena guard against the log's published limit, as ScanKernel
-  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
-                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
-  const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;  // as ScanKernel
-  const bool idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused;
   // The lane's frontier and the step scratch sharing its region (tok_off / tok_cap: the static
   // layout's slice, or the pooled region the previous step's last block handed out; 0 tokens
-  // for a pooled lane that got none), as ScanKernel.
+  // for a pooled lane that got none), as ScanKernel; 0 for a lane without a step.
+  bool idle;
+  const int32_t n = ScanLaneSize(ws, lc, &idle);
   const int32_t cur = lc.buf;
-  const int32_t n = idle ? 0 : min(lc.next_size, lc.tok_cap[cur]);
   const int64_t q = lc.tok_off[cur];
   unsigned long long* status = ws.scan_status + static_cast<int64_t>(lane) * C;
   int32_t* offsets = ws.arc_offsets + q;
@@ -770,7 +868,6 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // are chunks 0 .. last (types.cuh ScanChunkOf, which the host model of the layout replays).
   const ScanChunk cut = ScanChunkOf(n, C, chunk, ws.scan_round);
   const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
-  constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   // a real step's row and its maxima (every CTA of the lane: the trim needs them before the
   // degrees; the lane's last CTA publishes them)
   float max_lp = 0.f;
@@ -904,73 +1001,42 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // fused_max: the chunk's best token meets the other chunks' before the CTA counts itself done
     if (fused && s_best != 0ull) atomicMax(&ws.scan_best[lane], s_best);
     __threadfence();
-    lane_last = atomicAdd(&ws.scan_lane_done[lane], 1) == C - 1;
+    lane_last = atomicAdd(&ws.scan_lane_done[lane], 1) == parts - 1;
   }
   __syncthreads();
   if (lane_last) {
     __threadfence();
-    if (idle) {
-      if (threadIdx.x == 0) {
-        lc.phase = kPhaseIdle;
-        lc.step_phase = kPhaseIdle;
-        lc.total_arcs = 0;
-      }
-    } else {
+    LaneStepOut o{idle ? 1 : 0, phase, n, 0, 0, max_lp, -INFINITY, row32, row16};
+    if (!idle) {
       if (phase == kPhaseReal && !have_row) {  // an empty chunk is the lane's last CTA (see above)
-        const LaneTrim r = RowAndTrim(g, ws, lane, t, p, false, 0ull, nullptr, nullptr, 0, 0.f, &row32, &row16);
-        max_lp = r.lp_all;
+        const LaneTrim r = RowAndTrim(g, ws, lane, t, p, false, 0ull, nullptr, nullptr, 0, 0.f, &o.row32, &o.row16);
+        o.max_lp = r.lp_all;
       }
-      float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
-      if (fused && threadIdx.x < 32) {
+      if (fused && threadIdx.x < 32) {  // L, the lower bound FusedExpandKernel starts from
         const unsigned long long key = *reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]);
         // over the lane's frontier region (q = tok_off[cur], either layout), as the chunks named it
-        lower = BestTokenEnd(g, key, ws.tok_state[cur] + q, ws.tok_score[cur] + q, phase, row32, row16);
+        o.lower = BestTokenEnd(g, key, ws.tok_state[cur] + q, ws.tok_score[cur] + q, phase, o.row32, o.row16);
       }
-      if (threadIdx.x == 0) {
-        // the last non-empty chunk published the lane's inclusive sum before counting itself done
-        const int32_t last = LastScanChunk(n, per);
-        int64_t total = last < 0 ? 0
-                                 : static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[last]) &
-                                                        kStatusValue);
-        if (total > INT32_MAX) {
-          lc.overflow |= kOverflowSlots;
-          total = 0;
-        }
-        // the sentinel, only where the frontier has a region (HasTokenRegion, as ScanKernel)
-        if (HasTokenRegion(ws, lc, cur)) offsets[n] = static_cast<int32_t>(total);
-        lc.frontier_size = n;
-        lc.next_size = 0;
-        lc.phase = phase;
-        lc.total_arcs = static_cast<int32_t>(total);
-        if (total > 0) atomicAdd(ws.slot_total, static_cast<unsigned long long>(total));
-        lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
-        lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
-        lc.t = t + 1;
-        lc.buf = cur ^ 1;
-        if (ws.pooled) lc.prev_max_ord = prev_max;  // (a paused step puts it back)
-        lc.max_ord = FloatToOrderedInt(fused && total > 0 ? lower : -INFINITY);
-        lc.max_lp = max_lp;
-        lc.hint_ok = total <= hint_slots;
-        lc.step_phase = phase;  // kept for the lattice walk, as ScanKernel does
-        lc.step_size = n;
-        lc.step_hint_ok = lc.hint_ok;
-        lc.claims = 0;
-        lc.admit = 0;
-        lc.eps_list_n[0] = 0;
-        lc.eps_touched_n[0] = 0;
-        lc.max_frontier = max(lc.max_frontier, n);
-        lc.frontier_total += n;
-        lc.lp_row_f32 = row32;
-        lc.lp_row_f16 = row16;
-      }
+      // the last non-empty chunk published the lane's inclusive sum before counting itself done
+      const int32_t last = LastScanChunk(n, per);
+      if (threadIdx.x == 0 && last >= 0)
+        o.total = static_cast<int64_t>(*reinterpret_cast<volatile unsigned long long*>(&status[last]) & kStatusValue);
     }
-    if (threadIdx.x == 0) {  // after warp 0 read scan_best (BestTokenEnd's shuffles join the warp)
+    if (threadIdx.x == 0) {
+      // at once, or (persistent) when every CTA is done reading the lanes' counters
+      if (kPersist) ws.scan_out[lane] = o;
+      else ApplyLaneStep(ws, lc, p, o, fused);
+      // after warp 0 read scan_best (BestTokenEnd's shuffles join the warp)
       for (int32_t c = 0; c < C; ++c) status[c] = 0ull;
       ws.scan_lane_done[lane] = 0;
       ws.scan_best[lane] = 0ull;
     }
   }
-  LaneScanLastBlock(ws);
+  if (!kPersist) break;
+  __syncthreads();  // (the next item rewrites the shared ticket, best key, histogram and storage)
+  }
+  if (kPersist) PersistLastBlock(ws, p, fused);
+  else LaneScanLastBlock(ws);
 }
 
 }  // namespace cuwfst

@@ -284,6 +284,21 @@ constexpr int32_t kPoolNeedSlots = kPools + 1;
 constexpr int32_t kClosureChain = 2;
 
 // The per-decoder workspace (capacities are fixed at construction).
+// A lane's step as its scan found it: ScanSplitKernel's lane-last CTA applies it to the lane's
+// counters at once; the persistent scan (scan_order 2) keeps it in Workspace::scan_out until
+// the grid's last CTA applies it (scan.cuh ApplyLaneStep).
+struct LaneStepOut {
+  int32_t idle;   // no step this launch (unused, finished, waiting, arena guard, paused)
+  int32_t phase;  // the step's phase
+  int32_t n;      // the frontier the step reads
+  int32_t pad;
+  int64_t total;  // the step's slots (before the int32 check)
+  float max_lp;   // the row's max (0 unless a real step)
+  float lower;    // fused_max: L, the lower bound of the step's max
+  const float* row32;
+  const uint16_t* row16;
+};
+
 struct Workspace {
   int32_t max_lanes;
   int32_t main_q;       // frontier capacity per lane
@@ -355,6 +370,12 @@ struct Workspace {
   // lane of a few thousand tokens over more CTAs (a chunk below kScanRoundTokens takes the
   // kernel's one-round path with the threads past its end idle)
   int32_t scan_round;
+  // 1: ScanSplitKernel hands its tickets out chunk-major (every lane's chunk 0, then every
+  // lane's chunk 1, ...), 0: lane-major (DecoderConfig::scan_order)
+  int32_t scan_chunk_major;
+  // [max_lanes]: the persistent split scan's per-lane step (scan.cuh ApplyLaneStep), which its
+  // grid's last CTA writes into the lanes' counters once every CTA is done reading them
+  LaneStepOut* scan_out;
   // The claim-split kernels (Finalize, the closure's Resolve / Link / ClearClaims, LatStepEnd;
   // grid finalize_split x max_lanes): the fewest items a CTA takes (SplitRange). 1: even chunks
   // over the grid (an explicit finalize_split); the auto grid: one Finalize round
