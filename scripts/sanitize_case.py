@@ -3,7 +3,8 @@ compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py [N] [--eps]
 
 --eps decodes random graphs with epsilon arcs (natural arc order, cycles, chains), so the
 closure kernels run; otherwise epsilon-free CTC graphs. --lanes adds continuous batching
-and streams with a tiny arena (GC rounds and arena growth)."""
+and streams with a tiny arena (GC rounds and arena growth). --eps-blocks=N gives the
+closure's expand kernels N CTAs (default: auto), e.g. 1 to shrink a racecheck run."""
 
 import sys
 from pathlib import Path
@@ -17,6 +18,10 @@ from cuwfst import Decoder, DecoderOptions, StreamingDecoder  # noqa: E402
 
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
 eps = "--eps" in sys.argv
+kw = {}
+for a in sys.argv[1:]:
+    if a.startswith("--eps-blocks="):
+        kw["eps_blocks"] = int(a.split("=", 1)[1])
 bad = 0
 for seed in range(int(args[0]) if args else 6):
     rng = np.random.default_rng(seed)
@@ -30,16 +35,16 @@ for seed in range(int(args[0]) if args else 6):
     opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=50, allow_partial=True)
     cpu = Decoder(g, opts).decode(lp, lens)
     for graphs in (True, False):
-        gpu = Decoder(g, opts, device="cuda", max_lanes=4, use_cuda_graphs=graphs).decode(lp, lens)
+        gpu = Decoder(g, opts, device="cuda", max_lanes=4, use_cuda_graphs=graphs, **kw).decode(lp, lens)
         bad += sum(np.float32(c.score) != np.float32(h.score) for c, h in zip(cpu, gpu))
     if "--lanes" in sys.argv:
         lp8 = random_log_probs(rng, 9, 30, 12, peaky=bool(seed % 2))
         lens8 = rng.integers(0, 31, size=9).astype(np.int32)
         cpu8 = Decoder(g, opts).decode(lp8, lens8)
         gpu8 = Decoder(g, opts, device="cuda", max_lanes=3, batching="continuous", segment=4,
-                       arena_entries=2048).decode(lp8, lens8)
+                       arena_entries=2048, **kw).decode(lp8, lens8)
         bad += sum(np.float32(c.score) != np.float32(h.score) for c, h in zip(cpu8, gpu8))
-        sd = StreamingDecoder(g, opts, device="cuda", max_streams=2, arena_entries=2048)
+        sd = StreamingDecoder(g, opts, device="cuda", max_streams=2, arena_entries=2048, **kw)
         s1, s2 = sd.open_stream(), sd.open_stream()
         for t in range(0, 30, 7):
             sd.advance([s1, s2], [lp8[0, t : t + 7], lp8[1, t : t + 3]])

@@ -71,6 +71,7 @@ class FakeGpuModule:
         self.pdl = rest[25]
         self.scan_round = rest[26]
         self.scan_order = rest[27]
+        self.eps_blocks = rest[16]
         return h
 
     def gpu_decoder_trim(self, h):
@@ -489,6 +490,12 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     assert fake_gpu.scan_round == 512  # the split scan's granule: "new" has 512-token granules
     Decoder(graph, device="cuda", scan_round=1024)
     assert fake_gpu.scan_round == 1024
+    assert fake_gpu.eps_blocks == 0  # the closure's expand grid: auto unless asked
+    Decoder(graph, device="cuda", eps_blocks=1)
+    assert fake_gpu.eps_blocks == 1
+    for bad in (-1, 70000, 1.0, True):
+        with pytest.raises(ValueError, match="eps_blocks"):
+            Decoder(graph, device="cuda", eps_blocks=bad)
     for bad in (16, 4096, 512.0, True):
         with pytest.raises(ValueError, match="scan_round"):
             Decoder(graph, device="cuda", scan_round=bad)

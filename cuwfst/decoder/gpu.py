@@ -398,7 +398,7 @@ class GpuInstance:
 class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
-                 check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0,
+                 check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0, eps_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int | None = None, refill: str = "device",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
@@ -429,6 +429,8 @@ class GpuBackend:
         self.uploaded = upload_graph(self.mod, graph, self.index)
         if walker not in ("warp", "thread"):
             raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
+        if not isinstance(eps_blocks, int) or isinstance(eps_blocks, bool) or not 0 <= eps_blocks <= 65535:
+            raise ValueError(f"eps_blocks must be an int in [0, 65535] (0: auto), got {eps_blocks!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
         kernels = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
                                   fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
@@ -436,7 +438,8 @@ class GpuBackend:
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,
-                       walker=walker, walk_blocks=walk_blocks, eps_iterations=eps_iterations, memory=self.memory,
+                       walker=walker, walk_blocks=walk_blocks, eps_blocks=eps_blocks, eps_iterations=eps_iterations,
+                       memory=self.memory,
                        **kernels, lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),

@@ -58,7 +58,9 @@ class Decoder:
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
     walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
     walk_blocks (grid of the two walker kernels; 0 = clamp(64 x max_lanes, 1024, 8192) with
-    trimmed slots, clamp(160 x max_lanes, 1024, 8192) without),
+    trimmed slots, clamp(160 x max_lanes, 1024, 8192) without), eps_blocks (grid of the
+    closure's expand kernels; 0 = 8 x the multiprocessors; small values are for tests and
+    sanitizer runs),
     scan_split (CTAs per lane of the step's scan: 0 = auto, 1 = one, the old kernel),
     closure ("chain", the default: the passes' result by following epsilon chains, where
     every state has at most one epsilon arc and eps_iterations covers the longest chain, else
@@ -104,7 +106,7 @@ class Decoder:
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
                  use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
-                 walk_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int | None = None, refill: str = "device",
+                 walk_blocks: int = 0, eps_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int | None = None, refill: str = "device",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
@@ -128,7 +130,8 @@ class Decoder:
             self._gpu = gpu_backend_class()(self.graph, options, self.eps_iterations, self.device,
                                    max_lanes=max_lanes, main_q_factor=main_q_factor,
                                    use_cuda_graphs=use_cuda_graphs, check_inputs=check_inputs,
-                                   walker=walker, walk_blocks=walk_blocks, rescue_lanes=rescue_lanes,
+                                   walker=walker, walk_blocks=walk_blocks, eps_blocks=eps_blocks,
+                                   rescue_lanes=rescue_lanes,
                                    batching=batching, segment=segment, refill=refill, arena_entries=arena_entries,
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
                                    closure=closure, finalize_split=finalize_split, fused_max=fused_max,
