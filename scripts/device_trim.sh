@@ -4,7 +4,7 @@
 #   background: the full tier (HLG, TLG, sorted images) and its simulated set (~200 s)
 #   1. GPU tests TESTS (default: trim, variants, gpu, epsilon; "none": no tests; TEST_CAP s), -k TESTS_K if set;
 #      EPS_KERNELS: then EPS_TESTS (default tests/test_gpu_epsilon.py; -k EPS_K if set) with CUWFST_KERNELS=EPS_KERNELS (EPS_CAP s)
-#   2. (unless HLG=0) gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new untrimmed"; "new:1" is new with
+#   2. (unless HLG=0) gpu_speed, full HLG, uniform 32 x 250 (HLG_BATCH: one run per value, that many rows in one batch): VARIANTS (default "new untrimmed"; "new:1" is new with
 #      ScanKernel, one CTA a lane), profiled, 2 rows vs the CPU
 #      WALK_BLOCKS: grids of the walker kernels timed in turn (gpu_speed --walk-blocks), HLG and TLG
 #   3. (unless TLG=0) gpu_speed, full TLG, 64 simulated utterances, batch 32: TLG_VARIANTS (default
@@ -30,9 +30,12 @@ grep -sE "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
 wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
-[ "${HLG:-1}" = 0 ] || timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
-  --utts 32 --batch 32 --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} ${WALK_BLOCKS:+--walk-blocks $WALK_BLOCKS} --json $OUT/speed.jsonl 2>&1 \
-  | grep -v "^{" | tail -22 | tee -a $L
+for hb in ${HLG_BATCH:-32}; do  # HLG_BATCH: one run per value (e.g. "32 128")
+  [ "${HLG:-1}" = 0 ] && break
+  timeout -s INT $(left ${HLG_END:-370}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
+    --utts $hb --batch $hb --reps 5 --check 2 --profile --variants ${VARIANTS:-new untrimmed} ${WALK_BLOCKS:+--walk-blocks $WALK_BLOCKS} --json $OUT/speed.jsonl 2>&1 \
+    | grep -v "^{" | tail -22 | tee -a $L
+done
 for it in ${EPS_ITERS:-default}; do  # TLG=0 skips; EPS_ITERS: eps_iterations values, one run each
   [ "${TLG:-1}" = 0 ] && break
   timeout -s INT $(left ${TLG_END:-440}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
