@@ -283,7 +283,6 @@ constexpr int32_t kPoolNeedSlots = kPools + 1;
 // following each listed token's epsilon chain (epsilon.cuh "closure = chain").
 constexpr int32_t kClosureChain = 2;
 
-// The per-decoder workspace (capacities are fixed at construction).
 // A lane's step as its scan found it: ScanSplitKernel's lane-last CTA applies it to the lane's
 // counters at once; the persistent scan (scan_order 2) keeps it in Workspace::scan_out until
 // the grid's last CTA applies it (scan.cuh ApplyLaneStep).
@@ -299,6 +298,7 @@ struct LaneStepOut {
   const uint16_t* row16;
 };
 
+// The per-decoder workspace (capacities are fixed at construction).
 struct Workspace {
   int32_t max_lanes;
   int32_t main_q;       // frontier capacity per lane
