@@ -56,11 +56,11 @@ class FakeGpuModule:
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
-        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order
-        assert len(rest) == 28, "gpu_decoder_create's arguments changed: update this fake"
+        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel
+        assert len(rest) == 29, "gpu_decoder_create's arguments changed: update this fake"
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
-        assert type(rest[18]) is bool
+        assert type(rest[18]) is bool and type(rest[28]) is bool
         self.decoders[h] = (graph_h, beam, obeam, mn, mx, partial, lanes, int(rest[11]))
         self.lazy[h] = bool(rest[12])
         self.lane_pool = int(rest[13])
@@ -71,6 +71,7 @@ class FakeGpuModule:
         self.pdl = rest[25]
         self.scan_round = rest[26]
         self.scan_order = rest[27]
+        self.refill_kernel = rest[28]
         self.eps_blocks = rest[16]
         return h
 
@@ -508,6 +509,13 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.setenv("CUWFST_KERNELS", "new_lane")
     Decoder(graph, device="cuda")
     assert fake_gpu.scan_order == 0 and fake_gpu.scan_round == 0 and fake_gpu.pdl is True
+    assert fake_gpu.refill_kernel is False  # the refill in Finalize unless a variant asks for RefillKernel
+    monkeypatch.setenv("CUWFST_KERNELS", "new_rk")
+    Decoder(graph, device="cuda")
+    assert fake_gpu.refill_kernel is True and fake_gpu.scan_order == 2 and fake_gpu.scan_round == 512
+    Decoder(graph, device="cuda", refill_kernel=False)
+    assert fake_gpu.refill_kernel is False
+    monkeypatch.setenv("CUWFST_KERNELS", "new_lane")
     Decoder(graph, device="cuda", scan_order="persistent", scan_round=256)
     assert fake_gpu.scan_order == 2 and fake_gpu.scan_round == 256
     monkeypatch.delenv("CUWFST_KERNELS")
@@ -517,6 +525,8 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
         Decoder(graph, device="cuda", fused_max=1)
     with pytest.raises(ValueError, match="trim_arcs"):
         Decoder(graph, device="cuda", trim_arcs=1)
+    with pytest.raises(ValueError, match="refill_kernel"):
+        Decoder(graph, device="cuda", refill_kernel="yes")
     monkeypatch.setenv("CUWFST_KERNELS", "fast")
     with pytest.raises(ValueError, match="CUWFST_KERNELS"):
         Decoder(graph, device="cuda")

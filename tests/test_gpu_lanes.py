@@ -338,7 +338,7 @@ def test_four_thousand_lanes_in_one_decoder():
 @pytest.mark.parametrize("seed", range(48))
 def test_device_refill_equals_cpu(seed):
     """refill="device": a lane whose row ends inside a segment takes the next queued row on the
-    GPU (scan.cuh RefillKernel), its start closure in that step's closure passes; the ended
+    GPU (in Finalize's last CTA of the lane, or RefillKernel after it), its start closure in that step's closure passes; the ended
     row's result comes from its done record (RefillBacktrackKernel). Every row equals the CPU's,
     search statistics included, with segments from 1 step to longer than any row, queues and
     done records that run out inside a segment (one lane: 4 queued rows and 4 records), rows of
@@ -360,7 +360,8 @@ def test_device_refill_equals_cpu(seed):
     lanes = int(rng.choice([1, 3, 8]))
     kw = dict(max_lanes=lanes, batching="continuous", segment=int(rng.choice([1, 5, 64, 300])),
               arena_entries=int(rng.choice([4096, 1 << 20])), closure=str(rng.choice(["scan", "lists", "chain"])),
-              fused_max=seed % 3 == 0, pdl=seed % 4 < 2)  # (the refill beside the fused max and PDL launches)
+              fused_max=seed % 3 == 0, pdl=seed % 4 < 2,  # (the refill beside the fused max and PDL launches)
+              refill_kernel=seed % 5 == 4)  # (RefillKernel after Finalize, else in Finalize's last CTAs)
     dec = Decoder(graph, opts, device="cuda", refill="device", **kw)
     gpu = dec.decode(lp, lens, online=online)
     for b in range(N):
@@ -368,7 +369,9 @@ def test_device_refill_equals_cpu(seed):
     host = Decoder(graph, opts, device="cuda", refill="segment", **kw)
     host.decode(lp, lens, online=online)
     assert dec._gpu.stats["rescued_rows"] <= host._gpu.stats["rescued_rows"], (dec._gpu.stats, host._gpu.stats)
-    refills = dec._gpu.main.mem_stats()["refills"]
+    st = dec._gpu.main.mem_stats()
+    assert st["refill_kernel"] == (seed % 5 == 4), st  # the refill ran where the test asked
+    refills = st["refills"]
     if online:
         assert refills == 0, refills  # a stream-like row's length is not the plan's to know: no refill
     elif N > lanes and dec._gpu.segment > T + 1:

@@ -335,6 +335,8 @@ void GpuDecoder::Allocate() {
   CUWFST_CUDA(cudaMemsetAsync(ws_.refill_ctl, 0, kRefillCtl * sizeof(int32_t), stream_));
   ws_.refill_done = Alloc<RefillDone>(refill_done_cap_, "refill records");
   ws_.refill_row = Alloc<int32_t>(L, "refill rows");
+  ws_.refill_arrive = Alloc<int32_t>(L, "refill arrivals");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.refill_arrive, 0, L * sizeof(int32_t), stream_));
   ws_.refill_path_len = Alloc<int32_t>(refill_done_cap_, "refill path lengths");
   ws_.refill_inputs = d_inputs_;
   ws_.refill = 0;
@@ -600,7 +602,7 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
-  w.refill = kind == SeqKind::kSegmentRefill ? 1 : 0;
+  w.refill = kind != SeqKind::kSegmentRefill ? kRefillOff : cfg_.refill_kernel ? kRefillByKernel : kRefillInFinalize;
   return w;
 }
 
@@ -839,10 +841,12 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     else
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
   }
-  Timed(5, [&] { LaunchStep(FinalizeKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
-  // the device-side refill: lanes whose row just ended take the next queued row, whose start
-  // the closure below closes with the others (profiled as init)
-  if (w.refill) Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
+  // (kRefillInFinalize: the device-side refill runs in Finalize's last CTA of each ended lane)
+  Timed(5, [&] { LaunchStep(FinalizeKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
+  // kRefillByKernel: lanes whose row just ended take the next queued row, whose start the
+  // closure below closes with the others (profiled as init)
+  if (w.refill == kRefillByKernel)
+    Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     if (cfg_.walker == kWalkThread)
@@ -1318,6 +1322,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[47] = pdl_ ? 1 : 0;
   out[48] = cfg_.scan_round;
   out[49] = cfg_.scan_order;
+  out[50] = cfg_.refill_kernel;
 }
 
 }  // namespace cuwfst

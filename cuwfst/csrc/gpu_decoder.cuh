@@ -137,6 +137,11 @@ struct DecoderConfig {
   // and the decoder is not profiling: each kernel's launch overlaps the end of the one before,
   // which it waits for on entry (common.cuh StepKernelEntry). The same kernels and results.
   int32_t pdl = 0;
+  // refill_kernel: where continuous batching's device-side refill runs: 0 = in FinalizeKernel,
+  // by the last CTA of each lane whose row ended (no launch; Workspace kRefillInFinalize);
+  // 1 = RefillKernel after every step's Finalize (one CTA; kRefillByKernel). The same rows
+  // start the same way, so results are the same; only which lane takes which row may differ.
+  int32_t refill_kernel = 0;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -199,8 +204,8 @@ enum class SeqKind : int32_t {
   kOpen = 4,      // new streams: setup, start closure
   kResume = 5,    // a paused pooled batch (scan.cuh LaneScanLastBlock): setup (every lane goes on), steps,
                   // backtrack, sanitize
-  kSegmentRefill = 6,  // kSegment with the device-side refill: RefillKernel after every step's Finalize,
-                       // RefillBacktrackKernel at the end
+  kSegmentRefill = 6,  // kSegment with the device-side refill: in every step's Finalize (or RefillKernel
+                       // after it, DecoderConfig::refill_kernel), RefillBacktrackKernel at the end
 };
 
 // Outputs of StreamPartial, on the host: the best path so far and how much of it is final.
@@ -265,7 +270,7 @@ class GpuDecoder {
   // runs when the next segment might not fit the winners log, or after every segment with
   // gc_every_segment (long-form offline decoding, Decoder(gc_interval=...)).
   // refill (offline rows only, not with gc_every_segment): a lane whose row ends inside a
-  // segment takes the next queued row at once on the device (scan.cuh RefillKernel), so no lane
+  // segment takes the next queued row at once on the device (finalize.cuh, scan.cuh), so no lane
   // idles until the segment's end and segments can be long; results as without it.
   void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
                   int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
@@ -338,8 +343,9 @@ class GpuDecoder {
   // its done rows' path buffers count in [14] and its pinned buffers in [4].
   // [47] 1 when the step kernels are launched with programmatic dependent launch (pdl_:
   // DecoderConfig::pdl on a device of compute capability 9.0 or later), [48] the split
-  // scan's granule (Workspace::scan_round), [49] the split scan's ticket order (scan_order).
-  static constexpr int kMemStats = 50;
+  // scan's granule (Workspace::scan_round), [49] the split scan's ticket order (scan_order), [50] 1 when
+  // continuous batching's refill runs in RefillKernel, 0 in FinalizeKernel (refill_kernel).
+  static constexpr int kMemStats = 51;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

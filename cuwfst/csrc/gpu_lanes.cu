@@ -169,7 +169,7 @@ void GpuDecoder::CollectGarbage() {
 
 // ------------------------------------------------------------------ continuous batching
 // After a kSegmentRefill segment (DecodeMany): the rows the device started (the queue's first
-// ctl[kRefillHead] entries, order[*next ...]) leave the host's list, the rows that ended and were
+// ctl[kRefillDone] entries, order[*next ...]) leave the host's list, the rows that ended and were
 // replaced go to the outputs from their done records (the row a lane held when the segment
 // began keeps the prefix GC rounds drained for it; a row that started inside the segment has
 // none), and each lane's host view and input follow the row it holds now.
@@ -178,8 +178,8 @@ void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_
   const int L = cfg_.max_lanes;
   const int32_t* ctl = As<int32_t>(h_refill_ctl_);
   const int32_t* lane_rows = As<int32_t>(h_refill_row_);
-  *next += ctl[kRefillHead];
-  refills_ += ctl[kRefillHead];
+  *next += ctl[kRefillDone];  // the queue's entries [0, done) were taken (the fused refill's head may pass it)
+  refills_ += ctl[kRefillDone];
   const int32_t n_done = std::min(ctl[kRefillDone], refill_done_cap_);
   if (n_done > 0) {
     const size_t pitch = static_cast<size_t>(ws_.path_cap) * sizeof(int32_t);
@@ -311,6 +311,8 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
           CUWFST_CUDA(cudaMemcpyAsync(d_refill_queue_, q, queued * sizeof(RefillEntry), cudaMemcpyHostToDevice, stream_));
         CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_ctl, ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
         CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_row, lane_rows, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+        // (zero between steps; a segment that failed half-way may have left counts)
+        CUWFST_CUDA(cudaMemsetAsync(ws_.refill_arrive, 0, L * sizeof(int32_t), stream_));
       }
       UploadLaneOrders();
       RunOnce(refill ? SeqKind::kSegmentRefill : SeqKind::kSegment, segment, lp_f16, replay);

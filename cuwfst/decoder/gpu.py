@@ -161,8 +161,11 @@ def live_uploads() -> int:
 # granules; TLG 61.43 -> 58.54 ms with 2,048-token granules); "new_lane" is "new" with the
 # lane-major tickets and 2,048-token granules (the default before), "new_chunks" with
 # chunk-major tickets, both for A/B runs.
+# refill_kernel: where continuous batching's device-side refill runs: False = in FinalizeKernel
+# (the last CTA of each lane whose row ended refills it: no launch a step), True = RefillKernel
+# after every step's Finalize (the way before; "new_rk" for A/B runs). The same results.
 _NEW = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True, pdl=True,
-            scan_order="persistent", scan_round=512)
+            scan_order="persistent", scan_round=512, refill_kernel=False)
 KERNEL_VARIANTS = {
     "new": _NEW,
     "old": dict(scan_split=1, closure="scan", finalize_split=8, fused_max=False, trim_arcs=False),
@@ -177,6 +180,7 @@ KERNEL_VARIANTS = {
     "new_fused": {**_NEW, "fused_max": True},
     "new_lane": {**_NEW, "scan_order": "lane", "scan_round": 0},
     "new_chunks": {**_NEW, "scan_order": "chunk", "scan_round": 0},
+    "new_rk": {**_NEW, "refill_kernel": True},
 }
 # continuous batching's segment length when the caller names none (steps between the host's
 # visits): with refill="device" lanes refill on the GPU inside a segment, so long segments only
@@ -225,7 +229,7 @@ def kernel_defaults() -> dict:
 SCAN_ORDERS = ("lane", "chunk", "persistent")  # ScanSplitKernel's ticket order (DecoderConfig::scan_order)
 # the switches a kernel variant sets, and their values where a variant leaves one out
 KERNEL_SWITCH_DEFAULTS = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True,
-                              pdl=False, scan_round=0, scan_order="lane")
+                              pdl=False, scan_round=0, scan_order="lane", refill_kernel=False)
 
 
 def resolve_kernels(**given) -> dict:
@@ -236,7 +240,7 @@ def resolve_kernels(**given) -> dict:
     if unknown:
         raise TypeError(f"unknown kernel switches {sorted(unknown)}")
     k = {name: d[name] if given.get(name) is None else given[name] for name in KERNEL_SWITCH_DEFAULTS}
-    for name in ("fused_max", "trim_arcs", "pdl"):
+    for name in ("fused_max", "trim_arcs", "pdl", "refill_kernel"):
         if not isinstance(k[name], bool):
             raise ValueError(f"{name} must be a bool (or None: the default), got {k[name]!r}")
     for name in ("scan_split", "finalize_split"):
@@ -261,7 +265,7 @@ class GpuInstance:
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
-                 trim_arcs=None, pdl=None, scan_round=None, scan_order=None):
+                 trim_arcs=None, pdl=None, scan_round=None, scan_order=None, refill_kernel=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -273,7 +277,7 @@ class GpuInstance:
         self._uploaded = uploaded  # keeps the graph's device arrays alive
         k = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
                             fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
-                            scan_order=scan_order)
+                            scan_order=scan_order, refill_kernel=refill_kernel)
         if k["closure"] == "chain" and not chain_closure_ok(graph, eps_iterations):
             k["closure"] = "lists"  # (the native side checks the degree too; mem_stats tells which ran)
         self.handle = mod.gpu_decoder_create(
@@ -285,7 +289,7 @@ class GpuInstance:
             k["fused_max"], int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
             POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), k["trim_arcs"], k["pdl"], k["scan_round"],
-            SCAN_ORDERS.index(k["scan_order"]))
+            SCAN_ORDERS.index(k["scan_order"]), k["refill_kernel"])
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -404,7 +408,7 @@ class GpuBackend:
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
                  trim_arcs: bool | None = None, pdl: bool | None = None, scan_round: int | None = None,
-                 scan_order: str | None = None):
+                 scan_order: str | None = None, refill_kernel: bool | None = None):
         if batching not in ("padded", "continuous"):
             raise ValueError(f"batching must be 'padded' or 'continuous', got {batching!r}")
         if refill not in ("segment", "device"):
@@ -434,7 +438,7 @@ class GpuBackend:
         # fixed here: the environment is read once, and the rescue instance gets the same kernels
         kernels = resolve_kernels(scan_split=scan_split, closure=closure, finalize_split=finalize_split,
                                   fused_max=fused_max, trim_arcs=trim_arcs, pdl=pdl, scan_round=scan_round,
-                                  scan_order=scan_order)
+                                  scan_order=scan_order, refill_kernel=refill_kernel)
         # lattice_entries: the lattice records' initial size (they grow; small values make
         # tests exercise the growth)
         self.kw = dict(max_lanes=max_lanes, max_frames=max_frames, use_cuda_graphs=use_cuda_graphs,

@@ -76,7 +76,8 @@ class Decoder:
     of the split scan's chunks: 512 in "new"; 0 is 2,048; smaller spreads a lane over more
     CTAs) and scan_order ("lane", "chunk" or "persistent", the default in "new": the order the
     split scan's CTAs take their lanes' chunks in, "persistent" one wave of CTAs over the
-    non-empty chunks only) pick kernel variants with identical
+    non-empty chunks only) and refill_kernel (continuous batching's device-side refill: False,
+    the default, in the step's Finalize; True, a kernel of its own after it) pick kernel variants with identical
     results; None takes the default, the new ones, or those CUWFST_KERNELS names (e.g. "old",
     "fused"; KERNEL_VARIANTS in decoder/gpu.py),
     rescue_lanes (rows re-decoded together with a 4x frontier when a row overflows its
@@ -111,7 +112,7 @@ class Decoder:
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
                  fused_max: bool | None = None, lattice_entries: int | None = None,
                  trim_arcs: bool | None = None, pdl: bool | None = None, scan_round: int | None = None,
-                 scan_order: str | None = None, **kwargs):
+                 scan_order: str | None = None, refill_kernel: bool | None = None, **kwargs):
         self.graph = _graph_of(graph)
         if options is None:
             options = DecoderOptions(**kwargs)
@@ -136,7 +137,7 @@ class Decoder:
                                    memory=memory, gc_interval=gc_interval, scan_split=scan_split,
                                    closure=closure, finalize_split=finalize_split, fused_max=fused_max,
                                    lattice_entries=lattice_entries, trim_arcs=trim_arcs, pdl=pdl,
-                                   scan_round=scan_round, scan_order=scan_order)
+                                   scan_round=scan_round, scan_order=scan_order, refill_kernel=refill_kernel)
         else:
             from .gpu import check_gc_interval
             from .memory import resolve_memory

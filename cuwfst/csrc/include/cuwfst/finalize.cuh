@@ -4,6 +4,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuwfst/common.cuh"
+#include "cuwfst/scan.cuh"  // InitLane, RefillLaneNow
 
 namespace cuwfst {
 
@@ -37,17 +38,16 @@ constexpr int kFinalizeSplit = 8;
 // hash_pos -1 (written here, not assumed from the last clear), which the closure treats as a
 // state not in the frontier (as a token past main_q) and the lattice walk as a destination
 // that did not survive; ClearClaims / LatStepEnd clear it.
-__global__ void __launch_bounds__(kFinalizeThreads)
-FinalizeKernel(DeviceGraph g, Workspace ws) {
-  StepKernelEntry();
+// The refill in Finalize (ws.refill == kRefillInFinalize, a continuous-batching segment): the
+// CTAs of a lane whose row took its final step count themselves out on refill_arrive[lane],
+// and the last one refills the lane (scan.cuh RefillLaneNow) once all of the lane's writes of
+// the step are done, in place of a RefillKernel launch after every step.
+__device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Workspace& ws, int32_t lane,
+                                               LaneCounters& lc, int32_t phase) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base, list_base;
   __shared__ long long arena_base;
-  const int32_t lane = blockIdx.y;
-  LaneCounters& lc = ws.lanes[lane];
-  const int32_t phase = lc.phase;
-  if (phase == kPhaseIdle) return;
   const int32_t num_claims = min(lc.claims, lc.claim_cap);
   const int2 range = SplitRange(ws, num_claims);
   const int32_t c_begin = range.x, c_end = range.y;
@@ -166,6 +166,26 @@ FinalizeKernel(DeviceGraph g, Workspace ws) {
       }
     }
     __syncthreads();  // round_base/arena_base are rewritten by the next round
+  }
+}
+
+__global__ void __launch_bounds__(kFinalizeThreads)
+FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  StepKernelEntry();
+  const int32_t lane = blockIdx.y;
+  LaneCounters& lc = ws.lanes[lane];
+  const int32_t phase = lc.phase;
+  if (phase == kPhaseIdle) return;
+  FinalizeClaims(g, ws, lane, lc, phase);  // (uniform in the CTA: every thread returns here)
+  if (ws.refill != kRefillInFinalize || !(phase == kPhaseFinal || phase == kPhaseRedirect)) return;
+  __syncthreads();  // the CTA's writes are issued
+  if (threadIdx.x == 0) {
+    __threadfence();  // ... and visible before the count says so
+    if (atomicAdd(&ws.refill_arrive[lane], 1) == static_cast<int32_t>(gridDim.x) - 1) {
+      __threadfence();  // the other CTAs' writes are read after their counts
+      ws.refill_arrive[lane] = 0;
+      RefillLaneNow(g, ws, p, lane, lc, phase);
+    }
   }
 }
 

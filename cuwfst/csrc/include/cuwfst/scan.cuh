@@ -131,17 +131,59 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   InitLane(g, ws, p, lane, lc, cmd);
 }
 
-// RefillKernel — in a continuous-batching segment with the device-side refill
-// (SeqKind::kSegmentRefill), after every step's FinalizeKernel and before its closure: one
-// CTA of kRefillThreads. A lane whose row took its final step this step (phase final or
-// redirect) with no overflow bit (an overflowed row may leave claimed hash slots that only the
-// sequence's HashSanitizeKernel clears, and its rescue needs the host) takes the next row the host
-// queued for the segment, in lane order: the finished row's result goes to a done record
-// (RefillBacktrackKernel walks its path at the segment's end, before any GC round moves the
-// winners log), and InitLane starts the new row, whose start closure the step's closure
-// passes then compute as they do at a sequence's start. A lane with no queued row or done
-// record left keeps its finished row for the host, as without the refill. Which lane takes
-// which row changes nothing in a row's result (every row is decoded as if alone).
+// The device-side refill of continuous batching (SeqKind::kSegmentRefill): a lane whose row
+// took its final step this step (phase final or redirect) with no overflow bit (an overflowed
+// row may leave claimed hash slots that only the sequence's HashSanitizeKernel clears, and its
+// rescue needs the host) takes the next row the host queued for the segment: the finished
+// row's result goes to a done record (RefillBacktrackKernel walks its path at the segment's
+// end, before any GC round moves the winners log), and InitLane starts the new row, whose
+// start closure the step's closure passes then compute as they do at a sequence's start. A
+// lane with no queued row or done record left keeps its finished row for the host, as without
+// the refill. Which lane takes which row changes nothing in a row's result (every row is
+// decoded as if alone), so the order lanes take rows in is free.
+// (volatile reads: in FinalizeKernel other CTAs wrote the counters; this SM's L1 may hold old lines)
+__device__ __forceinline__ bool RefillWanted(const volatile LaneCounters& lc, int32_t phase) {
+  return (phase == kPhaseFinal || phase == kPhaseRedirect) && lc.length >= 0 && lc.online == 0 && lc.overflow == 0;
+}
+
+// Lane `lane` takes queue entry k: its ended row into done record k, the entry's row started.
+__device__ __forceinline__ void RefillTake(const DeviceGraph& g, const Workspace& ws, const StepParams& p,
+                                           int32_t lane, LaneCounters& lc, int32_t k) {
+  const volatile LaneCounters& v = lc;  // (see RefillWanted)
+  RefillDone& d = ws.refill_done[k];
+  d.row = ws.refill_row[lane];
+  d.lane = lane;
+  d.final_winner = v.final_winner;
+  d.reached_final = v.reached_final;
+  d.redirected = v.redirected;
+  d.overflow = v.overflow;
+  d.max_frontier = v.max_frontier;
+  d.pad = 0;
+  d.final_score = v.final_score;
+  d.frontier_total = v.frontier_total;
+  d.closure_added = v.closure_added;
+  const RefillEntry e = ws.refill_queue[k];
+  ws.refill_inputs[lane] = e.input;
+  ws.refill_row[lane] = e.row;
+  InitLane(g, ws, p, lane, lc, LaneCommand{kCmdInit, e.length, e.length, 0});
+}
+
+// kRefillInFinalize: one thread of the last of an ended lane's FinalizeKernel CTAs (all of the
+// lane's writes of the step are visible to it) takes the next queue entry, if one is left.
+// Lanes that end in the same step take entries in the order of their atomics; the entries
+// taken are always [0, done).
+__device__ __forceinline__ void RefillLaneNow(const DeviceGraph& g, const Workspace& ws, const StepParams& p,
+                                              int32_t lane, LaneCounters& lc, int32_t phase) {
+  if (!RefillWanted(lc, phase)) return;
+  const int32_t limit = min(ws.refill_ctl[kRefillQueued], ws.refill_ctl[kRefillDoneCap]);
+  const int32_t k = atomicAdd(&ws.refill_ctl[kRefillHead], 1);
+  if (k >= limit) return;
+  RefillTake(g, ws, p, lane, lc, k);
+  atomicAdd(&ws.refill_ctl[kRefillDone], 1);
+}
+
+// RefillKernel — kRefillByKernel: after every step's FinalizeKernel and before its closure,
+// one CTA of kRefillThreads; the lanes that want a row take the queue's entries in lane order.
 constexpr int kRefillThreads = 1024;
 __global__ void __launch_bounds__(kRefillThreads) RefillKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
@@ -159,32 +201,12 @@ __global__ void __launch_bounds__(kRefillThreads) RefillKernel(DeviceGraph g, Wo
     int32_t want = 0;
     if (lane < ws.max_lanes) {
       const LaneCounters& lc = ws.lanes[lane];
-      // this step was the row's final step (the scan set the phase; a lane that ended earlier is idle)
-      const bool ended = lc.phase == kPhaseFinal || lc.phase == kPhaseRedirect;
-      want = ended && lc.length >= 0 && lc.online == 0 && lc.overflow == 0 ? 1 : 0;
+      want = RefillWanted(lc, lc.phase) ? 1 : 0;  // (the scan set the phase; a lane that ended earlier is idle)
     }
     int32_t rank, total;
     BlockScan(scan).ExclusiveSum(want, rank, total);
     const int32_t room = min(queued - head, done_cap - done);
-    if (want && rank < room) {
-      LaneCounters& lc = ws.lanes[lane];
-      RefillDone& d = ws.refill_done[done + rank];
-      d.row = ws.refill_row[lane];
-      d.lane = lane;
-      d.final_winner = lc.final_winner;
-      d.reached_final = lc.reached_final;
-      d.redirected = lc.redirected;
-      d.overflow = lc.overflow;
-      d.max_frontier = lc.max_frontier;
-      d.pad = 0;
-      d.final_score = lc.final_score;
-      d.frontier_total = lc.frontier_total;
-      d.closure_added = lc.closure_added;
-      const RefillEntry e = ws.refill_queue[head + rank];
-      ws.refill_inputs[lane] = e.input;
-      ws.refill_row[lane] = e.row;
-      InitLane(g, ws, p, lane, lc, LaneCommand{kCmdInit, e.length, e.length, 0});
-    }
+    if (want && rank < room) RefillTake(g, ws, p, lane, ws.lanes[lane], done + rank);
     __syncthreads();  // every thread has read head and done
     if (threadIdx.x == 0) {
       head += min(total, room);

@@ -131,8 +131,14 @@ struct RefillDone {
   long long frontier_total, closure_added;
 };
 // RefillControl words (Workspace::refill_ctl): the queue's next entry and its size, the done
-// records written and their capacity.
+// records written and their capacity. Entries [0, done) of the queue were taken, in the order
+// of the records; the fused refill's head counts every try and may pass done (the host reads
+// done).
 enum : int32_t { kRefillHead = 0, kRefillQueued = 1, kRefillDone = 2, kRefillDoneCap = 3, kRefillCtl = 4 };
+// Workspace::refill: where a kSegmentRefill sequence's refill runs (0: no refill): RefillKernel
+// after every step's FinalizeKernel, or inside FinalizeKernel, by the last of an ended lane's
+// CTAs (finalize.cuh; DecoderConfig::refill_kernel 0, the default).
+enum : int32_t { kRefillOff = 0, kRefillByKernel = 1, kRefillInFinalize = 2 };
 
 struct LaneCommand {
   int32_t op;
@@ -414,8 +420,10 @@ struct Workspace {
   const LaneInput* inputs;      // [max_lanes] each lane's log-prob rows
   int32_t* out_path;         // [max_lanes][path_cap] arcs of the best path
   int32_t* out_path_len;     // [max_lanes]
-  // the device-side refill (refill = 1 only in a SeqKind::kSegmentRefill sequence; RefillKernel)
+  // the device-side refill (kRefillByKernel or kRefillInFinalize only in a SeqKind::kSegmentRefill
+  // sequence, else kRefillOff)
   int32_t refill;
+  int32_t* refill_arrive;    // [max_lanes] kRefillInFinalize: an ended lane's Finalize CTAs done (0 between steps)
   LaneInput* refill_inputs;  // = inputs, writable: a refilled lane's new row
   const RefillEntry* refill_queue;  // [kRefillQueued] the rows queued for this segment
   int32_t* refill_ctl;       // [kRefillCtl]
