@@ -55,15 +55,28 @@ def run_mode(dec: Decoder, mode: str, lp, lens: np.ndarray, lanes: int):
     return dec.decode(lp, lens)  # padded or continuous: the decoder's batching
 
 
+PASS_STATS = ("gc_rounds", "gc_us", "arena_grows", "arena_grow_us", "refills")
+
+
+def pass_stats(dec: Decoder) -> dict:
+    """The GPU decoder's counters that a pass adds to (MemStats), zeros on the CPU."""
+    gpu = getattr(dec, "_gpu", None)
+    if gpu is None:
+        return dict.fromkeys(PASS_STATS, 0)
+    st = gpu.main.mem_stats()
+    return {k: int(st[k]) for k in PASS_STATS}
+
+
 def md_table(rows, header: str) -> str:
     ref = "stored" if any(r["batching"] == "stored" for r in rows) else "padded"
     out = [header, "", f"| lanes | mode | seconds | RTFx | vs {ref} | rows identical to {rows[0]['batching']} "
-                       f"| CPU check | overflow rows |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+                       f"| CPU check | overflow rows | GC rounds (ms) a pass |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         ratio = r.get(f"vs_{ref}")
         out.append(f"| {r['lanes']} | {r['batching']} | {r['seconds']:.3f} | {r['rtfx']:,.1f} | "
                    f"{'-' if ratio is None else f'{ratio:.2f}x'} | {r['identical_to_first']}/{r['rows']} | "
-                   f"{r.get('cpu_identical', '-')}/{r.get('cpu_checked', '-')} | {r['overflow_rows']} |")
+                   f"{r.get('cpu_identical', '-')}/{r.get('cpu_checked', '-')} | {r['overflow_rows']} | "
+                   f"{r.get('pass_gc_rounds', 0):g} ({r.get('pass_gc_us', 0) / 1000:.2f}) |")
     return "\n".join(out) + "\n"
 
 
@@ -75,7 +88,8 @@ def main(argv=None) -> int:
     p.add_argument("--utts", type=int, default=None)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--segment", type=int, default=32)
-    p.add_argument("--refill-segment", type=int, default=256, help="segment length of the refill modes")
+    p.add_argument("--refill-segment", type=int, nargs="+", default=[256],
+                   help="segment lengths of the refill modes (several: one row each, named MODE@SEGMENT)")
     p.add_argument("--baseline", choices=["none", "stored"], default="none",
                    help="stored: also today's padded batches of --lanes rows in file order, one decode call each")
     p.add_argument("--modes", nargs="+", choices=MODES[1:], default=["padded", "continuous"])
@@ -112,12 +126,15 @@ def main(argv=None) -> int:
     rows, results = [], {}
     for L in a.lanes:
         first = None
-        for mode in modes:
+        runs = [(m, s, m if len(a.refill_segment) == 1 else f"{m}@{s}") if m in ("refill", "decode_all_refill")
+                else (m, a.segment, m) for m in modes for s in (a.refill_segment if "refill" in m else [None])]
+        for mode, segment, label in runs:
             refill = mode in ("refill", "decode_all_refill")
             batching = "continuous" if mode in ("continuous", "decode_all") or refill else "padded"
             dec = Decoder(g, opts, device=a.device, num_threads=a.threads, max_lanes=L, batching=batching,
-                          segment=a.refill_segment if refill else a.segment, refill="device" if refill else "segment")
+                          segment=segment, refill="device" if refill else "segment")
             run_mode(dec, mode, lp_dev, lens, L)  # warm-up: build, capture
+            st0 = pass_stats(dec)
             times = []
             for _ in range(a.reps):
                 sync()
@@ -126,9 +143,13 @@ def main(argv=None) -> int:
                 sync()
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
-            results[(L, mode)] = hyps
+            results[(L, label)] = hyps
             first = first or hyps
-            row = dict(bench="continuous", lanes=L, batching=mode, seconds=med, rtfx=audio_s / med, rows=len(hyps),
+            st1 = pass_stats(dec)
+            # the winners log's GC rounds and growths a timed pass ran (host microseconds, the GPU idle)
+            per_pass = {k: round((st1[k] - st0[k]) / a.reps, 1) for k in st0}
+            row = dict(bench="continuous", lanes=L, batching=label, seconds=med, rtfx=audio_s / med, rows=len(hyps),
+                       **{f"pass_{k}": v for k, v in per_pass.items()},
                        overflow_rows=sum(1 for h in hyps if h.overflow),
                        identical_to_first=sum(1 for x, y in zip(first, hyps) if same_result(x, y)))
             rows.append(row)

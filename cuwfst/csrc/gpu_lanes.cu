@@ -7,6 +7,7 @@
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -274,8 +275,15 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
         CollectGarbage();
         CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
         CUWFST_CUDA(cudaStreamSynchronize(stream_));
+        // (an experiment, CUWFST_GC_ROOM = R >= 2: the log grows to R segments' appends, so a
+        // round runs every R - 1 segments instead of every segment)
+        static const unsigned long long room = [] {
+          const char* e = std::getenv("CUWFST_GC_ROOM");
+          const long v = e ? std::strtol(e, nullptr, 10) : 2;
+          return static_cast<unsigned long long>(v >= 2 && v <= 64 ? v : 2);
+        }();
         if (cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_))
-          GrowArenaKeeping(static_cast<int64_t>(cursor + 2 * delta));
+          GrowArenaKeeping(static_cast<int64_t>(cursor + room * delta));
       }
       ClearLaneOrders();
       bool any = false;
