@@ -11,8 +11,7 @@
 #      VARIANTS), profiled; once per EPS_ITERS value (eps_iterations) if set
 #   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
 #      CONT: benchmarks.continuous (32 lanes), once per SEGMENTS value (default 32) and CONT_KERNELS
-#      variant (REFILL_SEGMENT: the refill modes' segments, default 256; several: a row each); GC_ROOMS:
-#      once per CUWFST_GC_ROOM value too (the winners log's room in segments, default 2)
+#      variant (REFILL_SEGMENT: the refill modes' segments, default 256; several: a row each)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 #   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
@@ -57,15 +56,12 @@ fi
 # refill modes' segment
 for seg in ${SEGMENTS:-32}; do
   for k in ${CONT_KERNELS:-default}; do
-   for room in ${GC_ROOMS:-2}; do
-    [ -n "${CONT:-}" ] || break 3
+    [ -n "${CONT:-}" ] || break 2
     ( [ "$k" = default ] || export CUWFST_KERNELS=$k
-      export CUWFST_GC_ROOM=$room
       timeout -s INT $(left ${CONT_END:-540}) python3 -m benchmarks.continuous --graph $C/HLG.img --log-probs $S --lanes 32 \
         --reps 3 --baseline stored --modes ${CONT_MODES:-padded continuous decode_all} --segment $seg \
         --refill-segment ${REFILL_SEGMENT:-256} --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 ) \
-      | grep -v "^{" | tail -9 | sed "s/^/[$k room $room] /" | tee -a $L
-   done
+      | grep -v "^{" | tail -9 | sed "s/^/[$k] /" | tee -a $L
   done
 done
 if [ -n "${PEERS:-}" ]; then

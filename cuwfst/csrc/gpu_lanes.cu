@@ -7,7 +7,6 @@
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -275,14 +274,11 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
         CollectGarbage();
         CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
         CUWFST_CUDA(cudaStreamSynchronize(stream_));
-        // (an experiment, CUWFST_GC_ROOM = R >= 2: the log grows to R segments' appends, so a
-        // round runs every R - 1 segments instead of every segment)
-        static const unsigned long long room = [] {
-          const char* e = std::getenv("CUWFST_GC_ROOM");
-          const long v = e ? std::strtol(e, nullptr, 10) : 2;
-          return static_cast<unsigned long long>(v >= 2 && v <= 64 ? v : 2);
-        }();
-        if (cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_))
+        // with the device refill (every lane busy in every segment, long segments) the log keeps
+        // room for three segments' appends after a round, so rounds run every other segment
+        // (each is ~0.2-0.8 ms with the GPU idle) for one more segment's worth of log
+        const unsigned long long room = refill ? 3 : 2;
+        if (cursor + room * delta > static_cast<unsigned long long>(arena_cap_))
           GrowArenaKeeping(static_cast<int64_t>(cursor + room * delta));
       }
       ClearLaneOrders();
@@ -322,8 +318,22 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
         // (zero between steps; a segment that failed half-way may have left counts)
         CUWFST_CUDA(cudaMemsetAsync(ws_.refill_arrive, 0, L * sizeof(int32_t), stream_));
       }
+      // Once every row has a lane, the segment need not outlast the longest: its steps are the
+      // most any lane still needs, rounded up to a multiple of kTailQuantum (so few graph
+      // lengths get captured), not `segment` steps of idle lanes.
+      int32_t steps = segment;
+      if (next >= N) {
+        int32_t need = 0;
+        for (int32_t l = 0; l < L; ++l) {
+          if (!lane_host_[l].open) continue;
+          const bool fresh = (cmd[l].op & kCmdInit) != 0;  // (set up by this round: h_lanes is its old row)
+          need = std::max(need, fresh ? lengths[lane_host_[l].row] + 1 : h_lanes[l].length - h_lanes[l].t + 1);
+        }
+        constexpr int32_t kTailQuantum = 64;
+        steps = std::min(segment, std::max(kTailQuantum, (need + kTailQuantum - 1) / kTailQuantum * kTailQuantum));
+      }
       UploadLaneOrders();
-      RunOnce(refill ? SeqKind::kSegmentRefill : SeqKind::kSegment, segment, lp_f16, replay);
+      RunOnce(refill ? SeqKind::kSegmentRefill : SeqKind::kSegment, steps, lp_f16, replay);
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       const unsigned long long before = cursor;

@@ -26,6 +26,10 @@
 namespace cuwfst {
 
 constexpr int kGcThreads = 256;
+// GcMarkKernel keeps the arcs of token 0's chain (newest first) in shared memory while it
+// stamps it, up to this many; the drain (a suffix of that chain) is then copied out in
+// parallel instead of walked twice more. A longer chain falls back to the walks.
+constexpr int kGcChainArcs = 4096;
 constexpr uint32_t kGcClaiming = 0xFFFFFFFFu;
 
 __device__ __forceinline__ bool GcLive(const LaneCounters& lc) { return lc.length >= 0 && lc.t <= lc.length; }
@@ -65,9 +69,20 @@ __global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long lo
   const int32_t n = min(lc.next_size, lc.tok_cap[lc.buf]);
   const int32_t* winners = ws.tok_winner[lc.buf] + lc.tok_off[lc.buf];
   const long long stamp_round = 2 * round, mark_round = 2 * round + 1;
-  if (threadIdx.x == 0 && n > 0) {
+  __shared__ int32_t chain_arcs[kGcChainArcs];  // token 0's chain: arc at depth d (0: its head)
+  __shared__ int32_t chain_len, drain_len;
+  if (threadIdx.x == 0) {
     uint32_t depth = 0;
-    for (int32_t w = winners[0]; w >= 0; w = ws.arena[w].prev) ws.gc_tag[w] = GcTag(stamp_round, depth++);
+    if (n > 0) {
+      for (int32_t w = winners[0]; w >= 0;) {
+        const WinnerEntry e = ws.arena[w];
+        ws.gc_tag[w] = GcTag(stamp_round, depth);
+        if (depth < static_cast<uint32_t>(kGcChainArcs)) chain_arcs[depth] = e.arc;
+        ++depth;
+        w = e.prev;
+      }
+    }
+    chain_len = static_cast<int32_t>(depth);
   }
   __syncthreads();
   // The stamped entry each chain meets first; the farthest from token 0's head is the
@@ -81,20 +96,28 @@ __global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long lo
     best = max(best, key);
   }
   best = BlockReduce(tmp).Reduce(best, [](long long a, long long b) { return a > b ? a : b; });
+  int32_t* out = ws.drain + static_cast<int64_t>(lane) * ws.path_cap;
   if (threadIdx.x == 0) {
-    conv = (best < 0 || (best >> 32) == 0x7FFFFFFFll) ? -1 : static_cast<int32_t>(static_cast<uint32_t>(best));
+    const bool root = best < 0 || (best >> 32) == 0x7FFFFFFFll;
+    conv = root ? -1 : static_cast<int32_t>(static_cast<uint32_t>(best));
     ws.gc_conv[lane] = conv;
-    // drain the final arcs: conv .. root, written root first
-    int32_t len = 0;
-    for (int32_t w = conv; w >= 0; w = ws.arena[w].prev) ++len;
+    // drain the final arcs: conv .. root, written root first. conv is on token 0's chain at
+    // the depth its stamp holds, so they are that chain's arcs from there to its end.
+    int32_t len = root ? 0 : chain_len - static_cast<int32_t>(best >> 32);
+    if (chain_len > kGcChainArcs) {  // (not all kept: walk)
+      len = 0;
+      for (int32_t w = conv; w >= 0; w = ws.arena[w].prev) ++len;
+      int32_t k = 0;
+      for (int32_t w = conv; w >= 0; w = ws.arena[w].prev, ++k)
+        if (len - 1 - k < ws.path_cap) out[len - 1 - k] = ws.arena[w].arc;
+    }
     ws.drain_len[lane] = len;
+    drain_len = len;
     if (len > ws.path_cap) lc.overflow |= kOverflowPath;
-    int32_t* out = ws.drain + static_cast<int64_t>(lane) * ws.path_cap;
-    int32_t k = 0;
-    for (int32_t w = conv; w >= 0; w = ws.arena[w].prev, ++k)
-      if (len - 1 - k < ws.path_cap) out[len - 1 - k] = ws.arena[w].arc;
   }
   __syncthreads();
+  if (chain_len <= kGcChainArcs)  // root first: out[j] = the arc at depth chain_len - 1 - j
+    for (int32_t j = threadIdx.x; j < min(drain_len, ws.path_cap); j += blockDim.x) out[j] = chain_arcs[chain_len - 1 - j];
   const int32_t c = conv;
   // Number every entry above the convergence point that a token reaches, once.
   for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
