@@ -141,3 +141,26 @@ def test_decoder_on_a_loaded_image(tmp_path, case):
     b = Decoder(loaded, opts).decode(lp, lens)
     assert [(h.words, h.score) for h in a] == [(h.words, h.score) for h in b]
     assert (tmp_path / "g.img").read_bytes() == before  # copy-on-write: the file is untouched
+
+
+def test_hypotheses_of_many_rows_equal_one_at_a_time():
+    """make_hypotheses (one numpy pass over every row's arcs, what the GPU's batches use) gives
+    each row what make_hypothesis gives it alone: words, frames, tokens, source arc ids (TLG.img
+    reorders arcs), redirects; empty rows included."""
+    from pathlib import Path
+
+    tiny = Path(__file__).resolve().parent.parent / "cuwfst" / "data" / "tiny"
+    for name in ("HLG.img", "TLG.img"):
+        g = Graph.load(tiny / name)
+        d = Decoder(g)
+        rng = np.random.default_rng(7)
+        na = g.arrays.ilabel.shape[0]
+        rows = [rng.integers(0, na, int(rng.integers(0, 60))).astype(np.int32) for _ in range(40)]
+        rows[0], rows[17] = rows[0][:0], rows[17][:0]
+        redirect = [int(rng.integers(0, na)) if i % 3 == 0 else -1 for i in range(40)]
+        many = d.make_hypotheses(rows, [float(-i) for i in range(40)], [i % 2 == 0 for i in range(40)], redirect,
+                                 [i % 4 for i in range(40)], list(range(40)), list(range(40, 80)), [3] * 40)
+        one = [d.make_hypothesis(r, float(-i), i % 2 == 0, redirect[i], i % 4, i, frontier_total=40 + i,
+                                 closure_added=3) for i, r in enumerate(rows)]
+        assert many == one, name
+        assert sum(len(h.words) for h in many) > 0 and any(h.redirect_arc >= 0 for h in many)

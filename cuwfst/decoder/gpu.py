@@ -793,13 +793,20 @@ class GpuBackend:
     def _collect(hyps, rows, res, frontend):
         """Hypotheses of a sub-batch into hyps[rows[i]]."""
         out_arcs, out_len, out_score, out_meta, out_stats = res
-        for i, row in enumerate(rows):
+        rows = list(rows)
+        paths, redirects = [], []
+        for i in range(len(rows)):
             n = min(int(out_len[i]), out_arcs.shape[1])
             arcs = out_arcs[i, :n]
             redirect_arc = -1
             if n and arcs[-1] & REDIRECT_ARC_BIT:
                 redirect_arc = int(arcs[-1] & ~REDIRECT_ARC_BIT)
                 arcs = arcs[:-1]
-            hyps[row] = frontend.make_hypothesis(
-                arcs, float(out_score[i]), bool(out_meta[i, 0]), redirect_arc, int(out_meta[i, 2]),
-                int(out_meta[i, 3]), frontier_total=int(out_stats[i, 0]), closure_added=int(out_stats[i, 1]))
+            paths.append(arcs)
+            redirects.append(redirect_arc)
+        k = len(rows)  # (the outputs may hold more rows than this sub-batch)
+        made = frontend.make_hypotheses(paths, [float(x) for x in out_score[:k]], [bool(x) for x in out_meta[:k, 0]],
+                                        redirects, out_meta[:k, 2].tolist(), out_meta[:k, 3].tolist(),
+                                        out_stats[:k, 0].tolist(), out_stats[:k, 1].tolist())
+        for row, h in zip(rows, made):
+            hyps[row] = h
