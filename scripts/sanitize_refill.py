@@ -1,6 +1,6 @@
 """Continuous batching with refill="device" under compute-sanitizer (tools memcheck /
 racecheck): 14 rows of 0 to 12 frames through 3 lanes in segments of 40 steps (so lanes take
-their next rows inside a segment: RefillKernel, RefillBacktrackKernel), on a random epsilon
+their next rows inside a segment: in FinalizeKernel's last CTA of the lane, RefillBacktrackKernel), on a random epsilon
 graph (the start closure of a refilled row runs in the step's closure) and on an epsilon-free
 one, launch by launch; compared with the CPU. Exit 0 when every row equals the CPU's (scores,
 and words or an exact-score tie) and the refill happened (argument "host": the host's refill
