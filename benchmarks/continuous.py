@@ -55,7 +55,7 @@ def run_mode(dec: Decoder, mode: str, lp, lens: np.ndarray, lanes: int):
     return dec.decode(lp, lens)  # padded or continuous: the decoder's batching
 
 
-PASS_STATS = ("gc_rounds", "gc_us", "arena_grows", "arena_grow_us", "refills")
+PASS_STATS = ("gc_rounds", "gc_us", "gc_mark_us", "gc_live_total", "arena_grows", "arena_grow_us", "refills")
 
 
 def pass_stats(dec: Decoder) -> dict:

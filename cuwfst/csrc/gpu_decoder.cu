@@ -1323,6 +1323,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[48] = cfg_.scan_round;
   out[49] = cfg_.scan_order;
   out[50] = cfg_.refill_kernel;
+  out[51] = gc_mark_us_;
+  out[52] = gc_live_total_;
 }
 
 }  // namespace cuwfst

@@ -345,7 +345,9 @@ class GpuDecoder {
   // DecoderConfig::pdl on a device of compute capability 9.0 or later), [48] the split
   // scan's granule (Workspace::scan_round), [49] the split scan's ticket order (scan_order), [50] 1 when
   // continuous batching's refill runs in RefillKernel, 0 in FinalizeKernel (refill_kernel).
-  static constexpr int kMemStats = 51;
+  // [51] of [41], the GC rounds' time until GcMarkKernel's results are read (the mark and
+  // convergence walks), [52] the live entries the rounds kept, summed over rounds.
+  static constexpr int kMemStats = 53;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -457,6 +459,8 @@ class GpuDecoder {
   int64_t arena_ahead_grows_ = 0;   // [39]
   int64_t arena_ahead_us_ = 0;      // [40]
   int64_t gc_us_ = 0;               // [41]
+  int64_t gc_mark_us_ = 0;          // [51]
+  int64_t gc_live_total_ = 0;       // [52]
   // The lane pools: one region per array (Workspace's per-token, claims and hash arrays)
   struct PoolArray {
     LazyRegion region;

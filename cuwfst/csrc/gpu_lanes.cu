@@ -122,6 +122,8 @@ void GpuDecoder::CollectGarbage() {
   CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaMemcpyAsync(drain_len.data(), ws_.drain_len, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  gc_mark_us_ += HostMicros() - timer.t0;  // MemStats [51]: the round's time to here (GcMarkKernel)
+  gc_live_total_ += static_cast<int64_t>(live);  // [52]
   cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_));
   arena_high_water_ = std::max(arena_high_water_, cursor);
   for (int32_t l = 0; l < L; ++l)

@@ -68,7 +68,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "scan_split", "closure_lists", "finalize_split", "lattice_bytes", "fused_max", "lattice_prune_bytes",
              "lattice_live_records", "lattice_runs", "arena_grow_us", "arena_ahead_grows", "arena_ahead_us",
              "gc_us", "lattice_grows", "lattice_capacity", "trims_arcs", "slots", "refills", "pdl",
-             "scan_round", "scan_order", "refill_kernel")
+             "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
+             "gc_live_total")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
