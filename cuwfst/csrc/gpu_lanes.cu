@@ -7,7 +7,6 @@
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <sstream>
@@ -113,12 +112,7 @@ void GpuDecoder::CollectGarbage() {
   }
   const long long round = ++gc_round_;
   CUWFST_CUDA(cudaMemsetAsync(ws_.gc_live, 0, sizeof(unsigned long long), stream_));
-  // (CUWFST_GC_PLAIN_ATOMIC=1: the mark's indices one atomic an entry, for A/B runs)
-  static const bool aggregate = [] {
-    const char* e = std::getenv("CUWFST_GC_PLAIN_ATOMIC");
-    return !(e && e[0] == '1');
-  }();
-  GcMarkKernel<<<L, kGcThreads, 0, stream_>>>(ws_, round, aggregate);
+  GcMarkKernel<<<L, kGcThreads, 0, stream_>>>(ws_, round);
   CUWFST_CUDA(cudaGetLastError());
   unsigned long long live = 0, cursor = 0;
   std::vector<int32_t> drain_len(L);

@@ -19,7 +19,6 @@
 // indices follow claim order); nothing here or in the backtracks relies on that order.
 #pragma once
 
-#include <cooperative_groups.h>
 #include <cub/block/block_reduce.cuh>
 
 #include "cuwfst/common.cuh"
@@ -54,7 +53,7 @@ __device__ __forceinline__ int32_t GcRemap(const Workspace& ws, long long m, int
 // (stamps, live marks), gc_live (live count), gc_conv[lane] (its convergence entry, -1:
 // the root), drain[lane][0..drain_len) (the final arcs, root first; kOverflowPath if more
 // than path_cap). Invariant: every chain ends at -1 (the previous round's cut).
-__global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long long round, bool aggregate) {
+__global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long long round) {
   using BlockReduce = cub::BlockReduce<long long, kGcThreads>;
   __shared__ typename BlockReduce::TempStorage tmp;
   __shared__ int32_t conv;
@@ -129,19 +128,7 @@ __global__ void __launch_bounds__(kGcThreads) GcMarkKernel(Workspace ws, long lo
                     static_cast<unsigned long long>(GcTag(mark_round, kGcClaiming))) !=
           static_cast<unsigned long long>(old))
         break;
-      // the new index: one atomic for the warp's walkers that get here together (aggregate),
-      // else one an entry. The mark phase's time grew with the live entries (H200: 4.0 of a
-      // pass's 4.7 ms of rounds for 762 k live entries; mem_stats gc_mark_us), and every
-      // entry of every lane hit this one counter. The order of the indices is free.
-      unsigned long long k;
-      if (aggregate) {
-        const cooperative_groups::coalesced_group grp = cooperative_groups::coalesced_threads();
-        unsigned long long base = 0;
-        if (grp.thread_rank() == 0) base = atomicAdd(ws.gc_live, static_cast<unsigned long long>(grp.size()));
-        k = grp.shfl(base, 0) + grp.thread_rank();
-      } else {
-        k = atomicAdd(ws.gc_live, 1ull);
-      }
+      const unsigned long long k = atomicAdd(ws.gc_live, 1ull);
       ws.gc_tag[w] = GcTag(mark_round, static_cast<uint32_t>(k));
     }
   }
