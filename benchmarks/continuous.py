@@ -126,8 +126,12 @@ def main(argv=None) -> int:
     rows, results = [], {}
     for L in a.lanes:
         first = None
-        runs = [(m, s, m if len(a.refill_segment) == 1 else f"{m}@{s}") if m in ("refill", "decode_all_refill")
-                else (m, a.segment, m) for m in modes for s in (a.refill_segment if "refill" in m else [None])]
+        runs = []  # (mode, segment, row label): the refill modes once per --refill-segment value
+        for m in modes:
+            if m not in ("refill", "decode_all_refill"):
+                runs.append((m, a.segment, m))
+                continue
+            runs += [(m, s, m if len(a.refill_segment) == 1 else f"{m}@{s}") for s in a.refill_segment]
         for mode, segment, label in runs:
             refill = mode in ("refill", "decode_all_refill")
             batching = "continuous" if mode in ("continuous", "decode_all") or refill else "padded"

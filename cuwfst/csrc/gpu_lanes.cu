@@ -322,7 +322,8 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
       }
       // Once every row has a lane, the segment need not outlast the longest: its steps are the
       // most any lane still needs, rounded up to a multiple of kTailQuantum (so few graph
-      // lengths get captured), not `segment` steps of idle lanes.
+      // lengths get captured: coarser than StepBucket's 32 on purpose, the 256-step segment's
+      // graph shares the 8-entry cache with them), not `segment` steps of idle lanes.
       int32_t steps = segment;
       if (next >= N) {
         int32_t need = 0;
