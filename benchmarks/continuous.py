@@ -55,6 +55,52 @@ def run_mode(dec: Decoder, mode: str, lp, lens: np.ndarray, lanes: int):
     return dec.decode(lp, lens)  # padded or continuous: the decoder's batching
 
 
+# --phases: the host-side calls whose wall time a pass spends, (module, class, attribute); the
+# native decode calls hold the GPU's time too (they return when the rows are done)
+PHASES = (("cuwfst.decoder.gpu", "GpuInstance", "decode_many"), ("cuwfst.decoder.gpu", "GpuInstance", "decode"),
+          ("cuwfst.decoder.gpu", "GpuBackend", "_collect"), ("cuwfst.decoder.gpu", "GpuBackend", "to_device"),
+          ("cuwfst.decoder.gpu", "GpuBackend", "check_finite"), ("cuwfst.decoder.offline", None, "prepare_offline"),
+          ("cuwfst.decoder.offline", None, "pad_on_device"))
+# the winners log's size after a mode's passes (MemStats; entries unless bytes)
+LOG_STATS = ("arena_capacity", "arena_high_water", "winners_committed", "winners_live_max")
+
+
+class PhaseTimer:
+    """Wall time a pass spends in each of PHASES (seconds, summed over calls), by wrapping
+    them in place; undo() puts the originals back."""
+
+    def __init__(self):
+        import importlib
+
+        self.spent, self._undo = {}, []
+        for mod_name, cls_name, attr in PHASES:
+            owner = importlib.import_module(mod_name)
+            if cls_name is not None:
+                owner = getattr(owner, cls_name)
+            raw = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+            static = isinstance(raw, staticmethod)
+            fn = raw.__func__ if static else raw
+            key = attr if cls_name is None else f"{cls_name}.{attr}"
+            self.spent[key] = 0.0
+
+            def wrapped(*args, _fn=fn, _key=key, **kw):
+                t0 = time.perf_counter()
+                try:
+                    return _fn(*args, **kw)
+                finally:
+                    self.spent[_key] += time.perf_counter() - t0
+
+            setattr(owner, attr, staticmethod(wrapped) if static else wrapped)
+            self._undo.append((owner, attr, raw))
+
+    def reset(self):
+        self.spent = dict.fromkeys(self.spent, 0.0)
+
+    def undo(self):
+        for owner, attr, raw in reversed(self._undo):
+            setattr(owner, attr, raw)
+
+
 PASS_STATS = ("gc_rounds", "gc_us", "gc_mark_us", "gc_live_total", "arena_grows", "arena_grow_us", "refills")
 
 
@@ -70,13 +116,20 @@ def pass_stats(dec: Decoder) -> dict:
 def md_table(rows, header: str) -> str:
     ref = "stored" if any(r["batching"] == "stored" for r in rows) else "padded"
     out = [header, "", f"| lanes | mode | seconds | RTFx | vs {ref} | rows identical to {rows[0]['batching']} "
-                       f"| CPU check | overflow rows | GC rounds (ms) a pass |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                       f"| CPU check | overflow rows | GC rounds (ms) a pass | log MiB (high water) |",
+           "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         ratio = r.get(f"vs_{ref}")
         out.append(f"| {r['lanes']} | {r['batching']} | {r['seconds']:.3f} | {r['rtfx']:,.1f} | "
                    f"{'-' if ratio is None else f'{ratio:.2f}x'} | {r['identical_to_first']}/{r['rows']} | "
                    f"{r.get('cpu_identical', '-')}/{r.get('cpu_checked', '-')} | {r['overflow_rows']} | "
-                   f"{r.get('pass_gc_rounds', 0):g} ({r.get('pass_gc_us', 0) / 1000:.2f}) |")
+                   f"{r.get('pass_gc_rounds', 0):g} ({r.get('pass_gc_us', 0) / 1000:.2f}) | "
+                   + (f"{r['log_winners_committed'] / 2**20:.1f} ({r['log_arena_high_water'] * 8 / 2**20:.1f}) |"
+                      if "log_winners_committed" in r else "- |"))
+    for r in rows:  # --phases
+        if r.get("phase_ms"):
+            out.append(f"\n{r['batching']} (lanes {r['lanes']}), ms a pass: "
+                       + ", ".join(f"{k} {v:.2f}" for k, v in r["phase_ms"].items()))
     return "\n".join(out) + "\n"
 
 
@@ -96,6 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cuda")
     p.add_argument("--threads", type=int, default=16, help="threads of the CPU decoder (the check, --device cpu)")
     p.add_argument("--check", type=int, default=8, help="rows also compared with the CPU decoder")
+    p.add_argument("--phases", action="store_true",
+                   help="also time the host-side calls of each pass (PHASES: ms a pass, medians in the JSON)")
     p.add_argument("--md", help="write the table here (markdown)")
     p.add_argument("--json", help="append one JSON line per row here")
     a = p.parse_args(argv)
@@ -139,13 +194,22 @@ def main(argv=None) -> int:
                           segment=segment, refill="device" if refill else "segment")
             run_mode(dec, mode, lp_dev, lens, L)  # warm-up: build, capture
             st0 = pass_stats(dec)
-            times = []
-            for _ in range(a.reps):
-                sync()
-                t0 = time.perf_counter()
-                hyps = run_mode(dec, mode, lp_dev, lens, L)
-                sync()
-                times.append(time.perf_counter() - t0)
+            times, phases = [], []
+            timer = PhaseTimer() if a.phases else None
+            try:
+                for _ in range(a.reps):
+                    sync()
+                    if timer:
+                        timer.reset()
+                    t0 = time.perf_counter()
+                    hyps = run_mode(dec, mode, lp_dev, lens, L)
+                    sync()
+                    times.append(time.perf_counter() - t0)
+                    if timer:
+                        phases.append(dict(timer.spent))
+            finally:
+                if timer:
+                    timer.undo()
             med = statistics.median(times)
             results[(L, label)] = hyps
             first = first or hyps
@@ -156,6 +220,13 @@ def main(argv=None) -> int:
                        **{f"pass_{k}": v for k, v in per_pass.items()},
                        overflow_rows=sum(1 for h in hyps if h.overflow),
                        identical_to_first=sum(1 for x, y in zip(first, hyps) if same_result(x, y)))
+            gpu_dec = getattr(dec, "_gpu", None)
+            if gpu_dec is not None:
+                st = gpu_dec.main.mem_stats()
+                row.update({f"log_{k}": int(st[k]) for k in LOG_STATS})
+            if phases:  # ms a pass, the median over passes of each call's total
+                row["phase_ms"] = {k: round(1000 * statistics.median(p[k] for p in phases), 3)
+                                   for k in phases[0] if any(p[k] for p in phases)}
             rows.append(row)
             print(json.dumps(row), flush=True)
             del dec

@@ -11,7 +11,8 @@
 #      VARIANTS), profiled; once per EPS_ITERS value (eps_iterations) if set
 #   4. STREAMS: benchmarks.streaming at N = STREAMS (STREAM_CONFIGS, e.g. "default kernels=untrimmed");
 #      CONT: benchmarks.continuous (32 lanes), once per SEGMENTS value (default 32) and CONT_KERNELS
-#      variant (REFILL_SEGMENT: the refill modes' segments, default 256; several: a row each)
+#      variant (REFILL_SEGMENT: the refill modes' segments, default 256; several: a row each;
+#      CONT_ARGS: more arguments, e.g. --phases)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
 #   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
@@ -60,7 +61,7 @@ for seg in ${SEGMENTS:-32}; do
     ( [ "$k" = default ] || export CUWFST_KERNELS=$k
       timeout -s INT $(left ${CONT_END:-540}) python3 -m benchmarks.continuous --graph $C/HLG.img --log-probs $S --lanes 32 \
         --reps 3 --baseline stored --modes ${CONT_MODES:-padded continuous decode_all} --segment $seg \
-        --refill-segment ${REFILL_SEGMENT:-256} --check 4 --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 ) \
+        --refill-segment ${REFILL_SEGMENT:-256} --check 4 ${CONT_ARGS:-} --json $OUT/continuous.jsonl --md $OUT/continuous.md 2>&1 ) \
       | grep -v "^{" | tail -9 | sed "s/^/[$k] /" | tee -a $L
   done
 done

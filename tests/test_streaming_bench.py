@@ -306,3 +306,23 @@ def test_streaming_configs_on_the_gpu(tmp_path):
     assert eff["default"]["memory"] == "lazy" and eff["memory=eager"]["memory"] == "eager"
     assert (eff["kernels=old"]["scan_split"], eff["kernels=old"]["finalize_split"]) == (1, 8)
     assert rows[1]["log_events"]["ahead_grows"] == rows[2]["log_events"]["ahead_grows"] == 0
+
+
+def test_continuous_phases_time_the_host_calls_and_undo_the_wrappers(tmp_path):
+    import cuwfst.decoder.gpu as gpu_mod
+    import cuwfst.decoder.offline as offline_mod
+
+    before = (offline_mod.prepare_offline, gpu_mod.GpuBackend.__dict__["_collect"], gpu_mod.GpuInstance.decode_many)
+    js, md = tmp_path / "c.jsonl", tmp_path / "c.md"
+    rc = continuous.main(["--graph", str(TINY / "HLG.img"), "--log-probs", str(DEMO_SHARD), "--device", "cpu",
+                          "--utts", "4", "--lanes", "2", "--reps", "2", "--threads", "2", "--baseline", "stored",
+                          "--modes", "decode_all", "--check", "0", "--phases", "--json", str(js), "--md", str(md)])
+    assert rc == 0
+    stored, dall = _rows(js)
+    # the CPU decoder prepares every call's rows (prepare_offline); only decode_all packs them
+    assert stored["phase_ms"]["prepare_offline"] > 0 and "pad_on_device" not in stored["phase_ms"]
+    assert dall["phase_ms"]["prepare_offline"] > 0
+    assert "GpuInstance.decode_many" not in dall["phase_ms"]  # no GPU: never called
+    assert "ms a pass: prepare_offline" in md.read_text()
+    after = (offline_mod.prepare_offline, gpu_mod.GpuBackend.__dict__["_collect"], gpu_mod.GpuInstance.decode_many)
+    assert after == before
