@@ -104,13 +104,18 @@ class PhaseTimer:
 PASS_STATS = ("gc_rounds", "gc_us", "gc_mark_us", "gc_live_total", "arena_grows", "arena_grow_us", "refills")
 
 
+# the rescue's counters a pass adds to (GpuBackend.stats: rows the main decode flagged, the
+# re-decodes they took)
+RESCUE_STATS = ("flagged_rows", "arena_batches", "rescue_batches", "rescued_rows")
+
+
 def pass_stats(dec: Decoder) -> dict:
-    """The GPU decoder's counters that a pass adds to (MemStats), zeros on the CPU."""
+    """The GPU decoder's counters that a pass adds to (MemStats, the rescue's), zeros on the CPU."""
     gpu = getattr(dec, "_gpu", None)
     if gpu is None:
-        return dict.fromkeys(PASS_STATS, 0)
+        return dict.fromkeys(PASS_STATS + RESCUE_STATS, 0)
     st = gpu.main.mem_stats()
-    return {k: int(st[k]) for k in PASS_STATS}
+    return {**{k: int(st[k]) for k in PASS_STATS}, **{k: int(gpu.stats.get(k, 0)) for k in RESCUE_STATS}}
 
 
 def md_table(rows, header: str) -> str:
@@ -129,7 +134,10 @@ def md_table(rows, header: str) -> str:
     for r in rows:  # --phases
         if r.get("phase_ms"):
             out.append(f"\n{r['batching']} (lanes {r['lanes']}), ms a pass: "
-                       + ", ".join(f"{k} {v:.2f}" for k, v in r["phase_ms"].items()))
+                       + ", ".join(f"{k} {v:.2f}" for k, v in r["phase_ms"].items())
+                       + f"; rows flagged for a re-decode a pass {r.get('pass_flagged_rows', 0):g} (bits "
+                         f"{r.get('flagged_bits', 0)}), re-decodes {r.get('pass_arena_batches', 0):g} on the main "
+                         f"instance, {r.get('pass_rescue_batches', 0):g} on the rescue's")
     return "\n".join(out) + "\n"
 
 
@@ -227,6 +235,8 @@ def main(argv=None) -> int:
             if phases:  # ms a pass, the median over passes of each call's total
                 row["phase_ms"] = {k: round(1000 * statistics.median(p[k] for p in phases), 3)
                                    for k in phases[0] if any(p[k] for p in phases)}
+            if gpu_dec is not None:  # every overflow bit the main decode flagged (any pass)
+                row["flagged_bits"] = int(gpu_dec.stats.get("flagged_bits", 0))
             rows.append(row)
             print(json.dumps(row), flush=True)
             del dec

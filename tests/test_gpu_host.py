@@ -101,6 +101,44 @@ class FakeGpuModule:
         finally:
             self.decoders[h] = saved
 
+    def gpu_decode_many_begin(self, h, lp, lens, online, segment, gc, refill, stream, *outs):
+        """The segmented run: every row decoded now into scratch outputs, then given to the
+        caller's outputs a lane-count of rows per wait, longest first (as the native run
+        orders them), so the caller must read only the rows each wait reports."""
+        assert not gc and getattr(self, "many_run", None) is None
+        scratch = [np.zeros_like(o) for o in outs]
+        self.gpu_decode_many(h, lp, lens, online, segment, gc, refill, stream, *scratch)
+        order = np.argsort(-np.asarray(lens), kind="stable").tolist()
+        lanes = self.decoders[h][6]
+        self.many_run = {"outs": outs, "scratch": scratch, "groups": [order[i:i + lanes] for i in range(0, len(order), lanes)],
+                         "launched": False}
+        for o in outs:  # nothing is the caller's before a wait says so
+            o[...] = -7
+
+    def gpu_decode_many_launch(self, h):
+        run = self.many_run
+        assert run is not None and not run["launched"]
+        if not run["groups"]:
+            self.many_run = None
+            return False
+        run["launched"] = True
+        return True
+
+    def gpu_decode_many_wait(self, h, rows_out):
+        run = self.many_run
+        assert run is not None and run["launched"]
+        run["launched"] = False
+        rows = run["groups"].pop(0)
+        for o, s in zip(run["outs"], run["scratch"]):
+            o[rows] = s[rows]
+        rows_out[:len(rows)] = rows
+        self.many_waits = getattr(self, "many_waits", 0) + 1
+        return len(rows)
+
+    def gpu_decode_many_abort(self, h):
+        self.many_aborts = getattr(self, "many_aborts", 0) + 1
+        self.many_run = None
+
     def gpu_decoder_free(self, h):
         self.decoders.pop(h, None)
 
@@ -582,3 +620,35 @@ def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environmen
     monkeypatch.setenv("CUWFST_ARENA_AHEAD", "sometimes")
     with pytest.raises(ValueError, match="CUWFST_ARENA_AHEAD"):
         StreamingDecoder(graph, device="cuda", max_streams=4)
+
+
+def test_continuous_rows_become_hypotheses_segment_by_segment(fake_gpu, monkeypatch):
+    """Continuous batching runs the native decode a segment at a time (gpu_decode_many_begin /
+    launch / wait) and turns each wait's rows into hypotheses while the next segment runs: the
+    fake hands rows out a lane-count per wait, longest first, and poisons every other row
+    until then, so a row read early would differ from the CPU's. A failure while the rows
+    become hypotheses aborts the native run, and the decoder decodes again afterwards."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    want = Decoder(graph).decode(lp, lens)
+    dec = Decoder(graph, device="cuda", max_lanes=2, batching="continuous")
+    got = dec.decode(lp, lens)
+    assert len(lens) > 4 and fake_gpu.many_waits == (len(lens) + 1) // 2
+    assert [(h.words, h.score, h.arcs, h.timestamps) for h in got] == \
+        [(h.words, h.score, h.arcs, h.timestamps) for h in want]
+    assert list(dec.decode_all(lp[b, : lens[b]] for b in range(len(lens)))) == got
+    calls = {"n": 0}
+    real = Decoder.make_hypotheses
+
+    def failing(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt  # (what a user's Ctrl-C looks like mid-decode)
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Decoder, "make_hypotheses", failing)
+    with pytest.raises(KeyboardInterrupt):
+        dec.decode(lp, lens)
+    assert getattr(fake_gpu, "many_aborts", 0) == 1 and fake_gpu.many_run is None
+    monkeypatch.setattr(Decoder, "make_hypotheses", real)
+    assert dec.decode(lp, lens) == got

@@ -79,6 +79,40 @@ def test_continuous_equals_padded_on_the_tiny_tlg():
             _same(graph, lp[b], cpu[b], padded[b], f"{name} padded row {b}")
 
 
+@pytest.mark.parametrize("refill", ["device", "segment"])
+def test_continuous_run_left_half_way_then_decoded_again(refill, monkeypatch):
+    """Continuous batching turns each segment's rows into hypotheses while the GPU runs the
+    next (gpu_decode_many_begin / launch / wait). A failure there (here make_hypotheses raising
+    on its second call, as a Ctrl-C would) aborts the native run with a segment in flight;
+    the decoder then decodes the same rows again equal to the CPU, and a padded batch too."""
+    rng, graph, V, opts = _case(2)
+    N, T = 24, 40
+    lens = rng.integers(1, T + 1, size=N).astype(np.int32)
+    lp = random_log_probs(rng, N, T, V, peaky=True)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=3, batching="continuous", segment=8, refill=refill)
+    real, calls = Decoder.make_hypotheses, {"n": 0}
+
+    def failing(self, *a, **kw):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(Decoder, "make_hypotheses", failing)
+    with pytest.raises(KeyboardInterrupt):
+        dec.decode(lp, lens)
+    monkeypatch.setattr(Decoder, "make_hypotheses", real)
+    assert calls["n"] == 2  # the run stopped at its second segment's rows
+    gpu = dec.decode(lp, lens)
+    for b in range(N):
+        _same(graph, lp[b], cpu[b], gpu[b], f"{refill} row {b}")
+    # and a batch on the same native decoder (its lanes were released by the abort)
+    padded = dec.decode(lp[:3], lens[:3])  # (rows <= lanes: one whole-batch Decode)
+    for b in range(3):
+        _same(graph, lp[b], cpu[b], padded[b], f"{refill} padded row {b}")
+
+
 def _chunks(rng, T):
     cuts, t = [], 0
     while t < T:

@@ -555,6 +555,51 @@ void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool onl
   });
 }
 
+// GpuDecodeMany a segment at a time (GpuDecoder::ManyBegin / ManyLaunch / ManyWait /
+// ManyAbort): begin takes GpuDecodeMany's arguments, which the caller keeps alive until
+// launch returns false or abort; wait writes the indices of the rows it finished into
+// rows_out (int32 [N]) and returns how many.
+void GpuDecodeManyBegin(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
+                        bool gc_every_segment, bool refill, int64_t caller_stream, TensorView out_arcs,
+                        TensorView out_len, TensorView out_score, TensorView out_meta, TensorView out_stats) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  if (lp.B > INT32_MAX) TVM_FFI_THROW(ValueError) << "too many rows";
+  if (segment < 1 || segment > 4096) TVM_FFI_THROW(ValueError) << "segment must be in [1, 4096] steps";
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  Guarded([&] {
+    d->ManyBegin(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+                 static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, static_cast<int32_t>(segment),
+                 gc_every_segment, caller_stream, out, refill);
+  });
+}
+
+bool GpuDecodeManyLaunch(int64_t h) {
+  bool more = false;
+  Guarded([&] { more = GetDecoder(h)->ManyLaunch(); });
+  return more;
+}
+
+int64_t GpuDecodeManyWait(int64_t h, TensorView rows_out) {
+  if (rows_out.ndim() != 1) TVM_FFI_THROW(ValueError) << "rows_out must be 1-D";
+  CheckHostTensor(rows_out, "rows_out", kDLInt, 32, {rows_out.shape()[0]});
+  GpuDecoder* d = GetDecoder(h);
+  int32_t n = 0;
+  Guarded([&] {
+    if (!d->ManyActive()) throw std::logic_error("no continuous-batching run is under way");
+    std::vector<int32_t> rows(static_cast<size_t>(d->ManyRows()));
+    n = d->ManyWait(rows.data());
+    if (n > rows_out.shape()[0]) throw std::invalid_argument("rows_out is shorter than the run's rows");
+    std::copy(rows.begin(), rows.begin() + n, static_cast<int32_t*>(rows_out.data_ptr()));
+  });
+  return n;
+}
+
+void GpuDecodeManyAbort(int64_t h) {
+  Guarded([&] { GetDecoder(h)->ManyAbort(); });
+}
+
 const int32_t* CheckLanesTensor(const TensorView& lanes, int64_t* n) {
   if (lanes.ndim() != 1) TVM_FFI_THROW(ValueError) << "lanes must be 1-D";
   *n = lanes.shape()[0];
@@ -743,6 +788,10 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_create, GpuDecoderCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many, GpuDecodeMany);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many_begin, GpuDecodeManyBegin);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many_launch, GpuDecodeManyLaunch);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many_wait, GpuDecodeManyWait);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many_abort, GpuDecodeManyAbort);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice, GpuDecodeLattice);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_records, GpuLatticeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned, GpuDecodeLatticePruned);

@@ -275,6 +275,21 @@ class GpuDecoder {
   void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
                   int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
                   int64_t caller_stream, DecodeOutputs out, bool refill = false);
+  // DecodeMany a segment at a time (DecodeMany is ManyBegin, then ManyLaunch and ManyWait
+  // until ManyLaunch says every row is done): ManyLaunch queues the next segment and returns
+  // at once (false: no row left, the run is over); ManyWait waits for it, writes the rows that
+  // ended into the outputs and their indices into rows_out (room for N; may be null) and
+  // returns how many. Between the two the caller may read the rows earlier ManyWaits gave.
+  // The inputs, lengths and outputs must stay alive until the run is over. A failure ends
+  // the run; ManyAbort ends one the caller gives up (idempotent).
+  void ManyBegin(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
+                 int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
+                 int64_t caller_stream, DecodeOutputs out, bool refill);
+  bool ManyLaunch();
+  int32_t ManyWait(int32_t* rows_out);
+  void ManyAbort();
+  bool ManyActive() const { return many_.active; }
+  int32_t ManyRows() const { return many_.N; }
   // Streams (k2's online beam mode; lanes are their slots). Open: the lanes' start tokens
   // and closures. Advance: lanes[i] takes lens[i] frames of rows i of a packed [S, Tc, V]
   // device tensor, in one launch sequence, then a GC round (in more rounds when the arena
@@ -500,6 +515,22 @@ class GpuDecoder {
   int32_t refill_path_cap_ = 0;
   int64_t refills_ = 0;  // rows the device-side refill started (DecodeMany with refill)
   void EnsureRefillPaths();
+  // the continuous-batching run under way (ManyBegin .. the ManyLaunch that returns false)
+  struct ManyRun {
+    bool active = false, launched = false;
+    const char* base = nullptr;
+    bool f16 = false, online = false, gc_every = false, refill = false, replay = false;
+    int64_t stride_b = 0, stride_t = 0, elem = 4;
+    int32_t N = 0, T = 0, V = 0, segment = 0, next = 0;
+    const int32_t* lengths = nullptr;
+    DecodeOutputs out{};
+    std::vector<int32_t> order;     // rows, longest first
+    std::vector<int32_t> finished;  // the rows the last ManyWait wrote
+    unsigned long long cursor = 0, delta = 0, before = 0;
+  };
+  ManyRun many_;
+  template <typename F>
+  auto ManyGuarded(F&& fn) -> decltype(fn());
   void HarvestRefills(const int32_t* lengths, const char* base, int64_t stride_b, int64_t stride_t, int64_t elem,
                       int32_t* next, DecodeOutputs& out);
   int64_t fixed_bytes_ = 0;

@@ -209,6 +209,7 @@ void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_
       lc.frontier_total = d.frontier_total;
       lc.closure_added = d.closure_added;
       WriteResult(r, d.row, lc, path_len[r], held ? &h.prefix : nullptr, held ? h.overflow : 0, paths, out);
+      many_.finished.push_back(d.row);
       if (held) h.row = -1;  // its prefix and host bits are spent
     }
   }
@@ -225,22 +226,67 @@ void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_
   }
 }
 
-void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
-                            int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
-                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out, bool refill) {
+// DecodeMany in three calls, so the caller can work on the rows of one segment while the GPU
+// runs the next (the host's share of a dataset's decode: hypotheses, outside the GPU's time).
+// Any failure ends the run (ManyFail) and is rethrown.
+template <typename F>
+auto GpuDecoder::ManyGuarded(F&& fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const CudaError& e) {
+    const ManyRun run = many_;
+    many_.active = false;
+    pending_.clear();
+    hash_dirty_ = true;
+    ReleaseAllLanes();
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), run.N, run.T, run.V, run.segment);
+    SyncQuietly();
+    throw;
+  } catch (...) {
+    many_.active = false;
+    pending_.clear();
+    hash_dirty_ = true;
+    ReleaseAllLanes();
+    SyncQuietly();
+    throw;
+  }
+}
+
+void GpuDecoder::ManyBegin(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
+                           int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
+                           int64_t caller_stream, DecodeOutputs out, bool refill) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
   if (N < 1) throw std::invalid_argument("no rows to decode");
   if (segment < 1 || segment > 4096) throw std::invalid_argument("segment must be in [1, 4096] steps");
-  const int L = cfg_.max_lanes;
+  if (many_.active) {  // a run the caller abandoned without ManyAbort: its lanes go
+    SyncQuietly();
+    ReleaseAllLanes();
+    many_.active = false;
+  }
+  ManyRun& r = many_;
+  r = ManyRun{};
+  r.base = static_cast<const char*>(lp);
+  r.f16 = lp_f16;
+  r.stride_b = stride_b;
+  r.stride_t = stride_t;
+  r.elem = lp_f16 ? 2 : 4;
+  r.N = N;
+  r.T = T;
+  r.V = V;
+  r.lengths = lengths;
+  r.online = online;
+  r.segment = segment;
+  r.gc_every = gc_every_segment;
+  r.out = out;
   int32_t max_len = 0;
   for (int32_t b = 0; b < N; ++b) max_len = std::max(max_len, lengths[b]);
-  const bool replay = Replays(segment);
+  r.replay = Replays(segment);
   // the device-side refill: offline rows (a stream's length is not known) without the
   // long-form GC rounds after every segment
-  refill = refill && !online && !gc_every_segment;
-  try {
+  r.refill = refill && !online && !gc_every_segment;
+  ManyGuarded([&] {
     cudaError_t stale = cudaGetLastError();
     if (IsStickyError(stale)) Fatal(stale, "found pending before the decode started", N, T, V, segment);
     if (max_len > cfg_.max_frames) {
@@ -250,142 +296,182 @@ void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64
     }
     EnsureStatic();  // lanes live across segments, which cannot be re-run: the static layout
     ReleaseAllLanes();
-    if (refill) EnsureRefillPaths();
+    if (r.refill) EnsureRefillPaths();
     // longest rows first: the last segments then hold the short ones, not one long straggler
-    std::vector<int32_t> order(N);
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
-    const char* base = static_cast<const char*>(lp);
-    const int64_t elem = lp_f16 ? 2 : 4;
+    r.order.resize(N);
+    std::iota(r.order.begin(), r.order.end(), 0);
+    std::stable_sort(r.order.begin(), r.order.end(), [&](int32_t a, int32_t b) { return lengths[a] > lengths[b]; });
     Wait(caller_stream);
     CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));  // no lane is live
+    r.cursor = 0;
+    r.delta = static_cast<unsigned long long>(arena_cap_ / 4);
+    r.active = true;
+  });
+}
+
+bool GpuDecoder::ManyLaunch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  if (!many_.active) throw std::logic_error("no continuous-batching run is under way (ManyBegin)");
+  if (many_.launched) throw std::logic_error("the last segment has not been waited for (ManyWait)");
+  return ManyGuarded([&]() -> bool {
+    ManyRun& r = many_;
+    const int L = cfg_.max_lanes;
+    const int32_t N = r.N;
+    const int32_t* lengths = r.lengths;
+    // room for the next segment's appends (twice the last segment's): a GC round first,
+    // then growth; a segment that still overflows flags its rows (the caller rescues them).
+    // gc_every_segment (offline long-form, gc_interval): a round after every segment, so
+    // the log holds what live tokens reach plus one segment's appends, whatever the length.
+    bool live = false;
+    for (const LaneHost& h : lane_host_) live |= h.open;
+    if ((r.gc_every && live) || r.cursor + 2 * r.delta > static_cast<unsigned long long>(arena_cap_)) {
+      CollectGarbage();
+      CUWFST_CUDA(cudaMemcpyAsync(&r.cursor, ws_.arena_cursor, sizeof(r.cursor), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      // with the device refill (every lane busy in every segment, long segments) the log keeps
+      // room for three segments' appends after a round, so rounds run every other segment
+      // (each is ~0.2-0.8 ms with the GPU idle) for one more segment's worth of log
+      const unsigned long long room = r.refill ? 3 : 2;
+      if (r.cursor + room * r.delta > static_cast<unsigned long long>(arena_cap_))
+        GrowArenaKeeping(static_cast<int64_t>(r.cursor + room * r.delta));
+    }
+    ClearLaneOrders();
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
+    bool any = false;
+    for (int32_t l = 0; l < L; ++l) {
+      LaneHost& h = lane_host_[l];
+      if (!h.open && r.next < N) {
+        const int32_t row = r.order[r.next++];
+        h = LaneHost{};
+        h.open = true;
+        h.row = row;
+        h.fed = lengths[row];
+        cmd[l] = {kCmdInit, lengths[row], lengths[row], r.online ? 1 : 0};
+        in[l] = RowInput(r.base, row, r.stride_b, r.stride_t, r.elem);
+      }
+      any |= h.open;
+    }
+    if (!any) {  // every row is done
+      ReleaseAllLanes();
+      r.active = false;
+      return false;
+    }
+    int32_t* ctl = As<int32_t>(h_refill_ctl_);
+    int32_t* lane_rows = As<int32_t>(h_refill_row_);
+    if (r.refill) {  // the rows the lanes may take inside this segment, in order, and the lanes' rows
+      const int32_t queued = std::min(N - r.next, refill_queue_cap_);
+      RefillEntry* q = As<RefillEntry>(h_refill_queue_);
+      for (int32_t i = 0; i < queued; ++i) {
+        const int32_t row = r.order[r.next + i];
+        q[i] = RefillEntry{RowInput(r.base, row, r.stride_b, r.stride_t, r.elem), row, lengths[row]};
+      }
+      ctl[kRefillHead] = 0;
+      ctl[kRefillQueued] = queued;
+      ctl[kRefillDone] = 0;
+      ctl[kRefillDoneCap] = refill_done_cap_;
+      for (int32_t l = 0; l < L; ++l) lane_rows[l] = lane_host_[l].open ? lane_host_[l].row : -1;
+      if (queued > 0)
+        CUWFST_CUDA(cudaMemcpyAsync(d_refill_queue_, q, queued * sizeof(RefillEntry), cudaMemcpyHostToDevice, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_ctl, ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_row, lane_rows, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
+      // (zero between steps; a segment that failed half-way may have left counts)
+      CUWFST_CUDA(cudaMemsetAsync(ws_.refill_arrive, 0, L * sizeof(int32_t), stream_));
+    }
+    // Once every row has a lane, the segment need not outlast the longest: its steps are the
+    // most any lane still needs, rounded up to a multiple of kTailQuantum (so few graph
+    // lengths get captured: coarser than StepBucket's 32 on purpose, the 256-step segment's
+    // graph shares the 8-entry cache with them), not `segment` steps of idle lanes.
+    int32_t steps = r.segment;
+    if (r.next >= N) {
+      int32_t need = 0;
+      for (int32_t l = 0; l < L; ++l) {
+        if (!lane_host_[l].open) continue;
+        const bool fresh = (cmd[l].op & kCmdInit) != 0;  // (set up by this round: h_lanes is its old row)
+        need = std::max(need, fresh ? lengths[lane_host_[l].row] + 1 : h_lanes[l].length - h_lanes[l].t + 1);
+      }
+      constexpr int32_t kTailQuantum = 64;
+      steps = std::min(r.segment, std::max(kTailQuantum, (need + kTailQuantum - 1) / kTailQuantum * kTailQuantum));
+    }
+    UploadLaneOrders();
+    RunOnce(r.refill ? SeqKind::kSegmentRefill : SeqKind::kSegment, steps, r.f16, r.replay);
+    // what ManyWait reads, queued behind the segment (the caller works meanwhile)
+    CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(As<int32_t>(h_path_len_), out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                stream_));
+    r.before = r.cursor;
+    CUWFST_CUDA(cudaMemcpyAsync(&r.cursor, ws_.arena_cursor, sizeof(r.cursor), cudaMemcpyDeviceToHost, stream_));
+    if (r.refill) {
+      CUWFST_CUDA(cudaMemcpyAsync(ctl, ws_.refill_ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(lane_rows, ws_.refill_row, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    }
+    r.launched = true;
+    return true;
+  });
+}
+
+int32_t GpuDecoder::ManyWait(int32_t* rows_out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  if (!many_.active || !many_.launched) throw std::logic_error("no segment to wait for (ManyLaunch)");
+  return ManyGuarded([&]() -> int32_t {
+    ManyRun& r = many_;
+    const int L = cfg_.max_lanes;
+    LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
-    int32_t next = 0;
-    unsigned long long cursor = 0, delta = static_cast<unsigned long long>(arena_cap_ / 4);
-    for (;;) {
-      // room for the next segment's appends (twice the last segment's): a GC round first,
-      // then growth; a segment that still overflows flags its rows (the caller rescues them).
-      // gc_every_segment (offline long-form, gc_interval): a round after every segment, so
-      // the log holds what live tokens reach plus one segment's appends, whatever the length.
-      bool live = false;
-      for (const LaneHost& h : lane_host_) live |= h.open;
-      if ((gc_every_segment && live) || cursor + 2 * delta > static_cast<unsigned long long>(arena_cap_)) {
-        CollectGarbage();
-        CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-        CUWFST_CUDA(cudaStreamSynchronize(stream_));
-        // with the device refill (every lane busy in every segment, long segments) the log keeps
-        // room for three segments' appends after a round, so rounds run every other segment
-        // (each is ~0.2-0.8 ms with the GPU idle) for one more segment's worth of log
-        const unsigned long long room = refill ? 3 : 2;
-        if (cursor + room * delta > static_cast<unsigned long long>(arena_cap_))
-          GrowArenaKeeping(static_cast<int64_t>(cursor + room * delta));
-      }
-      ClearLaneOrders();
-      bool any = false;
-      for (int32_t l = 0; l < L; ++l) {
-        LaneHost& h = lane_host_[l];
-        if (!h.open && next < N) {
-          const int32_t row = order[next++];
-          h = LaneHost{};
-          h.open = true;
-          h.row = row;
-          h.fed = lengths[row];
-          cmd[l] = {kCmdInit, lengths[row], lengths[row], online ? 1 : 0};
-          in[l] = RowInput(base, row, stride_b, stride_t, elem);
-        }
-        any |= h.open;
-      }
-      if (!any) break;
-      int32_t* ctl = As<int32_t>(h_refill_ctl_);
-      int32_t* lane_rows = As<int32_t>(h_refill_row_);
-      if (refill) {  // the rows the lanes may take inside this segment, in order, and the lanes' rows
-        const int32_t queued = std::min(N - next, refill_queue_cap_);
-        RefillEntry* q = As<RefillEntry>(h_refill_queue_);
-        for (int32_t i = 0; i < queued; ++i) {
-          const int32_t row = order[next + i];
-          q[i] = RefillEntry{RowInput(base, row, stride_b, stride_t, elem), row, lengths[row]};
-        }
-        ctl[kRefillHead] = 0;
-        ctl[kRefillQueued] = queued;
-        ctl[kRefillDone] = 0;
-        ctl[kRefillDoneCap] = refill_done_cap_;
-        for (int32_t l = 0; l < L; ++l) lane_rows[l] = lane_host_[l].open ? lane_host_[l].row : -1;
-        if (queued > 0)
-          CUWFST_CUDA(cudaMemcpyAsync(d_refill_queue_, q, queued * sizeof(RefillEntry), cudaMemcpyHostToDevice, stream_));
-        CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_ctl, ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-        CUWFST_CUDA(cudaMemcpyAsync(ws_.refill_row, lane_rows, L * sizeof(int32_t), cudaMemcpyHostToDevice, stream_));
-        // (zero between steps; a segment that failed half-way may have left counts)
-        CUWFST_CUDA(cudaMemsetAsync(ws_.refill_arrive, 0, L * sizeof(int32_t), stream_));
-      }
-      // Once every row has a lane, the segment need not outlast the longest: its steps are the
-      // most any lane still needs, rounded up to a multiple of kTailQuantum (so few graph
-      // lengths get captured: coarser than StepBucket's 32 on purpose, the 256-step segment's
-      // graph shares the 8-entry cache with them), not `segment` steps of idle lanes.
-      int32_t steps = segment;
-      if (next >= N) {
-        int32_t need = 0;
-        for (int32_t l = 0; l < L; ++l) {
-          if (!lane_host_[l].open) continue;
-          const bool fresh = (cmd[l].op & kCmdInit) != 0;  // (set up by this round: h_lanes is its old row)
-          need = std::max(need, fresh ? lengths[lane_host_[l].row] + 1 : h_lanes[l].length - h_lanes[l].t + 1);
-        }
-        constexpr int32_t kTailQuantum = 64;
-        steps = std::min(segment, std::max(kTailQuantum, (need + kTailQuantum - 1) / kTailQuantum * kTailQuantum));
-      }
-      UploadLaneOrders();
-      RunOnce(refill ? SeqKind::kSegmentRefill : SeqKind::kSegment, steps, lp_f16, replay);
-      CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, L * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-      const unsigned long long before = cursor;
-      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-      if (refill) {
-        CUWFST_CUDA(cudaMemcpyAsync(ctl, ws_.refill_ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-        CUWFST_CUDA(cudaMemcpyAsync(lane_rows, ws_.refill_row, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
-      }
-      CUWFST_CUDA(cudaStreamSynchronize(stream_));
-      if (profiling_) CollectProfile();
-      arena_high_water_ = std::max(arena_high_water_, cursor);
-      // the most a segment appended so far: a quiet segment after a busy one must not shrink
-      // the room kept for the next (a segment that outruns the log cannot be re-run)
-      delta = std::max<unsigned long long>(delta, cursor > before ? cursor - before : 0);
-      if (refill) HarvestRefills(lengths, base, stride_b, stride_t, elem, &next, out);
-      // harvest the lanes whose row took its final step
-      int64_t width = 0;
-      bool done_any = false;
-      for (int32_t l = 0; l < L; ++l) {
-        if (lane_host_[l].open && h_lanes[l].t > h_lanes[l].length) {
-          done_any = true;
-          width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[l], ws_.path_cap));
-        }
-      }
-      if (done_any) {
-        const int32_t* h_path = ReadPaths(width, L);
-        for (int32_t l = 0; l < L; ++l) {
-          LaneHost& h = lane_host_[l];
-          if (!h.open || h_lanes[l].t <= h_lanes[l].length) continue;
-          WriteResult(l, h.row, h_lanes[l], h_path_len[l], &h.prefix, h.overflow, h_path, out);
-          h = LaneHost{};  // free for the next row
-        }
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    r.launched = false;
+    if (profiling_) CollectProfile();
+    arena_high_water_ = std::max(arena_high_water_, r.cursor);
+    // the most a segment appended so far: a quiet segment after a busy one must not shrink
+    // the room kept for the next (a segment that outruns the log cannot be re-run)
+    r.delta = std::max<unsigned long long>(r.delta, r.cursor > r.before ? r.cursor - r.before : 0);
+    r.finished.clear();
+    if (r.refill) HarvestRefills(r.lengths, r.base, r.stride_b, r.stride_t, r.elem, &r.next, r.out);
+    // harvest the lanes whose row took its final step
+    int64_t width = 0;
+    bool done_any = false;
+    for (int32_t l = 0; l < L; ++l) {
+      if (lane_host_[l].open && h_lanes[l].t > h_lanes[l].length) {
+        done_any = true;
+        width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[l], ws_.path_cap));
       }
     }
-    ReleaseAllLanes();
-  } catch (const CudaError& e) {
-    pending_.clear();
-    hash_dirty_ = true;
-    ReleaseAllLanes();
-    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), N, T, V, segment);
-    SyncQuietly();
-    throw;
-  } catch (...) {
-    pending_.clear();
-    hash_dirty_ = true;
-    ReleaseAllLanes();
-    SyncQuietly();
-    throw;
-  }
+    if (done_any) {
+      const int32_t* h_path = ReadPaths(width, L);
+      for (int32_t l = 0; l < L; ++l) {
+        LaneHost& h = lane_host_[l];
+        if (!h.open || h_lanes[l].t <= h_lanes[l].length) continue;
+        WriteResult(l, h.row, h_lanes[l], h_path_len[l], &h.prefix, h.overflow, h_path, r.out);
+        r.finished.push_back(h.row);
+        h = LaneHost{};  // free for the next row
+      }
+    }
+    if (rows_out) std::copy(r.finished.begin(), r.finished.end(), rows_out);
+    return static_cast<int32_t>(r.finished.size());
+  });
+}
+
+void GpuDecoder::ManyAbort() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!many_.active) return;
+  DeviceGuard guard(graph_->device);
+  many_.active = false;
+  SyncQuietly();  // (a launched segment may still run)
+  pending_.clear();
+  ReleaseAllLanes();
+}
+
+void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
+                            int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
+                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out, bool refill) {
+  ManyBegin(lp, lp_f16, stride_b, stride_t, N, T, V, lengths, online, segment, gc_every_segment, caller_stream, out,
+            refill);
+  while (ManyLaunch()) ManyWait(nullptr);
 }
 
 // ------------------------------------------------------------------ streams

@@ -398,6 +398,31 @@ class GpuInstance:
                                  out_arcs, out_len, out_score, out_meta, out_stats)
         return out
 
+    def decode_many_segments(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
+                             refill: bool = False):
+        """decode_many a segment at a time: yields (outputs, rows) with the rows (indices into
+        lp) whose results the outputs now hold, as segments end. Each yield happens while the
+        GPU runs the next segment, so the caller's work on those rows costs the decode no time.
+        Leaving the loop early ends the native run (the lanes are released)."""
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
+        done = np.zeros(lp.shape[0], np.int32)
+        self.mod.gpu_decode_many_begin(self.handle, lp, lens, online, int(segment), False, bool(refill), stream,
+                                       out_arcs, out_len, out_score, out_meta, out_stats)
+        over = False
+        try:
+            ready: list[int] = []
+            while self.mod.gpu_decode_many_launch(self.handle):
+                if ready:
+                    yield out, ready  # the segment just launched runs meanwhile
+                n = int(self.mod.gpu_decode_many_wait(self.handle, done))
+                ready = done[:n].tolist()
+            over = True  # (the native run ended with the last launch)
+            if ready:
+                yield out, ready
+        finally:
+            if not over:
+                self.mod.gpu_decode_many_abort(self.handle)
+
 
 class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
@@ -460,7 +485,7 @@ class GpuBackend:
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
         self.stats = {"arena_batches": 0, "arena_rows": 0, "rescue_batches": 0, "rescued_rows": 0,
-                      "unabsorbed_rows": 0}
+                      "unabsorbed_rows": 0, "flagged_rows": 0, "flagged_bits": 0}
 
     @property
     def trims_arcs(self) -> bool:
@@ -655,9 +680,11 @@ class GpuBackend:
             self._collect(hyps, range(B), res, frontend)
         elif (batching or self.batching) == "continuous":
             # every row through the lanes, the next row entering a lane the moment one
-            # finishes: no lane-steps of padding, each row's result as if decoded alone
-            res = self.main.decode_many(lp, lens, stream, online, self.segment, refill=self.refill == "device")
-            self._collect(hyps, range(B), res, frontend)
+            # finishes: no lane-steps of padding, each row's result as if decoded alone; the
+            # rows of each segment become hypotheses while the GPU runs the next one
+            for res, rows in self.main.decode_many_segments(lp, lens, stream, online, self.segment,
+                                                            refill=self.refill == "device"):
+                self._collect(hyps, rows, res, frontend, at=rows)
         else:
             # sub-batches of similar lengths: a batch runs as many steps as its longest row
             for rows in batches(range(B), lens, lanes):
@@ -790,14 +817,19 @@ class GpuBackend:
         return snapshots_to_dicts(self.graph, *bufs, overflow)
 
     @staticmethod
-    def _collect(hyps, rows, res, frontend):
-        """Hypotheses of a sub-batch into hyps[rows[i]]."""
+    def _collect(hyps, rows, res, frontend, at=None):
+        """Hypotheses of a sub-batch into hyps[rows[i]], from the outputs' row at[i] (default i)."""
         out_arcs, out_len, out_score, out_meta, out_stats = res
         rows = list(rows)
+        if at is not None:  # the outputs' rows in the order of `rows`
+            idx = np.asarray(at, np.int64)
+            out_len, out_score, out_meta, out_stats = out_len[idx], out_score[idx], out_meta[idx], out_stats[idx]
+        else:
+            idx = np.arange(len(rows))
         paths, redirects = [], []
         for i in range(len(rows)):
             n = min(int(out_len[i]), out_arcs.shape[1])
-            arcs = out_arcs[i, :n]
+            arcs = out_arcs[idx[i], :n]
             redirect_arc = -1
             if n and arcs[-1] & REDIRECT_ARC_BIT:
                 redirect_arc = int(arcs[-1] & ~REDIRECT_ARC_BIT)

@@ -77,9 +77,14 @@ def rescue(overflow: dict, lengths: np.ndarray, decode: DecodeBatch, *, main_bat
     if rescue_lanes < 1:
         raise ValueError(f"rescue_lanes must be >= 1, got {rescue_lanes}")
     stats = stats if stats is not None else {}
-    for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows", "unabsorbed_rows"):
+    for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows", "unabsorbed_rows", "flagged_rows",
+              "flagged_bits"):
         stats.setdefault(k, 0)
     flagged = [r for r, bits in overflow.items() if bits & RESCUE_BITS]
+    # what the main decode flagged: rows, and every bit any of them carried (OR)
+    stats["flagged_rows"] += len(flagged)
+    for r in flagged:
+        stats["flagged_bits"] |= int(overflow[r])
     _halve_arena("main", flagged, overflow, lengths, decode, main_batch, stats)
     big = [r for r in flagged if overflow[r] & CAPACITY_BITS]
     if big:
