@@ -432,3 +432,32 @@ def test_device_refill_across_gc_rounds():
         _same(graph, lp[b], cpu[b], gpu[b], f"refill with GC row {b}")
     st = dec._gpu.main.mem_stats()
     assert st["refills"] > 0 and st["gc_rounds"] > 0, st
+
+
+def test_pad_on_device_equals_pad_sequence():
+    """decode_all's and the streams' packing on the device (one concatenation and one scatter)
+    gives what torch's pad_sequence gives: rows of 0 frames (of any width), mixed dtypes
+    (float32 then), one row, every row empty."""
+    import torch
+
+    from cuwfst.decoder.inputs import pad_on_device
+
+    rng = np.random.default_rng(5)
+    for case in range(40):
+        N, V = int(rng.integers(1, 12)), int(rng.integers(1, 7))
+        lens = rng.integers(0, 9, size=N)
+        if case % 7 == 0:
+            lens[:] = 0
+        dts = [torch.float16 if (case % 3 == 0 and i % 2) else torch.float32 for i in range(N)]
+        rows = [torch.tensor(rng.normal(size=(int(n), V if n or i % 2 else V + 3)), dtype=dts[i], device="cuda")
+                for i, n in enumerate(lens)]
+        packed, got = pad_on_device(torch, rows, "row")
+        assert got.tolist() == lens.tolist()
+        if lens.max() == 0:
+            # (as before: one zero frame as wide as the widest row)
+            assert tuple(packed.shape) == (N, 1, max(int(r.shape[1]) for r in rows)) and not packed.any()
+            continue
+        dtype = torch.float32 if len(set(dts)) > 1 else dts[0]
+        want = torch.nn.utils.rnn.pad_sequence([r.to(dtype) if len(r) else r.new_zeros((0, V), dtype=dtype)
+                                                for r in rows], batch_first=True)
+        assert packed.dtype == want.dtype and torch.equal(packed, want), case

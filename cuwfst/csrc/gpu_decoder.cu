@@ -382,6 +382,7 @@ void GpuDecoder::Allocate() {
   pinned(&h_refill_ctl_, kRefillCtl * sizeof(int32_t), "the refill control words");
   pinned(&h_refill_done_, refill_done_cap_ * sizeof(RefillDone), "the refill records");
   pinned(&h_refill_row_, L * sizeof(int32_t), "the refill rows");
+  pinned(&h_many_cursor_, sizeof(unsigned long long), "the segment's log cursor");
   pinned(&h_refill_path_len_, refill_done_cap_ * sizeof(int32_t), "the refill path lengths");
   AllocatePath(cfg_.max_frames);
   CUWFST_CUDA(cudaStreamSynchronize(stream_));

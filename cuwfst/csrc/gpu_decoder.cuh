@@ -529,6 +529,9 @@ class GpuDecoder {
     unsigned long long cursor = 0, delta = 0, before = 0;
   };
   ManyRun many_;
+  // the log's cursor after a segment, read back behind it: pinned, so ManyLaunch returns
+  // before the segment ends (a copy into pageable memory would wait for it)
+  PinnedBuffer h_many_cursor_;
   template <typename F>
   auto ManyGuarded(F&& fn) -> decltype(fn());
   void HarvestRefills(const int32_t* lengths, const char* base, int64_t stride_b, int64_t stride_t, int64_t elem,

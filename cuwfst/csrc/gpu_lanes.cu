@@ -314,6 +314,8 @@ bool GpuDecoder::ManyLaunch() {
   CheckAlive();
   DeviceGuard guard(graph_->device);
   if (!many_.active) throw std::logic_error("no continuous-batching run is under way (ManyBegin)");
+  // (nothing here may copy into pageable host memory behind the segment: such a copy would
+  // make this call wait for the segment, and the caller's work would no longer overlap it)
   if (many_.launched) throw std::logic_error("the last segment has not been waited for (ManyWait)");
   return ManyGuarded([&]() -> bool {
     ManyRun& r = many_;
@@ -403,7 +405,8 @@ bool GpuDecoder::ManyLaunch() {
     CUWFST_CUDA(cudaMemcpyAsync(As<int32_t>(h_path_len_), out_path_len_, L * sizeof(int32_t), cudaMemcpyDeviceToHost,
                                 stream_));
     r.before = r.cursor;
-    CUWFST_CUDA(cudaMemcpyAsync(&r.cursor, ws_.arena_cursor, sizeof(r.cursor), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaMemcpyAsync(h_many_cursor_.get(), ws_.arena_cursor, sizeof(r.cursor), cudaMemcpyDeviceToHost,
+                                stream_));
     if (r.refill) {
       CUWFST_CUDA(cudaMemcpyAsync(ctl, ws_.refill_ctl, kRefillCtl * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(lane_rows, ws_.refill_row, L * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
@@ -425,6 +428,7 @@ int32_t GpuDecoder::ManyWait(int32_t* rows_out) {
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
     r.launched = false;
+    r.cursor = *As<unsigned long long>(h_many_cursor_);
     if (profiling_) CollectProfile();
     arena_high_water_ = std::max(arena_high_water_, r.cursor);
     // the most a segment appended so far: a quiet segment after a busy one must not shrink

@@ -97,9 +97,16 @@ def pad_on_device(torch, rows, what: str):
         raise ValueError(f"every {what} must have the same number of columns, got {widths}")
     V = widths[0] if widths else max(int(r.shape[1]) for r in rows)
     dtype = rows[0].dtype if all(r.dtype == rows[0].dtype for r in rows) else torch.float32
-    rows = [r.to(dtype) if r.shape[0] else r.new_zeros((0, V), dtype=dtype) for r in rows]
     lens = np.array([r.shape[0] for r in rows], np.int32)
-    packed = torch.nn.utils.rnn.pad_sequence(rows, batch_first=True)
-    if packed.shape[1] == 0:
-        packed = packed.new_zeros((len(rows), 1, max(V, 1)))
+    N, T = len(rows), int(lens.max(initial=0))
+    if T == 0:
+        return rows[0].new_zeros((N, 1, max(V, 1)), dtype=dtype), lens
+    # one concatenation and one scatter into the zeroed [N, T, V] (pad_sequence copies row by
+    # row: 256 copies took 2.8-4.4 ms of host time a call on the H200's host)
+    flat = torch.cat([r.to(dtype) for r in rows if r.shape[0]])  # [sum T, V]
+    n = lens.astype(np.int64)
+    first = np.cumsum(n) - n  # each row's first frame in flat
+    slot = np.repeat(np.arange(N, dtype=np.int64) * T - first, n) + np.arange(int(n.sum()), dtype=np.int64)
+    packed = flat.new_zeros((N, T, V))
+    packed.view(N * T, V).index_copy_(0, torch.from_numpy(slot).to(flat.device), flat)
     return packed, lens
