@@ -14,6 +14,7 @@
 #      variant (REFILL_SEGMENT: the refill modes' segments, default 256; several: a row each;
 #      CONT_ARGS: more arguments, e.g. --phases)
 #   5. peers at batch 32 (PEERS; riva needs its wheel in .device/wheels)
+#   LONG: the hour-long stream and its CPU check (benchmarks.long_stream), after CONT
 #   6. MEMORY: benchmarks.memory at batch 32 and 256 (MEM_MODES, riva beside it, no long run)
 # Carry .device and .cache. $OUT: trim.log, tests.log, speed.jsonl, peers.jsonl, peers.md
 . scripts/device_common.sh
@@ -65,6 +66,13 @@ for seg in ${SEGMENTS:-32}; do
       | grep -v "^{" | tail -9 | sed "s/^/[$k] /" | tee -a $L
   done
 done
+# LONG: the hour-long stream (LONG_FRAMES frames, default 90,000, in 16-frame chunks; memory
+# sampled every chunk), then the CPU's decode(frames, online=True) of the same frames on this host
+if [ -n "${LONG:-}" ]; then
+  timeout -s INT $(left ${LONG_END:-590}) python3 -m benchmarks.long_stream --graph $C/HLG.img --log-probs $S --device cuda \
+    --frames ${LONG_FRAMES:-90000} --chunk 16 --csv $OUT/long_stream.csv --json $OUT/long.jsonl --md $OUT/long.md 2>&1 \
+    | grep -v "^{" | tail -16 | tee -a $L
+fi
 if [ -n "${PEERS:-}" ]; then
   timeout -s INT $(left ${PEERS_END:-580}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \
     --decoders $PEERS --json $OUT/peers.jsonl --md $OUT/peers.md 2>&1 | grep -E "^\[peers\]" | tail -8 | tee -a $L
