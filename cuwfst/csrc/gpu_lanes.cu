@@ -228,18 +228,18 @@ void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_
 
 // DecodeMany in three calls, so the caller can work on the rows of one segment while the GPU
 // runs the next (the host's share of a dataset's decode: hypotheses, outside the GPU's time).
-// Any failure ends the run (ManyFail) and is rethrown.
+// ManyGuarded: any failure ends the run (the lanes released, the hash tables to be wiped) and
+// is rethrown; a sticky CUDA error is fatal, as in every other entry point.
 template <typename F>
 auto GpuDecoder::ManyGuarded(F&& fn) -> decltype(fn()) {
   try {
     return fn();
   } catch (const CudaError& e) {
-    const ManyRun run = many_;
     many_.active = false;
     pending_.clear();
     hash_dirty_ = true;
     ReleaseAllLanes();
-    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), run.N, run.T, run.V, run.segment);
+    if (IsStickyError(e.code())) Fatal(e.code(), e.what(), many_.N, many_.T, many_.V, many_.segment);
     SyncQuietly();
     throw;
   } catch (...) {
@@ -314,9 +314,9 @@ bool GpuDecoder::ManyLaunch() {
   CheckAlive();
   DeviceGuard guard(graph_->device);
   if (!many_.active) throw std::logic_error("no continuous-batching run is under way (ManyBegin)");
+  if (many_.launched) throw std::logic_error("the last segment has not been waited for (ManyWait)");
   // (nothing here may copy into pageable host memory behind the segment: such a copy would
   // make this call wait for the segment, and the caller's work would no longer overlap it)
-  if (many_.launched) throw std::logic_error("the last segment has not been waited for (ManyWait)");
   return ManyGuarded([&]() -> bool {
     ManyRun& r = many_;
     const int L = cfg_.max_lanes;
