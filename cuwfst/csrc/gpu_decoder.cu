@@ -1275,7 +1275,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
            h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount() + h_refill_queue_.amount() +
            h_refill_ctl_.amount() + h_refill_done_.amount() + h_refill_row_.amount() + h_refill_path_.amount() +
-           h_refill_path_len_.amount();
+           h_refill_path_len_.amount() + h_many_cursor_.amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
