@@ -536,27 +536,8 @@ void GpuLatticePrunedRow(int64_t h, int64_t b, TensorView states, TensorView arc
   });
 }
 
-// Continuous batching (GpuDecoder::DecodeMany): any number of rows; as GpuDecode otherwise.
-// gc_every_segment: a winners-log GC round after every segment (long-form offline decodes);
-// refill: lanes take the next row on the device as soon as theirs ends (scan.cuh RefillKernel).
-void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
-                   bool gc_every_segment, bool refill, int64_t caller_stream, TensorView out_arcs, TensorView out_len,
-                   TensorView out_score, TensorView out_meta, TensorView out_stats) {
-  GpuDecoder* d = GetDecoder(h);
-  const LogProbs lp = CheckLogProbs(d, log_probs);
-  if (lp.B > INT32_MAX) TVM_FFI_THROW(ValueError) << "too many rows";
-  if (segment < 1 || segment > 4096) TVM_FFI_THROW(ValueError) << "segment must be in [1, 4096] steps";
-  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
-  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
-  Guarded([&] {
-    d->DecodeMany(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
-                  static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, static_cast<int32_t>(segment),
-                  gc_every_segment, caller_stream, out, refill);
-  });
-}
-
-// GpuDecodeMany a segment at a time (GpuDecoder::ManyBegin / ManyLaunch / ManyWait /
-// ManyAbort): begin takes GpuDecodeMany's arguments, which the caller keeps alive until
+// Continuous batching a segment at a time (GpuDecoder::ManyBegin / ManyLaunch / ManyWait /
+// ManyAbort): begin takes the rows, lengths and outputs, which the caller keeps alive until
 // launch returns false or abort; wait writes the indices of the rows it finished into
 // rows_out (int32 [N]) and returns how many.
 void GpuDecodeManyBegin(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
@@ -572,6 +553,21 @@ void GpuDecodeManyBegin(int64_t h, TensorView log_probs, TensorView lengths, boo
     d->ManyBegin(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
                  static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, static_cast<int32_t>(segment),
                  gc_every_segment, caller_stream, out, refill);
+  });
+}
+
+// Continuous batching in one call (the long-form gc_interval segments; tests): any number of
+// rows; as GpuDecode otherwise. gc_every_segment: a winners-log GC round after every segment
+// (long-form offline decodes); refill: lanes take the next row on the device as soon as theirs
+// ends (finalize.cuh).
+void GpuDecodeMany(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t segment,
+                   bool gc_every_segment, bool refill, int64_t caller_stream, TensorView out_arcs, TensorView out_len,
+                   TensorView out_score, TensorView out_meta, TensorView out_stats) {
+  GpuDecodeManyBegin(h, log_probs, lengths, online, segment, gc_every_segment, refill, caller_stream, out_arcs,
+                     out_len, out_score, out_meta, out_stats);
+  GpuDecoder* d = GetDecoder(h);
+  Guarded([&] {
+    while (d->ManyLaunch()) d->ManyWait(nullptr);
   });
 }
 

@@ -272,12 +272,8 @@ class GpuDecoder {
   // refill (offline rows only, not with gc_every_segment): a lane whose row ends inside a
   // segment takes the next queued row at once on the device (finalize.cuh, scan.cuh), so no lane
   // idles until the segment's end and segments can be long; results as without it.
-  void DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N, int32_t T,
-                  int32_t V, const int32_t* lengths, bool online, int32_t segment, bool gc_every_segment,
-                  int64_t caller_stream, DecodeOutputs out, bool refill = false);
-  // DecodeMany a segment at a time (DecodeMany is ManyBegin, then ManyLaunch and ManyWait
-  // until ManyLaunch says every row is done): ManyLaunch queues the next segment and returns
-  // at once (false: no row left, the run is over); ManyWait waits for it, writes the rows that
+  // A run is ManyBegin, then ManyLaunch and ManyWait until ManyLaunch says every row is done:
+  // ManyLaunch queues the next segment and returns at once (false: no row left, the run is over); ManyWait waits for it, writes the rows that
   // ended into the outputs and their indices into rows_out (room for N; may be null) and
   // returns how many. Between the two the caller may read the rows earlier ManyWaits gave.
   // The inputs, lengths and outputs must stay alive until the run is over. A failure ends
@@ -354,7 +350,7 @@ class GpuDecoder {
   // [45] the slots the steps gave the walkers since construction (the walkers' work: counted by
   // the scans, so a step a pooled pause undoes and a batch re-run after a lattice-records growth
   // count again; -1 if it cannot be read back). Reading [45] synchronizes the decoder's stream.
-  // [46] rows the device-side refill started inside segments since construction (DecodeMany);
+  // [46] rows the device-side refill started inside segments since construction (continuous batching);
   // its done rows' path buffers count in [14] and its pinned buffers in [4].
   // [47] 1 when the step kernels are launched with programmatic dependent launch (pdl_:
   // DecoderConfig::pdl on a device of compute capability 9.0 or later), [48] the split
@@ -506,14 +502,14 @@ class GpuDecoder {
   PinnedBuffer h_lanes_;      // LaneCounters [max_lanes]
   PinnedBuffer h_path_;       // int32 [max_lanes, path_cap]
   PinnedBuffer h_path_len_;   // int32 [max_lanes]
-  // the device-side refill (DecodeMany with refill): queue, control words, done records, the
+  // the device-side refill (continuous batching with refill): queue, control words, done records, the
   // rows the lanes hold; the done rows' paths (sized by path_cap when a refill decode needs them)
   int32_t refill_queue_cap_ = 0, refill_done_cap_ = 0;
   RefillEntry* d_refill_queue_ = nullptr;
   PinnedBuffer h_refill_queue_, h_refill_ctl_, h_refill_done_, h_refill_row_, h_refill_path_, h_refill_path_len_;
   DeviceBuffer refill_path_;
   int32_t refill_path_cap_ = 0;
-  int64_t refills_ = 0;  // rows the device-side refill started (DecodeMany with refill)
+  int64_t refills_ = 0;  // rows the device-side refill started (continuous batching with refill)
   void EnsureRefillPaths();
   // the continuous-batching run under way (ManyBegin .. the ManyLaunch that returns false)
   struct ManyRun {
@@ -559,8 +555,8 @@ class GpuDecoder {
   int64_t advance_rounds_ = 0;
   // Lanes that live across sequences (streams, continuous batching): host side.
   struct LaneHost {
-    bool open = false;          // a stream (or a row of DecodeMany) holds the lane
-    int32_t row = -1;           // DecodeMany: the row in the lane
+    bool open = false;          // a stream (or a row of continuous batching) holds the lane
+    int32_t row = -1;           // continuous batching: the row in the lane
     int32_t fed = 0;            // frames given to the lane so far
     std::vector<int32_t> prefix;  // final arcs GC rounds drained, in order
     int32_t overflow = 0;       // overflow bits seen on the host (drain truncation)

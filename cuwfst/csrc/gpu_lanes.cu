@@ -1,4 +1,4 @@
-// Lanes as slots: the host side of continuous batching (DecodeMany) and streams. A lane
+// Lanes as slots: the host side of continuous batching (ManyBegin, ManyLaunch, ManyWait) and streams. A lane
 // holds one row's or one stream's search state across launch sequences; each sequence is
 // the same step kernels as an offline batch (gpu_decoder.cu), driven by per-lane orders
 // (LaneSetupKernel) and per-lane inputs. Between sequences a GC round (gc.cuh) keeps the
@@ -170,7 +170,7 @@ void GpuDecoder::CollectGarbage() {
 }
 
 // ------------------------------------------------------------------ continuous batching
-// After a kSegmentRefill segment (DecodeMany): the rows the device started (the queue's first
+// After a kSegmentRefill segment (ManyWait): the rows the device started (the queue's first
 // ctl[kRefillDone] entries, order[*next ...]) leave the host's list, the rows that ended and were
 // replaced go to the outputs from their done records (the row a lane held when the segment
 // began keeps the prefix GC rounds drained for it; a row that started inside the segment has
@@ -226,7 +226,7 @@ void GpuDecoder::HarvestRefills(const int32_t* lengths, const char* base, int64_
   }
 }
 
-// DecodeMany in three calls, so the caller can work on the rows of one segment while the GPU
+// Continuous batching in three calls, so the caller can work on the rows of one segment while the GPU
 // runs the next (the host's share of a dataset's decode: hypotheses, outside the GPU's time).
 // ManyGuarded: any failure ends the run (the lanes released, the hash tables to be wiped) and
 // is rethrown; a sticky CUDA error is fatal, as in every other entry point.
@@ -468,14 +468,6 @@ void GpuDecoder::ManyAbort() {
   SyncQuietly();  // (a launched segment may still run)
   pending_.clear();
   ReleaseAllLanes();
-}
-
-void GpuDecoder::DecodeMany(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t N,
-                            int32_t T, int32_t V, const int32_t* lengths, bool online, int32_t segment,
-                            bool gc_every_segment, int64_t caller_stream, DecodeOutputs out, bool refill) {
-  ManyBegin(lp, lp_f16, stride_b, stride_t, N, T, V, lengths, online, segment, gc_every_segment, caller_stream, out,
-            refill);
-  while (ManyLaunch()) ManyWait(nullptr);
 }
 
 // ------------------------------------------------------------------ streams

@@ -390,7 +390,7 @@ class GpuInstance:
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
                     gc: bool = False, refill: bool = False):
-        """Continuous batching: any number of rows through the lanes (GpuDecoder::DecodeMany);
+        """Continuous batching: any number of rows through the lanes (gpu_decode_many: GpuDecoder::ManyBegin, then ManyLaunch / ManyWait until done);
         gc: a winners-log GC round after every segment (long-form decoding); refill: lanes take
         the next row on the device the step after theirs ends (offline rows, without gc)."""
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
@@ -666,7 +666,7 @@ class GpuBackend:
         lanes = self.main.max_lanes
         if lattice:
             # padded sub-batches of whole-row decodes: continuous batching and the gc_interval
-            # segments (DecodeMany) have no lattice stage
+            # segments (gpu_decode_many) have no lattice stage
             for rows in batches(range(B), lens, lanes):
                 self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
         elif self._long_form(lens):

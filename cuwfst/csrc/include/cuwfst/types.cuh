@@ -115,7 +115,7 @@ enum : int32_t {
   kCmdAvail = 8,      // frames available: real steps run while t < avail
   kCmdPartial = 16,   // PartialKernel reads this lane's best path (gc.cuh)
 };
-// The device-side refill of continuous batching (DecodeMany with refill; scan.cuh
+// The device-side refill of continuous batching (continuous batching with refill; scan.cuh
 // RefillKernel): the rows the host queued for this segment, taken in order by the lanes whose
 // row ends inside it, and what each of those rows left (its result, backtracked at the
 // segment's end by RefillBacktrackKernel).
