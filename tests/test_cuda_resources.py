@@ -67,8 +67,8 @@ def test_lattice_number_rows(tmp_path):
 
 
 def test_gpu_decoder_host_logic_against_a_stub_runtime(tmp_path):
-    """GpuDecoder's host side (construction, growth, readback, graph cache, fatal faults)
-    compiled with nvcc and run against the stub runtime of tests/native: fault walks over
+    """GpuDecoder's host side (construction, growth, readback, graph cache, fatal faults,
+    continuous batching's runs) compiled with nvcc and run against the stub runtime of tests/native: fault walks over
     every acquisition, and no simulated kernel touches a freed or too small buffer."""
     nvcc = shutil.which("nvcc")
     if not nvcc:
@@ -76,7 +76,7 @@ def test_gpu_decoder_host_logic_against_a_stub_runtime(tmp_path):
     exe = tmp_path / "gpu_decoder_host_test"
     build = subprocess.run([nvcc, "-std=c++17", "-arch=sm_90", "--extended-lambda", "--expt-relaxed-constexpr",
                             "-cudart", "none", f"-I{CSRC / 'include'}", f"-I{CSRC}", f"-I{HERE / 'native'}",
-                            str(HERE / "native" / "gpu_decoder_host_test.cu"),
+                            str(HERE / "native" / "gpu_decoder_host_test.cu"), str(CSRC / "gpu_lanes.cu"),
                             str(HERE / "native" / "cuda_stub_runtime.cc"), "-o", str(exe)],
                            capture_output=True, text=True, timeout=600)
     assert build.returncode == 0, build.stderr[-4000:]

@@ -24,6 +24,9 @@ extern int captures_begun, launches;
 extern int32_t lat_extra;
 extern int lattice_runs;
 extern int32_t lat_pause_step;
+// Steps a simulated run moves each lane (0: every row ends in the run that starts it), so that
+// continuous batching's rows can span segments.
+extern int32_t steps_per_run;
 // The stub driver's virtual memory management (cudaGetDriverEntryPointByVersion): reserved
 // ranges are PROT_NONE host mappings made readable and writable piece by piece.
 extern bool vmm;                 // the driver offers VMM

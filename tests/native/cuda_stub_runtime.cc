@@ -29,6 +29,7 @@ int captures_begun = 0, launches = 0;
 int32_t lat_extra = 0;
 int lattice_runs = 0;
 int32_t lat_pause_step = 2;
+int32_t steps_per_run = 0;
 bool vmm = true;
 size_t vmm_granularity = 4096;
 std::set<void*> vmm_reserved;
@@ -87,10 +88,12 @@ static void Backtrack(const Workspace& ws) {
   if (bad_access) return;
   for (int32_t l = 0; l < ws.max_lanes; ++l) {
     LaneCounters& lc = ws.lanes[l];
-    // a batch initializes every lane; a resumed pooled batch (no order) goes on with its own
-    if (!ws.pooled || (ws.commands[l].op & cuwfst::kCmdInit)) {
+    // a batch initializes every lane (Decode orders kCmdInit for all); a resumed pooled batch
+    // (no order) and continuous batching's kept lanes go on with their own
+    if (ws.commands[l].op & cuwfst::kCmdInit) {
       lc.length = ws.commands[l].length;
       lc.overflow = 0;
+      lc.t = 0;
     }
     const int32_t len = lc.length;
     if (len >= 0 && g_need > limit) lc.overflow |= cuwfst::kOverflowArena;
@@ -99,6 +102,10 @@ static void Backtrack(const Workspace& ws) {
     lc.reached_final = len >= 0 && !pause;
     lc.redirected = 0;
     lc.max_frontier = 1;
+    // the steps the lane has taken: its final one is step length (continuous batching's host
+    // harvests lanes with t > length); steps_per_run > 0: a run moves each lane that many
+    if (len < 0 || pause) lc.t = 0;
+    else lc.t = steps_per_run > 0 ? std::min(len + 1, lc.t + steps_per_run) : len + 1;
     const int32_t n = len >= 0 && !pause ? len + 1 : 0;
     ws.out_path_len[l] = n;
     for (int32_t k = 0; k < n && k < ws.path_cap; ++k)

@@ -14,9 +14,15 @@
 // batch runs again, every acquisition of a lattice decode fails cleanly, and the lattice
 // stage is off again for the next 1-best decode. closure = lists falls back to scan above
 // kEpsListMaxLanes lanes, and a lattice decode under lists doubles only tok_begin of the slot
-// space. Built and run by tests/test_cuda_resources.py.
+// space. Continuous batching a segment at a time (gpu_lanes.cu: ManyBegin, ManyLaunch,
+// ManyWait, ManyAbort; the simulated BacktrackKernel ends every row in the segment that
+// starts it): every row reported by exactly one wait with its own result, every acquisition
+// of a run failing cleanly, a run abandoned with a segment in flight or begun again, the
+// calls out of order refused. Built and run by tests/test_cuda_resources.py.
 #include "gpu_decoder.cu"
 #include "gpu_lattice.cu"
+// (gpu_lanes.cu, continuous batching and streams, is its own translation unit of the test's
+// build, as of the module's: tests/test_cuda_resources.py)
 
 #include <cstdio>
 #include <cstdlib>
@@ -86,8 +92,16 @@ static bool DecodeOk(GpuDecoder& d, std::vector<int32_t> lens) {
   int32_t T = 0;
   for (int32_t l : lens) T = std::max(T, l);
   Out o(static_cast<int>(lens.size()), T + 2);
-  d.Decode(reinterpret_cast<const void*>(0x100), false, 0, 0, static_cast<int32_t>(lens.size()), T, 10, lens.data(),
-           /*online=*/false, 0, o.view());
+  const int32_t steps = stub::steps_per_run;  // a batch runs every step in one run
+  stub::steps_per_run = 0;
+  try {
+    d.Decode(reinterpret_cast<const void*>(0x100), false, 0, 0, static_cast<int32_t>(lens.size()), T, 10,
+             lens.data(), /*online=*/false, 0, o.view());
+  } catch (...) {
+    stub::steps_per_run = steps;
+    throw;
+  }
+  stub::steps_per_run = steps;
   bool ok = true;
   for (size_t b = 0; b < lens.size(); ++b) {
     ok &= o.len[b] == lens[b] + 1 && o.meta[b * 4 + 2] == 0 && o.score[b] == -static_cast<float>(lens[b]);
@@ -220,6 +234,143 @@ static void Walks(bool lazy) {
   }
 }
 
+// A continuous-batching run over `lens` (more rows than lanes), segment by segment: each row
+// is reported by exactly one ManyWait and written with the simulated result of the lane it
+// ended in (path 1000 * lane + k, k = 0..length; score -length); `stop_after` > 0 abandons the
+// run with ManyAbort after that many launches, a segment in flight. Exceptions propagate.
+static bool ManyOk(GpuDecoder& d, const std::vector<int32_t>& lens, bool refill, int stop_after = 0,
+                   bool arena_bit_ok = false) {
+  int32_t T = 0;
+  for (int32_t l : lens) T = std::max(T, l);
+  const int N = static_cast<int>(lens.size());
+  Out o(N, T + 2);
+  std::vector<int32_t> rows(N, -1), seen(N, 0);
+  d.ManyBegin(reinterpret_cast<const void*>(0x100), false, 0, 0, N, T, 10, lens.data(), false, 8, false, 0,
+              o.view(), refill);
+  int launches = 0;
+  while (d.ManyLaunch()) {
+    if (++launches == stop_after) {
+      d.ManyAbort();
+      return !d.ManyActive();
+    }
+    const int32_t n = d.ManyWait(rows.data());
+    for (int32_t i = 0; i < n; ++i) ++seen[rows[i]];
+  }
+  bool ok = !d.ManyActive() && stop_after == 0;
+  for (int b = 0; b < N; ++b) {
+    const int32_t bits = o.meta[b * 4 + 2];  // (a segment past the log's capacity flags its rows for the rescue)
+    ok &= bits == 0 || (arena_bit_ok && bits == kOverflowArena);
+    ok &= seen[b] == 1 && o.len[b] == lens[b] + 1 && o.score[b] == -static_cast<float>(lens[b]);
+    for (int32_t k = 0; k <= lens[b]; ++k) ok &= o.arcs[b * o.cap + k] % 1000 == k;
+  }
+  return ok;
+}
+
+// Every lane of the 4-lane decoder is free: streams can open on all of them.
+static bool LanesFree(GpuDecoder& d) {
+  try {
+    const int32_t all[4] = {0, 1, 2, 3};
+    d.StreamOpen(all, 4);
+    d.StreamRelease(all, 4);
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+static void ManyRuns(bool refill) {
+  std::printf("continuous batching, %s refill\n", refill ? "device" : "host");
+  g_lazy = true;
+  stub::g_need = 10;
+  stub::steps_per_run = 8;  // ManyOk's segment: rows longer than 7 frames span segments
+  // 11 rows through 4 lanes; the longest (40) passes max_frames (16): the path buffers grow
+  const std::vector<int32_t> many = {5, 40, 0, 7, 12, 3, 9, 1, 30, 2, 6}, lens = {60, 10, 0};
+  // every acquisition of a run fails cleanly: g_need 10 (the log holds every segment) and
+  // 1,000 entries a segment (64 at first: the run grows the log between segments, GcMark and
+  // the growth inside ManyLaunch)
+  for (int64_t need : {int64_t{10}, int64_t{1000}}) {
+    stub::g_need = need;
+    const bool grows = need > Config().arena_cap;
+    int64_t sites = 0;
+    {
+      GpuDecoder d(Graph(), Config());
+      fault::Arm(1 << 30);
+      CHECK(ManyOk(d, many, refill, 0, grows));
+      sites = fault::Arm(0);
+      CHECK(ManyOk(d, many, refill, 0, grows));  // and again on the same decoder
+      CHECK(DecodeOk(d, lens) || grows);
+      if (grows) CHECK(Stat(d, 15) >= 1);  // the log grew
+    }
+    CHECK(sites >= 3);
+    int raised = 0;
+    for (int64_t i = 1; i <= sites; ++i) {
+      GpuDecoder d(Graph(), Config());
+      fault::Arm(i);
+      bool threw = false, ok = false;
+      try {
+        ok = ManyOk(d, many, refill, 0, grows);
+      } catch (const CudaOutOfMemory&) {
+        threw = true;
+        ++raised;
+      }
+      fault::Arm(0);
+      CHECK(threw || ok);
+      CHECK(!d.ManyActive() && stub::pending == cudaSuccess);
+      CHECK(live::device_bytes.load() == Stat(d, 1) && live::pinned_bytes.load() == Stat(d, 4));
+      CHECK(LanesFree(d));  // the failed run released its lanes
+      CHECK(ManyOk(d, many, refill, 0, grows));
+      CHECK(!stub::bad_access);
+    }
+    std::printf("  g_need %lld: %lld acquisition sites, %d raised\n", static_cast<long long>(need),
+                static_cast<long long>(sites), raised);
+    CHECK(raised >= 1);
+  }
+  stub::g_need = 10;
+  {
+    GpuDecoder d(Graph(), Config());
+    for (int stop : {1, 2}) {  // abandoned with a segment in flight: the lanes are free again
+      CHECK(ManyOk(d, many, refill, stop));
+      CHECK(LanesFree(d));
+      CHECK(DecodeOk(d, lens));
+      CHECK(ManyOk(d, many, refill));
+    }
+    int32_t T = 40;
+    Out o(static_cast<int>(many.size()), T + 2);
+    std::vector<int32_t> rows(many.size());
+    bool threw = false;
+    try {  // no run under way
+      d.ManyWait(rows.data());
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    CHECK(threw);
+    d.ManyBegin(reinterpret_cast<const void*>(0x100), false, 0, 0, static_cast<int32_t>(many.size()), T, 10,
+                many.data(), false, 8, false, 0, o.view(), refill);
+    threw = false;
+    try {  // a wait before its launch
+      d.ManyWait(rows.data());
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    CHECK(threw && d.ManyActive());
+    CHECK(d.ManyLaunch());
+    threw = false;
+    try {  // a second launch before the wait
+      d.ManyLaunch();
+    } catch (const std::logic_error&) {
+      threw = true;
+    }
+    CHECK(threw && d.ManyActive());
+    CHECK(d.ManyWait(rows.data()) >= 0);
+    CHECK(ManyOk(d, many, refill));  // a new run over the one left half-way
+    d.ManyAbort();                   // (nothing under way: nothing to do)
+    stub::steps_per_run = 0;
+    CHECK(DecodeOk(d, lens));
+  }
+  stub::steps_per_run = 0;
+  CHECK(Nothing());
+}
+
 // The pooled layout's sizing rules (types.cuh): a step's claims list holds every claim it
 // can make (at most its slots, one on a final or redirect step, at most claims_cap), its
 // table keeps them at most half full (a power of two of at least kPoolAlign slots, at most
@@ -249,6 +400,8 @@ int main() {
   PooledSizing();
   Walks(true);
   Walks(false);
+  ManyRuns(true);
+  ManyRuns(false);
   {  // auto keeps a small decoder's lanes static: pooling could only hold more
     g_lazy = true;
     GpuDecoder d(Graph(), Config());
