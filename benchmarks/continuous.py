@@ -229,14 +229,13 @@ def main(argv=None) -> int:
                        overflow_rows=sum(1 for h in hyps if h.overflow),
                        identical_to_first=sum(1 for x, y in zip(first, hyps) if same_result(x, y)))
             gpu_dec = getattr(dec, "_gpu", None)
-            if gpu_dec is not None:
+            if gpu_dec is not None:  # the log's size, and every overflow bit the main decode flagged (any pass)
                 st = gpu_dec.main.mem_stats()
                 row.update({f"log_{k}": int(st[k]) for k in LOG_STATS})
+                row["flagged_bits"] = int(gpu_dec.stats.get("flagged_bits", 0))
             if phases:  # ms a pass, the median over passes of each call's total
                 row["phase_ms"] = {k: round(1000 * statistics.median(p[k] for p in phases), 3)
                                    for k in phases[0] if any(p[k] for p in phases)}
-            if gpu_dec is not None:  # every overflow bit the main decode flagged (any pass)
-                row["flagged_bits"] = int(gpu_dec.stats.get("flagged_bits", 0))
             rows.append(row)
             print(json.dumps(row), flush=True)
             del dec

@@ -390,9 +390,10 @@ class GpuInstance:
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
                     gc: bool = False, refill: bool = False):
-        """Continuous batching: any number of rows through the lanes (gpu_decode_many: GpuDecoder::ManyBegin, then ManyLaunch / ManyWait until done);
-        gc: a winners-log GC round after every segment (long-form decoding); refill: lanes take
-        the next row on the device the step after theirs ends (offline rows, without gc)."""
+        """Continuous batching: any number of rows through the lanes in one native call
+        (gpu_decode_many: ManyBegin, then ManyLaunch / ManyWait until done); gc: a winners-log
+        GC round after every segment (long-form decoding); refill: lanes take the next row on
+        the device the step after theirs ends (offline rows, without gc)."""
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         self.mod.gpu_decode_many(self.handle, lp, lens, online, int(segment), bool(gc), bool(refill), stream,
                                  out_arcs, out_len, out_score, out_meta, out_stats)
@@ -818,14 +819,12 @@ class GpuBackend:
 
     @staticmethod
     def _collect(hyps, rows, res, frontend, at=None):
-        """Hypotheses of a sub-batch into hyps[rows[i]], from the outputs' row at[i] (default i)."""
+        """Hypotheses of a sub-batch into hyps[rows[i]], from the outputs' row at[i] (default
+        i: the outputs may hold more rows than the sub-batch)."""
         out_arcs, out_len, out_score, out_meta, out_stats = res
         rows = list(rows)
-        if at is not None:  # the outputs' rows in the order of `rows`
-            idx = np.asarray(at, np.int64)
-            out_len, out_score, out_meta, out_stats = out_len[idx], out_score[idx], out_meta[idx], out_stats[idx]
-        else:
-            idx = np.arange(len(rows))
+        idx = np.arange(len(rows)) if at is None else np.asarray(at, np.int64)
+        out_len, out_score, out_meta, out_stats = out_len[idx], out_score[idx], out_meta[idx], out_stats[idx]
         paths, redirects = [], []
         for i in range(len(rows)):
             n = min(int(out_len[i]), out_arcs.shape[1])
@@ -836,9 +835,8 @@ class GpuBackend:
                 arcs = arcs[:-1]
             paths.append(arcs)
             redirects.append(redirect_arc)
-        k = len(rows)  # (the outputs may hold more rows than this sub-batch)
-        made = frontend.make_hypotheses(paths, [float(x) for x in out_score[:k]], [bool(x) for x in out_meta[:k, 0]],
-                                        redirects, out_meta[:k, 2].tolist(), out_meta[:k, 3].tolist(),
-                                        out_stats[:k, 0].tolist(), out_stats[:k, 1].tolist())
+        made = frontend.make_hypotheses(paths, [float(x) for x in out_score], [bool(x) for x in out_meta[:, 0]],
+                                        redirects, out_meta[:, 2].tolist(), out_meta[:, 3].tolist(),
+                                        out_stats[:, 0].tolist(), out_stats[:, 1].tolist())
         for row, h in zip(rows, made):
             hyps[row] = h
