@@ -37,6 +37,21 @@ def _median_time(fn, reps: int, sync) -> tuple[float, object]:
     return statistics.median(times), out
 
 
+LATTICE_FIELDS = ("src", "dst", "frame", "graph_arc", "token", "acoustic", "graph_score", "score", "state_graph",
+                  "state_frame", "state_level")
+
+
+def _same_lattices(xs, ys) -> int:
+    """Rows whose lattices are identical (arcs, frames, graph arcs, tokens, float32 scores,
+    states, levels, recorded arcs)."""
+    return sum(1 for x, y in zip(xs, ys)
+               if (x.lattice is None) == (y.lattice is None) and
+               (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
+                                      x.lattice.recorded_arcs == y.lattice.recorded_arcs and
+                                      all(np.array_equal(getattr(x.lattice, f), getattr(y.lattice, f))
+                                          for f in LATTICE_FIELDS))))
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--graph", required=True)
@@ -51,6 +66,8 @@ def main():
     p.add_argument("--profile", action="store_true", help="kernel split of a lattice decode at the largest batch")
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
+    p.add_argument("--filter-ab", action="store_true",
+                   help="also time lattice decodes with the records' filter off (CUWFST_LATTICE_FILTER), same run")
     p.add_argument("--long", type=int, nargs="*", default=None, metavar="T",
                    help="lattice memory vs input length instead: rows of T frames (utterances concatenated; "
                         "default 1000 2000 4000 8000), bounded (CUWFST_LATTICE_CHUNK, default 64) against the "
@@ -95,19 +112,32 @@ def main():
         be.lattice_prune = "gpu"
         t_lat, lat_hyps = _median_time(lambda: run(True), a.reps, sync)
         prune_ms = dict(be.main.last_prune_ms) if hasattr(be.main, "last_prune_ms") else {}
+        st_on = be.main.mem_stats()
+        filter_ab = {}
+        if a.filter_ab:  # the records' filter off, same decoder (its buffers grow to the unfiltered records)
+            be.lattice_filter = "off"
+            t_nf, nf_hyps = _median_time(lambda: run(True), a.reps, sync)
+            st_off = be.main.mem_stats()
+            be.lattice_filter = None
+            filter_ab = dict(ms_per_batch_filter_off=t_nf / ((n + B - 1) // B) * 1000,
+                             filter_off_over_on=t_nf / t_lat, identical_rows=_same_lattices(lat_hyps, nf_hyps),
+                             dropped_per_decode=st_on["lattice_filter_dropped"] / (a.reps + 1),
+                             reruns=st_on["lattice_filter_reruns"],
+                             lattice_mib_on=st_on["lattice_bytes"] / 2**20,
+                             lattice_mib_off=st_off["lattice_bytes"] / 2**20,
+                             capacity_on=st_on["lattice_capacity"], capacity_off=st_off["lattice_capacity"])
+            print(f"batch {B}: records' filter A/B: on {t_lat / ((n + B - 1) // B) * 1000:.1f} ms, off "
+                  f"{filter_ab['ms_per_batch_filter_off']:.1f} ms per batch (off/on {filter_ab['filter_off_over_on']:.3f});"
+                  f" lattices identical on {filter_ab['identical_rows']}/{n} rows; records capacity "
+                  f"{filter_ab['capacity_on']} vs {filter_ab['capacity_off']}, lattice buffers "
+                  f"{filter_ab['lattice_mib_on']:.0f} vs {filter_ab['lattice_mib_off']:.0f} MiB; guard re-runs "
+                  f"{filter_ab['reruns']}")
         t_lat_replay = float("nan")
         ab_identical = None
         if not a.no_replay:
             be.lattice_prune = "replay"
             t_lat_replay, replay_hyps = _median_time(lambda: run(True), a.reps, sync)
-            fields = ("src", "dst", "frame", "graph_arc", "token", "acoustic", "graph_score", "score", "state_graph",
-                      "state_frame", "state_level")
-            ab_identical = sum(1 for x, y in zip(lat_hyps, replay_hyps)
-                               if (x.lattice is None) == (y.lattice is None) and
-                               (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
-                                                      x.lattice.recorded_arcs == y.lattice.recorded_arcs and
-                                                      all(np.array_equal(getattr(x.lattice, f), getattr(y.lattice, f))
-                                                          for f in fields))))
+            ab_identical = _same_lattices(lat_hyps, replay_hyps)
             print(f"batch {B}: GPU pruning {t_lat / ((n + B - 1) // B) * 1000:.1f} ms vs host replay "
                   f"{t_lat_replay / ((n + B - 1) // B) * 1000:.1f} ms per batch; lattices identical on "
                   f"{ab_identical}/{n} rows (arcs, frames, graph arcs, tokens, float32 scores, states, levels)")
@@ -189,7 +219,7 @@ def main():
         nb = (n + B - 1) // B
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
-                   last_prune_ms=prune_ms, prune_split_ms=prune_split,
+                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

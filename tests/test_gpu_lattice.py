@@ -768,3 +768,122 @@ def test_gpu_pruning_threaded_numbering_and_row_reuse():
                 if c.words == g.words and c.word_times == g.word_times:
                     assert np.array_equal(np.asarray(c.word_confidences).view(np.int64),
                                           np.asarray(g.word_confidences).view(np.int64)), (chunk, what, b)
+
+
+# ------------------------------------------------------------ the records' filter
+# A whole-batch GPU-pruned decode keeps out of its records the non-admitted arcs that no k2
+# window can keep (lattice.cuh LatFilterFor); its guard decodes the batch again without the
+# filter when a lane's scores leave the magnitudes the filter's rounding pads cover.
+def _filtered(graph, opts, lp, lens, filt, pad=0.0, **kw):
+    dec = Decoder(graph, opts, device="cuda", **kw)
+    dec._gpu.lattice_filter = filt
+    dec._gpu._lattice_filter_pad = pad
+    dec._gpu.lattice_chunk = 0  # the whole batch: the path the filter runs on
+    out = dec.decode(lp, lens, lattice=True)
+    return out, dec._gpu.main.mem_stats()
+
+
+def _wide_case(seed):
+    """Wide frontiers against a small output beam: most recorded arcs are far below their
+    destination, which is where the filter drops records."""
+    rng = np.random.default_rng(88000 + seed)
+    V = int(rng.integers(4, 20))
+    graph = random_ctc_graph(rng, int(rng.choice([200, 800])), V, int(rng.integers(3, 7)), float(rng.uniform(0.05, 0.3)))
+    B = int(rng.integers(2, 7))
+    T = int(rng.integers(20, 120))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    opts = DecoderOptions(search_beam=float(rng.choice([10.0, 16.0, 20.0])), output_beam=float(rng.choice([0.5, 2.0, 5.0, 8.0])),
+                          max_active_states=int(rng.choice([200, 2000, 10000])), allow_partial=bool(seed % 3 != 0))
+    return graph, lp, lens, opts
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_lattice_filter_keeps_every_lattice(seed):
+    """Filter on and off give the CPU's lattices bit for bit (recorded_arcs included: the
+    filter's drops are counted as k2 counts its recorded arcs), the filter drops records, and
+    its guard stays quiet on ordinary scores."""
+    graph, lp, lens, opts = _wide_case(seed)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    on, st_on = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
+    off, st_off = _filtered(graph, opts, lp, lens, "off", max_lanes=int(lens.size))
+    compare(cpu, on, f"filter on, seed {seed}")
+    compare(cpu, off, f"filter off, seed {seed}")
+    assert st_off["lattice_filter_dropped"] == 0 and st_on["lattice_filter_reruns"] == 0
+    recorded = sum(h.lattice.recorded_arcs for h in cpu)
+    TOTALS.setdefault("filter_recorded", 0)
+    TOTALS.setdefault("filter_dropped", 0)
+    TOTALS["filter_recorded"] += recorded
+    TOTALS["filter_dropped"] += st_on["lattice_filter_dropped"]
+    assert 0 <= st_on["lattice_filter_dropped"] < max(recorded, 1)
+
+
+def test_lattice_filter_drops_most_records_of_wide_frontiers():
+    """Across the cases of test_lattice_filter_keeps_every_lattice: the filter dropped a
+    large share of the recorded arcs (a filter that drops nothing would pass the equality)."""
+    for seed in range(8):
+        graph, lp, lens, opts = _wide_case(seed)
+        on, st = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
+        TOTALS.setdefault("filter_recorded8", 0)
+        TOTALS["filter_recorded8"] += sum(h.lattice.recorded_arcs for h in on)
+        TOTALS.setdefault("filter_dropped8", 0)
+        TOTALS["filter_dropped8"] += st["lattice_filter_dropped"]
+    print(f"\nthe records' filter dropped {TOTALS['filter_dropped8']} of {TOTALS['filter_recorded8']} recorded arcs "
+          f"({TOTALS['filter_dropped8'] / max(TOTALS['filter_recorded8'], 1):.1%}) on 8 wide cases")
+    assert TOTALS["filter_dropped8"] > 0
+
+
+def test_lattice_filter_with_too_small_a_pad_is_caught():
+    """A filter that drops arcs an output-beam window keeps (its pad lowered by 3: arcs within
+    output_beam - 2.5 of their destination go) gives lattices that differ from the CPU's: the
+    equality above would catch a filter that is not exact."""
+    differ = 0
+    for seed in range(12):
+        graph, lp, lens, opts = _wide_case(seed)
+        cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+        bad, _ = _filtered(graph, opts, lp, lens, "on", pad=-3.0, max_lanes=int(lens.size))
+        for c, g in zip(cpu, bad):
+            try:
+                assert_same_lattice(c.lattice, g.lattice, "")
+            except AssertionError:
+                differ += 1
+    assert differ > 0
+
+
+@pytest.mark.parametrize("frame", [3, 40])
+def test_lattice_filter_guard_decodes_again_without_it(frame):
+    """A frame whose log-probs are all near -20,000 after ordinary ones: the scores leave the
+    magnitudes the filter's pads cover within a pruning window of filtered steps, so the guard
+    fires and the batch is decoded again without the filter; the lattices are the CPU's."""
+    rng = np.random.default_rng(4242 + frame)
+    V = 10
+    graph = random_ctc_graph(rng, 300, V, 5, 0.2)
+    B, T = 3, 80
+    lp = random_log_probs(rng, B, T, V, peaky=False)
+    lp[1, frame] -= 20000.0
+    lens = np.array([T, T, T - 5], np.int32)
+    opts = DecoderOptions(search_beam=12.0, output_beam=4.0, max_active_states=2000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    got, st = _filtered(graph, opts, lp, lens, "on", max_lanes=B)
+    compare(cpu, got, f"guard frame {frame}")
+    assert st["lattice_filter_reruns"] == 1, st
+    assert st["lattice_filter_dropped"] == 0  # counted from the run whose records are read: the re-run's
+
+
+def test_report_filter_totals():
+    r, d = TOTALS.get("filter_recorded", 0), TOTALS.get("filter_dropped", 0)
+    print(f"\nthe records' filter: {d} of {r} recorded arcs dropped ({d / max(r, 1):.1%}), lattices identical")
+
+
+def test_lattice_filter_env_var(monkeypatch):
+    rng = np.random.default_rng(9)
+    graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
+    dec = Decoder(graph, DecoderOptions(), device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_FILTER", "off")
+    assert dec._gpu.lattice_filter_on() is False
+    monkeypatch.setenv("CUWFST_LATTICE_FILTER", "on")
+    assert dec._gpu.lattice_filter_on() is True
+    monkeypatch.setenv("CUWFST_LATTICE_FILTER", "maybe")
+    with pytest.raises(ValueError, match="lattice_filter"):
+        dec._gpu.lattice_filter_on()

@@ -251,6 +251,9 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.eps_maxw = has_eps ? Upload<float>(g.get(), eps_maxw.data(), n, "per-state max epsilon weights", total) : nullptr;
     v.max_eps_degree = max_eps_degree;
     v.emit_sorted = sorted ? 1 : 0;
+    float max_abs_weight = 0.f;  // (NaN weights: CheckGraph refuses them)
+    for (int64_t i = 0; i < a; ++i) max_abs_weight = std::max(max_abs_weight, std::fabs(w[i]));
+    v.max_abs_weight = max_abs_weight;
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
 }
@@ -495,7 +498,8 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
                             TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
                             TensorView out_stats, TensorView out_lat_counts, TensorView out_lat_cutoffs,
                             TensorView out_lat_sizes, TensorView out_lat_total, double output_beam,
-                            TensorView out_lat_sizes2, TensorView out_prune_ms, int64_t chunk) {
+                            TensorView out_lat_sizes2, TensorView out_prune_ms, int64_t chunk, int64_t filter,
+                            double filter_pad) {
   GpuDecoder* d = GetDecoder(h);
   const LogProbs lp = CheckLogProbs(d, log_probs);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
@@ -507,6 +511,10 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
   if (chunk < 0 || chunk > 4096) TVM_FFI_THROW(ValueError) << "chunk must be in [0, 4096] steps (0: the whole batch)";
   lat.chunk = static_cast<int32_t>(chunk);
   lat.output_beam = static_cast<float>(output_beam);
+  if (filter != 0 && filter != 1) TVM_FFI_THROW(ValueError) << "filter must be 0 or 1";
+  if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
+  lat.filter = static_cast<int32_t>(filter);
+  lat.filter_pad = static_cast<float>(filter_pad);
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);

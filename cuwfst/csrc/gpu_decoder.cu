@@ -659,6 +659,7 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   if (w.lattice && reset) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_all, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
   }
   const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
   const bool opens = kind == SeqKind::kBatch || segment || kind == SeqKind::kOpen;
@@ -854,7 +855,7 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
       Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
-    Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), w); });
+    Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
   }
 }
 
@@ -1062,6 +1063,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     const bool bounded = lattice && lattice->mode == 2 && lattice->chunk > 0 && cfg_.eps_iterations == 0;
     if (lattice && !bounded && inc_) inc_.reset();  // PruneLattice takes this decode's records whole
     bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
+    // The records' filter (lattice.cuh LatFilterFor): whole-batch GPU-pruned decodes only (its
+    // guard decodes the batch again without it, which a bounded decode's emitted runs forbid).
+    bool filter = lattice && lattice->mode == 2 && !bounded && lattice->filter != 0;
+    if (lattice) SetLatticeFilter(filter, lattice->output_beam, lattice->filter_pad);
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
@@ -1117,10 +1122,19 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // record, also those past lat_cap, so after the whole batch it is what the batch needs.
       const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
       const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
-      if (!arena_grows && !lattice_full) break;
+      // The filter's guard: a lane's scores left the magnitudes its pads cover within a
+      // pruning window of a filtered step; decode the batch again without the filter.
+      bool guard = false;
+      for (int32_t b = 0; b < B && filter; ++b) guard |= h_lanes[b].lat_guard != 0;
+      if (guard) {
+        filter = false;
+        SetLatticeFilter(false, lattice->output_beam, lattice->filter_pad);
+        ++lat_filter_reruns_;
+      }
+      if (!arena_grows && !lattice_full && !guard) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
-      if (lattice_full) {  // the batch's records, from its step counts (checked against the cursor)
+      if (lattice_full && !guard) {  // the batch's records, from its step counts (checked against the cursor)
         const LatticeRunNeed r = OverflowedRunNeed(B, 0, static_cast<int32_t>(ws_.seg_cap), 0, lat_cursor);
         GrowLattice(static_cast<unsigned long long>(r.need), static_cast<unsigned long long>(r.made));
       }
@@ -1326,6 +1340,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[50] = cfg_.refill_kernel;
   out[51] = gc_mark_us_;
   out[52] = gc_live_total_;
+  out[53] = lat_filter_reruns_;
+  out[54] = lat_filter_dropped_;
 }
 
 }  // namespace cuwfst

@@ -187,7 +187,12 @@ struct LatticeOutputs {
   // pruned with the k2 windows whose end exists; what no later window touches leaves the
   // device. 0: one run of the whole batch, pruned after it (the path before the bound).
   int32_t chunk = 0;
-  float output_beam = 0.f;  // mode 2 with chunk > 0: the windows' beam
+  float output_beam = 0.f;  // mode 2: the windows' beam (and the records' filter's)
+  // mode 2, chunk 0: 1 = the records' filter (lattice.cuh LatFilterFor) drops the arcs no k2
+  // window can keep; filter_pad is added to its pad (0; tests make it negative to show that a
+  // filter dropping too much is caught)
+  int32_t filter = 0;
+  float filter_pad = 0.f;
 };
 
 // One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu): PrunedRow,
@@ -358,7 +363,7 @@ class GpuDecoder {
   // continuous batching's refill runs in RefillKernel, 0 in FinalizeKernel (refill_kernel).
   // [51] of [41], the GC rounds' time until GcMarkKernel's results are read (the mark and
   // convergence walks), [52] the live entries the rounds kept, summed over rounds.
-  static constexpr int kMemStats = 53;
+  static constexpr int kMemStats = 55;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -575,6 +580,9 @@ class GpuDecoder {
   // [max_lanes, seg_cap], hash_pos on an epsilon-free graph, and on an epsilon graph a
   // second slot space for the closure's passes (the step's own stays for the lattice walk).
   DeviceBuffer lat_, lat_cursor_, lat_count_, lat_cutoff_, lat_size_, lat_hash_pos_;
+  DeviceBuffer lat_all_, lat_filter_;  // Workspace::lat_all, Workspace::lat_filter
+  int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard)
+  int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
   DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
   PinnedBuffer h_lat_;                  // the last lattice decode's records (LatRecord)
   int64_t h_lat_n_ = 0;                 // records in h_lat_
@@ -591,12 +599,13 @@ class GpuDecoder {
   int64_t lat_live_high_ = 0;  // MemStats [36]
   int32_t lat_runs_ = 0;       // MemStats [37]
   int64_t lat_grows_ = 0;      // MemStats [38]
+  void SetLatticeFilter(bool on, float output_beam, float pad);
   void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
   void IncReset(int32_t B, const int32_t* lengths, float output_beam);
   void IncPass(int32_t t1, unsigned long long arena_records);
   void IncFinish(int32_t B, const int32_t* lengths, const uint8_t* skip, int64_t* sizes_out);
   PinnedBuffer pr_host_[2];
-  std::vector<int32_t> pr_count_, pr_size_;
+  std::vector<int32_t> pr_count_, pr_size_, pr_all_;
   int32_t pr_B_ = -1;  // rows of the last mode-2 decode (-1: none to prune)
   std::vector<PrunedRow> pr_rows_;     // kept from decode to decode: the rows' arrays keep their capacity
   LatticeNumberScratch pr_number_;     // the host numbering's scratch, likewise

@@ -19,6 +19,7 @@ constexpr int64_t kLatticeInitialRecords = 4ll << 20;
 
 int64_t GpuDecoder::lattice_bytes() const {
   return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
+         lat_all_.amount() + lat_filter_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
          eps_hint_.amount() + eps_lane_offsets_.amount() + lattice_prune_bytes();
 }
@@ -47,7 +48,7 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     *dst = std::move(b);
   };
   const int32_t seg = max_frames + 2;  // steps 0..max_frames
-  const bool missing = !lat_cursor_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
+  const bool missing = !lat_cursor_.get() || !lat_filter_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
                        (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg ||
                        (ext && !lat_ext_.get());
   if (!missing) return;
@@ -57,6 +58,11 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   if (!lat_cursor_.get()) {
     alloc(&lat_cursor_, sizeof(unsigned long long), "the lattice record cursor");
     ws_.lat_cursor = static_cast<unsigned long long*>(lat_cursor_.get());
+  }
+  if (!lat_filter_.get()) {  // {on, output_beam, pad}: SetLatticeFilter writes it before each decode
+    alloc(&lat_filter_, 4 * sizeof(float), "the lattice records' filter settings");
+    CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, 4 * sizeof(float), stream_));
+    ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
   }
   if (!lat_.get()) {
     const int64_t cap = cfg_.lattice_cap > 0 ? cfg_.lattice_cap : kLatticeInitialRecords;
@@ -98,19 +104,29 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   }
   if (ws_.seg_cap < seg) {
     const size_t n = static_cast<size_t>(L) * seg;
-    DeviceBuffer c, u, z;
+    DeviceBuffer c, u, z, a;
     alloc(&c, n * sizeof(int32_t), "the lattice step counts");
     alloc(&u, n * sizeof(float), "the lattice step cutoffs");
     alloc(&z, n * sizeof(int32_t), "the lattice step sizes");
+    alloc(&a, n * sizeof(int32_t), "the lattice step counts before the filter");
     lat_count_ = std::move(c);
     lat_cutoff_ = std::move(u);
     lat_size_ = std::move(z);
+    lat_all_ = std::move(a);
+    ws_.lat_all = static_cast<int32_t*>(lat_all_.get());
     ws_.lat_count = static_cast<int32_t*>(lat_count_.get());
     ws_.lat_cutoff = static_cast<float*>(lat_cutoff_.get());
     ws_.lat_size = static_cast<int32_t*>(lat_size_.get());
     ws_.seg_cap = seg;
   }
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
+}
+
+// The records' filter for the next runs (Workspace::lat_filter, lattice.cuh LatFilterFor),
+// stream-ordered before them.
+void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
+  const float v[4] = {on ? 1.f : 0.f, output_beam, pad, 0.f};
+  CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), v, sizeof(v), cudaMemcpyHostToDevice, stream_));
 }
 
 // Room for `want` records (what one run of the batch needs: OverflowedRunNeed), plus a
@@ -172,6 +188,13 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     throw std::runtime_error("lattice records past their capacity after growth (a decoder bug)");
   pr_B_ = -1;
   if (out.mode == 2) {  // the records stay on the device for PruneLattice
+    // every surviving arc, the filter's drops included (k2's recorded arcs, a row's recorded_arcs)
+    pr_all_.resize(n);
+    CUWFST_CUDA(cudaMemcpyAsync(pr_all_.data(), ws_.lat_all, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    for (int32_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
+        lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];
     pr_count_ = count;
     pr_size_ = size;
     pr_B_ = B;

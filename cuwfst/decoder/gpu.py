@@ -353,7 +353,7 @@ class GpuInstance:
         return out, LatticeRecords(records, counts, cutoffs, sizes)
 
     def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False,
-                              chunk: int = 0):
+                              chunk: int = 0, filter: bool = True, filter_pad: float = 0.0):
         """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
         graphs): returns the decode's arrays and, per row, (states [3, S], arcs [4, A],
         scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
@@ -361,7 +361,9 @@ class GpuInstance:
         the native pruning, native (the whole native call: decode + pruning) and rows (the
         rows' arrays into numpy), milliseconds. chunk > 0: bounded lattice memory (the batch
         in runs of `chunk` steps, each run's records pruned with k2's windows before the next,
-        GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices."""
+        GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices.
+        filter (chunk 0): the records' filter (GpuBackend.lattice_filter_on); filter_pad: added
+        to its rounding pad (tests only: a negative pad must be caught). Same lattices."""
         B = lp.shape[0]
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
@@ -370,7 +372,7 @@ class GpuInstance:
         t0 = time.perf_counter()
         self.mod.gpu_decode_lattice_pruned(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score,
                                            out_meta, out_stats, counts, cutoffs, sizes, total, float(output_beam),
-                                           sizes2, ms, int(chunk))
+                                           sizes2, ms, int(chunk), int(bool(filter)), float(filter_pad))
         t1 = time.perf_counter()
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
         rows = []
@@ -718,7 +720,9 @@ class GpuBackend:
             from .lattice import attach_all, lattices_from_arrays
 
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
-                                                       self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1))
+                                                       self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1),
+                                                       filter=self.lattice_filter_on(),
+                                                       filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)))
             self._collect(hyps, rows.tolist(), res, frontend)
             keep = [i for i, r in enumerate(lat_rows) if r is not None]
             lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
@@ -745,6 +749,18 @@ class GpuBackend:
             raise ValueError(f"lattice_prune must be 'gpu' or 'replay', got {mode!r}")
         return mode == "gpu" and getattr(inst, "eps_iterations", 1) == 0 and \
             hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned")
+
+    def lattice_filter_on(self) -> bool:
+        """Whether a GPU-pruned lattice decode of a whole batch keeps out of its records the
+        arcs that no k2 pruning window can keep (csrc/include/cuwfst/lattice.cuh LatFilterFor:
+        a non-admitted arc more than output_beam plus a rounding slack below its destination's
+        score); same lattices, fewer records to write, hold and prune. "on" (the default) or
+        "off", by the attribute `lattice_filter` or the environment variable
+        CUWFST_LATTICE_FILTER."""
+        v = getattr(self, "lattice_filter", None) or os.environ.get("CUWFST_LATTICE_FILTER", "on") or "on"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_filter must be 'on' or 'off', got {v!r}")
+        return v == "on"
 
     def lattice_chunk_steps(self, max_steps: int | None = None) -> int:
         """Steps per run of a GPU-pruned lattice decode whose longest row takes `max_steps`

@@ -69,7 +69,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "lattice_live_records", "lattice_runs", "arena_grow_us", "arena_ahead_grows", "arena_ahead_us",
              "gc_us", "lattice_grows", "lattice_capacity", "trims_arcs", "slots", "refills", "pdl",
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
-             "gc_live_total")
+             "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

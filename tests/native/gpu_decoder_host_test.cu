@@ -532,9 +532,9 @@ int main() {
       CHECK(LatticeDecodeOk(d, {3, 0}));  // fewer rows, grown records reused
       CHECK(live::device_bytes.load() == Stat(d, 1) && live::pinned_bytes.load() == Stat(d, 4));
     }
-    // path (device, GC drain, pinned), lattice cursor, records, hash positions, 3 step arrays,
-    // instantiate, records growth, instantiate, pinned readback
-    CHECK(sites == 13);
+    // path (device, GC drain, pinned), lattice cursor, the filter's settings, records, hash
+    // positions, 4 step arrays, instantiate, records growth, instantiate, pinned readback
+    CHECK(sites == 15);
     int raised = 0;
     for (int64_t i = 1; i <= sites; ++i) {
       GpuDecoder d(Graph(), c);
@@ -555,7 +555,7 @@ int main() {
       CHECK(LatticeDecodeOk(d, lens));
       CHECK(!stub::bad_access);
     }
-    CHECK(raised == 11);  // the two instantiations fall back to plain launches
+    CHECK(raised == 13);  // the two instantiations fall back to plain launches
     stub::lat_extra = 0;
     CHECK(Nothing());
   }

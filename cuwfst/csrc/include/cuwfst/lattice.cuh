@@ -61,6 +61,55 @@ __device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_
   return NewFrontierPos(keys, hash_pos, size, dest) >= 0;
 }
 
+// The records' filter (Workspace::lattice == 2, the whole-batch path; ws.lat_filter[0] = 1).
+// Of a real step's arcs whose destination survived, most can never survive the output beam:
+// full tier HLG, 4 rows on the CPU, 32.0 M such arcs, 1.66 M within output_beam + 0.6 of their
+// destination's score, 7.0 M with the admitted ones (docs/benchmarks.md). A non-admitted arc is
+// not written when
+//     end < s(dst) - output_beam - slack,   end = (s(src) + weight) + acoustic,
+// s the search's token scores. Why such an arc is dropped by every k2 window that covers it
+// (k2's forward f and backward b, gpu_lattice_prune.cu; exact reals first): f(dst) >= f(src) +
+// score (the forward is the max over the step's records), and in any window b(x) <= -f(x) at its
+// end (b = -f or -inf) and so, by induction backwards, everywhere in it; hence an arc kept
+// ((score + b(dst)) + f(src) >= -output_beam) has f(src) + score >= f(dst) - output_beam. The
+// slack covers float rounding, bounded with upward-rounded sums of u = 2^-24 times magnitudes:
+//  * |s - f| on a token: both are Viterbi maxima over the same paths in a different order of
+//    float additions; each step adds at most 4u H of difference, H = the old and new
+//    frontiers' |score| bounds plus max |weight| plus 1 (every term of a max path's sums is
+//    within H: scores lie in [cutoff, max] of their step). lat_drift sums 16u H a step;
+//  * the arc's own sums, the threshold's and the keep test's: 32u H + 0.25;
+//  * a window's backward values: at most 31 steps of 4u (2G + W + output_beam), which the
+//    0.25 pad covers while every |score| G in the window is below kLatGuardMag (16,384) and
+//    W below kLatFilterMaxWeight (1,024): 124u (34,800) = 0.13.
+// The filter drops arcs only on steps whose new frontier lies within kLatFilterMag (8,192) and
+// while lat_drift stays below 2 (slack <= ~4.7); LatStepEndKernel raises lat_guard when a
+// step within 32 of a filtered one leaves kLatGuardMag, and the host then decodes the batch
+// again without the filter (GpuDecoder::Decode). Admitted arcs are always written: the CPU's
+// token order (the first admitted offer) reads them. So the pruned lattice is the one the
+// unfiltered records give; lat_all counts every surviving arc (k2's recorded arcs).
+constexpr float kLatFilterMag = 8192.f, kLatGuardMag = 16384.f, kLatFilterMaxWeight = 1024.f;
+constexpr float kLatFilterMaxDrift = 2.f;
+struct LatFilterStep {
+  bool on;           // this step drops arcs (a real step, the filter on, magnitudes in range)
+  float slack;       // end < s(dst) - output_beam - slack drops a non-admitted arc
+  float mag;         // |score| bound of the new frontier (the step's [max - beam, max])
+  float drift;       // lat_drift after the step
+};
+__device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
+                                                      int32_t step_phase) {
+  constexpr float u = 5.9604645e-08f;  // 2^-24
+  const float mx = OrderedIntToFloat(lc.max_ord);
+  LatFilterStep f;
+  f.mag = fmaxf(fabsf(mx), fabsf(mx - lc.beam));
+  const float h = __fadd_ru(__fadd_ru(__fadd_ru(lc.lat_mag, f.mag), g.max_abs_weight), 1.f);
+  f.drift = __fadd_ru(lc.lat_drift, __fmul_ru(16.f * u, h));
+  f.slack = __fadd_ru(__fadd_ru(__fmul_ru(2.f, f.drift), __fadd_ru(0.5f, ws.lat_filter[2])), __fmul_ru(32.f * u, h));
+  // (!(x <= limit) also refuses NaN and infinities)
+  f.on = ws.lat_filter[0] != 0.f && step_phase == kPhaseReal && f.mag <= kLatFilterMag &&
+         g.max_abs_weight <= kLatFilterMaxWeight && f.drift <= kLatFilterMaxDrift;
+  return f;
+}
+
 // LatPersistKernel — per step of a lattice decode, after FinalizeKernel and the epsilon
 // closure; grid = the walkers' (ExpandBlocksFor) x kWalkThreads, over the step's own slot
 // space (Walk<kStep = true>: every slot the step's Max/Expand visited).
@@ -81,53 +130,68 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
   const int32_t* state = nullptr;
   const uint32_t* keys = nullptr;
   const int32_t* hash_pos = nullptr;
+  const float* new_score = nullptr;  // the new frontier's scores (the filter's s(dst))
   int32_t* count = nullptr;
+  int32_t* all = nullptr;
   bool final_alive = false;
   float cutoff = 0.f;
   int32_t step_t = 0;
+  LatFilterStep filter{};
   Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
     if (lv.lane != cur_lane) {
       cur_lane = lv.lane;
       const LaneCounters& lc = ws.lanes[cur_lane];
       state = ws.tok_state[lc.buf ^ 1] + lc.tok_off[lc.buf ^ 1];  // the frontier the step expanded
+      new_score = ws.tok_score[lc.buf] + lc.tok_off[lc.buf];
       keys = ws.hash_key + lc.hash_off;
       hash_pos = ws.hash_pos + lc.hash_off;
       table = lc.hash_cap;
-      count = ws.lat_count + static_cast<int64_t>(cur_lane) * ws.seg_cap + (lc.t - 1);
+      const int64_t at = static_cast<int64_t>(cur_lane) * ws.seg_cap + (lc.t - 1);
+      count = ws.lat_count + at;
+      all = ws.lattice == 2 ? ws.lat_all + at : nullptr;
       final_alive = lc.final_winner != -2;
       cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;  // LatStepEndKernel's lat_cutoff
       step_t = lc.t - 1;
+      filter = ws.lattice == 2 ? LatFilterFor(g, ws, lc, lv.phase) : LatFilterStep{};
     }
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
     const int32_t dst_pos = lv.phase == kPhaseReal
                                 ? NewFrontierPos(keys, hash_pos, table, static_cast<uint32_t>(g.arc_dest[arc]))
                                 : (final_alive ? 0 : -1);
-    const bool keep = dst_pos >= 0;
+    const bool survives = dst_pos >= 0;
+    float acoustic = 0.f;
+    bool admitted = false, keep = survives;
+    if (survives && ws.lattice == 2) {
+      acoustic = lv.Acoustic(g, arc);
+      // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
+      const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
+      admitted = end > cutoff;
+      if (filter.on && !admitted) keep = !(end < (new_score[dst_pos] - ws.lat_filter[1]) - filter.slack);
+    }
     // The recording threads of this call, grouped by lane (the warp walker gives a strip
     // one lane; the thread walker's neighbours may sit in different lanes).
     const unsigned active = __activemask();
-    const unsigned recording = __ballot_sync(active, keep);
-    if (!keep) return;
-    const unsigned peers = __match_any_sync(recording, cur_lane);
+    const unsigned surviving = __ballot_sync(active, survives);
+    if (!survives) return;
+    const unsigned peers = __match_any_sync(surviving, cur_lane);
+    const unsigned writing = peers & __ballot_sync(surviving, keep);
     const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
-    const int32_t leader = __ffs(peers) - 1;
-    const int32_t rank = __popc(peers & ((1u << me) - 1u));
+    if (all != nullptr && me == __ffs(peers) - 1) atomicAdd(all, __popc(peers));
+    if (!keep) return;
+    const int32_t leader = __ffs(writing) - 1;
+    const int32_t rank = __popc(writing & ((1u << me) - 1u));
     unsigned long long base = 0;
     if (me == leader) {
-      const int32_t n = __popc(peers);
+      const int32_t n = __popc(writing);
       base = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(n));
       atomicAdd(count, n);
     }
-    base = __shfl_sync(peers, base, leader);
+    base = __shfl_sync(writing, base, leader);
     const unsigned long long i = base + static_cast<unsigned long long>(rank);
     if (i < static_cast<unsigned long long>(ws.lat_cap)) {
-      const float acoustic = lv.Acoustic(g, arc);
+      if (ws.lattice != 2) acoustic = lv.Acoustic(g, arc);
       ws.lat[i] = {state[tok], lv.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, acoustic, cur_lane};
-      if (ws.lattice == 2) {
-        // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
-        const bool admitted = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic) > cutoff;
-        ws.lat_ext[i] = {step_t, tok, dst_pos, admitted ? 1 : 0};
-      }
+      if (ws.lattice == 2) ws.lat_ext[i] = {step_t, tok, dst_pos, admitted ? 1 : 0};
     }
   });
 }
@@ -135,11 +199,12 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
 // closure's ClearClaimsKernel), grid (finalize_split, max_lanes) x kFinalizeThreads (the
 // CTAs of a lane split its claims in contiguous chunks; the kernel reads gridDim.x).
-// Reads: the lane's counters and claims list. Writes: lat_cutoff[lane][t] (the step's
+// Reads: the lane's counters and claims list. Writes: the records' filter state (lat_mag,
+// lat_drift, lat_filter_last, lat_guard; lattice == 2), lat_cutoff[lane][t] (the step's
 // exact max - beam, the cutoff the replay admits against) and lat_size[lane][t] (the new
 // frontier's size, which the replay checks), the closure's closure_added, and clears the
 // step's (and its closure's) claimed hash slots: key, payload, hash_pos.
-__global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace ws) {
+__global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
@@ -147,6 +212,13 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(Workspace w
   if (step_phase == kPhaseIdle) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
+    if (ws.lattice == 2) {  // the records' filter (LatFilterFor): this step's, then the guard
+      const LatFilterStep f = LatFilterFor(g, ws, lc, step_phase);
+      if (f.on) lc.lat_filter_last = lc.t - 1;
+      if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
+      lc.lat_mag = f.mag;
+      lc.lat_drift = f.drift;
+    }
     const int32_t size = min(lc.next_size, lc.tok_cap[lc.buf]);  // the new frontier (its region's cap)
     ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
     ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);

@@ -39,6 +39,10 @@ __device__ __forceinline__ void InitLane(const DeviceGraph& g, const Workspace& 
   lc.max_frontier = 0;
   lc.best_key = BestKeyOf(0, 0);  // the start token (the anchor of step 0's trim)
   lc.final_winner = -2;
+  lc.lat_mag = 0.f;  // the start token's score
+  lc.lat_drift = 0.f;
+  lc.lat_filter_last = kLatFilterNever;
+  lc.lat_guard = 0;
   lc.final_score = -INFINITY;
   lc.reached_final = 0;
   lc.redirected = 0;

@@ -62,6 +62,9 @@ struct DeviceGraph {
   // best first, none NaN (cuwfst/graph/graph.py builds them so; the upload checks it):
   // the scans may trim a token's slots to the prefix that can pass (scan.cuh TrimDegrees)
   int32_t emit_sorted;
+  // max |weight| over all arcs (inf when a weight is infinite): the lattice records' filter
+  // bounds its float rounding with it (lattice.cuh LatFilterFor)
+  float max_abs_weight;
 };
 
 // A state's arc ranges in the image layout
@@ -224,7 +227,18 @@ struct LaneCounters {
   // FinalizeKernel (atomicMax: the largest index among ties) and by LaneSetupKernel (the start
   // token); a scan at step t takes it only with its t (an older key names an older frontier).
   unsigned long long best_key;
+  // The lattice records' filter (lattice.cuh LatFilterFor; lattice decodes pruned on the GPU):
+  // lat_mag bounds |score| of every token of the lane's current frontier, lat_drift how far
+  // the search's scores may be from k2's forward scores of the same tokens (float rounding,
+  // accumulated); lat_filter_last is the last step the filter dropped arcs on, lat_guard 1
+  // when a step within a pruning window of it left the magnitudes the filter's pads cover
+  // (the host then decodes the batch again without the filter).
+  float lat_mag;
+  float lat_drift;
+  int32_t lat_filter_last;
+  int32_t lat_guard;
 };
+constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
 constexpr unsigned long long kBestKeyValid = 1ull << 63;
 __host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index) {
   return kBestKeyValid | (static_cast<unsigned long long>(static_cast<uint32_t>(t)) << 32) |
@@ -448,6 +462,12 @@ struct Workspace {
   int32_t* lat_count;        // [max_lanes][seg_cap] records of each step of each lane
   float* lat_cutoff;         // [max_lanes][seg_cap] each step's cutoff (exact max - beam)
   int32_t* lat_size;         // [max_lanes][seg_cap] the frontier after each step (and its closure)
+  // lattice == 2: every arc of each step whose destination survived, before the records'
+  // filter (k2's recorded arcs; lat_count counts what the filter kept) [max_lanes][seg_cap],
+  // and the filter's settings {on (1/0), output_beam, pad}, device data the host writes
+  // before each run (lattice.cuh LatFilterFor)
+  int32_t* lat_all;
+  const float* lat_filter;
 };
 
 // Where a lane's tok_hint region for frontier buffer b starts and how many entries it has:
