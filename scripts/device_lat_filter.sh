@@ -4,9 +4,9 @@
 #   background: the full tier (HLG, TLG) and its simulated set (~200 s)
 #   1. tests/test_gpu_lattice.py, the filter's tests first (-k filter), then the rest (TEST_END s
 #      from the start); GPU_SUITES (default tests/test_gpu.py): each capped at 40 s
-#   2. benchmarks.lattice_speed on the full HLG, batch 32, LAT_UTTS utterances (default 64): the
-#      filter on against off in one run (--filter-ab), the pruning path's split, kernel profile,
-#      LAT_CHECK rows against the CPU
+#   2. benchmarks.lattice_speed on the full HLG, batch 32, LAT_UTTS utterances (default 64), once
+#      per LAT_CHUNKS value (CUWFST_LATTICE_CHUNK, default "auto 0"): the filter on against off in
+#      one run (--filter-ab), the pruning path's split, kernel profile, LAT_CHECK rows vs the CPU
 # Carry .device and .cache. $OUT: latf.log (summary), tests.log, lattice_speed.jsonl
 . scripts/device_common.sh
 device_setup latf.log
@@ -22,7 +22,10 @@ for f in ${GPU_SUITES:-tests/test_gpu.py}; do
 done
 echo "[$(since) s] tests" | tee -a $L
 wait_full ${FULL_WAIT:-330}
-timeout -s INT $(left ${BENCH_END:-540}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
-  --log-probs $C/sim/shard-00000.npz --utts ${LAT_UTTS:-64} --batch 32 --reps ${LAT_REPS:-3} --cpu-utts 0 \
-  --check ${LAT_CHECK:-8} --profile --no-replay --filter-ab --json $OUT/lattice_speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
+for ch in ${LAT_CHUNKS:-auto 0}; do  # CUWFST_LATTICE_CHUNK per run ("auto": whole up to 384 steps, else 64-step runs)
+  echo "CUWFST_LATTICE_CHUNK=$ch" | tee -a $L
+  CUWFST_LATTICE_CHUNK=$ch timeout -s INT $(left ${BENCH_END:-560}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
+    --log-probs $C/sim/shard-00000.npz --utts ${LAT_UTTS:-64} --batch 32 --reps ${LAT_REPS:-3} --cpu-utts 0 \
+    --check ${LAT_CHECK:-8} --profile --no-replay --filter-ab --json $OUT/lattice_speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
+done
 echo "[$(since) s] done" | tee -a $L

@@ -774,11 +774,11 @@ def test_gpu_pruning_threaded_numbering_and_row_reuse():
 # A whole-batch GPU-pruned decode keeps out of its records the non-admitted arcs that no k2
 # window can keep (lattice.cuh LatFilterFor); its guard decodes the batch again without the
 # filter when a lane's scores leave the magnitudes the filter's rounding pads cover.
-def _filtered(graph, opts, lp, lens, filt, pad=0.0, **kw):
+def _filtered(graph, opts, lp, lens, filt, pad=0.0, chunk=0, **kw):
     dec = Decoder(graph, opts, device="cuda", **kw)
     dec._gpu.lattice_filter = filt
     dec._gpu._lattice_filter_pad = pad
-    dec._gpu.lattice_chunk = 0  # the whole batch: the path the filter runs on
+    dec._gpu.lattice_chunk = chunk  # 0: the whole batch; else bounded runs of `chunk` steps
     out = dec.decode(lp, lens, lattice=True)
     return out, dec._gpu.main.mem_stats()
 
@@ -802,12 +802,14 @@ def _wide_case(seed):
 @pytest.mark.parametrize("seed", range(60))
 def test_lattice_filter_keeps_every_lattice(seed):
     """Filter on and off give the CPU's lattices bit for bit (recorded_arcs included: the
-    filter's drops are counted as k2 counts its recorded arcs), the filter drops records, and
-    its guard stays quiet on ordinary scores."""
+    filter's drops are counted as k2 counts its recorded arcs), the whole batch in one run or
+    in bounded runs of 7, 20 or 64 steps, the filter drops records, and its guard stays quiet
+    on ordinary scores."""
     graph, lp, lens, opts = _wide_case(seed)
+    chunk = [0, 7, 0, 20, 0, 64][seed % 6]
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    on, st_on = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
-    off, st_off = _filtered(graph, opts, lp, lens, "off", max_lanes=int(lens.size))
+    on, st_on = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
+    off, st_off = _filtered(graph, opts, lp, lens, "off", chunk=chunk, max_lanes=int(lens.size))
     compare(cpu, on, f"filter on, seed {seed}")
     compare(cpu, off, f"filter off, seed {seed}")
     assert st_off["lattice_filter_dropped"] == 0 and st_on["lattice_filter_reruns"] == 0
@@ -851,11 +853,12 @@ def test_lattice_filter_with_too_small_a_pad_is_caught():
     assert differ > 0
 
 
-@pytest.mark.parametrize("frame", [3, 40])
-def test_lattice_filter_guard_decodes_again_without_it(frame):
+@pytest.mark.parametrize("frame,chunk", [(3, 0), (40, 0), (3, 16), (40, 16), (70, 32)])
+def test_lattice_filter_guard_decodes_again_without_it(frame, chunk):
     """A frame whose log-probs are all near -20,000 after ordinary ones: the scores leave the
     magnitudes the filter's pads cover within a pruning window of filtered steps, so the guard
-    fires and the batch is decoded again without the filter; the lattices are the CPU's."""
+    fires and the batch is decoded again without the filter (a bounded decode from its first
+    run, whatever it emitted before); the lattices are the CPU's."""
     rng = np.random.default_rng(4242 + frame)
     V = 10
     graph = random_ctc_graph(rng, 300, V, 5, 0.2)
@@ -865,8 +868,8 @@ def test_lattice_filter_guard_decodes_again_without_it(frame):
     lens = np.array([T, T, T - 5], np.int32)
     opts = DecoderOptions(search_beam=12.0, output_beam=4.0, max_active_states=2000)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    got, st = _filtered(graph, opts, lp, lens, "on", max_lanes=B)
-    compare(cpu, got, f"guard frame {frame}")
+    got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=B)
+    compare(cpu, got, f"guard frame {frame} chunk {chunk}")
     assert st["lattice_filter_reruns"] == 1, st
     assert st["lattice_filter_dropped"] == 0  # counted from the run whose records are read: the re-run's
 

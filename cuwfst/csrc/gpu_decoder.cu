@@ -1063,10 +1063,9 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     const bool bounded = lattice && lattice->mode == 2 && lattice->chunk > 0 && cfg_.eps_iterations == 0;
     if (lattice && !bounded && inc_) inc_.reset();  // PruneLattice takes this decode's records whole
     bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
-    // The records' filter (lattice.cuh LatFilterFor): whole-batch GPU-pruned decodes only (its
-    // guard decodes the batch again without it, which a bounded decode's emitted runs forbid).
-    bool filter = lattice && lattice->mode == 2 && !bounded && lattice->filter != 0;
-    if (lattice) SetLatticeFilter(filter, lattice->output_beam, lattice->filter_pad);
+    // The records' filter (lattice.cuh LatFilterFor) of GPU-pruned decodes; its guard decodes
+    // the batch again without it (a bounded decode restarts from its first run).
+    if (lattice) SetLatticeFilter(lattice->mode == 2 && lattice->filter != 0, lattice->output_beam, lattice->filter_pad);
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
@@ -1124,13 +1123,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
       // The filter's guard: a lane's scores left the magnitudes its pads cover within a
       // pruning window of a filtered step; decode the batch again without the filter.
-      bool guard = false;
-      for (int32_t b = 0; b < B && filter; ++b) guard |= h_lanes[b].lat_guard != 0;
-      if (guard) {
-        filter = false;
-        SetLatticeFilter(false, lattice->output_beam, lattice->filter_pad);
-        ++lat_filter_reruns_;
-      }
+      const bool guard = lattice && LatticeFilterGuard(B, h_lanes, *lattice);
       if (!arena_grows && !lattice_full && !guard) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
@@ -1231,6 +1224,12 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
       for (int32_t b = 0; b < B; ++b) t1 = std::max(t1, std::min(h_lanes[b].t, lengths[b] + 1));
       const bool lattice_full = lat_cursor > static_cast<unsigned long long>(ws_.lat_cap);
       const bool arena_grows = arena_full && arena_cap_ < cfg_.arena_max;
+      // the filter's guard, before IncPass prunes a window whose end this run made: every step
+      // a window of a filtered step reaches is in this run or an earlier one
+      if (LatticeFilterGuard(B, h_lanes, lat)) {
+        restart = true;
+        break;
+      }
       if (lattice_full || arena_grows) {
         // the log holds the whole batch's winners (a restart begins at frame 0): the need so
         // far scaled to every step, so one growth suffices (not ~1/8 more per restart)
@@ -1270,6 +1269,19 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
     }
     if (!restart) break;
   }
+}
+
+// The records' filter's guard (lattice.cuh LatFilterFor): when a lane of the run just made
+// raised lat_guard while the filter was on, the filter goes off for the rest of this decode
+// (the caller decodes the batch again). True then.
+bool GpuDecoder::LatticeFilterGuard(int32_t B, const LaneCounters* h_lanes, const LatticeOutputs& lat) {
+  if (!lat_filter_on_) return false;
+  bool fired = false;
+  for (int32_t b = 0; b < B; ++b) fired |= h_lanes[b].lat_guard != 0;
+  if (!fired) return false;
+  SetLatticeFilter(false, lat.output_beam, lat.filter_pad);
+  ++lat_filter_reruns_;
+  return true;
 }
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {

@@ -581,6 +581,8 @@ class GpuDecoder {
   // second slot space for the closure's passes (the step's own stays for the lattice walk).
   DeviceBuffer lat_, lat_cursor_, lat_count_, lat_cutoff_, lat_size_, lat_hash_pos_;
   DeviceBuffer lat_all_, lat_filter_;  // Workspace::lat_all, Workspace::lat_filter
+  bool lat_filter_on_ = false;         // what SetLatticeFilter last wrote
+  float lat_filter_host_[4] = {0.f, 0.f, 0.f, 0.f};
   int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard)
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
   DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
@@ -600,6 +602,7 @@ class GpuDecoder {
   int32_t lat_runs_ = 0;       // MemStats [37]
   int64_t lat_grows_ = 0;      // MemStats [38]
   void SetLatticeFilter(bool on, float output_beam, float pad);
+  bool LatticeFilterGuard(int32_t B, const LaneCounters* h_lanes, const LatticeOutputs& lat);
   void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
   void IncReset(int32_t B, const int32_t* lengths, float output_beam);
   void IncPass(int32_t t1, unsigned long long arena_records);

@@ -125,8 +125,12 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
 // The records' filter for the next runs (Workspace::lat_filter, lattice.cuh LatFilterFor),
 // stream-ordered before them.
 void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
-  const float v[4] = {on ? 1.f : 0.f, output_beam, pad, 0.f};
-  CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), v, sizeof(v), cudaMemcpyHostToDevice, stream_));
+  // a member, as arena_guard_host_: the pageable copy reads it before returning
+  lat_filter_host_[0] = on ? 1.f : 0.f;
+  lat_filter_host_[1] = output_beam;
+  lat_filter_host_[2] = pad;
+  lat_filter_on_ = on;
+  CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }
 
 // Room for `want` records (what one run of the batch needs: OverflowedRunNeed), plus a

@@ -940,7 +940,7 @@ void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* ski
   for (int32_t b = 0; b < B; ++b) {
     PrunedRow& row = pr_rows_[b];
     row.recorded = 0;
-    for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_count_[b * seg + t];
+    for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_all_[b * seg + t];
     sizes_out[3 * b] = row.num_states;
     sizes_out[3 * b + 1] = row.num_arcs;
     sizes_out[3 * b + 2] = row.recorded;

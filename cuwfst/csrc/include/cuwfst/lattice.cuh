@@ -100,7 +100,8 @@ __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, cons
   constexpr float u = 5.9604645e-08f;  // 2^-24
   const float mx = OrderedIntToFloat(lc.max_ord);
   LatFilterStep f;
-  f.mag = fmaxf(fabsf(mx), fabsf(mx - lc.beam));
+  // mx = -inf: no arc of the step ended anywhere, the new frontier is empty (no magnitude)
+  f.mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
   const float h = __fadd_ru(__fadd_ru(__fadd_ru(lc.lat_mag, f.mag), g.max_abs_weight), 1.f);
   f.drift = __fadd_ru(lc.lat_drift, __fmul_ru(16.f * u, h));
   f.slack = __fadd_ru(__fadd_ru(__fmul_ru(2.f, f.drift), __fadd_ru(0.5f, ws.lat_filter[2])), __fmul_ru(32.f * u, h));
