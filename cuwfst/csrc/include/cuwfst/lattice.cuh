@@ -92,7 +92,7 @@ constexpr float kLatFilterMaxDrift = 2.f;
 struct LatFilterStep {
   bool on;           // this step drops arcs (a real step, the filter on, magnitudes in range)
   float slack;       // end < s(dst) - output_beam - slack drops a non-admitted arc
-  float mag;         // |score| bound of the new frontier (the step's [max - beam, max])
+  float mag;         // |score| bound of the new frontier
   float drift;       // lat_drift after the step
 };
 __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
@@ -100,8 +100,10 @@ __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, cons
   constexpr float u = 5.9604645e-08f;  // 2^-24
   const float mx = OrderedIntToFloat(lc.max_ord);
   LatFilterStep f;
-  // mx = -inf: no arc of the step ended anywhere, the new frontier is empty (no magnitude)
-  f.mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
+  // The new frontier's scores: [max - beam, max] on a real step; the final token alone on a
+  // final or redirect step (its score is the max; their beam is k2's 1e10); none when no arc
+  // of the step ended anywhere (max -inf: the new frontier is empty)
+  f.mag = mx == -INFINITY ? 0.f : step_phase == kPhaseReal ? fmaxf(fabsf(mx), fabsf(mx - lc.beam)) : fabsf(mx);
   const float h = __fadd_ru(__fadd_ru(__fadd_ru(lc.lat_mag, f.mag), g.max_abs_weight), 1.f);
   f.drift = __fadd_ru(lc.lat_drift, __fmul_ru(16.f * u, h));
   f.slack = __fadd_ru(__fadd_ru(__fmul_ru(2.f, f.drift), __fadd_ru(0.5f, ws.lat_filter[2])), __fmul_ru(32.f * u, h));
