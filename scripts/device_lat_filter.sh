@@ -7,6 +7,7 @@
 #   2. benchmarks.lattice_speed on the full HLG, batch 32, LAT_UTTS utterances (default 64), once
 #      per LAT_CHUNKS value (CUWFST_LATTICE_CHUNK, default "auto 0"): the filter on against off in
 #      one run (--filter-ab), the pruning path's split, kernel profile, LAT_CHECK rows vs the CPU
+#   SANITIZE=1: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS --lattice, after the tests
 # Carry .device and .cache. $OUT: latf.log (summary), tests.log, lattice_speed.jsonl
 . scripts/device_common.sh
 device_setup latf.log
@@ -21,8 +22,15 @@ for f in ${GPU_SUITES:-tests/test_gpu.py}; do
   timeout -s INT 40 python3 -m pytest -q -p no:cacheprovider -m gpu $f 2>&1 | tail -1 | tee -a $L
 done
 echo "[$(since) s] tests" | tee -a $L
+if [ -n "${SANITIZE:-}" ]; then  # memcheck over lattice decodes with the filter (scripts/sanitize_case.py --lattice)
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  timeout -s INT ${SANITIZE_CAP:-200} "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py \
+    ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
+  echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
+  echo "[$(since) s] memcheck" | tee -a $L
+fi
 wait_full ${FULL_WAIT:-330}
-for ch in ${LAT_CHUNKS:-auto 0}; do  # CUWFST_LATTICE_CHUNK per run ("auto": whole up to 384 steps, else 64-step runs)
+for ch in ${LAT_CHUNKS:-auto 0}; do  # CUWFST_LATTICE_CHUNK per run ("auto": decoder/gpu.py auto_lattice_chunk)
   echo "CUWFST_LATTICE_CHUNK=$ch" | tee -a $L
   CUWFST_LATTICE_CHUNK=$ch timeout -s INT $(left ${BENCH_END:-560}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
     --log-probs $C/sim/shard-00000.npz --utts ${LAT_UTTS:-64} --batch 32 --reps ${LAT_REPS:-3} --cpu-utts 0 \

@@ -3,7 +3,9 @@ compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py [N] [--eps]
 
 --eps decodes random graphs with epsilon arcs (natural arc order, cycles, chains), so the
 closure kernels run; otherwise epsilon-free CTC graphs. --lanes adds continuous batching
-and streams with a tiny arena (GC rounds and arena growth). --eps-blocks=N gives the
+and streams with a tiny arena (GC rounds and arena growth). --lattice adds GPU-pruned lattice
+decodes (the records' filter on and off, whole and in 16-step runs, a guard re-run) compared
+with the CPU's lattices. --eps-blocks=N gives the
 closure's expand kernels N CTAs (default: auto), e.g. 1 to shrink a racecheck run."""
 
 import sys
@@ -53,5 +55,20 @@ for seed in range(int(args[0]) if args else 6):
         sd.release(s2)
         ref = Decoder(g, opts).decode(lp8[0:1], online=True)[0]
         bad += int(np.float32(ref.score) != np.float32(h1.score))
-print(f"sanitize case done ({'epsilon' if eps else 'epsilon-free'} graphs{', lanes' if '--lanes' in sys.argv else ''}): "
+    if "--lattice" in sys.argv and not eps:
+        lo = DecoderOptions(search_beam=12.0, output_beam=3.0, max_active_states=200, allow_partial=True)
+        lpl = random_log_probs(rng, 4, 60, 12, peaky=bool(seed % 2))
+        if seed % 3 == 2:
+            lpl[1, 20] -= 20000.0  # the filter's guard fires: decoded again without it
+        lensl = np.array([60, 33, 0, 47], np.int32)
+        want = Decoder(g, lo).decode(lpl, lensl, lattice=True)
+        for filt, chunk in (("on", 0), ("on", 16), ("off", 0)):
+            dl = Decoder(g, lo, device="cuda", max_lanes=4, **kw)
+            dl._gpu.lattice_filter, dl._gpu.lattice_chunk = filt, chunk
+            got = dl.decode(lpl, lensl, lattice=True)
+            for c, h in zip(want, got):
+                same = c.lattice.num_states == h.lattice.num_states and all(
+                    np.array_equal(getattr(c.lattice, f), getattr(h.lattice, f)) for f in ("src", "dst", "frame", "graph_arc", "score"))
+                bad += int(not same)
+print(f"sanitize case done ({'epsilon' if eps else 'epsilon-free'} graphs{', lanes' if '--lanes' in sys.argv else ''}{', lattices' if '--lattice' in sys.argv else ''}): "
       f"{bad} score mismatches")

@@ -701,22 +701,26 @@ def test_bounded_lattice_records_overflow_first_and_later_runs(chunk):
     assert w["lattice_capacity"] <= recorded + recorded // 4 + 1, (w, recorded)
 
 
-def test_automatic_chunk_is_whole_for_short_batches_and_bounded_for_long(monkeypatch):
+@pytest.mark.parametrize("filt", ["on", "off"])
+def test_automatic_chunk_is_whole_for_short_batches_and_bounded_for_long(monkeypatch, filt):
     """CUWFST_LATTICE_CHUNK unset: a batch whose longest row takes at most
-    LATTICE_WHOLE_MAX_STEPS steps runs whole (one run), a longer one in runs of
-    LATTICE_CHUNK_DEFAULT; the variable and the attribute override it; the lattices are the
-    CPU's in every case (and the same as each other)."""
-    from cuwfst.decoder.gpu import LATTICE_CHUNK_DEFAULT, LATTICE_WHOLE_MAX_STEPS
+    LATTICE_WHOLE_MAX_STEPS steps (LATTICE_WHOLE_MAX_STEPS_FILTERED with the records' filter)
+    runs whole (one run), a longer one in runs of LATTICE_CHUNK_DEFAULT; the variable and the
+    attribute override it; the lattices are the CPU's in every case (and the same as each
+    other)."""
+    from cuwfst.decoder.gpu import LATTICE_CHUNK_DEFAULT, LATTICE_WHOLE_MAX_STEPS, LATTICE_WHOLE_MAX_STEPS_FILTERED
 
     monkeypatch.delenv("CUWFST_LATTICE_CHUNK", raising=False)
+    monkeypatch.setenv("CUWFST_LATTICE_FILTER", filt)
+    bound = LATTICE_WHOLE_MAX_STEPS_FILTERED if filt == "on" else LATTICE_WHOLE_MAX_STEPS
     rng = np.random.default_rng(17)
     V = 10
     graph = random_ctc_graph(rng, 300, V, 4, 0.2)
     opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300)
     dec = Decoder(graph, opts, device="cuda", max_lanes=4)
     cpu = Decoder(graph, opts, num_threads=2)
-    short = LATTICE_WHOLE_MAX_STEPS - 1  # frames: steps = frames + 1 = the bound
-    for T, runs in ((short, 1), (short + 1, None), (1000, None)):
+    short = bound - 1  # frames: steps = frames + 1 = the bound
+    for T, runs in ((short, 1), (short + 1, None), (max(1000, bound + 100), None)):
         lp = random_log_probs(rng, 3, T, V, peaky=True)
         lens = np.array([T, T // 2, 7], np.int32)
         want = cpu.decode(lp, lens, lattice=True)

@@ -31,13 +31,20 @@ LATTICE_CHUNK_DEFAULT = 64
 # they are at most 384 / (64 + ~20) ~ 4.6x the bounded path's, and past it the bound holds, so
 # lattice memory stays bounded whatever T is. Same lattices either way.
 LATTICE_WHOLE_MAX_STEPS = 384
+# The same bound with the records' filter on (GpuBackend.lattice_filter_on): it keeps ~3% of the
+# records on the full tier (H200, batch 32, mean T 227: 32.7 M records of capacity whole against
+# 437.7 M unfiltered, 2,303 against 22,772 MiB of lattice buffers), so whole batches of up to
+# 1,024 steps hold fewer records than unfiltered ones of 384 did, and the whole path was 240.0 ms
+# a batch against the bounded path's 281.9 in the same run (docs/benchmarks.md).
+LATTICE_WHOLE_MAX_STEPS_FILTERED = 1024
 
 
-def auto_lattice_chunk(max_steps: int | None) -> int:
+def auto_lattice_chunk(max_steps: int | None, filtered: bool = False) -> int:
     """The automatic chunk of a batch whose longest row takes `max_steps` steps (its frames +
-    1; None: unknown): 0 (the whole batch in one run) up to LATTICE_WHOLE_MAX_STEPS, else
-    LATTICE_CHUNK_DEFAULT."""
-    return 0 if max_steps is not None and max_steps <= LATTICE_WHOLE_MAX_STEPS else LATTICE_CHUNK_DEFAULT
+    1; None: unknown): 0 (the whole batch in one run) up to LATTICE_WHOLE_MAX_STEPS (with the
+    records' filter: LATTICE_WHOLE_MAX_STEPS_FILTERED), else LATTICE_CHUNK_DEFAULT."""
+    bound = LATTICE_WHOLE_MAX_STEPS_FILTERED if filtered else LATTICE_WHOLE_MAX_STEPS
+    return 0 if max_steps is not None and max_steps <= bound else LATTICE_CHUNK_DEFAULT
 # Winners ids are int32 on the device, so an arena holds fewer than 2^31 entries.
 ARENA_LIMIT = 2**31 - 1
 
@@ -769,13 +776,14 @@ class GpuBackend:
         leave the device, so live records follow the chunk, not the input's length), or 0: the
         whole batch in one run, pruned after it. Same lattices. Set by the attribute
         `lattice_chunk` or the environment variable CUWFST_LATTICE_CHUNK (an integer, or
-        "auto"); unset or "auto": auto_lattice_chunk(max_steps) (the whole batch up to
-        LATTICE_WHOLE_MAX_STEPS steps, else runs of LATTICE_CHUNK_DEFAULT)."""
+        "auto"); unset or "auto": auto_lattice_chunk(max_steps, lattice_filter_on()) (the whole
+        batch up to LATTICE_WHOLE_MAX_STEPS steps, or LATTICE_WHOLE_MAX_STEPS_FILTERED with the
+        records' filter, else runs of LATTICE_CHUNK_DEFAULT)."""
         v = getattr(self, "lattice_chunk", None)
         if v is None:
             v = os.environ.get("CUWFST_LATTICE_CHUNK", "auto") or "auto"
         if isinstance(v, str) and v.strip().lower() == "auto":
-            return auto_lattice_chunk(max_steps)
+            return auto_lattice_chunk(max_steps, self.lattice_filter_on())
         try:
             n = int(v)
         except ValueError:
