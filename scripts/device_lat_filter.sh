@@ -7,6 +7,7 @@
 #   2. benchmarks.lattice_speed on the full HLG, batch 32, LAT_UTTS utterances (default 64), once
 #      per LAT_CHUNKS value (CUWFST_LATTICE_CHUNK, default "auto 0"): the filter on against off in
 #      one run (--filter-ab), the pruning path's split, kernel profile, LAT_CHECK rows vs the CPU
+#   SPLIT=1: scripts/prune_split.py (the pruning's phases, filter on and off), last
 #   SANITIZE=1: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS --lattice, after the tests
 # Carry .device and .cache. $OUT: latf.log (summary), tests.log, lattice_speed.jsonl
 . scripts/device_common.sh
@@ -36,4 +37,8 @@ for ch in ${LAT_CHUNKS:-auto 0}; do  # CUWFST_LATTICE_CHUNK per run ("auto": dec
     --log-probs $C/sim/shard-00000.npz --utts ${LAT_UTTS:-64} --batch 32 --reps ${LAT_REPS:-3} --cpu-utts 0 \
     --check ${LAT_CHECK:-8} --profile --no-replay --filter-ab --json $OUT/lattice_speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
 done
+if [ -n "${SPLIT:-}" ]; then  # the pruning's device passes phase by phase (scripts/prune_split.py)
+  timeout -s INT $(left ${SPLIT_END:-590}) python3 scripts/prune_split.py $C/HLG.img $C/sim/shard-00000.npz 64 2>&1 \
+    | grep -E "filter|prune split" | tee -a $L
+fi
 echo "[$(since) s] done" | tee -a $L

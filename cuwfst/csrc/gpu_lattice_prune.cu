@@ -27,6 +27,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -493,6 +495,14 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   CUWFST_CUDA(cudaMemcpyAsync(d_skip, skip_in, B, cudaMemcpyHostToDevice, s));
   // the host arrays above must outlive the copies
   CUWFST_CUDA(cudaStreamSynchronize(s));
+  // CUWFST_PRUNE_SPLIT=1: the device passes timed phase by phase (a sync after each), to stderr
+  const bool split = std::getenv("CUWFST_PRUNE_SPLIT") != nullptr;
+  auto mark = [&](std::chrono::steady_clock::time_point* at) {
+    if (!split) return;
+    CUWFST_CUDA(cudaStreamSynchronize(s));
+    *at = std::chrono::steady_clock::now();
+  };
+  std::chrono::steady_clock::time_point m0 = std::chrono::steady_clock::now(), m1 = m0, m2 = m0, m3 = m0;
 
   PrFillFlags<<<GridFor(N), kPrThreads, 0, s>>>(p_flags, N);
   if (N > 0)
@@ -501,6 +511,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
   PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
   CUWFST_CUDA(cudaGetLastError());
+  mark(&m1);
   // forward, time by time, and the CPU's token order of each new time
   for (int32_t t = 0; t < Tmax; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
@@ -522,6 +533,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
   }
   CUWFST_CUDA(cudaGetLastError());
+  mark(&m2);
   // k2's windows, in order, every lane's window k at once
   const float neg_beam = -output_beam;
   for (int32_t k = 0; k < K; ++k) {
@@ -547,6 +559,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     PrWindowEnd<<<dim3(gx, B), kPrThreads, 0, s>>>(B, begin, we, d_tok_off, bwd, alive);
   }
   CUWFST_CUDA(cudaGetLastError());
+  mark(&m3);
   // count, then compact what is kept
   const int32_t nbr = Tmax * B, nbt = static_cast<int32_t>(nt);
   PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d_rec_off, B, p_src, p_dst, p_code, p_ac, p_score,
@@ -557,6 +570,12 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   CUWFST_CUDA(cudaMemcpyAsync(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
   CUWFST_CUDA(cudaStreamSynchronize(s));
   const auto c1 = std::chrono::steady_clock::now();
+  if (split)
+    std::fprintf(stderr,
+                 "prune split ms: setup %.2f, bucket+init %.2f, forward+rank %.2f (%d times), windows %.2f (%d), "
+                 "count %.2f; records %lld, tokens %lld, B %d\n",
+                 Ms(c0, m0), Ms(m0, m1), Ms(m1, m2), Tmax, Ms(m2, m3), K, Ms(m3, c1), static_cast<long long>(N),
+                 static_cast<long long>(M), B);
   const int64_t A = static_cast<int64_t>(cnt[0]), S = static_cast<int64_t>(cnt[1]);
   auto* o_arcs = static_cast<PrunedArcOut*>(PruneBuffer(20, A * sizeof(PrunedArcOut)));
   auto* o_states = static_cast<PrunedStateOut*>(PruneBuffer(21, S * sizeof(PrunedStateOut)));
