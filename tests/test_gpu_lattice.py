@@ -894,31 +894,3 @@ def test_lattice_filter_env_var(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_FILTER", "maybe")
     with pytest.raises(ValueError, match="lattice_filter"):
         dec._gpu.lattice_filter_on()
-
-
-# ------------------------------------------------------------ the pruning's lane kernel
-# PruneLattice runs the forward scores and the rank sort of consecutive times whose largest
-# lane-time fits a block in one launch a run, a block a lane (PrLaneForwardRankKernel: up to
-# 1,024 or 4,096 tokens), the other times one by one (CUWFST_PRUNE_LANES=off: all of them).
-@pytest.mark.parametrize("case", range(10))
-def test_prune_lane_kernel_equals_time_by_time(case, monkeypatch):
-    """Lane-times from a few tokens to past 4,096 (frontiers that grow over a flat row:
-    runs of both block sizes and single times in one batch): the CPU's lattices with the lane
-    kernel and without it."""
-    if case < 8:
-        graph, lp, lens, opts = _wide_case(100 + case)
-    else:
-        rng = np.random.default_rng(6300 + case)
-        V = 40
-        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
-        lp = random_log_probs(rng, 3, 14, V, peaky=False)
-        lens = np.array([14, 9, 3], np.int32)
-        opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1,
-                              max_active_states=400 if case == 8 else 3000)
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    if case >= 8:
-        assert max(h.max_frontier for h in cpu) > 4096, "a lane-time past the large block"
-    for lanes in ("on", "off"):
-        monkeypatch.setenv("CUWFST_PRUNE_LANES", lanes)
-        got, _ = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
-        compare(cpu, got, f"lane kernel {lanes}, case {case}")

@@ -21,7 +21,6 @@
 // (source, arc id): the CPU's RowLattice, array for array.
 #include "gpu_decoder.cuh"
 
-#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "cuwfst/common.cuh"
@@ -132,59 +131,6 @@ __global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const
     }
   }
 }
-
-// Times t_begin .. t_end - 1 of PrForwardKernel and the rank sort in one launch, a block a lane
-// (lanes are independent in both): per time, the lane's records (contiguous: bucket t * B + b)
-// raise the forward scores and first-admission keys of its time-t+1 tokens, then the block
-// sorts those tokens' keys (cub BlockRadixSort over bits [0, end_bit): a key is rank << 32 |
-// code with rank < 2^(end_bit - 32) and code < 2^31, so no real key equals the padding's
-// all-ones) and writes each token's position as its rank. The host runs only times whose
-// largest lane fits kThreads * kItems tokens here (PruneLattice). The sort is stable and the
-// keys of a lane's tokens are distinct (a token's key names the arc into it), so the ranks are
-// the segmented sort's.
-template <int kThreads, int kItems>
-__global__ void __launch_bounds__(kThreads)
-PrLaneForwardRankKernel(DeviceGraph g, int32_t B, int32_t t_begin, int32_t t_end, const int64_t* rec_off,
-                        const int64_t* tok_off, const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code,
-                        const float* p_score, const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
-                        int32_t* rank, int32_t* state, int32_t end_bit) {
-  using Sort = cub::BlockRadixSort<unsigned long long, kThreads, kItems, int32_t>;
-  __shared__ typename Sort::TempStorage tmp;
-  const int32_t b = blockIdx.x;
-  for (int32_t t = t_begin; t < t_end; ++t) {
-    const int64_t r0 = rec_off[static_cast<int64_t>(t) * B + b], r1 = rec_off[static_cast<int64_t>(t) * B + b + 1];
-    for (int64_t i = r0 + threadIdx.x; i < r1; i += kThreads) {  // PrForwardKernel's body
-      const uint8_t f = p_flags[i];
-      if (f & kPrInvalid) continue;
-      const int32_t s = p_src[i], d = p_dst[i], code = p_code[i];
-      const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
-      atomicMax(&fwd[d], FloatToOrderedInt(v));
-      if (f & kPrAdmitted) {
-        atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << 32) |
-                               static_cast<uint32_t>(code));
-        state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : g.arc_dest[code];
-      }
-    }
-    __syncthreads();  // the block's atomics are done and visible to it
-    const int64_t k = static_cast<int64_t>(t + 1) * B + b;
-    const int64_t t0 = tok_off[k];
-    const int32_t m = static_cast<int32_t>(tok_off[k + 1] - t0);
-    if (m == 0) continue;
-    unsigned long long keys[kItems];
-    int32_t vals[kItems];
-    for (int32_t j = 0; j < kItems; ++j) {  // blocked: thread i holds positions i * kItems + j
-      const int32_t pos = static_cast<int32_t>(threadIdx.x) * kItems + j;
-      keys[j] = pos < m ? key[t0 + pos] : ~0ull;
-      vals[j] = pos;
-    }
-    Sort(tmp).Sort(keys, vals, 0, end_bit);
-    for (int32_t j = 0; j < kItems; ++j)
-      if (vals[j] < m) rank[t0 + vals[j]] = static_cast<int32_t>(threadIdx.x) * kItems + j;
-    __syncthreads();  // the ranks are written (the next time's keys read them); tmp is free
-  }
-}
-// Tokens a lane-time PrLaneForwardRankKernel's two instantiations sort.
-constexpr int32_t kLaneRankSmall = 256 * 4, kLaneRankLarge = 512 * 8;
 
 __global__ void PrIota(int32_t* v, int64_t base, int32_t m) {
   for (int32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < m; j += gridDim.x * blockDim.x)
@@ -566,44 +512,15 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
   CUWFST_CUDA(cudaGetLastError());
   mark(&m1);
-  // forward, time by time, and the CPU's token order of each new time: runs of times whose
-  // largest lane-time fits a block (PrLaneForwardRankKernel, one launch a run), the others one
-  // by one (PrForwardKernel, then a segmented sort of the time's keys); CUWFST_PRUNE_LANES=off:
-  // every time one by one (the path before the lane kernel)
-  const char* lanes_env = std::getenv("CUWFST_PRUNE_LANES");
-  const bool lane_kernel = !(lanes_env && std::strcmp(lanes_env, "off") == 0);
-  auto time_class = [&](int32_t t) {  // 0, 1: the small or large lane kernel; 2: one by one
-    int64_t most = 0;
-    for (int32_t b = 0; b < B; ++b)
-      most = std::max(most, tok_off[static_cast<int64_t>(t + 1) * B + b + 1] - tok_off[static_cast<int64_t>(t + 1) * B + b]);
-    return !lane_kernel ? 2 : most <= kLaneRankSmall ? 0 : most <= kLaneRankLarge ? 1 : 2;
-  };
-  int32_t end_bit = 33;  // keys: rank << 32 | code, rank < the largest lane-time's tokens
-  while (end_bit < 64 && (1ll << (end_bit - 32)) < max_m) ++end_bit;
-  for (int32_t t = 0; t < Tmax;) {
-    const int32_t c = time_class(t);
-    if (c < 2) {
-      int32_t u = t + 1;
-      while (u < Tmax && time_class(u) == c) ++u;
-      if (c == 0)
-        PrLaneForwardRankKernel<256, 4><<<B, 256, 0, s>>>(g, B, t, u, d_rec_off, d_tok_off, p_src, p_dst, p_code,
-                                                          p_score, p_flags, fwd, key, rank, state, end_bit);
-      else
-        PrLaneForwardRankKernel<512, 8><<<B, 512, 0, s>>>(g, B, t, u, d_rec_off, d_tok_off, p_src, p_dst, p_code,
-                                                          p_score, p_flags, fwd, key, rank, state, end_bit);
-      t = u;
-      continue;
-    }
+  // forward, time by time, and the CPU's token order of each new time
+  for (int32_t t = 0; t < Tmax; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, p_src, p_dst, p_code, p_score, p_flags,
                                                               fwd, key, rank, state);
     const int64_t base = tok_off[static_cast<int64_t>(t + 1) * B];
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
-    if (m == 0) {
-      ++t;
-      continue;
-    }
+    if (m == 0) continue;
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t + 1) * (B + 1);
     int32_t most = 0;
     for (int32_t b = 0; b < B; ++b)
@@ -614,7 +531,6 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
                                                     sr + 1, s));
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
-    ++t;
   }
   CUWFST_CUDA(cudaGetLastError());
   mark(&m2);
