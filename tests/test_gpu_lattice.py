@@ -894,3 +894,30 @@ def test_lattice_filter_env_var(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_FILTER", "maybe")
     with pytest.raises(ValueError, match="lattice_filter"):
         dec._gpu.lattice_filter_on()
+
+
+# ------------------------------------------------------------ the pruning's rank sort
+# PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states)
+# with one device-wide radix sort of (lane, key) (the default), or with a segmented sort by
+# lane (CUWFST_PRUNE_SORT=segmented, the path before).
+@pytest.mark.parametrize("case", range(10))
+def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
+    """Lane-times from a few tokens to past 4,096 and batches of 1 to 6 lanes, rescued rows
+    among them in the last cases: the CPU's lattices with either sort."""
+    if case < 8:
+        graph, lp, lens, opts = _wide_case(100 + case)
+    else:
+        rng = np.random.default_rng(6300 + case)
+        V = 40
+        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+        lp = random_log_probs(rng, 3, 14, V, peaky=False)
+        lens = np.array([14, 9, 3], np.int32)
+        opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1,
+                              max_active_states=400 if case == 8 else 3000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    if case >= 8:
+        assert max(h.max_frontier for h in cpu) > 4096, "a lane-time past 4,096 tokens"
+    for sort in ("radix", "segmented"):
+        monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
+        got, _ = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
+        compare(cpu, got, f"rank sort {sort}, case {case}")

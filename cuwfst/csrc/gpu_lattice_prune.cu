@@ -21,6 +21,7 @@
 // (source, arc id): the CPU's RowLattice, array for array.
 #include "gpu_decoder.cuh"
 
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "cuwfst/common.cuh"
@@ -129,6 +130,21 @@ __global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const
                              static_cast<uint32_t>(code));
       state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : g.arc_dest[code];
     }
+  }
+}
+
+// A time's keys for one device-wide radix sort (PruneLattice, CUWFST_PRUNE_SORT=radix): the
+// lane above the key's used bits, so the sorted order is lane by lane and within a lane the
+// segmented sort's; a key past them (a token no admitted record reached: a skipped lane's)
+// is clamped to the lane's largest. vals: the tokens' global indices (PrIota's).
+__global__ void PrLaneKeys(int32_t B, int64_t base, const int32_t* seg, const unsigned long long* key,
+                           unsigned long long* ck, int32_t* vals, int32_t shift) {
+  const int32_t b = blockIdx.y;
+  const unsigned long long mask = (1ull << shift) - 1ull;
+  for (int32_t j = seg[b] + blockIdx.x * blockDim.x + threadIdx.x; j < seg[b + 1]; j += gridDim.x * blockDim.x) {
+    const unsigned long long k = key[base + j];
+    ck[j] = (static_cast<unsigned long long>(b) << shift) | (k < mask ? k : mask);
+    vals[j] = static_cast<int32_t>(base + j);
   }
 }
 
@@ -477,9 +493,25 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   auto* s_keys = static_cast<unsigned long long*>(PruneBuffer(16, max_m * 8));
   auto* s_vals_in = static_cast<int32_t*>(PruneBuffer(17, max_m * 4));
   auto* s_vals_out = static_cast<int32_t*>(PruneBuffer(18, max_m * 4));
-  size_t temp_bytes = 0;
+  // The rank sort of each time: one device-wide radix sort of (lane, key) (the default), or a
+  // segmented sort by lane (CUWFST_PRUNE_SORT=segmented; cub sorts each of B < 300 segments
+  // in one block, ~300 us for the full tier's largest times). Keys: rank << 32 | code with
+  // rank below the largest time's tokens, so the first key_bits bits hold them.
+  int32_t key_bits = 33;
+  while (key_bits < 64 && (1ll << (key_bits - 32)) < max_m) ++key_bits;
+  int32_t lane_bits = 0;
+  while ((1 << lane_bits) < B) ++lane_bits;
+  const char* sort_env = std::getenv("CUWFST_PRUNE_SORT");
+  const bool radix = !(sort_env && std::strcmp(sort_env, "segmented") == 0) && key_bits + lane_bits < 64;
+  size_t temp_bytes = 0, radix_bytes = 0;
   CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp_bytes, key, s_keys, s_vals_in, s_vals_out,
                                                   static_cast<int>(max_m), B, d_seg_rel, d_seg_rel + 1, stream_));
+  auto* ck = radix ? static_cast<unsigned long long*>(PruneBuffer(22, max_m * 8)) : nullptr;
+  if (radix) {
+    CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, radix_bytes, ck, s_keys, s_vals_in, s_vals_out,
+                                                static_cast<int>(max_m), 0, key_bits + lane_bits, stream_));
+    temp_bytes = std::max(temp_bytes, radix_bytes);
+  }
   void* temp = PruneBuffer(19, temp_bytes);
   temp_bytes = static_cast<size_t>(pr_buf_[19].amount());
 
@@ -526,10 +558,16 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     for (int32_t b = 0; b < B; ++b)
       most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
                                                           tok_off[static_cast<int64_t>(t + 1) * B + b]));
-    PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
     size_t tb = temp_bytes;
-    CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
-                                                    sr + 1, s));
+    if (radix) {
+      PrLaneKeys<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(B, base, sr, key, ck, s_vals_in, key_bits);
+      CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(temp, tb, ck, s_keys, s_vals_in, s_vals_out, m, 0,
+                                                  key_bits + lane_bits, s));
+    } else {
+      PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
+      CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
+                                                      sr + 1, s));
+    }
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
   }
   CUWFST_CUDA(cudaGetLastError());
