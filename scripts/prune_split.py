@@ -1,6 +1,6 @@
 """The GPU lattice pruning's device passes phase by phase (gpu_lattice_prune.cu, CUWFST_PRUNE_SPLIT):
 python3 scripts/prune_split.py HLG.img shard.npz [utts] -- batches of 32, whole-batch path, the
-records' filter on then off; each decode prints one "prune split ms" line to stderr (after a warm-up)."""
+records' filter on (the rank sort radix, then segmented: CUWFST_PRUNE_SORT), then off; each decode prints one "prune split ms" line to stderr (after a warm-up)."""
 import os
 import sys
 
@@ -12,11 +12,12 @@ g = Graph.load(sys.argv[1])
 d = np.load(sys.argv[2])
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 64
 lp, lens = d["log_probs"][:n], d["lengths"][:n].astype(np.int32)
-for filt in ("on", "off"):
+for filt, sort in (("on", "radix"), ("on", "segmented"), ("off", "radix")):
+    os.environ["CUWFST_PRUNE_SORT"] = sort
     dec = Decoder(g, DecoderOptions(output_beam=8.0), device="cuda", max_lanes=32)
     dec._gpu.lattice_filter, dec._gpu.lattice_chunk = filt, 0
     dec.decode(lp[:32], lens[:32], lattice=True)  # warm-up (growth, capture)
-    print(f"filter {filt}:", file=sys.stderr, flush=True)
+    print(f"filter {filt}, rank sort {sort}:", file=sys.stderr, flush=True)
     os.environ["CUWFST_PRUNE_SPLIT"] = "1"
     for s in range(0, n, 32):
         dec.decode(lp[s : s + 32], lens[s : s + 32], lattice=True)
