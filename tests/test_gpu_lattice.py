@@ -921,3 +921,27 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
         monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
         got, _ = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
         compare(cpu, got, f"rank sort {sort}, case {case}")
+
+
+@pytest.mark.parametrize("case", range(6))
+def test_prune_rank_sort_bounded_runs(case, monkeypatch):
+    """The bounded path's passes (IncPass) take the same sort: runs of 5 to 64 steps, the
+    sources of a pass's first time ranked by the pass before; the CPU's lattices with either
+    sort."""
+    if case < 4:
+        graph, lp, lens, opts = _wide_case(200 + case)
+        chunk = [7, 20, 33, 64][case]
+    else:
+        rng = np.random.default_rng(6400 + case)
+        V = 40
+        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+        lp = random_log_probs(rng, 3, 14, V, peaky=False)
+        lens = np.array([14, 9, 3], np.int32)
+        opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=3000)
+        chunk = 5 if case == 4 else 3
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    for sort in ("radix", "segmented"):
+        monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
+        got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
+        compare(cpu, got, f"bounded rank sort {sort}, case {case}")
+        assert st["lattice_runs"] > 1 or int(lens.max()) + 1 <= chunk

@@ -836,9 +836,29 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   auto* s_keys = static_cast<unsigned long long*>(PruneBuffer(52, max_m * 8));
   auto* s_vals_in = static_cast<int32_t*>(PruneBuffer(53, max_m * 4));
   auto* s_vals_out = static_cast<int32_t*>(PruneBuffer(54, max_m * 4));
-  size_t temp_bytes = 0;
+  // the rank sort as PruneLattice's (one radix sort of (lane, key) a time, or segmented); the
+  // key bits cover the ranks of times t0 .. t1 (the sources of time t0 were ranked by an
+  // earlier pass)
+  int64_t rank_most = max_m;
+  for (int32_t tau = std::max(t0, R); tau <= t1; ++tau) {
+    const int64_t k0 = static_cast<int64_t>(tau - R) * B;
+    rank_most = std::max<int64_t>(rank_most, tok_off[k0 + B] - tok_off[k0]);
+  }
+  int32_t key_bits = 33;
+  while (key_bits < 64 && (1ll << (key_bits - 32)) < rank_most) ++key_bits;
+  int32_t lane_bits = 0;
+  while ((1 << lane_bits) < B) ++lane_bits;
+  const char* sort_env = std::getenv("CUWFST_PRUNE_SORT");
+  const bool radix = !(sort_env && std::strcmp(sort_env, "segmented") == 0) && key_bits + lane_bits < 64;
+  size_t temp_bytes = 0, radix_bytes = 0;
   CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp_bytes, key, s_keys, s_vals_in, s_vals_out,
                                                   static_cast<int>(max_m), B, d_seg_rel, d_seg_rel + 1, s));
+  auto* ck = radix ? static_cast<unsigned long long*>(PruneBuffer(58, max_m * 8)) : nullptr;
+  if (radix) {
+    CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, radix_bytes, ck, s_keys, s_vals_in, s_vals_out,
+                                                static_cast<int>(max_m), 0, key_bits + lane_bits, s));
+    temp_bytes = std::max(temp_bytes, radix_bytes);
+  }
   void* temp = PruneBuffer(55, temp_bytes);
   temp_bytes = static_cast<size_t>(pr_buf_[55].amount());
   for (int32_t t = t0; t < t1; ++t) {
@@ -852,10 +872,16 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
     int32_t most = 0;
     for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
-    PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
     size_t tb = temp_bytes;
-    CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
-                                                    sr + 1, s));
+    if (radix) {
+      PrLaneKeys<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(B, base, sr, key, ck, s_vals_in, key_bits);
+      CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(temp, tb, ck, s_keys, s_vals_in, s_vals_out, m, 0,
+                                                  key_bits + lane_bits, s));
+    } else {
+      PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
+      CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
+                                                      sr + 1, s));
+    }
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank1);
   }
   CUWFST_CUDA(cudaGetLastError());
