@@ -900,6 +900,17 @@ def test_lattice_filter_env_var(monkeypatch):
 # PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states)
 # with one device-wide radix sort of (lane, key) (the default), or with a segmented sort by
 # lane (CUWFST_PRUNE_SORT=segmented, the path before).
+def _large_frontier_case(seed, max_active):
+    """Flat rows over a 12,000-state graph with a wide beam: lane-times past 4,096 tokens."""
+    rng = np.random.default_rng(seed)
+    V = 40
+    graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
+    lp = random_log_probs(rng, 3, 14, V, peaky=False)
+    lens = np.array([14, 9, 3], np.int32)
+    opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=max_active)
+    return graph, lp, lens, opts
+
+
 @pytest.mark.parametrize("case", range(10))
 def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
     """Lane-times from a few tokens to past 4,096 and batches of 1 to 6 lanes, rescued rows
@@ -907,13 +918,7 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
     if case < 8:
         graph, lp, lens, opts = _wide_case(100 + case)
     else:
-        rng = np.random.default_rng(6300 + case)
-        V = 40
-        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
-        lp = random_log_probs(rng, 3, 14, V, peaky=False)
-        lens = np.array([14, 9, 3], np.int32)
-        opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1,
-                              max_active_states=400 if case == 8 else 3000)
+        graph, lp, lens, opts = _large_frontier_case(6300 + case, 400 if case == 8 else 3000)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     if case >= 8:
         assert max(h.max_frontier for h in cpu) > 4096, "a lane-time past 4,096 tokens"
@@ -932,12 +937,7 @@ def test_prune_rank_sort_bounded_runs(case, monkeypatch):
         graph, lp, lens, opts = _wide_case(200 + case)
         chunk = [7, 20, 33, 64][case]
     else:
-        rng = np.random.default_rng(6400 + case)
-        V = 40
-        graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
-        lp = random_log_probs(rng, 3, 14, V, peaky=False)
-        lens = np.array([14, 9, 3], np.int32)
-        opts = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=3000)
+        graph, lp, lens, opts = _large_frontier_case(6400 + case, 3000)
         chunk = 5 if case == 4 else 3
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     for sort in ("radix", "segmented"):
