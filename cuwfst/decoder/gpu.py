@@ -31,9 +31,10 @@ LATTICE_CHUNK_DEFAULT = 64
 # they are at most 384 / (64 + ~20) ~ 4.6x the bounded path's, and past it the bound holds, so
 # lattice memory stays bounded whatever T is. Same lattices either way.
 LATTICE_WHOLE_MAX_STEPS = 384
-# The same bound with the records' filter on (GpuBackend.lattice_filter_on): it keeps ~3% of the
-# records on the full tier (H200, batch 32, mean T 227: 32.7 M records of capacity whole against
-# 437.7 M unfiltered, 2,303 against 22,772 MiB of lattice buffers), so whole batches of up to
+# The same bound with the records' filter on (GpuBackend.lattice_filter_on): it keeps ~7% of the
+# records on the full tier (H200, batch 32, mean T 227: 48.0 M of 676.5 M over 64 utterances;
+# 32.7 M records of capacity whole against 437.7 M unfiltered, 2,303 against 22,772 MiB of
+# lattice buffers), so whole batches of up to
 # 1,024 steps hold fewer records than unfiltered ones of 384 did, and the whole path was 240.0 ms
 # a batch against the bounded path's 281.9 in the same run (docs/benchmarks.md).
 LATTICE_WHOLE_MAX_STEPS_FILTERED = 1024
