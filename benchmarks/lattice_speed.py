@@ -121,7 +121,8 @@ def main():
             be.lattice_filter = None
             filter_ab = dict(ms_per_batch_filter_off=t_nf / ((n + B - 1) // B) * 1000,
                              filter_off_over_on=t_nf / t_lat, identical_rows=_same_lattices(lat_hyps, nf_hyps),
-                             dropped_per_decode=st_on["lattice_filter_dropped"] / (a.reps + 1),
+                             # every lattice pass over the utterances so far: the warm-up and the reps
+                             dropped_per_pass=st_on["lattice_filter_dropped"] / (a.reps + 1),
                              reruns=st_on["lattice_filter_reruns"],
                              lattice_mib_on=st_on["lattice_bytes"] / 2**20,
                              lattice_mib_off=st_off["lattice_bytes"] / 2**20,

@@ -36,7 +36,7 @@ LATTICE_WHOLE_MAX_STEPS = 384
 # 32.7 M records of capacity whole against 437.7 M unfiltered, 2,303 against 22,772 MiB of
 # lattice buffers), so whole batches of up to
 # 1,024 steps hold fewer records than unfiltered ones of 384 did, and the whole path was 240.0 ms
-# a batch against the bounded path's 281.9 in the same run (docs/benchmarks.md).
+# a batch against the bounded path's 281.9 in the same device call (docs/benchmarks.md).
 LATTICE_WHOLE_MAX_STEPS_FILTERED = 1024
 
 
@@ -370,7 +370,7 @@ class GpuInstance:
         rows' arrays into numpy), milliseconds. chunk > 0: bounded lattice memory (the batch
         in runs of `chunk` steps, each run's records pruned with k2's windows before the next,
         GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices.
-        filter (chunk 0): the records' filter (GpuBackend.lattice_filter_on); filter_pad: added
+        filter: the records' filter (GpuBackend.lattice_filter_on); filter_pad: added
         to its rounding pad (tests only: a negative pad must be caught). Same lattices."""
         B = lp.shape[0]
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
