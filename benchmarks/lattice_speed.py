@@ -43,13 +43,20 @@ LATTICE_FIELDS = ("src", "dst", "frame", "graph_arc", "token", "acoustic", "grap
 
 def _same_lattices(xs, ys) -> int:
     """Rows whose lattices are identical (arcs, frames, graph arcs, tokens, float32 scores,
-    states, levels, recorded arcs)."""
+    states, levels, recorded arcs where both counted them: the lattice trim does not)."""
     return sum(1 for x, y in zip(xs, ys)
                if (x.lattice is None) == (y.lattice is None) and
                (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
-                                      x.lattice.recorded_arcs == y.lattice.recorded_arcs and
+                                      (x.lattice.recorded_arcs is None or y.lattice.recorded_arcs is None or
+                                       x.lattice.recorded_arcs == y.lattice.recorded_arcs) and
                                       all(np.array_equal(getattr(x.lattice, f), getattr(y.lattice, f))
                                           for f in LATTICE_FIELDS))))
+
+
+def _recorded(hyps):
+    """The rows' recorded arcs summed; None when a row did not count them (the lattice trim)."""
+    r = [h.lattice.recorded_arcs for h in hyps if h.lattice is not None]
+    return None if any(x is None for x in r) else sum(r)
 
 
 def main():
@@ -61,11 +68,14 @@ def main():
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--output-beam", type=float, default=8.0)
     p.add_argument("--cpu-utts", type=int, default=32, help="utterances the CPU decoder times (0: none)")
-    p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="CPU threads (CPU decoder, replay)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads of the decoders (host numbering aside: word times and confidences, the CPU "
+                        "decoder, the replay); default: the decoder's own, min(8, CPUs)")
     p.add_argument("--check", type=int, default=8, help="rows whose GPU lattice is compared with the CPU's")
     p.add_argument("--profile", action="store_true", help="kernel split of a lattice decode at the largest batch")
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
+    p.add_argument("--trim-ab", action="store_true", help="the lattice trim off, same decoder, same run")
     p.add_argument("--filter-ab", action="store_true",
                    help="also time lattice decodes with the records' filter off (CUWFST_LATTICE_FILTER), same run")
     p.add_argument("--long", type=int, nargs="*", default=None, metavar="T",
@@ -90,7 +100,7 @@ def main():
     n = len(lens_all)
     audio_s = float(lens_all.sum()) * 0.04
     print(f"graph {a.graph}: {g.num_states} states, {g.num_arcs} arcs, {g.num_epsilon_arcs} epsilon arcs; "
-          f"{n} utts, mean T {lens_all.mean():.0f}; output_beam {a.output_beam}; {dev}; {a.threads} CPU threads; "
+          f"{n} utts, mean T {lens_all.mean():.0f}; output_beam {a.output_beam}; {dev}; {a.threads or min(8, os.cpu_count() or 1)} CPU threads; "
           f"commit {commit}")
     lp_gpu = torch.from_numpy(lp_all).cuda()
     sync = torch.cuda.synchronize
@@ -110,9 +120,11 @@ def main():
         # A/B in one run: the GPU's own pruning ("gpu", gpu_lattice_prune.cu) and the host's
         # replay of every record ("replay", the path before it); their lattices must be equal
         be.lattice_prune = "gpu"
+        slots0 = be.main.mem_stats().get("slots", 0)
         t_lat, lat_hyps = _median_time(lambda: run(True), a.reps, sync)
         prune_ms = dict(be.main.last_prune_ms) if hasattr(be.main, "last_prune_ms") else {}
         st_on = be.main.mem_stats()
+        slots_on = st_on.get("slots", 0) - slots0  # the walkers' slots of these lattice passes
         filter_ab = {}
         if a.filter_ab:  # the records' filter off, same decoder (its buffers grow to the unfiltered records)
             be.lattice_filter = "off"
@@ -127,6 +139,23 @@ def main():
                              lattice_mib_on=st_on["lattice_bytes"] / 2**20,
                              lattice_mib_off=st_off["lattice_bytes"] / 2**20,
                              capacity_on=st_on["lattice_capacity"], capacity_off=st_off["lattice_capacity"])
+        trim_ab = {}
+        if a.trim_ab:  # the lattice trim off, same decoder: every arc of a step walked and counted
+            slots1 = be.main.mem_stats().get("slots", 0)
+            be.lattice_trim = "off"
+            t_nt, nt_hyps = _median_time(lambda: run(True), a.reps, sync)
+            slots_off = be.main.mem_stats().get("slots", 0) - slots1
+            be.lattice_trim = None
+            trim_ab = dict(ms_per_batch_trim_off=t_nt / ((n + B - 1) // B) * 1000, trim_off_over_on=t_nt / t_lat,
+                           identical_rows=_same_lattices(lat_hyps, nt_hyps),
+                           # the walkers' slots of the passes each way (warm-up and reps, the same count)
+                           slots_on=slots_on, slots_off=slots_off,
+                           recorded_arcs_off=sum(h.lattice.recorded_arcs for h in nt_hyps if h.lattice is not None))
+            print(f"batch {B}: lattice trim A/B: on {t_lat / ((n + B - 1) // B) * 1000:.1f} ms, off "
+                  f"{trim_ab['ms_per_batch_trim_off']:.1f} ms per batch (off/on {trim_ab['trim_off_over_on']:.3f}); "
+                  f"lattices identical on {trim_ab['identical_rows']}/{n} rows; walkers' slots {slots_on:,} on vs "
+                  f"{slots_off:,} off (same passes)")
+        if a.filter_ab:
             print(f"batch {B}: records' filter A/B: on {t_lat / ((n + B - 1) // B) * 1000:.1f} ms, off "
                   f"{filter_ab['ms_per_batch_filter_off']:.1f} ms per batch (off/on {filter_ab['filter_off_over_on']:.3f});"
                   f" lattices identical on {filter_ab['identical_rows']}/{n} rows; records capacity "
@@ -159,7 +188,8 @@ def main():
                 sync()
                 t0 = time.perf_counter()
                 res, lat_rows = be.main.decode_lattice_pruned(lp_gpu[s : s + B], lens, be._stream(), a.output_beam,
-                                                              chunk=be.lattice_chunk_steps(int(lens.max()) + 1))
+                                                              chunk=be.lattice_chunk_steps(int(lens.max()) + 1),
+                                                              filter=be.lattice_filter_on(), trim=be.lattice_trim_on())
                 t1 = time.perf_counter()
                 pm = be.main.last_prune_ms
                 built = iter(lattices_from_arrays(g, [r for r in lat_rows if r is not None], dec.num_threads))
@@ -200,7 +230,7 @@ def main():
                 res, rec = be.main.decode_lattice(lp_gpu[s : s + B], lens, be._stream())
                 t1 = time.perf_counter()
                 lats, _ = lattices_from_records(be.reference_graph(), g, opts, be.main.eps_iterations, lens, rec,
-                                                a.threads)
+                                                dec.num_threads)
                 t2 = time.perf_counter()
                 hs = [None] * len(lens)
                 be._collect(hs, range(len(lens)), res, dec)
@@ -216,16 +246,17 @@ def main():
             attach_t.append(ta)
         frames = float((lens_all + 1).sum())
         arcs = sum(h.lattice.num_arcs for h in lat_hyps if h.lattice is not None)
-        recorded = sum(h.lattice.recorded_arcs for h in lat_hyps if h.lattice is not None)
+        recorded = _recorded(lat_hyps)
         nb = (n + B - 1) // B
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
-                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab,
+                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),
                    attach_ms_per_batch=statistics.median(attach_t) / nb * 1000 if attach_t else float("nan"),
-                   lattice_arcs_per_frame=arcs / frames, recorded_arcs_per_frame=recorded / frames,
+                   lattice_arcs_per_frame=arcs / frames,
+                   recorded_arcs_per_frame=None if recorded is None else recorded / frames,
                    no_lattice_rows=sum(h.lattice is None for h in lat_hyps),
                    overflow_rows=sum(1 for h in lat_hyps if h.overflow),
                    same_1best=sum(1 for x, y in zip(hyps, lat_hyps) if x.words == y.words and
@@ -271,7 +302,7 @@ def main():
                                 lambda: None)
         t_cpu1, _ = _median_time(lambda: cdec.decode(lp_all[:m], lens_all[:m]), max(1, a.reps - 1), lambda: None)
         cpu_audio = float(lens_all[:m].sum()) * 0.04
-        row = dict(kind="cpu", utts=m, threads=a.threads, rtfx_lattice=cpu_audio / t_cpu, rtfx_1best=cpu_audio / t_cpu1,
+        row = dict(kind="cpu", utts=m, threads=cdec.num_threads, rtfx_lattice=cpu_audio / t_cpu, rtfx_1best=cpu_audio / t_cpu1,
                    lattice_over_1best=t_cpu / t_cpu1)
         results.append(row)
         print(json.dumps(row))
@@ -332,7 +363,7 @@ def long_main(a):
             warm = time.perf_counter() - t1
             st = dec._gpu.main.mem_stats()
             arcs = sum(h.lattice.num_arcs for h in hyps[mode] if h.lattice is not None)
-            recorded = sum(h.lattice.recorded_arcs for h in hyps[mode] if h.lattice is not None)
+            recorded = _recorded(hyps[mode])
             row = dict(kind="long", mode=mode, chunk=c, T=T, batch=B, first_s=dt, warm_s=warm,
                        live_records=st["lattice_live_records"], runs=st["lattice_runs"],
                        lattice_mib=st["lattice_bytes"] / 2**20, prune_mib=st["lattice_prune_bytes"] / 2**20,

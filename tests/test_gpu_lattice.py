@@ -12,6 +12,7 @@ in tests/test_lattice_records.py.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 
@@ -27,7 +28,17 @@ from test_lattice_records import assert_same_lattice, random_lattice_case
 
 pytestmark = pytest.mark.gpu
 
-TOTALS = {"rows": 0, "arcs": 0, "eps_arcs": 0, "redirected": 0, "ties": 0}
+TOTALS = {"rows": 0, "arcs": 0, "eps_arcs": 0, "redirected": 0, "ties": 0, "uncounted": 0}
+
+
+def assert_same_gpu_lattice(cpu_lat, gpu_lat, where: str) -> None:
+    """assert_same_lattice, where a GPU lattice whose recorded arcs the lattice trim did not
+    count (None; GpuBackend.lattice_trim_on, checked by the lattice-trim tests below) is held
+    to every other field."""
+    if gpu_lat is not None and gpu_lat.recorded_arcs is None and cpu_lat is not None:
+        TOTALS["uncounted"] += 1
+        gpu_lat = dataclasses.replace(gpu_lat, recorded_arcs=cpu_lat.recorded_arcs)
+    assert_same_lattice(cpu_lat, gpu_lat, where)
 
 
 def compare(cpu_h, gpu_h, where: str, nbest: int = 0) -> None:
@@ -39,7 +50,7 @@ def compare(cpu_h, gpu_h, where: str, nbest: int = 0) -> None:
         assert g.overflow == 0, f"{w}: overflow {g.overflow}"
         assert np.float32(c.score).view(np.int32) == np.float32(g.score).view(np.int32), f"{w}: 1-best score"
         assert g.lattice is not None, w
-        assert_same_lattice(c.lattice, g.lattice, w)
+        assert_same_gpu_lattice(c.lattice, g.lattice, w)
         TOTALS["rows"] += 1
         TOTALS["arcs"] += g.lattice.num_arcs
         TOTALS["eps_arcs"] += int((g.lattice.token == -2).sum())
@@ -241,7 +252,7 @@ def test_k2_lattice_goldens_on_gpu():
         arcs += r["arcs"]
         cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
         for b, (c, g) in enumerate(zip(cpu, gpu)):
-            assert_same_lattice(c.lattice, g.lattice, f"{case['name']} row {b}")
+            assert_same_gpu_lattice(c.lattice, g.lattice, f"{case['name']} row {b}")
     print(f"\nk2 1.23.4 lattice goldens on the GPU: {len(cases)} cases, {rows} rows, {arcs} arcs: "
           f"{len(bad)} mismatches")
     assert rows >= 500 and not bad, "\n".join(bad[:20])
@@ -280,6 +291,7 @@ def test_lattice_records_grow_and_rerun():
     lp = random_log_probs(rng, 6, 80, 12, peaky=False)
     opts = DecoderOptions(search_beam=12.0, output_beam=6.0, max_active_states=300)
     dec = Decoder(graph, opts, device="cuda", max_lanes=8, lattice_entries=64)
+    dec._gpu.lattice_trim = "off"  # (so the rows count their recorded arcs)
     got = dec.decode(lp, lattice=True)
     assert sum(h.lattice.recorded_arcs for h in got) > 10_000
     compare(Decoder(graph, opts).decode(lp, lattice=True), got, "growth")
@@ -778,9 +790,10 @@ def test_gpu_pruning_threaded_numbering_and_row_reuse():
 # A whole-batch GPU-pruned decode keeps out of its records the non-admitted arcs that no k2
 # window can keep (lattice.cuh LatFilterFor); its guard decodes the batch again without the
 # filter when a lane's scores leave the magnitudes the filter's rounding pads cover.
-def _filtered(graph, opts, lp, lens, filt, pad=0.0, chunk=0, **kw):
+def _filtered(graph, opts, lp, lens, filt, pad=0.0, chunk=0, trim="on", **kw):
     dec = Decoder(graph, opts, device="cuda", **kw)
     dec._gpu.lattice_filter = filt
+    dec._gpu.lattice_trim = trim
     dec._gpu._lattice_filter_pad = pad
     dec._gpu.lattice_chunk = chunk  # 0: the whole batch; else bounded runs of `chunk` steps
     out = dec.decode(lp, lens, lattice=True)
@@ -812,11 +825,25 @@ def test_lattice_filter_keeps_every_lattice(seed):
     graph, lp, lens, opts = _wide_case(seed)
     chunk = [0, 7, 0, 20, 0, 64][seed % 6]
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    on, st_on = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
+    on, st_on = _filtered(graph, opts, lp, lens, "on", chunk=chunk, trim="off", max_lanes=int(lens.size))
     off, st_off = _filtered(graph, opts, lp, lens, "off", chunk=chunk, max_lanes=int(lens.size))
+    trim, st_trim = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
     compare(cpu, on, f"filter on, seed {seed}")
     compare(cpu, off, f"filter off, seed {seed}")
+    compare(cpu, trim, f"filter and lattice trim on, seed {seed}")
     assert st_off["lattice_filter_dropped"] == 0 and st_on["lattice_filter_reruns"] == 0
+    assert st_trim["lattice_filter_reruns"] == 0
+    # the lattice trim (on by default with the filter, on graphs with sorted arcs) leaves the
+    # recorded arcs uncounted and walks fewer slots; without it (or without the filter: the
+    # trim needs it) every row counts k2's recorded arcs
+    assert st_trim["trims_arcs"] == 1
+    assert all(h.lattice.recorded_arcs is None for h in trim), f"seed {seed}"
+    for name, got in (("filter on, trim off", on), ("filter off", off)):
+        assert [h.lattice.recorded_arcs for h in got] == [h.lattice.recorded_arcs for h in cpu], f"{name}, seed {seed}"
+    # (the same records either way, so the same record growth and re-runs: the same steps walked)
+    assert st_trim["slots"] <= st_on["slots"], (seed, st_trim["slots"], st_on["slots"])
+    for k, v in (("trim_slots_on", st_trim["slots"]), ("trim_slots_off", st_on["slots"])):
+        TOTALS[k] = TOTALS.get(k, 0) + v
     recorded = sum(h.lattice.recorded_arcs for h in cpu)
     TOTALS.setdefault("filter_recorded", 0)
     TOTALS.setdefault("filter_dropped", 0)
@@ -830,7 +857,8 @@ def test_lattice_filter_drops_most_records_of_wide_frontiers():
     large share of the recorded arcs (a filter that drops nothing would pass the equality)."""
     for seed in range(8):
         graph, lp, lens, opts = _wide_case(seed)
-        on, st = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
+        # (the lattice trim off: with it the arcs it leaves out are neither walked nor counted)
+        on, st = _filtered(graph, opts, lp, lens, "on", trim="off", max_lanes=int(lens.size))
         TOTALS.setdefault("filter_recorded8", 0)
         TOTALS["filter_recorded8"] += sum(h.lattice.recorded_arcs for h in on)
         TOTALS.setdefault("filter_dropped8", 0)
@@ -851,7 +879,7 @@ def test_lattice_filter_with_too_small_a_pad_is_caught():
         bad, _ = _filtered(graph, opts, lp, lens, "on", pad=-3.0, max_lanes=int(lens.size))
         for c, g in zip(cpu, bad):
             try:
-                assert_same_lattice(c.lattice, g.lattice, "")
+                assert_same_gpu_lattice(c.lattice, g.lattice, "")
             except AssertionError:
                 differ += 1
     assert differ > 0
@@ -881,6 +909,49 @@ def test_lattice_filter_guard_decodes_again_without_it(frame, chunk):
 def test_report_filter_totals():
     r, d = TOTALS.get("filter_recorded", 0), TOTALS.get("filter_dropped", 0)
     print(f"\nthe records' filter: {d} of {r} recorded arcs dropped ({d / max(r, 1):.1%}), lattices identical")
+    on, off = TOTALS.get("trim_slots_on", 0), TOTALS.get("trim_slots_off", 0)
+    print(f"the lattice trim: the steps walked {on} of {off} slots ({on / max(off, 1):.1%}), lattices identical")
+    # (reported after test_lattice_filter_keeps_every_lattice: its 60 cases must have trimmed)
+    if off:
+        assert on < off
+
+
+@pytest.mark.parametrize("chunk", [0, 16])
+def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk):
+    """A frame whose log-probs all drop by 10,000: the step's frontier leaves the filter's
+    magnitudes (8,192) from a frontier the lattice trim trims at, so the trim may have left
+    out arcs the filter will not drop; the guard decodes the batch again without the filter
+    (and so without the trim). The filter alone does not need that (its own guard is at
+    16,384): with the trim off there is no re-run. Both give the CPU's lattices."""
+    rng = np.random.default_rng(5150)
+    V = 10
+    graph = random_ctc_graph(rng, 300, V, 5, 0.2)
+    B, T = 3, 60
+    lp = random_log_probs(rng, B, T, V, peaky=False)
+    lp[2, 25] -= 10000.0
+    lens = np.array([T, T - 3, T], np.int32)
+    opts = DecoderOptions(search_beam=12.0, output_beam=4.0, max_active_states=2000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=B)
+    compare(cpu, got, f"lattice trim guard, chunk {chunk}")
+    assert st["lattice_filter_reruns"] == 1, st
+    assert [h.lattice.recorded_arcs for h in got] == [h.lattice.recorded_arcs for h in cpu]  # the re-run counted
+    got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, trim="off", max_lanes=B)
+    compare(cpu, got, f"filter alone, chunk {chunk}")
+    assert st["lattice_filter_reruns"] == 0, st
+
+
+def test_lattice_trim_env_var(monkeypatch):
+    rng = np.random.default_rng(9)
+    graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
+    dec = Decoder(graph, DecoderOptions(), device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_TRIM", "off")
+    assert dec._gpu.lattice_trim_on() is False
+    monkeypatch.delenv("CUWFST_LATTICE_TRIM")
+    assert dec._gpu.lattice_trim_on() is True
+    monkeypatch.setenv("CUWFST_LATTICE_TRIM", "sometimes")
+    with pytest.raises(ValueError, match="lattice_trim"):
+        dec._gpu.lattice_trim_on()
 
 
 def test_lattice_filter_env_var(monkeypatch):

@@ -494,12 +494,14 @@ void GpuLatticeRecords(int64_t h, TensorView out_records) {
 // then by gpu_lattice_pruned_row), out_prune_ms [3] f64 = {device passes, readback, host};
 // chunk > 0: bounded lattice memory, the batch in runs of `chunk` steps, each run's records
 // pruned before the next (GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned.
+// filter: the records' filter (lattice.cuh LatFilterFor), filter_pad added to its pad (tests);
+// trim: with the filter, the lattice trim (common.cuh LatTrimLow; recorded arcs then -1).
 void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
                             TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
                             TensorView out_stats, TensorView out_lat_counts, TensorView out_lat_cutoffs,
                             TensorView out_lat_sizes, TensorView out_lat_total, double output_beam,
                             TensorView out_lat_sizes2, TensorView out_prune_ms, int64_t chunk, int64_t filter,
-                            double filter_pad) {
+                            double filter_pad, int64_t trim) {
   GpuDecoder* d = GetDecoder(h);
   const LogProbs lp = CheckLogProbs(d, log_probs);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
@@ -515,6 +517,8 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
   if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
   lat.filter = static_cast<int32_t>(filter);
   lat.filter_pad = static_cast<float>(filter_pad);
+  if (trim != 0 && trim != 1) TVM_FFI_THROW(ValueError) << "trim must be 0 or 1";
+  lat.trim = static_cast<int32_t>(trim);
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);

@@ -975,7 +975,8 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     Enqueue(kind, steps, f16);
     return;
   }
-  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4)};
+  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4) |
+                                       (ws_.trim << 6)};
   cudaGraphExec_t exec = graphs_.Find(key);
   if (exec == nullptr) {
     cudaGraph_t graph = nullptr;
@@ -1032,18 +1033,23 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     // decode only, so every other sequence runs (and captures) without it.
     // The trimmed slots (scan.cuh TrimDegrees) are off in a lattice decode: the lattice stage
     // records every arc of a step whose destination survives, admitted by the beam or not
-    // (k2's rule, lattice.cuh), so it walks every arc. (The graph cache's key has the lattice
-    // flag, so the two settings never share a captured graph.)
+    // (k2's rule, lattice.cuh), so it walks every arc. The exception is the lattice trim of
+    // a GPU-pruned decode with the records' filter (LatticeOutputs::trim; common.cuh
+    // LatTrimLow): it leaves out only arcs the filter would drop, so the records are the
+    // same, but the arcs it leaves out are not counted (the rows' recorded arcs are -1).
+    // (The graph cache's key has the lattice and trim flags, so the settings never share a
+    // captured graph.)
     struct LatticeFlag {
-      Workspace& ws;
+      GpuDecoder& d;
       int32_t trim;
       ~LatticeFlag() {
-        ws.lattice = 0;
-        ws.trim = trim;
+        d.lat_trim_used_ = d.ws_.lattice == 2 && d.ws_.trim != 0 && d.lat_filter_on_;
+        d.ws_.lattice = 0;
+        d.ws_.trim = trim;
       }
-    } lattice_flag{ws_, ws_.trim};
+    } lattice_flag{*this, ws_.trim};
     ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
-    if (lattice) ws_.trim = 0;
+    if (lattice && !(lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0)) ws_.trim = 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has

@@ -193,6 +193,10 @@ struct LatticeOutputs {
   // filter dropping too much is caught)
   int32_t filter = 0;
   float filter_pad = 0.f;
+  // mode 2 with the filter: 1 = the lattice trim (common.cuh LatTrimLow; where the decoder
+  // trims its 1-best steps): the steps walk only the arcs the filter could keep, and the
+  // rows' recorded-arc counts are not made (-1)
+  int32_t trim = 0;
 };
 
 // One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu): PrunedRow,
@@ -582,6 +586,7 @@ class GpuDecoder {
   DeviceBuffer lat_, lat_cursor_, lat_count_, lat_cutoff_, lat_size_, lat_hash_pos_;
   DeviceBuffer lat_all_, lat_filter_;  // Workspace::lat_all, Workspace::lat_filter
   bool lat_filter_on_ = false;         // what SetLatticeFilter last wrote
+  bool lat_trim_used_ = false;         // the last lattice decode's steps trimmed (LatticeOutputs::trim)
   float lat_filter_host_[4] = {0.f, 0.f, 0.f, 0.f};
   int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard)
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes

@@ -35,6 +35,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include <sched.h>
+
 namespace cuwfst {
 
 namespace {
@@ -363,6 +365,59 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+// The rank sort of each time, for PruneLattice and IncPass alike: one device-wide radix sort
+// of (lane, key) (the default), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented; cub
+// sorts each of B < 300 segments in one block, ~300 us for the full tier's largest times).
+// Keys: rank << 32 | code with rank below `rank_most` (the most tokens of a time whose ranks
+// the keys carry), so the first key_bits bits hold them. Plan it, give it the buffers it asks
+// for (the sort's keys and values, `ck` for the radix keys, `temp` of TempBytes), then Run it
+// each time.
+struct PrRankSort {
+  bool radix = true;
+  int32_t key_bits = 33, lane_bits = 0;
+  unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
+  int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
+  int32_t* s_vals_out = nullptr;         // [max_m] the tokens in rank order, lane by lane
+  unsigned long long* ck = nullptr;      // [max_m] radix only: PrLaneKeys' keys
+  void* temp = nullptr;
+  size_t temp_bytes = 0;
+
+  PrRankSort(int64_t rank_most, int32_t B) {
+    while (key_bits < 64 && (1ll << (key_bits - 32)) < rank_most) ++key_bits;
+    while ((1 << lane_bits) < B) ++lane_bits;
+    const char* env = std::getenv("CUWFST_PRUNE_SORT");
+    radix = !(env && std::strcmp(env, "segmented") == 0) && key_bits + lane_bits < 64;
+  }
+  // the temporary bytes the sort needs for up to max_m keys (size queries: nothing runs)
+  size_t TempBytes(int64_t max_m, int32_t B, const unsigned long long* key, const int32_t* seg, cudaStream_t s) const {
+    size_t bytes = 0, radix_bytes = 0;
+    CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, bytes, key, s_keys, s_vals_in, s_vals_out,
+                                                    static_cast<int>(max_m), B, seg, seg + 1, s));
+    if (radix) {
+      CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, radix_bytes, ck, s_keys, s_vals_in, s_vals_out,
+                                                  static_cast<int>(max_m), 0, key_bits + lane_bits, s));
+      bytes = std::max(bytes, radix_bytes);
+    }
+    return bytes;
+  }
+  // A time's m tokens from global index `base`, its lanes' segments sr[0 .. B] relative to
+  // base (`most`: the largest): rank[token] = its place in its lane's order of `key`.
+  void Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
+           const unsigned long long* key, int32_t* rank) const {
+    size_t tb = temp_bytes;
+    if (radix) {
+      PrLaneKeys<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(B, base, sr, key, ck, s_vals_in, key_bits);
+      CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(temp, tb, ck, s_keys, s_vals_in, s_vals_out, m, 0,
+                                                  key_bits + lane_bits, s));
+    } else {
+      PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
+      CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
+                                                      sr + 1, s));
+    }
+    PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
+  }
+};
+
 }  // namespace
 
 // The incremental pruning's host state (bounded lattice memory; see IncPass below).
@@ -401,6 +456,24 @@ void* GpuDecoder::PruneBuffer(int k, size_t bytes) {
     pr_buf_[k] = std::move(b);
   }
   return pr_buf_[k].get();
+}
+
+// Threads for the host's numbering of the kept states (NumberPrunedRows): 1 for small
+// batches; else the CPUs this process may run on (its affinity mask: a container's
+// hardware_concurrency can name every CPU of the host, far more than it may use), at most 8
+// as the decoder's own num_threads default. CUWFST_NUMBER_THREADS overrides it (A/B runs).
+static int32_t NumberingWorkers(int64_t arcs) {
+  if (const char* env = std::getenv("CUWFST_NUMBER_THREADS")) {
+    const int v = std::atoi(env);
+    if (v >= 1 && v <= 256) return v;
+  }
+  if (arcs < 20000) return 1;
+  int n = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return static_cast<int32_t>(std::max(1, std::min(n, 8)));
 }
 
 void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* skip_in, float output_beam,
@@ -490,30 +563,14 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   auto* d_win_end = d_last_tau + B;
   auto* d_seg_rel = d_win_end + win_end.size();
   auto* d_skip = reinterpret_cast<uint8_t*>(d_seg_rel + seg_rel.size());
-  auto* s_keys = static_cast<unsigned long long*>(PruneBuffer(16, max_m * 8));
-  auto* s_vals_in = static_cast<int32_t*>(PruneBuffer(17, max_m * 4));
-  auto* s_vals_out = static_cast<int32_t*>(PruneBuffer(18, max_m * 4));
-  // The rank sort of each time: one device-wide radix sort of (lane, key) (the default), or a
-  // segmented sort by lane (CUWFST_PRUNE_SORT=segmented; cub sorts each of B < 300 segments
-  // in one block, ~300 us for the full tier's largest times). Keys: rank << 32 | code with
-  // rank below the largest time's tokens, so the first key_bits bits hold them.
-  int32_t key_bits = 33;
-  while (key_bits < 64 && (1ll << (key_bits - 32)) < max_m) ++key_bits;
-  int32_t lane_bits = 0;
-  while ((1 << lane_bits) < B) ++lane_bits;
-  const char* sort_env = std::getenv("CUWFST_PRUNE_SORT");
-  const bool radix = !(sort_env && std::strcmp(sort_env, "segmented") == 0) && key_bits + lane_bits < 64;
-  size_t temp_bytes = 0, radix_bytes = 0;
-  CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp_bytes, key, s_keys, s_vals_in, s_vals_out,
-                                                  static_cast<int>(max_m), B, d_seg_rel, d_seg_rel + 1, stream_));
-  auto* ck = radix ? static_cast<unsigned long long*>(PruneBuffer(22, max_m * 8)) : nullptr;
-  if (radix) {
-    CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, radix_bytes, ck, s_keys, s_vals_in, s_vals_out,
-                                                static_cast<int>(max_m), 0, key_bits + lane_bits, stream_));
-    temp_bytes = std::max(temp_bytes, radix_bytes);
-  }
-  void* temp = PruneBuffer(19, temp_bytes);
-  temp_bytes = static_cast<size_t>(pr_buf_[19].amount());
+  // the rank sort of each time (PrRankSort; the ranks are below the largest time's tokens)
+  PrRankSort sorter(max_m, B);
+  sorter.s_keys = static_cast<unsigned long long*>(PruneBuffer(16, max_m * 8));
+  sorter.s_vals_in = static_cast<int32_t*>(PruneBuffer(17, max_m * 4));
+  sorter.s_vals_out = static_cast<int32_t*>(PruneBuffer(18, max_m * 4));
+  if (sorter.radix) sorter.ck = static_cast<unsigned long long*>(PruneBuffer(22, max_m * 8));
+  sorter.temp = PruneBuffer(19, sorter.TempBytes(max_m, B, key, d_seg_rel, stream_));
+  sorter.temp_bytes = static_cast<size_t>(pr_buf_[19].amount());
 
   cudaStream_t s = stream_;
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -558,17 +615,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     for (int32_t b = 0; b < B; ++b)
       most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
                                                           tok_off[static_cast<int64_t>(t + 1) * B + b]));
-    size_t tb = temp_bytes;
-    if (radix) {
-      PrLaneKeys<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(B, base, sr, key, ck, s_vals_in, key_bits);
-      CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(temp, tb, ck, s_keys, s_vals_in, s_vals_out, m, 0,
-                                                  key_bits + lane_bits, s));
-    } else {
-      PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
-      CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
-                                                      sr + 1, s));
-    }
-    PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
+    sorter.Run(s, B, base, m, most, sr, key, rank);
   }
   CUWFST_CUDA(cudaGetLastError());
   mark(&m2);
@@ -647,14 +694,15 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   // ---- host: number each row's kept states by (time, rank) and sort its arcs (lattice_number.h)
   const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
   const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
-  const int32_t workers = A < 20000 ? 1 : static_cast<int32_t>(std::thread::hardware_concurrency());
+  const int32_t workers = NumberingWorkers(A);
   const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken, workers,
                                            &pr_number_, &pr_rows_);
   if (!err.empty()) throw std::runtime_error(err);
   for (int32_t b = 0; b < B; ++b) {
     PrunedRow& row = pr_rows_[b];
-    row.recorded = 0;
-    for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_all_[b * seg + t];
+    row.recorded = 0;  // (-1: the lattice trim left arcs uncounted; LatticeOutputs::trim)
+    for (int32_t t = 0; t <= lengths[b] && !lat_trim_used_; ++t) row.recorded += pr_all_[b * seg + t];
+    if (lat_trim_used_) row.recorded = -1;
     sizes_out[3 * b] = row.num_states;
     sizes_out[3 * b + 1] = row.num_arcs;
     sizes_out[3 * b + 2] = row.recorded;
@@ -833,34 +881,20 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     max_m = std::max<int64_t>(max_m, tok_off[k0 + B] - base);
   }
   CUWFST_CUDA(cudaMemcpyAsync(d_seg_rel, seg_rel.data(), seg_rel.size() * 4, cudaMemcpyHostToDevice, s));
-  auto* s_keys = static_cast<unsigned long long*>(PruneBuffer(52, max_m * 8));
-  auto* s_vals_in = static_cast<int32_t*>(PruneBuffer(53, max_m * 4));
-  auto* s_vals_out = static_cast<int32_t*>(PruneBuffer(54, max_m * 4));
-  // the rank sort as PruneLattice's (one radix sort of (lane, key) a time, or segmented); the
-  // key bits cover the ranks of times t0 .. t1 (the sources of time t0 were ranked by an
-  // earlier pass)
+  // the rank sort as PruneLattice's (PrRankSort); the key bits cover the ranks of times t0 ..
+  // t1 (the sources of time t0 were ranked by an earlier pass)
   int64_t rank_most = max_m;
   for (int32_t tau = std::max(t0, R); tau <= t1; ++tau) {
     const int64_t k0 = static_cast<int64_t>(tau - R) * B;
     rank_most = std::max<int64_t>(rank_most, tok_off[k0 + B] - tok_off[k0]);
   }
-  int32_t key_bits = 33;
-  while (key_bits < 64 && (1ll << (key_bits - 32)) < rank_most) ++key_bits;
-  int32_t lane_bits = 0;
-  while ((1 << lane_bits) < B) ++lane_bits;
-  const char* sort_env = std::getenv("CUWFST_PRUNE_SORT");
-  const bool radix = !(sort_env && std::strcmp(sort_env, "segmented") == 0) && key_bits + lane_bits < 64;
-  size_t temp_bytes = 0, radix_bytes = 0;
-  CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp_bytes, key, s_keys, s_vals_in, s_vals_out,
-                                                  static_cast<int>(max_m), B, d_seg_rel, d_seg_rel + 1, s));
-  auto* ck = radix ? static_cast<unsigned long long*>(PruneBuffer(58, max_m * 8)) : nullptr;
-  if (radix) {
-    CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, radix_bytes, ck, s_keys, s_vals_in, s_vals_out,
-                                                static_cast<int>(max_m), 0, key_bits + lane_bits, s));
-    temp_bytes = std::max(temp_bytes, radix_bytes);
-  }
-  void* temp = PruneBuffer(55, temp_bytes);
-  temp_bytes = static_cast<size_t>(pr_buf_[55].amount());
+  PrRankSort sorter(rank_most, B);
+  sorter.s_keys = static_cast<unsigned long long*>(PruneBuffer(52, max_m * 8));
+  sorter.s_vals_in = static_cast<int32_t*>(PruneBuffer(53, max_m * 4));
+  sorter.s_vals_out = static_cast<int32_t*>(PruneBuffer(54, max_m * 4));
+  if (sorter.radix) sorter.ck = static_cast<unsigned long long*>(PruneBuffer(58, max_m * 8));
+  sorter.temp = PruneBuffer(55, sorter.TempBytes(max_m, B, key, d_seg_rel, s));
+  sorter.temp_bytes = static_cast<size_t>(pr_buf_[55].amount());
   for (int32_t t = t0; t < t1; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
@@ -872,17 +906,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
     int32_t most = 0;
     for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
-    size_t tb = temp_bytes;
-    if (radix) {
-      PrLaneKeys<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(B, base, sr, key, ck, s_vals_in, key_bits);
-      CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(temp, tb, ck, s_keys, s_vals_in, s_vals_out, m, 0,
-                                                  key_bits + lane_bits, s));
-    } else {
-      PrIota<<<GridFor(m), kPrThreads, 0, s>>>(s_vals_in, base, m);
-      CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(temp, tb, key + base, s_keys, s_vals_in, s_vals_out, m, B, sr,
-                                                      sr + 1, s));
-    }
-    PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank1);
+    sorter.Run(s, B, base, m, most, sr, key, rank1);
   }
   CUWFST_CUDA(cudaGetLastError());
 
@@ -1016,14 +1040,15 @@ void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* ski
   const PrunedArcOut* ha = P.arcs.data();
   const PrunedStateOut* hs = P.states.data();
   const int64_t A = static_cast<int64_t>(P.arcs.size()), S = static_cast<int64_t>(P.states.size());
-  const int32_t workers = A < 20000 ? 1 : static_cast<int32_t>(std::thread::hardware_concurrency());
+  const int32_t workers = NumberingWorkers(A);
   const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kTimeRank, workers,
                                            &pr_number_, &pr_rows_);
   if (!err.empty()) throw std::runtime_error(err);
   for (int32_t b = 0; b < B; ++b) {
     PrunedRow& row = pr_rows_[b];
-    row.recorded = 0;
-    for (int32_t t = 0; t <= lengths[b]; ++t) row.recorded += pr_all_[b * seg + t];
+    row.recorded = 0;  // (-1: the lattice trim left arcs uncounted; LatticeOutputs::trim)
+    for (int32_t t = 0; t <= lengths[b] && !lat_trim_used_; ++t) row.recorded += pr_all_[b * seg + t];
+    if (lat_trim_used_) row.recorded = -1;
     sizes_out[3 * b] = row.num_states;
     sizes_out[3 * b + 1] = row.num_arcs;
     sizes_out[3 * b + 2] = row.recorded;

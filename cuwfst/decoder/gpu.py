@@ -361,7 +361,7 @@ class GpuInstance:
         return out, LatticeRecords(records, counts, cutoffs, sizes)
 
     def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False,
-                              chunk: int = 0, filter: bool = True, filter_pad: float = 0.0):
+                              chunk: int = 0, filter: bool = True, filter_pad: float = 0.0, trim: bool = True):
         """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
         graphs): returns the decode's arrays and, per row, (states [3, S], arcs [4, A],
         scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
@@ -371,7 +371,9 @@ class GpuInstance:
         in runs of `chunk` steps, each run's records pruned with k2's windows before the next,
         GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices.
         filter: the records' filter (GpuBackend.lattice_filter_on); filter_pad: added
-        to its rounding pad (tests only: a negative pad must be caught). Same lattices."""
+        to its rounding pad (tests only: a negative pad must be caught); trim: with the filter,
+        the lattice trim (GpuBackend.lattice_trim_on; the rows' recorded arcs are then None).
+        Same lattices."""
         B = lp.shape[0]
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
@@ -380,7 +382,8 @@ class GpuInstance:
         t0 = time.perf_counter()
         self.mod.gpu_decode_lattice_pruned(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score,
                                            out_meta, out_stats, counts, cutoffs, sizes, total, float(output_beam),
-                                           sizes2, ms, int(chunk), int(bool(filter)), float(filter_pad))
+                                           sizes2, ms, int(chunk), int(bool(filter)), float(filter_pad),
+                                           int(bool(trim)))
         t1 = time.perf_counter()
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
         rows = []
@@ -393,7 +396,8 @@ class GpuInstance:
             arcs = np.zeros((4, A), np.int32)
             scores = np.zeros((3, A), np.float32)
             self.mod.gpu_lattice_pruned_row(self.handle, b, states, arcs, scores)
-            rows.append((states, arcs, scores, int(sizes2[b, 2])))
+            rec = int(sizes2[b, 2])  # -1: the lattice trim did not count them
+            rows.append((states, arcs, scores, rec if rec >= 0 else None))
         self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
                                   native=(t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
         return out, rows
@@ -730,7 +734,8 @@ class GpuBackend:
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
                                                        self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1),
                                                        filter=self.lattice_filter_on(),
-                                                       filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)))
+                                                       filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
+                                                       trim=self.lattice_trim_on())
             self._collect(hyps, rows.tolist(), res, frontend)
             keep = [i for i, r in enumerate(lat_rows) if r is not None]
             lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
@@ -768,6 +773,19 @@ class GpuBackend:
         v = getattr(self, "lattice_filter", None) or os.environ.get("CUWFST_LATTICE_FILTER", "on") or "on"
         if v not in ("on", "off"):
             raise ValueError(f"lattice_filter must be 'on' or 'off', got {v!r}")
+        return v == "on"
+
+    def lattice_trim_on(self) -> bool:
+        """Whether a GPU-pruned lattice decode with the records' filter trims its steps' slots
+        as 1-best decodes do, but lower (csrc/include/cuwfst/common.cuh LatTrimLow): each step
+        walks only the arcs the filter could keep, so the records and the lattices are the
+        same, and the arcs left out are not counted: the lattices' `recorded_arcs` is None.
+        "on" (the default) or "off" (every arc walked and counted: `recorded_arcs` is k2's
+        count), by the attribute `lattice_trim` or the environment variable CUWFST_LATTICE_TRIM.
+        Only where the decoder trims its 1-best steps (`trim_arcs`, a graph with sorted arcs)."""
+        v = getattr(self, "lattice_trim", None) or os.environ.get("CUWFST_LATTICE_TRIM", "on") or "on"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_trim must be 'on' or 'off', got {v!r}")
         return v == "on"
 
     def lattice_chunk_steps(self, max_steps: int | None = None) -> int:

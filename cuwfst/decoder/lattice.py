@@ -81,7 +81,9 @@ class Lattice:
     state_frame: np.ndarray
     state_graph: np.ndarray
     state_level: np.ndarray
-    recorded_arcs: int = 0  # arcs the forward pass kept before output-beam pruning
+    # arcs the forward pass kept before output-beam pruning (k2's count); None where the GPU's
+    # lattice trim left some of them unwalked (GpuBackend.lattice_trim_on)
+    recorded_arcs: int | None = 0
 
     start = 0
 
@@ -551,7 +553,7 @@ def lattices_from_arrays(graph, rows: Sequence, num_threads: int = 1) -> list[La
         st.append(np.ascontiguousarray(r[0], np.int32))
         ar.append(np.ascontiguousarray(r[1], np.int32))
         sc.append(np.ascontiguousarray(r[2], np.float32))
-        rec.append(int(r[3]) if len(r) > 3 else 0)
+        rec.append((None if r[3] is None else int(r[3])) if len(r) > 3 else 0)
     L = len(rows)
     arc_off = np.zeros(L + 1, np.int64)
     np.cumsum([a.shape[1] for a in ar], out=arc_off[1:])

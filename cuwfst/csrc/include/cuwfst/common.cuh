@@ -279,4 +279,48 @@ __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
   return fits;
 }
 
+// ---- The lattice records' filter's rounding slack (lattice.cuh LatFilterFor) and the lattice
+// trim (scan.cuh RowAndTrim), shared so the two compute the same bound bit for bit.
+// kLatFilterMag: the filter drops arcs only on steps whose new frontier lies within it;
+// kLatGuardMag: the guard's magnitude; kLatTrimMag: a lane's lattice trim needs its current
+// frontier within it (one step's move, up to kLatFilterMag - kLatTrimMag, keeps the step
+// filtered; a step that still leaves kLatFilterMag raises the guard: LatStepEndKernel).
+constexpr float kLatFilterMag = 8192.f, kLatGuardMag = 16384.f, kLatFilterMaxWeight = 1024.f;
+constexpr float kLatFilterMaxDrift = 2.f, kLatTrimMag = 7168.f;
+struct LatSlack {
+  float drift;  // lat_drift after the step
+  float slack;  // end < s(dst) - output_beam - slack drops a non-admitted arc
+};
+// The slack of a step whose new frontier's |score| bound is `mag`, from the lane's counters
+// before the step (lat_mag, lat_drift): upward-rounded, so it is non-decreasing in `mag`
+// (the lattice trim takes it at mag = kLatFilterMag as a bound of the step's own).
+__device__ __forceinline__ LatSlack LatSlackFor(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
+                                                float mag) {
+  constexpr float u = 5.9604645e-08f;  // 2^-24
+  const float h = __fadd_ru(__fadd_ru(__fadd_ru(lc.lat_mag, mag), g.max_abs_weight), 1.f);
+  LatSlack s;
+  s.drift = __fadd_ru(lc.lat_drift, __fmul_ru(16.f * u, h));
+  s.slack = __fadd_ru(__fadd_ru(__fmul_ru(2.f, s.drift), __fadd_ru(0.5f, ws.lat_filter[2])), __fmul_ru(32.f * u, h));
+  return s;
+}
+// Whether a real step of the lane trims its slots for the lattice (Workspace::lattice == 2,
+// Workspace::trim, the filter on): read by the scan (RowAndTrim) and by LatStepEndKernel
+// (the guard) from the same counters, so both see the same answer.
+__device__ __forceinline__ bool LatTrimOn(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc) {
+  return ws.lattice == 2 && ws.trim != 0 && ws.lat_filter[0] != 0.f && g.max_abs_weight <= kLatFilterMaxWeight &&
+         lc.lat_mag <= kLatTrimMag && LatSlackFor(g, ws, lc, kLatFilterMag).drift <= kLatFilterMaxDrift;
+}
+// The lattice trim's low (scan.cuh RowAndTrim; docs/design.md "The lattice trim"): from c =
+// L - beam (the search trim's low), the largest float below (c - output_beam) - S, S the
+// slack bound at kLatFilterMag. An arc left out ends at e <= that < (c - output_beam) - S;
+// its destination, if it survives, scores s > M - beam >= c, so (s - output_beam) - slack >=
+// (c - output_beam) - S > e (float subtraction is monotone; the step's slack <= S while the
+// step is filtered): the records' filter drops it, and it is not admitted (e < c <= M - beam).
+// -inf (nothing trimmed) where the lane's lattice trim is off.
+__device__ __forceinline__ float LatTrimLow(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
+                                            float c) {
+  if (!LatTrimOn(g, ws, lc)) return -INFINITY;
+  return nextafterf((c - ws.lat_filter[1]) - LatSlackFor(g, ws, lc, kLatFilterMag).slack, -INFINITY);
+}
+
 }  // namespace cuwfst

@@ -87,9 +87,10 @@ __device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_
 // first run). ws.lat_filter[2] is added to the pad (0; tests lower it to show a filter that
 // drops too much is caught). Admitted arcs are always written: the CPU's
 // token order (the first admitted offer) reads them. So the pruned lattice is the one the
-// unfiltered records give; lat_all counts every surviving arc (k2's recorded arcs).
-constexpr float kLatFilterMag = 8192.f, kLatGuardMag = 16384.f, kLatFilterMaxWeight = 1024.f;
-constexpr float kLatFilterMaxDrift = 2.f;
+// unfiltered records give; lat_all counts every surviving arc the step walked (k2's recorded
+// arcs, unless the lattice trim left some unwalked: common.cuh LatTrimLow).
+// (The constants and the slack's arithmetic are in common.cuh, LatSlackFor: the lattice trim
+// bounds the same slack.)
 struct LatFilterStep {
   bool on;           // this step drops arcs (a real step, the filter on, magnitudes in range)
   float slack;       // end < s(dst) - output_beam - slack drops a non-admitted arc
@@ -98,16 +99,15 @@ struct LatFilterStep {
 };
 __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
                                                       int32_t step_phase) {
-  constexpr float u = 5.9604645e-08f;  // 2^-24
   const float mx = OrderedIntToFloat(lc.max_ord);
   LatFilterStep f;
   // The new frontier's scores: [max - beam, max] on a real step; the final token alone on a
   // final or redirect step (its score is the max; their beam is k2's 1e10); none when no arc
   // of the step ended anywhere (max -inf: the new frontier is empty)
   f.mag = mx == -INFINITY ? 0.f : step_phase == kPhaseReal ? fmaxf(fabsf(mx), fabsf(mx - lc.beam)) : fabsf(mx);
-  const float h = __fadd_ru(__fadd_ru(__fadd_ru(lc.lat_mag, f.mag), g.max_abs_weight), 1.f);
-  f.drift = __fadd_ru(lc.lat_drift, __fmul_ru(16.f * u, h));
-  f.slack = __fadd_ru(__fadd_ru(__fmul_ru(2.f, f.drift), __fadd_ru(0.5f, ws.lat_filter[2])), __fmul_ru(32.f * u, h));
+  const LatSlack sl = LatSlackFor(g, ws, lc, f.mag);
+  f.drift = sl.drift;
+  f.slack = sl.slack;
   // (!(x <= limit) also refuses NaN and infinities)
   f.on = ws.lat_filter[0] != 0.f && step_phase == kPhaseReal && f.mag <= kLatFilterMag &&
          g.max_abs_weight <= kLatFilterMaxWeight && f.drift <= kLatFilterMaxDrift;
@@ -220,6 +220,10 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       const LatFilterStep f = LatFilterFor(g, ws, lc, step_phase);
       if (f.on) lc.lat_filter_last = lc.t - 1;
       if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
+      // a real step the scan may have trimmed for the lattice (LatTrimOn, from the counters it
+      // read: they change only below) left out arcs that only the filter may drop; if the step
+      // is not filtered after all (its frontier left kLatFilterMag), decode again without it
+      if (step_phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
       lc.lat_mag = f.mag;
       lc.lat_drift = f.drift;
     }

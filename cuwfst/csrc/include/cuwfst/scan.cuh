@@ -410,8 +410,9 @@ __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* 
 // of a lane computes the same, bit for bit). The anchor (want_trim): the token FinalizeKernel
 // named for step t (LaneCounters::best_key, a token scoring the previous step's exact max; any
 // token of the frontier would do, this one gives the tightest L); L = the best end over its
-// first kTrimAnchorArcs emitting arcs, low = L - beam when that is below L. Without a key for
-// this step's frontier, or without want_trim, low is -inf: nothing is trimmed. Warp 0 walks
+// first kTrimAnchorArcs emitting arcs, low = L - beam when that is below L (in a GPU-pruned
+// lattice decode, Workspace::lattice == 2, the lower LatTrimLow). Without a key for this
+// step's frontier, or without want_trim, low is -inf: nothing is trimmed. Warp 0 walks
 // the anchor's arcs while the other warps read the row.
 __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Workspace& ws, int32_t lane, int32_t t,
                                                const StepParams& p, bool want_trim, unsigned long long key,
@@ -441,7 +442,9 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
 #pragma unroll
     for (int d = 16; d >= 1; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
     if (me == 0) {
-      const float low = m - beam;
+      // a GPU-pruned lattice decode trims lower: every arc it leaves out is one the records'
+      // filter would drop (common.cuh LatTrimLow; -inf: the lane does not trim this step)
+      const float low = ws.lattice == 2 ? LatTrimLow(g, ws, ws.lanes[lane], m - beam) : m - beam;
       s_low = low < m ? low : -INFINITY;
     }
   }

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# GPU machine, one call (~9 minutes on a fresh machine): the lattice trim (csrc/include/cuwfst/
+# common.cuh LatTrimLow) against the CPU and the untrimmed walk, and the host numbering's threads.
+#   0. the CPUs as the processes see them (nproc, os.cpu_count, the affinity mask, the cgroup quota)
+#   background: the full tier (HLG, TLG) and its simulated set (~200 s)
+#   1. tests/test_gpu_lattice.py, the filter's, trim's and rank sort's tests first, then the rest
+#      (until TEST_END s from the start); GPU_SUITES (default tests/test_gpu_trim.py tests/test_gpu.py),
+#      each capped at 40 s
+#   SANITIZE=1: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS --lattice
+#   2. benchmarks.lattice_speed on the full HLG, batch 32, LAT_UTTS utterances (default 64): the
+#      lattice trim on against off in one run (--trim-ab), the pruning path's split, kernel profile,
+#      LAT_CHECK rows vs the CPU; once per NUMBER_THREADS value (CUWFST_NUMBER_THREADS: "auto" leaves
+#      it unset, "all" is os.cpu_count(), what std::thread::hardware_concurrency gave before); the
+#      runs after the first skip the trim A/B and the check
+# Carry .device and .cache. $OUT: trim.log (summary), tests.log, lattice_speed.jsonl
+. scripts/device_common.sh
+device_setup trim.log
+python3 - <<'PY' 2>&1 | tee -a $L
+import os
+quota = open("/sys/fs/cgroup/cpu.max").read().strip() if os.path.exists("/sys/fs/cgroup/cpu.max") else "n/a"
+print(f"CPUs: os.cpu_count {os.cpu_count()}, affinity {len(os.sched_getaffinity(0))}, cgroup cpu.max {quota}")
+PY
+echo "nproc $(nproc), nproc --all $(nproc --all)" | tee -a $L
+timeout -s INT $(left 150) python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_lattice.py \
+  -k "filter or rank_sort or trim" -s -rf --maxfail=10 > $OUT/tests.log 2>&1
+grep -sE "passed|failed|records' filter|lattice trim" $OUT/tests.log | tail -4 | tee -a $L
+timeout -s INT $(left ${TEST_END:-330}) python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_lattice.py \
+  -k "not filter and not rank_sort and not trim" -s -rf --maxfail=10 >> $OUT/tests.log 2>&1
+grep -sE "passed|failed|GPU lattices vs CPU|goldens on the GPU" $OUT/tests.log | tail -5 | tee -a $L
+grep -sE "^FAILED" $OUT/tests.log | head -12 | cut -c1-240 | tee -a $L
+for f in ${GPU_SUITES:-tests/test_gpu_trim.py tests/test_gpu.py}; do
+  echo "$f: $(timeout -s INT 40 python3 -m pytest -q -p no:cacheprovider -m gpu $f 2>&1 | tail -1)" | tee -a $L
+done
+echo "[$(since) s] tests" | tee -a $L
+if [ -n "${SANITIZE:-}" ]; then
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  timeout -s INT ${SANITIZE_CAP:-150} "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py \
+    ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
+  echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
+  echo "[$(since) s] memcheck" | tee -a $L
+fi
+wait_full ${FULL_WAIT:-330}
+first=1
+for nt in ${NUMBER_THREADS:-auto all}; do
+  if [ "$nt" = auto ]; then unset CUWFST_NUMBER_THREADS
+  elif [ "$nt" = all ]; then export CUWFST_NUMBER_THREADS=$(python3 -c "import os; print(os.cpu_count())")
+  else export CUWFST_NUMBER_THREADS=$nt; fi
+  extra="--check 0 --reps 2"
+  [ -n "$first" ] && extra="--trim-ab --check ${LAT_CHECK:-8} --reps ${LAT_REPS:-3}"
+  echo "CUWFST_NUMBER_THREADS=${CUWFST_NUMBER_THREADS:-unset} $extra" | tee -a $L
+  timeout -s INT $(left ${BENCH_END:-580}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
+    --log-probs $C/sim/shard-00000.npz --utts ${LAT_UTTS:-64} --batch 32 --cpu-utts 0 --profile --no-replay $extra \
+    --json $OUT/lattice_speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
+  first=
+done
+unset CUWFST_NUMBER_THREADS
+echo "[$(since) s] done" | tee -a $L
