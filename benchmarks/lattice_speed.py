@@ -76,6 +76,7 @@ def main():
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
     p.add_argument("--trim-ab", action="store_true", help="the lattice trim off, same decoder, same run")
+    p.add_argument("--number-ab", action="store_true", help="the host numbering, same decoder, same run")
     p.add_argument("--filter-ab", action="store_true",
                    help="also time lattice decodes with the records' filter off (CUWFST_LATTICE_FILTER), same run")
     p.add_argument("--long", type=int, nargs="*", default=None, metavar="T",
@@ -155,6 +156,21 @@ def main():
                   f"{trim_ab['ms_per_batch_trim_off']:.1f} ms per batch (off/on {trim_ab['trim_off_over_on']:.3f}); "
                   f"lattices identical on {trim_ab['identical_rows']}/{n} rows; walkers' slots {slots_on:,} on vs "
                   f"{slots_off:,} off (same passes)")
+        number_ab = {}
+        if a.number_ab:  # the host numbering (lattice_number.h), same decoder: the device numbering's A/B
+            os.environ["CUWFST_LATTICE_NUMBER"] = "host"
+            try:
+                t_nh, nh_hyps = _median_time(lambda: run(True), a.reps, sync)
+                pm_host = dict(be.main.last_prune_ms)
+            finally:
+                del os.environ["CUWFST_LATTICE_NUMBER"]
+            number_ab = dict(ms_per_batch_host_numbering=t_nh / ((n + B - 1) // B) * 1000,
+                             host_over_device=t_nh / t_lat, identical_rows=_same_lattices(lat_hyps, nh_hyps),
+                             last_prune_ms_host=pm_host, last_prune_ms_device=prune_ms)
+            print(f"batch {B}: numbering A/B: device {t_lat / ((n + B - 1) // B) * 1000:.1f} ms, host "
+                  f"{number_ab['ms_per_batch_host_numbering']:.1f} ms per batch (host/device "
+                  f"{number_ab['host_over_device']:.3f}); lattices identical on {number_ab['identical_rows']}/{n} rows; "
+                  f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
         if a.filter_ab:
             print(f"batch {B}: records' filter A/B: on {t_lat / ((n + B - 1) // B) * 1000:.1f} ms, off "
                   f"{filter_ab['ms_per_batch_filter_off']:.1f} ms per batch (off/on {filter_ab['filter_off_over_on']:.3f});"
@@ -175,7 +191,8 @@ def main():
         gpu_lats = lat_hyps if gpu_lats is None else gpu_lats
         # the GPU pruning path's split, every part of a batch (ms per batch, medians of --reps):
         # the native call (decode with records + pruning), of it the pruning's device passes,
-        # readback and host numbering (decode = native - those), the rows into numpy, the
+        # readback and numbering (on the device, or the host's with CUWFST_LATTICE_NUMBER=host;
+        # decode = native - those), the rows into numpy, the
         # Lattice objects (lattice_from_arrays), the hypotheses (_collect), word times and
         # confidences (attach); "other" is the whole decode() of the A/B less their sum
         be.lattice_prune = "gpu"
@@ -214,7 +231,7 @@ def main():
         prune_split["other"] = t_lat / nb * 1000 - prune_split["sum"]
         be.lattice_prune = None
         print(f"batch {B}: GPU pruning path split, ms per batch: decode with records {prune_split['decode']:.1f}, "
-              f"pruning device passes {prune_split['device']:.1f}, readback {prune_split['readback']:.1f}, host "
+              f"pruning device passes {prune_split['device']:.1f}, readback {prune_split['readback']:.1f}, "
               f"numbering {prune_split['host']:.1f}, rows into numpy {prune_split['rows']:.1f}, Lattice objects "
               f"{prune_split['arrays']:.1f}, hypotheses {prune_split['collect']:.1f}, word times and confidences "
               f"{prune_split['attach']:.1f}; sum {prune_split['sum']:.1f} of {t_lat / nb * 1000:.1f} "
@@ -250,7 +267,7 @@ def main():
         nb = (n + B - 1) // B
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
-                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
+                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab, number_ab=number_ab,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),
@@ -269,9 +286,10 @@ def main():
               f" ms (search + records + readback), host replay and pruning {row['host_ms_per_batch']:.1f} ms, word "
               f"times and confidences {row['attach_ms_per_batch']:.1f} ms; {row['lattice_arcs_per_frame']:.1f} "
               f"lattice arcs per frame "
-              f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)")
+              + (f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)"
+                 if row["recorded_arcs_per_frame"] is not None else "(recorded arcs not counted: the lattice trim)"))
         print(f"batch {B}: GPU pruning path, last batch: prune device passes {prune_ms.get('device', float('nan')):.1f} ms, "
-              f"readback {prune_ms.get('readback', float('nan')):.1f} ms, host numbering {prune_ms.get('host', float('nan')):.1f}"
+              f"readback {prune_ms.get('readback', float('nan')):.1f} ms, numbering {prune_ms.get('host', float('nan')):.1f}"
               " ms (the split lines above are the replay path's)")
         if a.profile and B == max(a.batch):
             inst = be.main

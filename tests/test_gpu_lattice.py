@@ -427,6 +427,25 @@ def test_gpu_pruning_equals_replay_and_cpu(seed):
     compare(cpu, out["replay"], f"replay seed {seed}")
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_device_numbering_equals_host_numbering(seed, monkeypatch):
+    """The kept states and arcs numbered on the device (gpu_lattice_prune.cu NumberOnDevice,
+    the default) and by lattice_number.h on the host (CUWFST_LATTICE_NUMBER=host): the same
+    arrays, bit for bit, and the CPU's lattices; rows of 0 frames, single lanes and more rows
+    than lanes among them."""
+    rng, graph, lp, lens, opts = random_lattice_case(3 * (seed // 2) + seed % 2)  # (its epsilon-free cases)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 3, 32])))
+    got = dec.decode(lp, lens, lattice=True)
+    monkeypatch.setenv("CUWFST_LATTICE_NUMBER", "host")
+    host = dec.decode(lp, lens, lattice=True)
+    monkeypatch.delenv("CUWFST_LATTICE_NUMBER")
+    for b, (x, y) in enumerate(zip(got, host)):
+        assert (x.lattice is None) == (y.lattice is None), f"seed {seed} row {b}"
+        if x.lattice is not None:
+            assert_same_lattice(y.lattice, x.lattice, f"device vs host numbering, seed {seed} row {b}")
+    compare(Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True), got, f"device numbering seed {seed}")
+
+
 @pytest.mark.parametrize("seed", range(24))
 def test_gpu_pruning_long_inputs_many_windows(seed):
     """Rows of 0 to 400 frames in one batch (each lane its own window schedule: the last
@@ -916,6 +935,43 @@ def test_report_filter_totals():
         assert on < off
 
 
+@pytest.mark.parametrize("seed", range(24))
+def test_lattice_trim_on_wide_graphs(seed):
+    """States with up to hundreds of sorted arcs (the trim's search runs; ties in the weights):
+    the lattice trim walks a fraction of the slots and the lattices are the CPU's, whole and
+    in bounded runs."""
+    from test_gpu_trim import wide_graph
+
+    rng = np.random.default_rng(7700 + seed)
+    V = int(rng.integers(20, 80))
+    graph = wide_graph(rng, int(rng.integers(50, 300)), V, int(rng.choice([40, 200, 600])),
+                       blanks=int(rng.integers(1, 3)), tie_frac=0.2)
+    B, T = int(rng.integers(1, 5)), int(rng.integers(10, 60))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    opts = DecoderOptions(search_beam=float(rng.choice([6.0, 10.0, 16.0])),
+                          output_beam=float(rng.choice([1.0, 3.0, 6.0])),
+                          max_active_states=int(rng.choice([50, 500, 10000])), allow_partial=bool(seed % 3))
+    chunk = [0, 9][seed % 2]
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    trim, st_t = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=B)
+    full, st_f = _filtered(graph, opts, lp, lens, "on", chunk=chunk, trim="off", max_lanes=B)
+    compare(cpu, trim, f"wide graph, lattice trim, seed {seed}")
+    compare(cpu, full, f"wide graph, untrimmed, seed {seed}")
+    assert st_t["lattice_filter_reruns"] == 0 and st_t["slots"] <= st_f["slots"]
+    for k, v in (("wide_slots_on", st_t["slots"]), ("wide_slots_off", st_f["slots"])):
+        TOTALS[k] = TOTALS.get(k, 0) + v
+
+
+def test_report_lattice_trim_wide_totals():
+    on, off = TOTALS.get("wide_slots_on", 0), TOTALS.get("wide_slots_off", 0)
+    print(f"\nthe lattice trim on wide graphs: the steps walked {on} of {off} slots ({on / max(off, 1):.1%}), "
+          "lattices identical")
+    if off:  # (after test_lattice_trim_on_wide_graphs: it must have trimmed)
+        assert on < 0.8 * off
+
+
 @pytest.mark.parametrize("chunk", [0, 16])
 def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk):
     """A frame whose log-probs all drop by 10,000: the step's frontier leaves the filter's
@@ -930,7 +986,7 @@ def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk):
     lp = random_log_probs(rng, B, T, V, peaky=False)
     lp[2, 25] -= 10000.0
     lens = np.array([T, T - 3, T], np.int32)
-    opts = DecoderOptions(search_beam=12.0, output_beam=4.0, max_active_states=2000)
+    opts = DecoderOptions(search_beam=12.0, output_beam=4.0, max_active_states=2000, check_log_probs=False)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=B)
     compare(cpu, got, f"lattice trim guard, chunk {chunk}")

@@ -599,7 +599,7 @@ class GpuDecoder {
   // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
   // their high water; the per-step arrays of the last mode-2 decode on the host.
   DeviceBuffer lat_ext_;
-  DeviceBuffer pr_buf_[64];  // [0, 24): PruneLattice's; [24, 64): the incremental pruning's
+  DeviceBuffer pr_buf_[72];  // [0, 24): PruneLattice's; [24, 64): the incremental pruning's; [64, 72): NumberOnDevice's
   // Bounded lattice memory (LatticeOutputs::chunk > 0, gpu_lattice_prune.cu): the
   // incremental pruning's host state (defined there; shared_ptr for the incomplete type).
   std::shared_ptr<IncPrune> inc_;
@@ -613,11 +613,20 @@ class GpuDecoder {
   void IncPass(int32_t t1, unsigned long long arena_records);
   void IncFinish(int32_t B, const int32_t* lengths, const uint8_t* skip, int64_t* sizes_out);
   PinnedBuffer pr_host_[2];
+  // the device numbering (NumberOnDevice): the rows' arrays are in pr_host_ (pr_on_device_),
+  // per row {states, arcs, state offset, arc offset}, the rows' arcs in all, its time (ms)
+  bool pr_on_device_ = false;
+  std::vector<int64_t> pr_num_sizes_;
+  int64_t pr_num_arcs_ = 0;
+  double pr_num_ms_ = 0.0;
   std::vector<int32_t> pr_count_, pr_size_, pr_all_;
   int32_t pr_B_ = -1;  // rows of the last mode-2 decode (-1: none to prune)
   std::vector<PrunedRow> pr_rows_;     // kept from decode to decode: the rows' arrays keep their capacity
   LatticeNumberScratch pr_number_;     // the host numbering's scratch, likewise
   void* PruneBuffer(int k, size_t bytes);
+  void PinnedFor(int k, int64_t want);
+  bool NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S, int32_t B,
+                      const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank, int64_t M);
 };
 
 }  // namespace cuwfst

@@ -418,6 +418,164 @@ struct PrRankSort {
   }
 };
 
+// ---- The numbering on the device (PruneLattice's default; CUWFST_LATTICE_NUMBER=host keeps
+// lattice_number.h's host numbering, the reference it must equal). The same arrays, bit for
+// bit: each row's kept states sorted by (tau, rank) and numbered in that order, a final state
+// {T, -1, T + 1} appended when no kept state has tau == T; its kept arcs sorted by (source
+// number, code without the redirect bit), ties in input order (a stable radix sort; ties never
+// occur: a token records each arc once). Keys: the states' (lane, tau, rank) and the arcs'
+// (lane, source number, code) in 64 bits (PrNumberBits; else the host numbering runs). Errors
+// (decoder bugs) as the host's: bits of err[0].
+constexpr int32_t kNumErrLane = 1, kNumErrDupState = 2, kNumErrDupToken = 4, kNumErrEndpoint = 8;
+
+// States: keys (lane << (tb + rb) | tau << rb | rank) and their indices; a state out of range
+// gets the largest key (it sorts last, past every lane) and an error bit.
+__global__ void PrNumStateKeys(const PrunedStateOut* st, int64_t S, int32_t B, int32_t Tmax, int32_t M, int32_t tb,
+                               int32_t rb, unsigned long long* keys, int32_t* vals, int32_t* err) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < S;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const PrunedStateOut x = st[i];
+    vals[i] = static_cast<int32_t>(i);
+    if (x.lane < 0 || x.lane >= B || x.tau < 0 || x.tau > Tmax || x.rank < 0 || x.rank >= (1 << rb) || x.tok < 0 ||
+        x.tok >= M) {
+      atomicOr(err, kNumErrLane);
+      keys[i] = ~0ull;
+      continue;
+    }
+    keys[i] = (static_cast<unsigned long long>(x.lane) << (tb + rb)) |
+              (static_cast<unsigned long long>(x.tau) << rb) | static_cast<unsigned long long>(x.rank);
+  }
+}
+
+// starts[b] = the first position of lane b in the sorted keys (lane = key >> shift), b in
+// [0, B]; a lower bound by binary search, thread per lane.
+__global__ void PrNumLaneStarts(const unsigned long long* sorted, int64_t n, int32_t B, int32_t shift, int64_t* starts) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b > B) return;
+  const unsigned long long want = static_cast<unsigned long long>(b) << shift;
+  int64_t lo = 0, hi = n;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) / 2;
+    if (sorted[mid] < want) lo = mid + 1;
+    else hi = mid;
+  }
+  starts[b] = lo;
+}
+
+// One thread: each row's states (n_b and, unless the last kept state is at T = lengths[b] +
+// 1, the final one; none on skipped rows), their offsets (exclusive scan) and the final
+// states' entries. sizes[4 b ..] = {S_b, A_b, state offset, arc offset} (A_b: PrNumArcSizes).
+__global__ void PrNumStateSizes(const unsigned long long* sorted, const int64_t* s_start, int32_t B, int32_t tb,
+                                int32_t rb, const int32_t* lengths, const uint8_t* skip, int64_t* sizes,
+                                int32_t* out_states) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  int64_t at = 0;
+  for (int32_t b = 0; b < B; ++b) {
+    const int64_t n = s_start[b + 1] - s_start[b];
+    const int32_t T = lengths[b] + 1;
+    const bool has_final =
+        n > 0 && static_cast<int32_t>((sorted[s_start[b + 1] - 1] >> rb) & ((1ull << tb) - 1ull)) == T;
+    const int64_t S_b = skip[b] ? 0 : n + (has_final ? 0 : 1);
+    sizes[4 * b] = S_b;
+    sizes[4 * b + 2] = at;
+    if (S_b > n) {  // the final state k2 adds: {T, -1, T + 1}
+      int32_t* rs = out_states + 3 * at;
+      rs[S_b - 1] = T;
+      rs[2 * S_b - 1] = -1;
+      rs[3 * S_b - 1] = T + 1;
+    }
+    at += S_b;
+  }
+}
+
+// Each sorted state: its number in its row, the row's arrays {tau, graph state, level = tau}
+// and the token's number and lane (tok_num must be -1 before; two states of one token, or of
+// one (tau, rank) in a row, raise an error bit).
+__global__ void PrNumStatesOut(const PrunedStateOut* st, const unsigned long long* sorted, const int32_t* order,
+                               int64_t S, int32_t tb, int32_t rb, const int64_t* s_start, const int64_t* sizes,
+                               const uint8_t* skip, int32_t* out_states, int32_t* tok_num, int32_t* tok_lane,
+                               int32_t* err) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < S;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const unsigned long long key = sorted[j];
+    if (key == ~0ull) continue;  // (an error already)
+    const int32_t lane = static_cast<int32_t>(key >> (tb + rb));
+    if (j > 0 && sorted[j - 1] == key) atomicOr(err, kNumErrDupState);
+    const PrunedStateOut x = st[order[j]];
+    const int32_t i = static_cast<int32_t>(j - s_start[lane]);
+    if (atomicCAS(&tok_num[x.tok], -1, i) != -1) atomicOr(err, kNumErrDupToken);
+    tok_lane[x.tok] = lane;
+    if (skip[lane]) continue;
+    const int64_t S_b = sizes[4 * lane];
+    int32_t* rs = out_states + 3 * sizes[4 * lane + 2];
+    rs[i] = x.tau;
+    rs[S_b + i] = x.state;
+    rs[2 * S_b + i] = x.tau;  // epsilon-free: level = time
+  }
+}
+
+// Arcs: keys (lane << (nb + 30) | source number << 30 | code without the redirect bit), their
+// indices and their destinations' numbers; an endpoint that is no kept state of the arc's row
+// raises an error bit (and the arc sorts last).
+__global__ void PrNumArcKeys(const PrunedArcOut* ar, int64_t A, int32_t B, int32_t M, int32_t nb,
+                             const int32_t* tok_num, const int32_t* tok_lane, unsigned long long* keys, int32_t* vals,
+                             int32_t* a_dst, int32_t* err) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < A;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const PrunedArcOut x = ar[k];
+    vals[k] = static_cast<int32_t>(k);
+    const bool lane_ok = x.lane >= 0 && x.lane < B;
+    const bool ends_ok = x.src >= 0 && x.src < M && x.dst >= 0 && x.dst < M;
+    const int32_t s = ends_ok ? tok_num[x.src] : -1, d = ends_ok ? tok_num[x.dst] : -1;
+    if (!lane_ok || s < 0 || d < 0 || tok_lane[x.src] != x.lane || tok_lane[x.dst] != x.lane) {
+      atomicOr(err, lane_ok ? kNumErrEndpoint : kNumErrLane);
+      keys[k] = ~0ull;
+      continue;
+    }
+    a_dst[k] = d;
+    keys[k] = (static_cast<unsigned long long>(x.lane) << (nb + 30)) | (static_cast<unsigned long long>(s) << 30) |
+              static_cast<unsigned long long>(x.code & ~kRedirectArcBit);
+  }
+}
+
+// One thread: each row's arcs (none on skipped rows) and their offsets, into sizes[4 b + 1],
+// sizes[4 b + 3].
+__global__ void PrNumArcSizes(const int64_t* a_start, int32_t B, const uint8_t* skip, int64_t* sizes) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  int64_t at = 0;
+  for (int32_t b = 0; b < B; ++b) {
+    const int64_t A_b = skip[b] ? 0 : a_start[b + 1] - a_start[b];
+    sizes[4 * b + 1] = A_b;
+    sizes[4 * b + 3] = at;
+    at += A_b;
+  }
+}
+
+// Each sorted arc into its row's arrays: arcs [4, A_b] = {src, dst, t, code}, scores [3, A_b].
+__global__ void PrNumArcsOut(const PrunedArcOut* ar, const unsigned long long* sorted, const int32_t* order, int64_t A,
+                             int32_t nb, const int64_t* a_start, const int64_t* sizes, const uint8_t* skip,
+                             const int32_t* a_dst, int32_t* out_arcs, float* out_scores) {
+  for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < A;
+       j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const unsigned long long key = sorted[j];
+    if (key == ~0ull) continue;
+    const int32_t lane = static_cast<int32_t>(key >> (nb + 30));
+    if (skip[lane]) continue;
+    const int32_t k = order[j];
+    const PrunedArcOut x = ar[k];
+    const int64_t A_b = sizes[4 * lane + 1], i = j - a_start[lane];
+    int32_t* ra = out_arcs + 4 * sizes[4 * lane + 3];
+    float* sc = out_scores + 3 * sizes[4 * lane + 3];
+    ra[i] = static_cast<int32_t>((key >> 30) & ((1ull << nb) - 1ull));
+    ra[A_b + i] = a_dst[k];
+    ra[2 * A_b + i] = x.t;
+    ra[3 * A_b + i] = x.code;
+    sc[i] = x.acoustic;
+    sc[A_b + i] = x.graph;
+    sc[2 * A_b + i] = x.score;
+  }
+}
+
 }  // namespace
 
 // The incremental pruning's host state (bounded lattice memory; see IncPass below).
@@ -670,34 +828,31 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d_tok_off, B, d_last_tau, alive, rank, state, d_cnt + 1,
                                                 o_states, static_cast<unsigned long long>(S));
   CUWFST_CUDA(cudaGetLastError());
-  for (int k = 0; k < 2; ++k) {
-    const int64_t want = k == 0 ? A * static_cast<int64_t>(sizeof(PrunedArcOut)) : S * static_cast<int64_t>(sizeof(PrunedStateOut));
-    if (pr_host_[k].amount() < want) {
-      pr_host_[k] = PinnedBuffer();
-      PinnedBuffer fresh;
-      cudaError_t e = TryPinnedAlloc(static_cast<size_t>(want + want / 4), &fresh);
-      if (e != cudaSuccess) {
-        std::ostringstream os;
-        os << "cannot allocate " << FormatBytes(want) << " of pinned host memory for the pruned lattices of a decode on cuda:"
-           << device() << "; the decoder stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes
-           << ")";
-        ThrowAcquireFailure(e, os.str());
-      }
-      pr_host_[k] = std::move(fresh);
-    }
+  // ---- number each row's kept states by (time, rank) and sort its arcs: on the device
+  // (NumberOnDevice, the default) or on the host (lattice_number.h; CUWFST_LATTICE_NUMBER=host,
+  // or keys past 64 bits)
+  const char* num_env = std::getenv("CUWFST_LATTICE_NUMBER");
+  const bool host_numbering = num_env && std::strcmp(num_env, "host") == 0;
+  auto c2 = std::chrono::steady_clock::now();
+  double number_ms = 0.0;
+  if (!host_numbering && NumberOnDevice(o_arcs, A, o_states, S, B, lengths, d_skip, Tmax, max_m, M)) {
+    c2 = std::chrono::steady_clock::now();
+    number_ms = pr_num_ms_;
+  } else {
+    pr_on_device_ = false;
+    PinnedFor(0, A * static_cast<int64_t>(sizeof(PrunedArcOut)));
+    PinnedFor(1, S * static_cast<int64_t>(sizeof(PrunedStateOut)));
+    if (A > 0) CUWFST_CUDA(cudaMemcpyAsync(pr_host_[0].get(), o_arcs, A * sizeof(PrunedArcOut), cudaMemcpyDeviceToHost, s));
+    if (S > 0) CUWFST_CUDA(cudaMemcpyAsync(pr_host_[1].get(), o_states, S * sizeof(PrunedStateOut), cudaMemcpyDeviceToHost, s));
+    CUWFST_CUDA(cudaStreamSynchronize(s));
+    c2 = std::chrono::steady_clock::now();
+    const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
+    const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
+    const int32_t workers = NumberingWorkers(A);
+    const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken, workers,
+                                             &pr_number_, &pr_rows_);
+    if (!err.empty()) throw std::runtime_error(err);
   }
-  if (A > 0) CUWFST_CUDA(cudaMemcpyAsync(pr_host_[0].get(), o_arcs, A * sizeof(PrunedArcOut), cudaMemcpyDeviceToHost, s));
-  if (S > 0) CUWFST_CUDA(cudaMemcpyAsync(pr_host_[1].get(), o_states, S * sizeof(PrunedStateOut), cudaMemcpyDeviceToHost, s));
-  CUWFST_CUDA(cudaStreamSynchronize(s));
-  const auto c2 = std::chrono::steady_clock::now();
-
-  // ---- host: number each row's kept states by (time, rank) and sort its arcs (lattice_number.h)
-  const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
-  const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
-  const int32_t workers = NumberingWorkers(A);
-  const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken, workers,
-                                           &pr_number_, &pr_rows_);
-  if (!err.empty()) throw std::runtime_error(err);
   for (int32_t b = 0; b < B; ++b) {
     PrunedRow& row = pr_rows_[b];
     row.recorded = 0;  // (-1: the lattice trim left arcs uncounted; LatticeOutputs::trim)
@@ -708,9 +863,131 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     sizes_out[3 * b + 2] = row.recorded;
   }
   const auto c3 = std::chrono::steady_clock::now();
+  // {device passes, readback, numbering}: the device numbering's kernels count as numbering
   prune_ms_[0] = Ms(c0, c1);
-  prune_ms_[1] = Ms(c1, c2);
-  prune_ms_[2] = Ms(c2, c3);
+  prune_ms_[1] = Ms(c1, c2) - number_ms;
+  prune_ms_[2] = Ms(c2, c3) + number_ms;
+}
+
+// Pinned host buffer k (pr_host_) of at least `want` bytes (a quarter more when it grows).
+void GpuDecoder::PinnedFor(int k, int64_t want) {
+  if (pr_host_[k].amount() >= want) return;
+  pr_host_[k] = PinnedBuffer();
+  PinnedBuffer fresh;
+  cudaError_t e = TryPinnedAlloc(static_cast<size_t>(want + want / 4), &fresh);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot allocate " << FormatBytes(want) << " of pinned host memory for the pruned lattices of a decode on cuda:"
+       << device() << "; the decoder stays usable; decode fewer rows at a time (max_lanes, now " << cfg_.max_lanes << ")";
+    ThrowAcquireFailure(e, os.str());
+  }
+  pr_host_[k] = std::move(fresh);
+}
+
+// The numbering on the device (the PrNum* kernels): the rows' arrays into pinned memory
+// (pr_host_[1]: states, pr_host_[0]: arcs then scores; pr_num_sizes_: per row {states, arcs,
+// state offset, arc offset}), pr_rows_' counts, pr_num_ms_ its kernels' and readback's time.
+// False (nothing done) when its keys do not fit 64 bits: the host numbering runs then.
+// max_rank: above every rank of a kept state (the most tokens of a time); M: the tokens.
+bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S,
+                                int32_t B, const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank,
+                                int64_t M) {
+  auto bits = [](int64_t n) {  // the least k with 2^k >= n
+    int32_t k = 0;
+    while (k < 62 && (int64_t{1} << k) < n) ++k;
+    return k;
+  };
+  const int32_t lb = bits(B + 1), tb = std::max(1, bits(Tmax + 1)), rb = std::max(1, bits(max_rank)),
+                nb = std::max(1, bits(S + 1));
+  if (lb + tb + rb > 63 || lb + nb + 30 > 63 || rb > 30 || M >= (int64_t{1} << 31) || S >= (int64_t{1} << 31) ||
+      A >= (int64_t{1} << 31))
+    return false;
+  const auto n0 = std::chrono::steady_clock::now();
+  cudaStream_t s = stream_;
+  const int64_t n = std::max<int64_t>(std::max(S, A), 1);
+  auto* k_in = static_cast<unsigned long long*>(PruneBuffer(64, n * 8));
+  auto* k_out = static_cast<unsigned long long*>(PruneBuffer(65, n * 8));
+  auto* v_in = static_cast<int32_t*>(PruneBuffer(66, n * 4));
+  auto* v_out = static_cast<int32_t*>(PruneBuffer(67, n * 4));
+  auto* tok_num = static_cast<int32_t*>(PruneBuffer(68, 2 * std::max<int64_t>(M, 1) * 4));
+  int32_t* tok_lane = tok_num + M;
+  auto* a_dst = static_cast<int32_t*>(PruneBuffer(69, std::max<int64_t>(A, 1) * 4));
+  // small: lane starts of the states and arcs [B + 1] each, sizes [4 B], err, the lengths [B]
+  char* small = static_cast<char*>(PruneBuffer(70, (2 * (B + 1) + 4 * B) * 8 + 16 + 4 * B));
+  auto* s_start = reinterpret_cast<int64_t*>(small);
+  int64_t* a_start = s_start + B + 1;
+  int64_t* sizes = a_start + B + 1;
+  auto* err = reinterpret_cast<int32_t*>(sizes + 4 * B);
+  int32_t* d_len = err + 4;
+  // the rows' arrays: states [3, S_b] (at most S + B entries: each row's final), arcs [4, A_b], scores [3, A_b]
+  auto* out_states = static_cast<int32_t*>(PruneBuffer(71, (3 * (S + B) + 7 * A) * 4));
+  int32_t* out_arcs = out_states + 3 * (S + B);
+  auto* out_scores = reinterpret_cast<float*>(out_arcs + 4 * A);
+  size_t temp = 0;
+  CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(nullptr, temp, k_in, k_out, v_in, v_out, static_cast<int>(n), 0, 64, s));
+  void* tmp = PruneBuffer(23, temp);
+  temp = static_cast<size_t>(pr_buf_[23].amount());
+  CUWFST_CUDA(cudaMemsetAsync(tok_num, 0xFF, 2 * M * 4, s));  // -1: no state
+  CUWFST_CUDA(cudaMemsetAsync(err, 0, 16, s));
+  CUWFST_CUDA(cudaMemcpyAsync(d_len, lengths, 4 * B, cudaMemcpyHostToDevice, s));
+  PrNumStateKeys<<<GridFor(S), kPrThreads, 0, s>>>(o_states, S, B, Tmax, static_cast<int32_t>(M), tb, rb, k_in, v_in,
+                                                   err);
+  if (S > 0) {
+    size_t tb_bytes = temp;
+    CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tb_bytes, k_in, k_out, v_in, v_out, static_cast<int>(S), 0,
+                                                lb + tb + rb, s));
+  }
+  PrNumLaneStarts<<<(B + 1 + 127) / 128, 128, 0, s>>>(k_out, S, B, tb + rb, s_start);
+  PrNumStateSizes<<<1, 1, 0, s>>>(k_out, s_start, B, tb, rb, d_len, d_skip, sizes, out_states);
+  PrNumStatesOut<<<GridFor(S), kPrThreads, 0, s>>>(o_states, k_out, v_out, S, tb, rb, s_start, sizes, d_skip,
+                                                   out_states, tok_num, tok_lane, err);
+  PrNumArcKeys<<<GridFor(A), kPrThreads, 0, s>>>(o_arcs, A, B, static_cast<int32_t>(M), nb, tok_num, tok_lane, k_in,
+                                                 v_in, a_dst, err);
+  if (A > 0) {
+    size_t tb_bytes = temp;
+    CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tb_bytes, k_in, k_out, v_in, v_out, static_cast<int>(A), 0,
+                                                lb + nb + 30, s));
+  }
+  PrNumLaneStarts<<<(B + 1 + 127) / 128, 128, 0, s>>>(k_out, A, B, nb + 30, a_start);
+  PrNumArcSizes<<<1, 1, 0, s>>>(a_start, B, d_skip, sizes);
+  PrNumArcsOut<<<GridFor(A), kPrThreads, 0, s>>>(o_arcs, k_out, v_out, A, nb, a_start, sizes, d_skip, a_dst, out_arcs,
+                                                 out_scores);
+  CUWFST_CUDA(cudaGetLastError());
+  pr_num_sizes_.resize(4 * static_cast<size_t>(B));
+  int32_t h_err = 0;
+  CUWFST_CUDA(cudaMemcpyAsync(pr_num_sizes_.data(), sizes, 4 * B * 8, cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaMemcpyAsync(&h_err, err, 4, cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  if (h_err & kNumErrLane) throw std::runtime_error("GPU lattice pruning: a kept arc or state of no row (a decoder bug)");
+  if (h_err & kNumErrDupState)
+    throw std::runtime_error("GPU lattice pruning: two kept states share a time and rank (a decoder bug)");
+  if (h_err & kNumErrDupToken)
+    throw std::runtime_error("GPU lattice pruning: two kept states share a token (a decoder bug)");
+  if (h_err & kNumErrEndpoint)
+    throw std::runtime_error("GPU lattice pruning: a kept arc leaves or enters a pruned state (a decoder bug)");
+  const auto n1 = std::chrono::steady_clock::now();
+  int64_t st_total = 0, arc_total = 0;
+  pr_rows_.resize(B);
+  for (int32_t b = 0; b < B; ++b) {
+    pr_rows_[b].num_states = static_cast<int32_t>(pr_num_sizes_[4 * b]);
+    pr_rows_[b].num_arcs = static_cast<int32_t>(pr_num_sizes_[4 * b + 1]);
+    st_total += pr_num_sizes_[4 * b];
+    arc_total += pr_num_sizes_[4 * b + 1];
+  }
+  pr_num_arcs_ = arc_total;
+  PinnedFor(1, std::max<int64_t>(3 * st_total * 4, 4));
+  PinnedFor(0, std::max<int64_t>(7 * arc_total * 4, 4));
+  if (st_total > 0)
+    CUWFST_CUDA(cudaMemcpyAsync(pr_host_[1].get(), out_states, 3 * st_total * 4, cudaMemcpyDeviceToHost, s));
+  if (arc_total > 0) {
+    auto* h = static_cast<int32_t*>(pr_host_[0].get());
+    CUWFST_CUDA(cudaMemcpyAsync(h, out_arcs, 4 * arc_total * 4, cudaMemcpyDeviceToHost, s));
+    CUWFST_CUDA(cudaMemcpyAsync(h + 4 * arc_total, out_scores, 3 * arc_total * 4, cudaMemcpyDeviceToHost, s));
+  }
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  pr_on_device_ = true;
+  pr_num_ms_ = Ms(n0, n1);
+  return true;
 }
 
 void GpuDecoder::TakePrunedRow(int32_t b, int64_t S, int64_t A, int32_t* states, int32_t* arcs, float* scores) {
@@ -718,6 +995,16 @@ void GpuDecoder::TakePrunedRow(int32_t b, int64_t S, int64_t A, int32_t* states,
   if (b < 0 || b >= static_cast<int32_t>(pr_rows_.size())) throw std::invalid_argument("TakePrunedRow: no such row");
   const PrunedRow& r = pr_rows_[b];
   if (S != r.num_states || A != r.num_arcs) throw std::invalid_argument("TakePrunedRow: wrong state or arc count");
+  if (pr_on_device_) {  // the device numbering's rows, in pinned memory (NumberOnDevice)
+    const int64_t so = pr_num_sizes_[4 * b + 2], ao = pr_num_sizes_[4 * b + 3];
+    const auto* hs = static_cast<const int32_t*>(pr_host_[1].get());
+    const auto* ha = static_cast<const int32_t*>(pr_host_[0].get());
+    const auto* hc = reinterpret_cast<const float*>(ha + 4 * pr_num_arcs_);
+    std::copy(hs + 3 * so, hs + 3 * (so + S), states);
+    std::copy(ha + 4 * ao, ha + 4 * (ao + A), arcs);
+    std::copy(hc + 3 * ao, hc + 3 * (ao + A), scores);
+    return;
+  }
   std::copy(r.states.begin(), r.states.end(), states);
   std::copy(r.arcs.begin(), r.arcs.end(), arcs);
   std::copy(r.scores.begin(), r.scores.end(), scores);
@@ -1041,6 +1328,7 @@ void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* ski
   const PrunedStateOut* hs = P.states.data();
   const int64_t A = static_cast<int64_t>(P.arcs.size()), S = static_cast<int64_t>(P.states.size());
   const int32_t workers = NumberingWorkers(A);
+  pr_on_device_ = false;
   const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kTimeRank, workers,
                                            &pr_number_, &pr_rows_);
   if (!err.empty()) throw std::runtime_error(err);
