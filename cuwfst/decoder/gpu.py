@@ -393,9 +393,9 @@ class GpuInstance:
                 rows.append(None)
                 continue
             S, A = int(sizes2[b, 0]), int(sizes2[b, 1])
-            states = np.zeros((3, S), np.int32)
-            arcs = np.zeros((4, A), np.int32)
-            scores = np.zeros((3, A), np.float32)
+            states = np.empty((3, S), np.int32)  # (gpu_lattice_pruned_row writes every entry)
+            arcs = np.empty((4, A), np.int32)
+            scores = np.empty((3, A), np.float32)
             self.mod.gpu_lattice_pruned_row(self.handle, b, states, arcs, scores)
             rec = int(sizes2[b, 2])  # -1: the lattice trim did not count them
             rows.append((states, arcs, scores, rec if rec >= 0 else None))

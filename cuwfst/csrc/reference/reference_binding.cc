@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
 #include <string>
 #include <thread>
 #include <vector>
@@ -812,7 +813,13 @@ void RefLatticesWordRests(TensorView arc_off, TensorView state_off, TensorView w
   const int64_t* sp = static_cast<const int64_t*>(spans.data_ptr());
   double* rest = static_cast<double*>(out_rest.data_ptr());
   int32_t* hit = static_cast<int32_t*>(out_hit.data_ptr());
-  ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t l) {
+  // the largest lattices first, so that no thread is left with a large one at the end
+  std::vector<int64_t> by_size(L);
+  std::iota(by_size.begin(), by_size.end(), int64_t{0});
+  std::stable_sort(by_size.begin(), by_size.end(),
+                   [&](int64_t x, int64_t y) { return ao[x + 1] - ao[x] > ao[y + 1] - ao[y]; });
+  ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t i) {
+    const int64_t l = by_size[i];
     cuwfst::reference::LatticeView v;
     v.num_states = so[l + 1] - so[l];
     v.num_arcs = ao[l + 1] - ao[l];
