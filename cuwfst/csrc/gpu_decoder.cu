@@ -8,7 +8,6 @@
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -197,10 +196,6 @@ void GpuDecoder::Allocate() {
     pdl_ = major >= 9;
   }
   ws_.trim = cfg_.trim_arcs && graph_->view.emit_sorted ? 1 : 0;
-  {  // the trim search's loads (types.cuh Workspace::trim_serial; same slots either way)
-    const char* env = std::getenv("CUWFST_TRIM_LOADS");
-    ws_.trim_serial = env && std::strcmp(env, "serial") == 0 ? 1 : 0;
-  }
   ws_.slot_total = Alloc<unsigned long long>(1, "slot counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));

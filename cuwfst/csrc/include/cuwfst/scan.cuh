@@ -300,7 +300,6 @@ struct LaneTrim {
   float low = -INFINITY;  // L - beam; -inf: nothing is trimmed
   float lp_all = 0.f;     // the row's max over every label
   float lp_rest = 0.f;    // the row's max over labels >= 1 (-inf with one label)
-  bool serial = false;    // Workspace::trim_serial
 };
 
 // The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
@@ -310,12 +309,7 @@ struct LaneTrim {
 // together. Invariant: every arc before lo passes, the arc at hi (if any) fails.
 constexpr int kTrimFan = 8;
 __device__ __forceinline__ bool TrimKeeps(const DeviceGraph& g, const LaneTrim& tr, float score, int32_t arc) {
-  if (tr.serial) return g.arc_ilabel[arc] == 0 || (score + g.arc_weight[arc]) + tr.lp_rest > tr.low;
-  // the label and the weight read together (the arc is a real one either way), so a round of
-  // the search waits for one load, not for the label and then the weight
-  const uint16_t label = g.arc_ilabel[arc];
-  const float w = g.arc_weight[arc];
-  return label == 0 || (score + w) + tr.lp_rest > tr.low;
+  return g.arc_ilabel[arc] == 0 || (score + g.arc_weight[arc]) + tr.lp_rest > tr.low;
 }
 __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
@@ -480,7 +474,6 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
   tr.lp_all = a;
   tr.lp_rest = r;
   tr.low = want_trim ? s_low : -INFINITY;
-  tr.serial = ws.trim_serial != 0;
   *row32 = r32;
   *row16 = r16;
   return tr;  // (each scan calls it once a step: s_max and s_low are not written again before the kernel ends)

@@ -413,9 +413,6 @@ struct Workspace {
   // token only the prefix of its sorted emitting arcs whose bound passes L - beam, L an arc
   // end of the step (scan.cuh LaneTrim); the arcs left out can be neither admitted nor the max
   int32_t trim;
-  // 1: the trim's search reads an arc's label and then, only for a labelled arc, its weight
-  // (the order before; CUWFST_TRIM_LOADS=serial, for A/B runs); 0: both loads at once
-  int32_t trim_serial;
   unsigned long long* slot_total;  // the slots every step gave the walkers, summed (mem stats)
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
