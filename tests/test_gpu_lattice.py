@@ -997,30 +997,27 @@ def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk):
     assert st["lattice_filter_reruns"] == 0, st
 
 
-def test_lattice_trim_env_var(monkeypatch):
+@pytest.mark.parametrize("env,switch", [("CUWFST_LATTICE_FILTER", "lattice_filter"),
+                                        ("CUWFST_LATTICE_TRIM", "lattice_trim")])
+def test_lattice_switch_env_vars(env, switch, monkeypatch):
+    """The records' filter and the lattice trim: on by default, "off" by the environment
+    variable or the backend attribute (which wins), anything else refused."""
     rng = np.random.default_rng(9)
     graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
     dec = Decoder(graph, DecoderOptions(), device="cuda")
-    monkeypatch.setenv("CUWFST_LATTICE_TRIM", "off")
-    assert dec._gpu.lattice_trim_on() is False
-    monkeypatch.delenv("CUWFST_LATTICE_TRIM")
-    assert dec._gpu.lattice_trim_on() is True
-    monkeypatch.setenv("CUWFST_LATTICE_TRIM", "sometimes")
-    with pytest.raises(ValueError, match="lattice_trim"):
-        dec._gpu.lattice_trim_on()
-
-
-def test_lattice_filter_env_var(monkeypatch):
-    rng = np.random.default_rng(9)
-    graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
-    dec = Decoder(graph, DecoderOptions(), device="cuda")
-    monkeypatch.setenv("CUWFST_LATTICE_FILTER", "off")
-    assert dec._gpu.lattice_filter_on() is False
-    monkeypatch.setenv("CUWFST_LATTICE_FILTER", "on")
-    assert dec._gpu.lattice_filter_on() is True
-    monkeypatch.setenv("CUWFST_LATTICE_FILTER", "maybe")
-    with pytest.raises(ValueError, match="lattice_filter"):
-        dec._gpu.lattice_filter_on()
+    on = getattr(dec._gpu, f"{switch}_on")
+    monkeypatch.delenv(env, raising=False)
+    assert on() is True
+    monkeypatch.setenv(env, "off")
+    assert on() is False
+    monkeypatch.setenv(env, "on")
+    assert on() is True
+    setattr(dec._gpu, switch, "off")
+    assert on() is False
+    setattr(dec._gpu, switch, None)
+    monkeypatch.setenv(env, "maybe")
+    with pytest.raises(ValueError, match=switch):
+        on()
 
 
 # ------------------------------------------------------------ the pruning's rank sort

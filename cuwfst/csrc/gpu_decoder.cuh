@@ -588,8 +588,10 @@ class GpuDecoder {
   bool lat_filter_on_ = false;         // what SetLatticeFilter last wrote
   bool lat_trim_used_ = false;         // the last lattice decode's steps trimmed (LatticeOutputs::trim)
   float lat_filter_host_[4] = {0.f, 0.f, 0.f, 0.f};
-  int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard)
+  int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard,
+                                       // or the lattice trim's)
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
+                                       // (of the arcs walked: the lattice trim's are not counted)
   DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
   PinnedBuffer h_lat_;                  // the last lattice decode's records (LatRecord)
   int64_t h_lat_n_ = 0;                 // records in h_lat_

@@ -369,9 +369,8 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 // of (lane, key) (the default), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented; cub
 // sorts each of B < 300 segments in one block, ~300 us for the full tier's largest times).
 // Keys: rank << 32 | code with rank below `rank_most` (the most tokens of a time whose ranks
-// the keys carry), so the first key_bits bits hold them. Plan it, give it the buffers it asks
-// for (the sort's keys and values, `ck` for the radix keys, `temp` of TempBytes), then Run it
-// each time.
+// the keys carry), so the first key_bits bits hold them. MakeRankSort plans it and gives it
+// its buffers; then Run it each time.
 struct PrRankSort {
   bool radix = true;
   int32_t key_bits = 33, lane_bits = 0;
@@ -417,6 +416,22 @@ struct PrRankSort {
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
   }
 };
+
+// A PrRankSort planned for `rank_most` and given its buffers for up to max_m tokens a time from
+// buffer(k, bytes) (GpuDecoder::PruneBuffer) at k = {keys, values in, values out, radix keys,
+// temporary}; key and seg as Run's (the size queries read no data).
+template <class Buffer>
+PrRankSort MakeRankSort(int64_t rank_most, int64_t max_m, int32_t B, const int (&k)[5], Buffer&& buffer,
+                        const unsigned long long* key, const int32_t* seg, cudaStream_t s) {
+  PrRankSort r(rank_most, B);
+  r.s_keys = static_cast<unsigned long long*>(buffer(k[0], max_m * 8));
+  r.s_vals_in = static_cast<int32_t*>(buffer(k[1], max_m * 4));
+  r.s_vals_out = static_cast<int32_t*>(buffer(k[2], max_m * 4));
+  if (r.radix) r.ck = static_cast<unsigned long long*>(buffer(k[3], max_m * 8));
+  r.temp_bytes = r.TempBytes(max_m, B, key, seg, s);
+  r.temp = buffer(k[4], r.temp_bytes);
+  return r;
+}
 
 // ---- The numbering on the device (PruneLattice's default; CUWFST_LATTICE_NUMBER=host keeps
 // lattice_number.h's host numbering, the reference it must equal). The same arrays, bit for
@@ -722,13 +737,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   auto* d_seg_rel = d_win_end + win_end.size();
   auto* d_skip = reinterpret_cast<uint8_t*>(d_seg_rel + seg_rel.size());
   // the rank sort of each time (PrRankSort; the ranks are below the largest time's tokens)
-  PrRankSort sorter(max_m, B);
-  sorter.s_keys = static_cast<unsigned long long*>(PruneBuffer(16, max_m * 8));
-  sorter.s_vals_in = static_cast<int32_t*>(PruneBuffer(17, max_m * 4));
-  sorter.s_vals_out = static_cast<int32_t*>(PruneBuffer(18, max_m * 4));
-  if (sorter.radix) sorter.ck = static_cast<unsigned long long*>(PruneBuffer(22, max_m * 8));
-  sorter.temp = PruneBuffer(19, sorter.TempBytes(max_m, B, key, d_seg_rel, stream_));
-  sorter.temp_bytes = static_cast<size_t>(pr_buf_[19].amount());
+  auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
+  const PrRankSort sorter = MakeRankSort(max_m, max_m, B, {16, 17, 18, 22, 19}, buffer, key, d_seg_rel, stream_);
 
   cudaStream_t s = stream_;
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -1175,13 +1185,8 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int64_t k0 = static_cast<int64_t>(tau - R) * B;
     rank_most = std::max<int64_t>(rank_most, tok_off[k0 + B] - tok_off[k0]);
   }
-  PrRankSort sorter(rank_most, B);
-  sorter.s_keys = static_cast<unsigned long long*>(PruneBuffer(52, max_m * 8));
-  sorter.s_vals_in = static_cast<int32_t*>(PruneBuffer(53, max_m * 4));
-  sorter.s_vals_out = static_cast<int32_t*>(PruneBuffer(54, max_m * 4));
-  if (sorter.radix) sorter.ck = static_cast<unsigned long long*>(PruneBuffer(58, max_m * 8));
-  sorter.temp = PruneBuffer(55, sorter.TempBytes(max_m, B, key, d_seg_rel, s));
-  sorter.temp_bytes = static_cast<size_t>(pr_buf_[55].amount());
+  auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
+  const PrRankSort sorter = MakeRankSort(rank_most, max_m, B, {52, 53, 54, 58, 55}, buffer, key, d_seg_rel, s);
   for (int32_t t = t0; t < t1; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
