@@ -101,7 +101,8 @@ def main():
     n = len(lens_all)
     audio_s = float(lens_all.sum()) * 0.04
     print(f"graph {a.graph}: {g.num_states} states, {g.num_arcs} arcs, {g.num_epsilon_arcs} epsilon arcs; "
-          f"{n} utts, mean T {lens_all.mean():.0f}; output_beam {a.output_beam}; {dev}; {a.threads or min(8, os.cpu_count() or 1)} CPU threads; "
+          f"{n} utts, mean T {lens_all.mean():.0f}; output_beam {a.output_beam}; {dev}; "
+          f"{a.threads or min(8, os.cpu_count() or 1)} CPU threads; "
           f"commit {commit}")
     lp_gpu = torch.from_numpy(lp_all).cuda()
     sync = torch.cuda.synchronize
@@ -267,7 +268,8 @@ def main():
         nb = (n + B - 1) // B
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
-                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab, number_ab=number_ab,
+                   last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
+                   number_ab=number_ab,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

@@ -464,7 +464,8 @@ __global__ void PrNumStateKeys(const PrunedStateOut* st, int64_t S, int32_t B, i
 
 // starts[b] = the first position of lane b in the sorted keys (lane = key >> shift), b in
 // [0, B]; a lower bound by binary search, thread per lane.
-__global__ void PrNumLaneStarts(const unsigned long long* sorted, int64_t n, int32_t B, int32_t shift, int64_t* starts) {
+__global__ void PrNumLaneStarts(const unsigned long long* sorted, int64_t n, int32_t B, int32_t shift,
+                                int64_t* starts) {
   const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
   if (b > B) return;
   const unsigned long long want = static_cast<unsigned long long>(b) << shift;

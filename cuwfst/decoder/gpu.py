@@ -367,8 +367,9 @@ class GpuInstance:
         scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
         None for rows with a rescue overflow bit. self.last_prune_ms: {device, readback, host} of
         the native pruning ("host": the numbering of the kept states and arcs, on the device
-        unless CUWFST_LATTICE_NUMBER=host selects lattice_number.h's host numbering), native (the whole native call: decode + pruning) and rows (the
-        rows' arrays into numpy), milliseconds. chunk > 0: bounded lattice memory (the batch
+        unless CUWFST_LATTICE_NUMBER=host selects lattice_number.h's host numbering), native
+        (the whole native call: decode + pruning) and rows (the rows' arrays into numpy),
+        milliseconds. chunk > 0: bounded lattice memory (the batch
         in runs of `chunk` steps, each run's records pruned with k2's windows before the next,
         GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices.
         filter: the records' filter (GpuBackend.lattice_filter_on); filter_pad: added
