@@ -9,16 +9,17 @@
 //  * the CPU's token order, which numbers lattice states: a new frontier lists its states
 //    in the order of their first admitted offer (frontier order, then arc id), so a
 //    token's position is the rank, within its lane and time, of min over its admitted
-//    records of (rank of the source, arc): atomicMin of that 64-bit key, then a segmented
-//    sort per time;
+//    records of (rank of the source, arc): atomicMin of that 64-bit key, then a sort per
+//    time (PrRankSort);
 //  * k2's windows (PruneWindows) per lane, each on what the earlier ones kept: bwd = -fwd
 //    (alive) at the window's end, then times end-1 .. begin: an arc of an alive source not
 //    dropped before is kept iff (score + bwd[dst]) + fwd[src] >= -output_beam, and bwd[src]
 //    is the max over kept arcs (atomicMax); states of times strictly inside the window with
 //    bwd = -inf die at its end (no time's states are read as sources after their time is
 //    done, so deferring the CPU's per-time update to the window's end changes nothing).
-// The host then numbers the kept states by (time, rank) and sorts each row's arcs by
-// (source, arc id): the CPU's RowLattice, array for array.
+// Then the kept states are numbered by (time, rank) and each row's arcs sorted by (source, arc
+// id), on the device (NumberOnDevice) or on the host (lattice_number.h): the CPU's RowLattice,
+// array for array.
 #include "gpu_decoder.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
