@@ -6,6 +6,8 @@
 #     starts the full tier's build in the background unless C holds it already (the machine
 #     sometimes keeps /tmp between calls); writes the GPU and the commit to L; builds the module
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
+#   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
+#     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
 set -uo pipefail
 T0=$(date +%s)
 since() { echo $(( $(date +%s) - T0 )); }
@@ -26,4 +28,12 @@ device_setup() {
 wait_full() {
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done
   grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
+}
+lattice_memcheck() {
+  local CS
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  timeout -s INT $1 "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py \
+    ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
+  echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
+  echo "[$(since) s] memcheck" | tee -a $L
 }

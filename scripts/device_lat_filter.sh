@@ -24,13 +24,7 @@ for f in ${GPU_SUITES:-tests/test_gpu.py}; do
   timeout -s INT 40 python3 -m pytest -q -p no:cacheprovider -m gpu $f 2>&1 | tail -1 | tee -a $L
 done
 echo "[$(since) s] tests" | tee -a $L
-if [ -n "${SANITIZE:-}" ]; then  # memcheck over lattice decodes with the filter (scripts/sanitize_case.py --lattice)
-  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  timeout -s INT ${SANITIZE_CAP:-200} "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py \
-    ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
-  echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
-  echo "[$(since) s] memcheck" | tee -a $L
-fi
+[ -n "${SANITIZE:-}" ] && lattice_memcheck ${SANITIZE_CAP:-200}  # the lattice decodes under memcheck
 wait_full ${FULL_WAIT:-330}
 for ch in ${LAT_CHUNKS:-auto 0}; do  # CUWFST_LATTICE_CHUNK per run ("auto": decoder/gpu.py auto_lattice_chunk)
   for sort in ${LAT_SORTS:-radix}; do  # CUWFST_PRUNE_SORT per run (segmented: the path before)

@@ -31,13 +31,7 @@ for f in ${GPU_SUITES:-tests/test_gpu_trim.py tests/test_gpu.py}; do
   echo "$f: $(timeout -s INT 40 python3 -m pytest -q -p no:cacheprovider -m gpu $f 2>&1 | tail -1)" | tee -a $L
 done
 echo "[$(since) s] tests" | tee -a $L
-if [ -n "${SANITIZE:-}" ]; then
-  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-  timeout -s INT ${SANITIZE_CAP:-150} "$CS" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py \
-    ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
-  echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
-  echo "[$(since) s] memcheck" | tee -a $L
-fi
+[ -n "${SANITIZE:-}" ] && lattice_memcheck ${SANITIZE_CAP:-150}  # the lattice decodes under memcheck
 wait_full ${FULL_WAIT:-330}
 echo "benchmark: --trim-ab --number-ab" | tee -a $L
 timeout -s INT $(left ${BENCH_END:-580}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
