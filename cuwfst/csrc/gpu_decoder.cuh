@@ -82,7 +82,7 @@ struct DecoderConfig {
   // it while the kernels run, so the next advances seldom map memory before their launch.
   bool arena_ahead = true;
   bool use_cuda_graphs = true;
-  int32_t walker = 0;  // kWalkWarp or kWalkThread (expand.cuh)
+  int32_t walker = 0;  // kWalkWarp, kWalkThread or kWalkWarpSearch (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes, trimmed)
   // CUDA-graph cache: at most graph_cache_size executables (least recently used evicted);
   // a decode of more than graph_max_steps steps launches plainly instead of capturing

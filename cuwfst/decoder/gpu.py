@@ -234,6 +234,10 @@ def kernel_defaults() -> dict:
         raise ValueError(f"CUWFST_KERNELS: {e}") from None
 
 
+# the slot walkers (expand.cuh; their index is DecoderConfig::walker): "warp" (32-slot warp strips,
+# the default), "thread" (per-thread cursors), "warp_search" ("warp" entering each lane by the
+# binary searches it used before WarpLaneOf, for A/B runs)
+WALKERS = ("warp", "thread", "warp_search")
 SCAN_ORDERS = ("lane", "chunk", "persistent")  # ScanSplitKernel's ticket order (DecoderConfig::scan_order)
 # the switches a kernel variant sets, and their values where a variant leaves one out
 KERNEL_SWITCH_DEFAULTS = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True,
@@ -291,7 +295,7 @@ class GpuInstance:
         self.handle = mod.gpu_decoder_create(
             uploaded.handle, o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
             o.allow_partial, max_lanes, max_frames, self.main_q, self.claims_cap, self.hash_cap,
-            arena_cap, self.arena_max, use_cuda_graphs, {"warp": 0, "thread": 1}[walker], int(walk_blocks),
+            arena_cap, self.arena_max, use_cuda_graphs, WALKERS.index(walker), int(walk_blocks),
             int(graph_cache_size), int(graph_max_steps), int(eps_iterations), memory != "eager",
             lane_pool_mode(memory), k["scan_split"], CLOSURES.index(k["closure"]), int(eps_blocks), k["finalize_split"],
             k["fused_max"], int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
@@ -473,8 +477,8 @@ class GpuBackend:
         self.options = options
         self.check_inputs = check_inputs
         self.uploaded = upload_graph(self.mod, graph, self.index)
-        if walker not in ("warp", "thread"):
-            raise ValueError(f"walker must be 'warp' or 'thread', got {walker!r}")
+        if walker not in WALKERS:
+            raise ValueError(f"walker must be one of {', '.join(map(repr, WALKERS))}, got {walker!r}")
         if not isinstance(eps_blocks, int) or isinstance(eps_blocks, bool) or not 0 <= eps_blocks <= 65535:
             raise ValueError(f"eps_blocks must be an int in [0, 65535] (0: auto), got {eps_blocks!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels

@@ -56,7 +56,8 @@ class Decoder:
     (utterances decoded together; larger batches are split), main_q_factor (frontier
     capacity = factor x max_active_states, capped by the graph's states), use_cuda_graphs
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
-    walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors),
+    walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors; "warp_search":
+    the warp strips entering lanes by binary searches, as before, for A/B runs),
     walk_blocks (grid of the two walker kernels; 0 = clamp(64 x max_lanes, 1024, 8192) with
     trimmed slots, clamp(160 x max_lanes, 1024, 8192) without), eps_blocks (grid of the
     closure's expand kernels; 0 = 8 x the multiprocessors; small values are for tests and

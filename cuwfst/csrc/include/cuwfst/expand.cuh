@@ -18,7 +18,9 @@ namespace cuwfst {
 
 constexpr int kWalkThreads = 256;
 constexpr int kMaxSharedLanes = 256;
-enum : int32_t { kWalkWarp = 0, kWalkThread = 1 };
+// kWalkWarpSearch: the warp walker with the binary searches it entered lanes by before
+// WarpLaneOf (Workspace::walk_search; the kWalkWarp kernels, a run-time switch kept for A/B runs)
+enum : int32_t { kWalkWarp = 0, kWalkThread = 1, kWalkWarpSearch = 2 };
 
 // The walkers' grid when DecoderConfig::walk_blocks is 0: 160 CTAs a lane untrimmed, 64 with
 // trimmed slots (~6.6x fewer slots a step on the full HLG); between 1,024 and 8,192. Measured on
@@ -92,6 +94,27 @@ struct LaneView {
 
 __device__ __forceinline__ int64_t MinSlot(int64_t a, int64_t b) { return a < b ? a : b; }
 
+// The lane holding global slot s: UpperBound(a, L + 1, s) - 1 over the lanes' non-decreasing
+// slot offsets a[0..L] (a[0] = 0 <= s < a[L]), by the whole warp with coalesced loads and
+// ballots instead of a chain of dependent probes: one round for up to 32 lanes; up to 1,024
+// two (every K-th offset, then the K - 1 between the two it falls in); more lanes, the binary
+// search. a non-decreasing makes each ballot a prefix, so its count is the search's answer.
+// Warp-uniform; every thread of the warp calls it.
+__device__ __forceinline__ int32_t WarpLaneOf(const int64_t* a, int32_t L, int64_t s) {
+  constexpr unsigned kFull = 0xFFFFFFFFu;
+  if (L > 32 * 32) return UpperBound(a, L + 1, s) - 1;
+  const int32_t me = threadIdx.x & 31;
+  int32_t lo = 0, width = 32;
+  if (L > 32) {
+    const int32_t K = (L + 31) / 32;  // <= 32
+    const int32_t j = (me + 1) * K;
+    lo = __popc(__ballot_sync(kFull, j <= L && a[j] <= s)) * K;  // a[lo] <= s < a[lo + K] (or lo + K > L)
+    width = K - 1;
+  }
+  const int32_t j = lo + 1 + me;
+  return lo + __popc(__ballot_sync(kFull, me < width && j <= L && a[j] <= s));
+}
+
 // Calls visit(lv, tok, local) for every slot this thread owns (kWalkThread). Global slots
 // are int64 (the batch's total can pass 2^31); `local` = slot - lane base is < 2^31.
 template <bool kStep, typename Visit>
@@ -134,11 +157,17 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
   int32_t tok = 0;  // warp-uniform: a token at or before the next slot's token
   for (int64_t s0 = lo; s0 < hi;) {
     if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
-      const int32_t l = UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1;
+      const int32_t l = ws.walk_search ? UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1
+                                       : WarpLaneOf(ws.lane_arc_offsets, ws.max_lanes, s0);
       if (kStep) lv.LoadStep(ws, l); else lv.Load(ws, l);
+      const int32_t local0 = static_cast<int32_t>(s0 - lv.base);
       int32_t first = 0;
-      if (me == 0)
-        first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, static_cast<int32_t>(s0 - lv.base), lv.hint_shift);
+      if (me == 0) {
+        if (ws.walk_search) first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, local0, lv.hint_shift);
+        // with valid hints, the token holding the sampled slot at or before s0 (offsets[first] <=
+        // s0's slot, all the strip loop below needs: its coalesced rounds go on from there)
+        else first = lv.hint_ok ? lv.hint[local0 >> lv.hint_shift] : UpperBound(lv.offsets, lv.n + 1, local0) - 1;
+      }
       tok = __shfl_sync(kFull, first, 0);
     }
     const int64_t strip_end = MinSlot(MinSlot(s0 + 32, hi), lv.end);

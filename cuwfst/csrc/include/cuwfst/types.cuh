@@ -413,6 +413,9 @@ struct Workspace {
   // token only the prefix of its sorted emitting arcs whose bound passes L - beam, L an arc
   // end of the step (scan.cuh LaneTrim); the arcs left out can be neither admitted nor the max
   int32_t trim;
+  // 1: the warp walker enters lanes by binary searches (DecoderConfig::walker kWalkWarpSearch, for
+  // A/B runs); 0: by WarpLaneOf and the slot hint alone (expand.cuh WarpWalk)
+  int32_t walk_search;
   unsigned long long* slot_total;  // the slots every step gave the walkers, summed (mem stats)
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
