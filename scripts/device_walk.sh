@@ -3,14 +3,14 @@
 # (expand.cuh WarpLaneOf, the hint-only first token) against the binary searches it replaced
 # ("warp_search"), exactness and speed in the same process.
 #   background: the full tier (~200 s)
-#   1. GPU tests beside the build: TESTS (default: the walk-entry, gpu, trim and epsilon files), TEST_CAP s
-#   2. gpu_speed, full HLG, uniform 32 x 250: walkers WALKERS (default "warp warp_search warp"),
+#   1. GPU tests beside the build: TESTS (default: the walk-entry, gpu, trim, epsilon and variants files), TEST_CAP s
+#   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new new_noload", timed in turn) under walkers WALKERS (default "warp warp_search warp"),
 #      profiled, REPS (default 7) passes, 2 rows vs the CPU; full TLG, 64 utterances at batch 32 (unless TLG=0)
 #   3. LAT_TESTS (default: the lattice file) until LAT_END s
 # Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl
 . scripts/device_common.sh
 device_setup walk.log
-TESTS=${TESTS:-tests/test_gpu_walk_entry.py tests/test_gpu.py tests/test_gpu_trim.py tests/test_gpu_epsilon.py}
+TESTS=${TESTS:-tests/test_gpu_walk_entry.py tests/test_gpu.py tests/test_gpu_trim.py tests/test_gpu_epsilon.py tests/test_gpu_variants.py}
 timeout -s INT ${TEST_CAP:-230} python3 -m pytest -q -p no:cacheprovider -m gpu $TESTS -s -rf --maxfail=20 > $OUT/tests.log 2>&1
 grep -sE "passed|failed|walk entry|GPU vs CPU|rows compared" $OUT/tests.log | tail -6 | tee -a $L
 grep -sE "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
@@ -18,10 +18,10 @@ echo "[$(since) s] GPU tests" | tee -a $L
 wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
 timeout -s INT $(left ${HLG_END:-380}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
-  --utts 32 --batch 32 --reps ${REPS:-7} --check 2 --profile --variants new --walkers ${WALKERS:-warp warp_search warp} \
+  --utts 32 --batch 32 --reps ${REPS:-7} --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${WALKERS:-warp warp_search warp} \
   --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -16 | tee -a $L
 [ "${TLG:-1}" = 0 ] || timeout -s INT $(left ${TLG_END:-450}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
-  --utts 64 --batch 32 --reps 3 --check 2 --profile --variants new --walkers ${TLG_WALKERS:-warp warp_search} \
+  --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${TLG_WALKERS:-warp warp_search} \
   --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
 echo "[$(since) s] speed" | tee -a $L
 timeout -s INT $(left ${LAT_END:-545}) python3 -m pytest -q -p no:cacheprovider -m gpu ${LAT_TESTS:-tests/test_gpu_lattice.py} \

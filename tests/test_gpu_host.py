@@ -71,6 +71,7 @@ class FakeGpuModule:
         self.pdl = rest[25]
         self.scan_round = rest[26]
         self.scan_order = rest[27]
+        self.walker = rest[7]
         self.refill_kernel = rest[28]
         self.eps_blocks = rest[16]
         return h
@@ -556,6 +557,12 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.setenv("CUWFST_KERNELS", "new_lane")
     Decoder(graph, device="cuda", scan_order="persistent", scan_round=256)
     assert fake_gpu.scan_order == 2 and fake_gpu.scan_round == 256
+    assert fake_gpu.walker == 0  # "warp"
+    Decoder(graph, device="cuda", walker="warp_search")  # the searches before WarpLaneOf and the window
+    assert fake_gpu.walker == 2
+    monkeypatch.setenv("CUWFST_KERNELS", "new_noload")  # the persistent scan, tokens read after the anchor
+    Decoder(graph, device="cuda")
+    assert fake_gpu.scan_order == 3 and fake_gpu.scan_round == 512 and fake_gpu.pdl is True
     monkeypatch.delenv("CUWFST_KERNELS")
     with pytest.raises(ValueError, match="scan_order"):
         Decoder(graph, device="cuda", scan_order="lanes")

@@ -23,15 +23,15 @@ from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_gr
 
 pytestmark = pytest.mark.gpu
 VARIANTS = ["old", "new", "split", "lists", "wide", "fused", "untrimmed", "new_lists", "new_nopdl", "new_fused",
-            "new_lane", "new_chunks"]
-CHAINS = ("new", "new_nopdl", "new_fused", "new_lane", "new_chunks")  # by chains where the graph allows
+            "new_lane", "new_chunks", "new_noload"]
+CHAINS = ("new", "new_nopdl", "new_fused", "new_lane", "new_chunks", "new_noload")  # by chains where the graph allows
 NEW_SCAN = ("split", "fused", "untrimmed", "new_lists") + CHAINS  # the variants with the split scan
 NEW_LISTS = ("lists", "fused", "untrimmed", "new_lists") + CHAINS
 NEW_FINALIZE = ("wide", "fused", "untrimmed", "new_lists") + CHAINS
 TRIMMED = ("fused", "new_lists") + CHAINS  # the variants whose scans trim each token's sorted arcs
 FUSED = ("fused", "new_fused")
-PDL = ("new", "new_fused", "new_lane", "new_chunks")  # programmatic dependent launch (the H200 has it)
-PERSIST = ("new", "new_nopdl", "new_fused")  # the persistent scan with 512-token granules
+PDL = ("new", "new_fused", "new_lane", "new_chunks", "new_noload")  # programmatic dependent launch (the H200 has it)
+PERSIST = ("new", "new_nopdl", "new_fused", "new_noload")  # the persistent scan with 512-token granules
 TOTALS = {"rows": 0, "ties": 0}
 STATS = ("max_frontier", "frontier_total", "closure_added")
 

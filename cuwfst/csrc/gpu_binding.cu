@@ -358,8 +358,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "scan_round must be 0 (the default, " << cuwfst::kScanRoundTokens << ") or in [32, "
                               << cuwfst::kScanRoundTokens << "]";
   c.scan_round = static_cast<int32_t>(scan_round);
-  if (scan_order < 0 || scan_order > 2)
-    TVM_FFI_THROW(ValueError) << "scan_order must be 0 (lane-major), 1 (chunk-major) or 2 (persistent)";
+  if (scan_order < 0 || scan_order > 3)
+    TVM_FFI_THROW(ValueError) << "scan_order must be 0 (lane-major), 1 (chunk-major), 2 (persistent) or 3 (persistent, "
+                                 "tokens read after the trim's anchor walk)";
   c.scan_order = static_cast<int32_t>(scan_order);
   c.refill_kernel = refill_kernel ? 1 : 0;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });

@@ -189,6 +189,7 @@ KERNEL_VARIANTS = {
     "new_lane": {**_NEW, "scan_order": "lane", "scan_round": 0},
     "new_chunks": {**_NEW, "scan_order": "chunk", "scan_round": 0},
     "new_rk": {**_NEW, "refill_kernel": True},
+    "new_noload": {**_NEW, "scan_order": "persistent_noload"},
 }
 # continuous batching's segment length when the caller names none (steps between the host's
 # visits): with refill="device" lanes refill on the GPU inside a segment, so long segments only
@@ -235,10 +236,13 @@ def kernel_defaults() -> dict:
 
 
 # the slot walkers (expand.cuh; their index is DecoderConfig::walker): "warp" (32-slot warp strips,
-# the default), "thread" (per-thread cursors), "warp_search" ("warp" entering each lane by the
-# binary searches it used before WarpLaneOf, for A/B runs)
+# the default), "thread" (per-thread cursors), "warp_search" ("warp" with the searches before
+# WarpLaneOf and the slot window: each lane entered by binary searches, and Finalize's and the
+# closure's slot-to-token searches galloping from the hint; for A/B runs)
 WALKERS = ("warp", "thread", "warp_search")
-SCAN_ORDERS = ("lane", "chunk", "persistent")  # ScanSplitKernel's ticket order (DecoderConfig::scan_order)
+# ("persistent_noload": "persistent" reading a chunk's tokens after the trim's anchor walk, the
+# order before scan.cuh's TokenLoad went ahead of it; for A/B runs as "new_noload")
+SCAN_ORDERS = ("lane", "chunk", "persistent", "persistent_noload")  # ScanSplitKernel's ticket order (DecoderConfig::scan_order)
 # the switches a kernel variant sets, and their values where a variant leaves one out
 KERNEL_SWITCH_DEFAULTS = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True,
                               pdl=False, scan_round=0, scan_order="lane", refill_kernel=False)

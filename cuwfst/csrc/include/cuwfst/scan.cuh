@@ -370,39 +370,58 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
 // scans: each token's first arc and upper bound written (begin, ub), deg[k] its slots (the
 // prefix TrimDegrees keeps under `trim` when `trimmed`, else every arc of the phase), the fused_max best key
 // (kFused: the best-scoring token with arcs), and with `hist` the bins bound's histogram of
-// the slots (pool_bins).
+// the slots (pool_bins). In two halves: TokenLoad (the reads and the writes that need no trim)
+// and TokenTrim, so that ScanSplitKernel can read a round's tokens before the trim is known.
+struct TokenRound {
+  int32_t b[kScanItems];    // first arc of the phase
+  float sc[kScanItems];     // score
+  float mw[kScanItems];     // max emitting weight (real steps)
+  float u[kScanItems];      // upper bound
+  int64_t deg[kScanItems];  // arcs of the phase
+};
 template <bool kFused>
-__device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* state, const float* score,
-                                           int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
-                                           bool trimmed, const LaneTrim& trim, int32_t* hist, float bin_ref,
-                                           unsigned long long& best, int64_t (&deg)[kScanItems]) {
-  int32_t tb[kScanItems];
-  float tsc[kScanItems], tmw[kScanItems], tu[kScanItems];
+__device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* state, const float* score,
+                                          int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
+                                          unsigned long long& best, TokenRound& r) {
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
     const int32_t i = first + k;
-    deg[k] = 0;
-    tb[k] = 0;
-    tsc[k] = tmw[k] = tu[k] = 0.f;
+    r.deg[k] = 0;
+    r.b[k] = 0;
+    r.sc[k] = r.mw[k] = r.u[k] = 0.f;
     if (i < end) {
       const int32_t s = state[i];
       int32_t b, e;
       PhaseArcs(ArcsOf(g, s), phase, &b, &e);
       begin[i] = b;
-      tb[k] = b;
-      tsc[k] = score[i];
-      tmw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
-      deg[k] = e - b;
-      tu[k] = phase == kPhaseReal ? tsc[k] + tmw[k] : INFINITY;
-      ub[i] = tu[k];
-      if (kFused && e > b) best = MaxKey(best, BestTokenKey(tsc[k], i));
+      r.b[k] = b;
+      r.sc[k] = score[i];
+      r.mw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
+      r.deg[k] = e - b;
+      r.u[k] = phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
+      ub[i] = r.u[k];
+      if (kFused && e > b) best = MaxKey(best, BestTokenKey(r.sc[k], i));
     }
   }
-  if (trimmed) TrimDegrees(g, trim, tsc, tmw, tb, deg);
+}
+__device__ __forceinline__ void TokenTrim(const DeviceGraph& g, bool trimmed, const LaneTrim& trim, int32_t* hist,
+                                          float bin_ref, TokenRound& r, int64_t (&deg)[kScanItems]) {
+  if (trimmed) TrimDegrees(g, trim, r.sc, r.mw, r.b, r.deg);
   if (hist)
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k)
-      if (deg[k] > 0) atomicAdd(&hist[PoolBinOf(tu[k], bin_ref)], static_cast<int32_t>(deg[k]));
+      if (r.deg[k] > 0) atomicAdd(&hist[PoolBinOf(r.u[k], bin_ref)], static_cast<int32_t>(r.deg[k]));
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k) deg[k] = r.deg[k];
+}
+template <bool kFused>
+__device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* state, const float* score,
+                                           int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
+                                           bool trimmed, const LaneTrim& trim, int32_t* hist, float bin_ref,
+                                           unsigned long long& best, int64_t (&deg)[kScanItems]) {
+  TokenRound r;
+  TokenLoad<kFused>(g, state, score, begin, ub, first, end, phase, best, r);
+  TokenTrim(g, trimmed, trim, hist, bin_ref, r, deg);
 }
 
 // A real step's row, its maxima (the bounds' acoustic ingredient: the walkers' skip and the
@@ -412,8 +431,10 @@ __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* 
 // token of the frontier would do, this one gives the tightest L); L = the best end over its
 // first kTrimAnchorArcs emitting arcs, low = L - beam when that is below L (in a GPU-pruned
 // lattice decode, Workspace::lattice == 2, the lower LatTrimLow). Without a key for this
-// step's frontier, or without want_trim, low is -inf: nothing is trimmed. Warp 0 walks
-// the anchor's arcs while the other warps read the row.
+// step's frontier, or without want_trim, low is -inf: nothing is trimmed. The CTA's last warp
+// walks the anchor's arcs while the other warps read the row (the last: in ScanSplitKernel's
+// chunks of up to 1,920 tokens it holds no tokens, so the token warps read theirs meanwhile;
+// warp 0 without Workspace::scan_preload, as before).
 __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Workspace& ws, int32_t lane, int32_t t,
                                                const StepParams& p, bool want_trim, unsigned long long key,
                                                const int32_t* state, const float* score, int32_t n, float beam,
@@ -428,7 +449,7 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
   if (p.lp_is_f16) r16 = static_cast<const uint16_t*>(in.base) + off;
   else r32 = static_cast<const float*>(in.base) + off;
   const int32_t wid = static_cast<int32_t>(threadIdx.x >> 5), me = static_cast<int32_t>(threadIdx.x & 31);
-  if (want_trim && wid == 0) {
+  if (want_trim && wid == (ws.scan_preload ? kWarps - 1 : 0)) {
     float m = -INFINITY;
     const int32_t i = static_cast<int32_t>(key & 0xFFFFFFFFull);
     if ((key & kBestKeyValid) && static_cast<int32_t>((key >> 32) & 0x7FFFFFFFull) == t && i >= 0 && i < n) {
@@ -922,6 +943,14 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // empty ones; making them read the row and walk the anchor put that latency, a wave of
     // CTAs at a time, into every step). If one of them is the lane's last CTA it reads the
     // row's maxima there, for the lane's counters.
+    // A one-round chunk (the usual one) reads its tokens first, so that their reads overlap the
+    // trim's anchor walk (RowAndTrim's last warp) instead of following it; the trim comes after.
+    const bool one_round = lo < hi && hi - lo <= kPerRound;
+    const int32_t first0 = lo + static_cast<int32_t>(threadIdx.x) * kScanItems;
+    TokenRound r0;
+    unsigned long long best0 = 0ull;  // fused_max: the best of this thread's tokens with arcs
+    const bool preload = one_round && ws.scan_preload;  // (off: the order before, for A/B runs)
+    if (preload) TokenLoad<fused>(g, state, score, begin, ub, first0, hi, phase, best0, r0);
     LaneTrim trim;
     if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
@@ -934,15 +963,20 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
     // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
-    auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
-      unsigned long long best = 0ull;  // fused_max: the best of these tokens with arcs
-      TokenSlots<fused>(g, state, score, begin, ub, first, hi, phase, trimmed, trim, bins ? hist : nullptr, bin_ref,
-                        best, deg);
+    // finish: a round's trim from its TokenLoad (its best key in `best`)
+    auto finish = [&](TokenRound& r, unsigned long long best, int64_t (&deg)[kScanItems]) {
+      TokenTrim(g, trimmed, trim, bins ? hist : nullptr, bin_ref, r, deg);
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));
         if ((threadIdx.x & 31) == 0 && best != 0ull) atomicMax(&s_best, best);
       }
+    };
+    auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
+      TokenRound r;
+      unsigned long long best = 0ull;
+      TokenLoad<fused>(g, state, score, begin, ub, first, hi, phase, best, r);
+      finish(r, best, deg);
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
     // exclusive prefix (chunk 0: none), publish the inclusive prefix; `running` = the prefix.
@@ -980,12 +1014,13 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (lo >= hi) {
       // An empty chunk: every later chunk is empty too, so nobody looks back at it (it
       // publishes nothing and leaves its multiprocessor at once).
-    } else if (hi - lo <= kPerRound) {
+    } else if (one_round) {
       // One round (every chunk of a frontier up to 2,048 tokens): the degrees stay in
       // registers and one block scan gives both the chunk's sum and the offsets.
-      const int32_t first = lo + threadIdx.x * kScanItems;
+      const int32_t first = first0;
       int64_t deg[kScanItems], excl[kScanItems], agg;
-      degrees(first, deg);
+      if (preload) finish(r0, best0, deg);
+      else degrees(first, deg);
       BlockScan(tmp.scan).ExclusiveSum(deg, excl, agg);
       look_back(agg);
       __syncthreads();
