@@ -4,10 +4,11 @@
 # ("warp_search"), exactness and speed in the same process.
 #   background: the full tier (~200 s)
 #   1. GPU tests beside the build: TESTS (default: the walk-entry, gpu, trim, epsilon and variants files), TEST_CAP s
+#   SANITIZE=1: memcheck and racecheck over scripts/sanitize_trim.py (SAN_CAP s each)
 #   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new new_noload", timed in turn) under walkers WALKERS (default "warp warp_search warp"),
 #      profiled, REPS (default 7) passes, 2 rows vs the CPU; full TLG, 64 utterances at batch 32 (unless TLG=0)
 #   3. LAT_TESTS (default: the lattice file) until LAT_END s
-# Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl
+# Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl, san_{memcheck,racecheck}.txt
 . scripts/device_common.sh
 device_setup walk.log
 TESTS=${TESTS:-tests/test_gpu_walk_entry.py tests/test_gpu.py tests/test_gpu_trim.py tests/test_gpu_epsilon.py tests/test_gpu_variants.py}
@@ -15,6 +16,16 @@ timeout -s INT ${TEST_CAP:-230} python3 -m pytest -q -p no:cacheprovider -m gpu 
 grep -sE "passed|failed|walk entry|GPU vs CPU|rows compared" $OUT/tests.log | tail -6 | tee -a $L
 grep -sE "^FAILED" $OUT/tests.log | head -20 | cut -c1-240 | tee -a $L
 echo "[$(since) s] GPU tests" | tee -a $L
+# SANITIZE=1: compute-sanitizer memcheck and racecheck over scripts/sanitize_trim.py (4 lanes,
+# scan_split 1 and auto: the persistent scan, the warp walker's entry), SAN_CAP s each
+CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+for tool in $([ -n "${SANITIZE:-}" ] && echo memcheck racecheck); do
+  timeout ${SAN_CAP:-75} "$CS" --tool $tool --error-exitcode 9 --log-file $OUT/san_$tool.txt python3 scripts/sanitize_trim.py \
+    > /tmp/san_$tool-app.txt 2>&1
+  echo "sanitize_trim $tool rc=$? $(grep -hE 'SUMMARY|ERROR' $OUT/san_$tool.txt | tr '\n' ' ') app: $(tail -c 160 /tmp/san_$tool-app.txt | tr '\n' ' ')" \
+    | cut -c1-400 | tee -a $L
+done
+echo "[$(since) s] sanitizers" | tee -a $L
 wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
 timeout -s INT $(left ${HLG_END:-380}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \

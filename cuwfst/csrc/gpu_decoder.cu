@@ -177,7 +177,7 @@ void GpuDecoder::Allocate() {
   if (cfg_.scan_round == 0) cfg_.scan_round = kScanRoundTokens;
   ws_.scan_round = cfg_.scan_round;
   ws_.walk_search = cfg_.walker == kWalkWarpSearch ? 1 : 0;  // (the kWalkWarp kernels either way)
-  // scan_order 3: the persistent scan (2) without the tokens read ahead of the anchor walk
+  // scan_order 3: the persistent scan (2) without fetching ahead (Workspace::scan_preload)
   ws_.scan_preload = cfg_.scan_order == 3 ? 0 : 1;
   if (cfg_.scan_order == 3) cfg_.scan_order = 2;
   // the persistent scan: with the split scan, at most kPersistMaxLanes lanes (else chunk-major)

@@ -107,8 +107,9 @@ struct DecoderConfig {
   // lane in the first wave. 2 = persistent: one wave of CTAs (a multiprocessor each) that take
   // the lanes' non-empty chunks only, in turn, the lanes' counters written by the grid's last
   // CTA (scan.cuh PersistLastBlock); with the split scan and at most 512 lanes, else 1. The
-  // same chunks and results in every order. 3 = 2 with Workspace::scan_preload off (a chunk's
-  // tokens read after the trim's anchor walk, as before it; the constructor makes it 2).
+  // same chunks and results in every order. 3 = 2 with Workspace::scan_preload off (no fetching
+  // ahead: a chunk's tokens read after the trim's anchor walk and every ticket its own atomic,
+  // as before; the constructor makes it 2).
   int32_t scan_order = 0;
   // closure_lists: 1 = the closure passes read lists that Finalize and Resolve write
   // (EpsListExpandKernel, no EpsScanKernel); 0 = EpsScanKernel rescans each pass's tokens;

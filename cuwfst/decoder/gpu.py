@@ -236,12 +236,12 @@ def kernel_defaults() -> dict:
 
 
 # the slot walkers (expand.cuh; their index is DecoderConfig::walker): "warp" (32-slot warp strips,
-# the default), "thread" (per-thread cursors), "warp_search" ("warp" with the searches before
-# WarpLaneOf and the slot window: each lane entered by binary searches, and Finalize's and the
-# closure's slot-to-token searches galloping from the hint; for A/B runs)
+# the default), "thread" (per-thread cursors), "warp_search" ("warp" entering each lane by the
+# binary search and the gallop it used before WarpLaneOf, for A/B runs)
 WALKERS = ("warp", "thread", "warp_search")
-# ("persistent_noload": "persistent" reading a chunk's tokens after the trim's anchor walk, the
-# order before scan.cuh's TokenLoad went ahead of it; for A/B runs as "new_noload")
+# ("persistent_noload": "persistent" without Workspace::scan_preload's fetching ahead: a chunk's
+# tokens read after the trim's anchor walk, every ticket its own atomic, the order before; for
+# A/B runs as the variant "new_noload")
 SCAN_ORDERS = ("lane", "chunk", "persistent", "persistent_noload")  # ScanSplitKernel's ticket order (DecoderConfig::scan_order)
 # the switches a kernel variant sets, and their values where a variant leaves one out
 KERNEL_SWITCH_DEFAULTS = dict(scan_split=0, closure="chain", finalize_split=0, fused_max=False, trim_arcs=True,

@@ -106,26 +106,12 @@ __device__ __forceinline__ int32_t UpperBound(const I* a, int32_t n, I x) {
 // The token holding local slot `slot` of a lane: the last j with offsets[j] <= slot. With
 // valid hints sampled every 2^shift slots (the token holding slot (slot >> shift) << shift;
 // shift = kHintShift, or types.cuh HintShiftOf under the pooled adaptive hints) it is a short
-// forward search over the few tokens of a 2^shift-slot stretch; else a binary search.
-// The forward search (window): the hint's next kSlotWindow boundaries read at once (one round
-// trip; the answer is among them unless that many tokens start between the sampled slot and
-// `slot`), the gallop from there only past them. window = false: the gallop from the hint (the
-// search before the window, Workspace::walk_search, for A/B runs). The same answer either way.
-constexpr int32_t kSlotWindow = 4;
+// forward gallop over the few tokens of a 2^shift-slot stretch; else a binary search.
 __device__ __forceinline__ int32_t TokenOfSlot(const int32_t* offsets, const int32_t* hint,
                                                bool hint_ok, int32_t n, int32_t slot,
-                                               int32_t shift = kHintShift, bool window = true) {
-  if (!hint_ok) return UpperBound(offsets, n + 1, slot) - 1;
-  const int32_t h = hint[slot >> shift];  // offsets[h] <= slot
-  if (!window) return GallopUpperBound(offsets, h + 1, n + 1, slot) - 1;
-  int32_t v[kSlotWindow];
-#pragma unroll
-  for (int k = 0; k < kSlotWindow; ++k) v[k] = h + 1 + k <= n ? offsets[h + 1 + k] : INT32_MAX;
-  int32_t c = 0;  // boundaries <= slot among them: a prefix (offsets never decrease)
-#pragma unroll
-  for (int k = 0; k < kSlotWindow; ++k) c += v[k] <= slot ? 1 : 0;
-  if (c < kSlotWindow) return h + c;
-  return GallopUpperBound(offsets, h + 1 + kSlotWindow, n + 1, slot) - 1;
+                                               int32_t shift = kHintShift) {
+  if (hint_ok) return GallopUpperBound(offsets, hint[slot >> shift] + 1, n + 1, slot) - 1;
+  return UpperBound(offsets, n + 1, slot) - 1;
 }
 
 // One warp's exclusive scan of v (int64) over its 32 lanes; returns the exclusive prefix

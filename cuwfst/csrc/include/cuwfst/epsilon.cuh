@@ -250,7 +250,7 @@ EpsResolveKernel(Workspace ws) {
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (h[k] < 0) continue;
       if (has_pos[k]) {
-        const int32_t j = TokenOfSlot(offsets, hint, hint_ok, n, slot[k], kHintShift, !ws.walk_search);
+        const int32_t j = TokenOfSlot(offsets, hint, hint_ok, n, slot[k]);
         const int32_t arc = begin[j] + (slot[k] - offsets[j]);
         const long long wi = arena_base + rank[k];
         int32_t winner = -1;

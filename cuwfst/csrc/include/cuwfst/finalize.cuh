@@ -125,7 +125,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (keep[k]) {
         const int32_t idx = round_base + pos[k];
-        const int32_t tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k], hshift, !ws.walk_search);
+        const int32_t tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k], hshift);
         const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
         const long long wi = arena_base + pos[k];
         int32_t winner = -1;

@@ -858,6 +858,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // grid's last one applies the lanes' steps (PersistLastBlock). One lane a thread
     // (max_lanes <= kPersistMaxLanes = kScanThreads, the host's condition).
     const int32_t l = threadIdx.x;
+    // scan_preload: the first ticket, taken while the plan reads the lanes' counters (the tickets
+    // only order the items; every CTA of the grid takes a first one)
+    if (l == 0 && ws.scan_preload) s_ticket = atomicAdd(ws.scan_ticket, 1);
     int32_t parts = 0;
     if (l < ws.max_lanes) {
       bool lidle;
@@ -871,9 +874,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     __syncthreads();  // (tmp is reused below)
   }
   // One item (ScanSplitKernel: this CTA's only one), or, persistent, items until none is left.
-  for (;;) {
+  for (bool first_item = true;; first_item = false) {
   if (threadIdx.x == 0) {
-    s_ticket = atomicAdd(ws.scan_ticket, 1);
+    if (!(kPersist && first_item && ws.scan_preload)) s_ticket = atomicAdd(ws.scan_ticket, 1);
     s_best = 0ull;
   }
   if (ws.pool_bins)
@@ -1097,6 +1100,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     }
   }
   if (!kPersist) break;
+  // scan_preload: with no more items than CTAs the first tickets (one a CTA, all of them taken)
+  // cover every item, so no CTA asks for another (uniform: the plan is the same in every CTA)
+  if (ws.scan_preload && s_first[ws.max_lanes] <= static_cast<int32_t>(gridDim.x)) break;
   __syncthreads();  // (the next item rewrites the shared ticket, best key, histogram and storage)
   }
   if (kPersist) PersistLastBlock(ws, p, fused);

@@ -416,9 +416,11 @@ struct Workspace {
   // 1: the warp walker enters lanes by binary searches (DecoderConfig::walker kWalkWarpSearch, for
   // A/B runs); 0: by WarpLaneOf and the slot hint alone (expand.cuh WarpWalk)
   int32_t walk_search;
-  // 1: ScanSplitKernel reads a one-round chunk's tokens before the trim's anchor walk, which the
-  // CTA's last warp does (scan.cuh); 0: after it, the anchor by warp 0 (the order before, kept
-  // for A/B runs: DecoderConfig::scan_order kScanOrderPersistNoLoad)
+  // 1: ScanSplitKernel fetches ahead (scan.cuh): a one-round chunk's tokens before the trim's
+  // anchor walk, which the CTA's last warp does; persistent, the first ticket during the plan,
+  // and no second ticket when the items are no more than the CTAs. 0: the order before (the
+  // anchor by warp 0, then the tokens; every ticket its own atomic), kept for A/B runs:
+  // DecoderConfig::scan_order 3
   int32_t scan_preload;
   unsigned long long* slot_total;  // the slots every step gave the walkers, summed (mem stats)
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
