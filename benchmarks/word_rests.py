@@ -35,7 +35,7 @@ def load_lattices(a):
     g = Graph.load(a.graph)
     d = np.load(a.log_probs)
     lp, lens = d["log_probs"][: a.utts], d["lengths"][: a.utts].astype(np.int32)
-    lats = [h.lattice for h in Decoder(g, DecoderOptions(output_beam=8.0), num_threads=a.threads).decode(
+    lats = [h.lattice for h in Decoder(g, DecoderOptions(output_beam=8.0), num_threads=max(a.threads)).decode(
         lp, lens, lattice=True)]
     with open(a.cache, "wb") as f:
         pickle.dump(lats, f)
