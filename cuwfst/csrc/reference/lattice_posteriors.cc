@@ -11,18 +11,7 @@ namespace reference {
 
 namespace {
 constexpr double kNegInfD = -std::numeric_limits<double>::infinity();
-constexpr double kLogE2 = 0.693147180559945309417232121458176568;  // NPY_LOGE2
 }  // namespace
-
-double NpyLogAddExp(double x, double y) {
-  if (x == y) return x + kLogE2;  // infinities of the same sign too
-  const double tmp = x - y;
-  // |tmp| > 750 (an -inf operand among them: a state's first arc): exp underflows to +0
-  // exactly and log1p(+0) = +0, so the sum is the larger operand + 0.0, as numpy's is
-  if (tmp > 0) return tmp > 750.0 ? x + 0.0 : x + std::log1p(std::exp(-tmp));
-  if (tmp <= 0) return tmp < -750.0 ? y + 0.0 : y + std::log1p(std::exp(tmp));
-  return tmp;  // NaN
-}
 
 void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, double* beta, int64_t num_spans,
                       const int64_t* spans, double* out_rest, int32_t* out_hit) {

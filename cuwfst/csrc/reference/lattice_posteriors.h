@@ -5,6 +5,7 @@
 // without fast-math or fp contraction (cuwfst/jit/reference.py).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace cuwfst {
@@ -22,8 +23,19 @@ struct LatticeView {
   const int32_t* state_level;  // [S]
 };
 
-// numpy's npy_logaddexp (what np.logaddexp and np.logaddexp.at compute for float64).
-double NpyLogAddExp(double x, double y);
+// numpy's npy_logaddexp (what np.logaddexp and np.logaddexp.at compute for float64). Inline:
+// the passes call it once an arc, and an exported function in a shared object is called
+// through the PLT, not inlined.
+inline double NpyLogAddExp(double x, double y) {
+  constexpr double kLogE2 = 0.693147180559945309417232121458176568;  // NPY_LOGE2
+  if (x == y) return x + kLogE2;  // infinities of the same sign too
+  const double tmp = x - y;
+  // |tmp| > 750 (an -inf operand among them: a state's first arc): exp underflows to +0
+  // exactly and log1p(+0) = +0, so the sum is the larger operand + 0.0, as numpy's is
+  if (tmp > 0) return tmp > 750.0 ? x + 0.0 : x + std::log1p(std::exp(-tmp));
+  if (tmp <= 0) return tmp < -750.0 ? y + 0.0 : y + std::log1p(std::exp(tmp));
+  return tmp;  // NaN
+}
 
 // alpha, beta [S]: the log-semiring forward / backward scores (Lattice._forward(True) /
 // _backward(True)), computed when `have_scores` is false, else read. spans [N, 3] =
