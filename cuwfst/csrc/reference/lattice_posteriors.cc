@@ -60,8 +60,10 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
   // group times (the first arc's source state time), the distinct state times
   std::vector<int64_t> gtime(G);
   for (int64_t k = 0; k < G; ++k) gtime[k] = L.state_frame[ps[bounds[k]]];
+  // with the states in time order (the lattices the decoders build), a time's states are one run
+  const bool time_sorted = std::is_sorted(L.state_frame, L.state_frame + S);
   std::vector<int32_t> times(L.state_frame, L.state_frame + S);
-  if (!std::is_sorted(times.begin(), times.end())) std::sort(times.begin(), times.end());
+  if (!time_sorted) std::sort(times.begin(), times.end());
   times.erase(std::unique(times.begin(), times.end()), times.end());
   const int64_t nt = static_cast<int64_t>(times.size());
   // the arcs of each word some span asks for (the spans' distinct words, sorted), ascending, an
@@ -102,8 +104,6 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
     if (av[s] == kNegInfD) touched.push_back(s);
     av[s] = NpyLogAddExp(av[s], v);
   };
-  // with the states in time order (the lattices the decoders build), a time's states are one run
-  const bool time_sorted = std::is_sorted(L.state_frame, L.state_frame + S);
   std::vector<int64_t> hit;
   for (int64_t n = 0; n < num_spans; ++n) {
     const int32_t word = static_cast<int32_t>(spans[3 * n]);
