@@ -3,8 +3,9 @@
 The default walker ("warp") finds the lane of a warp's first slot with ballots over the lanes'
 slot offsets (one round up to 32 lanes, two up to 1,024, the binary search beyond) and starts
 its token rounds at the slot hint; "warp_search" enters lanes by the binary searches it used
-before. Both, and the CPU reference, must give the same rows, and the lattice walk (which
-enters lanes the same way) the same lattices. The lane counts straddle each branch of
+before; "warp_coop" runs Max and Expand as one cooperative kernel (CoopWalkKernel). All of
+them, and the CPU reference, must give the same rows, and the lattice walk (which enters lanes
+the same way) the same lattices. The lane counts straddle each branch of
 WarpLaneOf (1, 31, 32, 33, 64, 100, 1,024, 1,025 lanes), and rows of length 0 and idle lanes
 between busy ones give lanes without slots: runs of equal offsets the ballots must count
 through.
@@ -50,7 +51,7 @@ def _case(seed: int, lanes: int, eps: bool):
 def test_lane_entry_equals_search_and_cpu(eps, seed, lanes):
     graph, lp, lens, opts = _case(seed, lanes, eps)
     cpu = Decoder(graph, opts).decode(lp, lens)
-    for walker in ("warp", "warp_search"):
+    for walker in ("warp", "warp_search", "warp_coop"):
         gpu = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker=walker).decode(lp, lens)
         for b in range(len(lens)):
             assert_same_row(graph, lp[b], cpu[b], gpu[b], f"{walker} lanes {lanes} seed {seed} row {b}", TOTALS, STATS)
@@ -64,13 +65,37 @@ def test_lattice_walk_entry(lanes):
     opts = DecoderOptions(search_beam=opts.search_beam, output_beam=5.0, max_active_states=opts.max_active_states,
                           allow_partial=opts.allow_partial)
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    for walker in ("warp", "warp_search"):
+    for walker in ("warp", "warp_search", "warp_coop"):
         dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker=walker)
         dec._gpu.lattice_trim = "off"  # recorded_arcs counted, so every field compares
         gpu = dec.decode(lp, lens, lattice=True)
         for b in range(len(lens)):
             assert_same_lattice(cpu[b].lattice, gpu[b].lattice, f"{walker} lanes {lanes} row {b}")
             TOTALS["lattices"] += 1
+
+
+@pytest.mark.parametrize("lanes", [4, 32, 300])
+def test_coop_walk_runs_the_cooperative_kernel(lanes, monkeypatch):
+    """walker="warp_coop" launches CoopWalkKernel (profiled as expand, no MaxKernel time) on
+    the static layout, MaxKernel and ExpandKernel under the pooled layout (its hand-out sits
+    between them), and both give the CPU's rows, captured in CUDA graphs or not."""
+    graph, lp, lens, opts = _case(11, lanes, False)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")  # (the pooled layout itself, not the automatic choice)
+    for memory, coop in (("eager", True), ("pooled", False)):  # (eager: the static layout whatever the variable)
+        for graphs in (True, False):
+            dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker="warp_coop", memory=memory,
+                          use_cuda_graphs=graphs)
+            inst = dec._gpu.main
+            before = inst.profile(True)
+            gpu = dec.decode(lp, lens)
+            after = inst.profile(False)
+            ran = {k: after[k] - before[k] for k in ("max", "expand")}
+            if lens.max() > 0:
+                assert (ran["max"] == 0 and ran["expand"] > 0) if coop else ran["max"] > 0, (memory, ran)
+            gpu = dec.decode(lp, lens) if graphs else gpu  # (profiling runs launch by launch: replay too)
+            for b in range(len(lens)):
+                assert_same_row(graph, lp[b], cpu[b], gpu[b], f"coop {memory} graphs {graphs} row {b}", TOTALS, STATS)
 
 
 def test_walker_names():

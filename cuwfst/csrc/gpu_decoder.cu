@@ -177,6 +177,13 @@ void GpuDecoder::Allocate() {
   if (cfg_.scan_round == 0) cfg_.scan_round = kScanRoundTokens;
   ws_.scan_round = cfg_.scan_round;
   ws_.walk_search = cfg_.walker == kWalkWarpSearch ? 1 : 0;  // (the kWalkWarp kernels either way)
+  if (cfg_.walker == kWalkWarpCoop) {  // CoopWalkKernel where the device launches cooperative grids
+    int coop = 0, sms = 0, per_sm = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, graph_->device));
+    CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
+    CUWFST_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, CoopWalkKernel, kWalkThreads, 0));
+    coop_cap_ = coop ? per_sm * sms : 0;
+  }
   // scan_order 3: the persistent scan (2) without fetching ahead (Workspace::scan_preload)
   ws_.scan_preload = cfg_.scan_order == 3 ? 0 : 1;
   if (cfg_.scan_order == 3) cfg_.scan_order = 2;
@@ -715,6 +722,23 @@ void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block
   CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
 }
 
+// A cooperative launch (CoopWalkKernel: its grid syncs), without programmatic dependent launch:
+// the grid must be co-resident, so it does not start early beside the kernel before it.
+template <typename... KernelArgs, typename... Args>
+void GpuDecoder::LaunchCoop(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cudaLaunchConfig_t c = {};
+  c.gridDim = grid;
+  c.blockDim = block;
+  c.dynamicSmemBytes = 0;
+  c.stream = stream_;
+  c.attrs = attr;
+  c.numAttrs = 1;
+  CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
+}
+
 void GpuDecoder::CollectProfile() {
   for (auto& k : pending_) {
     float ms = 0.f;
@@ -834,6 +858,9 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(4, [&] { LaunchStep(FusedExpandKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
       Timed(4, [&] { LaunchStep(FusedExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+  } else if (coop_cap_ > 0 && !w.pooled) {  // walker kWalkWarpCoop: Max and Expand in one launch (profiled as expand)
+    const int grid = std::min(walk_blocks, coop_cap_);
+    Timed(4, [&] { LaunchCoop(CoopWalkKernel, dim3(grid), dim3(kWalkThreads), g, w); });
   } else {
     // the pooled hand-out after the max: in MaxKernel's last block, or (pool_handout_kernel)
     // in a kernel of its own between MaxKernel and ExpandKernel, on every step

@@ -237,8 +237,10 @@ def kernel_defaults() -> dict:
 
 # the slot walkers (expand.cuh; their index is DecoderConfig::walker): "warp" (32-slot warp strips,
 # the default), "thread" (per-thread cursors), "warp_search" ("warp" entering each lane by the
-# binary search and the gallop it used before WarpLaneOf, for A/B runs)
-WALKERS = ("warp", "thread", "warp_search")
+# binary search and the gallop it used before WarpLaneOf, for A/B runs), "warp_coop" ("warp" with
+# Max and Expand in one cooperative kernel, expand.cuh CoopWalkKernel; the static layout without
+# fused_max, else the two kernels)
+WALKERS = ("warp", "thread", "warp_search", "warp_coop")
 # ("persistent_noload": "persistent" without Workspace::scan_preload's fetching ahead: a chunk's
 # tokens read after the trim's anchor walk, every ticket its own atomic, the order before; for
 # A/B runs as the variant "new_noload")

@@ -12,6 +12,8 @@
 //    chunk_begin + i + k * blockDim; each thread's cursor gallops forward.
 #pragma once
 
+#include <cooperative_groups.h>
+
 #include "cuwfst/common.cuh"
 
 namespace cuwfst {
@@ -20,7 +22,8 @@ constexpr int kWalkThreads = 256;
 constexpr int kMaxSharedLanes = 256;
 // kWalkWarpSearch: the warp walker with the binary searches it entered lanes by before
 // WarpLaneOf (Workspace::walk_search; the kWalkWarp kernels, a run-time switch kept for A/B runs)
-enum : int32_t { kWalkWarp = 0, kWalkThread = 1, kWalkWarpSearch = 2 };
+// kWalkWarpCoop: the warp walker, Max and Expand in one cooperative kernel (CoopWalkKernel)
+enum : int32_t { kWalkWarp = 0, kWalkThread = 1, kWalkWarpSearch = 2, kWalkWarpCoop = 3 };
 
 // The walkers' grid when DecoderConfig::walk_blocks is 0: 160 CTAs a lane untrimmed, 64 with
 // trimmed slots (~6.6x fewer slots a step on the full HLG); between 1,024 and 8,192. Measured on
@@ -134,6 +137,77 @@ __device__ __forceinline__ void ThreadWalk(const Workspace& ws, Visit&& visit) {
     const int32_t local = static_cast<int32_t>(s - lv.base);
     tok = GallopUpperBound(lv.offsets, tok + 1, lv.n + 1, local) - 1;
     visit(lv, tok, local);
+  }
+}
+
+// This warp's span of the step's slot space (kWalkWarp): [*lo, *hi), 32-aligned; false when
+// the warp has none.
+__device__ __forceinline__ bool WarpSpan(const Workspace& ws, int64_t* lo, int64_t* hi) {
+  const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  int64_t per = (total + warps - 1) / warps;
+  per = (per + 31) & ~static_cast<int64_t>(31);
+  *lo = per * warp;
+  *hi = MinSlot(*lo + per, total);
+  return *lo < total;
+}
+
+// Calls strip(lv, tok, local, active, s0) on every thread of the warp for every 32-slot strip
+// of [lo, hi) (a strip ends early at a lane's end; s0 is its first global slot; tok and local
+// are the thread's slot's token and lane-local slot where active): WarpWalk's loop for
+// CoopWalkKernel, which needs the strips. (WarpWalk keeps its own copy: built on this one,
+// MaxKernel took 47 registers instead of 40.) Global slots (s0, the
+// span, strip ends) are int64, so s0 + 32 cannot overflow; the per-lane token search works
+// on `local` < 2^31.
+template <bool kStep, typename Strip>
+__device__ __forceinline__ void WarpWalkStrips(const Workspace& ws, int64_t lo, int64_t hi, Strip&& strip) {
+  constexpr unsigned kFull = 0xFFFFFFFFu;
+  const int32_t me = threadIdx.x & 31;
+  LaneView lv;
+  int32_t tok = 0;  // warp-uniform: a token at or before the next slot's token
+  for (int64_t s0 = lo; s0 < hi;) {
+    if (s0 >= lv.end) {  // warp-uniform: enter the lane holding s0
+      const int32_t l = ws.walk_search ? UpperBound(ws.lane_arc_offsets, ws.max_lanes + 1, s0) - 1
+                                       : WarpLaneOf(ws.lane_arc_offsets, ws.max_lanes, s0);
+      if (kStep) lv.LoadStep(ws, l); else lv.Load(ws, l);
+      const int32_t local0 = static_cast<int32_t>(s0 - lv.base);
+      int32_t first = 0;
+      if (me == 0) {
+        if (ws.walk_search) first = TokenOfSlot(lv.offsets, lv.hint, lv.hint_ok, lv.n, local0, lv.hint_shift);
+        // with valid hints, the token holding the sampled slot at or before s0 (offsets[first] <=
+        // s0's slot, all the strip loop below needs: its coalesced rounds go on from there)
+        else first = lv.hint_ok ? lv.hint[local0 >> lv.hint_shift] : UpperBound(lv.offsets, lv.n + 1, local0) - 1;
+      }
+      tok = __shfl_sync(kFull, first, 0);
+    }
+    const int64_t strip_end = MinSlot(MinSlot(s0 + 32, hi), lv.end);
+    const int64_t s = s0 + me;
+    const bool active = s < strip_end;
+    const int32_t local = active ? static_cast<int32_t>(s - lv.base) : -1;
+    // Find my token: the last j >= tok with offsets[j] <= local. Boundaries
+    // offsets[base + 1 .. base + 32] are loaded coalesced; cnt = how many are <= local.
+    int32_t my_tok = tok;
+    bool resolved = !active;
+    for (int32_t base = tok;; base += 32) {
+      const int32_t idx = base + 1 + me;
+      const int32_t bnd = idx <= lv.n ? lv.offsets[idx] : INT32_MAX;
+      int32_t cnt = 0;
+#pragma unroll
+      for (int step = 16; step >= 1; step >>= 1) {
+        int32_t v = __shfl_sync(kFull, bnd, cnt + step - 1);
+        if (v <= local) cnt += step;
+      }
+      if (__shfl_sync(kFull, bnd, 31) <= local) cnt = 32;
+      if (!resolved && cnt < 32) {
+        my_tok = base + cnt;
+        resolved = true;
+      }
+      if (__all_sync(kFull, resolved)) break;
+    }
+    tok = __shfl_sync(kFull, my_tok, static_cast<int32_t>(strip_end - 1 - s0));
+    strip(lv, my_tok, local, active, s0);
+    s0 = strip_end;
   }
 }
 
@@ -395,6 +469,33 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
   if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
 }
 
+// ExpandKernel's work for one slot, and the lane it is in (cutoff and table, read on entering a
+// lane; max_ord read volatile: in CoopWalkKernel other CTAs raised it in this launch).
+struct ExpandLane {
+  int32_t lane = -1;
+  float cutoff = INFINITY;
+  LaneTable table;
+
+  __device__ __forceinline__ void Enter(const Workspace& ws, int32_t l) {
+    if (l == lane) return;
+    lane = l;
+    const LaneCounters& lc = ws.lanes[l];
+    cutoff = OrderedIntToFloat(*reinterpret_cast<const volatile int32_t*>(&lc.max_ord)) - lc.beam;
+    table.Load(ws, lc);
+  }
+  __device__ __forceinline__ void Slot(const DeviceGraph& g, const Workspace& ws, const LaneView& lv, int32_t tok,
+                                       int32_t local) {
+    Enter(ws, lv.lane);
+    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
+    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
+    if (!(end > cutoff)) return;
+    const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
+                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
+    Recombine(ws, lane, table, dest, end, local);
+  }
+};
+
 // ExpandKernel — per step, same grid and slots as MaxKernel.
 // (Under the bins bound, Workspace::pool_bins, it first zeroes bin_slots, which MaxKernel's
 // last block has read, even on a step that paused.)
@@ -415,25 +516,96 @@ ExpandKernel(DeviceGraph g, Workspace ws) {
       ws.bin_slots[i] = 0;
   }
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
+  ExpandLane e;
+  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) { e.Slot(g, ws, lv, tok, local); });
+}
+
+// CoopWalkKernel — per step instead of MaxKernel and ExpandKernel under walker="warp_coop"
+// (DecoderConfig::walker kWalkWarpCoop; the static layout without fused_max, else those two
+// run), one cooperative launch of at most the co-resident CTAs (GpuDecoder::coop_grid_).
+// Phase one walks the slots as MaxKernel does, but reads every slot's arc (no upper-bound skip:
+// the max over all ends is the same max), and keeps each thread's end, arc and slot for the
+// first kCoopStrips strips of its warp's span. A grid-wide sync then makes every lane's max
+// final. Phase two admits and recombines the kept strips from registers (the destination and
+// the hash alone: no lane entry, token search or arc reads again) and walks the rest of the
+// span as ExpandKernel does. The same slots, ends (ArcEnd of the same operands), maxima,
+// admissions (end > max - beam) and payloads as the two kernels.
+constexpr int kCoopStrips = 4;
+// (static: this header is included by more than one translation unit, and the kernel is not a template.)
+static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
+  __shared__ int32_t lane_max[kMaxSharedLanes];
+  if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;  // an idle step (the same total in every CTA: none syncs)
+  const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
+  const int32_t kNegInf = FloatToOrderedInt(-INFINITY);
+  if (shared_ok)
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x) lane_max[i] = kNegInf;
+  __syncthreads();
+  int64_t lo = 0, hi = 0;
+  const bool have = WarpSpan(ws, &lo, &hi);
+  float c_end[kCoopStrips];
+  int32_t c_arc[kCoopStrips], c_local[kCoopStrips], c_lane[kCoopStrips], c_phase[kCoopStrips];
+  int32_t cached = 0;   // warp-uniform: the strips kept
+  int64_t resume = hi;  // warp-uniform: the first strip not kept
+  float run = -INFINITY;
+  int32_t run_lane = -1;
+  auto flush = [&]() {
+    if (run_lane < 0 || run == -INFINITY) return;
+    const int32_t o = FloatToOrderedInt(run);
+    if (shared_ok) atomicMax(&lane_max[run_lane], o);
+    else atomicMax(&ws.lanes[run_lane].max_ord, o);
+  };
+  if (have)
+    WarpWalkStrips<false>(ws, lo, hi, [&](const LaneView& lv, int32_t tok, int32_t local, bool active, int64_t s0) {
+      float end = -INFINITY;
+      int32_t arc = 0;
+      if (active) {
+        if (lv.lane != run_lane) {
+          flush();
+          run_lane = lv.lane;
+          run = -INFINITY;
+        }
+        arc = lv.begin[tok] + (local - lv.offsets[tok]);
+        end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
+        run = fmaxf(run, end);
+      }
+      if (cached < kCoopStrips) {
+#pragma unroll
+        for (int j = 0; j < kCoopStrips; ++j)  // (register arrays: constant indices only)
+          if (j == cached) {
+            c_end[j] = end;  // -inf where inactive: never admitted
+            c_arc[j] = arc;
+            c_local[j] = local;
+            c_lane[j] = lv.lane;
+            c_phase[j] = lv.phase;
+          }
+        ++cached;
+      } else if (resume == hi) {
+        resume = s0;
+      }
+    });
+  flush();
+  if (shared_ok) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < ws.max_lanes; i += blockDim.x)
+      if (lane_max[i] != kNegInf) atomicMax(&ws.lanes[i].max_ord, lane_max[i]);
+  }
+  cooperative_groups::this_grid().sync();  // every lane's max is final
   const int32_t final_state = g.num_states - 1;
-  int32_t cur_lane = -1;
-  float cutoff = INFINITY;
-  LaneTable table;
-  Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
-    if (lv.lane != cur_lane) {
-      cur_lane = lv.lane;
-      const LaneCounters& lc = ws.lanes[cur_lane];
-      cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-      table.Load(ws, lc);
-    }
-    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
-    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
-    if (!(end > cutoff)) return;
-    const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
-                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
-    Recombine(ws, cur_lane, table, dest, end, local);
-  });
+  ExpandLane e;
+#pragma unroll
+  for (int j = 0; j < kCoopStrips; ++j) {
+    if (j >= cached) break;
+    e.Enter(ws, c_lane[j]);
+    if (!(c_end[j] > e.cutoff)) continue;
+    const uint32_t dest = c_phase[j] == kPhaseRedirect ? static_cast<uint32_t>(final_state)
+                                                       : static_cast<uint32_t>(g.arc_dest[c_arc[j]]);
+    Recombine(ws, e.lane, e.table, dest, c_end[j], c_local[j]);
+  }
+  if (have && resume < hi)
+    WarpWalkStrips<false>(ws, resume, hi, [&](const LaneView& lv, int32_t tok, int32_t local, bool active, int64_t) {
+      if (active) e.Slot(g, ws, lv, tok, local);
+    });
 }
 
 // FusedExpandKernel — per step with fused_max, instead of MaxKernel + ExpandKernel; same grid
