@@ -4,8 +4,9 @@
 # ("warp_search"), exactness and speed in the same process.
 #   background: the full tier (~200 s)
 #   1. GPU tests beside the build: TESTS (default: the walk-entry, gpu, trim, epsilon and variants files), TEST_CAP s
-#   SANITIZE=1: memcheck and racecheck over scripts/sanitize_trim.py (SAN_CAP s each)
-#   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new new_noload", timed in turn) under walkers WALKERS (default "warp warp_search warp"),
+#   SANITIZE=1: memcheck and racecheck over scripts/sanitize_trim.py (SAN_CAP s each; walkers SAN_WALKERS)
+#   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new new_noload", timed in turn) under walkers WALKERS (default "warp warp_search warp")
+#      and walker grids WALK_BLOCKS (default 0: the auto grid),
 #      profiled, REPS (default 7) passes, 2 rows vs the CPU; full TLG, 64 utterances at batch 32 (unless TLG=0)
 #   3. LAT_TESTS (default: the lattice file) until LAT_END s
 # Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl, san_{memcheck,racecheck}.txt
@@ -30,7 +31,7 @@ wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
 timeout -s INT $(left ${HLG_END:-380}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
   --utts 32 --batch 32 --reps ${REPS:-7} --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${WALKERS:-warp warp_search warp} \
-  --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -16 | tee -a $L
+  --walk-blocks ${WALK_BLOCKS:-0} --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -16 | tee -a $L
 [ "${TLG:-1}" = 0 ] || timeout -s INT $(left ${TLG_END:-450}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
   --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${TLG_WALKERS:-warp warp_search} \
   --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L

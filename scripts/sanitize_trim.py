@@ -1,6 +1,8 @@
 """One trimmed decode under compute-sanitizer (tools memcheck / racecheck): a wide graph whose
 states have up to 200 sorted arcs (the 8-ary search runs), float32 and float16 rows, both scan
-kernels (scan_split 1 and auto), compared with the CPU. Exit 0 when every row equals the CPU's."""
+kernels (scan_split 1 and auto), under the walkers named in $SAN_WALKERS (default "warp"), compared
+with the CPU. Exit 0 when every row equals the CPU's."""
+import os
 import sys
 
 import numpy as np
@@ -18,8 +20,9 @@ lp = random_log_probs(rng, 3, 8, V, peaky=True)
 bad = 0
 for rows in (lp, lp.astype(np.float16)):
     cpu = Decoder(graph, opts).decode(rows)
-    for split in (1, 0):
-        dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=split, use_cuda_graphs=False)
+    for split, walker in [(s, w) for s in (1, 0) for w in os.environ.get("SAN_WALKERS", "warp").split()]:
+        dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=split, use_cuda_graphs=False,
+                      walker=walker)
         assert dec._gpu.trims_arcs
         for c, g in zip(cpu, dec.decode(rows)):
             bad += int(np.float32(c.score) != np.float32(g.score) or c.words != g.words)
