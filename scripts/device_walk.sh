@@ -8,6 +8,7 @@
 #   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new new_noload", timed in turn) under walkers WALKERS (default "warp warp_search warp")
 #      and walker grids WALK_BLOCKS (default 0: the auto grid),
 #      profiled, REPS (default 7) passes, 2 rows vs the CPU; full TLG, 64 utterances at batch 32 (unless TLG=0)
+#   LAT_SPEED=1: benchmarks.lattice_speed (full HLG, 64 x batch 32, profiled) until LAT_SPEED_END s
 #   3. LAT_TESTS (default: the lattice file) until LAT_END s
 # Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl, san_{memcheck,racecheck}.txt
 . scripts/device_common.sh
@@ -36,6 +37,11 @@ timeout -s INT $(left ${HLG_END:-380}) python3 -m benchmarks.gpu_speed --graph $
   --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${TLG_WALKERS:-warp warp_search} \
   --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
 echo "[$(since) s] speed" | tee -a $L
+# LAT_SPEED=1: benchmarks.lattice_speed, full HLG, 64 utterances at batch 32, profiled (the host's word times and confidences)
+[ -n "${LAT_SPEED:-}" ] && timeout -s INT $(left ${LAT_SPEED_END:-530}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
+  --log-probs $S --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay --json $OUT/lat_speed.jsonl 2>&1 \
+  | grep -v "^{" | tail -24 | tee -a $L
+echo "[$(since) s] lattice speed" | tee -a $L
 timeout -s INT $(left ${LAT_END:-545}) python3 -m pytest -q -p no:cacheprovider -m gpu ${LAT_TESTS:-tests/test_gpu_lattice.py} \
   -s -rf --maxfail=20 > $OUT/lat_tests.log 2>&1
 grep -sE "passed|failed|goldens|GPU vs CPU|identical" $OUT/lat_tests.log | tail -6 | tee -a $L

@@ -51,7 +51,7 @@ def _case(seed: int, lanes: int, eps: bool):
 def test_lane_entry_equals_search_and_cpu(eps, seed, lanes):
     graph, lp, lens, opts = _case(seed, lanes, eps)
     cpu = Decoder(graph, opts).decode(lp, lens)
-    for walker in ("warp", "warp_search", "warp_coop"):
+    for walker in ("warp", "warp_search", "warp_coop", "warp_coop_pdl"):
         gpu = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker=walker).decode(lp, lens)
         for b in range(len(lens)):
             assert_same_row(graph, lp[b], cpu[b], gpu[b], f"{walker} lanes {lanes} seed {seed} row {b}", TOTALS, STATS)
@@ -65,7 +65,7 @@ def test_lattice_walk_entry(lanes):
     opts = DecoderOptions(search_beam=opts.search_beam, output_beam=5.0, max_active_states=opts.max_active_states,
                           allow_partial=opts.allow_partial)
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    for walker in ("warp", "warp_search", "warp_coop"):
+    for walker in ("warp", "warp_search", "warp_coop", "warp_coop_pdl"):
         dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker=walker)
         dec._gpu.lattice_trim = "off"  # recorded_arcs counted, so every field compares
         gpu = dec.decode(lp, lens, lattice=True)
@@ -74,9 +74,11 @@ def test_lattice_walk_entry(lanes):
             TOTALS["lattices"] += 1
 
 
+@pytest.mark.parametrize("walker", ["warp_coop", "warp_coop_pdl"])
 @pytest.mark.parametrize("lanes", [4, 32, 300])
-def test_coop_walk_runs_the_cooperative_kernel(lanes, monkeypatch):
-    """walker="warp_coop" launches CoopWalkKernel (profiled as expand, no MaxKernel time) on
+def test_coop_walk_runs_the_cooperative_kernel(lanes, walker, monkeypatch):
+    """walker="warp_coop" (and "warp_coop_pdl", the same launched with programmatic dependent
+    launch) launches CoopWalkKernel (profiled as expand, no MaxKernel time) on
     the static layout, MaxKernel and ExpandKernel under the pooled layout (its hand-out sits
     between them), and both give the CPU's rows, captured in CUDA graphs or not."""
     graph, lp, lens, opts = _case(11, lanes, False)
@@ -84,7 +86,7 @@ def test_coop_walk_runs_the_cooperative_kernel(lanes, monkeypatch):
     monkeypatch.setenv("CUWFST_LANE_POOL", "on")  # (the pooled layout itself, not the automatic choice)
     for memory, coop in (("eager", True), ("pooled", False)):  # (eager: the static layout whatever the variable)
         for graphs in (True, False):
-            dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker="warp_coop", memory=memory,
+            dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, walker=walker, memory=memory,
                           use_cuda_graphs=graphs)
             inst = dec._gpu.main
             before = inst.profile(True)
@@ -95,7 +97,7 @@ def test_coop_walk_runs_the_cooperative_kernel(lanes, monkeypatch):
                 assert (ran["max"] == 0 and ran["expand"] > 0) if coop else ran["max"] > 0, (memory, ran)
             gpu = dec.decode(lp, lens) if graphs else gpu  # (profiling runs launch by launch: replay too)
             for b in range(len(lens)):
-                assert_same_row(graph, lp[b], cpu[b], gpu[b], f"coop {memory} graphs {graphs} row {b}", TOTALS, STATS)
+                assert_same_row(graph, lp[b], cpu[b], gpu[b], f"{walker} {memory} graphs {graphs} row {b}", TOTALS, STATS)
 
 
 def test_walker_names():

@@ -316,9 +316,10 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.arena_cap = arena_cap;
   c.arena_max = arena_max;
   c.use_cuda_graphs = use_cuda_graphs;
-  if (walker < cuwfst::kWalkWarp || walker > cuwfst::kWalkWarpCoop)
+  if (walker < cuwfst::kWalkWarp || walker > cuwfst::kWalkWarpCoopPdl)
     TVM_FFI_THROW(ValueError) << "walker must be 0 (warp strips), 1 (thread cursors), 2 (warp strips, lanes entered by "
-                                 "binary searches) or 3 (warp strips, Max and Expand in one cooperative kernel)";
+                                 "binary searches), 3 (warp strips, Max and Expand in one cooperative kernel) or 4 (3 with "
+                                 "programmatic dependent launch)";
   c.walker = static_cast<int32_t>(walker);
   if (walk_blocks < 0 || walk_blocks > (1 << 20)) TVM_FFI_THROW(ValueError) << "walk_blocks out of range";
   c.walk_blocks = static_cast<int32_t>(walk_blocks);

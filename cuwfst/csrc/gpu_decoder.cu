@@ -177,12 +177,13 @@ void GpuDecoder::Allocate() {
   if (cfg_.scan_round == 0) cfg_.scan_round = kScanRoundTokens;
   ws_.scan_round = cfg_.scan_round;
   ws_.walk_search = cfg_.walker == kWalkWarpSearch ? 1 : 0;  // (the kWalkWarp kernels either way)
-  if (cfg_.walker == kWalkWarpCoop) {  // CoopWalkKernel where the device launches cooperative grids
+  if (cfg_.walker == kWalkWarpCoop || cfg_.walker == kWalkWarpCoopPdl) {  // CoopWalkKernel where the device launches cooperative grids
     int coop = 0, sms = 0, per_sm = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, graph_->device));
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     CUWFST_CUDA(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, CoopWalkKernel, kWalkThreads, 0));
     coop_cap_ = coop ? per_sm * sms : 0;
+    coop_pdl_ = cfg_.walker == kWalkWarpCoopPdl;
   }
   // scan_order 3: the persistent scan (2) without fetching ahead (Workspace::scan_preload)
   ws_.scan_preload = cfg_.scan_order == 3 ? 0 : 1;
@@ -722,11 +723,14 @@ void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block
   CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
 }
 
-// A cooperative launch (CoopWalkKernel: its grid syncs), without programmatic dependent launch:
-// the grid must be co-resident, so it does not start early beside the kernel before it.
+// A cooperative launch (CoopWalkKernel: its grid syncs); under walker kWalkWarpCoopPdl with
+// programmatic dependent launch too (as LaunchStep). No deadlock either way: the grid may start
+// beside the kernel before it (its CTAs wait in StepKernelEntry; those that do not fit yet get
+// room as that kernel's CTAs exit, and that kernel waits on nothing of this one), and the kernel
+// after it starts only once every CTA of this grid has passed StepKernelEntry, i.e. is resident.
 template <typename... KernelArgs, typename... Args>
 void GpuDecoder::LaunchCoop(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
-  cudaLaunchAttribute attr[1];
+  cudaLaunchAttribute attr[2];
   attr[0].id = cudaLaunchAttributeCooperative;
   attr[0].val.cooperative = 1;
   cudaLaunchConfig_t c = {};
@@ -735,7 +739,9 @@ void GpuDecoder::LaunchCoop(void (*kernel)(KernelArgs...), dim3 grid, dim3 block
   c.dynamicSmemBytes = 0;
   c.stream = stream_;
   c.attrs = attr;
-  c.numAttrs = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
+  c.numAttrs = coop_pdl_ && pdl_ && !profiling_ ? 2 : 1;
   CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
 }
 

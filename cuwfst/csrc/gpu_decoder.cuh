@@ -82,7 +82,7 @@ struct DecoderConfig {
   // it while the kernels run, so the next advances seldom map memory before their launch.
   bool arena_ahead = true;
   bool use_cuda_graphs = true;
-  int32_t walker = 0;  // kWalkWarp, kWalkThread, kWalkWarpSearch or kWalkWarpCoop (expand.cuh)
+  int32_t walker = 0;  // kWalkWarp, kWalkThread, kWalkWarpSearch, kWalkWarpCoop or kWalkWarpCoopPdl (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes, trimmed)
   // CUDA-graph cache: at most graph_cache_size executables (least recently used evicted);
   // a decode of more than graph_max_steps steps launches plainly instead of capturing
@@ -561,7 +561,8 @@ class GpuDecoder {
   void LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
-  int32_t coop_cap_ = 0;  // walker kWalkWarpCoop: CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
+  int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
+  bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>
   void LaunchCoop(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
   void CollectProfile();

@@ -239,8 +239,9 @@ def kernel_defaults() -> dict:
 # the default), "thread" (per-thread cursors), "warp_search" ("warp" entering each lane by the
 # binary search and the gallop it used before WarpLaneOf, for A/B runs), "warp_coop" ("warp" with
 # Max and Expand in one cooperative kernel, expand.cuh CoopWalkKernel; the static layout without
-# fused_max, else the two kernels)
-WALKERS = ("warp", "thread", "warp_search", "warp_coop")
+# fused_max, else the two kernels), "warp_coop_pdl" ("warp_coop" launched with programmatic dependent
+# launch too, as the other step kernels are)
+WALKERS = ("warp", "thread", "warp_search", "warp_coop", "warp_coop_pdl")
 # ("persistent_noload": "persistent" without Workspace::scan_preload's fetching ahead: a chunk's
 # tokens read after the trim's anchor walk, every ticket its own atomic, the order before; for
 # A/B runs as the variant "new_noload")

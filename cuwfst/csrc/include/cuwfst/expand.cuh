@@ -23,7 +23,8 @@ constexpr int kMaxSharedLanes = 256;
 // kWalkWarpSearch: the warp walker with the binary searches it entered lanes by before
 // WarpLaneOf (Workspace::walk_search; the kWalkWarp kernels, a run-time switch kept for A/B runs)
 // kWalkWarpCoop: the warp walker, Max and Expand in one cooperative kernel (CoopWalkKernel)
-enum : int32_t { kWalkWarp = 0, kWalkThread = 1, kWalkWarpSearch = 2, kWalkWarpCoop = 3 };
+// kWalkWarpCoopPdl: kWalkWarpCoop launched with programmatic dependent launch as well
+enum : int32_t { kWalkWarp = 0, kWalkThread = 1, kWalkWarpSearch = 2, kWalkWarpCoop = 3, kWalkWarpCoopPdl = 4 };
 
 // The walkers' grid when DecoderConfig::walk_blocks is 0: 160 CTAs a lane untrimmed, 64 with
 // trimmed slots (~6.6x fewer slots a step on the full HLG); between 1,024 and 8,192. Measured on
