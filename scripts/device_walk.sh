@@ -8,6 +8,7 @@
 #   2. gpu_speed, full HLG, uniform 32 x 250: VARIANTS (default "new new_noload", timed in turn) under walkers WALKERS (default "warp warp_search warp")
 #      and walker grids WALK_BLOCKS (default 0: the auto grid),
 #      profiled, REPS (default 7) passes, 2 rows vs the CPU; full TLG, 64 utterances at batch 32 (unless TLG=0)
+#   HLG=0 / TLG=0 skip either speed run; PEERS="NAME ...": benchmarks.peers.run at batch 32 (until PEERS_END s)
 #   LAT_SPEED=1: benchmarks.lattice_speed (full HLG, 64 x batch 32, profiled) until LAT_SPEED_END s
 #   3. LAT_TESTS (default: the lattice file) until LAT_END s
 # Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl, san_{memcheck,racecheck}.txt
@@ -30,13 +31,19 @@ done
 echo "[$(since) s] sanitizers" | tee -a $L
 wait_full ${FULL_WAIT:-300}
 S=$C/sim/shard-00000.npz
-timeout -s INT $(left ${HLG_END:-380}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
+[ "${HLG:-1}" = 0 ] || timeout -s INT $(left ${HLG_END:-380}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $S --uniform 250 \
   --utts 32 --batch 32 --reps ${REPS:-7} --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${WALKERS:-warp warp_search warp} \
   --walk-blocks ${WALK_BLOCKS:-0} --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -16 | tee -a $L
 [ "${TLG:-1}" = 0 ] || timeout -s INT $(left ${TLG_END:-450}) python3 -m benchmarks.gpu_speed --graph $C/TLG.img --log-probs $S \
   --utts 64 --batch 32 --reps 3 --check 2 --profile --variants ${VARIANTS:-new new_noload} --walkers ${TLG_WALKERS:-warp warp_search} \
   --json $OUT/speed.jsonl 2>&1 | grep -v "^{" | tail -12 | tee -a $L
 echo "[$(since) s] speed" | tee -a $L
+# PEERS="NAME ...": benchmarks.peers.run at batch 32 over 64 simulated utterances (riva needs its wheel in .device/wheels)
+if [ -n "${PEERS:-}" ]; then
+  timeout -s INT $(left ${PEERS_END:-450}) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 64 --reps 3 \
+    --decoders $PEERS --json $OUT/peers.jsonl --md $OUT/peers.md 2>&1 | grep -E "^\[peers\]" | tail -8 | tee -a $L
+  echo "[$(since) s] peers" | tee -a $L
+fi
 # LAT_SPEED=1: benchmarks.lattice_speed, full HLG, 64 utterances at batch 32, profiled (the host's word times and confidences)
 [ -n "${LAT_SPEED:-}" ] && timeout -s INT $(left ${LAT_SPEED_END:-530}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
   --log-probs $S --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay --json $OUT/lat_speed.jsonl 2>&1 \

@@ -102,8 +102,30 @@ def test_coop_walk_runs_the_cooperative_kernel(lanes, walker, monkeypatch):
 
 def test_walker_names():
     graph, lp, lens, opts = _case(0, 4, False)
-    with pytest.raises(ValueError, match="walker must be one of"):
+    with pytest.raises(ValueError, match="walker must be 'auto' or one of"):
         Decoder(graph, opts, device="cuda", max_lanes=4, walker="warp_binary")
+
+
+@pytest.mark.parametrize("eps", [False, True], ids=["noeps", "eps"])
+def test_auto_walker(eps):
+    """The default walker: the cooperative kernel (with PDL) on epsilon graphs, and it runs
+    there (no MaxKernel time); the warp walker on epsilon-free graphs; both equal the CPU."""
+    graph, lp, lens, opts = _case(1, 32, eps)
+    assert graph.has_epsilon == eps
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=32, memory="eager")
+    assert dec._gpu.walker == ("warp_coop_pdl" if eps else "warp")
+    inst = dec._gpu.main
+    before = inst.profile(True)
+    gpu = dec.decode(lp, lens)
+    after = inst.profile(False)
+    if lens.max() > 0:
+        assert (after["max"] == before["max"]) == eps, (before, after)
+    for b in range(len(lens)):
+        assert_same_row(graph, lp[b], cpu[b], gpu[b], f"auto eps {eps} row {b}", TOTALS, STATS)
+    gpu = dec.decode(lp, lens)  # graphs replayed: the launch with PDL
+    for b in range(len(lens)):
+        assert_same_row(graph, lp[b], cpu[b], gpu[b], f"auto replay eps {eps} row {b}", TOTALS, STATS)
 
 
 def test_report():

@@ -242,6 +242,19 @@ def kernel_defaults() -> dict:
 # fused_max, else the two kernels), "warp_coop_pdl" ("warp_coop" launched with programmatic dependent
 # launch too, as the other step kernels are)
 WALKERS = ("warp", "thread", "warp_search", "warp_coop", "warp_coop_pdl")
+# walker="auto" (the default): "warp_coop_pdl" on graphs with epsilon arcs, "warp" on the others.
+# Measured on the H200, full tier, batch 32, same run (docs/benchmarks.md, session of 2026-12-01
+# 16:00): the TLG 56.17 / 56.43 ms "warp", 53.43 "warp_coop_pdl"; the HLG 31.75 / 31.92 "warp",
+# 32.61 "warp_coop_pdl".
+
+
+def resolve_walker(walker: str, has_epsilon: bool) -> str:
+    """The walker a decoder runs: `walker` itself, or for "auto" the measured choice above."""
+    if walker == "auto":
+        return "warp_coop_pdl" if has_epsilon else "warp"
+    if walker not in WALKERS:
+        raise ValueError(f"walker must be 'auto' or one of {', '.join(map(repr, WALKERS))}, got {walker!r}")
+    return walker
 # ("persistent_noload": "persistent" without Workspace::scan_preload's fetching ahead: a chunk's
 # tokens read after the trim's anchor walk, every ticket its own atomic, the order before; for
 # A/B runs as the variant "new_noload")
@@ -455,7 +468,7 @@ class GpuInstance:
 class GpuBackend:
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
-                 check_inputs: bool = True, walker: str = "warp", walk_blocks: int = 0, eps_blocks: int = 0,
+                 check_inputs: bool = True, walker: str = "auto", walk_blocks: int = 0, eps_blocks: int = 0,
                  rescue_lanes: int = 4, batching: str = "padded", segment: int | None = None, refill: str = "device",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
@@ -484,8 +497,8 @@ class GpuBackend:
         self.options = options
         self.check_inputs = check_inputs
         self.uploaded = upload_graph(self.mod, graph, self.index)
-        if walker not in WALKERS:
-            raise ValueError(f"walker must be one of {', '.join(map(repr, WALKERS))}, got {walker!r}")
+        walker = resolve_walker(walker, graph.has_epsilon)
+        self.walker = walker
         if not isinstance(eps_blocks, int) or isinstance(eps_blocks, bool) or not 0 <= eps_blocks <= 65535:
             raise ValueError(f"eps_blocks must be an int in [0, 65535] (0: auto), got {eps_blocks!r}")
         # fixed here: the environment is read once, and the rescue instance gets the same kernels

@@ -56,8 +56,10 @@ class Decoder:
     (utterances decoded together; larger batches are split), main_q_factor (frontier
     capacity = factor x max_active_states, capped by the graph's states), use_cuda_graphs
     (False: launch by launch, for profiling), check_inputs (NaN/+inf scan of log_probs),
-    walker ("warp": 32-slot warp strips, the default; "thread": per-thread cursors; "warp_search":
-    the warp strips entering lanes by binary searches, as before, for A/B runs),
+    walker ("auto", the default: "warp_coop_pdl" on graphs with epsilon arcs, "warp" on the others;
+    "warp": 32-slot warp strips; "thread": per-thread cursors; "warp_search": the warp strips
+    entering lanes by binary searches, as before, for A/B runs; "warp_coop": Max and Expand as one
+    cooperative kernel; "warp_coop_pdl": the same with programmatic dependent launch),
     walk_blocks (grid of the two walker kernels; 0 = clamp(64 x max_lanes, 1024, 8192) with
     trimmed slots, clamp(160 x max_lanes, 1024, 8192) without), eps_blocks (grid of the
     closure's expand kernels; 0 = 8 x the multiprocessors; small values are for tests and
@@ -107,7 +109,7 @@ class Decoder:
 
     def __init__(self, graph, options: DecoderOptions | None = None, device: str = "cpu",
                  num_threads: int | None = None, *, max_lanes: int = 32, main_q_factor: int = 32,
-                 use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "warp",
+                 use_cuda_graphs: bool = True, check_inputs: bool = True, walker: str = "auto",
                  walk_blocks: int = 0, eps_blocks: int = 0, rescue_lanes: int = 4, batching: str = "padded", segment: int | None = None, refill: str = "device",
                  arena_entries: int | None = None, memory: str | None = None, gc_interval: int = 0,
                  scan_split: int | None = None, closure: str | None = None, finalize_split: int | None = None,
