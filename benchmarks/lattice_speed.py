@@ -77,6 +77,8 @@ def main():
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
     p.add_argument("--trim-ab", action="store_true", help="the lattice trim off, same decoder, same run")
     p.add_argument("--number-ab", action="store_true", help="the host numbering, same decoder, same run")
+    p.add_argument("--code-ab", action="store_true",
+                   help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
                    help="also time lattice decodes with the records' filter off (CUWFST_LATTICE_FILTER), same run")
     p.add_argument("--long", type=int, nargs="*", default=None, metavar="T",
@@ -172,6 +174,28 @@ def main():
                   f"{number_ab['ms_per_batch_host_numbering']:.1f} ms per batch (host/device "
                   f"{number_ab['host_over_device']:.3f}); lattices identical on {number_ab['identical_rows']}/{n} rows; "
                   f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
+        code_ab = {}
+        if a.code_ab:  # the rank keys' arc part as the arc id (CUWFST_PRUNE_CODE=arc), then the default again
+            os.environ["CUWFST_PRUNE_CODE"] = "arc"
+            try:
+                t_arc, arc_hyps = _median_time(lambda: run(True), a.reps, sync)
+                pm_arc = dict(be.main.last_prune_ms)
+            finally:
+                del os.environ["CUWFST_PRUNE_CODE"]
+            t_place2, place2_hyps = _median_time(lambda: run(True), a.reps, sync)
+            pm_place2 = dict(be.main.last_prune_ms)
+            nb_ = (n + B - 1) // B
+            code_ab = dict(ms_per_batch_place=t_lat / nb_ * 1000, ms_per_batch_arc=t_arc / nb_ * 1000,
+                           ms_per_batch_place_again=t_place2 / nb_ * 1000,
+                           identical_rows=_same_lattices(lat_hyps, arc_hyps),
+                           identical_rows_again=_same_lattices(lat_hyps, place2_hyps),
+                           last_prune_ms_arc=pm_arc, last_prune_ms_place_again=pm_place2,
+                           last_prune_ms_place=prune_ms)
+            print(f"batch {B}: rank keys A/B: place {code_ab['ms_per_batch_place']:.1f}, arc id "
+                  f"{code_ab['ms_per_batch_arc']:.1f}, place again {code_ab['ms_per_batch_place_again']:.1f} ms per "
+                  f"batch; lattices identical on {code_ab['identical_rows']}/{n} and {code_ab['identical_rows_again']}/{n} "
+                  f"rows; last batch's prune device passes {prune_ms.get('device', float('nan')):.1f} / "
+                  f"{pm_arc.get('device', float('nan')):.1f} / {pm_place2.get('device', float('nan')):.1f} ms")
         if a.filter_ab:
             print(f"batch {B}: records' filter A/B: on {t_lat / ((n + B - 1) // B) * 1000:.1f} ms, off "
                   f"{filter_ab['ms_per_batch_filter_off']:.1f} ms per batch (off/on {filter_ab['filter_off_over_on']:.3f});"
@@ -269,7 +293,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab,
+                   number_ab=number_ab, code_ab=code_ab,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

@@ -9,7 +9,7 @@
 #      and walker grids WALK_BLOCKS (default 0: the auto grid),
 #      profiled, REPS (default 7) passes, 2 rows vs the CPU; full TLG, 64 utterances at batch 32 (unless TLG=0)
 #   HLG=0 / TLG=0 skip either speed run; PEERS="NAME ...": benchmarks.peers.run at batch 32 (until PEERS_END s)
-#   LAT_SPEED=1: benchmarks.lattice_speed (full HLG, 64 x batch 32, profiled) until LAT_SPEED_END s
+#   LAT_SPEED=1: benchmarks.lattice_speed (full HLG, 64 x batch 32, profiled; more flags in LAT_SPEED_ARGS) until LAT_SPEED_END s
 #   3. LAT_TESTS (default: the lattice file) until LAT_END s
 # Carry .device and .cache. $OUT: walk.log, tests.log, lat_tests.log, speed.jsonl, san_{memcheck,racecheck}.txt
 . scripts/device_common.sh
@@ -46,7 +46,7 @@ if [ -n "${PEERS:-}" ]; then
 fi
 # LAT_SPEED=1: benchmarks.lattice_speed, full HLG, 64 utterances at batch 32, profiled (the host's word times and confidences)
 [ -n "${LAT_SPEED:-}" ] && timeout -s INT $(left ${LAT_SPEED_END:-530}) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
-  --log-probs $S --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay --json $OUT/lat_speed.jsonl 2>&1 \
+  --log-probs $S --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay ${LAT_SPEED_ARGS:-} --json $OUT/lat_speed.jsonl 2>&1 \
   | grep -v "^{" | tail -24 | tee -a $L
 echo "[$(since) s] lattice speed" | tee -a $L
 timeout -s INT $(left ${LAT_END:-545}) python3 -m pytest -q -p no:cacheprovider -m gpu ${LAT_TESTS:-tests/test_gpu_lattice.py} \

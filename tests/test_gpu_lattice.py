@@ -1023,7 +1023,10 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 # ------------------------------------------------------------ the pruning's rank sort
 # PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states)
 # with one device-wide radix sort of (lane, key) (the default), or with a segmented sort by
-# lane (CUWFST_PRUNE_SORT=segmented, the path before).
+# lane (CUWFST_PRUNE_SORT=segmented, the path before). The keys' arc part is the arc's place among
+# its source state's arcs (PrKeyCode, fewer bits: fewer radix passes), or the arc id itself
+# (CUWFST_PRUNE_CODE=arc, the keys before).
+PRUNE_SORTS = [("radix", "place"), ("radix", "arc"), ("segmented", "place")]
 def _large_frontier_case(seed, max_active):
     """Flat rows over a 12,000-state graph with a wide beam: lane-times past 4,096 tokens."""
     rng = np.random.default_rng(seed)
@@ -1046,10 +1049,11 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     if case >= 8:
         assert max(h.max_frontier for h in cpu) > 4096, "a lane-time past 4,096 tokens"
-    for sort in ("radix", "segmented"):
+    for sort, code in PRUNE_SORTS:
         monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
+        monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         got, _ = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
-        compare(cpu, got, f"rank sort {sort}, case {case}")
+        compare(cpu, got, f"rank sort {sort} code {code}, case {case}")
 
 
 @pytest.mark.parametrize("case", range(6))
@@ -1064,8 +1068,9 @@ def test_prune_rank_sort_bounded_runs(case, monkeypatch):
         graph, lp, lens, opts = _large_frontier_case(6400 + case, 3000)
         chunk = 5 if case == 4 else 3
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    for sort in ("radix", "segmented"):
+    for sort, code in PRUNE_SORTS:
         monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
+        monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
-        compare(cpu, got, f"bounded rank sort {sort}, case {case}")
+        compare(cpu, got, f"bounded rank sort {sort} code {code}, case {case}")
         assert st["lattice_runs"] > 1 or int(lens.max()) + 1 <= chunk

@@ -223,6 +223,9 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       }
     }
     g->max_eps_chain = max_eps_chain;
+    int32_t max_degree = 0;  // the lattice pruning's rank keys (gpu_lattice_prune.cu PrCodeBits)
+    for (int64_t s = 0; s < n; ++s) max_degree = std::max(max_degree, rs[s + 1] - rs[s]);
+    g->max_degree = max_degree;
     // sorted emitting arcs (DeviceGraph::emit_sorted): label 0 first, then the others by
     // weight, non-increasing, none NaN, in every state
     bool sorted = true;

@@ -34,6 +34,7 @@ struct GpuGraph {
   int32_t max_eps_degree = 0;  // the most epsilon arcs of one state
   // with max_eps_degree 1: the longest epsilon chain (-1: a cycle); -1 otherwise (closure = chain)
   int32_t max_eps_chain = -1;
+  int32_t max_degree = 0;  // the most arcs of one state (finals and epsilons included)
   DeviceGraph view{};
   std::vector<DeviceBuffer> buffers;  // the device arrays of `view`; free themselves
   int64_t bytes() const {

@@ -117,10 +117,28 @@ __global__ void PrInitStart(DeviceGraph g, int32_t B, const int64_t* tok_off, in
 }
 
 // Time t's records: forward scores and the first-admission keys of time t + 1's tokens.
+// The first-admission key's arc part (PrForwardKernel): an admitted record's code (its arc id,
+// kRedirectArcBit on a redirected arc) as {redirect bit, the arc's place among its source
+// state's arcs} in code_bits = deg_bits + 1 bits (PrCodeBits), where 2^deg_bits > the graph's
+// most arcs of a state, so the place never fills deg_bits. Two records of one source token (one
+// rank) order by it as by their codes: the same state's arcs, the redirected ones (bit 30)
+// after the others, each kind by arc id. code_bits 32 keeps the code itself.
+__device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code, int32_t src_state,
+                                              int32_t code_bits) {
+  if (code_bits >= 32) return static_cast<uint32_t>(code);
+  // (a source no admitted record reached has no state, and rank 0x7FFFFFFF: its keys clamp to
+  // the lane's largest in PrLaneKeys whatever their code; no graph read for it)
+  if (src_state < 0) return 0u;
+  const uint32_t redirect = (code & kRedirectArcBit) ? 1u : 0u;
+  const uint32_t place = static_cast<uint32_t>((code & (kRedirectArcBit - 1)) - g.row_splits[src_state]);
+  return (redirect << (code_bits - 1)) | place;
+}
+
+// code_bits: PrKeyCode's (the keys rank << code_bits | code).
 __global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const int32_t* p_src,
                                 const int32_t* p_dst, const int32_t* p_code, const float* p_score,
                                 const uint8_t* p_flags, int32_t* fwd, unsigned long long* key, const int32_t* rank,
-                                int32_t* state) {
+                                int32_t* state, int32_t code_bits) {
   for (int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < end;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const uint8_t f = p_flags[i];
@@ -129,8 +147,8 @@ __global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const
     const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
     atomicMax(&fwd[d], FloatToOrderedInt(v));
     if (f & kPrAdmitted) {
-      atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << 32) |
-                             static_cast<uint32_t>(code));
+      atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
+                             PrKeyCode(g, code, state[s], code_bits));
       state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : g.arc_dest[code];
     }
   }
@@ -358,6 +376,16 @@ __global__ void IncEmitStates(int64_t M, int32_t nb, const int64_t* tok_off, int
   }
 }
 
+// The bits of PrKeyCode's codes for graph G: 1 + deg_bits, 2^deg_bits > its most arcs of a state
+// (at most 32: the codes themselves; CUWFST_PRUNE_CODE=arc keeps them, for A/B runs).
+int32_t PrCodeBits(const GpuGraph& G) {
+  const char* env = std::getenv("CUWFST_PRUNE_CODE");
+  if (env && std::strcmp(env, "arc") == 0) return 32;
+  int32_t deg_bits = 0;
+  while (deg_bits < 30 && (1ll << deg_bits) <= G.max_degree) ++deg_bits;
+  return std::min<int32_t>(deg_bits + 1, 32);
+}
+
 int GridFor(int64_t n) {
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>((n + kPrThreads - 1) / kPrThreads, 65535)));
 }
@@ -369,8 +397,8 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 // The rank sort of each time, for PruneLattice and IncPass alike: one device-wide radix sort
 // of (lane, key) (the default), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented; cub
 // sorts each of B < 300 segments in one block, ~300 us for the full tier's largest times).
-// Keys: rank << 32 | code with rank below `rank_most` (the most tokens of a time whose ranks
-// the keys carry), so the first key_bits bits hold them. MakeRankSort plans it and gives it
+// Keys: rank << code_bits | code (PrKeyCode) with rank below `rank_most` (the most tokens of a
+// time whose ranks the keys carry), so the first key_bits bits hold them. MakeRankSort plans it and gives it
 // its buffers; then Run it each time.
 struct PrRankSort {
   bool radix = true;
@@ -382,8 +410,11 @@ struct PrRankSort {
   void* temp = nullptr;
   size_t temp_bytes = 0;
 
-  PrRankSort(int64_t rank_most, int32_t B) {
-    while (key_bits < 64 && (1ll << (key_bits - 32)) < rank_most) ++key_bits;
+  int32_t code_bits = 32;
+
+  PrRankSort(int64_t rank_most, int32_t B, int32_t code) : code_bits(code) {
+    key_bits = code_bits + 1;
+    while (key_bits < 64 && (1ll << (key_bits - code_bits)) < rank_most) ++key_bits;
     while ((1 << lane_bits) < B) ++lane_bits;
     const char* env = std::getenv("CUWFST_PRUNE_SORT");
     radix = !(env && std::strcmp(env, "segmented") == 0) && key_bits + lane_bits < 64;
@@ -422,9 +453,9 @@ struct PrRankSort {
 // buffer(k, bytes) (GpuDecoder::PruneBuffer) at k = {keys, values in, values out, radix keys,
 // temporary}; key and seg as Run's (the size queries read no data).
 template <class Buffer>
-PrRankSort MakeRankSort(int64_t rank_most, int64_t max_m, int32_t B, const int (&k)[5], Buffer&& buffer,
-                        const unsigned long long* key, const int32_t* seg, cudaStream_t s) {
-  PrRankSort r(rank_most, B);
+PrRankSort MakeRankSort(int64_t rank_most, int64_t max_m, int32_t B, int32_t code_bits, const int (&k)[5],
+                        Buffer&& buffer, const unsigned long long* key, const int32_t* seg, cudaStream_t s) {
+  PrRankSort r(rank_most, B, code_bits);
   r.s_keys = static_cast<unsigned long long*>(buffer(k[0], max_m * 8));
   r.s_vals_in = static_cast<int32_t*>(buffer(k[1], max_m * 4));
   r.s_vals_out = static_cast<int32_t*>(buffer(k[2], max_m * 4));
@@ -740,7 +771,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   auto* d_skip = reinterpret_cast<uint8_t*>(d_seg_rel + seg_rel.size());
   // the rank sort of each time (PrRankSort; the ranks are below the largest time's tokens)
   auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
-  const PrRankSort sorter = MakeRankSort(max_m, max_m, B, {16, 17, 18, 22, 19}, buffer, key, d_seg_rel, stream_);
+  const PrRankSort sorter = MakeRankSort(max_m, max_m, B, PrCodeBits(*graph_), {16, 17, 18, 22, 19}, buffer, key,
+                                         d_seg_rel, stream_);
 
   cudaStream_t s = stream_;
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -776,7 +808,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, p_src, p_dst, p_code, p_score, p_flags,
-                                                              fwd, key, rank, state);
+                                                              fwd, key, rank, state, sorter.code_bits);
     const int64_t base = tok_off[static_cast<int64_t>(t + 1) * B];
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
     if (m == 0) continue;
@@ -1188,12 +1220,13 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     rank_most = std::max<int64_t>(rank_most, tok_off[k0 + B] - tok_off[k0]);
   }
   auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
-  const PrRankSort sorter = MakeRankSort(rank_most, max_m, B, {52, 53, 54, 58, 55}, buffer, key, d_seg_rel, s);
+  const PrRankSort sorter = MakeRankSort(rank_most, max_m, B, PrCodeBits(*graph_), {52, 53, 54, 58, 55}, buffer, key,
+                                         d_seg_rel, s);
   for (int32_t t = t0; t < t1; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
-                                                              rank1, state1);
+                                                              rank1, state1, sorter.code_bits);
     const int64_t k0 = static_cast<int64_t>(t + 1 - R) * B, base = tok_off[k0];
     const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
     if (m == 0) continue;
