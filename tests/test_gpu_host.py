@@ -557,7 +557,11 @@ def test_kernel_variants_reach_the_native_decoder(fake_gpu, monkeypatch):
     monkeypatch.setenv("CUWFST_KERNELS", "new_lane")
     Decoder(graph, device="cuda", scan_order="persistent", scan_round=256)
     assert fake_gpu.scan_order == 2 and fake_gpu.scan_round == 256
-    assert fake_gpu.walker == 0  # "warp"
+    assert fake_gpu.walker == 4  # "auto": "warp_coop_pdl" on this epsilon graph
+    Decoder(Graph.load(TINY / "HLG.img"), device="cuda")
+    assert fake_gpu.walker == 0  # "auto": "warp" on an epsilon-free graph
+    Decoder(graph, device="cuda", walker="warp")
+    assert fake_gpu.walker == 0
     Decoder(graph, device="cuda", walker="warp_search")  # the searches before WarpLaneOf and the window
     assert fake_gpu.walker == 2
     monkeypatch.setenv("CUWFST_KERNELS", "new_noload")  # the persistent scan, tokens read after the anchor

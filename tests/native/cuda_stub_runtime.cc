@@ -317,6 +317,12 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int d) {
   *v = attr == cudaDevAttrMultiProcessorCount ? 132 : attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;  // an H200's
   return cudaSuccess;
 }
+// CoopWalkKernel's co-resident CTAs (GpuDecoder::Allocate under the cooperative walkers); the
+// stub's device reports no cooperative launch (attribute 0), so Max and Expand run instead
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, const void*, int, size_t, unsigned int) {
+  *n = 4;
+  return cudaSuccess;
+}
 const char* cudaGetErrorName(cudaError_t e) {
   return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation"
          : e == cudaErrorIllegalAddress ? "cudaErrorIllegalAddress" : "cudaError";
