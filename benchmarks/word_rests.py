@@ -5,7 +5,8 @@ the same lattices, in one process, with their outputs compared bit for bit.
     python -m benchmarks.word_rests --old OLD.so [--new NEW.so] [--cache LATS.pkl] \\
         [--graph /tmp/corpus-full/HLG.img --log-probs /tmp/corpus-full/sim/shard-00000.npz --utts 32]
 
-OLD.so: a cuwfst_reference.so built from the commit to compare against, e.g.
+OLD.so: a cuwfst_reference.so built from the commit to compare against (one whose
+ref_lattices_word_rests takes each lattice's arrays, as this script passes them), e.g.
     git worktree add /tmp/old COMMIT && (cd /tmp/old && CUWFST_CACHE_DIR=/tmp/old-cache python -c \\
         "from cuwfst.jit.reference import module; module()") && ls /tmp/old-cache/cuwfst_reference-*/*.so
 NEW.so: default, this checkout's module. The lattices: the CPU decoder's (lattice=True, output
@@ -76,14 +77,13 @@ def main(argv=None) -> int:
         np.cumsum(sizes, out=o[1:])
         return o
 
-    def cat(name, dtype):
-        return np.concatenate([np.asarray(getattr(x, name), dtype) for x in lats])
-
     so = offsets([x.num_states for x in lats])
-    ao, wo = offsets([x.num_arcs for x in lats]), offsets([x.word_ids.size for x in lats])
-    arrays = [cat(n, t) for n, t in (("src", np.int32), ("dst", np.int32), ("score", np.float32), ("frame", np.int32),
-                                     ("word_splits", np.int32), ("word_ids", np.int32), ("state_frame", np.int32),
-                                     ("state_level", np.int32))]
+    ao = offsets([x.num_arcs for x in lats])
+    # each lattice's own eight arrays (the call's form since it stopped taking them concatenated)
+    arrays = [np.ascontiguousarray(getattr(x, n), t) for x in lats
+              for n, t in (("src", np.int32), ("dst", np.int32), ("score", np.float32), ("frame", np.int32),
+                           ("word_splits", np.int32), ("word_ids", np.int32), ("state_frame", np.int32),
+                           ("state_level", np.int32))]
     cases = {"passes": [s[:0] for s in spans], "one span": [np.array([[10**9, 0, 0]], np.int64) for _ in lats],
              "all": spans}
 
@@ -91,7 +91,7 @@ def main(argv=None) -> int:
         rn = offsets([len(s) for s in sp])
         out = (np.empty(int(so[-1])), np.empty(int(so[-1])), np.empty(int(rn[-1])), np.empty(int(rn[-1]), np.int32))
         t0 = time.perf_counter()
-        mod.ref_lattices_word_rests(ao, so, wo, rn, *arrays, out[0], out[1], np.concatenate(sp), out[2], out[3], threads)
+        mod.ref_lattices_word_rests(arrays, so, rn, out[0], out[1], np.concatenate(sp), out[2], out[3], threads)
         return (time.perf_counter() - t0) * 1000, out
 
     print(f"{len(lats)} lattices, {int(ao[-1]):,} arcs, {int(so[-1]):,} states, {sum(len(s) for s in spans)} spans")

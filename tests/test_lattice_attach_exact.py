@@ -153,3 +153,49 @@ def test_states_out_of_time_order_bit_identical():
         assert np.array_equal(_bits(shuffled.word_confidences(spans)), _bits(want))
         checked += 1
     assert checked > 0
+
+
+def test_batch_word_rests_checks_its_arrays():
+    """ref_lattices_word_rests (attach_all's native call) takes each lattice's own arrays and
+    refuses a wrong count, dtype or size, and states or word splits out of range, with a clear
+    error instead of reading past an array."""
+    from cuwfst.decoder.lattice import _reference_module
+
+    graph = Graph.load(os.path.join(TINY, "HLG.img"))
+    rng = np.random.default_rng(3)
+    lp = random_log_probs(rng, 2, 20, graph.vocab_size, peaky=True)
+    lats = [h.lattice for h in Decoder(graph, DecoderOptions(output_beam=8.0)).decode(lp, lattice=True)]
+    mod = _reference_module()
+
+    def arrays_of(lat):
+        return [np.ascontiguousarray(x) for x in (lat.src, lat.dst, lat.score, lat.frame, lat.word_splits,
+                                                  lat.word_ids, lat.state_frame, lat.state_level)]
+
+    def call(arrays, states=None, spans=None):
+        states = [x.num_states for x in lats] if states is None else states
+        so = np.concatenate([[0], np.cumsum(states)]).astype(np.int64)
+        sp = np.zeros((0, 3), np.int64) if spans is None else spans
+        po = np.zeros(len(lats) + 1, np.int64)
+        po[1:] = len(sp)
+        mod.ref_lattices_word_rests(arrays, so, po, np.empty(int(so[-1])), np.empty(int(so[-1])), sp,
+                                    np.empty(len(sp)), np.empty(len(sp), np.int32), 1)
+
+    good = arrays_of(lats[0]) + arrays_of(lats[1])
+    call(good)  # accepted
+    with pytest.raises(ValueError, match="8 arrays a lattice"):
+        call(good[:-1])
+    bad = list(good)
+    bad[2] = bad[2].astype(np.float64)  # score
+    with pytest.raises(TypeError, match="score"):
+        call(bad)
+    bad = list(good)
+    bad[1] = bad[1][:-1].copy()  # dst shorter than src
+    with pytest.raises(ValueError, match="dst"):
+        call(bad)
+    bad = list(good)
+    bad[0] = bad[0].copy()
+    bad[0][0] = lats[0].num_states  # a state past the lattice's
+    with pytest.raises(ValueError, match="a state outside"):
+        call(bad)
+    with pytest.raises(ValueError, match="state_frame"):  # the state offsets disagree with the arrays
+        call(good, states=[lats[0].num_states + 1, lats[1].num_states - 1])

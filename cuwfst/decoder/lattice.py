@@ -712,22 +712,26 @@ def attach_all(graph, hyps: Sequence, lats: Sequence[Lattice], num_threads: int 
         np.cumsum(sizes, out=o[1:])
         return o
 
-    def cat(name, dtype):
-        return np.concatenate([np.asarray(getattr(x, name), dtype) for x in ls]) if ls else np.zeros(0, dtype)
-
+    # each lattice's own arrays, not concatenated (no copy where they are C-contiguous and of
+    # the dtype; native_array: a writable alias where they are read-only views of the rows)
+    arrays = []
+    for x in ls:
+        arrays += [native_array(x.src, np.int32), native_array(x.dst, np.int32), native_array(x.score, np.float32),
+                   native_array(x.frame, np.int32), native_array(x.word_splits, np.int32),
+                   native_array(x.word_ids, np.int32), native_array(x.state_frame, np.int32),
+                   native_array(x.state_level, np.int32)]
     so = offsets([x.num_states for x in ls])
     rest_n = offsets([len(s) for s in spans])
     alpha, beta = np.empty(int(so[-1])), np.empty(int(so[-1]))
     rest, hit = np.empty(int(rest_n[-1])), np.empty(int(rest_n[-1]), np.int32)
-    _reference_module().ref_lattices_word_rests(
-        offsets([x.num_arcs for x in ls]), so, offsets([x.word_ids.size for x in ls]), rest_n,
-        cat("src", np.int32), cat("dst", np.int32), cat("score", np.float32), cat("frame", np.int32),
-        cat("word_splits", np.int32), cat("word_ids", np.int32), cat("state_frame", np.int32),
-        cat("state_level", np.int32), alpha, beta, np.concatenate(spans), rest, hit, int(num_threads))
+    _reference_module().ref_lattices_word_rests(arrays, so, rest_n, alpha, beta, np.concatenate(spans), rest, hit,
+                                                int(num_threads))
     for i, (h, lat) in enumerate(todo):
         a, b = int(so[i]), int(so[i + 1])
         c = lat._cache
-        c[("fwd", True)], c[("bwd", True)] = alpha[a:b].copy(), beta[a:b].copy()
+        # views of the batch's scores (the cache is only read: forward_scores and
+        # backward_scores hand out copies)
+        c[("fwd", True)], c[("bwd", True)] = alpha[a:b], beta[a:b]
         r0, r1 = int(rest_n[i]), int(rest_n[i + 1])
         h.word_confidences = _confidences(alpha[b - 1], rest[r0:r1], hit[r0:r1])
 

@@ -1,5 +1,6 @@
 // TVM-FFI exports of the CPU reference decoder. Every tensor is checked here; the
 // decoder itself trusts a validated graph (cuwfst/graph/image.py) and these checks.
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -760,54 +761,73 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
 }
 
 // Many lattices at once on num_threads threads (Lattice.word_confidences of each, with
-// fresh scores): their arrays concatenated (state ids and word splits local to each
-// lattice), offsets [L + 1] i64 into the arcs, states, words and spans; word_splits holds
-// A_l + 1 entries per lattice (lattice l's from arc_off[l] + l).
-void RefLatticesWordRests(TensorView arc_off, TensorView state_off, TensorView word_off, TensorView span_off,
-                          TensorView src, TensorView dst, TensorView score, TensorView frame, TensorView word_splits,
-                          TensorView word_ids, TensorView state_frame, TensorView state_level, TensorView alpha,
-                          TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit,
+// fresh scores). arrays: lattice l's own eight arrays at [8 l, 8 l + 8) (src, dst, score,
+// frame, word_splits, word_ids, state_frame, state_level, as cuwfst.Lattice holds them: no
+// concatenation, each checked here); state_off / span_off [L + 1] i64: lattice l's states and
+// spans in the batch arrays alpha, beta [S] f64 and spans [N, 3] i64, out_rest [N] f64,
+// out_hit [N] i32.
+void RefLatticesWordRests(tvm::ffi::Array<tvm::ffi::Tensor> arrays, TensorView state_off, TensorView span_off,
+                          TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit,
                           int64_t num_threads) {
-  if (arc_off.ndim() != 1 || src.ndim() != 1 || state_frame.ndim() != 1 || word_ids.ndim() != 1 || spans.ndim() != 2)
-    TVM_FFI_THROW(ValueError) << "offsets, src, state_frame, word_ids must be 1-D and spans [N, 3]";
-  const int64_t L = arc_off.shape()[0] - 1;
-  if (L < 0) TVM_FFI_THROW(ValueError) << "arc_off must have L + 1 entries";
-  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
-  for (auto [t, name] : {std::pair{&arc_off, "arc_off"}, {&state_off, "state_off"}, {&word_off, "word_off"},
-                         {&span_off, "span_off"}})
-    CheckHostTensor(*t, name, kDLInt, 64, {L + 1});
-  CheckWordRestArrays(src, dst, score, frame, word_splits, A + L, word_ids, state_frame, state_level, alpha, beta,
-                      spans, out_rest, out_hit);
-  const int64_t* ao = static_cast<const int64_t*>(arc_off.data_ptr());
+  if (state_off.ndim() != 1 || spans.ndim() != 2)
+    TVM_FFI_THROW(ValueError) << "state_off must be 1-D and spans [N, 3]";
+  const int64_t L = state_off.shape()[0] - 1;
+  if (L < 0 || static_cast<int64_t>(arrays.size()) != 8 * L)
+    TVM_FFI_THROW(ValueError) << "arrays must hold 8 arrays a lattice, state_off L + 1 entries";
+  CheckHostTensor(state_off, "state_off", kDLInt, 64, {L + 1});
+  CheckHostTensor(span_off, "span_off", kDLInt, 64, {L + 1});
   const int64_t* so = static_cast<const int64_t*>(state_off.data_ptr());
-  const int64_t* wo = static_cast<const int64_t*>(word_off.data_ptr());
   const int64_t* po = static_cast<const int64_t*>(span_off.data_ptr());
-  const int64_t total[4] = {A, S, W, N};
-  const int64_t* offs[4] = {ao, so, wo, po};
-  for (int k = 0; k < 4; ++k) {
+  const int64_t S = alpha.ndim() == 1 ? alpha.shape()[0] : -1, N = spans.shape()[0];
+  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
+  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
+  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+  const int64_t total[2] = {S, N};
+  const int64_t* offs[2] = {so, po};
+  for (int k = 0; k < 2; ++k) {
     if (offs[k][0] != 0 || offs[k][L] != total[k]) TVM_FFI_THROW(ValueError) << "offsets must run from 0 to the size";
     for (int64_t l = 0; l < L; ++l)
       if (offs[k][l + 1] < offs[k][l]) TVM_FFI_THROW(ValueError) << "offsets must not decrease";
   }
-  const int32_t* ws = static_cast<const int32_t*>(word_splits.data_ptr());
-  const int32_t* sr = static_cast<const int32_t*>(src.data_ptr());
-  const int32_t* ds = static_cast<const int32_t*>(dst.data_ptr());
+  std::vector<cuwfst::reference::LatticeView> views(L);
   for (int64_t l = 0; l < L; ++l) {
-    const int32_t* w = ws + ao[l] + l;
-    const int64_t Al = ao[l + 1] - ao[l], Sl = so[l + 1] - so[l];
-    if (w[0] != 0 || w[Al] != wo[l + 1] - wo[l])
+    TensorView src = arrays[8 * l], dst = arrays[8 * l + 1], score = arrays[8 * l + 2], frame = arrays[8 * l + 3],
+               word_splits = arrays[8 * l + 4], word_ids = arrays[8 * l + 5], state_frame = arrays[8 * l + 6],
+               state_level = arrays[8 * l + 7];
+    if (src.ndim() != 1 || word_ids.ndim() != 1)
+      TVM_FFI_THROW(ValueError) << "lattice " << l << ": src and word_ids must be 1-D";
+    const int64_t Al = src.shape()[0], Sl = so[l + 1] - so[l], Wl = word_ids.shape()[0];
+    CheckHostTensor(src, "src", kDLInt, 32, {Al});
+    CheckHostTensor(dst, "dst", kDLInt, 32, {Al});
+    CheckHostTensor(score, "score", kDLFloat, 32, {Al});
+    CheckHostTensor(frame, "frame", kDLInt, 32, {Al});
+    CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {Al + 1});
+    CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {Wl});
+    CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {Sl});
+    CheckHostTensor(state_level, "state_level", kDLInt, 32, {Sl});
+    cuwfst::reference::LatticeView& v = views[l];
+    v.num_states = Sl;
+    v.num_arcs = Al;
+    v.num_words = Wl;
+    v.src = static_cast<const int32_t*>(src.data_ptr());
+    v.dst = static_cast<const int32_t*>(dst.data_ptr());
+    v.score = static_cast<const float*>(score.data_ptr());
+    v.frame = static_cast<const int32_t*>(frame.data_ptr());
+    v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
+    v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
+    v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
+    v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
+    const int32_t* w = v.word_splits;
+    if (w[0] != 0 || w[Al] != Wl)
       TVM_FFI_THROW(ValueError) << "lattice " << l << ": word_splits must run from 0 to its word count";
-    for (int64_t i = ao[l]; i < ao[l + 1]; ++i) {
-      if (w[i - ao[l] + 1] < w[i - ao[l]]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
-      if (sr[i] < 0 || sr[i] >= Sl || ds[i] < 0 || ds[i] >= Sl)
+    for (int64_t i = 0; i < Al; ++i) {
+      if (w[i + 1] < w[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
+      if (v.src[i] < 0 || v.src[i] >= Sl || v.dst[i] < 0 || v.dst[i] >= Sl)
         TVM_FFI_THROW(ValueError) << "lattice " << l << ": a state outside [0, " << Sl << ")";
     }
   }
-  const float* sc = static_cast<const float*>(score.data_ptr());
-  const int32_t* fr = static_cast<const int32_t*>(frame.data_ptr());
-  const int32_t* wi = static_cast<const int32_t*>(word_ids.data_ptr());
-  const int32_t* sf = static_cast<const int32_t*>(state_frame.data_ptr());
-  const int32_t* sl = static_cast<const int32_t*>(state_level.data_ptr());
   double* al = static_cast<double*>(alpha.data_ptr());
   double* be = static_cast<double*>(beta.data_ptr());
   const int64_t* sp = static_cast<const int64_t*>(spans.data_ptr());
@@ -817,22 +837,10 @@ void RefLatticesWordRests(TensorView arc_off, TensorView state_off, TensorView w
   std::vector<int64_t> by_size(L);
   std::iota(by_size.begin(), by_size.end(), int64_t{0});
   std::stable_sort(by_size.begin(), by_size.end(),
-                   [&](int64_t x, int64_t y) { return ao[x + 1] - ao[x] > ao[y + 1] - ao[y]; });
+                   [&](int64_t x, int64_t y) { return views[x].num_arcs > views[y].num_arcs; });
   ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t i) {
     const int64_t l = by_size[i];
-    cuwfst::reference::LatticeView v;
-    v.num_states = so[l + 1] - so[l];
-    v.num_arcs = ao[l + 1] - ao[l];
-    v.num_words = wo[l + 1] - wo[l];
-    v.src = sr + ao[l];
-    v.dst = ds + ao[l];
-    v.score = sc + ao[l];
-    v.frame = fr + ao[l];
-    v.word_splits = ws + ao[l] + l;
-    v.word_ids = wi + wo[l];
-    v.state_frame = sf + so[l];
-    v.state_level = sl + so[l];
-    cuwfst::reference::LatticeWordRests(v, false, al + so[l], be + so[l], po[l + 1] - po[l], sp + 3 * po[l],
+    cuwfst::reference::LatticeWordRests(views[l], false, al + so[l], be + so[l], po[l + 1] - po[l], sp + 3 * po[l],
                                         rest + po[l], hit + po[l]);
   });
 }
