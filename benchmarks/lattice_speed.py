@@ -77,6 +77,7 @@ def main():
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
     p.add_argument("--trim-ab", action="store_true", help="the lattice trim off, same decoder, same run")
     p.add_argument("--number-ab", action="store_true", help="the host numbering, same decoder, same run")
+    p.add_argument("--walker", default="auto", help="the GPU decoder's slot walker (Decoder's walker=)")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -111,7 +112,7 @@ def main():
     results = []
     gpu_lats = None
     for B in a.batch:
-        dec = Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads)
+        dec = Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads, walker=a.walker)
         be = dec._gpu
 
         def run(lattice, dec=dec):
@@ -293,7 +294,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab,
+                   number_ab=number_ab, code_ab=code_ab, walker=be.walker,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),
