@@ -701,40 +701,25 @@ void RefRecordsTake(int64_t h, TensorView out_records) {
 void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
 
 // ---------------------------------------------------------------- lattice posteriors
-// The arrays RefLatticeWordRests and RefLatticesWordRests share: A arcs (src, dst, score,
-// frame), `splits` word_splits entries, W word ids, S states (frame, level, alpha, beta), N
-// spans and their outputs; the sizes are taken from src, word_ids, state_frame and spans.
-static void CheckWordRestArrays(TensorView src, TensorView dst, TensorView score, TensorView frame,
-                                TensorView word_splits, int64_t splits, TensorView word_ids, TensorView state_frame,
-                                TensorView state_level, TensorView alpha, TensorView beta, TensorView spans,
-                                TensorView out_rest, TensorView out_hit) {
-  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
+// A lattice's eight arrays (src, dst, score, frame, word_splits, word_ids, state_frame,
+// state_level; i32, f32 scores) as a LatticeView of S states, checked: dtypes and sizes,
+// word_splits running from 0 to len(word_ids) without decreasing, every arc's states in
+// [0, S). `lattice` >= 0 names the lattice in the errors (RefLatticesWordRests' batch).
+static cuwfst::reference::LatticeView CheckedLatticeView(TensorView src, TensorView dst, TensorView score,
+                                                         TensorView frame, TensorView word_splits, TensorView word_ids,
+                                                         TensorView state_frame, TensorView state_level, int64_t S,
+                                                         int64_t lattice) {
+  std::string at = lattice >= 0 ? "lattice " + std::to_string(lattice) + ": " : "";
+  if (src.ndim() != 1 || word_ids.ndim() != 1) TVM_FFI_THROW(ValueError) << at << "src and word_ids must be 1-D";
+  const int64_t A = src.shape()[0], W = word_ids.shape()[0];
   CheckHostTensor(src, "src", kDLInt, 32, {A});
   CheckHostTensor(dst, "dst", kDLInt, 32, {A});
   CheckHostTensor(score, "score", kDLFloat, 32, {A});
   CheckHostTensor(frame, "frame", kDLInt, 32, {A});
-  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {splits});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
   CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
   CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
   CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
-  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
-  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
-  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
-  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
-  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
-}
-
-// cuwfst.Lattice's log-semiring forward/backward and word-confidence passes
-// (lattice_posteriors.h): the lattice's arrays (i32, f32 scores), alpha/beta [S] f64
-// (computed into them unless have_scores), spans [N, 3] i64, out_rest [N] f64, out_hit [N] i32.
-void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, TensorView frame, TensorView word_splits,
-                         TensorView word_ids, TensorView state_frame, TensorView state_level, bool have_scores,
-                         TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit) {
-  if (src.ndim() != 1 || state_frame.ndim() != 1 || word_ids.ndim() != 1 || spans.ndim() != 2)
-    TVM_FFI_THROW(ValueError) << "src, state_frame, word_ids must be 1-D and spans [N, 3]";
-  const int64_t A = src.shape()[0], S = state_frame.shape()[0], W = word_ids.shape()[0], N = spans.shape()[0];
-  CheckWordRestArrays(src, dst, score, frame, word_splits, A + 1, word_ids, state_frame, state_level, alpha, beta,
-                      spans, out_rest, out_hit);
   cuwfst::reference::LatticeView v;
   v.num_states = S;
   v.num_arcs = A;
@@ -748,12 +733,40 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
   v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
   v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
   const int32_t* ws = v.word_splits;
-  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << "word_splits must run from 0 to len(word_ids)";
+  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << at << "word_splits must run from 0 to len(word_ids)";
   for (int64_t i = 0; i < A; ++i) {
-    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
+    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << at << "word_splits must not decrease";
     if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
-      TVM_FFI_THROW(ValueError) << "arc " << i << ": a state outside [0, " << S << ")";
+      TVM_FFI_THROW(ValueError) << at << "arc " << i << ": a state outside [0, " << S << ")";
   }
+  return v;
+}
+
+// The outputs both calls share: alpha, beta [S] f64, spans [N, 3] i64, out_rest [N] f64,
+// out_hit [N] i32 (N from spans).
+static void CheckWordRestOutputs(int64_t S, TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest,
+                                 TensorView out_hit) {
+  if (spans.ndim() != 2) TVM_FFI_THROW(ValueError) << "spans must be [N, 3]";
+  const int64_t N = spans.shape()[0];
+  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
+  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
+  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
+}
+
+// cuwfst.Lattice's log-semiring forward/backward and word-confidence passes
+// (lattice_posteriors.h): the lattice's arrays (i32, f32 scores), alpha/beta [S] f64
+// (computed into them unless have_scores), spans [N, 3] i64, out_rest [N] f64, out_hit [N] i32.
+void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, TensorView frame, TensorView word_splits,
+                         TensorView word_ids, TensorView state_frame, TensorView state_level, bool have_scores,
+                         TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit) {
+  if (state_frame.ndim() != 1) TVM_FFI_THROW(ValueError) << "state_frame must be 1-D";
+  const int64_t S = state_frame.shape()[0];
+  CheckWordRestOutputs(S, alpha, beta, spans, out_rest, out_hit);
+  const int64_t N = spans.shape()[0];
+  const cuwfst::reference::LatticeView v =
+      CheckedLatticeView(src, dst, score, frame, word_splits, word_ids, state_frame, state_level, S, -1);
   cuwfst::reference::LatticeWordRests(v, have_scores, static_cast<double*>(alpha.data_ptr()),
                                       static_cast<double*>(beta.data_ptr()), N,
                                       static_cast<const int64_t*>(spans.data_ptr()),
@@ -769,8 +782,7 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
 void RefLatticesWordRests(tvm::ffi::Array<tvm::ffi::Tensor> arrays, TensorView state_off, TensorView span_off,
                           TensorView alpha, TensorView beta, TensorView spans, TensorView out_rest, TensorView out_hit,
                           int64_t num_threads) {
-  if (state_off.ndim() != 1 || spans.ndim() != 2)
-    TVM_FFI_THROW(ValueError) << "state_off must be 1-D and spans [N, 3]";
+  if (state_off.ndim() != 1) TVM_FFI_THROW(ValueError) << "state_off must be 1-D";
   const int64_t L = state_off.shape()[0] - 1;
   if (L < 0 || static_cast<int64_t>(arrays.size()) != 8 * L)
     TVM_FFI_THROW(ValueError) << "arrays must hold 8 arrays a lattice, state_off L + 1 entries";
@@ -778,56 +790,21 @@ void RefLatticesWordRests(tvm::ffi::Array<tvm::ffi::Tensor> arrays, TensorView s
   CheckHostTensor(span_off, "span_off", kDLInt, 64, {L + 1});
   const int64_t* so = static_cast<const int64_t*>(state_off.data_ptr());
   const int64_t* po = static_cast<const int64_t*>(span_off.data_ptr());
-  const int64_t S = alpha.ndim() == 1 ? alpha.shape()[0] : -1, N = spans.shape()[0];
-  CheckHostTensor(alpha, "alpha", kDLFloat, 64, {S});
-  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
-  CheckHostTensor(spans, "spans", kDLInt, 64, {N, 3});
-  CheckHostTensor(out_rest, "out_rest", kDLFloat, 64, {N});
-  CheckHostTensor(out_hit, "out_hit", kDLInt, 32, {N});
-  const int64_t total[2] = {S, N};
+  const int64_t S = alpha.ndim() == 1 ? alpha.shape()[0] : -1;
+  CheckWordRestOutputs(S, alpha, beta, spans, out_rest, out_hit);
+  const int64_t total[2] = {S, spans.shape()[0]};
   const int64_t* offs[2] = {so, po};
   for (int k = 0; k < 2; ++k) {
     if (offs[k][0] != 0 || offs[k][L] != total[k]) TVM_FFI_THROW(ValueError) << "offsets must run from 0 to the size";
     for (int64_t l = 0; l < L; ++l)
       if (offs[k][l + 1] < offs[k][l]) TVM_FFI_THROW(ValueError) << "offsets must not decrease";
   }
-  std::vector<cuwfst::reference::LatticeView> views(L);
-  for (int64_t l = 0; l < L; ++l) {
-    TensorView src = arrays[8 * l], dst = arrays[8 * l + 1], score = arrays[8 * l + 2], frame = arrays[8 * l + 3],
-               word_splits = arrays[8 * l + 4], word_ids = arrays[8 * l + 5], state_frame = arrays[8 * l + 6],
-               state_level = arrays[8 * l + 7];
-    if (src.ndim() != 1 || word_ids.ndim() != 1)
-      TVM_FFI_THROW(ValueError) << "lattice " << l << ": src and word_ids must be 1-D";
-    const int64_t Al = src.shape()[0], Sl = so[l + 1] - so[l], Wl = word_ids.shape()[0];
-    CheckHostTensor(src, "src", kDLInt, 32, {Al});
-    CheckHostTensor(dst, "dst", kDLInt, 32, {Al});
-    CheckHostTensor(score, "score", kDLFloat, 32, {Al});
-    CheckHostTensor(frame, "frame", kDLInt, 32, {Al});
-    CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {Al + 1});
-    CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {Wl});
-    CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {Sl});
-    CheckHostTensor(state_level, "state_level", kDLInt, 32, {Sl});
-    cuwfst::reference::LatticeView& v = views[l];
-    v.num_states = Sl;
-    v.num_arcs = Al;
-    v.num_words = Wl;
-    v.src = static_cast<const int32_t*>(src.data_ptr());
-    v.dst = static_cast<const int32_t*>(dst.data_ptr());
-    v.score = static_cast<const float*>(score.data_ptr());
-    v.frame = static_cast<const int32_t*>(frame.data_ptr());
-    v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
-    v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
-    v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
-    v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
-    const int32_t* w = v.word_splits;
-    if (w[0] != 0 || w[Al] != Wl)
-      TVM_FFI_THROW(ValueError) << "lattice " << l << ": word_splits must run from 0 to its word count";
-    for (int64_t i = 0; i < Al; ++i) {
-      if (w[i + 1] < w[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
-      if (v.src[i] < 0 || v.src[i] >= Sl || v.dst[i] < 0 || v.dst[i] >= Sl)
-        TVM_FFI_THROW(ValueError) << "lattice " << l << ": a state outside [0, " << Sl << ")";
-    }
-  }
+  std::vector<cuwfst::reference::LatticeView> views;
+  views.reserve(L);
+  for (int64_t l = 0; l < L; ++l)
+    views.push_back(CheckedLatticeView(arrays[8 * l], arrays[8 * l + 1], arrays[8 * l + 2], arrays[8 * l + 3],
+                                       arrays[8 * l + 4], arrays[8 * l + 5], arrays[8 * l + 6], arrays[8 * l + 7],
+                                       so[l + 1] - so[l], l));
   double* al = static_cast<double*>(alpha.data_ptr());
   double* be = static_cast<double*>(beta.data_ptr());
   const int64_t* sp = static_cast<const int64_t*>(spans.data_ptr());
