@@ -41,6 +41,20 @@ LATTICE_FIELDS = ("src", "dst", "frame", "graph_arc", "token", "acoustic", "grap
                   "state_frame", "state_level")
 
 
+def _with_env(name: str, value: str, fn):
+    """fn() with the environment variable `name` set to `value` (the native side reads the
+    pruning's switches at each decode), its previous value (or absence) restored afterwards."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        return fn()
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
 def _same_lattices(xs, ys) -> int:
     """Rows whose lattices are identical (arcs, frames, graph arcs, tokens, float32 scores,
     states, levels, recorded arcs where both counted them: the lattice trim does not)."""
@@ -162,12 +176,8 @@ def main():
                   f"{slots_off:,} off (same passes)")
         number_ab = {}
         if a.number_ab:  # the host numbering (lattice_number.h), same decoder: the device numbering's A/B
-            os.environ["CUWFST_LATTICE_NUMBER"] = "host"
-            try:
-                t_nh, nh_hyps = _median_time(lambda: run(True), a.reps, sync)
-                pm_host = dict(be.main.last_prune_ms)
-            finally:
-                del os.environ["CUWFST_LATTICE_NUMBER"]
+            t_nh, nh_hyps, pm_host = _with_env("CUWFST_LATTICE_NUMBER", "host", lambda: (
+                *_median_time(lambda: run(True), a.reps, sync), dict(be.main.last_prune_ms)))
             number_ab = dict(ms_per_batch_host_numbering=t_nh / ((n + B - 1) // B) * 1000,
                              host_over_device=t_nh / t_lat, identical_rows=_same_lattices(lat_hyps, nh_hyps),
                              last_prune_ms_host=pm_host, last_prune_ms_device=prune_ms)
@@ -177,12 +187,8 @@ def main():
                   f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
         code_ab = {}
         if a.code_ab:  # the rank keys' arc part as the arc id (CUWFST_PRUNE_CODE=arc), then the default again
-            os.environ["CUWFST_PRUNE_CODE"] = "arc"
-            try:
-                t_arc, arc_hyps = _median_time(lambda: run(True), a.reps, sync)
-                pm_arc = dict(be.main.last_prune_ms)
-            finally:
-                del os.environ["CUWFST_PRUNE_CODE"]
+            t_arc, arc_hyps, pm_arc = _with_env("CUWFST_PRUNE_CODE", "arc", lambda: (
+                *_median_time(lambda: run(True), a.reps, sync), dict(be.main.last_prune_ms)))
             t_place2, place2_hyps = _median_time(lambda: run(True), a.reps, sync)
             pm_place2 = dict(be.main.last_prune_ms)
             nb_ = (n + B - 1) // B

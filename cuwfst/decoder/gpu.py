@@ -255,6 +255,8 @@ def resolve_walker(walker: str, has_epsilon: bool) -> str:
     if walker not in WALKERS:
         raise ValueError(f"walker must be 'auto' or one of {', '.join(map(repr, WALKERS))}, got {walker!r}")
     return walker
+
+
 # ("persistent_noload": "persistent" without Workspace::scan_preload's fetching ahead: a chunk's
 # tokens read after the trim's anchor walk, every ticket its own atomic, the order before; for
 # A/B runs as the variant "new_noload")
