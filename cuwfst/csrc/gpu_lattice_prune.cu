@@ -65,19 +65,44 @@ __global__ void PrFillFlags(uint8_t* flags, int64_t n) {
     flags[i] = kPrInvalid;
 }
 
-// Records into buckets (t, lane), t-major, with tokens as global indices.
+// A place in bucket `cur`'s range for this thread's record: the warp's threads whose records
+// share a bucket (__match_any_sync on its cursor's index) take one atomicAdd for the group and
+// their ranks in it, instead of one atomicAdd each (the records of a step sit together in the
+// arena, so a warp's records mostly share one bucket). cur < 0: no record (returns -1). Every
+// thread of the warp calls it (the callers' loops are warp-uniform). The order of records
+// inside a bucket changes, which nothing depends on (the forward, the windows and the counts
+// are atomic max / min / adds; the numbering sorts the kept arcs, which have no ties).
+__device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur) {
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  const unsigned peers = __match_any_sync(0xFFFFFFFFu, static_cast<unsigned long long>(cur));
+  const int32_t leader = __ffs(peers) - 1;
+  int32_t first = 0;
+  if (cur >= 0 && me == leader) first = atomicAdd(&rec_cur[cur], __popc(peers));
+  first = __shfl_sync(0xFFFFFFFFu, first, leader);
+  return cur < 0 ? -1 : first + __popc(peers & ((1u << me) - 1u));
+}
+
+// Records into buckets (t, lane), t-major, with tokens as global indices. (The loop is
+// warp-uniform for WarpBucketPlace: blockDim.x is a multiple of 32.)
 __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
                                int32_t Tmax, const int64_t* rec_off, int32_t* rec_cur, const int64_t* tok_off,
                                const uint8_t* skip, int32_t* p_src, int32_t* p_dst, int32_t* p_code, float* p_ac,
                                float* p_score, uint8_t* p_flags) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < N;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const LatRecord r = lat[i];
-    const LatRecordExt e = ext[i];
-    const int32_t lane = r.lane, t = e.t;
-    if (lane < 0 || lane >= B || t < 0 || t >= Tmax) continue;
-    const int32_t bucket = t * B + lane;
-    const int64_t pos = rec_off[bucket] + atomicAdd(&rec_cur[bucket], 1);
+  for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < N;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = w + (threadIdx.x & 31);
+    LatRecord r{};
+    LatRecordExt e{};
+    int32_t bucket = -1;
+    if (i < N) {
+      r = lat[i];
+      e = ext[i];
+      if (r.lane >= 0 && r.lane < B && e.t >= 0 && e.t < Tmax) bucket = e.t * B + r.lane;
+    }
+    const int32_t place = WarpBucketPlace(rec_cur, bucket);
+    if (place < 0) continue;
+    const int32_t lane = r.lane;
+    const int64_t pos = rec_off[bucket] + place;
     if (pos >= rec_off[bucket + 1]) continue;
     const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
     const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
@@ -275,14 +300,20 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
                                 int32_t R, int32_t t0, int32_t t1, const int64_t* rec_off, int32_t* rec_cur,
                                 const int64_t* tok_off, int32_t* p_src, int32_t* p_dst, int32_t* p_code,
                                 float* p_ac, float* p_score, uint8_t* p_flags) {
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const LatRecord r = lat[i];
-    const LatRecordExt e = ext[i];
-    const int32_t lane = r.lane, t = e.t;
-    if (lane < 0 || lane >= B || t < t0 || t >= t1) continue;
-    const int64_t bucket = static_cast<int64_t>(t - R) * B + lane;
-    const int64_t pos = rec_off[bucket] + atomicAdd(&rec_cur[bucket - static_cast<int64_t>(t0 - R) * B], 1);
+  for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < n;
+       w += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // warp-uniform (WarpBucketPlace)
+    const int64_t i = w + (threadIdx.x & 31);
+    LatRecord r{};
+    LatRecordExt e{};
+    int64_t bucket = -1;
+    if (i < n) {
+      r = lat[i];
+      e = ext[i];
+      if (r.lane >= 0 && r.lane < B && e.t >= t0 && e.t < t1) bucket = static_cast<int64_t>(e.t - R) * B + r.lane;
+    }
+    const int32_t place = WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B);
+    if (place < 0) continue;
+    const int64_t pos = rec_off[bucket] + place;
     if (pos >= rec_off[bucket + 1]) continue;
     const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
     const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
