@@ -1057,6 +1057,20 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
 
 
 @pytest.mark.parametrize("case", range(6))
+def test_prune_bucket_per_warp_equals_per_record(case, monkeypatch):
+    """The records' bucketing with one cursor update per warp group (the default) or per record
+    (CUWFST_PRUNE_BUCKET=atomic): the CPU's lattices either way, whole batches and bounded runs
+    (IncBucketKernel)."""
+    graph, lp, lens, opts = _wide_case(300 + case) if case < 4 else _large_frontier_case(6500 + case, 3000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    for bucket in ("warp", "atomic"):
+        monkeypatch.setenv("CUWFST_PRUNE_BUCKET", bucket)
+        for chunk in (0, 5 if case % 2 else 20):
+            got, _ = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
+            compare(cpu, got, f"bucket {bucket} chunk {chunk}, case {case}")
+
+
+@pytest.mark.parametrize("case", range(6))
 def test_prune_rank_sort_bounded_runs(case, monkeypatch):
     """The bounded path's passes (IncPass) take the same sort: runs of 5 to 64 steps, the
     sources of a pass's first time ranked by the pass before; the CPU's lattices with either

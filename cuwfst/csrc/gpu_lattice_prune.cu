@@ -72,7 +72,9 @@ __global__ void PrFillFlags(uint8_t* flags, int64_t n) {
 // thread of the warp calls it (the callers' loops are warp-uniform). The order of records
 // inside a bucket changes, which nothing depends on (the forward, the windows and the counts
 // are atomic max / min / adds; the numbering sorts the kept arcs, which have no ties).
-__device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur) {
+// per_warp false (CUWFST_PRUNE_BUCKET=atomic, A/B runs): one atomicAdd a record, as before.
+__device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur, bool per_warp) {
+  if (!per_warp) return cur < 0 ? -1 : atomicAdd(&rec_cur[cur], 1);
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const unsigned peers = __match_any_sync(0xFFFFFFFFu, static_cast<unsigned long long>(cur));
   const int32_t leader = __ffs(peers) - 1;
@@ -87,7 +89,7 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
 __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
                                int32_t Tmax, const int64_t* rec_off, int32_t* rec_cur, const int64_t* tok_off,
                                const uint8_t* skip, int32_t* p_src, int32_t* p_dst, int32_t* p_code, float* p_ac,
-                               float* p_score, uint8_t* p_flags) {
+                               float* p_score, uint8_t* p_flags, bool per_warp) {
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < N;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = w + (threadIdx.x & 31);
@@ -99,7 +101,7 @@ __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRec
       e = ext[i];
       if (r.lane >= 0 && r.lane < B && e.t >= 0 && e.t < Tmax) bucket = e.t * B + r.lane;
     }
-    const int32_t place = WarpBucketPlace(rec_cur, bucket);
+    const int32_t place = WarpBucketPlace(rec_cur, bucket, per_warp);
     if (place < 0) continue;
     const int32_t lane = r.lane;
     const int64_t pos = rec_off[bucket] + place;
@@ -299,7 +301,7 @@ __global__ void PrOutStates(int64_t M, int32_t nb, const int64_t* tok_off, int32
 __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t n, int32_t B,
                                 int32_t R, int32_t t0, int32_t t1, const int64_t* rec_off, int32_t* rec_cur,
                                 const int64_t* tok_off, int32_t* p_src, int32_t* p_dst, int32_t* p_code,
-                                float* p_ac, float* p_score, uint8_t* p_flags) {
+                                float* p_ac, float* p_score, uint8_t* p_flags, bool per_warp) {
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < n;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // warp-uniform (WarpBucketPlace)
     const int64_t i = w + (threadIdx.x & 31);
@@ -311,7 +313,8 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
       e = ext[i];
       if (r.lane >= 0 && r.lane < B && e.t >= t0 && e.t < t1) bucket = static_cast<int64_t>(e.t - R) * B + r.lane;
     }
-    const int32_t place = WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B);
+    const int32_t place =
+        WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B, per_warp);
     if (place < 0) continue;
     const int64_t pos = rec_off[bucket] + place;
     if (pos >= rec_off[bucket + 1]) continue;
@@ -415,6 +418,13 @@ int32_t PrCodeBits(const GpuGraph& G) {
   int32_t deg_bits = 0;
   while (deg_bits < 30 && (1ll << deg_bits) <= G.max_degree) ++deg_bits;
   return std::min<int32_t>(deg_bits + 1, 32);
+}
+
+// The bucketing's cursor updates: per warp group (WarpBucketPlace, the default) or per record
+// (CUWFST_PRUNE_BUCKET=atomic, for A/B runs).
+bool PrBucketPerWarp() {
+  const char* env = std::getenv("CUWFST_PRUNE_BUCKET");
+  return !(env && std::strcmp(env, "atomic") == 0);
 }
 
 int GridFor(int64_t n) {
@@ -829,7 +839,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   PrFillFlags<<<GridFor(N), kPrThreads, 0, s>>>(p_flags, N);
   if (N > 0)
     PrBucketKernel<<<GridFor(N), kPrThreads, 0, s>>>(g, ws_.lat, ws_.lat_ext, N, B, Tmax, d_rec_off, d_rec_cur,
-                                                     d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags);
+                                                     d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags,
+                                                     PrBucketPerWarp());
   PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
   PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
   CUWFST_CUDA(cudaGetLastError());
@@ -1230,7 +1241,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   if (n_arena > 0)
     IncBucketKernel<<<GridFor(static_cast<int64_t>(n_arena)), kPrThreads, 0, s>>>(
         g, ws_.lat, ws_.lat_ext, static_cast<int64_t>(n_arena), B, R, t0, t1, d_rec1, rec_cur, d_tok1, src1, dst1,
-        code1, ac1, score1, flags1);
+        code1, ac1, score1, flags1, PrBucketPerWarp());
   CUWFST_CUDA(cudaGetLastError());
 
   // 3. forward scores and the CPU's token order of times t0 + 1 .. t1 (PruneLattice's loop)
