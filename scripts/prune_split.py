@@ -1,6 +1,9 @@
 """The GPU lattice pruning's device passes phase by phase (gpu_lattice_prune.cu, CUWFST_PRUNE_SPLIT):
-python3 scripts/prune_split.py HLG.img shard.npz [utts] -- batches of 32, whole-batch path, the
-records' filter on (the rank sort radix, then segmented: CUWFST_PRUNE_SORT), then off; each decode prints one "prune split ms" line to stderr (after a warm-up)."""
+python3 scripts/prune_split.py HLG.img shard.npz [utts [FILTER,SORT,BUCKET ...]] -- batches of 32,
+whole-batch path; by default the records' filter on (the rank sort radix, then segmented:
+CUWFST_PRUNE_SORT), then off, each with the bucketing per warp group (CUWFST_PRUNE_BUCKET
+"warp"; "atomic": per record); each decode prints one "prune split ms" line to stderr (after a
+warm-up). E.g. `... 64 on,radix,warp on,radix,atomic on,radix,warp` for the bucketing's A/B."""
 import os
 import sys
 
@@ -12,12 +15,15 @@ g = Graph.load(sys.argv[1])
 d = np.load(sys.argv[2])
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 64
 lp, lens = d["log_probs"][:n], d["lengths"][:n].astype(np.int32)
-for filt, sort in (("on", "radix"), ("on", "segmented"), ("off", "radix")):
+configs = [c.split(",") for c in sys.argv[4:]] or [["on", "radix", "warp"], ["on", "segmented", "warp"],
+                                                    ["off", "radix", "warp"]]
+for filt, sort, bucket in configs:
     os.environ["CUWFST_PRUNE_SORT"] = sort
+    os.environ["CUWFST_PRUNE_BUCKET"] = bucket
     dec = Decoder(g, DecoderOptions(output_beam=8.0), device="cuda", max_lanes=32)
     dec._gpu.lattice_filter, dec._gpu.lattice_chunk = filt, 0
     dec.decode(lp[:32], lens[:32], lattice=True)  # warm-up (growth, capture)
-    print(f"filter {filt}, rank sort {sort}:", file=sys.stderr, flush=True)
+    print(f"filter {filt}, rank sort {sort}, bucketing {bucket}:", file=sys.stderr, flush=True)
     os.environ["CUWFST_PRUNE_SPLIT"] = "1"
     for s in range(0, n, 32):
         dec.decode(lp[s : s + 32], lens[s : s + 32], lattice=True)
