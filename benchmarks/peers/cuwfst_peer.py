@@ -27,9 +27,12 @@ class CuwfstPeer(Peer):
         self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
         self.opts = cuwfst.DecoderOptions(**BEAMS, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
         self.threads = os.cpu_count() or 1
+        # --feed all (every utterance in one call): continuous batching, the next row entering a
+        # lane the moment one finishes (lattice decodes keep padded sub-batches of similar lengths)
+        self.batching = "continuous" if getattr(cfg, "feed", "batch") == "all" else "padded"
         if device == "cuda":
             self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cuda", max_lanes=batch, trim_arcs=trim_arcs,
-                                      closure=closure)
+                                      closure=closure, batching=self.batching)
         else:
             self.dec = cuwfst.Decoder(self.graph_obj, self.opts, device="cpu", num_threads=self.threads)
         self.batch = batch
@@ -50,7 +53,8 @@ class CuwfstPeer(Peer):
             ran = ["scan", "lists", "chain"][self.dec._gpu.main.mem_stats()["closure_lists"]]
             s += f" closure={self.closure} (ran: {ran})"
         if self.device == "cuda":
-            return s + f" max_lanes={self.batch}; log-probs moved to the GPU once before timing"
+            return s + (f" max_lanes={self.batch} batching={self.batching}; log-probs moved to the GPU once before "
+                        "timing")
         return s + f" num_threads={self.threads} (threads over the rows of a batch)"
 
     def decode(self, log_probs, lengths):

@@ -54,6 +54,10 @@ def parse_args(argv=None):
     p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
                    help="cuwfst decoders only: DecoderOptions.blank_skip values, one row each (0: off); the "
                    "results differ from the exact decoder's, so their WER is reported apart")
+    p.add_argument("--feed", choices=["batch", "all"], default="batch",
+                   help="utterances per decode() call of the batched decoders: 'batch' (each call holds --batch "
+                        "utterances, the table's protocol so far) or 'all' (every utterance in one call, decoded with "
+                        "--batch lanes: cuwfst's continuous batching, riva's batching over its channels)")
     p.add_argument("--order", choices=["given", "length"], default="given",
                    help="utterance order before batching: as stored, or longest first (every peer alike)")
     p.add_argument("--md", help="write/replace the peers section of this markdown file")
@@ -76,7 +80,8 @@ def run_entry(name: str, corpus, batch: int, args, blank_skip: float = 0.0) -> R
     if blank_skip:
         name = f"{name} blank_skip={blank_skip:g}"
     row = Row(decoder=name, device=cls.device, graph=kwargs.get("graph", cls.graph),
-              batch=str(batch) if cls.batched else "1 (no batching)")
+              batch=(str(batch) + (" (every utterance in one call)" if args.feed == "all" else ""))
+              if cls.batched else "1 (no batching)")
     n = corpus.num_utts
     if cls.slow and args.cpu_utts:
         n = min(n, args.cpu_utts)
@@ -94,7 +99,7 @@ def run_entry(name: str, corpus, batch: int, args, blank_skip: float = 0.0) -> R
     try:
         with probe:
             peer = cls(corpus, batch, args, **kwargs)
-            feed = batch if cls.batched else getattr(peer, "feed", 1)
+            feed = (n if args.feed == "all" else batch) if cls.batched else getattr(peer, "feed", 1)
             times, passes = time_decodes(peer, log_probs[:n], lengths, feed, args.reps,
                                          torch.cuda.synchronize if torch is not None else None)
             own = peer.own_gpu_bytes()
