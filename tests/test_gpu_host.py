@@ -663,3 +663,32 @@ def test_continuous_rows_become_hypotheses_segment_by_segment(fake_gpu, monkeypa
     assert getattr(fake_gpu, "many_aborts", 0) == 1 and fake_gpu.many_run is None
     monkeypatch.setattr(Decoder, "make_hypotheses", real)
     assert dec.decode(lp, lens) == got
+
+
+def test_host_overlap_runs_in_order_and_reraises():
+    """HostOverlap (a lattice decode's host work beside the next sub-batch's GPU decode): its
+    work runs in submission order, all of it is done when the block ends, and the first error
+    is raised there; an error of the block itself wins once the worker has finished."""
+    import threading
+
+    from cuwfst.decoder.gpu import HostOverlap
+
+    done, main = [], threading.get_ident()
+    with HostOverlap() as host:
+        for i in range(5):
+            host.run(lambda i=i: done.append((i, threading.get_ident() != main)))
+    assert done == [(i, True) for i in range(5)]
+
+    def boom():
+        raise RuntimeError("worker failed")
+
+    later = []
+    with pytest.raises(RuntimeError, match="worker failed"):
+        with HostOverlap() as host:
+            host.run(boom)
+            host.run(lambda: later.append(1))
+    assert later == [1]  # the work after the failing one still ran before the block ended
+    with pytest.raises(KeyError, match="block"):
+        with HostOverlap() as host:
+            host.run(boom)
+            raise KeyError("block")
