@@ -665,6 +665,27 @@ def test_continuous_rows_become_hypotheses_segment_by_segment(fake_gpu, monkeypa
     assert dec.decode(lp, lens) == got
 
 
+@pytest.mark.parametrize("overlap", ["on", "off"])
+def test_lattice_sub_batches_with_host_overlap(fake_gpu, monkeypatch, overlap):
+    """Several lattice sub-batches (3 of at most 2 lanes): each one's host replay, Lattice
+    objects, word times and confidences beside the next one's decode (HostOverlap, "on") or
+    after it ("off"); every row the CPU's either way."""
+    from test_lattice_records import assert_same_lattice
+
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = lp[:5].astype(np.float32)
+    lens = lens[:5].copy()
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    monkeypatch.setenv("CUWFST_LATTICE_OVERLAP", overlap)
+    got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2).decode(x, lens, lattice=True)
+    assert fake_gpu.lattice_calls == 3
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
+                                                                       w.word_confidences), b
+        assert_same_lattice(w.lattice, g.lattice, f"overlap {overlap} row {b}")
+
+
 def test_host_overlap_runs_in_order_and_reraises():
     """HostOverlap (a lattice decode's host work beside the next sub-batch's GPU decode): its
     work runs in submission order, all of it is done when the block ends, and the first error

@@ -747,9 +747,13 @@ class GpuBackend:
             # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work runs
             # while the GPU decodes the next one (HostOverlap); all of it is done before the
             # rescue reads the rows' overflow bits (set before the hand-off) and before return.
-            with HostOverlap() as host:
+            if self.lattice_overlap_on():
+                with HostOverlap() as host:
+                    for rows in batches(range(B), lens, lanes):
+                        self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
+            else:
                 for rows in batches(range(B), lens, lanes):
-                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
             # a winners-log GC round after each (the golden prefix goes to the host), so the
@@ -845,6 +849,16 @@ class GpuBackend:
         v = getattr(self, "lattice_filter", None) or os.environ.get("CUWFST_LATTICE_FILTER", "on") or "on"
         if v not in ("on", "off"):
             raise ValueError(f"lattice_filter must be 'on' or 'off', got {v!r}")
+        return v == "on"
+
+    def lattice_overlap_on(self) -> bool:
+        """Whether a lattice decode of several sub-batches runs each one's host work (Lattice
+        objects, word times and confidences; the host replay) beside the next one's GPU decode
+        (HostOverlap). "on" (the default) or "off", by the attribute `lattice_overlap` or the
+        environment variable CUWFST_LATTICE_OVERLAP. Same results either way."""
+        v = getattr(self, "lattice_overlap", None) or os.environ.get("CUWFST_LATTICE_OVERLAP", "on") or "on"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_overlap must be 'on' or 'off', got {v!r}")
         return v == "on"
 
     def lattice_trim_on(self) -> bool:
