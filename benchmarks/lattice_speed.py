@@ -92,6 +92,12 @@ def main():
     p.add_argument("--trim-ab", action="store_true", help="the lattice trim off, same decoder, same run")
     p.add_argument("--number-ab", action="store_true", help="the host numbering, same decoder, same run")
     p.add_argument("--walker", default="auto", help="the GPU decoder's slot walker (Decoder's walker=)")
+    p.add_argument("--overlap-ab", action="store_true",
+                   help="the sub-batches' host work after each GPU decode instead of beside the next (HostOverlap off)")
+    p.add_argument("--one-call", action="store_true",
+                   help="each pass decodes every utterance in one decode() call (max_lanes = the batch): the lattice "
+                        "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
+                        "the decoder's default batching. Without it: one call a batch, one sub-batch each")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -125,11 +131,14 @@ def main():
     sync = torch.cuda.synchronize
     results = []
     gpu_lats = None
+    tag = " (one call)" if a.one_call else ""
     for B in a.batch:
         dec = Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads, walker=a.walker)
         be = dec._gpu
 
         def run(lattice, dec=dec):
+            if a.one_call:
+                return dec.decode(lp_gpu, lens_all, lattice=lattice)
             out = []
             for s in range(0, n, B):
                 out += dec.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)
@@ -185,6 +194,20 @@ def main():
                   f"{number_ab['ms_per_batch_host_numbering']:.1f} ms per batch (host/device "
                   f"{number_ab['host_over_device']:.3f}); lattices identical on {number_ab['identical_rows']}/{n} rows; "
                   f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
+        overlap_ab = {}
+        if a.overlap_ab:  # the sub-batches' host work after each GPU decode (HostOverlap off), same decoder
+            be.lattice_overlap = "off"
+            try:
+                t_ov, ov_hyps = _median_time(lambda: run(True), a.reps, sync)
+            finally:
+                be.lattice_overlap = None
+            t_on2, _ = _median_time(lambda: run(True), a.reps, sync)
+            nb_ = (n + B - 1) // B
+            overlap_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_ov / nb_ * 1000,
+                              ms_per_batch_on_again=t_on2 / nb_ * 1000, identical_rows=_same_lattices(lat_hyps, ov_hyps))
+            print(f"batch {B}{tag}: host overlap A/B: on {overlap_ab['ms_per_batch_on']:.1f}, off "
+                  f"{overlap_ab['ms_per_batch_off']:.1f}, on again {overlap_ab['ms_per_batch_on_again']:.1f} ms per "
+                  f"batch ({nb_} batches); lattices identical on {overlap_ab['identical_rows']}/{n} rows")
         code_ab = {}
         if a.code_ab:  # the rank keys' arc part as the arc id (CUWFST_PRUNE_CODE=arc), then the default again
             t_arc, arc_hyps, pm_arc = _with_env("CUWFST_PRUNE_CODE", "arc", lambda: (
@@ -300,7 +323,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab, walker=be.walker,
+                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, walker=be.walker, one_call=a.one_call,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),
@@ -314,7 +337,7 @@ def main():
                    mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
         results.append(row)
         print(json.dumps(row))
-        print(f"batch {B}: lattice {row['ms_per_batch_lattice']:.1f} ms vs 1-best {row['ms_per_batch_1best']:.1f} ms "
+        print(f"batch {B}{tag}: lattice {row['ms_per_batch_lattice']:.1f} ms vs 1-best {row['ms_per_batch_1best']:.1f} ms "
               f"per batch (x{row['lattice_over_1best']:.2f}); of a lattice decode: device {row['device_ms_per_batch']:.1f}"
               f" ms (search + records + readback), host replay and pruning {row['host_ms_per_batch']:.1f} ms, word "
               f"times and confidences {row['attach_ms_per_batch']:.1f} ms; {row['lattice_arcs_per_frame']:.1f} "

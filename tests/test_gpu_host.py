@@ -663,3 +663,53 @@ def test_continuous_rows_become_hypotheses_segment_by_segment(fake_gpu, monkeypa
     assert getattr(fake_gpu, "many_aborts", 0) == 1 and fake_gpu.many_run is None
     monkeypatch.setattr(Decoder, "make_hypotheses", real)
     assert dec.decode(lp, lens) == got
+
+
+@pytest.mark.parametrize("overlap", ["on", "off"])
+def test_lattice_sub_batches_with_host_overlap(fake_gpu, monkeypatch, overlap):
+    """Several lattice sub-batches (3 of at most 2 lanes): each one's host replay, Lattice
+    objects, word times and confidences beside the next one's decode (HostOverlap, "on") or
+    after it ("off"); every row the CPU's either way."""
+    from test_lattice_records import assert_same_lattice
+
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = lp[:5].astype(np.float32)
+    lens = lens[:5].copy()
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    monkeypatch.setenv("CUWFST_LATTICE_OVERLAP", overlap)
+    got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2).decode(x, lens, lattice=True)
+    assert fake_gpu.lattice_calls == 3
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
+                                                                       w.word_confidences), b
+        assert_same_lattice(w.lattice, g.lattice, f"overlap {overlap} row {b}")
+
+
+def test_host_overlap_runs_in_order_and_reraises():
+    """HostOverlap (a lattice decode's host work beside the next sub-batch's GPU decode): its
+    work runs in submission order, all of it is done when the block ends, and the first error
+    is raised there; an error of the block itself wins once the worker has finished."""
+    import threading
+
+    from cuwfst.decoder.gpu import HostOverlap
+
+    done, main = [], threading.get_ident()
+    with HostOverlap() as host:
+        for i in range(5):
+            host.run(lambda i=i: done.append((i, threading.get_ident() != main)))
+    assert done == [(i, True) for i in range(5)]
+
+    def boom():
+        raise RuntimeError("worker failed")
+
+    later = []
+    with pytest.raises(RuntimeError, match="worker failed"):
+        with HostOverlap() as host:
+            host.run(boom)
+            host.run(lambda: later.append(1))
+    assert later == [1]  # the work after the failing one still ran before the block ended
+    with pytest.raises(KeyError, match="block"):
+        with HostOverlap() as host:
+            host.run(boom)
+            raise KeyError("block")

@@ -19,6 +19,41 @@ from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gp
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
+
+
+class HostOverlap:
+    """A lattice decode's host work (Lattice objects, word times and confidences; the host
+    replay) of one sub-batch, run on one worker thread while the calling thread decodes the
+    next sub-batch on the GPU: the native calls on both sides release the GIL. In submission
+    order; leaving the block waits for all of it, and re-raises the first error (an error of
+    the block itself wins, after the worker has finished)."""
+
+    def __init__(self):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-lattice-host")
+        self._futures = []
+
+    def run(self, fn) -> None:
+        self._futures.append(self._pool.submit(fn))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, err, tb):
+        self._pool.shutdown(wait=True)
+        if kind is None:
+            for f in self._futures:
+                f.result()  # the first error, if any
+        return False
+
+
+def _host_run(host: HostOverlap | None, fn) -> None:
+    """fn() now (host None) or on the overlap's worker."""
+    if host is None:
+        fn()
+    else:
+        host.run(fn)
 # Steps per run of a bounded GPU lattice decode (CUWFST_LATTICE_CHUNK; 0: one run): a CUDA-graph
 # step bucket (a multiple of 32), so non-last runs replay; any value is exact.
 LATTICE_CHUNK_DEFAULT = 64
@@ -709,9 +744,16 @@ class GpuBackend:
         lanes = self.main.max_lanes
         if lattice:
             # padded sub-batches of whole-row decodes: continuous batching and the gc_interval
-            # segments (gpu_decode_many) have no lattice stage
-            for rows in batches(range(B), lens, lanes):
-                self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
+            # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work runs
+            # while the GPU decodes the next one (HostOverlap); all of it is done before the
+            # rescue reads the rows' overflow bits (set before the hand-off) and before return.
+            if self.lattice_overlap_on():
+                with HostOverlap() as host:
+                    for rows in batches(range(B), lens, lanes):
+                        self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
+            else:
+                for rows in batches(range(B), lens, lanes):
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
             # a winners-log GC round after each (the golden prefix goes to the host), so the
@@ -752,7 +794,9 @@ class GpuBackend:
     def _long_form(self, lens: np.ndarray) -> bool:
         return self.gc_interval > 0 and int(np.max(lens, initial=0)) > self.gc_interval
 
-    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False):
+    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None):
+        """One sub-batch through `inst`: the hypotheses of `rows` into hyps; with lattice, their
+        lattices, word times and confidences too, now or (host: a HostOverlap) on its worker."""
         rows = np.asarray(list(rows), np.int64)
         sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
         if lattice and self.lattice_prune_on_gpu(inst):
@@ -766,13 +810,17 @@ class GpuBackend:
                                                        trim=self.lattice_trim_on())
             self._collect(hyps, rows.tolist(), res, frontend)
             keep = [i for i, r in enumerate(lat_rows) if r is not None]
-            lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
-            attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
+
+            def attach():
+                lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
+                attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
+
+            _host_run(host, attach)
             return
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)
             self._collect(hyps, rows.tolist(), res, frontend)
-            self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
+            _host_run(host, lambda: self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend))
             return
         if self._long_form(sub_lens):
             res = inst.decode_many(sub, sub_lens, stream, online, self.gc_interval, gc=True)
@@ -801,6 +849,16 @@ class GpuBackend:
         v = getattr(self, "lattice_filter", None) or os.environ.get("CUWFST_LATTICE_FILTER", "on") or "on"
         if v not in ("on", "off"):
             raise ValueError(f"lattice_filter must be 'on' or 'off', got {v!r}")
+        return v == "on"
+
+    def lattice_overlap_on(self) -> bool:
+        """Whether a lattice decode of several sub-batches runs each one's host work (Lattice
+        objects, word times and confidences; the host replay) beside the next one's GPU decode
+        (HostOverlap). "on" (the default) or "off", by the attribute `lattice_overlap` or the
+        environment variable CUWFST_LATTICE_OVERLAP. Same results either way."""
+        v = getattr(self, "lattice_overlap", None) or os.environ.get("CUWFST_LATTICE_OVERLAP", "on") or "on"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_overlap must be 'on' or 'off', got {v!r}")
         return v == "on"
 
     def lattice_trim_on(self) -> bool:
