@@ -816,7 +816,10 @@ def _filtered(graph, opts, lp, lens, filt, pad=0.0, chunk=0, trim="on", **kw):
     dec._gpu._lattice_filter_pad = pad
     dec._gpu.lattice_chunk = chunk  # 0: the whole batch; else bounded runs of `chunk` steps
     out = dec.decode(lp, lens, lattice=True)
-    return out, dec._gpu.main.mem_stats()
+    st = dec._gpu.main.mem_stats()
+    if dec._gpu._rescue is not None:  # the rescued rows' pruning ran in the rescue instance
+        st["rescue"] = dec._gpu._rescue.mem_stats()
+    return out, st
 
 
 def _wide_case(seed):
@@ -1022,11 +1025,30 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 
 # ------------------------------------------------------------ the pruning's rank sort
 # PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states)
-# with one device-wide radix sort of (lane, key) (the default), or with a segmented sort by
-# lane (CUWFST_PRUNE_SORT=segmented, the path before). The keys' arc part is the arc's place among
+# by a block radix sort in shared memory, one CTA a lane (PrBlockRankKernel, the default where
+# every lane of the time holds at most 4,096 tokens; the radix sort for the others), with one
+# device-wide radix sort of
+# (lane, key) for every time (CUWFST_PRUNE_SORT=radix), or with a segmented sort by lane
+# (CUWFST_PRUNE_SORT=segmented, the path before). The keys' arc part is the arc's place among
 # its source state's arcs (PrKeyCode, fewer bits: fewer radix passes), or the arc id itself
 # (CUWFST_PRUNE_CODE=arc, the keys before).
-PRUNE_SORTS = [("radix", "place"), ("radix", "arc"), ("segmented", "place")]
+PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix", "arc"), ("segmented", "place")]
+
+
+def _check_rank_paths(sort, st, large):
+    """The times each rank path took: the block path ranks every time unless a lane-time
+    passes 4,096 tokens (large: a row's frontier did; those times by a sort); radix and
+    segmented never use it."""
+    both = [st] + ([st["rescue"]] if "rescue" in st else [])  # main and rescue instances
+    block = sum(x["prune_block_times"] for x in both)
+    sorted_ = sum(x["prune_sort_times"] for x in both)
+    if sort == "block":
+        assert block > 0, st
+        assert (sorted_ > 0) == large, (block, sorted_)
+    else:
+        assert block == 0 and sorted_ > 0, (block, sorted_)
+
+
 def _large_frontier_case(seed, max_active):
     """Flat rows over a 12,000-state graph with a wide beam: lane-times past 4,096 tokens."""
     rng = np.random.default_rng(seed)
@@ -1041,7 +1063,8 @@ def _large_frontier_case(seed, max_active):
 @pytest.mark.parametrize("case", range(10))
 def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
     """Lane-times from a few tokens to past 4,096 and batches of 1 to 6 lanes, rescued rows
-    among them in the last cases: the CPU's lattices with either sort."""
+    among them in the last cases: the CPU's lattices with every rank path (the block path's
+    times beside the radix sort's in the last cases)."""
     if case < 8:
         graph, lp, lens, opts = _wide_case(100 + case)
     else:
@@ -1052,8 +1075,9 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
     for sort, code in PRUNE_SORTS:
         monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
         monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
-        got, _ = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
+        got, st = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
         compare(cpu, got, f"rank sort {sort} code {code}, case {case}")
+        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 4096)
 
 
 @pytest.mark.parametrize("case", range(6))
@@ -1087,4 +1111,5 @@ def test_prune_rank_sort_bounded_runs(case, monkeypatch):
         monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
         compare(cpu, got, f"bounded rank sort {sort} code {code}, case {case}")
+        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 4096)
         assert st["lattice_runs"] > 1 or int(lens.max()) + 1 <= chunk

@@ -1397,6 +1397,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[52] = gc_live_total_;
   out[53] = lat_filter_reruns_;
   out[54] = lat_filter_dropped_;
+  out[55] = prune_block_times_;
+  out[56] = prune_sort_times_;
 }
 
 }  // namespace cuwfst

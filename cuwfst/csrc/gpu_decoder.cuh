@@ -370,7 +370,9 @@ class GpuDecoder {
   // continuous batching's refill runs in RefillKernel, 0 in FinalizeKernel (refill_kernel).
   // [51] of [41], the GC rounds' time until GcMarkKernel's results are read (the mark and
   // convergence walks), [52] the live entries the rounds kept, summed over rounds.
-  static constexpr int kMemStats = 55;
+  // [55] / [56]: the GPU lattice pruning's times ranked by PrBlockRankKernel / by a sort (a lane
+  // past its cap, or CUWFST_PRUNE_SORT=radix / segmented), all decodes.
+  static constexpr int kMemStats = 57;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -599,6 +601,8 @@ class GpuDecoder {
                                        // or the lattice trim's)
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
                                        // (of the arcs walked: the lattice trim's are not counted)
+  int64_t prune_block_times_ = 0;      // MemStats [55]: times the pruning ranked by counting (PrBlockRankKernel)
+  int64_t prune_sort_times_ = 0;       // MemStats [56]: times it ranked by a radix or segmented sort
   DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
   PinnedBuffer h_lat_;                  // the last lattice decode's records (LatRecord)
   int64_t h_lat_n_ = 0;                 // records in h_lat_

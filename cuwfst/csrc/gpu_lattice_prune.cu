@@ -22,6 +22,7 @@
 // array for array.
 #include "gpu_decoder.cuh"
 
+#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
@@ -199,6 +200,47 @@ __global__ void PrLaneKeys(int32_t B, int64_t base, const int32_t* seg, const un
 __global__ void PrIota(int32_t* v, int64_t base, int32_t m) {
   for (int32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < m; j += gridDim.x * blockDim.x)
     v[j] = static_cast<int32_t>(base + j);
+}
+
+// The rank of each time in shared memory, one CTA a lane (PrRankSort's block path, the default
+// where every lane of the time holds at most kPrBlockRankCap tokens): the lane's keys, clamped
+// as PrLaneKeys clamps them, each packed with its index as clamped << kPrRankIdxBits | index
+// (distinct, so no order depends on the sort's stability), sorted by cub::BlockRadixSort; the
+// token of sorted place p gets rank p. That is the radix path's order exactly: it sorts the same
+// clamped keys stably, its values in index order. One launch a time instead of PrLaneKeys', the
+// device-wide sort's and PrRankKernel's. Padding (places past the lane's tokens) sorts last:
+// (mask + 1) << kPrRankIdxBits is above every packed key. Two sizes: kThreads x kItems slots.
+constexpr int kPrBlockRankCap = 4096;
+constexpr int kPrRankIdxBits = 12;  // 2^12 = kPrBlockRankCap
+static_assert((1 << kPrRankIdxBits) == kPrBlockRankCap, "the index bits hold a lane's places");
+template <int kThreads, int kItems>
+__global__ void __launch_bounds__(kThreads)
+PrBlockRankKernel(int64_t base, const int32_t* seg, const unsigned long long* key, int32_t* rank, int32_t shift) {
+  static_assert(kThreads * kItems <= kPrBlockRankCap, "a lane's places fit the index bits");
+  using Sort = cub::BlockRadixSort<unsigned long long, kThreads, kItems, cub::NullType, 5>;
+  __shared__ typename Sort::TempStorage temp;
+  const int32_t b = blockIdx.x;
+  const int32_t s0 = seg[b], n = seg[b + 1] - s0;
+  if (n <= 0 || n > kThreads * kItems) return;  // (the host sends no lane past the size)
+  const unsigned long long mask = (1ull << shift) - 1ull;
+  const unsigned long long pad = (mask + 1ull) << kPrRankIdxBits;
+  unsigned long long k[kItems];
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t i = j * kThreads + static_cast<int32_t>(threadIdx.x);  // striped loads: the index is in the key
+    if (i < n) {
+      const unsigned long long v = key[base + s0 + i];
+      k[j] = ((v < mask ? v : mask) << kPrRankIdxBits) | static_cast<unsigned long long>(i);
+    } else {
+      k[j] = pad;
+    }
+  }
+  Sort(temp).Sort(k, 0, shift + 1 + kPrRankIdxBits);  // blocked out: thread t holds places t * kItems + j
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t p = static_cast<int32_t>(threadIdx.x) * kItems + j;
+    if (p < n) rank[base + s0 + static_cast<int64_t>(k[j] & (kPrBlockRankCap - 1))] = p;
+  }
 }
 
 // rank[token] = its position within its lane's segment of the sorted keys.
@@ -435,14 +477,18 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// The rank sort of each time, for PruneLattice and IncPass alike: one device-wide radix sort
-// of (lane, key) (the default), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented; cub
-// sorts each of B < 300 segments in one block, ~300 us for the full tier's largest times).
+// The rank sort of each time, for PruneLattice and IncPass alike: by counting, one CTA a lane
+// (PrBlockRankKernel; the default, for the times whose lanes hold at most kPrBlockRankCap
+// tokens each), else one device-wide radix sort of (lane, key) (CUWFST_PRUNE_SORT=radix: every
+// time), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented: every time; cub sorts each
+// of B < 300 segments in one block, ~300 us for the full tier's largest times). The three give
+// the same ranks.
 // Keys: rank << code_bits | code (PrKeyCode) with rank below `rank_most` (the most tokens of a
 // time whose ranks the keys carry), so the first key_bits bits hold them. MakeRankSort plans it and gives it
 // its buffers; then Run it each time.
 struct PrRankSort {
   bool radix = true;
+  bool block = true;  // PrBlockRankKernel for the times whose lanes fit it
   int32_t key_bits = 33, lane_bits = 0;
   unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
   int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
@@ -459,6 +505,8 @@ struct PrRankSort {
     while ((1 << lane_bits) < B) ++lane_bits;
     const char* env = std::getenv("CUWFST_PRUNE_SORT");
     radix = !(env && std::strcmp(env, "segmented") == 0) && key_bits + lane_bits < 64;
+    block = !(env && (std::strcmp(env, "radix") == 0 || std::strcmp(env, "segmented") == 0)) &&
+            key_bits + 1 + kPrRankIdxBits <= 64;
   }
   // the temporary bytes the sort needs for up to max_m keys (size queries: nothing runs)
   size_t TempBytes(int64_t max_m, int32_t B, const unsigned long long* key, const int32_t* seg, cudaStream_t s) const {
@@ -474,8 +522,17 @@ struct PrRankSort {
   }
   // A time's m tokens from global index `base`, its lanes' segments sr[0 .. B] relative to
   // base (`most`: the largest): rank[token] = its place in its lane's order of `key`.
-  void Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
+  // Returns whether the block path ranked the time.
+  bool Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
            const unsigned long long* key, int32_t* rank) const {
+    if (block && most <= 1024) {
+      PrBlockRankKernel<256, 4><<<B, 256, 0, s>>>(base, sr, key, rank, key_bits);
+      return true;
+    }
+    if (block && most <= kPrBlockRankCap) {
+      PrBlockRankKernel<512, 8><<<B, 512, 0, s>>>(base, sr, key, rank, key_bits);
+      return true;
+    }
     size_t tb = temp_bytes;
     if (radix) {
       PrLaneKeys<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(B, base, sr, key, ck, s_vals_in, key_bits);
@@ -487,6 +544,7 @@ struct PrRankSort {
                                                       sr + 1, s));
     }
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
+    return false;
   }
 };
 
@@ -859,7 +917,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     for (int32_t b = 0; b < B; ++b)
       most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
                                                           tok_off[static_cast<int64_t>(t + 1) * B + b]));
-    sorter.Run(s, B, base, m, most, sr, key, rank);
+    (sorter.Run(s, B, base, m, most, sr, key, rank) ? prune_block_times_ : prune_sort_times_) += 1;
   }
   CUWFST_CUDA(cudaGetLastError());
   mark(&m2);
@@ -1275,7 +1333,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
     int32_t most = 0;
     for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
-    sorter.Run(s, B, base, m, most, sr, key, rank1);
+    (sorter.Run(s, B, base, m, most, sr, key, rank1) ? prune_block_times_ : prune_sort_times_) += 1;
   }
   CUWFST_CUDA(cudaGetLastError());
 

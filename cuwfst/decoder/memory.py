@@ -49,6 +49,8 @@ Every figure is in bytes unless its name says entries. On the GPU:
              output-beam pruning's work buffers, gpu_lattice_prune.cu, kept at their high
              water, about 21 bytes per record of a batch and 25 per token, plus a quarter;
              its pinned readback of the kept states and arcs is in `pinned`)
+  prune_block_times / prune_sort_times   the times the GPU lattice pruning ranked in shared
+             memory, one CTA a lane (lanes of at most 4,096 tokens), or by a device-wide sort
   instances  the same figures per native instance (main; rescue once built)
 """
 
@@ -69,7 +71,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "lattice_live_records", "lattice_runs", "arena_grow_us", "arena_ahead_grows", "arena_ahead_us",
              "gc_us", "lattice_grows", "lattice_capacity", "trims_arcs", "slots", "refills", "pdl",
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
-             "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped")
+             "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
+             "prune_sort_times")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
