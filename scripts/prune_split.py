@@ -1,6 +1,7 @@
 """The GPU lattice pruning's device passes phase by phase (gpu_lattice_prune.cu, CUWFST_PRUNE_SPLIT):
 python3 scripts/prune_split.py HLG.img shard.npz [utts [FILTER,SORT,BUCKET ...]] -- batches of 32,
-whole-batch path; by default the records' filter on (the rank sort radix, then segmented:
+whole-batch path; by default the records' filter on (the rank sort radix, then segmented; "block":
+the default, in shared memory where a time's lanes fit, else radix:
 CUWFST_PRUNE_SORT), then off, each with the bucketing per warp group (CUWFST_PRUNE_BUCKET
 "warp"; "atomic": per record); each decode prints one "prune split ms" line to stderr (after a
 warm-up). E.g. `... 64 on,radix,warp on,radix,atomic on,radix,warp` for the bucketing's A/B."""
@@ -28,4 +29,7 @@ for filt, sort, bucket in configs:
     for s in range(0, n, 32):
         dec.decode(lp[s : s + 32], lens[s : s + 32], lattice=True)
     del os.environ["CUWFST_PRUNE_SPLIT"]
+    st = dec._gpu.main.mem_stats()  # every decode above, the warm-up's included
+    print(f"ranked times: in shared memory {st['prune_block_times']}, by a device-wide sort {st['prune_sort_times']}",
+          file=sys.stderr, flush=True)
     del dec
