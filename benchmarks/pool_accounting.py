@@ -56,15 +56,20 @@ def _init(graph_path, lp_path, opts):
     _G["lp"] = {"log_probs": d["log_probs"], "lengths": d["lengths"]}
 
 
+def step_sizes(dec, log_probs, length: int) -> np.ndarray:
+    """One row's per-step sizes from the CPU decoder `dec` (a cuwfst.Decoder on the CPU, its
+    options): [length + 1, 8] (ref_decode_step_sizes; collect's docstring names the columns)."""
+    ref, o = dec._ref, dec.options
+    out = np.zeros((int(length) + 1, 8), np.int64)
+    ref.mod.ref_decode_step_sizes(ref.handle, np.ascontiguousarray(log_probs, np.float32), int(length),
+                                  o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
+                                  o.allow_partial, 0, out)
+    return out
+
+
 def _sizes(i):
     d = _G["lp"]
-    ref, o = _G["dec"]._ref, _G["dec"].options
-    L = int(d["lengths"][i])
-    lp = np.ascontiguousarray(d["log_probs"][i], np.float32)
-    out = np.zeros((L + 1, 8), np.int64)
-    ref.mod.ref_decode_step_sizes(ref.handle, lp, L, o.search_beam, o.output_beam, o.min_active_states,
-                                  o.max_active_states, o.allow_partial, 0, out)
-    return i, out
+    return i, step_sizes(_G["dec"], d["log_probs"][i], int(d["lengths"][i]))
 
 
 def collect(graph, lp_path, utts, max_s, workers):

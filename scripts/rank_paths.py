@@ -6,25 +6,21 @@ ref_decode_step_sizes' first column), for the block rank's sizes C. The H200 run
 counted 739 times in shared memory over prune_split's warm-up and two batches: this script's
 254 + 254 + 231 at C = 4,096."""
 import sys
+from pathlib import Path
 
 import numpy as np
 
-from cuwfst import Decoder, DecoderOptions, Graph
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository: benchmarks
+from benchmarks.pool_accounting import step_sizes  # noqa: E402
+from cuwfst import Decoder, DecoderOptions, Graph  # noqa: E402
 
 g = Graph.load(sys.argv[1])
 d = np.load(sys.argv[2])
 n = int(sys.argv[3]) if len(sys.argv) > 3 else 64
 B = int(sys.argv[4]) if len(sys.argv) > 4 else 32
 lp, lens = d["log_probs"][:n], d["lengths"][:n].astype(np.int32)
-opts = DecoderOptions(output_beam=8.0)
-ref = Decoder(g, opts)._ref
-rows = []
-for b, T in enumerate(lens):
-    out = np.zeros((int(T) + 1, 8), np.int64)
-    ref.mod.ref_decode_step_sizes(ref.handle, np.ascontiguousarray(lp[b], np.float32), int(T), opts.search_beam,
-                                  opts.output_beam, opts.min_active_states, opts.max_active_states,
-                                  opts.allow_partial, 0, out)
-    rows.append(out[:, 0])
+dec = Decoder(g, DecoderOptions(output_beam=8.0))
+rows = [step_sizes(dec, lp[b], T)[:, 0] for b, T in enumerate(lens)]
 caps = (1024, 4096, 8192, 16384, 32768)
 for s in range(0, n, B):
     batch = rows[s : s + B]

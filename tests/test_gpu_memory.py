@@ -420,15 +420,10 @@ def _cpu_step_sizes(graph, opts, lp, lens):
     """Each row's per-step sizes on the CPU (ref_decode_step_sizes): {frontier, slots, claims,
     admitted, admissible against L - beam, token slots against L - beam and against the cutoff,
     the bins bound} per step, the final step last."""
-    ref = Decoder(graph, opts)._ref
-    rows = []
-    for b, n in enumerate(lens):
-        out = np.zeros((int(n) + 1, 8), np.int64)
-        ref.mod.ref_decode_step_sizes(ref.handle, np.ascontiguousarray(lp[b], np.float32), int(n), opts.search_beam,
-                                      opts.output_beam, opts.min_active_states, opts.max_active_states,
-                                      opts.allow_partial, 0, out)
-        rows.append(out)
-    return rows
+    from benchmarks.pool_accounting import step_sizes
+
+    dec = Decoder(graph, opts)
+    return [step_sizes(dec, lp[b], n) for b, n in enumerate(lens)]
 
 
 def _ask_peaks(rows, rule, inst):
