@@ -3,6 +3,7 @@ decoder instances, input checks, sub-batching and overflow rescue (decoder/rescu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -747,13 +748,10 @@ class GpuBackend:
             # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work runs
             # while the GPU decodes the next one (HostOverlap); all of it is done before the
             # rescue reads the rows' overflow bits (set before the hand-off) and before return.
-            if self.lattice_overlap_on():
-                with HostOverlap() as host:
-                    for rows in batches(range(B), lens, lanes):
-                        self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
-            else:
+            # (overlap off: a null context, host None, each sub-batch's host work at once)
+            with HostOverlap() if self.lattice_overlap_on() else contextlib.nullcontext() as host:
                 for rows in batches(range(B), lens, lanes):
-                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice)
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
             # a winners-log GC round after each (the golden prefix goes to the host), so the
