@@ -477,7 +477,7 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// The rank sort of each time, for PruneLattice and IncPass alike: by counting, one CTA a lane
+// The rank sort of each time, for PruneLattice and IncPass alike: in shared memory, one CTA a lane
 // (PrBlockRankKernel; the default, for the times whose lanes hold at most kPrBlockRankCap
 // tokens each), else one device-wide radix sort of (lane, key) (CUWFST_PRUNE_SORT=radix: every
 // time), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented: every time; cub sorts each
