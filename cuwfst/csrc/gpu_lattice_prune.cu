@@ -85,6 +85,30 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
   return cur < 0 ? -1 : first + __popc(peers & ((1u << me) - 1u));
 }
 
+// One record into its bucket's place (PrBucketKernel, IncBucketKernel): tokens as global
+// indices; a record whose tokens or arc are out of range, or whose row is skipped, is kept as
+// kPrInvalid (the passes ignore it). Past the bucket's end (never for consistent counts) it is
+// dropped.
+__device__ __forceinline__ void PlaceRecord(const DeviceGraph& g, const LatRecord& r, const LatRecordExt& e,
+                                            int64_t bucket, int32_t place, int32_t B, bool skipped,
+                                            const int64_t* rec_off, const int64_t* tok_off, int32_t* p_src,
+                                            int32_t* p_dst, int32_t* p_code, float* p_ac, float* p_score,
+                                            uint8_t* p_flags) {
+  const int64_t pos = rec_off[bucket] + place;
+  if (pos >= rec_off[bucket + 1]) return;
+  const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
+  const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
+  const int32_t a = r.arc & ~kRedirectArcBit;
+  const bool ok = !skipped && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
+                  a < g.num_arcs;
+  p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
+  p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
+  p_code[pos] = r.arc;
+  p_ac[pos] = r.acoustic;
+  p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
+  p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+}
+
 // Records into buckets (t, lane), t-major, with tokens as global indices. (The loop is
 // warp-uniform for WarpBucketPlace: blockDim.x is a multiple of 32.)
 __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
@@ -104,20 +128,8 @@ __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRec
     }
     const int32_t place = WarpBucketPlace(rec_cur, bucket, per_warp);
     if (place < 0) continue;
-    const int32_t lane = r.lane;
-    const int64_t pos = rec_off[bucket] + place;
-    if (pos >= rec_off[bucket + 1]) continue;
-    const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
-    const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
-    const int32_t a = r.arc & ~kRedirectArcBit;
-    const bool ok = !skip[lane] && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd &&
-                    r.arc >= 0 && a < g.num_arcs;
-    p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
-    p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
-    p_code[pos] = r.arc;
-    p_ac[pos] = r.acoustic;
-    p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
-    p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+    PlaceRecord(g, r, e, bucket, place, B, skip[r.lane] != 0, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score,
+                p_flags);
   }
 }
 
@@ -376,19 +388,7 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
     const int32_t place =
         WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B, per_warp);
     if (place < 0) continue;
-    const int64_t pos = rec_off[bucket] + place;
-    if (pos >= rec_off[bucket + 1]) continue;
-    const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
-    const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
-    const int32_t a = r.arc & ~kRedirectArcBit;
-    const bool ok = e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
-                    a < g.num_arcs;
-    p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
-    p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
-    p_code[pos] = r.arc;
-    p_ac[pos] = r.acoustic;
-    p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
-    p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+    PlaceRecord(g, r, e, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score, p_flags);
   }
 }
 
