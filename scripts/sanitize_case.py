@@ -5,7 +5,8 @@ compute-sanitizer --tool memcheck python3 scripts/sanitize_case.py [N] [--eps]
 closure kernels run; otherwise epsilon-free CTC graphs. --lanes adds continuous batching
 and streams with a tiny arena (GC rounds and arena growth). --lattice adds GPU-pruned lattice
 decodes (the records' filter on and off, whole and in 16-step runs, a guard re-run) compared
-with the CPU's lattices. --eps-blocks=N gives the
+with the CPU's lattices; --lattice-wide one wide lattice decode whose lanes reach ~11,900 tokens
+a time (every size of the pruning's block rank). --eps-blocks=N gives the
 closure's expand kernels N CTAs (default: auto), e.g. 1 to shrink a racecheck run."""
 
 import sys
@@ -70,5 +71,18 @@ for seed in range(int(args[0]) if args else 6):
                 same = c.lattice.num_states == h.lattice.num_states and all(
                     np.array_equal(getattr(c.lattice, f), getattr(h.lattice, f)) for f in ("src", "dst", "frame", "graph_arc", "score"))
                 bad += int(not same)
+if "--lattice-wide" in sys.argv:
+    # lanes of up to ~11,900 tokens a time: the pruning's block rank in all three sizes (up to
+    # 1,024, 4,096 and 8,192 tokens a lane) and the device sort for the larger times
+    rng = np.random.default_rng(6308)
+    gw = random_ctc_graph(rng, 12000, 40, 8, 0.3)
+    lpw = random_log_probs(rng, 2, 10, 40, peaky=False)
+    lensw = np.array([10, 8], np.int32)
+    ow = DecoderOptions(search_beam=1000.0, output_beam=2.0, min_active_states=1, max_active_states=400)
+    want = Decoder(gw, ow).decode(lpw, lensw, lattice=True)
+    got = Decoder(gw, ow, device="cuda", max_lanes=2, **kw).decode(lpw, lensw, lattice=True)
+    for c, h in zip(want, got):
+        bad += int(not (c.lattice.num_states == h.lattice.num_states and all(
+            np.array_equal(getattr(c.lattice, f), getattr(h.lattice, f)) for f in ("src", "dst", "frame", "graph_arc", "score"))))
 print(f"sanitize case done ({'epsilon' if eps else 'epsilon-free'} graphs{', lanes' if '--lanes' in sys.argv else ''}{', lattices' if '--lattice' in sys.argv else ''}): "
       f"{bad} score mismatches")

@@ -1026,7 +1026,7 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 # ------------------------------------------------------------ the pruning's rank sort
 # PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states)
 # by a block radix sort in shared memory, one CTA a lane (PrBlockRankKernel, the default where
-# every lane of the time holds at most 4,096 tokens; the radix sort for the others), with one
+# every lane of the time holds at most 8,192 tokens; the radix sort for the others), with one
 # device-wide radix sort of
 # (lane, key) for every time (CUWFST_PRUNE_SORT=radix), or with a segmented sort by lane
 # (CUWFST_PRUNE_SORT=segmented, the path before). The keys' arc part is the arc's place among
@@ -1037,7 +1037,7 @@ PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix
 
 def _check_rank_paths(sort, st, large):
     """The times each rank path took: the block path ranks every time unless a lane-time
-    passes 4,096 tokens (large: a row's frontier did; those times by a sort); radix and
+    passes 8,192 tokens (large: a row's frontier did; those times by a sort); radix and
     segmented never use it."""
     both = [st] + ([st["rescue"]] if "rescue" in st else [])  # main and rescue instances
     block = sum(x["prune_block_times"] for x in both)
@@ -1050,7 +1050,7 @@ def _check_rank_paths(sort, st, large):
 
 
 def _large_frontier_case(seed, max_active):
-    """Flat rows over a 12,000-state graph with a wide beam: lane-times past 4,096 tokens."""
+    """Flat rows over a 12,000-state graph with a wide beam: lane-times past 8,192 tokens (11,8xx)."""
     rng = np.random.default_rng(seed)
     V = 40
     graph = random_ctc_graph(rng, 12000, V, 8, 0.3)
@@ -1062,22 +1062,23 @@ def _large_frontier_case(seed, max_active):
 
 @pytest.mark.parametrize("case", range(10))
 def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
-    """Lane-times from a few tokens to past 4,096 and batches of 1 to 6 lanes, rescued rows
+    """Lane-times from a few tokens to past 8,192 and batches of 1 to 6 lanes, rescued rows
     among them in the last cases: the CPU's lattices with every rank path (the block path's
-    times beside the radix sort's in the last cases)."""
+    three sizes and the radix sort's times in the last cases: their times' largest lanes run
+    1 ... 6,198 ... 11,855 tokens)."""
     if case < 8:
         graph, lp, lens, opts = _wide_case(100 + case)
     else:
         graph, lp, lens, opts = _large_frontier_case(6300 + case, 400 if case == 8 else 3000)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     if case >= 8:
-        assert max(h.max_frontier for h in cpu) > 4096, "a lane-time past 4,096 tokens"
+        assert max(h.max_frontier for h in cpu) > 8192, "a lane-time past 8,192 tokens: the sort path too"
     for sort, code in PRUNE_SORTS:
         monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
         monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         got, st = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
         compare(cpu, got, f"rank sort {sort} code {code}, case {case}")
-        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 4096)
+        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 8192)
 
 
 @pytest.mark.parametrize("case", range(6))
@@ -1111,5 +1112,5 @@ def test_prune_rank_sort_bounded_runs(case, monkeypatch):
         monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
         compare(cpu, got, f"bounded rank sort {sort} code {code}, case {case}")
-        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 4096)
+        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 8192)
         assert st["lattice_runs"] > 1 or int(lens.max()) + 1 <= chunk

@@ -707,20 +707,37 @@ void GpuDecoder::Timed(int kind, F&& launch) {
   pending_.push_back({kind, {a, b}});
 }
 
+// A step kernel's launch: cooperative or not, with programmatic dependent launch where `pdl`
+// asks for it, the device has it (pdl_) and no profiling records an event around each launch
+// (then no kernel directly precedes this one).
 template <typename... KernelArgs, typename... Args>
-void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
+void GpuDecoder::LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
+                            Args&&... args) {
+  cudaLaunchAttribute attr[2];
+  unsigned n = 0;
+  if (cooperative) {
+    attr[n].id = cudaLaunchAttributeCooperative;
+    attr[n].val.cooperative = 1;
+    ++n;
+  }
+  if (pdl && pdl_ && !profiling_) {
+    attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n].val.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
   c.blockDim = block;
   c.dynamicSmemBytes = 0;
   c.stream = stream_;
   c.attrs = attr;
-  // (profiling records an event around each launch: no kernel directly precedes this one)
-  c.numAttrs = pdl_ && !profiling_ ? 1 : 0;
+  c.numAttrs = n;
   CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
+}
+
+template <typename... KernelArgs, typename... Args>
+void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
+  LaunchWith(false, true, kernel, grid, block, std::forward<Args>(args)...);
 }
 
 // A cooperative launch (CoopWalkKernel: its grid syncs); under walker kWalkWarpCoopPdl with
@@ -730,19 +747,7 @@ void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block
 // after it starts only once every CTA of this grid has passed StepKernelEntry, i.e. is resident.
 template <typename... KernelArgs, typename... Args>
 void GpuDecoder::LaunchCoop(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
-  cudaLaunchAttribute attr[2];
-  attr[0].id = cudaLaunchAttributeCooperative;
-  attr[0].val.cooperative = 1;
-  cudaLaunchConfig_t c = {};
-  c.gridDim = grid;
-  c.blockDim = block;
-  c.dynamicSmemBytes = 0;
-  c.stream = stream_;
-  c.attrs = attr;
-  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[1].val.programmaticStreamSerializationAllowed = 1;
-  c.numAttrs = coop_pdl_ && pdl_ && !profiling_ ? 2 : 1;
-  CUWFST_CUDA(cudaLaunchKernelEx(&c, kernel, std::forward<Args>(args)...));
+  LaunchWith(true, coop_pdl_, kernel, grid, block, std::forward<Args>(args)...);
 }
 
 void GpuDecoder::CollectProfile() {

@@ -562,6 +562,9 @@ class GpuDecoder {
   // the kernel before it, else as a plain launch.
   template <typename... KernelArgs, typename... Args>
   void LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
+  // LaunchStep's and LaunchCoop's one launch: cooperative or not, PDL where `pdl` and pdl_ hold
+  template <typename... KernelArgs, typename... Args>
+  void LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

@@ -85,6 +85,30 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
   return cur < 0 ? -1 : first + __popc(peers & ((1u << me) - 1u));
 }
 
+// One record into its bucket's place (PrBucketKernel, IncBucketKernel): tokens as global
+// indices; a record whose tokens or arc are out of range, or whose row is skipped, is kept as
+// kPrInvalid (the passes ignore it). Past the bucket's end (never for consistent counts) it is
+// dropped.
+__device__ __forceinline__ void PlaceRecord(const DeviceGraph& g, const LatRecord& r, const LatRecordExt& e,
+                                            int64_t bucket, int32_t place, int32_t B, bool skipped,
+                                            const int64_t* rec_off, const int64_t* tok_off, int32_t* p_src,
+                                            int32_t* p_dst, int32_t* p_code, float* p_ac, float* p_score,
+                                            uint8_t* p_flags) {
+  const int64_t pos = rec_off[bucket] + place;
+  if (pos >= rec_off[bucket + 1]) return;
+  const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
+  const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
+  const int32_t a = r.arc & ~kRedirectArcBit;
+  const bool ok = !skipped && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
+                  a < g.num_arcs;
+  p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
+  p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
+  p_code[pos] = r.arc;
+  p_ac[pos] = r.acoustic;
+  p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
+  p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+}
+
 // Records into buckets (t, lane), t-major, with tokens as global indices. (The loop is
 // warp-uniform for WarpBucketPlace: blockDim.x is a multiple of 32.)
 __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
@@ -104,20 +128,8 @@ __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRec
     }
     const int32_t place = WarpBucketPlace(rec_cur, bucket, per_warp);
     if (place < 0) continue;
-    const int32_t lane = r.lane;
-    const int64_t pos = rec_off[bucket] + place;
-    if (pos >= rec_off[bucket + 1]) continue;
-    const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
-    const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
-    const int32_t a = r.arc & ~kRedirectArcBit;
-    const bool ok = !skip[lane] && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd &&
-                    r.arc >= 0 && a < g.num_arcs;
-    p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
-    p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
-    p_code[pos] = r.arc;
-    p_ac[pos] = r.acoustic;
-    p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
-    p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+    PlaceRecord(g, r, e, bucket, place, B, skip[r.lane] != 0, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score,
+                p_flags);
   }
 }
 
@@ -204,43 +216,61 @@ __global__ void PrIota(int32_t* v, int64_t base, int32_t m) {
 
 // The rank of each time in shared memory, one CTA a lane (PrRankSort's block path, the default
 // where every lane of the time holds at most kPrBlockRankCap tokens): the lane's keys, clamped
-// as PrLaneKeys clamps them, each packed with its index as clamped << kPrRankIdxBits | index
+// as PrLaneKeys clamps them, each packed with its index as clamped << kIdxBits | index
 // (distinct, so no order depends on the sort's stability), sorted by cub::BlockRadixSort; the
 // token of sorted place p gets rank p. That is the radix path's order exactly: it sorts the same
 // clamped keys stably, its values in index order. One launch a time instead of PrLaneKeys', the
 // device-wide sort's and PrRankKernel's. Padding (places past the lane's tokens) sorts last:
-// (mask + 1) << kPrRankIdxBits is above every packed key. Two sizes: kThreads x kItems slots.
-constexpr int kPrBlockRankCap = 4096;
-constexpr int kPrRankIdxBits = 12;  // 2^12 = kPrBlockRankCap
-static_assert((1 << kPrRankIdxBits) == kPrBlockRankCap, "the index bits hold a lane's places");
-template <int kThreads, int kItems>
+// (mask + 1) << kIdxBits is above every packed key. Three sizes (PrBlockRank): kThreads x kItems
+// slots, kIdxBits bits of index; the temporary storage is dynamic shared memory (the largest
+// size needs more than the 48 KiB a kernel gets without asking: PrRankSort asks).
+constexpr int kPrBlockRankCap = 8192;
+template <int kThreads, int kItems, int kIdxBits>
+struct PrBlockRank {
+  static_assert(kThreads * kItems <= (1 << kIdxBits), "a lane's places fit the index bits");
+  static constexpr int kSlots = kThreads * kItems;
+  static constexpr int kThreadsOf = kThreads, kItemsOf = kItems, kIdxBitsOf = kIdxBits;
+  using Sort = cub::BlockRadixSort<unsigned long long, kThreads, kItems, cub::NullType, 5>;
+  static constexpr size_t kSmem = sizeof(typename Sort::TempStorage);
+};
+using PrBlockRank1K = PrBlockRank<256, 4, 10>;
+using PrBlockRank4K = PrBlockRank<512, 8, 12>;
+using PrBlockRank8K = PrBlockRank<1024, 8, 13>;
+static_assert(PrBlockRank8K::kSlots == kPrBlockRankCap, "the largest size is the cap");
+template <int kThreads, int kItems, int kIdxBits>
 __global__ void __launch_bounds__(kThreads)
 PrBlockRankKernel(int64_t base, const int32_t* seg, const unsigned long long* key, int32_t* rank, int32_t shift) {
-  static_assert(kThreads * kItems <= kPrBlockRankCap, "a lane's places fit the index bits");
-  using Sort = cub::BlockRadixSort<unsigned long long, kThreads, kItems, cub::NullType, 5>;
-  __shared__ typename Sort::TempStorage temp;
+  using R = PrBlockRank<kThreads, kItems, kIdxBits>;
+  extern __shared__ __align__(16) unsigned char pr_rank_smem[];
+  auto& temp = *reinterpret_cast<typename R::Sort::TempStorage*>(pr_rank_smem);
   const int32_t b = blockIdx.x;
   const int32_t s0 = seg[b], n = seg[b + 1] - s0;
-  if (n <= 0 || n > kThreads * kItems) return;  // (the host sends no lane past the size)
+  if (n <= 0 || n > R::kSlots) return;  // (the host sends no lane past the size)
   const unsigned long long mask = (1ull << shift) - 1ull;
-  const unsigned long long pad = (mask + 1ull) << kPrRankIdxBits;
+  const unsigned long long pad = (mask + 1ull) << kIdxBits;
   unsigned long long k[kItems];
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int32_t i = j * kThreads + static_cast<int32_t>(threadIdx.x);  // striped loads: the index is in the key
     if (i < n) {
       const unsigned long long v = key[base + s0 + i];
-      k[j] = ((v < mask ? v : mask) << kPrRankIdxBits) | static_cast<unsigned long long>(i);
+      k[j] = ((v < mask ? v : mask) << kIdxBits) | static_cast<unsigned long long>(i);
     } else {
       k[j] = pad;
     }
   }
-  Sort(temp).Sort(k, 0, shift + 1 + kPrRankIdxBits);  // blocked out: thread t holds places t * kItems + j
+  typename R::Sort(temp).Sort(k, 0, shift + 1 + kIdxBits);  // blocked out: thread t holds places t * kItems + j
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int32_t p = static_cast<int32_t>(threadIdx.x) * kItems + j;
-    if (p < n) rank[base + s0 + static_cast<int64_t>(k[j] & (kPrBlockRankCap - 1))] = p;
+    if (p < n) rank[base + s0 + static_cast<int64_t>(k[j] & ((1ull << kIdxBits) - 1ull))] = p;
   }
+}
+template <class R>
+void LaunchBlockRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg, const unsigned long long* key,
+                     int32_t* rank, int32_t shift) {
+  PrBlockRankKernel<R::kThreadsOf, R::kItemsOf, R::kIdxBitsOf><<<B, R::kThreadsOf, R::kSmem, s>>>(base, seg, key, rank,
+                                                                                               shift);
 }
 
 // rank[token] = its position within its lane's segment of the sorted keys.
@@ -358,19 +388,7 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
     const int32_t place =
         WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B, per_warp);
     if (place < 0) continue;
-    const int64_t pos = rec_off[bucket] + place;
-    if (pos >= rec_off[bucket + 1]) continue;
-    const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
-    const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
-    const int32_t a = r.arc & ~kRedirectArcBit;
-    const bool ok = e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
-                    a < g.num_arcs;
-    p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
-    p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
-    p_code[pos] = r.arc;
-    p_ac[pos] = r.acoustic;
-    p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
-    p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
+    PlaceRecord(g, r, e, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score, p_flags);
   }
 }
 
@@ -488,7 +506,8 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 // its buffers; then Run it each time.
 struct PrRankSort {
   bool radix = true;
-  bool block = true;  // PrBlockRankKernel for the times whose lanes fit it
+  bool block = true;    // PrBlockRankKernel for the times whose lanes fit it
+  bool block8k = true;  // its 8K size (the dynamic shared memory it needs was granted)
   int32_t key_bits = 33, lane_bits = 0;
   unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
   int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
@@ -506,7 +525,18 @@ struct PrRankSort {
     const char* env = std::getenv("CUWFST_PRUNE_SORT");
     radix = !(env && std::strcmp(env, "segmented") == 0) && key_bits + lane_bits < 64;
     block = !(env && (std::strcmp(env, "radix") == 0 || std::strcmp(env, "segmented") == 0)) &&
-            key_bits + 1 + kPrRankIdxBits <= 64;
+            key_bits + 1 + PrBlockRank8K::kIdxBitsOf <= 64;  // the largest size's index bits
+    // the 8K size's shared memory is over the 48 KiB default: ask for it (per device, so per
+    // pruning); a device that refuses ranks those times by the sort
+    block8k = false;
+    if (block) {
+      const cudaError_t e = cudaFuncSetAttribute(
+          PrBlockRankKernel<PrBlockRank8K::kThreadsOf, PrBlockRank8K::kItemsOf, PrBlockRank8K::kIdxBitsOf>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(PrBlockRank8K::kSmem));
+      if (e != cudaSuccess) (void)cudaGetLastError();  // (not sticky; cleared so later checks do not see it)
+      block8k = e == cudaSuccess;
+    }
   }
   // the temporary bytes the sort needs for up to max_m keys (size queries: nothing runs)
   size_t TempBytes(int64_t max_m, int32_t B, const unsigned long long* key, const int32_t* seg, cudaStream_t s) const {
@@ -525,12 +555,16 @@ struct PrRankSort {
   // Returns whether the block path ranked the time.
   bool Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
            const unsigned long long* key, int32_t* rank) const {
-    if (block && most <= 1024) {
-      PrBlockRankKernel<256, 4><<<B, 256, 0, s>>>(base, sr, key, rank, key_bits);
+    if (block && most <= PrBlockRank1K::kSlots) {
+      LaunchBlockRank<PrBlockRank1K>(s, B, base, sr, key, rank, key_bits);
       return true;
     }
-    if (block && most <= kPrBlockRankCap) {
-      PrBlockRankKernel<512, 8><<<B, 512, 0, s>>>(base, sr, key, rank, key_bits);
+    if (block && most <= PrBlockRank4K::kSlots) {
+      LaunchBlockRank<PrBlockRank4K>(s, B, base, sr, key, rank, key_bits);
+      return true;
+    }
+    if (block8k && most <= PrBlockRank8K::kSlots) {
+      LaunchBlockRank<PrBlockRank8K>(s, B, base, sr, key, rank, key_bits);
       return true;
     }
     size_t tb = temp_bytes;
