@@ -159,10 +159,6 @@ def main(argv=None) -> int:
     p.add_argument("--check", type=int, default=8, help="rows also compared with the CPU decoder")
     p.add_argument("--phases", action="store_true",
                    help="also time the host-side calls of each pass (PHASES: ms a pass, medians in the JSON)")
-    p.add_argument("--rescue-ahead", nargs="+", choices=["on", "off"], default=None,
-                   help="GPU: rows flagged for capacity rescued beside the rest of the call (on) or after it "
-                        "(off; GpuBackend.rescue_ahead); several values: one row each, their passes alternating "
-                        "on one decoder")
     p.add_argument("--md", help="write the table here (markdown)")
     p.add_argument("--json", help="append one JSON line per row here")
     a = p.parse_args(argv)
@@ -204,61 +200,45 @@ def main(argv=None) -> int:
             batching = "continuous" if mode in ("continuous", "decode_all") or refill else "padded"
             dec = Decoder(g, opts, device=a.device, num_threads=a.threads, max_lanes=L, batching=batching,
                           segment=segment, refill="device" if refill else "segment")
-            gpu_dec = getattr(dec, "_gpu", None)
-            aheads = a.rescue_ahead if a.rescue_ahead and gpu_dec is not None else [None]
-
-            def pick(v):
-                if v is not None:
-                    gpu_dec.rescue_ahead = v
-
-            for v in aheads:  # warm-up: build, capture (and the rescue instance, each way)
-                pick(v)
-                run_mode(dec, mode, lp_dev, lens, L)
-            times = {v: [] for v in aheads}
-            phases = {v: [] for v in aheads}
-            spent = {v: None for v in aheads}  # pass_stats summed over each setting's passes
+            run_mode(dec, mode, lp_dev, lens, L)  # warm-up: build, capture
+            st0 = pass_stats(dec)
+            times, phases = [], []
             timer = PhaseTimer() if a.phases else None
             try:
                 for _ in range(a.reps):
-                    for v in aheads:  # the settings' passes alternate on one decoder
-                        pick(v)
-                        st0 = pass_stats(dec)
-                        sync()
-                        if timer:
-                            timer.reset()
-                        t0 = time.perf_counter()
-                        got = run_mode(dec, mode, lp_dev, lens, L)
-                        sync()
-                        times[v].append(time.perf_counter() - t0)
-                        st1 = pass_stats(dec)
-                        spent[v] = {k: (spent[v] or {}).get(k, 0) + st1[k] - st0[k] for k in st0}
-                        results[(L, label if v is None else f"{label} ahead={v}")] = got
-                        if timer:
-                            phases[v].append(dict(timer.spent))
+                    sync()
+                    if timer:
+                        timer.reset()
+                    t0 = time.perf_counter()
+                    hyps = run_mode(dec, mode, lp_dev, lens, L)
+                    sync()
+                    times.append(time.perf_counter() - t0)
+                    if timer:
+                        phases.append(dict(timer.spent))
             finally:
                 if timer:
                     timer.undo()
-            for v in aheads:
-                name = label if v is None else f"{label} ahead={v}"
-                got = results[(L, name)]
-                med = statistics.median(times[v])
-                first = first or got
-                # the winners log's GC rounds and growths a timed pass ran (host microseconds, the GPU idle)
-                per_pass = {k: round(x / a.reps, 1) for k, x in spent[v].items()}
-                row = dict(bench="continuous", lanes=L, batching=name, seconds=med, rtfx=audio_s / med,
-                           rows=len(got), **{f"pass_{k}": x for k, x in per_pass.items()},
-                           overflow_rows=sum(1 for h in got if h.overflow),
-                           identical_to_first=sum(1 for x, y in zip(first, got) if same_result(x, y)))
-                if gpu_dec is not None:  # the log's size, and every overflow bit the main decode flagged (any pass)
-                    st = gpu_dec.main.mem_stats()
-                    row.update({f"log_{k}": int(st[k]) for k in LOG_STATS})
-                    row["flagged_bits"] = int(gpu_dec.stats.get("flagged_bits", 0))
-                if phases[v]:  # ms a pass, the median over passes of each call's total
-                    row["phase_ms"] = {k: round(1000 * statistics.median(p[k] for p in phases[v]), 3)
-                                       for k in phases[v][0] if any(p[k] for p in phases[v])}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-            del dec, gpu_dec
+            med = statistics.median(times)
+            results[(L, label)] = hyps
+            first = first or hyps
+            st1 = pass_stats(dec)
+            # the winners log's GC rounds and growths a timed pass ran (host microseconds, the GPU idle)
+            per_pass = {k: round((st1[k] - st0[k]) / a.reps, 1) for k in st0}
+            row = dict(bench="continuous", lanes=L, batching=label, seconds=med, rtfx=audio_s / med, rows=len(hyps),
+                       **{f"pass_{k}": v for k, v in per_pass.items()},
+                       overflow_rows=sum(1 for h in hyps if h.overflow),
+                       identical_to_first=sum(1 for x, y in zip(first, hyps) if same_result(x, y)))
+            gpu_dec = getattr(dec, "_gpu", None)
+            if gpu_dec is not None:  # the log's size, and every overflow bit the main decode flagged (any pass)
+                st = gpu_dec.main.mem_stats()
+                row.update({f"log_{k}": int(st[k]) for k in LOG_STATS})
+                row["flagged_bits"] = int(gpu_dec.stats.get("flagged_bits", 0))
+            if phases:  # ms a pass, the median over passes of each call's total
+                row["phase_ms"] = {k: round(1000 * statistics.median(p[k] for p in phases), 3)
+                                   for k in phases[0] if any(p[k] for p in phases)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+            del dec
         ref = "stored" if "stored" in modes else "padded"
         by_mode = {r["batching"]: r for r in rows if r["lanes"] == L}
         for r in by_mode.values():

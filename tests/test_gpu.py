@@ -154,30 +154,6 @@ def test_overflow_is_rescued():
         assert np.float32(c.score) == np.float32(g.score) and g.overflow == 0 and c.words == g.words
 
 
-@pytest.mark.parametrize("batching", ["padded", "continuous"])
-def test_overflowed_rows_are_rescued_beside_the_rest_of_the_call(batching, monkeypatch):
-    """Rows that overflow the main instance's frontier in a call of several sub-batches or
-    segments go to the rescue instance as soon as they are done, on a worker thread, while
-    the main instance decodes the rest (RescueAhead: two instances, two streams, at once);
-    or after the call's last sub-batch (CUWFST_RESCUE_AHEAD=off). Every row is the CPU's."""
-    rng = np.random.default_rng(5)
-    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
-    B, T = 12, 40
-    lp = random_log_probs(rng, B, T, 30, peaky=False)
-    lp[::2] = random_log_probs(rng, B, T, 30, peaky=True)[::2]
-    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=100)
-    cpu = Decoder(graph, opts).decode(lp)
-    wide = [b for b, h in enumerate(cpu) if h.max_frontier > 1024]  # the main instance holds 1024 tokens
-    assert wide
-    for ahead in ["on", "off"]:
-        monkeypatch.setenv("CUWFST_RESCUE_AHEAD", ahead)
-        dec = Decoder(graph, opts, device="cuda", main_q_factor=1, max_lanes=4, batching=batching)
-        for rep in range(2):
-            gpu = dec.decode(lp)
-            _compare(graph, lp, np.full(B, T), cpu, gpu, f"{batching}, ahead {ahead}, call {rep}")
-        assert dec._gpu.stats["rescued_rows"] >= 2 * len(wide), dec._gpu.stats
-
-
 def test_gpu_input_errors():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)

@@ -8,8 +8,6 @@ chosen longest-first and selected on the host, results back in the caller's orde
 lengths, NaN checks, and the rescue path. tests/test_gpu.py runs the real thing on a GPU.
 """
 
-import threading
-
 import numpy as np
 import pytest
 
@@ -152,7 +150,6 @@ class FakeGpuModule:
         B, T = x.shape[:2]
         assert B <= lanes and stream == 0
         self.calls.append((lanes, x.copy(), lens.copy()))
-        self.call_threads = getattr(self, "call_threads", []) + [threading.get_ident()]
         arcs, n = np.zeros((B, (T + 2) * (1 + eps)), np.int32), np.zeros(B, np.int32)
         score, meta = np.zeros(B, np.float32), np.zeros((B, 4), np.int32)
         self.ref.ref_decode(self.graphs[graph_h], np.ascontiguousarray(x), lens, beam, obeam, mn, mx, partial,
@@ -278,33 +275,6 @@ def test_overflowed_rows_are_rescued(fake_gpu):
     assert [c[0] for c in fake_gpu.calls] == [32, 4]  # the batch, then row 1 on the four-lane rescue
     assert np.array_equal(fake_gpu.calls[1][1][0], x[1])
     assert [h.overflow for h in got] == [0, 0, 0]
-
-
-@pytest.mark.parametrize("ahead", ["on", "off"])
-@pytest.mark.parametrize("batching", ["padded", "continuous"])
-def test_rows_flagged_for_capacity_are_rescued_beside_the_rest(fake_gpu, monkeypatch, batching, ahead):
-    """A call of several sub-batches (padded) or segments (continuous): the row the main
-    instance flags for its frontier goes to the rescue instance as soon as its sub-batch or
-    segment is done, on a worker thread, while the calling thread decodes the rest
-    (CUWFST_RESCUE_AHEAD=on, the default), or after the last one on the calling thread
-    ("off"). Every row is the CPU's either way, and the rescue's counters are the same."""
-    graph = Graph.load(TINY / "HLG.img")
-    lp, lens, _ = demo_arrays()
-    x = lp.astype(np.float32)
-    fake_gpu.overflow_rows = {float(x[1].sum())}  # the main instance (5 lanes) "overflows" on row 1
-    monkeypatch.setenv("CUWFST_RESCUE_AHEAD", ahead)
-    dec = Decoder(graph, device="cuda", max_lanes=5, batching=batching)
-    got = dec.decode(x, lens)
-    want = Decoder(graph).decode(x, lens)
-    assert [(h.words, h.score, h.arcs, h.timestamps, h.overflow) for h in got] == \
-        [(h.words, h.score, h.arcs, h.timestamps, h.overflow) for h in want]
-    st = dec._gpu.stats
-    assert (st["flagged_rows"], st["flagged_bits"], st["rescued_rows"], st["rescue_batches"],
-            st["unabsorbed_rows"]) == (1, 16, 1, 1, 0)
-    rescue_calls = [i for i, c in enumerate(fake_gpu.calls) if c[0] == 4]  # the four-lane rescue
-    assert len(rescue_calls) == 1 and np.array_equal(fake_gpu.calls[rescue_calls[0]][1][0], x[1])
-    on_worker = fake_gpu.call_threads[rescue_calls[0]] != threading.get_ident()
-    assert on_worker == (ahead == "on")
 
 
 @pytest.mark.parametrize("name", ["HLG.img", "TLG.img"])

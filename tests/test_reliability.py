@@ -297,33 +297,6 @@ def test_rescue_batches_capacity_overflow_on_the_rescue_instance():
     assert stats["rescued_rows"] == 5 and stats["rescue_batches"] == 2
 
 
-def test_rescue_takes_rows_rescued_ahead_without_decoding_them_again():
-    """Rows the backend already sent to the rescue instance during the main decode
-    (RescueAhead, `rescued` = their main bits, `overflow` = their bits after it): counted as
-    flagged and rescued, not decoded on the rescue instance again, and halved there when that
-    decode overflowed the rescue's arena; the other rows as before."""
-    need = {r: 100 for r in range(8)}
-    need[2] = need[5] = 600
-    fake = _FakeGpu(need, arena=10**6, lanes=8, rescue_lanes=4, wide={1, 2, 5, 6}, rescue_arena=1000)
-    fake.lens = np.arange(8) + 5
-    over = _first(fake, range(8), 8)
-    ahead = {r: over[r] for r in (2, 5)}  # capacity alone: what RescueAhead takes
-    for r, bits in zip([5, 2], fake.decode("rescue", [5, 2])):  # their decode beside the main one
-        over[r] = bits
-    assert over[2] & OVERFLOW_ARENA and over[5] & OVERFLOW_ARENA  # 1,200 entries in the rescue's 1,000
-    fake.calls.clear()
-    stats = {}
-    final = rescue({r: b for r, b in over.items() if b & RESCUE_BITS or r in ahead}, fake.lens, fake.decode,
-                   main_batch=8, rescue_lanes=4, stats=stats, rescued=ahead)
-    assert all(final[r] == 0 for r in (1, 2, 5, 6))
-    assert fake.calls == [("rescue", [6, 1]), ("rescue", [5]), ("rescue", [2])]  # 1 and 6; then 2, 5 halved
-    assert (stats["flagged_rows"], stats["rescued_rows"], stats["rescue_batches"], stats["arena_batches"],
-            stats["unabsorbed_rows"]) == (4, 4, 1, 2, 0)
-    with pytest.raises(ValueError, match="capacity alone"):
-        rescue({0: OVERFLOW_ARENA}, fake.lens, fake.decode, main_batch=8, rescue_lanes=4,
-               rescued={0: OVERFLOW_ARENA | OVERFLOW_KEPT})
-
-
 def test_rescue_reports_what_it_cannot_absorb():
     need = {0: 50, 1: 5000, 2: 50, 3: 60}
     # row 1 overflows even alone; row 3's frontier is too big for both instances

@@ -17,8 +17,7 @@ from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
                      pool_bound_mode, pool_handout_mode, pool_hints_mode, resolve_memory)
-from .rescue import CAPACITY_BITS, RESCUE_BITS, batches, rescue
-from .result import OVERFLOW_ARENA, OVERFLOW_POOL
+from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
 
@@ -38,56 +37,6 @@ class HostOverlap:
 
     def run(self, fn) -> None:
         self._futures.append(self._pool.submit(fn))
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, err, tb):
-        self._pool.shutdown(wait=True)
-        if kind is None:
-            for f in self._futures:
-                f.result()  # the first error, if any
-        return False
-
-
-class RescueAhead:
-    """Rows that the main instance flagged for their own capacity alone (a capacity bit, no
-    arena or pool bit: rescue.py sends exactly those to the rescue instance) are decoded on
-    the rescue instance by one worker thread as soon as their hypotheses exist, while the
-    calling thread decodes the call's other sub-batches or segments on the main instance,
-    instead of after all of them. Each instance has its own non-blocking stream, so the two
-    run side by side on the GPU. Results are the same: a row's decode is its own, whatever
-    runs beside it and whichever rows share its batch. `main_bits` keeps what the main decode
-    flagged (for rescue.rescue's `rescued`); leaving the block waits for the worker and
-    re-raises its first error (an error of the block itself wins, once the worker is done)."""
-
-    def __init__(self, backend, lp, lens, hyps, frontend, online):
-        from concurrent.futures import ThreadPoolExecutor
-
-        self.backend, self.lp, self.lens, self.hyps, self.frontend, self.online = (backend, lp, lens, hyps,
-                                                                                  frontend, online)
-        self.main_bits: dict = {}
-        self.batches = 0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-rescue")
-        self._futures = []
-
-    def offer(self, rows) -> None:
-        """Rows whose hypotheses the main instance just made: the ones to rescue go."""
-        new = [r for r in rows if self.hyps[r].overflow & CAPACITY_BITS
-               and not self.hyps[r].overflow & (OVERFLOW_ARENA | OVERFLOW_POOL)]
-        if not new:
-            return
-        inst = self.backend.rescue_instance()  # built (once) here, in the calling thread
-        for r in new:
-            self.main_bits[r] = int(self.hyps[r].overflow)
-        for group in batches(new, self.lens, inst.max_lanes):
-            self._futures.append(self._pool.submit(self._run, inst, group))
-
-    def _run(self, inst, group) -> None:
-        # the worker's own current stream (torch's is per thread): the rows it selects are made there
-        b = self.backend
-        b._decode_rows(inst, self.lp, self.lens, group, b._stream(), self.hyps, self.frontend, self.online)
-        self.batches += 1
 
     def __enter__(self):
         return self
@@ -794,7 +743,6 @@ class GpuBackend:
         hyps = [None] * B
         # (the caller holds self.lock)
         lanes = self.main.max_lanes
-        rescued_ahead: dict = {}  # rows RescueAhead decoded on the rescue instance: {row: main bits}
         if lattice:
             # padded sub-batches of whole-row decodes: continuous batching and the gc_interval
             # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work runs
@@ -813,31 +761,18 @@ class GpuBackend:
         elif B <= lanes:
             res = self.main.decode(lp, lens, stream, online)
             self._collect(hyps, range(B), res, frontend)
+        elif (batching or self.batching) == "continuous":
+            # every row through the lanes, the next row entering a lane the moment one
+            # finishes: no lane-steps of padding, each row's result as if decoded alone; the
+            # rows of each segment become hypotheses while the GPU runs the next one
+            for res, rows in self.main.decode_many_segments(lp, lens, stream, online, self.segment,
+                                                            refill=self.refill == "device"):
+                self._collect(hyps, rows, res, frontend, at=rows)
         else:
-            # several sub-batches or segments: a row flagged for its capacity is rescued beside
-            # the rest of the call (RescueAhead), or after it (a null context: ahead None)
-            with (RescueAhead(self, lp, lens, hyps, frontend, online) if self.rescue_ahead_on()
-                  else contextlib.nullcontext()) as ahead:
-                if (batching or self.batching) == "continuous":
-                    # every row through the lanes, the next row entering a lane the moment one
-                    # finishes: no lane-steps of padding, each row's result as if decoded alone;
-                    # the rows of each segment become hypotheses while the GPU runs the next one
-                    for res, rows in self.main.decode_many_segments(lp, lens, stream, online, self.segment,
-                                                                    refill=self.refill == "device"):
-                        self._collect(hyps, rows, res, frontend, at=rows)
-                        if ahead is not None:
-                            ahead.offer(rows)
-                else:
-                    # sub-batches of similar lengths: a batch runs as many steps as its longest row
-                    for rows in batches(range(B), lens, lanes):
-                        self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
-                        if ahead is not None:
-                            ahead.offer(rows)
-            if ahead is not None and ahead.main_bits:
-                rescued_ahead = ahead.main_bits
-                self.stats["rescue_batches"] += ahead.batches
+            # sub-batches of similar lengths: a batch runs as many steps as its longest row
+            for rows in batches(range(B), lens, lanes):
+                self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
         overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
-        overflow.update({b: hyps[b].overflow for b in rescued_ahead})
         if overflow:
             def decode_batch(instance, rows):
                 inst = self.main if instance == "main" else self.rescue_instance()
@@ -847,7 +782,7 @@ class GpuBackend:
                 return [hyps[r].overflow for r in rows]
 
             rescue(overflow, lens, decode_batch, main_batch=min(B, lanes),
-                   rescue_lanes=self.rescue_lanes, stats=self.stats, rescued=rescued_ahead)
+                   rescue_lanes=self.rescue_lanes, stats=self.stats)
             # the rescue's rows are the rare ones that outgrew the main instance: what they
             # grew goes back (a later rescue grows it again, in place)
             if self._rescue is not None:
@@ -912,17 +847,6 @@ class GpuBackend:
         v = getattr(self, "lattice_filter", None) or os.environ.get("CUWFST_LATTICE_FILTER", "on") or "on"
         if v not in ("on", "off"):
             raise ValueError(f"lattice_filter must be 'on' or 'off', got {v!r}")
-        return v == "on"
-
-    def rescue_ahead_on(self) -> bool:
-        """Whether a decode of several sub-batches or segments rescues a row flagged for its
-        own capacity as soon as the row is done (RescueAhead: on the rescue instance, beside
-        the rest of the call) rather than after the call's last sub-batch. "on" (the default)
-        or "off", by the attribute `rescue_ahead` or the environment variable
-        CUWFST_RESCUE_AHEAD. Same results either way."""
-        v = getattr(self, "rescue_ahead", None) or os.environ.get("CUWFST_RESCUE_AHEAD", "on") or "on"
-        if v not in ("on", "off"):
-            raise ValueError(f"rescue_ahead must be 'on' or 'off', got {v!r}")
         return v == "on"
 
     def lattice_overlap_on(self) -> bool:

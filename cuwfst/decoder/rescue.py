@@ -71,40 +71,29 @@ def _halve_arena(instance: str, rows, overflow: dict, lengths, decode: DecodeBat
 
 
 def rescue(overflow: dict, lengths: np.ndarray, decode: DecodeBatch, *, main_batch: int,
-           rescue_lanes: int, stats: dict | None = None, rescued: dict | None = None) -> dict:
+           rescue_lanes: int, stats: dict | None = None) -> dict:
     """Absorb what can be absorbed of the rows flagged in `overflow` ({row: bits} after the
-    main decode, which ran batches of `main_batch` rows). Updates and returns `overflow`.
-
-    rescued: {row: the bits the main decode flagged} for rows that a capacity bit alone
-    (no arena or pool bit) already sent to the rescue instance while the main decode went on
-    (the GPU backend's RescueAhead); `overflow` holds their bits after that decode. They count
-    as flagged and rescued, are not decoded on the rescue instance again, and take part in
-    its arena halving like the rows decoded here."""
+    main decode, which ran batches of `main_batch` rows). Updates and returns `overflow`."""
     if rescue_lanes < 1:
         raise ValueError(f"rescue_lanes must be >= 1, got {rescue_lanes}")
     stats = stats if stats is not None else {}
     for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows", "unabsorbed_rows", "flagged_rows",
               "flagged_bits"):
         stats.setdefault(k, 0)
-    rescued = rescued or {}
-    if any(not bits & CAPACITY_BITS or bits & (OVERFLOW_ARENA | OVERFLOW_POOL) for bits in rescued.values()):
-        raise ValueError("rows rescued ahead must have been flagged for capacity alone")
-    main = [r for r, bits in overflow.items() if bits & RESCUE_BITS and r not in rescued]
+    flagged = [r for r, bits in overflow.items() if bits & RESCUE_BITS]
     # what the main decode flagged: rows, and every bit any of them carried (OR)
-    stats["flagged_rows"] += len(main) + len(rescued)
-    for r in main:
+    stats["flagged_rows"] += len(flagged)
+    for r in flagged:
         stats["flagged_bits"] |= int(overflow[r])
-    for bits in rescued.values():
-        stats["flagged_bits"] |= int(bits)
-    _halve_arena("main", main, overflow, lengths, decode, main_batch, stats)
-    big = [r for r in main if overflow[r] & CAPACITY_BITS]
-    if big or rescued:
-        stats["rescued_rows"] += len(big) + len(rescued)
-        size = min(rescue_lanes, max(len(big), len(rescued)))
+    _halve_arena("main", flagged, overflow, lengths, decode, main_batch, stats)
+    big = [r for r in flagged if overflow[r] & CAPACITY_BITS]
+    if big:
+        stats["rescued_rows"] += len(big)
+        size = min(rescue_lanes, len(big))
         for group in batches(big, lengths, size):
             for r, bits in zip(group, decode("rescue", group)):
                 overflow[r] = int(bits)
             stats["rescue_batches"] += 1
-        _halve_arena("rescue", big + list(rescued), overflow, lengths, decode, size, stats)
-    stats["unabsorbed_rows"] += sum(1 for r in main + list(rescued) if overflow[r] & RESCUE_BITS)
+        _halve_arena("rescue", big, overflow, lengths, decode, size, stats)
+    stats["unabsorbed_rows"] += sum(1 for r in flagged if overflow[r] & RESCUE_BITS)
     return overflow
