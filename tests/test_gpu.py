@@ -174,6 +174,32 @@ def test_gpu_input_errors():
         dec.decode(bad)
 
 
+@pytest.mark.parametrize("lanes", [8, 3])
+def test_inputs_still_being_made_on_the_default_stream_are_waited_for(lanes):
+    """log_probs whose producer still runs on torch's default stream (stream 0, the legacy
+    default stream) when decode() is called, with both input scans off (they synchronise):
+    the decoder's own stream is non-blocking, so GpuDecoder::Wait has to wait for stream 0 as
+    for any other. A ~0.1 s spin queued ahead of the copy that fills the tensor makes a
+    missed wait read it before the copy lands (it holds -inf until then: empty results).
+    lanes 3: sub-batches, whose rows are selected on that stream too."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    graph = random_ctc_graph(rng, 200, 12, degree=4, final_prob=0.2)
+    B, T, V = 8, 50, 12
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.full(B, T, np.int32)
+    cpu = Decoder(graph).decode(lp, lens)
+    dec = Decoder(graph, device="cuda", max_lanes=lanes, check_inputs=False, check_log_probs=False)
+    src = torch.from_numpy(lp).cuda()
+    for rep in range(3):
+        dst = torch.full_like(src, float("-inf"))
+        torch.cuda.synchronize()
+        torch.cuda._sleep(200_000_000)  # on the current (default) stream, ahead of the copy
+        dst.copy_(src)
+        assert torch.cuda.current_stream().cuda_stream == 0
+        _compare(graph, lp, lens, cpu, dec.decode(dst, lens), f"lanes {lanes} rep {rep}")
+
+
 def test_report_totals():
     print(f"\nGPU vs CPU: {TOTALS['rows']} rows compared, {TOTALS['ties']} exact-score ties, 0 mismatches")
 

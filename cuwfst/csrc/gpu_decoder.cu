@@ -768,9 +768,11 @@ StepParams GpuDecoder::Params(bool f16) const {
   return StepParams{cfg_.search_beam, cfg_.min_active, cfg_.max_active, cfg_.allow_partial ? 1 : 0, f16 ? 1 : 0};
 }
 
-// The decoder's stream waits for the caller's work (the tensor it is about to read).
+// The decoder's stream waits for the caller's work (the tensor it is about to read). Stream 0
+// is the legacy default stream, torch's and cupy's default: the decoder's stream is created
+// non-blocking, so it does not wait for that stream by itself, and an input made there (a
+// model's output, the rows a sub-batch selects) is waited for like any other's.
 void GpuDecoder::Wait(int64_t caller_stream) {
-  if (caller_stream == 0) return;
   CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
   CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
 }

@@ -6,6 +6,7 @@
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -59,7 +60,7 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     alloc(&lat_cursor_, sizeof(unsigned long long), "the lattice record cursor");
     ws_.lat_cursor = static_cast<unsigned long long*>(lat_cursor_.get());
   }
-  if (!lat_filter_.get()) {  // {on, output_beam, pad}: SetLatticeFilter writes it before each decode
+  if (!lat_filter_.get()) {  // {on, output_beam, pad, prefilter}: SetLatticeFilter writes it before each decode
     alloc(&lat_filter_, 4 * sizeof(float), "the lattice records' filter settings");
     CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, 4 * sizeof(float), stream_));
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
@@ -129,6 +130,10 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
   lat_filter_host_[0] = on ? 1.f : 0.f;
   lat_filter_host_[1] = output_beam;
   lat_filter_host_[2] = pad;
+  // LatPersistKernel's prefilter (lattice.cuh): on unless CUWFST_LATTICE_PREFILTER=off (for
+  // same-run A/B; the records and lattices are the same either way)
+  const char* pre = std::getenv("CUWFST_LATTICE_PREFILTER");
+  lat_filter_host_[3] = pre != nullptr && std::strcmp(pre, "off") == 0 ? 0.f : 1.f;
   lat_filter_on_ = on;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }

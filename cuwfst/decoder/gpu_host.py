@@ -29,12 +29,16 @@ class HostGpuBackend(GpuBackend):
         self.device = f"cuda:{index}"
 
     def _stream(self) -> int:
-        return 0  # inputs were synchronised before the call (see to_device)
+        # 0, the legacy default stream, which the decoder waits for; inputs another
+        # framework made on a stream of its own were synchronised (to_device, _take_rows)
+        return 0
 
     def _take_rows(self, lp, rows: np.ndarray):
         if isinstance(lp, cuda.HostBatch):
             return lp.take(rows)
-        return lp[_namespace_index(lp, rows)]
+        sub = lp[_namespace_index(lp, rows)]
+        cuda.synchronize(self.index)  # made on the framework's current stream, unknown here (as in to_device)
+        return sub
 
     def to_device(self, log_probs):
         V = self.graph.vocab_size

@@ -139,6 +139,7 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
   int32_t* all = nullptr;
   bool final_alive = false;
   float cutoff = 0.f;
+  float pre_low = -INFINITY;  // the prefilter's bound (below), -inf where it is off
   int32_t step_t = 0;
   LatFilterStep filter{};
   Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
@@ -157,18 +158,39 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;  // LatStepEndKernel's lat_cutoff
       step_t = lc.t - 1;
       filter = ws.lattice == 2 ? LatFilterFor(g, ws, lc, lv.phase) : LatFilterStep{};
+      // The prefilter: on a filtered step every destination that survived scores s > cutoff
+      // (the new frontier is the admitted arcs' destinations: lattice == 2 runs only on
+      // epsilon-free graphs), and float subtraction is monotone, so an arc ending below
+      // (cutoff - output_beam) - slack is below (s - output_beam) - slack for any such s: not
+      // admitted (that needs end > cutoff), and dropped by the filter whether or not its
+      // destination survived. Its hash probe is skipped. Only where the lattice trim's
+      // accounting holds (ws.trim with the filter: the rows' recorded arcs are not counted,
+      // GpuDecoder::lat_trim_used_), since lat_all then misses such arcs that survived.
+      // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
+      pre_low = filter.on && ws.trim != 0 && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - filter.slack
+                                                                        : -INFINITY;
     }
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    const int32_t dst_pos = lv.phase == kPhaseReal
+    float acoustic = 0.f, end = 0.f;
+    bool have_end = false, dropped = false;
+    if (lv.phase == kPhaseReal && pre_low > -INFINITY) {
+      acoustic = lv.Acoustic(g, arc);
+      end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
+      have_end = true;
+      dropped = end < pre_low;
+    }
+    const int32_t dst_pos = dropped ? -1
+                            : lv.phase == kPhaseReal
                                 ? NewFrontierPos(keys, hash_pos, table, static_cast<uint32_t>(g.arc_dest[arc]))
                                 : (final_alive ? 0 : -1);
     const bool survives = dst_pos >= 0;
-    float acoustic = 0.f;
     bool admitted = false, keep = survives;
     if (survives && ws.lattice == 2) {
-      acoustic = lv.Acoustic(g, arc);
+      if (!have_end) {
+        acoustic = lv.Acoustic(g, arc);
+        end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
+      }
       // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
-      const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
       admitted = end > cutoff;
       if (filter.on && !admitted) keep = !(end < (new_score[dst_pos] - ws.lat_filter[1]) - filter.slack);
     }
