@@ -16,11 +16,15 @@ namespace cuwfst {
 namespace {
 // Records a first lattice decode makes room for (64 MiB); growth goes to what a batch used.
 constexpr int64_t kLatticeInitialRecords = 4ll << 20;
+// Candidates a step's ExpandKernel may write in candidate mode (lattice.cuh LatCandKernel; 16
+// bytes each, 64 MiB): a lane whose candidates do not all fit is recorded by LatPersistKernel's
+// walk instead, so the buffer never grows.
+constexpr int64_t kLatCandEntries = 4ll << 20;
 }  // namespace
 
 int64_t GpuDecoder::lattice_bytes() const {
   return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
-         lat_all_.amount() + lat_filter_.amount() +
+         lat_all_.amount() + lat_filter_.amount() + lat_cand_.amount() + lat_cand_n_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
          eps_hint_.amount() + eps_lane_offsets_.amount() + lattice_prune_bytes();
 }
@@ -49,9 +53,13 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     *dst = std::move(b);
   };
   const int32_t seg = max_frames + 2;  // steps 0..max_frames
+  // candidate mode (common.cuh LatCandOn): GPU-pruned decodes whose ExpandKernel is
+  // ExpandLane::Slot for every slot (not the cooperative walkers, whose strips kept in
+  // registers skip it, nor fused_max's FusedExpandKernel)
+  const bool cand = ext && !cfg_.fused_max && cfg_.walker != kWalkWarpCoop && cfg_.walker != kWalkWarpCoopPdl;
   const bool missing = !lat_cursor_.get() || !lat_filter_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
                        (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg ||
-                       (ext && !lat_ext_.get());
+                       (ext && !lat_ext_.get()) || (cand && !lat_cand_.get());
   if (!missing) return;
   // Every captured graph holds the Workspace it was captured with: drop them before any of
   // its pointers changes (a failure half-way leaves some changed).
@@ -60,10 +68,18 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     alloc(&lat_cursor_, sizeof(unsigned long long), "the lattice record cursor");
     ws_.lat_cursor = static_cast<unsigned long long*>(lat_cursor_.get());
   }
-  if (!lat_filter_.get()) {  // {on, output_beam, pad, prefilter}: SetLatticeFilter writes it before each decode
-    alloc(&lat_filter_, 4 * sizeof(float), "the lattice records' filter settings");
-    CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, 4 * sizeof(float), stream_));
+  if (!lat_filter_.get()) {  // {on, output_beam, pad, prefilter, candidates}: SetLatticeFilter writes it before each decode
+    alloc(&lat_filter_, sizeof(lat_filter_host_), "the lattice records' filter settings");
+    CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, sizeof(lat_filter_host_), stream_));
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
+  }
+  if (cand && !lat_cand_.get()) {
+    alloc(&lat_cand_n_, sizeof(unsigned long long), "the lattice candidates' cursor");
+    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, sizeof(unsigned long long), stream_));
+    alloc(&lat_cand_, static_cast<size_t>(kLatCandEntries) * sizeof(LatCand), "the lattice candidates");
+    ws_.lat_cand = static_cast<LatCand*>(lat_cand_.get());
+    ws_.lat_cand_n = static_cast<unsigned long long*>(lat_cand_n_.get());
+    ws_.lat_cand_cap = kLatCandEntries;
   }
   if (!lat_.get()) {
     const int64_t cap = cfg_.lattice_cap > 0 ? cfg_.lattice_cap : kLatticeInitialRecords;
@@ -134,6 +150,10 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
   // same-run A/B; the records and lattices are the same either way)
   const char* pre = std::getenv("CUWFST_LATTICE_PREFILTER");
   lat_filter_host_[3] = pre != nullptr && std::strcmp(pre, "off") == 0 ? 0.f : 1.f;
+  // candidate mode (common.cuh LatCandOn), where the decode has a candidate buffer: on unless
+  // CUWFST_LATTICE_CAND=off (same records either way)
+  const char* cand = std::getenv("CUWFST_LATTICE_CAND");
+  lat_filter_host_[4] = cand != nullptr && std::strcmp(cand, "off") == 0 ? 0.f : 1.f;
   lat_filter_on_ = on;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }
