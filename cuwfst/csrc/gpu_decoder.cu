@@ -671,9 +671,10 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   // The records start empty (memset nodes in a captured graph) when a batch starts, not when
   // a paused pooled batch resumes (kResume): the records and step counts of the steps before
   // the pause stay, and the resumed steps append to them.
-  // (candidate mode: the step's candidates start empty in every sequence, a resumed one too)
+  // (candidate mode: the step's candidates start empty in every sequence, a resumed one too;
+  // the lane-step counts when a batch starts)
   if (w.lattice && w.lat_cand != nullptr)
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, sizeof(unsigned long long), stream_));
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? 3 : 1) * sizeof(unsigned long long), stream_));
   if (w.lattice && reset) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
@@ -1416,6 +1417,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[54] = lat_filter_dropped_;
   out[55] = prune_block_times_;
   out[56] = prune_sort_times_;
+  out[57] = lat_cand_steps_;
+  out[58] = lat_cand_over_;
 }
 
 }  // namespace cuwfst

@@ -372,7 +372,10 @@ class GpuDecoder {
   // convergence walks), [52] the live entries the rounds kept, summed over rounds.
   // [55] / [56]: the GPU lattice pruning's times ranked by PrBlockRankKernel / by a sort (a lane
   // past its cap, or CUWFST_PRUNE_SORT=radix / segmented), all decodes.
-  static constexpr int kMemStats = 57;
+  // [57] / [58]: lattice lane-steps recorded from ExpandKernel's candidates / whose candidates
+  // overflowed their buffer and were walked instead (candidate mode, lattice.cuh LatCandKernel),
+  // all decodes.
+  static constexpr int kMemStats = 59;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -603,6 +606,8 @@ class GpuDecoder {
   float lat_filter_host_[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard,
                                        // or the lattice trim's)
+  int64_t lat_cand_steps_ = 0;         // MemStats [57]
+  int64_t lat_cand_over_ = 0;          // MemStats [58]
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
                                        // (of the arcs walked: the lattice trim's are not counted)
   int64_t prune_block_times_ = 0;      // MemStats [55]: times the pruning ranked by counting (PrBlockRankKernel)

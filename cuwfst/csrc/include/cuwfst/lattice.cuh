@@ -285,8 +285,15 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
-  // candidate mode: the next step's candidates start afresh (also after a step that paused)
+  // candidate mode: the lane-step counts (MemStats [57] / [58]: recorded from candidates or,
+  // past the buffer, walked), then the next step's candidates start afresh (also after a step
+  // that paused: its phase is idle, and it is not counted)
   if (ws.lat_cand != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    if (ws.lattice == 2 && lc.step_phase == kPhaseReal) {
+      const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+      if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
+        atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
+    }
     if (lane == 0) *ws.lat_cand_n = 0;
     lc.lat_cand_over = 0;
   }

@@ -490,7 +490,9 @@ struct Workspace {
   int32_t* lat_all;
   const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, 0, 0, 0}
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
-  // [lat_cand_cap] at the cursor lat_cand_n (LatStepEndKernel zeroes it); nullptr: off
+  // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
+  // [2] count the lane-steps recorded from candidates and those whose candidates overflowed
+  // (walked instead), over a decode; nullptr: off
   LatCand* lat_cand;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
