@@ -470,8 +470,6 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
   if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
 }
 
-// ExpandKernel's work for one slot, and the lane it is in (cutoff and table, read on entering a
-// lane; max_ord read volatile: in CoopWalkKernel other CTAs raised it in this launch).
 // A lattice candidate into the step's candidate buffer (candidate mode, common.cuh LatCandOn):
 // the calling threads take consecutive entries (one atomicAdd per warp); an entry past the
 // buffer marks its lane (LatPersistKernel then records that lane by its walk).
@@ -488,6 +486,8 @@ __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, 
   else atomicOr(&ws.lanes[lane].lat_cand_over, 1);
 }
 
+// ExpandKernel's work for one slot, and the lane it is in (cutoff and table, read on entering a
+// lane; max_ord read volatile: in CoopWalkKernel other CTAs raised it in this launch).
 struct ExpandLane {
   int32_t lane = -1;
   float cutoff = INFINITY;
