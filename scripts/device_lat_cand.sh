@@ -8,7 +8,12 @@
 #   3. the walk-entry file (every walker: the cooperative ones take no candidates)
 #   4. the rest of the lattice file until TEST_END
 # The speed A/B needs the full tier: SPEED=1 adds (after 1-3) `lattice_speed --one-call --cand-ab
-# --profile` and waits for the full tier first.
+# --profile` and waits for the full tier first, then the 1-best's cost: gpu_speed on the HLG
+# 32 x 250 with main's module, this branch's, main's again (three processes). For that, save
+# main's versions of the files the branch changes here first (on the development machine):
+#   git diff --name-only main lat-cand | while read f; do mkdir -p .device/main_src/$(dirname $f);
+#     git show main:$f > .device/main_src/$f; done
+# (main's module is built on the machine, about 45 s; the branch's comes from the carried cache).
 # Carry .device and .cache. $OUT: cand.log, lat1.log, memcheck.log, walk.log, lat2.log, lat_speed.txt
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }; left() { local l=$(( $1 - $(since) )); echo $(( l > 5 ? l : 5 )); }
@@ -38,6 +43,21 @@ if [ "${SPEED:-0}" = 1 ]; then
     --batch 32 --reps 3 --cpu-utts 0 --check 4 --no-replay --one-call --cand-ab --profile > $OUT/lat_speed.txt 2>&1
   grep -E "^batch 32|exactness|kernel ms" $OUT/lat_speed.txt | cut -c1-400 | tee -a $L
   echo "[$(since) s] speed" | tee -a $L
+  if [ -d .device/main_src ]; then  # the 1-best's cost: main / branch / main, one process each
+    FILES=$(cd .device/main_src && find . -type f | sed 's|^\./||')
+    mkdir -p /tmp/branch_src
+    for f in $FILES; do mkdir -p /tmp/branch_src/$(dirname $f); cp $f /tmp/branch_src/$f; done
+    for side in main branch main; do
+      if [ $side = main ]; then SRC=.device/main_src; else SRC=/tmp/branch_src; fi
+      for f in $FILES; do cp $SRC/$f $f; done
+      python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
+      timeout -s INT 120 python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+        --uniform 250 --utts 32 --batch 32 --reps 7 --check 2 --variants new > $OUT/best_$side.txt 2>&1
+      grep -E "B=32|CPU check" $OUT/best_$side.txt | sed "s/^/$side: /" | cut -c1-200 | tee -a $L
+    done
+    for f in $FILES; do cp /tmp/branch_src/$f $f; done
+    echo "[$(since) s] 1-best main / branch / main" | tee -a $L
+  fi
 fi
 timeout -s INT $(left $END) python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_lattice.py -k "not ($K)" -s -rf \
   --maxfail=5 > $OUT/lat2.log 2>&1
