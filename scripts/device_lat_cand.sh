@@ -11,9 +11,10 @@
 # --profile` and waits for the full tier first, then the 1-best's cost: gpu_speed on the HLG
 # 32 x 250 with main's module, this branch's, main's again (three processes). For that, save
 # main's versions of the files the branch changes here first (on the development machine):
-#   git diff --name-only main lat-cand | while read f; do mkdir -p .device/main_src/$(dirname $f);
+#   git diff --name-only main lat-cand -- cuwfst | while read f; do mkdir -p .device/main_src/$(dirname $f);
 #     git show main:$f > .device/main_src/$f; done
-# (main's module is built on the machine, about 45 s; the branch's comes from the carried cache).
+# (the package's files only: never this script; main's module is built on the machine, about
+# 45 s; the branch's comes from the carried cache). With SPEED=1 give TEST_END=560 or so.
 # Carry .device and .cache. $OUT: cand.log, lat1.log, memcheck.log, walk.log, lat2.log, lat_speed.txt
 set -uo pipefail
 T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }; left() { local l=$(( $1 - $(since) )); echo $(( l > 5 ? l : 5 )); }
