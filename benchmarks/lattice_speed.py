@@ -90,6 +90,9 @@ def main():
     p.add_argument("--json", help="append results as JSON lines here")
     p.add_argument("--no-replay", action="store_true", help="skip the host-replay half of the A/B")
     p.add_argument("--trim-ab", action="store_true", help="the lattice trim off, same decoder, same run")
+    p.add_argument("--cand-ab", action="store_true",
+                   help="candidate mode off (CUWFST_LATTICE_CAND=off: LatPersistKernel walks every lane-step), then on "
+                        "again, same decoder")
     p.add_argument("--prefilter-ab", action="store_true",
                    help="LatPersistKernel's prefilter off (CUWFST_LATTICE_PREFILTER=off), then on again, same decoder")
     p.add_argument("--number-ab", action="store_true", help="the host numbering, same decoder, same run")
@@ -197,6 +200,22 @@ def main():
             print(f"batch {B}{tag}: prefilter A/B: on {prefilter_ab['ms_per_batch_on']:.1f}, off "
                   f"{prefilter_ab['ms_per_batch_off']:.1f}, on again {prefilter_ab['ms_per_batch_on_again']:.1f} ms "
                   f"per batch; lattices identical on {prefilter_ab['identical_rows']}/{n} rows")
+        cand_ab = {}
+        if a.cand_ab:  # LatPersistKernel walks every lane-step (no candidates), then the default again
+            st0 = be.main.mem_stats()
+            t_c, c_hyps = _with_env("CUWFST_LATTICE_CAND", "off", lambda: _median_time(lambda: run(True), a.reps, sync))
+            t_c2, c2_hyps = _median_time(lambda: run(True), a.reps, sync)
+            st1 = be.main.mem_stats()
+            nb_ = (n + B - 1) // B
+            cand_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_c / nb_ * 1000,
+                           ms_per_batch_on_again=t_c2 / nb_ * 1000,
+                           identical_rows=min(_same_lattices(lat_hyps, c_hyps), _same_lattices(lat_hyps, c2_hyps)),
+                           cand_steps=st_on.get("lattice_cand_steps", 0), cand_over=st_on.get("lattice_cand_over", 0),
+                           cand_steps_during_ab=st1.get("lattice_cand_steps", 0) - st0.get("lattice_cand_steps", 0))
+            print(f"batch {B}{tag}: candidates A/B: on {cand_ab['ms_per_batch_on']:.1f}, off "
+                  f"{cand_ab['ms_per_batch_off']:.1f}, on again {cand_ab['ms_per_batch_on_again']:.1f} ms per batch; "
+                  f"lattices identical on {cand_ab['identical_rows']}/{n} rows; candidate lane-steps so far "
+                  f"{cand_ab['cand_steps']:,} (of them walked for overflow {cand_ab['cand_over']:,})")
         number_ab = {}
         if a.number_ab:  # the host numbering (lattice_number.h), same decoder: the device numbering's A/B
             t_nh, nh_hyps, pm_host = _with_env("CUWFST_LATTICE_NUMBER", "host", lambda: (
@@ -337,7 +356,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, prefilter_ab=prefilter_ab, walker=be.walker, one_call=a.one_call,
+                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

@@ -874,6 +874,45 @@ def test_lattice_filter_keeps_every_lattice(seed):
     assert 0 <= st_on["lattice_filter_dropped"] < max(recorded, 1)
 
 
+@pytest.mark.parametrize("entries", [None, 64])
+def test_lattice_candidates_give_the_walks_records(monkeypatch, entries):
+    """Candidate mode (common.cuh LatCandOn: ExpandKernel writes each prefiltered lane-step's
+    arcs that reach the prefilter's bound, LatCandKernel records them, LatPersistKernel walks
+    only the lane-steps they do not cover) gives the CPU's lattices, as the walk alone does
+    (CUWFST_LATTICE_CAND=off, same decoder). With a 64-entry candidate buffer
+    (CUWFST_LATTICE_CAND_ENTRIES) many lane-steps overflow it and are walked instead. The
+    decoders' counts (lane-steps recorded from candidates; lane-steps whose candidates
+    overflowed, walked instead: two disjoint counts) show which paths ran."""
+    if entries:
+        monkeypatch.setenv("CUWFST_LATTICE_CAND_ENTRIES", str(entries))
+    steps = over = 0
+    for seed in range(16):
+        graph, lp, lens, opts = _wide_case(seed)
+        cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+        dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size))
+        on = dec.decode(lp, lens, lattice=True)
+        st = dec._gpu.main.mem_stats()
+        monkeypatch.setenv("CUWFST_LATTICE_CAND", "off")
+        try:
+            off = dec.decode(lp, lens, lattice=True)
+        finally:
+            monkeypatch.delenv("CUWFST_LATTICE_CAND")
+        st_off = dec._gpu.main.mem_stats()
+        compare(cpu, on, f"candidates, seed {seed}")
+        compare(cpu, off, f"candidates off, seed {seed}")
+        assert (st_off["lattice_cand_steps"], st_off["lattice_cand_over"]) == \
+            (st["lattice_cand_steps"], st["lattice_cand_over"]), "no candidate lane-steps with it off"
+        steps += st["lattice_cand_steps"]
+        over += st["lattice_cand_over"]
+    print(f"\nlane-steps recorded from candidates {steps}, walked after their candidates overflowed {over} "
+          f"(buffer {entries or 'default'})")
+    assert steps > 0
+    if entries:
+        assert over > 0
+    else:
+        assert over == 0
+
+
 def test_lattice_filter_drops_most_records_of_wide_frontiers():
     """Across the cases of test_lattice_filter_keeps_every_lattice: the filter dropped a
     large share of the recorded arcs (a filter that drops nothing would pass the equality)."""

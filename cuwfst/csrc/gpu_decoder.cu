@@ -26,6 +26,9 @@ T* As(const PinnedBuffer& b) {
   return static_cast<T*>(b.get());
 }
 
+// LatCandKernel's grid (grid-stride over a step's candidates: up to a few hundred thousand)
+constexpr int kLatCandBlocks = 1024;
+
 int32_t StepBucket(int32_t steps) {
   if (steps <= 256) return (steps + 31) / 32 * 32;
   return (steps + 63) / 64 * 64;
@@ -668,6 +671,10 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   // The records start empty (memset nodes in a captured graph) when a batch starts, not when
   // a paused pooled batch resumes (kResume): the records and step counts of the steps before
   // the pause stay, and the resumed steps append to them.
+  // (candidate mode: the step's candidates start empty in every sequence, a resumed one too;
+  // the lane-step counts when a batch starts)
+  if (w.lattice && w.lat_cand != nullptr)
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? 3 : 1) * sizeof(unsigned long long), stream_));
   if (w.lattice && reset) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
@@ -895,6 +902,10 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
+    // candidate mode: the records of ExpandKernel's candidates (LatPersistKernel then walks
+    // only the lanes they do not cover, or returns at once)
+    if (w.lattice == 2 && w.lat_cand != nullptr)
+      Timed(16, [&] { LaunchStep(LatCandKernel, dim3(kLatCandBlocks), dim3(kLatCandThreads), g, w); });
     if (cfg_.walker == kWalkThread)
       Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
@@ -1406,6 +1417,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[54] = lat_filter_dropped_;
   out[55] = prune_block_times_;
   out[56] = prune_sort_times_;
+  out[57] = lat_cand_steps_;
+  out[58] = lat_cand_over_;
 }
 
 }  // namespace cuwfst

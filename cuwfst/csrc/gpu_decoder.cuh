@@ -161,7 +161,7 @@ inline int32_t AutoScanSplit(int32_t max_lanes) {
 }
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.
-constexpr int kProfileKinds = 16;
+constexpr int kProfileKinds = 17;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {
@@ -372,7 +372,10 @@ class GpuDecoder {
   // convergence walks), [52] the live entries the rounds kept, summed over rounds.
   // [55] / [56]: the GPU lattice pruning's times ranked by PrBlockRankKernel / by a sort (a lane
   // past its cap, or CUWFST_PRUNE_SORT=radix / segmented), all decodes.
-  static constexpr int kMemStats = 57;
+  // [57] / [58]: lattice lane-steps recorded from ExpandKernel's candidates / whose candidates
+  // overflowed their buffer and were walked instead (candidate mode, lattice.cuh LatCandKernel),
+  // all decodes.
+  static constexpr int kMemStats = 59;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -597,11 +600,14 @@ class GpuDecoder {
   // second slot space for the closure's passes (the step's own stays for the lattice walk).
   DeviceBuffer lat_, lat_cursor_, lat_count_, lat_cutoff_, lat_size_, lat_hash_pos_;
   DeviceBuffer lat_all_, lat_filter_;  // Workspace::lat_all, Workspace::lat_filter
+  DeviceBuffer lat_cand_, lat_cand_n_;  // Workspace::lat_cand, lat_cand_n (candidate mode)
   bool lat_filter_on_ = false;         // what SetLatticeFilter last wrote
   bool lat_trim_used_ = false;         // the last lattice decode's steps trimmed (LatticeOutputs::trim)
-  float lat_filter_host_[4] = {0.f, 0.f, 0.f, 0.f};
+  float lat_filter_host_[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard,
                                        // or the lattice trim's)
+  int64_t lat_cand_steps_ = 0;         // MemStats [57]
+  int64_t lat_cand_over_ = 0;          // MemStats [58]
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
                                        // (of the arcs walked: the lattice trim's are not counted)
   int64_t prune_block_times_ = 0;      // MemStats [55]: times the pruning ranked by counting (PrBlockRankKernel)

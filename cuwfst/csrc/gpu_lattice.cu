@@ -16,11 +16,19 @@ namespace cuwfst {
 namespace {
 // Records a first lattice decode makes room for (64 MiB); growth goes to what a batch used.
 constexpr int64_t kLatticeInitialRecords = 4ll << 20;
+// Candidates a step's ExpandKernel may write in candidate mode (lattice.cuh LatCandKernel; 16
+// bytes each): a quarter of the lanes' frontier capacity, between 16 Ki and 4 Mi entries (32
+// lanes of 320,000 tokens: 2.56 Mi, 41 MiB). A lane whose candidates do not all fit is recorded
+// by LatPersistKernel's walk instead (the same records, slower), so the buffer never grows.
+int64_t LatCandEntries(int64_t lanes, int64_t main_q) {
+  const int64_t n = lanes * main_q / 4;
+  return n < (16ll << 10) ? (16ll << 10) : (n > (4ll << 20) ? (4ll << 20) : n);
+}
 }  // namespace
 
 int64_t GpuDecoder::lattice_bytes() const {
   return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
-         lat_all_.amount() + lat_filter_.amount() +
+         lat_all_.amount() + lat_filter_.amount() + lat_cand_.amount() + lat_cand_n_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
          eps_hint_.amount() + eps_lane_offsets_.amount() + lattice_prune_bytes();
 }
@@ -49,9 +57,13 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     *dst = std::move(b);
   };
   const int32_t seg = max_frames + 2;  // steps 0..max_frames
+  // candidate mode (common.cuh LatCandOn): GPU-pruned decodes whose ExpandKernel is
+  // ExpandLane::Slot for every slot (not the cooperative walkers, whose strips kept in
+  // registers skip it, nor fused_max's FusedExpandKernel)
+  const bool cand = ext && !cfg_.fused_max && coop_cap_ == 0;
   const bool missing = !lat_cursor_.get() || !lat_filter_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
                        (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg ||
-                       (ext && !lat_ext_.get());
+                       (ext && !lat_ext_.get()) || (cand && !lat_cand_.get());
   if (!missing) return;
   // Every captured graph holds the Workspace it was captured with: drop them before any of
   // its pointers changes (a failure half-way leaves some changed).
@@ -60,10 +72,22 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     alloc(&lat_cursor_, sizeof(unsigned long long), "the lattice record cursor");
     ws_.lat_cursor = static_cast<unsigned long long*>(lat_cursor_.get());
   }
-  if (!lat_filter_.get()) {  // {on, output_beam, pad, prefilter}: SetLatticeFilter writes it before each decode
-    alloc(&lat_filter_, 4 * sizeof(float), "the lattice records' filter settings");
-    CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, 4 * sizeof(float), stream_));
+  if (!lat_filter_.get()) {  // {on, output_beam, pad, prefilter, candidates}: SetLatticeFilter writes it before each decode
+    alloc(&lat_filter_, sizeof(lat_filter_host_), "the lattice records' filter settings");
+    CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, sizeof(lat_filter_host_), stream_));
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
+  }
+  if (cand && !lat_cand_.get()) {
+    alloc(&lat_cand_n_, 3 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
+    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 3 * sizeof(unsigned long long), stream_));
+    // (CUWFST_LATTICE_CAND_ENTRIES: another size, read when the buffer is made; tests shrink it
+    // so that lanes overflow it and take the walk)
+    const char* env = std::getenv("CUWFST_LATTICE_CAND_ENTRIES");
+    const int64_t n = env != nullptr && std::atoll(env) > 0 ? std::atoll(env) : LatCandEntries(L, Q);
+    alloc(&lat_cand_, static_cast<size_t>(n) * sizeof(LatCand), "the lattice candidates");
+    ws_.lat_cand = static_cast<LatCand*>(lat_cand_.get());
+    ws_.lat_cand_n = static_cast<unsigned long long*>(lat_cand_n_.get());
+    ws_.lat_cand_cap = n;
   }
   if (!lat_.get()) {
     const int64_t cap = cfg_.lattice_cap > 0 ? cfg_.lattice_cap : kLatticeInitialRecords;
@@ -134,6 +158,10 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
   // same-run A/B; the records and lattices are the same either way)
   const char* pre = std::getenv("CUWFST_LATTICE_PREFILTER");
   lat_filter_host_[3] = pre != nullptr && std::strcmp(pre, "off") == 0 ? 0.f : 1.f;
+  // candidate mode (common.cuh LatCandOn), where the decode has a candidate buffer: on unless
+  // CUWFST_LATTICE_CAND=off (same records either way)
+  const char* cand = std::getenv("CUWFST_LATTICE_CAND");
+  lat_filter_host_[4] = cand != nullptr && std::strcmp(cand, "off") == 0 ? 0.f : 1.f;
   lat_filter_on_ = on;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }
@@ -204,6 +232,13 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     for (int32_t b = 0; b < B; ++b)
       for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
         lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];
+    if (ws_.lat_cand != nullptr) {  // the decode's candidate lane-steps (zeroed when its batch started)
+      unsigned long long cand[3] = {0, 0, 0};
+      CUWFST_CUDA(cudaMemcpyAsync(cand, ws_.lat_cand_n, sizeof(cand), cudaMemcpyDeviceToHost, stream_));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      lat_cand_steps_ += static_cast<int64_t>(cand[1]);
+      lat_cand_over_ += static_cast<int64_t>(cand[2]);
+    }
     pr_count_ = count;
     pr_size_ = size;
     pr_B_ = B;

@@ -73,7 +73,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "gc_us", "lattice_grows", "lattice_capacity", "trims_arcs", "slots", "refills", "pdl",
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
-             "prune_sort_times")
+             "prune_sort_times", "lattice_cand_steps", "lattice_cand_over")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

@@ -303,6 +303,48 @@ __device__ __forceinline__ LatSlack LatSlackFor(const DeviceGraph& g, const Work
   s.slack = __fadd_ru(__fadd_ru(__fmul_ru(2.f, s.drift), __fadd_ru(0.5f, ws.lat_filter[2])), __fmul_ru(32.f * u, h));
   return s;
 }
+struct LatFilterStep {
+  bool on;           // this step drops arcs (a real step, the filter on, magnitudes in range)
+  float slack;       // end < s(dst) - output_beam - slack drops a non-admitted arc
+  float mag;         // |score| bound of the new frontier
+  float drift;       // lat_drift after the step
+};
+__device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
+                                                      int32_t step_phase) {
+  const float mx = OrderedIntToFloat(lc.max_ord);
+  LatFilterStep f;
+  // The new frontier's scores: [max - beam, max] on a real step; the final token alone on a
+  // final or redirect step (its score is the max; their beam is k2's 1e10); none when no arc
+  // of the step ended anywhere (max -inf: the new frontier is empty)
+  f.mag = mx == -INFINITY ? 0.f : step_phase == kPhaseReal ? fmaxf(fabsf(mx), fabsf(mx - lc.beam)) : fabsf(mx);
+  const LatSlack sl = LatSlackFor(g, ws, lc, f.mag);
+  f.drift = sl.drift;
+  f.slack = sl.slack;
+  // (!(x <= limit) also refuses NaN and infinities)
+  f.on = ws.lat_filter[0] != 0.f && step_phase == kPhaseReal && f.mag <= kLatFilterMag &&
+         g.max_abs_weight <= kLatFilterMaxWeight && f.drift <= kLatFilterMaxDrift;
+  return f;
+}
+
+// The records' prefilter bound of a step (LatPersistKernel): a filtered step's arcs ending
+// below it are dropped by the filter whatever their destination; -inf where the prefilter is
+// off (an unfiltered step, no lattice trim, or ws.lat_filter[3] == 0). cutoff = max - beam.
+__device__ __forceinline__ float LatPreLowFor(const Workspace& ws, const LatFilterStep& f, float cutoff) {
+  return f.on && ws.trim != 0 && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - f.slack : -INFINITY;
+}
+// Candidate mode (lattice.cuh LatCandKernel): ExpandKernel writes every walked arc of a
+// prefiltered lane-step (pre_low > -inf) that ends at or above pre_low, admitted or not, as a
+// candidate; LatCandKernel turns them into records and LatPersistKernel skips the lane, unless
+// some of its candidates did not fit (lat_cand_over: the walk records the lane as before).
+// On where the host gave the decode a candidate buffer (ws.lat_cand: lattice == 2, walkers
+// whose Expand is ExpandLane::Slot) and ws.lat_filter[4] != 0 (CUWFST_LATTICE_CAND).
+__device__ __forceinline__ bool LatCandOn(const Workspace& ws, float pre_low) {
+  return ws.lattice == 2 && ws.lat_cand != nullptr && ws.lat_filter[4] != 0.f && pre_low > -INFINITY;
+}
+__device__ __forceinline__ bool LatCandLane(const Workspace& ws, const LaneCounters& lc, float pre_low) {
+  return LatCandOn(ws, pre_low) && lc.lat_cand_over == 0;
+}
+
 // Whether a real step of the lane trims its slots for the lattice (Workspace::lattice == 2,
 // Workspace::trim, the filter on): read by the scan (RowAndTrim) and by LatStepEndKernel
 // (the guard) from the same counters, so both see the same answer.

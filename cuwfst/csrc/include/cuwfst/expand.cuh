@@ -470,26 +470,53 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
   if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
 }
 
+// A lattice candidate into the step's candidate buffer (candidate mode, common.cuh LatCandOn):
+// the calling threads take consecutive entries (one atomicAdd per warp); an entry past the
+// buffer marks its lane (LatPersistKernel then records that lane by its walk).
+__device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, int32_t tok, int32_t arc,
+                                             float acoustic) {
+  const unsigned writing = __activemask();
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  const int32_t leader = __ffs(writing) - 1;
+  unsigned long long base = 0;
+  if (me == leader) base = atomicAdd(ws.lat_cand_n, static_cast<unsigned long long>(__popc(writing)));
+  base = __shfl_sync(writing, base, leader);
+  const unsigned long long i = base + static_cast<unsigned long long>(__popc(writing & ((1u << me) - 1u)));
+  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) ws.lat_cand[i] = LatCand{tok, arc, acoustic, lane};
+  else atomicOr(&ws.lanes[lane].lat_cand_over, 1);
+}
+
 // ExpandKernel's work for one slot, and the lane it is in (cutoff and table, read on entering a
 // lane; max_ord read volatile: in CoopWalkKernel other CTAs raised it in this launch).
 struct ExpandLane {
   int32_t lane = -1;
   float cutoff = INFINITY;
+  // candidate mode (lattice decodes, common.cuh LatCandOn): the prefilter's bound, at or above
+  // which a walked arc is written as a candidate; INFINITY: no candidates
+  float cand_low = INFINITY;
   LaneTable table;
 
-  __device__ __forceinline__ void Enter(const Workspace& ws, int32_t l) {
+  __device__ __forceinline__ void Enter(const DeviceGraph& g, const Workspace& ws, int32_t l, int32_t phase) {
     if (l == lane) return;
     lane = l;
     const LaneCounters& lc = ws.lanes[l];
     cutoff = OrderedIntToFloat(*reinterpret_cast<const volatile int32_t*>(&lc.max_ord)) - lc.beam;
     table.Load(ws, lc);
+    cand_low = INFINITY;
+    if (ws.lattice == 2 && ws.lat_cand != nullptr) {  // (the same bound LatPersistKernel computes)
+      const float low = LatPreLowFor(ws, LatFilterFor(g, ws, lc, phase), cutoff);
+      if (LatCandOn(ws, low)) cand_low = low;
+    }
   }
   __device__ __forceinline__ void Slot(const DeviceGraph& g, const Workspace& ws, const LaneView& lv, int32_t tok,
                                        int32_t local) {
-    Enter(ws, lv.lane);
-    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass
+    Enter(g, ws, lv.lane, lv.phase);
+    const float bound = lv.ub[tok] + lv.max_lp;
+    if (!(bound > cutoff) && !(bound >= cand_low)) return;  // no arc of this token can pass (or be a candidate)
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
-    const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
+    const float acoustic = lv.Acoustic(g, arc);
+    const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
+    if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
                                                      : static_cast<uint32_t>(g.arc_dest[arc]);
@@ -597,7 +624,9 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
 #pragma unroll
   for (int j = 0; j < kCoopStrips; ++j) {
     if (j >= cached) break;
-    e.Enter(ws, c_lane[j]);
+    // (no lattice candidates here: the host gives a cooperative walker's decodes no candidate
+    // buffer, ws.lat_cand nullptr, since the strips kept in registers skip ExpandLane::Slot)
+    e.Enter(g, ws, c_lane[j], c_phase[j]);
     if (!(c_end[j] > e.cutoff)) continue;
     const uint32_t dest = c_phase[j] == kPhaseRedirect ? static_cast<uint32_t>(final_state)
                                                        : static_cast<uint32_t>(g.arc_dest[c_arc[j]]);

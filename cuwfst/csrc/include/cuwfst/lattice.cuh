@@ -91,27 +91,84 @@ __device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_
 // arcs, unless the lattice trim left some unwalked: common.cuh LatTrimLow).
 // (The constants and the slack's arithmetic are in common.cuh, LatSlackFor: the lattice trim
 // bounds the same slack.)
-struct LatFilterStep {
-  bool on;           // this step drops arcs (a real step, the filter on, magnitudes in range)
-  float slack;       // end < s(dst) - output_beam - slack drops a non-admitted arc
-  float mag;         // |score| bound of the new frontier
-  float drift;       // lat_drift after the step
+// (LatFilterStep, LatFilterFor and LatPreLowFor are in common.cuh: ExpandKernel reads them too.)
+
+// What the record kernels (LatPersistKernel, LatCandKernel) read of a lane's step, loaded on
+// entering the lane.
+struct LatLane {
+  int32_t lane = -1;
+  int32_t table = 0;                   // the lane's hash size this step (its region)
+  const int32_t* state = nullptr;      // the frontier the step expanded: states
+  const float* score = nullptr;        // and scores
+  const uint32_t* keys = nullptr;
+  const int32_t* hash_pos = nullptr;
+  const float* new_score = nullptr;    // the new frontier's scores (the filter's s(dst))
+  int32_t* count = nullptr;
+  int32_t* all = nullptr;
+  bool final_alive = false;
+  bool cand = false;                   // the step's records come from candidates (LatCandLane)
+  float cutoff = 0.f;
+  float pre_low = -INFINITY;           // the prefilter's bound, -inf where it is off
+  int32_t step_t = 0;
+  LatFilterStep filter{};
+
+  __device__ __forceinline__ void Load(const DeviceGraph& g, const Workspace& ws, int32_t l, int32_t phase) {
+    lane = l;
+    const LaneCounters& lc = ws.lanes[l];
+    state = ws.tok_state[lc.buf ^ 1] + lc.tok_off[lc.buf ^ 1];
+    score = ws.tok_score[lc.buf ^ 1] + lc.tok_off[lc.buf ^ 1];
+    new_score = ws.tok_score[lc.buf] + lc.tok_off[lc.buf];
+    keys = ws.hash_key + lc.hash_off;
+    hash_pos = ws.hash_pos + lc.hash_off;
+    table = lc.hash_cap;
+    const int64_t at = static_cast<int64_t>(l) * ws.seg_cap + (lc.t - 1);
+    count = ws.lat_count + at;
+    all = ws.lattice == 2 ? ws.lat_all + at : nullptr;
+    final_alive = lc.final_winner != -2;
+    cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;  // LatStepEndKernel's lat_cutoff
+    step_t = lc.t - 1;
+    filter = ws.lattice == 2 ? LatFilterFor(g, ws, lc, phase) : LatFilterStep{};
+    // The prefilter: on a filtered step every destination that survived scores s > cutoff
+    // (the new frontier is the admitted arcs' destinations: lattice == 2 runs only on
+    // epsilon-free graphs), and float subtraction is monotone, so an arc ending below
+    // (cutoff - output_beam) - slack is below (s - output_beam) - slack for any such s: not
+    // admitted (that needs end > cutoff), and dropped by the filter whether or not its
+    // destination survived. Its hash probe is skipped. Only where the lattice trim's
+    // accounting holds (ws.trim with the filter: the rows' recorded arcs are not counted,
+    // GpuDecoder::lat_trim_used_), since lat_all then misses such arcs that survived.
+    // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
+    pre_low = LatPreLowFor(ws, filter, cutoff);
+    cand = LatCandLane(ws, lc, pre_low);
+  }
 };
-__device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
-                                                      int32_t step_phase) {
-  const float mx = OrderedIntToFloat(lc.max_ord);
-  LatFilterStep f;
-  // The new frontier's scores: [max - beam, max] on a real step; the final token alone on a
-  // final or redirect step (its score is the max; their beam is k2's 1e10); none when no arc
-  // of the step ended anywhere (max -inf: the new frontier is empty)
-  f.mag = mx == -INFINITY ? 0.f : step_phase == kPhaseReal ? fmaxf(fabsf(mx), fabsf(mx - lc.beam)) : fabsf(mx);
-  const LatSlack sl = LatSlackFor(g, ws, lc, f.mag);
-  f.drift = sl.drift;
-  f.slack = sl.slack;
-  // (!(x <= limit) also refuses NaN and infinities)
-  f.on = ws.lat_filter[0] != 0.f && step_phase == kPhaseReal && f.mag <= kLatFilterMag &&
-         g.max_abs_weight <= kLatFilterMaxWeight && f.drift <= kLatFilterMaxDrift;
-  return f;
+
+// The records' shared tail: of the calling threads, those whose arc survived count into `all`
+// (grouped by lane: one atomicAdd per warp and lane), those that keep it take consecutive
+// records at the cursor shared by all lanes (one atomicAdd per warp and lane) and count into
+// `count`; write(i) stores record i (below lat_cap: past it only the cursor and the counts
+// move, and the host grows the records and decodes again).
+template <typename Write>
+__device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int32_t* count, int32_t* all,
+                                          bool survives, bool keep, Write&& write) {
+  const unsigned active = __activemask();
+  const unsigned surviving = __ballot_sync(active, survives);
+  if (!survives) return;
+  const unsigned peers = __match_any_sync(surviving, lane);
+  const unsigned writing = peers & __ballot_sync(surviving, keep);
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  if (all != nullptr && me == __ffs(peers) - 1) atomicAdd(all, __popc(peers));
+  if (!keep) return;
+  const int32_t leader = __ffs(writing) - 1;
+  const int32_t rank = __popc(writing & ((1u << me) - 1u));
+  unsigned long long base = 0;
+  if (me == leader) {
+    const int32_t n = __popc(writing);
+    base = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(n));
+    atomicAdd(count, n);
+  }
+  base = __shfl_sync(writing, base, leader);
+  const unsigned long long i = base + static_cast<unsigned long long>(rank);
+  if (i < static_cast<unsigned long long>(ws.lat_cap)) write(i);
 }
 
 // LatPersistKernel — per step of a lattice decode, after FinalizeKernel and the epsilon
@@ -123,66 +180,45 @@ __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, cons
 // token), the log-prob row. Writes: one LatRecord per surviving slot at a cursor shared by
 // all lanes (one atomicAdd per warp and lane: the threads recording for the same lane share
 // it), lat_count[lane][t] += the warp's records; past lat_cap only the cursor and the counts
-// move (the host grows the records and decodes again: decode is idempotent).
+// move (the host grows the records and decodes again: decode is idempotent). In candidate
+// mode (common.cuh LatCandOn) it skips the lane-steps LatCandKernel recorded, and returns at
+// once when that is every lane that took a step (at most kWalkThreads lanes; else it walks).
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  int32_t cur_lane = -1;
-  int32_t table = 0;  // the lane's hash size this step (its region)
-  const int32_t* state = nullptr;
-  const uint32_t* keys = nullptr;
-  const int32_t* hash_pos = nullptr;
-  const float* new_score = nullptr;  // the new frontier's scores (the filter's s(dst))
-  int32_t* count = nullptr;
-  int32_t* all = nullptr;
-  bool final_alive = false;
-  float cutoff = 0.f;
-  float pre_low = -INFINITY;  // the prefilter's bound (below), -inf where it is off
-  int32_t step_t = 0;
-  LatFilterStep filter{};
-  Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
-    if (lv.lane != cur_lane) {
-      cur_lane = lv.lane;
-      const LaneCounters& lc = ws.lanes[cur_lane];
-      state = ws.tok_state[lc.buf ^ 1] + lc.tok_off[lc.buf ^ 1];  // the frontier the step expanded
-      new_score = ws.tok_score[lc.buf] + lc.tok_off[lc.buf];
-      keys = ws.hash_key + lc.hash_off;
-      hash_pos = ws.hash_pos + lc.hash_off;
-      table = lc.hash_cap;
-      const int64_t at = static_cast<int64_t>(cur_lane) * ws.seg_cap + (lc.t - 1);
-      count = ws.lat_count + at;
-      all = ws.lattice == 2 ? ws.lat_all + at : nullptr;
-      final_alive = lc.final_winner != -2;
-      cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;  // LatStepEndKernel's lat_cutoff
-      step_t = lc.t - 1;
-      filter = ws.lattice == 2 ? LatFilterFor(g, ws, lc, lv.phase) : LatFilterStep{};
-      // The prefilter: on a filtered step every destination that survived scores s > cutoff
-      // (the new frontier is the admitted arcs' destinations: lattice == 2 runs only on
-      // epsilon-free graphs), and float subtraction is monotone, so an arc ending below
-      // (cutoff - output_beam) - slack is below (s - output_beam) - slack for any such s: not
-      // admitted (that needs end > cutoff), and dropped by the filter whether or not its
-      // destination survived. Its hash probe is skipped. Only where the lattice trim's
-      // accounting holds (ws.trim with the filter: the rows' recorded arcs are not counted,
-      // GpuDecoder::lat_trim_used_), since lat_all then misses such arcs that survived.
-      // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
-      pre_low = filter.on && ws.trim != 0 && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - filter.slack
-                                                                        : -INFINITY;
+  if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
+    // candidate mode: nothing to walk when every lane that took a step is recorded from its
+    // candidates (LatCandKernel); else the walk below records the others
+    bool walk = false;
+    if (threadIdx.x < ws.max_lanes) {
+      const LaneCounters& lc = ws.lanes[threadIdx.x];
+      if (lc.step_phase != kPhaseIdle) {
+        LatLane ll;
+        ll.Load(g, ws, threadIdx.x, lc.step_phase);
+        walk = !ll.cand;
+      }
     }
+    if (!__syncthreads_or(walk)) return;
+  }
+  LatLane ll;
+  Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
+    if (lv.lane != ll.lane) ll.Load(g, ws, lv.lane, lv.phase);
+    if (ll.cand) return;  // LatCandKernel recorded this lane-step from ExpandKernel's candidates
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
     float acoustic = 0.f, end = 0.f;
     bool have_end = false, dropped = false;
-    if (lv.phase == kPhaseReal && pre_low > -INFINITY) {
+    if (lv.phase == kPhaseReal && ll.pre_low > -INFINITY) {
       acoustic = lv.Acoustic(g, arc);
       end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
       have_end = true;
-      dropped = end < pre_low;
+      dropped = end < ll.pre_low;
     }
     const int32_t dst_pos = dropped ? -1
                             : lv.phase == kPhaseReal
-                                ? NewFrontierPos(keys, hash_pos, table, static_cast<uint32_t>(g.arc_dest[arc]))
-                                : (final_alive ? 0 : -1);
+                                ? NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[arc]))
+                                : (ll.final_alive ? 0 : -1);
     const bool survives = dst_pos >= 0;
     bool admitted = false, keep = survives;
     if (survives && ws.lattice == 2) {
@@ -191,35 +227,50 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
         end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
       }
       // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
-      admitted = end > cutoff;
-      if (filter.on && !admitted) keep = !(end < (new_score[dst_pos] - ws.lat_filter[1]) - filter.slack);
+      admitted = end > ll.cutoff;
+      if (ll.filter.on && !admitted) keep = !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
     }
     // The recording threads of this call, grouped by lane (the warp walker gives a strip
     // one lane; the thread walker's neighbours may sit in different lanes).
-    const unsigned active = __activemask();
-    const unsigned surviving = __ballot_sync(active, survives);
-    if (!survives) return;
-    const unsigned peers = __match_any_sync(surviving, cur_lane);
-    const unsigned writing = peers & __ballot_sync(surviving, keep);
-    const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
-    if (all != nullptr && me == __ffs(peers) - 1) atomicAdd(all, __popc(peers));
-    if (!keep) return;
-    const int32_t leader = __ffs(writing) - 1;
-    const int32_t rank = __popc(writing & ((1u << me) - 1u));
-    unsigned long long base = 0;
-    if (me == leader) {
-      const int32_t n = __popc(writing);
-      base = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(n));
-      atomicAdd(count, n);
-    }
-    base = __shfl_sync(writing, base, leader);
-    const unsigned long long i = base + static_cast<unsigned long long>(rank);
-    if (i < static_cast<unsigned long long>(ws.lat_cap)) {
+    LatAppend(ws, ll.lane, ll.count, ll.all, survives, keep, [&](unsigned long long i) {
       if (ws.lattice != 2) acoustic = lv.Acoustic(g, arc);
-      ws.lat[i] = {state[tok], lv.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, acoustic, cur_lane};
-      if (ws.lattice == 2) ws.lat_ext[i] = {step_t, tok, dst_pos, admitted ? 1 : 0};
-    }
+      ws.lat[i] = {ll.state[tok], lv.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, acoustic, ll.lane};
+      if (ws.lattice == 2) ws.lat_ext[i] = {ll.step_t, tok, dst_pos, admitted ? 1 : 0};
+    });
   });
+}
+
+// LatCandKernel — per step of a lattice decode in candidate mode (ws.lat_cand; common.cuh
+// LatCandOn), after FinalizeKernel and before LatPersistKernel; grid-stride over the step's
+// candidates (ExpandKernel wrote ws.lat_cand_n of them: every walked arc of a prefiltered
+// lane-step that ends at or above the prefilter's bound). Of a lane whose candidates all fit
+// (LatCandLane), each candidate gets LatPersistKernel's test and record: the destination's
+// probe, admission against the exact cutoff, the filter; the arcs below the bound are the ones
+// LatPersistKernel's prefilter drops unprobed, so the records are the walk's. A lane with
+// lat_cand_over is skipped here and walked there.
+constexpr int kLatCandThreads = 256;
+__global__ void __launch_bounds__(kLatCandThreads) LatCandKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
+  if (ws.lat_cand == nullptr) return;
+  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
+  const unsigned long long n = min(*ws.lat_cand_n, cap);
+  LatLane ll;
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    const LatCand c = ws.lat_cand[i];
+    if (c.lane != ll.lane) ll.Load(g, ws, c.lane, ws.lanes[c.lane].step_phase);
+    if (!ll.cand) continue;
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[c.arc]));
+    const bool survives = dst_pos >= 0;
+    const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
+    const bool admitted = end > ll.cutoff;
+    const bool keep =
+        survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
+    LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
+      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
+      ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
+    });
+  }
 }
 
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
@@ -234,6 +285,18 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
+  // candidate mode: the lane-step counts (MemStats [57] / [58]: recorded from candidates or,
+  // past the buffer, walked), then the next step's candidates start afresh (also after a step
+  // that paused: its phase is idle, and it is not counted)
+  if (ws.lat_cand != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
+    if (ws.lattice == 2 && lc.step_phase == kPhaseReal) {
+      const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+      if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
+        atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
+    }
+    if (lane == 0) *ws.lat_cand_n = 0;
+    lc.lat_cand_over = 0;
+  }
   const int32_t step_phase = lc.step_phase;
   if (step_phase == kPhaseIdle) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) {

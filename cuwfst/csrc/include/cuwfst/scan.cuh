@@ -43,6 +43,7 @@ __device__ __forceinline__ void InitLane(const DeviceGraph& g, const Workspace& 
   lc.lat_drift = 0.f;
   lc.lat_filter_last = kLatFilterNever;
   lc.lat_guard = 0;
+  lc.lat_cand_over = 0;
   lc.final_score = -INFINITY;
   lc.reached_final = 0;
   lc.redirected = 0;

@@ -237,6 +237,10 @@ struct LaneCounters {
   float lat_drift;
   int32_t lat_filter_last;
   int32_t lat_guard;
+  // 1 when some of this step's lattice candidates (common.cuh LatCandOn) did not fit the
+  // candidate buffer: LatPersistKernel then records the lane by its walk, LatCandKernel skips
+  // it; LatStepEndKernel clears it
+  int32_t lat_cand_over;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
 constexpr unsigned long long kBestKeyValid = 1ull << 63;
@@ -245,6 +249,14 @@ __host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index
          static_cast<uint32_t>(index);
 }
 
+// A lattice candidate (ExpandKernel, candidate mode): an arc of the step that ends at or above
+// the prefilter's bound, with the token that expanded it, its acoustic score and its lane.
+struct LatCand {
+  int32_t tok;
+  int32_t arc;
+  float acoustic;
+  int32_t lane;
+};
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
 // new frontier (after its epsilon closure), admitted by the beam or not.
 struct LatRecord {
@@ -476,7 +488,14 @@ struct Workspace {
   // and the filter's settings {on (1/0), output_beam, pad}, device data the host writes
   // before each run (lattice.cuh LatFilterFor)
   int32_t* lat_all;
-  const float* lat_filter;
+  const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, 0, 0, 0}
+  // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
+  // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
+  // [2] count the lane-steps recorded from candidates and those whose candidates overflowed
+  // (walked instead), over a decode; nullptr: off
+  LatCand* lat_cand;
+  unsigned long long* lat_cand_n;
+  int64_t lat_cand_cap;
 };
 
 // Where a lane's tok_hint region for frontier buffer b starts and how many entries it has:
