@@ -874,22 +874,27 @@ def test_lattice_filter_keeps_every_lattice(seed):
     assert 0 <= st_on["lattice_filter_dropped"] < max(recorded, 1)
 
 
-@pytest.mark.parametrize("entries", [None, 64])
-def test_lattice_candidates_give_the_walks_records(monkeypatch, entries):
+@pytest.mark.parametrize("entries,lanes", [(None, "rows"), (64, "rows"), (None, 300), (64, 300)])
+def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes):
     """Candidate mode (common.cuh LatCandOn: ExpandKernel writes each prefiltered lane-step's
-    arcs that reach the prefilter's bound, LatCandKernel records them, LatPersistKernel walks
-    only the lane-steps they do not cover) gives the CPU's lattices, as the walk alone does
-    (CUWFST_LATTICE_CAND=off, same decoder). With a 64-entry candidate buffer
-    (CUWFST_LATTICE_CAND_ENTRIES) many lane-steps overflow it and are walked instead. The
-    decoders' counts (lane-steps recorded from candidates; lane-steps whose candidates
-    overflowed, walked instead: two disjoint counts) show which paths ran."""
+    arcs that reach the prefilter's bound, LatPersistKernel records them first (LatCandRecords)
+    and walks only the lane-steps they do not cover) gives the CPU's lattices, as the walk alone
+    does (CUWFST_LATTICE_CAND=off, same decoder). With a 64-entry candidate buffer
+    (CUWFST_LATTICE_CAND_ENTRIES) many lane-steps overflow it and are walked instead. With 300
+    lanes (more than a walker CTA's 256 threads) the lanes' LatLane is loaded by each thread
+    that meets it, not once per CTA into shared memory, and the walk always runs (max_active
+    200 keeps 300 lanes small). The decoders' counts (lane-steps recorded from candidates;
+    lane-steps whose candidates overflowed, walked instead: two disjoint counts) show which
+    paths ran."""
     if entries:
         monkeypatch.setenv("CUWFST_LATTICE_CAND_ENTRIES", str(entries))
     steps = over = 0
-    for seed in range(16):
+    for seed in range(16 if lanes == "rows" else 8):
         graph, lp, lens, opts = _wide_case(seed)
+        if lanes != "rows":
+            opts = dataclasses.replace(opts, max_active_states=200)
         cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-        dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size))
+        dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size) if lanes == "rows" else lanes)
         on = dec.decode(lp, lens, lattice=True)
         st = dec._gpu.main.mem_stats()
         monkeypatch.setenv("CUWFST_LATTICE_CAND", "off")
@@ -905,7 +910,7 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries):
         steps += st["lattice_cand_steps"]
         over += st["lattice_cand_over"]
     print(f"\nlane-steps recorded from candidates {steps}, walked after their candidates overflowed {over} "
-          f"(buffer {entries or 'default'})")
+          f"(buffer {entries or 'default'}, lanes {lanes})")
     assert steps > 0
     if entries:
         assert over > 0

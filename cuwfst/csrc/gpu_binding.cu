@@ -737,7 +737,7 @@ void GpuDecodeSnapshots(int64_t h, TensorView log_probs, int64_t length, int64_t
 // Profiling mode: enable = 1 makes later decodes run launch by launch with CUDA events;
 // out f64[kProfileKinds] = accumulated ms of {init, scan, lane_scan, max, expand, finalize,
 // backtrack, sanitize, eps_scan, eps_expand, eps_resolve, clear_claims, lat_persist,
-// lat_step_end, handout, eps_link, lat_cand} since the decoder was built.
+// lat_step_end, handout, eps_link} since the decoder was built.
 void GpuDecoderProfile(int64_t h, int64_t enable, TensorView out) {
   CheckHostTensor(out, "out", kDLFloat, 64, {cuwfst::kProfileKinds});
   GpuDecoder* d = GetDecoder(h);

@@ -26,8 +26,6 @@ T* As(const PinnedBuffer& b) {
   return static_cast<T*>(b.get());
 }
 
-// LatCandKernel's grid (grid-stride over a step's candidates: up to a few hundred thousand)
-constexpr int kLatCandBlocks = 1024;
 
 int32_t StepBucket(int32_t steps) {
   if (steps <= 256) return (steps + 31) / 32 * 32;
@@ -902,10 +900,8 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
-    // candidate mode: the records of ExpandKernel's candidates (LatPersistKernel then walks
+    // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)
-    if (w.lattice == 2 && w.lat_cand != nullptr)
-      Timed(16, [&] { LaunchStep(LatCandKernel, dim3(kLatCandBlocks), dim3(kLatCandThreads), g, w); });
     if (cfg_.walker == kWalkThread)
       Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else

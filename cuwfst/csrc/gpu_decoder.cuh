@@ -161,7 +161,7 @@ inline int32_t AutoScanSplit(int32_t max_lanes) {
 }
 
 // Kernel kinds timed by the profiling mode, in Profile()'s order.
-constexpr int kProfileKinds = 17;
+constexpr int kProfileKinds = 16;
 
 // Results of one decode, on the host.
 struct DecodeOutputs {
@@ -373,7 +373,7 @@ class GpuDecoder {
   // [55] / [56]: the GPU lattice pruning's times ranked by PrBlockRankKernel / by a sort (a lane
   // past its cap, or CUWFST_PRUNE_SORT=radix / segmented), all decodes.
   // [57] / [58]: lattice lane-steps recorded from ExpandKernel's candidates / whose candidates
-  // overflowed their buffer and were walked instead (candidate mode, lattice.cuh LatCandKernel),
+  // overflowed their buffer and were walked instead (candidate mode, lattice.cuh LatCandRecords),
   // all decodes.
   static constexpr int kMemStats = 59;
   void MemStats(int64_t out[kMemStats]) const;

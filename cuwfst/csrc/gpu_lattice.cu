@@ -16,7 +16,7 @@ namespace cuwfst {
 namespace {
 // Records a first lattice decode makes room for (64 MiB); growth goes to what a batch used.
 constexpr int64_t kLatticeInitialRecords = 4ll << 20;
-// Candidates a step's ExpandKernel may write in candidate mode (lattice.cuh LatCandKernel; 16
+// Candidates a step's ExpandKernel may write in candidate mode (lattice.cuh LatCandRecords; 16
 // bytes each): a quarter of the lanes' frontier capacity, between 16 Ki and 4 Mi entries (32
 // lanes of 320,000 tokens: 2.56 Mi, 41 MiB). A lane whose candidates do not all fit is recorded
 // by LatPersistKernel's walk instead (the same records, slower), so the buffer never grows.

@@ -381,7 +381,7 @@ class GpuInstance:
 
     PROFILE_KINDS = ("init", "scan", "lane_scan(fused into scan)", "max", "expand", "finalize", "backtrack",
                      "sanitize", "eps_scan", "eps_expand", "eps_resolve", "clear_claims", "lat_persist",
-                     "lat_step_end", "handout", "eps_link", "lat_cand")
+                     "lat_step_end", "handout", "eps_link")
 
     def profile(self, enable: bool | None = None) -> dict:
         """Accumulated kernel milliseconds by kind; enable=True makes later decodes run

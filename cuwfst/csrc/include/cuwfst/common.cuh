@@ -332,9 +332,9 @@ __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, cons
 __device__ __forceinline__ float LatPreLowFor(const Workspace& ws, const LatFilterStep& f, float cutoff) {
   return f.on && ws.trim != 0 && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - f.slack : -INFINITY;
 }
-// Candidate mode (lattice.cuh LatCandKernel): ExpandKernel writes every walked arc of a
+// Candidate mode (lattice.cuh LatCandRecords): ExpandKernel writes every walked arc of a
 // prefiltered lane-step (pre_low > -inf) that ends at or above pre_low, admitted or not, as a
-// candidate; LatCandKernel turns them into records and LatPersistKernel skips the lane, unless
+// candidate; LatPersistKernel first turns them into records, then its walk skips the lane, unless
 // some of its candidates did not fit (lat_cand_over: the walk records the lane as before).
 // On where the host gave the decode a candidate buffer (ws.lat_cand: lattice == 2, walkers
 // whose Expand is ExpandLane::Slot) and ws.lat_filter[4] != 0 (CUWFST_LATTICE_CAND).

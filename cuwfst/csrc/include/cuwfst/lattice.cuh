@@ -93,7 +93,7 @@ __device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_
 // bounds the same slack.)
 // (LatFilterStep, LatFilterFor and LatPreLowFor are in common.cuh: ExpandKernel reads them too.)
 
-// What the record kernels (LatPersistKernel, LatCandKernel) read of a lane's step, loaded on
+// What the records (LatPersistKernel's walk and LatCandRecords) read of a lane's step, loaded on
 // entering the lane.
 struct LatLane {
   int32_t lane = -1;
@@ -181,31 +181,45 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
 // all lanes (one atomicAdd per warp and lane: the threads recording for the same lane share
 // it), lat_count[lane][t] += the warp's records; past lat_cap only the cursor and the counts
 // move (the host grows the records and decodes again: decode is idempotent). In candidate
-// mode (common.cuh LatCandOn) it skips the lane-steps LatCandKernel recorded, and returns at
-// once when that is every lane that took a step (at most kWalkThreads lanes; else it walks).
+// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords; with at
+// most kWalkThreads lanes every CTA loads each lane's LatLane once into shared memory, else a
+// thread loads the lanes it meets), then walks only the lane-steps they do not cover, and
+// returns at once when there are none (at most kWalkThreads lanes; else it walks and skips).
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
-    // candidate mode: nothing to walk when every lane that took a step is recorded from its
-    // candidates (LatCandKernel); else the walk below records the others
+    // candidate mode: each lane's LatLane in shared memory (raw storage: a __shared__ object
+    // takes no constructor), the candidates' records, then the walk only if some lane that
+    // took a step is not recorded from its candidates
+    __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
+    LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
     bool walk = false;
     if (threadIdx.x < ws.max_lanes) {
+      LatLane ll;
       const LaneCounters& lc = ws.lanes[threadIdx.x];
       if (lc.step_phase != kPhaseIdle) {
-        LatLane ll;
         ll.Load(g, ws, threadIdx.x, lc.step_phase);
         walk = !ll.cand;
       }
+      lanes[threadIdx.x] = ll;  // an idle lane: cand false (it has no candidates)
     }
-    if (!__syncthreads_or(walk)) return;
+    walk = __syncthreads_or(walk);
+    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
+    if (!walk) return;
+  } else if (ws.lat_cand != nullptr) {
+    LatLane own;
+    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& {
+      if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
+      return own;
+    });
   }
   LatLane ll;
   Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
     if (lv.lane != ll.lane) ll.Load(g, ws, lv.lane, lv.phase);
-    if (ll.cand) return;  // LatCandKernel recorded this lane-step from ExpandKernel's candidates
+    if (ll.cand) return;  // recorded above from ExpandKernel's candidates
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
     float acoustic = 0.f, end = 0.f;
     bool have_end = false, dropped = false;
@@ -240,25 +254,22 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
   });
 }
 
-// LatCandKernel — per step of a lattice decode in candidate mode (ws.lat_cand; common.cuh
-// LatCandOn), after FinalizeKernel and before LatPersistKernel; grid-stride over the step's
-// candidates (ExpandKernel wrote ws.lat_cand_n of them: every walked arc of a prefiltered
-// lane-step that ends at or above the prefilter's bound). Of a lane whose candidates all fit
-// (LatCandLane), each candidate gets LatPersistKernel's test and record: the destination's
-// probe, admission against the exact cutoff, the filter; the arcs below the bound are the ones
-// LatPersistKernel's prefilter drops unprobed, so the records are the walk's. A lane with
-// lat_cand_over is skipped here and walked there.
-constexpr int kLatCandThreads = 256;
-__global__ void __launch_bounds__(kLatCandThreads) LatCandKernel(DeviceGraph g, Workspace ws) {
-  StepKernelEntry();
-  if (ws.lat_cand == nullptr) return;
+// The candidate records (candidate mode: ws.lat_cand; common.cuh LatCandOn), the first part
+// of LatPersistKernel: grid-stride over the step's candidates (ExpandKernel wrote
+// ws.lat_cand_n of them: every walked arc of a prefiltered lane-step that ends at or above the
+// prefilter's bound). Of a lane whose candidates all fit (LatCandLane), each candidate gets
+// the walk's test and record: the destination's probe, admission against the exact cutoff,
+// the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
+// the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
+// lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
+template <typename LaneOf>
+__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
   const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
   const unsigned long long n = min(*ws.lat_cand_n, cap);
-  LatLane ll;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     const LatCand c = ws.lat_cand[i];
-    if (c.lane != ll.lane) ll.Load(g, ws, c.lane, ws.lanes[c.lane].step_phase);
+    const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
     const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[c.arc]));
     const bool survives = dst_pos >= 0;

@@ -238,8 +238,8 @@ struct LaneCounters {
   int32_t lat_filter_last;
   int32_t lat_guard;
   // 1 when some of this step's lattice candidates (common.cuh LatCandOn) did not fit the
-  // candidate buffer: LatPersistKernel then records the lane by its walk, LatCandKernel skips
-  // it; LatStepEndKernel clears it
+  // candidate buffer: LatPersistKernel then records the lane by its walk, not from the
+  // candidates (LatCandRecords skips it); LatStepEndKernel clears it
   int32_t lat_cand_over;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
