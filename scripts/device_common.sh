@@ -5,6 +5,8 @@
 #     PYTHONPATH/PATH/CUWFST_CACHE_DIR/CUWFST_COMMIT, $OUT, C=/tmp/corpus-full, L=$OUT/LOG;
 #     starts the full tier's build in the background unless C holds it already (the machine
 #     sometimes keeps /tmp between calls); writes the GPU and the commit to L; builds the module
+#   start_full: the full tier's build in the background (what device_setup starts); needs the
+#     environment (PYTHONPATH) set first
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
@@ -17,13 +19,17 @@ device_setup() {
   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
   export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/$1
+  start_full
+  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
+  python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
+}
+start_full() {  # the full tier into C=/tmp/corpus-full in the background, unless it is there
+  C=/tmp/corpus-full
   if [ ! -f $C/sim/shard-00000.npz ]; then
     ( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
       --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
       --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
   else echo FULL-DONE > /tmp/full.log; fi
-  { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
-  python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
 }
 wait_full() {
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done

@@ -18,9 +18,9 @@
 #      (old gpu_speed over sorted.npz); new = benchmarks.continuous --lanes 32 128 --modes
 #      padded refill (refill: the device refill, continuous batching's default)
 #   6. peers, 256 utterances, batch 32, --feed all: cuwfst-gpu (HLG) and riva (TLG), WER
+# (The old harness prints the checkout's commit, not f3e7b4b: it asks git in the repo.)
 # Carry .device and .cache. $OUT: i11.log, memory.log, uniform_*.txt, dataset_*.txt, peers.md
-set -uo pipefail
-T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }; left() { local l=$(( $1 - $(since) )); echo $(( l > 5 ? l : 5 )); }
+. scripts/device_common.sh  # the clock (since, left), start_full
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
 export PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
 export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
@@ -29,11 +29,7 @@ OLD_DIR=$PWD/.device/old_tree
 OLD="env PYTHONPATH=/tmp/site:$OLD_DIR CUWFST_CACHE_DIR=/tmp/oldcache"
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/i11.log; END=${END:-570}; C=/tmp/corpus-full; I=/tmp/old_in
 [ -d $OLD_DIR/cuwfst ] || { echo "no .device/old_tree: see the header" | tee $L; exit 1; }
-if [ ! -f $C/sim/shard-00000.npz ]; then
-  ( setsid nohup nice -n 5 $NEW bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
-    --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
-    --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
-else echo FULL-DONE > /tmp/full.log; fi
+export PYTHONPATH=/tmp/site:$PWD CUWFST_CACHE_DIR=$PWD/.cache/cuwfst; start_full  # ($NEW and $OLD set their own)
 { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT; old f3e7b4b"; } | tee $L
 $NEW python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-140 | tee -a $L
 (cd $OLD_DIR && $OLD python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-140) | tee -a $L

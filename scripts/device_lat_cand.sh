@@ -16,19 +16,14 @@
 # (the package's files only: never this script; main's module is built on the machine, about
 # 45 s; the branch's comes from the carried cache). With SPEED=1 give TEST_END=560 or so.
 # Carry .device and .cache. $OUT: cand.log, lat1.log, memcheck.log, walk.log, lat2.log, lat_speed.txt
-set -uo pipefail
-T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }; left() { local l=$(( $1 - $(since) )); echo $(( l > 5 ? l : 5 )); }
+. scripts/device_common.sh  # the clock (since, left), start_full
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/cand.log; END=${TEST_END:-200}
 { nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $(cat .device/COMMIT 2>/dev/null)"; } | tee $L
 C=/tmp/corpus-full
 if [ "${SPEED:-0}" = 1 ]; then  # the full tier builds in the background while the tests run
-  if [ ! -f $C/sim/shard-00000.npz ]; then
-    ( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
-      --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
-      --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
-  else echo FULL-DONE > /tmp/full.log; fi
+  start_full
 fi
 python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | cut -c1-160 | tee -a $L
 K="candidates or golden or records_are or gpu_pruning_equals or filter_keeps"

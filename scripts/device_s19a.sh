@@ -10,17 +10,12 @@
 #      the new, the old again (one process each; the old module is built here, ~45 s)
 #   5. test_gpu_walk_entry.py, then test_gpu_variants.py until TEST_END
 # Carry .device and .cache. $OUT: s19a.log and the logs of each part.
-set -uo pipefail
-T0=$(date +%s); since() { echo $(( $(date +%s) - T0 )); }; left() { local l=$(( $1 - $(since) )); echo $(( l > 5 ? l : 5 )); }
+. scripts/device_common.sh  # the clock (since, left), start_full
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
 export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; L=$OUT/s19a.log; END=${TEST_END:-560}; C=/tmp/corpus-full
-if [ ! -f $C/sim/shard-00000.npz ]; then
-  ( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
-    --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
-    --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
-else echo FULL-DONE > /tmp/full.log; fi
+start_full
 { nvidia-smi --query-gpu=name --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
 python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | cut -c1-160 | tee -a $L
 gpu_file() {  # gpu_file LOG CAP FILE [pytest args]: one capped pytest run, its tally into L
