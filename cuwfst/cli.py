@@ -143,9 +143,6 @@ def _cmd_decode(args) -> int:
         if args.format == "nbest" and args.nbest < 1:
             raise ValueError(f"--nbest must be >= 1, got {args.nbest}")
         dec = Decoder(graph, opts, device=args.device, num_threads=args.num_threads)
-        if lattices and dec.device != "cpu":
-            raise ValueError("lattices (--format nbest, --confidences) come from the CPU decoder for now; "
-                             "add --device cpu")
         refs = read_refs(args.refs) if args.refs else None
         source = open_inputs(args.inputs, key=args.key)
         seen, pairs = set(), []

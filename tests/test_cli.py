@@ -194,6 +194,20 @@ def test_nbest_and_confidences_from_lattices(ds, api, capsys):
     assert rc == 2 and "--nbest must be >= 1" in err
 
 
+@pytest.mark.gpu
+def test_lattice_outputs_on_the_gpu_equal_the_cpus(ds, capsys):
+    """--format nbest and --confidences on --device cuda: the GPU's lattices are the CPU's, so
+    the n-best lists, CTM confidences and JSONL word_conf are the same text."""
+    for fmt in (["--format", "nbest", "--nbest", "3"], ["--format", "ctm", "--confidences"],
+                ["--format", "jsonl", "--confidences"]):
+        got = {}
+        for dev in ("cpu", "cuda"):
+            rc, out, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz", *fmt, "--device", dev)
+            assert rc == 0, err
+            got[dev] = out
+        assert got["cuda"] == got["cpu"] and got["cpu"].strip(), fmt
+
+
 def test_image_with_words_option(ds, api, capsys):
     rc, out, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz",
                        "--words", ds["lang"] / "words.txt")
