@@ -7,6 +7,8 @@
 #     sometimes keeps /tmp between calls); writes the GPU and the commit to L; builds the module
 #   start_full: the full tier's build in the background (what device_setup starts); needs the
 #     environment (PYTHONPATH) set first
+#   ab_init DIR / ab_use other|own: swap the package files DIR holds in and out (and build), for
+#     old / new / old timings in one call, one process each
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
@@ -30,6 +32,16 @@ start_full() {  # the full tier into C=/tmp/corpus-full in the background, unles
       --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
       --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )
   else echo FULL-DONE > /tmp/full.log; fi
+}
+ab_init() {  # ab_init DIR: DIR holds other versions of some of the checkout's files (same paths);
+  # keeps the checkout's own under /tmp/ab_own for ab_use (same-call A/B of two modules)
+  AB_OTHER=$1; AB_FILES=$(cd $1 && find . -type f | sed 's|^\./||'); local f
+  for f in $AB_FILES; do mkdir -p /tmp/ab_own/$(dirname $f); cp $f /tmp/ab_own/$f; done
+}
+ab_use() {  # ab_use other|own: that version's files in place and its module built
+  local src=$AB_OTHER f; [ $1 = own ] && src=/tmp/ab_own
+  for f in $AB_FILES; do cp $src/$f $f; done
+  python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
 }
 wait_full() {
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done

@@ -47,18 +47,14 @@ if [ "${SPEED:-0}" = 1 ]; then
   grep -E "^batch 32|exactness|kernel ms" $OUT/lat_speed.txt | cut -c1-400 | tee -a $L
   echo "[$(since) s] speed" | tee -a $L
   if [ -d .device/main_src ]; then  # the 1-best's cost: main / branch / main, one process each
-    FILES=$(cd .device/main_src && find . -type f | sed 's|^\./||')
-    mkdir -p /tmp/branch_src
-    for f in $FILES; do mkdir -p /tmp/branch_src/$(dirname $f); cp $f /tmp/branch_src/$f; done
+    ab_init .device/main_src
     for side in main branch main; do
-      if [ $side = main ]; then SRC=.device/main_src; else SRC=/tmp/branch_src; fi
-      for f in $FILES; do cp $SRC/$f $f; done
-      python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
+      ab_use $([ $side = main ] && echo other || echo own)
       timeout -s INT 120 python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
         --uniform 250 --utts 32 --batch 32 --reps 7 --check 2 --variants new > $OUT/best_$side.txt 2>&1
       grep -E "B=32|CPU check" $OUT/best_$side.txt | sed "s/^/$side: /" | cut -c1-200 | tee -a $L
     done
-    for f in $FILES; do cp /tmp/branch_src/$f $f; done
+    ab_use own
     echo "[$(since) s] 1-best main / branch / main" | tee -a $L
   fi
 fi

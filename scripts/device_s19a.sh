@@ -38,20 +38,15 @@ gpu_file trim.log $(left 255) tests/test_gpu_trim.py
 while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt 330 ]; do sleep 2; done
 grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L; echo "[$(since) s] full tier" | tee -a $L
 if [ -d .device/old_src ] && [ -f $C/sim/shard-00000.npz ]; then
-  FILES=$(cd .device/old_src && find . -type f | sed 's|^\./||')
-  mkdir -p /tmp/new_src
-  for f in $FILES; do mkdir -p /tmp/new_src/$(dirname $f); cp $f /tmp/new_src/$f; done
+  ab_init .device/old_src
   for side in old new old; do
-    if [ $side = old ]; then SRC=.device/old_src; else SRC=/tmp/new_src; fi
-    for f in $FILES; do cp $SRC/$f $f; done
-    python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
+    ab_use $([ $side = old ] && echo other || echo own)
     timeout -s INT 90 python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --utts 64 \
       --batch 32 --reps 3 --cpu-utts 0 --check 4 --no-replay --one-call --cand-ab --profile > $OUT/lat_speed_$side.txt 2>&1
     grep -E "^batch 32 \(one call\)|exactness|kernel ms" $OUT/lat_speed_$side.txt | cut -c1-330 | sed "s/^/$side: /" | tee -a $L
     echo "[$(since) s] $side" | tee -a $L
   done
-  for f in $FILES; do cp /tmp/new_src/$f $f; done
-  python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
+  ab_use own
 fi
 gpu_file walk.log $(left $((END - 60))) tests/test_gpu_walk_entry.py
 gpu_file variants.log $(left $END) tests/test_gpu_variants.py
