@@ -171,6 +171,36 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
   if (i < static_cast<unsigned long long>(ws.lat_cap)) write(i);
 }
 
+// The candidate records (candidate mode: ws.lat_cand; common.cuh LatCandOn), the first part
+// of LatPersistKernel: grid-stride over the step's candidates (ExpandKernel wrote
+// ws.lat_cand_n of them: every walked arc of a prefiltered lane-step that ends at or above the
+// prefilter's bound). Of a lane whose candidates all fit (LatCandLane), each candidate gets
+// the walk's test and record: the destination's probe, admission against the exact cutoff,
+// the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
+// the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
+// lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
+template <typename LaneOf>
+__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
+  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
+  const unsigned long long n = min(*ws.lat_cand_n, cap);
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    const LatCand c = ws.lat_cand[i];
+    const LatLane& ll = lane_of(c.lane);
+    if (!ll.cand) continue;
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[c.arc]));
+    const bool survives = dst_pos >= 0;
+    const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
+    const bool admitted = end > ll.cutoff;
+    const bool keep =
+        survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
+    LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
+      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
+      ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
+    });
+  }
+}
+
 // LatPersistKernel — per step of a lattice decode, after FinalizeKernel and the epsilon
 // closure; grid = the walkers' (ExpandBlocksFor) x kWalkThreads, over the step's own slot
 // space (Walk<kStep = true>: every slot the step's Max/Expand visited).
@@ -252,36 +282,6 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       if (ws.lattice == 2) ws.lat_ext[i] = {ll.step_t, tok, dst_pos, admitted ? 1 : 0};
     });
   });
-}
-
-// The candidate records (candidate mode: ws.lat_cand; common.cuh LatCandOn), the first part
-// of LatPersistKernel: grid-stride over the step's candidates (ExpandKernel wrote
-// ws.lat_cand_n of them: every walked arc of a prefiltered lane-step that ends at or above the
-// prefilter's bound). Of a lane whose candidates all fit (LatCandLane), each candidate gets
-// the walk's test and record: the destination's probe, admission against the exact cutoff,
-// the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
-// the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
-// lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
-template <typename LaneOf>
-__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
-  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
-  const unsigned long long n = min(*ws.lat_cand_n, cap);
-  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-    const LatCand c = ws.lat_cand[i];
-    const LatLane& ll = lane_of(c.lane);
-    if (!ll.cand) continue;
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[c.arc]));
-    const bool survives = dst_pos >= 0;
-    const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
-    const bool admitted = end > ll.cutoff;
-    const bool keep =
-        survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
-    LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
-      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
-      ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
-    });
-  }
 }
 
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
