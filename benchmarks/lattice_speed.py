@@ -370,10 +370,13 @@ def main():
                    mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
         results.append(row)
         print(json.dumps(row))
+        # the replay path's split (not measured with --no-replay: NaN, left out of the line)
+        split = "" if np.isnan(row["device_ms_per_batch"]) else (
+            f" of a lattice decode: device {row['device_ms_per_batch']:.1f} ms (search + records + readback), host "
+            f"replay and pruning {row['host_ms_per_batch']:.1f} ms, word times and confidences "
+            f"{row['attach_ms_per_batch']:.1f} ms;")
         print(f"batch {B}{tag}: lattice {row['ms_per_batch_lattice']:.1f} ms vs 1-best {row['ms_per_batch_1best']:.1f} ms "
-              f"per batch (x{row['lattice_over_1best']:.2f}); of a lattice decode: device {row['device_ms_per_batch']:.1f}"
-              f" ms (search + records + readback), host replay and pruning {row['host_ms_per_batch']:.1f} ms, word "
-              f"times and confidences {row['attach_ms_per_batch']:.1f} ms; {row['lattice_arcs_per_frame']:.1f} "
+              f"per batch (x{row['lattice_over_1best']:.2f});{split} {row['lattice_arcs_per_frame']:.1f} "
               f"lattice arcs per frame "
               + (f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)"
                  if row["recorded_arcs_per_frame"] is not None else "(recorded arcs not counted: the lattice trim)"))
