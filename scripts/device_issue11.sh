@@ -8,7 +8,8 @@
 # Then, in order, until END seconds (default 570):
 #   1. wheels; the full tier in the background unless /tmp holds it; both modules built (the
 #      old one here, into /tmp/oldcache, ~15 s)
-#   2. while the full tier builds: tests/test_gpu_memory.py (capped at the tier's readiness)
+#   2. tests/test_cli.py -m gpu (the CLI's lattices on the GPU); while the full tier builds:
+#      tests/test_gpu_memory.py (capped at the tier's readiness)
 #   3. benchmarks.old_inputs: the HLG image without the sections the old reader refuses, the
 #      uniform 32 x 250 rows and the shard sorted longest first (both harnesses read these)
 #   4. HLG uniform 32 x 250: old, new, old, new, old, new (one process each; each harness's
@@ -19,7 +20,7 @@
 #      padded refill (refill: the device refill, continuous batching's default)
 #   6. peers, 256 utterances, batch 32, --feed all: cuwfst-gpu (HLG) and riva (TLG), WER
 # (The old harness prints the checkout's commit, not f3e7b4b: it asks git in the repo.)
-# Carry .device and .cache. $OUT: i11.log, memory.log, uniform_*.txt, dataset_*.txt, peers.md
+# Carry .device and .cache. $OUT: i11.log, cli.log, memory.log, uniform_*.txt, dataset_*.txt, peers.md
 . scripts/device_common.sh  # the clock (since, left), start_full
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
 export PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1
@@ -34,6 +35,8 @@ export PYTHONPATH=/tmp/site:$PWD CUWFST_CACHE_DIR=$PWD/.cache/cuwfst; start_full
 $NEW python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-140 | tee -a $L
 (cd $OLD_DIR && $OLD python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-140) | tee -a $L
 echo "[$(since) s] built" | tee -a $L
+$NEW timeout -s INT 60 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_cli.py -s -rf > $OUT/cli.log 2>&1
+grep -sE "passed|failed" $OUT/cli.log | tail -1 | cut -c1-160 | sed "s/^/cli (GPU lattices in the CLI): /" | tee -a $L
 if ! grep -q FULL-DONE /tmp/full.log; then  # the wait, used: the memory file
   $NEW timeout -s INT $(left ${MEM_END:-230}) python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_memory.py -s -rf \
     --maxfail=5 > $OUT/memory.log 2>&1
