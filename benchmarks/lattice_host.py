@@ -2,7 +2,7 @@
 
 Decodes --utts utterances of a simulated shard with the CPU reference decoder (lattice=True)
 once and caches each row's lattice arrays ({states, arcs, scores}, the arrays that
-ref_lattice_row and gpu_lattice_pruned_row hand over) and 1-best; then times, per stage,
+ref_lattice_row and gpu_lattice_pruned_rows hand over) and 1-best; then times, per stage,
 the implementation before this change (tests/lattice_reference_impl.py keeps it, or the
 old code path named below) against the current one, checks that their outputs are
 bit-identical, and prints ms per lattice and the old/new ratio.

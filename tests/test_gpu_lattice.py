@@ -918,6 +918,38 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes):
         assert over == 0
 
 
+def test_pruned_rows_are_checked_before_any_is_written():
+    """gpu_lattice_pruned_rows (one call for a batch's pruned rows) checks every asked row
+    before it copies any: a row whose arrays have the wrong arc count, or a row the last
+    decode does not have, is a ValueError, and the other rows' arrays are left as they were;
+    with right sizes every row comes back as its Lattice holds it."""
+    graph, lp, lens, opts = _wide_case(3)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size))
+    hyps = dec.decode(lp, lens, lattice=True)  # one sub-batch: its pruned rows stay in the decoder
+    inst = dec._gpu.main
+    rows = [b for b, h in enumerate(hyps) if h.lattice is not None and h.lattice.num_arcs > 0][:2]
+    assert len(rows) == 2
+
+    def arrays(b, extra=0):
+        S, A = hyps[b].lattice.num_states, hyps[b].lattice.num_arcs + extra
+        return [np.full((3, S), -7, np.int32), np.full((4, A), -7, np.int32), np.full((3, A), -7, np.float32)]
+
+    first = arrays(rows[0])
+    with pytest.raises(ValueError, match="wrong state or arc count"):
+        inst.mod.gpu_lattice_pruned_rows(inst.handle, np.array(rows, np.int32), first + arrays(rows[1], extra=1))
+    assert all((x == -7).all() for x in first), "a row was written before the check failed"
+    with pytest.raises(ValueError, match="no such row"):
+        inst.mod.gpu_lattice_pruned_rows(inst.handle, np.array([rows[0], lens.size], np.int32),
+                                         first + arrays(rows[1]))
+    assert all((x == -7).all() for x in first)
+    second = arrays(rows[1])
+    inst.mod.gpu_lattice_pruned_rows(inst.handle, np.array(rows, np.int32), first + second)
+    for b, (states, arcs, scores) in zip(rows, (first, second)):
+        lat = hyps[b].lattice
+        assert np.array_equal(states[0], lat.state_frame) and np.array_equal(arcs[0], lat.src), b
+        assert np.array_equal(arcs[1], lat.dst) and np.array_equal(scores[2], lat.score), b
+
+
 def test_lattice_filter_drops_most_records_of_wide_frontiers():
     """Across the cases of test_lattice_filter_keeps_every_lattice: the filter dropped a
     large share of the recorded arcs (a filter that drops nothing would pass the equality)."""

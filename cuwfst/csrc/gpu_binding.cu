@@ -1,6 +1,7 @@
 // TVM-FFI exports of the GPU decoder. Every tensor a launcher reads or writes is checked
 // here (device, dtype, packing, shapes), and so is every graph index the kernels follow
 // (CheckGraph): the kernels trust these checks, not the Python layer's.
+#include <tvm/ffi/container/array.h>
 #include <tvm/ffi/container/tensor.h>
 #include <tvm/ffi/dtype.h>
 #include <tvm/ffi/error.h>
@@ -497,7 +498,7 @@ void GpuLatticeRecords(int64_t h, TensorView out_records) {
 // gpu_lattice_prune.cu; epsilon-free graphs): the decode, then the pruning of every row
 // that has no rescue overflow bit (RESCUE_BITS of decoder/rescue.py; those rows get empty
 // lattices); out_lat_sizes2 [B, 3] i64 = {states, arcs, recorded arcs} per row (each row
-// then by gpu_lattice_pruned_row), out_prune_ms [3] f64 = {device passes, readback, host};
+// then by gpu_lattice_pruned_rows), out_prune_ms [3] f64 = {device passes, readback, host};
 // chunk > 0: bounded lattice memory, the batch in runs of `chunk` steps, each run's records
 // pruned before the next (GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned.
 // filter: the records' filter (lattice.cuh LatFilterFor), filter_pad added to its pad (tests);
@@ -539,18 +540,33 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
   });
 }
 
-// Row b of the last gpu_decode_lattice_pruned: states [3, S] i32, arcs [4, A] i32, scores
-// [3, A] f32 (S, A from its out_lat_sizes2).
-void GpuLatticePrunedRow(int64_t h, int64_t b, TensorView states, TensorView arcs, TensorView scores) {
-  if (states.ndim() != 2 || arcs.ndim() != 2 || scores.ndim() != 2)
-    TVM_FFI_THROW(ValueError) << "states, arcs and scores must be 2-d";
-  const int64_t S = states.shape()[1], A = arcs.shape()[1];
-  CheckHostTensor(states, "states", kDLInt, 32, {3, S});
-  CheckHostTensor(arcs, "arcs", kDLInt, 32, {4, A});
-  CheckHostTensor(scores, "scores", kDLFloat, 32, {3, A});
+// Rows of the last gpu_decode_lattice_pruned: rows [n] i32 (batch rows), arrays 3 a row at
+// [3 i, 3 i + 3): states [3, S] i32, arcs [4, A] i32, scores [3, A] f32 (S, A from its
+// out_lat_sizes2), all checked before any is written; one call for the batch.
+void GpuLatticePrunedRows(int64_t h, TensorView rows, tvm::ffi::Array<tvm::ffi::Tensor> arrays) {
+  if (rows.ndim() != 1) TVM_FFI_THROW(ValueError) << "rows must be 1-D";
+  const int64_t n = rows.shape()[0];
+  CheckHostTensor(rows, "rows", kDLInt, 32, {n});
+  if (static_cast<int64_t>(arrays.size()) != 3 * n) TVM_FFI_THROW(ValueError) << "arrays must hold 3 arrays a row";
+  std::vector<int64_t> S(n), A(n);
+  std::vector<int32_t*> states(n), arcs(n);
+  std::vector<float*> scores(n);
+  for (int64_t i = 0; i < n; ++i) {
+    TensorView st = arrays[3 * i], ar = arrays[3 * i + 1], sc = arrays[3 * i + 2];
+    if (st.ndim() != 2 || ar.ndim() != 2 || sc.ndim() != 2)
+      TVM_FFI_THROW(ValueError) << "states, arcs and scores must be 2-d";
+    S[i] = st.shape()[1];
+    A[i] = ar.shape()[1];
+    CheckHostTensor(st, "states", kDLInt, 32, {3, S[i]});
+    CheckHostTensor(ar, "arcs", kDLInt, 32, {4, A[i]});
+    CheckHostTensor(sc, "scores", kDLFloat, 32, {3, A[i]});
+    states[i] = static_cast<int32_t*>(st.data_ptr());
+    arcs[i] = static_cast<int32_t*>(ar.data_ptr());
+    scores[i] = static_cast<float*>(sc.data_ptr());
+  }
   Guarded([&] {
-    GetDecoder(h)->TakePrunedRow(static_cast<int32_t>(b), S, A, static_cast<int32_t*>(states.data_ptr()),
-                                 static_cast<int32_t*>(arcs.data_ptr()), static_cast<float*>(scores.data_ptr()));
+    GetDecoder(h)->TakePrunedRows(n, static_cast<const int32_t*>(rows.data_ptr()), S.data(), A.data(), states.data(),
+                                  arcs.data(), scores.data());
   });
 }
 
@@ -807,7 +823,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_many_abort, GpuDecodeManyAbort);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice, GpuDecodeLattice);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_records, GpuLatticeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned, GpuDecodeLatticePruned);
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_pruned_row, GpuLatticePrunedRow);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_pruned_rows, GpuLatticePrunedRows);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_open, GpuStreamOpen);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_advance, GpuStreamAdvance);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_partial, GpuStreamPartial);

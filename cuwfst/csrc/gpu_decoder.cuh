@@ -270,10 +270,14 @@ class GpuDecoder {
   // pruning of every row's records on the device (the CPU LatticeBuilder's windows, bit for
   // bit), then only the kept states and arcs come back and are numbered as the CPU numbers
   // them. Rows with skip[b] != 0 get an empty lattice (their records are not trusted).
-  // sizes_out [B, 3] = {states, arcs, recorded arcs}; each row then by TakePrunedRow.
+  // sizes_out [B, 3] = {states, arcs, recorded arcs}; the rows then by TakePrunedRows.
   void PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam,
                     int64_t* sizes_out);
-  void TakePrunedRow(int32_t b, int64_t S, int64_t A, int32_t* states, int32_t* arcs, float* scores);
+  // Rows rows[0 .. n) of the last PruneLattice into the caller's arrays: states[i] [3, S[i]]
+  // i32, arcs[i] [4, A[i]] i32, scores[i] [3, A[i]] f32 (S, A as sizes_out gave them; all
+  // checked first), copied on several threads.
+  void TakePrunedRows(int64_t n, const int32_t* rows, const int64_t* S, const int64_t* A, int32_t* const* states,
+                      int32_t* const* arcs, float* const* scores);
   // Milliseconds of the last PruneLattice: {device passes, readback, host numbering}.
   double prune_ms_[3] = {0, 0, 0};
   // Continuous batching: N rows of one packed [N, T, V] tensor through the lanes, the next

@@ -450,18 +450,20 @@ class GpuInstance:
                                            int(bool(trim)))
         t1 = time.perf_counter()
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
-        rows = []
+        rows = [None] * B
+        take, arrays = [], []
         for b in range(B):
             if skip[b]:
-                rows.append(None)
                 continue
             S, A = int(sizes2[b, 0]), int(sizes2[b, 1])
-            states = np.empty((3, S), np.int32)  # (gpu_lattice_pruned_row writes every entry)
-            arcs = np.empty((4, A), np.int32)
-            scores = np.empty((3, A), np.float32)
-            self.mod.gpu_lattice_pruned_row(self.handle, b, states, arcs, scores)
+            row = (np.empty((3, S), np.int32), np.empty((4, A), np.int32), np.empty((3, A), np.float32))
+            take.append(b)
+            arrays += row
             rec = int(sizes2[b, 2])  # -1: the lattice trim did not count them
-            rows.append((states, arcs, scores, rec if rec >= 0 else None))
+            rows[b] = (*row, rec if rec >= 0 else None)
+        # every kept row's arrays in one call (gpu_lattice_pruned_rows writes every entry, on
+        # several threads)
+        self.mod.gpu_lattice_pruned_rows(self.handle, np.array(take, np.int32), arrays)
         self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
                                   native=(t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
         return out, rows
