@@ -747,9 +747,10 @@ class GpuBackend:
         lanes = self.main.max_lanes
         if lattice:
             # padded sub-batches of whole-row decodes: continuous batching and the gc_interval
-            # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work runs
-            # while the GPU decodes the next one (HostOverlap); all of it is done before the
-            # rescue reads the rows' overflow bits (set before the hand-off) and before return.
+            # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work (its
+            # hypotheses, Lattice objects, word times and confidences) runs while the GPU
+            # decodes the next one (HostOverlap); all of it is done before the rescue reads
+            # the rows' overflow bits and before return.
             # (overlap off: a null context, host None, each sub-batch's host work at once)
             with HostOverlap() if self.lattice_overlap_on() else contextlib.nullcontext() as host:
                 for rows in batches(range(B), lens, lanes):
@@ -808,10 +809,10 @@ class GpuBackend:
                                                        filter=self.lattice_filter_on(),
                                                        filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
                                                        trim=self.lattice_trim_on())
-            self._collect(hyps, rows.tolist(), res, frontend)
             keep = [i for i, r in enumerate(lat_rows) if r is not None]
 
-            def attach():
+            def attach():  # the hypotheses too: the outputs are this call's own arrays
+                self._collect(hyps, rows.tolist(), res, frontend)
                 lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
                 attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
 
@@ -819,8 +820,12 @@ class GpuBackend:
             return
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)
-            self._collect(hyps, rows.tolist(), res, frontend)
-            _host_run(host, lambda: self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend))
+
+            def attach_replayed():
+                self._collect(hyps, rows.tolist(), res, frontend)
+                self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
+
+            _host_run(host, attach_replayed)
             return
         if self._long_form(sub_lens):
             res = inst.decode_many(sub, sub_lens, stream, online, self.gc_interval, gc=True)
