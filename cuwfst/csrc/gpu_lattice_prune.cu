@@ -36,6 +36,7 @@
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include <sched.h>
@@ -1215,7 +1216,13 @@ void GpuDecoder::TakePrunedRows(int64_t n, const int32_t* rows, const int64_t* S
     return;
   }
   std::vector<std::thread> pool;
-  for (int64_t w = 1; w < workers; ++w) pool.emplace_back(work);
+  for (int64_t w = 1; w < workers; ++w) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {  // no thread to be had: fewer copiers, the same copies
+      break;
+    }
+  }
   work();
   for (auto& t : pool) t.join();
 }
