@@ -320,19 +320,22 @@ class Decoder:
         # the decoders speak image arc ids; users see the source graph's
         src = self.graph.source_arc_ids(cat)
         tokens = il[emitting]
-        split = lambda a, k: np.split(a, np.cumsum(k)[:-1])  # noqa: E731
-        words_l, stamps_l = split(words, n_words), split(stamps, n_words)
-        src_l, tokens_l = split(src, n_arcs), split(tokens, n_tokens)
+        # Python lists once for all rows, then each row a slice of them (no numpy array and
+        # no tolist a row: about half of this function's time at 32 rows of 250 arcs)
+        word_at, arc_at, tok_at = (np.concatenate([[0], np.cumsum(k)]).tolist() for k in (n_words, n_arcs, n_tokens))
+        words_all, stamps_all, src_all, tokens_all = words.tolist(), stamps.tolist(), src.tolist(), tokens.tolist()
         table = self.graph.words
         out = []
         for b in range(B):
-            w = words_l[b].tolist()
+            w = words_all[word_at[b]: word_at[b + 1]]
             ra = int(redirect_arc[b])
             if ra >= 0:
                 ra = int(self.graph.source_arc_ids(ra))
             symbols = [table[x] for x in w] if table is not None else None
-            out.append(Hypothesis(words=w, score=scores[b], arcs=src_l[b].tolist(), reached_final=reached_final[b],
-                                  overflow=overflow[b], tokens=tokens_l[b].tolist(), timestamps=stamps_l[b].tolist(),
+            out.append(Hypothesis(words=w, score=scores[b], arcs=src_all[arc_at[b]: arc_at[b + 1]],
+                                  reached_final=reached_final[b], overflow=overflow[b],
+                                  tokens=tokens_all[tok_at[b]: tok_at[b + 1]],
+                                  timestamps=stamps_all[word_at[b]: word_at[b + 1]],
                                   redirect_arc=ra, max_frontier=max_frontier[b],
                                   frontier_total=0 if frontier_total is None else frontier_total[b],
                                   closure_added=0 if closure_added is None else closure_added[b],
