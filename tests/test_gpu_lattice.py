@@ -21,6 +21,7 @@ import pytest
 
 from cuwfst import Decoder, DecoderOptions
 from cuwfst.decoder.lattice_records import cpu_records
+from cuwfst.decoder.rescue import batches
 from helpers import (POOLED_LANES, assert_outgrows_first_pieces, assert_pools_grew, load_cases,
                      outgrowing_pooled_batch, path_score_f32, random_ctc_graph, random_log_probs)
 from lattice_helpers import compare_lattices_to_k2, lattice_case_inputs
@@ -927,11 +928,15 @@ def test_pruned_rows_are_checked_before_any_is_written():
     dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size))
     hyps = dec.decode(lp, lens, lattice=True)  # one sub-batch: its pruned rows stay in the decoder
     inst = dec._gpu.main
-    rows = [b for b, h in enumerate(hyps) if h.lattice is not None and h.lattice.num_arcs > 0][:2]
+    # the sub-batch's rows are the batch's longest first (rescue.batches): native row j is
+    # hypothesis order[j]
+    order = batches(range(int(lens.size)), lens, int(lens.size))[0]
+    rows = [j for j, b in enumerate(order) if hyps[b].lattice is not None and hyps[b].lattice.num_arcs > 0][:2]
     assert len(rows) == 2
 
-    def arrays(b, extra=0):
-        S, A = hyps[b].lattice.num_states, hyps[b].lattice.num_arcs + extra
+    def arrays(j, extra=0):
+        lat = hyps[order[j]].lattice
+        S, A = lat.num_states, lat.num_arcs + extra
         return [np.full((3, S), -7, np.int32), np.full((4, A), -7, np.int32), np.full((3, A), -7, np.float32)]
 
     first = arrays(rows[0])
@@ -944,10 +949,11 @@ def test_pruned_rows_are_checked_before_any_is_written():
     assert all((x == -7).all() for x in first)
     second = arrays(rows[1])
     inst.mod.gpu_lattice_pruned_rows(inst.handle, np.array(rows, np.int32), first + second)
-    for b, (states, arcs, scores) in zip(rows, (first, second)):
-        lat = hyps[b].lattice
-        assert np.array_equal(states[0], lat.state_frame) and np.array_equal(arcs[0], lat.src), b
-        assert np.array_equal(arcs[1], lat.dst) and np.array_equal(scores[2], lat.score), b
+    for j, (states, arcs, scores) in zip(rows, (first, second)):
+        lat = hyps[order[j]].lattice
+        assert np.array_equal(states[0], lat.state_frame) and np.array_equal(arcs[0], lat.src), j
+        assert np.array_equal(arcs[1], lat.dst) and np.array_equal(scores[2], lat.score), j
+        assert np.array_equal(arcs[2], lat.frame) and np.array_equal(scores[0], lat.acoustic), j
 
 
 def test_lattice_filter_drops_most_records_of_wide_frontiers():
