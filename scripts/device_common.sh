@@ -4,7 +4,7 @@
 #   device_setup LOG: wheels from .device/wheels into /tmp/site (exit 1 when they do not install),
 #     PYTHONPATH/PATH/CUWFST_CACHE_DIR/CUWFST_COMMIT, $OUT, C=/tmp/corpus-full, L=$OUT/LOG;
 #     starts the full tier's build in the background unless C holds it already (the machine
-#     sometimes keeps /tmp between calls); writes the GPU and the commit to L; builds the module
+#     sometimes keeps /tmp between calls; NO_FULL=1: not at all); writes the GPU and the commit to L; builds the module
 #   start_full: the full tier's build in the background (what device_setup starts); needs the
 #     environment (PYTHONPATH) set first
 #   ab_init DIR / ab_use other|own: swap the package files DIR holds in and out (and build), for
@@ -21,7 +21,7 @@ device_setup() {
   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
   export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/$1
-  start_full
+  [ -n "${NO_FULL:-}" ] || start_full
   { nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; echo "commit $CUWFST_COMMIT"; } | tee $L
   python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -2 | tee -a $L
 }

@@ -54,7 +54,7 @@ for r in 1 2 3; do
   $NEW timeout -s INT 60 python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $I/uniform.npz --utts 32 --batch 32 \
     --reps 7 --check 2 --variants new --json $OUT/uniform_new.jsonl > $R/uniform_new$r.txt 2>&1
   grep -E "B=32|CPU check" $R/uniform_new$r.txt | cut -c1-160 | sed "s/^/new $r: /" | tee -a $L
-  tail -1 $OUT/uniform_new.jsonl 2>/dev/null | python3 -c "import json,sys; r=json.loads(sys.stdin.read()); print(f'new $r: host clock {r[\"wall_ms_per_batch\"]:.2f} ms a batch')" | tee -a $L
+  grep wall_ms_per_batch $OUT/uniform_new.jsonl 2>/dev/null | tail -1 | python3 -c "import json,sys; r=json.loads(sys.stdin.read()); print(f'new $r: host clock {r[\"wall_ms_per_batch\"]:.2f} ms a batch')" | tee -a $L
   echo "[$(since) s] uniform round $r" | tee -a $L
 done
 (cd $OLD_DIR && $OLD timeout -s INT 90 python3 -m benchmarks.gpu_speed --graph $I/HLG_old.img --log-probs $I/sorted.npz \
