@@ -7,7 +7,7 @@
 #   b: tests/test_gpu_lanes.py, _lattice, _memory; then memcheck over sanitize_case.py 3 --lattice
 #      and racecheck over sanitize_case.py 1 --lattice
 # Each file's pass/fail line and its own tallies (lines with "mismatch") go to $OUT/suite_PART.log,
-# its whole output to $OUT/PART_FILE.log. Carry .device (wheels; pylib: kaldiio for the CLI's
+# its whole output to $OUT/PART_FILE.log (in $OUT/PART_logs.tgz at the end). Carry .device (wheels; pylib: kaldiio for the CLI's
 # test data) and .cache. END (default 540): the sanitizers get what the tests leave, capped.
 . scripts/device_common.sh
 PART=${PART:-a}; END=${END:-540}
@@ -34,3 +34,5 @@ for i in 0 1; do
     python3 scripts/sanitize_case.py ${SAN[$i]} > $OUT/${PART}_$tool.log 2>&1
   echo "$tool (sanitize_case.py ${SAN[$i]}): exit $? within ${cap} s; $(tail -2 $OUT/${PART}_$tool.log | tr '\n' ' ' | cut -c1-200) [$(since) s]" | tee -a $L
 done
+# at most 8 files come back: the per-file logs in one archive
+(cd $OUT && tar -czf ${PART}_logs.tgz ${PART}_*.log && rm -f ${PART}_*.log)
