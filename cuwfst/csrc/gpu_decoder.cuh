@@ -651,6 +651,9 @@ class GpuDecoder {
   LatticeNumberScratch pr_number_;     // the host numbering's scratch, likewise
   void* PruneBuffer(int k, size_t bytes);
   void PinnedFor(int k, int64_t want);
+  void NumberOnHost(const PrunedArcOut* arcs, int64_t A, const PrunedStateOut* states, int64_t S, int32_t B,
+                    const int32_t* lengths, const uint8_t* skip, PrunedEndpoints ends);
+  void PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, int64_t* sizes_out);
   bool NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S, int32_t B,
                       const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank, int64_t M);
 };

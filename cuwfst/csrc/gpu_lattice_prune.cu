@@ -1028,25 +1028,37 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     c2 = std::chrono::steady_clock::now();
     const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
     const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
-    const int32_t workers = NumberingWorkers(A);
-    const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken, workers,
-                                             &pr_number_, &pr_rows_);
-    if (!err.empty()) throw std::runtime_error(err);
+    NumberOnHost(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken);
   }
+  PrunedSizes(B, lengths, seg, sizes_out);
+  const auto c3 = std::chrono::steady_clock::now();
+  // {device passes, readback, numbering}: the device numbering's kernels count as numbering
+  prune_ms_[0] = Ms(c0, c1);
+  prune_ms_[1] = Ms(c1, c2) - number_ms;
+  prune_ms_[2] = Ms(c2, c3) + number_ms;
+}
+
+// The kept arcs and states of B rows numbered on the host (lattice_number.h NumberPrunedRows, on
+// NumberingWorkers' threads) into pr_rows_; a numbering error is a runtime_error.
+void GpuDecoder::NumberOnHost(const PrunedArcOut* arcs, int64_t A, const PrunedStateOut* states, int64_t S, int32_t B,
+                              const int32_t* lengths, const uint8_t* skip, PrunedEndpoints ends) {
+  const std::string err =
+      NumberPrunedRows(arcs, A, states, S, B, lengths, skip, ends, NumberingWorkers(A), &pr_number_, &pr_rows_);
+  if (!err.empty()) throw std::runtime_error(err);
+}
+
+// sizes_out [B, 3] = {states, arcs, recorded arcs} of pr_rows_ (recorded: the rows' record counts
+// pr_all_, seg entries a row; -1 where the lattice trim left arcs uncounted, LatticeOutputs::trim).
+void GpuDecoder::PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, int64_t* sizes_out) {
   for (int32_t b = 0; b < B; ++b) {
     PrunedRow& row = pr_rows_[b];
-    row.recorded = 0;  // (-1: the lattice trim left arcs uncounted; LatticeOutputs::trim)
+    row.recorded = 0;
     for (int32_t t = 0; t <= lengths[b] && !lat_trim_used_; ++t) row.recorded += pr_all_[b * seg + t];
     if (lat_trim_used_) row.recorded = -1;
     sizes_out[3 * b] = row.num_states;
     sizes_out[3 * b + 1] = row.num_arcs;
     sizes_out[3 * b + 2] = row.recorded;
   }
-  const auto c3 = std::chrono::steady_clock::now();
-  // {device passes, readback, numbering}: the device numbering's kernels count as numbering
-  prune_ms_[0] = Ms(c0, c1);
-  prune_ms_[1] = Ms(c1, c2) - number_ms;
-  prune_ms_[2] = Ms(c2, c3) + number_ms;
 }
 
 // Pinned host buffer k (pr_host_) of at least `want` bytes (a quarter more when it grows).
@@ -1540,20 +1552,9 @@ void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* ski
   const PrunedArcOut* ha = P.arcs.data();
   const PrunedStateOut* hs = P.states.data();
   const int64_t A = static_cast<int64_t>(P.arcs.size()), S = static_cast<int64_t>(P.states.size());
-  const int32_t workers = NumberingWorkers(A);
   pr_on_device_ = false;
-  const std::string err = NumberPrunedRows(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kTimeRank, workers,
-                                           &pr_number_, &pr_rows_);
-  if (!err.empty()) throw std::runtime_error(err);
-  for (int32_t b = 0; b < B; ++b) {
-    PrunedRow& row = pr_rows_[b];
-    row.recorded = 0;  // (-1: the lattice trim left arcs uncounted; LatticeOutputs::trim)
-    for (int32_t t = 0; t <= lengths[b] && !lat_trim_used_; ++t) row.recorded += pr_all_[b * seg + t];
-    if (lat_trim_used_) row.recorded = -1;
-    sizes_out[3 * b] = row.num_states;
-    sizes_out[3 * b + 1] = row.num_arcs;
-    sizes_out[3 * b + 2] = row.recorded;
-  }
+  NumberOnHost(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kTimeRank);
+  PrunedSizes(B, lengths, seg, sizes_out);
   // the emitted arcs and states are in the rows now
   std::vector<PrunedArcOut>().swap(P.arcs);
   std::vector<PrunedStateOut>().swap(P.states);
