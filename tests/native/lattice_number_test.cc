@@ -371,6 +371,31 @@ int main(int argc, char** argv) {
     Batch bt;
     Compare(bt, PrunedEndpoints::kToken, bt.arcs, bt.states, 2, &z, &rows, "B = 0");
   }
+  // threads that cannot be started (lattice_number_detail::spawn_limit): the workers that could
+  // be started do the work, with the same rows and errors (before, a failed start left the
+  // started threads joinable and the process terminated)
+  int64_t limited = 0;
+  for (int it = 0; it < 60; ++it) {
+    Shape sh;
+    sh.B = static_cast<int32_t>(std::uniform_int_distribution<int>(2, 9)(rng));
+    sh.max_len = static_cast<int32_t>(std::uniform_int_distribution<int>(1, 30)(rng));
+    sh.max_tokens = static_cast<int32_t>(std::uniform_int_distribution<int>(1, 60)(rng));
+    sh.keep = std::uniform_real_distribution<double>(0.05, 0.9)(rng);
+    sh.arcs_per_state = static_cast<int32_t>(std::uniform_int_distribution<int>(0, 6)(rng));
+    const Batch bt = MakeBatch(rng, sh);
+    const int32_t threads = 2 + it % 7;
+    lattice_number_detail::spawn_limit = it % threads;  // 0 .. threads - 1 started
+    Compare(bt, PrunedEndpoints::kToken, bt.arcs, bt.states, threads, &z, &rows, "kToken, threads refused");
+    Compare(bt, PrunedEndpoints::kTimeRank, bt.arcs_tr, bt.states, threads, &z, &rows, "kTimeRank, threads refused");
+    if (!bt.arcs.empty()) {
+      std::vector<PrunedArcOut> a = bt.arcs;
+      a[it % a.size()].dst = -7;
+      Compare(bt, PrunedEndpoints::kToken, a, bt.states, threads, &z, &rows, "kToken, pruned endpoint, threads refused");
+    }
+    lattice_number_detail::spawn_limit = -1;
+    limited += 2;
+  }
+  std::printf("compared %lld batches with thread starts refused\n", static_cast<long long>(limited));
   std::printf("compared %lld batches (+%lld broken ones)\n", static_cast<long long>(compared),
               static_cast<long long>(errors_seen));
 

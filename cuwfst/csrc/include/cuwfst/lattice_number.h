@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -239,6 +240,7 @@ namespace lattice_number_detail {
 class Barrier {
  public:
   explicit Barrier(int32_t n) : n_(n) {}
+  void Reset(int32_t n) { n_ = n; }  // (only while no thread waits)
   void Wait() {
     std::unique_lock<std::mutex> lock(mu_);
     const int64_t gen = gen_;
@@ -258,16 +260,23 @@ class Barrier {
   int64_t gen_ = 0;
 };
 
+// Tests only (tests/native/lattice_number_test.cc): how many threads a call may start before
+// the next start fails as std::thread's constructor does when the system has none to give
+// (std::system_error); -1: no limit.
+inline std::atomic<int32_t> spawn_limit{-1};
+
 }  // namespace lattice_number_detail
 
 // Every row's arrays into (*rows)[0 .. B) (resized to B; a row's arrays keep their capacity
 // from call to call). Rows with skip[b] get no states and no arcs. `workers` threads (1: this
-// one). Returns "" or the error of the first row (by index) that has one.
+// one; where a thread cannot be started, the ones that could do the work). Returns "" or the
+// error of the first row (by index) that has one.
 inline std::string NumberPrunedRows(const PrunedArcOut* ha, int64_t A, const PrunedStateOut* hs, int64_t S,
                                     int32_t B, const int32_t* lengths, const uint8_t* skip, PrunedEndpoints mode,
                                     int32_t workers, LatticeNumberScratch* scratch, std::vector<PrunedRow>* rows) {
   LatticeNumberScratch& Z = *scratch;
-  const int32_t W = std::max<int32_t>(1, std::min<int32_t>(workers, std::max<int32_t>(B, 1)));
+  // W: the workers planned; it becomes the workers started before any of them reads it
+  int32_t W = std::max<int32_t>(1, std::min<int32_t>(workers, std::max<int32_t>(B, 1)));
   if (static_cast<int32_t>(Z.workers.size()) < W) Z.workers.resize(W);
   rows->resize(B);
   Z.a_at.assign(B + 1, 0);
@@ -349,9 +358,28 @@ inline std::string NumberPrunedRows(const PrunedArcOut* ha, int64_t A, const Pru
   if (W == 1) {
     work(0);
   } else {
+    // The threads wait at a gate until every start has been tried: where one cannot be started
+    // (std::system_error), W and the barrier become the workers that were, and these run the
+    // slices of W; no thread is left joinable, so a failed start never terminates the process.
+    std::atomic<bool> open{false};
     std::vector<std::thread> pool;
     pool.reserve(W - 1);
-    for (int32_t w = 1; w < W; ++w) pool.emplace_back(work, w);
+    for (int32_t w = 1; w < W; ++w) {
+      try {
+        const int32_t limit = lattice_number_detail::spawn_limit.load();
+        if (limit >= 0 && w > limit)
+          throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+        pool.emplace_back([&, w] {
+          while (!open.load(std::memory_order_acquire)) std::this_thread::yield();
+          work(w);
+        });
+      } catch (const std::system_error&) {
+        break;
+      }
+    }
+    W = 1 + static_cast<int32_t>(pool.size());
+    barrier.Reset(W);
+    open.store(true, std::memory_order_release);
     work(0);
     for (auto& th : pool) th.join();
   }
