@@ -767,6 +767,16 @@ void GpuDecoderMemStats(int64_t h, TensorView out) {
   GetDecoder(h)->MemStats(static_cast<int64_t*>(out.data_ptr()));
 }
 
+// The persistent scan's phase trace (GpuDecoder::ScanTrace; CUWFST_SCAN_TRACE): out i64[n] on
+// the host takes the header and as much of the ring as fits; returns the words it all takes
+// (0: the trace is off).
+int64_t GpuDecoderScanTrace(int64_t h, TensorView out) {
+  CheckHostTensor(out, "out", kDLInt, 64, {-1});
+  return Guarded([&]() {
+    return GetDecoder(h)->ScanTrace(static_cast<uint64_t*>(out.data_ptr()), out.shape()[0]);
+  });
+}
+
 // Gives back the lane pools' and the winners log's growth (GpuDecoder::TrimWorkspace);
 // returns the bytes given back.
 int64_t GpuDecoderTrim(int64_t h) {
@@ -832,6 +842,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_release, GpuStreamRelease);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_stats, GpuStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_trim, GpuDecoderTrim);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_scan_trace, GpuDecoderScanTrace);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_profile, GpuDecoderProfile);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_fault_injection, GpuFaultInjection);

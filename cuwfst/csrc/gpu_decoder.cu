@@ -8,6 +8,7 @@
 #include "gpu_decoder.cuh"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -197,6 +198,18 @@ void GpuDecoder::Allocate() {
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     persist_grid_ = static_cast<int32_t>(std::min<int64_t>(L * cfg_.scan_split, std::max(sms, 1)));
+  }
+  // the phase trace (diagnostics: CUWFST_SCAN_TRACE=N keeps the last N steps; the persistent scan only)
+  if (const char* env = std::getenv("CUWFST_SCAN_TRACE"); env != nullptr && cfg_.scan_order == 2) {
+    const long n = std::strtol(env, nullptr, 10);
+    if (n > 0) {
+      ws_.scan_trace_cap = static_cast<int32_t>(std::min<long>(n, 4096));
+      const size_t words = static_cast<size_t>(ws_.scan_trace_cap) * persist_grid_ * kScanTraceWords;
+      ws_.scan_trace = Alloc<unsigned long long>(words, "scan trace");
+      ws_.scan_trace_step = Alloc<int32_t>(1, "scan trace step");
+      CUWFST_CUDA(cudaMemsetAsync(ws_.scan_trace, 0, words * sizeof(unsigned long long), stream_));
+      CUWFST_CUDA(cudaMemsetAsync(ws_.scan_trace_step, 0, sizeof(int32_t), stream_));
+    }
   }
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
   ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
@@ -1415,6 +1428,24 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[56] = prune_sort_times_;
   out[57] = lat_cand_steps_;
   out[58] = lat_cand_over_;
+}
+
+int64_t GpuDecoder::ScanTrace(uint64_t* out, int64_t out_len) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ws_.scan_trace == nullptr) return 0;
+  const int64_t ring = static_cast<int64_t>(ws_.scan_trace_cap) * persist_grid_ * kScanTraceWords;
+  int32_t steps = 0;
+  CUWFST_CUDA(cudaMemcpyAsync(&steps, ws_.scan_trace_step, sizeof(steps), cudaMemcpyDeviceToHost, stream_));
+  CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  const uint64_t head[4] = {static_cast<uint64_t>(ws_.scan_trace_cap), static_cast<uint64_t>(persist_grid_),
+                            static_cast<uint64_t>(kScanTraceWords), static_cast<uint64_t>(steps)};
+  for (int64_t i = 0; i < 4 && i < out_len; ++i) out[i] = head[i];
+  const int64_t n = std::min<int64_t>(ring, std::max<int64_t>(out_len - 4, 0));
+  if (n > 0) {
+    CUWFST_CUDA(cudaMemcpyAsync(out + 4, ws_.scan_trace, n * sizeof(uint64_t), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  }
+  return 4 + ring;
 }
 
 }  // namespace cuwfst

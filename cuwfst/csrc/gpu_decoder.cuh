@@ -395,6 +395,11 @@ class GpuDecoder {
   // them again. The rescue instance calls it after each rescue (its rows are the rare ones
   // that outgrew the main instance). Returns the bytes given back.
   int64_t TrimWorkspace();
+  // The persistent scan's phase trace (CUWFST_SCAN_TRACE=N when the decoder was built, the
+  // persistent scan running; scan.cuh ScanTraceMark): copies header {steps ring, grid, words,
+  // launches traced} and then the ring (steps x grid x words) into out, as far as out_len
+  // allows; returns the words the whole trace takes (4 + ring), 0 when the trace is off.
+  int64_t ScanTrace(uint64_t* out, int64_t out_len);
   int device() const { return graph_->device; }
   int32_t vocab_size() const { return graph_->view.vocab_size; }
 

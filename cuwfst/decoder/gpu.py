@@ -390,6 +390,28 @@ class GpuInstance:
         self.mod.gpu_decoder_profile(self.handle, -1 if enable is None else int(enable), out)
         return dict(zip(self.PROFILE_KINDS, out.tolist()))
 
+    SCAN_TRACE_MARKS = ("entry", "plan", "ticket", "trim", "degrees", "look_back", "emit", "lane_done",
+                        "grid_last", "tail")
+
+    def scan_trace(self):
+        """The persistent scan's phase trace (diagnostics; CUWFST_SCAN_TRACE=N set when this
+        instance was built): (launches traced, ring [min(N, launches), grid, words] uint64 with
+        the oldest kept launch first), or None when the trace is off. A CTA's words: the
+        %globaltimer ns at SCAN_TRACE_MARKS (0: not reached), then its first item's info (lane |
+        chunk << 16 | one round << 28 | the lane's last CTA << 29 | the grid's last << 30) and
+        its tokens (scan.cuh ScanTraceMark)."""
+        head = np.zeros(4, np.int64)
+        need = int(self.mod.gpu_decoder_scan_trace(self.handle, head))
+        if need == 0:
+            return None
+        out = np.zeros(need, np.int64)
+        self.mod.gpu_decoder_scan_trace(self.handle, out)
+        cap, grid, words, steps = (int(x) for x in out[:4])
+        ring = out[4:].view(np.uint64).reshape(cap, grid, words)
+        kept = min(cap, steps)
+        order = [(steps - kept + i) % cap for i in range(kept)]
+        return steps, ring[order]
+
     def _outputs(self, lp):
         """The decode's output arrays for lp [B, T, V]: arcs [B, cap] (one arc per frame and
         per closure pass), length, score, meta [B, 4], stats [B, 2]."""

@@ -770,6 +770,39 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   LaneScanLastBlock(ws);
 }
 
+// The phase trace (Workspace::scan_trace, CUWFST_SCAN_TRACE): thread 0 of each CTA writes the
+// %globaltimer (ns) at these marks of its first item, into the step's ring entry. 0 = never
+// reached (an idle or empty item skips the marks of the work it has none of).
+enum ScanTraceMark : int {
+  kTrEntry = 0,    // after StepKernelEntry (the previous kernel is done)
+  kTrPlan,         // the plan in shared memory (the lanes' counters read)
+  kTrTicket,       // the first item's ticket known
+  kTrTrim,         // the row, its maxima and the trim (RowAndTrim) done
+  kTrDegrees,      // the item's degrees and their block scan or sum done (before the look-back)
+  kTrLookBack,     // the look-back done (the chunk's prefix known)
+  kTrEmit,         // the offsets and hints written (the item's work done)
+  kTrLaneDone,     // counted done on the lane (and, the lane's last CTA, its step out)
+  kTrGridLast,     // the grid's last CTA: every CTA counted (PersistLastBlock)
+  kTrTail,         // the grid's last CTA: the lanes' steps and the slot space written
+  kTrInfo,         // lane | chunk << 16 | one_round << 28 | lane_last << 29 | grid_last << 30
+  kTrTokens,       // the item's tokens (hi - lo)
+  kScanTraceWords
+};
+__device__ __forceinline__ unsigned long long GlobalTimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+// This CTA's words of the current step's ring entry (nullptr: the trace is off).
+__device__ __forceinline__ unsigned long long* ScanTraceRow(const Workspace& ws) {
+  if (ws.scan_trace == nullptr) return nullptr;
+  const int32_t step = *reinterpret_cast<volatile int32_t*>(ws.scan_trace_step);
+  return ws.scan_trace + (static_cast<int64_t>(step % ws.scan_trace_cap) * gridDim.x + blockIdx.x) * kScanTraceWords;
+}
+__device__ __forceinline__ void ScanTraceAt(unsigned long long* row, int mark) {
+  if (row != nullptr && threadIdx.x == 0) row[mark] = GlobalTimer();
+}
+
 // The persistent split scan (scan_order 2): its grid is at most one wave of CTAs, each taking
 // (lane, chunk) items until none is left, the items being the lanes' non-empty chunks only;
 // max_lanes is at most kPersistMaxLanes (one lane a thread in the plan).
@@ -778,8 +811,10 @@ constexpr int32_t kPersistMaxLanes = kScanThreads;
 // The persistent scan's end: every CTA counts itself done; the last applies every lane's step
 // (its threads over the lanes; no CTA reads the counters any more), then warp 0 hands the
 // pooled regions out and builds the flattened slot space (LaneScanTail).
-__device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams& p, bool fused) {
+__device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams& p, bool fused,
+                                                 unsigned long long* trace = nullptr) {
   if (!ScanGridLast(ws)) return;
+  ScanTraceAt(trace, kTrGridLast);
   for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) {
     // (volatile: other CTAs wrote it; this SM's L1 may hold old lines)
     const volatile LaneStepOut* v = ws.scan_out + l;
@@ -797,6 +832,12 @@ __device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams
   }
   __syncthreads();  // (the tail reads what the other threads wrote)
   if (threadIdx.x < 32) LaneScanTail(ws);
+  if (trace != nullptr && threadIdx.x == 0) {
+    trace[kTrInfo] |= 1ull << 30;
+    trace[kTrTail] = GlobalTimer();
+    __threadfence();
+    *ws.scan_trace_step += 1;  // (every CTA read the step on entry; the next launch sees the new one)
+  }
 }
 
 // ScanSplitKernel — ScanKernel over several CTAs per lane (scan_split > 1), so that the
@@ -834,6 +875,12 @@ template <bool kFused, bool kPersist>
 __global__ void __launch_bounds__(kScanThreads)
 ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
+  // the phase trace (CUWFST_SCAN_TRACE; the host sizes it by the persistent grid only)
+  unsigned long long* const tr = kPersist ? ScanTraceRow(ws) : nullptr;
+  if (tr != nullptr && threadIdx.x == 0) {
+    for (int w = 0; w < kScanTraceWords; ++w) tr[w] = 0ull;
+    tr[kTrEntry] = GlobalTimer();
+  }
   using BlockScan = cub::BlockScan<int64_t, kScanThreads>;
   using BlockReduce = cub::BlockReduce<float, kScanThreads>;
   using BlockSum = cub::BlockReduce<int64_t, kScanThreads>;
@@ -873,6 +920,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (l < ws.max_lanes) s_first[l] = first;
     if (l == 0) s_first[ws.max_lanes] = items;
     __syncthreads();  // (tmp is reused below)
+    ScanTraceAt(tr, kTrPlan);
   }
   // One item (ScanSplitKernel: this CTA's only one), or, persistent, items until none is left.
   for (bool first_item = true;; first_item = false) {
@@ -884,6 +932,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     for (int32_t i = threadIdx.x; i < kPoolBins; i += blockDim.x) hist[i] = 0;
   __syncthreads();
   if (kPersist && s_ticket >= s_first[ws.max_lanes]) break;  // (uniform: every item is taken)
+  // (the trace follows a CTA's first item only)
+  unsigned long long* const itr = first_item ? tr : nullptr;
+  ScanTraceAt(itr, kTrTicket);
   // the ticket's item: lane-major (chunk ticket % C of lane ticket / C) or, scan_chunk_major,
   // chunk-major (chunk ticket / L of lane ticket % L: every lane's first chunk is taken before
   // any lane's second, so the lanes' real chunks take the first CTAs and the empty ones come
@@ -922,6 +973,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // are chunks 0 .. last (types.cuh ScanChunkOf, which the host model of the layout replays).
   const ScanChunk cut = ScanChunkOf(n, C, chunk, ws.scan_round);
   const int32_t per = cut.per, lo = cut.lo, hi = cut.hi;
+  if (itr != nullptr && threadIdx.x == 0) {
+    itr[kTrInfo] = static_cast<unsigned long long>(lane) | (static_cast<unsigned long long>(chunk) << 16);
+    itr[kTrTokens] = static_cast<unsigned long long>(hi - lo);
+  }
   // a real step's row and its maxima (every CTA of the lane: the trim needs them before the
   // degrees; the lane's last CTA publishes them)
   float max_lp = 0.f;
@@ -962,6 +1017,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
                         &row32, &row16);
       max_lp = trim.lp_all;
       have_row = true;
+      ScanTraceAt(itr, kTrTrim);
     }
     const bool trimmed = trim.low > -INFINITY;
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
@@ -1026,9 +1082,13 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       if (preload) finish(r0, best0, deg);
       else degrees(first, deg);
       BlockScan(tmp.scan).ExclusiveSum(deg, excl, agg);
+      ScanTraceAt(itr, kTrDegrees);
+      if (itr != nullptr && threadIdx.x == 0) itr[kTrInfo] |= 1ull << 28;
       look_back(agg);
       __syncthreads();
+      ScanTraceAt(itr, kTrLookBack);
       emit(first, deg, excl);
+      ScanTraceAt(itr, kTrEmit);
     } else {
       // Pass A: first arcs, bounds and degrees (parked in offsets[i], read back by the same
       // thread in pass B), the chunk's sum.
@@ -1044,8 +1104,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         }
       }
       const int64_t agg = BlockSum(tmp.sum).Sum(mine);  // valid in thread 0
+      ScanTraceAt(itr, kTrDegrees);
       look_back(agg);
       __syncthreads();
+      ScanTraceAt(itr, kTrLookBack);
       // Pass B: the exclusive scan of the chunk on top of its prefix, and the slot hints.
       for (int32_t base = lo; base < hi; base += kPerRound) {
         const int32_t first = base + threadIdx.x * kScanItems;
@@ -1059,6 +1121,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         if (threadIdx.x == 0) running += total;
         __syncthreads();
       }
+      ScanTraceAt(itr, kTrEmit);
     }
     // the chunk's slots by bin into the lane's suffix sums (before it counts itself done)
     if (bins && lo < hi) PublishBins(ws, lane, hist, tmp.scan, true);
@@ -1098,15 +1161,17 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       for (int32_t c = 0; c < C; ++c) status[c] = 0ull;
       ws.scan_lane_done[lane] = 0;
       ws.scan_best[lane] = 0ull;
+      if (itr != nullptr) itr[kTrInfo] |= 1ull << 29;
     }
   }
+  ScanTraceAt(itr, kTrLaneDone);
   if (!kPersist) break;
   // scan_preload: with no more items than CTAs the first tickets (one a CTA, all of them taken)
   // cover every item, so no CTA asks for another (uniform: the plan is the same in every CTA)
   if (ws.scan_preload && s_first[ws.max_lanes] <= static_cast<int32_t>(gridDim.x)) break;
   __syncthreads();  // (the next item rewrites the shared ticket, best key, histogram and storage)
   }
-  if (kPersist) PersistLastBlock(ws, p, fused);
+  if (kPersist) PersistLastBlock(ws, p, fused, tr);
   else LaneScanLastBlock(ws);
 }
 
