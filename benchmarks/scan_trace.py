@@ -142,7 +142,7 @@ def main(argv=None) -> int:
         for k, dec in decs.items():
             t, hyps[k] = run(dec)
             ms[k].append(t)
-    same = sum(1 for x, y in zip(hyps["traced"], hyps["plain"]) if x.word_ids == y.word_ids and x.score == y.score)
+    same = sum(1 for x, y in zip(hyps["traced"], hyps["plain"]) if x.words == y.words and x.score == y.score)
     steps, ring = traced._gpu.main.scan_trace()
     nb = (len(lens) + a.batch - 1) // a.batch
     launches = int(sum(int(lens[s : s + a.batch].max(initial=0)) + 1 for s in range(0, len(lens), a.batch)))

@@ -36,7 +36,7 @@ def test_scan_trace(monkeypatch, name, lanes):
     want = plain.decode(lp, lens)
     got = traced.decode(lp, lens)
     for b, (x, y) in enumerate(zip(want, got)):
-        assert x.word_ids == y.word_ids and x.arcs == y.arcs and x.score == y.score, b
+        assert x.words == y.words and x.arcs == y.arcs and x.score == y.score, b
     steps, ring = traced._gpu.main.scan_trace()
     assert steps == T + 1  # one scan a step, the final step's included
     assert ring.shape[0] == min(64, steps) and ring.shape[2] == MARKS + 2

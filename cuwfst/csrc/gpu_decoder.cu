@@ -875,7 +875,12 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   // (not under the bins bound, which needs no lower bound)
   const bool lower = cfg_.fused_max || (w.pool_at_max && !w.pool_bins);
   Timed(1, [&] {
-    if (cfg_.scan_order == 2 && lower)
+    // (the traced persistent scans only where the decoder was built with CUWFST_SCAN_TRACE)
+    if (cfg_.scan_order == 2 && lower && w.scan_trace != nullptr)
+      LaunchStep(ScanSplitKernel<true, true, true>, dim3(persist_grid_), dim3(kScanThreads), g, w, p);
+    else if (cfg_.scan_order == 2 && w.scan_trace != nullptr)
+      LaunchStep(ScanSplitKernel<false, true, true>, dim3(persist_grid_), dim3(kScanThreads), g, w, p);
+    else if (cfg_.scan_order == 2 && lower)
       LaunchStep(ScanSplitKernel<true, true>, dim3(persist_grid_), dim3(kScanThreads), g, w, p);
     else if (cfg_.scan_order == 2)
       LaunchStep(ScanSplitKernel<false, true>, dim3(persist_grid_), dim3(kScanThreads), g, w, p);

@@ -871,12 +871,13 @@ constexpr unsigned long long kStatusAgg = 1ull << 62;
 constexpr unsigned long long kStatusIncl = 1ull << 63;
 constexpr unsigned long long kStatusValue = kStatusAgg - 1;
 
-template <bool kFused, bool kPersist>
+template <bool kFused, bool kPersist, bool kTrace = false>
 __global__ void __launch_bounds__(kScanThreads)
 ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
-  // the phase trace (CUWFST_SCAN_TRACE; the host sizes it by the persistent grid only)
-  unsigned long long* const tr = kPersist ? ScanTraceRow(ws) : nullptr;
+  // the phase trace (CUWFST_SCAN_TRACE; the host sizes it by the persistent grid only). kTrace
+  // false: tr is a constant nullptr and every mark below folds away (the kernel as before)
+  unsigned long long* const tr = kPersist && kTrace ? ScanTraceRow(ws) : nullptr;
   if (tr != nullptr && threadIdx.x == 0) {
     for (int w = 0; w < kScanTraceWords; ++w) tr[w] = 0ull;
     tr[kTrEntry] = GlobalTimer();

@@ -435,15 +435,6 @@ struct Workspace {
   // DecoderConfig::scan_order 3
   int32_t scan_preload;
   unsigned long long* slot_total;  // the slots every step gave the walkers, summed (mem stats)
-  // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
-  // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
-  // kScanTraceWords words: the %globaltimer at the phases scan.cuh ScanTraceMark names, then
-  // the CTA's first item (lane, chunk, flags) and its tokens. scan_trace_step counts the
-  // traced launches (the grid's last CTA adds one). Diagnostics only: nothing reads it back
-  // on the device, and the results are the same with it on or off.
-  unsigned long long* scan_trace;
-  int32_t* scan_trace_step;
-  int32_t scan_trace_cap;
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
   // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it
@@ -505,6 +496,16 @@ struct Workspace {
   LatCand* lat_cand;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
+  // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
+  // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
+  // kScanTraceWords words: the %globaltimer at the phases scan.cuh ScanTraceMark names, then
+  // the CTA's first item (lane, chunk, flags) and its tokens. scan_trace_step counts the
+  // traced launches (the grid's last CTA adds one). Diagnostics only: nothing reads it back
+  // on the device, and the results are the same with it on or off. (Last in the struct, and the
+  // trace a template argument of the scan, so that the untraced kernels compile as before.)
+  unsigned long long* scan_trace;
+  int32_t* scan_trace_step;
+  int32_t scan_trace_cap;
 };
 
 // Where a lane's tok_hint region for frontier buffer b starts and how many entries it has:
