@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU machine, one call (~8 minutes on a fresh machine): the scan's phase trace (issues 7, 11).
+# GPU machine, one call (~7-8 minutes on a fresh machine): the scan's phase trace (issues 7, 11).
 #   background: the full tier (~220 s); meanwhile the GPU files that run the scan's code paths
 #     (test_gpu_scan_trace first), capped at TEST_CAP s
 #   1. benchmarks.scan_trace on the full HLG (uniform 32 x 250) and the full TLG (64 utterances,
@@ -10,8 +10,8 @@
 . scripts/device_common.sh
 device_setup s21b.log
 R=/tmp/raw; mkdir -p $R; I=/tmp/old_in
-timeout -s INT ${TEST_CAP:-200} python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_scan_trace.py tests/test_gpu.py \
-  tests/test_gpu_epsilon.py tests/test_gpu_chain.py tests/test_gpu_trim.py tests/test_gpu_lanes.py -s > $OUT/tests.log 2>&1
+timeout -s INT ${TEST_CAP:-260} python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_scan_trace.py tests/test_gpu.py \
+  tests/test_gpu_epsilon.py tests/test_gpu_chain.py tests/test_gpu_trim.py tests/test_gpu_lanes.py tests/test_gpu_lattice.py -s > $OUT/tests.log 2>&1
 echo "tests exit $?" | tee -a $L
 { grep -E "mismatch|identical" $OUT/tests.log | head -8; grep -E "passed|failed" $OUT/tests.log | tail -2; } | cut -c1-220 | tee -a $L
 wait_full ${FULL_END:-300}; echo "[$(since) s] full tier" | tee -a $L
