@@ -7,8 +7,10 @@ Builds two decoders on the graph: one with the scan's phase trace (CUWFST_SCAN_T
 ScanTraceMark: thread 0 of every CTA of ScanSplitKernel writes the %globaltimer at each phase of
 its first item) and one without. Both decode the same rows (one warm-up pass, then --reps
 passes alternating, CUDA events around each pass); their rows must be identical (the trace only
-writes timestamps) and the ratio of their times says what the trace itself costs. Then, for the
-traced decoder's last pass, every launch of the scan (a step):
+writes timestamps) and the ratio of their times says what the trace itself costs. Then, for every
+launch of the scan the trace kept (its ring holds the last --steps; the passes decode the same
+rows) that had tokens (the launches that end a captured graph's bucket, every lane idle, do not
+count):
 
 - t0 = the earliest CTA's entry (the kernel before it is done: griddepcontrol.wait), end = the
   grid's last CTA's tail (the lanes' steps and the slot space written), scan = end - t0;
@@ -75,7 +77,8 @@ def launch_phases(ring: np.ndarray) -> list[dict]:
     for k in range(len(out) - 1):
         if out[k] is not None and ends[k + 1] is not None and ends[k][1]:
             out[k]["rest_us"] = (ends[k + 1][0] - ends[k][1]) / 1e3
-    return [r for r in out if r is not None and r["items"] > 0]
+    # (the launches that end a captured graph's bucket, every lane idle, hold no tokens)
+    return [r for r in out if r is not None and r["tokens_total"] > 0]
 
 
 def resolution_ns(ring: np.ndarray) -> int:
@@ -145,8 +148,7 @@ def main(argv=None) -> int:
     same = sum(1 for x, y in zip(hyps["traced"], hyps["plain"]) if x.words == y.words and x.score == y.score)
     steps, ring = traced._gpu.main.scan_trace()
     nb = (len(lens) + a.batch - 1) // a.batch
-    launches = int(sum(int(lens[s : s + a.batch].max(initial=0)) + 1 for s in range(0, len(lens), a.batch)))
-    rows = launch_phases(ring[-min(launches, ring.shape[0]) :])
+    rows = launch_phases(ring)  # every kept launch with tokens (the passes decode the same rows)
     summary = dict(commit=git_commit(), device=torch.cuda.get_device_name(0), graph=os.path.basename(a.graph),
                    batch=a.batch, utts=len(lens), launches_traced=steps, launches_analysed=len(rows),
                    grid=int(ring.shape[1]), timer_resolution_ns=resolution_ns(ring),

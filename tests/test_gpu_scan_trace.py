@@ -1,6 +1,7 @@
 """The persistent scan's phase trace (CUWFST_SCAN_TRACE, scan.cuh ScanTraceMark; a diagnostic
 for benchmarks/scan_trace.py): a decoder built with it gives rows identical to one built
-without it, counts one traced launch a scan step, and each launch's marks are what the
+without it, traces every launch of the scan (a step; the steps with a frontier first, then
+the all-idle launches that end a captured graph's bucket), and each launch's marks are what the
 kernel's order makes them: every CTA enters, exactly one CTA is the grid's last and writes the
 tail, a CTA's marks never go back in time, the items' tokens add up to the step's frontier,
 and the trace is off (None) unless asked for.
@@ -31,18 +32,22 @@ def test_scan_trace(monkeypatch, name, lanes):
     opts = DecoderOptions(search_beam=12.0)
     plain = Decoder(g, opts, device="cuda", max_lanes=lanes)
     assert plain._gpu.main.scan_trace() is None
-    monkeypatch.setenv("CUWFST_SCAN_TRACE", "64")
+    monkeypatch.setenv("CUWFST_SCAN_TRACE", "256")
     traced = Decoder(g, opts, device="cuda", max_lanes=lanes)
     want = plain.decode(lp, lens)
     got = traced.decode(lp, lens)
     for b, (x, y) in enumerate(zip(want, got)):
         assert x.words == y.words and x.arcs == y.arcs and x.score == y.score, b
     steps, ring = traced._gpu.main.scan_trace()
-    assert steps == T + 1  # one scan a step, the final step's included
-    assert ring.shape[0] == min(64, steps) and ring.shape[2] == MARKS + 2
+    # a launch a step: the T + 1 steps with a frontier (the final step's included), then the
+    # launches of the captured graphs' last bucket, whose lanes are all idle
+    assert T + 1 <= steps <= 256 and ring.shape[0] == steps and ring.shape[2] == MARKS + 2
+    busy = [k for k in range(steps) if int(ring[k, :, MARKS + 1].sum()) > 0]
+    assert busy == list(range(T + 1))
     frontier_total = sum(h.frontier_total for h in got)
     # a CTA for every possible item (lanes x scan CTAs a lane): each CTA's one item is traced
     every_item = ring.shape[1] == lanes * traced._gpu.main.mem_stats()["scan_split"]
+    # (idle launches trace too: each lane's chunk 0 is an item, with 0 tokens)
     tokens = 0
     for k in range(ring.shape[0]):
         w = ring[k].astype(np.int64)

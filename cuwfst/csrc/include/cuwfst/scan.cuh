@@ -306,11 +306,14 @@ struct LaneTrim {
 // The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
 // comes in as the token's emitting arcs [b[k], b[k] + deg[k]) and leaves as the prefix that can
 // pass. An 8-ary search (7 probes a round, about log8 of the degree rounds: 4 for the HLG's
-// 1,212-arc states), the four tokens' searches in lockstep, so a round's loads are in flight
-// together. Invariant: every arc before lo passes, the arc at hi (if any) fails.
+// 1,212-arc states), the four tokens' searches in lockstep, every load of a round issued
+// before the first decision, so a round's loads are in flight together. Invariant: every arc before lo passes, the arc at hi (if any) fails.
 constexpr int kTrimFan = 8;
-__device__ __forceinline__ bool TrimKeeps(const DeviceGraph& g, const LaneTrim& tr, float score, int32_t arc) {
-  return g.arc_ilabel[arc] == 0 || (score + g.arc_weight[arc]) + tr.lp_rest > tr.low;
+// Whether the trim keeps an arc of label `label` and weight `weight` out of a token of score
+// `score`: a label-0 arc always, any other while its bound can pass (both operands loaded
+// beforehand; no short-circuit, so neither load waits on the other)
+__device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float score, const LaneTrim& tr) {
+  return (label == 0) | ((score + weight) + tr.lp_rest > tr.low);
 }
 __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
@@ -335,22 +338,29 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k) {
       if (lo[k] < hi[k]) {
-        // probes at lo + floor(len * j / 8), j = 1..7: non-decreasing, and every position of
-        // [lo, hi) once len < 8 (so that round ends the search)
+        // The token's seven probes at lo + floor(len * j / 8), j = 1..7 (non-decreasing, and
+        // every position of [lo, hi) once len < 8, so that round ends the search): their label
+        // and weight loads all issued before the first decision (no load waits on another; a
+        // short-circuit `||` made each weight's load wait on its label's, and each probe on the
+        // branch before it), then the decisions (TrimKeeps; the sum is evaluated where the label
+        // is 0 too, which changes no decision).
         const int64_t len = hi[k] - lo[k];
-        bool keep[kTrimFan - 1];
         int32_t pos[kTrimFan - 1];
+        uint16_t lab[kTrimFan - 1];
+        float wt[kTrimFan - 1];
 #pragma unroll
         for (int j = 1; j < kTrimFan; ++j) {
           pos[j - 1] = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
-          keep[j - 1] = TrimKeeps(g, tr, score[k], pos[j - 1]);
+          lab[j - 1] = g.arc_ilabel[pos[j - 1]];
+          wt[j - 1] = g.arc_weight[pos[j - 1]];
         }
         int32_t nlo = lo[k], nhi = hi[k];
         bool failed = false;
 #pragma unroll
         for (int j = 0; j < kTrimFan - 1; ++j) {
+          const bool keep = TrimKeeps(lab[j], wt[j], score[k], tr);
           if (failed) continue;
-          if (keep[j]) nlo = pos[j] + 1;
+          if (keep) nlo = pos[j] + 1;
           else {
             nhi = pos[j];
             failed = true;

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU machine, one call (~5-6 minutes on a fresh machine): branch trim-probes (the trim's search
+# issues each token's probe loads together; scan.cuh TrimDegrees) against main's scan.cuh
+# (.device/ab_old), same call.
+#   background: the full tier (~220 s); meanwhile the exactness files that run the trim and the
+#   scan (test_gpu_trim, test_gpu, test_gpu_scan_trace), capped at TEST_CAP s; main's module built
+#   1. HLG uniform 32 x 250, gpu_speed --reps 7, own / other / own / other
+#   2. TLG 64 utterances at batch 32, own / other (if time is left)
+# Carry .device and .cache. $OUT: s21c.log, tests.log, ab.jsonl.
+. scripts/device_common.sh
+device_setup s21c.log
+R=/tmp/raw; mkdir -p $R; I=/tmp/old_in
+timeout -s INT ${TEST_CAP:-100} python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_scan_trace.py tests/test_gpu_trim.py \
+  tests/test_gpu.py -s > $OUT/tests.log 2>&1
+echo "tests exit $?" | tee -a $L
+{ grep -E "mismatch|identical" $OUT/tests.log | head -6; grep -E "passed|failed" $OUT/tests.log | tail -2; } | cut -c1-220 | tee -a $L
+ab_init .device/ab_old; ab_use other; ab_use own
+wait_full ${FULL_END:-280}; echo "[$(since) s] full tier" | tee -a $L
+python3 -m benchmarks.old_inputs --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --out $I > $R/old_inputs.txt 2>&1
+ab() {  # ab SIDE GRAPH ARGS...: one gpu_speed run of that side's module
+  local side=$1 graph=$2; shift 2
+  ab_use $side >/dev/null
+  timeout -s INT 60 python3 -m benchmarks.gpu_speed --graph $C/$graph --batch 32 --check 1 --variants new "$@" > $R/ab.txt 2>&1
+  grep -E "B=32" $R/ab.txt | sed "s/^/[$side $graph] /" | cut -c1-170 | tee -a $L
+  grep -E "^\{" $R/ab.txt | sed "s/^/{\"side\": \"$side\", \"row\": /; s/$/}/" >> $OUT/ab.jsonl
+}
+for side in own other own other; do ab $side HLG.img --log-probs $I/uniform.npz --utts 32 --reps 7; done
+echo "[$(since) s] HLG" | tee -a $L
+for side in own other; do
+  [ $(since) -gt ${END:-300} ] && break
+  ab $side TLG.img --log-probs $C/sim/shard-00000.npz --utts 64 --reps 3
+done
+echo "[$(since) s] done" | tee -a $L
