@@ -76,6 +76,16 @@ def uniform_rows(lp: np.ndarray, lengths: np.ndarray, n: int, T: int):
     return frames[:need].reshape(n, T, -1), np.full(n, T, np.int32)
 
 
+def load_rows(path: str, utts: int, uniform: int = 0):
+    """The first `utts` rows of a log-probs .npz (log_probs or log_probs_fp16, and lengths), or
+    with `uniform` > 0, `utts` rows of exactly that many frames (uniform_rows)."""
+    d = np.load(path)
+    key = "log_probs" if "log_probs" in d else "log_probs_fp16"
+    if uniform:
+        return uniform_rows(d[key], d["lengths"], utts, uniform)
+    return d[key][:utts], d["lengths"][:utts].astype(np.int32)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--graph")
@@ -115,12 +125,7 @@ def main():
         from benchmarks.reference_speed import random_ctc_graph
         g = random_ctc_graph(rng, a.arcs // 8, 8, 500)
     if a.log_probs:
-        d = np.load(a.log_probs)
-        key = "log_probs" if "log_probs" in d else "log_probs_fp16"
-        if a.uniform:
-            lp_all, lens_all = uniform_rows(d[key], d["lengths"], a.utts, a.uniform)
-        else:
-            lp_all, lens_all = d[key][: a.utts], d["lengths"][: a.utts].astype(np.int32)
+        lp_all, lens_all = load_rows(a.log_probs, a.utts, a.uniform)
     else:
         from benchmarks.reference_speed import peaky_log_probs
         lp_all = peaky_log_probs(rng, a.utts, a.frames, g.vocab_size)

@@ -109,16 +109,11 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     import torch
 
-    from benchmarks.gpu_speed import uniform_rows
+    from benchmarks.gpu_speed import load_rows
     from benchmarks.peers.measure import git_commit
 
     g = Graph.load(a.graph)
-    d = np.load(a.log_probs)
-    key = "log_probs" if "log_probs" in d else "log_probs_fp16"
-    if a.uniform:
-        lp, lens = uniform_rows(d[key], d["lengths"], a.utts, a.uniform)
-    else:
-        lp, lens = d[key][: a.utts], d["lengths"][: a.utts].astype(np.int32)
+    lp, lens = load_rows(a.log_probs, a.utts, a.uniform)
     lp_dev = torch.from_numpy(np.ascontiguousarray(lp)).cuda()
     opts = DecoderOptions(eps_iterations=a.eps_iterations)
     os.environ["CUWFST_SCAN_TRACE"] = str(a.steps)
