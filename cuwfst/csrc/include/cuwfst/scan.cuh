@@ -306,8 +306,10 @@ struct LaneTrim {
 // The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
 // comes in as the token's emitting arcs [b[k], b[k] + deg[k]) and leaves as the prefix that can
 // pass. An 8-ary search (7 probes a round, about log8 of the degree rounds: 4 for the HLG's
-// 1,212-arc states), the four tokens' searches in lockstep, every load of a round issued
-// before the first decision, so a round's loads are in flight together. Invariant: every arc before lo passes, the arc at hi (if any) fails.
+// 1,212-arc states), the four tokens' searches in lockstep, round by round; in a round each
+// token's probes load together before its first decision (a round trip a token a round; all
+// four tokens' loads at once spilled at 128 registers). Invariant: every arc before lo
+// passes, the arc at hi (if any) fails.
 constexpr int kTrimFan = 8;
 // Whether the trim keeps an arc of label `label` and weight `weight` out of a token of score
 // `score`: a label-0 arc always, any other while its bound can pass (both operands loaded
