@@ -1,7 +1,10 @@
-"""benchmarks/scan_trace.py's analysis of a trace ring (CPU): on a hand-made ring whose times
-are known, each launch's scan time, phase times (median and last CTA), hot item and the rest of
-the step come out as constructed; launches without tokens (a captured graph's idle launches)
-and CTAs without an item are left out; the timer's resolution is the smallest step seen."""
+"""The benchmarks' analyses, on the CPU.
+
+benchmarks/scan_trace.py on a hand-made trace ring whose times are known: each launch's scan
+time, phase times (median and last CTA), hot item and the rest of the step come out as
+constructed; launches without tokens (a captured graph's idle launches) and CTAs without an
+item are left out; the timer's resolution is the smallest step seen.
+benchmarks/memory_stages.py: each stage's growth and the part outside the module's counters."""
 
 import numpy as np
 import pytest
@@ -67,3 +70,17 @@ def test_resolution_is_the_smallest_step():
                  emit=32 * 980, lane_done=32 * 1000)
     r = ring_of([(32 * 100_000, [(marks, 4, 0)], 32 * 1100)])
     assert resolution_ns(r) == 32
+
+
+def test_memory_stage_rows():
+    """benchmarks/memory_stages.py: each stage's growth since the one before, and the part the
+    module's own counters do not hold."""
+    from benchmarks.memory_stages import stage_rows
+
+    MiB = 2**20
+    rows = stage_rows([("torch", 1000 * MiB, 0), ("module", 1010 * MiB, 0), ("decoder", 1510 * MiB, 400 * MiB),
+                       ("decode 1", 1650 * MiB, 420 * MiB)])
+    assert [r["stage"] for r in rows] == ["module", "decoder", "decode 1"]
+    assert rows[0] == dict(stage="module", used_mib=10.0, module_mib=0.0, outside_mib=10.0, total_used_mib=10.0)
+    assert rows[1]["outside_mib"] == 100.0 and rows[1]["total_used_mib"] == 510.0
+    assert rows[2] == dict(stage="decode 1", used_mib=140.0, module_mib=20.0, outside_mib=120.0, total_used_mib=650.0)
