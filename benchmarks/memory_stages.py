@@ -28,7 +28,6 @@ LAZY (the default since CUDA 11.7) each kernel's code is loaded on its first lau
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 
@@ -61,6 +60,7 @@ def main(argv=None) -> int:
     import torch
 
     from benchmarks.gpu_speed import load_rows
+    from benchmarks.memory import _module_bytes, _used
     from cuwfst import Decoder, Graph
 
     lp_host, lens = load_rows(a.log_probs, a.utts)
@@ -68,22 +68,12 @@ def main(argv=None) -> int:
     lp = torch.from_numpy(np.ascontiguousarray(lp_host)).cuda()
     samples: list[tuple[str, int, int]] = []
 
-    def module_bytes() -> int:
-        from cuwfst.jit.decoder import module
-
-        out = np.zeros(5, np.int64)
-        module(0).gpu_memory_info(0, out)
-        return int(out[2])
-
     def sample(name: str, with_module: bool = True) -> None:
-        gc.collect()
-        torch.cuda.synchronize()
-        torch.cuda.empty_cache()
-        free, total = torch.cuda.mem_get_info()
-        samples.append((name, total - free, module_bytes() if with_module else 0))
+        # (benchmarks.memory's measures: used memory with PyTorch's cache emptied, live module bytes)
+        samples.append((name, _used(torch), _module_bytes() if with_module else 0))
 
     sample("torch", with_module=False)
-    sample("module")  # (module_bytes loads the module)
+    sample("module")  # (_module_bytes loads the module)
     g = Graph.load(a.graph)
     dec = Decoder(g, device="cuda", max_lanes=a.batch, memory=a.memory)
     sample("decoder")
