@@ -379,8 +379,8 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
     if (search[k]) deg[k] = lo[k] - b[k];
 }
 
-// A thread's tokens [first, first + kScanItems) below `end` on a step of `phase`, for both
-// scans: each token's first arc and upper bound written (begin, ub), deg[k] its slots (the
+// A thread's tokens first + k * stride (k < kScanItems) below `end` on a step of `phase`, for
+// both scans (ScanKernel: blocked, stride 1; ScanSplitKernel: striped, stride kScanThreads): each token's first arc and upper bound written (begin, ub), deg[k] its slots (the
 // prefix TrimDegrees keeps under `trim` when `trimmed`, else every arc of the phase), the fused_max best key
 // (kFused: the best-scoring token with arcs), and with `hist` the bins bound's histogram of
 // the slots (pool_bins). In two halves: TokenLoad (the reads and the writes that need no trim)
@@ -394,11 +394,11 @@ struct TokenRound {
 };
 template <bool kFused>
 __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* state, const float* score,
-                                          int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
-                                          unsigned long long& best, TokenRound& r) {
+                                          int32_t* begin, float* ub, int32_t first, int32_t stride, int32_t end,
+                                          int32_t phase, unsigned long long& best, TokenRound& r) {
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
-    const int32_t i = first + k;
+    const int32_t i = first + k * stride;
     r.deg[k] = 0;
     r.b[k] = 0;
     r.sc[k] = r.mw[k] = r.u[k] = 0.f;
@@ -433,7 +433,7 @@ __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* 
                                            bool trimmed, const LaneTrim& trim, int32_t* hist, float bin_ref,
                                            unsigned long long& best, int64_t (&deg)[kScanItems]) {
   TokenRound r;
-  TokenLoad<kFused>(g, state, score, begin, ub, first, end, phase, best, r);
+  TokenLoad<kFused>(g, state, score, begin, ub, first, 1, end, phase, best, r);
   TokenTrim(g, trimmed, trim, hist, bin_ref, r, deg);
 }
 
@@ -911,6 +911,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __shared__ int64_t running;
   __shared__ bool lane_last;
   __shared__ int32_t hist[kPoolBins];  // the bins bound (pool_bins): this chunk's slots by bin
+  // a one-round chunk's slots, striped (token lo + k * kScanThreads + thread at k * kScanThreads +
+  // thread) in, blocked (thread x's kScanItems tokens at kScanItems * x) out
+  __shared__ __align__(16) int32_t s_deg[kScanThreads * kScanItems];
   const int32_t C = ws.scan_split;
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   if (kPersist) {
@@ -1017,12 +1020,19 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // row's maxima there, for the lane's counters.
     // A one-round chunk (the usual one) reads its tokens first, so that their reads overlap the
     // trim's anchor walk (RowAndTrim's last warp) instead of following it; the trim comes after.
+    // The tokens are read and trimmed striped: a thread's k-th token is lo + k * kScanThreads +
+    // thread (stripe0 + k * kScanThreads), so a chunk of 512 tokens (the default granule) gives
+    // every thread one token and the trim's dependent round trips run in all 16 warps at once,
+    // not four tokens after one another in the first 128 threads. The scan and the offsets
+    // take them blocked (first0: a thread's kScanItems consecutive tokens), through s_deg (the
+    // one-round path) or offsets (pass A, read back in pass B).
     const bool one_round = lo < hi && hi - lo <= kPerRound;
     const int32_t first0 = lo + static_cast<int32_t>(threadIdx.x) * kScanItems;
+    const int32_t stripe0 = lo + static_cast<int32_t>(threadIdx.x);
     TokenRound r0;
     unsigned long long best0 = 0ull;  // fused_max: the best of this thread's tokens with arcs
     const bool preload = one_round && ws.scan_preload;  // (off: the order before, for A/B runs)
-    if (preload) TokenLoad<fused>(g, state, score, begin, ub, first0, hi, phase, best0, r0);
+    if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, best0, r0);
     LaneTrim trim;
     if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
@@ -1034,7 +1044,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     }
     const bool trimmed = trim.low > -INFINITY;
     const bool bins = ws.pool_bins && phase == kPhaseReal;  // (uniform over the CTA)
-    // The degrees of tokens [first, first + kScanItems) of a round (first arc and bound
+    // The degrees of tokens first + k * kScanThreads of a round (striped; first arc and bound
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
     // finish: a round's trim from its TokenLoad (its best key in `best`)
     auto finish = [&](TokenRound& r, unsigned long long best, int64_t (&deg)[kScanItems]) {
@@ -1048,7 +1058,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       TokenRound r;
       unsigned long long best = 0ull;
-      TokenLoad<fused>(g, state, score, begin, ub, first, hi, phase, best, r);
+      TokenLoad<fused>(g, state, score, begin, ub, first, kScanThreads, hi, phase, best, r);
       finish(r, best, deg);
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
@@ -1092,8 +1102,21 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       // registers and one block scan gives both the chunk's sum and the offsets.
       const int32_t first = first0;
       int64_t deg[kScanItems], excl[kScanItems], agg;
-      if (preload) finish(r0, best0, deg);
-      else degrees(first, deg);
+      {
+        int64_t sdeg[kScanItems];  // striped
+        if (preload) finish(r0, best0, sdeg);
+        else degrees(stripe0, sdeg);
+        // (a token's slots are at most its arcs of one state: int32)
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k) s_deg[k * kScanThreads + threadIdx.x] = static_cast<int32_t>(sdeg[k]);
+        __syncthreads();
+        static_assert(kScanItems == 4, "one int4 a thread");
+        const int4 v = reinterpret_cast<const int4*>(s_deg)[threadIdx.x];
+        deg[0] = v.x;
+        deg[1] = v.y;
+        deg[2] = v.z;
+        deg[3] = v.w;
+      }
       BlockScan(tmp.scan).ExclusiveSum(deg, excl, agg);
       ScanTraceAt(itr, kTrDegrees);
       if (itr != nullptr && threadIdx.x == 0) itr[kTrInfo] |= 1ull << 28;
@@ -1107,12 +1130,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       // thread in pass B), the chunk's sum.
       int64_t mine = 0;
       for (int32_t base = lo; base < hi; base += kPerRound) {
-        const int32_t first = base + threadIdx.x * kScanItems;
+        const int32_t first = base + threadIdx.x;  // striped
         int64_t deg[kScanItems];
         degrees(first, deg);
 #pragma unroll
         for (int k = 0; k < kScanItems; ++k) {
-          if (first + k < hi) offsets[first + k] = static_cast<int32_t>(deg[k]);
+          if (first + k * kScanThreads < hi) offsets[first + k * kScanThreads] = static_cast<int32_t>(deg[k]);
           mine += deg[k];
         }
       }
@@ -1121,7 +1144,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       look_back(agg);
       __syncthreads();
       ScanTraceAt(itr, kTrLookBack);
-      // Pass B: the exclusive scan of the chunk on top of its prefix, and the slot hints.
+      // Pass B: the exclusive scan of the chunk on top of its prefix, and the slot hints (each
+      // thread reads its blocked tokens' degrees, which other threads parked: after the barrier).
       for (int32_t base = lo; base < hi; base += kPerRound) {
         const int32_t first = base + threadIdx.x * kScanItems;
         int64_t deg[kScanItems];
