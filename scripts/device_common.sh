@@ -4,7 +4,7 @@
 #   device_setup LOG: wheels from .device/wheels into /tmp/site (exit 1 when they do not install),
 #     PYTHONPATH/PATH/CUWFST_CACHE_DIR/CUWFST_COMMIT, $OUT, C=/tmp/corpus-full, L=$OUT/LOG;
 #     starts the full tier's build in the background unless C holds it already (the machine
-#     sometimes keeps /tmp between calls; NO_FULL=1: not at all); writes the GPU and the commit to L; builds the module
+#     sometimes keeps /tmp between calls) or a build runs (NO_FULL=1: not at all); writes the GPU and the commit to L; builds the module
 #   start_full: the full tier's build in the background (what device_setup starts); needs the
 #     environment (PYTHONPATH) set first
 #   ab_init DIR / ab_use other|own: swap the package files DIR holds in and out (and build), for
@@ -27,7 +27,8 @@ device_setup() {
 }
 start_full() {  # the full tier into C=/tmp/corpus-full in the background, unless it is there
   C=/tmp/corpus-full
-  if [ ! -f $C/sim/shard-00000.npz ]; then
+  if pgrep -f "benchmarks.corpus" > /dev/null; then :  # (an earlier script of this call started it)
+  elif [ ! -f $C/sim/shard-00000.npz ]; then
     ( setsid nohup nice -n 5 bash -c "python3 -m benchmarks.corpus.build --tier full --out $C --arpa .device/data/en-us-3gram.arpa.xz \
       --bpe-model cuwfst/data/tiny/bpe.model && python3 -m benchmarks.corpus.simulate --corpus $C --out $C/sim --num-utts 256 \
       --shard-size 256 --seed 0 && echo FULL-DONE" > /tmp/full.log 2>&1 < /dev/null & )

@@ -11,7 +11,9 @@
 # test data) and .cache. END (default 540): the sanitizers get what the tests leave, capped.
 . scripts/device_common.sh
 PART=${PART:-a}; END=${END:-540}
-NO_FULL=1 device_setup suite_$PART.log  # (no full tier: the suite does not read it)
+# (no full tier: the suite does not read it; FULL=1 starts its build in the background for a
+# script that follows in the same call)
+if [ -n "${FULL:-}" ]; then device_setup suite_$PART.log; else NO_FULL=1 device_setup suite_$PART.log; fi
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 if [ $PART = a ]; then
   FILES="test_gpu test_gpu_epsilon test_gpu_chain test_gpu_trim test_gpu_walk_entry test_gpu_variants test_gpu_faults \
