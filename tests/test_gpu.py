@@ -174,6 +174,57 @@ def test_gpu_input_errors():
         dec.decode(bad)
 
 
+def _first_non_finite(x: np.ndarray, lens: np.ndarray) -> int:
+    """numpy's answer for GpuDecoder::FirstNonFinite: b * T + t of the first frame within a
+    row's length holding a NaN or +inf, else -1."""
+    x = x.astype(np.float32)
+    inside = np.arange(x.shape[1])[None, :] < lens[:, None]
+    hits = np.flatnonzero((np.isnan(x) | (x == np.inf)).any(axis=2) & inside)
+    return int(hits[0]) if len(hits) else -1
+
+
+def test_native_input_check_against_numpy():
+    """The native NaN / +inf check (gpu_check_finite, one kernel on the caller's stream) on
+    random tensors with planted NaN, +inf and -inf values, inside and past the rows' lengths,
+    float32 and float16, packed and strided (rows of a larger tensor, more columns than the
+    vocabulary), B above max_lanes: the same first frame as numpy's, every time."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 30, 6, 3, 0.3)
+    dec = Decoder(graph, device="cuda", max_lanes=4, check_log_probs=False)
+    main = dec._gpu.main
+    stream = torch.cuda.current_stream().cuda_stream
+    found = 0
+    for trial in range(300):
+        B, T, V = int(rng.integers(1, 12)), int(rng.integers(0, 40)), int(rng.integers(6, 70))
+        x = rng.normal(size=(B, T, V)).astype(np.float32)
+        for _ in range(int(rng.integers(0, 4))):
+            if T:
+                x[rng.integers(B), rng.integers(T), rng.integers(V)] = rng.choice([np.nan, np.inf, -np.inf])
+        lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+        f16 = trial % 3 == 2
+        dev = torch.from_numpy(x).cuda()
+        if f16:
+            dev = dev.half()
+        if trial % 4 == 1 and T > 1:  # strided: the first T - 1 frames of every row
+            dev, x, lens = dev[:, : T - 1], x[:, : T - 1], np.minimum(lens, T - 1)
+        want = _first_non_finite(x, lens)
+        got = main.first_non_finite(dev, lens, stream)
+        assert got == want, f"trial {trial}: B {B} T {T} V {V} f16 {f16}: {got} vs {want}"
+        found += want >= 0
+    assert found > 50, "too few trials had a bad frame to find"
+    # through decode: the first bad frame is named, padding and -inf pass
+    lp = torch.from_numpy(random_log_probs(rng, 9, 12, 6)).cuda()
+    lens = np.array([12, 5, 12, 12, 3, 12, 12, 12, 7], np.int32)
+    lp[1, 7, 2] = float("nan")  # past row 1's length
+    lp[0, 4, 1] = float("-inf")
+    dec.decode(lp, lens)
+    lp[6, 2, 5] = float("inf")
+    lp[8, 1, 0] = float("nan")
+    with pytest.raises(ValueError, match=r"log_probs\[6, 2\] holds NaN or \+inf"):
+        dec.decode(lp, lens)
+
+
 @pytest.mark.parametrize("lanes", [8, 3])
 def test_inputs_still_being_made_on_the_default_stream_are_waited_for(lanes):
     """log_probs whose producer still runs on torch's default stream (stream 0, the legacy

@@ -202,6 +202,16 @@ class FakeGpuModule:
         self.records_handle = rh
         out_total[0] = total[0]
 
+    def gpu_check_finite(self, h, lp, lens, stream):
+        """The native input check (GpuDecoder::FirstNonFinite): b * T + t of the first frame
+        within a row's length that holds a NaN or +inf, or -1."""
+        import tvm_ffi
+        x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__()))
+        self.finite_checks = getattr(self, "finite_checks", 0) + 1
+        inside = np.arange(x.shape[1])[None, :] < np.asarray(lens)[:, None]
+        hits = np.flatnonzero((np.isnan(x) | (x == np.inf)).any(axis=2) & inside)
+        return int(hits[0]) if len(hits) else -1
+
     def gpu_lattice_records(self, h, out_records):
         # the caller's array goes through the bindings' own check (tensor_checks.h), as the
         # GPU module's gpu_lattice_records does: its dtype, shape [N, 3] and density
@@ -256,6 +266,46 @@ def test_fp16_stays_fp16_and_nan_is_refused(fake_gpu):
     bad[1, 5, 7] = np.nan
     with pytest.raises(ValueError, match=r"log_probs\[1, 5, 7\] is nan"):
         dec.decode(bad, lens[:2])
+
+
+class ForeignDeviceArray:
+    """Another framework's CUDA array (cupy, JAX) as the torch-free backend sees it: DLPack
+    device (2, 0); its capsule describes host memory, which the fake module reads."""
+
+    def __init__(self, host):
+        self.host = np.ascontiguousarray(host)
+        self.shape, self.dtype = self.host.shape, self.host.dtype
+
+    def __dlpack__(self, stream=None, **_):
+        return cuda.dlpack_capsule(self, self.host.ctypes.data, self.host.shape, self.host.dtype, 1, 0)
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+
+def test_device_arrays_of_other_frameworks_are_checked_for_nan(fake_gpu):
+    """A device array from another framework goes through the native input check (it was
+    read as it was, NaN included); NaN in a row's padding is allowed, -inf always."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    lp, lens = lp[:3].astype(np.float32), lens[:3].copy()
+    lens[1] = lp.shape[1] - 2
+    # (check_log_probs samples rows through the array's own namespace, which this stand-in lacks)
+    dec = Decoder(graph, device="cuda", check_log_probs=False)
+    good = lp.copy()
+    good[1, lens[1]:, 0] = np.nan  # padding
+    good[0, 3, 2] = -np.inf
+    want = Decoder(graph, check_log_probs=False).decode(good, lens)
+    got = dec.decode(ForeignDeviceArray(good), lens)
+    assert [(h.words, h.score) for h in got] == [(h.words, h.score) for h in want]
+    assert fake_gpu.finite_checks == 1
+    for value in (np.nan, np.inf):
+        bad = good.copy()
+        bad[2, 4, 1] = value
+        bad[2, 6, 0] = np.nan
+        with pytest.raises(ValueError, match=r"log_probs\[2, 4\] holds NaN or \+inf"):
+            dec.decode(ForeignDeviceArray(bad), lens)
+    assert fake_gpu.finite_checks == 3
 
 
 def test_transforms_apply_on_the_host(fake_gpu):

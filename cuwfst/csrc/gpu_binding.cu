@@ -777,6 +777,21 @@ int64_t GpuDecoderScanTrace(int64_t h, TensorView out) {
   });
 }
 
+// The input check (GpuDecoder::FirstNonFinite): log_probs [B, T, V] on the decoder's device
+// (CheckLogProbs; B may exceed max_lanes), lengths CPU int32 [B] in [0, T], on the caller's
+// stream; returns b * T + t of the first frame within a row's length holding a NaN or +inf, or -1.
+int64_t GpuCheckFinite(int64_t h, TensorView log_probs, TensorView lengths, int64_t caller_stream) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  if (lp.B > INT32_MAX || lp.V > INT32_MAX) TVM_FFI_THROW(ValueError) << "log_probs has too many rows or columns";
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  return Guarded([&]() {
+    return d->FirstNonFinite(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1],
+                             static_cast<int32_t>(lp.B), static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len,
+                             caller_stream);
+  });
+}
+
 // Gives back the lane pools' and the winners log's growth (GpuDecoder::TrimWorkspace);
 // returns the bytes given back.
 int64_t GpuDecoderTrim(int64_t h) {
@@ -842,6 +857,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_release, GpuStreamRelease);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_stats, GpuStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_trim, GpuDecoderTrim);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_check_finite, GpuCheckFinite);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_scan_trace, GpuDecoderScanTrace);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_profile, GpuDecoderProfile);

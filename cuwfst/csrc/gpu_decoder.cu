@@ -410,6 +410,16 @@ void GpuDecoder::Allocate() {
   pinned(&h_refill_row_, L * sizeof(int32_t), "the refill rows");
   pinned(&h_many_cursor_, sizeof(unsigned long long), "the segment's log cursor");
   pinned(&h_refill_path_len_, refill_done_cap_ * sizeof(int32_t), "the refill path lengths");
+  // the input check's buffers for up to L rows (FirstNonFinite grows them for more)
+  const size_t fin = sizeof(unsigned long long) + sizeof(int32_t) * static_cast<size_t>(L);
+  const cudaError_t fe = TryDeviceAlloc(fin, &finite_dev_);
+  if (fe != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(fin)) << " for the input check of a decoder on cuda:"
+       << device() << "; lower max_lanes (now " << cfg_.max_lanes << ")";
+    ThrowAcquireFailure(fe, os.str());
+  }
+  pinned(&finite_host_, fin, "the input check");
   AllocatePath(cfg_.max_frames);
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
@@ -1361,7 +1371,7 @@ bool GpuDecoder::LatticeFilterGuard(int32_t B, const LaneCounters* h_lanes, cons
 
 void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t paths = out_path_.amount() + drain_.amount() + refill_path_.amount();
+  const int64_t paths = out_path_.amount() + drain_.amount() + refill_path_.amount() + finite_dev_.amount();
   const int64_t log_committed = static_cast<int64_t>(arena_.committed() + gc_tags_.committed());
   const int64_t log_reserved = static_cast<int64_t>(arena_.reserved() + gc_tags_.reserved());
   int64_t pool_committed = 0, pool_reserved = 0;
@@ -1376,7 +1386,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
            h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount() + h_refill_queue_.amount() +
            h_refill_ctl_.amount() + h_refill_done_.amount() + h_refill_row_.amount() + h_refill_path_.amount() +
-           h_refill_path_len_.amount() + h_many_cursor_.amount();
+           h_refill_path_len_.amount() + h_many_cursor_.amount() + finite_host_.amount();
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
@@ -1433,6 +1443,84 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[56] = prune_sort_times_;
   out[57] = lat_cand_steps_;
   out[58] = lat_cand_over_;
+}
+
+// FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;
+// a frame with a NaN or +inf min-reduces b * T + t into *first (left at ~0 when none does).
+// float16: NaN is an all-ones exponent with a non-zero mantissa, +inf 0x7C00 (-inf is allowed).
+__global__ void __launch_bounds__(256) FirstNonFiniteKernel(const char* base, int32_t f16, int64_t stride_b,
+                                                             int64_t stride_t, int32_t B, int32_t T, int32_t V,
+                                                             const int32_t* len, unsigned long long* first) {
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+  const int64_t frames = static_cast<int64_t>(B) * T;
+  const int64_t elem = f16 ? 2 : 4;
+  for (int64_t f = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; f < frames; f += warps) {
+    const int32_t b = static_cast<int32_t>(f / T), t = static_cast<int32_t>(f % T);
+    if (t >= len[b]) continue;  // (uniform over the warp)
+    const char* row = base + (static_cast<int64_t>(b) * stride_b + static_cast<int64_t>(t) * stride_t) * elem;
+    bool bad = false;
+    if (f16) {
+      const uint16_t* r = reinterpret_cast<const uint16_t*>(row);
+      for (int32_t v = me; v < V; v += 32) {
+        const uint16_t x = r[v];
+        bad |= (x & 0x7FFFu) > 0x7C00u || x == 0x7C00u;
+      }
+    } else {
+      const float* r = reinterpret_cast<const float*>(row);
+      for (int32_t v = me; v < V; v += 32) {
+        const float x = r[v];
+        bad |= isnan(x) || x == INFINITY;
+      }
+    }
+    if (__any_sync(0xFFFFFFFFu, bad) && me == 0) atomicMin(first, static_cast<unsigned long long>(f));
+  }
+}
+
+int64_t GpuDecoder::FirstNonFinite(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
+                                   int32_t T, int32_t V, const int32_t* lengths, int64_t caller_stream) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  if (B < 1 || T < 0 || V < 1) throw std::invalid_argument("log_probs must be [B >= 1, T, V >= 1]");
+  const size_t bytes = sizeof(unsigned long long) + sizeof(int32_t) * static_cast<size_t>(B);
+  if (finite_dev_.amount() < static_cast<int64_t>(bytes) || finite_host_.amount() < static_cast<int64_t>(bytes)) {
+    DeviceBuffer d;
+    PinnedBuffer h;
+    cudaError_t e = TryDeviceAlloc(bytes, &d);
+    const bool on_device = e != cudaSuccess;
+    if (e == cudaSuccess) e = TryPinnedAlloc(bytes, &h);
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << (on_device ? "" : " of pinned host memory")
+         << " to check " << B << " rows of log_probs for NaN/+inf on cuda:" << device()
+         << "; the decoder keeps its buffers for " << cfg_.max_lanes << " rows (max_lanes) and stays usable; decode "
+         << "fewer rows at a time, or skip the check with check_inputs=False";
+      ThrowAcquireFailure(e, os.str());
+    }
+    finite_dev_ = std::move(d);
+    finite_host_ = std::move(h);
+  }
+  const cudaStream_t s = reinterpret_cast<cudaStream_t>(caller_stream);
+  char* hb = static_cast<char*>(finite_host_.get());
+  char* db = static_cast<char*>(finite_dev_.get());
+  std::memcpy(hb + sizeof(unsigned long long), lengths, sizeof(int32_t) * static_cast<size_t>(B));
+  CUWFST_CUDA(cudaMemcpyAsync(db + sizeof(unsigned long long), hb + sizeof(unsigned long long),
+                              sizeof(int32_t) * static_cast<size_t>(B), cudaMemcpyHostToDevice, s));
+  CUWFST_CUDA(cudaMemsetAsync(db, 0xFF, sizeof(unsigned long long), s));
+  const int64_t frames = static_cast<int64_t>(B) * T;
+  if (frames > 0) {
+    const int32_t grid = static_cast<int32_t>(std::min<int64_t>((frames + 7) / 8, 4096));  // 8 warps a block
+    FirstNonFiniteKernel<<<grid, 256, 0, s>>>(static_cast<const char*>(lp), lp_f16 ? 1 : 0, stride_b, stride_t, B, T,
+                                              V, reinterpret_cast<const int32_t*>(db + sizeof(unsigned long long)),
+                                              reinterpret_cast<unsigned long long*>(db));
+    CUWFST_CUDA(cudaGetLastError());
+  }
+  CUWFST_CUDA(cudaMemcpyAsync(hb, db, sizeof(unsigned long long), cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  unsigned long long first;
+  std::memcpy(&first, hb, sizeof(first));
+  return first == ~0ull ? -1 : static_cast<int64_t>(first);
 }
 
 int64_t GpuDecoder::ScanTrace(uint64_t* out, int64_t out_len) {

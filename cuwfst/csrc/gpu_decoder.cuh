@@ -339,7 +339,7 @@ class GpuDecoder {
   // bytes (shared by every decoder of the graph on this device, not in [0] or [1]), [9]
   // winners log committed (the log and its GC tags), [10] winners log reserved, [11] the
   // log's capacity (entries, the kernels' limit), [12] 1 if the log is a VMM region, [13]
-  // the VMM granularity (0: eager), [14] path and GC-drain buffers, [15] log growths (each
+  // the VMM granularity (0: eager), [14] path and GC-drain buffers and the input check's, [15] log growths (each
   // re-ran a batch or kept a sequence's contents), [16] GC rounds, [17] winners entries
   // live after the last GC round, [18] the most live after any round, [19] lane pools
   // committed (frontiers, step scratch, claims, hash tables), [20] lane pools reserved,
@@ -400,6 +400,14 @@ class GpuDecoder {
   // launches traced} and then the ring (steps x grid x words) into out, as far as out_len
   // allows; returns the words the whole trace takes (4 + ring), 0 when the trace is off.
   int64_t ScanTrace(uint64_t* out, int64_t out_len);
+  // The input check (Python's check_inputs, for torch and DLPack device tensors alike): the
+  // first frame, as b * T + t in row-major order, among rows b < B and frames t < lengths[b]
+  // of log-probs [B, T, V] (elements at lp + b * stride_b + t * stride_t + v, v < V) that holds
+  // a NaN or +inf, or -1 when none does. One kernel on the caller's stream, which this waits
+  // for; no framework kernels, no [B, T, V] temporaries. Its buffers (8 + 4 B bytes on the
+  // device and pinned) grow with B and stay.
+  int64_t FirstNonFinite(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B, int32_t T,
+                         int32_t V, const int32_t* lengths, int64_t caller_stream);
   int device() const { return graph_->device; }
   int32_t vocab_size() const { return graph_->view.vocab_size; }
 
@@ -597,6 +605,8 @@ class GpuDecoder {
   };
   std::vector<LaneHost> lane_host_;
   DeviceBuffer drain_;          // [max_lanes, path_cap]
+  DeviceBuffer finite_dev_;     // FirstNonFinite: {u64 first, int32 lengths[B]}
+  PinnedBuffer finite_host_;    // its staging: the same layout
   long long gc_round_ = 0;
   unsigned long long arena_used_ = 0;  // winners entries live after the last GC round
   unsigned long long arena_used_max_ = 0;

@@ -428,6 +428,11 @@ class GpuInstance:
         return (np.zeros((B, T + 1), np.int32), np.zeros((B, T + 1), np.float32), np.zeros((B, T + 1), np.int32),
                 np.zeros(1, np.int64))
 
+    def first_non_finite(self, lp, lens: np.ndarray, stream: int) -> int:
+        """b * T + t of the first frame of lp [B, T, V] (on the device) within a row's length
+        that holds a NaN or +inf, or -1 (the native check; B may exceed max_lanes)."""
+        return int(self.mod.gpu_check_finite(self.handle, lp, np.ascontiguousarray(lens, np.int32), stream))
+
     def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False):
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
@@ -723,19 +728,13 @@ class GpuBackend:
         return lp
 
     def check_finite(self, lp, lens: np.ndarray):
-        try:
-            self._check_finite(lp, lens)
-        except self._torch_oom() as e:
-            raise MemoryError(f"out of GPU memory while scanning log_probs of shape {tuple(lp.shape)} for NaN/+inf "
-                              f"({e}); decode fewer rows at a time, or skip the scan with check_inputs=False") from e
-
-    def _check_finite(self, lp, lens: np.ndarray):
-        torch = self.torch
-        T = lp.shape[1]
-        valid = torch.arange(T, device=lp.device)[None, :] < torch.from_numpy(lens).to(lp.device)[:, None]
-        bad = (torch.isnan(lp) | (lp == float("inf"))).any(dim=2) & valid
-        if bool(bad.any()):
-            b, t = (int(x) for x in bad.nonzero()[0])
+        """NaN or +inf inside a row's length is a ValueError naming the first such frame
+        (row-major), -inf is a legal log-prob. The native check (gpu_check_finite): one kernel
+        on the caller's stream over the device tensor as it is (torch, or DLPack from another
+        framework), no framework kernels and no temporaries the size of the input."""
+        first = self.main.first_non_finite(lp, lens, self._stream())
+        if first >= 0:
+            b, t = divmod(first, int(lp.shape[1]))
             raise ValueError(f"log_probs[{b}, {t}] holds NaN or +inf: log-probs must not be NaN or +inf")
 
     def reference_graph(self):

@@ -61,7 +61,8 @@ class HostGpuBackend(GpuBackend):
     def check_finite(self, lp, lens: np.ndarray):
         if isinstance(lp, cuda.HostBatch):
             check_finite(lp.host, lens)
-        # device arrays from other frameworks: the kernels read them as they are
+        else:  # a device array from another framework: the native check, as the torch path
+            super().check_finite(lp, lens)
 
 
 def _check_shape(shape, dtype: str, vocab_size: int) -> None:
