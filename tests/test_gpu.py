@@ -187,7 +187,8 @@ def test_native_input_check_against_numpy():
     """The native NaN / +inf check (gpu_check_finite, one kernel on the caller's stream) on
     random tensors with planted NaN, +inf and -inf values, inside and past the rows' lengths,
     float32 and float16, packed and strided (rows of a larger tensor, more columns than the
-    vocabulary), B above max_lanes: the same first frame as numpy's, every time."""
+    vocabulary), B above max_lanes, T = 0 and all-zero lengths: the same first frame as
+    numpy's, every time."""
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)
     graph = random_ctc_graph(rng, 30, 6, 3, 0.3)
