@@ -55,6 +55,12 @@ def main(argv=None) -> int:
     ap.add_argument("--utts", type=int, default=256)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--memory", default="pooled", help="the decoders' memory mode")
+    ap.add_argument("--check-log-probs", choices=("on", "off"), default="on",
+                    help="the decoders' check_log_probs (its sampled rows are read with PyTorch's indexing)")
+    ap.add_argument("--warm", choices=("none", "torch-sample"), default="none",
+                    help="torch-sample: before the baseline, PyTorch's ops of check_log_probs' sampled read "
+                         "(advanced indexing, a cast, a copy to the host) run once on the log-probs, so code "
+                         "they load lazily is in the baseline")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     import torch
@@ -66,6 +72,9 @@ def main(argv=None) -> int:
     lp_host, lens = load_rows(a.log_probs, a.utts)
     torch.cuda.init()
     lp = torch.from_numpy(np.ascontiguousarray(lp_host)).cuda()
+    if a.warm == "torch-sample":
+        idx = torch.zeros(2, dtype=torch.int64).cuda()
+        lp[idx, idx].double().cpu()
     samples: list[tuple[str, int, int]] = []
 
     def sample(name: str, with_module: bool = True) -> None:
@@ -75,7 +84,8 @@ def main(argv=None) -> int:
     sample("torch", with_module=False)
     sample("module")  # (_module_bytes loads the module)
     g = Graph.load(a.graph)
-    dec = Decoder(g, device="cuda", max_lanes=a.batch, memory=a.memory)
+    check = a.check_log_probs == "on"
+    dec = Decoder(g, device="cuda", max_lanes=a.batch, memory=a.memory, check_log_probs=check)
     sample("decoder")
     B = a.batch
     dec.decode(lp[:B], lens[:B])
@@ -86,14 +96,15 @@ def main(argv=None) -> int:
         dec.decode(lp[s : s + B], lens[s : s + B])
     sample("rest")
     g2 = Graph.load(a.graph)
-    dec2 = Decoder(g2, device="cuda", max_lanes=a.batch, memory=a.memory)
+    dec2 = Decoder(g2, device="cuda", max_lanes=a.batch, memory=a.memory, check_log_probs=check)
     dec2.decode(lp[:B], lens[:B])
     sample("decoder 2")
     del dec, dec2, g, g2
     sample("freed")
     rows = stage_rows(samples)
     head = dict(device=torch.cuda.get_device_name(0), graph=os.path.basename(a.graph), batch=B, memory=a.memory,
-                cuda_module_loading=os.environ.get("CUDA_MODULE_LOADING", "(unset: LAZY)"), utts=len(lens))
+                cuda_module_loading=os.environ.get("CUDA_MODULE_LOADING", "(unset: LAZY)"), utts=len(lens),
+                check_log_probs=a.check_log_probs, warm=a.warm)
     print(json.dumps(head))
     print("| stage | used MiB (growth) | module MiB (growth) | outside the module MiB | used since torch MiB |")
     print("| --- | --- | --- | --- | --- |")
