@@ -8,7 +8,8 @@
 #   start_full: the full tier's build in the background (what device_setup starts); needs the
 #     environment (PYTHONPATH) set first
 #   ab_init DIR / ab_use other|own: swap the package files DIR holds in and out (and build), for
-#     old / new / old timings in one call, one process each
+#     old / new / old timings in one call, one process each; ab_speed SIDE GRAPH ARGS: one
+#     gpu_speed run of a side
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
@@ -43,6 +44,14 @@ ab_use() {  # ab_use other|own: that version's files in place and its module bui
   local src=$AB_OTHER f; [ $1 = own ] && src=/tmp/ab_own
   for f in $AB_FILES; do cp $src/$f $f; done
   python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
+}
+ab_speed() {  # ab_speed SIDE GRAPH ARGS...: one gpu_speed run (batch 32, variant "new", 1 row checked
+  # against the CPU) of that side's module (ab_use) on $C/GRAPH; its lines into L, its rows into $OUT/ab.jsonl
+  local side=$1 graph=$2; shift 2
+  ab_use $side >/dev/null
+  timeout -s INT 60 python3 -m benchmarks.gpu_speed --graph $C/$graph --batch 32 --check 1 --variants new "$@" > /tmp/ab.txt 2>&1
+  grep -E "B=32|CPU check" /tmp/ab.txt | sed "s/^/[$side $graph] /" | cut -c1-170 | tee -a $L
+  grep -E "^\{" /tmp/ab.txt | sed "s/^/{\"side\": \"$side\", \"row\": /; s/$/}/" >> $OUT/ab.jsonl
 }
 wait_full() {
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done
