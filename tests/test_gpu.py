@@ -226,6 +226,22 @@ def test_native_input_check_against_numpy():
         dec.decode(lp, lens)
 
 
+def test_a_batch_of_zero_frames_decodes_like_the_cpu():
+    """log_probs [B, 0, V] (every row empty), torch on the device and numpy: the final step from
+    the start state, as the CPU decodes it. (A case of the input check's fuzz test, likely
+    T = 0, was refused by the binding's tensor checks on the H200 at 9e2d264; this is the
+    decode's own path for such a batch.)"""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(8)
+    graph = random_ctc_graph(rng, 30, 6, 3, 0.3)
+    empty = np.zeros((3, 0, graph.vocab_size), np.float32)
+    lens = np.zeros(3, np.int32)
+    cpu = Decoder(graph).decode(empty, lens)
+    dec = Decoder(graph, device="cuda", max_lanes=4)
+    for what, lp in (("torch", torch.from_numpy(empty).cuda()), ("numpy", empty)):
+        _compare(graph, empty, lens, cpu, dec.decode(lp, lens), f"T = 0 ({what})")
+
+
 @pytest.mark.parametrize("lanes", [8, 3])
 def test_inputs_still_being_made_on_the_default_stream_are_waited_for(lanes):
     """log_probs whose producer still runs on torch's default stream (stream 0, the legacy
