@@ -9,7 +9,9 @@
 #      sampled-read ops run once before the baseline; CUDA_MODULE_LOADING=EAGER
 # Carry .device and .cache. $OUT: s23a.log, tests.log, stages.jsonl.
 . scripts/device_common.sh
-NO_FULL=1 device_setup s23a.log
+# (FULL=1: the full tier's build starts in the background for device_s23c.sh / device_s23b.sh in the
+# next call on the same machine)
+if [ -n "${FULL:-}" ]; then device_setup s23a.log; else NO_FULL=1 device_setup s23a.log; fi
 timeout -s INT 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -k "native_input_check or input_errors or zero_frames" \
   -s > $OUT/tests.log 2>&1
 echo "tests exit $?" | tee -a $L
