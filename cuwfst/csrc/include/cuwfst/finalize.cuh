@@ -42,14 +42,41 @@ constexpr int kFinalizeSplit = 8;
 // CTAs of a lane whose row took its final step count themselves out on refill_arrive[lane],
 // and the last one refills the lane (scan.cuh RefillLaneNow) once all of the lane's writes of
 // the step are done, in place of a RefillKernel launch after every step.
+// A round's exclusive sum in claim order over values held striped (thread x's item k is the
+// round's claim k * kFinalizeThreads + x): to the blocked arrangement (thread x's kFinalizeItems
+// consecutive claims) through s_x, the block scan, and back, so the sums are those of the
+// blocked rounds before (the same positions, the same frontier order). Every thread must call
+// it; s_x is free again after the caller's next barrier.
+template <typename BlockScan>
+__device__ __forceinline__ void StripedRoundSum(typename BlockScan::TempStorage& scan, int32_t* s_x,
+                                                const int32_t (&v)[kFinalizeItems], int32_t (&out)[kFinalizeItems],
+                                                int32_t& total) {
+  static_assert(kFinalizeItems == 4, "one int4 a thread");
+#pragma unroll
+  for (int k = 0; k < kFinalizeItems; ++k) s_x[k * kFinalizeThreads + threadIdx.x] = v[k];
+  __syncthreads();
+  const int4 b = reinterpret_cast<const int4*>(s_x)[threadIdx.x];
+  int32_t in[kFinalizeItems] = {b.x, b.y, b.z, b.w};
+  int32_t ex[kFinalizeItems];
+  BlockScan(scan).ExclusiveSum(in, ex, total);
+  __syncthreads();  // (every thread read its blocked values)
+  reinterpret_cast<int4*>(s_x)[threadIdx.x] = make_int4(ex[0], ex[1], ex[2], ex[3]);
+  __syncthreads();
+#pragma unroll
+  for (int k = 0; k < kFinalizeItems; ++k) out[k] = s_x[k * kFinalizeThreads + threadIdx.x];
+}
+
 __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Workspace& ws, int32_t lane,
                                                LaneCounters& lc, int32_t phase) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base, list_base;
   __shared__ long long arena_base;
+  __shared__ __align__(16) int32_t s_x[kFinalizeThreads * kFinalizeItems];  // StripedRoundSum
   const int32_t num_claims = min(lc.claims, lc.claim_cap);
-  const int2 range = SplitRange(ws, num_claims);
+  // (per_thread: the auto grid gives a CTA at least kFinalizeThreads claims, not a whole round:
+  // striped, a CTA of 256 claims has every thread on one)
+  const int2 range = SplitRange(ws, num_claims, true);
   const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
@@ -80,12 +107,16 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   int32_t* eps_list = list_eps ? ws.eps_tok + qd : nullptr;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
-    const int32_t first = base + threadIdx.x * kFinalizeItems;
+    // striped: this thread's item k is claim base + k * kFinalizeThreads + thread, so a round of
+    // up to 256 claims gives each thread one claim and its dependent reads (the payload, then
+    // the slot's token and arc) run in every warp at once; the positions come from the blocked
+    // scan (StripedRoundSum), as before
+    const int32_t first = base + threadIdx.x;
     int32_t keep[kFinalizeItems], state[kFinalizeItems], slot[kFinalizeItems], hslot[kFinalizeItems];
     float end[kFinalizeItems], eps_w[kFinalizeItems];
 #pragma unroll
     for (int k = 0; k < kFinalizeItems; ++k) {
-      const int32_t i = first + k;
+      const int32_t i = first + k * kFinalizeThreads;
       keep[k] = 0;
       hslot[k] = -1;
       eps_w[k] = -INFINITY;
@@ -101,7 +132,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
       }
     }
     int32_t pos[kFinalizeItems], round_kept;
-    BlockScan(scan).ExclusiveSum(keep, pos, round_kept);
+    StripedRoundSum<BlockScan>(scan, s_x, keep, pos, round_kept);
     if (threadIdx.x == 0) {
       round_base = atomicAdd(&lc.next_size, round_kept);
       arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_kept)));
@@ -114,7 +145,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
 #pragma unroll
       for (int k = 0; k < kFinalizeItems; ++k)
         listed[k] = keep[k] && round_base + pos[k] < next_cap && end[k] + eps_w[k] > cutoff;
-      BlockScan(scan).ExclusiveSum(listed, lpos, round_listed);
+      StripedRoundSum<BlockScan>(scan, s_x, listed, lpos, round_listed);
       if (threadIdx.x == 0) list_base = atomicAdd(&lc.eps_list_n[0], round_listed);
       __syncthreads();
 #pragma unroll

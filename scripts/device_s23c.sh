@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# GPU machine, one call (~6 minutes on a fresh machine): branch finalize-striped (FinalizeKernel
+# takes a round's claims striped, positions from the blocked scan through shared memory, and
+# under the auto grid a CTA takes at least 256 claims instead of a 1,024-claim round;
+# finalize.cuh) against main's finalize.cuh (.device/ab_old), same call, one process a run.
+#   background: the full tier (~220 s); meanwhile the exactness files every step runs through
+#   (test_gpu, test_gpu_epsilon, test_gpu_chain, test_gpu_lanes), capped at TEST_CAP s
+#   1. HLG uniform 32 x 250, gpu_speed --reps 7 --check 1, own / other / own / other
+#   2. TLG 64 utterances at batch 32, --reps 3, own / other / own / other (while before END)
+# Stage: mkdir -p .device/ab_old/cuwfst/csrc/include/cuwfst && git show main:cuwfst/csrc/include/cuwfst/finalize.cuh
+#   > .device/ab_old/cuwfst/csrc/include/cuwfst/finalize.cuh (main = the base the branch is compared with)
+# Carry .device and .cache (own's module). $OUT: s23c.log, tests.log, ab.jsonl.
+. scripts/device_common.sh
+device_setup s23c.log
+R=/tmp/raw; mkdir -p $R; I=/tmp/old_in
+timeout -s INT ${TEST_CAP:-200} python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py tests/test_gpu_epsilon.py \
+  tests/test_gpu_chain.py tests/test_gpu_lanes.py -s > $OUT/tests.log 2>&1
+echo "tests exit $?" | tee -a $L
+{ grep -E "mismatch" $OUT/tests.log | grep -v "^E " | head -6; grep -E "^FAILED" $OUT/tests.log | head -4
+  grep -E "passed|failed" $OUT/tests.log | tail -1; } | cut -c1-220 | tee -a $L
+ab_init .device/ab_old; ab_use other; ab_use own
+wait_full ${FULL_END:-300}; echo "[$(since) s] full tier" | tee -a $L
+python3 -m benchmarks.old_inputs --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --out $I > $R/old_inputs.txt 2>&1
+ab() {  # ab SIDE GRAPH ARGS...: one gpu_speed run of that side's module
+  local side=$1 graph=$2; shift 2
+  ab_use $side >/dev/null
+  timeout -s INT 60 python3 -m benchmarks.gpu_speed --graph $C/$graph --batch 32 --check 1 --variants new "$@" > $R/ab.txt 2>&1
+  grep -E "B=32|CPU check" $R/ab.txt | sed "s/^/[$side $graph] /" | cut -c1-170 | tee -a $L
+  grep -E "^\{" $R/ab.txt | sed "s/^/{\"side\": \"$side\", \"row\": /; s/$/}/" >> $OUT/ab.jsonl
+}
+for side in own other own other; do ab $side HLG.img --log-probs $I/uniform.npz --utts 32 --reps 7; done
+echo "[$(since) s] HLG" | tee -a $L
+for side in own other own other; do
+  [ $(since) -gt ${END:-480} ] && break
+  ab $side TLG.img --log-probs $C/sim/shard-00000.npz --utts 64 --reps 3
+done
+ab_use own >/dev/null
+echo "[$(since) s] done" | tee -a $L
