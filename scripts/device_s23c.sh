@@ -21,18 +21,11 @@ echo "tests exit $?" | tee -a $L
 ab_init .device/ab_old; ab_use other; ab_use own
 wait_full ${FULL_END:-300}; echo "[$(since) s] full tier" | tee -a $L
 python3 -m benchmarks.old_inputs --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --out $I > $R/old_inputs.txt 2>&1
-ab() {  # ab SIDE GRAPH ARGS...: one gpu_speed run of that side's module
-  local side=$1 graph=$2; shift 2
-  ab_use $side >/dev/null
-  timeout -s INT 60 python3 -m benchmarks.gpu_speed --graph $C/$graph --batch 32 --check 1 --variants new "$@" > $R/ab.txt 2>&1
-  grep -E "B=32|CPU check" $R/ab.txt | sed "s/^/[$side $graph] /" | cut -c1-170 | tee -a $L
-  grep -E "^\{" $R/ab.txt | sed "s/^/{\"side\": \"$side\", \"row\": /; s/$/}/" >> $OUT/ab.jsonl
-}
-for side in own other own other; do ab $side HLG.img --log-probs $I/uniform.npz --utts 32 --reps 7; done
+for side in own other own other; do ab_speed $side HLG.img --log-probs $I/uniform.npz --utts 32 --reps 7; done
 echo "[$(since) s] HLG" | tee -a $L
 for side in own other own other; do
   [ $(since) -gt ${END:-480} ] && break
-  ab $side TLG.img --log-probs $C/sim/shard-00000.npz --utts 64 --reps 3
+  ab_speed $side TLG.img --log-probs $C/sim/shard-00000.npz --utts 64 --reps 3
 done
 ab_use own >/dev/null
 echo "[$(since) s] done" | tee -a $L
