@@ -12,15 +12,7 @@
 # Carry .device and .cache (own's module). $OUT: s23c.log, tests.log, ab.jsonl.
 . scripts/device_common.sh
 device_setup s23c.log
-R=/tmp/raw; mkdir -p $R; I=/tmp/old_in
-timeout -s INT ${TEST_CAP:-200} python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py tests/test_gpu_epsilon.py \
-  tests/test_gpu_chain.py tests/test_gpu_lanes.py -s > $OUT/tests.log 2>&1
-echo "tests exit $?" | tee -a $L
-{ grep -E "mismatch" $OUT/tests.log | grep -v "^E " | head -6; grep -E "^FAILED" $OUT/tests.log | head -4
-  grep -E "passed|failed" $OUT/tests.log | tail -1; } | cut -c1-220 | tee -a $L
-ab_init .device/ab_old; ab_use other; ab_use own
-wait_full ${FULL_END:-300}; echo "[$(since) s] full tier" | tee -a $L
-python3 -m benchmarks.old_inputs --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --out $I > $R/old_inputs.txt 2>&1
+TEST_CAP=${TEST_CAP:-200} ab_prepare tests/test_gpu.py tests/test_gpu_epsilon.py tests/test_gpu_chain.py tests/test_gpu_lanes.py
 for side in own other own other; do ab_speed $side HLG.img --log-probs $I/uniform.npz --utts 32 --reps 7; done
 echo "[$(since) s] HLG" | tee -a $L
 for side in own other own other; do
