@@ -625,7 +625,10 @@ EpsChainExpandKernel(DeviceGraph g, Workspace ws) {
 }
 
 // EpsChainResolveKernel — after EpsChainExpandKernel, grid (finalize_split, max_lanes) x
-// kFinalizeThreads; the CTAs of a lane share its touched list in contiguous chunks.
+// kFinalizeThreads; the CTAs of a lane share its touched list in contiguous chunks (under the
+// auto grid at least kFinalizeThreads slots a CTA, SplitRange per_thread), a thread's items
+// striped over the round (item k = slot base + k * kFinalizeThreads + thread), their positions
+// from the round's blocked scan (StripedRoundSum, finalize.cuh).
 // Reads: each touched slot's key, payload and hash_pos. Writes: the token (its new score and
 // a fresh winners-log entry, whose prev EpsChainLinkKernel writes; in place, or appended at
 // next_size), hash_pos of new tokens. The payload keeps {end : slot} for the link.
@@ -635,11 +638,12 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Worksp
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t new_base;
   __shared__ long long arena_base;
+  __shared__ __align__(16) int32_t s_x[kFinalizeThreads * kFinalizeItems];  // StripedRoundSum
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   if (!InClosure(lc)) return;
   const int32_t num = min(lc.eps_touched_n[0], lc.claim_cap);
-  const int2 range = SplitRange(ws, num);
+  const int2 range = SplitRange(ws, num, true);
   const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const int32_t buf = lc.buf;
@@ -653,22 +657,23 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Worksp
   const int32_t* touched = ws.eps_touched + lc.claim_off;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
-    const int32_t first = base + threadIdx.x * kFinalizeItems;
-    int32_t h[kFinalizeItems], pos[kFinalizeItems], is_new[kFinalizeItems], has_pos[kFinalizeItems],
-        rank[kFinalizeItems], round_new, round_chg;
+    const int32_t first = base + threadIdx.x;
+    int32_t h[kFinalizeItems], pos[kFinalizeItems], key[kFinalizeItems], is_new[kFinalizeItems],
+        has_pos[kFinalizeItems], rank[kFinalizeItems], round_new, round_chg;
     float end[kFinalizeItems];
 #pragma unroll
     for (int k = 0; k < kFinalizeItems; ++k) {
-      const int32_t i = first + k;
+      const int32_t i = first + k * kFinalizeThreads;
       h[k] = i < c_end ? touched[i] : -1;
       is_new[k] = 0;
-      if (h[k] >= 0) {
+      if (h[k] >= 0) {  // (the key is read with the others, not after the scan: one round trip)
         end[k] = OrderedU32ToFloat(static_cast<uint32_t>(ws.hash_payload[hb + h[k]] >> 32));
         pos[k] = ws.hash_pos[hb + h[k]];
+        key[k] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);
         is_new[k] = pos[k] < 0;
       }
     }
-    BlockScan(scan).ExclusiveSum(is_new, rank, round_new);
+    StripedRoundSum<BlockScan>(scan, s_x, is_new, rank, round_new);
     if (threadIdx.x == 0) new_base = atomicAdd(&lc.next_size, round_new);
     __syncthreads();
 #pragma unroll
@@ -679,14 +684,14 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainResolveKernel(Worksp
         const int32_t idx = new_base + rank[k];
         if (idx < frontier_cap) {
           pos[k] = idx;
-          tok_state[idx] = static_cast<int32_t>(ws.hash_key[hb + h[k]]);
+          tok_state[idx] = key[k];
         } else {
           atomicOr(&lc.overflow, kOverflowKept);
         }
       }
       has_pos[k] = pos[k] >= 0;
     }
-    BlockScan(scan).ExclusiveSum(has_pos, rank, round_chg);
+    StripedRoundSum<BlockScan>(scan, s_x, has_pos, rank, round_chg);
     if (threadIdx.x == 0)
       arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_chg)));
     __syncthreads();
