@@ -7,7 +7,7 @@
 #     sometimes keeps /tmp between calls) or a build runs (NO_FULL=1: not at all); writes the GPU and the commit to L; builds the module
 #   start_full: the full tier's build in the background (what device_setup starts); needs the
 #     environment (PYTHONPATH) set first
-#   ab_init DIR / ab_use other|own: swap the package files DIR holds in and out (and build), for
+#   ab_init DIR / ab_use other|own|NAME: swap the package files DIR holds in and out (and build), for
 #     old / new / old timings in one call, one process each; ab_prepare TEST_FILE...: tests, both
 #     modules and the full tier's uniform rows before an A/B; ab_speed SIDE GRAPH ARGS: one
 #     gpu_speed run of a side
@@ -41,20 +41,24 @@ ab_init() {  # ab_init DIR: DIR holds other versions of some of the checkout's f
   AB_OTHER=$1; AB_FILES=$(cd $1 && find . -type f | sed 's|^\./||'); local f
   for f in $AB_FILES; do mkdir -p /tmp/ab_own/$(dirname $f); cp $f /tmp/ab_own/$f; done
 }
-ab_use() {  # ab_use other|own: that version's files in place and its module built
-  local src=$AB_OTHER f; [ $1 = own ] && src=/tmp/ab_own
+ab_use() {  # ab_use other|own|NAME: that version's files in place and its module built; NAME: own's
+  # files with .device/ab_NAME's over them (a third side: some of the files of each)
+  local src=$AB_OTHER f; [ $1 = other ] || src=/tmp/ab_own
   for f in $AB_FILES; do cp $src/$f $f; done
+  if [ $1 != other ] && [ $1 != own ]; then (cd .device/ab_$1 && find . -type f | sed 's|^\./||') | while read -r f; do
+    cp .device/ab_$1/$f $f; done; fi
   python3 -m cuwfst.cli build --cuda-arch 9.0 2>&1 | tail -1 | cut -c1-120 | tee -a $L
 }
 ab_prepare() {  # ab_prepare TEST_FILE...: the exactness files (capped at TEST_CAP s, their tallies into
-  # L and $OUT/tests.log) while the full tier builds, both modules of .device/ab_old's A/B built,
+  # L and $OUT/tests.log) while the full tier builds, both modules of .device/ab_old's A/B built
+  # (and AB_SIDES' third sides),
   # the full tier waited for (FULL_END, default 300) and its uniform 32 x 250 rows in I=/tmp/old_in
   R=/tmp/raw; mkdir -p $R; I=/tmp/old_in
   timeout -s INT ${TEST_CAP:-150} python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s > $OUT/tests.log 2>&1
   echo "tests exit $?" | tee -a $L
   { grep -E "mismatch|identical" $OUT/tests.log | grep -v "^E " | head -6; grep -E "^FAILED" $OUT/tests.log | head -4
     grep -E "passed|failed" $OUT/tests.log | tail -1; } | cut -c1-220 | tee -a $L
-  ab_init .device/ab_old; ab_use other; ab_use own
+  ab_init .device/ab_old; ab_use other; for f in ${AB_SIDES:-}; do ab_use $f; done; ab_use own
   wait_full ${FULL_END:-300}; echo "[$(since) s] full tier" | tee -a $L
   python3 -m benchmarks.old_inputs --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --out $I > $R/old_inputs.txt 2>&1
 }
