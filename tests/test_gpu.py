@@ -215,7 +215,7 @@ def test_native_input_check_against_numpy():
         found += want >= 0
     assert found > 50, "too few trials had a bad frame to find"
     # through decode: the first bad frame is named, padding and -inf pass
-    lp = torch.from_numpy(random_log_probs(rng, 9, 12, 6)).cuda()
+    lp = torch.from_numpy(random_log_probs(rng, 9, 12, 6, True)).cuda()
     lens = np.array([12, 5, 12, 12, 3, 12, 12, 12, 7], np.int32)
     lp[1, 7, 2] = float("nan")  # past row 1's length
     lp[0, 4, 1] = float("-inf")

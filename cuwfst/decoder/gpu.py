@@ -727,6 +727,10 @@ class GpuBackend:
         if lp.shape[2] < self.graph.vocab_size:
             raise ValueError(f"log_probs has {lp.shape[2]} columns but the graph's vocab_size is "
                              f"{self.graph.vocab_size}: every token id of the graph needs a column")
+        if lp.numel() == 0 and lp.stride(2) != 1:
+            # (an empty numpy array's strides are all 0, and from_numpy keeps them: there is
+            # nothing to read, so any packed tensor of the shape will do)
+            lp = torch.empty(lp.shape, dtype=lp.dtype, device=lp.device)
         if lp.shape[2] > 1 and lp.stride(2) != 1:
             raise ValueError("log_probs must be packed: its last dimension must be contiguous")
         return lp
