@@ -200,3 +200,33 @@ def test_batches_bound_memory_and_keep_order():
     assert bs[1].log_probs.shape == (2, 4, 4) and bs[1].lengths.tolist() == [3, 4]
     with pytest.raises(ValueError, match="one model"):
         list(batches(iter([utts[0], Utterance("x", np.zeros((2, 5), np.float32))]), 4))
+
+
+def test_sampled_runs_stay_inside_valid_frames():
+    """check_log_probs reads up to 8 runs of up to 8 consecutive frames of one row (one copy a
+    run on a GPU, no kernel): every run inside its row's length, at most 64 frames, the first
+    valid frame and the last valid frames always among them, padding never."""
+    from cuwfst.decoder.prepare import SAMPLED_FRAMES, _host_rows, _sample_runs
+
+    rng = np.random.default_rng(5)
+    for trial in range(300):
+        B = int(rng.integers(1, 40))
+        lens = rng.integers(0, 3 if trial % 3 == 0 else 700, size=B).astype(np.int32)
+        b, t0, t1 = _sample_runs(lens)
+        total = int(lens.sum())
+        if total == 0:
+            assert b.size == 0
+            continue
+        assert (t0 >= 0).all() and (t1 <= lens[b]).all() and (t1 > t0).all(), (lens, b, t0, t1)
+        assert (t1 - t0 <= 8).all() and int((t1 - t0).sum()) <= SAMPLED_FRAMES
+        flat = np.concatenate([[0], np.cumsum(lens)])[b] + t0
+        assert (np.diff(flat) > 0).all()  # distinct starts, in order
+        assert flat[0] == 0  # the first valid frame
+        last = int(np.flatnonzero(lens)[-1])
+        assert b[-1] == last and t1[-1] == lens[last]  # the last valid frame
+        if total >= SAMPLED_FRAMES:
+            assert b.size == 8
+        x = rng.normal(size=(B, int(lens.max()) + 1, 5)).astype(np.float32)
+        rows = _host_rows("numpy", x, b, t0, t1)
+        want = np.concatenate([x[i, a:c] for i, a, c in zip(b, t0, t1)])
+        assert rows.dtype == np.float64 and np.array_equal(rows, want)

@@ -7,8 +7,9 @@
 2. Shape and width: [T, V] becomes [1, T, V]; an empty batch, fewer columns than the
    graph's vocab_size, or more (unless allow_extra_columns) are errors: a width mismatch
    almost always means a model and a graph that do not belong together.
-3. Log-probability check (check_log_probs): on up to 64 frames sampled evenly over the
-   rows' valid frames, each row's logsumexp must be within 0.1 of 0. Probabilities,
+3. Log-probability check (check_log_probs): on up to 64 frames, in up to 8 runs of 8
+   consecutive frames of one row whose starts are spread evenly over the rows' valid
+   frames, each frame's logsumexp must be within 0.1 of 0. Probabilities,
    logits or pre-scaled scores otherwise decode to garbage with exit code 0. With
    normalize=True, log_softmax is applied instead of checking.
 4. blank_skip (prepare_offline only, off by default): blank frames dropped, one kept per
@@ -31,6 +32,7 @@ from .inputs import check_lengths, is_torch
 
 LSE_TOLERANCE = 0.1
 SAMPLED_FRAMES = 64
+SAMPLED_RUNS = 8  # the sampled frames come in runs of consecutive frames (_host_rows)
 _KEEP = ("float32", "float16")
 _WIDEN = ("float64", "bfloat16")
 
@@ -74,29 +76,42 @@ def _to_float32(kind, x):
     return x.astype(np.float32)
 
 
-def _host_rows(kind, x, b: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """x[b, t, :] as a float64 numpy array (one small device-to-host copy on a GPU)."""
+def _host_rows(kind, x, b: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.ndarray:
+    """x[b[i], t0[i]:t1[i], :] for every run i, stacked, as a float64 numpy array. On a GPU each
+    run is one device-to-host copy of a contiguous block (a frame a copy where the tensor's rows
+    are not packed), and no kernel runs: PyTorch's advanced indexing and cast kernels, loaded
+    lazily by the first such call in a process, took ~90 MiB of device memory (H200, tiny HLG:
+    98 MiB outside the decoder's counters at the first decode with them, 8 without;
+    docs/benchmarks.md)."""
     if kind == "numpy":
-        return x[b, t].astype(np.float64)
-    if kind == "torch":
-        import torch
-        bi, ti = torch.from_numpy(b).to(x.device), torch.from_numpy(t).to(x.device)
-        return x[bi, ti].double().cpu().numpy()
-    xp = _namespace(x)
-    rows = x[xp.asarray(b), xp.asarray(t)]
-    return np.asarray(rows.get() if hasattr(rows, "get") else rows, dtype=np.float64)
+        return np.concatenate([x[bi, a:c] for bi, a, c in zip(b, t0, t1)]).astype(np.float64)
+    blocks = []
+    for bi, a, c in zip(b.tolist(), t0.tolist(), t1.tolist()):
+        run = x[bi, a:c]
+        if kind == "torch":
+            parts = [run] if run.is_contiguous() else [x[bi, t] for t in range(a, c)]
+            blocks += [p.cpu().numpy() for p in parts]
+        else:
+            blocks.append(np.asarray(run.get() if hasattr(run, "get") else run))
+    return np.concatenate(blocks).astype(np.float64)
 
 
-def _sample_frames(lens: np.ndarray, k: int):
-    """Up to k (row, frame) pairs spread evenly over every row's valid frames."""
+def _sample_runs(lens: np.ndarray, frames: int = SAMPLED_FRAMES, runs: int = SAMPLED_RUNS):
+    """Up to `runs` runs of up to frames // runs consecutive valid frames of one row, their
+    starts spread evenly over every row's valid frames: (row, first frame, end frame) arrays."""
     total = int(lens.sum())
     if total == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    pos = np.unique(np.linspace(0, total - 1, min(k, total)).round().astype(np.int64))
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    per = max(frames // runs, 1)
+    n = min(runs, max(-(-total // per), 2))  # (2: the first and the last valid frames)
     ends = np.cumsum(lens.astype(np.int64))
+    # the last run ends at the last valid frame: it starts per frames before it, or at the start
+    # of the last row that has frames if that row is shorter
+    last = int(np.flatnonzero(lens)[-1])
+    pos = np.unique(np.linspace(0, max(total - per, int(ends[last] - lens[last])), n).round().astype(np.int64))
     b = np.searchsorted(ends, pos, side="right")
-    t = pos - (ends[b] - lens[b])
-    return b, t
+    t0 = pos - (ends[b] - lens[b])
+    return b, t0, np.minimum(t0 + per, lens[b].astype(np.int64))
 
 
 def _not_log_probs(rows: np.ndarray, lse: np.ndarray, where: str, worst: int) -> str:
@@ -118,10 +133,12 @@ def _not_log_probs(rows: np.ndarray, lse: np.ndarray, where: str, worst: int) ->
 
 
 def _check_normalised(kind, x, lens: np.ndarray) -> None:
-    b, t = _sample_frames(lens, SAMPLED_FRAMES)
-    if b.size == 0:
+    b0, t0, t1 = _sample_runs(lens)
+    if b0.size == 0:
         return
-    rows = _host_rows(kind, x, b, t)
+    rows = _host_rows(kind, x, b0, t0, t1)
+    b = np.repeat(b0, t1 - t0)  # each sampled frame's row and frame, for the message
+    t = np.concatenate([np.arange(a, c) for a, c in zip(t0, t1)])
     keep = ~(np.isnan(rows) | (rows == np.inf)).any(axis=1)  # NaN/+inf: the backends name them
     if not keep.any():
         return
