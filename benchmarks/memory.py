@@ -14,8 +14,10 @@ python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 25
    kernel of its own, CUWFST_POOL_HANDOUT=kernel; "pooled-gc" and "lazy-gc": those modes with
    gc_interval = --gc-interval on the batches too, so the winners log holds a window), a decoder on a graph
    of its own decodes every utterance; its total device memory, graph included, is measured
-   three ways: cudaMemGetInfo's used memory before it was built and after its last decode
-   (PyTorch's cache emptied, so only what the decoder and its graph hold is left), the
+   four ways: cudaMemGetInfo's used memory before it was built and after its last decode
+   (PyTorch's cache emptied, so only what the decoder and its graph hold is left), its peak
+   over the build and the decodes sampled as riva's is (a transient such as the rescue
+   instance's growth before its trim counts there, not after), the
    module's own live counters (device bytes the native module holds), and the decoder's
    memory_stats() (committed + graph). With --riva-dir, riva-asrlib-decoder on the same
    utterances and that directory's TLG.fst, its device peak sampled the same way
@@ -52,6 +54,8 @@ sys.path.insert(0, str(REPO / "tests"))
 from cuwfst import Decoder, DecoderOptions, Graph  # noqa: E402
 
 MiB = 2**20
+# seconds between the device-peak probe's samples, the same for every decoder measured
+PROBE_INTERVAL = 0.005
 
 
 def _module_bytes() -> int:
@@ -144,9 +148,13 @@ def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int 
     everything once; its memory, three ways. Returns
     (row, decoder, hypotheses). (At 2f568a0 "lazy" pooled the lanes by default: its rows were
     named lazy and lazy-slots; they are this pooled and pooled-slots.)"""
+    from benchmarks.peers.measure import GpuMemoryProbe
+
     used0, mod0 = _used(torch), _module_bytes()
     base, gc = mode_gc(mode, gc_interval)
-    with pool_env(base) as memory:
+    # the device peak the same way as riva's (riva_row): cudaMemGetInfo sampled by a thread,
+    # so a transient (the rescue instance's growth before its trim) counts too
+    with pool_env(base) as memory, GpuMemoryProbe(torch, PROBE_INTERVAL) as probe:
         t = time.perf_counter()
         graph = Graph.load(graph_path)
         dec = Decoder(graph, opts, device="cuda", max_lanes=batch, memory=memory, gc_interval=gc)
@@ -158,7 +166,8 @@ def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int 
     st = dec.memory_stats()
     lanes, winners = st["pools"]["lanes"], st["pools"]["winners"]
     row = dict(part="memory", batch=batch, memory=mode, build_s=round(build_s, 2), first_pass_s=round(first_s, 3),
-               device_used_mib=round((used1 - used0) / MiB, 1), module_mib=round((mod1 - mod0) / MiB, 1),
+               device_used_mib=round((used1 - used0) / MiB, 1), device_peak_mib=round(probe.device_peak / MiB, 1),
+               module_mib=round((mod1 - mod0) / MiB, 1),
                stats_total_mib=round(st["total"] / MiB, 1), graph_mib=round(st["graph"] / MiB, 1),
                committed_mib=round(st["committed"] / MiB, 1), reserved_mib=round(st["reserved"] / MiB, 1),
                fixed_mib=round(st["fixed"] / MiB, 1), lanes_mib=round(lanes["committed"] / MiB, 1),
@@ -179,7 +188,7 @@ def riva_row(torch, riva_dir, lp, lens, batch) -> dict:
                              frame_shift=0.04)
     cfg = SimpleNamespace(beam=20.0, lattice_beam=8.0, max_active=10000)
     try:
-        with GpuMemoryProbe(torch) as probe:
+        with GpuMemoryProbe(torch, PROBE_INTERVAL) as probe:
             peer = RivaPeer(corpus, batch, cfg)
             t = time.perf_counter()
             for s in range(0, lp.shape[0], batch):
@@ -282,11 +291,12 @@ def markdown(rows, header) -> str:
     out = [header, ""]
     mem = [r for r in rows if r["part"] == "memory" and "decoder" not in r]
     if mem:
-        out += ["| batch | memory | total MiB (device used) | module MiB | memory_stats total MiB | graph | lanes | "
+        out += ["| batch | memory | total MiB (device used) | device peak MiB | module MiB | memory_stats total MiB | graph | lanes | "
                 "winners | paths | fixed | reserved MiB | pool grows | log grows | overflow rows |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in mem:
-            out.append(f"| {r['batch']} | {r['memory']} | {r['device_used_mib']} | {r['module_mib']} | "
+            out.append(f"| {r['batch']} | {r['memory']} | {r['device_used_mib']} | {r['device_peak_mib']} | "
+                       f"{r['module_mib']} | "
                        f"{r['stats_total_mib']} | {r['graph_mib']} | {r['lanes_mib']}"
                        f"{' (pooled)' if r['lanes_pooled'] else ''} | {r['winners_mib']} | {r['paths_mib']} | "
                        f"{r['fixed_mib']} | {r['reserved_mib']} | {r['lane_pool_grows']} | {r['winners_grows']} | "
