@@ -230,3 +230,48 @@ def test_sampled_runs_stay_inside_valid_frames():
         rows = _host_rows("numpy", x, b, t0, t1)
         want = np.concatenate([x[i, a:c] for i, a, c in zip(b, t0, t1)])
         assert rows.dtype == np.float64 and np.array_equal(rows, want)
+
+
+class _StridedTensor:
+    """The few methods _host_rows' "torch" branch calls, over a numpy view: slicing,
+    is_contiguous (PyTorch's rule: size-1 dimensions' strides do not count), cpu(), numpy()."""
+
+    def __init__(self, a: np.ndarray):
+        self.a = a
+
+    def __getitem__(self, key):
+        return _StridedTensor(self.a[key])
+
+    def is_contiguous(self) -> bool:
+        expect = self.a.itemsize
+        for size, stride in zip(reversed(self.a.shape), reversed(self.a.strides)):
+            if size != 1 and stride != expect:
+                return False
+            expect *= size
+        return True
+
+    def cpu(self):
+        assert self.is_contiguous(), "a copy of a non-contiguous view would run a kernel on a GPU"
+        return self
+
+    def numpy(self):
+        return np.array(self.a)
+
+
+def test_sampled_rows_keep_their_shape_when_a_tensors_rows_are_not_packed():
+    """A tensor whose frames are not packed (its columns sliced) is read a frame a copy; each
+    copy keeps its [1, V] shape, so the rows come back [frames, V] as from a packed tensor.
+    (The H200 found them flattened: x[b, t] is [V], and the check's row maxima then failed.)"""
+    from cuwfst.decoder.prepare import _host_rows, _sample_runs
+
+    rng = np.random.default_rng(11)
+    lens = np.array([40, 0, 3, 77, 12], np.int32)
+    x = rng.normal(size=(5, 80, 14)).astype(np.float32)
+    b, t0, t1 = _sample_runs(lens)
+    for what, view in (("packed", x), ("columns sliced", x[..., :9]), ("frames strided", x[:, ::2])):
+        lv = np.minimum(lens, view.shape[1]).astype(np.int32)
+        bb, a0, a1 = _sample_runs(lv)
+        want = _host_rows("numpy", view, bb, a0, a1)
+        got = _host_rows("torch", _StridedTensor(view), bb, a0, a1)
+        assert got.shape == want.shape == (int((a1 - a0).sum()), view.shape[2]), what
+        assert got.dtype == np.float64 and np.array_equal(got, want), what

@@ -89,7 +89,9 @@ def _host_rows(kind, x, b: np.ndarray, t0: np.ndarray, t1: np.ndarray) -> np.nda
     for bi, a, c in zip(b.tolist(), t0.tolist(), t1.tolist()):
         run = x[bi, a:c]
         if kind == "torch":
-            parts = [run] if run.is_contiguous() else [x[bi, t] for t in range(a, c)]
+            # a frame a copy keeps its [1, V] shape (x[bi, t] would be [V]: a column-sliced
+            # tensor's rows then came back flattened, found on the H200)
+            parts = [run] if run.is_contiguous() else [x[bi, t : t + 1] for t in range(a, c)]
             blocks += [p.cpu().numpy() for p in parts]
         else:
             blocks.append(np.asarray(run.get() if hasattr(run, "get") else run))
