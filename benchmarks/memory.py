@@ -95,7 +95,7 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+MODES = ("pooled", "pooled-keep", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "eager")
 
 
@@ -112,13 +112,15 @@ def mode_env(mode: str) -> tuple[str, dict]:
     the hand-out in MaxKernel's last block), "pooled-bins" (the bins bound), "pooled-slots"
     (the slots, the rule before), "pooled-fixedhints" (the admissible arcs with the hints at
     every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
-    in a kernel of its own after MaxKernel), or a plain memory mode."""
+    in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose rescue instance keeps
+    what it grew, CUWFST_RESCUE_TRIM=off), or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
     bound = {"pooled-bins": "bins", "pooled-slots": "slots"}.get(mode, "admit")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
-                      "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock"}
+                      "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
+                      "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on"}
 
 
 class pool_env:

@@ -643,6 +643,30 @@ def test_the_rescue_gives_its_growth_back():
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
 
 
+def test_a_rescue_instance_told_to_keep_its_growth_keeps_it(monkeypatch):
+    """CUWFST_RESCUE_TRIM=off (read when the decoder is built; benchmarks.memory's
+    "pooled-keep"): the rescue instance keeps what its first rescue grew, so the same decode
+    again grows nothing, and the results are the same as with the trim."""
+    graph, lp, _ = _wide_case(B=192, T=30, seed=6)
+    opts = DecoderOptions(max_active_states=600)
+    monkeypatch.setenv("CUWFST_RESCUE_TRIM", "off")
+    dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192)
+    monkeypatch.delenv("CUWFST_RESCUE_TRIM")
+    assert not dec._gpu.rescue_trim
+    first = dec._gpu.rescue_instance().mem_stats()
+    got = dec.decode(lp)
+    assert dec._gpu.stats["rescued_rows"] > 0 and all(h.overflow == 0 for h in got)
+    r = dec.memory_stats()["instances"]["rescue"]
+    assert r["pool_grows"] >= 1 and r["pool_committed"] > first["pool_committed"], (r, first)
+    again = dec.decode(lp)
+    r2 = dec.memory_stats()["instances"]["rescue"]
+    assert r2["pool_grows"] == r["pool_grows"] and r2["pool_committed"] == r["pool_committed"], (r, r2)
+    trimmed = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192).decode(lp)
+    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got] == \
+        [np.float32(h.score) for h in trimmed]
+    assert [h.words for h in again] == [h.words for h in trimmed]
+
+
 def test_layouts_alternate_on_one_decoder():
     """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
     decoder, in turn: each exact."""

@@ -168,9 +168,12 @@ def test_memory_benchmark_modes_name_their_settings():
     # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
     # pins the default (lastblock), so a stray environment cannot change what a row measures
     assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "admit", "CUWFST_POOL_HINTS": "adaptive",
-                                                     "CUWFST_POOL_HANDOUT": "kernel"})
+                                                     "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
-               for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints"))
+               for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
+    # pooled-keep: pooled whose rescue instance keeps what it grew; every other mode trims
+    assert mode_env("pooled-keep")[1]["CUWFST_RESCUE_TRIM"] == "off"
+    assert all(mode_env(m)[1]["CUWFST_RESCUE_TRIM"] == "on" for m in MODES if m.startswith("pooled") and m != "pooled-keep")
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)

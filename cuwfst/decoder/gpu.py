@@ -593,6 +593,11 @@ class GpuBackend:
             self.mod, self.uploaded, graph, options, self.index,
             main_q=max(main_q_factor * options.max_active_states, 1024), arena_entries=arena_entries, **self.kw))
         self._rescue = None
+        # after each rescue the rescue instance gives back what it grew (trim), unless
+        # CUWFST_RESCUE_TRIM=off (read once, here): then what it grew stays for the next rescue.
+        # Its peak is the same either way; trimming frees the memory between rescues and makes
+        # every later rescue grow again (an A/B knob for benchmarks.memory's "pooled-keep")
+        self.rescue_trim = (os.environ.get("CUWFST_RESCUE_TRIM", "on") or "on") != "off"
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -828,7 +833,7 @@ class GpuBackend:
                    rescue_lanes=self.rescue_lanes, stats=self.stats)
             # the rescue's rows are the rare ones that outgrew the main instance: what they
             # grew goes back (a later rescue grows it again, in place)
-            if self._rescue is not None:
+            if self._rescue is not None and self.rescue_trim:
                 self._rescue.trim()
         return hyps
 
