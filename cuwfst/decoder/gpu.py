@@ -537,6 +537,10 @@ class GpuInstance:
 
 
 class GpuBackend:
+    # the rescue instance gives back what it grew after each rescue (__init__ reads
+    # CUWFST_RESCUE_TRIM; the class default serves stand-ins built without __init__)
+    rescue_trim = True
+
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
                  check_inputs: bool = True, walker: str = "auto", walk_blocks: int = 0, eps_blocks: int = 0,
