@@ -12,6 +12,7 @@
 #     modules and the full tier's uniform rows before an A/B; ab_speed SIDE GRAPH ARGS: one
 #     gpu_speed run of a side
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
+#   mem_fresh NAME ARGS: benchmarks.memory (full HLG, batch 32) in a fresh process, rows into $OUT/memory.jsonl
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
 set -uo pipefail
@@ -73,6 +74,21 @@ ab_speed() {  # ab_speed SIDE GRAPH ARGS...: one gpu_speed run (batch 32, varian
 wait_full() {
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done
   grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
+}
+mem_fresh() {  # mem_fresh NAME ARGS...: benchmarks.memory on $C/HLG.img at batch 32 in a fresh process
+  # (ARGS: its --modes / --riva-dir / --skip); rows into $OUT/memory.jsonl, each row's headline into L
+  local name=$1; shift
+  timeout -s INT 120 python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --batch 32 \
+    --reps 1 --check 0 "$@" > /tmp/mem_$name.txt 2>&1
+  grep -E "^\{" /tmp/mem_$name.txt | sed "s/^/{\"run\": \"$name\", \"row\": /; s/$/}/" >> $OUT/memory.jsonl
+  grep -E "^\{" /tmp/mem_$name.txt | python3 -c "
+import json, sys
+for l in sys.stdin:
+    r = json.loads(l)
+    print({k: r[k] for k in ('decoder', 'memory', 'device_used_mib', 'device_peak_mib', 'module_mib', 'graph_mib',
+                            'lanes_mib', 'winners_mib', 'paths_mib', 'rescue_instance', 'overflow_rows') if k in r})
+" | sed "s/^/[$name] /" | tee -a $L
+  grep -E "Error" /tmp/mem_$name.txt | head -3 | sed "s/^/[$name] /" | tee -a $L
 }
 lattice_memcheck() {
   local CS

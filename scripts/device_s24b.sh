@@ -21,24 +21,10 @@ timeout -s INT ${MEM_TEST_CAP:-220} python3 -m pytest -q -p no:cacheprovider -m 
 echo "test_gpu_memory exit $?: $(grep -E "passed|failed" $OUT/t_memory.log | tail -1) [$(since) s]" | tee -a $L
 grep -E "^FAILED" $OUT/t_memory.log | cut -c1-200 | head -5 | tee -a $L
 wait_full ${FULL_END:-320}; echo "[$(since) s] full tier" | tee -a $L
-mem() {  # mem NAME ARGS...: benchmarks.memory in a fresh process
-  local name=$1; shift
-  timeout -s INT 120 python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --batch 32 \
-    --reps 1 --check 0 "$@" > /tmp/mem_$name.txt 2>&1
-  grep -E "^\{" /tmp/mem_$name.txt | sed "s/^/{\"run\": \"$name\", \"row\": /; s/$/}/" >> $OUT/memory.jsonl
-  grep -E "^\{" /tmp/mem_$name.txt | python3 -c "
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l)
-    print({k: r[k] for k in ('decoder', 'memory', 'device_used_mib', 'device_peak_mib', 'module_mib', 'graph_mib',
-                            'lanes_mib', 'winners_mib', 'paths_mib', 'rescue_instance', 'overflow_rows') if k in r})
-" | sed "s/^/[$name] /" | tee -a $L
-  grep -E "Error" /tmp/mem_$name.txt | head -3 | sed "s/^/[$name] /" | tee -a $L
-}
-mem riva --riva-dir $C --skip memory speed long
-mem pooled --modes pooled --skip riva speed long
-mem riva2 --riva-dir $C --skip memory speed long
-mem pooled2 --modes pooled --skip riva speed long
+mem_fresh riva --riva-dir $C --skip memory speed long
+mem_fresh pooled --modes pooled --skip riva speed long
+mem_fresh riva2 --riva-dir $C --skip memory speed long
+mem_fresh pooled2 --modes pooled --skip riva speed long
 echo "[$(since) s] memory" | tee -a $L
 [ $(since) -lt ${END:-470} ] && timeout -s INT $(left 560) python3 -m benchmarks.memory --graph $C/HLG.img \
   --log-probs $C/sim/shard-00000.npz --batch 32 --reps 5 --check 4 --modes pooled lazy --skip riva long \

@@ -33,23 +33,9 @@ timeout -s INT 150 "$CS" --tool racecheck --error-exitcode 9 python3 scripts/san
 echo "racecheck 2 --eps --lanes: exit $? [$(since) s]" | tee -a $L
 grep -v "^=========     " $OUT/racecheck.log | tail -12 | cut -c1-200 | tee -a $L
 wait_full ${FULL_END:-320}; echo "[$(since) s] full tier" | tee -a $L
-mem() {  # mem NAME ARGS...: benchmarks.memory in a fresh process
-  local name=$1; shift
-  timeout -s INT 120 python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --batch 32 \
-    --reps 1 --check 0 "$@" > /tmp/mem_$name.txt 2>&1
-  grep -E "^\{" /tmp/mem_$name.txt | sed "s/^/{\"run\": \"$name\", \"row\": /; s/$/}/" >> $OUT/memory.jsonl
-  grep -E "^\{" /tmp/mem_$name.txt | python3 -c "
-import json, sys
-for l in sys.stdin:
-    r = json.loads(l)
-    print({k: r[k] for k in ('decoder', 'memory', 'device_used_mib', 'device_peak_mib', 'module_mib', 'graph_mib',
-                            'lanes_mib', 'winners_mib', 'paths_mib', 'rescue_instance', 'overflow_rows') if k in r})
-" | sed "s/^/[$name] /" | tee -a $L
-  grep -E "Error" /tmp/mem_$name.txt | head -3 | sed "s/^/[$name] /" | tee -a $L
-}
-mem riva --riva-dir $C --skip memory speed long
-mem pooled --modes pooled --skip riva speed long
-mem keep --modes pooled-keep --skip riva speed long
+mem_fresh riva --riva-dir $C --skip memory speed long
+mem_fresh pooled --modes pooled --skip riva speed long
+mem_fresh keep --modes pooled-keep --skip riva speed long
 echo "[$(since) s] memory" | tee -a $L
 timeout -s INT 150 python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --batch 32 \
   --reps 5 --check 4 --modes pooled pooled-keep lazy --skip riva long > $OUT/speed.txt 2>&1
