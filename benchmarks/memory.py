@@ -95,8 +95,8 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-keep", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
-         "eager")
+MODES = ("pooled", "pooled-keep", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout",
+         "lazy", "lazy-gc", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -147,7 +147,7 @@ class pool_env:
 def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int = 128) -> tuple[dict, object, object]:
     """Build a decoder (a graph of its own) in `mode` (a memory mode, or a pooled variant of
     mode_env: "pooled-slots", "pooled-bins", "pooled-fixedhints", "pooled-handout"), decode
-    everything once; its memory, three ways. Returns
+    everything once; its memory, four ways (the module docstring's 1.). Returns
     (row, decoder, hypotheses). (At 2f568a0 "lazy" pooled the lanes by default: its rows were
     named lazy and lazy-slots; they are this pooled and pooled-slots.)"""
     from benchmarks.peers.measure import GpuMemoryProbe

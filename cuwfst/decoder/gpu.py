@@ -597,10 +597,8 @@ class GpuBackend:
             self.mod, self.uploaded, graph, options, self.index,
             main_q=max(main_q_factor * options.max_active_states, 1024), arena_entries=arena_entries, **self.kw))
         self._rescue = None
-        # after each rescue the rescue instance gives back what it grew (trim), unless
-        # CUWFST_RESCUE_TRIM=off (read once, here): then what it grew stays for the next rescue.
-        # Its peak is the same either way; trimming frees the memory between rescues and makes
-        # every later rescue grow again (an A/B knob for benchmarks.memory's "pooled-keep")
+        # CUWFST_RESCUE_TRIM=off (read once, here): the rescue's growth stays for the next
+        # rescue (the peak is the same; an A/B knob, benchmarks.memory's "pooled-keep")
         self.rescue_trim = (os.environ.get("CUWFST_RESCUE_TRIM", "on") or "on") != "off"
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
@@ -668,12 +666,12 @@ class GpuBackend:
         return self.torch.cuda.current_stream(self.device).cuda_stream
 
     def _take_rows(self, lp, rows: np.ndarray):
-        """lp's `rows` as one packed batch, without a PyTorch kernel: a run of consecutive rows
-        is a view, other rows are copied one device-to-device copy a row (lp is packed, so each
-        row is one contiguous block and copy_ is a plain memcpy). index_select, used before,
+        """lp's `rows` as one batch, without a PyTorch kernel: a run of consecutive rows is a
+        view, other rows are copied one device-to-device copy a row into a packed tensor (a
+        plain memcpy where lp's rows are contiguous; a column-sliced lp's rows take PyTorch's
+        copy kernel, still exact). index_select, used before,
         loaded PyTorch's indexing code at its first call in a process: ~90 MiB of device memory
         that a batch-32 decode with one rescued row paid (H200, 618 MiB with it)."""
-        rows = np.asarray(rows, np.int64)
         if rows.size and (np.diff(rows) == 1).all():
             return lp[int(rows[0]) : int(rows[-1]) + 1]
         out = self.torch.empty((len(rows),) + tuple(lp.shape[1:]), dtype=lp.dtype, device=lp.device)
