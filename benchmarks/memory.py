@@ -95,7 +95,7 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-keep", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout",
+MODES = ("pooled", "pooled-keep", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout",
          "lazy", "lazy-gc", "eager")
 
 
@@ -113,14 +113,17 @@ def mode_env(mode: str) -> tuple[str, dict]:
     (the slots, the rule before), "pooled-fixedhints" (the admissible arcs with the hints at
     every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
     in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose rescue instance keeps
-    what it grew, CUWFST_RESCUE_TRIM=off), or a plain memory mode."""
+    what it grew, CUWFST_RESCUE_TRIM=off), "pooled-devlog" ("pooled" with its winners log on the
+    device, CUWFST_WINNERS_LOG=device, the rule before; "pooled" keeps it in pinned host memory),
+    or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
     bound = {"pooled-bins": "bins", "pooled-slots": "slots"}.get(mode, "admit")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
-                      "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on"}
+                      "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
+                      "CUWFST_WINNERS_LOG": "device" if mode == "pooled-devlog" else "host"}
 
 
 class pool_env:
@@ -174,7 +177,9 @@ def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int 
                committed_mib=round(st["committed"] / MiB, 1), reserved_mib=round(st["reserved"] / MiB, 1),
                fixed_mib=round(st["fixed"] / MiB, 1), lanes_mib=round(lanes["committed"] / MiB, 1),
                lanes_pooled=lanes["pooled"], lane_pool_grows=lanes["grows"],
-               winners_mib=round(winners["committed"] / MiB, 1), winners_high_water=st["winners_high_water"],
+               winners_mib=round(winners["committed"] / MiB, 1),
+               winners_host_mib=round(winners["host_committed"] / MiB, 1), pinned_mib=round(st["pinned"] / MiB, 1),
+               winners_high_water=st["winners_high_water"],
                winners_grows=winners["grows"], paths_mib=round(st["pools"]["paths"]["committed"] / MiB, 1),
                rescue_instance="rescue" in st["instances"], overflow_rows=sum(1 for h in hyps if h.overflow),
                max_frontier=max(h.max_frontier for h in hyps))
@@ -294,13 +299,15 @@ def markdown(rows, header) -> str:
     mem = [r for r in rows if r["part"] == "memory" and "decoder" not in r]
     if mem:
         out += ["| batch | memory | total MiB (device used) | device peak MiB | module MiB | memory_stats total MiB | graph | lanes | "
-                "winners | paths | fixed | reserved MiB | pool grows | log grows | overflow rows |",
-                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+                "winners | winners in host memory | pinned host MiB | paths | fixed | reserved MiB | pool grows | log grows | "
+                "overflow rows |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in mem:
             out.append(f"| {r['batch']} | {r['memory']} | {r['device_used_mib']} | {r['device_peak_mib']} | "
                        f"{r['module_mib']} | "
                        f"{r['stats_total_mib']} | {r['graph_mib']} | {r['lanes_mib']}"
-                       f"{' (pooled)' if r['lanes_pooled'] else ''} | {r['winners_mib']} | {r['paths_mib']} | "
+                       f"{' (pooled)' if r['lanes_pooled'] else ''} | {r['winners_mib']} | {r.get('winners_host_mib', 0)} | "
+                       f"{r.get('pinned_mib', '')} | {r['paths_mib']} | "
                        f"{r['fixed_mib']} | {r['reserved_mib']} | {r['lane_pool_grows']} | {r['winners_grows']} | "
                        f"{r['overflow_rows']} |")
     for r in rows:

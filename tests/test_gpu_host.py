@@ -56,8 +56,10 @@ class FakeGpuModule:
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
-        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel
-        assert len(rest) == 29, "gpu_decoder_create's arguments changed: update this fake"
+        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel, winners_host
+        assert len(rest) == 30, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[29]) is bool
+        self.winners_host = rest[29]
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
         assert type(rest[18]) is bool and type(rest[28]) is bool
@@ -653,6 +655,27 @@ def test_decoders_take_the_pool_handout_from_the_environment(fake_gpu, monkeypat
     monkeypatch.setenv("CUWFST_POOL_HANDOUT", "grid")
     with pytest.raises(ValueError, match="CUWFST_POOL_HANDOUT"):
         Decoder(graph, device="cuda", max_lanes=2)
+
+
+def test_decoders_take_the_winners_log_place_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_WINNERS_LOG (host, the default / device) reaches gpu_decoder_create as its last
+    flag under memory="pooled", read once when the decoder is built (the rescue instance gets
+    the same); the other memory modes never ask for the host log; a bad value is refused."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_WINNERS_LOG", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
+    assert fake_gpu.winners_host is True
+    for memory in ("lazy", "eager"):
+        Decoder(graph, device="cuda", max_lanes=2, memory=memory)
+        assert fake_gpu.winners_host is False, memory
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "device")
+    dec = Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
+    assert fake_gpu.winners_host is False
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "host")
+    assert dec._gpu.kw["winners_log"] == "device"
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "pinned")
+    with pytest.raises(ValueError, match="CUWFST_WINNERS_LOG"):
+        Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
 
 
 def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environment(fake_gpu, monkeypatch):

@@ -44,6 +44,15 @@ def _live_device_bytes(mod) -> int:
     return int(out[2])
 
 
+def _live_pinned_bytes(mod) -> int:
+    import torch
+
+    torch.cuda.synchronize()
+    out = np.zeros(5, np.int64)
+    mod.gpu_memory_info(0, out)
+    return int(out[3])
+
+
 def _upload_bytes(graph) -> int:
     """What GpuGraphUpload allocates: row_splits, final counts, (epsilon counts), dests,
     u16 ilabels, weights, per-state max weights."""
@@ -609,18 +618,21 @@ def test_pool_handout_kernel_equals_the_last_block(kernels, bound, monkeypatch):
                 assert used[k] <= high[h][k] <= top, (h, k, high, used, admit)
 
 
-def test_the_rescue_gives_its_growth_back():
+@pytest.mark.parametrize("memory", [None, "pooled"])
+def test_the_rescue_gives_its_growth_back(memory):
     """Rows that outgrow the main instance's frontier (main_q 1,024 here; the tiny HLG's
     flat-posterior frontiers pass 1,096) are decoded again on the rescue instance, 192 in one
     batch, which outgrows its pools' and its winners log's first commits; after the rescue it
     gives that growth back (GpuDecoder::TrimWorkspace: VMM pieces unmapped, pointers kept), so
     a rare long row does not hold memory for the decoder's life. The same decode again grows
-    it in place (no new capture: the captured graphs still hold valid pointers), same results."""
+    it in place (no new capture: the captured graphs still hold valid pointers), same results.
+    memory="pooled": both instances' logs lie in host memory, and the rescue's too gives its
+    growth back."""
     import torch
 
     graph, lp, _ = _wide_case(B=192, T=30, seed=6)
     opts = DecoderOptions(max_active_states=600)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192, memory=memory)
     assert dec._gpu.main.main_q == 1024
     first = dec._gpu.rescue_instance().mem_stats()
     got = dec.decode(lp)
@@ -632,6 +644,8 @@ def test_the_rescue_gives_its_growth_back():
     assert (r["pool_cap_tokens"], r["pool_cap_claims"], r["pool_cap_hash"]) == \
         (first["pool_cap_tokens"], first["pool_cap_claims"], first["pool_cap_hash"]), (r, first)
     assert r["arena_capacity"] == first["arena_capacity"] and r["winners_committed"] == first["winners_committed"], r
+    assert r["winners_on_host"] == (memory == "pooled") and \
+        r["winners_host_committed"] == (r["winners_committed"] if memory == "pooled" else 0), r
     sample = np.random.default_rng(1).choice(192, 12, replace=False)
     host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
     cpu = Decoder(graph, opts).decode(host)
@@ -641,6 +655,84 @@ def test_the_rescue_gives_its_growth_back():
     assert r2["graph_captures"] == r["graph_captures"], "trimmed pieces grow back in place: no new capture"
     assert r2["pool_committed"] == first["pool_committed"] and r2["pool_grows"] > r["pool_grows"], r2
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
+
+
+def test_a_pooled_decoders_winners_log_lies_in_host_memory(monkeypatch):
+    """memory="pooled" (CUWFST_WINNERS_LOG=host, the default): offline batches append to a
+    winners log in pinned host memory mapped into the log's device addresses (VMM host
+    pieces), so it takes no device memory; it grows by the same commit-and-rerun as on the
+    device (several pieces here), in place (the second decode captures nothing new), and
+    every row, 1-best and lattice, is the same as with the log on the device and the CPU's.
+    The module's counters see the log as pinned host bytes, not device bytes."""
+    graph, lp, host = _wide_case()
+    cpu = Decoder(graph).decode(host)
+    mod = _mod()
+    got, lats = {}, {}
+    for where in ("device", "host"):
+        monkeypatch.setenv("CUWFST_WINNERS_LOG", where)
+        g = Graph(graph.arrays)
+        gc.collect()
+        dev0, pin0 = _live_device_bytes(mod), _live_pinned_bytes(mod)
+        dec = Decoder(g, device="cuda", max_lanes=8, memory="pooled", arena_entries=1 << 16)
+        got[where] = dec.decode(lp)
+        assert_same_hypotheses(g, host, cpu, got[where], f"log on the {where}")
+        st = dec.memory_stats()
+        w, main = st["pools"]["winners"], st["instances"]["main"]
+        assert st["pools"]["lanes"]["pooled"] and main["winners_host_ok"] == 1, \
+            "the H200's driver maps host memory into VMM regions"
+        assert w["on_host"] == (where == "host"), w
+        log = w["committed"] + w["host_committed"]
+        assert st["winners_high_water"] > 2 * (1 << 18), "the case must need several 2 MiB pieces"
+        assert log >= 8 * w["capacity_entries"] and w["grows"] >= 1, w
+        if where == "host":
+            assert w["committed"] == 0 and w["host_committed"] == log == main["winners_committed"], w
+            assert st["pinned"] >= w["host_committed"]
+        else:
+            assert w["host_committed"] == 0
+        assert _live_device_bytes(mod) - dev0 == st["total"], where
+        assert _live_pinned_bytes(mod) - pin0 == st["pinned"], where
+        caps = main["graph_captures"]
+        again = dec.decode(lp)
+        assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got[where]]
+        assert dec.memory_stats()["instances"]["main"]["graph_captures"] == caps
+        lats[where] = dec.decode(lp[:3, :120], lattice=True)
+        del dec
+    for a, b in zip(got["host"], got["device"]):
+        assert list(a.arcs) == list(b.arcs) and np.float32(a.score) == np.float32(b.score)
+    for a, b in zip(lats["host"], lats["device"]):
+        la, lb = a.lattice, b.lattice
+        assert np.array_equal(la.graph_arc, lb.graph_arc) and np.array_equal(la.frame, lb.frame)
+        assert np.array_equal(la.src, lb.src) and np.array_equal(la.dst, lb.dst)
+        assert list(a.arcs) == list(b.arcs) and np.float32(a.score) == np.float32(b.score)
+
+
+def test_a_host_log_moves_to_the_device_for_the_static_layout():
+    """A memory="pooled" decoder's host log (offline batches) moves to the device, empty, at
+    the first snapshot, continuous batch or stream (their GC rounds read it hard), and stays
+    there; every result on the way is exact."""
+    rng = np.random.default_rng(77)
+    graph = random_ctc_graph(rng, 500, 12, 6, 0.2)
+    opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=400)
+    lp = random_log_probs(rng, 9, 70, 12, peaky=False)
+    lens = rng.integers(1, 71, 9).astype(np.int32)
+    ref = Decoder(graph, opts)
+    cpu = ref.decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous", memory="pooled")
+
+    def log():
+        return dec.memory_stats()["pools"]["winners"]
+
+    assert_same_hypotheses(graph, lp[:4], cpu[:4], dec.decode(lp[:4], lens[:4]), "pooled batch")
+    w = log()
+    assert w["on_host"] and w["committed"] == 0 and w["host_committed"] > 0, w
+    snaps_cpu, snaps_gpu = ref.decode_snapshots(lp[0], int(lens[0])), dec.decode_snapshots(lp[0], int(lens[0]))
+    for k, (c, g) in enumerate(zip(snaps_cpu, snaps_gpu)):
+        assert set(c["tokens"]) == set(g["tokens"]), f"snapshot {k}"
+    w = log()
+    assert not w["on_host"] and w["committed"] > 0 and w["host_committed"] == 0, w
+    assert_same_hypotheses(graph, lp, cpu, dec.decode(lp, lens), "continuous (9 rows > 4 lanes)")
+    assert_same_hypotheses(graph, lp[:3], cpu[:3], dec.decode(lp[:3], lens[:3]), "pooled batch again")
+    assert not log()["on_host"]
 
 
 def test_a_rescue_instance_told_to_keep_its_growth_keeps_it(monkeypatch):

@@ -286,7 +286,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t lane_pool, int64_t scan_split, int64_t closure_lists, int64_t eps_blocks,
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
-                         bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel) {
+                         bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel,
+                         bool winners_host) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -369,6 +370,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                                  "tokens read after the trim's anchor walk)";
   c.scan_order = static_cast<int32_t>(scan_order);
   c.refill_kernel = refill_kernel ? 1 : 0;
+  c.winners_host = winners_host;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

@@ -377,9 +377,11 @@ void GpuDecoder::Allocate() {
   // region its worst case is reserved here and memory is committed as batches need it;
   // the GC tags share its size and are reserved alongside, committed on the first GC.
   const size_t log_max = static_cast<size_t>(cfg_.arena_max) * sizeof(WinnerEntry);
-  cudaError_t e = arena_.Init(log_max, cfg_.lazy);
+  const bool log_host = cfg_.winners_host && pooled_ok_;
+  cudaError_t e = arena_.Init(log_max, cfg_.lazy, log_host);
   // a driver that reports VMM but refuses it (not for lack of memory): the eager log
   if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e)) e = arena_.Init(log_max, false);
+  if (e == cudaSuccess && log_host) (void)arena_.SetHost(true);  // stays on the device where it cannot
   // (eager tags take nothing here)
   if (e == cudaSuccess) e = gc_tags_.Init(static_cast<size_t>(cfg_.arena_max) * sizeof(long long), arena_.vmm());
   if (e != cudaSuccess) {
@@ -626,6 +628,16 @@ int64_t GpuDecoder::TrimWorkspace() {
 
 void GpuDecoder::EnsureStatic() {
   if (static_ready_) return;
+  if (arena_.host()) {
+    // the static layout's users (GC rounds, stream partials) read the log hard: it moves to
+    // the device, empty (no decode is under way between calls; the address stays, so no
+    // captured graph changes)
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+    arena_.Trim(0);
+    (void)arena_.SetHost(false);
+    arena_cap_ = 0;
+    CommitArena(cfg_.arena_cap, false, "the winners log on the device");
+  }
   CommitPools(pool_max_, true, "the static layout (streams, continuous batching, snapshots)");
   static_ready_ = true;
 }
@@ -1379,14 +1391,15 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
     pool_committed += static_cast<int64_t>(a->region.committed());
     pool_reserved += static_cast<int64_t>(a->region.reserved());
   }
+  const int64_t log_host = static_cast<int64_t>(arena_.host_committed());
   out[0] = fixed_bytes_ + pool_reserved + log_reserved + paths + lattice_bytes();
-  out[1] = fixed_bytes_ + pool_committed + log_committed + paths + lattice_bytes();
+  out[1] = fixed_bytes_ + pool_committed + log_committed - log_host + paths + lattice_bytes();
   out[2] = fixed_bytes_;
   out[3] = static_cast<int64_t>(arena_high_water_);
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
            h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount() + h_refill_queue_.amount() +
            h_refill_ctl_.amount() + h_refill_done_.amount() + h_refill_row_.amount() + h_refill_path_.amount() +
-           h_refill_path_len_.amount() + h_many_cursor_.amount() + finite_host_.amount();
+           h_refill_path_len_.amount() + h_many_cursor_.amount() + finite_host_.amount() + log_host;
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();
@@ -1443,6 +1456,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[56] = prune_sort_times_;
   out[57] = lat_cand_steps_;
   out[58] = lat_cand_over_;
+  out[59] = log_host;
+  out[60] = arena_.host() ? 1 : 0;
+  out[61] = arena_.host_ok() ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

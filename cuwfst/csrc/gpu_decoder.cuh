@@ -82,6 +82,12 @@ struct DecoderConfig {
   // an advance's first round, a log within 1/8 of that round's room estimate grows to 5/4 of
   // it while the kernels run, so the next advances seldom map memory before their launch.
   bool arena_ahead = true;
+  // winners_host: while this decoder runs pooled offline batches only (never the static
+  // layout: streams, continuous batching, snapshots), its winners log is committed in pinned
+  // host memory mapped into the log's device addresses, where the driver can (VMM host
+  // pieces); the kernels write it over the bus and BacktrackKernel reads it. The first use of
+  // the static layout moves the log to the device for good (its GC rounds read it hard).
+  bool winners_host = false;
   bool use_cuda_graphs = true;
   int32_t walker = 0;  // kWalkWarp, kWalkThread, kWalkWarpSearch, kWalkWarpCoop or kWalkWarpCoopPdl (expand.cuh)
   int32_t walk_blocks = 0;  // grid of Max/Expand; 0: ExpandBlocksFor(max_lanes, trimmed)
@@ -379,7 +385,10 @@ class GpuDecoder {
   // [57] / [58]: lattice lane-steps recorded from ExpandKernel's candidates / whose candidates
   // overflowed their buffer and were walked instead (candidate mode, lattice.cuh LatCandRecords),
   // all decodes.
-  static constexpr int kMemStats = 59;
+  // [59] of [9], the winners-log bytes committed in host memory (pinned, mapped for the
+  // kernels; DecoderConfig::winners_host): counted in [4], not in [1] or [9]'s device part,
+  // [60] 1 while the log commits in host memory, [61] 1 where the driver can place it there.
+  static constexpr int kMemStats = 62;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

@@ -90,6 +90,39 @@ inline CUmemAllocationProp VmmProp(int device) {
   return prop;
 }
 
+// Where a region's physical pieces can lie in host memory (pinned, mapped into the region's
+// device addresses, read and written by the kernels over the bus): the allocation properties
+// of a host piece for `device` (the host NUMA node next to it where the driver can place
+// pieces on one, else the host as a whole), or false where the driver or the device cannot.
+inline bool VmmHostProp(int device, CUmemAllocationProp* out) {
+  const VmmApi& api = Vmm();
+  if (!api.loaded) return false;
+  CUdevice dev = 0;
+  if (api.device_get(&dev, device) != CUDA_SUCCESS) return false;
+  int numa_ok = 0, host_ok = 0, numa_id = -1;
+  if (api.device_attribute(&numa_ok, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
+      CUDA_SUCCESS)
+    numa_ok = 0;
+  if (api.device_attribute(&host_ok, CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, dev) !=
+      CUDA_SUCCESS)
+    host_ok = 0;
+  if (api.device_attribute(&numa_id, CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, dev) != CUDA_SUCCESS) numa_id = -1;
+  ClearHandledError();
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  if (numa_ok) {
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST_NUMA;
+    prop.location.id = numa_id >= 0 ? numa_id : 0;  // 0 where the system has no NUMA (the driver's rule)
+  } else if (host_ok) {
+    prop.location.type = CU_MEM_LOCATION_TYPE_HOST;
+    prop.location.id = 0;
+  } else {
+    return false;
+  }
+  *out = prop;
+  return true;
+}
+
 // The mapping granularity on `device` (2 MiB on the H200), or 0 where the driver or the
 // device has no virtual memory management.
 inline size_t VmmGranularity(int device) {
@@ -120,8 +153,10 @@ class LazyRegion {
 
   // Prepares a region of up to max_bytes on the current device: with want_vmm and a driver
   // that supports it, reserves the address range (one acquisition site); else eager, and
-  // nothing is taken yet. On failure nothing is held.
-  cudaError_t Init(size_t max_bytes, bool want_vmm) {
+  // nothing is taken yet. On failure nothing is held. want_host: the region may also hold
+  // host pieces (SetHost), where the driver can map host memory (host_ok()); the reservation
+  // is then aligned to both kinds' granularity.
+  cudaError_t Init(size_t max_bytes, bool want_vmm, bool want_host = false) {
     Reset();
     if (cudaGetDevice(&device_) != cudaSuccess) {
       ClearHandledError();
@@ -131,6 +166,15 @@ class LazyRegion {
     if (granularity_ == 0) {  // eager
       max_bytes_ = max_bytes;
       return cudaSuccess;
+    }
+    if (want_host && VmmHostProp(device_, &host_prop_)) {
+      size_t hg = 0;
+      if (Vmm().granularity(&hg, &host_prop_, CU_MEM_ALLOC_GRANULARITY_MINIMUM) == CUDA_SUCCESS && hg > 0 &&
+          (hg % granularity_ == 0 || granularity_ % hg == 0)) {
+        granularity_ = std::max(granularity_, hg);
+        host_ok_ = true;
+      }
+      ClearHandledError();
     }
     const size_t size = RoundUp(std::max<size_t>(max_bytes, 1), granularity_);
     CUdeviceptr p = 0;
@@ -186,7 +230,7 @@ class LazyRegion {
     if (fault::Fire()) {
       e = fault::Failure();
     } else {
-      const CUmemAllocationProp prop = VmmProp(device_);
+      const CUmemAllocationProp prop = host_ ? host_prop_ : VmmProp(device_);
       e = FromDriver(api.create(&h, size, &prop, 0));
     }
     if (e != cudaSuccess) return detail::Finish(e);
@@ -209,9 +253,14 @@ class LazyRegion {
       (void)api.release(h);
       return detail::Finish(e);
     }
-    pieces_.push_back({old, size, h});
+    pieces_.push_back({old, size, h, host_});
     committed_ = top;
-    live::device_bytes.fetch_add(static_cast<int64_t>(size));
+    if (host_) {
+      host_committed_ += size;
+      live::pinned_bytes.fetch_add(static_cast<int64_t>(size));
+    } else {
+      live::device_bytes.fetch_add(static_cast<int64_t>(size));
+    }
     return cudaSuccess;
   }
 
@@ -229,10 +278,30 @@ class LazyRegion {
       (void)Vmm().release(p.handle);
       committed_ = p.offset;
       freed += p.size;
-      live::device_bytes.fetch_sub(static_cast<int64_t>(p.size));
+      if (p.host) {
+        host_committed_ -= p.size;
+        live::pinned_bytes.fetch_sub(static_cast<int64_t>(p.size));
+      } else {
+        live::device_bytes.fetch_sub(static_cast<int64_t>(p.size));
+      }
     }
     return freed;
   }
+
+  // Where the pieces committed from now on lie: host memory (true; only where host_ok()) or
+  // the device. Only while nothing is committed (the caller trims first: the contents go), so a
+  // region's pieces are all of one kind. Returns whether the region now commits where asked.
+  bool SetHost(bool host) {
+    if (host && !host_ok_) return false;
+    if (host == host_) return true;
+    if (committed_ != 0) return false;
+    host_ = host;
+    return true;
+  }
+  bool host() const { return host_; }
+  bool host_ok() const { return host_ok_; }
+  // Of committed(), the bytes in host memory.
+  size_t host_committed() const { return host_committed_; }
 
   void Reset() noexcept {
     if (granularity_ != 0 && base_ != 0) {
@@ -243,8 +312,9 @@ class LazyRegion {
     }
     eager_.Reset();
     base_ = 0;
-    reserved_ = committed_ = max_bytes_ = 0;
+    reserved_ = committed_ = max_bytes_ = host_committed_ = 0;
     granularity_ = 0;
+    host_ = host_ok_ = false;
   }
 
   void* get() const {
@@ -263,12 +333,17 @@ class LazyRegion {
   struct Piece {
     size_t offset, size;
     CUmemGenericAllocationHandle handle;
+    bool host;  // in host memory (counted as pinned bytes)
   };
   int device_ = 0;
   size_t granularity_ = 0;  // 0: eager
   CUdeviceptr base_ = 0;    // VMM reservation
   size_t reserved_ = 0, committed_ = 0, max_bytes_ = 0;
   std::vector<Piece> pieces_;  // VMM: mapped pieces, in address order
+  CUmemAllocationProp host_prop_{};  // a host piece's properties (host_ok_)
+  bool host_ok_ = false;             // Init found that host pieces can be mapped here
+  bool host_ = false;                // new pieces go to host memory
+  size_t host_committed_ = 0;
   DeviceBuffer eager_;         // eager: the buffer
 };
 

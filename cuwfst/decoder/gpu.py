@@ -16,7 +16,7 @@ from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
-                     pool_bound_mode, pool_handout_mode, pool_hints_mode, resolve_memory)
+                     pool_bound_mode, pool_handout_mode, pool_hints_mode, resolve_memory, winners_log_mode)
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -335,7 +335,8 @@ class GpuInstance:
                  arena_max=None, graph_cache_size=8, graph_max_steps=4096, eps_iterations=0, memory="lazy",
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
-                 trim_arcs=None, pdl=None, scan_round=None, scan_order=None, refill_kernel=None):
+                 trim_arcs=None, pdl=None, scan_round=None, scan_order=None, refill_kernel=None,
+                 winners_log=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -359,7 +360,8 @@ class GpuInstance:
             k["fused_max"], int(lattice_entries or 0), POOL_BOUNDS.index(pool_bound or pool_bound_mode()),
             (pool_hints or pool_hints_mode()) == "adaptive", (arena_ahead or arena_ahead_mode()) == "on",
             POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), k["trim_arcs"], k["pdl"], k["scan_round"],
-            SCAN_ORDERS.index(k["scan_order"]), k["refill_kernel"])
+            SCAN_ORDERS.index(k["scan_order"]), k["refill_kernel"],
+            memory == "pooled" and (winners_log or winners_log_mode()) == "host")
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -588,7 +590,7 @@ class GpuBackend:
                        **kernels, lattice_entries=lattice_entries,
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
-                       pool_handout=pool_handout_mode())
+                       pool_handout=pool_handout_mode(), winners_log=winners_log_mode())
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests

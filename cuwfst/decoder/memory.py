@@ -38,6 +38,9 @@ Every figure is in bytes unless its name says entries. On the GPU:
              not in `committed`)
   total      committed + graph
   winners_high_water   the most winners-log entries a decode used (8 bytes each)
+  pinned     host memory the decoder holds pinned (staging buffers; under memory="pooled"
+             the winners log of offline batches, pools.winners.host_committed, which is
+             not in `committed`: see winners_log_mode)
   pools      per pool: winners (log + GC tags; advance_rounds: the launch rounds stream
              advances took, more than one where the arena guard made steps wait; grows: its
              growths, of which ahead_grows were committed ahead of need while a stream
@@ -73,7 +76,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "gc_us", "lattice_grows", "lattice_capacity", "trims_arcs", "slots", "refills", "pdl",
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
-             "prune_sort_times", "lattice_cand_steps", "lattice_cand_over")
+             "prune_sort_times", "lattice_cand_steps", "lattice_cand_over", "winners_host_committed",
+             "winners_on_host", "winners_host_ok")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
@@ -137,6 +141,21 @@ def pool_handout_mode() -> str:
     return _env_choice("CUWFST_POOL_HANDOUT", POOL_HANDOUTS, "lastblock")
 
 
+WINNERS_LOGS = ("host", "device")
+
+
+def winners_log_mode() -> str:
+    """Where the winners log of a memory="pooled" decoder lies while it runs pooled offline
+    batches only: $CUWFST_WINNERS_LOG, "host" (the default: pinned host memory mapped into the
+    log's device addresses, where the driver can place VMM pieces there; the kernels append
+    to it over the bus and the backtrack reads one entry a hop, so it takes no device memory)
+    or "device" (the rule before, for same-run A/B: benchmarks/memory.py --modes pooled
+    pooled-devlog). The first stream, continuous batch or snapshot moves the log to the
+    device for good (their GC rounds read it hard); the lazy and eager modes (also lazy with
+    CUWFST_LANE_POOL=on) keep it on the device always. Results are identical either way."""
+    return _env_choice("CUWFST_WINNERS_LOG", WINNERS_LOGS, "host")
+
+
 ARENA_AHEAD = ("on", "off")
 
 
@@ -186,7 +205,10 @@ def gpu_memory_stats(backend) -> dict:
         "pinned": total("pinned"),
         "winners_high_water": max(int(s["arena_high_water"]) for s in insts.values()),
         "pools": {
-            "winners": {"reserved": total("winners_reserved"), "committed": total("winners_committed"),
+            "winners": {"reserved": total("winners_reserved"),
+                        "committed": total("winners_committed") - total("winners_host_committed"),
+                        "host_committed": total("winners_host_committed"),
+                        "on_host": bool(main["winners_on_host"]),
                         "capacity_entries": int(main["arena_capacity"]),
                         "high_water_entries": int(main["arena_high_water"]),
                         "granularity": int(main["granularity"]), "grows": total("arena_grows"),

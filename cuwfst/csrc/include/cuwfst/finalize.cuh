@@ -227,16 +227,25 @@ FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
 // along acyclic epsilon arcs in between (closure = chain links an entry to its predecessor's
 // final winner, which can have a higher index, so the indices need not decrease).
 // The walk of one path: its true length into *len, its newest path_cap arcs into out (in
-// order), kOverflowPath into *overflow past path_cap.
+// order), kOverflowPath into *overflow past path_cap. One pass over the chain (each entry
+// read once: the log may lie in host memory, where every read is a trip over the bus): the
+// newest arcs go into out newest first, then out's first `kept` are reversed in place.
 __device__ __forceinline__ void WalkPath(const Workspace& ws, int32_t final_winner, int32_t* out, int32_t* len_out,
                                          int32_t* overflow) {
   int32_t len = 0;
-  for (int32_t w = final_winner; w >= 0; w = ws.arena[w].prev) ++len;
+  for (int32_t w = final_winner; w >= 0; ++len) {
+    const WinnerEntry e = ws.arena[w];
+    if (len < ws.path_cap) out[len] = e.arc;
+    w = e.prev;
+  }
   *len_out = len;
   if (len > ws.path_cap) *overflow |= kOverflowPath;
   const int32_t kept = min(len, ws.path_cap);
-  int32_t k = 0;
-  for (int32_t w = final_winner; w >= 0 && k < kept; w = ws.arena[w].prev, ++k) out[kept - 1 - k] = ws.arena[w].arc;
+  for (int32_t i = 0, j = kept - 1; i < j; ++i, --j) {
+    const int32_t a = out[i];
+    out[i] = out[j];
+    out[j] = a;
+  }
 }
 
 __global__ void BacktrackKernel(Workspace ws) {

@@ -278,7 +278,7 @@ struct LatRecordExt {
   int32_t admitted;
 };
 
-struct WinnerEntry {
+struct alignas(8) WinnerEntry {  // 8-aligned: one 8-byte load an entry
   int32_t prev;  // previous entry, -1 for the start token
   int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
 };
