@@ -678,8 +678,9 @@ def test_a_pooled_decoders_winners_log_lies_in_host_memory(monkeypatch):
         assert_same_hypotheses(g, host, cpu, got[where], f"log on the {where}")
         st = dec.memory_stats()
         w, main = st["pools"]["winners"], st["instances"]["main"]
-        assert st["pools"]["lanes"]["pooled"] and main["winners_host_ok"] == 1, \
-            "the H200's driver maps host memory into VMM regions"
+        assert st["pools"]["lanes"]["pooled"]
+        if where == "host":  # (a decoder told to keep the log on the device never asks the driver)
+            assert main["winners_host_ok"] == 1, "the H200's driver maps host memory into VMM regions"
         assert w["on_host"] == (where == "host"), w
         log = w["committed"] + w["host_committed"]
         assert st["winners_high_water"] > 2 * (1 << 18), "the case must need several 2 MiB pieces"
