@@ -95,8 +95,8 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-keep", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-handout",
-         "lazy", "lazy-gc", "eager")
+MODES = ("pooled", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots",
+         "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -112,8 +112,10 @@ def mode_env(mode: str) -> tuple[str, dict]:
     the hand-out in MaxKernel's last block), "pooled-bins" (the bins bound), "pooled-slots"
     (the slots, the rule before), "pooled-fixedhints" (the admissible arcs with the hints at
     every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
-    in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose rescue instance keeps
-    what it grew, CUWFST_RESCUE_TRIM=off), "pooled-devlog" ("pooled" with its winners log on the
+    in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose instances keep what
+    they grew, CUWFST_RESCUE_TRIM=off and CUWFST_MAIN_TRIM=off), "pooled-maintrimoff" ("pooled"
+    whose main instance keeps its pools' growth while the rescue runs, the rule before),
+    "pooled-devlog" ("pooled" with its winners log on the
     device, CUWFST_WINNERS_LOG=device, the rule before; "pooled" keeps it in pinned host memory),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
@@ -123,6 +125,7 @@ def mode_env(mode: str) -> tuple[str, dict]:
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
                       "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
+                      "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
                       "CUWFST_WINNERS_LOG": "device" if mode == "pooled-devlog" else "host"}
 
 

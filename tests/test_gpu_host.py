@@ -78,8 +78,10 @@ class FakeGpuModule:
         self.eps_blocks = rest[16]
         return h
 
-    def gpu_decoder_trim(self, h):
+    def gpu_decoder_trim(self, h, log):
+        assert type(log) is bool
         self.trims = getattr(self, "trims", 0) + 1
+        self.trim_calls = getattr(self, "trim_calls", []) + [(h, log)]
         return 0
 
     def gpu_decoder_mem_stats(self, h, out):

@@ -627,7 +627,9 @@ def test_the_rescue_gives_its_growth_back(memory):
     a rare long row does not hold memory for the decoder's life. The same decode again grows
     it in place (no new capture: the captured graphs still hold valid pointers), same results.
     memory="pooled": both instances' logs lie in host memory, and the rescue's too gives its
-    growth back."""
+    growth back. The main instance gives its pools' growth back before the rescue runs
+    (GpuBackend.main_trim), so the two growths never stack, and grows them again by pauses in
+    the next decode; its winners log stays."""
     import torch
 
     graph, lp, _ = _wide_case(B=192, T=30, seed=6)
@@ -635,8 +637,12 @@ def test_the_rescue_gives_its_growth_back(memory):
     dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192, memory=memory)
     assert dec._gpu.main.main_q == 1024
     first = dec._gpu.rescue_instance().mem_stats()
+    main_first = dec._gpu.main.mem_stats()
     got = dec.decode(lp)
     assert dec._gpu.stats["rescued_rows"] > 0 and all(h.overflow == 0 for h in got)
+    m = dec.memory_stats()["instances"]["main"]
+    assert m["pool_grows"] >= 1 and m["pool_committed"] == main_first["pool_committed"], (m, main_first)
+    assert m["winners_committed"] > main_first["winners_committed"], "the main's log is not trimmed"
     r = dec.memory_stats()["instances"]["rescue"]
     assert r["pooled"] == 1 and r["pool_grows"] >= 1, r  # the rescue batch outgrew the first pieces
     assert r["pool_high_hash"] > first["pool_cap_hash"], r
@@ -652,6 +658,8 @@ def test_the_rescue_gives_its_growth_back(memory):
     assert_same_hypotheses(graph, host, cpu, [got[i] for i in sample], "rescued rows")
     again = dec.decode(lp)
     r2 = dec.memory_stats()["instances"]["rescue"]
+    m2 = dec.memory_stats()["instances"]["main"]
+    assert m2["pool_grows"] > m["pool_grows"] and m2["graph_captures"] == m["graph_captures"], (m, m2)
     assert r2["graph_captures"] == r["graph_captures"], "trimmed pieces grow back in place: no new capture"
     assert r2["pool_committed"] == first["pool_committed"] and r2["pool_grows"] > r["pool_grows"], r2
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
@@ -737,23 +745,31 @@ def test_a_host_log_moves_to_the_device_for_the_static_layout():
 
 
 def test_a_rescue_instance_told_to_keep_its_growth_keeps_it(monkeypatch):
-    """CUWFST_RESCUE_TRIM=off (read when the decoder is built; benchmarks.memory's
-    "pooled-keep"): the rescue instance keeps what its first rescue grew, so the same decode
-    again grows nothing, and the results are the same as with the trim."""
+    """CUWFST_RESCUE_TRIM=off and CUWFST_MAIN_TRIM=off (read when the decoder is built;
+    benchmarks.memory's "pooled-keep"): the rescue instance keeps what its first rescue grew
+    and the main instance its pools' growth, so the same decode again grows nothing, and the
+    results are the same as with the trims."""
     graph, lp, _ = _wide_case(B=192, T=30, seed=6)
     opts = DecoderOptions(max_active_states=600)
     monkeypatch.setenv("CUWFST_RESCUE_TRIM", "off")
+    monkeypatch.setenv("CUWFST_MAIN_TRIM", "off")
     dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192)
     monkeypatch.delenv("CUWFST_RESCUE_TRIM")
-    assert not dec._gpu.rescue_trim
+    monkeypatch.delenv("CUWFST_MAIN_TRIM")
+    assert not dec._gpu.rescue_trim and not dec._gpu.main_trim
     first = dec._gpu.rescue_instance().mem_stats()
+    main_first = dec._gpu.main.mem_stats()
     got = dec.decode(lp)
     assert dec._gpu.stats["rescued_rows"] > 0 and all(h.overflow == 0 for h in got)
     r = dec.memory_stats()["instances"]["rescue"]
+    m = dec.memory_stats()["instances"]["main"]
     assert r["pool_grows"] >= 1 and r["pool_committed"] > first["pool_committed"], (r, first)
+    assert m["pool_grows"] >= 1 and m["pool_committed"] > main_first["pool_committed"], (m, main_first)
     again = dec.decode(lp)
     r2 = dec.memory_stats()["instances"]["rescue"]
+    m2 = dec.memory_stats()["instances"]["main"]
     assert r2["pool_grows"] == r["pool_grows"] and r2["pool_committed"] == r["pool_committed"], (r, r2)
+    assert m2["pool_grows"] == m["pool_grows"] and m2["pool_committed"] == m["pool_committed"], (m, m2)
     trimmed = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192).decode(lp)
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got] == \
         [np.float32(h.score) for h in trimmed]

@@ -224,8 +224,9 @@ class _CpuInstance:
         self.perturb = False  # the 1-best score off by one ulp: the replay must notice
         self.trims = 0
 
-    def trim(self):  # GpuInstance.trim: the rescue gives its growth back after each rescue
-        self.trims += 1
+    def trim(self, log=True):  # GpuInstance.trim: the rescue gives its growth back after each rescue,
+        self.trims += 1       # the main its pools' growth (log=False) before one
+        self.trim_logs = getattr(self, "trim_logs", []) + [log]
         return 0
 
     def decode_lattice(self, lp, lens, stream, online=False):
@@ -289,7 +290,9 @@ def test_backend_lattice_path_with_a_cpu_stand_in():
     backend = Backend()
     got = backend.decode(lp, lens, cpu, lattice=True)
     assert backend.main.calls == 3 and backend._rescue.calls == 1 and backend.stats["rescued_rows"] == 2
-    assert backend._rescue.trims == 1 and backend.main.trims == 0  # the rescue's growth goes back, the main's stays
+    # the rescue's growth goes back after it; the main's pools' before it, its winners log stays
+    assert backend._rescue.trims == 1 and backend._rescue.trim_logs == [True]
+    assert backend.main.trims == 1 and backend.main.trim_logs == [False]
     for b, (w, h) in enumerate(zip(want, got)):
         assert h.overflow == 0 and (h.words, h.score, h.word_times) == (w.words, w.score, w.word_times), b
         assert_same_lattice(w.lattice, h.lattice, f"row {b}")

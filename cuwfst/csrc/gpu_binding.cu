@@ -794,10 +794,10 @@ int64_t GpuCheckFinite(int64_t h, TensorView log_probs, TensorView lengths, int6
   });
 }
 
-// Gives back the lane pools' and the winners log's growth (GpuDecoder::TrimWorkspace);
+// Gives back the lane pools' growth and, with log, the winners log's (GpuDecoder::TrimWorkspace);
 // returns the bytes given back.
-int64_t GpuDecoderTrim(int64_t h) {
-  return Guarded([&]() { return GetDecoder(h)->TrimWorkspace(); });
+int64_t GpuDecoderTrim(int64_t h, bool log) {
+  return Guarded([&]() { return GetDecoder(h)->TrimWorkspace(log); });
 }
 
 // Test hooks (tests/test_gpu_faults.py). gpu_fault_injection(n): the n-th CUDA resource

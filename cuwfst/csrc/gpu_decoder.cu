@@ -600,7 +600,7 @@ void GpuDecoder::PublishPoolCaps(bool statics) {
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
-int64_t GpuDecoder::TrimWorkspace() {
+int64_t GpuDecoder::TrimWorkspace(bool log) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
@@ -618,7 +618,9 @@ int64_t GpuDecoder::TrimWorkspace() {
   bool live = gc_tags_used_;
   for (const LaneHost& h : lane_host_) live |= h.open;
   const int64_t first = std::min<int64_t>(cfg_.arena_cap, cfg_.arena_max);
-  if (!live && arena_.vmm() && arena_cap_ > first) {
+  // a log in host memory stays: it holds no device memory, and pinning it again costs more
+  // than it gives back
+  if (log && !live && arena_.vmm() && !arena_.host() && arena_cap_ > first) {
     freed += static_cast<int64_t>(arena_.Trim(static_cast<size_t>(first) * sizeof(WinnerEntry)));
     arena_cap_ = std::min<int64_t>(arena_cap_, static_cast<int64_t>(arena_.committed() / sizeof(WinnerEntry)));
     PublishArenaLimit();

@@ -398,12 +398,14 @@ class GpuDecoder {
   // kills the CUDA context the way a kernel bug would (tests/test_gpu_faults.py).
   void InjectIllegalAddress();
   // Gives back what offline batches grew: the lane pools (pooled layout, unless the static
-  // layout was committed) and the winners log (VMM, while no lane lives across calls and no
-  // GC ran) return to their first commits; pointers do not move (VMM pieces above the first
-  // are unmapped), so no captured graph is re-made, and the next batch that needs more grows
-  // them again. The rescue instance calls it after each rescue (its rows are the rare ones
-  // that outgrew the main instance). Returns the bytes given back.
-  int64_t TrimWorkspace();
+  // layout was committed) and, with `log`, the winners log (VMM on the device, while no lane lives across
+  // calls and no GC ran; a log in host memory keeps its pieces) return to their first
+  // commits; pointers do not move (VMM pieces above the first are unmapped), so no captured
+  // graph is re-made, and the next batch that needs more grows them again. The rescue
+  // instance calls it after each rescue (its rows are the rare ones that outgrew the main
+  // instance), the main instance before one (GpuBackend.main_trim). Returns the bytes given
+  // back.
+  int64_t TrimWorkspace(bool log = true);
   // The persistent scan's phase trace (CUWFST_SCAN_TRACE=N when the decoder was built, the
   // persistent scan running; scan.cuh ScanTraceMark): copies header {steps ring, grid, words,
   // launches traced} and then the ring (steps x grid x words) into out, as far as out_len

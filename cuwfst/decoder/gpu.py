@@ -371,10 +371,10 @@ class GpuInstance:
             except Exception:  # interpreter shutdown
                 pass
 
-    def trim(self) -> int:
-        """Gives back what batches grew (lane pools, winners log) down to the first commits;
-        the bytes given back (GpuDecoder::TrimWorkspace)."""
-        return int(self.mod.gpu_decoder_trim(self.handle))
+    def trim(self, log: bool = True) -> int:
+        """Gives back what batches grew (lane pools and, with log, a winners log on the device)
+        down to the first commits; the bytes given back (GpuDecoder::TrimWorkspace)."""
+        return int(self.mod.gpu_decoder_trim(self.handle, bool(log)))
 
     def mem_stats(self) -> dict:
         out = np.zeros(len(MEM_STATS), np.int64)
@@ -539,9 +539,11 @@ class GpuInstance:
 
 
 class GpuBackend:
-    # the rescue instance gives back what it grew after each rescue (__init__ reads
-    # CUWFST_RESCUE_TRIM; the class default serves stand-ins built without __init__)
+    # the rescue instance gives back what it grew after each rescue, and the main instance its
+    # pools' growth before one (__init__ reads CUWFST_RESCUE_TRIM and CUWFST_MAIN_TRIM; the class
+    # defaults serve stand-ins built without __init__)
     rescue_trim = True
+    main_trim = True
 
     def __init__(self, graph, options, eps_iterations, device: str, *, max_lanes: int = 32,
                  max_frames: int = 1024, main_q_factor: int = 32, use_cuda_graphs: bool = True,
@@ -602,6 +604,11 @@ class GpuBackend:
         # CUWFST_RESCUE_TRIM=off (read once, here): the rescue's growth stays for the next
         # rescue (the peak is the same; an A/B knob, benchmarks.memory's "pooled-keep")
         self.rescue_trim = (os.environ.get("CUWFST_RESCUE_TRIM", "on") or "on") != "off"
+        # CUWFST_MAIN_TRIM=off (read once, here): the main instance keeps its pools' growth while
+        # the rescue instance runs (the rule before; benchmarks.memory's "pooled-maintrimoff").
+        # On: the two instances' growths never stack, so the peak is the larger, not the sum;
+        # the next batch grows the main pools again (pauses)
+        self.main_trim = (os.environ.get("CUWFST_MAIN_TRIM", "on") or "on") != "off"
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -826,7 +833,16 @@ class GpuBackend:
                 self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
         overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
         if overflow:
+            main_trimmed = []
+
             def decode_batch(instance, rows):
+                if instance != "main" and self.main_trim and not main_trimmed:
+                    # the main instance is idle while the rescue runs: what its pools grew goes
+                    # back first, so the two instances' growths do not stack (VMM pieces unmapped,
+                    # pointers kept; the pools grow again by pauses). Its winners log stays: a
+                    # device log would grow back only by re-running a whole batch, and a host
+                    # one holds no device memory
+                    main_trimmed.append(self.main.trim(log=False))
                 inst = self.main if instance == "main" else self.rescue_instance()
                 for s in range(0, len(rows), inst.max_lanes):  # the rescue may have fewer lanes
                     self._decode_rows(inst, lp, lens, rows[s : s + inst.max_lanes], stream, hyps, frontend,
