@@ -608,12 +608,18 @@ int64_t GpuDecoder::TrimWorkspace(bool log) {
   int64_t freed = 0;
   if (pooled_ok_ && !static_ready_) {
     bool trimmed = false;
+    int64_t before[kPools];
+    std::copy(pool_cap_, pool_cap_ + kPools, before);
     for (auto& a : pool_arrays_) {
       if (!a->region.vmm() || a->region.committed() <= a->first_bytes) continue;
       freed += static_cast<int64_t>(a->region.Trim(a->first_bytes));
       trimmed = true;
     }
-    if (trimmed) PublishPoolCaps(false);
+    if (trimmed) {
+      PublishPoolCaps(false);
+      // the next decode commits them back before its first step (RestoreTrimmed)
+      for (int k = 0; k < kPools; ++k) restore_pools_[k] = std::max(restore_pools_[k], before[k]);
+    }
   }
   bool live = gc_tags_used_;
   for (const LaneHost& h : lane_host_) live |= h.open;
@@ -621,11 +627,41 @@ int64_t GpuDecoder::TrimWorkspace(bool log) {
   // a log in host memory stays: it holds no device memory, and pinning it again costs more
   // than it gives back
   if (log && !live && arena_.vmm() && !arena_.host() && arena_cap_ > first) {
+    restore_arena_ = std::max(restore_arena_, arena_cap_);
     freed += static_cast<int64_t>(arena_.Trim(static_cast<size_t>(first) * sizeof(WinnerEntry)));
     arena_cap_ = std::min<int64_t>(arena_cap_, static_cast<int64_t>(arena_.committed() / sizeof(WinnerEntry)));
     PublishArenaLimit();
   }
   return freed;
+}
+
+// What the last TrimWorkspace gave back, committed again in one go before a pooled batch's
+// first step: growing back by pauses would pause the batch at each of its growing steps, and
+// each pause runs the captured graph's remaining steps idle (a trimmed main instance of the
+// full HLG at batch 32 lost ~75 ms a pass that way, s25b); a device log would grow back only
+// by re-running the batch. Out of memory here is not an error: the batch grows by pauses as
+// far as it needs, and reports there what it cannot get.
+void GpuDecoder::RestoreTrimmed() {
+  bool any = false;
+  for (int k = 0; k < kPools; ++k) any |= restore_pools_[k] > pool_cap_[k];
+  if (any && pooled_ok_ && !static_ready_) {
+    int64_t want[kPools];
+    for (int k = 0; k < kPools; ++k) want[k] = std::max(restore_pools_[k], pool_cap_[k]);
+    try {
+      CommitPools(want, false, "the pools a trim gave back", /*keep=*/false);
+      ++restores_;
+    } catch (const CudaOutOfMemory&) {
+    }
+  }
+  std::fill(restore_pools_, restore_pools_ + kPools, 0);
+  if (restore_arena_ > arena_cap_ && !arena_.host()) {
+    try {
+      CommitArena(restore_arena_, false, "the log a trim gave back");
+      ++restores_;
+    } catch (const CudaOutOfMemory&) {
+    }
+  }
+  restore_arena_ = 0;
 }
 
 void GpuDecoder::EnsureStatic() {
@@ -1159,6 +1195,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     if (!pooled_ok_) EnsureStatic();
+    RestoreTrimmed();
     const bool bounded = lattice && lattice->mode == 2 && lattice->chunk > 0 && cfg_.eps_iterations == 0;
     if (lattice && !bounded && inc_) inc_.reset();  // PruneLattice takes this decode's records whole
     bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
@@ -1461,6 +1498,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[59] = log_host;
   out[60] = arena_.host() ? 1 : 0;
   out[61] = arena_.host_ok() ? 1 : 0;
+  out[62] = restores_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

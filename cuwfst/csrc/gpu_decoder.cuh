@@ -388,7 +388,9 @@ class GpuDecoder {
   // [59] of [9], the winners-log bytes committed in host memory (pinned, mapped for the
   // kernels; DecoderConfig::winners_host): counted in [4], not in [1] or [9]'s device part,
   // [60] 1 while the log commits in host memory, [61] 1 where the driver can place it there.
-  static constexpr int kMemStats = 62;
+  // [62] the commits that gave a decode back what a TrimWorkspace took (RestoreTrimmed: the
+  // pools and the device log each count one).
+  static constexpr int kMemStats = 63;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -401,11 +403,13 @@ class GpuDecoder {
   // layout was committed) and, with `log`, the winners log (VMM on the device, while no lane lives across
   // calls and no GC ran; a log in host memory keeps its pieces) return to their first
   // commits; pointers do not move (VMM pieces above the first are unmapped), so no captured
-  // graph is re-made, and the next batch that needs more grows them again. The rescue
-  // instance calls it after each rescue (its rows are the rare ones that outgrew the main
-  // instance), the main instance before one (GpuBackend.main_trim). Returns the bytes given
-  // back.
+  // graph is re-made. The next offline decode commits them back before its first step
+  // (RestoreTrimmed), so a trim lowers the memory held between decodes, not their speed. The
+  // rescue instance calls it after each rescue (its rows are the rare ones that outgrew the
+  // main instance), the main instance before one (GpuBackend.main_trim). Returns the bytes
+  // given back.
   int64_t TrimWorkspace(bool log = true);
+  void RestoreTrimmed();
   // The persistent scan's phase trace (CUWFST_SCAN_TRACE=N when the decoder was built, the
   // persistent scan running; scan.cuh ScanTraceMark): copies header {steps ring, grid, words,
   // launches traced} and then the ring (steps x grid x words) into out, as far as out_len
@@ -538,6 +542,9 @@ class GpuDecoder {
   long long* d_pool_cap_ = nullptr;
   unsigned long long* d_pool_need_ = nullptr;
   int64_t pool_grows_ = 0;
+  int64_t restore_pools_[kPools] = {0, 0, 0};  // TrimWorkspace: what the next decode commits back
+  int64_t restore_arena_ = 0;
+  int64_t restores_ = 0;  // [62]
   DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;
   LaneCommand* d_commands_ = nullptr;
