@@ -334,7 +334,7 @@ void GpuDecoder::Allocate() {
     // pool's arrays hold, so the first pieces are used whole
     const int64_t want[kPools] = {kPoolAlign * L, std::min<int64_t>(C, 1 << 12), std::min<int64_t>(H, 1 << 13)};
     CommitPools(want, false, "the first batch");
-    for (auto& a : pool_arrays_) a->first_bytes = a->region.committed();
+    std::copy(pool_cap_, pool_cap_ + kPools, first_pools_);
   } else {
     EnsureStatic();
   }
@@ -610,9 +610,11 @@ int64_t GpuDecoder::TrimWorkspace(bool log) {
     bool trimmed = false;
     int64_t before[kPools];
     std::copy(pool_cap_, pool_cap_ + kPools, before);
+    // everything goes, the first pieces too (RestoreTrimmed commits at least them again
+    // before the next decode: a batch's start tokens need them)
     for (auto& a : pool_arrays_) {
-      if (!a->region.vmm() || a->region.committed() <= a->first_bytes) continue;
-      freed += static_cast<int64_t>(a->region.Trim(a->first_bytes));
+      if (!a->region.vmm() || a->region.committed() == 0) continue;
+      freed += static_cast<int64_t>(a->region.Trim(0));
       trimmed = true;
     }
     if (trimmed) {
@@ -640,17 +642,21 @@ int64_t GpuDecoder::TrimWorkspace(bool log) {
 // each pause runs the captured graph's remaining steps idle (a trimmed main instance of the
 // full HLG at batch 32 lost ~75 ms a pass that way, s25b); a device log would grow back only
 // by re-running the batch. Out of memory here is not an error: the batch grows by pauses as
-// far as it needs, and reports there what it cannot get.
+// far as it needs, and reports there what it cannot get; only the first pieces (Allocate's
+// commit, which a batch's start tokens need) are required.
 void GpuDecoder::RestoreTrimmed() {
   bool any = false;
   for (int k = 0; k < kPools; ++k) any |= restore_pools_[k] > pool_cap_[k];
   if (any && pooled_ok_ && !static_ready_) {
     int64_t want[kPools];
-    for (int k = 0; k < kPools; ++k) want[k] = std::max(restore_pools_[k], pool_cap_[k]);
+    for (int k = 0; k < kPools; ++k) want[k] = std::max({restore_pools_[k], pool_cap_[k], first_pools_[k]});
     try {
       CommitPools(want, false, "the pools a trim gave back", /*keep=*/false);
       ++restores_;
     } catch (const CudaOutOfMemory&) {
+      std::fill(restore_pools_, restore_pools_ + kPools, 0);
+      for (int k = 0; k < kPools; ++k) want[k] = std::max(pool_cap_[k], first_pools_[k]);
+      CommitPools(want, false, "the first batch after a trim", /*keep=*/false);  // (throws its own error)
     }
   }
   std::fill(restore_pools_, restore_pools_ + kPools, 0);

@@ -399,11 +399,11 @@ class GpuDecoder {
   // Test hook: the next decode reads its log-probs through an unmapped address, which
   // kills the CUDA context the way a kernel bug would (tests/test_gpu_faults.py).
   void InjectIllegalAddress();
-  // Gives back what offline batches grew: the lane pools (pooled layout, unless the static
-  // layout was committed) and, with `log`, the winners log (VMM on the device, while no lane lives across
-  // calls and no GC ran; a log in host memory keeps its pieces) return to their first
-  // commits; pointers do not move (VMM pieces above the first are unmapped), so no captured
-  // graph is re-made. The next offline decode commits them back before its first step
+  // Gives back what offline batches hold: the lane pools (pooled layout, unless the static
+  // layout was committed) are unmapped whole, and with `log` the winners log (VMM on the
+  // device, while no lane lives across calls and no GC ran; a log in host memory keeps its
+  // pieces) returns to its first commit; pointers do not move (VMM pieces are unmapped, the
+  // reservations kept), so no captured graph is re-made. The next offline decode commits them back before its first step
   // (RestoreTrimmed), so a trim lowers the memory held between decodes, not their speed. The
   // rescue instance calls it after each rescue (its rows are the rare ones that outgrew the
   // main instance), the main instance before one (GpuBackend.main_trim). Returns the bytes
@@ -530,7 +530,6 @@ class GpuDecoder {
     int32_t per_entry;   // entries per pool entry (tok_hint: 4 per token)
     int32_t fill;        // byte new memory is set to (-1: none)
     int64_t static_entries;  // the static layout's size
-    size_t first_bytes = 0;  // what the first commit (Allocate) took: TrimWorkspace's floor
   };
   std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
   bool pooled_ok_ = false;    // offline batches take the pooled layout
@@ -544,6 +543,7 @@ class GpuDecoder {
   int64_t pool_grows_ = 0;
   int64_t restore_pools_[kPools] = {0, 0, 0};  // TrimWorkspace: what the next decode commits back
   int64_t restore_arena_ = 0;
+  int64_t first_pools_[kPools] = {0, 0, 0};  // the pools' first commit (Allocate): RestoreTrimmed's floor
   int64_t restores_ = 0;  // [62]
   DeviceBuffer out_path_;              // [max_lanes, path_cap], grows (AllocatePath)
   int32_t* out_path_len_ = nullptr;

@@ -372,8 +372,9 @@ class GpuInstance:
                 pass
 
     def trim(self, log: bool = True) -> int:
-        """Gives back what batches grew (lane pools and, with log, a winners log on the device)
-        down to the first commits; the bytes given back (GpuDecoder::TrimWorkspace)."""
+        """Gives back the lane pools whole and, with log, a device winners log's growth beyond
+        its first commit; the next decode commits them back before its first step. The bytes
+        given back (GpuDecoder::TrimWorkspace)."""
         return int(self.mod.gpu_decoder_trim(self.handle, bool(log)))
 
     def mem_stats(self) -> dict:
