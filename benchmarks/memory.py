@@ -66,6 +66,14 @@ def _module_bytes() -> int:
     return int(out[2])
 
 
+def _module_peak(reset: bool = False) -> int:
+    """The most device bytes the native module held at once since the last reset (every
+    acquisition updates it: a transient a 5 ms sampler misses counts)."""
+    from cuwfst.jit.decoder import module
+
+    return int(module(0).gpu_memory_peak(reset))
+
+
 def _used(torch) -> int:
     gc.collect()
     torch.cuda.synchronize()
@@ -159,6 +167,7 @@ def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int 
     from benchmarks.peers.measure import GpuMemoryProbe
 
     used0, mod0 = _used(torch), _module_bytes()
+    _module_peak(reset=True)
     base, gc = mode_gc(mode, gc_interval)
     # the device peak the same way as riva's (riva_row): cudaMemGetInfo sampled by a thread,
     # so a transient (the rescue instance's growth before its trim) counts too
@@ -171,11 +180,16 @@ def memory_row(torch, graph_path, lp, lens, batch, mode, opts, gc_interval: int 
         hyps = _decode_all(dec, lp, lens, batch)
         first_s = time.perf_counter() - t
     used1, mod1 = _used(torch), _module_bytes()
+    mod_peak = _module_peak() - mod0
     st = dec.memory_stats()
     lanes, winners = st["pools"]["lanes"], st["pools"]["winners"]
     row = dict(part="memory", batch=batch, memory=mode, build_s=round(build_s, 2), first_pass_s=round(first_s, 3),
                device_used_mib=round((used1 - used0) / MiB, 1), device_peak_mib=round(probe.device_peak / MiB, 1),
-               module_mib=round((mod1 - mod0) / MiB, 1),
+               module_mib=round((mod1 - mod0) / MiB, 1), module_peak_mib=round(mod_peak / MiB, 1),
+               # the module's counted peak plus what it does not count (CUDA context, graph
+               # executables, PyTorch) as it stands after the decodes: the peak the sampler
+               # should have seen
+               counted_peak_mib=round((mod_peak + (used1 - used0) - (mod1 - mod0)) / MiB, 1),
                stats_total_mib=round(st["total"] / MiB, 1), graph_mib=round(st["graph"] / MiB, 1),
                committed_mib=round(st["committed"] / MiB, 1), reserved_mib=round(st["reserved"] / MiB, 1),
                fixed_mib=round(st["fixed"] / MiB, 1), lanes_mib=round(lanes["committed"] / MiB, 1),

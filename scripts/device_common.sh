@@ -85,7 +85,8 @@ mem_fresh() {  # mem_fresh NAME ARGS...: benchmarks.memory on $C/HLG.img at batc
 import json, sys
 for l in sys.stdin:
     r = json.loads(l)
-    print({k: r[k] for k in ('decoder', 'memory', 'device_used_mib', 'device_peak_mib', 'module_mib', 'graph_mib',
+    print({k: r[k] for k in ('decoder', 'memory', 'device_used_mib', 'device_peak_mib', 'counted_peak_mib',
+                            'module_peak_mib', 'module_mib', 'graph_mib',
                             'lanes_mib', 'winners_mib', 'paths_mib', 'rescue_instance', 'overflow_rows') if k in r})
 " | sed "s/^/[$name] /" | tee -a $L
   grep -E "Error" /tmp/mem_$name.txt | head -3 | sed "s/^/[$name] /" | tee -a $L

@@ -638,8 +638,12 @@ def test_the_rescue_gives_its_growth_back(memory):
     assert dec._gpu.main.main_q == 1024
     first = dec._gpu.rescue_instance().mem_stats()
     main_first = dec._gpu.main.mem_stats()
+    mod = _mod()
+    mod.gpu_memory_peak(True)
     got = dec.decode(lp)
     assert dec._gpu.stats["rescued_rows"] > 0 and all(h.overflow == 0 for h in got)
+    # the module's peak counter saw the rescue's growth, which is given back now
+    assert mod.gpu_memory_peak(False) > _live_device_bytes(mod)
     m = dec.memory_stats()["instances"]["main"]
     assert main_first["pool_committed"] > 0 and m["pool_grows"] >= 1 and m["pool_committed"] == 0, (m, main_first)
     assert m["restores"] == 0 and m["pool_cap_tokens"] == 0, m

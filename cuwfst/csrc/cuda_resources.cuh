@@ -130,6 +130,15 @@ inline cudaError_t Failure() {
 // What the owners below hold right now, process-wide (gpu_memory_info in the bindings).
 namespace live {
 inline std::atomic<int64_t> device_bytes{0};
+// The most device_bytes held at once since the last reset (gpu_memory_peak): a transient
+// (a rescue's growth, given back milliseconds later) that a sampler of cudaMemGetInfo can miss.
+inline std::atomic<int64_t> device_peak{0};
+inline void AddDeviceBytes(int64_t n) {
+  const int64_t now = device_bytes.fetch_add(n) + n;
+  int64_t peak = device_peak.load();
+  while (now > peak && !device_peak.compare_exchange_weak(peak, now)) {
+  }
+}
 inline std::atomic<int64_t> pinned_bytes{0};
 inline std::atomic<int64_t> handles{0};  // streams + events + graph executables
 }  // namespace live
@@ -248,7 +257,8 @@ class Owned {
     h_ = h;
     amount_ = amount;
     if (cudaGetDevice(&device_) != cudaSuccess) ClearHandledError();
-    Traits::Counter().fetch_add(amount_);
+    if constexpr (K == ResourceKind::kDevice) live::AddDeviceBytes(amount_);
+    else Traits::Counter().fetch_add(amount_);
   }
 
   void Reset() noexcept {

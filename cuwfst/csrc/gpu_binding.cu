@@ -834,8 +834,16 @@ void GpuMemoryInfo(int64_t device, TensorView out) {
   o[4] = cuwfst::live::handles.load();
 }
 
+// The most device bytes the module held at once (every decoder and graph, all devices) since
+// the last reset; reset: start over from what it holds now.
+int64_t GpuMemoryPeak(bool reset) {
+  if (reset) cuwfst::live::device_peak.store(cuwfst::live::device_bytes.load());
+  return cuwfst::live::device_peak.load();
+}
+
 }  // namespace
 
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_memory_peak, GpuMemoryPeak);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_upload, GpuGraphUpload);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_free, GpuGraphFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_emit_sorted, GpuGraphEmitSorted);

@@ -259,7 +259,7 @@ class LazyRegion {
       host_committed_ += size;
       live::pinned_bytes.fetch_add(static_cast<int64_t>(size));
     } else {
-      live::device_bytes.fetch_add(static_cast<int64_t>(size));
+      live::AddDeviceBytes(static_cast<int64_t>(size));
     }
     return cudaSuccess;
   }
