@@ -5,15 +5,17 @@ memory="lazy" (the default): the GPU decoder's winners log is a lazily committed
 (CUDA virtual memory management: the worst case is reserved as address space, physical
 memory is mapped as batches need it, and growth never moves a pointer, so no captured CUDA
 graph is re-made); the lanes keep every lane's worst case (the static layout), committed on
-first use. memory="pooled": the same log, and offline batches on epsilon-free graphs take the
-lanes' frontiers, claims lists and hash tables from pools shared by all lanes, handed out
-step by step as each lane needs them and committed to what batches use (a batch whose step
-outgrows a pool pauses before that step and resumes from it once the pool has grown); streams,
-continuous batching, snapshots and epsilon graphs keep the static layout. The pools take a
-fraction of the memory (H200, full tier, batch 32: 620 MiB device used against 2,718 eager;
-batch 256: 1,230 against 13,402) and cost time (batch 32: 1.19x eager's time per pass under the
-kernels of c0be1f0, 1.10x the lazy layout's for a uniform 32 x 250 batch at cbe23be), which is
-why they are not the default. memory="eager":
+first use. memory="pooled": offline batches on epsilon-free graphs take the lanes'
+frontiers, claims lists and hash tables from pools shared by all lanes, handed out step by
+step as each lane needs them and committed to what batches use (a batch whose step outgrows a
+pool pauses before that step and resumes from it once the pool has grown), and their winners
+log lies in pinned host memory mapped for the kernels (winners_log_mode); streams, continuous
+batching, snapshots and epsilon graphs keep the static layout and a device log. The rescue
+instance gives its pools back after each rescue and the main instance its pools before one,
+so their growths never stack (GpuBackend.main_trim). H200, full tier, batch 32, fresh
+processes (session of 2026-12-02 01:51): a peak of 446 MiB against riva's 460 (the lazy
+layout: 2,566 after the decodes in an earlier run), at 1.19-1.20x the lazy layout's time
+(uniform 32 x 250 rows and the 256 utterances), which is why the pools are not the default. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
@@ -41,6 +43,7 @@ Every figure is in bytes unless its name says entries. On the GPU:
   pinned     host memory the decoder holds pinned (staging buffers; under memory="pooled"
              the winners log of offline batches, pools.winners.host_committed, which is
              not in `committed`: see winners_log_mode)
+  restores   (per instance) the commits that gave a decode back what a trim took
   pools      per pool: winners (log + GC tags; advance_rounds: the launch rounds stream
              advances took, more than one where the arena guard made steps wait; grows: its
              growths, of which ahead_grows were committed ahead of need while a stream
