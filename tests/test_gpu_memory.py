@@ -723,10 +723,9 @@ def test_a_pooled_decoders_winners_log_lies_in_host_memory(monkeypatch):
         assert list(a.arcs) == list(b.arcs) and np.float32(a.score) == np.float32(b.score)
 
 
-def test_a_host_log_moves_to_the_device_for_the_static_layout():
-    """A memory="pooled" decoder's host log (offline batches) moves to the device, empty, at
-    the first snapshot, continuous batch or stream (their GC rounds read it hard), and stays
-    there; every result on the way is exact."""
+def _layouts_case():
+    """A graph, options and 9 rows (lengths 1..70) for decoders that take every layout in
+    turn, with the CPU reference and its results: (graph, opts, lp, lens, ref, cpu)."""
     rng = np.random.default_rng(77)
     graph = random_ctc_graph(rng, 500, 12, 6, 0.2)
     opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=400)
@@ -734,6 +733,14 @@ def test_a_host_log_moves_to_the_device_for_the_static_layout():
     lens = rng.integers(1, 71, 9).astype(np.int32)
     ref = Decoder(graph, opts)
     cpu = ref.decode(lp, lens)
+    return graph, opts, lp, lens, ref, cpu
+
+
+def test_a_host_log_moves_to_the_device_for_the_static_layout():
+    """A memory="pooled" decoder's host log (offline batches) moves to the device, empty, at
+    the first snapshot, continuous batch or stream (their GC rounds read it hard), and stays
+    there; every result on the way is exact."""
+    graph, opts, lp, lens, ref, cpu = _layouts_case()
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous", memory="pooled")
 
     def log():
@@ -787,13 +794,7 @@ def test_a_rescue_instance_told_to_keep_its_growth_keeps_it(monkeypatch):
 def test_layouts_alternate_on_one_decoder():
     """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
     decoder, in turn: each exact."""
-    rng = np.random.default_rng(77)
-    graph = random_ctc_graph(rng, 500, 12, 6, 0.2)
-    opts = DecoderOptions(search_beam=12.0, min_active_states=2, max_active_states=400)
-    lp = random_log_probs(rng, 9, 70, 12, peaky=False)
-    lens = rng.integers(1, 71, 9).astype(np.int32)
-    ref = Decoder(graph, opts)
-    cpu = ref.decode(lp, lens)
+    graph, opts, lp, lens, ref, cpu = _layouts_case()
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous")
     assert_same_hypotheses(graph, lp[:4], cpu[:4], dec.decode(lp[:4], lens[:4]), "pooled batch")
     snaps_cpu, snaps_gpu = ref.decode_snapshots(lp[0], int(lens[0])), dec.decode_snapshots(lp[0], int(lens[0]))

@@ -168,12 +168,21 @@ def test_memory_benchmark_modes_name_their_settings():
     # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
     # pins the default (lastblock), so a stray environment cannot change what a row measures
     assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "admit", "CUWFST_POOL_HINTS": "adaptive",
-                                                     "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on"})
+                                                     "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
+                                                     "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
                for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
-    # pooled-keep: pooled whose rescue instance keeps what it grew; every other mode trims
-    assert mode_env("pooled-keep")[1]["CUWFST_RESCUE_TRIM"] == "off"
-    assert all(mode_env(m)[1]["CUWFST_RESCUE_TRIM"] == "on" for m in MODES if m.startswith("pooled") and m != "pooled-keep")
+    # pooled-keep: pooled whose instances keep what they grew; pooled-maintrimoff: the main
+    # instance keeps its pools while the rescue runs; every other mode trims both
+    assert mode_env("pooled-keep")[1]["CUWFST_RESCUE_TRIM"] == "off" == mode_env("pooled-keep")[1]["CUWFST_MAIN_TRIM"]
+    assert mode_env("pooled-maintrimoff")[1]["CUWFST_RESCUE_TRIM"] == "on"
+    assert mode_env("pooled-maintrimoff")[1]["CUWFST_MAIN_TRIM"] == "off"
+    pooled = [m for m in MODES if m.startswith("pooled")]
+    assert all(mode_env(m)[1]["CUWFST_RESCUE_TRIM"] == "on" for m in pooled if m != "pooled-keep")
+    assert all(mode_env(m)[1]["CUWFST_MAIN_TRIM"] == "on" for m in pooled if m not in ("pooled-keep", "pooled-maintrimoff"))
+    # pooled-devlog: the winners log on the device; every other pooled mode pins the host log
+    assert mode_env("pooled-devlog")[1]["CUWFST_WINNERS_LOG"] == "device"
+    assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "host" for m in pooled if m != "pooled-devlog")
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)
