@@ -672,7 +672,7 @@ void GpuDecoder::RestoreTrimmed() {
 
 void GpuDecoder::EnsureStatic() {
   if (static_ready_) return;
-  if (arena_.host()) {
+  if (arena_.host() || arena_.host_committed() > 0) {
     // the static layout's users (GC rounds, stream partials) read the log hard: it moves to
     // the device, empty (no decode is under way between calls; the address stays, so no
     // captured graph changes)
@@ -680,6 +680,7 @@ void GpuDecoder::EnsureStatic() {
     arena_.Trim(0);
     (void)arena_.SetHost(false);
     arena_cap_ = 0;
+    PublishArenaLimit();  // nothing is mapped now: if the commit below fails, no kernel may append
     CommitArena(cfg_.arena_cap, false, "the winners log on the device");
   }
   CommitPools(pool_max_, true, "the static layout (streams, continuous batching, snapshots)");

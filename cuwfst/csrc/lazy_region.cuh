@@ -1,7 +1,9 @@
 // Lazily committed device regions (spec §6.2): the worst case is reserved once as address
 // space (cuMemAddressReserve) and physical memory is mapped behind it as use grows
 // (cuMemCreate / cuMemMap / cuMemSetAccess), so kernel arguments and captured CUDA graphs
-// stay valid while the memory held tracks what is used. Where the driver has no virtual
+// stay valid while the memory held tracks what is used. A region may also be backed by
+// pinned host memory mapped into the same addresses (SetHost: the winners log of pooled
+// offline batches, which the kernels only append to and the backtrack reads once). Where the driver has no virtual
 // memory management, or the caller asks for it, the same interface holds one cudaMalloc'd
 // buffer that is replaced by a larger one (the eager mode: the pointer moves, and the
 // caller drops what captured it).
@@ -232,6 +234,14 @@ class LazyRegion {
     } else {
       const CUmemAllocationProp prop = host_ ? host_prop_ : VmmProp(device_);
       e = FromDriver(api.create(&h, size, &prop, 0));
+      if (e != cudaSuccess && host_ && e != cudaErrorMemoryAllocation && !IsStickyError(e)) {
+        // a driver that reported host pieces but refuses them: this piece and every later
+        // one on the device (pieces record their kind, so a region may hold both)
+        ClearHandledError();
+        host_ = host_ok_ = false;
+        const CUmemAllocationProp dev_prop = VmmProp(device_);
+        e = FromDriver(api.create(&h, size, &dev_prop, 0));
+      }
     }
     if (e != cudaSuccess) return detail::Finish(e);
     e = FromDriver(api.map(base_ + old, size, 0, h, 0));
@@ -290,7 +300,8 @@ class LazyRegion {
 
   // Where the pieces committed from now on lie: host memory (true; only where host_ok()) or
   // the device. Only while nothing is committed (the caller trims first: the contents go), so a
-  // region's pieces are all of one kind. Returns whether the region now commits where asked.
+  // region's pieces are of one kind (but after a driver's refusal of a host piece: Commit).
+  // Returns whether the region now commits where asked.
   bool SetHost(bool host) {
     if (host && !host_ok_) return false;
     if (host == host_) return true;
