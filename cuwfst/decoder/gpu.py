@@ -608,7 +608,7 @@ class GpuBackend:
         # CUWFST_MAIN_TRIM=off (read once, here): the main instance keeps its pools' growth while
         # the rescue instance runs (the rule before; benchmarks.memory's "pooled-maintrimoff").
         # On: the two instances' growths never stack, so the peak is the larger, not the sum;
-        # the next batch grows the main pools again (pauses)
+        # the main's next decode commits its pools back before its first step (RestoreTrimmed)
         self.main_trim = (os.environ.get("CUWFST_MAIN_TRIM", "on") or "on") != "off"
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
@@ -840,7 +840,7 @@ class GpuBackend:
                 if instance != "main" and self.main_trim and not main_trimmed:
                     # the main instance is idle while the rescue runs: what its pools grew goes
                     # back first, so the two instances' growths do not stack (VMM pieces unmapped,
-                    # pointers kept; the pools grow again by pauses). Its winners log stays: a
+                    # pointers kept; its next decode commits them back in one go). Its log stays: a
                     # device log would grow back only by re-running a whole batch, and a host
                     # one holds no device memory
                     main_trimmed.append(self.main.trim(log=False))
