@@ -525,9 +525,12 @@ def test_upload_freed_when_graph_and_decoders_are_gone(case):
 
 
 def test_graph_cache_is_bounded_and_long_decodes_launch_plainly(case):
+    """One executable a step bucket (graph_chunks off: the 160 and 192-step buckets would
+    replay chunks), at most graph_cache_size of them."""
     graph, _, _, _ = case
     rng = np.random.default_rng(3)
-    dec = _small(Decoder(graph, OPTS, device="cuda", max_lanes=2), graph, graph_cache_size=3, graph_max_steps=200)
+    dec = _small(Decoder(graph, OPTS, device="cuda", max_lanes=2), graph, graph_cache_size=3, graph_max_steps=200,
+                 graph_chunks="off")
     inst = dec._gpu.main
     ref = Decoder(graph, OPTS)
     for n, T in enumerate([10, 40, 70, 100, 130, 160]):  # six step buckets (32 .. 192)
@@ -542,6 +545,30 @@ def test_graph_cache_is_bounded_and_long_decodes_launch_plainly(case):
     lp = random_log_probs(rng, 2, 10, 12, peaky=True)  # its bucket was evicted: captured again
     assert_same_hypotheses(graph, lp, ref.decode(lp), dec.decode(lp), "recaptured")
     assert inst.mem_stats()["graph_captures"] == 7 and inst.mem_stats()["cached_graphs"] == 3
+
+
+def test_long_sequences_replay_step_chunks(case):
+    """graph_chunks (the default): a captured sequence of more than 128 steps replays chunks of
+    64, 8 and 1 steps, so decodes of many lengths capture the same three executables at most;
+    every row as the CPU's and as with one executable a bucket (graph_chunks off)."""
+    graph, _, _, _ = case
+    rng = np.random.default_rng(8)
+    ref = Decoder(graph, OPTS)
+    on = _small(Decoder(graph, OPTS, device="cuda", max_lanes=2), graph, graph_chunks="on")
+    off = _small(Decoder(graph, OPTS, device="cuda", max_lanes=2), graph, graph_chunks="off")
+    for T in (150, 220, 300, 455, 601):  # buckets 160 (2 x 64 + 4 x 8), 224, 320, 512, 640
+        lp = random_log_probs(rng, 2, T, 12, peaky=True)
+        lens = np.array([T, T // 3], np.int32)
+        cpu = ref.decode(lp, lens)
+        a, b = on.decode(lp, lens), off.decode(lp, lens)
+        assert_same_hypotheses(graph, lp, cpu, a, f"T={T} chunks")
+        assert_same_hypotheses(graph, lp, cpu, b, f"T={T} buckets")
+        assert [np.float32(h.score) for h in a] == [np.float32(h.score) for h in b] and \
+            [h.arcs for h in a] == [h.arcs for h in b], T
+    chunks, buckets = on._gpu.main.mem_stats(), off._gpu.main.mem_stats()
+    # the 64 and 8-step chunks (buckets are multiples of 32: no 1-step chunk here)
+    assert chunks["graph_captures"] == 2 and chunks["graph_evictions"] == 0, chunks
+    assert buckets["graph_captures"] == 5, buckets
 
 
 def test_short_batches_after_a_long_one(case):

@@ -56,10 +56,12 @@ class FakeGpuModule:
         # rest: max_frames, main_q, claims_cap, hash_cap, arena_cap, arena_max, use_cuda_graphs, walker,
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
-        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel, winners_host
-        assert len(rest) == 30, "gpu_decoder_create's arguments changed: update this fake"
-        assert type(rest[29]) is bool
+        # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel, winners_host,
+        # graph_chunks
+        assert len(rest) == 31, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[29]) is bool and type(rest[30]) is bool
         self.winners_host = rest[29]
+        self.graph_chunks = rest[30]
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
         assert type(rest[18]) is bool and type(rest[28]) is bool
@@ -678,6 +680,24 @@ def test_decoders_take_the_winners_log_place_from_the_environment(fake_gpu, monk
     monkeypatch.setenv("CUWFST_WINNERS_LOG", "pinned")
     with pytest.raises(ValueError, match="CUWFST_WINNERS_LOG"):
         Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
+
+
+def test_decoders_take_the_graph_chunks_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_GRAPH_CHUNKS (on, the default / off) reaches gpu_decoder_create as its last flag,
+    read once when the decoder is built (the rescue instance gets the same); a bad value is
+    refused."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_GRAPH_CHUNKS", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.graph_chunks is True
+    monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "off")
+    dec = Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.graph_chunks is False
+    monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "on")
+    assert dec._gpu.kw["graph_chunks"] == "off"
+    monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "some")
+    with pytest.raises(ValueError, match="CUWFST_GRAPH_CHUNKS"):
+        Decoder(graph, device="cuda", max_lanes=2)
 
 
 def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environment(fake_gpu, monkeypatch):

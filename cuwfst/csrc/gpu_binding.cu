@@ -287,7 +287,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
                          bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel,
-                         bool winners_host) {
+                         bool winners_host, bool graph_chunks) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -371,6 +371,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.scan_order = static_cast<int32_t>(scan_order);
   c.refill_kernel = refill_kernel ? 1 : 0;
   c.winners_host = winners_host;
+  c.graph_chunks = graph_chunks;
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

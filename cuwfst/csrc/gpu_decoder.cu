@@ -740,11 +740,19 @@ void GpuDecoder::InjectIllegalAddress() {
 // device data rewritten before each replay). The steps are the same kernels in every
 // kind; each lane takes the steps its own counters allow (scan.cuh).
 void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
+  const Workspace w = SeqWorkspace(kind);
+  EnqueueHead(kind, w, f16);
+  for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
+  EnqueueTail(kind, w);
+}
+
+// A sequence's launches before its steps: the lanes' setup, the records' resets, the start
+// closure.
+void GpuDecoder::EnqueueHead(SeqKind kind, const Workspace& w, bool f16) {
   const DeviceGraph& g = graph_->view;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int32_t reset = kind == SeqKind::kBatch ? 1 : 0;
-  const Workspace w = SeqWorkspace(kind);
   Timed(0, [&] { LaneSetupKernel<<<L, 32, 0, stream_>>>(g, w, p, reset); });
   // The records start empty (memset nodes in a captured graph) when a batch starts, not when
   // a paused pooled batch resumes (kResume): the records and step counts of the steps before
@@ -761,7 +769,13 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
   const bool opens = kind == SeqKind::kBatch || segment || kind == SeqKind::kOpen;
   if (opens && cfg_.eps_iterations > 0) EnqueueClosure(w, false);
-  for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
+  CUWFST_CUDA(cudaGetLastError());
+}
+
+// A sequence's launches after its steps: the backtracks and the tables' sanitizing.
+void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
+  const int L = cfg_.max_lanes;
+  const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
   if (kind == SeqKind::kBatch || segment || kind == SeqKind::kFinalize || kind == SeqKind::kResume)
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
   if (w.refill)
@@ -805,7 +819,9 @@ void GpuDecoder::LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArg
     attr[n].val.cooperative = 1;
     ++n;
   }
-  if (pdl && pdl_ && !profiling_) {
+  const bool root = pdl_root_;  // the first launch of a chunk's capture: no kernel before it there
+  pdl_root_ = false;
+  if (pdl && pdl_ && !profiling_ && !root) {
     attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[n].val.programmaticStreamSerializationAllowed = 1;
     ++n;
@@ -1111,8 +1127,20 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     Enqueue(kind, steps, f16);
     return;
   }
-  const GraphCache::Key key{steps, (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4) |
-                                       (ws_.trim << 6)};
+  const int32_t flags = (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4) | (ws_.trim << 6);
+  if (cfg_.graph_chunks && steps > kChunkFrom) {
+    // A long sequence replays step chunks (every step launches the same kernels with the same
+    // arguments: the lanes keep their own time on the device), so the executables held are a
+    // few chunks' worth of steps, not a whole bucket's for each length seen; the head and the
+    // tail launch plainly.
+    const Workspace w = SeqWorkspace(kind);
+    EnqueueHead(kind, w, f16);
+    for (int32_t c : {kChunkBig, kChunkSmall, 1})
+      for (; steps >= c; steps -= c) LaunchChunk(w, c, flags, f16);
+    EnqueueTail(kind, w);
+    return;
+  }
+  const GraphCache::Key key{steps, flags};
   cudaGraphExec_t exec = graphs_.Find(key);
   if (exec == nullptr) {
     cudaGraph_t graph = nullptr;
@@ -1132,6 +1160,40 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
       if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
       FreeGraphs();
       Enqueue(kind, steps, f16);
+      return;
+    }
+    ++graph_captures_;
+    exec = graphs_.Insert(key, std::move(owned));
+  }
+  CUWFST_CUDA(cudaGraphLaunch(exec, stream_));
+}
+
+// One chunk of `c` steps of a sequence whose Workspace is `w`: its captured graph, captured on
+// first use (the key's bit 8 sets chunks apart from whole sequences); launched plainly if it
+// cannot be instantiated for lack of memory.
+void GpuDecoder::LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool f16) {
+  const GraphCache::Key key{c, flags | (1 << 8)};
+  cudaGraphExec_t exec = graphs_.Find(key);
+  if (exec == nullptr) {
+    cudaGraph_t graph = nullptr;
+    CUWFST_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    try {
+      pdl_root_ = true;
+      for (int32_t s = 0; s < c; ++s) EnqueueStep(w, f16);
+    } catch (...) {
+      pdl_root_ = false;
+      if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) ClearHandledError();
+      if (graph) cudaGraphDestroy(graph);
+      throw;
+    }
+    CUWFST_CUDA(cudaStreamEndCapture(stream_, &graph));
+    GraphExec owned;
+    cudaError_t e = TryGraphInstantiate(graph, &owned);
+    cudaGraphDestroy(graph);
+    if (e != cudaSuccess) {
+      if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
+      FreeGraphs();
+      for (int32_t s = 0; s < c; ++s) EnqueueStep(w, f16);
       return;
     }
     ++graph_captures_;

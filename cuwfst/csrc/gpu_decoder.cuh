@@ -151,6 +151,10 @@ struct DecoderConfig {
   // 1 = RefillKernel after every step's Finalize (one CTA; kRefillByKernel). The same rows
   // start the same way, so results are the same; only which lane takes which row may differ.
   int32_t refill_kernel = 0;
+  // graph_chunks: captured sequences of more than GpuDecoder::kChunkFrom steps replay
+  // executables of 64, 8 and 1 steps (RunOnce), not one executable a step bucket: the
+  // executables' memory (outside every counter of ours) no longer grows with the lengths seen.
+  bool graph_chunks = true;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.
@@ -455,7 +459,13 @@ class GpuDecoder {
   Workspace SeqWorkspace(SeqKind kind) const;
   void FreeGraphs() { graphs_.Clear(); }
   void Enqueue(SeqKind kind, int32_t steps, bool f16);
+  void EnqueueHead(SeqKind kind, const Workspace& w, bool f16);
   void EnqueueStep(const Workspace& w, bool f16);
+  void EnqueueTail(SeqKind kind, const Workspace& w);
+  // DecoderConfig::graph_chunks: a captured sequence of more than kChunkFrom steps replays
+  // chunks of kChunkBig, kChunkSmall and 1 steps (LaunchChunk).
+  static constexpr int32_t kChunkFrom = 128, kChunkBig = 64, kChunkSmall = 8;
+  void LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool f16);
   // closes_step: the closure of a real step, which a lattice decode's walk follows (it keeps
   // the claims for it); false for the start closure.
   void EnqueueClosure(const Workspace& w, bool closes_step);
@@ -604,6 +614,7 @@ class GpuDecoder {
   template <typename... KernelArgs, typename... Args>
   void LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
+  bool pdl_root_ = false;  // LaunchChunk: the next launch is its capture's first (no PDL edge)
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too

@@ -159,6 +159,19 @@ def winners_log_mode() -> str:
     return _env_choice("CUWFST_WINNERS_LOG", WINNERS_LOGS, "host")
 
 
+GRAPH_CHUNKS = ("on", "off")
+
+
+def graph_chunks_mode() -> str:
+    """How a decoder replays long captured sequences: $CUWFST_GRAPH_CHUNKS, "on" (the default:
+    a sequence of more than 128 steps replays captured chunks of 64, 8 and 1 steps, its head
+    and tail launched plainly, so the CUDA-graph executables a decoder holds are a few chunks'
+    worth of steps whatever the lengths it has seen) or "off" (one executable a step bucket,
+    up to graph_cache_size of them: the rule before, for same-run A/B). Results are identical
+    either way: every step launches the same kernels with the same arguments."""
+    return _env_choice("CUWFST_GRAPH_CHUNKS", GRAPH_CHUNKS, "on")
+
+
 ARENA_AHEAD = ("on", "off")
 
 
