@@ -283,6 +283,19 @@ def random_eps_graph_any(rng: np.random.Generator, n: int, vocab: int, degree: i
                            words=words, vocab_size=vocab, epsilon=eps)
 
 
+def graph_upload_bytes(graph) -> int:
+    """What GpuGraphUpload allocates: row_splits, final counts (a byte a state), dests, u16
+    ilabels, weights, per-state max weights; with epsilon arcs the epsilon counts (a byte a
+    state) and per-state max epsilon weights; the big-count table (3 int32 a state with 255 or
+    more final or epsilon arcs; 2 on an epsilon-free graph)."""
+    a = graph.arrays
+    n, A = a.num_states, a.num_arcs
+    eps = a.eps_count if a.has_eps else np.zeros(n, np.int32)
+    big = int(np.count_nonzero((np.asarray(a.final_count) >= 255) | (np.asarray(eps) >= 255)))
+    return (4 * (n + 1) + n + (n + 4 * n if a.has_eps else 0) + 4 * A + 2 * A + 4 * A + 4 * n
+            + big * 4 * (3 if a.has_eps else 2))
+
+
 def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = "") -> None:
     """GPU hypotheses equal the CPU reference's: no overflow, the same emptiness, bit-identical
     float32 scores, and the same words, or on an exact-score tie another path whose float32

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph
-from helpers import (assert_same_snapshots, path_score, path_score_f32, random_eps_graph, random_eps_graph_any,
-                     random_log_probs, viterbi)
+from helpers import (assert_same_snapshots, graph_upload_bytes, path_score, path_score_f32, random_eps_graph,
+                     random_eps_graph_any, random_log_probs, viterbi)
 
 pytestmark = pytest.mark.gpu
 
@@ -171,3 +171,49 @@ def test_overflow_on_epsilon_graph_is_rescued():
 def test_report_totals():
     print(f"\nGPU vs CPU on epsilon graphs: {TOTALS['rows']} rows compared ({TOTALS['eps_rows']} best paths "
           f"through epsilon arcs), {TOTALS['ties']} exact-score ties, 0 mismatches")
+
+
+@pytest.mark.parametrize("eps", [False, True])
+def test_states_with_hundreds_of_final_and_epsilon_arcs(eps):
+    """The device keeps each state's final and epsilon arc counts in a byte, 255 and more
+    through the big-count table (types.cuh StateCount): states with 254, 255, 256 and 300
+    final arcs (and, with eps, 255, 300 and 260 epsilon arcs) decode as on the CPU, and the
+    upload holds the table (3 or 2 int32 a big state)."""
+    rng = np.random.default_rng(255)
+    n, V = 30, 6
+    src, dst, il, w = [], [], [], []
+
+    def arc(s, d, lab):
+        src.append(s)
+        dst.append(int(d))
+        il.append(int(lab))
+        w.append(float(np.float32(rng.uniform(-3, 0))))
+
+    for s in range(n):
+        arc(s, s, 0)
+        for _ in range(3):
+            arc(s, rng.integers(0, n), rng.integers(1, V))
+    arc(0, n, -1)
+    for s, k in ((3, 254), (5, 255), (7, 256), (9, 300)):
+        for _ in range(k):
+            arc(s, n, -1)
+    if eps:  # forward only: no epsilon cycle
+        for s, k in ((4, 255), (6, 300), (9, 260)):
+            for _ in range(k):
+                arc(s, rng.integers(s + 1, n), -2)
+    graph = Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=il, weight=w, vocab_size=V,
+                            epsilon=np.array(il) == -2)
+    assert graph.has_epsilon == eps
+    fc = np.asarray(graph.arrays.final_count)
+    assert [int(fc[s]) for s in (3, 5, 7, 9)] == [254, 255, 256, 300]
+    lp = random_log_probs(rng, 6, 25, V, peaky=False)
+    lens = np.array([25, 1, 0, 12, 25, 7], np.int32)
+    opts = DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=1, max_active_states=10000)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4)
+    compare(graph, lp, cpu, dec.decode(lp, lens), f"big counts, eps {eps}")
+    assert any(h.reached_final for h in cpu)
+    # big states: 5, 7 and 9 (254 fits a byte), with eps also 4 and 6 (9 is one already)
+    ec = np.asarray(graph.arrays.eps_count) if eps else np.zeros(n + 1, np.int32)
+    assert int(np.count_nonzero((fc >= 255) | (ec >= 255))) == (5 if eps else 3)
+    assert dec.memory_stats()["graph"] == graph_upload_bytes(graph)

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph, StreamingDecoder
-from helpers import assert_same_hypotheses, random_ctc_graph, random_eps_graph_any, random_log_probs
+from helpers import (assert_same_hypotheses, graph_upload_bytes, random_ctc_graph, random_eps_graph_any,
+                     random_log_probs)
 
 pytestmark = pytest.mark.gpu
 
@@ -53,14 +54,6 @@ def _live_pinned_bytes(mod) -> int:
     return int(out[3])
 
 
-def _upload_bytes(graph) -> int:
-    """What GpuGraphUpload allocates: row_splits, final counts, (epsilon counts), dests,
-    u16 ilabels, weights, per-state max weights."""
-    a = graph.arrays
-    n, A = a.num_states, a.num_arcs
-    return 4 * (n + 1) + 4 * n + (4 * n if a.has_eps else 0) + 4 * A + 2 * A + 4 * A + 4 * n
-
-
 def _wide_case(B=8, T=300, seed=0):
     """The tiny HLG with flat posteriors: frontiers of thousands, so the winners log needs
     many MiB (more than one 2 MiB VMM piece)."""
@@ -96,7 +89,7 @@ def test_memory_stats_agree_with_the_module_counters():
             hw, cap = lanes["high_water_entries"][k], lanes["capacity_entries"][k]
             assert (0 < hw <= cap) if memory == "lazy" else hw == 0, (memory, k, lanes)
         assert st["committed"] == main["committed"] and st["fixed"] == main["fixed"]
-        assert st["graph"] == _upload_bytes(graph)
+        assert st["graph"] == graph_upload_bytes(graph)
         assert st["total"] == st["committed"] + st["graph"]
         # every byte the module gained is the decoder's or its graph's
         assert _live_device_bytes(mod) - before == st["total"], memory

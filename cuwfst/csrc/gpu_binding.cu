@@ -237,7 +237,23 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       for (; i < e && sorted; ++i)
         sorted = il[i] != 0 && !std::isnan(w[i]) && (i + 1 == e || w[i] >= w[i + 1]);
     }
-    const int64_t total = (n + 1) * 4 + n * 4 + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? 2 * n * 4 : 0);
+    // the counts a byte a state (DeviceGraph::final_count / eps_count), 255 or more in the
+    // big-count table
+    std::vector<uint8_t> fc8(n), ec8(has_eps ? n : 0);
+    std::vector<int32_t> big_state, big_final, big_eps;
+    for (int64_t s = 0; s < n; ++s) {
+      const int32_t f = fc[s], ne = has_eps ? ec[s] : 0;
+      fc8[s] = static_cast<uint8_t>(std::min<int32_t>(f, cuwfst::kBigCount));
+      if (has_eps) ec8[s] = static_cast<uint8_t>(std::min<int32_t>(ne, cuwfst::kBigCount));
+      if (f >= cuwfst::kBigCount || ne >= cuwfst::kBigCount) {
+        big_state.push_back(static_cast<int32_t>(s));
+        big_final.push_back(f);
+        big_eps.push_back(ne);
+      }
+    }
+    const int64_t nb = static_cast<int64_t>(big_state.size());
+    const int64_t total = (n + 1) * 4 + n + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? n + n * 4 : 0) +
+                          nb * 4 * (has_eps ? 3 : 2);
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
     v.num_arcs = static_cast<int32_t>(a);
@@ -246,8 +262,12 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.finals_at_end = finals_at_end ? 1 : 0;
     // On a failure `g` goes out of scope and its buffers free themselves.
     v.row_splits = Upload<int32_t>(g.get(), rs, n + 1, "row_splits", total);
-    v.final_count = Upload<int32_t>(g.get(), fc, n, "final counts", total);
-    v.eps_count = has_eps ? Upload<int32_t>(g.get(), ec, n, "epsilon counts", total) : nullptr;
+    v.final_count = Upload<uint8_t>(g.get(), fc8.data(), n, "final counts", total);
+    v.eps_count = has_eps ? Upload<uint8_t>(g.get(), ec8.data(), n, "epsilon counts", total) : nullptr;
+    v.num_big = static_cast<int32_t>(nb);
+    v.big_state = nb ? Upload<int32_t>(g.get(), big_state.data(), nb, "big-count states", total) : nullptr;
+    v.big_final = nb ? Upload<int32_t>(g.get(), big_final.data(), nb, "big final counts", total) : nullptr;
+    v.big_eps = nb && has_eps ? Upload<int32_t>(g.get(), big_eps.data(), nb, "big epsilon counts", total) : nullptr;
     v.arc_dest = Upload<int32_t>(g.get(), dst, a, "arc destinations", total);
     v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a, "arc ilabels", total);
     v.arc_weight = Upload<float>(g.get(), w, a, "arc weights", total);

@@ -45,10 +45,20 @@ struct DeviceGraph {
   int32_t start_state;
   int32_t finals_at_end;     // 1: final arcs are the last final_count[s] arcs of s
   const int32_t* row_splits;   // [num_states + 1]
-  const int32_t* final_count;  // [num_states]
+  // [num_states] final arcs of each state, one byte a state: kBigCount (255) stands for 255
+  // or more, whose true count is in the big-count table below (StateCount)
+  const uint8_t* final_count;
   // [num_states] epsilon arcs of each state, which sit right after its finals-at-start
-  // (or at the start of its range with finals at end); nullptr on epsilon-free graphs
-  const int32_t* eps_count;
+  // (or at the start of its range with finals at end), one byte a state as final_count;
+  // nullptr on epsilon-free graphs
+  const uint8_t* eps_count;
+  // The states whose final or epsilon count is kBigCount or more, ascending, and their true
+  // counts (big_final, big_eps; big_eps nullptr on epsilon-free graphs): num_big entries
+  // (0 on every graph seen so far: a state with 255 final or epsilon arcs is rare).
+  const int32_t* big_state;
+  const int32_t* big_final;
+  const int32_t* big_eps;
+  int32_t num_big;
   const int32_t* arc_dest;     // [num_arcs]
   const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
   const float* arc_weight;     // [num_arcs]
@@ -67,6 +77,20 @@ struct DeviceGraph {
   float max_abs_weight;
 };
 
+// A count byte's value (DeviceGraph::final_count / eps_count): itself below kBigCount, else
+// looked up (binary search) in the big-count table.
+constexpr int32_t kBigCount = 255;
+__host__ __device__ inline int32_t StateCount(const DeviceGraph& g, int32_t s, int32_t byte, const int32_t* big) {
+  if (byte < kBigCount) return byte;
+  int32_t lo = 0, hi = g.num_big;  // big_state[lo..hi) holds s
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) / 2;
+    if (g.big_state[mid] <= s) lo = mid;
+    else hi = mid;
+  }
+  return big[lo];
+}
+
 // A state's arc ranges in the image layout
 // [finals if at start][epsilons][emitting][finals if at end] (cuwfst/graph/image.py).
 struct StateArcs {
@@ -79,7 +103,8 @@ struct StateArcs {
 };
 
 __host__ __device__ inline StateArcs ArcsOf(const DeviceGraph& g, int32_t s) {
-  return {g.row_splits[s], g.row_splits[s + 1], g.final_count[s], g.eps_count ? g.eps_count[s] : 0,
+  return {g.row_splits[s], g.row_splits[s + 1], StateCount(g, s, g.final_count[s], g.big_final),
+          g.eps_count ? StateCount(g, s, g.eps_count[s], g.big_eps) : 0,
           g.finals_at_end != 0};
 }
 
