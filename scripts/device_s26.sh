@@ -26,8 +26,11 @@ grep -E "^\{|Error" /tmp/mem256.txt | cut -c1-400 | sed "s/^/[b256] /" | tee -a 
 for side in own other own other; do
   [ $(since) -gt ${END:-500} ] && break
   ab_speed $side HLG.img --log-probs $C/sim/shard-00000.npz --uniform 250 --utts 32 --reps 5
-  [ $side = own ] && CUWFST_GRAPH_CHUNKS=off ab_speed own HLG.img --log-probs $C/sim/shard-00000.npz --uniform 250 \
-    --utts 32 --reps 5
+  if [ $side = own ]; then  # (ab_speed left own's module in place)
+    CUWFST_GRAPH_CHUNKS=off timeout -s INT 60 python3 -m benchmarks.gpu_speed --graph $C/HLG.img --batch 32 --check 1 \
+      --variants new --log-probs $C/sim/shard-00000.npz --uniform 250 --utts 32 --reps 5 > /tmp/ab_off.txt 2>&1
+    grep -E "B=32|CPU check" /tmp/ab_off.txt | sed "s/^/[own chunks-off HLG.img] /" | cut -c1-170 | tee -a $L
+  fi
   ab_speed $side TLG.img --log-probs $C/sim/shard-00000.npz --utts 64 --reps 3
 done
 ab_use own >/dev/null
