@@ -1140,46 +1140,20 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     EnqueueTail(kind, w);
     return;
   }
-  const GraphCache::Key key{steps, flags};
-  cudaGraphExec_t exec = graphs_.Find(key);
-  if (exec == nullptr) {
-    cudaGraph_t graph = nullptr;
-    CUWFST_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    try {
-      Enqueue(kind, steps, f16);
-    } catch (...) {
-      if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) ClearHandledError();
-      if (graph) cudaGraphDestroy(graph);
-      throw;
-    }
-    CUWFST_CUDA(cudaStreamEndCapture(stream_, &graph));
-    GraphExec owned;
-    cudaError_t e = TryGraphInstantiate(graph, &owned);
-    cudaGraphDestroy(graph);
-    if (e != cudaSuccess) {
-      if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
-      FreeGraphs();
-      Enqueue(kind, steps, f16);
-      return;
-    }
-    ++graph_captures_;
-    exec = graphs_.Insert(key, std::move(owned));
-  }
-  CUWFST_CUDA(cudaGraphLaunch(exec, stream_));
+  ReplayOrCapture({steps, flags}, [&] { Enqueue(kind, steps, f16); });
 }
 
-// One chunk of `c` steps of a sequence whose Workspace is `w`: its captured graph, captured on
-// first use (the key's bit 8 sets chunks apart from whole sequences); launched plainly if it
-// cannot be instantiated for lack of memory.
-void GpuDecoder::LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool f16) {
-  const GraphCache::Key key{c, flags | (1 << 8)};
+// Replays the executable cached under `key`, capturing `enqueue`'s launches into it on first
+// use. If the executable cannot be instantiated for lack of memory, the cached ones are given
+// back and `enqueue` launches plainly: graphs are an optimisation.
+template <typename F>
+void GpuDecoder::ReplayOrCapture(const GraphCache::Key& key, F&& enqueue) {
   cudaGraphExec_t exec = graphs_.Find(key);
   if (exec == nullptr) {
     cudaGraph_t graph = nullptr;
     CUWFST_CUDA(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     try {
-      pdl_root_ = true;
-      for (int32_t s = 0; s < c; ++s) EnqueueStep(w, f16);
+      enqueue();
     } catch (...) {
       pdl_root_ = false;
       if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) ClearHandledError();
@@ -1193,13 +1167,23 @@ void GpuDecoder::LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool 
     if (e != cudaSuccess) {
       if (e != cudaErrorMemoryAllocation) throw CudaError(e, CudaErrorString(e, "cudaGraphInstantiate"));
       FreeGraphs();
-      for (int32_t s = 0; s < c; ++s) EnqueueStep(w, f16);
+      enqueue();
       return;
     }
     ++graph_captures_;
     exec = graphs_.Insert(key, std::move(owned));
   }
   CUWFST_CUDA(cudaGraphLaunch(exec, stream_));
+}
+
+// One chunk of `c` steps of a sequence whose Workspace is `w`: its captured graph, captured on
+// first use (the key's bit 8 sets chunks apart from whole sequences); launched plainly if it
+// cannot be instantiated for lack of memory.
+void GpuDecoder::LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool f16) {
+  ReplayOrCapture({c, flags | (1 << 8)}, [&] {
+    pdl_root_ = true;  // (a plain launch after a failed instantiation has kernels before it: harmless)
+    for (int32_t s = 0; s < c; ++s) EnqueueStep(w, f16);
+  });
 }
 
 void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t,

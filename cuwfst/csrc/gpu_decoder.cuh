@@ -466,6 +466,8 @@ class GpuDecoder {
   // chunks of kChunkBig, kChunkSmall and 1 steps (LaunchChunk).
   static constexpr int32_t kChunkFrom = 128, kChunkBig = 64, kChunkSmall = 8;
   void LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool f16);
+  template <typename F>
+  void ReplayOrCapture(const GraphCache::Key& key, F&& enqueue);
   // closes_step: the closure of a real step, which a lattice decode's walk follows (it keeps
   // the claims for it); false for the start closure.
   void EnqueueClosure(const Workspace& w, bool closes_step);
