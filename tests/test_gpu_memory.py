@@ -36,22 +36,23 @@ def _mod():
     return module(0)
 
 
-def _live_device_bytes(mod) -> int:
+def _memory_info(mod) -> np.ndarray:
+    """gpu_memory_info after the device is idle: free, total, live device bytes, live pinned
+    bytes, live handles."""
     import torch
 
     torch.cuda.synchronize()
     out = np.zeros(5, np.int64)
     mod.gpu_memory_info(0, out)
-    return int(out[2])
+    return out
+
+
+def _live_device_bytes(mod) -> int:
+    return int(_memory_info(mod)[2])
 
 
 def _live_pinned_bytes(mod) -> int:
-    import torch
-
-    torch.cuda.synchronize()
-    out = np.zeros(5, np.int64)
-    mod.gpu_memory_info(0, out)
-    return int(out[3])
+    return int(_memory_info(mod)[3])
 
 
 def _wide_case(B=8, T=300, seed=0):
