@@ -145,15 +145,24 @@ def test_lazy_and_eager_logs_decode_alike_and_commit_grows_with_use():
 
 
 def test_growth_reruns_the_captured_graph_without_capturing_again():
-    """The published limit: a lazy log that grows re-runs the batch with the graph it had
-    captured (one capture); an eager log moves, so the batch is captured again (two)."""
+    """The published limit: a lazy log that grows re-runs the batch with the executables it had
+    captured (as many captures as a decode that never grows: one per step chunk, or one for
+    the bucket); an eager log moves, so the batch is captured again (more)."""
     graph, lp, host = _wide_case(B=4, T=200, seed=1)
     cpu = Decoder(graph).decode(host)
-    for memory, captures in (("lazy", 1), ("eager", 2)):
+    roomy = Decoder(graph, device="cuda", max_lanes=4, memory="lazy", arena_entries=1 << 22)
+    assert_same_hypotheses(graph, host, cpu, roomy.decode(lp), "no growth")
+    base = roomy.memory_stats()["instances"]["main"]
+    assert base["arena_grows"] == 0 and base["graph_captures"] >= 1, base
+    for memory in ("lazy", "eager"):
         dec = Decoder(graph, device="cuda", max_lanes=4, memory=memory, arena_entries=4096)
         assert_same_hypotheses(graph, host, cpu, dec.decode(lp), memory)
         main = dec.memory_stats()["instances"]["main"]
-        assert main["arena_grows"] >= 1 and main["graph_captures"] == captures, (memory, main)
+        assert main["arena_grows"] >= 1, (memory, main)
+        if memory == "lazy":
+            assert main["graph_captures"] == base["graph_captures"], (memory, main, base)
+        else:
+            assert main["graph_captures"] > base["graph_captures"], (memory, main, base)
 
 
 @pytest.mark.parametrize("seed", range(6))
