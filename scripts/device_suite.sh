@@ -9,13 +9,16 @@
 # Each file's pass/fail line and its own tallies (lines with "mismatch") go to $OUT/suite_PART.log,
 # its whole output to $OUT/PART_FILE.log (in $OUT/PART_logs.tgz at the end). Carry .device (wheels; pylib: kaldiio for the CLI's
 # test data) and .cache. END (default 540): the sanitizers get what the tests leave, capped.
+# FILES (test file names without .py) replaces the part's list; SAN_A / SAN_B the sanitizers' cases.
 . scripts/device_common.sh
 PART=${PART:-a}; END=${END:-540}
 # (no full tier: the suite does not read it; FULL=1 starts its build in the background for a
 # script that follows in the same call)
 if [ -n "${FULL:-}" ]; then device_setup suite_$PART.log; else NO_FULL=1 device_setup suite_$PART.log; fi
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
-if [ $PART = a ]; then
+if [ -n "${FILES:-}" ]; then
+  SAN=("${SAN_A:-2 --eps --lanes}" "${SAN_B:-1 --lanes}")
+elif [ $PART = a ]; then
   FILES="test_gpu test_gpu_epsilon test_gpu_chain test_gpu_trim test_gpu_walk_entry test_gpu_variants test_gpu_faults \
     test_cli test_blank_skip test_streaming_bench"
   SAN=("2 --eps --lanes" "1 --lanes")
