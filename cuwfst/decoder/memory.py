@@ -13,9 +13,9 @@ log lies in pinned host memory mapped for the kernels (winners_log_mode); stream
 batching, snapshots and epsilon graphs keep the static layout and a device log. The rescue
 instance gives its pools back after each rescue and the main instance its pools before one,
 so their growths never stack (GpuBackend.main_trim). H200, full tier, batch 32, fresh
-processes (session of 2026-12-02 01:51): a peak of 446 MiB against riva's 460 (the lazy
-layout: 2,566 after the decodes in an earlier run), at 1.19-1.20x the lazy layout's time
-(uniform 32 x 250 rows and the 256 utterances), which is why the pools are not the default. memory="eager":
+processes (session of 2026-12-02 03:30): a peak of 408 MiB against riva's 460 (the lazy
+layout: 2,536), at 1.19x the lazy layout's time on uniform 32 x 250 rows (1.20x over the 256
+utterances a session earlier), which is why the pools are not the default. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
