@@ -107,16 +107,19 @@ def _env_choice(name: str, choices, default: str) -> str:
     return v
 
 
-POOL_BOUNDS = ("admit", "slots", "bins")  # the native pool_bound, in its order (types.cuh kPoolBound*)
+POOL_BOUNDS = ("admit", "slots", "bins", "anchor")  # the native pool_bound, in its order (types.cuh kPoolBound*)
 
 
 def pool_bound_mode() -> str:
     """What pooled lanes size a step's claims list, table and next frontier by:
     $CUWFST_POOL_BOUND, "admit" (the default: the arcs MaxKernel finds admissible against a
     lower bound of the cutoff), "slots" (every arc of the step: the rule before, kept for
-    same-run A/B) or "bins" (the slots of the tokens whose upper bound can pass the exact
+    same-run A/B), "bins" (the slots of the tokens whose upper bound can pass the exact
     cutoff, to a 0.25 bin: the scans bin the tokens, MaxKernel reads no arc for it;
-    cuwfst/csrc/include/cuwfst/pool_bins.h). Under fused_max (no MaxKernel) always the slots."""
+    cuwfst/csrc/include/cuwfst/pool_bins.h) or "anchor" (admit's count against the trim's
+    anchor instead of the scans' best token: no best-token reduction or walk in the scans;
+    types.cuh Workspace::pool_anchor; as admit where the step does not trim). Under fused_max
+    (no MaxKernel) always the slots."""
     return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "admit")
 
 

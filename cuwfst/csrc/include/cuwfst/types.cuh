@@ -330,7 +330,10 @@ struct alignas(8) WinnerEntry {  // 8-aligned: one 8-byte load an entry
 //    arcs. With fused_max (no MaxKernel) ScanKernel's last block hands them out by the slots.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // What the pooled regions are sized by (DecoderConfig::pool_bound, CUWFST_POOL_BOUND).
-enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2 };
+// kPoolBoundAnchor: the admissible count as kPoolBoundAdmit, against the trim's anchor (scan.cuh
+// RowAndTrim, LaneTrim::anchor) instead of the scans' best token (BestTokenEnd); on graphs the
+// step does not trim, as kPoolBoundAdmit.
+enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2, kPoolBoundAnchor = 3 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
@@ -374,6 +377,14 @@ struct Workspace {
   // no arc read for the count and no lower bound from the scans) and its last block reads one
   // entry a lane at the exact cutoff's bin; ExpandKernel zeroes bin_slots for the next step.
   int32_t pool_bins;
+  // 1 (pool_at_max, CUWFST_POOL_BOUND=anchor, a trimming step): the step's max starts at the
+  // trim's anchor, the best end over the first arcs of the frontier's best token, which every
+  // CTA of the lane already walks for the trim (scan.cuh RowAndTrim), so the scans name no best
+  // token and the lane's last CTA walks none (BestTokenEnd); MaxKernel counts against it as
+  // against L. The anchor is an arc end of the step that the trim keeps, so it is <= the max
+  // and the max stays exact; where the lane has no anchor the max starts at -inf (the count
+  // then takes every slot of the tokens it reads).
+  int32_t pool_anchor;
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
   // 1 (pooled, CUWFST_POOL_HINTS=adaptive): the slot hints of a lane's step are sampled every
   // 2^HintShiftOf slots, coarser where the frontier's region is small, so that they cover
