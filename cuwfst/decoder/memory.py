@@ -165,6 +165,19 @@ def winners_log_mode() -> str:
 GRAPH_CHUNKS = ("on", "off")
 
 
+GRAPH_PACK = ("on", "off")
+
+
+def graph_pack_mode() -> str:
+    """How a graph's arcs are uploaded: $CUWFST_GRAPH_PACK, "on" (the default: each arc's
+    destination and label in one uint32 where the graph's states and labels fit in 32 bits
+    together, 2 bytes an arc less than the two arrays; the full HLG's 23 M arcs take 44 MiB
+    less) or "off" (an int32 destination and a uint16 label array, the rule before, and the
+    rule on graphs that do not fit). Read at a graph's first upload to a device; results are
+    identical either way."""
+    return _env_choice("CUWFST_GRAPH_PACK", GRAPH_PACK, "on")
+
+
 def graph_chunks_mode() -> str:
     """How a decoder replays long captured sequences: $CUWFST_GRAPH_CHUNKS, "on" (the default:
     a sequence of more than 128 steps replays captured chunks of 64, 8 and 1 steps, its head

@@ -361,7 +361,7 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
 #pragma unroll
         for (int j = 1; j < kTrimFan; ++j) {
           pos[j - 1] = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
-          lab[j - 1] = g.arc_ilabel[pos[j - 1]];
+          lab[j - 1] = ArcLabel(g, pos[j - 1]);
           wt[j - 1] = g.arc_weight[pos[j - 1]];
         }
         int32_t nlo = lo[k], nhi = hi[k];

@@ -59,8 +59,14 @@ struct DeviceGraph {
   const int32_t* big_final;
   const int32_t* big_eps;
   int32_t num_big;
+  // An arc's destination and label, read through ArcDest / ArcLabel: either one uint32 an
+  // arc (arc_packed: the destination in the low dest_bits bits, the label's code above them;
+  // arc_dest and arc_ilabel nullptr) where both fit, or two arrays (arc_packed nullptr).
   const int32_t* arc_dest;     // [num_arcs]
   const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
+  const uint32_t* arc_packed;  // [num_arcs]
+  int32_t dest_bits;           // packed: 32 - the label's bits
+  uint32_t label_special;      // packed: the first special code (epsilon); the next is final
   const float* arc_weight;     // [num_arcs]
   const float* emit_maxw;      // [num_states] max weight over a state's emitting arcs
   // [num_states] max weight over a state's epsilon arcs, -inf for a state without any
@@ -76,6 +82,19 @@ struct DeviceGraph {
   // bounds its float rounding with it (lattice.cuh LatFilterFor)
   float max_abs_weight;
 };
+
+// The packed arcs (DeviceGraph::arc_packed): a label's code is the label itself below
+// label_special = 2^(32 - dest_bits) - 2, which stands for kEpsIlabel and the one after it for
+// kFinalIlabel (0xFFFE, 0xFFFF: code + (0xFFFF - the last code)).
+__host__ __device__ inline uint16_t LabelOfCode(const DeviceGraph& g, uint32_t code) {
+  return static_cast<uint16_t>(code >= g.label_special ? code + (0xFFFEu - g.label_special) : code);
+}
+__host__ __device__ inline uint16_t ArcLabel(const DeviceGraph& g, int32_t arc) {
+  return g.arc_packed ? LabelOfCode(g, g.arc_packed[arc] >> g.dest_bits) : g.arc_ilabel[arc];
+}
+__host__ __device__ inline int32_t ArcDest(const DeviceGraph& g, int32_t arc) {
+  return g.arc_packed ? static_cast<int32_t>(g.arc_packed[arc] & ((1u << g.dest_bits) - 1u)) : g.arc_dest[arc];
+}
 
 // A count byte's value (DeviceGraph::final_count / eps_count): itself below kBigCount, else
 // looked up (binary search) in the big-count table.
