@@ -308,8 +308,6 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   });
 }
 
-// 1 when the uploaded graph's emitting arcs are sorted (DeviceGraph::emit_sorted): decoders on
-// it trim their steps' slots unless built with trim_arcs off.
 // 1 when the uploaded graph's arcs are packed (DeviceGraph::arc_packed: a destination and a
 // label in one uint32).
 int64_t GpuGraphPacked(int64_t h) {
@@ -317,6 +315,8 @@ int64_t GpuGraphPacked(int64_t h) {
   return (*reinterpret_cast<std::shared_ptr<GpuGraph>*>(h))->view.arc_packed != nullptr ? 1 : 0;
 }
 
+// 1 when the uploaded graph's emitting arcs are sorted (DeviceGraph::emit_sorted): decoders on
+// it trim their steps' slots unless built with trim_arcs off.
 int64_t GpuGraphEmitSorted(int64_t h) {
   if (!h) TVM_FFI_THROW(ValueError) << "null graph handle";
   return (*reinterpret_cast<std::shared_ptr<GpuGraph>*>(h))->view.emit_sorted;
