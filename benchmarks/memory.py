@@ -2,7 +2,7 @@
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
     [--riva-dir /tmp/corpus-full] [--long-frames 180000]
-    [--modes pooled pooled-gc pooled-bins pooled-slots pooled-fixedhints pooled-handout lazy lazy-gc eager]
+    [--modes pooled pooled-anchor pooled-gc pooled-bins pooled-slots pooled-fixedhints pooled-handout lazy lazy-gc eager]
     [--json out.jsonl] [--md out.md]
 
 1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
@@ -103,7 +103,7 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots",
+MODES = ("pooled", "pooled-anchor", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots",
          "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
 
 
@@ -123,12 +123,13 @@ def mode_env(mode: str) -> tuple[str, dict]:
     in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose instances keep what
     they grew, CUWFST_RESCUE_TRIM=off and CUWFST_MAIN_TRIM=off), "pooled-maintrimoff" ("pooled"
     whose main instance keeps its pools' growth while the rescue runs, the rule before),
+    "pooled-anchor" ("pooled" counting against the trim's anchor, CUWFST_POOL_BOUND=anchor),
     "pooled-devlog" ("pooled" with its winners log on the
     device, CUWFST_WINNERS_LOG=device, the rule before; "pooled" keeps it in pinned host memory),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
-    bound = {"pooled-bins": "bins", "pooled-slots": "slots"}.get(mode, "admit")
+    bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-anchor": "anchor"}.get(mode, "admit")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",

@@ -283,16 +283,32 @@ def random_eps_graph_any(rng: np.random.Generator, n: int, vocab: int, degree: i
                            words=words, vocab_size=vocab, epsilon=eps)
 
 
-def graph_upload_bytes(graph) -> int:
-    """What GpuGraphUpload allocates: row_splits, final counts (a byte a state), dests, u16
-    ilabels, weights, per-state max weights; with epsilon arcs the epsilon counts (a byte a
-    state) and per-state max epsilon weights; the big-count table (3 int32 a state with 255 or
-    more final or epsilon arcs; 2 on an epsilon-free graph)."""
+def graph_packs(graph) -> bool:
+    """Whether GpuGraphUpload packs the graph's arcs (DeviceGraph::arc_packed, CUWFST_GRAPH_PACK
+    on): label bits for the largest ordinary ilabel and two special codes above it, and every
+    state number in the bits left."""
+    a = graph.arrays
+    il = np.asarray(a.ilabel)
+    most = int(il[il >= 0].max()) if np.any(il >= 0) else 0
+    bits = 1
+    while (1 << bits) < most + 3:
+        bits += 1
+    return bits < 32 and a.num_states <= 1 << (32 - bits)
+
+
+def graph_upload_bytes(graph, packed: bool | None = None) -> int:
+    """What GpuGraphUpload allocates: row_splits, final counts (a byte a state), the arcs'
+    destinations and labels (one uint32 an arc where they pack, `packed` None: as the default
+    upload does; else an int32 and a uint16), weights, per-state max weights; with epsilon arcs
+    the epsilon counts (a byte a state) and per-state max epsilon weights; the big-count table
+    (3 int32 a state with 255 or more final or epsilon arcs; 2 on an epsilon-free graph)."""
     a = graph.arrays
     n, A = a.num_states, a.num_arcs
+    if packed is None:
+        packed = graph_packs(graph)
     eps = a.eps_count if a.has_eps else np.zeros(n, np.int32)
     big = int(np.count_nonzero((np.asarray(a.final_count) >= 255) | (np.asarray(eps) >= 255)))
-    return (4 * (n + 1) + n + (n + 4 * n if a.has_eps else 0) + 4 * A + 2 * A + 4 * A + 4 * n
+    return (4 * (n + 1) + n + (n + 4 * n if a.has_eps else 0) + (4 * A if packed else 6 * A) + 4 * A + 4 * n
             + big * 4 * (3 if a.has_eps else 2))
 
 

@@ -217,3 +217,51 @@ def test_states_with_hundreds_of_final_and_epsilon_arcs(eps):
     ec = np.asarray(graph.arrays.eps_count) if eps else np.zeros(n + 1, np.int32)
     assert int(np.count_nonzero((fc >= 255) | (ec >= 255))) == (5 if eps else 3)
     assert dec.memory_stats()["graph"] == graph_upload_bytes(graph)
+
+
+@pytest.mark.parametrize("eps", [False, True])
+def test_packed_and_unpacked_arcs_decode_alike(eps, monkeypatch):
+    """CUWFST_GRAPH_PACK (types.cuh DeviceGraph::arc_packed): a graph whose states and labels
+    fit in 32 bits together keeps each arc's destination and label in one uint32 (4 bytes an
+    arc, against 6 for the int32 and uint16 arrays); the same graph uploaded unpacked decodes
+    to the same rows and the same lattices, both equal to the CPU's, and each upload's bytes
+    are what graph_upload_bytes says. A graph whose labels and states do not fit (a label of
+    40,000 takes 16 bits; 70,000 states take 17) stays unpacked with packing on, and decodes
+    as the CPU."""
+    from test_lattice_records import assert_same_lattice
+
+    from helpers import graph_packs, random_ctc_graph
+
+    rng = np.random.default_rng(2_000 + eps)
+    V = 12
+    graph = random_ctc_graph(rng, 400, V, 5, 0.2)
+    while eps:  # lattices need acyclic epsilon arcs
+        graph = random_eps_graph_any(rng, 400, V, 5, 0.3, cycles=False, chain=2)
+        if graph.max_epsilon_chain >= 0:
+            break
+    assert graph.has_epsilon == eps and graph_packs(graph)
+    opts = DecoderOptions(search_beam=15.0, output_beam=6.0, min_active_states=1, max_active_states=2000)
+    lp = random_log_probs(rng, 5, 30, V, peaky=True)
+    lens = np.array([30, 1, 0, 17, 30], np.int32)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    got = {}
+    for pack in ("on", "off"):
+        monkeypatch.setenv("CUWFST_GRAPH_PACK", pack)
+        g = Graph(graph.arrays)  # a fresh upload: the setting is read at a graph's first upload
+        dec = Decoder(g, opts, device="cuda", max_lanes=3)
+        assert dec._gpu.uploaded.packed == (pack == "on")
+        assert dec.memory_stats()["graph"] == graph_upload_bytes(g, packed=pack == "on")
+        got[pack] = dec.decode(lp, lens, lattice=True)
+        compare(graph, lp, cpu, got[pack], f"eps {eps}, pack {pack}")
+    for b, (x, y) in enumerate(zip(got["on"], got["off"])):
+        assert list(x.arcs) == list(y.arcs) and np.float32(x.score) == np.float32(y.score), b
+        assert_same_lattice(x.lattice, y.lattice, f"eps {eps}, row {b}")
+    assert graph_upload_bytes(graph, packed=False) - graph_upload_bytes(graph, packed=True) == 2 * graph.num_arcs
+    monkeypatch.setenv("CUWFST_GRAPH_PACK", "on")
+    big = random_ctc_graph(rng, 70_000, 40_001, 2, 0.01)
+    assert not graph_packs(big)
+    lp2 = random_log_probs(rng, 2, 6, 40_001, peaky=True)
+    dec = Decoder(big, opts, device="cuda", max_lanes=2)
+    assert not dec._gpu.uploaded.packed
+    assert dec.memory_stats()["graph"] == graph_upload_bytes(big, packed=False)
+    compare(big, lp2, Decoder(big, opts).decode(lp2), dec.decode(lp2), "does not fit")

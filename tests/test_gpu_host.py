@@ -42,7 +42,9 @@ class FakeGpuModule:
         self.overflow_rows = set(overflow_rows)
         self.lazy = {}  # decoder -> the memory flag it was built with
 
-    def gpu_graph_upload(self, rs, fc, ec, dest, il, w, vocab, start, finals_at_end, device):
+    def gpu_graph_upload(self, rs, fc, ec, dest, il, w, vocab, start, finals_at_end, device, pack):
+        assert type(pack) is bool
+        self.pack = pack
         h = len(self.graphs) + 1
         self.keep = (rs, fc, ec, dest, il, w)
         self.graphs[h] = self.ref.ref_graph_create(*self.keep, vocab, start, finals_at_end)
@@ -61,6 +63,7 @@ class FakeGpuModule:
         assert len(rest) == 31, "gpu_decoder_create's arguments changed: update this fake"
         assert type(rest[29]) is bool and type(rest[30]) is bool
         self.winners_host = rest[29]
+        self.pool_bound = rest[20]
         self.graph_chunks = rest[30]
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
@@ -658,6 +661,23 @@ def test_decoders_take_the_pool_handout_from_the_environment(fake_gpu, monkeypat
     assert dec._gpu.kw["pool_handout"] == "kernel"  # read once: the rescue instance gets the same
     monkeypatch.setenv("CUWFST_POOL_HANDOUT", "grid")
     with pytest.raises(ValueError, match="CUWFST_POOL_HANDOUT"):
+        Decoder(graph, device="cuda", max_lanes=2)
+
+
+def test_decoders_take_the_pool_bound_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_POOL_BOUND (admit, the default / slots / bins / anchor) reaches
+    gpu_decoder_create as its index (types.cuh kPoolBound*), read when the decoder is built; a
+    bad value is refused."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_POOL_BOUND", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.pool_bound == 0
+    for i, name in enumerate(("admit", "slots", "bins", "anchor")):
+        monkeypatch.setenv("CUWFST_POOL_BOUND", name)
+        Decoder(graph, device="cuda", max_lanes=2)
+        assert fake_gpu.pool_bound == i, name
+    monkeypatch.setenv("CUWFST_POOL_BOUND", "best")
+    with pytest.raises(ValueError, match="CUWFST_POOL_BOUND"):
         Decoder(graph, device="cuda", max_lanes=2)
 
 

@@ -540,6 +540,38 @@ def test_pooled_regions_track_the_admissible_arcs(kernels, bound, hints, handout
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in gpu]
 
 
+@pytest.mark.parametrize("kernels", ["new", "new_lane", "old"])
+def test_pooled_regions_counted_against_the_trims_anchor(kernels, monkeypatch):
+    """CUWFST_POOL_BOUND=anchor (types.cuh Workspace::pool_anchor): MaxKernel counts the
+    admissible arcs against the trim's anchor, which every scan CTA of the lane already found
+    (the best end over the first arcs of the frontier's best token), instead of the scans'
+    best token and BestTokenEnd's walk. On the trimmed decoder (the default) rows equal to the
+    CPU's, search statistics included, with each of the scans (persistent split "new",
+    lane-major split "new_lane", one CTA a lane "old"); the pools' high water covers what the
+    steps claimed and stays within the slot rule's, and again the same. Untrimmed, there is no
+    anchor and the count is admit's: its bounds as in the admit test above."""
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    monkeypatch.setenv("CUWFST_POOL_BOUND", "anchor")
+    graph, opts, lp, lens, cpu, gpu, dec, high, rows = _pooled_bound_case(f"pooled by the anchor, {kernels}")
+    inst = dec._gpu.main
+    B = len(lens)
+    slots, admit, used = (_ask_peaks(rows, r, inst) for r in ("slots", "admit", "used"))
+    top = {k: 2 * admit[k] if k == "hash" else admit[k] + 32 * B for k in ("tokens", "claims", "hash")}
+    assert all(used[k] <= high[k] <= top[k] for k in high), ("untrimmed", high, used, top)
+    trimmed = Decoder(graph, opts, device="cuda", max_lanes=B, memory="lazy", trim_arcs=True)
+    assert trimmed._gpu.trims_arcs
+    got = trimmed.decode(lp, lens)
+    assert_same_hypotheses(graph, lp, cpu, got, f"anchor, {kernels}, trimmed")
+    for b, (c, g) in enumerate(zip(cpu, got)):
+        assert (c.max_frontier, c.frontier_total) == (g.max_frontier, g.frontier_total), f"{kernels} row {b}"
+    h2 = trimmed.memory_stats()["pools"]["lanes"]["high_water_entries"]
+    assert all(used[k] <= h2[k] <= slots[k] for k in h2), (h2, used, slots)
+    assert h2["claims"] <= slots["claims"] // 2, (h2, slots)  # the count, not the slots, sized them
+    again = trimmed.decode(lp, lens)
+    assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
+    assert [list(h.arcs) for h in again] == [list(h.arcs) for h in got]
+
+
 @pytest.mark.parametrize("kernels,handout", [("new", "lastblock"), ("old", "lastblock"), ("fused", "lastblock"),
                                              ("new", "kernel"), ("old", "kernel"), ("fused", "kernel")])
 def test_pooled_regions_by_the_bins_bound(kernels, handout, monkeypatch):

@@ -143,7 +143,7 @@ void CheckGraph(int64_t n, int64_t a, const int32_t* rs, const int32_t* fc, cons
 // epsilon arcs per state, or an empty tensor on an epsilon-free graph.
 int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView eps_count,
                        TensorView dest, TensorView ilabel, TensorView weight, int64_t vocab_size,
-                       int64_t start_state, bool finals_at_end, int64_t device) {
+                       int64_t start_state, bool finals_at_end, int64_t device, bool pack) {
   int64_t n = final_count.ndim() == 1 ? final_count.shape()[0] : -1;
   int64_t a = dest.ndim() == 1 ? dest.shape()[0] : -1;
   if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D with at least one state";
@@ -170,9 +170,6 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     cuwfst::DeviceGuard guard(static_cast<int>(device));
     auto g = std::make_shared<GpuGraph>();
     g->device = static_cast<int>(device);
-    std::vector<uint16_t> il16(a);
-    for (int64_t i = 0; i < a; ++i)
-      il16[i] = il[i] == -1 ? cuwfst::kFinalIlabel : il[i] == -2 ? cuwfst::kEpsIlabel : static_cast<uint16_t>(il[i]);
     // the upper-bound ingredient of the walkers: max weight over each state's emitting arcs
     std::vector<float> emit_maxw(n, -std::numeric_limits<float>::infinity());
     for (int64_t s = 0; s < n; ++s) {
@@ -252,8 +249,19 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       }
     }
     const int64_t nb = static_cast<int64_t>(big_state.size());
-    const int64_t total = (n + 1) * 4 + n + a * 4 + a * 2 + a * 4 + n * 4 + (has_eps ? n + n * 4 : 0) +
-                          nb * 4 * (has_eps ? 3 : 2);
+    // the arcs' destination and label in one uint32 (DeviceGraph::arc_packed) where both fit:
+    // label bits for the largest ordinary label and the two special codes above it, the rest
+    // for the destinations (every one < n)
+    int32_t label_bits = 1;
+    {
+      uint32_t most = 0;
+      for (int64_t i = 0; i < a; ++i)
+        if (il[i] >= 0) most = std::max(most, static_cast<uint32_t>(il[i]));
+      while ((1ull << label_bits) < static_cast<unsigned long long>(most) + 3ull) ++label_bits;
+    }
+    const bool packed = pack && label_bits < 32 && static_cast<unsigned long long>(n) <= (1ull << (32 - label_bits));
+    const int64_t total = (n + 1) * 4 + n + (packed ? a * 4 : a * 4 + a * 2) + a * 4 + n * 4 +
+                          (has_eps ? n + n * 4 : 0) + nb * 4 * (has_eps ? 3 : 2);
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
     v.num_arcs = static_cast<int32_t>(a);
@@ -268,8 +276,26 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.big_state = nb ? Upload<int32_t>(g.get(), big_state.data(), nb, "big-count states", total) : nullptr;
     v.big_final = nb ? Upload<int32_t>(g.get(), big_final.data(), nb, "big final counts", total) : nullptr;
     v.big_eps = nb && has_eps ? Upload<int32_t>(g.get(), big_eps.data(), nb, "big epsilon counts", total) : nullptr;
-    v.arc_dest = Upload<int32_t>(g.get(), dst, a, "arc destinations", total);
-    v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a, "arc ilabels", total);
+    v.arc_dest = nullptr;
+    v.arc_ilabel = nullptr;
+    v.arc_packed = nullptr;
+    v.dest_bits = 32 - label_bits;
+    v.label_special = static_cast<uint32_t>((1ull << label_bits) - 2ull);
+    if (packed) {
+      std::vector<uint32_t> arcs(a);
+      for (int64_t i = 0; i < a; ++i) {
+        const uint32_t code = il[i] == -2 ? v.label_special : il[i] == -1 ? v.label_special + 1u
+                                                                          : static_cast<uint32_t>(il[i]);
+        arcs[i] = (code << v.dest_bits) | static_cast<uint32_t>(dst[i]);
+      }
+      v.arc_packed = Upload<uint32_t>(g.get(), arcs.data(), a, "packed arcs", total);
+    } else {
+      std::vector<uint16_t> il16(a);
+      for (int64_t i = 0; i < a; ++i)
+        il16[i] = il[i] == -1 ? cuwfst::kFinalIlabel : il[i] == -2 ? cuwfst::kEpsIlabel : static_cast<uint16_t>(il[i]);
+      v.arc_dest = Upload<int32_t>(g.get(), dst, a, "arc destinations", total);
+      v.arc_ilabel = Upload<uint16_t>(g.get(), il16.data(), a, "arc ilabels", total);
+    }
     v.arc_weight = Upload<float>(g.get(), w, a, "arc weights", total);
     v.emit_maxw = Upload<float>(g.get(), emit_maxw.data(), n, "per-state max weights", total);
     v.eps_maxw = has_eps ? Upload<float>(g.get(), eps_maxw.data(), n, "per-state max epsilon weights", total) : nullptr;
@@ -280,6 +306,13 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     v.max_abs_weight = max_abs_weight;
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
+}
+
+// 1 when the uploaded graph's arcs are packed (DeviceGraph::arc_packed: a destination and a
+// label in one uint32).
+int64_t GpuGraphPacked(int64_t h) {
+  if (!h) TVM_FFI_THROW(ValueError) << "null graph handle";
+  return (*reinterpret_cast<std::shared_ptr<GpuGraph>*>(h))->view.arc_packed != nullptr ? 1 : 0;
 }
 
 // 1 when the uploaded graph's emitting arcs are sorted (DeviceGraph::emit_sorted): decoders on
@@ -371,8 +404,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (lattice_entries < 0 || lattice_entries > (1ll << 36))
     TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
   c.lattice_cap = lattice_entries;
-  if (pool_bound < cuwfst::kPoolBoundAdmit || pool_bound > cuwfst::kPoolBoundBins)
-    TVM_FFI_THROW(ValueError) << "pool_bound must be 0 (admit), 1 (slots) or 2 (bins)";
+  if (pool_bound < cuwfst::kPoolBoundAdmit || pool_bound > cuwfst::kPoolBoundAnchor)
+    TVM_FFI_THROW(ValueError) << "pool_bound must be 0 (admit), 1 (slots), 2 (bins) or 3 (anchor)";
   c.pool_bound = static_cast<int32_t>(pool_bound);
   c.pool_hints = pool_hints ? 1 : 0;
   if (pool_handout < 0 || pool_handout > 1)
@@ -868,6 +901,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_memory_peak, GpuMemoryPeak);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_upload, GpuGraphUpload);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_free, GpuGraphFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_emit_sorted, GpuGraphEmitSorted);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_packed, GpuGraphPacked);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_create, GpuDecoderCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode, GpuDecode);

@@ -694,6 +694,8 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   // by the bins bound (types.cuh); under the slots bound ScanKernel's last block does
   w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots ? 1 : 0;
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
+  // the count against the trim's anchor where the step trims (types.cuh Workspace::pool_anchor)
+  w.pool_anchor = w.pool_at_max && !w.pool_bins && cfg_.pool_bound == kPoolBoundAnchor && w.trim ? 1 : 0;
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   w.refill = kind != SeqKind::kSegmentRefill ? kRefillOff : cfg_.refill_kernel ? kRefillByKernel : kRefillInFinalize;
@@ -956,7 +958,8 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   // the scans that start each lane's max at L (an arc end, scan.cuh BestTokenEnd): fused_max
   // admits against it, and pool_at_max's MaxKernel counts the admissible arcs against it
   // (not under the bins bound, which needs no lower bound)
-  const bool lower = cfg_.fused_max || (w.pool_at_max && !w.pool_bins);
+  // (not under pool_anchor: the scans take the trim's anchor for it, no best token)
+  const bool lower = cfg_.fused_max || (w.pool_at_max && !w.pool_bins && !w.pool_anchor);
   Timed(1, [&] {
     // (the traced persistent scans only where the decoder was built with CUWFST_SCAN_TRACE)
     if (cfg_.scan_order == 2 && lower && w.scan_trace != nullptr)

@@ -69,7 +69,8 @@ struct DecoderConfig {
   // What the pooled layout sizes a step's regions by (CUWFST_POOL_BOUND; under fused_max the
   // slots whatever this says): kPoolBoundAdmit the admissible arcs MaxKernel counts
   // (pool_at_max, types.cuh), kPoolBoundSlots the step's slots (the rule before), kPoolBoundBins
-  // the bins bound (pool_bins.h: token slots binned by the scans, read at the exact cutoff).
+  // the bins bound (pool_bins.h: token slots binned by the scans, read at the exact cutoff),
+  // kPoolBoundAnchor the admissible arcs counted against the trim's anchor (pool_anchor).
   int32_t pool_bound = 0;
   // The pooled layout's slot hints (CUWFST_POOL_HINTS): 1 adaptive (types.cuh HintShiftOf),
   // 0 every 32nd slot as in the static layout (the hints at 2f568a0).

@@ -191,7 +191,7 @@ __global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const
     if (f & kPrAdmitted) {
       atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
                              PrKeyCode(g, code, state[s], code_bits));
-      state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : g.arc_dest[code];
+      state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : ArcDest(g, code);
     }
   }
 }

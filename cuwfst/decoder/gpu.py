@@ -16,7 +16,7 @@ from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
-                     graph_chunks_mode, pool_bound_mode, pool_handout_mode, pool_hints_mode, resolve_memory,
+                     graph_chunks_mode, graph_pack_mode, pool_bound_mode, pool_handout_mode, pool_hints_mode, resolve_memory,
                      winners_log_mode)
 from .rescue import RESCUE_BITS, batches, rescue
 
@@ -132,6 +132,11 @@ class _Uploaded:
         """The graph's emitting arcs are sorted (label 0, then by weight): decoders trim slots."""
         return bool(self.mod.gpu_graph_emit_sorted(self.handle))
 
+    @property
+    def packed(self) -> bool:
+        """Each arc's destination and label share one uint32 on the device (CUWFST_GRAPH_PACK)."""
+        return bool(self.mod.gpu_graph_packed(self.handle))
+
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
         if h:
@@ -156,7 +161,7 @@ def upload_graph(mod, graph, device_index: int) -> _Uploaded:
             native_array(a.eps_count if a.has_eps else np.zeros(0, np.int32), np.int32),
             native_array(a.dest, np.int32), native_array(a.ilabel, np.int32),
             native_array(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
-            device_index)
+            device_index, graph_pack_mode() == "on")
         up = per_device[device_index] = _Uploaded(mod, h)
         return up
 

@@ -107,16 +107,19 @@ def _env_choice(name: str, choices, default: str) -> str:
     return v
 
 
-POOL_BOUNDS = ("admit", "slots", "bins")  # the native pool_bound, in its order (types.cuh kPoolBound*)
+POOL_BOUNDS = ("admit", "slots", "bins", "anchor")  # the native pool_bound, in its order (types.cuh kPoolBound*)
 
 
 def pool_bound_mode() -> str:
     """What pooled lanes size a step's claims list, table and next frontier by:
     $CUWFST_POOL_BOUND, "admit" (the default: the arcs MaxKernel finds admissible against a
     lower bound of the cutoff), "slots" (every arc of the step: the rule before, kept for
-    same-run A/B) or "bins" (the slots of the tokens whose upper bound can pass the exact
+    same-run A/B), "bins" (the slots of the tokens whose upper bound can pass the exact
     cutoff, to a 0.25 bin: the scans bin the tokens, MaxKernel reads no arc for it;
-    cuwfst/csrc/include/cuwfst/pool_bins.h). Under fused_max (no MaxKernel) always the slots."""
+    cuwfst/csrc/include/cuwfst/pool_bins.h) or "anchor" (admit's count against the trim's
+    anchor instead of the scans' best token: no best-token reduction or walk in the scans;
+    types.cuh Workspace::pool_anchor; as admit where the step does not trim). Under fused_max
+    (no MaxKernel) always the slots."""
     return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "admit")
 
 
@@ -160,6 +163,19 @@ def winners_log_mode() -> str:
 
 
 GRAPH_CHUNKS = ("on", "off")
+
+
+GRAPH_PACK = ("on", "off")
+
+
+def graph_pack_mode() -> str:
+    """How a graph's arcs are uploaded: $CUWFST_GRAPH_PACK, "on" (the default: each arc's
+    destination and label in one uint32 where the graph's states and labels fit in 32 bits
+    together, 2 bytes an arc less than the two arrays; the full HLG's 23 M arcs take 44 MiB
+    less) or "off" (an int32 destination and a uint16 label array, the rule before, and the
+    rule on graphs that do not fit). Read at a graph's first upload to a device; results are
+    identical either way."""
+    return _env_choice("CUWFST_GRAPH_PACK", GRAPH_PACK, "on")
 
 
 def graph_chunks_mode() -> str:

@@ -149,7 +149,7 @@ __device__ __forceinline__ float ArcEnd(float score, float weight, float acousti
 __device__ __forceinline__ float ArcAcoustic(const DeviceGraph& g, int32_t arc, int32_t phase,
                                              const float* row32, const uint16_t* row16) {
   if (phase != kPhaseReal) return 0.f;
-  const uint16_t il = g.arc_ilabel[arc];
+  const uint16_t il = ArcLabel(g, arc);
   return row16 ? __half2float(__ushort_as_half(row16[il])) : row32[il];
 }
 

@@ -149,7 +149,7 @@ EpsExpandKernel(DeviceGraph g, Workspace ws) {
     const int32_t arc = lv.begin[j] + (local - lv.offsets[j]);
     const float end = lv.ub[j] + g.arc_weight[arc];  // the CPU's snap_score + weight
     if (!(end > cutoff)) return;
-    const int32_t h = FindOrClaim(ws, cur_lane, table, static_cast<uint32_t>(g.arc_dest[arc]));
+    const int32_t h = FindOrClaim(ws, cur_lane, table, static_cast<uint32_t>(ArcDest(g, arc)));
     if (h < 0) return;
     const unsigned long long p =
         (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
@@ -383,7 +383,7 @@ EpsListExpandKernel(DeviceGraph g, Workspace ws, int32_t pass) {
       const int32_t arc = b + k;
       const float end = score + g.arc_weight[arc];  // the CPU's snap_score + weight
       if (!(end > cutoff)) continue;
-      const int32_t h = FindOrClaim(ws, lane, table, static_cast<uint32_t>(g.arc_dest[arc]));
+      const int32_t h = FindOrClaim(ws, lane, table, static_cast<uint32_t>(ArcDest(g, arc)));
       if (h < 0) continue;
       const uint32_t slot = static_cast<uint32_t>(j) * static_cast<uint32_t>(stride) + static_cast<uint32_t>(k);
       const unsigned long long p = (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | slot;
@@ -598,7 +598,7 @@ EpsChainExpandKernel(DeviceGraph g, Workspace ws) {
       const int32_t arc = sa.EpsBegin();
       const float end = score + g.arc_weight[arc];  // the CPU's snap_score + weight, hop by hop
       if (!(end > cutoff)) break;
-      const int32_t dest = g.arc_dest[arc];
+      const int32_t dest = ArcDest(g, arc);
       const int32_t h = FindOrClaim(ws, lane, table, static_cast<uint32_t>(dest));
       if (h < 0) break;
       const int32_t pos = hash_pos[h];  // a token of the frontier the closure started from, or -1
@@ -745,7 +745,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) EpsChainLinkKernel(DeviceGra
     const uint32_t j = slot / hops, hop = slot - j * hops;
     const int32_t origin = ws.eps_tok[q + j];
     int32_t state = tok_state[origin];
-    for (uint32_t k = 0; k < hop; ++k) state = g.arc_dest[ArcsOf(g, state).EpsBegin()];
+    for (uint32_t k = 0; k < hop; ++k) state = ArcDest(g, ArcsOf(g, state).EpsBegin());
     const int32_t arc = ArcsOf(g, state).EpsBegin();
     int32_t prev = tok_winner[origin];
     if (hop > 0) {  // the predecessor is a token (the expansion offered to it and went on)

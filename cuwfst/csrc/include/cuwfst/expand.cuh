@@ -519,7 +519,7 @@ struct ExpandLane {
     if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
-                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
+                                                     : static_cast<uint32_t>(ArcDest(g, arc));
     Recombine(ws, lane, table, dest, end, local);
   }
 };
@@ -629,7 +629,7 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
     e.Enter(g, ws, c_lane[j], c_phase[j]);
     if (!(c_end[j] > e.cutoff)) continue;
     const uint32_t dest = c_phase[j] == kPhaseRedirect ? static_cast<uint32_t>(final_state)
-                                                       : static_cast<uint32_t>(g.arc_dest[c_arc[j]]);
+                                                       : static_cast<uint32_t>(ArcDest(g, c_arc[j]));
     Recombine(ws, e.lane, e.table, dest, c_end[j], c_local[j]);
   }
   if (have && resume < hi)
@@ -705,7 +705,7 @@ FusedExpandKernel(DeviceGraph g, Workspace ws) {
     }
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
-                                                     : static_cast<uint32_t>(g.arc_dest[arc]);
+                                                     : static_cast<uint32_t>(ArcDest(g, arc));
     Recombine(ws, cur_lane, table, dest, end, local);
   });
   flush();

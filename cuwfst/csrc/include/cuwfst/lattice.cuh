@@ -188,7 +188,7 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
     const LatCand c = ws.lat_cand[i];
     const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[c.arc]));
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
     const bool survives = dst_pos >= 0;
     const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
     const bool admitted = end > ll.cutoff;
@@ -261,7 +261,7 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
     }
     const int32_t dst_pos = dropped ? -1
                             : lv.phase == kPhaseReal
-                                ? NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(g.arc_dest[arc]))
+                                ? NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, arc)))
                                 : (ll.final_alive ? 0 : -1);
     const bool survives = dst_pos >= 0;
     bool admitted = false, keep = survives;

@@ -254,6 +254,13 @@ __device__ __forceinline__ unsigned long long BestTokenKey(float score, int32_t 
 __device__ __forceinline__ unsigned long long MaxKey(unsigned long long a, unsigned long long b) {
   return a > b ? a : b;
 }
+// pool_anchor: a lane's anchor in scan_best as {ordered anchor : 1} (0: none), and back
+__device__ __forceinline__ unsigned long long AnchorKey(float anchor) {
+  return (static_cast<unsigned long long>(FloatToOrderedU32(anchor)) << 32) | 1ull;
+}
+__device__ __forceinline__ float AnchorOf(unsigned long long key) {
+  return key != 0ull ? OrderedU32ToFloat(static_cast<uint32_t>(key >> 32)) : -INFINITY;
+}
 
 // Warp 0 of a lane's last scan CTA: L = the largest end over the arcs (this phase's) of the
 // token `key` names, -inf without one; valid in every thread of the warp. Each end is ArcEnd
@@ -301,6 +308,7 @@ struct LaneTrim {
   float low = -INFINITY;  // L - beam; -inf: nothing is trimmed
   float lp_all = 0.f;     // the row's max over every label
   float lp_rest = 0.f;    // the row's max over labels >= 1 (-inf with one label)
+  float anchor = -INFINITY;  // the anchor L itself (-inf: none); Workspace::pool_anchor
 };
 
 // The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
@@ -353,7 +361,7 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
 #pragma unroll
         for (int j = 1; j < kTrimFan; ++j) {
           pos[j - 1] = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
-          lab[j - 1] = g.arc_ilabel[pos[j - 1]];
+          lab[j - 1] = ArcLabel(g, pos[j - 1]);
           wt[j - 1] = g.arc_weight[pos[j - 1]];
         }
         int32_t nlo = lo[k], nhi = hi[k];
@@ -454,7 +462,7 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
                                                const float** row32, const uint16_t** row16) {
   constexpr int kWarps = kScanThreads / 32;
   __shared__ float s_max[2][kWarps];
-  __shared__ float s_low;
+  __shared__ float s_low, s_anchor;
   const LaneInput in = ws.inputs[lane];
   const int64_t off = static_cast<int64_t>(t - in.t0) * in.stride_t;
   const float* r32 = nullptr;
@@ -480,6 +488,7 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
       // filter would drop (common.cuh LatTrimLow; -inf: the lane does not trim this step)
       const float low = ws.lattice == 2 ? LatTrimLow(g, ws, ws.lanes[lane], m - beam) : m - beam;
       s_low = low < m ? low : -INFINITY;
+      s_anchor = m;
     }
   }
   float m = -INFINITY, mr = -INFINITY;
@@ -508,6 +517,7 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
   tr.lp_all = a;
   tr.lp_rest = r;
   tr.low = want_trim ? s_low : -INFINITY;
+  tr.anchor = want_trim ? s_anchor : -INFINITY;
   *row32 = r32;
   *row16 = r16;
   return tr;  // (each scan calls it once a step: s_max and s_low are not written again before the kernel ends)
@@ -644,7 +654,7 @@ __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters&
   lc.t = t + 1;
   lc.buf = cur ^ 1;
   if (ws.pooled) lc.prev_max_ord = prev_max;  // (a paused step puts it back)
-  lc.max_ord = FloatToOrderedInt(fused && total > 0 ? o.lower : -INFINITY);
+  lc.max_ord = FloatToOrderedInt((fused || ws.pool_anchor) && total > 0 ? o.lower : -INFINITY);
   lc.max_lp = o.max_lp;
   lc.hint_ok = total <= hint_slots;
   lc.step_phase = o.phase;  // kept for the lattice walk, as ScanKernel does
@@ -774,7 +784,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (threadIdx.x == 0) best_key = k;
     __syncthreads();  // also frees tmp for the reduce below
   }
-  float lower = -INFINITY;  // fused_max: L, the lower bound FusedExpandKernel starts from
+  // fused_max: L, the lower bound FusedExpandKernel starts from; pool_anchor: the trim's anchor
+  float lower = ws.pool_anchor ? trim.anchor : -INFINITY;
   if (fused && threadIdx.x < 32) lower = BestTokenEnd(g, best_key, state, score, phase, row32, row16);
   // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
   // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
@@ -1040,6 +1051,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
                         &row32, &row16);
       max_lp = trim.lp_all;
       have_row = true;
+      // pool_anchor: every CTA with tokens found the same anchor (one key, the same arcs and
+      // reduction); the lane's last CTA, maybe an empty chunk's, reads it from scan_best
+      if (ws.pool_anchor && threadIdx.x == 0 && trim.anchor > -INFINITY) s_best = AnchorKey(trim.anchor);
       ScanTraceAt(itr, kTrTrim);
     }
     const bool trimmed = trim.low > -INFINITY;
@@ -1167,7 +1181,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __syncthreads();
   if (threadIdx.x == 0) {
     // fused_max: the chunk's best token meets the other chunks' before the CTA counts itself done
-    if (fused && s_best != 0ull) atomicMax(&ws.scan_best[lane], s_best);
+    if ((fused || ws.pool_anchor) && s_best != 0ull) atomicMax(&ws.scan_best[lane], s_best);
     __threadfence();
     lane_last = atomicAdd(&ws.scan_lane_done[lane], 1) == parts - 1;
   }
@@ -1184,6 +1198,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         const unsigned long long key = *reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]);
         // over the lane's frontier region (q = tok_off[cur], either layout), as the chunks named it
         o.lower = BestTokenEnd(g, key, ws.tok_state[cur] + q, ws.tok_score[cur] + q, phase, o.row32, o.row16);
+      } else if (ws.pool_anchor && threadIdx.x == 0) {
+        o.lower = AnchorOf(*reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]));
       }
       // the last non-empty chunk published the lane's inclusive sum before counting itself done
       const int32_t last = LastScanChunk(n, per);

@@ -59,8 +59,14 @@ struct DeviceGraph {
   const int32_t* big_final;
   const int32_t* big_eps;
   int32_t num_big;
+  // An arc's destination and label, read through ArcDest / ArcLabel: either one uint32 an
+  // arc (arc_packed: the destination in the low dest_bits bits, the label's code above them;
+  // arc_dest and arc_ilabel nullptr) where both fit, or two arrays (arc_packed nullptr).
   const int32_t* arc_dest;     // [num_arcs]
   const uint16_t* arc_ilabel;  // [num_arcs], 0xFFFF = -1
+  const uint32_t* arc_packed;  // [num_arcs]
+  int32_t dest_bits;           // packed: 32 - the label's bits
+  uint32_t label_special;      // packed: the first special code (epsilon); the next is final
   const float* arc_weight;     // [num_arcs]
   const float* emit_maxw;      // [num_states] max weight over a state's emitting arcs
   // [num_states] max weight over a state's epsilon arcs, -inf for a state without any
@@ -76,6 +82,19 @@ struct DeviceGraph {
   // bounds its float rounding with it (lattice.cuh LatFilterFor)
   float max_abs_weight;
 };
+
+// The packed arcs (DeviceGraph::arc_packed): a label's code is the label itself below
+// label_special = 2^(32 - dest_bits) - 2, which stands for kEpsIlabel and the one after it for
+// kFinalIlabel (0xFFFE, 0xFFFF: code + (0xFFFF - the last code)).
+__host__ __device__ inline uint16_t LabelOfCode(const DeviceGraph& g, uint32_t code) {
+  return static_cast<uint16_t>(code >= g.label_special ? code + (0xFFFEu - g.label_special) : code);
+}
+__host__ __device__ inline uint16_t ArcLabel(const DeviceGraph& g, int32_t arc) {
+  return g.arc_packed ? LabelOfCode(g, g.arc_packed[arc] >> g.dest_bits) : g.arc_ilabel[arc];
+}
+__host__ __device__ inline int32_t ArcDest(const DeviceGraph& g, int32_t arc) {
+  return g.arc_packed ? static_cast<int32_t>(g.arc_packed[arc] & ((1u << g.dest_bits) - 1u)) : g.arc_dest[arc];
+}
 
 // A count byte's value (DeviceGraph::final_count / eps_count): itself below kBigCount, else
 // looked up (binary search) in the big-count table.
@@ -330,7 +349,10 @@ struct alignas(8) WinnerEntry {  // 8-aligned: one 8-byte load an entry
 //    arcs. With fused_max (no MaxKernel) ScanKernel's last block hands them out by the slots.
 enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // What the pooled regions are sized by (DecoderConfig::pool_bound, CUWFST_POOL_BOUND).
-enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2 };
+// kPoolBoundAnchor: the admissible count as kPoolBoundAdmit, against the trim's anchor (scan.cuh
+// RowAndTrim, LaneTrim::anchor) instead of the scans' best token (BestTokenEnd); on graphs the
+// step does not trim, as kPoolBoundAdmit.
+enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2, kPoolBoundAnchor = 3 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
@@ -374,6 +396,14 @@ struct Workspace {
   // no arc read for the count and no lower bound from the scans) and its last block reads one
   // entry a lane at the exact cutoff's bin; ExpandKernel zeroes bin_slots for the next step.
   int32_t pool_bins;
+  // 1 (pool_at_max, CUWFST_POOL_BOUND=anchor, a trimming step): the step's max starts at the
+  // trim's anchor, the best end over the first arcs of the frontier's best token, which every
+  // CTA of the lane already walks for the trim (scan.cuh RowAndTrim), so the scans name no best
+  // token and the lane's last CTA walks none (BestTokenEnd); MaxKernel counts against it as
+  // against L. The anchor is an arc end of the step that the trim keeps, so it is <= the max
+  // and the max stays exact; where the lane has no anchor the max starts at -inf (the count
+  // then takes every slot of the tokens it reads).
+  int32_t pool_anchor;
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
   // 1 (pooled, CUWFST_POOL_HINTS=adaptive): the slot hints of a lane's step are sampled every
   // 2^HintShiftOf slots, coarser where the frontier's region is small, so that they cover
