@@ -110,7 +110,7 @@ def main():
     p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
                    help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
     p.add_argument("--memory", nargs="+", default=[None],
-                   choices=["lazy", "eager", "pooled", "pooled-anchor", "pooled-bins", "pooled-slots",
+                   choices=["lazy", "eager", "pooled", "pooled-admit", "pooled-bins", "pooled-slots",
                             "pooled-fixedhints", "pooled-handout", "pooled-devlog"],
                    help="memory modes timed side by side (default: the decoder's default; the pooled "
                         "variants as benchmarks.memory's modes: CUWFST_POOL_BOUND / CUWFST_POOL_HINTS / "

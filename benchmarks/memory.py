@@ -2,7 +2,7 @@
 
 python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 256] [--utts 256]
     [--riva-dir /tmp/corpus-full] [--long-frames 180000]
-    [--modes pooled pooled-anchor pooled-gc pooled-bins pooled-slots pooled-fixedhints pooled-handout lazy lazy-gc eager]
+    [--modes pooled pooled-admit pooled-gc pooled-bins pooled-slots pooled-fixedhints pooled-handout lazy lazy-gc eager]
     [--json out.jsonl] [--md out.md]
 
 1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
@@ -103,7 +103,7 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-anchor", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots",
+MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots",
          "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
 
 
@@ -116,20 +116,21 @@ def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
 
 def mode_env(mode: str) -> tuple[str, dict]:
     """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS,
-    $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs, adaptive hints,
-    the hand-out in MaxKernel's last block), "pooled-bins" (the bins bound), "pooled-slots"
+    $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs counted against
+    the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block), "pooled-bins" (the bins bound), "pooled-slots"
     (the slots, the rule before), "pooled-fixedhints" (the admissible arcs with the hints at
     every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
     in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose instances keep what
     they grew, CUWFST_RESCUE_TRIM=off and CUWFST_MAIN_TRIM=off), "pooled-maintrimoff" ("pooled"
     whose main instance keeps its pools' growth while the rescue runs, the rule before),
-    "pooled-anchor" ("pooled" counting against the trim's anchor, CUWFST_POOL_BOUND=anchor),
+    "pooled-admit" ("pooled" counting against the scans' best token, CUWFST_POOL_BOUND=admit,
+    the rule before),
     "pooled-devlog" ("pooled" with its winners log on the
     device, CUWFST_WINNERS_LOG=device, the rule before; "pooled" keeps it in pinned host memory),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
-    bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-anchor": "anchor"}.get(mode, "admit")
+    bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-admit": "admit"}.get(mode, "anchor")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",

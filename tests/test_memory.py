@@ -164,11 +164,11 @@ def test_memory_benchmark_modes_name_their_settings():
 
     assert mode_gc("pooled-gc", 128) == ("pooled", 128) and mode_gc("lazy-gc", 64) == ("lazy", 64)
     assert mode_gc("pooled", 128) == ("pooled", 0) and mode_gc("eager", 128) == ("eager", 0)
-    assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "admit" and mode_env("lazy") == ("lazy", {})
-    assert mode_env("pooled-anchor")[1]["CUWFST_POOL_BOUND"] == "anchor"
+    assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "anchor" and mode_env("lazy") == ("lazy", {})
+    assert mode_env("pooled-admit")[1]["CUWFST_POOL_BOUND"] == "admit"
     # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
     # pins the default (lastblock), so a stray environment cannot change what a row measures
-    assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "admit", "CUWFST_POOL_HINTS": "adaptive",
+    assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "anchor", "CUWFST_POOL_HINTS": "adaptive",
                                                      "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
                                                      "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"

@@ -13,9 +13,10 @@ log lies in pinned host memory mapped for the kernels (winners_log_mode); stream
 batching, snapshots and epsilon graphs keep the static layout and a device log. The rescue
 instance gives its pools back after each rescue and the main instance its pools before one,
 so their growths never stack (GpuBackend.main_trim). H200, full tier, batch 32, fresh
-processes (session of 2026-12-02 03:30): a peak of 408 MiB against riva's 460 (the lazy
-layout: 2,536), at 1.19x the lazy layout's time on uniform 32 x 250 rows (1.20x over the 256
-utterances a session earlier), which is why the pools are not the default. memory="eager":
+processes (session of 2026-12-02 04:40, commit caa5e1a, arcs packed): a peak of 362 MiB
+against riva's 460 (the lazy layout: 2,488), at 1.11x the lazy layout's time on uniform
+32 x 250 rows and 1.13x over the 256 utterances in the same call, which is why the pools are
+not the default. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
@@ -23,12 +24,13 @@ has no VMM).
 `memory`, and `CUWFST_LANE_POOL` (on / off / auto) overrides the lane layout of the lazy and
 pooled modes. Results are identical either way. A pooled step's claims list, hash
 table and next frontier are sized by the arcs MaxKernel finds admissible against a lower
-bound of the step's cutoff (the slots under fused_max); `CUWFST_POOL_BOUND=slots` sizes them
-by every arc of the step, the rule before, and `CUWFST_POOL_BOUND=bins` by the token-level
+bound of the step's cutoff taken from the trim's anchor (the slots under fused_max);
+`CUWFST_POOL_BOUND=admit` counts against the scans' best token instead (the rule before),
+`CUWFST_POOL_BOUND=slots` sizes them by every arc of the step (the rule before that), and `CUWFST_POOL_BOUND=bins` by the token-level
 bins bound (the scans bin the tokens, MaxKernel reads no arc for it); `CUWFST_POOL_HINTS=fixed`
 keeps the pooled slot hints at every 32nd slot, and `CUWFST_POOL_HANDOUT=kernel` hands the
 regions out in a kernel of its own after MaxKernel instead of in its last block (for same-run
-A/B: benchmarks/memory.py --modes pooled pooled-bins pooled-slots pooled-fixedhints
+A/B: benchmarks/memory.py --modes pooled pooled-admit pooled-bins pooled-slots pooled-fixedhints
 pooled-handout lazy eager).
 
 Every figure is in bytes unless its name says entries. On the GPU:
@@ -112,15 +114,15 @@ POOL_BOUNDS = ("admit", "slots", "bins", "anchor")  # the native pool_bound, in 
 
 def pool_bound_mode() -> str:
     """What pooled lanes size a step's claims list, table and next frontier by:
-    $CUWFST_POOL_BOUND, "admit" (the default: the arcs MaxKernel finds admissible against a
-    lower bound of the cutoff), "slots" (every arc of the step: the rule before, kept for
-    same-run A/B), "bins" (the slots of the tokens whose upper bound can pass the exact
-    cutoff, to a 0.25 bin: the scans bin the tokens, MaxKernel reads no arc for it;
-    cuwfst/csrc/include/cuwfst/pool_bins.h) or "anchor" (admit's count against the trim's
-    anchor instead of the scans' best token: no best-token reduction or walk in the scans;
-    types.cuh Workspace::pool_anchor; as admit where the step does not trim). Under fused_max
-    (no MaxKernel) always the slots."""
-    return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "admit")
+    $CUWFST_POOL_BOUND, "anchor" (the default: the arcs MaxKernel finds admissible against a
+    lower bound of the cutoff taken from the trim's anchor, so the scans do no best-token
+    reduction or walk for it; types.cuh Workspace::pool_anchor; as admit where the step does
+    not trim), "admit" (the same count against the scans' best token, the rule of
+    2026-12-01/02), "slots" (every arc of the step, the rule before that), "bins" (the slots of
+    the tokens whose upper bound can pass the exact cutoff, to a 0.25 bin: the scans bin the
+    tokens, MaxKernel reads no arc for it; cuwfst/csrc/include/cuwfst/pool_bins.h). All are
+    kept for same-run A/B. Under fused_max (no MaxKernel) always the slots."""
+    return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "anchor")
 
 
 POOL_HINTS = ("adaptive", "fixed")
