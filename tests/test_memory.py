@@ -188,3 +188,33 @@ def test_memory_benchmark_modes_name_their_settings():
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)
         assert memory in ("pooled", "lazy", "eager"), m
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_trimmed_slot_model_keeps_every_admitted_arc(seed):
+    """benchmarks/pool_trimmed.py's per-step counts on random CTC graphs: its claims are the
+    reference decoder's (ref_decode_step_sizes), and its trimmed slots (the GPU's trim rule,
+    replayed) lie between the admitted arcs, which the trim must keep, and the untrimmed slots.
+    The per-batch accounting asks less for next frontiers sized by the claims than by the
+    trimmed slots, and the same claims lists and tables."""
+    from benchmarks import pool_accounting as pa
+    from benchmarks.pool_trimmed import account, row_counts
+    from benchmarks.roofline import graph_tables
+
+    rng = np.random.default_rng(seed)
+    g = random_ctc_graph(rng, 300, 30, 24, 0.2)  # out-degrees past 8, so the trim takes arcs away
+    dec = Decoder(g, DecoderOptions(search_beam=4.0), num_threads=1)
+    tb = graph_tables(g, dec.eps_iterations)
+    rows, kept, total = [], 0, 0
+    for _ in range(4):
+        T = int(rng.integers(3, 25))
+        lp = random_log_probs(rng, 1, T, 30, bool(rng.random() < 0.5))[0]
+        mine, ref = row_counts(dec, tb, lp, T), pa.step_sizes(dec, lp, T)
+        assert np.array_equal(mine[:-1, 1], ref[:-1, 2])
+        assert np.all(ref[:-1, 3] <= mine[:-1, 0]) and np.all(mine[:-1, 0] <= ref[:-1, 1])
+        kept, total = kept + int(mine[:-1, 0].sum()), total + int(ref[:-1, 1].sum())
+        rows.append(mine)
+    assert kept < total, (kept, total)  # the trim took arcs away
+    trimmed, used = (account(rows, 2, r, 320000, 320000, 1 << 20) for r in ("trimmed", "trimmed+used"))
+    t, u = trimmed["step_peak_entries"], used["step_peak_entries"]
+    assert u["tokens"] < t["tokens"] and (u["claims"], u["hash"]) == (t["claims"], t["hash"]), (u, t)
