@@ -31,25 +31,16 @@ import time
 import numpy as np
 
 from benchmarks import pool_accounting as pa
-from benchmarks.roofline import F32, _ragged, _snapshots, graph_tables
+from benchmarks.roofline import F32, emitting_steps, graph_tables
 from cuwfst import Decoder, DecoderOptions, Graph
 
 
 def row_counts(dec, tb, lp_row, T):
     """[T + 1, 2] per step: trimmed slots, claims (the final step: 1 and 1, as PooledClaimsBound)."""
-    eb, ee, w = tb.emit_b, tb.emit_e, tb.weight
+    w = tb.weight
     out = np.zeros((T + 1, 2), np.int64)
-    cnt, st_buf, sc_buf, _, step = _snapshots(dec, lp_row, T)
-    for k in range(T):
-        n = int(cnt[k])
-        s, sc = st_buf[k, :n].astype(np.int64), sc_buf[k, :n]
-        beam, cutoff = F32(step[k + 1, 1]), F32(step[k + 1, 2])
-        deg = ee[s] - eb[s]
-        if not (deg > 0).any():
-            continue
-        own, a = _ragged(eb[s], deg)
-        lp = lp_row[k].astype(F32)
-        end = (sc[own] + w[a]) + lp[tb.ilabel[a]]
+    for k, s, sc, beam, cutoff, deg, own, a, lp, end in emitting_steps(tb, dec, lp_row, T):
+        n = len(s)
         out[k, 1] = len(np.unique(tb.dest[a[end > cutoff]]))
         # the anchor: the best-scoring token (the largest index among ties), its first 64 arcs
         bt = n - 1 - int(np.argmax(sc[::-1]))

@@ -163,6 +163,23 @@ def _snapshots(decoder, lp_row: np.ndarray, length: int):
     return bufs
 
 
+def emitting_steps(tb, decoder, lp_row: np.ndarray, length: int):
+    """Each real step of one row that has emitting arcs, from the reference decoder's snapshots:
+    (k, states, scores, beam, cutoff, deg, own, arcs, lp, end) with every emitting arc of the
+    frontier (own: its token, arcs: its id) and its end (score + weight) + log-prob."""
+    cnt, st_buf, sc_buf, _, step = _snapshots(decoder, lp_row, length)
+    for k in range(length):
+        n = int(cnt[k])
+        s, sc = st_buf[k, :n].astype(np.int64), sc_buf[k, :n]
+        deg = tb.emit_e[s] - tb.emit_b[s]
+        if not (deg > 0).any():
+            continue
+        own, a = _ragged(tb.emit_b[s], deg)
+        lp = lp_row[k].astype(F32)
+        end = (sc[own] + tb.weight[a]) + lp[tb.ilabel[a]]
+        yield k, s, sc, F32(step[k + 1, 1]), F32(step[k + 1, 2]), deg, own, a, lp, end
+
+
 def _closure(tb: Tables, states: np.ndarray, scores: np.ndarray, cutoff: F32, pos_of: np.ndarray, out: dict,
              c: int):
     """The epsilon closure of a frontier (epsilon.cuh's rule, Jacobi passes), counting each pass's

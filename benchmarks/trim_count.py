@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from benchmarks.roofline import F32, _ragged, _snapshots, graph_tables
+from benchmarks.roofline import F32, _ragged, emitting_steps, graph_tables
 from cuwfst import Decoder, DecoderOptions, Graph
 
 
@@ -38,18 +38,8 @@ def main(argv=None) -> int:
     t0 = time.time()
     for i in range(rows):
         T, lp_row = int(lens[i]), lp_all[i]
-        cnt, st_buf, sc_buf, _, step = _snapshots(dec, lp_row, T)
-        for k in range(T):
-            n = int(cnt[k])
-            s, sc = st_buf[k, :n].astype(np.int64), sc_buf[k, :n]
-            beam, cutoff = F32(step[k + 1, 1]), F32(step[k + 1, 2])
-            deg = ee[s] - eb[s]
-            own, a = _ragged(eb[s], deg)
-            lp = lp_row[k].astype(F32)
-            end = (sc[own] + w[a]) + lp[tb.ilabel[a]]
+        for k, s, sc, beam, cutoff, deg, own, a, lp, end in emitting_steps(tb, dec, lp_row, T):
             has = deg > 0
-            if not has.any():
-                continue
             bt = np.flatnonzero(has)[np.argmax(sc[has])]
             L = end[own == bt].max()
             posw = np.arange(len(a)) - np.repeat(np.cumsum(deg) - deg, deg)
@@ -63,7 +53,7 @@ def main(argv=None) -> int:
             tot["slots"] += len(a)
             tot["read"] += int(deg[(sc + tb.emit_maxw[s]) + lp.max() > cutoff].sum())
             tot["adm"] += int((end > cutoff).sum())
-            tot["tokens"] += n
+            tot["tokens"] += len(s)
         print(i, T, tot, f"{time.time() - t0:.0f} s", flush=True)
     print({k: f"{v / max(tot['slots'], 1):.3f}" for k, v in tot.items()})
     return 0
