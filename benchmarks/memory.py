@@ -103,8 +103,8 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins", "pooled-slots",
-         "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
+MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
+         "pooled-slots", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -117,9 +117,9 @@ def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
 def mode_env(mode: str) -> tuple[str, dict]:
     """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS,
     $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs counted against
-    the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block), "pooled-bins" (the bins bound), "pooled-slots"
-    (the slots, the rule before), "pooled-fixedhints" (the admissible arcs with the hints at
-    every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
+    the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block), "pooled-bins"
+    (the bins bound), "pooled-slots" (the slots, the rule before admit), "pooled-fixedhints"
+    (the admissible arcs with the hints at every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
     in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose instances keep what
     they grew, CUWFST_RESCUE_TRIM=off and CUWFST_MAIN_TRIM=off), "pooled-maintrimoff" ("pooled"
     whose main instance keeps its pools' growth while the rescue runs, the rule before),

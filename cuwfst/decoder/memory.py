@@ -26,12 +26,13 @@ pooled modes. Results are identical either way. A pooled step's claims list, has
 table and next frontier are sized by the arcs MaxKernel finds admissible against a lower
 bound of the step's cutoff taken from the trim's anchor (the slots under fused_max);
 `CUWFST_POOL_BOUND=admit` counts against the scans' best token instead (the rule before),
-`CUWFST_POOL_BOUND=slots` sizes them by every arc of the step (the rule before that), and `CUWFST_POOL_BOUND=bins` by the token-level
-bins bound (the scans bin the tokens, MaxKernel reads no arc for it); `CUWFST_POOL_HINTS=fixed`
+`CUWFST_POOL_BOUND=slots` sizes them by every arc of the step (the rule before that), and
+`CUWFST_POOL_BOUND=bins` by the token-level bins bound (the scans bin the tokens, MaxKernel
+reads no arc for it); `CUWFST_POOL_HINTS=fixed`
 keeps the pooled slot hints at every 32nd slot, and `CUWFST_POOL_HANDOUT=kernel` hands the
 regions out in a kernel of its own after MaxKernel instead of in its last block (for same-run
-A/B: benchmarks/memory.py --modes pooled pooled-admit pooled-bins pooled-slots pooled-fixedhints
-pooled-handout lazy eager).
+A/B: benchmarks/memory.py --modes pooled pooled-admit pooled-bins pooled-slots
+pooled-fixedhints pooled-handout lazy eager).
 
 Every figure is in bytes unless its name says entries. On the GPU:
 
