@@ -104,7 +104,7 @@ def _same(graph, lp_host, a, b) -> bool:
 
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
-         "pooled-slots", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
+         "pooled-slots", "pooled-slots-devlog", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -127,16 +127,19 @@ def mode_env(mode: str) -> tuple[str, dict]:
     the rule before),
     "pooled-devlog" ("pooled" with its winners log on the
     device, CUWFST_WINNERS_LOG=device, the rule before; "pooled" keeps it in pinned host memory),
+    "pooled-slots-devlog" ("pooled-slots" with its winners log on the device: what the host log
+    costs under the slots bound),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
-    bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-admit": "admit"}.get(mode, "anchor")
+    bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-slots-devlog": "slots",
+             "pooled-admit": "admit"}.get(mode, "anchor")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
                       "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
                       "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
-                      "CUWFST_WINNERS_LOG": "device" if mode == "pooled-devlog" else "host"}
+                      "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog") else "host"}
 
 
 class pool_env:
