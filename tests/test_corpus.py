@@ -133,6 +133,15 @@ def test_rebuilding_tiny_from_its_own_lm_gives_the_same_graphs(tmp_path):
         np.testing.assert_allclose(a.weight, b.weight, atol=1e-4)  # the ARPA was rounded to 6 decimals
     for name in ("tokens.txt", "words.txt", "lexicon.txt"):
         assert (tmp_path / name).read_text() == (TINY / name).read_text()
+    # graphs=("HLG",): the same HLG, no TLG (a GPU call that reads the HLG alone)
+    only = tmp_path / "hlg_only"
+    stats = build("tiny", only, TINY / "lm.arpa.gz", bpe_model=str(TINY / "bpe.model"), log=lambda *a: None,
+                  graphs=("HLG",))
+    assert "TLG" not in stats and "TLG" not in stats["stages"] and not (only / "TLG.img").exists()
+    np.testing.assert_array_equal(Graph.load(only / "HLG.img").arrays.ilabel,
+                                  Graph.load(tmp_path / "HLG.img").arrays.ilabel)
+    with pytest.raises(ValueError, match="graphs"):
+        build("tiny", tmp_path / "bad", TINY / "lm.arpa.gz", graphs=("LG",))
 
 
 # ---------------------------------------------------------------------------- builder parts
