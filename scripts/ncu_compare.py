@@ -1,0 +1,69 @@
+"""Compares Nsight Compute raw CSVs (ncu --csv --page raw, scripts/device_s29b.sh) of the same
+launches under two or more modes: per kernel (template arguments dropped), the median of each
+metric over its launches, side by side, and the metrics that differ most.
+Usage: python scripts/ncu_compare.py BASE.csv OTHER.csv [...] [--top N] [--metrics m1,m2]"""
+import csv
+import re
+import statistics
+import sys
+from collections import defaultdict
+
+KEY = ["gpu__time_duration.sum", "smsp__inst_executed.sum", "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum",
+       "lts__t_sectors_op_atom.sum", "lts__t_sectors_op_red.sum", "lts__t_sector_hit_rate.pct", "dram__bytes_read.sum",
+       "dram__bytes_write.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+       "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+       "smsp__average_warp_latency_per_inst_issued.ratio", "launch__grid_size", "launch__registers_per_thread"]
+
+
+def load(path):
+    rows = []
+    with open(path, newline="") as f:
+        lines = [l for l in f if l.startswith('"')]
+    r = list(csv.reader(lines))
+    head = r[0]
+    for row in r[2:]:  # r[1]: units
+        rows.append(dict(zip(head, row)))
+    per = defaultdict(lambda: defaultdict(list))
+    for row in rows:
+        k = re.sub(r"<.*?>", "", row["Kernel Name"]).split("(")[0].replace("void ", "")
+        for m, v in row.items():
+            try:
+                x = float(v.replace(",", ""))
+            except ValueError:
+                continue
+            per[k][m].append(x)
+    return {k: {m: statistics.median(v) for m, v in d.items()} for k, d in per.items()}
+
+
+def main():
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    top = 12
+    for a in sys.argv[1:]:
+        if a.startswith("--top="):
+            top = int(a.split("=")[1])
+    data = [load(p) for p in args]
+    names = [p.rsplit("/", 1)[-1].removeprefix("ncu_").removesuffix(".csv") for p in args]
+    for k in sorted(data[0]):
+        print(f"\n## {k}")
+        print("| metric | " + " | ".join(names) + " |")
+        print("|---|" + "---|" * len(names))
+        base = data[0][k]
+        for m in KEY:
+            if m in base:
+                print(f"| {m} | " + " | ".join(f"{d.get(k, {}).get(m, float('nan')):,.4g}" for d in data) + " |")
+        diffs = []
+        for m, v in base.items():
+            if m in KEY or m.startswith("device__") or v == 0:
+                continue
+            o = data[1].get(k, {}).get(m)
+            if o is None:
+                continue
+            diffs.append((abs(o - v) / abs(v), m))
+        diffs.sort(reverse=True)
+        print(f"top {top} relative differences ({names[1]} vs {names[0]}):")
+        for r, m in diffs[:top]:
+            print(f"  {m}: " + " / ".join(f"{d.get(k, {}).get(m, float('nan')):,.4g}" for d in data) + f"  ({r:+.0%})")
+
+
+if __name__ == "__main__":
+    main()
