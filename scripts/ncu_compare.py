@@ -1,7 +1,8 @@
 """Compares Nsight Compute raw CSVs (ncu --csv --page raw, scripts/device_s29b.sh) of the same
 launches under two or more modes: per kernel (template arguments dropped), the median of each
 metric over its launches, side by side, and the metrics that differ most.
-Usage: python scripts/ncu_compare.py BASE.csv OTHER.csv [...] [--top N] [--metrics m1,m2]"""
+Usage: python scripts/ncu_compare.py BASE.csv OTHER.csv [...] [--top N]"""
+import argparse
 import csv
 import re
 import statistics
@@ -35,14 +36,20 @@ def load(path):
     return {k: {m: statistics.median(v) for m, v in d.items()} for k, d in per.items()}
 
 
+# not measurements of the kernel: the profiled process, the row, the replayer's own bookkeeping
+SKIP = ("ID", "Process ID", "device__", "profiler__")
+
+
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    top = 12
-    for a in sys.argv[1:]:
-        if a.startswith("--top="):
-            top = int(a.split("=")[1])
-    data = [load(p) for p in args]
-    names = [p.rsplit("/", 1)[-1].removeprefix("ncu_").removesuffix(".csv") for p in args]
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("csv", nargs="+", help="raw CSVs, the first is the base")
+    p.add_argument("--top", type=int, default=12, help="metrics listed by their difference from the base")
+    a = p.parse_args()
+    args, top = a.csv, a.top
+    if len(args) < 2:
+        p.error("give the base and at least one other CSV")
+    data = [load(path) for path in args]
+    names = [path.rsplit("/", 1)[-1].removeprefix("ncu_").removesuffix(".csv") for path in args]
     for k in sorted(data[0]):
         print(f"\n## {k}")
         print("| metric | " + " | ".join(names) + " |")
@@ -53,7 +60,7 @@ def main():
                 print(f"| {m} | " + " | ".join(f"{d.get(k, {}).get(m, float('nan')):,.4g}" for d in data) + " |")
         diffs = []
         for m, v in base.items():
-            if m in KEY or m.startswith("device__") or v == 0:
+            if m in KEY or m.startswith(SKIP) or v == 0:
                 continue
             o = data[1].get(k, {}).get(m)
             if o is None:
