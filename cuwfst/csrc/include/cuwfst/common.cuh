@@ -224,7 +224,59 @@ __device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t
   return *reinterpret_cast<volatile int32_t*>(&ws.bin_slots[static_cast<int64_t>(l) * kPoolBins + first]);
 }
 
+// PooledHandOut for a batch of at most 32 lanes, in one pass: each thread issues its lane's
+// loads (phase, buffer, slots, and the bound input) together, the warp scans the asks once and
+// assigns from the same scans, and `*slots` returns the lane's total_arcs as read (the scan's
+// tail reuses it for the slot offsets). The two-pass version re-reads every lane's counters
+// from L2 in its second pass (a chain of dependent round trips by one warp while the rest of
+// the GPU waits on it); the values, sums and offsets are the same. (Returned by value: an
+// output through a pointer took a stack frame.)
+struct HandOutResult {
+  bool fits;
+  int32_t slots;
+};
+__device__ __forceinline__ HandOutResult PooledHandOutWarp(Workspace& ws, bool by_max) {
+  const int32_t l = static_cast<int32_t>(threadIdx.x);
+  const bool live = l < ws.max_lanes;
+  int32_t phase = kPhaseIdle, dst = 0, total = 0, input = 0;
+  if (live) {
+    volatile LaneCounters* v = &ws.lanes[l];
+    phase = v->phase;
+    dst = v->buf;
+    total = v->total_arcs;
+    input = by_max ? PooledBoundInput(ws, l, true) : total;
+  }
+  const PooledAsk ask = live ? PooledAskOf(ws, phase, input) : PooledAsk{0, 0, 0, 0};
+  int64_t c_sum, h_sum, t_sum;
+  const int64_t c_off = WarpExclusiveScan(ask.claims, &c_sum);
+  const int64_t h_off = WarpExclusiveScan(ask.hash, &h_sum);
+  const int64_t t_off = WarpExclusiveScan(ask.tokens, &t_sum);
+  const long long c_cap = ws.pool_cap[kPoolClaims];
+  const long long h_cap = ws.pool_cap[kPoolHash];
+  const long long t_cap = ws.pool_cap[kPoolTokens];
+  const bool fits = PooledStepFits(c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
+  if (threadIdx.x == 0) {
+    atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
+    atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
+    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
+    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+  }
+  if (live) {
+    if (fits) {
+      LaneCounters& lc = ws.lanes[l];
+      if (!PooledAssign(ws, lc, dst, ask, c_off, h_off, t_off, c_cap, h_cap, t_cap))
+        atomicOr(&lc.overflow, kOverflowPool);
+    } else if (phase != kPhaseIdle) {
+      PooledUndoStep(&ws.lanes[l]);  // the batch pauses before this step
+    }
+  }
+  return HandOutResult{fits, total};
+}
+
 __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
+  // (MaxKernel's last block keeps the two passes: inlined there, the one-pass version took
+  // MaxKernel<1> a 4-byte spill on sm_90)
+  if (!by_max && ws.max_lanes <= 32) return PooledHandOutWarp(ws, false).fits;
   int64_t c_sum = 0, h_sum = 0, t_sum = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;

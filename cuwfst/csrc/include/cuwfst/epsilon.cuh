@@ -116,7 +116,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     lc.phase = kPhaseEps;
     lc.frontier_size = n;
     lc.total_arcs = static_cast<int32_t>(total);
-    lc.hint_ok = total <= hint_slots;
+    lc.hint_ok = total <= hint_slots ? kHintShift : 0;  // the pass's hints: every 32nd slot
     lc.max_lp = 0.f;
     lc.eps_touched = 0;
     lc.eps_changed = 0;

@@ -89,8 +89,9 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   const int32_t next_cap = lc.tok_cap[dst];
   const int32_t* offsets = ws.arc_offsets + qs;
   const int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, src);
-  const bool hint_ok = lc.hint_ok != 0;
-  const int32_t hshift = LaneHintShift(ws, lc, src, n);  // as the step's scan wrote them
+  const int32_t hint_word = lc.hint_ok;  // the shift the step's scan wrote the hints with, or 0
+  const bool hint_ok = hint_word != 0;
+  const int32_t hshift = hint_ok ? hint_word : kHintShift;
   const int32_t* begin = ws.tok_begin + qs;
   const int32_t* cur_winner = ws.tok_winner[src] + qs;
   int32_t* nxt_state = ws.tok_state[dst] + qd;

@@ -544,6 +544,19 @@ __device__ __forceinline__ void LaneScanTail(Workspace& ws) {
   // Pooled: the step's regions are handed out here by the slots (PooledHandOut), unless
   // MaxKernel hands them out by the admissible arcs (pool_at_max); a step that does not fit
   // gets no slots (every lane's total 0).
+  if (ws.pooled && !ws.pool_at_max && ws.max_lanes <= 32) {
+    // one pass: the hand-out's reads of the lanes' slots serve the slot offsets too
+    const HandOutResult r = PooledHandOutWarp(ws, false);
+    int64_t total;
+    const int64_t excl = WarpExclusiveScan(r.fits ? r.slots : 0, &total);
+    if (static_cast<int32_t>(threadIdx.x) < ws.max_lanes) ws.lane_arc_offsets[threadIdx.x] = excl;
+    if (threadIdx.x == 0) {
+      ws.lane_arc_offsets[ws.max_lanes] = total;
+      *ws.scan_done = 0;
+      *ws.scan_ticket = 0;
+    }
+    return;
+  }
   const bool fits = ws.pooled && !ws.pool_at_max ? PooledHandOut(ws, false) : true;
   int64_t carry = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
@@ -635,7 +648,8 @@ __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters&
     return;
   }
   const int32_t T = lc.length, t = lc.t, cur = lc.buf, n = o.n;
-  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << LaneHintShift(ws, lc, cur, n);
+  const int32_t hshift = LaneHintShift(ws, lc, cur, n);  // as the scan wrote the hints
+  const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << hshift;
   const int32_t prev_max = ws.pooled ? lc.max_ord : 0;
   int64_t total = o.total;
   if (total > INT32_MAX) {  // cannot index this step's slots in int32: drop the lane's step
@@ -656,7 +670,7 @@ __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters&
   if (ws.pooled) lc.prev_max_ord = prev_max;  // (a paused step puts it back)
   lc.max_ord = FloatToOrderedInt((fused || ws.pool_anchor) && total > 0 ? o.lower : -INFINITY);
   lc.max_lp = o.max_lp;
-  lc.hint_ok = total <= hint_slots;
+  lc.hint_ok = total <= hint_slots ? hshift : 0;  // the shift itself (>= kHintShift > 0), or 0
   lc.step_phase = o.phase;  // kept for the lattice walk, as ScanKernel does
   lc.step_size = n;
   lc.step_hint_ok = lc.hint_ok;

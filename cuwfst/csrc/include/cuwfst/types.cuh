@@ -218,7 +218,10 @@ struct LaneCounters {
                          // the scan sets it to a lower bound (one arc's end) and
                          // FusedExpandKernel raises it: exact once that kernel has finished
   float max_lp;          // max log-prob of this step's row (0 for final/redirect)
-  int32_t hint_ok;       // tok_hint covers all of this step's slots
+  // tok_hint covers all of this step's slots: the hints' sampling shift (LaneHintShift, as the
+  // scan or the closure pass wrote them; always > 0), or 0 where they do not cover the step
+  // (lookups binary-search). The walkers read the shift here rather than recompute it.
+  int32_t hint_ok;
   int32_t claims;        // distinct destination states claimed this step
   int32_t overflow;      // overflow bits
   int32_t max_frontier;  // largest frontier seen
