@@ -433,68 +433,24 @@ struct LaneTable {
 // next ScanKernel, before the pool hands the table to another lane. Returns -1 (and flags
 // kOverflowHash) past kMaxProbes probes; a lane without a table this step (a pooled lane
 // refused its regions, kOverflowPool: the guard; the pause keeps it from happening) gets -1.
-// The four keys of the aligned group at p (16-byte aligned), in one volatile 16-byte load.
-__device__ __forceinline__ uint4 LoadKeyGroup(const uint32_t* p) {
-  uint4 v;
-  asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// One probed slot of FindOrClaim, its key `k` as read (possibly earlier, with its group): a
-// key read empty goes to the CAS, which decides; a key read set is the slot's for the step.
-// Returns the slot, or -1 to probe on (a claim past the claims list's end keeps its slot and
-// flags kOverflowClaims, as FindOrClaim always did).
-__device__ __forceinline__ int32_t ProbeSlot(const Workspace& ws, int32_t lane, const LaneTable& t, uint32_t dest,
-                                             uint32_t h, uint32_t k) {
-  if (k == kEmptyKey) {
-    k = atomicCAS(&t.keys[h], kEmptyKey, dest);
-    if (k == kEmptyKey) {
-      const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
-      if (c < t.claim_cap) t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
-      else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
-      return static_cast<int32_t>(h);
-    }
-  }
-  return k == dest ? static_cast<int32_t>(h) : -1;
-}
-
-// The probes read the keys a group of four at a time (LoadKeyGroup: the aligned group that
-// holds the probed slot), so a probe that moves on within its group costs no second round trip
-// to L2. The slots are probed in the same order with the same decisions as one volatile read a
-// slot (a key never changes once set within a step; an empty read is settled by the CAS), so
-// the slot a state gets and the claims are as before. Tables below four slots or not 16-byte
-// aligned take one read a slot. kGroup false (the closure's kernels, whose static tables are
-// nearly empty: the group read gains nothing there and took them 8-16 bytes of spills on sm_90)
-// reads one slot at a time.
-template <bool kGroup = false>
 __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
                                                uint32_t dest) {
   if (t.size == 0) return -1;
   const uint32_t mask = static_cast<uint32_t>(t.size - 1);
   uint32_t h = HashSlot(dest, t.size);
-  if (kGroup && t.size >= 4 && (reinterpret_cast<uintptr_t>(t.keys) & 15u) == 0) {
-    int probe = 0;
-    while (probe < kMaxProbes) {
-      const uint32_t g = h & ~3u;
-      const uint4 v = LoadKeyGroup(t.keys + g);
-#pragma unroll
-      for (uint32_t j = 0; j < 4; ++j) {
-        if (j < (h & 3u) || probe >= kMaxProbes) continue;
-        const uint32_t k = j == 0 ? v.x : j == 1 ? v.y : j == 2 ? v.z : v.w;
-        const int32_t r = ProbeSlot(ws, lane, t, dest, g + j, k);
-        if (r >= 0) return r;
-        ++probe;
+  for (int probe = 0; probe < kMaxProbes; ++probe) {
+    uint32_t k = *reinterpret_cast<volatile uint32_t*>(&t.keys[h]);
+    if (k == kEmptyKey) {
+      k = atomicCAS(&t.keys[h], kEmptyKey, dest);
+      if (k == kEmptyKey) {
+        const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
+        if (c < t.claim_cap) t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(h));
+        else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
+        return static_cast<int32_t>(h);
       }
-      h = (g + 4) & mask;
     }
-  } else {
-    for (int probe = 0; probe < kMaxProbes; ++probe) {
-      const int32_t r = ProbeSlot(ws, lane, t, dest, h, *reinterpret_cast<volatile uint32_t*>(&t.keys[h]));
-      if (r >= 0) return r;
-      h = (h + 1) & mask;
-    }
+    if (k == dest) return static_cast<int32_t>(h);
+    h = (h + 1) & mask;
   }
   atomicOr(&ws.lanes[lane].overflow, kOverflowHash);
   return -1;
@@ -507,7 +463,7 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
                                           float end, int32_t local) {
   const unsigned long long p =
       (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
-  const int32_t h = FindOrClaim<true>(ws, lane, table, dest);
+  const int32_t h = FindOrClaim(ws, lane, table, dest);
   if (h < 0) return;
   // Dominance: a candidate below the slot's current best cannot win (a stale read is
   // only lower, so this never drops a winner).
