@@ -104,7 +104,8 @@ def _same(graph, lp_host, a, b) -> bool:
 
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
-         "pooled-slots", "pooled-slots-devlog", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "eager")
+         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -128,18 +129,20 @@ def mode_env(mode: str) -> tuple[str, dict]:
     "pooled-devlog" ("pooled" with its winners log on the
     device, CUWFST_WINNERS_LOG=device, the rule before; "pooled" keeps it in pinned host memory),
     "pooled-slots-devlog" ("pooled-slots" with its winners log on the device: what the host log
-    costs under the slots bound),
+    costs under the slots bound), "pooled-late" ("pooled-slots-devlog" with each lane's next
+    frontier sized by its claims after the expansion, CUWFST_POOL_BOUND=claims),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
     bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-slots-devlog": "slots",
-             "pooled-admit": "admit"}.get(mode, "anchor")
+             "pooled-admit": "admit", "pooled-late": "claims"}.get(mode, "anchor")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
                       "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
                       "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
-                      "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog") else "host"}
+                      "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late")
+                      else "host"}
 
 
 class pool_env:

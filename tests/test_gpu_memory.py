@@ -318,6 +318,71 @@ def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact(handout, monkeypat
     same_search(mixed, eager_dec.decode(lp, lens), "mixed lengths")
 
 
+def _late_case(case):
+    """Batches whose claims outgrow the token pool's first pieces (131,072 tokens): 192 lanes
+    of flat posteriors on the tiny HLG (frontiers of up to 1,666 tokens), or 32 lanes (the
+    hand-out's one-round path) of a 12,000-state random graph at search_beam 1000, where
+    every reachable state survives (frontiers of ~12,000 tokens from the 5th frame on)."""
+    import torch
+
+    if case == "192":
+        graph, lp, host = _wide_case(B=192, T=30, seed=4)
+        return graph, None, lp, host
+    rng = np.random.default_rng(12)
+    V = 20
+    graph = random_ctc_graph(rng, 12000, V, 8, 0.2)
+    host = random_log_probs(rng, 32, 10, V, peaky=False)
+    opts = DecoderOptions(search_beam=1000.0, min_active_states=1, max_active_states=20000)
+    return graph, opts, torch.from_numpy(host).cuda(), host
+
+
+@pytest.mark.parametrize("case", ["192", "32"])
+def test_pooled_next_frontiers_by_the_claims_pause_after_the_expansion(case, monkeypatch):
+    """CUWFST_POOL_BOUND=claims: the scan hands out claims lists and tables by the slots and no
+    next frontier; ExpandKernel's last CTA gives each lane its next frontier by the claims it
+    made (types.cuh Workspace::pool_late). The token pool can then grow only by a pause after
+    an expansion: every lane put back, its claims cleared by FinalizeKernel, the pool grown,
+    the batch resumed from that step. Rows, scores and search statistics equal the static
+    layout's (which never pauses) and a CPU sample; the same batch again grows nothing; rows of
+    many lengths finish before, at and after the pauses."""
+    import torch
+
+    monkeypatch.setenv("CUWFST_POOL_BOUND", "claims")
+    graph, opts, lp, host = _late_case(case)
+    B = lp.shape[0]
+    dec = Decoder(graph, opts, device="cuda", max_lanes=B)
+    got = dec.decode(lp)
+    lanes = dec.memory_stats()["pools"]["lanes"]
+    assert lanes["pooled"] and lanes["grows"] >= 1, lanes
+    hw, cap = lanes["high_water_entries"], lanes["capacity_entries"]
+    # the scan's hand-out asks no tokens: the token pool grew by pauses after expansions
+    assert hw["tokens"] > 131072, lanes
+    assert all(hw[k] <= cap[k] for k in hw), lanes
+    sample = np.random.default_rng(0).choice(B, 4, replace=False)
+    cpu = Decoder(graph, opts).decode(host[sample])
+    assert_same_hypotheses(graph, host[sample], cpu, [got[i] for i in sample], f"claims-sized, {case} lanes")
+    eager_dec = Decoder(graph, opts, device="cuda", max_lanes=B, memory="eager")  # static lanes: never pauses
+    eager = eager_dec.decode(lp)
+
+    def same_search(x, y, where):
+        for i, (a, b) in enumerate(zip(x, y)):
+            assert np.float32(a.score) == np.float32(b.score) and a.words == b.words, f"{where} row {i}"
+            assert a.overflow == b.overflow == 0, f"{where} row {i}"
+            assert (a.max_frontier, a.frontier_total) == (b.max_frontier, b.frontier_total), f"{where} row {i}"
+
+    same_search(got, eager, "claims-sized vs static")
+    again = dec.decode(lp)
+    assert dec.memory_stats()["pools"]["lanes"]["grows"] == lanes["grows"], "the same batch again needs no growth"
+    same_search(again, got, "again")
+    T = lp.shape[1]
+    lens = np.random.default_rng(5).integers(0, T + 1, B).astype(np.int32)
+    lens[:3] = (T, 1, 0)
+    fresh = Decoder(graph, opts, device="cuda", max_lanes=B)
+    mixed = fresh.decode(lp, lens)
+    assert fresh.memory_stats()["pools"]["lanes"]["grows"] >= 1
+    same_search(mixed, eager_dec.decode(lp, lens), "mixed lengths")
+
+
 def _two_region_graph(rng, narrow=600, wide=2400, vocab=4, degree=8, wide_degree=12, fan=800, to_narrow=0.2):
     """Start 0 has two arcs: ilabel 1 into a wide region (its entry state fans out to `fan`
     states), ilabel 2 into a narrow one. The narrow region's arcs stay inside it, so a row

@@ -173,6 +173,8 @@ void GpuDecoder::Allocate() {
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_done, 0, sizeof(int32_t), stream_));
   ws_.max_done = Alloc<int32_t>(1, "max counter");
   CUWFST_CUDA(cudaMemsetAsync(ws_.max_done, 0, sizeof(int32_t), stream_));
+  ws_.expand_done = Alloc<int32_t>(1, "expand counter");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.expand_done, 0, sizeof(int32_t), stream_));
   // the kernel variants (gpu_decoder.cuh DecoderConfig; docs/design.md "kernel variants")
   if (cfg_.scan_split == 0) cfg_.scan_split = AutoScanSplit(cfg_.max_lanes);
   ws_.scan_split = cfg_.scan_split;
@@ -322,6 +324,7 @@ void GpuDecoder::Allocate() {
   }
   // the bins bound's per-lane suffix sums (types.cuh Workspace::pool_bins), zero between steps
   ws_.pool_bins = 0;  // per sequence: SeqWorkspace
+  ws_.pool_late = 0;
   ws_.pool_hints = 0;
   ws_.bin_slots = nullptr;
   if (pooled_ok_ && cfg_.pool_bound == kPoolBoundBins && !cfg_.fused_max) {
@@ -692,7 +695,11 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
   // where MaxKernel runs, it hands the pooled regions out by the admissible arcs it counts or
   // by the bins bound (types.cuh); under the slots bound ScanKernel's last block does
-  w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots ? 1 : 0;
+  w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots &&
+                          cfg_.pool_bound != kPoolBoundClaims ? 1 : 0;
+  // the next frontiers by the claims, handed out after the expansion (not under fused_max, whose
+  // claims are a superset, nor in a lattice decode, whose stage reads the step's regions after it)
+  w.pool_late = w.pooled && !cfg_.fused_max && cfg_.pool_bound == kPoolBoundClaims && ws_.lattice == 0 ? 1 : 0;
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
   // the count against the trim's anchor where the step trims (types.cuh Workspace::pool_anchor)
   w.pool_anchor = w.pool_at_max && !w.pool_bins && cfg_.pool_bound == kPoolBoundAnchor && w.trim ? 1 : 0;

@@ -70,7 +70,9 @@ struct DecoderConfig {
   // slots whatever this says): kPoolBoundAdmit the admissible arcs MaxKernel counts
   // (pool_at_max, types.cuh), kPoolBoundSlots the step's slots (the rule before), kPoolBoundBins
   // the bins bound (pool_bins.h: token slots binned by the scans, read at the exact cutoff),
-  // kPoolBoundAnchor the admissible arcs counted against the trim's anchor (pool_anchor).
+  // kPoolBoundAnchor the admissible arcs counted against the trim's anchor (pool_anchor),
+  // kPoolBoundClaims the slots for the claims lists and tables and the claims for the next
+  // frontiers (pool_late: ExpandKernel's last CTA hands those out).
   int32_t pool_bound = 0;
   // The pooled layout's slot hints (CUWFST_POOL_HINTS): 1 adaptive (types.cuh HintShiftOf),
   // 0 every 32nd slot as in the static layout (the hints at 2f568a0).

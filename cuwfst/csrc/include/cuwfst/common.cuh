@@ -246,7 +246,8 @@ __device__ __forceinline__ HandOutResult PooledHandOutWarp(Workspace& ws, bool b
     total = v->total_arcs;
     input = by_max ? PooledBoundInput(ws, l, true) : total;
   }
-  const PooledAsk ask = live ? PooledAskOf(ws, phase, input) : PooledAsk{0, 0, 0, 0};
+  PooledAsk ask = live ? PooledAskOf(ws, phase, input) : PooledAsk{0, 0, 0, 0};
+  if (ws.pool_late) ask.tokens = 0;  // the next frontier's region comes after the expansion
   int64_t c_sum, h_sum, t_sum;
   const int64_t c_off = WarpExclusiveScan(ask.claims, &c_sum);
   const int64_t h_off = WarpExclusiveScan(ask.hash, &h_sum);
@@ -283,6 +284,7 @@ __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
     PooledAsk ask{0, 0, 0, 0};
     if (l < ws.max_lanes)
       ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_max));
+    if (!by_max && ws.pool_late) ask.tokens = 0;  // (pool_late: the scan's hand-out only)
     int64_t c_total, h_total, t_total;
     WarpExclusiveScan(ask.claims, &c_total);
     WarpExclusiveScan(ask.hash, &h_total);
@@ -308,6 +310,7 @@ __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
       PooledAsk ask{0, 0, 0, 0};
       if (l < ws.max_lanes)
         ask = PooledAskOf(ws, *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase), PooledBoundInput(ws, l, by_max));
+      if (!by_max && ws.pool_late) ask.tokens = 0;  // (pool_late: the scan's hand-out only)
       int64_t c_total, h_total, t_total;
       const int64_t c_off = c_carry + WarpExclusiveScan(ask.claims, &c_total);
       const int64_t h_off = h_carry + WarpExclusiveScan(ask.hash, &h_total);

@@ -201,13 +201,43 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   }
 }
 
+// A step put back after its expansion (Workspace::pool_late, PooledLateHandOut): the lane's CTAs
+// clear the slots its claims took, as FinalizeClaims' targeted delete does, and nothing else
+// (no frontier, no winners entry). Where the claims overflowed their list some keys are in no
+// claim: the CTAs wipe the whole table between them instead (WipeOverflowedTable does it again
+// at the next scan; both leave it empty).
+__device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCounters& lc) {
+  uint32_t* keys = ws.hash_key + lc.hash_off;
+  unsigned long long* payload = ws.hash_payload + lc.hash_off;
+  if (lc.claims > lc.claim_cap) {
+    const int2 r = SplitRange(ws, lc.hash_cap);
+    for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
+      keys[i] = kEmptyKey;
+      payload[i] = 0ull;
+    }
+    return;
+  }
+  const int2* claims = ws.claims + lc.claim_off;
+  const int2 r = SplitRange(ws, lc.claims, true);
+  for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
+    const int32_t h = claims[i].y;
+    if (h >= 0) {
+      keys[h] = kEmptyKey;
+      payload[h] = 0ull;
+    }
+  }
+}
+
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
-  if (phase == kPhaseIdle) return;
+  if (phase == kPhaseIdle) {
+    if (ws.pool_late && lc.late_undo) LateUndoClaims(ws, lc);
+    return;
+  }
   FinalizeClaims(g, ws, lane, lc, phase);  // (uniform in the CTA: every thread returns here)
   if (ws.refill != kRefillInFinalize || !(phase == kPhaseFinal || phase == kPhaseRedirect)) return;
   __syncthreads();  // the CTA's writes are issued

@@ -288,6 +288,10 @@ struct LaneCounters {
   // candidate buffer: LatPersistKernel then records the lane by its walk, not from the
   // candidates (LatCandRecords skips it); LatStepEndKernel clears it
   int32_t lat_cand_over;
+  // Workspace::pool_late: 1 when this step's claims did not fit the token pool and the step was
+  // put back after its expansion (PooledLateHandOut): FinalizeKernel only clears its claims.
+  // The next scan clears it (ApplyLaneStep).
+  int32_t late_undo;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
 constexpr unsigned long long kBestKeyValid = 1ull << 63;
@@ -355,7 +359,10 @@ enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // kPoolBoundAnchor: the admissible count as kPoolBoundAdmit, against the trim's anchor (scan.cuh
 // RowAndTrim, LaneTrim::anchor) instead of the scans' best token (BestTokenEnd); on graphs the
 // step does not trim, as kPoolBoundAdmit.
-enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2, kPoolBoundAnchor = 3 };
+// kPoolBoundClaims: the claims lists and tables as kPoolBoundSlots, and each lane's next frontier
+// sized by its claims after the expansion instead of by its slots (Workspace::pool_late).
+enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2, kPoolBoundAnchor = 3,
+                 kPoolBoundClaims = 4 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
@@ -408,6 +415,18 @@ struct Workspace {
   // then takes every slot of the tokens it reads).
   int32_t pool_anchor;
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
+  // 1 (pooled, ScanKernel's last block handing out by the slots, no lattice; kPoolBoundClaims,
+  // CUWFST_POOL_BOUND=claims): the scan's hand-out gives each lane its claims list and table
+  // only; ExpandKernel's last CTA gives each lane its next frontier's region by the claims the
+  // expansion made (a survivor is a claim), every live lane one, in lane order
+  // (PooledLateHandOut). A step whose claims do not fit the token pool pauses there: every
+  // lane that stepped is put back (PooledUndoStep) and marked LaneCounters::late_undo, its
+  // FinalizeKernel CTAs clear the claimed slots (the whole table where the claims overflowed
+  // their list) and write nothing else, and the host grows the pool and resumes the batch from
+  // that step, as after a pause before the step. expand_done: ExpandKernel's last-CTA counter
+  // (0 between launches).
+  int32_t pool_late;
+  int32_t* expand_done;
   // 1 (pooled, CUWFST_POOL_HINTS=adaptive): the slot hints of a lane's step are sampled every
   // 2^HintShiftOf slots, coarser where the frontier's region is small, so that they cover
   // kHintSlotsPerToken slots a frontier token (the region holds 4 hint entries a token: at
