@@ -336,18 +336,19 @@ def _late_case(case):
     return graph, opts, torch.from_numpy(host).cuda(), host
 
 
+@pytest.mark.parametrize("bound", ["claims", "claims-finalize"])
 @pytest.mark.parametrize("case", ["192", "32"])
-def test_pooled_next_frontiers_by_the_claims_pause_after_the_expansion(case, monkeypatch):
+def test_pooled_next_frontiers_by_the_claims_pause_after_the_expansion(case, bound, monkeypatch):
     """CUWFST_POOL_BOUND=claims: the scan hands out claims lists and tables by the slots and no
     next frontier; ExpandKernel's last CTA gives each lane its next frontier by the claims it
     made (types.cuh Workspace::pool_late). The token pool can then grow only by a pause after
     an expansion: every lane put back, its claims cleared by FinalizeKernel, the pool grown,
     the batch resumed from that step. Rows, scores and search statistics equal the static
     layout's (which never pauses) and a CPU sample; the same batch again grows nothing; rows of
-    many lengths finish before, at and after the pauses."""
-    import torch
-
-    monkeypatch.setenv("CUWFST_POOL_BOUND", "claims")
+    many lengths finish before, at and after the pauses. claims-finalize: the same regions handed
+    out by FinalizeKernel's CTAs; a step that does not fit leaves its lanes for the host to put
+    back (late_undo 2)."""
+    monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
     graph, opts, lp, host = _late_case(case)
     B = lp.shape[0]
     dec = Decoder(graph, opts, device="cuda", max_lanes=B)

@@ -695,11 +695,15 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
   // where MaxKernel runs, it hands the pooled regions out by the admissible arcs it counts or
   // by the bins bound (types.cuh); under the slots bound ScanKernel's last block does
-  w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots &&
-                          cfg_.pool_bound != kPoolBoundClaims ? 1 : 0;
+  const bool by_claims = cfg_.pool_bound == kPoolBoundClaims || cfg_.pool_bound == kPoolBoundClaimsFinalize;
+  w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots && !by_claims ? 1 : 0;
   // the next frontiers by the claims, handed out after the expansion (not under fused_max, whose
   // claims are a superset, nor in a lattice decode, whose stage reads the step's regions after it)
-  w.pool_late = w.pooled && !cfg_.fused_max && cfg_.pool_bound == kPoolBoundClaims && ws_.lattice == 0 ? 1 : 0;
+  // (ExpandKernel's last CTA hands them out, or under kPoolBoundClaimsFinalize FinalizeKernel's CTAs)
+  // (pooled sequences are kBatch / kResume: no refill)
+  w.pool_late = w.pooled && !cfg_.fused_max && by_claims && ws_.lattice == 0
+                    ? (cfg_.pool_bound == kPoolBoundClaims ? 1 : 2)
+                    : 0;
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
   // the count against the trim's anchor where the step trims (types.cuh Workspace::pool_anchor)
   w.pool_anchor = w.pool_at_max && !w.pool_bins && cfg_.pool_bound == kPoolBoundAnchor && w.trim ? 1 : 0;
@@ -1004,7 +1008,10 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
   }
   // (kRefillInFinalize: the device-side refill runs in Finalize's last CTA of each ended lane)
-  Timed(5, [&] { LaunchStep(FinalizeKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
+  if (w.pool_late == 2)  // the next frontiers handed out by the claims in FinalizeKernel's CTAs
+    Timed(5, [&] { LaunchStep(FinalizeKernel<true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
+  else
+    Timed(5, [&] { LaunchStep(FinalizeKernel<false>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   // kRefillByKernel: lanes whose row just ended take the next queued row, whose start the
   // closure below closes with the others (profiled as init)
   if (w.refill == kRefillByKernel)
@@ -1306,6 +1313,19 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         }
         if (!grows)  // cannot happen: a step asks at most the static layout's sizes
           throw std::logic_error("a pooled batch paused with its pools at their worst case");
+        // Under the claims' hand-out in FinalizeKernel (types.cuh Workspace::pool_late 2) a step
+        // that did not fit left its lanes as it had advanced them (marked late_undo 2; the later
+        // steps of the sequence idled them without moving them): put them back here, as
+        // PooledUndoStep does on the device for a pause before a step, and resume from there.
+        bool undone = false;
+        for (int32_t b = 0; b < B; ++b)
+          if (h_lanes[b].late_undo == 2) {
+            PooledUndoStep(&h_lanes[b]);
+            h_lanes[b].late_undo = 0;
+            undone = true;
+          }
+        if (undone)
+          CUWFST_CUDA(cudaMemcpyAsync(ws_.lanes, h_lanes, B * sizeof(LaneCounters), cudaMemcpyHostToDevice, stream_));
         CommitPools(want, false, "this batch", /*keep=*/true);
         ++pool_grows_;
         resume = true;

@@ -29,7 +29,8 @@ bound of the step's cutoff taken from the trim's anchor (the slots under fused_m
 `CUWFST_POOL_BOUND=slots` sizes them by every arc of the step (the rule before that), and
 `CUWFST_POOL_BOUND=bins` by the token-level bins bound (the scans bin the tokens, MaxKernel
 reads no arc for it), and `CUWFST_POOL_BOUND=claims` sizes the claims lists and tables by
-the slots and each next frontier by the claims the expansion made; `CUWFST_POOL_HINTS=fixed`
+the slots and each next frontier by the claims the expansion made (`claims-finalize`: the same,
+handed out in FinalizeKernel); `CUWFST_POOL_HINTS=fixed`
 keeps the pooled slot hints at every 32nd slot, and `CUWFST_POOL_HANDOUT=kernel` hands the
 regions out in a kernel of its own after MaxKernel instead of in its last block (for same-run
 A/B: benchmarks/memory.py --modes pooled pooled-admit pooled-bins pooled-slots
@@ -111,7 +112,7 @@ def _env_choice(name: str, choices, default: str) -> str:
     return v
 
 
-POOL_BOUNDS = ("admit", "slots", "bins", "anchor", "claims")  # the native pool_bound, in its order (types.cuh kPoolBound*)
+POOL_BOUNDS = ("admit", "slots", "bins", "anchor", "claims", "claims-finalize")  # the native pool_bound, in its order (types.cuh kPoolBound*)
 
 
 def pool_bound_mode() -> str:
@@ -125,8 +126,10 @@ def pool_bound_mode() -> str:
     tokens, MaxKernel reads no arc for it; cuwfst/csrc/include/cuwfst/pool_bins.h), "claims" (the
     claims lists and tables by the slots, each next frontier by the claims the expansion made,
     handed out by ExpandKernel's last CTA; a step whose claims do not fit pauses after its
-    expansion; types.cuh Workspace::pool_late). All are kept for same-run A/B. Under fused_max
-    (no MaxKernel) always the slots (and "claims" sizes the frontiers by them too)."""
+    expansion; types.cuh Workspace::pool_late), "claims-finalize" (the same sizes, handed out by
+    FinalizeKernel's CTAs instead, with no last CTA in ExpandKernel). All are kept for same-run
+    A/B. Under fused_max (no MaxKernel) always the slots (and the claims bounds size the
+    frontiers by them too)."""
     return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "anchor")
 
 

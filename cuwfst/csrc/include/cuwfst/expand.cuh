@@ -634,7 +634,7 @@ ExpandKernel(DeviceGraph g, Workspace ws) {
     ExpandLane e;
     Walk<kWalker>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) { e.Slot(g, ws, lv, tok, local); });
   }
-  if (ws.pool_late) ExpandLastBlock(ws);
+  if (ws.pool_late == 1) ExpandLastBlock(ws);
 }
 
 // CoopWalkKernel — per step instead of MaxKernel and ExpandKernel under walker="warp_coop"

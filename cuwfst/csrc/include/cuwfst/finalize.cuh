@@ -66,8 +66,10 @@ __device__ __forceinline__ void StripedRoundSum(typename BlockScan::TempStorage&
   for (int k = 0; k < kFinalizeItems; ++k) out[k] = s_x[k * kFinalizeThreads + threadIdx.x];
 }
 
+// qd, next_cap: the next frontier's region (lc.tok_off[lc.buf], lc.tok_cap[lc.buf], or under
+// Workspace::pool_late 2 the region FinalizeLate computed, which it publishes there itself).
 __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Workspace& ws, int32_t lane,
-                                               LaneCounters& lc, int32_t phase) {
+                                               LaneCounters& lc, int32_t phase, int64_t qd, int32_t next_cap) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base, list_base;
@@ -85,8 +87,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   const float cutoff = step_max - lc.beam;
   const int32_t next_t = lc.t;  // (ScanKernel advanced it: the step the new frontier feeds)
   const int32_t src = lc.buf ^ 1, dst = lc.buf;  // Scan flipped buf to the buffer it builds
-  const int64_t qs = lc.tok_off[src], qd = lc.tok_off[dst];
-  const int32_t next_cap = lc.tok_cap[dst];
+  const int64_t qs = lc.tok_off[src];
   const int32_t* offsets = ws.arc_offsets + qs;
   const int32_t* hint = ws.tok_hint + HintBase(ws, lc, lane, src);
   const int32_t hint_word = lc.hint_ok;  // the shift the step's scan wrote the hints with, or 0
@@ -228,17 +229,103 @@ __device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCo
   }
 }
 
+// The pool_late 2 path of FinalizeKernel<true> (types.cuh Workspace::pool_late): the CTAs that
+// need it compute every lane's token ask from its claims, PooledTokenRegion(min(claims,
+// claim_cap)) for a lane that steps, and the exclusive prefix over the lanes (one warp, the
+// lanes' counters read from L2: Expand has finished, so every CTA computes the same numbers);
+// the grid's first CTA reports the total and the pause; a lane's first CTA publishes its region
+// for the next step's scan. A step that does not fit the token pool writes nothing: the lane's
+// CTAs clear its claims' slots (or, where its claims overflowed the list, wipe its table between
+// them), and its first CTA marks it late_undo 2 for the host.
+__device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspace& ws, int32_t lane, LaneCounters& lc,
+                                             int32_t phase) {
+  __shared__ long long s_off, s_total;
+  __shared__ int32_t s_tokens;
+  const bool stepping = phase != kPhaseIdle;
+  const int32_t num_claims = stepping ? min(lc.claims, lc.claim_cap) : 0;
+  const int2 range = SplitRange(ws, num_claims, true);
+  const bool work = range.x < range.y;
+  const bool overflowed = stepping && lc.claims > lc.claim_cap;
+  const bool first = blockIdx.x == 0;
+  const bool reporter = first && blockIdx.y == 0;
+  if (!(work || overflowed || reporter || (first && stepping))) return;  // (uniform in the CTA)
+  if (threadIdx.x < 32) {
+    int64_t carry = 0;
+    for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+      const int32_t l = base + static_cast<int32_t>(threadIdx.x);
+      int32_t tokens = 0;
+      if (l < ws.max_lanes) {
+        volatile LaneCounters* v = &ws.lanes[l];
+        if (v->phase != kPhaseIdle) {
+          const int32_t c = v->claims, cap = v->claim_cap;
+          tokens = PooledTokenRegion(ws, c < cap ? c : cap);
+        }
+      }
+      int64_t total;
+      const int64_t off = carry + WarpExclusiveScan(tokens, &total);
+      if (l == lane) {
+        s_off = off;
+        s_tokens = tokens;
+      }
+      carry += total;
+    }
+    if (threadIdx.x == 0) s_total = carry;
+  }
+  __syncthreads();
+  const bool fits = s_total <= ws.pool_cap[kPoolTokens];
+  if (reporter && threadIdx.x == 0) {
+    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(s_total));
+    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+  }
+  if (!stepping) return;
+  if (!fits) {
+    uint32_t* keys = ws.hash_key + lc.hash_off;
+    unsigned long long* payload = ws.hash_payload + lc.hash_off;
+    if (overflowed) {
+      const int2 r = SplitRange(ws, lc.hash_cap);
+      for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
+        keys[i] = kEmptyKey;
+        payload[i] = 0ull;
+      }
+    } else {
+      const int2* claims = ws.claims + lc.claim_off;
+      for (int32_t i = range.x + static_cast<int32_t>(threadIdx.x); i < range.y; i += blockDim.x) {
+        const int32_t h = claims[i].y;
+        if (h >= 0) {
+          keys[h] = kEmptyKey;
+          payload[h] = 0ull;
+        }
+      }
+    }
+    if (first && threadIdx.x == 0) lc.late_undo = 2;
+    return;
+  }
+  const int64_t qd = s_off;
+  const int32_t next_cap = s_tokens - 1 < ws.main_q ? s_tokens - 1 : ws.main_q;
+  if (first && threadIdx.x == 0) {  // for the next step's scan (no CTA of this kernel reads them)
+    lc.tok_off[lc.buf] = qd;
+    lc.tok_cap[lc.buf] = next_cap;
+  }
+  if (work) FinalizeClaims(g, ws, lane, lc, phase, qd, next_cap);
+}
+
+template <bool kLate>
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
-  if (phase == kPhaseIdle) {
-    if (ws.pool_late && lc.late_undo) LateUndoClaims(ws, lc);
+  if (kLate) {  // (Workspace::pool_late 2: pooled offline batches, no refill, no closure, no lattice)
+    FinalizeLate(g, ws, lane, lc, phase);
     return;
   }
-  FinalizeClaims(g, ws, lane, lc, phase);  // (uniform in the CTA: every thread returns here)
+  if (phase == kPhaseIdle) {
+    if (ws.pool_late == 1 && lc.late_undo == 1) LateUndoClaims(ws, lc);
+    return;
+  }
+  // (uniform in the CTA: every thread returns here)
+  FinalizeClaims(g, ws, lane, lc, phase, lc.tok_off[lc.buf], lc.tok_cap[lc.buf]);
   if (ws.refill != kRefillInFinalize || !(phase == kPhaseFinal || phase == kPhaseRedirect)) return;
   __syncthreads();  // the CTA's writes are issued
   if (threadIdx.x == 0) {

@@ -641,7 +641,7 @@ __device__ __forceinline__ int32_t ScanLaneSize(const Workspace& ws, const LaneC
 // previous max come from the counters, which no CTA has written since the step began.
 __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters& lc, const StepParams& p,
                                               const LaneStepOut& o, bool fused) {
-  lc.late_undo = 0;  // (the step before's Finalize has read it)
+  if (lc.late_undo == 1) lc.late_undo = 0;  // (the step before's Finalize has read it; a 2 is the host's)
   if (o.idle) {
     lc.phase = kPhaseIdle;
     lc.step_phase = kPhaseIdle;
@@ -721,7 +721,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
       lc.phase = kPhaseIdle;
       lc.step_phase = kPhaseIdle;
       lc.total_arcs = 0;
-      lc.late_undo = 0;
+      if (lc.late_undo == 1) lc.late_undo = 0;
     }
     LaneScanLastBlock(ws);
     return;

@@ -288,9 +288,11 @@ struct LaneCounters {
   // candidate buffer: LatPersistKernel then records the lane by its walk, not from the
   // candidates (LatCandRecords skips it); LatStepEndKernel clears it
   int32_t lat_cand_over;
-  // Workspace::pool_late: 1 when this step's claims did not fit the token pool and the step was
-  // put back after its expansion (PooledLateHandOut): FinalizeKernel only clears its claims.
-  // The next scan clears it (ApplyLaneStep).
+  // Workspace::pool_late 1: 1 when this step's claims did not fit the token pool and the step was
+  // put back after its expansion (PooledLateHandOut): FinalizeKernel only clears its claims;
+  // the next scan clears it (ApplyLaneStep). pool_late 2: 2 when FinalizeLate found the step
+  // does not fit: the lane is still as the step left it, and the host puts it back and clears
+  // the mark before it resumes (the scans leave a 2 alone).
   int32_t late_undo;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
@@ -361,8 +363,10 @@ enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // step does not trim, as kPoolBoundAdmit.
 // kPoolBoundClaims: the claims lists and tables as kPoolBoundSlots, and each lane's next frontier
 // sized by its claims after the expansion instead of by its slots (Workspace::pool_late).
+// kPoolBoundClaimsFinalize: the same sizes, the next frontiers handed out by FinalizeKernel's CTAs
+// (Workspace::pool_late 2).
 enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2, kPoolBoundAnchor = 3,
-                 kPoolBoundClaims = 4 };
+                 kPoolBoundClaims = 4, kPoolBoundClaimsFinalize = 5 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
@@ -425,6 +429,14 @@ struct Workspace {
   // their list) and write nothing else, and the host grows the pool and resumes the batch from
   // that step, as after a pause before the step. expand_done: ExpandKernel's last-CTA counter
   // (0 between launches).
+  // 2 (kPoolBoundClaimsFinalize): the same regions, handed out by FinalizeKernel<true> instead,
+  // with no last CTA: each of its CTAs that needs the lane's region (those with claims to
+  // finalize, a stepping lane's first, the grid's first, which reports the ask and the pause,
+  // and every CTA of a lane whose claims overflowed their list) computes the same prefix over
+  // the lanes' claims (FinalizeLate); the kernel boundary orders it after the expansion, so no
+  // fence is needed. A step that does not fit writes nothing: the CTAs clear the lane's claims
+  // (or wipe its table), its first CTA marks it late_undo 2, and the host puts such lanes back
+  // (PooledUndoStep on its copy of the counters) before it resumes the batch.
   int32_t pool_late;
   int32_t* expand_done;
   // 1 (pooled, CUWFST_POOL_HINTS=adaptive): the slot hints of a lane's step are sampled every
