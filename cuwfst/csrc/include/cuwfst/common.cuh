@@ -224,6 +224,21 @@ __device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t
   return *reinterpret_cast<volatile int32_t*>(&ws.bin_slots[static_cast<int64_t>(l) * kPoolBins + first]);
 }
 
+// What a step asked of the pools, summed over the lanes, into pool_need (the high water; the
+// host grows a pool to it after a pause), and the pause flag where it does not fit the
+// committed capacities (thread 0 of the hand-out's warp writes). Returns whether it fits.
+__device__ __forceinline__ bool PooledReportStep(Workspace& ws, int64_t c_sum, int64_t h_sum, int64_t t_sum,
+                                                 long long c_cap, long long h_cap, long long t_cap) {
+  const bool fits = PooledStepFits(c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
+  if (threadIdx.x == 0) {
+    atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
+    atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
+    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
+    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+  }
+  return fits;
+}
+
 // PooledHandOut for a batch of at most 32 lanes, in one pass: each thread issues its lane's
 // loads (phase, buffer, slots, and the bound input) together, the warp scans the asks once and
 // assigns from the same scans, and `*slots` returns the lane's total_arcs as read (the scan's
@@ -255,13 +270,7 @@ __device__ __forceinline__ HandOutResult PooledHandOutWarp(Workspace& ws, bool b
   const long long c_cap = ws.pool_cap[kPoolClaims];
   const long long h_cap = ws.pool_cap[kPoolHash];
   const long long t_cap = ws.pool_cap[kPoolTokens];
-  const bool fits = PooledStepFits(c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
-  if (threadIdx.x == 0) {
-    atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
-    atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
-    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
-    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
-  }
+  const bool fits = PooledReportStep(ws, c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
   if (live) {
     if (fits) {
       LaneCounters& lc = ws.lanes[l];
@@ -296,13 +305,7 @@ __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
   const long long c_cap = ws.pool_cap[kPoolClaims];
   const long long h_cap = ws.pool_cap[kPoolHash];
   const long long t_cap = ws.pool_cap[kPoolTokens];
-  const bool fits = PooledStepFits(c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
-  if (threadIdx.x == 0) {
-    atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
-    atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
-    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
-    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
-  }
+  const bool fits = PooledReportStep(ws, c_sum, h_sum, t_sum, c_cap, h_cap, t_cap);
   int64_t c_carry = 0, h_carry = 0, t_carry = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
