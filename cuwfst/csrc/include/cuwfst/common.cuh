@@ -224,6 +224,23 @@ __device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t
   return *reinterpret_cast<volatile int32_t*>(&ws.bin_slots[static_cast<int64_t>(l) * kPoolBins + first]);
 }
 
+// Whether this CTA is the grid's last to finish (a last-block-done counter, 0 between launches):
+// every CTA's writes before the call are issued and fenced before it counts itself done, and the
+// last one fences again before it reads them. Every thread of every CTA calls it; the result is
+// the same in the whole CTA. The caller of the last CTA puts the counter back to 0. MaxKernel's
+// and ExpandKernel's last blocks (scan.cuh ScanGridLast keeps its own copy).
+__device__ __forceinline__ bool GridLastCta(int32_t* done) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(done, 1) == static_cast<int32_t>(gridDim.x) - 1;
+  }
+  __syncthreads();
+  if (last) __threadfence();
+  return last;
+}
+
 // What a step asked of the pools, summed over the lanes, into pool_need (the high water; the
 // host grows a pool to it after a pause), and the pause flag where it does not fit the
 // committed capacities (thread 0 of the hand-out's warp writes). Returns whether it fits.
@@ -234,6 +251,23 @@ __device__ __forceinline__ bool PooledReportStep(Workspace& ws, int64_t c_sum, i
     atomicMax(&ws.pool_need[kPoolClaims], static_cast<unsigned long long>(c_sum));
     atomicMax(&ws.pool_need[kPoolHash], static_cast<unsigned long long>(h_sum));
     atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
+    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
+  }
+  return fits;
+}
+
+// The token region lane l asks for under pool_late (0: the lane does not step).
+__device__ __forceinline__ int32_t PooledLateAsk(const Workspace& ws, volatile LaneCounters* v, int32_t phase) {
+  if (phase == kPhaseIdle) return 0;
+  const int32_t claims = v->claims, cap = v->claim_cap;
+  return PooledTokenRegion(ws, claims < cap ? claims : cap);
+}
+// The pool_late hand-outs' report (PooledLateHandOut, FinalizeLate): the step's token asks
+// summed over the lanes into pool_need, and the pause flag where they do not fit (thread 0).
+__device__ __forceinline__ bool PooledLateReport(const Workspace& ws, int64_t total) {
+  const bool fits = total <= ws.pool_cap[kPoolTokens];
+  if (threadIdx.x == 0) {
+    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(total));
     if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
   }
   return fits;

@@ -296,34 +296,11 @@ __device__ __forceinline__ void MaxHandOut(Workspace& ws) {
 // slots, so ExpandKernel and the lattice walk do nothing and every lane is back before the
 // step (the batch pauses, as a pause in ScanKernel's last block does).
 __device__ __forceinline__ void MaxLastBlock(Workspace& ws) {
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(ws.max_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (!last || threadIdx.x >= 32) return;
-  __threadfence();
+  if (!GridLastCta(ws.max_done) || threadIdx.x >= 32) return;
   MaxHandOut(ws);
   if (threadIdx.x == 0) *ws.max_done = 0;
 }
 
-// The next frontiers' regions by the claims (Workspace::pool_late), by one warp of ExpandKernel's
-// last CTA once every CTA's claims are in: each lane that steps gets PooledTokenRegion of its
-// claims (at most its claims list: survivors are claims), in lane order by a prefix sum, and
-// at most main_q survivors as PooledAssign gives them; a lane without claims gets the one-token
-// region the slots' hand-out gave it too (the arc_offsets sentinel needs one). All or nothing:
-// where the step's total does not fit the token pool's committed capacity, the batch pauses as
-// in PooledHandOut (pool_need, the pause flag) and every lane that stepped is put back
-// (PooledUndoStep) and marked late_undo for its FinalizeKernel CTAs, which clear its claims.
-// Volatile: the CTAs' claims counts are in L2, this SM's L1 may hold old lines.
-// The token region lane l asks for under pool_late (0: the lane does not step).
-__device__ __forceinline__ int32_t PooledLateAsk(const Workspace& ws, volatile LaneCounters* v, int32_t phase) {
-  if (phase == kPhaseIdle) return 0;
-  const int32_t claims = v->claims, cap = v->claim_cap;
-  return PooledTokenRegion(ws, claims < cap ? claims : cap);
-}
 // Lane l's region at `off` (the step fits), or the lane put back (it does not).
 __device__ __forceinline__ void PooledLateAssign(const Workspace& ws, volatile LaneCounters* v, LaneCounters* lc,
                                                  int32_t tokens, int64_t off, bool fits) {
@@ -336,8 +313,16 @@ __device__ __forceinline__ void PooledLateAssign(const Workspace& ws, volatile L
     v->late_undo = 1;
   }
 }
+// The next frontiers' regions by the claims (Workspace::pool_late), by one warp of ExpandKernel's
+// last CTA once every CTA's claims are in: each lane that steps gets PooledTokenRegion of its
+// claims (at most its claims list: survivors are claims), in lane order by a prefix sum, and
+// at most main_q survivors as PooledAssign gives them; a lane without claims gets the one-token
+// region the slots' hand-out gave it too (the arc_offsets sentinel needs one). All or nothing:
+// where the step's total does not fit the token pool's committed capacity, the batch pauses as
+// in PooledHandOut (pool_need, the pause flag) and every lane that stepped is put back
+// (PooledUndoStep) and marked late_undo for its FinalizeKernel CTAs, which clear its claims.
+// Volatile: the CTAs' claims counts are in L2, this SM's L1 may hold old lines.
 __device__ __forceinline__ void PooledLateHandOut(Workspace& ws) {
-  const long long t_cap = ws.pool_cap[kPoolTokens];
   if (ws.max_lanes <= 32) {  // one round: each thread's lane read once
     const int32_t l = static_cast<int32_t>(threadIdx.x);
     volatile LaneCounters* v = l < ws.max_lanes ? &ws.lanes[l] : nullptr;
@@ -345,11 +330,7 @@ __device__ __forceinline__ void PooledLateHandOut(Workspace& ws) {
     const int32_t tokens = v ? PooledLateAsk(ws, v, phase) : 0;
     int64_t total;
     const int64_t off = WarpExclusiveScan(tokens, &total);
-    const bool fits = total <= t_cap;
-    if (threadIdx.x == 0) {
-      atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(total));
-      if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
-    }
+    const bool fits = PooledLateReport(ws, total);
     if (phase != kPhaseIdle) PooledLateAssign(ws, v, &ws.lanes[l], tokens, off, fits);
     return;
   }
@@ -361,11 +342,7 @@ __device__ __forceinline__ void PooledLateHandOut(Workspace& ws) {
     WarpExclusiveScan(v ? PooledLateAsk(ws, v, v->phase) : 0, &total);
     t_sum += total;
   }
-  const bool fits = t_sum <= t_cap;
-  if (threadIdx.x == 0) {
-    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(t_sum));
-    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
-  }
+  const bool fits = PooledLateReport(ws, t_sum);
   int64_t carry = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + static_cast<int32_t>(threadIdx.x);
@@ -383,15 +360,7 @@ __device__ __forceinline__ void PooledLateHandOut(Workspace& ws) {
 // issued and fenced), one warp hands the next frontiers out (PooledLateHandOut). Every CTA
 // calls it, also on a step without slots (lanes that step still need their region).
 __device__ __forceinline__ void ExpandLastBlock(Workspace& ws) {
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(ws.expand_done, 1) == static_cast<int32_t>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (!last || threadIdx.x >= 32) return;
-  __threadfence();
+  if (!GridLastCta(ws.expand_done) || threadIdx.x >= 32) return;
   PooledLateHandOut(ws);
   if (threadIdx.x == 0) *ws.expand_done = 0;
 }

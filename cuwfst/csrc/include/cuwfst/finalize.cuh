@@ -202,15 +202,19 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   }
 }
 
-// A step put back after its expansion (Workspace::pool_late, PooledLateHandOut): the lane's CTAs
-// clear the slots its claims took, as FinalizeClaims' targeted delete does, and nothing else
+// A step put back after its expansion (Workspace::pool_late: PooledLateHandOut or FinalizeLate):
+// the lane's CTAs clear the slots its claims took, as FinalizeClaims' targeted delete does, and nothing else
 // (no frontier, no winners entry). Where the claims overflowed their list some keys are in no
 // claim: the CTAs wipe the whole table between them instead (WipeOverflowedTable does it again
 // at the next scan; both leave it empty).
-__device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCounters& lc) {
+// claim_range: this CTA's share of the claims list (SplitRange over min(claims, claim_cap), per
+// thread), as the caller has it.
+// overflowed: the lane's claims overflowed their list (claims > claim_cap).
+__device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCounters& lc, int2 claim_range,
+                                               bool overflowed) {
   uint32_t* keys = ws.hash_key + lc.hash_off;
   unsigned long long* payload = ws.hash_payload + lc.hash_off;
-  if (lc.claims > lc.claim_cap) {
+  if (overflowed) {
     const int2 r = SplitRange(ws, lc.hash_cap);
     for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
       keys[i] = kEmptyKey;
@@ -219,8 +223,7 @@ __device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCo
     return;
   }
   const int2* claims = ws.claims + lc.claim_off;
-  const int2 r = SplitRange(ws, lc.claims, true);
-  for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
+  for (int32_t i = claim_range.x + static_cast<int32_t>(threadIdx.x); i < claim_range.y; i += blockDim.x) {
     const int32_t h = claims[i].y;
     if (h >= 0) {
       keys[h] = kEmptyKey;
@@ -253,14 +256,8 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
     int64_t carry = 0;
     for (int32_t base = 0; base < ws.max_lanes; base += 32) {
       const int32_t l = base + static_cast<int32_t>(threadIdx.x);
-      int32_t tokens = 0;
-      if (l < ws.max_lanes) {
-        volatile LaneCounters* v = &ws.lanes[l];
-        if (v->phase != kPhaseIdle) {
-          const int32_t c = v->claims, cap = v->claim_cap;
-          tokens = PooledTokenRegion(ws, c < cap ? c : cap);
-        }
-      }
+      volatile LaneCounters* v = l < ws.max_lanes ? &ws.lanes[l] : nullptr;
+      const int32_t tokens = v ? PooledLateAsk(ws, v, v->phase) : 0;
       int64_t total;
       const int64_t off = carry + WarpExclusiveScan(tokens, &total);
       if (l == lane) {
@@ -273,30 +270,10 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
   }
   __syncthreads();
   const bool fits = s_total <= ws.pool_cap[kPoolTokens];
-  if (reporter && threadIdx.x == 0) {
-    atomicMax(&ws.pool_need[kPoolTokens], static_cast<unsigned long long>(s_total));
-    if (!fits) ws.pool_need[kPoolPauseSlot] = 1ull;
-  }
+  if (reporter) PooledLateReport(ws, s_total);
   if (!stepping) return;
   if (!fits) {
-    uint32_t* keys = ws.hash_key + lc.hash_off;
-    unsigned long long* payload = ws.hash_payload + lc.hash_off;
-    if (overflowed) {
-      const int2 r = SplitRange(ws, lc.hash_cap);
-      for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
-        keys[i] = kEmptyKey;
-        payload[i] = 0ull;
-      }
-    } else {
-      const int2* claims = ws.claims + lc.claim_off;
-      for (int32_t i = range.x + static_cast<int32_t>(threadIdx.x); i < range.y; i += blockDim.x) {
-        const int32_t h = claims[i].y;
-        if (h >= 0) {
-          keys[h] = kEmptyKey;
-          payload[h] = 0ull;
-        }
-      }
-    }
+    LateUndoClaims(ws, lc, range, overflowed);
     if (first && threadIdx.x == 0) lc.late_undo = 2;
     return;
   }
@@ -321,7 +298,8 @@ FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
     return;
   }
   if (phase == kPhaseIdle) {
-    if (ws.pool_late == 1 && lc.late_undo == 1) LateUndoClaims(ws, lc);
+    if (ws.pool_late == 1 && lc.late_undo == 1)
+      LateUndoClaims(ws, lc, SplitRange(ws, min(lc.claims, lc.claim_cap), true), lc.claims > lc.claim_cap);
     return;
   }
   // (uniform in the CTA: every thread returns here)
