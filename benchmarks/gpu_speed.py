@@ -111,7 +111,7 @@ def main():
                    help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
     p.add_argument("--memory", nargs="+", default=[None],
                    choices=["lazy", "eager", "pooled", "pooled-admit", "pooled-bins", "pooled-slots",
-                            "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-fixedhints", "pooled-handout",
+                            "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-fixedhints", "pooled-handout",
                             "pooled-devlog"],
                    help="memory modes timed side by side (default: the decoder's default; the pooled "
                         "variants as benchmarks.memory's modes: CUWFST_POOL_BOUND / CUWFST_POOL_HINTS / "

@@ -104,7 +104,7 @@ def _same(graph, lp_host, a, b) -> bool:
 
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
-         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "eager")
 
 
@@ -132,17 +132,21 @@ def mode_env(mode: str) -> tuple[str, dict]:
     costs under the slots bound), "pooled-late" ("pooled-slots-devlog" with each lane's next
     frontier sized by its claims after the expansion, CUWFST_POOL_BOUND=claims), "pooled-late-fin"
     ("pooled-late" handed out by FinalizeKernel's CTAs, CUWFST_POOL_BOUND=claims-finalize),
+    "pooled-late-ahead" ("pooled-late-fin" with each working CTA's prefix beside its first
+    loads, CUWFST_POOL_BOUND=claims-finalize-ahead),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
     bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-slots-devlog": "slots",
-             "pooled-admit": "admit", "pooled-late": "claims", "pooled-late-fin": "claims-finalize"}.get(mode, "anchor")
+             "pooled-admit": "admit", "pooled-late": "claims", "pooled-late-fin": "claims-finalize",
+             "pooled-late-ahead": "claims-finalize-ahead"}.get(mode, "anchor")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
                       "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
                       "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
                       "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
-                      "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin")
+                      "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin",
+                                                               "pooled-late-ahead")
                       else "host"}
 
 

@@ -336,7 +336,7 @@ def _late_case(case):
     return graph, opts, torch.from_numpy(host).cuda(), host
 
 
-@pytest.mark.parametrize("bound", ["claims", "claims-finalize"])
+@pytest.mark.parametrize("bound", ["claims", "claims-finalize", "claims-finalize-ahead"])
 @pytest.mark.parametrize("case", ["192", "32"])
 def test_pooled_next_frontiers_by_the_claims_pause_after_the_expansion(case, bound, monkeypatch):
     """CUWFST_POOL_BOUND=claims: the scan hands out claims lists and tables by the slots and no
@@ -347,7 +347,8 @@ def test_pooled_next_frontiers_by_the_claims_pause_after_the_expansion(case, bou
     layout's (which never pauses) and a CPU sample; the same batch again grows nothing; rows of
     many lengths finish before, at and after the pauses. claims-finalize: the same regions handed
     out by FinalizeKernel's CTAs; a step that does not fit leaves its lanes for the host to put
-    back (late_undo 2)."""
+    back (late_undo 2). claims-finalize-ahead: the same, the 32-lane case's working CTAs computing
+    the prefix beside their first claim loads and undoing there (192 lanes: as claims-finalize)."""
     monkeypatch.setenv("CUWFST_POOL_BOUND", bound)
     graph, opts, lp, host = _late_case(case)
     B = lp.shape[0]

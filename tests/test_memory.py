@@ -183,11 +183,12 @@ def test_memory_benchmark_modes_name_their_settings():
     assert all(mode_env(m)[1]["CUWFST_MAIN_TRIM"] == "on" for m in pooled if m not in ("pooled-keep", "pooled-maintrimoff"))
     # pooled-devlog, pooled-slots-devlog and pooled-late: the winners log on the device; every
     # other pooled mode pins the host log
-    devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin")
+    devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
     assert mode_env("pooled-late-fin")[1]["CUWFST_POOL_BOUND"] == "claims-finalize"
+    assert mode_env("pooled-late-ahead")[1]["CUWFST_POOL_BOUND"] == "claims-finalize-ahead"
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "host" for m in pooled if m not in devlog)
     for m in MODES:
         base, _ = mode_gc(m, 128)

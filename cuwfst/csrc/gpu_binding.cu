@@ -404,9 +404,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (lattice_entries < 0 || lattice_entries > (1ll << 36))
     TVM_FFI_THROW(ValueError) << "lattice_entries must be in [0 (the default), 2^36]";
   c.lattice_cap = lattice_entries;
-  if (pool_bound < cuwfst::kPoolBoundAdmit || pool_bound > cuwfst::kPoolBoundClaimsFinalize)
-    TVM_FFI_THROW(ValueError)
-        << "pool_bound must be 0 (admit), 1 (slots), 2 (bins), 3 (anchor), 4 (claims) or 5 (claims-finalize)";
+  if (pool_bound < cuwfst::kPoolBoundAdmit || pool_bound > cuwfst::kPoolBoundClaimsFinalizeAhead)
+    TVM_FFI_THROW(ValueError) << "pool_bound must be 0 (admit), 1 (slots), 2 (bins), 3 (anchor), 4 (claims), "
+                                 "5 (claims-finalize) or 6 (claims-finalize-ahead)";
   c.pool_bound = static_cast<int32_t>(pool_bound);
   c.pool_hints = pool_hints ? 1 : 0;
   if (pool_handout < 0 || pool_handout > 1)

@@ -695,14 +695,15 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   w.pooled = (kind == SeqKind::kBatch || kind == SeqKind::kResume) && pooled_ok_ ? 1 : 0;
   // where MaxKernel runs, it hands the pooled regions out by the admissible arcs it counts or
   // by the bins bound (types.cuh); under the slots bound ScanKernel's last block does
-  const bool by_claims = cfg_.pool_bound == kPoolBoundClaims || cfg_.pool_bound == kPoolBoundClaimsFinalize;
+  const bool by_claims = cfg_.pool_bound == kPoolBoundClaims || cfg_.pool_bound == kPoolBoundClaimsFinalize ||
+                         cfg_.pool_bound == kPoolBoundClaimsFinalizeAhead;
   w.pool_at_max = w.pooled && !cfg_.fused_max && cfg_.pool_bound != kPoolBoundSlots && !by_claims ? 1 : 0;
   // the next frontiers by the claims, handed out after the expansion (not under fused_max, whose
   // claims are a superset, nor in a lattice decode, whose stage reads the step's regions after it)
   // (ExpandKernel's last CTA hands them out, or under kPoolBoundClaimsFinalize FinalizeKernel's CTAs)
   // (pooled sequences are kBatch / kResume: no refill)
   w.pool_late = w.pooled && !cfg_.fused_max && by_claims && ws_.lattice == 0
-                    ? (cfg_.pool_bound == kPoolBoundClaims ? 1 : 2)
+                    ? (cfg_.pool_bound == kPoolBoundClaims ? 1 : cfg_.pool_bound == kPoolBoundClaimsFinalize ? 2 : 3)
                     : 0;
   w.pool_bins = w.pool_at_max && ws_.bin_slots != nullptr ? 1 : 0;
   // the count against the trim's anchor where the step trims (types.cuh Workspace::pool_anchor)
@@ -1008,7 +1009,9 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
   }
   // (kRefillInFinalize: the device-side refill runs in Finalize's last CTA of each ended lane)
-  if (w.pool_late == 2)  // the next frontiers handed out by the claims in FinalizeKernel's CTAs
+  if (w.pool_late == 3)  // the same, each working CTA's prefix beside its first loads
+    Timed(5, [&] { LaunchStep(FinalizeKernel<true, true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
+  else if (w.pool_late == 2)  // the next frontiers handed out by the claims in FinalizeKernel's CTAs
     Timed(5, [&] { LaunchStep(FinalizeKernel<true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   else
     Timed(5, [&] { LaunchStep(FinalizeKernel<false>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });

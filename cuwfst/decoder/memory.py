@@ -112,7 +112,7 @@ def _env_choice(name: str, choices, default: str) -> str:
     return v
 
 
-POOL_BOUNDS = ("admit", "slots", "bins", "anchor", "claims", "claims-finalize")  # the native pool_bound, in its order (types.cuh kPoolBound*)
+POOL_BOUNDS = ("admit", "slots", "bins", "anchor", "claims", "claims-finalize", "claims-finalize-ahead")  # the native pool_bound, in its order (types.cuh kPoolBound*)
 
 
 def pool_bound_mode() -> str:
@@ -127,7 +127,9 @@ def pool_bound_mode() -> str:
     claims lists and tables by the slots, each next frontier by the claims the expansion made,
     handed out by ExpandKernel's last CTA; a step whose claims do not fit pauses after its
     expansion; types.cuh Workspace::pool_late), "claims-finalize" (the same sizes, handed out by
-    FinalizeKernel's CTAs instead, with no last CTA in ExpandKernel). All are kept for same-run
+    FinalizeKernel's CTAs instead, with no last CTA in ExpandKernel), "claims-finalize-ahead"
+    (the same, each working CTA's prefix over the lanes computed beside its first claim loads
+    instead of before them; at most 32 lanes, else as claims-finalize). All are kept for same-run
     A/B. Under fused_max (no MaxKernel) always the slots (and the claims bounds size the
     frontiers by them too)."""
     return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "anchor")

@@ -257,10 +257,12 @@ __device__ __forceinline__ bool PooledReportStep(Workspace& ws, int64_t c_sum, i
 }
 
 // The token region lane l asks for under pool_late (0: the lane does not step).
+__device__ __forceinline__ int32_t PooledLateTokens(const Workspace& ws, int32_t phase, int32_t claims, int32_t cap) {
+  return phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, claims < cap ? claims : cap);
+}
 __device__ __forceinline__ int32_t PooledLateAsk(const Workspace& ws, volatile LaneCounters* v, int32_t phase) {
   if (phase == kPhaseIdle) return 0;
-  const int32_t claims = v->claims, cap = v->claim_cap;
-  return PooledTokenRegion(ws, claims < cap ? claims : cap);
+  return PooledLateTokens(ws, phase, v->claims, v->claim_cap);
 }
 // The pool_late hand-outs' report (PooledLateHandOut, FinalizeLate): the step's token asks
 // summed over the lanes into pool_need, and the pause flag where they do not fit (thread 0).

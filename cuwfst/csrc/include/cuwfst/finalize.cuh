@@ -66,10 +66,68 @@ __device__ __forceinline__ void StripedRoundSum(typename BlockScan::TempStorage&
   for (int k = 0; k < kFinalizeItems; ++k) out[k] = s_x[k * kFinalizeThreads + threadIdx.x];
 }
 
-// qd, next_cap: the next frontier's region (lc.tok_off[lc.buf], lc.tok_cap[lc.buf], or under
-// Workspace::pool_late 2 the region FinalizeLate computed, which it publishes there itself).
+// A step put back after its expansion (Workspace::pool_late: PooledLateHandOut or FinalizeLate):
+// the lane's CTAs clear the slots its claims took, as FinalizeClaims' targeted delete does, and nothing else
+// (no frontier, no winners entry). Where the claims overflowed their list some keys are in no
+// claim: the CTAs wipe the whole table between them instead (WipeOverflowedTable does it again
+// at the next scan; both leave it empty).
+// claim_range: this CTA's share of the claims list (SplitRange over min(claims, claim_cap), per
+// thread), as the caller has it.
+// overflowed: the lane's claims overflowed their list (claims > claim_cap).
+__device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCounters& lc, int2 claim_range,
+                                               bool overflowed) {
+  uint32_t* keys = ws.hash_key + lc.hash_off;
+  unsigned long long* payload = ws.hash_payload + lc.hash_off;
+  if (overflowed) {
+    const int2 r = SplitRange(ws, lc.hash_cap);
+    for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
+      keys[i] = kEmptyKey;
+      payload[i] = 0ull;
+    }
+    return;
+  }
+  const int2* claims = ws.claims + lc.claim_off;
+  for (int32_t i = claim_range.x + static_cast<int32_t>(threadIdx.x); i < claim_range.y; i += blockDim.x) {
+    const int32_t h = claims[i].y;
+    if (h >= 0) {
+      keys[h] = kEmptyKey;
+      payload[h] = 0ull;
+    }
+  }
+}
+
+// What a CTA of FinalizeLate does besides its claims (FinalizeClaims<true>): the grid's first
+// CTA reports the step's ask, a lane's first CTA publishes its region or marks the undo.
+struct LateRole {
+  bool reporter, first, overflowed;
+};
+
+// The prefix of the lanes' token asks under Workspace::pool_late 3 (FinalizeLate), by warp 0:
+// this lane's offset and ask, and the total, into shared memory for the CTA after its next
+// barrier. phase / claims / cap: lane threadIdx.x's (idle past the lanes), read earlier.
+__device__ __forceinline__ void LatePrefix(const Workspace& ws, int32_t lane, int32_t phase, int32_t claims,
+                                           int32_t cap, long long* s_off, int32_t* s_tokens, long long* s_total) {
+  const int32_t tokens = PooledLateTokens(ws, phase, claims, cap);
+  int64_t total;
+  const int64_t off = WarpExclusiveScan(tokens, &total);
+  if (static_cast<int32_t>(threadIdx.x) == lane) {
+    *s_off = off;
+    *s_tokens = tokens;
+  }
+  if (threadIdx.x == 0) *s_total = total;
+}
+
+// qd, next_cap: the next frontier's region (lc.tok_off[lc.buf], lc.tok_cap[lc.buf]).
+// kLate (Workspace::pool_late 3 with at most 32 lanes, from FinalizeLate; role: its roles): the
+// region is not known yet (qd, next_cap unread). Warp 0 issues its loads of every lane's
+// counters with the first round's claim loads and scans them (LatePrefix) before the round's
+// block scan, whose barriers publish the result; the first side effect (thread 0's atomics)
+// comes after it, so a step that does not fit returns there having written nothing but the
+// undo (LateUndoClaims, late_undo 2), as FinalizeLate's own path does; the same offsets.
+template <bool kLate = false>
 __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Workspace& ws, int32_t lane,
-                                               LaneCounters& lc, int32_t phase, int64_t qd, int32_t next_cap) {
+                                               LaneCounters& lc, int32_t phase, int64_t qd, int32_t next_cap,
+                                               LateRole role = LateRole{false, false, false}) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base, list_base;
@@ -95,7 +153,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   const int32_t hshift = hint_ok ? hint_word : kHintShift;
   const int32_t* begin = ws.tok_begin + qs;
   const int32_t* cur_winner = ws.tok_winner[src] + qs;
-  int32_t* nxt_state = ws.tok_state[dst] + qd;
+  int32_t* nxt_state = ws.tok_state[dst] + qd;  // (kLate: set once the first round knows qd)
   float* nxt_score = ws.tok_score[dst] + qd;
   int32_t* nxt_winner = ws.tok_winner[dst] + qd;
   uint32_t* keys = ws.hash_key + lc.hash_off;
@@ -108,6 +166,15 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   const bool list_eps = keep_claims && ws.closure_lists;
   int32_t* eps_list = list_eps ? ws.eps_tok + qd : nullptr;
   constexpr int kPerRound = kFinalizeThreads * kFinalizeItems;
+  __shared__ long long s_late_off, s_late_total;
+  __shared__ int32_t s_late_tokens;
+  int32_t l_phase = kPhaseIdle, l_claims = 0, l_cap = 0;  // (kLate: lane threadIdx.x's, warp 0)
+  if (kLate && threadIdx.x < 32 && static_cast<int32_t>(threadIdx.x) < ws.max_lanes) {
+    volatile LaneCounters* v = &ws.lanes[threadIdx.x];
+    l_phase = v->phase;
+    l_claims = v->claims;
+    l_cap = v->claim_cap;
+  }
   for (int32_t base = c_begin; base < c_end; base += kPerRound) {
     // striped: this thread's item k is claim base + k * kFinalizeThreads + thread, so a round of
     // up to 256 claims gives each thread one claim and its dependent reads (the payload, then
@@ -134,7 +201,28 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
       }
     }
     int32_t pos[kFinalizeItems], round_kept;
+    if (kLate && base == c_begin && threadIdx.x < 32)
+      LatePrefix(ws, lane, l_phase, l_claims, l_cap, &s_late_off, &s_late_tokens, &s_late_total);
     StripedRoundSum<BlockScan>(scan, s_x, keep, pos, round_kept);
+    if (kLate && base == c_begin) {  // (uniform in the CTA: shared values after the round's barriers)
+      const long long total = s_late_total;
+      if (role.reporter) PooledLateReport(ws, total);
+      if (total > ws.pool_cap[kPoolTokens]) {
+        LateUndoClaims(ws, lc, range, role.overflowed);
+        if (role.first && threadIdx.x == 0) lc.late_undo = 2;
+        return;
+      }
+      qd = s_late_off;
+      next_cap = s_late_tokens - 1 < ws.main_q ? s_late_tokens - 1 : ws.main_q;
+      if (role.first && threadIdx.x == 0) {  // for the next step's scan (no CTA of this kernel reads them)
+        lc.tok_off[lc.buf] = qd;
+        lc.tok_cap[lc.buf] = next_cap;
+      }
+      nxt_state = ws.tok_state[dst] + qd;
+      nxt_score = ws.tok_score[dst] + qd;
+      nxt_winner = ws.tok_winner[dst] + qd;
+      if (list_eps) eps_list = ws.eps_tok + qd;
+    }
     if (threadIdx.x == 0) {
       round_base = atomicAdd(&lc.next_size, round_kept);
       arena_base = static_cast<long long>(atomicAdd(ws.arena_cursor, static_cast<unsigned long long>(round_kept)));
@@ -202,37 +290,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
   }
 }
 
-// A step put back after its expansion (Workspace::pool_late: PooledLateHandOut or FinalizeLate):
-// the lane's CTAs clear the slots its claims took, as FinalizeClaims' targeted delete does, and nothing else
-// (no frontier, no winners entry). Where the claims overflowed their list some keys are in no
-// claim: the CTAs wipe the whole table between them instead (WipeOverflowedTable does it again
-// at the next scan; both leave it empty).
-// claim_range: this CTA's share of the claims list (SplitRange over min(claims, claim_cap), per
-// thread), as the caller has it.
-// overflowed: the lane's claims overflowed their list (claims > claim_cap).
-__device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCounters& lc, int2 claim_range,
-                                               bool overflowed) {
-  uint32_t* keys = ws.hash_key + lc.hash_off;
-  unsigned long long* payload = ws.hash_payload + lc.hash_off;
-  if (overflowed) {
-    const int2 r = SplitRange(ws, lc.hash_cap);
-    for (int32_t i = r.x + static_cast<int32_t>(threadIdx.x); i < r.y; i += blockDim.x) {
-      keys[i] = kEmptyKey;
-      payload[i] = 0ull;
-    }
-    return;
-  }
-  const int2* claims = ws.claims + lc.claim_off;
-  for (int32_t i = claim_range.x + static_cast<int32_t>(threadIdx.x); i < claim_range.y; i += blockDim.x) {
-    const int32_t h = claims[i].y;
-    if (h >= 0) {
-      keys[h] = kEmptyKey;
-      payload[h] = 0ull;
-    }
-  }
-}
-
-// The pool_late 2 path of FinalizeKernel<true> (types.cuh Workspace::pool_late): the CTAs that
+// The pool_late 2 and 3 path of FinalizeKernel<true> (types.cuh Workspace::pool_late): the CTAs that
 // need it compute every lane's token ask from its claims, PooledTokenRegion(min(claims,
 // claim_cap)) for a lane that steps, and the exclusive prefix over the lanes (one warp, the
 // lanes' counters read from L2: Expand has finished, so every CTA computes the same numbers);
@@ -240,6 +298,10 @@ __device__ __forceinline__ void LateUndoClaims(const Workspace& ws, const LaneCo
 // for the next step's scan. A step that does not fit the token pool writes nothing: the lane's
 // CTAs clear its claims' slots (or, where its claims overflowed the list, wipe its table between
 // them), and its first CTA marks it late_undo 2 for the host.
+// kAhead (pool_late 3, FinalizeKernel<true, true>; its own instance: the overlap takes registers
+// the pool_late 2 kernel does not): with at most 32 lanes a CTA with claims computes the prefix
+// inside FinalizeClaims<true>, beside its first round's loads.
+template <bool kAhead>
 __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspace& ws, int32_t lane, LaneCounters& lc,
                                              int32_t phase) {
   __shared__ long long s_off, s_total;
@@ -252,6 +314,10 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
   const bool first = blockIdx.x == 0;
   const bool reporter = first && blockIdx.y == 0;
   if (!(work || overflowed || reporter || (first && stepping))) return;  // (uniform in the CTA)
+  if (kAhead && work && ws.max_lanes <= 32) {  // the prefix beside the first round's loads
+    FinalizeClaims<true>(g, ws, lane, lc, phase, 0, 0, LateRole{reporter, first, overflowed});
+    return;
+  }
   if (threadIdx.x < 32) {
     int64_t carry = 0;
     for (int32_t base = 0; base < ws.max_lanes; base += 32) {
@@ -286,15 +352,15 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
   if (work) FinalizeClaims(g, ws, lane, lc, phase, qd, next_cap);
 }
 
-template <bool kLate>
+template <bool kLate, bool kAhead = false>
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.phase;
-  if (kLate) {  // (Workspace::pool_late 2: pooled offline batches, no refill, no closure, no lattice)
-    FinalizeLate(g, ws, lane, lc, phase);
+  if (kLate) {  // (Workspace::pool_late 2, 3: pooled offline batches, no refill, no closure, no lattice)
+    FinalizeLate<kAhead>(g, ws, lane, lc, phase);
     return;
   }
   if (phase == kPhaseIdle) {

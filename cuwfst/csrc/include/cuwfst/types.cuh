@@ -364,9 +364,10 @@ enum : int32_t { kPoolTokens = 0, kPoolClaims = 1, kPoolHash = 2, kPools = 3 };
 // kPoolBoundClaims: the claims lists and tables as kPoolBoundSlots, and each lane's next frontier
 // sized by its claims after the expansion instead of by its slots (Workspace::pool_late).
 // kPoolBoundClaimsFinalize: the same sizes, the next frontiers handed out by FinalizeKernel's CTAs
-// (Workspace::pool_late 2).
+// (Workspace::pool_late 2). kPoolBoundClaimsFinalizeAhead: the same, the prefix computed beside
+// the first round's claim loads (Workspace::pool_late 3).
 enum : int32_t { kPoolBoundAdmit = 0, kPoolBoundSlots = 1, kPoolBoundBins = 2, kPoolBoundAnchor = 3,
-                 kPoolBoundClaims = 4, kPoolBoundClaimsFinalize = 5 };
+                 kPoolBoundClaims = 4, kPoolBoundClaimsFinalize = 5, kPoolBoundClaimsFinalizeAhead = 6 };
 // pool_need's entries: the pools' demands, then the pause flag (nonzero: a step of this
 // sequence did not fit and the batch is paused; LaneSetupKernel clears it)
 constexpr int32_t kPoolPauseSlot = kPools;
@@ -437,6 +438,10 @@ struct Workspace {
   // fence is needed. A step that does not fit writes nothing: the CTAs clear the lane's claims
   // (or wipe its table), its first CTA marks it late_undo 2, and the host puts such lanes back
   // (PooledUndoStep on its copy of the counters) before it resumes the batch.
+  // 3 (kPoolBoundClaimsFinalizeAhead): as 2, but with at most 32 lanes a CTA with claims issues
+  // the prefix's loads with its first round's claim loads and reads the result after that
+  // round's block scan, before its first side effect (finalize.cuh FinalizeClaims<true>),
+  // instead of before its first load; the same offsets.
   int32_t pool_late;
   int32_t* expand_done;
   // 1 (pooled, CUWFST_POOL_HINTS=adaptive): the slot hints of a lane's step are sampled every
