@@ -2,8 +2,9 @@
 # GPU machine, one call (~8 minutes on a fresh machine), for the next session: claims-finalize-ahead
 # (built in the session of 2026-12-02 12:24, never run on a GPU; prediction in docs/speed-notes.md,
 # "The prefix beside the first loads").
-#   while the HLG of the full tier builds: scripts/device_s31d.sh's exactness checks (the claims
-#   test for the bound, test_gpu.py with every decoder pooled by it, memcheck)
+#   while the HLG of the full tier builds: the claims test for claims-finalize and -ahead (the
+#   former's FinalizeLate was refactored onto LateSettle after its last GPU run), test_gpu.py
+#   with every decoder pooled by claims-finalize-ahead, memcheck the same way
 #   then fresh-process memory at batch 32: pooled-late-ahead (RIVA=1: riva first; needs the TLG)
 #   then the full tier's 256 rows (gpu_speed --utts 256 --profile), lazy / pooled-late-fin /
 #   pooled-late-ahead, one process, then reversed; then the uniform 32 x 250 the same way
@@ -11,10 +12,10 @@
 [ -n "${RIVA:-}" ] || export FULL_GRAPHS=hlg
 . scripts/device_common.sh
 device_setup s32a.log
-timeout -s INT 60 python3 -m pytest -q -p no:cacheprovider -m gpu -k "claims-finalize-ahead" \
+timeout -s INT 60 python3 -m pytest -q -p no:cacheprovider -m gpu -k "claims-finalize" \
   "tests/test_gpu_memory.py::test_pooled_next_frontiers_by_the_claims_pause_after_the_expansion" -s -rf \
   > $OUT/tests1.log 2>&1
-echo "ahead claims tests exit $?: $(grep -E "passed|failed" $OUT/tests1.log | tail -1)" | tee -a $L
+echo "claims-finalize(-ahead) claims tests exit $?: $(grep -E "passed|failed" $OUT/tests1.log | tail -1)" | tee -a $L
 grep -E "^FAILED|^E  " $OUT/tests1.log | head -8 | cut -c1-250 | tee -a $L
 CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT $(left 200) \
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -s -rf > $OUT/tests2.log 2>&1

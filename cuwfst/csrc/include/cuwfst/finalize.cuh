@@ -117,6 +117,32 @@ __device__ __forceinline__ void LatePrefix(const Workspace& ws, int32_t lane, in
   if (threadIdx.x == 0) *s_total = total;
 }
 
+// A stepping lane's CTA once the prefix is known (FinalizeLate, FinalizeClaims<true>): the
+// grid's first CTA reports the ask; a step that does not fit is undone (the CTA's share of the
+// claims cleared, its first CTA marking late_undo 2) and fits false; otherwise the lane's
+// region, which its first CTA publishes for the next step's scan. (Returned by value: out
+// parameters took FinalizeKernel<true> an 8-byte spill.)
+struct LateRegion {
+  bool fits;
+  int32_t next_cap;
+  int64_t qd;
+};
+__device__ __forceinline__ LateRegion LateSettle(const Workspace& ws, LaneCounters& lc, int2 range, LateRole role,
+                                                 long long total, long long off, int32_t tokens) {
+  if (role.reporter) PooledLateReport(ws, total);
+  if (total > ws.pool_cap[kPoolTokens]) {
+    LateUndoClaims(ws, lc, range, role.overflowed);
+    if (role.first && threadIdx.x == 0) lc.late_undo = 2;
+    return LateRegion{false, 0, 0};
+  }
+  const int32_t next_cap = tokens - 1 < ws.main_q ? tokens - 1 : ws.main_q;
+  if (role.first && threadIdx.x == 0) {  // (no CTA of this kernel reads them)
+    lc.tok_off[lc.buf] = off;
+    lc.tok_cap[lc.buf] = next_cap;
+  }
+  return LateRegion{true, next_cap, off};
+}
+
 // qd, next_cap: the next frontier's region (lc.tok_off[lc.buf], lc.tok_cap[lc.buf]).
 // kLate (Workspace::pool_late 3 with at most 32 lanes, from FinalizeLate; role: its roles): the
 // region is not known yet (qd, next_cap unread). Warp 0 issues its loads of every lane's
@@ -205,19 +231,10 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
       LatePrefix(ws, lane, l_phase, l_claims, l_cap, &s_late_off, &s_late_tokens, &s_late_total);
     StripedRoundSum<BlockScan>(scan, s_x, keep, pos, round_kept);
     if (kLate && base == c_begin) {  // (uniform in the CTA: shared values after the round's barriers)
-      const long long total = s_late_total;
-      if (role.reporter) PooledLateReport(ws, total);
-      if (total > ws.pool_cap[kPoolTokens]) {
-        LateUndoClaims(ws, lc, range, role.overflowed);
-        if (role.first && threadIdx.x == 0) lc.late_undo = 2;
-        return;
-      }
-      qd = s_late_off;
-      next_cap = s_late_tokens - 1 < ws.main_q ? s_late_tokens - 1 : ws.main_q;
-      if (role.first && threadIdx.x == 0) {  // for the next step's scan (no CTA of this kernel reads them)
-        lc.tok_off[lc.buf] = qd;
-        lc.tok_cap[lc.buf] = next_cap;
-      }
+      const LateRegion r = LateSettle(ws, lc, range, role, s_late_total, s_late_off, s_late_tokens);
+      if (!r.fits) return;
+      qd = r.qd;
+      next_cap = r.next_cap;
       nxt_state = ws.tok_state[dst] + qd;
       nxt_score = ws.tok_score[dst] + qd;
       nxt_winner = ws.tok_winner[dst] + qd;
@@ -335,21 +352,12 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
     if (threadIdx.x == 0) s_total = carry;
   }
   __syncthreads();
-  const bool fits = s_total <= ws.pool_cap[kPoolTokens];
-  if (reporter) PooledLateReport(ws, s_total);
-  if (!stepping) return;
-  if (!fits) {
-    LateUndoClaims(ws, lc, range, overflowed);
-    if (first && threadIdx.x == 0) lc.late_undo = 2;
+  if (!stepping) {
+    if (reporter) PooledLateReport(ws, s_total);
     return;
   }
-  const int64_t qd = s_off;
-  const int32_t next_cap = s_tokens - 1 < ws.main_q ? s_tokens - 1 : ws.main_q;
-  if (first && threadIdx.x == 0) {  // for the next step's scan (no CTA of this kernel reads them)
-    lc.tok_off[lc.buf] = qd;
-    lc.tok_cap[lc.buf] = next_cap;
-  }
-  if (work) FinalizeClaims(g, ws, lane, lc, phase, qd, next_cap);
+  const LateRegion r = LateSettle(ws, lc, range, LateRole{reporter, first, overflowed}, s_total, s_off, s_tokens);
+  if (r.fits && work) FinalizeClaims(g, ws, lane, lc, phase, r.qd, r.next_cap);
 }
 
 template <bool kLate, bool kAhead = false>
