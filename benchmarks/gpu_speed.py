@@ -39,6 +39,8 @@ import numpy as np
 from cuwfst import Decoder, DecoderOptions, Graph
 from cuwfst.decoder.gpu import kernel_variant
 
+from benchmarks.memory import MODES as MEMORY_MODES
+
 
 def variant_kwargs(name: str) -> dict:
     """Decoder keywords of a variant name (cuwfst.decoder.gpu.kernel_variant: a KERNEL_VARIANTS
@@ -110,9 +112,7 @@ def main():
     p.add_argument("--blank-skip", type=float, nargs="+", default=[0.0], metavar="P",
                    help="DecoderOptions.blank_skip values timed side by side (0: off, the exact decoder)")
     p.add_argument("--memory", nargs="+", default=[None],
-                   choices=["lazy", "eager", "pooled", "pooled-admit", "pooled-bins", "pooled-slots",
-                            "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-fixedhints", "pooled-handout",
-                            "pooled-devlog"],
+                   choices=[m for m in MEMORY_MODES if not m.endswith("-gc")],
                    help="memory modes timed side by side (default: the decoder's default; the pooled "
                         "variants as benchmarks.memory's modes: CUWFST_POOL_BOUND / CUWFST_POOL_HINTS / "
                         "CUWFST_POOL_HANDOUT / CUWFST_WINNERS_LOG)")
