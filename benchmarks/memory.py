@@ -104,9 +104,8 @@ def _same(graph, lp_host, a, b) -> bool:
 
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
-         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-fixedhints", "pooled-handout", "pooled-sector", "pooled-late-ahead-sector",
-         "pooled-late-ahead-fixed", "pooled-late-ahead-fixed-sector", "lazy", "lazy-gc",
-         "lazy-sector", "eager")
+         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -135,27 +134,20 @@ def mode_env(mode: str) -> tuple[str, dict]:
     ("pooled-late" handed out by FinalizeKernel's CTAs, CUWFST_POOL_BOUND=claims-finalize),
     "pooled-late-ahead" ("pooled-late-fin" with each working CTA's prefix beside its first
     loads, CUWFST_POOL_BOUND=claims-finalize-ahead),
-    or a plain memory mode; NAME-sector is NAME with the hash probed by sectors
-    (CUWFST_HASH_PROBE=sector; every other mode sets it to linear), "pooled-late-ahead-fixed"
-    is "pooled-late-ahead" with the hints at every 32nd slot (CUWFST_POOL_HINTS=fixed)."""
-    probe = "sector" if mode.endswith("-sector") else "linear"
-    mode = mode[: -len("-sector")] if probe == "sector" else mode
-    fixed = mode in ("pooled-fixedhints", "pooled-late-ahead-fixed")
-    mode = "pooled-late-ahead" if mode == "pooled-late-ahead-fixed" else mode
+    or a plain memory mode."""
     if not mode.startswith("pooled"):
-        return mode, {"CUWFST_HASH_PROBE": probe}
+        return mode, {}
     bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-slots-devlog": "slots",
              "pooled-admit": "admit", "pooled-late": "claims", "pooled-late-fin": "claims-finalize",
              "pooled-late-ahead": "claims-finalize-ahead"}.get(mode, "anchor")
     return "pooled", {"CUWFST_POOL_BOUND": bound,
-                      "CUWFST_POOL_HINTS": "fixed" if fixed else "adaptive",
+                      "CUWFST_POOL_HINTS": "fixed" if mode == "pooled-fixedhints" else "adaptive",
                       "CUWFST_POOL_HANDOUT": "kernel" if mode == "pooled-handout" else "lastblock",
                       "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
                       "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
                       "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin",
                                                                "pooled-late-ahead")
-                      else "host",
-                      "CUWFST_HASH_PROBE": probe}
+                      else "host"}
 
 
 class pool_env:

@@ -10,6 +10,9 @@
 #   then the full tier's 256 rows (gpu_speed --utts 256 --profile), lazy / lazy-sector /
 #   pooled-late-ahead (-sector, -fixed, -fixed-sector), one process, then reversed; the uniform
 #   32 x 250 the same way; the TLG's 256 rows lazy / lazy-sector
+# Ran once at e661412 (session of 2026-12-02 14:43; docs/benchmarks.md): the sector probe lost
+# (ExpandKernel +0.9-1.0 ms a batch in both layouts) and was taken out after it, with its
+# modes, so this script no longer runs at later commits.
 # Carry .device. $OUT: s32b.log, tests*.log, memcheck*.log, memory.jsonl, speed.jsonl.
 . scripts/device_common.sh
 device_setup s32b.log

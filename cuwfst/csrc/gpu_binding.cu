@@ -340,7 +340,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
                          bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel,
-                         bool winners_host, bool graph_chunks, int64_t hash_probe) {
+                         bool winners_host, bool graph_chunks) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -426,8 +426,6 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   c.refill_kernel = refill_kernel ? 1 : 0;
   c.winners_host = winners_host;
   c.graph_chunks = graph_chunks;
-  if (hash_probe < 0 || hash_probe > 1) TVM_FFI_THROW(ValueError) << "hash_probe must be 0 (linear) or 1 (sector)";
-  c.hash_probe = static_cast<int32_t>(hash_probe);
   return Guarded([&]() { return reinterpret_cast<int64_t>(new GpuDecoder(std::move(g), c)); });
 }
 

@@ -165,7 +165,6 @@ void GpuDecoder::Allocate() {
   ws_.main_q = cfg_.main_q;
   ws_.claims_cap = cfg_.claims_cap;
   ws_.hash_cap = cfg_.hash_cap;
-  ws_.hash_probe = cfg_.hash_probe;
   ws_.eps_iterations = cfg_.eps_iterations;
   ws_.hint_cap = static_cast<int32_t>(std::min<int64_t>(4 * Q + 1, INT32_MAX / 64));
   ws_.pooled = 0;  // per sequence: SeqWorkspace

@@ -158,9 +158,6 @@ struct DecoderConfig {
   // executables of 64, 8 and 1 steps (RunOnce), not one executable a step bucket: the
   // executables' memory (outside every counter of ours) no longer grows with the lengths seen.
   bool graph_chunks = true;
-  // hash_probe: how ExpandKernel's recombination probes a lane's table (Workspace::hash_probe):
-  // 0 one key a probe, 1 a 32-byte sector of 8 keys a read (the same probe order and table)
-  int32_t hash_probe = 0;
 };
 
 // finalize_split = 0: about 1,024 CTAs over the batch, between 8 and 32 a lane.

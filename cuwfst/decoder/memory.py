@@ -174,19 +174,6 @@ def winners_log_mode() -> str:
     return _env_choice("CUWFST_WINNERS_LOG", WINNERS_LOGS, "host")
 
 
-HASH_PROBES = ("linear", "sector")  # the native hash_probe, in its order
-
-
-def hash_probe_mode() -> str:
-    """How ExpandKernel's recombination finds a destination's hash slot: $CUWFST_HASH_PROBE,
-    "linear" (the default: one volatile key read a probe, then a CAS on an empty slot) or
-    "sector" (the same linear probe order, but the keys read 8 at a time, a 32-byte sector,
-    and the first slot holding the destination or empty chosen in registers, so a collision
-    costs no second L2 round trip; expand.cuh FindOrClaimSector). The table's contents and
-    every lookup elsewhere are those of the linear probe, so results are identical either way."""
-    return _env_choice("CUWFST_HASH_PROBE", HASH_PROBES, "linear")
-
-
 GRAPH_CHUNKS = ("on", "off")
 
 

@@ -489,8 +489,9 @@ struct LaneTable {
 // next ScanKernel, before the pool hands the table to another lane. Returns -1 (and flags
 // kOverflowHash) past kMaxProbes probes; a lane without a table this step (a pooled lane
 // refused its regions, kOverflowPool: the guard; the pause keeps it from happening) gets -1.
-__device__ __forceinline__ int32_t FindOrClaimLinear(const Workspace& ws, int32_t lane, const LaneTable& t,
-                                                     uint32_t dest) {
+__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
+                                               uint32_t dest) {
+  if (t.size == 0) return -1;
   const uint32_t mask = static_cast<uint32_t>(t.size - 1);
   uint32_t h = HashSlot(dest, t.size);
   for (int probe = 0; probe < kMaxProbes; ++probe) {
@@ -509,64 +510,6 @@ __device__ __forceinline__ int32_t FindOrClaimLinear(const Workspace& ws, int32_
   }
   atomicOr(&ws.lanes[lane].overflow, kOverflowHash);
   return -1;
-}
-
-// FindOrClaimLinear's probe by sectors (Workspace::hash_probe 1, tables of at least 8 slots):
-// the same order of slots (h, h + 1, ... wrapping), the same count of at most kMaxProbes slots
-// examined, the same rule at each (the destination: found; empty: CAS, and a CAS lost to
-// another key moves on), but the keys are read 8 at a time, the aligned 32-byte sector holding
-// the next slot to examine (one L2 sector, what a single key's read fetches anyway), and the
-// first slot of it holding the destination or empty is chosen in registers. So a probe that
-// meets another key costs no second round trip, and a warp's CASes stay one instruction where
-// its threads collided at different depths. Reads are plain L2 reads (ld.global.cg): within a
-// step a slot goes EMPTY -> key once, so a stale read shows EMPTY, which the CAS settles.
-__device__ __forceinline__ int32_t FindOrClaimSector(const Workspace& ws, int32_t lane, const LaneTable& t,
-                                                     uint32_t dest) {
-  const uint32_t mask = static_cast<uint32_t>(t.size - 1);
-  uint32_t h = HashSlot(dest, t.size);
-  int32_t left = kMaxProbes;  // slots still to examine
-  while (left > 0) {
-    const uint32_t base = h & ~7u;
-    const uint4 a = __ldcg(reinterpret_cast<const uint4*>(t.keys + base));
-    const uint4 b = __ldcg(reinterpret_cast<const uint4*>(t.keys + base + 4));
-    const uint32_t k[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
-    const int32_t first = static_cast<int32_t>(h & 7u);
-    const int32_t last = first + left < 8 ? first + left : 8;  // (exclusive)
-    int32_t at = -1;
-    uint32_t seen = kEmptyKey;
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      if (at < 0 && i >= first && i < last && (k[i] == dest || k[i] == kEmptyKey)) {
-        at = i;
-        seen = k[i];
-      }
-    if (at < 0) {
-      left -= last - first;
-      h = (base + 8u) & mask;
-      continue;
-    }
-    const uint32_t slot = base + static_cast<uint32_t>(at);
-    if (seen == dest) return static_cast<int32_t>(slot);
-    const uint32_t old = atomicCAS(&t.keys[slot], kEmptyKey, dest);
-    if (old == kEmptyKey) {
-      const int32_t c = atomicAdd(&ws.lanes[lane].claims, 1);
-      if (c < t.claim_cap) t.claims[c] = make_int2(static_cast<int32_t>(dest), static_cast<int32_t>(slot));
-      else atomicOr(&ws.lanes[lane].overflow, kOverflowClaims);
-      return static_cast<int32_t>(slot);
-    }
-    if (old == dest) return static_cast<int32_t>(slot);
-    left -= at - first + 1;  // (the slot another key took counts as examined)
-    h = (slot + 1u) & mask;
-  }
-  atomicOr(&ws.lanes[lane].overflow, kOverflowHash);
-  return -1;
-}
-
-__device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane, const LaneTable& t,
-                                               uint32_t dest) {
-  if (t.size == 0) return -1;
-  if (ws.hash_probe && t.size >= 8) return FindOrClaimSector(ws, lane, t, dest);
-  return FindOrClaimLinear(ws, lane, t, dest);
 }
 
 // Recombines one admitted arc of a lane's step: its destination's hash slot (FindOrClaim) in

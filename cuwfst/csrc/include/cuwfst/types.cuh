@@ -398,7 +398,6 @@ struct Workspace {
   int32_t main_q;       // frontier capacity per lane
   int32_t claims_cap;   // distinct states per lane per step
   int32_t hash_cap;     // power of two, per lane (the most a pooled step takes too)
-  int32_t hash_probe;   // DecoderConfig::hash_probe: 1 FindOrClaim reads 8 keys (a sector) a probe
   int32_t pooled;       // 1: per-step regions from the pools (see above)
   int32_t pool_at_max;  // 1 (pooled, MaxKernel runs): MaxKernel's last block hands the regions out
   // 1 (pool_at_max, CUWFST_POOL_HANDOUT=kernel): PoolHandOutKernel, launched right after
