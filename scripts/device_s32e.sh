@@ -1,16 +1,31 @@
 #!/usr/bin/env bash
-# GPU machine, one call (~5 minutes on a fresh machine): issue 9's batch-256 memory for the
-# configuration that meets the batch-32 bars on the uniform batch (pooled-late-ahead: with more
-# than 32 lanes its hand-out is claims-finalize's), next to the default pooled bound, fresh
-# processes; then the 256 rows as one batch of 256 lanes, lazy / pooled-late-ahead / pooled and
-# the reverse order (gpu_speed, 1 row checked against the CPU each).
-# Carry .device. $OUT: s32e.log, memory.jsonl, speed.jsonl.
+# GPU machine, one call (~6 minutes on a fresh machine; END=470 caps it): issue 9.
+#   1. Nsight Systems over scripts/nsys_case.py (uniform 32 x 250, captured graphs, the third
+#      decode), lazy and pooled-late-ahead: each kernel's duration and the gap before it, back to
+#      back as users run them (Nsight Compute measured the kernels alone, device_s32c.sh)
+#   2. the batch-256 memory of pooled-late-ahead (more than 32 lanes: claims-finalize's hand-out)
+#      and of the default pooled bound, fresh processes
+#   3. the 256 rows as one batch of 256 lanes, lazy / pooled-late-ahead / pooled (gpu_speed)
+# Carry .device. $OUT: s32e.log, nsys_MODE.csv.gz, MODE_gaps.txt, memory.jsonl, speed.jsonl.
 export FULL_GRAPHS=hlg
 . scripts/device_common.sh
 device_setup s32e.log
 wait_full 300; echo "[$(since) s] full tier" | tee -a $L
+NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)
+echo "nsys: ${NSYS:-none} $("$NSYS" --version 2>&1 | tail -1)" | tee -a $L
+if [ -n "$NSYS" ]; then
+  for m in lazy pooled-late-ahead; do
+    timeout -s INT 90 "$NSYS" profile -t cuda,nvtx --cuda-graph-trace=node -s none --cpuctxsw=none -f true -o /tmp/ns_$m \
+      python3 scripts/nsys_case.py $C/HLG.img $C/sim/shard-00000.npz $m > /tmp/ns_$m.err 2>&1
+    echo "[$(since) s] nsys $m: rc $? $(grep -m1 -E 'nsys_case|rror' /tmp/ns_$m.err | cut -c1-150)" | tee -a $L
+    timeout -s INT 60 "$NSYS" stats --report cuda_gpu_trace --format csv -o /tmp/ns_$m /tmp/ns_$m.nsys-rep > /dev/null 2>&1
+    f=$(ls /tmp/ns_${m}_cuda_gpu_trace.csv 2>/dev/null | head -1)
+    [ -n "$f" ] && { gzip -c $f > $OUT/nsys_$m.csv.gz; python3 scripts/nsys_gaps.py $f > $OUT/${m}_gaps.txt 2>&1; }
+    head -14 $OUT/${m}_gaps.txt 2>/dev/null | tee -a $L
+  done
+fi
 for m in pooled-late-ahead pooled; do
-  timeout -s INT 150 python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --batch 256 \
+  timeout -s INT $(left 420) python3 -m benchmarks.memory --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz --batch 256 \
     --reps 1 --check 0 --modes $m --skip riva speed long > /tmp/mem_$m.txt 2>&1
   grep -E "^\{" /tmp/mem_$m.txt | sed "s/^/{\"run\": \"$m-256\", \"row\": /; s/$/}/" >> $OUT/memory.jsonl
   grep -E "^\{" /tmp/mem_$m.txt | python3 -c "
@@ -22,10 +37,8 @@ for l in sys.stdin:
 " | sed "s/^/[$m 256] /" | tee -a $L
   grep -E "Error" /tmp/mem_$m.txt | head -3 | tee -a $L
 done
-for order in "lazy pooled-late-ahead pooled" "pooled pooled-late-ahead lazy"; do
-  timeout -s INT $(left 560) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
-    --utts 256 --batch 256 --reps 5 --check 1 --memory $order > /tmp/sp.txt 2>&1
-  grep -vE "^\{" /tmp/sp.txt | grep -E "B=256|CPU check|Error" | cut -c1-240 | tee -a $L
-  grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"order\": \"$order\", \"row\": /; s/$/}/" >> $OUT/speed.jsonl
-done
+timeout -s INT $(left ${END:-470}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+  --utts 256 --batch 256 --reps 3 --check 1 --memory lazy pooled-late-ahead pooled > /tmp/sp.txt 2>&1
+grep -vE "^\{" /tmp/sp.txt | grep -E "B=256|CPU check|Error" | cut -c1-240 | tee -a $L
+grep -E "^\{" /tmp/sp.txt >> $OUT/speed.jsonl
 echo "[$(since) s] done" | tee -a $L
