@@ -12,7 +12,7 @@ export FULL_GRAPHS=hlg
 device_setup s32e.log
 wait_full 300; echo "[$(since) s] full tier" | tee -a $L
 NSYS=$(command -v nsys || ls /usr/local/cuda*/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys /usr/local/cuda/nsight-systems*/bin/nsys 2>/dev/null | head -1)
-echo "nsys: ${NSYS:-none} $("$NSYS" --version 2>&1 | tail -1)" | tee -a $L
+echo "nsys: ${NSYS:-none} $([ -n "$NSYS" ] && "$NSYS" --version 2>&1 | tail -1)" | tee -a $L
 if [ -n "$NSYS" ]; then
   for m in lazy pooled-late-ahead; do
     timeout -s INT 90 "$NSYS" profile -t cuda,nvtx --cuda-graph-trace=node -s none --cpuctxsw=none -f true -o /tmp/ns_$m \
