@@ -104,7 +104,7 @@ def _same(graph, lp_host, a, b) -> bool:
 
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
-         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-late-ahead-eager", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "eager")
 
 
@@ -134,9 +134,13 @@ def mode_env(mode: str) -> tuple[str, dict]:
     ("pooled-late" handed out by FinalizeKernel's CTAs, CUWFST_POOL_BOUND=claims-finalize),
     "pooled-late-ahead" ("pooled-late-fin" with each working CTA's prefix beside its first
     loads, CUWFST_POOL_BOUND=claims-finalize-ahead),
+    "pooled-late-ahead-eager" ("pooled-late-ahead" whose lane pools are cudaMalloc'd regions, moved
+    on growth, instead of VMM reservations: CUWFST_POOL_VMM=off, a diagnostic),
     or a plain memory mode."""
     if not mode.startswith("pooled"):
         return mode, {}
+    eager = mode == "pooled-late-ahead-eager"
+    mode = "pooled-late-ahead" if eager else mode
     bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-slots-devlog": "slots",
              "pooled-admit": "admit", "pooled-late": "claims", "pooled-late-fin": "claims-finalize",
              "pooled-late-ahead": "claims-finalize-ahead"}.get(mode, "anchor")
@@ -147,7 +151,8 @@ def mode_env(mode: str) -> tuple[str, dict]:
                       "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
                       "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin",
                                                                "pooled-late-ahead")
-                      else "host"}
+                      else "host",
+                      "CUWFST_POOL_VMM": "off" if eager else "on"}
 
 
 class pool_env:
