@@ -170,7 +170,8 @@ def test_memory_benchmark_modes_name_their_settings():
     # pins the default (lastblock), so a stray environment cannot change what a row measures
     assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "anchor", "CUWFST_POOL_HINTS": "adaptive",
                                                      "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
-                                                     "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host"})
+                                                     "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host",
+                                                     "CUWFST_POOL_VMM": "on"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
                for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
     # pooled-keep: pooled whose instances keep what they grew; pooled-maintrimoff: the main
@@ -183,13 +184,18 @@ def test_memory_benchmark_modes_name_their_settings():
     assert all(mode_env(m)[1]["CUWFST_MAIN_TRIM"] == "on" for m in pooled if m not in ("pooled-keep", "pooled-maintrimoff"))
     # pooled-devlog, pooled-slots-devlog and pooled-late: the winners log on the device; every
     # other pooled mode pins the host log
-    devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead")
+    devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
+              "pooled-late-ahead-eager")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
     assert mode_env("pooled-late-fin")[1]["CUWFST_POOL_BOUND"] == "claims-finalize"
     assert mode_env("pooled-late-ahead")[1]["CUWFST_POOL_BOUND"] == "claims-finalize-ahead"
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "host" for m in pooled if m not in devlog)
+    # pooled-late-ahead-eager: pooled-late-ahead on eager pools; every other pooled mode pins VMM pools
+    eager = mode_env("pooled-late-ahead-eager")
+    assert eager[1] == dict(mode_env("pooled-late-ahead")[1], CUWFST_POOL_VMM="off") and eager[0] == "pooled"
+    assert all(mode_env(m)[1]["CUWFST_POOL_VMM"] == "on" for m in pooled if m != "pooled-late-ahead-eager")
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)
