@@ -172,6 +172,8 @@ def main():
         ev_ms = {v: [] for v in decs}
         wall = {v: [] for v in decs}
         slots0 = {v: dec._gpu.main.mem_stats()["slots"] for v, dec in decs.items()}  # the walkers' slots
+        # pooled lanes: pool growths (each a paused step, resumed) during the timed runs; 0 once warm
+        grows0 = {v: dec.memory_stats()["pools"]["lanes"]["grows"] for v, dec in decs.items()}
         for _ in range(a.reps):
             for v, dec in decs.items():
                 torch.cuda.synchronize()
@@ -207,6 +209,7 @@ def main():
                        closure_growth=(total / (total - added)) if g.has_epsilon and total > added else 1.0,
                        overflow_rows=sum(1 for h in hs if h.overflow), mem_fixed_mib=stats["fixed"] / 2**20,
                        arena_high_water=stats["arena_high_water"], vs_first=dict(same=same, ties=ties, mismatches=bad),
+                       pool_grows_timed=dec.memory_stats()["pools"]["lanes"]["grows"] - grows0[v],
                        peak_gpu_mib=torch.cuda.max_memory_allocated() / 2**20)
             results.append(row)
             print(json.dumps(row))
@@ -258,7 +261,7 @@ def main():
         vs = r["vs_first"]
         print(f"  B={r['batch']:<4} {r['config']:<13} {r['ms_per_batch']:8.2f} ms  {r['us_per_step']:7.1f} us/step  "
               f"RTFx {r['rtfx']:9.1f}  slots/step {r['slots_per_step']:10.0f}  spread {r['ms_per_batch_spread']:.2f}  same {vs['same']} ties {vs['ties']} "
-              f"mismatch {vs['mismatches']}  frames {100 * r['decoded_fraction']:.1f}%")
+              f"mismatch {vs['mismatches']}  frames {100 * r['decoded_fraction']:.1f}%  pool grows {r['pool_grows_timed']}")
     for c in checks:
         print(f"  CPU check [{c['config']}]: {c['cpu_same']}/{c['check_rows']} identical, {c['cpu_ties']} ties, "
               f"{c['cpu_mismatches']} mismatches")
