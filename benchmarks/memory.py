@@ -105,7 +105,7 @@ def _same(graph, lp_host, a, b) -> bool:
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
          "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-late-ahead-eager", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
-         "eager")
+         "lazy-vmm", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -135,8 +135,11 @@ def mode_env(mode: str) -> tuple[str, dict]:
     "pooled-late-ahead" ("pooled-late-fin" with each working CTA's prefix beside its first
     loads, CUWFST_POOL_BOUND=claims-finalize-ahead),
     "pooled-late-ahead-eager" ("pooled-late-ahead" whose lane pools are cudaMalloc'd regions, moved
-    on growth, instead of VMM reservations: CUWFST_POOL_VMM=off, a diagnostic),
-    or a plain memory mode."""
+    on growth, instead of VMM reservations: CUWFST_LANE_VMM=off, a diagnostic), "lazy-vmm" (lazy
+    whose static lanes are one VMM reservation committed whole instead of cudaMalloc'd:
+    CUWFST_LANE_VMM=on, a diagnostic), or a plain memory mode."""
+    if mode == "lazy-vmm":
+        return "lazy", {"CUWFST_LANE_VMM": "on"}
     if not mode.startswith("pooled"):
         return mode, {}
     eager = mode == "pooled-late-ahead-eager"
@@ -152,7 +155,7 @@ def mode_env(mode: str) -> tuple[str, dict]:
                       "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin",
                                                                "pooled-late-ahead")
                       else "host",
-                      "CUWFST_POOL_VMM": "off" if eager else "on"}
+                      "CUWFST_LANE_VMM": "off" if eager else "auto"}
 
 
 class pool_env:

@@ -4,28 +4,34 @@
 # pooled-late-ahead's kernels alone as fast as lazy's (session of 2026-12-02 14:43, calls 3-4),
 # while back-to-back runs, in one process or one a mode, put it 1.03-1.06x lazy over the 256 rows.
 # Lazy's lanes are cudaMalloc'd; the pooled ones are VMM reservations mapped piece by piece.
-# CUWFST_POOL_VMM=off (benchmark mode pooled-late-ahead-eager) makes the pools eager regions
-# (cudaMalloc'd, moved and re-captured on growth: the fallback where VMM is refused).
+# CUWFST_LANE_VMM=off (benchmark mode pooled-late-ahead-eager) makes the pools eager regions
+# (cudaMalloc'd, moved and re-captured on growth: the fallback where VMM is refused), and
+# CUWFST_LANE_VMM=on (lazy-vmm) puts lazy's static lanes on one VMM reservation: the question
+# asked from both sides. Each gpu_speed row also says how many pool growths its timed runs made.
 #   while the full tier builds: test_gpu.py with every decoder pooled by claims-finalize-ahead on
-#   eager pools; memcheck the same way
+#   eager pools, then with every decoder lazy on VMM lanes; memcheck over the first way
 #   then memory at batch 32 (fresh process) of pooled-late-ahead-eager
-#   then the 256 rows and the uniform 32 x 250: lazy / pooled-late-ahead / pooled-late-ahead-eager,
-#   one process, then reversed (gpu_speed --profile --reps 5)
-# Carry .device. $OUT: s33a.log, tests.log, memcheck.log, memory.jsonl, speed.jsonl.
+#   then the 256 rows and the uniform 32 x 250: lazy / lazy-vmm / pooled-late-ahead /
+#   pooled-late-ahead-eager, one process, then reversed (gpu_speed --profile --reps 5)
+# Carry .device. $OUT: s33a.log, tests.log, tests2.log, memcheck.log, memory.jsonl, speed.jsonl.
 export FULL_GRAPHS=hlg
 . scripts/device_common.sh
 device_setup s33a.log
-CUWFST_POOL_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT 100 \
+CUWFST_LANE_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT 100 \
   python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -s -rf > $OUT/tests.log 2>&1
 echo "test_gpu (pooled, claims-finalize-ahead, eager pools) exit $?: $(grep -E "passed|failed" $OUT/tests.log | tail -1)" | tee -a $L
 { grep -E "mismatch" $OUT/tests.log | grep -v "^E " | head -3; grep -E "^FAILED" $OUT/tests.log | head -6; } | cut -c1-220 | tee -a $L
+CUWFST_LANE_VMM=on timeout -s INT 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -s -rf \
+  > $OUT/tests2.log 2>&1
+echo "test_gpu (lazy, static lanes on VMM) exit $?: $(grep -E "passed|failed" $OUT/tests2.log | tail -1)" | tee -a $L
+{ grep -E "mismatch" $OUT/tests2.log | grep -v "^E " | head -3; grep -E "^FAILED" $OUT/tests2.log | head -6; } | cut -c1-220 | tee -a $L
 CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-CUWFST_POOL_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT 80 "$CS" --tool memcheck \
+CUWFST_LANE_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT 80 "$CS" --tool memcheck \
   --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py 3 > $OUT/memcheck.log 2>&1
 echo "memcheck 3 (pooled, eager pools) exit $?: $(tail -2 $OUT/memcheck.log | tr '\n' ' ')" | cut -c1-250 | tee -a $L
 wait_full 300; echo "[$(since) s] full tier" | tee -a $L
 mem_fresh pooled-late-ahead-eager --modes pooled-late-ahead-eager --skip riva speed long
-M="lazy pooled-late-ahead pooled-late-ahead-eager"; R="pooled-late-ahead-eager pooled-late-ahead lazy"
+M="lazy lazy-vmm pooled-late-ahead pooled-late-ahead-eager"; R="pooled-late-ahead-eager pooled-late-ahead lazy-vmm lazy"
 for shape in "--utts 256" "--uniform 250 --utts 32"; do
   for order in "$M" "$R"; do
     timeout -s INT $(left ${END:-570}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \

@@ -171,7 +171,7 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "anchor", "CUWFST_POOL_HINTS": "adaptive",
                                                      "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
                                                      "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host",
-                                                     "CUWFST_POOL_VMM": "on"})
+                                                     "CUWFST_LANE_VMM": "auto"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
                for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
     # pooled-keep: pooled whose instances keep what they grew; pooled-maintrimoff: the main
@@ -192,10 +192,12 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_env("pooled-late-fin")[1]["CUWFST_POOL_BOUND"] == "claims-finalize"
     assert mode_env("pooled-late-ahead")[1]["CUWFST_POOL_BOUND"] == "claims-finalize-ahead"
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "host" for m in pooled if m not in devlog)
-    # pooled-late-ahead-eager: pooled-late-ahead on eager pools; every other pooled mode pins VMM pools
+    # pooled-late-ahead-eager: pooled-late-ahead on eager pools; every other pooled mode pins VMM
+    # pools (auto); lazy-vmm: lazy's static lanes on one VMM reservation
     eager = mode_env("pooled-late-ahead-eager")
-    assert eager[1] == dict(mode_env("pooled-late-ahead")[1], CUWFST_POOL_VMM="off") and eager[0] == "pooled"
-    assert all(mode_env(m)[1]["CUWFST_POOL_VMM"] == "on" for m in pooled if m != "pooled-late-ahead-eager")
+    assert eager[1] == dict(mode_env("pooled-late-ahead")[1], CUWFST_LANE_VMM="off") and eager[0] == "pooled"
+    assert all(mode_env(m)[1]["CUWFST_LANE_VMM"] == "auto" for m in pooled if m != "pooled-late-ahead-eager")
+    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on"})
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)

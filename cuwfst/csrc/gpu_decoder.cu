@@ -307,17 +307,20 @@ void GpuDecoder::Allocate() {
     for (const auto& a : pool_arrays_) static_bytes += a->static_entries * a->elem;
     pooled_ok_ = static_bytes > static_cast<int64_t>(2 * pool_arrays_.size() * piece);
   }
-  // CUWFST_POOL_VMM=off (a diagnostic for same-run A/B, read when the decoder is built): a pooled
-  // decoder's lane pools are eager regions (cudaMalloc'd, moved and re-captured on growth, the
-  // fallback where VMM is refused) instead of VMM reservations; the layout is the same
-  const char* vmm_env = std::getenv("CUWFST_POOL_VMM");
-  const bool pool_vmm = vmm_env == nullptr || std::string(vmm_env) != "off";
+  // CUWFST_LANE_VMM (a diagnostic for same-run A/B, read when the decoder is built): "auto" (or
+  // unset) VMM reservations for the lane arrays where they are pooled, eager regions
+  // (cudaMalloc'd) for the static layout; "off" eager regions for a pooled decoder too (moved and
+  // re-captured on growth, the fallback where VMM is refused); "on" a VMM reservation for the
+  // static layout too (committed whole in one piece, EnsureStatic). The layouts are unchanged.
+  const char* vmm_env = std::getenv("CUWFST_LANE_VMM");
+  const std::string lane_vmm = vmm_env != nullptr ? vmm_env : "auto";
+  const bool want_vmm = lane_vmm == "on" || (pooled_ok_ && lane_vmm != "off");
   for (auto& a : pool_arrays_) {
     // both layouts fit: the static one, and (pooled) 4 hint entries a token, 3 a lane more
     // than the static hint slices; the static commit takes it all
     if (pooled_ok_) a->static_entries = std::max<int64_t>(a->static_entries, a->per_entry * pool_max_[a->pool]);
     const int64_t most = a->static_entries;
-    cudaError_t e = a->region.Init(static_cast<size_t>(most) * a->elem, pooled_ok_ && pool_vmm);
+    cudaError_t e = a->region.Init(static_cast<size_t>(most) * a->elem, want_vmm);
     if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e))
       e = a->region.Init(static_cast<size_t>(most) * a->elem, false);  // VMM refused: eager
     if (e != cudaSuccess) {
