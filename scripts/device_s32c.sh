@@ -6,6 +6,8 @@
 # lazy and pooled-late-ahead, sections SpeedOfLight, MemoryWorkloadAnalysis, InstructionStats,
 # WarpStateStats, SourceCounters and the metrics ncu_compare.py reads; then each report's raw page
 # (CSV, for scripts/ncu_compare.py) and source page (per line, for a line-by-line comparison).
+# KERNEL: another kernel's regex (default ^ExpandKernel, as it ran at 25a00f4; e.g.
+# KERNEL=^FinalizeKernel, the one step kernel pooled-late-ahead makes slower alone, +1.1 us).
 # Carry .device. $OUT: s32c.log, ncu_MODE.csv, MODE.ncu-rep, MODE_source.csv.gz, MODE_top.txt
 export FULL_GRAPHS=hlg
 . scripts/device_common.sh
@@ -16,7 +18,7 @@ echo "ncu: ${NCU:-none} $("$NCU" --version 2>&1 | tail -1)" | tee -a $L
 SECTIONS="--section SpeedOfLight --section MemoryWorkloadAnalysis --section InstructionStats --section WarpStateStats --section SourceCounters"
 METRICS="--metrics lts__t_sectors_op_atom.sum,lts__t_sectors_op_red.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,smsp__inst_executed.sum,l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum,smsp__sass_inst_executed_op_global_atom.sum,smsp__sass_inst_executed_op_global_ld.sum,smsp__thread_inst_executed.sum,smsp__sass_branch_targets_threads_divergent.sum,l1tex__t_sector_hit_rate.pct"
 for m in lazy pooled-late-ahead; do
-  timeout -s INT $(left 560) "$NCU" --target-processes all --kernel-name "regex:^ExpandKernel" --nvtx --nvtx-include "decode2/" \
+  timeout -s INT $(left 560) "$NCU" --target-processes all --kernel-name "regex:${KERNEL:-^ExpandKernel}" --nvtx --nvtx-include "decode2/" \
     --launch-skip ${SKIP:-100} --launch-count ${COUNT:-20} $SECTIONS $METRICS --import-source yes -f -o $OUT/$m \
     python3 scripts/ncu_case.py $C/HLG.img $C/sim/shard-00000.npz 0 $m > /tmp/ncu_$m.err 2>&1
   echo "[$(since) s] ncu $m: rc $? $(ls -la $OUT/$m.ncu-rep 2>&1 | awk '{print $5}') bytes; $(grep -m1 -E 'ncu_case|ERR_|rror' /tmp/ncu_$m.err | cut -c1-150)" | tee -a $L
