@@ -37,33 +37,32 @@ def lines(path):
     with opener(path, "rt", newline="", errors="replace") as f:
         rows = list(csv.reader(f))
     cuda_rows = any(len(r) > 2 and r[0].strip().isdigit() and r[2].strip() == "-" for r in rows)
-    if True:
-        for r in rows:
-            if r and r[0] in ("File Name", "File Path"):
-                file = r[1] if len(r) > 1 else "?"
-                line = None
-                continue
-            if r and r[0] == "Line No":
-                hdr = r
-                samp = [i for i, c in enumerate(r) if "Sampling (All" in c] or [i for i, c in enumerate(r) if "Sampl" in c]
-                cols = {SAMPLES: samp[0] if samp else None,
-                        INSTRUCTIONS: r.index(INSTRUCTIONS) if INSTRUCTIONS in r else None,
-                        DIVERGENT: r.index(DIVERGENT) if DIVERGENT in r else None}
-                addr = r.index("Address") if "Address" in r else None
-                continue
-            if hdr is None or len(r) != len(hdr):
-                continue
-            if r[0].strip():
-                line = (file.rsplit("/", 1)[-1], r[0].strip())
-                text[line] = r[1].strip()
-            # the counts: a CUDA line's own row where the page has one (Address "-": ncu's sums
-            # for the line); SASS rows (an address) only on a page without them
-            if line is None or (addr is not None and (r[addr].strip() != "-") == cuda_rows):
-                continue
-            for name, c in cols.items():
-                v = number(r[c]) if c is not None else None
-                if v:
-                    agg[line][name] += v
+    for r in rows:
+        if r and r[0] in ("File Name", "File Path"):
+            file = r[1] if len(r) > 1 else "?"
+            line = None
+            continue
+        if r and r[0] == "Line No":
+            hdr = r
+            samp = [i for i, c in enumerate(r) if "Sampling (All" in c] or [i for i, c in enumerate(r) if "Sampl" in c]
+            cols = {SAMPLES: samp[0] if samp else None,
+                    INSTRUCTIONS: r.index(INSTRUCTIONS) if INSTRUCTIONS in r else None,
+                    DIVERGENT: r.index(DIVERGENT) if DIVERGENT in r else None}
+            addr = r.index("Address") if "Address" in r else None
+            continue
+        if hdr is None or len(r) != len(hdr):
+            continue
+        if r[0].strip():
+            line = (file.rsplit("/", 1)[-1], r[0].strip())
+            text[line] = r[1].strip()
+        # the counts: a CUDA line's own row where the page has one (Address "-": ncu's sums
+        # for the line); SASS rows (an address) only on a page without them
+        if line is None or (addr is not None and (r[addr].strip() != "-") == cuda_rows):
+            continue
+        for name, c in cols.items():
+            v = number(r[c]) if c is not None else None
+            if v:
+                agg[line][name] += v
     return agg, text
 
 
