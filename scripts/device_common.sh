@@ -13,6 +13,10 @@
 #     gpu_speed run of a side
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
 #   mem_fresh NAME ARGS: benchmarks.memory (full HLG, batch 32) in a fresh process, rows into $OUT/memory.jsonl
+#   gpu_tests LOG CAP DESC FILES...: pytest -m gpu over FILES (at most CAP s) into $OUT/LOG, its tally,
+#     GPU-vs-CPU lines and failures into L (environment assignments before the call apply to it)
+#   memcheck_case LOG CAP DESC ARGS...: compute-sanitizer memcheck over scripts/sanitize_case.py ARGS
+#     (at most CAP s) into $OUT/LOG, its exit and last lines into L (the same environment rule)
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
 set -uo pipefail
@@ -92,6 +96,19 @@ for l in sys.stdin:
                             'lanes_mib', 'winners_mib', 'paths_mib', 'rescue_instance', 'overflow_rows') if k in r})
 " | sed "s/^/[$name] /" | tee -a $L
   grep -E "Error" /tmp/mem_$name.txt | head -3 | sed "s/^/[$name] /" | tee -a $L
+}
+gpu_tests() {
+  local log=$1 cap=$2 desc=$3; shift 3
+  timeout -s INT $cap python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s -rf > $OUT/$log 2>&1
+  echo "$desc exit $?: $(grep -E "passed|failed" $OUT/$log | tail -1)" | tee -a $L
+  { grep -E "mismatch" $OUT/$log | grep -v "^E " | head -3; grep -E "^FAILED" $OUT/$log | head -6; } | cut -c1-220 | tee -a $L
+}
+memcheck_case() {
+  local log=$1 cap=$2 desc=$3 cs; shift 3
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  timeout -s INT $cap "$cs" --tool memcheck --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py "$@" \
+    > $OUT/$log 2>&1
+  echo "$desc exit $?: $(tail -2 $OUT/$log | tr '\n' ' ')" | cut -c1-250 | tee -a $L
 }
 lattice_memcheck() {
   local CS

@@ -17,18 +17,11 @@
 export FULL_GRAPHS=hlg
 . scripts/device_common.sh
 device_setup s33a.log
-CUWFST_LANE_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT 100 \
-  python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -s -rf > $OUT/tests.log 2>&1
-echo "test_gpu (pooled, claims-finalize-ahead, eager pools) exit $?: $(grep -E "passed|failed" $OUT/tests.log | tail -1)" | tee -a $L
-{ grep -E "mismatch" $OUT/tests.log | grep -v "^E " | head -3; grep -E "^FAILED" $OUT/tests.log | head -6; } | cut -c1-220 | tee -a $L
-CUWFST_LANE_VMM=on timeout -s INT 100 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu.py -s -rf \
-  > $OUT/tests2.log 2>&1
-echo "test_gpu (lazy, static lanes on VMM) exit $?: $(grep -E "passed|failed" $OUT/tests2.log | tail -1)" | tee -a $L
-{ grep -E "mismatch" $OUT/tests2.log | grep -v "^E " | head -3; grep -E "^FAILED" $OUT/tests2.log | head -6; } | cut -c1-220 | tee -a $L
-CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-CUWFST_LANE_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead timeout -s INT 80 "$CS" --tool memcheck \
-  --leak-check no --error-exitcode 9 python3 scripts/sanitize_case.py 3 > $OUT/memcheck.log 2>&1
-echo "memcheck 3 (pooled, eager pools) exit $?: $(tail -2 $OUT/memcheck.log | tr '\n' ' ')" | cut -c1-250 | tee -a $L
+CUWFST_LANE_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead \
+  gpu_tests tests.log 100 "test_gpu (pooled, claims-finalize-ahead, eager pools)" tests/test_gpu.py
+CUWFST_LANE_VMM=on gpu_tests tests2.log 100 "test_gpu (lazy, static lanes on VMM)" tests/test_gpu.py
+CUWFST_LANE_VMM=off CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead \
+  memcheck_case memcheck.log 80 "memcheck 3 (pooled, eager pools)" 3
 wait_full 300; echo "[$(since) s] full tier" | tee -a $L
 mem_fresh pooled-late-ahead-eager --modes pooled-late-ahead-eager --skip riva speed long
 M="lazy lazy-vmm pooled-late-ahead pooled-late-ahead-eager"; R="pooled-late-ahead-eager pooled-late-ahead lazy-vmm lazy"
