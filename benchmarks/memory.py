@@ -104,8 +104,8 @@ def _same(graph, lp_host, a, b) -> bool:
 
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
-         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead", "pooled-late-ahead-eager", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
-         "lazy-vmm", "eager")
+         "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
+         "pooled-late-ahead-eager", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "lazy-vmm", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
