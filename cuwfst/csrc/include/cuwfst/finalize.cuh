@@ -143,6 +143,14 @@ __device__ __forceinline__ LateRegion LateSettle(const Workspace& ws, LaneCounte
   return LateRegion{true, next_cap, off};
 }
 
+// This CTA's share of a stepping lane's claims list: SplitRange over min(claims, claim_cap), per
+// thread (the auto grid gives a CTA at least kFinalizeThreads claims, not a whole round:
+// striped, a CTA of 256 claims has every thread on one).
+__device__ __forceinline__ int2 FinalizeRange(const Workspace& ws, const LaneCounters& lc) {
+  return SplitRange(ws, min(lc.claims, lc.claim_cap), true);
+}
+
+// range: this CTA's share of the claims (FinalizeRange; the caller has it, so a CTA divides once).
 // qd, next_cap: the next frontier's region (lc.tok_off[lc.buf], lc.tok_cap[lc.buf]).
 // kLate (Workspace::pool_late 3 with at most 32 lanes, from FinalizeLate; role: its roles): the
 // region is not known yet (qd, next_cap unread). Warp 0 issues its loads of every lane's
@@ -152,17 +160,13 @@ __device__ __forceinline__ LateRegion LateSettle(const Workspace& ws, LaneCounte
 // undo (LateUndoClaims, late_undo 2), as FinalizeLate's own path does; the same offsets.
 template <bool kLate = false>
 __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Workspace& ws, int32_t lane,
-                                               LaneCounters& lc, int32_t phase, int64_t qd, int32_t next_cap,
-                                               LateRole role = LateRole{false, false, false}) {
+                                               LaneCounters& lc, int32_t phase, int2 range, int64_t qd,
+                                               int32_t next_cap, LateRole role = LateRole{false, false, false}) {
   using BlockScan = cub::BlockScan<int32_t, kFinalizeThreads>;
   __shared__ typename BlockScan::TempStorage scan;
   __shared__ int32_t round_base, list_base;
   __shared__ long long arena_base;
   __shared__ __align__(16) int32_t s_x[kFinalizeThreads * kFinalizeItems];  // StripedRoundSum
-  const int32_t num_claims = min(lc.claims, lc.claim_cap);
-  // (per_thread: the auto grid gives a CTA at least kFinalizeThreads claims, not a whole round:
-  // striped, a CTA of 256 claims has every thread on one)
-  const int2 range = SplitRange(ws, num_claims, true);
   const int32_t c_begin = range.x, c_end = range.y;
   if (c_begin >= c_end) return;
   const int32_t n = lc.frontier_size;
@@ -324,15 +328,14 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
   __shared__ long long s_off, s_total;
   __shared__ int32_t s_tokens;
   const bool stepping = phase != kPhaseIdle;
-  const int32_t num_claims = stepping ? min(lc.claims, lc.claim_cap) : 0;
-  const int2 range = SplitRange(ws, num_claims, true);
+  const int2 range = stepping ? FinalizeRange(ws, lc) : make_int2(0, 0);
   const bool work = range.x < range.y;
   const bool overflowed = stepping && lc.claims > lc.claim_cap;
   const bool first = blockIdx.x == 0;
   const bool reporter = first && blockIdx.y == 0;
   if (!(work || overflowed || reporter || (first && stepping))) return;  // (uniform in the CTA)
   if (kAhead && work && ws.max_lanes <= 32) {  // the prefix beside the first round's loads
-    FinalizeClaims<true>(g, ws, lane, lc, phase, 0, 0, LateRole{reporter, first, overflowed});
+    FinalizeClaims<true>(g, ws, lane, lc, phase, range, 0, 0, LateRole{reporter, first, overflowed});
     return;
   }
   if (threadIdx.x < 32) {
@@ -357,11 +360,13 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
     return;
   }
   const LateRegion r = LateSettle(ws, lc, range, LateRole{reporter, first, overflowed}, s_total, s_off, s_tokens);
-  if (r.fits && work) FinalizeClaims(g, ws, lane, lc, phase, r.qd, r.next_cap);
+  if (r.fits && work) FinalizeClaims(g, ws, lane, lc, phase, range, r.qd, r.next_cap);
 }
 
+// kAhead's instance is held to 64 registers (4 CTAs an SM, as the others have; it took 80 on
+// its own: two inlined FinalizeClaims, the prefix's loads beside the first round's).
 template <bool kLate, bool kAhead = false>
-__global__ void __launch_bounds__(kFinalizeThreads)
+__global__ void __launch_bounds__(kFinalizeThreads, kAhead ? 4 : 0)
 FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
@@ -373,11 +378,11 @@ FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   }
   if (phase == kPhaseIdle) {
     if (ws.pool_late == 1 && lc.late_undo == 1)
-      LateUndoClaims(ws, lc, SplitRange(ws, min(lc.claims, lc.claim_cap), true), lc.claims > lc.claim_cap);
+      LateUndoClaims(ws, lc, FinalizeRange(ws, lc), lc.claims > lc.claim_cap);
     return;
   }
   // (uniform in the CTA: every thread returns here)
-  FinalizeClaims(g, ws, lane, lc, phase, lc.tok_off[lc.buf], lc.tok_cap[lc.buf]);
+  FinalizeClaims(g, ws, lane, lc, phase, FinalizeRange(ws, lc), lc.tok_off[lc.buf], lc.tok_cap[lc.buf]);
   if (ws.refill != kRefillInFinalize || !(phase == kPhaseFinal || phase == kPhaseRedirect)) return;
   __syncthreads();  // the CTA's writes are issued
   if (threadIdx.x == 0) {
