@@ -363,10 +363,8 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
   if (r.fits && work) FinalizeClaims(g, ws, lane, lc, phase, range, r.qd, r.next_cap);
 }
 
-// kAhead's instance is held to 64 registers (4 CTAs an SM, as the others have; it took 80 on
-// its own: two inlined FinalizeClaims, the prefix's loads beside the first round's).
 template <bool kLate, bool kAhead = false>
-__global__ void __launch_bounds__(kFinalizeThreads, kAhead ? 4 : 0)
+__global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
