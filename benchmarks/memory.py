@@ -105,7 +105,8 @@ def _same(graph, lp_host, a, b) -> bool:
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
          "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
-         "pooled-late-ahead-eager", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc", "lazy-vmm", "eager")
+         "pooled-late-ahead-eager", "pooled-late-ahead-token", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "lazy-vmm", "lazy-token", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -116,6 +117,15 @@ def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
 
 
 def mode_env(mode: str) -> tuple[str, dict]:
+    """mode_settings(NAME) for a mode NAME, and for NAME-token the same with the emitting hash
+    payloads naming their token ($CUWFST_PAYLOAD=token: lazy-token, pooled-late-ahead-token);
+    every other mode pins $CUWFST_PAYLOAD=slot, so a stray environment cannot change a row."""
+    token = mode.endswith("-token")
+    memory, env = mode_settings(mode[: -len("-token")] if token else mode)
+    return memory, dict(env, CUWFST_PAYLOAD="token" if token else "slot")
+
+
+def mode_settings(mode: str) -> tuple[str, dict]:
     """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS,
     $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs counted against
     the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block), "pooled-bins"

@@ -333,6 +333,50 @@ def test_inputs_still_being_made_on_the_default_stream_are_waited_for(lanes):
         _compare(graph, lp, lens, cpu, dec.decode(dst, lens), f"lanes {lanes} rep {rep}")
 
 
+@pytest.mark.parametrize("kernels,walker,memory", [("new", "warp", "lazy"), ("old", "thread", "lazy"),
+                                                   ("fused", "warp", "lazy"), ("new", "warp_coop", "lazy"),
+                                                   ("new", "warp", "pooled")])
+def test_payloads_naming_their_token_decode_as_the_slots(kernels, walker, memory, monkeypatch):
+    """CUWFST_PAYLOAD=token: the emitting steps' hash payloads hold {token : index among its
+    slots} instead of the slot (types.cuh Workspace::payload_tok), so FinalizeKernel needs no
+    search for the token. The same rows as slot payloads and as the CPU, on each kernel set and
+    walker, in both layouts (pooled: CUWFST_LANE_POOL=on, claims-finalize-ahead), with the
+    encoding in use (memory_stats' payload_tok: the shift, 0 for slots) and a wrong value named."""
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    if memory == "pooled":
+        monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+        monkeypatch.setenv("CUWFST_POOL_BOUND", "claims-finalize-ahead")
+    for seed in range(10):
+        rng = np.random.default_rng(1000 + seed)
+        degree = 200 if seed == 0 else int(rng.integers(1, 10))  # seed 0: ~9-bit indices
+        V = int(rng.integers(2, 40))
+        graph = random_ctc_graph(rng, int(rng.choice([40, 200, 1500])), V, degree=degree,
+                                 final_prob=float(rng.choice([0.02, 0.2, 0.8])))
+        B, T = int(rng.integers(1, 9)), int(rng.integers(1, 60))
+        lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+        lens[0] = T
+        lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+        s, o, mn, mx = BEAMS[seed % len(BEAMS)]
+        opts = DecoderOptions(search_beam=s, output_beam=o, min_active_states=mn, max_active_states=mx,
+                              allow_partial=bool(seed % 3 != 0))
+        cpu = Decoder(graph, opts).decode(lp, lens)
+        rows = {}
+        for payload in ("slot", "token"):
+            monkeypatch.setenv("CUWFST_PAYLOAD", payload)
+            dec = Decoder(graph, opts, device="cuda", max_lanes=int(rng.choice([1, 4, 32])), walker=walker,
+                          memory=memory)
+            rows[payload] = dec.decode(lp, lens)
+            shift = dec.memory_stats()["instances"]["main"]["payload_tok"]
+            assert (shift > 0) == (payload == "token"), (payload, shift)
+            _compare(graph, lp, lens, cpu, rows[payload], f"seed {seed} payload {payload} ({kernels}, {walker}, {memory})")
+        for b, (x, y) in enumerate(zip(rows["slot"], rows["token"])):
+            assert (x.arcs, x.redirect_arc, x.words) == (y.arcs, y.redirect_arc, y.words), f"seed {seed} row {b}"
+            assert np.float32(x.score) == np.float32(y.score), f"seed {seed} row {b}"
+    monkeypatch.setenv("CUWFST_PAYLOAD", "slots")
+    with pytest.raises(ValueError, match="CUWFST_PAYLOAD must be 'slot' or 'token'"):
+        Decoder(graph, opts, device="cuda")
+
+
 def test_report_totals():
     print(f"\nGPU vs CPU: {TOTALS['rows']} rows compared, {TOTALS['ties']} exact-score ties, 0 mismatches")
 

@@ -244,6 +244,19 @@ void GpuDecoder::Allocate() {
     cfg_.closure_lists = 1;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
+  // CUWFST_PAYLOAD (read when the decoder is built; for same-run A/B): "slot" (or unset) an
+  // emitting payload's low word is its local slot; "token" {token : index among its slots}
+  // (Workspace::payload_tok) where every such word stays below 2^31: a frontier index is below
+  // main_q and an index below the graph's max degree. Results are the same either way.
+  ws_.payload_tok = 0;
+  if (const char* env = std::getenv("CUWFST_PAYLOAD"); env != nullptr && *env != '\0') {
+    const std::string v = env;
+    if (v != "slot" && v != "token")
+      throw std::invalid_argument("CUWFST_PAYLOAD must be 'slot' or 'token', got '" + v + "'");
+    int32_t bits = 1;
+    while (bits < 31 && (int64_t{1} << bits) < graph_->max_degree) ++bits;
+    if (v == "token" && bits < 31 && (Q << bits) <= (int64_t{1} << 31)) ws_.payload_tok = bits;
+  }
   // auto: up to AutoFinalizeSplit CTAs a lane, each taking at least a round of claims (a lane
   // with 600 claims runs in one CTA, not 32 that each take 19 and all meet at the arena's
   // cursor); an explicit split: even chunks over it, as before
@@ -1593,6 +1606,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[60] = arena_.host() ? 1 : 0;
   out[61] = arena_.host_ok() ? 1 : 0;
   out[62] = restores_;
+  out[63] = ws_.payload_tok;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -397,7 +397,9 @@ class GpuDecoder {
   // [60] 1 while the log commits in host memory, [61] 1 where the driver can place it there.
   // [62] the commits that gave a decode back what a TrimWorkspace took (RestoreTrimmed: the
   // pools and the device log each count one).
-  static constexpr int kMemStats = 63;
+  // [63] Workspace::payload_tok: 0 where the emitting payloads hold slots, else the token's shift
+  // (CUWFST_PAYLOAD=token where it fits).
+  static constexpr int kMemStats = 64;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

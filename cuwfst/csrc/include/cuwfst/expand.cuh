@@ -512,13 +512,20 @@ __device__ __forceinline__ int32_t FindOrClaim(const Workspace& ws, int32_t lane
   return -1;
 }
 
+// The low word of an emitting payload for the arc at a lane's local slot `local`, the
+// index-th slot of frontier token tok (index = local - offsets[tok]): the slot, or under
+// Workspace::payload_tok {tok : index}, which orders as the slot does.
+__device__ __forceinline__ uint32_t PayloadLow(const Workspace& ws, int32_t tok, int32_t local, int32_t index) {
+  return ws.payload_tok ? (static_cast<uint32_t>(tok) << ws.payload_tok) | static_cast<uint32_t>(index)
+                        : static_cast<uint32_t>(local);
+}
+
 // Recombines one admitted arc of a lane's step: its destination's hash slot (FindOrClaim) in
 // the lane's table this step (LaneTable: its region, either layout), then one 64-bit
-// atomicMax of {ordered end : local slot} (a tie keeps the larger slot).
+// atomicMax of {ordered end : low} (low: PayloadLow; a tie keeps the larger slot).
 __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, const LaneTable& table, uint32_t dest,
-                                          float end, int32_t local) {
-  const unsigned long long p =
-      (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | static_cast<uint32_t>(local);
+                                          float end, uint32_t low) {
+  const unsigned long long p = (static_cast<unsigned long long>(FloatToOrderedU32(end)) << 32) | low;
   const int32_t h = FindOrClaim(ws, lane, table, dest);
   if (h < 0) return;
   // Dominance: a candidate below the slot's current best cannot win (a stale read is
@@ -569,14 +576,15 @@ struct ExpandLane {
     Enter(g, ws, lv.lane, lv.phase);
     const float bound = lv.ub[tok] + lv.max_lp;
     if (!(bound > cutoff) && !(bound >= cand_low)) return;  // no arc of this token can pass (or be a candidate)
-    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    const int32_t index = local - lv.offsets[tok];
+    const int32_t arc = lv.begin[tok] + index;
     const float acoustic = lv.Acoustic(g, arc);
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
     if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
                                                      : static_cast<uint32_t>(ArcDest(g, arc));
-    Recombine(ws, lane, table, dest, end, local);
+    Recombine(ws, lane, table, dest, end, PayloadLow(ws, tok, local, index));
   }
 };
 
@@ -630,7 +638,8 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
   int64_t lo = 0, hi = 0;
   const bool have = WarpSpan(ws, &lo, &hi);
   float c_end[kCoopStrips];
-  int32_t c_arc[kCoopStrips], c_local[kCoopStrips], c_lane[kCoopStrips], c_phase[kCoopStrips];
+  int32_t c_arc[kCoopStrips], c_lane[kCoopStrips], c_phase[kCoopStrips];
+  uint32_t c_low[kCoopStrips];  // (PayloadLow of the kept strips)
   int32_t cached = 0;   // warp-uniform: the strips kept
   int64_t resume = hi;  // warp-uniform: the first strip not kept
   float run = -INFINITY;
@@ -645,13 +654,16 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
     WarpWalkStrips<false>(ws, lo, hi, [&](const LaneView& lv, int32_t tok, int32_t local, bool active, int64_t s0) {
       float end = -INFINITY;
       int32_t arc = 0;
+      uint32_t low = 0;
       if (active) {
         if (lv.lane != run_lane) {
           flush();
           run_lane = lv.lane;
           run = -INFINITY;
         }
-        arc = lv.begin[tok] + (local - lv.offsets[tok]);
+        const int32_t index = local - lv.offsets[tok];
+        arc = lv.begin[tok] + index;
+        low = PayloadLow(ws, tok, local, index);
         end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
         run = fmaxf(run, end);
       }
@@ -661,7 +673,7 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
           if (j == cached) {
             c_end[j] = end;  // -inf where inactive: never admitted
             c_arc[j] = arc;
-            c_local[j] = local;
+            c_low[j] = low;
             c_lane[j] = lv.lane;
             c_phase[j] = lv.phase;
           }
@@ -688,7 +700,7 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
     if (!(c_end[j] > e.cutoff)) continue;
     const uint32_t dest = c_phase[j] == kPhaseRedirect ? static_cast<uint32_t>(final_state)
                                                        : static_cast<uint32_t>(ArcDest(g, c_arc[j]));
-    Recombine(ws, e.lane, e.table, dest, c_end[j], c_local[j]);
+    Recombine(ws, e.lane, e.table, dest, c_end[j], c_low[j]);
   }
   if (have && resume < hi)
     WarpWalkStrips<false>(ws, resume, hi, [&](const LaneView& lv, int32_t tok, int32_t local, bool active, int64_t) {
@@ -755,7 +767,8 @@ FusedExpandKernel(DeviceGraph g, Workspace ws) {
       table.Load(ws, lc);
     }
     if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass or raise x
-    const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
+    const int32_t index = local - lv.offsets[tok];
+    const int32_t arc = lv.begin[tok] + index;
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
     if (end > run) {
       run = end;
@@ -764,7 +777,7 @@ FusedExpandKernel(DeviceGraph g, Workspace ws) {
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(final_state)
                                                      : static_cast<uint32_t>(ArcDest(g, arc));
-    Recombine(ws, cur_lane, table, dest, end, local);
+    Recombine(ws, cur_lane, table, dest, end, PayloadLow(ws, tok, local, index));
   });
   flush();
   if (shared_ok) {

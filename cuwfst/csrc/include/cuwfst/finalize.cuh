@@ -267,8 +267,17 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
     for (int k = 0; k < kFinalizeItems; ++k) {
       if (keep[k]) {
         const int32_t idx = round_base + pos[k];
-        const int32_t tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k], hshift);
-        const int32_t arc = begin[tok] + (slot[k] - offsets[tok]);
+        // the slot's token and arc: from the payload's low word itself under payload_tok
+        // (expand.cuh PayloadLow), else by the search over the offsets
+        int32_t tok, arc;
+        if (ws.payload_tok) {
+          const uint32_t low = static_cast<uint32_t>(slot[k]);
+          tok = static_cast<int32_t>(low >> ws.payload_tok);
+          arc = begin[tok] + static_cast<int32_t>(low & ((1u << ws.payload_tok) - 1u));
+        } else {
+          tok = TokenOfSlot(offsets, hint, hint_ok, n, slot[k], hshift);
+          arc = begin[tok] + (slot[k] - offsets[tok]);
+        }
         const long long wi = arena_base + pos[k];
         int32_t winner = -1;
         if (wi < arena_limit) {

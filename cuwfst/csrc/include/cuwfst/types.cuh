@@ -487,6 +487,15 @@ struct Workspace {
   int32_t* eps_list1;
   int32_t eps_stride;
   int32_t closure_lists;     // 1: Finalize/Resolve list the next pass's tokens (no EpsScan)
+  // The low word of an emitting step's hash payloads (expand.cuh PayloadLow, Recombine; read by
+  // finalize.cuh FinalizeClaims): 0, the lane's local slot, whose token Finalize finds by a
+  // search over the offsets; else {token << payload_tok | the arc's index among the token's
+  // slots} (CUWFST_PAYLOAD=token, GpuDecoder::Allocate), which names the token without a search.
+  // Both order a lane's candidates as their slots do (slot = offsets[token] + index, and an
+  // index is below its token's slot count), so a tie on the end keeps the same winner. Set only
+  // where every such word is below 2^31 (under kBaselineSlot, as the closure needs): the graph's
+  // max degree at most 2^payload_tok and main_q << payload_tok at most 2^31.
+  int32_t payload_tok;
   // ScanSplitKernel (scan_split > 1 CTAs per lane): look-back status words [max_lanes][scan_split]
   // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
   // all zero between launches
