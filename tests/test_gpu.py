@@ -373,7 +373,7 @@ def test_payloads_naming_their_token_decode_as_the_slots(kernels, walker, memory
             assert (x.arcs, x.redirect_arc, x.words) == (y.arcs, y.redirect_arc, y.words), f"seed {seed} row {b}"
             assert np.float32(x.score) == np.float32(y.score), f"seed {seed} row {b}"
     monkeypatch.setenv("CUWFST_PAYLOAD", "slots")
-    with pytest.raises(ValueError, match="CUWFST_PAYLOAD must be 'slot' or 'token'"):
+    with pytest.raises(ValueError, match="CUWFST_PAYLOAD must be one of 'slot', 'token', got 'slots'"):
         Decoder(graph, opts, device="cuda")
 
 

@@ -59,12 +59,13 @@ class FakeGpuModule:
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
         # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel, winners_host,
-        # graph_chunks
-        assert len(rest) == 31, "gpu_decoder_create's arguments changed: update this fake"
-        assert type(rest[29]) is bool and type(rest[30]) is bool
+        # graph_chunks, payload_tokens
+        assert len(rest) == 32, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[29]) is bool and type(rest[30]) is bool and type(rest[31]) is bool
         self.winners_host = rest[29]
         self.pool_bound = rest[20]
         self.graph_chunks = rest[30]
+        self.payload_tokens = rest[31]
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
         assert type(rest[18]) is bool and type(rest[28]) is bool
@@ -718,6 +719,24 @@ def test_decoders_take_the_graph_chunks_from_the_environment(fake_gpu, monkeypat
     assert dec._gpu.kw["graph_chunks"] == "off"
     monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "some")
     with pytest.raises(ValueError, match="CUWFST_GRAPH_CHUNKS"):
+        Decoder(graph, device="cuda", max_lanes=2)
+
+
+def test_decoders_take_the_payload_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_PAYLOAD (slot, the default / token) reaches gpu_decoder_create as its last flag,
+    read once when the decoder is built (the rescue instance gets the same); a bad value is
+    refused."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_PAYLOAD", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.payload_tokens is False
+    monkeypatch.setenv("CUWFST_PAYLOAD", "token")
+    dec = Decoder(graph, device="cuda", max_lanes=2)
+    assert fake_gpu.payload_tokens is True
+    monkeypatch.setenv("CUWFST_PAYLOAD", "slot")
+    assert dec._gpu.kw["payload"] == "token"
+    monkeypatch.setenv("CUWFST_PAYLOAD", "slots")
+    with pytest.raises(ValueError, match="CUWFST_PAYLOAD"):
         Decoder(graph, device="cuda", max_lanes=2)
 
 

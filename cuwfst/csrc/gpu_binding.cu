@@ -340,7 +340,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
                          bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel,
-                         bool winners_host, bool graph_chunks) {
+                         bool winners_host, bool graph_chunks, bool payload_tokens) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -412,6 +412,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
   if (pool_handout < 0 || pool_handout > 1)
     TVM_FFI_THROW(ValueError) << "pool_handout must be 0 (MaxKernel's last block) or 1 (a kernel of its own)";
   c.pool_handout = static_cast<int32_t>(pool_handout);
+  c.payload_tokens = payload_tokens ? 1 : 0;
   c.arena_ahead = arena_ahead;
   c.trim_arcs = trim_arcs ? 1 : 0;
   c.pdl = pdl ? 1 : 0;

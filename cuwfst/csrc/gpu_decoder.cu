@@ -244,18 +244,15 @@ void GpuDecoder::Allocate() {
     cfg_.closure_lists = 1;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
-  // CUWFST_PAYLOAD (read when the decoder is built; for same-run A/B): "slot" (or unset) an
-  // emitting payload's low word is its local slot; "token" {token : index among its slots}
-  // (Workspace::payload_tok) where every such word stays below 2^31: a frontier index is below
-  // main_q and an index below the graph's max degree. Results are the same either way.
+  // payload_tokens (CUWFST_PAYLOAD=token; for same-run A/B): an emitting payload's low word is
+  // {token : index among its slots} (Workspace::payload_tok) where every such word stays below
+  // 2^31: a frontier index is below main_q and an index below the graph's max degree; else the
+  // local slot. Results are the same either way.
   ws_.payload_tok = 0;
-  if (const char* env = std::getenv("CUWFST_PAYLOAD"); env != nullptr && *env != '\0') {
-    const std::string v = env;
-    if (v != "slot" && v != "token")
-      throw std::invalid_argument("CUWFST_PAYLOAD must be 'slot' or 'token', got '" + v + "'");
+  if (cfg_.payload_tokens) {
     int32_t bits = 1;
     while (bits < 31 && (int64_t{1} << bits) < graph_->max_degree) ++bits;
-    if (v == "token" && bits < 31 && (Q << bits) <= (int64_t{1} << 31)) ws_.payload_tok = bits;
+    if (bits < 31 && (Q << bits) <= (int64_t{1} << 31)) ws_.payload_tok = bits;
   }
   // auto: up to AutoFinalizeSplit CTAs a lane, each taking at least a round of claims (a lane
   // with 600 claims runs in one CTA, not 32 that each take 19 and all meet at the arena's

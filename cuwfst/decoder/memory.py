@@ -200,6 +200,18 @@ def graph_chunks_mode() -> str:
     return _env_choice("CUWFST_GRAPH_CHUNKS", GRAPH_CHUNKS, "on")
 
 
+PAYLOADS = ("slot", "token")
+
+
+def payload_mode() -> str:
+    """The low word of the emitting steps' hash payloads on the GPU: $CUWFST_PAYLOAD, "slot" (the
+    default: the arc's slot, whose token FinalizeKernel finds by a search over the offsets) or
+    "token" ({token : index among its slots}, which names it with no search; taken where every
+    such word stays below 2^31, else slots: memory_stats' per-instance payload_tok says which
+    ran). Results are identical either way: both order a lane's candidates as their slots do."""
+    return _env_choice("CUWFST_PAYLOAD", PAYLOADS, "slot")
+
+
 ARENA_AHEAD = ("on", "off")
 
 
