@@ -14,7 +14,7 @@
 export FULL_GRAPHS=hlg,tlg
 . scripts/device_common.sh
 device_setup s34a.log
-gpu_tests tests1.log 80 "test_gpu -k payloads" tests/test_gpu.py -k payloads
+gpu_tests tests1.log 120 "test_gpu -k payloads" tests/test_gpu.py -k payloads
 CUWFST_PAYLOAD=token gpu_tests tests2.log 120 "test_gpu + test_gpu_epsilon (every decoder on token payloads)" \
   tests/test_gpu.py tests/test_gpu_epsilon.py
 CUWFST_PAYLOAD=token CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead \
