@@ -704,39 +704,26 @@ def test_decoders_take_the_winners_log_place_from_the_environment(fake_gpu, monk
         Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
 
 
-def test_decoders_take_the_graph_chunks_from_the_environment(fake_gpu, monkeypatch):
-    """CUWFST_GRAPH_CHUNKS (on, the default / off) reaches gpu_decoder_create as its last flag,
-    read once when the decoder is built (the rescue instance gets the same); a bad value is
-    refused."""
+@pytest.mark.parametrize("env,key,flag,default,other,bad", [
+    ("CUWFST_GRAPH_CHUNKS", "graph_chunks", "graph_chunks", "on", "off", "some"),
+    ("CUWFST_PAYLOAD", "payload", "payload_tokens", "slot", "token", "slots"),
+])
+def test_decoders_take_flags_from_the_environment(fake_gpu, monkeypatch, env, key, flag, default, other, bad):
+    """CUWFST_GRAPH_CHUNKS (on, the default / off) and CUWFST_PAYLOAD (slot, the default /
+    token) reach gpu_decoder_create as its last two flags, read once when the decoder is built
+    (the rescue instance gets the same); a bad value is refused."""
     graph = Graph.load(TINY / "HLG.img")
-    monkeypatch.delenv("CUWFST_GRAPH_CHUNKS", raising=False)
+    on = {"graph_chunks": "on", "payload": "token"}[key]  # the value the native flag is True for
+    monkeypatch.delenv(env, raising=False)
     Decoder(graph, device="cuda", max_lanes=2)
-    assert fake_gpu.graph_chunks is True
-    monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "off")
+    assert getattr(fake_gpu, flag) is (default == on)
+    monkeypatch.setenv(env, other)
     dec = Decoder(graph, device="cuda", max_lanes=2)
-    assert fake_gpu.graph_chunks is False
-    monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "on")
-    assert dec._gpu.kw["graph_chunks"] == "off"
-    monkeypatch.setenv("CUWFST_GRAPH_CHUNKS", "some")
-    with pytest.raises(ValueError, match="CUWFST_GRAPH_CHUNKS"):
-        Decoder(graph, device="cuda", max_lanes=2)
-
-
-def test_decoders_take_the_payload_from_the_environment(fake_gpu, monkeypatch):
-    """CUWFST_PAYLOAD (slot, the default / token) reaches gpu_decoder_create as its last flag,
-    read once when the decoder is built (the rescue instance gets the same); a bad value is
-    refused."""
-    graph = Graph.load(TINY / "HLG.img")
-    monkeypatch.delenv("CUWFST_PAYLOAD", raising=False)
-    Decoder(graph, device="cuda", max_lanes=2)
-    assert fake_gpu.payload_tokens is False
-    monkeypatch.setenv("CUWFST_PAYLOAD", "token")
-    dec = Decoder(graph, device="cuda", max_lanes=2)
-    assert fake_gpu.payload_tokens is True
-    monkeypatch.setenv("CUWFST_PAYLOAD", "slot")
-    assert dec._gpu.kw["payload"] == "token"
-    monkeypatch.setenv("CUWFST_PAYLOAD", "slots")
-    with pytest.raises(ValueError, match="CUWFST_PAYLOAD"):
+    assert getattr(fake_gpu, flag) is (other == on)
+    monkeypatch.setenv(env, default)
+    assert dec._gpu.kw[key] == other
+    monkeypatch.setenv(env, bad)
+    with pytest.raises(ValueError, match=env):
         Decoder(graph, device="cuda", max_lanes=2)
 
 
