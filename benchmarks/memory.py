@@ -105,8 +105,8 @@ def _same(graph, lp_host, a, b) -> bool:
 
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
          "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
-         "pooled-late-ahead-eager", "pooled-late-ahead-token", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
-         "lazy-vmm", "lazy-token", "eager")
+         "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
+         "lazy-vmm", "lazy-slot", "eager")
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -117,12 +117,13 @@ def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
 
 
 def mode_env(mode: str) -> tuple[str, dict]:
-    """mode_settings(NAME) for a mode NAME, and for NAME-token the same with the emitting hash
-    payloads naming their token ($CUWFST_PAYLOAD=token: lazy-token, pooled-late-ahead-token);
-    every other mode pins $CUWFST_PAYLOAD=slot, so a stray environment cannot change a row."""
-    token = mode.endswith("-token")
-    memory, env = mode_settings(mode[: -len("-token")] if token else mode)
-    return memory, dict(env, CUWFST_PAYLOAD="token" if token else "slot")
+    """mode_settings(NAME) for a mode NAME, and for NAME-slot the same with the emitting hash
+    payloads holding the arc's slot ($CUWFST_PAYLOAD=slot, the rule before 2026-12-02: lazy-slot,
+    pooled-late-ahead-slot); every other mode pins $CUWFST_PAYLOAD=token (the default), so a
+    stray environment cannot change a row."""
+    slot = mode.endswith("-slot")
+    memory, env = mode_settings(mode[: -len("-slot")] if slot else mode)
+    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token")
 
 
 def mode_settings(mode: str) -> tuple[str, dict]:

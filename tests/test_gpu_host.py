@@ -706,11 +706,11 @@ def test_decoders_take_the_winners_log_place_from_the_environment(fake_gpu, monk
 
 @pytest.mark.parametrize("env,key,flag,default,other,bad", [
     ("CUWFST_GRAPH_CHUNKS", "graph_chunks", "graph_chunks", "on", "off", "some"),
-    ("CUWFST_PAYLOAD", "payload", "payload_tokens", "slot", "token", "slots"),
+    ("CUWFST_PAYLOAD", "payload", "payload_tokens", "token", "slot", "slots"),
 ])
 def test_decoders_take_flags_from_the_environment(fake_gpu, monkeypatch, env, key, flag, default, other, bad):
-    """CUWFST_GRAPH_CHUNKS (on, the default / off) and CUWFST_PAYLOAD (slot, the default /
-    token) reach gpu_decoder_create as its last two flags, read once when the decoder is built
+    """CUWFST_GRAPH_CHUNKS (on, the default / off) and CUWFST_PAYLOAD (token, the default /
+    slot) reach gpu_decoder_create as its last two flags, read once when the decoder is built
     (the rescue instance gets the same); a bad value is refused."""
     graph = Graph.load(TINY / "HLG.img")
     on = {"graph_chunks": "on", "payload": "token"}[key]  # the value the native flag is True for

@@ -204,12 +204,15 @@ PAYLOADS = ("slot", "token")
 
 
 def payload_mode() -> str:
-    """The low word of the emitting steps' hash payloads on the GPU: $CUWFST_PAYLOAD, "slot" (the
-    default: the arc's slot, whose token FinalizeKernel finds by a search over the offsets) or
-    "token" ({token : index among its slots}, which names it with no search; taken where every
-    such word stays below 2^31, else slots: memory_stats' per-instance payload_tok says which
-    ran). Results are identical either way: both order a lane's candidates as their slots do."""
-    return _env_choice("CUWFST_PAYLOAD", PAYLOADS, "slot")
+    """The low word of the emitting steps' hash payloads on the GPU: $CUWFST_PAYLOAD, "token" (the
+    default since 2026-12-02: {token : index among its slots}, which names the arc's token with no
+    search; taken where every such word stays below 2^31, else slots: memory_stats' per-instance
+    payload_tok says which ran) or "slot" (the arc's slot, whose token FinalizeKernel finds by a
+    search over the offsets: the rule before, for same-run A/B). Results are identical either
+    way: both order a lane's candidates as their slots do. (H200, same run, full tier HLG,
+    padded batches of 32 over the 256 rows: 37.00 / 36.80 ms a batch against slots' 38.43 /
+    37.81, every row the same; docs/benchmarks.md.)"""
+    return _env_choice("CUWFST_PAYLOAD", PAYLOADS, "token")
 
 
 ARENA_AHEAD = ("on", "off")
