@@ -11,6 +11,8 @@
 #   pooled-late-ahead-token over the full tier's 256 rows in padded batches of 32 and the uniform
 #   32 x 250; the TLG's 256 rows lazy / lazy-token
 # Carry .device. $OUT: s34a.log, tests*.log, memcheck*.log, speed.jsonl.
+# (Ran at 4101d1b. Since e7d16aa token payloads are the default and the benchmark modes are
+# renamed: lazy-token is now lazy, lazy is lazy-slot, and likewise pooled-late-ahead(-slot).)
 export FULL_GRAPHS=hlg,tlg
 . scripts/device_common.sh
 device_setup s34a.log

@@ -244,10 +244,10 @@ void GpuDecoder::Allocate() {
     cfg_.closure_lists = 1;
   ws_.closure_lists = cfg_.closure_lists;
   ws_.eps_stride = static_cast<int32_t>(stride);
-  // payload_tokens (CUWFST_PAYLOAD=token, the default; slot for same-run A/B): an emitting payload's low word is
-  // {token : index among its slots} (Workspace::payload_tok) where every such word stays below
-  // 2^31: a frontier index is below main_q and an index below the graph's max degree; else the
-  // local slot. Results are the same either way.
+  // payload_tokens (CUWFST_PAYLOAD=token, the default; slot for same-run A/B): an emitting
+  // payload's low word is {token : index among its slots} (Workspace::payload_tok) where every
+  // such word stays below 2^31: a frontier index is below main_q and an index below the graph's
+  // max degree; else the local slot. Results are the same either way.
   ws_.payload_tok = 0;
   if (cfg_.payload_tokens) {
     int32_t bits = 1;
