@@ -7,7 +7,7 @@ path of the bit-identical float32 score; that is checked, counted and printed.
 import numpy as np
 import pytest
 
-from cuwfst import Decoder, DecoderOptions
+from cuwfst import Decoder, DecoderOptions, Graph
 from helpers import case_inputs, load_cases, path_score_f32, random_ctc_graph, random_log_probs
 
 pytestmark = pytest.mark.gpu
@@ -375,6 +375,47 @@ def test_payloads_naming_their_token_decode_as_the_slots(kernels, walker, memory
     monkeypatch.setenv("CUWFST_PAYLOAD", "slots")
     with pytest.raises(ValueError, match="CUWFST_PAYLOAD must be one of 'slot', 'token', got 'slots'"):
         Decoder(graph, opts, device="cuda")
+
+
+def _wide_state_graph(rng, n: int, wide: int, V: int):
+    """n + 1 states: the start state with `wide` emitting arcs, every other state a blank
+    self-loop and up to three arcs, some final arcs (a CSR of no words: the arcs carry none)."""
+    src = [np.zeros(wide, np.int64)]
+    dst = [rng.integers(1, n, size=wide)]
+    lab = [rng.integers(1, V, size=wide)]
+    for s in range(1, n):
+        k = int(rng.integers(1, 4))
+        final = rng.random() < 0.3
+        src.append(np.full(k + 1 + final, s))
+        dst.append(np.concatenate([[s], rng.integers(1, n, size=k), [n] * final]))
+        lab.append(np.concatenate([[0], rng.integers(0, V, size=k), [-1] * final]))
+    src, dst, lab = np.concatenate(src), np.concatenate(dst), np.concatenate(lab)
+    w = rng.uniform(-4, 0.5, size=src.size).astype(np.float32)
+    return Graph.from_arcs(num_states=n + 1, start_state=0, src=src, dest=dst, ilabel=lab, weight=w,
+                           words=(np.zeros(src.size + 1, np.int64), np.zeros(0, np.int64)), vocab_size=V)
+
+
+@pytest.mark.parametrize("n,taken", [(300, True), (1200, False)])
+def test_token_payloads_give_way_to_slots_where_their_words_would_pass_2_31(n, taken, monkeypatch):
+    """Token payloads (the default) are taken only where every {token << shift | index} stays
+    below 2^31 (gpu_decoder.cu Allocate: 2^shift >= the graph's max degree, main_q << shift <=
+    2^31). A start state of 2^21 + 1 arcs needs shift 22, so a lane frontier (main_q: at most the
+    graph's states) of 301 states takes them and one of 1,201 keeps slots; memory_stats'
+    payload_tok says which, and the rows equal the CPU's either way."""
+    monkeypatch.delenv("CUWFST_PAYLOAD", raising=False)
+    rng = np.random.default_rng(n)
+    V = 30
+    graph = _wide_state_graph(rng, n, (1 << 21) + 1, V)
+    B, T = 3, 24
+    lp = random_log_probs(rng, B, T, V, peaky=True)
+    lens = np.array([T, T // 2, 1], np.int32)
+    opts = DecoderOptions(search_beam=12.0, output_beam=8.0, min_active_states=30, max_active_states=2000)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=4)
+    gpu = dec.decode(lp, lens)
+    shift = dec.memory_stats()["instances"]["main"]["payload_tok"]
+    assert shift == (22 if taken else 0), (n, shift)
+    _compare(graph, lp, lens, cpu, gpu, f"n {n} payload_tok {shift}")
 
 
 def test_report_totals():
