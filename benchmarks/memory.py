@@ -106,7 +106,9 @@ def _same(graph, lp_host, a, b) -> bool:
 MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
          "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
          "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
-         "lazy-vmm", "lazy-slot", "eager")
+         "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
+         "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall")
+FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all"}
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -120,10 +122,15 @@ def mode_env(mode: str) -> tuple[str, dict]:
     """mode_settings(NAME) for a mode NAME, and for NAME-slot the same with the emitting hash
     payloads holding the arc's slot ($CUWFST_PAYLOAD=slot, the rule before 2026-12-02: lazy-slot,
     pooled-late-ahead-slot); every other mode pins $CUWFST_PAYLOAD=token (the default), so a
-    stray environment cannot change a row."""
+    stray environment cannot change a row. NAME-fullclaims / -fullhash / -fulltokens / -fullall:
+    NAME with those pooled regions handed out at the static layout's sizes ($CUWFST_POOL_FULL, a
+    diagnostic of what the small regions cost); every other mode pins CUWFST_POOL_FULL=none."""
+    full = next((v for k, v in FULL_SUFFIXES.items() if mode.endswith(k)), "none")
+    if full != "none":
+        mode = mode[: mode.rindex("-full")]
     slot = mode.endswith("-slot")
     memory, env = mode_settings(mode[: -len("-slot")] if slot else mode)
-    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token")
+    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token", CUWFST_POOL_FULL=full)
 
 
 def mode_settings(mode: str) -> tuple[str, dict]:

@@ -59,13 +59,14 @@ class FakeGpuModule:
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
         # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel, winners_host,
-        # graph_chunks, payload_tokens
-        assert len(rest) == 32, "gpu_decoder_create's arguments changed: update this fake"
-        assert type(rest[29]) is bool and type(rest[30]) is bool and type(rest[31]) is bool
+        # graph_chunks, payload_tokens, pool_full
+        assert len(rest) == 33, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[29]) is bool and type(rest[30]) is bool and type(rest[31]) is bool and type(rest[32]) is int
         self.winners_host = rest[29]
         self.pool_bound = rest[20]
         self.graph_chunks = rest[30]
         self.payload_tokens = rest[31]
+        self.pool_full = rest[32]
         assert type(rest[20]) is int and type(rest[21]) is bool and type(rest[22]) is bool and type(rest[23]) is int
         assert type(rest[24]) is bool and type(rest[25]) is bool and type(rest[26]) is int and type(rest[27]) is int
         assert type(rest[18]) is bool and type(rest[28]) is bool
@@ -725,6 +726,25 @@ def test_decoders_take_flags_from_the_environment(fake_gpu, monkeypatch, env, ke
     monkeypatch.setenv(env, bad)
     with pytest.raises(ValueError, match=env):
         Decoder(graph, device="cuda", max_lanes=2)
+
+
+def test_decoders_take_the_pool_full_mask_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_POOL_FULL (the pooled layout's diagnostic) reaches gpu_decoder_create as its last
+    argument, a mask: none (the default) 0, claims 1, hash 2, tokens 4, kinds joined by '+',
+    all 7; anything else (an unknown kind, a kind twice, an empty part) is refused by name."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_POOL_FULL", raising=False)
+    Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
+    assert fake_gpu.pool_full == 0
+    for value, mask in (("none", 0), ("claims", 1), ("hash", 2), ("tokens", 4), ("hash+tokens", 6), ("all", 7),
+                        ("tokens+claims+hash", 7)):
+        monkeypatch.setenv("CUWFST_POOL_FULL", value)
+        Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
+        assert fake_gpu.pool_full == mask, value
+    for bad in ("some", "hash+hash", "hash+", "Hash"):
+        monkeypatch.setenv("CUWFST_POOL_FULL", bad)
+        with pytest.raises(ValueError, match="CUWFST_POOL_FULL"):
+            Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
 
 
 def test_stream_decoders_take_memory_kernels_and_arena_ahead_from_the_environment(fake_gpu, monkeypatch):

@@ -164,14 +164,16 @@ def test_memory_benchmark_modes_name_their_settings():
 
     assert mode_gc("pooled-gc", 128) == ("pooled", 128) and mode_gc("lazy-gc", 64) == ("lazy", 64)
     assert mode_gc("pooled", 128) == ("pooled", 0) and mode_gc("eager", 128) == ("eager", 0)
-    assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "anchor" and mode_env("lazy") == ("lazy", {"CUWFST_PAYLOAD": "token"})
+    assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "anchor" and mode_env("lazy") == ("lazy", {"CUWFST_PAYLOAD": "token",
+                                                                                                         "CUWFST_POOL_FULL": "none"})
     assert mode_env("pooled-admit")[1]["CUWFST_POOL_BOUND"] == "admit"
     # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
     # pins the default (lastblock), so a stray environment cannot change what a row measures
     assert mode_env("pooled-handout") == ("pooled", {"CUWFST_POOL_BOUND": "anchor", "CUWFST_POOL_HINTS": "adaptive",
                                                      "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
                                                      "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host",
-                                                     "CUWFST_LANE_VMM": "auto", "CUWFST_PAYLOAD": "token"})
+                                                     "CUWFST_LANE_VMM": "auto", "CUWFST_PAYLOAD": "token",
+                                                     "CUWFST_POOL_FULL": "none"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
                for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
     # pooled-keep: pooled whose instances keep what they grew; pooled-maintrimoff: the main
@@ -185,7 +187,8 @@ def test_memory_benchmark_modes_name_their_settings():
     # pooled-devlog, pooled-slots-devlog and pooled-late: the winners log on the device; every
     # other pooled mode pins the host log
     devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
-              "pooled-late-ahead-eager", "pooled-late-ahead-slot")
+              "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-late-ahead-fullclaims",
+              "pooled-late-ahead-fullhash", "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
@@ -197,13 +200,19 @@ def test_memory_benchmark_modes_name_their_settings():
     eager = mode_env("pooled-late-ahead-eager")
     assert eager[1] == dict(mode_env("pooled-late-ahead")[1], CUWFST_LANE_VMM="off") and eager[0] == "pooled"
     assert all(mode_env(m)[1]["CUWFST_LANE_VMM"] == "auto" for m in pooled if m != "pooled-late-ahead-eager")
-    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on", "CUWFST_PAYLOAD": "token"})
+    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on", "CUWFST_PAYLOAD": "token", "CUWFST_POOL_FULL": "none"})
     # NAME-slot: NAME with the emitting payloads holding the slot; every other mode pins token
     # payloads (the default)
     for m in ("lazy-slot", "pooled-late-ahead-slot"):
         base = m[: -len("-slot")]
         assert mode_env(m) == (mode_env(base)[0], dict(mode_env(base)[1], CUWFST_PAYLOAD="slot")), m
     assert all(mode_env(m)[1]["CUWFST_PAYLOAD"] == "token" for m in MODES if not m.endswith("-slot"))
+    # pooled-late-ahead-fullKIND: pooled-late-ahead with those regions at the static sizes; every
+    # other mode pins CUWFST_POOL_FULL=none
+    for kind in ("claims", "hash", "tokens", "all"):
+        m = f"pooled-late-ahead-full{kind}"
+        assert mode_env(m) == ("pooled", dict(mode_env("pooled-late-ahead")[1], CUWFST_POOL_FULL=kind)), m
+    assert all(mode_env(m)[1]["CUWFST_POOL_FULL"] == "none" for m in MODES if "-full" not in m)
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)

@@ -340,7 +340,7 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
                          bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel,
-                         bool winners_host, bool graph_chunks, bool payload_tokens) {
+                         bool winners_host, bool graph_chunks, bool payload_tokens, int64_t pool_full) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -413,6 +413,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "pool_handout must be 0 (MaxKernel's last block) or 1 (a kernel of its own)";
   c.pool_handout = static_cast<int32_t>(pool_handout);
   c.payload_tokens = payload_tokens ? 1 : 0;
+  if (pool_full < 0 || pool_full > (cuwfst::kPoolFullClaims | cuwfst::kPoolFullHash | cuwfst::kPoolFullTokens))
+    TVM_FFI_THROW(ValueError) << "pool_full must be a mask of 1 (claims), 2 (hash) and 4 (tokens)";
+  c.pool_full = static_cast<int32_t>(pool_full);
   c.arena_ahead = arena_ahead;
   c.trim_arcs = trim_arcs ? 1 : 0;
   c.pdl = pdl ? 1 : 0;

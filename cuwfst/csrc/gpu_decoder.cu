@@ -254,6 +254,7 @@ void GpuDecoder::Allocate() {
     while (bits < 31 && (int64_t{1} << bits) < graph_->max_degree) ++bits;
     if (bits < 31 && (Q << bits) <= (int64_t{1} << 31)) ws_.payload_tok = bits;
   }
+  ws_.pool_full = cfg_.pool_full;  // (a pooled-layout diagnostic; read only where the layout is pooled)
   // auto: up to AutoFinalizeSplit CTAs a lane, each taking at least a round of claims (a lane
   // with 600 claims runs in one CTA, not 32 that each take 19 and all meet at the arena's
   // cursor); an explicit split: even chunks over it, as before

@@ -84,6 +84,8 @@ struct DecoderConfig {
   // The emitting payloads' low word (CUWFST_PAYLOAD): 0 the slot, 1 {token : index} where it fits
   // (types.cuh Workspace::payload_tok; GpuDecoder::Allocate decides the fit).
   int32_t payload_tokens = 0;
+  // The pooled layout's diagnostic (CUWFST_POOL_FULL): Workspace::pool_full's mask.
+  int32_t pool_full = 0;
   // Stream advances commit a VMM winners log ahead of need (CUWFST_ARENA_AHEAD): after launching
   // an advance's first round, a log within 1/8 of that round's room estimate grows to 5/4 of
   // it while the kernels run, so the next advances seldom map memory before their launch.

@@ -16,8 +16,8 @@ from ..graph.image import native_array
 from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
-                     graph_chunks_mode, graph_pack_mode, payload_mode, pool_bound_mode, pool_handout_mode, pool_hints_mode,
-                     resolve_memory, winners_log_mode)
+                     graph_chunks_mode, graph_pack_mode, payload_mode, pool_bound_mode, pool_full_mode, pool_handout_mode,
+                     pool_hints_mode, resolve_memory, winners_log_mode)
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -342,7 +342,7 @@ class GpuInstance:
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
                  trim_arcs=None, pdl=None, scan_round=None, scan_order=None, refill_kernel=None,
-                 winners_log=None, graph_chunks=None, payload=None):
+                 winners_log=None, graph_chunks=None, payload=None, pool_full=None):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -368,7 +368,8 @@ class GpuInstance:
             POOL_HANDOUTS.index(pool_handout or pool_handout_mode()), k["trim_arcs"], k["pdl"], k["scan_round"],
             SCAN_ORDERS.index(k["scan_order"]), k["refill_kernel"],
             memory == "pooled" and (winners_log or winners_log_mode()) == "host",
-            (graph_chunks or graph_chunks_mode()) == "on", (payload or payload_mode()) == "token")
+            (graph_chunks or graph_chunks_mode()) == "on", (payload or payload_mode()) == "token",
+            pool_full_mode() if pool_full is None else int(pool_full))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -601,7 +602,7 @@ class GpuBackend:
                        # (read once: the rescue instance sizes its pools the same way)
                        pool_bound=pool_bound_mode(), pool_hints=pool_hints_mode(), arena_ahead=arena_ahead_mode(),
                        pool_handout=pool_handout_mode(), winners_log=winners_log_mode(),
-                       graph_chunks=graph_chunks_mode(), payload=payload_mode())
+                       graph_chunks=graph_chunks_mode(), payload=payload_mode(), pool_full=pool_full_mode())
         self.main_q_factor = main_q_factor
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests

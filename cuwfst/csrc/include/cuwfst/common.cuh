@@ -258,7 +258,9 @@ __device__ __forceinline__ bool PooledReportStep(Workspace& ws, int64_t c_sum, i
 
 // The token region lane l asks for under pool_late (0: the lane does not step).
 __device__ __forceinline__ int32_t PooledLateTokens(const Workspace& ws, int32_t phase, int32_t claims, int32_t cap) {
-  return phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, claims < cap ? claims : cap);
+  if (phase == kPhaseIdle) return 0;
+  // (the diagnostic Workspace::pool_full: a main_q region, as the static layout's)
+  return PooledTokenRegion(ws, (ws.pool_full & kPoolFullTokens) ? ws.main_q : claims < cap ? claims : cap);
 }
 __device__ __forceinline__ int32_t PooledLateAsk(const Workspace& ws, volatile LaneCounters* v, int32_t phase) {
   if (phase == kPhaseIdle) return 0;

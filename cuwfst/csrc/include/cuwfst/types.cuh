@@ -496,6 +496,15 @@ struct Workspace {
   // where every such word is below 2^31 (under kBaselineSlot, as the closure needs): the graph's
   // max degree at most 2^payload_tok and main_q << payload_tok at most 2^31.
   int32_t payload_tok;
+  // A diagnostic of the pooled layout (CUWFST_POOL_FULL; 0 in normal use): a mask of the region
+  // kinds a stepping lane is handed at the static layout's size instead of its step's bound
+  // (kPoolFullClaims: claims_cap entries of claims list, kPoolFullHash: a hash_cap table,
+  // kPoolFullTokens: a main_q frontier region and with it the hints a main_q region has). The
+  // regions still come from the pools in lane order, so the batch pauses and grows them to the
+  // static sizes on its first steps. A lane's claims cap stays its step's bound, so every kept
+  // token, score and arc is the same; only where the regions lie and how large they are
+  // changes (same-run A/B of what the small regions cost: docs/speed-notes.md).
+  int32_t pool_full;
   // ScanSplitKernel (scan_split > 1 CTAs per lane): look-back status words [max_lanes][scan_split]
   // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
   // all zero between launches
@@ -668,6 +677,7 @@ __host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_
 // rounded up to it, tables are at least that large (powers of two), claims lists are
 // rounded up to 16 entries (128 bytes of int2).
 constexpr int32_t kPoolAlign = 32;
+constexpr int32_t kPoolFullClaims = 1, kPoolFullHash = 2, kPoolFullTokens = 4;  // Workspace::pool_full
 __host__ __device__ inline int32_t PooledHashSize(const Workspace& ws, int32_t claims_bound) {
   if (claims_bound <= 0) return 0;
   int64_t h = kPoolAlign;
@@ -693,6 +703,11 @@ __host__ __device__ inline PooledAsk PooledAskOf(const Workspace& ws, int32_t ph
   a.claims = PooledClaimsRegion(a.bound);
   a.hash = PooledHashSize(ws, a.bound);
   a.tokens = phase == kPhaseIdle ? 0 : PooledTokenRegion(ws, a.bound);
+  if (ws.pool_full) {  // the diagnostic (Workspace::pool_full): the static sizes, the same bound
+    if ((ws.pool_full & kPoolFullClaims) && a.bound > 0) a.claims = PooledClaimsRegion(ws.claims_cap);
+    if ((ws.pool_full & kPoolFullHash) && a.hash > 0) a.hash = ws.hash_cap;
+    if ((ws.pool_full & kPoolFullTokens) && a.tokens > 0) a.tokens = PooledTokenRegion(ws, ws.main_q);
+  }
   return a;
 }
 // Whether a step's asks, summed over the batch's lanes, fit the pools' committed capacities

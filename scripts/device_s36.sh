@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# GPU machine, one call (~7 minutes on a fresh machine): where the pooled layout's fixed cost a
+# step lies, by handing out one region kind at a time at the static layout's size
+# (CUWFST_POOL_FULL, types.cuh Workspace::pool_full; built and compiled in the session of
+# 2026-12-02 18:17, never run on a GPU). Prediction: docs/speed-notes.md "The pooled regions at
+# the static sizes", written before.
+#   while the full tier builds: test_gpu.py with every decoder pooled by claims-finalize-ahead
+#   with all three region kinds full, and with the hash tables alone full; memcheck over
+#   sanitize_case.py 3 pooled with all full
+#   then gpu_speed --profile, one process, then reversed: lazy / pooled-late-ahead /
+#   -fullclaims / -fullhash / -fulltokens / -fullall over the full tier's 256 rows in padded
+#   batches of 32, and lazy / pooled-late-ahead / -fullall on the uniform 32 x 250
+# Carry .device (wheels, COMMIT). $OUT: s36.log, tests*.log, memcheck1.log, speed36.jsonl.
+export FULL_GRAPHS=hlg
+. scripts/device_common.sh
+device_setup s36.log
+CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=all \
+  gpu_tests tests1.log 90 "test_gpu (pooled, every region full)" tests/test_gpu.py
+CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=hash \
+  gpu_tests tests2.log 90 "test_gpu (pooled, hash tables full)" tests/test_gpu.py
+CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=all \
+  memcheck_case memcheck1.log 80 "memcheck 3 (pooled, every region full)" 3
+wait_full 330; echo "[$(since) s] full tier" | tee -a $L
+speed() {  # speed MODES SHAPE...
+  local modes=$1; shift
+  timeout -s INT $(left ${END:-570}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+    "$@" --batch 32 --reps 5 --check 1 --profile --memory $modes > /tmp/sp.txt 2>&1
+  grep -vE "^\{" /tmp/sp.txt | grep -E "kernel ms|B=32|CPU check|Error" \
+    | sed -E 's/kernel ms per batch of 32 \(launch by launch, CUDA events\): //; s/ \([0-9]+%\)//g' \
+    | sed "s/^/[$*] /" | cut -c1-240 | tee -a $L
+  grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"shape\": \"$*\", \"order\": \"$modes\", \"row\": /; s/$/}/" >> $OUT/speed36.jsonl
+}
+A="pooled-late-ahead"
+M="lazy $A $A-fullclaims $A-fullhash $A-fulltokens $A-fullall"
+speed "$M" --utts 256; speed "$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')" --utts 256
+speed "lazy $A $A-fullall" --uniform 250 --utts 32; speed "$A-fullall $A lazy" --uniform 250 --utts 32
+echo "[$(since) s] done" | tee -a $L
