@@ -5,7 +5,7 @@
 # 2026-12-02 18:17, never run on a GPU). Prediction: docs/speed-notes.md "The pooled regions at
 # the static sizes", written before.
 #   while the full tier builds: test_gpu.py with every decoder pooled by claims-finalize-ahead
-#   with all three region kinds full, and with the hash tables alone full; memcheck over
+#   (regions by their bounds, then all three region kinds full), and with the hash tables alone full; memcheck over
 #   sanitize_case.py 3 pooled with all full
 #   then gpu_speed --profile, one process, then reversed: lazy / pooled-late-ahead /
 #   -fullclaims / -fullhash / -fulltokens / -fullall over the full tier's 256 rows in padded
@@ -14,6 +14,8 @@
 export FULL_GRAPHS=hlg
 . scripts/device_common.sh
 device_setup s36.log
+CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead \
+  gpu_tests tests0.log 90 "test_gpu (pooled, regions by their bounds: the default, whose PooledAskOf changed)" tests/test_gpu.py
 CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=all \
   gpu_tests tests1.log 90 "test_gpu (pooled, every region full)" tests/test_gpu.py
 CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=hash \
