@@ -107,8 +107,10 @@ MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-
          "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
          "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
-         "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall")
-FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all"}
+         "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall", "pooled-late-ahead-hash2x",
+         "pooled-late-ahead-hash4x")
+FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all",
+                 "-hash2x": "hash2x", "-hash4x": "hash4x"}
 
 
 def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
@@ -124,10 +126,12 @@ def mode_env(mode: str) -> tuple[str, dict]:
     pooled-late-ahead-slot); every other mode pins $CUWFST_PAYLOAD=token (the default), so a
     stray environment cannot change a row. NAME-fullclaims / -fullhash / -fulltokens / -fullall:
     NAME with those pooled regions handed out at the static layout's sizes ($CUWFST_POOL_FULL, a
-    diagnostic of what the small regions cost); every other mode pins CUWFST_POOL_FULL=none."""
-    full = next((v for k, v in FULL_SUFFIXES.items() if mode.endswith(k)), "none")
-    if full != "none":
-        mode = mode[: mode.rindex("-full")]
+    diagnostic of what the small regions cost); NAME-hash2x / -hash4x: NAME with hash tables 2x /
+    4x larger; every other mode pins CUWFST_POOL_FULL=none."""
+    suffix = next((k for k in FULL_SUFFIXES if mode.endswith(k)), None)
+    full = FULL_SUFFIXES[suffix] if suffix else "none"
+    if suffix:
+        mode = mode[: -len(suffix)]
     slot = mode.endswith("-slot")
     memory, env = mode_settings(mode[: -len("-slot")] if slot else mode)
     return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token", CUWFST_POOL_FULL=full)

@@ -730,14 +730,14 @@ def test_decoders_take_flags_from_the_environment(fake_gpu, monkeypatch, env, ke
 
 def test_decoders_take_the_pool_full_mask_from_the_environment(fake_gpu, monkeypatch):
     """CUWFST_POOL_FULL (the pooled layout's diagnostic) reaches gpu_decoder_create as its last
-    argument, a mask: none (the default) 0, claims 1, hash 2, tokens 4, kinds joined by '+',
-    all 7; anything else (an unknown kind, a kind twice, an empty part) is refused by name."""
+    argument, a mask: none (the default) 0, claims 1, hash 2, tokens 4, hash2x 8, hash4x 16, kinds
+    joined by '+', all 7 (the three full kinds); anything else (an unknown kind, a kind twice, an empty part) is refused by name."""
     graph = Graph.load(TINY / "HLG.img")
     monkeypatch.delenv("CUWFST_POOL_FULL", raising=False)
     Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
     assert fake_gpu.pool_full == 0
     for value, mask in (("none", 0), ("claims", 1), ("hash", 2), ("tokens", 4), ("hash+tokens", 6), ("all", 7),
-                        ("tokens+claims+hash", 7)):
+                        ("tokens+claims+hash", 7), ("hash2x", 8), ("hash4x", 16), ("tokens+hash2x", 12)):
         monkeypatch.setenv("CUWFST_POOL_FULL", value)
         Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
         assert fake_gpu.pool_full == mask, value

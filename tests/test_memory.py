@@ -188,7 +188,8 @@ def test_memory_benchmark_modes_name_their_settings():
     # other pooled mode pins the host log
     devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
               "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-late-ahead-fullclaims",
-              "pooled-late-ahead-fullhash", "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall")
+              "pooled-late-ahead-fullhash", "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall",
+              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
@@ -209,10 +210,11 @@ def test_memory_benchmark_modes_name_their_settings():
     assert all(mode_env(m)[1]["CUWFST_PAYLOAD"] == "token" for m in MODES if not m.endswith("-slot"))
     # pooled-late-ahead-fullKIND: pooled-late-ahead with those regions at the static sizes; every
     # other mode pins CUWFST_POOL_FULL=none
-    for kind in ("claims", "hash", "tokens", "all"):
-        m = f"pooled-late-ahead-full{kind}"
-        assert mode_env(m) == ("pooled", dict(mode_env("pooled-late-ahead")[1], CUWFST_POOL_FULL=kind)), m
-    assert all(mode_env(m)[1]["CUWFST_POOL_FULL"] == "none" for m in MODES if "-full" not in m)
+    for kind in ("fullclaims", "fullhash", "fulltokens", "fullall", "hash2x", "hash4x"):
+        m = f"pooled-late-ahead-{kind}"
+        assert mode_env(m) == ("pooled", dict(mode_env("pooled-late-ahead")[1],
+                                              CUWFST_POOL_FULL=kind.removeprefix("full"))), m
+    assert all(mode_env(m)[1]["CUWFST_POOL_FULL"] == "none" for m in MODES if "-full" not in m and "-hash" not in m)
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)

@@ -413,8 +413,9 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "pool_handout must be 0 (MaxKernel's last block) or 1 (a kernel of its own)";
   c.pool_handout = static_cast<int32_t>(pool_handout);
   c.payload_tokens = payload_tokens ? 1 : 0;
-  if (pool_full < 0 || pool_full > (cuwfst::kPoolFullClaims | cuwfst::kPoolFullHash | cuwfst::kPoolFullTokens))
-    TVM_FFI_THROW(ValueError) << "pool_full must be a mask of 1 (claims), 2 (hash) and 4 (tokens)";
+  if (pool_full < 0 || pool_full > cuwfst::kPoolFullMask)
+    TVM_FFI_THROW(ValueError) << "pool_full must be a mask of 1 (claims), 2 (hash), 4 (tokens), 8 (hash tables 2x) and "
+                                 "16 (hash tables 4x)";
   c.pool_full = static_cast<int32_t>(pool_full);
   c.arena_ahead = arena_ahead;
   c.trim_arcs = trim_arcs ? 1 : 0;

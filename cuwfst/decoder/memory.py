@@ -215,7 +215,8 @@ def payload_mode() -> str:
     return _env_choice("CUWFST_PAYLOAD", PAYLOADS, "token")
 
 
-POOL_FULL = {"claims": 1, "hash": 2, "tokens": 4}  # the native pool_full mask (types.cuh kPoolFull*)
+# the native pool_full mask (types.cuh kPoolFull*, kPoolHash2x/4x)
+POOL_FULL = {"claims": 1, "hash": 2, "tokens": 4, "hash2x": 8, "hash4x": 16}
 
 
 def pool_full_mode() -> int:
@@ -223,12 +224,14 @@ def pool_full_mode() -> int:
     sized by its step's bound) or region kinds joined by "+" ("claims", "hash", "tokens", e.g.
     "hash+tokens"; "all": the three) that a stepping lane is handed at the static layout's size
     (types.cuh Workspace::pool_full), from the pools as before, which grow to the static sizes on
-    the first steps. For same-run A/B of what the small regions cost (benchmarks.memory's
-    pooled-late-ahead-full* modes); results are identical either way. Returns the mask."""
+    the first steps; "hash2x" / "hash4x": hash tables of the power of two >= 4 x / 8 x the claims
+    bound instead of 2 x. For same-run A/B of what the small regions cost (benchmarks.memory's
+    pooled-late-ahead-full* and -hash2x / -hash4x modes); results are identical either way.
+    Returns the mask."""
     v = os.environ.get("CUWFST_POOL_FULL") or "none"
     if v == "none":
         return 0
-    names = list(POOL_FULL) if v == "all" else v.split("+")
+    names = ["claims", "hash", "tokens"] if v == "all" else v.split("+")
     if not names or any(n not in POOL_FULL for n in names) or len(set(names)) != len(names):
         raise ValueError("CUWFST_POOL_FULL must be 'none', 'all' or region kinds joined by '+' "
                          f"({', '.join(map(repr, POOL_FULL))}), got {v!r}")

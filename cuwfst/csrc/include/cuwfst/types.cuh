@@ -504,6 +504,8 @@ struct Workspace {
   // static sizes on its first steps. A lane's claims cap stays its step's bound, so every kept
   // token, score and arc is the same; only where the regions lie and how large they are
   // changes (same-run A/B of what the small regions cost: docs/speed-notes.md).
+  // kPoolHash2x / kPoolHash4x: the hash tables at the power of two >= 4 x / 8 x the bound
+  // instead of 2 x (still at most hash_cap): what the tables' load costs ExpandKernel.
   int32_t pool_full;
   // ScanSplitKernel (scan_split > 1 CTAs per lane): look-back status words [max_lanes][scan_split]
   // ({flag : value}, 0 = not yet published), per-lane done counters and the CTA ticket counter;
@@ -678,10 +680,13 @@ __host__ __device__ inline int32_t PooledClaimsBound(const Workspace& ws, int32_
 // rounded up to 16 entries (128 bytes of int2).
 constexpr int32_t kPoolAlign = 32;
 constexpr int32_t kPoolFullClaims = 1, kPoolFullHash = 2, kPoolFullTokens = 4;  // Workspace::pool_full
+constexpr int32_t kPoolHash2x = 8, kPoolHash4x = 16;                             // (the same mask)
+constexpr int32_t kPoolFullMask = 31;
 __host__ __device__ inline int32_t PooledHashSize(const Workspace& ws, int32_t claims_bound) {
   if (claims_bound <= 0) return 0;
   int64_t h = kPoolAlign;
-  while (h < 2 * static_cast<int64_t>(claims_bound)) h <<= 1;
+  const int64_t load = (ws.pool_full & kPoolHash4x) ? 8 : (ws.pool_full & kPoolHash2x) ? 4 : 2;
+  while (h < load * static_cast<int64_t>(claims_bound)) h <<= 1;
   return static_cast<int32_t>(h < ws.hash_cap ? h : ws.hash_cap);
 }
 // The next frontier's region: at most main_q tokens, plus arc_offsets' sentinel, aligned.
