@@ -108,7 +108,7 @@ MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-
          "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
          "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall", "pooled-late-ahead-hash2x",
-         "pooled-late-ahead-hash4x")
+         "pooled-late-ahead-hash4x", "pooled-late-ahead-hostlog")
 FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all",
                  "-hash2x": "hash2x", "-hash4x": "hash4x"}
 
@@ -155,7 +155,8 @@ def mode_settings(mode: str) -> tuple[str, dict]:
     frontier sized by its claims after the expansion, CUWFST_POOL_BOUND=claims), "pooled-late-fin"
     ("pooled-late" handed out by FinalizeKernel's CTAs, CUWFST_POOL_BOUND=claims-finalize),
     "pooled-late-ahead" ("pooled-late-fin" with each working CTA's prefix beside its first
-    loads, CUWFST_POOL_BOUND=claims-finalize-ahead),
+    loads, CUWFST_POOL_BOUND=claims-finalize-ahead), "pooled-late-ahead-hostlog" ("pooled-late-ahead"
+    with the winners log in pinned host memory, CUWFST_WINNERS_LOG=host),
     "pooled-late-ahead-eager" ("pooled-late-ahead" whose lane pools are cudaMalloc'd regions, moved
     on growth, instead of VMM reservations: CUWFST_LANE_VMM=off, a diagnostic), "lazy-vmm" (lazy
     whose static lanes are one VMM reservation committed whole instead of cudaMalloc'd:
@@ -165,7 +166,8 @@ def mode_settings(mode: str) -> tuple[str, dict]:
     if not mode.startswith("pooled"):
         return mode, {}
     eager = mode == "pooled-late-ahead-eager"
-    mode = "pooled-late-ahead" if eager else mode
+    hostlog = mode == "pooled-late-ahead-hostlog"
+    mode = "pooled-late-ahead" if eager or hostlog else mode
     bound = {"pooled-bins": "bins", "pooled-slots": "slots", "pooled-slots-devlog": "slots",
              "pooled-admit": "admit", "pooled-late": "claims", "pooled-late-fin": "claims-finalize",
              "pooled-late-ahead": "claims-finalize-ahead"}.get(mode, "anchor")
@@ -175,7 +177,7 @@ def mode_settings(mode: str) -> tuple[str, dict]:
                       "CUWFST_RESCUE_TRIM": "off" if mode == "pooled-keep" else "on",
                       "CUWFST_MAIN_TRIM": "off" if mode in ("pooled-keep", "pooled-maintrimoff") else "on",
                       "CUWFST_WINNERS_LOG": "device" if mode in ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin",
-                                                               "pooled-late-ahead")
+                                                               "pooled-late-ahead") and not hostlog
                       else "host",
                       "CUWFST_LANE_VMM": "off" if eager else "auto"}
 

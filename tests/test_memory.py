@@ -195,6 +195,9 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
     assert mode_env("pooled-late-fin")[1]["CUWFST_POOL_BOUND"] == "claims-finalize"
     assert mode_env("pooled-late-ahead")[1]["CUWFST_POOL_BOUND"] == "claims-finalize-ahead"
+    # pooled-late-ahead-hostlog: pooled-late-ahead with the host log
+    assert mode_env("pooled-late-ahead-hostlog") == ("pooled", dict(mode_env("pooled-late-ahead")[1],
+                                                                     CUWFST_WINNERS_LOG="host"))
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "host" for m in pooled if m not in devlog)
     # pooled-late-ahead-eager: pooled-late-ahead on eager pools; every other pooled mode pins VMM
     # pools (auto); lazy-vmm: lazy's static lanes on one VMM reservation
