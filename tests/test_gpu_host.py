@@ -667,14 +667,14 @@ def test_decoders_take_the_pool_handout_from_the_environment(fake_gpu, monkeypat
 
 
 def test_decoders_take_the_pool_bound_from_the_environment(fake_gpu, monkeypatch):
-    """CUWFST_POOL_BOUND (admit / slots / bins / anchor, the default / claims / claims-finalize /
-    claims-finalize-ahead) reaches
+    """CUWFST_POOL_BOUND (admit / slots / bins / anchor / claims / claims-finalize /
+    claims-finalize-ahead, the default) reaches
     gpu_decoder_create as its index (types.cuh kPoolBound*), read when the decoder is built; a
     bad value is refused."""
     graph = Graph.load(TINY / "HLG.img")
     monkeypatch.delenv("CUWFST_POOL_BOUND", raising=False)
     Decoder(graph, device="cuda", max_lanes=2)
-    assert fake_gpu.pool_bound == 3
+    assert fake_gpu.pool_bound == 6
     for i, name in enumerate(("admit", "slots", "bins", "anchor", "claims", "claims-finalize", "claims-finalize-ahead")):
         monkeypatch.setenv("CUWFST_POOL_BOUND", name)
         Decoder(graph, device="cuda", max_lanes=2)

@@ -13,18 +13,21 @@ log lies in pinned host memory mapped for the kernels (winners_log_mode); stream
 batching, snapshots and epsilon graphs keep the static layout and a device log. The rescue
 instance gives its pools back after each rescue and the main instance its pools before one,
 so their growths never stack (GpuBackend.main_trim). H200, full tier, batch 32, fresh
-processes (session of 2026-12-02 04:40, commit caa5e1a, arcs packed): a peak of 362 MiB
-against riva's 460 (the lazy layout: 2,488), at 1.11x the lazy layout's time on uniform
-32 x 250 rows and 1.13x over the 256 utterances in the same call, which is why the pools are
-not the default. memory="eager":
+processes, same call (session of 2026-12-02 19:45, commit c2fe46b): a peak of 354 MiB against
+riva's 460 (the lazy layout: ~2,490; 686 MiB at batch 256), at 1.035-1.046x the lazy layout's
+time on uniform 32 x 250 rows and 1.052-1.075x over the 256 utterances in padded batches,
+which is why the pools are not the default (with the winners log on the device,
+CUWFST_WINNERS_LOG=device: 460 MiB at 1.013-1.047x). memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
 `CUWFST_MEMORY` in the environment selects the mode of decoders built without an explicit
 `memory`, and `CUWFST_LANE_POOL` (on / off / auto) overrides the lane layout of the lazy and
-pooled modes. Results are identical either way. A pooled step's claims list, hash
-table and next frontier are sized by the arcs MaxKernel finds admissible against a lower
-bound of the step's cutoff taken from the trim's anchor (the slots under fused_max);
+pooled modes. Results are identical either way. A pooled step's claims list and hash
+table are sized by its slots and its next frontier by the claims its expansion made, handed
+out by FinalizeKernel (`CUWFST_POOL_BOUND=claims-finalize-ahead`, pool_bound_mode, the
+default); `CUWFST_POOL_BOUND=anchor` sizes all three by the arcs MaxKernel finds admissible
+against a lower bound of the step's cutoff taken from the trim's anchor (the default before),
 `CUWFST_POOL_BOUND=admit` counts against the scans' best token instead (the rule before),
 `CUWFST_POOL_BOUND=slots` sizes them by every arc of the step (the rule before that), and
 `CUWFST_POOL_BOUND=bins` by the token-level bins bound (the scans bin the tokens, MaxKernel
@@ -117,22 +120,25 @@ POOL_BOUNDS = ("admit", "slots", "bins", "anchor", "claims", "claims-finalize", 
 
 def pool_bound_mode() -> str:
     """What pooled lanes size a step's claims list, table and next frontier by:
-    $CUWFST_POOL_BOUND, "anchor" (the default: the arcs MaxKernel finds admissible against a
-    lower bound of the cutoff taken from the trim's anchor, so the scans do no best-token
-    reduction or walk for it; types.cuh Workspace::pool_anchor; as admit where the step does
-    not trim), "admit" (the same count against the scans' best token, the rule of
+    $CUWFST_POOL_BOUND, "claims-finalize-ahead" (the default since 2026-12-02: the claims lists
+    and tables by the step's slots, each next frontier by the claims the expansion made, handed
+    out by FinalizeKernel's CTAs with each working CTA's prefix over the lanes computed beside
+    its first claim loads; a step whose claims do not fit pauses after its expansion; types.cuh
+    Workspace::pool_late; at most 32 lanes, else as claims-finalize), "claims-finalize" (the
+    same with the prefix before the loads), "claims" (the same sizes, handed out by
+    ExpandKernel's last CTA), "anchor" (the default before: the arcs MaxKernel finds
+    admissible against a lower bound of the cutoff taken from the trim's anchor, so the scans
+    do no best-token reduction or walk for it; types.cuh Workspace::pool_anchor; as admit where
+    the step does not trim), "admit" (the same count against the scans' best token, the rule of
     2026-12-01/02), "slots" (every arc of the step, the rule before that), "bins" (the slots of
     the tokens whose upper bound can pass the exact cutoff, to a 0.25 bin: the scans bin the
-    tokens, MaxKernel reads no arc for it; cuwfst/csrc/include/cuwfst/pool_bins.h), "claims" (the
-    claims lists and tables by the slots, each next frontier by the claims the expansion made,
-    handed out by ExpandKernel's last CTA; a step whose claims do not fit pauses after its
-    expansion; types.cuh Workspace::pool_late), "claims-finalize" (the same sizes, handed out by
-    FinalizeKernel's CTAs instead, with no last CTA in ExpandKernel), "claims-finalize-ahead"
-    (the same, each working CTA's prefix over the lanes computed beside its first claim loads
-    instead of before them; at most 32 lanes, else as claims-finalize). All are kept for same-run
-    A/B. Under fused_max (no MaxKernel) always the slots (and the claims bounds size the
-    frontiers by them too)."""
-    return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "anchor")
+    tokens, MaxKernel reads no arc for it; cuwfst/csrc/include/cuwfst/pool_bins.h). H200, full
+    tier, batch 32, fresh processes, same call (session of 2026-12-02 19:45): with the host
+    winners log claims-finalize-ahead peaks at 354 MiB against anchor's 362 (riva 460) and
+    takes 1.035-1.075x lazy's time against anchor's 1.094-1.118x (686 MiB at batch 256). All
+    are kept for same-run A/B. Under fused_max (no MaxKernel) always the slots (and the claims
+    bounds size the frontiers by them too)."""
+    return _env_choice("CUWFST_POOL_BOUND", POOL_BOUNDS, "claims-finalize-ahead")
 
 
 POOL_HINTS = ("adaptive", "fixed")
