@@ -486,18 +486,26 @@ def pooled_first_capacities(max_lanes: int, main_q: int, claims_cap: int, hash_c
 def pooled_step_asks(graph: Graph, options: DecoderOptions, lp: np.ndarray, lens, main_q: int, claims_cap: int,
                      hash_cap: int, steps: int | None = None) -> dict:
     """The most one step of a pooled batch of these rows asks of each pool (the sum over its
-    lanes of PooledAskOf), from the CPU's frontiers: exact for the rows' real steps; a row's
-    final step is counted as its token region alone (POOL_ALIGN), so this is a lower bound of
-    what the GPU's steps ask (memory_stats' high_water_entries). steps: the first `steps` only."""
+    lanes of PooledAskOf), from the CPU's frontiers: a lane's claims list and table by its real
+    step's slots (exact); its next frontier by the slots too, or under the claims bounds
+    ($CUWFST_POOL_BOUND claims / claims-finalize / claims-finalize-ahead, the default) by the
+    claims its expansion made, of which the CPU's next frontier (the claims that survived) is a
+    lower bound; a row's final step is counted as its token region alone (POOL_ALIGN). So this
+    is a lower bound of what the GPU's steps ask (memory_stats' high_water_entries). steps: the
+    first `steps` only."""
+    from cuwfst.decoder.memory import pool_bound_mode
+
+    by_claims = pool_bound_mode().startswith("claims")
     a = graph.arrays
     emitting = np.diff(a.row_splits) - a.final_count
     lens = [int(n) for n in lens]
     T = max(lens) + 1 if steps is None else min(max(lens) + 1, steps)
-    slots = []
+    slots, kept = [], []
     for b, n in enumerate(lens):
         m = min(n, T)
         snaps = Decoder(graph, options).decode_snapshots(lp[b], m) if m else []
         slots.append([int(emitting[list(snaps[t]["tokens"])].sum()) for t in range(m)])
+        kept.append([len(snaps[t + 1]["tokens"]) for t in range(m)])
     need = dict.fromkeys(POOLS, 0)
     for t in range(T):
         step = dict.fromkeys(POOLS, 0)
@@ -511,7 +519,8 @@ def pooled_step_asks(graph: Graph, options: DecoderOptions, lp: np.ndarray, lens
                         hash_size *= 2
                 step["claims"] += (bound + 15) // 16 * 16
                 step["hash"] += min(hash_size, hash_cap)
-                step["tokens"] += (min(bound, main_q) + 1 + POOL_ALIGN - 1) // POOL_ALIGN * POOL_ALIGN
+                frontier = min(kept[b][t], bound) if by_claims else bound
+                step["tokens"] += (min(frontier, main_q) + 1 + POOL_ALIGN - 1) // POOL_ALIGN * POOL_ALIGN
             elif t == n:  # the final step: at least its frontier's region
                 step["tokens"] += POOL_ALIGN
         for k in POOLS:
