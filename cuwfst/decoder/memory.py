@@ -14,7 +14,7 @@ batching, snapshots and epsilon graphs keep the static layout and a device log. 
 instance gives its pools back after each rescue and the main instance its pools before one,
 so their growths never stack (GpuBackend.main_trim). H200, full tier, batch 32, fresh
 processes, same call (session of 2026-12-02 19:45, commit c2fe46b): a peak of 354 MiB against
-riva's 460 (the lazy layout: ~2,490; 686 MiB at batch 256), at 1.035-1.046x the lazy layout's
+riva's 460 (the lazy layout: 2,488 when last measured, 2026-12-02 04:40; 686 MiB at batch 256), at 1.035-1.046x the lazy layout's
 time on uniform 32 x 250 rows and 1.052-1.075x over the 256 utterances in padded batches,
 which is why the pools are not the default (with the winners log on the device,
 CUWFST_WINNERS_LOG=device: 460 MiB at 1.013-1.047x). memory="eager":
