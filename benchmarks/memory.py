@@ -108,7 +108,8 @@ MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-
          "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
          "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall", "pooled-late-ahead-hash2x",
-         "pooled-late-ahead-hash4x", "pooled-late-ahead-hostlog")
+         "pooled-late-ahead-hash4x", "pooled-late-ahead-hostlog", "pooled-late-ahead-keep",
+         "pooled-late-ahead-hostlog-keep")
 FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all",
                  "-hash2x": "hash2x", "-hash4x": "hash4x"}
 
@@ -127,7 +128,14 @@ def mode_env(mode: str) -> tuple[str, dict]:
     stray environment cannot change a row. NAME-fullclaims / -fullhash / -fulltokens / -fullall:
     NAME with those pooled regions handed out at the static layout's sizes ($CUWFST_POOL_FULL, a
     diagnostic of what the small regions cost); NAME-hash2x / -hash4x: NAME with hash tables 2x /
-    4x larger; every other mode pins CUWFST_POOL_FULL=none."""
+    4x larger; every other mode pins CUWFST_POOL_FULL=none. NAME-keep (NAME pooled): NAME whose
+    instances keep what they grew (CUWFST_RESCUE_TRIM=off, CUWFST_MAIN_TRIM=off: what the trims
+    around a rescue cost a pass; "pooled-keep" is this for "pooled")."""
+    if mode.endswith("-keep") and mode != "pooled-keep":
+        memory, env = mode_env(mode[: -len("-keep")])
+        if memory != "pooled":
+            raise ValueError(f"{mode}: -keep applies to pooled modes")
+        return memory, dict(env, CUWFST_RESCUE_TRIM="off", CUWFST_MAIN_TRIM="off")
     suffix = next((k for k in FULL_SUFFIXES if mode.endswith(k)), None)
     full = FULL_SUFFIXES[suffix] if suffix else "none"
     if suffix:

@@ -182,19 +182,25 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_env("pooled-maintrimoff")[1]["CUWFST_RESCUE_TRIM"] == "on"
     assert mode_env("pooled-maintrimoff")[1]["CUWFST_MAIN_TRIM"] == "off"
     pooled = [m for m in MODES if m.startswith("pooled")]
-    assert all(mode_env(m)[1]["CUWFST_RESCUE_TRIM"] == "on" for m in pooled if m != "pooled-keep")
-    assert all(mode_env(m)[1]["CUWFST_MAIN_TRIM"] == "on" for m in pooled if m not in ("pooled-keep", "pooled-maintrimoff"))
+    assert all(mode_env(m)[1]["CUWFST_RESCUE_TRIM"] == "on" for m in pooled if not m.endswith("-keep"))
+    assert all(mode_env(m)[1]["CUWFST_MAIN_TRIM"] == "on" for m in pooled if not m.endswith("-keep") and m != "pooled-maintrimoff")
     # pooled-devlog, pooled-slots-devlog and pooled-late: the winners log on the device; every
     # other pooled mode pins the host log
     devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
               "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-late-ahead-fullclaims",
               "pooled-late-ahead-fullhash", "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall",
-              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x")
+              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x", "pooled-late-ahead-keep")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
     assert mode_env("pooled-late-fin")[1]["CUWFST_POOL_BOUND"] == "claims-finalize"
     assert mode_env("pooled-late-ahead")[1]["CUWFST_POOL_BOUND"] == "claims-finalize-ahead"
+    # NAME-keep: NAME with both trims off ("pooled-keep" is "pooled"'s)
+    for m in ("pooled-late-ahead", "pooled-late-ahead-hostlog"):
+        assert mode_env(m + "-keep") == ("pooled", dict(mode_env(m)[1], CUWFST_RESCUE_TRIM="off", CUWFST_MAIN_TRIM="off"))
+    assert mode_env("pooled-keep") == ("pooled", dict(mode_env("pooled")[1], CUWFST_RESCUE_TRIM="off", CUWFST_MAIN_TRIM="off"))
+    with pytest.raises(ValueError, match="-keep"):
+        mode_env("lazy-keep")
     # pooled-late-ahead-hostlog: pooled-late-ahead with the host log
     assert mode_env("pooled-late-ahead-hostlog") == ("pooled", dict(mode_env("pooled-late-ahead")[1],
                                                                      CUWFST_WINNERS_LOG="host"))

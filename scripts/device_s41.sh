@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# GPU machine, one call (~6 minutes on a fresh machine), for the next session: whether the
+# pooled layout's time outside the kernels on padded batches (0.4-0.8 ms a batch over the 256
+# rows, none on the uniform batch: docs/benchmarks.md, session of 2026-12-02 19:45) is the trims
+# around the rescue of row 211 (the main instance's pools unmapped before it and mapped back
+# after, the rescue's grown and given back every pass). Prediction: docs/speed-notes.md "The
+# trims around the rescue", written before.
+#   fresh-process memory at batch 32: riva, pooled-late-ahead-keep, pooled-late-ahead-hostlog-keep
+#   then gpu_speed --profile, one process, then reversed: lazy / pooled-late-ahead / -keep /
+#   pooled-late-ahead-hostlog / -hostlog-keep over the 256 rows in padded batches of 32; lazy /
+#   pooled-late-ahead / -keep on the uniform 32 x 250 (no rescue: the control)
+# Carry .device (wheels, COMMIT, data). $OUT: s41.log, memory.jsonl, speed41.jsonl.
+. scripts/device_common.sh
+device_setup s41.log
+wait_full 330; echo "[$(since) s] full tier" | tee -a $L
+mem_fresh riva --riva-dir $C --skip memory speed long
+for m in pooled-late-ahead-keep pooled-late-ahead-hostlog-keep; do mem_fresh $m --modes $m --skip riva speed long; done
+echo "[$(since) s] memory" | tee -a $L
+speed() {  # speed MODES SHAPE...
+  local modes=$1; shift
+  timeout -s INT $(left ${END:-570}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+    "$@" --batch 32 --reps 5 --check 1 --profile --memory $modes > /tmp/sp.txt 2>&1
+  grep -vE "^\{" /tmp/sp.txt | grep -E "kernel ms|B=32|CPU check|Error" \
+    | sed -E 's/kernel ms per batch of 32 \(launch by launch, CUDA events\): //; s/ \([0-9]+%\)//g' \
+    | sed "s/^/[$*] /" | cut -c1-240 | tee -a $L
+  grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"shape\": \"$*\", \"order\": \"$modes\", \"row\": /; s/$/}/" >> $OUT/speed41.jsonl
+}
+A=pooled-late-ahead
+M="lazy $A $A-keep $A-hostlog $A-hostlog-keep"
+speed "$M" --utts 256; speed "$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')" --utts 256
+speed "lazy $A $A-keep" --uniform 250 --utts 32; speed "$A-keep $A lazy" --uniform 250 --utts 32
+echo "[$(since) s] done" | tee -a $L
