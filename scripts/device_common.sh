@@ -12,6 +12,9 @@
 #     modules and the full tier's uniform rows before an A/B; ab_speed SIDE GRAPH ARGS: one
 #     gpu_speed run of a side
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
+#   speed_modes JSONL MODES SHAPE...: gpu_speed --profile over the full HLG at batch 32 (reps 5, one
+#     CPU check) with --memory MODES in one process, its kernel split and rows into L, its JSON
+#     rows into $OUT/JSONL (until END, default 570 s)
 #   mem_fresh NAME ARGS: benchmarks.memory (full HLG, batch 32) in a fresh process, rows into $OUT/memory.jsonl
 #   gpu_tests LOG CAP DESC FILES...: pytest -m gpu over FILES (at most CAP s) into $OUT/LOG, its tally,
 #     GPU-vs-CPU lines and failures into L (environment assignments before the call apply to it)
@@ -80,6 +83,15 @@ ab_speed() {  # ab_speed SIDE GRAPH ARGS...: one gpu_speed run (batch 32, varian
 wait_full() {
   while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null && [ $(since) -lt ${1:-300} ]; do sleep 2; done
   grep -E "^  (HLG|TLG)|Error" /tmp/full.log | tail -3 | tee -a $L
+}
+speed_modes() {  # speed_modes JSONL MODES SHAPE...
+  local jsonl=$1 modes=$2; shift 2
+  timeout -s INT $(left ${END:-570}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+    "$@" --batch 32 --reps 5 --check 1 --profile --memory $modes > /tmp/sp.txt 2>&1
+  grep -vE "^\{" /tmp/sp.txt | grep -E "kernel ms|B=32|CPU check|Error" \
+    | sed -E 's/kernel ms per batch of 32 \(launch by launch, CUDA events\): //; s/ \([0-9]+%\)//g' \
+    | sed "s/^/[$*] /" | cut -c1-240 | tee -a $L
+  grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"shape\": \"$*\", \"order\": \"$modes\", \"row\": /; s/$/}/" >> $OUT/$jsonl
 }
 mem_fresh() {  # mem_fresh NAME ARGS...: benchmarks.memory on $C/HLG.img at batch 32 in a fresh process
   # (ARGS: its --modes / --riva-dir / --skip); rows into $OUT/memory.jsonl, each row's headline into L

@@ -19,15 +19,7 @@ mem_fresh riva --riva-dir $C --skip memory speed long
 for m in pooled pooled-late-ahead pooled-late-ahead-hostlog; do mem_fresh $m --modes $m --skip riva speed long; done
 for m in pooled-late-ahead pooled-late-ahead-hostlog; do mem_fresh $m-256 --modes $m --skip riva speed long --batch 256; done
 echo "[$(since) s] memory" | tee -a $L
-speed() {  # speed MODES SHAPE...
-  local modes=$1; shift
-  timeout -s INT $(left ${END:-570}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
-    "$@" --batch 32 --reps 5 --check 1 --profile --memory $modes > /tmp/sp.txt 2>&1
-  grep -vE "^\{" /tmp/sp.txt | grep -E "kernel ms|B=32|CPU check|Error" \
-    | sed -E 's/kernel ms per batch of 32 \(launch by launch, CUDA events\): //; s/ \([0-9]+%\)//g' \
-    | sed "s/^/[$*] /" | cut -c1-240 | tee -a $L
-  grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"shape\": \"$*\", \"order\": \"$modes\", \"row\": /; s/$/}/" >> $OUT/speed38.jsonl
-}
+speed() { speed_modes speed38.jsonl "$@"; }  # (device_common.sh)
 M="lazy pooled pooled-late-ahead pooled-late-ahead-hostlog"
 R="$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')"
 speed "$M" --utts 256; speed "$R" --utts 256

@@ -16,15 +16,7 @@ wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 mem_fresh riva --riva-dir $C --skip memory speed long
 for m in pooled-late-ahead-keep pooled-late-ahead-hostlog-keep; do mem_fresh $m --modes $m --skip riva speed long; done
 echo "[$(since) s] memory" | tee -a $L
-speed() {  # speed MODES SHAPE...
-  local modes=$1; shift
-  timeout -s INT $(left ${END:-570}) python3 -m benchmarks.gpu_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
-    "$@" --batch 32 --reps 5 --check 1 --profile --memory $modes > /tmp/sp.txt 2>&1
-  grep -vE "^\{" /tmp/sp.txt | grep -E "kernel ms|B=32|CPU check|Error" \
-    | sed -E 's/kernel ms per batch of 32 \(launch by launch, CUDA events\): //; s/ \([0-9]+%\)//g' \
-    | sed "s/^/[$*] /" | cut -c1-240 | tee -a $L
-  grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"shape\": \"$*\", \"order\": \"$modes\", \"row\": /; s/$/}/" >> $OUT/speed41.jsonl
-}
+speed() { speed_modes speed41.jsonl "$@"; }  # (device_common.sh)
 A=pooled-late-ahead
 M="lazy $A $A-keep $A-hostlog $A-hostlog-keep"
 speed "$M" --utts 256; speed "$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')" --utts 256
