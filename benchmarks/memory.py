@@ -148,7 +148,8 @@ def mode_env(mode: str) -> tuple[str, dict]:
 def mode_settings(mode: str) -> tuple[str, dict]:
     """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS,
     $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs counted against
-    the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block), "pooled-bins"
+    the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block: memory="pooled"'s
+    default until 2026-12-02 19:45; "pooled-late-ahead-hostlog" is its default since), "pooled-bins"
     (the bins bound), "pooled-slots" (the slots, the rule before admit), "pooled-fixedhints"
     (the admissible arcs with the hints at every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
     in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose instances keep what
@@ -416,8 +417,10 @@ def main(argv=None) -> int:
     p.add_argument("--long-frames", type=int, default=180_000)
     p.add_argument("--gc-interval", type=int, default=128)
     p.add_argument("--skip", nargs="*", default=[], choices=["memory", "speed", "long", "riva"])
-    p.add_argument("--modes", nargs="+", default=["pooled", "lazy", "eager"], choices=MODES,
-                   help="decoders per batch size (the speed A/B takes them at the first; eager last is the base)")
+    p.add_argument("--modes", nargs="+", default=["pooled-late-ahead-hostlog", "lazy", "eager"], choices=MODES,
+                   help="decoders per batch size (the speed A/B takes them at the first; eager last is the base); "
+                        "pooled-late-ahead-hostlog is memory=\"pooled\" with its defaults, \"pooled\" the anchor "
+                        "bound (its default before 2026-12-02 19:45)")
     p.add_argument("--json", help="append rows as JSON lines here")
     p.add_argument("--md", help="write the tables here")
     a = p.parse_args(argv)
