@@ -14,7 +14,8 @@
 #   wait_full [SECONDS]: waits for the full tier (at most until SECONDS, default 300), logs its sizes
 #   speed_modes JSONL MODES SHAPE...: gpu_speed --profile over the full HLG at batch 32 (reps 5, one
 #     CPU check) with --memory MODES in one process, its kernel split and rows into L, its JSON
-#     rows into $OUT/JSONL (until END, default 570 s)
+#     rows into $OUT/JSONL (until END, default 570 s); speed_both JSONL MODES SHAPE...: the same,
+#     then again with MODES reversed (a same-call A/B in both orders)
 #   mem_fresh NAME ARGS: benchmarks.memory (full HLG, batch 32) in a fresh process, rows into $OUT/memory.jsonl
 #   gpu_tests LOG CAP DESC FILES...: pytest -m gpu over FILES (at most CAP s) into $OUT/LOG, its tally,
 #     GPU-vs-CPU lines and failures into L (environment assignments before the call apply to it)
@@ -92,6 +93,11 @@ speed_modes() {  # speed_modes JSONL MODES SHAPE...
     | sed -E 's/kernel ms per batch of 32 \(launch by launch, CUDA events\): //; s/ \([0-9]+%\)//g' \
     | sed "s/^/[$*] /" | cut -c1-240 | tee -a $L
   grep -E "^\{" /tmp/sp.txt | sed "s/^/{\"shape\": \"$*\", \"order\": \"$modes\", \"row\": /; s/$/}/" >> $OUT/$jsonl
+}
+speed_both() {  # speed_both JSONL MODES SHAPE...
+  local jsonl=$1 modes=$2; shift 2
+  speed_modes $jsonl "$modes" "$@"
+  speed_modes $jsonl "$(echo $modes | tr ' ' '\n' | tac | tr '\n' ' ' | sed 's/ $//')" "$@"
 }
 mem_fresh() {  # mem_fresh NAME ARGS...: benchmarks.memory on $C/HLG.img at batch 32 in a fresh process
   # (ARGS: its --modes / --riva-dir / --skip); rows into $OUT/memory.jsonl, each row's headline into L

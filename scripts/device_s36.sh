@@ -23,9 +23,7 @@ CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=has
 CUWFST_LANE_POOL=on CUWFST_POOL_BOUND=claims-finalize-ahead CUWFST_POOL_FULL=all \
   memcheck_case memcheck1.log 80 "memcheck 3 (pooled, every region full)" 3
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
-speed() { speed_modes speed36.jsonl "$@"; }  # (device_common.sh)
 A="pooled-late-ahead"
-M="lazy $A $A-fullclaims $A-fullhash $A-fulltokens $A-fullall"
-speed "$M" --utts 256; speed "$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')" --utts 256
-speed "lazy $A $A-fullall" --uniform 250 --utts 32; speed "$A-fullall $A lazy" --uniform 250 --utts 32
+speed_both speed36.jsonl "lazy $A $A-fullclaims $A-fullhash $A-fulltokens $A-fullall" --utts 256
+speed_both speed36.jsonl "lazy $A $A-fullall" --uniform 250 --utts 32
 echo "[$(since) s] done" | tee -a $L

@@ -25,12 +25,10 @@ for m in pooled-late-ahead pooled-late-ahead-hash2x pooled-late-ahead-hash4x; do
   mem_fresh $m --modes $m --skip riva speed long
 done
 echo "[$(since) s] memory" | tee -a $L
-speed() { speed_modes speed37.jsonl "$@"; }  # (device_common.sh)
 END=${END:-520}
 A="pooled-late-ahead"
-M="lazy $A $A-hash2x $A-hash4x $A-fullhash"
-speed "$M" --utts 256; speed "$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')" --utts 256
-speed "lazy $A $A-hash2x" --uniform 250 --utts 32; speed "$A-hash2x $A lazy" --uniform 250 --utts 32
+speed_both speed37.jsonl "lazy $A $A-hash2x $A-hash4x $A-fullhash" --utts 256
+speed_both speed37.jsonl "lazy $A $A-hash2x" --uniform 250 --utts 32
 echo "[$(since) s] speed" | tee -a $L
 timeout -s INT $(left 585) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay --one-call --json $OUT/lat_speed.jsonl 2>&1 \

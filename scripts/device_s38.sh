@@ -19,9 +19,7 @@ mem_fresh riva --riva-dir $C --skip memory speed long
 for m in pooled pooled-late-ahead pooled-late-ahead-hostlog; do mem_fresh $m --modes $m --skip riva speed long; done
 for m in pooled-late-ahead pooled-late-ahead-hostlog; do mem_fresh $m-256 --modes $m --skip riva speed long --batch 256; done
 echo "[$(since) s] memory" | tee -a $L
-speed() { speed_modes speed38.jsonl "$@"; }  # (device_common.sh)
 M="lazy pooled pooled-late-ahead pooled-late-ahead-hostlog"
-R="$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')"
-speed "$M" --utts 256; speed "$R" --utts 256
-speed "$M" --uniform 250 --utts 32; speed "$R" --uniform 250 --utts 32
+speed_both speed38.jsonl "$M" --utts 256
+speed_both speed38.jsonl "$M" --uniform 250 --utts 32
 echo "[$(since) s] done" | tee -a $L

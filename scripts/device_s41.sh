@@ -16,9 +16,7 @@ wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 mem_fresh riva --riva-dir $C --skip memory speed long
 for m in pooled-late-ahead-keep pooled-late-ahead-hostlog-keep; do mem_fresh $m --modes $m --skip riva speed long; done
 echo "[$(since) s] memory" | tee -a $L
-speed() { speed_modes speed41.jsonl "$@"; }  # (device_common.sh)
 A=pooled-late-ahead
-M="lazy $A $A-keep $A-hostlog $A-hostlog-keep"
-speed "$M" --utts 256; speed "$(echo $M | tr ' ' '\n' | tac | tr '\n' ' ')" --utts 256
-speed "lazy $A $A-keep" --uniform 250 --utts 32; speed "$A-keep $A lazy" --uniform 250 --utts 32
+speed_both speed41.jsonl "lazy $A $A-keep $A-hostlog $A-hostlog-keep" --utts 256
+speed_both speed41.jsonl "lazy $A $A-keep" --uniform 250 --utts 32
 echo "[$(since) s] done" | tee -a $L
