@@ -367,8 +367,16 @@ def main():
                    overflow_rows=sum(1 for h in lat_hyps if h.overflow),
                    same_1best=sum(1 for x, y in zip(hyps, lat_hyps) if x.words == y.words and
                                   np.float32(x.score) == np.float32(y.score)),
-                   mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
+                   mem_committed_mib=be.main.mem_stats()["committed"] / 2**20,
+                   # the records the filter let through: the most held at once (a whole batch's in a one-run
+                   # decode), the lane-steps recorded from ExpandKernel's candidates and those walked again
+                   live_records_high=st_on.get("lattice_live_records", 0),
+                   cand_steps=st_on.get("lattice_cand_steps", 0), cand_over=st_on.get("lattice_cand_over", 0),
+                   frames_per_batch=frames / nb)
         results.append(row)
+        print(f"batch {B}{tag}: records held at most {row['live_records_high']:,} "
+              f"({row['live_records_high'] / max(row['frames_per_batch'], 1):.1f} a frame of a batch); candidate "
+              f"lane-steps {row['cand_steps']:,}, walked after overflow {row['cand_over']:,}")
         print(json.dumps(row))
         # the replay path's split (not measured with --no-replay: NaN, left out of the line)
         split = "" if np.isnan(row["device_ms_per_batch"]) else (

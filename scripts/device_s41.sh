@@ -9,7 +9,10 @@
 #   then gpu_speed --profile, one process, then reversed: lazy / pooled-late-ahead / -keep /
 #   pooled-late-ahead-hostlog / -hostlog-keep over the 256 rows in padded batches of 32; lazy /
 #   pooled-late-ahead / -keep on the uniform 32 x 250 (no rescue: the control)
-# Carry .device (wheels, COMMIT, data). $OUT: s41.log, memory.jsonl, speed41.jsonl.
+# then (issue 10) lattice_speed --one-call --profile on 64 utterances at batch 32 with the records' count
+# (the most records held at once, candidate lane-steps): docs/speed-notes.md "Issue 10: the records the
+# filter lets through", prediction written before.
+# Carry .device (wheels, COMMIT, data). $OUT: s41.log, memory.jsonl, speed41.jsonl, lat_speed.jsonl.
 . scripts/device_common.sh
 device_setup s41.log
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
@@ -19,4 +22,8 @@ echo "[$(since) s] memory" | tee -a $L
 A=pooled-late-ahead
 speed_both speed41.jsonl "lazy $A $A-keep $A-hostlog $A-hostlog-keep" --utts 256
 speed_both speed41.jsonl "lazy $A $A-keep" --uniform 250 --utts 32
+echo "[$(since) s] speed" | tee -a $L
+timeout -s INT $(left 585) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+  --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay --one-call --json $OUT/lat_speed.jsonl 2>&1 \
+  | grep -v "^{" | tail -24 | tee -a $L
 echo "[$(since) s] done" | tee -a $L
