@@ -484,6 +484,89 @@ int main() {
     for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = 0;
     CHECK(Nothing());
   }
+  {  // the handover (SharePieces): a trim puts the pools' pieces in the shared cache, and the
+     // other instance's commits map them instead of creating pieces; a growth that fails after
+     // mapping cached pieces puts them back; the cache's bytes are held and counted
+    g_lazy = true;
+    stub::g_need = 10;
+    const std::vector<int32_t> small = {12, 5, 0};
+    auto config = [](int32_t q) {
+      DecoderConfig c = Config();
+      c.lane_pool = 1;
+      c.main_q = q;
+      c.claims_cap = 2 * q;
+      c.hash_cap = 4 * q;
+      return c;
+    };
+    const int64_t need[3] = {1000, 5000, 20000};
+    auto held = [](GpuDecoder& a, GpuDecoder& b) { return Stat(a, 1) + Stat(b, 1) + Stat(a, 64); };
+    {
+      GpuDecoder main(Graph(), config(4096)), rescue(Graph(), config(16384));
+      main.SharePieces(&rescue);
+      main.SharePieces(&rescue);  // idempotent
+      CHECK(Stat(main, 64) == 0 && Stat(rescue, 64) == 0);
+      for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = need[k];
+      CHECK(DecodeOk(main, small));  // grows
+      const int64_t pieces_main = stub::vmm_pieces;
+      const int64_t given = main.TrimWorkspace(false);
+      CHECK(given > 0 && Stat(main, 64) == given && Stat(main, 65) > 0);  // in the cache, still held
+      CHECK(stub::vmm_pieces == pieces_main && live::device_bytes.load() == held(main, rescue));
+      CHECK(DecodeOk(rescue, small));  // the rescue's growth maps the main's pieces first
+      CHECK(Stat(rescue, 66) > 0 && live::device_bytes.load() == held(main, rescue));
+      rescue.TrimWorkspace();
+      const int64_t pieces_both = stub::vmm_pieces;
+      for (int pass = 0; pass < 3; ++pass) {  // the steady state creates nothing
+        CHECK(DecodeOk(main, small));         // RestoreTrimmed from the cache
+        main.TrimWorkspace(false);
+        CHECK(DecodeOk(rescue, small));
+        rescue.TrimWorkspace();
+        CHECK(stub::vmm_pieces == pieces_both && live::device_bytes.load() == held(main, rescue));
+      }
+      CHECK(!stub::bad_access);
+      // a growth whose new piece fails after cached ones were mapped (the main's pieces, smaller
+      // than the rescue's need): they go back, and the decoder stays usable
+      auto prime = [&] {
+        main.DrainPieces();
+        for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = need[k];
+        CHECK(DecodeOk(main, small));
+        main.TrimWorkspace(false);
+        for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = 2 * need[k];
+      };
+      prime();
+      const int64_t takes0 = Stat(main, 66);
+      fault::Arm(1 << 30);
+      CHECK(DecodeOk(rescue, small));
+      const int64_t sites = fault::Arm(0);
+      CHECK(sites > 0 && Stat(main, 66) > takes0);  // some pieces from the cache, some created
+      rescue.TrimWorkspace();
+      int undone = 0;  // walks in which a failed commit put mapped cached pieces back
+      for (int64_t i = 1; i <= sites; ++i) {
+        prime();
+        const int64_t puts0 = Stat(main, 65);
+        fault::Arm(i);
+        bool threw = false, ok = false;
+        try {
+          ok = DecodeOk(rescue, small);  // (a failed restore is absorbed: the batch grows by pauses)
+        } catch (const CudaOutOfMemory&) {
+          threw = true;
+        }
+        fault::Arm(0);
+        undone += Stat(main, 65) > puts0;
+        CHECK(threw || ok);
+        CHECK(stub::pending == cudaSuccess && live::device_bytes.load() == held(main, rescue));
+        CHECK(DecodeOk(rescue, small) && !stub::bad_access);
+        rescue.TrimWorkspace();
+      }
+      CHECK(undone > 0);
+      const int64_t cached = Stat(main, 64);
+      CHECK(main.DrainPieces() == cached && Stat(rescue, 64) == 0);
+      CHECK(live::device_bytes.load() == Stat(main, 1) + Stat(rescue, 1));
+      CHECK(DecodeOk(main, small) && DecodeOk(rescue, small));
+      main.TrimWorkspace(false);  // left in the cache: the last owner's end releases it
+    }
+    for (int k = 0; k < 3; ++k) stub::g_pool_need[k] = 0;
+    CHECK(Nothing());
+  }
   const std::vector<int32_t> lens = {60, 10, 0};
   g_lazy = true;
 
