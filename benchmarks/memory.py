@@ -109,7 +109,7 @@ MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-
          "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
          "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall", "pooled-late-ahead-hash2x",
          "pooled-late-ahead-hash4x", "pooled-late-ahead-hostlog", "pooled-late-ahead-keep",
-         "pooled-late-ahead-hostlog-keep", "pooled-late-ahead-handover", "pooled-late-ahead-hostlog-handover")
+         "pooled-late-ahead-hostlog-keep")
 FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all",
                  "-hash2x": "hash2x", "-hash4x": "hash4x"}
 
@@ -130,14 +130,7 @@ def mode_env(mode: str) -> tuple[str, dict]:
     diagnostic of what the small regions cost); NAME-hash2x / -hash4x: NAME with hash tables 2x /
     4x larger; every other mode pins CUWFST_POOL_FULL=none. NAME-keep (NAME pooled): NAME whose
     instances keep what they grew (CUWFST_RESCUE_TRIM=off, CUWFST_MAIN_TRIM=off: what the trims
-    around a rescue cost a pass; "pooled-keep" is this for "pooled"). NAME-handover (NAME pooled):
-    NAME whose two instances hand their pools' physical pieces to each other in those trims
-    (CUWFST_POOL_HANDOVER=on); every other mode pins it off."""
-    if mode.endswith("-handover"):
-        memory, env = mode_env(mode[: -len("-handover")])
-        if memory != "pooled":
-            raise ValueError(f"{mode}: -handover applies to pooled modes")
-        return memory, dict(env, CUWFST_POOL_HANDOVER="on")
+    around a rescue cost a pass; "pooled-keep" is this for "pooled")."""
     if mode.endswith("-keep") and mode != "pooled-keep":
         memory, env = mode_env(mode[: -len("-keep")])
         if memory != "pooled":
@@ -149,8 +142,7 @@ def mode_env(mode: str) -> tuple[str, dict]:
         mode = mode[: -len(suffix)]
     slot = mode.endswith("-slot")
     memory, env = mode_settings(mode[: -len("-slot")] if slot else mode)
-    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token", CUWFST_POOL_FULL=full,
-                        CUWFST_POOL_HANDOVER="off")
+    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token", CUWFST_POOL_FULL=full)
 
 
 def mode_settings(mode: str) -> tuple[str, dict]:

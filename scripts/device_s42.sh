@@ -11,6 +11,8 @@
 #   then gpu_speed --profile, one process, then reversed: lazy / pooled-late-ahead / -keep /
 #   -handover / pooled-late-ahead-hostlog / -hostlog-handover over the 256 rows in padded
 #   batches of 32; lazy / pooled-late-ahead / -handover on the uniform 32 x 250
+# RAN at eeaca4a (session of 2026-12-02 21:25); the switch, its modes and tests were removed
+# after it (no speed gain: docs/speed-notes.md), so this script runs only at that commit.
 # Carry .device (wheels, COMMIT, data). $OUT: s42.log, tests*.log, memory.jsonl, speed42.jsonl.
 . scripts/device_common.sh
 device_setup s42.log

@@ -893,61 +893,6 @@ def test_a_rescue_instance_told_to_keep_its_growth_keeps_it(monkeypatch):
     assert [h.words for h in again] == [h.words for h in trimmed]
 
 
-@pytest.mark.parametrize("log", ["host", "device"])
-def test_the_handover_moves_pieces_between_the_instances_instead_of_creating_them(monkeypatch, log):
-    """CUWFST_POOL_HANDOVER=on (read when the decoder is built; benchmarks.memory's
-    NAME-handover): the trims around a rescue put the lane pools' physical pieces in a cache the
-    two instances share, and each one's commits map them (GpuDecoder::SharePieces). The first
-    decode fills the cache; from the second on nothing is created or released (the module's
-    device bytes stay put across decodes, the peak does not rise), memory_stats counts the
-    cached pieces in committed, and every row is what the trims without the handover give."""
-    graph, lp, _ = _wide_case(B=192, T=30, seed=6)
-    opts = DecoderOptions(max_active_states=600)
-    monkeypatch.setenv("CUWFST_WINNERS_LOG", log)
-    monkeypatch.setenv("CUWFST_POOL_HANDOVER", "off")
-    plain = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192, memory="pooled")
-    want = plain.decode(lp)
-    assert plain._gpu.pool_handover == "off" and plain.memory_stats()["pools"]["lanes"]["cached"] == 0
-    del plain
-    gc.collect()
-    monkeypatch.setenv("CUWFST_POOL_HANDOVER", "on")
-    dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192, memory="pooled")
-    monkeypatch.delenv("CUWFST_POOL_HANDOVER")
-    assert dec._gpu.pool_handover == "on"
-    mod = _mod()
-    got = dec.decode(lp)
-    assert dec._gpu.stats["rescued_rows"] > 0 and all(h.overflow == 0 for h in got)
-    st = dec.memory_stats()
-    m, r = st["instances"]["main"], st["instances"]["rescue"]
-    cached = st["pools"]["lanes"]["cached"]
-    # the main's pools went into the cache before the rescue, the rescue took them, and gave
-    # everything back into it after
-    assert cached > 0 and m["piece_cache"] == r["piece_cache"] == cached, st
-    assert m["piece_cache_puts"] > 0 and m["piece_cache_takes"] > 0, m
-    assert m["pool_committed"] == 0 and r["pool_committed"] == 0, (m, r)
-    assert st["committed"] == m["committed"] + r["committed"] + cached, st
-    live1 = _live_device_bytes(mod)
-    mod.gpu_memory_peak(True)
-    again = dec.decode(lp)
-    peak2 = mod.gpu_memory_peak(False)
-    takes = dec.memory_stats()["instances"]["main"]["piece_cache_takes"]
-    third = dec.decode(lp)
-    # the steady state: the pieces only move (the main's restore and the rescue's commits take
-    # from the cache; the trims put them back), none is created or released
-    # (a created piece is at least one 2 MiB granule; the decode's small buffers are not pieces)
-    assert _live_device_bytes(mod) == live1 and peak2 < live1 + (2 << 20), (live1, peak2, _live_device_bytes(mod))
-    assert dec.memory_stats()["instances"]["main"]["piece_cache_takes"] > takes
-    for a in (got, again, third):
-        assert [np.float32(h.score) for h in a] == [np.float32(h.score) for h in want]
-        assert [h.words for h in a] == [h.words for h in want]
-    # draining gives the cached pieces back; the next decode creates what it needs again
-    cached3 = dec.memory_stats()["pools"]["lanes"]["cached"]
-    assert cached3 > 0 and mod.gpu_decoder_drain_pieces(dec._gpu.main.handle) == cached3
-    assert dec.memory_stats()["pools"]["lanes"]["cached"] == 0
-    assert _live_device_bytes(mod) == live1 - cached3
-    assert [np.float32(h.score) for h in dec.decode(lp)] == [np.float32(h.score) for h in want]
-
-
 def test_layouts_alternate_on_one_decoder():
     """Offline batches (pooled), snapshots, continuous batching and streams (static) on one
     decoder, in turn: each exact."""

@@ -165,8 +165,7 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_gc("pooled-gc", 128) == ("pooled", 128) and mode_gc("lazy-gc", 64) == ("lazy", 64)
     assert mode_gc("pooled", 128) == ("pooled", 0) and mode_gc("eager", 128) == ("eager", 0)
     assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "anchor" and mode_env("lazy") == ("lazy", {"CUWFST_PAYLOAD": "token",
-                                                                                                         "CUWFST_POOL_FULL": "none",
-                                                                                                         "CUWFST_POOL_HANDOVER": "off"})
+                                                                                                         "CUWFST_POOL_FULL": "none"})
     assert mode_env("pooled-admit")[1]["CUWFST_POOL_BOUND"] == "admit"
     # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
     # pins the default (lastblock), so a stray environment cannot change what a row measures
@@ -174,7 +173,7 @@ def test_memory_benchmark_modes_name_their_settings():
                                                      "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
                                                      "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host",
                                                      "CUWFST_LANE_VMM": "auto", "CUWFST_PAYLOAD": "token",
-                                                     "CUWFST_POOL_FULL": "none", "CUWFST_POOL_HANDOVER": "off"})
+                                                     "CUWFST_POOL_FULL": "none"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
                for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
     # pooled-keep: pooled whose instances keep what they grew; pooled-maintrimoff: the main
@@ -190,8 +189,7 @@ def test_memory_benchmark_modes_name_their_settings():
     devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
               "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-late-ahead-fullclaims",
               "pooled-late-ahead-fullhash", "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall",
-              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x", "pooled-late-ahead-keep",
-              "pooled-late-ahead-handover")
+              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x", "pooled-late-ahead-keep")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
@@ -203,12 +201,6 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_env("pooled-keep") == ("pooled", dict(mode_env("pooled")[1], CUWFST_RESCUE_TRIM="off", CUWFST_MAIN_TRIM="off"))
     with pytest.raises(ValueError, match="-keep"):
         mode_env("lazy-keep")
-    # NAME-handover: NAME whose instances hand their pieces over; every other mode pins it off
-    for m in ("pooled-late-ahead", "pooled-late-ahead-hostlog"):
-        assert mode_env(m + "-handover") == ("pooled", dict(mode_env(m)[1], CUWFST_POOL_HANDOVER="on"))
-    assert all(mode_env(m)[1]["CUWFST_POOL_HANDOVER"] == "off" for m in MODES if not m.endswith("-handover"))
-    with pytest.raises(ValueError, match="-handover"):
-        mode_env("lazy-handover")
     # pooled-late-ahead-hostlog: pooled-late-ahead with the host log
     assert mode_env("pooled-late-ahead-hostlog") == ("pooled", dict(mode_env("pooled-late-ahead")[1],
                                                                      CUWFST_WINNERS_LOG="host"))
@@ -218,8 +210,7 @@ def test_memory_benchmark_modes_name_their_settings():
     eager = mode_env("pooled-late-ahead-eager")
     assert eager[1] == dict(mode_env("pooled-late-ahead")[1], CUWFST_LANE_VMM="off") and eager[0] == "pooled"
     assert all(mode_env(m)[1]["CUWFST_LANE_VMM"] == "auto" for m in pooled if m != "pooled-late-ahead-eager")
-    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on", "CUWFST_PAYLOAD": "token", "CUWFST_POOL_FULL": "none",
-                                         "CUWFST_POOL_HANDOVER": "off"})
+    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on", "CUWFST_PAYLOAD": "token", "CUWFST_POOL_FULL": "none"})
     # NAME-slot: NAME with the emitting payloads holding the slot; every other mode pins token
     # payloads (the default)
     for m in ("lazy-slot", "pooled-late-ahead-slot"):

@@ -860,18 +860,6 @@ int64_t GpuDecoderTrim(int64_t h, bool log) {
   return Guarded([&]() { return GetDecoder(h)->TrimWorkspace(log); });
 }
 
-// The two decoders' lane pools hand physical pieces to each other (GpuDecoder::SharePieces);
-// drain releases the shared cache's pieces and returns the bytes released.
-void GpuDecoderSharePieces(int64_t h, int64_t other) {
-  Guarded([&]() {
-    GetDecoder(h)->SharePieces(GetDecoder(other));
-    return 0;
-  });
-}
-int64_t GpuDecoderDrainPieces(int64_t h) {
-  return Guarded([&]() { return GetDecoder(h)->DrainPieces(); });
-}
-
 // Test hooks (tests/test_gpu_faults.py). gpu_fault_injection(n): the n-th CUDA resource
 // acquisition from now (device or pinned allocation, stream, event, graph instantiation)
 // fails once as an out-of-memory; n = 0 disarms. Returns the acquisitions counted since
@@ -940,8 +928,6 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_release, GpuStreamRelease);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_stats, GpuStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_mem_stats, GpuDecoderMemStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_trim, GpuDecoderTrim);
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_share_pieces, GpuDecoderSharePieces);
-TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_drain_pieces, GpuDecoderDrainPieces);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_check_finite, GpuCheckFinite);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_scan_trace, GpuDecoderScanTrace);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_snapshots, GpuDecodeSnapshots);

@@ -659,29 +659,6 @@ int64_t GpuDecoder::TrimWorkspace(bool log) {
   return freed;
 }
 
-void GpuDecoder::SharePieces(GpuDecoder* other) {
-  if (other == this) return;
-  if (other->device() != device())
-    throw std::invalid_argument("SharePieces: the two decoders are on different devices");
-  std::scoped_lock lock(mu_, other->mu_);
-  CheckAlive();
-  other->CheckAlive();
-  std::shared_ptr<PieceCache> cache = piece_cache_ ? piece_cache_ : other->piece_cache_;
-  if (!cache) cache = std::make_shared<PieceCache>(device());
-  for (GpuDecoder* d : {this, other}) {
-    if (d->piece_cache_ && d->piece_cache_ != cache)
-      throw std::invalid_argument("SharePieces: a decoder already shares its pieces with another cache");
-    d->piece_cache_ = cache;
-    for (size_t i = 0; i < d->pool_arrays_.size(); ++i)
-      d->pool_arrays_[i]->region.SetCache(cache.get(), static_cast<int>(i));
-  }
-}
-
-int64_t GpuDecoder::DrainPieces() {
-  std::lock_guard<std::mutex> lock(mu_);
-  return piece_cache_ ? static_cast<int64_t>(piece_cache_->Drain()) : 0;
-}
-
 // What the last TrimWorkspace gave back, committed again in one go before a pooled batch's
 // first step: growing back by pauses would pause the batch at each of its growing steps, and
 // each pause runs the captured graph's remaining steps idle (a trimmed main instance of the
@@ -1628,9 +1605,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[61] = arena_.host_ok() ? 1 : 0;
   out[62] = restores_;
   out[63] = ws_.payload_tok;
-  out[64] = piece_cache_ ? static_cast<int64_t>(piece_cache_->bytes()) : 0;
-  out[65] = piece_cache_ ? piece_cache_->puts() : 0;
-  out[66] = piece_cache_ ? piece_cache_->takes() : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

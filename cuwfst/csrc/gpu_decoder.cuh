@@ -404,9 +404,7 @@ class GpuDecoder {
   // pools and the device log each count one).
   // [63] Workspace::payload_tok: 0 where the emitting payloads hold slots, else the token's shift
   // (CUWFST_PAYLOAD=token where it fits).
-  // [64] the bytes in the piece cache this decoder shares (SharePieces; 0 without one): device
-  // memory held, in neither instance's [1]; [65] / [66] the pieces put into it / taken from it.
-  static constexpr int kMemStats = 67;
+  static constexpr int kMemStats = 64;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -426,14 +424,6 @@ class GpuDecoder {
   // given back.
   int64_t TrimWorkspace(bool log = true);
   void RestoreTrimmed();
-  // The lane pools of this decoder and `other` (the same device; the pooled main instance and
-  // its rescue instance) hand their physical pieces to each other through one PieceCache:
-  // what a TrimWorkspace unmaps stays allocated there and the other's commits map it, so the
-  // trims around a rescue neither release nor create memory (CUWFST_POOL_HANDOVER). Each pool
-  // array takes first the pieces of the same array of the other. Idempotent.
-  void SharePieces(GpuDecoder* other);
-  // Releases the shared cache's pieces (no region holds them); returns the bytes released.
-  int64_t DrainPieces();
   // The persistent scan's phase trace (CUWFST_SCAN_TRACE=N when the decoder was built, the
   // persistent scan running; scan.cuh ScanTraceMark): copies header {steps ring, grid, words,
   // launches traced} and then the ring (steps x grid x words) into out, as far as out_len
@@ -563,9 +553,6 @@ class GpuDecoder {
     int32_t fill;        // byte new memory is set to (-1: none)
     int64_t static_entries;  // the static layout's size
   };
-  // the pieces shared with another instance (SharePieces); declared before pool_arrays_, so the
-  // regions go first
-  std::shared_ptr<PieceCache> piece_cache_;
   std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
   bool pooled_ok_ = false;    // offline batches take the pooled layout
   bool static_ready_ = false; // committed to the static layout's full size

@@ -21,8 +21,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <vector>
 
 #include "cuda_resources.cuh"
@@ -144,98 +142,6 @@ inline size_t VmmGranularity(int device) {
   return g;
 }
 
-// Physical device pieces handed from one region to another instead of released and created
-// again: regions that share a cache (LazyRegion::SetCache; the pooled main instance's lane
-// pools and the rescue instance's, GpuDecoder::SharePieces) put the pieces a Trim unmaps here,
-// and a Commit maps pieces from here before it creates any. Pieces are filed by slot (the pool
-// array they came from: the same array of the other instance takes them first), each a whole
-// cuMemCreate allocation of its own size. A cached piece is still held device memory (the live
-// counters keep it); Drain releases them all, and the cache drains itself when its last owner
-// goes. Thread-safe: the two instances of a backend are used from one thread at a time, but a
-// cache may outlive either.
-class PieceCache {
- public:
-  struct Entry {
-    CUmemGenericAllocationHandle handle;
-    size_t size;
-  };
-  explicit PieceCache(int device) : device_(device) {}
-  PieceCache(const PieceCache&) = delete;
-  PieceCache& operator=(const PieceCache&) = delete;
-  ~PieceCache() { Drain(); }
-
-  void Put(int slot, Entry e) {
-    std::lock_guard<std::mutex> lock(mu_);
-    pieces_[slot].push_back(e);
-    bytes_ += e.size;
-    ++puts_;
-  }
-  // A piece of `slot` for a commit that needs `need` more bytes and has `room` left in its
-  // reservation: the largest piece of at most `need` (so pieces combine without waste), else
-  // the smallest that fits `room` (the region then commits a little more than asked: memory
-  // held anyway). False when the slot has none that fits.
-  bool Take(int slot, size_t need, size_t room, Entry* out) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pieces_.find(slot);
-    if (it == pieces_.end() || it->second.empty()) return false;
-    std::vector<Entry>& v = it->second;
-    size_t best = v.size();
-    for (size_t i = 0; i < v.size(); ++i)
-      if (v[i].size <= need && (best == v.size() || v[i].size > v[best].size)) best = i;
-    if (best == v.size())
-      for (size_t i = 0; i < v.size(); ++i)
-        if (v[i].size <= room && (best == v.size() || v[i].size < v[best].size)) best = i;
-    if (best == v.size()) return false;
-    *out = v[best];
-    v[best] = v.back();
-    v.pop_back();
-    bytes_ -= out->size;
-    ++takes_;
-    return true;
-  }
-  // The most pieces one Take loop can hand a region (for its bookkeeping's reserve).
-  size_t Count(int slot) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = pieces_.find(slot);
-    return it == pieces_.end() ? 0 : it->second.size();
-  }
-  // Releases every cached piece; returns the bytes released.
-  size_t Drain() noexcept {
-    std::lock_guard<std::mutex> lock(mu_);
-    size_t freed = 0;
-    NoThrowDeviceGuard guard(device_);
-    for (auto& kv : pieces_)
-      for (const Entry& e : kv.second) {
-        (void)Vmm().release(e.handle);
-        live::device_bytes.fetch_sub(static_cast<int64_t>(e.size));
-        freed += e.size;
-      }
-    pieces_.clear();
-    bytes_ = 0;
-    return freed;
-  }
-  size_t bytes() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return bytes_;
-  }
-  int64_t puts() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return puts_;
-  }
-  int64_t takes() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return takes_;
-  }
-  int device() const { return device_; }
-
- private:
-  std::mutex mu_;
-  int device_;
-  std::map<int, std::vector<Entry>> pieces_;
-  size_t bytes_ = 0;
-  int64_t puts_ = 0, takes_ = 0;
-};
-
 // A device region of up to `reserved()` bytes of which the first `committed()` are backed.
 // VMM: the base never moves; eager: Commit replaces the buffer (base moves, contents up to
 // `keep` bytes copied). Not copyable; frees itself on its own device and never throws from
@@ -318,45 +224,9 @@ class LazyRegion {
       return cudaSuccess;
     }
     const size_t top = RoundUp(bytes, granularity_);
+    const size_t size = top - old;
     const VmmApi& api = Vmm();
-    const bool cached = cache_ != nullptr && !host_;
-    // may throw, before anything is taken
-    pieces_.reserve(pieces_.size() + 1 + (cached ? cache_->Count(cache_slot_) : 0));
-    CUmemAccessDesc access{};
-    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    access.location.id = device_;
-    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    // pieces another region gave back first (SetCache): mapped, not created
-    size_t at = old;
-    PieceCache::Entry c{};
-    while (cached && at < top && cache_->Take(cache_slot_, top - at, max_bytes_ - at, &c)) {
-      cudaError_t e = FromDriver(api.map(base_ + at, c.size, 0, c.handle, 0));
-      if (e == cudaSuccess) {
-        e = FromDriver(api.set_access(base_ + at, c.size, &access, 1));
-        if (e != cudaSuccess) (void)api.unmap(base_ + at, c.size);
-      }
-      if (e != cudaSuccess) {
-        cache_->Put(cache_slot_, c);
-        UndoCached(old);
-        return detail::Finish(e);
-      }
-      pieces_.push_back({at, c.size, c.handle, false});
-      at += c.size;
-      committed_ = at;
-    }
-    if (at >= top) {
-      cudaError_t e = cudaSuccess;
-      if (fill >= 0) {
-        e = cudaMemsetAsync(reinterpret_cast<void*>(base_ + old), fill, at - old, stream);
-        if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
-      }
-      if (e != cudaSuccess) {
-        UndoCached(old);
-        return detail::Finish(e);
-      }
-      return cudaSuccess;
-    }
-    const size_t size = top - at;
+    pieces_.reserve(pieces_.size() + 1);  // may throw, before anything is taken
     CUmemGenericAllocationHandle h = 0;
     cudaError_t e;
     if (fault::Fire()) {
@@ -372,36 +242,28 @@ class LazyRegion {
         const CUmemAllocationProp dev_prop = VmmProp(device_);
         e = FromDriver(api.create(&h, size, &dev_prop, 0));
       }
-      if (e == cudaErrorMemoryAllocation && cached && cache_->bytes() > 0) {
-        // the cache's pieces that fit no slot of this region still hold memory: they go
-        ClearHandledError();
-        cache_->Drain();
-        const CUmemAllocationProp dev_prop = VmmProp(device_);
-        e = FromDriver(api.create(&h, size, &dev_prop, 0));
-      }
     }
-    if (e != cudaSuccess) {
-      UndoCached(old);
-      return detail::Finish(e);
-    }
-    e = FromDriver(api.map(base_ + at, size, 0, h, 0));
+    if (e != cudaSuccess) return detail::Finish(e);
+    e = FromDriver(api.map(base_ + old, size, 0, h, 0));
     if (e != cudaSuccess) {
       (void)api.release(h);
-      UndoCached(old);
       return detail::Finish(e);
     }
-    e = FromDriver(api.set_access(base_ + at, size, &access, 1));
+    CUmemAccessDesc access{};
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = device_;
+    access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    e = FromDriver(api.set_access(base_ + old, size, &access, 1));
     if (e == cudaSuccess && fill >= 0) {
-      e = cudaMemsetAsync(reinterpret_cast<void*>(base_ + old), fill, top - old, stream);
+      e = cudaMemsetAsync(reinterpret_cast<void*>(base_ + old), fill, size, stream);
       if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
     }
     if (e != cudaSuccess) {
-      (void)api.unmap(base_ + at, size);
+      (void)api.unmap(base_ + old, size);
       (void)api.release(h);
-      UndoCached(old);
       return detail::Finish(e);
     }
-    pieces_.push_back({at, size, h, host_});
+    pieces_.push_back({old, size, h, host_});
     committed_ = top;
     if (host_) {
       host_committed_ += size;
@@ -415,8 +277,6 @@ class LazyRegion {
   // Gives back the mapped pieces that lie wholly above `bytes` (VMM; a piece is unmapped
   // whole, as cuMemUnmap requires). The caller makes sure no queued work reads them.
   // Eager regions keep their buffer. Returns the bytes given back.
-  // With a cache (SetCache), device pieces go to it, still held, instead of being released
-  // (the returned bytes count them all the same: this region no longer holds them).
   size_t Trim(size_t bytes) noexcept {
     if (granularity_ == 0) return 0;
     size_t freed = 0;
@@ -425,18 +285,9 @@ class LazyRegion {
       const Piece p = pieces_.back();
       pieces_.pop_back();
       (void)Vmm().unmap(base_ + p.offset, p.size);
+      (void)Vmm().release(p.handle);
       committed_ = p.offset;
       freed += p.size;
-      if (cache_ != nullptr && !p.host) {
-        bool put = false;
-        try {
-          cache_->Put(cache_slot_, {p.handle, p.size});
-          put = true;
-        } catch (...) {  // no memory for the cache's list: the piece is released instead
-        }
-        if (put) continue;
-      }
-      (void)Vmm().release(p.handle);
       if (p.host) {
         host_committed_ -= p.size;
         live::pinned_bytes.fetch_sub(static_cast<int64_t>(p.size));
@@ -463,16 +314,7 @@ class LazyRegion {
   // Of committed(), the bytes in host memory.
   size_t host_committed() const { return host_committed_; }
 
-  // Trims put device pieces into `cache` (filed under `slot`) and commits take them from it
-  // first; nullptr: pieces are created and released as before. The cache must outlive the
-  // region's use of it (Reset drops it, releasing rather than caching what it unmaps).
-  void SetCache(PieceCache* cache, int slot) {
-    cache_ = cache;
-    cache_slot_ = slot;
-  }
-
   void Reset() noexcept {
-    cache_ = nullptr;
     if (granularity_ != 0 && base_ != 0) {
       Trim(0);
       NoThrowDeviceGuard guard(device_);
@@ -499,21 +341,6 @@ class LazyRegion {
 
  private:
   static size_t RoundUp(size_t x, size_t g) { return (x + g - 1) / g * g; }
-  // A failed Commit's cached pieces (mapped at `old` and above) go back to the cache, unmapped.
-  void UndoCached(size_t old) noexcept {
-    while (!pieces_.empty() && pieces_.back().offset >= old) {
-      const Piece p = pieces_.back();
-      pieces_.pop_back();
-      (void)Vmm().unmap(base_ + p.offset, p.size);
-      try {
-        cache_->Put(cache_slot_, {p.handle, p.size});
-      } catch (...) {
-        (void)Vmm().release(p.handle);
-        live::device_bytes.fetch_sub(static_cast<int64_t>(p.size));
-      }
-    }
-    committed_ = old;
-  }
   struct Piece {
     size_t offset, size;
     CUmemGenericAllocationHandle handle;
@@ -529,8 +356,6 @@ class LazyRegion {
   bool host_ = false;                // new pieces go to host memory
   size_t host_committed_ = 0;
   DeviceBuffer eager_;         // eager: the buffer
-  PieceCache* cache_ = nullptr;  // SetCache
-  int cache_slot_ = 0;
 };
 
 }  // namespace cuwfst

@@ -17,7 +17,7 @@ from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
                      graph_chunks_mode, graph_pack_mode, payload_mode, pool_bound_mode, pool_full_mode, pool_handout_mode,
-                     pool_handover_mode, pool_hints_mode, resolve_memory, winners_log_mode)
+                     pool_hints_mode, resolve_memory, winners_log_mode)
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -619,7 +619,6 @@ class GpuBackend:
         # On: the two instances' growths never stack, so the peak is the larger, not the sum;
         # the main's next decode commits its pools back before its first step (RestoreTrimmed)
         self.main_trim = (os.environ.get("CUWFST_MAIN_TRIM", "on") or "on") != "off"
-        self.pool_handover = pool_handover_mode()
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -718,13 +717,11 @@ class GpuBackend:
 
             try:
                 self._rescue = make(self.rescue_lanes)
-                self._share_pieces()
             except MemoryError as e:
                 if self.rescue_lanes > 1:  # where memory is tight, one row at a time still rescues
                     try:
                         self._rescue = make(1)
                         self.rescue_lanes = 1
-                        self._share_pieces()
                         return self._rescue
                     except MemoryError as e1:
                         e = e1
@@ -732,12 +729,6 @@ class GpuBackend:
                                   f"lane(s), {q} tokens each) does not fit: {e}; lower rescue_lanes or "
                                   "main_q_factor, or free GPU memory") from e
         return self._rescue
-
-    def _share_pieces(self):
-        # CUWFST_POOL_HANDOVER=on (read once, here): the trims around a rescue hand the lane
-        # pools' physical pieces between the two instances instead of releasing and creating them
-        if self.pool_handover == "on":
-            self.mod.gpu_decoder_share_pieces(self.main.handle, self._rescue.handle)
 
     def to_device(self, log_probs):
         try:

@@ -88,8 +88,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
              "prune_sort_times", "lattice_cand_steps", "lattice_cand_over", "winners_host_committed",
-             "winners_on_host", "winners_host_ok", "restores", "payload_tok",
-             "piece_cache", "piece_cache_puts", "piece_cache_takes")
+             "winners_on_host", "winners_host_ok", "restores", "payload_tok")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
@@ -114,18 +113,6 @@ def _env_choice(name: str, choices, default: str) -> str:
     if v not in choices:
         raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {v!r}")
     return v
-
-
-POOL_HANDOVERS = ("on", "off")
-
-
-def pool_handover_mode() -> str:
-    """$CUWFST_POOL_HANDOVER: "off" (the default) or "on": a pooled backend's main and rescue
-    instances hand their lane pools' physical pieces to each other (GpuDecoder::SharePieces)
-    instead of releasing them in the trims around a rescue and creating them again; the pieces
-    between are held in a shared cache (memory_stats' pools.lanes.cached, counted in committed).
-    Results are identical either way."""
-    return _env_choice("CUWFST_POOL_HANDOVER", POOL_HANDOVERS, "off")
 
 
 POOL_BOUNDS = ("admit", "slots", "bins", "anchor", "claims", "claims-finalize", "claims-finalize-ahead")  # the native pool_bound, in its order (types.cuh kPoolBound*)
@@ -294,9 +281,7 @@ def gpu_memory_stats(backend) -> dict:
 
     main = insts["main"]
     graph = int(main["graph_bytes"])
-    # the pieces the two instances hand to each other (one cache, reported by both): held, in neither's committed
-    cached = int(main.get("piece_cache", 0))
-    committed = total("committed") + cached
+    committed = total("committed")
     return {
         "device": str(backend.device),
         "memory": getattr(backend, "memory", "lazy") if main["vmm"] else "eager",
@@ -319,8 +304,7 @@ def gpu_memory_stats(backend) -> dict:
                         "ahead_grows": total("arena_ahead_grows"), "grow_us": total("arena_grow_us"),
                         "ahead_us": total("arena_ahead_us"), "gc_rounds": total("gc_rounds"),
                         "gc_us": total("gc_us")},
-            "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed") + cached,
-                      "cached": cached,
+            "lanes": {"reserved": total("pool_reserved"), "committed": total("pool_committed"),
                       "pooled": bool(main["pooled"]), "grows": total("pool_grows"),
                       "capacity_entries": {k: int(main[f"pool_cap_{k}"]) for k in ("tokens", "claims", "hash")},
                       "high_water_entries": {k: int(main[f"pool_high_{k}"]) for k in ("tokens", "claims", "hash")}},
