@@ -1114,7 +1114,11 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 # (CUWFST_PRUNE_SORT=segmented, the path before). The keys' arc part is the arc's place among
 # its source state's arcs (PrKeyCode, fewer bits: fewer radix passes), or the arc id itself
 # (CUWFST_PRUNE_CODE=arc, the keys before).
-PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix", "arc"), ("segmented", "place")]
+# CUWFST_PRUNE_SORT=count ranks by counting each source's children instead of sorting
+# (PrCountRankKernel, one CTA a lane, where a time's lanes and their sources' lanes fit 8,192;
+# the block sort or the radix sort for the others, and for a bounded pass's first time).
+PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix", "arc"), ("segmented", "place"),
+               ("count", "place"), ("count", "arc")]
 
 
 def _check_rank_paths(sort, st, large):
@@ -1124,6 +1128,12 @@ def _check_rank_paths(sort, st, large):
     both = [st] + ([st["rescue"]] if "rescue" in st else [])  # main and rescue instances
     block = sum(x["prune_block_times"] for x in both)
     sorted_ = sum(x["prune_sort_times"] for x in both)
+    counted = sum(x["prune_count_times"] for x in both)
+    if sort == "count":
+        assert counted > 0, st
+        assert (sorted_ > 0) == large, (counted, block, sorted_)
+        return
+    assert counted == 0, st
     if sort == "block":
         assert block > 0, st
         assert (sorted_ > 0) == large, (block, sorted_)

@@ -275,6 +275,123 @@ void LaunchBlockRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg
                                                                                                shift);
 }
 
+// The rank of each time by counting, one CTA a lane (PrRankSort's count path,
+// CUWFST_PRUNE_SORT=count): the order PrBlockRankKernel sorts out, without a sort. A token's
+// key is rank(p) << code_bits | code, p its first-admitting source at the time before (rank
+// below that time's P tokens of the lane), so the order is by p, then by key within p's
+// children, then by index (equal keys); a key at or past the sort's clamp (`mask`: a token no
+// admitted record reached) or whose p is not below P orders after every other, by index, as
+// the clamp orders it. In shared memory: the children of each p counted (cnt[0 .. P], cnt[P]
+// the others), an exclusive scan of the counts, the tokens scattered into their p's group
+// (cnt[p] then ends the group), and each token's rank = its group's start + the group's
+// members before it (their keys, then indices, compared: a group holds a state's admitted
+// arcs, at most the graph's largest out-degree). The others, if any, by a scan of their flags
+// in index order. Sizes (PrCountRank): n and P at most kThreads x kItems.
+template <int kThreads, int kItems>
+struct PrCountRank {
+  static constexpr int kCap = kThreads * kItems;
+  static constexpr int kThreadsOf = kThreads, kItemsOf = kItems;
+  using Scan = cub::BlockScan<int32_t, kThreads>;
+  static constexpr size_t kScanBytes = (sizeof(typename Scan::TempStorage) + 15) / 16 * 16;
+  static constexpr size_t kSmem = kScanBytes + sizeof(int32_t) * (2 * static_cast<size_t>(kCap) + 1);
+};
+using PrCountRank1K = PrCountRank<256, 4>;
+using PrCountRank4K = PrCountRank<512, 8>;
+using PrCountRank8K = PrCountRank<1024, 8>;
+template <int kThreads, int kItems>
+__global__ void __launch_bounds__(kThreads)
+PrCountRankKernel(int64_t base, const int32_t* seg, const int32_t* prev_seg, const unsigned long long* key,
+                  int32_t* rank, int32_t shift, int32_t code_bits) {
+  using R = PrCountRank<kThreads, kItems>;
+  extern __shared__ __align__(16) unsigned char pr_count_smem[];
+  auto& scan = *reinterpret_cast<typename R::Scan::TempStorage*>(pr_count_smem);
+  int32_t* cnt = reinterpret_cast<int32_t*>(pr_count_smem + R::kScanBytes);  // [P + 1]
+  int32_t* grp = cnt + R::kCap + 1;                                          // [n]
+  const int32_t b = blockIdx.x, tid = static_cast<int32_t>(threadIdx.x);
+  const int32_t s0 = seg[b], n = seg[b + 1] - s0;
+  const int32_t P = prev_seg[b + 1] - prev_seg[b];
+  if (n <= 0 || n > R::kCap || P < 0 || P > R::kCap) return;  // (the host sends no lane past the size)
+  const unsigned long long mask = (1ull << shift) - 1ull;
+  const unsigned long long* kb = key + base + s0;
+  int32_t* rb = rank + base + s0;
+  for (int32_t j = tid; j <= P; j += kThreads) cnt[j] = 0;
+  __syncthreads();
+  int32_t par[kItems];
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t i = j * kThreads + tid;
+    par[j] = P;
+    if (i < n) {
+      const unsigned long long k = kb[i];
+      if (k < mask && (k >> code_bits) < static_cast<unsigned long long>(P)) par[j] = static_cast<int32_t>(k >> code_bits);
+      atomicAdd(&cnt[par[j]], 1);
+    }
+  }
+  __syncthreads();
+  // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
+  {
+    const int32_t len = P + 1, chunk = (len + kThreads - 1) / kThreads;
+    const int32_t c0 = min(len, tid * chunk), c1 = min(len, c0 + chunk);
+    int32_t sum = 0;
+    for (int32_t c = c0; c < c1; ++c) sum += cnt[c];
+    int32_t pre = 0;
+    typename R::Scan(scan).ExclusiveSum(sum, pre);
+    for (int32_t c = c0; c < c1; ++c) {
+      const int32_t v = cnt[c];
+      cnt[c] = pre;
+      pre += v;
+    }
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t i = j * kThreads + tid;
+    if (i < n) grp[atomicAdd(&cnt[par[j]], 1)] = i;  // cnt[p] ends p's group after this
+  }
+  __syncthreads();
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t i = j * kThreads + tid, p = par[j];
+    if (i >= n || p == P) continue;
+    const int32_t lo = p > 0 ? cnt[p - 1] : 0, hi = cnt[p];
+    const unsigned long long k = kb[i];
+    int32_t before = 0;
+    for (int32_t q = lo; q < hi; ++q) {
+      const int32_t o = grp[q];
+      const unsigned long long ko = kb[o];
+      before += (ko < k || (ko == k && o < i)) ? 1 : 0;
+    }
+    rb[i] = lo + before;
+  }
+  const int32_t others = P > 0 ? cnt[P - 1] : 0;  // where the others start (block-uniform)
+  if (cnt[P] == others) return;
+  // the others by index: thread t takes indices [t * kItems, t * kItems + kItems)
+  int32_t mine = 0;
+  bool other[kItems];
+#pragma unroll
+  for (int j = 0; j < kItems; ++j) {
+    const int32_t i = tid * kItems + j;
+    other[j] = false;
+    if (i < n) {
+      const unsigned long long k = kb[i];
+      other[j] = !(k < mask && (k >> code_bits) < static_cast<unsigned long long>(P));
+      mine += other[j] ? 1 : 0;
+    }
+  }
+  __syncthreads();  // (the scan's storage is used again)
+  int32_t pre = 0;
+  typename R::Scan(scan).ExclusiveSum(mine, pre);
+#pragma unroll
+  for (int j = 0; j < kItems; ++j)
+    if (other[j]) rb[tid * kItems + j] = others + pre++;
+}
+template <class R>
+void LaunchCountRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg, const int32_t* prev_seg,
+                     const unsigned long long* key, int32_t* rank, int32_t shift, int32_t code_bits) {
+  PrCountRankKernel<R::kThreadsOf, R::kItemsOf><<<B, R::kThreadsOf, R::kSmem, s>>>(base, seg, prev_seg, key, rank,
+                                                                                   shift, code_bits);
+}
+
 // rank[token] = its position within its lane's segment of the sorted keys.
 __global__ void PrRankKernel(const int32_t* seg, const int32_t* sorted_tok, int32_t* rank) {
   const int32_t b = blockIdx.y;
@@ -510,6 +627,8 @@ struct PrRankSort {
   bool radix = true;
   bool block = true;    // PrBlockRankKernel for the times whose lanes fit it
   bool block8k = true;  // its 8K size (the dynamic shared memory it needs was granted)
+  bool count = false;   // PrCountRankKernel first (CUWFST_PRUNE_SORT=count), where the lanes and their sources fit
+  bool count8k = false; // its 8K size
   int32_t key_bits = 33, lane_bits = 0;
   unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
   int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
@@ -528,6 +647,14 @@ struct PrRankSort {
     radix = !(env && std::strcmp(env, "segmented") == 0) && key_bits + lane_bits < 64;
     block = !(env && (std::strcmp(env, "radix") == 0 || std::strcmp(env, "segmented") == 0)) &&
             key_bits + 1 + PrBlockRank8K::kIdxBitsOf <= 64;  // the largest size's index bits
+    count = env && std::strcmp(env, "count") == 0 && key_bits < 64;
+    if (count) {
+      const cudaError_t e = cudaFuncSetAttribute(
+          PrCountRankKernel<PrCountRank8K::kThreadsOf, PrCountRank8K::kItemsOf>,
+          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrCountRank8K::kSmem));
+      if (e != cudaSuccess) (void)cudaGetLastError();
+      count8k = e == cudaSuccess;
+    }
     // the 8K size's shared memory is over the 48 KiB default: ask for it (per device, so per
     // pruning); a device that refuses ranks those times by the sort
     block8k = false;
@@ -553,21 +680,39 @@ struct PrRankSort {
     return bytes;
   }
   // A time's m tokens from global index `base`, its lanes' segments sr[0 .. B] relative to
-  // base (`most`: the largest): rank[token] = its place in its lane's order of `key`.
-  // Returns whether the block path ranked the time.
-  bool Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
-           const unsigned long long* key, int32_t* rank) const {
+  // base (`most`: the largest): rank[token] = its place in its lane's order of `key`. prev_sr:
+  // the time before's segments (its ranks are the keys' high parts; `most_prev` the largest),
+  // or nullptr where that time is not at hand (the count path then does not run).
+  // Returns how the time was ranked: 2 by counting, 1 by the block sort, 0 by a device sort.
+  int Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
+          const unsigned long long* key, int32_t* rank, const int32_t* prev_sr = nullptr,
+          int32_t most_prev = 0) const {
+    if (count && prev_sr != nullptr) {
+      const int32_t big = std::max(most, most_prev);
+      if (big <= PrCountRank1K::kCap) {
+        LaunchCountRank<PrCountRank1K>(s, B, base, sr, prev_sr, key, rank, key_bits, code_bits);
+        return 2;
+      }
+      if (big <= PrCountRank4K::kCap) {
+        LaunchCountRank<PrCountRank4K>(s, B, base, sr, prev_sr, key, rank, key_bits, code_bits);
+        return 2;
+      }
+      if (count8k && big <= PrCountRank8K::kCap) {
+        LaunchCountRank<PrCountRank8K>(s, B, base, sr, prev_sr, key, rank, key_bits, code_bits);
+        return 2;
+      }
+    }
     if (block && most <= PrBlockRank1K::kSlots) {
       LaunchBlockRank<PrBlockRank1K>(s, B, base, sr, key, rank, key_bits);
-      return true;
+      return 1;
     }
     if (block && most <= PrBlockRank4K::kSlots) {
       LaunchBlockRank<PrBlockRank4K>(s, B, base, sr, key, rank, key_bits);
-      return true;
+      return 1;
     }
     if (block8k && most <= PrBlockRank8K::kSlots) {
       LaunchBlockRank<PrBlockRank8K>(s, B, base, sr, key, rank, key_bits);
-      return true;
+      return 1;
     }
     size_t tb = temp_bytes;
     if (radix) {
@@ -580,7 +725,11 @@ struct PrRankSort {
                                                       sr + 1, s));
     }
     PrRankKernel<<<dim3(GridFor(most), B), kPrThreads, 0, s>>>(sr, s_vals_out, rank);
-    return false;
+    return 0;
+  }
+  // counts a Run's answer into the decoder's counters
+  static void Count(int how, int64_t* count_times, int64_t* block_times, int64_t* sort_times) {
+    ++*(how == 2 ? count_times : how == 1 ? block_times : sort_times);
   }
 };
 
@@ -949,11 +1098,16 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
     if (m == 0) continue;
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t + 1) * (B + 1);
-    int32_t most = 0;
-    for (int32_t b = 0; b < B; ++b)
+    int32_t most = 0, most_prev = 0;
+    for (int32_t b = 0; b < B; ++b) {
       most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
                                                           tok_off[static_cast<int64_t>(t + 1) * B + b]));
-    (sorter.Run(s, B, base, m, most, sr, key, rank) ? prune_block_times_ : prune_sort_times_) += 1;
+      most_prev = std::max<int32_t>(most_prev, static_cast<int32_t>(tok_off[static_cast<int64_t>(t) * B + b + 1] -
+                                                                    tok_off[static_cast<int64_t>(t) * B + b]));
+    }
+    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank, d_seg_rel + static_cast<int64_t>(t) * (B + 1),
+                                 most_prev),
+                      &prune_count_times_, &prune_block_times_, &prune_sort_times_);
   }
   CUWFST_CUDA(cudaGetLastError());
   mark(&m2);
@@ -1416,9 +1570,16 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
     if (m == 0) continue;
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
-    int32_t most = 0;
+    int32_t most = 0, most_prev = 0;
     for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
-    (sorter.Run(s, B, base, m, most, sr, key, rank1) ? prune_block_times_ : prune_sort_times_) += 1;
+    // the time before's segments are this pass's from its second time on (the first's sources
+    // were ranked by an earlier pass)
+    const int32_t* prev_sr = t > t0 ? d_seg_rel + static_cast<int64_t>(t - 1 - t0) * (B + 1) : nullptr;
+    if (prev_sr != nullptr)
+      for (int32_t b = 0; b < B; ++b)
+        most_prev = std::max<int32_t>(most_prev, static_cast<int32_t>(tok_off[k0 - B + b + 1] - tok_off[k0 - B + b]));
+    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank1, prev_sr, most_prev), &prune_count_times_,
+                      &prune_block_times_, &prune_sort_times_);
   }
   CUWFST_CUDA(cudaGetLastError());
 

@@ -64,8 +64,9 @@ Every figure is in bytes unless its name says entries. On the GPU:
              output-beam pruning's work buffers, gpu_lattice_prune.cu, kept at their high
              water, about 21 bytes per record of a batch and 25 per token, plus a quarter;
              its pinned readback of the kept states and arcs is in `pinned`)
-  prune_block_times / prune_sort_times   the times the GPU lattice pruning ranked in shared
-             memory, one CTA a lane (lanes of at most 4,096 tokens), or by a device-wide sort
+  prune_block_times / prune_sort_times / prune_count_times   the times the GPU lattice pruning
+             ranked by a block sort in shared memory, one CTA a lane (lanes of at most 8,192
+             tokens), by a device-wide sort, or by counting (CUWFST_PRUNE_SORT=count)
   instances  the same figures per native instance (main; rescue once built)
 """
 
@@ -88,7 +89,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
              "prune_sort_times", "lattice_cand_steps", "lattice_cand_over", "winners_host_committed",
-             "winners_on_host", "winners_host_ok", "restores", "payload_tok")
+             "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_count_times")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
