@@ -13,16 +13,16 @@
 FULL_GRAPHS=hlg
 . scripts/device_common.sh
 device_setup s44.log
-gpu_tests tests1.log 120 "rank-sort and bucketing tests (count added)" tests/test_gpu_lattice.py -k "prune_rank or prune_bucket"
-CUWFST_PRUNE_SORT=count gpu_tests tests2.log 120 "test_gpu_lattice subset, CUWFST_PRUNE_SORT=count" tests/test_gpu_lattice.py \
+gpu_tests tests1.log 100 "rank-sort and bucketing tests (count added)" tests/test_gpu_lattice.py -k "prune_rank or prune_bucket"
+CUWFST_PRUNE_SORT=count gpu_tests tests2.log 80 "test_gpu_lattice subset, CUWFST_PRUNE_SORT=count" tests/test_gpu_lattice.py \
   -k "random_lattices or k2_lattice or gpu_pruning or bounded_lattice or filter_keeps or lattice_trim_on"
-CUWFST_PRUNE_SORT=count memcheck_case memcheck1.log 80 "memcheck 3 --lattice (count)" 3 --lattice
+CUWFST_PRUNE_SORT=count memcheck_case memcheck1.log 50 "memcheck 3 --lattice (count)" 3 --lattice
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 S=$C/sim/shard-00000.npz
-timeout -s INT 90 python3 scripts/prune_split.py $C/HLG.img $S 64 on,block,warp on,count,warp on,block,warp 2> $OUT/prune_split.txt
+timeout -s INT $(left 330) python3 scripts/prune_split.py $C/HLG.img $S 64 on,block,warp on,count,warp on,block,warp 2> $OUT/prune_split.txt
 grep -E "prune split|ranked|filter" $OUT/prune_split.txt | cut -c1-240 | tee -a $L
 for sort in block count; do
-  CUWFST_PRUNE_SORT=$sort timeout -s INT $(left 570) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $S \
+  CUWFST_PRUNE_SORT=$sort timeout -s INT $(left 395) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $S \
     --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --no-replay --one-call --json $OUT/lat_$sort.jsonl 2>&1 \
     | grep -E "lattice .* vs 1-best|exactness|records held" | sed "s/^/[$sort] /" | tee -a $L
 done
