@@ -298,6 +298,11 @@ struct PrCountRank {
 using PrCountRank1K = PrCountRank<256, 4>;
 using PrCountRank4K = PrCountRank<512, 8>;
 using PrCountRank8K = PrCountRank<1024, 8>;
+// A key's source rank (its group), or P for a key at or past the clamp or whose rank is not below P.
+__device__ __forceinline__ int32_t PrCountGroup(unsigned long long k, unsigned long long mask, int32_t code_bits,
+                                                int32_t P) {
+  return k < mask && (k >> code_bits) < static_cast<unsigned long long>(P) ? static_cast<int32_t>(k >> code_bits) : P;
+}
 template <int kThreads, int kItems>
 __global__ void __launch_bounds__(kThreads)
 PrCountRankKernel(int64_t base, const int32_t* seg, const int32_t* prev_seg, const unsigned long long* key,
@@ -320,12 +325,8 @@ PrCountRankKernel(int64_t base, const int32_t* seg, const int32_t* prev_seg, con
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int32_t i = j * kThreads + tid;
-    par[j] = P;
-    if (i < n) {
-      const unsigned long long k = kb[i];
-      if (k < mask && (k >> code_bits) < static_cast<unsigned long long>(P)) par[j] = static_cast<int32_t>(k >> code_bits);
-      atomicAdd(&cnt[par[j]], 1);
-    }
+    par[j] = i < n ? PrCountGroup(kb[i], mask, code_bits, P) : P;
+    if (i < n) atomicAdd(&cnt[par[j]], 1);
   }
   __syncthreads();
   // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
@@ -371,12 +372,8 @@ PrCountRankKernel(int64_t base, const int32_t* seg, const int32_t* prev_seg, con
 #pragma unroll
   for (int j = 0; j < kItems; ++j) {
     const int32_t i = tid * kItems + j;
-    other[j] = false;
-    if (i < n) {
-      const unsigned long long k = kb[i];
-      other[j] = !(k < mask && (k >> code_bits) < static_cast<unsigned long long>(P));
-      mine += other[j] ? 1 : 0;
-    }
+    other[j] = i < n && PrCountGroup(kb[i], mask, code_bits, P) == P;
+    mine += other[j] ? 1 : 0;
   }
   __syncthreads();  // (the scan's storage is used again)
   int32_t pre = 0;
