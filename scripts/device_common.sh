@@ -16,6 +16,9 @@
 #     CPU check) with --memory MODES in one process, its kernel split and rows into L, its JSON
 #     rows into $OUT/JSONL (until END, default 570 s); speed_both JSONL MODES SHAPE...: the same,
 #     then again with MODES reversed (a same-call A/B in both orders)
+#   lat_speed JSONL UNTIL ARGS...: benchmarks.lattice_speed --one-call (full HLG, 64 utterances,
+#     batch 32, 3 reps, 4 CPU checks, no replay; ARGS: --profile and such) until UNTIL s, its text
+#     lines' tail into L, its JSON rows into $OUT/JSONL (environment assignments before the call apply)
 #   mem_fresh NAME ARGS: benchmarks.memory (full HLG, batch 32) in a fresh process, rows into $OUT/memory.jsonl
 #   gpu_tests LOG CAP DESC FILES...: pytest -m gpu over FILES (at most CAP s) into $OUT/LOG, its tally,
 #     GPU-vs-CPU lines and failures into L (environment assignments before the call apply to it)
@@ -98,6 +101,12 @@ speed_both() {  # speed_both JSONL MODES SHAPE...
   local jsonl=$1 modes=$2; shift 2
   speed_modes $jsonl "$modes" "$@"
   speed_modes $jsonl "$(echo $modes | tr ' ' '\n' | tac | tr '\n' ' ' | sed 's/ $//')" "$@"
+}
+lat_speed() {  # lat_speed JSONL UNTIL ARGS...
+  local jsonl=$1 until=$2; shift 2
+  timeout -s INT $(left $until) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+    --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
+    | grep -v "^{" | tail -24 | tee -a $L
 }
 mem_fresh() {  # mem_fresh NAME ARGS...: benchmarks.memory on $C/HLG.img at batch 32 in a fresh process
   # (ARGS: its --modes / --riva-dir / --skip); rows into $OUT/memory.jsonl, each row's headline into L

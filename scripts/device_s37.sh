@@ -30,7 +30,5 @@ A="pooled-late-ahead"
 speed_both speed37.jsonl "lazy $A $A-hash2x $A-hash4x $A-fullhash" --utts 256
 speed_both speed37.jsonl "lazy $A $A-hash2x" --uniform 250 --utts 32
 echo "[$(since) s] speed" | tee -a $L
-timeout -s INT $(left 585) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
-  --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --profile --no-replay --one-call --json $OUT/lat_speed.jsonl 2>&1 \
-  | grep -v "^{" | tail -24 | tee -a $L
+lat_speed lat_speed.jsonl 585 --profile
 echo "[$(since) s] done" | tee -a $L
