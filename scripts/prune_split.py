@@ -4,7 +4,8 @@ whole-batch path; by default the records' filter on (the rank sort radix, then s
 the default, in shared memory where a time's lanes fit, else radix:
 CUWFST_PRUNE_SORT), then off, each with the bucketing per warp group (CUWFST_PRUNE_BUCKET
 "warp"; "atomic": per record); each decode prints one "prune split ms" line to stderr (after a
-warm-up). E.g. `... 64 on,radix,warp on,radix,atomic on,radix,warp` for the bucketing's A/B."""
+warm-up). E.g. `... 64 on,radix,warp on,radix,atomic on,radix,warp` for the bucketing's A/B;
+"lanes": the forward, ranks and windows one CTA a lane, one launch each (PrLaneForwardKernel)."""
 import os
 import sys
 
@@ -31,5 +32,5 @@ for filt, sort, bucket in configs:
     del os.environ["CUWFST_PRUNE_SPLIT"]
     st = dec._gpu.main.mem_stats()  # every decode above, the warm-up's included
     print(f"ranked times: by counting {st['prune_count_times']}, by a block sort {st['prune_block_times']}, by a "
-          f"device-wide sort {st['prune_sort_times']}", file=sys.stderr, flush=True)
+          f"device-wide sort {st['prune_sort_times']}, per lane {st['prune_lane_times']}", file=sys.stderr, flush=True)
     del dec

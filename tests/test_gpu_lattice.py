@@ -1117,8 +1117,26 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 # CUWFST_PRUNE_SORT=count ranks by counting each source's children instead of sorting
 # (PrCountRankKernel, one CTA a lane, where a time's lanes and their sources' lanes fit 8,192;
 # the block sort or the radix sort for the others, and for a bounded pass's first time).
+# CUWFST_PRUNE_SORT=lanes runs the forward, the ranks (by that counting, in shared memory or, past
+# 12,288 tokens, in global scratch) and the windows one CTA a lane over all times, one launch
+# each (PrLaneForwardKernel, PrLaneWindowsKernel), whole batches and bounded passes alike;
+# "lanes:64" lowers its shared-memory size to 64 tokens (CUWFST_PRUNE_LANE_CAP), so most
+# lane-times rank in the global scratch.
 PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix", "arc"), ("segmented", "place"),
-               ("count", "place"), ("count", "arc")]
+               ("count", "place"), ("count", "arc"), ("lanes", "place"), ("lanes", "arc"), ("lanes:64", "place")]
+
+
+def _set_prune_sort(monkeypatch, sort, code):
+    """CUWFST_PRUNE_SORT (and CUWFST_PRUNE_LANE_CAP for "lanes:N") and CUWFST_PRUNE_CODE; returns
+    the sort's name."""
+    name, _, cap = sort.partition(":")
+    monkeypatch.setenv("CUWFST_PRUNE_SORT", name)
+    if cap:
+        monkeypatch.setenv("CUWFST_PRUNE_LANE_CAP", cap)
+    else:
+        monkeypatch.delenv("CUWFST_PRUNE_LANE_CAP", raising=False)
+    monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
+    return name
 
 
 def _check_rank_paths(sort, st, large):
@@ -1129,6 +1147,11 @@ def _check_rank_paths(sort, st, large):
     block = sum(x["prune_block_times"] for x in both)
     sorted_ = sum(x["prune_sort_times"] for x in both)
     counted = sum(x["prune_count_times"] for x in both)
+    laned = sum(x["prune_lane_times"] for x in both)
+    if sort == "lanes":
+        assert laned > 0 and counted == block == sorted_ == 0, (laned, counted, block, sorted_)
+        return
+    assert laned == 0, st
     if sort == "count":
         assert counted > 0, st
         assert (sorted_ > 0) == large, (counted, block, sorted_)
@@ -1166,11 +1189,10 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
     if case >= 8:
         assert max(h.max_frontier for h in cpu) > 8192, "a lane-time past 8,192 tokens: the sort path too"
     for sort, code in PRUNE_SORTS:
-        monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
-        monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
+        name = _set_prune_sort(monkeypatch, sort, code)
         got, st = _filtered(graph, opts, lp, lens, "on", max_lanes=int(lens.size))
         compare(cpu, got, f"rank sort {sort} code {code}, case {case}")
-        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 8192)
+        _check_rank_paths(name, st, max(h.max_frontier for h in cpu) > 8192)
 
 
 @pytest.mark.parametrize("case", range(6))
@@ -1200,9 +1222,8 @@ def test_prune_rank_sort_bounded_runs(case, monkeypatch):
         chunk = 5 if case == 4 else 3
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     for sort, code in PRUNE_SORTS:
-        monkeypatch.setenv("CUWFST_PRUNE_SORT", sort)
-        monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
+        name = _set_prune_sort(monkeypatch, sort, code)
         got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
         compare(cpu, got, f"bounded rank sort {sort} code {code}, case {case}")
-        _check_rank_paths(sort, st, max(h.max_frontier for h in cpu) > 8192)
+        _check_rank_paths(name, st, max(h.max_frontier for h in cpu) > 8192)
         assert st["lattice_runs"] > 1 or int(lens.max()) + 1 <= chunk

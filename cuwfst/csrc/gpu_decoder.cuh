@@ -406,7 +406,8 @@ class GpuDecoder {
   // (CUWFST_PAYLOAD=token where it fits).
   // [64] the GPU lattice pruning's times ranked by counting (PrCountRankKernel,
   // CUWFST_PRUNE_SORT=count), all decodes.
-  static constexpr int kMemStats = 65;
+  // [65] the times it ranked in its per-lane kernel (PrLaneForwardKernel, CUWFST_PRUNE_SORT=lanes).
+  static constexpr int kMemStats = 66;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -674,6 +675,7 @@ class GpuDecoder {
                                        // (of the arcs walked: the lattice trim's are not counted)
   int64_t prune_block_times_ = 0;      // MemStats [55]: times the pruning ranked by a block sort (PrBlockRankKernel)
   int64_t prune_count_times_ = 0;      // MemStats [64]: times it ranked by counting (PrCountRankKernel)
+  int64_t prune_lane_times_ = 0;       // MemStats [65]: times it ranked in the per-lane kernel (PrLaneForwardKernel)
   int64_t prune_sort_times_ = 0;       // MemStats [56]: times it ranked by a radix or segmented sort
   DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
   PinnedBuffer h_lat_;                  // the last lattice decode's records (LatRecord)
@@ -684,7 +686,7 @@ class GpuDecoder {
   // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
   // their high water; the per-step arrays of the last mode-2 decode on the host.
   DeviceBuffer lat_ext_;
-  DeviceBuffer pr_buf_[72];  // [0, 24): PruneLattice's; [24, 64): the incremental pruning's; [64, 72): NumberOnDevice's
+  DeviceBuffer pr_buf_[72];  // [0, 24): PruneLattice's; [24, 62): the incremental pruning's; 62: PruneLattice's lane scratch; [64, 72): NumberOnDevice's
   // Bounded lattice memory (LatticeOutputs::chunk > 0, gpu_lattice_prune.cu): the
   // incremental pruning's host state (defined there; shared_ptr for the incomplete type).
   std::shared_ptr<IncPrune> inc_;

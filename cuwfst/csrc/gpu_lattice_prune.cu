@@ -176,24 +176,31 @@ __device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code
   return (redirect << (code_bits - 1)) | place;
 }
 
+// One record of time t into the forward (PrForwardKernel's and PrLaneForwardKernel's).
+__device__ __forceinline__ void PrForwardRecord(const DeviceGraph& g, int64_t i, const int32_t* p_src,
+                                                const int32_t* p_dst, const int32_t* p_code, const float* p_score,
+                                                const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
+                                                const int32_t* rank, int32_t* state, int32_t code_bits) {
+  const uint8_t f = p_flags[i];
+  if (f & kPrInvalid) return;
+  const int32_t s = p_src[i], d = p_dst[i], code = p_code[i];
+  const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
+  atomicMax(&fwd[d], FloatToOrderedInt(v));
+  if (f & kPrAdmitted) {
+    atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
+                           PrKeyCode(g, code, state[s], code_bits));
+    state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : ArcDest(g, code);
+  }
+}
+
 // code_bits: PrKeyCode's (the keys rank << code_bits | code).
 __global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const int32_t* p_src,
                                 const int32_t* p_dst, const int32_t* p_code, const float* p_score,
                                 const uint8_t* p_flags, int32_t* fwd, unsigned long long* key, const int32_t* rank,
                                 int32_t* state, int32_t code_bits) {
   for (int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < end;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const uint8_t f = p_flags[i];
-    if (f & kPrInvalid) continue;
-    const int32_t s = p_src[i], d = p_dst[i], code = p_code[i];
-    const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
-    atomicMax(&fwd[d], FloatToOrderedInt(v));
-    if (f & kPrAdmitted) {
-      atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
-                             PrKeyCode(g, code, state[s], code_bits));
-      state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : ArcDest(g, code);
-    }
-  }
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    PrForwardRecord(g, i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state, code_bits);
 }
 
 // A time's keys for one device-wide radix sort (PruneLattice, CUWFST_PRUNE_SORT=radix): the
@@ -387,6 +394,160 @@ void LaunchCountRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg
                      const unsigned long long* key, int32_t* rank, int32_t shift, int32_t code_bits) {
   PrCountRankKernel<R::kThreadsOf, R::kItemsOf><<<B, R::kThreadsOf, R::kSmem, s>>>(base, seg, prev_seg, key, rank,
                                                                                    shift, code_bits);
+}
+
+// ---- The forward, the ranks and the windows per lane (CUWFST_PRUNE_SORT=lanes): one CTA a
+// lane walks every time of a batch (or a bounded pass) in one launch, with __syncthreads between
+// the phases, where the grid-wide path launches a forward and a rank a time and a backward a
+// window's time. Lanes never share a token or a record, so a lane's times need no other lane's:
+// the per-lane order of the work is the grid-wide path's, and every value is the same (the
+// forward's max and min are order-free; the ranks are PrCountRankKernel's order, which is the
+// block sort's; the windows run in their order per lane). Arrays written by atomics or stores in
+// one phase are read by the CTA's threads after the barrier (no read-only cache path: nothing
+// here is __restrict__).
+constexpr int kPrLaneThreads = 1024;
+using PrLaneScan = cub::BlockScan<int32_t, kPrLaneThreads>;
+constexpr size_t kPrLaneScanBytes = (sizeof(PrLaneScan::TempStorage) + 15) / 16 * 16;
+// shared memory of the lane rank for lane-times and sources up to `cap` tokens: the scan's storage,
+// cnt [cap + 1] and grp [cap]
+constexpr size_t PrLaneSmem(int32_t cap) { return kPrLaneScanBytes + sizeof(int32_t) * (2 * static_cast<size_t>(cap) + 1); }
+static_assert(PrLaneSmem(4096) <= 48 * 1024, "the smaller size needs no attribute");
+
+// The ranks of one lane-time's n tokens (keys kb, ranks out to rb) whose sources are the time
+// before's P tokens, by PrCountRankKernel's counting with the whole CTA and any n and P: cnt
+// [P + 1] and grp [n] in shared memory or, past its size, in global scratch. Every thread calls
+// it; it ends with a barrier.
+__device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n, int32_t P, unsigned long long mask,
+                           int32_t code_bits, int32_t* cnt, int32_t* grp, PrLaneScan::TempStorage& scan) {
+  const int32_t tid = static_cast<int32_t>(threadIdx.x);
+  for (int32_t j = tid; j <= P; j += kPrLaneThreads) cnt[j] = 0;
+  __syncthreads();
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
+  __syncthreads();
+  {  // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
+    const int32_t len = P + 1, chunk = (len + kPrLaneThreads - 1) / kPrLaneThreads;
+    const int32_t c0 = min(len, tid * chunk), c1 = min(len, c0 + chunk);
+    int32_t sum = 0;
+    for (int32_t c = c0; c < c1; ++c) sum += cnt[c];
+    int32_t pre = 0;
+    PrLaneScan(scan).ExclusiveSum(sum, pre);
+    for (int32_t c = c0; c < c1; ++c) {
+      const int32_t v = cnt[c];
+      cnt[c] = pre;
+      pre += v;
+    }
+  }
+  __syncthreads();
+  for (int32_t i = tid; i < n; i += kPrLaneThreads)
+    grp[atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1)] = i;  // cnt[p] ends p's group after this
+  __syncthreads();
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+    const unsigned long long k = kb[i];
+    const int32_t p = PrCountGroup(k, mask, code_bits, P);
+    if (p == P) continue;
+    const int32_t lo = p > 0 ? cnt[p - 1] : 0, hi = cnt[p];
+    int32_t before = 0;
+    for (int32_t q = lo; q < hi; ++q) {
+      const int32_t o = grp[q];
+      const unsigned long long ko = kb[o];
+      before += (ko < k || (ko == k && o < i)) ? 1 : 0;
+    }
+    rb[i] = lo + before;
+  }
+  const int32_t others = P > 0 ? cnt[P - 1] : 0;  // where the others start (block-uniform)
+  if (cnt[P] != others) {
+    // the others by index, a tile of the CTA's threads at a time
+    int32_t done = 0;
+    for (int32_t t0 = 0; t0 < n; t0 += kPrLaneThreads) {
+      const int32_t i = t0 + tid;
+      const bool other = i < n && PrCountGroup(kb[i], mask, code_bits, P) == P;
+      int32_t pre = 0, total = 0;
+      __syncthreads();  // (the scan's storage is used again)
+      PrLaneScan(scan).ExclusiveSum(other ? 1 : 0, pre, total);
+      if (other) rb[i] = others + done + pre;
+      done += total;
+    }
+  }
+  __syncthreads();
+}
+
+// Steps [ta, tb) of every lane, one CTA a lane (blockIdx.x): each step's forward over the lane's
+// records (bucket (t - R) * B + b of rec_off), then the ranks of time t + 1's tokens (bucket
+// (t + 1 - R) * B + b of tok_off), from the ranks of time t (an earlier step's, a carried pass's,
+// or the start's). Lane-times and their sources up to `cap` tokens rank in shared memory, larger
+// ones in g_cnt (tok_off[k] + k: bucket k's P + 1 entries) and g_grp (a token's index).
+__global__ void __launch_bounds__(kPrLaneThreads)
+PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb, const int64_t* tok_off,
+                    const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code,
+                    const float* p_score, const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
+                    int32_t* rank, int32_t* state, int32_t code_bits, int32_t shift, int32_t cap, int32_t* g_cnt,
+                    int32_t* g_grp) {
+  extern __shared__ __align__(16) unsigned char pr_lane_smem[];
+  auto& scan = *reinterpret_cast<PrLaneScan::TempStorage*>(pr_lane_smem);
+  int32_t* s_cnt = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes);  // [cap + 1]
+  int32_t* s_grp = s_cnt + cap + 1;                                              // [cap]
+  const int32_t b = blockIdx.x;
+  const unsigned long long mask = (1ull << shift) - 1ull;
+  for (int32_t t = ta; t < tb; ++t) {
+    const int64_t kr = static_cast<int64_t>(t - R) * B + b;
+    const int64_t r1 = rec_off[kr + 1];
+    for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads)
+      PrForwardRecord(g, i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state, code_bits);
+    __syncthreads();
+    const int64_t k1 = kr + B, k0 = kr;  // token buckets of times t + 1 and t
+    const int64_t base1 = tok_off[k1];
+    const int32_t n = static_cast<int32_t>(tok_off[k1 + 1] - base1);
+    const int32_t P = static_cast<int32_t>(tok_off[k0 + 1] - tok_off[k0]);
+    if (n == 0) continue;
+    const bool small = n <= cap && P <= cap;
+    int32_t* cnt = small ? s_cnt : g_cnt + tok_off[k0] + k0;
+    int32_t* grp = small ? s_grp : g_grp + base1;
+    PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, cnt, grp, scan);
+  }
+}
+
+// Every window of every lane in order, one CTA a lane: window k (begin win_begin[k], end
+// win_end[k * B + b], -1 where lane b has none; both relative to the token buckets' time 0) as
+// PrWindowInit, PrBackwardKernel time by time and PrWindowEnd do it for all lanes at once.
+__global__ void __launch_bounds__(kPrLaneThreads)
+PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_t* win_end, const int64_t* tok_off,
+                    const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const float* p_score,
+                    uint8_t* p_flags, const int32_t* fwd, uint8_t* alive, int32_t* bwd, float neg_beam) {
+  const int32_t b = blockIdx.x;
+  for (int32_t k = 0; k < K; ++k) {
+    const int32_t E = win_end[static_cast<int64_t>(k) * B + b], begin = win_begin[k];
+    if (E < 0) continue;
+    for (int32_t tau = begin; tau <= E; ++tau) {
+      const int64_t kt = static_cast<int64_t>(tau) * B + b;
+      const int64_t t1 = tok_off[kt + 1];
+      for (int64_t i = tok_off[kt] + threadIdx.x; i < t1; i += kPrLaneThreads)
+        bwd[i] = FloatToOrderedInt(tau == E && alive[i] ? -OrderedIntToFloat(fwd[i]) : -INFINITY);
+    }
+    __syncthreads();
+    for (int32_t t = E - 1; t >= begin; --t) {
+      const int64_t kr = static_cast<int64_t>(t) * B + b;
+      const int64_t r1 = rec_off[kr + 1];
+      for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads) {
+        const uint8_t f = p_flags[i];
+        if (f & (kPrInvalid | kPrDropped)) continue;
+        const int32_t s = p_src[i];
+        if (!alive[s]) continue;
+        const float arc_bwd = p_score[i] + OrderedIntToFloat(bwd[p_dst[i]]);  // k2: arc_loglike + backward[dest]
+        if (arc_bwd + OrderedIntToFloat(fwd[s]) >= neg_beam)
+          atomicMax(&bwd[s], FloatToOrderedInt(arc_bwd));
+        else
+          p_flags[i] = f | kPrDropped;
+      }
+      __syncthreads();
+    }
+    for (int32_t tau = begin + 1; tau < E; ++tau) {
+      const int64_t kt = static_cast<int64_t>(tau) * B + b;
+      const int64_t t1 = tok_off[kt + 1];
+      for (int64_t i = tok_off[kt] + threadIdx.x; i < t1; i += kPrLaneThreads)
+        if (OrderedIntToFloat(bwd[i]) == -INFINITY) alive[i] = 0;
+    }
+    __syncthreads();
+  }
 }
 
 // rank[token] = its position within its lane's segment of the sorted keys.
@@ -626,6 +787,8 @@ struct PrRankSort {
   bool block8k = true;  // its 8K size (the dynamic shared memory it needs was granted)
   bool count = false;   // PrCountRankKernel first (CUWFST_PRUNE_SORT=count), where the lanes and their sources fit
   bool count8k = false; // its 8K size
+  bool lanes = false;   // PrLaneForwardKernel and PrLaneWindowsKernel (CUWFST_PRUNE_SORT=lanes): Run is not used
+  int32_t lane_cap = 0; // their shared-memory rank's size (lane-times and sources up to it)
   int32_t key_bits = 33, lane_bits = 0;
   unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
   int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
@@ -645,6 +808,24 @@ struct PrRankSort {
     block = !(env && (std::strcmp(env, "radix") == 0 || std::strcmp(env, "segmented") == 0)) &&
             key_bits + 1 + PrBlockRank8K::kIdxBitsOf <= 64;  // the largest size's index bits
     count = env && std::strcmp(env, "count") == 0 && key_bits < 64;
+    lanes = env && std::strcmp(env, "lanes") == 0 && key_bits < 64;
+    if (lanes) {
+      // 12,288 entries (97 KiB) where the device grants more than the 48 KiB default, else 4,096
+      lane_cap = 12288;
+      const cudaError_t e = cudaFuncSetAttribute(PrLaneForwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(PrLaneSmem(lane_cap)));
+      if (e != cudaSuccess) {
+        (void)cudaGetLastError();
+        lane_cap = 4096;
+      }
+      // CUWFST_PRUNE_LANE_CAP=N (tests): a smaller shared-memory size, so lane-times past N rank in
+      // the global scratch
+      if (const char* cap = std::getenv("CUWFST_PRUNE_LANE_CAP")) {
+        const long v = std::strtol(cap, nullptr, 10);
+        if (v >= 1 && v < lane_cap) lane_cap = static_cast<int32_t>(v);
+      }
+      return;  // (no sort of any kind runs)
+    }
     if (count) {
       const cudaError_t e = cudaFuncSetAttribute(
           PrCountRankKernel<PrCountRank8K::kThreadsOf, PrCountRank8K::kItemsOf>,
@@ -730,6 +911,35 @@ struct PrRankSort {
   }
 };
 
+// The per-lane forward and ranks of steps [ta, tb) (PrLaneForwardKernel; CUWFST_PRUNE_SORT=lanes)
+// over a layout of token buckets tok_off (host copy; bucket (tau - R) * B + b) and records:
+// one launch, one CTA a lane. Lane-times or sources past the shared-memory size rank in global
+// scratch: g_cnt from buffer(scratch_k, ...), and grp in g_grp (a [M] array free until the
+// windows: bwd). Returns the times ranked (those with tokens), for MemStats.
+template <class Buffer>
+int64_t LaneForward(cudaStream_t s, const DeviceGraph& g, int32_t B, int32_t R, int32_t ta, int32_t tb,
+                    const std::vector<int64_t>& tok_off, const int64_t* d_tok_off, const int64_t* d_rec_off,
+                    const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code, const float* p_score,
+                    const uint8_t* p_flags, int32_t* fwd, unsigned long long* key, int32_t* rank, int32_t* state,
+                    int32_t* g_grp, const PrRankSort& sorter, int scratch_k, Buffer&& buffer) {
+  if (tb <= ta) return 0;
+  const int64_t nb = static_cast<int64_t>(tok_off.size()) - 1;  // buckets
+  int64_t most = 0, times = 0;
+  for (int64_t k = static_cast<int64_t>(ta - R) * B; k < nb; ++k) most = std::max(most, tok_off[k + 1] - tok_off[k]);
+  for (int32_t t = ta; t < tb; ++t) {
+    const int64_t k1 = static_cast<int64_t>(t + 1 - R) * B;
+    times += tok_off[k1 + B] > tok_off[k1] ? 1 : 0;
+  }
+  int32_t* g_cnt = nullptr;
+  if (most > sorter.lane_cap) g_cnt = static_cast<int32_t*>(buffer(scratch_k, (tok_off[nb] + nb) * 4));
+  else g_grp = nullptr;
+  PrLaneForwardKernel<<<B, kPrLaneThreads, PrLaneSmem(sorter.lane_cap), s>>>(
+      g, B, R, ta, tb, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state,
+      sorter.code_bits, sorter.key_bits, sorter.lane_cap, g_cnt, g_grp);
+  CUWFST_CUDA(cudaGetLastError());
+  return times;
+}
+
 // A PrRankSort planned for `rank_most` and given its buffers for up to max_m tokens a time from
 // buffer(k, bytes) (GpuDecoder::PruneBuffer) at k = {keys, values in, values out, radix keys,
 // temporary}; key and seg as Run's (the size queries read no data).
@@ -737,6 +947,7 @@ template <class Buffer>
 PrRankSort MakeRankSort(int64_t rank_most, int64_t max_m, int32_t B, int32_t code_bits, const int (&k)[5],
                         Buffer&& buffer, const unsigned long long* key, const int32_t* seg, cudaStream_t s) {
   PrRankSort r(rank_most, B, code_bits);
+  if (r.lanes) return r;  // the per-lane kernels sort nothing
   r.s_keys = static_cast<unsigned long long*>(buffer(k[0], max_m * 8));
   r.s_vals_in = static_cast<int32_t*>(buffer(k[1], max_m * 4));
   r.s_vals_out = static_cast<int32_t*>(buffer(k[2], max_m * 4));
@@ -1042,14 +1253,15 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   auto* rank = static_cast<int32_t*>(PruneBuffer(12, M * 4));
   auto* alive = static_cast<uint8_t*>(PruneBuffer(13, M));
   auto* state = static_cast<int32_t*>(PruneBuffer(14, M * 4));
-  // small arrays: skip [B], last_tau [B], win_end [K * B], seg_rel, counters [2]
-  const size_t small_bytes = 64 + B + 4 * B + 4 * win_end.size() + 4 * seg_rel.size() + 64;
+  // small arrays: skip [B], last_tau [B], win_end [K * B], seg_rel, win_begin [K], counters [2]
+  const size_t small_bytes = 64 + B + 4 * B + 4 * win_end.size() + 4 * seg_rel.size() + 4 * win_begin.size() + 64;
   char* small = static_cast<char*>(PruneBuffer(15, small_bytes));
   auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
   auto* d_last_tau = reinterpret_cast<int32_t*>(small + 64);
   auto* d_win_end = d_last_tau + B;
   auto* d_seg_rel = d_win_end + win_end.size();
-  auto* d_skip = reinterpret_cast<uint8_t*>(d_seg_rel + seg_rel.size());
+  auto* d_win_begin = d_seg_rel + seg_rel.size();
+  auto* d_skip = reinterpret_cast<uint8_t*>(d_win_begin + win_begin.size());
   // the rank sort of each time (PrRankSort; the ranks are below the largest time's tokens)
   auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
   const PrRankSort sorter = MakeRankSort(max_m, max_m, B, PrCodeBits(*graph_), {16, 17, 18, 22, 19}, buffer, key,
@@ -1064,6 +1276,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   if (!win_end.empty())
     CUWFST_CUDA(cudaMemcpyAsync(d_win_end, win_end.data(), 4 * win_end.size(), cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_seg_rel, seg_rel.data(), 4 * seg_rel.size(), cudaMemcpyHostToDevice, s));
+  if (!win_begin.empty())
+    CUWFST_CUDA(cudaMemcpyAsync(d_win_begin, win_begin.data(), 4 * win_begin.size(), cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_skip, skip_in, B, cudaMemcpyHostToDevice, s));
   // the host arrays above must outlive the copies
   CUWFST_CUDA(cudaStreamSynchronize(s));
@@ -1085,8 +1299,12 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
   CUWFST_CUDA(cudaGetLastError());
   mark(&m1);
-  // forward, time by time, and the CPU's token order of each new time
-  for (int32_t t = 0; t < Tmax; ++t) {
+  // forward, time by time, and the CPU's token order of each new time: one CTA a lane over
+  // every time (CUWFST_PRUNE_SORT=lanes), or a forward and a rank launch a time
+  if (sorter.lanes)
+    prune_lane_times_ += LaneForward(s, g, B, 0, 0, Tmax, tok_off, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score,
+                                     p_flags, fwd, key, rank, state, bwd, sorter, 62, buffer);
+  for (int32_t t = 0; t < Tmax && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, p_src, p_dst, p_code, p_score, p_flags,
@@ -1110,7 +1328,10 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   mark(&m2);
   // k2's windows, in order, every lane's window k at once
   const float neg_beam = -output_beam;
-  for (int32_t k = 0; k < K; ++k) {
+  if (sorter.lanes && K > 0)
+    PrLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, K, d_win_begin, d_win_end, d_tok_off, d_rec_off, p_src, p_dst,
+                                                     p_score, p_flags, fwd, alive, bwd, neg_beam);
+  for (int32_t k = 0; k < K && !sorter.lanes; ++k) {
     const int32_t begin = win_begin[k];
     const int32_t* we = d_win_end + static_cast<int64_t>(k) * B;
     int32_t emax = -1, most_tok = 1;
@@ -1498,10 +1719,10 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   auto* key = static_cast<unsigned long long*>(PruneBuffer(49, M * 8));
   auto* rec_cur = static_cast<int32_t*>(PruneBuffer(50, static_cast<size_t>(t1 - t0) * B * 4));
   // small: counter [8 x u64], lo, hi_rec, hi_tok, last_tau [B each], seg_rel [(t1 - t0) x (B + 1)],
-  // win_end [windows x B] (at most (t1 - R) / 20 + 2 windows)
+  // win_end [windows x B] (at most (t1 - R) / 20 + 2 windows), win_begin [windows]
   const int64_t max_windows = (t1 - R) / 20 + 3;
   const size_t small_bytes = 64 + 4 * (4 * static_cast<size_t>(B) + static_cast<size_t>(t1 - t0) * (B + 1) +
-                                       static_cast<size_t>(max_windows) * B);
+                                       static_cast<size_t>(max_windows) * (B + 1));
   char* small = static_cast<char*>(PruneBuffer(51, small_bytes));
   auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
   auto* d_lo = reinterpret_cast<int32_t*>(small + 64);
@@ -1510,6 +1731,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   auto* d_last_tau = d_hi_tok + B;
   auto* d_seg_rel = d_last_tau + B;
   auto* d_win_end = d_seg_rel + static_cast<int64_t>(t1 - t0) * (B + 1);
+  auto* d_win_begin = d_win_end + max_windows * B;
 
   CUWFST_CUDA(cudaMemcpyAsync(d_tok1, tok_off.data(), tok_off.size() * 8, cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_rec1, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -1558,7 +1780,10 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
   const PrRankSort sorter = MakeRankSort(rank_most, max_m, B, PrCodeBits(*graph_), {52, 53, 54, 58, 55}, buffer, key,
                                          d_seg_rel, s);
-  for (int32_t t = t0; t < t1; ++t) {
+  if (sorter.lanes)
+    prune_lane_times_ += LaneForward(s, g, B, R, t0, t1, tok_off, d_tok1, d_rec1, src1, dst1, code1, score1, flags1, fwd1,
+                                     key, rank1, state1, bwd, sorter, 59, buffer);
+  for (int32_t t = t0; t < t1 && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
@@ -1616,7 +1841,13 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     throw std::logic_error("bounded lattice pruning: more windows than room (a bug)");
   if (!win_end.empty())
     CUWFST_CUDA(cudaMemcpyAsync(d_win_end, win_end.data(), 4 * win_end.size(), cudaMemcpyHostToDevice, s));
-  for (size_t k = 0; k < win_begin.size(); ++k) {
+  if (sorter.lanes && !win_begin.empty()) {
+    CUWFST_CUDA(cudaMemcpyAsync(d_win_begin, win_begin.data(), 4 * win_begin.size(), cudaMemcpyHostToDevice, s));
+    PrLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, static_cast<int32_t>(win_begin.size()), d_win_begin, d_win_end,
+                                                     d_tok1, d_rec1, src1, dst1, score1, flags1, fwd1, alive1, bwd,
+                                                     P.neg_beam);
+  }
+  for (size_t k = 0; k < win_begin.size() && !sorter.lanes; ++k) {
     const int32_t begin = win_begin[k];
     const int32_t* we = d_win_end + static_cast<int64_t>(k) * B;
     int32_t emax = -1, most_tok = 1;
