@@ -2,7 +2,7 @@
 # GPU machine, one call (~9 minutes on a fresh machine), issue 10: the pruning per lane
 # (CUWFST_PRUNE_SORT=lanes: PrLaneForwardKernel, PrLaneWindowsKernel) and the ranks by counting
 # (CUWFST_PRUNE_SORT=count, PrCountRankKernel) against the block sort (the default).
-# Prediction: docs/speed-notes.md "The pruning per lane", written before.
+# Prediction: docs/speed-notes.md "The pruning per lane", written before; run 2026-12-03 at bf7d537 (result there).
 #   while the full tier (HLG) builds: the rank-sort and bucketing tests (block, radix, segmented,
 #   count, lanes, lanes:64 in every case: whole batches and bounded passes)
 #   then prune_split.py block / lanes / count / block (64 utterances, batches of 32), lattice_speed

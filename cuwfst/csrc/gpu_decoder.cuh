@@ -686,7 +686,7 @@ class GpuDecoder {
   // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
   // their high water; the per-step arrays of the last mode-2 decode on the host.
   DeviceBuffer lat_ext_;
-  DeviceBuffer pr_buf_[72];  // [0, 24): PruneLattice's; [24, 62): the incremental pruning's; 62: PruneLattice's lane scratch; [64, 72): NumberOnDevice's
+  DeviceBuffer pr_buf_[72];  // [0, 24): PruneLattice's; [24, 62): the incremental pruning's; 62, 63: PruneLattice's lane scratch and clocks; [64, 72): NumberOnDevice's
   // Bounded lattice memory (LatticeOutputs::chunk > 0, gpu_lattice_prune.cu): the
   // incremental pruning's host state (defined there; shared_ptr for the incomplete type).
   std::shared_ptr<IncPrune> inc_;

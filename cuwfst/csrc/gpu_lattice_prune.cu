@@ -409,18 +409,52 @@ constexpr int kPrLaneThreads = 1024;
 using PrLaneScan = cub::BlockScan<int32_t, kPrLaneThreads>;
 constexpr size_t kPrLaneScanBytes = (sizeof(PrLaneScan::TempStorage) + 15) / 16 * 16;
 // shared memory of the lane rank for lane-times and sources up to `cap` tokens: the scan's storage,
-// cnt [cap + 1] and grp [cap]
-constexpr size_t PrLaneSmem(int32_t cap) { return kPrLaneScanBytes + sizeof(int32_t) * (2 * static_cast<size_t>(cap) + 1); }
-static_assert(PrLaneSmem(4096) <= 48 * 1024, "the smaller size needs no attribute");
+// a flag word, cnt [cap + 1], and grp, gcode, bits [cap] each
+constexpr size_t PrLaneSmem(int32_t cap) {
+  return kPrLaneScanBytes + 16 + sizeof(int32_t) * (4 * static_cast<size_t>(cap) + 1);
+}
+static_assert(PrLaneSmem(2048) <= 48 * 1024, "the smaller size needs no attribute");
+// The lane kernels' phase clocks (CUWFST_PRUNE_SPLIT: SM cycles summed over the lanes, thread 0's
+// view between barriers): forward, count + scan, scatter, in-group ranks, others; windows' init,
+// backward, end.
+enum PrLaneClock { kClkForward, kClkCount, kClkScatter, kClkGroup, kClkOthers, kClkWinInit, kClkWinBack, kClkWinEnd,
+                   kPrLaneClocks };
+struct PrLaneClk {
+  unsigned long long* out;
+  long long last = 0, acc[kPrLaneClocks] = {};
+  __device__ explicit PrLaneClk(unsigned long long* o) : out(o) {
+    if (out && threadIdx.x == 0) last = clock64();
+  }
+  __device__ void Mark(int k) {  // after a barrier
+    if (!out || threadIdx.x != 0) return;
+    const long long now = clock64();
+    acc[k] += now - last;
+    last = now;
+  }
+  __device__ void Flush() {
+    if (!out || threadIdx.x != 0) return;
+    for (int k = 0; k < kPrLaneClocks; ++k)
+      if (acc[k]) atomicAdd(&out[k], static_cast<unsigned long long>(acc[k]));
+  }
+};
 
 // The ranks of one lane-time's n tokens (keys kb, ranks out to rb) whose sources are the time
 // before's P tokens, by PrCountRankKernel's counting with the whole CTA and any n and P: cnt
-// [P + 1] and grp [n] in shared memory or, past its size, in global scratch. Every thread calls
-// it; it ends with a barrier.
+// [P + 1], and grp, gcode (the key's low 32 bits: within a group only the code differs) and bits
+// [n] in shared memory or, past its size, in global scratch. In-group ranks: a group of at most
+// `big` members compares its members' codes (then indices); a larger one (code_bits <= 13 only)
+// sets one bit a member in a bitmap of 2^code_bits bits at its own places [start, start + words)
+// (words <= big < its size: groups never overlap) and counts the bits below its own. Two members
+// of one group with one code (impossible: one source's arc reaches one token) would share a bit:
+// a lane-time where that happens compares instead. Every thread calls it; it ends with a barrier.
 __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n, int32_t P, unsigned long long mask,
-                           int32_t code_bits, int32_t* cnt, int32_t* grp, PrLaneScan::TempStorage& scan) {
+                           int32_t code_bits, int32_t* cnt, int32_t* grp, uint32_t* gcode, uint32_t* bits,
+                           int32_t* flag, PrLaneScan::TempStorage& scan, PrLaneClk& clk) {
   const int32_t tid = static_cast<int32_t>(threadIdx.x);
+  const int32_t words = code_bits <= 13 ? max(1, (1 << code_bits) >> 5) : 0;
+  const int32_t big = words > 0 ? max(words, 16) : INT32_MAX;
   for (int32_t j = tid; j <= P; j += kPrLaneThreads) cnt[j] = 0;
+  if (tid == 0) *flag = 0;
   __syncthreads();
   for (int32_t i = tid; i < n; i += kPrLaneThreads) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
   __syncthreads();
@@ -438,22 +472,50 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     }
   }
   __syncthreads();
-  for (int32_t i = tid; i < n; i += kPrLaneThreads)
-    grp[atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1)] = i;  // cnt[p] ends p's group after this
+  clk.Mark(kClkCount);
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+    const unsigned long long k = kb[i];
+    const int32_t q = atomicAdd(&cnt[PrCountGroup(k, mask, code_bits, P)], 1);  // cnt[p] ends p's group after this
+    grp[q] = i;
+    gcode[q] = static_cast<uint32_t>(k);
+    bits[q] = 0u;
+  }
   __syncthreads();
+  clk.Mark(kClkScatter);
+  if (words > 0) {
+    for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+      const unsigned long long k = kb[i];
+      const int32_t p = PrCountGroup(k, mask, code_bits, P);
+      if (p == P) continue;
+      const int32_t lo = p > 0 ? cnt[p - 1] : 0;
+      if (cnt[p] - lo <= big) continue;
+      const uint32_t c = static_cast<uint32_t>(k) & ((1u << code_bits) - 1u), m = 1u << (c & 31u);
+      if (atomicOr(&bits[lo + static_cast<int32_t>(c >> 5)], m) & m) *flag = 1;
+    }
+    __syncthreads();
+  }
+  const bool bitmaps = words > 0 && *flag == 0;  // (block-uniform)
   for (int32_t i = tid; i < n; i += kPrLaneThreads) {
     const unsigned long long k = kb[i];
     const int32_t p = PrCountGroup(k, mask, code_bits, P);
     if (p == P) continue;
     const int32_t lo = p > 0 ? cnt[p - 1] : 0, hi = cnt[p];
     int32_t before = 0;
-    for (int32_t q = lo; q < hi; ++q) {
-      const int32_t o = grp[q];
-      const unsigned long long ko = kb[o];
-      before += (ko < k || (ko == k && o < i)) ? 1 : 0;
+    if (bitmaps && hi - lo > big) {
+      const uint32_t c = static_cast<uint32_t>(k) & ((1u << code_bits) - 1u);
+      const int32_t w = static_cast<int32_t>(c >> 5);
+      for (int32_t j = 0; j < w; ++j) before += __popc(bits[lo + j]);
+      before += __popc(bits[lo + w] & ((1u << (c & 31u)) - 1u));
+    } else {
+      const uint32_t c = static_cast<uint32_t>(k);
+      for (int32_t q = lo; q < hi; ++q) {
+        const uint32_t co = gcode[q];
+        before += (co < c || (co == c && grp[q] < i)) ? 1 : 0;
+      }
     }
     rb[i] = lo + before;
   }
+  clk.Mark(kClkGroup);
   const int32_t others = P > 0 ? cnt[P - 1] : 0;  // where the others start (block-uniform)
   if (cnt[P] != others) {
     // the others by index, a tile of the CTA's threads at a time
@@ -469,23 +531,29 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     }
   }
   __syncthreads();
+  clk.Mark(kClkOthers);
 }
 
 // Steps [ta, tb) of every lane, one CTA a lane (blockIdx.x): each step's forward over the lane's
 // records (bucket (t - R) * B + b of rec_off), then the ranks of time t + 1's tokens (bucket
 // (t + 1 - R) * B + b of tok_off), from the ranks of time t (an earlier step's, a carried pass's,
 // or the start's). Lane-times and their sources up to `cap` tokens rank in shared memory, larger
-// ones in g_cnt (tok_off[k] + k: bucket k's P + 1 entries) and g_grp (a token's index).
+// ones in global scratch: g_cnt (at tok_off[k] + k: bucket k's P + 1 entries), and g_grp, g_code,
+// g_bits (at a token's index). clk: PrLaneClk's sums, or nullptr.
 __global__ void __launch_bounds__(kPrLaneThreads)
 PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb, const int64_t* tok_off,
                     const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code,
                     const float* p_score, const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
                     int32_t* rank, int32_t* state, int32_t code_bits, int32_t shift, int32_t cap, int32_t* g_cnt,
-                    int32_t* g_grp) {
+                    int32_t* g_grp, uint32_t* g_code, uint32_t* g_bits, unsigned long long* clk_out) {
   extern __shared__ __align__(16) unsigned char pr_lane_smem[];
   auto& scan = *reinterpret_cast<PrLaneScan::TempStorage*>(pr_lane_smem);
-  int32_t* s_cnt = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes);  // [cap + 1]
-  int32_t* s_grp = s_cnt + cap + 1;                                              // [cap]
+  int32_t* flag = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes);
+  int32_t* s_cnt = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes + 16);  // [cap + 1]
+  int32_t* s_grp = s_cnt + cap + 1;                                                   // [cap]
+  uint32_t* s_code = reinterpret_cast<uint32_t*>(s_grp + cap);                        // [cap]
+  uint32_t* s_bits = s_code + cap;                                                    // [cap]
+  PrLaneClk clk(clk_out);
   const int32_t b = blockIdx.x;
   const unsigned long long mask = (1ull << shift) - 1ull;
   for (int32_t t = ta; t < tb; ++t) {
@@ -494,16 +562,19 @@ PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb,
     for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads)
       PrForwardRecord(g, i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state, code_bits);
     __syncthreads();
+    clk.Mark(kClkForward);
     const int64_t k1 = kr + B, k0 = kr;  // token buckets of times t + 1 and t
     const int64_t base1 = tok_off[k1];
     const int32_t n = static_cast<int32_t>(tok_off[k1 + 1] - base1);
     const int32_t P = static_cast<int32_t>(tok_off[k0 + 1] - tok_off[k0]);
     if (n == 0) continue;
-    const bool small = n <= cap && P <= cap;
-    int32_t* cnt = small ? s_cnt : g_cnt + tok_off[k0] + k0;
-    int32_t* grp = small ? s_grp : g_grp + base1;
-    PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, cnt, grp, scan);
+    if (n <= cap && P <= cap)
+      PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, s_cnt, s_grp, s_code, s_bits, flag, scan, clk);
+    else
+      PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, g_cnt + tok_off[k0] + k0, g_grp + base1,
+                 g_code + base1, g_bits + base1, flag, scan, clk);
   }
+  clk.Flush();
 }
 
 // Every window of every lane in order, one CTA a lane: window k (begin win_begin[k], end
@@ -512,8 +583,10 @@ PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb,
 __global__ void __launch_bounds__(kPrLaneThreads)
 PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_t* win_end, const int64_t* tok_off,
                     const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const float* p_score,
-                    uint8_t* p_flags, const int32_t* fwd, uint8_t* alive, int32_t* bwd, float neg_beam) {
+                    uint8_t* p_flags, const int32_t* fwd, uint8_t* alive, int32_t* bwd, float neg_beam,
+                    unsigned long long* clk_out) {
   const int32_t b = blockIdx.x;
+  PrLaneClk clk(clk_out);
   for (int32_t k = 0; k < K; ++k) {
     const int32_t E = win_end[static_cast<int64_t>(k) * B + b], begin = win_begin[k];
     if (E < 0) continue;
@@ -524,6 +597,7 @@ PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_
         bwd[i] = FloatToOrderedInt(tau == E && alive[i] ? -OrderedIntToFloat(fwd[i]) : -INFINITY);
     }
     __syncthreads();
+    clk.Mark(kClkWinInit);
     for (int32_t t = E - 1; t >= begin; --t) {
       const int64_t kr = static_cast<int64_t>(t) * B + b;
       const int64_t r1 = rec_off[kr + 1];
@@ -540,6 +614,7 @@ PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_
       }
       __syncthreads();
     }
+    clk.Mark(kClkWinBack);
     for (int32_t tau = begin + 1; tau < E; ++tau) {
       const int64_t kt = static_cast<int64_t>(tau) * B + b;
       const int64_t t1 = tok_off[kt + 1];
@@ -547,7 +622,9 @@ PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_
         if (OrderedIntToFloat(bwd[i]) == -INFINITY) alive[i] = 0;
     }
     __syncthreads();
+    clk.Mark(kClkWinEnd);
   }
+  clk.Flush();
 }
 
 // rank[token] = its position within its lane's segment of the sorted keys.
@@ -810,13 +887,13 @@ struct PrRankSort {
     count = env && std::strcmp(env, "count") == 0 && key_bits < 64;
     lanes = env && std::strcmp(env, "lanes") == 0 && key_bits < 64;
     if (lanes) {
-      // 12,288 entries (97 KiB) where the device grants more than the 48 KiB default, else 4,096
+      // 12,288 entries (193 KiB) where the device grants more than the 48 KiB default, else 2,048
       lane_cap = 12288;
       const cudaError_t e = cudaFuncSetAttribute(PrLaneForwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                  static_cast<int>(PrLaneSmem(lane_cap)));
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
-        lane_cap = 4096;
+        lane_cap = 2048;
       }
       // CUWFST_PRUNE_LANE_CAP=N (tests): a smaller shared-memory size, so lane-times past N rank in
       // the global scratch
@@ -921,7 +998,8 @@ int64_t LaneForward(cudaStream_t s, const DeviceGraph& g, int32_t B, int32_t R, 
                     const std::vector<int64_t>& tok_off, const int64_t* d_tok_off, const int64_t* d_rec_off,
                     const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code, const float* p_score,
                     const uint8_t* p_flags, int32_t* fwd, unsigned long long* key, int32_t* rank, int32_t* state,
-                    int32_t* g_grp, const PrRankSort& sorter, int scratch_k, Buffer&& buffer) {
+                    int32_t* g_grp, const PrRankSort& sorter, int scratch_k, Buffer&& buffer,
+                    unsigned long long* clk = nullptr) {
   if (tb <= ta) return 0;
   const int64_t nb = static_cast<int64_t>(tok_off.size()) - 1;  // buckets
   int64_t most = 0, times = 0;
@@ -931,11 +1009,18 @@ int64_t LaneForward(cudaStream_t s, const DeviceGraph& g, int32_t B, int32_t R, 
     times += tok_off[k1 + B] > tok_off[k1] ? 1 : 0;
   }
   int32_t* g_cnt = nullptr;
-  if (most > sorter.lane_cap) g_cnt = static_cast<int32_t*>(buffer(scratch_k, (tok_off[nb] + nb) * 4));
-  else g_grp = nullptr;
+  uint32_t *g_code = nullptr, *g_bits = nullptr;
+  if (most > sorter.lane_cap) {  // [M + nb] counts, [M] codes, [M] bitmaps
+    const int64_t M = tok_off[nb];
+    g_cnt = static_cast<int32_t*>(buffer(scratch_k, (M + nb + 2 * M) * 4));
+    g_code = reinterpret_cast<uint32_t*>(g_cnt + M + nb);
+    g_bits = g_code + M;
+  } else {
+    g_grp = nullptr;
+  }
   PrLaneForwardKernel<<<B, kPrLaneThreads, PrLaneSmem(sorter.lane_cap), s>>>(
       g, B, R, ta, tb, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state,
-      sorter.code_bits, sorter.key_bits, sorter.lane_cap, g_cnt, g_grp);
+      sorter.code_bits, sorter.key_bits, sorter.lane_cap, g_cnt, g_grp, g_code, g_bits, clk);
   CUWFST_CUDA(cudaGetLastError());
   return times;
 }
@@ -1301,9 +1386,15 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   mark(&m1);
   // forward, time by time, and the CPU's token order of each new time: one CTA a lane over
   // every time (CUWFST_PRUNE_SORT=lanes), or a forward and a rank launch a time
+  // the lane kernels' phase clocks under CUWFST_PRUNE_SPLIT
+  unsigned long long* lane_clk = nullptr;
+  if (sorter.lanes && split) {
+    lane_clk = static_cast<unsigned long long*>(PruneBuffer(63, 8 * kPrLaneClocks));
+    CUWFST_CUDA(cudaMemsetAsync(lane_clk, 0, 8 * kPrLaneClocks, s));
+  }
   if (sorter.lanes)
     prune_lane_times_ += LaneForward(s, g, B, 0, 0, Tmax, tok_off, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score,
-                                     p_flags, fwd, key, rank, state, bwd, sorter, 62, buffer);
+                                     p_flags, fwd, key, rank, state, bwd, sorter, 62, buffer, lane_clk);
   for (int32_t t = 0; t < Tmax && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
@@ -1330,7 +1421,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   const float neg_beam = -output_beam;
   if (sorter.lanes && K > 0)
     PrLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, K, d_win_begin, d_win_end, d_tok_off, d_rec_off, p_src, p_dst,
-                                                     p_score, p_flags, fwd, alive, bwd, neg_beam);
+                                                     p_score, p_flags, fwd, alive, bwd, neg_beam, lane_clk);
   for (int32_t k = 0; k < K && !sorter.lanes; ++k) {
     const int32_t begin = win_begin[k];
     const int32_t* we = d_win_end + static_cast<int64_t>(k) * B;
@@ -1371,6 +1462,18 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
                  "count %.2f; records %lld, tokens %lld, B %d\n",
                  Ms(c0, m0), Ms(m0, m1), Ms(m1, m2), Tmax, Ms(m2, m3), K, Ms(m3, c1), static_cast<long long>(N),
                  static_cast<long long>(M), B);
+  if (split && lane_clk) {  // cycles summed over the lanes -> ms a lane on average
+    unsigned long long clk[kPrLaneClocks];
+    CUWFST_CUDA(cudaMemcpy(clk, lane_clk, sizeof(clk), cudaMemcpyDeviceToHost));
+    int khz = 1;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, graph_->device));
+    auto ms = [&](int k) { return static_cast<double>(clk[k]) / B / std::max(khz, 1); };
+    std::fprintf(stderr,
+                 "prune lane ms a lane (SM clocks at %d MHz): forward %.2f, count+scan %.2f, scatter %.2f, in-group "
+                 "%.2f, others %.2f; windows: init %.2f, backward %.2f, end %.2f\n",
+                 khz / 1000, ms(kClkForward), ms(kClkCount), ms(kClkScatter), ms(kClkGroup), ms(kClkOthers),
+                 ms(kClkWinInit), ms(kClkWinBack), ms(kClkWinEnd));
+  }
   const int64_t A = static_cast<int64_t>(cnt[0]), S = static_cast<int64_t>(cnt[1]);
   auto* o_arcs = static_cast<PrunedArcOut*>(PruneBuffer(20, A * sizeof(PrunedArcOut)));
   auto* o_states = static_cast<PrunedStateOut*>(PruneBuffer(21, S * sizeof(PrunedStateOut)));
@@ -1845,7 +1948,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     CUWFST_CUDA(cudaMemcpyAsync(d_win_begin, win_begin.data(), 4 * win_begin.size(), cudaMemcpyHostToDevice, s));
     PrLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, static_cast<int32_t>(win_begin.size()), d_win_begin, d_win_end,
                                                      d_tok1, d_rec1, src1, dst1, score1, flags1, fwd1, alive1, bwd,
-                                                     P.neg_beam);
+                                                     P.neg_beam, nullptr);
   }
   for (size_t k = 0; k < win_begin.size() && !sorter.lanes; ++k) {
     const int32_t begin = win_begin[k];
