@@ -87,25 +87,50 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
   return cur < 0 ? -1 : first + __popc(peers & ((1u << me) - 1u));
 }
 
+// The first-admission key's arc part (PrForwardKernel): an admitted record's code (its arc id,
+// kRedirectArcBit on a redirected arc) as {redirect bit, the arc's place among its source
+// state's arcs} in code_bits = deg_bits + 1 bits (PrCodeBits), where 2^deg_bits > the graph's
+// most arcs of a state, so the place never fills deg_bits. Two records of one source token (one
+// rank) order by it as by their codes: the same state's arcs, the redirected ones (bit 30)
+// after the others, each kind by arc id. code_bits 32 keeps the code itself.
+__device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code, int32_t src_state,
+                                              int32_t code_bits) {
+  if (code_bits >= 32) return static_cast<uint32_t>(code);
+  // (a source no admitted record reached has no state, and rank 0x7FFFFFFF: its keys clamp to
+  // the lane's largest in PrLaneKeys whatever their code; no graph read for it)
+  if (src_state < 0) return 0u;
+  const uint32_t redirect = (code & kRedirectArcBit) ? 1u : 0u;
+  const uint32_t place = static_cast<uint32_t>((code & (kRedirectArcBit - 1)) - g.row_splits[src_state]);
+  return (redirect << (code_bits - 1)) | place;
+}
+
 // One record into its bucket's place (PrBucketKernel, IncBucketKernel): tokens as global
-// indices; a record whose tokens or arc are out of range, or whose row is skipped, is kept as
-// kPrInvalid (the passes ignore it). Past the bucket's end (never for consistent counts) it is
-// dropped.
+// indices; a record whose tokens or arc are out of range (or, with places, whose arc is not one of
+// its source state's), or whose row is skipped, is kept as kPrInvalid (the passes ignore it). Past
+// the bucket's end (never for consistent counts) it is dropped. Two things the forward did in its
+// serial chain are done here, for every record at once: p_code holds the key's arc part
+// (PrKeyCode, from the record's own source state; the output kernels turn it back into the arc id
+// through the source token's state, ArcOfCode), and an admitted record gives its destination token
+// its state (every admitted record into a token names the same state).
 __device__ __forceinline__ void PlaceRecord(const DeviceGraph& g, const LatRecord& r, const LatRecordExt& e,
                                             int64_t bucket, int32_t place, int32_t B, bool skipped,
                                             const int64_t* rec_off, const int64_t* tok_off, int32_t* p_src,
                                             int32_t* p_dst, int32_t* p_code, float* p_ac, float* p_score,
-                                            uint8_t* p_flags) {
+                                            uint8_t* p_flags, int32_t* state, int32_t code_bits) {
   const int64_t pos = rec_off[bucket] + place;
   if (pos >= rec_off[bucket + 1]) return;
   const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
   const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
   const int32_t a = r.arc & ~kRedirectArcBit;
+  const bool places = code_bits < 32;
   const bool ok = !skipped && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
-                  a < g.num_arcs;
+                  a < g.num_arcs &&
+                  (!places || (r.src_state >= 0 && r.src_state < g.num_states && a >= g.row_splits[r.src_state] &&
+                               a < g.row_splits[r.src_state + 1]));
   p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
   p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
-  p_code[pos] = r.arc;
+  p_code[pos] = !places ? r.arc : ok ? static_cast<int32_t>(PrKeyCode(g, r.arc, r.src_state, code_bits)) : 0;
+  if (ok && e.admitted) state[d0 + e.dst_tok] = (r.arc & kRedirectArcBit) ? g.num_states - 1 : ArcDest(g, a);
   p_ac[pos] = r.acoustic;
   p_score[pos] = ok ? r.acoustic + g.arc_weight[a] : 0.f;  // k2's order: acoustic + graph
   p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
@@ -116,7 +141,7 @@ __device__ __forceinline__ void PlaceRecord(const DeviceGraph& g, const LatRecor
 __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
                                int32_t Tmax, const int64_t* rec_off, int32_t* rec_cur, const int64_t* tok_off,
                                const uint8_t* skip, int32_t* p_src, int32_t* p_dst, int32_t* p_code, float* p_ac,
-                               float* p_score, uint8_t* p_flags, bool per_warp) {
+                               float* p_score, uint8_t* p_flags, bool per_warp, int32_t* state, int32_t code_bits) {
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < N;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = w + (threadIdx.x & 31);
@@ -131,7 +156,7 @@ __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRec
     const int32_t place = WarpBucketPlace(rec_cur, bucket, per_warp);
     if (place < 0) continue;
     PlaceRecord(g, r, e, bucket, place, B, skip[r.lane] != 0, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score,
-                p_flags);
+                p_flags, state, code_bits);
   }
 }
 
@@ -159,48 +184,40 @@ __global__ void PrInitStart(DeviceGraph g, int32_t B, const int64_t* tok_off, in
 }
 
 // Time t's records: forward scores and the first-admission keys of time t + 1's tokens.
-// The first-admission key's arc part (PrForwardKernel): an admitted record's code (its arc id,
-// kRedirectArcBit on a redirected arc) as {redirect bit, the arc's place among its source
-// state's arcs} in code_bits = deg_bits + 1 bits (PrCodeBits), where 2^deg_bits > the graph's
-// most arcs of a state, so the place never fills deg_bits. Two records of one source token (one
-// rank) order by it as by their codes: the same state's arcs, the redirected ones (bit 30)
-// after the others, each kind by arc id. code_bits 32 keeps the code itself.
-__device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code, int32_t src_state,
-                                              int32_t code_bits) {
-  if (code_bits >= 32) return static_cast<uint32_t>(code);
-  // (a source no admitted record reached has no state, and rank 0x7FFFFFFF: its keys clamp to
-  // the lane's largest in PrLaneKeys whatever their code; no graph read for it)
-  if (src_state < 0) return 0u;
-  const uint32_t redirect = (code & kRedirectArcBit) ? 1u : 0u;
-  const uint32_t place = static_cast<uint32_t>((code & (kRedirectArcBit - 1)) - g.row_splits[src_state]);
-  return (redirect << (code_bits - 1)) | place;
-}
-
-// One record of time t into the forward (PrForwardKernel's and PrLaneForwardKernel's).
-__device__ __forceinline__ void PrForwardRecord(const DeviceGraph& g, int64_t i, const int32_t* p_src,
-                                                const int32_t* p_dst, const int32_t* p_code, const float* p_score,
-                                                const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
-                                                const int32_t* rank, int32_t* state, int32_t code_bits) {
+// One record of time t into the forward (PrForwardKernel's and PrLaneForwardKernel's): p_code is
+// the key's arc part already (PlaceRecord), so no graph read is left here.
+__device__ __forceinline__ void PrForwardRecord(int64_t i, const int32_t* p_src, const int32_t* p_dst,
+                                                const int32_t* p_code, const float* p_score, const uint8_t* p_flags,
+                                                int32_t* fwd, unsigned long long* key, const int32_t* rank,
+                                                int32_t code_bits) {
   const uint8_t f = p_flags[i];
   if (f & kPrInvalid) return;
-  const int32_t s = p_src[i], d = p_dst[i], code = p_code[i];
+  const int32_t s = p_src[i], d = p_dst[i];
   const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
   atomicMax(&fwd[d], FloatToOrderedInt(v));
-  if (f & kPrAdmitted) {
+  if (f & kPrAdmitted)
     atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
-                           PrKeyCode(g, code, state[s], code_bits));
-    state[d] = (code & kRedirectArcBit) ? g.num_states - 1 : ArcDest(g, code);
-  }
+                           static_cast<uint32_t>(p_code[i]));
+}
+
+// The arc id of a record from its p_code (PlaceRecord) and its source token's state: the inverse
+// of PrKeyCode (code_bits 32: p_code is the arc id).
+__device__ __forceinline__ int32_t ArcOfCode(const DeviceGraph& g, int32_t code, int32_t src_state,
+                                             int32_t code_bits) {
+  if (code_bits >= 32) return code;
+  const uint32_t c = static_cast<uint32_t>(code);
+  const int32_t place = static_cast<int32_t>(c & ((1u << (code_bits - 1)) - 1u));
+  const int32_t arc = src_state >= 0 && src_state < g.num_states ? g.row_splits[src_state] + place : 0;
+  return ((c >> (code_bits - 1)) & 1u) ? (arc | kRedirectArcBit) : arc;
 }
 
 // code_bits: PrKeyCode's (the keys rank << code_bits | code).
-__global__ void PrForwardKernel(DeviceGraph g, int64_t begin, int64_t end, const int32_t* p_src,
-                                const int32_t* p_dst, const int32_t* p_code, const float* p_score,
-                                const uint8_t* p_flags, int32_t* fwd, unsigned long long* key, const int32_t* rank,
-                                int32_t* state, int32_t code_bits) {
+__global__ void PrForwardKernel(int64_t begin, int64_t end, const int32_t* p_src, const int32_t* p_dst,
+                                const int32_t* p_code, const float* p_score, const uint8_t* p_flags, int32_t* fwd,
+                                unsigned long long* key, const int32_t* rank, int32_t code_bits) {
   for (int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < end;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    PrForwardRecord(g, i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state, code_bits);
+    PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits);
 }
 
 // A time's keys for one device-wide radix sort (PruneLattice, CUWFST_PRUNE_SORT=radix): the
@@ -405,9 +422,12 @@ void LaunchCountRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg
 // block sort's; the windows run in their order per lane). Arrays written by atomics or stores in
 // one phase are read by the CTA's threads after the barrier (no read-only cache path: nothing
 // here is __restrict__).
-constexpr int kPrLaneThreads = 1024;
-using PrLaneScan = cub::BlockScan<int32_t, kPrLaneThreads>;
-constexpr size_t kPrLaneScanBytes = (sizeof(PrLaneScan::TempStorage) + 15) / 16 * 16;
+constexpr int kPrLaneThreads = 1024;  // the windows kernel's CTA, and the forward kernel's largest (PrLaneForward)
+constexpr int kPrLaneBatch = 4;  // records a thread whose loads go out together (the lane kernels' record loops)
+template <int T>
+using PrLaneScan = cub::BlockScan<int32_t, T>;
+constexpr size_t kPrLaneScanBytes = (sizeof(PrLaneScan<kPrLaneThreads>::TempStorage) + 15) / 16 * 16;
+static_assert(sizeof(PrLaneScan<512>::TempStorage) <= kPrLaneScanBytes, "the smaller CTA's scan fits the layout");
 // shared memory of the lane rank for lane-times and sources up to `cap` tokens: the scan's storage,
 // a flag word, cnt [cap + 1], and grp, gcode, bits [cap] each
 constexpr size_t PrLaneSmem(int32_t cap) {
@@ -447,24 +467,25 @@ struct PrLaneClk {
 // (words <= big < its size: groups never overlap) and counts the bits below its own. Two members
 // of one group with one code (impossible: one source's arc reaches one token) would share a bit:
 // a lane-time where that happens compares instead. Every thread calls it; it ends with a barrier.
+template <int T>
 __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n, int32_t P, unsigned long long mask,
                            int32_t code_bits, int32_t* cnt, int32_t* grp, uint32_t* gcode, uint32_t* bits,
-                           int32_t* flag, PrLaneScan::TempStorage& scan, PrLaneClk& clk) {
+                           int32_t* flag, typename PrLaneScan<T>::TempStorage& scan, PrLaneClk& clk) {
   const int32_t tid = static_cast<int32_t>(threadIdx.x);
   const int32_t words = code_bits <= 13 ? max(1, (1 << code_bits) >> 5) : 0;
   const int32_t big = words > 0 ? max(words, 16) : INT32_MAX;
-  for (int32_t j = tid; j <= P; j += kPrLaneThreads) cnt[j] = 0;
+  for (int32_t j = tid; j <= P; j += T) cnt[j] = 0;
   if (tid == 0) *flag = 0;
   __syncthreads();
-  for (int32_t i = tid; i < n; i += kPrLaneThreads) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
+  for (int32_t i = tid; i < n; i += T) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
   __syncthreads();
   {  // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
-    const int32_t len = P + 1, chunk = (len + kPrLaneThreads - 1) / kPrLaneThreads;
+    const int32_t len = P + 1, chunk = (len + T - 1) / T;
     const int32_t c0 = min(len, tid * chunk), c1 = min(len, c0 + chunk);
     int32_t sum = 0;
     for (int32_t c = c0; c < c1; ++c) sum += cnt[c];
     int32_t pre = 0;
-    PrLaneScan(scan).ExclusiveSum(sum, pre);
+    PrLaneScan<T>(scan).ExclusiveSum(sum, pre);
     for (int32_t c = c0; c < c1; ++c) {
       const int32_t v = cnt[c];
       cnt[c] = pre;
@@ -473,7 +494,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   }
   __syncthreads();
   clk.Mark(kClkCount);
-  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+  for (int32_t i = tid; i < n; i += T) {
     const unsigned long long k = kb[i];
     const int32_t q = atomicAdd(&cnt[PrCountGroup(k, mask, code_bits, P)], 1);  // cnt[p] ends p's group after this
     grp[q] = i;
@@ -483,7 +504,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   __syncthreads();
   clk.Mark(kClkScatter);
   if (words > 0) {
-    for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+    for (int32_t i = tid; i < n; i += T) {
       const unsigned long long k = kb[i];
       const int32_t p = PrCountGroup(k, mask, code_bits, P);
       if (p == P) continue;
@@ -495,7 +516,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     __syncthreads();
   }
   const bool bitmaps = words > 0 && *flag == 0;  // (block-uniform)
-  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+  for (int32_t i = tid; i < n; i += T) {
     const unsigned long long k = kb[i];
     const int32_t p = PrCountGroup(k, mask, code_bits, P);
     if (p == P) continue;
@@ -520,12 +541,12 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   if (cnt[P] != others) {
     // the others by index, a tile of the CTA's threads at a time
     int32_t done = 0;
-    for (int32_t t0 = 0; t0 < n; t0 += kPrLaneThreads) {
+    for (int32_t t0 = 0; t0 < n; t0 += T) {
       const int32_t i = t0 + tid;
       const bool other = i < n && PrCountGroup(kb[i], mask, code_bits, P) == P;
       int32_t pre = 0, total = 0;
       __syncthreads();  // (the scan's storage is used again)
-      PrLaneScan(scan).ExclusiveSum(other ? 1 : 0, pre, total);
+      PrLaneScan<T>(scan).ExclusiveSum(other ? 1 : 0, pre, total);
       if (other) rb[i] = others + done + pre;
       done += total;
     }
@@ -540,27 +561,72 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
 // or the start's). Lane-times and their sources up to `cap` tokens rank in shared memory, larger
 // ones in global scratch: g_cnt (at tok_off[k] + k: bucket k's P + 1 entries), and g_grp, g_code,
 // g_bits (at a token's index). clk: PrLaneClk's sums, or nullptr.
-__global__ void __launch_bounds__(kPrLaneThreads)
+template <int T>
+__global__ void __launch_bounds__(T)
 PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb, const int64_t* tok_off,
                     const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code,
                     const float* p_score, const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
-                    int32_t* rank, int32_t* state, int32_t code_bits, int32_t shift, int32_t cap, int32_t* g_cnt,
+                    int32_t* rank, int32_t code_bits, int32_t shift, int32_t cap, int32_t* g_cnt,
                     int32_t* g_grp, uint32_t* g_code, uint32_t* g_bits, unsigned long long* clk_out) {
   extern __shared__ __align__(16) unsigned char pr_lane_smem[];
-  auto& scan = *reinterpret_cast<PrLaneScan::TempStorage*>(pr_lane_smem);
+  auto& scan = *reinterpret_cast<typename PrLaneScan<T>::TempStorage*>(pr_lane_smem);
   int32_t* flag = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes);
   int32_t* s_cnt = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes + 16);  // [cap + 1]
   int32_t* s_grp = s_cnt + cap + 1;                                                   // [cap]
   uint32_t* s_code = reinterpret_cast<uint32_t*>(s_grp + cap);                        // [cap]
   uint32_t* s_bits = s_code + cap;                                                    // [cap]
+  // records a thread batched (below) at 512 threads; one at a time at 1,024, whose 64 registers a
+  // thread spill a batch
+  constexpr int kBatch = kPrLaneBatch;
   PrLaneClk clk(clk_out);
   const int32_t b = blockIdx.x;
   const unsigned long long mask = (1ull << shift) - 1ull;
   for (int32_t t = ta; t < tb; ++t) {
     const int64_t kr = static_cast<int64_t>(t - R) * B + b;
     const int64_t r1 = rec_off[kr + 1];
-    for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads)
-      PrForwardRecord(g, i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state, code_bits);
+    // kBatch records a thread at a time, every load of the batch issued before its atomics
+    // (which the compiler would not move loads across): the records' fields, then the sources'
+    // forward scores and ranks (time t's tokens; the atomics touch time t + 1's)
+    if constexpr (T >= 1024) {
+      for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += T)
+        PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits);
+    } else {
+      const int64_t r0 = rec_off[kr];
+      const int32_t nr = static_cast<int32_t>(r1 - r0);  // (a lane-time's records: far below 2^31)
+      const uint8_t* lf = p_flags + r0;
+      const int32_t *ls = p_src + r0, *ld = p_dst + r0, *lc = p_code + r0;
+      const float* lsc = p_score + r0;
+      for (int32_t i0 = static_cast<int32_t>(threadIdx.x); i0 < nr; i0 += kBatch * T) {
+        uint8_t f[kBatch];
+        int32_t src[kBatch], dst[kBatch], code[kBatch], fs[kBatch], rs[kBatch];
+        float sc[kBatch];
+  #pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          const int32_t i = i0 + j * T;
+          f[j] = i < nr ? lf[i] : kPrInvalid;
+          if (!(f[j] & kPrInvalid)) {
+            src[j] = ls[i];
+            dst[j] = ld[i];
+            code[j] = lc[i];
+            sc[j] = lsc[i];
+          }
+        }
+  #pragma unroll
+        for (int j = 0; j < kBatch; ++j)
+          if (!(f[j] & kPrInvalid)) {
+            fs[j] = fwd[src[j]];
+            rs[j] = (f[j] & kPrAdmitted) ? rank[src[j]] : 0;
+          }
+  #pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+          if (f[j] & kPrInvalid) continue;
+          atomicMax(&fwd[dst[j]], FloatToOrderedInt(OrderedIntToFloat(fs[j]) + sc[j]));
+          if (f[j] & kPrAdmitted)
+            atomicMin(&key[dst[j]], (static_cast<unsigned long long>(static_cast<uint32_t>(rs[j])) << code_bits) |
+                                        static_cast<uint32_t>(code[j]));
+        }
+      }
+    }
     __syncthreads();
     clk.Mark(kClkForward);
     const int64_t k1 = kr + B, k0 = kr;  // token buckets of times t + 1 and t
@@ -569,9 +635,9 @@ PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb,
     const int32_t P = static_cast<int32_t>(tok_off[k0 + 1] - tok_off[k0]);
     if (n == 0) continue;
     if (n <= cap && P <= cap)
-      PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, s_cnt, s_grp, s_code, s_bits, flag, scan, clk);
+      PrLaneRank<T>(key + base1, rank + base1, n, P, mask, code_bits, s_cnt, s_grp, s_code, s_bits, flag, scan, clk);
     else
-      PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, g_cnt + tok_off[k0] + k0, g_grp + base1,
+      PrLaneRank<T>(key + base1, rank + base1, n, P, mask, code_bits, g_cnt + tok_off[k0] + k0, g_grp + base1,
                  g_code + base1, g_bits + base1, flag, scan, clk);
   }
   clk.Flush();
@@ -601,16 +667,44 @@ PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_
     for (int32_t t = E - 1; t >= begin; --t) {
       const int64_t kr = static_cast<int64_t>(t) * B + b;
       const int64_t r1 = rec_off[kr + 1];
-      for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads) {
-        const uint8_t f = p_flags[i];
-        if (f & (kPrInvalid | kPrDropped)) continue;
-        const int32_t s = p_src[i];
-        if (!alive[s]) continue;
-        const float arc_bwd = p_score[i] + OrderedIntToFloat(bwd[p_dst[i]]);  // k2: arc_loglike + backward[dest]
-        if (arc_bwd + OrderedIntToFloat(fwd[s]) >= neg_beam)
-          atomicMax(&bwd[s], FloatToOrderedInt(arc_bwd));
-        else
-          p_flags[i] = f | kPrDropped;
+      // (batched as the forward's: the records' fields, then the gathers, then the updates; the
+      // gathers read time t + 1's backward and time t's alive bits and forward scores, the
+      // updates write time t's backward and the records' own flags)
+      const int64_t r0 = rec_off[kr];
+      const int32_t nr = static_cast<int32_t>(r1 - r0);
+      uint8_t* lf = p_flags + r0;
+      const int32_t *ls = p_src + r0, *ld = p_dst + r0;
+      const float* lsc = p_score + r0;
+      for (int32_t i0 = static_cast<int32_t>(threadIdx.x); i0 < nr; i0 += kPrLaneBatch * kPrLaneThreads) {
+        uint8_t f[kPrLaneBatch], al[kPrLaneBatch];
+        int32_t src[kPrLaneBatch], dst[kPrLaneBatch], bd[kPrLaneBatch], fs[kPrLaneBatch];
+        float sc[kPrLaneBatch];
+#pragma unroll
+        for (int j = 0; j < kPrLaneBatch; ++j) {
+          const int32_t i = i0 + j * kPrLaneThreads;
+          f[j] = i < nr ? lf[i] : kPrInvalid;
+          if (!(f[j] & (kPrInvalid | kPrDropped))) {
+            src[j] = ls[i];
+            dst[j] = ld[i];
+            sc[j] = lsc[i];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kPrLaneBatch; ++j)
+          if (!(f[j] & (kPrInvalid | kPrDropped))) {
+            al[j] = alive[src[j]];
+            bd[j] = bwd[dst[j]];
+            fs[j] = fwd[src[j]];
+          }
+#pragma unroll
+        for (int j = 0; j < kPrLaneBatch; ++j) {
+          if ((f[j] & (kPrInvalid | kPrDropped)) || !al[j]) continue;
+          const float arc_bwd = sc[j] + OrderedIntToFloat(bd[j]);  // k2: arc_loglike + backward[dest]
+          if (arc_bwd + OrderedIntToFloat(fs[j]) >= neg_beam)
+            atomicMax(&bwd[src[j]], FloatToOrderedInt(arc_bwd));
+          else
+            lf[i0 + j * kPrLaneThreads] = f[j] | kPrDropped;
+        }
       }
       __syncthreads();
     }
@@ -687,7 +781,8 @@ __global__ void PrWindowEnd(int32_t B, int32_t begin, const int32_t* win_end, co
 __global__ void PrOutArcs(DeviceGraph g, int64_t N, int32_t nb, const int64_t* rec_off, int32_t B,
                           const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code, const float* p_ac,
                           const float* p_score, const uint8_t* p_flags, const uint8_t* alive,
-                          unsigned long long* cursor, PrunedArcOut* out, unsigned long long cap) {
+                          unsigned long long* cursor, PrunedArcOut* out, unsigned long long cap,
+                          const int32_t* state, int32_t code_bits) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < N;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (p_flags[i] & (kPrInvalid | kPrDropped)) continue;
@@ -696,7 +791,7 @@ __global__ void PrOutArcs(DeviceGraph g, int64_t N, int32_t nb, const int64_t* r
     const unsigned long long k = atomicAdd(cursor, 1ull);
     if (out == nullptr || k >= cap) continue;
     const int32_t bucket = BucketOf(rec_off, nb, i);
-    const int32_t code = p_code[i];
+    const int32_t code = ArcOfCode(g, p_code[i], state[s], code_bits);
     out[k] = {bucket % B, bucket / B, s, p_dst[i], code, p_ac[i], g.arc_weight[code & ~kRedirectArcBit], p_score[i]};
   }
 }
@@ -727,7 +822,8 @@ __global__ void PrOutStates(int64_t M, int32_t nb, const int64_t* tok_off, int32
 __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t n, int32_t B,
                                 int32_t R, int32_t t0, int32_t t1, const int64_t* rec_off, int32_t* rec_cur,
                                 const int64_t* tok_off, int32_t* p_src, int32_t* p_dst, int32_t* p_code,
-                                float* p_ac, float* p_score, uint8_t* p_flags, bool per_warp) {
+                                float* p_ac, float* p_score, uint8_t* p_flags, bool per_warp, int32_t* state,
+                                int32_t code_bits) {
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < n;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // warp-uniform (WarpBucketPlace)
     const int64_t i = w + (threadIdx.x & 31);
@@ -742,7 +838,8 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
     const int32_t place =
         WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B, per_warp);
     if (place < 0) continue;
-    PlaceRecord(g, r, e, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score, p_flags);
+    PlaceRecord(g, r, e, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score, p_flags, state,
+                code_bits);
   }
 }
 
@@ -790,7 +887,7 @@ __global__ void IncEmitArcs(DeviceGraph g, int64_t N, int32_t nb, const int64_t*
                             const int32_t* lo, const int32_t* hi, const int32_t* p_src, const int32_t* p_dst,
                             const int32_t* p_code, const float* p_ac, const float* p_score, const uint8_t* p_flags,
                             const uint8_t* alive, const int32_t* rank, unsigned long long* cursor,
-                            PrunedArcOut* out, unsigned long long cap) {
+                            PrunedArcOut* out, unsigned long long cap, const int32_t* state, int32_t code_bits) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < N;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     if (p_flags[i] & (kPrInvalid | kPrDropped)) continue;
@@ -801,7 +898,7 @@ __global__ void IncEmitArcs(DeviceGraph g, int64_t N, int32_t nb, const int64_t*
     if (t < lo[lane] || t >= hi[lane]) continue;
     const unsigned long long k = atomicAdd(cursor, 1ull);
     if (out == nullptr || k >= cap) continue;
-    const int32_t code = p_code[i], d = p_dst[i];
+    const int32_t code = ArcOfCode(g, p_code[i], state[s], code_bits), d = p_dst[i];
     out[k] = {lane, t, rank[s], alive[d] ? rank[d] : -1, code, p_ac[i], g.arc_weight[code & ~kRedirectArcBit],
               p_score[i]};
   }
@@ -849,12 +946,14 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-// The rank sort of each time, for PruneLattice and IncPass alike: in shared memory, one CTA a lane
-// (PrBlockRankKernel; the default, for the times whose lanes hold at most kPrBlockRankCap
-// tokens each), else one device-wide radix sort of (lane, key) (CUWFST_PRUNE_SORT=radix: every
-// time), or a segmented sort by lane (CUWFST_PRUNE_SORT=segmented: every time; cub sorts each
-// of B < 300 segments in one block, ~300 us for the full tier's largest times). The three give
-// the same ranks.
+// The rank sort of each time, for PruneLattice and IncPass alike. By default none: the per-lane
+// kernels (`lanes`, PrLaneForwardKernel) rank by counting inside their one launch. Otherwise a
+// forward launch and a rank a time: in shared memory, one CTA a lane (PrBlockRankKernel,
+// CUWFST_PRUNE_SORT=block, for the times whose lanes hold at most kPrBlockRankCap tokens each),
+// else one device-wide radix sort of (lane, key) (CUWFST_PRUNE_SORT=radix: every time), or a
+// segmented sort by lane (CUWFST_PRUNE_SORT=segmented: every time; cub sorts each of B < 300
+// segments in one block, ~300 us for the full tier's largest times), or by counting
+// (CUWFST_PRUNE_SORT=count, PrCountRankKernel). All give the same ranks.
 // Keys: rank << code_bits | code (PrKeyCode) with rank below `rank_most` (the most tokens of a
 // time whose ranks the keys carry), so the first key_bits bits hold them. MakeRankSort plans it and gives it
 // its buffers; then Run it each time.
@@ -866,6 +965,7 @@ struct PrRankSort {
   bool count8k = false; // its 8K size
   bool lanes = false;   // PrLaneForwardKernel and PrLaneWindowsKernel (CUWFST_PRUNE_SORT=lanes): Run is not used
   int32_t lane_cap = 0; // their shared-memory rank's size (lane-times and sources up to it)
+  int32_t lane_threads = 1024;  // PrLaneForwardKernel's CTA
   int32_t key_bits = 33, lane_bits = 0;
   unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
   int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
@@ -885,12 +985,19 @@ struct PrRankSort {
     block = !(env && (std::strcmp(env, "radix") == 0 || std::strcmp(env, "segmented") == 0)) &&
             key_bits + 1 + PrBlockRank8K::kIdxBitsOf <= 64;  // the largest size's index bits
     count = env && std::strcmp(env, "count") == 0 && key_bits < 64;
-    lanes = env && std::strcmp(env, "lanes") == 0 && key_bits < 64;
+    // the per-lane kernels are the default (CUWFST_PRUNE_SORT unset or "lanes"); "block" keeps the
+    // per-time forward and block sort, "radix" / "segmented" / "count" the others (A/B runs)
+    lanes = (env == nullptr || *env == '\0' || std::strcmp(env, "lanes") == 0) && key_bits < 64;
     if (lanes) {
       // 12,288 entries (193 KiB) where the device grants more than the 48 KiB default, else 2,048
+      // CUWFST_PRUNE_LANE_THREADS=512: the forward kernel's CTA at 512 threads (128 registers a
+      // thread instead of 64; A/B runs)
+      const char* th = std::getenv("CUWFST_PRUNE_LANE_THREADS");
+      lane_threads = th && std::strcmp(th, "512") == 0 ? 512 : 1024;
       lane_cap = 12288;
-      const cudaError_t e = cudaFuncSetAttribute(PrLaneForwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                 static_cast<int>(PrLaneSmem(lane_cap)));
+      const cudaError_t e = cudaFuncSetAttribute(
+          lane_threads == 512 ? PrLaneForwardKernel<512> : PrLaneForwardKernel<1024>,
+          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrLaneSmem(lane_cap)));
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         lane_cap = 2048;
@@ -1018,9 +1125,10 @@ int64_t LaneForward(cudaStream_t s, const DeviceGraph& g, int32_t B, int32_t R, 
   } else {
     g_grp = nullptr;
   }
-  PrLaneForwardKernel<<<B, kPrLaneThreads, PrLaneSmem(sorter.lane_cap), s>>>(
-      g, B, R, ta, tb, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, state,
-      sorter.code_bits, sorter.key_bits, sorter.lane_cap, g_cnt, g_grp, g_code, g_bits, clk);
+  auto kernel = sorter.lane_threads == 512 ? PrLaneForwardKernel<512> : PrLaneForwardKernel<1024>;
+  kernel<<<B, sorter.lane_threads, PrLaneSmem(sorter.lane_cap), s>>>(
+      g, B, R, ta, tb, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, sorter.code_bits,
+      sorter.key_bits, sorter.lane_cap, g_cnt, g_grp, g_code, g_bits, clk);
   CUWFST_CUDA(cudaGetLastError());
   return times;
 }
@@ -1376,12 +1484,13 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   std::chrono::steady_clock::time_point m0 = std::chrono::steady_clock::now(), m1 = m0, m2 = m0, m3 = m0;
 
   PrFillFlags<<<GridFor(N), kPrThreads, 0, s>>>(p_flags, N);
+  // the tokens first: the bucketing gives the admitted records' destinations their states
+  PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
+  PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
   if (N > 0)
     PrBucketKernel<<<GridFor(N), kPrThreads, 0, s>>>(g, ws_.lat, ws_.lat_ext, N, B, Tmax, d_rec_off, d_rec_cur,
                                                      d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags,
-                                                     PrBucketPerWarp());
-  PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
-  PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
+                                                     PrBucketPerWarp(), state, sorter.code_bits);
   CUWFST_CUDA(cudaGetLastError());
   mark(&m1);
   // forward, time by time, and the CPU's token order of each new time: one CTA a lane over
@@ -1398,8 +1507,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   for (int32_t t = 0; t < Tmax && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
-      PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, p_src, p_dst, p_code, p_score, p_flags,
-                                                              fwd, key, rank, state, sorter.code_bits);
+      PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(r0, r1, p_src, p_dst, p_code, p_score, p_flags, fwd,
+                                                              key, rank, sorter.code_bits);
     const int64_t base = tok_off[static_cast<int64_t>(t + 1) * B];
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
     if (m == 0) continue;
@@ -1449,7 +1558,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   // count, then compact what is kept
   const int32_t nbr = Tmax * B, nbt = static_cast<int32_t>(nt);
   PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d_rec_off, B, p_src, p_dst, p_code, p_ac, p_score,
-                                              p_flags, alive, d_cnt, nullptr, 0);
+                                              p_flags, alive, d_cnt, nullptr, 0, state, sorter.code_bits);
   PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d_tok_off, B, d_last_tau, alive, rank, state, d_cnt + 1,
                                                 nullptr, 0);
   unsigned long long cnt[2] = {0, 0};
@@ -1479,7 +1588,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   auto* o_states = static_cast<PrunedStateOut*>(PruneBuffer(21, S * sizeof(PrunedStateOut)));
   CUWFST_CUDA(cudaMemsetAsync(d_cnt, 0, 64, s));
   PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d_rec_off, B, p_src, p_dst, p_code, p_ac, p_score,
-                                              p_flags, alive, d_cnt, o_arcs, static_cast<unsigned long long>(A));
+                                              p_flags, alive, d_cnt, o_arcs, static_cast<unsigned long long>(A), state,
+                                              sorter.code_bits);
   PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d_tok_off, B, d_last_tau, alive, rank, state, d_cnt + 1,
                                                 o_states, static_cast<unsigned long long>(S));
   CUWFST_CUDA(cudaGetLastError());
@@ -1860,7 +1970,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   if (n_arena > 0)
     IncBucketKernel<<<GridFor(static_cast<int64_t>(n_arena)), kPrThreads, 0, s>>>(
         g, ws_.lat, ws_.lat_ext, static_cast<int64_t>(n_arena), B, R, t0, t1, d_rec1, rec_cur, d_tok1, src1, dst1,
-        code1, ac1, score1, flags1, PrBucketPerWarp());
+        code1, ac1, score1, flags1, PrBucketPerWarp(), state1, PrCodeBits(*graph_));
   CUWFST_CUDA(cudaGetLastError());
 
   // 3. forward scores and the CPU's token order of times t0 + 1 .. t1 (PruneLattice's loop)
@@ -1889,8 +1999,8 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   for (int32_t t = t0; t < t1 && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
-      PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(g, r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
-                                                              rank1, state1, sorter.code_bits);
+      PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
+                                                              rank1, sorter.code_bits);
     const int64_t k0 = static_cast<int64_t>(t + 1 - R) * B, base = tok_off[k0];
     const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
     if (m == 0) continue;
@@ -1991,7 +2101,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   const int32_t nbr32 = static_cast<int32_t>(nbr), nbt32 = static_cast<int32_t>(nbt);
   if (N > 0)
     IncEmitArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr32, d_rec1, B, R, d_lo, d_hi_rec, src1, dst1, code1, ac1,
-                                                  score1, flags1, alive1, rank1, d_cnt, nullptr, 0);
+                                                  score1, flags1, alive1, rank1, d_cnt, nullptr, 0, state1, sorter.code_bits);
   IncEmitStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt32, d_tok1, B, R, d_lo, d_hi_tok, d_last_tau, alive1, rank1,
                                                   state1, d_cnt + 1, nullptr, 0);
   unsigned long long cnt[2] = {0, 0};
@@ -2005,7 +2115,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   if (N > 0)
     IncEmitArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr32, d_rec1, B, R, d_lo, d_hi_rec, src1, dst1, code1, ac1,
                                                   score1, flags1, alive1, rank1, d_cnt, o_arcs,
-                                                  static_cast<unsigned long long>(A));
+                                                  static_cast<unsigned long long>(A), state1, sorter.code_bits);
   IncEmitStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt32, d_tok1, B, R, d_lo, d_hi_tok, d_last_tau, alive1, rank1,
                                                   state1, d_cnt + 1, o_states, static_cast<unsigned long long>(S));
   CUWFST_CUDA(cudaGetLastError());

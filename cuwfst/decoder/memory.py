@@ -64,11 +64,13 @@ Every figure is in bytes unless its name says entries. On the GPU:
              output-beam pruning's work buffers, gpu_lattice_prune.cu, kept at their high
              water, about 21 bytes per record of a batch and 25 per token, plus a quarter;
              its pinned readback of the kept states and arcs is in `pinned`)
-  prune_block_times / prune_sort_times / prune_count_times   the times the GPU lattice pruning
-             ranked by a block sort in shared memory, one CTA a lane (lanes of at most 8,192
-             tokens), by a device-wide sort, or by counting (CUWFST_PRUNE_SORT=count)
-  prune_lane_times   the times it ranked in its per-lane kernel, which runs a batch's (or a
-             bounded pass's) forward, ranks and windows one CTA a lane (CUWFST_PRUNE_SORT=lanes)
+  prune_lane_times   the times the GPU lattice pruning ranked in its per-lane kernel, which runs
+             a batch's (or a bounded pass's) forward, ranks and windows one CTA a lane (the
+             default; CUWFST_PRUNE_SORT=lanes)
+  prune_block_times / prune_sort_times / prune_count_times   the times it ranked with a launch a
+             time (CUWFST_PRUNE_SORT=block, radix, segmented, count): by a block sort in shared
+             memory, one CTA a lane (lanes of at most 8,192 tokens), by a device-wide sort, or by
+             counting
   instances  the same figures per native instance (main; rescue once built)
 """
 
