@@ -5,8 +5,8 @@ the default, in shared memory where a time's lanes fit, else radix:
 CUWFST_PRUNE_SORT), then off, each with the bucketing per warp group (CUWFST_PRUNE_BUCKET
 "warp"; "atomic": per record); each decode prints one "prune split ms" line to stderr (after a
 warm-up). E.g. `... 64 on,radix,warp on,radix,atomic on,radix,warp` for the bucketing's A/B;
-"lanes": the forward, ranks and windows one CTA a lane, one launch each (PrLaneForwardKernel); a
-fourth field sets its forward kernel's threads (CUWFST_PRUNE_LANE_THREADS, e.g. on,lanes,warp,512)."""
+"lanes" (the default): the forward, ranks and windows one CTA a lane, one launch each
+(PrLaneForwardKernel, PrLaneWindowsKernel)."""
 import os
 import sys
 
@@ -20,15 +20,13 @@ n = int(sys.argv[3]) if len(sys.argv) > 3 else 64
 lp, lens = d["log_probs"][:n], d["lengths"][:n].astype(np.int32)
 configs = [c.split(",") for c in sys.argv[4:]] or [["on", "radix", "warp"], ["on", "segmented", "warp"],
                                                     ["off", "radix", "warp"]]
-for filt, sort, bucket, *threads in configs:
+for filt, sort, bucket in configs:
     os.environ["CUWFST_PRUNE_SORT"] = sort
-    os.environ["CUWFST_PRUNE_LANE_THREADS"] = threads[0] if threads else ""
     os.environ["CUWFST_PRUNE_BUCKET"] = bucket
     dec = Decoder(g, DecoderOptions(output_beam=8.0), device="cuda", max_lanes=32)
     dec._gpu.lattice_filter, dec._gpu.lattice_chunk = filt, 0
     dec.decode(lp[:32], lens[:32], lattice=True)  # warm-up (growth, capture)
-    print(f"filter {filt}, rank sort {sort}, bucketing {bucket}{', threads ' + threads[0] if threads else ''}:",
-          file=sys.stderr, flush=True)
+    print(f"filter {filt}, rank sort {sort}, bucketing {bucket}:", file=sys.stderr, flush=True)
     os.environ["CUWFST_PRUNE_SPLIT"] = "1"
     for s in range(0, n, 32):
         dec.decode(lp[s : s + 32], lens[s : s + 32], lattice=True)

@@ -1121,22 +1121,16 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 # 12,288 tokens, in global scratch) and the windows one CTA a lane over all times, one launch
 # each (PrLaneForwardKernel, PrLaneWindowsKernel), whole batches and bounded passes alike;
 # "lanes:64" lowers its shared-memory size to 64 tokens (CUWFST_PRUNE_LANE_CAP), so most
-# lane-times rank in the global scratch; "lanes/512" runs its forward kernel with 512 threads a
-# CTA and batched record loads (CUWFST_PRUNE_LANE_THREADS).
+# lane-times rank in the global scratch.
 PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix", "arc"), ("segmented", "place"),
                ("count", "place"), ("count", "arc"), ("lanes", "place"), ("lanes", "arc"), ("lanes:64", "place"),
-               ("lanes/512", "place"), ("lanes:64/512", "arc")]
+               ("lanes:64", "arc")]
 
 
 def _set_prune_sort(monkeypatch, sort, code):
-    """CUWFST_PRUNE_SORT (CUWFST_PRUNE_LANE_CAP for "lanes:N", CUWFST_PRUNE_LANE_THREADS for
-    "lanes/T") and CUWFST_PRUNE_CODE; returns the sort's name."""
-    name, _, threads = sort.partition("/")
-    name, _, cap = name.partition(":")
-    if threads:
-        monkeypatch.setenv("CUWFST_PRUNE_LANE_THREADS", threads)
-    else:
-        monkeypatch.delenv("CUWFST_PRUNE_LANE_THREADS", raising=False)
+    """CUWFST_PRUNE_SORT (and CUWFST_PRUNE_LANE_CAP for "lanes:N") and CUWFST_PRUNE_CODE; returns
+    the sort's name."""
+    name, _, cap = sort.partition(":")
     monkeypatch.setenv("CUWFST_PRUNE_SORT", name)
     if cap:
         monkeypatch.setenv("CUWFST_PRUNE_LANE_CAP", cap)

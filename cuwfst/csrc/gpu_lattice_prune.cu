@@ -422,12 +422,10 @@ void LaunchCountRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg
 // block sort's; the windows run in their order per lane). Arrays written by atomics or stores in
 // one phase are read by the CTA's threads after the barrier (no read-only cache path: nothing
 // here is __restrict__).
-constexpr int kPrLaneThreads = 1024;  // the windows kernel's CTA, and the forward kernel's largest (PrLaneForward)
-constexpr int kPrLaneBatch = 4;  // records a thread whose loads go out together (the lane kernels' record loops)
-template <int T>
-using PrLaneScan = cub::BlockScan<int32_t, T>;
-constexpr size_t kPrLaneScanBytes = (sizeof(PrLaneScan<kPrLaneThreads>::TempStorage) + 15) / 16 * 16;
-static_assert(sizeof(PrLaneScan<512>::TempStorage) <= kPrLaneScanBytes, "the smaller CTA's scan fits the layout");
+constexpr int kPrLaneThreads = 1024;  // the lane kernels' CTA
+constexpr int kPrLaneBatch = 4;  // records a thread whose loads go out together (the windows kernel's backward)
+using PrLaneScan = cub::BlockScan<int32_t, kPrLaneThreads>;
+constexpr size_t kPrLaneScanBytes = (sizeof(PrLaneScan::TempStorage) + 15) / 16 * 16;
 // shared memory of the lane rank for lane-times and sources up to `cap` tokens: the scan's storage,
 // a flag word, cnt [cap + 1], and grp, gcode, bits [cap] each
 constexpr size_t PrLaneSmem(int32_t cap) {
@@ -467,25 +465,24 @@ struct PrLaneClk {
 // (words <= big < its size: groups never overlap) and counts the bits below its own. Two members
 // of one group with one code (impossible: one source's arc reaches one token) would share a bit:
 // a lane-time where that happens compares instead. Every thread calls it; it ends with a barrier.
-template <int T>
 __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n, int32_t P, unsigned long long mask,
                            int32_t code_bits, int32_t* cnt, int32_t* grp, uint32_t* gcode, uint32_t* bits,
-                           int32_t* flag, typename PrLaneScan<T>::TempStorage& scan, PrLaneClk& clk) {
+                           int32_t* flag, PrLaneScan::TempStorage& scan, PrLaneClk& clk) {
   const int32_t tid = static_cast<int32_t>(threadIdx.x);
   const int32_t words = code_bits <= 13 ? max(1, (1 << code_bits) >> 5) : 0;
   const int32_t big = words > 0 ? max(words, 16) : INT32_MAX;
-  for (int32_t j = tid; j <= P; j += T) cnt[j] = 0;
+  for (int32_t j = tid; j <= P; j += kPrLaneThreads) cnt[j] = 0;
   if (tid == 0) *flag = 0;
   __syncthreads();
-  for (int32_t i = tid; i < n; i += T) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
   __syncthreads();
   {  // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
-    const int32_t len = P + 1, chunk = (len + T - 1) / T;
+    const int32_t len = P + 1, chunk = (len + kPrLaneThreads - 1) / kPrLaneThreads;
     const int32_t c0 = min(len, tid * chunk), c1 = min(len, c0 + chunk);
     int32_t sum = 0;
     for (int32_t c = c0; c < c1; ++c) sum += cnt[c];
     int32_t pre = 0;
-    PrLaneScan<T>(scan).ExclusiveSum(sum, pre);
+    PrLaneScan(scan).ExclusiveSum(sum, pre);
     for (int32_t c = c0; c < c1; ++c) {
       const int32_t v = cnt[c];
       cnt[c] = pre;
@@ -494,7 +491,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   }
   __syncthreads();
   clk.Mark(kClkCount);
-  for (int32_t i = tid; i < n; i += T) {
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
     const unsigned long long k = kb[i];
     const int32_t q = atomicAdd(&cnt[PrCountGroup(k, mask, code_bits, P)], 1);  // cnt[p] ends p's group after this
     grp[q] = i;
@@ -504,7 +501,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   __syncthreads();
   clk.Mark(kClkScatter);
   if (words > 0) {
-    for (int32_t i = tid; i < n; i += T) {
+    for (int32_t i = tid; i < n; i += kPrLaneThreads) {
       const unsigned long long k = kb[i];
       const int32_t p = PrCountGroup(k, mask, code_bits, P);
       if (p == P) continue;
@@ -516,7 +513,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     __syncthreads();
   }
   const bool bitmaps = words > 0 && *flag == 0;  // (block-uniform)
-  for (int32_t i = tid; i < n; i += T) {
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
     const unsigned long long k = kb[i];
     const int32_t p = PrCountGroup(k, mask, code_bits, P);
     if (p == P) continue;
@@ -541,12 +538,12 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   if (cnt[P] != others) {
     // the others by index, a tile of the CTA's threads at a time
     int32_t done = 0;
-    for (int32_t t0 = 0; t0 < n; t0 += T) {
+    for (int32_t t0 = 0; t0 < n; t0 += kPrLaneThreads) {
       const int32_t i = t0 + tid;
       const bool other = i < n && PrCountGroup(kb[i], mask, code_bits, P) == P;
       int32_t pre = 0, total = 0;
       __syncthreads();  // (the scan's storage is used again)
-      PrLaneScan<T>(scan).ExclusiveSum(other ? 1 : 0, pre, total);
+      PrLaneScan(scan).ExclusiveSum(other ? 1 : 0, pre, total);
       if (other) rb[i] = others + done + pre;
       done += total;
     }
@@ -561,72 +558,30 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
 // or the start's). Lane-times and their sources up to `cap` tokens rank in shared memory, larger
 // ones in global scratch: g_cnt (at tok_off[k] + k: bucket k's P + 1 entries), and g_grp, g_code,
 // g_bits (at a token's index). clk: PrLaneClk's sums, or nullptr.
-template <int T>
-__global__ void __launch_bounds__(T)
+__global__ void __launch_bounds__(kPrLaneThreads)
 PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb, const int64_t* tok_off,
                     const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const int32_t* p_code,
                     const float* p_score, const uint8_t* p_flags, int32_t* fwd, unsigned long long* key,
                     int32_t* rank, int32_t code_bits, int32_t shift, int32_t cap, int32_t* g_cnt,
                     int32_t* g_grp, uint32_t* g_code, uint32_t* g_bits, unsigned long long* clk_out) {
   extern __shared__ __align__(16) unsigned char pr_lane_smem[];
-  auto& scan = *reinterpret_cast<typename PrLaneScan<T>::TempStorage*>(pr_lane_smem);
+  auto& scan = *reinterpret_cast<PrLaneScan::TempStorage*>(pr_lane_smem);
   int32_t* flag = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes);
   int32_t* s_cnt = reinterpret_cast<int32_t*>(pr_lane_smem + kPrLaneScanBytes + 16);  // [cap + 1]
   int32_t* s_grp = s_cnt + cap + 1;                                                   // [cap]
   uint32_t* s_code = reinterpret_cast<uint32_t*>(s_grp + cap);                        // [cap]
   uint32_t* s_bits = s_code + cap;                                                    // [cap]
-  // records a thread batched (below) at 512 threads; one at a time at 1,024, whose 64 registers a
-  // thread spill a batch
-  constexpr int kBatch = kPrLaneBatch;
   PrLaneClk clk(clk_out);
   const int32_t b = blockIdx.x;
   const unsigned long long mask = (1ull << shift) - 1ull;
   for (int32_t t = ta; t < tb; ++t) {
     const int64_t kr = static_cast<int64_t>(t - R) * B + b;
     const int64_t r1 = rec_off[kr + 1];
-    // kBatch records a thread at a time, every load of the batch issued before its atomics
-    // (which the compiler would not move loads across): the records' fields, then the sources'
-    // forward scores and ranks (time t's tokens; the atomics touch time t + 1's)
-    if constexpr (T >= 1024) {
-      for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += T)
-        PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits);
-    } else {
-      const int64_t r0 = rec_off[kr];
-      const int32_t nr = static_cast<int32_t>(r1 - r0);  // (a lane-time's records: far below 2^31)
-      const uint8_t* lf = p_flags + r0;
-      const int32_t *ls = p_src + r0, *ld = p_dst + r0, *lc = p_code + r0;
-      const float* lsc = p_score + r0;
-      for (int32_t i0 = static_cast<int32_t>(threadIdx.x); i0 < nr; i0 += kBatch * T) {
-        uint8_t f[kBatch];
-        int32_t src[kBatch], dst[kBatch], code[kBatch], fs[kBatch], rs[kBatch];
-        float sc[kBatch];
-  #pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-          const int32_t i = i0 + j * T;
-          f[j] = i < nr ? lf[i] : kPrInvalid;
-          if (!(f[j] & kPrInvalid)) {
-            src[j] = ls[i];
-            dst[j] = ld[i];
-            code[j] = lc[i];
-            sc[j] = lsc[i];
-          }
-        }
-  #pragma unroll
-        for (int j = 0; j < kBatch; ++j)
-          if (!(f[j] & kPrInvalid)) {
-            fs[j] = fwd[src[j]];
-            rs[j] = (f[j] & kPrAdmitted) ? rank[src[j]] : 0;
-          }
-  #pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-          if (f[j] & kPrInvalid) continue;
-          atomicMax(&fwd[dst[j]], FloatToOrderedInt(OrderedIntToFloat(fs[j]) + sc[j]));
-          if (f[j] & kPrAdmitted)
-            atomicMin(&key[dst[j]], (static_cast<unsigned long long>(static_cast<uint32_t>(rs[j])) << code_bits) |
-                                        static_cast<uint32_t>(code[j]));
-        }
-      }
-    }
+    // (one record a thread at a time: batching the loads as the windows kernel does needs more
+    // than the 64 registers a thread of 1,024 has, and at 512 threads, where it fits, the ranks'
+    // phases lost more than the forward won: s47)
+    for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads)
+      PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits);
     __syncthreads();
     clk.Mark(kClkForward);
     const int64_t k1 = kr + B, k0 = kr;  // token buckets of times t + 1 and t
@@ -635,9 +590,9 @@ PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb,
     const int32_t P = static_cast<int32_t>(tok_off[k0 + 1] - tok_off[k0]);
     if (n == 0) continue;
     if (n <= cap && P <= cap)
-      PrLaneRank<T>(key + base1, rank + base1, n, P, mask, code_bits, s_cnt, s_grp, s_code, s_bits, flag, scan, clk);
+      PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, s_cnt, s_grp, s_code, s_bits, flag, scan, clk);
     else
-      PrLaneRank<T>(key + base1, rank + base1, n, P, mask, code_bits, g_cnt + tok_off[k0] + k0, g_grp + base1,
+      PrLaneRank(key + base1, rank + base1, n, P, mask, code_bits, g_cnt + tok_off[k0] + k0, g_grp + base1,
                  g_code + base1, g_bits + base1, flag, scan, clk);
   }
   clk.Flush();
@@ -965,7 +920,6 @@ struct PrRankSort {
   bool count8k = false; // its 8K size
   bool lanes = false;   // PrLaneForwardKernel and PrLaneWindowsKernel (CUWFST_PRUNE_SORT=lanes): Run is not used
   int32_t lane_cap = 0; // their shared-memory rank's size (lane-times and sources up to it)
-  int32_t lane_threads = 1024;  // PrLaneForwardKernel's CTA
   int32_t key_bits = 33, lane_bits = 0;
   unsigned long long* s_keys = nullptr;  // [max_m] the sorted keys (unused after the sort)
   int32_t* s_vals_in = nullptr;          // [max_m] the tokens' global indices
@@ -990,14 +944,9 @@ struct PrRankSort {
     lanes = (env == nullptr || *env == '\0' || std::strcmp(env, "lanes") == 0) && key_bits < 64;
     if (lanes) {
       // 12,288 entries (193 KiB) where the device grants more than the 48 KiB default, else 2,048
-      // CUWFST_PRUNE_LANE_THREADS=512: the forward kernel's CTA at 512 threads (128 registers a
-      // thread instead of 64; A/B runs)
-      const char* th = std::getenv("CUWFST_PRUNE_LANE_THREADS");
-      lane_threads = th && std::strcmp(th, "512") == 0 ? 512 : 1024;
       lane_cap = 12288;
-      const cudaError_t e = cudaFuncSetAttribute(
-          lane_threads == 512 ? PrLaneForwardKernel<512> : PrLaneForwardKernel<1024>,
-          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrLaneSmem(lane_cap)));
+      const cudaError_t e = cudaFuncSetAttribute(PrLaneForwardKernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(PrLaneSmem(lane_cap)));
       if (e != cudaSuccess) {
         (void)cudaGetLastError();
         lane_cap = 2048;
@@ -1125,8 +1074,7 @@ int64_t LaneForward(cudaStream_t s, const DeviceGraph& g, int32_t B, int32_t R, 
   } else {
     g_grp = nullptr;
   }
-  auto kernel = sorter.lane_threads == 512 ? PrLaneForwardKernel<512> : PrLaneForwardKernel<1024>;
-  kernel<<<B, sorter.lane_threads, PrLaneSmem(sorter.lane_cap), s>>>(
+  PrLaneForwardKernel<<<B, kPrLaneThreads, PrLaneSmem(sorter.lane_cap), s>>>(
       g, B, R, ta, tb, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, sorter.code_bits,
       sorter.key_bits, sorter.lane_cap, g_cnt, g_grp, g_code, g_bits, clk);
   CUWFST_CUDA(cudaGetLastError());
