@@ -1106,25 +1106,19 @@ def test_lattice_switch_env_vars(env, switch, monkeypatch):
 
 
 # ------------------------------------------------------------ the pruning's rank sort
-# PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states)
-# by a block radix sort in shared memory, one CTA a lane (PrBlockRankKernel, the default where
-# every lane of the time holds at most 8,192 tokens; the radix sort for the others), with one
-# device-wide radix sort of
-# (lane, key) for every time (CUWFST_PRUNE_SORT=radix), or with a segmented sort by lane
-# (CUWFST_PRUNE_SORT=segmented, the path before). The keys' arc part is the arc's place among
-# its source state's arcs (PrKeyCode, fewer bits: fewer radix passes), or the arc id itself
-# (CUWFST_PRUNE_CODE=arc, the keys before).
-# CUWFST_PRUNE_SORT=count ranks by counting each source's children instead of sorting
-# (PrCountRankKernel, one CTA a lane, where a time's lanes and their sources' lanes fit 8,192;
-# the block sort or the radix sort for the others, and for a bounded pass's first time).
-# CUWFST_PRUNE_SORT=lanes runs the forward, the ranks (by that counting, in shared memory or, past
-# 12,288 tokens, in global scratch) and the windows one CTA a lane over all times, one launch
-# each (PrLaneForwardKernel, PrLaneWindowsKernel), whole batches and bounded passes alike;
-# "lanes:64" lowers its shared-memory size to 64 tokens (CUWFST_PRUNE_LANE_CAP), so most
-# lane-times rank in the global scratch.
+# PruneLattice orders each time's tokens (the CPU's token order, which numbers lattice states).
+# By default (CUWFST_PRUNE_SORT=lanes) the forward, the ranks and the windows run one CTA a lane
+# over all times, one launch each (PrLaneForwardKernel, PrLaneWindowsKernel), whole batches and
+# bounded passes alike: the ranks without a sort, by counting each source's children (in shared
+# memory or, past 12,288 tokens, in global scratch; "lanes:64" lowers that size to 64 tokens,
+# CUWFST_PRUNE_LANE_CAP, so most lane-times rank in the scratch). CUWFST_PRUNE_SORT=block keeps a
+# forward launch and a rank launch a time: a block radix sort in shared memory, one CTA a lane
+# (PrBlockRankKernel, where every lane of the time holds at most 8,192 tokens; the radix sort for
+# the others); "radix" one device-wide radix sort of (lane, key) for every time; "segmented" a
+# segmented sort by lane (the path before). The keys' arc part is the arc's place among its
+# source state's arcs (PrKeyCode, fewer bits), or the arc id itself (CUWFST_PRUNE_CODE=arc).
 PRUNE_SORTS = [("block", "place"), ("block", "arc"), ("radix", "place"), ("radix", "arc"), ("segmented", "place"),
-               ("count", "place"), ("count", "arc"), ("lanes", "place"), ("lanes", "arc"), ("lanes:64", "place"),
-               ("lanes:64", "arc")]
+               ("lanes", "place"), ("lanes", "arc"), ("lanes:64", "place"), ("lanes:64", "arc")]
 
 
 def _set_prune_sort(monkeypatch, sort, code):
@@ -1147,17 +1141,11 @@ def _check_rank_paths(sort, st, large):
     both = [st] + ([st["rescue"]] if "rescue" in st else [])  # main and rescue instances
     block = sum(x["prune_block_times"] for x in both)
     sorted_ = sum(x["prune_sort_times"] for x in both)
-    counted = sum(x["prune_count_times"] for x in both)
     laned = sum(x["prune_lane_times"] for x in both)
     if sort == "lanes":
-        assert laned > 0 and counted == block == sorted_ == 0, (laned, counted, block, sorted_)
+        assert laned > 0 and block == sorted_ == 0, (laned, block, sorted_)
         return
     assert laned == 0, st
-    if sort == "count":
-        assert counted > 0, st
-        assert (sorted_ > 0) == large, (counted, block, sorted_)
-        return
-    assert counted == 0, st
     if sort == "block":
         assert block > 0, st
         assert (sorted_ > 0) == large, (block, sorted_)

@@ -1605,8 +1605,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[61] = arena_.host_ok() ? 1 : 0;
   out[62] = restores_;
   out[63] = ws_.payload_tok;
-  out[64] = prune_count_times_;
-  out[65] = prune_lane_times_;
+  out[64] = prune_lane_times_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -404,10 +404,9 @@ class GpuDecoder {
   // pools and the device log each count one).
   // [63] Workspace::payload_tok: 0 where the emitting payloads hold slots, else the token's shift
   // (CUWFST_PAYLOAD=token where it fits).
-  // [64] the GPU lattice pruning's times ranked by counting (PrCountRankKernel,
-  // CUWFST_PRUNE_SORT=count), all decodes.
-  // [65] the times it ranked in its per-lane kernel (PrLaneForwardKernel, CUWFST_PRUNE_SORT=lanes).
-  static constexpr int kMemStats = 66;
+  // [64] the times the GPU lattice pruning ranked in its per-lane kernel (PrLaneForwardKernel, the
+  // default), all decodes.
+  static constexpr int kMemStats = 65;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -674,8 +673,7 @@ class GpuDecoder {
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
                                        // (of the arcs walked: the lattice trim's are not counted)
   int64_t prune_block_times_ = 0;      // MemStats [55]: times the pruning ranked by a block sort (PrBlockRankKernel)
-  int64_t prune_count_times_ = 0;      // MemStats [64]: times it ranked by counting (PrCountRankKernel)
-  int64_t prune_lane_times_ = 0;       // MemStats [65]: times it ranked in the per-lane kernel (PrLaneForwardKernel)
+  int64_t prune_lane_times_ = 0;       // MemStats [64]: times it ranked in the per-lane kernel (PrLaneForwardKernel)
   int64_t prune_sort_times_ = 0;       // MemStats [56]: times it ranked by a radix or segmented sort
   DeviceBuffer eps_begin_, eps_ub_, eps_offsets_, eps_hint_, eps_lane_offsets_;
   PinnedBuffer h_lat_;                  // the last lattice decode's records (LatRecord)

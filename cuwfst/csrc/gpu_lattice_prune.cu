@@ -299,127 +299,20 @@ void LaunchBlockRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg
                                                                                                shift);
 }
 
-// The rank of each time by counting, one CTA a lane (PrRankSort's count path,
-// CUWFST_PRUNE_SORT=count): the order PrBlockRankKernel sorts out, without a sort. A token's
-// key is rank(p) << code_bits | code, p its first-admitting source at the time before (rank
-// below that time's P tokens of the lane), so the order is by p, then by key within p's
-// children, then by index (equal keys); a key at or past the sort's clamp (`mask`: a token no
-// admitted record reached) or whose p is not below P orders after every other, by index, as
-// the clamp orders it. In shared memory: the children of each p counted (cnt[0 .. P], cnt[P]
-// the others), an exclusive scan of the counts, the tokens scattered into their p's group
-// (cnt[p] then ends the group), and each token's rank = its group's start + the group's
-// members before it (their keys, then indices, compared: a group holds a state's admitted
-// arcs, at most the graph's largest out-degree). The others, if any, by a scan of their flags
-// in index order. Sizes (PrCountRank): n and P at most kThreads x kItems.
-template <int kThreads, int kItems>
-struct PrCountRank {
-  static constexpr int kCap = kThreads * kItems;
-  static constexpr int kThreadsOf = kThreads, kItemsOf = kItems;
-  using Scan = cub::BlockScan<int32_t, kThreads>;
-  static constexpr size_t kScanBytes = (sizeof(typename Scan::TempStorage) + 15) / 16 * 16;
-  static constexpr size_t kSmem = kScanBytes + sizeof(int32_t) * (2 * static_cast<size_t>(kCap) + 1);
-};
-using PrCountRank1K = PrCountRank<256, 4>;
-using PrCountRank4K = PrCountRank<512, 8>;
-using PrCountRank8K = PrCountRank<1024, 8>;
-// A key's source rank (its group), or P for a key at or past the clamp or whose rank is not below P.
+// The lane rank's group of a key (PrLaneRank): its source's rank, or P for a key at or past the
+// clamp or whose rank is not below P.
 __device__ __forceinline__ int32_t PrCountGroup(unsigned long long k, unsigned long long mask, int32_t code_bits,
                                                 int32_t P) {
   return k < mask && (k >> code_bits) < static_cast<unsigned long long>(P) ? static_cast<int32_t>(k >> code_bits) : P;
 }
-template <int kThreads, int kItems>
-__global__ void __launch_bounds__(kThreads)
-PrCountRankKernel(int64_t base, const int32_t* seg, const int32_t* prev_seg, const unsigned long long* key,
-                  int32_t* rank, int32_t shift, int32_t code_bits) {
-  using R = PrCountRank<kThreads, kItems>;
-  extern __shared__ __align__(16) unsigned char pr_count_smem[];
-  auto& scan = *reinterpret_cast<typename R::Scan::TempStorage*>(pr_count_smem);
-  int32_t* cnt = reinterpret_cast<int32_t*>(pr_count_smem + R::kScanBytes);  // [P + 1]
-  int32_t* grp = cnt + R::kCap + 1;                                          // [n]
-  const int32_t b = blockIdx.x, tid = static_cast<int32_t>(threadIdx.x);
-  const int32_t s0 = seg[b], n = seg[b + 1] - s0;
-  const int32_t P = prev_seg[b + 1] - prev_seg[b];
-  if (n <= 0 || n > R::kCap || P < 0 || P > R::kCap) return;  // (the host sends no lane past the size)
-  const unsigned long long mask = (1ull << shift) - 1ull;
-  const unsigned long long* kb = key + base + s0;
-  int32_t* rb = rank + base + s0;
-  for (int32_t j = tid; j <= P; j += kThreads) cnt[j] = 0;
-  __syncthreads();
-  int32_t par[kItems];
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int32_t i = j * kThreads + tid;
-    par[j] = i < n ? PrCountGroup(kb[i], mask, code_bits, P) : P;
-    if (i < n) atomicAdd(&cnt[par[j]], 1);
-  }
-  __syncthreads();
-  // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
-  {
-    const int32_t len = P + 1, chunk = (len + kThreads - 1) / kThreads;
-    const int32_t c0 = min(len, tid * chunk), c1 = min(len, c0 + chunk);
-    int32_t sum = 0;
-    for (int32_t c = c0; c < c1; ++c) sum += cnt[c];
-    int32_t pre = 0;
-    typename R::Scan(scan).ExclusiveSum(sum, pre);
-    for (int32_t c = c0; c < c1; ++c) {
-      const int32_t v = cnt[c];
-      cnt[c] = pre;
-      pre += v;
-    }
-  }
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int32_t i = j * kThreads + tid;
-    if (i < n) grp[atomicAdd(&cnt[par[j]], 1)] = i;  // cnt[p] ends p's group after this
-  }
-  __syncthreads();
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int32_t i = j * kThreads + tid, p = par[j];
-    if (i >= n || p == P) continue;
-    const int32_t lo = p > 0 ? cnt[p - 1] : 0, hi = cnt[p];
-    const unsigned long long k = kb[i];
-    int32_t before = 0;
-    for (int32_t q = lo; q < hi; ++q) {
-      const int32_t o = grp[q];
-      const unsigned long long ko = kb[o];
-      before += (ko < k || (ko == k && o < i)) ? 1 : 0;
-    }
-    rb[i] = lo + before;
-  }
-  const int32_t others = P > 0 ? cnt[P - 1] : 0;  // where the others start (block-uniform)
-  if (cnt[P] == others) return;
-  // the others by index: thread t takes indices [t * kItems, t * kItems + kItems)
-  int32_t mine = 0;
-  bool other[kItems];
-#pragma unroll
-  for (int j = 0; j < kItems; ++j) {
-    const int32_t i = tid * kItems + j;
-    other[j] = i < n && PrCountGroup(kb[i], mask, code_bits, P) == P;
-    mine += other[j] ? 1 : 0;
-  }
-  __syncthreads();  // (the scan's storage is used again)
-  int32_t pre = 0;
-  typename R::Scan(scan).ExclusiveSum(mine, pre);
-#pragma unroll
-  for (int j = 0; j < kItems; ++j)
-    if (other[j]) rb[tid * kItems + j] = others + pre++;
-}
-template <class R>
-void LaunchCountRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg, const int32_t* prev_seg,
-                     const unsigned long long* key, int32_t* rank, int32_t shift, int32_t code_bits) {
-  PrCountRankKernel<R::kThreadsOf, R::kItemsOf><<<B, R::kThreadsOf, R::kSmem, s>>>(base, seg, prev_seg, key, rank,
-                                                                                   shift, code_bits);
-}
 
-// ---- The forward, the ranks and the windows per lane (CUWFST_PRUNE_SORT=lanes): one CTA a
-// lane walks every time of a batch (or a bounded pass) in one launch, with __syncthreads between
-// the phases, where the grid-wide path launches a forward and a rank a time and a backward a
-// window's time. Lanes never share a token or a record, so a lane's times need no other lane's:
-// the per-lane order of the work is the grid-wide path's, and every value is the same (the
-// forward's max and min are order-free; the ranks are PrCountRankKernel's order, which is the
-// block sort's; the windows run in their order per lane). Arrays written by atomics or stores in
+// ---- The forward, the ranks and the windows per lane (the default; CUWFST_PRUNE_SORT=lanes):
+// one CTA a lane walks every time of a batch (or a bounded pass) in one launch, with
+// __syncthreads between the phases, where the grid-wide path (CUWFST_PRUNE_SORT=block etc.)
+// launches a forward and a rank a time and a backward a window's time. Lanes never share a token
+// or a record, so a lane's times need no other lane's: the per-lane order of the work is the
+// grid-wide path's, and every value is the same (the forward's max and min are order-free; the
+// ranks are the block sort's order, below; the windows run in their order per lane). Arrays written by atomics or stores in
 // one phase are read by the CTA's threads after the barrier (no read-only cache path: nothing
 // here is __restrict__).
 constexpr int kPrLaneThreads = 1024;  // the lane kernels' CTA
@@ -457,7 +350,13 @@ struct PrLaneClk {
 };
 
 // The ranks of one lane-time's n tokens (keys kb, ranks out to rb) whose sources are the time
-// before's P tokens, by PrCountRankKernel's counting with the whole CTA and any n and P: cnt
+// before's P tokens, without a sort. A token's key is rank(p) << code_bits | code, p its
+// first-admitting source (rank below P), so the block sort's order (clamped key, then index) is by
+// p, then by key within p's children, then by index; a key at or past the clamp (`mask`: a token
+// no admitted record reached) or whose p is not below P orders after every other, by index. So:
+// the children of each p counted (cnt[0 .. P], cnt[P] the others), an exclusive scan, the tokens
+// scattered into their p's group (cnt[p] then ends it), each token ranked as its group's start
+// plus the members before it, the others by a scan of their flags in index order. Arrays: cnt
 // [P + 1], and grp, gcode (the key's low 32 bits: within a group only the code differs) and bits
 // [n] in shared memory or, past its size, in global scratch. In-group ranks: a group of at most
 // `big` members compares its members' codes (then indices); a larger one (code_bits <= 13 only)
@@ -907,8 +806,9 @@ double Ms(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::ti
 // CUWFST_PRUNE_SORT=block, for the times whose lanes hold at most kPrBlockRankCap tokens each),
 // else one device-wide radix sort of (lane, key) (CUWFST_PRUNE_SORT=radix: every time), or a
 // segmented sort by lane (CUWFST_PRUNE_SORT=segmented: every time; cub sorts each of B < 300
-// segments in one block, ~300 us for the full tier's largest times), or by counting
-// (CUWFST_PRUNE_SORT=count, PrCountRankKernel). All give the same ranks.
+// segments in one block, ~300 us for the full tier's largest times). All give the same ranks.
+// (A per-time counting kernel, CUWFST_PRUNE_SORT=count, was measured at 35-37 ms of forward and
+// ranks a batch against the block sort's 17-18 and removed: docs/speed-notes.md.)
 // Keys: rank << code_bits | code (PrKeyCode) with rank below `rank_most` (the most tokens of a
 // time whose ranks the keys carry), so the first key_bits bits hold them. MakeRankSort plans it and gives it
 // its buffers; then Run it each time.
@@ -916,8 +816,6 @@ struct PrRankSort {
   bool radix = true;
   bool block = true;    // PrBlockRankKernel for the times whose lanes fit it
   bool block8k = true;  // its 8K size (the dynamic shared memory it needs was granted)
-  bool count = false;   // PrCountRankKernel first (CUWFST_PRUNE_SORT=count), where the lanes and their sources fit
-  bool count8k = false; // its 8K size
   bool lanes = false;   // PrLaneForwardKernel and PrLaneWindowsKernel (CUWFST_PRUNE_SORT=lanes): Run is not used
   int32_t lane_cap = 0; // their shared-memory rank's size (lane-times and sources up to it)
   int32_t key_bits = 33, lane_bits = 0;
@@ -938,9 +836,8 @@ struct PrRankSort {
     radix = !(env && std::strcmp(env, "segmented") == 0) && key_bits + lane_bits < 64;
     block = !(env && (std::strcmp(env, "radix") == 0 || std::strcmp(env, "segmented") == 0)) &&
             key_bits + 1 + PrBlockRank8K::kIdxBitsOf <= 64;  // the largest size's index bits
-    count = env && std::strcmp(env, "count") == 0 && key_bits < 64;
     // the per-lane kernels are the default (CUWFST_PRUNE_SORT unset or "lanes"); "block" keeps the
-    // per-time forward and block sort, "radix" / "segmented" / "count" the others (A/B runs)
+    // per-time forward and block sort, "radix" / "segmented" the others (A/B runs)
     lanes = (env == nullptr || *env == '\0' || std::strcmp(env, "lanes") == 0) && key_bits < 64;
     if (lanes) {
       // 12,288 entries (193 KiB) where the device grants more than the 48 KiB default, else 2,048
@@ -958,13 +855,6 @@ struct PrRankSort {
         if (v >= 1 && v < lane_cap) lane_cap = static_cast<int32_t>(v);
       }
       return;  // (no sort of any kind runs)
-    }
-    if (count) {
-      const cudaError_t e = cudaFuncSetAttribute(
-          PrCountRankKernel<PrCountRank8K::kThreadsOf, PrCountRank8K::kItemsOf>,
-          cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(PrCountRank8K::kSmem));
-      if (e != cudaSuccess) (void)cudaGetLastError();
-      count8k = e == cudaSuccess;
     }
     // the 8K size's shared memory is over the 48 KiB default: ask for it (per device, so per
     // pruning); a device that refuses ranks those times by the sort
@@ -991,28 +881,10 @@ struct PrRankSort {
     return bytes;
   }
   // A time's m tokens from global index `base`, its lanes' segments sr[0 .. B] relative to
-  // base (`most`: the largest): rank[token] = its place in its lane's order of `key`. prev_sr:
-  // the time before's segments (its ranks are the keys' high parts; `most_prev` the largest),
-  // or nullptr where that time is not at hand (the count path then does not run).
-  // Returns how the time was ranked: 2 by counting, 1 by the block sort, 0 by a device sort.
+  // base (`most`: the largest): rank[token] = its place in its lane's order of `key`.
+  // Returns how the time was ranked: 1 by the block sort, 0 by a device sort.
   int Run(cudaStream_t s, int32_t B, int64_t base, int32_t m, int32_t most, const int32_t* sr,
-          const unsigned long long* key, int32_t* rank, const int32_t* prev_sr = nullptr,
-          int32_t most_prev = 0) const {
-    if (count && prev_sr != nullptr) {
-      const int32_t big = std::max(most, most_prev);
-      if (big <= PrCountRank1K::kCap) {
-        LaunchCountRank<PrCountRank1K>(s, B, base, sr, prev_sr, key, rank, key_bits, code_bits);
-        return 2;
-      }
-      if (big <= PrCountRank4K::kCap) {
-        LaunchCountRank<PrCountRank4K>(s, B, base, sr, prev_sr, key, rank, key_bits, code_bits);
-        return 2;
-      }
-      if (count8k && big <= PrCountRank8K::kCap) {
-        LaunchCountRank<PrCountRank8K>(s, B, base, sr, prev_sr, key, rank, key_bits, code_bits);
-        return 2;
-      }
-    }
+          const unsigned long long* key, int32_t* rank) const {
     if (block && most <= PrBlockRank1K::kSlots) {
       LaunchBlockRank<PrBlockRank1K>(s, B, base, sr, key, rank, key_bits);
       return 1;
@@ -1039,9 +911,7 @@ struct PrRankSort {
     return 0;
   }
   // counts a Run's answer into the decoder's counters
-  static void Count(int how, int64_t* count_times, int64_t* block_times, int64_t* sort_times) {
-    ++*(how == 2 ? count_times : how == 1 ? block_times : sort_times);
-  }
+  static void Count(int how, int64_t* block_times, int64_t* sort_times) { ++*(how == 1 ? block_times : sort_times); }
 };
 
 // The per-lane forward and ranks of steps [ta, tb) (PrLaneForwardKernel; CUWFST_PRUNE_SORT=lanes)
@@ -1461,16 +1331,11 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
     if (m == 0) continue;
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t + 1) * (B + 1);
-    int32_t most = 0, most_prev = 0;
-    for (int32_t b = 0; b < B; ++b) {
+    int32_t most = 0;
+    for (int32_t b = 0; b < B; ++b)
       most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
                                                           tok_off[static_cast<int64_t>(t + 1) * B + b]));
-      most_prev = std::max<int32_t>(most_prev, static_cast<int32_t>(tok_off[static_cast<int64_t>(t) * B + b + 1] -
-                                                                    tok_off[static_cast<int64_t>(t) * B + b]));
-    }
-    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank, d_seg_rel + static_cast<int64_t>(t) * (B + 1),
-                                 most_prev),
-                      &prune_count_times_, &prune_block_times_, &prune_sort_times_);
+    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank), &prune_block_times_, &prune_sort_times_);
   }
   CUWFST_CUDA(cudaGetLastError());
   mark(&m2);
@@ -1953,16 +1818,9 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
     if (m == 0) continue;
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
-    int32_t most = 0, most_prev = 0;
+    int32_t most = 0;
     for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
-    // the time before's segments are this pass's from its second time on (the first's sources
-    // were ranked by an earlier pass)
-    const int32_t* prev_sr = t > t0 ? d_seg_rel + static_cast<int64_t>(t - 1 - t0) * (B + 1) : nullptr;
-    if (prev_sr != nullptr)
-      for (int32_t b = 0; b < B; ++b)
-        most_prev = std::max<int32_t>(most_prev, static_cast<int32_t>(tok_off[k0 - B + b + 1] - tok_off[k0 - B + b]));
-    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank1, prev_sr, most_prev), &prune_count_times_,
-                      &prune_block_times_, &prune_sort_times_);
+    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank1), &prune_block_times_, &prune_sort_times_);
   }
   CUWFST_CUDA(cudaGetLastError());
 

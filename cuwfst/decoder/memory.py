@@ -67,10 +67,9 @@ Every figure is in bytes unless its name says entries. On the GPU:
   prune_lane_times   the times the GPU lattice pruning ranked in its per-lane kernel, which runs
              a batch's (or a bounded pass's) forward, ranks and windows one CTA a lane (the
              default; CUWFST_PRUNE_SORT=lanes)
-  prune_block_times / prune_sort_times / prune_count_times   the times it ranked with a launch a
-             time (CUWFST_PRUNE_SORT=block, radix, segmented, count): by a block sort in shared
-             memory, one CTA a lane (lanes of at most 8,192 tokens), by a device-wide sort, or by
-             counting
+  prune_block_times / prune_sort_times   the times it ranked with a launch a time
+             (CUWFST_PRUNE_SORT=block, radix, segmented): by a block sort in shared memory, one
+             CTA a lane (lanes of at most 8,192 tokens), or by a device-wide sort
   instances  the same figures per native instance (main; rescue once built)
 """
 
@@ -93,8 +92,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
              "prune_sort_times", "lattice_cand_steps", "lattice_cand_over", "winners_host_committed",
-             "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_count_times",
-             "prune_lane_times")
+             "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_lane_times")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}
