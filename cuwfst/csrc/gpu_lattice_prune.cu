@@ -87,7 +87,7 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
   return cur < 0 ? -1 : first + __popc(peers & ((1u << me) - 1u));
 }
 
-// The first-admission key's arc part (PrForwardKernel): an admitted record's code (its arc id,
+// The first-admission key's arc part (PlaceRecord writes it to p_code): a record's code (its arc id,
 // kRedirectArcBit on a redirected arc) as {redirect bit, the arc's place among its source
 // state's arcs} in code_bits = deg_bits + 1 bits (PrCodeBits), where 2^deg_bits > the graph's
 // most arcs of a state, so the place never fills deg_bits. Two records of one source token (one
@@ -96,9 +96,7 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
 __device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code, int32_t src_state,
                                               int32_t code_bits) {
   if (code_bits >= 32) return static_cast<uint32_t>(code);
-  // (a source no admitted record reached has no state, and rank 0x7FFFFFFF: its keys clamp to
-  // the lane's largest in PrLaneKeys whatever their code; no graph read for it)
-  if (src_state < 0) return 0u;
+  if (src_state < 0) return 0u;  // (PlaceRecord calls it for valid records only)
   const uint32_t redirect = (code & kRedirectArcBit) ? 1u : 0u;
   const uint32_t place = static_cast<uint32_t>((code & (kRedirectArcBit - 1)) - g.row_splits[src_state]);
   return (redirect << (code_bits - 1)) | place;
