@@ -299,7 +299,7 @@ void LaunchBlockRank(cudaStream_t s, int32_t B, int64_t base, const int32_t* seg
 
 // The lane rank's group of a key (PrLaneRank): its source's rank, or P for a key at or past the
 // clamp or whose rank is not below P.
-__device__ __forceinline__ int32_t PrCountGroup(unsigned long long k, unsigned long long mask, int32_t code_bits,
+__device__ __forceinline__ int32_t PrLaneGroup(unsigned long long k, unsigned long long mask, int32_t code_bits,
                                                 int32_t P) {
   return k < mask && (k >> code_bits) < static_cast<unsigned long long>(P) ? static_cast<int32_t>(k >> code_bits) : P;
 }
@@ -310,9 +310,9 @@ __device__ __forceinline__ int32_t PrCountGroup(unsigned long long k, unsigned l
 // launches a forward and a rank a time and a backward a window's time. Lanes never share a token
 // or a record, so a lane's times need no other lane's: the per-lane order of the work is the
 // grid-wide path's, and every value is the same (the forward's max and min are order-free; the
-// ranks are the block sort's order, below; the windows run in their order per lane). Arrays written by atomics or stores in
-// one phase are read by the CTA's threads after the barrier (no read-only cache path: nothing
-// here is __restrict__).
+// ranks are the block sort's order, below; the windows run in their order per lane). Arrays
+// written by atomics or stores in one phase are read by the CTA's threads after the barrier (no
+// read-only cache path: nothing here is __restrict__).
 constexpr int kPrLaneThreads = 1024;  // the lane kernels' CTA
 constexpr int kPrLaneBatch = 4;  // records a thread whose loads go out together (the windows kernel's backward)
 using PrLaneScan = cub::BlockScan<int32_t, kPrLaneThreads>;
@@ -371,7 +371,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   for (int32_t j = tid; j <= P; j += kPrLaneThreads) cnt[j] = 0;
   if (tid == 0) *flag = 0;
   __syncthreads();
-  for (int32_t i = tid; i < n; i += kPrLaneThreads) atomicAdd(&cnt[PrCountGroup(kb[i], mask, code_bits, P)], 1);
+  for (int32_t i = tid; i < n; i += kPrLaneThreads) atomicAdd(&cnt[PrLaneGroup(kb[i], mask, code_bits, P)], 1);
   __syncthreads();
   {  // exclusive scan of cnt[0 .. P] in place: each thread a contiguous chunk
     const int32_t len = P + 1, chunk = (len + kPrLaneThreads - 1) / kPrLaneThreads;
@@ -390,7 +390,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   clk.Mark(kClkCount);
   for (int32_t i = tid; i < n; i += kPrLaneThreads) {
     const unsigned long long k = kb[i];
-    const int32_t q = atomicAdd(&cnt[PrCountGroup(k, mask, code_bits, P)], 1);  // cnt[p] ends p's group after this
+    const int32_t q = atomicAdd(&cnt[PrLaneGroup(k, mask, code_bits, P)], 1);  // cnt[p] ends p's group after this
     grp[q] = i;
     gcode[q] = static_cast<uint32_t>(k);
     bits[q] = 0u;
@@ -400,7 +400,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   if (words > 0) {
     for (int32_t i = tid; i < n; i += kPrLaneThreads) {
       const unsigned long long k = kb[i];
-      const int32_t p = PrCountGroup(k, mask, code_bits, P);
+      const int32_t p = PrLaneGroup(k, mask, code_bits, P);
       if (p == P) continue;
       const int32_t lo = p > 0 ? cnt[p - 1] : 0;
       if (cnt[p] - lo <= big) continue;
@@ -412,7 +412,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
   const bool bitmaps = words > 0 && *flag == 0;  // (block-uniform)
   for (int32_t i = tid; i < n; i += kPrLaneThreads) {
     const unsigned long long k = kb[i];
-    const int32_t p = PrCountGroup(k, mask, code_bits, P);
+    const int32_t p = PrLaneGroup(k, mask, code_bits, P);
     if (p == P) continue;
     const int32_t lo = p > 0 ? cnt[p - 1] : 0, hi = cnt[p];
     int32_t before = 0;
@@ -437,7 +437,7 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     int32_t done = 0;
     for (int32_t t0 = 0; t0 < n; t0 += kPrLaneThreads) {
       const int32_t i = t0 + tid;
-      const bool other = i < n && PrCountGroup(kb[i], mask, code_bits, P) == P;
+      const bool other = i < n && PrLaneGroup(kb[i], mask, code_bits, P) == P;
       int32_t pre = 0, total = 0;
       __syncthreads();  // (the scan's storage is used again)
       PrLaneScan(scan).ExclusiveSum(other ? 1 : 0, pre, total);
@@ -519,8 +519,8 @@ PrLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_
     for (int32_t t = E - 1; t >= begin; --t) {
       const int64_t kr = static_cast<int64_t>(t) * B + b;
       const int64_t r1 = rec_off[kr + 1];
-      // (batched as the forward's: the records' fields, then the gathers, then the updates; the
-      // gathers read time t + 1's backward and time t's alive bits and forward scores, the
+      // (kPrLaneBatch records a thread: the records' fields, then the gathers, then the updates;
+      // the gathers read time t + 1's backward and time t's alive bits and forward scores, the
       // updates write time t's backward and the records' own flags)
       const int64_t r0 = rec_off[kr];
       const int32_t nr = static_cast<int32_t>(r1 - r0);
