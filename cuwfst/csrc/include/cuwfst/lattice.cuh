@@ -33,6 +33,8 @@
 // hash pool's most, so pooled table offsets index it as they index the keys.
 #pragma once
 
+#include <cub/block/block_scan.cuh>
+
 #include "cuwfst/expand.cuh"
 #include "cuwfst/finalize.cuh"
 
@@ -172,30 +174,69 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
 }
 
 // The candidate records (candidate mode: ws.lat_cand; common.cuh LatCandOn), the first part
-// of LatPersistKernel: grid-stride over the step's candidates (ExpandKernel wrote
-// ws.lat_cand_n of them: every walked arc of a prefiltered lane-step that ends at or above the
-// prefilter's bound). Of a lane whose candidates all fit (LatCandLane), each candidate gets
-// the walk's test and record: the destination's probe, admission against the exact cutoff,
-// the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
-// the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
+// of LatPersistKernel. ExpandKernel wrote each lane's candidates (every walked arc of a
+// prefiltered lane-step that ends at or above the prefilter's bound, with its destination) in
+// the lane's region at the lane's cursor. LatCandStarts scans the lanes' counts in shared
+// memory (a lane whose candidates overflowed its region counts 0: it is walked); the grid then
+// strides over the total, each entry's lane found by a binary search of the starts. Of a lane
+// whose candidates all fit (LatCandLane), each candidate gets the walk's test and record: the
+// destination's probe, admission against the exact cutoff, the filter; the arcs below the
+// bound are the ones the walk's prefilter drops unprobed, so the records are the walk's.
 // lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
-template <typename LaneOf>
-__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
+using LatCandScan = cub::BlockScan<int32_t, kWalkThreads>;
+constexpr int kLatCandItems = kLatCandMaxLanes / kWalkThreads;
+static_assert(kLatCandItems * kWalkThreads == kLatCandMaxLanes, "the lanes' counts: whole items a thread");
+// start[l]: lane l's first entry in the step's candidate order, start[max_lanes] the total
+// (returned); every thread of the CTA calls it (a barrier at the end).
+__device__ __forceinline__ int32_t LatCandStarts(const Workspace& ws, int32_t* start,
+                                                 typename LatCandScan::TempStorage& tmp) {
+  const int32_t L = ws.max_lanes;
   const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
-  const unsigned long long n = min(*ws.lat_cand_n, cap);
-  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-    const LatCand c = ws.lat_cand[i];
-    const LatLane& ll = lane_of(c.lane);
+  int32_t c[kLatCandItems];
+#pragma unroll
+  for (int k = 0; k < kLatCandItems; ++k) {
+    const int32_t l = static_cast<int32_t>(threadIdx.x) * kLatCandItems + k;
+    const unsigned long long n = l < L ? ws.lat_cand_n[kLatCandLaneN + l] : 0ull;
+    c[k] = n <= cap ? static_cast<int32_t>(n) : 0;
+  }
+  int32_t total = 0;
+  LatCandScan(tmp).ExclusiveSum(c, c, total);
+#pragma unroll
+  for (int k = 0; k < kLatCandItems; ++k) {
+    const int32_t l = static_cast<int32_t>(threadIdx.x) * kLatCandItems + k;
+    if (l < L) start[l] = c[k];
+  }
+  if (threadIdx.x == 0) start[L] = total;
+  __syncthreads();
+  return total;
+}
+// The lane of candidate entry i (0 <= i < start[L]): the last l with start[l] <= i.
+__device__ __forceinline__ int32_t LatCandLaneOf(const int32_t* start, int32_t L, int32_t i) {
+  int32_t lo = 0, hi = L;  // start[lo] <= i < start[hi]
+  while (hi - lo > 1) {
+    const int32_t mid = (lo + hi) >> 1;
+    if (start[mid] <= i) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+template <typename LaneOf>
+__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, const int32_t* start,
+                                               int32_t total, LaneOf&& lane_of) {
+  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
+       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
+    const int32_t l = LatCandLaneOf(start, ws.max_lanes, i);
+    const LatLane& ll = lane_of(l);
     if (!ll.cand) continue;
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
+    const LatCand c = ws.lat_cand[static_cast<int64_t>(l) * ws.lat_cand_cap + (i - start[l])];
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(c.dest));
     const bool survives = dst_pos >= 0;
     const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
     const bool admitted = end > ll.cutoff;
     const bool keep =
         survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
-    LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
-      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
+    LatAppend(ws, l, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
+      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, l};
       ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
     });
   }
@@ -211,40 +252,48 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
 // all lanes (one atomicAdd per warp and lane: the threads recording for the same lane share
 // it), lat_count[lane][t] += the warp's records; past lat_cap only the cursor and the counts
 // move (the host grows the records and decodes again: decode is idempotent). In candidate
-// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords; with at
-// most kWalkThreads lanes every CTA loads each lane's LatLane once into shared memory, else a
-// thread loads the lanes it meets), then walks only the lane-steps they do not cover, and
-// returns at once when there are none (at most kWalkThreads lanes; else it walks and skips).
+// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords: the
+// CTAs whose first entry is below their total; with at most kWalkThreads lanes such a CTA
+// loads each lane's LatLane once into shared memory, else a thread loads the lanes it meets),
+// then, only where the step's walk flag is up, walks the lane-steps they do not cover; a CTA
+// with no candidate on a step without the flag returns after the lanes' counts.
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
-    // candidate mode: each lane's LatLane in shared memory (raw storage: a __shared__ object
-    // takes no constructor), the candidates' records, then the walk only if some lane that
-    // took a step is not recorded from its candidates
-    __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
-    LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
-    bool walk = false;
-    if (threadIdx.x < ws.max_lanes) {
-      LatLane ll;
-      const LaneCounters& lc = ws.lanes[threadIdx.x];
-      if (lc.step_phase != kPhaseIdle) {
-        ll.Load(g, ws, threadIdx.x, lc.step_phase);
-        walk = !ll.cand;
+  if (ws.lat_cand != nullptr) {
+    // candidate mode: the lanes' candidate starts, then (in the CTAs that have candidates, or
+    // all where the step's walk flag is up) each lane's LatLane, the candidates' records, and
+    // the walk if the flag is up (some lane-step with slots is not recorded from candidates:
+    // ExpandKernel raised it, the same in every CTA)
+    __shared__ int32_t cand_start[kLatCandMaxLanes + 1];
+    __shared__ typename LatCandScan::TempStorage scan_tmp;
+    const bool walk = ws.lat_cand_n[0] != 0ull;
+    const int32_t total = LatCandStarts(ws, cand_start, scan_tmp);
+    const bool mine = static_cast<int64_t>(blockIdx.x) * blockDim.x < total;
+    if (!mine && !walk) return;
+    if (ws.max_lanes <= kWalkThreads && mine) {
+      // each lane's LatLane in shared memory (raw storage: a __shared__ object takes no
+      // constructor); an idle lane's has cand false (it has no candidates)
+      __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
+      LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
+      if (threadIdx.x < ws.max_lanes) {
+        LatLane ll;
+        const LaneCounters& lc = ws.lanes[threadIdx.x];
+        if (lc.step_phase != kPhaseIdle) ll.Load(g, ws, threadIdx.x, lc.step_phase);
+        lanes[threadIdx.x] = ll;
       }
-      lanes[threadIdx.x] = ll;  // an idle lane: cand false (it has no candidates)
+      __syncthreads();
+      LatCandRecords(g, ws, cand_start, total, [&](int32_t l) -> const LatLane& { return lanes[l]; });
+    } else if (mine) {
+      LatLane own;
+      LatCandRecords(g, ws, cand_start, total, [&](int32_t l) -> const LatLane& {
+        if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
+        return own;
+      });
     }
-    walk = __syncthreads_or(walk);
-    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
     if (!walk) return;
-  } else if (ws.lat_cand != nullptr) {
-    LatLane own;
-    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& {
-      if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
-      return own;
-    });
   }
   LatLane ll;
   Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
@@ -305,7 +354,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
         atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
     }
-    if (lane == 0) *ws.lat_cand_n = 0;
+    ws.lat_cand_n[kLatCandLaneN + lane] = 0ull;  // the lane's cursor
+    if (lane == 0) ws.lat_cand_n[0] = 0ull;      // the step's walk flag
     lc.lat_cand_over = 0;
   }
   const int32_t step_phase = lc.step_phase;
