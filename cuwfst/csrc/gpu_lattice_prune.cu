@@ -354,16 +354,15 @@ struct PrLaneClk {
 // no admitted record reached) or whose p is not below P orders after every other, by index. So:
 // the children of each p counted (cnt[0 .. P], cnt[P] the others), an exclusive scan, the tokens
 // scattered into their p's group (cnt[p] then ends it), each token ranked as its group's start
-// plus the members before it, the others by a scan of their flags in index order. Arrays: cnt
+// plus the members before it (a thread a place of the groups, not a token: a warp's threads then
+// read one group's codes), the others by a scan of their flags in index order. Arrays: cnt
 // [P + 1], and grp, gcode (the key's low 32 bits: within a group only the code differs) and bits
 // [n] in shared memory or, past its size, in global scratch. In-group ranks: a group of at most
 // `big` members compares its members' codes (then indices); a larger one (code_bits <= 13 only)
 // sets one bit a member in a bitmap of 2^code_bits bits at its own places [start, start + words)
-// (words <= big < its size: groups never overlap), then the popcounts of the words before each
-// word (one thread a large group, into gcode at the same places), and a member's rank in it is
-// its word's count plus the bits below its own in that word. Two members of one group with one
-// code (impossible: one source's arc reaches one token) would share a bit: a lane-time where that
-// happens compares instead. Every thread calls it; it ends with a barrier.
+// (words <= big < its size: groups never overlap) and counts the bits below its own. Two members
+// of one group with one code (impossible: one source's arc reaches one token) would share a bit:
+// a lane-time where that happens compares instead. Every thread calls it; it ends with a barrier.
 __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n, int32_t P, unsigned long long mask,
                            int32_t code_bits, int32_t* cnt, int32_t* grp, uint32_t* gcode, uint32_t* bits,
                            int32_t* flag, PrLaneScan::TempStorage& scan, PrLaneClk& clk) {
@@ -412,28 +411,10 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     __syncthreads();
   }
   const bool bitmaps = words > 0 && *flag == 0;  // (block-uniform)
-  if (bitmaps) {
-    // each large group's bitmap words' popcounts before them, one thread a group, into gcode at
-    // the bitmap's own places [lo, lo + words) (only the compare path reads gcode, and with the
-    // bitmaps on it never reads a large group's): a member's in-group rank is then two reads
-    for (int32_t p = tid; p < P; p += kPrLaneThreads) {
-      const int32_t lo = p > 0 ? cnt[p - 1] : 0;
-      if (cnt[p] - lo <= big) continue;
-      uint32_t acc = 0u;
-      for (int32_t j = 0; j < words; j += 4) {  // (words: a power of two >= 1)
-        uint32_t b[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) b[u] = j + u < words ? bits[lo + j + u] : 0u;
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-          if (j + u < words) gcode[lo + j + u] = acc;
-          acc += static_cast<uint32_t>(__popc(b[u]));
-        }
-      }
-    }
-    __syncthreads();
-  }
-  for (int32_t i = tid; i < n; i += kPrLaneThreads) {
+  // in the groups' order: a thread a place (grp[qq] = its token), so a warp's threads are mostly
+  // one group's members, and their reads of the group's codes or bitmap words are broadcasts
+  for (int32_t qq = tid; qq < n; qq += kPrLaneThreads) {
+    const int32_t i = grp[qq];
     const unsigned long long k = kb[i];
     const int32_t p = PrLaneGroup(k, mask, code_bits, P);
     if (p == P) continue;
@@ -442,7 +423,8 @@ __device__ void PrLaneRank(const unsigned long long* kb, int32_t* rb, int32_t n,
     if (bitmaps && hi - lo > big) {
       const uint32_t c = static_cast<uint32_t>(k) & ((1u << code_bits) - 1u);
       const int32_t w = static_cast<int32_t>(c >> 5);
-      before = static_cast<int32_t>(gcode[lo + w]) + __popc(bits[lo + w] & ((1u << (c & 31u)) - 1u));
+      for (int32_t j = 0; j < w; ++j) before += __popc(bits[lo + j]);
+      before += __popc(bits[lo + w] & ((1u << (c & 31u)) - 1u));
     } else {
       const uint32_t c = static_cast<uint32_t>(k);
       for (int32_t q = lo; q < hi; ++q) {

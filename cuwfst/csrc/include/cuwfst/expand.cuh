@@ -533,27 +533,25 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
   if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
 }
 
-// A lattice candidate into its lane's region of the step's candidate buffer (candidate mode,
-// common.cuh LatCandOn): the calling threads of a lane take consecutive entries at the lane's
-// cursor (one atomicAdd per warp and lane: the thread walker's neighbours may sit in different
-// lanes); the entry that reaches the region's end marks the lane (LatPersistKernel then
-// records that lane by its walk) and raises the step's walk flag.
+// A lattice candidate into the step's candidate buffer (candidate mode, common.cuh LatCandOn),
+// its destination beside it: the calling threads take consecutive entries (one atomicAdd per
+// warp); an entry past the buffer marks its lane (LatPersistKernel then records that lane by its
+// walk) and raises the step's walk flag.
 __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, int32_t tok, int32_t arc,
                                              float acoustic, int32_t dest) {
   const unsigned writing = __activemask();
-  const unsigned peers = __match_any_sync(writing, lane);
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
-  const int32_t leader = __ffs(peers) - 1;
+  const int32_t leader = __ffs(writing) - 1;
   unsigned long long base = 0;
-  if (me == leader) base = atomicAdd(ws.lat_cand_n + kLatCandLaneN + lane, static_cast<unsigned long long>(__popc(peers)));
-  base = __shfl_sync(peers, base, leader);
-  const unsigned long long i = base + static_cast<unsigned long long>(__popc(peers & ((1u << me) - 1u)));
-  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
-  if (i < cap) {
-    ws.lat_cand[static_cast<int64_t>(lane) * ws.lat_cand_cap + static_cast<int64_t>(i)] = LatCand{tok, arc, acoustic, dest};
-  } else if (i == cap) {  // (the cursor passes the end once a lane-step)
+  if (me == leader) base = atomicAdd(ws.lat_cand_n, static_cast<unsigned long long>(__popc(writing)));
+  base = __shfl_sync(writing, base, leader);
+  const unsigned long long i = base + static_cast<unsigned long long>(__popc(writing & ((1u << me) - 1u)));
+  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) {
+    ws.lat_cand[i] = LatCand{tok, arc, acoustic, lane};
+    ws.lat_cand_dest[i] = dest;
+  } else {
     atomicOr(&ws.lanes[lane].lat_cand_over, 1);
-    ws.lat_cand_n[0] = 1ull;
+    ws.lat_cand_n[3] = 1ull;
   }
 }
 
@@ -577,7 +575,7 @@ struct ExpandLane {
     if (ws.lattice == 2 && ws.lat_cand != nullptr) {  // (the same bound LatPersistKernel computes)
       const float low = LatPreLowFor(ws, LatFilterFor(g, ws, lc, phase), cutoff);
       if (LatCandOn(ws, low)) cand_low = low;
-      else ws.lat_cand_n[0] = 1ull;  // LatPersistKernel walks this lane-step: the walk flag
+      else ws.lat_cand_n[3] = 1ull;  // LatPersistKernel walks this lane-step: the walk flag
     }
   }
   __device__ __forceinline__ void Slot(const DeviceGraph& g, const Workspace& ws, const LaneView& lv, int32_t tok,
@@ -591,7 +589,8 @@ struct ExpandLane {
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
     const bool cand = cand_low < INFINITY && end >= cand_low, admitted = end > cutoff;
     if (!cand && !admitted) return;
-    // (candidates exist on real steps only: cand_low is finite where LatFilterFor is on)
+    // (candidates exist on real steps only: cand_low is finite where LatFilterFor is on; the
+    // destination shares the packed word the label came from)
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
                                                      : static_cast<uint32_t>(ArcDest(g, arc));
     if (cand) LatCandWrite(ws, lane, tok, arc, acoustic, static_cast<int32_t>(dest));

@@ -33,8 +33,6 @@
 // hash pool's most, so pooled table offsets index it as they index the keys.
 #pragma once
 
-#include <cub/block/block_scan.cuh>
-
 #include "cuwfst/expand.cuh"
 #include "cuwfst/finalize.cuh"
 
@@ -174,69 +172,32 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
 }
 
 // The candidate records (candidate mode: ws.lat_cand; common.cuh LatCandOn), the first part
-// of LatPersistKernel. ExpandKernel wrote each lane's candidates (every walked arc of a
-// prefiltered lane-step that ends at or above the prefilter's bound, with its destination) in
-// the lane's region at the lane's cursor. LatCandStarts scans the lanes' counts in shared
-// memory (a lane whose candidates overflowed its region counts 0: it is walked); the grid then
-// strides over the total, each entry's lane found by a binary search of the starts. Of a lane
-// whose candidates all fit (LatCandLane), each candidate gets the walk's test and record: the
-// destination's probe, admission against the exact cutoff, the filter; the arcs below the
-// bound are the ones the walk's prefilter drops unprobed, so the records are the walk's.
+// of LatPersistKernel: grid-stride over the step's candidates (ExpandKernel wrote
+// ws.lat_cand_n[0] of them, each with its destination in ws.lat_cand_dest: every walked arc of
+// a prefiltered lane-step that ends at or above the prefilter's bound). Of a lane whose
+// candidates all fit (LatCandLane), each candidate gets
+// the walk's test and record: the destination's probe, admission against the exact cutoff,
+// the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
+// the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
 // lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
-using LatCandScan = cub::BlockScan<int32_t, kWalkThreads>;
-constexpr int kLatCandItems = kLatCandMaxLanes / kWalkThreads;
-static_assert(kLatCandItems * kWalkThreads == kLatCandMaxLanes, "the lanes' counts: whole items a thread");
-// start[l]: lane l's first entry in the step's candidate order, start[max_lanes] the total
-// (returned); every thread of the CTA calls it (a barrier at the end).
-__device__ __forceinline__ int32_t LatCandStarts(const Workspace& ws, int32_t* start,
-                                                 typename LatCandScan::TempStorage& tmp) {
-  const int32_t L = ws.max_lanes;
-  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
-  int32_t c[kLatCandItems];
-#pragma unroll
-  for (int k = 0; k < kLatCandItems; ++k) {
-    const int32_t l = static_cast<int32_t>(threadIdx.x) * kLatCandItems + k;
-    const unsigned long long n = l < L ? ws.lat_cand_n[kLatCandLaneN + l] : 0ull;
-    c[k] = n <= cap ? static_cast<int32_t>(n) : 0;
-  }
-  int32_t total = 0;
-  LatCandScan(tmp).ExclusiveSum(c, c, total);
-#pragma unroll
-  for (int k = 0; k < kLatCandItems; ++k) {
-    const int32_t l = static_cast<int32_t>(threadIdx.x) * kLatCandItems + k;
-    if (l < L) start[l] = c[k];
-  }
-  if (threadIdx.x == 0) start[L] = total;
-  __syncthreads();
-  return total;
-}
-// The lane of candidate entry i (0 <= i < start[L]): the last l with start[l] <= i.
-__device__ __forceinline__ int32_t LatCandLaneOf(const int32_t* start, int32_t L, int32_t i) {
-  int32_t lo = 0, hi = L;  // start[lo] <= i < start[hi]
-  while (hi - lo > 1) {
-    const int32_t mid = (lo + hi) >> 1;
-    if (start[mid] <= i) lo = mid;
-    else hi = mid;
-  }
-  return lo;
-}
 template <typename LaneOf>
-__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, const int32_t* start,
-                                               int32_t total, LaneOf&& lane_of) {
-  for (int32_t i = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x); i < total;
-       i += static_cast<int32_t>(gridDim.x * blockDim.x)) {
-    const int32_t l = LatCandLaneOf(start, ws.max_lanes, i);
-    const LatLane& ll = lane_of(l);
+__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
+  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
+  const unsigned long long n = min(*ws.lat_cand_n, cap);
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    const LatCand c = ws.lat_cand[i];
+    const int32_t dest = ws.lat_cand_dest[i];
+    const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
-    const LatCand c = ws.lat_cand[static_cast<int64_t>(l) * ws.lat_cand_cap + (i - start[l])];
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(c.dest));
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(dest));
     const bool survives = dst_pos >= 0;
     const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
     const bool admitted = end > ll.cutoff;
     const bool keep =
         survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
-    LatAppend(ws, l, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
-      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, l};
+    LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
+      ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
       ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
     });
   }
@@ -252,28 +213,26 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
 // all lanes (one atomicAdd per warp and lane: the threads recording for the same lane share
 // it), lat_count[lane][t] += the warp's records; past lat_cap only the cursor and the counts
 // move (the host grows the records and decodes again: decode is idempotent). In candidate
-// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords: the
-// CTAs whose first entry is below their total; with at most kWalkThreads lanes such a CTA
+// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords, in the
+// CTAs whose first thread is below their count; with at most kWalkThreads lanes such a CTA
 // loads each lane's LatLane once into shared memory, else a thread loads the lanes it meets),
 // then, only where the step's walk flag is up, walks the lane-steps they do not cover; a CTA
-// with no candidate on a step without the flag returns after the lanes' counts.
+// with no candidate returns at once on a step without the flag.
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  if (ws.lat_cand != nullptr) {
-    // candidate mode: the lanes' candidate starts, then (in the CTAs that have candidates, or
-    // all where the step's walk flag is up) each lane's LatLane, the candidates' records, and
-    // the walk if the flag is up (some lane-step with slots is not recorded from candidates:
-    // ExpandKernel raised it, the same in every CTA)
-    __shared__ int32_t cand_start[kLatCandMaxLanes + 1];
-    __shared__ typename LatCandScan::TempStorage scan_tmp;
-    const bool walk = ws.lat_cand_n[0] != 0ull;
-    const int32_t total = LatCandStarts(ws, cand_start, scan_tmp);
-    const bool mine = static_cast<int64_t>(blockIdx.x) * blockDim.x < total;
+  if (ws.lattice == 2 && ws.lat_cand != nullptr) {
+    // candidate mode: the CTAs whose first thread is below the step's candidates load each
+    // lane's LatLane and record them; then the walk, only where the step's walk flag is up (some
+    // lane-step with slots is not recorded from candidates: ExpandKernel raised it; the same in
+    // every CTA), and a CTA with no candidate on a step without it returns at once
+    const bool walk = ws.lat_cand_n[3] != 0ull;
+    const unsigned long long n = min(ws.lat_cand_n[0], static_cast<unsigned long long>(ws.lat_cand_cap));
+    const bool mine = static_cast<unsigned long long>(blockIdx.x) * blockDim.x < n;
     if (!mine && !walk) return;
-    if (ws.max_lanes <= kWalkThreads && mine) {
+    if (mine && ws.max_lanes <= kWalkThreads) {
       // each lane's LatLane in shared memory (raw storage: a __shared__ object takes no
       // constructor); an idle lane's has cand false (it has no candidates)
       __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
@@ -285,10 +244,10 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
         lanes[threadIdx.x] = ll;
       }
       __syncthreads();
-      LatCandRecords(g, ws, cand_start, total, [&](int32_t l) -> const LatLane& { return lanes[l]; });
+      LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
     } else if (mine) {
       LatLane own;
-      LatCandRecords(g, ws, cand_start, total, [&](int32_t l) -> const LatLane& {
+      LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& {
         if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
         return own;
       });
@@ -354,8 +313,10 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
         atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
     }
-    ws.lat_cand_n[kLatCandLaneN + lane] = 0ull;  // the lane's cursor
-    if (lane == 0) ws.lat_cand_n[0] = 0ull;      // the step's walk flag
+    if (lane == 0) {
+      ws.lat_cand_n[0] = 0ull;  // the cursor
+      ws.lat_cand_n[3] = 0ull;  // the step's walk flag
+    }
     lc.lat_cand_over = 0;
   }
   const int32_t step_phase = lc.step_phase;

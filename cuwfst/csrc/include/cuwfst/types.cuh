@@ -303,22 +303,14 @@ __host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index
 }
 
 // A lattice candidate (ExpandKernel, candidate mode): an arc of the step that ends at or above
-// the prefilter's bound, with the token that expanded it, its acoustic score and its
-// destination state (ExpandKernel has read it with the arc's label: the records then start at
-// the hash probe). Its lane is the region it lies in (Workspace::lat_cand).
+// the prefilter's bound, with the token that expanded it, its acoustic score and its lane (its
+// destination state beside it: Workspace::lat_cand_dest).
 struct LatCand {
   int32_t tok;
   int32_t arc;
   float acoustic;
-  int32_t dest;
+  int32_t lane;
 };
-// Lanes up to which a decode takes candidate mode (its LatPersistKernel scans the lanes'
-// candidate counts in shared memory: gpu_lattice.cu EnsureLattice).
-constexpr int32_t kLatCandMaxLanes = 1024;
-// Workspace::lat_cand_n: [0] the step's walk flag (some lane-step with slots is not recorded
-// from candidates: ExpandKernel sets it, LatStepEndKernel clears it), [1] and [2] the lane-step
-// counts over a decode, [kLatCandLaneN + l] lane l's cursor this step.
-constexpr int32_t kLatCandLaneN = 4;
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
 // new frontier (after its epsilon closure), admitted by the beam or not.
 struct LatRecord {
@@ -613,13 +605,15 @@ struct Workspace {
   int32_t* lat_all;
   const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, 0, 0, 0}
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
-  // lane l's in lat_cand[l * lat_cand_cap, (l + 1) * lat_cand_cap) at its cursor
-  // lat_cand_n[kLatCandLaneN + l] (LatStepEndKernel zeroes it); lat_cand_n[0] is the step's walk
-  // flag, lat_cand_n[1] and [2] count the lane-steps recorded from candidates and those whose
-  // candidates overflowed (walked instead), over a decode; nullptr: off
+  // [lat_cand_cap] at the cursor lat_cand_n[0], with their destination states in lat_cand_dest
+  // (LatStepEndKernel zeroes the cursor); lat_cand_n[1] and [2] count the lane-steps recorded
+  // from candidates and those whose candidates overflowed (walked instead), over a decode;
+  // lat_cand_n[3] is the step's walk flag (ExpandKernel raises it where a lane-step with slots
+  // is not recorded from candidates; LatStepEndKernel clears it); nullptr: off
   LatCand* lat_cand;
+  int32_t* lat_cand_dest;
   unsigned long long* lat_cand_n;
-  int64_t lat_cand_cap;      // entries a lane
+  int64_t lat_cand_cap;
   // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
   // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
   // kScanTraceWords words: the %globaltimer at the phases scan.cuh ScanTraceMark names, then
