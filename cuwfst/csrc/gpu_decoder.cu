@@ -792,13 +792,8 @@ void GpuDecoder::EnqueueHead(SeqKind kind, const Workspace& w, bool f16) {
   // the pause stay, and the resumed steps append to them.
   // (candidate mode: the step's candidates start empty in every sequence, a resumed one too;
   // the lane-step counts when a batch starts)
-  // (lat_cand_n: the cursor [0], the counts [1] and [2], the walk flag [3])
-  if (w.lattice && w.lat_cand != nullptr && reset) {
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, 4 * sizeof(unsigned long long), stream_));
-  } else if (w.lattice && w.lat_cand != nullptr) {
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, sizeof(unsigned long long), stream_));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n + 3, 0, sizeof(unsigned long long), stream_));
-  }
+  if (w.lattice && w.lat_cand != nullptr)
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? 3 : 1) * sizeof(unsigned long long), stream_));
   if (w.lattice && reset) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));

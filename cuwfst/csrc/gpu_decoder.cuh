@@ -662,7 +662,7 @@ class GpuDecoder {
   // second slot space for the closure's passes (the step's own stays for the lattice walk).
   DeviceBuffer lat_, lat_cursor_, lat_count_, lat_cutoff_, lat_size_, lat_hash_pos_;
   DeviceBuffer lat_all_, lat_filter_;  // Workspace::lat_all, Workspace::lat_filter
-  DeviceBuffer lat_cand_, lat_cand_dest_, lat_cand_n_;  // Workspace::lat_cand, lat_cand_dest, lat_cand_n (candidate mode)
+  DeviceBuffer lat_cand_, lat_cand_n_;  // Workspace::lat_cand, lat_cand_n (candidate mode)
   bool lat_filter_on_ = false;         // what SetLatticeFilter last wrote
   bool lat_trim_used_ = false;         // the last lattice decode's steps trimmed (LatticeOutputs::trim)
   float lat_filter_host_[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};

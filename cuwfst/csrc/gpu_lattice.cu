@@ -17,7 +17,7 @@ namespace {
 // Records a first lattice decode makes room for (64 MiB); growth goes to what a batch used.
 constexpr int64_t kLatticeInitialRecords = 4ll << 20;
 // Candidates a step's ExpandKernel may write in candidate mode (lattice.cuh LatCandRecords; 16
-// bytes each and a 4-byte destination): a quarter of the lanes' frontier capacity, between 16 Ki and 4 Mi entries (32
+// bytes each): a quarter of the lanes' frontier capacity, between 16 Ki and 4 Mi entries (32
 // lanes of 320,000 tokens: 2.56 Mi, 41 MiB). A lane whose candidates do not all fit is recorded
 // by LatPersistKernel's walk instead (the same records, slower), so the buffer never grows.
 int64_t LatCandEntries(int64_t lanes, int64_t main_q) {
@@ -28,7 +28,7 @@ int64_t LatCandEntries(int64_t lanes, int64_t main_q) {
 
 int64_t GpuDecoder::lattice_bytes() const {
   return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
-         lat_all_.amount() + lat_filter_.amount() + lat_cand_.amount() + lat_cand_dest_.amount() + lat_cand_n_.amount() +
+         lat_all_.amount() + lat_filter_.amount() + lat_cand_.amount() + lat_cand_n_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
          eps_hint_.amount() + eps_lane_offsets_.amount() + lattice_prune_bytes();
 }
@@ -63,7 +63,7 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   const bool cand = ext && !cfg_.fused_max && coop_cap_ == 0;
   const bool missing = !lat_cursor_.get() || !lat_filter_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
                        (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg ||
-                       (ext && !lat_ext_.get()) || (cand && (!lat_cand_.get() || !lat_cand_dest_.get()));
+                       (ext && !lat_ext_.get()) || (cand && !lat_cand_.get());
   if (!missing) return;
   // Every captured graph holds the Workspace it was captured with: drop them before any of
   // its pointers changes (a failure half-way leaves some changed).
@@ -77,17 +77,15 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     CUWFST_CUDA(cudaMemsetAsync(lat_filter_.get(), 0, sizeof(lat_filter_host_), stream_));
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
   }
-  if (cand && (!lat_cand_.get() || !lat_cand_dest_.get())) {
-    alloc(&lat_cand_n_, 4 * sizeof(unsigned long long), "the lattice candidates' cursor, counts and walk flag");
-    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 4 * sizeof(unsigned long long), stream_));
+  if (cand && !lat_cand_.get()) {
+    alloc(&lat_cand_n_, 3 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
+    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 3 * sizeof(unsigned long long), stream_));
     // (CUWFST_LATTICE_CAND_ENTRIES: another size, read when the buffer is made; tests shrink it
     // so that lanes overflow it and take the walk)
     const char* env = std::getenv("CUWFST_LATTICE_CAND_ENTRIES");
     const int64_t n = env != nullptr && std::atoll(env) > 0 ? std::atoll(env) : LatCandEntries(L, Q);
     alloc(&lat_cand_, static_cast<size_t>(n) * sizeof(LatCand), "the lattice candidates");
-    alloc(&lat_cand_dest_, static_cast<size_t>(n) * sizeof(int32_t), "the lattice candidates' destinations");
     ws_.lat_cand = static_cast<LatCand*>(lat_cand_.get());
-    ws_.lat_cand_dest = static_cast<int32_t*>(lat_cand_dest_.get());
     ws_.lat_cand_n = static_cast<unsigned long long*>(lat_cand_n_.get());
     ws_.lat_cand_cap = n;
   }

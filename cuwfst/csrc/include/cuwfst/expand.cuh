@@ -533,12 +533,11 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
   if (*reinterpret_cast<volatile unsigned long long*>(&table.payload[h]) < p) atomicMax(&table.payload[h], p);
 }
 
-// A lattice candidate into the step's candidate buffer (candidate mode, common.cuh LatCandOn),
-// its destination beside it: the calling threads take consecutive entries (one atomicAdd per
-// warp); an entry past the buffer marks its lane (LatPersistKernel then records that lane by its
-// walk) and raises the step's walk flag.
+// A lattice candidate into the step's candidate buffer (candidate mode, common.cuh LatCandOn):
+// the calling threads take consecutive entries (one atomicAdd per warp); an entry past the
+// buffer marks its lane (LatPersistKernel then records that lane by its walk).
 __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, int32_t tok, int32_t arc,
-                                             float acoustic, int32_t dest) {
+                                             float acoustic) {
   const unsigned writing = __activemask();
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const int32_t leader = __ffs(writing) - 1;
@@ -546,13 +545,8 @@ __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, 
   if (me == leader) base = atomicAdd(ws.lat_cand_n, static_cast<unsigned long long>(__popc(writing)));
   base = __shfl_sync(writing, base, leader);
   const unsigned long long i = base + static_cast<unsigned long long>(__popc(writing & ((1u << me) - 1u)));
-  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) {
-    ws.lat_cand[i] = LatCand{tok, arc, acoustic, lane};
-    ws.lat_cand_dest[i] = dest;
-  } else {
-    atomicOr(&ws.lanes[lane].lat_cand_over, 1);
-    ws.lat_cand_n[3] = 1ull;
-  }
+  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) ws.lat_cand[i] = LatCand{tok, arc, acoustic, lane};
+  else atomicOr(&ws.lanes[lane].lat_cand_over, 1);
 }
 
 // ExpandKernel's work for one slot, and the lane it is in (cutoff and table, read on entering a
@@ -575,7 +569,6 @@ struct ExpandLane {
     if (ws.lattice == 2 && ws.lat_cand != nullptr) {  // (the same bound LatPersistKernel computes)
       const float low = LatPreLowFor(ws, LatFilterFor(g, ws, lc, phase), cutoff);
       if (LatCandOn(ws, low)) cand_low = low;
-      else ws.lat_cand_n[3] = 1ull;  // LatPersistKernel walks this lane-step: the walk flag
     }
   }
   __device__ __forceinline__ void Slot(const DeviceGraph& g, const Workspace& ws, const LaneView& lv, int32_t tok,
@@ -587,14 +580,10 @@ struct ExpandLane {
     const int32_t arc = lv.begin[tok] + index;
     const float acoustic = lv.Acoustic(g, arc);
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
-    const bool cand = cand_low < INFINITY && end >= cand_low, admitted = end > cutoff;
-    if (!cand && !admitted) return;
-    // (candidates exist on real steps only: cand_low is finite where LatFilterFor is on; the
-    // destination shares the packed word the label came from)
+    if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);
+    if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
                                                      : static_cast<uint32_t>(ArcDest(g, arc));
-    if (cand) LatCandWrite(ws, lane, tok, arc, acoustic, static_cast<int32_t>(dest));
-    if (!admitted) return;
     Recombine(ws, lane, table, dest, end, PayloadLow(ws, tok, local, index));
   }
 };

@@ -173,9 +173,8 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
 
 // The candidate records (candidate mode: ws.lat_cand; common.cuh LatCandOn), the first part
 // of LatPersistKernel: grid-stride over the step's candidates (ExpandKernel wrote
-// ws.lat_cand_n[0] of them, each with its destination in ws.lat_cand_dest: every walked arc of
-// a prefiltered lane-step that ends at or above the prefilter's bound). Of a lane whose
-// candidates all fit (LatCandLane), each candidate gets
+// ws.lat_cand_n of them: every walked arc of a prefiltered lane-step that ends at or above the
+// prefilter's bound). Of a lane whose candidates all fit (LatCandLane), each candidate gets
 // the walk's test and record: the destination's probe, admission against the exact cutoff,
 // the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
 // the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
@@ -187,10 +186,9 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     const LatCand c = ws.lat_cand[i];
-    const int32_t dest = ws.lat_cand_dest[i];
     const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(dest));
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
     const bool survives = dst_pos >= 0;
     const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
     const bool admitted = end > ll.cutoff;
@@ -213,46 +211,40 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
 // all lanes (one atomicAdd per warp and lane: the threads recording for the same lane share
 // it), lat_count[lane][t] += the warp's records; past lat_cap only the cursor and the counts
 // move (the host grows the records and decodes again: decode is idempotent). In candidate
-// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords, in the
-// CTAs whose first thread is below their count; with at most kWalkThreads lanes such a CTA
-// loads each lane's LatLane once into shared memory, else a thread loads the lanes it meets),
-// then, only where the step's walk flag is up, walks the lane-steps they do not cover; a CTA
-// with no candidate returns at once on a step without the flag.
+// mode (common.cuh LatCandOn) it first records the step's candidates (LatCandRecords; with at
+// most kWalkThreads lanes every CTA loads each lane's LatLane once into shared memory, else a
+// thread loads the lanes it meets), then walks only the lane-steps they do not cover, and
+// returns at once when there are none (at most kWalkThreads lanes; else it walks and skips).
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
-  if (ws.lattice == 2 && ws.lat_cand != nullptr) {
-    // candidate mode: the CTAs whose first thread is below the step's candidates load each
-    // lane's LatLane and record them; then the walk, only where the step's walk flag is up (some
-    // lane-step with slots is not recorded from candidates: ExpandKernel raised it; the same in
-    // every CTA), and a CTA with no candidate on a step without it returns at once
-    const bool walk = ws.lat_cand_n[3] != 0ull;
-    const unsigned long long n = min(ws.lat_cand_n[0], static_cast<unsigned long long>(ws.lat_cand_cap));
-    const bool mine = static_cast<unsigned long long>(blockIdx.x) * blockDim.x < n;
-    if (!mine && !walk) return;
-    if (mine && ws.max_lanes <= kWalkThreads) {
-      // each lane's LatLane in shared memory (raw storage: a __shared__ object takes no
-      // constructor); an idle lane's has cand false (it has no candidates)
-      __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
-      LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
-      if (threadIdx.x < ws.max_lanes) {
-        LatLane ll;
-        const LaneCounters& lc = ws.lanes[threadIdx.x];
-        if (lc.step_phase != kPhaseIdle) ll.Load(g, ws, threadIdx.x, lc.step_phase);
-        lanes[threadIdx.x] = ll;
+  if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
+    // candidate mode: each lane's LatLane in shared memory (raw storage: a __shared__ object
+    // takes no constructor), the candidates' records, then the walk only if some lane that
+    // took a step is not recorded from its candidates
+    __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
+    LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
+    bool walk = false;
+    if (threadIdx.x < ws.max_lanes) {
+      LatLane ll;
+      const LaneCounters& lc = ws.lanes[threadIdx.x];
+      if (lc.step_phase != kPhaseIdle) {
+        ll.Load(g, ws, threadIdx.x, lc.step_phase);
+        walk = !ll.cand;
       }
-      __syncthreads();
-      LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
-    } else if (mine) {
-      LatLane own;
-      LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& {
-        if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
-        return own;
-      });
+      lanes[threadIdx.x] = ll;  // an idle lane: cand false (it has no candidates)
     }
+    walk = __syncthreads_or(walk);
+    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
     if (!walk) return;
+  } else if (ws.lat_cand != nullptr) {
+    LatLane own;
+    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& {
+      if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
+      return own;
+    });
   }
   LatLane ll;
   Walk<kWalker, true>(ws, [&](const LaneView& lv, int32_t tok, int32_t local) {
@@ -313,10 +305,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
         atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
     }
-    if (lane == 0) {
-      ws.lat_cand_n[0] = 0ull;  // the cursor
-      ws.lat_cand_n[3] = 0ull;  // the step's walk flag
-    }
+    if (lane == 0) *ws.lat_cand_n = 0;
     lc.lat_cand_over = 0;
   }
   const int32_t step_phase = lc.step_phase;

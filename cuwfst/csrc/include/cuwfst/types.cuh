@@ -303,8 +303,7 @@ __host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index
 }
 
 // A lattice candidate (ExpandKernel, candidate mode): an arc of the step that ends at or above
-// the prefilter's bound, with the token that expanded it, its acoustic score and its lane (its
-// destination state beside it: Workspace::lat_cand_dest).
+// the prefilter's bound, with the token that expanded it, its acoustic score and its lane.
 struct LatCand {
   int32_t tok;
   int32_t arc;
@@ -605,13 +604,10 @@ struct Workspace {
   int32_t* lat_all;
   const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, 0, 0, 0}
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
-  // [lat_cand_cap] at the cursor lat_cand_n[0], with their destination states in lat_cand_dest
-  // (LatStepEndKernel zeroes the cursor); lat_cand_n[1] and [2] count the lane-steps recorded
-  // from candidates and those whose candidates overflowed (walked instead), over a decode;
-  // lat_cand_n[3] is the step's walk flag (ExpandKernel raises it where a lane-step with slots
-  // is not recorded from candidates; LatStepEndKernel clears it); nullptr: off
+  // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
+  // [2] count the lane-steps recorded from candidates and those whose candidates overflowed
+  // (walked instead), over a decode; nullptr: off
   LatCand* lat_cand;
-  int32_t* lat_cand_dest;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
   // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
