@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# (Written 2026-12-03 06:38 and not run that session: the device time went to s50, s52 and s53.)
 # GPU machine, one call (~9 minutes on a fresh machine), issue 10: the session's lattice changes
 # (candidates a lane with their destinations, the walk flag, the large groups' prefixes) over the
 # whole GPU lattice file, then where the lattice mode stands against riva and the 1-best.
