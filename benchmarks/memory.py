@@ -40,6 +40,7 @@ import argparse
 import gc
 import json
 import os
+import re
 import statistics
 import sys
 import time
@@ -109,7 +110,8 @@ MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-
          "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
          "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall", "pooled-late-ahead-hash2x",
          "pooled-late-ahead-hash4x", "pooled-late-ahead-hostlog", "pooled-late-ahead-keep",
-         "pooled-late-ahead-hostlog-keep")
+         "pooled-late-ahead-hostlog-keep", "pooled-late-ahead-lq2", "pooled-late-ahead-hostlog-lq2",
+         "pooled-late-ahead-lq4")
 FULL_SUFFIXES = {"-fullclaims": "claims", "-fullhash": "hash", "-fulltokens": "tokens", "-fullall": "all",
                  "-hash2x": "hash2x", "-hash4x": "hash4x"}
 
@@ -130,7 +132,13 @@ def mode_env(mode: str) -> tuple[str, dict]:
     diagnostic of what the small regions cost); NAME-hash2x / -hash4x: NAME with hash tables 2x /
     4x larger; every other mode pins CUWFST_POOL_FULL=none. NAME-keep (NAME pooled): NAME whose
     instances keep what they grew (CUWFST_RESCUE_TRIM=off, CUWFST_MAIN_TRIM=off: what the trims
-    around a rescue cost a pass; "pooled-keep" is this for "pooled")."""
+    around a rescue cost a pass; "pooled-keep" is this for "pooled"). NAME-lqF: NAME whose pooled
+    1-best lanes may hold F x main_q (CUWFST_POOL_LANE_Q=F), so a row past main_q needs no
+    rescue; every other mode pins CUWFST_POOL_LANE_Q=1."""
+    if re.search(r"-lq\d+$", mode):  # NAME-lqF: NAME whose pooled lanes may hold F x main_q
+        base, f = mode.rsplit("-lq", 1)
+        memory, env = mode_env(base)
+        return memory, dict(env, CUWFST_POOL_LANE_Q=f)
     if mode.endswith("-keep") and mode != "pooled-keep":
         memory, env = mode_env(mode[: -len("-keep")])
         if memory != "pooled":
@@ -142,7 +150,7 @@ def mode_env(mode: str) -> tuple[str, dict]:
         mode = mode[: -len(suffix)]
     slot = mode.endswith("-slot")
     memory, env = mode_settings(mode[: -len("-slot")] if slot else mode)
-    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token", CUWFST_POOL_FULL=full)
+    return memory, dict(env, CUWFST_PAYLOAD="slot" if slot else "token", CUWFST_POOL_FULL=full, CUWFST_POOL_LANE_Q="1")
 
 
 def mode_settings(mode: str) -> tuple[str, dict]:

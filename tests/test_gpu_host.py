@@ -59,8 +59,10 @@ class FakeGpuModule:
         # walk_blocks, graph_cache_size, graph_max_steps, eps_iterations, lazy, lane_pool, scan_split,
         # closure_lists, eps_blocks, finalize_split, fused_max, lattice_entries, pool_bound, pool_hints,
         # arena_ahead, pool_handout, trim_arcs, pdl, scan_round, scan_order, refill_kernel, winners_host,
-        # graph_chunks, payload_tokens, pool_full
-        assert len(rest) == 33, "gpu_decoder_create's arguments changed: update this fake"
+        # graph_chunks, payload_tokens, pool_full, pool_q
+        assert len(rest) == 34, "gpu_decoder_create's arguments changed: update this fake"
+        assert type(rest[33]) is int
+        self.pool_q = rest[33]
         assert type(rest[29]) is bool and type(rest[30]) is bool and type(rest[31]) is bool and type(rest[32]) is int
         self.winners_host = rest[29]
         self.pool_bound = rest[20]

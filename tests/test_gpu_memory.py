@@ -775,6 +775,55 @@ def test_the_rescue_gives_its_growth_back(memory):
     assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got]
 
 
+@pytest.mark.parametrize("memory", ["pooled", None])
+def test_pooled_lanes_may_outgrow_main_q_and_skip_the_rescue(monkeypatch, memory):
+    """CUWFST_POOL_LANE_Q=F (native DecoderConfig::pool_q): one lane of a pooled 1-best batch may
+    hold F x main_q tokens (claims and hash table with it), since the pools are shared. The
+    tiny HLG's flat-posterior rows pass main_q = 1,024 (max_active 600): with F = 1 they go to
+    the rescue instance, with F = 8 the rows whose frontier fits 8,192 stay in their batch; the
+    results are the same bits either way and equal the CPU's. A lattice decode keeps main_q (its
+    rows are rescued as before), and a pooled batch after snapshots (the static layout, committed
+    at main_q's sizes) grows past those by pauses. Under
+    memory="lazy" (with the lane pool on, as every test here) the same holds."""
+    import torch
+
+    graph, lp, _ = _wide_case(B=24, T=30, seed=6)
+    opts = DecoderOptions(max_active_states=600)
+    sample = np.arange(0, 24, 3)
+    host = lp[torch.from_numpy(sample).cuda()].cpu().numpy()
+    cpu = Decoder(graph, opts).decode(host)
+    assert max(h.max_frontier for h in cpu) > 1024, "the case should outgrow main_q"
+    got, rescued = {}, {}
+    for f in ("1", "8"):
+        monkeypatch.setenv("CUWFST_POOL_LANE_Q", f)
+        dec = Decoder(graph, opts, device="cuda", max_lanes=24, main_q_factor=1, memory=memory)
+        assert dec._gpu.main.main_q == 1024 and dec._gpu.pool_q == 1024 * int(f)
+        got[f] = dec.decode(lp)
+        rescued[f] = dec._gpu.stats["rescued_rows"]
+        assert all(h.overflow == 0 for h in got[f])
+        assert_same_hypotheses(graph, host, cpu, [got[f][i] for i in sample], f"pool lane factor {f}")
+        m = dec.memory_stats()["instances"]["main"]
+        assert m["pooled"] == 1, m
+        if f == "8":
+            # lattice decodes keep main_q: those rows are rescued there
+            before = dec._gpu.stats["rescued_rows"]
+            lat = dec.decode(lp[:4], lattice=True)
+            assert [np.float32(h.score) for h in lat] == [np.float32(h.score) for h in got[f][:4]]
+            assert dec._gpu.stats["rescued_rows"] > before
+            # snapshots take the static layout (committed whole at main_q's sizes); the next
+            # pooled batch grows its pools past that by pauses, same results
+            assert len(dec.decode_snapshots(host[0])) == host.shape[1] + 2  # (the start, each frame, the final step)
+            again = dec.decode(lp)
+            assert [np.float32(h.score) for h in again] == [np.float32(h.score) for h in got[f]]
+            assert all(h.overflow == 0 for h in again)
+    assert rescued["1"] > 0 and rescued["8"] < rescued["1"], rescued
+    for a, b in zip(got["1"], got["8"]):
+        assert np.float32(a.score) == np.float32(b.score) and a.words == b.words and a.arcs == b.arcs
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "0")
+    with pytest.raises(ValueError, match="CUWFST_POOL_LANE_Q"):
+        Decoder(graph, opts, device="cuda", max_lanes=2, memory=memory)
+
+
 def test_a_pooled_decoders_winners_log_lies_in_host_memory(monkeypatch):
     """memory="pooled" (CUWFST_WINNERS_LOG=host, the default): offline batches append to a
     winners log in pinned host memory mapped into the log's device addresses (VMM host

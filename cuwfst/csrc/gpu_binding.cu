@@ -340,7 +340,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
                          int64_t finalize_split, bool fused_max, int64_t lattice_entries, int64_t pool_bound,
                          bool pool_hints, bool arena_ahead, int64_t pool_handout,
                          bool trim_arcs, bool pdl, int64_t scan_round, int64_t scan_order, bool refill_kernel,
-                         bool winners_host, bool graph_chunks, bool payload_tokens, int64_t pool_full) {
+                         bool winners_host, bool graph_chunks, bool payload_tokens, int64_t pool_full,
+                         int64_t pool_q) {
   if (!graph_h) TVM_FFI_THROW(ValueError) << "null graph handle";
   auto g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(graph_h);
   if (!(search_beam > 0) || !(output_beam > 0)) TVM_FFI_THROW(ValueError) << "beams must be > 0";
@@ -417,6 +418,8 @@ int64_t GpuDecoderCreate(int64_t graph_h, double search_beam, double output_beam
     TVM_FFI_THROW(ValueError) << "pool_full must be a mask of 1 (claims), 2 (hash), 4 (tokens), 8 (hash tables 2x) and "
                                  "16 (hash tables 4x)";
   c.pool_full = static_cast<int32_t>(pool_full);
+  if (pool_q < 0 || pool_q > (1 << 28)) TVM_FFI_THROW(ValueError) << "pool_q must be in [0 (main_q), 2^28]";
+  c.pool_q = static_cast<int32_t>(pool_q);
   c.arena_ahead = arena_ahead;
   c.trim_arcs = trim_arcs ? 1 : 0;
   c.pdl = pdl ? 1 : 0;

@@ -254,6 +254,26 @@ void GpuDecoder::Allocate() {
     while (bits < 31 && (int64_t{1} << bits) < graph_->max_degree) ++bits;
     if (bits < 31 && (Q << bits) <= (int64_t{1} << 31)) ws_.payload_tok = bits;
   }
+  // A pooled 1-best batch's lane capacities (DecoderConfig::pool_q, SeqWorkspace): at least
+  // main_q's; at most the graph's states, the payload words' 2^31 (as main_q above) and
+  // tok_hint's int32 slot space (4 entries a token, as pooled_ok_ below asks of main_q)
+  {
+    int64_t pq = std::min<int64_t>(std::max<int64_t>(cfg_.pool_q, Q), graph_->view.num_states);
+    if (ws_.payload_tok > 0) pq = std::min<int64_t>(pq, (int64_t{1} << 31) >> ws_.payload_tok);
+    pq = std::max<int64_t>(std::min<int64_t>(pq, INT32_MAX / 256 - 1), Q);
+    pool_q_ = static_cast<int32_t>(pq);
+    if (pq == Q) {
+      pool_claims_ = cfg_.claims_cap;
+      pool_hash_ = cfg_.hash_cap;
+    } else {  // as the Python side sizes main_q's (gpu.py lane_capacities)
+      const int64_t claims = std::min<int64_t>(graph_->view.num_states, 2 * pq);
+      int64_t h = 2;
+      while (h < 2 * claims) h <<= 1;
+      pool_claims_ = static_cast<int32_t>(claims);
+      pool_hash_ = static_cast<int32_t>(std::max<int64_t>(std::min<int64_t>(h, int64_t{1} << 30), cfg_.hash_cap));
+    }
+    pool_hint_cap_ = static_cast<int32_t>(std::min<int64_t>(4 * pq + 1, INT32_MAX / 64));
+  }
   ws_.pool_full = cfg_.pool_full;  // (a pooled-layout diagnostic; read only where the layout is pooled)
   // auto: up to AutoFinalizeSplit CTAs a lane, each taking at least a round of claims (a lane
   // with 600 claims runs in one CTA, not 32 that each take 19 and all meet at the arena's
@@ -279,9 +299,10 @@ void GpuDecoder::Allocate() {
   pooled_ok_ = cfg_.lazy && cfg_.lane_pool != 0 && cfg_.eps_iterations == 0 && 4 * (Q + 1) <= INT32_MAX / 64;
   // (pooled regions are rounded up to kPoolAlign tokens and 16 claims a lane: the static
   // sizes plus that are the most any step can ask)
-  pool_max_[kPoolTokens] = L * (Q + 1 + kPoolAlign);
-  pool_max_[kPoolClaims] = L * (cfg_.claims_cap + 16);
-  pool_max_[kPoolHash] = L * cfg_.hash_cap;
+  stat_max_[kPoolTokens] = L * (Q + 1 + kPoolAlign);
+  stat_max_[kPoolClaims] = L * (cfg_.claims_cap + 16);
+  stat_max_[kPoolHash] = L * cfg_.hash_cap;
+  std::copy(stat_max_, stat_max_ + kPools, pool_max_);  // (pool_q's sizes once pooled_ok_ is known)
   auto add = [&](void** target, int32_t pool, int32_t elem, int32_t per_entry, int32_t fill, int64_t static_entries) {
     auto a = std::make_unique<PoolArray>();
     a->target = target;
@@ -326,11 +347,18 @@ void GpuDecoder::Allocate() {
   const char* vmm_env = std::getenv("CUWFST_LANE_VMM");
   const std::string lane_vmm = vmm_env != nullptr ? vmm_env : "auto";
   const bool want_vmm = lane_vmm == "on" || (pooled_ok_ && lane_vmm != "off");
+  if (pooled_ok_) {  // a pooled 1-best lane may hold pool_q tokens: the pools' most is every lane's
+    pool_max_[kPoolTokens] = L * (static_cast<int64_t>(pool_q_) + 1 + kPoolAlign);
+    pool_max_[kPoolClaims] = L * (static_cast<int64_t>(pool_claims_) + 16);
+    pool_max_[kPoolHash] = L * static_cast<int64_t>(pool_hash_);
+  }
   for (auto& a : pool_arrays_) {
     // both layouts fit: the static one, and (pooled) 4 hint entries a token, 3 a lane more
-    // than the static hint slices; the static commit takes it all
-    if (pooled_ok_) a->static_entries = std::max<int64_t>(a->static_entries, a->per_entry * pool_max_[a->pool]);
-    const int64_t most = a->static_entries;
+    // than the static hint slices; the static commit takes it all. The reservation also
+    // holds the pools' most (pool_q), which only pooled steps reach
+    if (pooled_ok_) a->static_entries = std::max<int64_t>(a->static_entries, a->per_entry * stat_max_[a->pool]);
+    a->reserve_entries = std::max<int64_t>(a->static_entries, pooled_ok_ ? a->per_entry * pool_max_[a->pool] : 0);
+    const int64_t most = a->reserve_entries;
     cudaError_t e = a->region.Init(static_cast<size_t>(most) * a->elem, want_vmm);
     if (e != cudaSuccess && e != cudaErrorMemoryAllocation && !IsStickyError(e))
       e = a->region.Init(static_cast<size_t>(most) * a->elem, false);  // VMM refused: eager
@@ -609,7 +637,9 @@ void GpuDecoder::PublishPoolCaps(bool statics) {
   // a pool's capacity is what every one of its arrays holds (VMM rounds each up to whole
   // pieces, so the first pieces are used whole)
   for (int k = 0; k < kPools; ++k) {
-    int64_t cap = pool_max_[k];
+    // (the static commit holds the static layout's entries; pooled steps may grow past them
+    // up to pool_max_ by pauses, as from any committed capacity)
+    int64_t cap = statics ? stat_max_[k] : pool_max_[k];
     if (!statics)
       for (const auto& a : pool_arrays_)
         if (a->pool == k)
@@ -730,6 +760,15 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   w.refill = kind != SeqKind::kSegmentRefill ? kRefillOff : cfg_.refill_kernel ? kRefillByKernel : kRefillInFinalize;
+  // a pooled 1-best batch's lanes may hold pool_q tokens (DecoderConfig::pool_q): the pools are
+  // shared, and the hand-out sizes every region by the step's own bound under these caps. A
+  // lattice decode keeps main_q's (its hash_pos is max_lanes x hash_cap).
+  if (w.pooled && ws_.lattice == 0 && pool_q_ > ws_.main_q) {
+    w.main_q = pool_q_;
+    w.claims_cap = pool_claims_;
+    w.hash_cap = pool_hash_;
+    w.hint_cap = pool_hint_cap_;
+  }
   return w;
 }
 

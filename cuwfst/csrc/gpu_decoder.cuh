@@ -86,6 +86,13 @@ struct DecoderConfig {
   int32_t payload_tokens = 0;
   // The pooled layout's diagnostic (CUWFST_POOL_FULL): Workspace::pool_full's mask.
   int32_t pool_full = 0;
+  // pool_q (CUWFST_POOL_LANE_Q, GpuBackend's main instance): the frontier one lane may hold in
+  // a pooled 1-best batch, past main_q (0: main_q). The pools are shared, so a lane may take
+  // more than the static layout's share (a row whose frontier outgrows main_q then needs no
+  // rescue); its claims (2 x) and hash table (a power of two, load <= 1/2) follow, and the pools' most
+  // becomes max_lanes x that (address space; memory is committed as steps need it). The static
+  // layout and lattice decodes keep main_q (GpuDecoder::SeqWorkspace).
+  int32_t pool_q = 0;
   // Stream advances commit a VMM winners log ahead of need (CUWFST_ARENA_AHEAD): after launching
   // an advance's first round, a log within 1/8 of that round's room estimate grows to 5/4 of
   // it while the kernels run, so the next advances seldom map memory before their launch.
@@ -554,12 +561,16 @@ class GpuDecoder {
     int32_t per_entry;   // entries per pool entry (tok_hint: 4 per token)
     int32_t fill;        // byte new memory is set to (-1: none)
     int64_t static_entries;  // the static layout's size
+    int64_t reserve_entries = 0;  // the region's reservation: the static size or the pools' most
   };
   std::vector<std::unique_ptr<PoolArray>> pool_arrays_;
   bool pooled_ok_ = false;    // offline batches take the pooled layout
   bool static_ready_ = false; // committed to the static layout's full size
   int64_t pool_cap_[kPools] = {0, 0, 0};   // committed entries (published as *ws_.pool_cap)
-  int64_t pool_max_[kPools] = {0, 0, 0};   // the static layout's entries
+  int64_t pool_max_[kPools] = {0, 0, 0};   // the most a pooled step's asks sum to (pool_q's lanes)
+  int64_t stat_max_[kPools] = {0, 0, 0};   // the static layout's entries (pool_max_ without pool_q)
+  // a pooled 1-best batch's lane capacities (DecoderConfig::pool_q; main_q's where it is off)
+  int32_t pool_q_ = 0, pool_claims_ = 0, pool_hash_ = 0, pool_hint_cap_ = 0;
   int64_t pool_high_[kPools] = {0, 0, 0};  // the most a batch used
   long long h_pool_cap_[kPools] = {0, 0, 0};
   long long* d_pool_cap_ = nullptr;

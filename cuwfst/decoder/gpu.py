@@ -17,7 +17,7 @@ from .inputs import check_lengths, is_torch
 from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
                      graph_chunks_mode, graph_pack_mode, payload_mode, pool_bound_mode, pool_full_mode, pool_handout_mode,
-                     pool_hints_mode, resolve_memory, winners_log_mode)
+                     pool_hints_mode, pool_lane_factor, resolve_memory, winners_log_mode)
 from .rescue import RESCUE_BITS, batches, rescue
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
@@ -342,7 +342,7 @@ class GpuInstance:
                  scan_split=None, closure=None, finalize_split=None, fused_max=None, eps_blocks=0,
                  lattice_entries=None, pool_bound=None, pool_hints=None, arena_ahead=None, pool_handout=None,
                  trim_arcs=None, pdl=None, scan_round=None, scan_order=None, refill_kernel=None,
-                 winners_log=None, graph_chunks=None, payload=None, pool_full=None):
+                 winners_log=None, graph_chunks=None, payload=None, pool_full=None, pool_q=0):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
@@ -369,7 +369,7 @@ class GpuInstance:
             SCAN_ORDERS.index(k["scan_order"]), k["refill_kernel"],
             memory == "pooled" and (winners_log or winners_log_mode()) == "host",
             (graph_chunks or graph_chunks_mode()) == "on", (payload or payload_mode()) == "token",
-            pool_full_mode() if pool_full is None else int(pool_full))
+            pool_full_mode() if pool_full is None else int(pool_full), int(pool_q))
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
@@ -607,9 +607,13 @@ class GpuBackend:
         self.rescue_lanes = min(rescue_lanes, max_lanes)
         # arena_entries: the winners arena's initial size (it grows); small values make tests
         # exercise growth and the GC rounds of continuous batching and streams
+        main_q = max(main_q_factor * options.max_active_states, 1024)
+        # a pooled 1-best lane may hold pool_lane_factor() x main_q (memory.pool_lane_factor; the
+        # native side uses it only where the lanes are pooled; the rescue instance keeps its own)
+        self.pool_q = min(pool_lane_factor() * main_q, 1 << 28) if self.memory != "eager" else 0
         self.main = self._retrying(lambda: GpuInstance(
             self.mod, self.uploaded, graph, options, self.index,
-            main_q=max(main_q_factor * options.max_active_states, 1024), arena_entries=arena_entries, **self.kw))
+            main_q=main_q, arena_entries=arena_entries, pool_q=self.pool_q, **self.kw))
         self._rescue = None
         # CUWFST_RESCUE_TRIM=off (read once, here): the rescue's growth stays for the next
         # rescue (the peak is the same; an A/B knob, benchmarks.memory's "pooled-keep")

@@ -248,6 +248,23 @@ def pool_full_mode() -> int:
     return sum(POOL_FULL[n] for n in names)
 
 
+def pool_lane_factor() -> int:
+    """$CUWFST_POOL_LANE_Q: how many times main_q one lane of a pooled 1-best batch may hold
+    (GpuBackend's main instance; native DecoderConfig::pool_q), an int in [1, 16], 1 (the
+    default: main_q, as the static layout). The pools are shared by the lanes, so a factor past
+    1 lets the rare row whose frontier outgrows main_q stay in its batch instead of being decoded
+    again on the rescue instance; memory is still committed as steps use it (the reservation,
+    address space only, grows by the factor). Results are identical either way."""
+    v = os.environ.get("CUWFST_POOL_LANE_Q") or "1"
+    try:
+        f = int(v)
+    except ValueError:
+        f = 0
+    if not 1 <= f <= 16:
+        raise ValueError(f"CUWFST_POOL_LANE_Q must be an int in [1, 16], got {v!r}")
+    return f
+
+
 ARENA_AHEAD = ("on", "off")
 
 
