@@ -137,8 +137,10 @@ def test_step_by_step_frontier_equals_cpu_snapshots(seed):
             assert np.float32(score) == np.float32(g["tokens"][st][0]), f"step {k} state {st}"
 
 
-def test_overflow_is_rescued():
-    """A frontier capacity far too small overflows; the rescue instance re-decodes the row."""
+def test_overflow_is_rescued(monkeypatch):
+    """A frontier capacity far too small overflows; the rescue instance re-decodes the row.
+    (Pooled lanes keep main_q here, CUWFST_POOL_LANE_Q=1, whatever CUWFST_MEMORY says.)"""
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")
     rng = np.random.default_rng(5)
     graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
     lp = random_log_probs(rng, 3, 40, 30, peaky=False)

@@ -686,22 +686,46 @@ def test_decoders_take_the_pool_bound_from_the_environment(fake_gpu, monkeypatch
         Decoder(graph, device="cuda", max_lanes=2)
 
 
+def test_pooled_decoders_take_the_pool_lane_factor_from_the_environment(fake_gpu, monkeypatch):
+    """CUWFST_POOL_LANE_Q (2, the default) reaches gpu_decoder_create as its last argument,
+    pool_q = factor x main_q, for the main instance of a decoder whose lanes may be pooled
+    (memory lazy or pooled); 0 under memory="eager" and for the rescue instance; a value outside
+    [1, 16] or not an int is refused by name."""
+    graph = Graph.load(TINY / "HLG.img")
+    monkeypatch.delenv("CUWFST_POOL_LANE_Q", raising=False)
+    dec = Decoder(graph, DecoderOptions(max_active_states=1000), device="cuda", max_lanes=2, memory="pooled")
+    # (32 x max_active asked; the native side caps it, as main_q, at the graph's states)
+    assert fake_gpu.pool_q == 2 * 32000 == dec._gpu.pool_q
+    for value, memory, want in (("4", "pooled", 4 * 32000), ("1", "lazy", 32000), ("3", "eager", 0)):
+        monkeypatch.setenv("CUWFST_POOL_LANE_Q", value)
+        Decoder(graph, DecoderOptions(max_active_states=1000), device="cuda", max_lanes=2, memory=memory)
+        assert fake_gpu.pool_q == want, (value, memory)
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "2")
+    dec = Decoder(graph, DecoderOptions(max_active_states=1000), device="cuda", max_lanes=2, memory="pooled")
+    dec._gpu.rescue_instance()
+    assert fake_gpu.pool_q == 0  # (the rescue instance, built last)
+    for bad in ("0", "17", "two", "1.5"):
+        monkeypatch.setenv("CUWFST_POOL_LANE_Q", bad)
+        with pytest.raises(ValueError, match="CUWFST_POOL_LANE_Q"):
+            Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
+
+
 def test_decoders_take_the_winners_log_place_from_the_environment(fake_gpu, monkeypatch):
-    """CUWFST_WINNERS_LOG (host, the default / device) reaches gpu_decoder_create as its last
-    flag under memory="pooled", read once when the decoder is built (the rescue instance gets
-    the same); the other memory modes never ask for the host log; a bad value is refused."""
+    """CUWFST_WINNERS_LOG (device, the default / host) reaches gpu_decoder_create as a flag
+    under memory="pooled", read once when the decoder is built (the rescue instance gets the
+    same); the other memory modes never ask for the host log; a bad value is refused."""
     graph = Graph.load(TINY / "HLG.img")
     monkeypatch.delenv("CUWFST_WINNERS_LOG", raising=False)
     Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
-    assert fake_gpu.winners_host is True
+    assert fake_gpu.winners_host is False
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "host")
     for memory in ("lazy", "eager"):
         Decoder(graph, device="cuda", max_lanes=2, memory=memory)
         assert fake_gpu.winners_host is False, memory
-    monkeypatch.setenv("CUWFST_WINNERS_LOG", "device")
     dec = Decoder(graph, device="cuda", max_lanes=2, memory="pooled")
-    assert fake_gpu.winners_host is False
-    monkeypatch.setenv("CUWFST_WINNERS_LOG", "host")
-    assert dec._gpu.kw["winners_log"] == "device"
+    assert fake_gpu.winners_host is True
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "device")
+    assert dec._gpu.kw["winners_log"] == "host"
     monkeypatch.setenv("CUWFST_WINNERS_LOG", "pinned")
     with pytest.raises(ValueError, match="CUWFST_WINNERS_LOG"):
         Decoder(graph, device="cuda", max_lanes=2, memory="pooled")

@@ -457,6 +457,7 @@ def test_pooled_claims_overflow_wipes_the_lanes_table(kernels, monkeypatch):
     graph = _two_region_graph(rng, vocab=V)
     opts = DecoderOptions(search_beam=50.0, min_active_states=1, max_active_states=1000)
     monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")  # lane 0 must overflow main_q's claims
     dec = Decoder(graph, opts, device="cuda", max_lanes=8, main_q_factor=1)
     inst = dec._gpu.main
     assert (inst.main_q, inst.claims_cap, inst.hash_cap) == (1024, 2048, 4096)
@@ -721,7 +722,7 @@ def test_pool_handout_kernel_equals_the_last_block(kernels, bound, monkeypatch):
 
 
 @pytest.mark.parametrize("memory", [None, "pooled"])
-def test_the_rescue_gives_its_growth_back(memory):
+def test_the_rescue_gives_its_growth_back(memory, monkeypatch):
     """Rows that outgrow the main instance's frontier (main_q 1,024 here; the tiny HLG's
     flat-posterior frontiers pass 1,096) are decoded again on the rescue instance, 192 in one
     batch, which outgrows its pools' and its winners log's first commits; after the rescue it
@@ -731,9 +732,13 @@ def test_the_rescue_gives_its_growth_back(memory):
     no new capture: the captured graphs still hold valid pointers), same results. The main
     instance gives its pools' growth back before the rescue runs (GpuBackend.main_trim), so
     the two growths never stack, and gets it back the same way; its winners log stays.
-    memory="pooled": both instances' logs lie in host memory, where a trim leaves them."""
+    memory="pooled" with the host log (CUWFST_WINNERS_LOG=host): both instances' logs lie in
+    host memory, where a trim leaves them. (The main instance's pooled lanes keep main_q,
+    CUWFST_POOL_LANE_Q=1, so the rows overflow it.)"""
     import torch
 
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "host")
     graph, lp, _ = _wide_case(B=192, T=30, seed=6)
     opts = DecoderOptions(max_active_states=600)
     dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192, memory=memory)
@@ -825,7 +830,7 @@ def test_pooled_lanes_may_outgrow_main_q_and_skip_the_rescue(monkeypatch, memory
 
 
 def test_a_pooled_decoders_winners_log_lies_in_host_memory(monkeypatch):
-    """memory="pooled" (CUWFST_WINNERS_LOG=host, the default): offline batches append to a
+    """memory="pooled" with CUWFST_WINNERS_LOG=host: offline batches append to a
     winners log in pinned host memory mapped into the log's device addresses (VMM host
     pieces), so it takes no device memory; it grows by the same commit-and-rerun as on the
     device (several pieces here), in place (the second decode captures nothing new), and
@@ -887,10 +892,11 @@ def _layouts_case():
     return graph, opts, lp, lens, ref, cpu
 
 
-def test_a_host_log_moves_to_the_device_for_the_static_layout():
-    """A memory="pooled" decoder's host log (offline batches) moves to the device, empty, at
-    the first snapshot, continuous batch or stream (their GC rounds read it hard), and stays
-    there; every result on the way is exact."""
+def test_a_host_log_moves_to_the_device_for_the_static_layout(monkeypatch):
+    """A memory="pooled" decoder's host log (offline batches; CUWFST_WINNERS_LOG=host) moves to
+    the device, empty, at the first snapshot, continuous batch or stream (their GC rounds read
+    it hard), and stays there; every result on the way is exact."""
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "host")
     graph, opts, lp, lens, ref, cpu = _layouts_case()
     dec = Decoder(graph, opts, device="cuda", max_lanes=4, batching="continuous", memory="pooled")
 
@@ -919,6 +925,7 @@ def test_a_rescue_instance_told_to_keep_its_growth_keeps_it(monkeypatch):
     opts = DecoderOptions(max_active_states=600)
     monkeypatch.setenv("CUWFST_RESCUE_TRIM", "off")
     monkeypatch.setenv("CUWFST_MAIN_TRIM", "off")
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")  # the rows must overflow the main instance
     dec = Decoder(graph, opts, device="cuda", max_lanes=192, main_q_factor=1, rescue_lanes=192)
     monkeypatch.delenv("CUWFST_RESCUE_TRIM")
     monkeypatch.delenv("CUWFST_MAIN_TRIM")

@@ -165,7 +165,8 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_gc("pooled-gc", 128) == ("pooled", 128) and mode_gc("lazy-gc", 64) == ("lazy", 64)
     assert mode_gc("pooled", 128) == ("pooled", 0) and mode_gc("eager", 128) == ("eager", 0)
     assert mode_env("pooled")[1]["CUWFST_POOL_BOUND"] == "anchor" and mode_env("lazy") == ("lazy", {"CUWFST_PAYLOAD": "token",
-                                                                                                         "CUWFST_POOL_FULL": "none"})
+                                                                                                         "CUWFST_POOL_FULL": "none",
+                                                                                                         "CUWFST_POOL_LANE_Q": "1"})
     assert mode_env("pooled-admit")[1]["CUWFST_POOL_BOUND"] == "admit"
     # pooled-handout: pooled with the hand-out in a kernel of its own; every other pooled mode
     # pins the default (lastblock), so a stray environment cannot change what a row measures
@@ -173,7 +174,7 @@ def test_memory_benchmark_modes_name_their_settings():
                                                      "CUWFST_POOL_HANDOUT": "kernel", "CUWFST_RESCUE_TRIM": "on",
                                                      "CUWFST_MAIN_TRIM": "on", "CUWFST_WINNERS_LOG": "host",
                                                      "CUWFST_LANE_VMM": "auto", "CUWFST_PAYLOAD": "token",
-                                                     "CUWFST_POOL_FULL": "none"})
+                                                     "CUWFST_POOL_FULL": "none", "CUWFST_POOL_LANE_Q": "1"})
     assert all(mode_env(m)[1]["CUWFST_POOL_HANDOUT"] == "lastblock"
                for m in ("pooled", "pooled-bins", "pooled-slots", "pooled-fixedhints", "pooled-keep"))
     # pooled-keep: pooled whose instances keep what they grew; pooled-maintrimoff: the main
@@ -189,7 +190,8 @@ def test_memory_benchmark_modes_name_their_settings():
     devlog = ("pooled-devlog", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
               "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-late-ahead-fullclaims",
               "pooled-late-ahead-fullhash", "pooled-late-ahead-fulltokens", "pooled-late-ahead-fullall",
-              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x", "pooled-late-ahead-keep")
+              "pooled-late-ahead-hash2x", "pooled-late-ahead-hash4x", "pooled-late-ahead-keep",
+              "pooled-late-ahead-lq2", "pooled-late-ahead-lq4")
     assert all(mode_env(m)[1]["CUWFST_WINNERS_LOG"] == "device" for m in devlog)
     assert mode_env("pooled-slots-devlog")[1]["CUWFST_POOL_BOUND"] == "slots"
     assert mode_env("pooled-late")[1]["CUWFST_POOL_BOUND"] == "claims"
@@ -210,7 +212,13 @@ def test_memory_benchmark_modes_name_their_settings():
     eager = mode_env("pooled-late-ahead-eager")
     assert eager[1] == dict(mode_env("pooled-late-ahead")[1], CUWFST_LANE_VMM="off") and eager[0] == "pooled"
     assert all(mode_env(m)[1]["CUWFST_LANE_VMM"] == "auto" for m in pooled if m != "pooled-late-ahead-eager")
-    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on", "CUWFST_PAYLOAD": "token", "CUWFST_POOL_FULL": "none"})
+    assert mode_env("lazy-vmm") == ("lazy", {"CUWFST_LANE_VMM": "on", "CUWFST_PAYLOAD": "token", "CUWFST_POOL_FULL": "none",
+                                             "CUWFST_POOL_LANE_Q": "1"})
+    # NAME-lqF: NAME whose pooled lanes may hold F x main_q; every other mode pins 1
+    for m in ("pooled-late-ahead-lq2", "pooled-late-ahead-hostlog-lq2", "pooled-late-ahead-lq4"):
+        base, f = m.rsplit("-lq", 1)
+        assert mode_env(m) == ("pooled", dict(mode_env(base)[1], CUWFST_POOL_LANE_Q=f)), m
+    assert all(mode_env(m)[1]["CUWFST_POOL_LANE_Q"] == "1" for m in MODES if "-lq" not in m)
     # NAME-slot: NAME with the emitting payloads holding the slot; every other mode pins token
     # payloads (the default)
     for m in ("lazy-slot", "pooled-late-ahead-slot"):
@@ -258,3 +266,23 @@ def test_trimmed_slot_model_keeps_every_admitted_arc(seed):
     trimmed, used = (account(rows, 2, r, 320000, 320000, 1 << 20) for r in ("trimmed", "trimmed+used"))
     t, u = trimmed["step_peak_entries"], used["step_peak_entries"]
     assert u["tokens"] < t["tokens"] and (u["claims"], u["hash"]) == (t["claims"], t["hash"]), (u, t)
+
+
+def test_memory_pooled_defaults_are_the_benchmarks_pooled_late_ahead_lq2(monkeypatch):
+    """memory="pooled" with nothing in the environment runs what benchmarks.memory names
+    "pooled-late-ahead-lq2" (the rows docs/benchmarks.md reports for the default): each pinned
+    setting is the resolver's default."""
+    from benchmarks.memory import mode_env
+    from cuwfst.decoder.memory import (pool_bound_mode, pool_full_mode, pool_handout_mode, pool_hints_mode,
+                                       pool_lane_factor, payload_mode, winners_log_mode)
+
+    memory, env = mode_env("pooled-late-ahead-lq2")
+    for k in env:
+        monkeypatch.delenv(k, raising=False)
+    assert memory == "pooled"
+    assert env["CUWFST_POOL_BOUND"] == pool_bound_mode() and env["CUWFST_POOL_HINTS"] == pool_hints_mode()
+    assert env["CUWFST_POOL_HANDOUT"] == pool_handout_mode() and env["CUWFST_WINNERS_LOG"] == winners_log_mode()
+    assert env["CUWFST_PAYLOAD"] == payload_mode() and pool_full_mode() == 0 == ["none"].index(env["CUWFST_POOL_FULL"])
+    assert int(env["CUWFST_POOL_LANE_Q"]) == pool_lane_factor() == 2
+    # (GpuBackend and the native side: the trims on, VMM lane pools where the driver has them)
+    assert env["CUWFST_RESCUE_TRIM"] == env["CUWFST_MAIN_TRIM"] == "on" and env["CUWFST_LANE_VMM"] == "auto"

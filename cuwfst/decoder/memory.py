@@ -181,7 +181,7 @@ def winners_log_mode() -> str:
     pooled-devlog). The first stream, continuous batch or snapshot moves the log to the
     device for good (their GC rounds read it hard); the lazy and eager modes (also lazy with
     CUWFST_LANE_POOL=on) keep it on the device always. Results are identical either way."""
-    return _env_choice("CUWFST_WINNERS_LOG", WINNERS_LOGS, "host")
+    return _env_choice("CUWFST_WINNERS_LOG", WINNERS_LOGS, "device")
 
 
 GRAPH_CHUNKS = ("on", "off")
@@ -255,7 +255,7 @@ def pool_lane_factor() -> int:
     1 lets the rare row whose frontier outgrows main_q stay in its batch instead of being decoded
     again on the rescue instance; memory is still committed as steps use it (the reservation,
     address space only, grows by the factor). Results are identical either way."""
-    v = os.environ.get("CUWFST_POOL_LANE_Q") or "1"
+    v = os.environ.get("CUWFST_POOL_LANE_Q") or "2"
     try:
         f = int(v)
     except ValueError:
