@@ -8,16 +8,17 @@ graph is re-made); the lanes keep every lane's worst case (the static layout), c
 first use. memory="pooled": offline batches on epsilon-free graphs take the lanes'
 frontiers, claims lists and hash tables from pools shared by all lanes, handed out step by
 step as each lane needs them and committed to what batches use (a batch whose step outgrows a
-pool pauses before that step and resumes from it once the pool has grown), and their winners
-log lies in pinned host memory mapped for the kernels (winners_log_mode); streams, continuous
-batching, snapshots and epsilon graphs keep the static layout and a device log. The rescue
-instance gives its pools back after each rescue and the main instance its pools before one,
-so their growths never stack (GpuBackend.main_trim). H200, full tier, batch 32, fresh
-processes, same call (session of 2026-12-02 19:45, commit c2fe46b): a peak of 354 MiB against
-riva's 460 (the lazy layout: 2,488 when last measured, 2026-12-02 04:40; 686 MiB at batch 256), at 1.035-1.046x the lazy layout's
-time on uniform 32 x 250 rows and 1.052-1.075x over the 256 utterances in padded batches,
-which is why the pools are not the default (with the winners log on the device,
-CUWFST_WINNERS_LOG=device: 460 MiB at 1.013-1.047x). memory="eager":
+pool pauses before that step and resumes from it once the pool has grown); since the pools are
+shared, one lane may hold twice main_q (pool_lane_factor), so a rare row whose frontier outgrows
+main_q stays in its batch instead of being decoded again on the rescue instance. Streams,
+continuous batching, snapshots, lattice decodes' lane caps and epsilon graphs keep the static
+layout's sizes. The rescue instance gives its pools back after each rescue and the main
+instance its pools before one, so their growths never stack (GpuBackend.main_trim). H200, full
+tier, batch 32, fresh processes, same call (session of 2026-12-03 08:47, s54): a peak of 448 MiB
+against riva's 460 (the lazy layout: 2,488 when last measured, 2026-12-02 04:40), at 1.001-1.008x
+the lazy layout's time over the 256 utterances in padded batches and 1.024x on uniform 32 x 250
+rows. With CUWFST_WINNERS_LOG=host (winners_log_mode) the log lies in pinned host memory mapped
+for the kernels: 346 MiB at 1.010-1.024x and 1.043x. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
@@ -174,11 +175,13 @@ WINNERS_LOGS = ("host", "device")
 
 def winners_log_mode() -> str:
     """Where the winners log of a memory="pooled" decoder lies while it runs pooled offline
-    batches only: $CUWFST_WINNERS_LOG, "host" (the default: pinned host memory mapped into the
-    log's device addresses, where the driver can place VMM pieces there; the kernels append
-    to it over the bus and the backtrack reads one entry a hop, so it takes no device memory)
-    or "device" (the rule before, for same-run A/B: benchmarks/memory.py --modes pooled
-    pooled-devlog). The first stream, continuous batch or snapshot moves the log to the
+    batches only: $CUWFST_WINNERS_LOG, "device" (the default since 2026-12-03 08:47: with pooled
+    lanes of 2 x main_q it keeps memory="pooled" under riva's memory and within 3% of lazy's
+    time) or "host" (pinned host memory mapped into the log's device addresses, where the
+    driver can place VMM pieces there; the kernels append to it over the bus and the backtrack
+    reads one entry a hop, so it takes no device memory: ~100 MiB less on the full tier at
+    batch 32, ~4% slower on uniform batches; the default before; benchmarks/memory.py --modes
+    pooled-late-ahead-lq2 pooled-late-ahead-hostlog-lq2). The first stream, continuous batch or snapshot moves the log to the
     device for good (their GC rounds read it hard); the lazy and eager modes (also lazy with
     CUWFST_LANE_POOL=on) keep it on the device always. Results are identical either way."""
     return _env_choice("CUWFST_WINNERS_LOG", WINNERS_LOGS, "device")
