@@ -558,9 +558,10 @@ def assert_outgrows_first_pieces(dec, graph: Graph, options: DecoderOptions, lp:
     st = dec.memory_stats()
     lanes, piece = st["pools"]["lanes"], st["pools"]["winners"]["granularity"]
     assert lanes["pooled"] and piece > 0 and lanes["grows"] == 0, st
-    most, first = pooled_first_capacities(inst.max_lanes, inst.main_q, inst.claims_cap, inst.hash_cap, piece)
+    # (the pooled lane caps, GpuInstance.pool_caps: the pools' most and a lane's caps)
+    most, first = pooled_first_capacities(inst.max_lanes, *inst.pool_caps, piece)
     assert lanes["capacity_entries"] == first, ("the pools' first capacities are not the sizing rules'", lanes, first)
-    need = pooled_step_asks(graph, options, lp, lens, inst.main_q, inst.claims_cap, inst.hash_cap)
+    need = pooled_step_asks(graph, options, lp, lens, *inst.pool_caps)
     assert any(need[k] > first[k] for k in POOLS), ("the batch fits the first pieces: nothing would grow", need, first)
     return need
 

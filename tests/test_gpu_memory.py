@@ -508,13 +508,15 @@ def _cpu_step_sizes(graph, opts, lp, lens):
 
 def _ask_peaks(rows, rule, inst):
     """The most one step of a batch of these rows (lanes in lockstep) asks of each pool under
-    `rule` (benchmarks/pool_accounting.py: "slots", "admit", "used"), in entries."""
+    `rule` (benchmarks/pool_accounting.py: "slots", "admit", "used"), in entries, under the
+    instance's pooled lane caps (GpuInstance.pool_caps: 2 x main_q by default)."""
     from benchmarks.pool_accounting import asks, bound_of
 
+    q, claims_cap, hash_cap = inst.pool_caps
     T = max(len(r) for r in rows)
     tot = {k: np.zeros(T, np.int64) for k in ("tokens", "claims", "hash")}
     for r in rows:
-        a = asks(bound_of(rule, r, inst.claims_cap), inst.main_q, inst.hash_cap)
+        a = asks(bound_of(rule, r, claims_cap), q, hash_cap)
         for k in tot:
             tot[k][: len(r)] += a[k]
     return {k: int(v.max()) for k, v in tot.items()}

@@ -345,6 +345,11 @@ class GpuInstance:
                  winners_log=None, graph_chunks=None, payload=None, pool_full=None, pool_q=0):
         o = options
         self.main_q, self.claims_cap, self.hash_cap = lane_capacities(graph.num_states, main_q)
+        # a pooled 1-best batch's lane caps (native GpuDecoder::SeqWorkspace, DecoderConfig::pool_q):
+        # main_q's unless pool_q asks more, capped as main_q is by the graph's states (the native
+        # side also keeps it within the payload words' and the hints' int32 ranges)
+        self.pool_caps = (lane_capacities(graph.num_states, pool_q) if pool_q > self.main_q
+                          else (self.main_q, self.claims_cap, self.hash_cap))
         arena_cap, default_max = arena_limits(max_lanes, arena_entries, memory)
         self.arena_max = int(arena_max or default_max)
         arena_cap = min(arena_cap, self.arena_max)
