@@ -14,10 +14,10 @@ main_q stays in its batch instead of being decoded again on the rescue instance.
 continuous batching, snapshots, lattice decodes' lane caps and epsilon graphs keep the static
 layout's sizes. The rescue instance gives its pools back after each rescue and the main
 instance its pools before one, so their growths never stack (GpuBackend.main_trim). H200, full
-tier, batch 32, fresh processes, same call (session of 2026-12-03 08:47, s54): a peak of 448 MiB
-against riva's 460 (the lazy layout: 2,488 when last measured, 2026-12-02 04:40), at 1.001-1.008x
-the lazy layout's time over the 256 utterances in padded batches and 1.024x on uniform 32 x 250
-rows. With CUWFST_WINNERS_LOG=host (winners_log_mode) the log lies in pinned host memory mapped
+tier, fresh processes (session of 2026-12-03 08:47, s54 and s55): a peak of 448 MiB at batch 32
+against riva's 460 in the same call (the lazy layout: 2,488 when last measured, 2026-12-02
+04:40), 1,410 MiB at batch 256, at 0.998-1.008x the lazy layout's time over the 256 utterances
+in padded batches and 1.018-1.024x on uniform 32 x 250 rows. With CUWFST_WINNERS_LOG=host (winners_log_mode) the log lies in pinned host memory mapped
 for the kernels: 346 MiB at 1.010-1.024x and 1.043x. memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
