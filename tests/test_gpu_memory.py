@@ -268,6 +268,42 @@ def test_streams_commit_the_log_ahead_of_need_and_stay_exact(memory, monkeypatch
     print(memory, "(grows, ahead_grows, capacity) by arena_ahead:", seen)
 
 
+@pytest.mark.parametrize("memory", ["lazy", "eager"])
+def test_idle_streams_and_free_lanes_commit_no_winners_memory(memory):
+    """Issue 9's bar: an idle streaming lane commits no winners memory. The winners log is one
+    region shared by the lanes; only the steps that run append to it, and each advance's GC
+    round keeps it to the live entries. One active stream decoded three ways, 2 lanes, 64 lanes,
+    and 64 lanes with an idle stream opened first and held open to the end (it receives no
+    chunk), gives the same result and the same log: committed bytes and capacity equal, the high
+    water at most the idle stream's start token (1 entry: the tiny HLG has no epsilon arcs)
+    apart. The idle stream then finalizes after 0 frames as the CPU's online decode of no
+    frames does."""
+    graph, lp, host = _wide_case(B=1, T=200, seed=9)
+    want = Decoder(graph, OPTS).decode(host, online=True)
+    figures = {}
+    for name, max_streams, idle in (("2 lanes", 2, False), ("64 lanes", 64, False), ("64 lanes + idle", 64, True)):
+        sd = StreamingDecoder(graph, OPTS, device="cuda", max_streams=max_streams, memory=memory,
+                              arena_entries=1 << 12)
+        quiet = sd.open_stream() if idle else None
+        s = sd.open_stream()
+        for t in range(0, 200, 16):
+            sd.advance([s], [lp[0, t : t + 16]])
+        w = sd.memory_stats()["pools"]["winners"]
+        figures[name] = (w["committed"], w["capacity_entries"], w["high_water_entries"])
+        assert_same_hypotheses(graph, host, want, [sd.finalize(s)], f"{memory}, {name}")
+        if quiet is not None:
+            assert sd.memory_stats(quiet)["frames"] == 0
+            zero = np.zeros((1, 1, graph.vocab_size), np.float32)
+            none = Decoder(graph, OPTS).decode(zero, [0], online=True)
+            assert_same_hypotheses(graph, zero, none, [sd.finalize(quiet)], f"{memory}, the idle stream")
+    print(memory, "winners (committed bytes, capacity, high water):", figures)
+    base = figures["2 lanes"]
+    assert figures["64 lanes"] == base, f"free lanes changed the winners log: {figures}"
+    committed, capacity, high = figures["64 lanes + idle"]
+    assert (committed, capacity) == base[:2], f"an idle stream committed winners memory: {figures}"
+    assert 0 <= high - base[2] <= 1, f"an idle stream held more than its start token: {figures}"
+
+
 @pytest.mark.parametrize("handout", ["lastblock", "kernel"])
 def test_pooled_lanes_grow_by_pause_and_resume_and_stay_exact(handout, monkeypatch):
     """Offline batches take the lanes' frontiers, claims and hash tables from shared pools:

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# (Written 2026-12-03 10:47, not run: that session's device time ran out.) GPU machine, one call
+# (~7 minutes; no full tier), issue 9's last bar and s59's cut tail:
+#   test_gpu_memory.py -k idle: an idle streaming lane commits no winners memory (one stream
+#     decoded with 2 lanes, 64 lanes and 64 lanes with an idle stream held open: the same result,
+#     the same committed log and capacity, the high water at most 1 entry apart), lazy and eager;
+#   test_gpu_variants.py whole (s59 stopped it at 697 passed, 12 skipped of 950 by its cap).
+# Carry .device/wheels, .device/pylib, .device/COMMIT and .cache (the modules built here).
+# $OUT: s60.log, tests1.log, tests2.log.
+export NO_FULL=1
+. scripts/device_common.sh
+device_setup s60.log
+gpu_tests tests1.log 90 "test_gpu_memory.py -k idle" tests/test_gpu_memory.py -k idle
+grep -E "winners \(committed" $OUT/tests1.log | tee -a $L
+gpu_tests tests2.log 330 "test_gpu_variants.py (whole)" tests/test_gpu_variants.py
+echo "[$(since) s] done" | tee -a $L
