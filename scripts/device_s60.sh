@@ -15,7 +15,7 @@ export NO_FULL=1
 device_setup s60.log
 gpu_tests tests1.log 90 "test_gpu_memory.py -k idle" tests/test_gpu_memory.py -k idle
 grep -E "winners \(committed" $OUT/tests1.log | tee -a $L
-gpu_tests tests2.log 330 "test_gpu_variants.py (whole)" tests/test_gpu_variants.py
 timeout -s INT 90 python3 scripts/stream_reserve_probe.py > $OUT/probe.txt 2>&1; echo "probe exit $?" | tee -a $L
 cut -c1-400 $OUT/probe.txt | tail -8 | tee -a $L
+gpu_tests tests2.log 330 "test_gpu_variants.py (whole)" tests/test_gpu_variants.py
 echo "[$(since) s] done" | tee -a $L
