@@ -50,6 +50,23 @@ def test_streaming_memory_stats_with_and_without_a_stream(graph):
         sd.memory_stats(a)
 
 
+def test_an_idle_stream_holds_no_winners(graph):
+    """The CPU twin of issue 9's idle-lane bar (the GPU's: test_gpu_memory.py
+    test_idle_streams_and_free_lanes_commit_no_winners_memory): a stream that receives no chunk
+    holds no search-log entries while another advances, and what the decoder holds is the
+    active stream's alone."""
+    rng = np.random.default_rng(4)
+    sd = StreamingDecoder(graph, DecoderOptions(max_active_states=100))
+    idle, busy = sd.open_stream(), sd.open_stream()
+    lp = random_log_probs(rng, 1, 48, 8, peaky=False)
+    for t in range(0, 48, 16):
+        sd.advance([busy], [lp[0, t : t + 16]])
+        assert sd.memory_stats(idle) == {"frames": 0, "winners": 0}
+        assert sd.memory_stats()["winners_held"] == sd.memory_stats(busy)["winners"] > 0
+    sd.release(idle)
+    sd.finalize(busy)
+
+
 def test_memory_option_and_environment(graph, monkeypatch):
     monkeypatch.delenv("CUWFST_MEMORY", raising=False)
     assert resolve_memory(None) == "lazy" and MEMORY_MODES == ("lazy", "eager", "pooled")
