@@ -274,9 +274,9 @@ def test_idle_streams_and_free_lanes_commit_no_winners_memory(memory):
     region shared by the lanes; only the steps that run append to it, and each advance's GC
     round keeps it to the live entries. One active stream decoded three ways, 2 lanes, 64 lanes,
     and 64 lanes with an idle stream opened first and held open to the end (it receives no
-    chunk), gives the same result and the same log: committed bytes and capacity equal, the high
-    water at most the idle stream's start token (1 entry: the tiny HLG has no epsilon arcs)
-    apart. The idle stream then finalizes after 0 frames as the CPU's online decode of no
+    chunk), gives the same result and the same log: with free lanes every figure equal; with the
+    idle stream, capacity, committed bytes and high water at most its start token (1 entry: the
+    tiny HLG has no epsilon arcs) apart, and a lazy log's commit equal. The idle stream then finalizes after 0 frames as the CPU's online decode of no
     frames does."""
     graph, lp, host = _wide_case(B=1, T=200, seed=9)
     want = Decoder(graph, OPTS).decode(host, online=True)
@@ -300,7 +300,11 @@ def test_idle_streams_and_free_lanes_commit_no_winners_memory(memory):
     base = figures["2 lanes"]
     assert figures["64 lanes"] == base, f"free lanes changed the winners log: {figures}"
     committed, capacity, high = figures["64 lanes + idle"]
-    assert (committed, capacity) == base[:2], f"an idle stream committed winners memory: {figures}"
+    # growths ask for the cursor plus the room the advance needs, so the start token may move an
+    # exact-size (eager) log's capacity by its one entry (8 bytes and 8 of GC tag); a lazy log
+    # commits whole VMM pieces
+    assert 0 <= capacity - base[1] <= 1, f"an idle stream grew the winners log: {figures}"
+    assert 0 <= committed - base[0] <= (0 if memory == "lazy" else 16), f"an idle stream committed winners memory: {figures}"
     assert 0 <= high - base[2] <= 1, f"an idle stream held more than its start token: {figures}"
 
 
