@@ -300,11 +300,11 @@ def test_idle_streams_and_free_lanes_commit_no_winners_memory(memory):
     base = figures["2 lanes"]
     assert figures["64 lanes"] == base, f"free lanes changed the winners log: {figures}"
     committed, capacity, high = figures["64 lanes + idle"]
-    # growths ask for the cursor plus the room the advance needs, so the start token may move an
-    # exact-size (eager) log's capacity by its one entry (8 bytes and 8 of GC tag); a lazy log
-    # commits whole VMM pieces
-    assert 0 <= capacity - base[1] <= 1, f"an idle stream grew the winners log: {figures}"
-    assert 0 <= committed - base[0] <= (0 if memory == "lazy" else 16), f"an idle stream committed winners memory: {figures}"
+    # growths ask for the cursor plus the room the advance needs (an ahead commit 1.25x that), so
+    # the start token may move the capacity by an entry or two, an exact-size (eager) log's bytes
+    # with it (8 an entry and 8 of GC tag); a lazy log commits whole VMM pieces
+    assert 0 <= capacity - base[1] <= 2, f"an idle stream grew the winners log: {figures}"
+    assert 0 <= committed - base[0] <= (0 if memory == "lazy" else 32), f"an idle stream committed winners memory: {figures}"
     assert 0 <= high - base[2] <= 1, f"an idle stream held more than its start token: {figures}"
 
 
