@@ -253,8 +253,9 @@ def pool_full_mode() -> int:
 
 def pool_lane_factor() -> int:
     """$CUWFST_POOL_LANE_Q: how many times main_q one lane of a pooled 1-best batch may hold
-    (GpuBackend's main instance; native DecoderConfig::pool_q), an int in [1, 16], 1 (the
-    default: main_q, as the static layout). The pools are shared by the lanes, so a factor past
+    (GpuBackend's main instance; native DecoderConfig::pool_q), an int in [1, 16]: 2 (the
+    default since 2026-12-03 08:47) or 1 (main_q, as the static layout). It matters only where
+    the lanes are pooled (memory="pooled"). The pools are shared by the lanes, so a factor past
     1 lets the rare row whose frontier outgrows main_q stay in its batch instead of being decoded
     again on the rescue instance; memory is still committed as steps use it (the reservation,
     address space only, grows by the factor). Results are identical either way."""
