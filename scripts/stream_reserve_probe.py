@@ -1,10 +1,13 @@
-"""What a stream's open and finalize commit in the winners log before any search needs it.
+"""What a stream's open, advance and finalize commit in the winners log.
 
-StreamOpen reserves room for 1 + eps_iterations x main_q entries a stream (its start token's
-closure) and StreamFinalize for claims_cap + eps_iterations x main_q a stream (the final step),
-since neither can be re-run; a lazy log commits what the room asks. This opens N streams on a
-graph at once, advances each by one chunk, and finalizes them together, printing the winners
-log's capacity and committed bytes after each stage next to those bounds (GPU only).
+Neither an open nor a finalize can be re-run, so each reserves its worst case before it
+launches: an open 1 + eps_iterations x main_q entries a stream (its start token's closure), in
+groups of as many streams as the log holds at the time (at least one); a finalize one entry a
+stream (a final step's arcs all end in the final state). An advance's steps wait for room
+(scan.cuh ArenaStepFits) and the log grows by what a held-back step needed. This opens N
+streams on a graph at once, advances each by one chunk, and finalizes them together, printing
+the winners log's capacity and committed bytes after each stage next to the open bound and
+the old reservation of an advance (2 x N x (claims_cap + eps_iterations x main_q)) (GPU only).
 
     python scripts/stream_reserve_probe.py [--graphs cuwfst/data/tiny/HLG.img cuwfst/data/tiny/TLG.img]
         [--streams 1 64 1024] [--frames 16]
@@ -39,11 +42,11 @@ def main() -> None:
             inst = gpu.main
             e = inst.eps_iterations
             open_bound = n * (1 + e * inst.main_q)
-            fin_bound = n * (inst.claims_cap + e * inst.main_q)
+            old_advance = 2 * n * (inst.claims_cap + e * inst.main_q)
             x = rng.standard_normal((n, a.frames, graph.vocab_size)).astype(np.float32) * 2
             x -= np.log(np.exp(x).sum(-1, keepdims=True))
             row = [f"{path.split('/')[-1]} n={n} eps_iterations={e} main_q={inst.main_q} claims_cap={inst.claims_cap}",
-                   f"open bound {open_bound:,} entries, finalize bound {fin_bound:,}"]
+                   f"open bound {open_bound:,} entries, the old advance reservation {old_advance:,}"]
             c0 = winners(sd)
             streams = sd.open_streams(n)
             c1 = winners(sd)

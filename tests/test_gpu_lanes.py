@@ -229,6 +229,45 @@ def test_gpu_streams_wait_rounds_happen(memory):
     assert short < 8 and rounds > calls, (memory, rounds, calls, short)
 
 
+@pytest.mark.parametrize("memory", ["lazy", "eager"])
+def test_gpu_stream_log_is_sized_by_the_steps_taken(memory):
+    """The arena guard holds a step back unless the log has room for twice what that step can
+    append (each stepping lane's slots, at most claims_cap, plus the closure passes), not for
+    every lane's worst case: 64 streams on a graph of 200,000 states (claims_cap 160,000 a
+    lane) with peaky posteriors (frontiers of at most ~1,000 tokens) keep the winners log far
+    below the old reservation, 2 x 64 x claims_cap entries, and equal the CPU's online decode.
+    Started from a 1,024-entry log, the first advance's steps were held back and taken again
+    after the log grew (more rounds than advances). The finalize reserves one entry a stream
+    (a final step's arcs all end in the final state), so the log does not grow for it."""
+    rng = np.random.default_rng(77)
+    V = 30
+    graph = random_ctc_graph(rng, 200000, V, 5, 0.3)
+    opts = DecoderOptions(search_beam=10.0, max_active_states=10000)
+    S, T = 64, 48
+    lps = [random_log_probs(rng, 1, T, V, peaky=True)[0] for _ in range(S)]
+    ref = Decoder(graph, opts)
+    want = [ref.decode(lp[None], [T], online=True)[0] for lp in lps]
+    sd = StreamingDecoder(graph, opts, device="cuda", max_streams=S, memory=memory, arena_entries=1024)
+    inst = sd._frontend._gpu.main
+    old = 2 * S * (inst.claims_cap + inst.eps_iterations * inst.main_q)
+    streams = sd.open_streams(S)
+    for start in range(0, T, 16):
+        sd.advance(streams, [lp[start : start + 16] for lp in lps])
+    w = sd.memory_stats()["pools"]["winners"]
+    rounds = inst.mem_stats()["advance_rounds"]
+    print(memory, "winners log after the advances:", w["capacity_entries"], "entries, high water",
+          w["high_water_entries"], "; the old reservation", old, "; rounds", rounds)
+    assert inst.claims_cap == 160000 and old == 2 * 64 * 160000
+    assert w["high_water_entries"] <= w["capacity_entries"] <= old // 8, (w, old)
+    assert rounds > T // 16, "the first steps should have waited for the log to grow"
+    got = sd.finalize(streams)
+    after = sd.memory_stats()["pools"]["winners"]
+    assert after["capacity_entries"] == w["capacity_entries"], (after, w)
+    for i in range(S):
+        TOTALS["streams"] += 1
+        _same(graph, lps[i], want[i], got[i], f"{memory} stream {i}")
+
+
 def test_gpu_stream_lifecycle_and_long_stream_memory():
     rng = np.random.default_rng(21)
     graph = random_ctc_graph(rng, 120, 10, 4, 0.3)

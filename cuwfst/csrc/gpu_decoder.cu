@@ -57,10 +57,6 @@ cudaGraphExec_t GraphCache::Insert(const Key& key, GraphExec exec) {
 // The most winners entries one lane's step may append: its emitting step keeps at most
 // claims_cap tokens (FinalizeKernel logs every kept claim, past main_q too), and each closure
 // pass logs at most main_q changed tokens.
-int64_t GpuDecoder::StepEntriesBound() const {
-  return static_cast<int64_t>(ws_.claims_cap) + static_cast<int64_t>(cfg_.eps_iterations) * ws_.main_q;
-}
-
 void GpuDecoder::SetArenaGuard(unsigned long long entries) {
   if (entries == arena_guard_host_) return;
   arena_guard_host_ = entries;  // a member: the pageable copy reads it before returning
@@ -392,6 +388,8 @@ void GpuDecoder::Allocate() {
   arena_guard_ = Alloc<unsigned long long>(1, "arena guard");
   ws_.arena_guard = arena_guard_;
   CUWFST_CUDA(cudaMemsetAsync(arena_guard_, 0, sizeof(unsigned long long), stream_));
+  ws_.arena_pause = Alloc<unsigned long long>(1, "arena pause");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.arena_pause, 0, sizeof(unsigned long long), stream_));
   ws_.lanes = Alloc<LaneCounters>(L, "lane counters");
   // zero: a lane that no sequence has initialized yet is released by the first one, which
   // leaves its regions as they are; HashSanitizeKernel reads them, so no garbage may be there

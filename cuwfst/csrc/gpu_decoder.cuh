@@ -517,7 +517,6 @@ class GpuDecoder {
                    const std::vector<int32_t>* prefix, int32_t host_overflow, const int32_t* h_path,
                    DecodeOutputs& out) const;
   unsigned long long ArenaCursor();
-  int64_t StepEntriesBound() const;
   void GrowArenaKeeping(int64_t want);
   void CheckLanes(const int32_t* lanes, int32_t n, bool want_open) const;
   void Wait(int64_t caller_stream);

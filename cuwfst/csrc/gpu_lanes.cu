@@ -483,24 +483,40 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
     CUWFST_CUDA(cudaMemsetAsync(ws_.arena_cursor, 0, sizeof(unsigned long long), stream_));
     arena_used_ = 0;
   }
-  // room for the start tokens and their closure (an open cannot be re-run either), before
-  // any lane is marked open: a growth that fails (MemoryError) leaves the lanes free
-  const unsigned long long need = static_cast<unsigned long long>(n) * (1 + cfg_.eps_iterations * ws_.main_q);
-  const unsigned long long cursor = ArenaCursor();
-  if (cursor + need > static_cast<unsigned long long>(arena_cap_))
-    GrowArenaKeeping(static_cast<int64_t>(cursor + need));
-  if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, n));
-  ClearLaneOrders();
-  LaneCommand* cmd = As<LaneCommand>(h_commands_);
-  for (int32_t i = 0; i < n; ++i) {
-    cmd[lanes[i]] = {kCmdInit, kUnknownLength, 0, 1};
-    lane_host_[lanes[i]] = LaneHost{};
-    lane_host_[lanes[i]].open = true;
+  // Room for the start tokens and their closure (an open cannot be re-run either), before
+  // any lane of a group is marked open: 1 + eps_iterations x main_q entries a stream at worst.
+  // The streams open in groups of as many as the log holds now (at least one), so that opening
+  // many streams on an epsilon graph commits one stream's worst case, not every stream's (the
+  // start closures are independent: a lane's is the same in any group). A failure (a growth's
+  // MemoryError) frees every lane this call opened.
+  const unsigned long long per = 1ull + static_cast<unsigned long long>(cfg_.eps_iterations) * ws_.main_q;
+  int32_t done = 0;
+  try {
+    while (done < n) {
+      const unsigned long long cursor = ArenaCursor();
+      const unsigned long long cap = static_cast<unsigned long long>(arena_cap_);
+      const unsigned long long fit = cap > cursor ? (cap - cursor) / per : 0;
+      const int32_t k = static_cast<int32_t>(std::min<unsigned long long>(n - done, std::max<unsigned long long>(fit, 1)));
+      const unsigned long long need = static_cast<unsigned long long>(k) * per;
+      if (cursor + need > cap) GrowArenaKeeping(static_cast<int64_t>(cursor + need));
+      if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, k));
+      ClearLaneOrders();
+      LaneCommand* cmd = As<LaneCommand>(h_commands_);
+      for (int32_t i = done; i < done + k; ++i) {
+        cmd[lanes[i]] = {kCmdInit, kUnknownLength, 0, 1};
+        lane_host_[lanes[i]] = LaneHost{};
+        lane_host_[lanes[i]].open = true;
+      }
+      SetArenaGuard(0);
+      UploadLaneOrders();
+      RunOnce(SeqKind::kOpen, 0, false, Replays(0));
+      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      done += k;
+    }
+  } catch (...) {
+    for (int32_t i = 0; i < n; ++i) lane_host_[lanes[i]] = LaneHost{};  // (the next sequence releases them on the device)
+    throw;
   }
-  SetArenaGuard(0);
-  UploadLaneOrders();
-  RunOnce(SeqKind::kOpen, 0, false, Replays(0));
-  CUWFST_CUDA(cudaStreamSynchronize(stream_));
 }
 
 void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, bool lp_f16, int64_t stride_b,
@@ -533,10 +549,14 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       need += static_cast<unsigned long long>(lens[i]) * (1 + cfg_.eps_iterations) *
               (2ull * std::max(lane_host_[lanes[i]].max_frontier, 1024));
     // The estimate is no bound (a new stream's frontier can grow tenfold within a chunk), and
-    // an advance cannot be re-run: the arena guard makes a step wait while the arena lacks
-    // room for its worst case, and each round below runs what fits, collects garbage, grows
-    // the arena, and goes on with the lanes still short of their chunk's end.
-    const int64_t per_lane = StepEntriesBound();
+    // an advance cannot be re-run: the arena guard (scan.cuh ArenaStepFits) puts a step back
+    // before it appends anything unless the log has room for twice its worst case (its
+    // lanes' slots, at most claims_cap each, and the closure passes), and the sequence's
+    // later steps wait; each round below runs what fits, collects garbage, grows the log by
+    // what the held-back step needed (ws.arena_pause), and goes on with the lanes still short
+    // of their chunk's end. So the log is sized by the steps the streams take, not by every
+    // lane's worst case.
+    unsigned long long held = 0;  // the entries of the step the last round held back
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     for (int32_t round = 0;; ++round) {
       int32_t active = 0, rest = 0;
@@ -548,15 +568,13 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
         }
       }
       if (active == 0) break;
-      const unsigned long long guard = static_cast<unsigned long long>(active) * static_cast<unsigned long long>(per_lane);
       const unsigned long long used = ArenaCursor();  // the opens since the last GC round appended too
-      const unsigned long long floor = 2 * (used + guard);  // the guard's rule (scan.cuh)
-      // round 0: the estimate (twice the frontiers) on top, so one round usually runs the
-      // chunk (steps go on while the arena is half free); later rounds double the floor
-      const unsigned long long want = floor + (round == 0 ? need : floor);
+      // round 0: the estimate (twice the frontiers: the steps go on while the log is half
+      // free); after a held-back step, twice that step's need, so the rest seldom waits again
+      const unsigned long long want = round == 0 ? 2 * used + need : 2 * (used + 2 * held);
       if (want > static_cast<unsigned long long>(arena_cap_))
         GrowArenaKeeping(static_cast<int64_t>(std::min<unsigned long long>(want, static_cast<unsigned long long>(cfg_.arena_max))));
-      if (floor > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(guard, active));
+      if (2 * (used + held) > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(held, active));
       ClearLaneOrders();
       LaneCommand* cmd = As<LaneCommand>(h_commands_);
       LaneInput* in = As<LaneInput>(h_inputs_);
@@ -569,7 +587,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
         in[l] = RowInput(base, i, stride_b, stride_t, elem, fed0[i]);
       }
       if (round == 0) Wait(caller_stream);
-      SetArenaGuard(guard);
+      SetArenaGuard(1);  // on (ArenaStepFits)
       UploadLaneOrders();
       steps = ChunkBucket(rest);
       RunOnce(SeqKind::kAdvance, steps, lp_f16, Replays(steps));
@@ -578,6 +596,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       if (round == 0) CommitArenaAhead(want);
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, cfg_.max_lanes * sizeof(LaneCounters), cudaMemcpyDeviceToHost,
                                   stream_));
+      CUWFST_CUDA(cudaMemcpyAsync(&held, ws_.arena_pause, sizeof(held), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));  // the caller's chunk tensor is read by now
       if (profiling_) CollectProfile();
       int32_t moved = 0;
@@ -591,8 +610,10 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       }
       ++advance_rounds_;
       CollectGarbage();
-      if (moved == 0 && round > 0 && arena_cap_ >= cfg_.arena_max)
-        throw std::runtime_error(ArenaShort(guard, active));
+      // (a round whose first step was held back had the room the step before it asked for:
+      // only a log at arena_max ends here, and the check above says so first)
+      if (moved == 0 && held == 0) throw std::logic_error("a stream advance's round made no progress");
+      if (moved == 0 && round > 0 && arena_cap_ >= cfg_.arena_max) throw std::runtime_error(ArenaShort(held, active));
     }
     SetArenaGuard(0);
   } catch (const CudaError& e) {
@@ -660,8 +681,10 @@ void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs o
     ClearLaneOrders();
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     for (int32_t i = 0; i < n; ++i) cmd[lanes[i]] = {kCmdSetLength, lane_host_[lanes[i]].fed, 0, 0};
-    // room for the final step (a finalize cannot be re-run)
-    const unsigned long long need = static_cast<unsigned long long>(n) * static_cast<unsigned long long>(StepEntriesBound());
+    // room for the final step (a finalize cannot be re-run): one entry a stream, since every
+    // arc of a final or redirect step ends in the final state, one claim (types.cuh
+    // PooledClaimsBound), and no closure follows it
+    const unsigned long long need = static_cast<unsigned long long>(n);
     const unsigned long long cursor = ArenaCursor();
     if (cursor + need > static_cast<unsigned long long>(arena_cap_))
       GrowArenaKeeping(static_cast<int64_t>(cursor + need));

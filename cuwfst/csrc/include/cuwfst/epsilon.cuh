@@ -55,7 +55,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
   const bool in = lc.length >= 0 && (lc.phase == kPhaseReal || lc.phase == kPhaseEps);
   if (!in) {
     if (threadIdx.x == 0) lc.total_arcs = 0;
-    LaneScanLastBlock(ws);
+    LaneScanLastBlock(ws, false);
     return;
   }
   const int32_t buf = lc.buf;  // the frontier the step (or the start) built
@@ -121,7 +121,7 @@ EpsScanKernel(DeviceGraph g, Workspace ws, int32_t pass) {
     lc.eps_touched = 0;
     lc.eps_changed = 0;
   }
-  LaneScanLastBlock(ws);
+  LaneScanLastBlock(ws, false);
 }
 
 // EpsExpandKernel — per closure pass, grid = the walkers' (ExpandBlocksFor) x kWalkThreads,

@@ -117,6 +117,7 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
     *ws.max_done = 0;
     *ws.scan_ticket = 0;
     ws.pool_need[kPoolPauseSlot] = 0ull;  // a paused batch resumes (or a new sequence starts)
+    *ws.arena_pause = 0ull;  // (streams: each round of an advance starts with room)
   }
   ws.scan_lane_done[lane] = 0;
   ws.scan_best[lane] = 0ull;
@@ -539,8 +540,50 @@ __device__ __forceinline__ bool ScanGridLast(Workspace& ws) {
   return last;
 }
 
-// The grid's last scan CTA, warp 0: the pooled hand-out and the flattened slot space.
-__device__ __forceinline__ void LaneScanTail(Workspace& ws) {
+// Streams' arena guard (Workspace::arena_guard on: a stream advance), by warp 0 of an emitting
+// step's last scan CTA, after every lane's scan applied its step and before anything of the
+// step appends to the log: the most the step can append, each stepping lane's claims bound
+// (PooledClaimsBound: min(claims_cap, its slots), since a claim is a distinct destination of
+// one of the step's slots and the step appends at most one entry a claim) plus, on a real
+// step, eps_iterations x main_q for its closure passes (each appends at most a frontier),
+// summed over the lanes. Unless 2 (cursor + need) <= *arena_limit
+// (after the step at most half the log is in use: the GC round that follows has its free
+// tail), every stepping lane is put back where the step found it (PooledUndoStep: frontier,
+// t, buf, beam; the static layout's scan wrote nothing else the step taken again does not
+// rewrite), the step gets no slots, and *arena_pause takes the need, which idles the
+// sequence's later steps (ScanLaneSize). One decision for the whole grid: the lanes' steps
+// are uniform, as the guard at the scan's start was, which reserved claims_cap for every
+// lane. Returns whether the step fits (the same in every thread of the warp).
+__device__ __forceinline__ bool ArenaStepFits(Workspace& ws) {
+  const unsigned long long per_pass = static_cast<unsigned long long>(ws.eps_iterations) *
+                                      static_cast<unsigned long long>(ws.main_q);
+  unsigned long long need = 0;
+  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+    const int32_t l = base + static_cast<int32_t>(threadIdx.x);
+    if (l >= ws.max_lanes) continue;
+    // (volatile: the lanes' CTAs wrote these; this SM's L1 may hold old lines)
+    const volatile LaneCounters* v = &ws.lanes[l];
+    const int32_t phase = v->phase;
+    if (phase == kPhaseIdle) continue;
+    need += static_cast<unsigned long long>(PooledClaimsBound(ws, phase, v->total_arcs)) +
+            (phase == kPhaseReal ? per_pass : 0ull);
+  }
+  for (int32_t o = 16; o > 0; o >>= 1) need += __shfl_xor_sync(0xffffffffu, need, o);
+  const unsigned long long cursor = *reinterpret_cast<volatile unsigned long long*>(ws.arena_cursor);
+  const bool fits = 2ull * (cursor + need) <= static_cast<unsigned long long>(*ws.arena_limit);
+  if (fits) return true;
+  for (int32_t base = 0; base < ws.max_lanes; base += 32) {
+    const int32_t l = base + static_cast<int32_t>(threadIdx.x);
+    if (l < ws.max_lanes && *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].phase) != kPhaseIdle)
+      PooledUndoStep(&ws.lanes[l]);
+  }
+  if (threadIdx.x == 0) *ws.arena_pause = need > 0 ? need : 1ull;
+  return false;
+}
+
+// The grid's last scan CTA, warp 0: the pooled hand-out (or, an emitting step of a stream
+// advance, the arena guard) and the flattened slot space.
+__device__ __forceinline__ void LaneScanTail(Workspace& ws, bool step) {
   // One warp scans the lanes' totals, 32 at a time, in int64: each lane's total is below
   // 2^31 (ScanKernel drops a lane's step past that), the batch's sum need not be, and no
   // lane loses its step because of the others.
@@ -560,7 +603,8 @@ __device__ __forceinline__ void LaneScanTail(Workspace& ws) {
     }
     return;
   }
-  const bool fits = ws.pooled && !ws.pool_at_max ? PooledHandOut(ws, false) : true;
+  bool fits = ws.pooled && !ws.pool_at_max ? PooledHandOut(ws, false) : true;
+  if (step && !ws.pooled && *ws.arena_guard != 0ull) fits = ArenaStepFits(ws);
   int64_t carry = 0;
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
@@ -578,8 +622,9 @@ __device__ __forceinline__ void LaneScanTail(Workspace& ws) {
   }
 }
 
-__device__ __forceinline__ void LaneScanLastBlock(Workspace& ws) {
-  if (ScanGridLast(ws) && threadIdx.x < 32) LaneScanTail(ws);
+// step: an emitting step's scan (ScanKernel, ScanSplitKernel), not a closure pass's (EpsScanKernel)
+__device__ __forceinline__ void LaneScanLastBlock(Workspace& ws, bool step) {
+  if (ScanGridLast(ws) && threadIdx.x < 32) LaneScanTail(ws, step);
 }
 
 // Pooled layout: a lane whose previous step's claims list overflowed has keys in its table
@@ -628,12 +673,11 @@ __device__ __forceinline__ void PublishBins(const Workspace& ws, int32_t lane, c
 }
 
 // The frontier a lane's step reads this launch (as ScanKernel decides): 0 with *idle for a lane
-// without a step (unused, finished, waiting for frames, held back by the arena guard against
-// the log's published limit, or the pooled batch paused).
+// without a step (unused, finished, waiting for frames, held back since an earlier step of the
+// sequence found no room in the winners log (arena_pause), or the pooled batch paused).
 __device__ __forceinline__ int32_t ScanLaneSize(const Workspace& ws, const LaneCounters& lc, bool* idle) {
   const int32_t T = lc.length, t = lc.t;
-  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
-                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  const bool arena_short = t < T && *ws.arena_pause != 0ull;
   const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;
   *idle = T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused;
   return *idle ? 0 : min(lc.next_size, lc.tok_cap[lc.buf]);
@@ -708,14 +752,12 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   WipeOverflowedTable(ws, lc);
   const int32_t T = lc.length;
   const int32_t t = lc.t;
-  // The arena guard (streams): every CTA reads the cursor before this step appends anything,
-  // so all lanes take the same decision; a lane that waits keeps t and its frontier. Half
-  // the arena: after the step at most half is in use, so the GC round that follows always
-  // has the free tail it copies the live entries into. The arena is the log's published
-  // limit (device memory, the bound FinalizeKernel appends up to): a lazily committed log
-  // grows between rounds without a new capture, so no captured value may stand in for it.
-  const bool arena_short = t < T && *ws.arena_guard != 0ull &&
-                           2ull * (*ws.arena_cursor + *ws.arena_guard) > static_cast<unsigned long long>(*ws.arena_limit);
+  // The arena guard (streams): an earlier step of this sequence found no room in the log for
+  // its worst case (ArenaStepFits, in the last scan CTA: it put every lane back), so every lane
+  // waits, keeping t and its frontier, until the host has collected garbage and grown the log.
+  // The limit is the log's published one (device memory): a lazily committed log grows
+  // between rounds without a new capture, so no captured value may stand in for it.
+  const bool arena_short = t < T && *ws.arena_pause != 0ull;
   // A pooled batch paused by an earlier step of this sequence (LaneScanLastBlock): every
   // lane keeps t and its frontier until the host grows the pools and resumes the batch.
   const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;
@@ -726,7 +768,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
       lc.total_arcs = 0;
       if (lc.late_undo == 1) lc.late_undo = 0;
     }
-    LaneScanLastBlock(ws);
+    LaneScanLastBlock(ws, true);
     return;
   }
   // The frontier the previous step (and its epsilon closure) built; at t = 0 the start
@@ -809,7 +851,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
   // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
   if (threadIdx.x == 0) ApplyLaneStep(ws, lc, p, LaneStepOut{0, phase, n, 0, running, max_lp, lower, row32, row16}, fused);
-  LaneScanLastBlock(ws);
+  LaneScanLastBlock(ws, true);
 }
 
 // The phase trace (Workspace::scan_trace, CUWFST_SCAN_TRACE): thread 0 of each CTA writes the
@@ -873,7 +915,7 @@ __device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams
     ApplyLaneStep(ws, ws.lanes[l], p, o, fused);
   }
   __syncthreads();  // (the tail reads what the other threads wrote)
-  if (threadIdx.x < 32) LaneScanTail(ws);
+  if (threadIdx.x < 32) LaneScanTail(ws, true);
   if (trace != nullptr && threadIdx.x == 0) {
     trace[kTrInfo] |= 1ull << 30;
     trace[kTrTail] = GlobalTimer();
@@ -1244,7 +1286,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __syncthreads();  // (the next item rewrites the shared ticket, best key, histogram and storage)
   }
   if (kPersist) PersistLastBlock(ws, p, fused, tr);
-  else LaneScanLastBlock(ws);
+  else LaneScanLastBlock(ws, true);
 }
 
 }  // namespace cuwfst

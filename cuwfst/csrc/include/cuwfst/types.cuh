@@ -557,13 +557,18 @@ struct Workspace {
   WinnerEntry* arena;
   const long long* arena_limit;
   unsigned long long* arena_cursor;
-  // Streams' arena guard (device scalar; 0: off): the winners entries one step of every lane
-  // the sequence moves may append at most. With it set, ScanKernel idles a lane's real step
-  // unless 2 (cursor + guard) <= *arena_limit, so a step never overflows the log (and the GC
-  // round after it finds its free tail): it waits, and the host collects garbage, grows the
-  // log and runs the rest of the chunk (an advance cannot be re-run, so it must never drop
-  // an entry).
+  // Streams' arena guard (device scalar; 0: off, else on: a stream advance). With it set, the
+  // emitting step's last scan CTA (scan.cuh ArenaStepFits) adds up the entries the step can
+  // append at most, each stepping lane's min(claims_cap, its slots) plus eps_iterations x
+  // main_q, and unless 2 (cursor + that) <= *arena_limit puts every stepping lane back before
+  // anything of the step appends, so a step never overflows the log (and the GC round after
+  // it finds its free tail): it waits, and the host collects garbage, grows the log and runs
+  // the rest of the chunk (an advance cannot be re-run, so it must never drop an entry).
   const unsigned long long* arena_guard;
+  // The entries of the step the guard held back (0: none): sticky for the sequence's later
+  // steps, which idle (ScanLaneSize); LaneSetupKernel zeroes it; the host reads it after the
+  // round and grows the log for it.
+  unsigned long long* arena_pause;
   LaneCounters* lanes;
   const LaneCommand* commands;  // [max_lanes] LaneSetupKernel's orders for this sequence
   const LaneInput* inputs;      // [max_lanes] each lane's log-prob rows
