@@ -235,9 +235,10 @@ def test_gpu_stream_log_is_sized_by_the_steps_taken(memory):
     append (each stepping lane's slots, at most claims_cap, plus the closure passes), not for
     every lane's worst case: 64 streams on a graph of 200,000 states (claims_cap 160,000 a
     lane) with peaky posteriors (frontiers of at most ~1,000 tokens) keep the winners log far
-    below the old reservation, 2 x 64 x claims_cap entries, and equal the CPU's online decode.
-    Started from a 1,024-entry log, the first advance's steps were held back and taken again
-    after the log grew (more rounds than advances). The finalize reserves one entry a stream
+    below the old reservation, 2 x 64 x claims_cap entries (and below the old room estimate of
+    twice the largest frontier, at least 1,024 a frame: 2.1 M entries for the first chunk), and
+    equal the CPU's online decode (steps held back are covered by the tight-arena tests above,
+    which count the rounds). The finalize reserves one entry a stream
     (a final step's arcs all end in the final state), so the log does not grow for it."""
     rng = np.random.default_rng(77)
     V = 30
@@ -258,8 +259,8 @@ def test_gpu_stream_log_is_sized_by_the_steps_taken(memory):
     print(memory, "winners log after the advances:", w["capacity_entries"], "entries, high water",
           w["high_water_entries"], "; the old reservation", old, "; rounds", rounds)
     assert inst.claims_cap == 160000 and old == 2 * 64 * 160000
-    assert w["high_water_entries"] <= w["capacity_entries"] <= old // 8, (w, old)
-    assert rounds > T // 16, "the first steps should have waited for the log to grow"
+    assert w["high_water_entries"] <= w["capacity_entries"] <= old // 16, (w, old)
+    assert rounds >= T // 16, rounds
     got = sd.finalize(streams)
     after = sd.memory_stats()["pools"]["winners"]
     assert after["capacity_entries"] == w["capacity_entries"], (after, w)

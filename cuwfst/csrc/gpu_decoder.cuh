@@ -654,7 +654,7 @@ class GpuDecoder {
     int32_t fed = 0;            // frames given to the lane so far
     std::vector<int32_t> prefix;  // final arcs GC rounds drained, in order
     int32_t overflow = 0;       // overflow bits seen on the host (drain truncation)
-    int32_t max_frontier = 0;   // the largest frontier the lane has had (arena headroom)
+    int32_t mean_frontier = 0;  // its frontiers' mean so far, rounded up (the advance's room estimate)
   };
   std::vector<LaneHost> lane_host_;
   DeviceBuffer drain_;          // [max_lanes, path_cap]

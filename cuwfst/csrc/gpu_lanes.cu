@@ -127,7 +127,11 @@ void GpuDecoder::CollectGarbage() {
   cursor = std::min<unsigned long long>(cursor, static_cast<unsigned long long>(arena_cap_));
   arena_high_water_ = std::max(arena_high_water_, cursor);
   for (int32_t l = 0; l < L; ++l)
-    if (lane_host_[l].open) lane_host_[l].max_frontier = std::max(lane_host_[l].max_frontier, h_lanes[l].max_frontier);
+    if (lane_host_[l].open && h_lanes[l].t > 0) {
+      const long long steps = h_lanes[l].t;
+      lane_host_[l].mean_frontier =
+          static_cast<int32_t>(std::min<long long>((h_lanes[l].frontier_total + steps - 1) / steps, INT32_MAX));
+    }
   // the final arcs, root first, onto each lane's host prefix
   int32_t width = 0;
   for (int32_t l = 0; l < L; ++l) width = std::max(width, std::min(drain_len[l], ws_.path_cap));
@@ -541,13 +545,16 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
     target[i] = fed0[i] + lens[i];
   }
   try {
-    // Room for the chunk's winners: each step of a lane appends about its frontier (twice
-    // the largest seen, at least 1024), once per closure pass too; grown to that up front so
-    // that one round usually runs the whole chunk.
+    // Room for the chunk's winners (the GC runs between rounds, so a round's log holds all it
+    // appends): each step of a lane appends about its frontier (its kept claims), once per
+    // closure pass too; estimated at twice the stream's mean frontier so far (at least 64: a
+    // new stream's grows within a few frames), grown to up front so that one round usually
+    // runs the whole chunk. (Until 2026-12-03: twice the largest frontier, at least 1,024,
+    // which on small graphs committed more than the steps' own worst cases.)
     unsigned long long need = 0;
     for (int32_t i = 0; i < S; ++i)
       need += static_cast<unsigned long long>(lens[i]) * (1 + cfg_.eps_iterations) *
-              (2ull * std::max(lane_host_[lanes[i]].max_frontier, 1024));
+              (2ull * std::max(lane_host_[lanes[i]].mean_frontier, 64));
     // The estimate is no bound (a new stream's frontier can grow tenfold within a chunk), and
     // an advance cannot be re-run: the arena guard (scan.cuh ArenaStepFits) puts a step back
     // before it appends anything unless the log has room for twice its worst case (its
