@@ -257,7 +257,10 @@ def test_streams_commit_the_log_ahead_of_need_and_stay_exact(memory, monkeypatch
         assert w["advance_rounds"] >= advances and w["grow_us"] >= 0 and w["ahead_us"] >= 0, w
         assert main["arena_grow_us"] == w["grow_us"] and main["arena_ahead_grows"] == w["ahead_grows"], (main, w)
         if memory == "lazy" and ahead == "on":
-            assert w["ahead_grows"] >= 1 and w["ahead_us"] > 0, w
+            # (timed: ahead_us; an ahead growth inside the pieces already mapped only raises the
+            # published limit, under a microsecond, so since the room estimate follows the mean
+            # frontiers (2026-12-03) the total may be 0 here: s63 saw 2 growths in 0 us)
+            assert w["ahead_grows"] >= 1 and w["ahead_us"] >= 0, w
             assert w["grows"] > w["ahead_grows"], w  # the first advance grew before its launch (from 4,096)
             assert _kept_every_capture(main), f"an ahead growth captured a graph again: {main}"
         else:
