@@ -18,7 +18,8 @@
 // ManyWait, ManyAbort; the simulated BacktrackKernel ends every row in the segment that
 // starts it): every row reported by exactly one wait with its own result, every acquisition
 // of a run failing cleanly, a run abandoned with a segment in flight or begun again, the
-// calls out of order refused. Built and run by tests/test_cuda_resources.py.
+// calls out of order refused. Stream opens on an epsilon graph reserve one stream's worst case
+// at a time (groups), and a failed open frees its lanes. Built and run by tests/test_cuda_resources.py.
 #include "gpu_decoder.cu"
 #include "gpu_lattice.cu"
 // (gpu_lanes.cu, continuous batching and streams, is its own translation unit of the test's
@@ -278,6 +279,52 @@ static bool LanesFree(GpuDecoder& d) {
   return true;
 }
 
+// Stream opens on an epsilon graph (gpu_lanes.cu StreamOpen): an open cannot be re-run, so it
+// reserves 1 + eps_iterations x main_q entries a stream before it launches, in groups of as many
+// streams as the log holds at the time (at least one). The stub's kernels append nothing, so
+// opening 4 streams grows the log to one stream's worst case (129 entries), not to four's (the
+// open before 2026-12-03 reserved all at once). Every acquisition of an open failing cleanly
+// leaves every lane free and the decoder usable. (Here every failure comes in the first group,
+// before it marks its lanes: a later group's growth, whose failure StreamOpen's catch undoes by
+// freeing the earlier groups' lanes, needs kernels that fill the log, which the stub's do not.)
+static void StreamOpens(bool lazy) {
+  g_lazy = lazy;
+  std::printf("stream opens in groups, %s winners log\n", lazy ? "lazy" : "eager");
+  DecoderConfig c = Config();
+  c.eps_iterations = 2;
+  const int64_t per = 1 + 2 * static_cast<int64_t>(c.main_q);  // 129 entries, past arena_cap (64)
+  const int32_t all[4] = {0, 1, 2, 3};
+  int64_t sites = 0;
+  {
+    GpuDecoder d(Graph(), c);
+    fault::Arm(1 << 30);
+    d.StreamOpen(all, 4);
+    sites = fault::Arm(0);
+    CHECK(Stat(d, 11) == per);  // the log's capacity: one stream's worst case
+    CHECK(!LanesFree(d));       // all four open
+    d.StreamRelease(all, 4);
+    CHECK(LanesFree(d));
+  }
+  CHECK(sites >= 1);
+  for (int64_t i = 1; i <= sites; ++i) {
+    GpuDecoder d(Graph(), c);
+    fault::Arm(i);
+    bool threw = false;
+    try {
+      d.StreamOpen(all, 4);
+    } catch (const CudaOutOfMemory&) {
+      threw = true;
+    }
+    fault::Arm(0);
+    CHECK(stub::pending == cudaSuccess);
+    if (!threw) d.StreamRelease(all, 4);
+    CHECK(LanesFree(d));  // a failed open freed every lane it marked
+    CHECK(DecodeOk(d, {5, 3}));
+    CHECK(!stub::bad_access);
+  }
+  CHECK(Nothing());
+}
+
 static void ManyRuns(bool refill) {
   std::printf("continuous batching, %s refill\n", refill ? "device" : "host");
   g_lazy = true;
@@ -402,6 +449,8 @@ int main() {
   Walks(false);
   ManyRuns(true);
   ManyRuns(false);
+  StreamOpens(true);
+  StreamOpens(false);
   {  // auto keeps a small decoder's lanes static: pooling could only hold more
     g_lazy = true;
     GpuDecoder d(Graph(), Config());
