@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# (Written 2026-12-03 10:47, not run: that session's device time ran out.) GPU machine, one call
+# (Written 2026-12-03 10:47; never run: device_s61.sh ran its parts on the next session's code.) GPU machine, one call
 # (~7 minutes; no full tier), issue 9's last bar and s59's cut tail:
 #   test_gpu_memory.py -k idle: an idle streaming lane commits no winners memory (one stream
 #     decoded with 2 lanes, 64 lanes and 64 lanes with an idle stream held open: the same result,
