@@ -54,9 +54,6 @@ cudaGraphExec_t GraphCache::Insert(const Key& key, GraphExec exec) {
   return entries_.front().second.get();
 }
 
-// The most winners entries one lane's step may append: its emitting step keeps at most
-// claims_cap tokens (FinalizeKernel logs every kept claim, past main_q too), and each closure
-// pass logs at most main_q changed tokens.
 void GpuDecoder::SetArenaGuard(unsigned long long entries) {
   if (entries == arena_guard_host_) return;
   arena_guard_host_ = entries;  // a member: the pageable copy reads it before returning

@@ -617,8 +617,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       }
       ++advance_rounds_;
       CollectGarbage();
-      // (a round whose first step was held back had the room the step before it asked for:
-      // only a log at arena_max ends here, and the check above says so first)
+      // (no step held back and no frame taken cannot happen; it would loop for ever)
       if (moved == 0 && held == 0) throw std::logic_error("a stream advance's round made no progress");
       if (moved == 0 && round > 0 && arena_cap_ >= cfg_.arena_max) throw std::runtime_error(ArenaShort(held, active));
     }

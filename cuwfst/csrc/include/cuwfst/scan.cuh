@@ -551,9 +551,8 @@ __device__ __forceinline__ bool ScanGridLast(Workspace& ws) {
 // tail), every stepping lane is put back where the step found it (PooledUndoStep: frontier,
 // t, buf, beam; the static layout's scan wrote nothing else the step taken again does not
 // rewrite), the step gets no slots, and *arena_pause takes the need, which idles the
-// sequence's later steps (ScanLaneSize). One decision for the whole grid: the lanes' steps
-// are uniform, as the guard at the scan's start was, which reserved claims_cap for every
-// lane. Returns whether the step fits (the same in every thread of the warp).
+// sequence's later steps (ScanLaneSize). One decision for the whole grid, so every lane
+// waits or steps alike. Returns whether the step fits (the same in every thread of the warp).
 __device__ __forceinline__ bool ArenaStepFits(Workspace& ws) {
   const unsigned long long per_pass = static_cast<unsigned long long>(ws.eps_iterations) *
                                       static_cast<unsigned long long>(ws.main_q);
@@ -755,8 +754,6 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // The arena guard (streams): an earlier step of this sequence found no room in the log for
   // its worst case (ArenaStepFits, in the last scan CTA: it put every lane back), so every lane
   // waits, keeping t and its frontier, until the host has collected garbage and grown the log.
-  // The limit is the log's published one (device memory): a lazily committed log grows
-  // between rounds without a new capture, so no captured value may stand in for it.
   const bool arena_short = t < T && *ws.arena_pause != 0ull;
   // A pooled batch paused by an earlier step of this sequence (LaneScanLastBlock): every
   // lane keeps t and its frontier until the host grows the pools and resumes the batch.
