@@ -279,8 +279,8 @@ def test_idle_streams_and_free_lanes_commit_no_winners_memory(memory):
     and 64 lanes with an idle stream opened first and held open to the end (it receives no
     chunk), gives the same result and the same log: with free lanes every figure equal; with the
     idle stream, capacity, committed bytes and high water at most its start token (1 entry: the
-    tiny HLG has no epsilon arcs) apart, and a lazy log's commit equal. The idle stream then finalizes after 0 frames as the CPU's online decode of no
-    frames does."""
+    tiny HLG has no epsilon arcs) apart, and a lazy log's commit equal. The idle stream then
+    finalizes after 0 frames as the CPU's online decode of no frames does."""
     graph, lp, host = _wide_case(B=1, T=200, seed=9)
     want = Decoder(graph, OPTS).decode(host, online=True)
     figures = {}

@@ -54,10 +54,12 @@ cudaGraphExec_t GraphCache::Insert(const Key& key, GraphExec exec) {
   return entries_.front().second.get();
 }
 
-void GpuDecoder::SetArenaGuard(unsigned long long entries) {
-  if (entries == arena_guard_host_) return;
-  arena_guard_host_ = entries;  // a member: the pageable copy reads it before returning
-  CUWFST_CUDA(cudaMemcpyAsync(arena_guard_, &arena_guard_host_, sizeof(entries), cudaMemcpyHostToDevice, stream_));
+// The streams' arena guard on (stream advances: scan.cuh ArenaStepFits) or off, in stream order.
+void GpuDecoder::SetArenaGuard(bool on) {
+  const unsigned long long value = on ? 1ull : 0ull;
+  if (value == arena_guard_host_) return;
+  arena_guard_host_ = value;  // a member: the pageable copy reads it before returning
+  CUWFST_CUDA(cudaMemcpyAsync(arena_guard_, &arena_guard_host_, sizeof(value), cudaMemcpyHostToDevice, stream_));
 }
 
 unsigned long long GpuDecoder::ArenaCursor() {
@@ -1103,7 +1105,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     in[0] = {lp, stride_t, 0, 0};
     Wait(caller_stream);
     const int L = cfg_.max_lanes;
-    SetArenaGuard(0);  // launched step by step, not through RunOnce: no stream's guard may linger
+    SetArenaGuard(false);  // launched step by step, not through RunOnce: no stream's guard may linger
     UploadLaneOrders();
     const StepParams p = Params(lp_f16);
     LaneSetupKernel<<<L, 32, 0, stream_>>>(graph_->view, ws_, p, 1);
@@ -1195,7 +1197,7 @@ bool GpuDecoder::Replays(int32_t steps) const {
 // it on first use. If the executable cannot be instantiated for lack of memory, the cached
 // ones are given back and this decode launches plainly: graphs are an optimisation.
 void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
-  if (kind != SeqKind::kAdvance) SetArenaGuard(0);  // only stream advances wait for room
+  if (kind != SeqKind::kAdvance) SetArenaGuard(false);  // only stream advances wait for room
   if (!capture) {
     Enqueue(kind, steps, f16);
     return;

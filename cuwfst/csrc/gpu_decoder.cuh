@@ -508,7 +508,7 @@ class GpuDecoder {
   // A GC round over every live lane (gc.cuh); the drained arcs join the lanes' prefixes.
   void CollectGarbage();
   void EnsureArenaRoom(int64_t entries);
-  void SetArenaGuard(unsigned long long entries);
+  void SetArenaGuard(bool on);
   // Result rows: the first `width` arcs of the best paths of lanes [0, rows) to h_path_ (one
   // 2-D copy, then a sync), and one lane's result written as row `row` of `out`: `prefix`
   // (final arcs a stream's GC moved to the host) then the lane's path tail from h_path_.

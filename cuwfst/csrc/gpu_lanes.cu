@@ -511,9 +511,8 @@ void GpuDecoder::StreamOpen(const int32_t* lanes, int32_t n) {
         lane_host_[lanes[i]] = LaneHost{};
         lane_host_[lanes[i]].open = true;
       }
-      SetArenaGuard(0);
       UploadLaneOrders();
-      RunOnce(SeqKind::kOpen, 0, false, Replays(0));
+      RunOnce(SeqKind::kOpen, 0, false, Replays(0));  // (the guard off, as for every kind but kAdvance)
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       done += k;
     }
@@ -594,7 +593,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
         in[l] = RowInput(base, i, stride_b, stride_t, elem, fed0[i]);
       }
       if (round == 0) Wait(caller_stream);
-      SetArenaGuard(1);  // on (ArenaStepFits)
+      SetArenaGuard(true);  // (ArenaStepFits)
       UploadLaneOrders();
       steps = ChunkBucket(rest);
       RunOnce(SeqKind::kAdvance, steps, lp_f16, Replays(steps));
@@ -621,7 +620,7 @@ void GpuDecoder::StreamAdvance(const int32_t* lanes, int32_t S, const void* lp, 
       if (moved == 0 && held == 0) throw std::logic_error("a stream advance's round made no progress");
       if (moved == 0 && round > 0 && arena_cap_ >= cfg_.arena_max) throw std::runtime_error(ArenaShort(held, active));
     }
-    SetArenaGuard(0);
+    SetArenaGuard(false);
   } catch (const CudaError& e) {
     pending_.clear();
     hash_dirty_ = true;
@@ -695,7 +694,7 @@ void GpuDecoder::StreamFinalize(const int32_t* lanes, int32_t n, DecodeOutputs o
     if (cursor + need > static_cast<unsigned long long>(arena_cap_))
       GrowArenaKeeping(static_cast<int64_t>(cursor + need));
     if (cursor + need > static_cast<unsigned long long>(arena_cap_)) throw std::runtime_error(ArenaShort(need, n));
-    SetArenaGuard(0);
+    SetArenaGuard(false);
     UploadLaneOrders();
     RunOnce(SeqKind::kFinalize, 1, false, Replays(1));
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
