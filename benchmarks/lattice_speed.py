@@ -99,6 +99,9 @@ def main():
     p.add_argument("--walker", default="auto", help="the GPU decoder's slot walker (Decoder's walker=)")
     p.add_argument("--overlap-ab", action="store_true",
                    help="the sub-batches' host work after each GPU decode instead of beside the next (HostOverlap off)")
+    p.add_argument("--pipeline-ab", action="store_true",
+                   help="each sub-batch pruned before the next decode instead of beside it (lattice_pipeline off), "
+                        "then on again, same decoder")
     p.add_argument("--one-call", action="store_true",
                    help="each pass decodes every utterance in one decode() call (max_lanes = the batch): the lattice "
                         "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
@@ -241,6 +244,23 @@ def main():
             print(f"batch {B}{tag}: host overlap A/B: on {overlap_ab['ms_per_batch_on']:.1f}, off "
                   f"{overlap_ab['ms_per_batch_off']:.1f}, on again {overlap_ab['ms_per_batch_on_again']:.1f} ms per "
                   f"batch ({nb_} batches); lattices identical on {overlap_ab['identical_rows']}/{n} rows")
+        pipeline_ab = {}
+        if a.pipeline_ab:  # each sub-batch pruned before the next decode (lattice_pipeline off), same decoder
+            be.lattice_pipeline = "off"
+            try:
+                t_pl, pl_hyps = _median_time(lambda: run(True), a.reps, sync)
+            finally:
+                be.lattice_pipeline = None
+            t_pl2, pl2_hyps = _median_time(lambda: run(True), a.reps, sync)
+            nb_ = (n + B - 1) // B
+            pipeline_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_pl / nb_ * 1000,
+                               ms_per_batch_on_again=t_pl2 / nb_ * 1000,
+                               identical_rows=min(_same_lattices(lat_hyps, pl_hyps), _same_lattices(lat_hyps, pl2_hyps)),
+                               mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
+            print(f"batch {B}{tag}: pruning pipeline A/B: on {pipeline_ab['ms_per_batch_on']:.1f}, off "
+                  f"{pipeline_ab['ms_per_batch_off']:.1f}, on again {pipeline_ab['ms_per_batch_on_again']:.1f} ms per "
+                  f"batch ({nb_} batches); lattices identical on {pipeline_ab['identical_rows']}/{n} rows; committed "
+                  f"{pipeline_ab['mem_committed_mib']:,.0f} MiB")
         code_ab = {}
         if a.code_ab:  # the rank keys' arc part as the arc id (CUWFST_PRUNE_CODE=arc), then the default again
             t_arc, arc_hyps, pm_arc = _with_env("CUWFST_PRUNE_CODE", "arc", lambda: (
@@ -356,7 +376,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
+                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, pipeline_ab=pipeline_ab, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),
@@ -402,6 +422,14 @@ def main():
             print("kernel ms per lattice batch (launch by launch, CUDA events): " +
                   ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items() if v > 0) + f"; sum {tot:.2f}")
             row["kernel_ms"] = ms
+            # the 1-best decode's kernels, same rows, same decoder (issue 10's search band)
+            before = inst.profile(True)
+            run(False)
+            after = inst.profile(False)
+            ms1 = {k: (after[k] - before[k]) / nb for k in after}
+            print("kernel ms per 1-best batch (launch by launch, CUDA events): " +
+                  ", ".join(f"{k} {v:.2f}" for k, v in ms1.items() if v > 0) + f"; sum {sum(ms1.values()):.2f}")
+            row["kernel_ms_1best"] = ms1
         del dec, be
     if a.check:
         m = min(a.check, n)

@@ -854,6 +854,115 @@ def test_lattice_sub_batches_with_host_overlap(fake_gpu, monkeypatch, overlap):
         assert_same_lattice(w.lattice, g.lattice, f"overlap {overlap} row {b}")
 
 
+class FakePrunedGpuModule(FakeGpuModule):
+    """FakeGpuModule with the GPU-pruned lattice path (gpu_decode_lattice_pruned and its
+    pipelined halves): the pruning is the CPU replay of the records, and the jobs keep the
+    native rules (GpuDecoder::PruneBegin / PruneFinish): two sets taken in turn, a Begin on a
+    set whose job is running fails, a job is finished once, rows come from the last finish."""
+
+    def __init__(self):
+        super().__init__()
+        import threading
+        self.jobs = {}  # id -> dict(set, state, handle, sizes, thread)
+        self.turn, self.ids, self.rows_of = 0, 0, None
+        self.lock = threading.Lock()
+        self.finish_threads, self.most_pending = set(), 0
+
+    def _replay(self, h, lp, lens, online, out, counts, cutoffs, sizes, total):
+        import tvm_ffi
+        self.gpu_decode_lattice(h, lp, lens, online, 0, *out, counts, cutoffs, sizes, total)
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
+        records = np.zeros((int(total[0]), 3), np.int32)
+        self.gpu_lattice_records(h, records)
+        B = len(lens)
+        skip = ((out[3][:, 2] & gpu.RESCUE_BITS) != 0).astype(np.uint8)
+        size, score = np.zeros((B, 3), np.int64), np.zeros(B, np.float32)
+        handle = self.ref.ref_lattices_from_records(self.graphs[graph_h], np.ascontiguousarray(lens, np.int32),
+                                                    records, counts, cutoffs, sizes, skip, beam, obeam, mn, mx,
+                                                    partial, eps, 1, size, score)
+        return handle, size
+
+    def _begin(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, set_):
+        handle, size = self._replay(h, lp, lens, online, out, counts, cutoffs, sizes, total)
+        with self.lock:
+            for k, j in list(self.jobs.items()):
+                if j["set"] == set_:
+                    assert j["state"] != "running", "PruneBegin on a set whose job is running"
+                    self.ref.ref_lattice_free(j["handle"])  # a pending job nobody finished is dropped
+                    del self.jobs[k]
+            self.ids += 1
+            self.jobs[self.ids] = dict(set=set_, state="pending", handle=handle, size=size)
+            self.most_pending = max(self.most_pending, len(self.jobs))
+            return self.ids
+
+    def _finish(self, job, sizes2):
+        import threading
+        with self.lock:
+            j = self.jobs.get(job)
+            assert j is not None and j["state"] == "pending", "PruneFinish: no pending pruning"
+            j["state"] = "running"
+        self.finish_threads.add(threading.get_ident())
+        sizes2[:] = j["size"]
+        if self.rows_of is not None:
+            self.ref.ref_lattice_free(self.rows_of)
+        self.rows_of = j["handle"]
+        with self.lock:
+            del self.jobs[job]
+
+    def gpu_decode_lattice_pruned(self, h, lp, lens, online, stream, a, l, sc, m, st, counts, cutoffs, sizes, total,
+                                  obeam, sizes2, ms, chunk, filt, pad, trim):
+        self.sync_prunes = getattr(self, "sync_prunes", 0) + 1
+        job = self._begin(h, lp, lens, online, (a, l, sc, m, st), counts, cutoffs, sizes, total, 0)
+        self._finish(job, sizes2)
+
+    def gpu_decode_lattice_pruned_begin(self, h, lp, lens, online, stream, a, l, sc, m, st, counts, cutoffs, sizes,
+                                        total, obeam, filt, pad, trim):
+        set_, self.turn = self.turn, 1 - self.turn
+        return self._begin(h, lp, lens, online, (a, l, sc, m, st), counts, cutoffs, sizes, total, set_)
+
+    def gpu_lattice_prune_finish(self, h, job, sizes2, ms):
+        self._finish(job, sizes2)
+
+    def gpu_lattice_pruned_rows(self, h, rows, arrays):
+        for i, b in enumerate(rows):
+            self.ref.ref_lattice_row(self.rows_of, int(b), *arrays[3 * i: 3 * i + 3])
+
+
+@pytest.mark.parametrize("pipeline", ["on", "off"])
+def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline):
+    """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
+    sub-batch's pruning (PruneFinish) and rows run on the host-overlap worker while this
+    thread decodes the next one, never more than two jobs at once (each job has its own
+    buffers); with it off, one whole pruning a sub-batch. Every row's words, score, word
+    times and confidences and lattice the CPU's either way."""
+    import threading
+
+    from test_lattice_records import assert_same_lattice
+
+    mod = FakePrunedGpuModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp[:2]]).astype(np.float32)[:9]
+    lens = np.concatenate([lens, lens[:2]])[:9].copy()
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
+    got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2).decode(x, lens, lattice=True)
+    assert mod.lattice_calls == 5
+    if pipeline == "on":
+        assert getattr(mod, "sync_prunes", 0) == 0 and mod.finish_threads and \
+            threading.get_ident() not in mod.finish_threads
+        assert 1 <= mod.most_pending <= 2
+    else:
+        assert mod.sync_prunes == 5 and not mod.finish_threads - {threading.get_ident()}
+    assert not mod.jobs
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
+                                                                       w.word_confidences), b
+        assert_same_lattice(w.lattice, g.lattice, f"pipeline {pipeline} row {b}")
+
+
 def test_host_overlap_runs_in_order_and_reraises():
     """HostOverlap (a lattice decode's host work beside the next sub-batch's GPU decode): its
     work runs in submission order, all of it is done when the block ends, and the first error

@@ -605,6 +605,54 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
   });
 }
 
+// gpu_decode_lattice_pruned in two halves, so the pruning runs beside the next decode
+// (GpuDecoder::PruneBegin / PruneFinish): the whole-batch decode (chunk 0) and the records
+// copied into a pruning job; returns the job's id for gpu_lattice_prune_finish, which prunes
+// and numbers on its own stream (on any one thread at a time) and fills out_lat_sizes2 and
+// out_prune_ms as gpu_decode_lattice_pruned does; the rows then by gpu_lattice_pruned_rows.
+int64_t GpuDecodeLatticePrunedBegin(int64_t h, TensorView log_probs, TensorView lengths, bool online,
+                                    int64_t caller_stream, TensorView out_arcs, TensorView out_len,
+                                    TensorView out_score, TensorView out_meta, TensorView out_stats,
+                                    TensorView out_lat_counts, TensorView out_lat_cutoffs, TensorView out_lat_sizes,
+                                    TensorView out_lat_total, double output_beam, int64_t filter, double filter_pad,
+                                    int64_t trim) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckLogProbs(d, log_probs);
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  cuwfst::LatticeOutputs lat = CheckLatticeOutputs(lp, len, out_lat_counts, out_lat_cutoffs, out_lat_sizes,
+                                                    out_lat_total, 2);
+  lat.chunk = 0;
+  lat.output_beam = static_cast<float>(output_beam);
+  if (filter != 0 && filter != 1) TVM_FFI_THROW(ValueError) << "filter must be 0 or 1";
+  if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
+  lat.filter = static_cast<int32_t>(filter);
+  lat.filter_pad = static_cast<float>(filter_pad);
+  if (trim != 0 && trim != 1) TVM_FFI_THROW(ValueError) << "trim must be 0 or 1";
+  lat.trim = static_cast<int32_t>(trim);
+  return Guarded([&]() -> int64_t {
+    d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);
+    constexpr int32_t kRescueBits = cuwfst::kOverflowHash | cuwfst::kOverflowClaims | cuwfst::kOverflowKept |
+                                    cuwfst::kOverflowSlots | cuwfst::kOverflowArena | cuwfst::kOverflowPool;
+    std::vector<uint8_t> skip(lp.B);
+    for (int64_t b = 0; b < lp.B; ++b) skip[b] = (out.meta[b * 4 + 2] & kRescueBits) != 0;
+    return d->PruneBegin(static_cast<int32_t>(lp.B), len, skip.data(), static_cast<float>(output_beam));
+  });
+}
+
+void GpuLatticePruneFinish(int64_t h, int64_t job, TensorView out_lat_sizes2, TensorView out_prune_ms) {
+  GpuDecoder* d = GetDecoder(h);
+  if (out_lat_sizes2.ndim() != 2 || out_lat_sizes2.shape()[1] != 3)
+    TVM_FFI_THROW(ValueError) << "out_lat_sizes2 must be [B, 3]";
+  CheckHostTensor(out_lat_sizes2, "out_lat_sizes2", kDLInt, 64, {out_lat_sizes2.shape()[0], 3});
+  CheckHostTensor(out_prune_ms, "out_prune_ms", kDLFloat, 64, {3});
+  Guarded([&] {
+    d->PruneFinish(job, static_cast<int64_t*>(out_lat_sizes2.data_ptr()), out_lat_sizes2.shape()[0],
+                   static_cast<double*>(out_prune_ms.data_ptr()));
+  });
+}
+
 // Rows of the last gpu_decode_lattice_pruned: rows [n] i32 (batch rows), arrays 3 a row at
 // [3 i, 3 i + 3): states [3, S] i32, arcs [4, A] i32, scores [3, A] f32 (S, A from its
 // out_lat_sizes2), all checked before any is written; one call for the batch.
@@ -923,6 +971,8 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice, GpuDecodeLattice);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_records, GpuLatticeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned, GpuDecodeLatticePruned);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_pruned_rows, GpuLatticePrunedRows);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned_begin, GpuDecodeLatticePrunedBegin);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_prune_finish, GpuLatticePruneFinish);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_open, GpuStreamOpen);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_advance, GpuStreamAdvance);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_partial, GpuStreamPartial);

@@ -771,6 +771,7 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
 
 void GpuDecoder::SyncQuietly() noexcept {
   if (stream_ && cudaStreamSynchronize(stream_) != cudaSuccess) ClearHandledError();
+  if (pr_stream_owned_ && cudaStreamSynchronize(pr_stream_owned_.get()) != cudaSuccess) ClearHandledError();
 }
 
 GpuDecoder::~GpuDecoder() {
@@ -1632,8 +1633,12 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[52] = gc_live_total_;
   out[53] = lat_filter_reruns_;
   out[54] = lat_filter_dropped_;
-  out[55] = prune_block_times_;
-  out[56] = prune_sort_times_;
+  {
+    std::lock_guard<std::mutex> l(pr_mu_);  // a pruning's finisher adds to them
+    out[55] = prune_block_times_;
+    out[56] = prune_sort_times_;
+    out[64] = prune_lane_times_;
+  }
   out[57] = lat_cand_steps_;
   out[58] = lat_cand_over_;
   out[59] = log_host;
@@ -1641,7 +1646,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[61] = arena_.host_ok() ? 1 : 0;
   out[62] = restores_;
   out[63] = ws_.payload_tok;
-  out[64] = prune_lane_times_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

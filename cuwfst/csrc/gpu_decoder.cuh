@@ -298,6 +298,18 @@ class GpuDecoder {
   // sizes_out [B, 3] = {states, arcs, recorded arcs}; the rows then by TakePrunedRows.
   void PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam,
                     int64_t* sizes_out);
+  // PruneLattice in two halves, so a batch's pruning runs beside the next batch's decode
+  // (docs/design.md "The pruning beside the next decode"). PruneBegin, after a whole-batch
+  // mode-2 Decode and on its thread: snapshots what the pruning needs (the step counts and
+  // sizes, the windows) into one of two jobs and copies the records into that job's buffer
+  // set on stream_ (PrBucketKernel, the last read of the search's records), so the next
+  // Decode may write its own; returns the job's id. PruneFinish(id), on any one thread at a
+  // time (the host-overlap worker): the forward, ranks, windows and numbering on pr_stream_,
+  // then sizes_out as PruneLattice's and the rows for TakePrunedRows. A job must be finished
+  // before the PruneBegin after next reuses its set (that Begin throws otherwise); a job
+  // never finished is dropped by the Begin that takes its set, and finishing it then throws.
+  int64_t PruneBegin(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam);
+  void PruneFinish(int64_t job, int64_t* sizes_out, int64_t rows, double* ms_out);  // sizes_out [rows, 3], ms_out [3]
   // Rows rows[0 .. n) of the last PruneLattice into the caller's arrays: states[i] [3, S[i]]
   // i32, arcs[i] [4, A[i]] i32, scores[i] [3, A[i]] f32 (S, A as sizes_out gave them; all
   // checked first), copied on several threads.
@@ -719,12 +731,29 @@ class GpuDecoder {
   std::vector<PrunedRow> pr_rows_;     // kept from decode to decode: the rows' arrays keep their capacity
   LatticeNumberScratch pr_number_;     // the host numbering's scratch, likewise
   void* PruneBuffer(int k, size_t bytes);
+  // The pipelined pruning (PruneBegin / PruneFinish): two jobs, each with its own buffers for
+  // PruneLattice's [0, 24) and 62, 63 (set 0: pr_buf_, set 1: pr_buf1_); NumberOnDevice's, the
+  // pinned rows and pr_rows_ are the finisher's alone (one finish at a time).
+  struct PruneJob;  // gpu_lattice_prune.cu
+  std::shared_ptr<PruneJob> pr_job_[2];
+  int64_t pr_job_ids_ = 0;
+  int32_t pr_job_turn_ = 0;       // the set the next PruneBegin takes (PruneLattice takes set 0)
+  mutable std::mutex pr_mu_;      // the jobs' states, the buffers' growth, the pruning's counters
+  std::mutex pr_fin_mu_;          // one PruneFinish (or PruneLattice, TakePrunedRows) at a time
+  Stream pr_stream_owned_;        // the finishers' stream (non-blocking; made by the first PruneBegin)
+  DeviceBuffer pr_buf1_[26];      // set 1: [0, 24) and 62, 63 at 24, 25
+  void* PruneBufferIn(int set, int k, size_t bytes);
+  int64_t PruneBeginLocked(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam, int32_t set);
+  PruneJob& TakePruneJob(int64_t id);
+  void PruneFinishLocked(PruneJob& job, int64_t* sizes_out);
   void PinnedFor(int k, int64_t want);
   void NumberOnHost(const PrunedArcOut* arcs, int64_t A, const PrunedStateOut* states, int64_t S, int32_t B,
                     const int32_t* lengths, const uint8_t* skip, PrunedEndpoints ends);
-  void PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, int64_t* sizes_out);
+  void PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, const std::vector<int32_t>& all, bool trimmed,
+                   int64_t* sizes_out);
   bool NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S, int32_t B,
-                      const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank, int64_t M);
+                      const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank, int64_t M,
+                      cudaStream_t s);
 };
 
 }  // namespace cuwfst

@@ -34,8 +34,10 @@ int64_t GpuDecoder::lattice_bytes() const {
 }
 
 int64_t GpuDecoder::lattice_prune_bytes() const {
+  std::lock_guard<std::mutex> lock(pr_mu_);  // a pruning's finisher may grow them meanwhile
   int64_t n = 0;
   for (const auto& b : pr_buf_) n += b.amount();
+  for (const auto& b : pr_buf1_) n += b.amount();
   return n;
 }
 

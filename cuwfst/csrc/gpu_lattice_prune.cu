@@ -1151,10 +1151,23 @@ struct IncPrune {
   double ms[3] = {0, 0, 0};
 };
 
-void* GpuDecoder::PruneBuffer(int k, size_t bytes) {
+void* GpuDecoder::PruneBuffer(int k, size_t bytes) { return PruneBufferIn(0, k, bytes); }
+
+// Buffer k of set `set` (0: pr_buf_; 1: pr_buf1_, which holds PruneLattice's [0, 24) and 62, 63
+// only) of at least `bytes`, grown by a quarter more; the growth under pr_mu_, which
+// lattice_prune_bytes reads the sizes under.
+void* GpuDecoder::PruneBufferIn(int set, int k, size_t bytes) {
+  DeviceBuffer* buf = nullptr;
+  if (set == 0 && k >= 0 && k < 72) buf = &pr_buf_[k];
+  if (set == 1 && k >= 0 && k < 24) buf = &pr_buf1_[k];
+  if (set == 1 && (k == 62 || k == 63)) buf = &pr_buf1_[24 + (k - 62)];
+  if (!buf) throw std::logic_error("PruneBufferIn: no buffer " + std::to_string(k) + " in set " + std::to_string(set));
   bytes = std::max<size_t>(bytes, 16);
-  if (pr_buf_[k].amount() < static_cast<int64_t>(bytes)) {
-    pr_buf_[k] = DeviceBuffer();
+  if (buf->amount() < static_cast<int64_t>(bytes)) {
+    {
+      std::lock_guard<std::mutex> lock(pr_mu_);
+      *buf = DeviceBuffer();
+    }
     DeviceBuffer b;
     cudaError_t e = TryDeviceAlloc(bytes + bytes / 4, &b);
     if (e != cudaSuccess) {
@@ -1164,9 +1177,10 @@ void* GpuDecoder::PruneBuffer(int k, size_t bytes) {
          << cfg_.max_lanes << "), lower max_active_states, or set CUWFST_LATTICE_PRUNE=replay";
       ThrowAcquireFailure(e, os.str());
     }
-    pr_buf_[k] = std::move(b);
+    std::lock_guard<std::mutex> lock(pr_mu_);
+    *buf = std::move(b);
   }
-  return pr_buf_[k].get();
+  return buf->get();
 }
 
 // Threads for the host's numbering of the kept states (NumberPrunedRows): 1 for small
@@ -1187,26 +1201,139 @@ static int32_t NumberingWorkers(int64_t arcs) {
   return static_cast<int32_t>(std::max(1, std::min(n, 8)));
 }
 
+// What a pruning needs of its decode, snapshotted by PruneBegin (the next decode overwrites
+// the decoder's own copies), and its buffer set.
+struct GpuDecoder::PruneJob {
+  int64_t id = 0;
+  int state = 0;  // kJobFree, kJobPending (begun), kJobRunning (a finisher has it)
+  int32_t set = 0, B = 0, Tmax = 0;
+  int64_t seg = 0, M = 0, N = 0, nt = 0, max_m = 1;
+  float output_beam = 0.f;
+  bool trimmed = false;
+  std::vector<int32_t> lengths, all, win_end, win_begin, seg_rel, last_tau;
+  std::vector<uint8_t> skip;
+  std::vector<int64_t> tok_off, rec_off;
+  Event bucket_done;  // recorded on stream_ after PrBucketKernel
+  double begin_ms = 0.0;
+};
+namespace {
+constexpr int kJobFree = 0, kJobPending = 1, kJobRunning = 2;
+}
+
 void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* skip_in, float output_beam,
                               int64_t* sizes_out) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
-  if (pr_B_ != B) throw std::invalid_argument("PruneLattice: the last decode was not a mode-2 lattice decode of these rows");
-  if (cfg_.eps_iterations > 0)
-    throw std::invalid_argument("PruneLattice: epsilon graphs take the records' replay (mode 1)");
   if (inc_ && inc_->active) {  // a bounded decode pruned as it ran: number what it kept
+    std::lock_guard<std::mutex> fin(pr_fin_mu_);
     IncFinish(B, lengths, skip_in, sizes_out);
     return;
   }
+  // set 0, so a decoder that never pipelines holds one set of buffers (set 1 while a
+  // pipelined finisher still has set 0)
+  int32_t set = 0;
+  {
+    std::lock_guard<std::mutex> l(pr_mu_);
+    if (pr_job_[0] && pr_job_[0]->state == kJobRunning) set = 1;
+  }
+  const int64_t id = PruneBeginLocked(B, lengths, skip_in, output_beam, set);
+  std::lock_guard<std::mutex> fin(pr_fin_mu_);
+  PruneFinishLocked(TakePruneJob(id), sizes_out);
+}
+
+int64_t GpuDecoder::PruneBegin(int32_t B, const int32_t* lengths, const uint8_t* skip_in, float output_beam) {
+  std::lock_guard<std::mutex> lock(mu_);
+  CheckAlive();
+  DeviceGuard guard(graph_->device);
+  if (inc_ && inc_->active)
+    throw std::invalid_argument("PruneBegin: a bounded lattice decode is pruned by PruneLattice");
+  const int32_t set = pr_job_turn_;
+  pr_job_turn_ = 1 - set;
+  return PruneBeginLocked(B, lengths, skip_in, output_beam, set);
+}
+
+void GpuDecoder::PruneFinish(int64_t id, int64_t* sizes_out, int64_t rows, double* ms_out) {
+  std::lock_guard<std::mutex> fin(pr_fin_mu_);  // not mu_: the next decode holds it
+  DeviceGuard guard(graph_->device);
+  PruneJob& job = TakePruneJob(id);
+  if (rows != job.B) {
+    std::lock_guard<std::mutex> l(pr_mu_);
+    job.state = kJobPending;  // untouched: the right call may still finish it
+    throw std::invalid_argument("PruneFinish: the job has " + std::to_string(job.B) + " rows, not " +
+                                std::to_string(rows));
+  }
+  PruneFinishLocked(job, sizes_out);
+  std::copy(prune_ms_, prune_ms_ + 3, ms_out);
+}
+
+// The pending job `id`, now running (the caller holds pr_fin_mu_); throws if it is not pending.
+GpuDecoder::PruneJob& GpuDecoder::TakePruneJob(int64_t id) {
+  std::lock_guard<std::mutex> l(pr_mu_);
+  for (auto& j : pr_job_)
+    if (j && j->id == id && j->state == kJobPending) {
+      j->state = kJobRunning;
+      return *j;
+    }
+  throw std::invalid_argument("PruneFinish: no pending pruning " + std::to_string(id) +
+                              " (finished already, or dropped by a later decode's PruneBegin)");
+}
+
+// PruneBegin's work (the caller holds mu_): the job's host arrays, its buffers, the records
+// copied into them (PrBucketKernel) on stream_, and the event the finisher waits for.
+int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const uint8_t* skip_in, float output_beam,
+                                     int32_t set) {
+  if (pr_B_ != B) throw std::invalid_argument("PruneLattice: the last decode was not a mode-2 lattice decode of these rows");
+  if (cfg_.eps_iterations > 0)
+    throw std::invalid_argument("PruneLattice: epsilon graphs take the records' replay (mode 1)");
   const auto c0 = std::chrono::steady_clock::now();
-  const int64_t seg = ws_.seg_cap;
+  if (!pr_stream_owned_) {
+    Stream st;
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &st);
+    if (e != cudaSuccess)
+      ThrowAcquireFailure(e, "cannot create a CUDA stream for the GPU lattice pruning on cuda:" +
+                                 std::to_string(device()) + "; the decoder stays usable; free GPU memory, decode "
+                                 "fewer rows at a time (max_lanes, now " + std::to_string(cfg_.max_lanes) +
+                                 "), or set CUWFST_LATTICE_PRUNE=replay");
+    pr_stream_owned_ = std::move(st);
+  }
+  {
+    std::lock_guard<std::mutex> l(pr_mu_);
+    if (!pr_job_[set]) pr_job_[set] = std::make_shared<PruneJob>();
+    if (pr_job_[set]->state == kJobRunning)
+      throw std::logic_error("PruneBegin: the pruning of the batch before last is still running (finish it first)");
+    pr_job_[set]->state = kJobFree;  // a pending job nobody finished is dropped here
+    pr_job_[set]->id = 0;
+  }
+  PruneJob& J = *pr_job_[set];
+  if (!J.bucket_done) {
+    Event ev;
+    cudaError_t e = TryEventCreate(cudaEventDisableTiming, &ev);
+    if (e != cudaSuccess)
+      ThrowAcquireFailure(e, "cannot create a CUDA event for the GPU lattice pruning on cuda:" +
+                                 std::to_string(device()) + "; the decoder stays usable; free GPU memory, decode "
+                                 "fewer rows at a time (max_lanes, now " + std::to_string(cfg_.max_lanes) +
+                                 "), or set CUWFST_LATTICE_PRUNE=replay");
+    J.bucket_done = std::move(ev);
+  }
+  J.set = set;
+  J.B = B;
+  J.output_beam = output_beam;
+  J.lengths.assign(lengths, lengths + B);
+  J.skip.assign(skip_in, skip_in + B);
+  J.all = pr_all_;
+  J.trimmed = lat_trim_used_;
+  const int64_t seg = J.seg = ws_.seg_cap;
   const DeviceGraph g = graph_->view;
   int32_t Tmax = 0;  // times 0 .. Tmax; steps (record times) 0 .. Tmax - 1
   for (int32_t b = 0; b < B; ++b) Tmax = std::max(Tmax, lengths[b] + 1);
+  J.Tmax = Tmax;
   // Token offsets, tau-major: size(b, 0) = 1 (the start), size(b, tau) = the frontier after step tau - 1.
-  const int64_t nt = static_cast<int64_t>(Tmax + 1) * B;
-  std::vector<int64_t> tok_off(nt + 1, 0), rec_off(static_cast<int64_t>(Tmax) * B + 1, 0);
+  const int64_t nt = J.nt = static_cast<int64_t>(Tmax + 1) * B;
+  std::vector<int64_t>& tok_off = J.tok_off;
+  std::vector<int64_t>& rec_off = J.rec_off;
+  tok_off.assign(nt + 1, 0);
+  rec_off.assign(static_cast<int64_t>(Tmax) * B + 1, 0);
   for (int32_t tau = 0; tau <= Tmax; ++tau)
     for (int32_t b = 0; b < B; ++b) {
       const int64_t k = static_cast<int64_t>(tau) * B + b;
@@ -1218,10 +1345,13 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
       const int64_t k = static_cast<int64_t>(t) * B + b;
       rec_off[k + 1] = rec_off[k] + (t <= lengths[b] ? pr_count_[b * seg + t] : 0);
     }
-  const int64_t M = tok_off[nt], N = rec_off[static_cast<int64_t>(Tmax) * B];
+  const int64_t M = J.M = tok_off[nt], N = J.N = rec_off[static_cast<int64_t>(Tmax) * B];
   if (M >= (1ll << 31)) throw std::runtime_error("GPU lattice pruning: more than 2^31 tokens in one batch");
   // Windows (PruneWindows per lane): win_end[k * B + b], -1 when lane b has no window k.
-  std::vector<int32_t> win_end, win_begin;
+  std::vector<int32_t>& win_end = J.win_end;
+  std::vector<int32_t>& win_begin = J.win_begin;
+  win_end.clear();
+  win_begin.clear();
   for (int32_t k = 0;; ++k) {
     const int32_t b0 = -10 + 20 * k;
     bool any = false;
@@ -1238,9 +1368,9 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     }
     win_begin.push_back(std::max(0, b0));
   }
-  const int32_t K = static_cast<int32_t>(win_begin.size());
   // per-time segment offsets of the sort (relative to the time's first token)
-  std::vector<int32_t> seg_rel(static_cast<int64_t>(Tmax + 1) * (B + 1));
+  std::vector<int32_t>& seg_rel = J.seg_rel;
+  seg_rel.assign(static_cast<int64_t>(Tmax + 1) * (B + 1), 0);
   int64_t max_m = 1;
   for (int32_t tau = 0; tau <= Tmax; ++tau) {
     const int64_t base = tok_off[static_cast<int64_t>(tau) * B];
@@ -1248,37 +1378,36 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
       seg_rel[static_cast<int64_t>(tau) * (B + 1) + b] = static_cast<int32_t>(tok_off[static_cast<int64_t>(tau) * B + b] - base);
     max_m = std::max<int64_t>(max_m, tok_off[static_cast<int64_t>(tau) * B + B] - base);
   }
-  std::vector<int32_t> last_tau(B);
-  for (int32_t b = 0; b < B; ++b) last_tau[b] = lengths[b] + 1;
+  J.max_m = max_m;
+  J.last_tau.resize(B);
+  for (int32_t b = 0; b < B; ++b) J.last_tau[b] = lengths[b] + 1;
+  const std::vector<int32_t>& last_tau = J.last_tau;
 
-  auto* d_rec_off = static_cast<int64_t*>(PruneBuffer(0, rec_off.size() * 8));
-  auto* d_rec_cur = static_cast<int32_t*>(PruneBuffer(1, (rec_off.size()) * 4));
-  auto* d_tok_off = static_cast<int64_t*>(PruneBuffer(2, tok_off.size() * 8));
-  auto* p_src = static_cast<int32_t*>(PruneBuffer(3, N * 4));
-  auto* p_dst = static_cast<int32_t*>(PruneBuffer(4, N * 4));
-  auto* p_code = static_cast<int32_t*>(PruneBuffer(5, N * 4));
-  auto* p_ac = static_cast<float*>(PruneBuffer(6, N * 4));
-  auto* p_score = static_cast<float*>(PruneBuffer(7, N * 4));
-  auto* p_flags = static_cast<uint8_t*>(PruneBuffer(8, N));
-  auto* fwd = static_cast<int32_t*>(PruneBuffer(9, M * 4));
-  auto* bwd = static_cast<int32_t*>(PruneBuffer(10, M * 4));
-  auto* key = static_cast<unsigned long long*>(PruneBuffer(11, M * 8));
-  auto* rank = static_cast<int32_t*>(PruneBuffer(12, M * 4));
-  auto* alive = static_cast<uint8_t*>(PruneBuffer(13, M));
-  auto* state = static_cast<int32_t*>(PruneBuffer(14, M * 4));
+  auto buf = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
+  auto* d_rec_off = static_cast<int64_t*>(buf(0, rec_off.size() * 8));
+  auto* d_rec_cur = static_cast<int32_t*>(buf(1, (rec_off.size()) * 4));
+  auto* d_tok_off = static_cast<int64_t*>(buf(2, tok_off.size() * 8));
+  auto* p_src = static_cast<int32_t*>(buf(3, N * 4));
+  auto* p_dst = static_cast<int32_t*>(buf(4, N * 4));
+  auto* p_code = static_cast<int32_t*>(buf(5, N * 4));
+  auto* p_ac = static_cast<float*>(buf(6, N * 4));
+  auto* p_score = static_cast<float*>(buf(7, N * 4));
+  auto* p_flags = static_cast<uint8_t*>(buf(8, N));
+  auto* fwd = static_cast<int32_t*>(buf(9, M * 4));
+  buf(10, M * 4);  // bwd
+  auto* key = static_cast<unsigned long long*>(buf(11, M * 8));
+  auto* rank = static_cast<int32_t*>(buf(12, M * 4));
+  auto* alive = static_cast<uint8_t*>(buf(13, M));
+  auto* state = static_cast<int32_t*>(buf(14, M * 4));
   // small arrays: skip [B], last_tau [B], win_end [K * B], seg_rel, win_begin [K], counters [2]
   const size_t small_bytes = 64 + B + 4 * B + 4 * win_end.size() + 4 * seg_rel.size() + 4 * win_begin.size() + 64;
-  char* small = static_cast<char*>(PruneBuffer(15, small_bytes));
+  char* small = static_cast<char*>(buf(15, small_bytes));
   auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
   auto* d_last_tau = reinterpret_cast<int32_t*>(small + 64);
   auto* d_win_end = d_last_tau + B;
   auto* d_seg_rel = d_win_end + win_end.size();
   auto* d_win_begin = d_seg_rel + seg_rel.size();
   auto* d_skip = reinterpret_cast<uint8_t*>(d_win_begin + win_begin.size());
-  // the rank sort of each time (PrRankSort; the ranks are below the largest time's tokens)
-  auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
-  const PrRankSort sorter = MakeRankSort(max_m, max_m, B, PrCodeBits(*graph_), {16, 17, 18, 22, 19}, buffer, key,
-                                         d_seg_rel, stream_);
 
   cudaStream_t s = stream_;
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -1292,16 +1421,6 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   if (!win_begin.empty())
     CUWFST_CUDA(cudaMemcpyAsync(d_win_begin, win_begin.data(), 4 * win_begin.size(), cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_skip, skip_in, B, cudaMemcpyHostToDevice, s));
-  // the host arrays above must outlive the copies
-  CUWFST_CUDA(cudaStreamSynchronize(s));
-  // CUWFST_PRUNE_SPLIT=1: the device passes timed phase by phase (a sync after each), to stderr
-  const bool split = std::getenv("CUWFST_PRUNE_SPLIT") != nullptr;
-  auto mark = [&](std::chrono::steady_clock::time_point* at) {
-    if (!split) return;
-    CUWFST_CUDA(cudaStreamSynchronize(s));
-    *at = std::chrono::steady_clock::now();
-  };
-  std::chrono::steady_clock::time_point m0 = std::chrono::steady_clock::now(), m1 = m0, m2 = m0, m3 = m0;
 
   PrFillFlags<<<GridFor(N), kPrThreads, 0, s>>>(p_flags, N);
   // the tokens first: the bucketing gives the admitted records' destinations their states
@@ -1310,20 +1429,95 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   if (N > 0)
     PrBucketKernel<<<GridFor(N), kPrThreads, 0, s>>>(g, ws_.lat, ws_.lat_ext, N, B, Tmax, d_rec_off, d_rec_cur,
                                                      d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags,
-                                                     PrBucketPerWarp(), state, sorter.code_bits);
+                                                     PrBucketPerWarp(), state, PrCodeBits(*graph_));
   CUWFST_CUDA(cudaGetLastError());
-  mark(&m1);
+  CUWFST_CUDA(cudaEventRecord(J.bucket_done.get(), s));
+  // the host arrays the copies read (skip_in is the caller's) must outlive them; the decode's
+  // stream is otherwise idle, so this waits for the bucketing only
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  {
+    std::lock_guard<std::mutex> l(pr_mu_);
+    J.id = ++pr_job_ids_;
+    J.state = kJobPending;
+  }
+  J.begin_ms = Ms(c0, std::chrono::steady_clock::now());
+  return J.id;
+}
+
+// The rest of a pruning on pr_stream_ (the caller holds pr_fin_mu_ and has marked the job
+// running; it is free again when this returns or throws).
+void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
+  struct Release {
+    GpuDecoder* d;
+    PruneJob* j;
+    ~Release() {
+      std::lock_guard<std::mutex> l(d->pr_mu_);
+      j->state = kJobFree;
+      j->id = 0;
+    }
+  } release{this, &J};
+  const auto c0 = std::chrono::steady_clock::now();
+  const int32_t set = J.set, B = J.B, Tmax = J.Tmax;
+  const int32_t* lengths = J.lengths.data();
+  const int64_t seg = J.seg, M = J.M, N = J.N, nt = J.nt, max_m = J.max_m;
+  const std::vector<int64_t>& tok_off = J.tok_off;
+  const std::vector<int64_t>& rec_off = J.rec_off;
+  const std::vector<int32_t>& win_end = J.win_end;
+  const std::vector<int32_t>& win_begin = J.win_begin;
+  const int32_t K = static_cast<int32_t>(win_begin.size());
+  const DeviceGraph g = graph_->view;
+  auto buffer = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
+  // the begin's buffers, at their sizes (no growth: the same pointers)
+  auto* d_rec_off = static_cast<int64_t*>(buffer(0, rec_off.size() * 8));
+  auto* d_tok_off = static_cast<int64_t*>(buffer(2, tok_off.size() * 8));
+  auto* p_src = static_cast<int32_t*>(buffer(3, N * 4));
+  auto* p_dst = static_cast<int32_t*>(buffer(4, N * 4));
+  auto* p_code = static_cast<int32_t*>(buffer(5, N * 4));
+  auto* p_ac = static_cast<float*>(buffer(6, N * 4));
+  auto* p_score = static_cast<float*>(buffer(7, N * 4));
+  auto* p_flags = static_cast<uint8_t*>(buffer(8, N));
+  auto* fwd = static_cast<int32_t*>(buffer(9, M * 4));
+  auto* bwd = static_cast<int32_t*>(buffer(10, M * 4));
+  auto* key = static_cast<unsigned long long*>(buffer(11, M * 8));
+  auto* rank = static_cast<int32_t*>(buffer(12, M * 4));
+  auto* alive = static_cast<uint8_t*>(buffer(13, M));
+  auto* state = static_cast<int32_t*>(buffer(14, M * 4));
+  const size_t small_bytes =
+      64 + B + 4 * B + 4 * win_end.size() + 4 * J.seg_rel.size() + 4 * win_begin.size() + 64;
+  char* small = static_cast<char*>(buffer(15, small_bytes));
+  auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
+  auto* d_last_tau = reinterpret_cast<int32_t*>(small + 64);
+  auto* d_win_end = d_last_tau + B;
+  auto* d_seg_rel = d_win_end + win_end.size();
+  auto* d_win_begin = d_seg_rel + J.seg_rel.size();
+  auto* d_skip = reinterpret_cast<uint8_t*>(d_win_begin + win_begin.size());
+
+  cudaStream_t s = pr_stream_owned_.get();
+  CUWFST_CUDA(cudaStreamWaitEvent(s, J.bucket_done.get(), 0));
+  // the rank sort of each time (PrRankSort; the ranks are below the largest time's tokens)
+  const PrRankSort sorter = MakeRankSort(max_m, max_m, B, PrCodeBits(*graph_), {16, 17, 18, 22, 19}, buffer, key,
+                                         d_seg_rel, s);
+  int64_t lane_times = 0, block_times = 0, sort_times = 0;
+  // CUWFST_PRUNE_SPLIT=1: the device passes timed phase by phase (a sync after each), to stderr
+  const bool split = std::getenv("CUWFST_PRUNE_SPLIT") != nullptr;
+  auto mark = [&](std::chrono::steady_clock::time_point* at) {
+    if (!split) return;
+    CUWFST_CUDA(cudaStreamSynchronize(s));
+    *at = std::chrono::steady_clock::now();
+  };
+  std::chrono::steady_clock::time_point m0 = std::chrono::steady_clock::now(), m1 = m0, m2 = m0, m3 = m0;
+  mark(&m1);  // the begin's bucketing, if it is still running
   // forward, time by time, and the CPU's token order of each new time: one CTA a lane over
   // every time (CUWFST_PRUNE_SORT=lanes), or a forward and a rank launch a time
   // the lane kernels' phase clocks under CUWFST_PRUNE_SPLIT
   unsigned long long* lane_clk = nullptr;
   if (sorter.lanes && split) {
-    lane_clk = static_cast<unsigned long long*>(PruneBuffer(63, 8 * kPrLaneClocks));
+    lane_clk = static_cast<unsigned long long*>(buffer(63, 8 * kPrLaneClocks));
     CUWFST_CUDA(cudaMemsetAsync(lane_clk, 0, 8 * kPrLaneClocks, s));
   }
   if (sorter.lanes)
-    prune_lane_times_ += LaneForward(s, g, B, 0, 0, Tmax, tok_off, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score,
-                                     p_flags, fwd, key, rank, state, bwd, sorter, 62, buffer, lane_clk);
+    lane_times += LaneForward(s, g, B, 0, 0, Tmax, tok_off, d_tok_off, d_rec_off, p_src, p_dst, p_code, p_score,
+                              p_flags, fwd, key, rank, state, bwd, sorter, 62, buffer, lane_clk);
   for (int32_t t = 0; t < Tmax && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
@@ -1337,12 +1531,12 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     for (int32_t b = 0; b < B; ++b)
       most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + b + 1] -
                                                           tok_off[static_cast<int64_t>(t + 1) * B + b]));
-    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank), &prune_block_times_, &prune_sort_times_);
+    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank), &block_times, &sort_times);
   }
   CUWFST_CUDA(cudaGetLastError());
   mark(&m2);
   // k2's windows, in order, every lane's window k at once
-  const float neg_beam = -output_beam;
+  const float neg_beam = -J.output_beam;
   if (sorter.lanes && K > 0)
     PrLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, K, d_win_begin, d_win_end, d_tok_off, d_rec_off, p_src, p_dst,
                                                      p_score, p_flags, fwd, alive, bwd, neg_beam, lane_clk);
@@ -1379,16 +1573,23 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   unsigned long long cnt[2] = {0, 0};
   CUWFST_CUDA(cudaMemcpyAsync(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
   CUWFST_CUDA(cudaStreamSynchronize(s));
+  {
+    std::lock_guard<std::mutex> l(pr_mu_);
+    prune_lane_times_ += lane_times;
+    prune_block_times_ += block_times;
+    prune_sort_times_ += sort_times;
+  }
   const auto c1 = std::chrono::steady_clock::now();
   if (split)
     std::fprintf(stderr,
                  "prune split ms: setup %.2f, bucket+init %.2f, forward+rank %.2f (%d times), windows %.2f (%d), "
                  "count %.2f; records %lld, tokens %lld, B %d\n",
-                 Ms(c0, m0), Ms(m0, m1), Ms(m1, m2), Tmax, Ms(m2, m3), K, Ms(m3, c1), static_cast<long long>(N),
+                 J.begin_ms, Ms(m0, m1), Ms(m1, m2), Tmax, Ms(m2, m3), K, Ms(m3, c1), static_cast<long long>(N),
                  static_cast<long long>(M), B);
   if (split && lane_clk) {  // cycles summed over the lanes -> ms a lane on average
     unsigned long long clk[kPrLaneClocks];
-    CUWFST_CUDA(cudaMemcpy(clk, lane_clk, sizeof(clk), cudaMemcpyDeviceToHost));
+    CUWFST_CUDA(cudaMemcpyAsync(clk, lane_clk, sizeof(clk), cudaMemcpyDeviceToHost, s));
+    CUWFST_CUDA(cudaStreamSynchronize(s));
     int khz = 1;
     CUWFST_CUDA(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, graph_->device));
     auto ms = [&](int k) { return static_cast<double>(clk[k]) / B / std::max(khz, 1); };
@@ -1399,8 +1600,8 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
                  ms(kClkWinInit), ms(kClkWinBack), ms(kClkWinEnd));
   }
   const int64_t A = static_cast<int64_t>(cnt[0]), S = static_cast<int64_t>(cnt[1]);
-  auto* o_arcs = static_cast<PrunedArcOut*>(PruneBuffer(20, A * sizeof(PrunedArcOut)));
-  auto* o_states = static_cast<PrunedStateOut*>(PruneBuffer(21, S * sizeof(PrunedStateOut)));
+  auto* o_arcs = static_cast<PrunedArcOut*>(buffer(20, A * sizeof(PrunedArcOut)));
+  auto* o_states = static_cast<PrunedStateOut*>(buffer(21, S * sizeof(PrunedStateOut)));
   CUWFST_CUDA(cudaMemsetAsync(d_cnt, 0, 64, s));
   PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d_rec_off, B, p_src, p_dst, p_code, p_ac, p_score,
                                               p_flags, alive, d_cnt, o_arcs, static_cast<unsigned long long>(A), state,
@@ -1415,7 +1616,7 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
   const bool host_numbering = num_env && std::strcmp(num_env, "host") == 0;
   auto c2 = std::chrono::steady_clock::now();
   double number_ms = 0.0;
-  if (!host_numbering && NumberOnDevice(o_arcs, A, o_states, S, B, lengths, d_skip, Tmax, max_m, M)) {
+  if (!host_numbering && NumberOnDevice(o_arcs, A, o_states, S, B, lengths, d_skip, Tmax, max_m, M, s)) {
     c2 = std::chrono::steady_clock::now();
     number_ms = pr_num_ms_;
   } else {
@@ -1428,12 +1629,13 @@ void GpuDecoder::PruneLattice(int32_t B, const int32_t* lengths, const uint8_t* 
     c2 = std::chrono::steady_clock::now();
     const auto* ha = static_cast<const PrunedArcOut*>(pr_host_[0].get());
     const auto* hs = static_cast<const PrunedStateOut*>(pr_host_[1].get());
-    NumberOnHost(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kToken);
+    NumberOnHost(ha, A, hs, S, B, lengths, J.skip.data(), PrunedEndpoints::kToken);
   }
-  PrunedSizes(B, lengths, seg, sizes_out);
+  PrunedSizes(B, lengths, seg, J.all, J.trimmed, sizes_out);
   const auto c3 = std::chrono::steady_clock::now();
-  // {device passes, readback, numbering}: the device numbering's kernels count as numbering
-  prune_ms_[0] = Ms(c0, c1);
+  // {device passes, readback, numbering}: the device numbering's kernels count as numbering;
+  // the device passes from the begin's (its bucketing) and this call's start
+  prune_ms_[0] = J.begin_ms + Ms(c0, c1);
   prune_ms_[1] = Ms(c1, c2) - number_ms;
   prune_ms_[2] = Ms(c2, c3) + number_ms;
 }
@@ -1449,12 +1651,13 @@ void GpuDecoder::NumberOnHost(const PrunedArcOut* arcs, int64_t A, const PrunedS
 
 // sizes_out [B, 3] = {states, arcs, recorded arcs} of pr_rows_ (recorded: the rows' record counts
 // pr_all_, seg entries a row; -1 where the lattice trim left arcs uncounted, LatticeOutputs::trim).
-void GpuDecoder::PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, int64_t* sizes_out) {
+void GpuDecoder::PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, const std::vector<int32_t>& all,
+                             bool trimmed, int64_t* sizes_out) {
   for (int32_t b = 0; b < B; ++b) {
     PrunedRow& row = pr_rows_[b];
     row.recorded = 0;
-    for (int32_t t = 0; t <= lengths[b] && !lat_trim_used_; ++t) row.recorded += pr_all_[b * seg + t];
-    if (lat_trim_used_) row.recorded = -1;
+    for (int32_t t = 0; t <= lengths[b] && !trimmed; ++t) row.recorded += all[b * seg + t];
+    if (trimmed) row.recorded = -1;
     sizes_out[3 * b] = row.num_states;
     sizes_out[3 * b + 1] = row.num_arcs;
     sizes_out[3 * b + 2] = row.recorded;
@@ -1483,7 +1686,7 @@ void GpuDecoder::PinnedFor(int k, int64_t want) {
 // max_rank: above every rank of a kept state (the most tokens of a time); M: the tokens.
 bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S,
                                 int32_t B, const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank,
-                                int64_t M) {
+                                int64_t M, cudaStream_t s) {
   auto bits = [](int64_t n) {  // the least k with 2^k >= n
     int32_t k = 0;
     while (k < 62 && (int64_t{1} << k) < n) ++k;
@@ -1495,7 +1698,6 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
       A >= (int64_t{1} << 31))
     return false;
   const auto n0 = std::chrono::steady_clock::now();
-  cudaStream_t s = stream_;
   const int64_t n = std::max<int64_t>(std::max(S, A), 1);
   auto* k_in = static_cast<unsigned long long*>(PruneBuffer(64, n * 8));
   auto* k_out = static_cast<unsigned long long*>(PruneBuffer(65, n * 8));
@@ -1588,7 +1790,8 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
 // the caller's fresh arrays spread over the threads.
 void GpuDecoder::TakePrunedRows(int64_t n, const int32_t* rows, const int64_t* S, const int64_t* A,
                                 int32_t* const* states, int32_t* const* arcs, float* const* scores) {
-  std::lock_guard<std::mutex> lock(mu_);
+  // the finisher's lock, not mu_: a pipelined pruning's rows are taken while the next decode runs
+  std::lock_guard<std::mutex> lock(pr_fin_mu_);
   int64_t total = 0;
   for (int64_t i = 0; i < n; ++i) {
     if (rows[i] < 0 || rows[i] >= static_cast<int32_t>(pr_rows_.size()))
@@ -1808,9 +2011,10 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   auto buffer = [&](int k, int64_t bytes) { return PruneBuffer(k, static_cast<size_t>(bytes)); };
   const PrRankSort sorter = MakeRankSort(rank_most, max_m, B, PrCodeBits(*graph_), {52, 53, 54, 58, 55}, buffer, key,
                                          d_seg_rel, s);
+  int64_t lane_times = 0, block_times = 0, sort_times = 0;
   if (sorter.lanes)
-    prune_lane_times_ += LaneForward(s, g, B, R, t0, t1, tok_off, d_tok1, d_rec1, src1, dst1, code1, score1, flags1, fwd1,
-                                     key, rank1, state1, bwd, sorter, 59, buffer);
+    lane_times += LaneForward(s, g, B, R, t0, t1, tok_off, d_tok1, d_rec1, src1, dst1, code1, score1, flags1, fwd1,
+                              key, rank1, state1, bwd, sorter, 59, buffer);
   for (int32_t t = t0; t < t1 && !sorter.lanes; ++t) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
@@ -1822,9 +2026,15 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int32_t* sr = d_seg_rel + static_cast<int64_t>(t - t0) * (B + 1);
     int32_t most = 0;
     for (int32_t b = 0; b < B; ++b) most = std::max<int32_t>(most, static_cast<int32_t>(tok_off[k0 + b + 1] - tok_off[k0 + b]));
-    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank1), &prune_block_times_, &prune_sort_times_);
+    PrRankSort::Count(sorter.Run(s, B, base, m, most, sr, key, rank1), &block_times, &sort_times);
   }
   CUWFST_CUDA(cudaGetLastError());
+  {
+    std::lock_guard<std::mutex> l(pr_mu_);  // MemStats reads them under it
+    prune_lane_times_ += lane_times;
+    prune_block_times_ += block_times;
+    prune_sort_times_ += sort_times;
+  }
 
   // 4. every window whose end exists, in order (win_end relative to R, -1: not this pass)
   std::vector<int32_t> win_end, win_begin;
@@ -1964,7 +2174,7 @@ void GpuDecoder::IncFinish(int32_t B, const int32_t* lengths, const uint8_t* ski
   const int64_t A = static_cast<int64_t>(P.arcs.size()), S = static_cast<int64_t>(P.states.size());
   pr_on_device_ = false;
   NumberOnHost(ha, A, hs, S, B, lengths, skip_in, PrunedEndpoints::kTimeRank);
-  PrunedSizes(B, lengths, seg, sizes_out);
+  PrunedSizes(B, lengths, seg, pr_all_, lat_trim_used_, sizes_out);
   // the emitted arcs and states are in the rows now
   std::vector<PrunedArcOut>().swap(P.arcs);
   std::vector<PrunedStateOut>().swap(P.states);

@@ -39,6 +39,12 @@ class HostOverlap:
     def run(self, fn) -> None:
         self._futures.append(self._pool.submit(fn))
 
+    def drain(self, keep: int = 0) -> None:
+        """Wait until at most `keep` hand-offs are unfinished (the latest ones); a finished
+        one's error is raised here."""
+        for f in self._futures[: max(len(self._futures) - keep, 0)]:
+            f.result()
+
     def __enter__(self):
         return self
 
@@ -496,10 +502,18 @@ class GpuInstance:
                                            sizes2, ms, int(chunk), int(bool(filter)), float(filter_pad),
                                            int(bool(trim)))
         t1 = time.perf_counter()
-        skip = (out_meta[:, 2] & RESCUE_BITS) != 0
-        rows = [None] * B
+        rows = self._pruned_rows(out, sizes2)
+        self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
+                                  native=(t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
+        return out, rows
+
+    def _pruned_rows(self, out, sizes2):
+        """Every kept row's arrays of the last pruning (None for rows with a rescue bit), in one
+        call (gpu_lattice_pruned_rows writes every entry, on several threads)."""
+        skip = (out[3][:, 2] & RESCUE_BITS) != 0
+        rows = [None] * len(skip)
         take, arrays = [], []
-        for b in range(B):
+        for b in range(len(skip)):
             if skip[b]:
                 continue
             S, A = int(sizes2[b, 0]), int(sizes2[b, 1])
@@ -508,12 +522,39 @@ class GpuInstance:
             arrays += row
             rec = int(sizes2[b, 2])  # -1: the lattice trim did not count them
             rows[b] = (*row, rec if rec >= 0 else None)
-        # every kept row's arrays in one call (gpu_lattice_pruned_rows writes every entry, on
-        # several threads)
         self.mod.gpu_lattice_pruned_rows(self.handle, np.array(take, np.int32), arrays)
+        return rows
+
+    def decode_lattice_pruned_begin(self, lp, lens: np.ndarray, stream: int, output_beam: float,
+                                    online: bool = False, filter: bool = True, filter_pad: float = 0.0,
+                                    trim: bool = True):
+        """decode_lattice_pruned's first half (the whole batch, chunk 0): the decode, and its
+        records copied into a pruning job (GpuDecoder::PruneBegin), so the next decode may start.
+        Returns the decode's arrays and the job for lattice_prune_finish, which the caller runs
+        (on one thread at a time, e.g. a HostOverlap worker) before the begin after next."""
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
+        counts, cutoffs, sizes, total = self._step_outputs(lp)
+        t0 = time.perf_counter()
+        job = self.mod.gpu_decode_lattice_pruned_begin(self.handle, lp, lens, online, stream, out_arcs, out_len,
+                                                       out_score, out_meta, out_stats, counts, cutoffs, sizes, total,
+                                                       float(output_beam), int(bool(filter)), float(filter_pad),
+                                                       int(bool(trim)))
+        return out, (int(job), (time.perf_counter() - t0) * 1000)
+
+    def lattice_prune_finish(self, out, job):
+        """The second half: the pruning of `job` on the decoder's pruning stream, beside whatever
+        decode runs meanwhile, and every kept row's arrays (decode_lattice_pruned's rows)."""
+        job_id, begin_ms = job
+        B = out[3].shape[0]
+        sizes2 = np.zeros((B, 3), np.int64)
+        ms = np.zeros(3, np.float64)
+        t0 = time.perf_counter()
+        self.mod.gpu_lattice_prune_finish(self.handle, job_id, sizes2, ms)
+        t1 = time.perf_counter()
+        rows = self._pruned_rows(out, sizes2)
         self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
-                                  native=(t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
-        return out, rows
+                                  native=begin_ms + (t1 - t0) * 1000, rows=(time.perf_counter() - t1) * 1000)
+        return rows
 
     def decode_many(self, lp, lens: np.ndarray, stream: int, online: bool = False, segment: int = 32,
                     gc: bool = False, refill: bool = False):
@@ -888,11 +929,31 @@ class GpuBackend:
             # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
             from .lattice import attach_all, lattices_from_arrays
 
+            chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1)
+            opts = dict(filter=self.lattice_filter_on(), filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
+                        trim=self.lattice_trim_on())
+            if host is not None and chunk == 0 and self.lattice_pipeline_on():
+                # the pruning beside the next sub-batch's decode: this thread decodes and hands
+                # the records to a pruning job; the worker prunes (its own CUDA stream) and builds
+                # the rows. A job's buffers serve the sub-batch after next, so the one before
+                # last must be done first
+                host.drain(keep=1)
+                res, job = inst.decode_lattice_pruned_begin(sub, sub_lens, stream, self.options.output_beam, online,
+                                                            **opts)
+
+                def prune_and_attach():
+                    lat_rows = inst.lattice_prune_finish(res, job)
+                    keep = [i for i, r in enumerate(lat_rows) if r is not None]
+                    self._collect(hyps, rows.tolist(), res, frontend)
+                    lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
+                    attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
+
+                host.run(prune_and_attach)
+                return
+            if host is not None:
+                host.drain()  # a whole pruning here uses the finisher's buffers and rows
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
-                                                       self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1),
-                                                       filter=self.lattice_filter_on(),
-                                                       filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
-                                                       trim=self.lattice_trim_on())
+                                                       chunk, **opts)
             keep = [i for i, r in enumerate(lat_rows) if r is not None]
 
             def attach():  # the hypotheses too: the outputs are this call's own arrays
@@ -948,6 +1009,18 @@ class GpuBackend:
         v = getattr(self, "lattice_overlap", None) or os.environ.get("CUWFST_LATTICE_OVERLAP", "on") or "on"
         if v not in ("on", "off"):
             raise ValueError(f"lattice_overlap must be 'on' or 'off', got {v!r}")
+        return v == "on"
+
+    def lattice_pipeline_on(self) -> bool:
+        """Whether a GPU-pruned lattice decode of several sub-batches (whole batches, with the
+        host overlap on) prunes each one on the decoder's pruning stream beside the next one's
+        decode (GpuDecoder::PruneBegin / PruneFinish), rather than before it. "on" (the
+        default) or "off", by the attribute `lattice_pipeline` or the environment variable
+        CUWFST_LATTICE_PIPELINE. Same lattices either way; "on" holds a second set of the
+        pruning's buffers."""
+        v = getattr(self, "lattice_pipeline", None) or os.environ.get("CUWFST_LATTICE_PIPELINE", "on") or "on"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_pipeline must be 'on' or 'off', got {v!r}")
         return v == "on"
 
     def lattice_trim_on(self) -> bool:
