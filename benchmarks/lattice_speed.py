@@ -102,6 +102,9 @@ def main():
     p.add_argument("--pipeline-ab", action="store_true",
                    help="each sub-batch pruned before the next decode instead of beside it (lattice_pipeline off), "
                         "then on again, same decoder")
+    p.add_argument("--switch-us", type=float, default=None,
+                   help="with --pipeline-ab: one more timing with sys.setswitchinterval at this many microseconds "
+                        "(how long a thread waits for the GIL; Python's default 5,000), then the default again")
     p.add_argument("--one-call", action="store_true",
                    help="each pass decodes every utterance in one decode() call (max_lanes = the batch): the lattice "
                         "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
@@ -152,7 +155,9 @@ def main():
                 out += dec.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)
             return out
 
+        cap0 = be.main.mem_stats().get("graph_captures", 0)
         t_best, hyps = _median_time(lambda: run(False), a.reps, sync)
+        cap1 = be.main.mem_stats().get("graph_captures", 0)
         # A/B in one run: the GPU's own pruning ("gpu", gpu_lattice_prune.cu) and the host's
         # replay of every record ("replay", the path before it); their lattices must be equal
         be.lattice_prune = "gpu"
@@ -161,6 +166,10 @@ def main():
         prune_ms = dict(be.main.last_prune_ms) if hasattr(be.main, "last_prune_ms") else {}
         st_on = be.main.mem_stats()
         slots_on = st_on.get("slots", 0) - slots0  # the walkers' slots of these lattice passes
+        # CUDA graphs captured during the timed passes (warm-up included): 1-best, lattice
+        captures = (cap1 - cap0, st_on.get("graph_captures", 0) - cap1)
+        print(f"batch {B}{tag}: CUDA graphs captured during the timed passes: 1-best {captures[0]}, lattice "
+              f"{captures[1]}")
         filter_ab = {}
         if a.filter_ab:  # the records' filter off, same decoder (its buffers grow to the unfiltered records)
             be.lattice_filter = "off"
@@ -244,6 +253,21 @@ def main():
             print(f"batch {B}{tag}: host overlap A/B: on {overlap_ab['ms_per_batch_on']:.1f}, off "
                   f"{overlap_ab['ms_per_batch_off']:.1f}, on again {overlap_ab['ms_per_batch_on_again']:.1f} ms per "
                   f"batch ({nb_} batches); lattices identical on {overlap_ab['identical_rows']}/{n} rows")
+        # the calling thread's share of a pipelined lattice decode: each sub-batch's wait for the
+        # pruning before last, its decode call (decode + records into the pruning job), and the
+        # time from one sub-batch's call to the next's start (Python, the GIL)
+        be.lattice_trace = []
+        run(True)
+        tr, be.lattice_trace = be.lattice_trace, None
+        trace = {}
+        if tr:
+            gaps = [b[0] - a_[2] for a_, b in zip(tr, tr[1:])]
+            trace = dict(sub_batches=len(tr), drain_ms=statistics.mean(t1 - t0 for t0, t1, _ in tr) * 1000,
+                         begin_ms=statistics.mean(t2 - t1 for _, t1, t2 in tr) * 1000,
+                         gap_ms=statistics.mean(gaps) * 1000 if gaps else float("nan"))
+            print(f"batch {B}{tag}: the calling thread a sub-batch: waits for the pruning before last "
+                  f"{trace['drain_ms']:.2f} ms, decode call {trace['begin_ms']:.2f} ms, between calls "
+                  f"{trace['gap_ms']:.2f} ms ({len(tr)} sub-batches)")
         pipeline_ab = {}
         if a.pipeline_ab:  # each sub-batch pruned before the next decode (lattice_pipeline off), same decoder
             be.lattice_pipeline = "off"
@@ -257,6 +281,19 @@ def main():
                                ms_per_batch_on_again=t_pl2 / nb_ * 1000,
                                identical_rows=min(_same_lattices(lat_hyps, pl_hyps), _same_lattices(lat_hyps, pl2_hyps)),
                                mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
+            if a.switch_us:  # the calling thread's waits for the GIL, shorter (the worker runs Python meanwhile)
+                import sys
+                before_si = sys.getswitchinterval()
+                sys.setswitchinterval(a.switch_us / 1e6)
+                try:
+                    t_sw, sw_hyps = _median_time(lambda: run(True), a.reps, sync)
+                finally:
+                    sys.setswitchinterval(before_si)
+                pipeline_ab.update(switch_us=a.switch_us, ms_per_batch_switch=t_sw / nb_ * 1000,
+                                   identical_rows_switch=_same_lattices(lat_hyps, sw_hyps))
+                print(f"batch {B}{tag}: pipeline on, GIL switch interval {a.switch_us:.0f} us: "
+                      f"{pipeline_ab['ms_per_batch_switch']:.1f} ms per batch; lattices identical on "
+                      f"{pipeline_ab['identical_rows_switch']}/{n} rows")
             print(f"batch {B}{tag}: pruning pipeline A/B: on {pipeline_ab['ms_per_batch_on']:.1f}, off "
                   f"{pipeline_ab['ms_per_batch_off']:.1f}, on again {pipeline_ab['ms_per_batch_on_again']:.1f} ms per "
                   f"batch ({nb_} batches); lattices identical on {pipeline_ab['identical_rows']}/{n} rows; committed "
@@ -376,7 +413,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, pipeline_ab=pipeline_ab, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
+                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, pipeline_ab=pipeline_ab, trace=trace, captures=captures, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

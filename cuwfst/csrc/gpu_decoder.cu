@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -1275,6 +1276,12 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
   const int32_t bucket = StepBucket(max_len + 1);
   const bool replay = Replays(bucket);
   const int32_t steps = replay ? bucket : max_len + 1;
+  // CUWFST_DECODE_SPLIT=1: this decode's host phases to stderr (diagnostics: where a decode's
+  // time goes beyond its kernels)
+  const bool split = std::getenv("CUWFST_DECODE_SPLIT") != nullptr;
+  const auto s0 = std::chrono::steady_clock::now();
+  auto s1 = s0, s2 = s0;
+  int32_t runs = 0;
   try {
     // The last-error slot is per thread and shared with every library: an error some other
     // call left there must not be reported as this decode's. A sticky one means the
@@ -1338,6 +1345,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       else
         for (int32_t l = 0; l < L; ++l) cmd[l] = {kCmdInit, l < B ? lengths[l] : -1, l < B ? lengths[l] : 0, online ? 1 : 0};
       UploadLaneOrders();
+      if (runs++ == 0) s1 = std::chrono::steady_clock::now();
       RunOnce(resume ? SeqKind::kResume : SeqKind::kBatch, steps, lp_f16, replay);
       // Only the batch's B lanes come back; the paths follow once their lengths are known.
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
@@ -1410,6 +1418,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         GrowLattice(static_cast<unsigned long long>(r.need), static_cast<unsigned long long>(r.made));
       }
     }
+    s2 = std::chrono::steady_clock::now();
     if (lattice) {
       ReadLattice(B, lengths, *lattice);
       if (bounded) {  // every run's records, as the whole batch would have counted them
@@ -1428,6 +1437,15 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     for (int32_t b = 0; b < B; ++b) width = std::max<int64_t>(width, std::min<int64_t>(h_path_len[b], ws_.path_cap));
     const int32_t* h_path = ReadPaths(width, B);
     for (int32_t b = 0; b < B; ++b) WriteResult(b, b, h_lanes[b], h_path_len[b], nullptr, 0, h_path, out);
+    if (split) {
+      const auto s3 = std::chrono::steady_clock::now();
+      auto ms = [](std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+        return std::chrono::duration<double, std::milli>(b - a).count();
+      };
+      std::fprintf(stderr, "decode split ms: setup %.2f, runs %.2f (%d), results %.2f; B %d, steps %d, lattice %d, "
+                   "replayed %d\n", ms(s0, s1), ms(s1, s2), runs, ms(s2, s3), B, steps,
+                   lattice ? lattice->mode : 0, replay ? 1 : 0);
+    }
   } catch (const CudaError& e) {
     pending_.clear();
     hash_dirty_ = true;

@@ -36,13 +36,18 @@ class HostOverlap:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-lattice-host")
         self._futures = []
 
-    def run(self, fn) -> None:
-        self._futures.append(self._pool.submit(fn))
+        self._prunings = []  # the hand-offs that finish a pipelined pruning (GpuDecoder::PruneFinish)
 
-    def drain(self, keep: int = 0) -> None:
-        """Wait until at most `keep` hand-offs are unfinished (the latest ones); a finished
-        one's error is raised here."""
-        for f in self._futures[: max(len(self._futures) - keep, 0)]:
+    def run(self, fn, pruning: bool = False) -> None:
+        f = self._pool.submit(fn)
+        self._futures.append(f)
+        if pruning:
+            self._prunings.append(f)
+
+    def drain_prunings(self, keep: int = 0) -> None:
+        """Wait until at most `keep` pipelined prunings handed over are unfinished (the latest
+        ones; the work before each finishes first); a finished one's error is raised here."""
+        for f in self._prunings[: max(len(self._prunings) - keep, 0)]:
             f.result()
 
     def __enter__(self):
@@ -669,6 +674,9 @@ class GpuBackend:
         # On: the two instances' growths never stack, so the peak is the larger, not the sum;
         # the main's next decode commits its pools back before its first step (RestoreTrimmed)
         self.main_trim = (os.environ.get("CUWFST_MAIN_TRIM", "on") or "on") != "off"
+        # a list to collect (start, drain done, begin done) perf_counter stamps of each pipelined
+        # lattice sub-batch on the calling thread (benchmarks.lattice_speed), or None
+        self.lattice_trace = None
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -937,9 +945,13 @@ class GpuBackend:
                 # the records to a pruning job; the worker prunes (its own CUDA stream) and builds
                 # the rows. A job's buffers serve the sub-batch after next, so the one before
                 # last must be done first
-                host.drain(keep=1)
+                t0 = time.perf_counter()
+                host.drain_prunings(keep=1)
+                t1 = time.perf_counter()
                 res, job = inst.decode_lattice_pruned_begin(sub, sub_lens, stream, self.options.output_beam, online,
                                                             **opts)
+                if self.lattice_trace is not None:  # (benchmarks: where this thread's time goes)
+                    self.lattice_trace.append((t0, t1, time.perf_counter()))
 
                 def prune_and_attach():
                     lat_rows = inst.lattice_prune_finish(res, job)
@@ -948,10 +960,10 @@ class GpuBackend:
                     lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
                     attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
 
-                host.run(prune_and_attach)
+                host.run(prune_and_attach, pruning=True)
                 return
             if host is not None:
-                host.drain()  # a whole pruning here uses the finisher's buffers and rows
+                host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
                                                        chunk, **opts)
             keep = [i for i, r in enumerate(lat_rows) if r is not None]

@@ -1,0 +1,51 @@
+"""Where a GPU decode's time goes beyond its kernels (GpuDecoder::Decode's host phases,
+CUWFST_DECODE_SPLIT): python3 scripts/decode_split.py HLG.img shard.npz [utts] -- the rows in one
+decode() call with 32 lanes (padded sub-batches), 1-best then lattice, each after a warm-up;
+prints per mode the mean of each sub-batch's phases (setup, the runs with their syncs, the
+results and lattice readback) and the call's wall time a sub-batch."""
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+
+def child(graph, shard, n, lattice):
+    from cuwfst import Decoder, DecoderOptions, Graph
+
+    g = Graph.load(graph)
+    d = np.load(shard)
+    lp, lens = d["log_probs"][:n], d["lengths"][:n].astype(np.int32)
+    dec = Decoder(g, DecoderOptions(output_beam=8.0), device="cuda", max_lanes=32)
+    import torch
+    x = torch.from_numpy(lp).cuda()
+    dec.decode(x, lens, lattice=lattice)  # warm-up (growth, capture)
+    torch.cuda.synchronize()
+    os.environ["CUWFST_DECODE_SPLIT"] = "1"
+    t0 = time.perf_counter()
+    dec.decode(x, lens, lattice=lattice)
+    torch.cuda.synchronize()
+    print(f"call ms {1000 * (time.perf_counter() - t0):.2f}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 4 and sys.argv[4] == "--child":
+        child(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5] == "1")
+        sys.exit(0)
+    n = sys.argv[3] if len(sys.argv) > 3 else "256"
+    for lattice in ("0", "1"):
+        p = subprocess.run([sys.executable, __file__, sys.argv[1], sys.argv[2], n, "--child", lattice],
+                           capture_output=True, text=True)
+        lines = [ln for ln in p.stderr.splitlines() if ln.startswith("decode split ms")]
+        call = [ln for ln in p.stderr.splitlines() if ln.startswith("call ms")]
+        if p.returncode != 0 or not lines:
+            print(p.stderr[-2000:])
+            continue
+        vals = [[float(m[1]) for m in re.findall(r"(setup|runs|results) ([0-9.]+)", ln)] for ln in lines]
+        mean = [statistics.mean(v[k] for v in vals) for k in range(3)]
+        wall = float(call[0].split()[-1]) / len(lines) if call else float("nan")
+        print(f"{'lattice' if lattice == '1' else '1-best'}: {len(lines)} sub-batches, ms a sub-batch: setup "
+              f"{mean[0]:.2f}, runs {mean[1]:.2f}, results {mean[2]:.2f}; the call's wall {wall:.2f} a sub-batch")
