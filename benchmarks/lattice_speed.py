@@ -102,6 +102,12 @@ def main():
     p.add_argument("--pipeline-ab", action="store_true",
                    help="each sub-batch pruned before the next decode instead of beside it (lattice_pipeline off), "
                         "then on again, same decoder")
+    p.add_argument("--gather-ab", action="store_true",
+                   help="with --pipeline-ab: the sub-batches' rows copied into a packed tensor first (row_gather "
+                        "copy), 1-best and lattice, then read in place again")
+    p.add_argument("--host-off-diag", action="store_true",
+                   help="with --pipeline-ab: a diagnostic timing without the worker's Lattice objects, word times "
+                        "and confidences (no lattices come back)")
     p.add_argument("--switch-us", type=float, default=None,
                    help="with --pipeline-ab: one more timing with sys.setswitchinterval at this many microseconds "
                         "(how long a thread waits for the GIL; Python's default 5,000), then the default again")
@@ -256,18 +262,25 @@ def main():
         # the calling thread's share of a pipelined lattice decode: each sub-batch's wait for the
         # pruning before last, its decode call (decode + records into the pruning job), and the
         # time from one sub-batch's call to the next's start (Python, the GIL)
-        be.lattice_trace = []
-        run(True)
-        tr, be.lattice_trace = be.lattice_trace, None
-        trace = {}
-        if tr:
-            gaps = [b[0] - a_[2] for a_, b in zip(tr, tr[1:])]
-            trace = dict(sub_batches=len(tr), drain_ms=statistics.mean(t1 - t0 for t0, t1, _ in tr) * 1000,
-                         begin_ms=statistics.mean(t2 - t1 for _, t1, t2 in tr) * 1000,
-                         gap_ms=statistics.mean(gaps) * 1000 if gaps else float("nan"))
-            print(f"batch {B}{tag}: the calling thread a sub-batch: waits for the pruning before last "
-                  f"{trace['drain_ms']:.2f} ms, decode call {trace['begin_ms']:.2f} ms, between calls "
-                  f"{trace['gap_ms']:.2f} ms ({len(tr)} sub-batches)")
+        def traced(label):
+            be.lattice_trace = []
+            run(True)
+            tr, be.lattice_trace = be.lattice_trace, None
+            if not tr:
+                return {}
+            # stamps a sub-batch: entered _decode_rows, rows taken, before and after the wait for
+            # the pruning before last, the decode call returned
+            gaps = [b[0] - a_[4] for a_, b in zip(tr, tr[1:])]
+            out = dict(sub_batches=len(tr), take_ms=statistics.mean(x[1] - x[0] for x in tr) * 1000,
+                       drain_ms=statistics.mean(x[3] - x[2] for x in tr) * 1000,
+                       begin_ms=statistics.mean(x[4] - x[3] for x in tr) * 1000,
+                       gap_ms=statistics.mean(gaps) * 1000 if gaps else float("nan"))
+            print(f"batch {B}{tag} ({label}): the calling thread a sub-batch: rows {out['take_ms']:.2f} ms, waits for "
+                  f"the pruning before last {out['drain_ms']:.2f} ms, decode call {out['begin_ms']:.2f} ms, from one "
+                  f"call's return to the next sub-batch {out['gap_ms']:.2f} ms ({len(tr)} sub-batches)")
+            return out
+
+        trace = traced("rows in place" if be.row_gather_in_place(be.main) else "rows copied")
         pipeline_ab = {}
         if a.pipeline_ab:  # each sub-batch pruned before the next decode (lattice_pipeline off), same decoder
             be.lattice_pipeline = "off"
@@ -281,6 +294,41 @@ def main():
                                ms_per_batch_on_again=t_pl2 / nb_ * 1000,
                                identical_rows=min(_same_lattices(lat_hyps, pl_hyps), _same_lattices(lat_hyps, pl2_hyps)),
                                mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
+            if a.gather_ab:  # the rows copied into a packed tensor first (_take_rows), 1-best and lattice
+                be.row_gather = "copy"
+                try:
+                    t_bc, bc_hyps = _median_time(lambda: run(False), a.reps, sync)
+                    t_lc, lc_hyps = _median_time(lambda: run(True), a.reps, sync)
+                    trace_copy = traced("rows copied")
+                finally:
+                    be.row_gather = None
+                t_b2, _ = _median_time(lambda: run(False), a.reps, sync)
+                t_l2, _ = _median_time(lambda: run(True), a.reps, sync)
+                pipeline_ab.update(gather_copy_ms_1best=t_bc / nb_ * 1000, gather_copy_ms_lattice=t_lc / nb_ * 1000,
+                                   gather_native_again_ms_1best=t_b2 / nb_ * 1000,
+                                   gather_native_again_ms_lattice=t_l2 / nb_ * 1000,
+                                   gather_identical_rows=_same_lattices(lat_hyps, lc_hyps),
+                                   gather_same_1best=sum(1 for x, y in zip(hyps, bc_hyps) if x.words == y.words and
+                                                         np.float32(x.score) == np.float32(y.score)),
+                                   trace_copy=trace_copy)
+                print(f"batch {B}{tag}: rows copied first: 1-best {t_bc / nb_ * 1000:.1f}, lattice {t_lc / nb_ * 1000:.1f}; "
+                      f"in place again: 1-best {t_b2 / nb_ * 1000:.1f}, lattice {t_l2 / nb_ * 1000:.1f} ms per batch "
+                      f"(in place first: 1-best {t_best / nb_ * 1000:.1f}, lattice {t_lat / nb_ * 1000:.1f}); lattices "
+                      f"identical on {pipeline_ab['gather_identical_rows']}/{n}, 1-best on "
+                      f"{pipeline_ab['gather_same_1best']}/{n}")
+            if a.host_off_diag:  # diagnostic: the worker builds no Lattice objects, word times or confidences
+                import cuwfst.decoder.lattice as lat_mod
+                real = lat_mod.attach_all, lat_mod.lattices_from_arrays
+                lat_mod.attach_all = lambda *x, **k: None
+                lat_mod.lattices_from_arrays = lambda *x, **k: []
+                try:
+                    t_ho, _ = _median_time(lambda: run(True), a.reps, sync)
+                    trace_ho = traced("no host work on the worker")
+                finally:
+                    lat_mod.attach_all, lat_mod.lattices_from_arrays = real
+                pipeline_ab.update(host_off_ms=t_ho / nb_ * 1000, trace_host_off=trace_ho)
+                print(f"batch {B}{tag}: pipeline on without the worker's host work (diagnostic, no lattices): "
+                      f"{t_ho / nb_ * 1000:.1f} ms per batch")
             if a.switch_us:  # the calling thread's waits for the GIL, shorter (the worker runs Python meanwhile)
                 import sys
                 before_si = sys.getswitchinterval()

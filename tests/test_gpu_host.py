@@ -158,8 +158,20 @@ class FakeGpuModule:
 
     def gpu_decode(self, h, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats):
         import tvm_ffi
-        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
         x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__())).astype(np.float32)  # what the kernels read
+        self._decode(h, x, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+
+    def gpu_decode_rows(self, h, lp, rows, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats):
+        """gpu_decode of lp's rows `rows`, read in place (the binding's checks: int32 rows in range)."""
+        import tvm_ffi
+        x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__())).astype(np.float32)
+        assert rows.dtype == np.int32 and rows.ndim == 1 and len(rows) == len(lens)
+        assert ((rows >= 0) & (rows < x.shape[0])).all()
+        self.row_calls = getattr(self, "row_calls", 0) + 1
+        self._decode(h, x[rows], lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
+
+    def _decode(self, h, x, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats):
+        graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
         B, T = x.shape[:2]
         assert B <= lanes and stream == 0
         self.calls.append((lanes, x.copy(), lens.copy()))
@@ -260,8 +272,10 @@ def test_numpy_batches_decode_like_the_cpu(fake_gpu, name):
     got = dec.decode(lp, lens)
     assert [(h.words, h.score, h.arcs, h.reached_final) for h in got] == \
         [(h.words, h.score, h.arcs, h.reached_final) for h in want]
-    # three sub-batches of at most 3 rows, longest first, each row's frames intact
+    # three sub-batches of at most 3 rows, longest first, each row's frames intact, each read
+    # in place from the uploaded batch (gpu_decode_rows)
     assert [(c[0], len(c[2])) for c in fake_gpu.calls] == [(3, 3), (3, 3), (3, 2)]
+    assert fake_gpu.row_calls == 3
     order = np.argsort(-lens, kind="stable")
     assert np.concatenate([c[2] for c in fake_gpu.calls]).tolist() == lens[order].tolist()
     first = fake_gpu.calls[0][1]
@@ -868,8 +882,12 @@ class FakePrunedGpuModule(FakeGpuModule):
         self.lock = threading.Lock()
         self.finish_threads, self.most_pending = set(), 0
 
-    def _replay(self, h, lp, lens, online, out, counts, cutoffs, sizes, total):
+    def _replay(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, rows=None):
         import tvm_ffi
+        if rows is not None:  # the rows read in place: the fake copies them
+            x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__()))
+            assert rows.dtype == np.int32 and len(rows) == len(lens) and ((rows >= 0) & (rows < len(x))).all()
+            lp = FakeDeviceArray(np.ascontiguousarray(x[rows]), 0)
         self.gpu_decode_lattice(h, lp, lens, online, 0, *out, counts, cutoffs, sizes, total)
         graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
         records = np.zeros((int(total[0]), 3), np.int32)
@@ -882,8 +900,8 @@ class FakePrunedGpuModule(FakeGpuModule):
                                                     partial, eps, 1, size, score)
         return handle, size
 
-    def _begin(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, set_):
-        handle, size = self._replay(h, lp, lens, online, out, counts, cutoffs, sizes, total)
+    def _begin(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, set_, rows=None):
+        handle, size = self._replay(h, lp, lens, online, out, counts, cutoffs, sizes, total, rows)
         with self.lock:
             for k, j in list(self.jobs.items()):
                 if j["set"] == set_:
@@ -915,10 +933,11 @@ class FakePrunedGpuModule(FakeGpuModule):
         job = self._begin(h, lp, lens, online, (a, l, sc, m, st), counts, cutoffs, sizes, total, 0)
         self._finish(job, sizes2)
 
-    def gpu_decode_lattice_pruned_begin(self, h, lp, lens, online, stream, a, l, sc, m, st, counts, cutoffs, sizes,
-                                        total, obeam, filt, pad, trim):
+    def gpu_decode_lattice_pruned_begin(self, h, lp, rows, lens, online, stream, a, l, sc, m, st, counts, cutoffs,
+                                        sizes, total, obeam, filt, pad, trim):
         set_, self.turn = self.turn, 1 - self.turn
-        return self._begin(h, lp, lens, online, (a, l, sc, m, st), counts, cutoffs, sizes, total, set_)
+        self.begin_rows = getattr(self, "begin_rows", []) + [len(rows)]
+        return self._begin(h, lp, lens, online, (a, l, sc, m, st), counts, cutoffs, sizes, total, set_, rows)
 
     def gpu_lattice_prune_finish(self, h, job, sizes2, ms):
         self._finish(job, sizes2)
@@ -928,8 +947,8 @@ class FakePrunedGpuModule(FakeGpuModule):
             self.ref.ref_lattice_row(self.rows_of, int(b), *arrays[3 * i: 3 * i + 3])
 
 
-@pytest.mark.parametrize("pipeline", ["on", "off"])
-def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline):
+@pytest.mark.parametrize("pipeline,gather", [("on", "native"), ("on", "copy"), ("off", "native")])
+def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
     sub-batch's pruning (PruneFinish) and rows run on the host-overlap worker while this
     thread decodes the next one, never more than two jobs at once (each job has its own
@@ -948,8 +967,11 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     lens = np.concatenate([lens, lens[:2]])[:9].copy()
     want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
+    monkeypatch.setenv("CUWFST_ROW_GATHER", gather)
     got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2).decode(x, lens, lattice=True)
     assert mod.lattice_calls == 5
+    if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
+        assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":
         assert getattr(mod, "sync_prunes", 0) == 0 and mod.finish_threads and \
             threading.get_ident() not in mod.finish_threads

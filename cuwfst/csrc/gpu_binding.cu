@@ -467,6 +467,21 @@ LogProbs CheckLogProbs(GpuDecoder* d, const TensorView& log_probs) {
   return {B, T, V, f16, static_cast<const char*>(log_probs.data_ptr()) + log_probs.byte_offset()};
 }
 
+// A sub-batch of log_probs' rows without a copy (the decode's lanes read them in place): rows
+// int32 [n] on the host, each in [0, B) of log_probs; returns lp with B = n (the base stays).
+LogProbs CheckRows(LogProbs lp, const TensorView& rows) {
+  if (rows.ndim() != 1) TVM_FFI_THROW(ValueError) << "rows must be 1-D";
+  const int64_t n = rows.shape()[0];
+  CheckHostTensor(rows, "rows", kDLInt, 32, {n});
+  if (n < 1) TVM_FFI_THROW(ValueError) << "empty batch";
+  const int32_t* r = static_cast<const int32_t*>(rows.data_ptr());
+  for (int64_t i = 0; i < n; ++i)
+    if (r[i] < 0 || r[i] >= lp.B)
+      TVM_FFI_THROW(ValueError) << "rows[" << i << "] = " << r[i] << " is not a row of log_probs (B = " << lp.B << ")";
+  lp.B = n;
+  return lp;
+}
+
 // Result tensors of a decode of B rows: out_arcs int32 [B, cap], out_len int32 [B] (the
 // TRUE path length), out_score float32 [B], out_meta int32 [B, 4] = {reached_final,
 // redirected, overflow bits, max frontier}, out_stats int64 [B, 2] = {frontier_total,
@@ -506,6 +521,22 @@ void GpuDecode(int64_t h, TensorView log_probs, TensorView lengths, bool online,
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out);
+  });
+}
+
+// GpuDecode of the rows `rows` (int32 [n], host) of log_probs, read in place (CheckRows):
+// lengths and the outputs are the n rows'.
+void GpuDecodeRows(int64_t h, TensorView log_probs, TensorView rows, TensorView lengths, bool online,
+                   int64_t caller_stream, TensorView out_arcs, TensorView out_len, TensorView out_score,
+                   TensorView out_meta, TensorView out_stats) {
+  GpuDecoder* d = GetDecoder(h);
+  const LogProbs lp = CheckRows(CheckLogProbs(d, log_probs), rows);
+  const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
+  cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
+  Guarded([&] {
+    d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
+              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, nullptr,
+              static_cast<const int32_t*>(rows.data_ptr()));
   });
 }
 
@@ -606,18 +637,19 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
 }
 
 // gpu_decode_lattice_pruned in two halves, so the pruning runs beside the next decode
-// (GpuDecoder::PruneBegin / PruneFinish): the whole-batch decode (chunk 0) and the records
-// copied into a pruning job; returns the job's id for gpu_lattice_prune_finish, which prunes
-// and numbers on its own stream (on any one thread at a time) and fills out_lat_sizes2 and
-// out_prune_ms as gpu_decode_lattice_pruned does; the rows then by gpu_lattice_pruned_rows.
-int64_t GpuDecodeLatticePrunedBegin(int64_t h, TensorView log_probs, TensorView lengths, bool online,
+// (GpuDecoder::PruneBegin / PruneFinish): the whole-batch decode (chunk 0) of the rows `rows`
+// of log_probs (read in place: CheckRows) and the records copied into a pruning job; returns
+// the job's id for gpu_lattice_prune_finish, which prunes and numbers on its own stream (on any
+// one thread at a time) and fills out_lat_sizes2 and out_prune_ms as gpu_decode_lattice_pruned
+// does; the rows then by gpu_lattice_pruned_rows.
+int64_t GpuDecodeLatticePrunedBegin(int64_t h, TensorView log_probs, TensorView rows, TensorView lengths, bool online,
                                     int64_t caller_stream, TensorView out_arcs, TensorView out_len,
                                     TensorView out_score, TensorView out_meta, TensorView out_stats,
                                     TensorView out_lat_counts, TensorView out_lat_cutoffs, TensorView out_lat_sizes,
                                     TensorView out_lat_total, double output_beam, int64_t filter, double filter_pad,
                                     int64_t trim) {
   GpuDecoder* d = GetDecoder(h);
-  const LogProbs lp = CheckLogProbs(d, log_probs);
+  const LogProbs lp = CheckRows(CheckLogProbs(d, log_probs), rows);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
   cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
   cuwfst::LatticeOutputs lat = CheckLatticeOutputs(lp, len, out_lat_counts, out_lat_cutoffs, out_lat_sizes,
@@ -632,7 +664,8 @@ int64_t GpuDecodeLatticePrunedBegin(int64_t h, TensorView log_probs, TensorView 
   lat.trim = static_cast<int32_t>(trim);
   return Guarded([&]() -> int64_t {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
-              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);
+              static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat,
+              static_cast<const int32_t*>(rows.data_ptr()));
     constexpr int32_t kRescueBits = cuwfst::kOverflowHash | cuwfst::kOverflowClaims | cuwfst::kOverflowKept |
                                     cuwfst::kOverflowSlots | cuwfst::kOverflowArena | cuwfst::kOverflowPool;
     std::vector<uint8_t> skip(lp.B);
@@ -972,6 +1005,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_records, GpuLatticeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned, GpuDecodeLatticePruned);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_pruned_rows, GpuLatticePrunedRows);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_lattice_pruned_begin, GpuDecodeLatticePrunedBegin);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decode_rows, GpuDecodeRows);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_lattice_prune_finish, GpuLatticePruneFinish);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_open, GpuStreamOpen);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_stream_advance, GpuStreamAdvance);

@@ -1265,7 +1265,8 @@ void GpuDecoder::LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool 
 
 void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t,
                         int32_t B, int32_t T, int32_t V, const int32_t* lengths, bool online,
-                        int64_t caller_stream, DecodeOutputs out, const LatticeOutputs* lattice) {
+                        int64_t caller_stream, DecodeOutputs out, const LatticeOutputs* lattice,
+                        const int32_t* rows) {
   std::lock_guard<std::mutex> lock(mu_);
   CheckAlive();
   DeviceGuard guard(graph_->device);
@@ -1326,7 +1327,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     LaneCommand* cmd = As<LaneCommand>(h_commands_);
     LaneInput* in = As<LaneInput>(h_inputs_);
     const int64_t elem = lp_f16 ? 2 : 4;
-    for (int32_t l = 0; l < L; ++l) in[l] = RowInput(base, l < B ? l : 0, stride_b, stride_t, elem);
+    for (int32_t l = 0; l < L; ++l) {
+      const int32_t b = l < B ? l : 0;
+      in[l] = RowInput(base, rows ? rows[b] : b, stride_b, stride_t, elem);
+    }
     Wait(caller_stream);
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);

@@ -282,12 +282,14 @@ class GpuDecoder {
   GpuDecoder(const GpuDecoder&) = delete;
   GpuDecoder& operator=(const GpuDecoder&) = delete;
   // log_probs: device pointer to a packed [B, T, V] tensor (strides in elements).
+  // With `rows` (B entries, each a row of lp), lane b reads row rows[b] of lp: a sub-batch
+  // of a larger tensor without a copy; else lane b reads row b.
   // With `lattice`, the decode also records every arc of every step whose destination
   // survived (lattice.cuh) and fills `lattice`; the records wait in the decoder for
   // TakeLatticeRecords.
   void Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t stride_t, int32_t B,
               int32_t T, int32_t V, const int32_t* lengths, bool online, int64_t caller_stream,
-              DecodeOutputs out, const LatticeOutputs* lattice = nullptr);
+              DecodeOutputs out, const LatticeOutputs* lattice = nullptr, const int32_t* rows = nullptr);
   // The last lattice decode's records as [N, 3] int32 {source state, arc, acoustic bits},
   // row by row, each row's in step order (the order within a step is arbitrary).
   void TakeLatticeRecords(int32_t* out, int64_t N);

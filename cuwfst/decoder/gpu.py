@@ -439,19 +439,19 @@ class GpuInstance:
         order = [(steps - kept + i) % cap for i in range(kept)]
         return steps, ring[order]
 
-    def _outputs(self, lp):
-        """The decode's output arrays for lp [B, T, V]: arcs [B, cap] (one arc per frame and
-        per closure pass), length, score, meta [B, 4], stats [B, 2]."""
-        B, T = lp.shape[0], lp.shape[1]
+    def _outputs(self, lp, B: int | None = None):
+        """The decode's output arrays for lp [B, T, V] (or B of its rows): arcs [B, cap] (one arc
+        per frame and per closure pass), length, score, meta [B, 4], stats [B, 2]."""
+        B, T = lp.shape[0] if B is None else B, lp.shape[1]
         cap = (T + 2) * (1 + self.eps_iterations)
         return (np.zeros((B, cap), np.int32), np.zeros(B, np.int32), np.zeros(B, np.float32),
                 np.zeros((B, 4), np.int32), np.zeros((B, 2), np.int64))
 
     @staticmethod
-    def _step_outputs(lp):
+    def _step_outputs(lp, B: int | None = None):
         """The lattice stage's per-step arrays: record counts, cutoffs and frontier sizes
         [B, T + 1], and the records' total."""
-        B, T = lp.shape[0], lp.shape[1]
+        B, T = lp.shape[0] if B is None else B, lp.shape[1]
         return (np.zeros((B, T + 1), np.int32), np.zeros((B, T + 1), np.float32), np.zeros((B, T + 1), np.int32),
                 np.zeros(1, np.int64))
 
@@ -464,7 +464,12 @@ class GpuInstance:
             return -1
         return int(self.mod.gpu_check_finite(self.handle, lp, np.ascontiguousarray(lens, np.int32), stream))
 
-    def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False):
+    def decode(self, lp, lens: np.ndarray, stream: int, online: bool = False, rows: np.ndarray | None = None):
+        """rows: decode those rows of lp (read in place, gpu_decode_rows), else all of lp."""
+        if rows is not None:
+            out = self._outputs(lp, len(rows))
+            self.mod.gpu_decode_rows(self.handle, lp, np.ascontiguousarray(rows, np.int32), lens, online, stream, *out)
+            return out
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
         return out
@@ -532,15 +537,17 @@ class GpuInstance:
 
     def decode_lattice_pruned_begin(self, lp, lens: np.ndarray, stream: int, output_beam: float,
                                     online: bool = False, filter: bool = True, filter_pad: float = 0.0,
-                                    trim: bool = True):
-        """decode_lattice_pruned's first half (the whole batch, chunk 0): the decode, and its
-        records copied into a pruning job (GpuDecoder::PruneBegin), so the next decode may start.
-        Returns the decode's arrays and the job for lattice_prune_finish, which the caller runs
-        (on one thread at a time, e.g. a HostOverlap worker) before the begin after next."""
-        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
-        counts, cutoffs, sizes, total = self._step_outputs(lp)
+                                    trim: bool = True, rows: np.ndarray | None = None):
+        """decode_lattice_pruned's first half (the whole batch, chunk 0): the decode of lp's rows
+        `rows` (read in place; None: every row), and its records copied into a pruning job
+        (GpuDecoder::PruneBegin), so the next decode may start. Returns the decode's arrays and
+        the job for lattice_prune_finish, which the caller runs (on one thread at a time, e.g. a
+        HostOverlap worker) before the begin after next."""
+        rows = np.arange(lp.shape[0], dtype=np.int32) if rows is None else np.ascontiguousarray(rows, np.int32)
+        out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp, len(rows))
+        counts, cutoffs, sizes, total = self._step_outputs(lp, len(rows))
         t0 = time.perf_counter()
-        job = self.mod.gpu_decode_lattice_pruned_begin(self.handle, lp, lens, online, stream, out_arcs, out_len,
+        job = self.mod.gpu_decode_lattice_pruned_begin(self.handle, lp, rows, lens, online, stream, out_arcs, out_len,
                                                        out_score, out_meta, out_stats, counts, cutoffs, sizes, total,
                                                        float(output_beam), int(bool(filter)), float(filter_pad),
                                                        int(bool(trim)))
@@ -931,8 +938,17 @@ class GpuBackend:
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None):
         """One sub-batch through `inst`: the hypotheses of `rows` into hyps; with lattice, their
         lattices, word times and confidences too, now or (host: a HostOverlap) on its worker."""
+        t_enter = time.perf_counter()
         rows = np.asarray(list(rows), np.int64)
-        sub, sub_lens = self._take_rows(lp, rows), np.ascontiguousarray(lens[rows])
+        sub_lens = np.ascontiguousarray(lens[rows])
+        # the rows read in place by the lanes (gpu_decode_rows, the pipelined lattice begin), or
+        # copied into a packed tensor first (_take_rows; CUWFST_ROW_GATHER=copy, the other paths)
+        in_place = self.row_gather_in_place(inst)
+        pipelined = lattice and host is not None and self.lattice_prune_on_gpu(inst) and self.lattice_pipeline_on() \
+            and self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1) == 0
+        sub = None if in_place and (pipelined or not lattice) and not self._long_form(sub_lens) else \
+            self._take_rows(lp, rows)
+        t_take = time.perf_counter()
         if lattice and self.lattice_prune_on_gpu(inst):
             # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
             from .lattice import attach_all, lattices_from_arrays
@@ -940,7 +956,7 @@ class GpuBackend:
             chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1)
             opts = dict(filter=self.lattice_filter_on(), filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
                         trim=self.lattice_trim_on())
-            if host is not None and chunk == 0 and self.lattice_pipeline_on():
+            if pipelined:
                 # the pruning beside the next sub-batch's decode: this thread decodes and hands
                 # the records to a pruning job; the worker prunes (its own CUDA stream) and builds
                 # the rows. A job's buffers serve the sub-batch after next, so the one before
@@ -948,10 +964,14 @@ class GpuBackend:
                 t0 = time.perf_counter()
                 host.drain_prunings(keep=1)
                 t1 = time.perf_counter()
-                res, job = inst.decode_lattice_pruned_begin(sub, sub_lens, stream, self.options.output_beam, online,
-                                                            **opts)
+                if sub is None:
+                    res, job = inst.decode_lattice_pruned_begin(lp, sub_lens, stream, self.options.output_beam, online,
+                                                                rows=rows, **opts)
+                else:
+                    res, job = inst.decode_lattice_pruned_begin(sub, sub_lens, stream, self.options.output_beam,
+                                                                online, **opts)
                 if self.lattice_trace is not None:  # (benchmarks: where this thread's time goes)
-                    self.lattice_trace.append((t0, t1, time.perf_counter()))
+                    self.lattice_trace.append((t_enter, t_take, t0, t1, time.perf_counter()))
 
                 def prune_and_attach():
                     lat_rows = inst.lattice_prune_finish(res, job)
@@ -986,6 +1006,8 @@ class GpuBackend:
             return
         if self._long_form(sub_lens):
             res = inst.decode_many(sub, sub_lens, stream, online, self.gc_interval, gc=True)
+        elif sub is None:
+            res = inst.decode(lp, sub_lens, stream, online, rows=rows)
         else:
             res = inst.decode(sub, sub_lens, stream, online)
         self._collect(hyps, rows.tolist(), res, frontend)
@@ -1022,6 +1044,16 @@ class GpuBackend:
         if v not in ("on", "off"):
             raise ValueError(f"lattice_overlap must be 'on' or 'off', got {v!r}")
         return v == "on"
+
+    def row_gather_in_place(self, inst) -> bool:
+        """Whether a padded sub-batch's rows are read in place by the lanes (the module's
+        gpu_decode_rows; the 1-best path and the pipelined lattice path) rather than copied
+        into a packed tensor first (_take_rows): "native" (the default) or "copy", by the
+        attribute `row_gather` or the environment variable CUWFST_ROW_GATHER. Same results."""
+        v = getattr(self, "row_gather", None) or os.environ.get("CUWFST_ROW_GATHER", "native") or "native"
+        if v not in ("native", "copy"):
+            raise ValueError(f"row_gather must be 'native' or 'copy', got {v!r}")
+        return v == "native" and hasattr(getattr(inst, "mod", None), "gpu_decode_rows")
 
     def lattice_pipeline_on(self) -> bool:
         """Whether a GPU-pruned lattice decode of several sub-batches (whole batches, with the
