@@ -590,6 +590,28 @@ void GpuLatticeRecords(int64_t h, TensorView out_records) {
   Guarded([&] { GetDecoder(h)->TakeLatticeRecords(static_cast<int32_t*>(out_records.data_ptr()), N); });
 }
 
+// The GPU-pruned decodes' options (gpu_decode_lattice_pruned and its begin), checked.
+void SetPrunedOptions(cuwfst::LatticeOutputs* lat, double output_beam, int64_t filter, double filter_pad,
+                      int64_t trim) {
+  lat->output_beam = static_cast<float>(output_beam);
+  if (filter != 0 && filter != 1) TVM_FFI_THROW(ValueError) << "filter must be 0 or 1";
+  if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
+  lat->filter = static_cast<int32_t>(filter);
+  lat->filter_pad = static_cast<float>(filter_pad);
+  if (trim != 0 && trim != 1) TVM_FFI_THROW(ValueError) << "trim must be 0 or 1";
+  lat->trim = static_cast<int32_t>(trim);
+}
+
+// The rows a decode flagged with a rescue overflow bit (RESCUE_BITS of decoder/rescue.py): their
+// records are not trusted, so the pruning gives them empty lattices.
+std::vector<uint8_t> RescueSkips(const cuwfst::DecodeOutputs& out, int64_t B) {
+  constexpr int32_t kRescueBits = cuwfst::kOverflowHash | cuwfst::kOverflowClaims | cuwfst::kOverflowKept |
+                                  cuwfst::kOverflowSlots | cuwfst::kOverflowArena | cuwfst::kOverflowPool;
+  std::vector<uint8_t> skip(B);
+  for (int64_t b = 0; b < B; ++b) skip[b] = (out.meta[b * 4 + 2] & kRescueBits) != 0;
+  return skip;
+}
+
 // gpu_decode_lattice with the GPU's own output-beam pruning (LatticeOutputs::mode 2,
 // gpu_lattice_prune.cu; epsilon-free graphs): the decode, then the pruning of every row
 // that has no rescue overflow bit (RESCUE_BITS of decoder/rescue.py; those rows get empty
@@ -615,20 +637,11 @@ void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths,
   CheckHostTensor(out_prune_ms, "out_prune_ms", kDLFloat, 64, {3});
   if (chunk < 0 || chunk > 4096) TVM_FFI_THROW(ValueError) << "chunk must be in [0, 4096] steps (0: the whole batch)";
   lat.chunk = static_cast<int32_t>(chunk);
-  lat.output_beam = static_cast<float>(output_beam);
-  if (filter != 0 && filter != 1) TVM_FFI_THROW(ValueError) << "filter must be 0 or 1";
-  if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
-  lat.filter = static_cast<int32_t>(filter);
-  lat.filter_pad = static_cast<float>(filter_pad);
-  if (trim != 0 && trim != 1) TVM_FFI_THROW(ValueError) << "trim must be 0 or 1";
-  lat.trim = static_cast<int32_t>(trim);
+  SetPrunedOptions(&lat, output_beam, filter, filter_pad, trim);
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);
-    constexpr int32_t kRescueBits = cuwfst::kOverflowHash | cuwfst::kOverflowClaims | cuwfst::kOverflowKept |
-                                    cuwfst::kOverflowSlots | cuwfst::kOverflowArena | cuwfst::kOverflowPool;
-    std::vector<uint8_t> skip(lp.B);
-    for (int64_t b = 0; b < lp.B; ++b) skip[b] = (out.meta[b * 4 + 2] & kRescueBits) != 0;
+    const std::vector<uint8_t> skip = RescueSkips(out, lp.B);
     d->PruneLattice(static_cast<int32_t>(lp.B), len, skip.data(), static_cast<float>(output_beam),
                     static_cast<int64_t*>(out_lat_sizes2.data_ptr()));
     double* ms = static_cast<double*>(out_prune_ms.data_ptr());
@@ -655,21 +668,12 @@ int64_t GpuDecodeLatticePrunedBegin(int64_t h, TensorView log_probs, TensorView 
   cuwfst::LatticeOutputs lat = CheckLatticeOutputs(lp, len, out_lat_counts, out_lat_cutoffs, out_lat_sizes,
                                                     out_lat_total, 2);
   lat.chunk = 0;
-  lat.output_beam = static_cast<float>(output_beam);
-  if (filter != 0 && filter != 1) TVM_FFI_THROW(ValueError) << "filter must be 0 or 1";
-  if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
-  lat.filter = static_cast<int32_t>(filter);
-  lat.filter_pad = static_cast<float>(filter_pad);
-  if (trim != 0 && trim != 1) TVM_FFI_THROW(ValueError) << "trim must be 0 or 1";
-  lat.trim = static_cast<int32_t>(trim);
+  SetPrunedOptions(&lat, output_beam, filter, filter_pad, trim);
   return Guarded([&]() -> int64_t {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat,
               static_cast<const int32_t*>(rows.data_ptr()));
-    constexpr int32_t kRescueBits = cuwfst::kOverflowHash | cuwfst::kOverflowClaims | cuwfst::kOverflowKept |
-                                    cuwfst::kOverflowSlots | cuwfst::kOverflowArena | cuwfst::kOverflowPool;
-    std::vector<uint8_t> skip(lp.B);
-    for (int64_t b = 0; b < lp.B; ++b) skip[b] = (out.meta[b * 4 + 2] & kRescueBits) != 0;
+    const std::vector<uint8_t> skip = RescueSkips(out, lp.B);
     return d->PruneBegin(static_cast<int32_t>(lp.B), len, skip.data(), static_cast<float>(output_beam));
   });
 }

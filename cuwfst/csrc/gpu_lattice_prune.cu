@@ -1201,6 +1201,24 @@ static int32_t NumberingWorkers(int64_t arcs) {
   return static_cast<int32_t>(std::max(1, std::min(n, 8)));
 }
 
+// A pruning job's device arrays in its buffer set: PruneBegin sizes and fills them, PruneFinish
+// reads what PruneBegin left.
+struct PrJobBufs {
+  int64_t* rec_off = nullptr;  // [Tmax B + 1] records' offsets by (time, lane)
+  int32_t* rec_cur = nullptr;  // the bucketing's cursors
+  int64_t* tok_off = nullptr;  // [(Tmax + 1) B + 1] tokens' offsets by (time, lane)
+  int32_t *src = nullptr, *dst = nullptr, *code = nullptr;  // [N] the bucketed records
+  float *ac = nullptr, *score = nullptr;
+  uint8_t* flags = nullptr;
+  int32_t *fwd = nullptr, *bwd = nullptr, *rank = nullptr, *state = nullptr;  // [M] the tokens
+  unsigned long long* key = nullptr;
+  uint8_t* alive = nullptr;
+  // small arrays: counters [2], last_tau [B], win_end [K B], seg_rel, win_begin [K], skip [B]
+  unsigned long long* cnt = nullptr;
+  int32_t *last_tau = nullptr, *win_end = nullptr, *seg_rel = nullptr, *win_begin = nullptr;
+  uint8_t* skip = nullptr;
+};
+
 // What a pruning needs of its decode, snapshotted by PruneBegin (the next decode overwrites
 // the decoder's own copies), and its buffer set.
 struct GpuDecoder::PruneJob {
@@ -1215,6 +1233,7 @@ struct GpuDecoder::PruneJob {
   std::vector<int64_t> tok_off, rec_off;
   Event bucket_done;  // recorded on stream_ after PrBucketKernel
   double begin_ms = 0.0;
+  PrJobBufs d;  // its arrays on the device (set `set`)
 };
 namespace {
 constexpr int kJobFree = 0, kJobPending = 1, kJobRunning = 2;
@@ -1384,30 +1403,41 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   const std::vector<int32_t>& last_tau = J.last_tau;
 
   auto buf = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
-  auto* d_rec_off = static_cast<int64_t*>(buf(0, rec_off.size() * 8));
-  auto* d_rec_cur = static_cast<int32_t*>(buf(1, (rec_off.size()) * 4));
-  auto* d_tok_off = static_cast<int64_t*>(buf(2, tok_off.size() * 8));
-  auto* p_src = static_cast<int32_t*>(buf(3, N * 4));
-  auto* p_dst = static_cast<int32_t*>(buf(4, N * 4));
-  auto* p_code = static_cast<int32_t*>(buf(5, N * 4));
-  auto* p_ac = static_cast<float*>(buf(6, N * 4));
-  auto* p_score = static_cast<float*>(buf(7, N * 4));
-  auto* p_flags = static_cast<uint8_t*>(buf(8, N));
-  auto* fwd = static_cast<int32_t*>(buf(9, M * 4));
-  buf(10, M * 4);  // bwd
-  auto* key = static_cast<unsigned long long*>(buf(11, M * 8));
-  auto* rank = static_cast<int32_t*>(buf(12, M * 4));
-  auto* alive = static_cast<uint8_t*>(buf(13, M));
-  auto* state = static_cast<int32_t*>(buf(14, M * 4));
-  // small arrays: skip [B], last_tau [B], win_end [K * B], seg_rel, win_begin [K], counters [2]
+  PrJobBufs& d = J.d;
+  d.rec_off = static_cast<int64_t*>(buf(0, rec_off.size() * 8));
+  d.rec_cur = static_cast<int32_t*>(buf(1, rec_off.size() * 4));
+  d.tok_off = static_cast<int64_t*>(buf(2, tok_off.size() * 8));
+  d.src = static_cast<int32_t*>(buf(3, N * 4));
+  d.dst = static_cast<int32_t*>(buf(4, N * 4));
+  d.code = static_cast<int32_t*>(buf(5, N * 4));
+  d.ac = static_cast<float*>(buf(6, N * 4));
+  d.score = static_cast<float*>(buf(7, N * 4));
+  d.flags = static_cast<uint8_t*>(buf(8, N));
+  d.fwd = static_cast<int32_t*>(buf(9, M * 4));
+  d.bwd = static_cast<int32_t*>(buf(10, M * 4));
+  d.key = static_cast<unsigned long long*>(buf(11, M * 8));
+  d.rank = static_cast<int32_t*>(buf(12, M * 4));
+  d.alive = static_cast<uint8_t*>(buf(13, M));
+  d.state = static_cast<int32_t*>(buf(14, M * 4));
   const size_t small_bytes = 64 + B + 4 * B + 4 * win_end.size() + 4 * seg_rel.size() + 4 * win_begin.size() + 64;
   char* small = static_cast<char*>(buf(15, small_bytes));
-  auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
-  auto* d_last_tau = reinterpret_cast<int32_t*>(small + 64);
-  auto* d_win_end = d_last_tau + B;
-  auto* d_seg_rel = d_win_end + win_end.size();
-  auto* d_win_begin = d_seg_rel + seg_rel.size();
-  auto* d_skip = reinterpret_cast<uint8_t*>(d_win_begin + win_begin.size());
+  d.cnt = reinterpret_cast<unsigned long long*>(small);
+  d.last_tau = reinterpret_cast<int32_t*>(small + 64);
+  d.win_end = d.last_tau + B;
+  d.seg_rel = d.win_end + win_end.size();
+  d.win_begin = d.seg_rel + seg_rel.size();
+  d.skip = reinterpret_cast<uint8_t*>(d.win_begin + win_begin.size());
+  auto *d_rec_off = d.rec_off, *d_tok_off = d.tok_off;
+  auto* d_rec_cur = d.rec_cur;
+  auto *p_src = d.src, *p_dst = d.dst, *p_code = d.code;
+  auto *p_ac = d.ac, *p_score = d.score;
+  auto* p_flags = d.flags;
+  auto *fwd = d.fwd, *rank = d.rank, *state = d.state;
+  auto* key = d.key;
+  auto* alive = d.alive;
+  auto* d_cnt = d.cnt;
+  auto *d_last_tau = d.last_tau, *d_win_end = d.win_end, *d_seg_rel = d.seg_rel, *d_win_begin = d.win_begin;
+  auto* d_skip = d.skip;
 
   cudaStream_t s = stream_;
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -1467,30 +1497,18 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
   const int32_t K = static_cast<int32_t>(win_begin.size());
   const DeviceGraph g = graph_->view;
   auto buffer = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
-  // the begin's buffers, at their sizes (no growth: the same pointers)
-  auto* d_rec_off = static_cast<int64_t*>(buffer(0, rec_off.size() * 8));
-  auto* d_tok_off = static_cast<int64_t*>(buffer(2, tok_off.size() * 8));
-  auto* p_src = static_cast<int32_t*>(buffer(3, N * 4));
-  auto* p_dst = static_cast<int32_t*>(buffer(4, N * 4));
-  auto* p_code = static_cast<int32_t*>(buffer(5, N * 4));
-  auto* p_ac = static_cast<float*>(buffer(6, N * 4));
-  auto* p_score = static_cast<float*>(buffer(7, N * 4));
-  auto* p_flags = static_cast<uint8_t*>(buffer(8, N));
-  auto* fwd = static_cast<int32_t*>(buffer(9, M * 4));
-  auto* bwd = static_cast<int32_t*>(buffer(10, M * 4));
-  auto* key = static_cast<unsigned long long*>(buffer(11, M * 8));
-  auto* rank = static_cast<int32_t*>(buffer(12, M * 4));
-  auto* alive = static_cast<uint8_t*>(buffer(13, M));
-  auto* state = static_cast<int32_t*>(buffer(14, M * 4));
-  const size_t small_bytes =
-      64 + B + 4 * B + 4 * win_end.size() + 4 * J.seg_rel.size() + 4 * win_begin.size() + 64;
-  char* small = static_cast<char*>(buffer(15, small_bytes));
-  auto* d_cnt = reinterpret_cast<unsigned long long*>(small);
-  auto* d_last_tau = reinterpret_cast<int32_t*>(small + 64);
-  auto* d_win_end = d_last_tau + B;
-  auto* d_seg_rel = d_win_end + win_end.size();
-  auto* d_win_begin = d_seg_rel + J.seg_rel.size();
-  auto* d_skip = reinterpret_cast<uint8_t*>(d_win_begin + win_begin.size());
+  // the arrays the begin sized and filled
+  const PrJobBufs& d = J.d;
+  auto *d_rec_off = d.rec_off, *d_tok_off = d.tok_off;
+  auto *p_src = d.src, *p_dst = d.dst, *p_code = d.code;
+  auto *p_ac = d.ac, *p_score = d.score;
+  auto* p_flags = d.flags;
+  auto *fwd = d.fwd, *bwd = d.bwd, *rank = d.rank, *state = d.state;
+  auto* key = d.key;
+  auto* alive = d.alive;
+  auto* d_cnt = d.cnt;
+  auto *d_last_tau = d.last_tau, *d_win_end = d.win_end, *d_seg_rel = d.seg_rel, *d_win_begin = d.win_begin;
+  auto* d_skip = d.skip;
 
   cudaStream_t s = pr_stream_owned_.get();
   CUWFST_CUDA(cudaStreamWaitEvent(s, J.bucket_done.get(), 0));
