@@ -1,0 +1,91 @@
+"""The lattice trim's extra slots (issue 10), counted on the CPU: what a GPU-pruned lattice decode
+walks beyond the 1-best's trimmed slots, and what that band gives the records.
+
+    python -m benchmarks.lattice_band GRAPH.img SHARD.npz [ROWS [OUTPUT_BEAM [SLACK]]]
+
+Replays the reference decoder's snapshots of the first ROWS rows (default 3) and, over every real
+step that has a next frontier, counts each emitting slot by the GPU's rules (docs/design.md
+"Trimmed slots" and "The lattice trim"): `hi`, the slots the 1-best trim keeps (bound > L - beam,
+label-0 arcs always); `band`, the ones only the lattice trim adds (bound > (L - beam -
+output_beam) - SLACK, default 0.5: the filter's slack is at least its 0.5 pad, so this counts the
+smallest band the GPU can walk); of each, `cand` (end >= (cutoff - output_beam) - SLACK: what
+ExpandKernel writes as candidates) and `rec` (the destination survives and the arc is admitted or
+ends within output_beam + SLACK of the destination's score: the records' filter's rule). L is the
+best end over every arc of the best token (the GPU takes its first 64 arcs), so `hi` may be a
+little smaller here than on the GPU.
+"""
+
+import sys
+import time
+
+import numpy as np
+
+from benchmarks.roofline import F32, _ragged, emitting_steps, graph_tables
+from cuwfst import Decoder, DecoderOptions, Graph
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    g = Graph.load(argv[0])
+    z = np.load(argv[1])
+    rows = int(argv[2]) if len(argv) > 2 else 3
+    ob = F32(float(argv[3]) if len(argv) > 3 else 8.0)
+    slack = F32(float(argv[4]) if len(argv) > 4 else 0.5)
+    lp_all, lens = z["log_probs"], z["lengths"]
+    dec = Decoder(g, DecoderOptions(output_beam=float(ob)), num_threads=1)
+    tb = graph_tables(g, dec.eps_iterations)
+    eb, ee, w = tb.emit_b, tb.emit_e, tb.weight
+    deg_all = ee - eb
+    owner, arcs = _ragged(eb, deg_all)
+    order = np.lexsort((-w[arcs].astype(np.float64), owner))  # each state's arcs by weight, best first
+    arc_sorted = arcs[order]
+    nb_sorted_w = np.where(tb.ilabel[arcs] == 0, np.float32(np.inf), w[arcs])[order]
+    cum = np.concatenate([[0], np.cumsum(deg_all)])
+    keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "adm")
+    tot = dict.fromkeys(keys, 0)
+    pos_of = np.full(g.num_states, -1, np.int64)
+    t0 = time.time()
+    for i in range(rows):
+        T, lp_row = int(lens[i]), lp_all[i]
+        steps = list(emitting_steps(tb, dec, lp_row, T))
+        for (k, s, sc, beam, cutoff, deg, own, a, lp, end), nxt in zip(steps, steps[1:]):
+            if nxt[0] != k + 1:
+                continue
+            s2, sc2 = nxt[1], nxt[2]
+            has = deg > 0
+            bt = np.flatnonzero(has)[np.argmax(sc[has])]
+            L = end[own == bt].max()
+            # the slots in each token's sorted order, their arcs and bounds (the GPU's rule)
+            posw = np.arange(len(a)) - np.repeat(np.cumsum(deg) - deg, deg)
+            at = cum[s][own] + posw
+            sa = arc_sorted[at]
+            nbw = nb_sorted_w[at]
+            ub = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + lp[1:].max())
+            se = (sc[own] + w[sa]) + lp[tb.ilabel[sa]]  # each sorted slot's end
+            low = F32(L - beam)
+            hi = ub > low
+            band = ~hi & (ub > F32(F32(low - ob) - slack))
+            cand = se >= F32(F32(cutoff - ob) - slack)
+            pos_of[s2] = np.arange(len(s2))
+            p = pos_of[tb.dest[sa]]
+            surv = p >= 0
+            sdst = np.where(surv, sc2[np.maximum(p, 0)], np.float32(-np.inf))
+            rec = surv & ((se > cutoff) | ~(se < F32(F32(sdst - ob) - slack)))
+            pos_of[s2] = -1
+            for name, m in (("hi", hi), ("band", band)):
+                tot[name] += int(m.sum())
+                tot[name + "_cand"] += int((m & cand).sum())
+                tot[name + "_rec"] += int((m & rec).sum())
+            tot["adm"] += int((end > cutoff).sum())
+            tot["slots"] += len(a)
+            tot["tokens"] += len(s)
+        print(i, T, tot, f"{time.time() - t0:.0f} s", flush=True)
+    print({k: f"{v / max(tot['slots'], 1):.4f}" for k, v in tot.items()})
+    print(f"band / hi slots {tot['band'] / max(tot['hi'], 1):.3f}; band candidates / band slots "
+          f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "
+          f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
