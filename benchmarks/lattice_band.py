@@ -24,14 +24,11 @@ from benchmarks.roofline import F32, _ragged, emitting_steps, graph_tables
 from cuwfst import Decoder, DecoderOptions, Graph
 
 
-def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    g = Graph.load(argv[0])
-    z = np.load(argv[1])
-    rows = int(argv[2]) if len(argv) > 2 else 3
-    ob = F32(float(argv[3]) if len(argv) > 3 else 8.0)
-    slack = F32(float(argv[4]) if len(argv) > 4 else 0.5)
-    lp_all, lens = z["log_probs"], z["lengths"]
+def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, slack: float = 0.5,
+          log=None) -> dict:
+    """The counts over the first `rows` rows (the module's docstring); `all_rec`: the records'
+    rule over every slot, which the band and hi must hold between them (the trim's exactness)."""
+    ob, slack = F32(ob), F32(slack)
     dec = Decoder(g, DecoderOptions(output_beam=float(ob)), num_threads=1)
     tb = graph_tables(g, dec.eps_iterations)
     eb, ee, w = tb.emit_b, tb.emit_e, tb.weight
@@ -41,7 +38,7 @@ def main(argv=None) -> int:
     arc_sorted = arcs[order]
     nb_sorted_w = np.where(tb.ilabel[arcs] == 0, np.float32(np.inf), w[arcs])[order]
     cum = np.concatenate([[0], np.cumsum(deg_all)])
-    keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "adm")
+    keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm")
     tot = dict.fromkeys(keys, 0)
     pos_of = np.full(g.num_states, -1, np.int64)
     t0 = time.time()
@@ -76,10 +73,22 @@ def main(argv=None) -> int:
                 tot[name] += int(m.sum())
                 tot[name + "_cand"] += int((m & cand).sum())
                 tot[name + "_rec"] += int((m & rec).sum())
+            tot["all_rec"] += int(rec.sum())
             tot["adm"] += int((end > cutoff).sum())
             tot["slots"] += len(a)
             tot["tokens"] += len(s)
-        print(i, T, tot, f"{time.time() - t0:.0f} s", flush=True)
+        if log:
+            log(f"{i} {T} {tot} {time.time() - t0:.0f} s")
+    return tot
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    g = Graph.load(argv[0])
+    z = np.load(argv[1])
+    tot = count(g, z["log_probs"], z["lengths"], int(argv[2]) if len(argv) > 2 else 3,
+                float(argv[3]) if len(argv) > 3 else 8.0, float(argv[4]) if len(argv) > 4 else 0.5,
+                log=lambda m: print(m, flush=True))
     print({k: f"{v / max(tot['slots'], 1):.4f}" for k, v in tot.items()})
     print(f"band / hi slots {tot['band'] / max(tot['hi'], 1):.3f}; band candidates / band slots "
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "

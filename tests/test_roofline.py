@@ -215,3 +215,18 @@ def test_byte_model_charges_at_least_the_useful_bytes():
             assert terms, kernel
             for count, useful, sector, what in terms:
                 assert sector >= useful >= 0 and sector > 0, (kernel, what)
+
+
+@pytest.mark.parametrize("ob", [2.0, 8.0])
+def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
+    """benchmarks.lattice_band: the 1-best trim's slots and the lattice trim's band between them
+    hold every slot the records' rule keeps (the lattice trim's exactness, counted slot by slot),
+    and the band is not empty (a lower trim than the 1-best's)."""
+    from benchmarks import lattice_band
+
+    g = Graph.load(TINY / "HLG.img")
+    lp, lens = rows
+    tot = lattice_band.count(g, lp, lens, min(4, len(lens)), ob=ob)
+    assert tot["all_rec"] == tot["hi_rec"] + tot["band_rec"] > 0
+    assert tot["band"] > 0 and tot["hi"] + tot["band"] <= tot["slots"]
+    assert tot["adm"] <= tot["hi_cand"] + tot["band_cand"]
