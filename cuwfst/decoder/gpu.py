@@ -35,7 +35,6 @@ class HostOverlap:
 
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-lattice-host")
         self._futures = []
-
         self._prunings = []  # the hand-offs that finish a pipelined pruning (GpuDecoder::PruneFinish)
 
     def run(self, fn, pruning: bool = False) -> None:
@@ -681,8 +680,9 @@ class GpuBackend:
         # On: the two instances' growths never stack, so the peak is the larger, not the sum;
         # the main's next decode commits its pools back before its first step (RestoreTrimmed)
         self.main_trim = (os.environ.get("CUWFST_MAIN_TRIM", "on") or "on") != "off"
-        # a list to collect (start, drain done, begin done) perf_counter stamps of each pipelined
-        # lattice sub-batch on the calling thread (benchmarks.lattice_speed), or None
+        # a list to collect perf_counter stamps of each pipelined lattice sub-batch on the calling
+        # thread (entered _decode_rows, rows taken, before and after the wait for the pruning before
+        # last, the begin returned; benchmarks.lattice_speed), or None
         self.lattice_trace = None
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
