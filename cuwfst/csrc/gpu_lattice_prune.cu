@@ -1306,14 +1306,16 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   if (cfg_.eps_iterations > 0)
     throw std::invalid_argument("PruneLattice: epsilon graphs take the records' replay (mode 1)");
   const auto c0 = std::chrono::steady_clock::now();
+  // a stream or event the pruning could not have: what to say (the fault tests read it)
+  auto cannot = [&](const char* what) {
+    return std::string("cannot create a CUDA ") + what + " for the GPU lattice pruning on cuda:" +
+           std::to_string(device()) + "; the decoder stays usable; free GPU memory, decode fewer rows at a time " +
+           "(max_lanes, now " + std::to_string(cfg_.max_lanes) + "), or set CUWFST_LATTICE_PRUNE=replay";
+  };
   if (!pr_stream_owned_) {
     Stream st;
     cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &st);
-    if (e != cudaSuccess)
-      ThrowAcquireFailure(e, "cannot create a CUDA stream for the GPU lattice pruning on cuda:" +
-                                 std::to_string(device()) + "; the decoder stays usable; free GPU memory, decode "
-                                 "fewer rows at a time (max_lanes, now " + std::to_string(cfg_.max_lanes) +
-                                 "), or set CUWFST_LATTICE_PRUNE=replay");
+    if (e != cudaSuccess) ThrowAcquireFailure(e, cannot("stream"));
     pr_stream_owned_ = std::move(st);
   }
   {
@@ -1328,11 +1330,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   if (!J.bucket_done) {
     Event ev;
     cudaError_t e = TryEventCreate(cudaEventDisableTiming, &ev);
-    if (e != cudaSuccess)
-      ThrowAcquireFailure(e, "cannot create a CUDA event for the GPU lattice pruning on cuda:" +
-                                 std::to_string(device()) + "; the decoder stays usable; free GPU memory, decode "
-                                 "fewer rows at a time (max_lanes, now " + std::to_string(cfg_.max_lanes) +
-                                 "), or set CUWFST_LATTICE_PRUNE=replay");
+    if (e != cudaSuccess) ThrowAcquireFailure(e, cannot("event"));
     J.bucket_done = std::move(ev);
   }
   J.set = set;
