@@ -41,6 +41,16 @@ LATTICE_FIELDS = ("src", "dst", "frame", "graph_arc", "token", "acoustic", "grap
                   "state_frame", "state_level")
 
 
+def _with_attr(obj, name: str, value, fn):
+    """fn() with obj.name set to value (a backend switch such as lattice_pipeline), set back to
+    None (the switch's default) afterwards, also when fn raises."""
+    setattr(obj, name, value)
+    try:
+        return fn()
+    finally:
+        setattr(obj, name, None)
+
+
 def _with_env(name: str, value: str, fn):
     """fn() with the environment variable `name` set to `value` (the native side reads the
     pruning's switches at each decode), its previous value (or absence) restored afterwards."""
@@ -178,10 +188,9 @@ def main():
               f"{captures[1]}")
         filter_ab = {}
         if a.filter_ab:  # the records' filter off, same decoder (its buffers grow to the unfiltered records)
-            be.lattice_filter = "off"
-            t_nf, nf_hyps = _median_time(lambda: run(True), a.reps, sync)
+            t_nf, nf_hyps = _with_attr(be, "lattice_filter", "off",
+                                       lambda: _median_time(lambda: run(True), a.reps, sync))
             st_off = be.main.mem_stats()
-            be.lattice_filter = None
             filter_ab = dict(ms_per_batch_filter_off=t_nf / ((n + B - 1) // B) * 1000,
                              filter_off_over_on=t_nf / t_lat, identical_rows=_same_lattices(lat_hyps, nf_hyps),
                              # every lattice pass over the utterances so far: the warm-up and the reps
@@ -193,10 +202,9 @@ def main():
         trim_ab = {}
         if a.trim_ab:  # the lattice trim off, same decoder: every arc of a step walked and counted
             slots1 = be.main.mem_stats().get("slots", 0)
-            be.lattice_trim = "off"
-            t_nt, nt_hyps = _median_time(lambda: run(True), a.reps, sync)
+            t_nt, nt_hyps = _with_attr(be, "lattice_trim", "off",
+                                       lambda: _median_time(lambda: run(True), a.reps, sync))
             slots_off = be.main.mem_stats().get("slots", 0) - slots1
-            be.lattice_trim = None
             trim_ab = dict(ms_per_batch_trim_off=t_nt / ((n + B - 1) // B) * 1000, trim_off_over_on=t_nt / t_lat,
                            identical_rows=_same_lattices(lat_hyps, nt_hyps),
                            # the walkers' slots of the passes each way (warm-up and reps, the same count)
@@ -247,11 +255,8 @@ def main():
                   f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
         overlap_ab = {}
         if a.overlap_ab:  # the sub-batches' host work after each GPU decode (HostOverlap off), same decoder
-            be.lattice_overlap = "off"
-            try:
-                t_ov, ov_hyps = _median_time(lambda: run(True), a.reps, sync)
-            finally:
-                be.lattice_overlap = None
+            t_ov, ov_hyps = _with_attr(be, "lattice_overlap", "off",
+                                       lambda: _median_time(lambda: run(True), a.reps, sync))
             t_on2, _ = _median_time(lambda: run(True), a.reps, sync)
             nb_ = (n + B - 1) // B
             overlap_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_ov / nb_ * 1000,
@@ -283,11 +288,8 @@ def main():
         trace = traced("rows in place" if be.row_gather_in_place(be.main) else "rows copied")
         pipeline_ab = {}
         if a.pipeline_ab:  # each sub-batch pruned before the next decode (lattice_pipeline off), same decoder
-            be.lattice_pipeline = "off"
-            try:
-                t_pl, pl_hyps = _median_time(lambda: run(True), a.reps, sync)
-            finally:
-                be.lattice_pipeline = None
+            t_pl, pl_hyps = _with_attr(be, "lattice_pipeline", "off",
+                                       lambda: _median_time(lambda: run(True), a.reps, sync))
             t_pl2, pl2_hyps = _median_time(lambda: run(True), a.reps, sync)
             nb_ = (n + B - 1) // B
             pipeline_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_pl / nb_ * 1000,
@@ -295,13 +297,9 @@ def main():
                                identical_rows=min(_same_lattices(lat_hyps, pl_hyps), _same_lattices(lat_hyps, pl2_hyps)),
                                mem_committed_mib=be.main.mem_stats()["committed"] / 2**20)
             if a.gather_ab:  # the rows copied into a packed tensor first (_take_rows), 1-best and lattice
-                be.row_gather = "copy"
-                try:
-                    t_bc, bc_hyps = _median_time(lambda: run(False), a.reps, sync)
-                    t_lc, lc_hyps = _median_time(lambda: run(True), a.reps, sync)
-                    trace_copy = traced("rows copied")
-                finally:
-                    be.row_gather = None
+                (t_bc, bc_hyps), (t_lc, lc_hyps), trace_copy = _with_attr(be, "row_gather", "copy", lambda: (
+                    _median_time(lambda: run(False), a.reps, sync), _median_time(lambda: run(True), a.reps, sync),
+                    traced("rows copied")))
                 t_b2, _ = _median_time(lambda: run(False), a.reps, sync)
                 t_l2, _ = _median_time(lambda: run(True), a.reps, sync)
                 pipeline_ab.update(gather_copy_ms_1best=t_bc / nb_ * 1000, gather_copy_ms_lattice=t_lc / nb_ * 1000,

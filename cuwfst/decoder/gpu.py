@@ -944,16 +944,16 @@ class GpuBackend:
         # the rows read in place by the lanes (gpu_decode_rows, the pipelined lattice begin), or
         # copied into a packed tensor first (_take_rows; CUWFST_ROW_GATHER=copy, the other paths)
         in_place = self.row_gather_in_place(inst)
-        pipelined = lattice and host is not None and self.lattice_prune_on_gpu(inst) and self.lattice_pipeline_on() \
-            and self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1) == 0
+        pruned = lattice and self.lattice_prune_on_gpu(inst)  # the GPU prunes (gpu_lattice_prune.cu)
+        chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1) if pruned else 0
+        pipelined = pruned and host is not None and chunk == 0 and self.lattice_pipeline_on()
         sub = None if in_place and (pipelined or not lattice) and not self._long_form(sub_lens) else \
             self._take_rows(lp, rows)
         t_take = time.perf_counter()
-        if lattice and self.lattice_prune_on_gpu(inst):
-            # the GPU prunes (gpu_lattice_prune.cu): only the kept states and arcs come back
+        if pruned:
+            # only the kept states and arcs come back
             from .lattice import attach_all, lattices_from_arrays
 
-            chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1)
             opts = dict(filter=self.lattice_filter_on(), filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
                         trim=self.lattice_trim_on())
             if pipelined:
@@ -964,12 +964,9 @@ class GpuBackend:
                 t0 = time.perf_counter()
                 host.drain_prunings(keep=1)
                 t1 = time.perf_counter()
-                if sub is None:
-                    res, job = inst.decode_lattice_pruned_begin(lp, sub_lens, stream, self.options.output_beam, online,
-                                                                rows=rows, **opts)
-                else:
-                    res, job = inst.decode_lattice_pruned_begin(sub, sub_lens, stream, self.options.output_beam,
-                                                                online, **opts)
+                res, job = inst.decode_lattice_pruned_begin(lp if sub is None else sub, sub_lens, stream,
+                                                            self.options.output_beam, online,
+                                                            rows=rows if sub is None else None, **opts)
                 if self.lattice_trace is not None:  # (benchmarks: where this thread's time goes)
                     self.lattice_trace.append((t_enter, t_take, t0, t1, time.perf_counter()))
 
