@@ -3,6 +3,9 @@ walks beyond the 1-best's trimmed slots, and what that band gives the records.
 
     python -m benchmarks.lattice_band GRAPH.img SHARD.npz [ROWS [OUTPUT_BEAM [SLACK]]]
 
+ROWS -N takes the N longest rows; SLACK k=K takes each step's slack by the GPU's rule with K u H
+of drift a step (common.cuh LatSlackFor; `count(drift_k=)`).
+
 Replays the reference decoder's snapshots of the first ROWS rows (default 3) and, over every real
 step that has a next frontier, counts each emitting slot by the GPU's rules (docs/design.md
 "Trimmed slots" and "The lattice trim"): `hi`, the slots the 1-best trim keeps (bound > L - beam,
@@ -24,10 +27,26 @@ from benchmarks.roofline import F32, _ragged, emitting_steps, graph_tables
 from cuwfst import Decoder, DecoderOptions, Graph
 
 
+U = 2.0 ** -24
+FILTER_MAG, TRIM_MAG, MAX_DRIFT = 8192.0, 7168.0, 2.0  # common.cuh kLatFilterMag, kLatTrimMag, kLatFilterMaxDrift
+
+
+def gpu_slack(lat_mag: float, drift: float, mag: float, wmax: float, drift_k: float) -> tuple[float, float]:
+    """common.cuh LatSlackFor's (drift after the step, slack) with `drift_k` u H a step (the GPU's
+    constant), in float64: a count, not the GPU's upward-rounded float32 (within a few ulps)."""
+    h = lat_mag + mag + wmax + 1.0
+    d = drift + drift_k * U * h
+    return d, 2.0 * d + 0.5 + 32.0 * U * h
+
+
 def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, slack: float = 0.5,
-          log=None) -> dict:
-    """The counts over the first `rows` rows (the module's docstring); `all_rec`: the records'
-    rule over every slot, which the band and hi must hold between them (the trim's exactness)."""
+          log=None, drift_k: float | None = None, row_ids=None) -> dict:
+    """The counts over the first `rows` rows (the module's docstring), or over `row_ids`;
+    `all_rec`: the records' rule over every slot, which the band and hi must hold between them
+    (the trim's exactness). With `drift_k`, each step's slack is the GPU's (LatSlackFor with
+    drift_k u H a step, the trim's at kLatFilterMag, the filter and the trim off past their
+    magnitudes or lat_drift 2: such a step walks and records every slot, counted in `band` and
+    `untrimmed`) instead of the fixed `slack`."""
     ob, slack = F32(ob), F32(slack)
     dec = Decoder(g, DecoderOptions(output_beam=float(ob)), num_threads=1)
     tb = graph_tables(g, dec.eps_iterations)
@@ -38,17 +57,31 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     arc_sorted = arcs[order]
     nb_sorted_w = np.where(tb.ilabel[arcs] == 0, np.float32(np.inf), w[arcs])[order]
     cum = np.concatenate([[0], np.cumsum(deg_all)])
-    keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm")
+    wmax = float(np.abs(w[np.isfinite(w)]).max(initial=0.0))
+    keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm",
+            "untrimmed", "unfiltered")
     tot = dict.fromkeys(keys, 0)
     pos_of = np.full(g.num_states, -1, np.int64)
     t0 = time.time()
-    for i in range(rows):
+    for i in (range(rows) if row_ids is None else row_ids):
         T, lp_row = int(lens[i]), lp_all[i]
         steps = list(emitting_steps(tb, dec, lp_row, T))
+        lat_mag, drift = 0.0, 0.0
         for (k, s, sc, beam, cutoff, deg, own, a, lp, end), nxt in zip(steps, steps[1:]):
             if nxt[0] != k + 1:
                 continue
             s2, sc2 = nxt[1], nxt[2]
+            trim_on = filt_on = True
+            step_slack = trim_slack = slack
+            if drift_k is not None:
+                mx = float(sc2.max())
+                mag = max(abs(mx), abs(mx - float(beam)))
+                d8, trim_slack = gpu_slack(lat_mag, drift, FILTER_MAG, wmax, drift_k)
+                trim_on = lat_mag <= TRIM_MAG and d8 <= MAX_DRIFT
+                drift, step_slack = gpu_slack(lat_mag, drift, mag, wmax, drift_k)
+                filt_on = mag <= FILTER_MAG and drift <= MAX_DRIFT
+                lat_mag = mag
+                step_slack, trim_slack = F32(step_slack), F32(trim_slack)
             has = deg > 0
             bt = np.flatnonzero(has)[np.argmax(sc[has])]
             L = end[own == bt].max()
@@ -61,13 +94,13 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             se = (sc[own] + w[sa]) + lp[tb.ilabel[sa]]  # each sorted slot's end
             low = F32(L - beam)
             hi = ub > low
-            band = ~hi & (ub > F32(F32(low - ob) - slack))
-            cand = se >= F32(F32(cutoff - ob) - slack)
+            band = ~hi & (ub > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi
+            cand = se >= F32(F32(cutoff - ob) - step_slack)
             pos_of[s2] = np.arange(len(s2))
             p = pos_of[tb.dest[sa]]
             surv = p >= 0
             sdst = np.where(surv, sc2[np.maximum(p, 0)], np.float32(-np.inf))
-            rec = surv & ((se > cutoff) | ~(se < F32(F32(sdst - ob) - slack)))
+            rec = surv & ((se > cutoff) | ~(se < F32(F32(sdst - ob) - step_slack))) if filt_on else surv
             pos_of[s2] = -1
             for name, m in (("hi", hi), ("band", band)):
                 tot[name] += int(m.sum())
@@ -75,6 +108,8 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[name + "_rec"] += int((m & rec).sum())
             tot["all_rec"] += int(rec.sum())
             tot["adm"] += int((end > cutoff).sum())
+            tot["untrimmed"] += 0 if trim_on else 1
+            tot["unfiltered"] += 0 if filt_on else 1
             tot["slots"] += len(a)
             tot["tokens"] += len(s)
         if log:
@@ -86,9 +121,14 @@ def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     g = Graph.load(argv[0])
     z = np.load(argv[1])
-    tot = count(g, z["log_probs"], z["lengths"], int(argv[2]) if len(argv) > 2 else 3,
-                float(argv[3]) if len(argv) > 3 else 8.0, float(argv[4]) if len(argv) > 4 else 0.5,
-                log=lambda m: print(m, flush=True))
+    n = int(argv[2]) if len(argv) > 2 else 3
+    sl = argv[4] if len(argv) > 4 else "0.5"
+    # SLACK "k=16": the GPU's per-step slack with 16 u H of drift a step; ROWS "-3": the 3 longest rows
+    drift_k = float(sl[2:]) if sl.startswith("k=") else None
+    row_ids = None if n > 0 else [int(r) for r in np.argsort(-z["lengths"], kind="stable")[:-n]]
+    tot = count(g, z["log_probs"], z["lengths"], n, float(argv[3]) if len(argv) > 3 else 8.0,
+                0.5 if drift_k is not None else float(sl), log=lambda m: print(m, flush=True),
+                drift_k=drift_k, row_ids=row_ids)
     print({k: f"{v / max(tot['slots'], 1):.4f}" for k, v in tot.items()})
     print(f"band / hi slots {tot['band'] / max(tot['hi'], 1):.3f}; band candidates / band slots "
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "

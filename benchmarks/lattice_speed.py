@@ -125,6 +125,9 @@ def main():
                    help="each pass decodes every utterance in one decode() call (max_lanes = the batch): the lattice "
                         "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
                         "the decoder's default batching. Without it: one call a batch, one sub-batch each")
+    p.add_argument("--anchor-ab", action="store_true",
+                   help="a second decoder built with CUWFST_MAX_ANCHOR=off (MaxKernel's running max from -inf), "
+                        "1-best and lattice timed on it and on the default again, same run (with --profile: both splits)")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -513,6 +516,9 @@ def main():
             print("kernel ms per 1-best batch (launch by launch, CUDA events): " +
                   ", ".join(f"{k} {v:.2f}" for k, v in ms1.items() if v > 0) + f"; sum {sum(ms1.values()):.2f}")
             row["kernel_ms_1best"] = ms1
+        if a.anchor_ab:
+            row["anchor_ab"] = _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run,
+                                         be.main)
         del dec, be
     if a.check:
         m = min(a.check, n)
@@ -540,6 +546,53 @@ def main():
             for r in results:
                 f.write(json.dumps(dict(r, graph=a.graph, commit=commit, device=dev, host=platform.node(),
                                         output_beam=a.output_beam)) + "\n")
+
+
+def _split(inst, fn, nb) -> dict:
+    """Kernel ms per batch of fn() on GPU instance inst (CUDA events, launch by launch)."""
+    before = inst.profile(True)
+    fn()
+    after = inst.profile(False)
+    return {k: (after[k] - before[k]) / nb for k in after}
+
+
+def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run, inst_on) -> dict:
+    """Same run: the default decoder (MaxKernel's running max from the trim's anchor, timed
+    above), one built with CUWFST_MAX_ANCHOR=off, then the default again; 1-best and lattice;
+    identical words, scores and lattices required."""
+    nb = (n + B - 1) // B
+    off = _with_env("CUWFST_MAX_ANCHOR", "off", lambda: Decoder(g, opts, device="cuda", max_lanes=B,
+                                                                num_threads=a.threads, walker=a.walker))
+
+    def run_off(lattice):
+        return off.decode(lp_gpu, lens_all, lattice=lattice) if a.one_call else [
+            h for s in range(0, n, B) for h in off.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)]
+
+    t_b0, h_b0 = _median_time(lambda: run_off(False), a.reps, sync)
+    t_l0, h_l0 = _median_time(lambda: run_off(True), a.reps, sync)
+    t_b2, h_b2 = _median_time(lambda: run(False), a.reps, sync)
+    t_l2, h_l2 = _median_time(lambda: run(True), a.reps, sync)
+    same_1best = sum(1 for x, y, z in zip(hyps, h_b0, h_b2) if x.words == y.words == z.words and
+                     np.float32(x.score) == np.float32(y.score) == np.float32(z.score))
+    out = dict(ms_1best_on=t_best / nb * 1000, ms_1best_off=t_b0 / nb * 1000, ms_1best_on_again=t_b2 / nb * 1000,
+               ms_lattice_on=t_lat / nb * 1000, ms_lattice_off=t_l0 / nb * 1000, ms_lattice_on_again=t_l2 / nb * 1000,
+               same_1best=same_1best, same_lattices=min(_same_lattices(lat_hyps, h_l0), _same_lattices(lat_hyps, h_l2)),
+               # the switch as each decoder's native side took it (MemStats "max_anchor": 1 on, 0 off)
+               max_anchor=(int(inst_on.mem_stats().get("max_anchor", -1)),
+                           int(off._gpu.main.mem_stats().get("max_anchor", -1))))
+    if a.profile:
+        for name, inst, f in (("off", off._gpu.main, run_off), ("on", inst_on, run)):
+            out[f"kernel_ms_1best_{name}"] = _split(inst, lambda: f(False), nb)
+            out[f"kernel_ms_lattice_{name}"] = _split(inst, lambda: f(True), nb)
+    print(f"batch {B}: max-anchor A/B, ms a batch: 1-best on {out['ms_1best_on']:.2f} / off {out['ms_1best_off']:.2f} / "
+          f"on again {out['ms_1best_on_again']:.2f}; lattice on {out['ms_lattice_on']:.2f} / off {out['ms_lattice_off']:.2f} / "
+          f"on again {out['ms_lattice_on_again']:.2f}; identical 1-best {same_1best}/{n}, lattices {out['same_lattices']}/{n}")
+    for k in ("kernel_ms_1best_on", "kernel_ms_1best_off", "kernel_ms_lattice_on", "kernel_ms_lattice_off"):
+        if k in out:
+            print(f"  {k}: " + ", ".join(f"{kk} {v:.2f}" for kk, v in out[k].items() if v > 0) +
+                  f"; sum {sum(out[k].values()):.2f}")
+    del off
+    return out
 
 
 def long_main(a):

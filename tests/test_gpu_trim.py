@@ -207,6 +207,46 @@ def test_trim_with_epsilon_graphs_and_lattices(seed):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(24))
+def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
+    """MaxKernel's running max from the trim's anchor (Workspace::max_anchor, the default) against
+    a decoder built with CUWFST_MAX_ANCHOR=off: the same 1-best (words, arcs, float32 scores) and
+    the same GPU-pruned lattices, both equal to the CPU's, on wide graphs (ties, -inf weights,
+    float16 rows), both scan kernels; each decoder reports the switch it took."""
+    rng = np.random.default_rng(54000 + seed)
+    V = int(rng.integers(3, 60))
+    graph = wide_graph(rng, int(rng.choice([5, 30, 200])), V, int(rng.choice([12, 60, 400])),
+                       blanks=int(rng.integers(0, 3)), inf_frac=float(rng.choice([0.0, 0.05])),
+                       tie_frac=float(rng.choice([0.0, 0.5])))
+    beam, min_a, max_a = BEAMS[seed % len(BEAMS)]
+    opts = DecoderOptions(search_beam=beam, output_beam=float(rng.choice([2.0, beam])), min_active_states=min_a,
+                          max_active_states=max_a, allow_partial=bool(seed % 2))
+    B, T = int(rng.integers(1, 8)), int(rng.integers(1, 40))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 3))
+    if seed % 5 == 0:
+        lp = lp.astype(np.float16)
+    split = seed % 2
+    on = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    monkeypatch.setenv("CUWFST_MAX_ANCHOR", "off")
+    off = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    monkeypatch.delenv("CUWFST_MAX_ANCHOR")
+    assert on._gpu.main.mem_stats()["max_anchor"] == 1 and off._gpu.main.mem_stats()["max_anchor"] == 0
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    for lattice in (False, True):
+        got_on, got_off = on.decode(lp, lens, lattice=lattice), off.decode(lp, lens, lattice=lattice)
+        for i in range(B):
+            what = f"seed {seed} row {i} lattice {lattice}"
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_on[i], what + " anchored")
+            assert (got_on[i].words, got_on[i].arcs, np.float32(got_on[i].score)) == \
+                (got_off[i].words, got_off[i].arcs, np.float32(got_off[i].score)), what
+            if lattice:
+                assert_same_lattice(cpu[i].lattice, got_on[i].lattice, what + " vs the CPU")
+                assert_same_lattice(got_off[i].lattice, got_on[i].lattice, what + " on vs off")
+
+
+@pytest.mark.gpu
 def test_unsorted_graph_decodes_untrimmed():
     """An image whose emitting arcs are not sorted (written by an older version) is decoded
     with the full slot space, exactly."""

@@ -427,7 +427,9 @@ class GpuDecoder {
   // (CUWFST_PAYLOAD=token where it fits).
   // [64] the times the GPU lattice pruning ranked in its per-lane kernel (PrLaneForwardKernel, the
   // default), all decodes.
-  static constexpr int kMemStats = 65;
+  // [65] 1 where the decoder's static-layout steps start MaxKernel's running max at the trim's
+  // anchor (Workspace::max_anchor: trimming, not fused_max; CUWFST_MAX_ANCHOR=off at construction: 0).
+  static constexpr int kMemStats = 66;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -654,6 +656,7 @@ class GpuDecoder {
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
   bool pdl_root_ = false;  // LaunchChunk: the next launch is its capture's first (no PDL edge)
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
+  bool max_anchor_ = true;    // Workspace::max_anchor where it applies (CUWFST_MAX_ANCHOR=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

@@ -93,7 +93,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "scan_round", "scan_order", "refill_kernel", "gc_mark_us",
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
              "prune_sort_times", "lattice_cand_steps", "lattice_cand_over", "winners_host_committed",
-             "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_lane_times")
+             "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_lane_times",
+             "max_anchor")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

@@ -375,6 +375,10 @@ __device__ __forceinline__ bool PooledHandOut(Workspace& ws, bool by_max) {
   return fits;
 }
 
+// Whether the scans start each lane's step max at the trim's anchor (Workspace::pool_anchor,
+// Workspace::max_anchor): never with the fused scans, whose scan_best names the best token.
+__device__ __forceinline__ bool AnchorStartsMax(const Workspace& ws) { return ws.pool_anchor || ws.max_anchor; }
+
 // ---- The lattice records' filter's rounding slack (lattice.cuh LatFilterFor) and the lattice
 // trim (scan.cuh RowAndTrim), shared so the two compute the same bound bit for bit.
 // kLatFilterMag: the filter drops arcs only on steps whose new frontier lies within it;

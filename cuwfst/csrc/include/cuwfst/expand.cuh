@@ -393,6 +393,10 @@ static __global__ void __launch_bounds__(32) PoolHandOutKernel(Workspace ws) {
 // pool_bins (CUWFST_POOL_BOUND=bins): no count and no lower bound; the max is found as in the
 // static layout, and the last block sizes the regions by the bins the scans filled at the
 // exact cutoff (common.cuh PooledBoundInput).
+// max_anchor (the static layout, Workspace::max_anchor): the scans started max_ord at the trim's
+// anchor, and each thread's running max starts at the max_ord it reads on entering a lane, so
+// the skip above holds from the first slot (a thread walks about one slot a step, so its own
+// running max alone rarely skipped anything).
 template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 MaxKernel(DeviceGraph g, Workspace ws) {
@@ -433,6 +437,11 @@ MaxKernel(DeviceGraph g, Workspace ws) {
       run_lane = lv.lane;
       run = -INFINITY;
       cnt = 0;
+      // max_anchor: the scans started the lane's max at the anchor, an arc end of the step (or
+      // -inf), and other CTAs may have raised it: every value read is an end <= the max, so a
+      // token whose bound cannot pass it cannot raise the max, and the max stays exact
+      if (ws.max_anchor && !count)
+        run = OrderedIntToFloat(*reinterpret_cast<const volatile int32_t*>(&ws.lanes[lv.lane].max_ord));
       if (count) {
         const LaneCounters& lc = ws.lanes[lv.lane];
         low = OrderedIntToFloat(*reinterpret_cast<const volatile int32_t*>(&lc.max_ord)) - lc.beam;

@@ -715,7 +715,7 @@ __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters&
   lc.t = t + 1;
   lc.buf = cur ^ 1;
   if (ws.pooled) lc.prev_max_ord = prev_max;  // (a paused step puts it back)
-  lc.max_ord = FloatToOrderedInt((fused || ws.pool_anchor) && total > 0 ? o.lower : -INFINITY);
+  lc.max_ord = FloatToOrderedInt((fused || AnchorStartsMax(ws)) && total > 0 ? o.lower : -INFINITY);
   lc.max_lp = o.max_lp;
   lc.hint_ok = total <= hint_slots ? hshift : 0;  // the shift itself (>= kHintShift > 0), or 0
   lc.step_phase = o.phase;  // kept for the lattice walk, as ScanKernel does
@@ -842,8 +842,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (threadIdx.x == 0) best_key = k;
     __syncthreads();  // also frees tmp for the reduce below
   }
-  // fused_max: L, the lower bound FusedExpandKernel starts from; pool_anchor: the trim's anchor
-  float lower = ws.pool_anchor ? trim.anchor : -INFINITY;
+  // fused_max: L, the lower bound FusedExpandKernel starts from; pool_anchor / max_anchor: the trim's anchor
+  float lower = AnchorStartsMax(ws) ? trim.anchor : -INFINITY;
   if (fused && threadIdx.x < 32) lower = BestTokenEnd(g, best_key, state, score, phase, row32, row16);
   // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
   // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
@@ -1111,7 +1111,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       have_row = true;
       // pool_anchor: every CTA with tokens found the same anchor (one key, the same arcs and
       // reduction); the lane's last CTA, maybe an empty chunk's, reads it from scan_best
-      if (ws.pool_anchor && threadIdx.x == 0 && trim.anchor > -INFINITY) s_best = AnchorKey(trim.anchor);
+      if (AnchorStartsMax(ws) && threadIdx.x == 0 && trim.anchor > -INFINITY) s_best = AnchorKey(trim.anchor);
       ScanTraceAt(itr, kTrTrim);
     }
     const bool trimmed = trim.low > -INFINITY;
@@ -1239,7 +1239,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __syncthreads();
   if (threadIdx.x == 0) {
     // fused_max: the chunk's best token meets the other chunks' before the CTA counts itself done
-    if ((fused || ws.pool_anchor) && s_best != 0ull) atomicMax(&ws.scan_best[lane], s_best);
+    if ((fused || AnchorStartsMax(ws)) && s_best != 0ull) atomicMax(&ws.scan_best[lane], s_best);
     __threadfence();
     lane_last = atomicAdd(&ws.scan_lane_done[lane], 1) == parts - 1;
   }
@@ -1256,7 +1256,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         const unsigned long long key = *reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]);
         // over the lane's frontier region (q = tok_off[cur], either layout), as the chunks named it
         o.lower = BestTokenEnd(g, key, ws.tok_state[cur] + q, ws.tok_score[cur] + q, phase, o.row32, o.row16);
-      } else if (ws.pool_anchor && threadIdx.x == 0) {
+      } else if (AnchorStartsMax(ws) && threadIdx.x == 0) {
         o.lower = AnchorOf(*reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]));
       }
       // the last non-empty chunk published the lane's inclusive sum before counting itself done

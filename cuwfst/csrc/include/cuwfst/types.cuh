@@ -419,6 +419,12 @@ struct Workspace {
   // and the max stays exact; where the lane has no anchor the max starts at -inf (the count
   // then takes every slot of the tokens it reads).
   int32_t pool_anchor;
+  // 1 (the static layout's MaxKernel, not fused_max nor pool_at_max; on unless
+  // CUWFST_MAX_ANCHOR=off): the step's max starts at the trim's anchor as under pool_anchor
+  // (the scans carry it the same way, common.cuh AnchorStartsMax), and MaxKernel's threads
+  // start their running max at the lane's max_ord, so a token whose upper bound cannot pass the
+  // anchor is not read. The anchor is an arc end of the step, so the max stays exact.
+  int32_t max_anchor;
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
   // 1 (pooled, ScanKernel's last block handing out by the slots, no lattice; kPoolBoundClaims,
   // CUWFST_POOL_BOUND=claims): the scan's hand-out gives each lane its claims list and table
