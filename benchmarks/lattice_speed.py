@@ -126,8 +126,8 @@ def main():
                         "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
                         "the decoder's default batching. Without it: one call a batch, one sub-batch each")
     p.add_argument("--anchor-ab", action="store_true",
-                   help="a second decoder built with CUWFST_MAX_ANCHOR=off (MaxKernel's running max from -inf), "
-                        "1-best and lattice timed on it and on the default again, same run (with --profile: both splits)")
+                   help="decoders built with CUWFST_MAX_ANCHOR=slots and =off beside the default (the max from the "
+                        "trim's anchor, token-major), 1-best and lattice, same run (with --profile: every split)")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -557,41 +557,56 @@ def _split(inst, fn, nb) -> dict:
 
 
 def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run, inst_on) -> dict:
-    """Same run: the default decoder (MaxKernel's running max from the trim's anchor, timed
-    above), one built with CUWFST_MAX_ANCHOR=off, then the default again; 1-best and lattice;
-    identical words, scores and lattices required."""
+    """Same run: the default decoder (the max from the trim's anchor, MaxTokensKernel; timed
+    above), decoders built with CUWFST_MAX_ANCHOR=slots (MaxKernel's slot walk from the anchor)
+    and =off (the slot walk from -inf), then the default again; 1-best and lattice; identical
+    words, scores and lattices required."""
     nb = (n + B - 1) // B
-    off = _with_env("CUWFST_MAX_ANCHOR", "off", lambda: Decoder(g, opts, device="cuda", max_lanes=B,
-                                                                num_threads=a.threads, walker=a.walker))
+    out = dict(ms_1best_tokens=t_best / nb * 1000, ms_lattice_tokens=t_lat / nb * 1000)
+    same_1best = same_lat = n
+    insts = {"tokens": inst_on}
+    for mode in ("slots", "off"):
+        other = _with_env("CUWFST_MAX_ANCHOR", mode, lambda: Decoder(g, opts, device="cuda", max_lanes=B,
+                                                                     num_threads=a.threads, walker=a.walker))
 
-    def run_off(lattice):
-        return off.decode(lp_gpu, lens_all, lattice=lattice) if a.one_call else [
-            h for s in range(0, n, B) for h in off.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)]
+        def run_other(lattice, other=other):
+            return other.decode(lp_gpu, lens_all, lattice=lattice) if a.one_call else [
+                h for s in range(0, n, B) for h in other.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)]
 
-    t_b0, h_b0 = _median_time(lambda: run_off(False), a.reps, sync)
-    t_l0, h_l0 = _median_time(lambda: run_off(True), a.reps, sync)
+        t_b, h_b = _median_time(lambda: run_other(False), a.reps, sync)
+        t_l, h_l = _median_time(lambda: run_other(True), a.reps, sync)
+        out[f"ms_1best_{mode}"], out[f"ms_lattice_{mode}"] = t_b / nb * 1000, t_l / nb * 1000
+        same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and
+                                         np.float32(x.score) == np.float32(y.score)))
+        same_lat = min(same_lat, _same_lattices(lat_hyps, h_l))
+        insts[mode] = other._gpu.main
+        if a.profile:
+            out[f"kernel_ms_1best_{mode}"] = _split(other._gpu.main, lambda: run_other(False), nb)
+            out[f"kernel_ms_lattice_{mode}"] = _split(other._gpu.main, lambda: run_other(True), nb)
+        out.setdefault("keep", []).append(other)  # (alive until the end: memory is not what is compared)
     t_b2, h_b2 = _median_time(lambda: run(False), a.reps, sync)
     t_l2, h_l2 = _median_time(lambda: run(True), a.reps, sync)
-    same_1best = sum(1 for x, y, z in zip(hyps, h_b0, h_b2) if x.words == y.words == z.words and
-                     np.float32(x.score) == np.float32(y.score) == np.float32(z.score))
-    out = dict(ms_1best_on=t_best / nb * 1000, ms_1best_off=t_b0 / nb * 1000, ms_1best_on_again=t_b2 / nb * 1000,
-               ms_lattice_on=t_lat / nb * 1000, ms_lattice_off=t_l0 / nb * 1000, ms_lattice_on_again=t_l2 / nb * 1000,
-               same_1best=same_1best, same_lattices=min(_same_lattices(lat_hyps, h_l0), _same_lattices(lat_hyps, h_l2)),
-               # the switch as each decoder's native side took it (MemStats "max_anchor": 1 on, 0 off)
-               max_anchor=(int(inst_on.mem_stats().get("max_anchor", -1)),
-                           int(off._gpu.main.mem_stats().get("max_anchor", -1))))
+    out["ms_1best_tokens_again"], out["ms_lattice_tokens_again"] = t_b2 / nb * 1000, t_l2 / nb * 1000
+    same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b2) if x.words == y.words and
+                                     np.float32(x.score) == np.float32(y.score)))
+    out["same_1best"], out["same_lattices"] = same_1best, min(same_lat, _same_lattices(lat_hyps, h_l2))
     if a.profile:
-        for name, inst, f in (("off", off._gpu.main, run_off), ("on", inst_on, run)):
-            out[f"kernel_ms_1best_{name}"] = _split(inst, lambda: f(False), nb)
-            out[f"kernel_ms_lattice_{name}"] = _split(inst, lambda: f(True), nb)
-    print(f"batch {B}: max-anchor A/B, ms a batch: 1-best on {out['ms_1best_on']:.2f} / off {out['ms_1best_off']:.2f} / "
-          f"on again {out['ms_1best_on_again']:.2f}; lattice on {out['ms_lattice_on']:.2f} / off {out['ms_lattice_off']:.2f} / "
-          f"on again {out['ms_lattice_on_again']:.2f}; identical 1-best {same_1best}/{n}, lattices {out['same_lattices']}/{n}")
-    for k in ("kernel_ms_1best_on", "kernel_ms_1best_off", "kernel_ms_lattice_on", "kernel_ms_lattice_off"):
-        if k in out:
-            print(f"  {k}: " + ", ".join(f"{kk} {v:.2f}" for kk, v in out[k].items() if v > 0) +
-                  f"; sum {sum(out[k].values()):.2f}")
-    del off
+        out["kernel_ms_1best_tokens"] = _split(inst_on, lambda: run(False), nb)
+        out["kernel_ms_lattice_tokens"] = _split(inst_on, lambda: run(True), nb)
+    # the switch as each decoder's native side took it (MemStats "max_anchor": 2 tokens, 1 slots, 0 off)
+    out["max_anchor"] = {k: int(i.mem_stats().get("max_anchor", -1)) for k, i in insts.items()}
+    del out["keep"]
+    print(f"batch {B}: max-anchor A/B {out['max_anchor']}, ms a batch: 1-best tokens {out['ms_1best_tokens']:.2f} / "
+          f"slots {out['ms_1best_slots']:.2f} / off {out['ms_1best_off']:.2f} / tokens again "
+          f"{out['ms_1best_tokens_again']:.2f}; lattice tokens {out['ms_lattice_tokens']:.2f} / slots "
+          f"{out['ms_lattice_slots']:.2f} / off {out['ms_lattice_off']:.2f} / tokens again {out['ms_lattice_tokens_again']:.2f}; "
+          f"identical 1-best {same_1best}/{n}, lattices {out['same_lattices']}/{n}")
+    for mode in ("tokens", "slots", "off"):
+        for kind in ("1best", "lattice"):
+            k = f"kernel_ms_{kind}_{mode}"
+            if k in out:
+                print(f"  {k}: " + ", ".join(f"{kk} {v:.2f}" for kk, v in out[k].items() if v > 0) +
+                      f"; sum {sum(out[k].values()):.2f}")
     return out
 
 
