@@ -126,8 +126,8 @@ def main():
                         "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
                         "the decoder's default batching. Without it: one call a batch, one sub-batch each")
     p.add_argument("--anchor-ab", action="store_true",
-                   help="decoders built with CUWFST_MAX_ANCHOR=slots and =off beside the default (the max from the "
-                        "trim's anchor, token-major), 1-best and lattice, same run (with --profile: every split)")
+                   help="a decoder built with CUWFST_MAX_ANCHOR=off beside the default (MaxKernel's running max from "
+                        "the trim's anchor), 1-best and lattice, same run (with --profile: both splits)")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -557,15 +557,15 @@ def _split(inst, fn, nb) -> dict:
 
 
 def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run, inst_on) -> dict:
-    """Same run: the default decoder (the max from the trim's anchor, MaxTokensKernel; timed
-    above), decoders built with CUWFST_MAX_ANCHOR=slots (MaxKernel's slot walk from the anchor)
-    and =off (the slot walk from -inf), then the default again; 1-best and lattice; identical
-    words, scores and lattices required."""
+    """Same run: the default decoder (MaxKernel's running max from the trim's anchor; timed
+    above), one built with CUWFST_MAX_ANCHOR=off (from -inf), then the default again; 1-best and
+    lattice; identical words, scores and lattices required. (s71 timed a third, token-major
+    kernel here, since removed: docs/speed-notes.md.)"""
     nb = (n + B - 1) // B
-    out = dict(ms_1best_tokens=t_best / nb * 1000, ms_lattice_tokens=t_lat / nb * 1000)
+    out = dict(ms_1best_on=t_best / nb * 1000, ms_lattice_on=t_lat / nb * 1000)
     same_1best = same_lat = n
-    insts = {"tokens": inst_on}
-    for mode in ("slots", "off"):
+    insts = {"on": inst_on}
+    for mode in ("off",):
         other = _with_env("CUWFST_MAX_ANCHOR", mode, lambda: Decoder(g, opts, device="cuda", max_lanes=B,
                                                                      num_threads=a.threads, walker=a.walker))
 
@@ -586,22 +586,21 @@ def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat
         out.setdefault("keep", []).append(other)  # (alive until the end: memory is not what is compared)
     t_b2, h_b2 = _median_time(lambda: run(False), a.reps, sync)
     t_l2, h_l2 = _median_time(lambda: run(True), a.reps, sync)
-    out["ms_1best_tokens_again"], out["ms_lattice_tokens_again"] = t_b2 / nb * 1000, t_l2 / nb * 1000
+    out["ms_1best_on_again"], out["ms_lattice_on_again"] = t_b2 / nb * 1000, t_l2 / nb * 1000
     same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b2) if x.words == y.words and
                                      np.float32(x.score) == np.float32(y.score)))
     out["same_1best"], out["same_lattices"] = same_1best, min(same_lat, _same_lattices(lat_hyps, h_l2))
     if a.profile:
-        out["kernel_ms_1best_tokens"] = _split(inst_on, lambda: run(False), nb)
-        out["kernel_ms_lattice_tokens"] = _split(inst_on, lambda: run(True), nb)
-    # the switch as each decoder's native side took it (MemStats "max_anchor": 2 tokens, 1 slots, 0 off)
+        out["kernel_ms_1best_on"] = _split(inst_on, lambda: run(False), nb)
+        out["kernel_ms_lattice_on"] = _split(inst_on, lambda: run(True), nb)
+    # the switch as each decoder's native side took it (MemStats "max_anchor": 1 on, 0 off)
     out["max_anchor"] = {k: int(i.mem_stats().get("max_anchor", -1)) for k, i in insts.items()}
     del out["keep"]
-    print(f"batch {B}: max-anchor A/B {out['max_anchor']}, ms a batch: 1-best tokens {out['ms_1best_tokens']:.2f} / "
-          f"slots {out['ms_1best_slots']:.2f} / off {out['ms_1best_off']:.2f} / tokens again "
-          f"{out['ms_1best_tokens_again']:.2f}; lattice tokens {out['ms_lattice_tokens']:.2f} / slots "
-          f"{out['ms_lattice_slots']:.2f} / off {out['ms_lattice_off']:.2f} / tokens again {out['ms_lattice_tokens_again']:.2f}; "
+    print(f"batch {B}: max-anchor A/B {out['max_anchor']}, ms a batch: 1-best on {out['ms_1best_on']:.2f} / "
+          f"off {out['ms_1best_off']:.2f} / on again {out['ms_1best_on_again']:.2f}; lattice on "
+          f"{out['ms_lattice_on']:.2f} / off {out['ms_lattice_off']:.2f} / on again {out['ms_lattice_on_again']:.2f}; "
           f"identical 1-best {same_1best}/{n}, lattices {out['same_lattices']}/{n}")
-    for mode in ("tokens", "slots", "off"):
+    for mode in ("on", "off"):
         for kind in ("1best", "lattice"):
             k = f"kernel_ms_{kind}_{mode}"
             if k in out:

@@ -209,9 +209,8 @@ def test_trim_with_epsilon_graphs_and_lattices(seed):
 @pytest.mark.gpu
 @pytest.mark.parametrize("seed", range(24))
 def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
-    """The step's max from the trim's anchor (Workspace::max_anchor): MaxTokensKernel (the
-    default) and MaxKernel's slot walk from the anchor (CUWFST_MAX_ANCHOR=slots) against a
-    decoder built with CUWFST_MAX_ANCHOR=off: the same 1-best (words, arcs, float32 scores) and
+    """MaxKernel's running max from the trim's anchor (Workspace::max_anchor, the default) against
+    a decoder built with CUWFST_MAX_ANCHOR=off: the same 1-best (words, arcs, float32 scores) and
     the same GPU-pruned lattices, equal to the CPU's, on wide graphs (ties, -inf weights, float16
     rows), both scan kernels; each decoder reports the switch it took."""
     rng = np.random.default_rng(54000 + seed)
@@ -229,28 +228,24 @@ def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
     if seed % 5 == 0:
         lp = lp.astype(np.float16)
     split = seed % 2
-    decs = {"tokens": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)}
-    for mode in ("slots", "off"):
-        monkeypatch.setenv("CUWFST_MAX_ANCHOR", mode)
-        decs[mode] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    decs = {"on": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)}
+    monkeypatch.setenv("CUWFST_MAX_ANCHOR", "off")
+    decs["off"] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
     monkeypatch.delenv("CUWFST_MAX_ANCHOR")
-    assert {k: d._gpu.main.mem_stats()["max_anchor"] for k, d in decs.items()} == {"tokens": 2, "slots": 1, "off": 0}
+    assert {k: d._gpu.main.mem_stats()["max_anchor"] for k, d in decs.items()} == {"on": 1, "off": 0}
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     for lattice in (False, True):
         got = {k: d.decode(lp, lens, lattice=lattice) for k, d in decs.items()}
         for i in range(B):
             what = f"seed {seed} row {i} lattice {lattice}"
-            _compare(graph, lp[i].astype(np.float32), cpu[i], got["tokens"][i], what + " anchored")
-            ref = got["off"][i]
-            for mode in ("tokens", "slots"):
-                h = got[mode][i]
-                assert (h.words, h.arcs, np.float32(h.score)) == (ref.words, ref.arcs, np.float32(ref.score)), \
-                    f"{what} {mode} vs off"
-                if lattice:
-                    assert h.lattice is not None, what
-                    assert_same_lattice(ref.lattice, h.lattice, f"{what} {mode} vs off")
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got["on"][i], what + " anchored")
+            h, ref = got["on"][i], got["off"][i]
+            assert (h.words, h.arcs, np.float32(h.score)) == (ref.words, ref.arcs, np.float32(ref.score)), \
+                f"{what} on vs off"
             if lattice:
-                lat = got["tokens"][i].lattice
+                assert h.lattice is not None, what
+                assert_same_lattice(ref.lattice, h.lattice, f"{what} on vs off")
+                lat = h.lattice
                 # (the lattice trim leaves recorded_arcs uncounted, None: every other field is the CPU's)
                 if lat.recorded_arcs is None:
                     lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)

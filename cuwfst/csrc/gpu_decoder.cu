@@ -209,14 +209,10 @@ void GpuDecoder::Allocate() {
       CUWFST_CUDA(cudaMemsetAsync(ws_.scan_trace_step, 0, sizeof(int32_t), stream_));
     }
   }
-  // the step's max from the trim's anchor (Workspace::max_anchor), token-major (MaxTokensKernel)
-  // unless CUWFST_MAX_ANCHOR says otherwise (read here, at construction, for same-run A/B with
-  // two decoders)
-  // (slots: the anchored start with MaxKernel's slot walk; off: neither)
+  // MaxKernel's running max from the trim's anchor (Workspace::max_anchor): on unless
+  // CUWFST_MAX_ANCHOR=off (read here, at construction, for same-run A/B with two decoders)
   if (const char* env = std::getenv("CUWFST_MAX_ANCHOR"); env != nullptr && std::strcmp(env, "off") == 0)
-    max_anchor_ = kMaxAnchorOff;
-  else if (env != nullptr && std::strcmp(env, "slots") == 0)
-    max_anchor_ = kMaxAnchorSlots;
+    max_anchor_ = false;
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
   ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
@@ -766,7 +762,7 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   // the static layout's max from the trim's anchor (types.cuh Workspace::max_anchor): where
   // MaxKernel finds the max without pool_at_max's count, and the scans name no best token
   // (fused_max); constant per decoder and sequence kind, so the captured graphs' keys hold
-  w.max_anchor = max_anchor_ != kMaxAnchorOff && !cfg_.fused_max && !w.pool_at_max && w.trim ? 1 : 0;
+  w.max_anchor = max_anchor_ && !cfg_.fused_max && !w.pool_at_max && w.trim ? 1 : 0;
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   w.refill = kind != SeqKind::kSegmentRefill ? kRefillOff : cfg_.refill_kernel ? kRefillByKernel : kRefillInFinalize;
@@ -1067,10 +1063,7 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   } else {
     // the pooled hand-out after the max: in MaxKernel's last block, or (pool_handout_kernel)
     // in a kernel of its own between MaxKernel and ExpandKernel, on every step
-    // (max_anchor: the token-major max unless CUWFST_MAX_ANCHOR=slots keeps the slot walk)
-    if (w.max_anchor && max_anchor_ == kMaxAnchorTokens)
-      Timed(3, [&] { LaunchStep(MaxTokensKernel, dim3(MaxTokenCtas(L), L), dim3(kWalkThreads), g, w); });
-    else if (cfg_.walker == kWalkThread)
+    if (cfg_.walker == kWalkThread)
       Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
     else
       Timed(3, [&] { LaunchStep(MaxKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
@@ -1683,7 +1676,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[61] = arena_.host_ok() ? 1 : 0;
   out[62] = restores_;
   out[63] = ws_.payload_tok;
-  out[65] = max_anchor_ != kMaxAnchorOff && !cfg_.fused_max && ws_.trim ? max_anchor_ : 0;
+  out[65] = max_anchor_ && !cfg_.fused_max && ws_.trim ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -427,9 +427,8 @@ class GpuDecoder {
   // (CUWFST_PAYLOAD=token where it fits).
   // [64] the times the GPU lattice pruning ranked in its per-lane kernel (PrLaneForwardKernel, the
   // default), all decodes.
-  // [65] where the decoder's static-layout steps start the max at the trim's anchor
-  // (Workspace::max_anchor: trimming, not fused_max): 2 with MaxTokensKernel (the default), 1 with
-  // MaxKernel's slot walk (CUWFST_MAX_ANCHOR=slots at construction), 0 not (off).
+  // [65] 1 where the decoder's static-layout steps start MaxKernel's running max at the trim's
+  // anchor (Workspace::max_anchor: trimming, not fused_max; CUWFST_MAX_ANCHOR=off at construction: 0).
   static constexpr int kMemStats = 66;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
@@ -657,10 +656,7 @@ class GpuDecoder {
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
   bool pdl_root_ = false;  // LaunchChunk: the next launch is its capture's first (no PDL edge)
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
-  // Workspace::max_anchor where it applies, and which kernel finds the max then
-  // (CUWFST_MAX_ANCHOR=off: never; slots: MaxKernel's slot walk; default: MaxTokensKernel)
-  enum : int32_t { kMaxAnchorOff = 0, kMaxAnchorSlots = 1, kMaxAnchorTokens = 2 };
-  int32_t max_anchor_ = kMaxAnchorTokens;
+  bool max_anchor_ = true;    // Workspace::max_anchor where it applies (CUWFST_MAX_ANCHOR=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

@@ -470,61 +470,6 @@ MaxKernel(DeviceGraph g, Workspace ws) {
   if (ws.pool_at_max && !ws.pool_handout_kernel) MaxLastBlock(ws);
 }
 
-// MaxTokensKernel — the max of a step whose scans started each lane's max at the trim's anchor
-// (Workspace::max_anchor, the default of the static layout), token-major: grid
-// (MaxTokenCtas(max_lanes), max_lanes) x kWalkThreads, blockIdx.y the lane. Each warp takes 32
-// tokens of its lane at a time (coalesced upper bounds) and walks, 32 slots at a time, the slots
-// of only those tokens whose bound (ub + max_lp) passes its running max, which starts at the
-// lane's max_ord (the anchor L, or -inf where the lane has none) and rises with every token
-// walked. The skip is MaxKernel's (fp32 addition is monotone: a skipped token's ends are at or
-// below a value that is itself an end of the step, so the max is exact); what changes is that a
-// skipped token costs one bound, not a pass of the slot walker over each of its slots. With L = M
-// on most frames (blank is the argmax and HLG states hold a weight-0 blank loop), only the
-// tokens near the best are walked. Reads and writes as MaxKernel (max_ord only).
-inline int MaxTokenCtas(int lanes) {
-  const int x = 1024 / (lanes > 0 ? lanes : 1);
-  return x < 1 ? 1 : (x > 32 ? 32 : x);
-}
-static __global__ void __launch_bounds__(kWalkThreads) MaxTokensKernel(DeviceGraph g, Workspace ws) {
-  StepKernelEntry();
-  constexpr unsigned kFull = 0xFFFFFFFFu;
-  const int32_t l = blockIdx.y;
-  if (ws.lane_arc_offsets[l + 1] <= ws.lane_arc_offsets[l]) return;  // no slots this step (idle, or none)
-  LaneView lv;
-  lv.Load(ws, l);
-  LaneCounters& lc = ws.lanes[l];
-  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
-  // warp-uniform: lane 0 reads it (other CTAs of the lane may raise it meanwhile)
-  int32_t start = 0;
-  if (me == 0) start = *reinterpret_cast<const volatile int32_t*>(&lc.max_ord);
-  float run = OrderedIntToFloat(__shfl_sync(kFull, start, 0));
-  const int32_t warp = static_cast<int32_t>(blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5));
-  const int32_t warps = static_cast<int32_t>(gridDim.x * (blockDim.x >> 5));
-  for (int32_t t0 = warp * 32; t0 < lv.n; t0 += warps * 32) {
-    const int32_t tok = t0 + me;
-    const float bound = tok < lv.n ? lv.ub[tok] + lv.max_lp : -INFINITY;
-    unsigned pass = __ballot_sync(kFull, bound > run);
-    while (pass) {
-      const int32_t k = __ffs(pass) - 1;
-      pass &= pass - 1;
-      if (!(__shfl_sync(kFull, bound, k) > run)) continue;  // (run rose since the ballot; uniform)
-      const int32_t tk = t0 + k;
-      const int32_t o0 = lv.offsets[tk], o1 = lv.offsets[tk + 1];
-      const int32_t first = lv.begin[tk];
-      const float sc = lv.score[tk];
-      float m = run;
-      for (int32_t s = o0 + me; s < o1; s += 32) {
-        const int32_t arc = first + (s - o0);
-        m = fmaxf(m, ArcEnd(sc, g.arc_weight[arc], lv.Acoustic(g, arc)));
-      }
-#pragma unroll
-      for (int d = 16; d >= 1; d >>= 1) m = fmaxf(m, __shfl_xor_sync(kFull, m, d));
-      run = m;
-    }
-  }
-  if (me == 0 && run > -INFINITY) atomicMax(&lc.max_ord, FloatToOrderedInt(run));
-}
-
 // A lane's recombination table and claims list for this step (read once per lane by the
 // walkers' callbacks).
 struct LaneTable {
