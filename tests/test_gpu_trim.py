@@ -114,6 +114,27 @@ def _compare(graph, lp_row, c, g, where):
 BEAMS = [(20.0, 30, 10000), (8.0, 5, 200), (3.0, 1, 50), (15.0, 1, 4), (10.0, 0, 3), (0.5, 1, 10000)]
 
 
+def _wide_case(rng, seed: int, draw_output_beam: bool = False):
+    """A random wide graph (wide_graph), the beams of BEAMS[seed] (output_beam the search beam,
+    or with draw_output_beam 2 or it, drawn), and up to 7 rows of up to 39 frames (row 0 the
+    longest; float16 every 5th seed): (graph, opts, B, lens, log_probs)."""
+    V = int(rng.integers(3, 60))
+    graph = wide_graph(rng, int(rng.choice([5, 30, 200])), V, int(rng.choice([12, 60, 400])),
+                       blanks=int(rng.integers(0, 3)), inf_frac=float(rng.choice([0.0, 0.05])),
+                       tie_frac=float(rng.choice([0.0, 0.5])))
+    beam, min_a, max_a = BEAMS[seed % len(BEAMS)]
+    ob = float(rng.choice([2.0, beam])) if draw_output_beam else beam
+    opts = DecoderOptions(search_beam=beam, output_beam=ob, min_active_states=min_a, max_active_states=max_a,
+                          allow_partial=bool(seed % 2))
+    B, T = int(rng.integers(1, 8)), int(rng.integers(1, 40))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 3))
+    if seed % 5 == 0:
+        lp = lp.astype(np.float16)
+    return graph, opts, B, lens, lp
+
+
 def _decoders(graph, opts, scan_split=None):
     """A trimmed and an untrimmed decoder; scan_split 1 runs ScanKernel (one CTA a lane, what
     batches of 512 lanes and more auto-pick), 0 / None ScanSplitKernel at 8 lanes."""
@@ -131,21 +152,8 @@ def _slots(dec):
 @pytest.mark.parametrize("scan_split", [0, 1])
 @pytest.mark.parametrize("seed", range(40))
 def test_trimmed_equals_cpu_and_untrimmed(seed, scan_split):
-    rng = np.random.default_rng(52000 + seed)
-    V = int(rng.integers(3, 60))
-    graph = wide_graph(rng, int(rng.choice([5, 30, 200])), V, int(rng.choice([12, 60, 400])),
-                       blanks=int(rng.integers(0, 3)), inf_frac=float(rng.choice([0.0, 0.05])),
-                       tie_frac=float(rng.choice([0.0, 0.5])))
+    graph, opts, B, lens, lp = _wide_case(np.random.default_rng(52000 + seed), seed)
     assert_sorted_layout(graph)
-    beam, min_a, max_a = BEAMS[seed % len(BEAMS)]
-    opts = DecoderOptions(search_beam=beam, output_beam=beam, min_active_states=min_a, max_active_states=max_a,
-                          allow_partial=bool(seed % 2))
-    B, T = int(rng.integers(1, 8)), int(rng.integers(1, 40))
-    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
-    lens[0] = T
-    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 3))
-    if seed % 5 == 0:
-        lp = lp.astype(np.float16)
     cpu = Decoder(graph, opts).decode(lp, lens)
     trim, full = _decoders(graph, opts, scan_split)
     s0, f0 = _slots(trim), _slots(full)
@@ -213,20 +221,7 @@ def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
     a decoder built with CUWFST_MAX_ANCHOR=off: the same 1-best (words, arcs, float32 scores) and
     the same GPU-pruned lattices, equal to the CPU's, on wide graphs (ties, -inf weights, float16
     rows), both scan kernels; each decoder reports the switch it took."""
-    rng = np.random.default_rng(54000 + seed)
-    V = int(rng.integers(3, 60))
-    graph = wide_graph(rng, int(rng.choice([5, 30, 200])), V, int(rng.choice([12, 60, 400])),
-                       blanks=int(rng.integers(0, 3)), inf_frac=float(rng.choice([0.0, 0.05])),
-                       tie_frac=float(rng.choice([0.0, 0.5])))
-    beam, min_a, max_a = BEAMS[seed % len(BEAMS)]
-    opts = DecoderOptions(search_beam=beam, output_beam=float(rng.choice([2.0, beam])), min_active_states=min_a,
-                          max_active_states=max_a, allow_partial=bool(seed % 2))
-    B, T = int(rng.integers(1, 8)), int(rng.integers(1, 40))
-    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
-    lens[0] = T
-    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 3))
-    if seed % 5 == 0:
-        lp = lp.astype(np.float16)
+    graph, opts, B, lens, lp = _wide_case(np.random.default_rng(54000 + seed), seed, draw_output_beam=True)
     split = seed % 2
     decs = {"on": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)}
     monkeypatch.setenv("CUWFST_MAX_ANCHOR", "off")
