@@ -1109,7 +1109,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
                         &row32, &row16);
       max_lp = trim.lp_all;
       have_row = true;
-      // pool_anchor: every CTA with tokens found the same anchor (one key, the same arcs and
+      // pool_anchor / max_anchor: every CTA with tokens found the same anchor (one key, the same arcs and
       // reduction); the lane's last CTA, maybe an empty chunk's, reads it from scan_best
       if (AnchorStartsMax(ws) && threadIdx.x == 0 && trim.anchor > -INFINITY) s_best = AnchorKey(trim.anchor);
       ScanTraceAt(itr, kTrTrim);
