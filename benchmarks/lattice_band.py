@@ -58,8 +58,10 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     nb_sorted_w = np.where(tb.ilabel[arcs] == 0, np.float32(np.inf), w[arcs])[order]
     cum = np.concatenate([[0], np.cumsum(deg_all)])
     wmax = float(np.abs(w[np.isfinite(w)]).max(initial=0.0))
+    emaxw = np.full(g.num_states, -np.inf, np.float32)  # each state's best emitting weight (the scan's ub)
+    np.maximum.at(emaxw, owner, w[arcs])
     keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm",
-            "untrimmed", "unfiltered")
+            "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
     tot = dict.fromkeys(keys, 0)
     pos_of = np.full(g.num_states, -1, np.int64)
     t0 = time.time()
@@ -85,6 +87,17 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             has = deg > 0
             bt = np.flatnonzero(has)[np.argmax(sc[has])]
             L = end[own == bt].max()
+            # max_known: the step's upper bound max(ub + max_lp) over the tokens is at most the GPU's
+            # anchor (the best-scoring token, the largest index among ties; the best end over its first
+            # 64 sorted arcs): M = the anchor, known after the scan (docs/speed-notes.md, "Next for the max")
+            idx = np.flatnonzero(has)
+            anc = idx[sc[idx] == sc[idx].max()].max()
+            sa64 = arc_sorted[cum[s[anc]] : min(cum[s[anc] + 1], cum[s[anc]] + 64)]
+            anchor = ((sc[anc] + w[sa64]) + lp[tb.ilabel[sa64]]).max()
+            known = ((sc[idx] + emaxw[s[idx]]) + lp.max()).max() <= anchor
+            tot["max_known"] += int(known)
+            tot["max_known_exact"] += int(known and end.max() == anchor)  # (the claim, checked: M is the anchor)
+            tot["steps"] += 1
             # the slots in each token's sorted order, their arcs and bounds (the GPU's rule)
             posw = np.arange(len(a)) - np.repeat(np.cumsum(deg) - deg, deg)
             at = cum[s][own] + posw
@@ -132,7 +145,8 @@ def main(argv=None) -> int:
     print({k: f"{v / max(tot['slots'], 1):.4f}" for k, v in tot.items()})
     print(f"band / hi slots {tot['band'] / max(tot['hi'], 1):.3f}; band candidates / band slots "
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "
-          f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}")
+          f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}; "
+          f"steps whose max the anchor already is {tot['max_known']} of {tot['steps']}")
     return 0
 
 

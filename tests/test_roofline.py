@@ -230,3 +230,19 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     assert tot["all_rec"] == tot["hi_rec"] + tot["band_rec"] > 0
     assert tot["band"] > 0 and tot["hi"] + tot["band"] <= tot["slots"]
     assert tot["adm"] <= tot["hi_cand"] + tot["band_cand"]
+
+
+def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
+    """lattice_band with each step's slack by the GPU's rule (drift_k): the trims still leave every
+    record between hi and the band; and every step it counts as "max known" (the tokens' upper
+    bound at most the anchor) has its exact max equal to the anchor, on some steps at least."""
+    from benchmarks import lattice_band
+
+    g = Graph.load(TINY / "HLG.img")
+    lp, lens = rows
+    n = min(4, len(lens))
+    tot = lattice_band.count(g, lp, lens, n, drift_k=16.0)
+    assert tot["all_rec"] == tot["hi_rec"] + tot["band_rec"] > 0
+    assert 0 < tot["max_known"] == tot["max_known_exact"] <= tot["steps"]
+    tight = lattice_band.count(g, lp, lens, n, drift_k=4.0)
+    assert tight["band"] <= tot["band"]  # (a smaller drift, a band no wider)
