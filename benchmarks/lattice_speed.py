@@ -126,8 +126,8 @@ def main():
                         "decode's sub-batches, each one's host work beside the next one's GPU decode; the 1-best by "
                         "the decoder's default batching. Without it: one call a batch, one sub-batch each")
     p.add_argument("--anchor-ab", action="store_true",
-                   help="a decoder built with CUWFST_MAX_ANCHOR=off beside the default (MaxKernel's running max from "
-                        "the trim's anchor), 1-best and lattice, same run (with --profile: both splits)")
+                   help="decoders built with CUWFST_MAX_KNOWN=off and CUWFST_MAX_ANCHOR=off beside the default (the "
+                        "max from the trim's anchor, known lanes left out), 1-best and lattice, same run (--profile: splits)")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -557,17 +557,18 @@ def _split(inst, fn, nb) -> dict:
 
 
 def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run, inst_on) -> dict:
-    """Same run: the default decoder (MaxKernel's running max from the trim's anchor; timed
-    above), one built with CUWFST_MAX_ANCHOR=off (from -inf), then the default again; 1-best and
-    lattice; identical words, scores and lattices required. (s71 timed a third, token-major
-    kernel here, since removed: docs/speed-notes.md.)"""
+    """Same run: the default decoder (MaxKernel's running max from the trim's anchor, the lanes
+    whose max is the anchor left out; timed above), one built with CUWFST_MAX_KNOWN=off (every
+    lane walked from the anchor), one with CUWFST_MAX_ANCHOR=off (from -inf), then the default
+    again; 1-best and lattice; identical words, scores and lattices required. (s71 timed a
+    token-major kernel here, since removed: docs/speed-notes.md.)"""
     nb = (n + B - 1) // B
     out = dict(ms_1best_on=t_best / nb * 1000, ms_lattice_on=t_lat / nb * 1000)
     same_1best = same_lat = n
     insts = {"on": inst_on}
-    for mode in ("off",):
-        other = _with_env("CUWFST_MAX_ANCHOR", mode, lambda: Decoder(g, opts, device="cuda", max_lanes=B,
-                                                                     num_threads=a.threads, walker=a.walker))
+    for mode, env in (("known_off", "CUWFST_MAX_KNOWN"), ("off", "CUWFST_MAX_ANCHOR")):
+        other = _with_env(env, "off", lambda: Decoder(g, opts, device="cuda", max_lanes=B,
+                                                      num_threads=a.threads, walker=a.walker))
 
         def run_other(lattice, other=other):
             return other.decode(lp_gpu, lens_all, lattice=lattice) if a.one_call else [
@@ -593,14 +594,18 @@ def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat
     if a.profile:
         out["kernel_ms_1best_on"] = _split(inst_on, lambda: run(False), nb)
         out["kernel_ms_lattice_on"] = _split(inst_on, lambda: run(True), nb)
-    # the switch as each decoder's native side took it (MemStats "max_anchor": 1 on, 0 off)
+    # the switch as each decoder's native side took it (MemStats "max_anchor": 1 on, 0 off) and the
+    # slots MaxKernel left out as known lanes, of all the walkers' slots, over every pass so far
     out["max_anchor"] = {k: int(i.mem_stats().get("max_anchor", -1)) for k, i in insts.items()}
+    out["max_known_slots"] = {k: (int(i.mem_stats().get("max_known_slots", -1)), int(i.mem_stats()["slots"]))
+                              for k, i in insts.items()}
     del out["keep"]
-    print(f"batch {B}: max-anchor A/B {out['max_anchor']}, ms a batch: 1-best on {out['ms_1best_on']:.2f} / "
-          f"off {out['ms_1best_off']:.2f} / on again {out['ms_1best_on_again']:.2f}; lattice on "
-          f"{out['ms_lattice_on']:.2f} / off {out['ms_lattice_off']:.2f} / on again {out['ms_lattice_on_again']:.2f}; "
+    print(f"batch {B}: max-anchor A/B {out['max_anchor']}, known slots {out['max_known_slots']}, ms a batch: 1-best "
+          f"on {out['ms_1best_on']:.2f} / known off {out['ms_1best_known_off']:.2f} / off {out['ms_1best_off']:.2f} / "
+          f"on again {out['ms_1best_on_again']:.2f}; lattice on {out['ms_lattice_on']:.2f} / known off "
+          f"{out['ms_lattice_known_off']:.2f} / off {out['ms_lattice_off']:.2f} / on again {out['ms_lattice_on_again']:.2f}; "
           f"identical 1-best {same_1best}/{n}, lattices {out['same_lattices']}/{n}")
-    for mode in ("on", "off"):
+    for mode in ("on", "known_off", "off"):
         for kind in ("1best", "lattice"):
             k = f"kernel_ms_{kind}_{mode}"
             if k in out:

@@ -22,7 +22,7 @@ from cuwfst import Decoder, DecoderOptions, Graph
 from helpers import assert_same_row, random_eps_graph_any, random_log_probs
 from test_lattice_records import assert_same_lattice
 
-TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0}
+TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0}
 
 
 def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf_frac: float = 0.0,
@@ -217,17 +217,21 @@ def test_trim_with_epsilon_graphs_and_lattices(seed):
 @pytest.mark.gpu
 @pytest.mark.parametrize("seed", range(24))
 def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
-    """MaxKernel's running max from the trim's anchor (Workspace::max_anchor, the default) against
-    a decoder built with CUWFST_MAX_ANCHOR=off: the same 1-best (words, arcs, float32 scores) and
-    the same GPU-pruned lattices, equal to the CPU's, on wide graphs (ties, -inf weights, float16
-    rows), both scan kernels; each decoder reports the switch it took."""
+    """MaxKernel's running max from the trim's anchor (Workspace::max_anchor, the default) with the
+    lanes whose max the anchor already is left out (Workspace::max_known, the default), against a
+    decoder built with CUWFST_MAX_KNOWN=off and one with CUWFST_MAX_ANCHOR=off: the same 1-best
+    (words, arcs, float32 scores) and the same GPU-pruned lattices, equal to the CPU's, on wide
+    graphs (ties, -inf weights, float16 rows), both scan kernels; each decoder reports the switch
+    it took, and the slots MaxKernel left out are counted (test_max_known_leaves_slots_out)."""
     graph, opts, B, lens, lp = _wide_case(np.random.default_rng(54000 + seed), seed, draw_output_beam=True)
     split = seed % 2
     decs = {"on": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)}
-    monkeypatch.setenv("CUWFST_MAX_ANCHOR", "off")
-    decs["off"] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
-    monkeypatch.delenv("CUWFST_MAX_ANCHOR")
-    assert {k: d._gpu.main.mem_stats()["max_anchor"] for k, d in decs.items()} == {"on": 1, "off": 0}
+    for name, env in (("known_off", "CUWFST_MAX_KNOWN"), ("off", "CUWFST_MAX_ANCHOR")):
+        monkeypatch.setenv(env, "off")
+        decs[name] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+        monkeypatch.delenv(env)
+    assert {k: d._gpu.main.mem_stats()["max_anchor"] for k, d in decs.items()} == {"on": 1, "known_off": 1, "off": 0}
+    before = {k: d._gpu.main.mem_stats() for k, d in decs.items()}
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     for lattice in (False, True):
         got = {k: d.decode(lp, lens, lattice=lattice) for k, d in decs.items()}
@@ -235,16 +239,34 @@ def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
             what = f"seed {seed} row {i} lattice {lattice}"
             _compare(graph, lp[i].astype(np.float32), cpu[i], got["on"][i], what + " anchored")
             h, ref = got["on"][i], got["off"][i]
-            assert (h.words, h.arcs, np.float32(h.score)) == (ref.words, ref.arcs, np.float32(ref.score)), \
-                f"{what} on vs off"
+            for name in ("on", "known_off"):
+                x = got[name][i]
+                assert (x.words, x.arcs, np.float32(x.score)) == (ref.words, ref.arcs, np.float32(ref.score)), \
+                    f"{what} {name} vs off"
+                if lattice:
+                    assert x.lattice is not None, what
+                    assert_same_lattice(ref.lattice, x.lattice, f"{what} {name} vs off")
             if lattice:
-                assert h.lattice is not None, what
-                assert_same_lattice(ref.lattice, h.lattice, f"{what} on vs off")
                 lat = h.lattice
                 # (the lattice trim leaves recorded_arcs uncounted, None: every other field is the CPU's)
                 if lat.recorded_arcs is None:
                     lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)
                 assert_same_lattice(cpu[i].lattice, lat, what + " vs the CPU")
+    after = {k: d._gpu.main.mem_stats() for k, d in decs.items()}
+    assert after["known_off"]["max_known_slots"] == 0 and after["off"]["max_known_slots"] == 0
+    TOTALS["known_slots"] += after["on"]["max_known_slots"] - before["on"]["max_known_slots"]
+    TOTALS["anchor_slots"] += after["on"]["slots"] - before["on"]["slots"]
+
+
+@pytest.mark.gpu
+def test_max_known_leaves_slots_out():  # (runs after the cases above: file order)
+    """Over the cases above MaxKernel left out a share of the slots as lanes whose max the anchor
+    already was (a flag that never fires would pass every equality test and save nothing)."""
+    if TOTALS["anchor_slots"] == 0:
+        pytest.skip("the on/off cases did not run")
+    assert 0 < TOTALS["known_slots"] <= TOTALS["anchor_slots"], TOTALS
+    print(f"max known: {TOTALS['known_slots']} of {TOTALS['anchor_slots']} slots left out of MaxKernel "
+          f"({TOTALS['known_slots'] / TOTALS['anchor_slots']:.3f})")
 
 
 @pytest.mark.gpu

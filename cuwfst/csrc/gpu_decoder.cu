@@ -213,6 +213,13 @@ void GpuDecoder::Allocate() {
   // CUWFST_MAX_ANCHOR=off (read here, at construction, for same-run A/B with two decoders)
   if (const char* env = std::getenv("CUWFST_MAX_ANCHOR"); env != nullptr && std::strcmp(env, "off") == 0)
     max_anchor_ = false;
+  // and MaxKernel leaving out the lanes whose max the anchor already is (Workspace::max_known):
+  // on unless CUWFST_MAX_KNOWN=off (read here too)
+  if (const char* env = std::getenv("CUWFST_MAX_KNOWN"); env != nullptr && std::strcmp(env, "off") == 0)
+    max_known_ = false;
+  ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
+  ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
   ws_.scan_status = Alloc<unsigned long long>(L * cfg_.scan_split, "scan look-back status");
   ws_.scan_lane_done = Alloc<int32_t>(L, "scan lane counters");
   ws_.scan_ticket = Alloc<int32_t>(1, "scan tickets");
@@ -224,8 +231,8 @@ void GpuDecoder::Allocate() {
     pdl_ = major >= 9;
   }
   ws_.trim = cfg_.trim_arcs && graph_->view.emit_sorted ? 1 : 0;
-  ws_.slot_total = Alloc<unsigned long long>(1, "slot counter");
-  CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, sizeof(unsigned long long), stream_));
+  ws_.slot_total = Alloc<unsigned long long>(2, "slot counters");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, 2 * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_lane_done, 0, L * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_ticket, 0, sizeof(int32_t), stream_));
@@ -763,6 +770,10 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   // MaxKernel finds the max without pool_at_max's count, and the scans name no best token
   // (fused_max); constant per decoder and sequence kind, so the captured graphs' keys hold
   w.max_anchor = max_anchor_ && !cfg_.fused_max && !w.pool_at_max && w.trim ? 1 : 0;
+  // and the lanes whose max the anchor already is left out of MaxKernel's walk (types.cuh
+  // Workspace::max_known): the static layout only (the pooled scans' tail builds no second
+  // prefix), where MaxKernel runs (not CoopWalkKernel)
+  w.max_known = w.max_anchor && max_known_ && !w.pooled && coop_cap_ == 0 ? 1 : 0;
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   w.refill = kind != SeqKind::kSegmentRefill ? kRefillOff : cfg_.refill_kernel ? kRefillByKernel : kRefillInFinalize;
@@ -1063,10 +1074,13 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   } else {
     // the pooled hand-out after the max: in MaxKernel's last block, or (pool_handout_kernel)
     // in a kernel of its own between MaxKernel and ExpandKernel, on every step
+    // (max_known: MaxKernel walks the slot space without the lanes whose max is already known)
+    Workspace wm = w;
+    if (w.max_known) wm.lane_arc_offsets = w.max_lane_offsets;
     if (cfg_.walker == kWalkThread)
-      Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+      Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, wm); });
     else
-      Timed(3, [&] { LaunchStep(MaxKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+      Timed(3, [&] { LaunchStep(MaxKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, wm); });
     if (w.pool_handout_kernel) Timed(14, [&] { LaunchStep(PoolHandOutKernel, dim3(1), dim3(32), w); });
     if (cfg_.walker == kWalkThread)
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
@@ -1649,11 +1663,12 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[42] = lat_grows_;
   out[43] = lat_.get() ? ws_.lat_cap : 0;
   out[44] = ws_.trim;
-  unsigned long long slots = 0;
-  const bool read = cudaMemcpyAsync(&slots, ws_.slot_total, sizeof(slots), cudaMemcpyDeviceToHost, stream_) == cudaSuccess &&
+  unsigned long long slots[2] = {0, 0};
+  const bool read = cudaMemcpyAsync(slots, ws_.slot_total, sizeof(slots), cudaMemcpyDeviceToHost, stream_) == cudaSuccess &&
                     cudaStreamSynchronize(stream_) == cudaSuccess;
   if (!read) ClearHandledError();
-  out[45] = read ? static_cast<int64_t>(slots) : -1;
+  out[45] = read ? static_cast<int64_t>(slots[0]) : -1;
+  out[66] = read ? static_cast<int64_t>(slots[1]) : -1;
   out[46] = refills_;
   out[47] = pdl_ ? 1 : 0;
   out[48] = cfg_.scan_round;

@@ -429,7 +429,9 @@ class GpuDecoder {
   // default), all decodes.
   // [65] 1 where the decoder's static-layout steps start MaxKernel's running max at the trim's
   // anchor (Workspace::max_anchor: trimming, not fused_max; CUWFST_MAX_ANCHOR=off at construction: 0).
-  static constexpr int kMemStats = 66;
+  // [66] of [45], the slots of lane-steps whose max the anchor already was (Workspace::max_known):
+  // MaxKernel left them out (reading it synchronizes the decoder's stream, as [45]).
+  static constexpr int kMemStats = 67;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -657,6 +659,7 @@ class GpuDecoder {
   bool pdl_root_ = false;  // LaunchChunk: the next launch is its capture's first (no PDL edge)
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   bool max_anchor_ = true;    // Workspace::max_anchor where it applies (CUWFST_MAX_ANCHOR=off: never)
+  bool max_known_ = true;     // Workspace::max_known where it applies (CUWFST_MAX_KNOWN=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

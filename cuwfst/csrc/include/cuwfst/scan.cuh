@@ -604,7 +604,8 @@ __device__ __forceinline__ void LaneScanTail(Workspace& ws, bool step) {
   }
   bool fits = ws.pooled && !ws.pool_at_max ? PooledHandOut(ws, false) : true;
   if (step && !ws.pooled && *ws.arena_guard != 0ull) fits = ArenaStepFits(ws);
-  int64_t carry = 0;
+  int64_t carry = 0, carry_m = 0;
+  const bool known = step && ws.max_known;  // MaxKernel's slot space too (Workspace::max_known)
   for (int32_t base = 0; base < ws.max_lanes; base += 32) {
     const int32_t l = base + threadIdx.x;
     // (volatile: the lanes' CTAs wrote these; this SM's L1 may hold old lines)
@@ -613,8 +614,16 @@ __device__ __forceinline__ void LaneScanTail(Workspace& ws, bool step) {
     const int64_t excl = WarpExclusiveScan(v, &step_total);
     if (l < ws.max_lanes) ws.lane_arc_offsets[l] = carry + excl;
     carry += step_total;
+    if (known) {
+      const int64_t vm = l < ws.max_lanes && *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].max_known) ? 0 : v;
+      int64_t step_m;
+      const int64_t excl_m = WarpExclusiveScan(vm, &step_m);
+      if (l < ws.max_lanes) ws.max_lane_offsets[l] = carry_m + excl_m;
+      carry_m += step_m;
+    }
   }
   if (threadIdx.x == 0) {
+    if (known) ws.max_lane_offsets[ws.max_lanes] = carry_m;
     ws.lane_arc_offsets[ws.max_lanes] = carry;
     *ws.scan_done = 0;
     *ws.scan_ticket = 0;  // ScanSplitKernel's (every CTA took its ticket before counting)
@@ -710,6 +719,8 @@ __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters&
   lc.phase = o.phase;
   lc.total_arcs = static_cast<int32_t>(total);
   if (total > 0) atomicAdd(ws.slot_total, static_cast<unsigned long long>(total));
+  lc.max_known = ws.max_known && o.known && total > 0 ? 1 : 0;
+  if (lc.max_known) atomicAdd(ws.slot_total + 1, static_cast<unsigned long long>(total));
   lc.prev_beam = lc.beam;  // (a paused step puts it back: PooledUndoStep)
   lc.beam = UpdateBeam(lc.beam, n, t, T + 1, p.search_beam, p.min_active, p.max_active, lc.online != 0);
   lc.t = t + 1;
@@ -814,12 +825,17 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   __syncthreads();
   constexpr bool fused = kFused;  // ws.fused_max, as a template argument: the other variants compile as before
   unsigned long long best = 0ull;  // fused_max: this thread's best token with arcs
+  float umax = -INFINITY;          // max_known: this thread's largest bound of a token with slots
   constexpr int kPerRound = kScanThreads * kScanItems;
   for (int32_t base = 0; base < n; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kScanItems;
     int64_t deg[kScanItems];
     TokenSlots<fused>(g, state, score, begin, ub, first, n, phase, trimmed, trim, bins ? hist : nullptr, bin_ref, best,
                       deg);
+    if (ws.max_known)  // U over the tokens with slots (this thread wrote their ub just now)
+#pragma unroll
+      for (int k = 0; k < kScanItems; ++k)
+        if (first + k < n && deg[k] > 0) umax = fmaxf(umax, ub[first + k]);
     int64_t excl[kScanItems], total;
     BlockScan(tmp.scan).ExclusiveSum(deg, excl, total);
 #pragma unroll
@@ -845,9 +861,14 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // fused_max: L, the lower bound FusedExpandKernel starts from; pool_anchor / max_anchor: the trim's anchor
   float lower = AnchorStartsMax(ws) ? trim.anchor : -INFINITY;
   if (fused && threadIdx.x < 32) lower = BestTokenEnd(g, best_key, state, score, phase, row32, row16);
+  int32_t known = 0;  // max_known: every token with slots bounded by the anchor (Workspace::max_known)
+  if (ws.max_known) {
+    const float u = BlockReduce(tmp.reduce).Reduce(umax, [](float a, float b) { return fmaxf(a, b); });  // (thread 0)
+    known = lower > -INFINITY && u + max_lp <= lower ? 1 : 0;
+  }
   // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
   // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
-  if (threadIdx.x == 0) ApplyLaneStep(ws, lc, p, LaneStepOut{0, phase, n, 0, running, max_lp, lower, row32, row16}, fused);
+  if (threadIdx.x == 0) ApplyLaneStep(ws, lc, p, LaneStepOut{0, phase, n, known, running, max_lp, lower, row32, row16}, fused);
   LaneScanLastBlock(ws, true);
 }
 
@@ -903,7 +924,7 @@ __device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams
     o.idle = v->idle;
     o.phase = v->phase;
     o.n = v->n;
-    o.pad = 0;
+    o.known = v->known;
     o.total = v->total;
     o.max_lp = v->max_lp;
     o.lower = v->lower;
@@ -1100,6 +1121,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     const int32_t stripe0 = lo + static_cast<int32_t>(threadIdx.x);
     TokenRound r0;
     unsigned long long best0 = 0ull;  // fused_max: the best of this thread's tokens with arcs
+    float umax = -INFINITY;           // max_known: this thread's largest bound of a token with slots
     const bool preload = one_round && ws.scan_preload;  // (off: the order before, for A/B runs)
     if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, best0, r0);
     LaneTrim trim;
@@ -1121,6 +1143,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // finish: a round's trim from its TokenLoad (its best key in `best`)
     auto finish = [&](TokenRound& r, unsigned long long best, int64_t (&deg)[kScanItems]) {
       TokenTrim(g, trimmed, trim, bins ? hist : nullptr, bin_ref, r, deg);
+      if (ws.max_known)  // U over the tokens with slots (a token past the chunk has none)
+#pragma unroll
+        for (int k = 0; k < kScanItems; ++k)
+          if (deg[k] > 0) umax = fmaxf(umax, r.u[k]);
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));
@@ -1234,6 +1260,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     }
     // the chunk's slots by bin into the lane's suffix sums (before it counts itself done)
     if (bins && lo < hi) PublishBins(ws, lane, hist, tmp.scan, true);
+    // max_known: the chunk's largest bound into the lane's (before it counts itself done)
+    if (ws.max_known && lo < hi) {
+#pragma unroll
+      for (int d = 16; d >= 1; d >>= 1) umax = fmaxf(umax, __shfl_xor_sync(0xFFFFFFFFu, umax, d));
+      if ((threadIdx.x & 31) == 0 && umax > -INFINITY) atomicMax(&ws.scan_umax[lane], FloatToOrderedU32(umax));
+    }
   }
   // This CTA is done with the lane: the last of the lane's CTAs writes its counters.
   __syncthreads();
@@ -1258,6 +1290,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         o.lower = BestTokenEnd(g, key, ws.tok_state[cur] + q, ws.tok_score[cur] + q, phase, o.row32, o.row16);
       } else if (AnchorStartsMax(ws) && threadIdx.x == 0) {
         o.lower = AnchorOf(*reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]));
+        if (ws.max_known) {  // every chunk's largest bound is in (each added it before counting itself done)
+          const uint32_t u = *reinterpret_cast<volatile uint32_t*>(&ws.scan_umax[lane]);
+          o.known = u != 0u && o.lower > -INFINITY && OrderedU32ToFloat(u) + o.max_lp <= o.lower ? 1 : 0;
+        }
       }
       // the last non-empty chunk published the lane's inclusive sum before counting itself done
       const int32_t last = LastScanChunk(n, per);
@@ -1272,6 +1308,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       for (int32_t c = 0; c < C; ++c) status[c] = 0ull;
       ws.scan_lane_done[lane] = 0;
       ws.scan_best[lane] = 0ull;
+      if (ws.max_known) ws.scan_umax[lane] = 0u;
       if (itr != nullptr) itr[kTrInfo] |= 1ull << 29;
     }
   }

@@ -294,6 +294,9 @@ struct LaneCounters {
   // does not fit: the lane is still as the step left it, and the host puts it back and clears
   // the mark before it resumes (the scans leave a 2 alone).
   int32_t late_undo;
+  // Workspace::max_known: 1 when this step's max is already the trim's anchor (every token with
+  // slots has ub + max_lp <= the anchor; ApplyLaneStep), so MaxKernel leaves the lane out
+  int32_t max_known;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
 constexpr unsigned long long kBestKeyValid = 1ull << 63;
@@ -384,7 +387,7 @@ struct LaneStepOut {
   int32_t idle;   // no step this launch (unused, finished, waiting, arena guard, paused)
   int32_t phase;  // the step's phase
   int32_t n;      // the frontier the step reads
-  int32_t pad;
+  int32_t known;  // Workspace::max_known: the step's max is the anchor (LaneCounters::max_known)
   int64_t total;  // the step's slots (before the int32 check)
   float max_lp;   // the row's max (0 unless a real step)
   float lower;    // fused_max: L, the lower bound of the step's max
@@ -425,6 +428,16 @@ struct Workspace {
   // start their running max at the lane's max_ord, so a token whose upper bound cannot pass the
   // anchor is not read. The anchor is an arc end of the step, so the max stays exact.
   int32_t max_anchor;
+  // 1 (with max_anchor, the static layout; on unless CUWFST_MAX_KNOWN=off): the scans also take
+  // each lane's largest token bound U = max(ub) over its tokens with slots (scan_umax in the
+  // split scans), and a lane whose U + max_lp is at most the anchor is flagged max_known: every
+  // token MaxKernel would visit there is skipped from its first slot (its bound is at most the
+  // anchor, where the running max starts), so the lane's max is the anchor. The scans' last block
+  // builds max_lane_offsets, the slot offsets with the flagged lanes' slots as 0, and MaxKernel
+  // walks that space: the flagged lanes cost it nothing. Bit-exact by construction.
+  int32_t max_known;
+  int64_t* max_lane_offsets;  // [max_lanes + 1] (max_known)
+  uint32_t* scan_umax;        // [max_lanes] {ordered U} (0: none), zero between steps (max_known)
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
   // 1 (pooled, ScanKernel's last block handing out by the slots, no lattice; kPoolBoundClaims,
   // CUWFST_POOL_BOUND=claims): the scan's hand-out gives each lane its claims list and table
@@ -554,7 +567,8 @@ struct Workspace {
   // anchor by warp 0, then the tokens; every ticket its own atomic), kept for A/B runs:
   // DecoderConfig::scan_order 3
   int32_t scan_preload;
-  unsigned long long* slot_total;  // the slots every step gave the walkers, summed (mem stats)
+  unsigned long long* slot_total;  // [2] the slots every step gave the walkers, summed, and of them the
+                                   // max_known lanes' (MaxKernel left them out) (mem stats)
   // winners log and cursor. Entries [0, *arena_limit) may be written: the capacity the host
   // publishes in device memory, so a lazily committed log grows (the host commits more and
   // raises the limit) without re-capturing any graph (spec §6.2); an append at or past it
