@@ -499,26 +499,19 @@ def main():
               " ms (the split lines above are the replay path's)")
         if a.profile and B == max(a.batch):
             inst = be.main
-            before = inst.profile(True)
-            run(True)
-            after = inst.profile(False)
-            ms = {k: (after[k] - before[k]) / nb for k in after}
+            ms = _split(inst, lambda: run(True), nb)
             tot = sum(ms.values())
             be.lattice_prune = None
             print("kernel ms per lattice batch (launch by launch, CUDA events): " +
                   ", ".join(f"{k} {v:.2f} ({100 * v / tot:.0f}%)" for k, v in ms.items() if v > 0) + f"; sum {tot:.2f}")
             row["kernel_ms"] = ms
             # the 1-best decode's kernels, same rows, same decoder (issue 10's search band)
-            before = inst.profile(True)
-            run(False)
-            after = inst.profile(False)
-            ms1 = {k: (after[k] - before[k]) / nb for k in after}
+            ms1 = _split(inst, lambda: run(False), nb)
             print("kernel ms per 1-best batch (launch by launch, CUDA events): " +
                   ", ".join(f"{k} {v:.2f}" for k, v in ms1.items() if v > 0) + f"; sum {sum(ms1.values()):.2f}")
             row["kernel_ms_1best"] = ms1
         if a.anchor_ab:
-            row["anchor_ab"] = _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run,
-                                         be.main)
+            row["anchor_ab"] = _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec)
         del dec, be
     if a.check:
         m = min(a.check, n)
@@ -556,50 +549,47 @@ def _split(inst, fn, nb) -> dict:
     return {k: (after[k] - before[k]) / nb for k in after}
 
 
-def _anchor_ab(a, g, opts, B, n, lp_gpu, lens_all, hyps, lat_hyps, t_best, t_lat, sync, run, inst_on) -> dict:
-    """Same run: the default decoder (MaxKernel's running max from the trim's anchor, the lanes
+def _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) -> dict:
+    """Same run (`run(lattice, dec=)`: main's pass over the utterances): the default decoder (MaxKernel's running max from the trim's anchor, the lanes
     whose max is the anchor left out; timed above), one built with CUWFST_MAX_KNOWN=off (every
     lane walked from the anchor), one with CUWFST_MAX_ANCHOR=off (from -inf), then the default
     again; 1-best and lattice; identical words, scores and lattices required. (s71 timed a
     token-major kernel here, since removed: docs/speed-notes.md.)"""
     nb = (n + B - 1) // B
+    inst_on = dec_on._gpu.main
     out = dict(ms_1best_on=t_best / nb * 1000, ms_lattice_on=t_lat / nb * 1000)
     same_1best = same_lat = n
     insts = {"on": inst_on}
-    for mode, env in (("known_off", "CUWFST_MAX_KNOWN"), ("off", "CUWFST_MAX_ANCHOR")):
-        other = _with_env(env, "off", lambda: Decoder(g, opts, device="cuda", max_lanes=B,
-                                                      num_threads=a.threads, walker=a.walker))
+    keep = []  # (every decoder alive until the end: memory is not what is compared)
 
-        def run_other(lattice, other=other):
-            return other.decode(lp_gpu, lens_all, lattice=lattice) if a.one_call else [
-                h for s in range(0, n, B) for h in other.decode(lp_gpu[s : s + B], lens_all[s : s + B], lattice=lattice)]
-
-        t_b, h_b = _median_time(lambda: run_other(False), a.reps, sync)
-        t_l, h_l = _median_time(lambda: run_other(True), a.reps, sync)
-        out[f"ms_1best_{mode}"], out[f"ms_lattice_{mode}"] = t_b / nb * 1000, t_l / nb * 1000
+    def timed(name, dec):  # 1-best and lattice on `dec` (run's own loop), each equal to the default's
+        nonlocal same_1best, same_lat
+        t_b, h_b = _median_time(lambda: run(False, dec=dec), a.reps, sync)
+        t_l, h_l = _median_time(lambda: run(True, dec=dec), a.reps, sync)
+        out[f"ms_1best_{name}"], out[f"ms_lattice_{name}"] = t_b / nb * 1000, t_l / nb * 1000
         same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and
                                          np.float32(x.score) == np.float32(y.score)))
         same_lat = min(same_lat, _same_lattices(lat_hyps, h_l))
+
+    for mode, env in (("known_off", "CUWFST_MAX_KNOWN"), ("off", "CUWFST_MAX_ANCHOR")):
+        other = _with_env(env, "off", lambda: Decoder(g, opts, device="cuda", max_lanes=B,
+                                                      num_threads=a.threads, walker=a.walker))
+        keep.append(other)
+        timed(mode, other)
         insts[mode] = other._gpu.main
         if a.profile:
-            out[f"kernel_ms_1best_{mode}"] = _split(other._gpu.main, lambda: run_other(False), nb)
-            out[f"kernel_ms_lattice_{mode}"] = _split(other._gpu.main, lambda: run_other(True), nb)
-        out.setdefault("keep", []).append(other)  # (alive until the end: memory is not what is compared)
-    t_b2, h_b2 = _median_time(lambda: run(False), a.reps, sync)
-    t_l2, h_l2 = _median_time(lambda: run(True), a.reps, sync)
-    out["ms_1best_on_again"], out["ms_lattice_on_again"] = t_b2 / nb * 1000, t_l2 / nb * 1000
-    same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b2) if x.words == y.words and
-                                     np.float32(x.score) == np.float32(y.score)))
-    out["same_1best"], out["same_lattices"] = same_1best, min(same_lat, _same_lattices(lat_hyps, h_l2))
+            out[f"kernel_ms_1best_{mode}"] = _split(other._gpu.main, lambda: run(False, dec=other), nb)
+            out[f"kernel_ms_lattice_{mode}"] = _split(other._gpu.main, lambda: run(True, dec=other), nb)
+    timed("on_again", dec_on)
+    out["same_1best"], out["same_lattices"] = same_1best, same_lat
     if a.profile:
-        out["kernel_ms_1best_on"] = _split(inst_on, lambda: run(False), nb)
-        out["kernel_ms_lattice_on"] = _split(inst_on, lambda: run(True), nb)
+        out["kernel_ms_1best_on"] = _split(inst_on, lambda: run(False, dec=dec_on), nb)
+        out["kernel_ms_lattice_on"] = _split(inst_on, lambda: run(True, dec=dec_on), nb)
     # the switch as each decoder's native side took it (MemStats "max_anchor": 1 on, 0 off) and the
     # slots MaxKernel left out as known lanes, of all the walkers' slots, over every pass so far
     out["max_anchor"] = {k: int(i.mem_stats().get("max_anchor", -1)) for k, i in insts.items()}
     out["max_known_slots"] = {k: (int(i.mem_stats().get("max_known_slots", -1)), int(i.mem_stats()["slots"]))
                               for k, i in insts.items()}
-    del out["keep"]
     print(f"batch {B}: max-anchor A/B {out['max_anchor']}, known slots {out['max_known_slots']}, ms a batch: 1-best "
           f"on {out['ms_1best_on']:.2f} / known off {out['ms_1best_known_off']:.2f} / off {out['ms_1best_off']:.2f} / "
           f"on again {out['ms_1best_on_again']:.2f}; lattice on {out['ms_lattice_on']:.2f} / known off "
