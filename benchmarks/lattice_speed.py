@@ -128,6 +128,11 @@ def main():
     p.add_argument("--anchor-ab", action="store_true",
                    help="decoders built with CUWFST_MAX_KNOWN=off and CUWFST_MAX_ANCHOR=off beside the default (the "
                         "max from the trim's anchor, known lanes left out), 1-best and lattice, same run (--profile: splits)")
+    p.add_argument("--env-ab", nargs="+", default=None, metavar="NAME:VAR=VAL[,VAR=VAL]",
+                   help="one decoder per side, built with those environment variables set (the native side reads the "
+                        "grids and switches at construction), timed beside the default one, 1-best and lattice, same "
+                        "run, the default timed again last; identical results required (--profile: splits). E.g. "
+                        "max512:CUWFST_MAX_BLOCKS=512")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -512,6 +517,8 @@ def main():
             row["kernel_ms_1best"] = ms1
         if a.anchor_ab:
             row["anchor_ab"] = _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec)
+        if a.env_ab:
+            row["env_ab"] = _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec)
         del dec, be
     if a.check:
         m = min(a.check, n)
@@ -601,6 +608,67 @@ def _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_o
             if k in out:
                 print(f"  {k}: " + ", ".join(f"{kk} {v:.2f}" for kk, v in out[k].items() if v > 0) +
                       f"; sum {sum(out[k].values()):.2f}")
+    return out
+
+
+def _env_sides(specs) -> list:
+    """--env-ab's sides: [(name, {VAR: VAL, ...})] from "NAME:VAR=VAL[,VAR=VAL]" (a clear error otherwise)."""
+    sides = []
+    for spec in specs:
+        name, sep, rest = spec.partition(":")
+        pairs = [x.partition("=") for x in rest.split(",")] if sep else []
+        if not name or not pairs or any(not k or not eq for k, eq, _ in pairs):
+            raise SystemExit(f"--env-ab: {spec!r} is not NAME:VAR=VAL[,VAR=VAL]")
+        sides.append((name, {k: v for k, _, v in pairs}))
+    return sides
+
+
+def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) -> dict:
+    """Same run: the default decoder (timed above), one decoder per --env-ab side built with its
+    environment variables set, then the default again; 1-best and lattice through main's pass
+    (`run(lattice, dec=)`), identical words, scores and lattices required; --profile adds each
+    side's kernel split. The sides' MemStats come back too (the grids as the native side took them)."""
+    nb = (n + B - 1) // B
+    out = dict(ms_1best_default=t_best / nb * 1000, ms_lattice_default=t_lat / nb * 1000, sides={})
+    same_1best = same_lat = n
+    keep = []  # (every decoder alive until the end: memory is not what is compared)
+
+    def timed(name, dec):
+        nonlocal same_1best, same_lat
+        t_b, h_b = _median_time(lambda: run(False, dec=dec), a.reps, sync)
+        t_l, h_l = _median_time(lambda: run(True, dec=dec), a.reps, sync)
+        r = dict(ms_1best=t_b / nb * 1000, ms_lattice=t_l / nb * 1000)
+        same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and
+                                         np.float32(x.score) == np.float32(y.score)))
+        same_lat = min(same_lat, _same_lattices(lat_hyps, h_l))
+        if a.profile:
+            inst = dec._gpu.main
+            r["kernel_ms_1best"] = _split(inst, lambda: run(False, dec=dec), nb)
+            r["kernel_ms_lattice"] = _split(inst, lambda: run(True, dec=dec), nb)
+        st = dec._gpu.main.mem_stats()
+        r["grids"] = {k: int(st.get(k, -1)) for k in ("max_blocks", "expand_blocks", "lat_blocks")}
+        return r
+
+    for name, env in _env_sides(a.env_ab):
+        def build():
+            return Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads, walker=a.walker)
+        for k, v in reversed(list(env.items())):
+            build = (lambda k=k, v=v, f=build: _with_env(k, v, f))
+        other = build()
+        keep.append(other)
+        out["sides"][name] = dict(timed(name, other), env=env)
+    out["sides"]["default_again"] = timed("default_again", dec_on)
+    out["same_1best"], out["same_lattices"] = same_1best, same_lat
+    print(f"batch {B}: env A/B, ms a batch (1-best / lattice): default {out['ms_1best_default']:.2f} / "
+          f"{out['ms_lattice_default']:.2f}; " + "; ".join(
+              f"{k} {v['ms_1best']:.2f} / {v['ms_lattice']:.2f}" for k, v in out["sides"].items()) +
+          f"; identical 1-best {same_1best}/{n}, lattices {same_lat}/{n}")
+    for k, v in out["sides"].items():
+        for kind in ("1best", "lattice"):
+            ms = v.get(f"kernel_ms_{kind}")
+            if ms:
+                print(f"  {k} {kind} grids {v['grids']}: " + ", ".join(f"{kk} {x:.2f}" for kk, x in ms.items() if x > 0)
+                      + f"; sum {sum(ms.values()):.2f}")
     return out
 
 

@@ -217,6 +217,14 @@ void GpuDecoder::Allocate() {
   // on unless CUWFST_MAX_KNOWN=off (read here too)
   if (const char* env = std::getenv("CUWFST_MAX_KNOWN"); env != nullptr && std::strcmp(env, "off") == 0)
     max_known_ = false;
+  // the walkers' grids one by one (gpu_decoder.cuh max_blocks_): CUWFST_{MAX,EXPAND,LAT}_BLOCKS=N
+  for (auto [name, field] : {std::pair<const char*, int32_t*>{"CUWFST_MAX_BLOCKS", &max_blocks_},
+                             {"CUWFST_EXPAND_BLOCKS", &expand_blocks_}, {"CUWFST_LAT_BLOCKS", &lat_blocks_}})
+    if (const char* env = std::getenv(name); env != nullptr) {
+      const long n = std::strtol(env, nullptr, 10);
+      if (n < 0 || n > (1 << 20)) throw std::invalid_argument(std::string(name) + " out of range");
+      *field = static_cast<int32_t>(n);
+    }
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -1077,15 +1085,17 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     // (max_known: MaxKernel walks the slot space without the lanes whose max is already known)
     Workspace wm = w;
     if (w.max_known) wm.lane_arc_offsets = w.max_lane_offsets;
+    const int max_grid = max_blocks_ > 0 ? max_blocks_ : walk_blocks;
+    const int expand_grid = expand_blocks_ > 0 ? expand_blocks_ : walk_blocks;
     if (cfg_.walker == kWalkThread)
-      Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, wm); });
+      Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(max_grid), dim3(kWalkThreads), g, wm); });
     else
-      Timed(3, [&] { LaunchStep(MaxKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, wm); });
+      Timed(3, [&] { LaunchStep(MaxKernel<kWalkWarp>, dim3(max_grid), dim3(kWalkThreads), g, wm); });
     if (w.pool_handout_kernel) Timed(14, [&] { LaunchStep(PoolHandOutKernel, dim3(1), dim3(32), w); });
     if (cfg_.walker == kWalkThread)
-      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkThread>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
     else
-      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
   }
   // (kRefillInFinalize: the device-side refill runs in Finalize's last CTA of each ended lane)
   if (w.pool_late == 3)  // the same, each working CTA's prefix beside its first loads
@@ -1102,10 +1112,11 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)
+    const int lat_grid = lat_blocks_ > 0 ? lat_blocks_ : walk_blocks;
     if (cfg_.walker == kWalkThread)
-      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(lat_grid), dim3(kWalkThreads), g, w); });
     else
-      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkWarp>, dim3(walk_blocks), dim3(kWalkThreads), g, w); });
+      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkWarp>, dim3(lat_grid), dim3(kWalkThreads), g, w); });
     Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
   }
 }
@@ -1692,6 +1703,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[62] = restores_;
   out[63] = ws_.payload_tok;
   out[65] = max_anchor_ && !cfg_.fused_max && ws_.trim ? 1 : 0;
+  out[67] = max_blocks_;
+  out[68] = expand_blocks_;
+  out[69] = lat_blocks_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -431,7 +431,9 @@ class GpuDecoder {
   // anchor (Workspace::max_anchor: trimming, not fused_max; CUWFST_MAX_ANCHOR=off at construction: 0).
   // [66] of [45], the slots of lane-steps whose max the anchor already was (Workspace::max_known):
   // MaxKernel left them out (reading it synchronizes the decoder's stream, as [45]).
-  static constexpr int kMemStats = 67;
+  // [67] [68] [69] the grids of MaxKernel, ExpandKernel and LatPersistKernel as set at construction
+  // (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS; 0: the walkers' grid).
+  static constexpr int kMemStats = 70;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -660,6 +662,11 @@ class GpuDecoder {
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   bool max_anchor_ = true;    // Workspace::max_anchor where it applies (CUWFST_MAX_ANCHOR=off: never)
   bool max_known_ = true;     // Workspace::max_known where it applies (CUWFST_MAX_KNOWN=off: never)
+  // The grids of MaxKernel, ExpandKernel and LatPersistKernel on the static walkers' path, each
+  // the walkers' grid (DecoderConfig::walk_blocks or ExpandBlocksFor) where 0;
+  // CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS and CUWFST_LAT_BLOCKS at construction (same-run A/B of
+  // the grids: every walk splits its slots among whatever warps it has, so results do not change)
+  int32_t max_blocks_ = 0, expand_blocks_ = 0, lat_blocks_ = 0;
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

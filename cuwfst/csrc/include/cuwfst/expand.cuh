@@ -275,6 +275,25 @@ __device__ __forceinline__ void WarpWalk(const Workspace& ws, Visit&& visit) {
   }
 }
 
+// Whether this CTA owns any slot of the step's walk under Walk<kWalker>'s split (WarpWalk's
+// per-warp spans, ThreadWalk's per-CTA ones); CTA-uniform. A kernel whose CTA has no slot and
+// nothing else to do returns at once instead of setting up (MaxKernel's shared lane maxima,
+// LatPersistKernel's lanes): with the walkers' grid of 2,048 CTAs at 32 lanes and a step's slots
+// spread 32 to a warp, most CTAs of a small step own none.
+template <int kWalker>
+__device__ __forceinline__ bool CtaHasSlots(const Workspace& ws) {
+  const int64_t total = ws.lane_arc_offsets[ws.max_lanes];
+  if (kWalker == kWalkWarp) {
+    const int64_t warps = (static_cast<int64_t>(gridDim.x) * blockDim.x) >> 5;
+    int64_t per = (total + warps - 1) / warps;
+    per = (per + 31) & ~static_cast<int64_t>(31);
+    return per * ((static_cast<int64_t>(blockIdx.x) * blockDim.x) >> 5) < total;
+  }
+  int64_t per = (total + gridDim.x - 1) / gridDim.x;
+  per = (per + blockDim.x - 1) / blockDim.x * blockDim.x;
+  return per * static_cast<int64_t>(blockIdx.x) < total;
+}
+
 // kStep: walk with the lanes' step_* fields (LaneView::LoadStep), for the lattice walk.
 template <int kWalker, bool kStep = false, typename Visit>
 __device__ __forceinline__ void Walk(const Workspace& ws, Visit&& visit) {
@@ -410,6 +429,8 @@ MaxKernel(DeviceGraph g, Workspace ws) {
     if (ws.pool_at_max && !ws.pool_handout_kernel) MaxLastBlock(ws);  // (real lanes without slots still get their next frontier's region)
     return;
   }
+  // a CTA without slots has nothing to add (pool_at_max: every CTA counts into the last block's)
+  if (!ws.pool_at_max && !CtaHasSlots<kWalker>(ws)) return;
   const bool shared_ok = ws.max_lanes <= kMaxSharedLanes;
   const int32_t kNegInf = FloatToOrderedInt(-INFINITY);
   if (shared_ok)

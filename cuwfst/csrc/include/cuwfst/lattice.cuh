@@ -220,6 +220,11 @@ __global__ void __launch_bounds__(kWalkThreads)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
+  // a CTA with no slot of the walk and no candidate of the grid-stride has nothing to record
+  if (!CtaHasSlots<kWalker>(ws) &&
+      (ws.lat_cand == nullptr || static_cast<unsigned long long>(blockIdx.x) * blockDim.x >=
+                                     min(*ws.lat_cand_n, static_cast<unsigned long long>(ws.lat_cand_cap))))
+    return;
   if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
     // candidate mode: each lane's LatLane in shared memory (raw storage: a __shared__ object
     // takes no constructor), the candidates' records, then the walk only if some lane that
