@@ -22,7 +22,8 @@ from cuwfst import Decoder, DecoderOptions, Graph
 from helpers import assert_same_row, random_eps_graph_any, random_log_probs
 from test_lattice_records import assert_same_lattice
 
-TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0}
+TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0,
+          "cand_steps": 0, "grid_cases": 0}
 
 
 def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf_frac: float = 0.0,
@@ -256,6 +257,68 @@ def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
     assert after["known_off"]["max_known_slots"] == 0 and after["off"]["max_known_slots"] == 0
     TOTALS["known_slots"] += after["on"]["max_known_slots"] - before["on"]["max_known_slots"]
     TOTALS["anchor_slots"] += after["on"]["slots"] - before["on"]["slots"]
+
+
+GRID_SIDES = {
+    # tiny grids: every walk loops over several strips a warp, the per-CTA appends over several rounds
+    "grids": {"CUWFST_MAX_BLOCKS": "3", "CUWFST_EXPAND_BLOCKS": "5", "CUWFST_LAT_BLOCKS": "1"},
+    "warp_append": {"CUWFST_LATTICE_APPEND": "warp"},
+    "warp_append_grids": {"CUWFST_LATTICE_APPEND": "warp", "CUWFST_LAT_BLOCKS": "2"},
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(16))
+def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
+    """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
+    here tiny) and LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp) against
+    the default (MaxBlocksFor, the records appended per CTA): the same 1-best and the same
+    GPU-pruned lattices, equal to the CPU's; each decoder reports what it took (MemStats)."""
+    graph, opts, B, lens, lp = _wide_case(np.random.default_rng(57000 + seed), seed, draw_output_beam=True)
+    decs = {"default": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=seed % 2)}
+    for name, env in GRID_SIDES.items():
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        decs[name] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=seed % 2)
+        for k in env:
+            monkeypatch.delenv(k)
+    st = {k: d._gpu.main.mem_stats() for k, d in decs.items()}
+    assert [st["grids"][k] for k in ("max_blocks", "expand_blocks", "lat_blocks")] == [3, 5, 1]
+    assert st["default"]["max_blocks"] == 0 and st["default"]["lat_append_block"] == 1
+    assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    cand0 = {k: d._gpu.main.mem_stats()["lattice_cand_steps"] for k, d in decs.items()}
+    for lattice in (False, True):
+        got = {k: d.decode(lp, lens, lattice=lattice) for k, d in decs.items()}
+        for i in range(B):
+            what = f"seed {seed} row {i} lattice {lattice}"
+            ref = got["default"][i]
+            _compare(graph, lp[i].astype(np.float32), cpu[i], ref, what)
+            for name in GRID_SIDES:
+                x = got[name][i]
+                assert (x.words, x.arcs, np.float32(x.score)) == (ref.words, ref.arcs, np.float32(ref.score)), \
+                    f"{what} {name}"
+                if lattice:
+                    assert x.lattice is not None and ref.lattice is not None, what
+                    assert_same_lattice(ref.lattice, x.lattice, f"{what} {name} vs the default")
+            if lattice:
+                lat = ref.lattice
+                if lat.recorded_arcs is None:  # (the lattice trim leaves it uncounted)
+                    lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)
+                assert_same_lattice(cpu[i].lattice, lat, what + " vs the CPU")
+    cand = {k: d._gpu.main.mem_stats()["lattice_cand_steps"] - cand0[k] for k, d in decs.items()}
+    assert len(set(cand.values())) == 1, cand  # every side recorded the same lane-steps from candidates
+    TOTALS["cand_steps"] += cand["default"]
+    TOTALS["grid_cases"] += 1
+
+
+@pytest.mark.gpu
+def test_grid_cases_recorded_from_candidates():  # (runs after the cases above: file order)
+    """The cases above took lane-steps from candidates (where the per-CTA appends run)."""
+    if TOTALS["grid_cases"] == 0:
+        pytest.skip("the grid cases did not run")
+    assert TOTALS["cand_steps"] > 0, TOTALS
+    print(f"grid cases: {TOTALS['grid_cases']}, lane-steps recorded from candidates {TOTALS['cand_steps']}")
 
 
 @pytest.mark.gpu

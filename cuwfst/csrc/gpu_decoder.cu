@@ -225,6 +225,8 @@ void GpuDecoder::Allocate() {
       if (n < 0 || n > (1 << 20)) throw std::invalid_argument(std::string(name) + " out of range");
       *field = static_cast<int32_t>(n);
     }
+  if (const char* env = std::getenv("CUWFST_LATTICE_APPEND"); env != nullptr && std::strcmp(env, "warp") == 0)
+    lat_append_block_ = false;
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -1085,7 +1087,9 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     // (max_known: MaxKernel walks the slot space without the lanes whose max is already known)
     Workspace wm = w;
     if (w.max_known) wm.lane_arc_offsets = w.max_lane_offsets;
-    const int max_grid = max_blocks_ > 0 ? max_blocks_ : walk_blocks;
+    const int max_grid = max_blocks_ > 0          ? max_blocks_
+                         : cfg_.walk_blocks > 0 ? walk_blocks
+                                                : MaxBlocksFor(L, w.trim != 0);
     const int expand_grid = expand_blocks_ > 0 ? expand_blocks_ : walk_blocks;
     if (cfg_.walker == kWalkThread)
       Timed(3, [&] { LaunchStep(MaxKernel<kWalkThread>, dim3(max_grid), dim3(kWalkThreads), g, wm); });
@@ -1706,6 +1710,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[67] = max_blocks_;
   out[68] = expand_blocks_;
   out[69] = lat_blocks_;
+  out[70] = lat_append_block_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -432,8 +432,10 @@ class GpuDecoder {
   // [66] of [45], the slots of lane-steps whose max the anchor already was (Workspace::max_known):
   // MaxKernel left them out (reading it synchronizes the decoder's stream, as [45]).
   // [67] [68] [69] the grids of MaxKernel, ExpandKernel and LatPersistKernel as set at construction
-  // (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS; 0: the walkers' grid).
-  static constexpr int kMemStats = 70;
+  // (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS; 0: the walkers' grid, and
+  // MaxKernel's MaxBlocksFor where the decoder trims).
+  // [70] 1 where LatPersistKernel appends the candidates' records per CTA (CUWFST_LATTICE_APPEND=warp: 0).
+  static constexpr int kMemStats = 71;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -667,6 +669,9 @@ class GpuDecoder {
   // CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS and CUWFST_LAT_BLOCKS at construction (same-run A/B of
   // the grids: every walk splits its slots among whatever warps it has, so results do not change)
   int32_t max_blocks_ = 0, expand_blocks_ = 0, lat_blocks_ = 0;
+  // LatPersistKernel appends the candidates' records per CTA (lattice.cuh LatCandRecordsBlock);
+  // CUWFST_LATTICE_APPEND=warp at construction: per warp and lane (LatAppend), as before
+  bool lat_append_block_ = true;
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

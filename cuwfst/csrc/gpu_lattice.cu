@@ -164,6 +164,9 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
   // CUWFST_LATTICE_CAND=off (same records either way)
   const char* cand = std::getenv("CUWFST_LATTICE_CAND");
   lat_filter_host_[4] = cand != nullptr && std::strcmp(cand, "off") == 0 ? 0.f : 1.f;
+  // the candidates' records appended per CTA (lattice.cuh LatCandRecordsBlock) unless the decoder
+  // was built with CUWFST_LATTICE_APPEND=warp (lat_append_block_)
+  lat_filter_host_[5] = lat_append_block_ ? 1.f : 0.f;
   lat_filter_on_ = on;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }

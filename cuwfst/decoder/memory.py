@@ -94,7 +94,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "gc_live_total", "lattice_filter_reruns", "lattice_filter_dropped", "prune_block_times",
              "prune_sort_times", "lattice_cand_steps", "lattice_cand_over", "winners_host_committed",
              "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_lane_times",
-             "max_anchor", "max_known_slots", "max_blocks", "expand_blocks", "lat_blocks")
+             "max_anchor", "max_known_slots", "max_blocks", "expand_blocks", "lat_blocks",
+             "lat_append_block")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

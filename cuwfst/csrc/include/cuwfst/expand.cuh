@@ -34,6 +34,17 @@ inline int ExpandBlocksFor(int lanes, bool trimmed = false) {
   int b = (trimmed ? 64 : 160) * lanes;
   return b < 1024 ? 1024 : (b > 8192 ? 8192 : b);
 }
+// MaxKernel's grid when DecoderConfig::walk_blocks is 0: with trimmed slots half the walkers'
+// (32 CTAs a lane, between 1,024 and 8,192), since the known lanes leave it a fraction of the
+// step's slots and its CTAs without slots still cost. Measured on the H200, full HLG, 256
+// utterances, batches of 32 (docs/benchmarks.md, session of 2026-12-03 17:22): MaxKernel 3.56 ms
+// a 1-best batch at 1,024 and 528 CTAs against 4.00-4.02 at 2,048 and 4.37 at 264; in lattice
+// decodes 4.19 / 4.43 against 4.70-4.73 and 5.63.
+inline int MaxBlocksFor(int lanes, bool trimmed = false) {
+  if (!trimmed) return ExpandBlocksFor(lanes, false);
+  int b = 32 * lanes;
+  return b < 1024 ? 1024 : (b > 8192 ? 8192 : b);
+}
 
 // What a walker knows about the lane a slot belongs to.
 struct LaneView {

@@ -201,6 +201,74 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
   }
 }
 
+// LatCandRecords with the appends gathered per CTA (ws.lat_filter[5] != 0, the default;
+// CUWFST_LATTICE_APPEND=warp keeps LatAppend's per warp): the shared-lanes path (at most
+// kWalkThreads lanes), every CTA's threads in CTA-uniform rounds of one candidate each. A round's
+// kept records take one range at the shared cursor (one atomicAdd a CTA and round, where LatAppend
+// took one a warp and lane), laid out by warp and lane in the CTA; the per-lane counts (`count`,
+// `all`) gather in shared memory and reach the lanes' step counters once a CTA at the end. The
+// same tests and the same records (their order inside the step aside, which nothing reads: the
+// pruning sorts them), the same counts, the cursor counting on past lat_cap as before.
+// (s74: ~370 k candidates a step at 32 lanes on the full HLG, ~17% kept, so LatAppend's atomics on
+// the one cursor and the lanes' counters were ~30 k a step.)
+__device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const Workspace& ws, const LatLane* lanes) {
+  __shared__ int32_t s_cnt[kWalkThreads], s_all[kWalkThreads], s_warp[kWalkThreads / 32];
+  __shared__ unsigned long long s_base;
+  for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) s_cnt[l] = s_all[l] = 0;
+  __syncthreads();
+  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
+  const unsigned long long n = min(*ws.lat_cand_n, cap);
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
+  for (unsigned long long b = static_cast<unsigned long long>(blockIdx.x) * blockDim.x; b < n; b += stride) {
+    const unsigned long long i = b + threadIdx.x;  // (the loop is CTA-uniform: b is)
+    bool keep = false, admitted = false;
+    int32_t dst_pos = -1;
+    LatCand c{};
+    if (i < n) {
+      c = ws.lat_cand[i];
+      const LatLane& ll = lanes[c.lane];
+      if (ll.cand) {
+        dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
+        if (dst_pos >= 0) {  // (the end's operands only for a surviving destination)
+          const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
+          admitted = end > ll.cutoff;
+          keep = admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
+          if (ll.all != nullptr) atomicAdd(&s_all[c.lane], 1);
+          if (keep) atomicAdd(&s_cnt[c.lane], 1);
+        }
+      }
+    }
+    const unsigned kept = __ballot_sync(0xFFFFFFFFu, keep);
+    if (me == 0) s_warp[wid] = __popc(kept);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int32_t total = 0;
+      for (int32_t w = 0; w < static_cast<int32_t>(blockDim.x >> 5); ++w) {
+        const int32_t x = s_warp[w];
+        s_warp[w] = total;
+        total += x;
+      }
+      s_base = total > 0 ? atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(total)) : 0ull;
+    }
+    __syncthreads();
+    if (keep) {
+      const unsigned long long r =
+          s_base + static_cast<unsigned long long>(s_warp[wid] + __popc(kept & ((1u << me) - 1u)));
+      if (r < static_cast<unsigned long long>(ws.lat_cap)) {
+        const LatLane& ll = lanes[c.lane];
+        ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
+        ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
+      }
+    }
+    __syncthreads();  // (s_warp and s_base again next round)
+  }
+  for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) {
+    if (s_all[l] != 0) atomicAdd(lanes[l].all, s_all[l]);
+    if (s_cnt[l] != 0) atomicAdd(lanes[l].count, s_cnt[l]);
+  }
+}
+
 // LatPersistKernel — per step of a lattice decode, after FinalizeKernel and the epsilon
 // closure; grid = the walkers' (ExpandBlocksFor) x kWalkThreads, over the step's own slot
 // space (Walk<kStep = true>: every slot the step's Max/Expand visited).
@@ -242,7 +310,8 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       lanes[threadIdx.x] = ll;  // an idle lane: cand false (it has no candidates)
     }
     walk = __syncthreads_or(walk);
-    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
+    if (ws.lat_filter[5] != 0.f) LatCandRecordsBlock(g, ws, lanes);
+    else LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
     if (!walk) return;
   } else if (ws.lat_cand != nullptr) {
     LatLane own;
