@@ -272,8 +272,10 @@ GRID_SIDES = {
 def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
     here tiny) and LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp) against
-    the default (MaxBlocksFor, the records appended per CTA): the same 1-best and the same
-    GPU-pruned lattices, equal to the CPU's; each decoder reports what it took (MemStats)."""
+    the default (MaxBlocksFor, the records appended per CTA): each 1-best equal to the CPU's (exact-score
+    ties aside: another grid claims the next frontier's states in another order, so a tie between two
+    paths may resolve the other way, as it may against the CPU) and the same GPU-pruned lattices as the
+    default and the CPU; each decoder reports what it took (MemStats)."""
     graph, opts, B, lens, lp = _wide_case(np.random.default_rng(57000 + seed), seed, draw_output_beam=True)
     decs = {"default": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=seed % 2)}
     for name, env in GRID_SIDES.items():
@@ -287,17 +289,24 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert st["default"]["max_blocks"] == 0 and st["default"]["lat_append_block"] == 1
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    cand0 = {k: d._gpu.main.mem_stats()["lattice_cand_steps"] for k, d in decs.items()}
+    def cand_steps(d):  # lane-steps in candidate mode: recorded from candidates, or walked after an overflow
+        st = d._gpu.main.mem_stats()
+        return st["lattice_cand_steps"] + st["lattice_cand_over"], st["lattice_cand_steps"]
+
+    cand0 = {k: cand_steps(d) for k, d in decs.items()}
+    rescued = False  # a row that overflowed (a hash probe run, which the claim order shapes) went to the rescue
     for lattice in (False, True):
         got = {k: d.decode(lp, lens, lattice=lattice) for k, d in decs.items()}
+        rescued |= any(bool(h.overflow) for hs in got.values() for h in hs) or \
+            any(d._gpu.stats["flagged_rows"] or d._gpu.stats["arena_rows"] for d in decs.values())
         for i in range(B):
             what = f"seed {seed} row {i} lattice {lattice}"
             ref = got["default"][i]
             _compare(graph, lp[i].astype(np.float32), cpu[i], ref, what)
             for name in GRID_SIDES:
                 x = got[name][i]
-                assert (x.words, x.arcs, np.float32(x.score)) == (ref.words, ref.arcs, np.float32(ref.score)), \
-                    f"{what} {name}"
+                _compare(graph, lp[i].astype(np.float32), cpu[i], x, f"{what} {name}")
+                assert np.float32(x.score) == np.float32(ref.score), f"{what} {name}"
                 if lattice:
                     assert x.lattice is not None and ref.lattice is not None, what
                     assert_same_lattice(ref.lattice, x.lattice, f"{what} {name} vs the default")
@@ -306,9 +315,10 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
                 if lat.recorded_arcs is None:  # (the lattice trim leaves it uncounted)
                     lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)
                 assert_same_lattice(cpu[i].lattice, lat, what + " vs the CPU")
-    cand = {k: d._gpu.main.mem_stats()["lattice_cand_steps"] - cand0[k] for k, d in decs.items()}
-    assert len(set(cand.values())) == 1, cand  # every side recorded the same lane-steps from candidates
-    TOTALS["cand_steps"] += cand["default"]
+    cand = {k: tuple(a - b for a, b in zip(cand_steps(d), cand0[k])) for k, d in decs.items()}
+    # every side took the same lane-steps in candidate mode (unless a rescue took some rows' steps elsewhere)
+    assert rescued or len({c[0] for c in cand.values()}) == 1, f"seed {seed}: (candidate mode, from candidates) {cand}"
+    TOTALS["cand_steps"] += cand["default"][1]
     TOTALS["grid_cases"] += 1
 
 
