@@ -61,6 +61,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     emaxw = np.full(g.num_states, -np.inf, np.float32)  # each state's best emitting weight (the scan's ub)
     np.maximum.at(emaxw, owner, w[arcs])
     keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm",
+            "cand_adm", "cand_surv",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
     tot = dict.fromkeys(keys, 0)
     pos_of = np.full(g.num_states, -1, np.int64)
@@ -120,6 +121,9 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[name + "_cand"] += int((m & cand).sum())
                 tot[name + "_rec"] += int((m & rec).sum())
             tot["all_rec"] += int(rec.sum())
+            walked = hi | band
+            tot["cand_adm"] += int((walked & cand & (se > cutoff)).sum())  # candidates ExpandKernel admits
+            tot["cand_surv"] += int((walked & cand & surv).sum())  # candidates whose destination survives
             tot["adm"] += int((end > cutoff).sum())
             tot["untrimmed"] += 0 if trim_on else 1
             tot["unfiltered"] += 0 if filt_on else 1
@@ -147,6 +151,9 @@ def main(argv=None) -> int:
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "
           f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}; "
           f"steps whose max the anchor already is {tot['max_known']} of {tot['steps']}")
+    c = tot["hi_cand"] + tot["band_cand"]
+    print(f"candidates {c}: admitted {tot['cand_adm']}, destination survives {tot['cand_surv']}, records "
+          f"{tot['hi_rec'] + tot['band_rec']}")
     return 0
 
 

@@ -246,6 +246,14 @@ def main():
                            identical_rows=min(_same_lattices(lat_hyps, c_hyps), _same_lattices(lat_hyps, c2_hyps)),
                            cand_steps=st_on.get("lattice_cand_steps", 0), cand_over=st_on.get("lattice_cand_over", 0),
                            cand_steps_during_ab=st1.get("lattice_cand_steps", 0) - st0.get("lattice_cand_steps", 0))
+            if a.profile:  # the kernels with candidates off (LatPersistKernel walks) and on, same decoder
+                cand_ab["kernel_ms_off"] = _with_env("CUWFST_LATTICE_CAND", "off",
+                                                     lambda: _split(be.main, lambda: run(True), nb_))
+                cand_ab["kernel_ms_on"] = _split(be.main, lambda: run(True), nb_)
+                for k in ("off", "on"):
+                    ms = cand_ab[f"kernel_ms_{k}"]
+                    print(f"batch {B}{tag}: candidates {k}, kernel ms a lattice batch: " +
+                          ", ".join(f"{kk} {v:.2f}" for kk, v in ms.items() if v > 0) + f"; sum {sum(ms.values()):.2f}")
             print(f"batch {B}{tag}: candidates A/B: on {cand_ab['ms_per_batch_on']:.1f}, off "
                   f"{cand_ab['ms_per_batch_off']:.1f}, on again {cand_ab['ms_per_batch_on_again']:.1f} ms per batch; "
                   f"lattices identical on {cand_ab['identical_rows']}/{n} rows; candidate lane-steps so far "
