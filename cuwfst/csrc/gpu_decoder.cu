@@ -227,13 +227,6 @@ void GpuDecoder::Allocate() {
     }
   if (const char* env = std::getenv("CUWFST_LATTICE_APPEND"); env != nullptr && std::strcmp(env, "warp") == 0)
     lat_append_block_ = false;
-  // the candidates' cursors (types.cuh kCandShards): CUWFST_CAND_SHARDS=N (1..16) at construction
-  ws_.lat_cand_shards = kCandShards;
-  if (const char* env = std::getenv("CUWFST_CAND_SHARDS"); env != nullptr) {
-    const long n = std::strtol(env, nullptr, 10);
-    if (n < 1 || n > kCandShards) throw std::invalid_argument("CUWFST_CAND_SHARDS out of range (1..16)");
-    ws_.lat_cand_shards = static_cast<int32_t>(n);
-  }
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -867,8 +860,7 @@ void GpuDecoder::EnqueueHead(SeqKind kind, const Workspace& w, bool f16) {
   // (candidate mode: the step's candidates start empty in every sequence, a resumed one too;
   // the lane-step counts when a batch starts)
   if (w.lattice && w.lat_cand != nullptr)
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? kCandCounters : kCandShards) * sizeof(unsigned long long),
-                                stream_));
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? 3 : 1) * sizeof(unsigned long long), stream_));
   if (w.lattice && reset) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
@@ -1719,7 +1711,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[68] = expand_blocks_;
   out[69] = lat_blocks_;
   out[70] = lat_append_block_ ? 1 : 0;
-  out[71] = ws_.lat_cand_shards;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

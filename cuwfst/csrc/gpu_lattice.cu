@@ -80,8 +80,8 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
   }
   if (cand && !lat_cand_.get()) {
-    alloc(&lat_cand_n_, kCandCounters * sizeof(unsigned long long), "the lattice candidates' cursors and counts");
-    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, kCandCounters * sizeof(unsigned long long), stream_));
+    alloc(&lat_cand_n_, 3 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
+    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 3 * sizeof(unsigned long long), stream_));
     // (CUWFST_LATTICE_CAND_ENTRIES: another size, read when the buffer is made; tests shrink it
     // so that lanes overflow it and take the walk)
     const char* env = std::getenv("CUWFST_LATTICE_CAND_ENTRIES");
@@ -238,11 +238,11 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
       for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
         lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];
     if (ws_.lat_cand != nullptr) {  // the decode's candidate lane-steps (zeroed when its batch started)
-      unsigned long long cand[kCandCounters] = {};
+      unsigned long long cand[3] = {0, 0, 0};
       CUWFST_CUDA(cudaMemcpyAsync(cand, ws_.lat_cand_n, sizeof(cand), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
-      lat_cand_steps_ += static_cast<int64_t>(cand[kCandSteps]);
-      lat_cand_over_ += static_cast<int64_t>(cand[kCandOver]);
+      lat_cand_steps_ += static_cast<int64_t>(cand[1]);
+      lat_cand_over_ += static_cast<int64_t>(cand[2]);
     }
     pr_count_ = count;
     pr_size_ = size;

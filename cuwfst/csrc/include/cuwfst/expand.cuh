@@ -575,21 +575,18 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
 }
 
 // A lattice candidate into the step's candidate buffer (candidate mode, common.cuh LatCandOn):
-// the calling threads take consecutive entries of their CTA's segment (one atomicAdd per warp on
-// the segment's cursor, types.cuh kCandShards); an entry past the segment marks its lane
-// (LatPersistKernel then records that lane by its walk).
+// the calling threads take consecutive entries (one atomicAdd per warp); an entry past the
+// buffer marks its lane (LatPersistKernel then records that lane by its walk).
 __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, int32_t tok, int32_t arc,
                                              float acoustic) {
   const unsigned writing = __activemask();
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const int32_t leader = __ffs(writing) - 1;
-  const int32_t shard = static_cast<int32_t>(blockIdx.x % static_cast<uint32_t>(ws.lat_cand_shards));
-  const unsigned long long seg = static_cast<unsigned long long>(ws.lat_cand_cap / ws.lat_cand_shards);
   unsigned long long base = 0;
-  if (me == leader) base = atomicAdd(ws.lat_cand_n + shard, static_cast<unsigned long long>(__popc(writing)));
+  if (me == leader) base = atomicAdd(ws.lat_cand_n, static_cast<unsigned long long>(__popc(writing)));
   base = __shfl_sync(writing, base, leader);
   const unsigned long long i = base + static_cast<unsigned long long>(__popc(writing & ((1u << me) - 1u)));
-  if (i < seg) ws.lat_cand[static_cast<unsigned long long>(shard) * seg + i] = LatCand{tok, arc, acoustic, lane};
+  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) ws.lat_cand[i] = LatCand{tok, arc, acoustic, lane};
   else atomicOr(&ws.lanes[lane].lat_cand_over, 1);
 }
 

@@ -179,29 +179,13 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
 // the filter; the arcs below the bound are the ones the walk's prefilter drops unprobed, so
 // the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
 // lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
-// The candidates of segment k (types.cuh kCandShards): its first entry and how many it holds.
-__device__ __forceinline__ unsigned long long CandSeg(const Workspace& ws) {
-  return static_cast<unsigned long long>(ws.lat_cand_cap / ws.lat_cand_shards);
-}
-__device__ __forceinline__ unsigned long long CandCount(const Workspace& ws, int32_t k) {
-  return min(ws.lat_cand_n[k], CandSeg(ws));
-}
-// Whether CTA blockIdx.x holds a candidate of the grid-stride over some segment (CTA-uniform).
-__device__ __forceinline__ bool CtaHasCands(const Workspace& ws) {
-  const unsigned long long first = static_cast<unsigned long long>(blockIdx.x) * blockDim.x;
-  for (int32_t k = 0; k < ws.lat_cand_shards; ++k)
-    if (first < CandCount(ws, k)) return true;
-  return false;
-}
-
 template <typename LaneOf>
 __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
-  const unsigned long long seg = CandSeg(ws);
-  for (int32_t k = 0; k < ws.lat_cand_shards; ++k)  // each segment grid-strided in turn
-  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x,
-                          n = CandCount(ws, k);
-       i < n; i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-    const LatCand c = ws.lat_cand[static_cast<unsigned long long>(k) * seg + i];
+  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
+  const unsigned long long n = min(*ws.lat_cand_n, cap);
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    const LatCand c = ws.lat_cand[i];
     const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
     const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
@@ -232,18 +216,17 @@ __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const 
   __shared__ unsigned long long s_base;
   for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) s_cnt[l] = s_all[l] = 0;
   __syncthreads();
-  const unsigned long long seg = CandSeg(ws);
+  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
+  const unsigned long long n = min(*ws.lat_cand_n, cap);
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
-  for (int32_t k = 0; k < ws.lat_cand_shards; ++k)  // each segment grid-strided in turn
-  for (unsigned long long b = static_cast<unsigned long long>(blockIdx.x) * blockDim.x, n = CandCount(ws, k); b < n;
-       b += stride) {
-    const unsigned long long i = b + threadIdx.x;  // (the loop is CTA-uniform: b and n are)
+  for (unsigned long long b = static_cast<unsigned long long>(blockIdx.x) * blockDim.x; b < n; b += stride) {
+    const unsigned long long i = b + threadIdx.x;  // (the loop is CTA-uniform: b is)
     bool keep = false, admitted = false;
     int32_t dst_pos = -1;
     LatCand c{};
     if (i < n) {
-      c = ws.lat_cand[static_cast<unsigned long long>(k) * seg + i];
+      c = ws.lat_cand[i];
       const LatLane& ll = lanes[c.lane];
       if (ll.cand) {
         dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
@@ -306,7 +289,10 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   // a CTA with no slot of the walk and no candidate of the grid-stride has nothing to record
-  if (!CtaHasSlots<kWalker>(ws) && (ws.lat_cand == nullptr || !CtaHasCands(ws))) return;
+  if (!CtaHasSlots<kWalker>(ws) &&
+      (ws.lat_cand == nullptr || static_cast<unsigned long long>(blockIdx.x) * blockDim.x >=
+                                     min(*ws.lat_cand_n, static_cast<unsigned long long>(ws.lat_cand_cap))))
+    return;
   if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
     // candidate mode: each lane's LatLane in shared memory (raw storage: a __shared__ object
     // takes no constructor), the candidates' records, then the walk only if some lane that
@@ -391,10 +377,9 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
     if (ws.lattice == 2 && lc.step_phase == kPhaseReal) {
       const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
       if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
-        atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? kCandOver : kCandSteps], 1ull);
+        atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
     }
-    if (lane == 0)
-      for (int32_t k = 0; k < kCandShards; ++k) ws.lat_cand_n[k] = 0;
+    if (lane == 0) *ws.lat_cand_n = 0;
     lc.lat_cand_over = 0;
   }
   const int32_t step_phase = lc.step_phase;

@@ -307,12 +307,6 @@ __host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index
 
 // A lattice candidate (ExpandKernel, candidate mode): an arc of the step that ends at or above
 // the prefilter's bound, with the token that expanded it, its acoustic score and its lane.
-// The candidates' cursors (Workspace::lat_cand_n): ExpandKernel's CTA b appends at cursor
-// b % lat_cand_shards into its segment of the buffer (lat_cand_cap / lat_cand_shards entries), so
-// the step's appends spread over up to kCandShards addresses instead of queueing on one;
-// lat_cand_n[kCandSteps] and [kCandOver] count lane-steps over a decode (MemStats [57], [58]).
-constexpr int32_t kCandShards = 16;
-constexpr int32_t kCandSteps = kCandShards, kCandOver = kCandShards + 1, kCandCounters = kCandShards + 2;
 struct LatCand {
   int32_t tok;
   int32_t arc;
@@ -635,14 +629,12 @@ struct Workspace {
   int32_t* lat_all;
   const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, 0, 0, 0}
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
-  // [lat_cand_cap] in lat_cand_shards segments, segment k at the cursor lat_cand_n[k]
-  // (LatStepEndKernel zeroes them; kCandShards above); lat_cand_n[kCandSteps] and [kCandOver]
-  // count the lane-steps recorded from candidates and those whose candidates overflowed (walked
-  // instead), over a decode; nullptr: off
+  // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
+  // [2] count the lane-steps recorded from candidates and those whose candidates overflowed
+  // (walked instead), over a decode; nullptr: off
   LatCand* lat_cand;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
-  int32_t lat_cand_shards;  // 1..kCandShards (CUWFST_CAND_SHARDS at construction; kCandShards by default)
   // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
   // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
   // kScanTraceWords words: the %globaltimer at the phases scan.cuh ScanTraceMark names, then
