@@ -664,8 +664,8 @@ class GpuDecoder {
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   bool max_anchor_ = true;    // Workspace::max_anchor where it applies (CUWFST_MAX_ANCHOR=off: never)
   bool max_known_ = true;     // Workspace::max_known where it applies (CUWFST_MAX_KNOWN=off: never)
-  // The grids of MaxKernel, ExpandKernel and LatPersistKernel on the static walkers' path, each
-  // the walkers' grid (DecoderConfig::walk_blocks or ExpandBlocksFor) where 0;
+  // The grids of MaxKernel, ExpandKernel and LatPersistKernel on the static walkers' path, where 0
+  // DecoderConfig::walk_blocks if set, else MaxBlocksFor (MaxKernel) and ExpandBlocksFor (the others);
   // CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS and CUWFST_LAT_BLOCKS at construction (same-run A/B of
   // the grids: every walk splits its slots among whatever warps it has, so results do not change)
   int32_t max_blocks_ = 0, expand_blocks_ = 0, lat_blocks_ = 0;

@@ -209,8 +209,9 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
 // `all`) gather in shared memory and reach the lanes' step counters once a CTA at the end. The
 // same tests and the same records (their order inside the step aside, which nothing reads: the
 // pruning sorts them), the same counts, the cursor counting on past lat_cap as before.
-// (s74: ~370 k candidates a step at 32 lanes on the full HLG, ~17% kept, so LatAppend's atomics on
-// the one cursor and the lanes' counters were ~30 k a step.)
+// (About 370 k candidates a step at 32 lanes on the full HLG, ~17% kept, counted on the CPU by
+// benchmarks/lattice_band.py. Measured on the H200, s75: LatPersistKernel 8.93 ms a lattice batch
+// against 9.18 with LatAppend, so the atomics were a small part of its time.)
 __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const Workspace& ws, const LatLane* lanes) {
   __shared__ int32_t s_cnt[kWalkThreads], s_all[kWalkThreads], s_warp[kWalkThreads / 32];
   __shared__ unsigned long long s_base;
