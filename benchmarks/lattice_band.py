@@ -61,7 +61,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     emaxw = np.full(g.num_states, -np.inf, np.float32)  # each state's best emitting weight (the scan's ub)
     np.maximum.at(emaxw, owner, w[arcs])
     keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm",
-            "cand_adm", "cand_surv",
+            "cand_adm", "cand_surv", "hi_exact", "band_exact",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
     tot = dict.fromkeys(keys, 0)
     pos_of = np.full(g.num_states, -1, np.int64)
@@ -122,6 +122,13 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[name + "_rec"] += int((m & rec).sum())
             tot["all_rec"] += int(rec.sum())
             walked = hi | band
+            # the same two trims from the step's exact max M instead of the anchor L (what a scan that knew
+            # M would walk): how much of the band is the gap between L and M
+            low_m = F32(F32(end.max()) - beam)
+            hi_m = ub > low_m
+            band_m = ~hi_m & (ub > F32(F32(low_m - ob) - trim_slack)) if trim_on else ~hi_m
+            tot["hi_exact"] += int(hi_m.sum())
+            tot["band_exact"] += int(band_m.sum())
             tot["cand_adm"] += int((walked & cand & (se > cutoff)).sum())  # candidates ExpandKernel admits
             tot["cand_surv"] += int((walked & cand & surv).sum())  # candidates whose destination survives
             tot["adm"] += int((end > cutoff).sum())
@@ -151,6 +158,8 @@ def main(argv=None) -> int:
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "
           f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}; "
           f"steps whose max the anchor already is {tot['max_known']} of {tot['steps']}")
+    print(f"from the exact max instead of the anchor: hi {tot['hi_exact']} (anchor {tot['hi']}), band "
+          f"{tot['band_exact']} (anchor {tot['band']})")
     c = tot["hi_cand"] + tot["band_cand"]
     print(f"candidates {c}: admitted {tot['cand_adm']}, destination survives {tot['cand_surv']}, records "
           f"{tot['hi_rec'] + tot['band_rec']}")
