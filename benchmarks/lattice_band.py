@@ -61,10 +61,23 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     emaxw = np.full(g.num_states, -np.inf, np.float32)  # each state's best emitting weight (the scan's ub)
     np.maximum.at(emaxw, owner, w[arcs])
     keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm",
-            "cand_adm", "cand_surv", "hi_exact", "band_exact",
+            "cand_adm", "cand_surv", "hi_exact", "band_exact", "weak_dst", "weak_in_arcs", "weak_in_front",
+            "weak_in_max",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
     tot = dict.fromkeys(keys, 0)
     pos_of = np.full(g.num_states, -1, np.int64)
+    # the destination side: each state's incoming emitting arcs (the graph reversed), for the weak
+    # survivors (a new token within output_beam + slack of the cutoff: the only ones a non-admitted
+    # arc can be recorded into, since a record's end >= s(dst) - output_beam - slack and end <= cutoff)
+    in_deg = np.bincount(tb.dest[arcs], minlength=g.num_states)
+    in_front = np.zeros(g.num_states, bool)
+    src_of = owner  # (each arc's source state, as arcs)
+    rev = arcs[np.argsort(tb.dest[arcs], kind="stable")]
+    rev_src = np.empty(g.num_states + 1, np.int64)
+    rev_src[0] = 0
+    np.cumsum(in_deg, out=rev_src[1:])
+    src_state_of_arc = np.empty(int(tb.dest.shape[0]), np.int64)
+    src_state_of_arc[arcs] = src_of
     t0 = time.time()
     for i in (range(rows) if row_ids is None else row_ids):
         T, lp_row = int(lens[i]), lp_all[i]
@@ -121,6 +134,15 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[name + "_cand"] += int((m & cand).sum())
                 tot[name + "_rec"] += int((m & rec).sum())
             tot["all_rec"] += int(rec.sum())
+            weak = s2[sc2 <= F32(F32(cutoff + ob) + step_slack)]
+            tot["weak_dst"] += int(len(weak))
+            tot["weak_in_arcs"] += int(in_deg[weak].sum())
+            tot["weak_in_max"] = max(tot["weak_in_max"], int(in_deg[weak].max(initial=0)))
+            if len(weak):
+                _, ins = _ragged(rev_src[weak], in_deg[weak])
+                in_front[s] = True
+                tot["weak_in_front"] += int(in_front[src_state_of_arc[rev[ins]]].sum())
+                in_front[s] = False
             walked = hi | band
             # the same two trims from the step's exact max M instead of the anchor L (what a scan that knew
             # M would walk): how much of the band is the gap between L and M
@@ -160,6 +182,9 @@ def main(argv=None) -> int:
           f"steps whose max the anchor already is {tot['max_known']} of {tot['steps']}")
     print(f"from the exact max instead of the anchor: hi {tot['hi_exact']} (anchor {tot['hi']}), band "
           f"{tot['band_exact']} (anchor {tot['band']})")
+    print(f"the destination side: {tot['weak_dst']} weak survivors (within output_beam + slack of the cutoff), "
+          f"{tot['weak_in_arcs']} incoming arcs (largest in-degree {tot['weak_in_max']}), {tot['weak_in_front']} of "
+          f"them from a state of the frontier; the band's slots {tot['band']}")
     c = tot["hi_cand"] + tot["band_cand"]
     print(f"candidates {c}: admitted {tot['cand_adm']}, destination survives {tot['cand_surv']}, records "
           f"{tot['hi_rec'] + tot['band_rec']}")
