@@ -875,9 +875,8 @@ def test_lattice_filter_keeps_every_lattice(seed):
     assert 0 <= st_on["lattice_filter_dropped"] < max(recorded, 1)
 
 
-@pytest.mark.parametrize("entries,lanes,pos", [(None, "rows", False), (64, "rows", False), (None, 300, False),
-                                               (64, 300, False), (None, "rows", True), (64, "rows", True)])
-def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes, pos):
+@pytest.mark.parametrize("entries,lanes", [(None, "rows"), (64, "rows"), (None, 300), (64, 300)])
+def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes):
     """Candidate mode (common.cuh LatCandOn: ExpandKernel writes each prefiltered lane-step's
     arcs that reach the prefilter's bound, LatPersistKernel records them first (LatCandRecords)
     and walks only the lane-steps they do not cover) gives the CPU's lattices, as the walk alone
@@ -887,12 +886,9 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes, 
     that meets it, not once per CTA into shared memory, and the walk always runs (max_active
     200 keeps 300 lanes small). The decoders' counts (lane-steps recorded from candidates;
     lane-steps whose candidates overflowed, walked instead: two disjoint counts) show which
-    paths ran. pos: the probes read the frontier index and score from the claims' payloads
-    (CUWFST_LATTICE_POS_PAYLOAD=on, common.cuh LatPosPayload), in both the candidates' and the walk's."""
+    paths ran."""
     if entries:
         monkeypatch.setenv("CUWFST_LATTICE_CAND_ENTRIES", str(entries))
-    if pos:
-        monkeypatch.setenv("CUWFST_LATTICE_POS_PAYLOAD", "on")
     steps = over = 0
     for seed in range(16 if lanes == "rows" else 8):
         graph, lp, lens, opts = _wide_case(seed)
@@ -902,7 +898,6 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes, 
         dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size) if lanes == "rows" else lanes)
         on = dec.decode(lp, lens, lattice=True)
         st = dec._gpu.main.mem_stats()
-        assert st["lat_pos_payload"] == int(pos)
         monkeypatch.setenv("CUWFST_LATTICE_CAND", "off")
         try:
             off = dec.decode(lp, lens, lattice=True)

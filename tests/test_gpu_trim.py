@@ -264,8 +264,6 @@ GRID_SIDES = {
     "grids": {"CUWFST_MAX_BLOCKS": "3", "CUWFST_EXPAND_BLOCKS": "5", "CUWFST_LAT_BLOCKS": "1"},
     "warp_append": {"CUWFST_LATTICE_APPEND": "warp"},
     "warp_append_grids": {"CUWFST_LATTICE_APPEND": "warp", "CUWFST_LAT_BLOCKS": "2"},
-    # the lattice's probes from the claims' payloads (opt-in), with the walk's tiny grid too
-    "pos_payload": {"CUWFST_LATTICE_POS_PAYLOAD": "on", "CUWFST_LAT_BLOCKS": "1"},
 }
 
 
@@ -290,7 +288,6 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert [st["grids"][k] for k in ("max_blocks", "expand_blocks", "lat_blocks")] == [3, 5, 1]
     assert st["default"]["max_blocks"] == 0 and st["default"]["lat_append_block"] == 1
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
-    assert st["pos_payload"]["lat_pos_payload"] == 1 and st["default"]["lat_pos_payload"] == 0
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     def cand_steps(d):  # lane-steps in candidate mode: recorded from candidates, or walked after an overflow
         st = d._gpu.main.mem_stats()

@@ -227,10 +227,6 @@ void GpuDecoder::Allocate() {
     }
   if (const char* env = std::getenv("CUWFST_LATTICE_APPEND"); env != nullptr && std::strcmp(env, "warp") == 0)
     lat_append_block_ = false;
-  // the lattice's probes from a position payload (common.cuh LatPosPayload): opt-in,
-  // CUWFST_LATTICE_POS_PAYLOAD=on at construction (not yet run on a GPU)
-  if (const char* env = std::getenv("CUWFST_LATTICE_POS_PAYLOAD"); env != nullptr && std::strcmp(env, "on") == 0)
-    ws_.lat_pos_payload = 1;
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -1715,7 +1711,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[68] = expand_blocks_;
   out[69] = lat_blocks_;
   out[70] = lat_append_block_ ? 1 : 0;
-  out[71] = ws_.lat_pos_payload;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -435,8 +435,7 @@ class GpuDecoder {
   // (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS; 0: the walkers' grid, and
   // MaxKernel's MaxBlocksFor where the decoder trims).
   // [70] 1 where LatPersistKernel appends the candidates' records per CTA (CUWFST_LATTICE_APPEND=warp: 0).
-  // [71] Workspace::lat_pos_payload (CUWFST_LATTICE_POS_PAYLOAD=on: 1).
-  static constexpr int kMemStats = 72;
+  static constexpr int kMemStats = 71;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).

@@ -191,18 +191,6 @@ __device__ __forceinline__ int2 SplitRange(const Workspace& ws, int32_t num, boo
 __device__ __forceinline__ unsigned long long EpsBaseline(float score) {
   return (static_cast<unsigned long long>(FloatToOrderedU32(score)) << 32) | kBaselineSlot;
 }
-// Workspace::lat_pos_payload where it applies: a GPU-pruned lattice decode (lattice == 2) on an
-// epsilon-free graph, where no closure reads the baseline above. FinalizeKernel then writes a kept
-// claim's payload as PosPayload(its token's score, its frontier index or -1), the same score bits
-// it writes to the new frontier (FloatToOrderedU32 is a bijection), so a lattice probe that finds
-// the key reads the index and the score in one 8-byte load (lattice.cuh LatProbe) instead of
-// hash_pos[h] and then the new frontier's score at that index.
-__device__ __forceinline__ bool LatPosPayload(const Workspace& ws) {
-  return ws.lat_pos_payload != 0 && ws.lattice == 2 && ws.eps_iterations == 0;
-}
-__device__ __forceinline__ unsigned long long PosPayload(float score, int32_t pos) {
-  return (static_cast<unsigned long long>(FloatToOrderedU32(score)) << 32) | static_cast<uint32_t>(pos);
-}
 
 // The pooled hand-out of a step's regions (types.cuh, PooledAskOf / PooledAssign), by one
 // warp (threadIdx.x < 32) of the last block of ScanKernel (by the slots, fused_max) or of

@@ -297,8 +297,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
         }
         if (keep_claims) {
           hash_pos[hslot[k]] = idx < next_cap ? idx : -1;
-          payload[hslot[k]] = LatPosPayload(ws) ? PosPayload(idx < next_cap ? end[k] : -INFINITY, idx < next_cap ? idx : -1)
-                                                : EpsBaseline(idx < next_cap ? end[k] : -INFINITY);
+          payload[hslot[k]] = EpsBaseline(idx < next_cap ? end[k] : -INFINITY);
         }
         if (phase != kPhaseReal) {  // the final state: at most one claim
           lc.final_winner = winner;
@@ -309,7 +308,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
       }
       if (keep_claims) {
         if (hslot[k] >= 0 && !keep[k]) {  // not in the frontier (fused_max's extra claims)
-          payload[hslot[k]] = LatPosPayload(ws) ? PosPayload(-INFINITY, -1) : EpsBaseline(-INFINITY);
+          payload[hslot[k]] = EpsBaseline(-INFINITY);
           hash_pos[hslot[k]] = -1;
         }
       } else if (hslot[k] >= 0) {  // k2's targeted delete: only the slots this step claimed

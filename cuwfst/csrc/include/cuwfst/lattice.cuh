@@ -60,27 +60,6 @@ __device__ __forceinline__ bool InNewFrontier(const uint32_t* keys, const int32_
                                               uint32_t dest) {
   return NewFrontierPos(keys, hash_pos, size, dest) >= 0;
 }
-// NewFrontierPos from a position payload (common.cuh LatPosPayload): the same probe sequence; the
-// slot with the key gives the index and, where it is >= 0, the token's score in *score.
-__device__ __forceinline__ int32_t NewFrontierPosScore(const uint32_t* keys, const unsigned long long* payload,
-                                                       int32_t size, uint32_t dest, float* score) {
-  if (size == 0) return -1;
-  const uint32_t mask = static_cast<uint32_t>(size - 1);
-  uint32_t h = HashSlot(dest, size);
-  for (int probe = 0; probe < kMaxProbes; ++probe) {
-    const uint32_t k = keys[h];
-    if (k == dest) {
-      const unsigned long long p = payload[h];
-      const int32_t pos = static_cast<int32_t>(static_cast<uint32_t>(p & 0xFFFFFFFFull));
-      if (pos < 0) return -1;
-      *score = OrderedU32ToFloat(static_cast<uint32_t>(p >> 32));
-      return pos;
-    }
-    if (k == kEmptyKey) return -1;
-    h = (h + 1) & mask;
-  }
-  return -1;
-}
 
 // The records' filter (Workspace::lattice == 2, whole batches and bounded runs; ws.lat_filter[0]
 // = 1). Of a real step's arcs whose destination survived, most can never survive the output
@@ -123,8 +102,6 @@ struct LatLane {
   const float* score = nullptr;        // and scores
   const uint32_t* keys = nullptr;
   const int32_t* hash_pos = nullptr;
-  const unsigned long long* payload = nullptr;  // the claims' payloads (pos_payload)
-  bool pos_payload = false;            // common.cuh LatPosPayload: the probe reads index and score together
   const float* new_score = nullptr;    // the new frontier's scores (the filter's s(dst))
   int32_t* count = nullptr;
   int32_t* all = nullptr;
@@ -143,8 +120,6 @@ struct LatLane {
     new_score = ws.tok_score[lc.buf] + lc.tok_off[lc.buf];
     keys = ws.hash_key + lc.hash_off;
     hash_pos = ws.hash_pos + lc.hash_off;
-    payload = ws.hash_payload + lc.hash_off;
-    pos_payload = LatPosPayload(ws);
     table = lc.hash_cap;
     const int64_t at = static_cast<int64_t>(l) * ws.seg_cap + (lc.t - 1);
     count = ws.lat_count + at;
@@ -164,20 +139,6 @@ struct LatLane {
     // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
     pre_low = LatPreLowFor(ws, filter, cutoff);
     cand = LatCandLane(ws, lc, pre_low);
-  }
-  // A real step's probe for `dest`: its index in the new frontier (-1: not there), and with the
-  // position payload its score into *score (*have set), else the caller reads new_score[index].
-  __device__ __forceinline__ int32_t Probe(uint32_t dest, float* score, bool* have) const {
-    if (pos_payload) {
-      const int32_t pos = NewFrontierPosScore(keys, payload, table, dest, score);
-      *have = pos >= 0;
-      return pos;
-    }
-    return NewFrontierPos(keys, hash_pos, table, dest);
-  }
-  // The new frontier's score at `pos` (>= 0), from the probe where it gave one.
-  __device__ __forceinline__ float NewScore(int32_t pos, float probed, bool have) const {
-    return have ? probed : new_score[pos];
   }
 };
 
@@ -227,14 +188,12 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
     const LatCand c = ws.lat_cand[i];
     const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
-    float s_dst = 0.f;
-    bool have = false;
-    const int32_t dst_pos = ll.Probe(static_cast<uint32_t>(ArcDest(g, c.arc)), &s_dst, &have);
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
     const bool survives = dst_pos >= 0;
     const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
     const bool admitted = end > ll.cutoff;
-    const bool keep = survives && (admitted || !(end < (ll.NewScore(dst_pos, s_dst, have) - ws.lat_filter[1]) -
-                                                      ll.filter.slack));
+    const bool keep =
+        survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
     LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
       ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
       ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
@@ -271,13 +230,11 @@ __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const 
       c = ws.lat_cand[i];
       const LatLane& ll = lanes[c.lane];
       if (ll.cand) {
-        float s_dst = 0.f;
-        bool have = false;
-        dst_pos = ll.Probe(static_cast<uint32_t>(ArcDest(g, c.arc)), &s_dst, &have);
+        dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
         if (dst_pos >= 0) {  // (the end's operands only for a surviving destination)
           const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
           admitted = end > ll.cutoff;
-          keep = admitted || !(end < (ll.NewScore(dst_pos, s_dst, have) - ws.lat_filter[1]) - ll.filter.slack);
+          keep = admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
           if (ll.all != nullptr) atomicAdd(&s_all[c.lane], 1);
           if (keep) atomicAdd(&s_cnt[c.lane], 1);
         }
@@ -377,11 +334,10 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       have_end = true;
       dropped = end < ll.pre_low;
     }
-    float s_dst = 0.f;
-    bool have = false;  // (a final or redirect step's index 0 has no probed score)
     const int32_t dst_pos = dropped ? -1
-                            : lv.phase == kPhaseReal ? ll.Probe(static_cast<uint32_t>(ArcDest(g, arc)), &s_dst, &have)
-                                                     : (ll.final_alive ? 0 : -1);
+                            : lv.phase == kPhaseReal
+                                ? NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, arc)))
+                                : (ll.final_alive ? 0 : -1);
     const bool survives = dst_pos >= 0;
     bool admitted = false, keep = survives;
     if (survives && ws.lattice == 2) {
@@ -391,8 +347,7 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       }
       // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
       admitted = end > ll.cutoff;
-      if (ll.filter.on && !admitted)
-        keep = !(end < (ll.NewScore(dst_pos, s_dst, have) - ws.lat_filter[1]) - ll.filter.slack);
+      if (ll.filter.on && !admitted) keep = !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
     }
     // The recording threads of this call, grouped by lane (the warp walker gives a strip
     // one lane; the thread walker's neighbours may sit in different lanes).

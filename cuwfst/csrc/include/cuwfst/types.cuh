@@ -515,11 +515,6 @@ struct Workspace {
   // where every such word is below 2^31 (under kBaselineSlot, as the closure needs): the graph's
   // max degree at most 2^payload_tok and main_q << payload_tok at most 2^31.
   int32_t payload_tok;
-  // 1: in a GPU-pruned lattice decode on an epsilon-free graph FinalizeKernel leaves each kept claim's
-  // payload as {ordered score : frontier index}, and the lattice's probes take both from it
-  // (common.cuh LatPosPayload; CUWFST_LATTICE_POS_PAYLOAD=on at construction; 0, the default: the
-  // epsilon baseline, and the probes read hash_pos and the new frontier's score)
-  int32_t lat_pos_payload;
   // A diagnostic of the pooled layout (CUWFST_POOL_FULL; 0 in normal use): a mask of the region
   // kinds a stepping lane is handed at the static layout's size instead of its step's bound
   // (kPoolFullClaims: claims_cap entries of claims list, kPoolFullHash: a hash_cap table,
