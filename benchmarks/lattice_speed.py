@@ -564,6 +564,15 @@ def _split(inst, fn, nb) -> dict:
     return {k: (after[k] - before[k]) / nb for k in after}
 
 
+def _time_side(a, run, dec, nb, sync, hyps, lat_hyps) -> tuple:
+    """A decoder's 1-best and lattice passes (main's `run(lattice, dec=)`, a.reps each, median): ms a
+    batch of each, and how many rows match the default's (words and float32 score; lattices)."""
+    t_b, h_b = _median_time(lambda: run(False, dec=dec), a.reps, sync)
+    t_l, h_l = _median_time(lambda: run(True, dec=dec), a.reps, sync)
+    same_b = sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and np.float32(x.score) == np.float32(y.score))
+    return t_b / nb * 1000, t_l / nb * 1000, same_b, _same_lattices(lat_hyps, h_l)
+
+
 def _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) -> dict:
     """Same run (`run(lattice, dec=)`: main's pass over the utterances): the default decoder (MaxKernel's running max from the trim's anchor, the lanes
     whose max is the anchor left out; timed above), one built with CUWFST_MAX_KNOWN=off (every
@@ -579,12 +588,8 @@ def _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_o
 
     def timed(name, dec):  # 1-best and lattice on `dec` (run's own loop), each equal to the default's
         nonlocal same_1best, same_lat
-        t_b, h_b = _median_time(lambda: run(False, dec=dec), a.reps, sync)
-        t_l, h_l = _median_time(lambda: run(True, dec=dec), a.reps, sync)
-        out[f"ms_1best_{name}"], out[f"ms_lattice_{name}"] = t_b / nb * 1000, t_l / nb * 1000
-        same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and
-                                         np.float32(x.score) == np.float32(y.score)))
-        same_lat = min(same_lat, _same_lattices(lat_hyps, h_l))
+        out[f"ms_1best_{name}"], out[f"ms_lattice_{name}"], sb, sl = _time_side(a, run, dec, nb, sync, hyps, lat_hyps)
+        same_1best, same_lat = min(same_1best, sb), min(same_lat, sl)
 
     for mode, env in (("known_off", "CUWFST_MAX_KNOWN"), ("off", "CUWFST_MAX_ANCHOR")):
         other = _with_env(env, "off", lambda: Decoder(g, opts, device="cuda", max_lanes=B,
@@ -643,12 +648,9 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
 
     def timed(name, dec):
         nonlocal same_1best, same_lat
-        t_b, h_b = _median_time(lambda: run(False, dec=dec), a.reps, sync)
-        t_l, h_l = _median_time(lambda: run(True, dec=dec), a.reps, sync)
-        r = dict(ms_1best=t_b / nb * 1000, ms_lattice=t_l / nb * 1000)
-        same_1best = min(same_1best, sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and
-                                         np.float32(x.score) == np.float32(y.score)))
-        same_lat = min(same_lat, _same_lattices(lat_hyps, h_l))
+        ms_b, ms_l, sb, sl = _time_side(a, run, dec, nb, sync, hyps, lat_hyps)
+        r = dict(ms_1best=ms_b, ms_lattice=ms_l)
+        same_1best, same_lat = min(same_1best, sb), min(same_lat, sl)
         if a.profile:
             inst = dec._gpu.main
             r["kernel_ms_1best"] = _split(inst, lambda: run(False, dec=dec), nb)
