@@ -578,7 +578,7 @@ __device__ __forceinline__ void Recombine(const Workspace& ws, int32_t lane, con
 // the calling threads take consecutive entries (one atomicAdd per warp); an entry past the
 // buffer marks its lane (LatPersistKernel then records that lane by its walk).
 __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, int32_t tok, int32_t arc,
-                                             float acoustic, float end, uint32_t dest) {
+                                             float acoustic) {
   const unsigned writing = __activemask();
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const int32_t leader = __ffs(writing) - 1;
@@ -586,7 +586,7 @@ __device__ __forceinline__ void LatCandWrite(const Workspace& ws, int32_t lane, 
   if (me == leader) base = atomicAdd(ws.lat_cand_n, static_cast<unsigned long long>(__popc(writing)));
   base = __shfl_sync(writing, base, leader);
   const unsigned long long i = base + static_cast<unsigned long long>(__popc(writing & ((1u << me) - 1u)));
-  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) ws.lat_cand[i] = LatCand{tok, arc, acoustic, end, lane, static_cast<int32_t>(dest)};
+  if (i < static_cast<unsigned long long>(ws.lat_cand_cap)) ws.lat_cand[i] = LatCand{tok, arc, acoustic, lane};
   else atomicOr(&ws.lanes[lane].lat_cand_over, 1);
 }
 
@@ -621,13 +621,10 @@ struct ExpandLane {
     const int32_t arc = lv.begin[tok] + index;
     const float acoustic = lv.Acoustic(g, arc);
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
-    const bool cand = end >= cand_low;  // (only on real steps: cand_low is INFINITY elsewhere)
-    if (!cand && !(end > cutoff)) return;
-    // (packed graphs: the destination shares the word the acoustic's label came from)
+    if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);
+    if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
                                                      : static_cast<uint32_t>(ArcDest(g, arc));
-    if (cand) LatCandWrite(ws, lane, tok, arc, acoustic, end, dest);
-    if (!(end > cutoff)) return;
     Recombine(ws, lane, table, dest, end, PayloadLow(ws, tok, local, index));
   }
 };

@@ -42,18 +42,15 @@ namespace cuwfst {
 // index. The hash is read-only during the walk (the step's writers have finished). The
 // probe sequence is FindOrClaim's: home slot HashSlot(dest, size), then linear. size 0: the
 // lane has no table this step (a pooled lane refused its regions; the pause prevents it).
-// NewFrontierPos: its index in the new frontier, -1 when it is not there. Each probed slot's key
-// and hash_pos are loaded together (read-only here, so through the non-coherent path): the index
-// comes with the key instead of one dependent load after it.
+// NewFrontierPos: its index in the new frontier, -1 when it is not there.
 __device__ __forceinline__ int32_t NewFrontierPos(const uint32_t* keys, const int32_t* hash_pos, int32_t size,
                                                   uint32_t dest) {
   if (size == 0) return -1;
   const uint32_t mask = static_cast<uint32_t>(size - 1);
   uint32_t h = HashSlot(dest, size);
   for (int probe = 0; probe < kMaxProbes; ++probe) {
-    const uint32_t k = __ldg(keys + h);
-    const int32_t pos = __ldg(hash_pos + h);
-    if (k == dest) return pos >= 0 ? pos : -1;
+    const uint32_t k = keys[h];
+    if (k == dest) return hash_pos[h] >= 0 ? hash_pos[h] : -1;
     if (k == kEmptyKey) return -1;
     h = (h + 1) & mask;
   }
@@ -183,7 +180,7 @@ __device__ __forceinline__ void LatAppend(const Workspace& ws, int32_t lane, int
 // the records are the walk's. A lane with lat_cand_over is skipped here and walked after.
 // lane_of(l) gives the LatLane of lane l (the CTA's shared copies, or a thread's own Load).
 template <typename LaneOf>
-__device__ __forceinline__ void LatCandRecords(const Workspace& ws, LaneOf&& lane_of) {
+__device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Workspace& ws, LaneOf&& lane_of) {
   const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
   const unsigned long long n = min(*ws.lat_cand_n, cap);
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -191,11 +188,12 @@ __device__ __forceinline__ void LatCandRecords(const Workspace& ws, LaneOf&& lan
     const LatCand c = ws.lat_cand[i];
     const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(c.dst));
+    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
     const bool survives = dst_pos >= 0;
-    const bool admitted = c.end > ll.cutoff;  // (c.end: the walk's ArcEnd, computed by ExpandKernel)
+    const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
+    const bool admitted = end > ll.cutoff;
     const bool keep =
-        survives && (admitted || !(c.end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
+        survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
     LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
       ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
       ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
@@ -214,12 +212,7 @@ __device__ __forceinline__ void LatCandRecords(const Workspace& ws, LaneOf&& lan
 // (About 370 k candidates a step at 32 lanes on the full HLG, ~17% kept, counted on the CPU by
 // benchmarks/lattice_band.py. Measured on the H200, s75: LatPersistKernel 8.93 ms a lattice batch
 // against 9.18 with LatAppend, so the atomics were a small part of its time.)
-// A candidate carries its end and destination (ExpandKernel's registers), so a round's dependent
-// loads are the probe's (key and hash_pos together) and, for a surviving non-admitted arc, the
-// destination's score; the source state is loaded beside the probe.
-// `first`: the candidate of this thread's first round (blockIdx.x * blockDim.x + threadIdx.x),
-// loaded by the caller before the lanes' set-up so that its latency overlaps it.
-__device__ __forceinline__ void LatCandRecordsBlock(const Workspace& ws, const LatLane* lanes, const LatCand& first) {
+__device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const Workspace& ws, const LatLane* lanes) {
   __shared__ int32_t s_cnt[kWalkThreads], s_all[kWalkThreads], s_warp[kWalkThreads / 32];
   __shared__ unsigned long long s_base;
   for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) s_cnt[l] = s_all[l] = 0;
@@ -231,19 +224,17 @@ __device__ __forceinline__ void LatCandRecordsBlock(const Workspace& ws, const L
   for (unsigned long long b = static_cast<unsigned long long>(blockIdx.x) * blockDim.x; b < n; b += stride) {
     const unsigned long long i = b + threadIdx.x;  // (the loop is CTA-uniform: b is)
     bool keep = false, admitted = false;
-    int32_t dst_pos = -1, src_state = 0;
+    int32_t dst_pos = -1;
     LatCand c{};
     if (i < n) {
-      c = b == static_cast<unsigned long long>(blockIdx.x) * blockDim.x ? first : ws.lat_cand[i];
+      c = ws.lat_cand[i];
       const LatLane& ll = lanes[c.lane];
       if (ll.cand) {
-        // the source state loaded beside the probe (only kept records use it; the candidates of
-        // one token sit together, so most of these loads share a sector)
-        src_state = ll.state[c.tok];
-        dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(c.dst));
-        if (dst_pos >= 0) {
-          admitted = c.end > ll.cutoff;  // (c.end: the walk's ArcEnd, computed by ExpandKernel)
-          keep = admitted || !(c.end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
+        dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
+        if (dst_pos >= 0) {  // (the end's operands only for a surviving destination)
+          const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
+          admitted = end > ll.cutoff;
+          keep = admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
           if (ll.all != nullptr) atomicAdd(&s_all[c.lane], 1);
           if (keep) atomicAdd(&s_cnt[c.lane], 1);
         }
@@ -266,8 +257,9 @@ __device__ __forceinline__ void LatCandRecordsBlock(const Workspace& ws, const L
       const unsigned long long r =
           s_base + static_cast<unsigned long long>(s_warp[wid] + __popc(kept & ((1u << me) - 1u)));
       if (r < static_cast<unsigned long long>(ws.lat_cap)) {
-        ws.lat[r] = {src_state, c.arc, c.acoustic, c.lane};
-        ws.lat_ext[r] = {lanes[c.lane].step_t, c.tok, dst_pos, admitted ? 1 : 0};
+        const LatLane& ll = lanes[c.lane];
+        ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
+        ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
       }
     }
     __syncthreads();  // (s_warp and s_base again next round)
@@ -309,13 +301,6 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
     __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
     LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
     bool walk = false;
-    // this thread's first candidate, loaded before the lanes' set-up (LatCandRecordsBlock)
-    LatCand first{};
-    {
-      const unsigned long long i0 = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-      if (ws.lat_filter[5] != 0.f && i0 < min(*ws.lat_cand_n, static_cast<unsigned long long>(ws.lat_cand_cap)))
-        first = ws.lat_cand[i0];
-    }
     if (threadIdx.x < ws.max_lanes) {
       LatLane ll;
       const LaneCounters& lc = ws.lanes[threadIdx.x];
@@ -326,12 +311,12 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       lanes[threadIdx.x] = ll;  // an idle lane: cand false (it has no candidates)
     }
     walk = __syncthreads_or(walk);
-    if (ws.lat_filter[5] != 0.f) LatCandRecordsBlock(ws, lanes, first);
-    else LatCandRecords(ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
+    if (ws.lat_filter[5] != 0.f) LatCandRecordsBlock(g, ws, lanes);
+    else LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
     if (!walk) return;
   } else if (ws.lat_cand != nullptr) {
     LatLane own;
-    LatCandRecords(ws, [&](int32_t l) -> const LatLane& {
+    LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& {
       if (l != own.lane) own.Load(g, ws, l, ws.lanes[l].step_phase);
       return own;
     });

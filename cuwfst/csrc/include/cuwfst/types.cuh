@@ -306,17 +306,12 @@ __host__ __device__ inline unsigned long long BestKeyOf(int32_t t, int32_t index
 }
 
 // A lattice candidate (ExpandKernel, candidate mode): an arc of the step that ends at or above
-// the prefilter's bound, with the token that expanded it, its acoustic score, its lane, and
-// what ExpandKernel had in registers anyway: the arc's search end (ArcEnd of the token's score,
-// the arc's weight and the acoustic, bit for bit the value LatPersistKernel would compute) and
-// its destination state (read with the label), so the records' chain starts at the hash probe.
-struct alignas(8) LatCand {
+// the prefilter's bound, with the token that expanded it, its acoustic score and its lane.
+struct LatCand {
   int32_t tok;
   int32_t arc;
   float acoustic;
-  float end;
   int32_t lane;
-  int32_t dst;
 };
 // One lattice record (lattice.cuh): an arc of a step whose destination is in the step's
 // new frontier (after its epsilon closure), admitted by the beam or not.
