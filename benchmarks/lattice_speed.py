@@ -491,11 +491,13 @@ def main():
                    # decode), the lane-steps recorded from ExpandKernel's candidates and those walked again
                    live_records_high=st_on.get("lattice_live_records", 0),
                    cand_steps=st_on.get("lattice_cand_steps", 0), cand_over=st_on.get("lattice_cand_over", 0),
+                   cand_final_steps=st_on.get("lattice_cand_final_steps", 0),
                    frames_per_batch=frames / nb)
         results.append(row)
         print(f"batch {B}{tag}: records held at most {row['live_records_high']:,} "
               f"({row['live_records_high'] / max(row['frames_per_batch'], 1):.1f} a frame of a batch); candidate "
-              f"lane-steps {row['cand_steps']:,}, walked after overflow {row['cand_over']:,}")
+              f"lane-steps {row['cand_steps']:,}, walked after overflow {row['cand_over']:,}; final lane-steps from "
+              f"candidates {row['cand_final_steps']:,}")
         print(json.dumps(row))
         # the replay path's split (not measured with --no-replay: NaN, left out of the line)
         split = "" if np.isnan(row["device_ms_per_batch"]) else (
@@ -656,7 +658,8 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
             r["kernel_ms_1best"] = _split(inst, lambda: run(False, dec=dec), nb)
             r["kernel_ms_lattice"] = _split(inst, lambda: run(True, dec=dec), nb)
         st = dec._gpu.main.mem_stats()
-        r["grids"] = {k: int(st.get(k, -1)) for k in ("max_blocks", "expand_blocks", "lat_blocks", "lat_append_block")}
+        r["grids"] = {k: int(st.get(k, -1)) for k in ("max_blocks", "expand_blocks", "lat_blocks", "lat_append_block",
+                                                        "lat_cand_final")}
         return r
 
     for name, env in _env_sides(a.env_ab):

@@ -889,7 +889,7 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes):
     paths ran."""
     if entries:
         monkeypatch.setenv("CUWFST_LATTICE_CAND_ENTRIES", str(entries))
-    steps = over = 0
+    steps = over = final = 0
     for seed in range(16 if lanes == "rows" else 8):
         graph, lp, lens, opts = _wide_case(seed)
         if lanes != "rows":
@@ -906,13 +906,15 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes):
         st_off = dec._gpu.main.mem_stats()
         compare(cpu, on, f"candidates, seed {seed}")
         compare(cpu, off, f"candidates off, seed {seed}")
-        assert (st_off["lattice_cand_steps"], st_off["lattice_cand_over"]) == \
-            (st["lattice_cand_steps"], st["lattice_cand_over"]), "no candidate lane-steps with it off"
+        assert (st_off["lattice_cand_steps"], st_off["lattice_cand_over"], st_off["lattice_cand_final_steps"]) == \
+            (st["lattice_cand_steps"], st["lattice_cand_over"], st["lattice_cand_final_steps"]), \
+            "no candidate lane-steps with it off"
         steps += st["lattice_cand_steps"]
         over += st["lattice_cand_over"]
-    print(f"\nlane-steps recorded from candidates {steps}, walked after their candidates overflowed {over} "
-          f"(buffer {entries or 'default'}, lanes {lanes})")
-    assert steps > 0
+        final += st["lattice_cand_final_steps"]
+    print(f"\nlane-steps recorded from candidates {steps} (and final ones {final}), walked after their candidates "
+          f"overflowed {over} (buffer {entries or 'default'}, lanes {lanes})")
+    assert steps > 0 and final > 0
     if entries:
         assert over > 0
     else:

@@ -23,7 +23,7 @@ from helpers import assert_same_row, random_eps_graph_any, random_log_probs
 from test_lattice_records import assert_same_lattice
 
 TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0,
-          "cand_steps": 0, "grid_cases": 0}
+          "cand_steps": 0, "cand_final_steps": 0, "grid_cases": 0}
 
 
 def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf_frac: float = 0.0,
@@ -264,6 +264,10 @@ GRID_SIDES = {
     "grids": {"CUWFST_MAX_BLOCKS": "3", "CUWFST_EXPAND_BLOCKS": "5", "CUWFST_LAT_BLOCKS": "1"},
     "warp_append": {"CUWFST_LATTICE_APPEND": "warp"},
     "warp_append_grids": {"CUWFST_LATTICE_APPEND": "warp", "CUWFST_LAT_BLOCKS": "2"},
+    # final steps walked by LatPersistKernel, as before their arcs were candidates
+    "final_walked": {"CUWFST_LATTICE_CAND_FINAL": "off"},
+    # the decoder's stream at the default priority, as before (the default: the device's greatest)
+    "default_priority": {"CUWFST_STREAM_PRIORITY": "default"},
 }
 
 
@@ -271,8 +275,10 @@ GRID_SIDES = {
 @pytest.mark.parametrize("seed", range(16))
 def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
-    here tiny) and LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp) against
-    the default (MaxBlocksFor, the records appended per CTA): each 1-best equal to the CPU's (exact-score
+    here tiny), LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp), final steps
+    walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) and the decoder's stream at
+    the default priority (CUWFST_STREAM_PRIORITY=default) against the default (MaxBlocksFor, the records
+    appended per CTA, final candidates, the greatest priority): each 1-best equal to the CPU's (exact-score
     ties aside: another grid claims the next frontier's states in another order, so a tie between two
     paths may resolve the other way, as it may against the CPU) and the same GPU-pruned lattices as the
     default and the CPU; each decoder reports what it took (MemStats)."""
@@ -288,10 +294,14 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert [st["grids"][k] for k in ("max_blocks", "expand_blocks", "lat_blocks")] == [3, 5, 1]
     assert st["default"]["max_blocks"] == 0 and st["default"]["lat_append_block"] == 1
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
+    assert st["default"]["lat_cand_final"] == 1 and st["final_walked"]["lat_cand_final"] == 0
+    assert st["default"]["stream_priority"] < 0 and st["default_priority"]["stream_priority"] == 0
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    def cand_steps(d):  # lane-steps in candidate mode: recorded from candidates, or walked after an overflow
+    def cand_steps(d):  # real lane-steps in candidate mode: recorded from candidates, or walked after an overflow;
+        # final lane-steps recorded from candidates
         st = d._gpu.main.mem_stats()
-        return st["lattice_cand_steps"] + st["lattice_cand_over"], st["lattice_cand_steps"]
+        return st["lattice_cand_steps"] + st["lattice_cand_over"], st["lattice_cand_steps"], \
+            st["lattice_cand_final_steps"]
 
     cand0 = {k: cand_steps(d) for k, d in decs.items()}
     rescued = False  # a row that overflowed (a hash probe run, which the claim order shapes) went to the rescue
@@ -318,7 +328,9 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     cand = {k: tuple(a - b for a, b in zip(cand_steps(d), cand0[k])) for k, d in decs.items()}
     # every side took the same lane-steps in candidate mode (unless a rescue took some rows' steps elsewhere)
     assert rescued or len({c[0] for c in cand.values()}) == 1, f"seed {seed}: (candidate mode, from candidates) {cand}"
+    assert cand["final_walked"][2] == 0, f"seed {seed}: final lane-steps from candidates with them off {cand}"
     TOTALS["cand_steps"] += cand["default"][1]
+    TOTALS["cand_final_steps"] += cand["default"][2]
     TOTALS["grid_cases"] += 1
 
 
@@ -327,8 +339,9 @@ def test_grid_cases_recorded_from_candidates():  # (runs after the cases above: 
     """The cases above took lane-steps from candidates (where the per-CTA appends run)."""
     if TOTALS["grid_cases"] == 0:
         pytest.skip("the grid cases did not run")
-    assert TOTALS["cand_steps"] > 0, TOTALS
-    print(f"grid cases: {TOTALS['grid_cases']}, lane-steps recorded from candidates {TOTALS['cand_steps']}")
+    assert TOTALS["cand_steps"] > 0 and TOTALS["cand_final_steps"] > 0, TOTALS
+    print(f"grid cases: {TOTALS['grid_cases']}, lane-steps recorded from candidates {TOTALS['cand_steps']}, "
+          f"final lane-steps {TOTALS['cand_final_steps']}")
 
 
 @pytest.mark.gpu

@@ -138,7 +138,19 @@ GpuDecoder::GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg
     : graph_(std::move(graph)), cfg_(cfg), graphs_(static_cast<size_t>(std::max(cfg.graph_cache_size, 0))) {
   DeviceGuard guard(graph_->device);
   try {
-    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_);
+    // The decoder's stream at the device's greatest priority (CUWFST_STREAM_PRIORITY=default at
+    // construction: the default priority, as before): its steps are short launches in series, and
+    // whatever runs beside them (the GPU lattice pruning of the batch before, on its own stream of
+    // the default, lowest priority; another decoder's copies) then takes the SMs they leave idle
+    // instead of delaying their CTAs. Results do not depend on it.
+    if (const char* env = std::getenv("CUWFST_STREAM_PRIORITY"); env != nullptr && std::strcmp(env, "default") == 0) {
+      stream_priority_ = 0;
+    } else {
+      int least = 0, greatest = 0;
+      if (cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess) stream_priority_ = greatest;
+      else (void)cudaGetLastError();
+    }
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_, stream_priority_);
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()) +
                                  "; free GPU memory or " + Advice());
@@ -227,6 +239,8 @@ void GpuDecoder::Allocate() {
     }
   if (const char* env = std::getenv("CUWFST_LATTICE_APPEND"); env != nullptr && std::strcmp(env, "warp") == 0)
     lat_append_block_ = false;
+  if (const char* env = std::getenv("CUWFST_LATTICE_CAND_FINAL"); env != nullptr && std::strcmp(env, "off") == 0)
+    lat_cand_final_ = false;
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -860,7 +874,7 @@ void GpuDecoder::EnqueueHead(SeqKind kind, const Workspace& w, bool f16) {
   // (candidate mode: the step's candidates start empty in every sequence, a resumed one too;
   // the lane-step counts when a batch starts)
   if (w.lattice && w.lat_cand != nullptr)
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? 3 : 1) * sizeof(unsigned long long), stream_));
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_cand_n, 0, (reset ? 4 : 1) * sizeof(unsigned long long), stream_));
   if (w.lattice && reset) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
@@ -1711,6 +1725,9 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[68] = expand_blocks_;
   out[69] = lat_blocks_;
   out[70] = lat_append_block_ ? 1 : 0;
+  out[71] = lat_cand_final_ ? 1 : 0;
+  out[72] = lat_cand_final_steps_;
+  out[73] = stream_priority_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -435,7 +435,12 @@ class GpuDecoder {
   // (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS; 0: the walkers' grid, and
   // MaxKernel's MaxBlocksFor where the decoder trims).
   // [70] 1 where LatPersistKernel appends the candidates' records per CTA (CUWFST_LATTICE_APPEND=warp: 0).
-  static constexpr int kMemStats = 71;
+  // [71] 1 where a final step's arcs are candidates too (common.cuh LatCandFinalOn;
+  // CUWFST_LATTICE_CAND_FINAL=off at construction: 0, LatPersistKernel walks final steps).
+  // [72] final lane-steps recorded from candidates, all decodes ([57] and [58] count real ones).
+  // [73] the decoder's stream priority (the device's greatest, e.g. -5; 0 with
+  // CUWFST_STREAM_PRIORITY=default at construction).
+  static constexpr int kMemStats = 74;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -557,6 +562,7 @@ class GpuDecoder {
   Stream stream_owned_;
   Event ready_;
   cudaStream_t stream_ = nullptr;  // stream_owned_.get(), the name every launch uses
+  int stream_priority_ = 0;        // stream_owned_'s priority (MemStats [73]; 0 the default, lower is greater)
   mutable std::mutex mu_;
   GraphCache graphs_;
   std::vector<DeviceBuffer> buffers_;  // the fixed workspace (Alloc)
@@ -672,6 +678,9 @@ class GpuDecoder {
   // LatPersistKernel appends the candidates' records per CTA (lattice.cuh LatCandRecordsBlock);
   // CUWFST_LATTICE_APPEND=warp at construction: per warp and lane (LatAppend), as before
   bool lat_append_block_ = true;
+  // CUWFST_LATTICE_CAND_FINAL=off at construction: a final step's records by LatPersistKernel's
+  // walk, as before (lat_filter[6] 0)
+  bool lat_cand_final_ = true;
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>
@@ -712,6 +721,7 @@ class GpuDecoder {
                                        // or the lattice trim's)
   int64_t lat_cand_steps_ = 0;         // MemStats [57]
   int64_t lat_cand_over_ = 0;          // MemStats [58]
+  int64_t lat_cand_final_steps_ = 0;   // MemStats [72]
   int64_t lat_filter_dropped_ = 0;     // MemStats [54]: arcs the filter kept out of the records, all decodes
                                        // (of the arcs walked: the lattice trim's are not counted)
   int64_t prune_block_times_ = 0;      // MemStats [55]: times the pruning ranked by a block sort (PrBlockRankKernel)

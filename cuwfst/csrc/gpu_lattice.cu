@@ -80,8 +80,8 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
   }
   if (cand && !lat_cand_.get()) {
-    alloc(&lat_cand_n_, 3 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
-    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 3 * sizeof(unsigned long long), stream_));
+    alloc(&lat_cand_n_, 4 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
+    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 4 * sizeof(unsigned long long), stream_));
     // (CUWFST_LATTICE_CAND_ENTRIES: another size, read when the buffer is made; tests shrink it
     // so that lanes overflow it and take the walk)
     const char* env = std::getenv("CUWFST_LATTICE_CAND_ENTRIES");
@@ -167,6 +167,9 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
   // the candidates' records appended per CTA (lattice.cuh LatCandRecordsBlock) unless the decoder
   // was built with CUWFST_LATTICE_APPEND=warp (lat_append_block_)
   lat_filter_host_[5] = lat_append_block_ ? 1.f : 0.f;
+  // a final step's arcs as candidates (common.cuh LatCandFinalOn) unless the decoder was built
+  // with CUWFST_LATTICE_CAND_FINAL=off (lat_cand_final_)
+  lat_filter_host_[6] = lat_cand_final_ ? 1.f : 0.f;
   lat_filter_on_ = on;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }
@@ -238,11 +241,12 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
       for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
         lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];
     if (ws_.lat_cand != nullptr) {  // the decode's candidate lane-steps (zeroed when its batch started)
-      unsigned long long cand[3] = {0, 0, 0};
+      unsigned long long cand[4] = {0, 0, 0, 0};
       CUWFST_CUDA(cudaMemcpyAsync(cand, ws_.lat_cand_n, sizeof(cand), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       lat_cand_steps_ += static_cast<int64_t>(cand[1]);
       lat_cand_over_ += static_cast<int64_t>(cand[2]);
+      lat_cand_final_steps_ += static_cast<int64_t>(cand[3]);
     }
     pr_count_ = count;
     pr_size_ = size;

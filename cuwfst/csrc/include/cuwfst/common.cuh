@@ -444,6 +444,15 @@ __device__ __forceinline__ bool LatCandOn(const Workspace& ws, float pre_low) {
 __device__ __forceinline__ bool LatCandLane(const Workspace& ws, const LaneCounters& lc, float pre_low) {
   return LatCandOn(ws, pre_low) && lc.lat_cand_over == 0;
 }
+// A final step's arcs as candidates too (ws.lat_filter[6], CUWFST_LATTICE_CAND_FINAL=off at
+// construction turns it off): ExpandKernel writes every final arc it walks (a final step is not
+// trimmed and its beam is k2's 1e10, so it walks every slot LatPersistKernel's walk would), and
+// their records need no probe: the destination is the final state, which survived iff the lane
+// has a final token. Without it each lane's final step made LatPersistKernel walk the whole
+// step's slot space (every lane's), about one step in eight of a length-sorted batch of 32.
+__device__ __forceinline__ bool LatCandFinalOn(const Workspace& ws) {
+  return ws.lattice == 2 && ws.lat_cand != nullptr && ws.lat_filter[4] != 0.f && ws.lat_filter[6] != 0.f;
+}
 
 // Whether a real step of the lane trims its slots for the lattice (Workspace::lattice == 2,
 // Workspace::trim, the filter on): read by the scan (RowAndTrim) and by LatStepEndKernel

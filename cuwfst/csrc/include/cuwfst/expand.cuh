@@ -610,6 +610,7 @@ struct ExpandLane {
     if (ws.lattice == 2 && ws.lat_cand != nullptr) {  // (the same bound LatPersistKernel computes)
       const float low = LatPreLowFor(ws, LatFilterFor(g, ws, lc, phase), cutoff);
       if (LatCandOn(ws, low)) cand_low = low;
+      else if (phase == kPhaseFinal && LatCandFinalOn(ws)) cand_low = -INFINITY;  // every walked final arc
     }
   }
   __device__ __forceinline__ void Slot(const DeviceGraph& g, const Workspace& ws, const LaneView& lv, int32_t tok,
@@ -621,7 +622,7 @@ struct ExpandLane {
     const int32_t arc = lv.begin[tok] + index;
     const float acoustic = lv.Acoustic(g, arc);
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
-    if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);
+    if (end >= cand_low) LatCandWrite(ws, lane, tok, arc, acoustic);  // (cand_low: only real and final steps)
     if (!(end > cutoff)) return;
     const uint32_t dest = lv.phase == kPhaseRedirect ? static_cast<uint32_t>(g.num_states - 1)
                                                      : static_cast<uint32_t>(ArcDest(g, arc));

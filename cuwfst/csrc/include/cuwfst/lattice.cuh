@@ -106,7 +106,8 @@ struct LatLane {
   int32_t* count = nullptr;
   int32_t* all = nullptr;
   bool final_alive = false;
-  bool cand = false;                   // the step's records come from candidates (LatCandLane)
+  bool final_step = false;             // a final step: every arc enters the final state
+  bool cand = false;                   // the step's records come from candidates (LatCandLane, LatCandFinalOn)
   float cutoff = 0.f;
   float pre_low = -INFINITY;           // the prefilter's bound, -inf where it is off
   int32_t step_t = 0;
@@ -138,7 +139,14 @@ struct LatLane {
     // GpuDecoder::lat_trim_used_), since lat_all then misses such arcs that survived.
     // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
     pre_low = LatPreLowFor(ws, filter, cutoff);
-    cand = LatCandLane(ws, lc, pre_low);
+    final_step = phase == kPhaseFinal;
+    cand = LatCandLane(ws, lc, pre_low) || (final_step && LatCandFinalOn(ws) && lc.lat_cand_over == 0);
+  }
+  // A candidate's destination in the new frontier, as the walk finds it: on a final step the
+  // final token (index 0) where the lane has one, else the probe.
+  __device__ __forceinline__ int32_t CandDestPos(const DeviceGraph& g, int32_t arc) const {
+    return final_step ? (final_alive ? 0 : -1)
+                      : NewFrontierPos(keys, hash_pos, table, static_cast<uint32_t>(ArcDest(g, arc)));
   }
 };
 
@@ -188,12 +196,13 @@ __device__ __forceinline__ void LatCandRecords(const DeviceGraph& g, const Works
     const LatCand c = ws.lat_cand[i];
     const LatLane& ll = lane_of(c.lane);
     if (!ll.cand) continue;
-    const int32_t dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
+    const int32_t dst_pos = ll.CandDestPos(g, c.arc);
     const bool survives = dst_pos >= 0;
     const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
     const bool admitted = end > ll.cutoff;
-    const bool keep =
-        survives && (admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
+    // (the filter: on every real candidate lane-step, off on final steps, as in the walk)
+    const bool keep = survives && (admitted || !ll.filter.on ||
+                                   !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack));
     LatAppend(ws, c.lane, ll.count, ll.all, survives, keep, [&](unsigned long long r) {
       ws.lat[r] = {ll.state[c.tok], c.arc, c.acoustic, c.lane};
       ws.lat_ext[r] = {ll.step_t, c.tok, dst_pos, admitted ? 1 : 0};
@@ -230,11 +239,11 @@ __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const 
       c = ws.lat_cand[i];
       const LatLane& ll = lanes[c.lane];
       if (ll.cand) {
-        dst_pos = NewFrontierPos(ll.keys, ll.hash_pos, ll.table, static_cast<uint32_t>(ArcDest(g, c.arc)));
+        dst_pos = ll.CandDestPos(g, c.arc);
         if (dst_pos >= 0) {  // (the end's operands only for a surviving destination)
           const float end = ArcEnd(ll.score[c.tok], g.arc_weight[c.arc], c.acoustic);
           admitted = end > ll.cutoff;
-          keep = admitted || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
+          keep = admitted || !ll.filter.on || !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
           if (ll.all != nullptr) atomicAdd(&s_all[c.lane], 1);
           if (keep) atomicAdd(&s_cnt[c.lane], 1);
         }
@@ -380,6 +389,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
         atomicAdd(&ws.lat_cand_n[lc.lat_cand_over ? 2 : 1], 1ull);
     }
+    // (final lane-steps recorded from candidates, LatCandFinalOn: MemStats [72])
+    if (lc.step_phase == kPhaseFinal && LatCandFinalOn(ws) && !lc.lat_cand_over) atomicAdd(&ws.lat_cand_n[3], 1ull);
     if (lane == 0) *ws.lat_cand_n = 0;
     lc.lat_cand_over = 0;
   }

@@ -627,11 +627,12 @@ struct Workspace {
   // and the filter's settings {on (1/0), output_beam, pad}, device data the host writes
   // before each run (lattice.cuh LatFilterFor)
   int32_t* lat_all;
-  const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, 0, 0, 0}
+  const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, per-CTA appends, final candidates, 0}
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
   // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
-  // [2] count the lane-steps recorded from candidates and those whose candidates overflowed
-  // (walked instead), over a decode; nullptr: off
+  // [2] count the real lane-steps recorded from candidates and those whose candidates overflowed
+  // (walked instead), [3] the final lane-steps recorded from candidates (LatCandFinalOn), over a
+  // decode; nullptr: off
   LatCand* lat_cand;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
