@@ -266,8 +266,6 @@ GRID_SIDES = {
     "warp_append_grids": {"CUWFST_LATTICE_APPEND": "warp", "CUWFST_LAT_BLOCKS": "2"},
     # final steps walked by LatPersistKernel, as before their arcs were candidates
     "final_walked": {"CUWFST_LATTICE_CAND_FINAL": "off"},
-    # the decoder's stream at the default priority, as before (the default: the device's greatest)
-    "default_priority": {"CUWFST_STREAM_PRIORITY": "default"},
 }
 
 
@@ -276,9 +274,8 @@ GRID_SIDES = {
 def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
     here tiny), LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp), final steps
-    walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) and the decoder's stream at
-    the default priority (CUWFST_STREAM_PRIORITY=default) against the default (MaxBlocksFor, the records
-    appended per CTA, final candidates, the greatest priority): each 1-best equal to the CPU's (exact-score
+    walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) against the default
+    (MaxBlocksFor, the records appended per CTA, final candidates): each 1-best equal to the CPU's (exact-score
     ties aside: another grid claims the next frontier's states in another order, so a tie between two
     paths may resolve the other way, as it may against the CPU) and the same GPU-pruned lattices as the
     default and the CPU; each decoder reports what it took (MemStats)."""
@@ -295,7 +292,6 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert st["default"]["max_blocks"] == 0 and st["default"]["lat_append_block"] == 1
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
     assert st["default"]["lat_cand_final"] == 1 and st["final_walked"]["lat_cand_final"] == 0
-    assert st["default"]["stream_priority"] < 0 and st["default_priority"]["stream_priority"] == 0
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     def cand_steps(d):  # real lane-steps in candidate mode: recorded from candidates, or walked after an overflow;
         # final lane-steps recorded from candidates

@@ -314,9 +314,9 @@ inline cudaError_t TryPinnedAlloc(size_t bytes, PinnedBuffer* out) {
   return detail::Finish(e);
 }
 
-inline cudaError_t TryStreamCreate(unsigned flags, Stream* out, int priority = 0) {
+inline cudaError_t TryStreamCreate(unsigned flags, Stream* out) {
   cudaStream_t s = nullptr;
-  cudaError_t e = fault::Fire() ? fault::Failure() : cudaStreamCreateWithPriority(&s, flags, priority);
+  cudaError_t e = fault::Fire() ? fault::Failure() : cudaStreamCreateWithFlags(&s, flags);
   if (e == cudaSuccess) out->Adopt(s, 1);
   return detail::Finish(e);
 }

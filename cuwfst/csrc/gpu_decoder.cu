@@ -138,19 +138,7 @@ GpuDecoder::GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg
     : graph_(std::move(graph)), cfg_(cfg), graphs_(static_cast<size_t>(std::max(cfg.graph_cache_size, 0))) {
   DeviceGuard guard(graph_->device);
   try {
-    // The decoder's stream at the device's greatest priority (CUWFST_STREAM_PRIORITY=default at
-    // construction: the default priority, as before): its steps are short launches in series, and
-    // whatever runs beside them (the GPU lattice pruning of the batch before, on its own stream of
-    // the default, lowest priority; another decoder's copies) then takes the SMs they leave idle
-    // instead of delaying their CTAs. Results do not depend on it.
-    if (const char* env = std::getenv("CUWFST_STREAM_PRIORITY"); env != nullptr && std::strcmp(env, "default") == 0) {
-      stream_priority_ = 0;
-    } else {
-      int least = 0, greatest = 0;
-      if (cudaDeviceGetStreamPriorityRange(&least, &greatest) == cudaSuccess) stream_priority_ = greatest;
-      else (void)cudaGetLastError();
-    }
-    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_, stream_priority_);
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_);
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()) +
                                  "; free GPU memory or " + Advice());
@@ -1727,7 +1715,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[70] = lat_append_block_ ? 1 : 0;
   out[71] = lat_cand_final_ ? 1 : 0;
   out[72] = lat_cand_final_steps_;
-  out[73] = stream_priority_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -438,9 +438,7 @@ class GpuDecoder {
   // [71] 1 where a final step's arcs are candidates too (common.cuh LatCandFinalOn;
   // CUWFST_LATTICE_CAND_FINAL=off at construction: 0, LatPersistKernel walks final steps).
   // [72] final lane-steps recorded from candidates, all decodes ([57] and [58] count real ones).
-  // [73] the decoder's stream priority (the device's greatest, e.g. -5; 0 with
-  // CUWFST_STREAM_PRIORITY=default at construction).
-  static constexpr int kMemStats = 74;
+  static constexpr int kMemStats = 73;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -562,7 +560,6 @@ class GpuDecoder {
   Stream stream_owned_;
   Event ready_;
   cudaStream_t stream_ = nullptr;  // stream_owned_.get(), the name every launch uses
-  int stream_priority_ = 0;        // stream_owned_'s priority (MemStats [73]; 0 the default, lower is greater)
   mutable std::mutex mu_;
   GraphCache graphs_;
   std::vector<DeviceBuffer> buffers_;  // the fixed workspace (Alloc)
