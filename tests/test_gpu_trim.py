@@ -266,6 +266,8 @@ GRID_SIDES = {
     "warp_append_grids": {"CUWFST_LATTICE_APPEND": "warp", "CUWFST_LAT_BLOCKS": "2"},
     # final steps walked by LatPersistKernel, as before their arcs were candidates
     "final_walked": {"CUWFST_LATTICE_CAND_FINAL": "off"},
+    # ExpandKernel and LatPersistKernel compiled for 6 CTAs a multiprocessor (fewer registers)
+    "min_blocks": {"CUWFST_EXPAND_MIN_BLOCKS": "6", "CUWFST_LAT_MIN_BLOCKS": "6"},
 }
 
 
@@ -274,8 +276,10 @@ GRID_SIDES = {
 def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
     here tiny), LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp), final steps
-    walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) against the default
-    (MaxBlocksFor, the records appended per CTA, final candidates): each 1-best equal to the CPU's (exact-score
+    walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) and ExpandKernel and
+    LatPersistKernel built for 6 CTAs a multiprocessor (CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6)
+    against the default (MaxBlocksFor and LatBlocksFor, the records appended per CTA, final candidates,
+    no register bound): each 1-best equal to the CPU's (exact-score
     ties aside: another grid claims the next frontier's states in another order, so a tie between two
     paths may resolve the other way, as it may against the CPU) and the same GPU-pruned lattices as the
     default and the CPU; each decoder reports what it took (MemStats)."""
@@ -292,6 +296,7 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert st["default"]["max_blocks"] == 0 and st["default"]["lat_append_block"] == 1
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
     assert st["default"]["lat_cand_final"] == 1 and st["final_walked"]["lat_cand_final"] == 0
+    assert [st[k][x] for k in ("default", "min_blocks") for x in ("expand_min_blocks", "lat_min_blocks")] == [1, 4, 6, 6]
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     def cand_steps(d):  # real lane-steps in candidate mode: recorded from candidates, or walked after an overflow;
         # final lane-steps recorded from candidates

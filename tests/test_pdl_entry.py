@@ -1,7 +1,7 @@
 """Programmatic dependent launch is only safe for a kernel that waits for the kernel before it
 before touching global memory (common.cuh StepKernelEntry): a kernel launched early that read
 first would read the previous step's half-written state. Every kernel that GpuDecoder's
-LaunchStep launches must therefore open with StepKernelEntry(); this reads the sources and
+LaunchStep (or LaunchStepSmem) launches must therefore open with StepKernelEntry(); this reads the sources and
 checks it, so a new step kernel cannot be added to the PDL path without it."""
 import re
 from pathlib import Path
@@ -12,7 +12,7 @@ CSRC = Path(__file__).resolve().parents[1] / "cuwfst" / "csrc"
 def _launched_by_launch_step() -> set[str]:
     names = set()
     for path in CSRC.glob("*.cu"):
-        for m in re.finditer(r"\bLaunchStep\(\s*([A-Za-z_]\w*)", path.read_text()):
+        for m in re.finditer(r"\bLaunchStep(?:Smem)?\(\s*([A-Za-z_]\w*)", path.read_text()):
             names.add(m.group(1))
     names.discard("void")  # (the declaration's own parameter list)
     names.discard("kernel")

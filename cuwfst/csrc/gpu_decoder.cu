@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 #include <sstream>
 #include <stdexcept>
 
@@ -229,6 +230,15 @@ void GpuDecoder::Allocate() {
     lat_append_block_ = false;
   if (const char* env = std::getenv("CUWFST_LATTICE_CAND_FINAL"); env != nullptr && std::strcmp(env, "off") == 0)
     lat_cand_final_ = false;
+  // ExpandKernel's and LatPersistKernel's register bound (warp walker): CUWFST_EXPAND_MIN_BLOCKS=1|6,
+  // CUWFST_LAT_MIN_BLOCKS=4|6 (the first the default)
+  for (auto [name, field, base] : {std::tuple<const char*, int32_t*, char>{"CUWFST_EXPAND_MIN_BLOCKS", &expand_min_blocks_, '1'},
+                                   {"CUWFST_LAT_MIN_BLOCKS", &lat_min_blocks_, '4'}})
+    if (const char* env = std::getenv(name); env != nullptr) {
+      if (!(env[0] == base || env[0] == '6') || env[1] != '\0')
+        throw std::invalid_argument(std::string(name) + " must be " + base + " or 6, got '" + env + "'");
+      *field = env[0] - '0';
+    }
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -912,8 +922,8 @@ void GpuDecoder::Timed(int kind, F&& launch) {
 // asks for it, the device has it (pdl_) and no profiling records an event around each launch
 // (then no kernel directly precedes this one).
 template <typename... KernelArgs, typename... Args>
-void GpuDecoder::LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
-                            Args&&... args) {
+void GpuDecoder::LaunchWith(bool cooperative, bool pdl, size_t smem, void (*kernel)(KernelArgs...), dim3 grid,
+                            dim3 block, Args&&... args) {
   cudaLaunchAttribute attr[2];
   unsigned n = 0;
   if (cooperative) {
@@ -931,7 +941,7 @@ void GpuDecoder::LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArg
   cudaLaunchConfig_t c = {};
   c.gridDim = grid;
   c.blockDim = block;
-  c.dynamicSmemBytes = 0;
+  c.dynamicSmemBytes = smem;
   c.stream = stream_;
   c.attrs = attr;
   c.numAttrs = n;
@@ -940,7 +950,12 @@ void GpuDecoder::LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArg
 
 template <typename... KernelArgs, typename... Args>
 void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
-  LaunchWith(false, true, kernel, grid, block, std::forward<Args>(args)...);
+  LaunchWith(false, true, 0, kernel, grid, block, std::forward<Args>(args)...);
+}
+
+template <typename... KernelArgs, typename... Args>
+void GpuDecoder::LaunchStepSmem(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, Args&&... args) {
+  LaunchWith(false, true, smem, kernel, grid, block, std::forward<Args>(args)...);
 }
 
 // A cooperative launch (CoopWalkKernel: its grid syncs); under walker kWalkWarpCoopPdl with
@@ -950,7 +965,7 @@ void GpuDecoder::LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block
 // after it starts only once every CTA of this grid has passed StepKernelEntry, i.e. is resident.
 template <typename... KernelArgs, typename... Args>
 void GpuDecoder::LaunchCoop(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args) {
-  LaunchWith(true, coop_pdl_, kernel, grid, block, std::forward<Args>(args)...);
+  LaunchWith(true, coop_pdl_, 0, kernel, grid, block, std::forward<Args>(args)...);
 }
 
 void GpuDecoder::CollectProfile() {
@@ -1100,6 +1115,8 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
     if (w.pool_handout_kernel) Timed(14, [&] { LaunchStep(PoolHandOutKernel, dim3(1), dim3(32), w); });
     if (cfg_.walker == kWalkThread)
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkThread>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
+    else if (expand_min_blocks_ == 6)
+      Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp, 6>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
     else
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
   }
@@ -1118,11 +1135,17 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)
-    const int lat_grid = lat_blocks_ > 0 ? lat_blocks_ : walk_blocks;
+    const int lat_grid = lat_blocks_ > 0          ? lat_blocks_
+                         : cfg_.walk_blocks > 0 ? walk_blocks
+                                                : LatBlocksFor(L, w.trim != 0, w.lat_cand != nullptr, walk_blocks);
+    // (its dynamic shared memory: the lanes' LatLane copies in candidate mode, LatPersistSmem)
+    const size_t smem = LatPersistSmem(w);
     if (cfg_.walker == kWalkThread)
-      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkThread>, dim3(lat_grid), dim3(kWalkThreads), g, w); });
+      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkThread>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
+    else if (lat_min_blocks_ == 6)
+      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 6>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     else
-      Timed(12, [&] { LaunchStep(LatPersistKernel<kWalkWarp>, dim3(lat_grid), dim3(kWalkThreads), g, w); });
+      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
   }
 }
@@ -1715,6 +1738,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[70] = lat_append_block_ ? 1 : 0;
   out[71] = lat_cand_final_ ? 1 : 0;
   out[72] = lat_cand_final_steps_;
+  out[73] = expand_min_blocks_;
+  out[74] = lat_min_blocks_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

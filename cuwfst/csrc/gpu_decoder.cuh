@@ -433,12 +433,14 @@ class GpuDecoder {
   // MaxKernel left them out (reading it synchronizes the decoder's stream, as [45]).
   // [67] [68] [69] the grids of MaxKernel, ExpandKernel and LatPersistKernel as set at construction
   // (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS; 0: the walkers' grid, and
-  // MaxKernel's MaxBlocksFor where the decoder trims).
+  // MaxKernel's MaxBlocksFor where the decoder trims, LatPersistKernel's LatBlocksFor in candidate mode).
   // [70] 1 where LatPersistKernel appends the candidates' records per CTA (CUWFST_LATTICE_APPEND=warp: 0).
   // [71] 1 where a final step's arcs are candidates too (common.cuh LatCandFinalOn;
   // CUWFST_LATTICE_CAND_FINAL=off at construction: 0, LatPersistKernel walks final steps).
   // [72] final lane-steps recorded from candidates, all decodes ([57] and [58] count real ones).
-  static constexpr int kMemStats = 73;
+  // [73] [74] ExpandKernel's and LatPersistKernel's __launch_bounds__ CTAs a multiprocessor, warp
+  // walker (defaults 1, i.e. no bound, and 4; CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6 at construction).
+  static constexpr int kMemStats = 75;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -659,16 +661,21 @@ class GpuDecoder {
   // the kernel before it, else as a plain launch.
   template <typename... KernelArgs, typename... Args>
   void LaunchStep(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
+  // LaunchStep with `smem` bytes of dynamic shared memory (LatPersistKernel's lanes)
+  template <typename... KernelArgs, typename... Args>
+  void LaunchStepSmem(void (*kernel)(KernelArgs...), dim3 grid, dim3 block, size_t smem, Args&&... args);
   // LaunchStep's and LaunchCoop's one launch: cooperative or not, PDL where `pdl` and pdl_ hold
   template <typename... KernelArgs, typename... Args>
-  void LaunchWith(bool cooperative, bool pdl, void (*kernel)(KernelArgs...), dim3 grid, dim3 block, Args&&... args);
+  void LaunchWith(bool cooperative, bool pdl, size_t smem, void (*kernel)(KernelArgs...), dim3 grid, dim3 block,
+                  Args&&... args);
   bool pdl_ = false;  // DecoderConfig::pdl on a device that has it
   bool pdl_root_ = false;  // LaunchChunk: the next launch is its capture's first (no PDL edge)
   int32_t persist_grid_ = 0;  // the persistent split scan's CTAs (scan_order 2)
   bool max_anchor_ = true;    // Workspace::max_anchor where it applies (CUWFST_MAX_ANCHOR=off: never)
   bool max_known_ = true;     // Workspace::max_known where it applies (CUWFST_MAX_KNOWN=off: never)
   // The grids of MaxKernel, ExpandKernel and LatPersistKernel on the static walkers' path, where 0
-  // DecoderConfig::walk_blocks if set, else MaxBlocksFor (MaxKernel) and ExpandBlocksFor (the others);
+  // DecoderConfig::walk_blocks if set, else MaxBlocksFor (MaxKernel), LatBlocksFor (LatPersistKernel)
+  // and ExpandBlocksFor (ExpandKernel);
   // CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS and CUWFST_LAT_BLOCKS at construction (same-run A/B of
   // the grids: every walk splits its slots among whatever warps it has, so results do not change)
   int32_t max_blocks_ = 0, expand_blocks_ = 0, lat_blocks_ = 0;
@@ -678,6 +685,7 @@ class GpuDecoder {
   // CUWFST_LATTICE_CAND_FINAL=off at construction: a final step's records by LatPersistKernel's
   // walk, as before (lat_filter[6] 0)
   bool lat_cand_final_ = true;
+  int32_t expand_min_blocks_ = 1, lat_min_blocks_ = 4;  // MemStats [73] [74]
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

@@ -45,6 +45,16 @@ inline int MaxBlocksFor(int lanes, bool trimmed = false) {
   int b = 32 * lanes;
   return b < 1024 ? 1024 : (b > 8192 ? 8192 : b);
 }
+// LatPersistKernel's grid when DecoderConfig::walk_blocks is 0: in candidate mode (the decode has
+// a candidate buffer: Workspace::lat_cand) MaxKernel's, 32 CTAs a lane (its CTAs hold ~45 KB of
+// static shared memory, 4 a multiprocessor, so the walkers' 2,048 at 32 lanes were ~3.9 waves of
+// mostly one round of candidates each); else the walkers'. Measured on the H200, full HLG, 256
+// utterances, batches of 32 (docs/benchmarks.md, session of 2026-12-03 18:47; Nsight Compute: 50%
+// theoretical occupancy, held by shared memory): 8.25 ms a lattice batch at 1,024 CTAs against
+// 8.81-8.86 at 2,048.
+inline int LatBlocksFor(int lanes, bool trimmed, bool candidates, int walk_blocks) {
+  return candidates ? MaxBlocksFor(lanes, trimmed) : walk_blocks;
+}
 
 // What a walker knows about the lane a slot belongs to.
 struct LaneView {
@@ -639,8 +649,13 @@ struct ExpandLane {
 // first claimer appends {state, hash slot} to the claims list, then one 64-bit atomicMax
 // of {ordered end : local slot} resolves the best score and its argmax together (a tie
 // keeps the larger slot). Writes: hash keys/payloads, claims, overflow bits.
-template <int kWalker>
-__global__ void __launch_bounds__(kWalkThreads)
+// kMinBlocks: __launch_bounds__'s CTAs a multiprocessor, 1 (no bound: the default) or 6
+// (CUWFST_EXPAND_MIN_BLOCKS=6 at construction, warp walker: registers capped near 40, so 6 CTAs
+// of 256 threads fit where 58 registers allowed 4; Nsight Compute on the H200, session of
+// 2026-12-03 18:47: 50% theoretical and 38-39% achieved occupancy, held by registers). Same code
+// otherwise, so the same results.
+template <int kWalker, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kWalkThreads, kMinBlocks)
 ExpandKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.pool_bins) {  // MaxKernel's last block has read the bins bound: zero it for the next step's scan

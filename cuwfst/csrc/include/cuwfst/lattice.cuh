@@ -293,8 +293,11 @@ __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const 
 // most kWalkThreads lanes every CTA loads each lane's LatLane once into shared memory, else a
 // thread loads the lanes it meets), then walks only the lane-steps they do not cover, and
 // returns at once when there are none (at most kWalkThreads lanes; else it walks and skips).
-template <int kWalker>
-__global__ void __launch_bounds__(kWalkThreads)
+// kMinBlocks: as ExpandKernel's, 4 by default (unbounded, ptxas gave it 66 registers, rounded
+// to 72 a thread: 3 CTAs a multiprocessor), 6 with CUWFST_LAT_MIN_BLOCKS=6 (64 registers and,
+// before LatPersistSmem, its static shared memory held it to 4).
+template <int kWalker, int kMinBlocks = 4>
+__global__ void __launch_bounds__(kWalkThreads, kMinBlocks)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
@@ -304,11 +307,11 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
                                      min(*ws.lat_cand_n, static_cast<unsigned long long>(ws.lat_cand_cap))))
     return;
   if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
-    // candidate mode: each lane's LatLane in shared memory (raw storage: a __shared__ object
-    // takes no constructor), the candidates' records, then the walk only if some lane that
-    // took a step is not recorded from its candidates
-    __shared__ alignas(LatLane) unsigned char lanes_raw[kWalkThreads * sizeof(LatLane)];
-    LatLane* lanes = reinterpret_cast<LatLane*>(lanes_raw);
+    // candidate mode: each lane's LatLane in shared memory (the launch's dynamic shared memory,
+    // max_lanes of them: LatPersistSmem), the candidates' records, then the walk only if some
+    // lane that took a step is not recorded from its candidates
+    extern __shared__ __align__(16) unsigned char lat_lanes_raw[];
+    LatLane* lanes = reinterpret_cast<LatLane*>(lat_lanes_raw);
     bool walk = false;
     if (threadIdx.x < ws.max_lanes) {
       LatLane ll;
@@ -366,6 +369,16 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       if (ws.lattice == 2) ws.lat_ext[i] = {ll.step_t, tok, dst_pos, admitted ? 1 : 0};
     });
   });
+}
+
+// LatPersistKernel's dynamic shared memory: in candidate mode with at most kWalkThreads lanes a
+// LatLane for each lane (at 256 lanes ~43 KB, under the 48 KB a launch may take without opting
+// in), else none. Sized to max_lanes rather than kWalkThreads as a static array was: at 32 lanes a
+// CTA holds ~8 KB instead of ~45 KB, so 8 CTAs fit on a multiprocessor (its threads' limit)
+// instead of 4 (Nsight Compute on the H200, session of 2026-12-03 18:47: theoretical occupancy
+// 50%, held by shared memory).
+inline size_t LatPersistSmem(const Workspace& w) {
+  return w.lat_cand != nullptr && w.max_lanes <= kWalkThreads ? static_cast<size_t>(w.max_lanes) * sizeof(LatLane) : 0;
 }
 
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
