@@ -46,12 +46,11 @@ inline int MaxBlocksFor(int lanes, bool trimmed = false) {
   return b < 1024 ? 1024 : (b > 8192 ? 8192 : b);
 }
 // LatPersistKernel's grid when DecoderConfig::walk_blocks is 0: in candidate mode (the decode has
-// a candidate buffer: Workspace::lat_cand) MaxKernel's, 32 CTAs a lane (its CTAs hold ~45 KB of
-// static shared memory, 4 a multiprocessor, so the walkers' 2,048 at 32 lanes were ~3.9 waves of
-// mostly one round of candidates each); else the walkers'. Measured on the H200, full HLG, 256
-// utterances, batches of 32 (docs/benchmarks.md, session of 2026-12-03 18:47; Nsight Compute: 50%
-// theoretical occupancy, held by shared memory): 8.25 ms a lattice batch at 1,024 CTAs against
-// 8.81-8.86 at 2,048.
+// a candidate buffer: Workspace::lat_cand) MaxKernel's, 32 CTAs a lane (its 64 registers allow 4
+// CTAs a multiprocessor, so the walkers' 2,048 at 32 lanes were ~3.9 waves of mostly one round of
+// candidates each); else the walkers'. Measured on the H200, full HLG, 256 utterances, batches of
+// 32 (docs/benchmarks.md, session of 2026-12-03 18:47; Nsight Compute: 50% theoretical occupancy):
+// 8.16-8.25 ms a lattice batch at 1,024 CTAs against 8.67-8.86 at 2,048.
 inline int LatBlocksFor(int lanes, bool trimmed, bool candidates, int walk_blocks) {
   return candidates ? MaxBlocksFor(lanes, trimmed) : walk_blocks;
 }

@@ -372,11 +372,11 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
 }
 
 // LatPersistKernel's dynamic shared memory: in candidate mode with at most kWalkThreads lanes a
-// LatLane for each lane (at 256 lanes ~43 KB, under the 48 KB a launch may take without opting
-// in), else none. Sized to max_lanes rather than kWalkThreads as a static array was: at 32 lanes a
-// CTA holds ~8 KB instead of ~45 KB, so 8 CTAs fit on a multiprocessor (its threads' limit)
-// instead of 4 (Nsight Compute on the H200, session of 2026-12-03 18:47: theoretical occupancy
-// 50%, held by shared memory).
+// LatLane for each lane (96 bytes each: 24 KB at 256 lanes, under the 48 KB a launch may take
+// without opting in), else none. Sized to max_lanes rather than kWalkThreads as a static array
+// was (26.7 KB a CTA with the rest, Nsight Compute on the H200, session of 2026-12-03 18:47): at
+// 32 lanes a CTA holds ~5 KB, so shared memory no longer bounds the CTAs a multiprocessor; its
+// registers still hold it to 4 (kMinBlocks; 6 with CUWFST_LAT_MIN_BLOCKS=6).
 inline size_t LatPersistSmem(const Workspace& w) {
   return w.lat_cand != nullptr && w.max_lanes <= kWalkThreads ? static_cast<size_t>(w.max_lanes) * sizeof(LatLane) : 0;
 }
