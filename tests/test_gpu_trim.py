@@ -279,7 +279,7 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) and ExpandKernel and
     LatPersistKernel built for 6 CTAs a multiprocessor (CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6)
     against the default (MaxBlocksFor and LatBlocksFor, the records appended per CTA, final candidates,
-    no register bound): each 1-best equal to the CPU's (exact-score
+    ExpandKernel unbounded and LatPersistKernel bounded at 4): each 1-best equal to the CPU's (exact-score
     ties aside: another grid claims the next frontier's states in another order, so a tie between two
     paths may resolve the other way, as it may against the CPU) and the same GPU-pruned lattices as the
     default and the CPU; each decoder reports what it took (MemStats)."""
