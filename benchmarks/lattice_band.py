@@ -16,6 +16,12 @@ ExpandKernel writes as candidates) and `rec` (the destination survives and the a
 ends within output_beam + SLACK of the destination's score: the records' filter's rule). L is the
 best end over every arc of the best token (the GPU takes its first 64 arcs), so `hi` may be a
 little smaller here than on the GPU.
+
+The label bound (`hi_lK`, `band_lK`, K in LABEL_CAPS): the same trims with each token's acoustic
+bound taken as the best log-prob over its state's distinct non-blank labels where the state has at
+most K of them (else the row's best non-blank, as now): still an upper bound of every arc's end, so
+the same records (`lost_lK` counts records outside it: 0), with fewer slots walked. What a per-state
+table of K labels would save the scan, MaxKernel and ExpandKernel (docs/speed-notes.md, "Next").
 """
 
 import sys
@@ -28,6 +34,7 @@ from cuwfst import Decoder, DecoderOptions, Graph
 
 
 U = 2.0 ** -24
+LABEL_CAPS = (1, 2, 4, 8, 1 << 30)  # the label bound's K (1 << 30: every state's own labels)
 FILTER_MAG, TRIM_MAG, MAX_DRIFT = 8192.0, 7168.0, 2.0  # common.cuh kLatFilterMag, kLatTrimMag, kLatFilterMaxDrift
 
 
@@ -64,7 +71,17 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             "cand_adm", "cand_surv", "hi_exact", "band_exact", "weak_dst", "weak_in_arcs", "weak_in_front",
             "weak_in_max",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
+    keys += tuple(f"{x}_l{k}" for k in LABEL_CAPS for x in ("hi", "band", "lost"))
     tot = dict.fromkeys(keys, 0)
+    # each state's distinct non-blank labels (the label bound)
+    lab_all = tb.ilabel[arcs].astype(np.int64)
+    nbm = lab_all > 0
+    span = int(lab_all.max(initial=0)) + 1
+    nlab = np.bincount(np.unique(owner[nbm].astype(np.int64) * span + lab_all[nbm]) // span,
+                       minlength=g.num_states)
+    for k in LABEL_CAPS[:-1]:
+        tot[f"states_l{k}"] = int(((nlab <= k) & (deg_all > 0)).sum())
+    tot["states_emitting"] = int((deg_all > 0).sum())
     pos_of = np.full(g.num_states, -1, np.int64)
     # the destination side: each state's incoming emitting arcs (the graph reversed), for the weak
     # survivors (a new token within output_beam + slack of the cutoff: the only ones a non-admitted
@@ -149,6 +166,24 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             low_m = F32(F32(end.max()) - beam)
             hi_m = ub > low_m
             band_m = ~hi_m & (ub > F32(F32(low_m - ob) - trim_slack)) if trim_on else ~hi_m
+            # the label bound: each token's best log-prob over its own non-blank slots' labels (the slots
+            # are grouped by token, in order), taken where its state has at most K distinct labels
+            labs = tb.ilabel[sa]
+            acs = np.where(labs > 0, lp[np.maximum(labs, 0)], np.float32(-np.inf)).astype(np.float32)
+            starts = np.flatnonzero(deg > 0)
+            tok_ac = np.full(len(s), -np.inf, np.float32)
+            if len(starts):
+                tok_ac[starts] = np.maximum.reduceat(acs, (np.cumsum(deg) - deg)[starts])
+            row_ac = np.float32(lp[1:].max())
+            for kc in LABEL_CAPS:
+                ac_k = np.where(nlab[s] <= kc, tok_ac, row_ac)
+                with np.errstate(invalid="ignore"):  # (blank slots: inf + -inf, replaced by inf)
+                    ub_k = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_k[own])
+                hi_k = ub_k > low
+                band_k = ~hi_k & (ub_k > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_k
+                tot[f"hi_l{kc}"] += int(hi_k.sum())
+                tot[f"band_l{kc}"] += int(band_k.sum())
+                tot[f"lost_l{kc}"] += int((rec & ~(hi_k | band_k)).sum()) if trim_on else 0
             tot["hi_exact"] += int(hi_m.sum())
             tot["band_exact"] += int(band_m.sum())
             tot["cand_adm"] += int((walked & cand & (se > cutoff)).sum())  # candidates ExpandKernel admits
@@ -182,6 +217,11 @@ def main(argv=None) -> int:
           f"steps whose max the anchor already is {tot['max_known']} of {tot['steps']}")
     print(f"from the exact max instead of the anchor: hi {tot['hi_exact']} (anchor {tot['hi']}), band "
           f"{tot['band_exact']} (anchor {tot['band']})")
+    for kc in LABEL_CAPS:
+        name = "every state's own labels" if kc == LABEL_CAPS[-1] else \
+            f"states with at most {kc} labels ({tot[f'states_l{kc}']} of {tot['states_emitting']} emitting states)"
+        print(f"label bound, {name}: hi {tot[f'hi_l{kc}']} (now {tot['hi']}), band {tot[f'band_l{kc}']} "
+              f"(now {tot['band']}), records outside {tot[f'lost_l{kc}']}")
     print(f"the destination side: {tot['weak_dst']} weak survivors (within output_beam + slack of the cutoff), "
           f"{tot['weak_in_arcs']} incoming arcs (largest in-degree {tot['weak_in_max']}), {tot['weak_in_front']} of "
           f"them from a state of the frontier; the band's slots {tot['band']}")

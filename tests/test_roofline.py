@@ -230,6 +230,13 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     assert tot["all_rec"] == tot["hi_rec"] + tot["band_rec"] > 0
     assert tot["band"] > 0 and tot["hi"] + tot["band"] <= tot["slots"]
     assert tot["adm"] <= tot["hi_cand"] + tot["band_cand"]
+    # the label bound (each state's own labels where it has at most K): an upper bound too, so no
+    # record falls outside its walk, which is no larger than now and shrinks as K grows
+    walked = [tot[f"hi_l{k}"] + tot[f"band_l{k}"] for k in lattice_band.LABEL_CAPS]
+    assert all(tot[f"lost_l{k}"] == 0 for k in lattice_band.LABEL_CAPS), tot
+    assert all(tot[f"hi_l{k}"] <= tot["hi"] for k in lattice_band.LABEL_CAPS)
+    assert walked == sorted(walked, reverse=True) and walked[0] <= tot["hi"] + tot["band"]
+    assert walked[-1] < tot["hi"] + tot["band"], "the label bound walks no fewer slots on the tiny graph"
 
 
 def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
