@@ -22,6 +22,9 @@ bound taken as the best log-prob over its state's distinct non-blank labels wher
 most K of them (else the row's best non-blank, as now): still an upper bound of every arc's end, so
 the same records (`lost_lK` counts records outside it: 0), with fewer slots walked. What a per-state
 table of K labels would save the scan, MaxKernel and ExpandKernel (docs/speed-notes.md, "Next").
+The group bound (`hi_g`, `band_g`, `lost_g`): the labels in 64 groups of consecutive ids, each state
+a 64-bit mask of the groups its non-blank labels fall in, each token's bound the best log-prob over
+its state's groups (a frame's group maxima computed once): an upper bound too.
 """
 
 import sys
@@ -71,7 +74,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             "cand_adm", "cand_surv", "hi_exact", "band_exact", "weak_dst", "weak_in_arcs", "weak_in_front",
             "weak_in_max",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
-    keys += tuple(f"{x}_l{k}" for k in LABEL_CAPS for x in ("hi", "band", "lost"))
+    keys += tuple(f"{x}_l{k}" for k in LABEL_CAPS for x in ("hi", "band", "lost")) + ("hi_g", "band_g", "lost_g")
     tot = dict.fromkeys(keys, 0)
     # each state's distinct non-blank labels (the label bound)
     lab_all = tb.ilabel[arcs].astype(np.int64)
@@ -82,6 +85,10 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     for k in LABEL_CAPS[:-1]:
         tot[f"states_l{k}"] = int(((nlab <= k) & (deg_all > 0)).sum())
     tot["states_emitting"] = int((deg_all > 0).sum())
+    # the group bound: 64 groups of consecutive non-blank label ids, each state's mask of them
+    gsize = max(1, -(-(span - 1) // 64))
+    gmask = np.zeros((g.num_states, 64), bool)
+    gmask[owner[nbm], (lab_all[nbm] - 1) // gsize] = True
     pos_of = np.full(g.num_states, -1, np.int64)
     # the destination side: each state's incoming emitting arcs (the graph reversed), for the weak
     # survivors (a new token within output_beam + slack of the cutoff: the only ones a non-admitted
@@ -184,6 +191,16 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[f"hi_l{kc}"] += int(hi_k.sum())
                 tot[f"band_l{kc}"] += int(band_k.sum())
                 tot[f"lost_l{kc}"] += int((rec & ~(hi_k | band_k)).sum()) if trim_on else 0
+            gmax = np.full(64, -np.inf, np.float32)  # the frame's best log-prob in each group
+            np.maximum.at(gmax, (np.arange(1, len(lp)) - 1) // gsize, lp[1:].astype(np.float32))
+            ac_g = np.where(gmask[s], gmax[None, :], np.float32(-np.inf)).max(axis=1)
+            with np.errstate(invalid="ignore"):
+                ub_g = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_g[own])
+            hi_g = ub_g > low
+            band_g = ~hi_g & (ub_g > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_g
+            tot["hi_g"] += int(hi_g.sum())
+            tot["band_g"] += int(band_g.sum())
+            tot["lost_g"] += int((rec & ~(hi_g | band_g)).sum()) if trim_on else 0
             tot["hi_exact"] += int(hi_m.sum())
             tot["band_exact"] += int(band_m.sum())
             tot["cand_adm"] += int((walked & cand & (se > cutoff)).sum())  # candidates ExpandKernel admits
@@ -222,6 +239,8 @@ def main(argv=None) -> int:
             f"states with at most {kc} labels ({tot[f'states_l{kc}']} of {tot['states_emitting']} emitting states)"
         print(f"label bound, {name}: hi {tot[f'hi_l{kc}']} (now {tot['hi']}), band {tot[f'band_l{kc}']} "
               f"(now {tot['band']}), records outside {tot[f'lost_l{kc}']}")
+    print(f"group bound (64 groups of consecutive labels, a mask a state): hi {tot['hi_g']} (now {tot['hi']}), band "
+          f"{tot['band_g']} (now {tot['band']}), records outside {tot['lost_g']}")
     print(f"the destination side: {tot['weak_dst']} weak survivors (within output_beam + slack of the cutoff), "
           f"{tot['weak_in_arcs']} incoming arcs (largest in-degree {tot['weak_in_max']}), {tot['weak_in_front']} of "
           f"them from a state of the frontier; the band's slots {tot['band']}")

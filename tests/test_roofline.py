@@ -237,6 +237,8 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     assert all(tot[f"hi_l{k}"] <= tot["hi"] for k in lattice_band.LABEL_CAPS)
     assert walked == sorted(walked, reverse=True) and walked[0] <= tot["hi"] + tot["band"]
     assert walked[-1] < tot["hi"] + tot["band"], "the label bound walks no fewer slots on the tiny graph"
+    # the group bound (64 groups of labels, a mask a state): an upper bound, between the two
+    assert tot["lost_g"] == 0 and walked[-1] <= tot["hi_g"] + tot["band_g"] <= tot["hi"] + tot["band"]
 
 
 def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
