@@ -25,6 +25,10 @@ table of K labels would save the scan, MaxKernel and ExpandKernel (docs/speed-no
 The group bound (`hi_g`, `band_g`, `lost_g`): the labels in 64 groups of consecutive ids, each state
 a 64-bit mask of the groups its non-blank labels fall in, each token's bound the best log-prob over
 its state's groups (a frame's group maxima computed once): an upper bound too.
+The cascade (`hi_cR`, `band_cR`, `lost_cR`, R in CASCADE): states with at most 8 labels take their
+own labels' maximum (a table), the others test the frame's R best non-blank labels in order against
+a bitmap of their labels and take the first present one's log-prob, else the (R + 1)-th best: an
+upper bound with at most R bit tests a token.
 """
 
 import sys
@@ -38,6 +42,7 @@ from cuwfst import Decoder, DecoderOptions, Graph
 
 U = 2.0 ** -24
 LABEL_CAPS = (1, 2, 4, 8, 1 << 30)  # the label bound's K (1 << 30: every state's own labels)
+CASCADE = (1, 2, 4, 8, 16)  # the cascade's R
 FILTER_MAG, TRIM_MAG, MAX_DRIFT = 8192.0, 7168.0, 2.0  # common.cuh kLatFilterMag, kLatTrimMag, kLatFilterMaxDrift
 
 
@@ -75,6 +80,10 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             "weak_in_max",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
     keys += tuple(f"{x}_l{k}" for k in LABEL_CAPS for x in ("hi", "band", "lost")) + ("hi_g", "band_g", "lost_g")
+    # the exact label bound's price: tokens of states with more than 8 labels, and their labels (the
+    # log-prob lookups a bitmap per such state would take the scan)
+    keys += ("heavy_tokens", "heavy_labels")
+    keys += tuple(f"{x}_c{r}" for r in CASCADE for x in ("hi", "band", "lost"))
     tot = dict.fromkeys(keys, 0)
     # each state's distinct non-blank labels (the label bound)
     lab_all = tb.ilabel[arcs].astype(np.int64)
@@ -89,6 +98,13 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     gsize = max(1, -(-(span - 1) // 64))
     gmask = np.zeros((g.num_states, 64), bool)
     gmask[owner[nbm], (lab_all[nbm] - 1) // gsize] = True
+    # the cascade: a bitmap of labels for each state with more than 8 of them (row = its heavy index)
+    heavy_idx = np.full(g.num_states, -1, np.int64)
+    hs = np.flatnonzero(nlab > 8)
+    heavy_idx[hs] = np.arange(len(hs))
+    hmask = np.zeros((len(hs), max(span, lp_all.shape[-1])), bool)  # (the log-probs' columns)
+    hm = nbm & (heavy_idx[owner] >= 0)
+    hmask[heavy_idx[owner[hm]], lab_all[hm]] = True
     pos_of = np.full(g.num_states, -1, np.int64)
     # the destination side: each state's incoming emitting arcs (the graph reversed), for the weak
     # survivors (a new token within output_beam + slack of the cutoff: the only ones a non-admitted
@@ -182,6 +198,28 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             if len(starts):
                 tok_ac[starts] = np.maximum.reduceat(acs, (np.cumsum(deg) - deg)[starts])
             row_ac = np.float32(lp[1:].max())
+            heavy = nlab[s] > 8
+            tot["heavy_tokens"] += int(heavy.sum())
+            tot["heavy_labels"] += int(nlab[s][heavy].sum())
+            ranked = 1 + np.argsort(-lp[1:], kind="stable")  # the frame's non-blank labels, best first
+            hrow = heavy_idx[s]
+            for r in CASCADE:
+                # a heavy token none of whose labels is among the top r: the (r + 1)-th best (with fewer
+                # labels in the frame than that, every label was tested: its own maximum)
+                miss = np.float32(lp[ranked[r]]) if r < len(ranked) else tok_ac
+                ac_c = np.where(heavy, miss, tok_ac).astype(np.float32)
+                found = ~heavy
+                for j in range(min(r, len(ranked)) - 1, -1, -1):  # the best present label among the top r wins
+                    present = heavy & (hrow >= 0)
+                    present[present] = hmask[hrow[present], ranked[j]]
+                    ac_c = np.where(present, np.float32(lp[ranked[j]]), ac_c)
+                with np.errstate(invalid="ignore"):
+                    ub_c = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_c[own])
+                hi_c = ub_c > low
+                band_c = ~hi_c & (ub_c > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_c
+                tot[f"hi_c{r}"] += int(hi_c.sum())
+                tot[f"band_c{r}"] += int(band_c.sum())
+                tot[f"lost_c{r}"] += int((rec & ~(hi_c | band_c)).sum()) if trim_on else 0
             for kc in LABEL_CAPS:
                 ac_k = np.where(nlab[s] <= kc, tok_ac, row_ac)
                 with np.errstate(invalid="ignore"):  # (blank slots: inf + -inf, replaced by inf)
@@ -239,6 +277,11 @@ def main(argv=None) -> int:
             f"states with at most {kc} labels ({tot[f'states_l{kc}']} of {tot['states_emitting']} emitting states)"
         print(f"label bound, {name}: hi {tot[f'hi_l{kc}']} (now {tot['hi']}), band {tot[f'band_l{kc}']} "
               f"(now {tot['band']}), records outside {tot[f'lost_l{kc}']}")
+    for r in CASCADE:
+        print(f"cascade, the frame's {r} best labels tested against heavy states' bitmaps: hi {tot[f'hi_c{r}']} "
+              f"(now {tot['hi']}), band {tot[f'band_c{r}']} (now {tot['band']}), records outside {tot[f'lost_c{r}']}")
+    print(f"the exact label bound's price: {tot['heavy_tokens']} tokens of states with more than 8 labels, "
+          f"{tot['heavy_labels']} labels among them (of {tot['tokens']} tokens in all)")
     print(f"group bound (64 groups of consecutive labels, a mask a state): hi {tot['hi_g']} (now {tot['hi']}), band "
           f"{tot['band_g']} (now {tot['band']}), records outside {tot['lost_g']}")
     print(f"the destination side: {tot['weak_dst']} weak survivors (within output_beam + slack of the cutoff), "

@@ -239,6 +239,10 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     assert walked[-1] < tot["hi"] + tot["band"], "the label bound walks no fewer slots on the tiny graph"
     # the group bound (64 groups of labels, a mask a state): an upper bound, between the two
     assert tot["lost_g"] == 0 and walked[-1] <= tot["hi_g"] + tot["band_g"] <= tot["hi"] + tot["band"]
+    # the cascade (the frame's R best labels tested against a bitmap of a heavy state's labels): an
+    # upper bound too, never below the exact one
+    assert all(tot[f"lost_c{r}"] == 0 and tot[f"hi_c{r}"] + tot[f"band_c{r}"] >= walked[-1]
+               for r in lattice_band.CASCADE), tot
 
 
 def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
