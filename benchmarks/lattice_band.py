@@ -203,42 +203,31 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             tot["heavy_labels"] += int(nlab[s][heavy].sum())
             ranked = 1 + np.argsort(-lp[1:], kind="stable")  # the frame's non-blank labels, best first
             hrow = heavy_idx[s]
+            def bound_counts(suffix, ac_tok):
+                # the trims with each token's acoustic bound ac_tok: hi, band and records outside them
+                with np.errstate(invalid="ignore"):  # (blank slots: inf + -inf, replaced by inf)
+                    ub_x = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_tok[own])
+                hi_x = ub_x > low
+                band_x = ~hi_x & (ub_x > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_x
+                tot[f"hi_{suffix}"] += int(hi_x.sum())
+                tot[f"band_{suffix}"] += int(band_x.sum())
+                tot[f"lost_{suffix}"] += int((rec & ~(hi_x | band_x)).sum()) if trim_on else 0
+
             for r in CASCADE:
                 # a heavy token none of whose labels is among the top r: the (r + 1)-th best (with fewer
                 # labels in the frame than that, every label was tested: its own maximum)
                 miss = np.float32(lp[ranked[r]]) if r < len(ranked) else tok_ac
                 ac_c = np.where(heavy, miss, tok_ac).astype(np.float32)
-                found = ~heavy
                 for j in range(min(r, len(ranked)) - 1, -1, -1):  # the best present label among the top r wins
-                    present = heavy & (hrow >= 0)
+                    present = heavy.copy()
                     present[present] = hmask[hrow[present], ranked[j]]
                     ac_c = np.where(present, np.float32(lp[ranked[j]]), ac_c)
-                with np.errstate(invalid="ignore"):
-                    ub_c = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_c[own])
-                hi_c = ub_c > low
-                band_c = ~hi_c & (ub_c > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_c
-                tot[f"hi_c{r}"] += int(hi_c.sum())
-                tot[f"band_c{r}"] += int(band_c.sum())
-                tot[f"lost_c{r}"] += int((rec & ~(hi_c | band_c)).sum()) if trim_on else 0
+                bound_counts(f"c{r}", ac_c)
             for kc in LABEL_CAPS:
-                ac_k = np.where(nlab[s] <= kc, tok_ac, row_ac)
-                with np.errstate(invalid="ignore"):  # (blank slots: inf + -inf, replaced by inf)
-                    ub_k = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_k[own])
-                hi_k = ub_k > low
-                band_k = ~hi_k & (ub_k > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_k
-                tot[f"hi_l{kc}"] += int(hi_k.sum())
-                tot[f"band_l{kc}"] += int(band_k.sum())
-                tot[f"lost_l{kc}"] += int((rec & ~(hi_k | band_k)).sum()) if trim_on else 0
+                bound_counts(f"l{kc}", np.where(nlab[s] <= kc, tok_ac, row_ac))
             gmax = np.full(64, -np.inf, np.float32)  # the frame's best log-prob in each group
             np.maximum.at(gmax, (np.arange(1, len(lp)) - 1) // gsize, lp[1:].astype(np.float32))
-            ac_g = np.where(gmask[s], gmax[None, :], np.float32(-np.inf)).max(axis=1)
-            with np.errstate(invalid="ignore"):
-                ub_g = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + ac_g[own])
-            hi_g = ub_g > low
-            band_g = ~hi_g & (ub_g > F32(F32(low - ob) - trim_slack)) if trim_on else ~hi_g
-            tot["hi_g"] += int(hi_g.sum())
-            tot["band_g"] += int(band_g.sum())
-            tot["lost_g"] += int((rec & ~(hi_g | band_g)).sum()) if trim_on else 0
+            bound_counts("g", np.where(gmask[s], gmax[None, :], np.float32(-np.inf)).max(axis=1))
             tot["hi_exact"] += int(hi_m.sum())
             tot["band_exact"] += int(band_m.sum())
             tot["cand_adm"] += int((walked & cand & (se > cutoff)).sum())  # candidates ExpandKernel admits
