@@ -29,6 +29,10 @@ The cascade (`hi_cR`, `band_cR`, `lost_cR`, R in CASCADE): states with at most 8
 own labels' maximum (a table), the others test the frame's R best non-blank labels in order against
 a bitmap of their labels and take the first present one's log-prob, else the (R + 1)-th best: an
 upper bound with at most R bit tests a token.
+The folded cascade (`hi_fB`, `band_fB`, `lost_fB`, B in FOLDS): the GPU's tables (docs/design.md "The
+label bound"): R = 2 against heavy states' labels folded into B bits (bit label % B; a collision
+only loosens the bound: a label reported present that is not gives the bound of a better label),
+light states the row's best non-blank.
 """
 
 import sys
@@ -43,6 +47,7 @@ from cuwfst import Decoder, DecoderOptions, Graph
 U = 2.0 ** -24
 LABEL_CAPS = (1, 2, 4, 8, 1 << 30)  # the label bound's K (1 << 30: every state's own labels)
 CASCADE = (1, 2, 4, 8, 16)  # the cascade's R
+FOLDS = (512, 256, 128)  # the folded cascade's bits a heavy state (R = 2)
 FILTER_MAG, TRIM_MAG, MAX_DRIFT = 8192.0, 7168.0, 2.0  # common.cuh kLatFilterMag, kLatTrimMag, kLatFilterMaxDrift
 
 
@@ -84,6 +89,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     # log-prob lookups a bitmap per such state would take the scan)
     keys += ("heavy_tokens", "heavy_labels")
     keys += tuple(f"{x}_c{r}" for r in CASCADE for x in ("hi", "band", "lost"))
+    keys += tuple(f"{x}_f{b}" for b in FOLDS for x in ("hi", "band", "lost"))
     tot = dict.fromkeys(keys, 0)
     # each state's distinct non-blank labels (the label bound)
     lab_all = tb.ilabel[arcs].astype(np.int64)
@@ -105,6 +111,10 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     hmask = np.zeros((len(hs), max(span, lp_all.shape[-1])), bool)  # (the log-probs' columns)
     hm = nbm & (heavy_idx[owner] >= 0)
     hmask[heavy_idx[owner[hm]], lab_all[hm]] = True
+    # the folded bitmaps (the GPU's tables): bit label % b of b bits a heavy state
+    fmask = {b: np.zeros((len(hs), b), bool) for b in FOLDS}
+    for b, fm in fmask.items():
+        fm[heavy_idx[owner[hm]], lab_all[hm] % b] = True
     pos_of = np.full(g.num_states, -1, np.int64)
     # the destination side: each state's incoming emitting arcs (the graph reversed), for the weak
     # survivors (a new token within output_beam + slack of the cutoff: the only ones a non-admitted
@@ -213,6 +223,19 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[f"band_{suffix}"] += int(band_x.sum())
                 tot[f"lost_{suffix}"] += int((rec & ~(hi_x | band_x)).sum()) if trim_on else 0
 
+            def cascade(r, test, light):
+                # the cascade over the frame's r best labels, test(j) the heavy tokens that hold label
+                # ranked[j] (or may: a folded bitmap), `light` the light tokens' bound
+                miss = np.float32(lp[ranked[r]]) if r < len(ranked) else tok_ac
+                ac_c = np.where(heavy, miss, light).astype(np.float32)
+                for j in range(min(r, len(ranked)) - 1, -1, -1):
+                    present = heavy.copy()
+                    present[present] = test(j, hrow[present])
+                    ac_c = np.where(present, np.float32(lp[ranked[j]]), ac_c)
+                return ac_c
+
+            for b in FOLDS:  # the GPU's rule: R = 2 on folded bitmaps, light states the row's best
+                bound_counts(f"f{b}", cascade(2, lambda j, h, b=b: fmask[b][h, ranked[j] % b], row_ac))
             for r in CASCADE:
                 # a heavy token none of whose labels is among the top r: the (r + 1)-th best (with fewer
                 # labels in the frame than that, every label was tested: its own maximum)
@@ -269,6 +292,10 @@ def main(argv=None) -> int:
     for r in CASCADE:
         print(f"cascade, the frame's {r} best labels tested against heavy states' bitmaps: hi {tot[f'hi_c{r}']} "
               f"(now {tot['hi']}), band {tot[f'band_c{r}']} (now {tot['band']}), records outside {tot[f'lost_c{r}']}")
+    for b in FOLDS:
+        print(f"the GPU's cascade (R = 2, heavy states' labels folded into {b} bits, light states the row's "
+              f"best): hi {tot[f'hi_f{b}']} (now {tot['hi']}), band {tot[f'band_f{b}']} (now {tot['band']}), "
+              f"records outside {tot[f'lost_f{b}']}")
     print(f"the exact label bound's price: {tot['heavy_tokens']} tokens of states with more than 8 labels, "
           f"{tot['heavy_labels']} labels among them (of {tot['tokens']} tokens in all)")
     print(f"group bound (64 groups of consecutive labels, a mask a state): hi {tot['hi_g']} (now {tot['hi']}), band "

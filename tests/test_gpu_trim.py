@@ -23,7 +23,8 @@ from helpers import assert_same_row, random_eps_graph_any, random_log_probs
 from test_lattice_records import assert_same_lattice
 
 TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0,
-          "cand_steps": 0, "cand_final_steps": 0, "grid_cases": 0}
+          "cand_steps": 0, "cand_final_steps": 0, "grid_cases": 0, "lb_slots": 0, "lb_off_slots": 0,
+          "lb_cases": 0}
 
 
 def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf_frac: float = 0.0,
@@ -356,6 +357,73 @@ def test_max_known_leaves_slots_out():  # (runs after the cases above: file orde
           f"({TOTALS['known_slots'] / TOTALS['anchor_slots']:.3f})")
 
 
+def label_tables(g: Graph) -> tuple[int, int]:
+    """The label bound's tables' shape by numpy (gpu_binding.cu GpuGraphUpload builds them): (heavy
+    states, words a bitmap), a state heavy with more than 8 distinct labels >= 1 on its emitting arcs."""
+    il = np.asarray(g.arrays.ilabel)
+    heavy = sum(len(np.unique(il[b:e][il[b:e] > 0])) > 8 for b, e in zip(*emitting_ranges(g)))
+    return heavy, (min(-(-g.vocab_size // 32), 16) if heavy else 0)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(20))
+def test_label_bound_equals_without(seed, monkeypatch):
+    """The trims' label bound (scan.cuh LabelBounds, Workspace::label_bound, the default where the
+    graph has tables) against a decoder built with CUWFST_LABEL_BOUND=off: the same 1-best (words,
+    arcs, float32 scores) and the same GPU-pruned lattices, both equal to the CPU's, on wide graphs
+    (ties, -inf weights, float16 rows, both scan kernels; every 4th seed a vocabulary of 600-1,100
+    labels, whose bitmaps fold labels >= 512 onto the same bits), with at most the slots of the
+    other; the upload's heavy-state count and width equal numpy's, and the slots it saves are
+    counted (test_label_bound_shortens_the_slot_space)."""
+    rng = np.random.default_rng(59000 + seed)
+    graph, opts, B, lens, lp = _wide_case(rng, seed, draw_output_beam=True)
+    if seed % 4 == 3:  # a large vocabulary: the bitmaps fold (bit label % 512)
+        V = int(rng.integers(600, 1100))
+        graph = wide_graph(rng, int(rng.choice([30, 200])), V, 400, blanks=int(rng.integers(0, 3)),
+                           tie_frac=float(rng.choice([0.0, 0.5])))
+        lp = random_log_probs(rng, B, lp.shape[1], V, peaky=bool(seed % 3))
+    split = seed % 2
+    on = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    monkeypatch.setenv("CUWFST_LABEL_BOUND", "off")
+    off = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    monkeypatch.delenv("CUWFST_LABEL_BOUND")
+    heavy, words = label_tables(graph)
+    assert on._gpu.uploaded.label_tables == (heavy, words), f"seed {seed}: V {graph.vocab_size}"
+    assert on._gpu.main.mem_stats()["label_bound"] == (1 if heavy else 0)
+    assert off._gpu.main.mem_stats()["label_bound"] == 0
+    s_on, s_off = _slots(on), _slots(off)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    for lattice in (False, True):
+        got_on, got_off = on.decode(lp, lens, lattice=lattice), off.decode(lp, lens, lattice=lattice)
+        for i in range(B):
+            what = f"seed {seed} row {i} lattice {lattice}"
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_on[i], what + " label bound")
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_off[i], what + " without")
+            assert np.float32(got_on[i].score) == np.float32(got_off[i].score), what
+            if lattice:
+                assert_same_lattice(got_off[i].lattice, got_on[i].lattice, what + " vs without")
+                lat = got_on[i].lattice
+                if lat.recorded_arcs is None:  # (the lattice trim leaves it uncounted)
+                    lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)
+                assert_same_lattice(cpu[i].lattice, lat, what + " vs the CPU")
+    d_on, d_off = _slots(on) - s_on, _slots(off) - s_off
+    assert d_on <= d_off, f"seed {seed}: {d_on} slots with the label bound, {d_off} without"
+    TOTALS["lb_slots"] += d_on
+    TOTALS["lb_off_slots"] += d_off
+    TOTALS["lb_cases"] += 1
+
+
+@pytest.mark.gpu
+def test_label_bound_shortens_the_slot_space():  # (runs after the cases above: file order)
+    """Over the cases above the label bound walked fewer slots than the row's best alone (a bound
+    that never fires would pass every equality test and save nothing)."""
+    if TOTALS["lb_cases"] == 0:
+        pytest.skip("the label bound cases did not run")
+    assert TOTALS["lb_slots"] < TOTALS["lb_off_slots"], TOTALS
+    print(f"label bound: {TOTALS['lb_slots']} of {TOTALS['lb_off_slots']} slots "
+          f"({TOTALS['lb_slots'] / TOTALS['lb_off_slots']:.3f})")
+
+
 @pytest.mark.gpu
 def test_unsorted_graph_decodes_untrimmed():
     """An image whose emitting arcs are not sorted (written by an older version) is decoded
@@ -386,6 +454,7 @@ def test_unsorted_graph_decodes_untrimmed():
     opts = DecoderOptions(search_beam=12.0, output_beam=8.0)
     dec = Decoder(unsorted, opts, device="cuda", max_lanes=8)
     assert not dec._gpu.trims_arcs
+    assert dec._gpu.uploaded.label_tables == (0, 0) and dec._gpu.main.mem_stats()["label_bound"] == 0
     lp = random_log_probs(rng, 3, 25, V, peaky=True)
     cpu = Decoder(unsorted, opts).decode(lp)
     for i, h in enumerate(dec.decode(lp)):

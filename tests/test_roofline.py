@@ -243,6 +243,10 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     # upper bound too, never below the exact one
     assert all(tot[f"lost_c{r}"] == 0 and tot[f"hi_c{r}"] + tot[f"band_c{r}"] >= walked[-1]
                for r in lattice_band.CASCADE), tot
+    # the folded cascade (the GPU's tables): an upper bound, looser as the bits fold further
+    folded = [tot[f"hi_f{b}"] + tot[f"band_f{b}"] for b in lattice_band.FOLDS]
+    assert all(tot[f"lost_f{b}"] == 0 for b in lattice_band.FOLDS), tot
+    assert folded == sorted(folded) and walked[-1] <= folded[0] and folded[-1] <= tot["hi"] + tot["band"], tot
 
 
 def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):

@@ -234,6 +234,43 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       for (; i < e && sorted; ++i)
         sorted = il[i] != 0 && !std::isnan(w[i]) && (i + 1 == e || w[i] >= w[i + 1]);
     }
+    // The label bound's tables (types.cuh DeviceGraph::heavy_bits; scan.cuh LabelBounds), where
+    // the scans can trim (sorted arcs) and the vocabulary has two labels >= 1: the states with more
+    // than kHeavyLabels distinct labels >= 1 on their emitting arcs, and each one's labels folded
+    // into label_words x 32 bits. Distinct labels counted with a stamp a label (the state's id).
+    const int64_t hwords = (n + 31) / 32;
+    std::vector<uint32_t> heavy_bits, heavy_labels;
+    std::vector<int32_t> heavy_rank;
+    int32_t label_words = 0;
+    if (sorted && vocab_size >= 3) {
+      label_words = static_cast<int32_t>(std::min<int64_t>((vocab_size + 31) / 32, cuwfst::kMaxLabelWords));
+      const int32_t fold = label_words * 32;
+      heavy_bits.assign(hwords, 0u);
+      heavy_rank.assign(hwords, 0);
+      std::vector<int64_t> stamp(vocab_size, -1);
+      int32_t heavy = 0;
+      for (int64_t s = 0; s < n; ++s) {
+        if ((s & 31) == 0) heavy_rank[s >> 5] = heavy;
+        const int32_t b = (finals_at_end ? rs[s] : rs[s] + fc[s]) + (ec ? ec[s] : 0);
+        const int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1];
+        if (e - b <= cuwfst::kHeavyLabels) continue;  // at most that many labels
+        int32_t distinct = 0;
+        for (int32_t i = b; i < e; ++i)
+          if (il[i] > 0 && stamp[il[i]] != s) {
+            stamp[il[i]] = s;
+            ++distinct;
+          }
+        if (distinct <= cuwfst::kHeavyLabels) continue;
+        heavy_bits[s >> 5] |= 1u << (s & 31);
+        heavy_labels.resize(static_cast<size_t>(heavy + 1) * label_words, 0u);
+        uint32_t* bits = heavy_labels.data() + static_cast<size_t>(heavy) * label_words;
+        for (int32_t i = b; i < e; ++i)
+          if (il[i] > 0) bits[(il[i] % fold) >> 5] |= 1u << ((il[i] % fold) & 31);
+        ++heavy;
+      }
+      if (heavy == 0) label_words = 0;  // nothing to bound tighter
+      g->heavy_states = label_words ? heavy : 0;
+    }
     // the counts a byte a state (DeviceGraph::final_count / eps_count), 255 or more in the
     // big-count table
     std::vector<uint8_t> fc8(n), ec8(has_eps ? n : 0);
@@ -261,7 +298,8 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     }
     const bool packed = pack && label_bits < 32 && static_cast<unsigned long long>(n) <= (1ull << (32 - label_bits));
     const int64_t total = (n + 1) * 4 + n + (packed ? a * 4 : a * 4 + a * 2) + a * 4 + n * 4 +
-                          (has_eps ? n + n * 4 : 0) + nb * 4 * (has_eps ? 3 : 2);
+                          (has_eps ? n + n * 4 : 0) + nb * 4 * (has_eps ? 3 : 2) +
+                          (label_words ? hwords * 8 + static_cast<int64_t>(heavy_labels.size()) * 4 : 0);
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
     v.num_arcs = static_cast<int32_t>(a);
@@ -304,6 +342,15 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     float max_abs_weight = 0.f;  // (NaN weights: CheckGraph refuses them)
     for (int64_t i = 0; i < a; ++i) max_abs_weight = std::max(max_abs_weight, std::fabs(w[i]));
     v.max_abs_weight = max_abs_weight;
+    v.label_words = label_words;
+    v.heavy_bits = nullptr;
+    v.heavy_rank = nullptr;
+    v.heavy_labels = nullptr;
+    if (label_words) {
+      v.heavy_bits = Upload<uint32_t>(g.get(), heavy_bits.data(), hwords, "heavy-state bits", total);
+      v.heavy_rank = Upload<int32_t>(g.get(), heavy_rank.data(), hwords, "heavy-state ranks", total);
+      v.heavy_labels = Upload<uint32_t>(g.get(), heavy_labels.data(), heavy_labels.size(), "heavy-state labels", total);
+    }
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
 }
@@ -320,6 +367,14 @@ int64_t GpuGraphPacked(int64_t h) {
 int64_t GpuGraphEmitSorted(int64_t h) {
   if (!h) TVM_FFI_THROW(ValueError) << "null graph handle";
   return (*reinterpret_cast<std::shared_ptr<GpuGraph>*>(h))->view.emit_sorted;
+}
+
+// The label bound's tables of an uploaded graph (DeviceGraph::heavy_bits): heavy states * 256 +
+// label_words (0: no tables).
+int64_t GpuGraphLabelTables(int64_t h) {
+  if (!h) TVM_FFI_THROW(ValueError) << "null graph handle";
+  const auto& g = *reinterpret_cast<std::shared_ptr<GpuGraph>*>(h);
+  return static_cast<int64_t>(g->heavy_states) * 256 + g->view.label_words;
 }
 
 void GpuGraphFree(int64_t h) {
@@ -995,6 +1050,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_memory_peak, GpuMemoryPeak);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_upload, GpuGraphUpload);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_free, GpuGraphFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_emit_sorted, GpuGraphEmitSorted);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_label_tables, GpuGraphLabelTables);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_graph_packed, GpuGraphPacked);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_create, GpuDecoderCreate);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(gpu_decoder_free, GpuDecoderFree);

@@ -253,6 +253,11 @@ void GpuDecoder::Allocate() {
     pdl_ = major >= 9;
   }
   ws_.trim = cfg_.trim_arcs && graph_->view.emit_sorted ? 1 : 0;
+  // the trims' label bound (types.cuh Workspace::label_bound): on where the graph has label
+  // tables unless CUWFST_LABEL_BOUND=off (read here, at construction, for same-run A/B)
+  if (const char* env = std::getenv("CUWFST_LABEL_BOUND"); env != nullptr && std::strcmp(env, "off") == 0)
+    label_bound_ = false;
+  ws_.label_bound = label_bound_ && graph_->view.label_words > 0 ? 1 : 0;
   ws_.slot_total = Alloc<unsigned long long>(2, "slot counters");
   CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, 2 * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
@@ -1740,6 +1745,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[72] = lat_cand_final_steps_;
   out[73] = expand_min_blocks_;
   out[74] = lat_min_blocks_;
+  out[75] = ws_.label_bound;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -35,6 +35,7 @@ struct GpuGraph {
   // with max_eps_degree 1: the longest epsilon chain (-1: a cycle); -1 otherwise (closure = chain)
   int32_t max_eps_chain = -1;
   int32_t max_degree = 0;  // the most arcs of one state (finals and epsilons included)
+  int32_t heavy_states = 0;  // the label bound's heavy states (DeviceGraph::heavy_bits; 0: no tables)
   DeviceGraph view{};
   std::vector<DeviceBuffer> buffers;  // the device arrays of `view`; free themselves
   int64_t bytes() const {
@@ -440,7 +441,9 @@ class GpuDecoder {
   // [72] final lane-steps recorded from candidates, all decodes ([57] and [58] count real ones).
   // [73] [74] ExpandKernel's and LatPersistKernel's __launch_bounds__ CTAs a multiprocessor, warp
   // walker (defaults 1, i.e. no bound, and 4; CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6 at construction).
-  static constexpr int kMemStats = 75;
+  // [75] 1 where the trims bound heavy tokens by their labels (Workspace::label_bound: the graph
+  // has label tables; CUWFST_LABEL_BOUND=off at construction: 0).
+  static constexpr int kMemStats = 76;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -686,6 +689,7 @@ class GpuDecoder {
   // walk, as before (lat_filter[6] 0)
   bool lat_cand_final_ = true;
   int32_t expand_min_blocks_ = 1, lat_min_blocks_ = 4;  // MemStats [73] [74]
+  bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too
   template <typename... KernelArgs, typename... Args>

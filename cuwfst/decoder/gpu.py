@@ -147,6 +147,13 @@ class _Uploaded:
         """Each arc's destination and label share one uint32 on the device (CUWFST_GRAPH_PACK)."""
         return bool(self.mod.gpu_graph_packed(self.handle))
 
+    @property
+    def label_tables(self) -> tuple[int, int]:
+        """The label bound's tables (types.cuh DeviceGraph::heavy_bits): (heavy states, 32-bit words
+        a heavy state's label bitmap); (0, 0) where the upload built none."""
+        v = int(self.mod.gpu_graph_label_tables(self.handle))
+        return v >> 8, v & 255
+
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
         if h:

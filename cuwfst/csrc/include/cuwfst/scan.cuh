@@ -311,7 +311,89 @@ struct LaneTrim {
   float lp_all = 0.f;     // the row's max over every label
   float lp_rest = 0.f;    // the row's max over labels >= 1 (-inf with one label)
   float anchor = -INFINITY;  // the anchor L itself (-inf: none); Workspace::pool_anchor
+  // The label bound (LabelBounds; Workspace::label_bound): the row's two best labels >= 1
+  // (lp_rest is the first's log-prob), their bits in a heavy state's folded label bitmap, the
+  // second's log-prob and the third best's. lb false: every token's bound is lp_rest.
+  bool lb = false;
+  int32_t bit0 = 0, bit1 = 0;
+  float lp_2nd = -INFINITY, lp_3rd = -INFINITY;
 };
+
+// The label bound (Workspace::label_bound; docs/design.md "The label bound"). A token's arcs of
+// labels >= 1 read at most the best log-prob over its state's labels; a heavy state's labels sit
+// in a bitmap folded to 32 label_words bits, and with the row's best labels a, b (a's log-prob
+// lp_rest >= b's lp_2nd >= every other label's, whose best is lp_3rd): if a's bit is set, the
+// bound is lp_rest (as without the tables); else a is not a label of the state (a bit is set for
+// each label the state has), and if b's bit is set, every label of the state is at most lp_2nd;
+// else neither is, and every label is at most lp_3rd. A folded bit set by another label only
+// picks an earlier, larger bound. So each bound is at least the log-prob of every non-blank arc
+// of the token, and TrimKeeps stays an upper bound of every arc's end.
+// The top three of a thread's labels, merged in by value (an index < 0: none yet)
+struct RowTop {
+  float v0 = -INFINITY, v1 = -INFINITY, v2 = -INFINITY;
+  int32_t i0 = -1, i1 = -1;
+  __device__ __forceinline__ void Add(float x, int32_t i) {  // a label i (i >= 0) of log-prob x
+    if (i0 < 0 || x > v0) {
+      v2 = v1;
+      v1 = v0;
+      i1 = i0;
+      v0 = x;
+      i0 = i;
+    } else if (i1 < 0 || x > v1) {
+      v2 = v1;
+      v1 = x;
+      i1 = i;
+    } else {
+      v2 = fmaxf(v2, x);
+    }
+  }
+  __device__ __forceinline__ void Merge(const RowTop& o) {  // another thread's, disjoint labels
+    if (o.i0 >= 0) Add(o.v0, o.i0);
+    if (o.i1 >= 0) Add(o.v1, o.i1);
+    v2 = fmaxf(v2, o.v2);  // (o.v2 <= o.v1, which is placed: it can only be the third)
+  }
+};
+// The top three over a warp's lists (disjoint labels), in every lane: a butterfly of merges
+__device__ __forceinline__ void WarpTop(RowTop& top) {
+#pragma unroll
+  for (int d = 16; d >= 1; d >>= 1) {
+    RowTop o;
+    o.v0 = __shfl_xor_sync(0xFFFFFFFFu, top.v0, d);
+    o.v1 = __shfl_xor_sync(0xFFFFFFFFu, top.v1, d);
+    o.v2 = __shfl_xor_sync(0xFFFFFFFFu, top.v2, d);
+    o.i0 = __shfl_xor_sync(0xFFFFFFFFu, top.i0, d);
+    o.i1 = __shfl_xor_sync(0xFFFFFFFFu, top.i1, d);
+    top.Merge(o);
+  }
+}
+// A thread's tokens' heavy indices (TokenLoad: -1 for a light token, one the trim does not
+// search, or without the bound) to their bounds on labels >= 1: each heavy token's two bits
+// loaded together, then the cascade; the others take lp_rest.
+__device__ __forceinline__ void LabelBounds(const DeviceGraph& g, const LaneTrim& tr, const int32_t (&heavy)[kScanItems],
+                                            float (&rest)[kScanItems]) {
+  uint32_t w0[kScanItems], w1[kScanItems];
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k) {
+    w0[k] = w1[k] = 0u;
+    if (tr.lb && heavy[k] >= 0) {
+      const uint32_t* bits = g.heavy_labels + static_cast<int64_t>(heavy[k]) * g.label_words;
+      w0[k] = bits[tr.bit0 >> 5];
+      w1[k] = bits[tr.bit1 >> 5];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k)
+    rest[k] = !(tr.lb && heavy[k] >= 0) || ((w0[k] >> (tr.bit0 & 31)) & 1u) ? tr.lp_rest
+              : ((w1[k] >> (tr.bit1 & 31)) & 1u)                            ? tr.lp_2nd
+                                                                            : tr.lp_3rd;
+}
+// State s's heavy index, or -1 (a light state, or no tables)
+__device__ __forceinline__ int32_t HeavyIndex(const DeviceGraph& g, int32_t s) {
+  const uint32_t w = g.heavy_bits[s >> 5];
+  const int32_t r = g.heavy_rank[s >> 5];
+  const uint32_t bit = 1u << (s & 31);
+  return (w & bit) ? r + __popc(w & (bit - 1u)) : -1;
+}
 
 // The slots of a thread's kScanItems tokens on a real step under `tr` (see above): deg[k]
 // comes in as the token's emitting arcs [b[k], b[k] + deg[k]) and leaves as the prefix that can
@@ -324,13 +406,15 @@ constexpr int kTrimFan = 8;
 // Whether the trim keeps an arc of label `label` and weight `weight` out of a token of score
 // `score`: a label-0 arc always, any other while its bound can pass (both operands loaded
 // beforehand; no short-circuit, so neither load waits on the other)
-__device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float score, const LaneTrim& tr) {
-  return (label == 0) | ((score + weight) + tr.lp_rest > tr.low);
+__device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float score, float rest, const LaneTrim& tr) {
+  return (label == 0) | ((score + weight) + rest > tr.low);
 }
 __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
-                                            int64_t (&deg)[kScanItems]) {
+                                            const int32_t (&heavy)[kScanItems], int32_t (&deg)[kScanItems]) {
   int32_t lo[kScanItems], hi[kScanItems];
+  float rest[kScanItems];  // each token's bound on its labels >= 1 (LabelBounds)
+  LabelBounds(g, tr, heavy, rest);
   bool search[kScanItems];
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
@@ -370,7 +454,7 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
         bool failed = false;
 #pragma unroll
         for (int j = 0; j < kTrimFan - 1; ++j) {
-          const bool keep = TrimKeeps(lab[j], wt[j], score[k], tr);
+          const bool keep = TrimKeeps(lab[j], wt[j], score[k], rest[k], tr);
           if (failed) continue;
           if (keep) nlo = pos[j] + 1;
           else {
@@ -399,19 +483,24 @@ struct TokenRound {
   int32_t b[kScanItems];    // first arc of the phase
   float sc[kScanItems];     // score
   float mw[kScanItems];     // max emitting weight (real steps)
-  float u[kScanItems];      // upper bound
-  int64_t deg[kScanItems];  // arcs of the phase
+  int32_t deg[kScanItems];    // arcs of the phase (< 2^31: a state's arc range)
+  int32_t heavy[kScanItems];  // the label bound's heavy index (HeavyIndex), -1: none
 };
+// token k's upper bound, as TokenLoad wrote it to ub (hist: the bins bound, real steps only)
+__device__ __forceinline__ float RoundBound(const TokenRound& r, int k, int32_t phase) {
+  return phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
+}
 template <bool kFused>
 __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* state, const float* score,
                                           int32_t* begin, float* ub, int32_t first, int32_t stride, int32_t end,
-                                          int32_t phase, unsigned long long& best, TokenRound& r) {
+                                          int32_t phase, bool lb, unsigned long long& best, TokenRound& r) {
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
     const int32_t i = first + k * stride;
     r.deg[k] = 0;
+    r.heavy[k] = -1;
     r.b[k] = 0;
-    r.sc[k] = r.mw[k] = r.u[k] = 0.f;
+    r.sc[k] = r.mw[k] = 0.f;
     if (i < end) {
       const int32_t s = state[i];
       int32_t b, e;
@@ -421,29 +510,32 @@ __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* s
       r.sc[k] = score[i];
       r.mw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
       r.deg[k] = e - b;
-      r.u[k] = phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
-      ub[i] = r.u[k];
+      // the upper bound (not kept in the round: RoundBound computes it again, bit for bit)
+      const float u = phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
+      // lb: a real step of a decoder with the label bound; only tokens the trim may search
+      if (lb && r.deg[k] > kTrimMinDegree) r.heavy[k] = HeavyIndex(g, s);
+      ub[i] = u;
       if (kFused && e > b) best = MaxKey(best, BestTokenKey(r.sc[k], i));
     }
   }
 }
 __device__ __forceinline__ void TokenTrim(const DeviceGraph& g, bool trimmed, const LaneTrim& trim, int32_t* hist,
                                           float bin_ref, TokenRound& r, int64_t (&deg)[kScanItems]) {
-  if (trimmed) TrimDegrees(g, trim, r.sc, r.mw, r.b, r.deg);
+  if (trimmed) TrimDegrees(g, trim, r.sc, r.mw, r.b, r.heavy, r.deg);
   if (hist)
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k)
-      if (r.deg[k] > 0) atomicAdd(&hist[PoolBinOf(r.u[k], bin_ref)], static_cast<int32_t>(r.deg[k]));
+      if (r.deg[k] > 0) atomicAdd(&hist[PoolBinOf(RoundBound(r, k, kPhaseReal), bin_ref)], r.deg[k]);
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) deg[k] = r.deg[k];
 }
 template <bool kFused>
 __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* state, const float* score,
                                            int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
-                                           bool trimmed, const LaneTrim& trim, int32_t* hist, float bin_ref,
+                                           bool trimmed, const LaneTrim& trim, bool lb, int32_t* hist, float bin_ref,
                                            unsigned long long& best, int64_t (&deg)[kScanItems]) {
   TokenRound r;
-  TokenLoad<kFused>(g, state, score, begin, ub, first, 1, end, phase, best, r);
+  TokenLoad<kFused>(g, state, score, begin, ub, first, 1, end, phase, lb, best, r);
   TokenTrim(g, trimmed, trim, hist, bin_ref, r, deg);
 }
 
@@ -494,15 +586,34 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
     }
   }
   float m = -INFINITY, mr = -INFINITY;
+  // the label bound: the row's three best labels >= 1 (each merge keeps the top three of a
+  // multiset of (log-prob, label); under a tie of log-probs, which label is named may differ)
+  const bool lb = ws.label_bound != 0 && want_trim;
+  RowTop top;
   for (int32_t v = threadIdx.x; v < g.vocab_size; v += blockDim.x) {
     const float x = r16 ? __half2float(__ushort_as_half(r16[v])) : r32[v];
     m = fmaxf(m, x);
-    if (v > 0) mr = fmaxf(mr, x);
+    if (v > 0) {
+      mr = fmaxf(mr, x);
+      if (lb) top.Add(x, v);
+    }
   }
 #pragma unroll
   for (int d = 16; d >= 1; d >>= 1) {
     m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
     mr = fmaxf(mr, __shfl_xor_sync(0xFFFFFFFFu, mr, d));
+  }
+  __shared__ float s_topv[3][kWarps];
+  __shared__ int32_t s_topi[2][kWarps];
+  if (lb) {
+    WarpTop(top);
+    if (me == 0) {
+      s_topv[0][wid] = top.v0;
+      s_topv[1][wid] = top.v1;
+      s_topv[2][wid] = top.v2;
+      s_topi[0][wid] = top.i0;
+      s_topi[1][wid] = top.i1;
+    }
   }
   if (me == 0) {
     s_max[0][wid] = m;
@@ -518,6 +629,27 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
   }
   tr.lp_all = a;
   tr.lp_rest = r;
+  if (lb) {
+    // each warp merges the warps' lists, one a lane, as it merged its lanes' (in a warp the
+    // lanes may name different labels of one log-prob; any of them gives a bound)
+    static_assert(kWarps <= 32, "a warp's list a lane");
+    RowTop all;
+    if (me < kWarps) {
+      all.v0 = s_topv[0][me];
+      all.v1 = s_topv[1][me];
+      all.v2 = s_topv[2][me];
+      all.i0 = s_topi[0][me];
+      all.i1 = s_topi[1][me];
+    }
+    WarpTop(all);
+    // two labels >= 1 (else every label >= 1 is the best one: lp_rest is exact already)
+    tr.lb = all.i1 >= 0;
+    const int32_t fold = g.label_words * 32;
+    tr.bit0 = all.i0 % fold;
+    tr.bit1 = all.i1 % fold;
+    tr.lp_2nd = all.v1;
+    tr.lp_3rd = all.v2;
+  }
   tr.low = want_trim ? s_low : -INFINITY;
   tr.anchor = want_trim ? s_anchor : -INFINITY;
   *row32 = r32;
@@ -830,7 +962,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   for (int32_t base = 0; base < n; base += kPerRound) {
     const int32_t first = base + threadIdx.x * kScanItems;
     int64_t deg[kScanItems];
-    TokenSlots<fused>(g, state, score, begin, ub, first, n, phase, trimmed, trim, bins ? hist : nullptr, bin_ref, best,
+    TokenSlots<fused>(g, state, score, begin, ub, first, n, phase, trimmed, trim, trim.lb, bins ? hist : nullptr, bin_ref, best,
                       deg);
     if (ws.max_known)  // U over the tokens with slots (this thread wrote their ub just now)
 #pragma unroll
@@ -1123,7 +1255,9 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     unsigned long long best0 = 0ull;  // fused_max: the best of this thread's tokens with arcs
     float umax = -INFINITY;           // max_known: this thread's largest bound of a token with slots
     const bool preload = one_round && ws.scan_preload;  // (off: the order before, for A/B runs)
-    if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, best0, r0);
+    // the label bound's heavy indices (LabelBounds), read with the tokens where a real step may trim
+    const bool lb = ws.label_bound != 0 && ws.trim != 0 && phase == kPhaseReal;
+    if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, lb, best0, r0);
     LaneTrim trim;
     if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
@@ -1146,7 +1280,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       if (ws.max_known)  // U over the tokens with slots (a token past the chunk has none)
 #pragma unroll
         for (int k = 0; k < kScanItems; ++k)
-          if (deg[k] > 0) umax = fmaxf(umax, r.u[k]);
+          if (deg[k] > 0) umax = fmaxf(umax, RoundBound(r, k, phase));
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));
@@ -1156,7 +1290,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       TokenRound r;
       unsigned long long best = 0ull;
-      TokenLoad<fused>(g, state, score, begin, ub, first, kScanThreads, hi, phase, best, r);
+      TokenLoad<fused>(g, state, score, begin, ub, first, kScanThreads, hi, phase, lb, best, r);
       finish(r, best, deg);
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its

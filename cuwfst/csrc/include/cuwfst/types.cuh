@@ -81,7 +81,22 @@ struct DeviceGraph {
   // max |weight| over all arcs (inf when a weight is infinite): the lattice records' filter
   // bounds its float rounding with it (lattice.cuh LatFilterFor)
   float max_abs_weight;
+  // The label bound (scan.cuh LabelBounds; docs/design.md "The label bound"): the states with more
+  // than kHeavyLabels distinct non-blank labels on their emitting arcs ("heavy"), a bit a state
+  // (heavy_bits, 32 states a word) with the number of heavy states before each word (heavy_rank),
+  // so a heavy state's index is heavy_rank[s / 32] + the set bits below its own; and each heavy
+  // state's labels folded into label_words x 32 bits (bit label % (32 label_words), a word of it
+  // at heavy_labels[index * label_words + bit / 32]). nullptr (label_words 0): no tables.
+  const uint32_t* heavy_bits;    // [ceil(num_states / 32)]
+  const int32_t* heavy_rank;     // [ceil(num_states / 32)]
+  const uint32_t* heavy_labels;  // [heavy states * label_words]
+  int32_t label_words;
 };
+// A state is heavy (DeviceGraph::heavy_bits) with more distinct non-blank emitting labels than this
+constexpr int32_t kHeavyLabels = 8;
+// The heavy states' label bitmaps' width in 32-bit words (DeviceGraph::label_words): the
+// vocabulary's, folded to at most this many (a fold only loosens the bound)
+constexpr int32_t kMaxLabelWords = 16;
 
 // The packed arcs (DeviceGraph::arc_packed): a label's code is the label itself below
 // label_special = 2^(32 - dest_bits) - 2, which stands for kEpsIlabel and the one after it for
@@ -436,6 +451,11 @@ struct Workspace {
   // builds max_lane_offsets, the slot offsets with the flagged lanes' slots as 0, and MaxKernel
   // walks that space: the flagged lanes cost it nothing. Bit-exact by construction.
   int32_t max_known;
+  // 1 (the graph has label tables, DeviceGraph::heavy_bits; on unless CUWFST_LABEL_BOUND=off at
+  // construction): a trimmed step bounds each heavy token's non-blank acoustic by the frame's two
+  // best non-blank labels tested against its state's label bitmap (scan.cuh LabelBounds) instead
+  // of the row's best alone, so the trims keep shorter prefixes. Bit-exact by construction.
+  int32_t label_bound;
   int64_t* max_lane_offsets;  // [max_lanes + 1] (max_known)
   uint32_t* scan_umax;        // [max_lanes] {ordered U} (0: none), zero between steps (max_known)
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
