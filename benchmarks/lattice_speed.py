@@ -657,9 +657,15 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
             inst = dec._gpu.main
             r["kernel_ms_1best"] = _split(inst, lambda: run(False, dec=dec), nb)
             r["kernel_ms_lattice"] = _split(inst, lambda: run(True, dec=dec), nb)
+        # the slots one pass walks, 1-best and lattice (MemStats "slots", over the same rows)
+        for kind, lat in (("1best", False), ("lattice", True)):
+            s0 = int(dec._gpu.main.mem_stats()["slots"])
+            run(lat, dec=dec)
+            r[f"slots_{kind}"] = int(dec._gpu.main.mem_stats()["slots"]) - s0
         st = dec._gpu.main.mem_stats()
         r["grids"] = {k: int(st.get(k, -1)) for k in ("max_blocks", "expand_blocks", "lat_blocks", "lat_append_block",
-                                                        "lat_cand_final", "expand_min_blocks", "lat_min_blocks")}
+                                                        "lat_cand_final", "expand_min_blocks", "lat_min_blocks",
+                                                        "label_bound")}
         return r
 
     for name, env in _env_sides(a.env_ab):
@@ -676,6 +682,8 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
           f"{out['ms_lattice_default']:.2f}; " + "; ".join(
               f"{k} {v['ms_1best']:.2f} / {v['ms_lattice']:.2f}" for k, v in out["sides"].items()) +
           f"; identical 1-best {same_1best}/{n}, lattices {same_lat}/{n}")
+    print(f"batch {B}: env A/B, slots a pass over the {n} rows (1-best / lattice): " + "; ".join(
+        f"{k} {v['slots_1best']:,} / {v['slots_lattice']:,}" for k, v in out["sides"].items()))
     for k, v in out["sides"].items():
         for kind in ("1best", "lattice"):
             ms = v.get(f"kernel_ms_{kind}")

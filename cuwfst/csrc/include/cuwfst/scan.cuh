@@ -311,7 +311,7 @@ struct LaneTrim {
   float lp_all = 0.f;     // the row's max over every label
   float lp_rest = 0.f;    // the row's max over labels >= 1 (-inf with one label)
   float anchor = -INFINITY;  // the anchor L itself (-inf: none); Workspace::pool_anchor
-  // The label bound (LabelBounds; Workspace::label_bound): the row's two best labels >= 1
+  // The label bound (LabelBitLoads, LabelBound; Workspace::label_bound): the row's two best labels >= 1
   // (lp_rest is the first's log-prob), their bits in a heavy state's folded label bitmap, the
   // second's log-prob and the third best's. lb false: every token's bound is lp_rest.
   bool lb = false;
@@ -367,11 +367,11 @@ __device__ __forceinline__ void WarpTop(RowTop& top) {
   }
 }
 // A thread's tokens' heavy indices (TokenLoad: -1 for a light token, one the trim does not
-// search, or without the bound) to their bounds on labels >= 1: each heavy token's two bits
-// loaded together, then the cascade; the others take lp_rest.
-__device__ __forceinline__ void LabelBounds(const DeviceGraph& g, const LaneTrim& tr, const int32_t (&heavy)[kScanItems],
-                                            float (&rest)[kScanItems]) {
-  uint32_t w0[kScanItems], w1[kScanItems];
+// search, or without the bound) to their bounds on labels >= 1, in two halves so the bitmap
+// words' round trip overlaps the search's first probes (TrimDegrees): LabelBitLoads issues each
+// heavy token's two words, LabelBound is the cascade (lp_rest for every other token).
+__device__ __forceinline__ void LabelBitLoads(const DeviceGraph& g, const LaneTrim& tr, const int32_t (&heavy)[kScanItems],
+                                              uint32_t (&w0)[kScanItems], uint32_t (&w1)[kScanItems]) {
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
     w0[k] = w1[k] = 0u;
@@ -381,11 +381,11 @@ __device__ __forceinline__ void LabelBounds(const DeviceGraph& g, const LaneTrim
       w1[k] = bits[tr.bit1 >> 5];
     }
   }
-#pragma unroll
-  for (int k = 0; k < kScanItems; ++k)
-    rest[k] = !(tr.lb && heavy[k] >= 0) || ((w0[k] >> (tr.bit0 & 31)) & 1u) ? tr.lp_rest
-              : ((w1[k] >> (tr.bit1 & 31)) & 1u)                            ? tr.lp_2nd
-                                                                            : tr.lp_3rd;
+}
+__device__ __forceinline__ float LabelBound(const LaneTrim& tr, int32_t heavy, uint32_t w0, uint32_t w1) {
+  return !(tr.lb && heavy >= 0) || ((w0 >> (tr.bit0 & 31)) & 1u) ? tr.lp_rest
+         : ((w1 >> (tr.bit1 & 31)) & 1u)                         ? tr.lp_2nd
+                                                                 : tr.lp_3rd;
 }
 // State s's heavy index, or -1 (a light state, or no tables)
 __device__ __forceinline__ int32_t HeavyIndex(const DeviceGraph& g, int32_t s) {
@@ -413,8 +413,9 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
                                             const int32_t (&heavy)[kScanItems], int32_t (&deg)[kScanItems]) {
   int32_t lo[kScanItems], hi[kScanItems];
-  float rest[kScanItems];  // each token's bound on its labels >= 1 (LabelBounds)
-  LabelBounds(g, tr, heavy, rest);
+  uint32_t w0[kScanItems], w1[kScanItems];
+  LabelBitLoads(g, tr, heavy, w0, w1);
+  float rest[kScanItems];  // each token's bound on its labels >= 1 (LabelBound, in the first round)
   bool search[kScanItems];
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
@@ -429,7 +430,7 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
       search[k] = true;
     }
   }
-  for (bool more = true; more;) {
+  for (bool more = true, round0 = true; more; round0 = false) {
     more = false;
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k) {
@@ -450,6 +451,8 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
           lab[j - 1] = ArcLabel(g, pos[j - 1]);
           wt[j - 1] = g.arc_weight[pos[j - 1]];
         }
+        // (after the probes' loads: the bitmap words' round trip ran beside them)
+        if (round0) rest[k] = LabelBound(tr, heavy[k], w0[k], w1[k]);
         int32_t nlo = lo[k], nhi = hi[k];
         bool failed = false;
 #pragma unroll
@@ -641,7 +644,7 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
       all.i0 = s_topi[0][me];
       all.i1 = s_topi[1][me];
     }
-    WarpTop(all);
+    WarpTop(all);  // (every lane ends with the merge of all 32: lanes kWarps.. hold empty lists)
     // two labels >= 1 (else every label >= 1 is the best one: lp_rest is exact already)
     tr.lb = all.i1 >= 0;
     const int32_t fold = g.label_words * 32;
@@ -1255,7 +1258,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     unsigned long long best0 = 0ull;  // fused_max: the best of this thread's tokens with arcs
     float umax = -INFINITY;           // max_known: this thread's largest bound of a token with slots
     const bool preload = one_round && ws.scan_preload;  // (off: the order before, for A/B runs)
-    // the label bound's heavy indices (LabelBounds), read with the tokens where a real step may trim
+    // the label bound's heavy indices (LabelBitLoads), read with the tokens where a real step may trim
     const bool lb = ws.label_bound != 0 && ws.trim != 0 && phase == kPhaseReal;
     if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, lb, best0, r0);
     LaneTrim trim;

@@ -81,7 +81,7 @@ struct DeviceGraph {
   // max |weight| over all arcs (inf when a weight is infinite): the lattice records' filter
   // bounds its float rounding with it (lattice.cuh LatFilterFor)
   float max_abs_weight;
-  // The label bound (scan.cuh LabelBounds; docs/design.md "The label bound"): the states with more
+  // The label bound (scan.cuh LabelBitLoads, LabelBound; docs/design.md "The label bound"): the states with more
   // than kHeavyLabels distinct non-blank labels on their emitting arcs ("heavy"), a bit a state
   // (heavy_bits, 32 states a word) with the number of heavy states before each word (heavy_rank),
   // so a heavy state's index is heavy_rank[s / 32] + the set bits below its own; and each heavy
@@ -453,7 +453,7 @@ struct Workspace {
   int32_t max_known;
   // 1 (the graph has label tables, DeviceGraph::heavy_bits; on unless CUWFST_LABEL_BOUND=off at
   // construction): a trimmed step bounds each heavy token's non-blank acoustic by the frame's two
-  // best non-blank labels tested against its state's label bitmap (scan.cuh LabelBounds) instead
+  // best non-blank labels tested against its state's label bitmap (scan.cuh LabelBitLoads, LabelBound) instead
   // of the row's best alone, so the trims keep shorter prefixes. Bit-exact by construction.
   int32_t label_bound;
   int64_t* max_lane_offsets;  // [max_lanes + 1] (max_known)
