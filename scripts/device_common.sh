@@ -26,6 +26,10 @@
 #     (at most CAP s) into $OUT/LOG, its exit and last lines into L (the same environment rule)
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
+#   peers UNTIL DECODERS...: benchmarks.peers.run over the full tier's sim set (batch 32, 256
+#     utterances, 3 reps, feed all) until UNTIL s, into $OUT/peers.{jsonl,md,txt}, its summary into L
+#   pack_logs 'PATTERN'...: the files of $OUT matching PATTERN (quoted) into $OUT/tests.tgz (the device returns
+#     a handful of files a call: s83 lost its test logs)
 set -uo pipefail
 T0=$(date +%s)
 since() { echo $(( $(date +%s) - T0 )); }
@@ -144,4 +148,14 @@ lattice_memcheck() {
     ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
   echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
   echo "[$(since) s] memcheck" | tee -a $L
+}
+peers() {
+  local until=$1; shift
+  timeout -s INT $(left $until) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 256 --reps 3 \
+    --feed all --decoders "$@" --json $OUT/peers.jsonl --md $OUT/peers.md > $OUT/peers.txt 2>&1
+  echo "peers exit $?" | tee -a $L
+  grep -E "^\[peers\]" $OUT/peers.txt | tail -4 | cut -c1-200 | tee -a $L
+}
+pack_logs() {  # (quote the patterns: they expand in $OUT)
+  (cd $OUT && set -- $* && tar czf tests.tgz "$@" && rm -f "$@")
 }
