@@ -224,8 +224,11 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot[f"lost_{suffix}"] += int((rec & ~(hi_x | band_x)).sum()) if trim_on else 0
 
             def cascade(r, test, light):
-                # the cascade over the frame's r best labels, test(j) the heavy tokens that hold label
-                # ranked[j] (or may: a folded bitmap), `light` the light tokens' bound
+                # the cascade over the frame's r best labels, test(j, rows) whether the heavy tokens of
+                # bitmap rows `rows` hold label ranked[j] (or may: a folded bitmap), `light` the light
+                # tokens' bound. A heavy token none of whose labels is among the top r takes the
+                # (r + 1)-th best (with fewer labels in the frame than that, every label was tested: its
+                # own maximum); else the best present label among the top r wins.
                 miss = np.float32(lp[ranked[r]]) if r < len(ranked) else tok_ac
                 ac_c = np.where(heavy, miss, light).astype(np.float32)
                 for j in range(min(r, len(ranked)) - 1, -1, -1):
@@ -236,16 +239,8 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
 
             for b in FOLDS:  # the GPU's rule: R = 2 on folded bitmaps, light states the row's best
                 bound_counts(f"f{b}", cascade(2, lambda j, h, b=b: fmask[b][h, ranked[j] % b], row_ac))
-            for r in CASCADE:
-                # a heavy token none of whose labels is among the top r: the (r + 1)-th best (with fewer
-                # labels in the frame than that, every label was tested: its own maximum)
-                miss = np.float32(lp[ranked[r]]) if r < len(ranked) else tok_ac
-                ac_c = np.where(heavy, miss, tok_ac).astype(np.float32)
-                for j in range(min(r, len(ranked)) - 1, -1, -1):  # the best present label among the top r wins
-                    present = heavy.copy()
-                    present[present] = hmask[hrow[present], ranked[j]]
-                    ac_c = np.where(present, np.float32(lp[ranked[j]]), ac_c)
-                bound_counts(f"c{r}", ac_c)
+            for r in CASCADE:  # exact bitmaps, light states their own labels' maximum
+                bound_counts(f"c{r}", cascade(r, lambda j, h: hmask[h, ranked[j]], tok_ac))
             for kc in LABEL_CAPS:
                 bound_counts(f"l{kc}", np.where(nlab[s] <= kc, tok_ac, row_ac))
             gmax = np.full(64, -np.inf, np.float32)  # the frame's best log-prob in each group
