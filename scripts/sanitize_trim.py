@@ -1,6 +1,6 @@
 """Trimmed decodes under compute-sanitizer (tools memcheck / racecheck): a wide graph whose states
 have up to 200 sorted arcs (the 8-ary search runs, heavy states bound by their labels:
-scan.cuh LabelBounds), float32 and float16 rows, both scan kernels (scan_split 1 and auto), under
+scan.cuh LabelBitLoads, LabelBound), float32 and float16 rows, both scan kernels (scan_split 1 and auto), under
 the walkers named in $SAN_WALKERS (default "warp"), compared with the CPU; then a graph of 700
 labels (the label bitmaps fold: bit label % 512) the same way. Exit 0 when every row equals the
 CPU's."""

@@ -368,7 +368,7 @@ def label_tables(g: Graph) -> tuple[int, int]:
 @pytest.mark.gpu
 @pytest.mark.parametrize("seed", range(20))
 def test_label_bound_equals_without(seed, monkeypatch):
-    """The trims' label bound (scan.cuh LabelBounds, Workspace::label_bound, the default where the
+    """The trims' label bound (scan.cuh LabelBitLoads / LabelBound, Workspace::label_bound, the default where the
     graph has tables) against a decoder built with CUWFST_LABEL_BOUND=off: the same 1-best (words,
     arcs, float32 scores) and the same GPU-pruned lattices, both equal to the CPU's, on wide graphs
     (ties, -inf weights, float16 rows, both scan kernels; every 4th seed a vocabulary of 600-1,100

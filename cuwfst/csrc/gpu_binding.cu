@@ -234,7 +234,7 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       for (; i < e && sorted; ++i)
         sorted = il[i] != 0 && !std::isnan(w[i]) && (i + 1 == e || w[i] >= w[i + 1]);
     }
-    // The label bound's tables (types.cuh DeviceGraph::heavy_bits; scan.cuh LabelBounds), where
+    // The label bound's tables (types.cuh DeviceGraph::heavy_bits; scan.cuh LabelBitLoads, LabelBound), where
     // the scans can trim (sorted arcs) and the vocabulary has two labels >= 1: the states with more
     // than kHeavyLabels distinct labels >= 1 on their emitting arcs, and each one's labels folded
     // into label_words x 32 bits. Distinct labels counted with a stamp a label (the state's id).
