@@ -24,18 +24,20 @@ from test_lattice_records import assert_same_lattice
 
 TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0,
           "cand_steps": 0, "cand_final_steps": 0, "grid_cases": 0, "lb_slots": 0, "lb_off_slots": 0,
-          "lb_cases": 0}
+          "lb_cases": 0, "tw_cases": 0, "tw_blank_states": 0}
 
 
 def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf_frac: float = 0.0,
-               tie_frac: float = 0.0) -> Graph:
+               tie_frac: float = 0.0, start_blanks: int = 0) -> Graph:
     """An epsilon-free graph whose states have up to max_degree emitting arcs (written in random
-    order), up to `blanks` label-0 arcs each, weights with ties and some -inf, some final arcs."""
+    order), up to `blanks` label-0 arcs each (the start state `start_blanks` more), weights with
+    ties and some -inf, some final arcs."""
     src, dst, il, w, words = [], [], [], [], []
     levels = np.float32(rng.uniform(-12, 1, size=6))
     for s in range(n):
         deg = int(rng.integers(1, max_degree + 1))
-        labels = [0] * int(rng.integers(0, blanks + 1)) + list(rng.integers(1, vocab, size=deg))
+        labels = [0] * (int(rng.integers(0, blanks + 1)) + (start_blanks if s == 0 else 0)) + \
+            list(rng.integers(1, vocab, size=deg))
         for lab in labels:
             src.append(s)
             dst.append(int(rng.integers(0, n)))
@@ -434,6 +436,75 @@ def test_label_bound_shortens_the_slot_space():  # (runs after the cases above: 
           f"({TOTALS['lb_slots'] / TOTALS['lb_off_slots']:.3f})")
 
 
+def blank_counts(g: Graph) -> np.ndarray:
+    """Each state's label-0 arcs at the front of its emitting arcs (what the upload's
+    DeviceGraph::emit_blank holds), by numpy."""
+    il = np.asarray(g.arrays.ilabel)
+    return np.array([int(np.argmax(np.append(il[b:e], 1) != 0)) for b, e in zip(*emitting_ranges(g))])
+
+
+def _reruns(d):  # what makes a decode walk steps again (counted in "slots" twice) or elsewhere
+    st = d._gpu.main.mem_stats()
+    return tuple(int(st[k]) for k in ("lattice_grows", "lattice_filter_reruns", "restores")) + \
+        tuple(int(d._gpu.stats[k]) for k in ("arena_rows", "rescued_rows", "flagged_rows"))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seed", range(24))
+def test_trim_weights_equals_labelled_search(seed, monkeypatch):
+    """The trim's weights-only search (scan.cuh TrimSearchWeights, Workspace::trim_weights: each
+    token's search starts past its label-0 arcs and loads only weights, a thread's tokens two at a
+    time) against the labelled search (CUWFST_TRIM_WEIGHTS=off): the same 1-best and GPU-pruned
+    lattices, both equal to the CPU's, and exactly the same slots (the passing arcs are a prefix,
+    so both searches end at the same arc), on wide graphs with 0-6 label-0 arcs a state, ties,
+    -inf weights, float16 rows and both scan kernels; every 6th seed a state with 300 label-0 arcs,
+    which a byte cannot count: no blank counts, the labelled search (trim_weights 0)."""
+    rng = np.random.default_rng(61000 + seed)
+    graph, opts, B, lens, lp = _wide_case(rng, seed, draw_output_beam=True)
+    big = seed % 6 == 5  # the start state gets 300 label-0 arcs: no table
+    if seed % 3 == 1 or big:  # several label-0 arcs a state, some states with more than kTrimMinDegree of them
+        graph = wide_graph(rng, int(rng.choice([30, 200])), graph.vocab_size, 60, blanks=int(rng.integers(3, 12)),
+                           tie_frac=float(rng.choice([0.0, 0.5])), start_blanks=300 if big else 0)
+    assert_sorted_layout(graph)
+    counts = blank_counts(graph)
+    assert (counts >= 255).any() == big
+    split = seed % 2
+    on = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    monkeypatch.setenv("CUWFST_TRIM_WEIGHTS", "off")
+    off = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+    monkeypatch.delenv("CUWFST_TRIM_WEIGHTS")
+    assert on._gpu.main.mem_stats()["trim_weights"] == (0 if big else 1)
+    assert off._gpu.main.mem_stats()["trim_weights"] == 0
+    r_on, r_off = _reruns(on), _reruns(off)
+    s_on, s_off = _slots(on), _slots(off)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    for lattice in (False, True):
+        got_on, got_off = on.decode(lp, lens, lattice=lattice), off.decode(lp, lens, lattice=lattice)
+        for i in range(B):
+            what = f"seed {seed} row {i} lattice {lattice}"
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_on[i], what + " weights-only search")
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_off[i], what + " labelled search")
+            assert np.float32(got_on[i].score) == np.float32(got_off[i].score), what
+            if lattice:
+                assert_same_lattice(got_off[i].lattice, got_on[i].lattice, what + " vs labelled")
+    d_on, d_off = _slots(on) - s_on, _slots(off) - s_off
+    again = [tuple(a - b for a, b in zip(_reruns(d), r)) for d, r in ((on, r_on), (off, r_off))]
+    if not any(again[0]) and not any(again[1]):
+        assert d_on == d_off, f"seed {seed}: {d_on} slots weights-only, {d_off} labelled"
+        TOTALS["tw_cases"] += 1
+        TOTALS["tw_blank_states"] += int((counts > 1).sum())
+
+
+@pytest.mark.gpu
+def test_trim_weights_cases_compared_slots():  # (runs after the cases above: file order)
+    """Most cases above compared the slots (a re-run on either side skips the comparison), and
+    some had states with several label-0 arcs (where a search that started at the first arc
+    would differ)."""
+    if TOTALS["tw_cases"] == 0 and TOTALS["rows"] == 0:
+        pytest.skip("the weights-only cases did not run")
+    assert TOTALS["tw_cases"] >= 12 and TOTALS["tw_blank_states"] > 0, TOTALS
+
+
 @pytest.mark.gpu
 def test_unsorted_graph_decodes_untrimmed():
     """An image whose emitting arcs are not sorted (written by an older version) is decoded
@@ -465,6 +536,7 @@ def test_unsorted_graph_decodes_untrimmed():
     dec = Decoder(unsorted, opts, device="cuda", max_lanes=8)
     assert not dec._gpu.trims_arcs
     assert dec._gpu.uploaded.label_tables == (0, 0) and dec._gpu.main.mem_stats()["label_bound"] == 0
+    assert dec._gpu.main.mem_stats()["trim_weights"] == 0
     lp = random_log_probs(rng, 3, 25, V, peaky=True)
     cpu = Decoder(unsorted, opts).decode(lp)
     for i, h in enumerate(dec.decode(lp)):

@@ -271,6 +271,19 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       if (heavy == 0) label_words = 0;  // nothing to bound tighter
       g->heavy_states = label_words ? heavy : 0;
     }
+    // the label-0 arcs at the front of each state's emitting arcs (DeviceGraph::emit_blank),
+    // where the arcs are sorted and every count fits a byte below 255
+    std::vector<uint8_t> blank;
+    if (sorted) {
+      blank.assign(n, 0);
+      for (int64_t s = 0; s < n && !blank.empty(); ++s) {
+        int32_t i = (finals_at_end ? rs[s] : rs[s] + fc[s]) + (ec ? ec[s] : 0);
+        const int32_t e = finals_at_end ? rs[s + 1] - fc[s] : rs[s + 1], b = i;
+        while (i < e && il[i] == 0) ++i;
+        if (i - b >= cuwfst::kBigCount) blank.clear();
+        else blank[s] = static_cast<uint8_t>(i - b);
+      }
+    }
     // the counts a byte a state (DeviceGraph::final_count / eps_count), 255 or more in the
     // big-count table
     std::vector<uint8_t> fc8(n), ec8(has_eps ? n : 0);
@@ -299,7 +312,8 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     const bool packed = pack && label_bits < 32 && static_cast<unsigned long long>(n) <= (1ull << (32 - label_bits));
     const int64_t total = (n + 1) * 4 + n + (packed ? a * 4 : a * 4 + a * 2) + a * 4 + n * 4 +
                           (has_eps ? n + n * 4 : 0) + nb * 4 * (has_eps ? 3 : 2) +
-                          (label_words ? hwords * 8 + static_cast<int64_t>(heavy_labels.size()) * 4 : 0);
+                          (label_words ? hwords * 8 + static_cast<int64_t>(heavy_labels.size()) * 4 : 0) +
+                          static_cast<int64_t>(blank.size());
     cuwfst::DeviceGraph& v = g->view;
     v.num_states = static_cast<int32_t>(n);
     v.num_arcs = static_cast<int32_t>(a);
@@ -351,6 +365,7 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       v.heavy_rank = Upload<int32_t>(g.get(), heavy_rank.data(), hwords, "heavy-state ranks", total);
       v.heavy_labels = Upload<uint32_t>(g.get(), heavy_labels.data(), heavy_labels.size(), "heavy-state labels", total);
     }
+    v.emit_blank = blank.empty() ? nullptr : Upload<uint8_t>(g.get(), blank.data(), n, "per-state blank counts", total);
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
 }

@@ -258,6 +258,11 @@ void GpuDecoder::Allocate() {
   if (const char* env = std::getenv("CUWFST_LABEL_BOUND"); env != nullptr && std::strcmp(env, "off") == 0)
     label_bound_ = false;
   ws_.label_bound = label_bound_ && graph_->view.label_words > 0 ? 1 : 0;
+  // the trim's weights-only search (Workspace::trim_weights): where the graph has the blank
+  // counts, unless CUWFST_TRIM_WEIGHTS=off (at construction, for same-run A/B)
+  if (const char* env = std::getenv("CUWFST_TRIM_WEIGHTS"); env != nullptr && std::strcmp(env, "off") == 0)
+    trim_weights_ = false;
+  ws_.trim_weights = trim_weights_ && graph_->view.emit_blank != nullptr ? 1 : 0;
   ws_.slot_total = Alloc<unsigned long long>(2, "slot counters");
   CUWFST_CUDA(cudaMemsetAsync(ws_.slot_total, 0, 2 * sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_status, 0, L * cfg_.scan_split * sizeof(unsigned long long), stream_));
@@ -1746,6 +1751,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[73] = expand_min_blocks_;
   out[74] = lat_min_blocks_;
   out[75] = ws_.label_bound;
+  out[76] = ws_.trim_weights;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

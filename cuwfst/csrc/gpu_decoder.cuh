@@ -443,7 +443,9 @@ class GpuDecoder {
   // walker (defaults 1, i.e. no bound, and 4; CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6 at construction).
   // [75] 1 where the trims bound heavy tokens by their labels (Workspace::label_bound: the graph
   // has label tables; CUWFST_LABEL_BOUND=off at construction: 0).
-  static constexpr int kMemStats = 76;
+  // [76] 1 where the trim's search probes weights only past each state's label-0 arcs
+  // (Workspace::trim_weights: the graph has blank counts; CUWFST_TRIM_WEIGHTS=off: 0).
+  static constexpr int kMemStats = 77;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -689,6 +691,7 @@ class GpuDecoder {
   // walk, as before (lat_filter[6] 0)
   bool lat_cand_final_ = true;
   int32_t expand_min_blocks_ = 1, lat_min_blocks_ = 4;  // MemStats [73] [74]
+  bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)
   bool coop_pdl_ = false;  // walker kWalkWarpCoopPdl: its launch has programmatic dependent launch too

@@ -315,6 +315,9 @@ struct LaneTrim {
   // (lp_rest is the first's log-prob), their bits in a heavy state's folded label bitmap, the
   // second's log-prob and the third best's. lb false: every token's bound is lp_rest.
   bool lb = false;
+  // the weights-only search (Workspace::trim_weights): TokenLoad read each searched token's
+  // label-0 count (TokenRound::n0) under the same flag
+  bool tw = false;
   int32_t bit0 = 0, bit1 = 0;
   float lp_2nd = -INFINITY, lp_3rd = -INFINITY;
 };
@@ -409,9 +412,65 @@ constexpr int kTrimFan = 8;
 __device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float score, float rest, const LaneTrim& tr) {
   return (label == 0) | ((score + weight) + rest > tr.low);
 }
+// The weights-only search (LaneTrim::tw, Workspace::trim_weights): a token's search starts past
+// its n0 label-0 arcs (always kept; the sorted arcs put them first, DeviceGraph::emit_blank), so
+// every probe is an arc of label >= 1 and its decision needs its weight alone: one load a probe,
+// and every token of the thread loads its seven probes before any decision (28 loads, one round
+// trip a round for the thread instead of one a token). The passing arcs are a prefix (sorted
+// weights), so both searches find the same end.
+#ifndef CUWFST_TRIM_GROUP
+#define CUWFST_TRIM_GROUP 2
+#endif
+constexpr int kTrimGroup = CUWFST_TRIM_GROUP;  // tokens whose probes load together (divides kScanItems)
+static_assert(kScanItems % kTrimGroup == 0, "whole groups");
+__device__ __forceinline__ void TrimSearchWeights(const DeviceGraph& g, const LaneTrim& tr,
+                                                  const float (&score)[kScanItems], const int32_t (&heavy)[kScanItems],
+                                                  const uint32_t (&w0)[kScanItems], const uint32_t (&w1)[kScanItems],
+                                                  int32_t (&lo)[kScanItems], int32_t (&hi)[kScanItems]) {
+  float rest[kScanItems];
+  for (bool more = true, round0 = true; more; round0 = false) {
+    more = false;
+#pragma unroll
+    for (int k0 = 0; k0 < kScanItems; k0 += kTrimGroup) {
+    float wt[kTrimGroup][kTrimFan - 1];
+#pragma unroll
+    for (int k = k0; k < k0 + kTrimGroup; ++k) {
+      const int64_t len = hi[k] - lo[k];
+#pragma unroll
+      for (int j = 1; j < kTrimFan; ++j)
+        wt[k - k0][j - 1] = len > 0 ? g.arc_weight[lo[k] + static_cast<int32_t>(len * j / kTrimFan)] : 0.f;
+    }
+    if (round0)
+#pragma unroll
+      for (int k = k0; k < k0 + kTrimGroup; ++k) rest[k] = LabelBound(tr, heavy[k], w0[k], w1[k]);
+#pragma unroll
+    for (int k = k0; k < k0 + kTrimGroup; ++k) {
+      const int64_t len = hi[k] - lo[k];
+      if (len <= 0) continue;
+      int32_t nlo = lo[k], nhi = hi[k];
+      bool failed = false;
+#pragma unroll
+      for (int j = 1; j < kTrimFan; ++j) {
+        const int32_t pos = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
+        const bool keep = (score[k] + wt[k - k0][j - 1]) + rest[k] > tr.low;
+        if (failed) continue;
+        if (keep) nlo = pos + 1;
+        else {
+          nhi = pos;
+          failed = true;
+        }
+      }
+      lo[k] = nlo;
+      hi[k] = nhi;
+      more |= nlo < nhi;
+    }
+    }
+  }
+}
 __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
-                                            const int32_t (&heavy)[kScanItems], int32_t (&deg)[kScanItems]) {
+                                            const int32_t (&heavy)[kScanItems], uint32_t n0,
+                                            int32_t (&deg)[kScanItems]) {
   int32_t lo[kScanItems], hi[kScanItems];
   uint32_t w0[kScanItems], w1[kScanItems];
   LabelBitLoads(g, tr, heavy, w0, w1);
@@ -425,10 +484,18 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
     if (!((score[k] + maxw[k]) + tr.lp_all > tr.low)) {  // no arc of the token can pass
       deg[k] = 0;
     } else if (deg[k] > kTrimMinDegree) {
-      lo[k] = b[k];
       hi[k] = b[k] + static_cast<int32_t>(deg[k]);
+      // (tw: past the token's label-0 arcs, n0's byte k; they are at most its degree)
+      lo[k] = tr.tw ? min(b[k] + static_cast<int32_t>((n0 >> (8 * k)) & 0xFFu), hi[k]) : b[k];
       search[k] = true;
     }
+  }
+  if (tr.tw) {
+    TrimSearchWeights(g, tr, score, heavy, w0, w1, lo, hi);
+#pragma unroll
+    for (int k = 0; k < kScanItems; ++k)
+      if (search[k]) deg[k] = lo[k] - b[k];
+    return;
   }
   for (bool more = true, round0 = true; more; round0 = false) {
     more = false;
@@ -488,6 +555,7 @@ struct TokenRound {
   float mw[kScanItems];     // max emitting weight (real steps)
   int32_t deg[kScanItems];    // arcs of the phase (< 2^31: a state's arc range)
   int32_t heavy[kScanItems];  // the label bound's heavy index (HeavyIndex), -1: none
+  uint32_t n0;                // byte k: token k's label-0 arcs (tw and a searched token), else 0
 };
 // token k's upper bound, as TokenLoad wrote it to ub (hist: the bins bound, real steps only)
 __device__ __forceinline__ float RoundBound(const TokenRound& r, int k, int32_t phase) {
@@ -496,7 +564,9 @@ __device__ __forceinline__ float RoundBound(const TokenRound& r, int k, int32_t 
 template <bool kFused>
 __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* state, const float* score,
                                           int32_t* begin, float* ub, int32_t first, int32_t stride, int32_t end,
-                                          int32_t phase, bool lb, unsigned long long& best, TokenRound& r) {
+                                          int32_t phase, bool lb, bool tw, unsigned long long& best,
+                                          TokenRound& r) {
+  r.n0 = 0u;
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
     const int32_t i = first + k * stride;
@@ -517,6 +587,8 @@ __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* s
       const float u = phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
       // lb: a real step of a decoder with the label bound; only tokens the trim may search
       if (lb && r.deg[k] > kTrimMinDegree) r.heavy[k] = HeavyIndex(g, s);
+      // tw: a real step of a decoder with the weights-only search (LaneTrim::tw, the same flag)
+      if (tw && r.deg[k] > kTrimMinDegree) r.n0 |= static_cast<uint32_t>(g.emit_blank[s]) << (8 * k);
       ub[i] = u;
       if (kFused && e > b) best = MaxKey(best, BestTokenKey(r.sc[k], i));
     }
@@ -524,7 +596,7 @@ __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* s
 }
 __device__ __forceinline__ void TokenTrim(const DeviceGraph& g, bool trimmed, const LaneTrim& trim, int32_t* hist,
                                           float bin_ref, TokenRound& r, int64_t (&deg)[kScanItems]) {
-  if (trimmed) TrimDegrees(g, trim, r.sc, r.mw, r.b, r.heavy, r.deg);
+  if (trimmed) TrimDegrees(g, trim, r.sc, r.mw, r.b, r.heavy, r.n0, r.deg);
   if (hist)
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k)
@@ -538,7 +610,7 @@ __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* 
                                            bool trimmed, const LaneTrim& trim, bool lb, int32_t* hist, float bin_ref,
                                            unsigned long long& best, int64_t (&deg)[kScanItems]) {
   TokenRound r;
-  TokenLoad<kFused>(g, state, score, begin, ub, first, 1, end, phase, lb, best, r);
+  TokenLoad<kFused>(g, state, score, begin, ub, first, 1, end, phase, lb, trim.tw, best, r);
   TokenTrim(g, trimmed, trim, hist, bin_ref, r, deg);
 }
 
@@ -655,6 +727,7 @@ __device__ __forceinline__ LaneTrim RowAndTrim(const DeviceGraph& g, const Works
   }
   tr.low = want_trim ? s_low : -INFINITY;
   tr.anchor = want_trim ? s_anchor : -INFINITY;
+  tr.tw = want_trim && ws.trim_weights != 0;  // (ScanSplitKernel's TokenLoad takes the same flag: its `tw`)
   *row32 = r32;
   *row16 = r16;
   return tr;  // (each scan calls it once a step: s_max and s_low are not written again before the kernel ends)
@@ -1260,7 +1333,10 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     const bool preload = one_round && ws.scan_preload;  // (off: the order before, for A/B runs)
     // the label bound's heavy indices (LabelBitLoads), read with the tokens where a real step may trim
     const bool lb = ws.label_bound != 0 && ws.trim != 0 && phase == kPhaseReal;
-    if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, lb, best0, r0);
+    // the weights-only search's label-0 counts, under RowAndTrim's LaneTrim::tw exactly: a trimmed
+    // step is a real one whose RowAndTrim wanted the trim (ws.trim), so tw there is ws.trim_weights
+    const bool tw = ws.trim_weights != 0 && ws.trim != 0 && phase == kPhaseReal;
+    if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, lb, tw, best0, r0);
     LaneTrim trim;
     if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
@@ -1293,7 +1369,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       TokenRound r;
       unsigned long long best = 0ull;
-      TokenLoad<fused>(g, state, score, begin, ub, first, kScanThreads, hi, phase, lb, best, r);
+      TokenLoad<fused>(g, state, score, begin, ub, first, kScanThreads, hi, phase, lb, tw, best, r);
       finish(r, best, deg);
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its

@@ -91,6 +91,10 @@ struct DeviceGraph {
   const int32_t* heavy_rank;     // [ceil(num_states / 32)]
   const uint32_t* heavy_labels;  // [heavy states * label_words]
   int32_t label_words;
+  // [num_states] the label-0 arcs at the front of each state's emitting arcs (emit_sorted
+  // graphs whose every count is below 255; nullptr otherwise): the trim's search starts past
+  // them and probes weights only (scan.cuh TrimDegrees; Workspace::trim_weights)
+  const uint8_t* emit_blank;
 };
 // A state is heavy (DeviceGraph::heavy_bits) with more distinct non-blank emitting labels than this
 constexpr int32_t kHeavyLabels = 8;
@@ -456,6 +460,11 @@ struct Workspace {
   // best non-blank labels tested against its state's label bitmap (scan.cuh LabelBitLoads, LabelBound) instead
   // of the row's best alone, so the trims keep shorter prefixes. Bit-exact by construction.
   int32_t label_bound;
+  // 1 (the graph has DeviceGraph::emit_blank; on unless CUWFST_TRIM_WEIGHTS=off at
+  // construction): the trim's search starts each token past its label-0 arcs and loads only
+  // the probes' weights, all of a thread's tokens' probes in one round trip a round (scan.cuh
+  // TrimDegrees). The same prefix as the labelled search (it is unique): bit-exact.
+  int32_t trim_weights;
   int64_t* max_lane_offsets;  // [max_lanes + 1] (max_known)
   uint32_t* scan_umax;        // [max_lanes] {ordered U} (0: none), zero between steps (max_known)
   int32_t* bin_slots;   // [max_lanes * kPoolBins], zero between steps
