@@ -1,6 +1,7 @@
 """Trimmed decodes under compute-sanitizer (tools memcheck / racecheck): a wide graph whose states
 have up to 200 sorted arcs (the 8-ary search runs, heavy states bound by their labels:
-scan.cuh LabelBitLoads, LabelBound), float32 and float16 rows, both scan kernels (scan_split 1 and auto), under
+scan.cuh LabelBitLoads, LabelBound; the weights-only search past each state's label-0 arcs,
+TrimSearchWeights), float32 and float16 rows, both scan kernels (scan_split 1 and auto), under
 the walkers named in $SAN_WALKERS (default "warp"), compared with the CPU; then a graph of 700
 labels (the label bitmaps fold: bit label % 512) the same way. Exit 0 when every row equals the
 CPU's."""
@@ -25,7 +26,8 @@ for seed, V, n, deg in ((11, 30, 40, 200), (12, 700, 30, 400)):
         for split, walker in [(s, w) for s in (1, 0) for w in os.environ.get("SAN_WALKERS", "warp").split()]:
             dec = Decoder(graph, opts, device="cuda", max_lanes=4, scan_split=split, use_cuda_graphs=False,
                           walker=walker)
-            assert dec._gpu.trims_arcs and dec._gpu.main.mem_stats()["label_bound"] == 1
+            st = dec._gpu.main.mem_stats()
+            assert dec._gpu.trims_arcs and st["label_bound"] == 1 and st["trim_weights"] == 1
             for c, g in zip(cpu, dec.decode(rows)):
                 bad += int(np.float32(c.score) != np.float32(g.score) or c.words != g.words)
 print(f"sanitize_trim: {bad} rows differ from the CPU")

@@ -301,7 +301,9 @@ def graph_upload_bytes(graph, packed: bool | None = None) -> int:
     destinations and labels (one uint32 an arc where they pack, `packed` None: as the default
     upload does; else an int32 and a uint16), weights, per-state max weights; with epsilon arcs
     the epsilon counts (a byte a state) and per-state max epsilon weights; the big-count table
-    (3 int32 a state with 255 or more final or epsilon arcs; 2 on an epsilon-free graph)."""
+    (3 int32 a state with 255 or more final or epsilon arcs; 2 on an epsilon-free graph); the
+    blank counts (a byte a state, graph_blank_counts). Not the label bound's tables (graphs with
+    more than 8 distinct labels a state; the tests that call this have none)."""
     a = graph.arrays
     n, A = a.num_states, a.num_arcs
     if packed is None:
@@ -309,7 +311,30 @@ def graph_upload_bytes(graph, packed: bool | None = None) -> int:
     eps = a.eps_count if a.has_eps else np.zeros(n, np.int32)
     big = int(np.count_nonzero((np.asarray(a.final_count) >= 255) | (np.asarray(eps) >= 255)))
     return (4 * (n + 1) + n + (n + 4 * n if a.has_eps else 0) + (4 * A if packed else 6 * A) + 4 * A + 4 * n
-            + big * 4 * (3 if a.has_eps else 2))
+            + big * 4 * (3 if a.has_eps else 2) + (n if graph_blank_counts(graph) is not None else 0))
+
+
+def graph_blank_counts(graph) -> np.ndarray | None:
+    """Each state's label-0 arcs at the front of its emitting arcs, as the upload keeps them
+    (DeviceGraph::emit_blank): where every state's emitting arcs are sorted (label 0 first, then
+    the others by weight, non-increasing, none NaN) and every count is below 255; else None."""
+    a = graph.arrays
+    rs = np.asarray(a.row_splits, np.int64)
+    fc = np.asarray(a.final_count, np.int64)
+    ec = np.asarray(a.eps_count, np.int64) if a.has_eps else np.zeros(a.num_states, np.int64)
+    il, w = np.asarray(a.ilabel), np.asarray(a.weight)
+    b_all = (rs[:-1] if a.finals_at_end else rs[:-1] + fc) + ec
+    e_all = rs[1:] - fc if a.finals_at_end else rs[1:]
+    counts = np.zeros(a.num_states, np.int64)
+    for s, (b, e) in enumerate(zip(b_all, e_all)):
+        k = b
+        while k < e and il[k] == 0:
+            k += 1
+        rest = w[k:e]
+        if (il[k:e] == 0).any() or np.isnan(rest).any() or (rest[1:] > rest[:-1]).any():
+            return None
+        counts[s] = k - b
+    return counts if (counts < 255).all() else None
 
 
 def assert_same_hypotheses(graph: Graph, lp: np.ndarray, cpu, gpu, where: str = "") -> None:

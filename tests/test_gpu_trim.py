@@ -438,7 +438,7 @@ def test_label_bound_shortens_the_slot_space():  # (runs after the cases above: 
 
 def blank_counts(g: Graph) -> np.ndarray:
     """Each state's label-0 arcs at the front of its emitting arcs (what the upload's
-    DeviceGraph::emit_blank holds), by numpy."""
+    DeviceGraph::emit_blank holds where all are below 255), by numpy."""
     il = np.asarray(g.arrays.ilabel)
     return np.array([int(np.argmax(np.append(il[b:e], 1) != 0)) for b, e in zip(*emitting_ranges(g))])
 
@@ -455,10 +455,14 @@ def test_trim_weights_equals_labelled_search(seed, monkeypatch):
     """The trim's weights-only search (scan.cuh TrimSearchWeights, Workspace::trim_weights: each
     token's search starts past its label-0 arcs and loads only weights, a thread's tokens two at a
     time) against the labelled search (CUWFST_TRIM_WEIGHTS=off): the same 1-best and GPU-pruned
-    lattices, both equal to the CPU's, and exactly the same slots (the passing arcs are a prefix,
-    so both searches end at the same arc), on wide graphs with 0-6 label-0 arcs a state, ties,
-    -inf weights, float16 rows and both scan kernels; every 6th seed a state with 300 label-0 arcs,
-    which a byte cannot count: no blank counts, the labelled search (trim_weights 0)."""
+    lattices, both equal to the CPU's, on wide graphs with 0-11 label-0 arcs a state, ties, -inf
+    weights, float16 rows and both scan kernels; every 6th seed a state with 300 label-0 arcs, which
+    a byte cannot count: no blank counts, the labelled search (trim_weights 0). Where the graph's
+    weights have no ties, also exactly the same slots (the passing arcs are a prefix, so both
+    searches end at the same arc). With tied weights the slots are not a function of the search
+    alone: the trim's anchor is a token of the previous step's exact max (FinalizeKernel's
+    best_key, an atomic among tied tokens), and another anchor gives another L (device_s86.sh: 4
+    tied cases differed by 0.01-1.1% in both directions, the 1-best and lattices identical)."""
     rng = np.random.default_rng(61000 + seed)
     graph, opts, B, lens, lp = _wide_case(rng, seed, draw_output_beam=True)
     big = seed % 6 == 5  # the start state gets 300 label-0 arcs: no table
@@ -489,7 +493,9 @@ def test_trim_weights_equals_labelled_search(seed, monkeypatch):
                 assert_same_lattice(got_off[i].lattice, got_on[i].lattice, what + " vs labelled")
     d_on, d_off = _slots(on) - s_on, _slots(off) - s_off
     again = [tuple(a - b for a, b in zip(_reruns(d), r)) for d, r in ((on, r_on), (off, r_off))]
-    if not any(again[0]) and not any(again[1]):
+    w = np.asarray(graph.arrays.weight)
+    tied = len(np.unique(w[np.isfinite(w)])) < np.isfinite(w).sum()
+    if not tied and not any(again[0]) and not any(again[1]):
         assert d_on == d_off, f"seed {seed}: {d_on} slots weights-only, {d_off} labelled"
         TOTALS["tw_cases"] += 1
         TOTALS["tw_blank_states"] += int((counts > 1).sum())
@@ -497,12 +503,12 @@ def test_trim_weights_equals_labelled_search(seed, monkeypatch):
 
 @pytest.mark.gpu
 def test_trim_weights_cases_compared_slots():  # (runs after the cases above: file order)
-    """Most cases above compared the slots (a re-run on either side skips the comparison), and
-    some had states with several label-0 arcs (where a search that started at the first arc
-    would differ)."""
+    """The tie-free cases above (8 of the 24 seeds) compared the slots (a re-run on either side
+    skips the comparison), and some had states with several label-0 arcs (where a search that
+    started at the first arc would differ)."""
     if TOTALS["tw_cases"] == 0 and TOTALS["rows"] == 0:
         pytest.skip("the weights-only cases did not run")
-    assert TOTALS["tw_cases"] >= 12 and TOTALS["tw_blank_states"] > 0, TOTALS
+    assert TOTALS["tw_cases"] >= 6 and TOTALS["tw_blank_states"] > 0, TOTALS
 
 
 @pytest.mark.gpu
