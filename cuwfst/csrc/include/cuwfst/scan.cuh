@@ -423,40 +423,24 @@ __device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float sc
 #endif
 constexpr int kTrimGroup = CUWFST_TRIM_GROUP;  // tokens whose probes load together (divides kScanItems)
 static_assert(kScanItems % kTrimGroup == 0, "whole groups");
-// The weights-only search's probe j (1..7) of a range [lo, lo + len): the 8-ary split, except in
-// round 0 of a range of at least 8 arcs, whose probes all move down by len / 8, so the first is lo
-// itself (non-decreasing, all inside the range; a division by 7 of the int64 for evenly spread
-// probes spilled 102 bytes at 128 registers). On the full HLG half the searched
-// tokens keep no arc past their label-0 ones, so a failing first probe ends their search in one
-// round (docs/speed-notes.md, "The first probe at the first arc"). CUWFST_TRIM_FIRST=0 at build:
-// the 8-ary split in every round.
-#ifndef CUWFST_TRIM_FIRST
-#define CUWFST_TRIM_FIRST 1
-#endif
-__device__ __forceinline__ int32_t TrimProbe(int32_t lo, int64_t len, int j, bool round0) {
-  const bool first = CUWFST_TRIM_FIRST && round0 && len >= kTrimFan;
-  return lo - (first ? static_cast<int32_t>(len / kTrimFan) : 0) + static_cast<int32_t>(len * j / kTrimFan);
-}
-// One round of the weights-only search over a thread's tokens (kRound0: the first, which also
-// turns the label bound's bitmap words into each token's `rest`); whether any range is left.
-template <bool kRound0>
-__device__ __forceinline__ bool TrimRoundWeights(const DeviceGraph& g, const LaneTrim& tr,
-                                                 const float (&score)[kScanItems], const int32_t (&heavy)[kScanItems],
-                                                 const uint32_t (&w0)[kScanItems], const uint32_t (&w1)[kScanItems],
-                                                 float (&rest)[kScanItems], int32_t (&lo)[kScanItems],
-                                                 int32_t (&hi)[kScanItems]) {
-  bool more = false;
+__device__ __forceinline__ void TrimSearchWeights(const DeviceGraph& g, const LaneTrim& tr,
+                                                  const float (&score)[kScanItems], const int32_t (&heavy)[kScanItems],
+                                                  const uint32_t (&w0)[kScanItems], const uint32_t (&w1)[kScanItems],
+                                                  int32_t (&lo)[kScanItems], int32_t (&hi)[kScanItems]) {
+  float rest[kScanItems];
+  for (bool more = true, round0 = true; more; round0 = false) {
+    more = false;
 #pragma unroll
-  for (int k0 = 0; k0 < kScanItems; k0 += kTrimGroup) {
+    for (int k0 = 0; k0 < kScanItems; k0 += kTrimGroup) {
     float wt[kTrimGroup][kTrimFan - 1];
 #pragma unroll
     for (int k = k0; k < k0 + kTrimGroup; ++k) {
       const int64_t len = hi[k] - lo[k];
 #pragma unroll
       for (int j = 1; j < kTrimFan; ++j)
-        wt[k - k0][j - 1] = len > 0 ? g.arc_weight[TrimProbe(lo[k], len, j, kRound0)] : 0.f;
+        wt[k - k0][j - 1] = len > 0 ? g.arc_weight[lo[k] + static_cast<int32_t>(len * j / kTrimFan)] : 0.f;
     }
-    if (kRound0)
+    if (round0)
 #pragma unroll
       for (int k = k0; k < k0 + kTrimGroup; ++k) rest[k] = LabelBound(tr, heavy[k], w0[k], w1[k]);
 #pragma unroll
@@ -467,7 +451,7 @@ __device__ __forceinline__ bool TrimRoundWeights(const DeviceGraph& g, const Lan
       bool failed = false;
 #pragma unroll
       for (int j = 1; j < kTrimFan; ++j) {
-        const int32_t pos = TrimProbe(lo[k], len, j, kRound0);
+        const int32_t pos = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
         const bool keep = (score[k] + wt[k - k0][j - 1]) + rest[k] > tr.low;
         if (failed) continue;
         if (keep) nlo = pos + 1;
@@ -480,16 +464,8 @@ __device__ __forceinline__ bool TrimRoundWeights(const DeviceGraph& g, const Lan
       hi[k] = nhi;
       more |= nlo < nhi;
     }
+    }
   }
-  return more;
-}
-__device__ __forceinline__ void TrimSearchWeights(const DeviceGraph& g, const LaneTrim& tr,
-                                                  const float (&score)[kScanItems], const int32_t (&heavy)[kScanItems],
-                                                  const uint32_t (&w0)[kScanItems], const uint32_t (&w1)[kScanItems],
-                                                  int32_t (&lo)[kScanItems], int32_t (&hi)[kScanItems]) {
-  float rest[kScanItems];
-  bool more = TrimRoundWeights<true>(g, tr, score, heavy, w0, w1, rest, lo, hi);
-  while (more) more = TrimRoundWeights<false>(g, tr, score, heavy, w0, w1, rest, lo, hi);
 }
 __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim& tr, const float (&score)[kScanItems],
                                             const float (&maxw)[kScanItems], const int32_t (&b)[kScanItems],
