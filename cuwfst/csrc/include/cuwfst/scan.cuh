@@ -415,9 +415,10 @@ __device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float sc
 // The weights-only search (LaneTrim::tw, Workspace::trim_weights): a token's search starts past
 // its n0 label-0 arcs (always kept; the sorted arcs put them first, DeviceGraph::emit_blank), so
 // every probe is an arc of label >= 1 and its decision needs its weight alone: one load a probe,
-// and every token of the thread loads its seven probes before any decision (28 loads, one round
-// trip a round for the thread instead of one a token). The passing arcs are a prefix (sorted
-// weights), so both searches find the same end.
+// and kTrimGroup tokens of the thread load their seven probes before either's decisions (14 loads,
+// one round trip a round for the pair; four tokens spilled at 128 registers). The passing arcs
+// are a prefix (sorted weights), so both searches find the same end. (At the default 512-token
+// granules a thread holds one token: the gain there is the halved loads, docs/design.md.)
 #ifndef CUWFST_TRIM_GROUP
 #define CUWFST_TRIM_GROUP 2
 #endif
