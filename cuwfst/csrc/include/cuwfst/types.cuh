@@ -462,8 +462,8 @@ struct Workspace {
   int32_t label_bound;
   // 1 (the graph has DeviceGraph::emit_blank; on unless CUWFST_TRIM_WEIGHTS=off at
   // construction): the trim's search starts each token past its label-0 arcs and loads only
-  // the probes' weights, all of a thread's tokens' probes in one round trip a round (scan.cuh
-  // TrimDegrees). The same prefix as the labelled search (it is unique): bit-exact.
+  // the probes' weights, two tokens' probes in one round trip a round (scan.cuh
+  // TrimSearchWeights). The same prefix as the labelled search (it is unique): bit-exact.
   int32_t trim_weights;
   int64_t* max_lane_offsets;  // [max_lanes + 1] (max_known)
   uint32_t* scan_umax;        // [max_lanes] {ordered U} (0: none), zero between steps (max_known)
