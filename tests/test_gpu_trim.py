@@ -359,6 +359,37 @@ def test_max_known_leaves_slots_out():  # (runs after the cases above: file orde
           f"({TOTALS['known_slots'] / TOTALS['anchor_slots']:.3f})")
 
 
+def _reruns(d):  # what makes a decode walk steps again (counted in "slots" twice) or elsewhere
+    st = d._gpu.main.mem_stats()
+    return tuple(int(st[k]) for k in ("lattice_grows", "lattice_filter_reruns", "restores")) + \
+        tuple(int(d._gpu.stats[k]) for k in ("arena_rows", "rescued_rows", "flagged_rows"))
+
+
+def _on_against_off(graph, opts, lp, lens, on, off, where: str, on_name: str, off_name: str):
+    """Both GPU decoders (a switch on, off) decode the rows, 1-best and GPU-pruned lattices: every
+    row equal to the CPU's on both sides, the two sides' scores and lattices identical, the on
+    side's lattices equal to the CPU's. Returns the slots each side walked and what made either
+    walk steps again (_reruns' differences; a slot comparison holds only where both are zero)."""
+    r_on, r_off = _reruns(on), _reruns(off)
+    s_on, s_off = _slots(on), _slots(off)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    for lattice in (False, True):
+        got_on, got_off = on.decode(lp, lens, lattice=lattice), off.decode(lp, lens, lattice=lattice)
+        for i in range(len(lp)):
+            what = f"{where} row {i} lattice {lattice}"
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_on[i], f"{what} {on_name}")
+            _compare(graph, lp[i].astype(np.float32), cpu[i], got_off[i], f"{what} {off_name}")
+            assert np.float32(got_on[i].score) == np.float32(got_off[i].score), what
+            if lattice:
+                assert_same_lattice(got_off[i].lattice, got_on[i].lattice, f"{what} {on_name} vs {off_name}")
+                lat = got_on[i].lattice
+                if lat.recorded_arcs is None:  # (the lattice trim leaves it uncounted)
+                    lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)
+                assert_same_lattice(cpu[i].lattice, lat, f"{what} vs the CPU")
+    d_on, d_off = _slots(on) - s_on, _slots(off) - s_off
+    return d_on, d_off, [tuple(a - b for a, b in zip(_reruns(d), r)) for d, r in ((on, r_on), (off, r_off))]
+
+
 def label_tables(g: Graph) -> tuple[int, int]:
     """The label bound's tables' shape by numpy (gpu_binding.cu GpuGraphUpload builds them): (heavy
     states, words a bitmap), a state heavy with more than 8 distinct labels >= 1 on its emitting arcs."""
@@ -393,29 +424,7 @@ def test_label_bound_equals_without(seed, monkeypatch):
     assert on._gpu.uploaded.label_tables == (heavy, words), f"seed {seed}: V {graph.vocab_size}"
     assert on._gpu.main.mem_stats()["label_bound"] == (1 if heavy else 0)
     assert off._gpu.main.mem_stats()["label_bound"] == 0
-    def reruns(d):  # what makes a decode walk steps again (counted in "slots" twice) or elsewhere
-        st = d._gpu.main.mem_stats()
-        return tuple(int(st[k]) for k in ("lattice_grows", "lattice_filter_reruns", "restores")) + \
-            tuple(int(d._gpu.stats[k]) for k in ("arena_rows", "rescued_rows", "flagged_rows"))
-
-    r_on, r_off = reruns(on), reruns(off)
-    s_on, s_off = _slots(on), _slots(off)
-    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    for lattice in (False, True):
-        got_on, got_off = on.decode(lp, lens, lattice=lattice), off.decode(lp, lens, lattice=lattice)
-        for i in range(B):
-            what = f"seed {seed} row {i} lattice {lattice}"
-            _compare(graph, lp[i].astype(np.float32), cpu[i], got_on[i], what + " label bound")
-            _compare(graph, lp[i].astype(np.float32), cpu[i], got_off[i], what + " without")
-            assert np.float32(got_on[i].score) == np.float32(got_off[i].score), what
-            if lattice:
-                assert_same_lattice(got_off[i].lattice, got_on[i].lattice, what + " vs without")
-                lat = got_on[i].lattice
-                if lat.recorded_arcs is None:  # (the lattice trim leaves it uncounted)
-                    lat = dataclasses.replace(lat, recorded_arcs=cpu[i].lattice.recorded_arcs)
-                assert_same_lattice(cpu[i].lattice, lat, what + " vs the CPU")
-    d_on, d_off = _slots(on) - s_on, _slots(off) - s_off
-    again = [tuple(a - b for a, b in zip(reruns(d), r)) for d, r in ((on, r_on), (off, r_off))]
+    d_on, d_off, again = _on_against_off(graph, opts, lp, lens, on, off, f"seed {seed}", "label bound", "without")
     # step by step the bound keeps at most the slots of the row's best alone; a re-run or a rescue on
     # one side only (a hash probe run is shaped by the claim order) breaks the sum's comparison
     assert d_on <= d_off or again[0] != again[1] or any(again[0]), \
@@ -434,12 +443,6 @@ def test_label_bound_shortens_the_slot_space():  # (runs after the cases above: 
     assert TOTALS["lb_slots"] < TOTALS["lb_off_slots"], TOTALS
     print(f"label bound: {TOTALS['lb_slots']} of {TOTALS['lb_off_slots']} slots "
           f"({TOTALS['lb_slots'] / TOTALS['lb_off_slots']:.3f})")
-
-
-def _reruns(d):  # what makes a decode walk steps again (counted in "slots" twice) or elsewhere
-    st = d._gpu.main.mem_stats()
-    return tuple(int(st[k]) for k in ("lattice_grows", "lattice_filter_reruns", "restores")) + \
-        tuple(int(d._gpu.stats[k]) for k in ("arena_rows", "rescued_rows", "flagged_rows"))
 
 
 @pytest.mark.gpu
@@ -472,20 +475,8 @@ def test_trim_weights_equals_labelled_search(seed, monkeypatch):
     monkeypatch.delenv("CUWFST_TRIM_WEIGHTS")
     assert on._gpu.main.mem_stats()["trim_weights"] == (0 if big else 1)
     assert off._gpu.main.mem_stats()["trim_weights"] == 0
-    r_on, r_off = _reruns(on), _reruns(off)
-    s_on, s_off = _slots(on), _slots(off)
-    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
-    for lattice in (False, True):
-        got_on, got_off = on.decode(lp, lens, lattice=lattice), off.decode(lp, lens, lattice=lattice)
-        for i in range(B):
-            what = f"seed {seed} row {i} lattice {lattice}"
-            _compare(graph, lp[i].astype(np.float32), cpu[i], got_on[i], what + " weights-only search")
-            _compare(graph, lp[i].astype(np.float32), cpu[i], got_off[i], what + " labelled search")
-            assert np.float32(got_on[i].score) == np.float32(got_off[i].score), what
-            if lattice:
-                assert_same_lattice(got_off[i].lattice, got_on[i].lattice, what + " vs labelled")
-    d_on, d_off = _slots(on) - s_on, _slots(off) - s_off
-    again = [tuple(a - b for a, b in zip(_reruns(d), r)) for d, r in ((on, r_on), (off, r_off))]
+    d_on, d_off, again = _on_against_off(graph, opts, lp, lens, on, off, f"seed {seed}", "weights-only search",
+                                         "labelled search")
     w = np.asarray(graph.arrays.weight)
     tied = len(np.unique(w[np.isfinite(w)])) < np.isfinite(w).sum()
     if not tied and not any(again[0]) and not any(again[1]):
