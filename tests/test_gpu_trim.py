@@ -365,6 +365,15 @@ def _reruns(d):  # what makes a decode walk steps again (counted in "slots" twic
         tuple(int(d._gpu.stats[k]) for k in ("arena_rows", "rescued_rows", "flagged_rows"))
 
 
+def _tied(graph) -> bool:
+    """Whether two finite weights of the graph are equal. Then two decoders' slot counts can differ
+    with identical results: the trim's anchor is a token of the previous step's exact max, picked
+    by an atomic among tied tokens, and another anchor gives another L (docs/speed-notes.md,
+    "Result of device_s86.sh")."""
+    w = np.asarray(graph.arrays.weight)
+    return len(np.unique(w[np.isfinite(w)])) < np.isfinite(w).sum()
+
+
 def _on_against_off(graph, opts, lp, lens, on, off, where: str, on_name: str, off_name: str):
     """Both GPU decoders (a switch on, off) decode the rows, 1-best and GPU-pruned lattices: every
     row equal to the CPU's on both sides, the two sides' scores and lattices identical, the on
@@ -426,8 +435,9 @@ def test_label_bound_equals_without(seed, monkeypatch):
     assert off._gpu.main.mem_stats()["label_bound"] == 0
     d_on, d_off, again = _on_against_off(graph, opts, lp, lens, on, off, f"seed {seed}", "label bound", "without")
     # step by step the bound keeps at most the slots of the row's best alone; a re-run or a rescue on
-    # one side only (a hash probe run is shaped by the claim order) breaks the sum's comparison
-    assert d_on <= d_off or again[0] != again[1] or any(again[0]), \
+    # one side only (a hash probe run is shaped by the claim order) breaks the sum's comparison, and
+    # so do tied weights (_tied: the anchor; s83 and s89 saw seed 18, tied, 29 slots over of 357,753)
+    assert _tied(graph) or d_on <= d_off or again[0] != again[1] or any(again[0]), \
         f"seed {seed}: {d_on} slots with the label bound, {d_off} without (re-runs {again})"
     TOTALS["lb_slots"] += d_on
     TOTALS["lb_off_slots"] += d_off
@@ -477,9 +487,7 @@ def test_trim_weights_equals_labelled_search(seed, monkeypatch):
     assert off._gpu.main.mem_stats()["trim_weights"] == 0
     d_on, d_off, again = _on_against_off(graph, opts, lp, lens, on, off, f"seed {seed}", "weights-only search",
                                          "labelled search")
-    w = np.asarray(graph.arrays.weight)
-    tied = len(np.unique(w[np.isfinite(w)])) < np.isfinite(w).sum()
-    if not tied and not any(again[0]) and not any(again[1]):
+    if not _tied(graph) and not any(again[0]) and not any(again[1]):
         assert d_on == d_off, f"seed {seed}: {d_on} slots weights-only, {d_off} labelled"
         TOTALS["tw_cases"] += 1
         TOTALS["tw_blank_states"] += 0 if counts is None else int((counts > 1).sum())
