@@ -263,3 +263,37 @@ def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
     assert 0 < tot["max_known"] == tot["max_known_exact"] <= tot["steps"]
     tight = lattice_band.count(g, lp, lens, n, drift_k=4.0)
     assert tight["band"] <= tot["band"]  # (a smaller drift, a band no wider)
+
+
+def test_search_rounds_replays_the_trims_search(rows):
+    """benchmarks.search_rounds: the GPU's 8-ary search over the arcs' real keep decisions ends at
+    the first failing arc for every searched token, labelled, weights-only past the label-0 arcs and
+    with round 0 at the first arc (count raises otherwise); grouping tokens never lengthens a warp's
+    chain, and at 512-token granules (one token a thread) it changes nothing."""
+    from benchmarks import search_rounds
+
+    g = Graph.load(TINY / "HLG.img")
+    lp, lens = rows
+    tot = search_rounds.count(g, lp, lens, 2, granule=2048)
+    assert tot["searched"] > 0 and tot["rounds_weights"] <= tot["rounds_labelled"]
+    for v in search_rounds.VARIANTS:
+        chains = [tot[f"chain_{v}_g{k}"] for k in search_rounds.GROUPS]
+        assert chains == sorted(chains, reverse=True), tot
+    one = search_rounds.count(g, lp, lens, 1, granule=512)
+    assert len({one[f"chain_weights_g{k}"] for k in search_rounds.GROUPS}) == 1, one
+
+
+def test_search_rounds_search_on_known_prefixes():
+    """search_rounds.search on hand-made keep decisions: the end of a prefix and its rounds, round
+    0 at the first arc ending an empty prefix at once, and a keep pattern that is not a prefix
+    ending off its first failing arc (what count reports as a mismatch)."""
+    from benchmarks.search_rounds import search
+
+    prefix = lambda p: (lambda idx, pos: pos < p[idx])  # noqa: E731
+    end, r = search(np.array([0, 0, 100]), np.array([20, 20, 1300]), prefix(np.array([7, 0, 117])))
+    assert end.tolist() == [7, 0, 117] and r.tolist() == [2, 2, 4]
+    end, r = search(np.array([0, 0]), np.array([20, 1212]), prefix(np.array([0, 0])), first=True)
+    assert end.tolist() == [0, 0] and r.tolist() == [1, 1]
+    holes = lambda idx, pos: (pos < 3) | (pos == 5) | (pos >= 9)  # noqa: E731
+    end, _ = search(np.array([0]), np.array([20]), holes)
+    assert end[0] != 3
