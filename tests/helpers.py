@@ -314,19 +314,25 @@ def graph_upload_bytes(graph, packed: bool | None = None) -> int:
             + big * 4 * (3 if a.has_eps else 2) + (n if graph_blank_counts(graph) is not None else 0))
 
 
+def emitting_ranges(g: Graph):
+    """Each state's emitting arcs [b, e) in image order (after its finals-at-start and epsilon arcs)."""
+    a = g.arrays
+    rs = np.asarray(a.row_splits, np.int64)
+    fc = np.asarray(a.final_count, np.int64)
+    ec = np.asarray(a.eps_count, np.int64) if a.has_eps else np.zeros(a.num_states, np.int64)
+    b = (rs[:-1] if a.finals_at_end else rs[:-1] + fc) + ec
+    e = rs[1:] - fc if a.finals_at_end else rs[1:]
+    return b, e
+
+
 def graph_blank_counts(graph) -> np.ndarray | None:
     """Each state's label-0 arcs at the front of its emitting arcs, as the upload keeps them
     (DeviceGraph::emit_blank): where every state's emitting arcs are sorted (label 0 first, then
     the others by weight, non-increasing, none NaN) and every count is below 255; else None."""
     a = graph.arrays
-    rs = np.asarray(a.row_splits, np.int64)
-    fc = np.asarray(a.final_count, np.int64)
-    ec = np.asarray(a.eps_count, np.int64) if a.has_eps else np.zeros(a.num_states, np.int64)
     il, w = np.asarray(a.ilabel), np.asarray(a.weight)
-    b_all = (rs[:-1] if a.finals_at_end else rs[:-1] + fc) + ec
-    e_all = rs[1:] - fc if a.finals_at_end else rs[1:]
     counts = np.zeros(a.num_states, np.int64)
-    for s, (b, e) in enumerate(zip(b_all, e_all)):
+    for s, (b, e) in enumerate(zip(*emitting_ranges(graph))):
         k = b
         while k < e and il[k] == 0:
             k += 1

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from cuwfst import Decoder, DecoderOptions, Graph
-from helpers import assert_same_row, graph_blank_counts, random_eps_graph_any, random_log_probs
+from helpers import assert_same_row, emitting_ranges, graph_blank_counts, random_eps_graph_any, random_log_probs
 from test_lattice_records import assert_same_lattice
 
 TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0,
@@ -57,16 +57,6 @@ def wide_graph(rng, n: int, vocab: int, max_degree: int, *, blanks: int = 1, inf
     pick = lambda a: [a[i] for i in order]
     return Graph.from_arcs(num_states=n + 1, start_state=0, src=pick(src), dest=pick(dst), ilabel=pick(il),
                            weight=pick(w), words=pick(words), vocab_size=vocab)
-
-
-def emitting_ranges(g: Graph):
-    a = g.arrays
-    rs = np.asarray(a.row_splits, np.int64)
-    fc = np.asarray(a.final_count, np.int64)
-    ec = np.asarray(a.eps_count, np.int64) if a.has_eps else np.zeros(a.num_states, np.int64)
-    b = (rs[:-1] if a.finals_at_end else rs[:-1] + fc) + ec
-    e = rs[1:] - fc if a.finals_at_end else rs[1:]
-    return b, e
 
 
 def assert_sorted_layout(g: Graph):
