@@ -350,24 +350,45 @@ struct RowTop {
       v2 = fmaxf(v2, x);
     }
   }
-  __device__ __forceinline__ void Merge(const RowTop& o) {  // another thread's, disjoint labels
-    if (o.i0 >= 0) Add(o.v0, o.i0);
-    if (o.i1 >= 0) Add(o.v1, o.i1);
-    v2 = fmaxf(v2, o.v2);  // (o.v2 <= o.v1, which is placed: it can only be the third)
-  }
 };
-// The top three over a warp's lists (disjoint labels), in every lane: a butterfly of merges
+// The top three over a warp's lists (disjoint labels), in every lane: three extractions, each the
+// warp's best head (a max butterfly), named by the lowest lane that holds it with a label and
+// popped from that lane's list. A list's heads are named while they can be the first or the second
+// (Add names v0 and v1; only a list popped twice shows its unnamed v2, in the third extraction,
+// which needs no name). Three max butterflies in place of a butterfly of merges (five rounds of
+// five shuffles and two Adds; docs/speed-notes.md "The search's empty pairs"); the same three values,
+// and under a tie of log-probs another label may be named (either gives a bound).
 __device__ __forceinline__ void WarpTop(RowTop& top) {
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  float h = top.v0, n1 = top.v1, n2 = top.v2;
+  int32_t hl = top.i0, l1 = top.i1;
+  RowTop out;
 #pragma unroll
-  for (int d = 16; d >= 1; d >>= 1) {
-    RowTop o;
-    o.v0 = __shfl_xor_sync(0xFFFFFFFFu, top.v0, d);
-    o.v1 = __shfl_xor_sync(0xFFFFFFFFu, top.v1, d);
-    o.v2 = __shfl_xor_sync(0xFFFFFFFFu, top.v2, d);
-    o.i0 = __shfl_xor_sync(0xFFFFFFFFu, top.i0, d);
-    o.i1 = __shfl_xor_sync(0xFFFFFFFFu, top.i1, d);
-    top.Merge(o);
+  for (int r = 0; r < 3; ++r) {
+    float m = h;
+#pragma unroll
+    for (int d = 16; d >= 1; d >>= 1) m = fmaxf(m, __shfl_xor_sync(0xFFFFFFFFu, m, d));
+    const uint32_t named = __ballot_sync(0xFFFFFFFFu, h == m && hl >= 0);
+    const int32_t src = named ? __ffs(named) - 1 : -1;
+    const int32_t label = __shfl_sync(0xFFFFFFFFu, hl, src < 0 ? 0 : src);
+    if (r == 0) {
+      out.v0 = m;
+      out.i0 = src < 0 ? -1 : label;
+    } else if (r == 1) {
+      out.v1 = m;
+      out.i1 = src < 0 ? -1 : label;
+    } else {
+      out.v2 = m;
+    }
+    if (me == src) {  // the head goes: the list moves up (its third was never named)
+      h = n1;
+      hl = l1;
+      n1 = n2;
+      l1 = -1;
+      n2 = -INFINITY;
+    }
   }
+  top = out;
 }
 // A thread's tokens' heavy indices (TokenLoad: -1 for a light token, one the trim does not
 // search, or without the bound) to their bounds on labels >= 1, in two halves so the bitmap
@@ -419,11 +440,22 @@ __device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float sc
 // one round trip a round for the pair; four tokens spilled at 128 registers). The passing arcs
 // are a prefix (sorted weights), so both searches find the same end. (At the default 512-token
 // granules a thread holds one token: the gain there is the halved loads, docs/design.md.)
+// A pair with no token left to search is skipped: at the default granule a thread's second pair
+// is always empty, and its address arithmetic, predicated off, issued a third of every round's
+// instructions (Nsight Compute's source page, s91; docs/speed-notes.md "The search's empty
+// pairs"). (Splitting a pair with one live token into a one-token round as well spilled.)
 #ifndef CUWFST_TRIM_GROUP
 #define CUWFST_TRIM_GROUP 2
 #endif
 constexpr int kTrimGroup = CUWFST_TRIM_GROUP;  // tokens whose probes load together (divides kScanItems)
 static_assert(kScanItems % kTrimGroup == 0, "whole groups");
+// Probe j (1 <= j < kTrimFan) of [lo, lo + len): lo + floor(len * j / 8) in 32 bits (len = 8q + r:
+// q * j + floor(r * j / 8), at most 7/8 of len); non-decreasing in j, and every position of the
+// range once len < 8, so that round ends the search.
+__device__ __forceinline__ int32_t TrimProbe(int32_t lo, int32_t len, int j) {
+  static_assert(kTrimFan == 8, "the shifts below");
+  return lo + (len >> 3) * j + (((len & 7) * j) >> 3);
+}
 __device__ __forceinline__ void TrimSearchWeights(const DeviceGraph& g, const LaneTrim& tr,
                                                   const float (&score)[kScanItems], const int32_t (&heavy)[kScanItems],
                                                   const uint32_t (&w0)[kScanItems], const uint32_t (&w1)[kScanItems],
@@ -433,26 +465,30 @@ __device__ __forceinline__ void TrimSearchWeights(const DeviceGraph& g, const La
     more = false;
 #pragma unroll
     for (int k0 = 0; k0 < kScanItems; k0 += kTrimGroup) {
+    bool live = false;
+#pragma unroll
+    for (int k = k0; k < k0 + kTrimGroup; ++k) live |= lo[k] < hi[k];
+    if (!live) continue;
     float wt[kTrimGroup][kTrimFan - 1];
 #pragma unroll
     for (int k = k0; k < k0 + kTrimGroup; ++k) {
-      const int64_t len = hi[k] - lo[k];
+      const int32_t len = hi[k] - lo[k];
 #pragma unroll
       for (int j = 1; j < kTrimFan; ++j)
-        wt[k - k0][j - 1] = len > 0 ? g.arc_weight[lo[k] + static_cast<int32_t>(len * j / kTrimFan)] : 0.f;
+        wt[k - k0][j - 1] = len > 0 ? g.arc_weight[TrimProbe(lo[k], len, j)] : 0.f;
     }
     if (round0)
 #pragma unroll
       for (int k = k0; k < k0 + kTrimGroup; ++k) rest[k] = LabelBound(tr, heavy[k], w0[k], w1[k]);
 #pragma unroll
     for (int k = k0; k < k0 + kTrimGroup; ++k) {
-      const int64_t len = hi[k] - lo[k];
+      const int32_t len = hi[k] - lo[k];
       if (len <= 0) continue;
       int32_t nlo = lo[k], nhi = hi[k];
       bool failed = false;
 #pragma unroll
       for (int j = 1; j < kTrimFan; ++j) {
-        const int32_t pos = lo[k] + static_cast<int32_t>(len * j / kTrimFan);
+        const int32_t pos = TrimProbe(lo[k], len, j);
         const bool keep = (score[k] + wt[k - k0][j - 1]) + rest[k] > tr.low;
         if (failed) continue;
         if (keep) nlo = pos + 1;
