@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine: the whole GPU suite and compute-sanitizer, in two calls (PART=a, then PART=b on the
 # same machine if it is still warm; either alone works). Every GPU-marked test file runs once:
-#   a: tests/test_gpu.py, _epsilon, _chain, _trim, _walk_entry, _faults, test_cli.py,
+#   a: tests/test_gpu.py, _scan_trace, _epsilon, _chain, _trim, _walk_entry, _faults, test_cli.py,
 #      test_blank_skip.py, test_streaming_bench.py, test_gpu_variants.py (the longest, last); then memcheck over sanitize_case.py 2 --eps
 #      --lanes and racecheck over sanitize_case.py 1 --lanes
 #   b: tests/test_gpu_lanes.py, _lattice, _memory; then memcheck over sanitize_case.py 3 --lattice
@@ -21,7 +21,7 @@ if [ -n "${FILES:-}" ]; then
 elif [ $PART = a ]; then
   # (the short files before test_gpu_variants, the longest: a cap cuts its tail, not a whole file;
   # at 003113e END=420 cut it at 702 tests and test_gpu_faults never started)
-  FILES="test_gpu test_gpu_epsilon test_gpu_chain test_gpu_trim test_gpu_walk_entry test_gpu_faults \
+  FILES="test_gpu test_gpu_scan_trace test_gpu_epsilon test_gpu_chain test_gpu_trim test_gpu_walk_entry test_gpu_faults \
     test_cli test_blank_skip test_streaming_bench test_gpu_variants"
   SAN=("2 --eps --lanes" "1 --lanes")
 else

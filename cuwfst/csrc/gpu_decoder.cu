@@ -30,6 +30,13 @@ T* As(const PinnedBuffer& b) {
 }
 
 
+// Whether the environment switches a default off: NAME=off, read at construction (for same-run A/B
+// with two decoders)
+bool EnvOff(const char* name) {
+  const char* env = std::getenv(name);
+  return env != nullptr && std::strcmp(env, "off") == 0;
+}
+
 int32_t StepBucket(int32_t steps) {
   if (steps <= 256) return (steps + 31) / 32 * 32;
   return (steps + 63) / 64 * 64;
@@ -212,11 +219,11 @@ void GpuDecoder::Allocate() {
   }
   // MaxKernel's running max from the trim's anchor (Workspace::max_anchor): on unless
   // CUWFST_MAX_ANCHOR=off (read here, at construction, for same-run A/B with two decoders)
-  if (const char* env = std::getenv("CUWFST_MAX_ANCHOR"); env != nullptr && std::strcmp(env, "off") == 0)
+  if (EnvOff("CUWFST_MAX_ANCHOR"))
     max_anchor_ = false;
   // and MaxKernel leaving out the lanes whose max the anchor already is (Workspace::max_known):
   // on unless CUWFST_MAX_KNOWN=off (read here too)
-  if (const char* env = std::getenv("CUWFST_MAX_KNOWN"); env != nullptr && std::strcmp(env, "off") == 0)
+  if (EnvOff("CUWFST_MAX_KNOWN"))
     max_known_ = false;
   // the walkers' grids one by one (gpu_decoder.cuh max_blocks_): CUWFST_{MAX,EXPAND,LAT}_BLOCKS=N
   for (auto [name, field] : {std::pair<const char*, int32_t*>{"CUWFST_MAX_BLOCKS", &max_blocks_},
@@ -228,7 +235,7 @@ void GpuDecoder::Allocate() {
     }
   if (const char* env = std::getenv("CUWFST_LATTICE_APPEND"); env != nullptr && std::strcmp(env, "warp") == 0)
     lat_append_block_ = false;
-  if (const char* env = std::getenv("CUWFST_LATTICE_CAND_FINAL"); env != nullptr && std::strcmp(env, "off") == 0)
+  if (EnvOff("CUWFST_LATTICE_CAND_FINAL"))
     lat_cand_final_ = false;
   // ExpandKernel's and LatPersistKernel's register bound (warp walker): CUWFST_EXPAND_MIN_BLOCKS=1|6,
   // CUWFST_LAT_MIN_BLOCKS=4|6 (the first the default)
@@ -255,12 +262,12 @@ void GpuDecoder::Allocate() {
   ws_.trim = cfg_.trim_arcs && graph_->view.emit_sorted ? 1 : 0;
   // the trims' label bound (types.cuh Workspace::label_bound): on where the graph has label
   // tables unless CUWFST_LABEL_BOUND=off (read here, at construction, for same-run A/B)
-  if (const char* env = std::getenv("CUWFST_LABEL_BOUND"); env != nullptr && std::strcmp(env, "off") == 0)
+  if (EnvOff("CUWFST_LABEL_BOUND"))
     label_bound_ = false;
   ws_.label_bound = label_bound_ && graph_->view.label_words > 0 ? 1 : 0;
   // the trim's weights-only search (Workspace::trim_weights): where the graph has the blank
   // counts, unless CUWFST_TRIM_WEIGHTS=off (at construction, for same-run A/B)
-  if (const char* env = std::getenv("CUWFST_TRIM_WEIGHTS"); env != nullptr && std::strcmp(env, "off") == 0)
+  if (EnvOff("CUWFST_TRIM_WEIGHTS"))
     trim_weights_ = false;
   ws_.trim_weights = trim_weights_ && graph_->view.emit_blank != nullptr ? 1 : 0;
   ws_.slot_total = Alloc<unsigned long long>(2, "slot counters");
