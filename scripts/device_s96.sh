@@ -2,7 +2,8 @@
 # GPU machine (one call; ran at aaea797 on branch next-search-uniform, 335 s on a fresh machine): the search's
 # one-token round (scan.cuh TrimSearchWeights: the first token of a pair alone when no thread of
 # the warp holds its second, warp-uniform; TrimDecide) against main's scan.cuh, and the first half
-# of the whole GPU suite on the branch.
+# of the whole GPU suite on the branch. On main the checkout's scan.cuh is main's own (the variant was
+# rejected): run it from `git checkout aaea797`, where the branch's scan is the checkout's.
 # Stage first (.device/ab_main: main's scan.cuh):
 #   mkdir -p .device/ab_main/cuwfst/csrc/include/cuwfst &&
 #   git show main:cuwfst/csrc/include/cuwfst/scan.cuh > .device/ab_main/cuwfst/csrc/include/cuwfst/scan.cuh
