@@ -23,6 +23,7 @@ from helpers import assert_same_row, emitting_ranges, graph_blank_counts, random
 from test_lattice_records import assert_same_lattice
 
 TOTALS = {"rows": 0, "ties": 0, "slots_trim": 0, "slots_full": 0, "known_slots": 0, "anchor_slots": 0,
+          "pooled_known_slots": 0, "pooled_anchor_slots": 0,
           "cand_steps": 0, "cand_final_steps": 0, "grid_cases": 0, "lb_slots": 0, "lb_off_slots": 0,
           "lb_cases": 0, "tw_cases": 0, "tw_blank_states": 0}
 
@@ -209,22 +210,29 @@ def test_trim_with_epsilon_graphs_and_lattices(seed):
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("memory", ["lazy", "pooled"])
 @pytest.mark.parametrize("seed", range(24))
-def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
+def test_max_from_the_anchor_equals_the_max_from_scratch(seed, memory, monkeypatch):
     """MaxKernel's running max from the trim's anchor (Workspace::max_anchor, the default) with the
     lanes whose max the anchor already is left out (Workspace::max_known, the default), against a
     decoder built with CUWFST_MAX_KNOWN=off and one with CUWFST_MAX_ANCHOR=off: the same 1-best
     (words, arcs, float32 scores) and the same GPU-pruned lattices, equal to the CPU's, on wide
-    graphs (ties, -inf weights, float16 rows), both scan kernels; each decoder reports the switch
-    it took, and the slots MaxKernel left out are counted (test_max_known_leaves_slots_out)."""
+    graphs (ties, -inf weights, float16 rows), both scan kernels, in both lane layouts (pooled:
+    CUWFST_LANE_POOL=on, the default pool bound, whose scans' tail builds the known lanes' prefix
+    beside the hand-out); each decoder reports the switch it took, and the slots MaxKernel left
+    out are counted per layout (test_max_known_leaves_slots_out)."""
     graph, opts, B, lens, lp = _wide_case(np.random.default_rng(54000 + seed), seed, draw_output_beam=True)
     split = seed % 2
-    decs = {"on": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)}
+    if memory == "pooled":
+        monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+        monkeypatch.delenv("CUWFST_POOL_BOUND", raising=False)
+    decs = {"on": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split, memory=memory)}
     for name, env in (("known_off", "CUWFST_MAX_KNOWN"), ("off", "CUWFST_MAX_ANCHOR")):
         monkeypatch.setenv(env, "off")
-        decs[name] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split)
+        decs[name] = Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=split, memory=memory)
         monkeypatch.delenv(env)
     assert {k: d._gpu.main.mem_stats()["max_anchor"] for k, d in decs.items()} == {"on": 1, "known_off": 1, "off": 0}
+    assert {k: d._gpu.main.mem_stats()["pooled"] for k, d in decs.items()} == dict.fromkeys(decs, int(memory == "pooled"))
     before = {k: d._gpu.main.mem_stats() for k, d in decs.items()}
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     for lattice in (False, True):
@@ -248,8 +256,9 @@ def test_max_from_the_anchor_equals_the_max_from_scratch(seed, monkeypatch):
                 assert_same_lattice(cpu[i].lattice, lat, what + " vs the CPU")
     after = {k: d._gpu.main.mem_stats() for k, d in decs.items()}
     assert after["known_off"]["max_known_slots"] == 0 and after["off"]["max_known_slots"] == 0
-    TOTALS["known_slots"] += after["on"]["max_known_slots"] - before["on"]["max_known_slots"]
-    TOTALS["anchor_slots"] += after["on"]["slots"] - before["on"]["slots"]
+    pre = "" if memory == "lazy" else "pooled_"
+    TOTALS[pre + "known_slots"] += after["on"]["max_known_slots"] - before["on"]["max_known_slots"]
+    TOTALS[pre + "anchor_slots"] += after["on"]["slots"] - before["on"]["slots"]
 
 
 GRID_SIDES = {
@@ -342,11 +351,14 @@ def test_grid_cases_recorded_from_candidates():  # (runs after the cases above: 
 def test_max_known_leaves_slots_out():  # (runs after the cases above: file order)
     """Over the cases above MaxKernel left out a share of the slots as lanes whose max the anchor
     already was (a flag that never fires would pass every equality test and save nothing)."""
-    if TOTALS["anchor_slots"] == 0:
+    if TOTALS["anchor_slots"] == 0 and TOTALS["pooled_anchor_slots"] == 0:
         pytest.skip("the on/off cases did not run")
-    assert 0 < TOTALS["known_slots"] <= TOTALS["anchor_slots"], TOTALS
-    print(f"max known: {TOTALS['known_slots']} of {TOTALS['anchor_slots']} slots left out of MaxKernel "
-          f"({TOTALS['known_slots'] / TOTALS['anchor_slots']:.3f})")
+    for pre in ("", "pooled_"):  # each layout whose cases ran
+        if TOTALS[pre + "anchor_slots"] == 0:
+            continue
+        assert 0 < TOTALS[pre + "known_slots"] <= TOTALS[pre + "anchor_slots"], (pre, TOTALS)
+        print(f"max known ({pre or 'lazy_'}layout): {TOTALS[pre + 'known_slots']} of {TOTALS[pre + 'anchor_slots']} "
+              f"slots left out of MaxKernel ({TOTALS[pre + 'known_slots'] / TOTALS[pre + 'anchor_slots']:.3f})")
 
 
 def _reruns(d):  # what makes a decode walk steps again (counted in "slots" twice) or elsewhere

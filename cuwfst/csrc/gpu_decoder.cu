@@ -810,9 +810,10 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
   // (fused_max); constant per decoder and sequence kind, so the captured graphs' keys hold
   w.max_anchor = max_anchor_ && !cfg_.fused_max && !w.pool_at_max && w.trim ? 1 : 0;
   // and the lanes whose max the anchor already is left out of MaxKernel's walk (types.cuh
-  // Workspace::max_known): the static layout only (the pooled scans' tail builds no second
-  // prefix), where MaxKernel runs (not CoopWalkKernel)
-  w.max_known = w.max_anchor && max_known_ && !w.pooled && coop_cap_ == 0 ? 1 : 0;
+  // Workspace::max_known): where MaxKernel runs (not CoopWalkKernel), both layouts (the pooled
+  // scans' tail builds the second prefix too; max_anchor already excludes pool_at_max, whose
+  // MaxKernel counts every lane's admissible arcs)
+  w.max_known = w.max_anchor && max_known_ && coop_cap_ == 0 ? 1 : 0;
   w.pool_handout_kernel = w.pool_at_max && cfg_.pool_handout ? 1 : 0;
   w.pool_hints = w.pooled && cfg_.pool_hints ? 1 : 0;
   w.refill = kind != SeqKind::kSegmentRefill ? kRefillOff : cfg_.refill_kernel ? kRefillByKernel : kRefillInFinalize;

@@ -837,10 +837,20 @@ __device__ __forceinline__ void LaneScanTail(Workspace& ws, bool step) {
   if (ws.pooled && !ws.pool_at_max && ws.max_lanes <= 32) {
     // one pass: the hand-out's reads of the lanes' slots serve the slot offsets too
     const HandOutResult r = PooledHandOutWarp(ws, false);
+    const int32_t l = static_cast<int32_t>(threadIdx.x);
+    const int64_t v = r.fits ? r.slots : 0;
     int64_t total;
-    const int64_t excl = WarpExclusiveScan(r.fits ? r.slots : 0, &total);
-    if (static_cast<int32_t>(threadIdx.x) < ws.max_lanes) ws.lane_arc_offsets[threadIdx.x] = excl;
+    const int64_t excl = WarpExclusiveScan(v, &total);
+    if (l < ws.max_lanes) ws.lane_arc_offsets[l] = excl;
+    // MaxKernel's slot space without the lanes whose max is known (Workspace::max_known), as below
+    int64_t total_m = 0;
+    if (step && ws.max_known) {
+      const int64_t vm = l < ws.max_lanes && *reinterpret_cast<volatile int32_t*>(&ws.lanes[l].max_known) ? 0 : v;
+      const int64_t excl_m = WarpExclusiveScan(vm, &total_m);
+      if (l < ws.max_lanes) ws.max_lane_offsets[l] = excl_m;
+    }
     if (threadIdx.x == 0) {
+      if (step && ws.max_known) ws.max_lane_offsets[ws.max_lanes] = total_m;
       ws.lane_arc_offsets[ws.max_lanes] = total;
       *ws.scan_done = 0;
       *ws.scan_ticket = 0;

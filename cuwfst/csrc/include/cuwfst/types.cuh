@@ -447,7 +447,7 @@ struct Workspace {
   // start their running max at the lane's max_ord, so a token whose upper bound cannot pass the
   // anchor is not read. The anchor is an arc end of the step, so the max stays exact.
   int32_t max_anchor;
-  // 1 (with max_anchor, the static layout; on unless CUWFST_MAX_KNOWN=off): the scans also take
+  // 1 (with max_anchor, either layout; on unless CUWFST_MAX_KNOWN=off): the scans also take
   // each lane's largest token bound U = max(ub) over its tokens with slots (scan_umax in the
   // split scans), and a lane whose U + max_lp is at most the anchor is flagged max_known: every
   // token MaxKernel would visit there is skipped from its first slot (its bound is at most the
