@@ -163,13 +163,38 @@ def check_result(a) -> int:
     options = DecoderOptions(**rec["options"])
     print(f"CPU decode(online=True) of {rec['frames']:,} frames (the {rec['device']} stream's result in "
           f"{a.check_result}) ...", flush=True)
-    (ref,), cpu_s = online_reference(Graph.load(a.graph), options, [frames], num_threads=1)
-    same = (ref.words == rec["words"] and ref.arcs == rec["arcs"] and rec["overflow"] == 0
-            and int(np.float32(ref.score).view(np.uint32)) == rec["score_bits"])
+    graph = Graph.load(a.graph)
+    (ref,), cpu_s = online_reference(graph, options, [frames], num_threads=1)
+    same_words_score = (ref.words == rec["words"] and rec["overflow"] == 0
+                        and int(np.float32(ref.score).view(np.uint32)) == rec["score_bits"])
+    same = same_words_score and ref.arcs == rec["arcs"]
     print(f"CPU decode took {cpu_s:.1f} s; words, arcs and float32 score identical: {same} "
           f"(stream {len(rec['words'])} words, {rec['score']!r}, overflow {rec['overflow']}; "
           f"CPU {len(ref.words)} words, {ref.score!r})", flush=True)
+    if same_words_score and not same:
+        print(arcs_difference(graph, rec["arcs"], ref.arcs), flush=True)
     return 0 if same else 1
+
+
+def arcs_difference(graph, got: list, want: list) -> str:
+    """Where two paths of equal words and equal float32 score part (an exact-score tie: two
+    paths of one score, which the brief lets either decoder take): how many arc positions
+    differ, and the first few with each side's arc (source, destination, label, weight)."""
+    arr = graph.arrays
+    splits = np.asarray(arr.row_splits)
+
+    def arc(i):  # (the image's arc i; an epsilon-free HLG keeps the source's arc ids)
+        if not 0 <= i < len(arr.dest):
+            return str(i)
+        src = int(np.searchsorted(splits, i, side="right")) - 1
+        return f"{i} ({src}->{int(arr.dest[i])} label {int(arr.ilabel[i])} weight {float(arr.weight[i])!r})"
+    n = min(len(got), len(want))
+    diff = [k for k in range(n) if got[k] != want[k]]
+    lines = [f"arcs differ: {len(diff)} of {n} positions (lengths {len(got)} / {len(want)}); an exact-score "
+             f"tie where words and score are identical"]
+    for k in diff[:6]:
+        lines.append(f"  position {k}: stream {arc(int(got[k]))} / CPU {arc(int(want[k]))}")
+    return "\n".join(lines)
 
 
 def main(argv=None) -> int:
