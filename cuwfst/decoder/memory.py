@@ -15,10 +15,11 @@ continuous batching, snapshots, lattice decodes' lane caps and epsilon graphs ke
 layout's sizes. The rescue instance gives its pools back after each rescue and the main
 instance its pools before one, so their growths never stack (GpuBackend.main_trim). H200, full
 tier, fresh processes (session of 2026-12-03 08:47, s54 and s55): a peak of 448 MiB at batch 32
-against riva's 460 in the same call (the lazy layout: 2,488 when last measured, 2026-12-02
-04:40), 1,410 MiB at batch 256, at 0.998-1.008x the lazy layout's time over the 256 utterances
-in padded batches and 1.018-1.024x on uniform 32 x 250 rows. With CUWFST_WINNERS_LOG=host (winners_log_mode) the log lies in pinned host memory mapped
-for the kernels: 346 MiB at 1.010-1.024x and 1.043x. memory="eager":
+against riva's 460 in the same call (the lazy layout: 2,506 MiB on 2026-12-04), 1,410 MiB at
+batch 256; on 2026-12-04 (pooled lanes of 1 x main_q, the known lanes in both layouts) 1.054-1.055x
+the lazy layout's time over the 256 utterances at batch 32 and 1.03-1.05x on uniform 32 x 250 rows.
+With CUWFST_WINNERS_LOG=host (winners_log_mode) the log lies in pinned host memory mapped for the
+kernels: 340 MiB at batch 32, 578 MiB at 256 (2026-12-04). memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
 larger one when a batch needs more (the winners log takes this path anyway where the driver
 has no VMM).
