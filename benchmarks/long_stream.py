@@ -172,29 +172,58 @@ def check_result(a) -> int:
           f"(stream {len(rec['words'])} words, {rec['score']!r}, overflow {rec['overflow']}; "
           f"CPU {len(ref.words)} words, {ref.score!r})", flush=True)
     if same_words_score and not same:
-        print(arcs_difference(graph, rec["arcs"], ref.arcs), flush=True)
+        print(arcs_difference(graph, rec["arcs"], ref.arcs, frames), flush=True)
     return 0 if same else 1
 
 
-def arcs_difference(graph, got: list, want: list) -> str:
-    """Where two paths of equal words and equal float32 score part (an exact-score tie: two
-    paths of one score, which the brief lets either decoder take): how many arc positions
-    differ, and the first few with each side's arc (source, destination, label, weight)."""
+def path_partials(graph, arcs: list, frames: np.ndarray) -> np.ndarray:
+    """The float32 score after each arc of a path (source arc ids; arc k on frame k, the last a
+    final arc with no acoustic), accumulated as the decoders do: (score + weight) + acoustic."""
     arr = graph.arrays
-    splits = np.asarray(arr.row_splits)
+    img = graph.image_arc_ids(arcs)
+    w = np.asarray(arr.weight)[img].astype(np.float32)
+    lab = np.asarray(arr.ilabel)[img].astype(np.int64)
+    out = np.empty(len(img), np.float32)
+    acc = np.float32(0.0)
+    for k in range(len(img)):
+        ac = frames[k, lab[k]] if k < len(frames) and lab[k] >= 0 else np.float32(0.0)
+        acc = np.float32(np.float32(acc + w[k]) + np.float32(ac))
+        out[k] = acc
+    return out
 
-    def arc(i):  # (the image's arc i; an epsilon-free HLG keeps the source's arc ids)
-        if not 0 <= i < len(arr.dest):
-            return str(i)
-        src = int(np.searchsorted(splits, i, side="right")) - 1
-        return f"{i} ({src}->{int(arr.dest[i])} label {int(arr.ilabel[i])} weight {float(arr.weight[i])!r})"
+
+def arcs_difference(graph, got: list, want: list, frames: np.ndarray) -> str:
+    """Where two paths of equal words and equal float32 score part: each run of differing arc
+    positions and, where the paths meet again (the same arc after the run, so the same state
+    on the same frame), whether their float32 scores there are equal bit for bit (an
+    exact-score tie, which either decoder may break its own way) or which path is better."""
     n = min(len(got), len(want))
     diff = [k for k in range(n) if got[k] != want[k]]
-    lines = [f"arcs differ: {len(diff)} of {n} positions (lengths {len(got)} / {len(want)}); an exact-score "
-             f"tie where words and score are identical"]
-    for k in diff[:6]:
-        lines.append(f"  position {k}: stream {arc(int(got[k]))} / CPU {arc(int(want[k]))}")
-    return "\n".join(lines)
+    runs, k = [], 0
+    while k < len(diff):
+        a = diff[k]
+        while k + 1 < len(diff) and diff[k + 1] == diff[k] + 1:
+            k += 1
+        runs.append((a, diff[k] + 1))
+        k += 1
+    pg, pw = path_partials(graph, got, frames), path_partials(graph, want, frames)
+    ties = better = worse = 0
+    lines = []
+    for a, b in runs:
+        at = b - 1  # both paths' score after the run's last arc, entering the same arc b
+        x, y = pg[at], pw[at]
+        if x.view(np.uint32) == y.view(np.uint32):
+            ties += 1
+        elif x > y:
+            better += 1
+        else:
+            worse += 1
+        if len(lines) < 6:
+            lines.append(f"  positions {a}..{b - 1}: stream {x!r} / CPU {y!r} at the merge")
+    head = (f"arcs differ: {len(diff)} of {n} positions in {len(runs)} runs (lengths {len(got)} / {len(want)}); "
+            f"at the merges the float32 scores are equal in {ties}, the stream's higher in {better}, "
+            f"the CPU's higher in {worse}")
+    return "\n".join([head] + lines)
 
 
 def main(argv=None) -> int:
