@@ -4,7 +4,8 @@ benchmarks/scan_trace.py on a hand-made trace ring whose times are known: each l
 time, phase times (median and last CTA), hot item and the rest of the step come out as
 constructed; launches without tokens (a captured graph's idle launches) and CTAs without an
 item are left out; the timer's resolution is the smallest step seen.
-benchmarks/memory_stages.py: each stage's growth and the part outside the module's counters."""
+benchmarks/memory_stages.py: each stage's growth and the part outside the module's counters.
+benchmarks/long_stream.py's check helpers: a path's float32 partial scores, the tie report."""
 
 import numpy as np
 import pytest
@@ -84,3 +85,42 @@ def test_memory_stage_rows():
     assert rows[0] == dict(stage="module", used_mib=10.0, module_mib=0.0, outside_mib=10.0, total_used_mib=10.0)
     assert rows[1]["outside_mib"] == 100.0 and rows[1]["total_used_mib"] == 510.0
     assert rows[2] == dict(stage="decode 1", used_mib=140.0, module_mib=20.0, outside_mib=120.0, total_used_mib=650.0)
+
+
+def test_long_stream_path_partials_and_tie_report():
+    """benchmarks.long_stream's check helpers: path_partials accumulates a decoded path's float32
+    score exactly as the CPU decoder does (its last value is the hypothesis's score, bit for bit,
+    on random rows of the tiny HLG), and arcs_difference finds no run for equal paths and, for a
+    path whose arc on one frame is replaced by another arc out of the same state, one run whose
+    merge scores differ (not a tie)."""
+    from benchmarks.long_stream import arcs_difference, path_partials
+    from benchmarks.stream_tools import TINY
+    from cuwfst import Decoder, Graph
+
+    g = Graph.load(TINY / "HLG.img")
+    rng = np.random.default_rng(7)
+    lp = np.log(rng.dirichlet(np.full(g.vocab_size, 0.3), size=(4, 25))).astype(np.float32)
+    hyps = Decoder(g).decode(lp, np.full(4, 25, np.int32))
+    for b, h in enumerate(hyps):
+        p = path_partials(g, h.arcs, lp[b])
+        assert len(p) == len(h.arcs) == 26 and p[-1].view(np.uint32) == np.float32(h.score).view(np.uint32), b
+        assert arcs_difference(g, h.arcs, h.arcs, lp[b]).startswith("arcs differ: 0 of 26 positions in 0 runs")
+    # another arc out of the state the path's arc at frame k leaves (a different path of the same
+    # states before and after is not needed: the report reads the scores where the paths meet again)
+    h, row = hyps[0], lp[0]
+    arr = g.arrays
+    img = g.image_arc_ids(h.arcs)
+    splits = np.asarray(arr.row_splits)
+    for k in range(len(img) - 2):
+        src = int(np.searchsorted(splits, img[k], side="right")) - 1
+        others = [a for a in range(splits[src], splits[src + 1]) if a != img[k] and arr.ilabel[a] >= 0
+                  and row[k, arr.ilabel[a]] + arr.weight[a] != row[k, arr.ilabel[img[k]]] + arr.weight[img[k]]]
+        if others:
+            alt = list(h.arcs)
+            alt[k] = int(g.source_arc_ids([others[0]])[0])
+            rep = arcs_difference(g, alt, h.arcs, row)
+            assert rep.startswith("arcs differ: 1 of 26 positions in 1 runs"), rep
+            assert "equal in 0," in rep, rep
+            break
+    else:
+        pytest.skip("no alternative arc on this row")
