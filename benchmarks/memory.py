@@ -5,7 +5,8 @@ python -m benchmarks.memory --graph HLG.img --log-probs shard.npz [--batch 32 25
     [--modes pooled pooled-admit pooled-gc pooled-bins pooled-slots pooled-fixedhints pooled-handout lazy lazy-gc eager]
     [--json out.jsonl] [--md out.md]
 
-1. Memory: for each batch size and memory mode ("pooled": VMM-committed winners log and lane
+1. Memory: for each batch size and memory mode ("pooled-default": memory="pooled" as users get it,
+   the pool variables left to the library; "pooled": VMM-committed winners log and lane
    pools; "lazy", the default: that log and every lane's worst case; "eager": everything up
    front; with --modes, also "pooled-slots": pooled with the regions sized by the slots, the
    rule before; "pooled-bins": sized by the bins bound, CUWFST_POOL_BOUND=bins; and
@@ -104,7 +105,7 @@ def _same(graph, lp_host, a, b) -> bool:
     return a.words == b.words or path_score_f32(graph, lp_host, b.arcs, b.redirect_arc) == np.float32(a.score)
 
 
-MODES = ("pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
+MODES = ("pooled-default", "pooled", "pooled-admit", "pooled-keep", "pooled-maintrimoff", "pooled-devlog", "pooled-gc", "pooled-bins",
          "pooled-slots", "pooled-slots-devlog", "pooled-late", "pooled-late-fin", "pooled-late-ahead",
          "pooled-late-ahead-eager", "pooled-late-ahead-slot", "pooled-fixedhints", "pooled-handout", "lazy", "lazy-gc",
          "lazy-vmm", "lazy-slot", "eager", "pooled-late-ahead-fullclaims", "pooled-late-ahead-fullhash",
@@ -123,8 +124,18 @@ def mode_gc(mode: str, gc_interval: int) -> tuple[str, int]:
     return (mode[: -len("-gc")], gc_interval) if mode.endswith("-gc") else (mode, 0)
 
 
+# Every variable a mode of mode_env may set: "pooled-default" takes each out of the environment
+# (pool_env pops a None), so the decoder runs memory="pooled" with the library's own defaults.
+POOL_VARS = ("CUWFST_POOL_BOUND", "CUWFST_POOL_HINTS", "CUWFST_POOL_HANDOUT", "CUWFST_RESCUE_TRIM",
+             "CUWFST_MAIN_TRIM", "CUWFST_WINNERS_LOG", "CUWFST_LANE_VMM", "CUWFST_PAYLOAD", "CUWFST_POOL_FULL",
+             "CUWFST_POOL_LANE_Q")
+
+
 def mode_env(mode: str) -> tuple[str, dict]:
-    """mode_settings(NAME) for a mode NAME, and for NAME-slot the same with the emitting hash
+    """"pooled-default": memory="pooled" exactly as a user gets it (every POOL_VARS variable
+    removed from the environment while the decoder is built, so the library's defaults apply;
+    "pooled" below is not that: it is the anchor bound, the default before 2026-12-02 19:45).
+    Otherwise mode_settings(NAME) for a mode NAME, and for NAME-slot the same with the emitting hash
     payloads holding the arc's slot ($CUWFST_PAYLOAD=slot, the rule before 2026-12-02: lazy-slot,
     pooled-late-ahead-slot); every other mode pins $CUWFST_PAYLOAD=token (the default), so a
     stray environment cannot change a row. NAME-fullclaims / -fullhash / -fulltokens / -fullall:
@@ -135,6 +146,8 @@ def mode_env(mode: str) -> tuple[str, dict]:
     around a rescue cost a pass; "pooled-keep" is this for "pooled"). NAME-lqF: NAME whose pooled
     1-best lanes may hold F x main_q (CUWFST_POOL_LANE_Q=F), so a row past main_q needs no
     rescue; every other mode pins CUWFST_POOL_LANE_Q=1."""
+    if mode == "pooled-default":
+        return "pooled", dict.fromkeys(POOL_VARS)
     if re.search(r"-lq\d+$", mode):  # NAME-lqF: NAME whose pooled lanes may hold F x main_q
         base, f = mode.rsplit("-lq", 1)
         memory, env = mode_env(base)
@@ -157,7 +170,8 @@ def mode_settings(mode: str) -> tuple[str, dict]:
     """The memory mode and the pool settings ($CUWFST_POOL_BOUND, $CUWFST_POOL_HINTS,
     $CUWFST_POOL_HANDOUT) of a benchmark mode: "pooled" (the admissible arcs counted against
     the trim's anchor, adaptive hints, the hand-out in MaxKernel's last block: memory="pooled"'s
-    default until 2026-12-02 19:45; "pooled-late-ahead-hostlog" is its default since), "pooled-bins"
+    default until 2026-12-02 19:45; "pooled-late-ahead-hostlog" was its default from then until
+    2026-12-03 08:47, "pooled-late-ahead-lq2" since: mode "pooled-default" takes it from the library), "pooled-bins"
     (the bins bound), "pooled-slots" (the slots, the rule before admit), "pooled-fixedhints"
     (the admissible arcs with the hints at every 32nd slot: the layout 2f568a0 measured), "pooled-handout" ("pooled" with the hand-out
     in a kernel of its own after MaxKernel), "pooled-keep" ("pooled" whose instances keep what
@@ -208,7 +222,11 @@ class pool_env:
 
     def __enter__(self):
         self.saved = {k: os.environ.get(k) for k in self.env}
-        os.environ.update(self.env)
+        for k, v in self.env.items():  # (None: the variable out of the environment, the library's default)
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         return self.memory
 
     def __exit__(self, *exc):
@@ -425,10 +443,10 @@ def main(argv=None) -> int:
     p.add_argument("--long-frames", type=int, default=180_000)
     p.add_argument("--gc-interval", type=int, default=128)
     p.add_argument("--skip", nargs="*", default=[], choices=["memory", "speed", "long", "riva"])
-    p.add_argument("--modes", nargs="+", default=["pooled-late-ahead-hostlog", "lazy", "eager"], choices=MODES,
+    p.add_argument("--modes", nargs="+", default=["pooled-default", "lazy", "eager"], choices=MODES,
                    help="decoders per batch size (the speed A/B takes them at the first; eager last is the base); "
-                        "pooled-late-ahead-hostlog is memory=\"pooled\" with its defaults, \"pooled\" the anchor "
-                        "bound (its default before 2026-12-02 19:45)")
+                        "pooled-default is memory=\"pooled\" with the library's defaults (the pool variables out "
+                        "of the environment), \"pooled\" the anchor bound (its default before 2026-12-02 19:45)")
     p.add_argument("--json", help="append rows as JSON lines here")
     p.add_argument("--md", help="write the tables here")
     a = p.parse_args(argv)

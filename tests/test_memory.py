@@ -5,6 +5,8 @@ test_gpu_host.py (the Python wiring, with a stand-in module). The pooled lane la
 sizing rules (tests/helpers.py) are checked here against the figures the H200 reported and
 against the GPU tests' batches that must outgrow the pools' first pieces."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -174,6 +176,26 @@ def test_pooled_growth_batches_outgrow_the_first_pieces(seed, T, lens):
     assert all(need[k] <= most[k] for k in POOLS), (need, most)  # a step never asks past the static layout
 
 
+def test_memory_benchmark_pooled_default_is_what_users_get(monkeypatch):
+    """benchmarks.memory's "pooled-default" builds memory="pooled" with every pool variable out of
+    the environment, so the library's defaults apply (claims-finalize-ahead, the log on the device,
+    lanes of 2 x main_q), even where the environment held other values; they come back after."""
+    from benchmarks.memory import POOL_VARS, mode_env, pool_env
+    from cuwfst.decoder.memory import pool_bound_mode, pool_lane_factor, winners_log_mode
+
+    assert mode_env("pooled-default") == ("pooled", dict.fromkeys(POOL_VARS))
+    monkeypatch.setenv("CUWFST_POOL_BOUND", "anchor")
+    monkeypatch.setenv("CUWFST_WINNERS_LOG", "host")
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")
+    with pool_env("pooled-default") as memory:
+        assert memory == "pooled" and not any(k in os.environ for k in POOL_VARS)
+        assert (pool_bound_mode(), winners_log_mode(), pool_lane_factor()) == ("claims-finalize-ahead", "device", 2)
+    assert (os.environ["CUWFST_POOL_BOUND"], os.environ["CUWFST_WINNERS_LOG"], os.environ["CUWFST_POOL_LANE_Q"]) == \
+        ("anchor", "host", "1")
+    with pool_env("pooled"):  # (the harness's "pooled" is the anchor bound, not the default)
+        assert pool_bound_mode() == "anchor"
+
+
 def test_memory_benchmark_modes_name_their_settings():
     """benchmarks.memory's mode names: a pooled variant sets its pool environment, NAME-gc adds
     the long form's winners-log GC to ordinary batches, a plain mode sets nothing."""
@@ -199,7 +221,8 @@ def test_memory_benchmark_modes_name_their_settings():
     assert mode_env("pooled-keep")[1]["CUWFST_RESCUE_TRIM"] == "off" == mode_env("pooled-keep")[1]["CUWFST_MAIN_TRIM"]
     assert mode_env("pooled-maintrimoff")[1]["CUWFST_RESCUE_TRIM"] == "on"
     assert mode_env("pooled-maintrimoff")[1]["CUWFST_MAIN_TRIM"] == "off"
-    pooled = [m for m in MODES if m.startswith("pooled")]
+    pinned = [m for m in MODES if m != "pooled-default"]  # (pooled-default pins nothing: the test above)
+    pooled = [m for m in pinned if m.startswith("pooled")]
     assert all(mode_env(m)[1]["CUWFST_RESCUE_TRIM"] == "on" for m in pooled if not m.endswith("-keep"))
     assert all(mode_env(m)[1]["CUWFST_MAIN_TRIM"] == "on" for m in pooled if not m.endswith("-keep") and m != "pooled-maintrimoff")
     # pooled-devlog, pooled-slots-devlog and pooled-late: the winners log on the device; every
@@ -235,20 +258,20 @@ def test_memory_benchmark_modes_name_their_settings():
     for m in ("pooled-late-ahead-lq2", "pooled-late-ahead-hostlog-lq2", "pooled-late-ahead-lq4"):
         base, f = m.rsplit("-lq", 1)
         assert mode_env(m) == ("pooled", dict(mode_env(base)[1], CUWFST_POOL_LANE_Q=f)), m
-    assert all(mode_env(m)[1]["CUWFST_POOL_LANE_Q"] == "1" for m in MODES if "-lq" not in m)
+    assert all(mode_env(m)[1]["CUWFST_POOL_LANE_Q"] == "1" for m in pinned if "-lq" not in m)
     # NAME-slot: NAME with the emitting payloads holding the slot; every other mode pins token
     # payloads (the default)
     for m in ("lazy-slot", "pooled-late-ahead-slot"):
         base = m[: -len("-slot")]
         assert mode_env(m) == (mode_env(base)[0], dict(mode_env(base)[1], CUWFST_PAYLOAD="slot")), m
-    assert all(mode_env(m)[1]["CUWFST_PAYLOAD"] == "token" for m in MODES if not m.endswith("-slot"))
+    assert all(mode_env(m)[1]["CUWFST_PAYLOAD"] == "token" for m in pinned if not m.endswith("-slot"))
     # pooled-late-ahead-fullKIND: pooled-late-ahead with those regions at the static sizes; every
     # other mode pins CUWFST_POOL_FULL=none
     for kind in ("fullclaims", "fullhash", "fulltokens", "fullall", "hash2x", "hash4x"):
         m = f"pooled-late-ahead-{kind}"
         assert mode_env(m) == ("pooled", dict(mode_env("pooled-late-ahead")[1],
                                               CUWFST_POOL_FULL=kind.removeprefix("full"))), m
-    assert all(mode_env(m)[1]["CUWFST_POOL_FULL"] == "none" for m in MODES if "-full" not in m and "-hash" not in m)
+    assert all(mode_env(m)[1]["CUWFST_POOL_FULL"] == "none" for m in pinned if "-full" not in m and "-hash" not in m)
     for m in MODES:
         base, _ = mode_gc(m, 128)
         memory, _ = mode_env(base)
