@@ -45,6 +45,7 @@ import numpy as np
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # (helpers: path_scores_f32)
 
 from benchmarks.corpus.stats import sha256_file  # noqa: E402
 from benchmarks.stream_tools import (DEMO_SHARD, TINY, DeviceMemory, add_option_flags, decoder_memory,  # noqa: E402
@@ -176,27 +177,13 @@ def check_result(a) -> int:
     return 0 if same else 1
 
 
-def path_partials(graph, arcs: list, frames: np.ndarray) -> np.ndarray:
-    """The float32 score after each arc of a path (source arc ids; arc k on frame k, the last a
-    final arc with no acoustic), accumulated as the decoders do: (score + weight) + acoustic."""
-    arr = graph.arrays
-    img = graph.image_arc_ids(arcs)
-    w = np.asarray(arr.weight)[img].astype(np.float32)
-    lab = np.asarray(arr.ilabel)[img].astype(np.int64)
-    out = np.empty(len(img), np.float32)
-    acc = np.float32(0.0)
-    for k in range(len(img)):
-        ac = frames[k, lab[k]] if k < len(frames) and lab[k] >= 0 else np.float32(0.0)
-        acc = np.float32(np.float32(acc + w[k]) + np.float32(ac))
-        out[k] = acc
-    return out
-
-
 def arcs_difference(graph, got: list, want: list, frames: np.ndarray) -> str:
     """Where two paths of equal words and equal float32 score part: each run of differing arc
     positions and, where the paths meet again (the same arc after the run, so the same state
     on the same frame), whether their float32 scores there are equal bit for bit (an
     exact-score tie, which either decoder may break its own way) or which path is better."""
+    from helpers import path_scores_f32  # (tests/: the float32 path score the tests compare with)
+
     n = min(len(got), len(want))
     diff = [k for k in range(n) if got[k] != want[k]]
     runs, k = [], 0
@@ -206,7 +193,7 @@ def arcs_difference(graph, got: list, want: list, frames: np.ndarray) -> str:
             k += 1
         runs.append((a, diff[k] + 1))
         k += 1
-    pg, pw = path_partials(graph, got, frames), path_partials(graph, want, frames)
+    pg, pw = path_scores_f32(graph, frames, got), path_scores_f32(graph, frames, want)
     ties = better = worse = 0
     lines = []
     for a, b in runs:

@@ -5,7 +5,7 @@ time, phase times (median and last CTA), hot item and the rest of the step come 
 constructed; launches without tokens (a captured graph's idle launches) and CTAs without an
 item are left out; the timer's resolution is the smallest step seen.
 benchmarks/memory_stages.py: each stage's growth and the part outside the module's counters.
-benchmarks/long_stream.py's check helpers: a path's float32 partial scores, the tie report."""
+benchmarks/long_stream.py's tie report over a path's float32 partial scores (helpers.path_scores_f32)."""
 
 import numpy as np
 import pytest
@@ -87,13 +87,15 @@ def test_memory_stage_rows():
     assert rows[2] == dict(stage="decode 1", used_mib=140.0, module_mib=20.0, outside_mib=120.0, total_used_mib=650.0)
 
 
-def test_long_stream_path_partials_and_tie_report():
-    """benchmarks.long_stream's check helpers: path_partials accumulates a decoded path's float32
-    score exactly as the CPU decoder does (its last value is the hypothesis's score, bit for bit,
-    on random rows of the tiny HLG), and arcs_difference finds no run for equal paths and, for a
+def test_long_stream_path_scores_and_tie_report():
+    """benchmarks.long_stream's check helper and the score it reads: helpers.path_scores_f32
+    accumulates a decoded path's float32 score exactly as the CPU decoder does (its last value is
+    the hypothesis's score, bit for bit, on random rows of the tiny HLG), and arcs_difference finds no run for equal paths and, for a
     path whose arc on one frame is replaced by another arc out of the same state, one run whose
     merge scores differ (not a tie)."""
-    from benchmarks.long_stream import arcs_difference, path_partials
+    from helpers import path_scores_f32
+
+    from benchmarks.long_stream import arcs_difference
     from benchmarks.stream_tools import TINY
     from cuwfst import Decoder, Graph
 
@@ -102,7 +104,7 @@ def test_long_stream_path_partials_and_tie_report():
     lp = np.log(rng.dirichlet(np.full(g.vocab_size, 0.3), size=(4, 25))).astype(np.float32)
     hyps = Decoder(g).decode(lp, np.full(4, 25, np.int32))
     for b, h in enumerate(hyps):
-        p = path_partials(g, h.arcs, lp[b])
+        p = path_scores_f32(g, lp[b], h.arcs)
         assert len(p) == len(h.arcs) == 26 and p[-1].view(np.uint32) == np.float32(h.score).view(np.uint32), b
         assert arcs_difference(g, h.arcs, h.arcs, lp[b]).startswith("arcs differ: 0 of 26 positions in 0 runs")
     # another arc out of the state the path's arc at frame k leaves (a different path of the same
