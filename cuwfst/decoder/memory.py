@@ -14,10 +14,10 @@ main_q stays in its batch instead of being decoded again on the rescue instance.
 continuous batching, snapshots, lattice decodes' lane caps and epsilon graphs keep the static
 layout's sizes. The rescue instance gives its pools back after each rescue and the main
 instance its pools before one, so their growths never stack (GpuBackend.main_trim). H200, full
-tier, fresh processes (session of 2026-12-03 08:47, s54 and s55): a peak of 448 MiB at batch 32
-against riva's 460 in the same call (the lazy layout: 2,506 MiB on 2026-12-04), 1,410 MiB at
-batch 256; on 2026-12-04 (pooled lanes of 1 x main_q, the known lanes in both layouts) 1.054-1.055x
-the lazy layout's time over the 256 utterances at batch 32 and 1.03-1.05x on uniform 32 x 250 rows.
+tier, fresh processes (session of 2026-12-04 12:11, 57f0458's code): a peak of 458 MiB at batch 32
+against riva's 460 in the same call (the lazy layout: 2,506 MiB), 1,302 MiB at batch 256; at
+batch 32 1.000-1.005x the lazy layout's time over the 256 utterances and 1.007x on uniform
+32 x 250 rows (same call, one process a run, both orders).
 With CUWFST_WINNERS_LOG=host (winners_log_mode) the log lies in pinned host memory mapped for the
 kernels: 340 MiB at batch 32, 578 MiB at 256 (2026-12-04). memory="eager":
 everything in plain device buffers, every lane's worst case up front, the log replaced by a
