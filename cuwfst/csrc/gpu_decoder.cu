@@ -246,6 +246,16 @@ void GpuDecoder::Allocate() {
         throw std::invalid_argument(std::string(name) + " must be " + base + " or 6, got '" + env + "'");
       *field = env[0] - '0';
     }
+  if (const char* env = std::getenv("CUWFST_LAT_CLEAR"); env != nullptr) {
+    if (std::strcmp(env, "keys") != 0 && std::strcmp(env, "full") != 0)
+      throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys or full, got '") + env + "'");
+    lat_clear_keys_ = std::strcmp(env, "keys") == 0;
+  }
+  if (const char* env = std::getenv("CUWFST_LAT_ITEMS"); env != nullptr) {
+    if (!(env[0] == '1' || env[0] == '2' || env[0] == '4') || env[1] != '\0')
+      throw std::invalid_argument(std::string("CUWFST_LAT_ITEMS must be 1, 2 or 4, got '") + env + "'");
+    lat_cand_items_ = env[0] - '0';
+  }
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -1158,8 +1168,14 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
                                                 : LatBlocksFor(L, w.trim != 0, w.lat_cand != nullptr, walk_blocks);
     // (its dynamic shared memory: the lanes' LatLane copies in candidate mode, LatPersistSmem)
     const size_t smem = LatPersistSmem(w);
+    // (LatCandRecordsBlockK: with the per-CTA appends, on the shared-lanes path; the default bound)
+    const int items = lat_append_block_ && lat_min_blocks_ == 4 ? lat_cand_items_ : 1;
     if (cfg_.walker == kWalkThread)
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkThread>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
+    else if (items == 2)
+      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 4, 2>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
+    else if (items == 4)
+      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 4, 4>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     else if (lat_min_blocks_ == 6)
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 6>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     else
@@ -1391,10 +1407,13 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       ~LatticeFlag() {
         d.lat_trim_used_ = d.ws_.lattice == 2 && d.ws_.trim != 0 && d.lat_filter_on_;
         d.ws_.lattice = 0;
+        d.ws_.lat_keys_only = 0;
         d.ws_.trim = trim;
       }
     } lattice_flag{*this, ws_.trim};
     ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
+    // (a constant of the decoder for its lattice decodes, so the graph cache's lattice flag covers it)
+    ws_.lat_keys_only = lattice && lat_clear_keys_ && cfg_.eps_iterations == 0 ? 1 : 0;
     if (lattice && !(lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0)) ws_.trim = 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
@@ -1760,6 +1779,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[74] = lat_min_blocks_;
   out[75] = ws_.label_bound;
   out[76] = ws_.trim_weights;
+  out[77] = lat_clear_keys_ ? 1 : 0;
+  out[78] = lat_cand_items_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

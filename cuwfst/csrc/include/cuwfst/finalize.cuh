@@ -297,7 +297,8 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
         }
         if (keep_claims) {
           hash_pos[hslot[k]] = idx < next_cap ? idx : -1;
-          payload[hslot[k]] = EpsBaseline(idx < next_cap ? end[k] : -INFINITY);
+          // (lat_keys_only: no closure reads the baseline, and LatStepEndKernel clears only the key)
+          payload[hslot[k]] = ws.lat_keys_only ? 0ull : EpsBaseline(idx < next_cap ? end[k] : -INFINITY);
         }
         if (phase != kPhaseReal) {  // the final state: at most one claim
           lc.final_winner = winner;
@@ -308,7 +309,7 @@ __device__ __forceinline__ void FinalizeClaims(const DeviceGraph& g, const Works
       }
       if (keep_claims) {
         if (hslot[k] >= 0 && !keep[k]) {  // not in the frontier (fused_max's extra claims)
-          payload[hslot[k]] = EpsBaseline(-INFINITY);
+          payload[hslot[k]] = ws.lat_keys_only ? 0ull : EpsBaseline(-INFINITY);
           hash_pos[hslot[k]] = -1;
         }
       } else if (hslot[k] >= 0) {  // k2's targeted delete: only the slots this step claimed

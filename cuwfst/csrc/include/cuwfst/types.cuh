@@ -643,6 +643,10 @@ struct Workspace {
   // lattice records (lattice.cuh): set only for a decode with lattice = 1
   int32_t lattice;           // 1: FinalizeKernel keeps the step's claims, LatPersistKernel records;
                              // 2: as 1, and LatPersistKernel also writes lat_ext (GPU pruning)
+  int32_t lat_keys_only;     // a lattice decode on an epsilon-free graph with CUWFST_LAT_CLEAR=keys:
+                             // FinalizeKernel leaves a real step's claimed payloads 0 and
+                             // LatStepEndKernel clears only the keys (hash_pos is rewritten by
+                             // each step's FinalizeKernel before the lattice stage reads it)
   int32_t seg_cap;           // steps per lane the per-step arrays hold (max_frames + 2)
   LatRecord* lat;            // [lat_cap] the batch's records, lanes interleaved, each lane's in step order
   LatRecordExt* lat_ext;     // [lat_cap] beside lat when lattice == 2 (else unused)
