@@ -665,7 +665,7 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
         st = dec._gpu.main.mem_stats()
         r["grids"] = {k: int(st.get(k, -1)) for k in ("max_blocks", "expand_blocks", "lat_blocks", "lat_append_block",
                                                         "lat_cand_final", "expand_min_blocks", "lat_min_blocks",
-                                                        "label_bound", "lat_clear_keys", "lat_cand_items")}
+                                                        "label_bound", "lat_clear_keys")}
         return r
 
     for name, env in _env_sides(a.env_ab):

@@ -270,12 +270,9 @@ GRID_SIDES = {
     "final_walked": {"CUWFST_LATTICE_CAND_FINAL": "off"},
     # ExpandKernel and LatPersistKernel compiled for 6 CTAs a multiprocessor (fewer registers)
     "min_blocks": {"CUWFST_EXPAND_MIN_BLOCKS": "6", "CUWFST_LAT_MIN_BLOCKS": "6"},
-    # LatPersistKernel's candidates 2 and 4 a thread and round (LatCandRecordsBlockK), 4 on a
-    # one-CTA grid (many rounds); LatStepEndKernel clearing only the keys (Workspace::lat_keys_only)
-    "items2": {"CUWFST_LAT_ITEMS": "2"},
-    "items4_grids": {"CUWFST_LAT_ITEMS": "4", "CUWFST_LAT_BLOCKS": "1"},
-    "keys": {"CUWFST_LAT_CLEAR": "keys"},
-    "keys_items4": {"CUWFST_LAT_CLEAR": "keys", "CUWFST_LAT_ITEMS": "4"},
+    # LatStepEndKernel clearing keys, payloads and hash_pos, as before Workspace::lat_keys_only
+    "clear_full": {"CUWFST_LAT_CLEAR": "full"},
+    "clear_full_grids": {"CUWFST_LAT_CLEAR": "full", "CUWFST_LAT_BLOCKS": "1"},
 }
 
 
@@ -283,9 +280,8 @@ GRID_SIDES = {
 @pytest.mark.parametrize("seed", range(16))
 def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
-    here tiny), LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp) or with 2 and 4
-    candidates a thread and round (CUWFST_LAT_ITEMS), LatStepEndKernel clearing only the keys
-    (CUWFST_LAT_CLEAR=keys), final steps
+    here tiny), LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp), LatStepEndKernel
+    clearing payloads and hash_pos too (CUWFST_LAT_CLEAR=full; the default clears the keys alone), final steps
     walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) and ExpandKernel and
     LatPersistKernel built for 6 CTAs a multiprocessor (CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6)
     against the default (MaxBlocksFor and LatBlocksFor, the records appended per CTA, final candidates,
@@ -307,8 +303,7 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
     assert st["default"]["lat_cand_final"] == 1 and st["final_walked"]["lat_cand_final"] == 0
     assert [st[k][x] for k in ("default", "min_blocks") for x in ("expand_min_blocks", "lat_min_blocks")] == [1, 4, 6, 6]
-    assert [st[k]["lat_cand_items"] for k in ("default", "items2", "items4_grids", "keys", "keys_items4")] == [1, 2, 4, 1, 4]
-    assert [st[k]["lat_clear_keys"] for k in ("default", "items2", "keys", "keys_items4")] == [0, 0, 1, 1]
+    assert [st[k]["lat_clear_keys"] for k in ("default", "grids", "clear_full", "clear_full_grids")] == [1, 1, 0, 0]
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     def cand_steps(d):  # real lane-steps in candidate mode: recorded from candidates, or walked after an overflow;
         # final lane-steps recorded from candidates
@@ -554,10 +549,10 @@ def test_unsorted_graph_decodes_untrimmed():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("var,value", [("CUWFST_LAT_ITEMS", "3"), ("CUWFST_LAT_ITEMS", "22"), ("CUWFST_LAT_CLEAR", "some")])
+@pytest.mark.parametrize("var,value", [("CUWFST_LAT_CLEAR", "some"), ("CUWFST_LAT_CLEAR", "")])
 def test_lattice_record_switches_refuse_other_values(var, value, monkeypatch):
-    """CUWFST_LAT_ITEMS takes 1, 2 or 4 and CUWFST_LAT_CLEAR keys or full; anything else is a clear
-    error at construction, naming the variable."""
+    """CUWFST_LAT_CLEAR takes keys or full; anything else is a clear error at construction, naming
+    the variable."""
     graph, opts, *_ = _wide_case(np.random.default_rng(57100), 0, draw_output_beam=True)
     monkeypatch.setenv(var, value)
     with pytest.raises(ValueError, match=var):

@@ -251,11 +251,6 @@ void GpuDecoder::Allocate() {
       throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys or full, got '") + env + "'");
     lat_clear_keys_ = std::strcmp(env, "keys") == 0;
   }
-  if (const char* env = std::getenv("CUWFST_LAT_ITEMS"); env != nullptr) {
-    if (!(env[0] == '1' || env[0] == '2' || env[0] == '4') || env[1] != '\0')
-      throw std::invalid_argument(std::string("CUWFST_LAT_ITEMS must be 1, 2 or 4, got '") + env + "'");
-    lat_cand_items_ = env[0] - '0';
-  }
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
   CUWFST_CUDA(cudaMemsetAsync(ws_.scan_umax, 0, L * sizeof(uint32_t), stream_));
@@ -1168,14 +1163,8 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
                                                 : LatBlocksFor(L, w.trim != 0, w.lat_cand != nullptr, walk_blocks);
     // (its dynamic shared memory: the lanes' LatLane copies in candidate mode, LatPersistSmem)
     const size_t smem = LatPersistSmem(w);
-    // (LatCandRecordsBlockK: with the per-CTA appends, on the shared-lanes path; the default bound)
-    const int items = lat_append_block_ && lat_min_blocks_ == 4 ? lat_cand_items_ : 1;
     if (cfg_.walker == kWalkThread)
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkThread>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
-    else if (items == 2)
-      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 4, 2>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
-    else if (items == 4)
-      Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 4, 4>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     else if (lat_min_blocks_ == 6)
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 6>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     else
@@ -1780,7 +1769,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[75] = ws_.label_bound;
   out[76] = ws_.trim_weights;
   out[77] = lat_clear_keys_ ? 1 : 0;
-  out[78] = lat_cand_items_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

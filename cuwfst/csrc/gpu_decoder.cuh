@@ -445,7 +445,7 @@ class GpuDecoder {
   // has label tables; CUWFST_LABEL_BOUND=off at construction: 0).
   // [76] 1 where the trim's search probes weights only past each state's label-0 arcs
   // (Workspace::trim_weights: the graph has blank counts; CUWFST_TRIM_WEIGHTS=off: 0).
-  static constexpr int kMemStats = 79;
+  static constexpr int kMemStats = 78;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -692,11 +692,8 @@ class GpuDecoder {
   bool lat_cand_final_ = true;
   int32_t expand_min_blocks_ = 1, lat_min_blocks_ = 4;  // MemStats [73] [74]
   // LatStepEndKernel clears only the keys on epsilon-free graphs (Workspace::lat_keys_only):
-  // CUWFST_LAT_CLEAR=keys|full at construction; MemStats [77]
-  bool lat_clear_keys_ = false;
-  // LatPersistKernel's candidates a thread and round (lattice.cuh LatCandRecordsBlockK):
-  // CUWFST_LAT_ITEMS=1|2|4 at construction; MemStats [78]
-  int32_t lat_cand_items_ = 1;
+  // CUWFST_LAT_CLEAR=full at construction clears keys, payloads and hash_pos, as before; MemStats [77]
+  bool lat_clear_keys_ = true;
   bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

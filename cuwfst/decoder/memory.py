@@ -97,8 +97,7 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_lane_times",
              "max_anchor", "max_known_slots", "max_blocks", "expand_blocks", "lat_blocks",
              "lat_append_block", "lat_cand_final", "lattice_cand_final_steps",
-             "expand_min_blocks", "lat_min_blocks", "label_bound", "trim_weights", "lat_clear_keys",
-             "lat_cand_items")
+             "expand_min_blocks", "lat_min_blocks", "label_bound", "trim_weights", "lat_clear_keys")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

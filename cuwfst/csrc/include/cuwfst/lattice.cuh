@@ -286,141 +286,6 @@ __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const 
   }
 }
 
-// LatCandRecordsBlock with K candidates a thread and round (Workspace::lat_cand_items, 2 or 4;
-// CUWFST_LAT_ITEMS at construction): the same tests, records and counts, the round's K
-// candidates of a thread taken in stages so that their independent loads are in flight
-// together: the K candidates, their destinations, the first probe of each, the rest of each
-// probe sequence (rarely more than one), the matched slots' hash_pos, then each surviving one's
-// score, weight and s(dst). LatPersistKernel's CTAs are few a multiprocessor (registers: 4) and
-// each candidate's loads form a chain of five (candidate, destination, key, hash_pos, the end's
-// operands), so with one candidate a thread a round the kernel waits on memory (Nsight Compute on
-// the H200, s91: 39.8 cycles an instruction). A round of the CTA covers K x blockDim.x
-// candidates; the records of one round take one range at the shared cursor (laid out by item,
-// then warp, then lane).
-template <int K>
-__device__ __forceinline__ void LatCandRecordsBlockK(const DeviceGraph& g, const Workspace& ws, const LatLane* lanes) {
-  __shared__ int32_t s_cnt[kWalkThreads], s_all[kWalkThreads], s_warp[K * (kWalkThreads / 32)];
-  __shared__ unsigned long long s_base;
-  for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) s_cnt[l] = s_all[l] = 0;
-  __syncthreads();
-  const unsigned long long cap = static_cast<unsigned long long>(ws.lat_cand_cap);
-  const unsigned long long n = min(*ws.lat_cand_n, cap);
-  const unsigned long long span = static_cast<unsigned long long>(blockDim.x) * K;
-  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * span;
-  const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
-  const int32_t nw = static_cast<int32_t>(blockDim.x >> 5);
-  for (unsigned long long b = static_cast<unsigned long long>(blockIdx.x) * span; b < n; b += stride) {
-    // (the loop is CTA-uniform: b is)
-    LatCand c[K];
-    bool on[K], keep[K], admitted[K];
-    int32_t dst_pos[K];
-    uint32_t dest[K], h[K], key[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {  // the candidates
-      const unsigned long long i = b + static_cast<unsigned long long>(k) * blockDim.x + threadIdx.x;
-      on[k] = i < n;
-      c[k] = on[k] ? ws.lat_cand[i] : LatCand{0, 0, 0.f, 0};
-      keep[k] = admitted[k] = false;
-      dst_pos[k] = -1;
-    }
-#pragma unroll
-    for (int k = 0; k < K; ++k) {  // of a candidate lane: a final step's destination, or the first probe's key
-      on[k] = on[k] && lanes[c[k].lane].cand;
-      const LatLane& ll = lanes[c[k].lane];
-      if (on[k] && ll.final_step) {
-        dst_pos[k] = ll.final_alive ? 0 : -1;
-        on[k] = false;  // (no probe)
-      } else if (on[k] && ll.table == 0) {
-        on[k] = false;
-      } else if (on[k]) {
-        dest[k] = static_cast<uint32_t>(ArcDest(g, c[k].arc));
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (on[k]) {
-        h[k] = HashSlot(dest[k], lanes[c[k].lane].table);
-        key[k] = lanes[c[k].lane].keys[h[k]];
-      }
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (on[k]) {  // NewFrontierPos's probe sequence from its first key: h[k] becomes the match, or on[k] false
-        const LatLane& ll = lanes[c[k].lane];
-        const uint32_t mask = static_cast<uint32_t>(ll.table - 1);
-        bool found = false;
-        for (int probe = 0; probe < kMaxProbes; ++probe) {
-          if (key[k] == dest[k]) {
-            found = true;
-            break;
-          }
-          if (key[k] == kEmptyKey || probe + 1 == kMaxProbes) break;
-          h[k] = (h[k] + 1) & mask;
-          key[k] = ll.keys[h[k]];
-        }
-        on[k] = found;
-      }
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (on[k]) {
-        const LatLane& ll = lanes[c[k].lane];
-        const int32_t pos = ll.hash_pos[h[k]];
-        dst_pos[k] = pos >= 0 && pos < ll.new_n ? pos : -1;
-      }
-    float sc[K], wt[K], ns[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (dst_pos[k] >= 0) {  // (the end's operands only for a surviving destination)
-        const LatLane& ll = lanes[c[k].lane];
-        sc[k] = ll.score[c[k].tok];
-        wt[k] = g.arc_weight[c[k].arc];
-        ns[k] = ll.filter.on ? ll.new_score[dst_pos[k]] : 0.f;
-      }
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (dst_pos[k] >= 0) {
-        const LatLane& ll = lanes[c[k].lane];
-        const float end = ArcEnd(sc[k], wt[k], c[k].acoustic);
-        admitted[k] = end > ll.cutoff;
-        keep[k] = admitted[k] || !ll.filter.on || !(end < (ns[k] - ws.lat_filter[1]) - ll.filter.slack);
-        if (ll.all != nullptr) atomicAdd(&s_all[c[k].lane], 1);
-        if (keep[k]) atomicAdd(&s_cnt[c[k].lane], 1);
-      }
-    unsigned kept[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) {
-      kept[k] = __ballot_sync(0xFFFFFFFFu, keep[k]);
-      if (me == 0) s_warp[k * nw + wid] = __popc(kept[k]);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int32_t total = 0;
-      for (int32_t w = 0; w < K * nw; ++w) {
-        const int32_t x = s_warp[w];
-        s_warp[w] = total;
-        total += x;
-      }
-      s_base = total > 0 ? atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(total)) : 0ull;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-      if (keep[k]) {
-        const unsigned long long r =
-            s_base + static_cast<unsigned long long>(s_warp[k * nw + wid] + __popc(kept[k] & ((1u << me) - 1u)));
-        if (r < static_cast<unsigned long long>(ws.lat_cap)) {
-          const LatLane& ll = lanes[c[k].lane];
-          ws.lat[r] = {ll.state[c[k].tok], c[k].arc, c[k].acoustic, c[k].lane};
-          ws.lat_ext[r] = {ll.step_t, c[k].tok, dst_pos[k], admitted[k] ? 1 : 0};
-        }
-      }
-    __syncthreads();  // (s_warp and s_base again next round)
-  }
-  for (int32_t l = threadIdx.x; l < ws.max_lanes; l += blockDim.x) {
-    if (s_all[l] != 0) atomicAdd(lanes[l].all, s_all[l]);
-    if (s_cnt[l] != 0) atomicAdd(lanes[l].count, s_cnt[l]);
-  }
-}
-
 // LatPersistKernel — per step of a lattice decode, after FinalizeKernel and the epsilon
 // closure; grid = the walkers' (ExpandBlocksFor) x kWalkThreads, over the step's own slot
 // space (Walk<kStep = true>: every slot the step's Max/Expand visited).
@@ -438,18 +303,14 @@ __device__ __forceinline__ void LatCandRecordsBlockK(const DeviceGraph& g, const
 // kMinBlocks: as ExpandKernel's, 4 by default (unbounded, ptxas gave it 66 registers, rounded
 // to 72 a thread: 3 CTAs a multiprocessor), 6 with CUWFST_LAT_MIN_BLOCKS=6 (64 registers and,
 // before LatPersistSmem, its static shared memory held it to 4).
-// kItems: the candidates a thread takes a round in LatCandRecordsBlockK (1: LatCandRecordsBlock or,
-// with CUWFST_LATTICE_APPEND=warp, LatCandRecords), on the shared-lanes path (at most kWalkThreads
-// lanes; past that a thread's own LatLane and LatCandRecords, one candidate a round).
-template <int kWalker, int kMinBlocks = 4, int kItems = 1>
+template <int kWalker, int kMinBlocks = 4>
 __global__ void __launch_bounds__(kWalkThreads, kMinBlocks)
 LatPersistKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   // a CTA with no slot of the walk and no candidate of the grid-stride has nothing to record
   if (!CtaHasSlots<kWalker>(ws) &&
-      (ws.lat_cand == nullptr || static_cast<unsigned long long>(blockIdx.x) * blockDim.x *
-                                         (ws.max_lanes <= kWalkThreads ? kItems : 1) >=
+      (ws.lat_cand == nullptr || static_cast<unsigned long long>(blockIdx.x) * blockDim.x >=
                                      min(*ws.lat_cand_n, static_cast<unsigned long long>(ws.lat_cand_cap))))
     return;
   if (ws.lat_cand != nullptr && ws.max_lanes <= kWalkThreads) {
@@ -469,8 +330,7 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       lanes[threadIdx.x] = ll;  // an idle lane: cand false (it has no candidates)
     }
     walk = __syncthreads_or(walk);
-    if (kItems > 1) LatCandRecordsBlockK<kItems>(g, ws, lanes);
-    else if (ws.lat_filter[5] != 0.f) LatCandRecordsBlock(g, ws, lanes);
+    if (ws.lat_filter[5] != 0.f) LatCandRecordsBlock(g, ws, lanes);
     else LatCandRecords(g, ws, [&](int32_t l) -> const LatLane& { return lanes[l]; });
     if (!walk) return;
   } else if (ws.lat_cand != nullptr) {
@@ -537,9 +397,11 @@ inline size_t LatPersistSmem(const Workspace& w) {
 // exact max - beam, the cutoff the replay admits against) and lat_size[lane][t] (the new
 // frontier's size, which the replay checks), the closure's closure_added, and clears the
 // step's (and its closure's) claimed hash slots: key, payload, hash_pos; under
-// Workspace::lat_keys_only (epsilon-free graphs) the keys alone, a third of the scattered stores:
-// FinalizeKernel has left the step's payloads 0 already, and every hash_pos a later step reads
-// is one its own FinalizeKernel wrote (NewFrontierPos).
+// Workspace::lat_keys_only (epsilon-free graphs, the default) the keys alone, a third of the
+// scattered stores: FinalizeKernel has left the step's payloads 0 already, and every hash_pos a
+// later step reads is one its own FinalizeKernel wrote (NewFrontierPos). Measured on the H200,
+// full HLG, 256 utterances, batch 32 (docs/benchmarks.md, session of 2026-12-04 12:11): this
+// kernel 2.22-2.30 ms a lattice batch against 2.96-3.06 clearing all three.
 __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;

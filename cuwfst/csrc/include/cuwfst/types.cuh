@@ -643,7 +643,7 @@ struct Workspace {
   // lattice records (lattice.cuh): set only for a decode with lattice = 1
   int32_t lattice;           // 1: FinalizeKernel keeps the step's claims, LatPersistKernel records;
                              // 2: as 1, and LatPersistKernel also writes lat_ext (GPU pruning)
-  int32_t lat_keys_only;     // a lattice decode on an epsilon-free graph with CUWFST_LAT_CLEAR=keys:
+  int32_t lat_keys_only;     // a lattice decode on an epsilon-free graph (unless CUWFST_LAT_CLEAR=full):
                              // FinalizeKernel leaves a real step's claimed payloads 0 and
                              // LatStepEndKernel clears only the keys (hash_pos is rewritten by
                              // each step's FinalizeKernel before the lattice stage reads it)
