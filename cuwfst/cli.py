@@ -142,7 +142,7 @@ def _cmd_decode(args) -> int:
         lattices = args.format == "nbest" or args.confidences
         if args.format == "nbest" and args.nbest < 1:
             raise ValueError(f"--nbest must be >= 1, got {args.nbest}")
-        dec = Decoder(graph, opts, device=args.device, num_threads=args.num_threads)
+        dec = Decoder(graph, opts, device=args.device, num_threads=args.num_threads, memory=args.memory)
         refs = read_refs(args.refs) if args.refs else None
         source = open_inputs(args.inputs, key=args.key)
         seen, pairs = set(), []
@@ -257,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--device", default="auto", help="auto (the GPU when there is one), cpu, cuda or cuda:N")
     d.add_argument("--batch-size", type=int, default=16, help="utterances per decode call (bounds memory)")
     d.add_argument("--num-threads", type=int, default=None, help="CPU decoder threads (default: min(8, cores))")
+    d.add_argument("--memory", choices=("lazy", "pooled", "eager"), default=None,
+                   help="GPU memory mode (Decoder's memory=; default: $CUWFST_MEMORY, else lazy): pooled holds "
+                        "far less device memory for batches on epsilon-free graphs (HLG) with the same "
+                        "results; ignored on the CPU")
     d.add_argument("--format", default="text", choices=("text", "jsonl", "ctm", "nbest"),
                    help="text: `id words`; jsonl: words, ids, tokens, times, score; ctm: NIST CTM; "
                    "nbest: `id-k score words` for the --nbest best word sequences of each lattice")

@@ -216,6 +216,33 @@ def test_lattice_outputs_on_the_gpu_equal_the_cpus(ds_npz, capsys):
         assert got["cuda"] == got["cpu"] and got["cpu"].strip(), fmt
 
 
+def test_memory_option(ds_npz, capsys):
+    """--memory passes Decoder's memory= (the results do not depend on it: the same text on the
+    CPU, where it is only checked); a mode that does not exist is argparse's usage error."""
+    args = ("decode", ds_npz["root"] / "HLG.img", ds_npz["root"] / "utts.npz", "--format", "jsonl", "--device", "cpu")
+    rc, base, err = run(capsys, *args)
+    assert rc == 0, err
+    for mode in ("lazy", "pooled", "eager"):
+        rc, out, err = run(capsys, *args, "--memory", mode)
+        assert rc == 0 and out == base and base.strip(), (mode, err)
+    with pytest.raises(SystemExit) as e:
+        main([str(a) for a in args] + ["--memory", "tiny"])
+    assert e.value.code == 2 and "--memory" in capsys.readouterr().err
+
+
+@pytest.mark.gpu
+def test_memory_option_on_the_gpu(ds_npz, capsys):
+    """--memory pooled and eager on --device cuda: the CPU's text (1-best and, with
+    --confidences, the lattices' confidences)."""
+    for fmt in (["--format", "jsonl"], ["--format", "ctm", "--confidences"]):
+        base = ("decode", ds_npz["root"] / "HLG.img", ds_npz["root"] / "utts.npz", *fmt)
+        rc, cpu, err = run(capsys, *base, "--device", "cpu")
+        assert rc == 0 and cpu.strip(), err
+        for mode in ("pooled", "eager"):
+            rc, out, err = run(capsys, *base, "--device", "cuda", "--memory", mode)
+            assert rc == 0 and out == cpu, (fmt, mode, err)
+
+
 def test_image_with_words_option(ds, api, capsys):
     rc, out, err = run(capsys, "decode", ds["root"] / "HLG.img", ds["root"] / "utts.npz",
                        "--words", ds["lang"] / "words.txt")
