@@ -45,7 +45,6 @@ import numpy as np
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # (helpers: path_scores_f32)
 
 from benchmarks.corpus.stats import sha256_file  # noqa: E402
 from benchmarks.stream_tools import (DEMO_SHARD, TINY, DeviceMemory, add_option_flags, decoder_memory,  # noqa: E402
@@ -182,7 +181,10 @@ def arcs_difference(graph, got: list, want: list, frames: np.ndarray) -> str:
     positions and, where the paths meet again (the same arc after the run, so the same state
     on the same frame), whether their float32 scores there are equal bit for bit (an
     exact-score tie, which either decoder may break its own way) or which path is better."""
-    from helpers import path_scores_f32  # (tests/: the float32 path score the tests compare with)
+    tests = str(Path(__file__).resolve().parent.parent / "tests")
+    if tests not in sys.path:  # (tests/helpers.py: the float32 path score the tests compare with)
+        sys.path.insert(0, tests)
+    from helpers import path_scores_f32
 
     n = min(len(got), len(want))
     diff = [k for k in range(n) if got[k] != want[k]]
