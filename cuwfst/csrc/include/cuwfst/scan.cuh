@@ -44,6 +44,7 @@ __device__ __forceinline__ void InitLane(const DeviceGraph& g, const Workspace& 
   lc.lat_filter_last = kLatFilterNever;
   lc.lat_guard = 0;
   lc.lat_cand_over = 0;
+  lc.lat_clr_n = 0;  // (the tail clears a lattice sequence's last claims; a failed one's the sanitize wipe)
   lc.late_undo = 0;  // (a decode that failed half-way may have left a mark; only this decode's pauses set one)
   lc.final_score = -INFINITY;
   lc.reached_final = 0;
