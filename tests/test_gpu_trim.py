@@ -273,11 +273,6 @@ GRID_SIDES = {
     # LatStepEndKernel clearing keys, payloads and hash_pos, as before Workspace::lat_keys_only
     "clear_full": {"CUWFST_LAT_CLEAR": "full"},
     "clear_full_grids": {"CUWFST_LAT_CLEAR": "full", "CUWFST_LAT_BLOCKS": "1"},
-    # the keys cleared by the next step's MaxKernel, the bookkeeping in LatPersistKernel's last CTA
-    # (no LatStepEndKernel); with one LatPersistKernel CTA (it is the last) and three MaxKernel CTAs
-    # for 8 lanes (each clears whole lanes)
-    "clear_next": {"CUWFST_LAT_CLEAR": "next"},
-    "clear_next_grids": {"CUWFST_LAT_CLEAR": "next", "CUWFST_LAT_BLOCKS": "1", "CUWFST_MAX_BLOCKS": "3"},
 }
 
 
@@ -286,8 +281,7 @@ GRID_SIDES = {
 def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     """The walkers' grids set one by one (CUWFST_MAX_BLOCKS, CUWFST_EXPAND_BLOCKS, CUWFST_LAT_BLOCKS,
     here tiny), LatPersistKernel's records appended per warp (CUWFST_LATTICE_APPEND=warp), LatStepEndKernel
-    clearing payloads and hash_pos too (CUWFST_LAT_CLEAR=full; the default clears the keys alone) or not
-    launched (CUWFST_LAT_CLEAR=next: the next step's MaxKernel clears the keys), final steps
+    clearing payloads and hash_pos too (CUWFST_LAT_CLEAR=full; the default clears the keys alone), final steps
     walked instead of recorded from candidates (CUWFST_LATTICE_CAND_FINAL=off) and ExpandKernel and
     LatPersistKernel built for 6 CTAs a multiprocessor (CUWFST_EXPAND_MIN_BLOCKS=6, CUWFST_LAT_MIN_BLOCKS=6)
     against the default (MaxBlocksFor and LatBlocksFor, the records appended per CTA, final candidates,
@@ -309,8 +303,7 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     assert st["warp_append"]["lat_append_block"] == 0 and st["warp_append_grids"]["lat_blocks"] == 2
     assert st["default"]["lat_cand_final"] == 1 and st["final_walked"]["lat_cand_final"] == 0
     assert [st[k][x] for k in ("default", "min_blocks") for x in ("expand_min_blocks", "lat_min_blocks")] == [1, 4, 6, 6]
-    assert [st[k]["lat_clear_keys"] for k in ("default", "grids", "clear_full", "clear_full_grids", "clear_next",
-                                              "clear_next_grids")] == [1, 1, 0, 0, 2, 2]
+    assert [st[k]["lat_clear_keys"] for k in ("default", "grids", "clear_full", "clear_full_grids")] == [1, 1, 0, 0]
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     def cand_steps(d):  # real lane-steps in candidate mode: recorded from candidates, or walked after an overflow;
         # final lane-steps recorded from candidates
@@ -558,7 +551,7 @@ def test_unsorted_graph_decodes_untrimmed():
 @pytest.mark.gpu
 @pytest.mark.parametrize("var,value", [("CUWFST_LAT_CLEAR", "some"), ("CUWFST_LAT_CLEAR", "")])
 def test_lattice_record_switches_refuse_other_values(var, value, monkeypatch):
-    """CUWFST_LAT_CLEAR takes keys, full or next; anything else is a clear error at construction, naming
+    """CUWFST_LAT_CLEAR takes keys or full; anything else is a clear error at construction, naming
     the variable."""
     graph, opts, *_ = _wide_case(np.random.default_rng(57100), 0, draw_output_beam=True)
     monkeypatch.setenv(var, value)

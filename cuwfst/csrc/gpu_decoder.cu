@@ -247,9 +247,9 @@ void GpuDecoder::Allocate() {
       *field = env[0] - '0';
     }
   if (const char* env = std::getenv("CUWFST_LAT_CLEAR"); env != nullptr) {
-    if (std::strcmp(env, "keys") != 0 && std::strcmp(env, "full") != 0 && std::strcmp(env, "next") != 0)
-      throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys, full or next, got '") + env + "'");
-    lat_clear_keys_ = std::strcmp(env, "full") == 0 ? 0 : std::strcmp(env, "next") == 0 ? 2 : 1;
+    if (std::strcmp(env, "keys") != 0 && std::strcmp(env, "full") != 0)
+      throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys or full, got '") + env + "'");
+    lat_clear_keys_ = std::strcmp(env, "keys") == 0;
   }
   ws_.max_lane_offsets = Alloc<int64_t>(L + 1, "the max's lane offsets");
   ws_.scan_umax = Alloc<uint32_t>(L, "scan token bounds");
@@ -915,9 +915,6 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
   if (w.refill)
     Timed(6, [&] { RefillBacktrackKernel<<<(refill_done_cap_ + 31) / 32, 32, 0, stream_>>>(w); });
-  // (CUWFST_LAT_CLEAR=next: the last real steps' claims no next MaxKernel cleared; profiled as
-  // lat_step_end)
-  if (LatClearNext(w)) Timed(13, [&] { LatClearTailKernel<<<dim3(1, L), kFinalizeThreads, 0, stream_>>>(w); });
   if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(w, 0); });
   CUWFST_CUDA(cudaGetLastError());
 }
@@ -1172,10 +1169,7 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp, 6>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     else
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
-    // (CUWFST_LAT_CLEAR=next: LatPersistKernel's last CTA did its bookkeeping, and the next
-    // step's MaxKernel clears the keys)
-    if (!LatClearNext(w))
-      Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
+    Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
   }
 }
 
@@ -1408,7 +1402,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     } lattice_flag{*this, ws_.trim};
     ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
     // (a constant of the decoder for its lattice decodes, so the graph cache's lattice flag covers it)
-    ws_.lat_keys_only = lattice && cfg_.eps_iterations == 0 ? lat_clear_keys_ : 0;
+    ws_.lat_keys_only = lattice && lat_clear_keys_ && cfg_.eps_iterations == 0 ? 1 : 0;
     if (lattice && !(lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0)) ws_.trim = 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
@@ -1774,7 +1768,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[74] = lat_min_blocks_;
   out[75] = ws_.label_bound;
   out[76] = ws_.trim_weights;
-  out[77] = lat_clear_keys_;
+  out[77] = lat_clear_keys_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

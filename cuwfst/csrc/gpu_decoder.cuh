@@ -692,9 +692,8 @@ class GpuDecoder {
   bool lat_cand_final_ = true;
   int32_t expand_min_blocks_ = 1, lat_min_blocks_ = 4;  // MemStats [73] [74]
   // LatStepEndKernel clears only the keys on epsilon-free graphs (Workspace::lat_keys_only):
-  // CUWFST_LAT_CLEAR=full at construction clears keys, payloads and hash_pos, as before (0);
-  // next (2): the next step's MaxKernel clears the keys where LatClearNext holds; MemStats [77]
-  int32_t lat_clear_keys_ = 1;
+  // CUWFST_LAT_CLEAR=full at construction clears keys, payloads and hash_pos, as before; MemStats [77]
+  bool lat_clear_keys_ = true;
   bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

@@ -80,9 +80,8 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
     ws_.lat_filter = static_cast<const float*>(lat_filter_.get());
   }
   if (cand && !lat_cand_.get()) {
-    // ([4]: LatPersistKernel's ticket under CUWFST_LAT_CLEAR=next, 0 between launches)
-    alloc(&lat_cand_n_, 8 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
-    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 8 * sizeof(unsigned long long), stream_));
+    alloc(&lat_cand_n_, 4 * sizeof(unsigned long long), "the lattice candidates' cursor and counts");
+    CUWFST_CUDA(cudaMemsetAsync(lat_cand_n_.get(), 0, 4 * sizeof(unsigned long long), stream_));
     // (CUWFST_LATTICE_CAND_ENTRIES: another size, read when the buffer is made; tests shrink it
     // so that lanes overflow it and take the walk)
     const char* env = std::getenv("CUWFST_LATTICE_CAND_ENTRIES");

@@ -454,42 +454,6 @@ __device__ __forceinline__ bool LatCandFinalOn(const Workspace& ws) {
   return ws.lattice == 2 && ws.lat_cand != nullptr && ws.lat_filter[4] != 0.f && ws.lat_filter[6] != 0.f;
 }
 
-// CUWFST_LAT_CLEAR=next (Workspace::lat_keys_only 2): where a lattice decode's steps launch
-// MaxKernel (the candidates' buffer exists: not fused_max, not the cooperative walkers) on the
-// static layout (a lane's table and claims list stay where they are between steps), the
-// claims' keys a real step leaves for the lattice stage are cleared by the next step's
-// MaxKernel, which runs before that step's ExpandKernel claims anything and touches no table,
-// and LatStepEndKernel's bookkeeping runs in LatPersistKernel's last CTA: one launch a step
-// fewer. The same on host and device (EnqueueStep, EnqueueTail, the kernels).
-__host__ __device__ __forceinline__ bool LatClearNext(const Workspace& ws) {
-  return ws.lattice != 0 && ws.lat_keys_only == 2 && ws.lat_cand != nullptr && ws.pooled == 0;
-}
-// The keys of one lane's pending claims (LaneCounters::lat_clr_n), part `part` of `parts`
-// contiguous chunks, by the calling CTA.
-__device__ __forceinline__ void LatClearLanePart(const Workspace& ws, int32_t lane, int32_t part, int32_t parts) {
-  const LaneCounters& lc = ws.lanes[lane];
-  const int32_t n = lc.lat_clr_n;
-  if (n <= 0) return;
-  const int32_t chunk = (n + parts - 1) / parts;
-  const int32_t lo = min(part * chunk, n), hi = min(lo + chunk, n);
-  const int64_t hb = lc.hash_off;
-  const int2* claims = ws.claims + lc.claim_off;
-  for (int32_t i = lo + static_cast<int32_t>(threadIdx.x); i < hi; i += blockDim.x) ws.hash_key[hb + claims[i].y] = kEmptyKey;
-}
-// MaxKernel's share (LatClearNext): CTA b clears a part of lane b % max_lanes's pending keys
-// (each lane's claims split among the CTAs that take it), or with fewer CTAs than lanes every
-// gridDim.x-th lane whole. Nothing reads lat_clr_n's claims' keys after the lattice stage of
-// their step, and the next LatPersistKernel's last CTA sets lat_clr_n again.
-__device__ __forceinline__ void LatClearPending(const Workspace& ws) {
-  const int32_t L = ws.max_lanes, G = static_cast<int32_t>(gridDim.x), b = static_cast<int32_t>(blockIdx.x);
-  if (G >= L) {
-    const int32_t lane = b % L;
-    LatClearLanePart(ws, lane, b / L, (G - 1 - lane) / L + 1);
-  } else {
-    for (int32_t lane = b; lane < L; lane += G) LatClearLanePart(ws, lane, 0, 1);
-  }
-}
-
 // Whether a real step of the lane trims its slots for the lattice (Workspace::lattice == 2,
 // Workspace::trim, the filter on): read by the scan (RowAndTrim) and by LatStepEndKernel
 // (the guard) from the same counters, so both see the same answer.

@@ -440,8 +440,6 @@ template <int kWalker>
 __global__ void __launch_bounds__(kWalkThreads)
 MaxKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
-  // CUWFST_LAT_CLEAR=next: the previous step's claims' keys, before this step's ExpandKernel
-  if (LatClearNext(ws)) LatClearPending(ws);
   __shared__ int32_t lane_max[kMaxSharedLanes];
   __shared__ int32_t lane_cnt[kMaxSharedLanes];
   // pool_at_max: the last block hands the regions out; by this kernel's count unless the bins

@@ -303,8 +303,10 @@ __device__ __forceinline__ void LatCandRecordsBlock(const DeviceGraph& g, const 
 // kMinBlocks: as ExpandKernel's, 4 by default (unbounded, ptxas gave it 66 registers, rounded
 // to 72 a thread: 3 CTAs a multiprocessor), 6 with CUWFST_LAT_MIN_BLOCKS=6 (64 registers and,
 // before LatPersistSmem, its static shared memory held it to 4).
-template <int kWalker>
-__device__ __forceinline__ void LatPersistBody(const DeviceGraph& g, const Workspace& ws) {
+template <int kWalker, int kMinBlocks = 4>
+__global__ void __launch_bounds__(kWalkThreads, kMinBlocks)
+LatPersistKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
   if (ws.lane_arc_offsets[ws.max_lanes] == 0) return;
   // a CTA with no slot of the walk and no candidate of the grid-stride has nothing to record
   if (!CtaHasSlots<kWalker>(ws) &&
@@ -377,30 +379,6 @@ __device__ __forceinline__ void LatPersistBody(const DeviceGraph& g, const Works
   });
 }
 
-__device__ __forceinline__ int32_t LatStepEndBook(const DeviceGraph& g, const Workspace& ws, int32_t lane);
-
-template <int kWalker, int kMinBlocks = 4>
-__global__ void __launch_bounds__(kWalkThreads, kMinBlocks)
-LatPersistKernel(DeviceGraph g, Workspace ws) {
-  StepKernelEntry();
-  LatPersistBody<kWalker>(g, ws);  // (every CTA comes back here: its returns are the CTA's own)
-  if (!LatClearNext(ws)) return;
-  // CUWFST_LAT_CLEAR=next: the CTA that finishes last (lat_cand_n[4], the ticket, back to 0 by
-  // it) does LatStepEndKernel's bookkeeping for every lane, after every CTA's reads of the
-  // counters it changes (the filter state, lat_cand_over, the candidates' cursor)
-  __shared__ bool last;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    last = atomicAdd(&ws.lat_cand_n[4], 1ull) == static_cast<unsigned long long>(gridDim.x) - 1;
-  }
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int32_t lane = threadIdx.x; lane < ws.max_lanes; lane += blockDim.x) LatStepEndBook(g, ws, lane);
-  if (threadIdx.x == 0) ws.lat_cand_n[4] = 0;
-}
-
 // LatPersistKernel's dynamic shared memory: in candidate mode with at most kWalkThreads lanes a
 // LatLane for each lane (96 bytes each: 24 KB at 256 lanes, under the 48 KB a launch may take
 // without opting in), else none. Sized to max_lanes rather than kWalkThreads as a static array
@@ -424,15 +402,14 @@ inline size_t LatPersistSmem(const Workspace& w) {
 // later step reads is one its own FinalizeKernel wrote (NewFrontierPos). Measured on the H200,
 // full HLG, 256 utterances, batch 32 (docs/benchmarks.md, session of 2026-12-04 12:11): this
 // kernel 2.22-2.30 ms a lattice batch against 2.96-3.06 clearing all three.
-// A lane's share of LatStepEndKernel that one thread does: the candidates' lane-step counts,
-// the filter's state, lat_cutoff / lat_size, closure_added; under LatClearNext also the claims
-// the next step's MaxKernel clears (lat_clr_n). Returns the step's phase.
-__device__ __forceinline__ int32_t LatStepEndBook(const DeviceGraph& g, const Workspace& ws, int32_t lane) {
+__global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
+  const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   // candidate mode: the lane-step counts (MemStats [57] / [58]: recorded from candidates or,
   // past the buffer, walked), then the next step's candidates start afresh (also after a step
   // that paused: its phase is idle, and it is not counted)
-  if (ws.lat_cand != nullptr) {
+  if (ws.lat_cand != nullptr && blockIdx.x == 0 && threadIdx.x == 0) {
     if (ws.lattice == 2 && lc.step_phase == kPhaseReal) {
       const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
       if (LatCandOn(ws, LatPreLowFor(ws, LatFilterFor(g, ws, lc, kPhaseReal), cutoff)))
@@ -444,38 +421,28 @@ __device__ __forceinline__ int32_t LatStepEndBook(const DeviceGraph& g, const Wo
     lc.lat_cand_over = 0;
   }
   const int32_t step_phase = lc.step_phase;
-  if (LatClearNext(ws)) lc.lat_clr_n = step_phase == kPhaseReal ? min(lc.claims, lc.claim_cap) : 0;
-  if (step_phase == kPhaseIdle) return step_phase;
-  const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
-  if (ws.lattice == 2) {  // the records' filter (LatFilterFor): this step's, then the guard
-    const LatFilterStep f = LatFilterFor(g, ws, lc, step_phase);
-    if (f.on) lc.lat_filter_last = lc.t - 1;
-    if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
-    // a real step the scan may have trimmed for the lattice (LatTrimOn, from the counters it
-    // read: they change only below) left out arcs that only the filter may drop; if the step
-    // is not filtered after all (its frontier left kLatFilterMag), decode again without it
-    if (step_phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
-    lc.lat_mag = f.mag;
-    lc.lat_drift = f.drift;
+  if (step_phase == kPhaseIdle) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
+    if (ws.lattice == 2) {  // the records' filter (LatFilterFor): this step's, then the guard
+      const LatFilterStep f = LatFilterFor(g, ws, lc, step_phase);
+      if (f.on) lc.lat_filter_last = lc.t - 1;
+      if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
+      // a real step the scan may have trimmed for the lattice (LatTrimOn, from the counters it
+      // read: they change only below) left out arcs that only the filter may drop; if the step
+      // is not filtered after all (its frontier left kLatFilterMag), decode again without it
+      if (step_phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
+      lc.lat_mag = f.mag;
+      lc.lat_drift = f.drift;
+    }
+    const int32_t size = min(lc.next_size, lc.tok_cap[lc.buf]);  // the new frontier (its region's cap)
+    ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
+    ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);
+    // a real step's closure ran (ClearClaimsKernel's count): closure = scan leaves the lane
+    // kPhaseEps, closure = lists kPhaseReal; either way eps_base is the size before it
+    if (ws.eps_iterations > 0 && step_phase == kPhaseReal && (lc.phase == kPhaseEps || lc.phase == kPhaseReal))
+      lc.closure_added += size - lc.eps_base;
   }
-  const int32_t size = min(lc.next_size, lc.tok_cap[lc.buf]);  // the new frontier (its region's cap)
-  ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
-  ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);
-  // a real step's closure ran (ClearClaimsKernel's count): closure = scan leaves the lane
-  // kPhaseEps, closure = lists kPhaseReal; either way eps_base is the size before it
-  if (ws.eps_iterations > 0 && step_phase == kPhaseReal && (lc.phase == kPhaseEps || lc.phase == kPhaseReal))
-    lc.closure_added += size - lc.eps_base;
-  return step_phase;
-}
-
-__global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph g, Workspace ws) {
-  StepKernelEntry();
-  const int32_t lane = blockIdx.y;
-  const LaneCounters& lc = ws.lanes[lane];
-  // (every CTA of the lane reads the phase before the first one's bookkeeping may change
-  // lat_cand_over; the phase itself it leaves alone)
-  const int32_t step_phase = lc.step_phase;
-  if (blockIdx.x == 0 && threadIdx.x == 0) LatStepEndBook(g, ws, lane);
   if (step_phase != kPhaseReal) return;  // a final step's FinalizeKernel cleared its slots
   const int32_t num = min(lc.claims, lc.claim_cap);
   const int2 range = SplitRange(ws, num, true);
@@ -492,17 +459,6 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
     ws.hash_payload[hb + h] = 0ull;
     ws.hash_pos[hb + h] = -1;
   }
-}
-
-// LatClearTailKernel — at the end of a lattice sequence under LatClearNext (EnqueueTail), grid
-// (1, max_lanes): the keys of each lane's last pending claims (a lane whose last step was real:
-// a run that stopped before its rows ended), then lat_clr_n = 0, so the table is empty and
-// nothing is pending when the next sequence starts.
-__global__ void __launch_bounds__(kFinalizeThreads) LatClearTailKernel(Workspace ws) {
-  const int32_t lane = blockIdx.y;
-  LatClearLanePart(ws, lane, 0, 1);
-  __syncthreads();
-  if (threadIdx.x == 0) ws.lanes[lane].lat_clr_n = 0;
 }
 
 }  // namespace cuwfst

@@ -121,9 +121,6 @@ __global__ void LaneSetupKernel(DeviceGraph g, Workspace ws, StepParams p, int32
   }
   ws.scan_lane_done[lane] = 0;
   ws.scan_best[lane] = 0ull;
-  // (CUWFST_LAT_CLEAR=next: a lattice sequence's tail clears its last claims and zeroes this; a
-  // sequence that failed half-way leaves its table to the sanitize wipe)
-  lc.lat_clr_n = 0;
   if (ws.pool_bins)  // (zero between steps; a sequence that failed half-way may have left some)
     for (int32_t b = 0; b < kPoolBins; ++b) ws.bin_slots[static_cast<int64_t>(lane) * kPoolBins + b] = 0;
   for (int32_t c = 0; c < ws.scan_split; ++c) ws.scan_status[static_cast<int64_t>(lane) * ws.scan_split + c] = 0ull;

@@ -316,11 +316,6 @@ struct LaneCounters {
   // Workspace::max_known: 1 when this step's max is already the trim's anchor (every token with
   // slots has ub + max_lp <= the anchor; ApplyLaneStep), so MaxKernel leaves the lane out
   int32_t max_known;
-  // Workspace::lat_keys_only 2 (CUWFST_LAT_CLEAR=next): the claims of the lane's last real
-  // step whose keys are still in its table (LatPersistKernel's last CTA sets it, the next
-  // step's MaxKernel clears them, the sequence's LatClearTailKernel clears what is left and
-  // zeroes it; LaneSetupKernel zeroes it too)
-  int32_t lat_clr_n;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
 constexpr unsigned long long kBestKeyValid = 1ull << 63;
@@ -651,10 +646,7 @@ struct Workspace {
   int32_t lat_keys_only;     // a lattice decode on an epsilon-free graph (unless CUWFST_LAT_CLEAR=full):
                              // FinalizeKernel leaves a real step's claimed payloads 0 and
                              // LatStepEndKernel clears only the keys (hash_pos is rewritten by
-                             // each step's FinalizeKernel before the lattice stage reads it);
-                             // 2 (CUWFST_LAT_CLEAR=next): the same, and where LatClearNext holds
-                             // the next step's MaxKernel clears the keys and LatPersistKernel's
-                             // last CTA does LatStepEndKernel's bookkeeping (no LatStepEndKernel)
+                             // each step's FinalizeKernel before the lattice stage reads it)
   int32_t seg_cap;           // steps per lane the per-step arrays hold (max_frames + 2)
   LatRecord* lat;            // [lat_cap] the batch's records, lanes interleaved, each lane's in step order
   LatRecordExt* lat_ext;     // [lat_cap] beside lat when lattice == 2 (else unused)
@@ -673,7 +665,7 @@ struct Workspace {
   // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
   // [2] count the real lane-steps recorded from candidates and those whose candidates overflowed
   // (walked instead), [3] the final lane-steps recorded from candidates (LatCandFinalOn), over a
-  // decode; [4] LatPersistKernel's ticket under LatClearNext (0 between launches); nullptr: off
+  // decode; nullptr: off
   LatCand* lat_cand;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
