@@ -265,6 +265,33 @@ def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
     assert tight["band"] <= tot["band"]  # (a smaller drift, a band no wider)
 
 
+def test_lattice_reverse_windows_and_counts(rows):
+    """benchmarks.lattice_reverse: k2's windows (b = -10, 10, 30, ...; frames [max(0, b), min(b + 30,
+    n + 1)), the last the first reaching n + 1), and the counts' order: the kept records are records,
+    the band and the records are arcs of the frontier, the walks hold the arcs they must read, the
+    1-best's walk is no wider than the band's, the reverse pass over alive states reads no more than
+    over every state, and a window's alive states are tokens of its frontiers."""
+    from benchmarks import lattice_reverse
+
+    assert lattice_reverse.windows(20) == [(0, 20)]
+    assert lattice_reverse.windows(25) == [(0, 20), (10, 25)]
+    assert lattice_reverse.windows(41) == [(0, 20), (10, 40), (30, 41)]
+    assert lattice_reverse.windows(5) == [(0, 5)]
+    g = Graph.load(TINY / "HLG.img")
+    lp, lens = rows
+    dec = Decoder(g, DecoderOptions(output_beam=8.0), num_threads=1)
+    tb = roofline.graph_tables(g, dec.eps_iterations)
+    _, arcs = roofline._ragged(tb.emit_b, tb.emit_e - tb.emit_b)
+    indeg = np.bincount(tb.dest[arcs], minlength=g.num_states).astype(np.int64)
+    for r in range(min(3, len(lens))):
+        t = lattice_reverse.count_row(tb, indeg, dec, lp[r].astype(np.float32), int(lens[r]), np.float32(8.0))
+        assert t["steps"] == int(lens[r])
+        assert 0 < t["kept_band"] <= t["records"] <= t["fwd_all"] and 0 < t["fwd_band"] <= t["fwd_all"]
+        assert t["fwd_band"] <= t["sorted_walk_band"] <= t["tok_walk_band"] <= t["fwd_all"]
+        assert t["sorted_walk_best"] <= t["sorted_walk_band"] and t["tok_walk_best"] <= t["tok_walk_band"]
+        assert 0 < t["alive"] <= t["frontier"] and 0 < t["rev_alive"] <= t["rev_end"] * 2  # (windows overlap)
+
+
 def test_search_rounds_replays_the_trims_search(rows):
     """benchmarks.search_rounds: the GPU's 8-ary search over the arcs' real keep decisions ends at
     the first failing arc for every searched token, labelled, weights-only past the label-0 arcs and
