@@ -123,7 +123,7 @@ def main(argv):
     dec = Decoder(g, DecoderOptions(output_beam=float(ob)), num_threads=1)
     tb = graph_tables(g, dec.eps_iterations)
     deg = tb.emit_e - tb.emit_b
-    owner, arcs = _ragged(tb.emit_b, deg)
+    _, arcs = _ragged(tb.emit_b, deg)
     indeg = np.bincount(tb.dest[arcs], minlength=g.num_states).astype(np.int64)
     q = np.percentile(indeg, [50, 90, 99, 99.9])
     print(f"graph {argv[0]}: {g.num_states:,} states, {len(arcs):,} emitting arcs; in-degree median {q[0]:.0f}, "

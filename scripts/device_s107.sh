@@ -2,6 +2,7 @@
 # GPU machine (session of 2026-12-04 13:30): issue 10, CUWFST_LAT_CLEAR=next (off by default): no
 # LatStepEndKernel; its bookkeeping in LatPersistKernel's last CTA, the claims' keys cleared by the
 # next step's MaxKernel (common.cuh LatClearNext). Prediction in docs/speed-notes.md.
+# (Ran at 2fb16c8; b1b9ae2 removed the switch, so on later commits the decoder refuses "next".)
 #   1. wheels; the full tier (HLG only) in the background; the module built
 #   2. while it builds: test_gpu_trim.py's grids/appends sides (clear_next among them) and the
 #      switches' errors; test_gpu_lattice.py whole with CUWFST_LAT_CLEAR=next
