@@ -83,7 +83,8 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     keys = ("tokens", "slots", "hi", "band", "hi_cand", "band_cand", "hi_rec", "band_rec", "all_rec", "adm",
             "cand_adm", "cand_surv", "hi_exact", "band_exact", "weak_dst", "weak_in_arcs", "weak_in_front",
             "weak_in_max",
-            "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact")
+            "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact", "band_lab", "band_lab_groups",
+            "lost_lab")
     keys += tuple(f"{x}_l{k}" for k in LABEL_CAPS for x in ("hi", "band", "lost")) + ("hi_g", "band_g", "lost_g")
     # the exact label bound's price: tokens of states with more than 8 labels, and their labels (the
     # log-prob lookups a bitmap per such state would take the scan)
@@ -194,6 +195,21 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot["weak_in_front"] += int(in_front[src_state_of_arc[rev[ins]]].sum())
                 in_front[s] = False
             walked = hi | band
+            # the band walked by label (never admitted: its order and layout are free): the band's
+            # slots grouped by (token, label), each group's bound its best weight plus its label's
+            # log-prob; `band_lab` the slots of the groups that reach the candidates' bound,
+            # `band_lab_groups` the groups (a walk's headers), `lost_lab` candidates outside them (0)
+            if band.any():
+                labs_b, bo = tb.ilabel[sa][band], own[band]
+                gk = bo.astype(np.int64) * (int(tb.ilabel.max()) + 1) + labs_b
+                uq, gi = np.unique(gk, return_inverse=True)
+                gw = np.full(len(uq), -np.inf, np.float32)
+                np.maximum.at(gw, gi, w[sa][band])
+                first = np.unique(gi, return_index=True)[1]
+                g_ok = (sc[bo[first]] + gw) + lp[labs_b[first]] >= F32(F32(cutoff - ob) - step_slack)
+                tot["band_lab"] += int(g_ok[gi].sum())
+                tot["band_lab_groups"] += len(uq)
+                tot["lost_lab"] += int((cand[band] & ~g_ok[gi]).sum())
             # the same two trims from the step's exact max M instead of the anchor L (what a scan that knew
             # M would walk): how much of the band is the gap between L and M
             low_m = F32(F32(end.max()) - beam)
@@ -273,6 +289,8 @@ def main(argv=None) -> int:
                 0.5 if drift_k is not None else float(sl), log=lambda m: print(m, flush=True),
                 drift_k=drift_k, row_ids=row_ids)
     print({k: f"{v / max(tot['slots'], 1):.4f}" for k, v in tot.items()})
+    print(f"the band by label: {tot['band_lab']} of its {tot['band']} slots in (token, label) groups that reach the "
+          f"candidates' bound, {tot['band_lab_groups']} groups, {tot['lost_lab']} candidates outside them")
     print(f"band / hi slots {tot['band'] / max(tot['hi'], 1):.3f}; band candidates / band slots "
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "
           f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}; "

@@ -230,6 +230,10 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     assert tot["all_rec"] == tot["hi_rec"] + tot["band_rec"] > 0
     assert tot["band"] > 0 and tot["hi"] + tot["band"] <= tot["slots"]
     assert tot["adm"] <= tot["hi_cand"] + tot["band_cand"]
+    # the band walked by (token, label) groups: an upper bound, so every band candidate lies in a
+    # group it walks, with no more slots than the band and at least its candidates
+    assert tot["lost_lab"] == 0 and tot["band_cand"] <= tot["band_lab"] <= tot["band"]
+    assert 0 < tot["band_lab_groups"] <= tot["band"]
     # the label bound (each state's own labels where it has at most K): an upper bound too, so no
     # record falls outside its walk, which is no larger than now and shrinks as K grows
     walked = [tot[f"hi_l{k}"] + tot[f"band_l{k}"] for k in lattice_band.LABEL_CAPS]
