@@ -84,7 +84,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             "cand_adm", "cand_surv", "hi_exact", "band_exact", "weak_dst", "weak_in_arcs", "weak_in_front",
             "weak_in_max",
             "untrimmed", "unfiltered", "steps", "max_known", "max_known_exact", "band_lab", "band_lab_groups",
-            "lost_lab")
+            "lost_lab", "band_lab_tests", "band_lab_read")
     keys += tuple(f"{x}_l{k}" for k in LABEL_CAPS for x in ("hi", "band", "lost")) + ("hi_g", "band_g", "lost_g")
     # the exact label bound's price: tokens of states with more than 8 labels, and their labels (the
     # log-prob lookups a bitmap per such state would take the scan)
@@ -210,6 +210,20 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 tot["band_lab"] += int(g_ok[gi].sum())
                 tot["band_lab_groups"] += len(uq)
                 tot["lost_lab"] += int((cand[band] & ~g_ok[gi]).sum())
+                # reaching them by the frame's labels best first: a token tests labels in the frame's
+                # order until its best band weight plus the next label's log-prob cannot reach the
+                # bound (`band_lab_tests`: the tests, a bitmap lookup each, the failing one too), and
+                # reads the band slots of every tested label its state has (`band_lab_read`)
+                bow = np.full(len(s), -np.inf, np.float32)
+                np.maximum.at(bow, bo, w[sa][band])
+                toks = np.unique(bo)
+                need = F32(F32(cutoff - ob) - step_slack) - (sc[toks] + bow[toks])  # a label passes iff lp >= need
+                desc = -np.sort(-lp[1:])
+                tot["band_lab_tests"] += int(np.minimum(np.searchsorted(-desc, -need, side="right") + 1,
+                                                        len(desc)).sum())
+                need_of = np.full(len(s), np.inf, np.float32)
+                need_of[toks] = need
+                tot["band_lab_read"] += int((lp[labs_b] >= need_of[bo]).sum())
             # the same two trims from the step's exact max M instead of the anchor L (what a scan that knew
             # M would walk): how much of the band is the gap between L and M
             low_m = F32(F32(end.max()) - beam)
@@ -290,7 +304,8 @@ def main(argv=None) -> int:
                 drift_k=drift_k, row_ids=row_ids)
     print({k: f"{v / max(tot['slots'], 1):.4f}" for k, v in tot.items()})
     print(f"the band by label: {tot['band_lab']} of its {tot['band']} slots in (token, label) groups that reach the "
-          f"candidates' bound, {tot['band_lab_groups']} groups, {tot['lost_lab']} candidates outside them")
+          f"candidates' bound, {tot['band_lab_groups']} groups, {tot['lost_lab']} candidates outside them; by the "
+          f"frame's labels best first: {tot['band_lab_tests']} label tests, {tot['band_lab_read']} band slots read")
     print(f"band / hi slots {tot['band'] / max(tot['hi'], 1):.3f}; band candidates / band slots "
           f"{tot['band_cand'] / max(tot['band'], 1):.3f}; band records / band slots {tot['band_rec'] / max(tot['band'], 1):.4f}; "
           f"band records / all records {tot['band_rec'] / max(tot['band_rec'] + tot['hi_rec'], 1):.3f}; "

@@ -234,6 +234,9 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     # group it walks, with no more slots than the band and at least its candidates
     assert tot["lost_lab"] == 0 and tot["band_cand"] <= tot["band_lab"] <= tot["band"]
     assert 0 < tot["band_lab_groups"] <= tot["band"]
+    # by the frame's labels best first: every passing group's slots are read (a passing group's label
+    # is tested before the token stops), and no more than the band
+    assert tot["band_lab"] <= tot["band_lab_read"] <= tot["band"] and tot["band_lab_tests"] > 0
     # the label bound (each state's own labels where it has at most K): an upper bound too, so no
     # record falls outside its walk, which is no larger than now and shrinks as K grows
     walked = [tot[f"hi_l{k}"] + tot[f"band_l{k}"] for k in lattice_band.LABEL_CAPS]
