@@ -29,6 +29,11 @@ The cascade (`hi_cR`, `band_cR`, `lost_cR`, R in CASCADE): states with at most 8
 own labels' maximum (a table), the others test the frame's R best non-blank labels in order against
 a bitmap of their labels and take the first present one's log-prob, else the (R + 1)-th best: an
 upper bound with at most R bit tests a token.
+The band by label (`band_lab`, `band_lab_groups`, `lost_lab`, `band_lab_tests`, `band_lab_read`): the
+band's slots grouped by (token, label), each group's bound its best weight plus its label's log-prob
+(the band is never admitted, so a walk of it may take any order); the slots of the groups that reach
+the candidates' bound, the groups, the candidates outside them (0), and what a walk that tests the
+frame's labels best first against the token's best band weight tests and reads.
 The folded cascade (`hi_fB`, `band_fB`, `lost_fB`, B in FOLDS): the GPU's tables (docs/design.md "The
 label bound"): R = 2 against heavy states' labels folded into B bits (bit label % B; a collision
 only loosens the bound: a label reported present that is not gives the bound of a better label),
@@ -200,12 +205,11 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             # log-prob; `band_lab` the slots of the groups that reach the candidates' bound,
             # `band_lab_groups` the groups (a walk's headers), `lost_lab` candidates outside them (0)
             if band.any():
-                labs_b, bo = tb.ilabel[sa][band], own[band]
+                labs_b, bo, wb = tb.ilabel[sa][band], own[band], w[sa][band]
                 gk = bo.astype(np.int64) * (int(tb.ilabel.max()) + 1) + labs_b
-                uq, gi = np.unique(gk, return_inverse=True)
+                uq, first, gi = np.unique(gk, return_index=True, return_inverse=True)
                 gw = np.full(len(uq), -np.inf, np.float32)
-                np.maximum.at(gw, gi, w[sa][band])
-                first = np.unique(gi, return_index=True)[1]
+                np.maximum.at(gw, gi, wb)
                 g_ok = (sc[bo[first]] + gw) + lp[labs_b[first]] >= F32(F32(cutoff - ob) - step_slack)
                 tot["band_lab"] += int(g_ok[gi].sum())
                 tot["band_lab_groups"] += len(uq)
@@ -215,7 +219,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
                 # bound (`band_lab_tests`: the tests, a bitmap lookup each, the failing one too), and
                 # reads the band slots of every tested label its state has (`band_lab_read`)
                 bow = np.full(len(s), -np.inf, np.float32)
-                np.maximum.at(bow, bo, w[sa][band])
+                np.maximum.at(bow, bo, wb)
                 toks = np.unique(bo)
                 need = F32(F32(cutoff - ob) - step_slack) - (sc[toks] + bow[toks])  # a label passes iff lp >= need
                 desc = -np.sort(-lp[1:])
