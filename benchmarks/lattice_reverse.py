@@ -20,7 +20,11 @@ decoder's frontiers and counts, per real step t -> t + 1:
 - `rev_alive`: the same summed over the states alive in k2's backward pass of each window that
   covers the step (windows b = -10, 10, 30, ...: frames [max(0, b), min(b + 30, n + 1)); each run
   here on all of the row's records, not on what earlier windows kept, so alive sets are an upper
-  bound), and `alive` / `frontier`: those states and |S_{t+1}| summed the same way.
+  bound), and `alive` / `frontier`: those states and |S_{t+1}| summed the same way;
+- `tok_walk_X` / `sorted_walk_X` (X = band: low = cutoff - output_beam; best: low = the cutoff):
+  the arcs a walk reads that takes every arc of a token whose (score + best weight) + the frame's
+  best log-prob reaches low, or only its arcs that reach it in weight order plus the first that
+  does not (the frame's best log-prob as every arc's acoustic bound, looser than the GPU's).
 Scores are the search's (float32 ends, fwd = the frontier's scores), not k2's forward: counts, not
 a lattice. The in-degree's distribution over the graph is printed too (a reverse pass pays it per
 alive state).
@@ -62,8 +66,9 @@ def count_row(tb, indeg, dec, lp_row: np.ndarray, length: int, ob: F32) -> dict:
         deg = tb.emit_e[s] - tb.emit_b[s]
         own, a = _ragged(tb.emit_b[s], deg)
         lp = lp_row[k].astype(F32)
-        score = tb.weight[a] + lp[tb.ilabel[a]]
-        end = (sc[own] + tb.weight[a]) + lp[tb.ilabel[a]]
+        wa, ac = tb.weight[a], lp[tb.ilabel[a]]
+        score = wa + ac  # (k2's order: acoustic + weight)
+        end = (sc[own] + wa) + ac  # (the search's)
         cutoff = F32(step[k + 1, 2])
         pos[s1] = np.arange(len(s1))
         dpos = pos[tb.dest[a]]
@@ -78,7 +83,7 @@ def count_row(tb, indeg, dec, lp_row: np.ndarray, length: int, ob: F32) -> dict:
         for name, low in (("band", cutoff - ob), ("best", cutoff)):
             reach = (sc + tb.emit_maxw[s]) + lpmax >= low
             tot[f"tok_walk_{name}"] += int(deg[reach].sum())
-            ok = (sc[own] + tb.weight[a]) + lpmax >= low
+            ok = (sc[own] + wa) + lpmax >= low
             n_ok = np.bincount(own[ok], minlength=len(s))
             tot[f"sorted_walk_{name}"] += int((n_ok + (n_ok < deg))[reach].sum())
         tot["fwd_all"] += len(a)

@@ -91,12 +91,12 @@ class Decoder:
     "device" (default): a lane takes the next row on the GPU in the step after its row ends,
     so long segments lose no lane-steps (segment default 256), "segment": the host refills
     lanes at each segment's end (segment default 32); online rows and gc_interval segments
-    always take the host's refill); results are the same either way. memory (GPU): "lazy" (default; $CUWFST_MEMORY overrides the
-    default) commits the winners log as batches need it, "pooled" also hands the lanes'
-    working memory out of shared pools sized by use (offline epsilon-free batches; far less
-    memory, within 1% of lazy's time at batch 32 on the H200), "eager" holds everything in plain buffers (decoder/memory.py); results
-    are the same either way. `memory_stats()` says what the
-    decoder holds. gc_interval (GPU, 0 = off): rows longer than gc_interval frames are
+    always take the host's refill); results are the same either way. memory (GPU): "lazy"
+    (default; $CUWFST_MEMORY overrides the default) commits the winners log as batches need it,
+    "pooled" also hands the lanes' working memory out of shared pools sized by use (offline
+    epsilon-free batches; far less memory, within 1% of lazy's time at batch 32 on the H200),
+    "eager" holds everything in plain buffers (decoder/memory.py); results are the same either
+    way. `memory_stats()` says what the decoder holds. gc_interval (GPU, 0 = off): rows longer than gc_interval frames are
     decoded in segments of gc_interval steps with a winners-log GC round after each (the
     arcs every surviving path shares move to the host, the log keeps what live tokens
     reach), so memory stays flat however long the input; results are the same. 128 suits
