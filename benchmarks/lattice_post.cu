@@ -1,0 +1,364 @@
+// The lattice records as one bulk pass after the search (issue 10; benchmarks/lattice_post.py
+// drives it): what it costs on the GPU to find every step's records at once, given the search's
+// frontiers, instead of a stage of every step's latency-bound loop.
+//
+// A real step t -> t + 1 of a row records every emitting arc of a token of S_t whose destination is
+// in S_{t+1} and which the records' filter keeps (lattice.cuh's rule): end = (score + weight) +
+// acoustic; admitted = end > cutoff; kept = admitted or !(end < (s(dst) - output_beam) - slack)
+// where the step is filtered; arcs ending below pre_low = (cutoff - output_beam) - slack are
+// dropped unprobed. Those records depend on S_t, S_{t+1} and the step's scalars alone, so every
+// step of a batch can be recorded in one launch: one CTA a row-step, S_{t+1} as a hash table in
+// shared memory (state -> index), the frame's log-prob row in shared memory, a warp a token
+// walking its emitting arcs (label-0 arcs first, then the others by weight, best first: the
+// graph image's order) until (score + weight) + the row's best non-blank log-prob falls below
+// pre_low. Counts and an order-free checksum of the kept records come back for the driver's
+// check against numpy; the records themselves are written as the decoder's LatRecord +
+// LatRecordExt (32 bytes) at a cursor shared by the grid, so the bytes are the real ones.
+//
+// Built by the driver: nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC; called through ctypes.
+// Not part of the package (no Python binding, no torch).
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+namespace {
+
+struct RowStep {        // one real step t -> t + 1 of one row (the driver fills them)
+  int64_t src_off;      // S_t in the batch's frontier arrays
+  int64_t dst_off;      // S_{t+1}
+  int64_t lp_off;       // the frame's log-prob row in the batch's log-probs
+  int64_t tab_off;      // a large S_{t+1}'s table in global memory (tab_bits > 0), else unused
+  int32_t src_n, dst_n;
+  float cutoff, pre_low, slack, lp_rest;
+  int32_t filter_on, row, t, tab_bits;
+};
+
+struct Rec {            // LatRecord + LatRecordExt's layout (lattice records, 32 bytes)
+  int32_t state, arc;
+  float acoustic;
+  int32_t lane, t, tok, dst_pos, admitted;
+};
+
+struct Counts {         // per pass, summed over its CTAs
+  unsigned long long tokens, chunks, slots, cands, survived, kept, checksum, cursor;
+};
+
+constexpr int kThreads = 256;
+constexpr int kWarps = kThreads / 32;
+constexpr int kChunk = 1024;  // S_t's tokens a CTA (a row-step's larger frontiers take several CTAs)
+
+__device__ __forceinline__ uint32_t HashOf(uint32_t s) { return s * 2654435761u; }
+
+__device__ __forceinline__ unsigned long long Mix(unsigned long long x) {  // splitmix64's finalizer
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return x;
+}
+
+// a kept record's checksum term (the driver's numpy computes the same)
+__device__ __forceinline__ unsigned long long RecKey(int32_t row, int32_t t, int32_t arc, int32_t pos) {
+  unsigned long long x = static_cast<unsigned long long>(static_cast<uint32_t>(row));
+  x = x * 1000003ull + static_cast<uint32_t>(t);
+  x = x * 2000003ull + static_cast<uint32_t>(arc);
+  x = x * 3000017ull + static_cast<uint32_t>(pos);
+  return Mix(x);
+}
+
+template <typename Pos>
+__device__ __forceinline__ void Insert(int32_t* keys, Pos* pos, int bits, int32_t s, int32_t i) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = HashOf(static_cast<uint32_t>(s)) >> (32 - bits);
+  while (true) {
+    const int32_t old = atomicCAS(&keys[h], -1, s);
+    if (old == -1 || old == s) break;
+    h = (h + 1) & mask;
+  }
+  pos[h] = static_cast<Pos>(i);  // (a frontier's states are distinct)
+}
+
+template <typename Pos>
+__device__ __forceinline__ int32_t Find(const int32_t* keys, const Pos* pos, int bits, int32_t d) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = HashOf(static_cast<uint32_t>(d)) >> (32 - bits);
+  while (true) {
+    const int32_t key = keys[h];
+    if (key == d) return static_cast<int32_t>(pos[h]);
+    if (key == -1) return -1;
+    h = (h + 1) & mask;
+  }
+}
+
+// The large S_{t+1}'s tables in global memory: a CTA a row-step of `which`, cleared then filled.
+__global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, const int32_t* which, const int32_t* st,
+                                                         int32_t* gkeys, int32_t* gpos) {
+  const RowStep rs = steps[which[blockIdx.x]];
+  int32_t* keys = gkeys + rs.tab_off;
+  int32_t* pos = gpos + rs.tab_off;
+  const int64_t H = int64_t{1} << rs.tab_bits;
+  for (int64_t i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
+  __syncthreads();
+  for (int32_t i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos, rs.tab_bits, st[rs.dst_off + i], i);
+}
+
+// grid: one CTA a work item (row-step index, first token of its chunk of S_t). kBits > 0: S_{t+1}
+// in a table of 2^kBits in shared memory (at least twice its tokens), built by every CTA of the
+// row-step; kBits == 0: the row-step's global table (BuildKernel).
+template <int kBits>
+__global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, const int2* items,
+    const int32_t* st, const float* sc, const float* lp, int32_t V,
+    const int32_t* dest, const int32_t* ilabel, const float* weight,
+    const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
+    const int32_t* gkeys, const int32_t* gpos,
+    float output_beam, Rec* recs, unsigned long long cap, Counts* counts) {
+  constexpr int H = kBits > 0 ? 1 << kBits : 0;
+  extern __shared__ __align__(16) unsigned char smem[];
+  int32_t* keys = reinterpret_cast<int32_t*>(smem);
+  uint16_t* pos16 = reinterpret_cast<uint16_t*>(keys + H);  // (|S_{t+1}| <= H / 2 <= 32,768)
+  float* lps = reinterpret_cast<float*>(pos16 + H);
+  __shared__ unsigned long long s_c[6];
+  const int2 item = items[blockIdx.x];
+  const RowStep rs = steps[item.x];
+  if (threadIdx.x < 6) s_c[threadIdx.x] = 0;
+  for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
+  if (kBits > 0) {
+    for (int i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
+    __syncthreads();
+    for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
+  }
+  __syncthreads();
+  const int32_t* tkeys = kBits > 0 ? keys : gkeys + rs.tab_off;
+  const int32_t* tpos = gpos + rs.tab_off;
+  const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
+  unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0;
+  const float* dsc = sc + rs.dst_off;
+  const int32_t last = min(rs.src_n, item.y + kChunk);
+  for (int i = item.y + wid; i < last; i += kWarps) {
+    const int32_t s = st[rs.src_off + i];
+    const float a = sc[rs.src_off + i];
+    const int64_t b = emit_b[s];
+    const int32_t n = emit_n[s], n0 = emit_n0[s];
+    for (int32_t k = 0; k < n; k += 32) {
+      const int32_t j = k + lane;
+      bool read = false;
+      const int64_t arc = b + j;
+      float w = 0.f;
+      int32_t lab = 0, d = 0;
+      if (j < n) {  // (the three loads at once: one round trip a chunk)
+        w = weight[arc];
+        lab = ilabel[arc];
+        d = dest[arc];
+        read = j < n0 || (a + w) + rs.lp_rest >= rs.pre_low;  // (label-0 arcs: always read)
+      }
+      n_chunks += lane == 0;
+      n_slots += read;
+      if (read) {
+        const float ac = lps[lab];
+        const float end = (a + w) + ac;
+        if (end >= rs.pre_low) {
+          ++n_cands;
+          int32_t p;
+          if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
+          else p = Find(tkeys, tpos, rs.tab_bits, d);
+          if (p >= 0) {
+            ++n_surv;
+            const bool admitted = end > rs.cutoff;
+            const bool keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
+            if (keep) {
+              ++n_kept;
+              sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
+              const unsigned long long r = atomicAdd(&counts->cursor, 1ull);
+              if (r < cap) recs[r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
+            }
+          }
+        }
+      }
+      // past the label-0 arcs the weights fall: a lane that did not read leaves every later one unread
+      if (__ballot_sync(0xFFFFFFFFu, j < n && j >= n0 && !read) != 0u) break;
+    }
+  }
+  atomicAdd(&s_c[0], n_chunks);
+  atomicAdd(&s_c[1], n_slots);
+  atomicAdd(&s_c[2], n_cands);
+  atomicAdd(&s_c[3], n_surv);
+  atomicAdd(&s_c[4], n_kept);
+  atomicAdd(&s_c[5], sum);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&counts->tokens, static_cast<unsigned long long>(last - item.y));
+    atomicAdd(&counts->chunks, s_c[0]);
+    atomicAdd(&counts->slots, s_c[1]);
+    atomicAdd(&counts->cands, s_c[2]);
+    atomicAdd(&counts->survived, s_c[3]);
+    atomicAdd(&counts->kept, s_c[4]);
+    atomicAdd(&counts->checksum, s_c[5]);
+  }
+}
+
+#define CK(x)                                                                   \
+  do {                                                                          \
+    cudaError_t e_ = (x);                                                       \
+    if (e_ != cudaSuccess) {                                                    \
+      std::fprintf(stderr, "lattice_post: %s: %s\n", #x, cudaGetErrorString(e_)); \
+      return 1;                                                                 \
+    }                                                                           \
+  } while (0)
+
+struct Dev {
+  int32_t* dest = nullptr;
+  int32_t* ilabel = nullptr;
+  float* weight = nullptr;
+  int64_t* emit_b = nullptr;
+  int32_t* emit_n = nullptr;
+  uint8_t* emit_n0 = nullptr;
+  int32_t V = 0;
+} g_dev;
+
+template <typename T>
+int Upload(T** d, const T* h, int64_t n) {
+  CK(cudaMalloc(d, sizeof(T) * std::max<int64_t>(n, 1)));
+  CK(cudaMemcpy(*d, h, sizeof(T) * n, cudaMemcpyHostToDevice));
+  return 0;
+}
+
+using Launch = void (*)(int, size_t, const RowStep*, const int2*, const int32_t*, const float*, const float*,
+                        const int32_t*, const int32_t*, float, Rec*, unsigned long long, Counts*);
+
+// the keys (int32), their frontier indices (uint16) and the log-prob row
+size_t SmemFor(int bits) {
+  return (bits > 0 ? size_t{6} << bits : 0) + sizeof(float) * static_cast<size_t>(g_dev.V);
+}
+
+template <int kBits>
+void LaunchBits(int grid, size_t smem, const RowStep* steps, const int2* items, const int32_t* st, const float* sc,
+                const float* lp, const int32_t* gkeys, const int32_t* gpos, float ob, Rec* recs,
+                unsigned long long cap, Counts* counts) {
+  PostKernel<kBits><<<grid, kThreads, smem>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
+                                               g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
+                                               ob, recs, cap, counts);
+}
+
+template <int kBits>
+int Prepare() {
+  CK(cudaFuncSetAttribute(PostKernel<kBits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          static_cast<int>(SmemFor(kBits))));
+  return 0;
+}
+
+constexpr int kClasses = 4;
+constexpr int kBitsOf[kClasses] = {11, 13, 14, 0};  // shared tables up to 8,192 tokens, then global
+
+}  // namespace
+
+extern "C" {
+
+// The graph's emitting arcs (the image's order) and, a state, its emitting range and label-0 count.
+int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* weight, int64_t num_arcs,
+                    const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0, int64_t num_states,
+                    int32_t V) {
+  g_dev.V = V;
+  if (Upload(&g_dev.dest, dest, num_arcs) || Upload(&g_dev.ilabel, ilabel, num_arcs) ||
+      Upload(&g_dev.weight, weight, num_arcs) || Upload(&g_dev.emit_b, emit_b, num_states) ||
+      Upload(&g_dev.emit_n, emit_n, num_states) || Upload(&g_dev.emit_n0, emit_n0, num_states))
+    return 1;
+  if (Prepare<11>() || Prepare<13>() || Prepare<14>() || Prepare<0>()) return 1;
+  return 0;
+}
+
+// One batch: its row-steps (their tab_off / tab_bits are set here), frontiers and log-prob rows;
+// `reps` timed passes after one warm-up, each the global tables' build and the classes' launches
+// back to back (CUDA events around the whole pass). ms[reps]: each pass's time; counts_out[8]:
+// the last pass's Counts; info_out[8]: items a class, global row-steps, global table entries.
+// Records past rec_cap are counted, not written.
+int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const float* sc, int64_t num_tokens,
+                 const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, float* ms,
+                 unsigned long long* counts_out, int64_t* info_out) {
+  std::vector<int2> cls[kClasses];
+  std::vector<int32_t> big;
+  int64_t tab = 0;
+  for (int32_t i = 0; i < num_steps; ++i) {
+    const int32_t n = steps[i].dst_n;
+    int c = 0;
+    while (c < kClasses - 1 && 2 * static_cast<int64_t>(n) > (int64_t{1} << kBitsOf[c])) ++c;
+    steps[i].tab_bits = 0;
+    if (kBitsOf[c] == 0) {
+      int bits = 1;
+      while ((int64_t{1} << bits) < 2 * static_cast<int64_t>(n)) ++bits;
+      steps[i].tab_bits = bits;
+      steps[i].tab_off = tab;
+      tab += int64_t{1} << bits;
+      big.push_back(i);
+    }
+    for (int32_t f = 0; f < steps[i].src_n; f += kChunk) cls[c].push_back(make_int2(i, f));
+  }
+  std::vector<int2> items;
+  int off[kClasses + 1] = {};
+  for (int c = 0; c < kClasses; ++c) {
+    off[c] = static_cast<int>(items.size());
+    items.insert(items.end(), cls[c].begin(), cls[c].end());
+    info_out[c] = static_cast<int64_t>(cls[c].size());
+  }
+  off[kClasses] = static_cast<int>(items.size());
+  info_out[4] = static_cast<int64_t>(big.size());
+  info_out[5] = tab;
+  RowStep* d_steps = nullptr;
+  int2* d_items = nullptr;
+  int32_t *d_big = nullptr, *d_st = nullptr, *d_gkeys = nullptr, *d_gpos = nullptr;
+  float *d_sc = nullptr, *d_lp = nullptr;
+  Rec* d_recs = nullptr;
+  Counts* d_counts = nullptr;
+  if (Upload(&d_steps, steps, num_steps) || Upload(&d_items, items.data(), static_cast<int64_t>(items.size())) ||
+      Upload(&d_big, big.data(), static_cast<int64_t>(big.size())) || Upload(&d_st, st, num_tokens) ||
+      Upload(&d_sc, sc, num_tokens) || Upload(&d_lp, lp, lp_len))
+    return 1;
+  CK(cudaMalloc(&d_gkeys, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
+  CK(cudaMalloc(&d_gpos, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
+  CK(cudaMalloc(&d_recs, sizeof(Rec) * std::max<int64_t>(rec_cap, 1)));
+  CK(cudaMalloc(&d_counts, sizeof(Counts)));
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  const Launch fns[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
+  for (int r = -1; r < reps; ++r) {
+    CK(cudaMemset(d_counts, 0, sizeof(Counts)));
+    CK(cudaEventRecord(e0));
+    if (!big.empty()) BuildKernel<<<static_cast<int>(big.size()), kThreads>>>(d_steps, d_big, d_st, d_gkeys, d_gpos);
+    for (int c = kClasses - 1; c >= 0; --c) {  // (the large frontiers first: their CTAs are the longest)
+      const int n = off[c + 1] - off[c];
+      if (n == 0) continue;
+      fns[c](n, SmemFor(kBitsOf[c]), d_steps, d_items + off[c], d_st, d_sc, d_lp, d_gkeys, d_gpos, output_beam,
+             d_recs, static_cast<unsigned long long>(rec_cap), d_counts);
+    }
+    CK(cudaGetLastError());
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float t = 0.f;
+    CK(cudaEventElapsedTime(&t, e0, e1));
+    if (r >= 0) ms[r] = t;
+  }
+  CK(cudaMemcpy(counts_out, d_counts, sizeof(Counts), cudaMemcpyDeviceToHost));
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (void* p : {static_cast<void*>(d_steps), static_cast<void*>(d_items), static_cast<void*>(d_big),
+                  static_cast<void*>(d_st), static_cast<void*>(d_sc), static_cast<void*>(d_lp),
+                  static_cast<void*>(d_gkeys), static_cast<void*>(d_gpos), static_cast<void*>(d_recs),
+                  static_cast<void*>(d_counts)})
+    cudaFree(p);
+  return 0;
+}
+
+// the layout the driver must match
+int lp_sizes(int32_t* out) {
+  out[0] = static_cast<int32_t>(sizeof(RowStep));
+  out[1] = static_cast<int32_t>(sizeof(Rec));
+  out[2] = static_cast<int32_t>(sizeof(Counts));
+  return 0;
+}
+
+}  // extern "C"

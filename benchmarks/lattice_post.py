@@ -1,0 +1,322 @@
+"""The lattice records as one bulk pass after the search, timed on the GPU (issue 10).
+
+    python -m benchmarks.lattice_post GRAPH.img SHARD.npz [--utts N] [--batch B] [--reps R]
+        [--check-batches K] [--procs P] [--json PATH]
+
+Today a lattice decode finds its records inside every step: the scan, max and expand walk the
+band below the cutoff as well, and LatPersistKernel / LatStepEndKernel probe, filter and write
+them, ~19.5 ms a batch of 32 on the full tier above the 1-best's kernels, in a loop that is
+latency-bound. But a real step's records (lattice.cuh's rule: an emitting arc of a token of S_t
+whose destination is in S_{t+1}, kept when admitted or within output_beam of its destination,
+plus the slack) depend on S_t, S_{t+1} and the step's scalars alone, all of which the 1-best search
+computes anyway. So the records of every step of a batch could be found at once, after the search,
+by one launch sized to the whole batch (benchmarks/lattice_post.cu: a CTA a row-step, S_{t+1} as a
+hash table in shared memory, a warp a token walking its arcs best first).
+
+This measures what that launch costs. The frontiers are the reference decoder's (equal to the
+GPU search's: the GPU suite checks them), made in P worker processes; the step scalars are the
+snapshots' cutoffs with the filter's slack recomputed in float64 (close to the decoder's
+upward-rounded float32 one: a benchmark input, not the decoder's). For the first K batches every
+count (arcs read, candidates, survivors, kept records) and an order-free checksum of the kept
+records (row, step, arc, destination index) are computed again with numpy from the same inputs, and
+must be equal. Needs nvcc and a GPU for the timing; `--cpu-only` does the numpy side alone.
+"""
+
+import argparse
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from multiprocessing import get_context
+
+import numpy as np
+
+F32 = np.float32
+ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.int64), ("tab_off", np.int64),
+                    ("src_n", np.int32),
+                    ("dst_n", np.int32), ("cutoff", F32), ("pre_low", F32), ("slack", F32), ("lp_rest", F32),
+                    ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
+U = 2.0 ** -24
+PHASE_REAL = 0
+
+
+def emit_tables(graph):
+    """(emit_b int64, emit_n int32, emit_n0 uint8) a state: its emitting arcs' range and how many
+    label-0 arcs lead it; checks the image's order (label-0 first, then weights non-increasing)."""
+    from benchmarks.roofline import graph_tables
+
+    tb = graph_tables(graph, 0)
+    if tb.has_eps:
+        raise SystemExit("lattice_post: epsilon-free graphs only")
+    n = (tb.emit_e - tb.emit_b).astype(np.int64)
+    blank = (tb.ilabel == 0)
+    owner = np.repeat(np.arange(len(n)), n)
+    arcs = np.repeat(tb.emit_b - (np.cumsum(n) - n), n) + np.arange(int(n.sum()))
+    b = blank[arcs]
+    n0 = np.bincount(owner[b], minlength=len(n)).astype(np.int64)
+    first = (np.cumsum(n) - n)
+    # label-0 arcs lead: the k-th arc of a state is label-0 iff k < n0
+    k = np.arange(len(arcs)) - np.repeat(first, n)
+    if not np.array_equal(b, k < n0[owner]):
+        raise SystemExit("lattice_post: label-0 arcs do not lead every state's emitting arcs")
+    w = tb.weight[arcs]
+    nb = ~b
+    same = (owner[1:] == owner[:-1]) & nb[1:] & nb[:-1]
+    if (w[1:][same] > w[:-1][same]).any():
+        raise SystemExit("lattice_post: emitting arcs not sorted by weight, best first")
+    if n0.max() > 255:
+        raise SystemExit("lattice_post: a state with 255 or more label-0 arcs")
+    return tb, tb.emit_b.astype(np.int64), n.astype(np.int32), n0.astype(np.uint8)
+
+
+def filter_scalars(steps: np.ndarray, length: int, max_abs_weight: float, ob: float):
+    """Per real step k -> k + 1: (cutoff, pre_low, slack, on) from the snapshots' step rows (phase,
+    beam, cutoff, ...), the filter's recursion (common.cuh LatSlackFor, LatFilterFor) in float64."""
+    lat_mag, drift = 0.0, 0.0
+    out = []
+    for k in range(length):
+        phase, beam, cutoff = int(steps[k + 1, 0]), float(steps[k + 1, 1]), float(steps[k + 1, 2])
+        mx = cutoff + beam
+        mag = 0.0 if not np.isfinite(mx) else max(abs(mx), abs(mx - beam))
+        h = lat_mag + mag + max_abs_weight + 1.0
+        drift = drift + 16 * U * h
+        slack = 2 * drift + 0.5 + 32 * U * h
+        on = phase == PHASE_REAL and mag <= 8192 and max_abs_weight <= 1024 and drift <= 2
+        lat_mag = mag
+        pre_low = (cutoff - ob) - slack if on else -np.inf
+        out.append((phase, F32(cutoff), F32(pre_low), F32(slack), on))
+    return out
+
+
+_W = {}
+
+
+def _worker_init(ob: float):
+    """A forked worker: the parent's graph and tables (_W["graph"], _W["tables"]), its own decoder."""
+    from cuwfst import Decoder, DecoderOptions
+
+    _W["dec"] = Decoder(_W["graph"], DecoderOptions(output_beam=ob), num_threads=1)
+    _W["ob"] = ob
+
+
+def _worker_row(args):
+    """One row's frontiers: (counts a snapshot, states, scores, step rows) for snapshots 0..length,
+    and where `check`, the kernel's counts for the row by numpy (expected_counts)."""
+    from benchmarks.roofline import _snapshots
+
+    r, lp_row, length, check = args
+    cnt, st_buf, sc_buf, _, step = _snapshots(_W["dec"], lp_row, length)
+    K = length + 1
+    n = cnt[:K].astype(np.int64)
+    st = np.concatenate([st_buf[k, : n[k]] for k in range(K)]).astype(np.int32)
+    sc = np.concatenate([sc_buf[k, : n[k]] for k in range(K)]).astype(F32)
+    front = (n, st, sc, step[: K + 1].copy())
+    exp = None
+    if check:
+        tb, emit_b, emit_n, emit_n0 = _W["tables"]
+        steps, bst, bsc, blp = build_batch([r], {r: lp_row[None]}, {r: length}, {r: front},
+                                           float(np.abs(tb.weight).max()), _W["ob"], row_index=False)
+        steps["row"] = r
+        exp = expected_counts(tb, emit_b, emit_n, emit_n0, steps, bst, bsc, blp, _W["ob"], tb.num_states)
+    return front, exp
+
+
+def build_batch(rows, lp_all, lens, fronts, max_abs_weight, ob, row_index=True):
+    """The batch's RowStep array, frontier arrays and log-prob buffer (rows' frames back to back);
+    lp_all[r] is row r's [T, V] log-probs (row_index False: lp_all[r][0])."""
+    steps, sts, scs, lps = [], [], [], []
+    tok_base, lp_base = 0, 0
+    for r in rows:
+        n, st, sc, step = fronts[r]
+        T = int(lens[r])
+        offs = tok_base + np.concatenate([[0], np.cumsum(n)[:-1]])
+        lp = np.ascontiguousarray((lp_all[r] if row_index else lp_all[r][0])[:T], F32)
+        V = lp.shape[1]
+        rest = lp[:, 1:].max(axis=1)
+        for k, (phase, cutoff, pre_low, slack, on) in enumerate(filter_scalars(step, T, max_abs_weight, ob)):
+            if phase != PHASE_REAL:
+                continue
+            steps.append((offs[k], offs[k + 1], lp_base + k * V, 0, n[k], n[k + 1], cutoff, pre_low, slack, rest[k],
+                          int(on), r, k, 0))
+        sts.append(st)
+        scs.append(sc)
+        lps.append(lp.reshape(-1))
+        tok_base += len(st)
+        lp_base += T * V
+    return (np.array(steps, ROWSTEP), np.concatenate(sts), np.concatenate(scs), np.concatenate(lps))
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    x = x ^ (x >> np.uint64(30))
+    x = x * np.uint64(0xBF58476D1CE4E5B9)
+    x = x ^ (x >> np.uint64(27))
+    x = x * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+def rec_key(row, t, arc, pos) -> np.ndarray:
+    """lattice_post.cu RecKey, wrapping uint64 arithmetic."""
+    with np.errstate(over="ignore"):
+        x = np.asarray(row).astype(np.uint64)
+        x = x * np.uint64(1000003) + np.asarray(t, np.uint64)
+        x = x * np.uint64(2000003) + np.asarray(arc, np.uint64)
+        x = x * np.uint64(3000017) + np.asarray(pos, np.uint64)
+        return _mix(x)
+
+
+def expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, num_states) -> dict:
+    """The kernel's counts from the same inputs, every emitting arc of every S_t tested (numpy)."""
+    from benchmarks.roofline import _ragged
+
+    tot = dict(tokens=0, slots=0, cands=0, survived=0, kept=0, checksum=0)
+    pos_of = np.full(num_states, -1, np.int64)
+    V = tb.vocab_size
+    chk = np.uint64(0)
+    for s in steps:
+        src = slice(int(s["src_off"]), int(s["src_off"]) + int(s["src_n"]))
+        dst = slice(int(s["dst_off"]), int(s["dst_off"]) + int(s["dst_n"]))
+        states, scores = st[src].astype(np.int64), sc[src]
+        own, arcs = _ragged(emit_b[states], emit_n[states].astype(np.int64))
+        k = arcs - emit_b[states][own]
+        row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
+        w = tb.weight[arcs]
+        a = scores[own]
+        ac = row[tb.ilabel[arcs]]
+        end = (a + w) + ac
+        read = (k < emit_n0[states][own]) | ((a + w) + s["lp_rest"] >= s["pre_low"])
+        cand = end >= s["pre_low"]
+        if (cand & ~read).any():
+            raise AssertionError("a candidate the walk's bound would not read")
+        d_states = st[dst].astype(np.int64)
+        pos_of[d_states] = np.arange(len(d_states))
+        p = np.where(cand, pos_of[tb.dest[arcs]], -1)
+        pos_of[d_states] = -1
+        surv = p >= 0
+        dsc = sc[dst]
+        admitted = end > s["cutoff"]
+        keep = surv & (admitted | (s["filter_on"] == 0) |
+                       ~(end < (dsc[np.maximum(p, 0)] - F32(ob)) - s["slack"]))
+        tot["tokens"] += int(s["src_n"])
+        tot["slots"] += int(read.sum())
+        tot["cands"] += int(cand.sum())
+        tot["survived"] += int(surv.sum())
+        tot["kept"] += int(keep.sum())
+        if keep.any():
+            with np.errstate(over="ignore"):
+                chk = chk + rec_key(np.full(int(keep.sum()), s["row"]), np.full(int(keep.sum()), s["t"]),
+                                    arcs[keep], p[keep]).sum(dtype=np.uint64)
+    tot["checksum"] = int(chk)
+    return tot
+
+
+def build_library(out_dir: str) -> str:
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lattice_post.cu")
+    so = os.path.join(out_dir, "lattice_post.so")
+    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", so], check=True)
+    return so
+
+
+def load_library(so: str):
+    lib = ctypes.CDLL(so)
+    sizes = (ctypes.c_int32 * 3)()
+    lib.lp_sizes(sizes)
+    if sizes[0] != ROWSTEP.itemsize or sizes[1] != 32 or sizes[2] != 64:
+        raise SystemExit(f"lattice_post: layout mismatch {list(sizes)}")
+    return lib
+
+
+def _p(a):
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("graph")
+    ap.add_argument("shard")
+    ap.add_argument("--utts", type=int, default=256)
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--check-batches", type=int, default=1)
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--output-beam", type=float, default=8.0)
+    ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--json")
+    a = ap.parse_args(argv)
+    from cuwfst import Graph
+
+    t0 = time.time()
+    g = Graph.load(a.graph)
+    tb, emit_b, emit_n, emit_n0 = emit_tables(g)
+    d = np.load(a.shard)
+    key = "log_probs" if "log_probs" in d else "log_probs_fp16"
+    lp_all, lens = d[key][: a.utts], d["lengths"][: a.utts]
+    mw = float(np.abs(tb.weight).max())
+    n_check = min(a.check_batches * a.batch, len(lens))
+    _W["graph"], _W["tables"] = g, (tb, emit_b, emit_n, emit_n0)
+    with get_context("fork").Pool(min(a.procs, len(lens)), _worker_init, (a.output_beam,)) as pool:
+        res = pool.map(_worker_row, [(r, np.ascontiguousarray(lp_all[r], F32), int(lens[r]), r < n_check)
+                                     for r in range(len(lens))], chunksize=1)
+    fronts = {r: f for r, (f, _) in enumerate(res)}
+    row_exp = {r: e for r, (_, e) in enumerate(res) if e is not None}
+    print(f"graph {a.graph}: {g.num_states:,} states; {len(lens)} rows, mean T {lens.mean():.0f}; frontiers in "
+          f"{time.time() - t0:.0f} s ({a.procs} processes)", flush=True)
+    batches = [list(range(i, min(i + a.batch, len(lens)))) for i in range(0, len(lens), a.batch)]
+    lib = None
+    tmp = tempfile.mkdtemp(prefix="lattice_post_")
+    if not a.cpu_only:
+        lib = load_library(build_library(tmp))
+        rc = lib.lp_upload_graph(_p(np.ascontiguousarray(tb.dest, np.int32)),
+                                 _p(np.ascontiguousarray(tb.ilabel, np.int32)), _p(np.ascontiguousarray(tb.weight)),
+                                 ctypes.c_int64(len(tb.weight)), _p(emit_b), _p(emit_n), _p(emit_n0),
+                                 ctypes.c_int64(g.num_states), ctypes.c_int32(tb.vocab_size))
+        if rc != 0:
+            raise SystemExit("lattice_post: graph upload failed")
+    rows_out, fails = [], 0
+    for bi, rows in enumerate(batches):
+        steps, st, sc, lp = build_batch(rows, lp_all, lens, fronts, mw, a.output_beam)
+        out = dict(batch=bi, rows=len(rows), row_steps=len(steps), tokens=int(steps["src_n"].sum()),
+                   max_frontier=int(steps["dst_n"].max()), filtered=int(steps["filter_on"].sum()))
+        if lib is not None:
+            ms = np.zeros(a.reps, F32)
+            cnt = np.zeros(8, np.uint64)
+            info = np.zeros(8, np.int64)
+            rc = lib.lp_run_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
+                                  _p(lp), ctypes.c_int64(len(lp)), ctypes.c_float(a.output_beam),
+                                  ctypes.c_int64(48 << 20), ctypes.c_int32(a.reps), _p(ms), _p(cnt), _p(info))
+            if rc != 0:
+                raise SystemExit("lattice_post: the batch's run failed")
+            gpu = dict(zip(("tokens", "chunks", "slots", "cands", "survived", "kept", "checksum", "cursor"),
+                           (int(x) for x in cnt)))
+            out.update(ms_median=float(np.median(ms)), ms_min=float(ms.min()), ms_max=float(ms.max()), gpu=gpu,
+                       items=[int(x) for x in info[:4]], global_steps=int(info[4]), global_entries=int(info[5]))
+        if all(r in row_exp for r in rows):
+            exp = {k: sum(row_exp[r][k] for r in rows) for k in row_exp[rows[0]]}
+            exp["checksum"] %= 1 << 64
+            out["numpy"] = exp
+            if lib is not None:
+                same = all(out["gpu"][k] == v for k, v in exp.items())
+                out["check"] = "equal" if same else "DIFFERENT"
+                fails += not same
+        rows_out.append(out)
+        print(json.dumps(out), flush=True)
+    if lib is not None:
+        tot = np.array([r["ms_median"] for r in rows_out])
+        per = {k: sum(r["gpu"][k] for r in rows_out) for k in ("tokens", "slots", "cands", "survived", "kept")}
+        rs = sum(r["row_steps"] for r in rows_out)
+        print(f"post pass: {tot.mean():.3f} ms a batch of {a.batch} (medians of {a.reps}; batches "
+              f"{tot.min():.3f}-{tot.max():.3f}); per row-step: tokens {per['tokens'] / rs:,.0f}, arcs read "
+              f"{per['slots'] / rs:,.0f}, candidates {per['cands'] / rs:,.0f}, survived {per['survived'] / rs:,.0f}, "
+              f"kept {per['kept'] / rs:,.0f}; checked batches: {min(a.check_batches, len(batches))}, "
+              f"{'all equal' if fails == 0 else f'{fails} DIFFERENT'}")
+    if a.json:
+        with open(a.json, "a") as f:
+            f.write(json.dumps(dict(graph=a.graph, utts=len(lens), batch=a.batch, reps=a.reps,
+                                    commit=os.environ.get("CUWFST_COMMIT", "unknown"), batches=rows_out)) + "\n")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""benchmarks/lattice_post.py on the CPU at tiny scale: the counts its GPU kernel must equal
+(numpy over every emitting arc of every frontier) against a pure-Python loop over the same
+tokens and arcs, the walk's bound against every candidate, its checksum's arithmetic, and the
+kernel's source compiling for sm_90 where nvcc is here (the GPU run itself is a device job)."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks import lattice_post  # noqa: E402
+from benchmarks.roofline import _snapshots  # noqa: E402
+from benchmarks.stream_tools import DEMO_SHARD, TINY, load_shard  # noqa: E402
+from cuwfst import Decoder, DecoderOptions, Graph  # noqa: E402
+
+F32 = np.float32
+LENGTHS = np.array([16, 10, 22], np.int32)  # short rows: the brute loop is pure Python
+
+
+def _front(dec, lp_row, length):
+    cnt, st_buf, sc_buf, _, step = _snapshots(dec, lp_row, length)
+    K = length + 1
+    n = cnt[:K].astype(np.int64)
+    st = np.concatenate([st_buf[k, : n[k]] for k in range(K)]).astype(np.int32)
+    sc = np.concatenate([sc_buf[k, : n[k]] for k in range(K)]).astype(F32)
+    return n, st, sc, step[: K + 1].copy()
+
+
+def _brute(g, tb, steps, st, sc, lp, ob):
+    """Every (token, emitting arc) pair of every row-step, one at a time."""
+    a = g.arrays
+    tot = dict(tokens=0, slots=0, cands=0, survived=0, kept=0, checksum=0)
+    V = tb.vocab_size
+    for s in steps:
+        so, dn = int(s["dst_off"]), int(s["dst_n"])
+        pos = {int(st[so + i]): i for i in range(dn)}
+        row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
+        for i in range(int(s["src_n"])):
+            state, score = int(st[int(s["src_off"]) + i]), sc[int(s["src_off"]) + i]
+            tot["tokens"] += 1
+            b, e = int(tb.emit_b[state]), int(tb.emit_e[state])
+            reading = True
+            for arc in range(b, e):
+                w, lab = F32(a.weight[arc]), int(a.ilabel[arc])
+                bound_ok = (score + w) + s["lp_rest"] >= s["pre_low"]
+                read = lab == 0 or (reading and bound_ok)
+                if lab != 0 and not bound_ok:
+                    reading = False  # (sorted: every later non-blank arc fails as well)
+                end = (score + w) + F32(row[lab])
+                if end >= s["pre_low"]:
+                    assert read, "a candidate the walk would not read"
+                tot["slots"] += int(read)
+                if not end >= s["pre_low"]:
+                    continue
+                tot["cands"] += 1
+                p = pos.get(int(a.dest[arc]), -1)
+                if p < 0:
+                    continue
+                tot["survived"] += 1
+                admitted = end > s["cutoff"]
+                keep = admitted or s["filter_on"] == 0 or not (end < (sc[so + p] - F32(ob)) - s["slack"])
+                if keep:
+                    tot["kept"] += 1
+                    key = int(lattice_post.rec_key(np.array([s["row"]]), np.array([s["t"]]), np.array([arc]),
+                                                   np.array([p]))[0])
+                    tot["checksum"] = (tot["checksum"] + key) % (1 << 64)
+    return tot
+
+
+@pytest.mark.parametrize("ob,rows", [(8.0, [0, 1, 2]), (3.0, [1])])
+def test_lattice_post_counts_equal_a_brute_loop(ob, rows):
+    g = Graph.load(TINY / "HLG.img")
+    tb, emit_b, emit_n, emit_n0 = lattice_post.emit_tables(g)
+    lp_all, _ = load_shard(DEMO_SHARD)
+    dec = Decoder(g, DecoderOptions(output_beam=ob), num_threads=1)
+    lp_rows = {r: np.ascontiguousarray(lp_all[r, : LENGTHS[r]], F32) for r in rows}
+    fronts = {r: _front(dec, lp_rows[r], int(LENGTHS[r])) for r in rows}
+    mw = float(np.abs(tb.weight).max())
+    steps, st, sc, lp = lattice_post.build_batch(rows, lp_rows, {r: int(LENGTHS[r]) for r in rows}, fronts, mw, ob)
+    assert len(steps) == int(LENGTHS[rows].sum()) and steps["filter_on"].all()
+    assert np.isfinite(steps["pre_low"]).all() and (steps["pre_low"] < steps["cutoff"] - ob).all()
+    got = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, g.num_states)
+    want = _brute(g, tb, steps, st, sc, lp, ob)
+    assert got == want
+    assert 0 < got["kept"] <= got["survived"] <= got["cands"] <= got["slots"]
+    # a row at a time (the driver's workers) sums to the batch
+    per = [lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, *lattice_post.build_batch(
+        [r], lp_rows, {r: int(LENGTHS[r])}, {r: fronts[r]}, mw, ob)[:4], ob, g.num_states) for r in rows]
+    assert {k: sum(p[k] for p in per) % (1 << 64) for k in got} == got
+
+
+def test_lattice_post_filter_scalars_and_layout():
+    """The step scalars: slack grows with the drift, pre_low sits below cutoff - output_beam, a
+    magnitude past 8,192 turns the filter off (pre_low -inf); the RowStep layout is the kernel's
+    (72 bytes)."""
+    steps = np.array([[0, 20, -30, 0], [0, 20, -40, 0], [0, 20, -9000, 0], [0, 20, -50, 0]], np.float32)
+    out = lattice_post.filter_scalars(steps, 3, 10.0, 8.0)
+    assert [o[4] for o in out] == [True, False, True]
+    assert out[0][3] < out[2][3] and out[0][2] < out[0][1] - 8 and out[1][2] == -np.inf
+    assert lattice_post.ROWSTEP.itemsize == 72
+
+
+def test_lattice_post_kernel_compiles():
+    nvcc = shutil.which("nvcc")
+    if not nvcc:
+        pytest.skip("needs nvcc")
+    src = Path(lattice_post.__file__).with_name("lattice_post.cu")
+    r = subprocess.run([nvcc, "-O3", "-arch=sm_90", "-c", str(src), "-o", "/dev/null"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
