@@ -268,8 +268,9 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="lattice_post_")
     if not a.cpu_only:
         lib = load_library(build_library(tmp))
-        rc = lib.lp_upload_graph(_p(np.ascontiguousarray(tb.dest, np.int32)),
-                                 _p(np.ascontiguousarray(tb.ilabel, np.int32)), _p(np.ascontiguousarray(tb.weight)),
+        keep = [np.ascontiguousarray(tb.dest, np.int32), np.ascontiguousarray(tb.ilabel, np.int32),
+                np.ascontiguousarray(tb.weight, F32)]  # (held until the copies are made)
+        rc = lib.lp_upload_graph(_p(keep[0]), _p(keep[1]), _p(keep[2]),
                                  ctypes.c_int64(len(tb.weight)), _p(emit_b), _p(emit_n), _p(emit_n0),
                                  ctypes.c_int64(g.num_states), ctypes.c_int32(tb.vocab_size))
         if rc != 0:
