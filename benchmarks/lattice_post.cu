@@ -25,7 +25,7 @@
 #include <cstdio>
 #include <vector>
 
-namespace {
+namespace lpost {  // (named: the exported functions take its types)
 
 struct RowStep {        // one real step t -> t + 1 of one row (the driver fills them)
   int64_t src_off;      // S_t in the batch's frontier arrays
@@ -254,7 +254,9 @@ int Prepare() {
 constexpr int kClasses = 4;
 constexpr int kBitsOf[kClasses] = {11, 13, 14, 0};  // shared tables up to 8,192 tokens, then global
 
-}  // namespace
+}  // namespace lpost
+
+using namespace lpost;
 
 extern "C" {
 
