@@ -95,16 +95,15 @@ __device__ __forceinline__ int32_t Find(const int32_t* keys, const Pos* pos, int
   }
 }
 
-// The large S_{t+1}'s tables in global memory: a CTA a row-step of `which`, cleared then filled.
-__global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, const int32_t* which, const int32_t* st,
+// The large S_{t+1}'s tables in global memory (cleared by a memset before): a CTA a work item
+// (row-step index, first token of its chunk of S_{t+1}), kChunk tokens inserted.
+__global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, const int2* items, const int32_t* st,
                                                          int32_t* gkeys, int32_t* gpos) {
-  const RowStep rs = steps[which[blockIdx.x]];
-  int32_t* keys = gkeys + rs.tab_off;
-  int32_t* pos = gpos + rs.tab_off;
-  const int64_t H = int64_t{1} << rs.tab_bits;
-  for (int64_t i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
-  __syncthreads();
-  for (int32_t i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos, rs.tab_bits, st[rs.dst_off + i], i);
+  const int2 item = items[blockIdx.x];
+  const RowStep rs = steps[item.x];
+  const int32_t last = min(rs.dst_n, item.y + kChunk);
+  for (int32_t i = item.y + threadIdx.x; i < last; i += kThreads)
+    Insert(gkeys + rs.tab_off, gpos + rs.tab_off, rs.tab_bits, st[rs.dst_off + i], i);
 }
 
 // grid: one CTA a work item (row-step index, first token of its chunk of S_t). kBits > 0: S_{t+1}
@@ -116,7 +115,7 @@ __global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, con
     const int32_t* dest, const int32_t* ilabel, const float* weight,
     const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
     const int32_t* gkeys, const int32_t* gpos,
-    float output_beam, Rec* recs, unsigned long long cap, Counts* counts) {
+    float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write) {
   constexpr int H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(smem);
@@ -158,26 +157,37 @@ __global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, con
       }
       n_chunks += lane == 0;
       n_slots += read;
+      bool keep = false, admitted = false;
+      int32_t p = -1;
+      float ac = 0.f;
       if (read) {
-        const float ac = lps[lab];
+        ac = lps[lab];
         const float end = (a + w) + ac;
         if (end >= rs.pre_low) {
           ++n_cands;
-          int32_t p;
           if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
           else p = Find(tkeys, tpos, rs.tab_bits, d);
           if (p >= 0) {
             ++n_surv;
-            const bool admitted = end > rs.cutoff;
-            const bool keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
-            if (keep) {
-              ++n_kept;
-              sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
-              const unsigned long long r = atomicAdd(&counts->cursor, 1ull);
-              if (r < cap) recs[r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
-            }
+            admitted = end > rs.cutoff;
+            keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
           }
         }
+      }
+      if (write) {  // the warp's kept records at consecutive places: one atomicAdd a warp and chunk
+        const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
+        if (km != 0u) {
+          const int leader = __ffs(km) - 1;
+          unsigned long long base = 0;
+          if (lane == leader) base = atomicAdd(&counts->cursor, static_cast<unsigned long long>(__popc(km)));
+          base = __shfl_sync(0xFFFFFFFFu, base, leader);
+          const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
+          if (keep && r < cap) recs[r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
+        }
+      }
+      if (keep) {
+        ++n_kept;
+        sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
       }
       // past the label-0 arcs the weights fall: a lane that did not read leaves every later one unread
       if (__ballot_sync(0xFFFFFFFFu, j < n && j >= n0 && !read) != 0u) break;
@@ -228,7 +238,7 @@ int Upload(T** d, const T* h, int64_t n) {
 }
 
 using Launch = void (*)(int, size_t, const RowStep*, const int2*, const int32_t*, const float*, const float*,
-                        const int32_t*, const int32_t*, float, Rec*, unsigned long long, Counts*);
+                        const int32_t*, const int32_t*, float, Rec*, unsigned long long, Counts*, int32_t);
 
 // the keys (int32), their frontier indices (uint16) and the log-prob row
 size_t SmemFor(int bits) {
@@ -238,10 +248,10 @@ size_t SmemFor(int bits) {
 template <int kBits>
 void LaunchBits(int grid, size_t smem, const RowStep* steps, const int2* items, const int32_t* st, const float* sc,
                 const float* lp, const int32_t* gkeys, const int32_t* gpos, float ob, Rec* recs,
-                unsigned long long cap, Counts* counts) {
+                unsigned long long cap, Counts* counts, int32_t write) {
   PostKernel<kBits><<<grid, kThreads, smem>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
-                                               ob, recs, cap, counts);
+                                               ob, recs, cap, counts, write);
 }
 
 template <int kBits>
@@ -274,15 +284,16 @@ int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* wei
 }
 
 // One batch: its row-steps (their tab_off / tab_bits are set here), frontiers and log-prob rows;
-// `reps` timed passes after one warm-up, each the global tables' build and the classes' launches
-// back to back (CUDA events around the whole pass). ms[reps]: each pass's time; counts_out[8]:
-// the last pass's Counts; info_out[8]: items a class, global row-steps, global table entries.
+// `reps` timed passes after one warm-up, each the global tables' clear and build and the classes'
+// launches back to back (CUDA events around the whole pass and between its parts). ms[reps]: each
+// pass's time; split[6]: the last pass's parts (clear + build, then the classes from the global
+// one down); counts_out[8]: the last pass's Counts; info_out[8]: items a class, global row-steps,
+// global table entries, build items. write 0: the records are counted, not stored (a diagnostic).
 // Records past rec_cap are counted, not written.
 int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const float* sc, int64_t num_tokens,
-                 const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, float* ms,
-                 unsigned long long* counts_out, int64_t* info_out) {
-  std::vector<int2> cls[kClasses];
-  std::vector<int32_t> big;
+                 const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, int32_t write,
+                 float* ms, float* split, unsigned long long* counts_out, int64_t* info_out) {
+  std::vector<int2> cls[kClasses], build;
   int64_t tab = 0;
   for (int32_t i = 0; i < num_steps; ++i) {
     const int32_t n = steps[i].dst_n;
@@ -295,7 +306,7 @@ int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const flo
       steps[i].tab_bits = bits;
       steps[i].tab_off = tab;
       tab += int64_t{1} << bits;
-      big.push_back(i);
+      for (int32_t f = 0; f < n; f += kChunk) build.push_back(make_int2(i, f));
     }
     for (int32_t f = 0; f < steps[i].src_n; f += kChunk) cls[c].push_back(make_int2(i, f));
   }
@@ -307,47 +318,53 @@ int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const flo
     info_out[c] = static_cast<int64_t>(cls[c].size());
   }
   off[kClasses] = static_cast<int>(items.size());
-  info_out[4] = static_cast<int64_t>(big.size());
   info_out[5] = tab;
+  info_out[6] = static_cast<int64_t>(build.size());
+  int64_t n_big = 0;
+  for (int32_t i = 0; i < num_steps; ++i) n_big += steps[i].tab_bits > 0;
+  info_out[4] = n_big;
   RowStep* d_steps = nullptr;
-  int2* d_items = nullptr;
-  int32_t *d_big = nullptr, *d_st = nullptr, *d_gkeys = nullptr, *d_gpos = nullptr;
+  int2 *d_items = nullptr, *d_build = nullptr;
+  int32_t *d_st = nullptr, *d_gkeys = nullptr, *d_gpos = nullptr;
   float *d_sc = nullptr, *d_lp = nullptr;
   Rec* d_recs = nullptr;
   Counts* d_counts = nullptr;
   if (Upload(&d_steps, steps, num_steps) || Upload(&d_items, items.data(), static_cast<int64_t>(items.size())) ||
-      Upload(&d_big, big.data(), static_cast<int64_t>(big.size())) || Upload(&d_st, st, num_tokens) ||
+      Upload(&d_build, build.data(), static_cast<int64_t>(build.size())) || Upload(&d_st, st, num_tokens) ||
       Upload(&d_sc, sc, num_tokens) || Upload(&d_lp, lp, lp_len))
     return 1;
   CK(cudaMalloc(&d_gkeys, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
   CK(cudaMalloc(&d_gpos, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
   CK(cudaMalloc(&d_recs, sizeof(Rec) * std::max<int64_t>(rec_cap, 1)));
   CK(cudaMalloc(&d_counts, sizeof(Counts)));
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
+  cudaEvent_t ev[kClasses + 2];
+  for (auto& e : ev) CK(cudaEventCreate(&e));
   const Launch fns[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
   for (int r = -1; r < reps; ++r) {
     CK(cudaMemset(d_counts, 0, sizeof(Counts)));
-    CK(cudaEventRecord(e0));
-    if (!big.empty()) BuildKernel<<<static_cast<int>(big.size()), kThreads>>>(d_steps, d_big, d_st, d_gkeys, d_gpos);
+    CK(cudaEventRecord(ev[0]));
+    if (!build.empty()) {
+      CK(cudaMemsetAsync(d_gkeys, 0xFF, sizeof(int32_t) * tab));  // (every key -1)
+      BuildKernel<<<static_cast<int>(build.size()), kThreads>>>(d_steps, d_build, d_st, d_gkeys, d_gpos);
+    }
+    CK(cudaEventRecord(ev[1]));
     for (int c = kClasses - 1; c >= 0; --c) {  // (the large frontiers first: their CTAs are the longest)
       const int n = off[c + 1] - off[c];
-      if (n == 0) continue;
-      fns[c](n, SmemFor(kBitsOf[c]), d_steps, d_items + off[c], d_st, d_sc, d_lp, d_gkeys, d_gpos, output_beam,
-             d_recs, static_cast<unsigned long long>(rec_cap), d_counts);
+      if (n > 0)
+        fns[c](n, SmemFor(kBitsOf[c]), d_steps, d_items + off[c], d_st, d_sc, d_lp, d_gkeys, d_gpos, output_beam,
+               d_recs, static_cast<unsigned long long>(rec_cap), d_counts, write);
+      CK(cudaEventRecord(ev[2 + (kClasses - 1 - c)]));
     }
     CK(cudaGetLastError());
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
+    CK(cudaEventSynchronize(ev[kClasses + 1]));
     float t = 0.f;
-    CK(cudaEventElapsedTime(&t, e0, e1));
+    CK(cudaEventElapsedTime(&t, ev[0], ev[kClasses + 1]));
     if (r >= 0) ms[r] = t;
+    for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
   }
   CK(cudaMemcpy(counts_out, d_counts, sizeof(Counts), cudaMemcpyDeviceToHost));
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  for (void* p : {static_cast<void*>(d_steps), static_cast<void*>(d_items), static_cast<void*>(d_big),
+  for (auto& e : ev) cudaEventDestroy(e);
+  for (void* p : {static_cast<void*>(d_steps), static_cast<void*>(d_items), static_cast<void*>(d_build),
                   static_cast<void*>(d_st), static_cast<void*>(d_sc), static_cast<void*>(d_lp),
                   static_cast<void*>(d_gkeys), static_cast<void*>(d_gpos), static_cast<void*>(d_recs),
                   static_cast<void*>(d_counts)})

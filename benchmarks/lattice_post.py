@@ -243,6 +243,8 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--output-beam", type=float, default=8.0)
     ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--variants", nargs="+", default=["write", "count"], choices=["write", "count"],
+                    help="write: the records stored; count: counted only (a diagnostic of the stores' share)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     from cuwfst import Graph
@@ -281,36 +283,44 @@ def main(argv=None):
         out = dict(batch=bi, rows=len(rows), row_steps=len(steps), tokens=int(steps["src_n"].sum()),
                    max_frontier=int(steps["dst_n"].max()), filtered=int(steps["filter_on"].sum()))
         if lib is not None:
-            ms = np.zeros(a.reps, F32)
-            cnt = np.zeros(8, np.uint64)
-            info = np.zeros(8, np.int64)
-            rc = lib.lp_run_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
-                                  _p(lp), ctypes.c_int64(len(lp)), ctypes.c_float(a.output_beam),
-                                  ctypes.c_int64(48 << 20), ctypes.c_int32(a.reps), _p(ms), _p(cnt), _p(info))
-            if rc != 0:
-                raise SystemExit("lattice_post: the batch's run failed")
-            gpu = dict(zip(("tokens", "chunks", "slots", "cands", "survived", "kept", "checksum", "cursor"),
-                           (int(x) for x in cnt)))
-            out.update(ms_median=float(np.median(ms)), ms_min=float(ms.min()), ms_max=float(ms.max()), gpu=gpu,
-                       items=[int(x) for x in info[:4]], global_steps=int(info[4]), global_entries=int(info[5]))
+            for variant in a.variants:
+                ms, split = np.zeros(a.reps, F32), np.zeros(8, F32)
+                cnt, info = np.zeros(8, np.uint64), np.zeros(8, np.int64)
+                rc = lib.lp_run_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
+                                      _p(lp), ctypes.c_int64(len(lp)), ctypes.c_float(a.output_beam),
+                                      ctypes.c_int64(48 << 20), ctypes.c_int32(a.reps),
+                                      ctypes.c_int32(1 if variant == "write" else 0), _p(ms), _p(split), _p(cnt),
+                                      _p(info))
+                if rc != 0:
+                    raise SystemExit("lattice_post: the batch's run failed")
+                gpu = dict(zip(("tokens", "chunks", "slots", "cands", "survived", "kept", "checksum", "cursor"),
+                               (int(x) for x in cnt)))
+                out[variant] = dict(ms_median=float(np.median(ms)), ms_min=float(ms.min()), ms_max=float(ms.max()),
+                                    split_ms=dict(zip(("tables", "global", "c14", "c13", "c11"),
+                                                      (round(float(x), 3) for x in split[:5]))), gpu=gpu)
+            out.update(items=[int(x) for x in info[:4]], global_steps=int(info[4]), global_entries=int(info[5]),
+                       build_items=int(info[6]))
         if all(r in row_exp for r in rows):
             exp = {k: sum(row_exp[r][k] for r in rows) for k in row_exp[rows[0]]}
             exp["checksum"] %= 1 << 64
             out["numpy"] = exp
             if lib is not None:
-                same = all(out["gpu"][k] == v for k, v in exp.items())
+                same = all(out[v]["gpu"][k] == x for v in a.variants for k, x in exp.items())
                 out["check"] = "equal" if same else "DIFFERENT"
                 fails += not same
         rows_out.append(out)
         print(json.dumps(out), flush=True)
     if lib is not None:
-        tot = np.array([r["ms_median"] for r in rows_out])
-        per = {k: sum(r["gpu"][k] for r in rows_out) for k in ("tokens", "slots", "cands", "survived", "kept")}
         rs = sum(r["row_steps"] for r in rows_out)
-        print(f"post pass: {tot.mean():.3f} ms a batch of {a.batch} (medians of {a.reps}; batches "
-              f"{tot.min():.3f}-{tot.max():.3f}); per row-step: tokens {per['tokens'] / rs:,.0f}, arcs read "
-              f"{per['slots'] / rs:,.0f}, candidates {per['cands'] / rs:,.0f}, survived {per['survived'] / rs:,.0f}, "
-              f"kept {per['kept'] / rs:,.0f}; checked batches: {min(a.check_batches, len(batches))}, "
+        for v in a.variants:
+            tot = np.array([r[v]["ms_median"] for r in rows_out])
+            per = {k: sum(r[v]["gpu"][k] for r in rows_out) for k in ("tokens", "slots", "cands", "survived", "kept")}
+            parts = {k: np.mean([r[v]["split_ms"][k] for r in rows_out]) for k in rows_out[0][v]["split_ms"]}
+            print(f"post pass ({v}): {tot.mean():.3f} ms a batch of {a.batch} (medians of {a.reps}; batches "
+                  f"{tot.min():.3f}-{tot.max():.3f}; parts " + ", ".join(f"{k} {x:.2f}" for k, x in parts.items()) +
+                  f"); per row-step: tokens {per['tokens'] / rs:,.0f}, arcs read {per['slots'] / rs:,.0f}, candidates "
+                  f"{per['cands'] / rs:,.0f}, survived {per['survived'] / rs:,.0f}, kept {per['kept'] / rs:,.0f}")
+        print(f"checked batches: {min(a.check_batches, len(batches))}, "
               f"{'all equal' if fails == 0 else f'{fails} DIFFERENT'}")
     if a.json:
         with open(a.json, "a") as f:

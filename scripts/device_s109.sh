@@ -3,7 +3,7 @@
 # the search (benchmarks/lattice_post.py + lattice_post.cu), timed beside the in-step lattice
 # stage's kernels on the same 256 utterances. Prediction in docs/speed-notes.md.
 #   1. wheels; the full tier (HLG only) in the background; the module built
-#   2. full HLG, 256 utterances, batches of 32: lattice_post (frontiers by the reference decoder in
+#   2. full HLG, 256 utterances, batches of 32: lattice_post, variants write and count (frontiers by the reference decoder in
 #      16 processes, the first batch's counts checked against numpy, 10 timed passes a batch)
 #   3. the same utterances: lattice_speed --one-call --profile (the in-step stage's kernels, lattice
 #      and 1-best, launch by launch)
