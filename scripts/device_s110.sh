@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine (session of 2026-12-04 15:19): issue 10, the bulk records pass v2 (warp appends, tables by chunks)
-# the search (benchmarks/lattice_post.py + lattice_post.cu), timed beside the in-step lattice
-# stage's kernels on the same 256 utterances. Prediction in docs/speed-notes.md.
+# (benchmarks/lattice_post.py + lattice_post.cu), timed beside the in-step lattice stage's kernels on
+# the same 256 utterances. Prediction in docs/speed-notes.md ("The bulk pass, v2").
 #   1. wheels; the full tier (HLG only) in the background; the module built
 #   2. full HLG, 256 utterances, batches of 32: lattice_post, variants write and count (frontiers by the reference decoder in
 #      16 processes, the first batch's counts checked against numpy, 10 timed passes a batch)
