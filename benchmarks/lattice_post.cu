@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, con
     const int32_t* dest, const int32_t* ilabel, const float* weight,
     const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
     const int32_t* gkeys, const int32_t* gpos,
-    float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write) {
+    float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
+    unsigned long long* cursors, int32_t n_cursors) {
   constexpr int H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(smem);
@@ -179,10 +180,15 @@ __global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, con
         if (km != 0u) {
           const int leader = __ffs(km) - 1;
           unsigned long long base = 0;
-          if (lane == leader) base = atomicAdd(&counts->cursor, static_cast<unsigned long long>(__popc(km)));
+          // (n_cursors segments of cap / n_cursors records, a CTA's at cursor blockIdx.x % n_cursors:
+          // one address takes 1 / n_cursors of the atomics)
+          const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
+          const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
+          if (lane == leader) base = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
           base = __shfl_sync(0xFFFFFFFFu, base, leader);
           const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
-          if (keep && r < cap) recs[r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
+          if (keep && r < seg)
+            recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
         }
       }
       if (keep) {
@@ -237,8 +243,9 @@ int Upload(T** d, const T* h, int64_t n) {
   return 0;
 }
 
-using Launch = void (*)(int, size_t, const RowStep*, const int2*, const int32_t*, const float*, const float*,
-                        const int32_t*, const int32_t*, float, Rec*, unsigned long long, Counts*, int32_t);
+using Launch = void (*)(cudaStream_t, int, size_t, const RowStep*, const int2*, const int32_t*, const float*,
+                        const float*, const int32_t*, const int32_t*, float, Rec*, unsigned long long, Counts*,
+                        int32_t, unsigned long long*, int32_t);
 
 // the keys (int32), their frontier indices (uint16) and the log-prob row
 size_t SmemFor(int bits) {
@@ -246,12 +253,13 @@ size_t SmemFor(int bits) {
 }
 
 template <int kBits>
-void LaunchBits(int grid, size_t smem, const RowStep* steps, const int2* items, const int32_t* st, const float* sc,
-                const float* lp, const int32_t* gkeys, const int32_t* gpos, float ob, Rec* recs,
-                unsigned long long cap, Counts* counts, int32_t write) {
-  PostKernel<kBits><<<grid, kThreads, smem>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
+void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps, const int2* items,
+                const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
+                float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
+                unsigned long long* cursors, int32_t n_cursors) {
+  PostKernel<kBits><<<grid, kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
-                                               ob, recs, cap, counts, write);
+                                               ob, recs, cap, counts, write, cursors, n_cursors);
 }
 
 template <int kBits>
@@ -263,6 +271,7 @@ int Prepare() {
 
 constexpr int kClasses = 4;
 constexpr int kBitsOf[kClasses] = {11, 13, 14, 0};  // shared tables up to 8,192 tokens, then global
+constexpr int kCursors = 64;
 
 }  // namespace lpost
 
@@ -288,11 +297,15 @@ int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* wei
 // launches back to back (CUDA events around the whole pass and between its parts). ms[reps]: each
 // pass's time; split[6]: the last pass's parts (clear + build, then the classes from the global
 // one down); counts_out[8]: the last pass's Counts; info_out[8]: items a class, global row-steps,
-// global table entries, build items. write 0: the records are counted, not stored (a diagnostic).
-// Records past rec_cap are counted, not written.
+// global table entries, build items. mode bits: 1 the records stored (else counted only, a
+// diagnostic), 2 each class on a stream of its own (the global one after the tables; split then
+// holds each stream's time from the pass's start), 4 the records' cursor spread over kCursors
+// addresses (segments of rec_cap / kCursors). Records past their segment are counted, not written;
+// counts_out[7] sums the cursors.
 int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const float* sc, int64_t num_tokens,
-                 const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, int32_t write,
+                 const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, int32_t mode,
                  float* ms, float* split, unsigned long long* counts_out, int64_t* info_out) {
+  const int32_t write = mode & 1, streams = (mode & 2) != 0, n_cursors = (mode & 4) ? kCursors : 1;
   std::vector<int2> cls[kClasses], build;
   int64_t tab = 0;
   for (int32_t i = 0; i < num_steps; ++i) {
@@ -329,6 +342,7 @@ int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const flo
   float *d_sc = nullptr, *d_lp = nullptr;
   Rec* d_recs = nullptr;
   Counts* d_counts = nullptr;
+  unsigned long long* d_cursors = nullptr;
   if (Upload(&d_steps, steps, num_steps) || Upload(&d_items, items.data(), static_cast<int64_t>(items.size())) ||
       Upload(&d_build, build.data(), static_cast<int64_t>(build.size())) || Upload(&d_st, st, num_tokens) ||
       Upload(&d_sc, sc, num_tokens) || Upload(&d_lp, lp, lp_len))
@@ -337,33 +351,59 @@ int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const flo
   CK(cudaMalloc(&d_gpos, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
   CK(cudaMalloc(&d_recs, sizeof(Rec) * std::max<int64_t>(rec_cap, 1)));
   CK(cudaMalloc(&d_counts, sizeof(Counts)));
-  cudaEvent_t ev[kClasses + 2];
+  CK(cudaMalloc(&d_cursors, sizeof(unsigned long long) * kCursors));
+  cudaEvent_t ev[kClasses + 2], done[kClasses];
   for (auto& e : ev) CK(cudaEventCreate(&e));
+  for (auto& e : done) CK(cudaEventCreate(&e));
+  cudaStream_t side[kClasses];
+  for (auto& x : side) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
   const Launch fns[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
   for (int r = -1; r < reps; ++r) {
     CK(cudaMemset(d_counts, 0, sizeof(Counts)));
+    CK(cudaMemset(d_cursors, 0, sizeof(unsigned long long) * kCursors));
+    CK(cudaDeviceSynchronize());
     CK(cudaEventRecord(ev[0]));
+    if (streams)  // the shared classes start with the pass; the global class waits for the tables
+      for (int c = 0; c < kClasses - 1; ++c) CK(cudaStreamWaitEvent(side[c], ev[0]));
     if (!build.empty()) {
       CK(cudaMemsetAsync(d_gkeys, 0xFF, sizeof(int32_t) * tab));  // (every key -1)
       BuildKernel<<<static_cast<int>(build.size()), kThreads>>>(d_steps, d_build, d_st, d_gkeys, d_gpos);
     }
     CK(cudaEventRecord(ev[1]));
+    if (streams) CK(cudaStreamWaitEvent(side[kClasses - 1], ev[1]));
     for (int c = kClasses - 1; c >= 0; --c) {  // (the large frontiers first: their CTAs are the longest)
       const int n = off[c + 1] - off[c];
+      cudaStream_t x = streams ? side[c] : cudaStream_t{0};
       if (n > 0)
-        fns[c](n, SmemFor(kBitsOf[c]), d_steps, d_items + off[c], d_st, d_sc, d_lp, d_gkeys, d_gpos, output_beam,
-               d_recs, static_cast<unsigned long long>(rec_cap), d_counts, write);
-      CK(cudaEventRecord(ev[2 + (kClasses - 1 - c)]));
+        fns[c](x, n, SmemFor(kBitsOf[c]), d_steps, d_items + off[c], d_st, d_sc, d_lp, d_gkeys, d_gpos,
+               output_beam, d_recs, static_cast<unsigned long long>(rec_cap), d_counts, write, d_cursors, n_cursors);
+      CK(cudaEventRecord(streams ? done[c] : ev[2 + (kClasses - 1 - c)], x));
+    }
+    if (streams) {
+      for (int c = 0; c < kClasses; ++c) CK(cudaStreamWaitEvent(0, done[c]));
+      CK(cudaEventRecord(ev[kClasses + 1]));
     }
     CK(cudaGetLastError());
     CK(cudaEventSynchronize(ev[kClasses + 1]));
     float t = 0.f;
     CK(cudaEventElapsedTime(&t, ev[0], ev[kClasses + 1]));
     if (r >= 0) ms[r] = t;
-    for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
+    if (streams) {
+      CK(cudaEventElapsedTime(&split[0], ev[0], ev[1]));
+      for (int c = kClasses - 1; c >= 0; --c) CK(cudaEventElapsedTime(&split[kClasses - c], ev[0], done[c]));
+    } else {
+      for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
+    }
   }
   CK(cudaMemcpy(counts_out, d_counts, sizeof(Counts), cudaMemcpyDeviceToHost));
+  unsigned long long cur[kCursors];
+  CK(cudaMemcpy(cur, d_cursors, sizeof(cur), cudaMemcpyDeviceToHost));
+  counts_out[7] = 0;
+  for (int k = 0; k < kCursors; ++k) counts_out[7] += cur[k];
   for (auto& e : ev) cudaEventDestroy(e);
+  for (auto& e : done) cudaEventDestroy(e);
+  for (auto& x : side) cudaStreamDestroy(x);
+  cudaFree(d_cursors);
   for (void* p : {static_cast<void*>(d_steps), static_cast<void*>(d_items), static_cast<void*>(d_build),
                   static_cast<void*>(d_st), static_cast<void*>(d_sc), static_cast<void*>(d_lp),
                   static_cast<void*>(d_gkeys), static_cast<void*>(d_gpos), static_cast<void*>(d_recs),

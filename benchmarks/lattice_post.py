@@ -40,6 +40,7 @@ ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.
                     ("dst_n", np.int32), ("cutoff", F32), ("pre_low", F32), ("slack", F32), ("lp_rest", F32),
                     ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
 U = 2.0 ** -24
+MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4}  # lattice_post.cu lp_run_batch
 PHASE_REAL = 0
 
 
@@ -243,8 +244,10 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--output-beam", type=float, default=8.0)
     ap.add_argument("--cpu-only", action="store_true")
-    ap.add_argument("--variants", nargs="+", default=["write", "count"], choices=["write", "count"],
-                    help="write: the records stored; count: counted only (a diagnostic of the stores' share)")
+    ap.add_argument("--variants", nargs="+", default=list(MODES), choices=list(MODES),
+                    help="write: the records stored at one cursor, the classes in turn; cursors: at 64 cursors; "
+                         "streams: and the classes on streams of their own; count: the last, records counted only "
+                         "(a diagnostic of the stores' share)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     from cuwfst import Graph
@@ -289,14 +292,14 @@ def main(argv=None):
                 rc = lib.lp_run_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
                                       _p(lp), ctypes.c_int64(len(lp)), ctypes.c_float(a.output_beam),
                                       ctypes.c_int64(48 << 20), ctypes.c_int32(a.reps),
-                                      ctypes.c_int32(1 if variant == "write" else 0), _p(ms), _p(split), _p(cnt),
+                                      ctypes.c_int32(MODES[variant]), _p(ms), _p(split), _p(cnt),
                                       _p(info))
                 if rc != 0:
                     raise SystemExit("lattice_post: the batch's run failed")
                 gpu = dict(zip(("tokens", "chunks", "slots", "cands", "survived", "kept", "checksum", "cursor"),
                                (int(x) for x in cnt)))
                 out[variant] = dict(ms_median=float(np.median(ms)), ms_min=float(ms.min()), ms_max=float(ms.max()),
-                                    split_ms=dict(zip(("tables", "global", "c14", "c13", "c11"),
+                                    split_ms=dict(zip(("tables", "global", "c14", "c13", "c11"),  # (streams: ends)
                                                       (round(float(x), 3) for x in split[:5]))), gpu=gpu)
             out.update(items=[int(x) for x in info[:4]], global_steps=int(info[4]), global_entries=int(info[5]),
                        build_items=int(info[6]))
