@@ -108,9 +108,11 @@ __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, co
 
 // grid: one CTA a work item (row-step index, first token of its chunk of S_t). kBits > 0: S_{t+1}
 // in a table of 2^kBits in shared memory (at least twice its tokens), built by every CTA of the
-// row-step; kBits == 0: the row-step's global table (BuildKernel).
-template <int kBits>
-__global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, const int2* items,
+// row-step; kBits == 0: the row-step's global table (BuildKernel). kPipe: a warp loads its next
+// token's range and the state and score of the one after while it walks the current one (the
+// token's two dependent round trips off the chain), registers held to 64 (4 CTAs a multiprocessor).
+template <int kBits, bool kPipe = false>
+__global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowStep* steps, const int2* items,
     const int32_t* st, const float* sc, const float* lp, int32_t V,
     const int32_t* dest, const int32_t* ilabel, const float* weight,
     const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
@@ -139,11 +141,47 @@ __global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, con
   unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0;
   const float* dsc = sc + rs.dst_off;
   const int32_t last = min(rs.src_n, item.y + kChunk);
+  const int64_t so = rs.src_off;
+  int32_t s = 0, n = 0, n0 = 0, s1 = 0;
+  float a = 0.f, a1 = 0.f;
+  int64_t b = 0;
+  if (kPipe) {
+    const int32_t i = item.y + wid;
+    if (i < last) {
+      s = st[so + i];
+      a = sc[so + i];
+    }
+    if (i + kWarps < last) {
+      s1 = st[so + i + kWarps];
+      a1 = sc[so + i + kWarps];
+    }
+    if (i < last) {
+      b = emit_b[s];
+      n = emit_n[s];
+      n0 = emit_n0[s];
+    }
+  }
   for (int i = item.y + wid; i < last; i += kWarps) {
-    const int32_t s = st[rs.src_off + i];
-    const float a = sc[rs.src_off + i];
-    const int64_t b = emit_b[s];
-    const int32_t n = emit_n[s], n0 = emit_n0[s];
+    int64_t b1 = 0;
+    int32_t n1 = 0, n01 = 0, s2 = 0;
+    float a2 = 0.f;
+    if (kPipe) {  // the next token's range, the one after's state and score: in flight during the walk
+      if (i + kWarps < last) {
+        b1 = emit_b[s1];
+        n1 = emit_n[s1];
+        n01 = emit_n0[s1];
+      }
+      if (i + 2 * kWarps < last) {
+        s2 = st[so + i + 2 * kWarps];
+        a2 = sc[so + i + 2 * kWarps];
+      }
+    } else {
+      s = st[so + i];
+      a = sc[so + i];
+      b = emit_b[s];
+      n = emit_n[s];
+      n0 = emit_n0[s];
+    }
     for (int32_t k = 0; k < n; k += 32) {
       const int32_t j = k + lane;
       bool read = false;
@@ -197,6 +235,15 @@ __global__ void __launch_bounds__(kThreads) PostKernel(const RowStep* steps, con
       }
       // past the label-0 arcs the weights fall: a lane that did not read leaves every later one unread
       if (__ballot_sync(0xFFFFFFFFu, j < n && j >= n0 && !read) != 0u) break;
+    }
+    if (kPipe) {
+      s = s1;
+      a = a1;
+      b = b1;
+      n = n1;
+      n0 = n01;
+      s1 = s2;
+      a1 = a2;
     }
   }
   atomicAdd(&s_c[0], n_chunks);
@@ -252,19 +299,21 @@ size_t SmemFor(int bits) {
   return (bits > 0 ? size_t{6} << bits : 0) + sizeof(float) * static_cast<size_t>(g_dev.V);
 }
 
-template <int kBits>
+template <int kBits, bool kPipe = false>
 void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps, const int2* items,
                 const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
                 float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
                 unsigned long long* cursors, int32_t n_cursors) {
-  PostKernel<kBits><<<grid, kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
+  PostKernel<kBits, kPipe><<<grid, kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
                                                ob, recs, cap, counts, write, cursors, n_cursors);
 }
 
 template <int kBits>
 int Prepare() {
-  CK(cudaFuncSetAttribute(PostKernel<kBits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  CK(cudaFuncSetAttribute(PostKernel<kBits, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          static_cast<int>(SmemFor(kBits))));
+  CK(cudaFuncSetAttribute(PostKernel<kBits, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   return 0;
 }
@@ -300,7 +349,8 @@ int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* wei
 // global table entries, build items. mode bits: 1 the records stored (else counted only, a
 // diagnostic), 2 each class on a stream of its own (the global one after the tables; split then
 // holds each stream's time from the pass's start), 4 the records' cursor spread over kCursors
-// addresses (segments of rec_cap / kCursors). Records past their segment are counted, not written;
+// addresses (segments of rec_cap / kCursors), 8 the pipelined kernel (PostKernel kPipe). Records
+// past their segment are counted, not written;
 // counts_out[7] sums the cursors.
 int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const float* sc, int64_t num_tokens,
                  const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, int32_t mode,
@@ -357,7 +407,10 @@ int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const flo
   for (auto& e : done) CK(cudaEventCreate(&e));
   cudaStream_t side[kClasses];
   for (auto& x : side) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
-  const Launch fns[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
+  const Launch plain[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
+  const Launch piped[kClasses] = {LaunchBits<11, true>, LaunchBits<13, true>, LaunchBits<14, true>,
+                                  LaunchBits<0, true>};
+  const Launch* fns = (mode & 8) ? piped : plain;
   for (int r = -1; r < reps; ++r) {
     CK(cudaMemset(d_counts, 0, sizeof(Counts)));
     CK(cudaMemset(d_cursors, 0, sizeof(unsigned long long) * kCursors));

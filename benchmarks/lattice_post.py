@@ -40,7 +40,8 @@ ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.
                     ("dst_n", np.int32), ("cutoff", F32), ("pre_low", F32), ("slack", F32), ("lp_rest", F32),
                     ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
 U = 2.0 ** -24
-MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4}  # lattice_post.cu lp_run_batch
+MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4, "pipe": 1 | 2 | 4 | 8,
+         "pipe_count": 2 | 4 | 8}  # lattice_post.cu lp_run_batch
 PHASE_REAL = 0
 
 
@@ -247,7 +248,8 @@ def main(argv=None):
     ap.add_argument("--variants", nargs="+", default=list(MODES), choices=list(MODES),
                     help="write: the records stored at one cursor, the classes in turn; cursors: at 64 cursors; "
                          "streams: and the classes on streams of their own; count: the last, records counted only "
-                         "(a diagnostic of the stores' share)")
+                         "(a diagnostic of the stores' share); pipe / pipe_count: streams / count with each warp's "
+                         "next token's loads in flight during its walk")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     from cuwfst import Graph
