@@ -326,10 +326,8 @@ constexpr int kCursors = 64;
 
 using namespace lpost;
 
-extern "C" {
-
 // The graph's emitting arcs (the image's order) and, a state, its emitting range and label-0 count.
-int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* weight, int64_t num_arcs,
+extern "C" int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* weight, int64_t num_arcs,
                     const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0, int64_t num_states,
                     int32_t V) {
   g_dev.V = V;
@@ -341,23 +339,39 @@ int lp_upload_graph(const int32_t* dest, const int32_t* ilabel, const float* wei
   return 0;
 }
 
-// One batch: its row-steps (their tab_off / tab_bits are set here), frontiers and log-prob rows;
-// `reps` timed passes after one warm-up, each the global tables' clear and build and the classes'
-// launches back to back (CUDA events around the whole pass and between its parts). ms[reps]: each
-// pass's time; split[6]: the last pass's parts (clear + build, then the classes from the global
-// one down); counts_out[8]: the last pass's Counts; info_out[8]: items a class, global row-steps,
-// global table entries, build items. mode bits: 1 the records stored (else counted only, a
-// diagnostic), 2 each class on a stream of its own (the global one after the tables; split then
-// holds each stream's time from the pass's start), 4 the records' cursor spread over kCursors
-// addresses (segments of rec_cap / kCursors), 8 the pipelined kernel (PostKernel kPipe). Records
-// past their segment are counted, not written;
-// counts_out[7] sums the cursors.
-int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const float* sc, int64_t num_tokens,
-                 const float* lp, int64_t lp_len, float output_beam, int64_t rec_cap, int32_t reps, int32_t mode,
-                 float* ms, float* split, unsigned long long* counts_out, int64_t* info_out) {
-  const int32_t write = mode & 1, streams = (mode & 2) != 0, n_cursors = (mode & 4) ? kCursors : 1;
+namespace lpost {
+
+// A batch on the device (lp_prepare_batch): its row-steps, work items, frontiers, log-prob rows,
+// tables and records, and the pass's own non-blocking streams (so a pass runs beside other work on
+// the GPU, a decoder's included: nothing is on the legacy default stream).
+struct Batch {
+  int off[kClasses + 1] = {};
+  int n_build = 0;
+  int64_t tab = 0, rec_cap = 0;
+  RowStep* steps = nullptr;
+  int2 *items = nullptr, *build = nullptr;
+  int32_t *st = nullptr, *gkeys = nullptr, *gpos = nullptr;
+  float *sc = nullptr, *lp = nullptr;
+  Rec* recs = nullptr;
+  Counts* counts = nullptr;
+  unsigned long long* cursors = nullptr;
+  cudaStream_t main = nullptr, side[kClasses] = {};
+  cudaEvent_t ev[kClasses + 2] = {}, done[kClasses] = {};
+};
+
+}  // namespace lpost
+
+extern "C" {
+
+void lp_free(void* handle);
+
+// One batch onto the device: its row-steps (their tab_off / tab_bits are set here), frontiers and
+// log-prob rows. info_out[8]: items a class, global row-steps, global table entries, build items.
+// Returns the handle, nullptr on an error.
+void* lp_prepare_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const float* sc, int64_t num_tokens,
+                       const float* lp, int64_t lp_len, int64_t rec_cap, int64_t* info_out) {
   std::vector<int2> cls[kClasses], build;
-  int64_t tab = 0;
+  int64_t tab = 0, n_big = 0;
   for (int32_t i = 0; i < num_steps; ++i) {
     const int32_t n = steps[i].dst_n;
     int c = 0;
@@ -369,99 +383,126 @@ int lp_run_batch(RowStep* steps, int32_t num_steps, const int32_t* st, const flo
       steps[i].tab_bits = bits;
       steps[i].tab_off = tab;
       tab += int64_t{1} << bits;
+      ++n_big;
       for (int32_t f = 0; f < n; f += kChunk) build.push_back(make_int2(i, f));
     }
     for (int32_t f = 0; f < steps[i].src_n; f += kChunk) cls[c].push_back(make_int2(i, f));
   }
+  Batch* h = new Batch;
   std::vector<int2> items;
-  int off[kClasses + 1] = {};
   for (int c = 0; c < kClasses; ++c) {
-    off[c] = static_cast<int>(items.size());
+    h->off[c] = static_cast<int>(items.size());
     items.insert(items.end(), cls[c].begin(), cls[c].end());
     info_out[c] = static_cast<int64_t>(cls[c].size());
   }
-  off[kClasses] = static_cast<int>(items.size());
+  h->off[kClasses] = static_cast<int>(items.size());
+  h->n_build = static_cast<int>(build.size());
+  h->tab = tab;
+  h->rec_cap = rec_cap;
+  info_out[4] = n_big;
   info_out[5] = tab;
   info_out[6] = static_cast<int64_t>(build.size());
-  int64_t n_big = 0;
-  for (int32_t i = 0; i < num_steps; ++i) n_big += steps[i].tab_bits > 0;
-  info_out[4] = n_big;
-  RowStep* d_steps = nullptr;
-  int2 *d_items = nullptr, *d_build = nullptr;
-  int32_t *d_st = nullptr, *d_gkeys = nullptr, *d_gpos = nullptr;
-  float *d_sc = nullptr, *d_lp = nullptr;
-  Rec* d_recs = nullptr;
-  Counts* d_counts = nullptr;
-  unsigned long long* d_cursors = nullptr;
-  if (Upload(&d_steps, steps, num_steps) || Upload(&d_items, items.data(), static_cast<int64_t>(items.size())) ||
-      Upload(&d_build, build.data(), static_cast<int64_t>(build.size())) || Upload(&d_st, st, num_tokens) ||
-      Upload(&d_sc, sc, num_tokens) || Upload(&d_lp, lp, lp_len))
-    return 1;
-  CK(cudaMalloc(&d_gkeys, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
-  CK(cudaMalloc(&d_gpos, sizeof(int32_t) * std::max<int64_t>(tab, 1)));
-  CK(cudaMalloc(&d_recs, sizeof(Rec) * std::max<int64_t>(rec_cap, 1)));
-  CK(cudaMalloc(&d_counts, sizeof(Counts)));
-  CK(cudaMalloc(&d_cursors, sizeof(unsigned long long) * kCursors));
-  cudaEvent_t ev[kClasses + 2], done[kClasses];
-  for (auto& e : ev) CK(cudaEventCreate(&e));
-  for (auto& e : done) CK(cudaEventCreate(&e));
-  cudaStream_t side[kClasses];
-  for (auto& x : side) CK(cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking));
+  auto fail = [&]() -> void* {
+    lp_free(h);
+    return nullptr;
+  };
+  if (Upload(&h->steps, steps, num_steps) || Upload(&h->items, items.data(), static_cast<int64_t>(items.size())) ||
+      Upload(&h->build, build.data(), static_cast<int64_t>(build.size())) || Upload(&h->st, st, num_tokens) ||
+      Upload(&h->sc, sc, num_tokens) || Upload(&h->lp, lp, lp_len))
+    return fail();
+  if (cudaMalloc(&h->gkeys, sizeof(int32_t) * std::max<int64_t>(tab, 1)) != cudaSuccess ||
+      cudaMalloc(&h->gpos, sizeof(int32_t) * std::max<int64_t>(tab, 1)) != cudaSuccess ||
+      cudaMalloc(&h->recs, sizeof(Rec) * std::max<int64_t>(rec_cap, 1)) != cudaSuccess ||
+      cudaMalloc(&h->counts, sizeof(Counts)) != cudaSuccess ||
+      cudaMalloc(&h->cursors, sizeof(unsigned long long) * kCursors) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&h->main, cudaStreamNonBlocking) != cudaSuccess)
+    return fail();
+  for (auto& x : h->side)
+    if (cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking) != cudaSuccess) return fail();
+  for (auto& e : h->ev)
+    if (cudaEventCreate(&e) != cudaSuccess) return fail();
+  for (auto& e : h->done)
+    if (cudaEventCreate(&e) != cudaSuccess) return fail();
+  return h;
+}
+
+void lp_free(void* handle) {
+  Batch* h = static_cast<Batch*>(handle);
+  if (h == nullptr) return;
+  for (void* p : {static_cast<void*>(h->steps), static_cast<void*>(h->items), static_cast<void*>(h->build),
+                  static_cast<void*>(h->st), static_cast<void*>(h->sc), static_cast<void*>(h->lp),
+                  static_cast<void*>(h->gkeys), static_cast<void*>(h->gpos), static_cast<void*>(h->recs),
+                  static_cast<void*>(h->counts), static_cast<void*>(h->cursors)})
+    if (p != nullptr) cudaFree(p);
+  for (auto& e : h->ev)
+    if (e != nullptr) cudaEventDestroy(e);
+  for (auto& e : h->done)
+    if (e != nullptr) cudaEventDestroy(e);
+  for (auto& x : h->side)
+    if (x != nullptr) cudaStreamDestroy(x);
+  if (h->main != nullptr) cudaStreamDestroy(h->main);
+  delete h;
+}
+
+// One pass over a prepared batch; waits for it (its own events only). mode bits: 1 the records
+// stored (else counted only, a diagnostic), 2 each class on a stream of its own (the global one
+// after the tables; split then holds each stream's end from the pass's start), 4 the records'
+// cursor spread over kCursors addresses (segments of rec_cap / kCursors), 8 the pipelined kernel
+// (PostKernel kPipe). ms: the pass's time (CUDA events); split[5]: its parts (clear + build, then
+// the classes from the global one down). Records past their segment are counted, not written.
+int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* split) {
+  Batch* h = static_cast<Batch*>(handle);
+  const int32_t write = mode & 1, streams = (mode & 2) != 0, n_cursors = (mode & 4) ? kCursors : 1;
   const Launch plain[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
   const Launch piped[kClasses] = {LaunchBits<11, true>, LaunchBits<13, true>, LaunchBits<14, true>,
                                   LaunchBits<0, true>};
   const Launch* fns = (mode & 8) ? piped : plain;
-  for (int r = -1; r < reps; ++r) {
-    CK(cudaMemset(d_counts, 0, sizeof(Counts)));
-    CK(cudaMemset(d_cursors, 0, sizeof(unsigned long long) * kCursors));
-    CK(cudaDeviceSynchronize());
-    CK(cudaEventRecord(ev[0]));
-    if (streams)  // the shared classes start with the pass; the global class waits for the tables
-      for (int c = 0; c < kClasses - 1; ++c) CK(cudaStreamWaitEvent(side[c], ev[0]));
-    if (!build.empty()) {
-      CK(cudaMemsetAsync(d_gkeys, 0xFF, sizeof(int32_t) * tab));  // (every key -1)
-      BuildKernel<<<static_cast<int>(build.size()), kThreads>>>(d_steps, d_build, d_st, d_gkeys, d_gpos);
-    }
-    CK(cudaEventRecord(ev[1]));
-    if (streams) CK(cudaStreamWaitEvent(side[kClasses - 1], ev[1]));
-    for (int c = kClasses - 1; c >= 0; --c) {  // (the large frontiers first: their CTAs are the longest)
-      const int n = off[c + 1] - off[c];
-      cudaStream_t x = streams ? side[c] : cudaStream_t{0};
-      if (n > 0)
-        fns[c](x, n, SmemFor(kBitsOf[c]), d_steps, d_items + off[c], d_st, d_sc, d_lp, d_gkeys, d_gpos,
-               output_beam, d_recs, static_cast<unsigned long long>(rec_cap), d_counts, write, d_cursors, n_cursors);
-      CK(cudaEventRecord(streams ? done[c] : ev[2 + (kClasses - 1 - c)], x));
-    }
-    if (streams) {
-      for (int c = 0; c < kClasses; ++c) CK(cudaStreamWaitEvent(0, done[c]));
-      CK(cudaEventRecord(ev[kClasses + 1]));
-    }
-    CK(cudaGetLastError());
-    CK(cudaEventSynchronize(ev[kClasses + 1]));
-    float t = 0.f;
-    CK(cudaEventElapsedTime(&t, ev[0], ev[kClasses + 1]));
-    if (r >= 0) ms[r] = t;
-    if (streams) {
-      CK(cudaEventElapsedTime(&split[0], ev[0], ev[1]));
-      for (int c = kClasses - 1; c >= 0; --c) CK(cudaEventElapsedTime(&split[kClasses - c], ev[0], done[c]));
-    } else {
-      for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
-    }
+  cudaEvent_t* ev = h->ev;
+  CK(cudaMemsetAsync(h->counts, 0, sizeof(Counts), h->main));
+  CK(cudaMemsetAsync(h->cursors, 0, sizeof(unsigned long long) * kCursors, h->main));
+  CK(cudaEventRecord(ev[0], h->main));
+  if (streams)  // the shared classes start with the pass; the global class waits for the tables
+    for (int c = 0; c < kClasses - 1; ++c) CK(cudaStreamWaitEvent(h->side[c], ev[0]));
+  if (h->n_build > 0) {
+    CK(cudaMemsetAsync(h->gkeys, 0xFF, sizeof(int32_t) * h->tab, h->main));  // (every key -1)
+    BuildKernel<<<h->n_build, kThreads, 0, h->main>>>(h->steps, h->build, h->st, h->gkeys, h->gpos);
   }
-  CK(cudaMemcpy(counts_out, d_counts, sizeof(Counts), cudaMemcpyDeviceToHost));
+  CK(cudaEventRecord(ev[1], h->main));
+  if (streams) CK(cudaStreamWaitEvent(h->side[kClasses - 1], ev[1]));
+  for (int c = kClasses - 1; c >= 0; --c) {  // (the large frontiers first: their CTAs are the longest)
+    const int n = h->off[c + 1] - h->off[c];
+    cudaStream_t x = streams ? h->side[c] : h->main;
+    if (n > 0)
+      fns[c](x, n, SmemFor(kBitsOf[c]), h->steps, h->items + h->off[c], h->st, h->sc, h->lp, h->gkeys, h->gpos,
+             output_beam, h->recs, static_cast<unsigned long long>(h->rec_cap), h->counts, write, h->cursors,
+             n_cursors);
+    CK(cudaEventRecord(streams ? h->done[c] : ev[2 + (kClasses - 1 - c)], x));
+  }
+  if (streams) {
+    for (int c = 0; c < kClasses; ++c) CK(cudaStreamWaitEvent(h->main, h->done[c]));
+    CK(cudaEventRecord(ev[kClasses + 1], h->main));
+  }
+  CK(cudaGetLastError());
+  CK(cudaEventSynchronize(ev[kClasses + 1]));
+  CK(cudaEventElapsedTime(ms, ev[0], ev[kClasses + 1]));
+  if (streams) {
+    CK(cudaEventElapsedTime(&split[0], ev[0], ev[1]));
+    for (int c = kClasses - 1; c >= 0; --c) CK(cudaEventElapsedTime(&split[kClasses - c], ev[0], h->done[c]));
+  } else {
+    for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
+  }
+  return 0;
+}
+
+// The last pass's Counts (counts_out[7]: the cursors summed).
+int lp_counts(void* handle, unsigned long long* counts_out) {
+  Batch* h = static_cast<Batch*>(handle);
+  CK(cudaStreamSynchronize(h->main));
+  CK(cudaMemcpy(counts_out, h->counts, sizeof(Counts), cudaMemcpyDeviceToHost));
   unsigned long long cur[kCursors];
-  CK(cudaMemcpy(cur, d_cursors, sizeof(cur), cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(cur, h->cursors, sizeof(cur), cudaMemcpyDeviceToHost));
   counts_out[7] = 0;
   for (int k = 0; k < kCursors; ++k) counts_out[7] += cur[k];
-  for (auto& e : ev) cudaEventDestroy(e);
-  for (auto& e : done) cudaEventDestroy(e);
-  for (auto& x : side) cudaStreamDestroy(x);
-  cudaFree(d_cursors);
-  for (void* p : {static_cast<void*>(d_steps), static_cast<void*>(d_items), static_cast<void*>(d_build),
-                  static_cast<void*>(d_st), static_cast<void*>(d_sc), static_cast<void*>(d_lp),
-                  static_cast<void*>(d_gkeys), static_cast<void*>(d_gpos), static_cast<void*>(d_recs),
-                  static_cast<void*>(d_counts)})
-    cudaFree(p);
   return 0;
 }
 

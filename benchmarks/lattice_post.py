@@ -1,7 +1,7 @@
 """The lattice records as one bulk pass after the search, timed on the GPU (issue 10).
 
     python -m benchmarks.lattice_post GRAPH.img SHARD.npz [--utts N] [--batch B] [--reps R]
-        [--check-batches K] [--procs P] [--json PATH]
+        [--check-batches K] [--procs P] [--variants V...] [--overlap V] [--json PATH]
 
 Today a lattice decode finds its records inside every step: the scan, max and expand walk the
 band below the cutoff as well, and LatPersistKernel / LatStepEndKernel probe, filter and write
@@ -19,7 +19,10 @@ snapshots' cutoffs with the filter's slack recomputed in float64 (close to the d
 upward-rounded float32 one: a benchmark input, not the decoder's). For the first K batches every
 count (arcs read, candidates, survivors, kept records) and an order-free checksum of the kept
 records (row, step, arc, destination index) are computed again with numpy from the same inputs, and
-must be equal. Needs nvcc and a GPU for the timing; `--cpu-only` does the numpy side alone.
+must be equal. --overlap V then runs passes of variant V in a loop beside the package's GPU decoder
+decoding the same rows (1-best, batches of B): whether the pass could hide beside the next batch's
+search, as the pruning does now. Needs nvcc and a GPU for the timing (torch for --overlap);
+`--cpu-only` does the numpy side alone.
 """
 
 import argparse
@@ -41,7 +44,7 @@ ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.
                     ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
 U = 2.0 ** -24
 MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4, "pipe": 1 | 2 | 4 | 8,
-         "pipe_count": 2 | 4 | 8}  # lattice_post.cu lp_run_batch
+         "pipe_count": 2 | 4 | 8}  # lattice_post.cu lp_pass's mode bits
 PHASE_REAL = 0
 
 
@@ -223,6 +226,7 @@ def build_library(out_dir: str) -> str:
 
 def load_library(so: str):
     lib = ctypes.CDLL(so)
+    lib.lp_prepare_batch.restype = ctypes.c_void_p
     sizes = (ctypes.c_int32 * 3)()
     lib.lp_sizes(sizes)
     if sizes[0] != ROWSTEP.itemsize or sizes[1] != 32 or sizes[2] != 64:
@@ -232,6 +236,77 @@ def load_library(so: str):
 
 def _p(a):
     return ctypes.c_void_p(a.ctypes.data)
+
+
+def _pass(lib, h, mode: int, ob: float, ms: np.ndarray, i: int) -> np.ndarray:
+    """One pass over a prepared batch (lattice_post.cu lp_pass): its time into ms[i]; its parts."""
+    t, split = ctypes.c_float(0.0), np.zeros(8, F32)
+    if lib.lp_pass(ctypes.c_void_p(h), ctypes.c_int32(mode), ctypes.c_float(ob), ctypes.byref(t), _p(split)) != 0:
+        raise SystemExit("lattice_post: a pass failed")
+    ms[i] = t.value
+    return split
+
+
+def overlap(lib, handles, mode: int, ob: float, graph, lp_all, lens, B: int, reps: int = 3) -> dict:
+    """The passes beside the GPU decoder's 1-best decode of the same rows (batches of B, one after
+    another, as a decode call each): the decode's time alone and with a thread running passes over
+    every batch in a loop on the passes' own streams, and the passes' rate alone and beside it."""
+    import threading
+
+    import torch
+
+    from cuwfst import Decoder, DecoderOptions
+
+    dec = Decoder(graph, DecoderOptions(output_beam=ob), device="cuda", max_lanes=B)
+    lp_gpu = torch.from_numpy(np.ascontiguousarray(lp_all, F32)).cuda()
+    n = len(lens)
+
+    def decode_all():
+        for s in range(0, n, B):
+            dec.decode(lp_gpu[s: s + B], lens[s: s + B])
+        torch.cuda.synchronize()
+
+    def timed(fn):
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        return float(np.median(ts)) * 1000
+
+    decode_all()
+    decode_all()  # (warm: grown buffers, captured graphs)
+    nb = len(handles)
+    ms = np.zeros(1, F32)
+
+    def passes_all():
+        for h in handles:
+            _pass(lib, h, mode, ob, ms, 0)
+
+    post_alone = timed(passes_all) / nb
+    d_alone = timed(decode_all) / nb
+    stop, done, span = threading.Event(), [0], [0.0, 0.0]
+
+    def loop():
+        span[0] = time.perf_counter()
+        while not stop.is_set():
+            for h in handles:
+                if stop.is_set():
+                    break
+                _pass(lib, h, mode, ob, ms, 0)
+                done[0] += 1
+                span[1] = time.perf_counter()
+
+    th = threading.Thread(target=loop)
+    th.start()
+    time.sleep(0.05)  # (the passes running before the decode starts)
+    d_beside = timed(decode_all) / nb
+    stop.set()
+    th.join()
+    post_beside = (span[1] - span[0]) * 1000 / max(done[0], 1)
+    d_after = timed(decode_all) / nb
+    return dict(mode=mode, decode_ms_alone=d_alone, decode_ms_beside=d_beside, decode_ms_alone_after=d_after,
+                post_ms_alone=post_alone, post_ms_beside=post_beside, passes_beside=done[0])
 
 
 def main(argv=None):
@@ -250,6 +325,8 @@ def main(argv=None):
                          "streams: and the classes on streams of their own; count: the last, records counted only "
                          "(a diagnostic of the stores' share); pipe / pipe_count: streams / count with each warp's "
                          "next token's loads in flight during its walk")
+    ap.add_argument("--overlap", choices=list(MODES),
+                    help="then time the passes (this variant) beside the GPU decoder's 1-best decode of the same rows")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     from cuwfst import Graph
@@ -282,24 +359,28 @@ def main(argv=None):
                                  ctypes.c_int64(g.num_states), ctypes.c_int32(tb.vocab_size))
         if rc != 0:
             raise SystemExit("lattice_post: graph upload failed")
-    rows_out, fails = [], 0
+    rows_out, fails, handles = [], 0, []
     for bi, rows in enumerate(batches):
         steps, st, sc, lp = build_batch(rows, lp_all, lens, fronts, mw, a.output_beam)
         out = dict(batch=bi, rows=len(rows), row_steps=len(steps), tokens=int(steps["src_n"].sum()),
                    max_frontier=int(steps["dst_n"].max()), filtered=int(steps["filter_on"].sum()))
         if lib is not None:
+            info = np.zeros(8, np.int64)
+            h = lib.lp_prepare_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
+                                     _p(lp), ctypes.c_int64(len(lp)), ctypes.c_int64(48 << 20), _p(info))
+            if not h:
+                raise SystemExit("lattice_post: the batch's upload failed")
+            handles.append(h)
             for variant in a.variants:
-                ms, split = np.zeros(a.reps, F32), np.zeros(8, F32)
-                cnt, info = np.zeros(8, np.uint64), np.zeros(8, np.int64)
-                rc = lib.lp_run_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
-                                      _p(lp), ctypes.c_int64(len(lp)), ctypes.c_float(a.output_beam),
-                                      ctypes.c_int64(48 << 20), ctypes.c_int32(a.reps),
-                                      ctypes.c_int32(MODES[variant]), _p(ms), _p(split), _p(cnt),
-                                      _p(info))
-                if rc != 0:
-                    raise SystemExit("lattice_post: the batch's run failed")
+                ms = np.zeros(a.reps + 1, F32)
+                for r in range(a.reps + 1):  # (the first: a warm-up)
+                    split = _pass(lib, h, MODES[variant], a.output_beam, ms, r)
+                cnt = np.zeros(8, np.uint64)
+                if lib.lp_counts(ctypes.c_void_p(h), _p(cnt)) != 0:
+                    raise SystemExit("lattice_post: the counts' readback failed")
                 gpu = dict(zip(("tokens", "chunks", "slots", "cands", "survived", "kept", "checksum", "cursor"),
                                (int(x) for x in cnt)))
+                ms = ms[1:]
                 out[variant] = dict(ms_median=float(np.median(ms)), ms_min=float(ms.min()), ms_max=float(ms.max()),
                                     split_ms=dict(zip(("tables", "global", "c14", "c13", "c11"),  # (streams: ends)
                                                       (round(float(x), 3) for x in split[:5]))), gpu=gpu)
@@ -327,10 +408,20 @@ def main(argv=None):
                   f"{per['cands'] / rs:,.0f}, survived {per['survived'] / rs:,.0f}, kept {per['kept'] / rs:,.0f}")
         print(f"checked batches: {min(a.check_batches, len(batches))}, "
               f"{'all equal' if fails == 0 else f'{fails} DIFFERENT'}")
+    ov = None
+    if lib is not None and a.overlap:
+        ov = overlap(lib, handles, MODES[a.overlap], a.output_beam, g, lp_all, lens.astype(np.int32), a.batch)
+        print(f"beside the decoder ({a.overlap}), ms a batch of {a.batch}: 1-best decode alone {ov['decode_ms_alone']:.2f} "
+              f"(after: {ov['decode_ms_alone_after']:.2f}), with the passes beside it {ov['decode_ms_beside']:.2f}; "
+              f"a pass alone {ov['post_ms_alone']:.2f}, beside the decode {ov['post_ms_beside']:.2f} "
+              f"({ov['passes_beside']} passes)", flush=True)
+    for h in handles:
+        lib.lp_free(ctypes.c_void_p(h))
     if a.json:
         with open(a.json, "a") as f:
             f.write(json.dumps(dict(graph=a.graph, utts=len(lens), batch=a.batch, reps=a.reps,
-                                    commit=os.environ.get("CUWFST_COMMIT", "unknown"), batches=rows_out)) + "\n")
+                                    commit=os.environ.get("CUWFST_COMMIT", "unknown"), batches=rows_out,
+                                    overlap=ov)) + "\n")
     return 1 if fails else 0
 
 
