@@ -218,6 +218,74 @@ def expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, num_stat
     return tot
 
 
+def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: float | None = None):
+    """The CPU twin of a records pass after the search: a batch's lattice records
+    (cuwfst.decoder.lattice_records.LatticeRecords) made from the search's frontiers and step
+    scalars alone (the reference decoder's snapshots of each row), never from inside a step.
+    Real steps: every emitting arc of a token of S_t whose destination is in S_{t+1}, acoustic
+    lp[t][label]; with filter_output_beam, a non-admitted one is dropped where
+    end < (s(dst) - output_beam) - slack on a filtered step (filter_scalars' slack: the pruned
+    lattice is the same, since only arcs it prunes are dropped). The final step: the final arcs of
+    S_length's tokens (acoustic 0) where the row has a final token; allow_partial's redirect step:
+    every arc of them, marked REDIRECT_ARC_BIT (k2-facts: no acoustic).
+    Epsilon-free graphs; offline decodes. `decoder`: a CPU cuwfst.Decoder; lp float32 [B, T, V]."""
+    from benchmarks.roofline import _ragged, _snapshots, graph_tables
+    from cuwfst.decoder.lattice_records import LatticeRecords
+    from cuwfst.decoder.offline import REDIRECT_ARC_BIT
+
+    graph = decoder.graph
+    if graph.has_epsilon:
+        raise ValueError("twin_records: epsilon-free graphs only")
+    tb = graph_tables(graph, 0)
+    B, T, _ = lp.shape
+    S = T + 1
+    counts, cutoffs, sizes = np.zeros((B, S), np.int32), np.zeros((B, S), F32), np.zeros((B, S), np.int32)
+    out = []
+    pos_of = np.full(tb.num_states, -1, np.int64)
+    mw = float(np.abs(tb.weight).max()) if len(tb.weight) else 0.0
+    for b in range(B):
+        L = int(lens[b])
+        row = np.ascontiguousarray(lp[b], F32)
+        cnt, st_buf, sc_buf, _, step = _snapshots(decoder, row, L)
+        scal = filter_scalars(step, L, mw, filter_output_beam) if filter_output_beam is not None else None
+        for k in range(L + 1):
+            n0, n1 = int(cnt[k]), int(cnt[k + 1])
+            s = st_buf[k, :n0].astype(np.int64)
+            cutoffs[b, k], sizes[b, k] = step[k + 1, 2], n1
+            phase = int(step[k + 1, 0])
+            if phase == PHASE_REAL:
+                if k == L:
+                    raise AssertionError("a real step past the row's frames")
+                own, arcs = _ragged(tb.emit_b[s], tb.emit_e[s] - tb.emit_b[s])
+                s1 = st_buf[k + 1, :n1].astype(np.int64)
+                pos_of[s1] = np.arange(n1)
+                dpos = pos_of[tb.dest[arcs]]
+                pos_of[s1] = -1
+                ac = row[k][tb.ilabel[arcs]]
+                keep = dpos >= 0
+                if scal is not None and scal[k][4]:
+                    end = (sc_buf[k, :n0][own] + tb.weight[arcs]) + ac
+                    admitted = end > F32(step[k + 1, 2])
+                    s_dst = sc_buf[k + 1, :n1][np.maximum(dpos, 0)]
+                    keep &= admitted | ~(end < (s_dst - F32(filter_output_beam)) - scal[k][3])
+                rec = np.stack([s[own][keep], arcs[keep], ac[keep].view(np.int32).astype(np.int64)], axis=1)
+            elif n1 == 0:  # (no final token: nothing entered the final state)
+                rec = np.zeros((0, 3), np.int64)
+            elif phase == 1:  # final: the final arcs of the frontier's tokens
+                own, arcs = _ragged(tb.final_b[s], tb.final_e[s] - tb.final_b[s])
+                rec = np.stack([s[own], arcs, np.zeros_like(arcs)], axis=1)
+            elif phase == 2:  # redirect: every arc of them, to the final state (their emitting arcs:
+                # a redirect step is one where no token has a final arc, the final step's beam being 1e10)
+                own, arcs = _ragged(tb.emit_b[s], tb.emit_e[s] - tb.emit_b[s])
+                rec = np.stack([s[own], arcs | REDIRECT_ARC_BIT, np.zeros_like(arcs)], axis=1)
+            else:
+                raise AssertionError(f"step {k}: phase {phase}")
+            counts[b, k] = len(rec)
+            out.append(rec)
+    records = np.concatenate(out).astype(np.int32) if out else np.zeros((0, 3), np.int32)
+    return LatticeRecords(records, counts, cutoffs, sizes)
+
+
 def build_library(out_dir: str) -> str:
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lattice_post.cu")
     so = os.path.join(out_dir, "lattice_post.so")

@@ -112,3 +112,73 @@ def test_lattice_post_kernel_compiles():
     src = Path(lattice_post.__file__).with_name("lattice_post.cu")
     r = subprocess.run([nvcc, "-O3", "-arch=sm_90", "-c", str(src), "-o", "/dev/null"], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def _step_sets(rec, lens):
+    """Each row's records as (step, state, arc, acoustic bits) rows, sorted: a set per step."""
+    out = []
+    for b, sl in enumerate(rec.row_slices(lens)):
+        n = int(lens[b]) + 1
+        step = np.repeat(np.arange(n), rec.counts[b, :n])
+        r = rec.records[sl]
+        out.append(np.column_stack([step, r])[np.lexsort((r[:, 2], r[:, 1], r[:, 0], step))])
+    return out
+
+
+@pytest.mark.parametrize("seed", [s for s in range(45) if s % 3 != 2])  # (epsilon-free cases)
+def test_twin_records_are_the_cpu_records_and_give_its_lattice(seed):
+    """The records made after the search from its frontiers and step scalars alone (twin_records:
+    real, final and allow_partial's redirect steps) are the CPU search's own records, step for step,
+    with the same counts, cutoff bits and frontier sizes; replayed, they and the filtered ones give
+    the CPU decoder's lattice field for field (the filtered ones but for recorded_arcs)."""
+    from test_lattice_records import LATTICE_FIELDS, random_lattice_case
+
+    from cuwfst.decoder.lattice_records import cpu_records, lattices_from_records
+
+    _, graph, lp, lens, opts = random_lattice_case(seed)
+    dec = Decoder(graph, opts, num_threads=1)
+    want = cpu_records(dec, lp, lens)
+    got = lattice_post.twin_records(dec, lp, lens)
+    for b in range(len(lens)):
+        n = int(lens[b]) + 1
+        assert np.array_equal(want.counts[b, :n], got.counts[b, :n]), f"row {b}: records per step"
+        assert np.array_equal(want.sizes[b, :n], got.sizes[b, :n]), f"row {b}: frontier sizes"
+        assert np.array_equal(want.cutoffs[b, :n].view(np.int32), got.cutoffs[b, :n].view(np.int32)), f"row {b}"
+    for b, (x, y) in enumerate(zip(_step_sets(want, lens), _step_sets(got, lens))):
+        assert np.array_equal(x, y), f"row {b}: records"
+    filt = lattice_post.twin_records(dec, lp, lens, filter_output_beam=opts.output_beam)
+    assert len(filt.records) <= len(got.records)
+    hyps = dec.decode(lp, lens, lattice=True)
+    for rec, name in ((got, "plain"), (filt, "filtered")):
+        lats, scores = lattices_from_records(dec._ref, graph, opts, 0, lens, rec, num_threads=1)
+        for b, (h, lat) in enumerate(zip(hyps, lats)):
+            for f in LATTICE_FIELDS:
+                if name == "filtered" and f == "recorded_arcs":
+                    continue
+                x, y = getattr(h.lattice, f), getattr(lat, f)
+                if isinstance(x, np.ndarray):
+                    x, y = (x.view(np.int32), y.view(np.int32)) if x.dtype.kind == "f" else (x, y)
+                    assert x.shape == y.shape and np.array_equal(x, y), f"{name} row {b}: {f}"
+                else:
+                    assert x == y, f"{name} row {b}: {f}"
+            assert np.float32(h.score).view(np.int32) == scores[b].view(np.int32), f"{name} row {b}: 1-best score"
+
+
+def test_the_pass_keeps_the_twins_records():
+    """The GPU pass's rule (expected_counts: arcs below pre_low dropped unprobed, then the filter)
+    keeps exactly the filtered twin's real-step records on the tiny graph's rows."""
+    g = Graph.load(TINY / "HLG.img")
+    tb, emit_b, emit_n, emit_n0 = lattice_post.emit_tables(g)
+    lp_all, _ = load_shard(DEMO_SHARD)
+    dec = Decoder(g, DecoderOptions(output_beam=8.0), num_threads=1)
+    lens = LENGTHS.copy()
+    lp = np.ascontiguousarray(lp_all[: len(lens), : lens.max()], F32)
+    twin = lattice_post.twin_records(dec, lp, lens, filter_output_beam=8.0)
+    real = sum(int(twin.counts[b, : int(lens[b])].sum()) for b in range(len(lens)))  # (steps before the final)
+    rows = list(range(len(lens)))
+    lp_rows = {r: lp[r, : lens[r]] for r in rows}
+    fronts = {r: _front(dec, lp_rows[r], int(lens[r])) for r in rows}
+    steps, st, sc, blp = lattice_post.build_batch(rows, lp_rows, {r: int(lens[r]) for r in rows}, fronts,
+                                                  float(np.abs(tb.weight).max()), 8.0)
+    got = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, blp, 8.0, g.num_states)
+    assert got["kept"] == real > 0
