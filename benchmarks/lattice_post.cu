@@ -7,13 +7,15 @@
 // acoustic; admitted = end > cutoff; kept = admitted or !(end < (s(dst) - output_beam) - slack)
 // where the step is filtered; arcs ending below pre_low = (cutoff - output_beam) - slack are
 // dropped unprobed. Those records depend on S_t, S_{t+1} and the step's scalars alone, so every
-// step of a batch can be recorded in one launch: one CTA a row-step, S_{t+1} as a hash table in
-// shared memory (state -> index), the frame's log-prob row in shared memory, a warp a token
-// walking its emitting arcs (label-0 arcs first, then the others by weight, best first: the
-// graph image's order) until (score + weight) + the row's best non-blank log-prob falls below
-// pre_low. Counts and an order-free checksum of the kept records come back for the driver's
-// check against numpy; the records themselves are written as the decoder's LatRecord +
-// LatRecordExt (32 bytes) at a cursor shared by the grid, so the bytes are the real ones.
+// step of a batch can be recorded in one pass: a CTA a row-step and 1,024 tokens of S_t, S_{t+1} as
+// a hash table in shared memory (state -> index; past 8,192 tokens in global memory, built first),
+// the frame's log-prob row in shared memory, a warp a token walking its emitting arcs (label-0 arcs
+// first, then the others by weight, best first: the graph image's order) until (score + weight) +
+// the row's best non-blank log-prob falls below pre_low; four launches by table size, in turn or
+// on streams of their own. Counts and an order-free checksum of the kept records come back for the
+// driver's check against numpy; the records themselves are written as the decoder's LatRecord +
+// LatRecordExt (32 bytes), a warp's at one atomicAdd on one cursor or on 64, so the bytes are the
+// real ones.
 //
 // Built by the driver: nvcc -O3 -arch=sm_90 -shared -Xcompiler -fPIC; called through ctypes.
 // Not part of the package (no Python binding, no torch).
