@@ -15,8 +15,9 @@ hash table in shared memory, a warp a token walking its arcs best first).
 
 This measures what that launch costs. The frontiers are the reference decoder's (equal to the
 GPU search's: the GPU suite checks them), made in P worker processes; the step scalars are the
-snapshots' cutoffs with the filter's slack recomputed in float64 (close to the decoder's
-upward-rounded float32 one: a benchmark input, not the decoder's). For the first K batches every
+snapshots' cutoffs and the filter's slack as the decoder computes it (filter_scalars: float32,
+upward-rounded; the calls of 2026-12-04 ran an earlier float64 version of it, within an ulp or
+two). For the first K batches every
 count (arcs read, candidates, survivors, kept records) and an order-free checksum of the kept
 records (row, step, arc, destination index) are computed again with numpy from the same inputs, and
 must be equal. --overlap V then runs passes of variant V in a loop beside the package's GPU decoder
@@ -78,22 +79,59 @@ def emit_tables(graph):
     return tb, tb.emit_b.astype(np.int64), n.astype(np.int32), n0.astype(np.uint8)
 
 
-def filter_scalars(steps: np.ndarray, length: int, max_abs_weight: float, ob: float):
-    """Per real step k -> k + 1: (cutoff, pre_low, slack, on) from the snapshots' step rows (phase,
-    beam, cutoff, ...), the filter's recursion (common.cuh LatSlackFor, LatFilterFor) in float64."""
-    lat_mag, drift = 0.0, 0.0
+def _add_ru(a, b) -> np.float32:
+    """__fadd_ru: the float32 sum rounded up (exact in float64 for float32 operands whose exponents
+    differ by under 29, as the slack's terms do: magnitudes ~1e-5 to ~1e4)."""
+    e = float(np.float32(a)) + float(np.float32(b))
+    r = np.float32(e)
+    return np.nextafter(r, np.float32(np.inf)) if float(r) < e else r
+
+
+def _mul_ru(a, b) -> np.float32:
+    """__fmul_ru: the float32 product rounded up (exact in float64: 24 + 24 bits)."""
+    e = float(np.float32(a)) * float(np.float32(b))
+    r = np.float32(e)
+    return np.nextafter(r, np.float32(np.inf)) if float(r) < e else r
+
+
+def filter_scalars(steps: np.ndarray, length: int, max_abs_weight: float, ob: float, maxes: np.ndarray):
+    """Per step k -> k + 1 (k < length, and the final step k = length where steps has its row):
+    (phase, cutoff, pre_low, slack, on) from the snapshots' step rows (phase, beam, cutoff, ...) and
+    maxes[k], the best score of S_{k+1} (the step's max: its best end survives), by the filter's
+    recursion as the GPU computes it, bit for bit: common.cuh LatSlackFor / LatFilterFor (float32,
+    upward-rounded), lat_mag and lat_drift from 0 and updated every step (LatStepEndKernel), the
+    prefilter's bound (LatPreLowFor) (cutoff - output_beam) - slack in float32, -inf off the filter."""
+    u = F32(U)
+    mw = F32(max_abs_weight)
+    lat_mag, drift = F32(0), F32(0)
     out = []
-    for k in range(length):
-        phase, beam, cutoff = int(steps[k + 1, 0]), float(steps[k + 1, 1]), float(steps[k + 1, 2])
-        mx = cutoff + beam
-        mag = 0.0 if not np.isfinite(mx) else max(abs(mx), abs(mx - beam))
-        h = lat_mag + mag + max_abs_weight + 1.0
-        drift = drift + 16 * U * h
-        slack = 2 * drift + 0.5 + 32 * U * h
-        on = phase == PHASE_REAL and mag <= 8192 and max_abs_weight <= 1024 and drift <= 2
-        lat_mag = mag
-        pre_low = (cutoff - ob) - slack if on else -np.inf
-        out.append((phase, F32(cutoff), F32(pre_low), F32(slack), on))
+    for k in range(min(length + 1, len(steps) - 1)):
+        phase, beam, cutoff = int(steps[k + 1, 0]), F32(steps[k + 1, 1]), F32(steps[k + 1, 2])
+        mx = F32(maxes[k]) if k < len(maxes) else F32(-np.inf)
+        if mx == -np.inf:
+            mag = F32(0)
+        elif phase == PHASE_REAL:
+            mag = max(abs(mx), abs(F32(mx - beam)))
+        else:
+            mag = abs(mx)
+        h = _add_ru(_add_ru(_add_ru(lat_mag, mag), mw), F32(1))
+        d = _add_ru(drift, _mul_ru(F32(16) * u, h))
+        slack = _add_ru(_add_ru(_mul_ru(F32(2), d), F32(0.5)), _mul_ru(F32(32) * u, h))
+        on = phase == PHASE_REAL and mag <= 8192 and mw <= 1024 and d <= 2
+        lat_mag, drift = mag, d
+        pre_low = F32(F32(cutoff - F32(ob)) - slack) if on else F32(-np.inf)
+        out.append((phase, cutoff, pre_low, slack, on))
+    return out
+
+
+def frontier_maxes(n: np.ndarray, sc: np.ndarray) -> np.ndarray:
+    """maxes[k] = the best score of snapshot k + 1 (-inf where it is empty), from a row's concatenated
+    frontier scores sc and its snapshot sizes n."""
+    ends = np.cumsum(n)
+    out = np.full(len(n) - 1, -np.inf, F32)
+    for k in range(len(n) - 1):
+        if n[k + 1] > 0:
+            out[k] = sc[ends[k]: ends[k + 1]].max()
     return out
 
 
@@ -142,7 +180,8 @@ def build_batch(rows, lp_all, lens, fronts, max_abs_weight, ob, row_index=True):
         lp = np.ascontiguousarray((lp_all[r] if row_index else lp_all[r][0])[:T], F32)
         V = lp.shape[1]
         rest = lp[:, 1:].max(axis=1)
-        for k, (phase, cutoff, pre_low, slack, on) in enumerate(filter_scalars(step, T, max_abs_weight, ob)):
+        scal = filter_scalars(step, T, max_abs_weight, ob, frontier_maxes(n, sc))
+        for k, (phase, cutoff, pre_low, slack, on) in enumerate(scal[:T]):
             if phase != PHASE_REAL:
                 continue
             steps.append((offs[k], offs[k + 1], lp_base + k * V, 0, n[k], n[k + 1], cutoff, pre_low, slack, rest[k],
@@ -224,8 +263,9 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
     scalars alone (the reference decoder's snapshots of each row), never from inside a step.
     Real steps: every emitting arc of a token of S_t whose destination is in S_{t+1}, acoustic
     lp[t][label]; with filter_output_beam, a non-admitted one is dropped where
-    end < (s(dst) - output_beam) - slack on a filtered step (filter_scalars' slack: the pruned
-    lattice is the same, since only arcs it prunes are dropped). The final step: the final arcs of
+    end < (s(dst) - output_beam) - slack on a filtered step (filter_scalars: the GPU's slack bit for
+    bit, so these are the records a lattice == 2 decode writes; the pruned lattice is the same,
+    since only arcs it prunes are dropped). The final step: the final arcs of
     S_length's tokens (acoustic 0) where the row has a final token; allow_partial's redirect step:
     every arc of them, marked REDIRECT_ARC_BIT (k2-facts: no acoustic).
     Epsilon-free graphs; offline decodes. `decoder`: a CPU cuwfst.Decoder; lp float32 [B, T, V]."""
@@ -247,7 +287,9 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
         L = int(lens[b])
         row = np.ascontiguousarray(lp[b], F32)
         cnt, st_buf, sc_buf, _, step = _snapshots(decoder, row, L)
-        scal = filter_scalars(step, L, mw, filter_output_beam) if filter_output_beam is not None else None
+        maxes = np.array([sc_buf[k + 1, : int(cnt[k + 1])].max() if cnt[k + 1] > 0 else -np.inf
+                          for k in range(L + 1)], F32)
+        scal = filter_scalars(step, L, mw, filter_output_beam, maxes) if filter_output_beam is not None else None
         for k in range(L + 1):
             n0, n1 = int(cnt[k]), int(cnt[k + 1])
             s = st_buf[k, :n0].astype(np.int64)
@@ -263,7 +305,7 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
                 pos_of[s1] = -1
                 ac = row[k][tb.ilabel[arcs]]
                 keep = dpos >= 0
-                if scal is not None and scal[k][4]:
+                if scal is not None and scal[k][4]:  # (a filtered step)
                     end = (sc_buf[k, :n0][own] + tb.weight[arcs]) + ac
                     admitted = end > F32(step[k + 1, 2])
                     s_dst = sc_buf[k + 1, :n1][np.maximum(dpos, 0)]

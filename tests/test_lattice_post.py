@@ -95,13 +95,21 @@ def test_lattice_post_counts_equal_a_brute_loop(ob, rows):
 
 
 def test_lattice_post_filter_scalars_and_layout():
-    """The step scalars: slack grows with the drift, pre_low sits below cutoff - output_beam, a
-    magnitude past 8,192 turns the filter off (pre_low -inf); the RowStep layout is the kernel's
-    (72 bytes)."""
-    steps = np.array([[0, 20, -30, 0], [0, 20, -40, 0], [0, 20, -9000, 0], [0, 20, -50, 0]], np.float32)
-    out = lattice_post.filter_scalars(steps, 3, 10.0, 8.0)
-    assert [o[4] for o in out] == [True, False, True]
+    """The step scalars: the upward-rounded operations round up, the slack grows with the drift,
+    pre_low sits below cutoff - output_beam, a magnitude past 8,192 turns the filter off (pre_low
+    -inf), a final step's magnitude is its max's; the RowStep layout is the kernel's (72 bytes)."""
+    one = np.float32(1)
+    assert lattice_post._add_ru(one, np.float32(2.0 ** -30)) == np.nextafter(one, np.float32(2))
+    assert lattice_post._add_ru(one, np.float32(1)) == np.float32(2)
+    x = np.float32(1 + 2.0 ** -23)  # x * x = 1 + 2^-22 + 2^-46: up to the float after 1 + 2^-22
+    assert lattice_post._mul_ru(x, x) == np.nextafter(np.float32(1 + 2.0 ** -22), np.float32(2)) > x * x
+    steps = np.array([[0, 20, -30, 0], [0, 20, -40, 0], [0, 20, -9000, 0], [0, 20, -50, 0], [1, 1e10, -1e10, 0]],
+                     np.float32)
+    maxes = np.array([-20, -8980, -30, -31], np.float32)
+    out = lattice_post.filter_scalars(steps, 3, 10.0, 8.0, maxes)
+    assert [o[0] for o in out] == [0, 0, 0, 1] and [o[4] for o in out] == [True, False, True, False]
     assert out[0][3] < out[2][3] and out[0][2] < out[0][1] - 8 and out[1][2] == -np.inf
+    assert all(o[2].dtype == np.float32 and o[3].dtype == np.float32 for o in out)
     assert lattice_post.ROWSTEP.itemsize == 72
 
 
