@@ -263,9 +263,9 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
     scalars alone (the reference decoder's snapshots of each row), never from inside a step.
     Real steps: every emitting arc of a token of S_t whose destination is in S_{t+1}, acoustic
     lp[t][label]; with filter_output_beam, a non-admitted one is dropped where
-    end < (s(dst) - output_beam) - slack on a filtered step (filter_scalars: the GPU's slack bit for
-    bit, so these are the records a lattice == 2 decode writes; the pruned lattice is the same,
-    since only arcs it prunes are dropped). The final step: the final arcs of
+    end < (s(dst) - output_beam) - slack on a filtered step (filter_scalars: the GPU's slack, computed
+    as the GPU computes it, so these should be the records a lattice == 2 decode writes, which no GPU
+    run has compared yet; the pruned lattice is the same, since only arcs it prunes are dropped). The final step: the final arcs of
     S_length's tokens (acoustic 0) where the row has a final token; allow_partial's redirect step:
     every arc of them, marked REDIRECT_ARC_BIT (k2-facts: no acoustic).
     Epsilon-free graphs; offline decodes. `decoder`: a CPU cuwfst.Decoder; lp float32 [B, T, V]."""
