@@ -306,7 +306,8 @@ void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps
                 const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
                 float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
                 unsigned long long* cursors, int32_t n_cursors) {
-  PostKernel<kBits, kPipe><<<grid, kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest, g_dev.ilabel,
+  PostKernel<kBits, kPipe><<<grid, kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
+                                                              g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
                                                ob, recs, cap, counts, write, cursors, n_cursors);
 }

@@ -259,16 +259,16 @@ def expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, num_stat
 
 def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: float | None = None):
     """The CPU twin of a records pass after the search: a batch's lattice records
-    (cuwfst.decoder.lattice_records.LatticeRecords) made from the search's frontiers and step
-    scalars alone (the reference decoder's snapshots of each row), never from inside a step.
-    Real steps: every emitting arc of a token of S_t whose destination is in S_{t+1}, acoustic
-    lp[t][label]; with filter_output_beam, a non-admitted one is dropped where
-    end < (s(dst) - output_beam) - slack on a filtered step (filter_scalars: the GPU's slack, computed
-    as the GPU computes it, so these should be the records a lattice == 2 decode writes, which no GPU
-    run has compared yet; the pruned lattice is the same, since only arcs it prunes are dropped). The final step: the final arcs of
-    S_length's tokens (acoustic 0) where the row has a final token; allow_partial's redirect step:
-    every arc of them, marked REDIRECT_ARC_BIT (k2-facts: no acoustic).
-    Epsilon-free graphs; offline decodes. `decoder`: a CPU cuwfst.Decoder; lp float32 [B, T, V]."""
+    (cuwfst.decoder.lattice_records.LatticeRecords) made from the search's frontiers and step scalars
+    alone (the reference decoder's snapshots of each row), never from inside a step. Real steps: every
+    emitting arc of a token of S_t whose destination is in S_{t+1}, acoustic lp[t][label]; with
+    filter_output_beam, a non-admitted one is dropped where end < (s(dst) - output_beam) - slack on a
+    filtered step (filter_scalars: the GPU's slack, computed as the GPU computes it, so these should be
+    the records a lattice == 2 decode writes, which no GPU run has compared yet; the pruned lattice is
+    the same, since only arcs it prunes are dropped). The final step: the final arcs of S_length's
+    tokens (acoustic 0) where the row has a final token; allow_partial's redirect step: every arc of
+    them, marked REDIRECT_ARC_BIT (k2-facts: no acoustic). Epsilon-free graphs; offline decodes.
+    `decoder`: a CPU cuwfst.Decoder; lp float32 [B, T, V]."""
     from benchmarks.roofline import _ragged, _snapshots, graph_tables
     from cuwfst.decoder.lattice_records import LatticeRecords
     from cuwfst.decoder.offline import REDIRECT_ARC_BIT
