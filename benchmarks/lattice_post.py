@@ -3,27 +3,26 @@
     python -m benchmarks.lattice_post GRAPH.img SHARD.npz [--utts N] [--batch B] [--reps R]
         [--check-batches K] [--procs P] [--variants V...] [--overlap V] [--json PATH]
 
-Today a lattice decode finds its records inside every step: the scan, max and expand walk the
-band below the cutoff as well, and LatPersistKernel / LatStepEndKernel probe, filter and write
-them, ~19.5 ms a batch of 32 on the full tier above the 1-best's kernels, in a loop that is
-latency-bound. But a real step's records (lattice.cuh's rule: an emitting arc of a token of S_t
-whose destination is in S_{t+1}, kept when admitted or within output_beam of its destination,
-plus the slack) depend on S_t, S_{t+1} and the step's scalars alone, all of which the 1-best search
-computes anyway. So the records of every step of a batch could be found at once, after the search,
-by one launch sized to the whole batch (benchmarks/lattice_post.cu: a CTA a row-step, S_{t+1} as a
-hash table in shared memory, a warp a token walking its arcs best first).
+Today a lattice decode finds its records inside every step: the scan, max and expand walk the band
+below the cutoff as well, and LatPersistKernel / LatStepEndKernel probe, filter and write them,
+~19.5 ms a batch of 32 on the full tier above the 1-best's kernels, in a loop that is latency-bound.
+But a real step's records (lattice.cuh's rule: an emitting arc of a token of S_t whose destination
+is in S_{t+1}, kept when admitted or within output_beam of its destination, plus the slack) depend
+on S_t, S_{t+1} and the step's scalars alone, all of which the 1-best search computes anyway. So the
+records of every step of a batch could be found at once, after the search, by one pass sized to the
+whole batch (benchmarks/lattice_post.cu: a CTA a row-step and 1,024 tokens, S_{t+1} as a hash table
+in shared memory, a warp a token walking its arcs best first).
 
-This measures what that launch costs. The frontiers are the reference decoder's (equal to the
-GPU search's: the GPU suite checks them), made in P worker processes; the step scalars are the
+This measures what that pass costs. The frontiers are the reference decoder's (equal to the GPU
+search's: the GPU suite checks them), made in P worker processes; the step scalars are the
 snapshots' cutoffs and the filter's slack as the decoder computes it (filter_scalars: float32,
-upward-rounded; the calls of 2026-12-04 ran an earlier float64 version of it, within an ulp or
-two). For the first K batches every
-count (arcs read, candidates, survivors, kept records) and an order-free checksum of the kept
-records (row, step, arc, destination index) are computed again with numpy from the same inputs, and
-must be equal. --overlap V then runs passes of variant V in a loop beside the package's GPU decoder
-decoding the same rows (1-best, batches of B): whether the pass could hide beside the next batch's
-search, as the pruning does now. Needs nvcc and a GPU for the timing (torch for --overlap);
-`--cpu-only` does the numpy side alone.
+upward-rounded; the calls of 2026-12-04 ran an earlier float64 version of it, within an ulp or two).
+For the first K batches every count (arcs read, candidates, survivors, kept records) and an order-
+free checksum of the kept records (row, step, arc, destination index) are computed again with numpy
+from the same inputs, and must be equal. --overlap V then runs passes of variant V in a loop beside
+the package's GPU decoder decoding the same rows (1-best, batches of B): whether the pass could hide
+beside the next batch's search, as the pruning does now. Needs nvcc and a GPU for the timing (torch
+for --overlap); `--cpu-only` does the numpy side alone.
 """
 
 import argparse
