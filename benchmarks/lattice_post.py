@@ -23,6 +23,10 @@ from the same inputs, and must be equal. --overlap V then runs passes of variant
 the package's GPU decoder decoding the same rows (1-best, batches of B): whether the pass could hide
 beside the next batch's search, as the pruning does now. Needs nvcc and a GPU for the timing (torch
 for --overlap); `--cpu-only` does the numpy side alone.
+
+twin_records is the pass's CPU twin (the data contract an integrated pass would rely on): a batch's
+lattice records made from the search's frontiers and step scalars alone, which
+tests/test_lattice_post.py shows are the CPU search's records and replay into its lattices.
 """
 
 import argparse
