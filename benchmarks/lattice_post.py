@@ -129,7 +129,7 @@ def filter_scalars(steps: np.ndarray, length: int, max_abs_weight: float, ob: fl
 
 def frontier_maxes(n: np.ndarray, sc: np.ndarray) -> np.ndarray:
     """maxes[k] = the best score of snapshot k + 1 (-inf where it is empty), from a row's concatenated
-    frontier scores sc and its snapshot sizes n."""
+    frontier scores sc and its snapshot sizes n (row_fronts)."""
     ends = np.cumsum(n)
     out = np.full(len(n) - 1, -np.inf, F32)
     for k in range(len(n) - 1):
@@ -149,18 +149,25 @@ def _worker_init(ob: float):
     _W["ob"] = ob
 
 
-def _worker_row(args):
-    """One row's frontiers: (counts a snapshot, states, scores, step rows) for snapshots 0..length,
-    and where `check`, the kernel's counts for the row by numpy (expected_counts)."""
+def row_fronts(decoder, lp_row: np.ndarray, length: int):
+    """One row's search, from the reference decoder's snapshots: (n, states, scores, step rows) with
+    n[k] the size of snapshot k (the frontier after step k - 1; k = 0..length + 1, the last after
+    the final step), states / scores the snapshots back to back, step rows (phase, beam, cutoff, ...)."""
     from benchmarks.roofline import _snapshots
 
-    r, lp_row, length, check = args
-    cnt, st_buf, sc_buf, _, step = _snapshots(_W["dec"], lp_row, length)
-    K = length + 1
+    cnt, st_buf, sc_buf, _, step = _snapshots(decoder, np.ascontiguousarray(lp_row, F32), length)
+    K = length + 2
     n = cnt[:K].astype(np.int64)
     st = np.concatenate([st_buf[k, : n[k]] for k in range(K)]).astype(np.int32)
     sc = np.concatenate([sc_buf[k, : n[k]] for k in range(K)]).astype(F32)
-    front = (n, st, sc, step[: K + 1].copy())
+    return n, st, sc, step[:K].copy()
+
+
+def _worker_row(args):
+    """One row's row_fronts and, where `check`, the kernel's counts for the row by numpy
+    (expected_counts)."""
+    r, lp_row, length, check = args
+    front = row_fronts(_W["dec"], lp_row, length)
     exp = None
     if check:
         tb, emit_b, emit_n, emit_n0 = _W["tables"]
@@ -272,7 +279,7 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
     tokens (acoustic 0) where the row has a final token; allow_partial's redirect step: every arc of
     them, marked REDIRECT_ARC_BIT (k2-facts: no acoustic). Epsilon-free graphs; offline decodes.
     `decoder`: a CPU cuwfst.Decoder; lp float32 [B, T, V]."""
-    from benchmarks.roofline import _ragged, _snapshots, graph_tables
+    from benchmarks.roofline import _ragged, graph_tables
     from cuwfst.decoder.lattice_records import LatticeRecords
     from cuwfst.decoder.offline import REDIRECT_ARC_BIT
 
@@ -289,29 +296,29 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
     for b in range(B):
         L = int(lens[b])
         row = np.ascontiguousarray(lp[b], F32)
-        cnt, st_buf, sc_buf, _, step = _snapshots(decoder, row, L)
-        maxes = np.array([sc_buf[k + 1, : int(cnt[k + 1])].max() if cnt[k + 1] > 0 else -np.inf
-                          for k in range(L + 1)], F32)
+        cnt, st_all, sc_all, step = row_fronts(decoder, row, L)
+        off = np.concatenate([[0], np.cumsum(cnt)])
+        maxes = frontier_maxes(cnt, sc_all)
         scal = filter_scalars(step, L, mw, filter_output_beam, maxes) if filter_output_beam is not None else None
         for k in range(L + 1):
             n0, n1 = int(cnt[k]), int(cnt[k + 1])
-            s = st_buf[k, :n0].astype(np.int64)
+            s = st_all[off[k]: off[k + 1]].astype(np.int64)
             cutoffs[b, k], sizes[b, k] = step[k + 1, 2], n1
             phase = int(step[k + 1, 0])
             if phase == PHASE_REAL:
                 if k == L:
                     raise AssertionError("a real step past the row's frames")
                 own, arcs = _ragged(tb.emit_b[s], tb.emit_e[s] - tb.emit_b[s])
-                s1 = st_buf[k + 1, :n1].astype(np.int64)
+                s1 = st_all[off[k + 1]: off[k + 2]].astype(np.int64)
                 pos_of[s1] = np.arange(n1)
                 dpos = pos_of[tb.dest[arcs]]
                 pos_of[s1] = -1
                 ac = row[k][tb.ilabel[arcs]]
                 keep = dpos >= 0
                 if scal is not None and scal[k][4]:  # (a filtered step)
-                    end = (sc_buf[k, :n0][own] + tb.weight[arcs]) + ac
+                    end = (sc_all[off[k]: off[k + 1]][own] + tb.weight[arcs]) + ac
                     admitted = end > F32(step[k + 1, 2])
-                    s_dst = sc_buf[k + 1, :n1][np.maximum(dpos, 0)]
+                    s_dst = sc_all[off[k + 1]: off[k + 2]][np.maximum(dpos, 0)]
                     keep &= admitted | ~(end < (s_dst - F32(filter_output_beam)) - scal[k][3])
                 rec = np.stack([s[own][keep], arcs[keep], ac[keep].view(np.int32).astype(np.int64)], axis=1)
             elif n1 == 0:  # (no final token: nothing entered the final state)

@@ -14,21 +14,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks import lattice_post  # noqa: E402
-from benchmarks.roofline import _snapshots  # noqa: E402
 from benchmarks.stream_tools import DEMO_SHARD, TINY, load_shard  # noqa: E402
 from cuwfst import Decoder, DecoderOptions, Graph  # noqa: E402
 
 F32 = np.float32
 LENGTHS = np.array([16, 10, 22], np.int32)  # short rows: the brute loop is pure Python
-
-
-def _front(dec, lp_row, length):
-    cnt, st_buf, sc_buf, _, step = _snapshots(dec, lp_row, length)
-    K = length + 1
-    n = cnt[:K].astype(np.int64)
-    st = np.concatenate([st_buf[k, : n[k]] for k in range(K)]).astype(np.int32)
-    sc = np.concatenate([sc_buf[k, : n[k]] for k in range(K)]).astype(F32)
-    return n, st, sc, step[: K + 1].copy()
 
 
 def _brute(g, tb, steps, st, sc, lp, ob):
@@ -79,7 +69,7 @@ def test_lattice_post_counts_equal_a_brute_loop(ob, rows):
     lp_all, _ = load_shard(DEMO_SHARD)
     dec = Decoder(g, DecoderOptions(output_beam=ob), num_threads=1)
     lp_rows = {r: np.ascontiguousarray(lp_all[r, : LENGTHS[r]], F32) for r in rows}
-    fronts = {r: _front(dec, lp_rows[r], int(LENGTHS[r])) for r in rows}
+    fronts = {r: lattice_post.row_fronts(dec, lp_rows[r], int(LENGTHS[r])) for r in rows}
     mw = float(np.abs(tb.weight).max())
     steps, st, sc, lp = lattice_post.build_batch(rows, lp_rows, {r: int(LENGTHS[r]) for r in rows}, fronts, mw, ob)
     assert len(steps) == int(LENGTHS[rows].sum()) and steps["filter_on"].all()
@@ -185,7 +175,7 @@ def test_the_pass_keeps_the_twins_records():
     real = sum(int(twin.counts[b, : int(lens[b])].sum()) for b in range(len(lens)))  # (steps before the final)
     rows = list(range(len(lens)))
     lp_rows = {r: lp[r, : lens[r]] for r in rows}
-    fronts = {r: _front(dec, lp_rows[r], int(lens[r])) for r in rows}
+    fronts = {r: lattice_post.row_fronts(dec, lp_rows[r], int(lens[r])) for r in rows}
     steps, st, sc, blp = lattice_post.build_batch(rows, lp_rows, {r: int(lens[r]) for r in rows}, fronts,
                                                   float(np.abs(tb.weight).max()), 8.0)
     got = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, blp, 8.0, g.num_states)
