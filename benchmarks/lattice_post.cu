@@ -100,12 +100,14 @@ __device__ __forceinline__ int32_t Find(const int32_t* keys, const Pos* pos, int
 // The large S_{t+1}'s tables in global memory (cleared by a memset before): a CTA a work item
 // (row-step index, first token of its chunk of S_{t+1}), kChunk tokens inserted.
 __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, const int2* items, const int32_t* st,
-                                                         int32_t* gkeys, int32_t* gpos) {
-  const int2 item = items[blockIdx.x];
-  const RowStep rs = steps[item.x];
-  const int32_t last = min(rs.dst_n, item.y + kChunk);
-  for (int32_t i = item.y + threadIdx.x; i < last; i += kThreads)
-    Insert(gkeys + rs.tab_off, gpos + rs.tab_off, rs.tab_bits, st[rs.dst_off + i], i);
+                                                         int32_t* gkeys, int32_t* gpos, int32_t n_items) {
+  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {  // (a capped grid: CTAs take items in turn)
+    const int2 item = items[w];
+    const RowStep rs = steps[item.x];
+    const int32_t last = min(rs.dst_n, item.y + kChunk);
+    for (int32_t i = item.y + threadIdx.x; i < last; i += kThreads)
+      Insert(gkeys + rs.tab_off, gpos + rs.tab_off, rs.tab_bits, st[rs.dst_off + i], i);
+  }
 }
 
 // grid: one CTA a work item (row-step index, first token of its chunk of S_t). kBits > 0: S_{t+1}
@@ -120,134 +122,140 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
     const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
     const int32_t* gkeys, const int32_t* gpos,
     float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
-    unsigned long long* cursors, int32_t n_cursors) {
+    unsigned long long* cursors, int32_t n_cursors, int32_t n_items) {
   constexpr int H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(smem);
   uint16_t* pos16 = reinterpret_cast<uint16_t*>(keys + H);  // (|S_{t+1}| <= H / 2 <= 32,768)
   float* lps = reinterpret_cast<float*>(pos16 + H);
   __shared__ unsigned long long s_c[6];
-  const int2 item = items[blockIdx.x];
-  const RowStep rs = steps[item.x];
   if (threadIdx.x < 6) s_c[threadIdx.x] = 0;
-  for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
-  if (kBits > 0) {
-    for (int i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
-    __syncthreads();
-    for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
-  }
-  __syncthreads();
-  const int32_t* tkeys = kBits > 0 ? keys : gkeys + rs.tab_off;
-  const int32_t* tpos = gpos + rs.tab_off;
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
-  unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0;
-  const float* dsc = sc + rs.dst_off;
-  const int32_t last = min(rs.src_n, item.y + kChunk);
-  const int64_t so = rs.src_off;
-  int32_t s = 0, n = 0, n0 = 0, s1 = 0;
-  float a = 0.f, a1 = 0.f;
-  int64_t b = 0;
-  if (kPipe) {
-    const int32_t i = item.y + wid;
-    if (i < last) {
-      s = st[so + i];
-      a = sc[so + i];
+  unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0, n_tokens = 0;
+  // grid-stride over the work items: a grid of one CTA an item runs each once; a capped grid
+  // (lp_set_grid_cap, fewer CTAs than the GPU holds) leaves multiprocessors to other work
+  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
+    __syncthreads();  // (the last item's table and log-prob row read by every warp)
+    const int2 item = items[w];
+    const RowStep rs = steps[item.x];
+    for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
+    if (kBits > 0) {
+      for (int i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
+      __syncthreads();
+      for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
     }
-    if (i + kWarps < last) {
-      s1 = st[so + i + kWarps];
-      a1 = sc[so + i + kWarps];
-    }
-    if (i < last) {
-      b = emit_b[s];
-      n = emit_n[s];
-      n0 = emit_n0[s];
-    }
-  }
-  for (int i = item.y + wid; i < last; i += kWarps) {
-    int64_t b1 = 0;
-    int32_t n1 = 0, n01 = 0, s2 = 0;
-    float a2 = 0.f;
-    if (kPipe) {  // the next token's range, the one after's state and score: in flight during the walk
+    __syncthreads();
+    const int32_t* tkeys = kBits > 0 ? keys : gkeys + rs.tab_off;
+    const int32_t* tpos = gpos + rs.tab_off;
+    const float* dsc = sc + rs.dst_off;
+    const int32_t last = min(rs.src_n, item.y + kChunk);
+    const int64_t so = rs.src_off;
+    int32_t s = 0, n = 0, n0 = 0, s1 = 0;
+    float a = 0.f, a1 = 0.f;
+    int64_t b = 0;
+    if (kPipe) {
+      const int32_t i = item.y + wid;
+      if (i < last) {
+        s = st[so + i];
+        a = sc[so + i];
+      }
       if (i + kWarps < last) {
-        b1 = emit_b[s1];
-        n1 = emit_n[s1];
-        n01 = emit_n0[s1];
+        s1 = st[so + i + kWarps];
+        a1 = sc[so + i + kWarps];
       }
-      if (i + 2 * kWarps < last) {
-        s2 = st[so + i + 2 * kWarps];
-        a2 = sc[so + i + 2 * kWarps];
+      if (i < last) {
+        b = emit_b[s];
+        n = emit_n[s];
+        n0 = emit_n0[s];
       }
-    } else {
-      s = st[so + i];
-      a = sc[so + i];
-      b = emit_b[s];
-      n = emit_n[s];
-      n0 = emit_n0[s];
     }
-    for (int32_t k = 0; k < n; k += 32) {
-      const int32_t j = k + lane;
-      bool read = false;
-      const int64_t arc = b + j;
-      float w = 0.f;
-      int32_t lab = 0, d = 0;
-      if (j < n) {  // (the three loads at once: one round trip a chunk)
-        w = weight[arc];
-        lab = ilabel[arc];
-        d = dest[arc];
-        read = j < n0 || (a + w) + rs.lp_rest >= rs.pre_low;  // (label-0 arcs: always read)
+    for (int i = item.y + wid; i < last; i += kWarps) {
+      int64_t b1 = 0;
+      int32_t n1 = 0, n01 = 0, s2 = 0;
+      float a2 = 0.f;
+      if (kPipe) {  // the next token's range, the one after's state and score: in flight during the walk
+        if (i + kWarps < last) {
+          b1 = emit_b[s1];
+          n1 = emit_n[s1];
+          n01 = emit_n0[s1];
+        }
+        if (i + 2 * kWarps < last) {
+          s2 = st[so + i + 2 * kWarps];
+          a2 = sc[so + i + 2 * kWarps];
+        }
+      } else {
+        s = st[so + i];
+        a = sc[so + i];
+        b = emit_b[s];
+        n = emit_n[s];
+        n0 = emit_n0[s];
       }
-      n_chunks += lane == 0;
-      n_slots += read;
-      bool keep = false, admitted = false;
-      int32_t p = -1;
-      float ac = 0.f;
-      if (read) {
-        ac = lps[lab];
-        const float end = (a + w) + ac;
-        if (end >= rs.pre_low) {
-          ++n_cands;
-          if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
-          else p = Find(tkeys, tpos, rs.tab_bits, d);
-          if (p >= 0) {
-            ++n_surv;
-            admitted = end > rs.cutoff;
-            keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
+      for (int32_t k = 0; k < n; k += 32) {
+        const int32_t j = k + lane;
+        bool read = false;
+        const int64_t arc = b + j;
+        float w = 0.f;
+        int32_t lab = 0, d = 0;
+        if (j < n) {  // (the three loads at once: one round trip a chunk)
+          w = weight[arc];
+          lab = ilabel[arc];
+          d = dest[arc];
+          read = j < n0 || (a + w) + rs.lp_rest >= rs.pre_low;  // (label-0 arcs: always read)
+        }
+        n_chunks += lane == 0;
+        n_slots += read;
+        bool keep = false, admitted = false;
+        int32_t p = -1;
+        float ac = 0.f;
+        if (read) {
+          ac = lps[lab];
+          const float end = (a + w) + ac;
+          if (end >= rs.pre_low) {
+            ++n_cands;
+            if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
+            else p = Find(tkeys, tpos, rs.tab_bits, d);
+            if (p >= 0) {
+              ++n_surv;
+              admitted = end > rs.cutoff;
+              keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
+            }
           }
         }
-      }
-      if (write) {  // the warp's kept records at consecutive places: one atomicAdd a warp and chunk
-        const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
-        if (km != 0u) {
-          const int leader = __ffs(km) - 1;
-          unsigned long long base = 0;
-          // (n_cursors segments of cap / n_cursors records, a CTA's at cursor blockIdx.x % n_cursors:
-          // one address takes 1 / n_cursors of the atomics)
-          const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
-          const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
-          if (lane == leader) base = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
-          base = __shfl_sync(0xFFFFFFFFu, base, leader);
-          const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
-          if (keep && r < seg)
-            recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
+        if (write) {  // the warp's kept records at consecutive places: one atomicAdd a warp and chunk
+          const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
+          if (km != 0u) {
+            const int leader = __ffs(km) - 1;
+            unsigned long long base = 0;
+            // (n_cursors segments of cap / n_cursors records, a CTA's at cursor blockIdx.x % n_cursors:
+            // one address takes 1 / n_cursors of the atomics)
+            const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
+            const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
+            if (lane == leader) base = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
+            base = __shfl_sync(0xFFFFFFFFu, base, leader);
+            const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
+            if (keep && r < seg)
+              recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
+          }
         }
+        if (keep) {
+          ++n_kept;
+          sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
+        }
+        // past the label-0 arcs the weights fall: a lane that did not read leaves every later one unread
+        if (__ballot_sync(0xFFFFFFFFu, j < n && j >= n0 && !read) != 0u) break;
       }
-      if (keep) {
-        ++n_kept;
-        sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
+      if (kPipe) {
+        s = s1;
+        a = a1;
+        b = b1;
+        n = n1;
+        n0 = n01;
+        s1 = s2;
+        a1 = a2;
       }
-      // past the label-0 arcs the weights fall: a lane that did not read leaves every later one unread
-      if (__ballot_sync(0xFFFFFFFFu, j < n && j >= n0 && !read) != 0u) break;
     }
-    if (kPipe) {
-      s = s1;
-      a = a1;
-      b = b1;
-      n = n1;
-      n0 = n01;
-      s1 = s2;
-      a1 = a2;
-    }
-  }
+    n_tokens += static_cast<unsigned long long>(last - item.y);
+  }  // (the work items)
   atomicAdd(&s_c[0], n_chunks);
   atomicAdd(&s_c[1], n_slots);
   atomicAdd(&s_c[2], n_cands);
@@ -256,7 +264,7 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
   atomicAdd(&s_c[5], sum);
   __syncthreads();
   if (threadIdx.x == 0) {
-    atomicAdd(&counts->tokens, static_cast<unsigned long long>(last - item.y));
+    atomicAdd(&counts->tokens, n_tokens);
     atomicAdd(&counts->chunks, s_c[0]);
     atomicAdd(&counts->slots, s_c[1]);
     atomicAdd(&counts->cands, s_c[2]);
@@ -296,6 +304,9 @@ using Launch = void (*)(cudaStream_t, int, size_t, const RowStep*, const int2*, 
                         const float*, const int32_t*, const int32_t*, float, Rec*, unsigned long long, Counts*,
                         int32_t, unsigned long long*, int32_t);
 
+int g_grid_cap = 0;  // lp_set_grid_cap: at most this many CTAs a launch (0: one an item)
+inline int GridFor(int n) { return g_grid_cap > 0 ? std::min(n, g_grid_cap) : n; }
+
 // the keys (int32), their frontier indices (uint16) and the log-prob row
 size_t SmemFor(int bits) {
   return (bits > 0 ? size_t{6} << bits : 0) + sizeof(float) * static_cast<size_t>(g_dev.V);
@@ -306,10 +317,10 @@ void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps
                 const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
                 float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
                 unsigned long long* cursors, int32_t n_cursors) {
-  PostKernel<kBits, kPipe><<<grid, kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
+  PostKernel<kBits, kPipe><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
                                                               g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
-                                               ob, recs, cap, counts, write, cursors, n_cursors);
+                                               ob, recs, cap, counts, write, cursors, n_cursors, grid);
 }
 
 template <int kBits>
@@ -413,15 +424,19 @@ void* lp_prepare_batch(RowStep* steps, int32_t num_steps, const int32_t* st, con
       Upload(&h->build, build.data(), static_cast<int64_t>(build.size())) || Upload(&h->st, st, num_tokens) ||
       Upload(&h->sc, sc, num_tokens) || Upload(&h->lp, lp, lp_len))
     return fail();
+  int least = 0, greatest = 0;
   if (cudaMalloc(&h->gkeys, sizeof(int32_t) * std::max<int64_t>(tab, 1)) != cudaSuccess ||
       cudaMalloc(&h->gpos, sizeof(int32_t) * std::max<int64_t>(tab, 1)) != cudaSuccess ||
       cudaMalloc(&h->recs, sizeof(Rec) * std::max<int64_t>(rec_cap, 1)) != cudaSuccess ||
       cudaMalloc(&h->counts, sizeof(Counts)) != cudaSuccess ||
       cudaMalloc(&h->cursors, sizeof(unsigned long long) * kCursors) != cudaSuccess ||
-      cudaStreamCreateWithFlags(&h->main, cudaStreamNonBlocking) != cudaSuccess)
+      cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess ||
+      cudaStreamCreateWithPriority(&h->main, cudaStreamNonBlocking, least) != cudaSuccess)
     return fail();
+  // (the passes' streams at the device's least priority: a decoder at a greater one, beside them,
+  // has its kernels dispatched first; --overlap)
   for (auto& x : h->side)
-    if (cudaStreamCreateWithFlags(&x, cudaStreamNonBlocking) != cudaSuccess) return fail();
+    if (cudaStreamCreateWithPriority(&x, cudaStreamNonBlocking, least) != cudaSuccess) return fail();
   for (auto& e : h->ev)
     if (cudaEventCreate(&e) != cudaSuccess) return fail();
   for (auto& e : h->done)
@@ -468,7 +483,8 @@ int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* spl
     for (int c = 0; c < kClasses - 1; ++c) CK(cudaStreamWaitEvent(h->side[c], ev[0]));
   if (h->n_build > 0) {
     CK(cudaMemsetAsync(h->gkeys, 0xFF, sizeof(int32_t) * h->tab, h->main));  // (every key -1)
-    BuildKernel<<<h->n_build, kThreads, 0, h->main>>>(h->steps, h->build, h->st, h->gkeys, h->gpos);
+    BuildKernel<<<GridFor(h->n_build), kThreads, 0, h->main>>>(h->steps, h->build, h->st, h->gkeys, h->gpos,
+                                                               h->n_build);
   }
   CK(cudaEventRecord(ev[1], h->main));
   if (streams) CK(cudaStreamWaitEvent(h->side[kClasses - 1], ev[1]));
@@ -494,6 +510,12 @@ int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* spl
   } else {
     for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
   }
+  return 0;
+}
+
+// At most cap CTAs a launch from here on (0: one an item, the default).
+int lp_set_grid_cap(int32_t cap) {
+  g_grid_cap = std::max(cap, 0);
   return 0;
 }
 

@@ -1,7 +1,7 @@
 """The lattice records as one bulk pass after the search, timed on the GPU (issue 10).
 
     python -m benchmarks.lattice_post GRAPH.img SHARD.npz [--utts N] [--batch B] [--reps R]
-        [--check-batches K] [--procs P] [--variants V...] [--overlap V] [--json PATH]
+        [--check-batches K] [--procs P] [--variants V...] [--overlap V [--grid-caps N...]] [--json PATH]
 
 Today a lattice decode finds its records inside every step: the scan, max and expand walk the band
 below the cutoff as well, and LatPersistKernel / LatStepEndKernel probe, filter and write them,
@@ -368,27 +368,30 @@ def _pass(lib, h, mode: int, ob: float, ms: np.ndarray, i: int) -> np.ndarray:
     return split
 
 
-def overlap(lib, handles, mode: int, ob: float, graph, lp_all, lens, B: int, reps: int = 3) -> dict:
+def _counts(lib, h) -> tuple:
+    cnt = np.zeros(8, np.uint64)
+    if lib.lp_counts(ctypes.c_void_p(h), _p(cnt)) != 0:
+        raise SystemExit("lattice_post: the counts' readback failed")
+    return tuple(int(x) for x in cnt)
+
+
+def overlap(lib, handles, mode: int, ob: float, graph, lp_all, lens, B: int, caps=(0,), reps: int = 3) -> dict:
     """The passes beside the GPU decoder's 1-best decode of the same rows (batches of B, one after
     another, as a decode call each): the decode's time alone and with a thread running passes over
-    every batch in a loop on the passes' own streams, and the passes' rate alone and beside it.
-    (Both the decoder's stream, its own, and the passes' are at the default priority; s114 tried
-    the decoder under a high-priority torch stream, which does not reach its own stream: the
-    priority experiment is on the branch lat-post-priority.)"""
+    every batch in a loop on the passes' own streams (at the device's least priority), and the
+    passes' rate alone and beside it; for a decoder whose own streams are at the default priority and
+    one at the greatest (CUWFST_STREAM_PRIORITY=high when it is made), and for each grid cap (at most
+    that many CTAs a launch of the pass, taking the work items in turn; 0: a CTA an item). Each cap's
+    pass over the first batch must count what the uncapped one counts (records, checksum)."""
     import threading
 
     import torch
 
     from cuwfst import Decoder, DecoderOptions
 
-    dec = Decoder(graph, DecoderOptions(output_beam=ob), device="cuda", max_lanes=B)
     lp_gpu = torch.from_numpy(np.ascontiguousarray(lp_all, F32)).cuda()
-    n = len(lens)
-
-    def decode_all():
-        for s in range(0, n, B):
-            dec.decode(lp_gpu[s: s + B], lens[s: s + B])
-        torch.cuda.synchronize()
+    n, nb = len(lens), len(handles)
+    ms = np.zeros(1, F32)
 
     def timed(fn):
         ts = []
@@ -398,37 +401,61 @@ def overlap(lib, handles, mode: int, ob: float, graph, lp_all, lens, B: int, rep
             ts.append(time.perf_counter() - t0)
         return float(np.median(ts)) * 1000
 
-    decode_all()
-    decode_all()  # (warm: grown buffers, captured graphs)
-    nb = len(handles)
-    ms = np.zeros(1, F32)
-
     def passes_all():
         for h in handles:
             _pass(lib, h, mode, ob, ms, 0)
 
-    post_alone = timed(passes_all) / nb
-    d_alone = timed(decode_all) / nb
-    stop, done, span = threading.Event(), [0], [0.0, 0.0]
+    decs = {}
+    for prio in ("default", "high"):
+        old = os.environ.get("CUWFST_STREAM_PRIORITY")
+        os.environ["CUWFST_STREAM_PRIORITY"] = prio
+        try:
+            decs[prio] = Decoder(graph, DecoderOptions(output_beam=ob), device="cuda", max_lanes=B)
+        finally:
+            if old is None:
+                os.environ.pop("CUWFST_STREAM_PRIORITY")
+            else:
+                os.environ["CUWFST_STREAM_PRIORITY"] = old
+    lib.lp_set_grid_cap(ctypes.c_int32(0))
+    _pass(lib, handles[0], mode, ob, ms, 0)
+    want = _counts(lib, handles[0])
+    out = dict(mode=mode, caps={})
+    for cap in caps:
+        lib.lp_set_grid_cap(ctypes.c_int32(cap))
+        _pass(lib, handles[0], mode, ob, ms, 0)
+        res = dict(counts_equal=_counts(lib, handles[0]) == want, post_ms_alone=timed(passes_all) / nb)
+        for prio, dec in decs.items():
+            def decode_all():
+                for s in range(0, n, B):
+                    dec.decode(lp_gpu[s: s + B], lens[s: s + B])
+                torch.cuda.synchronize()
 
-    def loop():
-        span[0] = time.perf_counter()
-        while not stop.is_set():
-            for h in handles:
-                if stop.is_set():
-                    break
-                _pass(lib, h, mode, ob, ms, 0)
-                done[0] += 1
-                span[1] = time.perf_counter()
+            decode_all()
+            decode_all()  # (warm: grown buffers, captured graphs)
+            d_alone = timed(decode_all) / nb
+            stop, done, span = threading.Event(), [0], [0.0, 0.0]
 
-    th = threading.Thread(target=loop)
-    th.start()
-    time.sleep(0.05)  # (the passes running before the decode starts)
-    d_beside = timed(decode_all) / nb
-    stop.set()
-    th.join()
-    return dict(mode=mode, post_ms_alone=post_alone, decode_ms_alone=d_alone, decode_ms_beside=d_beside,
-                post_ms_beside=(span[1] - span[0]) * 1000 / max(done[0], 1), passes_beside=done[0])
+            def loop():
+                span[0] = time.perf_counter()
+                while not stop.is_set():
+                    for h in handles:
+                        if stop.is_set():
+                            break
+                        _pass(lib, h, mode, ob, ms, 0)
+                        done[0] += 1
+                        span[1] = time.perf_counter()
+
+            th = threading.Thread(target=loop)
+            th.start()
+            time.sleep(0.05)  # (the passes running before the decode starts)
+            d_beside = timed(decode_all) / nb
+            stop.set()
+            th.join()
+            res[prio] = dict(decode_ms_alone=d_alone, decode_ms_beside=d_beside,
+                             post_ms_beside=(span[1] - span[0]) * 1000 / max(done[0], 1), passes_beside=done[0])
+        out["caps"][cap] = res
+    lib.lp_set_grid_cap(ctypes.c_int32(0))
+    return out
 
 
 def main(argv=None):
@@ -447,6 +474,8 @@ def main(argv=None):
                          "streams: and the classes on streams of their own; count: the last, records counted only "
                          "(a diagnostic of the stores' share); pipe / pipe_count: streams / count with each warp's "
                          "next token's loads in flight during its walk")
+    ap.add_argument("--grid-caps", type=int, nargs="+", default=[0],
+                    help="--overlap: the pass's CTAs a launch, each cap in turn (0: one a work item)")
     ap.add_argument("--overlap", choices=list(MODES),
                     help="then time the passes (this variant) beside the GPU decoder's 1-best decode of the same rows")
     ap.add_argument("--json")
@@ -532,11 +561,17 @@ def main(argv=None):
               f"{'all equal' if fails == 0 else f'{fails} DIFFERENT'}")
     ov = None
     if lib is not None and a.overlap:
-        ov = overlap(lib, handles, MODES[a.overlap], a.output_beam, g, lp_all, lens.astype(np.int32), a.batch)
-        print(f"beside the decoder ({a.overlap}), ms a batch of {a.batch}: 1-best decode alone "
-              f"{ov['decode_ms_alone']:.2f}, with the passes beside it {ov['decode_ms_beside']:.2f}; a pass alone "
-              f"{ov['post_ms_alone']:.2f}, beside the decode {ov['post_ms_beside']:.2f} ({ov['passes_beside']} passes)",
-              flush=True)
+        ov = overlap(lib, handles, MODES[a.overlap], a.output_beam, g, lp_all, lens.astype(np.int32), a.batch,
+                     caps=a.grid_caps)
+        for cap, res in ov["caps"].items():
+            for prio in ("default", "high"):
+                o = res[prio]
+                print(f"beside the decoder ({a.overlap}, grid cap {cap or 'none'}, counts "
+                      f"{'equal' if res['counts_equal'] else 'DIFFERENT'}; the decoder's streams at priority {prio}), "
+                      f"ms a batch of {a.batch}: 1-best decode alone {o['decode_ms_alone']:.2f}, with the passes "
+                      f"beside it {o['decode_ms_beside']:.2f}; a pass alone {res['post_ms_alone']:.2f}, beside the "
+                      f"decode {o['post_ms_beside']:.2f} ({o['passes_beside']} passes)", flush=True)
+            fails += 0 if res["counts_equal"] else 1
     for h in handles:
         lib.lp_free(ctypes.c_void_p(h))
     shutil.rmtree(tmp, ignore_errors=True)

@@ -487,6 +487,26 @@ def test_gpu_pruning_env_var_selects_replay(monkeypatch):
     compare(a, b, "env var")
 
 
+def test_stream_priority_switch(monkeypatch):
+    """CUWFST_STREAM_PRIORITY=high (the decoder's own streams at the device's greatest priority,
+    issue 10's experiment with a lattice pass beside the search) changes no result; a value it does
+    not know is refused when the decoder is made."""
+    rng = np.random.default_rng(11)
+    graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
+    lp = random_log_probs(rng, 3, 50, 8, peaky=True)
+    opts = DecoderOptions(search_beam=10.0, output_beam=4.0)
+    cpu = Decoder(graph, opts).decode(lp, lattice=True)
+    monkeypatch.setenv("CUWFST_STREAM_PRIORITY", "soon")
+    with pytest.raises(ValueError, match="CUWFST_STREAM_PRIORITY"):
+        Decoder(graph, opts, device="cuda")
+    for prio in ("high", "default"):
+        monkeypatch.setenv("CUWFST_STREAM_PRIORITY", prio)
+        dec = Decoder(graph, opts, device="cuda")
+        compare(cpu, dec.decode(lp, lattice=True), f"priority {prio}")
+        one = dec.decode(lp)
+        assert [h.words for h in one] == [h.words for h in cpu], prio
+
+
 def test_gpu_pruning_batches_interleave_and_regrow():
     """Small then large then small batches reuse and grow the pruning buffers; 1-best
     decodes in between; every lattice is the CPU's."""

@@ -321,6 +321,14 @@ inline cudaError_t TryStreamCreate(unsigned flags, Stream* out) {
   return detail::Finish(e);
 }
 
+// A stream at a priority (cudaDeviceGetStreamPriorityRange's numbers: smaller is sooner).
+inline cudaError_t TryStreamCreatePriority(unsigned flags, int priority, Stream* out) {
+  cudaStream_t s = nullptr;
+  cudaError_t e = fault::Fire() ? fault::Failure() : cudaStreamCreateWithPriority(&s, flags, priority);
+  if (e == cudaSuccess) out->Adopt(s, 1);
+  return detail::Finish(e);
+}
+
 inline cudaError_t TryEventCreate(unsigned flags, Event* out) {
   cudaEvent_t ev = nullptr;
   cudaError_t e = fault::Fire() ? fault::Failure() : cudaEventCreateWithFlags(&ev, flags);
