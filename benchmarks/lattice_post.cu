@@ -21,6 +21,8 @@
 // Not part of the package (no Python binding, no torch).
 #include <cuda_runtime.h>
 
+#include <cub/block/block_scan.cuh>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -274,6 +276,156 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
   }
 }
 
+// The flat walk (mode bit 16): PostKernel's rule over the same work items, but a thread an arc
+// instead of a warp a token. Each token's read arcs are a prefix of its emitting arcs (its label-0
+// arcs, then those past them while (a + w) + lp_rest >= pre_low: the weights fall past the label-0
+// arcs, so a binary search finds the end); a CTA scan of the tokens' prefix lengths numbers the
+// item's read arcs, and the CTA's threads take them 256 at a time, a thread finding its token by a
+// binary search of the scan. Every thread's chain (arc, probe, destination's score, record) is in
+// flight at once, where the warp walk waits a round trip a chunk with most lanes idle on the many
+// tokens of few arcs (median out-degree 4). Counts as PostKernel (chunks: the warp walk's, from
+// each token's prefix).
+constexpr int kPer = kChunk / kThreads;  // a thread's tokens in the scan (a blocked arrangement)
+
+template <int kBits>
+__global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, const int2* items,
+    const int32_t* st, const float* sc, const float* lp, int32_t V,
+    const int32_t* dest, const int32_t* ilabel, const float* weight,
+    const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
+    const int32_t* gkeys, const int32_t* gpos,
+    float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
+    unsigned long long* cursors, int32_t n_cursors, int32_t n_items) {
+  using Scan = cub::BlockScan<int32_t, kThreads>;
+  constexpr int H = kBits > 0 ? 1 << kBits : 0;
+  extern __shared__ __align__(16) unsigned char smem[];
+  int32_t* keys = reinterpret_cast<int32_t*>(smem);
+  uint16_t* pos16 = reinterpret_cast<uint16_t*>(keys + H);
+  float* lps = reinterpret_cast<float*>(pos16 + H);
+  __shared__ typename Scan::TempStorage scan_tmp;
+  __shared__ int32_t f_off[kChunk + 1];  // the item's tokens' first read arc in the item's numbering
+  __shared__ int64_t f_b[kChunk];        // a token's first emitting arc
+  __shared__ int32_t f_s[kChunk];
+  __shared__ float f_a[kChunk];
+  __shared__ unsigned long long s_c[6];
+  if (threadIdx.x < 6) s_c[threadIdx.x] = 0;
+  const int lane = threadIdx.x & 31;
+  unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0, n_tokens = 0;
+  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
+    __syncthreads();  // (the last item's table, row and numbering read by every thread)
+    const int2 item = items[w];
+    const RowStep rs = steps[item.x];
+    for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
+    if (kBits > 0) {
+      for (int i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
+      __syncthreads();
+      for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
+    }
+    const int32_t last = min(rs.src_n, item.y + kChunk);
+    const int64_t so = rs.src_off;
+    int32_t cnt[kPer];
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) {
+      const int32_t k = threadIdx.x * kPer + q, i = item.y + k;
+      cnt[q] = 0;
+      if (i < last) {
+        const int32_t s = st[so + i];
+        const float a = sc[so + i];
+        const int64_t b = emit_b[s];
+        const int32_t n = emit_n[s];
+        int32_t lo = emit_n0[s], hi = n;  // the first arc past the label-0 ones that is not read
+        while (lo < hi) {
+          const int32_t mid = (lo + hi) >> 1;
+          if ((a + weight[b + mid]) + rs.lp_rest >= rs.pre_low) lo = mid + 1;
+          else hi = mid;
+        }
+        cnt[q] = lo;
+        n_chunks += n == 0 ? 0 : (lo >= n ? (n + 31) / 32 : lo / 32 + 1);
+        f_s[k] = s;
+        f_a[k] = a;
+        f_b[k] = b;
+      }
+    }
+    int32_t total = 0;
+    Scan(scan_tmp).ExclusiveSum(cnt, cnt, total);
+#pragma unroll
+    for (int q = 0; q < kPer; ++q) f_off[threadIdx.x * kPer + q] = cnt[q];
+    if (threadIdx.x == 0) f_off[kChunk] = total;
+    __syncthreads();
+    const int32_t* tkeys = kBits > 0 ? keys : gkeys + rs.tab_off;
+    const int32_t* tpos = gpos + rs.tab_off;
+    const float* dsc = sc + rs.dst_off;
+    const int32_t n_tok = last - item.y;
+    for (int32_t base = 0; base < total; base += kThreads) {
+      const int32_t f = base + static_cast<int32_t>(threadIdx.x);
+      bool keep = false, admitted = false;
+      int32_t p = -1, s = 0, k = 0;
+      int64_t arc = 0;
+      float ac = 0.f;
+      if (f < total) {
+        int32_t lo = 0, hi = n_tok;  // the last token whose first read arc is <= f
+        while (hi - lo > 1) {
+          const int32_t mid = (lo + hi) >> 1;
+          if (f_off[mid] <= f) lo = mid;
+          else hi = mid;
+        }
+        k = lo;
+        s = f_s[k];
+        arc = f_b[k] + (f - f_off[k]);
+        const float wt = weight[arc];
+        const int32_t lab = ilabel[arc], d = dest[arc];
+        ++n_slots;
+        ac = lps[lab];
+        const float end = (f_a[k] + wt) + ac;
+        if (end >= rs.pre_low) {
+          ++n_cands;
+          if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
+          else p = Find(tkeys, tpos, rs.tab_bits, d);
+          if (p >= 0) {
+            ++n_surv;
+            admitted = end > rs.cutoff;
+            keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
+          }
+        }
+      }
+      if (write) {
+        const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
+        if (km != 0u) {
+          const int leader = __ffs(km) - 1;
+          unsigned long long b0 = 0;
+          const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
+          const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
+          if (lane == leader) b0 = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
+          b0 = __shfl_sync(0xFFFFFFFFu, b0, leader);
+          const unsigned long long r = b0 + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
+          if (keep && r < seg)
+            recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, item.y + k, p, admitted ? 1 : 0};
+        }
+      }
+      if (keep) {
+        ++n_kept;
+        sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
+      }
+    }
+    n_tokens += static_cast<unsigned long long>(n_tok);
+  }
+  atomicAdd(&s_c[0], n_chunks);
+  atomicAdd(&s_c[1], n_slots);
+  atomicAdd(&s_c[2], n_cands);
+  atomicAdd(&s_c[3], n_surv);
+  atomicAdd(&s_c[4], n_kept);
+  atomicAdd(&s_c[5], sum);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&counts->tokens, n_tokens);
+    atomicAdd(&counts->chunks, s_c[0]);
+    atomicAdd(&counts->slots, s_c[1]);
+    atomicAdd(&counts->cands, s_c[2]);
+    atomicAdd(&counts->survived, s_c[3]);
+    atomicAdd(&counts->kept, s_c[4]);
+    atomicAdd(&counts->checksum, s_c[5]);
+  }
+}
+
 #define CK(x)                                                                   \
   do {                                                                          \
     cudaError_t e_ = (x);                                                       \
@@ -324,7 +476,20 @@ void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps
 }
 
 template <int kBits>
+void LaunchFlat(cudaStream_t stream, int grid, size_t smem, const RowStep* steps, const int2* items,
+                const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
+                float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
+                unsigned long long* cursors, int32_t n_cursors) {
+  FlatKernel<kBits><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
+                                                              g_dev.ilabel, g_dev.weight, g_dev.emit_b,
+                                                              g_dev.emit_n, g_dev.emit_n0, gkeys, gpos, ob, recs,
+                                                              cap, counts, write, cursors, n_cursors, grid);
+}
+
+template <int kBits>
 int Prepare() {
+  CK(cudaFuncSetAttribute(FlatKernel<kBits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          static_cast<int>(SmemFor(kBits))));
   CK(cudaFuncSetAttribute(PostKernel<kBits, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   CK(cudaFuncSetAttribute(PostKernel<kBits, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -466,15 +631,17 @@ void lp_free(void* handle) {
 // stored (else counted only, a diagnostic), 2 each class on a stream of its own (the global one
 // after the tables; split then holds each stream's end from the pass's start), 4 the records'
 // cursor spread over kCursors addresses (segments of rec_cap / kCursors), 8 the pipelined kernel
-// (PostKernel kPipe). ms: the pass's time (CUDA events); split[5]: its parts (clear + build, then
-// the classes from the global one down). Records past their segment are counted, not written.
+// (PostKernel kPipe), 16 the flat walk (FlatKernel; over 8). ms: the pass's time (CUDA events);
+// split[5]: its parts (clear + build, then the classes from the global one down). Records past
+// their segment are counted, not written.
 int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* split) {
   Batch* h = static_cast<Batch*>(handle);
   const int32_t write = mode & 1, streams = (mode & 2) != 0, n_cursors = (mode & 4) ? kCursors : 1;
   const Launch plain[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
   const Launch piped[kClasses] = {LaunchBits<11, true>, LaunchBits<13, true>, LaunchBits<14, true>,
                                   LaunchBits<0, true>};
-  const Launch* fns = (mode & 8) ? piped : plain;
+  const Launch flat[kClasses] = {LaunchFlat<11>, LaunchFlat<13>, LaunchFlat<14>, LaunchFlat<0>};
+  const Launch* fns = (mode & 16) ? flat : (mode & 8) ? piped : plain;
   cudaEvent_t* ev = h->ev;
   CK(cudaMemsetAsync(h->counts, 0, sizeof(Counts), h->main));
   CK(cudaMemsetAsync(h->cursors, 0, sizeof(unsigned long long) * kCursors, h->main));

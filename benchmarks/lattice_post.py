@@ -49,7 +49,7 @@ ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.
                     ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
 U = 2.0 ** -24
 MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4, "pipe": 1 | 2 | 4 | 8,
-         "pipe_count": 2 | 4 | 8}  # lattice_post.cu lp_pass's mode bits
+         "pipe_count": 2 | 4 | 8, "flat": 1 | 2 | 4 | 16, "flat_count": 2 | 4 | 16}  # lp_pass's mode bits
 PHASE_REAL = 0
 
 
@@ -473,7 +473,8 @@ def main(argv=None):
                     help="write: the records stored at one cursor, the classes in turn; cursors: at 64 cursors; "
                          "streams: and the classes on streams of their own; count: the last, records counted only "
                          "(a diagnostic of the stores' share); pipe / pipe_count: streams / count with each warp's "
-                         "next token's loads in flight during its walk")
+                         "next token's loads in flight during its walk; flat / flat_count: streams / count with a thread an "
+                         "arc (FlatKernel) instead of a warp a token")
     ap.add_argument("--grid-caps", type=int, nargs="+", default=[0],
                     help="--overlap: the pass's CTAs a launch, each cap in turn (0: one a work item)")
     ap.add_argument("--overlap", choices=list(MODES),
