@@ -287,7 +287,7 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
 // each token's prefix).
 constexpr int kPer = kChunk / kThreads;  // a thread's tokens in the scan (a blocked arrangement)
 
-template <int kBits>
+template <int kBits, int kU>
 __global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, const int2* items,
     const int32_t* st, const float* sc, const float* lp, int32_t V,
     const int32_t* dest, const int32_t* ilabel, const float* weight,
@@ -355,55 +355,109 @@ __global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, 
     const int32_t* tpos = gpos + rs.tab_off;
     const float* dsc = sc + rs.dst_off;
     const int32_t n_tok = last - item.y;
-    for (int32_t base = 0; base < total; base += kThreads) {
-      const int32_t f = base + static_cast<int32_t>(threadIdx.x);
-      bool keep = false, admitted = false;
-      int32_t p = -1, s = 0, k = 0;
-      int64_t arc = 0;
-      float ac = 0.f;
-      if (f < total) {
-        int32_t lo = 0, hi = n_tok;  // the last token whose first read arc is <= f
-        while (hi - lo > 1) {
-          const int32_t mid = (lo + hi) >> 1;
-          if (f_off[mid] <= f) lo = mid;
-          else hi = mid;
+    // kU arcs a thread at once (threads' arcs f, f + 256, ...): each step of their chains issued for
+    // all kU before the next (the arcs' loads, the tables' first slots, the destinations' scores)
+    for (int32_t base = 0; base < total; base += kThreads * kU) {
+      bool keep[kU], admitted[kU], cand[kU];
+      int32_t p[kU], sv[kU], kk[kU], d[kU];
+      uint32_t hh[kU];
+      int64_t arc[kU];
+      float ac[kU], end[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        const int32_t f = base + u * kThreads + static_cast<int32_t>(threadIdx.x);
+        keep[u] = admitted[u] = cand[u] = false;
+        p[u] = -1;
+        sv[u] = kk[u] = d[u] = 0;
+        arc[u] = -1;
+        ac[u] = end[u] = 0.f;
+        if (f < total) {
+          int32_t lo = 0, hi = n_tok;  // the last token whose first read arc is <= f
+          while (hi - lo > 1) {
+            const int32_t mid = (lo + hi) >> 1;
+            if (f_off[mid] <= f) lo = mid;
+            else hi = mid;
+          }
+          kk[u] = lo;
+          sv[u] = f_s[lo];
+          arc[u] = f_b[lo] + (f - f_off[lo]);
         }
-        k = lo;
-        s = f_s[k];
-        arc = f_b[k] + (f - f_off[k]);
-        const float wt = weight[arc];
-        const int32_t lab = ilabel[arc], d = dest[arc];
-        ++n_slots;
-        ac = lps[lab];
-        const float end = (f_a[k] + wt) + ac;
-        if (end >= rs.pre_low) {
-          ++n_cands;
-          if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
-          else p = Find(tkeys, tpos, rs.tab_bits, d);
-          if (p >= 0) {
-            ++n_surv;
-            admitted = end > rs.cutoff;
-            keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
+      }
+      float wt[kU];
+      int32_t lab[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (arc[u] >= 0) {
+          wt[u] = weight[arc[u]];
+          lab[u] = ilabel[arc[u]];
+          d[u] = dest[arc[u]];
+        }
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (arc[u] >= 0) {
+          ++n_slots;
+          ac[u] = lps[lab[u]];
+          end[u] = (f_a[kk[u]] + wt[u]) + ac[u];
+          cand[u] = end[u] >= rs.pre_low;
+          n_cands += cand[u];
+        }
+      if constexpr (kBits > 0) {
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (cand[u]) p[u] = Find(tkeys, pos16, kBits, d[u]);
+      } else {  // the global table: every arc's first slot loaded at once, then the rest of the probes
+        const uint32_t mask = (1u << rs.tab_bits) - 1u;
+        int32_t key[kU];
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (cand[u]) {
+            hh[u] = HashOf(static_cast<uint32_t>(d[u])) >> (32 - rs.tab_bits);
+            key[u] = tkeys[hh[u]];
+          }
+#pragma unroll
+        for (int u = 0; u < kU; ++u)
+          if (cand[u]) {
+            while (key[u] != d[u] && key[u] != -1) {
+              hh[u] = (hh[u] + 1) & mask;
+              key[u] = tkeys[hh[u]];
+            }
+            if (key[u] == d[u]) p[u] = tpos[hh[u]];
+          }
+      }
+      float ds[kU];
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (p[u] >= 0) {
+          admitted[u] = end[u] > rs.cutoff;
+          if (!admitted[u] && rs.filter_on) ds[u] = dsc[p[u]];
+        }
+#pragma unroll
+      for (int u = 0; u < kU; ++u)
+        if (p[u] >= 0) {
+          ++n_surv;
+          keep[u] = admitted[u] || !rs.filter_on || !(end[u] < (ds[u] - output_beam) - rs.slack);
+        }
+#pragma unroll
+      for (int u = 0; u < kU; ++u) {
+        if (write) {
+          const unsigned km = __ballot_sync(0xFFFFFFFFu, keep[u]);
+          if (km != 0u) {
+            const int leader = __ffs(km) - 1;
+            unsigned long long b0 = 0;
+            const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
+            const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
+            if (lane == leader) b0 = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
+            b0 = __shfl_sync(0xFFFFFFFFu, b0, leader);
+            const unsigned long long r = b0 + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
+            if (keep[u] && r < seg)
+              recs[cur * seg + r] = {sv[u], static_cast<int32_t>(arc[u]), ac[u], rs.row, rs.t, item.y + kk[u], p[u],
+                                     admitted[u] ? 1 : 0};
           }
         }
-      }
-      if (write) {
-        const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
-        if (km != 0u) {
-          const int leader = __ffs(km) - 1;
-          unsigned long long b0 = 0;
-          const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
-          const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
-          if (lane == leader) b0 = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
-          b0 = __shfl_sync(0xFFFFFFFFu, b0, leader);
-          const unsigned long long r = b0 + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
-          if (keep && r < seg)
-            recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, item.y + k, p, admitted ? 1 : 0};
+        if (keep[u]) {
+          ++n_kept;
+          sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc[u]), p[u]);
         }
-      }
-      if (keep) {
-        ++n_kept;
-        sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
       }
     }
     n_tokens += static_cast<unsigned long long>(n_tok);
@@ -475,12 +529,12 @@ void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps
                                                ob, recs, cap, counts, write, cursors, n_cursors, grid);
 }
 
-template <int kBits>
+template <int kBits, int kU>
 void LaunchFlat(cudaStream_t stream, int grid, size_t smem, const RowStep* steps, const int2* items,
                 const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
                 float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
                 unsigned long long* cursors, int32_t n_cursors) {
-  FlatKernel<kBits><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
+  FlatKernel<kBits, kU><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
                                                               g_dev.ilabel, g_dev.weight, g_dev.emit_b,
                                                               g_dev.emit_n, g_dev.emit_n0, gkeys, gpos, ob, recs,
                                                               cap, counts, write, cursors, n_cursors, grid);
@@ -488,8 +542,8 @@ void LaunchFlat(cudaStream_t stream, int grid, size_t smem, const RowStep* steps
 
 template <int kBits>
 int Prepare() {
-  CK(cudaFuncSetAttribute(FlatKernel<kBits>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                          static_cast<int>(SmemFor(kBits))));
+  for (auto fn : {FlatKernel<kBits, 1>, FlatKernel<kBits, 2>, FlatKernel<kBits, 4>})
+    CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(SmemFor(kBits))));
   CK(cudaFuncSetAttribute(PostKernel<kBits, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   CK(cudaFuncSetAttribute(PostKernel<kBits, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -631,7 +685,7 @@ void lp_free(void* handle) {
 // stored (else counted only, a diagnostic), 2 each class on a stream of its own (the global one
 // after the tables; split then holds each stream's end from the pass's start), 4 the records'
 // cursor spread over kCursors addresses (segments of rec_cap / kCursors), 8 the pipelined kernel
-// (PostKernel kPipe), 16 the flat walk (FlatKernel; over 8). ms: the pass's time (CUDA events);
+// (PostKernel kPipe), 16 the flat walk (FlatKernel, over 8; 32: two arcs a thread at once, 64: four). ms: the pass's time (CUDA events);
 // split[5]: its parts (clear + build, then the classes from the global one down). Records past
 // their segment are counted, not written.
 int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* split) {
@@ -640,8 +694,10 @@ int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* spl
   const Launch plain[kClasses] = {LaunchBits<11>, LaunchBits<13>, LaunchBits<14>, LaunchBits<0>};
   const Launch piped[kClasses] = {LaunchBits<11, true>, LaunchBits<13, true>, LaunchBits<14, true>,
                                   LaunchBits<0, true>};
-  const Launch flat[kClasses] = {LaunchFlat<11>, LaunchFlat<13>, LaunchFlat<14>, LaunchFlat<0>};
-  const Launch* fns = (mode & 16) ? flat : (mode & 8) ? piped : plain;
+  const Launch flat[3][kClasses] = {{LaunchFlat<11, 1>, LaunchFlat<13, 1>, LaunchFlat<14, 1>, LaunchFlat<0, 1>},
+                                    {LaunchFlat<11, 2>, LaunchFlat<13, 2>, LaunchFlat<14, 2>, LaunchFlat<0, 2>},
+                                    {LaunchFlat<11, 4>, LaunchFlat<13, 4>, LaunchFlat<14, 4>, LaunchFlat<0, 4>}};
+  const Launch* fns = (mode & 16) ? flat[(mode & 64) ? 2 : (mode & 32) ? 1 : 0] : (mode & 8) ? piped : plain;
   cudaEvent_t* ev = h->ev;
   CK(cudaMemsetAsync(h->counts, 0, sizeof(Counts), h->main));
   CK(cudaMemsetAsync(h->cursors, 0, sizeof(unsigned long long) * kCursors, h->main));

@@ -49,7 +49,8 @@ ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.
                     ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
 U = 2.0 ** -24
 MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4, "pipe": 1 | 2 | 4 | 8,
-         "pipe_count": 2 | 4 | 8, "flat": 1 | 2 | 4 | 16, "flat_count": 2 | 4 | 16}  # lp_pass's mode bits
+         "pipe_count": 2 | 4 | 8, "flat": 1 | 2 | 4 | 16, "flat_count": 2 | 4 | 16,
+         "flat2": 1 | 2 | 4 | 16 | 32, "flat4": 1 | 2 | 4 | 16 | 64, "flat4_count": 2 | 4 | 16 | 64}  # lp_pass: mode bits
 PHASE_REAL = 0
 
 
@@ -474,7 +475,7 @@ def main(argv=None):
                          "streams: and the classes on streams of their own; count: the last, records counted only "
                          "(a diagnostic of the stores' share); pipe / pipe_count: streams / count with each warp's "
                          "next token's loads in flight during its walk; flat / flat_count: streams / count with a thread an "
-                         "arc (FlatKernel) instead of a warp a token")
+                         "arc (FlatKernel) instead of a warp a token; flat2 / flat4 (/ flat4_count): two / four arcs a thread at once")
     ap.add_argument("--grid-caps", type=int, nargs="+", default=[0],
                     help="--overlap: the pass's CTAs a launch, each cap in turn (0: one a work item)")
     ap.add_argument("--overlap", choices=list(MODES),
