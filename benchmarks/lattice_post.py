@@ -493,9 +493,13 @@ def main(argv=None):
     mw = float(np.abs(tb.weight).max())
     n_check = min(a.check_batches * a.batch, len(lens))
     _W["graph"], _W["tables"] = g, (tb, emit_b, emit_n, emit_n0)
-    with get_context("fork").Pool(min(a.procs, len(lens)), _worker_init, (a.output_beam,)) as pool:
-        res = pool.map(_worker_row, [(r, np.ascontiguousarray(lp_all[r], F32), int(lens[r]), r < n_check)
-                                     for r in range(len(lens))], chunksize=1)
+    jobs = [(r, np.ascontiguousarray(lp_all[r], F32), int(lens[r]), r < n_check) for r in range(len(lens))]
+    if a.procs <= 1:  # in this process (no fork: forked workers hang under Nsight Compute, s118)
+        _worker_init(a.output_beam)
+        res = [_worker_row(j) for j in jobs]
+    else:
+        with get_context("fork").Pool(min(a.procs, len(lens)), _worker_init, (a.output_beam,)) as pool:
+            res = pool.map(_worker_row, jobs, chunksize=1)
     fronts = {r: f for r, (f, _) in enumerate(res)}
     row_exp = {r: e for r, (_, e) in enumerate(res) if e is not None}
     print(f"graph {a.graph}: {g.num_states:,} states; {len(lens)} rows, mean T {lens.mean():.0f}; frontiers in "
