@@ -117,7 +117,9 @@ __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, co
 // row-step; kBits == 0: the row-step's global table (BuildKernel). kPipe: a warp loads its next
 // token's range and the state and score of the one after while it walks the current one (the
 // token's two dependent round trips off the chain), registers held to 64 (4 CTAs a multiprocessor).
-template <int kBits, bool kPipe = false>
+// kStats false (lean): no per-arc counters and no checksum term a kept record, as a pass inside the
+// decoder would run; its records are checked by reading them back (lp_records).
+template <int kBits, bool kPipe = false, bool kStats = true>
 __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowStep* steps, const int2* items,
     const int32_t* st, const float* sc, const float* lp, int32_t V,
     const int32_t* dest, const int32_t* ilabel, const float* weight,
@@ -204,8 +206,10 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
           d = dest[arc];
           read = j < n0 || (a + w) + rs.lp_rest >= rs.pre_low;  // (label-0 arcs: always read)
         }
-        n_chunks += lane == 0;
-        n_slots += read;
+        if constexpr (kStats) {
+          n_chunks += lane == 0;
+          n_slots += read;
+        }
         bool keep = false, admitted = false;
         int32_t p = -1;
         float ac = 0.f;
@@ -213,11 +217,11 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
           ac = lps[lab];
           const float end = (a + w) + ac;
           if (end >= rs.pre_low) {
-            ++n_cands;
+            if constexpr (kStats) ++n_cands;
             if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
             else p = Find(tkeys, tpos, rs.tab_bits, d);
             if (p >= 0) {
-              ++n_surv;
+              if constexpr (kStats) ++n_surv;
               admitted = end > rs.cutoff;
               keep = admitted || !rs.filter_on || !(end < (dsc[p] - output_beam) - rs.slack);
             }
@@ -239,7 +243,7 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
               recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
           }
         }
-        if (keep) {
+        if (kStats && keep) {
           ++n_kept;
           sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc), p);
         }
@@ -518,12 +522,12 @@ size_t SmemFor(int bits) {
   return (bits > 0 ? size_t{6} << bits : 0) + sizeof(float) * static_cast<size_t>(g_dev.V);
 }
 
-template <int kBits, bool kPipe = false>
+template <int kBits, bool kPipe = false, bool kStats = true>
 void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps, const int2* items,
                 const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
                 float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
                 unsigned long long* cursors, int32_t n_cursors) {
-  PostKernel<kBits, kPipe><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
+  PostKernel<kBits, kPipe, kStats><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
                                                               g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
                                                ob, recs, cap, counts, write, cursors, n_cursors, grid);
@@ -547,6 +551,8 @@ int Prepare() {
   CK(cudaFuncSetAttribute(PostKernel<kBits, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   CK(cudaFuncSetAttribute(PostKernel<kBits, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          static_cast<int>(SmemFor(kBits))));
+  CK(cudaFuncSetAttribute(PostKernel<kBits, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   return 0;
 }
@@ -590,6 +596,7 @@ struct Batch {
   unsigned long long* cursors = nullptr;
   cudaStream_t main = nullptr, side[kClasses] = {};
   cudaEvent_t ev[kClasses + 2] = {}, done[kClasses] = {};
+  int32_t last_cursors = 1;  // the last pass's cursors (lp_records)
 };
 
 }  // namespace lpost
@@ -685,7 +692,8 @@ void lp_free(void* handle) {
 // stored (else counted only, a diagnostic), 2 each class on a stream of its own (the global one
 // after the tables; split then holds each stream's end from the pass's start), 4 the records'
 // cursor spread over kCursors addresses (segments of rec_cap / kCursors), 8 the pipelined kernel
-// (PostKernel kPipe), 16 the flat walk (FlatKernel, over 8; 32: two arcs a thread at once, 64: four). ms: the pass's time (CUDA events);
+// (PostKernel kPipe), 16 the flat walk (FlatKernel, over 8; 32: two arcs a thread at once, 64: four),
+// 128 the pipelined kernel without its counters and checksum (kStats false; over 8). ms: the pass's time (CUDA events);
 // split[5]: its parts (clear + build, then the classes from the global one down). Records past
 // their segment are counted, not written.
 int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* split) {
@@ -697,7 +705,13 @@ int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* spl
   const Launch flat[3][kClasses] = {{LaunchFlat<11, 1>, LaunchFlat<13, 1>, LaunchFlat<14, 1>, LaunchFlat<0, 1>},
                                     {LaunchFlat<11, 2>, LaunchFlat<13, 2>, LaunchFlat<14, 2>, LaunchFlat<0, 2>},
                                     {LaunchFlat<11, 4>, LaunchFlat<13, 4>, LaunchFlat<14, 4>, LaunchFlat<0, 4>}};
-  const Launch* fns = (mode & 16) ? flat[(mode & 64) ? 2 : (mode & 32) ? 1 : 0] : (mode & 8) ? piped : plain;
+  const Launch lean[kClasses] = {LaunchBits<11, true, false>, LaunchBits<13, true, false>,
+                                 LaunchBits<14, true, false>, LaunchBits<0, true, false>};
+  const Launch* fns = (mode & 16)    ? flat[(mode & 64) ? 2 : (mode & 32) ? 1 : 0]
+                      : (mode & 128) ? lean
+                      : (mode & 8)   ? piped
+                                     : plain;
+  h->last_cursors = n_cursors;
   cudaEvent_t* ev = h->ev;
   CK(cudaMemsetAsync(h->counts, 0, sizeof(Counts), h->main));
   CK(cudaMemsetAsync(h->cursors, 0, sizeof(unsigned long long) * kCursors, h->main));
@@ -733,6 +747,25 @@ int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* spl
   } else {
     for (int k = 0; k <= kClasses; ++k) CK(cudaEventElapsedTime(&split[k], ev[k], ev[k + 1]));
   }
+  return 0;
+}
+
+// The last pass's records, each cursor's segment's written part one after another, into out (at
+// most max_n); *n_out: how many the cursors counted (more than were written when a segment filled).
+int lp_records(void* handle, Rec* out, int64_t max_n, int64_t* n_out) {
+  Batch* h = static_cast<Batch*>(handle);
+  CK(cudaStreamSynchronize(h->main));
+  unsigned long long cur[kCursors];
+  CK(cudaMemcpy(cur, h->cursors, sizeof(cur), cudaMemcpyDeviceToHost));
+  const int64_t seg = h->rec_cap / h->last_cursors;
+  int64_t n = 0, counted = 0;
+  for (int k = 0; k < h->last_cursors; ++k) {
+    counted += static_cast<int64_t>(cur[k]);
+    const int64_t m = std::min<int64_t>({static_cast<int64_t>(cur[k]), seg, max_n - n});
+    if (m > 0) CK(cudaMemcpy(out + n, h->recs + k * seg, sizeof(Rec) * m, cudaMemcpyDeviceToHost));
+    n += std::max<int64_t>(m, 0);
+  }
+  *n_out = counted;
   return 0;
 }
 

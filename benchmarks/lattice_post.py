@@ -47,10 +47,14 @@ ROWSTEP = np.dtype([("src_off", np.int64), ("dst_off", np.int64), ("lp_off", np.
                     ("src_n", np.int32),
                     ("dst_n", np.int32), ("cutoff", F32), ("pre_low", F32), ("slack", F32), ("lp_rest", F32),
                     ("filter_on", np.int32), ("row", np.int32), ("t", np.int32), ("tab_bits", np.int32)])
+REC = np.dtype([("state", np.int32), ("arc", np.int32), ("acoustic", F32), ("lane", np.int32), ("t", np.int32),
+                ("tok", np.int32), ("dst_pos", np.int32), ("admitted", np.int32)])  # lattice_post.cu Rec
 U = 2.0 ** -24
 MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4, "pipe": 1 | 2 | 4 | 8,
          "pipe_count": 2 | 4 | 8, "flat": 1 | 2 | 4 | 16, "flat_count": 2 | 4 | 16,
-         "flat2": 1 | 2 | 4 | 16 | 32, "flat4": 1 | 2 | 4 | 16 | 64, "flat4_count": 2 | 4 | 16 | 64}  # lp_pass: mode bits
+         "flat2": 1 | 2 | 4 | 16 | 32, "flat4": 1 | 2 | 4 | 16 | 64, "flat4_count": 2 | 4 | 16 | 64,
+         "lean": 1 | 2 | 4 | 8 | 128}  # lp_pass: mode bits
+LEAN = 128  # (no counters but tokens: checked by the records read back)
 PHASE_REAL = 0
 
 
@@ -351,13 +355,30 @@ def load_library(so: str):
     lib.lp_prepare_batch.restype = ctypes.c_void_p
     sizes = (ctypes.c_int32 * 3)()
     lib.lp_sizes(sizes)
-    if sizes[0] != ROWSTEP.itemsize or sizes[1] != 32 or sizes[2] != 64:
+    if sizes[0] != ROWSTEP.itemsize or sizes[1] != REC.itemsize or sizes[2] != 64:
         raise SystemExit(f"lattice_post: layout mismatch {list(sizes)}")
     return lib
 
 
 def _p(a):
     return ctypes.c_void_p(a.ctypes.data)
+
+
+def records_check(lib, h, cap: int) -> dict:
+    """The last pass's records read back (lp_records, at most cap: the cursors' sum): how many the
+    cursors counted, how many were read, and their order-free checksum (rec_key summed mod 2^64, the
+    kernel's own term)."""
+    out = np.empty(cap, REC)
+    n = ctypes.c_int64(0)
+    if lib.lp_records(ctypes.c_void_p(h), _p(out), ctypes.c_int64(cap), ctypes.byref(n)) != 0:
+        raise SystemExit("lattice_post: the records' readback failed")
+    r = out[: min(n.value, cap)]
+    with np.errstate(over="ignore"):
+        cs = int(rec_key(r["lane"], r["t"], r["arc"], r["dst_pos"]).sum(dtype=np.uint64))
+    return dict(counted=int(n.value), read=len(r), checksum=cs)
+
+
+REC_CAP = 48 << 20  # records a batch can hold (the first batch keeps ~26 M)
 
 
 def _pass(lib, h, mode: int, ob: float, ms: np.ndarray, i: int) -> np.ndarray:
@@ -524,7 +545,7 @@ def main(argv=None):
         if lib is not None:
             info = np.zeros(8, np.int64)
             h = lib.lp_prepare_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),
-                                     _p(lp), ctypes.c_int64(len(lp)), ctypes.c_int64(48 << 20), _p(info))
+                                     _p(lp), ctypes.c_int64(len(lp)), ctypes.c_int64(REC_CAP), _p(info))
             if not h:
                 raise SystemExit("lattice_post: the batch's upload failed")
             handles.append(h)
@@ -537,6 +558,8 @@ def main(argv=None):
                     raise SystemExit("lattice_post: the counts' readback failed")
                 gpu = dict(zip(("tokens", "chunks", "slots", "cands", "survived", "kept", "checksum", "cursor"),
                                (int(x) for x in cnt)))
+                if bi < a.check_batches and MODES[variant] & 1:  # (the records themselves, read back)
+                    gpu["records"] = records_check(lib, h, max(gpu["cursor"], 1))
                 ms = ms[1:]
                 out[variant] = dict(ms_median=float(np.median(ms)), ms_min=float(ms.min()), ms_max=float(ms.max()),
                                     split_ms=dict(zip(("tables", "global", "c14", "c13", "c11"),  # (streams: ends)
@@ -548,7 +571,16 @@ def main(argv=None):
             exp["checksum"] %= 1 << 64
             out["numpy"] = exp
             if lib is not None:
-                same = all(out[v]["gpu"][k] == x for v in a.variants for k, x in exp.items())
+                same = True
+                for v in a.variants:
+                    got = out[v]["gpu"]
+                    keys = ("tokens",) if MODES[v] & LEAN else exp
+                    same &= all(got[k] == exp[k] for k in keys)
+                    if "records" in got:  # every kept record written, and the right ones
+                        rc = got["records"]
+                        same &= rc["counted"] == rc["read"] == exp["kept"] and rc["checksum"] == exp["checksum"]
+                    elif MODES[v] & LEAN:
+                        same = False  # (a lean pass is checked by its records alone)
                 out["check"] = "equal" if same else "DIFFERENT"
                 fails += not same
         rows_out.append(out)
@@ -558,6 +590,8 @@ def main(argv=None):
         for v in a.variants:
             tot = np.array([r[v]["ms_median"] for r in rows_out])
             per = {k: sum(r[v]["gpu"][k] for r in rows_out) for k in ("tokens", "slots", "cands", "survived", "kept")}
+            if MODES[v] & LEAN:  # (no counters: the kept records are the cursors')
+                per["kept"] = sum(r[v]["gpu"]["cursor"] for r in rows_out)
             parts = {k: np.mean([r[v]["split_ms"][k] for r in rows_out]) for k in rows_out[0][v]["split_ms"]}
             print(f"post pass ({v}): {tot.mean():.3f} ms a batch of {a.batch} (medians of {a.reps}; batches "
                   f"{tot.min():.3f}-{tot.max():.3f}; parts " + ", ".join(f"{k} {x:.2f}" for k, x in parts.items()) +
