@@ -30,6 +30,7 @@ extern int32_t steps_per_run;
 // The stub driver's virtual memory management (cudaGetDriverEntryPointByVersion): reserved
 // ranges are PROT_NONE host mappings made readable and writable piece by piece.
 extern bool vmm;                 // the driver offers VMM
+extern int last_stream_priority;  // the priority of the last stream made with one
 extern size_t vmm_granularity;   // a multiple of the host page
 extern std::set<void*> vmm_reserved;
 extern int64_t vmm_pieces;       // physical pieces created and not yet released

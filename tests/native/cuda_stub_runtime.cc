@@ -31,6 +31,7 @@ int lattice_runs = 0;
 int32_t lat_pause_step = 2;
 int32_t steps_per_run = 0;
 bool vmm = true;
+int last_stream_priority = 0;
 size_t vmm_granularity = 4096;
 std::set<void*> vmm_reserved;
 int64_t vmm_pieces = 0;
@@ -252,6 +253,15 @@ cudaError_t cudaFreeHost(void* p) {
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
   *s = reinterpret_cast<cudaStream_t>(new int(0));
+  return cudaSuccess;
+}
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned flags, int priority) {
+  stub::last_stream_priority = priority;  // (CUWFST_STREAM_PRIORITY)
+  return cudaStreamCreateWithFlags(s, flags);
+}
+cudaError_t cudaDeviceGetStreamPriorityRange(int* least, int* greatest) {  // an H200's
+  *least = 0;
+  *greatest = -5;
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t s) {

@@ -451,6 +451,30 @@ int main() {
   ManyRuns(false);
   StreamOpens(true);
   StreamOpens(false);
+  {  // CUWFST_STREAM_PRIORITY: high makes the decoder's stream at the device's greatest priority
+     // (the stub's -5), unset the default (0); a value it does not know is refused, nothing leaked
+    g_lazy = true;
+    setenv("CUWFST_STREAM_PRIORITY", "high", 1);
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(stub::last_stream_priority == -5);
+      CHECK(DecodeOk(d, {20, 7, 0}));
+    }
+    setenv("CUWFST_STREAM_PRIORITY", "soon", 1);
+    bool threw = false;
+    try {
+      GpuDecoder d(Graph(), Config());
+    } catch (const std::invalid_argument& e) {
+      threw = std::strstr(e.what(), "CUWFST_STREAM_PRIORITY") != nullptr;
+    }
+    CHECK(threw);
+    unsetenv("CUWFST_STREAM_PRIORITY");
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(stub::last_stream_priority == 0);
+    }
+    CHECK(Nothing());
+  }
   {  // auto keeps a small decoder's lanes static: pooling could only hold more
     g_lazy = true;
     GpuDecoder d(Graph(), Config());
