@@ -19,10 +19,14 @@ snapshots' cutoffs and the filter's slack as the decoder computes it (filter_sca
 upward-rounded; the calls of 2026-12-04 ran an earlier float64 version of it, within an ulp or two).
 For the first K batches every count (arcs read, candidates, survivors, kept records) and an order-
 free checksum of the kept records (row, step, arc, destination index) are computed again with numpy
-from the same inputs, and must be equal. --overlap V then runs passes of variant V in a loop beside
-the package's GPU decoder decoding the same rows (1-best, batches of B): whether the pass could hide
-beside the next batch's search, as the pruning does now. Needs nvcc and a GPU for the timing (torch
-for --overlap); `--cpu-only` does the numpy side alone.
+from the same inputs, and must be equal; a writing variant's records are also read back and their
+number and checksum compared (the lean variant, which keeps no counters, is checked by that alone).
+--overlap V then runs passes of variant V in a loop beside the package's GPU decoder decoding the
+same rows (1-best, batches of B), the decoder's streams at the default and at the greatest priority,
+for each of --grid-caps (at most that many CTAs a launch of the pass): whether the pass could hide
+beside the next batch's search (it does not: docs/benchmarks.md, session of 2026-12-04 17:08). Needs
+nvcc and a GPU for the timing (torch for --overlap); `--cpu-only` does the numpy side alone; with
+`--procs 1` the frontiers are made in this process (Nsight Compute hangs on forked workers).
 
 twin_records is the pass's CPU twin (the data contract an integrated pass would rely on): a batch's
 lattice records made from the search's frontiers and step scalars alone, which
