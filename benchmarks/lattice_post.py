@@ -276,6 +276,66 @@ def expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, num_stat
     return tot
 
 
+CLASS_NAMES = ("c11", "c13", "c14", "global")  # lattice_post.cu kBitsOf: shared tables of 2^11/13/14, then global
+
+
+def class_of(dst_n: np.ndarray) -> np.ndarray:
+    """A row-step's table class (lp_prepare_batch's rule: the first whose table holds 2 |S_{t+1}|)."""
+    c = np.full(len(dst_n), 3, np.int64)
+    for i, bits in reversed(list(enumerate((11, 13, 14)))):
+        c[2 * np.asarray(dst_n, np.int64) <= (1 << bits)] = i
+    return c
+
+
+def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
+    """What the pass does a table class (numpy, from the same inputs as expected_counts): row-steps,
+    work items (1,024 tokens of S_t), tokens, the warp walk's chunks (a warp's 32-arc rounds; lanes
+    used = arcs read / (chunks x 32)), arcs read, table probes (candidates), survivors, kept records,
+    and the table work: slots cleared and tokens inserted (a shared class rebuilds its row-step's
+    whole table in every item; the global class once a row-step, BuildKernel)."""
+    from benchmarks.roofline import _ragged
+
+    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "cleared", "inserted")
+    out = {c: dict.fromkeys(keys, 0) for c in CLASS_NAMES}
+    pos_of = np.full(len(emit_b), -1, np.int64)
+    V = tb.vocab_size
+    cls = class_of(steps["dst_n"])
+    for s, c in zip(steps, cls):
+        o = out[CLASS_NAMES[c]]
+        src_n, dst_n = int(s["src_n"]), int(s["dst_n"])
+        items = -(-src_n // 1024)
+        o["row_steps"] += 1
+        o["items"] += items
+        o["tokens"] += src_n
+        o["cleared"] += items * (1 << (11, 13, 14)[c]) if c < 3 else 2 * dst_n
+        o["inserted"] += items * dst_n if c < 3 else dst_n
+        states = st[int(s["src_off"]): int(s["src_off"]) + src_n].astype(np.int64)
+        scores = sc[int(s["src_off"]): int(s["src_off"]) + src_n]
+        n_all = emit_n[states].astype(np.int64)
+        own, arcs = _ragged(emit_b[states], n_all)
+        k = arcs - emit_b[states][own]
+        a = scores[own]
+        w = tb.weight[arcs]
+        read = (k < emit_n0[states][own]) | ((a + w) + s["lp_rest"] >= s["pre_low"])
+        cut = np.bincount(own, weights=read, minlength=src_n).astype(np.int64)  # (read arcs: a prefix)
+        o["chunks"] += int(np.where(n_all == 0, 0, np.where(cut >= n_all, (n_all + 31) // 32, cut // 32 + 1)).sum())
+        o["read"] += int(cut.sum())
+        row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
+        end = (a + w) + row[tb.ilabel[arcs]]
+        cand = end >= s["pre_low"]
+        d_states = st[int(s["dst_off"]): int(s["dst_off"]) + dst_n].astype(np.int64)
+        pos_of[d_states] = np.arange(dst_n)
+        p = np.where(cand, pos_of[tb.dest[arcs]], -1)
+        pos_of[d_states] = -1
+        dsc = sc[int(s["dst_off"]): int(s["dst_off"]) + dst_n]
+        keep = (p >= 0) & ((end > s["cutoff"]) | (s["filter_on"] == 0) |
+                           ~(end < (dsc[np.maximum(p, 0)] - F32(ob)) - s["slack"]))
+        o["cands"] += int(cand.sum())
+        o["survived"] += int((p >= 0).sum())
+        o["kept"] += int(keep.sum())
+    return out
+
+
 def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: float | None = None):
     """The CPU twin of a records pass after the search: a batch's lattice records
     (cuwfst.decoder.lattice_records.LatticeRecords) made from the search's frontiers and step scalars
@@ -495,6 +555,8 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 1)
     ap.add_argument("--output-beam", type=float, default=8.0)
     ap.add_argument("--cpu-only", action="store_true")
+    ap.add_argument("--work", action="store_true",
+                    help="the first --check-batches batches' work a table class (work_by_class), on the CPU")
     ap.add_argument("--variants", nargs="+", default=list(MODES), choices=list(MODES),
                     help="write: the records stored at one cursor, the classes in turn; cursors: at 64 cursors; "
                          "streams: and the classes on streams of their own; count: the last, records counted only "
@@ -546,6 +608,11 @@ def main(argv=None):
         steps, st, sc, lp = build_batch(rows, lp_all, lens, fronts, mw, a.output_beam)
         out = dict(batch=bi, rows=len(rows), row_steps=len(steps), tokens=int(steps["src_n"].sum()),
                    max_frontier=int(steps["dst_n"].max()), filtered=int(steps["filter_on"].sum()))
+        if a.work and bi < a.check_batches:
+            out["work"] = work = work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, a.output_beam)
+            print(f"batch {bi}'s work a class: " + "; ".join(
+                f"{c}: " + ", ".join(f"{k} {v:,}" for k, v in w.items()) +
+                f", lanes used {w['read'] / max(32 * w['chunks'], 1):.2f}" for c, w in work.items()), flush=True)
         if lib is not None:
             info = np.zeros(8, np.int64)
             h = lib.lp_prepare_batch(_p(steps), ctypes.c_int32(len(steps)), _p(st), _p(sc), ctypes.c_int64(len(st)),

@@ -180,3 +180,40 @@ def test_the_pass_keeps_the_twins_records():
                                                   float(np.abs(tb.weight).max()), 8.0)
     got = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, blp, 8.0, g.num_states)
     assert got["kept"] == real > 0
+
+
+def test_work_by_class_counts_the_walk():
+    """work_by_class (the pass's work a table class): its arcs read, candidates, survivors and kept
+    records sum to expected_counts'; its chunks are the warp walk's rounds, counted here by running
+    the walk's loop (32 arcs a round, stopping after a round with an unread arc past the label-0
+    ones); the classes follow lp_prepare_batch's rule (2 |S_{t+1}| within 2^11 / 2^13 / 2^14)."""
+    rows, ob = [0, 1, 2], 8.0
+    g = Graph.load(TINY / "HLG.img")
+    tb, emit_b, emit_n, emit_n0 = lattice_post.emit_tables(g)
+    lp_all, _ = load_shard(DEMO_SHARD)
+    dec = Decoder(g, DecoderOptions(output_beam=ob), num_threads=1)
+    lp_rows = {r: np.ascontiguousarray(lp_all[r, : LENGTHS[r]], F32) for r in rows}
+    fronts = {r: lattice_post.row_fronts(dec, lp_rows[r], int(LENGTHS[r])) for r in rows}
+    mw = float(np.abs(tb.weight).max())
+    steps, st, sc, lp = lattice_post.build_batch(rows, lp_rows, {r: int(LENGTHS[r]) for r in rows}, fronts, mw, ob)
+    work = lattice_post.work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob)
+    want = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, g.num_states)
+    tot = {k: sum(w[k] for w in work.values()) for k in work["c11"]}
+    assert (tot["read"], tot["cands"], tot["survived"], tot["kept"], tot["tokens"]) == (
+        want["slots"], want["cands"], want["survived"], want["kept"], want["tokens"])
+    chunks = 0
+    for s in steps:
+        for i in range(int(s["src_n"])):
+            state, score = int(st[int(s["src_off"]) + i]), sc[int(s["src_off"]) + i]
+            b, n, n0 = int(emit_b[state]), int(emit_n[state]), int(emit_n0[state])
+            for k in range(0, n, 32):
+                chunks += 1
+                js = range(k, min(k + 32, n))
+                if any(j >= n0 and not (score + F32(tb.weight[b + j])) + s["lp_rest"] >= s["pre_low"] for j in js):
+                    break
+    assert tot["chunks"] == chunks > 0
+    sizes = {c: [int(x) for x in steps["dst_n"][lattice_post.class_of(steps["dst_n"]) == i]]
+             for i, c in enumerate(lattice_post.CLASS_NAMES)}
+    assert all(2 * x <= 2048 for x in sizes["c11"]) and all(2048 < 2 * x <= 8192 for x in sizes["c13"])
+    assert {c: len(v) for c, v in sizes.items()} == {c: w["row_steps"] for c, w in work.items()}
+    assert work["c11"]["row_steps"] > 0 and work["c11"]["cleared"] == 2048 * work["c11"]["items"]
