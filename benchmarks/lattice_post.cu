@@ -136,6 +136,11 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
   if (threadIdx.x < 6) s_c[threadIdx.x] = 0;
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0, n_tokens = 0;
+  // The lean kernel finds its cursor and segment once: in the loop the compiler keeps a 64-bit
+  // division a round with a kept record (seen in the PTX); hoisted in the others it spills (64
+  // registers), so they keep their code of the calls before.
+  const int32_t cur0 = kStats ? 0 : static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
+  const unsigned long long seg0 = kStats ? 0 : cap / static_cast<unsigned long long>(n_cursors);
   // grid-stride over the work items: a grid of one CTA an item runs each once; a capped grid
   // (lp_set_grid_cap, fewer CTAs than the GPU holds) leaves multiprocessors to other work
   for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
@@ -234,8 +239,9 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
             unsigned long long base = 0;
             // (n_cursors segments of cap / n_cursors records, a CTA's at cursor blockIdx.x % n_cursors:
             // one address takes 1 / n_cursors of the atomics)
-            const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
-            const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
+            const int32_t cur =
+                kStats ? static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors)) : cur0;
+            const unsigned long long seg = kStats ? cap / static_cast<unsigned long long>(n_cursors) : seg0;
             if (lane == leader) base = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
             base = __shfl_sync(0xFFFFFFFFu, base, leader);
             const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
