@@ -99,6 +99,80 @@ __device__ __forceinline__ int32_t Find(const int32_t* keys, const Pos* pos, int
   }
 }
 
+// An item's setup: the frame's log-prob row into shared memory and, kBits > 0, its row-step's
+// S_{t+1} as a table there (every CTA of the row-step builds its own).
+template <int kBits>
+__device__ __forceinline__ void ItemSetup(const RowStep& rs, int32_t V, const float* lp, const int32_t* st,
+                                          int32_t* keys, uint16_t* pos16, float* lps) {
+  for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
+  if constexpr (kBits > 0) {
+    for (int i = threadIdx.x; i < (1 << kBits); i += kThreads) keys[i] = -1;
+    __syncthreads();
+    for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
+  }
+}
+
+struct Segment {  // a CTA's cursor and the records its segment holds (from cur * seg)
+  int32_t cur;
+  unsigned long long seg;
+};
+
+// n_cursors segments of cap / n_cursors records, a CTA's at cursor blockIdx.x % n_cursors (one
+// address takes 1 / n_cursors of the atomics)
+__device__ __forceinline__ Segment SegmentOf(int32_t n_cursors, unsigned long long cap) {
+  return {static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors)),
+          cap / static_cast<unsigned long long>(n_cursors)};
+}
+
+// A warp's kept records at consecutive places of its CTA's segment: one atomicAdd a warp; records
+// past the segment are counted, not written. where() gives the Segment and make() a lane's record,
+// both called only where needed (a round without a kept record computes neither; nothing is held in
+// registers through the ballot: computed before it, they made the pipelined kernel spill).
+template <typename Where, typename Make>
+__device__ __forceinline__ void WarpWrite(bool keep, int lane, Rec* recs, unsigned long long* cursors, Where where,
+                                          Make make) {
+  const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
+  if (km == 0u) return;
+  const Segment sg = where();
+  const int32_t cur = sg.cur;
+  const unsigned long long seg = sg.seg;
+  const int leader = __ffs(km) - 1;
+  unsigned long long base = 0;
+  if (lane == leader) base = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
+  base = __shfl_sync(0xFFFFFFFFu, base, leader);
+  const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
+  if (keep && r < seg) recs[cur * seg + r] = make();
+}
+
+// A CTA's counters into the pass's (s_c: the CTA's shared sums, zeroed before)
+__device__ __forceinline__ void FlushCounts(unsigned long long* s_c, Counts* counts, unsigned long long n_tokens,
+                                            unsigned long long n_chunks, unsigned long long n_slots,
+                                            unsigned long long n_cands, unsigned long long n_surv,
+                                            unsigned long long n_kept, unsigned long long sum) {
+  atomicAdd(&s_c[0], n_chunks);
+  atomicAdd(&s_c[1], n_slots);
+  atomicAdd(&s_c[2], n_cands);
+  atomicAdd(&s_c[3], n_surv);
+  atomicAdd(&s_c[4], n_kept);
+  atomicAdd(&s_c[5], sum);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    atomicAdd(&counts->tokens, n_tokens);
+    atomicAdd(&counts->chunks, s_c[0]);
+    atomicAdd(&counts->slots, s_c[1]);
+    atomicAdd(&counts->cands, s_c[2]);
+    atomicAdd(&counts->survived, s_c[3]);
+    atomicAdd(&counts->kept, s_c[4]);
+    atomicAdd(&counts->checksum, s_c[5]);
+  }
+}
+
+struct QEnt {  // a queued candidate (kQueue): its arc, token index in S_t, state, end and acoustic
+  int32_t arc, tok, s;
+  float end, ac;
+};
+constexpr int kQ = 64;  // a warp's queue: fewer than 32 waiting and a round's 32 added
+
 // The large S_{t+1}'s tables in global memory (cleared by a memset before): a CTA a work item
 // (row-step index, first token of its chunk of S_{t+1}), kChunk tokens inserted.
 __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, const int2* items, const int32_t* st,
@@ -118,8 +192,12 @@ __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, co
 // token's range and the state and score of the one after while it walks the current one (the
 // token's two dependent round trips off the chain), registers held to 64 (4 CTAs a multiprocessor).
 // kStats false (lean): no per-arc counters and no checksum term a kept record, as a pass inside the
-// decoder would run; its records are checked by reading them back (lp_records).
-template <int kBits, bool kPipe = false, bool kStats = true>
+// decoder would run; its records are checked by reading them back (lp_records). kQueue (with kPipe
+// and lean): a round only tests its arcs (weight, label, acoustic) and queues its candidates in the
+// warp's shared-memory queue; 32 queued candidates at a time are probed, filtered and written by
+// the whole warp (drain), where the other kernels run the probe and the record's write for every
+// round holding any candidate (a round holds ~2 in c11, ~6 in c13, of 32 arcs read).
+template <int kBits, bool kPipe = false, bool kStats = true, bool kQueue = false>
 __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowStep* steps, const int2* items,
     const int32_t* st, const float* sc, const float* lp, int32_t V,
     const int32_t* dest, const int32_t* ilabel, const float* weight,
@@ -134,31 +212,47 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
   float* lps = reinterpret_cast<float*>(pos16 + H);
   __shared__ unsigned long long s_c[6];
   if (threadIdx.x < 6) s_c[threadIdx.x] = 0;
+  __shared__ QEnt q[kQueue ? kWarps : 1][kQueue ? kQ : 1];
   const int lane = threadIdx.x & 31, wid = threadIdx.x >> 5;
   unsigned long long n_chunks = 0, n_slots = 0, n_cands = 0, n_surv = 0, n_kept = 0, sum = 0, n_tokens = 0;
-  // The lean kernel finds its cursor and segment once: in the loop the compiler keeps a 64-bit
-  // division a round with a kept record (seen in the PTX); hoisted in the others it spills (64
-  // registers), so they keep their code of the calls before.
-  const int32_t cur0 = kStats ? 0 : static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
-  const unsigned long long seg0 = kStats ? 0 : cap / static_cast<unsigned long long>(n_cursors);
+  // The lean kernels find their Segment once: in the loop the compiler keeps a 64-bit division a
+  // round with a kept record (seen in the PTX); hoisted in the others it spills (64 registers), so
+  // they keep their code of the calls before (SegmentOf where a round keeps a record).
+  const Segment seg0 = kStats ? Segment{0, 0} : SegmentOf(n_cursors, cap);
   // grid-stride over the work items: a grid of one CTA an item runs each once; a capped grid
   // (lp_set_grid_cap, fewer CTAs than the GPU holds) leaves multiprocessors to other work
   for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
     __syncthreads();  // (the last item's table and log-prob row read by every warp)
     const int2 item = items[w];
     const RowStep rs = steps[item.x];
-    for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
-    if (kBits > 0) {
-      for (int i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
-      __syncthreads();
-      for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
-    }
+    ItemSetup<kBits>(rs, V, lp, st, keys, pos16, lps);
     __syncthreads();
     const int32_t* tkeys = kBits > 0 ? keys : gkeys + rs.tab_off;
     const int32_t* tpos = gpos + rs.tab_off;
     const float* dsc = sc + rs.dst_off;
     const int32_t last = min(rs.src_n, item.y + kChunk);
     const int64_t so = rs.src_off;
+    QEnt* wq = q[kQueue ? wid : 0];
+    int32_t qn = 0;  // (warp-uniform)
+    // kQueue: the first m (<= 32) queued candidates, lane l the l-th: probe, filter, record
+    auto drain = [&](int32_t m) {
+      bool keep = false, admitted = false;
+      int32_t p = -1;
+      QEnt e = {0, 0, 0, 0.f, 0.f};
+      if (lane < m) {
+        e = wq[lane];
+        const int32_t d = dest[e.arc];
+        if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
+        else p = Find(tkeys, tpos, rs.tab_bits, d);
+        if (p >= 0) {
+          admitted = e.end > rs.cutoff;
+          keep = admitted || !rs.filter_on || !(e.end < (dsc[p] - output_beam) - rs.slack);
+        }
+      }
+      if (write)
+        WarpWrite(keep, lane, recs, cursors, [&] { return seg0; },
+                  [&] { return Rec{e.s, e.arc, e.ac, rs.row, rs.t, e.tok, p, admitted ? 1 : 0}; });
+    };
     int32_t s = 0, n = 0, n0 = 0, s1 = 0;
     float a = 0.f, a1 = 0.f;
     int64_t b = 0;
@@ -208,20 +302,22 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
         if (j < n) {  // (the three loads at once: one round trip a chunk)
           w = weight[arc];
           lab = ilabel[arc];
-          d = dest[arc];
+          if constexpr (!kQueue) d = dest[arc];
           read = j < n0 || (a + w) + rs.lp_rest >= rs.pre_low;  // (label-0 arcs: always read)
         }
         if constexpr (kStats) {
           n_chunks += lane == 0;
           n_slots += read;
         }
-        bool keep = false, admitted = false;
+        bool keep = false, admitted = false, cand = false;
         int32_t p = -1;
-        float ac = 0.f;
+        float ac = 0.f, end = 0.f;
         if (read) {
           ac = lps[lab];
-          const float end = (a + w) + ac;
-          if (end >= rs.pre_low) {
+          end = (a + w) + ac;
+          if constexpr (kQueue) {
+            cand = end >= rs.pre_low;
+          } else if (end >= rs.pre_low) {
             if constexpr (kStats) ++n_cands;
             if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
             else p = Find(tkeys, tpos, rs.tab_bits, d);
@@ -232,22 +328,24 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
             }
           }
         }
-        if (write) {  // the warp's kept records at consecutive places: one atomicAdd a warp and chunk
-          const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
-          if (km != 0u) {
-            const int leader = __ffs(km) - 1;
-            unsigned long long base = 0;
-            // (n_cursors segments of cap / n_cursors records, a CTA's at cursor blockIdx.x % n_cursors:
-            // one address takes 1 / n_cursors of the atomics)
-            const int32_t cur =
-                kStats ? static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors)) : cur0;
-            const unsigned long long seg = kStats ? cap / static_cast<unsigned long long>(n_cursors) : seg0;
-            if (lane == leader) base = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
-            base = __shfl_sync(0xFFFFFFFFu, base, leader);
-            const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
-            if (keep && r < seg)
-              recs[cur * seg + r] = {s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0};
+        if constexpr (kQueue) {  // the round's candidates onto the queue; 32 of them drained at once
+          const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
+          if (cm != 0u) {
+            if (cand) wq[qn + __popc(cm & ((1u << lane) - 1u))] = {static_cast<int32_t>(arc), i, s, end, ac};
+            qn += __popc(cm);
+            __syncwarp();
+            if (qn >= 32) {
+              drain(32);
+              const QEnt moved = lane < qn - 32 ? wq[32 + lane] : QEnt{};
+              __syncwarp();
+              if (lane < qn - 32) wq[lane] = moved;
+              qn -= 32;
+              __syncwarp();
+            }
           }
+        } else if (write) {
+          WarpWrite(keep, lane, recs, cursors, [&] { return kStats ? SegmentOf(n_cursors, cap) : seg0; },
+                    [&] { return Rec{s, static_cast<int32_t>(arc), ac, rs.row, rs.t, i, p, admitted ? 1 : 0}; });
         }
         if (kStats && keep) {
           ++n_kept;
@@ -266,24 +364,13 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
         a1 = a2;
       }
     }
+    if constexpr (kQueue) {  // the item's last candidates (its table and row stay until the next item)
+      if (qn > 0) drain(qn);
+      __syncwarp();
+    }
     n_tokens += static_cast<unsigned long long>(last - item.y);
   }  // (the work items)
-  atomicAdd(&s_c[0], n_chunks);
-  atomicAdd(&s_c[1], n_slots);
-  atomicAdd(&s_c[2], n_cands);
-  atomicAdd(&s_c[3], n_surv);
-  atomicAdd(&s_c[4], n_kept);
-  atomicAdd(&s_c[5], sum);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    atomicAdd(&counts->tokens, n_tokens);
-    atomicAdd(&counts->chunks, s_c[0]);
-    atomicAdd(&counts->slots, s_c[1]);
-    atomicAdd(&counts->cands, s_c[2]);
-    atomicAdd(&counts->survived, s_c[3]);
-    atomicAdd(&counts->kept, s_c[4]);
-    atomicAdd(&counts->checksum, s_c[5]);
-  }
+  FlushCounts(s_c, counts, n_tokens, n_chunks, n_slots, n_cands, n_surv, n_kept, sum);
 }
 
 // The flat walk (mode bit 16): PostKernel's rule over the same work items, but a thread an arc
@@ -324,12 +411,7 @@ __global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, 
     __syncthreads();  // (the last item's table, row and numbering read by every thread)
     const int2 item = items[w];
     const RowStep rs = steps[item.x];
-    for (int i = threadIdx.x; i < V; i += kThreads) lps[i] = lp[rs.lp_off + i];
-    if (kBits > 0) {
-      for (int i = threadIdx.x; i < H; i += kThreads) keys[i] = -1;
-      __syncthreads();
-      for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
-    }
+    ItemSetup<kBits>(rs, V, lp, st, keys, pos16, lps);
     const int32_t last = min(rs.src_n, item.y + kChunk);
     const int64_t so = rs.src_off;
     int32_t cnt[kPer];
@@ -449,21 +531,11 @@ __global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, 
         }
 #pragma unroll
       for (int u = 0; u < kU; ++u) {
-        if (write) {
-          const unsigned km = __ballot_sync(0xFFFFFFFFu, keep[u]);
-          if (km != 0u) {
-            const int leader = __ffs(km) - 1;
-            unsigned long long b0 = 0;
-            const int32_t cur = static_cast<int32_t>(blockIdx.x % static_cast<unsigned>(n_cursors));
-            const unsigned long long seg = cap / static_cast<unsigned long long>(n_cursors);
-            if (lane == leader) b0 = atomicAdd(&cursors[cur], static_cast<unsigned long long>(__popc(km)));
-            b0 = __shfl_sync(0xFFFFFFFFu, b0, leader);
-            const unsigned long long r = b0 + static_cast<unsigned long long>(__popc(km & ((1u << lane) - 1u)));
-            if (keep[u] && r < seg)
-              recs[cur * seg + r] = {sv[u], static_cast<int32_t>(arc[u]), ac[u], rs.row, rs.t, item.y + kk[u], p[u],
-                                     admitted[u] ? 1 : 0};
-          }
-        }
+        if (write)
+          WarpWrite(keep[u], lane, recs, cursors, [&] { return SegmentOf(n_cursors, cap); }, [&] {
+                      return Rec{sv[u], static_cast<int32_t>(arc[u]), ac[u], rs.row, rs.t, item.y + kk[u], p[u],
+                                 admitted[u] ? 1 : 0};
+                    });
         if (keep[u]) {
           ++n_kept;
           sum += RecKey(rs.row, rs.t, static_cast<int32_t>(arc[u]), p[u]);
@@ -472,22 +544,7 @@ __global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, 
     }
     n_tokens += static_cast<unsigned long long>(n_tok);
   }
-  atomicAdd(&s_c[0], n_chunks);
-  atomicAdd(&s_c[1], n_slots);
-  atomicAdd(&s_c[2], n_cands);
-  atomicAdd(&s_c[3], n_surv);
-  atomicAdd(&s_c[4], n_kept);
-  atomicAdd(&s_c[5], sum);
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    atomicAdd(&counts->tokens, n_tokens);
-    atomicAdd(&counts->chunks, s_c[0]);
-    atomicAdd(&counts->slots, s_c[1]);
-    atomicAdd(&counts->cands, s_c[2]);
-    atomicAdd(&counts->survived, s_c[3]);
-    atomicAdd(&counts->kept, s_c[4]);
-    atomicAdd(&counts->checksum, s_c[5]);
-  }
+  FlushCounts(s_c, counts, n_tokens, n_chunks, n_slots, n_cands, n_surv, n_kept, sum);
 }
 
 #define CK(x)                                                                   \
@@ -528,12 +585,12 @@ size_t SmemFor(int bits) {
   return (bits > 0 ? size_t{6} << bits : 0) + sizeof(float) * static_cast<size_t>(g_dev.V);
 }
 
-template <int kBits, bool kPipe = false, bool kStats = true>
+template <int kBits, bool kPipe = false, bool kStats = true, bool kQueue = false>
 void LaunchBits(cudaStream_t stream, int grid, size_t smem, const RowStep* steps, const int2* items,
                 const int32_t* st, const float* sc, const float* lp, const int32_t* gkeys, const int32_t* gpos,
                 float ob, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
                 unsigned long long* cursors, int32_t n_cursors) {
-  PostKernel<kBits, kPipe, kStats><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
+  PostKernel<kBits, kPipe, kStats, kQueue><<<GridFor(grid), kThreads, smem, stream>>>(steps, items, st, sc, lp, g_dev.V, g_dev.dest,
                                                               g_dev.ilabel,
                                                g_dev.weight, g_dev.emit_b, g_dev.emit_n, g_dev.emit_n0, gkeys, gpos,
                                                ob, recs, cap, counts, write, cursors, n_cursors, grid);
@@ -559,6 +616,8 @@ int Prepare() {
   CK(cudaFuncSetAttribute(PostKernel<kBits, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   CK(cudaFuncSetAttribute(PostKernel<kBits, true, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          static_cast<int>(SmemFor(kBits))));
+  CK(cudaFuncSetAttribute(PostKernel<kBits, true, false, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                           static_cast<int>(SmemFor(kBits))));
   return 0;
 }
@@ -699,7 +758,8 @@ void lp_free(void* handle) {
 // after the tables; split then holds each stream's end from the pass's start), 4 the records'
 // cursor spread over kCursors addresses (segments of rec_cap / kCursors), 8 the pipelined kernel
 // (PostKernel kPipe), 16 the flat walk (FlatKernel, over 8; 32: two arcs a thread at once, 64: four),
-// 128 the pipelined kernel without its counters and checksum (kStats false; over 8). ms: the pass's time (CUDA events);
+// 128 the pipelined kernel without its counters and checksum (kStats false; over 8), 256 and its
+// candidates queued (kQueue; with 128 and 8). ms: the pass's time (CUDA events);
 // split[5]: its parts (clear + build, then the classes from the global one down). Records past
 // their segment are counted, not written.
 int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* split) {
@@ -713,7 +773,10 @@ int lp_pass(void* handle, int32_t mode, float output_beam, float* ms, float* spl
                                     {LaunchFlat<11, 4>, LaunchFlat<13, 4>, LaunchFlat<14, 4>, LaunchFlat<0, 4>}};
   const Launch lean[kClasses] = {LaunchBits<11, true, false>, LaunchBits<13, true, false>,
                                  LaunchBits<14, true, false>, LaunchBits<0, true, false>};
+  const Launch queued[kClasses] = {LaunchBits<11, true, false, true>, LaunchBits<13, true, false, true>,
+                                   LaunchBits<14, true, false, true>, LaunchBits<0, true, false, true>};
   const Launch* fns = (mode & 16)    ? flat[(mode & 64) ? 2 : (mode & 32) ? 1 : 0]
+                      : (mode & 256) ? queued
                       : (mode & 128) ? lean
                       : (mode & 8)   ? piped
                                      : plain;

@@ -57,7 +57,7 @@ U = 2.0 ** -24
 MODES = {"write": 1, "cursors": 1 | 4, "streams": 1 | 2 | 4, "count": 2 | 4, "pipe": 1 | 2 | 4 | 8,
          "pipe_count": 2 | 4 | 8, "flat": 1 | 2 | 4 | 16, "flat_count": 2 | 4 | 16,
          "flat2": 1 | 2 | 4 | 16 | 32, "flat4": 1 | 2 | 4 | 16 | 64, "flat4_count": 2 | 4 | 16 | 64,
-         "lean": 1 | 2 | 4 | 8 | 128}  # lp_pass: mode bits
+         "lean": 1 | 2 | 4 | 8 | 128, "queue": 1 | 2 | 4 | 8 | 128 | 256}  # lp_pass: mode bits
 LEAN = 128  # (no counters but tokens: checked by the records read back)
 PHASE_REAL = 0
 
@@ -562,7 +562,9 @@ def main(argv=None):
                          "streams: and the classes on streams of their own; count: the last, records counted only "
                          "(a diagnostic of the stores' share); pipe / pipe_count: streams / count with each warp's "
                          "next token's loads in flight during its walk; flat / flat_count: streams / count with a thread an "
-                         "arc (FlatKernel) instead of a warp a token; flat2 / flat4 (/ flat4_count): two / four arcs a thread at once")
+                         "arc (FlatKernel) instead of a warp a token; flat2 / flat4 (/ flat4_count): two / four arcs a thread at once; "
+                         "lean: pipe without counters or checksum (checked by its records read back); queue: lean "
+                         "with each warp's candidates queued and probed and written 32 at a time")
     ap.add_argument("--grid-caps", type=int, nargs="+", default=[0],
                     help="--overlap: the pass's CTAs a launch, each cap in turn (0: one a work item)")
     ap.add_argument("--overlap", choices=list(MODES),
