@@ -62,16 +62,23 @@ def _brute(g, tb, steps, st, sc, lp, ob):
     return tot
 
 
-@pytest.mark.parametrize("ob,rows", [(8.0, [0, 1, 2]), (3.0, [1])])
-def test_lattice_post_counts_equal_a_brute_loop(ob, rows):
+def _tiny_batch(rows, ob):
+    """The tiny graph's emit tables and a batch of the demo shard's rows (short: LENGTHS), as the
+    driver makes it: (graph, tables, per-row log-probs, frontiers, max |weight|, batch arrays)."""
     g = Graph.load(TINY / "HLG.img")
-    tb, emit_b, emit_n, emit_n0 = lattice_post.emit_tables(g)
+    tables = lattice_post.emit_tables(g)
     lp_all, _ = load_shard(DEMO_SHARD)
     dec = Decoder(g, DecoderOptions(output_beam=ob), num_threads=1)
     lp_rows = {r: np.ascontiguousarray(lp_all[r, : LENGTHS[r]], F32) for r in rows}
     fronts = {r: lattice_post.row_fronts(dec, lp_rows[r], int(LENGTHS[r])) for r in rows}
-    mw = float(np.abs(tb.weight).max())
-    steps, st, sc, lp = lattice_post.build_batch(rows, lp_rows, {r: int(LENGTHS[r]) for r in rows}, fronts, mw, ob)
+    mw = float(np.abs(tables[0].weight).max())
+    batch = lattice_post.build_batch(rows, lp_rows, {r: int(LENGTHS[r]) for r in rows}, fronts, mw, ob)
+    return g, tables, lp_rows, fronts, mw, batch
+
+
+@pytest.mark.parametrize("ob,rows", [(8.0, [0, 1, 2]), (3.0, [1])])
+def test_lattice_post_counts_equal_a_brute_loop(ob, rows):
+    g, (tb, emit_b, emit_n, emit_n0), lp_rows, fronts, mw, (steps, st, sc, lp) = _tiny_batch(rows, ob)
     assert len(steps) == int(LENGTHS[rows].sum()) and steps["filter_on"].all()
     assert np.isfinite(steps["pre_low"]).all() and (steps["pre_low"] < steps["cutoff"] - ob).all()
     got = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, g.num_states)
@@ -187,15 +194,8 @@ def test_work_by_class_counts_the_walk():
     records sum to expected_counts'; its chunks are the warp walk's rounds, counted here by running
     the walk's loop (32 arcs a round, stopping after a round with an unread arc past the label-0
     ones); the classes follow lp_prepare_batch's rule (2 |S_{t+1}| within 2^11 / 2^13 / 2^14)."""
-    rows, ob = [0, 1, 2], 8.0
-    g = Graph.load(TINY / "HLG.img")
-    tb, emit_b, emit_n, emit_n0 = lattice_post.emit_tables(g)
-    lp_all, _ = load_shard(DEMO_SHARD)
-    dec = Decoder(g, DecoderOptions(output_beam=ob), num_threads=1)
-    lp_rows = {r: np.ascontiguousarray(lp_all[r, : LENGTHS[r]], F32) for r in rows}
-    fronts = {r: lattice_post.row_fronts(dec, lp_rows[r], int(LENGTHS[r])) for r in rows}
-    mw = float(np.abs(tb.weight).max())
-    steps, st, sc, lp = lattice_post.build_batch(rows, lp_rows, {r: int(LENGTHS[r]) for r in rows}, fronts, mw, ob)
+    ob = 8.0
+    g, (tb, emit_b, emit_n, emit_n0), _, _, _, (steps, st, sc, lp) = _tiny_batch([0, 1, 2], ob)
     work = lattice_post.work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob)
     want = lattice_post.expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, g.num_states)
     tot = {k: sum(w[k] for w in work.values()) for k in work["c11"]}
