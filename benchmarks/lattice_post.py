@@ -410,7 +410,7 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
 def build_library(out_dir: str) -> str:
     src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lattice_post.cu")
     so = os.path.join(out_dir, "lattice_post.so")
-    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", so], check=True)
+    subprocess.run(["nvcc", "-O3", "-lineinfo", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", src, "-o", so], check=True)
     return so
 
 
