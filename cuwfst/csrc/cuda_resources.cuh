@@ -314,15 +314,8 @@ inline cudaError_t TryPinnedAlloc(size_t bytes, PinnedBuffer* out) {
   return detail::Finish(e);
 }
 
-inline cudaError_t TryStreamCreate(unsigned flags, Stream* out) {
-  cudaStream_t s = nullptr;
-  cudaError_t e = fault::Fire() ? fault::Failure() : cudaStreamCreateWithFlags(&s, flags);
-  if (e == cudaSuccess) out->Adopt(s, 1);
-  return detail::Finish(e);
-}
-
-// A stream at a priority (cudaDeviceGetStreamPriorityRange's numbers: smaller is sooner).
-inline cudaError_t TryStreamCreatePriority(unsigned flags, int priority, Stream* out) {
+// priority: cudaDeviceGetStreamPriorityRange's numbers (smaller is sooner; 0 the default)
+inline cudaError_t TryStreamCreate(unsigned flags, Stream* out, int priority = 0) {
   cudaStream_t s = nullptr;
   cudaError_t e = fault::Fire() ? fault::Failure() : cudaStreamCreateWithPriority(&s, flags, priority);
   if (e == cudaSuccess) out->Adopt(s, 1);

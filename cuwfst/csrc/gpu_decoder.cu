@@ -162,7 +162,7 @@ GpuDecoder::GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg
     : graph_(std::move(graph)), cfg_(cfg), graphs_(static_cast<size_t>(std::max(cfg.graph_cache_size, 0))) {
   DeviceGuard guard(graph_->device);
   try {
-    cudaError_t e = TryStreamCreatePriority(cudaStreamNonBlocking, stream_priority_ = StreamPriority(), &stream_owned_);
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_, stream_priority_ = StreamPriority());
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()) +
                                  "; free GPU memory or " + Advice());

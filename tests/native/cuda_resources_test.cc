@@ -50,7 +50,7 @@ cudaError_t cudaFreeHost(void* p) {
   std::free(p);
   return cudaSuccess;
 }
-cudaError_t cudaStreamCreateWithFlags(cudaStream_t* s, unsigned) {
+cudaError_t cudaStreamCreateWithPriority(cudaStream_t* s, unsigned, int) {
   *s = reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(0x1000 + ++stub::streams));
   return cudaSuccess;
 }
