@@ -292,10 +292,14 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
     work items (1,024 tokens of S_t), tokens, the warp walk's chunks (a warp's 32-arc rounds; lanes
     used = arcs read / (chunks x 32)), arcs read, table probes (candidates), survivors, kept records,
     and the table work: slots cleared and tokens inserted (a shared class rebuilds its row-step's
-    whole table in every item; the global class once a row-step, BuildKernel)."""
+    whole table in every item; the global class once a row-step, BuildKernel). And, for a walk by
+    label instead of by weight: label_probes, the non-blank labels l a token would look up, those
+    with lp[l] >= pre_low - a - w_best (w_best its best non-blank arc's weight: no arc of another
+    label can end above pre_low), and label_hits, its non-blank arcs with such a label."""
     from benchmarks.roofline import _ragged
 
-    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "cleared", "inserted")
+    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "cleared", "inserted",
+            "label_probes", "label_hits")
     out = {c: dict.fromkeys(keys, 0) for c in CLASS_NAMES}
     pos_of = np.full(len(emit_b), -1, np.int64)
     V = tb.vocab_size
@@ -323,6 +327,13 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
         row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
         end = (a + w) + row[tb.ilabel[arcs]]
         cand = end >= s["pre_low"]
+        n0_t = emit_n0[states].astype(np.int64)
+        has = n_all > n0_t  # (tokens with a non-blank arc; the first past the label-0 ones is the best)
+        w_best = np.where(has, tb.weight[np.minimum(emit_b[states] + n0_t, len(tb.weight) - 1)], -np.inf)
+        thr = (s["pre_low"] - scores) - w_best
+        nb = np.sort(row[1:])
+        o["label_probes"] += int(np.where(has, len(nb) - np.searchsorted(nb, thr, side="left"), 0).sum())
+        o["label_hits"] += int(((k >= emit_n0[states][own]) & (row[tb.ilabel[arcs]] >= thr[own])).sum())
         d_states = st[int(s["dst_off"]): int(s["dst_off"]) + dst_n].astype(np.int64)
         pos_of[d_states] = np.arange(dst_n)
         p = np.where(cand, pos_of[tb.dest[arcs]], -1)

@@ -201,17 +201,24 @@ def test_work_by_class_counts_the_walk():
     tot = {k: sum(w[k] for w in work.values()) for k in work["c11"]}
     assert (tot["read"], tot["cands"], tot["survived"], tot["kept"], tot["tokens"]) == (
         want["slots"], want["cands"], want["survived"], want["kept"], want["tokens"])
-    chunks = 0
+    chunks = probes = hits = 0
+    V = tb.vocab_size
     for s in steps:
+        row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
         for i in range(int(s["src_n"])):
             state, score = int(st[int(s["src_off"]) + i]), sc[int(s["src_off"]) + i]
             b, n, n0 = int(emit_b[state]), int(emit_n[state]), int(emit_n0[state])
+            if n > n0:  # (the walk by label: labels that could end above pre_low, and its arcs with one)
+                thr = (s["pre_low"] - score) - F32(tb.weight[b + n0])
+                probes += sum(1 for lab in range(1, V) if row[lab] >= thr)
+                hits += sum(1 for j in range(n0, n) if row[tb.ilabel[b + j]] >= thr)
             for k in range(0, n, 32):
                 chunks += 1
                 js = range(k, min(k + 32, n))
                 if any(j >= n0 and not (score + F32(tb.weight[b + j])) + s["lp_rest"] >= s["pre_low"] for j in js):
                     break
     assert tot["chunks"] == chunks > 0
+    assert (tot["label_probes"], tot["label_hits"]) == (probes, hits) and probes >= hits > 0
     sizes = {c: [int(x) for x in steps["dst_n"][lattice_post.class_of(steps["dst_n"]) == i]]
              for i, c in enumerate(lattice_post.CLASS_NAMES)}
     assert all(2 * x <= 2048 for x in sizes["c11"]) and all(2048 < 2 * x <= 8192 for x in sizes["c13"])
