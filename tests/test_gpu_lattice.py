@@ -489,8 +489,9 @@ def test_gpu_pruning_env_var_selects_replay(monkeypatch):
 
 def test_stream_priority_switch(monkeypatch):
     """CUWFST_STREAM_PRIORITY=high (the decoder's own streams at the device's greatest priority,
-    issue 10's experiment with a lattice pass beside the search) changes no result; a value it does
-    not know is refused when the decoder is made."""
+    issue 10's experiment with a lattice pass beside the search) or search (the search's stream
+    greatest, the pruning's least) changes no result; a value it does not know is refused when the
+    decoder is made."""
     rng = np.random.default_rng(11)
     graph = random_ctc_graph(rng, 100, 8, 4, 0.2)
     lp = random_log_probs(rng, 3, 50, 8, peaky=True)
@@ -499,7 +500,7 @@ def test_stream_priority_switch(monkeypatch):
     monkeypatch.setenv("CUWFST_STREAM_PRIORITY", "soon")
     with pytest.raises(ValueError, match="CUWFST_STREAM_PRIORITY"):
         Decoder(graph, opts, device="cuda")
-    for prio in ("high", "default"):
+    for prio in ("high", "search", "default"):
         monkeypatch.setenv("CUWFST_STREAM_PRIORITY", prio)
         dec = Decoder(graph, opts, device="cuda")
         compare(cpu, dec.decode(lp, lattice=True), f"priority {prio}")

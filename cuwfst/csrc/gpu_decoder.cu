@@ -142,27 +142,34 @@ T* GpuDecoder::Alloc(size_t count, const char* what) {
   return p;
 }
 
-// The priority of the decoder's own streams: CUWFST_STREAM_PRIORITY=high gives them the device's
-// greatest (the search's kernels dispatched before those of other work on the GPU, such as a
-// lattice pass beside it; issue 10's experiment), unset or "default" the default.
-int GpuDecoder::StreamPriority() {
+// The priorities of the decoder's own streams (the search's, the pruning finisher's), from
+// CUWFST_STREAM_PRIORITY: unset or "default" the default for both; "high" the device's greatest for
+// both (the search's kernels dispatched before those of other work on the GPU, such as a lattice
+// pass beside it: issue 10's experiment); "search" the greatest for the search and the least for
+// the pruning, which runs beside the next sub-batch's search (CUWFST_LATTICE_PIPELINE).
+void GpuDecoder::StreamPriorities(int* search, int* prune) {
+  *search = *prune = 0;
   const char* env = std::getenv("CUWFST_STREAM_PRIORITY");
-  if (env == nullptr || std::strcmp(env, "") == 0 || std::strcmp(env, "default") == 0) return 0;
-  if (std::strcmp(env, "high") != 0)
-    throw std::invalid_argument(std::string("CUWFST_STREAM_PRIORITY must be 'high' or 'default', not '") + env + "'");
+  if (env == nullptr || std::strcmp(env, "") == 0 || std::strcmp(env, "default") == 0) return;
+  const bool high = std::strcmp(env, "high") == 0;
+  if (!high && std::strcmp(env, "search") != 0)
+    throw std::invalid_argument(std::string("CUWFST_STREAM_PRIORITY must be 'default', 'high' or 'search', not '") +
+                                env + "'");
   int least = 0, greatest = 0;
   if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess) {
     ClearHandledError();
-    return 0;
+    return;
   }
-  return greatest;
+  *search = greatest;
+  *prune = high ? greatest : least;
 }
 
 GpuDecoder::GpuDecoder(std::shared_ptr<GpuGraph> graph, const DecoderConfig& cfg)
     : graph_(std::move(graph)), cfg_(cfg), graphs_(static_cast<size_t>(std::max(cfg.graph_cache_size, 0))) {
   DeviceGuard guard(graph_->device);
   try {
-    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_, stream_priority_ = StreamPriority());
+    StreamPriorities(&stream_priority_, &prune_priority_);
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &stream_owned_, stream_priority_);
     if (e != cudaSuccess)
       ThrowAcquireFailure(e, "cannot create a CUDA stream for a decoder on cuda:" + std::to_string(device()) +
                                  "; free GPU memory or " + Advice());

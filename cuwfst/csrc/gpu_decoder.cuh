@@ -483,7 +483,7 @@ class GpuDecoder {
 
  private:
   void Allocate();
-  static int StreamPriority();  // CUWFST_STREAM_PRIORITY's (gpu_decoder.cu)
+  static void StreamPriorities(int* search, int* prune);  // CUWFST_STREAM_PRIORITY's (gpu_decoder.cu)
   void AllocatePath(int32_t max_frames);
   void GrowArena(unsigned long long cursor);
   // Makes the winners log (and its GC tags once used) hold `entries` (at most arena_max),
@@ -566,7 +566,7 @@ class GpuDecoder {
   DecoderConfig cfg_;
   Workspace ws_{};
   Stream stream_owned_;
-  int stream_priority_ = 0;  // its priority, and the finishers' stream's (StreamPriority)
+  int stream_priority_ = 0, prune_priority_ = 0;  // its priority and the finishers' stream's (StreamPriorities)
   Event ready_;
   cudaStream_t stream_ = nullptr;  // stream_owned_.get(), the name every launch uses
   mutable std::mutex mu_;

@@ -1314,7 +1314,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   };
   if (!pr_stream_owned_) {
     Stream st;
-    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &st, stream_priority_);
+    cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &st, prune_priority_);
     if (e != cudaSuccess) ThrowAcquireFailure(e, cannot("stream"));
     pr_stream_owned_ = std::move(st);
   }

@@ -460,6 +460,11 @@ int main() {
       CHECK(stub::last_stream_priority == -5);
       CHECK(DecodeOk(d, {20, 7, 0}));
     }
+    setenv("CUWFST_STREAM_PRIORITY", "search", 1);  // (the search's stream; the pruning's is made later)
+    {
+      GpuDecoder d(Graph(), Config());
+      CHECK(stub::last_stream_priority == -5);
+    }
     setenv("CUWFST_STREAM_PRIORITY", "soon", 1);
     bool threw = false;
     try {
