@@ -173,6 +173,14 @@ struct QEnt {  // a queued candidate (kQueue): its arc, token index in S_t, stat
 };
 constexpr int kQ = 64;  // a warp's queue: fewer than 32 waiting and a round's 32 added
 
+// The pass kernels' parameters (PostKernel, FlatKernel: one launch signature, lp_pass's Launch)
+#define PASS_KERNEL_PARAMS                                                                              \
+  const RowStep *steps, const int2 *items, const int32_t *st, const float *sc, const float *lp, int32_t V, \
+      const int32_t *dest, const int32_t *ilabel, const float *weight, const int64_t *emit_b,              \
+      const int32_t *emit_n, const uint8_t *emit_n0, const int32_t *gkeys, const int32_t *gpos,            \
+      float output_beam, Rec *recs, unsigned long long cap, Counts *counts, int32_t write,                  \
+      unsigned long long *cursors, int32_t n_cursors, int32_t n_items
+
 // The large S_{t+1}'s tables in global memory (cleared by a memset before): a CTA a work item
 // (row-step index, first token of its chunk of S_{t+1}), kChunk tokens inserted.
 __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, const int2* items, const int32_t* st,
@@ -198,13 +206,7 @@ __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, co
 // the whole warp (drain), where the other kernels run the probe and the record's write for every
 // round holding any candidate (a round holds ~2 in c11, ~6 in c13, of 32 arcs read).
 template <int kBits, bool kPipe = false, bool kStats = true, bool kQueue = false>
-__global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowStep* steps, const int2* items,
-    const int32_t* st, const float* sc, const float* lp, int32_t V,
-    const int32_t* dest, const int32_t* ilabel, const float* weight,
-    const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
-    const int32_t* gkeys, const int32_t* gpos,
-    float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
-    unsigned long long* cursors, int32_t n_cursors, int32_t n_items) {
+__global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(PASS_KERNEL_PARAMS) {
   constexpr int H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(smem);
@@ -385,13 +387,7 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(const RowS
 constexpr int kPer = kChunk / kThreads;  // a thread's tokens in the scan (a blocked arrangement)
 
 template <int kBits, int kU>
-__global__ void __launch_bounds__(kThreads, 2) FlatKernel(const RowStep* steps, const int2* items,
-    const int32_t* st, const float* sc, const float* lp, int32_t V,
-    const int32_t* dest, const int32_t* ilabel, const float* weight,
-    const int64_t* emit_b, const int32_t* emit_n, const uint8_t* emit_n0,
-    const int32_t* gkeys, const int32_t* gpos,
-    float output_beam, Rec* recs, unsigned long long cap, Counts* counts, int32_t write,
-    unsigned long long* cursors, int32_t n_cursors, int32_t n_items) {
+__global__ void __launch_bounds__(kThreads, 2) FlatKernel(PASS_KERNEL_PARAMS) {
   using Scan = cub::BlockScan<int32_t, kThreads>;
   constexpr int H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char smem[];

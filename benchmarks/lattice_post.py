@@ -231,47 +231,56 @@ def rec_key(row, t, arc, pos) -> np.ndarray:
         return _mix(x)
 
 
-def expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, num_states) -> dict:
-    """The kernel's counts from the same inputs, every emitting arc of every S_t tested (numpy)."""
+def _step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of) -> dict:
+    """One row-step's emitting arcs under the pass's rule (numpy), every arc of every token of S_t:
+    the tokens' states, scores and arc counts; each arc's token (own), arc id, index in its token's
+    range (k), whether the walk reads it, its end, whether it is a candidate, its destination's index
+    in S_{t+1} (p, -1 past the candidates or outside S_{t+1}) and whether it is kept; the frame's
+    log-prob row. pos_of: a num_states array of -1 (left as it was found)."""
     from benchmarks.roofline import _ragged
 
+    src_n, dst_n = int(s["src_n"]), int(s["dst_n"])
+    states = st[int(s["src_off"]): int(s["src_off"]) + src_n].astype(np.int64)
+    scores = sc[int(s["src_off"]): int(s["src_off"]) + src_n]
+    n_all = emit_n[states].astype(np.int64)
+    own, arcs = _ragged(emit_b[states], n_all)
+    k = arcs - emit_b[states][own]
+    row = lp[int(s["lp_off"]): int(s["lp_off"]) + tb.vocab_size]
+    a = scores[own]
+    w = tb.weight[arcs]
+    end = (a + w) + row[tb.ilabel[arcs]]
+    read = (k < emit_n0[states][own]) | ((a + w) + s["lp_rest"] >= s["pre_low"])
+    cand = end >= s["pre_low"]
+    d_states = st[int(s["dst_off"]): int(s["dst_off"]) + dst_n].astype(np.int64)
+    pos_of[d_states] = np.arange(dst_n)
+    p = np.where(cand, pos_of[tb.dest[arcs]], -1)
+    pos_of[d_states] = -1
+    dsc = sc[int(s["dst_off"]): int(s["dst_off"]) + dst_n]
+    keep = (p >= 0) & ((end > s["cutoff"]) | (s["filter_on"] == 0) |
+                       ~(end < (dsc[np.maximum(p, 0)] - F32(ob)) - s["slack"]))
+    return dict(states=states, scores=scores, n_all=n_all, own=own, arcs=arcs, k=k, row=row, end=end, read=read,
+                cand=cand, p=p, keep=keep)
+
+
+def expected_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob, num_states) -> dict:
+    """The kernel's counts from the same inputs, every emitting arc of every S_t tested (numpy)."""
     tot = dict(tokens=0, slots=0, cands=0, survived=0, kept=0, checksum=0)
     pos_of = np.full(num_states, -1, np.int64)
-    V = tb.vocab_size
     chk = np.uint64(0)
     for s in steps:
-        src = slice(int(s["src_off"]), int(s["src_off"]) + int(s["src_n"]))
-        dst = slice(int(s["dst_off"]), int(s["dst_off"]) + int(s["dst_n"]))
-        states, scores = st[src].astype(np.int64), sc[src]
-        own, arcs = _ragged(emit_b[states], emit_n[states].astype(np.int64))
-        k = arcs - emit_b[states][own]
-        row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
-        w = tb.weight[arcs]
-        a = scores[own]
-        ac = row[tb.ilabel[arcs]]
-        end = (a + w) + ac
-        read = (k < emit_n0[states][own]) | ((a + w) + s["lp_rest"] >= s["pre_low"])
-        cand = end >= s["pre_low"]
+        x = _step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
+        read, cand, p, keep = x["read"], x["cand"], x["p"], x["keep"]
         if (cand & ~read).any():
             raise AssertionError("a candidate the walk's bound would not read")
-        d_states = st[dst].astype(np.int64)
-        pos_of[d_states] = np.arange(len(d_states))
-        p = np.where(cand, pos_of[tb.dest[arcs]], -1)
-        pos_of[d_states] = -1
-        surv = p >= 0
-        dsc = sc[dst]
-        admitted = end > s["cutoff"]
-        keep = surv & (admitted | (s["filter_on"] == 0) |
-                       ~(end < (dsc[np.maximum(p, 0)] - F32(ob)) - s["slack"]))
         tot["tokens"] += int(s["src_n"])
         tot["slots"] += int(read.sum())
         tot["cands"] += int(cand.sum())
-        tot["survived"] += int(surv.sum())
+        tot["survived"] += int((p >= 0).sum())
         tot["kept"] += int(keep.sum())
         if keep.any():
             with np.errstate(over="ignore"):
                 chk = chk + rec_key(np.full(int(keep.sum()), s["row"]), np.full(int(keep.sum()), s["t"]),
-                                    arcs[keep], p[keep]).sum(dtype=np.uint64)
+                                    x["arcs"][keep], p[keep]).sum(dtype=np.uint64)
     tot["checksum"] = int(chk)
     return tot
 
@@ -296,13 +305,10 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
     label instead of by weight: label_probes, the non-blank labels l a token would look up, those
     with lp[l] >= pre_low - a - w_best (w_best its best non-blank arc's weight: no arc of another
     label can end above pre_low), and label_hits, its non-blank arcs with such a label."""
-    from benchmarks.roofline import _ragged
-
     keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "cleared", "inserted",
             "label_probes", "label_hits")
     out = {c: dict.fromkeys(keys, 0) for c in CLASS_NAMES}
     pos_of = np.full(len(emit_b), -1, np.int64)
-    V = tb.vocab_size
     cls = class_of(steps["dst_n"])
     for s, c in zip(steps, cls):
         o = out[CLASS_NAMES[c]]
@@ -313,34 +319,19 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
         o["tokens"] += src_n
         o["cleared"] += items * (1 << (11, 13, 14)[c]) if c < 3 else 2 * dst_n
         o["inserted"] += items * dst_n if c < 3 else dst_n
-        states = st[int(s["src_off"]): int(s["src_off"]) + src_n].astype(np.int64)
-        scores = sc[int(s["src_off"]): int(s["src_off"]) + src_n]
-        n_all = emit_n[states].astype(np.int64)
-        own, arcs = _ragged(emit_b[states], n_all)
-        k = arcs - emit_b[states][own]
-        a = scores[own]
-        w = tb.weight[arcs]
-        read = (k < emit_n0[states][own]) | ((a + w) + s["lp_rest"] >= s["pre_low"])
-        cut = np.bincount(own, weights=read, minlength=src_n).astype(np.int64)  # (read arcs: a prefix)
+        x = _step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
+        states, scores, n_all, own, k, row = x["states"], x["scores"], x["n_all"], x["own"], x["k"], x["row"]
+        cand, p, keep = x["cand"], x["p"], x["keep"]
+        cut = np.bincount(own, weights=x["read"], minlength=src_n).astype(np.int64)  # (read arcs: a prefix)
         o["chunks"] += int(np.where(n_all == 0, 0, np.where(cut >= n_all, (n_all + 31) // 32, cut // 32 + 1)).sum())
         o["read"] += int(cut.sum())
-        row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
-        end = (a + w) + row[tb.ilabel[arcs]]
-        cand = end >= s["pre_low"]
         n0_t = emit_n0[states].astype(np.int64)
         has = n_all > n0_t  # (tokens with a non-blank arc; the first past the label-0 ones is the best)
         w_best = np.where(has, tb.weight[np.minimum(emit_b[states] + n0_t, len(tb.weight) - 1)], -np.inf)
         thr = (s["pre_low"] - scores) - w_best
         nb = np.sort(row[1:])
         o["label_probes"] += int(np.where(has, len(nb) - np.searchsorted(nb, thr, side="left"), 0).sum())
-        o["label_hits"] += int(((k >= emit_n0[states][own]) & (row[tb.ilabel[arcs]] >= thr[own])).sum())
-        d_states = st[int(s["dst_off"]): int(s["dst_off"]) + dst_n].astype(np.int64)
-        pos_of[d_states] = np.arange(dst_n)
-        p = np.where(cand, pos_of[tb.dest[arcs]], -1)
-        pos_of[d_states] = -1
-        dsc = sc[int(s["dst_off"]): int(s["dst_off"]) + dst_n]
-        keep = (p >= 0) & ((end > s["cutoff"]) | (s["filter_on"] == 0) |
-                           ~(end < (dsc[np.maximum(p, 0)] - F32(ob)) - s["slack"]))
+        o["label_hits"] += int(((k >= emit_n0[states][own]) & (row[tb.ilabel[x["arcs"]]] >= thr[own])).sum())
         o["cands"] += int(cand.sum())
         o["survived"] += int((p >= 0).sum())
         o["kept"] += int(keep.sum())
