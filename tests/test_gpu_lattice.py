@@ -508,6 +508,90 @@ def test_stream_priority_switch(monkeypatch):
         assert [h.words for h in one] == [h.words for h in cpu], prio
 
 
+def _after_stats(dec):
+    return dec._gpu.main.mem_stats()["lattice_after_decodes"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_records_after_the_search(seed, monkeypatch):
+    """CUWFST_LATTICE_RECORDS=after (csrc/include/cuwfst/lattice_after.cuh, issue 10): the search
+    runs as the 1-best's and one pass after it finds every step's records from the logged
+    frontiers. Random epsilon-free graphs and batches (rows of 0 frames up, allow_partial on and
+    off, so final and redirect steps; output beams 0.5 to 1000; fp32 and fp16 rows; lane counts
+    above the batch): the CPU's lattices, words and scores, each decode counted as the pass's."""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    rng = np.random.default_rng(123000 + seed)
+    V = int(rng.integers(3, 16))
+    graph = random_ctc_graph(rng, int(rng.choice([30, 200, 2000])), V, int(rng.integers(2, 6)),
+                             float(rng.uniform(0.02, 0.4)))
+    B = int(rng.integers(1, 9))
+    T = int(rng.choice([1, 20, 90]))
+    lens = np.array([T] + [int(rng.integers(0, T + 1)) for _ in range(B - 1)], np.int32)
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    if seed % 5 == 4:
+        lp = lp.astype(np.float16)
+    opts = DecoderOptions(search_beam=float(rng.choice([6.0, 12.0, 20.0])),
+                          output_beam=float(rng.choice([0.5, 3.0, 8.0, 1000.0])),
+                          max_active_states=int(rng.choice([50, 500, 10000])), allow_partial=bool(seed % 3 != 0))
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec = _gpu(graph, opts, max_lanes=int(rng.choice([B, 8, 32])))
+    compare(cpu, dec.decode(lp, lens, lattice=True), f"after seed {seed}")
+    assert _after_stats(dec) == 1
+    dec.decode(lp, lens)  # (a 1-best decode between: the switch is a lattice decode's alone)
+    compare(cpu, dec.decode(lp, lens, lattice=True), f"after again seed {seed}")
+    assert _after_stats(dec) == 2
+
+
+def test_records_after_the_search_large_frontiers_and_growth(monkeypatch):
+    """Frontiers of up to ~28,000 tokens (S_{t+1} in every table class: 2^11, 2^13 and 2^14 slots in
+    shared memory, then global tables), with and without the records' filter; then the same under
+    first sizes far too small (CUWFST_LATTICE_AFTER_ROOM): the frontier log and the global tables
+    outgrow them, the batch is decoded again, and the lattices are the CPU's. A value the switch
+    does not know is refused when the decoder is made; `step` is the in-step stage."""
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 30000, 20, 6, 0.1)
+    lp = random_log_probs(rng, 3, 14, 20, peaky=False)
+    opts = DecoderOptions(search_beam=30.0, output_beam=3.0, max_active_states=40000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+    assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "later")
+    with pytest.raises(ValueError, match="CUWFST_LATTICE_RECORDS"):
+        Decoder(graph, opts, device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "step")
+    dec = Decoder(graph, opts, device="cuda")
+    compare(cpu, dec.decode(lp, lattice=True), "step")
+    assert _after_stats(dec) == 0
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    dec = Decoder(graph, opts, device="cuda")
+    compare(cpu, dec.decode(lp, lattice=True), "after")
+    dec._gpu.lattice_filter = "off"
+    compare(cpu, dec.decode(lp, lattice=True), "after, no filter")
+    assert _after_stats(dec) == 2
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_ROOM", "64,64")
+    small = Decoder(graph, opts, device="cuda", lattice_entries=64)
+    compare(cpu, small.decode(lp, lattice=True), "after, grown")
+    st = small._gpu.main.mem_stats()
+    assert st["lattice_after_decodes"] == 1 and st["lattice_grows"] >= 1
+    compare(cpu, small.decode(lp, lattice=True), "after, on the grown buffers")
+
+
+def test_records_after_the_search_pooled_pause(monkeypatch):
+    """The pooled layout's first batch pauses and resumes (helpers.outgrowing_pooled_batch): the
+    pass after the resumed sequence finds every step's records again (the steps before the pause
+    included), and the lattices are the CPU's."""
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    lens = [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]
+    graph, lp, lens, opts = outgrowing_pooled_batch(6200, 12, lens, output_beam=2.0)
+    cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=POOLED_LANES, memory="lazy")
+    need = assert_outgrows_first_pieces(dec, graph, opts, lp, lens)
+    gpu = dec.decode(lp, lens, lattice=True)
+    assert_pools_grew(dec, need)  # the batch paused at least once
+    compare(cpu, gpu, "after, pooled pause")
+    assert _after_stats(dec) == 1
+
+
 def test_gpu_pruning_batches_interleave_and_regrow():
     """Small then large then small batches reuse and grow the pruning buffers; 1-best
     decodes in between; every lattice is the CPU's."""

@@ -19,6 +19,7 @@
 #include "cuwfst/expand.cuh"
 #include "cuwfst/finalize.cuh"
 #include "cuwfst/lattice.cuh"
+#include "cuwfst/lattice_after.cuh"
 #include "cuwfst/scan.cuh"
 
 namespace cuwfst {
@@ -269,6 +270,11 @@ void GpuDecoder::Allocate() {
         throw std::invalid_argument(std::string(name) + " must be " + base + " or 6, got '" + env + "'");
       *field = env[0] - '0';
     }
+  if (const char* env = std::getenv("CUWFST_LATTICE_RECORDS"); env != nullptr && env[0] != '\0') {
+    if (std::strcmp(env, "after") != 0 && std::strcmp(env, "step") != 0)
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_RECORDS must be step or after, got '") + env + "'");
+    lat_after_ = std::strcmp(env, "after") == 0;
+  }
   if (const char* env = std::getenv("CUWFST_LAT_CLEAR"); env != nullptr) {
     if (std::strcmp(env, "keys") != 0 && std::strcmp(env, "full") != 0)
       throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys or full, got '") + env + "'");
@@ -923,6 +929,7 @@ void GpuDecoder::EnqueueHead(SeqKind kind, const Workspace& w, bool f16) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_all, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
+    if (w.lat_after) CUWFST_CUDA(cudaMemsetAsync(w.lat_log_cursor, 0, sizeof(unsigned long long), stream_));
   }
   const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
   const bool opens = kind == SeqKind::kBatch || segment || kind == SeqKind::kOpen;
@@ -936,9 +943,137 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
   const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
   if (kind == SeqKind::kBatch || segment || kind == SeqKind::kFinalize || kind == SeqKind::kResume)
     Timed(6, [&] { BacktrackKernel<<<(L + 31) / 32, 32, 0, stream_>>>(w); });
+  // the records after the search (lattice_after.cuh): every step the batch has taken so far,
+  // after each of its sequences (a paused pooled batch's resume finds them all again)
+  if (w.lat_after && (kind == SeqKind::kBatch || kind == SeqKind::kResume)) EnqueueRecordsPass(w);
   if (w.refill)
     Timed(6, [&] { RefillBacktrackKernel<<<(refill_done_cap_ + 31) / 32, 32, 0, stream_>>>(w); });
   if (kind != SeqKind::kOpen) Timed(7, [&] { HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(w, 0); });
+  CUWFST_CUDA(cudaGetLastError());
+}
+
+// The records after the search (lattice_after.cuh): the frontier log, the step logs, the item
+// lists and the global tables, each at least as large as asked and as the last decode needed (the
+// log starts at kAfterInitialLog tokens, the tables at kAfterInitialTab entries; growth asks for
+// a run's need and a quarter). Each is allocated before it replaces anything, so a failure leaves
+// the decoder as it was; captured graphs are dropped when a pointer they hold changes.
+namespace {
+constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
+constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices
+}  // namespace
+
+void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
+  const int64_t L = cfg_.max_lanes, seg = ws_.seg_cap;
+  // (CUWFST_LATTICE_AFTER_ROOM=tokens,entries: other first sizes, read when the buffers are first
+  // made; tests shrink them so that a batch outgrows both)
+  int64_t first_log = kAfterInitialLog, first_tab = kAfterInitialTab;
+  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_ROOM"); env != nullptr && !la_log_state_.get()) {
+    long long a = 0, b = 0;
+    if (std::sscanf(env, "%lld,%lld", &a, &b) != 2 || a < 1 || b < 1)
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_ROOM must be two positive counts, got '") + env + "'");
+    first_log = a;
+    first_tab = b;
+  }
+  const int64_t log_cap = std::max({ws_.lat_log_cap, log_tokens, first_log});
+  const int64_t tab_cap = std::max({ws_.lat_tab_cap, tab_entries, first_tab});
+  const int64_t items_cap = L * seg + log_cap / kAfterChunk + 64;  // (a list's items: the chunks of its steps)
+  const bool log = log_cap > ws_.lat_log_cap || !la_log_state_.get();
+  const bool tab = tab_cap > ws_.lat_tab_cap || !la_tab_keys_.get();
+  const bool items = items_cap > ws_.lat_items_cap || !la_items_.get();
+  const bool steps = la_steps_.amount() < static_cast<int64_t>(L * seg * sizeof(LatStepLog));
+  if (!log && !tab && !items && !steps && la_plan_.get() && la_log_cursor_.get()) return;
+  auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) {
+    cudaError_t e = TryDeviceAlloc(bytes, dst);
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for " << what
+         << " of a lattice decode on cuda:" << device() << "; the decoder stays usable for 1-best decodes; "
+         << Advice();
+      ThrowAcquireFailure(e, os.str());
+    }
+  };
+  DeviceBuffer st, sc, ls, it, tk, tp, cur, plan;
+  if (log) {
+    alloc(&st, static_cast<size_t>(log_cap) * sizeof(int32_t), "the records pass's frontier log (states)");
+    alloc(&sc, static_cast<size_t>(log_cap) * sizeof(float), "the records pass's frontier log (scores)");
+  }
+  if (steps) alloc(&ls, static_cast<size_t>(L * seg) * sizeof(LatStepLog), "the records pass's step logs");
+  if (items) alloc(&it, static_cast<size_t>(kAfterLists * items_cap) * sizeof(int2), "the records pass's work items");
+  if (tab) {
+    alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (keys)");
+    alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
+  }
+  if (!la_log_cursor_.get()) alloc(&cur, sizeof(unsigned long long), "the records pass's log cursor");
+  if (!la_plan_.get()) alloc(&plan, 8 * sizeof(unsigned long long), "the records pass's plan");
+  if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
+    const int32_t V = graph_->view.vocab_size;
+    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<11>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(AfterSmem(11, V))));
+    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<13>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(AfterSmem(13, V))));
+    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<14>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(AfterSmem(14, V))));
+    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     static_cast<int>(AfterSmem(0, V))));
+    int sms = 0;
+    CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
+    la_grid_ = std::max(1, sms) * 4;
+  }
+  FreeGraphs();  // they captured the old pointers
+  if (log) {
+    la_log_state_ = std::move(st);
+    la_log_score_ = std::move(sc);
+    ws_.lat_log_state = static_cast<int32_t*>(la_log_state_.get());
+    ws_.lat_log_score = static_cast<float*>(la_log_score_.get());
+    ws_.lat_log_cap = log_cap;
+  }
+  if (steps) {
+    la_steps_ = std::move(ls);
+    ws_.lat_steps = static_cast<LatStepLog*>(la_steps_.get());
+  }
+  if (items) {
+    la_items_ = std::move(it);
+    ws_.lat_items = static_cast<int2*>(la_items_.get());
+    ws_.lat_items_cap = items_cap;
+  }
+  if (tab) {
+    la_tab_keys_ = std::move(tk);
+    la_tab_pos_ = std::move(tp);
+    ws_.lat_tab_keys = static_cast<int32_t*>(la_tab_keys_.get());
+    ws_.lat_tab_pos = static_cast<int32_t*>(la_tab_pos_.get());
+    ws_.lat_tab_cap = tab_cap;
+  }
+  if (cur.get()) {
+    la_log_cursor_ = std::move(cur);
+    ws_.lat_log_cursor = static_cast<unsigned long long*>(la_log_cursor_.get());
+  }
+  if (plan.get()) {
+    la_plan_ = std::move(plan);
+    ws_.lat_plan = static_cast<unsigned long long*>(la_plan_.get());
+  }
+}
+
+// The records pass after a lat_after sequence's steps (lattice_after.cuh), on the decoder's
+// stream: the records and step counts start empty (the pass finds every step's), the plan, the
+// global tables, the four table classes (the global one, the pass's longest, first) and the tail.
+// Fixed grids, so a captured sequence replays it whatever the batch.
+void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
+  const DeviceGraph& g = graph_->view;
+  const int L = cfg_.max_lanes;
+  const int32_t V = g.vocab_size;
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 8 * sizeof(unsigned long long), stream_));
+  Timed(12, [&] {
+    LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
+    LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
+    LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
+    LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), stream_>>>(g, w, kAfterC14);
+    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), stream_>>>(g, w, kAfterC13);
+    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), stream_>>>(g, w, kAfterC11);
+    LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
+  });
   CUWFST_CUDA(cudaGetLastError());
 }
 
@@ -1110,8 +1245,15 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
     Timed(11, [&] { LaunchStep(ClearClaimsKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), w); });
 }
 
-void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
+void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   const DeviceGraph& g = graph_->view;
+  // The records after the search (Workspace::lat_after): the step's kernels run as the 1-best's
+  // (no lattice stage, no candidates), and LatLogKernel logs what the records pass reads.
+  Workspace w = lat_w;
+  if (lat_w.lat_after) {
+    w.lattice = 0;
+    w.lat_cand = nullptr;
+  }
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L, w.trim != 0);
@@ -1178,6 +1320,8 @@ void GpuDecoder::EnqueueStep(const Workspace& w, bool f16) {
   if (w.refill == kRefillByKernel)
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
+  if (lat_w.lat_after)
+    Timed(13, [&] { LaunchStep(LatLogKernel, dim3(L), dim3(kAfterThreads), g, lat_w); });
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)
@@ -1312,7 +1456,8 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     Enqueue(kind, steps, f16);
     return;
   }
-  const int32_t flags = (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4) | (ws_.trim << 6);
+  const int32_t flags = (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4) | (ws_.trim << 6) |
+                        (ws_.lat_after << 10);
   if (cfg_.graph_chunks && steps > kChunkFrom) {
     // A long sequence replays step chunks (every step launches the same kernels with the same
     // arguments: the lanes keep their own time on the device), so the executables held are a
@@ -1417,16 +1562,26 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       GpuDecoder& d;
       int32_t trim;
       ~LatticeFlag() {
-        d.lat_trim_used_ = d.ws_.lattice == 2 && d.ws_.trim != 0 && d.lat_filter_on_;
+        // (the records after the search never count the arcs they leave unread: as the trim)
+        d.lat_trim_used_ = (d.ws_.lattice == 2 && d.ws_.trim != 0 && d.lat_filter_on_) || d.ws_.lat_after != 0;
         d.ws_.lattice = 0;
+        d.ws_.lat_after = 0;
         d.ws_.lat_keys_only = 0;
         d.ws_.trim = trim;
       }
     } lattice_flag{*this, ws_.trim};
     ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
+    // The records after the search (lattice_after.cuh): GPU-pruned decodes of whole rows on
+    // epsilon-free graphs, where the decoder was made with CUWFST_LATTICE_RECORDS=after; their
+    // search keeps the 1-best's trim (the pass reads every arc the records need itself).
+    const bool after = lattice != nullptr && lat_after_ && lattice->mode == 2 && lattice->chunk <= 0 &&
+                       cfg_.eps_iterations == 0;
+    if (lattice) lat_after_used_ = after;
+    if (after) EnsureLatticeAfter(0, 0);
+    ws_.lat_after = after ? 1 : 0;
     // (a constant of the decoder for its lattice decodes, so the graph cache's lattice flag covers it)
     ws_.lat_keys_only = lattice && lat_clear_keys_ && cfg_.eps_iterations == 0 ? 1 : 0;
-    if (lattice && !(lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0)) ws_.trim = 0;
+    if (lattice && !after && !(lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0)) ws_.trim = 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has
@@ -1471,6 +1626,11 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
       if (lattice)
         CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
+      unsigned long long log_n = 0, plan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (after) {
+        CUWFST_CUDA(cudaMemcpyAsync(&log_n, ws_.lat_log_cursor, sizeof(log_n), cudaMemcpyDeviceToHost, stream_));
+        CUWFST_CUDA(cudaMemcpyAsync(plan, ws_.lat_plan, sizeof(plan), cudaMemcpyDeviceToHost, stream_));
+      }
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       bool arena_full = false, lane_refused = false;
@@ -1525,7 +1685,14 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // The filter's guard: a lane's scores left the magnitudes its pads cover within a
       // pruning window of a filtered step; decode the batch again without the filter.
       const bool guard = lattice && LatticeFilterGuard(B, h_lanes, *lattice);
-      if (!arena_grows && !lattice_full && !guard) break;
+      // the records after the search: the frontier log or the global tables past their room (the
+      // pass then left steps out): grow them and decode again
+      const bool log_full = after && log_n > static_cast<unsigned long long>(ws_.lat_log_cap);
+      const bool tab_full = after && !log_full && plan[kAfterPlanTab] > static_cast<unsigned long long>(ws_.lat_tab_cap);
+      if (log_full || tab_full)
+        EnsureLatticeAfter(log_full ? static_cast<int64_t>(log_n + log_n / 4) : 0,
+                           tab_full ? static_cast<int64_t>(plan[kAfterPlanTab] + plan[kAfterPlanTab] / 4) : 0);
+      if (!arena_grows && !lattice_full && !guard && !log_full && !tab_full) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
       if (lattice_full && !guard) {  // the batch's records, from its step counts (checked against the cursor)
@@ -1792,6 +1959,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[75] = ws_.label_bound;
   out[76] = ws_.trim_weights;
   out[77] = lat_clear_keys_ ? 1 : 0;
+  out[78] = lat_after_decodes_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

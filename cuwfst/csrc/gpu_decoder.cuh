@@ -445,7 +445,7 @@ class GpuDecoder {
   // has label tables; CUWFST_LABEL_BOUND=off at construction: 0).
   // [76] 1 where the trim's search probes weights only past each state's label-0 arcs
   // (Workspace::trim_weights: the graph has blank counts; CUWFST_TRIM_WEIGHTS=off: 0).
-  static constexpr int kMemStats = 78;
+  static constexpr int kMemStats = 79;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -527,6 +527,11 @@ class GpuDecoder {
   // of the records, and the readback after a decode.
   void EnsureLattice(int32_t max_frames, bool ext = false);
   void GrowLattice(unsigned long long want, unsigned long long made);
+  // The records after the search (gpu_lattice_prune.cu): its buffers, with room for at least
+  // log_tokens logged tokens and tab_entries global-table entries (0: the current or initial
+  // sizes), and the pass's launches after a sequence's steps.
+  void EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries);
+  void EnqueueRecordsPass(const Workspace& w);
   // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
   // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
   LatticeRunNeed OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps, unsigned long long cursor);
@@ -696,6 +701,14 @@ class GpuDecoder {
   // LatStepEndKernel clears only the keys on epsilon-free graphs (Workspace::lat_keys_only):
   // CUWFST_LAT_CLEAR=full at construction clears keys, payloads and hash_pos, as before; MemStats [77]
   bool lat_clear_keys_ = true;
+  // CUWFST_LATTICE_RECORDS=after at construction (lattice_after.cuh): GPU-pruned lattice decodes
+  // of whole rows on epsilon-free graphs find their records in one pass after the search instead
+  // of a stage of every step; MemStats [78] counts the decodes that did
+  bool lat_after_ = false;
+  bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
+  int64_t lat_after_decodes_ = 0;
+  int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
+  DeviceBuffer la_log_state_, la_log_score_, la_log_cursor_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

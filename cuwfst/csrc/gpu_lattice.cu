@@ -30,7 +30,9 @@ int64_t GpuDecoder::lattice_bytes() const {
   return lat_.amount() + lat_ext_.amount() + lat_cursor_.amount() + lat_count_.amount() + lat_cutoff_.amount() + lat_size_.amount() +
          lat_all_.amount() + lat_filter_.amount() + lat_cand_.amount() + lat_cand_n_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
-         eps_hint_.amount() + eps_lane_offsets_.amount() + lattice_prune_bytes();
+         eps_hint_.amount() + eps_lane_offsets_.amount() + la_log_state_.amount() + la_log_score_.amount() +
+         la_log_cursor_.amount() + la_steps_.amount() + la_items_.amount() + la_plan_.amount() +
+         la_tab_keys_.amount() + la_tab_pos_.amount() + lattice_prune_bytes();
 }
 
 int64_t GpuDecoder::lattice_prune_bytes() const {
@@ -237,9 +239,11 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     pr_all_.resize(n);
     CUWFST_CUDA(cudaMemcpyAsync(pr_all_.data(), ws_.lat_all, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
-    for (int32_t b = 0; b < B; ++b)
-      for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
-        lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];
+    if (lat_after_used_) ++lat_after_decodes_;  // (which does not count the arcs it leaves unread)
+    else
+      for (int32_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
+          lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];
     if (ws_.lat_cand != nullptr) {  // the decode's candidate lane-steps (zeroed when its batch started)
       unsigned long long cand[4] = {0, 0, 0, 0};
       CUWFST_CUDA(cudaMemcpyAsync(cand, ws_.lat_cand_n, sizeof(cand), cudaMemcpyDeviceToHost, stream_));

@@ -97,7 +97,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "winners_on_host", "winners_host_ok", "restores", "payload_tok", "prune_lane_times",
              "max_anchor", "max_known_slots", "max_blocks", "expand_blocks", "lat_blocks",
              "lat_append_block", "lat_cand_final", "lattice_cand_final_steps",
-             "expand_min_blocks", "lat_min_blocks", "label_bound", "trim_weights", "lat_clear_keys")
+             "expand_min_blocks", "lat_min_blocks", "label_bound", "trim_weights", "lat_clear_keys",
+             "lattice_after_decodes")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

@@ -327,6 +327,8 @@ cudaError_t cudaDeviceGetAttribute(int* v, cudaDeviceAttr attr, int d) {
   *v = attr == cudaDevAttrMultiProcessorCount ? 132 : attr == cudaDevAttrComputeCapabilityMajor ? 9 : 0;  // an H200's
   return cudaSuccess;
 }
+// the records pass's kernels' dynamic shared memory (GpuDecoder::EnsureLatticeAfter)
+cudaError_t cudaFuncSetAttribute(const void*, cudaFuncAttribute, int) { return cudaSuccess; }
 // CoopWalkKernel's co-resident CTAs (GpuDecoder::Allocate under the cooperative walkers); the
 // stub's device reports no cooperative launch (attribute 0), so Max and Expand run instead
 cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int* n, const void*, int, size_t, unsigned int) {

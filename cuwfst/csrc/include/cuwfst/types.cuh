@@ -353,6 +353,25 @@ struct LatRecordExt {
   int32_t admitted;
 };
 
+// The records after the search (Workspace::lat_after, lattice_after.cuh): what LatLogKernel logs
+// of each step of a lane, at [lane][step] (the step's index, lc.t - 1): where the frontier the step
+// expanded (S_t) was copied in the frontier log, and the step's scalars the records' rule reads.
+// LatPlanKernel adds the global table of a real step whose S_{t+1} is too large for shared memory.
+struct LatStepLog {
+  long long src_off;        // S_t in lat_log_state / lat_log_score
+  const float* row32;       // the step's log-prob row (fp32 input; nullptr off real steps or fp16)
+  const uint16_t* row16;    // (fp16 input, raw bits)
+  long long tab_off;        // LatPlanKernel: S_{t+1}'s table in lat_tab_keys / lat_tab_pos (tab_bits > 0)
+  int32_t src_n;            // |S_t|
+  int32_t phase;            // kPhaseReal, kPhaseFinal or kPhaseRedirect
+  float cutoff;             // the step's exact max - beam (admission)
+  float pre_low;            // the filter's bound (end below it: dropped unprobed), -inf where unfiltered
+  float slack;              // the filter's slack (lattice.cuh LatFilterFor)
+  int32_t filter_on;
+  int32_t final_alive;      // a final or redirect step: the lane has a final token
+  int32_t tab_bits;         // LatPlanKernel: 0, or the global table's log2 size
+};
+
 struct alignas(8) WinnerEntry {  // 8-aligned: one 8-byte load an entry
   int32_t prev;  // previous entry, -1 for the start token
   int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
@@ -669,6 +688,24 @@ struct Workspace {
   LatCand* lat_cand;
   unsigned long long* lat_cand_n;
   int64_t lat_cand_cap;
+  // The records after the search (lattice_after.cuh; GpuDecoder::EnsureLatticeAfter): with
+  // lat_after (a GPU-pruned lattice decode of whole rows on an epsilon-free graph, when the decoder
+  // was made with CUWFST_LATTICE_RECORDS=after) the step's kernels run as the 1-best's, LatLogKernel
+  // copies each step's expanded frontier into the log and its scalars into lat_steps, and after the
+  // sequence's steps one pass (LatPlanKernel .. LatTailKernel) writes every step's records into
+  // lat / lat_ext and lat_count, the same records the in-step stage writes (their order aside).
+  int32_t lat_after;
+  int32_t* lat_log_state;          // [lat_log_cap] the logged frontiers' states
+  float* lat_log_score;            // [lat_log_cap] and scores
+  int64_t lat_log_cap;
+  unsigned long long* lat_log_cursor;  // tokens logged; past lat_log_cap: grow and decode again
+  LatStepLog* lat_steps;           // [max_lanes][seg_cap]
+  int2* lat_items;                 // [kAfterLists][lat_items_cap] work items {lane * seg_cap + step, first token}
+  int64_t lat_items_cap;
+  unsigned long long* lat_plan;    // [8]: items a list, [6] the global tables' entries (past lat_tab_cap: grow)
+  int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
+  int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
+  int64_t lat_tab_cap;
   // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
   // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
   // kScanTraceWords words: the %globaltimer at the phases scan.cuh ScanTraceMark names, then

@@ -1,0 +1,358 @@
+// The lattice records after the search (Workspace::lat_after; docs/design.md "The records after
+// the search"). A real step's records depend only on S_t, S_{t+1} (states, scores, order) and the
+// step's scalars (cutoff, the filter's slack and whether it is on), so the step loop need not find
+// them: the step's kernels run as the 1-best's (no lattice stage, the 1-best's trim), LatLogKernel
+// copies each step's expanded frontier into a log and writes its scalars, and after the sequence
+// one pass finds every step's records at once:
+//   LatPlanKernel     a lane a CTA: each logged step's work items (1,024 tokens of S_t each) into a
+//                     list by the size of S_{t+1} (its table: 2^11, 2^13 or 2^14 slots in shared
+//                     memory, else a global table it places), a final or redirect step's into the
+//                     tail list, a global table's build items into their own;
+//   LatTabClearKernel, LatTabBuildKernel   the global tables (S_{t+1}: state -> index);
+//   LatRecordsKernel  a CTA an item, a warp a token of S_t walking its emitting arcs in the graph
+//                     image's order (label-0 arcs, then the others by weight, best first) until
+//                     (score + weight) + the row's best non-blank log-prob falls below the filter's
+//                     bound, each arc tested as the in-step stage tests it (lattice.cuh
+//                     LatPersistKernel): its end, the destination's probe, admission, the filter;
+//   LatTailKernel     the final and redirect steps: every final arc (every arc, redirected) of S_T's
+//                     tokens where the lane has a final token, acoustic 0.
+// The records (lat, lat_ext) and the step counts (lat_count) are the in-step stage's; only their
+// order differs, which nothing reads (the pruning buckets them by step and lane). lat_all (k2's
+// recorded arcs) is not counted: arcs the filter's bound leaves unread are never probed, as under
+// the lattice trim (GpuDecoder::lat_trim_used_). Measured as a standalone pass on the H200
+// (benchmarks/lattice_post.*, its `lean` variant): 8.4 ms a batch of 32 on the full HLG.
+// Epsilon-free graphs and whole-row decodes only (the host falls back to the in-step stage).
+#pragma once
+
+#include "cuwfst/lattice.cuh"
+
+namespace cuwfst {
+
+constexpr int32_t kAfterThreads = 256;
+constexpr int32_t kAfterWarps = kAfterThreads / 32;
+constexpr int32_t kAfterChunk = 1024;  // S_t's tokens an item
+// Item lists (Workspace::lat_items): the shared-table classes, the global-table class, the tail
+// (final and redirect steps), the global tables' build items.
+enum : int32_t { kAfterC11 = 0, kAfterC13 = 1, kAfterC14 = 2, kAfterGlobal = 3, kAfterTail = 4, kAfterBuild = 5 };
+constexpr int32_t kAfterLists = 6;
+constexpr int32_t kAfterPlanTab = 6;  // lat_plan[6]: the global tables' entries
+__host__ __device__ constexpr int32_t AfterBits(int32_t list) {
+  return list == kAfterC11 ? 11 : list == kAfterC13 ? 13 : list == kAfterC14 ? 14 : 0;
+}
+// log-prob rows up to this many labels are staged in shared memory, longer ones read in place
+constexpr int32_t kAfterLpsMax = 4096;
+
+// A LatRecordsKernel<kBits> launch's dynamic shared memory: the table (int32 keys, uint16 indices:
+// |S_{t+1}| <= 2^kBits / 2) and the staged log-prob row.
+__host__ __device__ constexpr size_t AfterSmem(int32_t bits, int32_t vocab) {
+  return (bits > 0 ? size_t{6} << bits : 0) + (vocab <= kAfterLpsMax ? sizeof(float) * static_cast<size_t>(vocab) : 0);
+}
+
+__device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
+  return s.row16 ? __half2float(__ushort_as_half(s.row16[label])) : s.row32[label];
+}
+
+__device__ __forceinline__ uint32_t AfterHash(int32_t s, int32_t bits) {
+  return (static_cast<uint32_t>(s) * 2654435761u) >> (32 - bits);
+}
+
+template <typename Pos>
+__device__ __forceinline__ void AfterInsert(int32_t* keys, Pos* pos, int32_t bits, int32_t s, int32_t i) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = AfterHash(s, bits);
+  while (true) {
+    const int32_t old = atomicCAS(&keys[h], -1, s);
+    if (old == -1 || old == s) break;
+    h = (h + 1) & mask;
+  }
+  pos[h] = static_cast<Pos>(i);  // (a frontier's states are distinct)
+}
+
+// The index of state d in the table, -1 when absent (the table is at most half full).
+template <typename Pos>
+__device__ __forceinline__ int32_t AfterFind(const int32_t* keys, const Pos* pos, int32_t bits, int32_t d) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = AfterHash(d, bits);
+  while (true) {
+    const int32_t key = keys[h];
+    if (key == d) return static_cast<int32_t>(pos[h]);
+    if (key == -1) return -1;
+    h = (h + 1) & mask;
+  }
+}
+
+// LatLogKernel — per step of a lat_after decode, after FinalizeKernel; grid max_lanes x
+// kAfterThreads. Writes the step's lat_cutoff / lat_size and the filter's recursion (lat_mag,
+// lat_drift, lat_filter_last, lat_guard) exactly as LatStepEndKernel does, the step's LatStepLog,
+// and copies the frontier the step expanded (S_t, lc.step_size tokens of buffer buf ^ 1) to the
+// log at a cursor shared by the lanes; past lat_log_cap only the cursor moves (the host grows the
+// log and decodes again). The search's FinalizeKernel ran as the 1-best's (it cleared its claims).
+__global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
+  const int32_t lane = blockIdx.x;
+  LaneCounters& lc = ws.lanes[lane];
+  const int32_t phase = lc.step_phase;
+  if (phase == kPhaseIdle) return;
+  const int32_t n = lc.step_size;
+  __shared__ unsigned long long s_off;
+  if (threadIdx.x == 0) {
+    const int32_t k = lc.t - 1;
+    const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
+    const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+    const LatFilterStep f = LatFilterFor(g, ws, lc, phase);
+    if (f.on) lc.lat_filter_last = k;
+    if (ws.lat_filter[0] != 0.f && k - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
+    lc.lat_mag = f.mag;
+    lc.lat_drift = f.drift;
+    const bool final_alive = lc.final_winner != -2;
+    ws.lat_cutoff[at] = cutoff;
+    ws.lat_size[at] = phase == kPhaseReal ? min(lc.next_size, lc.tok_cap[lc.buf]) : (final_alive ? 1 : 0);
+    const unsigned long long off = atomicAdd(ws.lat_log_cursor, static_cast<unsigned long long>(n));
+    LatStepLog s;
+    s.src_off = static_cast<long long>(off);
+    s.row32 = phase == kPhaseReal ? lc.lp_row_f32 : nullptr;
+    s.row16 = phase == kPhaseReal ? lc.lp_row_f16 : nullptr;
+    s.tab_off = 0;
+    s.src_n = n;
+    s.phase = phase;
+    s.cutoff = cutoff;
+    // (ws.lat_filter[3] == 0, CUWFST_LATTICE_PREFILTER=off: every arc probed)
+    s.pre_low = f.on && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - f.slack : -INFINITY;
+    s.slack = f.slack;
+    s.filter_on = f.on ? 1 : 0;
+    s.final_alive = final_alive ? 1 : 0;
+    s.tab_bits = 0;
+    ws.lat_steps[at] = s;
+    s_off = off;
+  }
+  __syncthreads();
+  const unsigned long long off = s_off;
+  if (off + static_cast<unsigned long long>(n) > static_cast<unsigned long long>(ws.lat_log_cap)) return;
+  const int32_t src = lc.buf ^ 1;
+  const int32_t* st = ws.tok_state[src] + lc.tok_off[src];
+  const float* sc = ws.tok_score[src] + lc.tok_off[src];
+  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+    ws.lat_log_state[off + i] = st[i];
+    ws.lat_log_score[off + i] = sc[i];
+  }
+}
+
+// LatPlanKernel — after a lat_after sequence's steps; grid max_lanes x kAfterThreads (lat_plan
+// zeroed before). Each logged step of the lane (0 .. lc.t - 1) becomes its work items: a real step
+// whose S_t and S_{t+1} (the next step's logged frontier) are not empty goes to the list of its
+// S_{t+1}'s table (the smallest shared one holding it at most half full, else a global table of
+// 2^bits >= 2 |S_{t+1}| entries placed at lat_plan[6], whose build items go to kAfterBuild); a
+// final or redirect step of a lane with a final token to the tail. A step whose table does not
+// fit lat_tab_cap gets no items (the host sees lat_plan[6] past it, grows and decodes again).
+__global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
+  const int32_t lane = blockIdx.x;
+  const int32_t steps = min(ws.lanes[lane].t, ws.seg_cap);
+  if (*ws.lat_log_cursor > static_cast<unsigned long long>(ws.lat_log_cap)) return;  // (decoded again)
+  auto add = [&](int32_t list, int64_t at, int32_t n) {
+    const int32_t chunks = (n + kAfterChunk - 1) / kAfterChunk;
+    const unsigned long long base = atomicAdd(&ws.lat_plan[list], static_cast<unsigned long long>(chunks));
+    int2* items = ws.lat_items + static_cast<int64_t>(list) * ws.lat_items_cap;
+    for (int32_t c = 0; c < chunks; ++c)
+      if (base + c < static_cast<unsigned long long>(ws.lat_items_cap))
+        items[base + c] = make_int2(static_cast<int32_t>(at), c * kAfterChunk);
+  };
+  for (int32_t k = threadIdx.x; k < steps; k += blockDim.x) {
+    const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
+    LatStepLog& s = ws.lat_steps[at];
+    if (s.src_n <= 0) continue;
+    if (s.phase != kPhaseReal) {
+      if (s.final_alive) add(kAfterTail, at, s.src_n);
+      continue;
+    }
+    if (k + 1 >= steps) continue;  // (cannot happen: a real step is followed by another)
+    const int32_t dn = ws.lat_steps[at + 1].src_n;
+    if (dn <= 0) continue;
+    int32_t list = kAfterC11;
+    while (list < kAfterGlobal && 2 * static_cast<int64_t>(dn) > (int64_t{1} << AfterBits(list))) ++list;
+    if (list == kAfterGlobal) {
+      int32_t bits = 1;
+      while ((int64_t{1} << bits) < 2 * static_cast<int64_t>(dn)) ++bits;
+      const unsigned long long off = atomicAdd(&ws.lat_plan[kAfterPlanTab], 1ull << bits);
+      if (off + (1ull << bits) > static_cast<unsigned long long>(ws.lat_tab_cap)) continue;
+      s.tab_off = static_cast<long long>(off);
+      s.tab_bits = bits;
+      add(kAfterBuild, at, dn);
+    }
+    add(list, at, s.src_n);
+  }
+}
+
+__device__ __forceinline__ int32_t AfterItems(const Workspace& ws, int32_t list) {
+  return static_cast<int32_t>(min(ws.lat_plan[list], static_cast<unsigned long long>(ws.lat_items_cap)));
+}
+
+// LatTabClearKernel — the global tables' entries placed (lat_plan[6], within lat_tab_cap) to empty.
+__global__ void __launch_bounds__(kAfterThreads) LatTabClearKernel(Workspace ws) {
+  const unsigned long long n = min(ws.lat_plan[kAfterPlanTab], static_cast<unsigned long long>(ws.lat_tab_cap));
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
+    ws.lat_tab_keys[i] = -1;
+}
+
+// LatTabBuildKernel — a CTA a build item: 1,024 tokens of S_{t+1} into the step's global table.
+__global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws) {
+  const int32_t n_items = AfterItems(ws, kAfterBuild);
+  const int2* items = ws.lat_items + static_cast<int64_t>(kAfterBuild) * ws.lat_items_cap;
+  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
+    const int2 item = items[w];
+    const LatStepLog& s = ws.lat_steps[item.x];
+    const LatStepLog& d = ws.lat_steps[item.x + 1];
+    const int32_t last = min(d.src_n, item.y + kAfterChunk);
+    for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x)
+      AfterInsert(ws.lat_tab_keys + s.tab_off, ws.lat_tab_pos + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i);
+  }
+}
+
+// The kept records of a warp's round at one atomicAdd on the records' cursor (and one on the
+// step's count); past lat_cap only the cursor and the count move (the host grows the records and
+// decodes again). make() gives a lane's record, called only where it keeps one.
+template <typename Make>
+__device__ __forceinline__ void AfterWrite(const Workspace& ws, bool keep, int32_t* count, Make&& make) {
+  const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
+  if (km == 0u) return;
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  const int32_t leader = __ffs(km) - 1;
+  unsigned long long base = 0;
+  if (me == leader) {
+    base = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(__popc(km)));
+    atomicAdd(count, __popc(km));
+  }
+  base = __shfl_sync(0xFFFFFFFFu, base, leader);
+  const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << me) - 1u)));
+  if (keep && r < static_cast<unsigned long long>(ws.lat_cap)) make(r);
+}
+
+// LatRecordsKernel<kBits> — the real steps' records of one item list (kBits 11 / 13 / 14: S_{t+1}
+// in a table of 2^kBits slots in shared memory, built by every CTA of the step; 0: the step's
+// global table); a fixed grid, CTAs taking the list's items in turn. Per item: the step's log-prob
+// row into shared memory (up to kAfterLpsMax labels) and its best non-blank value `rest`; then a
+// warp a token of S_t: its emitting arcs 32 at a time, each read arc's end = (score + weight) +
+// acoustic; an arc ending below pre_low is dropped (the filter drops it whatever its destination,
+// and it is not admitted: lattice.cuh LatPreLowFor), else its destination is probed in S_{t+1}; a
+// surviving one is kept when admitted (end > cutoff), or the step unfiltered, or not below
+// (s(dst) - output_beam) - slack. On a sorted graph (DeviceGraph::emit_sorted) an arc past the
+// label-0 arcs with (score + weight) + rest < pre_low ends below pre_low whatever its label, and so
+// does every later one (their weights fall; float addition is monotone): the token's walk stops.
+template <int kBits>
+__global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
+  constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
+  extern __shared__ __align__(16) unsigned char after_smem[];
+  int32_t* keys = reinterpret_cast<int32_t*>(after_smem);
+  uint16_t* pos16 = reinterpret_cast<uint16_t*>(keys + H);
+  float* lps = reinterpret_cast<float*>(pos16 + H);
+  __shared__ float s_rest[kAfterWarps];
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
+  const int32_t V = g.vocab_size;
+  const bool staged = V <= kAfterLpsMax;
+  const bool sorted = g.emit_sorted != 0;
+  const float output_beam = ws.lat_filter[1];
+  const int32_t n_items = AfterItems(ws, list);
+  const int2* items = ws.lat_items + static_cast<int64_t>(list) * ws.lat_items_cap;
+  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
+    __syncthreads();  // (the last item's table and row read by every warp)
+    const int2 item = items[w];
+    const LatStepLog s = ws.lat_steps[item.x];
+    const LatStepLog& d = ws.lat_steps[item.x + 1];
+    const long long d_off = d.src_off;
+    const int32_t d_n = d.src_n;
+    float rest = -INFINITY;
+    for (int32_t i = threadIdx.x; i < V; i += kAfterThreads) {
+      const float v = AfterLp(s, i);
+      if (staged) lps[i] = v;
+      if (i > 0) rest = fmaxf(rest, v);
+    }
+    for (int32_t o = 16; o > 0; o >>= 1) rest = fmaxf(rest, __shfl_xor_sync(0xFFFFFFFFu, rest, o));
+    if (me == 0) s_rest[wid] = rest;
+    if constexpr (kBits > 0) {
+      for (int32_t i = threadIdx.x; i < H; i += kAfterThreads) keys[i] = -1;
+      __syncthreads();
+      for (int32_t i = threadIdx.x; i < d_n; i += kAfterThreads)
+        AfterInsert(keys, pos16, kBits, ws.lat_log_state[d_off + i], i);
+    }
+    __syncthreads();
+    rest = s_rest[0];
+    for (int32_t x = 1; x < kAfterWarps; ++x) rest = fmaxf(rest, s_rest[x]);
+    const int32_t* tkeys = kBits > 0 ? keys : ws.lat_tab_keys + s.tab_off;
+    const int32_t* tpos = ws.lat_tab_pos + s.tab_off;
+    const int32_t tbits = kBits > 0 ? kBits : s.tab_bits;
+    const float* dsc = ws.lat_log_score + d_off;
+    const int32_t* st = ws.lat_log_state + s.src_off;
+    const float* sc = ws.lat_log_score + s.src_off;
+    const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
+    int32_t* count = ws.lat_count + item.x;
+    const int32_t last = min(s.src_n, item.y + kAfterChunk);
+    for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
+      const int32_t state = st[i];
+      const float a = sc[i];
+      const StateArcs sa = ArcsOf(g, state);
+      const int32_t b = sa.EmitBegin(), n = sa.EmitEnd() - b;
+      for (int32_t j0 = 0; j0 < n; j0 += 32) {
+        const int32_t j = j0 + me;
+        const int32_t arc = b + j;
+        bool read = false, keep = false, admitted = false, past = false;
+        int32_t p = -1;
+        float ac = 0.f;
+        if (j < n) {
+          const float wt = g.arc_weight[arc];
+          const uint16_t lab = ArcLabel(g, arc);
+          read = !sorted || lab == 0 || (a + wt) + rest >= s.pre_low;
+          past = sorted && lab != 0 && !read;
+          if (read) {
+            ac = staged ? lps[lab] : AfterLp(s, lab);
+            const float end = ArcEnd(a, wt, ac);
+            if (!(end < s.pre_low)) {
+              if constexpr (kBits > 0) p = AfterFind(tkeys, pos16, kBits, ArcDest(g, arc));
+              else p = AfterFind(tkeys, tpos, tbits, ArcDest(g, arc));
+              if (p >= 0) {
+                admitted = end > s.cutoff;
+                keep = admitted || !s.filter_on || !(end < (dsc[p] - output_beam) - s.slack);
+              }
+            }
+          }
+        }
+        AfterWrite(ws, keep, count, [&](unsigned long long r) {
+          ws.lat[r] = {state, arc, ac, lane};
+          ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
+        });
+        if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
+      }
+    }
+  }
+}
+
+// LatTailKernel — the final and redirect steps' records (the tail list): a thread a token of S_T,
+// every final arc of its state (a redirect step: every arc, marked kRedirectArcBit), acoustic 0,
+// into the final token (index 0), admitted where end > cutoff: LatPersistKernel's records of
+// those steps. A lane has one such step; each record takes its place with its own atomicAdd.
+__global__ void __launch_bounds__(kAfterThreads) LatTailKernel(DeviceGraph g, Workspace ws) {
+  const int32_t n_items = AfterItems(ws, kAfterTail);
+  const int2* items = ws.lat_items + static_cast<int64_t>(kAfterTail) * ws.lat_items_cap;
+  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
+    const int2 item = items[w];
+    const LatStepLog& s = ws.lat_steps[item.x];
+    const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
+    const int32_t last = min(s.src_n, item.y + kAfterChunk);
+    for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x) {
+      const int32_t state = ws.lat_log_state[s.src_off + i];
+      const float a = ws.lat_log_score[s.src_off + i];
+      int32_t b = 0, e = 0;
+      PhaseArcs(ArcsOf(g, state), s.phase, &b, &e);
+      for (int32_t arc = b; arc < e; ++arc) {
+        const bool admitted = ArcEnd(a, g.arc_weight[arc], 0.f) > s.cutoff;
+        const unsigned long long r = atomicAdd(ws.lat_cursor, 1ull);
+        atomicAdd(ws.lat_count + item.x, 1);
+        if (r < static_cast<unsigned long long>(ws.lat_cap)) {
+          ws.lat[r] = {state, s.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, 0.f, lane};
+          ws.lat_ext[r] = {k, i, 0, admitted ? 1 : 0};
+        }
+      }
+    }
+  }
+}
+
+}  // namespace cuwfst
