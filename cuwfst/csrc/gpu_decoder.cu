@@ -929,7 +929,6 @@ void GpuDecoder::EnqueueHead(SeqKind kind, const Workspace& w, bool f16) {
     CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_all, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
-    if (w.lat_after) CUWFST_CUDA(cudaMemsetAsync(w.lat_log_cursor, 0, sizeof(unsigned long long), stream_));
   }
   const bool segment = kind == SeqKind::kSegment || kind == SeqKind::kSegmentRefill;
   const bool opens = kind == SeqKind::kBatch || segment || kind == SeqKind::kOpen;
@@ -952,21 +951,23 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
   CUWFST_CUDA(cudaGetLastError());
 }
 
-// The records after the search (lattice_after.cuh): the frontier log, the step logs, the item
-// lists and the global tables, each at least as large as asked and as the last decode needed (the
-// log starts at kAfterInitialLog tokens, the tables at kAfterInitialTab entries; growth asks for
-// a run's need and a quarter). Each is allocated before it replaces anything, so a failure leaves
-// the decoder as it was; captured graphs are dropped when a pointer they hold changes.
+// The records after the search (lattice_after.cuh): the frontier log (max_lanes regions of
+// lat_log_lane tokens), the step logs, the item lists, the global tables, and the side streams
+// and events the pass's table classes run on; each at least as large as asked and as the last
+// decode needed (a lane's region starts at kAfterInitialLog / max_lanes tokens, at least 2^18, the
+// tables at kAfterInitialTab entries; growth asks for a run's need and a quarter). Each is
+// allocated before it replaces anything, so a failure leaves the decoder as it was; captured
+// graphs are dropped when a pointer they hold changes.
 namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices
 }  // namespace
 
-void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
+void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   const int64_t L = cfg_.max_lanes, seg = ws_.seg_cap;
-  // (CUWFST_LATTICE_AFTER_ROOM=tokens,entries: other first sizes, read when the buffers are first
-  // made; tests shrink them so that a batch outgrows both)
-  int64_t first_log = kAfterInitialLog, first_tab = kAfterInitialTab;
+  // (CUWFST_LATTICE_AFTER_ROOM=tokens,entries: other first sizes (a lane's log region, the
+  // tables), read when the buffers are first made; tests shrink them so that a batch outgrows both)
+  int64_t first_log = std::max<int64_t>(kAfterInitialLog / L, 1 << 18), first_tab = kAfterInitialTab;
   if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_ROOM"); env != nullptr && !la_log_state_.get()) {
     long long a = 0, b = 0;
     if (std::sscanf(env, "%lld,%lld", &a, &b) != 2 || a < 1 || b < 1)
@@ -974,14 +975,14 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
     first_log = a;
     first_tab = b;
   }
-  const int64_t log_cap = std::max({ws_.lat_log_cap, log_tokens, first_log});
+  const int64_t lane_cap = std::max({ws_.lat_log_lane, log_lane, first_log});
   const int64_t tab_cap = std::max({ws_.lat_tab_cap, tab_entries, first_tab});
-  const int64_t items_cap = L * seg + log_cap / kAfterChunk + 64;  // (a list's items: the chunks of its steps)
-  const bool log = log_cap > ws_.lat_log_cap || !la_log_state_.get();
+  const int64_t items_cap = L * seg + L * lane_cap / kAfterChunk + 64;  // (a list's items: the chunks of its steps)
+  const bool log = lane_cap > ws_.lat_log_lane || !la_log_state_.get();
   const bool tab = tab_cap > ws_.lat_tab_cap || !la_tab_keys_.get();
   const bool items = items_cap > ws_.lat_items_cap || !la_items_.get();
   const bool steps = la_steps_.amount() < static_cast<int64_t>(L * seg * sizeof(LatStepLog));
-  if (!log && !tab && !items && !steps && la_plan_.get() && la_log_cursor_.get()) return;
+  if (!log && !tab && !items && !steps && la_plan_.get() && la_side_[2]) return;
   auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) {
     cudaError_t e = TryDeviceAlloc(bytes, dst);
     if (e != cudaSuccess) {
@@ -992,10 +993,18 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
       ThrowAcquireFailure(e, os.str());
     }
   };
-  DeviceBuffer st, sc, ls, it, tk, tp, cur, plan;
+  auto make = [&](cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+      std::ostringstream os;
+      os << "cannot create a CUDA " << what << " for the records pass of a lattice decode on cuda:" << device()
+         << "; the decoder stays usable for 1-best decodes";
+      ThrowAcquireFailure(e, os.str());
+    }
+  };
+  DeviceBuffer st, sc, ls, it, tk, tp, plan;
   if (log) {
-    alloc(&st, static_cast<size_t>(log_cap) * sizeof(int32_t), "the records pass's frontier log (states)");
-    alloc(&sc, static_cast<size_t>(log_cap) * sizeof(float), "the records pass's frontier log (scores)");
+    alloc(&st, static_cast<size_t>(L * lane_cap) * sizeof(int32_t), "the records pass's frontier log (states)");
+    alloc(&sc, static_cast<size_t>(L * lane_cap) * sizeof(float), "the records pass's frontier log (scores)");
   }
   if (steps) alloc(&ls, static_cast<size_t>(L * seg) * sizeof(LatStepLog), "the records pass's step logs");
   if (items) alloc(&it, static_cast<size_t>(kAfterLists * items_cap) * sizeof(int2), "the records pass's work items");
@@ -1003,8 +1012,20 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
     alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (keys)");
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
   }
-  if (!la_log_cursor_.get()) alloc(&cur, sizeof(unsigned long long), "the records pass's log cursor");
   if (!la_plan_.get()) alloc(&plan, 8 * sizeof(unsigned long long), "the records pass's plan");
+  for (int k = 0; k < 3; ++k) {  // (the side streams block on the legacy stream as stream_ does)
+    if (!la_side_[k]) {
+      Stream x;
+      make(TryStreamCreate(cudaStreamDefault, &x, stream_priority_), "stream");
+      la_side_[k] = std::move(x);
+    }
+    for (Event* ev : {&la_fork_[k], &la_join_[k]})
+      if (!*ev) {
+        Event x;
+        make(TryEventCreate(cudaEventDisableTiming, &x), "event");
+        *ev = std::move(x);
+      }
+  }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
     CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<11>, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1019,13 +1040,14 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     la_grid_ = std::max(1, sms) * 4;
   }
+  if (!log && !tab && !items && !steps && !plan.get()) return;
   FreeGraphs();  // they captured the old pointers
   if (log) {
     la_log_state_ = std::move(st);
     la_log_score_ = std::move(sc);
     ws_.lat_log_state = static_cast<int32_t*>(la_log_state_.get());
     ws_.lat_log_score = static_cast<float*>(la_log_score_.get());
-    ws_.lat_log_cap = log_cap;
+    ws_.lat_log_lane = lane_cap;
   }
   if (steps) {
     la_steps_ = std::move(ls);
@@ -1043,19 +1065,17 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries) {
     ws_.lat_tab_pos = static_cast<int32_t*>(la_tab_pos_.get());
     ws_.lat_tab_cap = tab_cap;
   }
-  if (cur.get()) {
-    la_log_cursor_ = std::move(cur);
-    ws_.lat_log_cursor = static_cast<unsigned long long*>(la_log_cursor_.get());
-  }
   if (plan.get()) {
     la_plan_ = std::move(plan);
     ws_.lat_plan = static_cast<unsigned long long*>(la_plan_.get());
   }
 }
 
-// The records pass after a lat_after sequence's steps (lattice_after.cuh), on the decoder's
-// stream: the records and step counts start empty (the pass finds every step's), the plan, the
-// global tables, the four table classes (the global one, the pass's longest, first) and the tail.
+// The records pass after a lat_after sequence's steps (lattice_after.cuh): the records and step
+// counts start empty (the pass finds every step's), the plan and the global tables on the
+// decoder's stream; then the four table classes at once, the global one (the pass's longest, each
+// CTA probing global memory) on the decoder's stream with the tail after it, the others on three
+// side streams forked from it and joined back (a captured sequence holds the same fork and join).
 // Fixed grids, so a captured sequence replays it whatever the batch.
 void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   const DeviceGraph& g = graph_->view;
@@ -1066,13 +1086,21 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 8 * sizeof(unsigned long long), stream_));
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
+    for (int k = 0; k < 3; ++k) {
+      CUWFST_CUDA(cudaEventRecord(la_fork_[k].get(), stream_));
+      CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_[k].get(), 0));
+    }
+    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
-    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), stream_>>>(g, w, kAfterC14);
-    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), stream_>>>(g, w, kAfterC13);
-    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), stream_>>>(g, w, kAfterC11);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
+    for (int k = 0; k < 3; ++k) {
+      CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
+      CUWFST_CUDA(cudaStreamWaitEvent(stream_, la_join_[k].get(), 0));
+    }
   });
   CUWFST_CUDA(cudaGetLastError());
 }
@@ -1321,7 +1349,7 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (lat_w.lat_after)
-    Timed(13, [&] { LaunchStep(LatLogKernel, dim3(L), dim3(kAfterThreads), g, lat_w); });
+    Timed(13, [&] { LaunchStep(LatLogKernel, dim3(kAfterLogSplit, L), dim3(kAfterThreads), g, lat_w); });
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)
@@ -1626,11 +1654,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
       if (lattice)
         CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
-      unsigned long long log_n = 0, plan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (after) {
-        CUWFST_CUDA(cudaMemcpyAsync(&log_n, ws_.lat_log_cursor, sizeof(log_n), cudaMemcpyDeviceToHost, stream_));
-        CUWFST_CUDA(cudaMemcpyAsync(plan, ws_.lat_plan, sizeof(plan), cudaMemcpyDeviceToHost, stream_));
-      }
+      unsigned long long plan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      if (after) CUWFST_CUDA(cudaMemcpyAsync(plan, ws_.lat_plan, sizeof(plan), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
       bool arena_full = false, lane_refused = false;
@@ -1687,7 +1712,9 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       const bool guard = lattice && LatticeFilterGuard(B, h_lanes, *lattice);
       // the records after the search: the frontier log or the global tables past their room (the
       // pass then left steps out): grow them and decode again
-      const bool log_full = after && log_n > static_cast<unsigned long long>(ws_.lat_log_cap);
+      long long log_n = 0;  // (the largest lane's logged tokens: its frontier_total)
+      for (int32_t b = 0; b < B && after; ++b) log_n = std::max(log_n, h_lanes[b].frontier_total);
+      const bool log_full = after && log_n > ws_.lat_log_lane;
       const bool tab_full = after && !log_full && plan[kAfterPlanTab] > static_cast<unsigned long long>(ws_.lat_tab_cap);
       if (log_full || tab_full)
         EnsureLatticeAfter(log_full ? static_cast<int64_t>(log_n + log_n / 4) : 0,

@@ -527,10 +527,10 @@ class GpuDecoder {
   // of the records, and the readback after a decode.
   void EnsureLattice(int32_t max_frames, bool ext = false);
   void GrowLattice(unsigned long long want, unsigned long long made);
-  // The records after the search (gpu_lattice_prune.cu): its buffers, with room for at least
-  // log_tokens logged tokens and tab_entries global-table entries (0: the current or initial
-  // sizes), and the pass's launches after a sequence's steps.
-  void EnsureLatticeAfter(int64_t log_tokens, int64_t tab_entries);
+  // The records after the search (gpu_decoder.cu): its buffers, with room for at least log_lane
+  // logged tokens a lane and tab_entries global-table entries (0: the current or initial sizes),
+  // and the pass's launches after a sequence's steps.
+  void EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries);
   void EnqueueRecordsPass(const Workspace& w);
   // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
   // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
@@ -708,7 +708,9 @@ class GpuDecoder {
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
   int64_t lat_after_decodes_ = 0;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
-  DeviceBuffer la_log_state_, la_log_score_, la_log_cursor_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
+  DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
+  Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)
+  Event la_fork_[3], la_join_[3];
   bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

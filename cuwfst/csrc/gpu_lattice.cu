@@ -31,7 +31,7 @@ int64_t GpuDecoder::lattice_bytes() const {
          lat_all_.amount() + lat_filter_.amount() + lat_cand_.amount() + lat_cand_n_.amount() +
          lat_hash_pos_.amount() + eps_begin_.amount() + eps_ub_.amount() + eps_offsets_.amount() +
          eps_hint_.amount() + eps_lane_offsets_.amount() + la_log_state_.amount() + la_log_score_.amount() +
-         la_log_cursor_.amount() + la_steps_.amount() + la_items_.amount() + la_plan_.amount() +
+         la_steps_.amount() + la_items_.amount() + la_plan_.amount() +
          la_tab_keys_.amount() + la_tab_pos_.amount() + lattice_prune_bytes();
 }
 

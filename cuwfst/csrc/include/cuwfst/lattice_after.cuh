@@ -81,21 +81,26 @@ __device__ __forceinline__ int32_t AfterFind(const int32_t* keys, const Pos* pos
   }
 }
 
-// LatLogKernel — per step of a lat_after decode, after FinalizeKernel; grid max_lanes x
-// kAfterThreads. Writes the step's lat_cutoff / lat_size and the filter's recursion (lat_mag,
-// lat_drift, lat_filter_last, lat_guard) exactly as LatStepEndKernel does, the step's LatStepLog,
-// and copies the frontier the step expanded (S_t, lc.step_size tokens of buffer buf ^ 1) to the
-// log at a cursor shared by the lanes; past lat_log_cap only the cursor moves (the host grows the
-// log and decodes again). The search's FinalizeKernel ran as the 1-best's (it cleared its claims).
+// LatLogKernel — per step of a lat_after decode, after FinalizeKernel; grid (kAfterLogSplit,
+// max_lanes) x kAfterThreads. CTA 0 of a lane writes the step's lat_cutoff / lat_size and the
+// filter's recursion (lat_mag, lat_drift, lat_filter_last, lat_guard) exactly as LatStepEndKernel
+// does, and the step's LatStepLog; every CTA copies its share of the frontier the step expanded
+// (S_t: lc.step_size tokens of buffer buf ^ 1) into the lane's log region at the lane's
+// frontier_total before the step (the scans add each step's frontier to it, a paused step takes it
+// back: PooledUndoStep). A lane past its region logs nothing more (the host grows the log to the
+// batch's largest frontier_total and decodes again). The search's FinalizeKernel ran as the
+// 1-best's (it cleared its claims).
+constexpr int32_t kAfterLogSplit = 8;
 __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
-  const int32_t lane = blockIdx.x;
+  const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.step_phase;
   if (phase == kPhaseIdle) return;
   const int32_t n = lc.step_size;
-  __shared__ unsigned long long s_off;
-  if (threadIdx.x == 0) {
+  const long long total = lc.frontier_total;
+  const long long off = static_cast<long long>(lane) * ws.lat_log_lane + (total - n);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int32_t k = lc.t - 1;
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
     const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
@@ -107,9 +112,8 @@ __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Wor
     const bool final_alive = lc.final_winner != -2;
     ws.lat_cutoff[at] = cutoff;
     ws.lat_size[at] = phase == kPhaseReal ? min(lc.next_size, lc.tok_cap[lc.buf]) : (final_alive ? 1 : 0);
-    const unsigned long long off = atomicAdd(ws.lat_log_cursor, static_cast<unsigned long long>(n));
     LatStepLog s;
-    s.src_off = static_cast<long long>(off);
+    s.src_off = off;
     s.row32 = phase == kPhaseReal ? lc.lp_row_f32 : nullptr;
     s.row16 = phase == kPhaseReal ? lc.lp_row_f16 : nullptr;
     s.tab_off = 0;
@@ -123,15 +127,12 @@ __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Wor
     s.final_alive = final_alive ? 1 : 0;
     s.tab_bits = 0;
     ws.lat_steps[at] = s;
-    s_off = off;
   }
-  __syncthreads();
-  const unsigned long long off = s_off;
-  if (off + static_cast<unsigned long long>(n) > static_cast<unsigned long long>(ws.lat_log_cap)) return;
+  if (total > ws.lat_log_lane) return;
   const int32_t src = lc.buf ^ 1;
   const int32_t* st = ws.tok_state[src] + lc.tok_off[src];
   const float* sc = ws.tok_score[src] + lc.tok_off[src];
-  for (int32_t i = threadIdx.x; i < n; i += blockDim.x) {
+  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     ws.lat_log_state[off + i] = st[i];
     ws.lat_log_score[off + i] = sc[i];
   }
@@ -147,7 +148,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Wor
 __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
   const int32_t lane = blockIdx.x;
   const int32_t steps = min(ws.lanes[lane].t, ws.seg_cap);
-  if (*ws.lat_log_cursor > static_cast<unsigned long long>(ws.lat_log_cap)) return;  // (decoded again)
+  if (ws.lanes[lane].frontier_total > ws.lat_log_lane) return;  // (its log is incomplete: decoded again)
   auto add = [&](int32_t list, int64_t at, int32_t n) {
     const int32_t chunks = (n + kAfterChunk - 1) / kAfterChunk;
     const unsigned long long base = atomicAdd(&ws.lat_plan[list], static_cast<unsigned long long>(chunks));

@@ -358,7 +358,7 @@ struct LatRecordExt {
 // expanded (S_t) was copied in the frontier log, and the step's scalars the records' rule reads.
 // LatPlanKernel adds the global table of a real step whose S_{t+1} is too large for shared memory.
 struct LatStepLog {
-  long long src_off;        // S_t in lat_log_state / lat_log_score
+  long long src_off;        // S_t in lat_log_state / lat_log_score (lane * lat_log_lane + frontier_total before it)
   const float* row32;       // the step's log-prob row (fp32 input; nullptr off real steps or fp16)
   const uint16_t* row16;    // (fp16 input, raw bits)
   long long tab_off;        // LatPlanKernel: S_{t+1}'s table in lat_tab_keys / lat_tab_pos (tab_bits > 0)
@@ -695,10 +695,12 @@ struct Workspace {
   // sequence's steps one pass (LatPlanKernel .. LatTailKernel) writes every step's records into
   // lat / lat_ext and lat_count, the same records the in-step stage writes (their order aside).
   int32_t lat_after;
-  int32_t* lat_log_state;          // [lat_log_cap] the logged frontiers' states
-  float* lat_log_score;            // [lat_log_cap] and scores
-  int64_t lat_log_cap;
-  unsigned long long* lat_log_cursor;  // tokens logged; past lat_log_cap: grow and decode again
+  // the logged frontiers, lane l's at [l * lat_log_lane, (l + 1) * lat_log_lane): a step's at the
+  // lane's frontier_total before it (a lane whose frontier_total passes lat_log_lane logs no more:
+  // the host grows the log to the batch's largest and decodes again)
+  int32_t* lat_log_state;          // [max_lanes * lat_log_lane] states
+  float* lat_log_score;            // [max_lanes * lat_log_lane] and scores
+  int64_t lat_log_lane;
   LatStepLog* lat_steps;           // [max_lanes][seg_cap]
   int2* lat_items;                 // [kAfterLists][lat_items_cap] work items {lane * seg_cap + step, first token}
   int64_t lat_items_cap;
