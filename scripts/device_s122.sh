@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# GPU machine: issue 10, the records after the search, second run (s121 found it exact but slower:
+# GPU machine: issue 10, the records after the search, second and third runs (s121 found it exact but slower:
 # LatLogKernel a CTA a lane, 7.7 ms a batch; the pass's classes in turn, 17.9): the log split over
 # kAfterLogSplit CTAs a lane into per-lane regions, the table classes on side streams. In one call:
 #   1. wheels; the full tier (HLG only) in the background; the module built
 #   2. test_gpu_lattice.py -k after; under CUWFST_LATTICE_RECORDS=after the goldens, pruning, long
 #      inputs and random lattices; compute-sanitizer memcheck under the switch
+#   (third run, END=540: the pass's token loads pipelined and its step counts once an item a warp)
 #   3. lattice_speed --utts 256 --env-ab after (same call); then, under the switch, --profile over 32
 #      utterances (the kernel split: lat_persist = the pass, lat_step_end = LatLogKernel)
 # Until END (default 590) s. Carry .device. $OUT: after.log, tests_*.log, memcheck.log, lat*.jsonl

@@ -209,23 +209,22 @@ __global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws)
   }
 }
 
-// The kept records of a warp's round at one atomicAdd on the records' cursor (and one on the
-// step's count); past lat_cap only the cursor and the count move (the host grows the records and
-// decodes again). make() gives a lane's record, called only where it keeps one.
+// The kept records of a warp's round at one atomicAdd on the records' cursor; past lat_cap only
+// the cursor moves (the host grows the records and decodes again). make() gives a lane's record,
+// called only where it keeps one. Returns the round's kept records (warp-uniform), which the
+// caller adds to the step's count.
 template <typename Make>
-__device__ __forceinline__ void AfterWrite(const Workspace& ws, bool keep, int32_t* count, Make&& make) {
+__device__ __forceinline__ int32_t AfterWrite(const Workspace& ws, bool keep, Make&& make) {
   const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
-  if (km == 0u) return;
+  if (km == 0u) return 0;
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const int32_t leader = __ffs(km) - 1;
   unsigned long long base = 0;
-  if (me == leader) {
-    base = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(__popc(km)));
-    atomicAdd(count, __popc(km));
-  }
+  if (me == leader) base = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(__popc(km)));
   base = __shfl_sync(0xFFFFFFFFu, base, leader);
   const unsigned long long r = base + static_cast<unsigned long long>(__popc(km & ((1u << me) - 1u)));
   if (keep && r < static_cast<unsigned long long>(ws.lat_cap)) make(r);
+  return __popc(km);
 }
 
 // LatRecordsKernel<kBits> — the real steps' records of one item list (kBits 11 / 13 / 14: S_{t+1}
@@ -287,11 +286,38 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     int32_t* count = ws.lat_count + item.x;
     const int32_t last = min(s.src_n, item.y + kAfterChunk);
+    // A warp's next token's arc range and the state and score of the one after are loaded while it
+    // walks the current one (its two dependent round trips off the walk's chain); its kept records
+    // are counted in a register and reach the step's count once an item.
+    int32_t kept = 0;
+    int32_t state = 0, nstate = 0, b = 0, n = 0;
+    float a = 0.f, na = 0.f;
+    {
+      const int32_t i = item.y + wid;
+      if (i < last) {
+        state = st[i];
+        a = sc[i];
+        const StateArcs sa = ArcsOf(g, state);
+        b = sa.EmitBegin();
+        n = sa.EmitEnd() - b;
+      }
+      if (i + kAfterWarps < last) {
+        nstate = st[i + kAfterWarps];
+        na = sc[i + kAfterWarps];
+      }
+    }
     for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
-      const int32_t state = st[i];
-      const float a = sc[i];
-      const StateArcs sa = ArcsOf(g, state);
-      const int32_t b = sa.EmitBegin(), n = sa.EmitEnd() - b;
+      int32_t nb = 0, nn = 0, nnstate = 0;
+      float nna = 0.f;
+      if (i + kAfterWarps < last) {
+        const StateArcs sa = ArcsOf(g, nstate);
+        nb = sa.EmitBegin();
+        nn = sa.EmitEnd() - nb;
+      }
+      if (i + 2 * kAfterWarps < last) {
+        nnstate = st[i + 2 * kAfterWarps];
+        nna = sc[i + 2 * kAfterWarps];
+      }
       for (int32_t j0 = 0; j0 < n; j0 += 32) {
         const int32_t j = j0 + me;
         const int32_t arc = b + j;
@@ -316,13 +342,20 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             }
           }
         }
-        AfterWrite(ws, keep, count, [&](unsigned long long r) {
+        kept += AfterWrite(ws, keep, [&](unsigned long long r) {
           ws.lat[r] = {state, arc, ac, lane};
           ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
         });
         if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
       }
+      state = nstate;
+      a = na;
+      b = nb;
+      n = nn;
+      nstate = nnstate;
+      na = nna;
     }
+    if (me == 0 && kept > 0) atomicAdd(count, kept);
   }
 }
 
