@@ -285,8 +285,11 @@ def test_lattice_and_one_best_decodes_interleave():
         compare(Decoder(graph, opts).decode(lp, lens, lattice=True), lat1, f"interleave eps={eps}")
 
 
-def test_lattice_records_grow_and_rerun():
-    """Lattice records that start at 64 entries grow and the batch decodes again."""
+def test_lattice_records_grow_and_rerun(monkeypatch):
+    """Lattice records that start at 64 entries grow and the batch decodes again (the in-step
+    stage's: the records after the search never count recorded arcs; their own growth test is
+    test_records_after_the_search_large_frontiers_and_growth)."""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "step")
     rng = np.random.default_rng(22)
     graph = random_ctc_graph(rng, 400, 12, 5, 0.2)
     lp = random_log_probs(rng, 6, 80, 12, peaky=False)

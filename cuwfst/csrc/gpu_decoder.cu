@@ -997,7 +997,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     if (e != cudaSuccess) {
       std::ostringstream os;
       os << "cannot create a CUDA " << what << " for the records pass of a lattice decode on cuda:" << device()
-         << "; the decoder stays usable for 1-best decodes";
+         << "; the decoder stays usable for 1-best decodes; free GPU memory or " << Advice();
       ThrowAcquireFailure(e, os.str());
     }
   };
