@@ -23,6 +23,8 @@
 
 #include <cub/block/block_scan.cuh>
 
+#include "../cuwfst/csrc/include/cuwfst/state_table.cuh"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -55,7 +57,6 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kChunk = 1024;  // S_t's tokens a CTA (a row-step's larger frontiers take several CTAs)
 
-__device__ __forceinline__ uint32_t HashOf(uint32_t s) { return s * 2654435761u; }
 
 __device__ __forceinline__ unsigned long long Mix(unsigned long long x) {  // splitmix64's finalizer
   x ^= x >> 30;
@@ -75,29 +76,10 @@ __device__ __forceinline__ unsigned long long RecKey(int32_t row, int32_t t, int
   return Mix(x);
 }
 
-template <typename Pos>
-__device__ __forceinline__ void Insert(int32_t* keys, Pos* pos, int bits, int32_t s, int32_t i) {
-  const uint32_t mask = (1u << bits) - 1u;
-  uint32_t h = HashOf(static_cast<uint32_t>(s)) >> (32 - bits);
-  while (true) {
-    const int32_t old = atomicCAS(&keys[h], -1, s);
-    if (old == -1 || old == s) break;
-    h = (h + 1) & mask;
-  }
-  pos[h] = static_cast<Pos>(i);  // (a frontier's states are distinct)
-}
-
-template <typename Pos>
-__device__ __forceinline__ int32_t Find(const int32_t* keys, const Pos* pos, int bits, int32_t d) {
-  const uint32_t mask = (1u << bits) - 1u;
-  uint32_t h = HashOf(static_cast<uint32_t>(d)) >> (32 - bits);
-  while (true) {
-    const int32_t key = keys[h];
-    if (key == d) return static_cast<int32_t>(pos[h]);
-    if (key == -1) return -1;
-    h = (h + 1) & mask;
-  }
-}
+// the frontier tables: the package's (state_table.cuh), as the decoder's records pass builds them
+using cuwfst::StateTableFind;
+using cuwfst::StateTableHash;
+using cuwfst::StateTableInsert;
 
 // An item's setup: the frame's log-prob row into shared memory and, kBits > 0, its row-step's
 // S_{t+1} as a table there (every CTA of the row-step builds its own).
@@ -108,7 +90,7 @@ __device__ __forceinline__ void ItemSetup(const RowStep& rs, int32_t V, const fl
   if constexpr (kBits > 0) {
     for (int i = threadIdx.x; i < (1 << kBits); i += kThreads) keys[i] = -1;
     __syncthreads();
-    for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) Insert(keys, pos16, kBits, st[rs.dst_off + i], i);
+    for (int i = threadIdx.x; i < rs.dst_n; i += kThreads) StateTableInsert(keys, pos16, kBits, st[rs.dst_off + i], i);
   }
 }
 
@@ -190,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) BuildKernel(const RowStep* steps, co
     const RowStep rs = steps[item.x];
     const int32_t last = min(rs.dst_n, item.y + kChunk);
     for (int32_t i = item.y + threadIdx.x; i < last; i += kThreads)
-      Insert(gkeys + rs.tab_off, gpos + rs.tab_off, rs.tab_bits, st[rs.dst_off + i], i);
+      StateTableInsert(gkeys + rs.tab_off, gpos + rs.tab_off, rs.tab_bits, st[rs.dst_off + i], i);
   }
 }
 
@@ -244,8 +226,8 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(PASS_KERNE
       if (lane < m) {
         e = wq[lane];
         const int32_t d = dest[e.arc];
-        if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
-        else p = Find(tkeys, tpos, rs.tab_bits, d);
+        if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, d);
+        else p = StateTableFind(tkeys, tpos, rs.tab_bits, d);
         if (p >= 0) {
           admitted = e.end > rs.cutoff;
           keep = admitted || !rs.filter_on || !(e.end < (dsc[p] - output_beam) - rs.slack);
@@ -321,8 +303,8 @@ __global__ void __launch_bounds__(kThreads, kPipe ? 4 : 1) PostKernel(PASS_KERNE
             cand = end >= rs.pre_low;
           } else if (end >= rs.pre_low) {
             if constexpr (kStats) ++n_cands;
-            if constexpr (kBits > 0) p = Find(tkeys, pos16, kBits, d);
-            else p = Find(tkeys, tpos, rs.tab_bits, d);
+            if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, d);
+            else p = StateTableFind(tkeys, tpos, rs.tab_bits, d);
             if (p >= 0) {
               if constexpr (kStats) ++n_surv;
               admitted = end > rs.cutoff;
@@ -492,14 +474,14 @@ __global__ void __launch_bounds__(kThreads, 2) FlatKernel(PASS_KERNEL_PARAMS) {
       if constexpr (kBits > 0) {
 #pragma unroll
         for (int u = 0; u < kU; ++u)
-          if (cand[u]) p[u] = Find(tkeys, pos16, kBits, d[u]);
+          if (cand[u]) p[u] = StateTableFind(tkeys, pos16, kBits, d[u]);
       } else {  // the global table: every arc's first slot loaded at once, then the rest of the probes
         const uint32_t mask = (1u << rs.tab_bits) - 1u;
         int32_t key[kU];
 #pragma unroll
         for (int u = 0; u < kU; ++u)
           if (cand[u]) {
-            hh[u] = HashOf(static_cast<uint32_t>(d[u])) >> (32 - rs.tab_bits);
+            hh[u] = StateTableHash(d[u], rs.tab_bits);
             key[u] = tkeys[hh[u]];
           }
 #pragma unroll

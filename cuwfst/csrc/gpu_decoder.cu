@@ -983,16 +983,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   const bool items = items_cap > ws_.lat_items_cap || !la_items_.get();
   const bool steps = la_steps_.amount() < static_cast<int64_t>(L * seg * sizeof(LatStepLog));
   if (!log && !tab && !items && !steps && la_plan_.get() && la_side_[2]) return;
-  auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) {
-    cudaError_t e = TryDeviceAlloc(bytes, dst);
-    if (e != cudaSuccess) {
-      std::ostringstream os;
-      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for " << what
-         << " of a lattice decode on cuda:" << device() << "; the decoder stays usable for 1-best decodes; "
-         << Advice();
-      ThrowAcquireFailure(e, os.str());
-    }
-  };
+  auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) { LatticeAlloc(dst, bytes, what); };
   auto make = [&](cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
       std::ostringstream os;

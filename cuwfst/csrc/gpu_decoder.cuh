@@ -526,6 +526,7 @@ class GpuDecoder {
   // Lattice decodes (gpu_lattice.cu): buffers for rows of up to max_frames frames, growth
   // of the records, and the readback after a decode.
   void EnsureLattice(int32_t max_frames, bool ext = false);
+  void LatticeAlloc(DeviceBuffer* dst, size_t bytes, const char* what);  // (gpu_lattice.cu)
   void GrowLattice(unsigned long long want, unsigned long long made);
   // The records after the search (gpu_decoder.cu): its buffers, with room for at least log_lane
   // logged tokens a lane and tab_entries global-table entries (0: the current or initial sizes),

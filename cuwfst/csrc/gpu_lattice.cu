@@ -43,23 +43,27 @@ int64_t GpuDecoder::lattice_prune_bytes() const {
   return n;
 }
 
+// A lattice decode's buffer of `bytes` into *dst (left as it was on failure), or the error that
+// names it and what to lower.
+void GpuDecoder::LatticeAlloc(DeviceBuffer* dst, size_t bytes, const char* what) {
+  DeviceBuffer b;
+  cudaError_t e = TryDeviceAlloc(bytes, &b);
+  if (e != cudaSuccess) {
+    std::ostringstream os;
+    os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for " << what
+       << " of a lattice decode on cuda:" << device() << "; the decoder stays usable for 1-best decodes; "
+       << Advice();
+    ThrowAcquireFailure(e, os.str());
+  }
+  *dst = std::move(b);
+}
+
 // Every buffer a lattice decode of rows up to max_frames frames needs. Each is allocated
 // before it replaces anything, so a failure leaves the decoder as it was (and usable for
 // 1-best decodes); captured graphs are dropped when a pointer they hold changes.
 void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   const int64_t L = cfg_.max_lanes, Q = cfg_.main_q;
-  auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) {
-    DeviceBuffer b;
-    cudaError_t e = TryDeviceAlloc(bytes, &b);
-    if (e != cudaSuccess) {
-      std::ostringstream os;
-      os << "cannot allocate " << FormatBytes(static_cast<int64_t>(bytes)) << " for " << what
-         << " of a lattice decode on cuda:" << device() << "; the decoder stays usable for 1-best decodes; "
-         << Advice();
-      ThrowAcquireFailure(e, os.str());
-    }
-    *dst = std::move(b);
-  };
+  auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) { LatticeAlloc(dst, bytes, what); };
   const int32_t seg = max_frames + 2;  // steps 0..max_frames
   // candidate mode (common.cuh LatCandOn): GPU-pruned decodes whose ExpandKernel is
   // ExpandLane::Slot for every slot (not the cooperative walkers, whose strips kept in

@@ -25,6 +25,7 @@
 #pragma once
 
 #include "cuwfst/lattice.cuh"
+#include "cuwfst/state_table.cuh"
 
 namespace cuwfst {
 
@@ -50,35 +51,6 @@ __host__ __device__ constexpr size_t AfterSmem(int32_t bits, int32_t vocab) {
 
 __device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
   return s.row16 ? __half2float(__ushort_as_half(s.row16[label])) : s.row32[label];
-}
-
-__device__ __forceinline__ uint32_t AfterHash(int32_t s, int32_t bits) {
-  return (static_cast<uint32_t>(s) * 2654435761u) >> (32 - bits);
-}
-
-template <typename Pos>
-__device__ __forceinline__ void AfterInsert(int32_t* keys, Pos* pos, int32_t bits, int32_t s, int32_t i) {
-  const uint32_t mask = (1u << bits) - 1u;
-  uint32_t h = AfterHash(s, bits);
-  while (true) {
-    const int32_t old = atomicCAS(&keys[h], -1, s);
-    if (old == -1 || old == s) break;
-    h = (h + 1) & mask;
-  }
-  pos[h] = static_cast<Pos>(i);  // (a frontier's states are distinct)
-}
-
-// The index of state d in the table, -1 when absent (the table is at most half full).
-template <typename Pos>
-__device__ __forceinline__ int32_t AfterFind(const int32_t* keys, const Pos* pos, int32_t bits, int32_t d) {
-  const uint32_t mask = (1u << bits) - 1u;
-  uint32_t h = AfterHash(d, bits);
-  while (true) {
-    const int32_t key = keys[h];
-    if (key == d) return static_cast<int32_t>(pos[h]);
-    if (key == -1) return -1;
-    h = (h + 1) & mask;
-  }
 }
 
 // LatLogKernel — per step of a lat_after decode, after FinalizeKernel; grid (kAfterLogSplit,
@@ -205,7 +177,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws)
     const LatStepLog& d = ws.lat_steps[item.x + 1];
     const int32_t last = min(d.src_n, item.y + kAfterChunk);
     for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x)
-      AfterInsert(ws.lat_tab_keys + s.tab_off, ws.lat_tab_pos + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i);
+      StateTableInsert(ws.lat_tab_keys + s.tab_off, ws.lat_tab_pos + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i);
   }
 }
 
@@ -272,7 +244,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       for (int32_t i = threadIdx.x; i < H; i += kAfterThreads) keys[i] = -1;
       __syncthreads();
       for (int32_t i = threadIdx.x; i < d_n; i += kAfterThreads)
-        AfterInsert(keys, pos16, kBits, ws.lat_log_state[d_off + i], i);
+        StateTableInsert(keys, pos16, kBits, ws.lat_log_state[d_off + i], i);
     }
     __syncthreads();
     rest = s_rest[0];
@@ -333,8 +305,8 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             ac = staged ? lps[lab] : AfterLp(s, lab);
             const float end = ArcEnd(a, wt, ac);
             if (!(end < s.pre_low)) {
-              if constexpr (kBits > 0) p = AfterFind(tkeys, pos16, kBits, ArcDest(g, arc));
-              else p = AfterFind(tkeys, tpos, tbits, ArcDest(g, arc));
+              if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, ArcDest(g, arc));
+              else p = StateTableFind(tkeys, tpos, tbits, ArcDest(g, arc));
               if (p >= 0) {
                 admitted = end > s.cutoff;
                 keep = admitted || !s.filter_on || !(end < (dsc[p] - output_beam) - s.slack);

@@ -1,0 +1,42 @@
+// A frontier's states as an open-addressing table, state -> its index in the frontier: 2^bits slots
+// of int32 keys (-1 empty) beside an index array of type Pos, linear probing from a multiplicative
+// hash, at most half full. The records after the search (lattice_after.cuh) build S_{t+1} in one
+// (in shared memory, or in global memory past 2^14 slots); benchmarks/lattice_post.cu, the pass's
+// microbenchmark, uses the same three functions.
+#pragma once
+
+#include <cstdint>
+
+namespace cuwfst {
+
+__device__ __forceinline__ uint32_t StateTableHash(int32_t s, int32_t bits) {
+  return (static_cast<uint32_t>(s) * 2654435761u) >> (32 - bits);
+}
+
+// Inserts state s with index i (a frontier's states are distinct; concurrent inserts are safe).
+template <typename Pos>
+__device__ __forceinline__ void StateTableInsert(int32_t* keys, Pos* pos, int32_t bits, int32_t s, int32_t i) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = StateTableHash(s, bits);
+  while (true) {
+    const int32_t old = atomicCAS(&keys[h], -1, s);
+    if (old == -1 || old == s) break;
+    h = (h + 1) & mask;
+  }
+  pos[h] = static_cast<Pos>(i);
+}
+
+// The index of state d, -1 when it is not in the table.
+template <typename Pos>
+__device__ __forceinline__ int32_t StateTableFind(const int32_t* keys, const Pos* pos, int32_t bits, int32_t d) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = StateTableHash(d, bits);
+  while (true) {
+    const int32_t key = keys[h];
+    if (key == d) return static_cast<int32_t>(pos[h]);
+    if (key == -1) return -1;
+    h = (h + 1) & mask;
+  }
+}
+
+}  // namespace cuwfst
