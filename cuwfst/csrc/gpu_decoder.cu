@@ -982,7 +982,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   const bool tab = tab_cap > ws_.lat_tab_cap || !la_tab_keys_.get();
   const bool items = items_cap > ws_.lat_items_cap || !la_items_.get();
   const bool steps = la_steps_.amount() < static_cast<int64_t>(L * seg * sizeof(LatStepLog));
-  if (!log && !tab && !items && !steps && la_plan_.get() && la_side_[2]) return;
+  if (!log && !tab && !items && !steps && la_plan_.get() && la_join_[2]) return;  // (the last made)
   auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) { LatticeAlloc(dst, bytes, what); };
   auto make = [&](cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
@@ -1010,7 +1010,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
       make(TryStreamCreate(cudaStreamDefault, &x, stream_priority_), "stream");
       la_side_[k] = std::move(x);
     }
-    for (Event* ev : {&la_fork_[k], &la_join_[k]})
+    for (Event* ev : {&la_fork_, &la_join_[k]})
       if (!*ev) {
         Event x;
         make(TryEventCreate(cudaEventDisableTiming, &x), "event");
@@ -1077,10 +1077,8 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 8 * sizeof(unsigned long long), stream_));
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
-    for (int k = 0; k < 3; ++k) {
-      CUWFST_CUDA(cudaEventRecord(la_fork_[k].get(), stream_));
-      CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_[k].get(), 0));
-    }
+    CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
+    for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
     LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
     LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
     LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);

@@ -331,11 +331,14 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   }
 }
 
-// LatTailKernel — the final and redirect steps' records (the tail list): a thread a token of S_T,
-// every final arc of its state (a redirect step: every arc, marked kRedirectArcBit), acoustic 0,
-// into the final token (index 0), admitted where end > cutoff: LatPersistKernel's records of
-// those steps. A lane has one such step; each record takes its place with its own atomicAdd.
+// LatTailKernel — the final and redirect steps' records (the tail list): every final arc of a
+// token of S_T (a redirect step: every arc, marked kRedirectArcBit), acoustic 0, into the final token
+// (index 0), admitted where end > cutoff: LatPersistKernel's records of those steps. A warp takes 32
+// tokens and their arcs in rounds of one arc a token, its kept records at one atomicAdd a round
+// (AfterWrite); the step's count once an item a warp. (A final step's frontier is large, k2's last
+// frames widen the beam: ~300,000 final records a batch of 32 on the full HLG, counted on the CPU.)
 __global__ void __launch_bounds__(kAfterThreads) LatTailKernel(DeviceGraph g, Workspace ws) {
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const int32_t n_items = AfterItems(ws, kAfterTail);
   const int2* items = ws.lat_items + static_cast<int64_t>(kAfterTail) * ws.lat_items_cap;
   for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
@@ -343,21 +346,28 @@ __global__ void __launch_bounds__(kAfterThreads) LatTailKernel(DeviceGraph g, Wo
     const LatStepLog& s = ws.lat_steps[item.x];
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     const int32_t last = min(s.src_n, item.y + kAfterChunk);
-    for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x) {
-      const int32_t state = ws.lat_log_state[s.src_off + i];
-      const float a = ws.lat_log_score[s.src_off + i];
-      int32_t b = 0, e = 0;
-      PhaseArcs(ArcsOf(g, state), s.phase, &b, &e);
-      for (int32_t arc = b; arc < e; ++arc) {
-        const bool admitted = ArcEnd(a, g.arc_weight[arc], 0.f) > s.cutoff;
-        const unsigned long long r = atomicAdd(ws.lat_cursor, 1ull);
-        atomicAdd(ws.lat_count + item.x, 1);
-        if (r < static_cast<unsigned long long>(ws.lat_cap)) {
+    int32_t kept = 0;
+    for (int32_t i0 = item.y + static_cast<int32_t>(threadIdx.x & ~31u); i0 < last; i0 += blockDim.x) {  // (warp-uniform)
+      const int32_t i = i0 + me;
+      int32_t state = 0, b = 0, e = 0;
+      float a = 0.f;
+      if (i < last) {
+        state = ws.lat_log_state[s.src_off + i];
+        a = ws.lat_log_score[s.src_off + i];
+        PhaseArcs(ArcsOf(g, state), s.phase, &b, &e);
+      }
+      const int32_t rounds = static_cast<int32_t>(__reduce_max_sync(0xFFFFFFFFu, static_cast<unsigned>(e - b)));
+      for (int32_t x = 0; x < rounds; ++x) {
+        const int32_t arc = b + x;
+        const bool keep = arc < e;
+        const bool admitted = keep && ArcEnd(a, g.arc_weight[arc], 0.f) > s.cutoff;
+        kept += AfterWrite(ws, keep, [&](unsigned long long r) {
           ws.lat[r] = {state, s.phase == kPhaseRedirect ? (arc | kRedirectArcBit) : arc, 0.f, lane};
           ws.lat_ext[r] = {k, i, 0, admitted ? 1 : 0};
-        }
+        });
       }
     }
+    if (me == 0 && kept > 0) atomicAdd(ws.lat_count + item.x, kept);
   }
 }
 
