@@ -7,7 +7,7 @@
 #   2. test_gpu_lattice.py -k after; then the whole of test_gpu_lattice.py under the switch (the
 #      allocation-failure test first); compute-sanitizer memcheck of the lattice cases under it
 #   3. lattice_speed --utts 256 --env-ab after (same call)
-#   4. Nsight Compute over the first 32 utterances under the switch: the pass's kernels (plan, tables,
+#   4. Nsight Compute over the first 32 utterances under the switch: the third pass's kernels (plan, tables,
 #      the four classes, the tail) after the warm-up decode, then lattice_post lean's on the same batch
 # Until END (default 590) s. Carry .device. $OUT: after.log, tests_*.log, memcheck.log, lat.jsonl, ncu_*.txt
 . scripts/device_common.sh
@@ -22,7 +22,7 @@ echo "[$(since) s] lattice_speed" | tee -a $L
 NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "no ncu" | tee -a $L; exit 0; }
 CUWFST_LATTICE_RECORDS=after timeout -s KILL $(left $((END - 75))) "$NCU" --target-processes application-only \
-  --kernel-name "regex:LatRecordsKernel|LatTailKernel|LatPlanKernel|LatTab" --launch-skip 14 --launch-count 7 \
+  --kernel-name "regex:LatRecordsKernel|LatTailKernel|LatPlanKernel|LatTab" --launch-skip 16 --launch-count 8 \
   --section SpeedOfLight python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --utts 32 --batch 32 --reps 1 --one-call --check 0 > $OUT/ncu_after.txt 2>&1
 timeout -s KILL $(left $((END - 5))) "$NCU" --target-processes application-only --kernel-name "regex:PostKernel|BuildKernel" \
