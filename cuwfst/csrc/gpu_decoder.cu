@@ -954,7 +954,7 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
 // The records after the search (lattice_after.cuh): the frontier log (max_lanes regions of
 // lat_log_lane tokens), the step logs, the item lists, the global tables, and the side streams
 // and events the pass's table classes run on; each at least as large as asked and as the last
-// decode needed (a lane's region starts at kAfterInitialLog / max_lanes tokens, at least 2^18, the
+// decode needed (a lane's region starts at kAfterInitialLog / max_lanes tokens, at least 2^14 (8 Mi tokens in all up to 512 lanes), the
 // tables at kAfterInitialTab entries; growth asks for a run's need and a quarter). Each is
 // allocated before it replaces anything, so a failure leaves the decoder as it was; captured
 // graphs are dropped when a pointer they hold changes.
@@ -967,7 +967,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   const int64_t L = cfg_.max_lanes, seg = ws_.seg_cap;
   // (CUWFST_LATTICE_AFTER_ROOM=tokens,entries: other first sizes (a lane's log region, the
   // tables), read when the buffers are first made; tests shrink them so that a batch outgrows both)
-  int64_t first_log = std::max<int64_t>(kAfterInitialLog / L, 1 << 18), first_tab = kAfterInitialTab;
+  int64_t first_log = std::max<int64_t>(kAfterInitialLog / L, 1 << 14), first_tab = kAfterInitialTab;
   if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_ROOM"); env != nullptr && !la_log_state_.get()) {
     long long a = 0, b = 0;
     if (std::sscanf(env, "%lld,%lld", &a, &b) != 2 || a < 1 || b < 1)
