@@ -954,8 +954,9 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
 // The records after the search (lattice_after.cuh): the frontier log (max_lanes regions of
 // lat_log_lane tokens), the step logs, the item lists, the global tables, and the side streams
 // and events the pass's table classes run on; each at least as large as asked and as the last
-// decode needed (a lane's region starts at kAfterInitialLog / max_lanes tokens, at least 2^14 (8 Mi tokens in all up to 512 lanes), the
-// tables at kAfterInitialTab entries; growth asks for a run's need and a quarter). Each is
+// decode needed (a lane's region starts at kAfterInitialLog / max_lanes tokens, at least 2^14: 8 Mi
+// tokens in all up to 512 lanes; the tables at kAfterInitialTab entries; growth asks for a run's
+// need and a quarter). Each is
 // allocated before it replaces anything, so a failure leaves the decoder as it was; captured
 // graphs are dropped when a pointer they hold changes.
 namespace {
