@@ -389,6 +389,24 @@ inline size_t LatPersistSmem(const Workspace& w) {
   return w.lat_cand != nullptr && w.max_lanes <= kWalkThreads ? static_cast<size_t>(w.max_lanes) * sizeof(LatLane) : 0;
 }
 
+// The records' filter's recursion at the end of a lane's step (lattice == 2; LatStepEndKernel, and
+// lattice_after.cuh's LatLogKernel): the step's LatFilterStep (LatFilterFor), then the step it last
+// dropped arcs on, the guard (a step within 32 of a filtered one whose frontier left kLatGuardMag),
+// and the lane's lat_mag and lat_drift for the next step. trim_guard: also the lattice trim's guard
+// (a real step the scan may have trimmed for the lattice, LatTrimOn, from the counters it read: they
+// change only below, left out arcs that only the filter may drop; if the step is not filtered
+// after all, its frontier having left kLatFilterMag, the batch is decoded again without it).
+__device__ __forceinline__ LatFilterStep LatFilterAdvance(const DeviceGraph& g, const Workspace& ws, LaneCounters& lc,
+                                                          int32_t phase, bool trim_guard) {
+  const LatFilterStep f = LatFilterFor(g, ws, lc, phase);
+  if (f.on) lc.lat_filter_last = lc.t - 1;
+  if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
+  if (trim_guard && phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
+  lc.lat_mag = f.mag;
+  lc.lat_drift = f.drift;
+  return f;
+}
+
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
 // closure's ClearClaimsKernel), grid (finalize_split, max_lanes) x kFinalizeThreads (the
 // CTAs of a lane split its claims in contiguous chunks; the kernel reads gridDim.x).
@@ -424,17 +442,7 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
   if (step_phase == kPhaseIdle) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
-    if (ws.lattice == 2) {  // the records' filter (LatFilterFor): this step's, then the guard
-      const LatFilterStep f = LatFilterFor(g, ws, lc, step_phase);
-      if (f.on) lc.lat_filter_last = lc.t - 1;
-      if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
-      // a real step the scan may have trimmed for the lattice (LatTrimOn, from the counters it
-      // read: they change only below) left out arcs that only the filter may drop; if the step
-      // is not filtered after all (its frontier left kLatFilterMag), decode again without it
-      if (step_phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
-      lc.lat_mag = f.mag;
-      lc.lat_drift = f.drift;
-    }
+    if (ws.lattice == 2) LatFilterAdvance(g, ws, lc, step_phase, true);
     const int32_t size = min(lc.next_size, lc.tok_cap[lc.buf]);  // the new frontier (its region's cap)
     ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
     ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);

@@ -76,11 +76,8 @@ __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Wor
     const int32_t k = lc.t - 1;
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
     const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-    const LatFilterStep f = LatFilterFor(g, ws, lc, phase);
-    if (f.on) lc.lat_filter_last = k;
-    if (ws.lat_filter[0] != 0.f && k - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
-    lc.lat_mag = f.mag;
-    lc.lat_drift = f.drift;
+    // (no lattice trim: the search is the 1-best's, and the pass reads every arc it needs)
+    const LatFilterStep f = LatFilterAdvance(g, ws, lc, phase, false);
     const bool final_alive = lc.final_winner != -2;
     ws.lat_cutoff[at] = cutoff;
     ws.lat_size[at] = phase == kPhaseReal ? min(lc.next_size, lc.tok_cap[lc.buf]) : (final_alive ? 1 : 0);
