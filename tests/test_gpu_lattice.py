@@ -567,8 +567,17 @@ def test_records_after_the_search_large_frontiers_and_growth(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     dec = Decoder(graph, opts, device="cuda")
     compare(cpu, dec.decode(lp, lattice=True), "after")
-    dec._gpu.lattice_filter = "off"
-    compare(cpu, dec.decode(lp, lattice=True), "after, no filter")
+    assert _after_stats(dec) == 1
+    # without the records' filter (or the lattice trim) the in-step stage records and counts k2's
+    # recorded arcs, as the default's (the pass leaves them uncounted)
+    for switch in ("lattice_filter", "lattice_trim"):
+        setattr(dec._gpu, switch, "off")
+        got = dec.decode(lp, lattice=True)
+        compare(cpu, got, f"after, {switch} off")
+        assert [h.lattice.recorded_arcs for h in got] == [h.lattice.recorded_arcs for h in cpu]
+        setattr(dec._gpu, switch, "on")
+    assert _after_stats(dec) == 1
+    compare(cpu, dec.decode(lp, lattice=True), "after")
     assert _after_stats(dec) == 2
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_ROOM", "64,64")
     small = Decoder(graph, opts, device="cuda", lattice_entries=64)
@@ -994,7 +1003,8 @@ def test_lattice_candidates_give_the_walks_records(monkeypatch, entries, lanes):
     that meets it, not once per CTA into shared memory, and the walk always runs (max_active
     200 keeps 300 lanes small). The decoders' counts (lane-steps recorded from candidates;
     lane-steps whose candidates overflowed, walked instead: two disjoint counts) show which
-    paths ran."""
+    paths ran. (The in-step stage's: the records after the search have no candidates.)"""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "step")
     if entries:
         monkeypatch.setenv("CUWFST_LATTICE_CAND_ENTRIES", str(entries))
     steps = over = final = 0
@@ -1099,12 +1109,15 @@ def test_lattice_filter_with_too_small_a_pad_is_caught():
     assert differ > 0
 
 
+@pytest.mark.parametrize("records", ["step", "after"])
 @pytest.mark.parametrize("frame,chunk", [(3, 0), (40, 0), (3, 16), (40, 16), (70, 32)])
-def test_lattice_filter_guard_decodes_again_without_it(frame, chunk):
+def test_lattice_filter_guard_decodes_again_without_it(frame, chunk, records, monkeypatch):
     """A frame whose log-probs are all near -20,000 after ordinary ones: the scores leave the
     magnitudes the filter's pads cover within a pruning window of filtered steps, so the guard
     fires and the batch is decoded again without the filter (a bounded decode from its first
-    run, whatever it emitted before); the lattices are the CPU's."""
+    run, whatever it emitted before); the lattices are the CPU's. Under the records after the
+    search (whole rows) the re-run's pass reads every arc (no filter bound)."""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", records)
     rng = np.random.default_rng(4242 + frame)
     V = 10
     graph = random_ctc_graph(rng, 300, V, 5, 0.2)
@@ -1118,6 +1131,7 @@ def test_lattice_filter_guard_decodes_again_without_it(frame, chunk):
     compare(cpu, got, f"guard frame {frame} chunk {chunk}")
     assert st["lattice_filter_reruns"] == 1, st
     assert st["lattice_filter_dropped"] == 0  # counted from the run whose records are read: the re-run's
+    assert st["lattice_after_decodes"] == (1 if records == "after" and chunk == 0 else 0), st
 
 
 def test_report_filter_totals():
@@ -1168,12 +1182,15 @@ def test_report_lattice_trim_wide_totals():
 
 
 @pytest.mark.parametrize("chunk", [0, 16])
-def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk):
+def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk, monkeypatch):
     """A frame whose log-probs all drop by 10,000: the step's frontier leaves the filter's
     magnitudes (8,192) from a frontier the lattice trim trims at, so the trim may have left
     out arcs the filter will not drop; the guard decodes the batch again without the filter
     (and so without the trim). The filter alone does not need that (its own guard is at
-    16,384): with the trim off there is no re-run. Both give the CPU's lattices."""
+    16,384): with the trim off there is no re-run. Both give the CPU's lattices. (The in-step
+    stage's trim; the records after the search, whose search is the 1-best's and whose pass
+    reads the arcs by the filter's bound alone, need no re-run either: last lines.)"""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "step")
     rng = np.random.default_rng(5150)
     V = 10
     graph = random_ctc_graph(rng, 300, V, 5, 0.2)
@@ -1190,6 +1207,12 @@ def test_lattice_trim_guard_when_a_step_leaves_the_filtered_magnitudes(chunk):
     got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, trim="off", max_lanes=B)
     compare(cpu, got, f"filter alone, chunk {chunk}")
     assert st["lattice_filter_reruns"] == 0, st
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    got, st = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=B)
+    compare(cpu, got, f"records after the search, chunk {chunk}")
+    assert st["lattice_filter_reruns"] == 0, st
+    # (whole rows only: bounded runs keep the in-step stage)
+    assert st["lattice_after_decodes"] == (1 if chunk == 0 else 0), st
 
 
 @pytest.mark.parametrize("env,switch", [("CUWFST_LATTICE_FILTER", "lattice_filter"),

@@ -275,6 +275,12 @@ void GpuDecoder::Allocate() {
       throw std::invalid_argument(std::string("CUWFST_LATTICE_RECORDS must be step or after, got '") + env + "'");
     lat_after_ = std::strcmp(env, "after") == 0;
   }
+  if (const char* env = std::getenv("CUWFST_LATTICE_CLAIMS"); env != nullptr && env[0] != '\0') {
+    if (std::strcmp(env, "claim") != 0 && std::strcmp(env, "stride") != 0)
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_CLAIMS must be claim or stride, got '") + env + "'");
+    lat_claims_ = std::strcmp(env, "claim") == 0;
+  }
+  ws_.lat_claims = lat_claims_ ? 1 : 0;
   if (const char* env = std::getenv("CUWFST_LAT_CLEAR"); env != nullptr) {
     if (std::strcmp(env, "keys") != 0 && std::strcmp(env, "full") != 0)
       throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys or full, got '") + env + "'");
@@ -1004,7 +1010,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (keys)");
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
   }
-  if (!la_plan_.get()) alloc(&plan, 8 * sizeof(unsigned long long), "the records pass's plan");
+  if (!la_plan_.get()) alloc(&plan, 16 * sizeof(unsigned long long), "the records pass's plan");
   for (int k = 0; k < 3; ++k) {  // (the side streams block on the legacy stream as stream_ does)
     if (!la_side_[k]) {
       Stream x;
@@ -1075,7 +1081,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   const int32_t V = g.vocab_size;
   CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
-  CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 8 * sizeof(unsigned long long), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 16 * sizeof(unsigned long long), stream_));
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
@@ -1590,10 +1596,13 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     } lattice_flag{*this, ws_.trim};
     ws_.lattice = lattice ? (lattice->mode == 2 ? 2 : 1) : 0;
     // The records after the search (lattice_after.cuh): GPU-pruned decodes of whole rows on
-    // epsilon-free graphs, where the decoder was made with CUWFST_LATTICE_RECORDS=after; their
-    // search keeps the 1-best's trim (the pass reads every arc the records need itself).
+    // epsilon-free graphs where the in-step stage would run the lattice trim (the records' filter
+    // and the trim asked for, a decoder that trims its 1-best steps: ws_.trim here), so the rows'
+    // recorded arcs are uncounted either way (with the filter or the trim off the in-step stage
+    // counts them), unless the decoder was made with CUWFST_LATTICE_RECORDS=step; their search
+    // keeps the 1-best's trim (the pass reads every arc the records need itself).
     const bool after = lattice != nullptr && lat_after_ && lattice->mode == 2 && lattice->chunk <= 0 &&
-                       cfg_.eps_iterations == 0;
+                       lattice->filter != 0 && lattice->trim != 0 && ws_.trim != 0 && cfg_.eps_iterations == 0;
     if (lattice) lat_after_used_ = after;
     if (after) EnsureLatticeAfter(0, 0);
     ws_.lat_after = after ? 1 : 0;

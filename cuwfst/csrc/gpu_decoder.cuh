@@ -702,10 +702,12 @@ class GpuDecoder {
   // LatStepEndKernel clears only the keys on epsilon-free graphs (Workspace::lat_keys_only):
   // CUWFST_LAT_CLEAR=full at construction clears keys, payloads and hash_pos, as before; MemStats [77]
   bool lat_clear_keys_ = true;
-  // CUWFST_LATTICE_RECORDS=after at construction (lattice_after.cuh): GPU-pruned lattice decodes
-  // of whole rows on epsilon-free graphs find their records in one pass after the search instead
+  // The records after the search (lattice_after.cuh; the default, CUWFST_LATTICE_RECORDS=step at
+  // construction turns it off): GPU-pruned lattice decodes of whole rows on epsilon-free graphs,
+  // with the filter and the lattice trim, find their records in one pass after the search instead
   // of a stage of every step; MemStats [78] counts the decodes that did
-  bool lat_after_ = false;
+  bool lat_after_ = true;
+  bool lat_claims_ = true;  // CUWFST_LATTICE_CLAIMS (Workspace::lat_claims)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
   int64_t lat_after_decodes_ = 0;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)

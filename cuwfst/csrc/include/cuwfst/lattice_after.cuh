@@ -222,8 +222,17 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   const float output_beam = ws.lat_filter[1];
   const int32_t n_items = AfterItems(ws, list);
   const int2* items = ws.lat_items + static_cast<int64_t>(list) * ws.lat_items_cap;
-  for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
-    __syncthreads();  // (the last item's table and row read by every warp)
+  // Work items claimed one at a time (Workspace::lat_claims; their work differs ~100-fold, so a
+  // fixed stride leaves the grid waiting on its slowest CTA), else item blockIdx.x + k gridDim.x.
+  // (s_item is read after the barrier and rewritten only after the item's next barrier.)
+  __shared__ int32_t s_item;
+  const bool claims = ws.lat_claims != 0;
+  for (int32_t w = blockIdx.x;; w += gridDim.x) {
+    if (claims && threadIdx.x == 0)
+      s_item = static_cast<int32_t>(min(atomicAdd(&ws.lat_plan[8 + list], 1ull), static_cast<unsigned long long>(n_items)));
+    __syncthreads();  // (and the last item's table and row read by every warp)
+    if (claims) w = s_item;
+    if (w >= n_items) break;
     const int2 item = items[w];
     const LatStepLog s = ws.lat_steps[item.x];
     const LatStepLog& d = ws.lat_steps[item.x + 1];

@@ -690,7 +690,7 @@ struct Workspace {
   int64_t lat_cand_cap;
   // The records after the search (lattice_after.cuh; GpuDecoder::EnsureLatticeAfter): with
   // lat_after (a GPU-pruned lattice decode of whole rows on an epsilon-free graph, when the decoder
-  // was made with CUWFST_LATTICE_RECORDS=after) the step's kernels run as the 1-best's, LatLogKernel
+  // was not made with CUWFST_LATTICE_RECORDS=step) the step's kernels run as the 1-best's, LatLogKernel
   // copies each step's expanded frontier into the log and its scalars into lat_steps, and after the
   // sequence's steps one pass (LatPlanKernel .. LatTailKernel) writes every step's records into
   // lat / lat_ext and lat_count, the same records the in-step stage writes (their order aside).
@@ -704,7 +704,12 @@ struct Workspace {
   LatStepLog* lat_steps;           // [max_lanes][seg_cap]
   int2* lat_items;                 // [kAfterLists][lat_items_cap] work items {lane * seg_cap + step, first token}
   int64_t lat_items_cap;
-  unsigned long long* lat_plan;    // [8]: items a list, [6] the global tables' entries (past lat_tab_cap: grow)
+  unsigned long long* lat_plan;    // [16]: items a list, [6] the global tables' entries (past lat_tab_cap: grow),
+                                   // [8 + list] the records kernels' claimed items (lat_claims)
+  // 1: a LatRecordsKernel CTA claims its next work item from lat_plan[8 + list] when it is done
+  // with one (the items differ ~100-fold in work); 0: item blockIdx.x + k gridDim.x
+  // (CUWFST_LATTICE_CLAIMS=stride, a measurement switch)
+  int32_t lat_claims;
   int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
   int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
   int64_t lat_tab_cap;
