@@ -281,6 +281,14 @@ void GpuDecoder::Allocate() {
     lat_claims_ = std::strcmp(env, "claim") == 0;
   }
   ws_.lat_claims = lat_claims_ ? 1 : 0;
+  la_log_split_ = kAfterLogSplit;
+  if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || v < 1 || v > 128)
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_LOG_SPLIT must be 1 to 128, got '") + env + "'");
+    la_log_split_ = static_cast<int32_t>(v);
+  }
   if (const char* env = std::getenv("CUWFST_LAT_CLEAR"); env != nullptr) {
     if (std::strcmp(env, "keys") != 0 && std::strcmp(env, "full") != 0)
       throw std::invalid_argument(std::string("CUWFST_LAT_CLEAR must be keys or full, got '") + env + "'");
@@ -1345,7 +1353,7 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
   if (lat_w.lat_after)
-    Timed(13, [&] { LaunchStep(LatLogKernel, dim3(kAfterLogSplit, L), dim3(kAfterThreads), g, lat_w); });
+    Timed(13, [&] { LaunchStep(LatLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)

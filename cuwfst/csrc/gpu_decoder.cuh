@@ -708,6 +708,7 @@ class GpuDecoder {
   // of a stage of every step; MemStats [78] counts the decodes that did
   bool lat_after_ = true;
   bool lat_claims_ = true;  // CUWFST_LATTICE_CLAIMS (Workspace::lat_claims)
+  int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
   int64_t lat_after_decodes_ = 0;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)

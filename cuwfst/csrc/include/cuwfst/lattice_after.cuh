@@ -61,7 +61,7 @@ __device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
 // frontier_total before the step (the scans add each step's frontier to it, a paused step takes it
 // back: PooledUndoStep). A lane past its region logs nothing more (the host grows the log to the
 // batch's largest frontier_total and decodes again). The search's FinalizeKernel ran as the
-// 1-best's (it cleared its claims).
+// 1-best's (it cleared its claims). (Its CTAs a lane: kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT.)
 constexpr int32_t kAfterLogSplit = 8;
 __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
@@ -101,7 +101,25 @@ __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Wor
   const int32_t src = lc.buf ^ 1;
   const int32_t* st = ws.tok_state[src] + lc.tok_off[src];
   const float* sc = ws.tok_score[src] + lc.tok_off[src];
-  for (int32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+  // four tokens a thread in flight (the loads before the stores: the log may alias nothing the
+  // compiler can see, so it would not reorder them itself)
+  const int32_t stride = gridDim.x * blockDim.x;
+  int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    int32_t x[4];
+    float y[4];
+#pragma unroll
+    for (int32_t u = 0; u < 4; ++u) {
+      x[u] = st[i + u * stride];
+      y[u] = sc[i + u * stride];
+    }
+#pragma unroll
+    for (int32_t u = 0; u < 4; ++u) {
+      ws.lat_log_state[off + i + u * stride] = x[u];
+      ws.lat_log_score[off + i + u * stride] = y[u];
+    }
+  }
+  for (; i < n; i += stride) {
     ws.lat_log_state[off + i] = st[i];
     ws.lat_log_score[off + i] = sc[i];
   }
