@@ -34,6 +34,12 @@ def test_owners_and_fault_injection(tmp_path):
     build_and_run_host_test(tmp_path, "cuda_resources_test.cc", CSRC)
 
 
+def test_arc_destination_and_label_in_one_load(tmp_path):
+    """ArcDestAndLabel (types.cuh; the records pass's walk) gives ArcDest's and ArcLabel's values,
+    packed and unpacked, at every label width (tests/native/arc_words_test.cc)."""
+    build_and_run_host_test(tmp_path, "arc_words_test.cc", CSRC / "include")
+
+
 def test_pooled_lane_layout_model(tmp_path):
     """The pooled lanes' regions (types.cuh, the functions ScanKernel's last block calls) in a
     host model at the full tier's sizes: every index the step kernels reach through a lane's

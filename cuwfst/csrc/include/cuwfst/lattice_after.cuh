@@ -321,16 +321,20 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
         int32_t p = -1;
         float ac = 0.f;
         if (j < n) {
+          // (the weight, label and destination in one round trip, the destination's for the probe:
+          // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+          // on the candidates' path)
           const float wt = g.arc_weight[arc];
-          const uint16_t lab = ArcLabel(g, arc);
+          const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+          const uint16_t lab = dl.label;
           read = !sorted || lab == 0 || (a + wt) + rest >= s.pre_low;
           past = sorted && lab != 0 && !read;
           if (read) {
             ac = staged ? lps[lab] : AfterLp(s, lab);
             const float end = ArcEnd(a, wt, ac);
             if (!(end < s.pre_low)) {
-              if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, ArcDest(g, arc));
-              else p = StateTableFind(tkeys, tpos, tbits, ArcDest(g, arc));
+              if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+              else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
               if (p >= 0) {
                 admitted = end > s.cutoff;
                 keep = admitted || !s.filter_on || !(end < (dsc[p] - output_beam) - s.slack);

@@ -114,6 +114,19 @@ __host__ __device__ inline uint16_t ArcLabel(const DeviceGraph& g, int32_t arc) 
 __host__ __device__ inline int32_t ArcDest(const DeviceGraph& g, int32_t arc) {
   return g.arc_packed ? static_cast<int32_t>(g.arc_packed[arc] & ((1u << g.dest_bits) - 1u)) : g.arc_dest[arc];
 }
+// Both at once: one load of the packed word (ArcLabel and ArcDest each load it), or the two arrays'
+// loads issued together.
+struct ArcDestLabel {
+  int32_t dest;
+  uint16_t label;
+};
+__host__ __device__ inline ArcDestLabel ArcDestAndLabel(const DeviceGraph& g, int32_t arc) {
+  if (g.arc_packed) {
+    const uint32_t w = g.arc_packed[arc];
+    return {static_cast<int32_t>(w & ((1u << g.dest_bits) - 1u)), LabelOfCode(g, w >> g.dest_bits)};
+  }
+  return {g.arc_dest[arc], g.arc_ilabel[arc]};
+}
 
 // A count byte's value (DeviceGraph::final_count / eps_count): itself below kBigCount, else
 // looked up (binary search) in the big-count table.
