@@ -13,6 +13,7 @@ in tests/test_lattice_records.py.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import re
 
@@ -545,17 +546,24 @@ def test_records_after_the_search(seed, monkeypatch):
     assert _after_stats(dec) == 2
 
 
+@functools.lru_cache(maxsize=1)
+def _table_classes_case():
+    """Frontiers of up to ~28,000 tokens on a 30,000-state graph (every table class of the records
+    pass), and the CPU's lattices (made once: the tests below only read them)."""
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 30000, 20, 6, 0.1)
+    lp = random_log_probs(rng, 3, 14, 20, peaky=False)
+    opts = DecoderOptions(search_beam=30.0, output_beam=3.0, max_active_states=40000)
+    return graph, lp, opts, Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+
+
 def test_records_after_the_search_large_frontiers_and_growth(monkeypatch):
     """Frontiers of up to ~28,000 tokens (S_{t+1} in every table class: 2^11, 2^13 and 2^14 slots in
     shared memory, then global tables), with and without the records' filter; then the same under
     first sizes far too small (CUWFST_LATTICE_AFTER_ROOM): the frontier log and the global tables
     outgrow them, the batch is decoded again, and the lattices are the CPU's. A value the switch
     does not know is refused when the decoder is made; `step` is the in-step stage."""
-    rng = np.random.default_rng(5)
-    graph = random_ctc_graph(rng, 30000, 20, 6, 0.1)
-    lp = random_log_probs(rng, 3, 14, 20, peaky=False)
-    opts = DecoderOptions(search_beam=30.0, output_beam=3.0, max_active_states=40000)
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+    graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "later")
     with pytest.raises(ValueError, match="CUWFST_LATTICE_RECORDS"):
@@ -594,11 +602,7 @@ def test_records_after_the_search_measurement_switches(var, value, monkeypatch):
     of claimed (CUWFST_LATTICE_CLAIMS=stride), LatLogKernel on 1 to 64 CTAs a lane (its copy's
     unrolled loop and its remainder both run: frontiers of ~28,000 tokens against 256 to 16,384
     threads a lane); values the switches do not know are refused when the decoder is made."""
-    rng = np.random.default_rng(5)
-    graph = random_ctc_graph(rng, 30000, 20, 6, 0.1)
-    lp = random_log_probs(rng, 3, 14, 20, peaky=False)
-    opts = DecoderOptions(search_beam=30.0, output_beam=3.0, max_active_states=40000)
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+    graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     for bad in ({"CUWFST_LATTICE_CLAIMS": ["static", "0"], "CUWFST_LATTICE_LOG_SPLIT": ["0", "129", "8x"]}[var]):
         monkeypatch.setenv(var, bad)
