@@ -38,6 +38,15 @@ bool EnvOff(const char* name) {
   return env != nullptr && std::strcmp(env, "off") == 0;
 }
 
+// A two-valued switch: `on` true, `off` false, unset or empty `current`; anything else refused.
+bool EnvChoice(const char* name, const char* on, const char* off, bool current) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || env[0] == '\0') return current;
+  if (std::strcmp(env, on) != 0 && std::strcmp(env, off) != 0)
+    throw std::invalid_argument(std::string(name) + " must be " + off + " or " + on + ", got '" + env + "'");
+  return std::strcmp(env, on) == 0;
+}
+
 int32_t StepBucket(int32_t steps) {
   if (steps <= 256) return (steps + 31) / 32 * 32;
   return (steps + 63) / 64 * 64;
@@ -270,16 +279,8 @@ void GpuDecoder::Allocate() {
         throw std::invalid_argument(std::string(name) + " must be " + base + " or 6, got '" + env + "'");
       *field = env[0] - '0';
     }
-  if (const char* env = std::getenv("CUWFST_LATTICE_RECORDS"); env != nullptr && env[0] != '\0') {
-    if (std::strcmp(env, "after") != 0 && std::strcmp(env, "step") != 0)
-      throw std::invalid_argument(std::string("CUWFST_LATTICE_RECORDS must be step or after, got '") + env + "'");
-    lat_after_ = std::strcmp(env, "after") == 0;
-  }
-  if (const char* env = std::getenv("CUWFST_LATTICE_CLAIMS"); env != nullptr && env[0] != '\0') {
-    if (std::strcmp(env, "claim") != 0 && std::strcmp(env, "stride") != 0)
-      throw std::invalid_argument(std::string("CUWFST_LATTICE_CLAIMS must be claim or stride, got '") + env + "'");
-    lat_claims_ = std::strcmp(env, "claim") == 0;
-  }
+  lat_after_ = EnvChoice("CUWFST_LATTICE_RECORDS", "after", "step", lat_after_);
+  lat_claims_ = EnvChoice("CUWFST_LATTICE_CLAIMS", "claim", "stride", lat_claims_);
   ws_.lat_claims = lat_claims_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
@@ -1034,14 +1035,11 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<11>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(AfterSmem(11, V))));
-    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<13>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(AfterSmem(13, V))));
-    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<14>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(AfterSmem(14, V))));
-    CUWFST_CUDA(cudaFuncSetAttribute(LatRecordsKernel<0>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     static_cast<int>(AfterSmem(0, V))));
+    using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
+    for (auto [kernel, bits] : {std::pair<RecordsKernel, int32_t>{LatRecordsKernel<11>, 11}, {LatRecordsKernel<13>, 13},
+                                {LatRecordsKernel<14>, 14}, {LatRecordsKernel<0>, 0}})
+      CUWFST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     la_grid_ = std::max(1, sms) * 4;
