@@ -216,8 +216,9 @@ __device__ __forceinline__ int32_t AfterWrite(const Workspace& ws, bool keep, Ma
 
 // LatRecordsKernel<kBits> — the real steps' records of one item list (kBits 11 / 13 / 14: S_{t+1}
 // in a table of 2^kBits slots in shared memory, built by every CTA of the step; 0: the step's
-// global table); a fixed grid, CTAs taking the list's items in turn. Per item: the step's log-prob
-// row into shared memory (up to kAfterLpsMax labels) and its best non-blank value `rest`; then a
+// global table); a fixed grid, each CTA claiming the list's next item when done with one. Per
+// item: the step's log-prob row into shared memory (up to kAfterLpsMax labels) and its best
+// non-blank value `rest`; then a
 // warp a token of S_t: its emitting arcs 32 at a time, each read arc's end = (score + weight) +
 // acoustic; an arc ending below pre_low is dropped (the filter drops it whatever its destination,
 // and it is not admitted: lattice.cuh LatPreLowFor), else its destination is probed in S_{t+1}; a
