@@ -284,9 +284,12 @@ def main():
         # pruning before last, its decode call (decode + records into the pruning job), and the
         # time from one sub-batch's call to the next's start (Python, the GIL)
         def traced(label):
-            be.lattice_trace = []
+            be.lattice_trace, be.lattice_trace_worker = [], []
+            t_call = time.perf_counter()
             run(True)
+            t_done = time.perf_counter()
             tr, be.lattice_trace = be.lattice_trace, None
+            wk, be.lattice_trace_worker = be.lattice_trace_worker, None
             if not tr:
                 return {}
             # stamps a sub-batch: entered _decode_rows, rows taken, before and after the wait for
@@ -299,6 +302,19 @@ def main():
             print(f"batch {B}{tag} ({label}): the calling thread a sub-batch: rows {out['take_ms']:.2f} ms, waits for "
                   f"the pruning before last {out['drain_ms']:.2f} ms, decode call {out['begin_ms']:.2f} ms, from one "
                   f"call's return to the next sub-batch {out['gap_ms']:.2f} ms ({len(tr)} sub-batches)")
+            # the tail: from the last decode call's return to the end of the call, and the worker's
+            # jobs (each the pruning's finish, then the host work: rows, Lattice objects, word times)
+            out.update(call_ms=(t_done - t_call) * 1000, tail_ms=(t_done - tr[-1][4]) * 1000)
+            if wk:
+                out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
+                           worker_host_ms=[(x[2] - x[1]) * 1000 for x in wk],
+                           worker_start_after_call_ms=[(x[0] - c[4]) * 1000 for x, c in zip(wk, tr)],
+                           last_job_start_in_tail_ms=(wk[-1][0] - tr[-1][4]) * 1000)
+                print(f"batch {B}{tag} ({label}): the call {out['call_ms']:.1f} ms, its tail after the last decode "
+                      f"{out['tail_ms']:.1f} ms (the last job started {out['last_job_start_in_tail_ms']:.1f} ms into it); "
+                      f"the worker's jobs: finish " + " ".join(f"{x:.1f}" for x in out['worker_finish_ms']) +
+                      " ms; host " + " ".join(f"{x:.1f}" for x in out['worker_host_ms']) + " ms; each started "
+                      + " ".join(f"{x:.1f}" for x in out['worker_start_after_call_ms']) + " ms after its decode call")
             return out
 
         trace = traced("rows in place" if be.row_gather_in_place(be.main) else "rows copied")

@@ -968,8 +968,17 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
     monkeypatch.setenv("CUWFST_ROW_GATHER", gather)
-    got = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2).decode(x, lens, lattice=True)
+    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
+    dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker = [], []  # (benchmarks.lattice_speed's stamps)
+    got = dec.decode(x, lens, lattice=True)
     assert mod.lattice_calls == 5
+    calls, jobs = dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker
+    if pipeline == "on":  # a stamp set a sub-batch on each side, each in order, a job after its decode call
+        assert len(calls) == len(jobs) == 5
+        assert all(list(c) == sorted(c) for c in calls) and all(list(j) == sorted(j) for j in jobs)
+        assert all(j[0] >= c[4] for c, j in zip(calls, jobs))
+    else:
+        assert calls == [] and jobs == []
     if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
         assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":

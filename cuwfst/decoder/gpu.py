@@ -691,6 +691,9 @@ class GpuBackend:
         # thread (entered _decode_rows, rows taken, before and after the wait for the pruning before
         # last, the begin returned; benchmarks.lattice_speed), or None
         self.lattice_trace = None
+        # the same for the worker's job of each such sub-batch (started, the pruning's rows back,
+        # the host work done), or None
+        self.lattice_trace_worker = None
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -977,12 +980,18 @@ class GpuBackend:
                 if self.lattice_trace is not None:  # (benchmarks: where this thread's time goes)
                     self.lattice_trace.append((t_enter, t_take, t0, t1, time.perf_counter()))
 
+                wtrace = self.lattice_trace_worker
+
                 def prune_and_attach():
+                    w0 = time.perf_counter()
                     lat_rows = inst.lattice_prune_finish(res, job)
+                    w1 = time.perf_counter()
                     keep = [i for i, r in enumerate(lat_rows) if r is not None]
                     self._collect(hyps, rows.tolist(), res, frontend)
                     lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
                     attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
+                    if wtrace is not None:
+                        wtrace.append((w0, w1, time.perf_counter()))
 
                 host.run(prune_and_attach, pruning=True)
                 return
