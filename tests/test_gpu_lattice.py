@@ -595,6 +595,40 @@ def test_records_after_the_search_large_frontiers_and_growth(monkeypatch):
     compare(cpu, small.decode(lp, lattice=True), "after, on the grown buffers")
 
 
+def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
+    """CUWFST_LATTICE_RESERVE=chunk: the pass's warps take their records' slots 32 at a time and
+    leave the rest of their last chunk as holes, so the cursor counts more slots than records; the
+    pruning's bucketing reads every slot and skips the holes, and records too many for their
+    first room (lattice_entries=64) grow by the cursor and are decoded again. The lattices are the
+    CPU's; values the switch does not know are refused when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    for bad in ("warp", "1", "on"):
+        monkeypatch.setenv("CUWFST_LATTICE_RESERVE", bad)
+        with pytest.raises(ValueError, match="CUWFST_LATTICE_RESERVE"):
+            Decoder(graph, opts, device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+    dec = Decoder(graph, opts, device="cuda")
+    compare(cpu, dec.decode(lp, lattice=True), "reserve round")
+    st = dec._gpu.main.mem_stats()
+    assert st["lat_reserve"] == 0 and _after_stats(dec) == 1
+    records = st["lattice_live_records"]  # (the cursor: one slot a record)
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "chunk")
+    dec = Decoder(graph, opts, device="cuda")
+    compare(cpu, dec.decode(lp, lattice=True), "reserve chunk")
+    st = dec._gpu.main.mem_stats()
+    assert st["lat_reserve"] == 1 and _after_stats(dec) == 1
+    # the slots: the records and at most 31 holes a warp of the pass's four records launches (4
+    # CTAs a multiprocessor of 8 warps; 1,024 multiprocessors bound any GPU's grid)
+    assert records < st["lattice_live_records"] <= records + 31 * 4 * (4 * 8 * 1024)
+    compare(cpu, dec.decode(lp, lattice=True), "reserve chunk, again")
+    small = Decoder(graph, opts, device="cuda", lattice_entries=64)
+    compare(cpu, small.decode(lp, lattice=True), "reserve chunk, grown")
+    st = small._gpu.main.mem_stats()
+    assert st["lattice_grows"] >= 1 and st["lattice_capacity"] >= st["lattice_live_records"]
+    compare(cpu, small.decode(lp, lattice=True), "reserve chunk, on the grown records")
+
+
 @pytest.mark.parametrize("var,value", [("CUWFST_LATTICE_CLAIMS", "stride"), ("CUWFST_LATTICE_LOG_SPLIT", "1"),
                                        ("CUWFST_LATTICE_LOG_SPLIT", "3"), ("CUWFST_LATTICE_LOG_SPLIT", "64")])
 def test_records_after_the_search_measurement_switches(var, value, monkeypatch):

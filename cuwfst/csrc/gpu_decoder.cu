@@ -282,6 +282,8 @@ void GpuDecoder::Allocate() {
   lat_after_ = EnvChoice("CUWFST_LATTICE_RECORDS", "after", "step", lat_after_);
   lat_claims_ = EnvChoice("CUWFST_LATTICE_CLAIMS", "claim", "stride", lat_claims_);
   ws_.lat_claims = lat_claims_ ? 1 : 0;
+  lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
+  ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
     char* end = nullptr;
@@ -1728,7 +1730,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
       if (lattice_full && !guard) {  // the batch's records, from its step counts (checked against the cursor)
-        const LatticeRunNeed r = OverflowedRunNeed(B, 0, static_cast<int32_t>(ws_.seg_cap), 0, lat_cursor);
+        const LatticeRunNeed r = OverflowedRunNeed(B, 0, static_cast<int32_t>(ws_.seg_cap), 0, lat_cursor,
+                                                   after && lat_reserve_);
         GrowLattice(static_cast<unsigned long long>(r.need), static_cast<unsigned long long>(r.made));
       }
     }
@@ -1992,6 +1995,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[76] = ws_.trim_weights;
   out[77] = lat_clear_keys_ ? 1 : 0;
   out[78] = lat_after_decodes_;
+  out[79] = lat_reserve_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -445,7 +445,8 @@ class GpuDecoder {
   // has label tables; CUWFST_LABEL_BOUND=off at construction: 0).
   // [76] 1 where the trim's search probes weights only past each state's label-0 arcs
   // (Workspace::trim_weights: the graph has blank counts; CUWFST_TRIM_WEIGHTS=off: 0).
-  static constexpr int kMemStats = 79;
+  // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
+  static constexpr int kMemStats = 80;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -535,7 +536,8 @@ class GpuDecoder {
   void EnqueueRecordsPass(const Workspace& w);
   // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
   // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
-  LatticeRunNeed OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps, unsigned long long cursor);
+  LatticeRunNeed OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps, unsigned long long cursor,
+                                   bool slots = false);
   void ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out);
   void ReleaseAllLanes();
   StepParams Params(bool f16) const;
@@ -708,6 +710,10 @@ class GpuDecoder {
   // of a stage of every step; MemStats [78] counts the decodes that did
   bool lat_after_ = true;
   bool lat_claims_ = true;  // CUWFST_LATTICE_CLAIMS (Workspace::lat_claims)
+  // CUWFST_LATTICE_RESERVE=chunk at construction (Workspace::lat_reserve; MemStats [79]): the pass's
+  // warps take record slots a chunk at a time, so the cursor counts slots (records and holes)
+  bool lat_reserve_ = false;
+  unsigned long long pr_slots_ = 0;  // the last mode-2 decode's record slots (its cursor): PrBucketKernel reads them all
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
   int64_t lat_after_decodes_ = 0;

@@ -208,18 +208,21 @@ void GpuDecoder::GrowLattice(unsigned long long want, unsigned long long made) {
 }
 
 LatticeRunNeed GpuDecoder::OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps,
-                                             unsigned long long cursor) {
+                                             unsigned long long cursor, bool slots) {
   const int64_t seg = ws_.seg_cap;
   std::vector<int32_t> count(static_cast<size_t>(B) * seg);  // lanes 0 .. B - 1: rows of seg_cap
   CUWFST_CUDA(cudaMemcpyAsync(count.data(), ws_.lat_count, count.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
   CUWFST_CUDA(cudaStreamSynchronize(stream_));
-  const LatticeRunNeed r = LatticeNeedOfRun(count.data(), B, seg, t0, t1, steps);
-  if (static_cast<unsigned long long>(r.made) != cursor) {
+  LatticeRunNeed r = LatticeNeedOfRun(count.data(), B, seg, t0, t1, steps);
+  // (slots: the records pass took its slots a chunk a warp, CUWFST_LATTICE_RESERVE=chunk; the cursor
+  // counts them, holes included, so it is at least the records and is what the run needs)
+  if (slots ? static_cast<unsigned long long>(r.made) > cursor : static_cast<unsigned long long>(r.made) != cursor) {
     std::ostringstream os;
-    os << "lattice records: the cursor counted " << cursor << " records but the step counts of steps " << t0
+    os << "lattice records: the cursor counted " << cursor << (slots ? " slots" : " records") << " but the step counts of steps " << t0
        << " .. " << t1 - 1 << " add up to " << r.made << " (a decoder bug; please report it)";
     throw std::logic_error(os.str());
   }
+  if (slots) r.need = std::max<int64_t>(r.need, static_cast<int64_t>(cursor));
   return r;
 }
 
@@ -258,6 +261,7 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     }
     pr_count_ = count;
     pr_size_ = size;
+    pr_slots_ = total;  // (the records' slots: under CUWFST_LATTICE_RESERVE=chunk more than their counts)
     pr_B_ = B;
     h_lat_n_ = 0;
     h_lat_lane_.assign(B, 0);

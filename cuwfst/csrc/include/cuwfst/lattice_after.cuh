@@ -214,6 +214,52 @@ __device__ __forceinline__ int32_t AfterWrite(const Workspace& ws, bool keep, Ma
   return __popc(km);
 }
 
+// The records' slots a chunk at a time (Workspace::lat_reserve, CUWFST_LATTICE_RESERVE=chunk): a warp
+// takes kAfterReserve consecutive slots at the cursor at once and fills them over its rounds, so one
+// atomicAdd serves ~kAfterReserve kept records where AfterWrite makes one a round with a kept record
+// (and the warp waits for its return before its next round's loads). A round that keeps more than
+// its chunk's room fills the room and starts a new chunk (a round keeps at most 32 = kAfterReserve,
+// so one new chunk at most). The slots a warp leaves unfilled when the kernel ends are holes
+// (AfterReleaseChunk: lane -1, which PrBucketKernel skips), so the cursor counts slots, at least the
+// records (the step counts); the host sizes and grows the records by the cursor. chunk: the warp's
+// chunk (its first slot), used: its slots filled (kAfterReserve: none left; warp-uniform, as are the
+// calls). Past lat_cap only the cursor moves (grown and decoded again). Returns the round's kept
+// records (warp-uniform).
+constexpr int32_t kAfterReserve = 32;
+template <typename Make>
+__device__ __forceinline__ int32_t AfterWriteChunk(const Workspace& ws, bool keep, unsigned long long& chunk,
+                                                   int32_t& used, Make&& make) {
+  const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
+  if (km == 0u) return 0;
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  const int32_t n = __popc(km), rank = __popc(km & ((1u << me) - 1u));
+  const int32_t room = kAfterReserve - used;
+  unsigned long long r = chunk + static_cast<unsigned long long>(used + rank);
+  if (n > room) {  // (warp-uniform) a new chunk for the ranks past the room
+    unsigned long long fresh = 0;
+    if (me == 0) fresh = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(kAfterReserve));
+    fresh = __shfl_sync(0xFFFFFFFFu, fresh, 0);
+    if (rank >= room) r = fresh + static_cast<unsigned long long>(rank - room);
+    chunk = fresh;
+    used = n - room;
+  } else {
+    used += n;
+  }
+  if (keep && r < static_cast<unsigned long long>(ws.lat_cap)) make(r);
+  return n;
+}
+
+// A warp's unfilled slots of its last chunk (AfterWriteChunk) marked holes: lane -1 (and step -1),
+// which the pruning's bucketing skips. Every lane of the warp calls it.
+__device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned long long chunk, int32_t used) {
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
+  if (used + me >= kAfterReserve) return;
+  const unsigned long long r = chunk + static_cast<unsigned long long>(used + me);
+  if (r >= static_cast<unsigned long long>(ws.lat_cap)) return;
+  ws.lat[r] = {-1, -1, 0.f, -1};
+  ws.lat_ext[r] = {-1, -1, -1, 0};
+}
+
 // LatRecordsKernel<kBits> — the real steps' records of one item list (kBits 11 / 13 / 14: S_{t+1}
 // in a table of 2^kBits slots in shared memory, built by every CTA of the step; 0: the step's
 // global table); a fixed grid, each CTA claiming the list's next item when done with one. Per
@@ -226,6 +272,8 @@ __device__ __forceinline__ int32_t AfterWrite(const Workspace& ws, bool keep, Ma
 // (s(dst) - output_beam) - slack. On a sorted graph (DeviceGraph::emit_sorted) an arc past the
 // label-0 arcs with (score + weight) + rest < pre_low ends below pre_low whatever its label, and so
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
+// The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
+// a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
 template <int kBits>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
@@ -246,6 +294,9 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   // (s_item is read after the barrier and rewritten only after the item's next barrier.)
   __shared__ int32_t s_item;
   const bool claims = ws.lat_claims != 0;
+  const bool reserve = ws.lat_reserve != 0;
+  unsigned long long chunk = 0;  // (reserve: the warp's chunk of record slots, kAfterReserve used: none)
+  int32_t chunk_used = kAfterReserve;
   for (int32_t w = blockIdx.x;; w += gridDim.x) {
     if (claims && threadIdx.x == 0)
       s_item = static_cast<int32_t>(min(atomicAdd(&ws.lat_plan[8 + list], 1ull), static_cast<unsigned long long>(n_items)));
@@ -343,10 +394,11 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             }
           }
         }
-        kept += AfterWrite(ws, keep, [&](unsigned long long r) {
+        auto make = [&](unsigned long long r) {
           ws.lat[r] = {state, arc, ac, lane};
           ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
-        });
+        };
+        kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
         if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
       }
       state = nstate;
@@ -358,6 +410,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     }
     if (me == 0 && kept > 0) atomicAdd(count, kept);
   }
+  if (reserve) AfterReleaseChunk(ws, chunk, chunk_used);
 }
 
 // LatTailKernel — the final and redirect steps' records (the tail list): every final arc of a

@@ -723,6 +723,11 @@ struct Workspace {
   // with one (the items differ ~100-fold in work); 0: item blockIdx.x + k gridDim.x
   // (CUWFST_LATTICE_CLAIMS=stride, a measurement switch)
   int32_t lat_claims;
+  // 1: a LatRecordsKernel warp takes its records' slots kAfterReserve at a time at lat_cursor
+  // (lattice_after.cuh AfterWriteChunk; the slots it leaves unfilled are holes, lane -1, so the
+  // cursor counts slots, not records); 0: an atomicAdd a round with a kept record
+  // (CUWFST_LATTICE_RESERVE=chunk / round; round the default)
+  int32_t lat_reserve;
   int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
   int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
   int64_t lat_tab_cap;
