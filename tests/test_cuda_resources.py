@@ -40,6 +40,14 @@ def test_arc_destination_and_label_in_one_load(tmp_path):
     build_and_run_host_test(tmp_path, "arc_words_test.cc", CSRC / "include")
 
 
+def test_records_slots_a_chunk_a_warp_model(tmp_path):
+    """The records pass's chunked slots (types.cuh AfterChunkSlotOf / AfterChunkUsed, the
+    arithmetic of lattice_after.cuh AfterWriteChunk; CUWFST_LATTICE_RESERVE=chunk) in a host model
+    of warps taking rounds in random interleavings: every slot below the cursor is written once,
+    a record or a hole, and a warp leaves at most 31 holes (tests/native/after_chunk_test.cc)."""
+    build_and_run_host_test(tmp_path, "after_chunk_test.cc", CSRC / "include")
+
+
 def test_pooled_lane_layout_model(tmp_path):
     """The pooled lanes' regions (types.cuh, the functions ScanKernel's last block calls) in a
     host model at the full tier's sizes: every index the step kernels reach through a lane's

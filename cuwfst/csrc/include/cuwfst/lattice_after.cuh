@@ -219,32 +219,30 @@ __device__ __forceinline__ int32_t AfterWrite(const Workspace& ws, bool keep, Ma
 // atomicAdd serves ~kAfterReserve kept records where AfterWrite makes one a round with a kept record
 // (and the warp waits for its return before its next round's loads). A round that keeps more than
 // its chunk's room fills the room and starts a new chunk (a round keeps at most 32 = kAfterReserve,
-// so one new chunk at most). The slots a warp leaves unfilled when the kernel ends are holes
-// (AfterReleaseChunk: lane -1, which PrBucketKernel skips), so the cursor counts slots, at least the
-// records (the step counts); the host sizes and grows the records by the cursor. chunk: the warp's
-// chunk (its first slot), used: its slots filled (kAfterReserve: none left; warp-uniform, as are the
-// calls). Past lat_cap only the cursor moves (grown and decoded again). Returns the round's kept
-// records (warp-uniform).
-constexpr int32_t kAfterReserve = 32;
+// so one new chunk at most; types.cuh AfterChunkSlotOf, AfterChunkUsed). The slots a warp leaves
+// unfilled when the kernel ends are holes (AfterReleaseChunk: lane -1, which PrBucketKernel skips),
+// so the cursor counts slots, at least the records (the step counts); the host sizes and grows the
+// records by the cursor. chunk: the warp's chunk (its first slot), used: its slots filled
+// (warp-uniform, as are the calls). Past lat_cap only the cursor moves (grown and decoded again).
+// Returns the round's kept records (warp-uniform).
 template <typename Make>
 __device__ __forceinline__ int32_t AfterWriteChunk(const Workspace& ws, bool keep, unsigned long long& chunk,
                                                    int32_t& used, Make&& make) {
   const unsigned km = __ballot_sync(0xFFFFFFFFu, keep);
   if (km == 0u) return 0;
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
-  const int32_t n = __popc(km), rank = __popc(km & ((1u << me) - 1u));
-  const int32_t room = kAfterReserve - used;
-  unsigned long long r = chunk + static_cast<unsigned long long>(used + rank);
-  if (n > room) {  // (warp-uniform) a new chunk for the ranks past the room
+  const int32_t n = __popc(km);
+  const AfterChunkSlot at = AfterChunkSlotOf(used, n, __popc(km & ((1u << me) - 1u)));
+  unsigned long long base = chunk;
+  if (n > kAfterReserve - used) {  // (warp-uniform) a new chunk for the ranks past the room
     unsigned long long fresh = 0;
     if (me == 0) fresh = atomicAdd(ws.lat_cursor, static_cast<unsigned long long>(kAfterReserve));
     fresh = __shfl_sync(0xFFFFFFFFu, fresh, 0);
-    if (rank >= room) r = fresh + static_cast<unsigned long long>(rank - room);
+    if (at.fresh) base = fresh;
     chunk = fresh;
-    used = n - room;
-  } else {
-    used += n;
   }
+  used = AfterChunkUsed(used, n);
+  const unsigned long long r = base + static_cast<unsigned long long>(at.offset);
   if (keep && r < static_cast<unsigned long long>(ws.lat_cap)) make(r);
   return n;
 }

@@ -817,6 +817,26 @@ __host__ __device__ inline int32_t PooledTokenRegion(const Workspace& ws, int32_
 }
 __host__ __device__ inline int32_t PooledClaimsRegion(int32_t claims_bound) { return (claims_bound + 15) & ~15; }
 
+// The records pass's slots a chunk a warp at a time (Workspace::lat_reserve; lattice_after.cuh
+// AfterWriteChunk, AfterReleaseChunk): a warp holds a chunk of kAfterReserve consecutive slots of
+// the records, `used` of them filled (kAfterReserve: none left, as before its first). A round that
+// keeps n records (at most 32), the keeping lane of rank `rank` among them: its slot is at `offset`
+// in the warp's chunk, or (fresh) in the new chunk the round takes when n passes the room left;
+// the chunk then holds AfterChunkUsed(used, n) filled slots. The holes are a chunk's slots past its
+// `used` when the kernel ends. Host model: tests/native/after_chunk_test.cc.
+constexpr int32_t kAfterReserve = 32;
+struct AfterChunkSlot {
+  int32_t offset;
+  bool fresh;
+};
+__host__ __device__ constexpr AfterChunkSlot AfterChunkSlotOf(int32_t used, int32_t n, int32_t rank) {
+  return n > kAfterReserve - used && rank >= kAfterReserve - used ? AfterChunkSlot{rank - (kAfterReserve - used), true}
+                                                                  : AfterChunkSlot{used + rank, false};
+}
+__host__ __device__ constexpr int32_t AfterChunkUsed(int32_t used, int32_t n) {
+  return n > kAfterReserve - used ? n - (kAfterReserve - used) : used + n;
+}
+
 // What one lane asks of the pools for a step (pooled layout; the hand-out's last block hands
 // the regions out in lane order by prefix sums of these): its claims bound, and the entries
 // its claims list, hash table and next frontier take from each pool (0: none).
