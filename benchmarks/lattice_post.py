@@ -305,8 +305,8 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
     label instead of by weight: label_probes, the non-blank labels l a token would look up, those
     with lp[l] >= pre_low - a - w_best (w_best its best non-blank arc's weight: no arc of another
     label can end above pre_low), and label_hits, its non-blank arcs with such a label."""
-    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "cleared", "inserted",
-            "label_probes", "label_hits")
+    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "keep_rounds", "cleared",
+            "inserted", "label_probes", "label_hits")
     out = {c: dict.fromkeys(keys, 0) for c in CLASS_NAMES}
     pos_of = np.full(len(emit_b), -1, np.int64)
     cls = class_of(steps["dst_n"])
@@ -335,6 +335,9 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
         o["cands"] += int(cand.sum())
         o["survived"] += int((p >= 0).sum())
         o["kept"] += int(keep.sum())
+        # the warp rounds that keep a record (each an atomicAdd at the records' cursor, AfterWrite):
+        # distinct (token, 32-arc chunk) among the kept arcs
+        o["keep_rounds"] += int(np.unique(own[keep] * ((int(n_all.max(initial=0)) + 31) // 32) + k[keep] // 32).size)
     return out
 
 
