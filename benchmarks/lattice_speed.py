@@ -112,6 +112,10 @@ def main():
     p.add_argument("--pipeline-ab", action="store_true",
                    help="each sub-batch pruned before the next decode instead of beside it (lattice_pipeline off), "
                         "then on again, same decoder")
+    p.add_argument("--finish-ab", action="store_true",
+                   help="each sub-batch's pruning finished on a thread of its own, its host work then on the worker "
+                        "(lattice_finish thread), against the default (both on the worker), then the default again, "
+                        "same decoder, each with its trace")
     p.add_argument("--gather-ab", action="store_true",
                    help="with --pipeline-ab: the sub-batches' rows copied into a packed tensor first (row_gather "
                         "copy), 1-best and lattice, then read in place again")
@@ -307,17 +311,33 @@ def main():
             out.update(call_ms=(t_done - t_call) * 1000, tail_ms=(t_done - tr[-1][4]) * 1000)
             if wk:
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
-                           worker_host_ms=[(x[2] - x[1]) * 1000 for x in wk],
+                           worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],
+                           worker_host_wait_ms=[(x[2] - x[1]) * 1000 for x in wk],
                            worker_start_after_call_ms=[(x[0] - c[4]) * 1000 for x, c in zip(wk, tr)],
                            last_job_start_in_tail_ms=(wk[-1][0] - tr[-1][4]) * 1000)
                 print(f"batch {B}{tag} ({label}): the call {out['call_ms']:.1f} ms, its tail after the last decode "
                       f"{out['tail_ms']:.1f} ms (the last job started {out['last_job_start_in_tail_ms']:.1f} ms into it); "
                       f"the worker's jobs: finish " + " ".join(f"{x:.1f}" for x in out['worker_finish_ms']) +
-                      " ms; host " + " ".join(f"{x:.1f}" for x in out['worker_host_ms']) + " ms; each started "
+                      " ms; host " + " ".join(f"{x:.1f}" for x in out['worker_host_ms']) + " ms (waited " +
+                      " ".join(f"{x:.1f}" for x in out['worker_host_wait_ms']) + " ms after its finish); each started "
                       + " ".join(f"{x:.1f}" for x in out['worker_start_after_call_ms']) + " ms after its decode call")
             return out
 
         trace = traced("rows in place" if be.row_gather_in_place(be.main) else "rows copied")
+        finish_ab = {}
+        if a.finish_ab:  # the pruning's finish on a thread of its own (lattice_finish "thread"), same decoder
+            t_ft, ft_hyps, trace_ft = _with_attr(be, "lattice_finish", "thread", lambda: (
+                *_median_time(lambda: run(True), a.reps, sync), traced("finish thread")))
+            t_fw, _ = _median_time(lambda: run(True), a.reps, sync)
+            trace_fw = traced("finish on the worker, again")
+            nb_ = (n + B - 1) // B
+            finish_ab = dict(ms_per_batch_worker=t_lat / nb_ * 1000, ms_per_batch_thread=t_ft / nb_ * 1000,
+                             ms_per_batch_worker_again=t_fw / nb_ * 1000,
+                             identical_rows=_same_lattices(lat_hyps, ft_hyps), trace_thread=trace_ft,
+                             trace_worker_again=trace_fw)
+            print(f"batch {B}{tag}: finish A/B: on the worker {finish_ab['ms_per_batch_worker']:.2f}, on a thread "
+                  f"{finish_ab['ms_per_batch_thread']:.2f}, on the worker again {finish_ab['ms_per_batch_worker_again']:.2f}"
+                  f" ms per batch; lattices identical on {finish_ab['identical_rows']}/{n} rows")
         pipeline_ab = {}
         if a.pipeline_ab:  # each sub-batch pruned before the next decode (lattice_pipeline off), same decoder
             t_pl, pl_hyps = _with_attr(be, "lattice_pipeline", "off",
@@ -491,7 +511,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, pipeline_ab=pipeline_ab, trace=trace, captures=captures, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
+                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, pipeline_ab=pipeline_ab, finish_ab=finish_ab, trace=trace, captures=captures, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
                    lattice_over_1best=t_lat / t_best, rtfx_1best=audio_s / t_best, rtfx_lattice=audio_s / t_lat,
                    device_ms_per_batch=statistics.median(dev_t) / nb * 1000 if dev_t else float("nan"),
                    host_ms_per_batch=statistics.median(host_t) / nb * 1000 if host_t else float("nan"),

@@ -10,8 +10,9 @@
 #   2. while it builds: test_gpu_lattice.py's records-after tests, k2 goldens, the filter's cases and
 #      the trim guard (default); then the goldens, the records-after tests and the filter's cases under
 #      CUWFST_LATTICE_RESERVE=chunk; both modules built
-#   3. lattice_speed --utts 256: new (sides: the in-step stage, chunked slots) / old / new, one process
-#      each; their traces give the pipelined call's tail and the worker's jobs (lattice_trace_worker)
+#   3. lattice_speed --utts 256: new (sides: the in-step stage, chunked slots; and --finish-ab: the
+#      pruning's finish on a thread of its own, CUWFST_LATTICE_FINISH=thread, Python, also untried) /
+#      old / new, one process each; their traces give the pipelined call's tail and the worker's jobs
 #   4. the peers (feed all, 256 utterances): cuwfst-gpu, cuwfst-gpu-lattice, riva on the TLG, where
 #      riva-asrlib-decoder imports (its wheel is in ../shared/device/wheels since 2026-12-04 21:29)
 # Restage the other side if .device/ab_old is gone: mkdir -p .device/ab_old/cuwfst/csrc/include/cuwfst &&
@@ -27,7 +28,7 @@ CUWFST_LATTICE_RESERVE=chunk gpu_tests tests_chunk.log 80 "the same under CUWFST
   tests/test_gpu_lattice.py -k "after or golden or keeps_every"
 ab_init .device/ab_old; ab_use other; ab_use own
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
-lat_speed lat_new.jsonl 385 --utts 256 --env-ab step:CUWFST_LATTICE_RECORDS=step chunk:CUWFST_LATTICE_RESERVE=chunk
+lat_speed lat_new.jsonl 385 --utts 256 --finish-ab --env-ab step:CUWFST_LATTICE_RECORDS=step chunk:CUWFST_LATTICE_RESERVE=chunk
 ab_use other; lat_speed lat_old.jsonl 415 --utts 256
 ab_use own; lat_speed lat_new2.jsonl 445 --utts 256
 echo "[$(since) s] lattice_speed x3" | tee -a $L

@@ -880,7 +880,7 @@ class FakePrunedGpuModule(FakeGpuModule):
         self.jobs = {}  # id -> dict(set, state, handle, sizes, thread)
         self.turn, self.ids, self.rows_of = 0, 0, None
         self.lock = threading.Lock()
-        self.finish_threads, self.most_pending = set(), 0
+        self.finish_threads, self.finish_names, self.most_pending = set(), set(), 0
 
     def _replay(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, rows=None):
         import tvm_ffi
@@ -920,6 +920,7 @@ class FakePrunedGpuModule(FakeGpuModule):
             assert j is not None and j["state"] == "pending", "PruneFinish: no pending pruning"
             j["state"] = "running"
         self.finish_threads.add(threading.get_ident())
+        self.finish_names.add(threading.current_thread().name)
         sizes2[:] = j["size"]
         if self.rows_of is not None:
             self.ref.ref_lattice_free(self.rows_of)
@@ -947,8 +948,9 @@ class FakePrunedGpuModule(FakeGpuModule):
             self.ref.ref_lattice_row(self.rows_of, int(b), *arrays[3 * i: 3 * i + 3])
 
 
-@pytest.mark.parametrize("pipeline,gather", [("on", "native"), ("on", "copy"), ("off", "native")])
-def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather):
+@pytest.mark.parametrize("pipeline,gather,finish", [("on", "native", "worker"), ("on", "copy", "worker"),
+                                                    ("off", "native", "worker"), ("on", "native", "thread")])
+def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
     sub-batch's pruning (PruneFinish) and rows run on the host-overlap worker while this
     thread decodes the next one, never more than two jobs at once (each job has its own
@@ -968,6 +970,7 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
     monkeypatch.setenv("CUWFST_ROW_GATHER", gather)
+    monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
     dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker = [], []  # (benchmarks.lattice_speed's stamps)
     got = dec.decode(x, lens, lattice=True)
@@ -984,6 +987,10 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     if pipeline == "on":
         assert getattr(mod, "sync_prunes", 0) == 0 and mod.finish_threads and \
             threading.get_ident() not in mod.finish_threads
+        # (finish "thread": the finishes on one thread of their own, the host work on the worker)
+        assert len(mod.finish_threads) == 1
+        assert all(x.startswith("cuwfst-lattice-" + ("finish" if finish == "thread" else "host"))
+                   for x in mod.finish_names), mod.finish_names
         assert 1 <= mod.most_pending <= 2
     else:
         assert mod.sync_prunes == 5 and not mod.finish_threads - {threading.get_ident()}
@@ -1021,3 +1028,52 @@ def test_host_overlap_runs_in_order_and_reraises():
         with HostOverlap() as host:
             host.run(boom)
             raise KeyError("block")
+
+
+def test_host_overlap_finish_thread_keeps_the_order():
+    """HostOverlap(finish_thread=True): each pipelined pruning's finish runs on the finish thread in
+    submission order and its host work on the host worker, also in order; drain_prunings waits for
+    the finishes only (keep=1: all but the last), a finish's error is raised there and at the
+    block's end, and its host work never runs."""
+    import threading
+    import time as _time
+
+    from cuwfst.decoder.gpu import HostOverlap
+
+    log, lock = [], threading.Lock()
+
+    def finish(i):
+        def f():
+            _time.sleep(0.002 * (5 - i))  # (later finishes are quicker: the order must still hold)
+            with lock:
+                log.append(("finish", i, threading.current_thread().name))
+            return i
+        return f
+
+    def then(r):
+        _time.sleep(0.003)
+        with lock:
+            log.append(("host", r, threading.current_thread().name))
+
+    with HostOverlap(finish_thread=True) as host:
+        for i in range(5):
+            host.run_pruning(finish(i), then)
+            host.drain_prunings(keep=1)
+            with lock:  # every finish but the last one handed over is done
+                assert sum(1 for e in log if e[0] == "finish") >= i
+    assert [e[1] for e in log if e[0] == "finish"] == list(range(5))
+    assert [e[1] for e in log if e[0] == "host"] == list(range(5))
+    assert all(e[2].startswith("cuwfst-lattice-finish") for e in log if e[0] == "finish")
+    assert all(e[2].startswith("cuwfst-lattice-host") for e in log if e[0] == "host")
+
+    def boom():
+        raise RuntimeError("finish failed")
+
+    ran = []
+    with pytest.raises(RuntimeError, match="finish failed"):
+        with HostOverlap(finish_thread=True) as host:
+            host.run_pruning(boom, lambda r: ran.append(r))
+            host.run_pruning(lambda: 7, lambda r: ran.append(r))
+            with pytest.raises(RuntimeError, match="finish failed"):
+                host.drain_prunings()
+    assert ran == [7]  # the failed finish's host work never ran; the next one's did

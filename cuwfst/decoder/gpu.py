@@ -30,10 +30,15 @@ class HostOverlap:
     order; leaving the block waits for all of it, and re-raises the first error (an error of
     the block itself wins, after the worker has finished)."""
 
-    def __init__(self):
+    def __init__(self, finish_thread: bool = False):
         from concurrent.futures import ThreadPoolExecutor
 
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-lattice-host")
+        # finish_thread: a pipelined pruning's finish on a thread of its own, its host work then on the
+        # host worker, so the next finish need not wait for the last one's host work
+        # (GpuBackend.lattice_finish "thread"); else both on the host worker, one after the other
+        self._finish = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-lattice-finish") \
+            if finish_thread else None
         self._futures = []
         self._prunings = []  # the hand-offs that finish a pipelined pruning (GpuDecoder::PruneFinish)
 
@@ -42,6 +47,23 @@ class HostOverlap:
         self._futures.append(f)
         if pruning:
             self._prunings.append(f)
+
+    def run_pruning(self, finish, then) -> None:
+        """A pipelined pruning's hand-off: then(finish()), finish() being the pruning (what
+        drain_prunings waits for) and then() the host work on its result. On the host worker as
+        one piece, or with a finish thread: finish() there, in submission order, each then()
+        handed to the host worker as its finish returns."""
+        if self._finish is None:
+            self.run(lambda: then(finish()), pruning=True)
+            return
+
+        def staged():
+            r = finish()
+            self._futures.append(self._pool.submit(then, r))
+
+        f = self._finish.submit(staged)
+        self._futures.append(f)
+        self._prunings.append(f)
 
     def drain_prunings(self, keep: int = 0) -> None:
         """Wait until at most `keep` pipelined prunings handed over are unfinished (the latest
@@ -53,6 +75,8 @@ class HostOverlap:
         return self
 
     def __exit__(self, kind, err, tb):
+        if self._finish is not None:  # (first: its finishes hand the host worker their work)
+            self._finish.shutdown(wait=True)
         self._pool.shutdown(wait=True)
         if kind is None:
             for f in self._futures:
@@ -893,7 +917,8 @@ class GpuBackend:
             # decodes the next one (HostOverlap); all of it is done before the rescue reads
             # the rows' overflow bits and before return.
             # (overlap off: a null context, host None, each sub-batch's host work at once)
-            with HostOverlap() if self.lattice_overlap_on() else contextlib.nullcontext() as host:
+            overlap = HostOverlap(self.lattice_finish_mode() == "thread") if self.lattice_overlap_on() else None
+            with overlap if overlap is not None else contextlib.nullcontext() as host:
                 for rows in batches(range(B), lens, lanes):
                     self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
         elif self._long_form(lens):
@@ -980,20 +1005,24 @@ class GpuBackend:
                 if self.lattice_trace is not None:  # (benchmarks: where this thread's time goes)
                     self.lattice_trace.append((t_enter, t_take, t0, t1, time.perf_counter()))
 
-                wtrace = self.lattice_trace_worker
+                wtrace = self.lattice_trace_worker  # (benchmarks: the job's stamps)
 
-                def prune_and_attach():
+                def finish():
                     w0 = time.perf_counter()
                     lat_rows = inst.lattice_prune_finish(res, job)
-                    w1 = time.perf_counter()
+                    return lat_rows, w0, time.perf_counter()
+
+                def attach(done):
+                    lat_rows, w0, w1 = done
+                    w2 = time.perf_counter()
                     keep = [i for i, r in enumerate(lat_rows) if r is not None]
                     self._collect(hyps, rows.tolist(), res, frontend)
                     lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
                     attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
-                    if wtrace is not None:
-                        wtrace.append((w0, w1, time.perf_counter()))
+                    if wtrace is not None:  # the finish's start and end, the host work's start and end
+                        wtrace.append((w0, w1, w2, time.perf_counter()))
 
-                host.run(prune_and_attach, pruning=True)
+                host.run_pruning(finish, attach)
                 return
             if host is not None:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
@@ -1057,6 +1086,17 @@ class GpuBackend:
         if v not in ("on", "off"):
             raise ValueError(f"lattice_overlap must be 'on' or 'off', got {v!r}")
         return v == "on"
+
+    def lattice_finish_mode(self) -> str:
+        """Where a pipelined lattice decode finishes each sub-batch's pruning (PruneFinish: its
+        device passes and rows): "worker" (the default: on the host-overlap worker, then that
+        sub-batch's host work there) or "thread" (a thread of its own, the host work then handed to
+        the worker, so a finish never waits for the last sub-batch's host work), by the attribute
+        `lattice_finish` or the environment variable CUWFST_LATTICE_FINISH. Same results."""
+        v = getattr(self, "lattice_finish", None) or os.environ.get("CUWFST_LATTICE_FINISH", "worker") or "worker"
+        if v not in ("worker", "thread"):
+            raise ValueError(f"lattice_finish must be 'worker' or 'thread', got {v!r}")
+        return v
 
     def row_gather_in_place(self, inst) -> bool:
         """Whether a padded sub-batch's rows are read in place by the lanes (the module's
