@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, for the session after 2026-12-04 21:29 (docs/speed-notes.md "Session of
 # 2026-12-04 21:29", Next 1). That session had no device time (the machine was taken back twice, then
-# none was lent), so this is device_s129.sh (never run) with its own two changes added. NOT yet run on
+# none was lent), so this replaces device_s129.sh (never run; removed) with its own two changes added. NOT yet run on
 # a GPU: edab0d0 (the records pass's walk reads an arc's destination and label in one load), 7a5c061
 # (EnvChoice), and CUWFST_LATTICE_RESERVE=chunk (a pass warp takes its records' slots 32 at a time;
 # off by default). Side "other" is lattice_after.cuh before edab0d0 (.device/ab_old, staged from
