@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, for the session after 2026-12-04 21:29 (docs/speed-notes.md "Session of
 # 2026-12-04 21:29", Next 1). That session had no device time (the machine was taken back twice, then
-# none was lent), so this replaces device_s129.sh (never run; removed) with its own two changes added. NOT yet run on
-# a GPU: edab0d0 (the records pass's walk reads an arc's destination and label in one load), 7a5c061
-# (EnvChoice), and CUWFST_LATTICE_RESERVE=chunk (a pass warp takes its records' slots 32 at a time;
-# off by default). Side "other" is lattice_after.cuh before edab0d0 (.device/ab_old, staged from
-# f0923f8; it compiles against today's types.cuh and has no chunked slots).
+# none was lent), so this replaces device_s129.sh (never run; removed), with that session's changes
+# added. NOT yet run on a GPU: edab0d0 (the records pass's walk reads an arc's destination and label in one load), 7a5c061
+# (EnvChoice), CUWFST_LATTICE_RESERVE=chunk (a pass warp takes its records' slots 32 at a time) and
+# CUWFST_LATTICE_TABLES=packed (the global tables' state and index in one word), both off by default.
+# Side "other" is lattice_after.cuh before edab0d0 (.device/ab_old, staged from f0923f8; it compiles
+# against today's types.cuh and state_table.cuh and has neither switch: run it with the defaults only).
 #   1. wheels; the full tier (HLG and TLG: riva reads TLG.fst) in the background; the module built
 #   2. while it builds: test_gpu_lattice.py's records-after tests, k2 goldens, the filter's cases and
 #      the trim guard (default); then the goldens, the records-after tests and the filter's cases under
-#      CUWFST_LATTICE_RESERVE=chunk; both modules built
-#   3. lattice_speed --utts 256: new (sides: the in-step stage, chunked slots; and --finish-ab: the
-#      pruning's finish on a thread of its own, CUWFST_LATTICE_FINISH=thread, Python, also untried) /
+#      CUWFST_LATTICE_RESERVE=chunk and CUWFST_LATTICE_TABLES=packed; both modules built
+#   3. lattice_speed --utts 256: new (sides: the in-step stage, chunked slots, packed tables, both;
+#      and --finish-ab: the pruning's finish on a thread of its own, CUWFST_LATTICE_FINISH=thread, Python, also untried) /
 #      old / new, one process each; their traces give the pipelined call's tail and the worker's jobs
 #   4. the peers (feed all, 256 utterances): cuwfst-gpu, cuwfst-gpu-lattice, riva on the TLG, where
 #      riva-asrlib-decoder imports (its wheel is in ../shared/device/wheels since 2026-12-04 21:29)
@@ -24,13 +25,15 @@ device_setup s130.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 gpu_tests tests_after.log 90 "records-after tests, goldens, filter cases, guard" tests/test_gpu_lattice.py \
   -k "after or golden or keeps_every or guard"
-CUWFST_LATTICE_RESERVE=chunk gpu_tests tests_chunk.log 80 "the same under CUWFST_LATTICE_RESERVE=chunk" \
+CUWFST_LATTICE_RESERVE=chunk CUWFST_LATTICE_TABLES=packed gpu_tests tests_chunk.log 80 \
+  "the same under CUWFST_LATTICE_RESERVE=chunk CUWFST_LATTICE_TABLES=packed" \
   tests/test_gpu_lattice.py -k "after or golden or keeps_every"
 ab_init .device/ab_old; ab_use other; ab_use own
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
-lat_speed lat_new.jsonl 385 --utts 256 --finish-ab --env-ab step:CUWFST_LATTICE_RECORDS=step chunk:CUWFST_LATTICE_RESERVE=chunk
-ab_use other; lat_speed lat_old.jsonl 415 --utts 256
-ab_use own; lat_speed lat_new2.jsonl 445 --utts 256
+lat_speed lat_new.jsonl 400 --utts 256 --finish-ab --env-ab step:CUWFST_LATTICE_RECORDS=step chunk:CUWFST_LATTICE_RESERVE=chunk \
+  packed:CUWFST_LATTICE_TABLES=packed both:CUWFST_LATTICE_RESERVE=chunk,CUWFST_LATTICE_TABLES=packed
+ab_use other; lat_speed lat_old.jsonl 428 --utts 256
+ab_use own; lat_speed lat_new2.jsonl 456 --utts 256
 echo "[$(since) s] lattice_speed x3" | tee -a $L
 if python3 -c "import riva.asrlib.decoder" 2>/dev/null; then peers $((END - 5)) cuwfst-gpu cuwfst-gpu-lattice riva
 else echo "no riva-asrlib-decoder: peers not run" | tee -a $L; fi

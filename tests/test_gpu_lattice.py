@@ -629,6 +629,39 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
     compare(cpu, small.decode(lp, lattice=True), "reserve chunk, on the grown records")
 
 
+def test_records_after_the_search_packed_global_tables(monkeypatch):
+    """CUWFST_LATTICE_TABLES=packed: the pass's global tables (S_{t+1} past 8,192 tokens) hold each
+    slot's state and frontier index in one 64-bit word, so a probe that finds its state has the index
+    in the same load. The lattices are the CPU's, also when the tables outgrow their first room
+    (CUWFST_LATTICE_AFTER_ROOM) and with the chunked record slots beside; values the switch does not
+    know are refused when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    for bad in ("pack", "1", "on"):
+        monkeypatch.setenv("CUWFST_LATTICE_TABLES", bad)
+        with pytest.raises(ValueError, match="CUWFST_LATTICE_TABLES"):
+            Decoder(graph, opts, device="cuda")
+    monkeypatch.setenv("CUWFST_LATTICE_TABLES", "packed")
+    dec = Decoder(graph, opts, device="cuda")
+    compare(cpu, dec.decode(lp, lattice=True), "packed tables")
+    st = dec._gpu.main.mem_stats()
+    assert st["lat_tab_packed"] == 1 and _after_stats(dec) == 1
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "chunk")
+    both = Decoder(graph, opts, device="cuda")
+    compare(cpu, both.decode(lp, lattice=True), "packed tables, chunked slots")
+    assert [both._gpu.main.mem_stats()[k] for k in ("lat_tab_packed", "lat_reserve")] == [1, 1]
+    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_ROOM", "64,64")
+    small = Decoder(graph, opts, device="cuda", lattice_entries=64)
+    compare(cpu, small.decode(lp, lattice=True), "packed tables, grown")
+    st = small._gpu.main.mem_stats()
+    assert st["lattice_after_decodes"] == 1 and st["lattice_grows"] >= 1
+    compare(cpu, small.decode(lp, lattice=True), "packed tables, on the grown buffers")
+    monkeypatch.setenv("CUWFST_LATTICE_TABLES", "split")
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_tab_packed"] == 0
+
+
 @pytest.mark.parametrize("var,value", [("CUWFST_LATTICE_CLAIMS", "stride"), ("CUWFST_LATTICE_LOG_SPLIT", "1"),
                                        ("CUWFST_LATTICE_LOG_SPLIT", "3"), ("CUWFST_LATTICE_LOG_SPLIT", "64")])
 def test_records_after_the_search_measurement_switches(var, value, monkeypatch):

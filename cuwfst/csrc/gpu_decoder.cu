@@ -284,6 +284,7 @@ void GpuDecoder::Allocate() {
   ws_.lat_claims = lat_claims_ ? 1 : 0;
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
+  lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
     char* end = nullptr;
@@ -1017,7 +1018,9 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (steps) alloc(&ls, static_cast<size_t>(L * seg) * sizeof(LatStepLog), "the records pass's step logs");
   if (items) alloc(&it, static_cast<size_t>(kAfterLists * items_cap) * sizeof(int2), "the records pass's work items");
-  if (tab) {
+  if (tab && lat_tab_packed_) {  // (the same bytes: a state and an index a slot, in one word)
+    alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(unsigned long long), "the records pass's tables (packed slots)");
+  } else if (tab) {
     alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (keys)");
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
   }
@@ -1066,9 +1069,10 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (tab) {
     la_tab_keys_ = std::move(tk);
-    la_tab_pos_ = std::move(tp);
-    ws_.lat_tab_keys = static_cast<int32_t*>(la_tab_keys_.get());
-    ws_.lat_tab_pos = static_cast<int32_t*>(la_tab_pos_.get());
+    la_tab_pos_ = std::move(tp);  // (empty when packed)
+    ws_.lat_tab_slots = lat_tab_packed_ ? static_cast<unsigned long long*>(la_tab_keys_.get()) : nullptr;
+    ws_.lat_tab_keys = lat_tab_packed_ ? nullptr : static_cast<int32_t*>(la_tab_keys_.get());
+    ws_.lat_tab_pos = lat_tab_packed_ ? nullptr : static_cast<int32_t*>(la_tab_pos_.get());
     ws_.lat_tab_cap = tab_cap;
   }
   if (plan.get()) {
@@ -1996,6 +2000,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[77] = lat_clear_keys_ ? 1 : 0;
   out[78] = lat_after_decodes_;
   out[79] = lat_reserve_ ? 1 : 0;
+  out[80] = lat_tab_packed_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

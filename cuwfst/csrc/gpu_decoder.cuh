@@ -446,7 +446,8 @@ class GpuDecoder {
   // [76] 1 where the trim's search probes weights only past each state's label-0 arcs
   // (Workspace::trim_weights: the graph has blank counts; CUWFST_TRIM_WEIGHTS=off: 0).
   // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
-  static constexpr int kMemStats = 80;
+  // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
+  static constexpr int kMemStats = 81;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -713,6 +714,9 @@ class GpuDecoder {
   // CUWFST_LATTICE_RESERVE=chunk at construction (Workspace::lat_reserve; MemStats [79]): the pass's
   // warps take record slots a chunk at a time, so the cursor counts slots (records and holes)
   bool lat_reserve_ = false;
+  // CUWFST_LATTICE_TABLES=packed at construction (Workspace::lat_tab_slots; MemStats [80]): the pass's
+  // global tables hold each slot's state and index in one word
+  bool lat_tab_packed_ = false;
   unsigned long long pr_slots_ = 0;  // the last mode-2 decode's record slots (its cursor): PrBucketKernel reads them all
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass

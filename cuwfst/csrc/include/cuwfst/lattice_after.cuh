@@ -178,8 +178,10 @@ __device__ __forceinline__ int32_t AfterItems(const Workspace& ws, int32_t list)
 __global__ void __launch_bounds__(kAfterThreads) LatTabClearKernel(Workspace ws) {
   const unsigned long long n = min(ws.lat_plan[kAfterPlanTab], static_cast<unsigned long long>(ws.lat_tab_cap));
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x)
-    ws.lat_tab_keys[i] = -1;
+       i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
+    if (ws.lat_tab_slots != nullptr) ws.lat_tab_slots[i] = kStateSlotEmpty;
+    else ws.lat_tab_keys[i] = -1;
+  }
 }
 
 // LatTabBuildKernel — a CTA a build item: 1,024 tokens of S_{t+1} into the step's global table.
@@ -191,8 +193,13 @@ __global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws)
     const LatStepLog& s = ws.lat_steps[item.x];
     const LatStepLog& d = ws.lat_steps[item.x + 1];
     const int32_t last = min(d.src_n, item.y + kAfterChunk);
-    for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x)
-      StateTableInsert(ws.lat_tab_keys + s.tab_off, ws.lat_tab_pos + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i);
+    for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x) {
+      if (ws.lat_tab_slots != nullptr)
+        StateTableInsertPacked(ws.lat_tab_slots + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i);
+      else
+        StateTableInsert(ws.lat_tab_keys + s.tab_off, ws.lat_tab_pos + s.tab_off, s.tab_bits,
+                         ws.lat_log_state[d.src_off + i], i);
+    }
   }
 }
 
@@ -323,8 +330,10 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     __syncthreads();
     rest = s_rest[0];
     for (int32_t x = 1; x < kAfterWarps; ++x) rest = fmaxf(rest, s_rest[x]);
-    const int32_t* tkeys = kBits > 0 ? keys : ws.lat_tab_keys + s.tab_off;
-    const int32_t* tpos = ws.lat_tab_pos + s.tab_off;
+    // (the global class: the step's table, two arrays or packed slots, CUWFST_LATTICE_TABLES)
+    const unsigned long long* tslots = kBits > 0 || ws.lat_tab_slots == nullptr ? nullptr : ws.lat_tab_slots + s.tab_off;
+    const int32_t* tkeys = kBits > 0 ? keys : tslots != nullptr ? nullptr : ws.lat_tab_keys + s.tab_off;
+    const int32_t* tpos = kBits > 0 || tslots != nullptr ? nullptr : ws.lat_tab_pos + s.tab_off;
     const int32_t tbits = kBits > 0 ? kBits : s.tab_bits;
     const float* dsc = ws.lat_log_score + d_off;
     const int32_t* st = ws.lat_log_state + s.src_off;
@@ -384,6 +393,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             const float end = ArcEnd(a, wt, ac);
             if (!(end < s.pre_low)) {
               if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+              else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest);
               else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
               if (p >= 0) {
                 admitted = end > s.cutoff;

@@ -39,4 +39,36 @@ __device__ __forceinline__ int32_t StateTableFind(const int32_t* keys, const Pos
   }
 }
 
+// The same table with each slot's state and index in one 64-bit word (the index in the high half,
+// the state in the low; kStateSlotEmpty: state -1): a probe that finds its state has its index in
+// the same load, where the two arrays above take a second, dependent one (the records pass's global
+// tables, CUWFST_LATTICE_TABLES=packed).
+constexpr unsigned long long kStateSlotEmpty = ~0ull;
+__host__ __device__ constexpr unsigned long long StateSlotPack(int32_t s, int32_t i) {
+  return (static_cast<unsigned long long>(static_cast<uint32_t>(i)) << 32) | static_cast<uint32_t>(s);
+}
+
+__device__ __forceinline__ void StateTableInsertPacked(unsigned long long* slots, int32_t bits, int32_t s, int32_t i) {
+  const uint32_t mask = (1u << bits) - 1u;
+  const unsigned long long word = StateSlotPack(s, i);
+  uint32_t h = StateTableHash(s, bits);
+  while (true) {
+    const unsigned long long old = atomicCAS(&slots[h], kStateSlotEmpty, word);
+    if (old == kStateSlotEmpty || static_cast<int32_t>(static_cast<uint32_t>(old)) == s) break;
+    h = (h + 1) & mask;
+  }
+}
+
+__device__ __forceinline__ int32_t StateTableFindPacked(const unsigned long long* slots, int32_t bits, int32_t d) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = StateTableHash(d, bits);
+  while (true) {
+    const unsigned long long e = slots[h];
+    const int32_t key = static_cast<int32_t>(static_cast<uint32_t>(e));
+    if (key == d) return static_cast<int32_t>(e >> 32);
+    if (key == -1) return -1;
+    h = (h + 1) & mask;
+  }
+}
+
 }  // namespace cuwfst

@@ -730,6 +730,9 @@ struct Workspace {
   int32_t lat_reserve;
   int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
   int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
+  // or (CUWFST_LATTICE_TABLES=packed; then the two above are nullptr) [lat_tab_cap] slots of both in
+  // one word (state_table.cuh StateSlotPack: a hit's index in the probe's own load); else nullptr
+  unsigned long long* lat_tab_slots;
   int64_t lat_tab_cap;
   // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
   // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
