@@ -341,6 +341,46 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
     return out
 
 
+def gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
+    """An analysis, not a rule any decoder uses: how many of the pass's kept records a two-step bound
+    would keep. Inside any k2 pruning window bwd(y) <= -fwd(y), so a token x of S_{t+1} has bwd(x) <=
+    -fwd(x) - gap(x), gap(x) = min over its arcs into S_{t+2} of fwd(y) - (fwd(x) + score): an arc into
+    x survives a window in which time t + 1 is not the end only if fwd(src) + score >= fwd(x) + gap(x)
+    - output_beam. The kept records of step t + 1 hold every arc of deficit <= output_beam + slack, so
+    gap_eff = min(gap over them, output_beam + slack) bounds gap from below. Counted per class:
+    records kept (the filter), admitted, and kept under the two-step bound (admitted ones always, the
+    rest where end >= (s(x) + gap_eff) - output_beam - 2 slack; x of a row's last real step: no bound)."""
+    pos_of = np.full(len(emit_b), -1, np.int64)
+    cls = class_of(steps["dst_n"])
+    kept = {}  # (row, t) -> (own, p, end, admitted) of its kept records, and S_t's size
+    for s in steps:
+        x = _step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
+        keep = x["keep"]
+        kept[(int(s["row"]), int(s["t"]))] = (x["own"][keep], x["p"][keep], x["end"][keep],
+                                              x["end"][keep] > s["cutoff"], int(s["src_n"]))
+    out = {c: dict(kept=0, admitted=0, kept_two_step=0) for c in CLASS_NAMES}
+    for s, c in zip(steps, cls):
+        r, t = int(s["row"]), int(s["t"])
+        own, p, end, adm, _ = kept[(r, t)]
+        o = out[CLASS_NAMES[c]]
+        o["kept"] += len(p)
+        o["admitted"] += int(adm.sum())
+        nxt = kept.get((r, t + 1))
+        if nxt is None or s["filter_on"] == 0:
+            o["kept_two_step"] += len(p)
+            continue
+        n_own, n_p, n_end, _, n_src = nxt
+        s1 = steps[(steps["row"] == r) & (steps["t"] == t + 1)][0]
+        dsc1 = sc[int(s1["dst_off"]): int(s1["dst_off"]) + int(s1["dst_n"])]
+        gap = np.full(n_src, np.float32(ob) + s1["slack"], F32)  # (no kept arc: more than ob + slack)
+        if len(n_p):
+            np.minimum.at(gap, n_own, (dsc1[n_p] - n_end).astype(F32))
+        dsc = sc[int(s["dst_off"]): int(s["dst_off"]) + int(s["dst_n"])]
+        bound = (dsc[p] + gap[p]) - F32(ob) - 2 * s["slack"]
+        o["kept_two_step"] += int((adm | (end >= bound)).sum())
+    return out
+
+
 def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: float | None = None):
     """The CPU twin of a records pass after the search: a batch's lattice records
     (cuwfst.decoder.lattice_records.LatticeRecords) made from the search's frontiers and step scalars
@@ -562,6 +602,9 @@ def main(argv=None):
     ap.add_argument("--cpu-only", action="store_true")
     ap.add_argument("--work", action="store_true",
                     help="the first --check-batches batches' work a table class (work_by_class), on the CPU")
+    ap.add_argument("--gap", action="store_true",
+                    help="the first --check-batches batches' records under a two-step bound (gap_bound_counts: an "
+                         "analysis of how many records a tighter exact filter would keep), on the CPU")
     ap.add_argument("--variants", nargs="+", default=list(MODES), choices=list(MODES),
                     help="write: the records stored at one cursor, the classes in turn; cursors: at 64 cursors; "
                          "streams: and the classes on streams of their own; count: the last, records counted only "
@@ -615,6 +658,13 @@ def main(argv=None):
         steps, st, sc, lp = build_batch(rows, lp_all, lens, fronts, mw, a.output_beam)
         out = dict(batch=bi, rows=len(rows), row_steps=len(steps), tokens=int(steps["src_n"].sum()),
                    max_frontier=int(steps["dst_n"].max()), filtered=int(steps["filter_on"].sum()))
+        if a.gap and bi < a.check_batches:  # (an analysis: the two-step bound's records, gap_bound_counts)
+            out["gap"] = gap = gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, a.output_beam)
+            tot = {k: sum(v[k] for v in gap.values()) for k in ("kept", "admitted", "kept_two_step")}
+            print(f"batch {bi}'s records under a two-step bound: " + "; ".join(
+                f"{c}: " + ", ".join(f"{k} {v:,}" for k, v in w.items()) for c, w in gap.items()) +
+                f"; all: {tot['kept']:,} kept, {tot['admitted']:,} admitted, {tot['kept_two_step']:,} under the bound "
+                f"({tot['kept_two_step'] / max(tot['kept'], 1):.1%})", flush=True)
         if a.work and bi < a.check_batches:
             out["work"] = work = work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, a.output_beam)
             print(f"batch {bi}'s work a class: " + "; ".join(

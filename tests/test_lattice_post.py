@@ -229,3 +229,40 @@ def test_work_by_class_counts_the_walk():
     assert all(2 * x <= 2048 for x in sizes["c11"]) and all(2048 < 2 * x <= 8192 for x in sizes["c13"])
     assert {c: len(v) for c, v in sizes.items()} == {c: w["row_steps"] for c, w in work.items()}
     assert work["c11"]["row_steps"] > 0 and work["c11"]["cleared"] == 2048 * work["c11"]["items"]
+
+
+def test_gap_bound_counts_a_python_loop():
+    """gap_bound_counts (an analysis of a two-step bound on the records) against a plain loop over the
+    same kept records: each token's gap the least deficit of its kept arcs into the next frontier (at
+    most output_beam + slack), a non-admitted record kept where end >= (s(x) + gap) - output_beam -
+    2 slack, admitted ones always, a row's last real step unbounded."""
+    ob = 8.0
+    g, (tb, emit_b, emit_n, emit_n0), _, _, _, (steps, st, sc, lp) = _tiny_batch([0, 1, 2], ob)
+    got = lattice_post.gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob)
+    pos_of = np.full(g.num_states, -1, np.int64)
+    recs = {}
+    for s in steps:
+        x = lattice_post._step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
+        recs[(int(s["row"]), int(s["t"]))] = [(int(o), int(p), F32(e), bool(e > s["cutoff"]))
+                                             for o, p, e, k in zip(x["own"], x["p"], x["end"], x["keep"]) if k]
+    by_key = {(int(s["row"]), int(s["t"])): s for s in steps}
+    kept = two = adm = 0
+    for (r, t), rs in recs.items():
+        s = by_key[(r, t)]
+        kept += len(rs)
+        adm += sum(1 for *_, a in rs if a)
+        nxt = by_key.get((r, t + 1))
+        if nxt is None or s["filter_on"] == 0:
+            two += len(rs)
+            continue
+        dsc1 = sc[int(nxt["dst_off"]):]
+        gap = {}
+        for o, p, e, _ in recs[(r, t + 1)]:
+            gap[o] = min(gap.get(o, np.inf), F32(dsc1[p] - e))
+        dsc = sc[int(s["dst_off"]):]
+        for o, p, e, a in rs:
+            gp = min(gap.get(p, np.inf), F32(ob) + nxt["slack"])
+            two += a or e >= (dsc[p] + F32(gp)) - F32(ob) - 2 * s["slack"]
+    tot = {k: sum(v[k] for v in got.values()) for k in ("kept", "admitted", "kept_two_step")}
+    assert (tot["kept"], tot["admitted"], tot["kept_two_step"]) == (kept, adm, two)
+    assert adm <= two <= kept and kept > 0
