@@ -28,7 +28,8 @@ class HostOverlap:
     replay) of one sub-batch, run on one worker thread while the calling thread decodes the
     next sub-batch on the GPU: the native calls on both sides release the GIL. In submission
     order; leaving the block waits for all of it, and re-raises the first error (an error of
-    the block itself wins, after the worker has finished)."""
+    the block itself wins, after the worker has finished). With finish_thread, the pipelined
+    prunings' finishes run on a second thread (run_pruning), each handing its host work on."""
 
     def __init__(self, finish_thread: bool = False):
         from concurrent.futures import ThreadPoolExecutor
@@ -715,8 +716,8 @@ class GpuBackend:
         # thread (entered _decode_rows, rows taken, before and after the wait for the pruning before
         # last, the begin returned; benchmarks.lattice_speed), or None
         self.lattice_trace = None
-        # the same for the worker's job of each such sub-batch (started, the pruning's rows back,
-        # the host work done), or None
+        # the same for the job of each such sub-batch (its finish started, the pruning's rows back,
+        # its host work started, done), or None
         self.lattice_trace_worker = None
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
