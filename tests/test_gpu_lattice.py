@@ -595,6 +595,14 @@ def test_records_after_the_search_large_frontiers_and_growth(monkeypatch):
     compare(cpu, small.decode(lp, lattice=True), "after, on the grown buffers")
 
 
+def _refused_when_made(monkeypatch, graph, opts, var, bads):
+    """Each value in bads of the construction-time switch var is a ValueError naming it."""
+    for bad in bads:
+        monkeypatch.setenv(var, bad)
+        with pytest.raises(ValueError, match=var):
+            Decoder(graph, opts, device="cuda")
+
+
 def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
     """CUWFST_LATTICE_RESERVE=chunk: the pass's warps take their records' slots 32 at a time and
     leave the rest of their last chunk as holes, so the cursor counts more slots than records; the
@@ -603,10 +611,7 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
     CPU's; values the switch does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    for bad in ("warp", "1", "on"):
-        monkeypatch.setenv("CUWFST_LATTICE_RESERVE", bad)
-        with pytest.raises(ValueError, match="CUWFST_LATTICE_RESERVE"):
-            Decoder(graph, opts, device="cuda")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_RESERVE", ("warp", "1", "on"))
     monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
     dec = Decoder(graph, opts, device="cuda")
     compare(cpu, dec.decode(lp, lattice=True), "reserve round")
@@ -638,10 +643,7 @@ def test_records_after_the_search_packed_global_tables(monkeypatch):
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    for bad in ("pack", "1", "on"):
-        monkeypatch.setenv("CUWFST_LATTICE_TABLES", bad)
-        with pytest.raises(ValueError, match="CUWFST_LATTICE_TABLES"):
-            Decoder(graph, opts, device="cuda")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_TABLES", ("pack", "1", "on"))
     monkeypatch.setenv("CUWFST_LATTICE_TABLES", "packed")
     dec = Decoder(graph, opts, device="cuda")
     compare(cpu, dec.decode(lp, lattice=True), "packed tables")
@@ -671,10 +673,8 @@ def test_records_after_the_search_measurement_switches(var, value, monkeypatch):
     threads a lane); values the switches do not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    for bad in ({"CUWFST_LATTICE_CLAIMS": ["static", "0"], "CUWFST_LATTICE_LOG_SPLIT": ["0", "129", "8x"]}[var]):
-        monkeypatch.setenv(var, bad)
-        with pytest.raises(ValueError, match=var):
-            Decoder(graph, opts, device="cuda")
+    _refused_when_made(monkeypatch, graph, opts, var,
+                       {"CUWFST_LATTICE_CLAIMS": ["static", "0"], "CUWFST_LATTICE_LOG_SPLIT": ["0", "129", "8x"]}[var])
     monkeypatch.setenv(var, value)
     dec = Decoder(graph, opts, device="cuda")
     compare(cpu, dec.decode(lp, lattice=True), f"{var}={value}")
