@@ -349,7 +349,13 @@ def gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict
     - output_beam. The kept records of step t + 1 hold every arc of deficit <= output_beam + slack, so
     gap_eff = min(gap over them, output_beam + slack) bounds gap from below. Counted per class:
     records kept (the filter), admitted, and kept under the two-step bound (admitted ones always, the
-    rest where end >= (s(x) + gap_eff) - output_beam - 2 slack; x of a row's last real step: no bound)."""
+    rest where end >= (s(x) + gap_eff) - output_beam - 2 slack; x of a row's last real step: no bound).
+    And admitted_needed: the admitted records a pruning would need if the filter could drop admitted
+    arcs too, each destination's arcs that end at its search score (the forward's) and its
+    first-admission arc, the least (source index, arc place): the frontiers here are the CPU
+    decoder's, in first-admission order, so a source's index is its rank; admitted_at_score: the
+    former alone. kept_one_step_all / kept_two_step_all: the records kept if admitted ones met the
+    filter's bound (or the two-step bound) as the others do, those needed aside."""
     pos_of = np.full(len(emit_b), -1, np.int64)
     cls = class_of(steps["dst_n"])
     kept = {}  # (row, t) -> (own, p, end, admitted) of its kept records, and S_t's size
@@ -357,19 +363,38 @@ def gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict
         x = _step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
         keep = x["keep"]
         kept[(int(s["row"]), int(s["t"]))] = (x["own"][keep], x["p"][keep], x["end"][keep],
-                                              x["end"][keep] > s["cutoff"], int(s["src_n"]))
-    out = {c: dict(kept=0, admitted=0, kept_two_step=0) for c in CLASS_NAMES}
+                                              x["end"][keep] > s["cutoff"], int(s["src_n"]), x["k"][keep])
+    out = {c: dict(kept=0, admitted=0, kept_two_step=0, admitted_needed=0, admitted_at_score=0, kept_one_step_all=0,
+                   kept_two_step_all=0) for c in CLASS_NAMES}
     for s, c in zip(steps, cls):
         r, t = int(s["row"]), int(s["t"])
-        own, p, end, adm, _ = kept[(r, t)]
+        own, p, end, adm, _, k = kept[(r, t)]
         o = out[CLASS_NAMES[c]]
         o["kept"] += len(p)
         o["admitted"] += int(adm.sum())
+        dsc0 = sc[int(s["dst_off"]): int(s["dst_off"]) + int(s["dst_n"])]
+        a_p, a_own, a_k, a_end = p[adm], own[adm], k[adm], end[adm]
+        viterbi = a_end == dsc0[a_p]
+        first = np.zeros(len(a_p), bool)
+        if len(a_p):  # each destination's least (source, place): sorted by (dst, source, place)
+            order = np.lexsort((a_k, a_own, a_p))
+            lead = np.ones(len(order), bool)
+            lead[1:] = a_p[order][1:] != a_p[order][:-1]
+            first[order[lead]] = True
+        o["admitted_needed"] += int((viterbi | first).sum())
+        o["admitted_at_score"] += int(viterbi.sum())  # (what a numbering without ranks would need)
+        need = np.zeros(len(p), bool)  # (an admitted record the forward or the keys need)
+        need[np.flatnonzero(adm)] = viterbi | first
+        # the filter's own bound on admitted records too (non-admitted kept ones pass it already)
+        one = need | ~adm | ~(end < (dsc0[p] - F32(ob)) - s["slack"])
         nxt = kept.get((r, t + 1))
         if nxt is None or s["filter_on"] == 0:
             o["kept_two_step"] += len(p)
+            o["kept_one_step_all"] += len(p) if s["filter_on"] == 0 else int(one.sum())
+            o["kept_two_step_all"] += len(p) if s["filter_on"] == 0 else int(one.sum())
             continue
-        n_own, n_p, n_end, _, n_src = nxt
+        o["kept_one_step_all"] += int(one.sum())
+        n_own, n_p, n_end, _, n_src, _ = nxt
         s1 = steps[(steps["row"] == r) & (steps["t"] == t + 1)][0]
         dsc1 = sc[int(s1["dst_off"]): int(s1["dst_off"]) + int(s1["dst_n"])]
         gap = np.full(n_src, np.float32(ob) + s1["slack"], F32)  # (no kept arc: more than ob + slack)
@@ -378,6 +403,7 @@ def gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict
         dsc = sc[int(s["dst_off"]): int(s["dst_off"]) + int(s["dst_n"])]
         bound = (dsc[p] + gap[p]) - F32(ob) - 2 * s["slack"]
         o["kept_two_step"] += int((adm | (end >= bound)).sum())
+        o["kept_two_step_all"] += int((need | (end >= bound)).sum())
     return out
 
 
@@ -660,11 +686,14 @@ def main(argv=None):
                    max_frontier=int(steps["dst_n"].max()), filtered=int(steps["filter_on"].sum()))
         if a.gap and bi < a.check_batches:  # (an analysis: the two-step bound's records, gap_bound_counts)
             out["gap"] = gap = gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, a.output_beam)
-            tot = {k: sum(v[k] for v in gap.values()) for k in ("kept", "admitted", "kept_two_step")}
+            tot = {k: sum(v[k] for v in gap.values()) for k in next(iter(gap.values()))}
             print(f"batch {bi}'s records under a two-step bound: " + "; ".join(
                 f"{c}: " + ", ".join(f"{k} {v:,}" for k, v in w.items()) for c, w in gap.items()) +
                 f"; all: {tot['kept']:,} kept, {tot['admitted']:,} admitted, {tot['kept_two_step']:,} under the bound "
-                f"({tot['kept_two_step'] / max(tot['kept'], 1):.1%})", flush=True)
+                f"({tot['kept_two_step'] / max(tot['kept'], 1):.1%}); admitted ones a pruning needs for the forward "
+                f"and the first-admission keys: {tot['admitted_needed']:,}, for the forward alone "
+                f"{tot['admitted_at_score']:,}; every record under the filter's bound, those aside "
+                f"{tot['kept_one_step_all']:,}, under the two-step bound {tot['kept_two_step_all']:,}", flush=True)
         if a.work and bi < a.check_batches:
             out["work"] = work = work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, a.output_beam)
             print(f"batch {bi}'s work a class: " + "; ".join(

@@ -235,7 +235,9 @@ def test_gap_bound_counts_a_python_loop():
     """gap_bound_counts (an analysis of a two-step bound on the records) against a plain loop over the
     same kept records: each token's gap the least deficit of its kept arcs into the next frontier (at
     most output_beam + slack), a non-admitted record kept where end >= (s(x) + gap) - output_beam -
-    2 slack, admitted ones always, a row's last real step unbounded."""
+    2 slack, admitted ones always, a row's last real step unbounded; and the admitted records a
+    pruning needs, those ending at their destination's score and each destination's least
+    (source index, arc place)."""
     ob = 8.0
     g, (tb, emit_b, emit_n, emit_n0), _, _, _, (steps, st, sc, lp) = _tiny_batch([0, 1, 2], ob)
     got = lattice_post.gap_bound_counts(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob)
@@ -243,26 +245,43 @@ def test_gap_bound_counts_a_python_loop():
     recs = {}
     for s in steps:
         x = lattice_post._step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
-        recs[(int(s["row"]), int(s["t"]))] = [(int(o), int(p), F32(e), bool(e > s["cutoff"]))
-                                             for o, p, e, k in zip(x["own"], x["p"], x["end"], x["keep"]) if k]
+        recs[(int(s["row"]), int(s["t"]))] = [(int(o), int(p), F32(e), bool(e > s["cutoff"]), int(j))
+                                             for o, p, e, k, j in zip(x["own"], x["p"], x["end"], x["keep"], x["k"])
+                                             if k]
     by_key = {(int(s["row"]), int(s["t"])): s for s in steps}
-    kept = two = adm = 0
+    kept = two = adm = needed = at_score = one_all = two_all = 0
     for (r, t), rs in recs.items():
         s = by_key[(r, t)]
         kept += len(rs)
-        adm += sum(1 for *_, a in rs if a)
+        adm += sum(1 for _, _, _, a, _ in rs if a)
+        dsc0 = sc[int(s["dst_off"]):]
+        first = {}  # destination -> its least (source, place) among admitted records
+        for o, p, e, a, j in rs:
+            if a:
+                first[p] = min(first.get(p, (o, j)), (o, j))
+        needed += sum(1 for o, p, e, a, j in rs if a and (e == dsc0[p] or first[p] == (o, j)))
+        at_score += sum(1 for o, p, e, a, j in rs if a and e == dsc0[p])
+        is_needed = {(o, p, j): a and (e == dsc0[p] or first[p] == (o, j)) for o, p, e, a, j in rs}
+        ones = [is_needed[(o, p, j)] or not a or not e < (dsc0[p] - F32(ob)) - s["slack"] for o, p, e, a, j in rs]
         nxt = by_key.get((r, t + 1))
         if nxt is None or s["filter_on"] == 0:
             two += len(rs)
+            one_all += len(rs) if s["filter_on"] == 0 else sum(ones)
+            two_all += len(rs) if s["filter_on"] == 0 else sum(ones)
             continue
+        one_all += sum(ones)
         dsc1 = sc[int(nxt["dst_off"]):]
         gap = {}
-        for o, p, e, _ in recs[(r, t + 1)]:
+        for o, p, e, _, _ in recs[(r, t + 1)]:
             gap[o] = min(gap.get(o, np.inf), F32(dsc1[p] - e))
         dsc = sc[int(s["dst_off"]):]
-        for o, p, e, a in rs:
+        for o, p, e, a, j in rs:
             gp = min(gap.get(p, np.inf), F32(ob) + nxt["slack"])
-            two += a or e >= (dsc[p] + F32(gp)) - F32(ob) - 2 * s["slack"]
-    tot = {k: sum(v[k] for v in got.values()) for k in ("kept", "admitted", "kept_two_step")}
-    assert (tot["kept"], tot["admitted"], tot["kept_two_step"]) == (kept, adm, two)
-    assert adm <= two <= kept and kept > 0
+            within = e >= (dsc[p] + F32(gp)) - F32(ob) - 2 * s["slack"]
+            two += a or within
+            two_all += is_needed[(o, p, j)] or within
+    keys = ("kept", "admitted", "kept_two_step", "admitted_needed", "admitted_at_score", "kept_one_step_all",
+            "kept_two_step_all")
+    tot = {k: sum(v[k] for v in got.values()) for k in keys}
+    assert tuple(tot[k] for k in keys) == (kept, adm, two, needed, at_score, one_all, two_all)
+    assert adm <= two <= kept and 0 < at_score <= needed <= adm and two_all <= one_all <= kept
