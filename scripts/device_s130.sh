@@ -12,13 +12,14 @@
 #      the trim guard (default); then the goldens, the records-after tests and the filter's cases under
 #      CUWFST_LATTICE_RESERVE=chunk and CUWFST_LATTICE_TABLES=packed; both modules built
 #   3. lattice_speed --utts 256: new (sides: the in-step stage, chunked slots, packed tables, both;
-#      and --finish-ab: the pruning's finish on a thread of its own, CUWFST_LATTICE_FINISH=thread, Python, also untried) /
-#      old / new, one process each; their traces give the pipelined call's tail and the worker's jobs
+#      and --finish-ab: the pruning's finish on a thread of its own, CUWFST_LATTICE_FINISH=thread,
+#      Python, also untried), then old, one process each (no second new run: the peers get its
+#      time); the traces give the pipelined call's tail and the worker's jobs
 #   4. the peers (feed all, 256 utterances): cuwfst-gpu, cuwfst-gpu-lattice, riva on the TLG, where
 #      riva-asrlib-decoder imports (its wheel is in ../shared/device/wheels since 2026-12-04 21:29)
 # Restage the other side if .device/ab_old is gone: mkdir -p .device/ab_old/cuwfst/csrc/include/cuwfst &&
 #   git show f0923f8:cuwfst/csrc/include/cuwfst/lattice_after.cuh > .device/ab_old/cuwfst/csrc/include/cuwfst/lattice_after.cuh
-# Until END (default 590) s. Carry .device. $OUT: s130.log, tests_*.log, lat_*.jsonl, peers.*
+# Until END (default 590) s. Carry .device. $OUT: s130.log, tests_*.log, lat_new.jsonl, lat_old.jsonl, peers.*
 . scripts/device_common.sh
 END=${END:-590}
 device_setup s130.log
@@ -33,8 +34,8 @@ wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 lat_speed lat_new.jsonl 400 --utts 256 --finish-ab --env-ab step:CUWFST_LATTICE_RECORDS=step chunk:CUWFST_LATTICE_RESERVE=chunk \
   packed:CUWFST_LATTICE_TABLES=packed both:CUWFST_LATTICE_RESERVE=chunk,CUWFST_LATTICE_TABLES=packed
 ab_use other; lat_speed lat_old.jsonl 428 --utts 256
-ab_use own; lat_speed lat_new2.jsonl 456 --utts 256
-echo "[$(since) s] lattice_speed x3" | tee -a $L
+ab_use own  # (the peers run the checkout's own module)
+echo "[$(since) s] lattice_speed x2" | tee -a $L
 if python3 -c "import riva.asrlib.decoder" 2>/dev/null; then peers $((END - 5)) cuwfst-gpu cuwfst-gpu-lattice riva
 else echo "no riva-asrlib-decoder: peers not run" | tee -a $L; fi
 echo "[$(since) s] peers" | tee -a $L
