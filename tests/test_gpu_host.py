@@ -1077,3 +1077,16 @@ def test_host_overlap_finish_thread_keeps_the_order():
             with pytest.raises(RuntimeError, match="finish failed"):
                 host.drain_prunings()
     assert ran == [7]  # the failed finish's host work never ran; the next one's did
+
+    # a host work's error: raised by the first drain_prunings after it has ended (as without the
+    # finish thread, where the host work is part of what drain_prunings waits for), and at the end
+    def bad_host(r):
+        raise ValueError(f"host work {r} failed")
+
+    with pytest.raises(ValueError, match="host work 0 failed"):
+        with HostOverlap(finish_thread=True) as host:
+            host.run_pruning(lambda: 0, bad_host)
+            host.drain_prunings()
+            host._futures[-1].exception()  # (its host work has ended)
+            with pytest.raises(ValueError, match="host work 0 failed"):
+                host.drain_prunings()

@@ -285,6 +285,8 @@ void GpuDecoder::Allocate() {
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
+  lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
+  ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
     char* end = nullptr;
@@ -513,6 +515,9 @@ void GpuDecoder::Allocate() {
   ws_.refill_row = Alloc<int32_t>(L, "refill rows");
   ws_.refill_arrive = Alloc<int32_t>(L, "refill arrivals");
   CUWFST_CUDA(cudaMemsetAsync(ws_.refill_arrive, 0, L * sizeof(int32_t), stream_));
+  // (the records log's fold into FinalizeKernel, Workspace::lat_log_fold: back to 0 after each step)
+  ws_.lat_log_arrive = Alloc<int32_t>(L, "the records log's arrivals");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.lat_log_arrive, 0, L * sizeof(int32_t), stream_));
   ws_.refill_path_len = Alloc<int32_t>(refill_done_cap_, "refill path lengths");
   ws_.refill_inputs = d_inputs_;
   ws_.refill = 0;
@@ -982,6 +987,10 @@ constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices
 }  // namespace
 
+int64_t GpuDecoder::AfterHoleBound() const {
+  return int64_t{kAfterReserve - 1} * kAfterWarps * std::max<int64_t>(la_grid_, 1) * 4;
+}
+
 void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   const int64_t L = cfg_.max_lanes, seg = ws_.seg_cap;
   // (CUWFST_LATTICE_AFTER_ROOM=tokens,entries: other first sizes (a lane's log region, the
@@ -1345,10 +1354,17 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
   }
   // (kRefillInFinalize: the device-side refill runs in Finalize's last CTA of each ended lane)
+  // The records log in FinalizeKernel (CUWFST_LATTICE_LOG=finalize): a lat_after step with nothing
+  // between its FinalizeKernel and the log (no refill; epsilon-free, so no closure) and not on
+  // the late path (a lattice decode never is: pool_late needs ws_.lattice 0)
+  const bool log_fold = lat_w.lat_after && lat_w.lat_log_fold && w.refill == kRefillOff && w.pool_late < 2 &&
+                        cfg_.eps_iterations == 0;
   if (w.pool_late == 3)  // the same, each working CTA's prefix beside its first loads
     Timed(5, [&] { LaunchStep(FinalizeKernel<true, true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   else if (w.pool_late == 2)  // the next frontiers handed out by the claims in FinalizeKernel's CTAs
     Timed(5, [&] { LaunchStep(FinalizeKernel<true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
+  else if (log_fold)  // (and the log: LatLogInFinalize)
+    Timed(5, [&] { LaunchStep(FinalizeKernel<false, false, true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   else
     Timed(5, [&] { LaunchStep(FinalizeKernel<false>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   // kRefillByKernel: lanes whose row just ended take the next queued row, whose start the
@@ -1356,7 +1372,7 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   if (w.refill == kRefillByKernel)
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
-  if (lat_w.lat_after)
+  if (lat_w.lat_after && !log_fold)
     Timed(13, [&] { LaunchStep(LatLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
@@ -1735,7 +1751,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       if (arena_grows) GrowArena(cursor);
       if (lattice_full && !guard) {  // the batch's records, from its step counts (checked against the cursor)
         const LatticeRunNeed r = OverflowedRunNeed(B, 0, static_cast<int32_t>(ws_.seg_cap), 0, lat_cursor,
-                                                   after && lat_reserve_);
+                                                   after && lat_reserve_ ? AfterHoleBound() : 0);
         GrowLattice(static_cast<unsigned long long>(r.need), static_cast<unsigned long long>(r.made));
       }
     }
@@ -2001,6 +2017,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[78] = lat_after_decodes_;
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
+  out[81] = lat_log_fold_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

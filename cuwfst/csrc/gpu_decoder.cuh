@@ -447,7 +447,8 @@ class GpuDecoder {
   // (Workspace::trim_weights: the graph has blank counts; CUWFST_TRIM_WEIGHTS=off: 0).
   // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
-  static constexpr int kMemStats = 81;
+  // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
+  static constexpr int kMemStats = 82;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -537,8 +538,14 @@ class GpuDecoder {
   void EnqueueRecordsPass(const Workspace& w);
   // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
   // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
+  // holes > 0: the records pass took its slots a chunk a warp (CUWFST_LATTICE_RESERVE=chunk), so the
+  // cursor counts slots, and a run again leaves at most `holes` unfilled (AfterHoleBound): the need
+  // is the records plus that bound, so the first run after growth fits whatever its holes.
   LatticeRunNeed OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps, unsigned long long cursor,
-                                   bool slots = false);
+                                   int64_t holes = 0);
+  // The most slots the records pass's chunks can leave unfilled in one run: kAfterReserve - 1 a
+  // warp of each of its four records launches.
+  int64_t AfterHoleBound() const;
   void ReadLattice(int32_t B, const int32_t* lengths, const LatticeOutputs& out);
   void ReleaseAllLanes();
   StepParams Params(bool f16) const;
@@ -717,6 +724,9 @@ class GpuDecoder {
   // CUWFST_LATTICE_TABLES=packed at construction (Workspace::lat_tab_slots; MemStats [80]): the pass's
   // global tables hold each slot's state and index in one word
   bool lat_tab_packed_ = false;
+  // CUWFST_LATTICE_LOG=finalize at construction (Workspace::lat_log_fold; MemStats [81]): a lattice
+  // decode's records log written at the end of each step's FinalizeKernel, no LatLogKernel launches.
+  bool lat_log_fold_ = false;
   unsigned long long pr_slots_ = 0;  // the last mode-2 decode's record slots (its cursor): PrBucketKernel reads them all
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass

@@ -208,7 +208,8 @@ void GpuDecoder::GrowLattice(unsigned long long want, unsigned long long made) {
 }
 
 LatticeRunNeed GpuDecoder::OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, int32_t steps,
-                                             unsigned long long cursor, bool slots) {
+                                             unsigned long long cursor, int64_t holes) {
+  const bool slots = holes > 0;
   const int64_t seg = ws_.seg_cap;
   std::vector<int32_t> count(static_cast<size_t>(B) * seg);  // lanes 0 .. B - 1: rows of seg_cap
   CUWFST_CUDA(cudaMemcpyAsync(count.data(), ws_.lat_count, count.size() * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
@@ -222,7 +223,7 @@ LatticeRunNeed GpuDecoder::OverflowedRunNeed(int32_t B, int32_t t0, int32_t t1, 
        << " .. " << t1 - 1 << " add up to " << r.made << " (a decoder bug; please report it)";
     throw std::logic_error(os.str());
   }
-  if (slots) r.need = std::max<int64_t>(r.need, static_cast<int64_t>(cursor));
+  if (slots) r.need = std::max<int64_t>({r.need, static_cast<int64_t>(cursor), r.made + holes});
   return r;
 }
 

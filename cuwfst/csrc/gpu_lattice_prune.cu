@@ -1455,8 +1455,9 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
   PrInitStart<<<(B + 127) / 128, 128, 0, s>>>(g, B, d_tok_off, fwd, rank, state);
   // every slot the decode's records took: its records, and under CUWFST_LATTICE_RESERVE=chunk the
-  // holes between them (lane -1, skipped); the same N elsewhere
-  const int64_t slots = std::max<int64_t>(N, std::min<int64_t>(static_cast<int64_t>(pr_slots_), ws_.lat_cap));
+  // holes between them (lane -1, skipped); N elsewhere, where the cursor took one slot a record
+  const bool holes = lat_reserve_ && lat_after_used_;
+  const int64_t slots = holes ? std::max<int64_t>(N, std::min<int64_t>(static_cast<int64_t>(pr_slots_), ws_.lat_cap)) : N;
   if (N > 0)
     PrBucketKernel<<<GridFor(slots), kPrThreads, 0, s>>>(g, ws_.lat, ws_.lat_ext, slots, B, Tmax, d_rec_off, d_rec_cur,
                                                      d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags,

@@ -60,7 +60,9 @@ class HostOverlap:
 
         def staged():
             r = finish()
-            self._futures.append(self._pool.submit(then, r))
+            t = self._pool.submit(then, r)
+            self._futures.append(t)
+            return t
 
         f = self._finish.submit(staged)
         self._futures.append(f)
@@ -68,9 +70,13 @@ class HostOverlap:
 
     def drain_prunings(self, keep: int = 0) -> None:
         """Wait until at most `keep` pipelined prunings handed over are unfinished (the latest
-        ones; the work before each finishes first); a finished one's error is raised here."""
+        ones; the work before each finishes first); a finished one's error is raised here, and
+        with a finish thread also the error of its host work where that has ended (its host work
+        is not waited for: that is the thread's point)."""
         for f in self._prunings[: max(len(self._prunings) - keep, 0)]:
-            f.result()
+            r = f.result()
+            if self._finish is not None and r.done():
+                r.result()
 
     def __enter__(self):
         return self

@@ -461,6 +461,24 @@ __device__ __forceinline__ bool LatTrimOn(const DeviceGraph& g, const Workspace&
   return ws.lattice == 2 && ws.trim != 0 && ws.lat_filter[0] != 0.f && g.max_abs_weight <= kLatFilterMaxWeight &&
          lc.lat_mag <= kLatTrimMag && LatSlackFor(g, ws, lc, kLatFilterMag).drift <= kLatFilterMaxDrift;
 }
+// The records' filter's recursion at the end of a lane's step (lattice == 2; lattice.cuh's LatStepEndKernel,
+// and lattice_log.cuh's LatLogScalars): the step's LatFilterStep (LatFilterFor), then the step it last
+// dropped arcs on, the guard (a step within 32 of a filtered one whose frontier left kLatGuardMag),
+// and the lane's lat_mag and lat_drift for the next step. trim_guard: also the lattice trim's guard
+// (a real step the scan may have trimmed for the lattice, LatTrimOn, from the counters it read: they
+// change only below, left out arcs that only the filter may drop; if the step is not filtered
+// after all, its frontier having left kLatFilterMag, the batch is decoded again without it).
+__device__ __forceinline__ LatFilterStep LatFilterAdvance(const DeviceGraph& g, const Workspace& ws, LaneCounters& lc,
+                                                          int32_t phase, bool trim_guard) {
+  const LatFilterStep f = LatFilterFor(g, ws, lc, phase);
+  if (f.on) lc.lat_filter_last = lc.t - 1;
+  if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
+  if (trim_guard && phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
+  lc.lat_mag = f.mag;
+  lc.lat_drift = f.drift;
+  return f;
+}
+
 // The lattice trim's low (scan.cuh RowAndTrim; docs/design.md "The lattice trim"): from c =
 // L - beam (the search trim's low), the largest float below (c - output_beam) - S, S the
 // slack bound at kLatFilterMag. An arc left out ends at e <= that < (c - output_beam) - S;

@@ -4,6 +4,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuwfst/common.cuh"
+#include "cuwfst/lattice_log.cuh"  // LatLogInFinalize (kLog)
 #include "cuwfst/scan.cuh"  // InitLane, RefillLaneNow
 
 namespace cuwfst {
@@ -373,9 +374,12 @@ __device__ __forceinline__ void FinalizeLate(const DeviceGraph& g, const Workspa
   if (r.fits && work) FinalizeClaims(g, ws, lane, lc, phase, range, r.qd, r.next_cap);
 }
 
-template <bool kLate, bool kAhead = false>
+// kLog: the records after the search's step log at the end (LatLogInFinalize; lat_after decodes
+// under Workspace::lat_log_fold, which never take the kLate path: a lattice decode is not pool_late)
+template <bool kLate, bool kAhead = false, bool kLog = false>
 __global__ void __launch_bounds__(kFinalizeThreads)
 FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
+  static_assert(!(kLate && kLog), "the log's fold is not on the late path");
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
@@ -391,6 +395,7 @@ FinalizeKernel(DeviceGraph g, Workspace ws, StepParams p) {
   }
   // (uniform in the CTA: every thread returns here)
   FinalizeClaims(g, ws, lane, lc, phase, FinalizeRange(ws, lc), lc.tok_off[lc.buf], lc.tok_cap[lc.buf]);
+  if constexpr (kLog) LatLogInFinalize(g, ws, lane, lc);  // (every CTA of the lane: it counts them)
   if (ws.refill != kRefillInFinalize || !(phase == kPhaseFinal || phase == kPhaseRedirect)) return;
   __syncthreads();  // the CTA's writes are issued
   if (threadIdx.x == 0) {

@@ -389,24 +389,6 @@ inline size_t LatPersistSmem(const Workspace& w) {
   return w.lat_cand != nullptr && w.max_lanes <= kWalkThreads ? static_cast<size_t>(w.max_lanes) * sizeof(LatLane) : 0;
 }
 
-// The records' filter's recursion at the end of a lane's step (lattice == 2; LatStepEndKernel, and
-// lattice_after.cuh's LatLogKernel): the step's LatFilterStep (LatFilterFor), then the step it last
-// dropped arcs on, the guard (a step within 32 of a filtered one whose frontier left kLatGuardMag),
-// and the lane's lat_mag and lat_drift for the next step. trim_guard: also the lattice trim's guard
-// (a real step the scan may have trimmed for the lattice, LatTrimOn, from the counters it read: they
-// change only below, left out arcs that only the filter may drop; if the step is not filtered
-// after all, its frontier having left kLatFilterMag, the batch is decoded again without it).
-__device__ __forceinline__ LatFilterStep LatFilterAdvance(const DeviceGraph& g, const Workspace& ws, LaneCounters& lc,
-                                                          int32_t phase, bool trim_guard) {
-  const LatFilterStep f = LatFilterFor(g, ws, lc, phase);
-  if (f.on) lc.lat_filter_last = lc.t - 1;
-  if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
-  if (trim_guard && phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
-  lc.lat_mag = f.mag;
-  lc.lat_drift = f.drift;
-  return f;
-}
-
 // LatStepEndKernel — per step of a lattice decode, after LatPersistKernel (in place of the
 // closure's ClearClaimsKernel), grid (finalize_split, max_lanes) x kFinalizeThreads (the
 // CTAs of a lane split its claims in contiguous chunks; the kernel reads gridDim.x).

@@ -56,73 +56,24 @@ __device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
 // LatLogKernel — per step of a lat_after decode, after FinalizeKernel; grid (kAfterLogSplit,
 // max_lanes) x kAfterThreads. CTA 0 of a lane writes the step's lat_cutoff / lat_size and the
 // filter's recursion (lat_mag, lat_drift, lat_filter_last, lat_guard) exactly as LatStepEndKernel
-// does, and the step's LatStepLog; every CTA copies its share of the frontier the step expanded
-// (S_t: lc.step_size tokens of buffer buf ^ 1) into the lane's log region at the lane's
-// frontier_total before the step (the scans add each step's frontier to it, a paused step takes it
-// back: PooledUndoStep). A lane past its region logs nothing more (the host grows the log to the
-// batch's largest frontier_total and decodes again). The search's FinalizeKernel ran as the
-// 1-best's (it cleared its claims). (Its CTAs a lane: kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT.)
+// does, and the step's LatStepLog (LatLogScalars); every CTA copies its share of the frontier the
+// step expanded (S_t: lc.step_size tokens of buffer buf ^ 1) into the lane's log region at the
+// lane's frontier_total before the step (LatLogCopy; the scans add each step's frontier to it, a
+// paused step takes it back: PooledUndoStep). A lane past its region logs nothing more (the host
+// grows the log to the batch's largest frontier_total and decodes again). The search's
+// FinalizeKernel ran as the 1-best's (it cleared its claims). (Its CTAs a lane: kAfterLogSplit, or
+// CUWFST_LATTICE_LOG_SPLIT.) Under CUWFST_LATTICE_LOG=finalize (Workspace::lat_log_fold) the same
+// two run inside the step's FinalizeKernel instead (LatLogInFinalize), one launch a step fewer.
 constexpr int32_t kAfterLogSplit = 8;
+
 __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Workspace ws) {
   StepKernelEntry();
   const int32_t lane = blockIdx.y;
   LaneCounters& lc = ws.lanes[lane];
   const int32_t phase = lc.step_phase;
   if (phase == kPhaseIdle) return;
-  const int32_t n = lc.step_size;
-  const long long total = lc.frontier_total;
-  const long long off = static_cast<long long>(lane) * ws.lat_log_lane + (total - n);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    const int32_t k = lc.t - 1;
-    const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
-    const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
-    // (no lattice trim: the search is the 1-best's, and the pass reads every arc it needs)
-    const LatFilterStep f = LatFilterAdvance(g, ws, lc, phase, false);
-    const bool final_alive = lc.final_winner != -2;
-    ws.lat_cutoff[at] = cutoff;
-    ws.lat_size[at] = phase == kPhaseReal ? min(lc.next_size, lc.tok_cap[lc.buf]) : (final_alive ? 1 : 0);
-    LatStepLog s;
-    s.src_off = off;
-    s.row32 = phase == kPhaseReal ? lc.lp_row_f32 : nullptr;
-    s.row16 = phase == kPhaseReal ? lc.lp_row_f16 : nullptr;
-    s.tab_off = 0;
-    s.src_n = n;
-    s.phase = phase;
-    s.cutoff = cutoff;
-    // (ws.lat_filter[3] == 0, CUWFST_LATTICE_PREFILTER=off: every arc probed)
-    s.pre_low = f.on && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - f.slack : -INFINITY;
-    s.slack = f.slack;
-    s.filter_on = f.on ? 1 : 0;
-    s.final_alive = final_alive ? 1 : 0;
-    s.tab_bits = 0;
-    ws.lat_steps[at] = s;
-  }
-  if (total > ws.lat_log_lane) return;
-  const int32_t src = lc.buf ^ 1;
-  const int32_t* st = ws.tok_state[src] + lc.tok_off[src];
-  const float* sc = ws.tok_score[src] + lc.tok_off[src];
-  // four tokens a thread in flight (the loads before the stores: the log may alias nothing the
-  // compiler can see, so it would not reorder them itself)
-  const int32_t stride = gridDim.x * blockDim.x;
-  int32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    int32_t x[4];
-    float y[4];
-#pragma unroll
-    for (int32_t u = 0; u < 4; ++u) {
-      x[u] = st[i + u * stride];
-      y[u] = sc[i + u * stride];
-    }
-#pragma unroll
-    for (int32_t u = 0; u < 4; ++u) {
-      ws.lat_log_state[off + i + u * stride] = x[u];
-      ws.lat_log_score[off + i + u * stride] = y[u];
-    }
-  }
-  for (; i < n; i += stride) {
-    ws.lat_log_state[off + i] = st[i];
-    ws.lat_log_score[off + i] = sc[i];
-  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) LatLogScalars(g, ws, lane, lc, phase);
+  LatLogCopy<true>(ws, lane, lc, static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(gridDim.x));
 }
 
 // LatPlanKernel — after a lat_after sequence's steps; grid max_lanes x kAfterThreads (lat_plan

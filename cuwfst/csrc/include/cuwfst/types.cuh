@@ -728,6 +728,12 @@ struct Workspace {
   // cursor counts slots, not records); 0: an atomicAdd a round with a kept record
   // (CUWFST_LATTICE_RESERVE=chunk / round; round the default)
   int32_t lat_reserve;
+  // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
+  // (lattice_after.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
+  // between steps, writes the scalars) in place of a LatLogKernel launch a step
+  // (CUWFST_LATTICE_LOG=finalize / kernel; kernel the default)
+  int32_t lat_log_fold;
+  int32_t* lat_log_arrive;         // [max_lanes]
   int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
   int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
   // or (CUWFST_LATTICE_TABLES=packed; then the two above are nullptr) [lat_tab_cap] slots of both in

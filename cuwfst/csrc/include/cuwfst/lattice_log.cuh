@@ -1,0 +1,102 @@
+// The records after the search's step log (docs/design.md "The records after the search"): what
+// lattice_after.cuh's LatLogKernel writes after each step's FinalizeKernel, or, under
+// Workspace::lat_log_fold (CUWFST_LATTICE_LOG=finalize), FinalizeKernel<false, false, true> itself
+// at its end (LatLogInFinalize), one launch a step fewer. Apart from lattice_after.cuh so that
+// finalize.cuh can include it.
+#pragma once
+
+#include "cuwfst/common.cuh"
+
+namespace cuwfst {
+
+// The step's scalars and LatStepLog: one thread, once the step's FinalizeKernel has written all it
+// writes (next_size, final_winner: read through volatile, since under the fold other CTAs of the
+// same launch wrote them).
+__device__ __forceinline__ void LatLogScalars(const DeviceGraph& g, const Workspace& ws, int32_t lane, LaneCounters& lc,
+                                              int32_t phase) {
+  const volatile LaneCounters* v = &lc;
+  const int32_t n = lc.step_size;
+  const long long off = static_cast<long long>(lane) * ws.lat_log_lane + (lc.frontier_total - n);
+  const int32_t k = lc.t - 1;
+  const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
+  const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+  // (no lattice trim: the search is the 1-best's, and the pass reads every arc it needs)
+  const LatFilterStep f = LatFilterAdvance(g, ws, lc, phase, false);
+  const bool final_alive = v->final_winner != -2;
+  ws.lat_cutoff[at] = cutoff;
+  ws.lat_size[at] = phase == kPhaseReal ? min(v->next_size, lc.tok_cap[lc.buf]) : (final_alive ? 1 : 0);
+  LatStepLog s;
+  s.src_off = off;
+  s.row32 = phase == kPhaseReal ? lc.lp_row_f32 : nullptr;
+  s.row16 = phase == kPhaseReal ? lc.lp_row_f16 : nullptr;
+  s.tab_off = 0;
+  s.src_n = n;
+  s.phase = phase;
+  s.cutoff = cutoff;
+  // (ws.lat_filter[3] == 0, CUWFST_LATTICE_PREFILTER=off: every arc probed)
+  s.pre_low = f.on && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - f.slack : -INFINITY;
+  s.slack = f.slack;
+  s.filter_on = f.on ? 1 : 0;
+  s.final_alive = final_alive ? 1 : 0;
+  s.tab_bits = 0;
+  ws.lat_steps[at] = s;
+}
+
+// Share `cta` of `ctas` (blockDim.x threads each) of the copy of S_t into the lane's log region
+// (nothing where the region is full); kAhead: four tokens a thread in flight (LatLogKernel), else
+// one (in FinalizeKernel, whose registers the claims take).
+template <bool kAhead>
+__device__ __forceinline__ void LatLogCopy(const Workspace& ws, int32_t lane, const LaneCounters& lc, int32_t cta,
+                                           int32_t ctas) {
+  const int32_t n = lc.step_size;
+  const long long total = lc.frontier_total;
+  if (total > ws.lat_log_lane) return;
+  const long long off = static_cast<long long>(lane) * ws.lat_log_lane + (total - n);
+  const int32_t src = lc.buf ^ 1;
+  const int32_t* st = ws.tok_state[src] + lc.tok_off[src];
+  const float* sc = ws.tok_score[src] + lc.tok_off[src];
+  // four tokens a thread in flight (the loads before the stores: the log may alias nothing the
+  // compiler can see, so it would not reorder them itself)
+  const int32_t stride = ctas * static_cast<int32_t>(blockDim.x);
+  int32_t i = cta * static_cast<int32_t>(blockDim.x) + static_cast<int32_t>(threadIdx.x);
+  for (; kAhead && i + 3 * stride < n; i += 4 * stride) {
+    int32_t x[4];
+    float y[4];
+#pragma unroll
+    for (int32_t u = 0; u < 4; ++u) {
+      x[u] = st[i + u * stride];
+      y[u] = sc[i + u * stride];
+    }
+#pragma unroll
+    for (int32_t u = 0; u < 4; ++u) {
+      ws.lat_log_state[off + i + u * stride] = x[u];
+      ws.lat_log_score[off + i + u * stride] = y[u];
+    }
+  }
+  for (; i < n; i += stride) {
+    ws.lat_log_state[off + i] = st[i];
+    ws.lat_log_score[off + i] = sc[i];
+  }
+}
+
+// FinalizeKernel's end under Workspace::lat_log_fold (finalize.cuh, every CTA of a lane whose step
+// is not idle, after its claims): the CTA's share of the copy, then the lane's last CTA to arrive
+// (lat_log_arrive[lane], back to 0 for the next step) writes the scalars, after every CTA's writes
+// of the step (the counts of next_size, final_winner) are visible. What it writes is what
+// LatLogKernel would write after the launch.
+__device__ inline void LatLogInFinalize(const DeviceGraph& g, const Workspace& ws, int32_t lane, LaneCounters& lc) {
+  const int32_t phase = lc.step_phase;
+  if (phase == kPhaseIdle) return;  // (uniform in the lane)
+  LatLogCopy<false>(ws, lane, lc, static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(gridDim.x));
+  __syncthreads();  // the CTA's writes (its claims' and its copy's) are issued
+  if (threadIdx.x == 0) {
+    __threadfence();  // ... and visible before the count says so
+    if (atomicAdd(&ws.lat_log_arrive[lane], 1) == static_cast<int32_t>(gridDim.x) - 1) {
+      __threadfence();  // the other CTAs' writes are read after their counts
+      ws.lat_log_arrive[lane] = 0;
+      LatLogScalars(g, ws, lane, lc, phase);
+    }
+  }
+}
+
+}  // namespace cuwfst
