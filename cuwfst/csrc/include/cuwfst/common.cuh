@@ -470,10 +470,14 @@ __device__ __forceinline__ bool LatTrimOn(const DeviceGraph& g, const Workspace&
 // after all, its frontier having left kLatFilterMag, the batch is decoded again without it).
 __device__ __forceinline__ LatFilterStep LatFilterAdvance(const DeviceGraph& g, const Workspace& ws, LaneCounters& lc,
                                                           int32_t phase, bool trim_guard) {
+  // (every read before the first write: the same values, one round of loads)
   const LatFilterStep f = LatFilterFor(g, ws, lc, phase);
-  if (f.on) lc.lat_filter_last = lc.t - 1;
-  if (ws.lat_filter[0] != 0.f && lc.t - 1 - lc.lat_filter_last <= 32 && !(f.mag <= kLatGuardMag)) lc.lat_guard = 1;
-  if (trim_guard && phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc)) lc.lat_guard = 1;
+  const int32_t step = lc.t - 1;
+  const int32_t last = f.on ? step : lc.lat_filter_last;
+  const bool guard = (ws.lat_filter[0] != 0.f && step - last <= 32 && !(f.mag <= kLatGuardMag)) ||
+                     (trim_guard && phase == kPhaseReal && !f.on && LatTrimOn(g, ws, lc));
+  if (f.on) lc.lat_filter_last = step;
+  if (guard) lc.lat_guard = 1;
   lc.lat_mag = f.mag;
   lc.lat_drift = f.drift;
   return f;

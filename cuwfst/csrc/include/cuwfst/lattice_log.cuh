@@ -11,30 +11,37 @@ namespace cuwfst {
 
 // The step's scalars and LatStepLog: one thread, once the step's FinalizeKernel has written all it
 // writes (next_size, final_winner: read through volatile, since under the fold other CTAs of the
-// same launch wrote them).
+// same launch wrote them). Every counter is read before the first store (the stores may alias the
+// counters as far as the compiler knows, so a read after one waits for it): one round of loads,
+// then the filter's recursion and the stores. Values as before: nothing else writes them meanwhile.
 __device__ __forceinline__ void LatLogScalars(const DeviceGraph& g, const Workspace& ws, int32_t lane, LaneCounters& lc,
                                               int32_t phase) {
   const volatile LaneCounters* v = &lc;
+  const int32_t next_size = v->next_size;
+  const bool final_alive = v->final_winner != -2;
   const int32_t n = lc.step_size;
-  const long long off = static_cast<long long>(lane) * ws.lat_log_lane + (lc.frontier_total - n);
+  const long long total = lc.frontier_total;
   const int32_t k = lc.t - 1;
-  const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
+  const int32_t cap = lc.tok_cap[lc.buf];
+  const float* row32 = lc.lp_row_f32;
+  const auto row16 = lc.lp_row_f16;
   const float cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;
+  const float lf1 = ws.lat_filter[1], lf3 = ws.lat_filter[3];
   // (no lattice trim: the search is the 1-best's, and the pass reads every arc it needs)
   const LatFilterStep f = LatFilterAdvance(g, ws, lc, phase, false);
-  const bool final_alive = v->final_winner != -2;
+  const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
   ws.lat_cutoff[at] = cutoff;
-  ws.lat_size[at] = phase == kPhaseReal ? min(v->next_size, lc.tok_cap[lc.buf]) : (final_alive ? 1 : 0);
+  ws.lat_size[at] = phase == kPhaseReal ? min(next_size, cap) : (final_alive ? 1 : 0);
   LatStepLog s;
-  s.src_off = off;
-  s.row32 = phase == kPhaseReal ? lc.lp_row_f32 : nullptr;
-  s.row16 = phase == kPhaseReal ? lc.lp_row_f16 : nullptr;
+  s.src_off = static_cast<long long>(lane) * ws.lat_log_lane + (total - n);
+  s.row32 = phase == kPhaseReal ? row32 : nullptr;
+  s.row16 = phase == kPhaseReal ? row16 : nullptr;
   s.tab_off = 0;
   s.src_n = n;
   s.phase = phase;
   s.cutoff = cutoff;
   // (ws.lat_filter[3] == 0, CUWFST_LATTICE_PREFILTER=off: every arc probed)
-  s.pre_low = f.on && ws.lat_filter[3] != 0.f ? (cutoff - ws.lat_filter[1]) - f.slack : -INFINITY;
+  s.pre_low = f.on && lf3 != 0.f ? (cutoff - lf1) - f.slack : -INFINITY;
   s.slack = f.slack;
   s.filter_on = f.on ? 1 : 0;
   s.final_alive = final_alive ? 1 : 0;
