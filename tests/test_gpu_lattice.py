@@ -685,14 +685,27 @@ def test_records_after_the_search_log_in_finalize(monkeypatch):
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_LOG", ("fold", "1", "Finalize"))
+
+    def profiled(dec, what):  # a decode launch by launch, its kernels timed by kind
+        inst = dec._gpu.main
+        before = inst.profile(True)
+        compare(cpu, dec.decode(lp, lattice=True), f"{what}, profiled")
+        after = inst.profile(False)
+        return {k: after[k] - before[k] for k in ("lat_step_end", "lat_persist", "finalize")}
+
     monkeypatch.setenv("CUWFST_LATTICE_LOG", "kernel")
-    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_log_fold"] == 0
+    dec = Decoder(graph, opts, device="cuda")
+    assert dec._gpu.main.mem_stats()["lat_log_fold"] == 0
+    ran = profiled(dec, "log kernel")  # (kind lat_step_end: LatLogKernel in a records-after decode)
+    assert ran["lat_step_end"] > 0 and ran["lat_persist"] > 0
     monkeypatch.setenv("CUWFST_LATTICE_LOG", "finalize")
     dec = Decoder(graph, opts, device="cuda")
     for k in range(3):
         compare(cpu, dec.decode(lp, lattice=True), f"log in finalize, decode {k}")
     st = dec._gpu.main.mem_stats()
     assert st["lat_log_fold"] == 1 and _after_stats(dec) == 3
+    ran = profiled(dec, "log in finalize")  # no LatLogKernel launch: the log came from FinalizeKernel
+    assert ran["lat_step_end"] == 0 and ran["lat_persist"] > 0 and ran["finalize"] > 0
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_ROOM", "64,64")
     small = Decoder(graph, opts, device="cuda", lattice_entries=64)
     compare(cpu, small.decode(lp, lattice=True), "log in finalize, grown")

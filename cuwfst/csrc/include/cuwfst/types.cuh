@@ -729,7 +729,7 @@ struct Workspace {
   // (CUWFST_LATTICE_RESERVE=chunk / round; round the default)
   int32_t lat_reserve;
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
-  // (lattice_after.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
+  // (lattice_log.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
   // between steps, writes the scalars) in place of a LatLogKernel launch a step
   // (CUWFST_LATTICE_LOG=finalize / kernel; kernel the default)
   int32_t lat_log_fold;
