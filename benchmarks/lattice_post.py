@@ -300,13 +300,14 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
     """What the pass does a table class (numpy, from the same inputs as expected_counts): row-steps,
     work items (1,024 tokens of S_t), tokens, the warp walk's chunks (a warp's 32-arc rounds; lanes
     used = arcs read / (chunks x 32)), arcs read, table probes (candidates), survivors, kept records,
-    and the table work: slots cleared and tokens inserted (a shared class rebuilds its row-step's
+    the rounds that keep one (keep_rounds), the destination scores the filter loads (dsc_loads: a
+    survivor not admitted on a filtered step) and the rounds with one (dsc_rounds), and the table work: slots cleared and tokens inserted (a shared class rebuilds its row-step's
     whole table in every item; the global class once a row-step, BuildKernel). And, for a walk by
     label instead of by weight: label_probes, the non-blank labels l a token would look up, those
     with lp[l] >= pre_low - a - w_best (w_best its best non-blank arc's weight: no arc of another
     label can end above pre_low), and label_hits, its non-blank arcs with such a label."""
-    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "keep_rounds", "cleared",
-            "inserted", "label_probes", "label_hits")
+    keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "keep_rounds", "dsc_loads",
+            "dsc_rounds", "cleared", "inserted", "label_probes", "label_hits")
     out = {c: dict.fromkeys(keys, 0) for c in CLASS_NAMES}
     pos_of = np.full(len(emit_b), -1, np.int64)
     cls = class_of(steps["dst_n"])
@@ -338,6 +339,11 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
         # the warp rounds that keep a record (each an atomicAdd at the records' cursor, AfterWrite):
         # distinct (token, 32-arc chunk) among the kept arcs
         o["keep_rounds"] += int(np.unique(own[keep] * ((int(n_all.max(initial=0)) + 31) // 32) + k[keep] // 32).size)
+        # the destination scores the filter reads (dsc[p], a global load after the probe: a survivor
+        # not admitted on a filtered step), and the warp rounds that wait for at least one
+        need = (p >= 0) & ~(x["end"] > s["cutoff"]) & (s["filter_on"] != 0)
+        o["dsc_loads"] += int(need.sum())
+        o["dsc_rounds"] += int(np.unique(own[need] * ((int(n_all.max(initial=0)) + 31) // 32) + k[need] // 32).size)
     return out
 
 

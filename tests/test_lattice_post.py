@@ -201,13 +201,18 @@ def test_work_by_class_counts_the_walk():
     tot = {k: sum(w[k] for w in work.values()) for k in work["c11"]}
     assert (tot["read"], tot["cands"], tot["survived"], tot["kept"], tot["tokens"]) == (
         want["slots"], want["cands"], want["survived"], want["kept"], want["tokens"])
-    chunks = probes = hits = keep_rounds = 0
+    chunks = probes = hits = keep_rounds = dsc_loads = dsc_rounds = dsc_all = 0
     V = tb.vocab_size
     pos_of = np.full(g.num_states, -1, np.int64)
     for s in steps:
         row = lp[int(s["lp_off"]): int(s["lp_off"]) + V]
         x = lattice_post._step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of)
         kept = {(int(o), int(j) // 32) for o, j in zip(x["own"][x["keep"]], x["k"][x["keep"]])}
+        dsc_at = {}  # (token, round) -> the round's lanes that load their destination's score
+        for o, j, pp, e in zip(x["own"], x["k"], x["p"], x["end"]):
+            if pp >= 0 and not e > s["cutoff"] and s["filter_on"] != 0:
+                dsc_at[(int(o), int(j) // 32)] = dsc_at.get((int(o), int(j) // 32), 0) + 1
+                dsc_all += 1
         for i in range(int(s["src_n"])):
             state, score = int(st[int(s["src_off"]) + i]), sc[int(s["src_off"]) + i]
             b, n, n0 = int(emit_b[state]), int(emit_n[state]), int(emit_n0[state])
@@ -218,11 +223,15 @@ def test_work_by_class_counts_the_walk():
             for k in range(0, n, 32):
                 chunks += 1
                 keep_rounds += (i, k // 32) in kept  # (a round that keeps a record: one atomicAdd)
+                dsc_rounds += (i, k // 32) in dsc_at
+                dsc_loads += dsc_at.get((i, k // 32), 0)
                 js = range(k, min(k + 32, n))
                 if any(j >= n0 and not (score + F32(tb.weight[b + j])) + s["lp_rest"] >= s["pre_low"] for j in js):
                     break
     assert tot["chunks"] == chunks > 0
     assert tot["keep_rounds"] == keep_rounds and 0 < keep_rounds <= min(chunks, tot["kept"])
+    assert (tot["dsc_loads"], tot["dsc_rounds"]) == (dsc_loads, dsc_rounds) and 0 < dsc_rounds <= dsc_loads
+    assert dsc_loads == dsc_all  # (every such arc is in a round the walk runs)
     assert (tot["label_probes"], tot["label_hits"]) == (probes, hits) and probes >= hits > 0
     sizes = {c: [int(x) for x in steps["dst_n"][lattice_post.class_of(steps["dst_n"]) == i]]
              for i, c in enumerate(lattice_post.CLASS_NAMES)}
