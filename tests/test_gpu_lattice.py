@@ -646,8 +646,8 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):
     """CUWFST_LATTICE_TABLES=packed: the pass's global tables (S_{t+1} past 8,192 tokens) hold each
-    slot's state and frontier index in one 64-bit word, so a probe that finds its state has the index
-    in the same load. The lattices are the CPU's, also when the tables outgrow their first room
+    slot's state, frontier index and score in one 16-byte slot, so a probe that finds its state has
+    the index, and the filter the destination's score, in the same load. The lattices are the CPU's, also when the tables outgrow their first room
     (CUWFST_LATTICE_AFTER_ROOM) and with the chunked record slots beside; values the switch does not
     know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()

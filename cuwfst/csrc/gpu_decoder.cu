@@ -984,7 +984,7 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
 // graphs are dropped when a pointer they hold changes.
 namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
-constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices
+constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 }  // namespace
 
 int64_t GpuDecoder::AfterHoleBound() const {
@@ -1027,8 +1027,8 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (steps) alloc(&ls, static_cast<size_t>(L * seg) * sizeof(LatStepLog), "the records pass's step logs");
   if (items) alloc(&it, static_cast<size_t>(kAfterLists * items_cap) * sizeof(int2), "the records pass's work items");
-  if (tab && lat_tab_packed_) {  // (the same bytes: a state and an index a slot, in one word)
-    alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(unsigned long long), "the records pass's tables (packed slots)");
+  if (tab && lat_tab_packed_) {  // (twice the bytes: a state, an index and a score a slot)
+    alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(ulonglong2), "the records pass's tables (packed slots)");
   } else if (tab) {
     alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (keys)");
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
@@ -1079,7 +1079,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   if (tab) {
     la_tab_keys_ = std::move(tk);
     la_tab_pos_ = std::move(tp);  // (empty when packed)
-    ws_.lat_tab_slots = lat_tab_packed_ ? static_cast<unsigned long long*>(la_tab_keys_.get()) : nullptr;
+    ws_.lat_tab_slots = lat_tab_packed_ ? static_cast<ulonglong2*>(la_tab_keys_.get()) : nullptr;
     ws_.lat_tab_keys = lat_tab_packed_ ? nullptr : static_cast<int32_t*>(la_tab_keys_.get());
     ws_.lat_tab_pos = lat_tab_packed_ ? nullptr : static_cast<int32_t*>(la_tab_pos_.get());
     ws_.lat_tab_cap = tab_cap;

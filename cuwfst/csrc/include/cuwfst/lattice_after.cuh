@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatTabClearKernel(Workspace ws)
   const unsigned long long n = min(ws.lat_plan[kAfterPlanTab], static_cast<unsigned long long>(ws.lat_tab_cap));
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
-    if (ws.lat_tab_slots != nullptr) ws.lat_tab_slots[i] = kStateSlotEmpty;
+    if (ws.lat_tab_slots != nullptr) ws.lat_tab_slots[i] = make_ulonglong2(kStateSlotEmpty, 0ull);
     else ws.lat_tab_keys[i] = -1;
   }
 }
@@ -146,7 +146,8 @@ __global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws)
     const int32_t last = min(d.src_n, item.y + kAfterChunk);
     for (int32_t i = item.y + threadIdx.x; i < last; i += blockDim.x) {
       if (ws.lat_tab_slots != nullptr)
-        StateTableInsertPacked(ws.lat_tab_slots + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i);
+        StateTableInsertPacked(ws.lat_tab_slots + s.tab_off, s.tab_bits, ws.lat_log_state[d.src_off + i], i,
+                               ws.lat_log_score[d.src_off + i]);
       else
         StateTableInsert(ws.lat_tab_keys + s.tab_off, ws.lat_tab_pos + s.tab_off, s.tab_bits,
                          ws.lat_log_state[d.src_off + i], i);
@@ -282,7 +283,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     rest = s_rest[0];
     for (int32_t x = 1; x < kAfterWarps; ++x) rest = fmaxf(rest, s_rest[x]);
     // (the global class: the step's table, two arrays or packed slots, CUWFST_LATTICE_TABLES)
-    const unsigned long long* tslots = kBits > 0 || ws.lat_tab_slots == nullptr ? nullptr : ws.lat_tab_slots + s.tab_off;
+    const ulonglong2* tslots = kBits > 0 || ws.lat_tab_slots == nullptr ? nullptr : ws.lat_tab_slots + s.tab_off;
     const int32_t* tkeys = kBits > 0 ? keys : tslots != nullptr ? nullptr : ws.lat_tab_keys + s.tab_off;
     const int32_t* tpos = kBits > 0 || tslots != nullptr ? nullptr : ws.lat_tab_pos + s.tab_off;
     const int32_t tbits = kBits > 0 ? kBits : s.tab_bits;
@@ -343,12 +344,14 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             ac = staged ? lps[lab] : AfterLp(s, lab);
             const float end = ArcEnd(a, wt, ac);
             if (!(end < s.pre_low)) {
+              float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
               if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
-              else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest);
+              else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
               else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
               if (p >= 0) {
                 admitted = end > s.cutoff;
-                keep = admitted || !s.filter_on || !(end < (dsc[p] - output_beam) - s.slack);
+                keep = admitted || !s.filter_on ||
+                       !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
               }
             }
           }

@@ -7,6 +7,8 @@
 
 #include <cstdint>
 
+#include <vector_types.h>
+
 namespace cuwfst {
 
 __device__ __forceinline__ uint32_t StateTableHash(int32_t s, int32_t bits) {
@@ -39,33 +41,42 @@ __device__ __forceinline__ int32_t StateTableFind(const int32_t* keys, const Pos
   }
 }
 
-// The same table with each slot's state and index in one 64-bit word (the index in the high half,
-// the state in the low; kStateSlotEmpty: state -1): a probe that finds its state has its index in
-// the same load, where the two arrays above take a second, dependent one (the records pass's global
-// tables, CUWFST_LATTICE_TABLES=packed).
+// The same table with each slot's state, index and score in one 16-byte slot: x the state (low half)
+// and the index (high half), kStateSlotEmpty where empty (state -1); y the token's score (its float
+// bits). A probe that finds its state has its index and score in the same load, where the two
+// arrays above take a second, dependent load for the index and the records' filter a third for the
+// score (the records pass's global tables, CUWFST_LATTICE_TABLES=packed).
 constexpr unsigned long long kStateSlotEmpty = ~0ull;
 __host__ __device__ constexpr unsigned long long StateSlotPack(int32_t s, int32_t i) {
   return (static_cast<unsigned long long>(static_cast<uint32_t>(i)) << 32) | static_cast<uint32_t>(s);
 }
 
-__device__ __forceinline__ void StateTableInsertPacked(unsigned long long* slots, int32_t bits, int32_t s, int32_t i) {
+// Inserts state s with index i and score `score` (distinct states; concurrent inserts are safe; the
+// score is read only by a later kernel).
+__device__ __forceinline__ void StateTableInsertPacked(ulonglong2* slots, int32_t bits, int32_t s, int32_t i,
+                                                       float score) {
   const uint32_t mask = (1u << bits) - 1u;
   const unsigned long long word = StateSlotPack(s, i);
   uint32_t h = StateTableHash(s, bits);
   while (true) {
-    const unsigned long long old = atomicCAS(&slots[h], kStateSlotEmpty, word);
+    const unsigned long long old = atomicCAS(&slots[h].x, kStateSlotEmpty, word);
     if (old == kStateSlotEmpty || static_cast<int32_t>(static_cast<uint32_t>(old)) == s) break;
     h = (h + 1) & mask;
   }
+  slots[h].y = __float_as_uint(score);
 }
 
-__device__ __forceinline__ int32_t StateTableFindPacked(const unsigned long long* slots, int32_t bits, int32_t d) {
+// The index of state d (-1 when it is not in the table) and, when found, its score into *score.
+__device__ __forceinline__ int32_t StateTableFindPacked(const ulonglong2* slots, int32_t bits, int32_t d, float* score) {
   const uint32_t mask = (1u << bits) - 1u;
   uint32_t h = StateTableHash(d, bits);
   while (true) {
-    const unsigned long long e = slots[h];
-    const int32_t key = static_cast<int32_t>(static_cast<uint32_t>(e));
-    if (key == d) return static_cast<int32_t>(e >> 32);
+    const ulonglong2 e = slots[h];
+    const int32_t key = static_cast<int32_t>(static_cast<uint32_t>(e.x));
+    if (key == d) {
+      *score = __uint_as_float(static_cast<uint32_t>(e.y));
+      return static_cast<int32_t>(e.x >> 32);
+    }
     if (key == -1) return -1;
     h = (h + 1) & mask;
   }

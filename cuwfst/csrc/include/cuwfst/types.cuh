@@ -736,9 +736,10 @@ struct Workspace {
   int32_t* lat_log_arrive;         // [max_lanes]
   int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
   int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
-  // or (CUWFST_LATTICE_TABLES=packed; then the two above are nullptr) [lat_tab_cap] slots of both in
-  // one word (state_table.cuh StateSlotPack: a hit's index in the probe's own load); else nullptr
-  unsigned long long* lat_tab_slots;
+  // or (CUWFST_LATTICE_TABLES=packed; then the two above are nullptr) [lat_tab_cap] 16-byte slots of
+  // state, index and score (state_table.cuh StateTableFindPacked: a hit's index and score in the
+  // probe's own load); else nullptr
+  ulonglong2* lat_tab_slots;
   int64_t lat_tab_cap;
   // The persistent split scan's phase trace (CUWFST_SCAN_TRACE=N, off by default: nullptr):
   // for each of the last N steps (a ring, scan_trace_cap = N), for each CTA of the scan's grid,
