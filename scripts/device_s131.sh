@@ -4,7 +4,7 @@
 # back twice, then none lent; then none lent at all), so this replaces device_s130.sh and
 # device_s129.sh (never run; renamed / removed), with both sessions' changes. NOT yet run on a GPU: edab0d0 (the records pass's walk reads an arc's destination and label in one load), 7a5c061
 # (EnvChoice), CUWFST_LATTICE_RESERVE=chunk (a pass warp takes its records' slots 32 at a time) and
-# CUWFST_LATTICE_TABLES=packed (the global tables' state and index in one word), CUWFST_LATTICE_LOG=finalize
+# CUWFST_LATTICE_TABLES=packed (the global tables' state, index and score in one 16-byte slot), CUWFST_LATTICE_LOG=finalize
 # (the records log written by FinalizeKernel, no LatLogKernel launches), all off by default; the chunked
 # slots' growth bound (AfterHoleBound) and the bucketing reading N slots where no chunks were taken.
 # Side "other" is lattice_after.cuh before edab0d0 (.device/ab_old, staged from f0923f8; it compiles
