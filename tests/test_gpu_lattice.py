@@ -998,7 +998,11 @@ def test_bounded_lattice_records_overflow_first_and_later_runs(chunk):
     # a run's need (chunk x its largest step, plus a quarter) stays below the batch's records
     assert 64 < b["lattice_capacity"] < w["lattice_capacity"], (b, w)
     recorded = sum(h.lattice.recorded_arcs for h in cpu)
-    assert w["lattice_capacity"] <= recorded + recorded // 4 + 1, (w, recorded)
+    # (the whole batch through the records pass with CUWFST_LATTICE_RESERVE=chunk: its growth adds
+    # the most holes a run can leave, 31 a warp of the pass's four records launches of 4 CTAs a
+    # multiprocessor of 8 warps, 1,024 multiprocessors bounding any GPU's grid)
+    holes = 31 * 4 * (4 * 8 * 1024) if w["lat_reserve"] and w["lattice_after_decodes"] else 0
+    assert w["lattice_capacity"] <= (recorded + holes) + (recorded + holes) // 4 + 1, (w, recorded)
 
 
 @pytest.mark.parametrize("filt", ["on", "off"])
