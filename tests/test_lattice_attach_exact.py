@@ -155,6 +155,81 @@ def test_states_out_of_time_order_bit_identical():
     assert checked > 0
 
 
+def test_arcs_out_of_level_order_bit_identical():
+    """The decoders' lattices have their arcs in level order, and lattice_posteriors.cc then reads
+    them in place; with the arcs permuted at random (their words carried along) the general path
+    (a stable sort by level) runs. Many spans (up to ~70 distinct words, some on no arc, some
+    negative or past int32) fill the native code's word table to its collisions. Same bits as the
+    plain reference on the permuted lattice, which sums each level's arcs in the same order."""
+    rng = np.random.default_rng(78)
+    V = 6
+    graph = small_lattice_graph(rng, "ctc", 1, V)
+    lp = random_log_probs(rng, 4, 16, V, peaky=False)
+    hyps = Decoder(graph, DecoderOptions(search_beam=12.0, output_beam=6.0)).decode(lp, lattice=True)
+    checked = 0
+    for h in hyps:
+        lat = h.lattice
+        A = lat.num_arcs
+        lev = lat.state_level[lat.src]
+        if A < 4 or len(np.unique(lev)) < 2:
+            continue
+        p = rng.permutation(A)
+        if np.all(np.diff(lev[p]) >= 0):
+            continue
+        fields = {k: v for k, v in lat.__dict__.items() if not k.startswith("_")}
+        for name in ("src", "dst", "frame", "graph_arc", "redirect_arc", "token", "acoustic", "graph_score", "score"):
+            fields[name] = np.ascontiguousarray(getattr(lat, name)[p])
+        words = [lat.word_ids[lat.word_splits[i]: lat.word_splits[i + 1]] for i in range(A)]
+        fields["word_ids"] = np.concatenate([words[i] for i in p] + [np.zeros(0, np.int32)]).astype(np.int32)
+        fields["word_splits"] = np.concatenate([[0], np.cumsum([len(words[i]) for i in p])]).astype(np.int32)
+        permuted = type(lat)(**fields)
+        T = lat.num_frames + 2
+        wids = sorted(set(lat.word_ids.tolist())) or [1]
+        spans = [(w, int(s), int(e)) for w, (s, e) in zip(h.words, h.word_times)]
+        for _ in range(80):
+            f = int(rng.integers(0, T))
+            r = rng.random()
+            w = int(rng.choice(wids)) if r < 0.6 else int(rng.integers(-5, 200)) if r < 0.9 else 2 ** 40
+            spans.append((w, f, f + int(rng.integers(0, 8))))
+        with np.errstate(all="ignore"):
+            want = ref_word_confidences(permuted, spans)
+        assert np.array_equal(_bits(permuted.word_confidences(spans)), _bits(want))
+        for log in (False, True):
+            assert np.array_equal(_bits(permuted.forward_scores(log)), _bits(ref_forward(permuted, log)))
+            assert np.array_equal(_bits(permuted.backward_scores(log)), _bits(ref_backward(permuted, log)))
+        checked += 1
+    assert checked > 0
+
+
+def test_many_distinct_span_words_bit_identical():
+    """A lattice of two frames whose 2 x 150 parallel arcs each carry a distinct word (ids drawn
+    from a wide range), asked about every one of them and about 100 absent words: the native
+    code's word table holds 400 words, so words share table slots and must be found past the
+    first probe. Same bits as the plain reference."""
+    from cuwfst.decoder.lattice import Lattice
+
+    rng = np.random.default_rng(79)
+    k = 150
+    ids = rng.choice(10 ** 6, size=2 * k + 100, replace=False).astype(np.int32) + 1
+    on_arcs, absent = ids[: 2 * k], ids[2 * k:]
+    src = np.repeat(np.array([0, 1], np.int32), k)
+    dst = np.repeat(np.array([1, 2], np.int32), k)
+    sc = (-rng.uniform(0, 6, 2 * k)).astype(np.float32)
+    A = 2 * k
+    lat = Lattice(num_states=3, src=src, dst=dst, frame=src.copy(), graph_arc=np.zeros(A, np.int32),
+                  redirect_arc=np.full(A, -1, np.int32), token=np.zeros(A, np.int32), acoustic=sc.copy(),
+                  graph_score=np.zeros(A, np.float32), score=sc,
+                  word_splits=np.arange(A + 1, dtype=np.int32), word_ids=on_arcs.copy(),
+                  state_frame=np.array([0, 1, 2], np.int32), state_graph=np.zeros(3, np.int32),
+                  state_level=np.array([0, 1, 2], np.int32))
+    spans = [(int(w), i // k, i // k) for i, w in enumerate(on_arcs)] + [(int(w), 0, 1) for w in absent]
+    spans = [spans[i] for i in rng.permutation(len(spans))]
+    want = ref_word_confidences(lat, spans)
+    got = lat.word_confidences(spans)
+    assert np.array_equal(_bits(got), _bits(want))
+    assert sum(1 for x in got if x > 0) == 2 * k  # every word on an arc found
+
+
 def test_batch_word_rests_checks_its_arrays():
     """ref_lattices_word_rests (attach_all's native call) takes each lattice's own arrays and
     refuses a wrong count, dtype or size, and states or word splits out of range, with a clear

@@ -60,7 +60,11 @@ def _adopt(x):
             import torch
         except ImportError:
             return "xp", x
-        return "torch", torch.from_dlpack(x).detach()
+        try:
+            return "torch", torch.from_dlpack(x).detach()
+        except (RuntimeError, AssertionError, BufferError, TypeError, ValueError):
+            # a torch that cannot take it (a CPU-only build beside cupy, say): the array's own namespace
+            return "xp", x
     return None, x
 
 

@@ -16,26 +16,44 @@ constexpr double kNegInfD = -std::numeric_limits<double>::infinity();
 void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, double* beta, int64_t num_spans,
                       const int64_t* spans, double* out_rest, int32_t* out_hit) {
   const int64_t S = L.num_states, A = L.num_arcs;
-  // the level groups: the arcs stably sorted by their source state's level (Lattice._layout)
-  std::vector<int64_t> order(A);
-  std::iota(order.begin(), order.end(), int64_t{0});
-  std::vector<int32_t> lev(A);
-  for (int64_t i = 0; i < A; ++i) lev[i] = L.state_level[L.src[i]];
-  if (!std::is_sorted(lev.begin(), lev.end()))
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return lev[x] < lev[y]; });
+  // the level groups: the arcs stably sorted by their source state's level (Lattice._layout).
+  // The decoders' lattices have their arcs in level order already (states in time order, arcs
+  // by source): then the layout is the arcs' own order and their arrays are read in place
   std::vector<int64_t> bounds{0};
-  for (int64_t i = 1; i < A; ++i)
-    if (lev[order[i]] != lev[order[i - 1]]) bounds.push_back(i);
+  bool in_order = true;
+  for (int64_t i = 1; i < A && in_order; ++i) {
+    const int32_t a = L.state_level[L.src[i - 1]], b = L.state_level[L.src[i]];
+    if (b < a) in_order = false;
+    else if (b != a) bounds.push_back(i);
+  }
+  std::vector<int64_t> order;  // layout position -> arc (empty: the identity)
+  std::vector<int32_t> ps_v, pd_v;
+  std::vector<float> pw_v;
+  if (!in_order) {
+    std::vector<int32_t> lev(A);
+    for (int64_t i = 0; i < A; ++i) lev[i] = L.state_level[L.src[i]];
+    order.resize(A);
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) { return lev[x] < lev[y]; });
+    bounds.assign(1, 0);
+    for (int64_t i = 1; i < A; ++i)
+      if (lev[order[i]] != lev[order[i - 1]]) bounds.push_back(i);
+    ps_v.resize(A);
+    pd_v.resize(A);
+    pw_v.resize(A);
+    for (int64_t i = 0; i < A; ++i) {
+      ps_v[i] = L.src[order[i]];
+      pd_v[i] = L.dst[order[i]];
+      pw_v[i] = L.score[order[i]];
+    }
+  }
   if (A) bounds.push_back(A);
   const int64_t G = static_cast<int64_t>(bounds.size()) - 1;
-  // per layout position: src, dst, float64 score
-  std::vector<int32_t> ps(A), pd(A);
-  std::vector<double> pw(A), vals(A);
-  for (int64_t i = 0; i < A; ++i) {
-    ps[i] = L.src[order[i]];
-    pd[i] = L.dst[order[i]];
-    pw[i] = static_cast<double>(L.score[order[i]]);
-  }
+  // per layout position: src, dst, score (float64 where it is added: exact)
+  const int32_t* ps = in_order ? L.src : ps_v.data();
+  const int32_t* pd = in_order ? L.dst : pd_v.data();
+  const float* pw = in_order ? L.score : pw_v.data();
+  std::vector<double> vals(A);
   if (!have_scores) {
     // forward: per group, every value from the scores before the group, then the group's
     // logaddexp.at in order (np.logaddexp.at(alpha, dst, alpha[src] + score))
@@ -47,12 +65,12 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
     }
     for (int64_t k = 0; k < G; ++k) {
       const int64_t a = bounds[k], b = bounds[k + 1];
-      for (int64_t i = a; i < b; ++i) vals[i] = alpha[ps[i]] + pw[i];
+      for (int64_t i = a; i < b; ++i) vals[i] = alpha[ps[i]] + static_cast<double>(pw[i]);
       for (int64_t i = a; i < b; ++i) alpha[pd[i]] = NpyLogAddExp(alpha[pd[i]], vals[i]);
     }
     for (int64_t k = G - 1; k >= 0; --k) {
       const int64_t a = bounds[k], b = bounds[k + 1];
-      for (int64_t i = a; i < b; ++i) vals[i] = beta[pd[i]] + pw[i];
+      for (int64_t i = a; i < b; ++i) vals[i] = beta[pd[i]] + static_cast<double>(pw[i]);
       for (int64_t i = a; i < b; ++i) beta[ps[i]] = NpyLogAddExp(beta[ps[i]], vals[i]);
     }
   }
@@ -73,9 +91,25 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
     if (spans[3 * n] == static_cast<int32_t>(spans[3 * n])) sw.push_back(static_cast<int32_t>(spans[3 * n]));
   std::sort(sw.begin(), sw.end());
   sw.erase(std::unique(sw.begin(), sw.end()), sw.end());
-  auto word_index = [&](int32_t w) -> int64_t {  // -1: no span asks for w
-    const auto it = std::lower_bound(sw.begin(), sw.end(), w);
-    return it != sw.end() && *it == w ? it - sw.begin() : -1;
+  // word -> its index in sw, -1 where no span asks for it: called for every word on the
+  // lattice's arcs (most of which no span asks for), so a small open-addressing table whose
+  // first probe is usually an empty slot, not a binary search
+  int bits = 4;
+  while ((int64_t{1} << bits) < 4 * static_cast<int64_t>(sw.size())) ++bits;
+  const uint32_t mask = (1u << bits) - 1u;
+  auto slot_of = [&](int32_t w) { return (static_cast<uint32_t>(w) * 2654435761u) >> (32 - bits); };
+  std::vector<int32_t> tab_word(mask + 1), tab_index(mask + 1, -1);
+  for (size_t k = 0; k < sw.size(); ++k) {
+    uint32_t h = slot_of(sw[k]);
+    while (tab_index[h] >= 0) h = (h + 1) & mask;
+    tab_word[h] = sw[k];
+    tab_index[h] = static_cast<int32_t>(k);
+  }
+  auto word_index = [&](int32_t w) -> int64_t {
+    for (uint32_t h = slot_of(w);; h = (h + 1) & mask) {
+      if (tab_index[h] < 0) return -1;
+      if (tab_word[h] == w) return tab_index[h];
+    }
   };
   std::vector<int64_t> w_first(sw.size() + 1, 0);  // [word index] -> first entry in w_arcs
   for (int64_t j = 0; j < L.num_words; ++j) {
@@ -92,8 +126,9 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
         if (k >= 0) w_arcs[fill[k]++] = static_cast<int32_t>(i);
       }
   }
-  std::vector<int64_t> pos(A);  // an arc's layout position
-  for (int64_t i = 0; i < A; ++i) pos[order[i]] = i;
+  std::vector<int64_t> pos(order.size());  // an arc's layout position (empty: the identity)
+  for (int64_t i = 0; i < static_cast<int64_t>(order.size()); ++i) pos[order[i]] = i;
+  auto pos_of = [&](int64_t arc) { return in_order ? arc : pos[arc]; };
   std::vector<char> masked(A, 0);
   // av: -inf everywhere between spans; a span writes only the states its groups reach, listed in
   // `touched` and put back to -inf after it, so a span costs its own arcs, not the lattice's
@@ -126,21 +161,21 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
     const int64_t jj = std::upper_bound(times.begin(), times.end(), last) - times.begin();
     const bool has_before = ii > 0, has_after = jj < nt;
     const int64_t before = has_before ? times[ii - 1] : 0, after = has_after ? times[jj] : 0;
-    for (int64_t h : hit) masked[pos[h]] = 1;
+    for (int64_t h : hit) masked[pos_of(h)] = 1;
     for (int64_t k = 0; k < G; ++k) {
       const bool is_before = has_before && gtime[k] == before;
       if (!is_before && !(gtime[k] >= first && gtime[k] <= last)) continue;
       const int64_t a = bounds[k], b = bounds[k + 1];
       if (is_before) {  // the arcs that enter the span, from the full forward scores
         for (int64_t i = a; i < b; ++i)
-          if (L.state_frame[pd[i]] >= first) add(pd[i], alpha[ps[i]] + pw[i]);
+          if (L.state_frame[pd[i]] >= first) add(pd[i], alpha[ps[i]] + static_cast<double>(pw[i]));
       } else {  // without the word's arcs
-        for (int64_t i = a; i < b; ++i) vals[i] = av[ps[i]] + pw[i];
+        for (int64_t i = a; i < b; ++i) vals[i] = av[ps[i]] + static_cast<double>(pw[i]);
         for (int64_t i = a; i < b; ++i)
           if (!masked[i]) add(pd[i], vals[i]);
       }
     }
-    for (int64_t h : hit) masked[pos[h]] = 0;
+    for (int64_t h : hit) masked[pos_of(h)] = 0;
     if (has_after) {
       // np.logaddexp.reduce over the states of time `after`, in state order
       int64_t s0 = 0, s1 = S;

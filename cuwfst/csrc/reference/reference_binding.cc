@@ -881,6 +881,7 @@ void RefLatticesArcs(TensorView arc_off, TensorView codes, TensorView ilabel, Te
         if (f >= 0 && f < E) {
           __builtin_prefetch(il + f * il_stride);
           __builtin_prefetch(rs + f);
+          if (id) __builtin_prefetch(id + f);
         }
       }
       const int32_t c = cd[i];
