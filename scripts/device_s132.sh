@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, the second call after device_s131.sh (docs/speed-notes.md "Session of
 # 2026-12-05 00:08"). NOT yet run on a GPU. Two things s131 does not measure:
-#   A. the bars on the acoustic model's posteriors (the model set, 64 held-out rows, remade here from
+#   A. the bars on the acoustic model's posteriors (the model set, 256 held-out rows, remade here from
 #      examples/model.int8.npz as device_session_check.sh did; needs the espeakng_loader and
 #      kaldi_native_fbank wheels, staged in .device/wheels since this session): lattice_speed (lattice
 #      against the 1-best, --profile's kernel split) and the peers with riva (cuwfst-gpu,
@@ -22,7 +22,7 @@ S=/tmp/corpus-small
 ( setsid nohup bash -c "python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
   --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1; while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null; do sleep 2; done; \
   python3 -m benchmarks.model.make_set \
-  --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts 64 > $OUT/make_set.log 2>&1 \
+  --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts 256 > $OUT/make_set.log 2>&1 \
   && echo MODEL-DONE >> $OUT/make_set.log" > /dev/null 2>&1 < /dev/null & )
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 lat_speed lat_prof_ab.jsonl $((END - 250)) --utts 64 --profile --env-ab chunk:CUWFST_LATTICE_RESERVE=chunk \
@@ -33,10 +33,10 @@ while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt $((EN
 tail -3 $OUT/make_set.log 2>/dev/null | tee -a $L
 if [ -f $C/model/shard-00000.npz ]; then
   timeout -s INT $(left $((END - 110))) python3 -m benchmarks.lattice_speed --graph $C/HLG.img \
-    --log-probs $C/model/shard-00000.npz --utts 64 --batch 32 --reps 3 --cpu-utts 0 --check 4 --no-replay --one-call \
+    --log-probs $C/model/shard-00000.npz --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 4 --no-replay --one-call \
     --profile --json $OUT/lat_model.jsonl 2>&1 | grep -v "^{" | tail -24 | tee -a $L
   echo "[$(since) s] lattice_speed (model)" | tee -a $L
-  timeout -s INT $(left $((END - 5))) python3 -m benchmarks.peers.run --corpus $C --set model --batch 32 --utts 64 \
+  timeout -s INT $(left $((END - 5))) python3 -m benchmarks.peers.run --corpus $C --set model --batch 32 --utts 256 \
     --reps 3 --feed all --decoders cuwfst-gpu cuwfst-gpu-lattice riva --json $OUT/peers.jsonl --md $OUT/peers.md \
     > $OUT/peers.txt 2>&1
   echo "peers (model) exit $?" | tee -a $L
