@@ -8,6 +8,8 @@ chosen longest-first and selected on the host, results back in the caller's orde
 lengths, NaN checks, and the rescue path. tests/test_gpu.py runs the real thing on a GPU.
 """
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -333,6 +335,28 @@ def test_device_arrays_of_other_frameworks_are_checked_for_nan(fake_gpu):
         with pytest.raises(ValueError, match=r"log_probs\[2, 4\] holds NaN or \+inf"):
             dec.decode(ForeignDeviceArray(bad), lens)
     assert fake_gpu.finite_checks == 3
+
+
+def test_a_torch_that_cannot_take_a_device_array_leaves_it_to_its_namespace(monkeypatch):
+    """With a torch installed that cannot import a CUDA array (a CPU-only build beside cupy:
+    torch.from_dlpack raises), the array goes the torch-free way, as with no torch at all;
+    before, the decode failed with torch's own error."""
+    import types
+
+    from cuwfst.decoder import prepare
+
+    fake = types.ModuleType("torch")
+
+    def from_dlpack(x):
+        raise RuntimeError("Found no NVIDIA driver on your system.")
+
+    fake.from_dlpack = from_dlpack
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    x = ForeignDeviceArray(np.zeros((1, 2, 3), np.float32))
+    kind, got = prepare._adopt(x)
+    assert kind == "xp" and got is x
+    fake.from_dlpack = lambda x: types.SimpleNamespace(detach=lambda: "adopted")
+    assert prepare._adopt(x) == ("torch", "adopted")
 
 
 def test_transforms_apply_on_the_host(fake_gpu):
