@@ -114,6 +114,14 @@ def test_native_logaddexp_matches_numpy():
         assert np.array_equal(_bits(got_c), _bits(want_c)), (trial, sc)
 
 
+def _small_lattices(rng, rows, frames):
+    """Hypotheses with lattices of `rows` random rows of `frames` frames on a small random CTC graph."""
+    V = 6
+    graph = small_lattice_graph(rng, "ctc", 1, V)
+    lp = random_log_probs(rng, rows, frames, V, peaky=False)
+    return Decoder(graph, DecoderOptions(search_beam=12.0, output_beam=6.0)).decode(lp, lattice=True)
+
+
 def test_states_out_of_time_order_bit_identical():
     """lattice_posteriors.cc takes shortcuts where the states are in time order (the lattices the
     decoders build): a time's states as one run, no sort of the state times. With the interior
@@ -121,10 +129,7 @@ def test_states_out_of_time_order_bit_identical():
     along) the general paths run, and the confidences are the same bits as the plain reference's
     on that lattice."""
     rng = np.random.default_rng(77)
-    V = 6
-    graph = small_lattice_graph(rng, "ctc", 1, V)
-    lp = random_log_probs(rng, 3, 14, V, peaky=False)
-    hyps = Decoder(graph, DecoderOptions(search_beam=12.0, output_beam=6.0)).decode(lp, lattice=True)
+    hyps = _small_lattices(rng, 3, 14)
     checked = 0
     for h in hyps:
         lat = h.lattice
@@ -162,10 +167,7 @@ def test_arcs_out_of_level_order_bit_identical():
     negative or past int32) fill the native code's word table to its collisions. Same bits as the
     plain reference on the permuted lattice, which sums each level's arcs in the same order."""
     rng = np.random.default_rng(78)
-    V = 6
-    graph = small_lattice_graph(rng, "ctc", 1, V)
-    lp = random_log_probs(rng, 4, 16, V, peaky=False)
-    hyps = Decoder(graph, DecoderOptions(search_beam=12.0, output_beam=6.0)).decode(lp, lattice=True)
+    hyps = _small_lattices(rng, 4, 16)
     checked = 0
     for h in hyps:
         lat = h.lattice
