@@ -79,12 +79,17 @@ def capability(index: int = 0) -> tuple[int, int]:
     return major.value, minor.value
 
 
-def has_torch() -> bool:
+def has_torch_cuda() -> bool:
+    """torch is installed and sees a CUDA GPU (a CPU-only torch beside a GPU counts as no torch
+    here: the torch-free backend serves that GPU, and torch's CPU tensors come in as numpy's do)."""
     try:
-        import torch  # noqa: F401
+        import torch
     except ImportError:
         return False
-    return True
+    try:
+        return bool(torch.cuda.is_available())
+    except Exception:  # (a broken CUDA install behind torch: the same)
+        return False
 
 
 def resolve_device(requested: str, graph=None) -> str:
@@ -99,9 +104,9 @@ def resolve_device(requested: str, graph=None) -> str:
 
 
 def gpu_backend_class():
-    """The torch backend where torch is installed (it follows torch's streams), else the
-    torch-free one (numpy in, driver-API copies)."""
-    if has_torch():
+    """The torch backend where torch is installed with CUDA (it follows torch's streams), else
+    the torch-free one (numpy in, driver-API copies)."""
+    if has_torch_cuda():
         from .decoder.gpu import GpuBackend
         return GpuBackend
     from .decoder.gpu_host import HostGpuBackend

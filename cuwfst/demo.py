@@ -53,7 +53,7 @@ def _wer(refs: list[list[str]], hyps: list[list[str]]) -> float:
 def run(device: str = "auto", repeat: int = 3) -> int:
     from . import Decoder, DecoderOptions
 
-    from .cuda import has_torch, resolve_device
+    from .cuda import has_torch_cuda, resolve_device
 
     graph = Graph.load(TINY / "HLG.img")
     device = resolve_device(device, graph)
@@ -69,7 +69,7 @@ def run(device: str = "auto", repeat: int = 3) -> int:
     dec = Decoder(graph, DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=30,
                                         max_active_states=10000), device=device)
     inputs = lp
-    if device != "cpu" and has_torch():  # time the decoder, not the copy (without torch: numpy in)
+    if device != "cpu" and has_torch_cuda():  # time the decoder, not the copy (without torch: numpy in)
         import torch
 
         inputs = torch.from_numpy(lp).to(device)

@@ -254,7 +254,7 @@ def fake_gpu(monkeypatch):
     from cuwfst.jit import decoder as jit_decoder
     mod = FakeGpuModule()
     monkeypatch.setattr(cuda, "device_count", lambda: 1)
-    monkeypatch.setattr(cuda, "has_torch", lambda: False)
+    monkeypatch.setattr(cuda, "has_torch_cuda", lambda: False)
     monkeypatch.setattr(cuda, "DeviceArray", FakeDeviceArray)
     monkeypatch.setattr(cuda, "synchronize", lambda index: None)
     monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)

@@ -117,10 +117,38 @@ def test_device_detection_without_a_gpu(graph, monkeypatch):
     with pytest.raises(ValueError, match="'auto', 'cpu' or 'cuda"):
         cuda.resolve_device("gpu")
     from cuwfst.decoder.gpu_host import HostGpuBackend
-    monkeypatch.setattr(cuda, "has_torch", lambda: False)
+    monkeypatch.setattr(cuda, "has_torch_cuda", lambda: False)
     assert cuda.gpu_backend_class() is HostGpuBackend
     with pytest.raises(RuntimeError, match="no CUDA GPU"):
         Decoder(graph, device="cuda")
+
+
+def test_a_cpu_only_torch_leaves_the_gpu_to_the_torch_free_backend(monkeypatch):
+    """A torch without CUDA beside a GPU (a CPU-only build) used to pick the torch backend, which
+    then refused the GPU ("torch sees no CUDA GPU"), and `cuwfst demo` moved its inputs to a
+    device torch could not reach. Now that GPU is served by the torch-free backend; a torch
+    with CUDA still gets the torch backend; a torch whose CUDA check raises counts as none."""
+    import sys
+    import types
+
+    from cuwfst import cuda
+    from cuwfst.decoder.gpu import GpuBackend
+    from cuwfst.decoder.gpu_host import HostGpuBackend
+
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(is_available=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    assert not cuda.has_torch_cuda() and cuda.gpu_backend_class() is HostGpuBackend
+    fake.cuda.is_available = lambda: True
+    assert cuda.has_torch_cuda() and cuda.gpu_backend_class() is GpuBackend
+
+    def broken():
+        raise RuntimeError("CUDA driver initialization failed")
+
+    fake.cuda.is_available = broken
+    assert not cuda.has_torch_cuda()
+    monkeypatch.setitem(sys.modules, "torch", None)  # (import torch raises ImportError)
+    assert not cuda.has_torch_cuda() and cuda.gpu_backend_class() is HostGpuBackend
 
 
 def test_auto_prefers_the_gpu(monkeypatch):
