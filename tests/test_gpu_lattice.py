@@ -61,7 +61,7 @@ def compare(cpu_h, gpu_h, where: str, nbest: int = 0) -> None:
             TOTALS["ties"] += 1  # the score is the same bit for bit (above): an exact tie
             continue
         assert (c.words, c.word_times, c.word_confidences) == (g.words, g.word_times, g.word_confidences), w
-        if nbest and g.lattice.num_arcs < 20_000:  # the exact A* is pure Python
+        if nbest:  # (the exact A* runs in the reference module: milliseconds on the largest lattices)
             assert c.lattice.nbest(nbest) == g.lattice.nbest(nbest), w
 
 

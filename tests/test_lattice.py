@@ -271,6 +271,87 @@ def test_nbest_matches_brute_force_enumeration():
     assert compared >= 200 and multi >= 15
 
 
+def test_nbest_native_equals_the_python_search():
+    """Lattice.nbest (the reference module's LatticeNBest) against _nbest_python, the Python A* it
+    replaced: the same sequences in the same order with the same float64 bits, on random CTC,
+    epsilon and multi-word graphs, with and without allow_partial, n from 1 to past the count,
+    and again after the lattice's backward scores are cached."""
+    rng = np.random.default_rng(21)
+    compared = 0
+    for case in range(90):
+        kind = case % 3
+        g = (random_ctc_graph(rng, int(rng.integers(2, 7)), 4, 3, final_prob=0.5) if kind == 0 else
+             _graph_with_multiword_arcs(rng, int(rng.integers(2, 5)), 3) if kind == 1 else
+             random_eps_graph_any(rng, int(rng.integers(3, 7)), 3, 2, eps_prob=0.4, cycles=False))
+        if g.has_epsilon and g.max_epsilon_chain < 0:
+            continue
+        V = 4 if kind == 0 else 3
+        lp = random_log_probs(rng, 2, int(rng.integers(1, 9)), V, peaky=False)
+        opts = DecoderOptions(output_beam=float(rng.choice([2.0, 8.0, 50.0])), allow_partial=bool(case % 2), **WIDE)
+        for h in Decoder(g, opts).decode(lp, lattice=True):
+            lat = h.lattice
+            for k in (1, 3, 40):
+                want, got = lat._nbest_python(k), lat.nbest(k)
+                assert got == want, (case, k)
+                assert [x.score.hex() for x in got] == [x.score.hex() for x in want]
+                compared += bool(want)
+    assert compared >= 150
+
+
+def _tied_lattice(rng, S):
+    """A random DAG lattice (states in topological order, arcs grouped by source) whose scores
+    are 0, -1 or -2 and whose arcs carry no word, one or two: most paths tie exactly."""
+    src, dst, words = [], [], []
+    for s in range(S - 1):
+        for _ in range(int(rng.integers(1, 4))):
+            src.append(s)
+            dst.append(int(rng.integers(s + 1, S)))
+            r = rng.random()
+            words.append([] if r < 0.4 else [int(rng.integers(1, 4))] if r < 0.85 else
+                         [int(rng.integers(1, 4)), int(rng.integers(1, 4))])
+    A = len(src)
+    sc = (-rng.integers(0, 3, A)).astype(np.float32)
+    z = np.zeros(A, np.int32)
+    return Lattice(num_states=S, src=np.array(src, np.int32), dst=np.array(dst, np.int32), frame=z.copy(),
+                   graph_arc=z.copy(), redirect_arc=np.full(A, -1, np.int32), token=z.copy(), acoustic=sc.copy(),
+                   graph_score=np.zeros(A, np.float32), score=sc,
+                   word_splits=np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int32),
+                   word_ids=np.array([x for w in words for x in w], np.int32),
+                   state_frame=np.arange(S, dtype=np.int32), state_graph=np.zeros(S, np.int32),
+                   state_level=np.arange(S, dtype=np.int32))
+
+
+def test_nbest_native_equals_the_python_search_on_exact_ties():
+    """Where many word sequences tie exactly, the order of equal scores decides which n come
+    back: the native search must break ties as the Python heap does (complete sequences before
+    open prefixes of the same priority, then the words as a tuple)."""
+    rng = np.random.default_rng(23)
+    ties = 0
+    for case in range(300):
+        lat = _tied_lattice(rng, int(rng.integers(2, 9)))
+        full = lat._nbest_python(10 ** 6)
+        ties += len({x.score for x in full}) < len(full)
+        for k in (1, 2, 3, 5, 8, 10 ** 6):
+            assert lat.nbest(k) == lat._nbest_python(k), (case, k)
+    assert ties >= 100
+
+
+def test_nbest_refuses_arcs_out_of_source_order():
+    rng = np.random.default_rng(22)
+    lat = Decoder(random_ctc_graph(rng, 4, 3, 2, 0.5)).decode(random_log_probs(rng, 1, 4, 3, False),
+                                                             lattice=True)[0].lattice
+    assert lat.num_arcs > 2 and len(set(lat.src.tolist())) > 1
+    fields = {k: v for k, v in lat.__dict__.items() if not k.startswith("_")}
+    p = np.arange(lat.num_arcs)[::-1].copy()
+    for name in ("src", "dst", "frame", "graph_arc", "redirect_arc", "token", "acoustic", "graph_score", "score"):
+        fields[name] = np.ascontiguousarray(getattr(lat, name)[p])
+    words = [lat.word_ids[lat.word_splits[i]: lat.word_splits[i + 1]] for i in range(lat.num_arcs)]
+    fields["word_ids"] = np.concatenate([words[i] for i in p] + [np.zeros(0, np.int32)]).astype(np.int32)
+    fields["word_splits"] = np.concatenate([[0], np.cumsum([len(words[i]) for i in p])]).astype(np.int32)
+    with pytest.raises(ValueError, match="grouped by source state"):
+        type(lat)(**fields).nbest(2)
+
+
 def test_nbest_checks_n():
     rng = np.random.default_rng(1)
     lat = Decoder(random_ctc_graph(rng, 4, 3, 2, 0.5)).decode(random_log_probs(rng, 1, 3, 3, False),

@@ -241,7 +241,29 @@ class Lattice:
         Exact: an A* search over word prefixes. A prefix carries, for every lattice
         position reachable by emitting exactly its words, the best such path score; its
         priority adds the exact best completion from there (the backward Viterbi score), so
-        complete sequences come off the heap in exact score order, each once."""
+        complete sequences come off the heap in exact score order, each once. The search runs
+        in the reference module (csrc/reference/lattice_posteriors.cc `LatticeNBest`), step for
+        step as _nbest_python (its exactness reference): the same sequences, scores and order."""
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValueError(f"n must be an int >= 1, got {n!r}")
+        beta = self.backward_scores(False)
+        if self.num_states == 0 or not np.isfinite(beta[self.start]):
+            return []
+        i32 = lambda x: native_array(x, np.int32)  # noqa: E731
+        args = (i32(self.src), i32(self.dst), native_array(self.score, np.float32), i32(self.word_splits),
+                i32(self.word_ids), beta, n)
+        cap = n * max(256, self.num_frames + 1)  # (words a sequence: more is rare; then the search runs again)
+        while True:
+            scores, splits, words = np.empty(n), np.empty(n + 1, np.int64), np.empty(cap, np.int32)
+            k = _reference_module().ref_lattice_nbest(*args, scores, splits, words)
+            if k >= 0:
+                break
+            cap = -1 - k
+        sp = splits.tolist()
+        return [NBest(words[sp[i]: sp[i + 1]].tolist(), float(scores[i])) for i in range(k)]
+
+    def _nbest_python(self, n: int) -> list[NBest]:
+        """nbest(n) in Python: the form before LatticeNBest, kept as its exactness reference."""
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValueError(f"n must be an int >= 1, got {n!r}")
         beta = self.backward_scores(False)

@@ -4,6 +4,10 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <queue>
+#include <stdexcept>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace cuwfst {
@@ -194,6 +198,172 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
       out_rest[n] = acc;
     }
     for (int64_t s : touched) av[s] = kNegInfD;
+  }
+}
+
+
+namespace {
+
+// A position of the n-best search: a state (>= 0), or inside arc a past its word k
+// (Lattice._nbest_python's (a, k) tuples), encoded -1 - (a * kInArc + k).
+constexpr int64_t kInArc = int64_t{1} << 16;
+inline int64_t InArc(int64_t a, int64_t k) { return -1 - (a * kInArc + k); }
+
+// positions -> best value, in insertion order (a Python dict's iteration order)
+struct Positions {
+  std::vector<std::pair<int64_t, double>> items;
+  std::unordered_map<int64_t, size_t> at;
+  void Offer(int64_t pos, double val) {  // e[pos] = val where val > e.get(pos, -inf)
+    const auto it = at.find(pos);
+    if (it == at.end()) {
+      if (val > kNegInfD) {
+        at.emplace(pos, items.size());
+        items.emplace_back(pos, val);
+      }
+    } else if (val > items[it->second].second) {
+      items[it->second].second = val;
+    }
+  }
+};
+
+struct Prefix {
+  double neg_priority;
+  int kind;  // 0: a complete sequence, 1: an open prefix
+  std::vector<int32_t> words;
+  Positions positions;
+};
+
+}  // namespace
+
+void LatticeNBest(const LatticeView& L, const double* beta, int64_t n, std::vector<int32_t>* words_out,
+                  std::vector<int64_t>* splits_out, std::vector<double>* scores_out) {
+  const int64_t S = L.num_states, A = L.num_arcs;
+  splits_out->assign(1, 0);
+  words_out->clear();
+  scores_out->clear();
+  if (S == 0 || !std::isfinite(beta[0]) || n < 1) return;
+  const int64_t final_state = S - 1;
+  for (int64_t i = 0; i < A; ++i)
+    if (L.word_splits[i + 1] - L.word_splits[i] >= kInArc) throw std::invalid_argument("an arc carries too many words");
+  std::vector<int64_t> out_begin(S + 1, 0);  // arcs leaving each state (grouped by source)
+  for (int64_t i = 0; i < A; ++i) ++out_begin[L.src[i] + 1];
+  std::partial_sum(out_begin.begin(), out_begin.end(), out_begin.begin());
+  auto pos_beta = [&](int64_t pos) { return pos >= 0 ? beta[pos] : beta[L.dst[(-1 - pos) / kInArc]]; };
+  // expand's scratch: best value a state (-inf: not in `best`), the states it set
+  std::vector<double> best(S, kNegInfD);
+  std::vector<char> in_best(S, 0);
+  std::vector<int64_t> touched;
+  std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> states;
+  std::vector<int32_t> emit_words;  // the words offered, in first-offer order
+  std::unordered_map<int32_t, Positions> emit;
+
+  auto offer = [&](int32_t word, int64_t pos, double val) {
+    if (!std::isfinite(pos_beta(pos))) return;  // a dead end: no path to the final state
+    auto it = emit.find(word);
+    if (it == emit.end()) {
+      it = emit.emplace(word, Positions()).first;
+      emit_words.push_back(word);
+    }
+    it->second.Offer(pos, val);
+  };
+  auto reach = [&](int64_t t, double v) {  // best[t] = v where v beats it, t queued once
+    if (v > best[t]) {
+      if (!in_best[t]) {
+        in_best[t] = 1;
+        touched.push_back(t);
+        states.push(t);
+      }
+      best[t] = v;
+    }
+  };
+  // Lattice._nbest_python's expand: the closure over word-less arcs from the positions, the
+  // complete score and, per next word, the positions right after it
+  auto expand = [&](const Positions& d) {
+    emit.clear();
+    emit_words.clear();
+    double complete = kNegInfD;
+    for (const auto& [p, v] : d.items) {
+      if (p >= 0) {
+        reach(p, v);
+      } else {
+        const int64_t a = (-1 - p) / kInArc, k = (-1 - p) % kInArc;
+        const int64_t nxt = L.word_splits[a] + k + 1 < L.word_splits[a + 1] ? InArc(a, k + 1) : L.dst[a];
+        offer(L.word_ids[L.word_splits[a] + k], nxt, v);
+      }
+    }
+    while (!states.empty()) {  // states in increasing id are in topological order
+      const int64_t s = states.top();
+      states.pop();
+      const double v = best[s];
+      if (s == final_state) complete = std::max(complete, v);
+      for (int64_t a = out_begin[s]; a < out_begin[s + 1]; ++a) {
+        const double nv = v + static_cast<double>(L.score[a]);
+        if (L.word_splits[a] == L.word_splits[a + 1]) {
+          const int64_t t = L.dst[a];
+          if (!std::isfinite(beta[t])) continue;
+          reach(t, nv);
+        } else {
+          const int64_t nxt = L.word_splits[a] + 1 < L.word_splits[a + 1] ? InArc(a, 1) : L.dst[a];
+          offer(L.word_ids[L.word_splits[a]], nxt, nv);
+        }
+      }
+    }
+    for (int64_t t : touched) {
+      best[t] = kNegInfD;
+      in_best[t] = 0;
+    }
+    touched.clear();
+    return complete;
+  };
+  // the heap of Python's (-priority, kind, words, positions) tuples: the least first
+  std::vector<Prefix> entries;
+  auto later = [&](int64_t x, int64_t y) {  // x comes off the heap after y
+    const Prefix& a = entries[x];
+    const Prefix& b = entries[y];
+    if (a.neg_priority != b.neg_priority) return a.neg_priority > b.neg_priority;
+    if (a.kind != b.kind) return a.kind > b.kind;
+    return a.words > b.words;
+  };
+  std::vector<int64_t> heap;
+  auto push = [&](Prefix&& e) {
+    entries.push_back(std::move(e));
+    heap.push_back(static_cast<int64_t>(entries.size()) - 1);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
+  {
+    Prefix first{-beta[0], 1, {}, {}};
+    first.positions.Offer(0, 0.0);
+    push(std::move(first));
+  }
+  int64_t found = 0;
+  while (!heap.empty() && found < n) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const int64_t top = heap.back();
+    heap.pop_back();
+    if (entries[top].kind == 0) {
+      words_out->insert(words_out->end(), entries[top].words.begin(), entries[top].words.end());
+      splits_out->push_back(static_cast<int64_t>(words_out->size()));
+      scores_out->push_back(-entries[top].neg_priority);
+      ++found;
+      continue;
+    }
+    Positions d = std::move(entries[top].positions);
+    const std::vector<int32_t> words = entries[top].words;
+    const double complete = expand(d);
+    if (std::isfinite(complete)) push(Prefix{-complete, 0, words, {}});
+    for (int32_t w : emit_words) {
+      Positions& nd = emit[w];
+      double pr = kNegInfD;  // max(v + pos_beta(p) for p, v in nd.items()), the first maximal
+      bool any = false;
+      for (const auto& [p, v] : nd.items) {
+        const double x = v + pos_beta(p);
+        if (!any || x > pr) pr = x;
+        any = true;
+      }
+      std::vector<int32_t> w2 = words;
+      w2.push_back(w);
+      push(Prefix{-pr, 1, std::move(w2), std::move(nd)});
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace cuwfst {
 namespace reference {
@@ -45,6 +46,16 @@ inline double NpyLogAddExp(double x, double y) {
 // -expm1(rest - tot) with numpy as before.
 void LatticeWordRests(const LatticeView& lat, bool have_scores, double* alpha, double* beta, int64_t num_spans,
                       const int64_t* spans, double* out_rest, int32_t* out_hit);
+
+// Lattice.nbest(n) (cuwfst/decoder/lattice.py): the n best distinct word sequences, best
+// first, by the same A* over word prefixes as its Python form (Lattice._nbest_python), with
+// the same float64 additions, the same heap order (priority, complete before open, then the
+// words as a tuple) and the same insertion orders: the same sequences and bits. `beta` [S]:
+// the tropical backward scores (Lattice.backward_scores(False)). The arcs must be grouped by
+// source state in increasing order (the decoders' lattices are). Appends to `words` and
+// `scores`, `splits` (starting at 0) delimiting each sequence's words.
+void LatticeNBest(const LatticeView& lat, const double* beta, int64_t n, std::vector<int32_t>* words,
+                  std::vector<int64_t>* splits, std::vector<double>* scores);
 
 }  // namespace reference
 }  // namespace cuwfst

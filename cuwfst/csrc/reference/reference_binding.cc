@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -773,6 +774,64 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
                                       static_cast<double*>(out_rest.data_ptr()), static_cast<int32_t*>(out_hit.data_ptr()));
 }
 
+// Lattice.nbest(n)'s search (LatticeNBest) for one lattice: src, dst [A] i32 (grouped by source
+// state in increasing order), score [A] f32, word_splits [A + 1] i32, word_ids [W] i32, beta [S]
+// f64 (the tropical backward scores), n >= 1. Writes the k <= n sequences found: out_scores [n]
+// f64, out_splits [n + 1] i64 (from 0), out_words [cap] i32; returns k, or -1 - (the words
+// needed) when they do not fit in cap (the caller calls again with room for them).
+int64_t RefLatticeNBest(TensorView src, TensorView dst, TensorView score, TensorView word_splits, TensorView word_ids,
+                        TensorView beta, int64_t n, TensorView out_scores, TensorView out_splits, TensorView out_words) {
+  if (src.ndim() != 1 || word_ids.ndim() != 1 || beta.ndim() != 1 || out_words.ndim() != 1)
+    TVM_FFI_THROW(ValueError) << "src, word_ids, beta and out_words must be 1-D";
+  if (n < 1) TVM_FFI_THROW(ValueError) << "n must be >= 1, got " << n;
+  const int64_t A = src.shape()[0], W = word_ids.shape()[0], S = beta.shape()[0];
+  CheckHostTensor(src, "src", kDLInt, 32, {A});
+  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
+  CheckHostTensor(score, "score", kDLFloat, 32, {A});
+  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
+  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
+  CheckHostTensor(out_scores, "out_scores", kDLFloat, 64, {n});
+  CheckHostTensor(out_splits, "out_splits", kDLInt, 64, {n + 1});
+  CheckHostTensor(out_words, "out_words", kDLInt, 32, {out_words.shape()[0]});
+  cuwfst::reference::LatticeView v{};
+  v.num_states = S;
+  v.num_arcs = A;
+  v.num_words = W;
+  v.src = static_cast<const int32_t*>(src.data_ptr());
+  v.dst = static_cast<const int32_t*>(dst.data_ptr());
+  v.score = static_cast<const float*>(score.data_ptr());
+  v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
+  v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
+  const int32_t* ws = v.word_splits;
+  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << "word_splits must run from 0 to len(word_ids)";
+  for (int64_t i = 0; i < A; ++i) {
+    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
+    if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
+      TVM_FFI_THROW(ValueError) << "arc " << i << ": a state outside [0, " << S << ")";
+    if (i && v.src[i] < v.src[i - 1])
+      TVM_FFI_THROW(ValueError) << "the arcs must be grouped by source state in increasing order (arc " << i << ")";
+    if (std::isnan(v.score[i])) TVM_FFI_THROW(ValueError) << "arc " << i << ": a NaN score";
+  }
+  const double* b = static_cast<const double*>(beta.data_ptr());
+  for (int64_t i = 0; i < S; ++i)
+    if (std::isnan(b[i])) TVM_FFI_THROW(ValueError) << "beta[" << i << "] is NaN";
+  std::vector<int32_t> words;
+  std::vector<int64_t> splits;
+  std::vector<double> scores;
+  try {
+    cuwfst::reference::LatticeNBest(v, b, n, &words, &splits, &scores);
+  } catch (const std::invalid_argument& e) {
+    TVM_FFI_THROW(ValueError) << e.what();
+  }
+  const int64_t k = static_cast<int64_t>(scores.size());
+  if (static_cast<int64_t>(words.size()) > out_words.shape()[0]) return -1 - static_cast<int64_t>(words.size());
+  std::copy(scores.begin(), scores.end(), static_cast<double*>(out_scores.data_ptr()));
+  std::copy(splits.begin(), splits.end(), static_cast<int64_t*>(out_splits.data_ptr()));
+  std::copy(words.begin(), words.end(), static_cast<int32_t*>(out_words.data_ptr()));
+  return k;
+}
+
 // Many lattices at once on num_threads threads (Lattice.word_confidences of each, with
 // fresh scores). arrays: lattice l's own eight arrays at [8 l, 8 l + 8) (src, dst, score,
 // frame, word_splits, word_ids, state_frame, state_level, as cuwfst.Lattice holds them: no
@@ -974,5 +1033,6 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_word_rests, RefLatticeWordRests);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_word_rests, RefLatticesWordRests);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_nbest, RefLatticeNBest);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_arcs, RefLatticesArcs);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_word_ids, RefLatticesWordIds);
