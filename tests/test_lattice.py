@@ -336,6 +336,37 @@ def test_nbest_native_equals_the_python_search_on_exact_ties():
     assert ties >= 100
 
 
+def test_nbest_past_its_first_room():
+    """nbest first makes room for min(n, 64) sequences of up to a word a frame and searches
+    again where more were found: a chain of 150 one-word arcs (one sequence of 150 words, past
+    the room of 64 words a frame-less lattice gets), and a lattice with 2^7 = 128 sequences
+    asked for all of them."""
+    def chain(S, branch):
+        src, dst, words = [], [], []
+        for s in range(S - 1):
+            for b in range(branch):
+                src.append(s)
+                dst.append(s + 1)
+                words.append(1 + (s * branch + b) % 5)
+        A = len(src)
+        z = np.zeros(A, np.int32)
+        sc = np.full(A, -0.5, np.float32)
+        sc[::2] = -0.25
+        return Lattice(num_states=S, src=np.array(src, np.int32), dst=np.array(dst, np.int32), frame=z.copy(),
+                       graph_arc=z.copy(), redirect_arc=np.full(A, -1, np.int32), token=z.copy(), acoustic=sc.copy(),
+                       graph_score=np.zeros(A, np.float32), score=sc, word_splits=np.arange(A + 1, dtype=np.int32),
+                       word_ids=np.array(words, np.int32), state_frame=np.zeros(S, np.int32),
+                       state_graph=np.zeros(S, np.int32), state_level=np.arange(S, dtype=np.int32))
+
+    long = chain(151, 1)
+    got = long.nbest(1)
+    assert len(got) == 1 and len(got[0].words) == 150 and got == long._nbest_python(1)
+    wide = chain(8, 2)
+    got = wide.nbest(1000)
+    assert len(got) == 128 and got == wide._nbest_python(1000)
+    assert [x.score.hex() for x in got] == [x.score.hex() for x in wide._nbest_python(1000)]
+
+
 def test_nbest_refuses_arcs_out_of_source_order():
     rng = np.random.default_rng(22)
     lat = Decoder(random_ctc_graph(rng, 4, 3, 2, 0.5)).decode(random_log_probs(rng, 1, 4, 3, False),

@@ -252,13 +252,16 @@ class Lattice:
         i32 = lambda x: native_array(x, np.int32)  # noqa: E731
         args = (i32(self.src), i32(self.dst), native_array(self.score, np.float32), i32(self.word_splits),
                 i32(self.word_ids), beta, n)
-        cap = n * max(256, self.num_frames + 1)  # (words a sequence: more is rare; then the search runs again)
+        # room for min(n, 64) sequences of up to a word a frame; where the search finds more, it
+        # runs again with the room it asked for (out_need)
+        m = min(n, 64)
+        cap, need = m * max(64, self.num_frames + 1), np.zeros(2, np.int64)
         while True:
-            scores, splits, words = np.empty(n), np.empty(n + 1, np.int64), np.empty(cap, np.int32)
-            k = _reference_module().ref_lattice_nbest(*args, scores, splits, words)
+            scores, splits, words = np.empty(m), np.empty(m + 1, np.int64), np.empty(cap, np.int32)
+            k = _reference_module().ref_lattice_nbest(*args, scores, splits, words, need)
             if k >= 0:
                 break
-            cap = -1 - k
+            m, cap = int(need[0]), int(need[1])
         sp = splits.tolist()
         return [NBest(words[sp[i]: sp[i + 1]].tolist(), float(scores[i])) for i in range(k)]
 

@@ -776,11 +776,13 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
 
 // Lattice.nbest(n)'s search (LatticeNBest) for one lattice: src, dst [A] i32 (grouped by source
 // state in increasing order), score [A] f32, word_splits [A + 1] i32, word_ids [W] i32, beta [S]
-// f64 (the tropical backward scores), n >= 1. Writes the k <= n sequences found: out_scores [n]
-// f64, out_splits [n + 1] i64 (from 0), out_words [cap] i32; returns k, or -1 - (the words
-// needed) when they do not fit in cap (the caller calls again with room for them).
+// f64 (the tropical backward scores), n >= 1. The k <= n sequences found go to out_scores [m]
+// f64, out_splits [m + 1] i64 (from 0) and out_words [cap] i32 where they fit (k <= m, their words
+// <= cap; m may be less than n); out_need [2] i64 = {k, their words} either way. Returns k, or -1
+// when they did not fit (the caller calls again with out_need's room).
 int64_t RefLatticeNBest(TensorView src, TensorView dst, TensorView score, TensorView word_splits, TensorView word_ids,
-                        TensorView beta, int64_t n, TensorView out_scores, TensorView out_splits, TensorView out_words) {
+                        TensorView beta, int64_t n, TensorView out_scores, TensorView out_splits, TensorView out_words,
+                        TensorView out_need) {
   if (src.ndim() != 1 || word_ids.ndim() != 1 || beta.ndim() != 1 || out_words.ndim() != 1)
     TVM_FFI_THROW(ValueError) << "src, word_ids, beta and out_words must be 1-D";
   if (n < 1) TVM_FFI_THROW(ValueError) << "n must be >= 1, got " << n;
@@ -791,9 +793,12 @@ int64_t RefLatticeNBest(TensorView src, TensorView dst, TensorView score, Tensor
   CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
   CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
   CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
-  CheckHostTensor(out_scores, "out_scores", kDLFloat, 64, {n});
-  CheckHostTensor(out_splits, "out_splits", kDLInt, 64, {n + 1});
+  if (out_scores.ndim() != 1) TVM_FFI_THROW(ValueError) << "out_scores must be 1-D";
+  const int64_t m = out_scores.shape()[0];
+  CheckHostTensor(out_scores, "out_scores", kDLFloat, 64, {m});
+  CheckHostTensor(out_splits, "out_splits", kDLInt, 64, {m + 1});
   CheckHostTensor(out_words, "out_words", kDLInt, 32, {out_words.shape()[0]});
+  CheckHostTensor(out_need, "out_need", kDLInt, 64, {2});
   cuwfst::reference::LatticeView v{};
   v.num_states = S;
   v.num_arcs = A;
@@ -825,7 +830,10 @@ int64_t RefLatticeNBest(TensorView src, TensorView dst, TensorView score, Tensor
     TVM_FFI_THROW(ValueError) << e.what();
   }
   const int64_t k = static_cast<int64_t>(scores.size());
-  if (static_cast<int64_t>(words.size()) > out_words.shape()[0]) return -1 - static_cast<int64_t>(words.size());
+  int64_t* need = static_cast<int64_t*>(out_need.data_ptr());
+  need[0] = k;
+  need[1] = static_cast<int64_t>(words.size());
+  if (k > m || need[1] > out_words.shape()[0]) return -1;
   std::copy(scores.begin(), scores.end(), static_cast<double*>(out_scores.data_ptr()));
   std::copy(splits.begin(), splits.end(), static_cast<int64_t*>(out_splits.data_ptr()));
   std::copy(words.begin(), words.end(), static_cast<int32_t*>(out_words.data_ptr()));
