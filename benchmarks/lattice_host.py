@@ -4,8 +4,9 @@ Decodes --utts utterances of a simulated shard with the CPU reference decoder (l
 once and caches each row's lattice arrays ({states, arcs, scores}, the arrays that
 ref_lattice_row and gpu_lattice_pruned_rows hand over) and 1-best; then times, per stage,
 the implementation before this change (tests/lattice_reference_impl.py keeps it, or the
-old code path named below) against the current one, checks that their outputs are
-bit-identical, and prints ms per lattice and the old/new ratio.
+old code path named below: Lattice._nbest_python for the n-best lists) against the current
+one, checks that their outputs are bit-identical, and prints ms per lattice and the old/new
+ratio.
 
     PYTHONPATH=$PWD python -m benchmarks.lattice_host --graph /tmp/corpus-full/HLG.img \
         --log-probs /tmp/corpus-full/sim/shard-00000.npz --utts 24
@@ -63,6 +64,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--cache", default="/tmp/lattice_host_cache.pkl")
+    p.add_argument("--nbest", type=int, default=10, help="n of the n-best stage")
     a = p.parse_args()
     if os.path.exists(a.cache):
         with open(a.cache, "rb") as f:
@@ -158,6 +160,12 @@ def run_stages(a, rows):
         print(f"{name.split(' (')[0]}, less the Lattice objects: old {tot_old / n * 1000:.3f} ms, new {tot_new / n * 1000:.3f} ms per lattice "
               f"(x{tot_old / max(tot_new, 1e-12):.1f}); x32 rows: old {tot_old / n * 32000:.1f} ms, "
               f"new {tot_new / n * 32000:.1f} ms per batch of 32")
+    # n-best lists (fresh lattices: the backward scores inside the time): the Python A*
+    # (Lattice._nbest_python) against the reference module's LatticeNBest, outputs compared as bits
+    bits = lambda o: [[(b.words, b.score.hex()) for b in x] for x in o]  # noqa: E731
+    stage(f"n-best ({a.nbest}), incl. Lattice objects {t_lats / n * 1000:.3f} ms",
+          lambda: [lat._nbest_python(a.nbest) for lat in fresh_lats()],
+          lambda: [lat.nbest(a.nbest) for lat in fresh_lats()], lambda o, w: bits(o) == bits(w))
 
 
 if __name__ == "__main__":
