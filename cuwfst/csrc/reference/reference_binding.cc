@@ -706,33 +706,27 @@ void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
 // state_level; i32, f32 scores) as a LatticeView of S states, checked: dtypes and sizes,
 // word_splits running from 0 to len(word_ids) without decreasing, every arc's states in
 // [0, S). `lattice` >= 0 names the lattice in the errors (RefLatticesWordRests' batch).
-static cuwfst::reference::LatticeView CheckedLatticeView(TensorView src, TensorView dst, TensorView score,
-                                                         TensorView frame, TensorView word_splits, TensorView word_ids,
-                                                         TensorView state_frame, TensorView state_level, int64_t S,
-                                                         int64_t lattice) {
-  std::string at = lattice >= 0 ? "lattice " + std::to_string(lattice) + ": " : "";
+// A lattice's arcs checked (shapes, dtypes, word splits, states in [0, S)): the view's arc
+// fields; `at` prefixes the errors.
+static cuwfst::reference::LatticeView CheckedArcs(TensorView src, TensorView dst, TensorView score,
+                                                  TensorView word_splits, TensorView word_ids, int64_t S,
+                                                  const std::string& at) {
   if (src.ndim() != 1 || word_ids.ndim() != 1) TVM_FFI_THROW(ValueError) << at << "src and word_ids must be 1-D";
   const int64_t A = src.shape()[0], W = word_ids.shape()[0];
   CheckHostTensor(src, "src", kDLInt, 32, {A});
   CheckHostTensor(dst, "dst", kDLInt, 32, {A});
   CheckHostTensor(score, "score", kDLFloat, 32, {A});
-  CheckHostTensor(frame, "frame", kDLInt, 32, {A});
   CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
   CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
-  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
-  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
-  cuwfst::reference::LatticeView v;
+  cuwfst::reference::LatticeView v{};
   v.num_states = S;
   v.num_arcs = A;
   v.num_words = W;
   v.src = static_cast<const int32_t*>(src.data_ptr());
   v.dst = static_cast<const int32_t*>(dst.data_ptr());
   v.score = static_cast<const float*>(score.data_ptr());
-  v.frame = static_cast<const int32_t*>(frame.data_ptr());
   v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
   v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
-  v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
-  v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
   const int32_t* ws = v.word_splits;
   if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << at << "word_splits must run from 0 to len(word_ids)";
   for (int64_t i = 0; i < A; ++i) {
@@ -740,6 +734,21 @@ static cuwfst::reference::LatticeView CheckedLatticeView(TensorView src, TensorV
     if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
       TVM_FFI_THROW(ValueError) << at << "arc " << i << ": a state outside [0, " << S << ")";
   }
+  return v;
+}
+
+static cuwfst::reference::LatticeView CheckedLatticeView(TensorView src, TensorView dst, TensorView score,
+                                                         TensorView frame, TensorView word_splits, TensorView word_ids,
+                                                         TensorView state_frame, TensorView state_level, int64_t S,
+                                                         int64_t lattice) {
+  std::string at = lattice >= 0 ? "lattice " + std::to_string(lattice) + ": " : "";
+  cuwfst::reference::LatticeView v = CheckedArcs(src, dst, score, word_splits, word_ids, S, at);
+  CheckHostTensor(frame, "frame", kDLInt, 32, {v.num_arcs});
+  CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
+  CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
+  v.frame = static_cast<const int32_t*>(frame.data_ptr());
+  v.state_frame = static_cast<const int32_t*>(state_frame.data_ptr());
+  v.state_level = static_cast<const int32_t*>(state_level.data_ptr());
   return v;
 }
 
@@ -783,37 +792,17 @@ void RefLatticeWordRests(TensorView src, TensorView dst, TensorView score, Tenso
 int64_t RefLatticeNBest(TensorView src, TensorView dst, TensorView score, TensorView word_splits, TensorView word_ids,
                         TensorView beta, int64_t n, TensorView out_scores, TensorView out_splits, TensorView out_words,
                         TensorView out_need) {
-  if (src.ndim() != 1 || word_ids.ndim() != 1 || beta.ndim() != 1 || out_words.ndim() != 1)
-    TVM_FFI_THROW(ValueError) << "src, word_ids, beta and out_words must be 1-D";
+  if (beta.ndim() != 1 || out_words.ndim() != 1 || out_scores.ndim() != 1)
+    TVM_FFI_THROW(ValueError) << "beta, out_scores and out_words must be 1-D";
   if (n < 1) TVM_FFI_THROW(ValueError) << "n must be >= 1, got " << n;
-  const int64_t A = src.shape()[0], W = word_ids.shape()[0], S = beta.shape()[0];
-  CheckHostTensor(src, "src", kDLInt, 32, {A});
-  CheckHostTensor(dst, "dst", kDLInt, 32, {A});
-  CheckHostTensor(score, "score", kDLFloat, 32, {A});
-  CheckHostTensor(word_splits, "word_splits", kDLInt, 32, {A + 1});
-  CheckHostTensor(word_ids, "word_ids", kDLInt, 32, {W});
+  const int64_t S = beta.shape()[0], m = out_scores.shape()[0];
   CheckHostTensor(beta, "beta", kDLFloat, 64, {S});
-  if (out_scores.ndim() != 1) TVM_FFI_THROW(ValueError) << "out_scores must be 1-D";
-  const int64_t m = out_scores.shape()[0];
   CheckHostTensor(out_scores, "out_scores", kDLFloat, 64, {m});
   CheckHostTensor(out_splits, "out_splits", kDLInt, 64, {m + 1});
   CheckHostTensor(out_words, "out_words", kDLInt, 32, {out_words.shape()[0]});
   CheckHostTensor(out_need, "out_need", kDLInt, 64, {2});
-  cuwfst::reference::LatticeView v{};
-  v.num_states = S;
-  v.num_arcs = A;
-  v.num_words = W;
-  v.src = static_cast<const int32_t*>(src.data_ptr());
-  v.dst = static_cast<const int32_t*>(dst.data_ptr());
-  v.score = static_cast<const float*>(score.data_ptr());
-  v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
-  v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
-  const int32_t* ws = v.word_splits;
-  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << "word_splits must run from 0 to len(word_ids)";
-  for (int64_t i = 0; i < A; ++i) {
-    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << "word_splits must not decrease";
-    if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
-      TVM_FFI_THROW(ValueError) << "arc " << i << ": a state outside [0, " << S << ")";
+  const cuwfst::reference::LatticeView v = CheckedArcs(src, dst, score, word_splits, word_ids, S, "");
+  for (int64_t i = 0; i < v.num_arcs; ++i) {
     if (i && v.src[i] < v.src[i - 1])
       TVM_FFI_THROW(ValueError) << "the arcs must be grouped by source state in increasing order (arc " << i << ")";
     if (std::isnan(v.score[i])) TVM_FFI_THROW(ValueError) << "arc " << i << ": a NaN score";
