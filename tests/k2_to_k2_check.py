@@ -2,7 +2,11 @@
 the lattices k2 itself returns for the same golden cases, and whole-lattice rescoring with a
 word LM, done as icefall's rescore_with_whole_lattice does it, on both.
 
-    python k2_to_k2_check.py CASES.json OURS.npz
+    python k2_to_k2_check.py CASES.json OURS.npz [--no-structure]
+
+--no-structure skips the arc-for-arc comparison (states numbered and arcs ordered as k2's) and
+compares what does not depend on the numbering: the arcs as a multiset of (label, word, score
+bits, lm_score bits), the total scores and the rescoring's result.
 """
 import json
 import sys
@@ -57,6 +61,7 @@ def rescore(lattice, G, lm_scale=0.7):
 def main():
     cases = json.load(open(sys.argv[1]))
     ours = np.load(sys.argv[2])
+    structure = "--no-structure" not in sys.argv[3:]
     rows = 0
     for i, case in enumerate(cases):
         theirs = k2_lattice(case, case["graph"])
@@ -66,14 +71,24 @@ def main():
             lats.append(Lattice(num_states=int(f.pop("num_states")), **f))
         mine = k2.create_fsa_vec([lat.to_k2()[0] for lat in lats])
         assert torch.equal(mine.arcs.shape().row_splits(1), theirs.arcs.shape().row_splits(1)), "states differ"
-        assert torch.equal(mine.arcs.shape().row_splits(2), theirs.arcs.shape().row_splits(2)), "arcs per state"
-        assert torch.equal(mine.arcs.values(), theirs.arcs.values()), "arcs differ (src, dst, label, score bits)"
-        assert torch.equal(mine.aux_labels, theirs.aux_labels), "aux_labels differ"
-        assert torch.equal(mine.lm_scores, theirs.lm_scores), "lm_scores differ"
+        if structure:
+            assert torch.equal(mine.arcs.shape().row_splits(2), theirs.arcs.shape().row_splits(2)), "arcs per state"
+            assert torch.equal(mine.arcs.values(), theirs.arcs.values()), "arcs differ (src, dst, label, score bits)"
+            assert torch.equal(mine.aux_labels, theirs.aux_labels), "aux_labels differ"
+            assert torch.equal(mine.lm_scores, theirs.lm_scores), "lm_scores differ"
+        else:
+            def multiset(f):
+                v = f.arcs.values()
+                rows = torch.stack([v[:, 2], f.aux_labels, v[:, 3], f.lm_scores.view(torch.int32)], 1).tolist()
+                return sorted(map(tuple, rows))
+            assert multiset(mine) == multiset(theirs), "arcs differ as a multiset (label, word, score bits, lm_score bits)"
         for log in (False, True):
             a = mine.get_tot_scores(use_double_scores=True, log_semiring=log)
             b = theirs.get_tot_scores(use_double_scores=True, log_semiring=log)
-            assert torch.equal(a, b), (log, a, b)
+            if structure or not log:
+                assert torch.equal(a, b), (log, a, b)
+            else:  # (another state order sums the log semiring in another order: the last bits)
+                assert torch.allclose(a, b, rtol=1e-12, atol=0.0), (log, a, b)
         n_words = int(max(1, theirs.aux_labels.max().item()))
         G = word_lm(n_words, i)
         ta, ba = rescore(mine, G)

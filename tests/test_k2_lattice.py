@@ -73,11 +73,7 @@ def test_k2_lattice_live(tmp_path):
     assert r["rows"] >= 500 and not r["bad"], "\n".join(r["bad"][:20])
 
 
-@pytest.mark.skipif(_k2_python() is None, reason="no k2 environment (set CUWFST_K2_PYTHON)")
-def test_to_k2_is_k2s_own_lattice(tmp_path):
-    """Lattice.to_k2 (run in the k2 environment) equals the FsaVec k2 itself returns, arc for
-    arc (the CPU reference numbers states and orders arcs as k2 on the CPU does), and
-    icefall-style whole-lattice rescoring gives the same result on both."""
+def _to_k2_check(tmp_path, *flags):
     cases = load_cases("k2_lattice_goldens.json.gz")
     picked = [c for c in cases if c["beams"][0] == 20.0 and max(c["lens"]) > 30][:6]
     assert picked
@@ -97,8 +93,25 @@ def test_to_k2_is_k2s_own_lattice(tmp_path):
     (tmp_path / "cases.json").write_text(json.dumps(picked))
     script = Path(__file__).resolve().parent / "k2_to_k2_check.py"
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
-    res = subprocess.run([_k2_python(), str(script), str(tmp_path / "cases.json"), str(tmp_path / "ours.npz")],
+    res = subprocess.run([_k2_python(), str(script), str(tmp_path / "cases.json"), str(tmp_path / "ours.npz"), *flags],
                          capture_output=True, text=True, env=env)
     print(res.stdout[-3000:], res.stderr[-3000:], file=sys.stderr)
     assert res.returncode == 0, res.stderr[-3000:]
     assert "rows compared: 0" not in res.stdout
+
+
+@pytest.mark.skipif(_k2_python() is None, reason="no k2 environment (set CUWFST_K2_PYTHON)")
+def test_to_k2_rescores_as_k2s_own_lattice(tmp_path):
+    """Lattice.to_k2 (run in the k2 environment) against the FsaVec k2 itself returns: the same
+    states, the same arcs as a multiset (label, word, score and lm_score bits), the same total
+    scores, and icefall-style whole-lattice rescoring gives the same result on both."""
+    _to_k2_check(tmp_path, "--no-structure")
+
+
+@pytest.mark.skipif(_k2_python() is None, reason="no k2 environment (set CUWFST_K2_PYTHON)")
+@pytest.mark.xfail(strict=True, reason="since 0fcf360 (graphs sort each state's emitting arcs) the lattice "
+                   "numbers a time's states by the image's arc order, k2 by the graph's: same arcs, other "
+                   "state ids (docs/speed-notes.md, 'to_k2 arc for arc')")
+def test_to_k2_is_k2s_own_lattice(tmp_path):
+    """The same, arc for arc: states numbered and arcs ordered as k2 numbers and orders them."""
+    _to_k2_check(tmp_path)
