@@ -248,8 +248,8 @@ def _step_arcs(tb, emit_b, emit_n, emit_n0, s, st, sc, lp, ob, pos_of) -> dict:
     row = lp[int(s["lp_off"]): int(s["lp_off"]) + tb.vocab_size]
     a = scores[own]
     w = tb.weight[arcs]
-    end = (a + w) + row[tb.ilabel[arcs]]
-    read = (k < emit_n0[states][own]) | ((a + w) + s["lp_rest"] >= s["pre_low"])
+    end = a + (row[tb.ilabel[arcs]] + w)  # (the search's order, k2's: score + (acoustic + weight))
+    read = (k < emit_n0[states][own]) | (a + (s["lp_rest"] + w) >= s["pre_low"])
     cand = end >= s["pre_low"]
     d_states = st[int(s["dst_off"]): int(s["dst_off"]) + dst_n].astype(np.int64)
     pos_of[d_states] = np.arange(dst_n)
@@ -462,7 +462,7 @@ def twin_records(decoder, lp: np.ndarray, lens: np.ndarray, filter_output_beam: 
                 ac = row[k][tb.ilabel[arcs]]
                 keep = dpos >= 0
                 if scal is not None and scal[k][4]:  # (a filtered step)
-                    end = (sc_all[off[k]: off[k + 1]][own] + tb.weight[arcs]) + ac
+                    end = sc_all[off[k]: off[k + 1]][own] + (ac + tb.weight[arcs])
                     admitted = end > F32(step[k + 1, 2])
                     s_dst = sc_all[off[k + 1]: off[k + 2]][np.maximum(dpos, 0)]
                     keep &= admitted | ~(end < (s_dst - F32(filter_output_beam)) - scal[k][3])

@@ -81,7 +81,7 @@ def count_row(tb, indeg, dec, lp_row: np.ndarray, length: int, ob: F32) -> dict:
         # (the band), or the cutoff (the 1-best's)
         lpmax = F32(lp.max())
         for name, low in (("band", cutoff - ob), ("best", cutoff)):
-            reach = (sc + tb.emit_maxw[s]) + lpmax >= low
+            reach = sc + (lpmax + tb.emit_maxw[s]) >= low
             tot[f"tok_walk_{name}"] += int(deg[reach].sum())
             ok = (sc[own] + wa) + lpmax >= low
             n_ok = np.bincount(own[ok], minlength=len(s))

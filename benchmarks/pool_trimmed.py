@@ -51,7 +51,7 @@ def row_counts(dec, tb, lp_row, T):
         if not low < L:  # no anchor (or no room below it): the step is not trimmed
             out[k, 0] = len(a)
             continue
-        tok_ok = (sc + tb.emit_maxw[s]) + lp.max() > low  # a token whose whole bound fails gets none
+        tok_ok = sc + (lp.max() + tb.emit_maxw[s]) > low  # a token whose whole bound fails gets none
         small = deg <= 8  # tokens of at most 8 arcs keep them all
         blank = tb.ilabel[a] == 0
         arc_ok = blank | ((sc[own] + w[a]) + lp[1:].max() > low) | small[own]

@@ -166,7 +166,7 @@ def _snapshots(decoder, lp_row: np.ndarray, length: int):
 def emitting_steps(tb, decoder, lp_row: np.ndarray, length: int):
     """Each real step of one row that has emitting arcs, from the reference decoder's snapshots:
     (k, states, scores, beam, cutoff, deg, own, arcs, lp, end) with every emitting arc of the
-    frontier (own: its token, arcs: its id) and its end (score + weight) + log-prob."""
+    frontier (own: its token, arcs: its id) and its end score + (log-prob + weight)."""
     cnt, st_buf, sc_buf, _, step = _snapshots(decoder, lp_row, length)
     for k in range(length):
         n = int(cnt[k])
@@ -176,7 +176,7 @@ def emitting_steps(tb, decoder, lp_row: np.ndarray, length: int):
             continue
         own, a = _ragged(tb.emit_b[s], deg)
         lp = lp_row[k].astype(F32)
-        end = (sc[own] + tb.weight[a]) + lp[tb.ilabel[a]]
+        end = sc[own] + (lp[tb.ilabel[a]] + tb.weight[a])  # (the search's order: k2's)
         yield k, s, sc, F32(step[k + 1, 1]), F32(step[k + 1, 2]), deg, own, a, lp, end
 
 
@@ -266,15 +266,15 @@ def count_row(decoder, tb: Tables, lp_row: np.ndarray, length: int, pos_of: np.n
         owner, arcs = _ragged(b, deg)
         lp = lp_row[k, :V].astype(F32) if k < T else None
         if k < T:
-            end = (sc[owner] + tb.weight[arcs]) + lp[tb.ilabel[arcs]]
+            end = sc[owner] + (lp[tb.ilabel[arcs]] + tb.weight[arcs])
         else:
-            end = (sc[owner] + tb.weight[arcs]) + F32(0.0)
+            end = sc[owner] + (F32(0.0) + tb.weight[arcs])
         mx = end.max() if len(end) else NEG_INF
         if len(end) and F32(mx - beam) != cutoff:
             raise Mismatch(f"step {k}: max {mx} - beam {beam} != the snapshot's cutoff {cutoff}")
         w.emit["slots"][k] = len(arcs)
         if k < T:
-            passes = (sc + tb.emit_maxw[s]) + lp.max() > cutoff
+            passes = sc + (lp.max() + tb.emit_maxw[s]) > cutoff
         else:
             passes = np.ones(n, bool)  # final/redirect bounds are +inf
         w.emit["read_tokens"][k] = int((passes & (deg > 0)).sum())

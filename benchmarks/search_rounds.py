@@ -6,8 +6,8 @@ weights only" and "A correction").
 
 Replays the reference decoder's per-step snapshots of the first ROWS rows (default 2) and, for
 every token the trim searches (more than 8 emitting arcs), runs the GPU's 8-ary search over the
-arcs' real keep decisions (TrimKeeps: a label-0 arc always, another while (score + weight) +
-the row's best non-blank log-prob passes L - beam, L the best end over the anchor token's first
+arcs' real keep decisions (TrimKeeps: a label-0 arc always, another while score + (the
+row's best non-blank log-prob + weight) passes L - beam, L the best end over the anchor token's first
 64 arcs), three ways:
 
 - labelled: over all its emitting arcs, as with CUWFST_TRIM_WEIGHTS=off;
@@ -92,14 +92,14 @@ def count(g: Graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, granule: in
             has = deg > 0
             best = np.flatnonzero(has)[np.argmax(sc[has])]
             low = F32(end[own == best][:ANCHOR].max() - beam)
-            keep = (il[a] == 0) | ((sc[own] + w[a]) + lp[1:].max() > low)
+            keep = (il[a] == 0) | (sc[own] + (lp[1:].max() + w[a]) > low)
             start = np.cumsum(deg) - deg
             b = tb.emit_b[s]
             fails = np.where(~keep, a, np.iinfo(np.int64).max)
             first_fail = np.full(len(s), np.iinfo(np.int64).max)
             np.minimum.at(first_fail, own, fails)
             want = np.minimum(first_fail, tb.emit_e[s])
-            t = np.flatnonzero((deg > MIN_DEGREE) & ((sc + tb.emit_maxw[s]) + lp.max() > low))
+            t = np.flatnonzero((deg > MIN_DEGREE) & (sc + (lp.max() + tb.emit_maxw[s]) > low))
             n0 = np.zeros(len(t), np.int64)
             for q, tok in enumerate(t):  # the leading label-0 arcs
                 row = il[b[tok]:tb.emit_e[s[tok]]]

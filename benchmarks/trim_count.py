@@ -44,14 +44,14 @@ def main(argv=None) -> int:
             L = end[own == bt].max()
             posw = np.arange(len(a)) - np.repeat(np.cumsum(deg) - deg, deg)
             at = cum[s][own] + posw
-            ub_sorted = (sc[own] + sw[at]) + lp.max()
+            ub_sorted = sc[own] + (lp.max() + sw[at])
             nbw = nb_sorted_w[at]
-            ubnb = np.where(np.isinf(nbw), np.float32(np.inf), (sc[own] + nbw) + lp[1:].max())
+            ubnb = np.where(np.isinf(nbw), np.float32(np.inf), sc[own] + (lp[1:].max() + nbw))
             tot["trimL"] += int((ub_sorted > F32(L - beam)).sum())
             tot["trimM"] += int((ub_sorted > cutoff).sum())
             tot["trimNB"] += int((ubnb > F32(L - beam)).sum())
             tot["slots"] += len(a)
-            tot["read"] += int(deg[(sc + tb.emit_maxw[s]) + lp.max() > cutoff].sum())
+            tot["read"] += int(deg[sc + (lp.max() + tb.emit_maxw[s]) > cutoff].sum())
             tot["adm"] += int((end > cutoff).sum())
             tot["tokens"] += len(s)
         print(i, T, tot, f"{time.time() - t0:.0f} s", flush=True)

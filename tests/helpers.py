@@ -49,8 +49,9 @@ def path_score(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -
 
 def path_scores_f32(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -> np.ndarray:
     """The float32 score of a path after each of its arcs (and its redirect arc, last, where it
-    has one), as our decoders accumulate it: end = (score + weight) + log_prob, in order; an
-    epsilon or final arc reads no frame."""
+    has one), as our decoders accumulate it, in k2's order: end = score + (log_prob + weight);
+    a final or redirect arc adds (0 + weight), an epsilon arc its weight (the closure's order);
+    neither reads a frame."""
     g = graph.arrays
     arcs = graph.image_arc_ids(list(arcs)).tolist()
     redirect_arc = int(graph.image_arc_ids(redirect_arc)) if redirect_arc >= 0 else -1
@@ -58,16 +59,19 @@ def path_scores_f32(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = 
     out = []
     for a in list(arcs) + ([redirect_arc] if redirect_arc >= 0 else []):
         il = int(g.ilabel[a]) if a != redirect_arc else -1
-        s = np.float32(s + g.weight[a])
         if il >= 0:
-            s = np.float32(s + lp_row[t, il])
+            s = np.float32(s + np.float32(lp_row[t, il] + g.weight[a]))
             t += 1
+        elif il == -1:
+            s = np.float32(s + np.float32(np.float32(0.0) + g.weight[a]))
+        else:
+            s = np.float32(s + g.weight[a])
         out.append(s)
     return np.array(out, np.float32)
 
 
 def path_score_f32(graph: Graph, lp_row: np.ndarray, arcs, redirect_arc: int = -1) -> np.float32:
-    """The float32 score our decoders give a path: end = (score + weight) + log_prob, in order."""
+    """The float32 score our decoders give a path: end = score + (log_prob + weight), in order."""
     scores = path_scores_f32(graph, lp_row, arcs, redirect_arc)
     return scores[-1] if len(scores) else np.float32(0.0)
 

@@ -2,20 +2,18 @@
 
 k2's intersect_dense_pruned scores an arc's end as forward + (acoustic + weight)
 (`ai.arc_loglike = acoustic_score + arc.score; ai.end_loglike = forward_loglike + arc_loglike`).
-The search here adds (score + weight) + acoustic (the CPU's `RowSearch::Step`, the GPU's `ArcEnd`),
-and the two differ in the last bit where the weight is not 0, so a token at the beam's edge can be
-admitted by one and not by the other. The lattice goldens cannot see it (their log-probs are
-multiples of 1/64). `scripts/k2_full_check.py` found it on the full tier's HLG: 3 of 64 rows of the
-model's posteriors differ from k2 by 2 to 19 arcs (docs/speed-notes.md, "Exactness at full scale
-against real k2").
+The search here did (score + weight) + acoustic until 2026-12-05, and the two differ in the last bit
+where the weight is not 0, so a token at the beam's edge can be admitted by one and not by the other.
+The lattice goldens cannot see it (their log-probs are multiples of 1/64). `scripts/k2_full_check.py`
+found it on the full tier's HLG: 3 of 64 rows of the model's posteriors differed from k2 by 2 to 19
+arcs (docs/speed-notes.md, "Exactness at full scale against real k2"). The search now adds in k2's
+order on the CPU (RowSearch::Step) and the GPU (ArcEnd, and every bound in the same shape).
 
 The case: frame 0 reaches states 1 and 2 with the same score s1; on frame 1 arc 1 -> 3 (weight w1,
 label 3) ends within a float step of the cutoff (max - 4, the max from 2 -> 4): k2's order puts it
-just above the cutoff, ours on it. k2's answer below is k2 1.23.4's lattice for this input (made in
-the k2 environment, ../shared/tools/k2-venv.sh, from the same text and log-probs): every arc kept.
-Expected to fail until the search adds in k2's order on the CPU and the GPU together (the plan is
-in docs/speed-notes.md); strict, so that the fix makes it fail as an unexpected pass until the mark
-is removed.
+just above the cutoff, the old order on it. k2's answer below is k2 1.23.4's lattice for this input
+(made in the k2 environment, ../shared/tools/k2-venv.sh, from the same text and log-probs): every
+arc kept; the old order kept 3 (the dead state's arcs went too).
 """
 
 import numpy as np
@@ -41,16 +39,18 @@ def _inputs():
 
 def test_the_case_separates_the_two_orders():
     """The arithmetic the case rests on, in float32: the two orders give different ends and the
-    cutoff lies between them (k2's above it, ours on it). This part holds today."""
+    cutoff lies between them (k2's above it, the old order's on it)."""
     assert F(W0 + LP01) == S1 and F(0.0) + F(S1 + F(0.0)) == S1
     cutoff = F(F(S1 + LP14) - F(4.0))
-    ours, k2s = F(F(S1 + W1) + LP13), F(S1 + F(LP13 + W1))
-    assert ours != k2s and k2s > cutoff and not ours > cutoff
+    old, k2s = F(F(S1 + W1) + LP13), F(S1 + F(LP13 + W1))
+    assert old != k2s and k2s > cutoff and not old > cutoff
 
 
-@pytest.mark.xfail(strict=True, reason="the search adds (score + weight) + acoustic; k2 adds "
-                   "forward + (acoustic + weight) (docs/speed-notes.md, 'Exactness at full scale')")
-def test_lattice_equals_k2s_where_the_order_of_addition_decides():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_lattice_equals_k2s_where_the_order_of_addition_decides(device):
     graph, lp, opts = _inputs()
-    h = Decoder(graph, opts).decode(lp, np.array([2], np.int32), lattice=True)[0]
+    h = Decoder(graph, opts, device=device).decode(lp, np.array([2], np.int32), lattice=True)[0]
     assert sorted(zip(h.lattice.frame.tolist(), h.lattice.graph_arc.tolist())) == K2_ARCS
+    # the best path's score is k2's arithmetic too: 0 + (lp + w) per arc, in order
+    want = F(S1 + F(LP14 + F(0.0)))
+    assert F(F(want + F(F(0.0) + F(0.0)))) == F(h.score)

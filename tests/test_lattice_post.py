@@ -37,11 +37,11 @@ def _brute(g, tb, steps, st, sc, lp, ob):
             reading = True
             for arc in range(b, e):
                 w, lab = F32(a.weight[arc]), int(a.ilabel[arc])
-                bound_ok = (score + w) + s["lp_rest"] >= s["pre_low"]
+                bound_ok = score + (s["lp_rest"] + w) >= s["pre_low"]
                 read = lab == 0 or (reading and bound_ok)
                 if lab != 0 and not bound_ok:
                     reading = False  # (sorted: every later non-blank arc fails as well)
-                end = (score + w) + F32(row[lab])
+                end = score + (F32(row[lab]) + w)
                 if end >= s["pre_low"]:
                     assert read, "a candidate the walk would not read"
                 tot["slots"] += int(read)
@@ -226,7 +226,7 @@ def test_work_by_class_counts_the_walk():
                 dsc_rounds += (i, k // 32) in dsc_at
                 dsc_loads += dsc_at.get((i, k // 32), 0)
                 js = range(k, min(k + 32, n))
-                if any(j >= n0 and not (score + F32(tb.weight[b + j])) + s["lp_rest"] >= s["pre_low"] for j in js):
+                if any(j >= n0 and not score + (s["lp_rest"] + F32(tb.weight[b + j])) >= s["pre_low"] for j in js):
                     break
     assert tot["chunks"] == chunks > 0
     assert tot["keep_rounds"] == keep_rounds and 0 < keep_rounds <= min(chunks, tot["kept"])

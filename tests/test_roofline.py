@@ -95,7 +95,7 @@ def _brute(graph, lp, length):
             out["slots"] += e - b
             for arc in range(b, e):
                 ac = f32(lp[k, a.ilabel[arc]]) if not final_phase else f32(0)
-                end = (f32(score) + f32(a.weight[arc])) + ac
+                end = f32(score) + (ac + f32(a.weight[arc]))
                 if end > cutoff:
                     out["admitted"] += 1
                     d = int(a.dest[arc]) if not final_phase or any_final else graph.num_states - 1

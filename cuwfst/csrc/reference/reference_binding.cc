@@ -259,7 +259,7 @@ void RefDecodeSnapshots(int64_t graph_h, TensorView log_probs, int64_t length, d
 // arcs admissible against L - beam (L: the end of the best arc of the best-scoring token
 // with arcs, the GPU scan's lower bound of the max; what the pooled MaxKernel counts)} for
 // the length + 1 steps; with 8 columns also {slots of the tokens whose upper bound
-// fl(score + max emitting weight + max_lp) passes L - beam, slots of those whose bound passes
+// fl(score + fl(max_lp + max emitting weight)) passes L - beam, slots of those whose bound passes
 // the cutoff, the "bins" bound (cuwfst/pool_bins.h: what CUWFST_POOL_BOUND=bins hands out
 // by)}; the last three are the step's slots on the final step (its bound is 1 anyway).
 class SizeObserver : public cuwfst::reference::StepObserver {
@@ -273,9 +273,9 @@ class SizeObserver : public cuwfst::reference::StepObserver {
   }
   void OnArc(int32_t src, int32_t, int32_t arc, float acoustic) override {
     const cuwfst::reference::Token& tok = frontier_[src];
-    const float sw = tok.score + g_.weight[arc & ~cuwfst::reference::kRedirectArcBit];
     src_.push_back(src);
-    end_.push_back(sw + acoustic);  // acoustic is 0 off real steps: (score + weight) + 0
+    // the search's order, score + (acoustic + weight); acoustic is 0 off real steps
+    end_.push_back(tok.score + (acoustic + g_.weight[arc & ~cuwfst::reference::kRedirectArcBit]));
   }
   void OnStepEnd(const std::vector<cuwfst::reference::Token>& frontier, float cutoff) override {
     float mx = -INFINITY;
@@ -309,18 +309,18 @@ class SizeObserver : public cuwfst::reference::StepObserver {
         if (row_ == nullptr) {
           tok_low = tok_cut = bins = o[1];
         } else {
-          // the GPU's arithmetic: tok_ub = score + emit_maxw (ScanKernel), the walkers' test
-          // tok_ub + max_lp > x, max_lp the max of the row's vocab_size columns
+          // the GPU's arithmetic: tok_ub = score + (max_lp + emit_maxw) (ScanKernel), the
+          // walkers' test tok_ub > x, max_lp the max of the row's vocab_size columns
           float max_lp = -INFINITY;
           for (int32_t v = 0; v < g_.vocab_size; ++v) max_lp = std::max(max_lp, row_[v]);
           deg_.assign(frontier_.size(), 0);
           for (int32_t t : src_) ++deg_[t];
-          const int32_t first = cuwfst::PoolFirstBin(cutoff, max_lp, ref_);
+          const int32_t first = cuwfst::PoolFirstBin(cutoff, ref_);
           for (size_t t = 0; t < frontier_.size(); ++t) {
             if (deg_[t] == 0) continue;
-            const float ub = frontier_[t].score + emit_maxw_[frontier_[t].state];
-            tok_low += ub + max_lp > low ? deg_[t] : 0;
-            tok_cut += ub + max_lp > cutoff ? deg_[t] : 0;
+            const float ub = frontier_[t].score + (max_lp + emit_maxw_[frontier_[t].state]);
+            tok_low += ub > low ? deg_[t] : 0;
+            tok_cut += ub > cutoff ? deg_[t] : 0;
             bins += cuwfst::PoolBinOf(ub, ref_) >= first ? deg_[t] : 0;
           }
         }

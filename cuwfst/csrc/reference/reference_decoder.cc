@@ -173,9 +173,10 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     else if (phase == kPhaseFinal) { *b = g.FinalBegin(s); *e = g.FinalEnd(s); }
     else { *b = g.row_splits[s]; *e = g.row_splits[s + 1]; }  // redirect: every arc
   };
+  // k2's order: forward + (acoustic + weight), acoustic 0 off real steps (intersect_dense_pruned's
+  // arc_loglike = acoustic + arc score, end_loglike = forward + arc_loglike)
   auto end_of = [&](const Token& tok, int32_t a) -> float {
-    float sw = tok.score + g.weight[a];
-    return phase == kPhaseReal ? sw + lp[g.ilabel[a]] : sw + 0.0f;
+    return tok.score + ((phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f) + g.weight[a]);
   };
   // Pass 1: the exact maximum over every arc of the step.
   float exact_max = kNegInf;
@@ -210,8 +211,8 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
 }
 
 void RowSearch::ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool final_step) {
-  // Step()'s pass 2 over the given arcs, in the same arithmetic: end = (score + weight) +
-  // acoustic on a real step, (score + weight) + 0 otherwise.
+  // Step()'s pass 2 over the given arcs, in the same arithmetic: end = score + (acoustic +
+  // weight), acoustic 0 off real steps.
   const int32_t phase = NextPhase(final_step);
   CountFrontier();
   const GraphView& g = g_;
@@ -224,8 +225,7 @@ void RowSearch::ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool 
     const int32_t code = phase == kPhaseRedirect ? (a | kRedirectArcBit) : a;
     const float acoustic = phase == kPhaseReal ? x.acoustic : 0.0f;
     if (observer_) observer_->OnArc(x.src_tok, dest, code, acoustic);
-    const float sw = tok.score + g.weight[a];
-    const float end = phase == kPhaseReal ? sw + acoustic : sw + 0.0f;
+    const float end = tok.score + (acoustic + g.weight[a]);
     if (!(end > cutoff)) continue;
     rec.Offer(dest, end, tok.winner, code);
   }

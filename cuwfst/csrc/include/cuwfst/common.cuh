@@ -137,11 +137,14 @@ __device__ __forceinline__ uint32_t HashSlot(uint32_t s, int32_t size) {
 }
 
 // An arc's end score in float32, in the one order every kernel uses (MaxKernel,
-// ExpandKernel, FusedExpandKernel and the scans' lower bound must agree bit for bit; the
-// spec's order, docs/design.md). `acoustic` is 0.f off real steps, and `x + 0.f` is kept:
-// it turns -0 into +0 exactly as the walkers compute it.
+// ExpandKernel, FusedExpandKernel and the scans' lower bound must agree bit for bit): k2's,
+// score + (acoustic + weight) (intersect_dense_pruned: arc_loglike = acoustic + arc score,
+// end_loglike = forward + arc_loglike; the CPU's RowSearch::Step). `acoustic` is 0.f off real
+// steps, and `0.f + weight` is kept: it turns a -0 weight into +0 exactly as the CPU does.
+// Every bound on ends is built in the same shape, score + (an acoustic bound + a weight
+// bound): fp32 addition is monotone in each operand, so it bounds every end it covers.
 __device__ __forceinline__ float ArcEnd(float score, float weight, float acoustic) {
-  return (score + weight) + acoustic;
+  return score + (acoustic + weight);
 }
 
 // The acoustic score of an arc on a step of `phase`: the log-prob row's column ilabel on a
@@ -220,7 +223,7 @@ __device__ __forceinline__ int32_t PooledBoundInput(const Workspace& ws, int32_t
   if (v->phase != kPhaseReal) return v->total_arcs;
   // the cutoff exactly as ExpandKernel computes it
   const float cutoff = OrderedIntToFloat(v->max_ord) - v->beam;
-  const int32_t first = PoolFirstBin(cutoff, v->max_lp, OrderedIntToFloat(v->prev_max_ord));
+  const int32_t first = PoolFirstBin(cutoff, OrderedIntToFloat(v->prev_max_ord));
   return *reinterpret_cast<volatile int32_t*>(&ws.bin_slots[static_cast<int64_t>(l) * kPoolBins + first]);
 }
 

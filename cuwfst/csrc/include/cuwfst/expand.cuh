@@ -418,7 +418,7 @@ static __global__ void __launch_bounds__(32) PoolHandOutKernel(Workspace ws) {
 // MaxKernel — per step, grid = ExpandBlocksFor(max_lanes) x kWalkThreads.
 // Reads: the slot space, frontier scores, tok_ub, graph weights/ilabels, log-prob rows.
 // Writes: lanes[l].max_ord = the exact max end score over ALL of the lane's slots.
-// Skip: a token whose upper bound (score + max emitting weight) + max_lp is <= the
+// Skip: a token whose upper bound tok_ub = score + (max_lp + max emitting weight) is <= the
 // thread's running max cannot raise the max (fp32 addition is monotone), so its arc is
 // not read; the result is bit-identical to the full maximum.
 // pool_at_max (pooled, types.cuh): ScanKernel started max_ord at L, an arc end of the step
@@ -489,14 +489,14 @@ MaxKernel(DeviceGraph g, Workspace ws) {
       }
     }
     if (count) {
-      if (lv.ub[tok] + lv.max_lp <= low) return;
+      if (lv.ub[tok] <= low) return;
       const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
       const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));
       run = fmaxf(run, end);
       cnt += end > low ? 1 : 0;
       return;
     }
-    if (lv.ub[tok] + lv.max_lp <= run) return;
+    if (lv.ub[tok] <= run) return;
     const int32_t arc = lv.begin[tok] + (local - lv.offsets[tok]);
     run = fmaxf(run, ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc)));
   });
@@ -625,7 +625,7 @@ struct ExpandLane {
   __device__ __forceinline__ void Slot(const DeviceGraph& g, const Workspace& ws, const LaneView& lv, int32_t tok,
                                        int32_t local) {
     Enter(g, ws, lv.lane, lv.phase);
-    const float bound = lv.ub[tok] + lv.max_lp;
+    const float bound = lv.ub[tok];
     if (!(bound > cutoff) && !(bound >= cand_low)) return;  // no arc of this token can pass (or be a candidate)
     const int32_t index = local - lv.offsets[tok];
     const int32_t arc = lv.begin[tok] + index;
@@ -781,7 +781,7 @@ static __global__ void __launch_bounds__(kWalkThreads) CoopWalkKernel(DeviceGrap
 // claim against the exact cutoff M - beam, drops it. So the survivors, their scores and their
 // winning slots are those of MaxKernel + ExpandKernel; only the claims list is longer (a
 // claims overflow the exact path would not have is possible and is flagged like any other).
-// The max is exact: a token is skipped only when score + max emitting weight + max_lp (an
+// The max is exact: a token is skipped only when score + (max_lp + max emitting weight) (an
 // upper bound of its ends, fp32 addition being monotone) is <= x - beam <= x, and x is in
 // max_ord already or is flushed, so max_ord = max(L, every end computed) = M once the kernel
 // has finished. The cutoff is therefore known only after this kernel: FinalizeKernel and the
@@ -822,7 +822,7 @@ FusedExpandKernel(DeviceGraph g, Workspace ws) {
       cutoff = run - beam;
       table.Load(ws, lc);
     }
-    if (!(lv.ub[tok] + lv.max_lp > cutoff)) return;  // no arc of this token can pass or raise x
+    if (!(lv.ub[tok] > cutoff)) return;  // no arc of this token can pass or raise x
     const int32_t index = local - lv.offsets[tok];
     const int32_t arc = lv.begin[tok] + index;
     const float end = ArcEnd(lv.score[tok], g.arc_weight[arc], lv.Acoustic(g, arc));

@@ -365,7 +365,7 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
         acoustic = lv.Acoustic(g, arc);
         end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
       }
-      // admitted: Expand's test, end = (score + weight) + acoustic > the exact cutoff
+      // admitted: Expand's test, end = score + (acoustic + weight) > the exact cutoff
       admitted = end > ll.cutoff;
       if (ll.filter.on && !admitted) keep = !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
     }

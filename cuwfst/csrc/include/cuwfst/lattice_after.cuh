@@ -11,7 +11,7 @@
 //   LatTabClearKernel, LatTabBuildKernel   the global tables (S_{t+1}: state -> index);
 //   LatRecordsKernel  a CTA an item, a warp a token of S_t walking its emitting arcs in the graph
 //                     image's order (label-0 arcs, then the others by weight, best first) until
-//                     (score + weight) + the row's best non-blank log-prob falls below the filter's
+//                     score + (the row's best non-blank log-prob + weight) falls below the filter's
 //                     bound, each arc tested as the in-step stage tests it (lattice.cuh
 //                     LatPersistKernel): its end, the destination's probe, admission, the filter;
 //   LatTailKernel     the final and redirect steps: every final arc (every arc, redirected) of S_T's
@@ -222,12 +222,12 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // global table); a fixed grid, each CTA claiming the list's next item when done with one. Per
 // item: the step's log-prob row into shared memory (up to kAfterLpsMax labels) and its best
 // non-blank value `rest`; then a
-// warp a token of S_t: its emitting arcs 32 at a time, each read arc's end = (score + weight) +
-// acoustic; an arc ending below pre_low is dropped (the filter drops it whatever its destination,
+// warp a token of S_t: its emitting arcs 32 at a time, each read arc's end = score + (acoustic +
+// weight); an arc ending below pre_low is dropped (the filter drops it whatever its destination,
 // and it is not admitted: lattice.cuh LatPreLowFor), else its destination is probed in S_{t+1}; a
 // surviving one is kept when admitted (end > cutoff), or the step unfiltered, or not below
 // (s(dst) - output_beam) - slack. On a sorted graph (DeviceGraph::emit_sorted) an arc past the
-// label-0 arcs with (score + weight) + rest < pre_low ends below pre_low whatever its label, and so
+// label-0 arcs with score + (rest + weight) < pre_low ends below pre_low whatever its label, and so
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
@@ -338,7 +338,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
           const float wt = g.arc_weight[arc];
           const ArcDestLabel dl = ArcDestAndLabel(g, arc);
           const uint16_t lab = dl.label;
-          read = !sorted || lab == 0 || (a + wt) + rest >= s.pre_low;
+          read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
           past = sorted && lab != 0 && !read;
           if (read) {
             ac = staged ? lps[lab] : AfterLp(s, lab);

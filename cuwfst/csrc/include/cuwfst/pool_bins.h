@@ -2,17 +2,18 @@
 // Workspace::pool_bound), shared by the GPU kernels and the CPU accounting
 // (reference_binding.cc ref_decode_step_sizes), which must compute it bit for bit alike.
 //
-// A real step's tokens are binned by their upper bound ub = score + max emitting weight (the
-// scans' tok_ub) relative to the lane's previous maximum ref (the best score of the frontier):
-// bin = clamp(floor((ub - ref) * 4) + 192, 0, 255), so 0.25-wide bins over ub - ref in
-// [-48, 16), everything below in bin 0 and above in bin 255. Each bin counts the slots (arcs)
-// of its tokens. Once the step's exact cutoff c = max - beam is known (MaxKernel's last
-// block), the bound is the slots of the bins at or above PoolBinOf(PoolBinThreshold(c,
-// max_lp), ref):
-//  * every arc ExpandKernel admits has end > c and end <= fl(ub + max_lp) (fp32 addition is
-//    monotone, weight <= max emitting weight, acoustic <= max_lp), so fl(ub + max_lp) > c;
-//  * PoolBinThreshold is the smallest float u with fl(u + max_lp) > c (u -> fl(u + max_lp) is
-//    monotone, so exactly the ub >= u pass), or -inf where its bounded search gives up;
+// A real step's tokens are binned by their upper bound ub = score + (max_lp + max emitting
+// weight) (the scans' tok_ub, the shape of ArcEnd) relative to the lane's previous maximum ref
+// (the best score of the frontier): bin = clamp(floor((ub - ref) * 4) + 192, 0, 255), so
+// 0.25-wide bins over ub - ref in [-48, 16), everything below in bin 0 and above in bin 255.
+// Each bin counts the slots (arcs) of its tokens. Once the step's exact cutoff c = max - beam
+// is known (MaxKernel's last block), the bound is the slots of the bins at or above
+// PoolBinOf(PoolBinThreshold(c), ref):
+//  * every arc ExpandKernel admits has end > c and end = fl(score + fl(acoustic + weight)) <=
+//    ub (fp32 addition is monotone in each operand, weight <= max emitting weight, acoustic
+//    <= max_lp), so ub > c;
+//  * PoolBinThreshold is the smallest float u > c, so exactly the ub >= u pass (-inf where c is
+//    not finite: count every bin);
 //  * PoolBinOf is monotone in ub (fp32 subtraction, a multiplication by a power of two, floor
 //    and clamp are), so ub >= u implies bin(ub) >= bin(u).
 // So the bound covers every admitted arc, hence the step's claims, whatever ref is (ref only
@@ -44,23 +45,16 @@ CUWFST_POOL_HD int32_t PoolBinOf(float ub, float ref) {
   return static_cast<int32_t>(x) + kPoolBinZero;
 }
 
-// The smallest float u with fl(u + max_lp) > cutoff (then a token passes the walkers' test
-// ub + max_lp > cutoff iff ub >= u), found from fl(cutoff - max_lp) by ulp steps; -inf (count
-// every bin) where that does not settle within 64 steps either way or is not finite.
-CUWFST_POOL_HD float PoolBinThreshold(float cutoff, float max_lp) {
-  float u = cutoff - max_lp;
-  if (!(u - u == 0.f)) return -INFINITY;  // inf or NaN
-  int32_t i = 0;
-  for (; i < 64 && u + max_lp > cutoff; ++i) u = nextafterf(u, -INFINITY);
-  if (u + max_lp > cutoff) return -INFINITY;
-  for (i = 0; i < 64 && !(u + max_lp > cutoff); ++i) u = nextafterf(u, INFINITY);
-  if (!(u + max_lp > cutoff)) return -INFINITY;
-  return u;
+// The smallest float u > cutoff (a token passes the walkers' test ub > cutoff iff ub >= u);
+// -inf (count every bin) where the cutoff is not finite.
+CUWFST_POOL_HD float PoolBinThreshold(float cutoff) {
+  if (!(cutoff - cutoff == 0.f)) return -INFINITY;  // inf or NaN
+  return nextafterf(cutoff, INFINITY);
 }
 
 // The first bin a step with this cutoff counts.
-CUWFST_POOL_HD int32_t PoolFirstBin(float cutoff, float max_lp, float ref) {
-  return PoolBinOf(PoolBinThreshold(cutoff, max_lp), ref);
+CUWFST_POOL_HD int32_t PoolFirstBin(float cutoff, float ref) {
+  return PoolBinOf(PoolBinThreshold(cutoff), ref);
 }
 
 }  // namespace cuwfst

@@ -295,7 +295,7 @@ __device__ __forceinline__ float BestTokenEnd(const DeviceGraph& g, unsigned lon
 //    (fp32 subtraction is monotone): an arc left out is not admitted (k2's end > M - beam);
 //  * low < L (else nothing is trimmed), and the arc that gave L is kept (its bound is at
 //    least its end, L > low), so the max over the kept arcs is M exactly;
-//  * an arc's bound: (score + weight) + the row's max over the labels it may read (every
+//  * an arc's bound: score + (the row's max over the labels it may read + weight) (every
 //    label for the label-0 arcs, which are always kept, else labels >= 1) is >= its end
 //    (fp32 addition is monotone), and after the label-0 arcs the bounds do not increase,
 //    so the arcs that pass form a prefix and a binary search finds its end.
@@ -431,7 +431,7 @@ constexpr int kTrimFan = 8;
 // `score`: a label-0 arc always, any other while its bound can pass (both operands loaded
 // beforehand; no short-circuit, so neither load waits on the other)
 __device__ __forceinline__ bool TrimKeeps(uint16_t label, float weight, float score, float rest, const LaneTrim& tr) {
-  return (label == 0) | ((score + weight) + rest > tr.low);
+  return (label == 0) | (score + (rest + weight) > tr.low);
 }
 // The weights-only search (LaneTrim::tw, Workspace::trim_weights): a token's search starts past
 // its n0 label-0 arcs (always kept; the sorted arcs put them first, DeviceGraph::emit_blank), so
@@ -489,7 +489,7 @@ __device__ __forceinline__ void TrimSearchWeights(const DeviceGraph& g, const La
 #pragma unroll
       for (int j = 1; j < kTrimFan; ++j) {
         const int32_t pos = TrimProbe(lo[k], len, j);
-        const bool keep = (score[k] + wt[k - k0][j - 1]) + rest[k] > tr.low;
+        const bool keep = score[k] + (rest[k] + wt[k - k0][j - 1]) > tr.low;
         if (failed) continue;
         if (keep) nlo = pos + 1;
         else {
@@ -518,7 +518,7 @@ __device__ __forceinline__ void TrimDegrees(const DeviceGraph& g, const LaneTrim
     lo[k] = hi[k] = 0;
     search[k] = false;
     if (deg[k] == 0) continue;
-    if (!((score[k] + maxw[k]) + tr.lp_all > tr.low)) {  // no arc of the token can pass
+    if (!(score[k] + (tr.lp_all + maxw[k]) > tr.low)) {  // no arc of the token can pass
       deg[k] = 0;
     } else if (deg[k] > kTrimMinDegree) {
       hi[k] = b[k] + static_cast<int32_t>(deg[k]);
@@ -594,13 +594,15 @@ struct TokenRound {
   int32_t heavy[kScanItems];  // the label bound's heavy index (HeavyIndex), -1: none
   uint32_t n0;                // byte k: token k's label-0 arcs (tw and a searched token), else 0
 };
-// token k's upper bound, as TokenLoad wrote it to ub (hist: the bins bound, real steps only)
-__device__ __forceinline__ float RoundBound(const TokenRound& r, int k, int32_t phase) {
-  return phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
+// token k's upper bound on its arc ends, as TokenTrim writes it to ub (hist: the bins bound,
+// real steps only): score + (max_lp + max emitting weight), the ends' own shape (ArcEnd), so
+// fp32 addition's monotony makes it a bound; +inf off real steps (no skip there)
+__device__ __forceinline__ float RoundBound(const TokenRound& r, int k, int32_t phase, float max_lp) {
+  return phase == kPhaseReal ? r.sc[k] + (max_lp + r.mw[k]) : INFINITY;
 }
 template <bool kFused>
 __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* state, const float* score,
-                                          int32_t* begin, float* ub, int32_t first, int32_t stride, int32_t end,
+                                          int32_t* begin, int32_t first, int32_t stride, int32_t end,
                                           int32_t phase, bool lb, bool tw, unsigned long long& best,
                                           TokenRound& r) {
   r.n0 = 0u;
@@ -620,24 +622,27 @@ __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* s
       r.sc[k] = score[i];
       r.mw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
       r.deg[k] = e - b;
-      // the upper bound (not kept in the round: RoundBound computes it again, bit for bit)
-      const float u = phase == kPhaseReal ? r.sc[k] + r.mw[k] : INFINITY;
       // lb: a real step of a decoder with the label bound; only tokens the trim may search
       if (lb && r.deg[k] > kTrimMinDegree) r.heavy[k] = HeavyIndex(g, s);
       // tw: a real step of a decoder with the weights-only search (LaneTrim::tw, the same flag)
       if (tw && r.deg[k] > kTrimMinDegree) r.n0 |= static_cast<uint32_t>(g.emit_blank[s]) << (8 * k);
-      ub[i] = u;
       if (kFused && e > b) best = MaxKey(best, BestTokenKey(r.sc[k], i));
     }
   }
 }
+// (TokenLoad's tokens first + k * stride below end: their bounds written to ub here, where the
+// row's max trim.lp_all is known, which ScanSplitKernel's preloaded round reads before it)
 __device__ __forceinline__ void TokenTrim(const DeviceGraph& g, bool trimmed, const LaneTrim& trim, int32_t* hist,
-                                          float bin_ref, TokenRound& r, int64_t (&deg)[kScanItems]) {
+                                          float bin_ref, float* ub, int32_t first, int32_t stride, int32_t end,
+                                          int32_t phase, TokenRound& r, int64_t (&deg)[kScanItems]) {
+#pragma unroll
+  for (int k = 0; k < kScanItems; ++k)
+    if (first + k * stride < end) ub[first + k * stride] = RoundBound(r, k, phase, trim.lp_all);
   if (trimmed) TrimDegrees(g, trim, r.sc, r.mw, r.b, r.heavy, r.n0, r.deg);
   if (hist)
 #pragma unroll
     for (int k = 0; k < kScanItems; ++k)
-      if (r.deg[k] > 0) atomicAdd(&hist[PoolBinOf(RoundBound(r, k, kPhaseReal), bin_ref)], r.deg[k]);
+      if (r.deg[k] > 0) atomicAdd(&hist[PoolBinOf(RoundBound(r, k, kPhaseReal, trim.lp_all), bin_ref)], r.deg[k]);
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) deg[k] = r.deg[k];
 }
@@ -647,8 +652,8 @@ __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* 
                                            bool trimmed, const LaneTrim& trim, bool lb, int32_t* hist, float bin_ref,
                                            unsigned long long& best, int64_t (&deg)[kScanItems]) {
   TokenRound r;
-  TokenLoad<kFused>(g, state, score, begin, ub, first, 1, end, phase, lb, trim.tw, best, r);
-  TokenTrim(g, trimmed, trim, hist, bin_ref, r, deg);
+  TokenLoad<kFused>(g, state, score, begin, first, 1, end, phase, lb, trim.tw, best, r);
+  TokenTrim(g, trimmed, trim, hist, bin_ref, ub, first, 1, end, phase, r, deg);
 }
 
 // A real step's row, its maxima (the bounds' acoustic ingredient: the walkers' skip and the
@@ -1119,7 +1124,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   int32_t known = 0;  // max_known: every token with slots bounded by the anchor (Workspace::max_known)
   if (ws.max_known) {
     const float u = BlockReduce(tmp.reduce).Reduce(umax, [](float a, float b) { return fmaxf(a, b); });  // (thread 0)
-    known = lower > -INFINITY && u + max_lp <= lower ? 1 : 0;
+    known = lower > -INFINITY && u <= lower ? 1 : 0;  // (u: tok_ub's, max_lp inside)
   }
   // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
   // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
@@ -1383,7 +1388,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // the weights-only search's label-0 counts, under RowAndTrim's LaneTrim::tw exactly: a trimmed
     // step is a real one whose RowAndTrim wanted the trim (ws.trim), so tw there is ws.trim_weights
     const bool tw = ws.trim_weights != 0 && ws.trim != 0 && phase == kPhaseReal;
-    if (preload) TokenLoad<fused>(g, state, score, begin, ub, stripe0, kScanThreads, hi, phase, lb, tw, best0, r0);
+    if (preload) TokenLoad<fused>(g, state, score, begin, stripe0, kScanThreads, hi, phase, lb, tw, best0, r0);
     LaneTrim trim;
     if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
@@ -1401,12 +1406,12 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // The degrees of tokens first + k * kScanThreads of a round (striped; first arc and bound
     // written as ScanKernel does; the bins bound's histogram, once per token: pass A).
     // finish: a round's trim from its TokenLoad (its best key in `best`)
-    auto finish = [&](TokenRound& r, unsigned long long best, int64_t (&deg)[kScanItems]) {
-      TokenTrim(g, trimmed, trim, bins ? hist : nullptr, bin_ref, r, deg);
+    auto finish = [&](TokenRound& r, int32_t first, unsigned long long best, int64_t (&deg)[kScanItems]) {
+      TokenTrim(g, trimmed, trim, bins ? hist : nullptr, bin_ref, ub, first, kScanThreads, hi, phase, r, deg);
       if (ws.max_known)  // U over the tokens with slots (a token past the chunk has none)
 #pragma unroll
         for (int k = 0; k < kScanItems; ++k)
-          if (deg[k] > 0) umax = fmaxf(umax, RoundBound(r, k, phase));
+          if (deg[k] > 0) umax = fmaxf(umax, RoundBound(r, k, phase, trim.lp_all));
       if (fused) {  // per round, so that no register holds it across the scan (it spilled)
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) best = MaxKey(best, __shfl_xor_sync(0xFFFFFFFFu, best, d));
@@ -1416,8 +1421,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       TokenRound r;
       unsigned long long best = 0ull;
-      TokenLoad<fused>(g, state, score, begin, ub, first, kScanThreads, hi, phase, lb, tw, best, r);
-      finish(r, best, deg);
+      TokenLoad<fused>(g, state, score, begin, first, kScanThreads, hi, phase, lb, tw, best, r);
+      finish(r, first, best, deg);
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
     // exclusive prefix (chunk 0: none), publish the inclusive prefix; `running` = the prefix.
@@ -1462,7 +1467,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
       int64_t deg[kScanItems], excl[kScanItems], agg;
       {
         int64_t sdeg[kScanItems];  // striped
-        if (preload) finish(r0, best0, sdeg);
+        if (preload) finish(r0, stripe0, best0, sdeg);
         else degrees(stripe0, sdeg);
         // (a token's slots are at most its arcs of one state: int32)
 #pragma unroll
@@ -1552,7 +1557,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
         o.lower = AnchorOf(*reinterpret_cast<volatile unsigned long long*>(&ws.scan_best[lane]));
         if (ws.max_known) {  // every chunk's largest bound is in (each added it before counting itself done)
           const uint32_t u = *reinterpret_cast<volatile uint32_t*>(&ws.scan_umax[lane]);
-          o.known = u != 0u && o.lower > -INFINITY && OrderedU32ToFloat(u) + o.max_lp <= o.lower ? 1 : 0;
+          o.known = u != 0u && o.lower > -INFINITY && OrderedU32ToFloat(u) <= o.lower ? 1 : 0;
         }
       }
       // the last non-empty chunk published the lane's inclusive sum before counting itself done

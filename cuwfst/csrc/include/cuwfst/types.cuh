@@ -327,7 +327,7 @@ struct LaneCounters {
   // the mark before it resumes (the scans leave a 2 alone).
   int32_t late_undo;
   // Workspace::max_known: 1 when this step's max is already the trim's anchor (every token with
-  // slots has ub + max_lp <= the anchor; ApplyLaneStep), so MaxKernel leaves the lane out
+  // slots has ub <= the anchor; ApplyLaneStep), so MaxKernel leaves the lane out
   int32_t max_known;
 };
 constexpr int32_t kLatFilterNever = -(1 << 20);  // LaneCounters::lat_filter_last before any filtered step
@@ -481,7 +481,7 @@ struct Workspace {
   int32_t max_anchor;
   // 1 (with max_anchor, either layout; on unless CUWFST_MAX_KNOWN=off): the scans also take
   // each lane's largest token bound U = max(ub) over its tokens with slots (scan_umax in the
-  // split scans), and a lane whose U + max_lp is at most the anchor is flagged max_known: every
+  // split scans; ub has max_lp inside), and a lane whose U is at most the anchor is flagged max_known: every
   // token MaxKernel would visit there is skipped from its first slot (its bound is at most the
   // anchor, where the running max starts), so the lane's max is the anchor. The scans' last block
   // builds max_lane_offsets, the slot offsets with the flagged lanes' slots as 0, and MaxKernel
@@ -543,7 +543,7 @@ struct Workspace {
   int32_t* tok_winner[2];
   // per step, per token of the frontier being expanded (same offsets)
   int32_t* tok_begin;    // first arc of each token for this phase
-  float* tok_ub;         // score + max emitting weight (upper-bound ingredient)
+  float* tok_ub;         // a real step's bound on a token's ends, score + (max_lp + max emitting weight); +inf on other steps
   int32_t* arc_offsets;  // exclusive degree prefix sums (a region's tok_cap + 1 entries)
   int32_t* tok_hint;     // the token holding slot k * kHintStride (HintBase / HintCap)
   int32_t hint_cap;      // static layout: entries per lane
