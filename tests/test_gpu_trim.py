@@ -288,7 +288,11 @@ def test_grids_and_appends_leave_the_results_alone(seed, monkeypatch):
     ExpandKernel unbounded and LatPersistKernel bounded at 4): each 1-best equal to the CPU's (exact-score
     ties aside: another grid claims the next frontier's states in another order, so a tie between two
     paths may resolve the other way, as it may against the CPU) and the same GPU-pruned lattices as the
-    default and the CPU; each decoder reports what it took (MemStats)."""
+    default and the CPU; each decoder reports what it took (MemStats). Every side records in the step
+    (CUWFST_LATTICE_RECORDS=step): LatPersistKernel, its appends and candidates are that stage's; since
+    the records after the search became the default (51e3f49) the sides ran none of it, which
+    test_grid_cases_recorded_from_candidates caught (0 lane-steps from candidates, 2026-12-05)."""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "step")
     graph, opts, B, lens, lp = _wide_case(np.random.default_rng(57000 + seed), seed, draw_output_beam=True)
     decs = {"default": Decoder(graph, opts, device="cuda", max_lanes=8, scan_split=seed % 2)}
     for name, env in GRID_SIDES.items():

@@ -718,9 +718,11 @@ class GpuDecoder {
   // of a stage of every step; MemStats [78] counts the decodes that did
   bool lat_after_ = true;
   bool lat_claims_ = true;  // CUWFST_LATTICE_CLAIMS (Workspace::lat_claims)
-  // CUWFST_LATTICE_RESERVE=chunk at construction (Workspace::lat_reserve; MemStats [79]): the pass's
-  // warps take record slots a chunk at a time, so the cursor counts slots (records and holes)
-  bool lat_reserve_ = false;
+  // The pass's warps take record slots a chunk at a time, so the cursor counts slots (records and
+  // holes): the default since 2026-12-05 (s131 on the H200: 41.45 against 43.76 ms a lattice batch,
+  // the same lattices); CUWFST_LATTICE_RESERVE=round at construction takes them a round at a time
+  // (Workspace::lat_reserve; MemStats [79])
+  bool lat_reserve_ = true;
   // CUWFST_LATTICE_TABLES=packed at construction (Workspace::lat_tab_slots; MemStats [80]): the pass's
   // global tables hold each slot's state and index in one word
   bool lat_tab_packed_ = false;
