@@ -61,6 +61,9 @@ ab_init() {  # ab_init DIR: DIR holds other versions of some of the checkout's f
 }
 ab_use() {  # ab_use other|own|NAME: that version's files in place and its module built; NAME: own's
   # files with .device/ab_NAME's over them (a third side: some of the files of each)
+  # NEVER while tests or anything else that makes a Decoder runs: a process that builds or loads a
+  # module while the other side's sources are in place gets that side's module (device_s134.sh: three
+  # tests failed by an ulp, the old order's, while ab_use other built; they passed rerun)
   local src=$AB_OTHER f; [ $1 = other ] || src=/tmp/ab_own
   for f in $AB_FILES; do cp $src/$f $f; done
   if [ $1 != other ] && [ $1 != own ]; then (cd .device/ab_$1 && find . -type f | sed 's|^\./||') | while read -r f; do
