@@ -29,6 +29,7 @@ def _median_time(fn, reps: int, sync) -> tuple[float, object]:
     fn()  # warm-up: build, capture, first allocations
     times, out = [], None
     for _ in range(reps):
+        out = None  # the last pass's results dropped before the clock starts (freeing them is not the decode's)
         sync()
         t0 = time.perf_counter()
         out = fn()
@@ -289,9 +290,13 @@ def main():
         # time from one sub-batch's call to the next's start (Python, the GIL)
         def traced(label):
             be.lattice_trace, be.lattice_trace_worker = [], []
+            be.lattice_trace_exit = None
             t_call = time.perf_counter()
-            run(True)
+            res = run(True)
             t_done = time.perf_counter()
+            del res
+            t_freed = time.perf_counter()
+            t_exit = be.lattice_trace_exit
             tr, be.lattice_trace = be.lattice_trace, None
             wk, be.lattice_trace_worker = be.lattice_trace_worker, None
             if not tr:
@@ -308,7 +313,13 @@ def main():
                   f"call's return to the next sub-batch {out['gap_ms']:.2f} ms ({len(tr)} sub-batches)")
             # the tail: from the last decode call's return to the end of the call, and the worker's
             # jobs (each the pruning's finish, then the host work: rows, Lattice objects, word times)
-            out.update(call_ms=(t_done - t_call) * 1000, tail_ms=(t_done - tr[-1][4]) * 1000)
+            out.update(call_ms=(t_done - t_call) * 1000, tail_ms=(t_done - tr[-1][4]) * 1000,
+                       freed_ms=(t_freed - t_done) * 1000)
+            if t_exit is not None:  # the tail split: to the host work's end (HostOverlap's exit), then to the return
+                out.update(tail_to_exit_ms=(t_exit - tr[-1][4]) * 1000, exit_to_return_ms=(t_done - t_exit) * 1000)
+                print(f"batch {B}{tag} ({label}): the tail: {out['tail_to_exit_ms']:.1f} ms until the host work "
+                      f"was done (the overlap's exit), {out['exit_to_return_ms']:.1f} ms from there to the call's "
+                      f"return; dropping the call's hypotheses took {out['freed_ms']:.1f} ms")
             if wk:
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
                            worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],

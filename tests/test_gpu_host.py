@@ -1004,8 +1004,11 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert len(calls) == len(jobs) == 5
         assert all(list(c) == sorted(c) for c in calls) and all(list(j) == sorted(j) for j in jobs)
         assert all(j[0] >= c[4] for c, j in zip(calls, jobs))
+        # the call's host work all done (the overlap's exit) after the last job's last stamp
+        assert dec._gpu.lattice_trace_exit >= max(j[3] for j in jobs)
     else:
         assert calls == [] and jobs == []
+    assert dec._gpu.lattice_trace_exit is not None
     if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
         assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":

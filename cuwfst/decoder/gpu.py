@@ -725,6 +725,7 @@ class GpuBackend:
         # the same for the job of each such sub-batch (its finish started, the pruning's rows back,
         # its host work started, done), or None
         self.lattice_trace_worker = None
+        self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -928,6 +929,8 @@ class GpuBackend:
             with overlap if overlap is not None else contextlib.nullcontext() as host:
                 for rows in batches(range(B), lens, lanes):
                     self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
+            if self.lattice_trace is not None:  # (benchmarks: the host work waited for, the worker joined)
+                self.lattice_trace_exit = time.perf_counter()
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
             # a winners-log GC round after each (the golden prefix goes to the host), so the
