@@ -929,7 +929,7 @@ class GpuBackend:
             with overlap if overlap is not None else contextlib.nullcontext() as host:
                 for rows in batches(range(B), lens, lanes):
                     self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
-            if self.lattice_trace is not None:  # (benchmarks: the host work waited for, the worker joined)
+            if getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the host work all done)
                 self.lattice_trace_exit = time.perf_counter()
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
