@@ -44,11 +44,11 @@ class FakeGpuModule:
         self.overflow_rows = set(overflow_rows)
         self.lazy = {}  # decoder -> the memory flag it was built with
 
-    def gpu_graph_upload(self, rs, fc, ec, dest, il, w, vocab, start, finals_at_end, device, pack):
+    def gpu_graph_upload(self, rs, fc, ec, dest, il, w, source_arc, vocab, start, finals_at_end, device, pack):
         assert type(pack) is bool
         self.pack = pack
         h = len(self.graphs) + 1
-        self.keep = (rs, fc, ec, dest, il, w)
+        self.keep = (rs, fc, ec, dest, il, w, source_arc)
         self.graphs[h] = self.ref.ref_graph_create(*self.keep, vocab, start, finals_at_end)
         return h
 

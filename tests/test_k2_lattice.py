@@ -109,9 +109,6 @@ def test_to_k2_rescores_as_k2s_own_lattice(tmp_path):
 
 
 @pytest.mark.skipif(_k2_python() is None, reason="no k2 environment (set CUWFST_K2_PYTHON)")
-@pytest.mark.xfail(strict=True, reason="since 0fcf360 (graphs sort each state's emitting arcs) the lattice "
-                   "numbers a time's states by the image's arc order, k2 by the graph's: same arcs, other "
-                   "state ids (docs/speed-notes.md, 'to_k2 arc for arc')")
 def test_to_k2_is_k2s_own_lattice(tmp_path):
     """The same, arc for arc: states numbered and arcs ordered as k2 numbers and orders them."""
     _to_k2_check(tmp_path)

@@ -130,8 +130,8 @@ def _upload(mod, graph, **changes):
                 finals_at_end=a.finals_at_end)
     args.update(changes)
     return mod.gpu_graph_upload(args["row_splits"], args["final_count"], args["eps_count"], args["dest"],
-                                args["ilabel"], args["weight"], args["vocab"], args["start"], args["finals_at_end"], 0,
-                                args.get("pack", True))
+                                args["ilabel"], args["weight"], args.get("source_arc", np.zeros(0, np.int32)),
+                                args["vocab"], args["start"], args["finals_at_end"], 0, args.get("pack", True))
 
 
 def _changed(arr, i, v):

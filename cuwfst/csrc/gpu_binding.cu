@@ -141,9 +141,13 @@ void CheckGraph(int64_t n, int64_t a, const int32_t* rs, const int32_t* fc, cons
 // Uploads a graph (CPU arrays) to `device`; returns a handle owning a shared_ptr, so
 // decoders keep the device arrays alive after the handle is freed. eps_count: int32 [N]
 // epsilon arcs per state, or an empty tensor on an epsilon-free graph.
+// source_arc: [num_arcs] i32, each image arc's source arc id, or [0] where the image kept the
+// source order (the CPU's GraphView::source_arc: k2's order of a token's arcs, which numbers the
+// lattice's states and orders their arcs). Checked here; NOT yet used by the GPU's numbering (branch
+// k2-numbering: the pruning's first-admission keys still take the image's place).
 int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView eps_count,
-                       TensorView dest, TensorView ilabel, TensorView weight, int64_t vocab_size,
-                       int64_t start_state, bool finals_at_end, int64_t device, bool pack) {
+                       TensorView dest, TensorView ilabel, TensorView weight, TensorView source_arc,
+                       int64_t vocab_size, int64_t start_state, bool finals_at_end, int64_t device, bool pack) {
   int64_t n = final_count.ndim() == 1 ? final_count.shape()[0] : -1;
   int64_t a = dest.ndim() == 1 ? dest.shape()[0] : -1;
   if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D with at least one state";
@@ -154,6 +158,9 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
   CheckHostTensor(dest, "dest", kDLInt, 32, {a});
   CheckHostTensor(ilabel, "ilabel", kDLInt, 32, {a});
   CheckHostTensor(weight, "weight", kDLFloat, 32, {a});
+  if (source_arc.ndim() != 1 || (source_arc.shape()[0] != 0 && source_arc.shape()[0] != a))
+    TVM_FFI_THROW(ValueError) << "source_arc must be [num_arcs] or empty";
+  if (source_arc.shape()[0] != 0) CheckHostTensor(source_arc, "source_arc", kDLInt, 32, {a});
   const bool has_eps = eps_count.ndim() == 1 && eps_count.shape()[0] > 0;
   if (has_eps) CheckHostTensor(eps_count, "eps_count", kDLInt, 32, {n});
   const int32_t* ec = has_eps ? static_cast<const int32_t*>(eps_count.data_ptr()) : nullptr;

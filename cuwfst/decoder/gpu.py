@@ -208,8 +208,9 @@ def upload_graph(mod, graph, device_index: int) -> _Uploaded:
             native_array(a.row_splits, np.int32), native_array(a.final_count, np.int32),
             native_array(a.eps_count if a.has_eps else np.zeros(0, np.int32), np.int32),
             native_array(a.dest, np.int32), native_array(a.ilabel, np.int32),
-            native_array(a.weight, np.float32), a.vocab_size, a.start_state, a.finals_at_end,
-            device_index, graph_pack_mode() == "on")
+            native_array(a.weight, np.float32),
+            native_array(a.arc_id if a.arc_id is not None else np.zeros(0, np.int32), np.int32),
+            a.vocab_size, a.start_state, a.finals_at_end, device_index, graph_pack_mode() == "on")
         up = per_device[device_index] = _Uploaded(mod, h)
         return up
 

@@ -30,6 +30,9 @@ class _ReferenceGraph:
             native_array(a.eps_count if a.has_eps else np.zeros(0), np.int32),
             native_array(a.dest, np.int32), native_array(a.ilabel, np.int32),
             native_array(a.weight, np.float32),
+            # each image arc's source arc id (k2's order: it numbers the states and orders the
+            # lattice's arcs), none where the image kept the source order
+            native_array(a.arc_id if a.arc_id is not None else np.zeros(0), np.int32),
         ]
         self.handle = self.mod.ref_graph_create(*self._keep, a.vocab_size, a.start_state, a.finals_at_end)
 

@@ -53,9 +53,11 @@ RefGraph* GetGraph(int64_t h) {
   return reinterpret_cast<RefGraph*>(h);
 }
 
+// source_arc: [num_arcs] i32, each image arc's source arc id (GraphView::source_arc), or [0]
+// where the image kept the source order.
 int64_t RefGraphCreate(TensorView row_splits, TensorView final_count, TensorView eps_count,
-                       TensorView dest, TensorView ilabel, TensorView weight, int64_t vocab_size,
-                       int64_t start_state, bool finals_at_end) {
+                       TensorView dest, TensorView ilabel, TensorView weight, TensorView source_arc,
+                       int64_t vocab_size, int64_t start_state, bool finals_at_end) {
   int64_t n = final_count.ndim() == 1 ? final_count.shape()[0] : -1;
   int64_t a = dest.ndim() == 1 ? dest.shape()[0] : -1;
   if (n < 1 || a < 0) TVM_FFI_THROW(ValueError) << "final_count and dest must be 1-D";
@@ -68,6 +70,8 @@ int64_t RefGraphCreate(TensorView row_splits, TensorView final_count, TensorView
   CheckHostTensor(weight, "weight", kDLFloat, 32, {a});
   bool has_eps = eps_count.ndim() == 1 && eps_count.shape()[0] == n && n > 0;
   if (has_eps) CheckHostTensor(eps_count, "eps_count", kDLInt, 32, {n});
+  const bool has_src = source_arc.ndim() == 1 && source_arc.shape()[0] > 0;
+  if (has_src) CheckHostTensor(source_arc, "source_arc", kDLInt, 32, {a});
   auto g = std::make_unique<RefGraph>();
   GraphView& v = g->view;
   v.num_states = static_cast<int32_t>(n);
@@ -81,6 +85,7 @@ int64_t RefGraphCreate(TensorView row_splits, TensorView final_count, TensorView
   v.dest = static_cast<const int32_t*>(dest.data_ptr());
   v.ilabel = static_cast<const int32_t*>(ilabel.data_ptr());
   v.weight = static_cast<const float*>(weight.data_ptr());
+  v.source_arc = has_src ? static_cast<const int32_t*>(source_arc.data_ptr()) : nullptr;
   if (v.start_state < 0 || v.start_state >= v.num_states)
     TVM_FFI_THROW(ValueError) << "start state out of range";
   return reinterpret_cast<int64_t>(g.release());

@@ -11,12 +11,17 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The best admitted candidate per destination state of one step.
+// The best admitted candidate per destination state of one step, and its first admission:
+// the token (frontier index) and the source arc id of the first admitted arc into it in k2's
+// order (the token's rank, then its arcs in the source graph's order), which numbers the new
+// frontier.
 struct Candidate {
   int32_t state;
   float end;
   int32_t prev_winner;
   int32_t arc;  // may carry kRedirectArcBit
+  int32_t first_tok;
+  int32_t first_src;
 };
 
 }  // namespace
@@ -25,17 +30,36 @@ struct Candidate {
 class Recombiner {
  public:
   explicit Recombiner(std::vector<int32_t>* slot) : slot_(*slot) {}
-  void Offer(int32_t state, float end, int32_t prev_winner, int32_t arc) {
+  // An admitted arc of token `tok` (offered in frontier order: tok never decreases) whose source
+  // arc id is `src` (its order among the token's arcs)
+  void Offer(int32_t state, float end, int32_t prev_winner, int32_t arc, int32_t tok = 0, int32_t src = 0) {
     int32_t& s = slot_[state];
     if (s < 0) {
       s = static_cast<int32_t>(cands_.size());
-      cands_.push_back({state, end, prev_winner, arc});
-    } else if (end > cands_[s].end) {
-      cands_[s] = {state, end, prev_winner, arc};
+      cands_.push_back({state, end, prev_winner, arc, tok, src});
+      return;
     }
+    Candidate& c = cands_[s];
+    if (end > c.end) {
+      c.end = end;
+      c.prev_winner = prev_winner;
+      c.arc = arc;
+    }
+    if (tok == c.first_tok && src < c.first_src) c.first_src = src;
   }
+  // The candidates in first-admission order: created in token order, so each token's run is
+  // sorted by the first admitting arc's source id (the image order differs where it sorted the
+  // token's arcs)
   std::vector<Candidate>& Take() {
     for (const Candidate& c : cands_) slot_[c.state] = -1;
+    auto by_src = [](const Candidate& x, const Candidate& y) { return x.first_src < y.first_src; };
+    for (size_t b = 0; b < cands_.size();) {
+      size_t e = b + 1;
+      while (e < cands_.size() && cands_[e].first_tok == cands_[b].first_tok) ++e;
+      if (e - b > 1 && !std::is_sorted(cands_.begin() + b, cands_.begin() + e, by_src))
+        std::sort(cands_.begin() + b, cands_.begin() + e, by_src);
+      b = e;
+    }
     return cands_;
   }
   void Clear() { cands_.clear(); }
@@ -201,10 +225,11 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
                          phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f);
       float end = end_of(tok, a);
       if (!(end > cutoff)) continue;
+      const int32_t ti = static_cast<int32_t>(&tok - frontier_.data());
       if (phase == kPhaseRedirect)
-        rec.Offer(final_state, end, tok.winner, a | kRedirectArcBit);
+        rec.Offer(final_state, end, tok.winner, a | kRedirectArcBit, ti, g.SourceArc(a));
       else
-        rec.Offer(g.dest[a], end, tok.winner, a);
+        rec.Offer(g.dest[a], end, tok.winner, a, ti, g.SourceArc(a));
     }
   }
   Commit(&rec, phase, cutoff, final_step);
@@ -227,7 +252,7 @@ void RowSearch::ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool 
     if (observer_) observer_->OnArc(x.src_tok, dest, code, acoustic);
     const float end = tok.score + (acoustic + g.weight[a]);
     if (!(end > cutoff)) continue;
-    rec.Offer(dest, end, tok.winner, code);
+    rec.Offer(dest, end, tok.winner, code, x.src_tok, g.SourceArc(a));
   }
   Commit(&rec, phase, cutoff, final_step);
 }

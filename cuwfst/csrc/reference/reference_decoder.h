@@ -34,6 +34,13 @@ struct GraphView {
   const int32_t* dest = nullptr;         // [num_arcs]
   const int32_t* ilabel = nullptr;       // [num_arcs]
   const float* weight = nullptr;         // [num_arcs]
+  // [num_arcs] each image arc's source arc id (the image sorts each state's emitting arcs; the
+  // source graph's order is k2's), nullptr where the image kept the source order: the order in
+  // which a token's arcs number the states they reach first and in which a lattice lists a
+  // state's arcs (k2's)
+  const int32_t* source_arc = nullptr;
+
+  int32_t SourceArc(int32_t a) const { return source_arc ? source_arc[a] : a; }
 
   int32_t FinalBegin(int32_t s) const {
     return finals_at_end ? row_splits[s + 1] - final_count[s] : row_splits[s];

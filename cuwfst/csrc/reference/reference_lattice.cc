@@ -142,11 +142,15 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   // by source token for the backward passes.
   if (times_.size() >= 2) {
     Time& prev = times_[times_.size() - 2];
-    auto by_src = [](const LatticeRecord& x, const LatticeRecord& y) {
-      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : (x.arc & ~kRedirectArcBit) < (y.arc & ~kRedirectArcBit);
+    // a source token's arcs in the source graph's order (k2's; the image sorts emitting arcs)
+    const GraphView& g = g_;
+    auto by_src = [&g](const LatticeRecord& x, const LatticeRecord& y) {
+      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok
+                                    : g.SourceArc(x.arc & ~kRedirectArcBit) < g.SourceArc(y.arc & ~kRedirectArcBit);
     };
-    // Two sorted runs: the epsilon arcs (sorted when the time was made) and the step's arcs
-    // (a step walks its frontier in order and each token's arcs in order).
+    // Two sorted runs: the epsilon arcs (sorted when the time was made: the image keeps their
+    // source order) and the step's arcs (a step walks its frontier in order and each token's arcs
+    // in the image's order, which is the source order unless the image sorted them).
     const auto mid = prev.arcs.begin() + prev.num_eps;
     if (std::is_sorted(mid, prev.arcs.end(), by_src))
       std::inplace_merge(prev.arcs.begin(), mid, prev.arcs.end(), by_src);
