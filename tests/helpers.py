@@ -325,7 +325,27 @@ def graph_upload_bytes(graph, packed: bool | None = None) -> int:
     eps = a.eps_count if a.has_eps else np.zeros(n, np.int32)
     big = int(np.count_nonzero((np.asarray(a.final_count) >= 255) | (np.asarray(eps) >= 255)))
     return (4 * (n + 1) + n + (n + 4 * n if a.has_eps else 0) + (4 * A if packed else 6 * A) + 4 * A + 4 * n
-            + big * 4 * (3 if a.has_eps else 2) + (n if graph_blank_counts(graph) is not None else 0))
+            + big * 4 * (3 if a.has_eps else 2) + (n if graph_blank_counts(graph) is not None else 0)
+            + (2 * A if graph_source_places(graph) is not None else 0))
+
+
+def graph_source_places(graph) -> np.ndarray | None:
+    """Each image arc's place among its state's arcs in the source order, as the upload keeps them
+    (DeviceGraph::arc_src_place, a uint16 an arc): where the image moved an arc within its state and
+    no state has 32,768 arcs or more; else None."""
+    a = graph.arrays
+    if a.arc_id is None:
+        return None
+    rs = np.asarray(a.row_splits, np.int64)
+    deg = np.diff(rs)
+    if deg.max(initial=0) >= 32768:
+        return None
+    src = np.repeat(np.arange(a.num_states), deg)
+    order = np.lexsort((np.asarray(a.arc_id, np.int64), src))  # each state's arcs by source id
+    place = np.empty(a.num_arcs, np.int64)
+    place[order] = np.arange(a.num_arcs) - np.repeat(rs[:-1], deg)
+    image_place = np.arange(a.num_arcs) - np.repeat(rs[:-1], deg)
+    return None if np.array_equal(place, image_place) else place.astype(np.uint16)
 
 
 def emitting_ranges(g: Graph):

@@ -231,6 +231,38 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
     int32_t max_degree = 0;  // the lattice pruning's rank keys (gpu_lattice_prune.cu PrCodeBits)
     for (int64_t s = 0; s < n; ++s) max_degree = std::max(max_degree, rs[s + 1] - rs[s]);
     g->max_degree = max_degree;
+    // each arc's place among its state's arcs in the source order (DeviceGraph::arc_src_place):
+    // only where the image moved an arc, and where a place fits the pruning's packed codes
+    int32_t place_bits = 0;
+    while (place_bits < 30 && (1ll << place_bits) <= max_degree) ++place_bits;
+    if (source_arc.shape()[0] != 0 && place_bits <= 15) {
+      const int32_t* sa = static_cast<const int32_t*>(source_arc.data_ptr());
+      std::vector<uint8_t> seen(static_cast<size_t>(a), 0);
+      for (int64_t i = 0; i < a; ++i) {
+        if (sa[i] < 0 || sa[i] >= a || seen[sa[i]])
+          TVM_FFI_THROW(ValueError) << "source_arc must be a permutation of the arc ids (arc " << i << ")";
+        seen[sa[i]] = 1;
+      }
+      g->src_place.resize(static_cast<size_t>(a));
+      bool moved = false;
+      std::vector<int32_t> idx;
+      for (int64_t s = 0; s < n; ++s) {
+        const int32_t b = rs[s], e = rs[s + 1];
+        if (e <= b) continue;
+        int32_t lo = sa[b], hi = sa[b];
+        for (int32_t i = b; i < e; ++i) lo = std::min(lo, sa[i]), hi = std::max(hi, sa[i]);
+        if (hi - lo == e - b - 1) {  // (the usual: the state's source ids are one run)
+          for (int32_t i = b; i < e; ++i) g->src_place[i] = static_cast<uint16_t>(sa[i] - lo);
+        } else {
+          idx.resize(e - b);
+          for (int32_t i = b; i < e; ++i) idx[i - b] = i;
+          std::sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) { return sa[x] < sa[y]; });
+          for (int32_t k = 0; k < e - b; ++k) g->src_place[idx[k]] = static_cast<uint16_t>(k);
+        }
+        for (int32_t i = b; i < e && !moved; ++i) moved = g->src_place[i] != i - b;
+      }
+      if (!moved) g->src_place.clear();
+    }
     // sorted emitting arcs (DeviceGraph::emit_sorted): label 0 first, then the others by
     // weight, non-increasing, none NaN, in every state
     bool sorted = true;
@@ -373,6 +405,9 @@ int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView
       v.heavy_labels = Upload<uint32_t>(g.get(), heavy_labels.data(), heavy_labels.size(), "heavy-state labels", total);
     }
     v.emit_blank = blank.empty() ? nullptr : Upload<uint8_t>(g.get(), blank.data(), n, "per-state blank counts", total);
+    v.arc_src_place = g->src_place.empty() ? nullptr
+                                           : Upload<uint16_t>(g.get(), g->src_place.data(), a, "source arc places", total);
+    v.place_bits = g->src_place.empty() ? 0 : place_bits;
     return reinterpret_cast<int64_t>(new std::shared_ptr<GpuGraph>(std::move(g)));
   });
 }

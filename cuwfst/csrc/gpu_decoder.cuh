@@ -36,6 +36,9 @@ struct GpuGraph {
   int32_t max_eps_chain = -1;
   int32_t max_degree = 0;  // the most arcs of one state (finals and epsilons included)
   int32_t heavy_states = 0;  // the label bound's heavy states (DeviceGraph::heavy_bits; 0: no tables)
+  // view.arc_src_place's host copy (empty without it): the host numbering's arc order
+  // (lattice_number.h), each source state's arcs by their place in the source graph
+  std::vector<uint16_t> src_place;
   DeviceGraph view{};
   std::vector<DeviceBuffer> buffers;  // the device arrays of `view`; free themselves
   int64_t bytes() const {

@@ -93,13 +93,24 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
 // most arcs of a state, so the place never fills deg_bits. Two records of one source token (one
 // rank) order by it as by their codes: the same state's arcs, the redirected ones (bit 30)
 // after the others, each kind by arc id. code_bits 32 keeps the code itself.
+// With DeviceGraph::arc_src_place (the image moved arcs), p_code carries two places: the key's
+// part {redirect bit, the arc's place in the source graph's order} (the order that numbers the
+// states, k2's) above the image's place (place_bits = code_bits - 1 bits: the arc id back, ArcOfCode),
+// 1 + 2 place_bits <= 31 bits; the key takes p_code >> PrPlaceShift.
+__host__ __device__ __forceinline__ int32_t PrPlaceShift(const DeviceGraph& g, int32_t code_bits) {
+  return code_bits < 32 && g.arc_src_place != nullptr ? g.place_bits : 0;
+}
 __device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code, int32_t src_state,
                                               int32_t code_bits) {
   if (code_bits >= 32) return static_cast<uint32_t>(code);
   if (src_state < 0) return 0u;  // (PlaceRecord calls it for valid records only)
   const uint32_t redirect = (code & kRedirectArcBit) ? 1u : 0u;
-  const uint32_t place = static_cast<uint32_t>((code & (kRedirectArcBit - 1)) - g.row_splits[src_state]);
-  return (redirect << (code_bits - 1)) | place;
+  const int32_t arc = code & (kRedirectArcBit - 1);
+  const uint32_t place = static_cast<uint32_t>(arc - g.row_splits[src_state]);
+  const int32_t sh = PrPlaceShift(g, code_bits);
+  if (sh == 0) return (redirect << (code_bits - 1)) | place;
+  const uint32_t src_place = g.arc_src_place[arc];
+  return (((redirect << (code_bits - 1)) | src_place) << sh) | place;
 }
 
 // One record into its bucket's place (PrBucketKernel, IncBucketKernel): tokens as global
@@ -187,15 +198,15 @@ __global__ void PrInitStart(DeviceGraph g, int32_t B, const int64_t* tok_off, in
 __device__ __forceinline__ void PrForwardRecord(int64_t i, const int32_t* p_src, const int32_t* p_dst,
                                                 const int32_t* p_code, const float* p_score, const uint8_t* p_flags,
                                                 int32_t* fwd, unsigned long long* key, const int32_t* rank,
-                                                int32_t code_bits) {
+                                                int32_t code_bits, int32_t pshift) {
   const uint8_t f = p_flags[i];
   if (f & kPrInvalid) return;
   const int32_t s = p_src[i], d = p_dst[i];
   const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
   atomicMax(&fwd[d], FloatToOrderedInt(v));
-  if (f & kPrAdmitted)
+  if (f & kPrAdmitted)  // (pshift: PrPlaceShift, the key's part of a code with both places)
     atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
-                           static_cast<uint32_t>(p_code[i]));
+                           (static_cast<uint32_t>(p_code[i]) >> pshift));
 }
 
 // The arc id of a record from its p_code (PlaceRecord) and its source token's state: the inverse
@@ -203,19 +214,20 @@ __device__ __forceinline__ void PrForwardRecord(int64_t i, const int32_t* p_src,
 __device__ __forceinline__ int32_t ArcOfCode(const DeviceGraph& g, int32_t code, int32_t src_state,
                                              int32_t code_bits) {
   if (code_bits >= 32) return code;
-  const uint32_t c = static_cast<uint32_t>(code);
-  const int32_t place = static_cast<int32_t>(c & ((1u << (code_bits - 1)) - 1u));
+  const int32_t sh = PrPlaceShift(g, code_bits);
+  const uint32_t c = static_cast<uint32_t>(code), k = c >> sh;  // k: the key's part
+  const int32_t place = static_cast<int32_t>(sh ? c & ((1u << sh) - 1u) : k & ((1u << (code_bits - 1)) - 1u));
   const int32_t arc = src_state >= 0 && src_state < g.num_states ? g.row_splits[src_state] + place : 0;
-  return ((c >> (code_bits - 1)) & 1u) ? (arc | kRedirectArcBit) : arc;
+  return ((k >> (code_bits - 1)) & 1u) ? (arc | kRedirectArcBit) : arc;
 }
 
 // code_bits: PrKeyCode's (the keys rank << code_bits | code).
 __global__ void PrForwardKernel(int64_t begin, int64_t end, const int32_t* p_src, const int32_t* p_dst,
                                 const int32_t* p_code, const float* p_score, const uint8_t* p_flags, int32_t* fwd,
-                                unsigned long long* key, const int32_t* rank, int32_t code_bits) {
+                                unsigned long long* key, const int32_t* rank, int32_t code_bits, int32_t pshift) {
   for (int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < end;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits);
+    PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits, pshift);
 }
 
 // A time's keys for one device-wide radix sort (PruneLattice, CUWFST_PRUNE_SORT=radix): the
@@ -482,7 +494,8 @@ PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb,
     // than the 64 registers a thread of 1,024 has, and at 512 threads, where it fits, the ranks'
     // phases lost more than the forward won: s47)
     for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads)
-      PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits);
+      PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits,
+                      PrPlaceShift(g, code_bits));
     __syncthreads();
     clk.Mark(kClkForward);
     const int64_t k1 = kr + B, k0 = kr;  // token buckets of times t + 1 and t
@@ -1072,7 +1085,7 @@ __global__ void PrNumStatesOut(const PrunedStateOut* st, const unsigned long lon
 // raises an error bit (and the arc sorts last).
 __global__ void PrNumArcKeys(const PrunedArcOut* ar, int64_t A, int32_t B, int32_t M, int32_t nb,
                              const int32_t* tok_num, const int32_t* tok_lane, unsigned long long* keys, int32_t* vals,
-                             int32_t* a_dst, int32_t* err) {
+                             int32_t* a_dst, int32_t* err, const uint16_t* src_place) {
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < A;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const PrunedArcOut x = ar[k];
@@ -1086,8 +1099,11 @@ __global__ void PrNumArcKeys(const PrunedArcOut* ar, int64_t A, int32_t B, int32
       continue;
     }
     a_dst[k] = d;
+    // a state's arcs in the source graph's order (src_place: their places there, where the image
+    // moved arcs; a kept state's arcs all leave one graph state), else the image's
+    const int32_t arc = x.code & ~kRedirectArcBit;
     keys[k] = (static_cast<unsigned long long>(x.lane) << (nb + 30)) | (static_cast<unsigned long long>(s) << 30) |
-              static_cast<unsigned long long>(x.code & ~kRedirectArcBit);
+              static_cast<unsigned long long>(src_place != nullptr ? src_place[arc] : arc);
   }
 }
 
@@ -1542,7 +1558,8 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t) * B], r1 = rec_off[static_cast<int64_t>(t + 1) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(r0, r1, p_src, p_dst, p_code, p_score, p_flags, fwd,
-                                                              key, rank, sorter.code_bits);
+                                                              key, rank, sorter.code_bits,
+                                                              PrPlaceShift(g, sorter.code_bits));
     const int64_t base = tok_off[static_cast<int64_t>(t + 1) * B];
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
     if (m == 0) continue;
@@ -1664,6 +1681,7 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
 // NumberingWorkers' threads) into pr_rows_; a numbering error is a runtime_error.
 void GpuDecoder::NumberOnHost(const PrunedArcOut* arcs, int64_t A, const PrunedStateOut* states, int64_t S, int32_t B,
                               const int32_t* lengths, const uint8_t* skip, PrunedEndpoints ends) {
+  pr_number_.src_place = graph_->src_place.empty() ? nullptr : graph_->src_place.data();  // (k2's arc order)
   const std::string err =
       NumberPrunedRows(arcs, A, states, S, B, lengths, skip, ends, NumberingWorkers(A), &pr_number_, &pr_rows_);
   if (!err.empty()) throw std::runtime_error(err);
@@ -1756,7 +1774,7 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
   PrNumStatesOut<<<GridFor(S), kPrThreads, 0, s>>>(o_states, k_out, v_out, S, tb, rb, s_start, sizes, d_skip,
                                                    out_states, tok_num, tok_lane, err);
   PrNumArcKeys<<<GridFor(A), kPrThreads, 0, s>>>(o_arcs, A, B, static_cast<int32_t>(M), nb, tok_num, tok_lane, k_in,
-                                                 v_in, a_dst, err);
+                                                 v_in, a_dst, err, graph_->view.arc_src_place);
   if (A > 0) {
     size_t tb_bytes = temp;
     CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tb_bytes, k_in, k_out, v_in, v_out, static_cast<int>(A), 0,
@@ -2039,7 +2057,8 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     const int64_t r0 = rec_off[static_cast<int64_t>(t - R) * B], r1 = rec_off[static_cast<int64_t>(t + 1 - R) * B];
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
-                                                              rank1, sorter.code_bits);
+                                                              rank1, sorter.code_bits,
+                                                              PrPlaceShift(g, sorter.code_bits));
     const int64_t k0 = static_cast<int64_t>(t + 1 - R) * B, base = tok_off[k0];
     const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
     if (m == 0) continue;

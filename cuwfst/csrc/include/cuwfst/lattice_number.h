@@ -67,8 +67,10 @@ class LatticeNumberer {
  public:
   // A row's arrays from its `na` arcs ar[0 .. na) and `ns` states st[0 .. ns), each in the
   // order they came. False (and *error) on a decoder bug.
+  // src_place: each image arc's place in its state's source order (DeviceGraph::arc_src_place's host
+  // copy), by which a state's arcs are sorted (k2's order); nullptr: by the image arc id.
   bool Row(const PrunedArcOut* ar, int64_t na, const PrunedStateOut* st, int64_t ns, int32_t T, PrunedEndpoints mode,
-           PrunedRow* row, std::string* error) {
+           PrunedRow* row, std::string* error, const uint16_t* src_place = nullptr) {
     const int32_t n = static_cast<int32_t>(ns);
     // ---- states by (tau, rank): a stable counting sort on tau, then each time's states by rank
     st_tau_.resize(n);
@@ -173,7 +175,8 @@ class LatticeNumberer {
     sorted_.resize(m);
     cur_.assign(cnt_.begin(), cnt_.end() - 1);
     for (int32_t k = 0; k < m; ++k) {
-      const int32_t key = ar[k].code & ~kLatticeNumberRedirectBit;
+      const int32_t arc = ar[k].code & ~kLatticeNumberRedirectBit;
+      const int32_t key = src_place != nullptr ? src_place[arc] : arc;  // (a kept state's arcs leave one graph state)
       sorted_[cur_[a_src_[k]]++] =
           (static_cast<uint64_t>(static_cast<uint32_t>(key) ^ 0x80000000u) << 32) | static_cast<uint32_t>(k);
     }
@@ -232,6 +235,7 @@ struct LatticeNumberScratch {
   std::vector<PrunedStateOut> states;     // the states likewise
   std::vector<int32_t> row_order;
   std::vector<std::string> errors;
+  const uint16_t* src_place = nullptr;  // the arcs' source-order places (LatticeNumberer::Row), set by the caller
 };
 
 namespace lattice_number_detail {
@@ -352,7 +356,7 @@ inline std::string NumberPrunedRows(const PrunedArcOut* ha, int64_t A, const Pru
         continue;
       }
       N.Row(Z.arcs.data() + Z.a_at[b], Z.a_at[b + 1] - Z.a_at[b], Z.states.data() + Z.s_at[b],
-            Z.s_at[b + 1] - Z.s_at[b], lengths[b] + 1, mode, &row, &Z.errors[b]);
+            Z.s_at[b + 1] - Z.s_at[b], lengths[b] + 1, mode, &row, &Z.errors[b], Z.src_place);
     }
   };
   if (W == 1) {

@@ -95,6 +95,13 @@ struct DeviceGraph {
   // graphs whose every count is below 255; nullptr otherwise): the trim's search starts past
   // them and probes weights only (scan.cuh TrimDegrees; Workspace::trim_weights)
   const uint8_t* emit_blank;
+  // [num_arcs] each image arc's place among its state's arcs in the source graph's order (k2's:
+  // the order that numbers a lattice's states by first admission and lists their arcs), and the
+  // bits of a place (2^place_bits > the most arcs of a state); nullptr / 0 where the image kept
+  // the source order or a state has 32,768 arcs or more (then the image's order numbers them).
+  // The GPU pruning packs both places in a record's code (gpu_lattice_prune.cu PrKeyCode).
+  const uint16_t* arc_src_place;
+  int32_t place_bits;
 };
 // A state is heavy (DeviceGraph::heavy_bits) with more distinct non-blank emitting labels than this
 constexpr int32_t kHeavyLabels = 8;
