@@ -143,8 +143,8 @@ void CheckGraph(int64_t n, int64_t a, const int32_t* rs, const int32_t* fc, cons
 // epsilon arcs per state, or an empty tensor on an epsilon-free graph.
 // source_arc: [num_arcs] i32, each image arc's source arc id, or [0] where the image kept the
 // source order (the CPU's GraphView::source_arc: k2's order of a token's arcs, which numbers the
-// lattice's states and orders their arcs). Checked here; NOT yet used by the GPU's numbering (branch
-// k2-numbering: the pruning's first-admission keys still take the image's place).
+// lattice's states and orders their arcs): each arc's place in that order is uploaded
+// (DeviceGraph::arc_src_place) where the image moved arcs.
 int64_t GpuGraphUpload(TensorView row_splits, TensorView final_count, TensorView eps_count,
                        TensorView dest, TensorView ilabel, TensorView weight, TensorView source_arc,
                        int64_t vocab_size, int64_t start_state, bool finals_at_end, int64_t device, bool pack) {
