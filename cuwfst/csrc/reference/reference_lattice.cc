@@ -142,15 +142,13 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   // by source token for the backward passes.
   if (times_.size() >= 2) {
     Time& prev = times_[times_.size() - 2];
-    // a source token's arcs in the source graph's order (k2's; the image sorts emitting arcs)
-    const GraphView& g = g_;
-    auto by_src = [&g](const LatticeRecord& x, const LatticeRecord& y) {
-      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok
-                                    : g.SourceArc(x.arc & ~kRedirectArcBit) < g.SourceArc(y.arc & ~kRedirectArcBit);
+    // (a token's arcs in the image's order here: the windows read them in any order; Finish
+    // lists the kept ones in the source graph's order, k2's)
+    auto by_src = [](const LatticeRecord& x, const LatticeRecord& y) {
+      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : (x.arc & ~kRedirectArcBit) < (y.arc & ~kRedirectArcBit);
     };
-    // Two sorted runs: the epsilon arcs (sorted when the time was made: the image keeps their
-    // source order) and the step's arcs (a step walks its frontier in order and each token's arcs
-    // in the image's order, which is the source order unless the image sorted them).
+    // Two sorted runs: the epsilon arcs (sorted when the time was made) and the step's arcs
+    // (a step walks its frontier in order and each token's arcs in order).
     const auto mid = prev.arcs.begin() + prev.num_eps;
     if (std::is_sorted(mid, prev.arcs.end(), by_src))
       std::inplace_merge(prev.arcs.begin(), mid, prev.arcs.end(), by_src);
@@ -260,7 +258,18 @@ bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
     const Time& cur = times_[t];
     for (int32_t i : cur.order) {
       if (!cur.alive[i]) continue;
+      // the token's kept arcs in the source graph's order (k2's): by source arc id where the image
+      // reordered the graph (a state's arcs, so a run of a few), else as recorded (image = source)
+      run_keys_.clear();
+      bool in_order = true;
       for (int32_t k = cur.arc_begin[i]; k < cur.arc_begin[i + 1]; ++k) {
+        const int32_t key = g_.SourceArc(cur.arcs[k].arc & ~kRedirectArcBit);
+        in_order &= run_keys_.empty() || run_keys_.back().first < key;
+        run_keys_.push_back({key, k});
+      }
+      if (!in_order) std::sort(run_keys_.begin(), run_keys_.end());
+      for (const auto& rk : run_keys_) {
+        const int32_t k = rk.second;
         const LatticeRecord& r = cur.arcs[k];
         const bool eps = IsEpsilon(r.arc);
         const int32_t a = r.arc & ~kRedirectArcBit;

@@ -95,6 +95,8 @@ class LatticeBuilder : public StepObserver {
   float output_beam_;
   std::vector<Pending> step_arcs_;  // real / final / redirect arcs of the step under way
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
+  // Finish's scratch: a token's kept arcs keyed by their source arc ids
+  std::vector<std::pair<int32_t, int32_t>> run_keys_;
   std::vector<Time> times_;
   int32_t next_window_ = -10;       // k2's begin_t of the next window (may be negative)
   int32_t last_window_end_ = -1;
