@@ -23,7 +23,7 @@ wait_full 400; echo "[$(since) s] full tier" | tee -a $L
 timeout -s INT $(left 470) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 8 --no-replay --one-call \
   --env-ab round:CUWFST_LATTICE_RESERVE=round --json $OUT/lat_sim.jsonl 2>&1 \
-  | grep -E "vs 1-best|the tail|its tail|env A/B|exactness|Error" | cut -c1-300 | tee -a $L
+  | grep -E "vs 1-best|the tail|its tail|collections|env A/B|exactness|Error" | cut -c1-300 | tee -a $L
 echo "[$(since) s] lattice_speed" | tee -a $L
 if python3 -c "import riva.asrlib.decoder" 2>/dev/null; then peers $((END - 5)) cuwfst-gpu cuwfst-gpu-lattice riva
 else echo "no riva-asrlib-decoder: peers not run" | tee -a $L; fi
