@@ -14,6 +14,7 @@ Times whole decodes (host to host) after a warm-up; medians of --reps.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -291,11 +292,26 @@ def main():
         def traced(label):
             be.lattice_trace, be.lattice_trace_worker = [], []
             be.lattice_trace_exit = None
-            t_call = time.perf_counter()
-            res = run(True)
-            t_done = time.perf_counter()
-            del res
-            t_freed = time.perf_counter()
+            # Python's cyclic collections during the call (a full one over the live hypotheses,
+            # Lattice objects and torch's objects took 44 ms on the 2-core dev VM): (generation,
+            # start, end) each, whichever thread ran it
+            collections, started = [], {}
+
+            def on_gc(phase, info):
+                if phase == "start":
+                    started["t"] = time.perf_counter()
+                elif "t" in started:
+                    collections.append((info["generation"], started.pop("t"), time.perf_counter()))
+
+            gc.callbacks.append(on_gc)
+            try:
+                t_call = time.perf_counter()
+                res = run(True)
+                t_done = time.perf_counter()
+                del res
+                t_freed = time.perf_counter()
+            finally:
+                gc.callbacks.remove(on_gc)
             t_exit = be.lattice_trace_exit
             tr, be.lattice_trace = be.lattice_trace, None
             wk, be.lattice_trace_worker = be.lattice_trace_worker, None
@@ -315,6 +331,15 @@ def main():
             # jobs (each the pruning's finish, then the host work: rows, Lattice objects, word times)
             out.update(call_ms=(t_done - t_call) * 1000, tail_ms=(t_done - tr[-1][4]) * 1000,
                        freed_ms=(t_freed - t_done) * 1000)
+            # the collections: per generation how many and their ms, in the call and in its tail
+            tail0 = tr[-1][4]
+            out["gc"] = {g_: dict(n=sum(1 for c in collections if c[0] == g_),
+                                  ms=sum((c[2] - c[1]) * 1000 for c in collections if c[0] == g_ and c[2] <= t_done),
+                                  tail_ms=sum((c[2] - max(c[1], tail0)) * 1000 for c in collections
+                                              if c[0] == g_ and c[2] > tail0 and c[2] <= t_done))
+                         for g_ in (0, 1, 2)}
+            print(f"batch {B}{tag} ({label}): Python's collections in the call: " + "; ".join(
+                f"gen {g_}: {v['n']}, {v['ms']:.1f} ms ({v['tail_ms']:.1f} in the tail)" for g_, v in out["gc"].items()))
             if t_exit is not None:  # the tail split: to the host work's end (HostOverlap's exit), then to the return
                 out.update(tail_to_exit_ms=(t_exit - tr[-1][4]) * 1000, exit_to_return_ms=(t_done - t_exit) * 1000)
                 print(f"batch {B}{tag} ({label}): the tail: {out['tail_to_exit_ms']:.1f} ms until the host work "

@@ -28,6 +28,9 @@
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
 #   peers UNTIL DECODERS...: benchmarks.peers.run over the full tier's sim set (batch 32, 256
 #     utterances, 3 reps, feed all) until UNTIL s, into $OUT/peers.{jsonl,md,txt}, its summary into L
+#   start_model_set UTTS: the small tier and the model set (UTTS rows, $C/model) in the background
+#   gpu_suite CAP / gpu_suite_wait: the whole GPU suite in five background pytest processes (each at most
+#     CAP s), then their tallies into L and logs into $OUT/tests.tgz (device_s134.sh's groups)
 #   pack_logs 'PATTERN'...: the files of $OUT matching PATTERN (quoted) into $OUT/tests.tgz (the device returns
 #     a handful of files a call: s83 lost its test logs)
 set -uo pipefail
@@ -158,6 +161,39 @@ peers() {
     --feed all --decoders "$@" --json $OUT/peers.jsonl --md $OUT/peers.md > $OUT/peers.txt 2>&1
   echo "peers exit $?" | tee -a $L
   grep -E "^\[peers\]" $OUT/peers.txt | tail -4 | cut -c1-200 | tee -a $L
+}
+start_model_set() {  # start_model_set UTTS: the small tier, then (once the full tier is done) the model set of
+  # UTTS rows in $C/model from examples/model.int8.npz, in the background; $OUT/make_set.log ends with
+  # MODEL-DONE (needs the espeakng_loader and kaldi_native_fbank wheels)
+  S=/tmp/corpus-small
+  ( setsid nohup bash -c "python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
+    --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1; while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null; do sleep 2; done; \
+    python3 -m benchmarks.model.make_set \
+    --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts $1 > $OUT/make_set.log 2>&1 \
+    && echo MODEL-DONE >> $OUT/make_set.log" > /dev/null 2>&1 < /dev/null & )
+}
+gpu_suite() {  # gpu_suite CAP: the whole GPU suite (-m gpu, every file) as five pytest processes side by side
+  # in the background (~4-6 min on the H200 beside the full tier's build; one after another ~10); then
+  # gpu_suite_wait: waits for them, their tallies and failures into L, their logs into $OUT/tests.tgz.
+  # Nothing may swap the checkout's sources while they run (ab_use).
+  local cap=$1 n
+  _grp() { local name=$1; shift
+    ( timeout -s INT $cap python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s -rf > $OUT/tests_$name.log 2>&1
+      echo "exit $?" >> $OUT/tests_$name.log ) & }
+  _grp lat tests/test_gpu_lattice.py
+  _grp var tests/test_gpu_variants.py tests/test_k2_order.py tests/test_cli.py tests/test_blank_skip.py \
+    tests/test_streaming_bench.py tests/test_gpu_scan_trace.py
+  _grp base tests/test_gpu.py tests/test_gpu_epsilon.py tests/test_gpu_chain.py
+  _grp trim tests/test_gpu_trim.py
+  _grp mem tests/test_gpu_memory.py tests/test_gpu_lanes.py tests/test_gpu_walk_entry.py tests/test_gpu_faults.py
+}
+gpu_suite_wait() {
+  wait
+  for n in lat var base trim mem; do
+    echo "[$n] $(tail -1 $OUT/tests_$n.log) $(grep -E "passed|failed" $OUT/tests_$n.log | tail -1)" | cut -c1-200 | tee -a $L
+    grep -E "^FAILED|mismatch" $OUT/tests_$n.log | grep -v "^E " | head -6 | cut -c1-220 | tee -a $L
+  done
+  pack_logs 'tests_*.log'
 }
 pack_logs() {  # (quote the patterns: they expand in $OUT)
   (cd $OUT && set -- $* && tar czf tests.tgz "$@" && rm -f "$@")

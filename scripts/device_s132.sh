@@ -19,12 +19,7 @@
 END=${END:-590}
 device_setup s132.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
-S=/tmp/corpus-small
-( setsid nohup bash -c "python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
-  --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1; while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null; do sleep 2; done; \
-  python3 -m benchmarks.model.make_set \
-  --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts 256 > $OUT/make_set.log 2>&1 \
-  && echo MODEL-DONE >> $OUT/make_set.log" > /dev/null 2>&1 < /dev/null & )
+start_model_set 256
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 # (the model set's forward runs on the GPU: made before B's timings, not beside them)
 while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt 300 ]; do sleep 2; done

@@ -15,12 +15,7 @@
 END=${END:-570}
 device_setup s133.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
-S=/tmp/corpus-small
-( setsid nohup bash -c "python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
-  --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1; while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null; do sleep 2; done; \
-  python3 -m benchmarks.model.make_set \
-  --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts 64 > $OUT/make_set.log 2>&1 \
-  && echo MODEL-DONE >> $OUT/make_set.log" > /dev/null 2>&1 < /dev/null & )
+start_model_set 64
 group() {  # group NAME FILES...: one pytest process over FILES (-m gpu) in the background
   local name=$1; shift
   ( timeout -s INT 420 python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s -rf > $OUT/tests_$name.log 2>&1

@@ -16,33 +16,13 @@
 END=${END:-575}
 device_setup s134.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
-S=/tmp/corpus-small
-( setsid nohup bash -c "python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
-  --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1; while ! grep -q FULL-DONE /tmp/full.log 2>/dev/null; do sleep 2; done; \
-  python3 -m benchmarks.model.make_set \
-  --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts 64 > $OUT/make_set.log 2>&1 \
-  && echo MODEL-DONE >> $OUT/make_set.log" > /dev/null 2>&1 < /dev/null & )
-group() {  # group NAME FILES...: one pytest process over FILES (-m gpu) in the background
-  local name=$1; shift
-  ( timeout -s INT 360 python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s -rf > $OUT/tests_$name.log 2>&1
-    echo "exit $?" >> $OUT/tests_$name.log ) &
-}
-group lat tests/test_gpu_lattice.py
-group var tests/test_gpu_variants.py tests/test_k2_order.py tests/test_cli.py tests/test_blank_skip.py \
-  tests/test_streaming_bench.py tests/test_gpu_scan_trace.py
-group base tests/test_gpu.py tests/test_gpu_epsilon.py tests/test_gpu_chain.py
-group trim tests/test_gpu_trim.py
-group mem tests/test_gpu_memory.py tests/test_gpu_lanes.py tests/test_gpu_walk_entry.py tests/test_gpu_faults.py
+start_model_set 64
+gpu_suite 360
 # (run on 2026-12-05 with `ab_init .device/ab_old; ab_use other; ab_use own` here, beside the tests: the
 # three tests that made their decoders while the old sources were in place failed by an ulp, and passed
 # when rerun alone; the old side's modules are built after the tests now)
-wait  # (the test groups)
+gpu_suite_wait
 ab_init .device/ab_old; ab_use other; ab_use own
-for n in lat var base trim mem; do
-  echo "[$n] $(tail -1 $OUT/tests_$n.log) $(grep -E "passed|failed" $OUT/tests_$n.log | tail -1)" | cut -c1-200 | tee -a $L
-  grep -E "^FAILED|mismatch" $OUT/tests_$n.log | grep -v "^E " | head -6 | cut -c1-220 | tee -a $L
-done
-pack_logs 'tests_*.log'
 echo "[$(since) s] tests" | tee -a $L
 wait_full 400; echo "[$(since) s] full tier" | tee -a $L
 speed() {  # speed SIDE SET UTTS JSONL UNTIL ARGS...: one lattice_speed run of a side's module
