@@ -291,7 +291,8 @@ def main():
         # time from one sub-batch's call to the next's start (Python, the GIL)
         def traced(label):
             be.lattice_trace, be.lattice_trace_worker = [], []
-            be.lattice_trace_exit = None
+            be.lattice_trace_exit = be.lattice_trace_end = None
+            stats0 = dict(be.stats)  # the rescue's counts before the call
             # Python's cyclic collections during the call (a full one over the live hypotheses,
             # Lattice objects and torch's objects took 44 ms on the 2-core dev VM): (generation,
             # start, end) each, whichever thread ran it
@@ -312,7 +313,9 @@ def main():
                 t_freed = time.perf_counter()
             finally:
                 gc.callbacks.remove(on_gc)
-            t_exit = be.lattice_trace_exit
+            t_exit, t_end = be.lattice_trace_exit, be.lattice_trace_end
+            rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
+                            if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None
             wk, be.lattice_trace_worker = be.lattice_trace_worker, None
             if not tr:
@@ -345,6 +348,13 @@ def main():
                 print(f"batch {B}{tag} ({label}): the tail: {out['tail_to_exit_ms']:.1f} ms until the host work "
                       f"was done (the overlap's exit), {out['exit_to_return_ms']:.1f} ms from there to the call's "
                       f"return; dropping the call's hypotheses took {out['freed_ms']:.1f} ms")
+            if t_exit is not None and t_end is not None:  # the exit's share: the rescue, then the return
+                out.update(exit_to_rescued_ms=(t_end - t_exit) * 1000, rescued_to_return_ms=(t_done - t_end) * 1000,
+                           rescue=rescue_delta, flagged_bits=be.stats.get("flagged_bits", 0))
+                print(f"batch {B}{tag} ({label}): from the exit: {out['exit_to_rescued_ms']:.1f} ms to the rescue's "
+                      f"end, {out['rescued_to_return_ms']:.1f} ms from there to the return; the rescue's counts in the "
+                      f"call: {rescue_delta or 'none'} (flagged bits so far {out['flagged_bits']:#x}; every call so far, "
+                      f"the 1-best passes too: {be.stats})")
             if wk:
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
                            worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],

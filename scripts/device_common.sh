@@ -181,7 +181,7 @@ gpu_suite() {  # gpu_suite CAP: the whole GPU suite (-m gpu, every file) as five
     ( timeout -s INT $cap python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s -rf > $OUT/tests_$name.log 2>&1
       echo "exit $?" >> $OUT/tests_$name.log ) & }
   _grp lat tests/test_gpu_lattice.py
-  _grp var tests/test_gpu_variants.py tests/test_k2_order.py tests/test_cli.py tests/test_blank_skip.py \
+  _grp var tests/test_gpu_variants.py tests/test_k2_order.py tests/test_k2_structure.py tests/test_cli.py tests/test_blank_skip.py \
     tests/test_streaming_bench.py tests/test_gpu_scan_trace.py
   _grp base tests/test_gpu.py tests/test_gpu_epsilon.py tests/test_gpu_chain.py
   _grp trim tests/test_gpu_trim.py

@@ -1009,6 +1009,7 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     else:
         assert calls == [] and jobs == []
     assert dec._gpu.lattice_trace_exit is not None
+    assert dec._gpu.lattice_trace_end >= dec._gpu.lattice_trace_exit  # (no rescue here: right after the exit)
     if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
         assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":

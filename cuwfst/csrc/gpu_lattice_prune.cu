@@ -100,6 +100,11 @@ __device__ __forceinline__ int32_t WarpBucketPlace(int32_t* rec_cur, int64_t cur
 __host__ __device__ __forceinline__ int32_t PrPlaceShift(const DeviceGraph& g, int32_t code_bits) {
   return code_bits < 32 && g.arc_src_place != nullptr ? g.place_bits : 0;
 }
+// code_bits 32 (CUWFST_PRUNE_CODE=arc: p_code is the arc id) with arc_src_place: the places the
+// forward's key reads for the source order ({redirect bit, source place} for the arc id), else nullptr.
+__host__ __device__ __forceinline__ const uint16_t* PrKeyPlaces(const DeviceGraph& g, int32_t code_bits) {
+  return code_bits >= 32 ? g.arc_src_place : nullptr;
+}
 __device__ __forceinline__ uint32_t PrKeyCode(const DeviceGraph& g, int32_t code, int32_t src_state,
                                               int32_t code_bits) {
   if (code_bits >= 32) return static_cast<uint32_t>(code);
@@ -198,15 +203,20 @@ __global__ void PrInitStart(DeviceGraph g, int32_t B, const int64_t* tok_off, in
 __device__ __forceinline__ void PrForwardRecord(int64_t i, const int32_t* p_src, const int32_t* p_dst,
                                                 const int32_t* p_code, const float* p_score, const uint8_t* p_flags,
                                                 int32_t* fwd, unsigned long long* key, const int32_t* rank,
-                                                int32_t code_bits, int32_t pshift) {
+                                                int32_t code_bits, int32_t pshift, const uint16_t* key_places) {
   const uint8_t f = p_flags[i];
   if (f & kPrInvalid) return;
   const int32_t s = p_src[i], d = p_dst[i];
   const float v = OrderedIntToFloat(fwd[s]) + p_score[i];
   atomicMax(&fwd[d], FloatToOrderedInt(v));
-  if (f & kPrAdmitted)  // (pshift: PrPlaceShift, the key's part of a code with both places)
-    atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) |
-                           (static_cast<uint32_t>(p_code[i]) >> pshift));
+  if (f & kPrAdmitted) {  // (pshift: PrPlaceShift, the key's part of a code with both places;
+    // key_places: PrKeyPlaces, the arc id's source place under its redirect bit)
+    const int32_t c = p_code[i];
+    const uint32_t part = key_places != nullptr
+                              ? static_cast<uint32_t>((c & kRedirectArcBit) | key_places[c & ~kRedirectArcBit])
+                              : static_cast<uint32_t>(c) >> pshift;
+    atomicMin(&key[d], (static_cast<unsigned long long>(static_cast<uint32_t>(rank[s])) << code_bits) | part);
+  }
 }
 
 // The arc id of a record from its p_code (PlaceRecord) and its source token's state: the inverse
@@ -224,10 +234,11 @@ __device__ __forceinline__ int32_t ArcOfCode(const DeviceGraph& g, int32_t code,
 // code_bits: PrKeyCode's (the keys rank << code_bits | code).
 __global__ void PrForwardKernel(int64_t begin, int64_t end, const int32_t* p_src, const int32_t* p_dst,
                                 const int32_t* p_code, const float* p_score, const uint8_t* p_flags, int32_t* fwd,
-                                unsigned long long* key, const int32_t* rank, int32_t code_bits, int32_t pshift) {
+                                unsigned long long* key, const int32_t* rank, int32_t code_bits, int32_t pshift,
+                                const uint16_t* key_places) {
   for (int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < end;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
-    PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits, pshift);
+    PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits, pshift, key_places);
 }
 
 // A time's keys for one device-wide radix sort (PruneLattice, CUWFST_PRUNE_SORT=radix): the
@@ -495,7 +506,7 @@ PrLaneForwardKernel(DeviceGraph g, int32_t B, int32_t R, int32_t ta, int32_t tb,
     // phases lost more than the forward won: s47)
     for (int64_t i = rec_off[kr] + threadIdx.x; i < r1; i += kPrLaneThreads)
       PrForwardRecord(i, p_src, p_dst, p_code, p_score, p_flags, fwd, key, rank, code_bits,
-                      PrPlaceShift(g, code_bits));
+                      PrPlaceShift(g, code_bits), PrKeyPlaces(g, code_bits));
     __syncthreads();
     clk.Mark(kClkForward);
     const int64_t k1 = kr + B, k0 = kr;  // token buckets of times t + 1 and t
@@ -1559,7 +1570,8 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(r0, r1, p_src, p_dst, p_code, p_score, p_flags, fwd,
                                                               key, rank, sorter.code_bits,
-                                                              PrPlaceShift(g, sorter.code_bits));
+                                                              PrPlaceShift(g, sorter.code_bits),
+                                                              PrKeyPlaces(g, sorter.code_bits));
     const int64_t base = tok_off[static_cast<int64_t>(t + 1) * B];
     const int32_t m = static_cast<int32_t>(tok_off[static_cast<int64_t>(t + 1) * B + B] - base);
     if (m == 0) continue;
@@ -2058,7 +2070,8 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
     if (r1 > r0)
       PrForwardKernel<<<GridFor(r1 - r0), kPrThreads, 0, s>>>(r0, r1, src1, dst1, code1, score1, flags1, fwd1, key,
                                                               rank1, sorter.code_bits,
-                                                              PrPlaceShift(g, sorter.code_bits));
+                                                              PrPlaceShift(g, sorter.code_bits),
+                                                              PrKeyPlaces(g, sorter.code_bits));
     const int64_t k0 = static_cast<int64_t>(t + 1 - R) * B, base = tok_off[k0];
     const int32_t m = static_cast<int32_t>(tok_off[k0 + B] - base);
     if (m == 0) continue;

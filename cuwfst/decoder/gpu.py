@@ -727,6 +727,7 @@ class GpuBackend:
         # its host work started, done), or None
         self.lattice_trace_worker = None
         self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
+        self.lattice_trace_end = None  # (benchmarks: when a traced lattice call's rescue, if any, was done)
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -976,6 +977,8 @@ class GpuBackend:
             # grew goes back (a later rescue grows it again, in place)
             if self._rescue is not None and self.rescue_trim:
                 self._rescue.trim()
+        if lattice and getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the rescue done)
+            self.lattice_trace_end = time.perf_counter()
         return hyps
 
     def _long_form(self, lens: np.ndarray) -> bool:
