@@ -10,6 +10,8 @@ lengths, NaN checks, and the rescue path. tests/test_gpu.py runs the real thing 
 
 import sys
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -895,18 +897,29 @@ def test_lattice_sub_batches_with_host_overlap(fake_gpu, monkeypatch, overlap):
 class FakePrunedGpuModule(FakeGpuModule):
     """FakeGpuModule with the GPU-pruned lattice path (gpu_decode_lattice_pruned and its
     pipelined halves): the pruning is the CPU replay of the records, and the jobs keep the
-    native rules (GpuDecoder::PruneBegin / PruneFinish): two sets taken in turn, a Begin on a
-    set whose job is running fails, a job is finished once, rows come from the last finish."""
+    native rules (GpuDecoder::PruneBegin / PruneFinish), each decoder (instance) its own: two
+    sets taken in turn, a Begin on a set whose job is running fails, a job is finished once,
+    rows come from the decoder's last finish."""
 
     def __init__(self):
         super().__init__()
         import threading
-        self.jobs = {}  # id -> dict(set, state, handle, sizes, thread)
-        self.turn, self.ids, self.rows_of = 0, 0, None
+        self.jobs = {}  # id -> dict(h, set, state, handle, sizes, thread)
+        self.turns, self.ids, self.rows_of = {}, 0, {}  # (per decoder: the next set, the last finish's rows)
         self.lock = threading.Lock()
         self.finish_threads, self.finish_names, self.most_pending = set(), set(), 0
+        # (the base fake keeps one decode's records module-wide: a replay is one piece, whichever
+        # thread and decoder runs it; EarlyRescue's thread decodes beside the calling thread)
+        self.replay_lock = threading.Lock()
+        self.decode_threads = []  # (decoder lanes, thread name) of each decode with records
 
     def _replay(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, rows=None):
+        import threading
+        with self.replay_lock:
+            self.decode_threads.append((self.decoders[h][6], threading.current_thread().name))
+            return self._replay_locked(h, lp, lens, online, out, counts, cutoffs, sizes, total, rows)
+
+    def _replay_locked(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, rows=None):
         import tvm_ffi
         if rows is not None:  # the rows read in place: the fake copies them
             x = np.from_dlpack(tvm_ffi.from_dlpack(lp.__dlpack__()))
@@ -928,12 +941,12 @@ class FakePrunedGpuModule(FakeGpuModule):
         handle, size = self._replay(h, lp, lens, online, out, counts, cutoffs, sizes, total, rows)
         with self.lock:
             for k, j in list(self.jobs.items()):
-                if j["set"] == set_:
+                if j["h"] == h and j["set"] == set_:
                     assert j["state"] != "running", "PruneBegin on a set whose job is running"
                     self.ref.ref_lattice_free(j["handle"])  # a pending job nobody finished is dropped
                     del self.jobs[k]
             self.ids += 1
-            self.jobs[self.ids] = dict(set=set_, state="pending", handle=handle, size=size)
+            self.jobs[self.ids] = dict(h=h, set=set_, state="pending", handle=handle, size=size)
             self.most_pending = max(self.most_pending, len(self.jobs))
             return self.ids
 
@@ -946,9 +959,9 @@ class FakePrunedGpuModule(FakeGpuModule):
         self.finish_threads.add(threading.get_ident())
         self.finish_names.add(threading.current_thread().name)
         sizes2[:] = j["size"]
-        if self.rows_of is not None:
-            self.ref.ref_lattice_free(self.rows_of)
-        self.rows_of = j["handle"]
+        if self.rows_of.get(j["h"]) is not None:
+            self.ref.ref_lattice_free(self.rows_of[j["h"]])
+        self.rows_of[j["h"]] = j["handle"]
         with self.lock:
             del self.jobs[job]
 
@@ -960,7 +973,9 @@ class FakePrunedGpuModule(FakeGpuModule):
 
     def gpu_decode_lattice_pruned_begin(self, h, lp, rows, lens, online, stream, a, l, sc, m, st, counts, cutoffs,
                                         sizes, total, obeam, filt, pad, trim):
-        set_, self.turn = self.turn, 1 - self.turn
+        with self.lock:
+            set_ = self.turns.get(h, 0)
+            self.turns[h] = 1 - set_
         self.begin_rows = getattr(self, "begin_rows", []) + [len(rows)]
         return self._begin(h, lp, lens, online, (a, l, sc, m, st), counts, cutoffs, sizes, total, set_, rows)
 
@@ -969,7 +984,7 @@ class FakePrunedGpuModule(FakeGpuModule):
 
     def gpu_lattice_pruned_rows(self, h, rows, arrays):
         for i, b in enumerate(rows):
-            self.ref.ref_lattice_row(self.rows_of, int(b), *arrays[3 * i: 3 * i + 3])
+            self.ref.ref_lattice_row(self.rows_of[h], int(b), *arrays[3 * i: 3 * i + 3])
 
 
 @pytest.mark.parametrize("pipeline,gather,finish", [("on", "native", "worker"), ("on", "copy", "worker"),
@@ -1027,6 +1042,61 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
                                                                        w.word_confidences), b
         assert_same_lattice(w.lattice, g.lattice, f"pipeline {pipeline} row {b}")
+
+
+@pytest.mark.parametrize("early,pipeline,finish", [("on", "on", "worker"), ("on", "on", "thread"), ("on", "off", "worker"),
+                                                  ("off", "on", "worker")])
+def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch, early, pipeline, finish):
+    """A lattice decode whose sub-batches flag rows with a capacity overflow (the fake's bit 16 on
+    a main instance of more than 4 lanes): with CUWFST_LATTICE_EARLY_RESCUE=on those rows are
+    decoded on the rescue instance (4 lanes) on the early-rescue thread, each flagged sub-batch's
+    rows handed over as its decode returns; off, on the calling thread after the sub-batches.
+    Either way every row's words, score, word times, confidences and lattice are the CPU's, no
+    row is left flagged, and the rescue's counts are the same."""
+    from test_lattice_records import assert_same_lattice
+
+    mod = FakePrunedGpuModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp, lp]).astype(np.float32)[:15]
+    lens = np.concatenate([lens, lens, lens])[:15].copy()
+    flagged = {float(x[1].sum()), float(x[4].sum())}  # rows 1 and 4 and their copies
+    n_flagged = sum(1 for b in range(15) if float(x[b].sum()) in flagged)
+    assert n_flagged >= 4
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    mod.overflow_rows = flagged
+    monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", early)
+    monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
+    monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
+    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
+    got = dec.decode(x, lens, lattice=True)
+    rescues = [name for lanes, name in mod.decode_threads if lanes == 4]
+    mains = [name for lanes, name in mod.decode_threads if lanes == 5]
+    assert len(mains) == 3 and rescues  # three sub-batches of 5 rows; the flagged rows in batches of <= 4
+    if early == "on":
+        assert all(n.startswith("cuwfst-early-rescue") for n in rescues), rescues
+    else:
+        assert set(rescues) == {threading.current_thread().name}
+    st = dec._gpu.stats
+    assert st["flagged_rows"] == st["rescued_rows"] == n_flagged and st["unabsorbed_rows"] == 0
+    assert st["flagged_bits"] == 16
+    for b, (w, g) in enumerate(zip(want, got)):
+        assert g.overflow == 0, b
+        assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
+                                                                       w.word_confidences), b
+        assert_same_lattice(w.lattice, g.lattice, f"early {early} row {b}")
+    assert not mod.jobs
+
+
+def test_early_rescue_option_is_checked(fake_gpu, monkeypatch):
+    graph = Graph.load(TINY / "HLG.img")
+    dec = Decoder(graph, device="cuda", max_lanes=5)
+    assert dec._gpu.lattice_early_rescue_on() is False  # (off until measured on the device)
+    monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", "yes")
+    with pytest.raises(ValueError, match="lattice_early_rescue"):
+        dec._gpu.lattice_early_rescue_on()
 
 
 def test_host_overlap_runs_in_order_and_reraises():

@@ -18,7 +18,8 @@ from .lattice_records import RECORD_INTS, LatticeRecords, lattices_from_records
 from .memory import (MEM_STATS, POOL_BOUNDS, POOL_HANDOUTS, arena_ahead_mode, gpu_memory_stats, lane_pool_mode,
                      graph_chunks_mode, graph_pack_mode, payload_mode, pool_bound_mode, pool_full_mode, pool_handout_mode,
                      pool_hints_mode, pool_lane_factor, resolve_memory, winners_log_mode)
-from .rescue import RESCUE_BITS, batches, rescue
+from .rescue import CAPACITY_BITS, RESCUE_BITS, batches, rescue
+from .result import OVERFLOW_ARENA, OVERFLOW_POOL
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
 
@@ -89,6 +90,72 @@ class HostOverlap:
             for f in self._futures:
                 f.result()  # the first error, if any
         return False
+
+
+class EarlyRescue:
+    """A lattice decode's rows that a sub-batch flagged with a capacity overflow alone (no arena
+    or pool bit: fewer rows a batch on the main instance cures those, after the sub-batches),
+    rescued as soon as that sub-batch's decode returns: on the rescue instance, on a thread of
+    its own, while the calling thread decodes the next sub-batches on the main instance (its
+    own streams; graph capture is thread-local). The plan is decoder/rescue.py's and the
+    decodes are the rescue's after the sub-batches (_decode_rows, host work at once), so the
+    results are the same; what changes is when they run: beside the pipeline rather than after
+    its last sub-batch (s137: one rescued row of the sim set's 256 was 26 ms of a 379 ms call,
+    after everything else). The rows' hypotheses go to a list of their own: the sub-batch's own
+    host work writes those rows' unrescued ones on the host-overlap worker, so `apply` puts the
+    rescued ones in place after the overlap block. Leaving the block waits for the thread and
+    re-raises its first error."""
+
+    def __init__(self, backend, lp, lens, stream, frontend, online):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.be, self.lp, self.lens, self.stream, self.frontend, self.online = backend, lp, lens, stream, frontend, online
+        self.hyps = [None] * len(lens)
+        self.rows = set()
+        self._context = backend.caller_stream_context()  # (the thread's PyTorch stream: the caller's)
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-early-rescue")
+        self._futures = []
+
+    @staticmethod
+    def flagged(rows: np.ndarray, bits: np.ndarray) -> dict:
+        """{row: bits} of a sub-batch's rows (bits: their overflow bits, in order) that this
+        class rescues: a capacity bit and neither the arena's nor the pool's."""
+        bits = np.asarray(bits, np.int64)
+        sel = ((bits & CAPACITY_BITS) != 0) & ((bits & (OVERFLOW_ARENA | OVERFLOW_POOL)) == 0)
+        return {int(r): int(b) for r, b in zip(np.asarray(rows)[sel].tolist(), bits[sel].tolist())}
+
+    def submit(self, flagged: dict) -> None:
+        if not flagged:
+            return
+        self.be.rescue_instance()  # made on the calling thread (an allocation, before any use)
+        self.rows.update(flagged)
+        self._futures.append(self._pool.submit(self._run, dict(flagged)))
+
+    def _run(self, flagged: dict) -> None:
+        be = self.be
+
+        def decode_batch(instance, rows):
+            if instance != "rescue":  # (rows with a capacity bit never halve on the main instance)
+                raise RuntimeError(f"early rescue asked for the {instance!r} instance")
+            inst = be.rescue_instance()
+            for s in range(0, len(rows), inst.max_lanes):
+                be._decode_rows(inst, self.lp, self.lens, rows[s : s + inst.max_lanes], self.stream, self.hyps,
+                                self.frontend, self.online, True)
+            return [self.hyps[r].overflow for r in rows]
+
+        with self._context():
+            rescue(flagged, self.lens, decode_batch, main_batch=be.main.max_lanes, rescue_lanes=be.rescue_lanes,
+                   stats=be.stats)
+
+    def close(self) -> None:
+        """Waits for the thread; its first error, if any."""
+        self._pool.shutdown(wait=True)
+        for f in self._futures:
+            f.result()
+
+    def apply(self, hyps: list) -> None:
+        for r in self.rows:
+            hyps[r] = self.hyps[r]
 
 
 def _host_run(host: HostOverlap | None, fn) -> None:
@@ -920,6 +987,7 @@ class GpuBackend:
         hyps = [None] * B
         # (the caller holds self.lock)
         lanes = self.main.max_lanes
+        early = None
         if lattice:
             # padded sub-batches of whole-row decodes: continuous batching and the gc_interval
             # segments (gpu_decode_many) have no lattice stage. Each sub-batch's host work (its
@@ -928,11 +996,26 @@ class GpuBackend:
             # the rows' overflow bits and before return.
             # (overlap off: a null context, host None, each sub-batch's host work at once)
             overlap = HostOverlap(self.lattice_finish_mode() == "thread") if self.lattice_overlap_on() else None
-            with overlap if overlap is not None else contextlib.nullcontext() as host:
-                for rows in batches(range(B), lens, lanes):
-                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice, host)
+            # rows a sub-batch flags with a capacity overflow: rescued beside the next sub-batches
+            # (EarlyRescue; with the overlap on), else by the rescue below
+            early = EarlyRescue(self, lp, lens, stream, frontend, online) \
+                if overlap is not None and self.lattice_early_rescue_on() else None
+            try:
+                with overlap if overlap is not None else contextlib.nullcontext() as host:
+                    for rows in batches(range(B), lens, lanes):
+                        got = self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice,
+                                                host)
+                        if early is not None:
+                            early.submit(EarlyRescue.flagged(*got))
+            finally:
+                if early is not None:
+                    early.close()
             if getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the host work all done)
                 self.lattice_trace_exit = time.perf_counter()
+            if early is not None and early.rows:
+                early.apply(hyps)  # (after the sub-batches' host work, which wrote these rows unrescued)
+                if self._rescue is not None and self.rescue_trim:
+                    self._rescue.trim()
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
             # a winners-log GC round after each (the golden prefix goes to the host), so the
@@ -953,7 +1036,9 @@ class GpuBackend:
             # sub-batches of similar lengths: a batch runs as many steps as its longest row
             for rows in batches(range(B), lens, lanes):
                 self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
-        overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS}
+        rescued_early = early.rows if lattice and early is not None else ()
+        # (rows rescued early went through the same plan: what still overflows stays flagged)
+        overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS and b not in rescued_early}
         if overflow:
             main_trimmed = []
 
@@ -986,7 +1071,9 @@ class GpuBackend:
 
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None):
         """One sub-batch through `inst`: the hypotheses of `rows` into hyps; with lattice, their
-        lattices, word times and confidences too, now or (host: a HostOverlap) on its worker."""
+        lattices, word times and confidences too, now or (host: a HostOverlap) on its worker.
+        With lattice, returns (rows, their overflow bits) as the decode left them (known when
+        the decode call returns, before the host work: EarlyRescue); else None."""
         t_enter = time.perf_counter()
         rows = np.asarray(list(rows), np.int64)
         sub_lens = np.ascontiguousarray(lens[rows])
@@ -1037,7 +1124,7 @@ class GpuBackend:
                         wtrace.append((w0, w1, w2, time.perf_counter()))
 
                 host.run_pruning(finish, attach)
-                return
+                return rows, res[3][:, 2].copy()
             if host is not None:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
@@ -1050,7 +1137,7 @@ class GpuBackend:
                 attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
 
             _host_run(host, attach)
-            return
+            return rows, res[3][:, 2].copy()
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)
 
@@ -1059,7 +1146,7 @@ class GpuBackend:
                 self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
 
             _host_run(host, attach_replayed)
-            return
+            return rows, res[3][:, 2].copy()
         if self._long_form(sub_lens):
             res = inst.decode_many(sub, sub_lens, stream, online, self.gc_interval, gc=True)
         elif sub is None:
@@ -1121,6 +1208,29 @@ class GpuBackend:
         if v not in ("native", "copy"):
             raise ValueError(f"row_gather must be 'native' or 'copy', got {v!r}")
         return v == "native" and hasattr(getattr(inst, "mod", None), "gpu_decode_rows")
+
+    def lattice_early_rescue_on(self) -> bool:
+        """Whether a lattice decode with the host overlap on rescues the rows a sub-batch flags
+        with a capacity overflow beside the next sub-batches' decodes (EarlyRescue: the rescue
+        instance on a thread of its own) rather than after the last one. "off" (the default
+        until it is measured on the device) or "on", by the attribute `lattice_early_rescue` or
+        the environment variable CUWFST_LATTICE_EARLY_RESCUE. Same results either way; "on" can
+        hold the rescue instance's memory while the main instance's is at its peak."""
+        v = getattr(self, "lattice_early_rescue", None) or os.environ.get("CUWFST_LATTICE_EARLY_RESCUE", "off") or "off"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_early_rescue must be 'on' or 'off', got {v!r}")
+        return v == "on"
+
+    def caller_stream_context(self):
+        """A callable giving a context in which another thread's PyTorch work runs on the
+        calling thread's current stream (PyTorch's current stream is per thread): EarlyRescue's
+        row copies (_take_rows) then follow what the caller queued. The torch-free backend's
+        copies synchronise instead (decoder/gpu_host.py)."""
+        torch = self.torch
+        if torch is None:
+            return contextlib.nullcontext
+        current = torch.cuda.current_stream(self.device)
+        return lambda: torch.cuda.stream(current)
 
     def lattice_pipeline_on(self) -> bool:
         """Whether a GPU-pruned lattice decode of several sub-batches (whole batches, with the
