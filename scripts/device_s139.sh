@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# GPU machine: issue 10, the first call of the session after 2026-12-05 04:55 (docs/speed-notes.md,
+# "Next (for the session after 2026-12-05 04:55)"). NOT yet run. On main:
+#   1. the whole GPU suite (gpu_suite: five processes beside the full tier's build), which now holds
+#      test_gpu_lattice.py's test_rows_rescued_beside_the_next_sub_batches (EarlyRescue on and off,
+#      never run on a GPU) and test_k2_structure.py; then the lattice rescue tests again with
+#      CUWFST_LATTICE_EARLY_RESCUE=on for the whole file;
+#   2. EarlyRescue's A/B on the sim set, 256 utterances (one rescued row a call): off / on / off in
+#      three processes (the switch is read at each call, so lattice_speed's --env-ab, which sets a
+#      variable while a decoder is built, cannot flip it); each traced call splits the tail (from the
+#      overlap's exit to the rescue's end: ~26 ms off, ~0 predicted on); predicted 1.3-3.2 ms a lattice
+#      batch (docs/speed-notes.md, "EarlyRescue");
+#   3. the peers with riva on the sim set (the ratio 2.03x at eadb8b9).
+# Stage: .device/wheels with riva's wheel, without espeakng_loader / kaldi_native_fbank (the carry
+# limit). Until END (default 570) s. Carry .device.
+# $OUT: s139.log, tests.tgz, lat_sim.jsonl, lat_sim_on.jsonl, peers.*
+. scripts/device_common.sh
+END=${END:-570}
+device_setup s139.log
+export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
+gpu_suite 330
+gpu_suite_wait
+CUWFST_LATTICE_EARLY_RESCUE=on timeout -s INT 90 python3 -m pytest -q -p no:cacheprovider -m gpu tests/test_gpu_lattice.py \
+  -k "rescue" -rf > /tmp/t_on.log 2>&1; echo "[early on] $(grep -E "passed|failed" /tmp/t_on.log | tail -n 1)" | tee -a $L
+echo "[$(since) s] tests" | tee -a $L
+wait_full 400; echo "[$(since) s] full tier" | tee -a $L
+lat() {  # lat JSONL UNTIL ARGS...
+  local jsonl=$1 until=$2; shift 2
+  timeout -s INT $(left $until) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+    --utts 256 --batch 32 --reps 3 --cpu-utts 0 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
+    | grep -E "vs 1-best|the tail|from the exit|env A/B|exactness|Error" | cut -c1-400 | tee -a $L
+}
+lat lat_sim.jsonl 440 --check 4
+CUWFST_LATTICE_EARLY_RESCUE=on lat lat_sim_on.jsonl 470 --check 4
+lat lat_sim.jsonl 500
+echo "[$(since) s] lattice_speed" | tee -a $L
+if python3 -c "import riva.asrlib.decoder" 2>/dev/null; then peers $((END - 5)) cuwfst-gpu cuwfst-gpu-lattice riva
+else echo "no riva-asrlib-decoder: peers not run" | tee -a $L; fi
+echo "[$(since) s] end" | tee -a $L
