@@ -317,7 +317,9 @@ def main():
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None
-            wk, be.lattice_trace_worker = be.lattice_trace_worker, None
+            # (sorted by the finish's start, the sub-batches' order: with several host workers the
+            # jobs are stamped as each ends)
+            wk, be.lattice_trace_worker = sorted(be.lattice_trace_worker or []), None
             if not tr:
                 return {}
             # stamps a sub-batch: entered _decode_rows, rows taken, before and after the wait for

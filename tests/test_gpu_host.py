@@ -987,14 +987,17 @@ class FakePrunedGpuModule(FakeGpuModule):
             self.ref.ref_lattice_row(self.rows_of[h], int(b), *arrays[3 * i: 3 * i + 3])
 
 
-@pytest.mark.parametrize("pipeline,gather,finish", [("on", "native", "worker"), ("on", "copy", "worker"),
-                                                    ("off", "native", "worker"), ("on", "native", "thread")])
-def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish):
+@pytest.mark.parametrize("pipeline,gather,finish,workers", [("on", "native", "worker", 1), ("on", "copy", "worker", 1),
+                                                            ("off", "native", "worker", 1), ("on", "native", "thread", 1),
+                                                            ("on", "native", "worker", 2), ("off", "native", "worker", 3)])
+def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish, workers):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
     sub-batch's pruning (PruneFinish) and rows run on the host-overlap worker while this
     thread decodes the next one, never more than two jobs at once (each job has its own
-    buffers); with it off, one whole pruning a sub-batch. Every row's words, score, word
-    times and confidences and lattice the CPU's either way."""
+    buffers); with it off, one whole pruning a sub-batch. CUWFST_LATTICE_HOST_WORKERS > 1:
+    the finishes on the finish thread (one thread, in order), the host work on that many
+    workers. Every row's words, score, word times and confidences and lattice the CPU's
+    whichever way."""
     import threading
 
     from test_lattice_records import assert_same_lattice
@@ -1010,13 +1013,16 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
     monkeypatch.setenv("CUWFST_ROW_GATHER", gather)
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
+    monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
+    assert dec._gpu.lattice_worker_count() == workers
     dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker = [], []  # (benchmarks.lattice_speed's stamps)
     got = dec.decode(x, lens, lattice=True)
     assert mod.lattice_calls == 5
     calls, jobs = dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker
     if pipeline == "on":  # a stamp set a sub-batch on each side, each in order, a job after its decode call
         assert len(calls) == len(jobs) == 5
+        jobs = sorted(jobs)  # (several host workers: stamped as each ends; the finishes run in order)
         assert all(list(c) == sorted(c) for c in calls) and all(list(j) == sorted(j) for j in jobs)
         assert all(j[0] >= c[4] for c, j in zip(calls, jobs))
         # the call's host work all done (the overlap's exit) after the last job's last stamp
@@ -1032,7 +1038,7 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
             threading.get_ident() not in mod.finish_threads
         # (finish "thread": the finishes on one thread of their own, the host work on the worker)
         assert len(mod.finish_threads) == 1
-        assert all(x.startswith("cuwfst-lattice-" + ("finish" if finish == "thread" else "host"))
+        assert all(x.startswith("cuwfst-lattice-" + ("finish" if finish == "thread" or workers > 1 else "host"))
                    for x in mod.finish_names), mod.finish_names
         assert 1 <= mod.most_pending <= 2
     else:
@@ -1126,6 +1132,57 @@ def test_host_overlap_runs_in_order_and_reraises():
         with HostOverlap() as host:
             host.run(boom)
             raise KeyError("block")
+
+
+def test_host_overlap_host_workers_run_side_by_side():
+    """HostOverlap(host_workers=3): the finishes on the finish thread, one at a time in submission
+    order (even with finish_thread False); the host work of several sub-batches at once on the host
+    workers (two host works held until both have started: one worker would never get there); a
+    bad count is refused by name, as the decoder's option is."""
+    import threading
+
+    from cuwfst.decoder.gpu import HostOverlap
+
+    log, lock = [], threading.Lock()
+    both = threading.Barrier(2, timeout=10)
+
+    def finish(i):
+        def f():
+            with lock:
+                log.append(("finish", i, threading.current_thread().name))
+            return i
+        return f
+
+    def then(r):
+        if r < 2:
+            both.wait()  # host works 0 and 1 side by side
+        with lock:
+            log.append(("host", r, threading.current_thread().name))
+
+    with HostOverlap(host_workers=3) as host:
+        for i in range(5):
+            host.run_pruning(finish(i), then)
+    assert [e[1] for e in log if e[0] == "finish"] == list(range(5))
+    assert {e[2] for e in log if e[0] == "finish"} == {next(e[2] for e in log if e[0] == "finish")}
+    assert all(e[2].startswith("cuwfst-lattice-finish") for e in log if e[0] == "finish")
+    assert sorted(e[1] for e in log if e[0] == "host") == list(range(5))
+    assert len({e[2] for e in log if e[0] == "host"}) >= 2
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="host_workers"):
+            HostOverlap(host_workers=bad)
+
+
+def test_lattice_host_workers_option_is_checked(fake_gpu, monkeypatch):
+    graph = Graph.load(TINY / "HLG.img")
+    dec = Decoder(graph, device="cuda", max_lanes=2)
+    assert dec._gpu.lattice_worker_count() == 1
+    dec._gpu.lattice_host_workers = 4
+    assert dec._gpu.lattice_worker_count() == 4
+    dec._gpu.lattice_host_workers = None
+    for bad in ("0", "two", "-1", "1.5"):
+        monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", bad)
+        with pytest.raises(ValueError, match="lattice_host_workers"):
+            dec._gpu.lattice_worker_count()
 
 
 def test_host_overlap_finish_thread_keeps_the_order():

@@ -30,12 +30,18 @@ class HostOverlap:
     next sub-batch on the GPU: the native calls on both sides release the GIL. In submission
     order; leaving the block waits for all of it, and re-raises the first error (an error of
     the block itself wins, after the worker has finished). With finish_thread, the pipelined
-    prunings' finishes run on a second thread (run_pruning), each handing its host work on."""
+    prunings' finishes run on a second thread (run_pruning), each handing its host work on.
+    host_workers > 1: that many host workers, so sub-batches' host work runs side by side (each
+    job writes its own rows; the order of their ends is then free); the finishes then always
+    run on the finish thread, one at a time in submission order (GpuDecoder::PruneFinish)."""
 
-    def __init__(self, finish_thread: bool = False):
+    def __init__(self, finish_thread: bool = False, host_workers: int = 1):
         from concurrent.futures import ThreadPoolExecutor
 
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="cuwfst-lattice-host")
+        if not isinstance(host_workers, int) or isinstance(host_workers, bool) or host_workers < 1:
+            raise ValueError(f"host_workers must be an int >= 1, got {host_workers!r}")
+        finish_thread = finish_thread or host_workers > 1
+        self._pool = ThreadPoolExecutor(max_workers=host_workers, thread_name_prefix="cuwfst-lattice-host")
         # finish_thread: a pipelined pruning's finish on a thread of its own, its host work then on the
         # host worker, so the next finish need not wait for the last one's host work
         # (GpuBackend.lattice_finish "thread"); else both on the host worker, one after the other
@@ -995,7 +1001,8 @@ class GpuBackend:
             # decodes the next one (HostOverlap); all of it is done before the rescue reads
             # the rows' overflow bits and before return.
             # (overlap off: a null context, host None, each sub-batch's host work at once)
-            overlap = HostOverlap(self.lattice_finish_mode() == "thread") if self.lattice_overlap_on() else None
+            overlap = HostOverlap(self.lattice_finish_mode() == "thread", self.lattice_worker_count()) \
+                if self.lattice_overlap_on() else None
             # rows a sub-batch flags with a capacity overflow: rescued beside the next sub-batches
             # (EarlyRescue; with the overlap on), else by the rescue below
             early = EarlyRescue(self, lp, lens, stream, frontend, online) \
@@ -1208,6 +1215,21 @@ class GpuBackend:
         if v not in ("native", "copy"):
             raise ValueError(f"row_gather must be 'native' or 'copy', got {v!r}")
         return v == "native" and hasattr(getattr(inst, "mod", None), "gpu_decode_rows")
+
+    def lattice_worker_count(self) -> int:
+        """How many threads run the sub-batches' host work of a lattice decode (HostOverlap's
+        host_workers): 1 (the default) or more, by the attribute `lattice_host_workers` or the
+        environment variable CUWFST_LATTICE_HOST_WORKERS. More than 1 puts the prunings' finishes
+        on a thread of their own (as lattice_finish "thread"). Meant for host-bound decodes
+        (large lattices: the model set's 969 arcs a frame kept the one worker busy for 1,832 ms
+        of a 1,980 ms call, s136); each worker's native calls take the decoder's num_threads.
+        Same results whatever the count."""
+        raw = getattr(self, "lattice_host_workers", None) or os.environ.get("CUWFST_LATTICE_HOST_WORKERS", "1") or "1"
+        n = raw if isinstance(raw, int) and not isinstance(raw, bool) else \
+            int(raw) if isinstance(raw, str) and raw.strip().isdigit() else 0
+        if n < 1:
+            raise ValueError(f"lattice_host_workers must be an int >= 1, got {raw!r}")
+        return n
 
     def lattice_early_rescue_on(self) -> bool:
         """Whether a lattice decode with the host overlap on rescues the rows a sub-batch flags
