@@ -917,6 +917,8 @@ class FakePrunedGpuModule(FakeGpuModule):
         import threading
         with self.replay_lock:
             self.decode_threads.append((self.decoders[h][6], threading.current_thread().name))
+            if getattr(self, "fail_lanes", None) == self.decoders[h][6]:
+                raise RuntimeError(f"decode on {self.fail_lanes} lanes failed (injected)")
             return self._replay_locked(h, lp, lens, online, out, counts, cutoffs, sizes, total, rows)
 
     def _replay_locked(self, h, lp, lens, online, out, counts, cutoffs, sizes, total, rows=None):
@@ -1094,6 +1096,29 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
                                                                        w.word_confidences), b
         assert_same_lattice(w.lattice, g.lattice, f"early {early} row {b}")
     assert not mod.jobs
+
+
+def test_early_rescue_error_reaches_the_caller(fake_gpu, monkeypatch):
+    """An error on the early-rescue thread (the rescue instance's decode) is raised by decode,
+    after the thread is done; the next call, without the fault, gives the CPU's results."""
+    mod = FakePrunedGpuModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp]).astype(np.float32)[:10]
+    lens = np.concatenate([lens, lens])[:10].copy()
+    mod.overflow_rows = {float(x[1].sum())}
+    monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", "on")
+    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
+    mod.fail_lanes = 4  # the rescue instance's lanes
+    with pytest.raises(RuntimeError, match="injected"):
+        dec.decode(x, lens, lattice=True)
+    assert not any(t.name.startswith("cuwfst-early-rescue") for t in threading.enumerate())
+    mod.fail_lanes = None
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    got = dec.decode(x, lens, lattice=True)
+    assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
 
 
 def test_early_rescue_option_is_checked(fake_gpu, monkeypatch):

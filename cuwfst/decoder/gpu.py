@@ -153,11 +153,12 @@ class EarlyRescue:
             rescue(flagged, self.lens, decode_batch, main_batch=be.main.max_lanes, rescue_lanes=be.rescue_lanes,
                    stats=be.stats)
 
-    def close(self) -> None:
-        """Waits for the thread; its first error, if any."""
+    def close(self, errors: bool = True) -> None:
+        """Waits for the thread; then (errors) raises its first error, if any."""
         self._pool.shutdown(wait=True)
-        for f in self._futures:
-            f.result()
+        if errors:
+            for f in self._futures:
+                f.result()
 
     def apply(self, hyps: list) -> None:
         for r in self.rows:
@@ -1014,9 +1015,12 @@ class GpuBackend:
                                                 host)
                         if early is not None:
                             early.submit(EarlyRescue.flagged(*got))
-            finally:
-                if early is not None:
-                    early.close()
+            except BaseException:
+                if early is not None:  # its thread done before the call unwinds; the first error wins
+                    early.close(errors=False)
+                raise
+            if early is not None:
+                early.close()
             if getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the host work all done)
                 self.lattice_trace_exit = time.perf_counter()
             if early is not None and early.rows:
