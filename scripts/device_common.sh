@@ -31,6 +31,7 @@
 #   start_model_set UTTS: the small tier and the model set (UTTS rows, $C/model) in the background
 #   gpu_suite CAP / gpu_suite_wait: the whole GPU suite in five background pytest processes (each at most
 #     CAP s), then their tallies into L and logs into $OUT/tests.tgz (device_s134.sh's groups)
+#   lat_speed SET JSONL UNTIL TAG ARGS...: one lattice_speed run (256 utterances, batch 32, one call)
 #   pack_logs 'PATTERN'...: the files of $OUT matching PATTERN (quoted) into $OUT/tests.tgz (the device returns
 #     a handful of files a call: s83 lost its test logs)
 set -uo pipefail
@@ -154,6 +155,14 @@ lattice_memcheck() {
     ${SANITIZE_SEEDS:-3} --lattice 2>&1 | tail -6 | tee $OUT/memcheck.log | tee -a $L
   echo "memcheck exit ${PIPESTATUS[0]}" | tee -a $L
   echo "[$(since) s] memcheck" | tee -a $L
+}
+lat_speed() {  # lat_speed SET JSONL UNTIL TAG ARGS...: lattice_speed --one-call on 256 utterances of $C/SET, its
+  # summary lines (the ratio, the tail and its split, exactness) into L prefixed [TAG], its rows into $OUT/JSONL
+  local set=$1 jsonl=$2 until=$3 tag=$4; shift 4
+  timeout -s INT $(left $until) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/$set/shard-00000.npz \
+    --utts 256 --batch 32 --reps 3 --cpu-utts 0 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
+    | grep -E "vs 1-best|the tail|its tail|from the exit|env A/B|exactness|Error" | sed "s/^/[$tag] /" \
+    | cut -c1-400 | tee -a $L
 }
 peers() {
   local until=$1; shift

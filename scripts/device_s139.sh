@@ -24,15 +24,9 @@ CUWFST_LATTICE_EARLY_RESCUE=on timeout -s INT 90 python3 -m pytest -q -p no:cach
   -k "rescue" -rf > /tmp/t_on.log 2>&1; echo "[early on] $(grep -E "passed|failed" /tmp/t_on.log | tail -n 1)" | tee -a $L
 echo "[$(since) s] tests" | tee -a $L
 wait_full 400; echo "[$(since) s] full tier" | tee -a $L
-lat() {  # lat JSONL UNTIL ARGS...
-  local jsonl=$1 until=$2; shift 2
-  timeout -s INT $(left $until) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
-    --utts 256 --batch 32 --reps 3 --cpu-utts 0 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
-    | grep -E "vs 1-best|the tail|from the exit|env A/B|exactness|Error" | cut -c1-400 | tee -a $L
-}
-lat lat_sim.jsonl 440 --check 4
-CUWFST_LATTICE_EARLY_RESCUE=on lat lat_sim_on.jsonl 470 --check 4
-lat lat_sim.jsonl 500
+lat_speed sim lat_sim.jsonl 440 "sim early off" --check 4
+CUWFST_LATTICE_EARLY_RESCUE=on lat_speed sim lat_sim_on.jsonl 470 "sim early on" --check 4
+lat_speed sim lat_sim.jsonl 500 "sim early off"
 echo "[$(since) s] lattice_speed" | tee -a $L
 if python3 -c "import riva.asrlib.decoder" 2>/dev/null; then peers $((END - 5)) cuwfst-gpu cuwfst-gpu-lattice riva
 else echo "no riva-asrlib-decoder: peers not run" | tee -a $L; fi

@@ -17,19 +17,11 @@ device_setup s140.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 start_model_set 256
 wait_full 400; echo "[$(since) s] full tier" | tee -a $L
-lat() {  # lat SET JSONL UNTIL ARGS...
-  local set=$1 jsonl=$2 until=$3; shift 3
-  timeout -s INT $(left $until) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/$set/shard-00000.npz \
-    --utts 256 --batch 32 --reps 3 --cpu-utts 0 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
-    | grep -E "vs 1-best|its tail|exactness|Error" | sed "s/^/[$set w${CUWFST_LATTICE_HOST_WORKERS:-1}] /" \
-    | cut -c1-400 | tee -a $L
-}
 # (the runs after the model set is made: its synthesis and model would share the host's CPUs)
 while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt 330 ]; do sleep 2; done
 echo "[$(since) s] model set" | tee -a $L
-for w in 1 2 3 1; do CUWFST_LATTICE_HOST_WORKERS=$w lat model lat_model.jsonl $(( $(since) + 50 )) --check 1; done
-CUWFST_LATTICE_HOST_WORKERS=1 lat sim lat_sim.jsonl $(( $(since) + 40 ))
-CUWFST_LATTICE_HOST_WORKERS=2 lat sim lat_sim.jsonl $(( $(since) + 40 ))
+for w in 1 2 3 1; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed model lat_model.jsonl $(( $(since) + 50 )) "model w$w" --check 1; done
+for w in 1 2; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed sim lat_sim.jsonl $(( $(since) + 40 )) "sim w$w"; done
 echo "[$(since) s] lattice_speed" | tee -a $L
 timeout -s INT $(left $((END - 5))) python3 scripts/attach_threads.py $C/HLG.img $C/model/shard-00000.npz 32 1 2 4 8 16 \
   > $OUT/attach_threads.txt 2>&1; tail -n 7 $OUT/attach_threads.txt | cut -c1-200 | tee -a $L

@@ -1047,7 +1047,7 @@ class GpuBackend:
             # sub-batches of similar lengths: a batch runs as many steps as its longest row
             for rows in batches(range(B), lens, lanes):
                 self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
-        rescued_early = early.rows if lattice and early is not None else ()
+        rescued_early = early.rows if early is not None else ()  # (EarlyRescue: lattice decodes only)
         # (rows rescued early went through the same plan: what still overflows stays flagged)
         overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS and b not in rescued_early}
         if overflow:
