@@ -203,16 +203,21 @@ def test_arcs_out_of_level_order_bit_identical():
     assert checked > 0
 
 
-def test_many_distinct_span_words_bit_identical():
+@pytest.mark.parametrize("id_range", [10 ** 6, 2 ** 31 - 2, -1])
+def test_many_distinct_span_words_bit_identical(id_range):
     """A lattice of two frames whose 2 x 150 parallel arcs each carry a distinct word (ids drawn
-    from a wide range), asked about every one of them and about 100 absent words: the native
-    code's word table holds 400 words, so words share table slots and must be found past the
-    first probe. Same bits as the plain reference."""
+    from a range), asked about every one of them and about 100 absent words. Ids below 2**22
+    (id_range 10**6) take the native code's direct word table; larger ones (2**31 - 2) and
+    negative ones (-1: ids from -2**30 to 2**30) its hashed table of 400 words, where words
+    share slots and must be found past the first probe. Same bits as the plain reference."""
     from cuwfst.decoder.lattice import Lattice
 
     rng = np.random.default_rng(79)
     k = 150
-    ids = rng.choice(10 ** 6, size=2 * k + 100, replace=False).astype(np.int32) + 1
+    if id_range > 0:
+        ids = rng.choice(id_range, size=2 * k + 100, replace=False).astype(np.int32) + 1
+    else:
+        ids = (rng.choice(2 ** 31, size=2 * k + 100, replace=False) - 2 ** 30).astype(np.int32)
     on_arcs, absent = ids[: 2 * k], ids[2 * k:]
     src = np.repeat(np.array([0, 1], np.int32), k)
     dst = np.repeat(np.array([1, 2], np.int32), k)
@@ -274,5 +279,17 @@ def test_batch_word_rests_checks_its_arrays():
     bad[0][0] = lats[0].num_states  # a state past the lattice's
     with pytest.raises(ValueError, match="a state outside"):
         call(bad)
+    # the arcs' values are checked on the worker threads: the first bad lattice by index is named
+    bad = list(good)
+    for l in (0, 1):
+        bad[8 * l] = bad[8 * l].copy()
+        bad[8 * l][-1] = -1
+    for threads in (1, 2):
+        with pytest.raises(ValueError, match="lattice 0: arc .*a state outside"):
+            mod.ref_lattices_word_rests(bad, np.concatenate([[0], np.cumsum([x.num_states for x in lats])]).astype(
+                np.int64), np.zeros(3, np.int64), np.empty(sum(x.num_states for x in lats)),
+                np.empty(sum(x.num_states for x in lats)), np.zeros((0, 3), np.int64), np.empty(0),
+                np.empty(0, np.int32), threads)
+    call(good)  # and a good call after the refused ones
     with pytest.raises(ValueError, match="state_frame"):  # the state offsets disagree with the arrays
         call(good, states=[lats[0].num_states + 1, lats[1].num_states - 1])

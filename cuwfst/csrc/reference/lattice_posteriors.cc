@@ -15,6 +15,23 @@ namespace reference {
 
 namespace {
 constexpr double kNegInfD = -std::numeric_limits<double>::infinity();
+
+// LatticeWordRests' per-thread scratch, kept between calls (a batch's threads each pass over
+// several lattices): between calls every entry of av is -inf, of masked 0 and of word_slot -1
+// (each call puts back what it wrote); vals is written before it is read. A call that throws
+// frees them (Release), so the next call starts afresh; so does one that leaves more than
+// kKeepBytes (a long lattice's scratch is not held by the thread for good).
+struct RestScratch {
+  static constexpr size_t kKeepBytes = size_t{256} << 20;
+  std::vector<double> vals, av;
+  std::vector<char> masked;
+  std::vector<int32_t> word_slot;
+  void Release() { *this = RestScratch(); }
+  void Done() {
+    const size_t bytes = 8 * (vals.capacity() + av.capacity()) + masked.capacity() + 4 * word_slot.capacity();
+    if (bytes > kKeepBytes) Release();
+  }
+};
 }  // namespace
 
 void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, double* beta, int64_t num_spans,
@@ -57,7 +74,17 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
   const int32_t* ps = in_order ? L.src : ps_v.data();
   const int32_t* pd = in_order ? L.dst : pd_v.data();
   const float* pw = in_order ? L.score : pw_v.data();
-  std::vector<double> vals(A);
+  thread_local RestScratch scratch;
+  struct Guard {  // an exception mid-span would leave av, masked or word_slot dirty
+    RestScratch* s;
+    bool clean = false;
+    ~Guard() {
+      if (clean) s->Done();
+      else s->Release();
+    }
+  } guard{&scratch};
+  if (static_cast<int64_t>(scratch.vals.size()) < A) scratch.vals.resize(A);
+  double* const vals = scratch.vals.data();
   if (!have_scores) {
     // forward: per group, every value from the scores before the group, then the group's
     // logaddexp.at in order (np.logaddexp.at(alpha, dst, alpha[src] + score))
@@ -78,15 +105,24 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
       for (int64_t i = a; i < b; ++i) beta[ps[i]] = NpyLogAddExp(beta[ps[i]], vals[i]);
     }
   }
-  if (num_spans == 0) return;
+  if (num_spans == 0) {
+    guard.clean = true;
+    return;
+  }
   // group times (the first arc's source state time), the distinct state times
   std::vector<int64_t> gtime(G);
   for (int64_t k = 0; k < G; ++k) gtime[k] = L.state_frame[ps[bounds[k]]];
   // with the states in time order (the lattices the decoders build), a time's states are one run
   const bool time_sorted = std::is_sorted(L.state_frame, L.state_frame + S);
-  std::vector<int32_t> times(L.state_frame, L.state_frame + S);
-  if (!time_sorted) std::sort(times.begin(), times.end());
-  times.erase(std::unique(times.begin(), times.end()), times.end());
+  std::vector<int32_t> times;  // the distinct state times, ascending
+  if (time_sorted) {
+    for (int64_t i = 0; i < S; ++i)
+      if (i == 0 || L.state_frame[i] != L.state_frame[i - 1]) times.push_back(L.state_frame[i]);
+  } else {
+    times.assign(L.state_frame, L.state_frame + S);
+    std::sort(times.begin(), times.end());
+    times.erase(std::unique(times.begin(), times.end()), times.end());
+  }
   const int64_t nt = static_cast<int64_t>(times.size());
   // the arcs of each word some span asks for (the spans' distinct words, sorted), ascending, an
   // arc once for each time it carries the word: no sort of the lattice's every (word, arc)
@@ -109,35 +145,54 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
     tab_word[h] = sw[k];
     tab_index[h] = static_cast<int32_t>(k);
   }
-  auto word_index = [&](int32_t w) -> int64_t {
+  auto hashed_index = [&](int32_t w) -> int64_t {
     for (uint32_t h = slot_of(w);; h = (h + 1) & mask) {
       if (tab_index[h] < 0) return -1;
       if (tab_word[h] == w) return tab_index[h];
     }
   };
-  std::vector<int64_t> w_first(sw.size() + 1, 0);  // [word index] -> first entry in w_arcs
-  for (int64_t j = 0; j < L.num_words; ++j) {
-    const int64_t k = word_index(L.word_ids[j]);
-    if (k >= 0) ++w_first[k + 1];
+  // where the asked-for words are small non-negative ids (a vocabulary's), a direct table
+  const bool direct = !sw.empty() && sw.front() >= 0 && sw.back() < (int32_t{1} << 22);
+  if (direct && static_cast<int64_t>(scratch.word_slot.size()) <= sw.back()) scratch.word_slot.resize(sw.back() + 1, -1);
+  int32_t* const slot = direct ? scratch.word_slot.data() : nullptr;
+  const uint32_t slots = direct ? static_cast<uint32_t>(scratch.word_slot.size()) : 0;
+  if (direct)
+    for (size_t k = 0; k < sw.size(); ++k) slot[sw[k]] = static_cast<int32_t>(k);
+  auto word_index = [&](int32_t w) -> int64_t {
+    if (direct) return static_cast<uint32_t>(w) < slots ? slot[w] : -1;
+    return hashed_index(w);
+  };
+  // (word index, arc) for the words some span asks for, in arc order: the words in their own
+  // order, each asked-for word's arc found by walking an arc cursor forward (word_splits does
+  // not decrease: the arc whose range holds word j is the last i with word_splits[i] <= j)
+  std::vector<std::pair<int32_t, int32_t>> wanted;
+  {
+    int64_t i = 0;
+    for (int64_t j = 0; j < L.num_words; ++j) {
+      const int64_t k = word_index(L.word_ids[j]);
+      if (k < 0) continue;
+      while (L.word_splits[i + 1] <= j) ++i;
+      wanted.emplace_back(static_cast<int32_t>(k), static_cast<int32_t>(i));
+    }
   }
+  std::vector<int64_t> w_first(sw.size() + 1, 0);  // [word index] -> first entry in w_arcs
+  for (const auto& [k, i] : wanted) ++w_first[k + 1];
   std::partial_sum(w_first.begin(), w_first.end(), w_first.begin());
   std::vector<int32_t> w_arcs(w_first.back());
   {
     std::vector<int64_t> fill(w_first.begin(), w_first.end() - 1);
-    for (int64_t i = 0; i < A; ++i)
-      for (int32_t j = L.word_splits[i]; j < L.word_splits[i + 1]; ++j) {
-        const int64_t k = word_index(L.word_ids[j]);
-        if (k >= 0) w_arcs[fill[k]++] = static_cast<int32_t>(i);
-      }
+    for (const auto& [k, i] : wanted) w_arcs[fill[k]++] = i;
   }
   std::vector<int64_t> pos(order.size());  // an arc's layout position (empty: the identity)
   for (int64_t i = 0; i < static_cast<int64_t>(order.size()); ++i) pos[order[i]] = i;
   auto pos_of = [&](int64_t arc) { return in_order ? arc : pos[arc]; };
-  std::vector<char> masked(A, 0);
+  if (static_cast<int64_t>(scratch.masked.size()) < A) scratch.masked.resize(A, 0);
+  char* const masked = scratch.masked.data();
   // av: -inf everywhere between spans; a span writes only the states its groups reach, listed in
   // `touched` and put back to -inf after it, so a span costs its own arcs, not the lattice's
   // states (the same values: every entry a span reads starts at -inf either way)
-  std::vector<double> av(S, kNegInfD);
+  if (static_cast<int64_t>(scratch.av.size()) < S) scratch.av.resize(S, kNegInfD);
+  double* const av = scratch.av.data();
   std::vector<int64_t> touched;
   auto add = [&](int64_t s, double v) {
     if (av[s] == kNegInfD) touched.push_back(s);
@@ -199,6 +254,9 @@ void LatticeWordRests(const LatticeView& L, bool have_scores, double* alpha, dou
     }
     for (int64_t s : touched) av[s] = kNegInfD;
   }
+  if (direct)
+    for (int32_t w : sw) slot[w] = -1;
+  guard.clean = true;
 }
 
 

@@ -711,11 +711,16 @@ void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
 // state_level; i32, f32 scores) as a LatticeView of S states, checked: dtypes and sizes,
 // word_splits running from 0 to len(word_ids) without decreasing, every arc's states in
 // [0, S). `lattice` >= 0 names the lattice in the errors (RefLatticesWordRests' batch).
-// A lattice's arcs checked (shapes, dtypes, word splits, states in [0, S)): the view's arc
-// fields; `at` prefixes the errors.
-static cuwfst::reference::LatticeView CheckedArcs(TensorView src, TensorView dst, TensorView score,
-                                                  TensorView word_splits, TensorView word_ids, int64_t S,
-                                                  const std::string& at) {
+// The errors' prefix naming lattice `lattice` of a batch (none for -1).
+static std::string LatticeAt(int64_t lattice) {
+  return lattice >= 0 ? "lattice " + std::to_string(lattice) + ": " : "";
+}
+
+// A lattice's arcs' shapes and dtypes checked: the view's arc fields (not yet their values:
+// ArcValuesError); `at` prefixes the errors.
+static cuwfst::reference::LatticeView ShapedArcs(TensorView src, TensorView dst, TensorView score,
+                                                 TensorView word_splits, TensorView word_ids, int64_t S,
+                                                 const std::string& at) {
   if (src.ndim() != 1 || word_ids.ndim() != 1) TVM_FFI_THROW(ValueError) << at << "src and word_ids must be 1-D";
   const int64_t A = src.shape()[0], W = word_ids.shape()[0];
   CheckHostTensor(src, "src", kDLInt, 32, {A});
@@ -732,22 +737,44 @@ static cuwfst::reference::LatticeView CheckedArcs(TensorView src, TensorView dst
   v.score = static_cast<const float*>(score.data_ptr());
   v.word_splits = static_cast<const int32_t*>(word_splits.data_ptr());
   v.word_ids = static_cast<const int32_t*>(word_ids.data_ptr());
-  const int32_t* ws = v.word_splits;
-  if (ws[0] != 0 || ws[A] != W) TVM_FFI_THROW(ValueError) << at << "word_splits must run from 0 to len(word_ids)";
-  for (int64_t i = 0; i < A; ++i) {
-    if (ws[i + 1] < ws[i]) TVM_FFI_THROW(ValueError) << at << "word_splits must not decrease";
-    if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
-      TVM_FFI_THROW(ValueError) << at << "arc " << i << ": a state outside [0, " << S << ")";
-  }
   return v;
 }
 
+// The arcs' values checked (word splits from 0 to W without decreasing, every arc's states in
+// [0, S)): "" where they hold, else the error (prefixed by `at`). A pass over the arcs, so the
+// batch call (RefLatticesWordRests) makes it on its worker threads.
+static std::string ArcValuesError(const cuwfst::reference::LatticeView& v, const std::string& at) {
+  const int32_t* ws = v.word_splits;
+  const int64_t A = v.num_arcs, S = v.num_states;
+  if (ws[0] != 0 || ws[A] != v.num_words) return at + "word_splits must run from 0 to len(word_ids)";
+  for (int64_t i = 0; i < A; ++i) {
+    if (ws[i + 1] < ws[i]) return at + "word_splits must not decrease";
+    if (v.src[i] < 0 || v.src[i] >= S || v.dst[i] < 0 || v.dst[i] >= S)
+      return at + "arc " + std::to_string(i) + ": a state outside [0, " + std::to_string(S) + ")";
+  }
+  return "";
+}
+
+// A lattice's arcs checked, shapes and values: the view's arc fields; `at` prefixes the errors.
+static cuwfst::reference::LatticeView CheckedArcs(TensorView src, TensorView dst, TensorView score,
+                                                  TensorView word_splits, TensorView word_ids, int64_t S,
+                                                  const std::string& at) {
+  const cuwfst::reference::LatticeView v = ShapedArcs(src, dst, score, word_splits, word_ids, S, at);
+  const std::string err = ArcValuesError(v, at);
+  if (!err.empty()) TVM_FFI_THROW(ValueError) << err;
+  return v;
+}
+
+// A lattice's eight arrays as a LatticeView, their shapes and dtypes checked; with
+// `values`, the arcs' values too (ArcValuesError). `lattice` >= 0 names the lattice in the
+// errors (RefLatticesWordRests' batch).
 static cuwfst::reference::LatticeView CheckedLatticeView(TensorView src, TensorView dst, TensorView score,
                                                          TensorView frame, TensorView word_splits, TensorView word_ids,
                                                          TensorView state_frame, TensorView state_level, int64_t S,
-                                                         int64_t lattice) {
-  std::string at = lattice >= 0 ? "lattice " + std::to_string(lattice) + ": " : "";
-  cuwfst::reference::LatticeView v = CheckedArcs(src, dst, score, word_splits, word_ids, S, at);
+                                                         int64_t lattice, bool values = true) {
+  const std::string at = LatticeAt(lattice);
+  cuwfst::reference::LatticeView v = values ? CheckedArcs(src, dst, score, word_splits, word_ids, S, at)
+                                            : ShapedArcs(src, dst, score, word_splits, word_ids, S, at);
   CheckHostTensor(frame, "frame", kDLInt, 32, {v.num_arcs});
   CheckHostTensor(state_frame, "state_frame", kDLInt, 32, {S});
   CheckHostTensor(state_level, "state_level", kDLInt, 32, {S});
@@ -865,7 +892,7 @@ void RefLatticesWordRests(tvm::ffi::Array<tvm::ffi::Tensor> arrays, TensorView s
   for (int64_t l = 0; l < L; ++l)
     views.push_back(CheckedLatticeView(arrays[8 * l], arrays[8 * l + 1], arrays[8 * l + 2], arrays[8 * l + 3],
                                        arrays[8 * l + 4], arrays[8 * l + 5], arrays[8 * l + 6], arrays[8 * l + 7],
-                                       so[l + 1] - so[l], l));
+                                       so[l + 1] - so[l], l, /*values=*/false));
   double* al = static_cast<double*>(alpha.data_ptr());
   double* be = static_cast<double*>(beta.data_ptr());
   const int64_t* sp = static_cast<const int64_t*>(spans.data_ptr());
@@ -876,11 +903,18 @@ void RefLatticesWordRests(tvm::ffi::Array<tvm::ffi::Tensor> arrays, TensorView s
   std::iota(by_size.begin(), by_size.end(), int64_t{0});
   std::stable_sort(by_size.begin(), by_size.end(),
                    [&](int64_t x, int64_t y) { return views[x].num_arcs > views[y].num_arcs; });
+  // each lattice's arc values are checked on the thread that takes it (a pass over its arcs);
+  // the first bad lattice by index is reported, as a check before the passes would
+  std::vector<std::string> errors(L);
   ForEachRow(0, L, num_threads, [&](std::vector<int32_t>*, int64_t i) {
     const int64_t l = by_size[i];
+    errors[l] = ArcValuesError(views[l], LatticeAt(l));
+    if (!errors[l].empty()) return;
     cuwfst::reference::LatticeWordRests(views[l], false, al + so[l], be + so[l], po[l + 1] - po[l], sp + 3 * po[l],
                                         rest + po[l], hit + po[l]);
   });
+  for (const std::string& e : errors)
+    if (!e.empty()) TVM_FFI_THROW(ValueError) << e;
 }
 
 
