@@ -156,6 +156,38 @@ def test_overflow_is_rescued(monkeypatch):
         assert np.float32(c.score) == np.float32(g.score) and g.overflow == 0 and c.words == g.words
 
 
+def test_rows_rescued_beside_the_next_sub_batches(monkeypatch):
+    """A 1-best decode of nine rows in padded sub-batches of 2 lanes at beam 30, max_active 100:
+    most rows' frontiers pass the main instance's 1,024 tokens, the others stay below. With
+    CUWFST_EARLY_RESCUE=on each sub-batch's flagged rows are rescued on the rescue instance on a
+    thread of its own while the next sub-batches decode (decoder/gpu.py EarlyRescue); off, after
+    the sub-batches. The CPU's words and float32 scores either way (and on a second call, the
+    rescue instance reused), the same rescue counts, no row left flagged."""
+    monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
+    flat = random_log_probs(rng, 4, 40, 30, peaky=False)
+    peaky = random_log_probs(rng, 5, 40, 30, peaky=True)
+    lp = np.ascontiguousarray(np.concatenate([peaky[:2], flat[:2], peaky[2:], flat[2:]]))
+    lens = np.array([40, 33, 40, 27, 38, 12, 40, 31, 40], np.int32)
+    opts = DecoderOptions(search_beam=30.0, min_active_states=1, max_active_states=100)
+    cpu = Decoder(graph, opts).decode(lp, lens)
+    big = sum(1 for h in cpu if h.max_frontier > 1024)
+    assert 2 <= big < len(cpu)
+    stats = {}
+    for early in ("off", "on"):
+        monkeypatch.setenv("CUWFST_EARLY_RESCUE", early)
+        dec = Decoder(graph, opts, device="cuda", main_q_factor=1, max_lanes=2)
+        assert dec._gpu.early_rescue_on() == (early == "on") and dec._gpu.batching == "padded"
+        for call in ("first", "second"):  # (the second: the rescue instance reused)
+            gpu = dec.decode(lp, lens)
+            for b, (c, g) in enumerate(zip(cpu, gpu)):
+                assert g.overflow == 0 and c.words == g.words and np.float32(c.score) == np.float32(g.score), \
+                    (early, call, b)
+        stats[early] = {k: dec._gpu.stats[k] for k in ("flagged_rows", "flagged_bits", "rescued_rows", "unabsorbed_rows")}
+    assert stats["on"] == stats["off"] and stats["on"]["rescued_rows"] >= 2 and stats["on"]["unabsorbed_rows"] == 0, stats
+
+
 def test_gpu_input_errors():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(1)

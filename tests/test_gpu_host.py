@@ -42,6 +42,8 @@ class FakeGpuModule:
         from cuwfst.jit.reference import module
         self.ref = module()
         self.graphs, self.decoders, self.calls = {}, {}, []
+        self.threads = []  # (lanes, thread name) of each gpu_decode / gpu_decode_rows
+        self.fail_lanes = None  # those of a decoder instance whose decodes raise (injected)
         self.many_calls = []  # (lanes, rows, segment, gc) of gpu_decode_many
         self.overflow_rows = set(overflow_rows)
         self.lazy = {}  # decoder -> the memory flag it was built with
@@ -178,6 +180,9 @@ class FakeGpuModule:
         graph_h, beam, obeam, mn, mx, partial, lanes, eps = self.decoders[h]
         B, T = x.shape[:2]
         assert B <= lanes and stream == 0
+        self.threads.append((lanes, threading.current_thread().name))
+        if self.fail_lanes == lanes:
+            raise RuntimeError(f"decode on {lanes} lanes failed (injected)")
         self.calls.append((lanes, x.copy(), lens.copy()))
         arcs, n = np.zeros((B, (T + 2) * (1 + eps)), np.int32), np.zeros(B, np.int32)
         score, meta = np.zeros(B, np.float32), np.zeros((B, 4), np.int32)
@@ -917,7 +922,7 @@ class FakePrunedGpuModule(FakeGpuModule):
         import threading
         with self.replay_lock:
             self.decode_threads.append((self.decoders[h][6], threading.current_thread().name))
-            if getattr(self, "fail_lanes", None) == self.decoders[h][6]:
+            if self.fail_lanes == self.decoders[h][6]:
                 raise RuntimeError(f"decode on {self.fail_lanes} lanes failed (injected)")
             return self._replay_locked(h, lp, lens, online, out, counts, cutoffs, sizes, total, rows)
 
@@ -1056,7 +1061,7 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
                                                   ("off", "on", "worker")])
 def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch, early, pipeline, finish):
     """A lattice decode whose sub-batches flag rows with a capacity overflow (the fake's bit 16 on
-    a main instance of more than 4 lanes): with CUWFST_LATTICE_EARLY_RESCUE=on those rows are
+    a main instance of more than 4 lanes): with CUWFST_EARLY_RESCUE=on those rows are
     decoded on the rescue instance (4 lanes) on the early-rescue thread, each flagged sub-batch's
     rows handed over as its decode returns; off, on the calling thread after the sub-batches.
     Either way every row's words, score, word times, confidences and lattice are the CPU's, no
@@ -1075,7 +1080,7 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
     assert n_flagged >= 4
     want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
     mod.overflow_rows = flagged
-    monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", early)
+    monkeypatch.setenv("CUWFST_EARLY_RESCUE", early)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
@@ -1109,7 +1114,7 @@ def test_early_rescue_error_reaches_the_caller(fake_gpu, monkeypatch):
     x = np.concatenate([lp, lp]).astype(np.float32)[:10]
     lens = np.concatenate([lens, lens])[:10].copy()
     mod.overflow_rows = {float(x[1].sum())}
-    monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", "on")
+    monkeypatch.setenv("CUWFST_EARLY_RESCUE", "on")
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
     mod.fail_lanes = 4  # the rescue instance's lanes
     with pytest.raises(RuntimeError, match="injected"):
@@ -1124,10 +1129,68 @@ def test_early_rescue_error_reaches_the_caller(fake_gpu, monkeypatch):
 def test_early_rescue_option_is_checked(fake_gpu, monkeypatch):
     graph = Graph.load(TINY / "HLG.img")
     dec = Decoder(graph, device="cuda", max_lanes=5)
-    assert dec._gpu.lattice_early_rescue_on() is False  # (off until measured on the device)
-    monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", "yes")
-    with pytest.raises(ValueError, match="lattice_early_rescue"):
-        dec._gpu.lattice_early_rescue_on()
+    assert dec._gpu.early_rescue_on() is False  # (off until measured on the device)
+    dec._gpu.early_rescue = "on"
+    assert dec._gpu.early_rescue_on() is True
+    dec._gpu.early_rescue = None
+    monkeypatch.setenv("CUWFST_EARLY_RESCUE", "yes")
+    with pytest.raises(ValueError, match="early_rescue"):
+        dec._gpu.early_rescue_on()
+
+
+@pytest.mark.parametrize("early", ["on", "off"])
+def test_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch, early):
+    """A 1-best decode of padded sub-batches (three of five rows) whose main instance flags some
+    rows with a capacity overflow (the fake's bit 16 on more than 4 lanes): with
+    CUWFST_EARLY_RESCUE=on each sub-batch's flagged rows go to the rescue instance (4 lanes) on
+    the early-rescue thread as its decode returns, while the calling thread decodes the next
+    sub-batches; off, on the calling thread after them. Either way every row is the CPU's, none
+    is left flagged, and the rescue's counts are the same."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp, lp]).astype(np.float32)[:15]
+    lens = np.concatenate([lens, lens, lens])[:15].copy()
+    flagged = {float(x[1].sum()), float(x[4].sum())}  # rows 1 and 4 and their copies
+    n_flagged = sum(1 for b in range(15) if float(x[b].sum()) in flagged)
+    assert n_flagged >= 4
+    want = Decoder(graph).decode(x, lens)
+    fake_gpu.overflow_rows = flagged
+    monkeypatch.setenv("CUWFST_EARLY_RESCUE", early)
+    dec = Decoder(graph, device="cuda", max_lanes=5)
+    assert dec._gpu.batching == "padded"
+    got = dec.decode(x, lens)
+    rescues = [name for lanes, name in fake_gpu.threads if lanes == 4]
+    mains = [name for lanes, name in fake_gpu.threads if lanes == 5]
+    assert set(mains) == {threading.current_thread().name} and len(mains) == 3 and rescues
+    if early == "on":
+        assert all(n.startswith("cuwfst-early-rescue") for n in rescues), rescues
+    else:
+        assert set(rescues) == {threading.current_thread().name}
+    st = dec._gpu.stats
+    assert st["flagged_rows"] == st["rescued_rows"] == n_flagged and st["unabsorbed_rows"] == 0
+    assert st["flagged_bits"] == 16
+    assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
+
+
+def test_early_rescue_error_reaches_the_caller_1best(fake_gpu, monkeypatch):
+    """An error on the early-rescue thread of a 1-best decode is raised by decode after the
+    thread is done; the next call, without the fault, gives the CPU's results."""
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp]).astype(np.float32)[:10]
+    lens = np.concatenate([lens, lens])[:10].copy()
+    fake_gpu.overflow_rows = {float(x[1].sum())}
+    monkeypatch.setenv("CUWFST_EARLY_RESCUE", "on")
+    dec = Decoder(graph, device="cuda", max_lanes=5)
+    fake_gpu.fail_lanes = 4  # the rescue instance's lanes
+    with pytest.raises(RuntimeError, match="injected"):
+        dec.decode(x, lens)
+    assert not any(t.name.startswith("cuwfst-early-rescue") for t in threading.enumerate())
+    assert any(name.startswith("cuwfst-early-rescue") for lanes, name in fake_gpu.threads if lanes == 4)
+    fake_gpu.fail_lanes = None
+    want = Decoder(graph).decode(x, lens)
+    got = dec.decode(x, lens)
+    assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
 
 
 def test_host_overlap_runs_in_order_and_reraises():

@@ -338,7 +338,7 @@ def test_overflowed_rows_get_their_lattice_from_the_rescue():
 @pytest.mark.parametrize("finish", ["worker", "thread"])
 def test_rows_rescued_beside_the_next_sub_batches(finish, monkeypatch):
     """Nine rows in sub-batches of 2 lanes at beam 30, max_active 100: most rows' frontiers pass
-    the main instance's 1,024 tokens, the others stay below. With CUWFST_LATTICE_EARLY_RESCUE=on
+    the main instance's 1,024 tokens, the others stay below. With CUWFST_EARLY_RESCUE=on
     each sub-batch's flagged rows are rescued on the rescue instance on a thread of its own
     while the next sub-batches decode (decoder/gpu.py EarlyRescue); off, after the sub-batches.
     The CPU's lattices either way (and on a second call, the rescue instance reused), the same
@@ -356,9 +356,9 @@ def test_rows_rescued_beside_the_next_sub_batches(finish, monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     stats = {}
     for early in ("off", "on"):
-        monkeypatch.setenv("CUWFST_LATTICE_EARLY_RESCUE", early)
+        monkeypatch.setenv("CUWFST_EARLY_RESCUE", early)
         dec = Decoder(graph, opts, device="cuda", main_q_factor=1, max_lanes=2)
-        assert dec._gpu.lattice_early_rescue_on() == (early == "on")
+        assert dec._gpu.early_rescue_on() == (early == "on")
         for call in ("first", "second"):  # (the second: the rescue instance reused)
             gpu = dec.decode(lp, lens, lattice=True)
             assert all(h.overflow == 0 for h in gpu)

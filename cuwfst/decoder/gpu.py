@@ -99,23 +99,25 @@ class HostOverlap:
 
 
 class EarlyRescue:
-    """A lattice decode's rows that a sub-batch flagged with a capacity overflow alone (no arena
-    or pool bit: fewer rows a batch on the main instance cures those, after the sub-batches),
-    rescued as soon as that sub-batch's decode returns: on the rescue instance, on a thread of
-    its own, while the calling thread decodes the next sub-batches on the main instance (its
-    own streams; graph capture is thread-local). The plan is decoder/rescue.py's and the
-    decodes are the rescue's after the sub-batches (_decode_rows, host work at once), so the
-    results are the same; what changes is when they run: beside the pipeline rather than after
-    its last sub-batch (s137: one rescued row of the sim set's 256 was 26 ms of a 379 ms call,
-    after everything else). The rows' hypotheses go to a list of their own: the sub-batch's own
-    host work writes those rows' unrescued ones on the host-overlap worker, so `apply` puts the
-    rescued ones in place after the overlap block. Leaving the block waits for the thread and
-    re-raises its first error."""
+    """The rows that a sub-batch flagged with a capacity overflow alone (no arena or pool bit:
+    fewer rows a batch on the main instance cures those, after the sub-batches), rescued as
+    soon as that sub-batch's decode returns: on the rescue instance, on a thread of its own,
+    while the calling thread decodes the next sub-batches on the main instance (its own
+    streams; graph capture is thread-local). For the padded sub-batches of 1-best and lattice
+    decodes alike. The plan is decoder/rescue.py's and the decodes are the rescue's after the
+    sub-batches (_decode_rows, host work at once), so the results are the same; what changes is
+    when they run: beside the sub-batches rather than after the last one (s137: one rescued row
+    of the sim set's 256 was 26 ms of a 379 ms lattice call, after everything else; the 1-best
+    call rescues the same row). The rows' hypotheses go to a list of their own (a lattice
+    sub-batch's own host work writes those rows' unrescued ones on the host-overlap worker), so
+    `apply` puts the rescued ones in place after the sub-batches. Leaving waits for the thread
+    and re-raises its first error."""
 
-    def __init__(self, backend, lp, lens, stream, frontend, online):
+    def __init__(self, backend, lp, lens, stream, frontend, online, lattice: bool):
         from concurrent.futures import ThreadPoolExecutor
 
         self.be, self.lp, self.lens, self.stream, self.frontend, self.online = backend, lp, lens, stream, frontend, online
+        self.lattice = bool(lattice)
         self.hyps = [None] * len(lens)
         self.rows = set()
         self._context = backend.caller_stream_context()  # (the thread's PyTorch stream: the caller's)
@@ -146,7 +148,7 @@ class EarlyRescue:
             inst = be.rescue_instance()
             for s in range(0, len(rows), inst.max_lanes):
                 be._decode_rows(inst, self.lp, self.lens, rows[s : s + inst.max_lanes], self.stream, self.hyps,
-                                self.frontend, self.online, True)
+                                self.frontend, self.online, self.lattice)
             return [self.hyps[r].overflow for r in rows]
 
         with self._context():
@@ -1006,8 +1008,8 @@ class GpuBackend:
                 if self.lattice_overlap_on() else None
             # rows a sub-batch flags with a capacity overflow: rescued beside the next sub-batches
             # (EarlyRescue; with the overlap on), else by the rescue below
-            early = EarlyRescue(self, lp, lens, stream, frontend, online) \
-                if overlap is not None and self.lattice_early_rescue_on() else None
+            early = EarlyRescue(self, lp, lens, stream, frontend, online, True) \
+                if overlap is not None and self.early_rescue_on() else None
             try:
                 with overlap if overlap is not None else contextlib.nullcontext() as host:
                     for rows in batches(range(B), lens, lanes):
@@ -1023,10 +1025,7 @@ class GpuBackend:
                 early.close()
             if getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the host work all done)
                 self.lattice_trace_exit = time.perf_counter()
-            if early is not None and early.rows:
-                early.apply(hyps)  # (after the sub-batches' host work, which wrote these rows unrescued)
-                if self._rescue is not None and self.rescue_trim:
-                    self._rescue.trim()
+            self._apply_early(early, hyps)  # (after the sub-batches' host work, which wrote these rows unrescued)
         elif self._long_form(lens):
             # rows longer than gc_interval: segments of gc_interval steps through the lanes,
             # a winners-log GC round after each (the golden prefix goes to the host), so the
@@ -1044,10 +1043,23 @@ class GpuBackend:
                                                             refill=self.refill == "device"):
                 self._collect(hyps, rows, res, frontend, at=rows)
         else:
-            # sub-batches of similar lengths: a batch runs as many steps as its longest row
-            for rows in batches(range(B), lens, lanes):
-                self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
-        rescued_early = early.rows if early is not None else ()  # (EarlyRescue: lattice decodes only)
+            # sub-batches of similar lengths: a batch runs as many steps as its longest row; rows
+            # a sub-batch flags with a capacity overflow rescued beside the next sub-batches
+            # (EarlyRescue), else by the rescue below
+            early = EarlyRescue(self, lp, lens, stream, frontend, online, False) if self.early_rescue_on() else None
+            try:
+                for rows in batches(range(B), lens, lanes):
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
+                    if early is not None:
+                        early.submit(EarlyRescue.flagged(rows, [hyps[r].overflow for r in rows]))
+            except BaseException:
+                if early is not None:  # its thread done before the call unwinds; the first error wins
+                    early.close(errors=False)
+                raise
+            if early is not None:
+                early.close()
+            self._apply_early(early, hyps)
+        rescued_early = early.rows if early is not None else ()
         # (rows rescued early went through the same plan: what still overflows stays flagged)
         overflow = {b: hyps[b].overflow for b in range(B) if hyps[b].overflow & RESCUE_BITS and b not in rescued_early}
         if overflow:
@@ -1235,17 +1247,26 @@ class GpuBackend:
             raise ValueError(f"lattice_host_workers must be an int >= 1, got {raw!r}")
         return n
 
-    def lattice_early_rescue_on(self) -> bool:
-        """Whether a lattice decode with the host overlap on rescues the rows a sub-batch flags
-        with a capacity overflow beside the next sub-batches' decodes (EarlyRescue: the rescue
-        instance on a thread of its own) rather than after the last one. "off" (the default
-        until it is measured on the device) or "on", by the attribute `lattice_early_rescue` or
-        the environment variable CUWFST_LATTICE_EARLY_RESCUE. Same results either way; "on" can
-        hold the rescue instance's memory while the main instance's is at its peak."""
-        v = getattr(self, "lattice_early_rescue", None) or os.environ.get("CUWFST_LATTICE_EARLY_RESCUE", "off") or "off"
+    def early_rescue_on(self) -> bool:
+        """Whether a decode of several padded sub-batches (1-best, or lattice with the host
+        overlap on) rescues the rows a sub-batch flags with a capacity overflow beside the next
+        sub-batches' decodes (EarlyRescue: the rescue instance on a thread of its own) rather than
+        after the last one. "off" (the default until it is measured on the device) or "on", by
+        the attribute `early_rescue` or the environment variable CUWFST_EARLY_RESCUE. Same
+        results either way; "on" can hold the rescue instance's memory while the main
+        instance's is at its peak."""
+        v = getattr(self, "early_rescue", None) or os.environ.get("CUWFST_EARLY_RESCUE", "off") or "off"
         if v not in ("on", "off"):
-            raise ValueError(f"lattice_early_rescue must be 'on' or 'off', got {v!r}")
+            raise ValueError(f"early_rescue must be 'on' or 'off', got {v!r}")
         return v == "on"
+
+    def _apply_early(self, early: EarlyRescue | None, hyps: list) -> None:
+        """The rows EarlyRescue rescued into hyps (after the sub-batches, and after their host
+        work where a lattice decode has one); the rescue instance's growth given back."""
+        if early is not None and early.rows:
+            early.apply(hyps)
+            if self._rescue is not None and self.rescue_trim:
+                self._rescue.trim()
 
     def caller_stream_context(self):
         """A callable giving a context in which another thread's PyTorch work runs on the
