@@ -361,6 +361,11 @@ def main():
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
                            worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],
                            worker_host_wait_ms=[(x[2] - x[1]) * 1000 for x in wk],
+                           # the host work's parts: hypotheses, Lattice objects (ref_lattices_arcs and
+                           # _word_ids), word times and confidences (attach_all: ref_lattices_word_rests)
+                           worker_hyps_ms=[(x[4] - x[2]) * 1000 for x in wk],
+                           worker_lattices_ms=[(x[5] - x[4]) * 1000 for x in wk],
+                           worker_attach_ms=[(x[3] - x[5]) * 1000 for x in wk],
                            worker_start_after_call_ms=[(x[0] - c[4]) * 1000 for x, c in zip(wk, tr)],
                            last_job_start_in_tail_ms=(wk[-1][0] - tr[-1][4]) * 1000)
                 print(f"batch {B}{tag} ({label}): the call {out['call_ms']:.1f} ms, its tail after the last decode "
@@ -369,6 +374,10 @@ def main():
                       " ms; host " + " ".join(f"{x:.1f}" for x in out['worker_host_ms']) + " ms (waited " +
                       " ".join(f"{x:.1f}" for x in out['worker_host_wait_ms']) + " ms after its finish); each started "
                       + " ".join(f"{x:.1f}" for x in out['worker_start_after_call_ms']) + " ms after its decode call")
+                print(f"batch {B}{tag} ({label}): the host work's parts a job: hypotheses " +
+                      " ".join(f"{x:.1f}" for x in out['worker_hyps_ms']) + " ms; Lattice objects " +
+                      " ".join(f"{x:.1f}" for x in out['worker_lattices_ms']) + " ms; word times and confidences " +
+                      " ".join(f"{x:.1f}" for x in out['worker_attach_ms']) + " ms")
             return out
 
         trace = traced("rows in place" if be.row_gather_in_place(be.main) else "rows copied")

@@ -2,7 +2,10 @@
 # GPU machine: issue 10, the second call of the session after 2026-12-05 04:55. NOT yet run. The model
 # set (256 rows, made here) is host-bound (s136: the one host worker busy 1,832 of a 1,980 ms call):
 #   1. lattice_speed on the model set with CUWFST_LATTICE_HOST_WORKERS 1 / 2 / 3 / 1 in separate
-#      processes (the switch is read at each call); each traced call prints the worker's jobs;
+#      processes (the switch is read at each call); each traced call prints the worker's jobs and,
+#      since 2026-12-05 06:30, each job's host work in three parts (hypotheses; Lattice objects, i.e.
+#      ref_lattices_arcs and _word_ids; word times and confidences, i.e. ref_lattices_word_rests), to
+#      set against attach_threads' standalone times for the same native calls (item 3);
 #      predicted (docs/speed-notes.md, "Two host workers"): 2 workers 115-125 ms a lattice batch
 #      against ~180 with 1, if the host's threads are not already saturated by one job's native calls;
 #   2. the same on sim with 1 / 2 workers (all runs after the model set is made);

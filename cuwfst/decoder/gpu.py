@@ -1141,10 +1141,14 @@ class GpuBackend:
                     w2 = time.perf_counter()
                     keep = [i for i, r in enumerate(lat_rows) if r is not None]
                     self._collect(hyps, rows.tolist(), res, frontend)
+                    w3 = time.perf_counter()
                     lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
+                    w4 = time.perf_counter()
                     attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
-                    if wtrace is not None:  # the finish's start and end, the host work's start and end
-                        wtrace.append((w0, w1, w2, time.perf_counter()))
+                    if wtrace is not None:
+                        # the finish's start and end, the host work's start and end; inside the host
+                        # work, the hypotheses made and the Lattice objects made (attach_all after)
+                        wtrace.append((w0, w1, w2, time.perf_counter(), w3, w4))
 
                 host.run_pruning(finish, attach)
                 return rows, res[3][:, 2].copy()
