@@ -1,5 +1,6 @@
 """The graph image: round trips, exporters, and refusal of malformed files."""
 
+import os
 import struct
 import zlib
 
@@ -9,6 +10,8 @@ import pytest
 from cuwfst import CorruptGraphImage, Graph
 from cuwfst.graph.image import HEADER_BYTES, _HEADER
 from helpers import assert_image_layout, in_layout, load_cases, random_eps_graph
+
+_TINY = os.path.join(os.path.dirname(__file__), "..", "cuwfst", "data", "tiny")
 
 # already in the image layout (label-0 arcs first, then the others by weight, best first;
 # finals last), so that the image keeps the text's arc order: no arc_id section, version 1
@@ -334,3 +337,72 @@ def test_unchecked_load_still_validates_indices(tmp_path, image_bytes):
     d[off : off + 4] = struct.pack("<i", 12345)
     with pytest.raises(CorruptGraphImage, match="destination"):
         _load(tmp_path, d, verify=False)
+
+
+def _corrupted(rng, arrays):
+    """A copy of `arrays` with one random field broken in one random place (or none: kind 0)."""
+    import copy
+
+    g = copy.copy(arrays)
+    for f in ("row_splits", "final_count", "dest", "ilabel", "weight", "aux_row_splits", "aux_pool", "eps_count",
+              "arc_id"):
+        if getattr(g, f) is not None:
+            setattr(g, f, np.array(getattr(g, f), copy=True))
+    n, a = g.num_states, g.num_arcs
+    kind = int(rng.integers(0, 11))
+    if kind == 1 and a:
+        g.ilabel[rng.integers(a)] = rng.choice([-1, -2, -7, g.vocab_size, 0, g.vocab_size - 1])
+    elif kind == 2 and a:
+        g.dest[rng.integers(a)] = rng.choice([-1, n, n - 1, 0, int(rng.integers(n))])
+    elif kind == 3:
+        s = int(rng.integers(n))
+        g.final_count[s] = g.final_count[s] + rng.choice([-1, 1, 2])
+    elif kind == 4 and g.eps_count is not None:
+        s = int(rng.integers(n))
+        g.eps_count[s] = g.eps_count[s] + rng.choice([-1, 1, 2])
+    elif kind == 5:
+        s = int(rng.integers(1, n))
+        g.row_splits[s] = g.row_splits[s] + rng.choice([-2, -1, 1, 2])
+    elif kind == 6 and a:
+        i = int(rng.integers(1, a + 1))
+        g.aux_row_splits[i] = g.aux_row_splits[i] + rng.choice([-1, 1])
+    elif kind == 7 and g.arc_id is not None and a > 1:
+        i, j = rng.choice(a, 2, replace=False)
+        g.arc_id[i] = g.arc_id[j] if rng.random() < 0.5 else rng.choice([-1, a])
+    elif kind == 8 and a:
+        g.weight[rng.integers(a)] = rng.choice([np.nan, np.inf, -np.inf, 1.5])
+    elif kind == 9 and len(g.aux_pool):
+        g.aux_pool[rng.integers(len(g.aux_pool))] = rng.choice([0, -3, 7])
+    elif kind == 10:
+        g.finals_at_end = not g.finals_at_end
+    return g
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_validate_agrees_with_its_plain_form(seed):
+    """validate (which marks each state's final and epsilon ranges in one byte an arc) against
+    its plain form (tests/image_validate_reference.py: int64 copies of every per-arc quantity)
+    on random graphs with and without epsilon arcs and arc ids, each broken in one random field
+    and place: the same outcome every time, the same message when it raises."""
+    from cuwfst.graph.image import CorruptGraphImage, validate
+    from helpers import random_ctc_graph
+    from image_validate_reference import ref_validate
+
+    rng = np.random.default_rng(100 + seed)
+    graphs = [random_ctc_graph(rng, 40, 8, 3, 0.3), random_eps_graph(rng, 30, 6, 3, 0.3),
+              Graph.load(os.path.join(_TINY, "HLG.img")), Graph.load(os.path.join(_TINY, "TLG.img"))]
+    assert any(g.arrays.arc_id is not None for g in graphs) and any(g.arrays.eps_count is not None for g in graphs)
+    raised = 0
+    for graph in graphs:
+        for _ in range(150):
+            g = _corrupted(rng, graph.arrays)
+            outcome = []
+            for check in (validate, ref_validate):
+                try:
+                    check(g)
+                    outcome.append(None)
+                except CorruptGraphImage as e:
+                    outcome.append(str(e))
+            assert outcome[0] == outcome[1], outcome
+            raised += outcome[0] is not None
+    assert raised > 200  # most corruptions are caught (some, like a weight of 1.5, are legal)

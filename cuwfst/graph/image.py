@@ -324,6 +324,19 @@ def _first_bad(mask: np.ndarray) -> int:
     return int(np.flatnonzero(mask)[0])
 
 
+def _in_ranges(size: int, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """bool[size]: which positions lie in one of the ranges [lo[k], hi[k]) (disjoint, inside
+    [0, size]; empty ones are ignored), by +1 / -1 marks at their ends and a running sum."""
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    up = np.zeros(size + 1, np.int8)
+    up[lo] = 1  # (disjoint non-empty ranges: distinct starts, distinct ends)
+    down = np.zeros(size + 1, np.int8)
+    down[hi] = 1
+    np.subtract(up, down, out=up)
+    return np.cumsum(up[:size], dtype=np.int8).view(np.bool_)
+
+
 def validate(g: ImageArrays, *, name: str = "graph") -> None:
     """Check every index a decoder follows without a bounds check. Raises CorruptGraphImage."""
     n, a, vocab = g.num_states, g.num_arcs, g.vocab_size
@@ -358,17 +371,18 @@ def validate(g: ImageArrays, *, name: str = "graph") -> None:
     if a and ((dest < 0) | (dest >= n)).any():
         i = _first_bad((dest < 0) | (dest >= n))
         raise CorruptGraphImage(f"{name}: arc {i} has destination {int(dest[i])} outside [0, {n})")
-    # Expected ilabel class per arc from its position in its state's range.
+    # Expected ilabel class per arc from its position in its state's range: each state's final
+    # and epsilon ranges (checked above to lie inside its arcs) marked by their ends, so the
+    # per-arc pass reads one byte an arc, not int64 copies of the state's degree and counts
     if a:
-        src = np.repeat(np.arange(n, dtype=np.int64), deg)
-        pos = np.arange(a, dtype=np.int64) - rs[:-1].astype(np.int64)[src]
-        d, f, e = deg[src], fc[src], ec[src]
+        starts = rs[:-1].astype(np.int64)
         if g.finals_at_end:
-            is_final = pos >= d - f
-            is_eps = pos < e
+            f_lo, f_hi = starts + deg - fc, starts + deg
+            e_lo, e_hi = starts, starts + ec
         else:
-            is_final = pos < f
-            is_eps = (pos >= f) & (pos < f + e)
+            f_lo, f_hi = starts, starts + fc
+            e_lo, e_hi = starts + fc, starts + fc + ec
+        is_final, is_eps = _in_ranges(a, f_lo, f_hi), _in_ranges(a, e_lo, e_hi)
         il = np.asarray(g.ilabel)
         bad = np.where(is_final, il != FINAL_ILABEL,
                        np.where(is_eps, il != EPS_ILABEL, (il < 0) | (il >= vocab)))
@@ -376,8 +390,9 @@ def validate(g: ImageArrays, *, name: str = "graph") -> None:
             i = _first_bad(bad)
             kind = "final" if is_final[i] else "epsilon" if is_eps[i] else "emitting"
             want = {"final": "-1", "epsilon": "-2", "emitting": f"in [0, {vocab})"}[kind]
+            state = int(np.searchsorted(rs, i, side="right")) - 1  # (the state whose range holds arc i)
             raise CorruptGraphImage(
-                f"{name}: arc {i} of state {int(src[i])} sits in the {kind} range but has ilabel "
+                f"{name}: arc {i} of state {state} sits in the {kind} range but has ilabel "
                 f"{int(il[i])} (expected {want})")
         if fc.any():
             final_state = n - 1
@@ -394,14 +409,22 @@ def validate(g: ImageArrays, *, name: str = "graph") -> None:
     p = int(np.asarray(g.aux_pool).shape[0])
     if ars.shape != (a + 1,) or ars[0] != 0 or ars[-1] != p:
         raise CorruptGraphImage(f"{name}: aux_row_splits must have {a + 1} entries running from 0 to {p}")
-    if (np.diff(ars.astype(np.int64)) < 0).any():
-        raise CorruptGraphImage(f"{name}: aux_row_splits decreases at arc {_first_bad(np.diff(ars.astype(np.int64)) < 0)}")
+    down = ars[1:] < ars[:-1]  # (compared as stored: no int64 copy, no int32 difference to wrap)
+    if down.any():
+        raise CorruptGraphImage(f"{name}: aux_row_splits decreases at arc {_first_bad(down)}")
     if g.arc_id is not None:
         ids = np.asarray(g.arc_id)
         if ids.shape != (a,):
             raise CorruptGraphImage(f"{name}: arc_id must have {a} entries")
-        if a and (((ids < 0) | (ids >= a)).any() or (np.bincount(ids.clip(0, a - 1), minlength=a) != 1).any()):
-            raise CorruptGraphImage(f"{name}: arc_id is not a permutation of the arc ids 0..{a - 1}")
+        if a:
+            # a ids all in [0, a) are a permutation exactly when every id is hit
+            ok = not ((ids < 0) | (ids >= a)).any()
+            if ok:
+                seen = np.zeros(a, bool)
+                seen[ids] = True
+                ok = bool(seen.all())
+            if not ok:
+                raise CorruptGraphImage(f"{name}: arc_id is not a permutation of the arc ids 0..{a - 1}")
     pool = np.asarray(g.aux_pool)
     if p and (pool <= 0).any():
         raise CorruptGraphImage(f"{name}: word id {int(pool[_first_bad(pool <= 0)])} in aux_pool is not > 0")
