@@ -161,7 +161,7 @@ lat_speed() {  # lat_speed SET JSONL UNTIL TAG ARGS...: lattice_speed --one-call
   local set=$1 jsonl=$2 until=$3 tag=$4; shift 4
   timeout -s INT $(left $until) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/$set/shard-00000.npz \
     --utts 256 --batch 32 --reps 3 --cpu-utts 0 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
-    | grep -E "vs 1-best|the tail|its tail|from the exit|env A/B|exactness|Error" | sed "s/^/[$tag] /" \
+    | grep -E "vs 1-best|the tail|its tail|parts a job|from the exit|env A/B|exactness|Error" | sed "s/^/[$tag] /" \
     | cut -c1-400 | tee -a $L
 }
 peers() {

@@ -264,11 +264,11 @@ class Graph:
         arcs = np.asarray(source_arcs, dtype=np.int64)
         if self._a.arc_id is None:
             return arcs
-        if self._image_of_source is None:
-            inv = np.empty(self.num_arcs, np.int64)
-            inv[self._a.arc_id] = np.arange(self.num_arcs)
+        if self._image_of_source is None:  # (int32: arc ids fit; a quarter of the int64 form's bytes to fill)
+            inv = np.empty(self.num_arcs, np.int32)
+            inv[self._a.arc_id] = np.arange(self.num_arcs, dtype=np.int32)
             self._image_of_source = inv
-        return self._image_of_source[arcs]
+        return self._image_of_source[arcs].astype(np.int64)
 
     def arc_words(self, arc: int) -> list[int]:
         """Word ids on one arc (a source arc id)."""
