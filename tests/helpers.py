@@ -639,3 +639,15 @@ def assert_pools_grew(dec, need: dict) -> dict:
     assert lanes["pooled"] and lanes["grows"] >= 1, lanes
     assert all(cap[k] >= hw[k] >= need[k] for k in POOLS), (lanes, need)
     return lanes
+
+
+def early_rescue_case():
+    """The early-rescue GPU tests' rows: nine rows (peaky and flat log-probs, lengths 12-40) over a
+    3,000-state random CTC graph of 30 tokens; at search_beam 30 and max_active 100 most rows'
+    frontiers pass the 1,024 tokens of a main instance made with main_q_factor 1. (graph, lp, lens)."""
+    rng = np.random.default_rng(5)
+    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
+    flat = random_log_probs(rng, 4, 40, 30, peaky=False)
+    peaky = random_log_probs(rng, 5, 40, 30, peaky=True)
+    lp = np.ascontiguousarray(np.concatenate([peaky[:2], flat[:2], peaky[2:], flat[2:]]))
+    return graph, lp, np.array([40, 33, 40, 27, 38, 12, 40, 31, 40], np.int32)

@@ -164,12 +164,9 @@ def test_rows_rescued_beside_the_next_sub_batches(monkeypatch):
     the sub-batches. The CPU's words and float32 scores either way (and on a second call, the
     rescue instance reused), the same rescue counts, no row left flagged."""
     monkeypatch.setenv("CUWFST_POOL_LANE_Q", "1")
-    rng = np.random.default_rng(5)
-    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
-    flat = random_log_probs(rng, 4, 40, 30, peaky=False)
-    peaky = random_log_probs(rng, 5, 40, 30, peaky=True)
-    lp = np.ascontiguousarray(np.concatenate([peaky[:2], flat[:2], peaky[2:], flat[2:]]))
-    lens = np.array([40, 33, 40, 27, 38, 12, 40, 31, 40], np.int32)
+    from helpers import early_rescue_case
+
+    graph, lp, lens = early_rescue_case()
     opts = DecoderOptions(search_beam=30.0, min_active_states=1, max_active_states=100)
     cpu = Decoder(graph, opts).decode(lp, lens)
     big = sum(1 for h in cpu if h.max_frontier > 1024)

@@ -1058,6 +1058,33 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert_same_lattice(w.lattice, g.lattice, f"pipeline {pipeline} row {b}")
 
 
+def _flagged_rows_case():
+    """The early-rescue fake tests' rows: the demo's rows three times over (15 rows), the fake main
+    instance flagging rows 1 and 4 and their copies. (x, lens, the flagged rows' sums, how many)."""
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp, lp]).astype(np.float32)[:15]
+    lens = np.concatenate([lens, lens, lens])[:15].copy()
+    flagged = {float(x[1].sum()), float(x[4].sum())}  # rows 1 and 4 and their copies
+    n_flagged = sum(1 for b in range(15) if float(x[b].sum()) in flagged)
+    assert n_flagged >= 4
+    return x, lens, flagged, n_flagged
+
+
+def _check_rescue_threads(threads, early: str, stats: dict, n_flagged: int) -> None:
+    """threads: (lanes, thread name) of each decode. The three 5-lane sub-batches ran on the calling
+    thread; the 4-lane rescue decodes on the early-rescue thread (early "on") or the calling one;
+    every flagged row rescued, none left."""
+    rescues = [name for lanes, name in threads if lanes == 4]
+    mains = [name for lanes, name in threads if lanes == 5]
+    assert set(mains) == {threading.current_thread().name} and len(mains) == 3 and rescues
+    if early == "on":
+        assert all(n.startswith("cuwfst-early-rescue") for n in rescues), rescues
+    else:
+        assert set(rescues) == {threading.current_thread().name}
+    assert stats["flagged_rows"] == stats["rescued_rows"] == n_flagged and stats["unabsorbed_rows"] == 0
+    assert stats["flagged_bits"] == 16
+
+
 @pytest.mark.parametrize("early,pipeline,finish", [("on", "on", "worker"), ("on", "on", "thread"), ("on", "off", "worker"),
                                                   ("off", "on", "worker")])
 def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch, early, pipeline, finish):
@@ -1073,12 +1100,7 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
     from cuwfst.jit import decoder as jit_decoder
     monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
     graph = Graph.load(TINY / "HLG.img")
-    lp, lens, _ = demo_arrays()
-    x = np.concatenate([lp, lp, lp]).astype(np.float32)[:15]
-    lens = np.concatenate([lens, lens, lens])[:15].copy()
-    flagged = {float(x[1].sum()), float(x[4].sum())}  # rows 1 and 4 and their copies
-    n_flagged = sum(1 for b in range(15) if float(x[b].sum()) in flagged)
-    assert n_flagged >= 4
+    x, lens, flagged, n_flagged = _flagged_rows_case()
     want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
     mod.overflow_rows = flagged
     monkeypatch.setenv("CUWFST_EARLY_RESCUE", early)
@@ -1086,16 +1108,7 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
     got = dec.decode(x, lens, lattice=True)
-    rescues = [name for lanes, name in mod.decode_threads if lanes == 4]
-    mains = [name for lanes, name in mod.decode_threads if lanes == 5]
-    assert len(mains) == 3 and rescues  # three sub-batches of 5 rows; the flagged rows in batches of <= 4
-    if early == "on":
-        assert all(n.startswith("cuwfst-early-rescue") for n in rescues), rescues
-    else:
-        assert set(rescues) == {threading.current_thread().name}
-    st = dec._gpu.stats
-    assert st["flagged_rows"] == st["rescued_rows"] == n_flagged and st["unabsorbed_rows"] == 0
-    assert st["flagged_bits"] == 16
+    _check_rescue_threads(mod.decode_threads, early, dec._gpu.stats, n_flagged)
     for b, (w, g) in enumerate(zip(want, got)):
         assert g.overflow == 0, b
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
@@ -1148,28 +1161,14 @@ def test_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch, early):
     sub-batches; off, on the calling thread after them. Either way every row is the CPU's, none
     is left flagged, and the rescue's counts are the same."""
     graph = Graph.load(TINY / "HLG.img")
-    lp, lens, _ = demo_arrays()
-    x = np.concatenate([lp, lp, lp]).astype(np.float32)[:15]
-    lens = np.concatenate([lens, lens, lens])[:15].copy()
-    flagged = {float(x[1].sum()), float(x[4].sum())}  # rows 1 and 4 and their copies
-    n_flagged = sum(1 for b in range(15) if float(x[b].sum()) in flagged)
-    assert n_flagged >= 4
+    x, lens, flagged, n_flagged = _flagged_rows_case()
     want = Decoder(graph).decode(x, lens)
     fake_gpu.overflow_rows = flagged
     monkeypatch.setenv("CUWFST_EARLY_RESCUE", early)
     dec = Decoder(graph, device="cuda", max_lanes=5)
     assert dec._gpu.batching == "padded"
     got = dec.decode(x, lens)
-    rescues = [name for lanes, name in fake_gpu.threads if lanes == 4]
-    mains = [name for lanes, name in fake_gpu.threads if lanes == 5]
-    assert set(mains) == {threading.current_thread().name} and len(mains) == 3 and rescues
-    if early == "on":
-        assert all(n.startswith("cuwfst-early-rescue") for n in rescues), rescues
-    else:
-        assert set(rescues) == {threading.current_thread().name}
-    st = dec._gpu.stats
-    assert st["flagged_rows"] == st["rescued_rows"] == n_flagged and st["unabsorbed_rows"] == 0
-    assert st["flagged_bits"] == 16
+    _check_rescue_threads(fake_gpu.threads, early, dec._gpu.stats, n_flagged)
     assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
 
 

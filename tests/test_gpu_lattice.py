@@ -343,12 +343,9 @@ def test_rows_rescued_beside_the_next_sub_batches(finish, monkeypatch):
     while the next sub-batches decode (decoder/gpu.py EarlyRescue); off, after the sub-batches.
     The CPU's lattices either way (and on a second call, the rescue instance reused), the same
     rescue counts, no row left flagged."""
-    rng = np.random.default_rng(5)
-    graph = random_ctc_graph(rng, 3000, 30, 8, 0.1)
-    flat = random_log_probs(rng, 4, 40, 30, peaky=False)
-    peaky = random_log_probs(rng, 5, 40, 30, peaky=True)
-    lp = np.ascontiguousarray(np.concatenate([peaky[:2], flat[:2], peaky[2:], flat[2:]]))
-    lens = np.array([40, 33, 40, 27, 38, 12, 40, 31, 40], np.int32)
+    from helpers import early_rescue_case
+
+    graph, lp, lens = early_rescue_case()
     opts = DecoderOptions(search_beam=30.0, output_beam=3.0, min_active_states=1, max_active_states=100)
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     big = sum(1 for h in cpu if h.max_frontier > 1024)  # (CPU: 5 of the 9 rows)

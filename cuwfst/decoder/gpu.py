@@ -155,6 +155,22 @@ class EarlyRescue:
             rescue(flagged, self.lens, decode_batch, main_batch=be.main.max_lanes, rescue_lanes=be.rescue_lanes,
                    stats=be.stats)
 
+    @staticmethod
+    @contextlib.contextmanager
+    def running(early: "EarlyRescue | None"):
+        """The sub-batches' block (early None: nothing to wait for): leaving it waits for the
+        thread; an error of the block wins (raised once the thread is done), else the thread's
+        first error is raised."""
+        if early is None:
+            yield
+            return
+        try:
+            yield
+        except BaseException:
+            early.close(errors=False)
+            raise
+        early.close()
+
     def close(self, errors: bool = True) -> None:
         """Waits for the thread; then (errors) raises its first error, if any."""
         self._pool.shutdown(wait=True)
@@ -1010,19 +1026,13 @@ class GpuBackend:
             # (EarlyRescue; with the overlap on), else by the rescue below
             early = EarlyRescue(self, lp, lens, stream, frontend, online, True) \
                 if overlap is not None and self.early_rescue_on() else None
-            try:
+            with EarlyRescue.running(early):  # (the overlap's worker joined first, then the rescue's thread)
                 with overlap if overlap is not None else contextlib.nullcontext() as host:
                     for rows in batches(range(B), lens, lanes):
                         got = self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice,
                                                 host)
                         if early is not None:
                             early.submit(EarlyRescue.flagged(*got))
-            except BaseException:
-                if early is not None:  # its thread done before the call unwinds; the first error wins
-                    early.close(errors=False)
-                raise
-            if early is not None:
-                early.close()
             if getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the host work all done)
                 self.lattice_trace_exit = time.perf_counter()
             self._apply_early(early, hyps)  # (after the sub-batches' host work, which wrote these rows unrescued)
@@ -1047,17 +1057,11 @@ class GpuBackend:
             # a sub-batch flags with a capacity overflow rescued beside the next sub-batches
             # (EarlyRescue), else by the rescue below
             early = EarlyRescue(self, lp, lens, stream, frontend, online, False) if self.early_rescue_on() else None
-            try:
+            with EarlyRescue.running(early):
                 for rows in batches(range(B), lens, lanes):
                     self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online)
                     if early is not None:
                         early.submit(EarlyRescue.flagged(rows, [hyps[r].overflow for r in rows]))
-            except BaseException:
-                if early is not None:  # its thread done before the call unwinds; the first error wins
-                    early.close(errors=False)
-                raise
-            if early is not None:
-                early.close()
             self._apply_early(early, hyps)
         rescued_early = early.rows if early is not None else ()
         # (rows rescued early went through the same plan: what still overflows stays flagged)
