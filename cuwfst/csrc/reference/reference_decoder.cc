@@ -192,11 +192,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   const int32_t phase = NextPhase(final_step);
   CountFrontier();
   const GraphView& g = g_;
-  auto range = [&](int32_t s, int32_t* b, int32_t* e) {
-    if (phase == kPhaseReal) { *b = g.EmitBegin(s); *e = g.EmitEnd(s); }
-    else if (phase == kPhaseFinal) { *b = g.FinalBegin(s); *e = g.FinalEnd(s); }
-    else { *b = g.row_splits[s]; *e = g.row_splits[s + 1]; }  // redirect: every arc
-  };
+  auto range = [&](int32_t s, int32_t* b, int32_t* e) { g.StepRange(phase, s, b, e); };
   // k2's order: forward + (acoustic + weight), acoustic 0 off real steps (intersect_dense_pruned's
   // arc_loglike = acoustic + arc score, end_loglike = forward + arc_loglike)
   auto end_of = [&](const Token& tok, int32_t a) -> float {
@@ -214,12 +210,16 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   // Pass 2: admit and recombine by destination.
   Recombiner rec(slot_);
   const int32_t final_state = g.num_states - 1;
+  // an observer that walks the step's arcs itself after it (LatticeBuilder) takes the frontier
+  // now; one that does not, each arc
+  StepObserver* const each_arc = observer_ && !observer_->WalksSteps() ? observer_ : nullptr;
+  if (observer_ && !each_arc) observer_->OnStepBegin(frontier_, phase, lp);
   for (const Token& tok : frontier_) {
     int32_t b, e;
     range(tok.state, &b, &e);
     for (int32_t a = b; a < e; ++a) {
-      if (observer_)
-        observer_->OnArc(static_cast<int32_t>(&tok - frontier_.data()),
+      if (each_arc)
+        each_arc->OnArc(static_cast<int32_t>(&tok - frontier_.data()),
                          phase == kPhaseRedirect ? final_state : g.dest[a],
                          phase == kPhaseRedirect ? (a | kRedirectArcBit) : a,
                          phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f);

@@ -54,6 +54,9 @@ struct GraphView {
   int32_t EmitEnd(int32_t s) const {
     return finals_at_end ? row_splits[s + 1] - final_count[s] : row_splits[s + 1];
   }
+  // The arcs a step of `phase` walks from state s: its emitting arcs (a real step), its final
+  // arcs (the final step), or every arc (allow_partial's redirect).
+  void StepRange(int32_t phase, int32_t s, int32_t* b, int32_t* e) const;
 };
 
 struct Options {
@@ -68,6 +71,19 @@ struct Options {
 
 // Phases of a step (shared with the GPU decoder and the debug snapshots).
 enum Phase : int32_t { kPhaseReal = 0, kPhaseFinal = 1, kPhaseRedirect = 2, kPhaseEps = 3 };
+
+inline void GraphView::StepRange(int32_t phase, int32_t s, int32_t* b, int32_t* e) const {
+  if (phase == kPhaseReal) {
+    *b = EmitBegin(s);
+    *e = EmitEnd(s);
+  } else if (phase == kPhaseFinal) {
+    *b = FinalBegin(s);
+    *e = FinalEnd(s);
+  } else {  // redirect: every arc
+    *b = row_splits[s];
+    *e = row_splits[s + 1];
+  }
+}
 
 // A winners-log entry: the token's predecessor entry (-1 = the start token) and the arc.
 struct Winner {
@@ -115,6 +131,12 @@ class StepObserver {
   // added to the arc (log_probs[t][ilabel] on a real step's arcs; 0 on final, redirected
   // and epsilon arcs).
   virtual void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) = 0;
+  // An observer that walks a step's arcs itself once the step is done (true) gets, instead
+  // of an OnArc call for each arc of RowSearch::Step, one OnStepBegin call before the step
+  // with the frontier it expands, the step's phase and its log-probs (nullptr on the final
+  // step); the closure's epsilon arcs and ReplayStep's arcs still come through OnArc.
+  virtual bool WalksSteps() const { return false; }
+  virtual void OnStepBegin(const std::vector<Token>& /*frontier*/, int32_t /*phase*/, const float* /*lp*/) {}
   // The start closure or a step (and its closure) is done: `frontier` is the new frontier,
   // `cutoff` the step's admission cutoff (0 - search_beam for the start closure).
   virtual void OnStepEnd(const std::vector<Token>& frontier, float cutoff) = 0;

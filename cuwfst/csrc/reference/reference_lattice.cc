@@ -37,6 +37,13 @@ void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float aco
   (IsEpsilon(arc) ? eps_arcs_ : step_arcs_).push_back({src_tok, dest, arc, acoustic});
 }
 
+void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp) {
+  walk_states_.resize(frontier.size());
+  for (size_t i = 0; i < frontier.size(); ++i) walk_states_[i] = frontier[i].state;
+  walk_phase_ = phase;
+  walk_lp_ = lp;
+}
+
 void LatticeBuilder::OnStepEnd(const std::vector<Token>& frontier, float /*cutoff*/) {
   AddTime(frontier);
   // A window runs once the frontier at its end time exists (k2 signals its pruning thread
@@ -58,15 +65,30 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   // whose destination survived, admitted or not).
   if (!times_.empty()) {
     Time& prev = times_.back();
+    // acoustic: the step's log-prob on emitting arcs; final arcs and allow_partial's
+    // redirected arcs read k2's final row (0); then k2's order: acoustic + graph
+    if (walk_phase_ >= 0) {  // the step's arcs walked as RowSearch::Step walked them (OnStepBegin)
+      const int32_t phase = walk_phase_, final_state = g_.num_states - 1;
+      for (int32_t ti = 0; ti < static_cast<int32_t>(walk_states_.size()); ++ti) {
+        int32_t b, e;
+        g_.StepRange(phase, walk_states_[ti], &b, &e);
+        for (int32_t a = b; a < e; ++a) {
+          const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
+          if (d < 0) continue;
+          const float acoustic = phase == kPhaseReal ? walk_lp_[g_.ilabel[a]] : 0.0f;
+          prev.arcs.push_back({ti, d, phase == kPhaseRedirect ? (a | kRedirectArcBit) : a, acoustic,
+                               acoustic + g_.weight[a]});
+        }
+      }
+    }
     for (const Pending& p : step_arcs_) {
       const int32_t d = slot_[p.dest];
       if (d < 0) continue;
       const int32_t a = p.arc & ~kRedirectArcBit;
-      // acoustic: the step's log-prob on emitting arcs; final arcs and allow_partial's
-      // redirected arcs read k2's final row (0); then k2's order: acoustic + graph
       prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
     }
   }
+  walk_phase_ = -1;
   Time cur;
   cur.state.resize(nt);
   for (int32_t i = 0; i < nt; ++i) cur.state[i] = frontier[i].state;
