@@ -198,12 +198,18 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   auto end_of = [&](const Token& tok, int32_t a) -> float {
     return tok.score + ((phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f) + g.weight[a]);
   };
-  // Pass 1: the exact maximum over every arc of the step.
+  // Pass 1: the exact maximum over every arc of the step; each arc's end score kept, in walk
+  // order, for pass 2 (the same float, not computed twice)
   float exact_max = kNegInf;
+  step_end_.clear();
   for (const Token& tok : frontier_) {
     int32_t b, e;
     range(tok.state, &b, &e);
-    for (int32_t a = b; a < e; ++a) exact_max = std::max(exact_max, end_of(tok, a));
+    for (int32_t a = b; a < e; ++a) {
+      const float end = end_of(tok, a);
+      step_end_.push_back(end);
+      exact_max = std::max(exact_max, end);
+    }
   }
   beam_ = UpdateBeam(beam_, static_cast<int32_t>(frontier_.size()), t_, final_t, opt_);
   const float cutoff = exact_max - beam_;
@@ -214,6 +220,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   // now; one that does not, each arc
   StepObserver* const each_arc = observer_ && !observer_->WalksSteps() ? observer_ : nullptr;
   if (observer_ && !each_arc) observer_->OnStepBegin(frontier_, phase, lp);
+  const float* next_end = step_end_.data();
   for (const Token& tok : frontier_) {
     int32_t b, e;
     range(tok.state, &b, &e);
@@ -223,7 +230,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
                          phase == kPhaseRedirect ? final_state : g.dest[a],
                          phase == kPhaseRedirect ? (a | kRedirectArcBit) : a,
                          phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f);
-      float end = end_of(tok, a);
+      const float end = *next_end++;
       if (!(end > cutoff)) continue;
       const int32_t ti = static_cast<int32_t>(&tok - frontier_.data());
       if (phase == kPhaseRedirect)

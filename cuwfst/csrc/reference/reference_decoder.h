@@ -209,6 +209,7 @@ class RowSearch {
   StepObserver* observer_;
   std::vector<Winner> winners_;
   std::vector<Token> frontier_, next_;
+  std::vector<float> step_end_;  // Step's pass 1: each walked arc's end score, read again by pass 2
   std::vector<int32_t> token_of_state_;
   std::vector<int32_t> prefix_arcs_;  // committed arcs moved out of the log by Compact()
   bool has_eps_ = false;
