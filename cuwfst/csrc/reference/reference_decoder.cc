@@ -202,7 +202,18 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   // order, for pass 2 (the same float, not computed twice)
   float exact_max = kNegInf;
   step_end_.clear();
-  for (const Token& tok : frontier_) {
+  // the tokens' states are scattered over the graph: a later token's row start and first arcs
+  // are asked for ahead (prefetches only: the values and their order are the same)
+  constexpr size_t kRowAhead = 16, kArcsAhead = 8;
+  const size_t nf = frontier_.size();
+  for (size_t i = 0; i < nf; ++i) {
+    if (i + kRowAhead < nf) __builtin_prefetch(g.row_splits + frontier_[i + kRowAhead].state);
+    if (i + kArcsAhead < nf) {
+      const int32_t first = g.row_splits[frontier_[i + kArcsAhead].state];
+      __builtin_prefetch(g.ilabel + first);
+      __builtin_prefetch(g.weight + first);
+    }
+    const Token& tok = frontier_[i];
     int32_t b, e;
     range(tok.state, &b, &e);
     for (int32_t a = b; a < e; ++a) {
