@@ -1117,29 +1117,6 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
     assert not mod.jobs
 
 
-def test_early_rescue_error_reaches_the_caller(fake_gpu, monkeypatch):
-    """An error on the early-rescue thread (the rescue instance's decode) is raised by decode,
-    after the thread is done; the next call, without the fault, gives the CPU's results."""
-    mod = FakePrunedGpuModule()
-    from cuwfst.jit import decoder as jit_decoder
-    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
-    graph = Graph.load(TINY / "HLG.img")
-    lp, lens, _ = demo_arrays()
-    x = np.concatenate([lp, lp]).astype(np.float32)[:10]
-    lens = np.concatenate([lens, lens])[:10].copy()
-    mod.overflow_rows = {float(x[1].sum())}
-    monkeypatch.setenv("CUWFST_EARLY_RESCUE", "on")
-    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
-    mod.fail_lanes = 4  # the rescue instance's lanes
-    with pytest.raises(RuntimeError, match="injected"):
-        dec.decode(x, lens, lattice=True)
-    assert not any(t.name.startswith("cuwfst-early-rescue") for t in threading.enumerate())
-    mod.fail_lanes = None
-    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
-    got = dec.decode(x, lens, lattice=True)
-    assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
-
-
 def test_early_rescue_option_is_checked(fake_gpu, monkeypatch):
     graph = Graph.load(TINY / "HLG.img")
     dec = Decoder(graph, device="cuda", max_lanes=5)
@@ -1172,24 +1149,32 @@ def test_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch, early):
     assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
 
 
-def test_early_rescue_error_reaches_the_caller_1best(fake_gpu, monkeypatch):
-    """An error on the early-rescue thread of a 1-best decode is raised by decode after the
-    thread is done; the next call, without the fault, gives the CPU's results."""
+@pytest.mark.parametrize("lattice", [True, False])
+def test_early_rescue_error_reaches_the_caller(fake_gpu, monkeypatch, lattice):
+    """An error on the early-rescue thread (the rescue instance's decode) of a lattice or 1-best
+    decode is raised by decode after the thread is done; the next call, without the fault,
+    gives the CPU's results."""
+    mod = fake_gpu
+    if lattice:
+        mod = FakePrunedGpuModule()
+        from cuwfst.jit import decoder as jit_decoder
+        monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
     graph = Graph.load(TINY / "HLG.img")
     lp, lens, _ = demo_arrays()
     x = np.concatenate([lp, lp]).astype(np.float32)[:10]
     lens = np.concatenate([lens, lens])[:10].copy()
-    fake_gpu.overflow_rows = {float(x[1].sum())}
+    mod.overflow_rows = {float(x[1].sum())}
     monkeypatch.setenv("CUWFST_EARLY_RESCUE", "on")
-    dec = Decoder(graph, device="cuda", max_lanes=5)
-    fake_gpu.fail_lanes = 4  # the rescue instance's lanes
+    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=5)
+    mod.fail_lanes = 4  # the rescue instance's lanes
     with pytest.raises(RuntimeError, match="injected"):
-        dec.decode(x, lens)
+        dec.decode(x, lens, lattice=lattice)
     assert not any(t.name.startswith("cuwfst-early-rescue") for t in threading.enumerate())
-    assert any(name.startswith("cuwfst-early-rescue") for lanes, name in fake_gpu.threads if lanes == 4)
-    fake_gpu.fail_lanes = None
-    want = Decoder(graph).decode(x, lens)
-    got = dec.decode(x, lens)
+    ran = mod.decode_threads if lattice else mod.threads
+    assert any(name.startswith("cuwfst-early-rescue") for lanes, name in ran if lanes == 4)
+    mod.fail_lanes = None
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=lattice)
+    got = dec.decode(x, lens, lattice=lattice)
     assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
 
 
