@@ -576,6 +576,20 @@ void RefLatticeRow(int64_t h, int64_t row, TensorView out_states, TensorView out
 
 void RefLatticeFree(int64_t h) { delete GetLattices(h); }
 
+// The CPU records filter's counts of a lattice handle's rows (reference_lattice.h,
+// LatticeBuilder's records filter): out [B, 2] i64 = {arcs stored before the windows, 1 where
+// the row was decoded again without the filter}.
+void RefLatticeFilterStats(int64_t h, TensorView out) {
+  RefLattices* lats = GetLattices(h);
+  const int64_t B = static_cast<int64_t>(lats->rows.size());
+  CheckHostTensor(out, "out", kDLInt, 64, {B, 2});
+  int64_t* o = static_cast<int64_t*>(out.data_ptr());
+  for (int64_t b = 0; b < B; ++b) {
+    o[2 * b] = lats->rows[b].stored_arcs;
+    o[2 * b + 1] = lats->rows[b].filter_redone ? 1 : 0;
+  }
+}
+
 // ---------------------------------------------------------------- lattice records
 // Lattices from a search that ran elsewhere (the GPU decoder), by the CPU's own search and
 // builder (reference_lattice.h, LatticeFromRecords). lengths [B] i32; records [N, 3] i32 =
@@ -1063,6 +1077,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_stream_stats, RefStreamStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_lattice, RefDecodeLattice);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_row, RefLatticeRow);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_free, RefLatticeFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_filter_stats, RefLatticeFilterStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_from_records, RefLatticesFromRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_records, RefDecodeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);

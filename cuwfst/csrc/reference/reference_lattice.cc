@@ -1,6 +1,8 @@
 #include "reference_lattice.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 
@@ -26,8 +28,36 @@ std::vector<std::pair<int32_t, int32_t>> PruneWindows(int32_t T) {
   return w;
 }
 
-LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam)
-    : g_(g), slot_(*slot), output_beam_(output_beam) {}
+LatticeFilter LatticeFilter::FromEnv() {
+  LatticeFilter f;
+  const char* on = std::getenv("CUWFST_CPU_LATTICE_FILTER");
+  if (on != nullptr && (std::strcmp(on, "off") == 0 || std::strcmp(on, "0") == 0)) f.on = false;
+  const char* pad = std::getenv("CUWFST_CPU_LATTICE_FILTER_PAD");
+  if (pad != nullptr && *pad) f.pad = std::strtof(pad, nullptr);
+  return f;
+}
+
+LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam,
+                               LatticeFilter filter, bool epsilon_free)
+    : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter), epsilon_free_(epsilon_free) {}
+
+// The records filter's bound for the step into `frontier` (reference_lattice.h, the records
+// filter): the magnitude it assumes for the windows that will test the step's arcs, A =
+// 2 m + 4096 (m: the largest |score| of the frontier it expands and of the new one), and
+// the offset c = output_beam + 80 u H + pad, H = 6 A + output_beam + 1 (64 u H is what the
+// bound needs; the rest covers the rounding of c and of s(dst) - c).
+bool LatticeBuilder::FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c) const {
+  if (!filter_.on || !epsilon_free_ || !(output_beam_ >= 0.0f)) return false;
+  float m = prev.fmag;
+  for (const Token& tok : frontier) m = std::max(m, std::fabs(tok.score));
+  if (!std::isfinite(m)) return false;
+  const double A = 2.0 * m + 4096.0, B = output_beam_;
+  if (A + B >= 4194304.0) return false;  // 2^22: the bound's rounding argument needs less
+  const double H = 6.0 * A + B + 1.0;
+  *a = static_cast<float>(A);
+  *c = static_cast<float>(B + 80.0 * 5.9604644775390625e-08 * H + filter_.pad);
+  return true;
+}
 
 bool LatticeBuilder::IsEpsilon(int32_t arc) const {
   return !(arc & kRedirectArcBit) && g_.ilabel[arc] == -2;
@@ -69,15 +99,43 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     // redirected arcs read k2's final row (0); then k2's order: acoustic + graph
     if (walk_phase_ >= 0) {  // the step's arcs walked as RowSearch::Step walked them (OnStepBegin)
       const int32_t phase = walk_phase_, final_state = g_.num_states - 1;
-      for (int32_t ti = 0; ti < static_cast<int32_t>(walk_states_.size()); ++ti) {
-        int32_t b, e;
-        g_.StepRange(phase, walk_states_[ti], &b, &e);
-        for (int32_t a = b; a < e; ++a) {
-          const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
-          if (d < 0) continue;
-          const float acoustic = phase == kPhaseReal ? walk_lp_[g_.ilabel[a]] : 0.0f;
-          prev.arcs.push_back({ti, d, phase == kPhaseRedirect ? (a | kRedirectArcBit) : a, acoustic,
-                               acoustic + g_.weight[a]});
+      float filter_a = 0.0f, c = 0.0f;
+      if (phase == kPhaseReal && FilterStep(prev, frontier, &filter_a, &c)) {
+        // the records filter (reference_lattice.h): end = fwd[src] + score below s(dst) - c
+        // is not stored
+        prev.filter_a = filter_a;
+        thr_.resize(nt);
+        for (int32_t i = 0; i < nt; ++i) thr_[i] = frontier[i].score - c;
+        int64_t dropped = 0;
+        for (int32_t ti = 0; ti < static_cast<int32_t>(walk_states_.size()); ++ti) {
+          const float f = prev.fwd[ti];
+          int32_t b, e;
+          g_.StepRange(phase, walk_states_[ti], &b, &e);
+          for (int32_t a = b; a < e; ++a) {
+            const int32_t d = slot_[g_.dest[a]];
+            if (d < 0) continue;
+            const float acoustic = walk_lp_[g_.ilabel[a]];
+            const float score = acoustic + g_.weight[a];
+            if (f + score < thr_[d]) {
+              ++dropped;
+              continue;
+            }
+            prev.arcs.push_back({ti, d, a, acoustic, score});
+          }
+        }
+        dropped_ += dropped;
+        recorded_ += dropped;
+      } else {
+        for (int32_t ti = 0; ti < static_cast<int32_t>(walk_states_.size()); ++ti) {
+          int32_t b, e;
+          g_.StepRange(phase, walk_states_[ti], &b, &e);
+          for (int32_t a = b; a < e; ++a) {
+            const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
+            if (d < 0) continue;
+            const float acoustic = phase == kPhaseReal ? walk_lp_[g_.ilabel[a]] : 0.0f;
+            prev.arcs.push_back({ti, d, phase == kPhaseRedirect ? (a | kRedirectArcBit) : a, acoustic,
+                                 acoustic + g_.weight[a]});
+          }
         }
       }
     }
@@ -142,6 +200,11 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     const Time& prev = times_.back();
     for (const LatticeRecord& r : prev.arcs)
       if (!IsEpsilon(r.arc)) cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], prev.fwd[r.src_tok] + r.score);
+    // the filter's guard: the arcs it kept give every token at least the search's score (so
+    // the max is the unfiltered one: a dropped arc ends below it)
+    if (prev.filter_a > 0.0f)
+      for (int32_t i = 0; i < nt; ++i)
+        if (!(cur.fwd[i] >= frontier[i].score)) broken_ = true;
   }
   if (!cur.arcs.empty() && error_.empty()) {
     // epsilon arcs in the sources' topological order, so each source is complete
@@ -157,6 +220,8 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
       cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], cur.fwd[r.src_tok] + r.score);
     }
   }
+  for (int32_t i = 0; i < nt; ++i)
+    if (std::isfinite(cur.fwd[i])) cur.fmag = std::max(cur.fmag, std::fabs(cur.fwd[i]));
   cur.bwd.assign(nt, kNegInf);
   cur.alive.assign(nt, 1);
   times_.push_back(std::move(cur));
@@ -190,6 +255,7 @@ void LatticeBuilder::PruneWindow(int32_t begin, int32_t end) {
   Time& last = times_[end];
   for (size_t i = 0; i < last.state.size(); ++i) last.bwd[i] = last.alive[i] ? -last.fwd[i] : kNegInf;
   const float neg_beam = -output_beam_;
+  float bmag = 0.0f;  // max |bwd| over the window's tokens (the filter's guard)
   for (int32_t t = end - 1; t >= begin; --t) {
     Time& cur = times_[t];
     const Time& next = times_[t + 1];
@@ -214,7 +280,14 @@ void LatticeBuilder::PruneWindow(int32_t begin, int32_t end) {
     if (t != begin)
       for (size_t i = 0; i < cur.state.size(); ++i)
         if (cur.bwd[i] == kNegInf) cur.alive[i] = 0;
+    for (float b : cur.bwd)
+      if (std::isfinite(b)) bmag = std::max(bmag, std::fabs(b));
   }
+  // the records filter's guard: the magnitudes this window saw against those its filtered
+  // steps assumed (reference_lattice.h)
+  for (int32_t t = begin; t <= end; ++t) bmag = std::max(bmag, times_[t].fmag);
+  for (int32_t t = begin; t < end; ++t)
+    if (times_[t].filter_a > 0.0f && !(bmag <= times_[t].filter_a)) broken_ = true;
   for (int32_t t = begin; t < end; ++t) Compact(t);
 }
 
@@ -311,19 +384,31 @@ bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
     }
   }
   out->recorded_arcs = recorded_;
+  out->stored_arcs = recorded_ - dropped_;
   return true;
 }
 
 bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
                       const Options& opt, std::vector<int32_t>* slot, RowResult* result,
                       RowLattice* lattice, std::string* error) {
-  LatticeBuilder builder(g, slot, opt.output_beam);
-  RowSearch search(g, opt, slot, nullptr, &builder);
-  const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
-  for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
-  search.Final();
-  *result = search.Result();
-  return builder.Finish(lattice, error);
+  // the records filter where no epsilon arc is followed (reference_lattice.h); a row whose
+  // magnitudes broke its guard is decoded again without it
+  const LatticeFilter filter = LatticeFilter::FromEnv();
+  const bool epsilon_free = g.eps_count == nullptr || opt.eps_iterations == 0;
+  for (int pass = 0;; ++pass) {
+    LatticeBuilder builder(g, slot, opt.output_beam, pass == 0 ? filter : LatticeFilter{false, 0.0f}, epsilon_free);
+    RowSearch search(g, opt, slot, nullptr, &builder);
+    const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
+    for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
+    search.Final();
+    *result = search.Result();
+    const bool ok = builder.Finish(lattice, error);
+    if (!builder.FilterBroken()) {
+      lattice->filter_redone = pass > 0;
+      return ok;
+    }
+    error->clear();
+  }
 }
 
 // ---------------------------------------------------------------- lattice records

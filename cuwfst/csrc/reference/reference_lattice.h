@@ -53,6 +53,20 @@ struct RowLattice {
   std::vector<int32_t> arc;           // [num_arcs] image arc id, kRedirectArcBit on redirects
   std::vector<float> acoustic, graph, score;  // [num_arcs] score = acoustic + graph (float)
   int64_t recorded_arcs = 0;          // arcs recorded before any output-beam pruning
+  // the records filter (LatticeBuilder): arcs stored before the windows (recorded_arcs less
+  // those the filter dropped), and whether the row was decoded again without the filter
+  int64_t stored_arcs = 0;
+  bool filter_redone = false;
+};
+
+// The records filter of the CPU lattice (LatticeBuilder): on by default; "off" in the
+// environment variable CUWFST_CPU_LATTICE_FILTER turns it off (A/B runs, tests), and
+// CUWFST_CPU_LATTICE_FILTER_PAD (a float, tests only) is added to its bound: a negative pad
+// makes it drop arcs the windows keep, which the tests use to show they can see that.
+struct LatticeFilter {
+  bool on = true;
+  float pad = 0.0f;
+  static LatticeFilter FromEnv();
 };
 
 // Builds one row's lattice while a RowSearch runs (it is the search's StepObserver): the
@@ -63,8 +77,10 @@ struct RowLattice {
 // pass: docs/k2-lattice-facts.md).
 class LatticeBuilder : public StepObserver {
  public:
-  // `slot` must hold num_states entries, all -1 (restored after every call).
-  LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam);
+  // `slot` must hold num_states entries, all -1 (restored after every call). `filter`: the
+  // records filter (below), used where the graph has no epsilon arcs to follow.
+  LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam,
+                 LatticeFilter filter = LatticeFilter{false, 0.0f}, bool epsilon_free = false);
   void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
   // A step's arcs are walked once its new frontier is known (AddTime), not stored as they
   // come: of the ~37 M arcs a model row's steps walk, only those entering a surviving state
@@ -75,6 +91,30 @@ class LatticeBuilder : public StepObserver {
   // Runs the last window and writes the lattice. False (with `error`) when a time's
   // epsilon arcs formed a cycle, which no lattice in k2's sense can hold.
   bool Finish(RowLattice* out, std::string* error);
+  // The records filter's guard: true when a magnitude the filter's bound assumed was exceeded
+  // (or a forward score fell below the search's), so the lattice may differ from the
+  // unfiltered one: the row must be decoded again without the filter.
+  bool FilterBroken() const { return broken_; }
+
+  // The records filter. A walked arc of a real step whose destination survived, with
+  // end = fwd[src] + score < s(dst) - output_beam - slack (s: the search's score of the
+  // destination token), is not stored: no window can keep it. Why, on a graph without
+  // epsilon arcs: let a window [B, E) test it at time t, and x_0 = dst, ..., x_K (K <= 29,
+  // at E) the chain of the arcs that give each backward score its max. Along the chain,
+  // bwd(x_{k-1}) = fl(score_k + bwd(x_k)) and fwd(x_k) >= fl(fwd(x_{k-1}) + score_k) (the
+  // forward is a max over every stored arc, the chain's among them), bwd(x_K) = -fwd(x_K);
+  // with every value involved of magnitude at most H (each rounding at most u H, u = 2^-24),
+  // bwd(dst) <= -fwd(dst) + 2 K u H; with fwd(dst) >= s(dst) (checked: the filter keeps the
+  // arcs that give the max), the arc's test (score + bwd(dst)) + fwd(src) is at most
+  // -output_beam - slack + (2K + 3) u H < -output_beam for slack >= 64 u H. H = 6A +
+  // output_beam + 1 bounds them when every forward and backward score of the window's
+  // tokens is within A (kept chain arcs then have |score| <= 2A + output_beam + 1; an arc
+  // whose end is below -H1 = -(3A + output_beam + 1) fails by monotone rounding, given
+  // A + output_beam < 2^22). A is assumed when the step is filtered (twice the magnitude
+  // then, plus 4096), and checked by every window that tests the step: a window that sees
+  // more breaks the filter (FilterBroken). Dropped arcs are never kept and never give a
+  // max, so every forward, backward, kept arc and surviving state is the unfiltered one's;
+  // recorded_arcs counts them.
 
  private:
   struct Pending {
@@ -90,7 +130,12 @@ class LatticeBuilder : public StepObserver {
     std::vector<LatticeRecord> arcs;     // grouped by source token, then arc id
     int32_t num_eps = 0;                 // epsilon arcs (the first ones until grouped)
     std::vector<int32_t> arc_begin;      // [tokens + 1] CSR of `arcs` by source token
+    float fmag = 0.0f;                   // max |fwd| over the tokens
+    float filter_a = 0.0f;               // > 0: the step's arcs were filtered assuming magnitude A
   };
+  // Whether the step into `frontier` is filtered: its assumed magnitude A and the bound's offset c
+  // (an arc is dropped when end < s(dst) - c)
+  bool FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c) const;
   void AddTime(const std::vector<Token>& frontier);
   void PruneWindow(int32_t begin, int32_t end);
   void Compact(int32_t t);
@@ -111,6 +156,11 @@ class LatticeBuilder : public StepObserver {
   int32_t next_window_ = -10;       // k2's begin_t of the next window (may be negative)
   int32_t last_window_end_ = -1;
   int64_t recorded_ = 0;
+  int64_t dropped_ = 0;             // arcs the records filter did not store
+  LatticeFilter filter_;
+  bool epsilon_free_ = false;
+  bool broken_ = false;
+  std::vector<float> thr_;          // the filter's bound per token of the new frontier
   std::string error_;
 };
 

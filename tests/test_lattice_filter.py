@@ -1,0 +1,178 @@
+"""The CPU lattice's records filter (reference_lattice.h, LatticeBuilder): the arcs it does not
+store are arcs no pruning window keeps, so every lattice is the one the unfiltered builder gives,
+bit for bit; its guard decodes a row again without it when the magnitudes it assumed are
+exceeded. Each case decodes with CUWFST_CPU_LATTICE_FILTER on and off and compares every array."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder, DecoderOptions, Graph
+from helpers import random_ctc_graph, random_eps_graph, random_log_probs
+
+
+def _decode(dec: Decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False):
+    """ref_decode_lattice's raw rows: (1-best outputs, [(states, arcs, scores, recorded)], stats [B, 2])."""
+    lp = np.ascontiguousarray(lp, np.float32)
+    lens = np.ascontiguousarray(lens, np.int32)
+    B, T, _ = lp.shape
+    outs = [np.zeros((B, dec.path_capacity(T)), np.int32), np.zeros(B, np.int32), np.zeros(B, np.float32),
+            np.zeros((B, 4), np.int32), np.zeros((B, 2), np.int64), np.zeros((B, 3), np.int64)]
+    o, ref = dec.options, dec._ref
+    h = ref.mod.ref_decode_lattice(ref.handle, lp, lens, o.search_beam, o.output_beam, o.min_active_states,
+                                   o.max_active_states, o.allow_partial, dec.eps_iterations, online, 1, *outs)
+    try:
+        rows = []
+        for b in range(B):
+            S, A, rec = (int(x) for x in outs[5][b])
+            st, ar, sc = np.zeros((3, S), np.int32), np.zeros((4, A), np.int32), np.zeros((3, A), np.float32)
+            ref.mod.ref_lattice_row(h, b, st, ar, sc)
+            rows.append((st, ar, sc, rec))
+        stats = np.zeros((B, 2), np.int64)
+        ref.mod.ref_lattice_filter_stats(h, stats)
+    finally:
+        ref.mod.ref_lattice_free(h)
+    return outs[:5], rows, stats
+
+
+def _on_and_off(monkeypatch, dec, lp, lens, online=False, pad=None):
+    monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER", "on")
+    if pad is not None:
+        monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER_PAD", str(pad))
+    on = _decode(dec, lp, lens, online)
+    monkeypatch.delenv("CUWFST_CPU_LATTICE_FILTER_PAD", raising=False)
+    monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER", "off")
+    off = _decode(dec, lp, lens, online)
+    monkeypatch.delenv("CUWFST_CPU_LATTICE_FILTER")
+    return on, off
+
+
+def _same(on, off) -> bool:
+    """Every output of the two decodes identical, scores as bits."""
+    for x, y in zip(on[0], off[0]):
+        if x.tobytes() != y.tobytes():
+            return False
+    for (s1, a1, c1, r1), (s2, a2, c2, r2) in zip(on[1], off[1]):
+        if s1.tobytes() != s2.tobytes() or a1.tobytes() != a2.tobytes() or c1.tobytes() != c2.tobytes() or r1 != r2:
+            return False
+    return True
+
+
+def _cases():
+    rng = np.random.default_rng(2026_12_05)
+    for i in range(48):
+        yield (int(rng.integers(0, 2**31)), dict(
+            search_beam=float(rng.choice([4.0, 8.0, 20.0])),
+            output_beam=float(rng.choice([0.01, 0.5, 3.0, 8.0, 30.0])),
+            min_active_states=int(rng.choice([0, 5])),
+            max_active_states=int(rng.choice([8, 40, 10000])),
+            allow_partial=bool(i % 2)), bool((i // 2) % 2))
+
+
+def test_filtered_lattices_are_the_unfiltered_ones(monkeypatch):
+    dropped = stored = 0
+    for seed, opts, online in _cases():
+        rng = np.random.default_rng(seed)
+        g = random_ctc_graph(rng, int(rng.integers(15, 60)), 8, int(rng.integers(2, 7)), 0.3)
+        T = int(rng.integers(20, 95))  # several pruning windows (30 times, shifted by 20)
+        lp = random_log_probs(rng, 3, T, 8, bool(rng.random() < 0.5))
+        lens = np.array([T, max(1, T - 17), max(1, T // 3)], np.int32)
+        dec = Decoder(g, DecoderOptions(**opts), device="cpu")
+        on, off = _on_and_off(monkeypatch, dec, lp, lens, online)
+        assert _same(on, off), (seed, opts, online)
+        assert (on[2][:, 1] == 0).all(), (seed, opts)  # no row needed the guard's second decode
+        assert (off[2][:, 0] == [r[3] for r in off[1]]).all()  # off: every recorded arc stored
+        stored += int(on[2][:, 0].sum())
+        dropped += sum(r[3] for r in on[1]) - int(on[2][:, 0].sum())
+    # the filter dropped arcs: the comparison above is not between two unfiltered decodes
+    assert dropped > stored // 4, (dropped, stored)
+
+
+def test_the_guard_decodes_again_when_magnitudes_grow(monkeypatch):
+    """Scores that move by thousands a step leave the magnitude a filtered step assumed (twice the
+    scores then, plus 4096) inside a window: the row is decoded again without the filter."""
+    redone = 0
+    for seed in range(6):
+        rng = np.random.default_rng(100 + seed)
+        g = random_ctc_graph(rng, 30, 8, 4, 0.3)
+        T = 70
+        lp = random_log_probs(rng, 2, T, 8, False) * np.float32(400.0)  # ~ -400 to -2000 a frame
+        dec = Decoder(g, DecoderOptions(search_beam=2000.0, output_beam=800.0, max_active_states=50),
+                      device="cpu")
+        on, off = _on_and_off(monkeypatch, dec, lp, np.array([T, T - 5], np.int32))
+        assert _same(on, off), seed
+        redone += int(on[2][:, 1].sum())
+        assert (on[2][on[2][:, 1] == 1, 0] == [r[3] for r, x in zip(on[1], on[2][:, 1]) if x]).all()
+    assert redone > 0
+
+
+def test_a_bound_too_tight_is_seen(monkeypatch):
+    """A negative pad makes the filter drop arcs within ~0.1 of their destination's score minus
+    output_beam, some of which the windows keep: the comparison must see the difference."""
+    differ = 0
+    for seed, opts, online in list(_cases())[:16]:
+        if opts["output_beam"] < 3.0:
+            continue
+        rng = np.random.default_rng(seed)
+        g = random_ctc_graph(rng, int(rng.integers(15, 60)), 8, int(rng.integers(2, 7)), 0.3)
+        T = int(rng.integers(20, 95))
+        lp = random_log_probs(rng, 3, T, 8, bool(rng.random() < 0.5))
+        dec = Decoder(g, DecoderOptions(**opts), device="cpu")
+        on, off = _on_and_off(monkeypatch, dec, lp, np.full(3, T, np.int32), online,
+                              pad=-(opts["output_beam"] - 0.1))
+        differ += not _same(on, off)
+    assert differ > 0
+
+
+def test_no_filter_with_epsilon_arcs_or_an_unbounded_beam(monkeypatch):
+    rng = np.random.default_rng(7)
+    g = random_eps_graph(rng, 25, 6, 3, 0.3)
+    lp = random_log_probs(rng, 2, 50, 6, False)
+    dec = Decoder(g, DecoderOptions(search_beam=10.0, output_beam=5.0), device="cpu")
+    assert dec.eps_iterations > 0
+    on, off = _on_and_off(monkeypatch, dec, lp, np.array([50, 40], np.int32))
+    assert _same(on, off)
+    assert (on[2][:, 0] == [r[3] for r in on[1]]).all()  # every recorded arc stored
+    g = random_ctc_graph(rng, 25, 6, 3, 0.3)
+    dec = Decoder(g, DecoderOptions(search_beam=10.0, output_beam=5e6), device="cpu")  # A + beam >= 2^22
+    on, off = _on_and_off(monkeypatch, dec, lp, np.array([50, 40], np.int32))
+    assert _same(on, off)
+    assert (on[2][:, 0] == [r[3] for r in on[1]]).all()
+
+
+def test_decode_api_lattices_with_the_filter(monkeypatch):
+    """Decoder.decode(lattice=True) on the tiny HLG: the same hypotheses, lattices, word times and
+    confidences with the filter on and off."""
+    from conftest_data import TINY
+
+    g = Graph.load(TINY / "HLG.img")
+    rng = np.random.default_rng(3)
+    lp = random_log_probs(rng, 4, 120, g.arrays.vocab_size, True)
+    lens = np.array([120, 100, 64, 31], np.int32)
+    dec = Decoder(g, DecoderOptions(output_beam=8.0), device="cpu")
+    got = {}
+    for mode in ("on", "off"):
+        monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER", mode)
+        got[mode] = dec.decode(lp, lens, lattice=True)
+    for a, b in zip(got["on"], got["off"]):
+        assert a.words == b.words and a.score == b.score and a.word_times == b.word_times
+        assert a.word_confidences == b.word_confidences
+        for f in ("src", "dst", "frame", "graph_arc", "score", "acoustic"):
+            assert getattr(a.lattice, f).tobytes() == getattr(b.lattice, f).tobytes(), f
+        assert a.lattice.recorded_arcs == b.lattice.recorded_arcs
+
+
+def test_long_rows_stay_filtered(monkeypatch):
+    """1,500 frames (75 windows; the scores reach thousands): the assumed magnitudes hold, no row is
+    decoded twice, and the filter still drops arcs at the end of the row."""
+    rng = np.random.default_rng(21)
+    g = random_ctc_graph(rng, 40, 8, 4, 0.3)
+    T = 1500
+    lp = random_log_probs(rng, 2, T, 8, False)
+    dec = Decoder(g, DecoderOptions(search_beam=12.0, output_beam=6.0), device="cpu")
+    on, off = _on_and_off(monkeypatch, dec, lp, np.array([T, T - 100], np.int32))
+    assert _same(on, off)
+    assert (on[2][:, 1] == 0).all()
+    assert all(r[3] > s for r, s in zip(on[1], on[2][:, 0]))
+    assert float(np.abs(on[0][2]).max()) > 1000.0  # the 1-best scores: magnitudes in the thousands
