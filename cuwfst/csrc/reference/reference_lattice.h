@@ -161,6 +161,7 @@ class LatticeBuilder : public StepObserver {
   bool epsilon_free_ = false;
   bool broken_ = false;
   std::vector<float> thr_;          // the filter's bound per token of the new frontier
+  std::vector<uint64_t> bits_;      // the new frontier's states as bits (the filtered walk), all 0 between steps
   std::string error_;
 };
 
