@@ -125,7 +125,8 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         const int32_t* slot = slot_.data();
         const float* thr = thr_.data();
         const float* lp = walk_lp_;
-        int64_t dropped = 0;
+        int64_t entered = 0;  // arcs into a surviving state: recorded, stored or not
+        const size_t stored_before = prev.arcs.size();
         const int32_t nw = static_cast<int32_t>(walk_states_.size());
         constexpr int32_t kAhead = 4;  // a later token's arcs asked for early (scattered states)
         for (int32_t ti = 0; ti < nw; ++ti) {
@@ -140,20 +141,17 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
           int32_t b, e;
           g_.StepRange(phase, walk_states_[ti], &b, &e);
           for (int32_t a = b; a < e; ++a) {
+            // without branches until an arc enters a surviving state at or above the lowest
+            // bound (whether its state survives is a coin toss on these graphs)
             const uint32_t to = static_cast<uint32_t>(dest[a]);
-            if (!((bits[to >> 6] >> (to & 63)) & 1)) continue;
+            const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
             const float acoustic = lp[ilabel[a]];
             const float score = acoustic + weight[a];
             const float end = f + score;
-            if (end < lo) {
-              ++dropped;
-              continue;
-            }
+            entered += in;
+            if (!(in & static_cast<uint32_t>(end >= lo))) continue;
             const int32_t d = slot[to];
-            if (end < thr[d]) {
-              ++dropped;
-              continue;
-            }
+            if (end < thr[d]) continue;
             prev.arcs.push_back({ti, d, a, acoustic, score});
           }
         }
@@ -161,6 +159,7 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
           const uint32_t st = static_cast<uint32_t>(frontier[i].state);
           bits[st >> 6] = 0;
         }
+        const int64_t dropped = entered - static_cast<int64_t>(prev.arcs.size() - stored_before);
         dropped_ += dropped;
         recorded_ += dropped;
       } else {
