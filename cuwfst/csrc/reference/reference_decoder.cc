@@ -232,7 +232,16 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   StepObserver* const each_arc = observer_ && !observer_->WalksSteps() ? observer_ : nullptr;
   if (observer_ && !each_arc) observer_->OnStepBegin(frontier_, phase, lp);
   const float* next_end = step_end_.data();
+  // (pass 2 reads an admitted arc's destination and source arc id, which pass 1 did not: a
+  // later token's first ones asked for ahead, prefetches only)
+  constexpr size_t kAdmitAhead = 4;
   for (const Token& tok : frontier_) {
+    const size_t i = static_cast<size_t>(&tok - frontier_.data());
+    if (i + kAdmitAhead < nf) {
+      const int32_t first = g.row_splits[frontier_[i + kAdmitAhead].state];
+      __builtin_prefetch(g.dest + first);
+      if (g.source_arc) __builtin_prefetch(g.source_arc + first);
+    }
     int32_t b, e;
     range(tok.state, &b, &e);
     for (int32_t a = b; a < e; ++a) {
