@@ -193,15 +193,13 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   CountFrontier();
   const GraphView& g = g_;
   auto range = [&](int32_t s, int32_t* b, int32_t* e) { g.StepRange(phase, s, b, e); };
-  // k2's order: forward + (acoustic + weight), acoustic 0 off real steps (intersect_dense_pruned's
-  // arc_loglike = acoustic + arc score, end_loglike = forward + arc_loglike)
-  auto end_of = [&](const Token& tok, int32_t a) -> float {
-    return tok.score + ((phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f) + g.weight[a]);
-  };
+  // k2's order: an arc's end is forward + (acoustic + weight), acoustic 0 off real steps
+  // (intersect_dense_pruned's arc_loglike = acoustic + arc score, end_loglike = forward +
+  // arc_loglike)
   // Pass 1: the exact maximum over every arc of the step; each arc's end score kept, in walk
   // order, for pass 2 (the same float, not computed twice)
   float exact_max = kNegInf;
-  step_end_.clear();
+  size_t m = 0;  // ends written (step_end_ only grows: its size is a capacity)
   // the tokens' states are scattered over the graph: a later token's row start and first arcs
   // are asked for ahead (prefetches only: the values and their order are the same)
   constexpr size_t kRowAhead = 16, kArcsAhead = 8;
@@ -216,11 +214,30 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     const Token& tok = frontier_[i];
     int32_t b, e;
     range(tok.state, &b, &e);
-    for (int32_t a = b; a < e; ++a) {
-      const float end = end_of(tok, a);
-      step_end_.push_back(end);
-      exact_max = std::max(exact_max, end);
+    if (e <= b) continue;
+    if (step_end_.size() < m + (e - b)) step_end_.resize(std::max<size_t>(2 * (m + (e - b)), 4096));
+    // the arrays in locals and the ends through a pointer: the compiler cannot otherwise tell
+    // that the ends' stores leave the graph's arrays alone
+    float* out = step_end_.data() + m;
+    const float score = tok.score;
+    const float* w = g.weight;
+    float mx = exact_max;
+    if (phase == kPhaseReal) {
+      const int32_t* il = g.ilabel;
+      for (int32_t a = b; a < e; ++a) {
+        const float end = score + (lp[il[a]] + w[a]);
+        *out++ = end;
+        mx = std::max(mx, end);
+      }
+    } else {
+      for (int32_t a = b; a < e; ++a) {
+        const float end = score + (0.0f + w[a]);
+        *out++ = end;
+        mx = std::max(mx, end);
+      }
     }
+    exact_max = mx;
+    m += static_cast<size_t>(e - b);
   }
   beam_ = UpdateBeam(beam_, static_cast<int32_t>(frontier_.size()), t_, final_t, opt_);
   const float cutoff = exact_max - beam_;
