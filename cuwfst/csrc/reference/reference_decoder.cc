@@ -224,11 +224,24 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     float mx = exact_max;
     if (phase == kPhaseReal) {
       const int32_t* il = g.ilabel;
-      for (int32_t a = b; a < e; ++a) {
-        const float end = score + (lp[il[a]] + w[a]);
-        *out++ = end;
-        mx = std::max(mx, end);
+      // two running maxima (a max is exact in any order; only its value is used: the cutoff)
+      float mx2 = kNegInf;
+      int32_t a = b;
+      for (; a + 1 < e; a += 2) {
+        const float e0 = score + (lp[il[a]] + w[a]);
+        const float e1 = score + (lp[il[a + 1]] + w[a + 1]);
+        out[0] = e0;
+        out[1] = e1;
+        out += 2;
+        mx = std::max(mx, e0);
+        mx2 = std::max(mx2, e1);
       }
+      if (a < e) {
+        const float e0 = score + (lp[il[a]] + w[a]);
+        *out++ = e0;
+        mx = std::max(mx, e0);
+      }
+      mx = std::max(mx, mx2);
     } else {
       for (int32_t a = b; a < e; ++a) {
         const float end = score + (0.0f + w[a]);
