@@ -224,23 +224,30 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     float mx = exact_max;
     if (phase == kPhaseReal) {
       const int32_t* il = g.ilabel;
-      // two running maxima (a max is exact in any order; only its value is used: the cutoff)
-      float mx2 = kNegInf;
+      // four running maxima (a max is exact in any order; only its value is used: the cutoff)
+      float mx2 = kNegInf, mx3 = kNegInf, mx4 = kNegInf;
       int32_t a = b;
-      for (; a + 1 < e; a += 2) {
+      for (; a + 3 < e; a += 4) {
         const float e0 = score + (lp[il[a]] + w[a]);
         const float e1 = score + (lp[il[a + 1]] + w[a + 1]);
+        const float e2 = score + (lp[il[a + 2]] + w[a + 2]);
+        const float e3 = score + (lp[il[a + 3]] + w[a + 3]);
         out[0] = e0;
         out[1] = e1;
-        out += 2;
+        out[2] = e2;
+        out[3] = e3;
+        out += 4;
         mx = std::max(mx, e0);
         mx2 = std::max(mx2, e1);
+        mx3 = std::max(mx3, e2);
+        mx4 = std::max(mx4, e3);
       }
-      if (a < e) {
+      for (; a < e; ++a) {
         const float e0 = score + (lp[il[a]] + w[a]);
         *out++ = e0;
         mx = std::max(mx, e0);
       }
+      mx2 = std::max(mx2, std::max(mx3, mx4));
       mx = std::max(mx, mx2);
     } else {
       for (int32_t a = b; a < e; ++a) {
