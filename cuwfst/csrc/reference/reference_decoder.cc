@@ -204,6 +204,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   // are asked for ahead (prefetches only: the values and their order are the same)
   constexpr size_t kRowAhead = 16, kArcsAhead = 8;
   const size_t nf = frontier_.size();
+  step_tok_.resize(nf);
   for (size_t i = 0; i < nf; ++i) {
     if (i + kRowAhead < nf) __builtin_prefetch(g.row_splits + frontier_[i + kRowAhead].state);
     if (i + kArcsAhead < nf) {
@@ -214,6 +215,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     const Token& tok = frontier_[i];
     int32_t b, e;
     range(tok.state, &b, &e);
+    step_tok_[i] = {b, e, kNegInf};
     if (e <= b) continue;
     if (step_end_.size() < m + (e - b)) step_end_.resize(std::max<size_t>(2 * (m + (e - b)), 4096));
     // the arrays in locals and the ends through a pointer: the compiler cannot otherwise tell
@@ -221,7 +223,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
     float* out = step_end_.data() + m;
     const float score = tok.score;
     const float* w = g.weight;
-    float mx = exact_max;
+    float mx = kNegInf;  // this token's
     if (phase == kPhaseReal) {
       const int32_t* il = g.ilabel;
       // four running maxima (a max is exact in any order; only its value is used: the cutoff)
@@ -256,7 +258,8 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
         mx = std::max(mx, end);
       }
     }
-    exact_max = mx;
+    step_tok_[i].max = mx;
+    exact_max = std::max(exact_max, mx);
     m += static_cast<size_t>(e - b);
   }
   beam_ = UpdateBeam(beam_, static_cast<int32_t>(frontier_.size()), t_, final_t, opt_);
@@ -270,26 +273,31 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   if (observer_ && !each_arc) observer_->OnStepBegin(frontier_, phase, lp);
   const float* next_end = step_end_.data();
   // (pass 2 reads an admitted arc's destination and source arc id, which pass 1 did not: a
-  // later token's first ones asked for ahead, prefetches only)
+  // later admitting token's first ones asked for ahead, prefetches only)
   constexpr size_t kAdmitAhead = 4;
-  for (const Token& tok : frontier_) {
-    const size_t i = static_cast<size_t>(&tok - frontier_.data());
+  const TokenArcs* ranges = step_tok_.data();
+  for (size_t i = 0; i < nf; ++i) {
+    const int32_t b = ranges[i].begin, e = ranges[i].end;
+    // a token none of whose arcs passes the cutoff offers nothing (unless an observer sees
+    // every arc)
+    if (!each_arc && !(ranges[i].max > cutoff)) {
+      next_end += e - b;
+      continue;
+    }
     if (i + kAdmitAhead < nf) {
-      const int32_t first = g.row_splits[frontier_[i + kAdmitAhead].state];
+      const int32_t first = ranges[i + kAdmitAhead].begin;
       __builtin_prefetch(g.dest + first);
       if (g.source_arc) __builtin_prefetch(g.source_arc + first);
     }
-    int32_t b, e;
-    range(tok.state, &b, &e);
+    const Token& tok = frontier_[i];
+    const int32_t ti = static_cast<int32_t>(i);
     for (int32_t a = b; a < e; ++a) {
       if (each_arc)
-        each_arc->OnArc(static_cast<int32_t>(&tok - frontier_.data()),
-                         phase == kPhaseRedirect ? final_state : g.dest[a],
-                         phase == kPhaseRedirect ? (a | kRedirectArcBit) : a,
-                         phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f);
+        each_arc->OnArc(ti, phase == kPhaseRedirect ? final_state : g.dest[a],
+                        phase == kPhaseRedirect ? (a | kRedirectArcBit) : a,
+                        phase == kPhaseReal ? lp[g.ilabel[a]] : 0.0f);
       const float end = *next_end++;
       if (!(end > cutoff)) continue;
-      const int32_t ti = static_cast<int32_t>(&tok - frontier_.data());
       if (phase == kPhaseRedirect)
         rec.Offer(final_state, end, tok.winner, a | kRedirectArcBit, ti, g.SourceArc(a));
       else

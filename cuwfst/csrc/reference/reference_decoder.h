@@ -210,6 +210,14 @@ class RowSearch {
   std::vector<Winner> winners_;
   std::vector<Token> frontier_, next_;
   std::vector<float> step_end_;  // Step's pass 1: each walked arc's end score, read again by pass 2
+  // Step's pass 1: each token's arc range and the largest end among its arcs (pass 2 reads the
+  // ranges in order instead of the graph's scattered rows, and skips the tokens none of whose
+  // arcs passes the cutoff)
+  struct TokenArcs {
+    int32_t begin, end;
+    float max;
+  };
+  std::vector<TokenArcs> step_tok_;
   std::vector<int32_t> token_of_state_;
   std::vector<int32_t> prefix_arcs_;  // committed arcs moved out of the log by Compact()
   bool has_eps_ = false;
