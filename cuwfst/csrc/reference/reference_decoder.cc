@@ -206,7 +206,12 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   const size_t nf = frontier_.size();
   step_tok_.resize(nf);
   for (size_t i = 0; i < nf; ++i) {
-    if (i + kRowAhead < nf) __builtin_prefetch(g.row_splits + frontier_[i + kRowAhead].state);
+    if (i + kRowAhead < nf) {  // the row and the counts StepRange reads
+      const int32_t s2 = frontier_[i + kRowAhead].state;
+      __builtin_prefetch(g.row_splits + s2);
+      __builtin_prefetch(g.final_count + s2);
+      if (g.eps_count) __builtin_prefetch(g.eps_count + s2);
+    }
     if (i + kArcsAhead < nf) {
       const int32_t first = g.row_splits[frontier_[i + kArcsAhead].state];
       __builtin_prefetch(g.ilabel + first);
