@@ -205,29 +205,30 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   // Epsilon layers (longest epsilon path from a token no epsilon arc enters), by Kahn's
   // algorithm; tokens left unplaced sit on an epsilon cycle.
   cur.layer.assign(nt, 0);
-  std::vector<int32_t> indeg(nt, 0), queue;
-  std::vector<std::vector<int32_t>> eps_out(cur.arcs.empty() ? 0 : nt);
-  for (const LatticeRecord& r : cur.arcs) {
-    ++indeg[r.dst_tok];
-    eps_out[r.src_tok].push_back(r.dst_tok);
-  }
-  for (int32_t i = 0; i < nt; ++i)
-    if (indeg[i] == 0) queue.push_back(i);
-  for (size_t q = 0; q < queue.size(); ++q) {
-    const int32_t i = queue[q];
-    if (eps_out.empty()) break;
-    for (int32_t d : eps_out[i]) {
-      cur.layer[d] = std::max(cur.layer[d], cur.layer[i] + 1);
-      if (--indeg[d] == 0) queue.push_back(d);
-    }
-  }
-  if (!eps_out.empty() && static_cast<int32_t>(queue.size()) < nt && error_.empty())
-    error_ = "the lattice has an epsilon cycle at time " + std::to_string(times_.size()) +
-             " (lattices need graphs whose epsilon arcs are acyclic)";
   cur.order.resize(nt);
   for (int32_t i = 0; i < nt; ++i) cur.order[i] = i;
-  std::stable_sort(cur.order.begin(), cur.order.end(),
-                   [&](int32_t x, int32_t y) { return cur.layer[x] < cur.layer[y]; });
+  if (!cur.arcs.empty()) {  // (no epsilon arc at this time: every token on layer 0, in token order)
+    std::vector<int32_t> indeg(nt, 0), queue;
+    std::vector<std::vector<int32_t>> eps_out(nt);
+    for (const LatticeRecord& r : cur.arcs) {
+      ++indeg[r.dst_tok];
+      eps_out[r.src_tok].push_back(r.dst_tok);
+    }
+    for (int32_t i = 0; i < nt; ++i)
+      if (indeg[i] == 0) queue.push_back(i);
+    for (size_t q = 0; q < queue.size(); ++q) {
+      const int32_t i = queue[q];
+      for (int32_t d : eps_out[i]) {
+        cur.layer[d] = std::max(cur.layer[d], cur.layer[i] + 1);
+        if (--indeg[d] == 0) queue.push_back(d);
+      }
+    }
+    if (static_cast<int32_t>(queue.size()) < nt && error_.empty())
+      error_ = "the lattice has an epsilon cycle at time " + std::to_string(times_.size()) +
+               " (lattices need graphs whose epsilon arcs are acyclic)";
+    std::stable_sort(cur.order.begin(), cur.order.end(),
+                     [&](int32_t x, int32_t y) { return cur.layer[x] < cur.layer[y]; });
+  }
 
   // Forward scores, k2's Viterbi forward: the max over incoming arcs of fwd[src] + score.
   cur.fwd.assign(nt, kNegInf);
