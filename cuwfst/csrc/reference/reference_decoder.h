@@ -121,6 +121,13 @@ struct RowResult {
 // Sees every arc a step expands, for lattices (reference_lattice.h): the lattice keeps an
 // arc of the step whenever its destination survives, admitted or not (k2's rule), so the
 // observer must see more than the winners. Arcs are reported in expansion order.
+// A token's arcs in a step (RowSearch::Step's pass 1): its arc range in the step's phase and the
+// largest end among them.
+struct StepTokenArcs {
+  int32_t begin, end;
+  float max;
+};
+
 class StepObserver {
  public:
   virtual ~StepObserver() = default;
@@ -133,10 +140,12 @@ class StepObserver {
   virtual void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) = 0;
   // An observer that walks a step's arcs itself once the step is done (true) gets, instead
   // of an OnArc call for each arc of RowSearch::Step, one OnStepBegin call before the step
-  // with the frontier it expands, the step's phase and its log-probs (nullptr on the final
-  // step); the closure's epsilon arcs and ReplayStep's arcs still come through OnArc.
+  // with the frontier it expands, the step's phase, its log-probs (nullptr on the final step)
+  // and each token's arc range (valid until the next step); the closure's epsilon arcs and
+  // ReplayStep's arcs still come through OnArc.
   virtual bool WalksSteps() const { return false; }
-  virtual void OnStepBegin(const std::vector<Token>& /*frontier*/, int32_t /*phase*/, const float* /*lp*/) {}
+  virtual void OnStepBegin(const std::vector<Token>& /*frontier*/, int32_t /*phase*/, const float* /*lp*/,
+                           const StepTokenArcs* /*ranges*/) {}
   // The start closure or a step (and its closure) is done: `frontier` is the new frontier,
   // `cutoff` the step's admission cutoff (0 - search_beam for the start closure).
   virtual void OnStepEnd(const std::vector<Token>& frontier, float cutoff) = 0;
@@ -213,11 +222,7 @@ class RowSearch {
   // Step's pass 1: each token's arc range and the largest end among its arcs (pass 2 reads the
   // ranges in order instead of the graph's scattered rows, and skips the tokens none of whose
   // arcs passes the cutoff)
-  struct TokenArcs {
-    int32_t begin, end;
-    float max;
-  };
-  std::vector<TokenArcs> step_tok_;
+  std::vector<StepTokenArcs> step_tok_;
   std::vector<int32_t> token_of_state_;
   std::vector<int32_t> prefix_arcs_;  // committed arcs moved out of the log by Compact()
   bool has_eps_ = false;

@@ -67,7 +67,9 @@ void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float aco
   (IsEpsilon(arc) ? eps_arcs_ : step_arcs_).push_back({src_tok, dest, arc, acoustic});
 }
 
-void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp) {
+void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
+                                 const StepTokenArcs* ranges) {
+  walk_ranges_ = ranges;
   walk_states_.resize(frontier.size());
   for (size_t i = 0; i < frontier.size(); ++i) walk_states_[i] = frontier[i].state;
   walk_phase_ = phase;
@@ -129,17 +131,16 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         const size_t stored_before = prev.arcs.size();
         const int32_t nw = static_cast<int32_t>(walk_states_.size());
         constexpr int32_t kAhead = 4;  // a later token's arcs asked for early (scattered states)
+        const StepTokenArcs* ranges = walk_ranges_;
         for (int32_t ti = 0; ti < nw; ++ti) {
           if (ti + kAhead < nw) {
-            const int32_t s2 = walk_states_[ti + kAhead];
-            const int32_t b2 = g_.EmitBegin(s2);
+            const int32_t b2 = ranges[ti + kAhead].begin;
             __builtin_prefetch(dest + b2);
             __builtin_prefetch(weight + b2);
             __builtin_prefetch(ilabel + b2);
           }
           const float f = prev.fwd[ti];
-          int32_t b, e;
-          g_.StepRange(phase, walk_states_[ti], &b, &e);
+          const int32_t b = ranges[ti].begin, e = ranges[ti].end;
           for (int32_t a = b; a < e; ++a) {
             // without branches until an arc enters a surviving state at or above the lowest
             // bound (whether its state survives is a coin toss on these graphs)
@@ -164,8 +165,7 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         recorded_ += dropped;
       } else {
         for (int32_t ti = 0; ti < static_cast<int32_t>(walk_states_.size()); ++ti) {
-          int32_t b, e;
-          g_.StepRange(phase, walk_states_[ti], &b, &e);
+          const int32_t b = walk_ranges_[ti].begin, e = walk_ranges_[ti].end;
           for (int32_t a = b; a < e; ++a) {
             const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
             if (d < 0) continue;

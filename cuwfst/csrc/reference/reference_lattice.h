@@ -86,7 +86,8 @@ class LatticeBuilder : public StepObserver {
   // come: of the ~37 M arcs a model row's steps walk, only those entering a surviving state
   // are recorded, so storing each one first cost a third of a CPU lattice decode.
   bool WalksSteps() const override { return true; }
-  void OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp) override;
+  void OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
+                   const StepTokenArcs* ranges) override;
   void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
   // Runs the last window and writes the lattice. False (with `error`) when a time's
   // epsilon arcs formed a cycle, which no lattice in k2's sense can hold.
@@ -149,6 +150,7 @@ class LatticeBuilder : public StepObserver {
   std::vector<int32_t> walk_states_;
   int32_t walk_phase_ = -1;
   const float* walk_lp_ = nullptr;
+  const StepTokenArcs* walk_ranges_ = nullptr;  // the search's arc range of each token
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
   // Finish's scratch: a token's kept arcs keyed by their source arc ids
   std::vector<std::pair<int32_t, int32_t>> run_keys_;
