@@ -118,9 +118,6 @@ struct RowResult {
   int64_t closure_added = 0;   // tokens the epsilon closures added (start and every step)
 };
 
-// Sees every arc a step expands, for lattices (reference_lattice.h): the lattice keeps an
-// arc of the step whenever its destination survives, admitted or not (k2's rule), so the
-// observer must see more than the winners. Arcs are reported in expansion order.
 // A token's arcs in a step (RowSearch::Step's pass 1): its arc range in the step's phase and the
 // largest end among them.
 struct StepTokenArcs {
@@ -128,6 +125,9 @@ struct StepTokenArcs {
   float max;
 };
 
+// Sees every arc a step expands, for lattices (reference_lattice.h): the lattice keeps an
+// arc of the step whenever its destination survives, admitted or not (k2's rule), so the
+// observer must see more than the winners. Arcs are reported in expansion order.
 class StepObserver {
  public:
   virtual ~StepObserver() = default;

@@ -70,8 +70,7 @@ void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float aco
 void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
                                  const StepTokenArcs* ranges) {
   walk_ranges_ = ranges;
-  walk_states_.resize(frontier.size());
-  for (size_t i = 0; i < frontier.size(); ++i) walk_states_[i] = frontier[i].state;
+  walk_tokens_ = static_cast<int32_t>(frontier.size());
   walk_phase_ = phase;
   walk_lp_ = lp;
 }
@@ -129,7 +128,7 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         const float* lp = walk_lp_;
         int64_t entered = 0;  // arcs into a surviving state: recorded, stored or not
         const size_t stored_before = prev.arcs.size();
-        const int32_t nw = static_cast<int32_t>(walk_states_.size());
+        const int32_t nw = walk_tokens_;
         constexpr int32_t kAhead = 4;  // a later token's arcs asked for early (scattered states)
         const StepTokenArcs* ranges = walk_ranges_;
         for (int32_t ti = 0; ti < nw; ++ti) {
@@ -164,7 +163,7 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         dropped_ += dropped;
         recorded_ += dropped;
       } else {
-        for (int32_t ti = 0; ti < static_cast<int32_t>(walk_states_.size()); ++ti) {
+        for (int32_t ti = 0; ti < walk_tokens_; ++ti) {
           const int32_t b = walk_ranges_[ti].begin, e = walk_ranges_[ti].end;
           for (int32_t a = b; a < e; ++a) {
             const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];

@@ -146,11 +146,12 @@ class LatticeBuilder : public StepObserver {
   float output_beam_;
   std::vector<Pending> step_arcs_;  // real / final / redirect arcs of the step under way (OnArc)
   // the step under way as OnStepBegin gave it (walk_phase_ -1: none; its arcs came through
-  // OnArc): the states of the frontier it expands, its phase and its log-probs
-  std::vector<int32_t> walk_states_;
+  // OnArc): the size of the frontier it expands, the search's arc range of each of its
+  // tokens, its phase and its log-probs
+  int32_t walk_tokens_ = 0;
+  const StepTokenArcs* walk_ranges_ = nullptr;
   int32_t walk_phase_ = -1;
   const float* walk_lp_ = nullptr;
-  const StepTokenArcs* walk_ranges_ = nullptr;  // the search's arc range of each token
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
   // Finish's scratch: a token's kept arcs keyed by their source arc ids
   std::vector<std::pair<int32_t, int32_t>> run_keys_;
