@@ -125,28 +125,92 @@ def test_a_bound_too_tight_is_seen(monkeypatch):
     assert differ > 0
 
 
-def test_no_filter_with_epsilon_arcs_or_an_unbounded_beam(monkeypatch):
+def test_filtered_lattices_on_epsilon_graphs(monkeypatch):
+    """Graphs with epsilon arcs: the bound's chain also counts the closures' epsilon layers, and
+    the guard's forward check runs after a time's epsilon arcs."""
+    rng0 = np.random.default_rng(5)
+    dropped = stored = 0
+    for i in range(32):
+        seed = int(rng0.integers(0, 2**31))
+        rng = np.random.default_rng(seed)
+        opts = dict(search_beam=float(rng.choice([4.0, 8.0, 20.0])),
+                    output_beam=float(rng.choice([0.01, 0.5, 3.0, 8.0, 30.0])),
+                    min_active_states=int(rng.choice([0, 5])), max_active_states=int(rng.choice([8, 40, 10000])),
+                    allow_partial=bool(i % 2))
+        g = random_eps_graph(rng, int(rng.integers(15, 60)), 8, int(rng.integers(2, 7)), 0.3)
+        T = int(rng.integers(20, 95))
+        lp = random_log_probs(rng, 3, T, 8, bool(rng.random() < 0.5))
+        lens = np.array([T, max(1, T - 17), max(1, T // 3)], np.int32)
+        dec = Decoder(g, DecoderOptions(**opts), device="cpu")
+        assert dec.eps_iterations > 0
+        on, off = _on_and_off(monkeypatch, dec, lp, lens, bool((i // 2) % 2))
+        assert _same(on, off), (seed, opts)
+        assert (on[2][:, 1] == 0).all(), (seed, opts)
+        stored += int(on[2][:, 0].sum())
+        dropped += sum(r[3] for r in on[1]) - int(on[2][:, 0].sum())
+    assert dropped > stored // 8, (dropped, stored)
+
+
+def _late_chain_graph(chain: int) -> Graph:
+    """State 0 loops on tokens 0 and 1; token 2 leads to a chain of `chain` epsilon arcs (states
+    1 .. chain + 1), each of whose states goes back to 0 on token 1 and has a final arc."""
+    src, dst, il, w = [0, 0, 0, 0], [0, 0, 1, chain + 2], [0, 1, 2, -1], [-0.1, -0.2, -0.5, 0.0]
+    eps = [False] * 4
+    for s in range(1, chain + 2):
+        if s <= chain:
+            src.append(s), dst.append(s + 1), il.append(0), w.append(-0.25), eps.append(True)
+        src += [s, s]
+        dst += [0, chain + 2]
+        il += [1, -1]
+        w += [-0.3, -0.1]
+        eps += [False, False]
+    return Graph.from_arcs(num_states=chain + 3, start_state=0, src=src, dest=dst, ilabel=il, weight=w,
+                           words=[[1] if x == 2 else [] for x in il], vocab_size=3, epsilon=np.array(eps))
+
+
+def test_the_guard_decodes_again_when_epsilon_layers_grow(monkeypatch):
+    """A chain of 9 epsilon arcs gives times 9 layers (eps_iterations 9, the graph's longest chain:
+    the filtered steps assume 9, and nothing is redone). Told to assume 2 (the tests' knob), the
+    steps filtered before the chain is reached (token 2 is out of the beam for the first 40 frames)
+    are tested by windows that see 9 layers: the row is decoded again without the filter."""
+    rng = np.random.default_rng(11)
+    T = 90
+    lp = random_log_probs(rng, 2, T, 3, False)
+    lp[:, :40, 2] = -100.0
+    lens = np.array([T, T - 9], np.int32)
+    dec = Decoder(_late_chain_graph(9), DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=0),
+                  device="cpu")
+    assert dec.eps_iterations == 9
+    got = {}
+    for layers in (None, "2"):
+        if layers is not None:
+            monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER_LAYERS", layers)
+        on, off = _on_and_off(monkeypatch, dec, lp, lens)
+        monkeypatch.delenv("CUWFST_CPU_LATTICE_FILTER_LAYERS", raising=False)
+        assert _same(on, off), layers
+        got[layers] = on[2][:, 1].tolist()
+        if layers is None:
+            assert (on[2][:, 0] < [r[3] for r in on[1]]).all()  # filtered, arcs dropped
+    assert got == {None: [0, 0], "2": [1, 1]}, got
+
+
+def test_no_filter_with_an_unbounded_beam(monkeypatch):
     rng = np.random.default_rng(7)
-    g = random_eps_graph(rng, 25, 6, 3, 0.3)
     lp = random_log_probs(rng, 2, 50, 6, False)
-    dec = Decoder(g, DecoderOptions(search_beam=10.0, output_beam=5.0), device="cpu")
-    assert dec.eps_iterations > 0
-    on, off = _on_and_off(monkeypatch, dec, lp, np.array([50, 40], np.int32))
-    assert _same(on, off)
-    assert (on[2][:, 0] == [r[3] for r in on[1]]).all()  # every recorded arc stored
     g = random_ctc_graph(rng, 25, 6, 3, 0.3)
     dec = Decoder(g, DecoderOptions(search_beam=10.0, output_beam=5e6), device="cpu")  # A + beam >= 2^22
     on, off = _on_and_off(monkeypatch, dec, lp, np.array([50, 40], np.int32))
     assert _same(on, off)
-    assert (on[2][:, 0] == [r[3] for r in on[1]]).all()
+    assert (on[2][:, 0] == [r[3] for r in on[1]]).all()  # every recorded arc stored
 
 
-def test_decode_api_lattices_with_the_filter(monkeypatch):
-    """Decoder.decode(lattice=True) on the tiny HLG: the same hypotheses, lattices, word times and
-    confidences with the filter on and off."""
+@pytest.mark.parametrize("name", ["HLG", "TLG"])
+def test_decode_api_lattices_with_the_filter(monkeypatch, name):
+    """Decoder.decode(lattice=True) on the tiny HLG and TLG: the same hypotheses, lattices, word
+    times and confidences with the filter on and off."""
     from conftest_data import TINY
 
-    g = Graph.load(TINY / "HLG.img")
+    g = Graph.load(TINY / f"{name}.img")
     rng = np.random.default_rng(3)
     lp = random_log_probs(rng, 4, 120, g.arrays.vocab_size, True)
     lens = np.array([120, 100, 64, 31], np.int32)

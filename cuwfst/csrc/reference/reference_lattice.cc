@@ -34,28 +34,40 @@ LatticeFilter LatticeFilter::FromEnv() {
   if (on != nullptr && (std::strcmp(on, "off") == 0 || std::strcmp(on, "0") == 0)) f.on = false;
   const char* pad = std::getenv("CUWFST_CPU_LATTICE_FILTER_PAD");
   if (pad != nullptr && *pad) f.pad = std::strtof(pad, nullptr);
+  const char* layers = std::getenv("CUWFST_CPU_LATTICE_FILTER_LAYERS");
+  if (layers != nullptr && *layers) f.layers = static_cast<int32_t>(std::strtol(layers, nullptr, 10));
   return f;
 }
 
 LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam,
-                               LatticeFilter filter, bool epsilon_free)
-    : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter), epsilon_free_(epsilon_free) {}
+                               LatticeFilter filter, bool epsilon_free, int32_t eps_layers)
+    : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter), epsilon_free_(epsilon_free),
+      eps_layers_(std::max(0, eps_layers)) {}
 
 // The records filter's bound for the step into `frontier` (reference_lattice.h, the records
 // filter): the magnitude it assumes for the windows that will test the step's arcs, A =
-// 2 m + 4096 (m: the largest |score| of the frontier it expands and of the new one), and
-// the offset c = output_beam + 80 u H + pad, H = 6 A + output_beam + 1 (64 u H is what the
-// bound needs; the rest covers the rounding of c and of s(dst) - c).
-bool LatticeBuilder::FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c) const {
-  if (!filter_.on || !epsilon_free_ || !(output_beam_ >= 0.0f)) return false;
+// 2 m + 4096 (m: the largest |score| of the frontier it expands and of the new one), the
+// epsilon layers L it assumes a later time has, and the offset c = output_beam + (2 K + 22)
+// u H + pad, K = 29 + 30 L, H = 6 A + output_beam + 1 ((2 K + 3) u H is what the bound needs;
+// the rest covers the rounding of c and of s(dst) - c; without epsilon arcs, 80 u H).
+bool LatticeBuilder::FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c,
+                                int32_t* layers) const {
+  if (!filter_.on || !(output_beam_ >= 0.0f)) return false;
   float m = prev.fmag;
   for (const Token& tok : frontier) m = std::max(m, std::fabs(tok.score));
   if (!std::isfinite(m)) return false;
   const double A = 2.0 * m + 4096.0, B = output_beam_;
   if (A + B >= 4194304.0) return false;  // 2^22: the bound's rounding argument needs less
   const double H = 6.0 * A + B + 1.0;
+  // the chain's arcs: at most 29 real ones and, on a graph with epsilon arcs, each of the 30
+  // times' epsilon layers, assumed at most eps_iterations (the graph's longest epsilon chain
+  // unless the caller chose fewer) or the most any time of the row has had so far; checked by
+  // the windows
+  const int32_t L = epsilon_free_ ? 0 : std::max(eps_layers_, max_layer_);
+  const double K = 29.0 + 30.0 * L;
   *a = static_cast<float>(A);
-  *c = static_cast<float>(B + 80.0 * 5.9604644775390625e-08 * H + filter_.pad);
+  *layers = L;
+  *c = static_cast<float>(B + (2.0 * K + 22.0) * 5.9604644775390625e-08 * H + filter_.pad);
   return true;
 }
 
@@ -101,10 +113,12 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     if (walk_phase_ >= 0) {  // the step's arcs walked as RowSearch::Step walked them (OnStepBegin)
       const int32_t phase = walk_phase_, final_state = g_.num_states - 1;
       float filter_a = 0.0f, c = 0.0f;
-      if (phase == kPhaseReal && FilterStep(prev, frontier, &filter_a, &c)) {
+      int32_t layers = 0;
+      if (phase == kPhaseReal && FilterStep(prev, frontier, &filter_a, &c, &layers)) {
         // the records filter (reference_lattice.h): end = fwd[src] + score below s(dst) - c
         // is not stored
         prev.filter_a = filter_a;
+        prev.filter_layers = layers;
         thr_.resize(nt);
         float lo = std::numeric_limits<float>::infinity();  // the lowest bound of any token
         for (int32_t i = 0; i < nt; ++i) {
@@ -237,11 +251,6 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     const Time& prev = times_.back();
     for (const LatticeRecord& r : prev.arcs)
       if (!IsEpsilon(r.arc)) cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], prev.fwd[r.src_tok] + r.score);
-    // the filter's guard: the arcs it kept give every token at least the search's score (so
-    // the max is the unfiltered one: a dropped arc ends below it)
-    if (prev.filter_a > 0.0f)
-      for (int32_t i = 0; i < nt; ++i)
-        if (!(cur.fwd[i] >= frontier[i].score)) broken_ = true;
   }
   if (!cur.arcs.empty() && error_.empty()) {
     // epsilon arcs in the sources' topological order, so each source is complete
@@ -257,8 +266,15 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
       cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], cur.fwd[r.src_tok] + r.score);
     }
   }
+  // the filter's guard: the arcs it kept (and the time's epsilon arcs) give every token at
+  // least the search's score, so each max is the unfiltered one: a dropped arc ends below it
+  if (!times_.empty() && times_.back().filter_a > 0.0f)
+    for (int32_t i = 0; i < nt; ++i)
+      if (!(cur.fwd[i] >= frontier[i].score)) broken_ = true;
   for (int32_t i = 0; i < nt; ++i)
     if (std::isfinite(cur.fwd[i])) cur.fmag = std::max(cur.fmag, std::fabs(cur.fwd[i]));
+  for (int32_t i = 0; i < nt; ++i) cur.max_layer = std::max(cur.max_layer, cur.layer[i]);
+  max_layer_ = std::max(max_layer_, cur.max_layer);
   cur.bwd.assign(nt, kNegInf);
   cur.alive.assign(nt, 1);
   times_.push_back(std::move(cur));
@@ -323,8 +339,13 @@ void LatticeBuilder::PruneWindow(int32_t begin, int32_t end) {
   // the records filter's guard: the magnitudes this window saw against those its filtered
   // steps assumed (reference_lattice.h)
   for (int32_t t = begin; t <= end; ++t) bmag = std::max(bmag, times_[t].fmag);
-  for (int32_t t = begin; t < end; ++t)
-    if (times_[t].filter_a > 0.0f && !(bmag <= times_[t].filter_a)) broken_ = true;
+  // and the epsilon layers of the times a filtered step's chains can pass (t + 1 .. end)
+  int32_t layers = 0;
+  for (int32_t t = end; t >= begin; --t) {
+    if (times_[t].filter_a > 0.0f && (!(bmag <= times_[t].filter_a) || layers > times_[t].filter_layers))
+      broken_ = true;
+    layers = std::max(layers, times_[t].max_layer);
+  }
   for (int32_t t = begin; t < end; ++t) Compact(t);
 }
 
@@ -428,12 +449,13 @@ bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
 bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
                       const Options& opt, std::vector<int32_t>* slot, RowResult* result,
                       RowLattice* lattice, std::string* error) {
-  // the records filter where no epsilon arc is followed (reference_lattice.h); a row whose
-  // magnitudes broke its guard is decoded again without it
+  // the records filter (reference_lattice.h); a row whose magnitudes or epsilon layers broke
+  // its guard is decoded again without it
   const LatticeFilter filter = LatticeFilter::FromEnv();
   const bool epsilon_free = g.eps_count == nullptr || opt.eps_iterations == 0;
   for (int pass = 0;; ++pass) {
-    LatticeBuilder builder(g, slot, opt.output_beam, pass == 0 ? filter : LatticeFilter{false, 0.0f}, epsilon_free);
+    LatticeBuilder builder(g, slot, opt.output_beam, pass == 0 ? filter : LatticeFilter{false, 0.0f}, epsilon_free,
+                           filter.layers >= 0 ? filter.layers : opt.eps_iterations);
     RowSearch search(g, opt, slot, nullptr, &builder);
     const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
     for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);

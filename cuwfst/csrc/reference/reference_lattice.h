@@ -62,10 +62,13 @@ struct RowLattice {
 // The records filter of the CPU lattice (LatticeBuilder): on by default; "off" in the
 // environment variable CUWFST_CPU_LATTICE_FILTER turns it off (A/B runs, tests), and
 // CUWFST_CPU_LATTICE_FILTER_PAD (a float, tests only) is added to its bound: a negative pad
-// makes it drop arcs the windows keep, which the tests use to show they can see that.
+// makes it drop arcs the windows keep, which the tests use to show they can see that;
+// CUWFST_CPU_LATTICE_FILTER_LAYERS (an int, tests only) replaces the epsilon layers a time is
+// assumed to have (the search's eps_iterations), so that the windows' layer guard can be seen.
 struct LatticeFilter {
   bool on = true;
   float pad = 0.0f;
+  int32_t layers = -1;
   static LatticeFilter FromEnv();
 };
 
@@ -78,9 +81,11 @@ struct LatticeFilter {
 class LatticeBuilder : public StepObserver {
  public:
   // `slot` must hold num_states entries, all -1 (restored after every call). `filter`: the
-  // records filter (below), used where the graph has no epsilon arcs to follow.
+  // records filter (below); `epsilon_free`: no epsilon arc is followed; `eps_layers`: the
+  // epsilon layers a time is expected to have at most (the search's eps_iterations).
   LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam,
-                 LatticeFilter filter = LatticeFilter{false, 0.0f}, bool epsilon_free = false);
+                 LatticeFilter filter = LatticeFilter{false, 0.0f}, bool epsilon_free = false,
+                 int32_t eps_layers = 0);
   void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
   // A step's arcs are walked once its new frontier is known (AddTime), not stored as they
   // come: of the ~37 M arcs a model row's steps walk, only those entering a surviving state
@@ -99,23 +104,28 @@ class LatticeBuilder : public StepObserver {
 
   // The records filter. A walked arc of a real step whose destination survived, with
   // end = fwd[src] + score < s(dst) - output_beam - slack (s: the search's score of the
-  // destination token), is not stored: no window can keep it. Why, on a graph without
-  // epsilon arcs: let a window [B, E) test it at time t, and x_0 = dst, ..., x_K (K <= 29,
-  // at E) the chain of the arcs that give each backward score its max. Along the chain,
-  // bwd(x_{k-1}) = fl(score_k + bwd(x_k)) and fwd(x_k) >= fl(fwd(x_{k-1}) + score_k) (the
-  // forward is a max over every stored arc, the chain's among them), bwd(x_K) = -fwd(x_K);
-  // with every value involved of magnitude at most H (each rounding at most u H, u = 2^-24),
-  // bwd(dst) <= -fwd(dst) + 2 K u H; with fwd(dst) >= s(dst) (checked: the filter keeps the
-  // arcs that give the max), the arc's test (score + bwd(dst)) + fwd(src) is at most
-  // -output_beam - slack + (2K + 3) u H < -output_beam for slack >= 64 u H. H = 6A +
-  // output_beam + 1 bounds them when every forward and backward score of the window's
-  // tokens is within A (kept chain arcs then have |score| <= 2A + output_beam + 1; an arc
-  // whose end is below -H1 = -(3A + output_beam + 1) fails by monotone rounding, given
-  // A + output_beam < 2^22). A is assumed when the step is filtered (twice the magnitude
-  // then, plus 4096), and checked by every window that tests the step: a window that sees
-  // more breaks the filter (FilterBroken). Dropped arcs are never kept and never give a
-  // max, so every forward, backward, kept arc and surviving state is the unfiltered one's;
-  // recorded_arcs counts them.
+  // destination token), is not stored: no window can keep it. Why: let a window [B, E) test
+  // it at time t, and x_0 = dst, ..., x_K (at E) the chain of the arcs that give each backward
+  // score its max: real arcs to the next time (at most 29) and, on a graph with epsilon arcs,
+  // the epsilon arcs of each time the chain passes (at most that time's epsilon layers, the
+  // longest epsilon path among its tokens), so K <= 29 + 30 L with L the most layers of a time
+  // in t + 1 .. E. Along the chain, bwd(x_{k-1}) = fl(score_k + bwd(x_k)) and fwd(x_k) >=
+  // fl(fwd(x_{k-1}) + score_k) (the forward is a max over every stored arc, the chain's among
+  // them; epsilon arcs in topological order, so each source is complete first), bwd(x_K) =
+  // -fwd(x_K); with every value involved of magnitude at most H (each rounding at most u H, u =
+  // 2^-24), bwd(dst) <= -fwd(dst) + 2 K u H; with fwd(dst) >= s(dst) (checked once the time's
+  // epsilon arcs are in: the filter keeps the arcs that give the max), the arc's test (score +
+  // bwd(dst)) + fwd(src) is at most -output_beam - slack + (2K + 3) u H < -output_beam for
+  // slack >= (2K + 3) u H. H = 6A + output_beam + 1 bounds them when every forward and
+  // backward score of the window's tokens is within A (kept chain arcs then have |score| <=
+  // 2A + output_beam + 1; an arc whose end is below -H1 = -(3A + output_beam + 1) fails by
+  // monotone rounding, given A + output_beam < 2^22). A is assumed when the step is filtered
+  // (twice the magnitude then, plus 4096), and so is L (0 without epsilon arcs, else the
+  // search's eps_iterations or the most layers the row has had so far, whichever is more:
+  // eps_iterations is the graph's longest epsilon chain unless the caller chose fewer); every
+  // window that tests the step checks both, and one that sees more breaks the filter
+  // (FilterBroken). Dropped arcs are never kept and never give a max, so every forward,
+  // backward, kept arc and surviving state is the unfiltered one's; recorded_arcs counts them.
 
  private:
   struct Pending {
@@ -133,10 +143,13 @@ class LatticeBuilder : public StepObserver {
     std::vector<int32_t> arc_begin;      // [tokens + 1] CSR of `arcs` by source token
     float fmag = 0.0f;                   // max |fwd| over the tokens
     float filter_a = 0.0f;               // > 0: the step's arcs were filtered assuming magnitude A
+    int32_t filter_layers = 0;           // and at most this many epsilon layers a later time
+    int32_t max_layer = 0;               // the most epsilon layers a token of this time has
   };
   // Whether the step into `frontier` is filtered: its assumed magnitude A and the bound's offset c
   // (an arc is dropped when end < s(dst) - c)
-  bool FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c) const;
+  bool FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c,
+                  int32_t* layers) const;
   void AddTime(const std::vector<Token>& frontier);
   void PruneWindow(int32_t begin, int32_t end);
   void Compact(int32_t t);
@@ -162,7 +175,9 @@ class LatticeBuilder : public StepObserver {
   int64_t dropped_ = 0;             // arcs the records filter did not store
   LatticeFilter filter_;
   bool epsilon_free_ = false;
+  int32_t eps_layers_ = 0;
   bool broken_ = false;
+  int32_t max_layer_ = 0;           // the most epsilon layers of any time so far
   std::vector<float> thr_;          // the filter's bound per token of the new frontier
   std::vector<uint64_t> bits_;      // the new frontier's states as bits (the filtered walk), all 0 between steps
   std::string error_;
