@@ -221,26 +221,35 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   cur.order.resize(nt);
   for (int32_t i = 0; i < nt; ++i) cur.order[i] = i;
   if (!cur.arcs.empty()) {  // (no epsilon arc at this time: every token on layer 0, in token order)
-    std::vector<int32_t> indeg(nt, 0), queue;
-    std::vector<std::vector<int32_t>> eps_out(nt);
+    // the epsilon arcs are grouped by source token (sorted above): their CSR in eps_begin_
+    eps_begin_.assign(nt + 1, 0);
+    indeg_.assign(nt, 0);
     for (const LatticeRecord& r : cur.arcs) {
-      ++indeg[r.dst_tok];
-      eps_out[r.src_tok].push_back(r.dst_tok);
+      ++eps_begin_[r.src_tok + 1];
+      ++indeg_[r.dst_tok];
     }
+    for (int32_t i = 0; i < nt; ++i) eps_begin_[i + 1] += eps_begin_[i];
+    queue_.clear();
     for (int32_t i = 0; i < nt; ++i)
-      if (indeg[i] == 0) queue.push_back(i);
-    for (size_t q = 0; q < queue.size(); ++q) {
-      const int32_t i = queue[q];
-      for (int32_t d : eps_out[i]) {
+      if (indeg_[i] == 0) queue_.push_back(i);
+    int32_t top = 0;
+    for (size_t q = 0; q < queue_.size(); ++q) {
+      const int32_t i = queue_[q];
+      for (int32_t k = eps_begin_[i]; k < eps_begin_[i + 1]; ++k) {
+        const int32_t d = cur.arcs[k].dst_tok;
         cur.layer[d] = std::max(cur.layer[d], cur.layer[i] + 1);
-        if (--indeg[d] == 0) queue.push_back(d);
+        top = std::max(top, cur.layer[d]);
+        if (--indeg_[d] == 0) queue_.push_back(d);
       }
     }
-    if (static_cast<int32_t>(queue.size()) < nt && error_.empty())
+    if (static_cast<int32_t>(queue_.size()) < nt && error_.empty())
       error_ = "the lattice has an epsilon cycle at time " + std::to_string(times_.size()) +
                " (lattices need graphs whose epsilon arcs are acyclic)";
-    std::stable_sort(cur.order.begin(), cur.order.end(),
-                     [&](int32_t x, int32_t y) { return cur.layer[x] < cur.layer[y]; });
+    // tokens by layer, in token order inside a layer (a counting sort: stable)
+    indeg_.assign(top + 2, 0);
+    for (int32_t i = 0; i < nt; ++i) ++indeg_[cur.layer[i] + 1];
+    for (int32_t l = 0; l <= top; ++l) indeg_[l + 1] += indeg_[l];
+    for (int32_t i = 0; i < nt; ++i) cur.order[indeg_[cur.layer[i]]++] = i;
   }
 
   // Forward scores, k2's Viterbi forward: the max over incoming arcs of fwd[src] + score.
@@ -253,18 +262,13 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
       if (!IsEpsilon(r.arc)) cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], prev.fwd[r.src_tok] + r.score);
   }
   if (!cur.arcs.empty() && error_.empty()) {
-    // epsilon arcs in the sources' topological order, so each source is complete
-    std::vector<int32_t> rank(nt);
-    for (int32_t k = 0; k < nt; ++k) rank[cur.order[k]] = k;
-    std::vector<int32_t> idx(cur.arcs.size());
-    for (size_t k = 0; k < idx.size(); ++k) idx[k] = static_cast<int32_t>(k);
-    std::stable_sort(idx.begin(), idx.end(), [&](int32_t x, int32_t y) {
-      return rank[cur.arcs[x].src_tok] < rank[cur.arcs[y].src_tok];
-    });
-    for (int32_t k : idx) {
-      const LatticeRecord& r = cur.arcs[k];
-      cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], cur.fwd[r.src_tok] + r.score);
-    }
+    // epsilon arcs in the sources' topological order, so each source is complete (a source's
+    // arcs in their order in cur.arcs)
+    for (int32_t i : cur.order)
+      for (int32_t k = eps_begin_[i]; k < eps_begin_[i + 1]; ++k) {
+        const LatticeRecord& r = cur.arcs[k];
+        cur.fwd[r.dst_tok] = std::max(cur.fwd[r.dst_tok], cur.fwd[i] + r.score);
+      }
   }
   // the filter's guard: the arcs it kept (and the time's epsilon arcs) give every token at
   // least the search's score, so each max is the unfiltered one: a dropped arc ends below it

@@ -180,6 +180,7 @@ class LatticeBuilder : public StepObserver {
   int32_t max_layer_ = 0;           // the most epsilon layers of any time so far
   std::vector<float> thr_;          // the filter's bound per token of the new frontier
   std::vector<uint64_t> bits_;      // the new frontier's states as bits (the filtered walk), all 0 between steps
+  std::vector<int32_t> eps_begin_, indeg_, queue_;  // AddTime's scratch: epsilon CSR, Kahn's algorithm
   std::string error_;
 };
 
