@@ -240,3 +240,91 @@ def test_long_rows_stay_filtered(monkeypatch):
     assert (on[2][:, 1] == 0).all()
     assert all(r[3] > s for r, s in zip(on[1], on[2][:, 0]))
     assert float(np.abs(on[0][2]).max()) > 1000.0  # the 1-best scores: magnitudes in the thousands
+
+
+def _replay(dec: Decoder, lens: np.ndarray, rec):
+    """ref_lattices_from_records' raw rows (the host replay of a GPU decode's records, here a CPU
+    decode's): ([(states, arcs, scores, recorded)], 1-best scores, stats [B, 2])."""
+    from cuwfst.decoder.lattice_records import RECORD_INTS
+
+    B = len(lens)
+    lens = np.ascontiguousarray(lens, np.int32)
+    size, score = np.zeros((B, 3), np.int64), np.zeros(B, np.float32)
+    o, ref = dec.options, dec._ref
+    h = ref.mod.ref_lattices_from_records(
+        ref.handle, lens, np.ascontiguousarray(rec.records, np.int32).reshape(-1, RECORD_INTS), rec.counts, rec.cutoffs,
+        rec.sizes, np.zeros(B, np.uint8), o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
+        o.allow_partial, dec.eps_iterations, 1, size, score)
+    try:
+        rows = []
+        for b in range(B):
+            S, A, recorded = (int(x) for x in size[b])
+            st, ar, sc = np.zeros((3, S), np.int32), np.zeros((4, A), np.int32), np.zeros((3, A), np.float32)
+            ref.mod.ref_lattice_row(h, b, st, ar, sc)
+            rows.append((st, ar, sc, recorded))
+        stats = np.zeros((B, 2), np.int64)
+        ref.mod.ref_lattice_filter_stats(h, stats)
+    finally:
+        ref.mod.ref_lattice_free(h)
+    return rows, score, stats
+
+
+def _replay_on_and_off(monkeypatch, dec, lens, rec, layers=None):
+    monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER", "on")
+    if layers is not None:
+        monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER_LAYERS", layers)
+    on = _replay(dec, lens, rec)
+    monkeypatch.delenv("CUWFST_CPU_LATTICE_FILTER_LAYERS", raising=False)
+    monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER", "off")
+    off = _replay(dec, lens, rec)
+    monkeypatch.delenv("CUWFST_CPU_LATTICE_FILTER")
+    return on, off
+
+
+def _same_replay(on, off) -> bool:
+    if on[1].tobytes() != off[1].tobytes():
+        return False
+    return all(s1.tobytes() == s2.tobytes() and a1.tobytes() == a2.tobytes() and c1.tobytes() == c2.tobytes()
+               and r1 == r2 for (s1, a1, c1, r1), (s2, a2, c2, r2) in zip(on[0], off[0]))
+
+
+def test_the_records_replay_filtered(monkeypatch):
+    """The host replay of a decode's records (the GPU lattice's path on epsilon graphs, records in
+    any order inside a step) filters a real step's arcs as the CPU decode's walk does: the same
+    lattices and 1-best scores as the unfiltered replay, with and without epsilon arcs."""
+    from cuwfst.decoder.lattice_records import cpu_records
+    from test_lattice_records import random_lattice_case, shuffle_within_steps
+
+    dropped = {False: 0, True: 0}
+    for seed in range(36):
+        rng, graph, lp, lens, opts = random_lattice_case(seed)
+        dec = Decoder(graph, opts, device="cpu")
+        rec = shuffle_within_steps(cpu_records(dec, lp, lens), lens, rng)
+        on, off = _replay_on_and_off(monkeypatch, dec, lens, rec)
+        assert _same_replay(on, off), seed
+        if dec.eps_iterations >= graph.max_epsilon_chain:  # (fewer passes than the longest chain, the
+            assert (on[2][:, 1] == 0).all(), seed          # caller's choice, may see more layers)
+        assert (off[2][:, 0] == [r[3] for r in off[0]]).all()
+        dropped[dec.eps_iterations > 0] += sum(r[3] for r in on[0]) - int(on[2][:, 0].sum())
+    assert dropped[False] > 0 and dropped[True] > 0, dropped
+
+
+def test_the_records_replay_guard(monkeypatch):
+    """The replay's guard: told to assume 2 epsilon layers on a graph whose times reach 9, the
+    replay runs again without the filter (the same lattice either way)."""
+    from cuwfst.decoder.lattice_records import cpu_records
+
+    rng = np.random.default_rng(11)
+    T = 90
+    lp = random_log_probs(rng, 2, T, 3, False)
+    lp[:, :40, 2] = -100.0
+    lens = np.array([T, T - 9], np.int32)
+    dec = Decoder(_late_chain_graph(9), DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=0),
+                  device="cpu")
+    rec = cpu_records(dec, lp, lens)
+    got = {}
+    for layers in (None, "2"):
+        on, off = _replay_on_and_off(monkeypatch, dec, lens, rec, layers)
+        assert _same_replay(on, off), layers
+        got[layers] = on[2][:, 1].tolist()
+    assert got == {None: [0, 0], "2": [1, 1]}, got

@@ -189,11 +189,35 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         }
       }
     }
-    for (const Pending& p : step_arcs_) {
-      const int32_t d = slot_[p.dest];
-      if (d < 0) continue;
-      const int32_t a = p.arc & ~kRedirectArcBit;
-      prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
+    // the arcs that came one by one (ReplayStep's): a real step's are filtered as the walk's are
+    float filter_a = 0.0f, c = 0.0f;
+    int32_t layers = 0;
+    const bool real_step = !step_arcs_.empty() && !(step_arcs_[0].arc & kRedirectArcBit) &&
+                           g_.ilabel[step_arcs_[0].arc] >= 0;
+    if (real_step && FilterStep(prev, frontier, &filter_a, &c, &layers)) {
+      prev.filter_a = filter_a;
+      prev.filter_layers = layers;
+      int64_t entered = 0;
+      const size_t stored_before = prev.arcs.size();
+      for (const Pending& p : step_arcs_) {
+        const int32_t d = slot_[p.dest];
+        if (d < 0) continue;
+        ++entered;
+        const float score = p.acoustic + g_.weight[p.arc];
+        // (a real step's arcs are all real: no redirect bit; the same end the forward computes)
+        if (prev.fwd[p.src_tok] + score < frontier[d].score - c) continue;
+        prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, score});
+      }
+      const int64_t dropped = entered - static_cast<int64_t>(prev.arcs.size() - stored_before);
+      dropped_ += dropped;
+      recorded_ += dropped;
+    } else {
+      for (const Pending& p : step_arcs_) {
+        const int32_t d = slot_[p.dest];
+        if (d < 0) continue;
+        const int32_t a = p.arc & ~kRedirectArcBit;
+        prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
+      }
     }
   }
   walk_phase_ = -1;
@@ -475,30 +499,32 @@ bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_st
 }
 
 // ---------------------------------------------------------------- lattice records
-bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRow& row,
-                        std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
-                        std::string* error) {
+// One replay of a row's records (LatticeFromRecords) with the records filter or without it.
+static bool ReplayRecords(const GraphView& g, const Options& opt, const RecordedRow& row, LatticeFilter filter,
+                          std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
+                          std::string* error, bool* filter_broken) {
   const int32_t N = g.num_states;
-  if (static_cast<int64_t>(scratch->size()) < 2ll * N) {
-    *error = "lattice records: scratch too small";
-    return false;
-  }
   // The search and the builder index the first half of the scratch by state (RowSearch's
   // `slot`); the replay maps graph states to the current frontier's tokens in the second.
   int32_t* tok_of = scratch->data() + N;
-  LatticeBuilder builder(g, scratch, opt.output_beam);
+  const bool epsilon_free = g.eps_count == nullptr || opt.eps_iterations == 0;
+  LatticeBuilder builder(g, scratch, opt.output_beam, filter, epsilon_free,
+                         filter.layers >= 0 ? filter.layers : opt.eps_iterations);
   RowSearch search(g, opt, scratch, nullptr, &builder);
-  std::vector<StepArc> arcs;
+  std::vector<StepArc> got, arcs;
+  std::vector<int32_t> start;  // the step's records by source token: a counting sort
   const int32_t* rec = row.records;
   std::string err;
   for (int32_t t = 0; t <= row.length && err.empty(); ++t) {
     const bool final_step = t == row.length;
     const int32_t phase = search.NextPhase(final_step);
     const std::vector<Token>& fr = search.frontier();
-    for (size_t i = 0; i < fr.size(); ++i) tok_of[fr[i].state] = static_cast<int32_t>(i);
+    const int32_t nt = static_cast<int32_t>(fr.size());
+    for (int32_t i = 0; i < nt; ++i) tok_of[fr[i].state] = i;
     const int32_t n = row.counts[t];
-    arcs.clear();
-    arcs.reserve(n);
+    got.clear();
+    got.reserve(n);
+    start.assign(nt + 1, 0);
     for (int32_t k = 0; k < n && err.empty(); ++k, rec += kRecordInts) {
       const int32_t s = rec[0], code = rec[1];
       const int32_t a = code & ~kRedirectArcBit;
@@ -519,17 +545,24 @@ bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRo
         err = "a record's arc does not leave its state in the step's phase";
         break;
       }
-      arcs.push_back({tok_of[s], code, acoustic});
+      got.push_back({tok_of[s], code, acoustic});
+      ++start[tok_of[s] + 1];
     }
     for (const Token& tok : fr) tok_of[tok.state] = -1;
     if (!err.empty()) {
       err = "step " + std::to_string(t) + ": " + err;
       break;
     }
-    // Step() offers arcs in frontier order, each token's in arc order
-    std::sort(arcs.begin(), arcs.end(), [](const StepArc& x, const StepArc& y) {
-      return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : x.arc < y.arc;
-    });
+    // Step() offers arcs in frontier order, each token's in arc order: by source token (a
+    // counting sort), then each token's few arcs by arc
+    for (int32_t i = 0; i < nt; ++i) start[i + 1] += start[i];
+    arcs.resize(got.size());
+    for (const StepArc& x : got) arcs[start[x.src_tok]++] = x;
+    for (int32_t i = 0, lo = 0; i < nt; lo = start[i++]) {
+      if (start[i] - lo > 1)
+        std::sort(arcs.begin() + lo, arcs.begin() + start[i],
+                  [](const StepArc& x, const StepArc& y) { return x.arc < y.arc; });
+    }
     for (size_t k = 1; k < arcs.size(); ++k)
       if (arcs[k].src_tok == arcs[k - 1].src_tok && arcs[k].arc == arcs[k - 1].arc)
         err = "step " + std::to_string(t) + ": an arc is recorded twice";
@@ -544,7 +577,29 @@ bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRo
     return false;
   }
   *result = search.Result();
-  return builder.Finish(lattice, error);
+  const bool ok = builder.Finish(lattice, error);
+  *filter_broken = builder.FilterBroken();
+  return ok;
+}
+
+bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRow& row,
+                        std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
+                        std::string* error) {
+  if (static_cast<int64_t>(scratch->size()) < 2ll * g.num_states) {
+    *error = "lattice records: scratch too small";
+    return false;
+  }
+  // the records filter (reference_lattice.h), as DecodeRowLattice has it: a row whose
+  // magnitudes or epsilon layers broke its guard is replayed again without it
+  const LatticeFilter filter = LatticeFilter::FromEnv();
+  bool broken = false;
+  bool ok = ReplayRecords(g, opt, row, filter, scratch, result, lattice, error, &broken);
+  if (ok && broken) {
+    error->clear();
+    ok = ReplayRecords(g, opt, row, LatticeFilter{false, 0.0f}, scratch, result, lattice, error, &broken);
+    lattice->filter_redone = true;
+  }
+  return ok;
 }
 
 void RecordingObserver::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) {
