@@ -320,13 +320,15 @@ void RowSearch::ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool 
   const GraphView& g = g_;
   Recombiner rec(slot_);
   const int32_t final_state = g.num_states - 1;
+  StepObserver* const each_arc = observer_ && !observer_->WalksSteps() ? observer_ : nullptr;
+  if (observer_ && !each_arc) observer_->OnReplayStep(arcs, phase);
   for (const StepArc& x : arcs) {
     const Token& tok = frontier_[x.src_tok];
     const int32_t a = x.arc & ~kRedirectArcBit;
     const int32_t dest = phase == kPhaseRedirect ? final_state : g.dest[a];
     const int32_t code = phase == kPhaseRedirect ? (a | kRedirectArcBit) : a;
     const float acoustic = phase == kPhaseReal ? x.acoustic : 0.0f;
-    if (observer_) observer_->OnArc(x.src_tok, dest, code, acoustic);
+    if (each_arc) each_arc->OnArc(x.src_tok, dest, code, acoustic);
     const float end = tok.score + (acoustic + g.weight[a]);
     if (!(end > cutoff)) continue;
     rec.Offer(dest, end, tok.winner, code, x.src_tok, g.SourceArc(a));

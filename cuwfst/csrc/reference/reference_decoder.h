@@ -125,6 +125,15 @@ struct StepTokenArcs {
   float max;
 };
 
+// An arc of a step handed to RowSearch::ReplayStep from outside the search (the GPU
+// decoder's lattice records, reference_lattice.h): the frontier token it leaves, its image
+// arc id (kRedirectArcBit on allow_partial's redirected arcs) and its acoustic score.
+struct StepArc {
+  int32_t src_tok;
+  int32_t arc;
+  float acoustic;
+};
+
 // Sees every arc a step expands, for lattices (reference_lattice.h): the lattice keeps an
 // arc of the step whenever its destination survives, admitted or not (k2's rule), so the
 // observer must see more than the winners. Arcs are reported in expansion order.
@@ -141,24 +150,18 @@ class StepObserver {
   // An observer that walks a step's arcs itself once the step is done (true) gets, instead
   // of an OnArc call for each arc of RowSearch::Step, one OnStepBegin call before the step
   // with the frontier it expands, the step's phase, its log-probs (nullptr on the final step)
-  // and each token's arc range (valid until the next step); the closure's epsilon arcs and
-  // ReplayStep's arcs still come through OnArc.
+  // and each token's arc range (valid until the next step), and, for RowSearch::ReplayStep,
+  // one OnReplayStep call with the step's arcs (valid until the step's OnStepEnd); the
+  // closure's epsilon arcs still come through OnArc.
   virtual bool WalksSteps() const { return false; }
   virtual void OnStepBegin(const std::vector<Token>& /*frontier*/, int32_t /*phase*/, const float* /*lp*/,
                            const StepTokenArcs* /*ranges*/) {}
+  virtual void OnReplayStep(const std::vector<StepArc>& /*arcs*/, int32_t /*phase*/) {}
   // The start closure or a step (and its closure) is done: `frontier` is the new frontier,
   // `cutoff` the step's admission cutoff (0 - search_beam for the start closure).
   virtual void OnStepEnd(const std::vector<Token>& frontier, float cutoff) = 0;
 };
 
-// An arc of a step handed to RowSearch::ReplayStep from outside the search (the GPU
-// decoder's lattice records, reference_lattice.h): the frontier token it leaves, its image
-// arc id (kRedirectArcBit on allow_partial's redirected arcs) and its acoustic score.
-struct StepArc {
-  int32_t src_tok;
-  int32_t arc;
-  float acoustic;
-};
 
 class Recombiner;  // reference_decoder.cc
 

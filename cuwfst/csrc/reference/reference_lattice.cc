@@ -87,6 +87,11 @@ void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t pha
   walk_lp_ = lp;
 }
 
+void LatticeBuilder::OnReplayStep(const std::vector<StepArc>& arcs, int32_t phase) {
+  replay_arcs_ = &arcs;
+  replay_phase_ = phase;
+}
+
 void LatticeBuilder::OnStepEnd(const std::vector<Token>& frontier, float /*cutoff*/) {
   AddTime(frontier);
   // A window runs once the frontier at its end time exists (k2 signals its pruning thread
@@ -189,37 +194,46 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         }
       }
     }
-    // the arcs that came one by one (ReplayStep's): a real step's are filtered as the walk's are
-    float filter_a = 0.0f, c = 0.0f;
-    int32_t layers = 0;
-    const bool real_step = !step_arcs_.empty() && !(step_arcs_[0].arc & kRedirectArcBit) &&
-                           g_.ilabel[step_arcs_[0].arc] >= 0;
-    if (real_step && FilterStep(prev, frontier, &filter_a, &c, &layers)) {
-      prev.filter_a = filter_a;
-      prev.filter_layers = layers;
-      int64_t entered = 0;
-      const size_t stored_before = prev.arcs.size();
-      for (const Pending& p : step_arcs_) {
-        const int32_t d = slot_[p.dest];
-        if (d < 0) continue;
-        ++entered;
-        const float score = p.acoustic + g_.weight[p.arc];
-        // (a real step's arcs are all real: no redirect bit; the same end the forward computes)
-        if (prev.fwd[p.src_tok] + score < frontier[d].score - c) continue;
-        prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, score});
-      }
-      const int64_t dropped = entered - static_cast<int64_t>(prev.arcs.size() - stored_before);
-      dropped_ += dropped;
-      recorded_ += dropped;
-    } else {
-      for (const Pending& p : step_arcs_) {
-        const int32_t d = slot_[p.dest];
-        if (d < 0) continue;
-        const int32_t a = p.arc & ~kRedirectArcBit;
-        prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
+    if (replay_arcs_ != nullptr) {  // ReplayStep's arcs: a real step's are filtered as the walk's are
+      const int32_t phase = replay_phase_, final_state = g_.num_states - 1;
+      float filter_a = 0.0f, c = 0.0f;
+      int32_t layers = 0;
+      if (phase == kPhaseReal && FilterStep(prev, frontier, &filter_a, &c, &layers)) {
+        prev.filter_a = filter_a;
+        prev.filter_layers = layers;
+        int64_t entered = 0;
+        const size_t stored_before = prev.arcs.size();
+        for (const StepArc& x : *replay_arcs_) {
+          const int32_t d = slot_[g_.dest[x.arc]];
+          if (d < 0) continue;
+          ++entered;
+          // (the same end the forward computes, and the walk's test)
+          const float score = x.acoustic + g_.weight[x.arc];
+          if (prev.fwd[x.src_tok] + score < frontier[d].score - c) continue;
+          prev.arcs.push_back({x.src_tok, d, x.arc, x.acoustic, score});
+        }
+        const int64_t dropped = entered - static_cast<int64_t>(prev.arcs.size() - stored_before);
+        dropped_ += dropped;
+        recorded_ += dropped;
+      } else {
+        for (const StepArc& x : *replay_arcs_) {
+          const int32_t a = x.arc & ~kRedirectArcBit;
+          const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
+          if (d < 0) continue;
+          const int32_t code = phase == kPhaseRedirect ? (a | kRedirectArcBit) : a;
+          const float acoustic = phase == kPhaseReal ? x.acoustic : 0.0f;
+          prev.arcs.push_back({x.src_tok, d, code, acoustic, acoustic + g_.weight[a]});
+        }
       }
     }
+    for (const Pending& p : step_arcs_) {  // (arcs that came one by one: none from RowSearch)
+      const int32_t d = slot_[p.dest];
+      if (d < 0) continue;
+      const int32_t a = p.arc & ~kRedirectArcBit;
+      prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
+    }
   }
+  replay_arcs_ = nullptr;
   walk_phase_ = -1;
   Time cur;
   cur.state.resize(nt);

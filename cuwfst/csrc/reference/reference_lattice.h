@@ -93,6 +93,8 @@ class LatticeBuilder : public StepObserver {
   bool WalksSteps() const override { return true; }
   void OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
                    const StepTokenArcs* ranges) override;
+  // ReplayStep's arcs (the records of a GPU decode), read in AddTime as a walked step's are
+  void OnReplayStep(const std::vector<StepArc>& arcs, int32_t phase) override;
   void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
   // Runs the last window and writes the lattice. False (with `error`) when a time's
   // epsilon arcs formed a cycle, which no lattice in k2's sense can hold.
@@ -165,6 +167,8 @@ class LatticeBuilder : public StepObserver {
   const StepTokenArcs* walk_ranges_ = nullptr;
   int32_t walk_phase_ = -1;
   const float* walk_lp_ = nullptr;
+  const std::vector<StepArc>* replay_arcs_ = nullptr;  // ReplayStep's arcs of the step under way
+  int32_t replay_phase_ = -1;
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
   // Finish's scratch: a token's kept arcs keyed by their source arc ids
   std::vector<std::pair<int32_t, int32_t>> run_keys_;
