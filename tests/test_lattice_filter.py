@@ -22,18 +22,25 @@ def _decode(dec: Decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False
     o, ref = dec.options, dec._ref
     h = ref.mod.ref_decode_lattice(ref.handle, lp, lens, o.search_beam, o.output_beam, o.min_active_states,
                                    o.max_active_states, o.allow_partial, dec.eps_iterations, online, 1, *outs)
+    rows, stats = _take_rows(ref.mod, h, outs[5])
+    return outs[:5], rows, stats
+
+
+def _take_rows(mod, h, sizes: np.ndarray):
+    """A lattice handle's rows [(states, arcs, scores, recorded)] and filter stats [B, 2]; frees it.
+    sizes [B, 3]: each row's (states, arcs, recorded arcs)."""
     try:
         rows = []
-        for b in range(B):
-            S, A, rec = (int(x) for x in outs[5][b])
+        for b in range(sizes.shape[0]):
+            S, A, recorded = (int(x) for x in sizes[b])
             st, ar, sc = np.zeros((3, S), np.int32), np.zeros((4, A), np.int32), np.zeros((3, A), np.float32)
-            ref.mod.ref_lattice_row(h, b, st, ar, sc)
-            rows.append((st, ar, sc, rec))
-        stats = np.zeros((B, 2), np.int64)
-        ref.mod.ref_lattice_filter_stats(h, stats)
+            mod.ref_lattice_row(h, b, st, ar, sc)
+            rows.append((st, ar, sc, recorded))
+        stats = np.zeros((sizes.shape[0], 2), np.int64)
+        mod.ref_lattice_filter_stats(h, stats)
     finally:
-        ref.mod.ref_lattice_free(h)
-    return outs[:5], rows, stats
+        mod.ref_lattice_free(h)
+    return rows, stats
 
 
 def _on_and_off(monkeypatch, dec, lp, lens, online=False, pad=None):
@@ -168,18 +175,23 @@ def _late_chain_graph(chain: int) -> Graph:
                            words=[[1] if x == 2 else [] for x in il], vocab_size=3, epsilon=np.array(eps))
 
 
+def _late_chain_case():
+    """The chain-of-9 graph, with token 2 out of the beam for the first 40 of 90 frames."""
+    rng = np.random.default_rng(11)
+    T = 90
+    lp = random_log_probs(rng, 2, T, 3, False)
+    lp[:, :40, 2] = -100.0
+    dec = Decoder(_late_chain_graph(9), DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=0),
+                  device="cpu")
+    return dec, lp, np.array([T, T - 9], np.int32)
+
+
 def test_the_guard_decodes_again_when_epsilon_layers_grow(monkeypatch):
     """A chain of 9 epsilon arcs gives times 9 layers (eps_iterations 9, the graph's longest chain:
     the filtered steps assume 9, and nothing is redone). Told to assume 2 (the tests' knob), the
     steps filtered before the chain is reached (token 2 is out of the beam for the first 40 frames)
     are tested by windows that see 9 layers: the row is decoded again without the filter."""
-    rng = np.random.default_rng(11)
-    T = 90
-    lp = random_log_probs(rng, 2, T, 3, False)
-    lp[:, :40, 2] = -100.0
-    lens = np.array([T, T - 9], np.int32)
-    dec = Decoder(_late_chain_graph(9), DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=0),
-                  device="cpu")
+    dec, lp, lens = _late_chain_case()
     assert dec.eps_iterations == 9
     got = {}
     for layers in (None, "2"):
@@ -255,17 +267,7 @@ def _replay(dec: Decoder, lens: np.ndarray, rec):
         ref.handle, lens, np.ascontiguousarray(rec.records, np.int32).reshape(-1, RECORD_INTS), rec.counts, rec.cutoffs,
         rec.sizes, np.zeros(B, np.uint8), o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
         o.allow_partial, dec.eps_iterations, 1, size, score)
-    try:
-        rows = []
-        for b in range(B):
-            S, A, recorded = (int(x) for x in size[b])
-            st, ar, sc = np.zeros((3, S), np.int32), np.zeros((4, A), np.int32), np.zeros((3, A), np.float32)
-            ref.mod.ref_lattice_row(h, b, st, ar, sc)
-            rows.append((st, ar, sc, recorded))
-        stats = np.zeros((B, 2), np.int64)
-        ref.mod.ref_lattice_filter_stats(h, stats)
-    finally:
-        ref.mod.ref_lattice_free(h)
+    rows, stats = _take_rows(ref.mod, h, size)
     return rows, score, stats
 
 
@@ -314,13 +316,7 @@ def test_the_records_replay_guard(monkeypatch):
     replay runs again without the filter (the same lattice either way)."""
     from cuwfst.decoder.lattice_records import cpu_records
 
-    rng = np.random.default_rng(11)
-    T = 90
-    lp = random_log_probs(rng, 2, T, 3, False)
-    lp[:, :40, 2] = -100.0
-    lens = np.array([T, T - 9], np.int32)
-    dec = Decoder(_late_chain_graph(9), DecoderOptions(search_beam=20.0, output_beam=8.0, min_active_states=0),
-                  device="cpu")
+    dec, lp, lens = _late_chain_case()
     rec = cpu_records(dec, lp, lens)
     got = {}
     for layers in (None, "2"):

@@ -44,14 +44,15 @@ LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, f
     : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter), epsilon_free_(epsilon_free),
       eps_layers_(std::max(0, eps_layers)) {}
 
-// The records filter's bound for the step into `frontier` (reference_lattice.h, the records
-// filter): the magnitude it assumes for the windows that will test the step's arcs, A =
-// 2 m + 4096 (m: the largest |score| of the frontier it expands and of the new one), the
+// The records filter's bound for the step from `prev_time` into `frontier` (reference_lattice.h,
+// the records filter), noted in *prev_time when the step is filtered: the magnitude it assumes
+// for the windows that will test the step's arcs, A = 2 m + 4096 (m: the largest |score| of
+// the frontier it expands and of the new one), the
 // epsilon layers L it assumes a later time has, and the offset c = output_beam + (2 K + 22)
 // u H + pad, K = 29 + 30 L, H = 6 A + output_beam + 1 ((2 K + 3) u H is what the bound needs;
 // the rest covers the rounding of c and of s(dst) - c; without epsilon arcs, 80 u H).
-bool LatticeBuilder::FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c,
-                                int32_t* layers) const {
+bool LatticeBuilder::FilterStep(const std::vector<Token>& frontier, Time* prev_time, float* c) const {
+  const Time& prev = *prev_time;
   if (!filter_.on || !(output_beam_ >= 0.0f)) return false;
   float m = prev.fmag;
   for (const Token& tok : frontier) m = std::max(m, std::fabs(tok.score));
@@ -65,8 +66,8 @@ bool LatticeBuilder::FilterStep(const Time& prev, const std::vector<Token>& fron
   // the windows
   const int32_t L = epsilon_free_ ? 0 : std::max(eps_layers_, max_layer_);
   const double K = 29.0 + 30.0 * L;
-  *a = static_cast<float>(A);
-  *layers = L;
+  prev_time->filter_a = static_cast<float>(A);
+  prev_time->filter_layers = L;
   *c = static_cast<float>(B + (2.0 * K + 22.0) * 5.9604644775390625e-08 * H + filter_.pad);
   return true;
 }
@@ -117,13 +118,10 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     // redirected arcs read k2's final row (0); then k2's order: acoustic + graph
     if (walk_phase_ >= 0) {  // the step's arcs walked as RowSearch::Step walked them (OnStepBegin)
       const int32_t phase = walk_phase_, final_state = g_.num_states - 1;
-      float filter_a = 0.0f, c = 0.0f;
-      int32_t layers = 0;
-      if (phase == kPhaseReal && FilterStep(prev, frontier, &filter_a, &c, &layers)) {
+      float c = 0.0f;
+      if (phase == kPhaseReal && FilterStep(frontier, &prev, &c)) {
         // the records filter (reference_lattice.h): end = fwd[src] + score below s(dst) - c
         // is not stored
-        prev.filter_a = filter_a;
-        prev.filter_layers = layers;
         thr_.resize(nt);
         float lo = std::numeric_limits<float>::infinity();  // the lowest bound of any token
         for (int32_t i = 0; i < nt; ++i) {
@@ -196,11 +194,8 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     }
     if (replay_arcs_ != nullptr) {  // ReplayStep's arcs: a real step's are filtered as the walk's are
       const int32_t phase = replay_phase_, final_state = g_.num_states - 1;
-      float filter_a = 0.0f, c = 0.0f;
-      int32_t layers = 0;
-      if (phase == kPhaseReal && FilterStep(prev, frontier, &filter_a, &c, &layers)) {
-        prev.filter_a = filter_a;
-        prev.filter_layers = layers;
+      float c = 0.0f;
+      if (phase == kPhaseReal && FilterStep(frontier, &prev, &c)) {
         int64_t entered = 0;
         const size_t stored_before = prev.arcs.size();
         for (const StepArc& x : *replay_arcs_) {

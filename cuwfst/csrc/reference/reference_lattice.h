@@ -148,10 +148,10 @@ class LatticeBuilder : public StepObserver {
     int32_t filter_layers = 0;           // and at most this many epsilon layers a later time
     int32_t max_layer = 0;               // the most epsilon layers a token of this time has
   };
-  // Whether the step into `frontier` is filtered: its assumed magnitude A and the bound's offset c
-  // (an arc is dropped when end < s(dst) - c)
-  bool FilterStep(const Time& prev, const std::vector<Token>& frontier, float* a, float* c,
-                  int32_t* layers) const;
+  // Whether the step from *prev into `frontier` is filtered; if so, its assumed magnitude A and
+  // epsilon layers go into *prev (filter_a, filter_layers) and the bound's offset into c (an arc
+  // is dropped when end < s(dst) - c)
+  bool FilterStep(const std::vector<Token>& frontier, Time* prev, float* c) const;
   void AddTime(const std::vector<Token>& frontier);
   void PruneWindow(int32_t begin, int32_t end);
   void Compact(int32_t t);
