@@ -11,25 +11,15 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The best admitted candidate per destination state of one step, and its first admission:
-// the token (frontier index) and the source arc id of the first admitted arc into it in k2's
-// order (the token's rank, then its arcs in the source graph's order), which numbers the new
-// frontier.
-struct Candidate {
-  int32_t state;
-  float end;
-  int32_t prev_winner;
-  int32_t arc;  // may carry kRedirectArcBit
-  int32_t first_tok;
-  int32_t first_src;
-};
-
 }  // namespace
 
 // Collects candidates keyed by destination, keeping the max end (first one wins a tie).
 class Recombiner {
  public:
-  explicit Recombiner(std::vector<int32_t>* slot) : slot_(*slot) {}
+  // `buf`: the candidates' storage, kept by the caller between steps (cleared here)
+  Recombiner(std::vector<int32_t>* slot, std::vector<Candidate>* buf) : slot_(*slot), cands_(*buf) {
+    cands_.clear();
+  }
   // An admitted arc of token `tok` (offered in frontier order: tok never decreases) whose source
   // arc id is `src` (its order among the token's arcs)
   void Offer(int32_t state, float end, int32_t prev_winner, int32_t arc, int32_t tok = 0, int32_t src = 0) {
@@ -66,7 +56,7 @@ class Recombiner {
 
  private:
   std::vector<int32_t>& slot_;
-  std::vector<Candidate> cands_;
+  std::vector<Candidate>& cands_;
 };
 
 float UpdateBeam(float beam, int32_t active_states, int32_t t, int32_t final_t,
@@ -102,12 +92,13 @@ namespace {
 // scores as they were at the start of the pass (Jacobi order, as the GPU passes do).
 void ExpandEpsilon(const GraphView& g, float cutoff, int32_t passes, std::vector<Token>* frontier,
                    std::vector<Winner>* winners, std::vector<int32_t>* slot,
-                   std::vector<int32_t>* token_of_state, StepObserver* observer) {
-  std::vector<int32_t> changed(frontier->size());
+                   std::vector<int32_t>* token_of_state, StepObserver* observer, SearchScratch* scratch) {
+  std::vector<int32_t>& changed = scratch->changed;
+  changed.resize(frontier->size());
   for (size_t i = 0; i < changed.size(); ++i) changed[i] = static_cast<int32_t>(i);
   for (const Token& tok : *frontier) (*token_of_state)[tok.state] = &tok - frontier->data();
-  Recombiner rec(slot);
-  std::vector<float> snap_score(frontier->size());
+  Recombiner rec(slot, &scratch->eps_cands);
+  std::vector<float>& snap_score = scratch->snap_score;
   for (int32_t pass = 0; pass < passes && !changed.empty(); ++pass) {
     snap_score.resize(frontier->size());
     for (size_t i = 0; i < frontier->size(); ++i) snap_score[i] = (*frontier)[i].score;
@@ -155,7 +146,7 @@ RowSearch::RowSearch(const GraphView& g, const Options& opt, std::vector<int32_t
   beam_ = opt.search_beam;
   if (has_eps_) {  // the start state's closure, as if the start's score 0 were a step maximum
     ExpandEpsilon(g, 0.0f - beam_, opt.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_,
-                  observer_);
+                  observer_, &scratch_);
     res_.closure_added += static_cast<int64_t>(frontier_.size()) - 1;
   }
   if (observer_) observer_->OnStepEnd(frontier_, 0.0f - beam_);
@@ -270,7 +261,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   beam_ = UpdateBeam(beam_, static_cast<int32_t>(frontier_.size()), t_, final_t, opt_);
   const float cutoff = exact_max - beam_;
   // Pass 2: admit and recombine by destination.
-  Recombiner rec(slot_);
+  Recombiner rec(slot_, &scratch_.step_cands);
   const int32_t final_state = g.num_states - 1;
   // an observer that walks the step's arcs itself after it (LatticeBuilder) takes the frontier
   // now; one that does not, each arc
@@ -318,7 +309,7 @@ void RowSearch::ReplayStep(const std::vector<StepArc>& arcs, float cutoff, bool 
   const int32_t phase = NextPhase(final_step);
   CountFrontier();
   const GraphView& g = g_;
-  Recombiner rec(slot_);
+  Recombiner rec(slot_, &scratch_.step_cands);
   const int32_t final_state = g.num_states - 1;
   StepObserver* const each_arc = observer_ && !observer_->WalksSteps() ? observer_ : nullptr;
   if (observer_ && !each_arc) observer_->OnReplayStep(arcs, phase);
@@ -347,7 +338,7 @@ void RowSearch::Commit(Recombiner* rec, int32_t phase, float cutoff, bool final_
   before_closure_ = static_cast<int32_t>(frontier_.size());
   if (has_eps_ && phase == kPhaseReal) {
     ExpandEpsilon(g_, cutoff, opt_.eps_iterations, &frontier_, &winners_, slot_, &token_of_state_,
-                  observer_);
+                  observer_, &scratch_);
     res_.closure_added += static_cast<int64_t>(frontier_.size()) - before_closure_;
   }
   if (observer_) observer_->OnStepEnd(frontier_, cutoff);

@@ -165,6 +165,27 @@ class StepObserver {
 
 class Recombiner;  // reference_decoder.cc
 
+// The best admitted candidate per destination state of one step, and its first admission:
+// the token (frontier index) and the source arc id of the first admitted arc into it in k2's
+// order (the token's rank, then its arcs in the source graph's order), which numbers the new
+// frontier.
+struct Candidate {
+  int32_t state;
+  float end;
+  int32_t prev_winner;
+  int32_t arc;  // may carry kRedirectArcBit
+  int32_t first_tok;
+  int32_t first_src;
+};
+
+// A RowSearch's storage kept between steps (its contents are a step's scratch only): the
+// candidates of a step and of the closure's passes, the closure's changed tokens and scores.
+struct SearchScratch {
+  std::vector<Candidate> step_cands, eps_cands;
+  std::vector<int32_t> changed;
+  std::vector<float> snap_score;
+};
+
 // The search state of one row, advanced step by step: the executable spec of every mode.
 // Offline decoding is Step() over the row's frames, then Final(); streaming is the same
 // calls spread over chunks (online beam mode: the row's length is unknown until Final,
@@ -228,6 +249,7 @@ class RowSearch {
   std::vector<StepTokenArcs> step_tok_;
   std::vector<int32_t> token_of_state_;
   std::vector<int32_t> prefix_arcs_;  // committed arcs moved out of the log by Compact()
+  SearchScratch scratch_;
   bool has_eps_ = false;
   bool finished_ = false;
   float beam_ = 0.f;
