@@ -11,6 +11,26 @@ namespace reference {
 
 namespace {
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// Sorts *v by (src_tok, arc): a counting sort on src_tok through *tmp, then each token's few
+// items by arc (start: scratch). The order one sort by that key gives. False (nothing moved)
+// when a src_tok is outside [0, n).
+template <typename T>
+bool SortByTokenThenArc(std::vector<T>* v, int32_t n, std::vector<T>* tmp, std::vector<int32_t>* start) {
+  for (const T& x : *v)
+    if (x.src_tok < 0 || x.src_tok >= n) return false;
+  start->assign(n + 1, 0);
+  int32_t* st = start->data();
+  for (const T& x : *v) ++st[x.src_tok + 1];
+  for (int32_t i = 0; i < n; ++i) st[i + 1] += st[i];
+  tmp->resize(v->size());
+  for (const T& x : *v) (*tmp)[st[x.src_tok]++] = x;
+  for (int32_t i = 0, lo = 0; i < n; lo = st[i++])
+    if (st[i] - lo > 1)
+      std::sort(tmp->begin() + lo, tmp->begin() + st[i], [](const T& x, const T& y) { return x.arc < y.arc; });
+  v->swap(*tmp);
+  return true;
+}
 }  // namespace
 
 std::vector<std::pair<int32_t, int32_t>> PruneWindows(int32_t T) {
@@ -234,9 +254,10 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   cur.state.resize(nt);
   for (int32_t i = 0; i < nt; ++i) cur.state[i] = frontier[i].state;
   // Epsilon arcs: a token relaxed in several passes reports its arcs each time; keep one.
-  std::sort(eps_arcs_.begin(), eps_arcs_.end(), [](const Pending& x, const Pending& y) {
-    return x.src_tok != y.src_tok ? x.src_tok < y.src_tok : x.arc < y.arc;
-  });
+  if (!SortByTokenThenArc(&eps_arcs_, nt, &eps_sorted_, &eps_begin_)) {
+    if (error_.empty()) error_ = "an epsilon arc of the closure leaves no token of its time";
+    eps_arcs_.clear();
+  }
   for (size_t k = 0; k < eps_arcs_.size(); ++k) {
     const Pending& p = eps_arcs_[k];
     if (k > 0 && p.src_tok == eps_arcs_[k - 1].src_tok && p.arc == eps_arcs_[k - 1].arc) continue;
@@ -520,8 +541,8 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
   LatticeBuilder builder(g, scratch, opt.output_beam, filter, epsilon_free,
                          filter.layers >= 0 ? filter.layers : opt.eps_iterations);
   RowSearch search(g, opt, scratch, nullptr, &builder);
-  std::vector<StepArc> got, arcs;
-  std::vector<int32_t> start;  // the step's records by source token: a counting sort
+  std::vector<StepArc> arcs, got;  // (got, start: the sort's scratch)
+  std::vector<int32_t> start;
   const int32_t* rec = row.records;
   std::string err;
   for (int32_t t = 0; t <= row.length && err.empty(); ++t) {
@@ -531,9 +552,8 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
     const int32_t nt = static_cast<int32_t>(fr.size());
     for (int32_t i = 0; i < nt; ++i) tok_of[fr[i].state] = i;
     const int32_t n = row.counts[t];
-    got.clear();
-    got.reserve(n);
-    start.assign(nt + 1, 0);
+    arcs.clear();
+    arcs.reserve(n);
     for (int32_t k = 0; k < n && err.empty(); ++k, rec += kRecordInts) {
       const int32_t s = rec[0], code = rec[1];
       const int32_t a = code & ~kRedirectArcBit;
@@ -554,24 +574,15 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
         err = "a record's arc does not leave its state in the step's phase";
         break;
       }
-      got.push_back({tok_of[s], code, acoustic});
-      ++start[tok_of[s] + 1];
+      arcs.push_back({tok_of[s], code, acoustic});
     }
     for (const Token& tok : fr) tok_of[tok.state] = -1;
     if (!err.empty()) {
       err = "step " + std::to_string(t) + ": " + err;
       break;
     }
-    // Step() offers arcs in frontier order, each token's in arc order: by source token (a
-    // counting sort), then each token's few arcs by arc
-    for (int32_t i = 0; i < nt; ++i) start[i + 1] += start[i];
-    arcs.resize(got.size());
-    for (const StepArc& x : got) arcs[start[x.src_tok]++] = x;
-    for (int32_t i = 0, lo = 0; i < nt; lo = start[i++]) {
-      if (start[i] - lo > 1)
-        std::sort(arcs.begin() + lo, arcs.begin() + start[i],
-                  [](const StepArc& x, const StepArc& y) { return x.arc < y.arc; });
-    }
+    // Step() offers arcs in frontier order, each token's in arc order
+    SortByTokenThenArc(&arcs, nt, &got, &start);  // (every source token checked above)
     for (size_t k = 1; k < arcs.size(); ++k)
       if (arcs[k].src_tok == arcs[k - 1].src_tok && arcs[k].arc == arcs[k - 1].arc)
         err = "step " + std::to_string(t) + ": an arc is recorded twice";

@@ -185,6 +185,7 @@ class LatticeBuilder : public StepObserver {
   std::vector<float> thr_;          // the filter's bound per token of the new frontier
   std::vector<uint64_t> bits_;      // the new frontier's states as bits (the filtered walk), all 0 between steps
   std::vector<int32_t> eps_begin_, indeg_, queue_;  // AddTime's scratch: epsilon CSR, Kahn's algorithm
+  std::vector<Pending> eps_sorted_;                   // and the epsilon arcs' sort
   std::string error_;
 };
 
