@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lattice import Lattice, lattice_from_arrays
+from .lattice import Lattice, lattices_from_arrays
 
 RECORD_INTS = 3  # {source state, arc | redirect bit, acoustic bits}
 
@@ -63,20 +63,24 @@ def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.nda
         np.ascontiguousarray(rec.sizes, np.int32), skip, o.search_beam, o.output_beam, o.min_active_states,
         o.max_active_states, o.allow_partial, eps_iterations, num_threads, out_size, out_score)
     try:
-        lats: list[Lattice | None] = []
+        rows, kept = [], []
         for b in range(B):
             if skip[b]:
-                lats.append(None)
                 continue
             S, A = int(out_size[b, 0]), int(out_size[b, 1])
             states = np.zeros((3, S), np.int32)
             arcs = np.zeros((4, A), np.int32)
             scores = np.zeros((3, A), np.float32)
             ref.mod.ref_lattice_row(handle, b, states, arcs, scores)
-            lats.append(lattice_from_arrays(graph, states, arcs, scores, int(out_size[b, 2])))
-        return lats, out_score
+            rows.append((states, arcs, scores, int(out_size[b, 2])))
+            kept.append(b)
     finally:
         ref.mod.ref_lattice_free(handle)
+    # the graph lookups of every row's arcs in two native calls on num_threads threads
+    lats: list[Lattice | None] = [None] * B
+    for b, lat in zip(kept, lattices_from_arrays(graph, rows, num_threads)):
+        lats[b] = lat
+    return lats, out_score
 
 
 def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False) -> LatticeRecords:
