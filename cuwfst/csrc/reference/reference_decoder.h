@@ -162,7 +162,6 @@ class StepObserver {
   virtual void OnStepEnd(const std::vector<Token>& frontier, float cutoff) = 0;
 };
 
-
 class Recombiner;  // reference_decoder.cc
 
 // The best admitted candidate per destination state of one step, and its first admission:

@@ -60,9 +60,10 @@ LatticeFilter LatticeFilter::FromEnv() {
 }
 
 LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam,
-                               LatticeFilter filter, bool epsilon_free, int32_t eps_layers)
-    : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter), epsilon_free_(epsilon_free),
-      eps_layers_(std::max(0, eps_layers)) {}
+                               LatticeFilter filter, int32_t eps_iterations)
+    : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter),
+      epsilon_free_(g.eps_count == nullptr || eps_iterations == 0),
+      eps_layers_(std::max(0, filter.layers >= 0 ? filter.layers : eps_iterations)) {}
 
 // The records filter's bound for the step from `prev_time` into `frontier` (reference_lattice.h,
 // the records filter), noted in *prev_time when the step is filtered: the magnitude it assumes
@@ -97,7 +98,12 @@ bool LatticeBuilder::IsEpsilon(int32_t arc) const {
 }
 
 void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) {
-  (IsEpsilon(arc) ? eps_arcs_ : step_arcs_).push_back({src_tok, dest, arc, acoustic});
+  // (a step's own arcs come through OnStepBegin or OnReplayStep: the builder walks steps)
+  if (!IsEpsilon(arc)) {
+    if (error_.empty()) error_ = "the lattice builder was handed a step's arc one by one";
+    return;
+  }
+  eps_arcs_.push_back({src_tok, dest, arc, acoustic});
 }
 
 void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
@@ -215,37 +221,24 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     if (replay_arcs_ != nullptr) {  // ReplayStep's arcs: a real step's are filtered as the walk's are
       const int32_t phase = replay_phase_, final_state = g_.num_states - 1;
       float c = 0.0f;
-      if (phase == kPhaseReal && FilterStep(frontier, &prev, &c)) {
-        int64_t entered = 0;
-        const size_t stored_before = prev.arcs.size();
-        for (const StepArc& x : *replay_arcs_) {
-          const int32_t d = slot_[g_.dest[x.arc]];
-          if (d < 0) continue;
-          ++entered;
-          // (the same end the forward computes, and the walk's test)
-          const float score = x.acoustic + g_.weight[x.arc];
-          if (prev.fwd[x.src_tok] + score < frontier[d].score - c) continue;
-          prev.arcs.push_back({x.src_tok, d, x.arc, x.acoustic, score});
+      const bool filtered = phase == kPhaseReal && FilterStep(frontier, &prev, &c);
+      int64_t dropped = 0;
+      for (const StepArc& x : *replay_arcs_) {
+        const int32_t a = x.arc & ~kRedirectArcBit;
+        const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
+        if (d < 0) continue;
+        const int32_t code = phase == kPhaseRedirect ? (a | kRedirectArcBit) : a;
+        const float acoustic = phase == kPhaseReal ? x.acoustic : 0.0f;
+        const float score = acoustic + g_.weight[a];
+        // (the same end the forward computes, and the walk's test)
+        if (filtered && prev.fwd[x.src_tok] + score < frontier[d].score - c) {
+          ++dropped;
+          continue;
         }
-        const int64_t dropped = entered - static_cast<int64_t>(prev.arcs.size() - stored_before);
-        dropped_ += dropped;
-        recorded_ += dropped;
-      } else {
-        for (const StepArc& x : *replay_arcs_) {
-          const int32_t a = x.arc & ~kRedirectArcBit;
-          const int32_t d = slot_[phase == kPhaseRedirect ? final_state : g_.dest[a]];
-          if (d < 0) continue;
-          const int32_t code = phase == kPhaseRedirect ? (a | kRedirectArcBit) : a;
-          const float acoustic = phase == kPhaseReal ? x.acoustic : 0.0f;
-          prev.arcs.push_back({x.src_tok, d, code, acoustic, acoustic + g_.weight[a]});
-        }
+        prev.arcs.push_back({x.src_tok, d, code, acoustic, score});
       }
-    }
-    for (const Pending& p : step_arcs_) {  // (arcs that came one by one: none from RowSearch)
-      const int32_t d = slot_[p.dest];
-      if (d < 0) continue;
-      const int32_t a = p.arc & ~kRedirectArcBit;
-      prev.arcs.push_back({p.src_tok, d, p.arc, p.acoustic, p.acoustic + g_.weight[a]});
+      dropped_ += dropped;
+      recorded_ += dropped;
     }
   }
   replay_arcs_ = nullptr;
@@ -266,7 +259,6 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   }
   cur.num_eps = static_cast<int32_t>(cur.arcs.size());
   for (int32_t i = 0; i < nt; ++i) slot_[frontier[i].state] = -1;
-  step_arcs_.clear();
   eps_arcs_.clear();
 
   // Epsilon layers (longest epsilon path from a token no epsilon arc enters), by Kahn's
@@ -431,7 +423,7 @@ bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
     return false;
   }
   const int32_t T = static_cast<int32_t>(times_.size()) - 1;  // = n + 1
-  if (T < 1 || !step_arcs_.empty() || !eps_arcs_.empty()) {
+  if (T < 1 || !eps_arcs_.empty()) {
     *error = "lattice builder: the search has not finished";
     return false;
   }
@@ -510,10 +502,9 @@ bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_st
   // the records filter (reference_lattice.h); a row whose magnitudes or epsilon layers broke
   // its guard is decoded again without it
   const LatticeFilter filter = LatticeFilter::FromEnv();
-  const bool epsilon_free = g.eps_count == nullptr || opt.eps_iterations == 0;
   for (int pass = 0;; ++pass) {
-    LatticeBuilder builder(g, slot, opt.output_beam, pass == 0 ? filter : LatticeFilter{false, 0.0f}, epsilon_free,
-                           filter.layers >= 0 ? filter.layers : opt.eps_iterations);
+    LatticeBuilder builder(g, slot, opt.output_beam, pass == 0 ? filter : LatticeFilter{false, 0.0f},
+                           opt.eps_iterations);
     RowSearch search(g, opt, slot, nullptr, &builder);
     const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
     for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
@@ -537,9 +528,7 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
   // The search and the builder index the first half of the scratch by state (RowSearch's
   // `slot`); the replay maps graph states to the current frontier's tokens in the second.
   int32_t* tok_of = scratch->data() + N;
-  const bool epsilon_free = g.eps_count == nullptr || opt.eps_iterations == 0;
-  LatticeBuilder builder(g, scratch, opt.output_beam, filter, epsilon_free,
-                         filter.layers >= 0 ? filter.layers : opt.eps_iterations);
+  LatticeBuilder builder(g, scratch, opt.output_beam, filter, opt.eps_iterations);
   RowSearch search(g, opt, scratch, nullptr, &builder);
   std::vector<StepArc> arcs, got;  // (got, start: the sort's scratch)
   std::vector<int32_t> start;

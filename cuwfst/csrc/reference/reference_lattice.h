@@ -81,11 +81,11 @@ struct LatticeFilter {
 class LatticeBuilder : public StepObserver {
  public:
   // `slot` must hold num_states entries, all -1 (restored after every call). `filter`: the
-  // records filter (below); `epsilon_free`: no epsilon arc is followed; `eps_layers`: the
-  // epsilon layers a time is expected to have at most (the search's eps_iterations).
+  // records filter (below); `eps_iterations`: the search's (0: no epsilon arc is followed;
+  // else the epsilon layers a time is expected to have at most, unless filter.layers says).
   LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, float output_beam,
-                 LatticeFilter filter = LatticeFilter{false, 0.0f}, bool epsilon_free = false,
-                 int32_t eps_layers = 0);
+                 LatticeFilter filter = LatticeFilter{false, 0.0f}, int32_t eps_iterations = 0);
+  // The closure's epsilon arcs (any other arc handed over this way is an error: Finish fails)
   void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
   // A step's arcs are walked once its new frontier is known (AddTime), not stored as they
   // come: of the ~37 M arcs a model row's steps walk, only those entering a surviving state
@@ -159,10 +159,9 @@ class LatticeBuilder : public StepObserver {
   const GraphView& g_;
   std::vector<int32_t>& slot_;
   float output_beam_;
-  std::vector<Pending> step_arcs_;  // real / final / redirect arcs of the step under way (OnArc)
-  // the step under way as OnStepBegin gave it (walk_phase_ -1: none; its arcs came through
-  // OnArc): the size of the frontier it expands, the search's arc range of each of its
-  // tokens, its phase and its log-probs
+  // the step under way as OnStepBegin gave it (walk_phase_ -1: none, e.g. a replayed step):
+  // the size of the frontier it expands, the search's arc range of each of its tokens, its
+  // phase and its log-probs
   int32_t walk_tokens_ = 0;
   const StepTokenArcs* walk_ranges_ = nullptr;
   int32_t walk_phase_ = -1;
