@@ -75,7 +75,11 @@ def random_lattice_case(seed: int):
 
 
 @pytest.mark.parametrize("seed", range(120))
-def test_records_replay_is_the_cpu_lattice(seed):
+def test_records_replay_is_the_cpu_lattice(seed, monkeypatch):
+    """Every third seed with the replay's sort at every step (CUWFST_REPLAY_SORT=1); the others
+    put a step's records at their places wherever the frontier's arc ranges are short enough."""
+    if seed % 3 == 1:
+        monkeypatch.setenv("CUWFST_REPLAY_SORT", "1")
     rng, graph, lp, lens, opts = random_lattice_case(seed)
     online = seed % 7 == 3
     dec = Decoder(graph, opts, num_threads=2)
@@ -120,7 +124,7 @@ def test_records_hold_every_surviving_arc_and_no_other():
     assert total > 1000
 
 
-def test_inconsistent_records_are_errors_not_crashes():
+def test_inconsistent_records_are_errors_not_crashes(monkeypatch):
     rng = np.random.default_rng(6)
     g = random_ctc_graph(rng, 20, 5, 3, 0.3)
     lp = random_log_probs(rng, 2, 30, 5, peaky=True)
@@ -154,6 +158,21 @@ def test_inconsistent_records_are_errors_not_crashes():
     short = LatticeRecords(rec.records[:-1], rec.counts, rec.cutoffs, rec.sizes)
     with pytest.raises(ValueError, match="counts add up"):
         replay(short)
+    # a step's record twice, and an arc that leaves another state: both ways of ordering a step
+    t = int(np.flatnonzero(rec.counts[0] >= 2)[0])
+    first = int(rec.counts[0, :t].sum())
+    twice = LatticeRecords(rec.records.copy(), rec.counts, rec.cutoffs, rec.sizes)
+    twice.records[first + 1] = twice.records[first]
+    s = int(rec.records[first, 0])
+    other = LatticeRecords(rec.records.copy(), rec.counts, rec.cutoffs, rec.sizes)
+    other.records[first, 1] = g.arrays.row_splits[s + 1] % g.arrays.num_arcs
+    assert not g.arrays.row_splits[s] <= other.records[first, 1] < g.arrays.row_splits[s + 1]
+    for sort in ("0", "1"):
+        monkeypatch.setenv("CUWFST_REPLAY_SORT", sort)
+        with pytest.raises(RuntimeError, match=f"row 0: lattice records: step {t}: an arc is recorded twice"):
+            replay(twice)
+        with pytest.raises(RuntimeError, match=f"row 0: lattice records: step {t}: a record's arc does not leave"):
+            replay(other)
     # a skipped row's records are not read at all
     lats, scores = replay(wrong_size, skip=np.array([0, 1], np.uint8))
     assert lats[1] is None and scores[1] == -np.inf and lats[0] is not None

@@ -521,8 +521,9 @@ bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_st
 
 // ---------------------------------------------------------------- lattice records
 // One replay of a row's records (LatticeFromRecords) with the records filter or without it.
+// sort_always: SortByTokenThenArc at every step (CUWFST_REPLAY_SORT=1, tests only).
 static bool ReplayRecords(const GraphView& g, const Options& opt, const RecordedRow& row, LatticeFilter filter,
-                          std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
+                          bool sort_always, std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
                           std::string* error, bool* filter_broken) {
   const int32_t N = g.num_states;
   // The search and the builder index the first half of the scratch by state (RowSearch's
@@ -532,6 +533,14 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
   RowSearch search(g, opt, scratch, nullptr, &builder);
   std::vector<StepArc> arcs, got;  // (got, start: the sort's scratch)
   std::vector<int32_t> start;
+  // Step() offers arcs in frontier order, each token's in arc order. A token's arcs of the
+  // step's phase are one range of the graph's arcs, so (token, arc) orders the step's arcs as
+  // their place in the frontier's concatenated ranges: place_base[i] + (arc - arc_begin[i]).
+  // Where those ranges are not much longer than the step's records, the records are put at
+  // their places (a second one at a place is a duplicate) and read back in order; otherwise
+  // they are sorted (SortByTokenThenArc).
+  std::vector<int64_t> place_base;
+  std::vector<int32_t> arc_begin, placed;
   const int32_t* rec = row.records;
   std::string err;
   for (int32_t t = 0; t <= row.length && err.empty(); ++t) {
@@ -539,7 +548,18 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
     const int32_t phase = search.NextPhase(final_step);
     const std::vector<Token>& fr = search.frontier();
     const int32_t nt = static_cast<int32_t>(fr.size());
-    for (int32_t i = 0; i < nt; ++i) tok_of[fr[i].state] = i;
+    place_base.resize(nt + 1);
+    arc_begin.resize(nt);
+    int64_t places = 0;
+    for (int32_t i = 0; i < nt; ++i) {
+      tok_of[fr[i].state] = i;
+      int32_t b, e;
+      g.StepRange(phase, fr[i].state, &b, &e);
+      arc_begin[i] = b;
+      place_base[i] = places;
+      places += e - b;
+    }
+    place_base[nt] = places;
     const int32_t n = row.counts[t];
     arcs.clear();
     arcs.reserve(n);
@@ -555,26 +575,36 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
         err = "a record names a state, arc or phase the search does not have";
         break;
       }
-      int32_t b, e;
-      if (phase == kPhaseReal) { b = g.EmitBegin(s); e = g.EmitEnd(s); }
-      else if (phase == kPhaseFinal) { b = g.FinalBegin(s); e = g.FinalEnd(s); }
-      else { b = g.row_splits[s]; e = g.row_splits[s + 1]; }
-      if (a < b || a >= e) {
+      const int32_t i = tok_of[s];
+      if (a < arc_begin[i] || a - arc_begin[i] >= place_base[i + 1] - place_base[i]) {
         err = "a record's arc does not leave its state in the step's phase";
         break;
       }
-      arcs.push_back({tok_of[s], code, acoustic});
+      arcs.push_back({i, code, acoustic});
     }
     for (const Token& tok : fr) tok_of[tok.state] = -1;
     if (!err.empty()) {
       err = "step " + std::to_string(t) + ": " + err;
       break;
     }
-    // Step() offers arcs in frontier order, each token's in arc order
-    SortByTokenThenArc(&arcs, nt, &got, &start);  // (every source token checked above)
-    for (size_t k = 1; k < arcs.size(); ++k)
-      if (arcs[k].src_tok == arcs[k - 1].src_tok && arcs[k].arc == arcs[k - 1].arc)
-        err = "step " + std::to_string(t) + ": an arc is recorded twice";
+    if (!sort_always && places <= 4ll * n + 4096) {
+      placed.assign(places, -1);
+      for (int32_t k = 0; k < n; ++k) {
+        const StepArc& x = arcs[k];
+        const int64_t p = place_base[x.src_tok] + ((x.arc & ~kRedirectArcBit) - arc_begin[x.src_tok]);
+        if (placed[p] >= 0) err = "step " + std::to_string(t) + ": an arc is recorded twice";
+        placed[p] = k;
+      }
+      got.clear();
+      for (int32_t k : placed)
+        if (k >= 0) got.push_back(arcs[k]);
+      arcs.swap(got);
+    } else {
+      SortByTokenThenArc(&arcs, nt, &got, &start);  // (every source token checked above)
+      for (size_t k = 1; k < arcs.size(); ++k)
+        if (arcs[k].src_tok == arcs[k - 1].src_tok && arcs[k].arc == arcs[k - 1].arc)
+          err = "step " + std::to_string(t) + ": an arc is recorded twice";
+    }
     if (!err.empty()) break;
     search.ReplayStep(arcs, row.cutoffs[t], final_step);
     if (static_cast<int32_t>(search.frontier().size()) != row.sizes[t])
@@ -601,11 +631,14 @@ bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRo
   // the records filter (reference_lattice.h), as DecodeRowLattice has it: a row whose
   // magnitudes or epsilon layers broke its guard is replayed again without it
   const LatticeFilter filter = LatticeFilter::FromEnv();
+  const char* sort = std::getenv("CUWFST_REPLAY_SORT");
+  const bool sort_always = sort != nullptr && std::strcmp(sort, "1") == 0;
   bool broken = false;
-  bool ok = ReplayRecords(g, opt, row, filter, scratch, result, lattice, error, &broken);
+  bool ok = ReplayRecords(g, opt, row, filter, sort_always, scratch, result, lattice, error, &broken);
   if (ok && broken) {
     error->clear();
-    ok = ReplayRecords(g, opt, row, LatticeFilter{false, 0.0f}, scratch, result, lattice, error, &broken);
+    ok = ReplayRecords(g, opt, row, LatticeFilter{false, 0.0f}, sort_always, scratch, result, lattice, error,
+                       &broken);
     lattice->filter_redone = true;
   }
   return ok;
