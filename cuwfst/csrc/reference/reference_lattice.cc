@@ -536,9 +536,10 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
   // Step() offers arcs in frontier order, each token's in arc order. A token's arcs of the
   // step's phase are one range of the graph's arcs, so (token, arc) orders the step's arcs as
   // their place in the frontier's concatenated ranges: place_base[i] + (arc - arc_begin[i]).
-  // Where those ranges are not much longer than the step's records, the records are put at
-  // their places (a second one at a place is a duplicate) and read back in order; otherwise
-  // they are sorted (SortByTokenThenArc).
+  // Where those ranges are at most ~32 times as long as the step's records (a place costs a
+  // store and a load, a sorted record tens of ns), the records are put at their places (a
+  // second one at a place is a duplicate) and read back in order; otherwise they are sorted
+  // (SortByTokenThenArc).
   std::vector<int64_t> place_base;
   std::vector<int32_t> arc_begin, placed;
   const int32_t* rec = row.records;
@@ -587,7 +588,7 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
       err = "step " + std::to_string(t) + ": " + err;
       break;
     }
-    if (!sort_always && places <= 4ll * n + 4096) {
+    if (!sort_always && places <= 32ll * n + 65536) {
       placed.assign(places, -1);
       for (int32_t k = 0; k < n; ++k) {
         const StepArc& x = arcs[k];
