@@ -266,7 +266,7 @@ void RowSearch::Step(const float* lp, int32_t final_t) {
   // an observer that walks the step's arcs itself after it (LatticeBuilder) takes the frontier
   // now; one that does not, each arc
   StepObserver* const each_arc = observer_ && !observer_->WalksSteps() ? observer_ : nullptr;
-  if (observer_ && !each_arc) observer_->OnStepBegin(frontier_, phase, lp, step_tok_.data());
+  if (observer_ && !each_arc) observer_->OnStepBegin(frontier_, phase, lp, step_tok_.data(), step_end_.data());
   const float* next_end = step_end_.data();
   // (pass 2 reads an admitted arc's destination and source arc id, which pass 1 did not: a
   // later admitting token's first ones asked for ahead, prefetches only)

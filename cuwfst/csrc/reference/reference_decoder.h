@@ -149,13 +149,15 @@ class StepObserver {
   virtual void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) = 0;
   // An observer that walks a step's arcs itself once the step is done (true) gets, instead
   // of an OnArc call for each arc of RowSearch::Step, one OnStepBegin call before the step
-  // with the frontier it expands, the step's phase, its log-probs (nullptr on the final step)
-  // and each token's arc range (valid until the next step), and, for RowSearch::ReplayStep,
+  // with the frontier it expands, the step's phase, its log-probs (nullptr on the final step),
+  // each token's arc range and each walked arc's end score (forward + (acoustic + weight), in
+  // walk order: token by token, each range in order; both valid until the next step), and,
+  // for RowSearch::ReplayStep,
   // one OnReplayStep call with the step's arcs (valid until the step's OnStepEnd); the
   // closure's epsilon arcs still come through OnArc.
   virtual bool WalksSteps() const { return false; }
   virtual void OnStepBegin(const std::vector<Token>& /*frontier*/, int32_t /*phase*/, const float* /*lp*/,
-                           const StepTokenArcs* /*ranges*/) {}
+                           const StepTokenArcs* /*ranges*/, const float* /*ends*/) {}
   virtual void OnReplayStep(const std::vector<StepArc>& /*arcs*/, int32_t /*phase*/) {}
   // The start closure or a step (and its closure) is done: `frontier` is the new frontier,
   // `cutoff` the step's admission cutoff (0 - search_beam for the start closure).

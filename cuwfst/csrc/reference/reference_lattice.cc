@@ -107,8 +107,11 @@ void LatticeBuilder::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float aco
 }
 
 void LatticeBuilder::OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
-                                 const StepTokenArcs* ranges) {
+                                 const StepTokenArcs* ranges, const float* ends) {
   walk_ranges_ = ranges;
+  walk_ends_ = ends;
+  walk_score_.resize(frontier.size());
+  for (size_t i = 0; i < frontier.size(); ++i) walk_score_[i] = frontier[i].score;
   walk_tokens_ = static_cast<int32_t>(frontier.size());
   walk_phase_ = phase;
   walk_lp_ = lp;
@@ -174,29 +177,49 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         const int32_t nw = walk_tokens_;
         constexpr int32_t kAhead = 4;  // a later token's arcs asked for early (scattered states)
         const StepTokenArcs* ranges = walk_ranges_;
+        const float* ends = walk_ends_;  // the search's, in walk order
         for (int32_t ti = 0; ti < nw; ++ti) {
-          if (ti + kAhead < nw) {
-            const int32_t b2 = ranges[ti + kAhead].begin;
-            __builtin_prefetch(dest + b2);
-            __builtin_prefetch(weight + b2);
-            __builtin_prefetch(ilabel + b2);
-          }
-          const float f = prev.fwd[ti];
           const int32_t b = ranges[ti].begin, e = ranges[ti].end;
-          for (int32_t a = b; a < e; ++a) {
-            // without branches until an arc enters a surviving state at or above the lowest
-            // bound (whether its state survives is a coin toss on these graphs)
-            const uint32_t to = static_cast<uint32_t>(dest[a]);
-            const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
-            const float acoustic = lp[ilabel[a]];
-            const float score = acoustic + weight[a];
-            const float end = f + score;
-            entered += in;
-            if (!(in & static_cast<uint32_t>(end >= lo))) continue;
-            const int32_t d = slot[to];
-            if (end < thr[d]) continue;
-            prev.arcs.push_back({ti, d, a, acoustic, score});
+          if (e <= b) continue;
+          const float f = prev.fwd[ti];
+          if (f == walk_score_[ti]) {
+            // end = f + (acoustic + weight) is the search's own end of the arc: read, not
+            // added up again; acoustic and score only for an arc that is stored
+            if (ti + kAhead < nw) __builtin_prefetch(dest + ranges[ti + kAhead].begin);
+            for (int32_t a = b; a < e; ++a) {
+              const uint32_t to = static_cast<uint32_t>(dest[a]);
+              const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
+              const float end = ends[a - b];
+              entered += in;
+              if (!(in & static_cast<uint32_t>(end >= lo))) continue;
+              const int32_t d = slot[to];
+              if (end < thr[d]) continue;
+              const float acoustic = lp[ilabel[a]];
+              prev.arcs.push_back({ti, d, a, acoustic, acoustic + weight[a]});
+            }
+          } else {
+            if (ti + kAhead < nw) {
+              const int32_t b2 = ranges[ti + kAhead].begin;
+              __builtin_prefetch(dest + b2);
+              __builtin_prefetch(weight + b2);
+              __builtin_prefetch(ilabel + b2);
+            }
+            for (int32_t a = b; a < e; ++a) {
+              // without branches until an arc enters a surviving state at or above the lowest
+              // bound (whether its state survives is a coin toss on these graphs)
+              const uint32_t to = static_cast<uint32_t>(dest[a]);
+              const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
+              const float acoustic = lp[ilabel[a]];
+              const float score = acoustic + weight[a];
+              const float end = f + score;
+              entered += in;
+              if (!(in & static_cast<uint32_t>(end >= lo))) continue;
+              const int32_t d = slot[to];
+              if (end < thr[d]) continue;
+              prev.arcs.push_back({ti, d, a, acoustic, score});
+            }
           }
+          ends += e - b;
         }
         for (int32_t i = 0; i < nt; ++i) {
           const uint32_t st = static_cast<uint32_t>(frontier[i].state);

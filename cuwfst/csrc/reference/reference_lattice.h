@@ -92,7 +92,7 @@ class LatticeBuilder : public StepObserver {
   // are recorded, so storing each one first cost a third of a CPU lattice decode.
   bool WalksSteps() const override { return true; }
   void OnStepBegin(const std::vector<Token>& frontier, int32_t phase, const float* lp,
-                   const StepTokenArcs* ranges) override;
+                   const StepTokenArcs* ranges, const float* ends) override;
   // ReplayStep's arcs (the records of a GPU decode), read in AddTime as a walked step's are
   void OnReplayStep(const std::vector<StepArc>& arcs, int32_t phase) override;
   void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
@@ -166,6 +166,11 @@ class LatticeBuilder : public StepObserver {
   const StepTokenArcs* walk_ranges_ = nullptr;
   int32_t walk_phase_ = -1;
   const float* walk_lp_ = nullptr;
+  // the search's end score of each walked arc (walk order) and its tokens' scores: where a
+  // token's forward is its search score (every token of an epsilon-free graph's time), the
+  // filter reads its arcs' ends instead of adding them up again (the same floats)
+  const float* walk_ends_ = nullptr;
+  std::vector<float> walk_score_;
   const std::vector<StepArc>* replay_arcs_ = nullptr;  // ReplayStep's arcs of the step under way
   int32_t replay_phase_ = -1;
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
