@@ -182,6 +182,11 @@ def test_rows_rescued_beside_the_next_sub_batches(monkeypatch):
                 assert g.overflow == 0 and c.words == g.words and np.float32(c.score) == np.float32(g.score), \
                     (early, call, b)
         stats[early] = {k: dec._gpu.stats[k] for k in ("flagged_rows", "flagged_bits", "rescued_rows", "unabsorbed_rows")}
+    # flagged_bits ORs the flagged rows' bits: the frontier past main_q (16) on every side; whether a
+    # row's step also fills the distinct-state claims list (8) first varies from run to run (the
+    # H100, 5bce007: 16 on one side and 24 on the other, either way round)
+    for s in stats.values():
+        assert s.pop("flagged_bits") & ~8 == 16, stats
     assert stats["on"] == stats["off"] and stats["on"]["rescued_rows"] >= 2 and stats["on"]["unabsorbed_rows"] == 0, stats
 
 

@@ -8,6 +8,7 @@ chosen longest-first and selected on the host, results back in the caller's orde
 lengths, NaN checks, and the rescue path. tests/test_gpu.py runs the real thing on a GPU.
 """
 
+import os
 import sys
 
 import threading
@@ -1120,7 +1121,9 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
 def test_early_rescue_option_is_checked(fake_gpu, monkeypatch):
     graph = Graph.load(TINY / "HLG.img")
     dec = Decoder(graph, device="cuda", max_lanes=5)
-    assert dec._gpu.early_rescue_on() is False  # (off until measured on the device)
+    assert dec._gpu.early_rescue_on() is True  # (the default)
+    dec._gpu.early_rescue = "off"
+    assert dec._gpu.early_rescue_on() is False
     dec._gpu.early_rescue = "on"
     assert dec._gpu.early_rescue_on() is True
     dec._gpu.early_rescue = None
@@ -1248,7 +1251,9 @@ def test_host_overlap_host_workers_run_side_by_side():
 def test_lattice_host_workers_option_is_checked(fake_gpu, monkeypatch):
     graph = Graph.load(TINY / "HLG.img")
     dec = Decoder(graph, device="cuda", max_lanes=2)
-    assert dec._gpu.lattice_worker_count() == 1
+    for cpus, want in ((16, 2), (8, 2), (7, 1), (2, 1), (None, 1)):  # the default by the host's CPUs
+        monkeypatch.setattr(os, "cpu_count", lambda cpus=cpus: cpus)
+        assert dec._gpu.lattice_worker_count() == want, cpus
     dec._gpu.lattice_host_workers = 4
     assert dec._gpu.lattice_worker_count() == 4
     dec._gpu.lattice_host_workers = None
