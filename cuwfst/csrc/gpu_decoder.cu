@@ -1034,10 +1034,14 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
   }
   if (!la_plan_.get()) alloc(&plan, 16 * sizeof(unsigned long long), "the records pass's plan");
-  for (int k = 0; k < 3; ++k) {  // (the side streams block on the legacy stream as stream_ does)
+  for (int k = 0; k < 3; ++k) {
+    // non-blocking, as stream_ is: a blocking stream that is capturing (this instance's graph)
+    // makes another thread's work on the legacy stream fail with cudaErrorStreamCaptureImplicit
+    // (the H100 at 4d710f1: the main instance's cudaEventRecord on the caller's stream 0 while
+    // EarlyRescue's thread captured the rescue instance's records pass)
     if (!la_side_[k]) {
       Stream x;
-      make(TryStreamCreate(cudaStreamDefault, &x, stream_priority_), "stream");
+      make(TryStreamCreate(cudaStreamNonBlocking, &x, stream_priority_), "stream");
       la_side_[k] = std::move(x);
     }
     for (Event* ev : {&la_fork_, &la_join_[k]})
