@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace cuwfst {
 namespace reference {
@@ -178,47 +179,49 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
         constexpr int32_t kAhead = 4;  // a later token's arcs asked for early (scattered states)
         const StepTokenArcs* ranges = walk_ranges_;
         const float* ends = walk_ends_;  // the search's, in walk order
+        // One token's arcs. kEnds: its forward is its search score, so end = f + (acoustic +
+        // weight) is the search's own end of the arc, read rather than added up again, and the
+        // acoustic and score are loaded only for an arc that is stored. Otherwise computed, without
+        // branches until an arc enters a surviving state at or above the lowest bound (whether
+        // its state survives is a coin toss on these graphs).
+        auto walk = [&](auto ends_known, int32_t ti, int32_t b, int32_t e, float f) {
+          constexpr bool kEnds = decltype(ends_known)::value;
+          if (ti + kAhead < nw) {
+            const int32_t b2 = ranges[ti + kAhead].begin;
+            __builtin_prefetch(dest + b2);
+            if (!kEnds) {
+              __builtin_prefetch(weight + b2);
+              __builtin_prefetch(ilabel + b2);
+            }
+          }
+          for (int32_t a = b; a < e; ++a) {
+            const uint32_t to = static_cast<uint32_t>(dest[a]);
+            const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
+            float acoustic = 0.0f, score = 0.0f, end;
+            if constexpr (kEnds) {
+              end = ends[a - b];
+            } else {
+              acoustic = lp[ilabel[a]];
+              score = acoustic + weight[a];
+              end = f + score;
+            }
+            entered += in;
+            if (!(in & static_cast<uint32_t>(end >= lo))) continue;
+            const int32_t d = slot[to];
+            if (end < thr[d]) continue;
+            if constexpr (kEnds) {
+              acoustic = lp[ilabel[a]];
+              score = acoustic + weight[a];
+            }
+            prev.arcs.push_back({ti, d, a, acoustic, score});
+          }
+        };
         for (int32_t ti = 0; ti < nw; ++ti) {
           const int32_t b = ranges[ti].begin, e = ranges[ti].end;
           if (e <= b) continue;
           const float f = prev.fwd[ti];
-          if (f == walk_score_[ti]) {
-            // end = f + (acoustic + weight) is the search's own end of the arc: read, not
-            // added up again; acoustic and score only for an arc that is stored
-            if (ti + kAhead < nw) __builtin_prefetch(dest + ranges[ti + kAhead].begin);
-            for (int32_t a = b; a < e; ++a) {
-              const uint32_t to = static_cast<uint32_t>(dest[a]);
-              const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
-              const float end = ends[a - b];
-              entered += in;
-              if (!(in & static_cast<uint32_t>(end >= lo))) continue;
-              const int32_t d = slot[to];
-              if (end < thr[d]) continue;
-              const float acoustic = lp[ilabel[a]];
-              prev.arcs.push_back({ti, d, a, acoustic, acoustic + weight[a]});
-            }
-          } else {
-            if (ti + kAhead < nw) {
-              const int32_t b2 = ranges[ti + kAhead].begin;
-              __builtin_prefetch(dest + b2);
-              __builtin_prefetch(weight + b2);
-              __builtin_prefetch(ilabel + b2);
-            }
-            for (int32_t a = b; a < e; ++a) {
-              // without branches until an arc enters a surviving state at or above the lowest
-              // bound (whether its state survives is a coin toss on these graphs)
-              const uint32_t to = static_cast<uint32_t>(dest[a]);
-              const uint32_t in = static_cast<uint32_t>(bits[to >> 6] >> (to & 63)) & 1u;
-              const float acoustic = lp[ilabel[a]];
-              const float score = acoustic + weight[a];
-              const float end = f + score;
-              entered += in;
-              if (!(in & static_cast<uint32_t>(end >= lo))) continue;
-              const int32_t d = slot[to];
-              if (end < thr[d]) continue;
-              prev.arcs.push_back({ti, d, a, acoustic, score});
-            }
-          }
+          if (f == walk_score_[ti]) walk(std::true_type{}, ti, b, e, f);
+          else walk(std::false_type{}, ti, b, e, f);
           ends += e - b;
         }
         for (int32_t i = 0; i < nt; ++i) {
