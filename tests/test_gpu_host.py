@@ -1121,7 +1121,9 @@ def test_lattice_rows_rescued_beside_the_next_sub_batches(fake_gpu, monkeypatch,
 def test_early_rescue_option_is_checked(fake_gpu, monkeypatch):
     graph = Graph.load(TINY / "HLG.img")
     dec = Decoder(graph, device="cuda", max_lanes=5)
-    assert dec._gpu.early_rescue_on() is False  # (the default)
+    assert dec._gpu.early_rescue_on() is True  # (the default)
+    dec._gpu.early_rescue = "off"
+    assert dec._gpu.early_rescue_on() is False
     dec._gpu.early_rescue = "on"
     assert dec._gpu.early_rescue_on() is True
     dec._gpu.early_rescue = "off"

@@ -290,6 +290,8 @@ def test_backend_lattice_path_with_a_cpu_stand_in():
             self.main = _CpuInstance(cpu, max_lanes=3, flag_lengths=(44, 3))
             self._rescue = _CpuInstance(cpu, max_lanes=2)
             self._ref, self.rescue_lanes = None, 2
+            # the rescue after the sub-batches (EarlyRescue's thread is tested in test_gpu_host.py)
+            self.early_rescue = "off"
             self.lock = __import__("threading").Lock()
             self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
                                          "unabsorbed_rows")}

@@ -1262,16 +1262,16 @@ class GpuBackend:
         """Whether a decode of several padded sub-batches (1-best, or lattice with the host
         overlap on) rescues the rows a sub-batch flags with a capacity overflow beside the next
         sub-batches' decodes (EarlyRescue: the rescue instance on a thread of its own) rather than
-        after the last one. "off" (the default) or "on", by the attribute `early_rescue` or the
+        after the last one. "on" (the default) or "off", by the attribute `early_rescue` or the
         environment variable CUWFST_EARLY_RESCUE. Same results either way; "on" can hold the
         rescue instance's memory while the main instance's is at its peak. Measured (sim set,
-        256 rows, batch 32, one rescued row a call, H100 at 5bce007): a lattice call's tail
-        after its last decode 50-56 ms off, 17 on; 43.0 / 45.7 ms a lattice batch off, 42.2 on.
-        Off by default until the GPU suite passes with it on: at 4d710f1 a lattice decode on the
-        main thread failed with cudaErrorStreamCaptureImplicit while the rescue thread captured
-        (the records pass's side streams were blocking streams; non-blocking since, not yet run
-        on a GPU)."""
-        v = getattr(self, "early_rescue", None) or os.environ.get("CUWFST_EARLY_RESCUE", "off") or "off"
+        256 rows, batch 32, one rescued row a call): H100 at 5bce007, a lattice call's tail after
+        its last decode 50-56 ms off, 17 on, 43.0 / 45.7 ms a lattice batch off, 42.2 on; H200 at
+        0574e54, 41.3 / 41.3 off, 39.8 on (tail 45-48 -> 26 ms). On by default since the GPU suite
+        and five rounds of the rescue tests with it on passed at 0574e54 (the records pass's side
+        streams non-blocking: at 4d710f1, with blocking ones, a lattice decode on the main thread
+        failed with cudaErrorStreamCaptureImplicit while the rescue thread captured)."""
+        v = getattr(self, "early_rescue", None) or os.environ.get("CUWFST_EARLY_RESCUE", "on") or "on"
         if v not in ("on", "off"):
             raise ValueError(f"early_rescue must be 'on' or 'off', got {v!r}")
         return v == "on"
