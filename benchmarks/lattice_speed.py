@@ -85,6 +85,30 @@ def _recorded(hyps):
     return None if any(x is None for x in r) else sum(r)
 
 
+
+def _print_replay_split(rp, t_call, t_done, head):
+    """The records replay's share of a traced lattice call (graphs with epsilon arcs; decoder/gpu.py
+    lattice_trace_replay): per sub-batch the calling thread's decode call and the records' copy to
+    the host, and its host job's parts (hypotheses, the replay with the Lattice objects, word times
+    and confidences), each job's wait after its records were on the host, and the call's tail."""
+    subs = [e for e in rp if e.get("stamps") is not None]
+    if not subs:
+        return
+    dec = [(e["stamps"][1] - e["stamps"][0]) * 1000 for e in subs]
+    copy = [(e["stamps"][2] - e["stamps"][1]) * 1000 for e in subs]
+    recs = [e["stamps"][3] for e in subs]
+    jobs = [e for e in subs if e.get("job") is not None]
+    f = lambda xs: " ".join(f"{x:.1f}" for x in xs)  # noqa: E731
+    print(f"{head}: records replay path, {len(subs)} sub-batches: decode call {f(dec)} ms; records' copy to "
+          f"the host {f(copy)} ms; records {' '.join(f'{r / 1e6:.2f}M' for r in recs)}")
+    if jobs:
+        j = [e["job"] for e in jobs]
+        print(f"{head}: its host jobs: waited {f((x[0] - e['stamps'][2]) * 1000 for x, e in zip(j, jobs))} ms after "
+              f"their records; hypotheses {f((x[1] - x[0]) * 1000 for x in j)} ms; replay and Lattice objects "
+              f"{f((x[2] - x[1]) * 1000 for x in j)} ms; word times and confidences {f((x[3] - x[2]) * 1000 for x in j)} "
+              f"ms; the call {(t_done - t_call) * 1000:.1f} ms, its tail after the last records' copy "
+              f"{(t_done - subs[-1]['stamps'][2]) * 1000:.1f} ms")
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--graph", required=True)
@@ -290,7 +314,7 @@ def main():
         # pruning before last, its decode call (decode + records into the pruning job), and the
         # time from one sub-batch's call to the next's start (Python, the GIL)
         def traced(label):
-            be.lattice_trace, be.lattice_trace_worker = [], []
+            be.lattice_trace, be.lattice_trace_worker, be.lattice_trace_replay = [], [], []
             be.lattice_trace_exit = be.lattice_trace_end = None
             stats0 = dict(be.stats)  # the rescue's counts before the call
             # Python's cyclic collections during the call (a full one over the live hypotheses,
@@ -317,6 +341,9 @@ def main():
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None
+            rp, be.lattice_trace_replay = be.lattice_trace_replay, None
+            if rp:
+                _print_replay_split(rp, t_call, t_done, f"batch {B}{tag} ({label})")
             # (sorted by the finish's start, the sub-batches' order: with several host workers the
             # jobs are stamped as each ends)
             wk, be.lattice_trace_worker = sorted(be.lattice_trace_worker or []), None

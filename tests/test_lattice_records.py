@@ -309,8 +309,13 @@ def test_backend_lattice_path_with_a_cpu_stand_in():
             return self._rescue
 
     backend = Backend()
+    backend.lattice_trace_replay = []  # (the benchmarks' stamps: one entry a sub-batch, its host job's too)
     got = backend.decode(lp, lens, cpu, lattice=True)
     assert backend.main.calls == 3 and backend._rescue.calls == 1 and backend.stats["rescued_rows"] == 2
+    trace, backend.lattice_trace_replay = backend.lattice_trace_replay, None
+    assert [e["rows"] for e in trace] == [3, 3, 1, 2]  # (the rescue's two rows last)
+    for e in trace:
+        assert len(e["job"]) == 4 and list(e["job"]) == sorted(e["job"]) and e["job"][0] >= e["take"]
     # the rescue's growth goes back after it; the main's pools' before it, its winners log stays
     assert backend._rescue.trims == 1 and backend._rescue.trim_logs == [True]
     assert backend.main.trims == 1 and backend.main.trim_logs == [False]

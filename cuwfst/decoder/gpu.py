@@ -609,10 +609,14 @@ class GpuInstance:
         the decode runs the step pipeline's lattice stage (csrc/include/cuwfst/lattice.cuh)."""
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
+        t0 = time.perf_counter()
         self.mod.gpu_decode_lattice(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta,
                                     out_stats, counts, cutoffs, sizes, total)
+        t1 = time.perf_counter()
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         self.mod.gpu_lattice_records(self.handle, records)
+        # (benchmarks: the decode call, the records' copy to the host, their count)
+        self.last_lattice_stamps = (t0, t1, time.perf_counter(), int(total[0]))
         return out, LatticeRecords(records, counts, cutoffs, sizes)
 
     def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False,
@@ -820,6 +824,9 @@ class GpuBackend:
         self.lattice_trace_worker = None
         self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
         self.lattice_trace_end = None  # (benchmarks: when a traced lattice call's rescue, if any, was done)
+        # a list for the records replay's sub-batches (graphs with epsilon arcs): a dict each, its
+        # decode_lattice stamps and its host job's (benchmarks.lattice_speed), or None
+        self.lattice_trace_replay = None
         self._ref = None  # the CPU reference's view of the graph: lattices are built with it
         self.lock = threading.Lock()
         # what the rescue did since construction (rescue.rescue's counters)
@@ -1171,10 +1178,20 @@ class GpuBackend:
             return rows, res[3][:, 2].copy()
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
             res, records = inst.decode_lattice(sub, sub_lens, stream, online)
+            rtrace = getattr(self, "lattice_trace_replay", None)  # (benchmarks: the replay path's stamps)
+            entry = None
+            if rtrace is not None:  # the sub-batch's stamps (decode_lattice's) and rows; the job's below
+                entry = dict(enter=t_enter, take=t_take, stamps=getattr(inst, "last_lattice_stamps", None),
+                             rows=len(rows))
+                rtrace.append(entry)
 
             def attach_replayed():
+                w0 = time.perf_counter()
                 self._collect(hyps, rows.tolist(), res, frontend)
-                self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
+                w1 = time.perf_counter()
+                parts = self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
+                if entry is not None:  # the job's start, hypotheses made, replay done, Lattice objects made, the end
+                    entry["job"] = (w0, w1) + tuple(parts) + (time.perf_counter(),)
 
             _host_run(host, attach_replayed)
             return rows, res[3][:, 2].copy()
@@ -1355,6 +1372,7 @@ class GpuBackend:
         lats, scores = lattices_from_records(self.reference_graph(), self.graph, self.options,
                                              self.main.eps_iterations, lens, records, frontend.num_threads,
                                              skip.astype(np.uint8))
+        t_replayed = time.perf_counter()
         got = []
         for i, row in enumerate(rows):
             if skip[i]:
@@ -1365,6 +1383,7 @@ class GpuBackend:
                                    "(a decoder bug; please report it)")
             got.append((hyps[row], lats[i]))
         attach_all(self.graph, [h for h, _ in got], [x for _, x in got], frontend.num_threads)
+        return (t_replayed,)  # (benchmarks: when the replay and the Lattice objects were done)
 
     def decode_snapshots(self, log_probs, length):
         from .offline import snapshot_length
