@@ -135,6 +135,8 @@ def main():
     p.add_argument("--walker", default="auto", help="the GPU decoder's slot walker (Decoder's walker=)")
     p.add_argument("--overlap-ab", action="store_true",
                    help="the sub-batches' host work after each GPU decode instead of beside the next (HostOverlap off)")
+    p.add_argument("--eps-filter-ab", action="store_true",
+                   help="the records' filter on epsilon graphs off and on again, same decoder, same run")
     p.add_argument("--pipeline-ab", action="store_true",
                    help="each sub-batch pruned before the next decode instead of beside it (lattice_pipeline off), "
                         "then on again, same decoder")
@@ -299,6 +301,20 @@ def main():
                   f"{number_ab['ms_per_batch_host_numbering']:.1f} ms per batch (host/device "
                   f"{number_ab['host_over_device']:.3f}); lattices identical on {number_ab['identical_rows']}/{n} rows; "
                   f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
+        eps_filter_ab = {}
+        if a.eps_filter_ab:  # the records' filter on epsilon graphs off, then on again, same decoder
+            t_off, off_hyps = _with_attr(be, "lattice_eps_filter", "off",
+                                         lambda: _median_time(lambda: run(True), a.reps, sync))
+            t_on2, _ = _median_time(lambda: run(True), a.reps, sync)
+            nb_ = (n + B - 1) // B
+            eps_filter_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_off / nb_ * 1000,
+                                 ms_per_batch_on_again=t_on2 / nb_ * 1000,
+                                 identical_rows=_same_lattices(lat_hyps, off_hyps),
+                                 redone_rows=int(be.stats.get("eps_filter_redone_rows", 0)))
+            print(f"batch {B}{tag}: records' filter on epsilon graphs A/B: on {eps_filter_ab['ms_per_batch_on']:.1f}, "
+                  f"off {eps_filter_ab['ms_per_batch_off']:.1f}, on again {eps_filter_ab['ms_per_batch_on_again']:.1f} ms "
+                  f"per batch ({nb_} batches); lattices identical on {eps_filter_ab['identical_rows']}/{n} rows "
+                  f"(recorded-arc counts aside); rows its guard sent back so far {eps_filter_ab['redone_rows']}")
         overlap_ab = {}
         if a.overlap_ab:  # the sub-batches' host work after each GPU decode (HostOverlap off), same decoder
             t_ov, ov_hyps = _with_attr(be, "lattice_overlap", "off",
@@ -596,7 +612,7 @@ def main():
         row = dict(kind="gpu", batch=B, ms_per_batch_1best=t_best / nb * 1000, ms_per_batch_lattice=t_lat / nb * 1000,
                    ms_per_batch_lattice_replay=t_lat_replay / nb * 1000, replay_identical_rows=ab_identical,
                    last_prune_ms=prune_ms, prune_split_ms=prune_split, filter_ab=filter_ab, trim_ab=trim_ab,
-                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, pipeline_ab=pipeline_ab, finish_ab=finish_ab, trace=trace, captures=captures, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
+                   number_ab=number_ab, code_ab=code_ab, overlap_ab=overlap_ab, eps_filter_ab=eps_filter_ab, pipeline_ab=pipeline_ab, finish_ab=finish_ab, trace=trace, captures=captures, prefilter_ab=prefilter_ab, cand_ab=cand_ab, walker=be.walker, one_call=a.one_call,
                    lattice_over_1best=t_lat / t_best,
                    # the calling thread's decode call a sub-batch (the steady state, without the call's tail)
                    # against the 1-best's batch
@@ -634,7 +650,7 @@ def main():
               f"x{row['decode_call_over_1best']:.2f});{split} {row['lattice_arcs_per_frame']:.1f} "
               f"lattice arcs per frame "
               + (f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)"
-                 if row["recorded_arcs_per_frame"] is not None else "(recorded arcs not counted: the lattice trim)"))
+                 if row["recorded_arcs_per_frame"] is not None else "(recorded arcs not counted: the lattice trim, or the records' filter on epsilon graphs)"))
         print(f"batch {B}: GPU pruning path, last batch: prune device passes {prune_ms.get('device', float('nan')):.1f} ms, "
               f"readback {prune_ms.get('readback', float('nan')):.1f} ms, numbering {prune_ms.get('host', float('nan')):.1f}"
               " ms (the split lines above are the replay path's)")

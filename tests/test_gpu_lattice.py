@@ -1539,3 +1539,103 @@ def test_prune_rank_sort_bounded_runs(case, monkeypatch):
         compare(cpu, got, f"bounded rank sort {sort} code {code}, case {case}")
         _check_rank_paths(name, st, max(h.max_frontier for h in cpu) > 8192)
         assert st["lattice_runs"] > 1 or int(lens.max()) + 1 <= chunk
+
+
+def _eps_case(seed, chain_at_least=1):
+    """A graph with acyclic epsilon arcs, wide frontiers against a small output beam (where the
+    records' filter on epsilon graphs drops records)."""
+    from helpers import random_eps_graph_any
+
+    rng = np.random.default_rng(97000 + seed)
+    V = int(rng.integers(4, 16))
+    while True:
+        graph = random_eps_graph_any(rng, int(rng.choice([150, 600])), V, int(rng.integers(2, 6)),
+                                     eps_prob=float(rng.choice([0.3, 0.7, 1.0])), cycles=False,
+                                     chain=int(rng.choice([2, 5])))
+        if graph.max_epsilon_chain >= chain_at_least:
+            break
+    B = int(rng.integers(2, 6))
+    T = int(rng.integers(20, 100))
+    lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+    lens[0] = T
+    lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+    opts = DecoderOptions(search_beam=float(rng.choice([10.0, 16.0])), output_beam=float(rng.choice([0.5, 2.0, 5.0, 8.0])),
+                          max_active_states=int(rng.choice([200, 2000])), allow_partial=bool(seed % 3 != 0))
+    return graph, lp, lens, opts
+
+
+def _eps_decode(graph, opts, lp, lens, mode, pad=0.0, **kw):
+    dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size), **kw)
+    dec._gpu.lattice_eps_filter = mode
+    dec._gpu._lattice_filter_pad = pad
+    return dec, dec.decode(lp, lens, lattice=True)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_eps_records_filter_keeps_every_lattice(seed):
+    """The records' filter on epsilon graphs (common.cuh LatEpsFilterFor, on by default where
+    eps_iterations covers the graph's chain): on and off give the CPU's lattices bit for bit
+    (recorded_arcs None on the filtered rows), no row is decoded again, and the filter drops
+    records (counted from the instance's own records, the filter on and off on the same rows;
+    producer_a is 0 on every final step)."""
+    graph, lp, lens, opts = _eps_case(seed)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec_on, on = _eps_decode(graph, opts, lp, lens, "on")
+    dec_off, off = _eps_decode(graph, opts, lp, lens, "off")
+    compare(cpu, on, f"eps filter on, seed {seed}")
+    compare(cpu, off, f"eps filter off, seed {seed}")
+    assert dec_on._gpu.stats.get("eps_filter_redone_rows", 0) == 0
+    assert [h.lattice.recorded_arcs for h in off] == [h.lattice.recorded_arcs for h in cpu]
+    be = dec_on._gpu
+    lp_dev, stream = be.to_device(lp), be._stream()
+    _, rec_on = be.main.decode_lattice(lp_dev, lens, stream, eps_filter=True, output_beam=opts.output_beam)
+    _, rec_off = be.main.decode_lattice(lp_dev, lens, stream, eps_filter=False, output_beam=opts.output_beam)
+    assert rec_off.producer_a is None and rec_on.producer_a is not None
+    assert np.array_equal(rec_on.cutoffs, rec_off.cutoffs) and np.array_equal(rec_on.sizes, rec_off.sizes)
+    assert (rec_on.counts <= rec_off.counts).all()
+    for b in range(lens.size):
+        assert rec_on.producer_a[b, lens[b]] == 0  # (the final step)
+    for k, v in (("eps_records_on", len(rec_on.records)), ("eps_records_off", len(rec_off.records))):
+        TOTALS[k] = TOTALS.get(k, 0) + v
+
+
+def test_eps_records_filter_totals():
+    """(After the seeds above: the records they kept with the filter on against off.)"""
+    on, off = TOTALS.get("eps_records_on", 0), TOTALS.get("eps_records_off", 0)
+    print(f"\nthe records' filter on epsilon graphs: {on} of {off} records kept ({on / max(off, 1):.1%})")
+    assert off == 0 or on < off
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_eps_records_filter_guard_sends_rows_back(seed):
+    """Forced below the graph's epsilon chain (eps_iterations 1 on chains of 2+: the closure's
+    scores need not be the forward's), the host replay's guard sends rows back, they are
+    decoded again without the filter, and every lattice is the CPU's."""
+    graph, lp, lens, opts = _eps_case(seed, chain_at_least=2)
+    opts = dataclasses.replace(opts, eps_iterations=1)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec, got = _eps_decode(graph, opts, lp, lens, "force")
+    compare(cpu, got, f"eps filter forced, seed {seed}")
+    TOTALS["eps_redone"] = TOTALS.get("eps_redone", 0) + dec._gpu.stats.get("eps_filter_redone_rows", 0)
+    dec2, got2 = _eps_decode(graph, opts, lp, lens, "on")  # (off below the chain: nothing sent back)
+    compare(cpu, got2, f"eps filter on below the chain, seed {seed}")
+    assert dec2._gpu.stats.get("eps_filter_redone_rows", 0) == 0
+
+
+def test_eps_records_filter_guard_fired():
+    """(After the seeds above: the guard sent some rows back.)"""
+    assert TOTALS.get("eps_redone", 0) > 0
+
+
+def test_eps_records_filter_that_drops_too_much_is_seen():
+    """A negative pad (ws.lat_filter[2]) makes the filter drop arcs the lattice keeps: the
+    comparison with the CPU sees it (the guard checks the filter's assumptions, not its offset)."""
+    seen = 0
+    for seed in range(8):
+        graph, lp, lens, opts = _eps_case(seed)
+        opts = dataclasses.replace(opts, output_beam=4.0)
+        cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+        _, got = _eps_decode(graph, opts, lp, lens, "on", pad=-6.0)
+        seen += sum(g.lattice is None or g.lattice.num_arcs != c.lattice.num_arcs for c, g in zip(cpu, got)
+                    if c.lattice is not None)
+    assert seen > 0

@@ -266,7 +266,7 @@ def _replay(dec: Decoder, lens: np.ndarray, rec):
     h = ref.mod.ref_lattices_from_records(
         ref.handle, lens, np.ascontiguousarray(rec.records, np.int32).reshape(-1, RECORD_INTS), rec.counts, rec.cutoffs,
         rec.sizes, np.zeros(B, np.uint8), o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
-        o.allow_partial, dec.eps_iterations, 1, size, score)
+        o.allow_partial, dec.eps_iterations, 1, size, score, np.zeros((0, 0), np.float32), np.zeros(B, np.uint8))
     rows, stats = _take_rows(ref.mod, h, size)
     return rows, score, stats
 

@@ -38,7 +38,7 @@ def shuffle_within_steps(rec: LatticeRecords, lens, rng) -> LatticeRecords:
     step_of = np.concatenate([np.repeat(np.arange(b * 100000, b * 100000 + int(lens[b]) + 1),
                                         rec.counts[b, : int(lens[b]) + 1]) for b in range(len(lens))] or [[]])
     order = np.lexsort((rng.random(step_of.size), step_of))
-    return LatticeRecords(rec.records[order], rec.counts, rec.cutoffs, rec.sizes)
+    return LatticeRecords(rec.records[order], rec.counts, rec.cutoffs, rec.sizes, rec.producer_a)
 
 
 def _acyclic_eps(rng, n, V, degree):
@@ -89,6 +89,127 @@ def test_records_replay_is_the_cpu_lattice(seed, monkeypatch):
     for b, (h, lat) in enumerate(zip(want, lats)):
         assert_same_lattice(h.lattice, lat, f"seed {seed} row {b}")
         assert np.float32(h.score).view(np.int32) == scores[b].view(np.int32), f"seed {seed} row {b}: 1-best score"
+
+
+def _without_recorded(lat):
+    """A Lattice with recorded_arcs None (a producer-filtered replay does not know the count)."""
+    import dataclasses
+
+    return dataclasses.replace(lat, recorded_arcs=None)
+
+
+@pytest.mark.parametrize("seed", range(0, 240, 2))
+def test_producer_filtered_records_replay_to_the_cpu_lattice(seed, monkeypatch):
+    """The CPU twin of the GPU's records filter on epsilon graphs (cpu_records(filter=True):
+    non-admitted arcs of real steps ending below s(dst) - RecordsFilterOffset(A, ...), s the
+    search's scores) drops records, and the replay of what is left is the CPU lattice bit for bit
+    (recorded_arcs unknown: None), or the row is flagged for a decode without the filter, which
+    happens only where eps_iterations is below the graph's longest epsilon chain (the closure's
+    scores then need not be the forward's) or the CPU's own filter is off."""
+    if seed % 6 == 4:
+        monkeypatch.setenv("CUWFST_CPU_LATTICE_FILTER", "off")  # (the replay's own filter off)
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    online = seed % 14 == 6
+    dec = Decoder(graph, opts, num_threads=2)
+    want = dec.decode(lp, lens, lattice=True, online=online)
+    full = cpu_records(dec, lp, lens, online)
+    rec = shuffle_within_steps(cpu_records(dec, lp, lens, online, filter=True), lens, rng)
+    assert rec.producer_a is not None and len(rec.records) <= len(full.records)
+    redo = np.ones(len(lens), np.uint8)
+    lats, scores = lattices_from_records(dec._ref, graph, opts, dec.eps_iterations, lens, rec, num_threads=3,
+                                         redo=redo)
+    complete = not graph.has_epsilon or dec.eps_iterations >= graph.max_epsilon_chain
+    for b, (h, lat) in enumerate(zip(want, lats)):
+        filtered = bool((rec.producer_a[b, : lens[b] + 1] > 0).any())
+        if redo[b]:
+            assert filtered and not complete, f"seed {seed} row {b}: flagged for a redo"
+            assert lat is None
+            continue
+        if filtered:
+            assert lat.recorded_arcs is None
+            assert_same_lattice(_without_recorded(h.lattice), lat, f"seed {seed} row {b}")
+        else:
+            assert_same_lattice(h.lattice, lat, f"seed {seed} row {b}")
+        assert np.float32(h.score).view(np.int32) == scores[b].view(np.int32), f"seed {seed} row {b}: 1-best score"
+
+
+def test_producer_filter_drops_records_on_epsilon_graphs():
+    """The twin's filter drops records (19 % of these random rows'), and marks
+    exactly the real steps it filtered: never the final one."""
+    rng = np.random.default_rng(17)
+    kept = total = 0
+    for case in range(12):
+        g = _acyclic_eps(rng, 200, 12, 4)
+        lp = random_log_probs(rng, 3, 80, 12, peaky=bool(case % 2))
+        lens = np.array([80, 41, 0], np.int32)
+        opts = DecoderOptions(search_beam=12.0, output_beam=3.0, max_active_states=500, min_active_states=2)
+        dec = Decoder(g, opts)
+        full = cpu_records(dec, lp, lens)
+        rec = cpu_records(dec, lp, lens, filter=True)
+        assert full.producer_a is None
+        for b in range(3):
+            assert rec.producer_a[b, lens[b]] == 0  # (the final step)
+        assert np.array_equal(rec.cutoffs, full.cutoffs) and np.array_equal(rec.sizes, full.sizes)
+        assert (rec.counts <= full.counts).all()
+        kept += len(rec.records)
+        total += len(full.records)
+    assert kept < 0.9 * total, (kept, total)  # (19 % dropped here; the small TLG's sim rows: see the GPU test)
+
+
+def test_producer_filter_guard_flags_rows_of_an_incomplete_closure():
+    """The twin's filter with eps_iterations below the graph's longest epsilon chain (the GPU
+    filters only where it is not: here forced): the closure's scores need not be the forward's,
+    so a row is either the CPU lattice bit for bit or flagged for a redo (never a wrong
+    lattice), and some rows are flagged; without `redo` the replay raises."""
+    rng = np.random.default_rng(23)
+    flagged = rows = 0
+    for case in range(16):
+        while True:
+            g = random_eps_graph_any(rng, 80, 6, 3, eps_prob=1.0, cycles=False, chain=5)
+            if g.max_epsilon_chain >= 3:
+                break
+        lp = random_log_probs(rng, 4, 50, 6, peaky=bool(case % 2))
+        lens = np.array([50, 33, 12, 1], np.int32)
+        opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300, min_active_states=2,
+                              eps_iterations=1)
+        dec = Decoder(g, opts)
+        want = dec.decode(lp, lens, lattice=True)
+        rec = cpu_records(dec, lp, lens, filter=True)
+        redo = np.zeros(4, np.uint8)
+        lats, _ = lattices_from_records(dec._ref, g, opts, dec.eps_iterations, lens, rec, 2, redo=redo)
+        for b in range(4):
+            rows += 1
+            if redo[b]:
+                flagged += 1
+                assert lats[b] is None
+            else:
+                want_lat = want[b].lattice if lats[b].recorded_arcs is not None else _without_recorded(want[b].lattice)
+                assert_same_lattice(want_lat, lats[b], f"case {case} row {b}")
+        if redo.any():
+            with pytest.raises(RuntimeError, match="records filter broke its guard"):
+                lattices_from_records(dec._ref, g, opts, dec.eps_iterations, lens, rec, 2)
+    assert 0 < flagged < rows, (flagged, rows)
+
+
+def test_producer_filter_with_a_negative_pad_is_seen():
+    """A twin filter told to drop too much (a negative pad, as the GPU's ws.lat_filter[2] in its
+    tests) gives lattices that differ from the CPU's: the comparisons above would see a filter
+    that drops kept arcs (the guard checks the filter's assumptions, not its offset)."""
+    rng = np.random.default_rng(29)
+    differ = 0
+    for case in range(6):
+        g = _acyclic_eps(rng, 100, 8, 3)
+        lp = random_log_probs(rng, 2, 50, 8, peaky=bool(case % 2))
+        lens = np.array([50, 33], np.int32)
+        opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300, min_active_states=2)
+        dec = Decoder(g, opts)
+        want = dec.decode(lp, lens, lattice=True)
+        rec = cpu_records(dec, lp, lens, filter=True, filter_pad=-6.0)
+        redo = np.zeros(2, np.uint8)
+        lats, _ = lattices_from_records(dec._ref, g, opts, dec.eps_iterations, lens, rec, 2, redo=redo)
+        for b in range(2):
+            differ += bool(redo[b]) or lats[b].num_arcs != want[b].lattice.num_arcs
+    assert differ > 0
 
 
 def test_records_hold_every_surviving_arc_and_no_other():
@@ -210,7 +331,8 @@ def test_dense_check_of_host_outputs():
         sizes, total = np.zeros((1, S), np.int32), np.zeros(1, np.int64)
         h = ref.mod.ref_decode_records(ref.handle, sub_lp, sub_lens, o.search_beam, o.output_beam,
                                        o.min_active_states, o.max_active_states, o.allow_partial,
-                                       dec.eps_iterations, False, 1, counts, cutoffs, sizes, total)
+                                       dec.eps_iterations, False, 1, counts, cutoffs, sizes, total, False, 0.0,
+                                       np.zeros((1, S), np.float32))
         try:
             n = int(total[0])
             ref.mod.ref_records_take(h, out(n))
@@ -248,9 +370,11 @@ class _CpuInstance:
         self.trim_logs = getattr(self, "trim_logs", []) + [log]
         return 0
 
-    def decode_lattice(self, lp, lens, stream, online=False):
+    def decode_lattice(self, lp, lens, stream, online=False, eps_filter=False, output_beam=0.0, filter_pad=0.0):
         assert lp.shape[0] <= self.max_lanes
+        assert output_beam == self.dec.options.output_beam or not eps_filter
         self.calls += 1
+        self.filtered_calls = getattr(self, "filtered_calls", 0) + bool(eps_filter)
         d, o = self.dec, self.dec.options
         B, T, _ = lp.shape
         cap = d.path_capacity(T)
@@ -267,7 +391,68 @@ class _CpuInstance:
             meta[b, 2] = 16 if int(lens[b]) in self.flag_lengths else 0
         if self.perturb:
             score[0] = np.nextafter(score[0], np.float32(0))
-        return (arcs, n, score, meta, stats), cpu_records(d, np.ascontiguousarray(lp), lens, online)
+        return (arcs, n, score, meta, stats), cpu_records(d, np.ascontiguousarray(lp), lens, online,
+                                                          filter=eps_filter, filter_pad=filter_pad)
+
+
+@pytest.mark.parametrize("overlap", ["on", "off"])
+def test_backend_epsilon_lattices_with_the_records_filter(overlap):
+    """GpuBackend's lattice path on epsilon graphs with the records' filter (the CPU twin in the
+    stand-in's records): with the closure complete (eps_iterations = the chain) the filtered
+    replays are the CPU's lattices (recorded_arcs None); forced below the chain, the rows whose
+    guard breaks are decoded again without the filter (after the sub-batches when the host work
+    runs on the overlap's worker, at once otherwise) and every lattice is still the CPU's."""
+    from cuwfst.decoder.gpu import GpuBackend
+
+    rng = np.random.default_rng(31)
+    while True:
+        g = random_eps_graph_any(rng, 60, 6, 3, eps_prob=1.0, cycles=False, chain=5)
+        if g.max_epsilon_chain >= 3:
+            break
+    lp = random_log_probs(rng, 7, 40, 6, peaky=True)
+    lens = np.array([40, 3, 34, 0, 31, 40, 12], np.int32)
+    for eps_it, mode in ((None, "on"), (1, "force")):
+        opts = DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=200, min_active_states=3,
+                              eps_iterations=eps_it)
+        cpu = Decoder(g, opts, num_threads=2)
+        want = cpu.decode(lp, lens, lattice=True)
+
+        class Backend(GpuBackend):
+            def __init__(self):
+                self.graph, self.options, self.check_inputs, self.batching = g, opts, False, "padded"
+                self.main = _CpuInstance(cpu, max_lanes=3)
+                self._rescue = _CpuInstance(cpu, max_lanes=2)
+                self._ref, self.rescue_lanes = None, 2
+                self.early_rescue, self.lattice_overlap, self.lattice_eps_filter = "off", overlap, mode
+                self.lock = __import__("threading").Lock()
+                self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
+                                             "unabsorbed_rows")}
+
+            def to_device(self, x):
+                return x
+
+            def _stream(self):
+                return 0
+
+            def _take_rows(self, x, rows):
+                return x[rows]
+
+            def rescue_instance(self):
+                return self._rescue
+
+        backend = Backend()
+        got = backend.decode(lp, lens, cpu, lattice=True)
+        redone = backend.stats.get("eps_filter_redone_rows", 0)
+        assert backend.main.filtered_calls == 3
+        if mode == "on":
+            assert redone == 0 and backend.main.calls == 3
+        else:  # (the redone rows: one more call a sub-batch of them, unfiltered)
+            assert redone > 0 and backend.main.calls > 3, (redone, backend.main.calls)
+        for b, (w, h) in enumerate(zip(want, got)):
+            assert (h.words, h.score, h.word_times) == (w.words, w.score, w.word_times), b
+            want_lat = w.lattice if h.lattice.recorded_arcs is not None else _without_recorded(w.lattice)
+            assert_same_lattice(want_lat, h.lattice, f"{mode} row {b}")
+            assert h.word_confidences == w.word_confidences
 
 
 def test_backend_lattice_path_with_a_cpu_stand_in():

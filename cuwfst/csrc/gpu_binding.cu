@@ -676,17 +676,26 @@ cuwfst::LatticeOutputs CheckLatticeOutputs(const LogProbs& lp, const int32_t* le
 // GpuDecode with lattice records (lattice.cuh): as GpuDecode, plus out_lat_counts [B, S]
 // i32 (records of step t of row b), out_lat_cutoffs [B, S] f32, out_lat_sizes [B, S] i32
 // (frontier size after each step and its closure), S >= the longest row + 1, and
-// out_lat_total [1] i64 (the records, which gpu_lattice_records then copies out).
+// out_lat_total [1] i64 (the records, which gpu_lattice_records then copies out). eps_filter:
+// the records' filter on epsilon graphs (LatticeOutputs::eps_filter; ignored on epsilon-free
+// ones), filter_pad added to its offset; out_lat_producer_a [B, S] f32 each step's assumed
+// magnitude (0: the step kept every record).
 void GpuDecodeLattice(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
                       TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
                       TensorView out_stats, TensorView out_lat_counts, TensorView out_lat_cutoffs,
-                      TensorView out_lat_sizes, TensorView out_lat_total) {
+                      TensorView out_lat_sizes, TensorView out_lat_total, int64_t eps_filter, double output_beam,
+                      double filter_pad, TensorView out_lat_producer_a) {
   GpuDecoder* d = GetDecoder(h);
   const LogProbs lp = CheckLogProbs(d, log_probs);
   const int32_t* len = CheckLengths(lengths, lp.B, lp.T);
   cuwfst::DecodeOutputs out = CheckOutputs(lp.B, out_arcs, out_len, out_score, out_meta, out_stats);
   cuwfst::LatticeOutputs lat = CheckLatticeOutputs(lp, len, out_lat_counts, out_lat_cutoffs, out_lat_sizes,
                                                     out_lat_total, 1);
+  CheckHostTensor(out_lat_producer_a, "out_lat_producer_a", kDLFloat, 32, {lp.B, lat.S});
+  lat.eps_filter = eps_filter != 0 ? 1 : 0;
+  lat.output_beam = static_cast<float>(output_beam);
+  lat.filter_pad = static_cast<float>(filter_pad);
+  lat.producer_a = static_cast<float*>(out_lat_producer_a.data_ptr());
   Guarded([&] {
     d->Decode(lp.base, lp.f16, log_probs.strides()[0], log_probs.strides()[1], static_cast<int32_t>(lp.B),
               static_cast<int32_t>(lp.T), static_cast<int32_t>(lp.V), len, online, caller_stream, out, &lat);

@@ -229,6 +229,12 @@ struct LatticeOutputs {
   // trims its 1-best steps): the steps walk only the arcs the filter could keep, and the
   // rows' recorded-arc counts are not made (-1)
   int32_t trim = 0;
+  // mode 1 on a graph with epsilon arcs: 1 = the records' filter on epsilon graphs (lattice.cuh
+  // LatEpsFilterFor) drops a real step's non-admitted arcs that end below s(dst) - c, and
+  // producer_a [B, S] gets each step's assumed magnitude A (0: not filtered) for the host
+  // replay's guard (reference_lattice.h RecordedRow::producer_a); filter_pad as above
+  int32_t eps_filter = 0;
+  float* producer_a = nullptr;
 };
 
 // One row's lattice from the GPU's own pruning (gpu_lattice_prune.cu): PrunedRow,
@@ -804,7 +810,8 @@ class GpuDecoder {
   int64_t lat_live_high_ = 0;  // MemStats [36]
   int32_t lat_runs_ = 0;       // MemStats [37]
   int64_t lat_grows_ = 0;      // MemStats [38]
-  void SetLatticeFilter(bool on, float output_beam, float pad);
+  // eps_on: the records' filter on epsilon graphs (lattice == 1, common.cuh LatEpsFilterFor)
+  void SetLatticeFilter(bool on, float output_beam, float pad, bool eps_on = false);
   bool LatticeFilterGuard(int32_t B, const LaneCounters* h_lanes, const LatticeOutputs& lat);
   void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
   void IncReset(int32_t B, const int32_t* lengths, float output_beam);

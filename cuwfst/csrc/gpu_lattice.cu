@@ -8,8 +8,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include <sched.h>
 
 namespace cuwfst {
 
@@ -157,7 +163,7 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
 
 // The records' filter for the next runs (Workspace::lat_filter, lattice.cuh LatFilterFor),
 // stream-ordered before them.
-void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
+void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad, bool eps_on) {
   // a member, as arena_guard_host_: the pageable copy reads it before returning
   lat_filter_host_[0] = on ? 1.f : 0.f;
   lat_filter_host_[1] = output_beam;
@@ -176,6 +182,7 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad) {
   // a final step's arcs as candidates (common.cuh LatCandFinalOn) unless the decoder was built
   // with CUWFST_LATTICE_CAND_FINAL=off (lat_cand_final_)
   lat_filter_host_[6] = lat_cand_final_ ? 1.f : 0.f;
+  lat_filter_host_[7] = eps_on ? 1.f : 0.f;
   lat_filter_on_ = on;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }
@@ -278,6 +285,14 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     out.total[0] = static_cast<int64_t>(total);
     return;
   }
+  // the records' filter on epsilon graphs: each step's A (LatEpsFilterFor, in lat_all), 0 where
+  // the step kept every record or the filter was off
+  std::vector<int32_t> fa;
+  if (out.producer_a != nullptr && lat_filter_host_[7] != 0.f) {
+    fa.resize(n);
+    CUWFST_CUDA(cudaMemcpyAsync(fa.data(), ws_.lat_all, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
+    CUWFST_CUDA(cudaStreamSynchronize(stream_));
+  }
   const size_t bytes = static_cast<size_t>(total) * sizeof(LatRecord);
   if (h_lat_.amount() < static_cast<int64_t>(bytes)) {
     PinnedBuffer fresh;
@@ -304,10 +319,31 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
       out.counts[b * out.S + t] = in ? count[b * seg + t] : 0;
       out.cutoffs[b * out.S + t] = in ? cutoff[b * seg + t] : 0.f;
       out.sizes[b * out.S + t] = in ? size[b * seg + t] : 0;
+      if (out.producer_a != nullptr) {
+        float a = 0.f;
+        if (in && !fa.empty()) std::memcpy(&a, &fa[b * seg + t], sizeof(a));
+        out.producer_a[b * out.S + t] = a;
+      }
       if (in) h_lat_lane_[b] += count[b * seg + t];
     }
   }
   out.total[0] = h_lat_n_;
+}
+
+// Threads for TakeLatticeRecords: the process's CPUs, at most 16; CUWFST_RECORDS_THREADS (1-256)
+// sets it (tests, A/B runs).
+static int32_t RecordsCopyThreads(int64_t n) {
+  if (const char* env = std::getenv("CUWFST_RECORDS_THREADS")) {
+    const int v = std::atoi(env);
+    if (v >= 1 && v <= 256) return v;
+  }
+  if (n < (int64_t{1} << 20)) return 1;
+  int c = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) c = CPU_COUNT(&set);
+  if (c <= 0) c = static_cast<int>(std::thread::hardware_concurrency());
+  return static_cast<int32_t>(std::max(1, std::min(c, 16)));
 }
 
 void GpuDecoder::TakeLatticeRecords(int32_t* out, int64_t N) {
@@ -318,22 +354,58 @@ void GpuDecoder::TakeLatticeRecords(int32_t* out, int64_t N) {
     throw std::invalid_argument(os.str());
   }
   // Row by row (a stable partition by lane): within a lane the arena holds its steps in
-  // order, since each step's records are complete before the next step runs.
+  // order, since each step's records are complete before the next step runs. The arena is cut
+  // into P contiguous parts, one thread each: every part counts its records per lane, then each
+  // part writes its lane's records from its place (the lane's start plus the earlier parts'
+  // counts), so the order within a lane is the arena's, as with one thread.
   const int32_t B = static_cast<int32_t>(h_lat_lane_.size());
   std::vector<int64_t> at(B + 1, 0);
   for (int32_t b = 0; b < B; ++b) at[b + 1] = at[b] + h_lat_lane_[b];
   if (at[B] != N) throw std::runtime_error("lattice records: the step counts do not add up to the records");
-  std::vector<int64_t> next(at.begin(), at.end() - 1);
   const LatRecord* r = static_cast<const LatRecord*>(h_lat_.get());
-  for (int64_t i = 0; i < N; ++i) {
-    const int32_t lane = r[i].lane;
-    if (lane < 0 || lane >= B || next[lane] >= at[lane + 1])
-      throw std::runtime_error("lattice records: a record of an unknown or overfull lane");
-    int32_t* o = out + 3 * next[lane]++;
-    o[0] = r[i].src_state;
-    o[1] = r[i].arc;
-    std::memcpy(&o[2], &r[i].acoustic, sizeof(float));
+  const int64_t P = std::max<int64_t>(1, std::min<int64_t>(RecordsCopyThreads(N), N));
+  std::vector<int64_t> cnt(static_cast<size_t>(P) * (B + 1), 0);  // per part, per lane; [B]: bad lanes
+  auto run = [P](const std::function<void(int64_t)>& f) {
+    std::vector<std::thread> pool;
+    for (int64_t p = 1; p < P; ++p) {
+      try {
+        pool.emplace_back(f, p);
+      } catch (const std::system_error&) {  // no thread to be had: this one does that part
+        f(p);
+      }
+    }
+    f(0);
+    for (auto& t : pool) t.join();
+  };
+  const auto lo = [&](int64_t p) { return N * p / P; };
+  run([&](int64_t p) {
+    int64_t* c = &cnt[static_cast<size_t>(p) * (B + 1)];
+    for (int64_t i = lo(p), e = lo(p + 1); i < e; ++i) {
+      const int32_t lane = r[i].lane;
+      ++c[lane >= 0 && lane < B ? lane : B];
+    }
+  });
+  std::vector<int64_t> start(static_cast<size_t>(P) * B);
+  for (int32_t b = 0; b < B; ++b) {
+    int64_t x = at[b];
+    for (int64_t p = 0; p < P; ++p) {
+      start[static_cast<size_t>(p) * B + b] = x;
+      x += cnt[static_cast<size_t>(p) * (B + 1) + b];
+    }
+    if (x != at[b + 1]) throw std::runtime_error("lattice records: a record of an unknown or overfull lane");
   }
+  for (int64_t p = 0; p < P; ++p)
+    if (cnt[static_cast<size_t>(p) * (B + 1) + B] != 0)
+      throw std::runtime_error("lattice records: a record of an unknown or overfull lane");
+  run([&](int64_t p) {
+    int64_t* next = &start[static_cast<size_t>(p) * B];
+    for (int64_t i = lo(p), e = lo(p + 1); i < e; ++i) {
+      int32_t* o = out + 3 * next[r[i].lane]++;
+      o[0] = r[i].src_state;
+      o[1] = r[i].arc;
+      std::memcpy(&o[2], &r[i].acoustic, sizeof(float));
+    }
+  });
 }
 
 }  // namespace cuwfst

@@ -604,20 +604,28 @@ class GpuInstance:
         self.mod.gpu_decode(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta, out_stats)
         return out
 
-    def decode_lattice(self, lp, lens: np.ndarray, stream: int, online: bool = False):
+    def decode_lattice(self, lp, lens: np.ndarray, stream: int, online: bool = False, eps_filter: bool = False,
+                       output_beam: float = 0.0, filter_pad: float = 0.0):
         """decode() plus the lattice records of every row (lattice_records.LatticeRecords):
-        the decode runs the step pipeline's lattice stage (csrc/include/cuwfst/lattice.cuh)."""
+        the decode runs the step pipeline's lattice stage (csrc/include/cuwfst/lattice.cuh).
+        eps_filter (graphs with epsilon arcs): the records' filter (common.cuh LatEpsFilterFor,
+        output_beam its beam, filter_pad added to its offset) leaves out the arcs no pruning window
+        can keep, and the records carry each step's assumed magnitude (producer_a) for the
+        replay's guard."""
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
+        producer_a = np.zeros(counts.shape, np.float32)
+        eps_filter = bool(eps_filter) and self.eps_iterations > 0
         t0 = time.perf_counter()
         self.mod.gpu_decode_lattice(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score, out_meta,
-                                    out_stats, counts, cutoffs, sizes, total)
+                                    out_stats, counts, cutoffs, sizes, total, int(eps_filter), float(output_beam),
+                                    float(filter_pad), producer_a)
         t1 = time.perf_counter()
-        records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
+        records = np.empty((int(total[0]), RECORD_INTS), np.int32)  # (every entry written: its rows' records)
         self.mod.gpu_lattice_records(self.handle, records)
         # (benchmarks: the decode call, the records' copy to the host, their count)
         self.last_lattice_stamps = (t0, t1, time.perf_counter(), int(total[0]))
-        return out, LatticeRecords(records, counts, cutoffs, sizes)
+        return out, LatticeRecords(records, counts, cutoffs, sizes, producer_a if eps_filter else None)
 
     def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False,
                               chunk: int = 0, filter: bool = True, filter_pad: float = 0.0, trim: bool = True):
@@ -1033,6 +1041,9 @@ class GpuBackend:
             # (EarlyRescue; with the overlap on), else by the rescue below
             early = EarlyRescue(self, lp, lens, stream, frontend, online, True) \
                 if overlap is not None and self.early_rescue_on() else None
+            # rows whose records' filter (epsilon graphs) broke its guard in a host job: decoded
+            # again without it once the sub-batches' host work is done (the jobs append to it)
+            self._eps_redo = []
             with EarlyRescue.running(early):  # (the overlap's worker joined first, then the rescue's thread)
                 with overlap if overlap is not None else contextlib.nullcontext() as host:
                     for rows in batches(range(B), lens, lanes):
@@ -1040,6 +1051,10 @@ class GpuBackend:
                                                 host)
                         if early is not None:
                             early.submit(EarlyRescue.flagged(*got))
+                redo, self._eps_redo = sorted(self._eps_redo), []
+                for rows in batches(redo, lens, lanes):  # (their hypotheses and lattices replaced)
+                    self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, True, None,
+                                      eps_filter=False)
             if getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the host work all done)
                 self.lattice_trace_exit = time.perf_counter()
             self._apply_early(early, hyps)  # (after the sub-batches' host work, which wrote these rows unrescued)
@@ -1103,9 +1118,11 @@ class GpuBackend:
     def _long_form(self, lens: np.ndarray) -> bool:
         return self.gc_interval > 0 and int(np.max(lens, initial=0)) > self.gc_interval
 
-    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None):
+    def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None,
+                     eps_filter=True):
         """One sub-batch through `inst`: the hypotheses of `rows` into hyps; with lattice, their
         lattices, word times and confidences too, now or (host: a HostOverlap) on its worker.
+        eps_filter False: no records' filter on an epsilon graph (the rows its guard sent back).
         With lattice, returns (rows, their overflow bits) as the decode left them (known when
         the decode call returns, before the host work: EarlyRescue); else None."""
         t_enter = time.perf_counter()
@@ -1177,7 +1194,10 @@ class GpuBackend:
             _host_run(host, attach)
             return rows, res[3][:, 2].copy()
         if lattice:  # whole-row decodes (the lattice stage records every step; no GC segments)
-            res, records = inst.decode_lattice(sub, sub_lens, stream, online)
+            res, records = inst.decode_lattice(sub, sub_lens, stream, online,
+                                               eps_filter=eps_filter and self.lattice_eps_filter_on(inst),
+                                               output_beam=self.options.output_beam,
+                                               filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)))
             rtrace = getattr(self, "lattice_trace_replay", None)  # (benchmarks: the replay path's stamps)
             entry = None
             if rtrace is not None:  # the sub-batch's stamps (decode_lattice's) and rows; the job's below
@@ -1189,9 +1209,17 @@ class GpuBackend:
                 w0 = time.perf_counter()
                 self._collect(hyps, rows.tolist(), res, frontend)
                 w1 = time.perf_counter()
-                parts = self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
+                t_replayed, redo = self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
                 if entry is not None:  # the job's start, hypotheses made, replay done, Lattice objects made, the end
-                    entry["job"] = (w0, w1) + tuple(parts) + (time.perf_counter(),)
+                    entry["job"] = (w0, w1, t_replayed, time.perf_counter())
+                if redo:  # the records' filter broke its guard on these rows: their records again, unfiltered
+                    self.stats["eps_filter_redone_rows"] = self.stats.get("eps_filter_redone_rows", 0) + len(redo)
+                    if host is None:  # (this thread holds the instance)
+                        for part in batches(redo, lens, inst.max_lanes):
+                            self._decode_rows(inst, lp, lens, part, stream, hyps, frontend, online, True, None,
+                                              eps_filter=False)
+                    else:  # (the worker: the calling thread decodes them after its sub-batches)
+                        self._eps_redo.extend(redo)
 
             _host_run(host, attach_replayed)
             return rows, res[3][:, 2].copy()
@@ -1213,6 +1241,24 @@ class GpuBackend:
             raise ValueError(f"lattice_prune must be 'gpu' or 'replay', got {mode!r}")
         return mode == "gpu" and getattr(inst, "eps_iterations", 1) == 0 and \
             hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned")
+
+    def lattice_eps_filter_on(self, inst) -> bool:
+        """Whether a lattice decode on a graph with epsilon arcs (records replayed on the host)
+        leaves out of its records the arcs no pruning window can keep (common.cuh
+        LatEpsFilterFor): "on" (the default) where the search's eps_iterations covers the graph's
+        longest epsilon chain (the closure is then complete, so the forward the replay computes
+        is the search's score that the filter tests), "off", or "force" (tests: also below the
+        chain, where the replay's guard then sends rows back), by the attribute
+        `lattice_eps_filter` or the environment variable CUWFST_LATTICE_EPS_FILTER. Same
+        lattices either way; a row whose guard breaks is decoded again without the filter. Rows
+        the filter ran on have recorded_arcs None."""
+        v = getattr(self, "lattice_eps_filter", None) or os.environ.get("CUWFST_LATTICE_EPS_FILTER", "on") or "on"
+        if v not in ("on", "off", "force"):
+            raise ValueError(f"lattice_eps_filter must be 'on', 'off' or 'force', got {v!r}")
+        eps = getattr(inst, "eps_iterations", 0)
+        if v == "off" or eps <= 0:
+            return False
+        return v == "force" or eps >= self.graph.max_epsilon_chain
 
     def lattice_filter_on(self) -> bool:
         """Whether a GPU-pruned lattice decode of a whole batch keeps out of its records the
@@ -1363,19 +1409,21 @@ class GpuBackend:
     def _attach_lattices(self, hyps, rows, lens, res, records, frontend):
         """Lattices from the GPU's records (lattice_records.py) onto hyps[rows[i]]. A row
         flagged with a capacity or arena overflow gets none (its search was cut short; the
-        rescue decodes it again); every other row's replay must end on the GPU's own 1-best
-        score, bit for bit."""
+        rescue decodes it again), nor does a row whose records' filter broke its guard (returned:
+        the caller decodes it again without the filter); every other row's replay must end on
+        the GPU's own 1-best score, bit for bit. Returns (when the replay was done, those rows)."""
         from .lattice import attach_all
 
         out_score, out_meta = res[2], res[3]
         skip = (out_meta[:, 2] & RESCUE_BITS) != 0
+        redo = np.zeros(len(rows), np.uint8)
         lats, scores = lattices_from_records(self.reference_graph(), self.graph, self.options,
                                              self.main.eps_iterations, lens, records, frontend.num_threads,
-                                             skip.astype(np.uint8))
+                                             skip.astype(np.uint8), redo)
         t_replayed = time.perf_counter()
         got = []
         for i, row in enumerate(rows):
-            if skip[i]:
+            if skip[i] or redo[i]:
                 continue
             if scores[i].view(np.int32) != np.float32(out_score[i]).view(np.int32):
                 raise RuntimeError(f"GPU lattice of row {row}: the replay of its records ends on score "
@@ -1383,7 +1431,9 @@ class GpuBackend:
                                    "(a decoder bug; please report it)")
             got.append((hyps[row], lats[i]))
         attach_all(self.graph, [h for h, _ in got], [x for _, x in got], frontend.num_threads)
-        return (t_replayed,)  # (benchmarks: when the replay and the Lattice objects were done)
+        # (benchmarks: when the replay and the Lattice objects were done) and the rows whose records'
+        # filter broke its guard (no lattice yet: decode them again without the filter)
+        return t_replayed, [row for i, row in enumerate(rows) if redo[i]]
 
     def decode_snapshots(self, log_probs, length):
         from .offline import snapshot_length

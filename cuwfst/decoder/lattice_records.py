@@ -28,12 +28,15 @@ class LatticeRecords:
     """The records of a batch of rows. records [N, 3] int32, row by row and each row step
     by step; counts [B, S] int32 (records of step t of row b, S >= max length + 1; step
     `length` is the final step), cutoffs [B, S] float32, sizes [B, S] int32 (the frontier
-    size after each step and its closure: the replay checks it)."""
+    size after each step and its closure: the replay checks it). producer_a [B, S] float32 or
+    None: > 0 where the producer's records filter (the GPU's on epsilon graphs) dropped some of
+    the step's arcs, the magnitude it assumed (reference_lattice.h RecordedRow::producer_a)."""
 
     records: np.ndarray
     counts: np.ndarray
     cutoffs: np.ndarray
     sizes: np.ndarray
+    producer_a: np.ndarray | None = None
 
     def row_slices(self, lens: np.ndarray) -> list[slice]:
         """The records of each row."""
@@ -43,11 +46,16 @@ class LatticeRecords:
 
 
 def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.ndarray, rec: LatticeRecords,
-                          num_threads: int, skip: np.ndarray | None = None) -> tuple[list[Lattice | None], np.ndarray]:
+                          num_threads: int, skip: np.ndarray | None = None,
+                          redo: np.ndarray | None = None) -> tuple[list[Lattice | None], np.ndarray]:
     """One Lattice per row from its records (rows flagged in `skip` get None: their records
     are not trusted). `ref` is a decoder.offline._ReferenceGraph of `graph`. Returns the
     lattices and the replay's float32 1-best score per row (a check against the producer's
-    own result). Raises RuntimeError when records are inconsistent."""
+    own result). Raises RuntimeError when records are inconsistent. Where rec.producer_a says
+    the producer filtered a row's records and the filter's guard broke (its dropped arcs may
+    be ones the lattice keeps), the row gets None and redo[row] = 1 ([B] uint8, set to 0
+    elsewhere); without `redo` that raises RuntimeError. Rows the producer filtered have
+    recorded_arcs None (the dropped arcs were never seen)."""
     if graph.has_epsilon and graph.max_epsilon_chain < 0:
         raise ValueError("lattices need a graph whose epsilon arcs are acyclic; this graph's "
                          "epsilon arcs form a cycle")
@@ -56,23 +64,30 @@ def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.nda
     skip = np.zeros(B, np.uint8) if skip is None else np.ascontiguousarray(skip, np.uint8)
     out_size = np.zeros((B, 3), np.int64)
     out_score = np.zeros(B, np.float32)
+    out_redo = np.zeros(B, np.uint8)
+    pa = np.zeros((0, 0), np.float32) if rec.producer_a is None else np.ascontiguousarray(rec.producer_a, np.float32)
     o = options
     handle = ref.mod.ref_lattices_from_records(
         ref.handle, lens, np.ascontiguousarray(rec.records, np.int32).reshape(-1, RECORD_INTS),
         np.ascontiguousarray(rec.counts, np.int32), np.ascontiguousarray(rec.cutoffs, np.float32),
         np.ascontiguousarray(rec.sizes, np.int32), skip, o.search_beam, o.output_beam, o.min_active_states,
-        o.max_active_states, o.allow_partial, eps_iterations, num_threads, out_size, out_score)
+        o.max_active_states, o.allow_partial, eps_iterations, num_threads, out_size, out_score, pa, out_redo)
     try:
+        if out_redo.any() and redo is None:
+            raise RuntimeError(f"lattice records of rows {np.flatnonzero(out_redo).tolist()}: the producer's "
+                               "records filter broke its guard; decode them again without it")
+        if redo is not None:
+            redo[:] = out_redo
         rows, kept = [], []
         for b in range(B):
-            if skip[b]:
+            if skip[b] or out_redo[b]:
                 continue
             S, A = int(out_size[b, 0]), int(out_size[b, 1])
             states = np.zeros((3, S), np.int32)
             arcs = np.zeros((4, A), np.int32)
             scores = np.zeros((3, A), np.float32)
             ref.mod.ref_lattice_row(handle, b, states, arcs, scores)
-            rows.append((states, arcs, scores, int(out_size[b, 2])))
+            rows.append((states, arcs, scores, int(out_size[b, 2]) if out_size[b, 2] >= 0 else None))
             kept.append(b)
     finally:
         ref.mod.ref_lattice_free(handle)
@@ -83,9 +98,13 @@ def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.nda
     return lats, out_score
 
 
-def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False) -> LatticeRecords:
+def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False, filter: bool = False,
+                filter_pad: float = 0.0) -> LatticeRecords:
     """The records of a CPU decode, made as the GPU makes them (for tests and debugging):
-    `decoder` is a CPU cuwfst.Decoder, lp float32 [B, T, V] on the host."""
+    `decoder` is a CPU cuwfst.Decoder, lp float32 [B, T, V] on the host. filter: with the
+    twin of the GPU's records filter on epsilon graphs (reference_lattice.h RecordingObserver;
+    filter_pad added to its offset: a negative one drops arcs the lattice keeps, for tests),
+    and producer_a set."""
     ref = decoder._ref
     B, T, _ = lp.shape
     S = T + 1
@@ -93,14 +112,15 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False)
     cutoffs = np.zeros((B, S), np.float32)
     sizes = np.zeros((B, S), np.int32)
     total = np.zeros(1, np.int64)
+    producer_a = np.zeros((B, S), np.float32)
     o = decoder.options
     h = ref.mod.ref_decode_records(ref.handle, np.ascontiguousarray(lp, np.float32), np.ascontiguousarray(lens, np.int32),
                                    o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
                                    o.allow_partial, decoder.eps_iterations, online, decoder.num_threads,
-                                   counts, cutoffs, sizes, total)
+                                   counts, cutoffs, sizes, total, bool(filter), float(filter_pad), producer_a)
     try:
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         ref.mod.ref_records_take(h, records)
     finally:
         ref.mod.ref_records_free(h)
-    return LatticeRecords(records, counts, cutoffs, sizes)
+    return LatticeRecords(records, counts, cutoffs, sizes, producer_a if filter else None)

@@ -600,11 +600,15 @@ void RefLatticeFilterStats(int64_t h, TensorView out) {
 // 1-best score, a check against the producer's). Returns a lattice handle (ref_lattice_row,
 // ref_lattice_free). Rows whose `skip` [B] u8 is set get an empty lattice (their records
 // are not trusted: an overflowed GPU row); every other inconsistency is an error.
+// producer_a [B, S] f32 (or [0, 0]: none): where > 0 the producer filtered the step's records
+// (RecordedRow::producer_a); out_redo [B] u8 = 1 where that filter broke its guard: the row got
+// an empty lattice and needs unfiltered records. out_lat_size[b, 2] (recorded arcs) is -1 on a
+// row the producer filtered (not known).
 int64_t RefLatticesFromRecords(int64_t graph_h, TensorView lengths, TensorView records, TensorView counts,
                                TensorView cutoffs, TensorView sizes, TensorView skip, double search_beam,
                                double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
                                int64_t eps_iterations, int64_t num_threads, TensorView out_lat_size,
-                               TensorView out_score) {
+                               TensorView out_score, TensorView producer_a, TensorView out_redo) {
   const GraphView& g = GetGraph(graph_h)->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, false);
@@ -619,6 +623,12 @@ int64_t RefLatticesFromRecords(int64_t graph_h, TensorView lengths, TensorView r
   CheckHostTensor(skip, "skip", kDLUInt, 8, {B});
   CheckHostTensor(out_lat_size, "out_lat_size", kDLInt, 64, {B, 3});
   CheckHostTensor(out_score, "out_score", kDLFloat, 32, {B});
+  CheckHostTensor(out_redo, "out_redo", kDLUInt, 8, {B});
+  const bool have_pa = producer_a.ndim() == 2 && producer_a.shape()[0] != 0;
+  if (have_pa) CheckHostTensor(producer_a, "producer_a", kDLFloat, 32, {B, S});
+  else CheckHostTensor(producer_a, "producer_a", kDLFloat, 32, {0, 0});
+  const float* pa = have_pa ? static_cast<const float*>(producer_a.data_ptr()) : nullptr;
+  uint8_t* redo = static_cast<uint8_t*>(out_redo.data_ptr());
   const int32_t* len = static_cast<const int32_t*>(lengths.data_ptr());
   const int32_t* cnt = static_cast<const int32_t*>(counts.data_ptr());
   // each row's first record: the counts must add up to the records given
@@ -652,9 +662,12 @@ int64_t RefLatticesFromRecords(int64_t graph_h, TensorView lengths, TensorView r
       row.counts = cnt + b * S;
       row.cutoffs = cut + b * S;
       row.sizes = sz + b * S;
+      row.producer_a = pa != nullptr ? pa + b * S : nullptr;
       cuwfst::reference::RowResult r;
-      if (cuwfst::reference::LatticeFromRecords(g, opt, row, scratch, &r, &lat, &errors[b])) score[b] = r.score;
+      if (cuwfst::reference::LatticeFromRecords(g, opt, row, scratch, &r, &lat, &errors[b]) && !lat.producer_redo)
+        score[b] = r.score;
     }
+    redo[b] = lat.producer_redo ? 1 : 0;
     lat_size[b * 3 + 0] = lat.num_states;
     lat_size[b * 3 + 1] = static_cast<int64_t>(lat.src.size());
     lat_size[b * 3 + 2] = lat.recorded_arcs;
@@ -668,6 +681,9 @@ int64_t RefLatticesFromRecords(int64_t graph_h, TensorView lengths, TensorView r
 // producer half of tests/test_lattice_records.py. out_counts [B, S] i32, out_cutoffs
 // [B, S] f32, out_sizes [B, S] i32 (S >= T + 1); returns a handle whose records
 // ref_records_take copies out ([N, 3] i32, N from out_total [1] i64) and ref_records_free frees.
+// filter: the CPU twin of the GPU's records filter on epsilon graphs (RecordingObserver), its
+// offset plus filter_pad; out_producer_a [B, S] f32 gets each step's assumed magnitude (0: the
+// step was not filtered).
 struct RefRecords {
   std::vector<int32_t> records;
 };
@@ -675,7 +691,8 @@ struct RefRecords {
 int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
                          double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
                          int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_counts,
-                         TensorView out_cutoffs, TensorView out_sizes, TensorView out_total) {
+                         TensorView out_cutoffs, TensorView out_sizes, TensorView out_total, bool filter,
+                         double filter_pad, TensorView out_producer_a) {
   const GraphView& g = GetGraph(graph_h)->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, online);
@@ -687,21 +704,26 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
   CheckHostTensor(out_cutoffs, "out_cutoffs", kDLFloat, 32, {in.B, S});
   CheckHostTensor(out_sizes, "out_sizes", kDLInt, 32, {in.B, S});
   CheckHostTensor(out_total, "out_total", kDLInt, 64, {1});
+  CheckHostTensor(out_producer_a, "out_producer_a", kDLFloat, 32, {in.B, S});
   std::vector<std::unique_ptr<cuwfst::reference::RecordingObserver>> rows(in.B);
   ForEachRow(g.num_states, in.B, num_threads, [&](std::vector<int32_t>* slot, int64_t b) {
-    rows[b] = std::make_unique<cuwfst::reference::RecordingObserver>(g, slot);
+    rows[b] = std::make_unique<cuwfst::reference::RecordingObserver>(
+        g, slot, filter, static_cast<float>(output_beam), static_cast<int32_t>(eps_iterations),
+        static_cast<float>(filter_pad));
     cuwfst::reference::DecodeRowRecords(g, in.lp + b * in.T * in.V, in.V, in.len[b], opt, slot, rows[b].get());
   });
   auto out = std::make_unique<RefRecords>();
   int32_t* cnt = static_cast<int32_t*>(out_counts.data_ptr());
   float* cut = static_cast<float*>(out_cutoffs.data_ptr());
   int32_t* sz = static_cast<int32_t*>(out_sizes.data_ptr());
+  float* pa = static_cast<float*>(out_producer_a.data_ptr());
   for (int64_t b = 0; b < in.B; ++b) {
     const auto& r = *rows[b];
     for (size_t t = 0; t < r.counts.size(); ++t) {
       cnt[b * S + t] = r.counts[t];
       cut[b * S + t] = r.cutoffs[t];
       sz[b * S + t] = r.sizes[t];
+      pa[b * S + t] = r.producer_a[t];
     }
     out->records.insert(out->records.end(), r.records.begin(), r.records.end());
   }

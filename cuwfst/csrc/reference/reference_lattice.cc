@@ -64,7 +64,16 @@ LatticeBuilder::LatticeBuilder(const GraphView& g, std::vector<int32_t>* slot, f
                                LatticeFilter filter, int32_t eps_iterations)
     : g_(g), slot_(*slot), output_beam_(output_beam), filter_(filter),
       epsilon_free_(g.eps_count == nullptr || eps_iterations == 0),
-      eps_layers_(std::max(0, filter.layers >= 0 ? filter.layers : eps_iterations)) {}
+      eps_layers_(std::max(0, filter.layers >= 0 ? filter.layers : eps_iterations)),
+      producer_layers_(epsilon_free_ ? 0 : std::max(0, eps_iterations)) {}
+
+bool RecordsFilterOffset(double A, double B, int32_t L, float pad, float* c) {
+  if (!std::isfinite(A) || A + B >= 4194304.0) return false;  // 2^22: the bound's rounding argument needs less
+  const double H = 6.0 * A + B + 1.0;
+  const double K = 29.0 + 30.0 * L;
+  *c = static_cast<float>(B + (2.0 * K + 22.0) * 5.9604644775390625e-08 * H + pad);
+  return true;
+}
 
 // The records filter's bound for the step from `prev_time` into `frontier` (reference_lattice.h,
 // the records filter), noted in *prev_time when the step is filtered: the magnitude it assumes
@@ -79,18 +88,15 @@ bool LatticeBuilder::FilterStep(const std::vector<Token>& frontier, Time* prev_t
   float m = prev.fmag;
   for (const Token& tok : frontier) m = std::max(m, std::fabs(tok.score));
   if (!std::isfinite(m)) return false;
-  const double A = 2.0 * m + 4096.0, B = output_beam_;
-  if (A + B >= 4194304.0) return false;  // 2^22: the bound's rounding argument needs less
-  const double H = 6.0 * A + B + 1.0;
+  const double A = 2.0 * m + 4096.0;
   // the chain's arcs: at most 29 real ones and, on a graph with epsilon arcs, each of the 30
   // times' epsilon layers, assumed at most eps_iterations (the graph's longest epsilon chain
   // unless the caller chose fewer) or the most any time of the row has had so far; checked by
   // the windows
   const int32_t L = epsilon_free_ ? 0 : std::max(eps_layers_, max_layer_);
-  const double K = 29.0 + 30.0 * L;
+  if (!RecordsFilterOffset(A, output_beam_, L, filter_.pad, c)) return false;
   prev_time->filter_a = static_cast<float>(A);
   prev_time->filter_layers = L;
-  *c = static_cast<float>(B + (2.0 * K + 22.0) * 5.9604644775390625e-08 * H + filter_.pad);
   return true;
 }
 
@@ -248,6 +254,22 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
       const int32_t phase = replay_phase_, final_state = g_.num_states - 1;
       float c = 0.0f;
       const bool filtered = phase == kPhaseReal && FilterStep(frontier, &prev, &c);
+      // the producer's records filter (SetProducerFilter): its drops are checked as the
+      // builder's own are, by the windows (the magnitude it assumed, the epsilon layers it
+      // assumed: the search's eps_iterations) and by the forward (>= the search's score on the
+      // new time, below; <= on this step's sources, whose search scores the producer's ends
+      // used); where both filtered, the windows check the smaller assumptions
+      if (phase == kPhaseReal && producer_a_ > 0.0f) {
+        producer_filtered_ = true;
+        if (prev.fwd_above) broken_ = true;
+        if (filtered) {
+          prev.filter_a = std::min(prev.filter_a, producer_a_);
+          prev.filter_layers = std::min(prev.filter_layers, producer_layers_);
+        } else {
+          prev.filter_a = producer_a_;
+          prev.filter_layers = producer_layers_;
+        }
+      }
       int64_t dropped = 0;
       for (const StepArc& x : *replay_arcs_) {
         const int32_t a = x.arc & ~kRedirectArcBit;
@@ -268,6 +290,7 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     }
   }
   replay_arcs_ = nullptr;
+  producer_a_ = 0.0f;
   walk_phase_ = -1;
   Time cur;
   cur.state.resize(nt);
@@ -347,6 +370,8 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
   if (!times_.empty() && times_.back().filter_a > 0.0f)
     for (int32_t i = 0; i < nt; ++i)
       if (!(cur.fwd[i] >= frontier[i].score)) broken_ = true;
+  for (int32_t i = 0; i < nt; ++i)
+    if (cur.fwd[i] > frontier[i].score) cur.fwd_above = true;
   for (int32_t i = 0; i < nt; ++i)
     if (std::isfinite(cur.fwd[i])) cur.fmag = std::max(cur.fmag, std::fabs(cur.fwd[i]));
   for (int32_t i = 0; i < nt; ++i) cur.max_layer = std::max(cur.max_layer, cur.layer[i]);
@@ -550,7 +575,7 @@ bool DecodeRowLattice(const GraphView& g, const float* log_probs, int64_t row_st
 // sort_always: SortByTokenThenArc at every step (CUWFST_REPLAY_SORT=1, tests only).
 static bool ReplayRecords(const GraphView& g, const Options& opt, const RecordedRow& row, LatticeFilter filter,
                           bool sort_always, std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
-                          std::string* error, bool* filter_broken) {
+                          std::string* error, bool* filter_broken, bool* producer_filtered) {
   const int32_t N = g.num_states;
   // The search and the builder index the first half of the scratch by state (RowSearch's
   // `slot`); the replay maps graph states to the current frontier's tokens in the second.
@@ -633,6 +658,7 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
           err = "step " + std::to_string(t) + ": an arc is recorded twice";
     }
     if (!err.empty()) break;
+    builder.SetProducerFilter(row.producer_a != nullptr ? row.producer_a[t] : 0.0f);
     search.ReplayStep(arcs, row.cutoffs[t], final_step);
     if (static_cast<int32_t>(search.frontier().size()) != row.sizes[t])
       err = "step " + std::to_string(t) + ": the replayed frontier has " +
@@ -645,6 +671,8 @@ static bool ReplayRecords(const GraphView& g, const Options& opt, const Recorded
   *result = search.Result();
   const bool ok = builder.Finish(lattice, error);
   *filter_broken = builder.FilterBroken();
+  *producer_filtered = builder.ProducerFiltered();
+  if (*producer_filtered) lattice->recorded_arcs = -1;  // (arcs the producer dropped were never seen)
   return ok;
 }
 
@@ -660,13 +688,17 @@ bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRo
   const LatticeFilter filter = LatticeFilter::FromEnv();
   const char* sort = std::getenv("CUWFST_REPLAY_SORT");
   const bool sort_always = sort != nullptr && std::strcmp(sort, "1") == 0;
-  bool broken = false;
-  bool ok = ReplayRecords(g, opt, row, filter, sort_always, scratch, result, lattice, error, &broken);
-  if (ok && broken) {
+  bool broken = false, producer = false;
+  bool ok = ReplayRecords(g, opt, row, filter, sort_always, scratch, result, lattice, error, &broken, &producer);
+  if (ok && broken && filter.on) {  // again without the builder's own filter
     error->clear();
     ok = ReplayRecords(g, opt, row, LatticeFilter{false, 0.0f}, sort_always, scratch, result, lattice, error,
-                       &broken);
+                       &broken, &producer);
     lattice->filter_redone = true;
+  }
+  if (ok && broken && producer) {  // the producer's filter broke: the records may lack kept arcs
+    *lattice = RowLattice{};
+    lattice->producer_redo = true;
   }
   return ok;
 }
@@ -675,27 +707,53 @@ void RecordingObserver::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float 
   if (!(arc & kRedirectArcBit) && g_.ilabel[arc] == -2) return;  // the replay runs the closure
   int32_t bits;
   std::memcpy(&bits, &acoustic, sizeof(bits));
-  pending_.insert(pending_.end(), {frontier_states_[src_tok], dest, arc, bits});
+  pending_.insert(pending_.end(), {src_tok, dest, arc, bits});
 }
 
 void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cutoff) {
   if (started_) {  // the start closure is not a step
-    for (const Token& tok : frontier) slot_[tok.state] = 1;
+    const int32_t nt = static_cast<int32_t>(frontier.size());
+    for (int32_t i = 0; i < nt; ++i) slot_[frontier[i].state] = i;
+    // the filter (the GPU's twin): a real step (no redirect arc, not the final step) whose two
+    // frontiers' scores are finite and whose offset exists
+    float c = 0.0f, A = 0.0f;
+    if (filter_ && !final_step_) {
+      float m = 0.0f;
+      for (float x : frontier_scores_) m = std::max(m, std::fabs(x));
+      for (const Token& tok : frontier) m = std::max(m, std::fabs(tok.score));
+      const double a = 2.0 * m + 4096.0;
+      bool redirect = false;
+      for (size_t k = 0; k < pending_.size(); k += 4) redirect |= (pending_[k + 2] & kRedirectArcBit) != 0;
+      if (!redirect && RecordsFilterOffset(a, output_beam_, eps_iterations_, pad_, &c)) A = static_cast<float>(a);
+    }
     int32_t n = 0;
     for (size_t k = 0; k < pending_.size(); k += 4) {
-      if (slot_[pending_[k + 1]] < 0) continue;
-      records.insert(records.end(), {pending_[k], pending_[k + 2], pending_[k + 3]});
+      const int32_t d = slot_[pending_[k + 1]];
+      if (d < 0) continue;
+      if (A > 0.0f) {
+        const int32_t arc = pending_[k + 2];
+        float acoustic;
+        std::memcpy(&acoustic, &pending_[k + 3], sizeof(acoustic));
+        const float end = frontier_scores_[pending_[k]] + (acoustic + g_.weight[arc]);
+        if (!(end > cutoff) && end < frontier[d].score - c) continue;  // not admitted, below the bound
+      }
+      records.insert(records.end(), {frontier_states_[pending_[k]], pending_[k + 2], pending_[k + 3]});
       ++n;
     }
     for (const Token& tok : frontier) slot_[tok.state] = -1;
     counts.push_back(n);
     cutoffs.push_back(cutoff);
     sizes.push_back(static_cast<int32_t>(frontier.size()));
+    producer_a.push_back(A);
   }
   started_ = true;
   pending_.clear();
   frontier_states_.resize(frontier.size());
-  for (size_t i = 0; i < frontier.size(); ++i) frontier_states_[i] = frontier[i].state;
+  frontier_scores_.resize(frontier.size());
+  for (size_t i = 0; i < frontier.size(); ++i) {
+    frontier_states_[i] = frontier[i].state;
+    frontier_scores_[i] = frontier[i].score;
+  }
 }
 
 void DecodeRowRecords(const GraphView& g, const float* log_probs, int64_t row_stride, int32_t T,
@@ -703,6 +761,7 @@ void DecodeRowRecords(const GraphView& g, const float* log_probs, int64_t row_st
   RowSearch search(g, opt, slot, nullptr, rec);
   const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
   for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
+  rec->SetFinalStep();
   search.Final();
 }
 

@@ -52,12 +52,24 @@ struct RowLattice {
   std::vector<int32_t> frame;         // [num_arcs] the time of the arc's source state
   std::vector<int32_t> arc;           // [num_arcs] image arc id, kRedirectArcBit on redirects
   std::vector<float> acoustic, graph, score;  // [num_arcs] score = acoustic + graph (float)
-  int64_t recorded_arcs = 0;          // arcs recorded before any output-beam pruning
+  int64_t recorded_arcs = 0;          // arcs recorded before any output-beam pruning (-1: not
+                                      // known, the producer's records filter dropped some)
   // the records filter (LatticeBuilder): arcs stored before the windows (recorded_arcs less
   // those the filter dropped), and whether the row was decoded again without the filter
   int64_t stored_arcs = 0;
   bool filter_redone = false;
+  // LatticeFromRecords: the producer's records filter (RecordedRow::producer_a) broke its guard,
+  // so the records may lack arcs the lattice keeps: the row has no lattice and must be decoded
+  // again without that filter
+  bool producer_redo = false;
 };
+
+// The records filter's offset c (an arc whose end is below s(dst) - c is dropped: the
+// LatticeBuilder's bound below) for an assumed magnitude A, output beam B, epsilon layers L and
+// pad: c = B + (2 K + 22) u H + pad, K = 29 + 30 L, H = 6 A + B + 1, in double rounded to float.
+// False where the bound's rounding argument does not hold (A + B >= 2^22, or A not finite).
+// The GPU's records filter on epsilon graphs (lattice.cuh LatEpsFilterFor) computes the same.
+bool RecordsFilterOffset(double A, double B, int32_t L, float pad, float* c);
 
 // The records filter of the CPU lattice (LatticeBuilder): on by default; "off" in the
 // environment variable CUWFST_CPU_LATTICE_FILTER turns it off (A/B runs, tests), and
@@ -95,6 +107,14 @@ class LatticeBuilder : public StepObserver {
                    const StepTokenArcs* ranges, const float* ends) override;
   // ReplayStep's arcs (the records of a GPU decode), read in AddTime as a walked step's are
   void OnReplayStep(const std::vector<StepArc>& arcs, int32_t phase) override;
+  // Before a replayed step: > 0 when the records' producer filtered the step's arcs with its
+  // own records filter (RecordedRow::producer_a), assuming magnitude `a` and the search's
+  // eps_iterations as the epsilon layers; the windows then check both as for the builder's own
+  // filter, and AddTime checks that the forward equals the search's score on the step's
+  // tokens (the producer tested the search's scores). 0: the producer kept every arc.
+  void SetProducerFilter(float a) { producer_a_ = a; }
+  // Whether some replayed step was filtered by the producer (SetProducerFilter)
+  bool ProducerFiltered() const { return producer_filtered_; }
   void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
   // Runs the last window and writes the lattice. False (with `error`) when a time's
   // epsilon arcs formed a cycle, which no lattice in k2's sense can hold.
@@ -144,6 +164,7 @@ class LatticeBuilder : public StepObserver {
     int32_t num_eps = 0;                 // epsilon arcs (the first ones until grouped)
     std::vector<int32_t> arc_begin;      // [tokens + 1] CSR of `arcs` by source token
     float fmag = 0.0f;                   // max |fwd| over the tokens
+    bool fwd_above = false;              // some token's forward exceeds its search score
     float filter_a = 0.0f;               // > 0: the step's arcs were filtered assuming magnitude A
     int32_t filter_layers = 0;           // and at most this many epsilon layers a later time
     int32_t max_layer = 0;               // the most epsilon layers a token of this time has
@@ -173,6 +194,9 @@ class LatticeBuilder : public StepObserver {
   std::vector<float> walk_score_;
   const std::vector<StepArc>* replay_arcs_ = nullptr;  // ReplayStep's arcs of the step under way
   int32_t replay_phase_ = -1;
+  float producer_a_ = 0.0f;          // SetProducerFilter's, for the step under way
+  bool producer_filtered_ = false;
+  int32_t producer_layers_ = 0;      // the layers the producer assumes: the search's eps_iterations
   std::vector<Pending> eps_arcs_;   // epsilon arcs of the closure under way
   // Finish's scratch: a token's kept arcs keyed by their source arc ids
   std::vector<std::pair<int32_t, int32_t>> run_keys_;
@@ -216,6 +240,12 @@ struct RecordedRow {
   const int32_t* counts = nullptr;   // [n + 1] records of each step
   const float* cutoffs = nullptr;    // [n + 1]
   const int32_t* sizes = nullptr;    // [n + 1] frontier size after each step and its closure
+  // [n + 1] or null: > 0 where the producer dropped some of the step's arcs with its records
+  // filter (the GPU's on epsilon graphs, lattice.cuh), the magnitude A it assumed; the filter's
+  // offset is RecordsFilterOffset(A, output_beam, eps_iterations, 0) and it drops only
+  // non-admitted arcs of real steps with (s(src) + (acoustic + weight)) < s(dst) - c, s the
+  // search's scores
+  const float* producer_a = nullptr;
 };
 constexpr int32_t kRecordInts = 3;
 
@@ -226,26 +256,42 @@ constexpr int32_t kRecordInts = 3;
 // False with `error` when the records are inconsistent (a source state not in the
 // frontier, an arc its state does not have in that phase, a frontier whose size differs
 // from the recorded one) or the lattice cannot be formed. `result`: the replay's 1-best.
+// Where the producer filtered (row.producer_a) and the filter's guard broke, the result is
+// true with lattice->producer_redo set and no lattice: the row needs unfiltered records.
 bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRow& row,
                         std::vector<int32_t>* scratch, RowResult* result, RowLattice* lattice,
                         std::string* error);
 
 // Records a search as the GPU decoder records it (a StepObserver): the CPU's half of the
 // proof that the records hold everything the lattice needs (tests/test_lattice_records.py).
+// With `filter` (the CPU twin of the GPU's records filter on epsilon graphs, lattice.cuh), a
+// real step's non-admitted arcs ending below s(dst) - c are not recorded, c =
+// RecordsFilterOffset(A, output_beam, eps_iterations, pad) with A = 2 m + 4096, m the largest
+// |score| of the step's two frontiers (the GPU bounds m from the scores' max and the beam), and
+// producer_a gets A for such a step (0 for the others).
 class RecordingObserver : public StepObserver {
  public:
-  explicit RecordingObserver(const GraphView& g, std::vector<int32_t>* slot) : g_(g), slot_(*slot) {}
+  explicit RecordingObserver(const GraphView& g, std::vector<int32_t>* slot, bool filter = false,
+                             float output_beam = 0.0f, int32_t eps_iterations = 0, float pad = 0.0f)
+      : g_(g), slot_(*slot), filter_(filter), output_beam_(output_beam), eps_iterations_(eps_iterations), pad_(pad) {}
   void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
   void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
+  void SetFinalStep() { final_step_ = true; }  // the next step is the final one
   std::vector<int32_t> records;  // [n, 3]
   std::vector<int32_t> counts, sizes;
-  std::vector<float> cutoffs;
+  std::vector<float> cutoffs, producer_a;
 
  private:
   const GraphView& g_;
   std::vector<int32_t>& slot_;
-  std::vector<int32_t> pending_;  // {src state, dest, arc, acoustic bits} of the step under way
+  bool filter_;
+  float output_beam_;
+  int32_t eps_iterations_;
+  float pad_;
+  bool final_step_ = false;
+  std::vector<int32_t> pending_;  // {src token, dest, arc, acoustic bits} of the step under way
   std::vector<int32_t> frontier_states_;
+  std::vector<float> frontier_scores_;
   bool started_ = false;
 };
 

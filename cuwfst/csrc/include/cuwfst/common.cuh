@@ -429,6 +429,43 @@ __device__ __forceinline__ LatFilterStep LatFilterFor(const DeviceGraph& g, cons
   return f;
 }
 
+// The records' filter on graphs with epsilon arcs (Workspace::lattice == 1, whose records the
+// host replays: decoder/lattice_records.py; ws.lat_filter[7] = 1, the host's choice where the
+// search's eps_iterations covers the graph's longest epsilon chain). A non-admitted arc of a real
+// step is not recorded when end < s(dst) - c, s the search's scores (after the closure), c =
+// output_beam + (2 K + 22) u H + pad, K = 29 + 30 L (L = eps_iterations), H = 6 A + output_beam
+// + 1, A = 2 m + 4096 with m = max(lat_mag, the new frontier's bound from its max and beam):
+// the CPU LatticeBuilder's records filter (reference_lattice.h; RecordsFilterOffset computes the
+// same c) with the search's scores in place of the builder's forward. Why that is safe is the
+// builder's argument, given what the host replay checks on the rows (RecordedRow::producer_a,
+// which gets A through lat_all): every window that tests the step sees magnitudes within A
+// and at most L epsilon layers, and the forward equals the search's score on the step's tokens
+// (equal floats where the closure is complete: both are the max over the same paths of the same
+// left-to-right sums); a row that fails is decoded again without this filter.
+struct LatEpsFilter {
+  bool on;
+  float a;     // the magnitude assumed (the host replay's guard)
+  float c;     // end < s(dst) - c drops a non-admitted arc
+};
+__device__ __forceinline__ LatEpsFilter LatEpsFilterFor(const Workspace& ws, const LaneCounters& lc, int32_t step_phase) {
+  LatEpsFilter f{false, 0.f, 0.f};
+  if (ws.lattice != 1 || ws.lat_filter[7] == 0.f || ws.eps_iterations <= 0 || step_phase != kPhaseReal) return f;
+  const float mx = OrderedIntToFloat(lc.max_ord);
+  const float mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
+  const float m = fmaxf(lc.lat_mag, mag);
+  if (!isfinite(m)) return f;
+  const double B = static_cast<double>(ws.lat_filter[1]);
+  const double A = __dadd_rn(__dmul_rn(2.0, static_cast<double>(m)), 4096.0);
+  if (!(__dadd_rn(A, B) < 4194304.0)) return f;  // 2^22: the bound's rounding argument needs less
+  const double H = __dadd_rn(__dadd_rn(__dmul_rn(6.0, A), B), 1.0);
+  const double K = __dadd_rn(29.0, __dmul_rn(30.0, static_cast<double>(ws.eps_iterations)));
+  const double x = __dmul_rn(__dmul_rn(__dadd_rn(__dmul_rn(2.0, K), 22.0), 5.9604644775390625e-08), H);
+  f.c = static_cast<float>(__dadd_rn(__dadd_rn(B, x), static_cast<double>(ws.lat_filter[2])));
+  f.a = static_cast<float>(A);
+  f.on = true;
+  return f;
+}
+
 // The records' prefilter bound of a step (LatPersistKernel): a filtered step's arcs ending
 // below it are dropped by the filter whatever their destination; -inf where the prefilter is
 // off (an unfiltered step, no lattice trim, or ws.lat_filter[3] == 0). cutoff = max - beam.

@@ -118,6 +118,7 @@ struct LatLane {
   float pre_low = -INFINITY;           // the prefilter's bound, -inf where it is off
   int32_t step_t = 0;
   LatFilterStep filter{};
+  LatEpsFilter eps_filter{};           // lattice == 1 on epsilon graphs (common.cuh LatEpsFilterFor)
 
   __device__ __forceinline__ void Load(const DeviceGraph& g, const Workspace& ws, int32_t l, int32_t phase) {
     lane = l;
@@ -136,6 +137,7 @@ struct LatLane {
     cutoff = OrderedIntToFloat(lc.max_ord) - lc.beam;  // LatStepEndKernel's lat_cutoff
     step_t = lc.t - 1;
     filter = ws.lattice == 2 ? LatFilterFor(g, ws, lc, phase) : LatFilterStep{};
+    eps_filter = LatEpsFilterFor(ws, lc, phase);
     // The prefilter: on a filtered step every destination that survived scores s > cutoff
     // (the new frontier is the admitted arcs' destinations: lattice == 2 runs only on
     // epsilon-free graphs), and float subtraction is monotone, so an arc ending below
@@ -368,6 +370,10 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       // admitted: Expand's test, end = score + (acoustic + weight) > the exact cutoff
       admitted = end > ll.cutoff;
       if (ll.filter.on && !admitted) keep = !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
+    } else if (survives && ll.eps_filter.on) {  // (lattice == 1, a real step: its arcs are real)
+      acoustic = lv.Acoustic(g, arc);
+      end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
+      keep = end > ll.cutoff || !(end < ll.new_score[dst_pos] - ll.eps_filter.c);
     }
     // The recording threads of this call, grouped by lane (the warp walker gives a strip
     // one lane; the thread walker's neighbours may sit in different lanes).
@@ -425,6 +431,14 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
     if (ws.lattice == 2) LatFilterAdvance(g, ws, lc, step_phase, true);
+    if (ws.lattice == 1) {  // the records' filter on epsilon graphs: the step's A (0: unfiltered) in
+      // lat_all (whose counts only lattice == 2 keeps), and the new frontier's bound for the next
+      // step's m (read above before it changes)
+      const LatEpsFilter f = LatEpsFilterFor(ws, lc, step_phase);
+      ws.lat_all[at] = __float_as_int(f.on ? f.a : 0.f);
+      const float mx = OrderedIntToFloat(lc.max_ord);
+      if (step_phase == kPhaseReal) lc.lat_mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
+    }
     const int32_t size = min(lc.next_size, lc.tok_cap[lc.buf]);  // the new frontier (its region's cap)
     ws.lat_cutoff[at] = OrderedIntToFloat(lc.max_ord) - lc.beam;
     ws.lat_size[at] = step_phase == kPhaseReal ? size : (lc.final_winner != -2 ? 1 : 0);

@@ -697,9 +697,13 @@ struct Workspace {
   // lattice == 2: every arc of each step whose destination survived, before the records'
   // filter (k2's recorded arcs; lat_count counts what the filter kept) [max_lanes][seg_cap],
   // and the filter's settings {on (1/0), output_beam, pad}, device data the host writes
-  // before each run (lattice.cuh LatFilterFor)
+  // before each run (lattice.cuh LatFilterFor); with lattice == 1 lat_all holds instead each step's
+  // A of the records' filter on epsilon graphs as float bits (common.cuh LatEpsFilterFor; 0 where
+  // the step was not filtered)
   int32_t* lat_all;
-  const float* lat_filter;   // {on, output_beam, pad, prefilter, candidates, per-CTA appends, final candidates, 0}
+  // {on, output_beam, pad, prefilter, candidates, per-CTA appends, final candidates, the records'
+  // filter on epsilon graphs (lattice == 1)}
+  const float* lat_filter;
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
   // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
   // [2] count the real lane-steps recorded from candidates and those whose candidates overflowed
