@@ -82,7 +82,8 @@ class Lattice:
     state_graph: np.ndarray
     state_level: np.ndarray
     # arcs the forward pass kept before output-beam pruning (k2's count); None where the GPU's
-    # lattice trim left some of them unwalked (GpuBackend.lattice_trim_on)
+    # lattice trim left some of them unwalked (GpuBackend.lattice_trim_on) or, on a graph with
+    # epsilon arcs, its records' filter left some out (GpuBackend.lattice_eps_filter_on)
     recorded_arcs: int | None = 0
 
     start = 0
