@@ -395,6 +395,40 @@ class _CpuInstance:
                                                           filter=eps_filter, filter_pad=filter_pad)
 
 
+def _stand_in_backend(graph, opts, cpu, flag_lengths=(), **attrs):
+    """A GpuBackend whose main (3 lanes) and rescue (2 lanes) instances are _CpuInstance stand-ins
+    for the device, the rescue after the sub-batches (EarlyRescue's thread is tested in
+    test_gpu_host.py), and `attrs` set on it (lattice_overlap, lattice_eps_filter, ...)."""
+    from cuwfst.decoder.gpu import GpuBackend
+
+    class Backend(GpuBackend):
+        def __init__(self):
+            self.graph, self.options, self.check_inputs, self.batching = graph, opts, False, "padded"
+            self.main = _CpuInstance(cpu, max_lanes=3, flag_lengths=flag_lengths)
+            self._rescue = _CpuInstance(cpu, max_lanes=2)
+            self._ref, self.rescue_lanes = None, 2
+            self.early_rescue = "off"
+            for k, v in attrs.items():
+                setattr(self, k, v)
+            self.lock = __import__("threading").Lock()
+            self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
+                                         "unabsorbed_rows")}
+
+        def to_device(self, x):
+            return x
+
+        def _stream(self):
+            return 0
+
+        def _take_rows(self, x, rows):
+            return x[rows]
+
+        def rescue_instance(self):
+            return self._rescue
+
+    return Backend()
+
+
 @pytest.mark.parametrize("overlap", ["on", "off"])
 def test_backend_epsilon_lattices_with_the_records_filter(overlap):
     """GpuBackend's lattice path on epsilon graphs with the records' filter (the CPU twin in the
@@ -402,8 +436,6 @@ def test_backend_epsilon_lattices_with_the_records_filter(overlap):
     replays are the CPU's lattices (recorded_arcs None); forced below the chain, the rows whose
     guard breaks are decoded again without the filter (after the sub-batches when the host work
     runs on the overlap's worker, at once otherwise) and every lattice is still the CPU's."""
-    from cuwfst.decoder.gpu import GpuBackend
-
     rng = np.random.default_rng(31)
     while True:
         g = random_eps_graph_any(rng, 60, 6, 3, eps_prob=1.0, cycles=False, chain=5)
@@ -417,30 +449,7 @@ def test_backend_epsilon_lattices_with_the_records_filter(overlap):
         cpu = Decoder(g, opts, num_threads=2)
         want = cpu.decode(lp, lens, lattice=True)
 
-        class Backend(GpuBackend):
-            def __init__(self):
-                self.graph, self.options, self.check_inputs, self.batching = g, opts, False, "padded"
-                self.main = _CpuInstance(cpu, max_lanes=3)
-                self._rescue = _CpuInstance(cpu, max_lanes=2)
-                self._ref, self.rescue_lanes = None, 2
-                self.early_rescue, self.lattice_overlap, self.lattice_eps_filter = "off", overlap, mode
-                self.lock = __import__("threading").Lock()
-                self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
-                                             "unabsorbed_rows")}
-
-            def to_device(self, x):
-                return x
-
-            def _stream(self):
-                return 0
-
-            def _take_rows(self, x, rows):
-                return x[rows]
-
-            def rescue_instance(self):
-                return self._rescue
-
-        backend = Backend()
+        backend = _stand_in_backend(g, opts, cpu, lattice_overlap=overlap, lattice_eps_filter=mode)
         got = backend.decode(lp, lens, cpu, lattice=True)
         redone = backend.stats.get("eps_filter_redone_rows", 0)
         assert backend.main.filtered_calls == 3
@@ -459,8 +468,6 @@ def test_backend_lattice_path_with_a_cpu_stand_in():
     """GpuBackend's lattice path (sub-batches, records to lattices, the score check, the
     overflow skip and the rescue) with the CPU in place of the device: every row's lattice
     is the CPU decoder's."""
-    from cuwfst.decoder.gpu import GpuBackend
-
     rng = np.random.default_rng(12)
     g = random_ctc_graph(rng, 40, 7, 3, 0.3)
     lp = random_log_probs(rng, 7, 50, 7, peaky=True)
@@ -469,31 +476,7 @@ def test_backend_lattice_path_with_a_cpu_stand_in():
     cpu = Decoder(g, opts, num_threads=2)
     want = cpu.decode(lp, lens, lattice=True)
 
-    class Backend(GpuBackend):
-        def __init__(self):
-            self.graph, self.options, self.check_inputs, self.batching = g, opts, False, "padded"
-            self.main = _CpuInstance(cpu, max_lanes=3, flag_lengths=(44, 3))
-            self._rescue = _CpuInstance(cpu, max_lanes=2)
-            self._ref, self.rescue_lanes = None, 2
-            # the rescue after the sub-batches (EarlyRescue's thread is tested in test_gpu_host.py)
-            self.early_rescue = "off"
-            self.lock = __import__("threading").Lock()
-            self.stats = {k: 0 for k in ("arena_batches", "arena_rows", "rescue_batches", "rescued_rows",
-                                         "unabsorbed_rows")}
-
-        def to_device(self, x):
-            return x
-
-        def _stream(self):
-            return 0
-
-        def _take_rows(self, x, rows):
-            return x[rows]
-
-        def rescue_instance(self):
-            return self._rescue
-
-    backend = Backend()
+    backend = _stand_in_backend(g, opts, cpu, flag_lengths=(44, 3))
     backend.lattice_trace_replay = []  # (the benchmarks' stamps: one entry a sub-batch, its host job's too)
     got = backend.decode(lp, lens, cpu, lattice=True)
     assert backend.main.calls == 3 and backend._rescue.calls == 1 and backend.stats["rescued_rows"] == 2
