@@ -164,6 +164,16 @@ lat_speed() {  # lat_speed SET JSONL UNTIL TAG ARGS...: lattice_speed --one-call
     | grep -E "vs 1-best|the tail|its tail|parts a job|from the exit|env A/B|exactness|Error" | sed "s/^/[$tag] /" \
     | cut -c1-400 | tee -a $L
 }
+small_tier() {  # small_tier: the small tier (graphs and its 256 sim rows) in S=/tmp/corpus-small, unless it is
+  # there (a warm machine keeps /tmp); in the foreground
+  S=/tmp/corpus-small
+  if [ ! -f $S/sim/shard-00000.npz ] || [ ! -f $S/TLG.img ]; then
+    python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
+      --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1 \
+    && python3 -m benchmarks.corpus.simulate --corpus $S --out $S/sim --num-utts 256 --shard-size 256 --seed 0 \
+      >> /tmp/small.log 2>&1
+  fi
+}
 peers() {
   local until=$1; shift
   timeout -s INT $(left $until) python3 -m benchmarks.peers.run --corpus $C --set sim --batch 32 --utts 256 --reps 3 \

@@ -13,13 +13,7 @@
 END=${END:-400}
 NO_FULL=1 device_setup s151.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
-S=/tmp/corpus-small
-if [ ! -f $S/sim/shard-00000.npz ] || [ ! -f $S/TLG.img ]; then
-  python3 -m benchmarks.corpus.build --tier small --out $S --arpa .device/data/en-us-3gram.arpa.xz \
-    --bpe-model cuwfst/data/tiny/bpe.model > /tmp/small.log 2>&1 \
-  && python3 -m benchmarks.corpus.simulate --corpus $S --out $S/sim --num-utts 256 --shard-size 256 --seed 0 \
-    >> /tmp/small.log 2>&1
-fi
+small_tier
 echo "[$(since) s] small tier" | tee -a $L
 for w in 2 3 4 2; do
   CUWFST_LATTICE_HOST_WORKERS=$w timeout -s INT $(left $((END - 5))) python3 -m benchmarks.lattice_speed --graph $S/TLG.img \
