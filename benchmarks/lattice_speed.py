@@ -301,28 +301,24 @@ def main():
                   f"{number_ab['ms_per_batch_host_numbering']:.1f} ms per batch (host/device "
                   f"{number_ab['host_over_device']:.3f}); lattices identical on {number_ab['identical_rows']}/{n} rows; "
                   f"last batch's numbering {prune_ms.get('host', float('nan')):.1f} vs {pm_host.get('host', float('nan')):.1f} ms")
-        eps_filter_ab = {}
-        if a.eps_filter_ab:  # the records' filter on epsilon graphs off, then on again, same decoder
-            t_off, off_hyps = _with_attr(be, "lattice_eps_filter", "off",
-                                         lambda: _median_time(lambda: run(True), a.reps, sync))
+        def off_ab(attr):  # the backend attribute `attr` "off", then the default again, same decoder
+            t_off, off_hyps = _with_attr(be, attr, "off", lambda: _median_time(lambda: run(True), a.reps, sync))
             t_on2, _ = _median_time(lambda: run(True), a.reps, sync)
             nb_ = (n + B - 1) // B
-            eps_filter_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_off / nb_ * 1000,
-                                 ms_per_batch_on_again=t_on2 / nb_ * 1000,
-                                 identical_rows=_same_lattices(lat_hyps, off_hyps),
-                                 redone_rows=int(be.stats.get("eps_filter_redone_rows", 0)))
+            return dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_off / nb_ * 1000,
+                        ms_per_batch_on_again=t_on2 / nb_ * 1000, identical_rows=_same_lattices(lat_hyps, off_hyps)), nb_
+
+        eps_filter_ab = {}
+        if a.eps_filter_ab:  # the records' filter on epsilon graphs off, then on again, same decoder
+            eps_filter_ab, nb_ = off_ab("lattice_eps_filter")
+            eps_filter_ab["redone_rows"] = int(be.stats.get("eps_filter_redone_rows", 0))
             print(f"batch {B}{tag}: records' filter on epsilon graphs A/B: on {eps_filter_ab['ms_per_batch_on']:.1f}, "
                   f"off {eps_filter_ab['ms_per_batch_off']:.1f}, on again {eps_filter_ab['ms_per_batch_on_again']:.1f} ms "
                   f"per batch ({nb_} batches); lattices identical on {eps_filter_ab['identical_rows']}/{n} rows "
                   f"(recorded-arc counts aside); rows its guard sent back so far {eps_filter_ab['redone_rows']}")
         overlap_ab = {}
         if a.overlap_ab:  # the sub-batches' host work after each GPU decode (HostOverlap off), same decoder
-            t_ov, ov_hyps = _with_attr(be, "lattice_overlap", "off",
-                                       lambda: _median_time(lambda: run(True), a.reps, sync))
-            t_on2, _ = _median_time(lambda: run(True), a.reps, sync)
-            nb_ = (n + B - 1) // B
-            overlap_ab = dict(ms_per_batch_on=t_lat / nb_ * 1000, ms_per_batch_off=t_ov / nb_ * 1000,
-                              ms_per_batch_on_again=t_on2 / nb_ * 1000, identical_rows=_same_lattices(lat_hyps, ov_hyps))
+            overlap_ab, nb_ = off_ab("lattice_overlap")
             print(f"batch {B}{tag}: host overlap A/B: on {overlap_ab['ms_per_batch_on']:.1f}, off "
                   f"{overlap_ab['ms_per_batch_off']:.1f}, on again {overlap_ab['ms_per_batch_on_again']:.1f} ms per "
                   f"batch ({nb_} batches); lattices identical on {overlap_ab['identical_rows']}/{n} rows")
