@@ -10,7 +10,7 @@
 #   lattice_worker_count).
 # Any wheels staging works. Carry .device. $OUT: s151.log, tlg_w*.txt, lat_small.jsonl
 . scripts/device_common.sh
-END=${END:-400}
+END=${END:-560}
 NO_FULL=1 device_setup s151.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 small_tier
@@ -21,4 +21,10 @@ for w in 2 3 4 2; do
     --json $OUT/lat_small.jsonl > $OUT/tlg_w$w.txt 2>&1
   grep -E "vs 1-best|exactness|host jobs|Error" $OUT/tlg_w$w.txt | cut -c1-400 | sed "s/^/[TLG, $w workers] /" | tee -a $L
 done
+# fc809da's shared off/on-again helper, first run: the filter on / off / on again (s148's A/B)
+timeout -s INT $(left $((END - 5))) python3 -m benchmarks.lattice_speed --graph $S/TLG.img \
+  --log-probs $S/sim/shard-00000.npz --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call \
+  --eps-filter-ab --json $OUT/lat_small.jsonl > $OUT/tlg_ab.txt 2>&1
+echo "[TLG A/B exit $?]" | tee -a $L
+grep -E "vs 1-best|exactness|epsilon graphs A/B|Error" $OUT/tlg_ab.txt | cut -c1-600 | sed "s/^/[TLG A\/B] /" | tee -a $L
 echo "[$(since) s] end" | tee -a $L
