@@ -643,7 +643,9 @@ def main():
             f"{row['attach_ms_per_batch']:.1f} ms;")
         print(f"batch {B}{tag}: lattice {row['ms_per_batch_lattice']:.1f} ms vs 1-best {row['ms_per_batch_1best']:.1f} ms "
               f"per batch (x{row['lattice_over_1best']:.2f}; a sub-batch's decode call, the call's tail aside, "
-              f"x{row['decode_call_over_1best']:.2f});{split} {row['lattice_arcs_per_frame']:.1f} "
+              + (f"x{row['decode_call_over_1best']:.2f}" if not np.isnan(row['decode_call_over_1best'])
+                 else "not timed on this path (the host replay: no pruning begin)")
+              + f");{split} {row['lattice_arcs_per_frame']:.1f} "
               f"lattice arcs per frame "
               + (f"({row['recorded_arcs_per_frame']:.1f} recorded before output-beam pruning)"
                  if row["recorded_arcs_per_frame"] is not None else "(recorded arcs not counted: the lattice trim, or the records' filter on epsilon graphs)"))
