@@ -1275,6 +1275,16 @@ def test_lattice_host_workers_option_is_checked(fake_gpu, monkeypatch):
         monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", bad)
         with pytest.raises(ValueError, match="lattice_host_workers"):
             dec._gpu.lattice_worker_count()
+    # a graph with epsilon arcs (the host replays its lattices): 4 workers on 16 or more CPUs
+    monkeypatch.delenv("CUWFST_LATTICE_HOST_WORKERS")
+    eps = Decoder(Graph.load(TINY / "TLG.img"), device="cuda", max_lanes=2)
+    assert eps._gpu.graph.has_epsilon and not dec._gpu.graph.has_epsilon
+    for cpus, want in ((32, 4), (16, 4), (15, 2), (8, 2), (7, 1), (None, 1)):
+        monkeypatch.setattr(os, "cpu_count", lambda cpus=cpus: cpus)
+        assert eps._gpu.lattice_worker_count() == want, cpus
+        assert dec._gpu.lattice_worker_count() == (2 if (cpus or 1) >= 8 else 1), cpus
+    monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", "3")
+    assert eps._gpu.lattice_worker_count() == 3
 
 
 def test_host_overlap_finish_thread_keeps_the_order():

@@ -1306,13 +1306,17 @@ class GpuBackend:
     def lattice_worker_count(self) -> int:
         """How many threads run the sub-batches' host work of a lattice decode (HostOverlap's
         host_workers), by the attribute `lattice_host_workers` or the environment variable
-        CUWFST_LATTICE_HOST_WORKERS; by default 2 on a host of 8 or more CPUs, else 1. More than
-        1 puts the prunings' finishes on a thread of their own (as lattice_finish "thread"). Host-
-        bound decodes gain (large lattices: the model set's 964 arcs a frame, 256 rows, batch 32,
-        H100 at 5bce007: 164-179 ms a lattice batch with 1 worker, 114 with 2, 105 with 3; the
-        sim set 48.4 with 1, 42.3-43.2 with 2); each worker's native calls take the decoder's
-        num_threads. Same results whatever the count."""
-        default = "2" if (os.cpu_count() or 1) >= 8 else "1"
+        CUWFST_LATTICE_HOST_WORKERS; by default 2 on a host of 8 or more CPUs, else 1, and on a
+        graph with epsilon arcs (whose lattices the host replays from the records) 4 on a host of
+        16 or more CPUs. More than 1 puts the prunings' finishes on a thread of their own (as
+        lattice_finish "thread"). Host-bound decodes gain (large lattices: the model set's 964
+        arcs a frame, 256 rows, batch 32, H100 at 5bce007: 164-179 ms a lattice batch with 1
+        worker, 114 with 2, 105 with 3; the sim set 48.4 with 1, 42.3-43.2 with 2; the small
+        tier's TLG, 256 sim rows, H200 at 90c7e65: 298.0 / 297.7 ms with 2, 287.1 with 3, 236.3
+        with 4); each worker's native calls take the decoder's num_threads. Same results
+        whatever the count."""
+        cpus = os.cpu_count() or 1
+        default = "4" if cpus >= 16 and self.graph.has_epsilon else "2" if cpus >= 8 else "1"
         raw = getattr(self, "lattice_host_workers", None) or os.environ.get("CUWFST_LATTICE_HOST_WORKERS", default) \
             or default
         n = raw if isinstance(raw, int) and not isinstance(raw, bool) else \
