@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# GPU machine: the B half of device_s152.sh (its header has the prediction), on the same warm machine
-# (/tmp/corpus-full with the model set): model 2 workers again (and 2 / 4 if A did not reach them),
-# sim 2 / 4 / 2 workers. $OUT: s152b.log, lat_model.jsonl, lat_sim.jsonl
+# GPU machine: the B half of device_s152.sh (its header has the predictions), on the same warm machine
+# (/tmp/corpus-full with the model set): lattice host workers on the model set 2 / 4 / 2 and sim 2 / 4 / 2
+# (separate processes), then the model set's peers at cuwfst search_beam 20 / 14 / 10 (riva 20, 10).
+# $OUT: s152b.log, lat_model.jsonl, lat_sim.jsonl, peers_model*.{jsonl,md,txt}
 . scripts/device_common.sh
-END=${END:-560}
+END=${END:-580}
 NO_FULL=1 device_setup s152b.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 [ -f $C/model/shard-00000.npz ] || { echo "no model set: a fresh machine" | tee -a $L; exit 3; }
-for w in ${MODEL_W:-2}; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed model lat_model.jsonl $(( $(since) + 70 )) "model w$w" --check 1; done
+for w in 2 4 2; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed model lat_model.jsonl $(( $(since) + 70 )) "model w$w" --check 1; done
 for w in 2 4 2; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed sim lat_sim.jsonl $(( $(since) + 60 )) "sim w$w" --check 1; done
+echo "[$(since) s] workers" | tee -a $L
+sweep() {
+  local set=$1 beam=$2; shift 2
+  timeout -s INT $(left $((END - 3))) python3 -m benchmarks.peers.run --corpus $C --set $set --batch 32 --utts 256 --reps 3 \
+    --feed all --cuwfst-search-beam $beam --beam $beam --decoders "$@" --json $OUT/peers_$set.jsonl --md $OUT/peers_${set}_$beam.md \
+    > $OUT/peers_${set}_$beam.txt 2>&1
+  grep -E "^\[peers\]" $OUT/peers_${set}_$beam.txt | grep -v utterances | cut -c1-200 | sed "s/^/[$set beam $beam] /" | tee -a $L
+}
+sweep model 20 cuwfst-gpu cuwfst-gpu-lattice riva
+sweep model 14 cuwfst-gpu cuwfst-gpu-lattice
+sweep model 10 cuwfst-gpu cuwfst-gpu-lattice riva
 echo "[$(since) s] end" | tee -a $L

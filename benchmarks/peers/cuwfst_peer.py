@@ -25,7 +25,10 @@ class CuwfstPeer(Peer):
         self.trim_arcs = bool(trim_arcs)
         self.closure = closure  # None: the decoder's default closure kernels
         self.graph_obj = cuwfst.Graph.load(corpus.path(graph))
-        self.opts = cuwfst.DecoderOptions(**BEAMS, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
+        beams = dict(BEAMS)
+        if getattr(cfg, "cuwfst_search_beam", None) is not None:  # --cuwfst-search-beam: an operating point
+            beams["search_beam"] = float(cfg.cuwfst_search_beam)
+        self.opts = cuwfst.DecoderOptions(**beams, blank_skip=float(getattr(cfg, "blank_skip", 0.0)))
         self.threads = os.cpu_count() or 1
         # --feed all (every utterance in one call): continuous batching, the next row entering a
         # lane the moment one finishes (lattice decodes keep padded sub-batches of similar lengths)

@@ -47,6 +47,9 @@ def parse_args(argv=None):
     p.add_argument("--frame-shift", type=float, default=0.04, help="seconds of audio per log-prob frame")
     p.add_argument("--beam", type=float, default=20.0, help="riva default_beam and kaldi-decoder beam")
     p.add_argument("--lattice-beam", type=float, default=8.0, help="riva lattice_beam")
+    p.add_argument("--cuwfst-search-beam", type=float, default=None,
+                   help="cuwfst's search_beam (default 20, icefall's; the other beams stay icefall's): "
+                        "an operating point for comparisons at equal or better WER")
     p.add_argument("--max-active", type=int, default=10000, help="riva and kaldi-decoder max_active")
     p.add_argument("--min-active", type=int, default=30, help="kaldi-decoder min_active")
     p.add_argument("--ctc-beam", type=int, default=10, help="torchaudio-ctc beam_size")
