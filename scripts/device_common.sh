@@ -1,7 +1,7 @@
 # Sourced by the device scripts (scripts/device_*.sh) after their header: the shell options,
 # the clock, the carried wheels and environment, $OUT and the full tier.
 #   since: seconds since the script started; left END: seconds until END (at least 10)
-#   device_setup LOG: wheels from .device/wheels into /tmp/site (exit 1 when they do not install),
+#   device_setup LOG: wheels from .device/wheels (or $WHEELS) into /tmp/site (exit 1 when they do not install),
 #     PYTHONPATH/PATH/CUWFST_CACHE_DIR/CUWFST_COMMIT, $OUT, C=/tmp/corpus-full, L=$OUT/LOG;
 #     starts the full tier's build in the background unless C holds it already (the machine
 #     sometimes keeps /tmp between calls) or a build runs (NO_FULL=1: not at all); writes the GPU and the commit to L; builds the module
@@ -39,7 +39,7 @@ T0=$(date +%s)
 since() { echo $(( $(date +%s) - T0 )); }
 left() { local l=$(( $1 - $(since) )); echo $(( l > 10 ? l : 10 )); }
 device_setup() {
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device/wheels/*.whl >/dev/null 2>&1 || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site ${WHEELS:-.device/wheels}/*.whl >/dev/null 2>&1 || exit 1
   export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH PYTHONUNBUFFERED=1 CUWFST_CACHE_DIR=$PWD/.cache/cuwfst
   export CUWFST_COMMIT=$(cat .device/COMMIT 2>/dev/null || echo unknown)
   OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"; C=/tmp/corpus-full; L=$OUT/$1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, session of 2026-12-05 17:20, second call (A), then device_s152b.sh (B) on the
 # same warm machine.
-# A: the full tier (HLG and TLG) and the model set (256 rows) built; then the peers on sim at three
+# A: the full tier (HLG and TLG) and the small tier built (the model set is made in B, with its wheels); then the peers on sim at three
 #    operating points of cuwfst's search_beam (20, icefall's; 14; 10) with riva at its beam 20 and 10.
 #    Issue 10's riva bar reads "at least 3x riva at equal or better WER": at search_beam 20 we are at
 #    2.18x (s146) with WER 1.60 % against riva's 1.87 %. Prediction (written before the run): on sim the
@@ -11,16 +11,14 @@
 #    a lattice batch with 4 against 298.0 / 297.7 with 2; 4 is now the default on epsilon graphs);
 #    prediction: model 4 workers 92-105 ms a lattice batch against 2 workers' 105-120, sim within
 #    +-1.5 ms; then the model set's peers at the same operating points (its WER is the real model's).
-# Stage: .device/wheels with riva's wheel, espeakng_loader and kaldi_native_fbank. Carry .device.
-# $OUT: s152.log, peers_*.{jsonl,md,txt}, make_set.log
+# Stage: .device/wheels with riva's wheel (not espeakng_loader: the carry's 64 MiB). Carry .device.
+# $OUT: s152.log, peers_*.{jsonl,md,txt}
 . scripts/device_common.sh
 END=${END:-590}
 device_setup s152.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
-start_model_set 256
+( small_tier ) &  # for the model set in B (the synthesis needs wheels too large to carry with riva's)
 wait_full 480; echo "[$(since) s] full tier" | tee -a $L
-while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt 520 ]; do sleep 2; done
-echo "[$(since) s] model set: $(tail -n 1 $OUT/make_set.log | cut -c1-100)" | tee -a $L
 sweep() {  # sweep SET BEAM DECODERS...: the peers at cuwfst's search_beam BEAM (riva's --beam too)
   local set=$1 beam=$2; shift 2
   timeout -s INT $(left $((END - 3))) python3 -m benchmarks.peers.run --corpus $C --set $set --batch 32 --utts 256 --reps 3 \
