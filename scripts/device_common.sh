@@ -26,6 +26,8 @@
 #     (at most CAP s) into $OUT/LOG, its exit and last lines into L (the same environment rule)
 #   lattice_memcheck CAP: compute-sanitizer memcheck over scripts/sanitize_case.py SANITIZE_SEEDS
 #     (default 3) --lattice, at most CAP seconds; its tail into $OUT/memcheck.log and L
+#   sweep SET BEAM DECODERS...: the peers over $C/SET (256 utterances, batch 32, feed all) at cuwfst's
+#     search_beam BEAM and riva's beam BEAM (until END), into $OUT/peers_SET*, the summary into L
 #   peers UNTIL DECODERS...: benchmarks.peers.run over the full tier's sim set (batch 32, 256
 #     utterances, 3 reps, feed all) until UNTIL s, into $OUT/peers.{jsonl,md,txt}, its summary into L
 #   start_model_set UTTS: the small tier and the model set (UTTS rows, $C/model) in the background
@@ -180,6 +182,13 @@ peers() {
     --feed all --decoders "$@" --json $OUT/peers.jsonl --md $OUT/peers.md > $OUT/peers.txt 2>&1
   echo "peers exit $?" | tee -a $L
   grep -E "^\[peers\]" $OUT/peers.txt | tail -4 | cut -c1-200 | tee -a $L
+}
+sweep() {  # sweep SET BEAM DECODERS...: the peers at cuwfst's search_beam BEAM (riva's --beam too)
+  local set=$1 beam=$2; shift 2
+  timeout -s INT $(left $((END - 3))) python3 -m benchmarks.peers.run --corpus $C --set $set --batch 32 --utts 256 --reps 3 \
+    --feed all --cuwfst-search-beam $beam --beam $beam --decoders "$@" --json $OUT/peers_$set.jsonl --md $OUT/peers_${set}_$beam.md \
+    > $OUT/peers_${set}_$beam.txt 2>&1
+  grep -E "^\[peers\]" $OUT/peers_${set}_$beam.txt | grep -v utterances | cut -c1-200 | sed "s/^/[$set beam $beam] /" | tee -a $L
 }
 start_model_set() {  # start_model_set UTTS: the small tier, then (once the full tier is done) the model set of
   # UTTS rows in $C/model from examples/model.int8.npz, in the background; $OUT/make_set.log ends with

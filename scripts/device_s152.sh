@@ -19,13 +19,6 @@ device_setup s152.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 ( small_tier ) &  # for the model set in B (the synthesis needs wheels too large to carry with riva's)
 wait_full 480; echo "[$(since) s] full tier" | tee -a $L
-sweep() {  # sweep SET BEAM DECODERS...: the peers at cuwfst's search_beam BEAM (riva's --beam too)
-  local set=$1 beam=$2; shift 2
-  timeout -s INT $(left $((END - 3))) python3 -m benchmarks.peers.run --corpus $C --set $set --batch 32 --utts 256 --reps 3 \
-    --feed all --cuwfst-search-beam $beam --beam $beam --decoders "$@" --json $OUT/peers_$set.jsonl --md $OUT/peers_${set}_$beam.md \
-    > $OUT/peers_${set}_$beam.txt 2>&1
-  grep -E "^\[peers\]" $OUT/peers_${set}_$beam.txt | grep -v utterances | cut -c1-200 | sed "s/^/[$set beam $beam] /" | tee -a $L
-}
 sweep sim 20 cuwfst-gpu cuwfst-gpu-lattice riva
 sweep sim 14 cuwfst-gpu cuwfst-gpu-lattice
 sweep sim 10 cuwfst-gpu cuwfst-gpu-lattice riva

@@ -18,13 +18,6 @@ echo "[$(since) s] model set: $(tail -n 1 $OUT/make_set.log | cut -c1-120)" | te
 for w in 2 4 2; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed model lat_model.jsonl $(( $(since) + 70 )) "model w$w" --check 1; done
 for w in 2 4 2; do CUWFST_LATTICE_HOST_WORKERS=$w lat_speed sim lat_sim.jsonl $(( $(since) + 60 )) "sim w$w" --check 1; done
 echo "[$(since) s] workers" | tee -a $L
-sweep() {
-  local set=$1 beam=$2; shift 2
-  timeout -s INT $(left $((END - 3))) python3 -m benchmarks.peers.run --corpus $C --set $set --batch 32 --utts 256 --reps 3 \
-    --feed all --cuwfst-search-beam $beam --beam $beam --decoders "$@" --json $OUT/peers_$set.jsonl --md $OUT/peers_${set}_$beam.md \
-    > $OUT/peers_${set}_$beam.txt 2>&1
-  grep -E "^\[peers\]" $OUT/peers_${set}_$beam.txt | grep -v utterances | cut -c1-200 | sed "s/^/[$set beam $beam] /" | tee -a $L
-}
 sweep model 20 cuwfst-gpu cuwfst-gpu-lattice riva
 sweep model 14 cuwfst-gpu cuwfst-gpu-lattice
 sweep model 10 cuwfst-gpu cuwfst-gpu-lattice riva
