@@ -217,6 +217,20 @@ def test_cuwfst_lattice_row(toy):
     assert "lattice=True" in lat.settings and "lattice=True" not in best.settings
 
 
+def test_cuwfst_tlg_lattice_row_and_the_search_beam_option(toy):
+    """cuwfst-cpu-tlg-lattice decodes TLG.img (riva's graph) with lattice=True: the same words
+    as the TLG's 1-best row; --cuwfst-search-beam sets cuwfst's search_beam alone."""
+    rows = main(["--corpus", toy, "--batch", "4", "--reps", "1", "--cuwfst-search-beam", "12",
+                 "--decoders", "cuwfst-cpu-tlg", "cuwfst-cpu-tlg-lattice"])
+    by = _rows_by_name(rows)
+    best, lat = by[("cuwfst-cpu-tlg", "4")], by[("cuwfst-cpu-tlg-lattice", "4")]
+    assert lat.status == "ok" and lat.utts == best.utts == 20
+    assert lat.errors == best.errors == 0 and lat.graph == best.graph == "TLG.img"
+    assert "lattice=True" in lat.settings and "eps_iterations=" in lat.settings
+    assert "search_beam=12 " in lat.settings and "search_beam=12 " in best.settings
+    assert "output_beam=8 " in lat.settings
+
+
 def test_every_pass_is_scored_and_a_spread_is_shown():
     """time_decodes keeps every pass's hypotheses (warm-up first); the table shows the last
     pass's WER and, where the passes disagree, their range (riva's 1-best is not the same

@@ -41,6 +41,9 @@ PEERS: dict[str, tuple[str, str, dict]] = {
     # (riva always builds and determinizes a lattice; issue 10 compares against this row)
     "cuwfst-gpu-lattice": ("cuwfst_peer", "CuwfstGpuPeer", {"lattice": True}),
     "cuwfst-cpu-lattice": ("cuwfst_peer", "CuwfstCpuPeer", {"lattice": True}),
+    # the same on the TLG (epsilon arcs: the host replays the GPU's records), riva's very graph
+    "cuwfst-gpu-tlg-lattice": ("cuwfst_peer", "CuwfstGpuPeer", {"graph": "TLG.img", "lattice": True}),
+    "cuwfst-cpu-tlg-lattice": ("cuwfst_peer", "CuwfstCpuPeer", {"graph": "TLG.img", "lattice": True}),
     "riva": ("riva_peer", "RivaPeer", {"graph": "TLG.fst"}),
     "riva-hlg": ("riva_peer", "RivaPeer", {"graph": "HLG.fst"}),
     "kaldi-decoder": ("kaldi_peer", "KaldiDecoderPeer", {"graph": "TLG.fst"}),
