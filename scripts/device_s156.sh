@@ -8,7 +8,7 @@
 # replay), while our HLG lattice mode stays ahead of riva.
 # Stage: .device/wheels with riva's wheel (no synthesis wheels). Carry .device. $OUT: s156.log, peers_small.*
 . scripts/device_common.sh
-END=${END:-270}
+END=${END:-185}
 NO_FULL=1 device_setup s156.log
 export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
 small_tier; echo "[$(since) s] small tier: $(ls $S/TLG.fst $S/sim/shard-00000.npz 2>&1 | tr '\n' ' ')" | tee -a $L
