@@ -1565,7 +1565,10 @@ def _eps_case(seed, chain_at_least=1):
 
 
 def _eps_decode(graph, opts, lp, lens, mode, pad=0.0, **kw):
+    """(The records' replay on the host, whose filter these tests are about: an epsilon graph's
+    lattices are otherwise pruned on the GPU, tests/test_gpu_eps_prune.py.)"""
     dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size), **kw)
+    dec._gpu.lattice_prune_eps = "replay"
     dec._gpu.lattice_eps_filter = mode
     dec._gpu._lattice_filter_pad = pad
     return dec, dec.decode(lp, lens, lattice=True)

@@ -734,7 +734,8 @@ std::vector<uint8_t> RescueSkips(const cuwfst::DecodeOutputs& out, int64_t B) {
 }
 
 // gpu_decode_lattice with the GPU's own output-beam pruning (LatticeOutputs::mode 2,
-// gpu_lattice_prune.cu; epsilon-free graphs): the decode, then the pruning of every row
+// gpu_lattice_prune.cu; epsilon graphs with the exact closure too, whole batches without the
+// records' filter or trim: "Epsilon graphs" there): the decode, then the pruning of every row
 // that has no rescue overflow bit (RESCUE_BITS of decoder/rescue.py; those rows get empty
 // lattices); out_lat_sizes2 [B, 3] i64 = {states, arcs, recorded arcs} per row (each row
 // then by gpu_lattice_pruned_rows), out_prune_ms [3] f64 = {device passes, readback, host};

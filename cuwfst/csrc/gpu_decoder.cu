@@ -1393,6 +1393,10 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
     else
       Timed(12, [&] { LaunchStepSmem(LatPersistKernel<kWalkWarp>, dim3(lat_grid), dim3(kWalkThreads), smem, g, w); });
     Timed(13, [&] { LaunchStep(LatStepEndKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w); });
+    // a GPU-pruned decode on an epsilon graph: the frontiers' states for the pruning (every token's
+    // state; the closure's tokens have no records)
+    if (w.lattice == 2 && cfg_.eps_iterations > 0)
+      Timed(13, [&] { LaunchStep(LatFrontierLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, w); });
   }
 }
 
@@ -1636,7 +1640,9 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     const bool after = lattice != nullptr && lat_after_ && lattice->mode == 2 && lattice->chunk <= 0 &&
                        lattice->filter != 0 && lattice->trim != 0 && ws_.trim != 0 && cfg_.eps_iterations == 0;
     if (lattice) lat_after_used_ = after;
-    if (after) EnsureLatticeAfter(0, 0);
+    // (a GPU-pruned decode on an epsilon graph logs its frontiers in the records pass's log)
+    const bool flog = lattice != nullptr && lattice->mode == 2 && cfg_.eps_iterations > 0;
+    if (after || flog) EnsureLatticeAfter(0, 0);
     ws_.lat_after = after ? 1 : 0;
     // (a constant of the decoder for its lattice decodes, so the graph cache's lattice flag covers it)
     ws_.lat_keys_only = lattice && lat_clear_keys_ && cfg_.eps_iterations == 0 ? 1 : 0;
@@ -1666,8 +1672,11 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
     // The records' filter (lattice.cuh LatFilterFor) of GPU-pruned decodes; its guard decodes
     // the batch again without it (a bounded decode restarts from its first run).
+    // (the records' filter of GPU-pruned decodes is for epsilon-free graphs: its bound's proof has
+    // no epsilon arcs inside a time)
     if (lattice)
-      SetLatticeFilter(lattice->mode == 2 && lattice->filter != 0, lattice->output_beam, lattice->filter_pad,
+      SetLatticeFilter(lattice->mode == 2 && lattice->filter != 0 && cfg_.eps_iterations == 0, lattice->output_beam,
+                       lattice->filter_pad,
                        lattice->mode == 1 && lattice->eps_filter != 0 && cfg_.eps_iterations > 0);
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
@@ -1746,8 +1755,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       // the records after the search: the frontier log or the global tables past their room (the
       // pass then left steps out): grow them and decode again
       long long log_n = 0;  // (the largest lane's logged tokens: its frontier_total)
-      for (int32_t b = 0; b < B && after; ++b) log_n = std::max(log_n, h_lanes[b].frontier_total);
-      const bool log_full = after && log_n > ws_.lat_log_lane;
+      for (int32_t b = 0; b < B && (after || flog); ++b) log_n = std::max(log_n, h_lanes[b].frontier_total);
+      const bool log_full = (after || flog) && log_n > ws_.lat_log_lane;
       const bool tab_full = after && !log_full && plan[kAfterPlanTab] > static_cast<unsigned long long>(ws_.lat_tab_cap);
       if (log_full || tab_full)
         EnsureLatticeAfter(log_full ? static_cast<int64_t>(log_n + log_n / 4) : 0,
@@ -1764,6 +1773,11 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     s2 = std::chrono::steady_clock::now();
     if (lattice) {
       ReadLattice(B, lengths, *lattice);
+      // an epsilon graph's GPU pruning reads each lane's frontier log: where its S_0 ends
+      // (frontier_total less the later frontiers' sizes, GpuDecoder::PruneBeginLocked)
+      pr_flog_ = flog;
+      pr_ftotal_.assign(flog ? B : 0, 0);
+      for (int32_t b = 0; b < B && flog; ++b) pr_ftotal_[b] = h_lanes[b].frontier_total;
       if (bounded) {  // every run's records, as the whole batch would have counted them
         int64_t total = 0;
         for (int32_t b = 0; b < B; ++b)

@@ -803,6 +803,7 @@ class GpuDecoder {
   // GPU pruning (mode 2): the records' side array and PruneLattice's work buffers, kept at
   // their high water; the per-step arrays of the last mode-2 decode on the host.
   DeviceBuffer lat_ext_;
+  DeviceBuffer pr_eps_buf_[2][24];  // PruneBufferIn's [72, 96) of either set: an epsilon graph's pruning
   DeviceBuffer pr_buf_[72];  // [0, 24): PruneLattice's; [24, 62): the incremental pruning's; 62, 63: PruneLattice's lane scratch and clocks; [64, 72): NumberOnDevice's
   // Bounded lattice memory (LatticeOutputs::chunk > 0, gpu_lattice_prune.cu): the
   // incremental pruning's host state (defined there; shared_ptr for the incomplete type).
@@ -825,6 +826,10 @@ class GpuDecoder {
   int64_t pr_num_arcs_ = 0;
   double pr_num_ms_ = 0.0;
   std::vector<int32_t> pr_count_, pr_size_, pr_all_;
+  // the last mode-2 decode logged its frontiers (an epsilon graph: LatFrontierLogKernel), and each
+  // lane's logged tokens (its frontier_total: S_0 .. S_n)
+  bool pr_flog_ = false;
+  std::vector<long long> pr_ftotal_;
   int32_t pr_B_ = -1;  // rows of the last mode-2 decode (-1: none to prune)
   std::vector<PrunedRow> pr_rows_;     // kept from decode to decode: the rows' arrays keep their capacity
   LatticeNumberScratch pr_number_;     // the host numbering's scratch, likewise
@@ -844,14 +849,18 @@ class GpuDecoder {
   int64_t PruneBeginLocked(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam, int32_t set);
   PruneJob& TakePruneJob(int64_t id);
   void PruneFinishLocked(PruneJob& job, int64_t* sizes_out);
+  void PruneEpsBegin(PruneJob& job, const std::vector<int64_t>& log_off, cudaStream_t s);
+  void PruneEpsFinish(PruneJob& job, int64_t* sizes_out, std::chrono::steady_clock::time_point c0);
   void PinnedFor(int k, int64_t want);
   void NumberOnHost(const PrunedArcOut* arcs, int64_t A, const PrunedStateOut* states, int64_t S, int32_t B,
                     const int32_t* lengths, const uint8_t* skip, PrunedEndpoints ends);
   void PrunedSizes(int32_t B, const int32_t* lengths, int64_t seg, const std::vector<int32_t>& all, bool trimmed,
                    int64_t* sizes_out);
+  // eps_levels: an epsilon graph's (PrEpsLevels, [B (Tmax + 2)]; its ranks are layer << eps_sb | state),
+  // nullptr on epsilon-free graphs
   bool NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S, int32_t B,
                       const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank, int64_t M,
-                      cudaStream_t s);
+                      cudaStream_t s, const int32_t* eps_levels = nullptr, int32_t eps_sb = 0);
 };
 
 }  // namespace cuwfst

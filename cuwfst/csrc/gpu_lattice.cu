@@ -74,7 +74,8 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
   // candidate mode (common.cuh LatCandOn): GPU-pruned decodes whose ExpandKernel is
   // ExpandLane::Slot for every slot (not the cooperative walkers, whose strips kept in
   // registers skip it, nor fused_max's FusedExpandKernel)
-  const bool cand = ext && !cfg_.fused_max && coop_cap_ == 0;
+  // (and epsilon-free graphs: an epsilon graph's GPU-pruned decode records by the in-step walk alone)
+  const bool cand = ext && !cfg_.fused_max && coop_cap_ == 0 && cfg_.eps_iterations == 0;
   const bool missing = !lat_cursor_.get() || !lat_filter_.get() || !lat_.get() || ws_.hash_pos == nullptr ||
                        (cfg_.eps_iterations > 0 && !eps_begin_.get()) || ws_.seg_cap < seg ||
                        (ext && !lat_ext_.get()) || (cand && !lat_cand_.get());

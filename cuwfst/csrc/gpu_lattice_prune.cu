@@ -24,6 +24,7 @@
 
 #include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 
 #include "cuwfst/common.cuh"
@@ -994,6 +995,287 @@ PrRankSort MakeRankSort(int64_t rank_most, int64_t max_m, int32_t B, int32_t cod
   return r;
 }
 
+// ---- Epsilon graphs (PruneJob::eps; docs/design.md "Lattices on the GPU"): the CPU twin is
+// tests/eps_prune_twin.py, held to the CPU LatticeBuilder's lattices array for array. What the
+// decode leaves: the step's records (every arc whose destination is in the new frontier, as on
+// an epsilon-free graph) and the frontier log (LatFrontierLogKernel: every token's graph state).
+// With the exact closure (the search's eps_iterations covers the graph's longest epsilon chain)
+// the CPU records exactly the epsilon arcs of S_t's states that end in S_t; the pruning lists
+// them here from the log (PrEpsCount, PrEpsFill), into their own arrays bucketed by (time, lane)
+// as the step's records are. Then, one CTA a lane: a time's epsilon layers (the longest epsilon
+// path inside it) by rounds of atomicMax until none changes, the forward (the step's records,
+// then the epsilon arcs by their destination's layer), k2's windows (the step's records, then the
+// epsilon arcs by their source's layer, highest first); every value is the CPU's (max is
+// order-free; the float expressions are the CPU's). The output numbers a time's states by
+// (layer, graph state), the CPU's order on epsilon graphs, so no first-admission rank is needed:
+// rank = layer << state_bits | state.
+constexpr unsigned long long kEpsErrStart = 1, kEpsErrCycle = 2, kEpsErrLog = 4;
+
+// Every token's graph state: token i of bucket k = tau * B + lane is log entry log_off[k] + (i -
+// tok_off[k]) for tau < last_tau[lane] (S_0 .. S_n), the final state for tau = last_tau (S_{n+1});
+// -1 (and not alive) on skipped lanes. err: token 0 of S_0 is not the start state (the forward starts there).
+__global__ void PrEpsStates(DeviceGraph g, int64_t M, int32_t nb, int32_t B, const int64_t* tok_off,
+                            const int64_t* log_off, const int32_t* log_state, const int32_t* last_tau,
+                            const uint8_t* skip, int32_t* state, uint8_t* alive, unsigned long long* err) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t k = BucketOf(tok_off, nb, i);
+    const int32_t lane = k % B, tau = k / B;
+    int32_t st = -1;
+    if (!skip[lane]) {
+      st = tau >= last_tau[lane] ? g.num_states - 1 : log_state[log_off[k] + (i - tok_off[k])];
+      if (st < 0 || st >= g.num_states) {
+        atomicOr(err, kEpsErrLog);
+        st = -1;
+      } else if (tau == 0 && i == tok_off[k] && st != g.start_state) {
+        atomicOr(err, kEpsErrStart);
+      }
+    }
+    state[i] = st;
+    if (st < 0) alive[i] = 0;  // (a skipped lane's tokens: none is output)
+  }
+}
+
+// The segmented sort's input: (state, token) of every token (a state -1 sorts first: it matches
+// no arc's destination).
+__global__ void PrEpsSortIn(int64_t M, const int32_t* state, int32_t* keys, int32_t* vals) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    keys[i] = state[i];
+    vals[i] = static_cast<int32_t>(i);
+  }
+}
+
+// The token of state `d` in bucket [b0, b1) of the sorted states, -1 when it has none.
+__device__ __forceinline__ int32_t PrEpsFind(const int32_t* sorted, const int32_t* toks, int64_t b0, int64_t b1,
+                                             int32_t d) {
+  int64_t lo = b0, hi = b1;
+  while (lo < hi) {
+    const int64_t mid = (lo + hi) >> 1;
+    if (sorted[mid] < d) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < b1 && sorted[lo] == d ? toks[lo] : -1;
+}
+
+// Each token's epsilon arcs that end in its own time (times below last_tau: S_{n+1} has no
+// closure): counted (out == nullptr: into cnt[i]) or written from start[i] on (src, dst tokens,
+// arc id, score = 0 + weight as the CPU adds it; flags 0).
+__global__ void PrEpsArcs(DeviceGraph g, int64_t M, int32_t nb, int32_t B, const int64_t* tok_off,
+                          const int32_t* last_tau, const int32_t* state, const int32_t* sorted, const int32_t* toks,
+                          int64_t* cnt, const int64_t* start, int32_t* e_src, int32_t* e_dst, int32_t* e_code,
+                          float* e_score) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int32_t s = state[i];
+    int32_t n = 0;
+    if (s >= 0) {
+      const int32_t k = BucketOf(tok_off, nb, i);
+      if (k / B < last_tau[k % B]) {
+        const StateArcs sa = ArcsOf(g, s);
+        const int32_t a0 = sa.EpsBegin(), a1 = a0 + sa.eps_count;
+        int64_t at = start != nullptr ? start[i] : 0;
+        for (int32_t a = a0; a < a1; ++a) {
+          const int32_t d = PrEpsFind(sorted, toks, tok_off[k], tok_off[k + 1], ArcDest(g, a));
+          if (d < 0) continue;
+          if (start != nullptr) {
+            e_src[at] = static_cast<int32_t>(i);
+            e_dst[at] = d;
+            e_code[at] = a;
+            e_score[at] = 0.0f + g.arc_weight[a];
+            ++at;
+          }
+          ++n;
+        }
+      }
+    }
+    if (start == nullptr) cnt[i] = n;
+  }
+}
+
+// The epsilon arcs' bucket offsets: e_off[k] = start of bucket k's first token (e_total past the
+// last bucket).
+__global__ void PrEpsOffsets(int32_t nb, const int64_t* tok_off, const int64_t* start, int64_t M, int64_t total,
+                             int64_t* e_off) {
+  for (int32_t k = blockIdx.x * blockDim.x + threadIdx.x; k <= nb; k += gridDim.x * blockDim.x)
+    e_off[k] = tok_off[k] < M ? start[tok_off[k]] : total;
+}
+
+// Time tau's epsilon layers and forward, and its tokens' ranks (layer << sb | state), in one CTA
+// of a lane (PrEpsLaneForwardKernel's phases after the step's records).
+__device__ void PrEpsTime(int32_t b, int32_t B, int32_t tau, const int64_t* tok_off, const int64_t* e_off,
+                          const int32_t* e_src, const int32_t* e_dst, const float* e_score, const uint8_t* e_flags,
+                          int32_t* fwd, int32_t* layer, int32_t* lmax, int32_t* rank, const int32_t* state, int32_t sb,
+                          unsigned long long* err, int32_t* s_flag) {
+  // (err[1]: the highest layer of any time, atomicMax)
+  const int64_t k = static_cast<int64_t>(tau) * B + b;
+  const int64_t e0 = e_off[k], e1 = e_off[k + 1];
+  const int32_t ntok = static_cast<int32_t>(tok_off[k + 1] - tok_off[k]);
+  int32_t top = 0;
+  if (e1 > e0) {
+    // layers: rounds until none changes (at most the longest epsilon path + 1 on an acyclic graph)
+    for (int32_t round = 0;; ++round) {
+      if (threadIdx.x == 0) s_flag[0] = 0;
+      __syncthreads();
+      for (int64_t i = e0 + threadIdx.x; i < e1; i += blockDim.x) {
+        if (e_flags[i] & kPrInvalid) continue;
+        const int32_t l = layer[e_src[i]] + 1;
+        if (l > layer[e_dst[i]]) {
+          atomicMax(&layer[e_dst[i]], l);
+          s_flag[0] = 1;
+        }
+      }
+      __syncthreads();
+      const int32_t changed = s_flag[0];
+      __syncthreads();
+      if (!changed) break;
+      if (round > ntok + 1) {  // (an epsilon cycle: the host refuses those graphs)
+        if (threadIdx.x == 0) atomicOr(err, kEpsErrCycle);
+        break;
+      }
+    }
+    if (threadIdx.x == 0) s_flag[1] = 0;
+    __syncthreads();
+    for (int64_t i = e0 + threadIdx.x; i < e1; i += blockDim.x)
+      if (!(e_flags[i] & kPrInvalid)) atomicMax(&s_flag[1], layer[e_dst[i]]);
+    __syncthreads();
+    top = s_flag[1];
+    // the forward inside the time: the epsilon arcs by their destination's layer
+    for (int32_t l = 1; l <= top; ++l) {
+      for (int64_t i = e0 + threadIdx.x; i < e1; i += blockDim.x) {
+        if ((e_flags[i] & kPrInvalid) || layer[e_dst[i]] != l) continue;
+        const float v = OrderedIntToFloat(fwd[e_src[i]]) + e_score[i];
+        atomicMax(&fwd[e_dst[i]], FloatToOrderedInt(v));
+      }
+      __syncthreads();
+    }
+  }
+  if (threadIdx.x == 0) {
+    lmax[k] = top;
+    if (top > 0) atomicMax(&err[1], static_cast<unsigned long long>(top));
+  }
+  for (int64_t i = tok_off[k] + threadIdx.x; i < tok_off[k + 1]; i += blockDim.x)
+    rank[i] = state[i] < 0 ? 0 : (layer[i] << sb) | state[i];
+  __syncthreads();
+}
+
+// Every time of every lane, one CTA a lane (blockIdx.x): S_0's epsilon layers and forward, then for
+// tau = 1 .. Tmax the step's records into S_tau (bucket (tau - 1) B + b) and S_tau's epsilon arcs.
+// layer [M] is 0 and fwd [M] -inf before (fwd 0 at each lane's start token).
+__global__ void __launch_bounds__(kPrLaneThreads)
+PrEpsLaneForwardKernel(int32_t B, int32_t Tmax, const int64_t* tok_off, const int64_t* rec_off, const int32_t* p_src,
+                       const int32_t* p_dst, const float* p_score, const uint8_t* p_flags, const int64_t* e_off,
+                       const int32_t* e_src, const int32_t* e_dst, const float* e_score, const uint8_t* e_flags,
+                       int32_t* fwd, int32_t* layer, int32_t* lmax, int32_t* rank, const int32_t* state, int32_t sb,
+                       unsigned long long* err) {
+  __shared__ int32_t s_flag[2];
+  const int32_t b = blockIdx.x;
+  PrEpsTime(b, B, 0, tok_off, e_off, e_src, e_dst, e_score, e_flags, fwd, layer, lmax, rank, state, sb, err, s_flag);
+  for (int32_t tau = 1; tau <= Tmax; ++tau) {
+    const int64_t kr = static_cast<int64_t>(tau - 1) * B + b;
+    for (int64_t i = rec_off[kr] + threadIdx.x; i < rec_off[kr + 1]; i += blockDim.x) {
+      if (p_flags[i] & kPrInvalid) continue;
+      const float v = OrderedIntToFloat(fwd[p_src[i]]) + p_score[i];
+      atomicMax(&fwd[p_dst[i]], FloatToOrderedInt(v));
+    }
+    __syncthreads();
+    PrEpsTime(b, B, tau, tok_off, e_off, e_src, e_dst, e_score, e_flags, fwd, layer, lmax, rank, state, sb, err,
+              s_flag);
+  }
+}
+
+// One arc of a window's backward (PrEpsLaneWindowsKernel): kept or dropped, as the CPU's
+// PruneWindow tests it.
+__device__ __forceinline__ void PrEpsBackArc(uint8_t* flags, int64_t i, int32_t src, int32_t dst, float score,
+                                             const int32_t* fwd, const uint8_t* alive, int32_t* bwd, float neg_beam) {
+  if ((flags[i] & (kPrInvalid | kPrDropped)) || !alive[src]) return;
+  const float arc_bwd = score + OrderedIntToFloat(bwd[dst]);  // k2: arc_loglike + backward[dest]
+  if (arc_bwd + OrderedIntToFloat(fwd[src]) >= neg_beam)
+    atomicMax(&bwd[src], FloatToOrderedInt(arc_bwd));
+  else
+    flags[i] |= kPrDropped;
+}
+
+// Every window of every lane in order, one CTA a lane, as PrLaneWindowsKernel, each time t of a
+// window: the step's records (into time t + 1), then time t's epsilon arcs by their source's layer,
+// highest first (a source's arcs into higher layers see their destinations' backward complete).
+__global__ void __launch_bounds__(kPrLaneThreads)
+PrEpsLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_t* win_end, const int64_t* tok_off,
+                       const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const float* p_score,
+                       uint8_t* p_flags, const int64_t* e_off, const int32_t* e_src, const int32_t* e_dst,
+                       const float* e_score, uint8_t* e_flags, const int32_t* layer, const int32_t* lmax,
+                       const int32_t* fwd, uint8_t* alive, int32_t* bwd, float neg_beam) {
+  const int32_t b = blockIdx.x;
+  for (int32_t k = 0; k < K; ++k) {
+    const int32_t E = win_end[static_cast<int64_t>(k) * B + b], begin = win_begin[k];
+    if (E < 0) continue;
+    for (int32_t tau = begin; tau <= E; ++tau) {
+      const int64_t kt = static_cast<int64_t>(tau) * B + b;
+      for (int64_t i = tok_off[kt] + threadIdx.x; i < tok_off[kt + 1]; i += blockDim.x)
+        bwd[i] = FloatToOrderedInt(tau == E && alive[i] ? -OrderedIntToFloat(fwd[i]) : -INFINITY);
+    }
+    __syncthreads();
+    for (int32_t t = E - 1; t >= begin; --t) {
+      const int64_t kr = static_cast<int64_t>(t) * B + b;
+      for (int64_t i = rec_off[kr] + threadIdx.x; i < rec_off[kr + 1]; i += blockDim.x)
+        PrEpsBackArc(p_flags, i, p_src[i], p_dst[i], p_score[i], fwd, alive, bwd, neg_beam);
+      __syncthreads();
+      const int64_t e0 = e_off[kr], e1 = e_off[kr + 1];
+      for (int32_t l = e1 > e0 ? lmax[kr] : -1; l >= 0; --l) {
+        for (int64_t i = e0 + threadIdx.x; i < e1; i += blockDim.x)
+          if (layer[e_src[i]] == l) PrEpsBackArc(e_flags, i, e_src[i], e_dst[i], e_score[i], fwd, alive, bwd, neg_beam);
+        __syncthreads();
+      }
+    }
+    for (int32_t tau = begin + 1; tau < E; ++tau) {
+      const int64_t kt = static_cast<int64_t>(tau) * B + b;
+      for (int64_t i = tok_off[kt] + threadIdx.x; i < tok_off[kt + 1]; i += blockDim.x)
+        if (OrderedIntToFloat(bwd[i]) == -INFINITY) alive[i] = 0;
+    }
+    __syncthreads();
+  }
+}
+
+// The kept epsilon arcs (counted, or written at the cursor PrOutArcs left): {lane, time, source and
+// destination tokens, arc id, acoustic 0, weight, score}.
+__global__ void PrEpsOutArcs(DeviceGraph g, int64_t E, int32_t nbt, int32_t B, const int64_t* tok_off,
+                             const int32_t* e_src, const int32_t* e_dst, const int32_t* e_code, const float* e_score,
+                             const uint8_t* e_flags, const uint8_t* alive, unsigned long long* cursor,
+                             PrunedArcOut* out, unsigned long long cap) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < E;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    if (e_flags[i] & (kPrInvalid | kPrDropped)) continue;
+    const int32_t s = e_src[i];
+    if (!alive[s]) continue;
+    const unsigned long long k = atomicAdd(cursor, 1ull);
+    if (out == nullptr || k >= cap) continue;
+    const int32_t bucket = BucketOf(tok_off, nbt, s);
+    out[k] = {bucket % B, bucket / B, s, e_dst[i], e_code[i], 0.0f, g.arc_weight[e_code[i]], e_score[i]};
+  }
+}
+
+// The kept states' levels: tops[lane (Tmax + 1) + tau] = the highest layer of a kept state of the
+// time (PrEpsTops, rank >> sb), then each lane's running level (PrEpsLevels: level[tau] = the sum
+// over earlier times of top + 1, as the CPU's Finish counts it; level[Tmax + 1 slot] unused).
+__global__ void PrEpsTops(const PrunedStateOut* st, int64_t S, int32_t Tmax, int32_t sb, int32_t* tops) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < S;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const PrunedStateOut x = st[i];
+    if (x.lane < 0 || x.tau < 0 || x.tau > Tmax) continue;
+    atomicMax(&tops[static_cast<int64_t>(x.lane) * (Tmax + 2) + x.tau], x.rank >> sb);
+  }
+}
+__global__ void PrEpsLevels(int32_t B, int32_t Tmax, const int32_t* tops, int32_t* levels) {
+  const int32_t b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b >= B) return;
+  int32_t acc = 0;
+  for (int32_t tau = 0; tau <= Tmax + 1; ++tau) {
+    const int64_t k = static_cast<int64_t>(b) * (Tmax + 2) + tau;
+    levels[k] = acc;
+    acc += tops[k] + 1;
+  }
+}
+
 // ---- The numbering on the device (PruneLattice's default; CUWFST_LATTICE_NUMBER=host keeps
 // lattice_number.h's host numbering, the reference it must equal). The same arrays, bit for
 // bit: each row's kept states sorted by (tau, rank) and numbered in that order, a final state
@@ -1044,7 +1326,7 @@ __global__ void PrNumLaneStarts(const unsigned long long* sorted, int64_t n, int
 // states' entries. sizes[4 b ..] = {S_b, A_b, state offset, arc offset} (A_b: PrNumArcSizes).
 __global__ void PrNumStateSizes(const unsigned long long* sorted, const int64_t* s_start, int32_t B, int32_t tb,
                                 int32_t rb, const int32_t* lengths, const uint8_t* skip, int64_t* sizes,
-                                int32_t* out_states) {
+                                int32_t* out_states, const int32_t* eps_levels, int32_t Tmax) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   int64_t at = 0;
   for (int32_t b = 0; b < B; ++b) {
@@ -1055,11 +1337,11 @@ __global__ void PrNumStateSizes(const unsigned long long* sorted, const int64_t*
     const int64_t S_b = skip[b] ? 0 : n + (has_final ? 0 : 1);
     sizes[4 * b] = S_b;
     sizes[4 * b + 2] = at;
-    if (S_b > n) {  // the final state k2 adds: {T, -1, T + 1}
+    if (S_b > n) {  // the final state k2 adds: {T, -1, T + 1} (epsilon graphs: past every time's layers)
       int32_t* rs = out_states + 3 * at;
       rs[S_b - 1] = T;
       rs[2 * S_b - 1] = -1;
-      rs[3 * S_b - 1] = T + 1;
+      rs[3 * S_b - 1] = eps_levels != nullptr ? eps_levels[static_cast<int64_t>(b) * (Tmax + 2) + T] + 1 : T + 1;
     }
     at += S_b;
   }
@@ -1071,7 +1353,7 @@ __global__ void PrNumStateSizes(const unsigned long long* sorted, const int64_t*
 __global__ void PrNumStatesOut(const PrunedStateOut* st, const unsigned long long* sorted, const int32_t* order,
                                int64_t S, int32_t tb, int32_t rb, const int64_t* s_start, const int64_t* sizes,
                                const uint8_t* skip, int32_t* out_states, int32_t* tok_num, int32_t* tok_lane,
-                               int32_t* err) {
+                               int32_t* err, const int32_t* eps_levels, int32_t Tmax, int32_t sb) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < S;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const unsigned long long key = sorted[j];
@@ -1087,7 +1369,9 @@ __global__ void PrNumStatesOut(const PrunedStateOut* st, const unsigned long lon
     int32_t* rs = out_states + 3 * sizes[4 * lane + 2];
     rs[i] = x.tau;
     rs[S_b + i] = x.state;
-    rs[2 * S_b + i] = x.tau;  // epsilon-free: level = time
+    // epsilon-free: level = time; epsilon graphs: the time's level (PrEpsLevels) + the state's layer
+    rs[2 * S_b + i] = eps_levels != nullptr ? eps_levels[static_cast<int64_t>(lane) * (Tmax + 2) + x.tau] + (x.rank >> sb)
+                                            : x.tau;
   }
 }
 
@@ -1096,7 +1380,7 @@ __global__ void PrNumStatesOut(const PrunedStateOut* st, const unsigned long lon
 // raises an error bit (and the arc sorts last).
 __global__ void PrNumArcKeys(const PrunedArcOut* ar, int64_t A, int32_t B, int32_t M, int32_t nb,
                              const int32_t* tok_num, const int32_t* tok_lane, unsigned long long* keys, int32_t* vals,
-                             int32_t* a_dst, int32_t* err, const uint16_t* src_place) {
+                             int32_t* a_dst, int32_t* err, const uint16_t* src_place, int32_t cb) {
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < A;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const PrunedArcOut x = ar[k];
@@ -1113,8 +1397,11 @@ __global__ void PrNumArcKeys(const PrunedArcOut* ar, int64_t A, int32_t B, int32
     // a state's arcs in the source graph's order (src_place: their places there, where the image
     // moved arcs; a kept state's arcs all leave one graph state), else the image's
     const int32_t arc = x.code & ~kRedirectArcBit;
-    keys[k] = (static_cast<unsigned long long>(x.lane) << (nb + 30)) | (static_cast<unsigned long long>(s) << 30) |
-              static_cast<unsigned long long>(src_place != nullptr ? src_place[arc] : arc);
+    // (cb 31, epsilon graphs: the redirect bit below the place, so an epsilon arc sorts before
+    // allow_partial's redirect of the same arc, as the CPU's stable merge leaves them)
+    const unsigned long long place = src_place != nullptr ? src_place[arc] : arc;
+    const unsigned long long part = cb == 31 ? (place << 1) | ((x.code & kRedirectArcBit) ? 1ull : 0ull) : place;
+    keys[k] = (static_cast<unsigned long long>(x.lane) << (nb + cb)) | (static_cast<unsigned long long>(s) << cb) | part;
   }
 }
 
@@ -1134,19 +1421,19 @@ __global__ void PrNumArcSizes(const int64_t* a_start, int32_t B, const uint8_t* 
 // Each sorted arc into its row's arrays: arcs [4, A_b] = {src, dst, t, code}, scores [3, A_b].
 __global__ void PrNumArcsOut(const PrunedArcOut* ar, const unsigned long long* sorted, const int32_t* order, int64_t A,
                              int32_t nb, const int64_t* a_start, const int64_t* sizes, const uint8_t* skip,
-                             const int32_t* a_dst, int32_t* out_arcs, float* out_scores) {
+                             const int32_t* a_dst, int32_t* out_arcs, float* out_scores, int32_t cb) {
   for (int64_t j = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; j < A;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const unsigned long long key = sorted[j];
     if (key == ~0ull) continue;
-    const int32_t lane = static_cast<int32_t>(key >> (nb + 30));
+    const int32_t lane = static_cast<int32_t>(key >> (nb + cb));
     if (skip[lane]) continue;
     const int32_t k = order[j];
     const PrunedArcOut x = ar[k];
     const int64_t A_b = sizes[4 * lane + 1], i = j - a_start[lane];
     int32_t* ra = out_arcs + 4 * sizes[4 * lane + 3];
     float* sc = out_scores + 3 * sizes[4 * lane + 3];
-    ra[i] = static_cast<int32_t>((key >> 30) & ((1ull << nb) - 1ull));
+    ra[i] = static_cast<int32_t>((key >> cb) & ((1ull << nb) - 1ull));
     ra[A_b + i] = a_dst[k];
     ra[2 * A_b + i] = x.t;
     ra[3 * A_b + i] = x.code;
@@ -1188,6 +1475,7 @@ void* GpuDecoder::PruneBufferIn(int set, int k, size_t bytes) {
   if (set == 0 && k >= 0 && k < 72) buf = &pr_buf_[k];
   if (set == 1 && k >= 0 && k < 24) buf = &pr_buf1_[k];
   if (set == 1 && (k == 62 || k == 63)) buf = &pr_buf1_[24 + (k - 62)];
+  if ((set == 0 || set == 1) && k >= 72 && k < 96) buf = &pr_eps_buf_[set][k - 72];
   if (!buf) throw std::logic_error("PruneBufferIn: no buffer " + std::to_string(k) + " in set " + std::to_string(set));
   bytes = std::max<size_t>(bytes, 16);
   if (buf->amount() < static_cast<int64_t>(bytes)) {
@@ -1244,6 +1532,12 @@ struct PrJobBufs {
   unsigned long long* cnt = nullptr;
   int32_t *last_tau = nullptr, *win_end = nullptr, *seg_rel = nullptr, *win_begin = nullptr;
   uint8_t* skip = nullptr;
+  // an epsilon graph's (PruneJob::eps): its epsilon arcs [E] by (time, lane) (e_off [nt + 1]),
+  // the tokens' epsilon layers [M] and each (time, lane)'s highest layer [nt]
+  int64_t* e_off = nullptr;
+  int32_t *e_src = nullptr, *e_dst = nullptr, *e_code = nullptr, *layer = nullptr, *lmax = nullptr;
+  float* e_score = nullptr;
+  uint8_t* e_flags = nullptr;
 };
 
 // What a pruning needs of its decode, snapshotted by PruneBegin (the next decode overwrites
@@ -1255,6 +1549,12 @@ struct GpuDecoder::PruneJob {
   int64_t seg = 0, M = 0, N = 0, nt = 0, max_m = 1;
   float output_beam = 0.f;
   bool trimmed = false;
+  // a graph with epsilon arcs (the frontier log's states, the epsilon arcs listed on the device;
+  // "Epsilon graphs" above): E epsilon arcs, e_off their (time, lane) offsets, sb the state bits
+  bool eps = false;
+  int32_t sb = 0;
+  int64_t E = 0;
+  std::vector<int64_t> e_off;
   std::vector<int32_t> lengths, all, win_end, win_begin, seg_rel, last_tau;
   std::vector<uint8_t> skip;
   std::vector<int64_t> tok_off, rec_off;
@@ -1330,8 +1630,10 @@ GpuDecoder::PruneJob& GpuDecoder::TakePruneJob(int64_t id) {
 int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const uint8_t* skip_in, float output_beam,
                                      int32_t set) {
   if (pr_B_ != B) throw std::invalid_argument("PruneLattice: the last decode was not a mode-2 lattice decode of these rows");
-  if (cfg_.eps_iterations > 0)
-    throw std::invalid_argument("PruneLattice: epsilon graphs take the records' replay (mode 1)");
+  const bool eps = cfg_.eps_iterations > 0;
+  if (eps && (!pr_flog_ || static_cast<int32_t>(pr_ftotal_.size()) != B))
+    throw std::invalid_argument("PruneLattice: the last decode logged no frontiers (an epsilon graph's GPU pruning "
+                                "needs its mode-2 decode)");
   const auto c0 = std::chrono::steady_clock::now();
   // a stream or event the pruning could not have: what to say (the fault tests read it)
   auto cannot = [&](const char* what) {
@@ -1367,6 +1669,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   J.skip.assign(skip_in, skip_in + B);
   J.all = pr_all_;
   J.trimmed = lat_trim_used_;
+  J.eps = eps;
   const int64_t seg = J.seg = ws_.seg_cap;
   const DeviceGraph g = graph_->view;
   int32_t Tmax = 0;  // times 0 .. Tmax; steps (record times) 0 .. Tmax - 1
@@ -1378,11 +1681,27 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   std::vector<int64_t>& rec_off = J.rec_off;
   tok_off.assign(nt + 1, 0);
   rec_off.assign(static_cast<int64_t>(Tmax) * B + 1, 0);
+  // (an epsilon graph: S_0 is the start's closure, its size what the lane's frontier log holds
+  // before S_1; log_off: where each S_tau, tau <= n, starts in the log)
+  std::vector<int64_t> s0(B, 1), log_off(eps ? nt : 0, 0);
+  for (int32_t b = 0; b < B && eps; ++b) {
+    long long later = 0;
+    for (int32_t t = 0; t < lengths[b]; ++t) later += std::max(pr_size_[b * seg + t], 0);
+    const long long n0 = pr_ftotal_[b] - later;
+    if (!skip_in[b] && (n0 < 1 || pr_ftotal_[b] > ws_.lat_log_lane))
+      throw std::runtime_error("GPU lattice pruning: lane " + std::to_string(b) + "'s frontier log holds " +
+                               std::to_string(pr_ftotal_[b]) + " tokens against its frontiers' " + std::to_string(later) +
+                               " after the start (a decoder bug)");
+    s0[b] = skip_in[b] ? 1 : n0;
+  }
   for (int32_t tau = 0; tau <= Tmax; ++tau)
     for (int32_t b = 0; b < B; ++b) {
       const int64_t k = static_cast<int64_t>(tau) * B + b;
-      const int64_t n = tau == 0 ? 1 : (tau <= lengths[b] + 1 ? pr_size_[b * seg + tau - 1] : 0);
+      const int64_t n = tau == 0 ? s0[b] : (tau <= lengths[b] + 1 ? pr_size_[b * seg + tau - 1] : 0);
       tok_off[k + 1] = tok_off[k] + std::max<int64_t>(n, 0);
+      if (eps && tau <= lengths[b])  // S_tau after S_{tau - 1} in the lane's log
+        log_off[k] = tau == 0 ? static_cast<int64_t>(b) * ws_.lat_log_lane
+                              : log_off[k - B] + (tok_off[k - B + 1] - tok_off[k - B]);
     }
   for (int32_t t = 0; t < Tmax; ++t)
     for (int32_t b = 0; b < B; ++b) {
@@ -1490,6 +1809,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
                                                      d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags,
                                                      PrBucketPerWarp(), state, PrCodeBits(*graph_));
   CUWFST_CUDA(cudaGetLastError());
+  if (eps) PruneEpsBegin(J, log_off, s);
   CUWFST_CUDA(cudaEventRecord(J.bucket_done.get(), s));
   // the host arrays the copies read (skip_in is the caller's) must outlive them; the decode's
   // stream is otherwise idle, so this waits for the bucketing only
@@ -1501,6 +1821,162 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   }
   J.begin_ms = Ms(c0, std::chrono::steady_clock::now());
   return J.id;
+}
+
+// An epsilon graph's part of PruneBegin, on stream `s` after the bucketing (which gave the
+// records' destinations their states): every token's state from the frontier log (PrEpsStates),
+// the tokens of each (time, lane) sorted by state, and the epsilon arcs inside each time
+// (PrEpsArcs: counted, offsets, written), in the job's buffers [72, 96), so the next decode may
+// overwrite the log. Syncs (the arcs' count sizes their arrays).
+void GpuDecoder::PruneEpsBegin(PruneJob& J, const std::vector<int64_t>& log_off, cudaStream_t s) {
+  const int32_t B = J.B, set = J.set;
+  const int64_t M = J.M, nt = J.nt;
+  const DeviceGraph g = graph_->view;
+  auto buf = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
+  PrJobBufs& d = J.d;
+  int32_t sb = 1;
+  while (sb < 31 && (int64_t{1} << sb) < g.num_states) ++sb;
+  J.sb = sb;
+  auto* d_log_off = static_cast<int64_t*>(buf(72, std::max<int64_t>(nt, 1) * 8));
+  if (nt > 0) CUWFST_CUDA(cudaMemcpyAsync(d_log_off, log_off.data(), nt * 8, cudaMemcpyHostToDevice, s));
+  unsigned long long* err = d.cnt + 4;  // (d.cnt[4..5]: zeroed by the begin; [5] the finish's top layer)
+  PrEpsStates<<<GridFor(M), kPrThreads, 0, s>>>(g, M, static_cast<int32_t>(nt), B, d.tok_off, d_log_off,
+                                                ws_.lat_log_state, d.last_tau, d.skip, d.state, d.alive, err);
+  // the tokens of each (time, lane) by state
+  auto* keys_in = static_cast<int32_t*>(buf(73, M * 4));
+  auto* vals_in = static_cast<int32_t*>(buf(74, M * 4));
+  auto* sorted = static_cast<int32_t*>(buf(75, M * 4));
+  auto* toks = static_cast<int32_t*>(buf(76, M * 4));
+  PrEpsSortIn<<<GridFor(M), kPrThreads, 0, s>>>(M, d.state, keys_in, vals_in);
+  size_t temp = 0;
+  CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(nullptr, temp, keys_in, sorted, vals_in, toks, static_cast<int>(M),
+                                                  static_cast<int>(nt), d.tok_off, d.tok_off + 1, s));
+  void* tmp = buf(77, static_cast<int64_t>(temp));
+  CUWFST_CUDA(cub::DeviceSegmentedSort::SortPairs(tmp, temp, keys_in, sorted, vals_in, toks, static_cast<int>(M),
+                                                  static_cast<int>(nt), d.tok_off, d.tok_off + 1, s));
+  // the epsilon arcs: counted, their offsets, written
+  auto* cnt = static_cast<int64_t*>(buf(78, (M + 1) * 8));
+  auto* start = static_cast<int64_t*>(buf(79, (M + 1) * 8));
+  PrEpsArcs<<<GridFor(M), kPrThreads, 0, s>>>(g, M, static_cast<int32_t>(nt), B, d.tok_off, d.last_tau, d.state, sorted,
+                                              toks, cnt, nullptr, nullptr, nullptr, nullptr, nullptr);
+  size_t scan_temp = 0;
+  CUWFST_CUDA(cub::DeviceScan::ExclusiveSum(nullptr, scan_temp, cnt, start, static_cast<int>(M), s));
+  void* scan_tmp = buf(77, static_cast<int64_t>(std::max(temp, scan_temp)));
+  CUWFST_CUDA(cub::DeviceScan::ExclusiveSum(scan_tmp, scan_temp, cnt, start, static_cast<int>(M), s));
+  int64_t tail[2] = {0, 0};
+  unsigned long long h_err = 0;
+  if (M > 0) {
+    CUWFST_CUDA(cudaMemcpyAsync(&tail[0], start + M - 1, 8, cudaMemcpyDeviceToHost, s));
+    CUWFST_CUDA(cudaMemcpyAsync(&tail[1], cnt + M - 1, 8, cudaMemcpyDeviceToHost, s));
+  }
+  CUWFST_CUDA(cudaMemcpyAsync(&h_err, err, 8, cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  if (h_err & kEpsErrLog)
+    throw std::runtime_error("GPU lattice pruning: a frontier log entry names no graph state (a decoder bug)");
+  if (h_err & kEpsErrStart)
+    throw std::runtime_error("GPU lattice pruning: a lane's first token is not the start state (a decoder bug)");
+  const int64_t E = J.E = tail[0] + tail[1];
+  d.e_src = static_cast<int32_t*>(buf(80, E * 4));
+  d.e_dst = static_cast<int32_t*>(buf(81, E * 4));
+  d.e_code = static_cast<int32_t*>(buf(82, E * 4));
+  d.e_score = static_cast<float*>(buf(83, E * 4));
+  d.e_flags = static_cast<uint8_t*>(buf(84, E));
+  d.e_off = static_cast<int64_t*>(buf(85, (nt + 1) * 8));
+  d.layer = static_cast<int32_t*>(buf(86, M * 4));
+  d.lmax = static_cast<int32_t*>(buf(87, std::max<int64_t>(nt, 1) * 4));
+  if (E > 0) {
+    PrEpsArcs<<<GridFor(M), kPrThreads, 0, s>>>(g, M, static_cast<int32_t>(nt), B, d.tok_off, d.last_tau, d.state,
+                                                sorted, toks, nullptr, start, d.e_src, d.e_dst, d.e_code, d.e_score);
+    CUWFST_CUDA(cudaMemsetAsync(d.e_flags, 0, E, s));
+  }
+  PrEpsOffsets<<<GridFor(nt + 1), kPrThreads, 0, s>>>(static_cast<int32_t>(nt), d.tok_off, start, M, E, d.e_off);
+  CUWFST_CUDA(cudaMemsetAsync(d.layer, 0, M * 4, s));
+  J.e_off.resize(nt + 1);
+  CUWFST_CUDA(cudaMemcpyAsync(J.e_off.data(), d.e_off, (nt + 1) * 8, cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaGetLastError());
+}
+
+// An epsilon graph's PruneFinish (PruneFinishLocked's for J.eps): one CTA a lane for the layers and
+// the forward (PrEpsLaneForwardKernel), one for k2's windows (PrEpsLaneWindowsKernel), the kept
+// arcs and states, and the device numbering with the layers' levels.
+void GpuDecoder::PruneEpsFinish(PruneJob& J, int64_t* sizes_out, std::chrono::steady_clock::time_point c0) {
+  const int32_t set = J.set, B = J.B, Tmax = J.Tmax;
+  const int32_t* lengths = J.lengths.data();
+  const int64_t M = J.M, N = J.N, nt = J.nt, E = J.E;
+  const int32_t K = static_cast<int32_t>(J.win_begin.size());
+  const DeviceGraph g = graph_->view;
+  auto buf = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
+  const PrJobBufs& d = J.d;
+  cudaStream_t s = pr_stream_owned_.get();
+  CUWFST_CUDA(cudaStreamWaitEvent(s, J.bucket_done.get(), 0));
+  unsigned long long* err = d.cnt + 4;
+  PrEpsLaneForwardKernel<<<B, kPrLaneThreads, 0, s>>>(B, Tmax, d.tok_off, d.rec_off, d.src, d.dst, d.score, d.flags,
+                                                       d.e_off, d.e_src, d.e_dst, d.e_score, d.e_flags, d.fwd, d.layer,
+                                                       d.lmax, d.rank, d.state, J.sb, err);
+  if (K > 0)
+    PrEpsLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, K, d.win_begin, d.win_end, d.tok_off, d.rec_off, d.src,
+                                                         d.dst, d.score, d.flags, d.e_off, d.e_src, d.e_dst, d.e_score,
+                                                         d.e_flags, d.layer, d.lmax, d.fwd, d.alive, d.bwd,
+                                                         -J.output_beam);
+  const int32_t nbr = Tmax * B, nbt = static_cast<int32_t>(nt);
+  PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d.rec_off, B, d.src, d.dst, d.code, d.ac, d.score, d.flags,
+                                              d.alive, d.cnt, nullptr, 0, d.state, PrCodeBits(*graph_));
+  PrEpsOutArcs<<<GridFor(E), kPrThreads, 0, s>>>(g, E, nbt, B, d.tok_off, d.e_src, d.e_dst, d.e_code, d.e_score,
+                                                 d.e_flags, d.alive, d.cnt, nullptr, 0);
+  PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d.tok_off, B, d.last_tau, d.alive, d.rank, d.state, d.cnt + 1,
+                                                nullptr, 0);
+  unsigned long long cnt[6] = {0, 0, 0, 0, 0, 0};
+  CUWFST_CUDA(cudaMemcpyAsync(cnt, d.cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
+  CUWFST_CUDA(cudaStreamSynchronize(s));
+  if (cnt[4] & kEpsErrCycle)
+    throw std::runtime_error("GPU lattice pruning: an epsilon cycle inside a time (the graph's epsilon arcs must be "
+                             "acyclic)");
+  const int64_t top = static_cast<int64_t>(cnt[5]);
+  if (J.sb + 1 + [&] { int32_t k = 0; while ((int64_t{1} << k) <= top) ++k; return k; }() > 30)
+    throw std::runtime_error("GPU lattice pruning: " + std::to_string(top) + " epsilon layers and " +
+                             std::to_string(g.num_states) + " graph states do not fit a state's 30-bit rank; "
+                             "set CUWFST_LATTICE_PRUNE=replay");
+  const auto c1 = std::chrono::steady_clock::now();
+  const int64_t A = static_cast<int64_t>(cnt[0]), S = static_cast<int64_t>(cnt[1]);
+  auto* o_arcs = static_cast<PrunedArcOut*>(buf(20, A * sizeof(PrunedArcOut)));
+  auto* o_states = static_cast<PrunedStateOut*>(buf(21, S * sizeof(PrunedStateOut)));
+  CUWFST_CUDA(cudaMemsetAsync(d.cnt, 0, 64, s));
+  PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d.rec_off, B, d.src, d.dst, d.code, d.ac, d.score, d.flags,
+                                              d.alive, d.cnt, o_arcs, static_cast<unsigned long long>(A), d.state,
+                                              PrCodeBits(*graph_));
+  PrEpsOutArcs<<<GridFor(E), kPrThreads, 0, s>>>(g, E, nbt, B, d.tok_off, d.e_src, d.e_dst, d.e_code, d.e_score,
+                                                 d.e_flags, d.alive, d.cnt, o_arcs, static_cast<unsigned long long>(A));
+  PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d.tok_off, B, d.last_tau, d.alive, d.rank, d.state, d.cnt + 1,
+                                                o_states, static_cast<unsigned long long>(S));
+  // each time's level: the kept states' highest layers, then each lane's running sum
+  const int64_t nl = static_cast<int64_t>(B) * (Tmax + 2);
+  auto* tops = static_cast<int32_t*>(buf(88, nl * 4));
+  auto* levels = static_cast<int32_t*>(buf(89, nl * 4));
+  CUWFST_CUDA(cudaMemsetAsync(tops, 0, nl * 4, s));
+  PrEpsTops<<<GridFor(S), kPrThreads, 0, s>>>(o_states, S, Tmax, J.sb, tops);
+  PrEpsLevels<<<(B + 127) / 128, 128, 0, s>>>(B, Tmax, tops, levels);
+  CUWFST_CUDA(cudaGetLastError());
+  const int64_t max_rank = (top + 1) << J.sb;
+  if (!NumberOnDevice(o_arcs, A, o_states, S, B, lengths, d.skip, Tmax, max_rank, M, s, levels, J.sb))
+    throw std::runtime_error("GPU lattice pruning: an epsilon graph's lattice keys do not fit 64 bits; set "
+                             "CUWFST_LATTICE_PRUNE=replay");
+  const auto c2 = std::chrono::steady_clock::now();
+  PrunedSizes(B, lengths, J.seg, J.all, J.trimmed, sizes_out);
+  // k2's recorded arcs: the step's and, on an epsilon graph, the closure's epsilon arcs inside each time
+  for (int32_t b = 0; b < B && !J.trimmed; ++b) {
+    int64_t n = 0;
+    for (int32_t tau = 0; tau <= Tmax; ++tau) {
+      const int64_t k = static_cast<int64_t>(tau) * B + b;
+      n += J.e_off[k + 1] - J.e_off[k];
+    }
+    pr_rows_[b].recorded += n;
+    sizes_out[3 * b + 2] = pr_rows_[b].recorded;
+  }
+  const auto c3 = std::chrono::steady_clock::now();
+  prune_ms_[0] = J.begin_ms + Ms(c0, c1);
+  prune_ms_[1] = 0.0;
+  prune_ms_[2] = Ms(c1, c3);
+  (void)c2;
 }
 
 // The rest of a pruning on pr_stream_ (the caller holds pr_fin_mu_ and has marked the job
@@ -1516,6 +1992,10 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
     }
   } release{this, &J};
   const auto c0 = std::chrono::steady_clock::now();
+  if (J.eps) {
+    PruneEpsFinish(J, sizes_out, c0);
+    return;
+  }
   const int32_t set = J.set, B = J.B, Tmax = J.Tmax;
   const int32_t* lengths = J.lengths.data();
   const int64_t seg = J.seg, M = J.M, N = J.N, nt = J.nt, max_m = J.max_m;
@@ -1736,7 +2216,7 @@ void GpuDecoder::PinnedFor(int k, int64_t want) {
 // max_rank: above every rank of a kept state (the most tokens of a time); M: the tokens.
 bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const PrunedStateOut* o_states, int64_t S,
                                 int32_t B, const int32_t* lengths, const uint8_t* d_skip, int32_t Tmax, int64_t max_rank,
-                                int64_t M, cudaStream_t s) {
+                                int64_t M, cudaStream_t s, const int32_t* eps_levels, int32_t eps_sb) {
   auto bits = [](int64_t n) {  // the least k with 2^k >= n
     int32_t k = 0;
     while (k < 62 && (int64_t{1} << k) < n) ++k;
@@ -1744,7 +2224,8 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
   };
   const int32_t lb = bits(B + 1), tb = std::max(1, bits(Tmax + 1)), rb = std::max(1, bits(max_rank)),
                 nb = std::max(1, bits(S + 1));
-  if (lb + tb + rb > 63 || lb + nb + 30 > 63 || rb > 30 || M >= (int64_t{1} << 31) || S >= (int64_t{1} << 31) ||
+  const int32_t cb = eps_levels != nullptr ? 31 : 30;  // the arc keys' code part (PrNumArcKeys)
+  if (lb + tb + rb > 63 || lb + nb + cb > 63 || rb > 30 || M >= (int64_t{1} << 31) || S >= (int64_t{1} << 31) ||
       A >= (int64_t{1} << 31))
     return false;
   const auto n0 = std::chrono::steady_clock::now();
@@ -1782,20 +2263,20 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
                                                 lb + tb + rb, s));
   }
   PrNumLaneStarts<<<(B + 1 + 127) / 128, 128, 0, s>>>(k_out, S, B, tb + rb, s_start);
-  PrNumStateSizes<<<1, 1, 0, s>>>(k_out, s_start, B, tb, rb, d_len, d_skip, sizes, out_states);
+  PrNumStateSizes<<<1, 1, 0, s>>>(k_out, s_start, B, tb, rb, d_len, d_skip, sizes, out_states, eps_levels, Tmax);
   PrNumStatesOut<<<GridFor(S), kPrThreads, 0, s>>>(o_states, k_out, v_out, S, tb, rb, s_start, sizes, d_skip,
-                                                   out_states, tok_num, tok_lane, err);
+                                                   out_states, tok_num, tok_lane, err, eps_levels, Tmax, eps_sb);
   PrNumArcKeys<<<GridFor(A), kPrThreads, 0, s>>>(o_arcs, A, B, static_cast<int32_t>(M), nb, tok_num, tok_lane, k_in,
-                                                 v_in, a_dst, err, graph_->view.arc_src_place);
+                                                 v_in, a_dst, err, graph_->view.arc_src_place, cb);
   if (A > 0) {
     size_t tb_bytes = temp;
     CUWFST_CUDA(cub::DeviceRadixSort::SortPairs(tmp, tb_bytes, k_in, k_out, v_in, v_out, static_cast<int>(A), 0,
-                                                lb + nb + 30, s));
+                                                lb + nb + cb, s));
   }
-  PrNumLaneStarts<<<(B + 1 + 127) / 128, 128, 0, s>>>(k_out, A, B, nb + 30, a_start);
+  PrNumLaneStarts<<<(B + 1 + 127) / 128, 128, 0, s>>>(k_out, A, B, nb + cb, a_start);
   PrNumArcSizes<<<1, 1, 0, s>>>(a_start, B, d_skip, sizes);
   PrNumArcsOut<<<GridFor(A), kPrThreads, 0, s>>>(o_arcs, k_out, v_out, A, nb, a_start, sizes, d_skip, a_dst, out_arcs,
-                                                 out_scores);
+                                                 out_scores, cb);
   CUWFST_CUDA(cudaGetLastError());
   pr_num_sizes_.resize(4 * static_cast<size_t>(B));
   int32_t h_err = 0;

@@ -1132,7 +1132,10 @@ class GpuBackend:
         # copied into a packed tensor first (_take_rows; CUWFST_ROW_GATHER=copy, the other paths)
         in_place = self.row_gather_in_place(inst)
         pruned = lattice and self.lattice_prune_on_gpu(inst)  # the GPU prunes (gpu_lattice_prune.cu)
-        chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1) if pruned else 0
+        # (an epsilon graph: whole batches, no records' filter or trim: their bounds are for
+        # epsilon-free graphs)
+        eps_pruned = pruned and getattr(inst, "eps_iterations", 0) > 0
+        chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1) if pruned and not eps_pruned else 0
         pipelined = pruned and host is not None and chunk == 0 and self.lattice_pipeline_on()
         sub = None if in_place and (pipelined or not lattice) and not self._long_form(sub_lens) else \
             self._take_rows(lp, rows)
@@ -1141,8 +1144,9 @@ class GpuBackend:
             # only the kept states and arcs come back
             from .lattice import attach_all, lattices_from_arrays
 
-            opts = dict(filter=self.lattice_filter_on(), filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
-                        trim=self.lattice_trim_on())
+            opts = dict(filter=self.lattice_filter_on() and not eps_pruned,
+                        filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
+                        trim=self.lattice_trim_on() and not eps_pruned)
             if pipelined:
                 # the pruning beside the next sub-batch's decode: this thread decodes and hands
                 # the records to a pruning job; the worker prunes (its own CUDA stream) and builds
@@ -1232,15 +1236,24 @@ class GpuBackend:
         self._collect(hyps, rows.tolist(), res, frontend)
 
     def lattice_prune_on_gpu(self, inst) -> bool:
-        """Whether lattice decodes prune on the GPU ("gpu", the default, on graphs without an
-        epsilon closure) or replay the records on the host ("replay": the CPU LatticeBuilder
-        over every record, the path before gpu_lattice_prune.cu). Set by the attribute
-        `lattice_prune` or the environment variable CUWFST_LATTICE_PRUNE."""
+        """Whether lattice decodes prune on the GPU ("gpu", the default) or replay the records on
+        the host ("replay": the CPU LatticeBuilder over every record, the path before
+        gpu_lattice_prune.cu). Set by the attribute `lattice_prune` or the environment variable
+        CUWFST_LATTICE_PRUNE. On a graph with epsilon arcs the GPU prunes where the search's
+        eps_iterations covers the graph's longest epsilon chain (the closure is then exact, so the
+        epsilon arcs inside a time follow from its frontier: gpu_lattice_prune.cu, "Epsilon
+        graphs"), unless the attribute `lattice_prune_eps` or CUWFST_LATTICE_PRUNE_EPS is
+        "replay"."""
         mode = getattr(self, "lattice_prune", None) or os.environ.get("CUWFST_LATTICE_PRUNE", "gpu")
         if mode not in ("gpu", "replay"):
             raise ValueError(f"lattice_prune must be 'gpu' or 'replay', got {mode!r}")
-        return mode == "gpu" and getattr(inst, "eps_iterations", 1) == 0 and \
-            hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned")
+        eps_mode = getattr(self, "lattice_prune_eps", None) or os.environ.get("CUWFST_LATTICE_PRUNE_EPS", "gpu")
+        if eps_mode not in ("gpu", "replay"):
+            raise ValueError(f"lattice_prune_eps must be 'gpu' or 'replay', got {eps_mode!r}")
+        eps = getattr(inst, "eps_iterations", None)
+        if mode != "gpu" or eps is None or not hasattr(getattr(inst, "mod", None), "gpu_decode_lattice_pruned"):
+            return False
+        return eps == 0 or (eps_mode == "gpu" and eps >= self.graph.max_epsilon_chain >= 0)
 
     def lattice_eps_filter_on(self, inst) -> bool:
         """Whether a lattice decode on a graph with epsilon arcs (records replayed on the host)

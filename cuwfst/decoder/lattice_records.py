@@ -37,6 +37,10 @@ class LatticeRecords:
     cutoffs: np.ndarray
     sizes: np.ndarray
     producer_a: np.ndarray | None = None
+    # (cpu_records(frontiers=True) only) the graph states of each row's frontiers: S_0, then
+    # S_1 .. S_{n+1} (sizes), row by row, and each row's |S_0| [B] int32
+    frontiers: np.ndarray | None = None
+    start_sizes: np.ndarray | None = None
 
     def row_slices(self, lens: np.ndarray) -> list[slice]:
         """The records of each row."""
@@ -99,12 +103,12 @@ def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.nda
 
 
 def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False, filter: bool = False,
-                filter_pad: float = 0.0) -> LatticeRecords:
+                filter_pad: float = 0.0, frontiers: bool = False) -> LatticeRecords:
     """The records of a CPU decode, made as the GPU makes them (for tests and debugging):
     `decoder` is a CPU cuwfst.Decoder, lp float32 [B, T, V] on the host. filter: with the
     twin of the GPU's records filter on epsilon graphs (reference_lattice.h RecordingObserver;
     filter_pad added to its offset: a negative one drops arcs the lattice keeps, for tests),
-    and producer_a set."""
+    and producer_a set. frontiers: the frontiers' graph states too (LatticeRecords.frontiers)."""
     ref = decoder._ref
     B, T, _ = lp.shape
     S = T + 1
@@ -121,6 +125,11 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False,
     try:
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         ref.mod.ref_records_take(h, records)
+        states = start = None
+        if frontiers:
+            start = np.zeros(B, np.int32)
+            states = np.zeros(int(ref.mod.ref_records_frontier_count(h, start)), np.int32)
+            ref.mod.ref_records_frontiers_take(h, states)
     finally:
         ref.mod.ref_records_free(h)
-    return LatticeRecords(records, counts, cutoffs, sizes, producer_a if filter else None)
+    return LatticeRecords(records, counts, cutoffs, sizes, producer_a if filter else None, states, start)

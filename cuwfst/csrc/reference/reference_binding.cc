@@ -686,6 +686,8 @@ int64_t RefLatticesFromRecords(int64_t graph_h, TensorView lengths, TensorView r
 // step was not filtered).
 struct RefRecords {
   std::vector<int32_t> records;
+  std::vector<int32_t> frontiers;    // every row's RecordingObserver::frontiers, row by row
+  std::vector<int32_t> start_sizes;  // [B]
 };
 
 int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
@@ -726,6 +728,8 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
       pa[b * S + t] = r.producer_a[t];
     }
     out->records.insert(out->records.end(), r.records.begin(), r.records.end());
+    out->frontiers.insert(out->frontiers.end(), r.frontiers.begin(), r.frontiers.end());
+    out->start_sizes.push_back(r.start_size);
   }
   static_cast<int64_t*>(out_total.data_ptr())[0] =
       static_cast<int64_t>(out->records.size()) / cuwfst::reference::kRecordInts;
@@ -738,6 +742,25 @@ void RefRecordsTake(int64_t h, TensorView out_records) {
   const int64_t N = static_cast<int64_t>(r->records.size()) / cuwfst::reference::kRecordInts;
   CheckHostTensor(out_records, "out_records", kDLInt, 32, {N, cuwfst::reference::kRecordInts});
   if (N) std::memcpy(out_records.data_ptr(), r->records.data(), r->records.size() * sizeof(int32_t));
+}
+
+// The rows' frontiers (RecordingObserver::frontiers): out_start_sizes [B] i32 gets each row's
+// |S_0|; returns how many states ref_records_frontiers_take copies out (S_0 then S_1 ..
+// S_{n+1} of each row in turn, the later sizes being the records' out_sizes).
+int64_t RefRecordsFrontierCount(int64_t h, TensorView out_start_sizes) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
+  const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
+  const int64_t B = static_cast<int64_t>(r->start_sizes.size());
+  CheckHostTensor(out_start_sizes, "out_start_sizes", kDLInt, 32, {B});
+  std::copy(r->start_sizes.begin(), r->start_sizes.end(), static_cast<int32_t*>(out_start_sizes.data_ptr()));
+  return static_cast<int64_t>(r->frontiers.size());
+}
+
+void RefRecordsFrontiersTake(int64_t h, TensorView out_states) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
+  const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
+  CheckHostTensor(out_states, "out_states", kDLInt, 32, {static_cast<int64_t>(r->frontiers.size())});
+  std::copy(r->frontiers.begin(), r->frontiers.end(), static_cast<int32_t*>(out_states.data_ptr()));
 }
 
 void RefRecordsFree(int64_t h) { delete reinterpret_cast<RefRecords*>(h); }
@@ -1104,6 +1127,8 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_from_records, RefLatticesFromRecords)
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_records, RefDecodeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_frontier_count, RefRecordsFrontierCount);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_frontiers_take, RefRecordsFrontiersTake);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_word_rests, RefLatticeWordRests);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_word_rests, RefLatticesWordRests);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_nbest, RefLatticeNBest);

@@ -346,6 +346,12 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     for (int32_t l = 0; l <= top; ++l) indeg_[l + 1] += indeg_[l];
     for (int32_t i = 0; i < nt; ++i) cur.order[indeg_[cur.layer[i]]++] = i;
   }
+  // On a graph with epsilon arcs, by (layer, graph state) instead: an order the time's set of
+  // states and its epsilon arcs fix, whatever order the search (or the GPU) found them in
+  if (g_.eps_count != nullptr)
+    std::sort(cur.order.begin(), cur.order.end(), [&cur](int32_t x, int32_t y) {
+      return cur.layer[x] != cur.layer[y] ? cur.layer[x] < cur.layer[y] : cur.state[x] < cur.state[y];
+    });
 
   // Forward scores, k2's Viterbi forward: the max over incoming arcs of fwd[src] + score.
   cur.fwd.assign(nt, kNegInf);
@@ -745,7 +751,10 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
     cutoffs.push_back(cutoff);
     sizes.push_back(static_cast<int32_t>(frontier.size()));
     producer_a.push_back(A);
+  } else {
+    start_size = static_cast<int32_t>(frontier.size());
   }
+  for (const Token& tok : frontier) frontiers.push_back(tok.state);
   started_ = true;
   pending_.clear();
   frontier_states_.resize(frontier.size());

@@ -20,8 +20,11 @@
 //     the max over its kept arcs of score + backward[dst]; states of S_t with B < t < E and
 //     no kept arc are dropped (states of S_B are all kept). Windows run in order, each on
 //     what the previous ones kept;
-//   * lattice states: by time, inside a time by (epsilon layer, token index); the last state
-//     is the final state, an extra one (no arcs) when S_{n+1} is empty, as k2 adds.
+//   * lattice states: by time, inside a time by (epsilon layer, token index) on epsilon-free
+//     graphs (k2's order) and by (epsilon layer, graph state) on graphs with epsilon arcs (an
+//     order the time's states and arcs fix, which a GPU can form without the CPU's token
+//     order); the last state is the final state, an extra one (no arcs) when S_{n+1} is empty,
+//     as k2 adds.
 #pragma once
 
 #include <cstdint>
@@ -157,7 +160,7 @@ class LatticeBuilder : public StepObserver {
   struct Time {                          // S_tau and the arcs leaving it
     std::vector<int32_t> state;          // graph state per token
     std::vector<int32_t> layer;          // epsilon layer per token
-    std::vector<int32_t> order;          // tokens in topological order (layer, token)
+    std::vector<int32_t> order;          // tokens in topological order (layer, token or graph state)
     std::vector<float> fwd, bwd;         // k2's forward / backward per token
     std::vector<char> alive;             // token survives the windows so far
     std::vector<LatticeRecord> arcs;     // grouped by source token, then arc id
@@ -280,6 +283,11 @@ class RecordingObserver : public StepObserver {
   std::vector<int32_t> records;  // [n, 3]
   std::vector<int32_t> counts, sizes;
   std::vector<float> cutoffs, producer_a;
+  // the graph states of S_0 (the start closure), then of each step's new frontier in turn
+  // (S_1 .. S_{n+1}: sizes), each in the search's order: what the GPU's hash holds after a step
+  // (tests: the twin of the GPU pruning on epsilon graphs, tests/eps_prune_twin.py)
+  std::vector<int32_t> frontiers;
+  int32_t start_size = 0;
 
  private:
   const GraphView& g_;

@@ -76,6 +76,21 @@ __global__ void __launch_bounds__(kAfterThreads) LatLogKernel(DeviceGraph g, Wor
   LatLogCopy<true>(ws, lane, lc, static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(gridDim.x));
 }
 
+// LatFrontierLogKernel — per step of a GPU-pruned lattice decode on a graph with epsilon arcs
+// (Workspace::lattice 2, the in-step stage), after LatStepEndKernel; grid (kAfterLogSplit,
+// max_lanes) x kAfterThreads: LatLogKernel's copy of the frontier the step expanded (S_t, its
+// closure's tokens included) into the lane's log region, without its scalars (LatStepEndKernel
+// wrote them). The pruning reads the log for every token's graph state: the closure's tokens have
+// no record of their own (gpu_lattice_prune.cu, "Epsilon graphs"). A lane past its region logs
+// nothing more (the host grows the log and decodes again, as for lat_after).
+__global__ void __launch_bounds__(kAfterThreads) LatFrontierLogKernel(DeviceGraph g, Workspace ws) {
+  StepKernelEntry();
+  const int32_t lane = blockIdx.y;
+  const LaneCounters& lc = ws.lanes[lane];
+  if (lc.step_phase == kPhaseIdle) return;
+  LatLogCopy<true>(ws, lane, lc, static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(gridDim.x));
+}
+
 // LatPlanKernel — after a lat_after sequence's steps; grid max_lanes x kAfterThreads (lat_plan
 // zeroed before). Each logged step of the lane (0 .. lc.t - 1) becomes its work items: a real step
 // whose S_t and S_{t+1} (the next step's logged frontier) are not empty goes to the list of its

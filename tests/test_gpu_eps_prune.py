@@ -1,0 +1,85 @@
+"""The GPU's output-beam pruning on graphs with epsilon arcs (gpu_lattice_prune.cu, "Epsilon
+graphs"; its CPU twin is tests/eps_prune_twin.py): the CPU decoder's lattices bit for bit, on
+random epsilon graphs (wide frontiers, small output beams, allow_partial on and off, batches over
+1, 3 or many lanes, the pipelined sub-batches) and against the records' replay on the host; the
+path is the GPU's where the closure is exact and the replay's below the chain.
+
+Skipped where there is no CUDA GPU."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from cuwfst import Decoder
+from test_gpu_lattice import TOTALS, _eps_case, compare
+
+pytestmark = pytest.mark.gpu
+
+
+def _decode(graph, opts, lp, lens, prune_eps="gpu", **kw):
+    dec = Decoder(graph, opts, device="cuda", **kw)
+    dec._gpu.lattice_prune_eps = prune_eps
+    return dec, dec.decode(lp, lens, lattice=True)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_eps_gpu_pruning_equals_cpu(seed):
+    graph, lp, lens, opts = _eps_case(seed)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    lanes = [1, 3, int(lens.size)][seed % 3]
+    dec, got = _decode(graph, opts, lp, lens, max_lanes=lanes)
+    be = dec._gpu
+    assert be.lattice_prune_on_gpu(be.main), "an exact closure: the GPU prunes"
+    assert getattr(be.main, "last_prune_ms", None) is not None
+    compare(cpu, got, f"eps GPU pruning, seed {seed}, {lanes} lanes")
+    TOTALS["eps_gpu_rows"] = TOTALS.get("eps_gpu_rows", 0) + len(got)
+    TOTALS["eps_gpu_eps_arcs"] = TOTALS.get("eps_gpu_eps_arcs", 0) + sum(
+        int((h.lattice.token == -2).sum()) for h in got if h.lattice is not None)
+
+
+def test_eps_gpu_pruning_totals():
+    """(After the seeds above: rows and epsilon arcs they compared.)"""
+    rows, eps = TOTALS.get("eps_gpu_rows", 0), TOTALS.get("eps_gpu_eps_arcs", 0)
+    print(f"\nthe GPU pruning on epsilon graphs: {rows} rows, {eps} epsilon arcs kept")
+    assert rows > 100 and eps > 1000
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_eps_gpu_pruning_equals_the_replay(seed):
+    graph, lp, lens, opts = _eps_case(seed)
+    _, gpu = _decode(graph, opts, lp, lens)
+    _, rep = _decode(graph, opts, lp, lens, prune_eps="replay")
+    compare(rep, gpu, f"GPU pruning against the replay, seed {seed}")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_eps_below_the_chain_takes_the_replay(seed):
+    """eps_iterations below the graph's longest chain: the closure need not be exact, so the
+    epsilon arcs inside a time do not follow from the frontier; the replay runs (same lattices)."""
+    graph, lp, lens, opts = _eps_case(seed, chain_at_least=2)
+    opts = dataclasses.replace(opts, eps_iterations=1)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec, got = _decode(graph, opts, lp, lens)
+    assert not dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+    compare(cpu, got, f"below the chain, seed {seed}")
+
+
+def test_eps_gpu_pruning_many_sub_batches():
+    """More rows than lanes: padded sub-batches, the pruning pipelined beside the next decode."""
+    graph, lp, lens, opts = _eps_case(3)
+    rng = np.random.default_rng(5)
+    reps = 6
+    lp = np.concatenate([lp] * reps)
+    lens = np.concatenate([rng.permutation(lens) for _ in range(reps)]).astype(np.int32)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    _, got = _decode(graph, opts, lp, lens, max_lanes=4)
+    compare(cpu, got, "many sub-batches")
+
+
+def test_eps_prune_mode_is_checked():
+    graph, lp, lens, opts = _eps_case(0)
+    with pytest.raises(ValueError, match="lattice_prune_eps"):
+        _decode(graph, opts, lp, lens, prune_eps="cpu")
