@@ -216,7 +216,9 @@ def main():
         cap1 = be.main.mem_stats().get("graph_captures", 0)
         # A/B in one run: the GPU's own pruning ("gpu", gpu_lattice_prune.cu) and the host's
         # replay of every record ("replay", the path before it); their lattices must be equal
-        be.lattice_prune = "replay" if g.num_epsilon_arcs else "gpu"  # (epsilon graphs: the replay only)
+        # (epsilon graphs: the GPU prunes where the closure is exact, GpuBackend.lattice_prune_on_gpu;
+        # CUWFST_LATTICE_PRUNE_EPS=replay times the replay)
+        be.lattice_prune = "gpu"
         slots0 = be.main.mem_stats().get("slots", 0)
         t_lat, lat_hyps = _median_time(lambda: run(True), a.reps, sync)
         prune_ms = dict(be.main.last_prune_ms) if hasattr(be.main, "last_prune_ms") else {}
@@ -534,11 +536,11 @@ def main():
         # decode = native - those), the rows into numpy, the
         # Lattice objects (lattice_from_arrays), the hypotheses (_collect), word times and
         # confidences (attach); "other" is the whole decode() of the A/B less their sum
-        # (epsilon graphs: no GPU pruning, so no split)
-        be.lattice_prune = "replay" if g.num_epsilon_arcs else "gpu"
+        # (where the records are replayed instead, e.g. an epsilon graph below its chain: no split)
+        be.lattice_prune = "gpu"
         keys = ("native", "decode", "device", "readback", "host", "rows", "arrays", "collect", "attach", "sum")
         splits = []
-        for _ in range(0 if g.num_epsilon_arcs else a.reps):
+        for _ in range(a.reps if be.lattice_prune_on_gpu(be.main) else 0):
             acc = dict.fromkeys(keys, 0.0)
             for s in range(0, n, B):
                 lens = np.ascontiguousarray(lens_all[s : s + B])

@@ -19,18 +19,25 @@ from test_gpu_lattice import TOTALS, _eps_case, compare
 pytestmark = pytest.mark.gpu
 
 
-def _decode(graph, opts, lp, lens, prune_eps="gpu", **kw):
+def _decode(graph, opts, lp, lens, prune_eps="gpu", eps_filter=None, **kw):
     dec = Decoder(graph, opts, device="cuda", **kw)
     dec._gpu.lattice_prune_eps = prune_eps
+    if eps_filter is not None:
+        dec._gpu.lattice_eps_filter = eps_filter
     return dec, dec.decode(lp, lens, lattice=True)
 
 
 @pytest.mark.parametrize("seed", range(60))
 def test_eps_gpu_pruning_equals_cpu(seed):
+    """The records' filter on epsilon graphs on (the default) for two seeds in three, off for the
+    third (then the rows' recorded arcs are counted and compared too)."""
     graph, lp, lens, opts = _eps_case(seed)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     lanes = [1, 3, int(lens.size)][seed % 3]
-    dec, got = _decode(graph, opts, lp, lens, max_lanes=lanes)
+    filt = "off" if seed % 3 == 2 else None
+    dec, got = _decode(graph, opts, lp, lens, eps_filter=filt, max_lanes=lanes)
+    if filt == "off":
+        assert [h.lattice.recorded_arcs for h in got] == [h.lattice.recorded_arcs for h in cpu]
     be = dec._gpu
     assert be.lattice_prune_on_gpu(be.main), "an exact closure: the GPU prunes"
     assert getattr(be.main, "last_prune_ms", None) is not None
@@ -51,7 +58,8 @@ def test_eps_gpu_pruning_totals():
 def test_eps_gpu_pruning_equals_the_replay(seed):
     graph, lp, lens, opts = _eps_case(seed)
     _, gpu = _decode(graph, opts, lp, lens)
-    _, rep = _decode(graph, opts, lp, lens, prune_eps="replay")
+    # (the replay's records' filter off, so that it counts its recorded arcs as the GPU's pruning does)
+    _, rep = _decode(graph, opts, lp, lens, prune_eps="replay", eps_filter="off")
     compare(rep, gpu, f"GPU pruning against the replay, seed {seed}")
 
 
@@ -77,6 +85,25 @@ def test_eps_gpu_pruning_many_sub_batches():
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
     _, got = _decode(graph, opts, lp, lens, max_lanes=4)
     compare(cpu, got, "many sub-batches")
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_eps_gpu_filter_guard_sends_rows_back(seed):
+    """Log-probs of magnitudes in the hundreds: within a window the scores outgrow the magnitude an
+    early filtered step assumed (A = 2 m + 4096), so the GPU pruning's guard breaks; those rows are
+    decoded again without the filter, and every lattice is the CPU's."""
+    graph, lp, lens, opts = _eps_case(seed)
+    lp = np.ascontiguousarray(lp * np.float32(300.0))
+    opts = dataclasses.replace(opts, search_beam=4000.0, output_beam=2000.0)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    dec, got = _decode(graph, opts, lp, lens)
+    compare(cpu, got, f"the guard, seed {seed}")
+    TOTALS["eps_gpu_redone"] = TOTALS.get("eps_gpu_redone", 0) + dec._gpu.stats.get("eps_filter_redone_rows", 0)
+
+
+def test_eps_gpu_filter_guard_fired():
+    """(After the seeds above: the guard sent some rows back.)"""
+    assert TOTALS.get("eps_gpu_redone", 0) > 0
 
 
 def test_eps_prune_mode_is_checked():

@@ -1677,7 +1677,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     if (lattice)
       SetLatticeFilter(lattice->mode == 2 && lattice->filter != 0 && cfg_.eps_iterations == 0, lattice->output_beam,
                        lattice->filter_pad,
-                       lattice->mode == 1 && lattice->eps_filter != 0 && cfg_.eps_iterations > 0);
+                       cfg_.eps_iterations > 0 && ((lattice->mode == 1 && lattice->eps_filter != 0) ||
+                                                   (lattice->mode == 2 && lattice->filter != 0)));
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them

@@ -256,7 +256,8 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
     CUWFST_CUDA(cudaMemcpyAsync(pr_all_.data(), ws_.lat_all, n * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
     CUWFST_CUDA(cudaStreamSynchronize(stream_));
     if (lat_after_used_) ++lat_after_decodes_;  // (which does not count the arcs it leaves unread)
-    else
+    else if (lat_filter_host_[7] != 0.f) {  // (an epsilon graph's records' filter: lat_all holds each step's A)
+    } else
       for (int32_t b = 0; b < B; ++b)
         for (int64_t t = 0; t <= lengths[b] && t < seg; ++t)
           lat_filter_dropped_ += pr_all_[b * seg + t] - count[b * seg + t];

@@ -1015,13 +1015,16 @@ constexpr unsigned long long kEpsErrStart = 1, kEpsErrCycle = 2, kEpsErrLog = 4;
 // tok_off[k]) for tau < last_tau[lane] (S_0 .. S_n), the final state for tau = last_tau (S_{n+1});
 // -1 (and not alive) on skipped lanes. err: token 0 of S_0 is not the start state (the forward starts there).
 __global__ void PrEpsStates(DeviceGraph g, int64_t M, int32_t nb, int32_t B, const int64_t* tok_off,
-                            const int64_t* log_off, const int32_t* log_state, const int32_t* last_tau,
-                            const uint8_t* skip, int32_t* state, uint8_t* alive, unsigned long long* err) {
+                            const int64_t* log_off, const int32_t* log_state, const float* log_score,
+                            const int32_t* last_tau, const uint8_t* skip, int32_t* state, float* score, uint8_t* alive,
+                            unsigned long long* err) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < M;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int32_t k = BucketOf(tok_off, nb, i);
     const int32_t lane = k % B, tau = k / B;
     int32_t st = -1;
+    // (the search's score: the records' filter's guard; none for S_{n+1}, which no filtered step has)
+    score[i] = !skip[lane] && tau < last_tau[lane] ? log_score[log_off[k] + (i - tok_off[k])] : NAN;
     if (!skip[lane]) {
       st = tau >= last_tau[lane] ? g.num_states - 1 : log_state[log_off[k] + (i - tok_off[k])];
       if (st < 0 || st >= g.num_states) {
@@ -1159,18 +1162,47 @@ __device__ void PrEpsTime(int32_t b, int32_t B, int32_t tau, const int64_t* tok_
   __syncthreads();
 }
 
+// The records' filter's guard on a time (a_step: each (lane, step)'s assumed magnitude A, 0 where the
+// step was not filtered; nullptr: no filter): the CPU builder's checks of a producer's filter
+// (reference_lattice.cc AddTime) on the GPU: a filtered step's new time has forward >= the search's
+// score on every token, a filtered step's sources forward <= it; else broken[b]. And the time's
+// largest finite |forward| (fmag, which the windows' magnitude check reads).
+__device__ void PrEpsGuardTime(int32_t b, int32_t B, int32_t tau, const int64_t* tok_off, const int32_t* fwd,
+                               const float* score, const float* a_step, int64_t seg, const int32_t* last_tau,
+                               float* fmag, int32_t* broken, int32_t* s_int) {
+  const int64_t k = static_cast<int64_t>(tau) * B + b;
+  const bool into = tau >= 1 && tau - 1 < seg && a_step[b * seg + tau - 1] > 0.f;
+  const bool out = tau < last_tau[b] && tau < seg && a_step[b * seg + tau] > 0.f;
+  if (threadIdx.x == 0) s_int[0] = 0, s_int[1] = 0;
+  __syncthreads();
+  for (int64_t i = tok_off[k] + threadIdx.x; i < tok_off[k + 1]; i += blockDim.x) {
+    const float f = OrderedIntToFloat(fwd[i]);
+    if (isfinite(f)) atomicMax(&s_int[0], __float_as_int(fabsf(f)));
+    if ((into && !(f >= score[i])) || (out && f > score[i])) s_int[1] = 1;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    fmag[k] = __int_as_float(s_int[0]);
+    if (s_int[1]) broken[b] = 1;
+  }
+  __syncthreads();
+}
+
 // Every time of every lane, one CTA a lane (blockIdx.x): S_0's epsilon layers and forward, then for
-// tau = 1 .. Tmax the step's records into S_tau (bucket (tau - 1) B + b) and S_tau's epsilon arcs.
+// tau = 1 .. Tmax the step's records into S_tau (bucket (tau - 1) B + b) and S_tau's epsilon arcs;
+// with the records' filter (a_step), each time's guard (PrEpsGuardTime).
 // layer [M] is 0 and fwd [M] -inf before (fwd 0 at each lane's start token).
 __global__ void __launch_bounds__(kPrLaneThreads)
 PrEpsLaneForwardKernel(int32_t B, int32_t Tmax, const int64_t* tok_off, const int64_t* rec_off, const int32_t* p_src,
                        const int32_t* p_dst, const float* p_score, const uint8_t* p_flags, const int64_t* e_off,
                        const int32_t* e_src, const int32_t* e_dst, const float* e_score, const uint8_t* e_flags,
                        int32_t* fwd, int32_t* layer, int32_t* lmax, int32_t* rank, const int32_t* state, int32_t sb,
-                       unsigned long long* err) {
+                       unsigned long long* err, const float* score, const float* a_step, int64_t seg,
+                       const int32_t* last_tau, float* fmag, int32_t* broken) {
   __shared__ int32_t s_flag[2];
   const int32_t b = blockIdx.x;
   PrEpsTime(b, B, 0, tok_off, e_off, e_src, e_dst, e_score, e_flags, fwd, layer, lmax, rank, state, sb, err, s_flag);
+  if (a_step != nullptr) PrEpsGuardTime(b, B, 0, tok_off, fwd, score, a_step, seg, last_tau, fmag, broken, s_flag);
   for (int32_t tau = 1; tau <= Tmax; ++tau) {
     const int64_t kr = static_cast<int64_t>(tau - 1) * B + b;
     for (int64_t i = rec_off[kr] + threadIdx.x; i < rec_off[kr + 1]; i += blockDim.x) {
@@ -1181,6 +1213,7 @@ PrEpsLaneForwardKernel(int32_t B, int32_t Tmax, const int64_t* tok_off, const in
     __syncthreads();
     PrEpsTime(b, B, tau, tok_off, e_off, e_src, e_dst, e_score, e_flags, fwd, layer, lmax, rank, state, sb, err,
               s_flag);
+    if (a_step != nullptr) PrEpsGuardTime(b, B, tau, tok_off, fwd, score, a_step, seg, last_tau, fmag, broken, s_flag);
   }
 }
 
@@ -1199,16 +1232,23 @@ __device__ __forceinline__ void PrEpsBackArc(uint8_t* flags, int64_t i, int32_t 
 // Every window of every lane in order, one CTA a lane, as PrLaneWindowsKernel, each time t of a
 // window: the step's records (into time t + 1), then time t's epsilon arcs by their source's layer,
 // highest first (a source's arcs into higher layers see their destinations' backward complete).
+// With the records' filter (a_step), each window's guard as the CPU builder's PruneWindow checks it:
+// the largest finite |backward| of its times [begin, E) and |forward| of [begin, E] within every
+// filtered step's A of [begin, E], and the epsilon layers of the times after a filtered step within
+// eps_layers (the search's eps_iterations); else broken[b].
 __global__ void __launch_bounds__(kPrLaneThreads)
 PrEpsLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int32_t* win_end, const int64_t* tok_off,
                        const int64_t* rec_off, const int32_t* p_src, const int32_t* p_dst, const float* p_score,
                        uint8_t* p_flags, const int64_t* e_off, const int32_t* e_src, const int32_t* e_dst,
                        const float* e_score, uint8_t* e_flags, const int32_t* layer, const int32_t* lmax,
-                       const int32_t* fwd, uint8_t* alive, int32_t* bwd, float neg_beam) {
+                       const int32_t* fwd, uint8_t* alive, int32_t* bwd, float neg_beam, const float* a_step,
+                       int64_t seg, const float* fmag, int32_t eps_layers, int32_t* broken) {
+  __shared__ int32_t s_bmag;
   const int32_t b = blockIdx.x;
   for (int32_t k = 0; k < K; ++k) {
     const int32_t E = win_end[static_cast<int64_t>(k) * B + b], begin = win_begin[k];
     if (E < 0) continue;
+    if (threadIdx.x == 0) s_bmag = 0;
     for (int32_t tau = begin; tau <= E; ++tau) {
       const int64_t kt = static_cast<int64_t>(tau) * B + b;
       for (int64_t i = tok_off[kt] + threadIdx.x; i < tok_off[kt + 1]; i += blockDim.x)
@@ -1225,6 +1265,24 @@ PrEpsLaneWindowsKernel(int32_t B, int32_t K, const int32_t* win_begin, const int
         for (int64_t i = e0 + threadIdx.x; i < e1; i += blockDim.x)
           if (layer[e_src[i]] == l) PrEpsBackArc(e_flags, i, e_src[i], e_dst[i], e_score[i], fwd, alive, bwd, neg_beam);
         __syncthreads();
+      }
+      if (a_step != nullptr)
+        for (int64_t i = tok_off[kr] + threadIdx.x; i < tok_off[kr + 1]; i += blockDim.x) {
+          const float x = OrderedIntToFloat(bwd[i]);
+          if (isfinite(x)) atomicMax(&s_bmag, __float_as_int(fabsf(x)));
+        }
+    }
+    if (a_step != nullptr) {
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        float bm = __int_as_float(s_bmag);
+        for (int32_t t = begin; t <= E; ++t) bm = fmaxf(bm, fmag[static_cast<int64_t>(t) * B + b]);
+        int32_t layers = 0;
+        for (int32_t t = E; t >= begin; --t) {
+          const float a = t < seg ? a_step[b * seg + t] : 0.f;
+          if (a > 0.f && (!(bm <= a) || layers > eps_layers)) broken[b] = 1;
+          layers = max(layers, lmax[static_cast<int64_t>(t) * B + b]);
+        }
       }
     }
     for (int32_t tau = begin + 1; tau < E; ++tau) {
@@ -1538,6 +1596,11 @@ struct PrJobBufs {
   int32_t *e_src = nullptr, *e_dst = nullptr, *e_code = nullptr, *layer = nullptr, *lmax = nullptr;
   float* e_score = nullptr;
   uint8_t* e_flags = nullptr;
+  // with the records' filter on an epsilon graph (PruneJob::eps_filter): the tokens' search scores [M],
+  // each (lane, step)'s assumed magnitude [B seg], each (time, lane)'s largest |forward| [nt], and the
+  // lanes whose guard broke [B]
+  float *tok_score = nullptr, *a_step = nullptr, *fmag = nullptr;
+  int32_t* broken = nullptr;
 };
 
 // What a pruning needs of its decode, snapshotted by PruneBegin (the next decode overwrites
@@ -1551,7 +1614,7 @@ struct GpuDecoder::PruneJob {
   bool trimmed = false;
   // a graph with epsilon arcs (the frontier log's states, the epsilon arcs listed on the device;
   // "Epsilon graphs" above): E epsilon arcs, e_off their (time, lane) offsets, sb the state bits
-  bool eps = false;
+  bool eps = false, eps_filter = false;
   int32_t sb = 0;
   int64_t E = 0;
   std::vector<int64_t> e_off;
@@ -1668,8 +1731,11 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   J.lengths.assign(lengths, lengths + B);
   J.skip.assign(skip_in, skip_in + B);
   J.all = pr_all_;
-  J.trimmed = lat_trim_used_;
   J.eps = eps;
+  // (an epsilon graph's records' filter: J.all holds each step's assumed magnitude A, not counts;
+  // the rows' recorded arcs are then unknown, as the replay's filtered rows')
+  J.eps_filter = eps && lat_filter_host_[7] != 0.f;
+  J.trimmed = lat_trim_used_ || J.eps_filter;
   const int64_t seg = J.seg = ws_.seg_cap;
   const DeviceGraph g = graph_->view;
   int32_t Tmax = 0;  // times 0 .. Tmax; steps (record times) 0 .. Tmax - 1
@@ -1840,8 +1906,18 @@ void GpuDecoder::PruneEpsBegin(PruneJob& J, const std::vector<int64_t>& log_off,
   auto* d_log_off = static_cast<int64_t*>(buf(72, std::max<int64_t>(nt, 1) * 8));
   if (nt > 0) CUWFST_CUDA(cudaMemcpyAsync(d_log_off, log_off.data(), nt * 8, cudaMemcpyHostToDevice, s));
   unsigned long long* err = d.cnt + 4;  // (d.cnt[4..5]: zeroed by the begin; [5] the finish's top layer)
+  d.tok_score = static_cast<float*>(buf(90, M * 4));
   PrEpsStates<<<GridFor(M), kPrThreads, 0, s>>>(g, M, static_cast<int32_t>(nt), B, d.tok_off, d_log_off,
-                                                ws_.lat_log_state, d.last_tau, d.skip, d.state, d.alive, err);
+                                                ws_.lat_log_state, ws_.lat_log_score, d.last_tau, d.skip, d.state,
+                                                d.tok_score, d.alive, err);
+  if (J.eps_filter) {  // the steps' assumed magnitudes (J.all: float bits) for the guard
+    d.a_step = static_cast<float*>(buf(91, static_cast<int64_t>(J.all.size()) * 4));
+    if (!J.all.empty())
+      CUWFST_CUDA(cudaMemcpyAsync(d.a_step, J.all.data(), J.all.size() * 4, cudaMemcpyHostToDevice, s));
+    d.fmag = static_cast<float*>(buf(92, std::max<int64_t>(nt, 1) * 4));
+    d.broken = static_cast<int32_t*>(buf(93, static_cast<int64_t>(B) * 4));
+    CUWFST_CUDA(cudaMemsetAsync(d.broken, 0, static_cast<size_t>(B) * 4, s));
+  }
   // the tokens of each (time, lane) by state
   auto* keys_in = static_cast<int32_t*>(buf(73, M * 4));
   auto* vals_in = static_cast<int32_t*>(buf(74, M * 4));
@@ -1912,12 +1988,15 @@ void GpuDecoder::PruneEpsFinish(PruneJob& J, int64_t* sizes_out, std::chrono::st
   unsigned long long* err = d.cnt + 4;
   PrEpsLaneForwardKernel<<<B, kPrLaneThreads, 0, s>>>(B, Tmax, d.tok_off, d.rec_off, d.src, d.dst, d.score, d.flags,
                                                        d.e_off, d.e_src, d.e_dst, d.e_score, d.e_flags, d.fwd, d.layer,
-                                                       d.lmax, d.rank, d.state, J.sb, err);
+                                                       d.lmax, d.rank, d.state, J.sb, err, d.tok_score,
+                                                       J.eps_filter ? d.a_step : nullptr, J.seg, d.last_tau, d.fmag,
+                                                       d.broken);
   if (K > 0)
     PrEpsLaneWindowsKernel<<<B, kPrLaneThreads, 0, s>>>(B, K, d.win_begin, d.win_end, d.tok_off, d.rec_off, d.src,
                                                          d.dst, d.score, d.flags, d.e_off, d.e_src, d.e_dst, d.e_score,
                                                          d.e_flags, d.layer, d.lmax, d.fwd, d.alive, d.bwd,
-                                                         -J.output_beam);
+                                                         -J.output_beam, J.eps_filter ? d.a_step : nullptr, J.seg,
+                                                         d.fmag, cfg_.eps_iterations, d.broken);
   const int32_t nbr = Tmax * B, nbt = static_cast<int32_t>(nt);
   PrOutArcs<<<GridFor(N), kPrThreads, 0, s>>>(g, N, nbr, d.rec_off, B, d.src, d.dst, d.code, d.ac, d.score, d.flags,
                                               d.alive, d.cnt, nullptr, 0, d.state, PrCodeBits(*graph_));
@@ -1927,6 +2006,8 @@ void GpuDecoder::PruneEpsFinish(PruneJob& J, int64_t* sizes_out, std::chrono::st
                                                 nullptr, 0);
   unsigned long long cnt[6] = {0, 0, 0, 0, 0, 0};
   CUWFST_CUDA(cudaMemcpyAsync(cnt, d.cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
+  std::vector<int32_t> broken(J.eps_filter ? B : 0, 0);
+  if (J.eps_filter) CUWFST_CUDA(cudaMemcpyAsync(broken.data(), d.broken, B * 4, cudaMemcpyDeviceToHost, s));
   CUWFST_CUDA(cudaStreamSynchronize(s));
   if (cnt[4] & kEpsErrCycle)
     throw std::runtime_error("GPU lattice pruning: an epsilon cycle inside a time (the graph's epsilon arcs must be "
@@ -1972,6 +2053,9 @@ void GpuDecoder::PruneEpsFinish(PruneJob& J, int64_t* sizes_out, std::chrono::st
     pr_rows_[b].recorded += n;
     sizes_out[3 * b + 2] = pr_rows_[b].recorded;
   }
+  // rows whose records' filter broke its guard: -2, decoded again without the filter (decoder/gpu.py)
+  for (int32_t b = 0; b < static_cast<int32_t>(broken.size()); ++b)
+    if (broken[b] && !J.skip[b]) sizes_out[3 * b + 2] = -2;
   const auto c3 = std::chrono::steady_clock::now();
   prune_ms_[0] = J.begin_ms + Ms(c0, c1);
   prune_ms_[1] = 0.0;

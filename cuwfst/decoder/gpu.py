@@ -23,6 +23,10 @@ from .result import OVERFLOW_ARENA, OVERFLOW_POOL
 
 from .offline import REDIRECT_ARC_BIT  # noqa: E402  (one definition)
 
+# A pruned row whose records' filter on an epsilon graph broke its guard on the GPU (the pruning's
+# recorded count -2): it has no lattice and is decoded again without the filter
+EPS_REDO = "eps-redo"
+
 
 class HostOverlap:
     """A lattice decode's host work (Lattice objects, word times and confidences; the host
@@ -672,9 +676,12 @@ class GpuInstance:
             row = (np.empty((3, S), np.int32), np.empty((4, A), np.int32), np.empty((3, A), np.float32))
             take.append(b)
             arrays += row
-            rec = int(sizes2[b, 2])  # -1: the lattice trim did not count them
+            rec = int(sizes2[b, 2])  # -1: the lattice trim (or an epsilon graph's filter) did not count them
             rows[b] = (*row, rec if rec >= 0 else None)
         self.mod.gpu_lattice_pruned_rows(self.handle, np.array(take, np.int32), arrays)
+        for b in take:  # -2: an epsilon graph's records' filter broke its guard (the row is decoded again)
+            if int(sizes2[b, 2]) == -2:
+                rows[b] = EPS_REDO
         return rows
 
     def decode_lattice_pruned_begin(self, lp, lens: np.ndarray, stream: int, output_beam: float,
@@ -1144,9 +1151,24 @@ class GpuBackend:
             # only the kept states and arcs come back
             from .lattice import attach_all, lattices_from_arrays
 
-            opts = dict(filter=self.lattice_filter_on() and not eps_pruned,
+            # (an epsilon graph: `filter` is the records' filter on epsilon graphs, whose guard the
+            # GPU pruning checks: a row that breaks it comes back as EPS_REDO and is decoded again
+            # without it)
+            opts = dict(filter=eps_filter and self.lattice_eps_filter_on(inst) if eps_pruned else self.lattice_filter_on(),
                         filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
                         trim=self.lattice_trim_on() and not eps_pruned)
+
+            def redo_rows(lat_rows):  # the rows whose guard broke: decoded again, unfiltered
+                redo = [int(rows[i]) for i, r in enumerate(lat_rows) if r is EPS_REDO]
+                if not redo:
+                    return
+                self.stats["eps_filter_redone_rows"] = self.stats.get("eps_filter_redone_rows", 0) + len(redo)
+                if host is None:  # (this thread holds the instance)
+                    for part in batches(redo, lens, inst.max_lanes):
+                        self._decode_rows(inst, lp, lens, part, stream, hyps, frontend, online, True, None,
+                                          eps_filter=False)
+                else:  # (a worker: the calling thread decodes them after its sub-batches)
+                    self._eps_redo.extend(redo)
             if pipelined:
                 # the pruning beside the next sub-batch's decode: this thread decodes and hands
                 # the records to a pruning job; the worker prunes (its own CUDA stream) and builds
@@ -1171,7 +1193,7 @@ class GpuBackend:
                 def attach(done):
                     lat_rows, w0, w1 = done
                     w2 = time.perf_counter()
-                    keep = [i for i, r in enumerate(lat_rows) if r is not None]
+                    keep = [i for i, r in enumerate(lat_rows) if r is not None and r is not EPS_REDO]
                     self._collect(hyps, rows.tolist(), res, frontend)
                     w3 = time.perf_counter()
                     lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
@@ -1181,6 +1203,7 @@ class GpuBackend:
                         # the finish's start and end, the host work's start and end; inside the host
                         # work, the hypotheses made and the Lattice objects made (attach_all after)
                         wtrace.append((w0, w1, w2, time.perf_counter(), w3, w4))
+                    redo_rows(lat_rows)
 
                 host.run_pruning(finish, attach)
                 return rows, res[3][:, 2].copy()
@@ -1188,12 +1211,13 @@ class GpuBackend:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
             res, lat_rows = inst.decode_lattice_pruned(sub, sub_lens, stream, self.options.output_beam, online,
                                                        chunk, **opts)
-            keep = [i for i, r in enumerate(lat_rows) if r is not None]
+            keep = [i for i, r in enumerate(lat_rows) if r is not None and r is not EPS_REDO]
 
             def attach():  # the hypotheses too: the outputs are this call's own arrays
                 self._collect(hyps, rows.tolist(), res, frontend)
                 lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
                 attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
+                redo_rows(lat_rows)
 
             _host_run(host, attach)
             return rows, res[3][:, 2].copy()

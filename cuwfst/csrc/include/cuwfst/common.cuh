@@ -449,7 +449,8 @@ struct LatEpsFilter {
 };
 __device__ __forceinline__ LatEpsFilter LatEpsFilterFor(const Workspace& ws, const LaneCounters& lc, int32_t step_phase) {
   LatEpsFilter f{false, 0.f, 0.f};
-  if (ws.lattice != 1 || ws.lat_filter[7] == 0.f || ws.eps_iterations <= 0 || step_phase != kPhaseReal) return f;
+  // (lattice 1: the host replay checks its guard; lattice 2: the GPU pruning does, gpu_lattice_prune.cu)
+  if (ws.lattice == 0 || ws.lat_filter[7] == 0.f || ws.eps_iterations <= 0 || step_phase != kPhaseReal) return f;
   const float mx = OrderedIntToFloat(lc.max_ord);
   const float mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
   const float m = fmaxf(lc.lat_mag, mag);

@@ -370,6 +370,8 @@ LatPersistKernel(DeviceGraph g, Workspace ws) {
       // admitted: Expand's test, end = score + (acoustic + weight) > the exact cutoff
       admitted = end > ll.cutoff;
       if (ll.filter.on && !admitted) keep = !(end < (ll.new_score[dst_pos] - ws.lat_filter[1]) - ll.filter.slack);
+      // (an epsilon graph's: the records' filter on epsilon graphs, as lattice 1 tests it)
+      if (ll.eps_filter.on && !admitted) keep = !(end < ll.new_score[dst_pos] - ll.eps_filter.c);
     } else if (survives && ll.eps_filter.on) {  // (lattice == 1, a real step: its arcs are real)
       acoustic = lv.Acoustic(g, arc);
       end = ArcEnd(lv.score[tok], g.arc_weight[arc], acoustic);
@@ -430,12 +432,14 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
   if (step_phase == kPhaseIdle) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + (lc.t - 1);
-    if (ws.lattice == 2) LatFilterAdvance(g, ws, lc, step_phase, true);
-    if (ws.lattice == 1) {  // the records' filter on epsilon graphs: the step's A (0: unfiltered) in
-      // lat_all (whose counts only lattice == 2 keeps), and the new frontier's bound for the next
-      // step's m (read above before it changes)
+    // (an epsilon graph's lattice 2 decode has no records' filter of its own: the epsilon one below)
+    if (ws.lattice == 2 && ws.eps_iterations <= 0) LatFilterAdvance(g, ws, lc, step_phase, true);
+    if (ws.lattice == 1 || ws.eps_iterations > 0) {  // the records' filter on epsilon graphs: the step's
+      // A (0: unfiltered) in lat_all (in place of its counts, lattice 2 with the filter on: the GPU
+      // pruning's guard reads it), and the new frontier's bound for the next step's m (read above
+      // before it changes)
       const LatEpsFilter f = LatEpsFilterFor(ws, lc, step_phase);
-      ws.lat_all[at] = __float_as_int(f.on ? f.a : 0.f);
+      if (ws.lattice == 1 || ws.lat_filter[7] != 0.f) ws.lat_all[at] = __float_as_int(f.on ? f.a : 0.f);
       const float mx = OrderedIntToFloat(lc.max_ord);
       if (step_phase == kPhaseReal) lc.lat_mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
     }
