@@ -27,16 +27,7 @@ F32 = np.float32
 NEG_INF = F32(-np.inf)
 
 
-def prune_windows(T: int) -> list[tuple[int, int]]:
-    """k2's windows over times 0..T (reference_lattice.cc PruneWindows)."""
-    out, b = [], -10
-    while True:
-        end = b + 30
-        last = end >= T
-        out.append((max(0, b), T if last else end))
-        if last:
-            return out
-        b += 20
+from k2_lattice_model import windows as prune_windows  # noqa: E402  (k2's windows over times 0..T)
 
 
 class _Arcs:

@@ -1125,6 +1125,19 @@ class GpuBackend:
     def _long_form(self, lens: np.ndarray) -> bool:
         return self.gc_interval > 0 and int(np.max(lens, initial=0)) > self.gc_interval
 
+    def _redo_eps_rows(self, redo, inst, lp, lens, stream, hyps, frontend, online, host):
+        """Rows whose records' filter on an epsilon graph broke its guard (the host replay's or the
+        GPU pruning's): decoded again without the filter, now (host None: this thread holds the
+        instance) or by the calling thread after its sub-batches (a worker's job)."""
+        if not redo:
+            return
+        self.stats["eps_filter_redone_rows"] = self.stats.get("eps_filter_redone_rows", 0) + len(redo)
+        if host is None:
+            for part in batches(redo, lens, inst.max_lanes):
+                self._decode_rows(inst, lp, lens, part, stream, hyps, frontend, online, True, None, eps_filter=False)
+        else:
+            self._eps_redo.extend(redo)
+
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None,
                      eps_filter=True):
         """One sub-batch through `inst`: the hypotheses of `rows` into hyps; with lattice, their
@@ -1159,16 +1172,8 @@ class GpuBackend:
                         trim=self.lattice_trim_on() and not eps_pruned)
 
             def redo_rows(lat_rows):  # the rows whose guard broke: decoded again, unfiltered
-                redo = [int(rows[i]) for i, r in enumerate(lat_rows) if r is EPS_REDO]
-                if not redo:
-                    return
-                self.stats["eps_filter_redone_rows"] = self.stats.get("eps_filter_redone_rows", 0) + len(redo)
-                if host is None:  # (this thread holds the instance)
-                    for part in batches(redo, lens, inst.max_lanes):
-                        self._decode_rows(inst, lp, lens, part, stream, hyps, frontend, online, True, None,
-                                          eps_filter=False)
-                else:  # (a worker: the calling thread decodes them after its sub-batches)
-                    self._eps_redo.extend(redo)
+                self._redo_eps_rows([int(rows[i]) for i, r in enumerate(lat_rows) if r is EPS_REDO], inst, lp, lens,
+                                    stream, hyps, frontend, online, host)
             if pipelined:
                 # the pruning beside the next sub-batch's decode: this thread decodes and hands
                 # the records to a pruning job; the worker prunes (its own CUDA stream) and builds
@@ -1240,14 +1245,8 @@ class GpuBackend:
                 t_replayed, redo = self._attach_lattices(hyps, rows.tolist(), sub_lens, res, records, frontend)
                 if entry is not None:  # the job's start, hypotheses made, replay done, Lattice objects made, the end
                     entry["job"] = (w0, w1, t_replayed, time.perf_counter())
-                if redo:  # the records' filter broke its guard on these rows: their records again, unfiltered
-                    self.stats["eps_filter_redone_rows"] = self.stats.get("eps_filter_redone_rows", 0) + len(redo)
-                    if host is None:  # (this thread holds the instance)
-                        for part in batches(redo, lens, inst.max_lanes):
-                            self._decode_rows(inst, lp, lens, part, stream, hyps, frontend, online, True, None,
-                                              eps_filter=False)
-                    else:  # (the worker: the calling thread decodes them after its sub-batches)
-                        self._eps_redo.extend(redo)
+                # (the records' filter broke its guard on these rows: their records again, unfiltered)
+                self._redo_eps_rows(redo, inst, lp, lens, stream, hyps, frontend, online, host)
 
             _host_run(host, attach_replayed)
             return rows, res[3][:, 2].copy()
