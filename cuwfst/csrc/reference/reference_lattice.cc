@@ -346,12 +346,6 @@ void LatticeBuilder::AddTime(const std::vector<Token>& frontier) {
     for (int32_t l = 0; l <= top; ++l) indeg_[l + 1] += indeg_[l];
     for (int32_t i = 0; i < nt; ++i) cur.order[indeg_[cur.layer[i]]++] = i;
   }
-  // On a graph with epsilon arcs, by (layer, graph state) instead: an order the time's set of
-  // states and its epsilon arcs fix, whatever order the search (or the GPU) found them in
-  if (g_.eps_count != nullptr)
-    std::sort(cur.order.begin(), cur.order.end(), [&cur](int32_t x, int32_t y) {
-      return cur.layer[x] != cur.layer[y] ? cur.layer[x] < cur.layer[y] : cur.state[x] < cur.state[y];
-    });
 
   // Forward scores, k2's Viterbi forward: the max over incoming arcs of fwd[src] + score.
   cur.fwd.assign(nt, kNegInf);
@@ -492,14 +486,26 @@ bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
   }
   // Lattice states: by time, then topological order; the final state last (the only state
   // of S_T), or an extra final state when S_T is empty, as k2's FormatOutput adds.
+  // The kept tokens of each time in their numbering order: topological (layer, token), and on a
+  // graph with epsilon arcs (layer, graph state), an order the time's states and epsilon arcs fix
+  // whatever order the search (or the GPU) found them in (the windows above need only the layers)
+  std::vector<std::vector<int32_t>> kept(T + 1);
+  for (int32_t t = 0; t <= T; ++t) {
+    const Time& cur = times_[t];
+    for (int32_t i : cur.order)
+      if (cur.alive[i]) kept[t].push_back(i);
+    if (g_.eps_count != nullptr)
+      std::sort(kept[t].begin(), kept[t].end(), [&cur](int32_t x, int32_t y) {
+        return cur.layer[x] != cur.layer[y] ? cur.layer[x] < cur.layer[y] : cur.state[x] < cur.state[y];
+      });
+  }
   std::vector<std::vector<int32_t>> id(T + 1);
   int32_t level = 0;
   for (int32_t t = 0; t <= T; ++t) {
     const Time& cur = times_[t];
     id[t].assign(cur.state.size(), -1);
     int32_t top = 0;
-    for (int32_t i : cur.order) {
-      if (!cur.alive[i]) continue;
+    for (int32_t i : kept[t]) {
       id[t][i] = out->num_states++;
       out->state_time.push_back(t);
       out->state_graph.push_back(cur.state[i]);
@@ -516,8 +522,7 @@ bool LatticeBuilder::Finish(RowLattice* out, std::string* error) {
   }
   for (int32_t t = 0; t <= T; ++t) {
     const Time& cur = times_[t];
-    for (int32_t i : cur.order) {
-      if (!cur.alive[i]) continue;
+    for (int32_t i : kept[t]) {
       // the token's kept arcs in the source graph's order (k2's): by source arc id where the image
       // reordered the graph (a state's arcs, so a run of a few), else as recorded (image = source)
       run_keys_.clear();

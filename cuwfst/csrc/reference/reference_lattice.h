@@ -160,7 +160,7 @@ class LatticeBuilder : public StepObserver {
   struct Time {                          // S_tau and the arcs leaving it
     std::vector<int32_t> state;          // graph state per token
     std::vector<int32_t> layer;          // epsilon layer per token
-    std::vector<int32_t> order;          // tokens in topological order (layer, token or graph state)
+    std::vector<int32_t> order;          // tokens in topological order (layer, token)
     std::vector<float> fwd, bwd;         // k2's forward / backward per token
     std::vector<char> alive;             // token survives the windows so far
     std::vector<LatticeRecord> arcs;     // grouped by source token, then arc id
