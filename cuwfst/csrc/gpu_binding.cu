@@ -735,13 +735,15 @@ std::vector<uint8_t> RescueSkips(const cuwfst::DecodeOutputs& out, int64_t B) {
 
 // gpu_decode_lattice with the GPU's own output-beam pruning (LatticeOutputs::mode 2,
 // gpu_lattice_prune.cu; epsilon graphs with the exact closure too, whole batches without the
-// records' filter or trim: "Epsilon graphs" there): the decode, then the pruning of every row
+// lattice trim: "Epsilon graphs" there): the decode, then the pruning of every row
 // that has no rescue overflow bit (RESCUE_BITS of decoder/rescue.py; those rows get empty
 // lattices); out_lat_sizes2 [B, 3] i64 = {states, arcs, recorded arcs} per row (each row
 // then by gpu_lattice_pruned_rows), out_prune_ms [3] f64 = {device passes, readback, host};
 // chunk > 0: bounded lattice memory, the batch in runs of `chunk` steps, each run's records
 // pruned before the next (GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned.
-// filter: the records' filter (lattice.cuh LatFilterFor), filter_pad added to its pad (tests);
+// filter: the records' filter (lattice.cuh LatFilterFor; on an epsilon graph the records' filter on
+// epsilon graphs, common.cuh LatEpsFilterFor, whose guard the pruning checks: a row that breaks it
+// gets recorded arcs -2), filter_pad added to its pad (tests);
 // trim: with the filter, the lattice trim (common.cuh LatTrimLow; recorded arcs then -1).
 void GpuDecodeLatticePruned(int64_t h, TensorView log_probs, TensorView lengths, bool online, int64_t caller_stream,
                             TensorView out_arcs, TensorView out_len, TensorView out_score, TensorView out_meta,
