@@ -22,6 +22,10 @@
 
 namespace cuwfst {
 
+// The CPUs this process may run on (its affinity mask; hardware_concurrency where that is not
+// known), at least 1: the host-side copies' and numbering's thread counts (gpu_lattice.cu).
+int32_t HostCpus();
+
 // Host wall clock in microseconds (the growth and GC timings of MemStats).
 inline int64_t HostMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())

@@ -334,18 +334,22 @@ void GpuDecoder::ReadLattice(int32_t B, const int32_t* lengths, const LatticeOut
 
 // Threads for TakeLatticeRecords: the process's CPUs, at most 16; CUWFST_RECORDS_THREADS (1-256)
 // sets it (tests, A/B runs).
+int32_t HostCpus() {
+  int c = 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) c = CPU_COUNT(&set);
+  if (c <= 0) c = static_cast<int>(std::thread::hardware_concurrency());
+  return static_cast<int32_t>(std::max(1, c));
+}
+
 static int32_t RecordsCopyThreads(int64_t n) {
   if (const char* env = std::getenv("CUWFST_RECORDS_THREADS")) {
     const int v = std::atoi(env);
     if (v >= 1 && v <= 256) return v;
   }
   if (n < (int64_t{1} << 20)) return 1;
-  int c = 0;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) c = CPU_COUNT(&set);
-  if (c <= 0) c = static_cast<int>(std::thread::hardware_concurrency());
-  return static_cast<int32_t>(std::max(1, std::min(c, 16)));
+  return std::min(HostCpus(), 16);
 }
 
 void GpuDecoder::TakeLatticeRecords(int32_t* out, int64_t N) {

@@ -40,8 +40,6 @@
 #include <system_error>
 #include <thread>
 
-#include <sched.h>
-
 namespace cuwfst {
 
 namespace {
@@ -1566,12 +1564,7 @@ static int32_t NumberingWorkers(int64_t arcs) {
     if (v >= 1 && v <= 256) return v;
   }
   if (arcs < 20000) return 1;
-  int n = 0;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) n = CPU_COUNT(&set);
-  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
-  return static_cast<int32_t>(std::max(1, std::min(n, 8)));
+  return std::min(HostCpus(), 8);
 }
 
 // A pruning job's device arrays in its buffer set: PruneBegin sizes and fills them, PruneFinish
