@@ -212,6 +212,78 @@ def test_producer_filter_with_a_negative_pad_is_seen():
     assert differ > 0
 
 
+def _same_records(x: LatticeRecords, y: LatticeRecords, where: str):
+    for name in ("records", "counts", "cutoffs", "sizes", "producer_a"):
+        a, b = getattr(x, name), getattr(y, name)
+        if a.dtype.kind == "f":
+            a, b = a.view(np.int32), b.view(np.int32)
+        assert a.shape == b.shape and np.array_equal(a, b), f"{where}: {name} differs"
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_trim_twin_leaves_out_only_arcs_the_filter_drops(seed):
+    """The CPU twin of the GPU's lattice trim on epsilon graphs (cpu_records(trim=True),
+    reference_lattice.h RecordingObserver; common.cuh LatTrimLow): a real step leaves out every
+    arc ending below nextafter(cutoff - c_cap), c_cap the filter's offset at the magnitude cap,
+    before it knows whether the arc's destination survived. The GPU trims at (L - beam) - c_cap
+    with L at most the step's max, a subset of these. The records are those of the filter
+    alone, array for array, in the same order; its guard reruns a row without the trim."""
+    rng, graph, lp, lens, opts = random_lattice_case(seed)
+    online = seed % 7 == 3
+    dec = Decoder(graph, opts, num_threads=2)
+    want = cpu_records(dec, lp, lens, online, filter=True)
+    got = cpu_records(dec, lp, lens, online, filter=True, trim=True)
+    _same_records(want, got, f"seed {seed}")
+    assert got.trim_stats is not None and got.trim_stats[0] == 0  # (these scores stay far below the cap)
+    assert want.trim_stats is None
+
+
+def test_trim_twin_leaves_out_arcs_into_surviving_states():
+    """The trim's twin has something to leave out: arcs into states that survived (ones the
+    filter drops) on random epsilon graphs at output_beam 2, 1.7 % of the unfiltered records
+    here (5,667 of 336,186); so the equality above is not an empty claim. (The GPU's gain is
+    the arcs into states that did not survive, most of a step's walk, which no record shows.)"""
+    rng = np.random.default_rng(43)
+    trimmed = recorded = 0
+    for case in range(8):
+        g = _acyclic_eps(rng, 200, 12, 4)
+        lp = random_log_probs(rng, 3, 80, 12, peaky=bool(case % 2))
+        lens = np.array([80, 41, 0], np.int32)
+        opts = DecoderOptions(search_beam=12.0, output_beam=2.0, max_active_states=500, min_active_states=2)
+        dec = Decoder(g, opts)
+        want = cpu_records(dec, lp, lens, filter=True)
+        got = cpu_records(dec, lp, lens, filter=True, trim=True)
+        _same_records(want, got, f"case {case}")
+        trimmed += int(got.trim_stats[1])
+        recorded += len(cpu_records(dec, lp, lens).records)
+    assert trimmed > 0.01 * recorded, (trimmed, recorded)
+
+
+def test_trim_twin_guard_reruns_rows_past_the_cap():
+    """Log-probs scaled by 3,000 carry the scores past the trim's magnitude cap within a step:
+    the guard fires (the step's A exceeds the cap's), those rows are recorded again without
+    the trim, and the records are the filter's alone, array for array."""
+    rng = np.random.default_rng(47)
+    guards = 0
+    for case in range(4):
+        g = _acyclic_eps(rng, 80, 8, 3)
+        lp = (random_log_probs(rng, 3, 40, 8, peaky=bool(case % 2)) * np.float32(3000.0)).astype(np.float32)
+        lens = np.array([40, 25, 3], np.int32)
+        opts = DecoderOptions(search_beam=40000.0, output_beam=3000.0, max_active_states=300, min_active_states=2)
+        dec = Decoder(g, opts)
+        want = cpu_records(dec, lp, lens, filter=True)
+        got = cpu_records(dec, lp, lens, filter=True, trim=True)
+        _same_records(want, got, f"case {case}")
+        guards += int(got.trim_stats[0])
+    assert guards > 0
+
+
+def test_trim_twin_needs_the_filter():
+    rng, graph, lp, lens, opts = random_lattice_case(2)
+    with pytest.raises(ValueError, match="records' filter"):
+        cpu_records(Decoder(graph, opts), lp, lens, trim=True)
+
+
 def test_records_hold_every_surviving_arc_and_no_other():
     """Records are the non-epsilon arcs the CPU lattice recorded before pruning: as many,
     and a superset of the lattice's."""

@@ -41,6 +41,9 @@ class LatticeRecords:
     # S_1 .. S_{n+1} (sizes), row by row, and each row's |S_0| [B] int32
     frontiers: np.ndarray | None = None
     start_sizes: np.ndarray | None = None
+    # (cpu_records(trim=True) only) [rows the trim's guard recorded again untrimmed, arcs into
+    # surviving states the trim left out]
+    trim_stats: np.ndarray | None = None
 
     def row_slices(self, lens: np.ndarray) -> list[slice]:
         """The records of each row."""
@@ -103,12 +106,18 @@ def lattices_from_records(ref, graph, options, eps_iterations: int, lens: np.nda
 
 
 def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False, filter: bool = False,
-                filter_pad: float = 0.0, frontiers: bool = False) -> LatticeRecords:
+                filter_pad: float = 0.0, frontiers: bool = False, trim: bool = False) -> LatticeRecords:
     """The records of a CPU decode, made as the GPU makes them (for tests and debugging):
     `decoder` is a CPU cuwfst.Decoder, lp float32 [B, T, V] on the host. filter: with the
     twin of the GPU's records filter on epsilon graphs (reference_lattice.h RecordingObserver;
     filter_pad added to its offset: a negative one drops arcs the lattice keeps, for tests),
-    and producer_a set. frontiers: the frontiers' graph states too (LatticeRecords.frontiers)."""
+    and producer_a set. frontiers: the frontiers' graph states too (LatticeRecords.frontiers).
+    trim (with filter): the twin of the GPU's lattice trim on epsilon graphs (reference_lattice.h
+    RecordingObserver, common.cuh LatTrimLow): a real step leaves out the arcs ending below the
+    step's cutoff minus the filter's offset at the magnitude cap, and a row whose step broke the
+    trim's assumption is recorded again without it (LatticeRecords.trim_stats)."""
+    if trim and not filter:
+        raise ValueError("the trim's twin needs the records' filter (filter=True)")
     ref = decoder._ref
     B, T, _ = lp.shape
     S = T + 1
@@ -121,10 +130,15 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False,
     h = ref.mod.ref_decode_records(ref.handle, np.ascontiguousarray(lp, np.float32), np.ascontiguousarray(lens, np.int32),
                                    o.search_beam, o.output_beam, o.min_active_states, o.max_active_states,
                                    o.allow_partial, decoder.eps_iterations, online, decoder.num_threads,
-                                   counts, cutoffs, sizes, total, bool(filter), float(filter_pad), producer_a)
+                                   counts, cutoffs, sizes, total, 2 if trim else int(bool(filter)), float(filter_pad),
+                                   producer_a)
+    trim_stats = None
     try:
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         ref.mod.ref_records_take(h, records)
+        if trim:
+            trim_stats = np.zeros(2, np.int64)
+            ref.mod.ref_records_trim_stats(h, trim_stats)
         states = start = None
         if frontiers:
             start = np.zeros(B, np.int32)
@@ -132,4 +146,4 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False,
             ref.mod.ref_records_frontiers_take(h, states)
     finally:
         ref.mod.ref_records_free(h)
-    return LatticeRecords(records, counts, cutoffs, sizes, producer_a if filter else None, states, start)
+    return LatticeRecords(records, counts, cutoffs, sizes, producer_a if filter else None, states, start, trim_stats)

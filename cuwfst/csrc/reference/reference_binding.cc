@@ -688,13 +688,19 @@ struct RefRecords {
   std::vector<int32_t> records;
   std::vector<int32_t> frontiers;    // every row's RecordingObserver::frontiers, row by row
   std::vector<int32_t> start_sizes;  // [B]
+  int64_t trim_guards = 0;           // rows recorded again without the trim (its guard)
+  int64_t trimmed = 0;               // arcs into surviving states the trim left out (kept rows)
 };
 
 int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
                          double output_beam, int64_t min_active, int64_t max_active, bool allow_partial,
                          int64_t eps_iterations, bool online, int64_t num_threads, TensorView out_counts,
-                         TensorView out_cutoffs, TensorView out_sizes, TensorView out_total, bool filter,
+                         TensorView out_cutoffs, TensorView out_sizes, TensorView out_total, int64_t filter,
                          double filter_pad, TensorView out_producer_a) {
+  // filter: 0 none, 1 the records' filter on epsilon graphs (RecordingObserver), 2 that and the
+  // twin of the GPU's lattice trim on epsilon graphs (a row whose trim guard fires is recorded
+  // again without the trim, as the GPU decodes the batch again)
+  if (filter < 0 || filter > 2) TVM_FFI_THROW(ValueError) << "filter must be 0, 1 or 2";
   const GraphView& g = GetGraph(graph_h)->view;
   Options opt = MakeOptions(search_beam, output_beam, min_active, max_active, allow_partial,
                             eps_iterations, online);
@@ -708,13 +714,22 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
   CheckHostTensor(out_total, "out_total", kDLInt, 64, {1});
   CheckHostTensor(out_producer_a, "out_producer_a", kDLFloat, 32, {in.B, S});
   std::vector<std::unique_ptr<cuwfst::reference::RecordingObserver>> rows(in.B);
+  std::vector<uint8_t> redone(in.B, 0);
   ForEachRow(g.num_states, in.B, num_threads, [&](std::vector<int32_t>* slot, int64_t b) {
-    rows[b] = std::make_unique<cuwfst::reference::RecordingObserver>(
-        g, slot, filter, static_cast<float>(output_beam), static_cast<int32_t>(eps_iterations),
-        static_cast<float>(filter_pad));
-    cuwfst::reference::DecodeRowRecords(g, in.lp + b * in.T * in.V, in.V, in.len[b], opt, slot, rows[b].get());
+    for (bool trim = filter == 2;; trim = false) {
+      rows[b] = std::make_unique<cuwfst::reference::RecordingObserver>(
+          g, slot, filter != 0, static_cast<float>(output_beam), static_cast<int32_t>(eps_iterations),
+          static_cast<float>(filter_pad), trim);
+      cuwfst::reference::DecodeRowRecords(g, in.lp + b * in.T * in.V, in.V, in.len[b], opt, slot, rows[b].get());
+      if (!rows[b]->trim_guard) break;
+      redone[b] = 1;
+    }
   });
   auto out = std::make_unique<RefRecords>();
+  for (int64_t b = 0; b < in.B; ++b) {
+    out->trim_guards += redone[b];
+    out->trimmed += rows[b]->trimmed;
+  }
   int32_t* cnt = static_cast<int32_t*>(out_counts.data_ptr());
   float* cut = static_cast<float*>(out_cutoffs.data_ptr());
   int32_t* sz = static_cast<int32_t*>(out_sizes.data_ptr());
@@ -734,6 +749,16 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
   static_cast<int64_t*>(out_total.data_ptr())[0] =
       static_cast<int64_t>(out->records.size()) / cuwfst::reference::kRecordInts;
   return reinterpret_cast<int64_t>(out.release());
+}
+
+// The trim's twin (ref_decode_records with filter 2): out i64[2] gets the rows its guard
+// recorded again without the trim and the arcs into surviving states it left out.
+void RefRecordsTrimStats(int64_t h, TensorView out) {
+  if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
+  CheckHostTensor(out, "out", kDLInt, 64, {2});
+  const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
+  static_cast<int64_t*>(out.data_ptr())[0] = r->trim_guards;
+  static_cast<int64_t*>(out.data_ptr())[1] = r->trimmed;
 }
 
 void RefRecordsTake(int64_t h, TensorView out_records) {
@@ -1126,6 +1151,7 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattice_filter_stats, RefLatticeFilterStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_lattices_from_records, RefLatticesFromRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_decode_records, RefDecodeRecords);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_take, RefRecordsTake);
+TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_trim_stats, RefRecordsTrimStats);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_free, RefRecordsFree);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_frontier_count, RefRecordsFrontierCount);
 TVM_FFI_DLL_EXPORT_TYPED_FUNC(ref_records_frontiers_take, RefRecordsFrontiersTake);

@@ -728,25 +728,39 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
     // the filter (the GPU's twin): a real step (no redirect arc, not the final step) whose two
     // frontiers' scores are finite and whose offset exists
     float c = 0.0f, A = 0.0f;
+    bool redirect = false;
+    for (size_t k = 0; k < pending_.size(); k += 4) redirect |= (pending_[k + 2] & kRedirectArcBit) != 0;
     if (filter_ && !final_step_) {
       float m = 0.0f;
       for (float x : frontier_scores_) m = std::max(m, std::fabs(x));
       for (const Token& tok : frontier) m = std::max(m, std::fabs(tok.score));
       const double a = 2.0 * m + 4096.0;
-      bool redirect = false;
-      for (size_t k = 0; k < pending_.size(); k += 4) redirect |= (pending_[k + 2] & kRedirectArcBit) != 0;
       if (!redirect && RecordsFilterOffset(a, output_beam_, eps_iterations_, pad_, &c)) A = static_cast<float>(a);
+    }
+    // the trim's twin: a real step whose expanded frontier is within kEpsTrimMag leaves out the
+    // arcs ending below low; its guard, where the step's own offset may exceed the cap's
+    float low = -INFINITY;
+    if (trim_ && !final_step_ && !redirect && prev_mag_ <= kEpsTrimMag) {
+      constexpr double kCapA = 2.0 * kEpsTrimCap + 4096.0;
+      float c_cap = 0.0f;
+      if (RecordsFilterOffset(kCapA, output_beam_, eps_iterations_, pad_, &c_cap))
+        low = std::nextafter(cutoff - c_cap, -INFINITY);
+      if (!(A > 0.0f && A <= static_cast<float>(kCapA))) trim_guard = true;
     }
     int32_t n = 0;
     for (size_t k = 0; k < pending_.size(); k += 4) {
       const int32_t d = slot_[pending_[k + 1]];
       if (d < 0) continue;
-      if (A > 0.0f) {
+      if (A > 0.0f || low > -INFINITY) {
         const int32_t arc = pending_[k + 2];
         float acoustic;
         std::memcpy(&acoustic, &pending_[k + 3], sizeof(acoustic));
         const float end = frontier_scores_[pending_[k]] + (acoustic + g_.weight[arc]);
-        if (!(end > cutoff) && end < frontier[d].score - c) continue;  // not admitted, below the bound
+        if (end < low) {  // never walked (the GPU leaves its slot out)
+          ++trimmed;
+          continue;
+        }
+        if (A > 0.0f && !(end > cutoff) && end < frontier[d].score - c) continue;  // not admitted, below the bound
       }
       records.insert(records.end(), {frontier_states_[pending_[k]], pending_[k + 2], pending_[k + 3]});
       ++n;
@@ -762,6 +776,8 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
   for (const Token& tok : frontier) frontiers.push_back(tok.state);
   started_ = true;
   pending_.clear();
+  prev_mag_ = 0.0f;
+  for (const Token& tok : frontier) prev_mag_ = std::max(prev_mag_, std::fabs(tok.score));
   frontier_states_.resize(frontier.size());
   frontier_scores_.resize(frontier.size());
   for (size_t i = 0; i < frontier.size(); ++i) {

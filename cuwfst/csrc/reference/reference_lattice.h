@@ -272,11 +272,22 @@ bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRo
 // RecordsFilterOffset(A, output_beam, eps_iterations, pad) with A = 2 m + 4096, m the largest
 // |score| of the step's two frontiers (the GPU bounds m from the scores' max and the beam), and
 // producer_a gets A for such a step (0 for the others).
+// With `trim` too (the CPU twin of the GPU's lattice trim on epsilon graphs, common.cuh
+// LatTrimLow): a real step whose expanded frontier lies within kEpsTrimMag leaves out every
+// arc ending below nextafter(cutoff - c_cap), c_cap = RecordsFilterOffset(2 kEpsTrimCap + 4096,
+// ...), whether or not its destination survived (the GPU trims at (L - beam) - c_cap, L <= the
+// step's max, so it leaves out a subset of these). Such arcs are ones the filter drops when the
+// step's own A is at most the cap's; a trimmed step whose A is not (or that is not filtered)
+// raises trim_guard, and the caller records the row again without the trim, as the GPU's host
+// decodes the batch again (GpuDecoder::LatticeFilterGuard).
+constexpr float kEpsTrimMag = 7168.0f, kEpsTrimCap = 8192.0f;  // common.cuh kLatTrimMag, kLatFilterMag
 class RecordingObserver : public StepObserver {
  public:
   explicit RecordingObserver(const GraphView& g, std::vector<int32_t>* slot, bool filter = false,
-                             float output_beam = 0.0f, int32_t eps_iterations = 0, float pad = 0.0f)
-      : g_(g), slot_(*slot), filter_(filter), output_beam_(output_beam), eps_iterations_(eps_iterations), pad_(pad) {}
+                             float output_beam = 0.0f, int32_t eps_iterations = 0, float pad = 0.0f,
+                             bool trim = false)
+      : g_(g), slot_(*slot), filter_(filter), output_beam_(output_beam), eps_iterations_(eps_iterations), pad_(pad),
+        trim_(filter && trim) {}
   void OnArc(int32_t src_tok, int32_t dest, int32_t arc, float acoustic) override;
   void OnStepEnd(const std::vector<Token>& frontier, float cutoff) override;
   void SetFinalStep() { final_step_ = true; }  // the next step is the final one
@@ -288,6 +299,8 @@ class RecordingObserver : public StepObserver {
   // (tests: the twin of the GPU pruning on epsilon graphs, tests/eps_prune_twin.py)
   std::vector<int32_t> frontiers;
   int32_t start_size = 0;
+  bool trim_guard = false;  // a trimmed step's A exceeded the cap's, or the step was not filtered
+  int64_t trimmed = 0;      // arcs into surviving states the trim left out (each one the filter drops)
 
  private:
   const GraphView& g_;
@@ -296,6 +309,8 @@ class RecordingObserver : public StepObserver {
   float output_beam_;
   int32_t eps_iterations_;
   float pad_;
+  bool trim_;
+  float prev_mag_ = 0.0f;  // the expanded frontier's largest |score| (the trim's gate)
   bool final_step_ = false;
   std::vector<int32_t> pending_;  // {src token, dest, arc, acoustic bits} of the step under way
   std::vector<int32_t> frontier_states_;
