@@ -109,6 +109,65 @@ def test_eps_gpu_filter_guard_fired():
     assert TOTALS.get("eps_gpu_redone", 0) > 0
 
 
+def _trimmed(graph, opts, lp, lens, trim, **kw):
+    dec = Decoder(graph, opts, device="cuda", **kw)
+    dec._gpu.lattice_eps_trim = trim
+    out = dec.decode(lp, lens, lattice=True)
+    return dec, out, dec._gpu.main.mem_stats()
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_eps_gpu_trim_equals_cpu(seed):
+    """The lattice trim on epsilon graphs (common.cuh LatEpsTrimOn; its CPU twin is
+    RecordingObserver's trim, tests/test_lattice_records.py): each step walks only the arcs
+    ending at or above (L - beam) minus the records' filter's offset at the magnitude cap, and
+    probes only those at or above its cutoff minus its own; the lattices are the CPU's, and no
+    slot more is walked than without it."""
+    graph, lp, lens, opts = _eps_case(seed)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    lanes = [1, 3, int(lens.size)][seed % 3]
+    dec, on, st_on = _trimmed(graph, opts, lp, lens, "on", max_lanes=lanes)
+    _, off, st_off = _trimmed(graph, opts, lp, lens, "off", max_lanes=lanes)
+    assert dec._gpu.lattice_eps_trim_on() and dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+    compare(cpu, on, f"eps lattice trim, seed {seed}, {lanes} lanes")
+    compare(cpu, off, f"eps untrimmed, seed {seed}, {lanes} lanes")
+    assert st_on["lattice_filter_reruns"] == 0 and st_on["slots"] <= st_off["slots"]
+    for k, v in (("eps_trim_slots_on", st_on["slots"]), ("eps_trim_slots_off", st_off["slots"])):
+        TOTALS[k] = TOTALS.get(k, 0) + v
+
+
+def test_eps_gpu_trim_totals():
+    """(After the seeds above: the trim walked fewer slots.)"""
+    on, off = TOTALS.get("eps_trim_slots_on", 0), TOTALS.get("eps_trim_slots_off", 0)
+    print(f"\nthe lattice trim on epsilon graphs: {on} slots walked against {off}")
+    assert 0 < on < off
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_eps_gpu_trim_guard_decodes_again(seed):
+    """Log-probs in the thousands carry a step's magnitude past the trim's cap (common.cuh
+    kLatFilterMag) from a frontier within kLatTrimMag: its guard decodes the batch again without
+    the trim (MemStats lattice_filter_reruns), and every lattice is the CPU's."""
+    graph, lp, lens, opts = _eps_case(seed)
+    lp = np.ascontiguousarray(lp * np.float32(3000.0))
+    opts = dataclasses.replace(opts, search_beam=8000.0, output_beam=4000.0, check_log_probs=False)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    _, got, st = _trimmed(graph, opts, lp, lens, "on")
+    compare(cpu, got, f"the trim's guard, seed {seed}")
+    TOTALS["eps_trim_reruns"] = TOTALS.get("eps_trim_reruns", 0) + st["lattice_filter_reruns"]
+
+
+def test_eps_gpu_trim_guard_fired():
+    print(f"\nthe lattice trim's guard on epsilon graphs: {TOTALS.get('eps_trim_reruns', 0)} batches again")
+    assert TOTALS.get("eps_trim_reruns", 0) > 0
+
+
+def test_eps_trim_switch_is_checked():
+    graph, lp, lens, opts = _eps_case(0)
+    with pytest.raises(ValueError, match="lattice_eps_trim"):
+        _trimmed(graph, opts, lp, lens, "yes")
+
+
 def test_eps_prune_mode_is_checked():
     graph, lp, lens, opts = _eps_case(0)
     with pytest.raises(ValueError, match="lattice_prune_eps"):

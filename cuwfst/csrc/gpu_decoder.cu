@@ -1674,11 +1674,15 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     // the batch again without it (a bounded decode restarts from its first run).
     // (the records' filter of GPU-pruned decodes is for epsilon-free graphs: its bound's proof has
     // no epsilon arcs inside a time)
+    // (and on an epsilon graph's GPU-pruned decode with its filter and the trim asked for, the
+    // lattice trim on epsilon graphs: common.cuh LatEpsTrimOn)
     if (lattice)
       SetLatticeFilter(lattice->mode == 2 && lattice->filter != 0 && cfg_.eps_iterations == 0, lattice->output_beam,
                        lattice->filter_pad,
                        cfg_.eps_iterations > 0 && ((lattice->mode == 1 && lattice->eps_filter != 0) ||
-                                                   (lattice->mode == 2 && lattice->filter != 0)));
+                                                   (lattice->mode == 2 && lattice->filter != 0)),
+                       cfg_.eps_iterations > 0 && lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0 &&
+                           ws_.trim != 0);
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
@@ -1928,12 +1932,15 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
 // The records' filter's guard (lattice.cuh LatFilterFor): when a lane of the run just made
 // raised lat_guard while the filter was on, the filter goes off for the rest of this decode
 // (the caller decodes the batch again). True then.
+// On an epsilon graph the guard is the lattice trim's (common.cuh LatEpsTrimOn): the batch is
+// decoded again with the records' filter on epsilon graphs but without the trim.
 bool GpuDecoder::LatticeFilterGuard(int32_t B, const LaneCounters* h_lanes, const LatticeOutputs& lat) {
-  if (!lat_filter_on_) return false;
+  if (!lat_filter_on_ && !lat_eps_trim_on_) return false;
   bool fired = false;
   for (int32_t b = 0; b < B; ++b) fired |= h_lanes[b].lat_guard != 0;
   if (!fired) return false;
-  SetLatticeFilter(false, lat.output_beam, lat.filter_pad);
+  if (lat_eps_trim_on_) SetLatticeFilter(false, lat.output_beam, lat.filter_pad, true, false);
+  else SetLatticeFilter(false, lat.output_beam, lat.filter_pad);
   ++lat_filter_reruns_;
   return true;
 }

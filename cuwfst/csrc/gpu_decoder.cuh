@@ -231,7 +231,9 @@ struct LatticeOutputs {
   float filter_pad = 0.f;
   // mode 2 with the filter: 1 = the lattice trim (common.cuh LatTrimLow; where the decoder
   // trims its 1-best steps): the steps walk only the arcs the filter could keep, and the
-  // rows' recorded-arc counts are not made (-1)
+  // rows' recorded-arc counts are not made (-1). On a graph with epsilon arcs, with its records'
+  // filter (`filter` there): the lattice trim on epsilon graphs and its prefilter (common.cuh
+  // LatEpsTrimOn), whose guard decodes the batch again without them
   int32_t trim = 0;
   // mode 1 on a graph with epsilon arcs: 1 = the records' filter on epsilon graphs (lattice.cuh
   // LatEpsFilterFor) drops a real step's non-admitted arcs that end below s(dst) - c, and
@@ -787,7 +789,8 @@ class GpuDecoder {
   DeviceBuffer lat_cand_, lat_cand_n_;  // Workspace::lat_cand, lat_cand_n (candidate mode)
   bool lat_filter_on_ = false;         // what SetLatticeFilter last wrote
   bool lat_trim_used_ = false;         // the last lattice decode's steps trimmed (LatticeOutputs::trim)
-  float lat_filter_host_[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+  bool lat_eps_trim_on_ = false;       // what SetLatticeFilter last wrote (Workspace::lat_filter[8])
+  float lat_filter_host_[9] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
   int64_t lat_filter_reruns_ = 0;      // MemStats [53]: batches decoded again without the filter (its guard,
                                        // or the lattice trim's)
   int64_t lat_cand_steps_ = 0;         // MemStats [57]
@@ -815,8 +818,9 @@ class GpuDecoder {
   int64_t lat_live_high_ = 0;  // MemStats [36]
   int32_t lat_runs_ = 0;       // MemStats [37]
   int64_t lat_grows_ = 0;      // MemStats [38]
-  // eps_on: the records' filter on epsilon graphs (lattice == 1, common.cuh LatEpsFilterFor)
-  void SetLatticeFilter(bool on, float output_beam, float pad, bool eps_on = false);
+  // eps_on: the records' filter on epsilon graphs (common.cuh LatEpsFilterFor); eps_trim: with
+  // it, lattice == 2's lattice trim on epsilon graphs and its prefilter (LatEpsTrimOn)
+  void SetLatticeFilter(bool on, float output_beam, float pad, bool eps_on = false, bool eps_trim = false);
   bool LatticeFilterGuard(int32_t B, const LaneCounters* h_lanes, const LatticeOutputs& lat);
   void RunBoundedLattice(int32_t B, const int32_t* lengths, bool online, bool f16, const LatticeOutputs& lat);
   void IncReset(int32_t B, const int32_t* lengths, float output_beam);

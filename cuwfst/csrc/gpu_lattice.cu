@@ -164,7 +164,7 @@ void GpuDecoder::EnsureLattice(int32_t max_frames, bool ext) {
 
 // The records' filter for the next runs (Workspace::lat_filter, lattice.cuh LatFilterFor),
 // stream-ordered before them.
-void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad, bool eps_on) {
+void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad, bool eps_on, bool eps_trim) {
   // a member, as arena_guard_host_: the pageable copy reads it before returning
   lat_filter_host_[0] = on ? 1.f : 0.f;
   lat_filter_host_[1] = output_beam;
@@ -184,7 +184,9 @@ void GpuDecoder::SetLatticeFilter(bool on, float output_beam, float pad, bool ep
   // with CUWFST_LATTICE_CAND_FINAL=off (lat_cand_final_)
   lat_filter_host_[6] = lat_cand_final_ ? 1.f : 0.f;
   lat_filter_host_[7] = eps_on ? 1.f : 0.f;
+  lat_filter_host_[8] = eps_on && eps_trim ? 1.f : 0.f;
   lat_filter_on_ = on;
+  lat_eps_trim_on_ = eps_on && eps_trim;
   CUWFST_CUDA(cudaMemcpyAsync(lat_filter_.get(), lat_filter_host_, sizeof(lat_filter_host_), cudaMemcpyHostToDevice, stream_));
 }
 

@@ -1152,8 +1152,8 @@ class GpuBackend:
         # copied into a packed tensor first (_take_rows; CUWFST_ROW_GATHER=copy, the other paths)
         in_place = self.row_gather_in_place(inst)
         pruned = lattice and self.lattice_prune_on_gpu(inst)  # the GPU prunes (gpu_lattice_prune.cu)
-        # (an epsilon graph: whole batches, no records' filter or trim: their bounds are for
-        # epsilon-free graphs)
+        # (an epsilon graph: whole batches, with the records' filter and lattice trim on epsilon
+        # graphs in place of the epsilon-free ones, whose bounds have no epsilon arcs in a time)
         eps_pruned = pruned and getattr(inst, "eps_iterations", 0) > 0
         chunk = self.lattice_chunk_steps(int(sub_lens.max(initial=0)) + 1) if pruned and not eps_pruned else 0
         pipelined = pruned and host is not None and chunk == 0 and self.lattice_pipeline_on()
@@ -1167,9 +1167,11 @@ class GpuBackend:
             # (an epsilon graph: `filter` is the records' filter on epsilon graphs, whose guard the
             # GPU pruning checks: a row that breaks it comes back as EPS_REDO and is decoded again
             # without it)
-            opts = dict(filter=eps_filter and self.lattice_eps_filter_on(inst) if eps_pruned else self.lattice_filter_on(),
+            # (and `trim` there the lattice trim on epsilon graphs, with the filter: lattice_eps_trim_on)
+            eps_filter_on = eps_pruned and eps_filter and self.lattice_eps_filter_on(inst)
+            opts = dict(filter=eps_filter_on if eps_pruned else self.lattice_filter_on(),
                         filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
-                        trim=self.lattice_trim_on() and not eps_pruned)
+                        trim=(eps_filter_on and self.lattice_eps_trim_on()) if eps_pruned else self.lattice_trim_on())
 
             def redo_rows(lat_rows):  # the rows whose guard broke: decoded again, unfiltered
                 self._redo_eps_rows([int(rows[i]) for i, r in enumerate(lat_rows) if r is EPS_REDO], inst, lp, lens,
@@ -1295,6 +1297,20 @@ class GpuBackend:
         if v == "off" or eps <= 0:
             return False
         return v == "force" or eps >= self.graph.max_epsilon_chain
+
+    def lattice_eps_trim_on(self) -> bool:
+        """Whether a GPU-pruned lattice decode on a graph with epsilon arcs, with its records'
+        filter (lattice_eps_filter_on), trims its steps' slots below what the filter could keep
+        (common.cuh LatEpsTrimOn: each step walks only arcs ending at or above (L - beam) minus the
+        filter's offset at a magnitude cap, and probes only those at or above its cutoff minus
+        its own offset); same records and lattices, and a batch whose step passes the cap is
+        decoded again without it. "off" (the default until it has run on a GPU) or "on", by the
+        attribute `lattice_eps_trim` or the environment variable CUWFST_LATTICE_EPS_TRIM; also
+        off where lattice_trim_on() is."""
+        v = getattr(self, "lattice_eps_trim", None) or os.environ.get("CUWFST_LATTICE_EPS_TRIM", "off") or "off"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_eps_trim must be 'on' or 'off', got {v!r}")
+        return v == "on" and self.lattice_trim_on()
 
     def lattice_filter_on(self) -> bool:
         """Whether a GPU-pruned lattice decode of a whole batch keeps out of its records the

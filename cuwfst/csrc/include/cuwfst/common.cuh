@@ -447,6 +447,17 @@ struct LatEpsFilter {
   float a;     // the magnitude assumed (the host replay's guard)
   float c;     // end < s(dst) - c drops a non-admitted arc
 };
+// The offset c for magnitude A (RecordsFilterOffset on the CPU, the same operations in the same
+// order): false where the bound's rounding argument does not hold. c grows with A.
+__device__ __forceinline__ bool LatEpsOffset(const Workspace& ws, double A, float* c) {
+  const double B = static_cast<double>(ws.lat_filter[1]);
+  if (!(__dadd_rn(A, B) < 4194304.0)) return false;  // 2^22: the bound's rounding argument needs less
+  const double H = __dadd_rn(__dadd_rn(__dmul_rn(6.0, A), B), 1.0);
+  const double K = __dadd_rn(29.0, __dmul_rn(30.0, static_cast<double>(ws.eps_iterations)));
+  const double x = __dmul_rn(__dmul_rn(__dadd_rn(__dmul_rn(2.0, K), 22.0), 5.9604644775390625e-08), H);
+  *c = static_cast<float>(__dadd_rn(__dadd_rn(B, x), static_cast<double>(ws.lat_filter[2])));
+  return true;
+}
 __device__ __forceinline__ LatEpsFilter LatEpsFilterFor(const Workspace& ws, const LaneCounters& lc, int32_t step_phase) {
   LatEpsFilter f{false, 0.f, 0.f};
   // (lattice 1: the host replay checks its guard; lattice 2: the GPU pruning does, gpu_lattice_prune.cu)
@@ -455,16 +466,27 @@ __device__ __forceinline__ LatEpsFilter LatEpsFilterFor(const Workspace& ws, con
   const float mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
   const float m = fmaxf(lc.lat_mag, mag);
   if (!isfinite(m)) return f;
-  const double B = static_cast<double>(ws.lat_filter[1]);
   const double A = __dadd_rn(__dmul_rn(2.0, static_cast<double>(m)), 4096.0);
-  if (!(__dadd_rn(A, B) < 4194304.0)) return f;  // 2^22: the bound's rounding argument needs less
-  const double H = __dadd_rn(__dadd_rn(__dmul_rn(6.0, A), B), 1.0);
-  const double K = __dadd_rn(29.0, __dmul_rn(30.0, static_cast<double>(ws.eps_iterations)));
-  const double x = __dmul_rn(__dmul_rn(__dadd_rn(__dmul_rn(2.0, K), 22.0), 5.9604644775390625e-08), H);
-  f.c = static_cast<float>(__dadd_rn(__dadd_rn(B, x), static_cast<double>(ws.lat_filter[2])));
+  if (!LatEpsOffset(ws, A, &f.c)) return f;
   f.a = static_cast<float>(A);
   f.on = true;
   return f;
+}
+
+// The lattice trim on epsilon graphs (lattice == 2 with the records' filter on epsilon graphs,
+// ws.lat_filter[8] = 1: the host's choice, GpuBackend.lattice_eps_trim_on): a real step whose
+// expanded frontier lies within kLatTrimMag (lc.lat_mag, LatStepEndKernel's bound of it) trims
+// its slots at LatTrimLow's (L - beam) - c_cap, c_cap the filter's offset at A_cap = 2
+// kLatFilterMag + 4096. An arc left out ends below that; a destination that survived scores s >
+// cutoff = M - beam >= L - beam (the closure admits only above the step's cutoff too), and where
+// the step's own A is at most A_cap its offset c <= c_cap, so end < (s - c): not admitted, and
+// the filter drops it (the CPU twin: reference_lattice.h RecordingObserver's trim). A step whose
+// A exceeds A_cap, or that is not filtered, raises lat_guard (LatStepEndKernel), and the host
+// decodes the batch again without the trim (GpuDecoder::LatticeFilterGuard).
+constexpr double kLatEpsTrimA = 2.0 * static_cast<double>(kLatFilterMag) + 4096.0;
+__device__ __forceinline__ bool LatEpsTrimOn(const Workspace& ws, const LaneCounters& lc) {
+  return ws.lattice == 2 && ws.trim != 0 && ws.eps_iterations > 0 && ws.lat_filter[7] != 0.f &&
+         ws.lat_filter[8] != 0.f && lc.lat_mag <= kLatTrimMag;
 }
 
 // The records' prefilter bound of a step (LatPersistKernel): a filtered step's arcs ending
@@ -533,6 +555,11 @@ __device__ __forceinline__ LatFilterStep LatFilterAdvance(const DeviceGraph& g, 
 // -inf (nothing trimmed) where the lane's lattice trim is off.
 __device__ __forceinline__ float LatTrimLow(const DeviceGraph& g, const Workspace& ws, const LaneCounters& lc,
                                             float c) {
+  if (ws.eps_iterations > 0) {  // an epsilon graph's (LatEpsTrimOn)
+    float c_cap;
+    if (!LatEpsTrimOn(ws, lc) || !LatEpsOffset(ws, kLatEpsTrimA, &c_cap)) return -INFINITY;
+    return nextafterf(c - c_cap, -INFINITY);
+  }
   if (!LatTrimOn(g, ws, lc)) return -INFINITY;
   return nextafterf((c - ws.lat_filter[1]) - LatSlackFor(g, ws, lc, kLatFilterMag).slack, -INFINITY);
 }

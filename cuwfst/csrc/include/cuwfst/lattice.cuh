@@ -148,6 +148,12 @@ struct LatLane {
     // GpuDecoder::lat_trim_used_), since lat_all then misses such arcs that survived.
     // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
     pre_low = LatPreLowFor(ws, filter, cutoff);
+    // an epsilon graph's prefilter, with its lattice trim (ws.lat_filter[8]; no candidates on
+    // epsilon graphs): a new token scores s > cutoff (the closure admits only above it too), so
+    // an arc ending below cutoff - c is below s - c for every destination that survived: not
+    // admitted, and the records' filter on epsilon graphs drops it. Its probe is skipped.
+    if (eps_filter.on && ws.lattice == 2 && ws.lat_filter[8] != 0.f && ws.lat_filter[3] != 0.f)
+      pre_low = cutoff - eps_filter.c;
     final_step = phase == kPhaseFinal;
     cand = LatCandLane(ws, lc, pre_low) || (final_step && LatCandFinalOn(ws) && lc.lat_cand_over == 0);
   }
@@ -440,6 +446,10 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       // before it changes)
       const LatEpsFilter f = LatEpsFilterFor(ws, lc, step_phase);
       if (ws.lattice == 1 || ws.lat_filter[7] != 0.f) ws.lat_all[at] = __float_as_int(f.on ? f.a : 0.f);
+      // the lattice trim's guard (common.cuh LatEpsTrimOn, from the lat_mag the scan read): a step
+      // that may have trimmed needs its own offset within the cap's
+      if (step_phase == kPhaseReal && LatEpsTrimOn(ws, lc) && !(f.on && static_cast<double>(f.a) <= kLatEpsTrimA))
+        lc.lat_guard = 1;
       const float mx = OrderedIntToFloat(lc.max_ord);
       if (step_phase == kPhaseReal) lc.lat_mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
     }

@@ -702,7 +702,7 @@ struct Workspace {
   // the step was not filtered)
   int32_t* lat_all;
   // {on, output_beam, pad, prefilter, candidates, per-CTA appends, final candidates, the records'
-  // filter on epsilon graphs (lattice == 1)}
+  // filter on epsilon graphs, its lattice trim and prefilter (lattice == 2: common.cuh LatEpsTrimOn)}
   const float* lat_filter;
   // lattice == 2 candidate mode (common.cuh LatCandOn): ExpandKernel's candidates of the step,
   // [lat_cand_cap] at the cursor lat_cand_n[0] (LatStepEndKernel zeroes it); lat_cand_n[1] and
