@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# GPU machine: issue 10, queued after the session of 2026-12-05 18:40. NOT yet run. On main (a751b79 or
+# GPU machine: issue 10, queued after the session of 2026-12-05 18:40. NOT yet run; superseded by
+# device_s163.sh (the small TLG's kernel split, with the epsilon lattice trim beside it) and device_s164.sh. On main (a751b79 or
 # later): where the TLG lattice's 73 ms a batch go, and the full tier's TLG against riva.
 #   1. the small TLG (256 sim rows, batch 32): lattice_speed --profile (the kernel split of a lattice
 #      decode: the search's kernels untrimmed, LatPersistKernel, LatStepEndKernel, LatFrontierLogKernel),

@@ -830,6 +830,10 @@ class GpuBackend:
         # On: the two instances' growths never stack, so the peak is the larger, not the sum;
         # the main's next decode commits its pools back before its first step (RestoreTrimmed)
         self.main_trim = (os.environ.get("CUWFST_MAIN_TRIM", "on") or "on") != "off"
+        # the lattice trim on epsilon graphs (lattice_eps_trim_on): CUWFST_LATTICE_EPS_TRIM read
+        # here, when the decoder is made (so benchmarks' --env-ab sides take it); the attribute
+        # may be set after
+        self.lattice_eps_trim = os.environ.get("CUWFST_LATTICE_EPS_TRIM") or None
         # a list to collect perf_counter stamps of each pipelined lattice sub-batch on the calling
         # thread (entered _decode_rows, rows taken, before and after the wait for the pruning before
         # last, the begin returned; benchmarks.lattice_speed), or None
@@ -1305,9 +1309,9 @@ class GpuBackend:
         filter's offset at a magnitude cap, and probes only those at or above its cutoff minus
         its own offset); same records and lattices, and a batch whose step passes the cap is
         decoded again without it. "off" (the default until it has run on a GPU) or "on", by the
-        attribute `lattice_eps_trim` or the environment variable CUWFST_LATTICE_EPS_TRIM; also
-        off where lattice_trim_on() is."""
-        v = getattr(self, "lattice_eps_trim", None) or os.environ.get("CUWFST_LATTICE_EPS_TRIM", "off") or "off"
+        attribute `lattice_eps_trim` or the environment variable CUWFST_LATTICE_EPS_TRIM (read
+        when the decoder is made); also off where lattice_trim_on() is."""
+        v = getattr(self, "lattice_eps_trim", None) or "off"
         if v not in ("on", "off"):
             raise ValueError(f"lattice_eps_trim must be 'on' or 'off', got {v!r}")
         return v == "on" and self.lattice_trim_on()
