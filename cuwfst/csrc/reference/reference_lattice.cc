@@ -743,9 +743,9 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
     if (trim_ && !final_step_ && !redirect && prev_mag_ <= kEpsTrimMag) {
       constexpr double kCapA = 2.0 * kEpsTrimCap + 4096.0;
       float c_cap = 0.0f;
-      if (RecordsFilterOffset(kCapA, output_beam_, eps_iterations_, pad_, &c_cap))
-        low = std::nextafter(cutoff - c_cap, -INFINITY);
-      if (!(A > 0.0f && A <= static_cast<float>(kCapA))) trim_guard = true;
+      const bool cap = RecordsFilterOffset(kCapA, output_beam_, eps_iterations_, pad_, &c_cap);
+      if (cap) low = std::nextafter(cutoff - c_cap, -INFINITY);
+      if (!(A > 0.0f && cap && c <= c_cap)) trim_guard = true;  // (the GPU's test: the step's c against c_cap)
     }
     int32_t n = 0;
     for (size_t k = 0; k < pending_.size(); k += 4) {

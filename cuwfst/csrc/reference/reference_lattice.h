@@ -277,7 +277,7 @@ bool LatticeFromRecords(const GraphView& g, const Options& opt, const RecordedRo
 // arc ending below nextafter(cutoff - c_cap), c_cap = RecordsFilterOffset(2 kEpsTrimCap + 4096,
 // ...), whether or not its destination survived (the GPU trims at (L - beam) - c_cap, L <= the
 // step's max, so it leaves out a subset of these). Such arcs are ones the filter drops when the
-// step's own A is at most the cap's; a trimmed step whose A is not (or that is not filtered)
+// step's own offset is at most c_cap; a trimmed step whose offset is not (or that is not filtered)
 // raises trim_guard, and the caller records the row again without the trim, as the GPU's host
 // decodes the batch again (GpuDecoder::LatticeFilterGuard).
 constexpr float kEpsTrimMag = 7168.0f, kEpsTrimCap = 8192.0f;  // common.cuh kLatTrimMag, kLatFilterMag

@@ -479,10 +479,10 @@ __device__ __forceinline__ LatEpsFilter LatEpsFilterFor(const Workspace& ws, con
 // its slots at LatTrimLow's (L - beam) - c_cap, c_cap the filter's offset at A_cap = 2
 // kLatFilterMag + 4096. An arc left out ends below that; a destination that survived scores s >
 // cutoff = M - beam >= L - beam (the closure admits only above the step's cutoff too), and where
-// the step's own A is at most A_cap its offset c <= c_cap, so end < (s - c): not admitted, and
-// the filter drops it (the CPU twin: reference_lattice.h RecordingObserver's trim). A step whose
-// A exceeds A_cap, or that is not filtered, raises lat_guard (LatStepEndKernel), and the host
-// decodes the batch again without the trim (GpuDecoder::LatticeFilterGuard).
+// the step's own offset c is at most c_cap (as where its A is at most A_cap), end < (s - c): not
+// admitted, and the filter drops it (the CPU twin: reference_lattice.h RecordingObserver's trim).
+// A step whose c exceeds c_cap, or that is not filtered, raises lat_guard (LatStepEndKernel), and
+// the host decodes the batch again without the trim (GpuDecoder::LatticeFilterGuard).
 constexpr double kLatEpsTrimA = 2.0 * static_cast<double>(kLatFilterMag) + 4096.0;
 __device__ __forceinline__ bool LatEpsTrimOn(const Workspace& ws, const LaneCounters& lc) {
   return ws.lattice == 2 && ws.trim != 0 && ws.eps_iterations > 0 && ws.lat_filter[7] != 0.f &&

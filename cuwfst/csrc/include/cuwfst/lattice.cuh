@@ -148,14 +148,15 @@ struct LatLane {
     // GpuDecoder::lat_trim_used_), since lat_all then misses such arcs that survived.
     // (ws.lat_filter[3]: 0 turns it off, CUWFST_LATTICE_PREFILTER=off)
     pre_low = LatPreLowFor(ws, filter, cutoff);
-    // an epsilon graph's prefilter, with its lattice trim (ws.lat_filter[8]; no candidates on
-    // epsilon graphs): a new token scores s > cutoff (the closure admits only above it too), so
-    // an arc ending below cutoff - c is below s - c for every destination that survived: not
-    // admitted, and the records' filter on epsilon graphs drops it. Its probe is skipped.
-    if (eps_filter.on && ws.lattice == 2 && ws.lat_filter[8] != 0.f && ws.lat_filter[3] != 0.f)
-      pre_low = cutoff - eps_filter.c;
     final_step = phase == kPhaseFinal;
     cand = LatCandLane(ws, lc, pre_low) || (final_step && LatCandFinalOn(ws) && lc.lat_cand_over == 0);
+    // an epsilon graph's prefilter, with its lattice trim (ws.lat_filter[8]; set after `cand`:
+    // candidates are for epsilon-free graphs): a new token scores s > cutoff (the closure admits
+    // only above it too), so an arc ending below cutoff - c is below s - c for every destination
+    // that survived: not admitted, and the records' filter on epsilon graphs drops it. Its probe
+    // is skipped.
+    if (eps_filter.on && ws.lattice == 2 && ws.lat_filter[8] != 0.f && ws.lat_filter[3] != 0.f)
+      pre_low = cutoff - eps_filter.c;
   }
   // A candidate's destination in the new frontier, as the walk finds it: on a final step the
   // final token (index 0) where the lane has one, else the probe.
@@ -448,8 +449,10 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       if (ws.lattice == 1 || ws.lat_filter[7] != 0.f) ws.lat_all[at] = __float_as_int(f.on ? f.a : 0.f);
       // the lattice trim's guard (common.cuh LatEpsTrimOn, from the lat_mag the scan read): a step
       // that may have trimmed needs its own offset within the cap's
-      if (step_phase == kPhaseReal && LatEpsTrimOn(ws, lc) && !(f.on && static_cast<double>(f.a) <= kLatEpsTrimA))
-        lc.lat_guard = 1;
+      if (step_phase == kPhaseReal && LatEpsTrimOn(ws, lc)) {
+        float c_cap;
+        if (!(f.on && LatEpsOffset(ws, kLatEpsTrimA, &c_cap) && f.c <= c_cap)) lc.lat_guard = 1;
+      }
       const float mx = OrderedIntToFloat(lc.max_ord);
       if (step_phase == kPhaseReal) lc.lat_mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
     }
