@@ -256,6 +256,8 @@ def test_trim_twin_leaves_out_arcs_into_surviving_states():
         _same_records(want, got, f"case {case}")
         trimmed += int(got.trim_stats[1])
         recorded += len(cpu_records(dec, lp, lens).records)
+        walked, kept, best = (int(x) for x in got.trim_stats[2:])
+        assert 0 < best <= kept < walked, got.trim_stats  # (the cutoff is above the low)
     assert trimmed > 0.01 * recorded, (trimmed, recorded)
 
 

@@ -42,7 +42,8 @@ class LatticeRecords:
     frontiers: np.ndarray | None = None
     start_sizes: np.ndarray | None = None
     # (cpu_records(trim=True) only) [rows the trim's guard recorded again untrimmed, arcs into
-    # surviving states the trim left out]
+    # surviving states the trim left out, arcs the search walked on trimmed steps, those of them
+    # at or above the trim's low, and at or above the step's cutoff]
     trim_stats: np.ndarray | None = None
 
     def row_slices(self, lens: np.ndarray) -> list[slice]:
@@ -137,7 +138,7 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False,
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         ref.mod.ref_records_take(h, records)
         if trim:
-            trim_stats = np.zeros(2, np.int64)
+            trim_stats = np.zeros(5, np.int64)
             ref.mod.ref_records_trim_stats(h, trim_stats)
         states = start = None
         if frontiers:

@@ -690,6 +690,8 @@ struct RefRecords {
   std::vector<int32_t> start_sizes;  // [B]
   int64_t trim_guards = 0;           // rows recorded again without the trim (its guard)
   int64_t trimmed = 0;               // arcs into surviving states the trim left out (kept rows)
+  int64_t trim_walked = 0, trim_kept = 0, trim_best = 0;  // the trimmed steps' walked arcs, those at or
+                                                          // above the low and those at or above the cutoff
 };
 
 int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
@@ -729,6 +731,9 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
   for (int64_t b = 0; b < in.B; ++b) {
     out->trim_guards += redone[b];
     out->trimmed += rows[b]->trimmed;
+    out->trim_walked += rows[b]->trim_walked;
+    out->trim_kept += rows[b]->trim_kept;
+    out->trim_best += rows[b]->trim_best;
   }
   int32_t* cnt = static_cast<int32_t*>(out_counts.data_ptr());
   float* cut = static_cast<float*>(out_cutoffs.data_ptr());
@@ -751,14 +756,20 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
   return reinterpret_cast<int64_t>(out.release());
 }
 
-// The trim's twin (ref_decode_records with filter 2): out i64[2] gets the rows its guard
-// recorded again without the trim and the arcs into surviving states it left out.
+// The trim's twin (ref_decode_records with filter 2): out i64[5] gets the rows its guard
+// recorded again without the trim, the arcs into surviving states it left out, the arcs the
+// search walked on the trimmed steps, those of them at or above the trim's low, and those at
+// or above the step's cutoff.
 void RefRecordsTrimStats(int64_t h, TensorView out) {
   if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
-  CheckHostTensor(out, "out", kDLInt, 64, {2});
+  CheckHostTensor(out, "out", kDLInt, 64, {5});
   const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
-  static_cast<int64_t*>(out.data_ptr())[0] = r->trim_guards;
-  static_cast<int64_t*>(out.data_ptr())[1] = r->trimmed;
+  int64_t* o = static_cast<int64_t*>(out.data_ptr());
+  o[0] = r->trim_guards;
+  o[1] = r->trimmed;
+  o[2] = r->trim_walked;
+  o[3] = r->trim_kept;
+  o[4] = r->trim_best;
 }
 
 void RefRecordsTake(int64_t h, TensorView out_records) {

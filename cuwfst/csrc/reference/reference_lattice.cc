@@ -747,6 +747,17 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
       if (cap) low = std::nextafter(cutoff - c_cap, -INFINITY);
       if (!(A > 0.0f && cap && c <= c_cap)) trim_guard = true;  // (the GPU's test: the step's c against c_cap)
     }
+    if (low > -INFINITY) {  // (counts for the trim's reach: every walked arc of the step)
+      for (size_t k = 0; k < pending_.size(); k += 4) {
+        const int32_t arc = pending_[k + 2];
+        float acoustic;
+        std::memcpy(&acoustic, &pending_[k + 3], sizeof(acoustic));
+        const float end = frontier_scores_[pending_[k]] + (acoustic + g_.weight[arc]);
+        trim_kept += !(end < low);
+        trim_best += !(end < cutoff);
+      }
+      trim_walked += static_cast<int64_t>(pending_.size() / 4);
+    }
     int32_t n = 0;
     for (size_t k = 0; k < pending_.size(); k += 4) {
       const int32_t d = slot_[pending_[k + 1]];

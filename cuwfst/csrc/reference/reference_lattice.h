@@ -301,6 +301,9 @@ class RecordingObserver : public StepObserver {
   int32_t start_size = 0;
   bool trim_guard = false;  // a trimmed step's A exceeded the cap's, or the step was not filtered
   int64_t trimmed = 0;      // arcs into surviving states the trim left out (each one the filter drops)
+  int64_t trim_walked = 0;  // arcs of the trimmed steps (every arc the search walked), and of those
+  int64_t trim_kept = 0;    // the ones at or above the trim's low (what the GPU's trim would walk at most)
+  int64_t trim_best = 0;    // and those at or above the cutoff (the 1-best trim's reach at most)
 
  private:
   const GraphView& g_;
