@@ -179,6 +179,7 @@ def main():
     import torch
 
     from benchmarks.peers.measure import git_commit
+    from cuwfst.decoder.gpu import EPS_REDO
     from cuwfst.decoder.lattice import attach, attach_all, lattices_from_arrays
     from cuwfst.decoder.lattice_records import lattices_from_records
 
@@ -540,17 +541,25 @@ def main():
         be.lattice_prune = "gpu"
         keys = ("native", "decode", "device", "readback", "host", "rows", "arrays", "collect", "attach", "sum")
         splits = []
+        eps = getattr(be.main, "eps_iterations", 0) > 0
+        eps_filter = eps and be.lattice_eps_filter_on(be.main)
         for _ in range(a.reps if be.lattice_prune_on_gpu(be.main) else 0):
             acc = dict.fromkeys(keys, 0.0)
             for s in range(0, n, B):
                 lens = np.ascontiguousarray(lens_all[s : s + B])
                 sync()
                 t0 = time.perf_counter()
-                res, lat_rows = be.main.decode_lattice_pruned(lp_gpu[s : s + B], lens, be._stream(), a.output_beam,
-                                                              chunk=be.lattice_chunk_steps(int(lens.max()) + 1),
-                                                              filter=be.lattice_filter_on(), trim=be.lattice_trim_on())
+                # (the backend's settings, as _decode_rows takes them; on an epsilon graph its own
+                # filter and trim, whole batches; a row its filter's guard sent back (EPS_REDO) is
+                # left out here)
+                res, lat_rows = be.main.decode_lattice_pruned(
+                    lp_gpu[s : s + B], lens, be._stream(), a.output_beam,
+                    chunk=0 if eps else be.lattice_chunk_steps(int(lens.max()) + 1),
+                    filter=eps_filter if eps else be.lattice_filter_on(), trim=be.lattice_trim_on() and not eps,
+                    eps_trim=eps_filter and be.lattice_eps_trim_on())
                 t1 = time.perf_counter()
                 pm = be.main.last_prune_ms
+                lat_rows = [None if r is EPS_REDO else r for r in lat_rows]
                 built = iter(lattices_from_arrays(g, [r for r in lat_rows if r is not None], dec.num_threads))
                 lats = [None if r is None else next(built) for r in lat_rows]
                 t2 = time.perf_counter()

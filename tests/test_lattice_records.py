@@ -284,6 +284,22 @@ def test_trim_twin_guard_reruns_rows_past_the_cap():
     assert guards > 0
 
 
+def test_trim_twin_is_off_where_the_cap_offset_is_negative():
+    """A pad below -(output_beam + the rounding term) makes the cap's offset negative: a trim there
+    could leave out admitted arcs, so there is none (the GPU's LatEpsTrimOn asks the same), and the
+    records are the (too tight) filter's alone."""
+    rng = np.random.default_rng(53)
+    g = _acyclic_eps(rng, 100, 8, 3)
+    lp = random_log_probs(rng, 2, 50, 8, peaky=True)
+    lens = np.array([50, 33], np.int32)
+    dec = Decoder(g, DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300, min_active_states=2))
+    for pad, trims in ((-2.0, True), (-9.0, False)):  # (c_cap = 4 + 3.22 + pad: 6 epsilon layers)
+        want = cpu_records(dec, lp, lens, filter=True, filter_pad=pad)
+        got = cpu_records(dec, lp, lens, filter=True, filter_pad=pad, trim=True)
+        _same_records(want, got, f"pad {pad}")
+        assert (got.trim_stats[2] > 0) == trims, (pad, got.trim_stats)
+
+
 def test_trim_twin_needs_the_filter():
     rng, graph, lp, lens, opts = random_lattice_case(2)
     with pytest.raises(ValueError, match="records' filter"):

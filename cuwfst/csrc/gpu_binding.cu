@@ -719,8 +719,11 @@ void SetPrunedOptions(cuwfst::LatticeOutputs* lat, double output_beam, int64_t f
   if (!std::isfinite(filter_pad)) TVM_FFI_THROW(ValueError) << "filter_pad must be finite";
   lat->filter = static_cast<int32_t>(filter);
   lat->filter_pad = static_cast<float>(filter_pad);
-  if (trim != 0 && trim != 1) TVM_FFI_THROW(ValueError) << "trim must be 0 or 1";
-  lat->trim = static_cast<int32_t>(trim);
+  // (bit 0: the lattice trim of epsilon-free graphs; bit 1: the lattice trim on epsilon graphs,
+  // common.cuh LatEpsTrimOn, which only GpuBackend.lattice_eps_trim_on asks for)
+  if (trim < 0 || trim > 3) TVM_FFI_THROW(ValueError) << "trim must be 0 to 3 (bit 0: the lattice trim, bit 1: on epsilon graphs)";
+  lat->trim = static_cast<int32_t>(trim & 1);
+  lat->eps_trim = static_cast<int32_t>((trim >> 1) & 1);
 }
 
 // The rows a decode flagged with a rescue overflow bit (RESCUE_BITS of decoder/rescue.py): their

@@ -1646,7 +1646,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     ws_.lat_after = after ? 1 : 0;
     // (a constant of the decoder for its lattice decodes, so the graph cache's lattice flag covers it)
     ws_.lat_keys_only = lattice && lat_clear_keys_ && cfg_.eps_iterations == 0 ? 1 : 0;
-    if (lattice && !after && !(lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0)) ws_.trim = 0;
+    // (the trim asked for: on an epsilon graph the lattice trim on epsilon graphs, eps_trim)
+    const bool lat_trim = lattice != nullptr && lattice->mode == 2 && lattice->filter != 0 &&
+                          (cfg_.eps_iterations > 0 ? lattice->eps_trim != 0 : lattice->trim != 0);
+    if (lattice && !after && !lat_trim) ws_.trim = 0;
     const int L = cfg_.max_lanes;
     const char* base = static_cast<const char*>(lp);
     if (inject_illegal_address_) {  // test hook: an address no allocation has
@@ -1681,8 +1684,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
                        lattice->filter_pad,
                        cfg_.eps_iterations > 0 && ((lattice->mode == 1 && lattice->eps_filter != 0) ||
                                                    (lattice->mode == 2 && lattice->filter != 0)),
-                       cfg_.eps_iterations > 0 && lattice->mode == 2 && lattice->filter != 0 && lattice->trim != 0 &&
-                           ws_.trim != 0);
+                       cfg_.eps_iterations > 0 && lat_trim && ws_.trim != 0);
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them

@@ -231,10 +231,12 @@ struct LatticeOutputs {
   float filter_pad = 0.f;
   // mode 2 with the filter: 1 = the lattice trim (common.cuh LatTrimLow; where the decoder
   // trims its 1-best steps): the steps walk only the arcs the filter could keep, and the
-  // rows' recorded-arc counts are not made (-1). On a graph with epsilon arcs, with its records'
-  // filter (`filter` there): the lattice trim on epsilon graphs and its prefilter (common.cuh
-  // LatEpsTrimOn), whose guard decodes the batch again without them
+  // rows' recorded-arc counts are not made (-1); epsilon-free graphs only
   int32_t trim = 0;
+  // mode 2 on a graph with epsilon arcs, with its records' filter (`filter` there): 1 = the
+  // lattice trim on epsilon graphs and its prefilter (common.cuh LatEpsTrimOn), whose guard
+  // decodes the batch again without them
+  int32_t eps_trim = 0;
   // mode 1 on a graph with epsilon arcs: 1 = the records' filter on epsilon graphs (lattice.cuh
   // LatEpsFilterFor) drops a real step's non-admitted arcs that end below s(dst) - c, and
   // producer_a [B, S] gets each step's assumed magnitude A (0: not filtered) for the host

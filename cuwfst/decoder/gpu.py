@@ -632,7 +632,8 @@ class GpuInstance:
         return out, LatticeRecords(records, counts, cutoffs, sizes, producer_a if eps_filter else None)
 
     def decode_lattice_pruned(self, lp, lens: np.ndarray, stream: int, output_beam: float, online: bool = False,
-                              chunk: int = 0, filter: bool = True, filter_pad: float = 0.0, trim: bool = True):
+                              chunk: int = 0, filter: bool = True, filter_pad: float = 0.0, trim: bool = True,
+                              eps_trim: bool = False):
         """decode() plus every row's lattice pruned on the GPU (gpu_lattice_prune.cu; epsilon-free
         graphs): returns the decode's arrays and, per row, (states [3, S], arcs [4, A],
         scores [3, A], recorded arcs) as the reference module's ref_lattice_row gives them,
@@ -645,8 +646,9 @@ class GpuInstance:
         GpuDecoder::RunBoundedLattice); 0: the whole batch, then pruned. Same lattices.
         filter: the records' filter (GpuBackend.lattice_filter_on); filter_pad: added
         to its rounding pad (tests only: a negative pad must be caught); trim: with the filter,
-        the lattice trim (GpuBackend.lattice_trim_on; the rows' recorded arcs are then None).
-        Same lattices."""
+        the lattice trim (GpuBackend.lattice_trim_on; the rows' recorded arcs are then None);
+        eps_trim: on a graph with epsilon arcs, with its filter, the lattice trim on epsilon graphs
+        (GpuBackend.lattice_eps_trim_on). Same lattices."""
         B = lp.shape[0]
         out_arcs, out_len, out_score, out_meta, out_stats = out = self._outputs(lp)
         counts, cutoffs, sizes, total = self._step_outputs(lp)
@@ -656,7 +658,7 @@ class GpuInstance:
         self.mod.gpu_decode_lattice_pruned(self.handle, lp, lens, online, stream, out_arcs, out_len, out_score,
                                            out_meta, out_stats, counts, cutoffs, sizes, total, float(output_beam),
                                            sizes2, ms, int(chunk), int(bool(filter)), float(filter_pad),
-                                           int(bool(trim)))
+                                           _trim_bits(trim, eps_trim))
         t1 = time.perf_counter()
         rows = self._pruned_rows(out, sizes2)
         self.last_prune_ms = dict(zip(("device", "readback", "host"), ms.tolist()),
@@ -686,7 +688,7 @@ class GpuInstance:
 
     def decode_lattice_pruned_begin(self, lp, lens: np.ndarray, stream: int, output_beam: float,
                                     online: bool = False, filter: bool = True, filter_pad: float = 0.0,
-                                    trim: bool = True, rows: np.ndarray | None = None):
+                                    trim: bool = True, rows: np.ndarray | None = None, eps_trim: bool = False):
         """decode_lattice_pruned's first half (the whole batch, chunk 0): the decode of lp's rows
         `rows` (read in place; None: every row), and its records copied into a pruning job
         (GpuDecoder::PruneBegin), so the next decode may start. Returns the decode's arrays and
@@ -699,7 +701,7 @@ class GpuInstance:
         job = self.mod.gpu_decode_lattice_pruned_begin(self.handle, lp, rows, lens, online, stream, out_arcs, out_len,
                                                        out_score, out_meta, out_stats, counts, cutoffs, sizes, total,
                                                        float(output_beam), int(bool(filter)), float(filter_pad),
-                                                       int(bool(trim)))
+                                                       _trim_bits(trim, eps_trim))
         return out, (int(job), (time.perf_counter() - t0) * 1000)
 
     def lattice_prune_finish(self, out, job):
@@ -752,6 +754,12 @@ class GpuInstance:
         finally:
             if not over:
                 self.mod.gpu_decode_many_abort(self.handle)
+
+
+def _trim_bits(trim: bool, eps_trim: bool) -> int:
+    """The native pruned decodes' trim argument: bit 0 the lattice trim (epsilon-free graphs),
+    bit 1 the lattice trim on epsilon graphs (gpu_binding.cu SetPrunedOptions)."""
+    return int(bool(trim)) | (2 if eps_trim else 0)
 
 
 class GpuBackend:
@@ -1175,7 +1183,8 @@ class GpuBackend:
             eps_filter_on = eps_pruned and eps_filter and self.lattice_eps_filter_on(inst)
             opts = dict(filter=eps_filter_on if eps_pruned else self.lattice_filter_on(),
                         filter_pad=float(getattr(self, "_lattice_filter_pad", 0.0)),
-                        trim=(eps_filter_on and self.lattice_eps_trim_on()) if eps_pruned else self.lattice_trim_on())
+                        trim=self.lattice_trim_on() and not eps_pruned,
+                        eps_trim=eps_filter_on and self.lattice_eps_trim_on())
 
             def redo_rows(lat_rows):  # the rows whose guard broke: decoded again, unfiltered
                 self._redo_eps_rows([int(rows[i]) for i, r in enumerate(lat_rows) if r is EPS_REDO], inst, lp, lens,

@@ -743,9 +743,12 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
     if (trim_ && !final_step_ && !redirect && prev_mag_ <= kEpsTrimMag) {
       constexpr double kCapA = 2.0 * kEpsTrimCap + 4096.0;
       float c_cap = 0.0f;
-      const bool cap = RecordsFilterOffset(kCapA, output_beam_, eps_iterations_, pad_, &c_cap);
-      if (cap) low = std::nextafter(cutoff - c_cap, -INFINITY);
-      if (!(A > 0.0f && cap && c <= c_cap)) trim_guard = true;  // (the GPU's test: the step's c against c_cap)
+      // (the GPU's conditions: the cap's offset exists and is >= 0, else no trim; the guard
+      // compares the step's own offset with it)
+      if (RecordsFilterOffset(kCapA, output_beam_, eps_iterations_, pad_, &c_cap) && c_cap >= 0.0f) {
+        low = std::nextafter(cutoff - c_cap, -INFINITY);
+        if (!(A > 0.0f && c <= c_cap)) trim_guard = true;
+      }
     }
     if (low > -INFINITY) {  // (counts for the trim's reach: every walked arc of the step)
       for (size_t k = 0; k < pending_.size(); k += 4) {

@@ -483,10 +483,13 @@ __device__ __forceinline__ LatEpsFilter LatEpsFilterFor(const Workspace& ws, con
 // admitted, and the filter drops it (the CPU twin: reference_lattice.h RecordingObserver's trim).
 // A step whose c exceeds c_cap, or that is not filtered, raises lat_guard (LatStepEndKernel), and
 // the host decodes the batch again without the trim (GpuDecoder::LatticeFilterGuard).
+// (c_cap: the cap's offset; the trim needs it to exist and to be >= 0, which a negative
+// filter_pad, tests only, could break: its trimmed arcs must end below the cutoff)
 constexpr double kLatEpsTrimA = 2.0 * static_cast<double>(kLatFilterMag) + 4096.0;
-__device__ __forceinline__ bool LatEpsTrimOn(const Workspace& ws, const LaneCounters& lc) {
+__device__ __forceinline__ bool LatEpsTrimOn(const Workspace& ws, const LaneCounters& lc, float* c_cap) {
   return ws.lattice == 2 && ws.trim != 0 && ws.eps_iterations > 0 && ws.lat_filter[7] != 0.f &&
-         ws.lat_filter[8] != 0.f && lc.lat_mag <= kLatTrimMag;
+         ws.lat_filter[8] != 0.f && lc.lat_mag <= kLatTrimMag && LatEpsOffset(ws, kLatEpsTrimA, c_cap) &&
+         *c_cap >= 0.f;
 }
 
 // The records' prefilter bound of a step (LatPersistKernel): a filtered step's arcs ending
@@ -557,8 +560,7 @@ __device__ __forceinline__ float LatTrimLow(const DeviceGraph& g, const Workspac
                                             float c) {
   if (ws.eps_iterations > 0) {  // an epsilon graph's (LatEpsTrimOn)
     float c_cap;
-    if (!LatEpsTrimOn(ws, lc) || !LatEpsOffset(ws, kLatEpsTrimA, &c_cap)) return -INFINITY;
-    return nextafterf(c - c_cap, -INFINITY);
+    return LatEpsTrimOn(ws, lc, &c_cap) ? nextafterf(c - c_cap, -INFINITY) : -INFINITY;
   }
   if (!LatTrimOn(g, ws, lc)) return -INFINITY;
   return nextafterf((c - ws.lat_filter[1]) - LatSlackFor(g, ws, lc, kLatFilterMag).slack, -INFINITY);

@@ -153,9 +153,9 @@ struct LatLane {
     // an epsilon graph's prefilter, with its lattice trim (ws.lat_filter[8]; set after `cand`:
     // candidates are for epsilon-free graphs): a new token scores s > cutoff (the closure admits
     // only above it too), so an arc ending below cutoff - c is below s - c for every destination
-    // that survived: not admitted, and the records' filter on epsilon graphs drops it. Its probe
-    // is skipped.
-    if (eps_filter.on && ws.lattice == 2 && ws.lat_filter[8] != 0.f && ws.lat_filter[3] != 0.f)
+    // that survived: not admitted (c >= 0: a negative filter_pad, tests only, could break it),
+    // and the records' filter on epsilon graphs drops it. Its probe is skipped.
+    if (eps_filter.on && ws.lattice == 2 && ws.lat_filter[8] != 0.f && ws.lat_filter[3] != 0.f && eps_filter.c >= 0.f)
       pre_low = cutoff - eps_filter.c;
   }
   // A candidate's destination in the new frontier, as the walk finds it: on a final step the
@@ -449,10 +449,8 @@ __global__ void __launch_bounds__(kFinalizeThreads) LatStepEndKernel(DeviceGraph
       if (ws.lattice == 1 || ws.lat_filter[7] != 0.f) ws.lat_all[at] = __float_as_int(f.on ? f.a : 0.f);
       // the lattice trim's guard (common.cuh LatEpsTrimOn, from the lat_mag the scan read): a step
       // that may have trimmed needs its own offset within the cap's
-      if (step_phase == kPhaseReal && LatEpsTrimOn(ws, lc)) {
-        float c_cap;
-        if (!(f.on && LatEpsOffset(ws, kLatEpsTrimA, &c_cap) && f.c <= c_cap)) lc.lat_guard = 1;
-      }
+      float c_cap;
+      if (step_phase == kPhaseReal && LatEpsTrimOn(ws, lc, &c_cap) && !(f.on && f.c <= c_cap)) lc.lat_guard = 1;
       const float mx = OrderedIntToFloat(lc.max_ord);
       if (step_phase == kPhaseReal) lc.lat_mag = mx == -INFINITY ? 0.f : fmaxf(fabsf(mx), fabsf(mx - lc.beam));
     }
