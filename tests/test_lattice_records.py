@@ -220,6 +220,13 @@ def _same_records(x: LatticeRecords, y: LatticeRecords, where: str):
         assert a.shape == b.shape and np.array_equal(a, b), f"{where}: {name} differs"
 
 
+def _trim_against_filter(dec, lp, lens, where, online=False, **kw) -> LatticeRecords:
+    """The trim's twin's records, required to be the filter's alone, array for array."""
+    got = cpu_records(dec, lp, lens, online, filter=True, trim=True, **kw)
+    _same_records(cpu_records(dec, lp, lens, online, filter=True, **kw), got, where)
+    return got
+
+
 @pytest.mark.parametrize("seed", range(120))
 def test_trim_twin_leaves_out_only_arcs_the_filter_drops(seed):
     """The CPU twin of the GPU's lattice trim on epsilon graphs (cpu_records(trim=True),
@@ -231,11 +238,9 @@ def test_trim_twin_leaves_out_only_arcs_the_filter_drops(seed):
     rng, graph, lp, lens, opts = random_lattice_case(seed)
     online = seed % 7 == 3
     dec = Decoder(graph, opts, num_threads=2)
-    want = cpu_records(dec, lp, lens, online, filter=True)
-    got = cpu_records(dec, lp, lens, online, filter=True, trim=True)
-    _same_records(want, got, f"seed {seed}")
+    got = _trim_against_filter(dec, lp, lens, f"seed {seed}", online)
     assert got.trim_stats is not None and got.trim_stats[0] == 0  # (these scores stay far below the cap)
-    assert want.trim_stats is None
+    assert cpu_records(dec, lp[:1], lens[:1]).trim_stats is None
 
 
 def test_trim_twin_leaves_out_arcs_into_surviving_states():
@@ -252,9 +257,7 @@ def test_trim_twin_leaves_out_arcs_into_surviving_states():
         lens = np.array([80, 41, 0], np.int32)
         opts = DecoderOptions(search_beam=12.0, output_beam=2.0, max_active_states=500, min_active_states=2)
         dec = Decoder(g, opts)
-        want = cpu_records(dec, lp, lens, filter=True)
-        got = cpu_records(dec, lp, lens, filter=True, trim=True)
-        _same_records(want, got, f"case {case}")
+        got = _trim_against_filter(dec, lp, lens, f"case {case}")
         trimmed += int(got.trim_stats[1])
         recorded += len(cpu_records(dec, lp, lens).records)
         walked, kept, best = (int(x) for x in got.trim_stats[2:])
@@ -267,7 +270,7 @@ def test_trim_twin_leaves_out_arcs_into_surviving_states():
 
 def test_trim_twin_guard_reruns_rows_past_the_cap():
     """Log-probs scaled by 3,000 carry the scores past the trim's magnitude cap within a step:
-    the guard fires (the step's A exceeds the cap's), those rows are recorded again without
+    the guard fires (the step's offset exceeds the cap's), those rows are recorded again without
     the trim, and the records are the filter's alone, array for array."""
     rng = np.random.default_rng(47)
     guards = 0
@@ -277,10 +280,7 @@ def test_trim_twin_guard_reruns_rows_past_the_cap():
         lens = np.array([40, 25, 3], np.int32)
         opts = DecoderOptions(search_beam=40000.0, output_beam=3000.0, max_active_states=300, min_active_states=2)
         dec = Decoder(g, opts)
-        want = cpu_records(dec, lp, lens, filter=True)
-        got = cpu_records(dec, lp, lens, filter=True, trim=True)
-        _same_records(want, got, f"case {case}")
-        guards += int(got.trim_stats[0])
+        guards += int(_trim_against_filter(dec, lp, lens, f"case {case}").trim_stats[0])
     assert guards > 0
 
 
@@ -294,9 +294,7 @@ def test_trim_twin_is_off_where_the_cap_offset_is_negative():
     lens = np.array([50, 33], np.int32)
     dec = Decoder(g, DecoderOptions(search_beam=10.0, output_beam=4.0, max_active_states=300, min_active_states=2))
     for pad, trims in ((-2.0, True), (-9.0, False)):  # (c_cap = 4 + 3.22 + pad: 6 epsilon layers)
-        want = cpu_records(dec, lp, lens, filter=True, filter_pad=pad)
-        got = cpu_records(dec, lp, lens, filter=True, filter_pad=pad, trim=True)
-        _same_records(want, got, f"pad {pad}")
+        got = _trim_against_filter(dec, lp, lens, f"pad {pad}", filter_pad=pad)
         assert (got.trim_stats[2] > 0) == trims, (pad, got.trim_stats)
 
 
