@@ -1347,3 +1347,52 @@ def test_host_overlap_finish_thread_keeps_the_order():
             host._futures[-1].exception()  # (its host work has ended)
             with pytest.raises(ValueError, match="host work 0 failed"):
                 host.drain_prunings()
+
+
+class TrimRecordingModule(FakePrunedGpuModule):
+    """FakePrunedGpuModule that keeps each pruned decode's `trim` argument."""
+
+    def __init__(self):
+        super().__init__()
+        self.trims = []
+
+    def gpu_decode_lattice_pruned(self, *args):
+        self.trims.append(args[-1])
+        return super().gpu_decode_lattice_pruned(*args)
+
+    def gpu_decode_lattice_pruned_begin(self, *args):
+        self.trims.append(args[-1])
+        return super().gpu_decode_lattice_pruned_begin(*args)
+
+
+@pytest.mark.parametrize("name,env,attr,want", [("HLG.img", None, None, 1), ("HLG.img", "on", None, 1),
+                                                ("TLG.img", None, None, 0), ("TLG.img", "on", None, 2),
+                                                ("TLG.img", None, "on", 2), ("TLG.img", "on", "off", 0)])
+def test_pruned_decodes_trim_argument(fake_gpu, monkeypatch, name, env, attr, want):
+    """The native pruned decodes' `trim` argument (decoder/gpu.py _trim_bits): bit 0 the lattice
+    trim of epsilon-free graphs (on by default), bit 1 the lattice trim on epsilon graphs, only where
+    lattice_eps_trim_on() (CUWFST_LATTICE_EPS_TRIM read when the decoder is made, or the attribute)
+    and the graph's records' filter is on; the words, scores and lattice sizes are the CPU's."""
+    mod = TrimRecordingModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / name)
+    lp, lens, _ = demo_arrays()
+    x = np.ascontiguousarray(lp[:3], np.float32)
+    lens = lens[:3].copy()
+    if env is not None:
+        monkeypatch.setenv("CUWFST_LATTICE_EPS_TRIM", env)
+    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=4)
+    monkeypatch.delenv("CUWFST_LATTICE_EPS_TRIM", raising=False)  # (read when the decoder was made)
+    if attr is not None:
+        dec._gpu.lattice_eps_trim = attr
+    assert dec._gpu.lattice_prune_on_gpu(dec._gpu.main)
+    got = dec.decode(x, lens, lattice=True)
+    assert mod.trims and set(mod.trims) == {want}, mod.trims
+    cpu = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    for b, (w, g) in enumerate(zip(cpu, got)):
+        assert w.words == g.words and w.score == g.score
+        assert g.lattice.num_arcs == w.lattice.num_arcs, b
+    dec._gpu.lattice_eps_trim = "yes"
+    with pytest.raises(ValueError, match="lattice_eps_trim"):
+        dec._gpu.lattice_eps_trim_on()
