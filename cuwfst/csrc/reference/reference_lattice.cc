@@ -751,6 +751,15 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
       }
     }
     if (low > -INFINITY) {  // (counts for the trim's reach: every walked arc of the step)
+      float rest = -INFINITY;  // the row's best non-blank log-prob
+      for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) rest = std::max(rest, row[v]);
+      for (size_t k = 0; k < pending_.size(); k += 4) {
+        const int32_t arc = pending_[k + 2];
+        const bool blank = g_.ilabel[arc] == 0;
+        const float bound = frontier_scores_[pending_[k]] + (rest + g_.weight[arc]);
+        trim_bound_low += blank || !(bound < low);
+        trim_bound_cut += blank || !(bound < cutoff);
+      }
       for (size_t k = 0; k < pending_.size(); k += 4) {
         const int32_t arc = pending_[k + 2];
         float acoustic;
@@ -804,7 +813,11 @@ void DecodeRowRecords(const GraphView& g, const float* log_probs, int64_t row_st
                       const Options& opt, std::vector<int32_t>* slot, RecordingObserver* rec) {
   RowSearch search(g, opt, slot, nullptr, rec);
   const int32_t final_t = opt.online ? RowSearch::kUnknownLength : T + 1;
-  for (int32_t t = 0; t < T; ++t) search.Step(log_probs + static_cast<int64_t>(t) * row_stride, final_t);
+  for (int32_t t = 0; t < T; ++t) {
+    rec->row = log_probs + static_cast<int64_t>(t) * row_stride;
+    search.Step(rec->row, final_t);
+  }
+  rec->row = nullptr;
   rec->SetFinalStep();
   search.Final();
 }

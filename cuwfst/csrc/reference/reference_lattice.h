@@ -304,6 +304,11 @@ class RecordingObserver : public StepObserver {
   int64_t trim_walked = 0;  // arcs of the trimmed steps (every arc the search walked), and of those
   int64_t trim_kept = 0;    // the ones at or above the trim's low (what the GPU's trim would walk at most)
   int64_t trim_best = 0;    // and those at or above the cutoff (the 1-best trim's reach at most)
+  // what a walk of each token's sorted arcs reads (label-0 arcs, then the others while
+  // score + (the row's best non-blank log-prob + weight) reaches the bound): to the trim's low,
+  // and to the cutoff (the 1-best's, without the label bound); needs `row` (DecodeRowRecords)
+  int64_t trim_bound_low = 0, trim_bound_cut = 0;
+  const float* row = nullptr;  // the step's log-probs (DecodeRowRecords sets it before each step)
 
  private:
   const GraphView& g_;
