@@ -9,11 +9,13 @@
 #      (off), --profile (each side's kernel split), lattices and 1-best identical required, --check 2.
 # Prediction (written before any run): exact everywhere; the trim's guard fires in its test (x3,000) and
 # never on the sim rows (their |scores| stay far below 7,168). The default side as s158: ~73 ms a lattice
-# batch. With the trim: the search's untrimmed slots (every arc of every token) fall to about the
-# 1-best's plus the band of output_beam + ~1.9 below L - beam, and LatPersistKernel walks the same
-# trimmed space and probes only arcs at or above cutoff - c: **45-55 ms a lattice batch** (the 1-best's
-# 26 plus records, the frontier log and the pruning's ~15 ms beside it), slots a lattice pass 2-4x
-# fewer. Then (device_s164.sh) the full tier's TLG against riva with the trim on.
+# batch. With the trim: the search's untrimmed slots (every arc of every token) fall to those whose
+# bound (score + the row's best non-blank log-prob + weight) reaches (L - beam) - c_cap, and
+# LatPersistKernel walks the same trimmed space and probes only arcs at or above cutoff - c. The CPU
+# twin's counts (speed-notes, 2026-12-05 20:37): such bounds keep 52.5 % of the arcs on the small
+# TLG's sim rows (ends alone: 22.8 %), so **55-68 ms a lattice batch**, slots a lattice pass ~0.5x the
+# default's. (First written as 45-55 ms / 2-4x fewer slots from the ends' counts, before the bounds'
+# counts; revised before any run.) Then (device_s164.sh) the full tier's TLG against riva with the trim on.
 # If it is exact and faster: make "on" the default (GpuBackend.lattice_eps_trim_on) and say so in
 # docs/design.md ("Built, off by default..." paragraph) and docs/usage.md.
 # Stage: .device/wheels. Carry .device. $OUT: s163.log, tests_eps.log, tests_eps1.log, tests_epslat.log, tlg_ab.txt
