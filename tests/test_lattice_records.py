@@ -260,9 +260,11 @@ def test_trim_twin_leaves_out_arcs_into_surviving_states():
         got = _trim_against_filter(dec, lp, lens, f"case {case}")
         trimmed += int(got.trim_stats[1])
         recorded += len(cpu_records(dec, lp, lens).records)
-        walked, kept, best, bound_low, bound_cut = (int(x) for x in got.trim_stats[2:])
+        walked, kept, best, bound_low, bound_cut = (int(x) for x in got.trim_stats[2:7])
         assert 0 < best <= kept <= walked, got.trim_stats  # (the cutoff is above the low)
         assert kept <= bound_low <= walked and best <= bound_cut <= bound_low, got.trim_stats  # (a bound >= the end)
+        label_low, label_cut = (int(x) for x in got.trim_stats[7:9])
+        assert label_cut <= label_low <= walked, got.trim_stats  # (a token's lookups: at most its arcs)
         reach[0] += kept
         reach[1] += walked
     assert trimmed > 0.01 * recorded, (trimmed, recorded)

@@ -44,7 +44,8 @@ class LatticeRecords:
     # (cpu_records(trim=True) only) [rows the trim's guard recorded again untrimmed, arcs into
     # surviving states the trim left out, arcs the search walked on trimmed steps, those of them
     # at or above the trim's low, at or above the step's cutoff, and what a walk of each token's
-    # sorted arcs by their bound (the row's best non-blank log-prob) reads to the low, to the cutoff]
+    # sorted arcs by their bound (the row's best non-blank log-prob) reads to the low, to the cutoff,
+    # and a walk by the row's labels' lookups to the low, to the cutoff (reference_lattice.h)]
     trim_stats: np.ndarray | None = None
 
     def row_slices(self, lens: np.ndarray) -> list[slice]:
@@ -139,7 +140,7 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False,
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         ref.mod.ref_records_take(h, records)
         if trim:
-            trim_stats = np.zeros(7, np.int64)
+            trim_stats = np.zeros(9, np.int64)
             ref.mod.ref_records_trim_stats(h, trim_stats)
         states = start = None
         if frontiers:

@@ -693,6 +693,7 @@ struct RefRecords {
   int64_t trim_walked = 0, trim_kept = 0, trim_best = 0;  // the trimmed steps' walked arcs, those at or
                                                           // above the low and those at or above the cutoff
   int64_t trim_bound_low = 0, trim_bound_cut = 0;          // a sorted walk's reads to the low, to the cutoff
+  int64_t trim_label_low = 0, trim_label_cut = 0;          // a walk by labels' lookups to the low, the cutoff
 };
 
 int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
@@ -737,6 +738,8 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
     out->trim_best += rows[b]->trim_best;
     out->trim_bound_low += rows[b]->trim_bound_low;
     out->trim_bound_cut += rows[b]->trim_bound_cut;
+    out->trim_label_low += rows[b]->trim_label_low;
+    out->trim_label_cut += rows[b]->trim_label_cut;
   }
   int32_t* cnt = static_cast<int32_t*>(out_counts.data_ptr());
   float* cut = static_cast<float*>(out_cutoffs.data_ptr());
@@ -763,10 +766,11 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
 // recorded again without the trim, the arcs into surviving states it left out, the arcs the
 // search walked on the trimmed steps, those of them at or above the trim's low, those at or
 // above the step's cutoff, and what a walk of each token's sorted arcs by their bound reads to
-// the low and to the cutoff (RecordingObserver::trim_bound_low, trim_bound_cut).
+// the low and to the cutoff (RecordingObserver::trim_bound_low, trim_bound_cut), and a walk by
+// the row's labels' lookups to the low and to the cutoff (trim_label_low, trim_label_cut).
 void RefRecordsTrimStats(int64_t h, TensorView out) {
   if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
-  CheckHostTensor(out, "out", kDLInt, 64, {7});
+  CheckHostTensor(out, "out", kDLInt, 64, {9});
   const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
   int64_t* o = static_cast<int64_t*>(out.data_ptr());
   o[0] = r->trim_guards;
@@ -776,6 +780,8 @@ void RefRecordsTrimStats(int64_t h, TensorView out) {
   o[4] = r->trim_best;
   o[5] = r->trim_bound_low;
   o[6] = r->trim_bound_cut;
+  o[7] = r->trim_label_low;
+  o[8] = r->trim_label_cut;
 }
 
 void RefRecordsTake(int64_t h, TensorView out_records) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
@@ -753,6 +754,32 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
     if (low > -INFINITY) {  // (counts for the trim's reach: every walked arc of the step)
       float rest = -INFINITY;  // the row's best non-blank log-prob
       for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) rest = std::max(rest, row[v]);
+      // the labels' lookups of a walk by labels: per token, the row's labels >= 1 with
+      // score + (log-prob + the state's best non-blank weight) at or above the bar (the row's
+      // non-blank log-probs sorted once, a binary search a token and bar)
+      std::vector<float> desc;
+      for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) desc.push_back(row[v]);
+      std::sort(desc.begin(), desc.end(), std::greater<float>());
+      auto labels_at = [&](float need) {  // how many log-probs are >= need
+        return static_cast<int64_t>(std::upper_bound(desc.begin(), desc.end(), need, std::greater<float>()) -
+                                    desc.begin());
+      };
+      for (size_t k = 0; k < pending_.size();) {
+        const int32_t tok = pending_[k];
+        float wmax = -INFINITY;
+        int64_t deg = 0;  // the token's non-blank arcs
+        for (; k < pending_.size() && pending_[k] == tok; k += 4)
+          if (g_.ilabel[pending_[k + 2]] > 0) {
+            wmax = std::max(wmax, g_.weight[pending_[k + 2]]);
+            ++deg;
+          }
+        if (wmax == -INFINITY) continue;
+        const float s = frontier_scores_[tok];
+        // (score + (lp + wmax) >= bar  <=>  lp >= about bar - score - wmax; counted in double; a
+        // token looks up no more labels than it has arcs: the walk takes the smaller)
+        trim_label_low += std::min(deg, labels_at(static_cast<float>(static_cast<double>(low) - s - wmax)));
+        trim_label_cut += std::min(deg, labels_at(static_cast<float>(static_cast<double>(cutoff) - s - wmax)));
+      }
       for (size_t k = 0; k < pending_.size(); k += 4) {
         const int32_t arc = pending_[k + 2];
         const bool blank = g_.ilabel[arc] == 0;

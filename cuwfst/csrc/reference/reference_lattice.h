@@ -308,6 +308,10 @@ class RecordingObserver : public StepObserver {
   // score + (the row's best non-blank log-prob + weight) reaches the bound): to the trim's low,
   // and to the cutoff (the 1-best's, without the label bound); needs `row` (DecodeRowRecords)
   int64_t trim_bound_low = 0, trim_bound_cut = 0;
+  // a walk by the row's labels instead (each token looks up the labels v >= 1 whose
+  // score + (log-prob + the state's best non-blank weight) reaches the bar, or reads its arcs
+  // where it has fewer): its lookups, to the low and to the cutoff
+  int64_t trim_label_low = 0, trim_label_cut = 0;
   const float* row = nullptr;  // the step's log-probs (DecodeRowRecords sets it before each step)
 
  private:
