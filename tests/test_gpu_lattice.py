@@ -715,6 +715,55 @@ def test_records_after_the_search_packed_global_tables(monkeypatch):
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_tab_packed"] == 0
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_records_after_the_search_packed_rounds(seed, monkeypatch):
+    """CUWFST_LATTICE_AFTER_PACK=on (lattice_after.cuh AfterPackedTokens): the pass's warps put the
+    arcs of 32 tokens with at most 32 arcs each end to end and read them 32 at a time, the larger
+    tokens one at a time as before. test_records_after_the_search's random cases (and, every
+    fourth seed, a wide graph whose states have up to hundreds of sorted arcs, some tied): the CPU's
+    lattices; the switch is read when the decoder is made and refuses values it does not know."""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    if seed % 4 == 3:
+        from test_gpu_trim import wide_graph
+
+        rng = np.random.default_rng(7900 + seed)
+        V = int(rng.integers(20, 80))
+        graph = wide_graph(rng, int(rng.integers(50, 300)), V, int(rng.choice([40, 200, 600])),
+                           blanks=int(rng.integers(1, 3)), tie_frac=0.2)
+        B, T = int(rng.integers(1, 5)), int(rng.integers(10, 60))
+        lens = rng.integers(0, T + 1, size=B).astype(np.int32)
+        lens[0] = T
+        lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+        opts = DecoderOptions(search_beam=float(rng.choice([6.0, 10.0, 16.0])),
+                              output_beam=float(rng.choice([1.0, 3.0, 6.0])),
+                              max_active_states=int(rng.choice([50, 500, 10000])), allow_partial=bool(seed % 3))
+        lanes = B
+        cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    else:
+        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+    if seed == 0:
+        _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_PACK", ("yes", "1", "packed"))
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACK", "on")
+    dec = _gpu(graph, opts, max_lanes=lanes)
+    assert dec._gpu.main.mem_stats()["lat_after_pack"] == 1
+    compare(cpu, dec.decode(lp, lens, lattice=True), f"packed rounds seed {seed}")
+    assert _after_stats(dec) == 1
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACK", "off")
+    assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_after_pack"] == 0
+
+
+def test_records_after_the_search_packed_rounds_large_frontiers(monkeypatch):
+    """The packed rounds on frontiers of up to ~28,000 tokens (every table class), then under first
+    sizes far too small (the batch grows and is decoded again): the CPU's lattices."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACK", "on", graph, opts, lp, cpu, "packed rounds")
+    assert st["lat_after_pack"] == 1 and _after_stats(dec) == 1
+    _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", "chunk", graph, opts, lp, cpu, "packed rounds, chunked slots")
+    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    _grown(monkeypatch, graph, opts, lp, cpu, "packed rounds")
+
+
 def test_records_after_the_search_log_in_finalize(monkeypatch):
     """CUWFST_LATTICE_LOG=finalize: each step's records log (its scalars and the copy of the frontier
     it expanded) is written at the end of the step's FinalizeKernel, the lane's last CTA writing the

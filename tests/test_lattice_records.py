@@ -265,6 +265,12 @@ def test_trim_twin_leaves_out_arcs_into_surviving_states():
         assert kept <= bound_low <= walked and best <= bound_cut <= bound_low, got.trim_stats  # (a bound >= the end)
         label_low, label_cut = (int(x) for x in got.trim_stats[7:9])
         assert label_cut <= label_low <= walked, got.trim_stats  # (a token's lookups: at most its arcs)
+        sb_low, sb_cut = (int(x) for x in got.trim_stats[9:11])
+        assert kept <= sb_low <= bound_low and best <= sb_cut <= bound_cut, got.trim_stats  # (tighter, still >= the end)
+        t3_low, t3_cut = (int(x) for x in got.trim_stats[11:13])
+        assert sb_low <= t3_low <= bound_low and sb_cut <= t3_cut <= bound_cut, got.trim_stats  # (between the two)
+        p_row, p_lb = (int(x) for x in got.trim_stats[13:15])
+        assert 32 * p_row >= bound_low and p_row <= walked and p_lb <= p_row, got.trim_stats  # (rounds of 32)
         reach[0] += kept
         reach[1] += walked
     assert trimmed > 0.01 * recorded, (trimmed, recorded)

@@ -47,6 +47,18 @@ bool EnvChoice(const char* name, const char* on, const char* off, bool current) 
   return std::strcmp(env, on) == 0;
 }
 
+// The records pass's LatRecordsKernel for a table class (bits: 11, 13, 14, or 0 for the global
+// tables), packed or not (GpuDecoder::lat_after_pack_).
+using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
+RecordsKernel RecordsKernelFor(int32_t bits, bool packed) {
+  switch (bits) {
+    case 11: return packed ? LatRecordsKernel<11, true> : LatRecordsKernel<11>;
+    case 13: return packed ? LatRecordsKernel<13, true> : LatRecordsKernel<13>;
+    case 14: return packed ? LatRecordsKernel<14, true> : LatRecordsKernel<14>;
+    default: return packed ? LatRecordsKernel<0, true> : LatRecordsKernel<0>;
+  }
+}
+
 int32_t StepBucket(int32_t steps) {
   if (steps <= 256) return (steps + 31) / 32 * 32;
   return (steps + 63) / 64 * 64;
@@ -286,6 +298,7 @@ void GpuDecoder::Allocate() {
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
+  lat_after_pack_ = EnvChoice("CUWFST_LATTICE_AFTER_PACK", "on", "off", lat_after_pack_);
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
@@ -1053,10 +1066,8 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
-    for (auto [kernel, bits] : {std::pair<RecordsKernel, int32_t>{LatRecordsKernel<11>, 11}, {LatRecordsKernel<13>, 13},
-                                {LatRecordsKernel<14>, 14}, {LatRecordsKernel<0>, 0}})
-      CUWFST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    for (int32_t bits : {11, 13, 14, 0})
+      CUWFST_CUDA(cudaFuncSetAttribute(RecordsKernelFor(bits, lat_after_pack_), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
@@ -1111,12 +1122,13 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
+    const bool pk = lat_after_pack_;
+    RecordsKernelFor(14, pk)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    RecordsKernelFor(13, pk)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    RecordsKernelFor(11, pk)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    RecordsKernelFor(0, pk)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     for (int k = 0; k < 3; ++k) {
       CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
@@ -2048,6 +2060,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
+  out[82] = lat_after_pack_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

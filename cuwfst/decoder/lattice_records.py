@@ -45,7 +45,10 @@ class LatticeRecords:
     # surviving states the trim left out, arcs the search walked on trimmed steps, those of them
     # at or above the trim's low, at or above the step's cutoff, and what a walk of each token's
     # sorted arcs by their bound (the row's best non-blank log-prob) reads to the low, to the cutoff,
-    # and a walk by the row's labels' lookups to the low, to the cutoff (reference_lattice.h)]
+    # a walk by the row's labels' lookups to the low, to the cutoff, and a sorted walk by the
+    # state's own best log-prob to the low, to the cutoff, and by the row's top-3 labels' bound to
+    # the low, to the cutoff, and the records pass's reads modelled with the row's bound and with
+    # the label bound in rounds of 32 arcs, its one-round tokens and their arcs (reference_lattice.h)]
     trim_stats: np.ndarray | None = None
 
     def row_slices(self, lens: np.ndarray) -> list[slice]:
@@ -140,7 +143,7 @@ def cpu_records(decoder, lp: np.ndarray, lens: np.ndarray, online: bool = False,
         records = np.zeros((int(total[0]), RECORD_INTS), np.int32)
         ref.mod.ref_records_take(h, records)
         if trim:
-            trim_stats = np.zeros(9, np.int64)
+            trim_stats = np.zeros(17, np.int64)
             ref.mod.ref_records_trim_stats(h, trim_stats)
         states = start = None
         if frontiers:

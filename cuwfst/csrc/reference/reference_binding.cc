@@ -694,6 +694,10 @@ struct RefRecords {
                                                           // above the low and those at or above the cutoff
   int64_t trim_bound_low = 0, trim_bound_cut = 0;          // a sorted walk's reads to the low, to the cutoff
   int64_t trim_label_low = 0, trim_label_cut = 0;          // a walk by labels' lookups to the low, the cutoff
+  int64_t trim_sbound_low = 0, trim_sbound_cut = 0;        // a sorted walk by the state's own bound
+  int64_t trim_top3_low = 0, trim_top3_cut = 0;            // ... by the row's top-3 labels' bound
+  int64_t pass_row = 0, pass_lb = 0;                       // the records pass's reads, modelled
+  int64_t pass_small_tokens = 0, pass_small_arcs = 0;      // its one-round tokens and their arcs
 };
 
 int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengths, double search_beam,
@@ -740,6 +744,14 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
     out->trim_bound_cut += rows[b]->trim_bound_cut;
     out->trim_label_low += rows[b]->trim_label_low;
     out->trim_label_cut += rows[b]->trim_label_cut;
+    out->trim_sbound_low += rows[b]->trim_sbound_low;
+    out->trim_sbound_cut += rows[b]->trim_sbound_cut;
+    out->trim_top3_low += rows[b]->trim_top3_low;
+    out->trim_top3_cut += rows[b]->trim_top3_cut;
+    out->pass_row += rows[b]->pass_row;
+    out->pass_lb += rows[b]->pass_lb;
+    out->pass_small_tokens += rows[b]->pass_small_tokens;
+    out->pass_small_arcs += rows[b]->pass_small_arcs;
   }
   int32_t* cnt = static_cast<int32_t*>(out_counts.data_ptr());
   float* cut = static_cast<float*>(out_cutoffs.data_ptr());
@@ -767,10 +779,14 @@ int64_t RefDecodeRecords(int64_t graph_h, TensorView log_probs, TensorView lengt
 // search walked on the trimmed steps, those of them at or above the trim's low, those at or
 // above the step's cutoff, and what a walk of each token's sorted arcs by their bound reads to
 // the low and to the cutoff (RecordingObserver::trim_bound_low, trim_bound_cut), and a walk by
-// the row's labels' lookups to the low and to the cutoff (trim_label_low, trim_label_cut).
+// the row's labels' lookups to the low and to the cutoff (trim_label_low, trim_label_cut), and a
+// sorted walk by the state's own best log-prob (trim_sbound_low, trim_sbound_cut) and by the row's
+// top-3 labels' bound (trim_top3_low, trim_top3_cut), and the records pass's reads modelled with
+// the row's bound and with the label bound (pass_row, pass_lb), in rounds of 32 arcs, and its
+// one-round tokens and their arcs (pass_small_tokens, pass_small_arcs).
 void RefRecordsTrimStats(int64_t h, TensorView out) {
   if (h == 0) TVM_FFI_THROW(ValueError) << "null records handle";
-  CheckHostTensor(out, "out", kDLInt, 64, {9});
+  CheckHostTensor(out, "out", kDLInt, 64, {17});
   const RefRecords* r = reinterpret_cast<const RefRecords*>(h);
   int64_t* o = static_cast<int64_t*>(out.data_ptr());
   o[0] = r->trim_guards;
@@ -782,6 +798,14 @@ void RefRecordsTrimStats(int64_t h, TensorView out) {
   o[6] = r->trim_bound_cut;
   o[7] = r->trim_label_low;
   o[8] = r->trim_label_cut;
+  o[9] = r->trim_sbound_low;
+  o[10] = r->trim_sbound_cut;
+  o[11] = r->trim_top3_low;
+  o[12] = r->trim_top3_cut;
+  o[13] = r->pass_row;
+  o[14] = r->pass_lb;
+  o[15] = r->pass_small_tokens;
+  o[16] = r->pass_small_arcs;
 }
 
 void RefRecordsTake(int64_t h, TensorView out_records) {

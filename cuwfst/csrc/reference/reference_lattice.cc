@@ -759,6 +759,17 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
       // non-blank log-probs sorted once, a binary search a token and bar)
       std::vector<float> desc;
       for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) desc.push_back(row[v]);
+      // the row's three best non-blank labels (by log-prob; ties to the smaller label)
+      int32_t top[3] = {-1, -1, -1};
+      for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) {
+        if (top[0] < 0 || row[v] > row[top[0]]) {
+          top[2] = top[1], top[1] = top[0], top[0] = v;
+        } else if (top[1] < 0 || row[v] > row[top[1]]) {
+          top[2] = top[1], top[1] = v;
+        } else if (top[2] < 0 || row[v] > row[top[2]]) {
+          top[2] = v;
+        }
+      }
       std::sort(desc.begin(), desc.end(), std::greater<float>());
       auto labels_at = [&](float need) {  // how many log-probs are >= need
         return static_cast<int64_t>(std::upper_bound(desc.begin(), desc.end(), need, std::greater<float>()) -
@@ -766,15 +777,54 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
       };
       for (size_t k = 0; k < pending_.size();) {
         const int32_t tok = pending_[k];
-        float wmax = -INFINITY;
+        float wmax = -INFINITY, srest = -INFINITY;
         int64_t deg = 0;  // the token's non-blank arcs
+        bool has[3] = {false, false, false};
+        const size_t k0 = k;
         for (; k < pending_.size() && pending_[k] == tok; k += 4)
           if (g_.ilabel[pending_[k + 2]] > 0) {
+            for (int q = 0; q < 3; ++q) has[q] |= g_.ilabel[pending_[k + 2]] == top[q];
             wmax = std::max(wmax, g_.weight[pending_[k + 2]]);
+            float ac;
+            std::memcpy(&ac, &pending_[k + 3], sizeof(ac));
+            srest = std::max(srest, ac);
             ++deg;
           }
-        if (wmax == -INFINITY) continue;
         const float s = frontier_scores_[tok];
+        const float r3 = top[2] < 0 ? rest : has[0] ? row[top[0]] : has[1] ? row[top[1]] : row[top[2]];
+        {  // the records pass's reads (rounds of 32 from the token's first arc)
+          std::vector<int32_t> labs;
+          for (size_t j = k0; j < k; j += 4) labs.push_back(g_.ilabel[pending_[j + 2]]);
+          std::sort(labs.begin(), labs.end());
+          const int64_t distinct = std::unique(labs.begin(), labs.end()) - labs.begin() - (labs.empty() || labs[0] != 0 ? 0 : 1);
+          const float rl = distinct > 8 ? r3 : rest;
+          auto reads = [&](float r) {
+            const int64_t n = static_cast<int64_t>((k - k0) / 4);
+            for (int64_t i = 0; i < n; ++i) {
+              const int32_t arc = pending_[k0 + 4 * i + 2];
+              if (g_.ilabel[arc] != 0 && s + (r + g_.weight[arc]) < low) return std::min(n, (i / 32 + 1) * 32);
+            }
+            return n;
+          };
+          // (in rounds: a warp's round of 32 consecutive arcs is one set of loads, however many it uses)
+          const int64_t r_row = reads(rest);
+          pass_row += (r_row + 31) / 32;
+          pass_lb += (reads(rl) + 31) / 32;
+          if (r_row <= 32) {  // a one-round token, and the arcs it reads
+            ++pass_small_tokens;
+            pass_small_arcs += r_row;
+          }
+        }
+        for (size_t j = k0; j < k; j += 4) {  // the walks by the state's own bound and the top-3 bound
+          const int32_t arc = pending_[j + 2];
+          const bool blank = g_.ilabel[arc] == 0;
+          const float bound = s + (srest + g_.weight[arc]), b3 = s + (r3 + g_.weight[arc]);
+          trim_sbound_low += blank || !(bound < low);
+          trim_sbound_cut += blank || !(bound < cutoff);
+          trim_top3_low += blank || !(b3 < low);
+          trim_top3_cut += blank || !(b3 < cutoff);
+        }
+        if (wmax == -INFINITY) continue;
         // (score + (lp + wmax) >= bar  <=>  lp >= about bar - score - wmax; counted in double; a
         // token looks up no more labels than it has arcs: the walk takes the smaller)
         trim_label_low += std::min(deg, labels_at(static_cast<float>(static_cast<double>(low) - s - wmax)));

@@ -312,6 +312,19 @@ class RecordingObserver : public StepObserver {
   // score + (log-prob + the state's best non-blank weight) reaches the bar, or reads its arcs
   // where it has fewer): its lookups, to the low and to the cutoff
   int64_t trim_label_low = 0, trim_label_cut = 0;
+  // the sorted walk by a bound with the state's own best non-blank log-prob (the max over the
+  // labels it has) in place of the row's: its reads to the low and to the cutoff
+  int64_t trim_sbound_low = 0, trim_sbound_cut = 0;
+  // ... and by the row's top-3 labels' bound (the GPU scan's label bound: the best of the row's
+  // three best non-blank labels the state has, else the third's log-prob)
+  int64_t trim_top3_low = 0, trim_top3_cut = 0;
+  // the records pass after the search (lattice_after.cuh LatRecordsKernel) modelled: a warp a
+  // token reads its arcs 32 at a time from the first and stops after the round holding the first
+  // arc of label >= 1 whose bound misses the low; its reads with the row's bound (as built), and
+  // with the scan's label bound on heavy states (more than 8 distinct labels >= 1: the row's two
+  // best labels, else the third's log-prob; scan.cuh LabelBound); counted in rounds of 32 arcs
+  int64_t pass_row = 0, pass_lb = 0;
+  int64_t pass_small_tokens = 0, pass_small_arcs = 0;  // tokens whose pass reads one round, and their arcs
   const float* row = nullptr;  // the step's log-probs (DecodeRowRecords sets it before each step)
 
  private:

@@ -246,7 +246,117 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
+// LatRecordsKernel's packed rounds (its kPacked instantiations, which the host launches where the
+// decoder was built with CUWFST_LATTICE_AFTER_PACK=on; off by default until it has run on a GPU;
+// the default instantiations compile as before). The walk above gives each token
+// of S_t a warp and reads its arcs 32 at a time, so a token with a few arcs leaves most of its round
+// idle: on the full HLG's sim rows 1,031 of the 1,261 tokens a frame read one round of 16.5 arcs on
+// average (counted on the CPU twin, reference_lattice.h RecordingObserver::pass_small_tokens). Here
+// a warp takes 32 tokens of the item at once: the ones with at most 32 emitting arcs put their arcs
+// end to end (a warp scan of their counts) and every round reads 32 of them, each lane finding its
+// token by a binary search over the scan (five shuffles); the rest, one at a time, as above. Every
+// arc of a small token is tested as the walk above tests it (it reads a small token in one round,
+// and within a round an arc is read whatever the others' bounds), so the records are the same; only
+// their order differs, which nothing reads. Returns the warp's kept records (lane 0 adds them).
 template <int kBits>
+__device__ __forceinline__ int32_t AfterPackedTokens(const DeviceGraph& g, const Workspace& ws, const LatStepLog& s,
+                                                     int2 item, int32_t last, int32_t lane, int32_t k,
+                                                     const int32_t* st, const float* sc, float rest, bool staged,
+                                                     bool sorted, const float* lps, const int32_t* tkeys,
+                                                     const uint16_t* pos16, const ulonglong2* tslots,
+                                                     const int32_t* tpos, int32_t tbits, const float* dsc,
+                                                     unsigned long long& chunk, int32_t& chunk_used) {
+  constexpr unsigned kFull = 0xFFFFFFFFu;
+  const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
+  const bool reserve = ws.lat_reserve != 0;
+  const float output_beam = ws.lat_filter[1];
+  int32_t kept = 0;
+  // one arc's test and record (the walk's, above): `read` false past the bound (a sorted graph)
+  auto arc_round = [&](bool valid, int32_t arc, float a, int32_t state, int32_t i, bool* past) {
+    bool keep = false, admitted = false, read = false;
+    int32_t p = -1;
+    float ac = 0.f;
+    if (valid) {
+      const float wt = g.arc_weight[arc];
+      const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+      const uint16_t lab = dl.label;
+      read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+      *past = sorted && lab != 0 && !read;
+      if (read) {
+        ac = staged ? lps[lab] : AfterLp(s, lab);
+        const float end = ArcEnd(a, wt, ac);
+        if (!(end < s.pre_low)) {
+          float dscore = 0.f;
+          if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+          else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
+          else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
+          if (p >= 0) {
+            admitted = end > s.cutoff;
+            keep = admitted || !s.filter_on ||
+                   !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+          }
+        }
+      }
+    }
+    auto make = [&](unsigned long long r) {
+      ws.lat[r] = {state, arc, ac, lane};
+      ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
+    };
+    kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
+  };
+  for (int32_t g0 = item.y + wid * 32; g0 < last; g0 += kAfterWarps * 32) {  // (warp-uniform)
+    const int32_t i = g0 + me;
+    int32_t tstate = 0, tb = 0, tn = 0;
+    float ta = 0.f;
+    if (i < last) {
+      tstate = st[i];
+      ta = sc[i];
+      const StateArcs sa = ArcsOf(g, tstate);
+      tb = sa.EmitBegin();
+      tn = sa.EmitEnd() - tb;
+    }
+    const bool small = tn <= 32;  // (a lane past `last` has none: tn 0)
+    const int32_t own = small ? tn : 0;
+    int32_t incl = own;  // the small tokens' arcs, an inclusive scan over the lanes
+    for (int32_t o = 1; o < 32; o <<= 1) {
+      const int32_t x = __shfl_up_sync(kFull, incl, o);
+      if (me >= o) incl += x;
+    }
+    const int32_t total = __shfl_sync(kFull, incl, 31);
+    for (int32_t f0 = 0; f0 < total; f0 += 32) {
+      const int32_t f = f0 + me;
+      int32_t t = 0;  // the first lane whose inclusive count passes f: the token of flat arc f
+      for (int32_t step = 16; step > 0; step >>= 1) {
+        const int32_t x = __shfl_sync(kFull, incl, t + step - 1);
+        if (x <= f) t += step;
+      }
+      t = min(t, 31);
+      const int32_t first = __shfl_sync(kFull, incl - own, t);  // the token's first flat arc
+      const int32_t b_t = __shfl_sync(kFull, tb, t);
+      const int32_t state_t = __shfl_sync(kFull, tstate, t);
+      const float a_t = __shfl_sync(kFull, ta, t);
+      bool past = false;
+      arc_round(f < total, b_t + (f - first), a_t, state_t, g0 + t, &past);
+    }
+    // the tokens with more than 32 arcs: the warp walks each in turn, rounds of 32 until the bound
+    unsigned big = __ballot_sync(kFull, i < last && !small);
+    while (big != 0u) {
+      const int32_t t = __ffs(big) - 1;
+      big &= big - 1u;
+      const int32_t b_t = __shfl_sync(kFull, tb, t), n_t = __shfl_sync(kFull, tn, t);
+      const int32_t state_t = __shfl_sync(kFull, tstate, t);
+      const float a_t = __shfl_sync(kFull, ta, t);
+      for (int32_t j0 = 0; j0 < n_t; j0 += 32) {
+        bool past = false;
+        arc_round(j0 + me < n_t, b_t + j0 + me, a_t, state_t, g0 + t, &past);
+        if (__ballot_sync(kFull, past) != 0u) break;
+      }
+    }
+  }
+  return kept;
+}
+
+template <int kBits, bool kPacked = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -308,6 +418,12 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     int32_t* count = ws.lat_count + item.x;
     const int32_t last = min(s.src_n, item.y + kAfterChunk);
+    if constexpr (kPacked) {  // the packed rounds (AfterPackedTokens), then the next item
+      const int32_t kept = AfterPackedTokens<kBits>(g, ws, s, item, last, lane, k, st, sc, rest, staged, sorted, lps,
+                                                    tkeys, pos16, tslots, tpos, tbits, dsc, chunk, chunk_used);
+      if (me == 0 && kept > 0) atomicAdd(count, kept);
+      continue;
+    }
     // A warp's next token's arc range and the state and score of the one after are loaded while it
     // walks the current one (its two dependent round trips off the walk's chain); its kept records
     // are counted in a register and reach the step's count once an item.
