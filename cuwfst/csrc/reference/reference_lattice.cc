@@ -810,7 +810,7 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
           const int64_t r_row = reads(rest);
           pass_row += (r_row + 31) / 32;
           pass_lb += (reads(rl) + 31) / 32;
-          if (r_row <= 32) {  // a one-round token, and the arcs it reads
+          if ((k - k0) / 4 <= 32) {  // a token of at most 32 arcs (the packed rounds' kind), and its arcs
             ++pass_small_tokens;
             pass_small_arcs += r_row;
           }

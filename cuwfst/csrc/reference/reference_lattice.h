@@ -324,7 +324,7 @@ class RecordingObserver : public StepObserver {
   // with the scan's label bound on heavy states (more than 8 distinct labels >= 1: the row's two
   // best labels, else the third's log-prob; scan.cuh LabelBound); counted in rounds of 32 arcs
   int64_t pass_row = 0, pass_lb = 0;
-  int64_t pass_small_tokens = 0, pass_small_arcs = 0;  // tokens whose pass reads one round, and their arcs
+  int64_t pass_small_tokens = 0, pass_small_arcs = 0;  // tokens of at most 32 arcs, and their arcs
   const float* row = nullptr;  // the step's log-probs (DecodeRowRecords sets it before each step)
 
  private:
