@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, written in the session of 2026-12-05 20:37. NOT yet run. After device_s163.sh
 # (run this only if s163 was exact): the full tier's TLG lattices against riva, with the lattice trim on
-# epsilon graphs off (the default) and on, one call (the full tier's build ~4-7 min, then ~3 min); first,
-# while the TLG peers cannot start, nothing else: then the full HLG's records pass with the packed rounds
-# (CUWFST_LATTICE_AFTER_PACK=on) beside the default, lattice_speed --env-ab --profile.
+# epsilon graphs off (the default) and on, one call (the full tier's build ~4-7 min, then ~3 min); then,
+# if time is left, the full HLG's records pass with the packed rounds (CUWFST_LATTICE_AFTER_PACK=on)
+# beside the default, lattice_speed --env-ab --profile (or run it first with END=580 and the peers
+# commented out, if s163 showed the packed rounds exact).
 # Prediction for the packed rounds (written before any run): the CPU twin counts 2,878 -> ~2,380 rounds
 # a frame of the pass on sim (-17 %); the pass ~10-13 ms a batch of ~41, so -1 to -2.5 ms a lattice
 # batch if its time follows its rounds (a round of two tokens' arcs reads two segments, so less);
