@@ -753,14 +753,20 @@ def test_records_after_the_search_packed_rounds(seed, monkeypatch):
 
 
 def test_records_after_the_search_packed_rounds_large_frontiers(monkeypatch):
-    """The packed rounds on frontiers of up to ~28,000 tokens (every table class), then under first
-    sizes far too small (the batch grows and is decoded again): the CPU's lattices."""
+    """The packed rounds on frontiers of up to ~28,000 tokens (every table class; chunked record
+    slots, the default), with a slot a round (CUWFST_LATTICE_RESERVE=round), with packed global
+    tables, then under first sizes far too small (the batch grows and is decoded again): the CPU's
+    lattices."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACK", "on", graph, opts, lp, cpu, "packed rounds")
-    assert st["lat_after_pack"] == 1 and _after_stats(dec) == 1
-    _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", "chunk", graph, opts, lp, cpu, "packed rounds, chunked slots")
+    assert st["lat_after_pack"] == 1 and st["lat_reserve"] == 1 and _after_stats(dec) == 1
+    _, st = _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", "round", graph, opts, lp, cpu, "packed rounds, round slots")
+    assert [st[k] for k in ("lat_after_pack", "lat_reserve")] == [1, 0]
     monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    _, st = _switched(monkeypatch, "CUWFST_LATTICE_TABLES", "packed", graph, opts, lp, cpu, "packed rounds, packed tables")
+    assert [st[k] for k in ("lat_after_pack", "lat_tab_packed")] == [1, 1]
+    monkeypatch.delenv("CUWFST_LATTICE_TABLES")
     _grown(monkeypatch, graph, opts, lp, cpu, "packed rounds")
 
 
