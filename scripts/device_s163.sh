@@ -7,9 +7,10 @@
 #      graphs: LatTrimLow's new branch is lattice-only, so unchanged); test_gpu_lattice.py -k eps;
 #   2. the small TLG (256 sim rows, batch 32): lattice_speed --env-ab with the trim on beside the default
 #      (off), --profile (each side's kernel split), lattices and 1-best identical required, --check 2;
-#   3. the records pass's packed rounds (CUWFST_LATTICE_AFTER_PACK=on, lattice_after.cuh AfterPackedTokens;
-#      built the same session, off by default): test_gpu_lattice.py -k "packed_rounds" (41 tests), and
-#      the small HLG's A/B beside it (its speed is device_s164.sh's, on the full tier).
+#   3. the records pass's packed rounds (CUWFST_LATTICE_AFTER_PACK=on, and =labels with the label bound;
+#      lattice_after.cuh AfterPackedTokens; built the same session, off by default): test_gpu_lattice.py
+#      -k "packed_rounds" (41 tests, both modes), and the small HLG's A/B beside it (its speed is
+#      device_s164.sh's, on the full tier).
 # Prediction (written before any run): exact everywhere; the trim's guard fires in its test (x3,000) and
 # never on the sim rows (their |scores| stay far below 7,168). The default side as s158: ~73 ms a lattice
 # batch. With the trim: the search's untrimmed slots (every arc of every token) fall to those whose
@@ -42,7 +43,8 @@ echo "[TLG A/B exit $?]" | tee -a $L
 grep -vE "^\{" $OUT/tlg_ab.txt | grep -iE "vs 1-best|env A/B|exactness|slots|Error" | cut -c1-400 | head -12 | tee -a $L
 timeout -s INT $(left $END) python3 -m benchmarks.lattice_speed --graph $S/HLG.img --log-probs $S/sim/shard-00000.npz \
   --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call \
-  --env-ab "pack:CUWFST_LATTICE_AFTER_PACK=on" --json $OUT/hlg_pack.jsonl > $OUT/hlg_pack.txt 2>&1
+  --env-ab "pack:CUWFST_LATTICE_AFTER_PACK=on" "labels:CUWFST_LATTICE_AFTER_PACK=labels" \
+  --json $OUT/hlg_pack.jsonl > $OUT/hlg_pack.txt 2>&1
 echo "[small HLG pack A/B exit $?]" | tee -a $L
 grep -vE "^\{" $OUT/hlg_pack.txt | grep -iE "vs 1-best|env A/B|Error" | cut -c1-400 | head -6 | tee -a $L
 echo "[$(since) s] end" | tee -a $L

@@ -719,9 +719,11 @@ def test_records_after_the_search_packed_global_tables(monkeypatch):
 def test_records_after_the_search_packed_rounds(seed, monkeypatch):
     """CUWFST_LATTICE_AFTER_PACK=on (lattice_after.cuh AfterPackedTokens): the pass's warps put the
     arcs of 32 tokens with at most 32 arcs each end to end and read them 32 at a time, the larger
-    tokens one at a time as before. test_records_after_the_search's random cases (and, every
-    fourth seed, a wide graph whose states have up to hundreds of sorted arcs, some tied): the CPU's
-    lattices; the switch is read when the decoder is made and refuses values it does not know."""
+    tokens one at a time as before; =labels: the same with the scan's label bound in place of the
+    row's best log-prob. test_records_after_the_search's random cases (and, every fourth seed, a
+    wide graph whose states have up to hundreds of sorted arcs, some tied, and heavy states): the
+    CPU's lattices under both; the switch is read when the decoder is made and refuses values it
+    does not know."""
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     if seed % 4 == 3:
         from test_gpu_trim import wide_graph
@@ -743,11 +745,12 @@ def test_records_after_the_search_packed_rounds(seed, monkeypatch):
         graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
     if seed == 0:
         _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_PACK", ("yes", "1", "packed"))
-    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACK", "on")
-    dec = _gpu(graph, opts, max_lanes=lanes)
-    assert dec._gpu.main.mem_stats()["lat_after_pack"] == 1
-    compare(cpu, dec.decode(lp, lens, lattice=True), f"packed rounds seed {seed}")
-    assert _after_stats(dec) == 1
+    for mode, stat in (("on", 1), ("labels", 2)):
+        monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACK", mode)
+        dec = _gpu(graph, opts, max_lanes=lanes)
+        assert dec._gpu.main.mem_stats()["lat_after_pack"] == stat
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"packed rounds ({mode}) seed {seed}")
+        assert _after_stats(dec) == 1
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACK", "off")
     assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_after_pack"] == 0
 
@@ -759,6 +762,8 @@ def test_records_after_the_search_packed_rounds_large_frontiers(monkeypatch):
     lattices."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACK", "labels", graph, opts, lp, cpu, "packed rounds, labels")
+    assert st["lat_after_pack"] == 2 and _after_stats(dec) == 1
     dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACK", "on", graph, opts, lp, cpu, "packed rounds")
     assert st["lat_after_pack"] == 1 and st["lat_reserve"] == 1 and _after_stats(dec) == 1
     _, st = _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", "round", graph, opts, lp, cpu, "packed rounds, round slots")

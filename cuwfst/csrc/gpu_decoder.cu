@@ -48,14 +48,18 @@ bool EnvChoice(const char* name, const char* on, const char* off, bool current) 
 }
 
 // The records pass's LatRecordsKernel for a table class (bits: 11, 13, 14, or 0 for the global
-// tables), packed or not (GpuDecoder::lat_after_pack_).
+// tables) and packing (GpuDecoder::lat_after_pack_: 0 the walk, 1 packed rounds, 2 with the label bound).
 using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
-RecordsKernel RecordsKernelFor(int32_t bits, bool packed) {
+template <int kBits>
+RecordsKernel RecordsKernelOf(int32_t pack) {
+  return pack == 2 ? LatRecordsKernel<kBits, 2> : pack == 1 ? LatRecordsKernel<kBits, 1> : LatRecordsKernel<kBits>;
+}
+RecordsKernel RecordsKernelFor(int32_t bits, int32_t pack) {
   switch (bits) {
-    case 11: return packed ? LatRecordsKernel<11, true> : LatRecordsKernel<11>;
-    case 13: return packed ? LatRecordsKernel<13, true> : LatRecordsKernel<13>;
-    case 14: return packed ? LatRecordsKernel<14, true> : LatRecordsKernel<14>;
-    default: return packed ? LatRecordsKernel<0, true> : LatRecordsKernel<0>;
+    case 11: return RecordsKernelOf<11>(pack);
+    case 13: return RecordsKernelOf<13>(pack);
+    case 14: return RecordsKernelOf<14>(pack);
+    default: return RecordsKernelOf<0>(pack);
   }
 }
 
@@ -298,7 +302,12 @@ void GpuDecoder::Allocate() {
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
-  lat_after_pack_ = EnvChoice("CUWFST_LATTICE_AFTER_PACK", "on", "off", lat_after_pack_);
+  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_PACK"); env != nullptr && env[0] != '\0') {
+    if (std::strcmp(env, "off") == 0) lat_after_pack_ = 0;
+    else if (std::strcmp(env, "on") == 0) lat_after_pack_ = 1;
+    else if (std::strcmp(env, "labels") == 0) lat_after_pack_ = 2;
+    else throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_PACK must be off, on or labels, got '") + env + "'");
+  }
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
@@ -1122,7 +1131,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    const bool pk = lat_after_pack_;
+    const int32_t pk = lat_after_pack_;
     RecordsKernelFor(14, pk)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
     RecordsKernelFor(13, pk)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
     RecordsKernelFor(11, pk)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
@@ -2060,7 +2069,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
-  out[82] = lat_after_pack_ ? 1 : 0;
+  out[82] = lat_after_pack_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

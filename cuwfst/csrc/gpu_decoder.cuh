@@ -746,9 +746,10 @@ class GpuDecoder {
   // CUWFST_LATTICE_LOG=finalize at construction (Workspace::lat_log_fold; MemStats [81]): a lattice
   // decode's records log written at the end of each step's FinalizeKernel, no LatLogKernel launches.
   bool lat_log_fold_ = false;
-  // LatRecordsKernel's packed rounds (lattice_after.cuh, its kPacked instantiations;
-  // CUWFST_LATTICE_AFTER_PACK=on at construction): off until it has run on a GPU
-  bool lat_after_pack_ = false;
+  // LatRecordsKernel's packed rounds (lattice_after.cuh, its kPack instantiations;
+  // CUWFST_LATTICE_AFTER_PACK=on: 1, =labels: 2, with the label bound; at construction): 0, off,
+  // until they have run on a GPU
+  int32_t lat_after_pack_ = 0;
   unsigned long long pr_slots_ = 0;  // the last mode-2 decode's record slots (its cursor): PrBucketKernel reads them all
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
