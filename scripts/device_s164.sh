@@ -8,8 +8,9 @@
 # Prediction for the packed rounds (written before any run): the CPU twin counts 2,878 -> ~2,380 rounds
 # a frame of the pass on sim (-17 %); the pass ~10-13 ms a batch of ~41, so -1 to -2.5 ms a lattice
 # batch if its time follows its rounds (a round of two tokens' arcs reads two segments, so less);
-# with the label bound (=labels) ~2,000 rounds (-30 %), but its kernels spill at 64 registers, so
-# -1 to -3 ms; lattices and 1-best identical on every row.
+# with the label bound as well (=labels: the bound alone counted 2,878 -> 2,484; both together estimated,
+# not counted, ~2,000 rounds, -30 %), but its kernels spill at 64 registers, so -1 to -3 ms; lattices
+# and 1-best identical on every row.
 # Prediction (written before any run): off: 1.0-1.5x riva (the small tier's 1.09-1.10x; unmeasured on the
 # full TLG); on: 1.3-2x riva, lattices identical to the CPU's on the checked rows.
 # Stage: .device/wheels with riva's wheel. Carry .device. $OUT: s164.log, peers_sim*, peers_trim*, lat_pack.jsonl

@@ -721,21 +721,26 @@ def test_records_after_the_search_packed_rounds(seed, monkeypatch):
     arcs of 32 tokens with at most 32 arcs each end to end and read them 32 at a time, the larger
     tokens one at a time as before; =labels: the same with the scan's label bound in place of the
     row's best log-prob. test_records_after_the_search's random cases (and, every fourth seed, a
-    wide graph whose states have up to hundreds of sorted arcs, some tied, and heavy states): the
-    CPU's lattices under both; the switch is read when the decoder is made and refuses values it
-    does not know."""
+    wide graph whose states have up to hundreds of sorted arcs, some tied, and heavy states; every
+    eighth, one of 600-1,300 labels with tied log-probs): the CPU's lattices under both; the switch
+    is read when the decoder is made and refuses values it does not know."""
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     if seed % 4 == 3:
         from test_gpu_trim import wide_graph
 
         rng = np.random.default_rng(7900 + seed)
-        V = int(rng.integers(20, 80))
+        # (every eighth seed a vocabulary past the label bitmaps' fold, 512 labels, and log-probs in
+        # steps of 0.5: folded labels share bits, and the row's best labels tie)
+        big = seed % 8 == 7
+        V = int(rng.integers(600, 1300)) if big else int(rng.integers(20, 80))
         graph = wide_graph(rng, int(rng.integers(50, 300)), V, int(rng.choice([40, 200, 600])),
                            blanks=int(rng.integers(1, 3)), tie_frac=0.2)
         B, T = int(rng.integers(1, 5)), int(rng.integers(10, 60))
         lens = rng.integers(0, T + 1, size=B).astype(np.int32)
         lens[0] = T
         lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
+        if big:
+            lp = (np.round(lp * 2) / 2).astype(np.float32)
         opts = DecoderOptions(search_beam=float(rng.choice([6.0, 10.0, 16.0])),
                               output_beam=float(rng.choice([1.0, 3.0, 6.0])),
                               max_active_states=int(rng.choice([50, 500, 10000])), allow_partial=bool(seed % 3))
