@@ -28,13 +28,14 @@
 END=${END:-580}
 NO_FULL=1 device_setup s163.log
 small_tier &
-gpu_tests tests_eps.log 240 "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py
-grep -E "lattice trim on epsilon|guard" $OUT/tests_eps.log | grep -v "^E " | head -4 | tee -a $L
-gpu_tests tests_eps1.log 90 "test_gpu_epsilon.py" tests/test_gpu_epsilon.py
-gpu_tests tests_epslat.log 90 "test_gpu_lattice.py -k eps" tests/test_gpu_lattice.py -k eps
-gpu_tests tests_pack.log 120 "test_gpu_lattice.py -k packed_rounds" tests/test_gpu_lattice.py -k packed_rounds
-echo "[$(since) s] tests" | tee -a $L
+# (the four test groups side by side, beside the small tier's build)
+gpu_tests tests_eps.log 230 "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
+gpu_tests tests_eps1.log 200 "test_gpu_epsilon.py" tests/test_gpu_epsilon.py &
+gpu_tests tests_epslat.log 200 "test_gpu_lattice.py -k eps" tests/test_gpu_lattice.py -k eps &
+gpu_tests tests_pack.log 230 "test_gpu_lattice.py -k packed_rounds" tests/test_gpu_lattice.py -k packed_rounds &
 wait
+grep -E "lattice trim on epsilon|guard" $OUT/tests_eps.log | grep -v "^E " | head -4 | tee -a $L
+echo "[$(since) s] tests" | tee -a $L
 S=/tmp/corpus-small
 timeout -s INT $(left $END) python3 -m benchmarks.lattice_speed --graph $S/TLG.img --log-probs $S/sim/shard-00000.npz \
   --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call --profile \
