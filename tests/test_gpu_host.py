@@ -1366,13 +1366,13 @@ class TrimRecordingModule(FakePrunedGpuModule):
 
 
 @pytest.mark.parametrize("name,env,attr,want", [("HLG.img", None, None, 1), ("HLG.img", "on", None, 1),
-                                                ("TLG.img", None, None, 0), ("TLG.img", "on", None, 2),
-                                                ("TLG.img", None, "on", 2), ("TLG.img", "on", "off", 0)])
+                                                ("TLG.img", None, None, 2), ("TLG.img", "off", None, 0),
+                                                ("TLG.img", None, "off", 0), ("TLG.img", "off", "on", 2)])
 def test_pruned_decodes_trim_argument(fake_gpu, monkeypatch, name, env, attr, want):
     """The native pruned decodes' `trim` argument (decoder/gpu.py _trim_bits): bit 0 the lattice
-    trim of epsilon-free graphs (on by default), bit 1 the lattice trim on epsilon graphs, only where
-    lattice_eps_trim_on() (CUWFST_LATTICE_EPS_TRIM read when the decoder is made, or the attribute)
-    and the graph's records' filter is on; the words, scores and lattice sizes are the CPU's."""
+    trim of epsilon-free graphs (on by default), bit 1 the lattice trim on epsilon graphs (on by
+    default), only where lattice_eps_trim_on() (CUWFST_LATTICE_EPS_TRIM read when the decoder is
+    made, or the attribute) and the graph's records' filter is on; the words, scores and lattice sizes are the CPU's."""
     mod = TrimRecordingModule()
     from cuwfst.jit import decoder as jit_decoder
     monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
