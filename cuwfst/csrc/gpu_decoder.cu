@@ -47,22 +47,6 @@ bool EnvChoice(const char* name, const char* on, const char* off, bool current) 
   return std::strcmp(env, on) == 0;
 }
 
-// The records pass's LatRecordsKernel for a table class (bits: 11, 13, 14, or 0 for the global
-// tables) and packing (GpuDecoder::lat_after_pack_: 0 the walk, 1 packed rounds, 2 with the label bound).
-using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
-template <int kBits>
-RecordsKernel RecordsKernelOf(int32_t pack) {
-  return pack == 2 ? LatRecordsKernel<kBits, 2> : pack == 1 ? LatRecordsKernel<kBits, 1> : LatRecordsKernel<kBits>;
-}
-RecordsKernel RecordsKernelFor(int32_t bits, int32_t pack) {
-  switch (bits) {
-    case 11: return RecordsKernelOf<11>(pack);
-    case 13: return RecordsKernelOf<13>(pack);
-    case 14: return RecordsKernelOf<14>(pack);
-    default: return RecordsKernelOf<0>(pack);
-  }
-}
-
 int32_t StepBucket(int32_t steps) {
   if (steps <= 256) return (steps + 31) / 32 * 32;
   return (steps + 63) / 64 * 64;
@@ -302,12 +286,6 @@ void GpuDecoder::Allocate() {
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
-  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_PACK"); env != nullptr && env[0] != '\0') {
-    if (std::strcmp(env, "off") == 0) lat_after_pack_ = 0;
-    else if (std::strcmp(env, "on") == 0) lat_after_pack_ = 1;
-    else if (std::strcmp(env, "labels") == 0) lat_after_pack_ = 2;
-    else throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_PACK must be off, on or labels, got '") + env + "'");
-  }
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
@@ -1075,8 +1053,10 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    for (int32_t bits : {11, 13, 14, 0})
-      CUWFST_CUDA(cudaFuncSetAttribute(RecordsKernelFor(bits, lat_after_pack_), cudaFuncAttributeMaxDynamicSharedMemorySize,
+    using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
+    for (auto [kernel, bits] : {std::pair<RecordsKernel, int32_t>{LatRecordsKernel<11>, 11}, {LatRecordsKernel<13>, 13},
+                                {LatRecordsKernel<14>, 14}, {LatRecordsKernel<0>, 0}})
+      CUWFST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
@@ -1131,13 +1111,12 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    const int32_t pk = lat_after_pack_;
-    RecordsKernelFor(14, pk)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    RecordsKernelFor(13, pk)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    RecordsKernelFor(11, pk)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
+    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    RecordsKernelFor(0, pk)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     for (int k = 0; k < 3; ++k) {
       CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
@@ -2069,7 +2048,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
-  out[82] = lat_after_pack_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

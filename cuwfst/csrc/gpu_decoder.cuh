@@ -465,7 +465,7 @@ class GpuDecoder {
   // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
   // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
-  static constexpr int kMemStats = 83;
+  static constexpr int kMemStats = 82;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -746,10 +746,6 @@ class GpuDecoder {
   // CUWFST_LATTICE_LOG=finalize at construction (Workspace::lat_log_fold; MemStats [81]): a lattice
   // decode's records log written at the end of each step's FinalizeKernel, no LatLogKernel launches.
   bool lat_log_fold_ = false;
-  // LatRecordsKernel's packed rounds (lattice_after.cuh, its kPack instantiations;
-  // CUWFST_LATTICE_AFTER_PACK=on: 1, =labels: 2, with the label bound; at construction): 0, off,
-  // until they have run on a GPU
-  int32_t lat_after_pack_ = 0;
   unsigned long long pr_slots_ = 0;  // the last mode-2 decode's record slots (its cursor): PrBucketKernel reads them all
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass

@@ -25,7 +25,6 @@
 #pragma once
 
 #include "cuwfst/lattice.cuh"
-#include "cuwfst/scan.cuh"
 #include "cuwfst/state_table.cuh"
 
 namespace cuwfst {
@@ -247,173 +246,7 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
-// LatRecordsKernel's packed rounds (its kPack 1 and 2 instantiations, which the host launches where
-// the decoder was built with CUWFST_LATTICE_AFTER_PACK=on or labels; off by default until they have
-// run on a GPU; the default instantiations compile as before). The walk above gives each token
-// of S_t a warp and reads its arcs 32 at a time, so a token with a few arcs leaves most of its round
-// idle: on the full HLG's sim rows 723 of the 1,261 tokens a frame have at most 32 arcs, 9.9 on
-// average, and take a round each of the pass's 2,878 a frame (counted on the CPU twin,
-// reference_lattice.h RecordingObserver::pass_small_tokens). Here
-// a warp takes 32 tokens of the item at once: the ones with at most 32 emitting arcs put their arcs
-// end to end (a warp scan of their counts) and every round reads 32 of them, each lane finding its
-// token by a binary search over the scan (five shuffles); the rest, one at a time, as above. Every
-// arc of a small token is tested as the walk above tests it (it reads a small token in one round,
-// and within a round an arc is read whatever the others' bounds), so the records are the same; only
-// their order differs, which nothing reads. Returns the warp's kept records (lane 0 adds them).
-// kLabels (LatRecordsKernel's kPack 2, CUWFST_LATTICE_AFTER_PACK=labels): each token's bound on its
-// labels >= 1 is the scan's label bound (scan.cuh LabelBound: the row's two best labels against a
-// heavy state's folded label bits, else the third best's log-prob; `top`, the item's row's, by
-// AfterRowTop) in place of the row's best: any upper bound of a token's non-blank log-probs gives the
-// same records (an arc the bound does not reach ends below the filter's bound), and a lower one stops
-// a large token's walk sooner. Counted on the CPU twin (RecordingObserver::pass_lb): the pass's rounds
-// 2,878 -> 2,484 a frame on the full HLG's sim rows, 7,609 -> 6,889 on the model set's, alone.
-// The row's two best labels >= 1 and the third best log-prob, by every thread of the CTA (AfterRowTop:
-// each warp's list into shared memory, then every warp merges the lists, scan.cuh WarpTop).
-__device__ __forceinline__ RowTop AfterRowTop(RowTop top, bool publish) {
-  __shared__ float s_v[3][kAfterWarps];
-  __shared__ int32_t s_i[2][kAfterWarps];
-  const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
-  if (publish) {  // (before a barrier: each warp's own list)
-    WarpTop(top);
-    if (me == 0) {
-      s_v[0][wid] = top.v0;
-      s_v[1][wid] = top.v1;
-      s_v[2][wid] = top.v2;
-      s_i[0][wid] = top.i0;
-      s_i[1][wid] = top.i1;
-    }
-    return top;
-  }
-  RowTop all;  // (after it: the merge of every warp's)
-  if (me < kAfterWarps) {
-    all.v0 = s_v[0][me];
-    all.v1 = s_v[1][me];
-    all.v2 = s_v[2][me];
-    all.i0 = s_i[0][me];
-    all.i1 = s_i[1][me];
-  }
-  WarpTop(all);
-  return all;
-}
-
-template <int kBits, bool kLabels = false>
-__device__ __forceinline__ int32_t AfterPackedTokens(const DeviceGraph& g, const Workspace& ws, const LatStepLog& s,
-                                                     int2 item, int32_t last, int32_t lane, int32_t k,
-                                                     const int32_t* st, const float* sc, float row_rest, bool staged,
-                                                     bool sorted, const float* lps, const int32_t* tkeys,
-                                                     const uint16_t* pos16, const ulonglong2* tslots,
-                                                     const int32_t* tpos, int32_t tbits, const float* dsc,
-                                                     unsigned long long& chunk, int32_t& chunk_used,
-                                                     const RowTop& top) {
-  constexpr unsigned kFull = 0xFFFFFFFFu;
-  const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
-  const bool reserve = ws.lat_reserve != 0;
-  const float output_beam = ws.lat_filter[1];
-  int32_t kept = 0;
-  // (kLabels: the label bound's ingredients; without two labels >= 1 or the tables, the row's best)
-  const bool lb = kLabels && sorted && g.label_words > 0 && top.i1 >= 0;
-  const int32_t fold = g.label_words * 32;
-  const int32_t bit0 = lb ? top.i0 % fold : 0, bit1 = lb ? top.i1 % fold : 0;
-  // one arc's test and record (the walk's, above): `read` false past the bound (a sorted graph);
-  // `rest` the token's bound on its labels >= 1
-  auto arc_round = [&](bool valid, int32_t arc, float a, int32_t state, int32_t i, float rest, bool* past) {
-    bool keep = false, admitted = false, read = false;
-    int32_t p = -1;
-    float ac = 0.f;
-    if (valid) {
-      const float wt = g.arc_weight[arc];
-      const ArcDestLabel dl = ArcDestAndLabel(g, arc);
-      const uint16_t lab = dl.label;
-      read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-      *past = sorted && lab != 0 && !read;
-      if (read) {
-        ac = staged ? lps[lab] : AfterLp(s, lab);
-        const float end = ArcEnd(a, wt, ac);
-        if (!(end < s.pre_low)) {
-          float dscore = 0.f;
-          if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
-          else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
-          else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
-          if (p >= 0) {
-            admitted = end > s.cutoff;
-            keep = admitted || !s.filter_on ||
-                   !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
-          }
-        }
-      }
-    }
-    auto make = [&](unsigned long long r) {
-      ws.lat[r] = {state, arc, ac, lane};
-      ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
-    };
-    kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
-  };
-  for (int32_t g0 = item.y + wid * 32; g0 < last; g0 += kAfterWarps * 32) {  // (warp-uniform)
-    const int32_t i = g0 + me;
-    int32_t tstate = 0, tb = 0, tn = 0;
-    float ta = 0.f;
-    if (i < last) {
-      tstate = st[i];
-      ta = sc[i];
-      const StateArcs sa = ArcsOf(g, tstate);
-      tb = sa.EmitBegin();
-      tn = sa.EmitEnd() - tb;
-    }
-    float trest = row_rest;  // the lane's token's bound on its labels >= 1
-    if (lb && i < last) {
-      const int32_t heavy = HeavyIndex(g, tstate);
-      if (heavy >= 0) {
-        const uint32_t* bits = g.heavy_labels + static_cast<int64_t>(heavy) * g.label_words;
-        const uint32_t w0 = bits[bit0 >> 5], w1 = bits[bit1 >> 5];
-        trest = ((w0 >> (bit0 & 31)) & 1u) ? top.v0 : ((w1 >> (bit1 & 31)) & 1u) ? top.v1 : top.v2;
-      }
-    }
-    const bool small = tn <= 32;  // (a lane past `last` has none: tn 0)
-    const int32_t own = small ? tn : 0;
-    int32_t incl = own;  // the small tokens' arcs, an inclusive scan over the lanes
-    for (int32_t o = 1; o < 32; o <<= 1) {
-      const int32_t x = __shfl_up_sync(kFull, incl, o);
-      if (me >= o) incl += x;
-    }
-    const int32_t total = __shfl_sync(kFull, incl, 31);
-    for (int32_t f0 = 0; f0 < total; f0 += 32) {
-      const int32_t f = f0 + me;
-      int32_t t = 0;  // the first lane whose inclusive count passes f: the token of flat arc f
-      for (int32_t step = 16; step > 0; step >>= 1) {
-        const int32_t x = __shfl_sync(kFull, incl, t + step - 1);
-        if (x <= f) t += step;
-      }
-      t = min(t, 31);
-      const int32_t first = __shfl_sync(kFull, incl - own, t);  // the token's first flat arc
-      const int32_t b_t = __shfl_sync(kFull, tb, t);
-      const int32_t state_t = __shfl_sync(kFull, tstate, t);
-      const float a_t = __shfl_sync(kFull, ta, t);
-      const float rest_t = kLabels ? __shfl_sync(kFull, trest, t) : row_rest;
-      bool past = false;
-      arc_round(f < total, b_t + (f - first), a_t, state_t, g0 + t, rest_t, &past);
-    }
-    // the tokens with more than 32 arcs: the warp walks each in turn, rounds of 32 until the bound
-    unsigned big = __ballot_sync(kFull, i < last && !small);
-    while (big != 0u) {
-      const int32_t t = __ffs(big) - 1;
-      big &= big - 1u;
-      const int32_t b_t = __shfl_sync(kFull, tb, t), n_t = __shfl_sync(kFull, tn, t);
-      const int32_t state_t = __shfl_sync(kFull, tstate, t);
-      const float a_t = __shfl_sync(kFull, ta, t);
-      const float rest_t = kLabels ? __shfl_sync(kFull, trest, t) : row_rest;
-      for (int32_t j0 = 0; j0 < n_t; j0 += 32) {
-        bool past = false;
-        arc_round(j0 + me < n_t, b_t + j0 + me, a_t, state_t, g0 + t, rest_t, &past);
-        if (__ballot_sync(kFull, past) != 0u) break;
-      }
-    }
-  }
-  return kept;
-}
-
-// kPack: 0 the walk (the default), 1 the packed rounds (AfterPackedTokens), 2 those with the label
-// bound (CUWFST_LATTICE_AFTER_PACK=on / labels at the decoder's construction).
-template <int kBits, int kPack = 0>
+template <int kBits>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -448,18 +281,13 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const long long d_off = d.src_off;
     const int32_t d_n = d.src_n;
     float rest = -INFINITY;
-    RowTop top;  // (kPack 2: the row's two best labels >= 1 and the third best log-prob)
     for (int32_t i = threadIdx.x; i < V; i += kAfterThreads) {
       const float v = AfterLp(s, i);
       if (staged) lps[i] = v;
       if (i > 0) rest = fmaxf(rest, v);
-      if constexpr (kPack == 2) {
-        if (i > 0) top.Add(v, i);
-      }
     }
     for (int32_t o = 16; o > 0; o >>= 1) rest = fmaxf(rest, __shfl_xor_sync(0xFFFFFFFFu, rest, o));
     if (me == 0) s_rest[wid] = rest;
-    if constexpr (kPack == 2) AfterRowTop(top, true);
     if constexpr (kBits > 0) {
       for (int32_t i = threadIdx.x; i < H; i += kAfterThreads) keys[i] = -1;
       __syncthreads();
@@ -480,14 +308,6 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     int32_t* count = ws.lat_count + item.x;
     const int32_t last = min(s.src_n, item.y + kAfterChunk);
-    if constexpr (kPack != 0) {  // the packed rounds (AfterPackedTokens), then the next item
-      if constexpr (kPack == 2) top = AfterRowTop(top, false);  // (the lists published before the barrier)
-      const int32_t kept = AfterPackedTokens<kBits, kPack == 2>(g, ws, s, item, last, lane, k, st, sc, rest, staged,
-                                                                sorted, lps, tkeys, pos16, tslots, tpos, tbits, dsc,
-                                                                chunk, chunk_used, top);
-      if (me == 0 && kept > 0) atomicAdd(count, kept);
-      continue;
-    }
     // A warp's next token's arc range and the state and score of the one after are loaded while it
     // walks the current one (its two dependent round trips off the walk's chain); its kept records
     // are counted in a register and reach the step's count once an item.
