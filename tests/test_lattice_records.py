@@ -133,17 +133,21 @@ def test_producer_filtered_records_replay_to_the_cpu_lattice(seed, monkeypatch):
         assert np.float32(h.score).view(np.int32) == scores[b].view(np.int32), f"seed {seed} row {b}: 1-best score"
 
 
+def _eps_rows(rng, case, output_beam):
+    """A CPU decoder on a random 200-state epsilon graph and three rows (80, 41 and 0 frames)."""
+    g = _acyclic_eps(rng, 200, 12, 4)
+    lp = random_log_probs(rng, 3, 80, 12, peaky=bool(case % 2))
+    opts = DecoderOptions(search_beam=12.0, output_beam=output_beam, max_active_states=500, min_active_states=2)
+    return Decoder(g, opts), lp, np.array([80, 41, 0], np.int32)
+
+
 def test_producer_filter_drops_records_on_epsilon_graphs():
     """The twin's filter drops records (19 % of these random rows'), and marks
     exactly the real steps it filtered: never the final one."""
     rng = np.random.default_rng(17)
     kept = total = 0
     for case in range(12):
-        g = _acyclic_eps(rng, 200, 12, 4)
-        lp = random_log_probs(rng, 3, 80, 12, peaky=bool(case % 2))
-        lens = np.array([80, 41, 0], np.int32)
-        opts = DecoderOptions(search_beam=12.0, output_beam=3.0, max_active_states=500, min_active_states=2)
-        dec = Decoder(g, opts)
+        dec, lp, lens = _eps_rows(rng, case, 3.0)
         full = cpu_records(dec, lp, lens)
         rec = cpu_records(dec, lp, lens, filter=True)
         assert full.producer_a is None
@@ -252,11 +256,7 @@ def test_trim_twin_leaves_out_arcs_into_surviving_states():
     trimmed = recorded = 0
     reach = [0, 0]
     for case in range(8):
-        g = _acyclic_eps(rng, 200, 12, 4)
-        lp = random_log_probs(rng, 3, 80, 12, peaky=bool(case % 2))
-        lens = np.array([80, 41, 0], np.int32)
-        opts = DecoderOptions(search_beam=12.0, output_beam=2.0, max_active_states=500, min_active_states=2)
-        dec = Decoder(g, opts)
+        dec, lp, lens = _eps_rows(rng, case, 2.0)
         got = _trim_against_filter(dec, lp, lens, f"case {case}")
         trimmed += int(got.trim_stats[1])
         recorded += len(cpu_records(dec, lp, lens).records)
