@@ -196,13 +196,15 @@ def test_trim_with_epsilon_graphs_and_lattices(seed):
     for i in range(B):
         _compare(graph, lp[i], cpu1[i], one_t[i], f"eps seed {seed} row {i} 1-best trimmed")
         _compare(graph, lp[i], cpu1[i], one_f[i], f"eps seed {seed} row {i} 1-best untrimmed")
-    # ... lattice decodes do not (the lattice stage walks every arc): the first device run
-    # without this rule recorded fewer arcs than the CPU here
+    # ... lattice decodes only by the lattice trim on epsilon graphs (lower: at what the records'
+    # filter could keep, common.cuh LatEpsTrimOn; the default since 2026-12-05 20:37; before it they
+    # walked every arc, and the first device run with the 1-best's trim here recorded fewer arcs than
+    # the CPU), so no more slots than the untrimmed decoder's, and the CPU's lattices
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
     s0, f0 = _slots(trim), _slots(full)
     got = trim.decode(lp, lens, lattice=True)
     ref = full.decode(lp, lens, lattice=True)
-    assert _slots(trim) - s0 == _slots(full) - f0  # the same (full) slot space
+    assert _slots(trim) - s0 <= _slots(full) - f0
     for i in range(B):
         _compare(graph, lp[i], cpu[i], got[i], f"eps seed {seed} row {i}")
         want = cpu[i].lattice
