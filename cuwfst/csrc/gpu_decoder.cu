@@ -280,6 +280,7 @@ void GpuDecoder::Allocate() {
       *field = env[0] - '0';
     }
   lat_after_ = EnvChoice("CUWFST_LATTICE_RECORDS", "after", "step", lat_after_);
+  lat_chain_ = EnvChoice("CUWFST_LATTICE_CHAIN", "on", "off", lat_chain_);
   lat_claims_ = EnvChoice("CUWFST_LATTICE_CLAIMS", "claim", "stride", lat_claims_);
   ws_.lat_claims = lat_claims_ ? 1 : 0;
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
@@ -1271,7 +1272,11 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   // The claims stay for the lattice walk after a real step's closure; LatStepEndKernel
   // clears them (and counts closure_added) in place of ClearClaimsKernel.
   const bool clear = !(w.lattice && closes_step);
-  if (cfg_.closure_lists == kClosureChain && !w.lattice) {  // (a lattice decode records every pass)
+  // (the records' replay, lattice 1, takes the lists closure, as every lattice decode did before
+  // 2026-12-05 20:37; a GPU-pruned one, lattice 2, needs no record of the passes: its epsilon arcs
+  // come from the frontier log, and the chain keeps what its stage reads: every new token's
+  // hash_pos, the claims LatStepEndKernel clears, eps_base; CUWFST_LATTICE_CHAIN=off: the lists)
+  if (cfg_.closure_lists == kClosureChain && (w.lattice == 0 || (w.lattice == 2 && lat_chain_))) {
     Timed(9, [&] { LaunchStep(EpsChainExpandKernel, dim3(cfg_.eps_blocks), dim3(kWalkThreads), g, ews); });
     Timed(10, [&] { LaunchStep(EpsChainResolveKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), ews); });
     Timed(15, [&] { LaunchStep(EpsChainLinkKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, ews); });
