@@ -1275,7 +1275,8 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   // (the records' replay, lattice 1, takes the lists closure, as every lattice decode did before
   // 2026-12-05 20:37; a GPU-pruned one, lattice 2, needs no record of the passes: its epsilon arcs
   // come from the frontier log, and the chain keeps what its stage reads: every new token's
-  // hash_pos, the claims LatStepEndKernel clears, eps_base; CUWFST_LATTICE_CHAIN=off: the lists)
+  // hash_pos, the claims LatStepEndKernel clears, eps_base; CUWFST_LATTICE_CHAIN=on at construction,
+  // off by default until it has run on a GPU)
   if (cfg_.closure_lists == kClosureChain && (w.lattice == 0 || (w.lattice == 2 && lat_chain_))) {
     Timed(9, [&] { LaunchStep(EpsChainExpandKernel, dim3(cfg_.eps_blocks), dim3(kWalkThreads), g, ews); });
     Timed(10, [&] { LaunchStep(EpsChainResolveKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), ews); });

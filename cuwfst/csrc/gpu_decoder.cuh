@@ -734,9 +734,9 @@ class GpuDecoder {
   // with the filter and the lattice trim, find their records in one pass after the search instead
   // of a stage of every step; MemStats [78] counts the decodes that did
   bool lat_after_ = true;
-  // the chain closure in GPU-pruned lattice decodes (Workspace::lattice 2; CUWFST_LATTICE_CHAIN=off at
-  // construction: the lists closure there, as before 2026-12-05 20:37)
-  bool lat_chain_ = true;
+  // the chain closure in GPU-pruned lattice decodes (Workspace::lattice 2; CUWFST_LATTICE_CHAIN=on at
+  // construction; off, the lists closure there, until it has run on a GPU: scripts/device_s168.sh)
+  bool lat_chain_ = false;
   bool lat_claims_ = true;  // CUWFST_LATTICE_CLAIMS (Workspace::lat_claims)
   // The pass's warps take record slots a chunk at a time, so the cursor counts slots (records and
   // holes): the default since 2026-12-05 (s131 on the H200: 41.45 against 43.76 ms a lattice batch,
