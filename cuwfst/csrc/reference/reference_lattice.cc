@@ -722,6 +722,97 @@ void RecordingObserver::OnArc(int32_t src_tok, int32_t dest, int32_t arc, float 
   pending_.insert(pending_.end(), {src_tok, dest, arc, bits});
 }
 
+// The trim's reach on a trimmed step (counts only, for tests and docs/speed-notes.md; the records
+// do not depend on them): every walked arc against the low and the cutoff by its end and by the
+// bounds of the walks the GPU could take (the row's best non-blank log-prob, the state's own, the
+// scan's top-3 label bound), a walk by labels' lookups, and the records pass's rounds of 32 arcs
+// (lattice_after.cuh LatRecordsKernel) with the row's bound and the label bound. One pass over
+// each token's arcs (pending_ holds them token by token).
+void RecordingObserver::CountTrimReach(float low, float cutoff) {
+  float rest = -INFINITY;                 // the row's best non-blank log-prob
+  int32_t top[3] = {-1, -1, -1};          // its three best non-blank labels (ties to the smaller)
+  std::vector<float> desc;                // its non-blank log-probs, best first
+  for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) {
+    rest = std::max(rest, row[v]);
+    desc.push_back(row[v]);
+    if (top[0] < 0 || row[v] > row[top[0]]) {
+      top[2] = top[1], top[1] = top[0], top[0] = v;
+    } else if (top[1] < 0 || row[v] > row[top[1]]) {
+      top[2] = top[1], top[1] = v;
+    } else if (top[2] < 0 || row[v] > row[top[2]]) {
+      top[2] = v;
+    }
+  }
+  std::sort(desc.begin(), desc.end(), std::greater<float>());
+  auto labels_at = [&](float need) {  // how many non-blank log-probs are >= need
+    return static_cast<int64_t>(std::upper_bound(desc.begin(), desc.end(), need, std::greater<float>()) -
+                                desc.begin());
+  };
+  std::vector<int32_t> labs;
+  for (size_t k = 0; k < pending_.size();) {
+    const int32_t tok = pending_[k];
+    const float s = frontier_scores_[tok];
+    float wmax = -INFINITY, srest = -INFINITY;  // the token's best non-blank weight and log-prob
+    int64_t deg = 0;                            // its non-blank arcs
+    bool has[3] = {false, false, false};        // whether its state has the row's top labels
+    const size_t k0 = k;
+    labs.clear();
+    for (; k < pending_.size() && pending_[k] == tok; k += 4) {
+      const int32_t arc = pending_[k + 2], lab = g_.ilabel[arc];
+      float ac;
+      std::memcpy(&ac, &pending_[k + 3], sizeof(ac));
+      const float end = s + (ac + g_.weight[arc]), bound = s + (rest + g_.weight[arc]);
+      trim_kept += !(end < low);
+      trim_best += !(end < cutoff);
+      trim_bound_low += lab == 0 || !(bound < low);
+      trim_bound_cut += lab == 0 || !(bound < cutoff);
+      labs.push_back(lab);
+      if (lab > 0) {
+        for (int q = 0; q < 3; ++q) has[q] |= lab == top[q];
+        wmax = std::max(wmax, g_.weight[arc]);
+        srest = std::max(srest, ac);
+        ++deg;
+      }
+    }
+    const int64_t n = static_cast<int64_t>((k - k0) / 4);
+    trim_walked += n;
+    const float r3 = top[2] < 0 ? rest : has[0] ? row[top[0]] : has[1] ? row[top[1]] : row[top[2]];
+    for (size_t j = k0; j < k; j += 4) {  // the walks by the state's own bound and the top-3 bound
+      const int32_t arc = pending_[j + 2];
+      const bool blank = g_.ilabel[arc] == 0;
+      const float bound = s + (srest + g_.weight[arc]), b3 = s + (r3 + g_.weight[arc]);
+      trim_sbound_low += blank || !(bound < low);
+      trim_sbound_cut += blank || !(bound < cutoff);
+      trim_top3_low += blank || !(b3 < low);
+      trim_top3_cut += blank || !(b3 < cutoff);
+    }
+    // the records pass's reads: from the token's first arc, through the round of 32 holding the first
+    // non-blank arc whose bound misses the low; the label bound on states of more than 8 labels
+    std::sort(labs.begin(), labs.end());
+    const int64_t distinct =
+        std::unique(labs.begin(), labs.end()) - labs.begin() - (labs.empty() || labs[0] != 0 ? 0 : 1);
+    auto reads = [&](float r) {
+      for (int64_t i = 0; i < n; ++i) {
+        const int32_t arc = pending_[k0 + 4 * i + 2];
+        if (g_.ilabel[arc] != 0 && s + (r + g_.weight[arc]) < low) return std::min(n, (i / 32 + 1) * 32);
+      }
+      return n;
+    };
+    const int64_t r_row = reads(rest);
+    pass_row += (r_row + 31) / 32;
+    pass_lb += (reads(distinct > 8 ? r3 : rest) + 31) / 32;
+    if (n <= 32) {  // a token of at most 32 arcs, and its arcs
+      ++pass_small_tokens;
+      pass_small_arcs += r_row;
+    }
+    if (wmax == -INFINITY) continue;
+    // a walk by labels: score + (lp + wmax) >= bar <=> lp >= about bar - score - wmax (counted in
+    // double); a token looks up no more labels than it has arcs
+    trim_label_low += std::min(deg, labels_at(static_cast<float>(static_cast<double>(low) - s - wmax)));
+    trim_label_cut += std::min(deg, labels_at(static_cast<float>(static_cast<double>(cutoff) - s - wmax)));
+  }
+}
+
 void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cutoff) {
   if (started_) {  // the start closure is not a step
     const int32_t nt = static_cast<int32_t>(frontier.size());
@@ -751,102 +842,7 @@ void RecordingObserver::OnStepEnd(const std::vector<Token>& frontier, float cuto
         if (!(A > 0.0f && c <= c_cap)) trim_guard = true;
       }
     }
-    if (low > -INFINITY) {  // (counts for the trim's reach: every walked arc of the step)
-      float rest = -INFINITY;  // the row's best non-blank log-prob
-      for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) rest = std::max(rest, row[v]);
-      // the labels' lookups of a walk by labels: per token, the row's labels >= 1 with
-      // score + (log-prob + the state's best non-blank weight) at or above the bar (the row's
-      // non-blank log-probs sorted once, a binary search a token and bar)
-      std::vector<float> desc;
-      for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) desc.push_back(row[v]);
-      // the row's three best non-blank labels (by log-prob; ties to the smaller label)
-      int32_t top[3] = {-1, -1, -1};
-      for (int32_t v = 1; row != nullptr && v < g_.vocab_size; ++v) {
-        if (top[0] < 0 || row[v] > row[top[0]]) {
-          top[2] = top[1], top[1] = top[0], top[0] = v;
-        } else if (top[1] < 0 || row[v] > row[top[1]]) {
-          top[2] = top[1], top[1] = v;
-        } else if (top[2] < 0 || row[v] > row[top[2]]) {
-          top[2] = v;
-        }
-      }
-      std::sort(desc.begin(), desc.end(), std::greater<float>());
-      auto labels_at = [&](float need) {  // how many log-probs are >= need
-        return static_cast<int64_t>(std::upper_bound(desc.begin(), desc.end(), need, std::greater<float>()) -
-                                    desc.begin());
-      };
-      for (size_t k = 0; k < pending_.size();) {
-        const int32_t tok = pending_[k];
-        float wmax = -INFINITY, srest = -INFINITY;
-        int64_t deg = 0;  // the token's non-blank arcs
-        bool has[3] = {false, false, false};
-        const size_t k0 = k;
-        for (; k < pending_.size() && pending_[k] == tok; k += 4)
-          if (g_.ilabel[pending_[k + 2]] > 0) {
-            for (int q = 0; q < 3; ++q) has[q] |= g_.ilabel[pending_[k + 2]] == top[q];
-            wmax = std::max(wmax, g_.weight[pending_[k + 2]]);
-            float ac;
-            std::memcpy(&ac, &pending_[k + 3], sizeof(ac));
-            srest = std::max(srest, ac);
-            ++deg;
-          }
-        const float s = frontier_scores_[tok];
-        const float r3 = top[2] < 0 ? rest : has[0] ? row[top[0]] : has[1] ? row[top[1]] : row[top[2]];
-        {  // the records pass's reads (rounds of 32 from the token's first arc)
-          std::vector<int32_t> labs;
-          for (size_t j = k0; j < k; j += 4) labs.push_back(g_.ilabel[pending_[j + 2]]);
-          std::sort(labs.begin(), labs.end());
-          const int64_t distinct = std::unique(labs.begin(), labs.end()) - labs.begin() - (labs.empty() || labs[0] != 0 ? 0 : 1);
-          const float rl = distinct > 8 ? r3 : rest;
-          auto reads = [&](float r) {
-            const int64_t n = static_cast<int64_t>((k - k0) / 4);
-            for (int64_t i = 0; i < n; ++i) {
-              const int32_t arc = pending_[k0 + 4 * i + 2];
-              if (g_.ilabel[arc] != 0 && s + (r + g_.weight[arc]) < low) return std::min(n, (i / 32 + 1) * 32);
-            }
-            return n;
-          };
-          // (in rounds: a warp's round of 32 consecutive arcs is one set of loads, however many it uses)
-          const int64_t r_row = reads(rest);
-          pass_row += (r_row + 31) / 32;
-          pass_lb += (reads(rl) + 31) / 32;
-          if ((k - k0) / 4 <= 32) {  // a token of at most 32 arcs (the packed rounds' kind), and its arcs
-            ++pass_small_tokens;
-            pass_small_arcs += r_row;
-          }
-        }
-        for (size_t j = k0; j < k; j += 4) {  // the walks by the state's own bound and the top-3 bound
-          const int32_t arc = pending_[j + 2];
-          const bool blank = g_.ilabel[arc] == 0;
-          const float bound = s + (srest + g_.weight[arc]), b3 = s + (r3 + g_.weight[arc]);
-          trim_sbound_low += blank || !(bound < low);
-          trim_sbound_cut += blank || !(bound < cutoff);
-          trim_top3_low += blank || !(b3 < low);
-          trim_top3_cut += blank || !(b3 < cutoff);
-        }
-        if (wmax == -INFINITY) continue;
-        // (score + (lp + wmax) >= bar  <=>  lp >= about bar - score - wmax; counted in double; a
-        // token looks up no more labels than it has arcs: the walk takes the smaller)
-        trim_label_low += std::min(deg, labels_at(static_cast<float>(static_cast<double>(low) - s - wmax)));
-        trim_label_cut += std::min(deg, labels_at(static_cast<float>(static_cast<double>(cutoff) - s - wmax)));
-      }
-      for (size_t k = 0; k < pending_.size(); k += 4) {
-        const int32_t arc = pending_[k + 2];
-        const bool blank = g_.ilabel[arc] == 0;
-        const float bound = frontier_scores_[pending_[k]] + (rest + g_.weight[arc]);
-        trim_bound_low += blank || !(bound < low);
-        trim_bound_cut += blank || !(bound < cutoff);
-      }
-      for (size_t k = 0; k < pending_.size(); k += 4) {
-        const int32_t arc = pending_[k + 2];
-        float acoustic;
-        std::memcpy(&acoustic, &pending_[k + 3], sizeof(acoustic));
-        const float end = frontier_scores_[pending_[k]] + (acoustic + g_.weight[arc]);
-        trim_kept += !(end < low);
-        trim_best += !(end < cutoff);
-      }
-      trim_walked += static_cast<int64_t>(pending_.size() / 4);
-    }
+    if (low > -INFINITY) CountTrimReach(low, cutoff);
     int32_t n = 0;
     for (size_t k = 0; k < pending_.size(); k += 4) {
       const int32_t d = slot_[pending_[k + 1]];

@@ -337,6 +337,7 @@ class RecordingObserver : public StepObserver {
   bool trim_;
   float prev_mag_ = 0.0f;  // the expanded frontier's largest |score| (the trim's gate)
   bool final_step_ = false;
+  void CountTrimReach(float low, float cutoff);  // the trim_* and pass_* counts of a trimmed step
   std::vector<int32_t> pending_;  // {src token, dest, arc, acoustic bits} of the step under way
   std::vector<int32_t> frontier_states_;
   std::vector<float> frontier_scores_;
