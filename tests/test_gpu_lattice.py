@@ -568,6 +568,19 @@ def test_records_after_the_search(seed, monkeypatch):
     assert _after_stats(dec) == 2
 
 
+@pytest.mark.parametrize("prefetch", ["on", "on3"])
+@pytest.mark.parametrize("seed", range(0, 40, 3))
+def test_records_after_the_search_prefetched_random(seed, prefetch, monkeypatch):
+    """test_records_after_the_search's random cases under CUWFST_LATTICE_PREFETCH (the pass's arcs
+    loaded a round and a token ahead): the CPU's lattices."""
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.setenv("CUWFST_LATTICE_PREFETCH", prefetch)
+    graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+    dec = _gpu(graph, opts, max_lanes=lanes)
+    compare(cpu, dec.decode(lp, lens, lattice=True), f"after, prefetch {prefetch}, seed {seed}")
+    assert _after_stats(dec) == 1
+
+
 def _random_after_case(seed):
     """test_records_after_the_search's case `seed`: graph, log-probs, lengths, options, lanes and
     the CPU's lattices."""
@@ -692,6 +705,46 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
     assert st["lattice_grows"] == 1 and st["lattice_capacity"] >= st["lattice_live_records"]
     compare(cpu, small.decode(lp, lattice=True), "reserve chunk, on the grown records")
     assert small._gpu.main.mem_stats()["lattice_grows"] == 1
+
+
+def test_records_after_the_search_prefetched_arcs(monkeypatch, capfd):
+    """CUWFST_LATTICE_PREFETCH=on / on3: the pass's warps load a token's first round of arcs while
+    they walk the token before it, and a token's next round while they test its current one (on3:
+    the kernels bound to 3 CTAs a multiprocessor). The same records: the lattices are the CPU's in
+    every table class, without the records' filter, grown from first sizes far too small, and with
+    the chunked slots off; with CUWFST_LATTICE_AFTER_PROF=on each pass's phase sums reach stderr
+    (a line a table class with items). Values the switches do not know are refused when the
+    decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_PREFETCH", ("1", "on4", "yes"))
+    monkeypatch.delenv("CUWFST_LATTICE_PREFETCH")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_PROF", ("1", "yes"))
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_PROF")
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_prefetch"] == 0
+    for value, code in (("on", 1), ("on3", 2)):
+        dec, st = _switched(monkeypatch, "CUWFST_LATTICE_PREFETCH", value, graph, opts, lp, cpu, f"prefetch {value}")
+        assert st["lat_prefetch"] == code and _after_stats(dec) == 1
+        setattr(dec._gpu, "lattice_filter", "off")
+        compare(cpu, dec.decode(lp, lattice=True), f"prefetch {value}, filter off")
+        setattr(dec._gpu, "lattice_filter", "on")
+        _grown(monkeypatch, graph, opts, lp, cpu, f"prefetch {value}")
+        monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+        _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", "round", graph, opts, lp, cpu, f"prefetch {value}, slots a round")
+        monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    capfd.readouterr()
+    for value in ("off", "on3"):
+        monkeypatch.setenv("CUWFST_LATTICE_PREFETCH", value)
+        _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PROF", "on", graph, opts, lp, cpu, f"profiled, prefetch {value}")
+        lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
+        classes = {x.split()[1] for x in lines}
+        assert "global" in classes and classes <= {"c11", "c13", "c14", "global"}, lines
+        for x in lines:
+            f = x.split()
+            v = dict(zip(f[2::2], f[3::2]))
+            assert int(v["items"]) > 0 and float(v["walk_mcyc"]) > 0 and 0 < float(v["active_ms"])
+            assert 0 < float(v["span_ms"]) < 60_000
 
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):

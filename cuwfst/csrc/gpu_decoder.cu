@@ -285,6 +285,14 @@ void GpuDecoder::Allocate() {
   ws_.lat_claims = lat_claims_ ? 1 : 0;
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
+  if (const char* env = std::getenv("CUWFST_LATTICE_PREFETCH"); env != nullptr && env[0] != '\0') {
+    if (std::strcmp(env, "on") == 0) lat_prefetch_ = 1;
+    else if (std::strcmp(env, "on3") == 0) lat_prefetch_ = 2;
+    else if (std::strcmp(env, "off") == 0) lat_prefetch_ = 0;
+    else throw std::invalid_argument(std::string("CUWFST_LATTICE_PREFETCH must be 'on', 'on3' or 'off', not '") + env + "'");
+  }
+  ws_.lat_after_prefetch = lat_prefetch_;
+  lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
@@ -988,6 +996,18 @@ constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 }  // namespace
 
+// LatRecordsKernel<bits, prefetch> (lattice_after.cuh) for a table class's bits and
+// Workspace::lat_after_prefetch.
+using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
+template <int kPf>
+RecordsKernel RecordsKernelPf(int32_t bits) {
+  return bits == 11 ? LatRecordsKernel<11, kPf> : bits == 13 ? LatRecordsKernel<13, kPf>
+                                              : bits == 14 ? LatRecordsKernel<14, kPf> : LatRecordsKernel<0, kPf>;
+}
+RecordsKernel RecordsKernelOf(int32_t bits, int pf) {
+  return pf == 1 ? RecordsKernelPf<1>(bits) : pf == 2 ? RecordsKernelPf<2>(bits) : RecordsKernelPf<0>(bits);
+}
+
 int64_t GpuDecoder::AfterHoleBound() const {
   return int64_t{kAfterReserve - 1} * kAfterWarps * std::max<int64_t>(la_grid_, 1) * 4;
 }
@@ -1034,7 +1054,8 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     alloc(&tk, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (keys)");
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
   }
-  if (!la_plan_.get()) alloc(&plan, 16 * sizeof(unsigned long long), "the records pass's plan");
+  // (the plan's 16 words, then the measurement's: Workspace::lat_prof)
+  if (!la_plan_.get()) alloc(&plan, (16 + kAfterProfWords) * sizeof(unsigned long long), "the records pass's plan");
   for (int k = 0; k < 3; ++k) {
     // non-blocking, as stream_ is: a blocking stream that is capturing (this instance's graph)
     // makes another thread's work on the legacy stream fail with cudaErrorStreamCaptureImplicit
@@ -1054,11 +1075,10 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
-    for (auto [kernel, bits] : {std::pair<RecordsKernel, int32_t>{LatRecordsKernel<11>, 11}, {LatRecordsKernel<13>, 13},
-                                {LatRecordsKernel<14>, 14}, {LatRecordsKernel<0>, 0}})
-      CUWFST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(AfterSmem(bits, V))));
+    for (int pf = 0; pf < 3; ++pf)
+      for (int32_t bits : {11, 13, 14, 0})
+        CUWFST_CUDA(cudaFuncSetAttribute(RecordsKernelOf(bits, pf), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     la_grid_ = std::max(1, sms) * 4;
@@ -1092,6 +1112,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   if (plan.get()) {
     la_plan_ = std::move(plan);
     ws_.lat_plan = static_cast<unsigned long long*>(la_plan_.get());
+    ws_.lat_prof = lat_prof_ ? ws_.lat_plan + 16 : nullptr;
   }
 }
 
@@ -1108,16 +1129,22 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 16 * sizeof(unsigned long long), stream_));
+  if (w.lat_prof != nullptr) {  // (the measurement's sums from 0, its earliest starts from ~0)
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_prof, 0, kAfterProfStart * sizeof(unsigned long long), stream_));
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_prof + kAfterProfStart, 0xFF,
+                                (kAfterProfWords - kAfterProfStart) * sizeof(unsigned long long), stream_));
+  }
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
+    const int pf = w.lat_after_prefetch;
+    RecordsKernelOf(14, pf)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    RecordsKernelOf(13, pf)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    RecordsKernelOf(11, pf)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    RecordsKernelOf(0, pf)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     for (int k = 0; k < 3; ++k) {
       CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
@@ -1125,6 +1152,27 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     }
   });
   CUWFST_CUDA(cudaGetLastError());
+}
+
+// CUWFST_LATTICE_AFTER_PROF=on (a measurement): the last records pass's sums (lattice_after.cuh
+// kAfterProf*) as one line a table class on stderr: items, the warps' cycles a phase (waiting for
+// an item's first barrier, staging the row and building the table, walking), the CTAs' active time
+// against the class's span (its earliest start to its latest exit).
+void GpuDecoder::PrintRecordsProfile() {
+  unsigned long long h[kAfterProfWords];
+  CUWFST_CUDA(cudaMemcpy(h, ws_.lat_prof, sizeof(h), cudaMemcpyDeviceToHost));
+  static const char* const kNames[4] = {"c11", "c13", "c14", "global"};
+  for (int c = 0; c < 4; ++c) {
+    const unsigned long long* x = h + c * 8;
+    if (x[kAfterProfItems] == 0) continue;
+    const unsigned long long start = h[kAfterProfStart + c], end = x[kAfterProfEnd];
+    std::fprintf(stderr,
+                 "[records-prof] %s items %llu wait_mcyc %.3f setup_mcyc %.3f walk_mcyc %.3f active_ms %.3f span_ms %.3f "
+                 "ctas %d prefetch %d\n",
+                 kNames[c], x[kAfterProfItems], x[kAfterProfWait] * 1e-6, x[kAfterProfSetup] * 1e-6,
+                 x[kAfterProfWalk] * 1e-6, x[kAfterProfActive] * 1e-6, end > start ? (end - start) * 1e-6 : 0.0,
+                 la_grid_, lat_prefetch_);
+  }
 }
 
 template <typename F>
@@ -1713,6 +1761,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       if (after) CUWFST_CUDA(cudaMemcpyAsync(plan, ws_.lat_plan, sizeof(plan), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaStreamSynchronize(stream_));
       if (profiling_) CollectProfile();
+      if (after && ws_.lat_prof != nullptr) PrintRecordsProfile();
       bool arena_full = false, lane_refused = false;
       for (int32_t b = 0; b < B; ++b) {
         arena_full |= (h_lanes[b].overflow & kOverflowArena) != 0;
@@ -2054,6 +2103,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
+  out[82] = lat_prefetch_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

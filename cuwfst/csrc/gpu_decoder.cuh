@@ -465,7 +465,9 @@ class GpuDecoder {
   // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
   // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
-  static constexpr int kMemStats = 82;
+  // [82] the records pass's arc prefetch (Workspace::lat_after_prefetch: 0, or 1 / 2 under
+  // CUWFST_LATTICE_PREFETCH=on / on3).
+  static constexpr int kMemStats = 83;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -553,6 +555,7 @@ class GpuDecoder {
   // and the pass's launches after a sequence's steps.
   void EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries);
   void EnqueueRecordsPass(const Workspace& w);
+  void PrintRecordsProfile();
   // The records a run that overflowed them made and needs (types.cuh LatticeNeedOfRun, from
   // the step counts of lanes < B and steps [t0, t1)), checked against the cursor.
   // holes > 0: the records pass took its slots a chunk a warp (CUWFST_LATTICE_RESERVE=chunk), so the
@@ -743,6 +746,13 @@ class GpuDecoder {
   // the same lattices); CUWFST_LATTICE_RESERVE=round at construction takes them a round at a time
   // (Workspace::lat_reserve; MemStats [79])
   bool lat_reserve_ = true;
+  // CUWFST_LATTICE_PREFETCH=on / on3 at construction (Workspace::lat_after_prefetch 1 / 2): the records
+  // pass's arcs loaded a round and a token ahead (lattice_after.cuh kPrefetch; a same-run A/B, off
+  // until measured)
+  int32_t lat_prefetch_ = 0;
+  // CUWFST_LATTICE_AFTER_PROF=on at construction (Workspace::lat_prof): each records pass's phase
+  // sums on stderr (PrintRecordsProfile; a measurement)
+  bool lat_prof_ = false;
   // CUWFST_LATTICE_TABLES=packed at construction (Workspace::lat_tab_slots; MemStats [80]): the pass's
   // global tables hold each slot's state and index in one word
   bool lat_tab_packed_ = false;

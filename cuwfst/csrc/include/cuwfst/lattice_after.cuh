@@ -49,6 +49,19 @@ __host__ __device__ constexpr size_t AfterSmem(int32_t bits, int32_t vocab) {
   return (bits > 0 ? size_t{6} << bits : 0) + (vocab <= kAfterLpsMax ? sizeof(float) * static_cast<size_t>(vocab) : 0);
 }
 
+// Workspace::lat_prof's words (a measurement, CUWFST_LATTICE_AFTER_PROF=on): per item list c < 4 at
+// c * 8: its warps' clock64 cycles waiting for the item's first barrier (the claim, and the slowest
+// warp of the item before), staging the row and building the table (to the second barrier),
+// walking the tokens; the items; its CTAs' active ns (%globaltimer, first claim to exit); the latest
+// exit; then at kAfterProfStart + c the earliest start (set to ~0 before the pass).
+enum : int32_t { kAfterProfWait = 0, kAfterProfSetup = 1, kAfterProfWalk = 2, kAfterProfItems = 3, kAfterProfActive = 4,
+                 kAfterProfEnd = 5, kAfterProfStart = 32, kAfterProfWords = 40 };
+__device__ __forceinline__ unsigned long long AfterNow() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 __device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
   return s.row16 ? __half2float(__ushort_as_half(s.row16[label])) : s.row32[label];
 }
@@ -246,8 +259,14 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
-template <int kBits>
-__global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
+// kPrefetch 1 or 2 (Workspace::lat_after_prefetch; 2 bounds the kernel to 3 CTAs a multiprocessor, 80
+// registers a thread, where 1's 4 spill a few): the same tests and records, with the arcs' loads off
+// the rounds' chain: a warp loads its next token's first round (weight, destination and label) while
+// it walks the current token, and a token's next round while it tests the current one (a load of a
+// round the walk then stops before is wasted, never used). The pipeline: token i + 3's state and
+// score, token i + 2's arc range and token i + 1's first round are loaded while token i is walked.
+template <int kBits, int kPrefetch>
+__global__ void __launch_bounds__(kAfterThreads, kPrefetch == 2 ? 3 : 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(after_smem);
@@ -269,12 +288,29 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   const bool reserve = ws.lat_reserve != 0;
   unsigned long long chunk = 0;  // (reserve: the warp's chunk of record slots, kAfterReserve used: none)
   int32_t chunk_used = kAfterReserve;
+  // (the measurement: a warp's lane 0 adds each phase's cycles to the CTA's sums in shared memory)
+  unsigned long long* const prof = list < 4 ? ws.lat_prof : nullptr;
+  __shared__ unsigned long long s_prof[4];
+  unsigned long long t_cta = 0;
+  long long t_mark = 0;
+  if (prof != nullptr) {
+    if (threadIdx.x < 4) s_prof[threadIdx.x] = 0;
+    t_cta = AfterNow();
+    t_mark = clock64();
+  }
+  auto phase = [&](int32_t k) {  // (prof only) the cycles since the last mark into phase k
+    const long long now = clock64();
+    if (me == 0) atomicAdd(&s_prof[k], static_cast<unsigned long long>(now - t_mark));
+    t_mark = now;
+  };
   for (int32_t w = blockIdx.x;; w += gridDim.x) {
     if (claims && threadIdx.x == 0)
       s_item = static_cast<int32_t>(min(atomicAdd(&ws.lat_plan[8 + list], 1ull), static_cast<unsigned long long>(n_items)));
     __syncthreads();  // (and the last item's table and row read by every warp)
+    if (prof != nullptr) phase(kAfterProfWait);
     if (claims) w = s_item;
     if (w >= n_items) break;
+    if (prof != nullptr && threadIdx.x == 0) s_prof[kAfterProfItems] += 1;
     const int2 item = items[w];
     const LatStepLog s = ws.lat_steps[item.x];
     const LatStepLog& d = ws.lat_steps[item.x + 1];
@@ -295,6 +331,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
         StateTableInsert(keys, pos16, kBits, ws.lat_log_state[d_off + i], i);
     }
     __syncthreads();
+    if (prof != nullptr) phase(kAfterProfSetup);
     rest = s_rest[0];
     for (int32_t x = 1; x < kAfterWarps; ++x) rest = fmaxf(rest, s_rest[x]);
     // (the global class: the step's table, two arrays or packed slots, CUWFST_LATTICE_TABLES)
@@ -308,86 +345,183 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     int32_t* count = ws.lat_count + item.x;
     const int32_t last = min(s.src_n, item.y + kAfterChunk);
-    // A warp's next token's arc range and the state and score of the one after are loaded while it
-    // walks the current one (its two dependent round trips off the walk's chain); its kept records
-    // are counted in a register and reach the step's count once an item.
+    // One round of a token: lane me's arc (j < n) with its weight and destination and label loaded,
+    // tested and, kept, written. Returns whether the walk stops after it (warp-uniform).
     int32_t kept = 0;
-    int32_t state = 0, nstate = 0, b = 0, n = 0;
-    float a = 0.f, na = 0.f;
-    {
-      const int32_t i = item.y + wid;
-      if (i < last) {
-        state = st[i];
-        a = sc[i];
-        const StateArcs sa = ArcsOf(g, state);
-        b = sa.EmitBegin();
-        n = sa.EmitEnd() - b;
-      }
-      if (i + kAfterWarps < last) {
-        nstate = st[i + kAfterWarps];
-        na = sc[i + kAfterWarps];
-      }
-    }
-    for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
-      int32_t nb = 0, nn = 0, nnstate = 0;
-      float nna = 0.f;
-      if (i + kAfterWarps < last) {
-        const StateArcs sa = ArcsOf(g, nstate);
-        nb = sa.EmitBegin();
-        nn = sa.EmitEnd() - nb;
-      }
-      if (i + 2 * kAfterWarps < last) {
-        nnstate = st[i + 2 * kAfterWarps];
-        nna = sc[i + 2 * kAfterWarps];
-      }
-      for (int32_t j0 = 0; j0 < n; j0 += 32) {
-        const int32_t j = j0 + me;
-        const int32_t arc = b + j;
-        bool read = false, keep = false, admitted = false, past = false;
-        int32_t p = -1;
-        float ac = 0.f;
-        if (j < n) {
-          // (the weight, label and destination in one round trip, the destination's for the probe:
-          // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-          // on the candidates' path)
-          const float wt = g.arc_weight[arc];
-          const ArcDestLabel dl = ArcDestAndLabel(g, arc);
-          const uint16_t lab = dl.label;
-          read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-          past = sorted && lab != 0 && !read;
-          if (read) {
-            ac = staged ? lps[lab] : AfterLp(s, lab);
-            const float end = ArcEnd(a, wt, ac);
-            if (!(end < s.pre_low)) {
-              float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
-              if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
-              else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
-              else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
-              if (p >= 0) {
-                admitted = end > s.cutoff;
-                keep = admitted || !s.filter_on ||
-                       !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
-              }
+    auto round = [&](int32_t state, float a, int32_t i, int32_t arc, bool in, float wt, ArcDestLabel dl) {
+      bool read = false, keep = false, admitted = false, past = false;
+      int32_t p = -1;
+      float ac = 0.f;
+      if (in) {
+        const uint16_t lab = dl.label;
+        read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+        past = sorted && lab != 0 && !read;
+        if (read) {
+          ac = staged ? lps[lab] : AfterLp(s, lab);
+          const float end = ArcEnd(a, wt, ac);
+          if (!(end < s.pre_low)) {
+            float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
+            if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+            else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
+            else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
+            if (p >= 0) {
+              admitted = end > s.cutoff;
+              keep = admitted || !s.filter_on ||
+                     !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
             }
           }
         }
-        auto make = [&](unsigned long long r) {
-          ws.lat[r] = {state, arc, ac, lane};
-          ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
-        };
-        kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
-        if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
       }
-      state = nstate;
-      a = na;
-      b = nb;
-      n = nn;
-      nstate = nnstate;
-      na = nna;
+      auto make = [&](unsigned long long r) {
+        ws.lat[r] = {state, arc, ac, lane};
+        ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
+      };
+      kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
+      return __ballot_sync(0xFFFFFFFFu, past) != 0u;
+    };
+    if constexpr (kPrefetch == 0) {
+      // A warp's next token's arc range and the state and score of the one after are loaded while it
+      // walks the current one (its two dependent round trips off the walk's chain); its kept records
+      // are counted in a register and reach the step's count once an item.
+      int32_t state = 0, nstate = 0, b = 0, n = 0;
+      float a = 0.f, na = 0.f;
+      {
+        const int32_t i = item.y + wid;
+        if (i < last) {
+          state = st[i];
+          a = sc[i];
+          const StateArcs sa = ArcsOf(g, state);
+          b = sa.EmitBegin();
+          n = sa.EmitEnd() - b;
+        }
+        if (i + kAfterWarps < last) {
+          nstate = st[i + kAfterWarps];
+          na = sc[i + kAfterWarps];
+        }
+      }
+      for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
+        int32_t nb = 0, nn = 0, nnstate = 0;
+        float nna = 0.f;
+        if (i + kAfterWarps < last) {
+          const StateArcs sa = ArcsOf(g, nstate);
+          nb = sa.EmitBegin();
+          nn = sa.EmitEnd() - nb;
+        }
+        if (i + 2 * kAfterWarps < last) {
+          nnstate = st[i + 2 * kAfterWarps];
+          nna = sc[i + 2 * kAfterWarps];
+        }
+        for (int32_t j0 = 0; j0 < n; j0 += 32) {
+          const int32_t j = j0 + me;
+          const int32_t arc = b + j;
+          // (the weight, label and destination in one round trip, the destination's for the probe:
+          // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+          // on the candidates' path)
+          float wt = 0.f;
+          ArcDestLabel dl{0, 0};
+          if (j < n) {
+            wt = g.arc_weight[arc];
+            dl = ArcDestAndLabel(g, arc);
+          }
+          if (round(state, a, i, arc, j < n, wt, dl)) break;
+        }
+        state = nstate;
+        a = na;
+        b = nb;
+        n = nn;
+        nstate = nnstate;
+        na = nna;
+      }
+    } else {
+      // token i (a, b, n; its first round fw, fd), token i + 1 (its score and arc range), token i + 2
+      // (state, score); the state of a token's records is read again at its walk (an L1 hit)
+      constexpr int32_t W = kAfterWarps;
+      int32_t b = 0, n = 0, nb = 0, nn = 0, nnstate = 0;
+      float a = 0.f, na = 0.f, nna = 0.f, fw = 0.f;
+      ArcDestLabel fd{0, 0};
+      {
+        const int32_t i = item.y + wid;
+        if (i < last) {
+          a = sc[i];
+          const StateArcs sa = ArcsOf(g, st[i]);
+          b = sa.EmitBegin();
+          n = sa.EmitEnd() - b;
+          if (me < n) {
+            fw = g.arc_weight[b + me];
+            fd = ArcDestAndLabel(g, b + me);
+          }
+        }
+        if (i + W < last) {
+          na = sc[i + W];
+          const StateArcs sa = ArcsOf(g, st[i + W]);
+          nb = sa.EmitBegin();
+          nn = sa.EmitEnd() - nb;
+        }
+        if (i + 2 * W < last) {
+          nnstate = st[i + 2 * W];
+          nna = sc[i + 2 * W];
+        }
+      }
+      for (int32_t i = item.y + wid; i < last; i += W) {
+        // the next token's first round, the one after's range, the third's state and score
+        float nfw = 0.f, n3a = 0.f;
+        ArcDestLabel nfd{0, 0};
+        int32_t nnb = 0, nnn = 0, n3state = 0;
+        if (me < nn) {  // (nn is 0 past the item's last token)
+          nfw = g.arc_weight[nb + me];
+          nfd = ArcDestAndLabel(g, nb + me);
+        }
+        if (i + 2 * W < last) {
+          const StateArcs sa = ArcsOf(g, nnstate);
+          nnb = sa.EmitBegin();
+          nnn = sa.EmitEnd() - nnb;
+        }
+        if (i + 3 * W < last) {
+          n3state = st[i + 3 * W];
+          n3a = sc[i + 3 * W];
+        }
+        const int32_t state = st[i];
+        float wt = fw;
+        ArcDestLabel dl = fd;
+        for (int32_t j0 = 0; j0 < n; j0 += 32) {
+          const int32_t j = j0 + me;
+          float xw = 0.f;
+          ArcDestLabel xd{0, 0};
+          if (j + 32 < n) {  // (the next round's, before this one's tests)
+            xw = g.arc_weight[b + j + 32];
+            xd = ArcDestAndLabel(g, b + j + 32);
+          }
+          if (round(state, a, i, b + j, j < n, wt, dl)) break;
+          wt = xw;
+          dl = xd;
+        }
+        a = na;
+        b = nb;
+        n = nn;
+        fw = nfw;
+        fd = nfd;
+        na = nna;
+        nb = nnb;
+        nn = nnn;
+        nnstate = n3state;
+        nna = n3a;
+      }
     }
     if (me == 0 && kept > 0) atomicAdd(count, kept);
+    if (prof != nullptr) phase(kAfterProfWalk);
   }
   if (reserve) AfterReleaseChunk(ws, chunk, chunk_used);
+  if (prof != nullptr) {
+    __syncthreads();  // (every warp's sums in)
+    if (threadIdx.x == 0) {
+      const unsigned long long t_end = AfterNow();
+      unsigned long long* const c = prof + list * 8;
+      for (int32_t x = 0; x < 4; ++x) atomicAdd(c + x, s_prof[x]);
+      atomicAdd(c + kAfterProfActive, t_end - t_cta);
+      atomicMax(c + kAfterProfEnd, t_end);
+      atomicMin(prof + kAfterProfStart + list, t_cta);
+    }
+  }
 }
 
 // LatTailKernel — the final and redirect steps' records (the tail list): every final arc of a
