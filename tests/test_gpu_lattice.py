@@ -581,6 +581,32 @@ def test_records_after_the_search_prefetched_random(seed, prefetch, monkeypatch)
     assert _after_stats(dec) == 1
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_records_after_the_search_prefetched_wide_states(seed, monkeypatch):
+    """States of up to ~100 emitting arcs (tokens of one to four rounds, walks that stop after any
+    of them on the sorted arcs): under CUWFST_LATTICE_PREFETCH=on / on3 the pass loads a token's
+    next round while it tests the current one. The CPU's lattices, and with the slots taken a round
+    at a time (CUWFST_LATTICE_RESERVE=round: the cursor counts the records) the same records count
+    as without the prefetch."""
+    rng = np.random.default_rng(777 + seed)
+    V = 40
+    graph = random_ctc_graph(rng, 3000, V, 100, 0.1)
+    lp = random_log_probs(rng, 4, 30, V, peaky=bool(seed % 2))
+    opts = DecoderOptions(search_beam=float(rng.choice([5.0, 8.0])), output_beam=float(rng.choice([2.0, 5.0])),
+                          max_active_states=2000)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+    assert graph.num_arcs > 3000 * 40  # (~50 arcs a state, up to ~100)
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+    records = {}
+    for value in ("off", "on", "on3"):
+        dec, st = _switched(monkeypatch, "CUWFST_LATTICE_PREFETCH", value, graph, opts, lp, cpu,
+                            f"wide states, prefetch {value}, seed {seed}")
+        assert _after_stats(dec) == 1
+        records[value] = st["lattice_live_records"]
+    assert records["off"] > 0 and records["on"] == records["off"] == records["on3"], records
+
+
 def _random_after_case(seed):
     """test_records_after_the_search's case `seed`: graph, log-probs, lengths, options, lanes and
     the CPU's lattices."""
