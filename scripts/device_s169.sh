@@ -15,7 +15,7 @@
 # Stage: .device/wheels. Carry .device. $OUT: s169.log, tests_*.log, tlg_chain.*, hlg_*_pf.*
 . scripts/device_common.sh
 END=${END:-585}
-device_setup s169.log
+FULL_GRAPHS=hlg device_setup s169.log  # (the HLG alone: the A/B reads no TLG of the full tier)
 small_tier &
 CUWFST_LATTICE_CHAIN=on gpu_tests tests_eps.log 200 "test_gpu_eps_prune.py (chain)" tests/test_gpu_eps_prune.py &
 CUWFST_LATTICE_CHAIN=on gpu_tests tests_epslat.log 200 "test_gpu_lattice.py -k eps (chain)" tests/test_gpu_lattice.py -k eps &
