@@ -43,7 +43,7 @@ pf_ab() {  # pf_ab TAG GRAPH SHARD CAP ARGS...: the prefetch and profile sides b
   python3 scripts/records_prof.py $OUT/hlg_${tag}_pf.err | sed "s/^/[$tag] /" | tee -a $L
   grep -E "Error|Traceback" $OUT/hlg_${tag}_pf.err | head -3 | tee -a $L
 }
-pf_ab small $S/HLG.img $S/sim/shard-00000.npz 150
+pf_ab small $S/HLG.img $S/sim/shard-00000.npz 150 --profile
 echo "[$(since) s] small HLG" | tee -a $L
 wait_full $((END - 190))
 if grep -q FULL-DONE /tmp/full.log; then
