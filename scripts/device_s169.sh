@@ -3,9 +3,9 @@
 #   1. device_s168.sh's tests of the chain closure in GPU-pruned lattice decodes (CUWFST_LATTICE_CHAIN=on)
 #      and the records pass's arc prefetch (CUWFST_LATTICE_PREFETCH=on / on3; test_gpu_lattice.py
 #      -k "prefetch or records_after"), beside the small tier's build (the full tier's in the background);
-#   2. the small TLG (256 sim rows, batch 32): the chain beside the default (lists);
-#   3. the small HLG: the prefetch (on, on3) and the pass's phase sums (CUWFST_LATTICE_AFTER_PROF=on,
+#   2. the small HLG: the prefetch (on, on3) and the pass's phase sums (CUWFST_LATTICE_AFTER_PROF=on,
 #      scripts/records_prof.py) beside the default;
+#   3. the small TLG (256 sim rows, batch 32): the chain beside the default (lists);
 #   4. if the full tier is built in time: the same as 3 on the full HLG (256 sim rows, --profile).
 # Predictions (written before any run): exact everywhere. Chain: the small TLG's lattice batch 58 -> 48-53
 # ms. Prefetch: the full HLG's records pass (8.8 ms a batch on the H100, s164) -25 to -45 % if its rounds
@@ -17,19 +17,13 @@
 END=${END:-585}
 FULL_GRAPHS=hlg device_setup s169.log  # (the HLG alone: the A/B reads no TLG of the full tier)
 small_tier &
-CUWFST_LATTICE_CHAIN=on gpu_tests tests_eps.log 200 "test_gpu_eps_prune.py (chain)" tests/test_gpu_eps_prune.py &
-CUWFST_LATTICE_CHAIN=on gpu_tests tests_epslat.log 200 "test_gpu_lattice.py -k eps (chain)" tests/test_gpu_lattice.py -k eps &
-CUWFST_LATTICE_CHAIN=on gpu_tests tests_chain.log 200 "test_gpu_chain.py (chain)" tests/test_gpu_chain.py &
-gpu_tests tests_pf.log 200 "test_gpu_lattice.py -k 'prefetch or records_after'" tests/test_gpu_lattice.py -k "prefetch or records_after" &
+CUWFST_LATTICE_CHAIN=on gpu_tests tests_eps.log 150 "test_gpu_eps_prune.py (chain)" tests/test_gpu_eps_prune.py &
+CUWFST_LATTICE_CHAIN=on gpu_tests tests_epslat.log 150 "test_gpu_lattice.py -k eps (chain)" tests/test_gpu_lattice.py -k eps &
+CUWFST_LATTICE_CHAIN=on gpu_tests tests_chain.log 150 "test_gpu_chain.py (chain)" tests/test_gpu_chain.py &
+gpu_tests tests_pf.log 150 "test_gpu_lattice.py -k 'prefetch or records_after'" tests/test_gpu_lattice.py -k "prefetch or records_after" &
 wait
 echo "[$(since) s] tests" | tee -a $L
 S=/tmp/corpus-small
-timeout -s INT 120 python3 -m benchmarks.lattice_speed --graph $S/TLG.img --log-probs $S/sim/shard-00000.npz \
-  --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call \
-  --env-ab "chain:CUWFST_LATTICE_CHAIN=on" --json $OUT/tlg_chain.jsonl > $OUT/tlg_chain.txt 2>&1
-echo "[TLG chain A/B exit $?]" | tee -a $L
-grep -vE "^\{" $OUT/tlg_chain.txt | grep -iE "vs 1-best|env A/B|exactness|Error" | cut -c1-400 | head -8 | tee -a $L
-echo "[$(since) s] TLG chain" | tee -a $L
 pf_ab() {  # pf_ab TAG GRAPH SHARD CAP ARGS...: the prefetch and profile sides beside the default
   local tag=$1 graph=$2 shard=$3 cap=$4; shift 4
   timeout -s INT $cap python3 -m benchmarks.lattice_speed --graph $graph --log-probs $shard \
@@ -45,6 +39,12 @@ pf_ab() {  # pf_ab TAG GRAPH SHARD CAP ARGS...: the prefetch and profile sides b
 }
 pf_ab small $S/HLG.img $S/sim/shard-00000.npz 150 --profile
 echo "[$(since) s] small HLG" | tee -a $L
+timeout -s INT 120 python3 -m benchmarks.lattice_speed --graph $S/TLG.img --log-probs $S/sim/shard-00000.npz \
+  --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call \
+  --env-ab "chain:CUWFST_LATTICE_CHAIN=on" --json $OUT/tlg_chain.jsonl > $OUT/tlg_chain.txt 2>&1
+echo "[TLG chain A/B exit $?]" | tee -a $L
+grep -vE "^\{" $OUT/tlg_chain.txt | grep -iE "vs 1-best|env A/B|exactness|Error" | cut -c1-400 | head -8 | tee -a $L
+echo "[$(since) s] TLG chain" | tee -a $L
 wait_full $((END - 190))
 if grep -q FULL-DONE /tmp/full.log; then
   pf_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile
