@@ -45,8 +45,8 @@ timeout -s INT 120 python3 -m benchmarks.lattice_speed --graph $S/TLG.img --log-
 echo "[TLG chain A/B exit $?]" | tee -a $L
 grep -vE "^\{" $OUT/tlg_chain.txt | grep -iE "vs 1-best|env A/B|exactness|Error" | cut -c1-400 | head -8 | tee -a $L
 echo "[$(since) s] TLG chain" | tee -a $L
-wait_full $((END - 190))
-if grep -q FULL-DONE /tmp/full.log; then
+[ -n "${NO_FULL:-}" ] || wait_full $((END - 190))  # (NO_FULL=1: no full tier at all, for a short call)
+if [ -z "${NO_FULL:-}" ] && grep -q FULL-DONE /tmp/full.log; then
   pf_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile
 fi
 echo "[$(since) s] end" | tee -a $L
