@@ -1,6 +1,6 @@
 """Sums CUWFST_LATTICE_AFTER_PROF's stderr lines ([records-prof], GpuDecoder::PrintRecordsProfile) by
-prefetch mode and table class: passes, items a pass, the warps' cycles a phase (share of the three),
-the CTAs' active time against the class's span. Usage: python scripts/records_prof.py LOG..."""
+table class: passes, items a pass, the warps' cycles a phase (share of the three), the CTAs' active
+time against the class's span. Usage: python scripts/records_prof.py LOG..."""
 import collections
 import sys
 
@@ -13,17 +13,17 @@ def main(paths):
                 continue
             f = line.split()
             v = dict(zip(f[2::2], f[3::2]))
-            key = (v.get("prefetch", "0"), f[1])
+            key = f[1]
             a = acc[key]
             a["passes"] += 1
             for k in ("items", "wait_mcyc", "setup_mcyc", "walk_mcyc", "active_ms", "span_ms"):
                 a[k] += float(v[k])
             a["ctas"] = float(v["ctas"])
-    for (pf, cls), a in sorted(acc.items()):
+    for cls, a in sorted(acc.items()):
         n = a["passes"]
         cyc = a["wait_mcyc"] + a["setup_mcyc"] + a["walk_mcyc"]
         share = " ".join(f"{k[:-5]} {a[k] / cyc * 100:.1f}%" for k in ("wait_mcyc", "setup_mcyc", "walk_mcyc"))
-        print(f"prefetch {pf} {cls}: {n:.0f} passes, {a['items'] / n:.0f} items a pass, warp Mcycles a pass "
+        print(f"{cls}: {n:.0f} passes, {a['items'] / n:.0f} items a pass, warp Mcycles a pass "
               f"{cyc / n:.1f} ({share}), active {a['active_ms'] / n:.2f} ms of {a['span_ms'] / n:.3f} ms span x "
               f"{a['ctas']:.0f} CTAs ({a['active_ms'] / max(a['span_ms'] * a['ctas'], 1e-9) * 100:.0f}% busy)")
 

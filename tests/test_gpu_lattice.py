@@ -568,26 +568,11 @@ def test_records_after_the_search(seed, monkeypatch):
     assert _after_stats(dec) == 2
 
 
-@pytest.mark.parametrize("prefetch", ["on", "on3"])
-@pytest.mark.parametrize("seed", range(0, 40, 3))
-def test_records_after_the_search_prefetched_random(seed, prefetch, monkeypatch):
-    """test_records_after_the_search's random cases under CUWFST_LATTICE_PREFETCH (the pass's arcs
-    loaded a round and a token ahead): the CPU's lattices."""
-    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    monkeypatch.setenv("CUWFST_LATTICE_PREFETCH", prefetch)
-    graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
-    dec = _gpu(graph, opts, max_lanes=lanes)
-    compare(cpu, dec.decode(lp, lens, lattice=True), f"after, prefetch {prefetch}, seed {seed}")
-    assert _after_stats(dec) == 1
-
-
 @pytest.mark.parametrize("seed", range(6))
-def test_records_after_the_search_prefetched_wide_states(seed, monkeypatch):
-    """States of up to ~100 emitting arcs (tokens of one to four rounds, walks that stop after any
-    of them on the sorted arcs): under CUWFST_LATTICE_PREFETCH=on / on3 the pass loads a token's
-    next round while it tests the current one. The CPU's lattices, and with the slots taken a round
-    at a time (CUWFST_LATTICE_RESERVE=round: the cursor counts the records) the same records count
-    as without the prefetch."""
+def test_records_after_the_search_wide_states(seed, monkeypatch):
+    """States of up to ~100 emitting arcs (tokens of one to four warp rounds in the pass, walks that
+    stop after any of them on the sorted arcs; the other cases' states have at most ~8): the CPU's
+    lattices, with the slots taken a chunk a warp (the default) and a round at a time."""
     rng = np.random.default_rng(777 + seed)
     V = 40
     graph = random_ctc_graph(rng, 3000, V, 100, 0.1)
@@ -597,14 +582,10 @@ def test_records_after_the_search_prefetched_wide_states(seed, monkeypatch):
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
     assert graph.num_arcs > 3000 * 40  # (~50 arcs a state, up to ~100)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
-    records = {}
-    for value in ("off", "on", "on3"):
-        dec, st = _switched(monkeypatch, "CUWFST_LATTICE_PREFETCH", value, graph, opts, lp, cpu,
-                            f"wide states, prefetch {value}, seed {seed}")
+    for value in ("chunk", "round"):
+        dec, st = _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", value, graph, opts, lp, cpu,
+                            f"wide states, slots {value}, seed {seed}")
         assert _after_stats(dec) == 1
-        records[value] = st["lattice_live_records"]
-    assert records["off"] > 0 and records["on"] == records["off"] == records["on3"], records
 
 
 def _random_after_case(seed):
@@ -733,40 +714,29 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
     assert small._gpu.main.mem_stats()["lattice_grows"] == 1
 
 
-def test_records_after_the_search_prefetched_arcs(monkeypatch, capfd):
-    """CUWFST_LATTICE_PREFETCH=on / on3: the pass's warps load a token's first round of arcs while
-    they walk the token before it, and a token's next round while they test its current one (on3:
-    the kernels bound to 3 CTAs a multiprocessor). The same records: the lattices are the CPU's in
-    every table class, grown from first sizes far too small, and with the chunked slots off; with CUWFST_LATTICE_AFTER_PROF=on each pass's phase sums reach stderr
-    (a line a table class with items). Values the switches do not know are refused when the
-    decoder is made."""
+def test_records_after_the_search_phase_sums(monkeypatch, capfd):
+    """CUWFST_LATTICE_AFTER_PROF=on (a measurement): each records pass's phase sums reach stderr, a
+    line a table class with items ([records-prof]: items, the warps' cycles waiting, staging and
+    walking, the CTAs' active time and the class's span); the lattices are the CPU's, and values
+    the switch does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_PREFETCH", ("1", "on4", "yes"))
-    monkeypatch.delenv("CUWFST_LATTICE_PREFETCH")
     _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_PROF", ("1", "yes"))
-    monkeypatch.delenv("CUWFST_LATTICE_AFTER_PROF")
-    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_prefetch"] == 0
-    for value, code in (("on", 1), ("on3", 2)):
-        dec, st = _switched(monkeypatch, "CUWFST_LATTICE_PREFETCH", value, graph, opts, lp, cpu, f"prefetch {value}")
-        assert st["lat_prefetch"] == code and _after_stats(dec) == 1
-        _grown(monkeypatch, graph, opts, lp, cpu, f"prefetch {value}")
-        monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-        _switched(monkeypatch, "CUWFST_LATTICE_RESERVE", "round", graph, opts, lp, cpu, f"prefetch {value}, slots a round")
-        monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
     capfd.readouterr()
-    for value in ("off", "on3"):
-        monkeypatch.setenv("CUWFST_LATTICE_PREFETCH", value)
-        _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PROF", "on", graph, opts, lp, cpu, f"profiled, prefetch {value}")
-        lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
-        classes = {x.split()[1] for x in lines}
-        assert "global" in classes and classes <= {"c11", "c13", "c14", "global"}, lines
-        for x in lines:
-            f = x.split()
-            v = dict(zip(f[2::2], f[3::2]))
-            assert int(v["items"]) > 0 and float(v["walk_mcyc"]) > 0 and 0 < float(v["active_ms"])
-            assert 0 < float(v["span_ms"]) < 60_000
+    _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PROF", "on", graph, opts, lp, cpu, "profiled")
+    lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
+    classes = {x.split()[1] for x in lines}
+    assert "global" in classes and classes <= {"c11", "c13", "c14", "global"}, lines
+    for x in lines:
+        f = x.split()
+        v = dict(zip(f[2::2], f[3::2]))
+        assert int(v["items"]) > 0 and float(v["walk_mcyc"]) > 0 and 0 < float(v["active_ms"])
+        assert 0 < float(v["span_ms"]) < 60_000
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "off")
+    capfd.readouterr()
+    compare(cpu, Decoder(graph, opts, device="cuda").decode(lp, lattice=True), "not profiled")
+    assert "[records-prof]" not in capfd.readouterr().err
 
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):

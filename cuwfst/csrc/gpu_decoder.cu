@@ -285,13 +285,6 @@ void GpuDecoder::Allocate() {
   ws_.lat_claims = lat_claims_ ? 1 : 0;
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
-  if (const char* env = std::getenv("CUWFST_LATTICE_PREFETCH"); env != nullptr && env[0] != '\0') {
-    if (std::strcmp(env, "on") == 0) lat_prefetch_ = 1;
-    else if (std::strcmp(env, "on3") == 0) lat_prefetch_ = 2;
-    else if (std::strcmp(env, "off") == 0) lat_prefetch_ = 0;
-    else throw std::invalid_argument(std::string("CUWFST_LATTICE_PREFETCH must be 'on', 'on3' or 'off', not '") + env + "'");
-  }
-  ws_.lat_after_prefetch = lat_prefetch_;
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
@@ -996,18 +989,6 @@ constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 }  // namespace
 
-// LatRecordsKernel<bits, prefetch> (lattice_after.cuh) for a table class's bits and
-// Workspace::lat_after_prefetch.
-using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
-template <int kPf>
-RecordsKernel RecordsKernelPf(int32_t bits) {
-  return bits == 11 ? LatRecordsKernel<11, kPf> : bits == 13 ? LatRecordsKernel<13, kPf>
-                                              : bits == 14 ? LatRecordsKernel<14, kPf> : LatRecordsKernel<0, kPf>;
-}
-RecordsKernel RecordsKernelOf(int32_t bits, int pf) {
-  return pf == 1 ? RecordsKernelPf<1>(bits) : pf == 2 ? RecordsKernelPf<2>(bits) : RecordsKernelPf<0>(bits);
-}
-
 int64_t GpuDecoder::AfterHoleBound() const {
   return int64_t{kAfterReserve - 1} * kAfterWarps * std::max<int64_t>(la_grid_, 1) * 4;
 }
@@ -1075,10 +1056,11 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    for (int pf = 0; pf < 3; ++pf)
-      for (int32_t bits : {11, 13, 14, 0})
-        CUWFST_CUDA(cudaFuncSetAttribute(RecordsKernelOf(bits, pf), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(AfterSmem(bits, V))));
+    using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
+    for (auto [kernel, bits] : {std::pair<RecordsKernel, int32_t>{LatRecordsKernel<11>, 11}, {LatRecordsKernel<13>, 13},
+                                {LatRecordsKernel<14>, 14}, {LatRecordsKernel<0>, 0}})
+      CUWFST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     la_grid_ = std::max(1, sms) * 4;
@@ -1138,13 +1120,12 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    const int pf = w.lat_after_prefetch;
-    RecordsKernelOf(14, pf)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    RecordsKernelOf(13, pf)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    RecordsKernelOf(11, pf)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
+    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    RecordsKernelOf(0, pf)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     for (int k = 0; k < 3; ++k) {
       CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
@@ -1168,10 +1149,10 @@ void GpuDecoder::PrintRecordsProfile() {
     const unsigned long long start = h[kAfterProfStart + c], end = x[kAfterProfEnd];
     std::fprintf(stderr,
                  "[records-prof] %s items %llu wait_mcyc %.3f setup_mcyc %.3f walk_mcyc %.3f active_ms %.3f span_ms %.3f "
-                 "ctas %d prefetch %d\n",
+                 "ctas %d\n",
                  kNames[c], x[kAfterProfItems], x[kAfterProfWait] * 1e-6, x[kAfterProfSetup] * 1e-6,
                  x[kAfterProfWalk] * 1e-6, x[kAfterProfActive] * 1e-6, end > start ? (end - start) * 1e-6 : 0.0,
-                 la_grid_, lat_prefetch_);
+                 la_grid_);
   }
 }
 
@@ -1323,8 +1304,8 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
   // (the records' replay, lattice 1, takes the lists closure, as every lattice decode did before
   // 2026-12-05 20:37; a GPU-pruned one, lattice 2, needs no record of the passes: its epsilon arcs
   // come from the frontier log, and the chain keeps what its stage reads: every new token's
-  // hash_pos, the claims LatStepEndKernel clears, eps_base; CUWFST_LATTICE_CHAIN=on at construction,
-  // off by default until it has run on a GPU)
+  // hash_pos, the claims LatStepEndKernel clears, eps_base; the default, CUWFST_LATTICE_CHAIN=off at
+  // construction takes the lists there too)
   if (cfg_.closure_lists == kClosureChain && (w.lattice == 0 || (w.lattice == 2 && lat_chain_))) {
     Timed(9, [&] { LaunchStep(EpsChainExpandKernel, dim3(cfg_.eps_blocks), dim3(kWalkThreads), g, ews); });
     Timed(10, [&] { LaunchStep(EpsChainResolveKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), ews); });
@@ -2103,7 +2084,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
-  out[82] = lat_prefetch_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

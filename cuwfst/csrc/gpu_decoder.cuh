@@ -465,9 +465,7 @@ class GpuDecoder {
   // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
   // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
-  // [82] the records pass's arc prefetch (Workspace::lat_after_prefetch: 0, or 1 / 2 under
-  // CUWFST_LATTICE_PREFETCH=on / on3).
-  static constexpr int kMemStats = 83;
+  static constexpr int kMemStats = 82;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -737,19 +735,17 @@ class GpuDecoder {
   // with the filter and the lattice trim, find their records in one pass after the search instead
   // of a stage of every step; MemStats [78] counts the decodes that did
   bool lat_after_ = true;
-  // the chain closure in GPU-pruned lattice decodes (Workspace::lattice 2; CUWFST_LATTICE_CHAIN=on at
-  // construction; off, the lists closure there, until it has run on a GPU: scripts/device_s168.sh)
-  bool lat_chain_ = false;
+  // the chain closure in GPU-pruned lattice decodes (Workspace::lattice 2), the default since the
+  // session of 2026-12-05 22:48 (device_s169.sh on the H100: exact on every epsilon and lattice test
+  // file under it, the small TLG's lattice batch 58.6 -> 51.9 ms); CUWFST_LATTICE_CHAIN=off at
+  // construction: the lists closure there, as before
+  bool lat_chain_ = true;
   bool lat_claims_ = true;  // CUWFST_LATTICE_CLAIMS (Workspace::lat_claims)
   // The pass's warps take record slots a chunk at a time, so the cursor counts slots (records and
   // holes): the default since 2026-12-05 (s131 on the H200: 41.45 against 43.76 ms a lattice batch,
   // the same lattices); CUWFST_LATTICE_RESERVE=round at construction takes them a round at a time
   // (Workspace::lat_reserve; MemStats [79])
   bool lat_reserve_ = true;
-  // CUWFST_LATTICE_PREFETCH=on / on3 at construction (Workspace::lat_after_prefetch 1 / 2): the records
-  // pass's arcs loaded a round and a token ahead (lattice_after.cuh kPrefetch; a same-run A/B, off
-  // until measured)
-  int32_t lat_prefetch_ = 0;
   // CUWFST_LATTICE_AFTER_PROF=on at construction (Workspace::lat_prof): each records pass's phase
   // sums on stderr (PrintRecordsProfile; a measurement)
   bool lat_prof_ = false;

@@ -259,14 +259,8 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
-// kPrefetch 1 or 2 (Workspace::lat_after_prefetch; 2 bounds the kernel to 3 CTAs a multiprocessor, 80
-// registers a thread, where 1's 4 spill a few): the same tests and records, with the arcs' loads off
-// the rounds' chain: a warp loads its next token's first round (weight, destination and label) while
-// it walks the current token, and a token's next round while it tests the current one (a load of a
-// round the walk then stops before is wasted, never used). The pipeline: token i + 3's state and
-// score, token i + 2's arc range and token i + 1's first round are loaded while token i is walked.
-template <int kBits, int kPrefetch>
-__global__ void __launch_bounds__(kAfterThreads, kPrefetch == 2 ? 3 : 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
+template <int kBits>
+__global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(after_smem);
@@ -379,133 +373,57 @@ __global__ void __launch_bounds__(kAfterThreads, kPrefetch == 2 ? 3 : 4) LatReco
       kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
       return __ballot_sync(0xFFFFFFFFu, past) != 0u;
     };
-    if constexpr (kPrefetch == 0) {
-      // A warp's next token's arc range and the state and score of the one after are loaded while it
-      // walks the current one (its two dependent round trips off the walk's chain); its kept records
-      // are counted in a register and reach the step's count once an item.
-      int32_t state = 0, nstate = 0, b = 0, n = 0;
-      float a = 0.f, na = 0.f;
-      {
-        const int32_t i = item.y + wid;
-        if (i < last) {
-          state = st[i];
-          a = sc[i];
-          const StateArcs sa = ArcsOf(g, state);
-          b = sa.EmitBegin();
-          n = sa.EmitEnd() - b;
-        }
-        if (i + kAfterWarps < last) {
-          nstate = st[i + kAfterWarps];
-          na = sc[i + kAfterWarps];
-        }
+    // A warp's next token's arc range and the state and score of the one after are loaded while it
+    // walks the current one (its two dependent round trips off the walk's chain); its kept records
+    // are counted in a register and reach the step's count once an item.
+    int32_t state = 0, nstate = 0, b = 0, n = 0;
+    float a = 0.f, na = 0.f;
+    {
+      const int32_t i = item.y + wid;
+      if (i < last) {
+        state = st[i];
+        a = sc[i];
+        const StateArcs sa = ArcsOf(g, state);
+        b = sa.EmitBegin();
+        n = sa.EmitEnd() - b;
       }
-      for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
-        int32_t nb = 0, nn = 0, nnstate = 0;
-        float nna = 0.f;
-        if (i + kAfterWarps < last) {
-          const StateArcs sa = ArcsOf(g, nstate);
-          nb = sa.EmitBegin();
-          nn = sa.EmitEnd() - nb;
-        }
-        if (i + 2 * kAfterWarps < last) {
-          nnstate = st[i + 2 * kAfterWarps];
-          nna = sc[i + 2 * kAfterWarps];
-        }
-        for (int32_t j0 = 0; j0 < n; j0 += 32) {
-          const int32_t j = j0 + me;
-          const int32_t arc = b + j;
-          // (the weight, label and destination in one round trip, the destination's for the probe:
-          // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-          // on the candidates' path)
-          float wt = 0.f;
-          ArcDestLabel dl{0, 0};
-          if (j < n) {
-            wt = g.arc_weight[arc];
-            dl = ArcDestAndLabel(g, arc);
-          }
-          if (round(state, a, i, arc, j < n, wt, dl)) break;
-        }
-        state = nstate;
-        a = na;
-        b = nb;
-        n = nn;
-        nstate = nnstate;
-        na = nna;
+      if (i + kAfterWarps < last) {
+        nstate = st[i + kAfterWarps];
+        na = sc[i + kAfterWarps];
       }
-    } else {
-      // token i (a, b, n; its first round fw, fd), token i + 1 (its score and arc range), token i + 2
-      // (state, score); the state of a token's records is read again at its walk (an L1 hit)
-      constexpr int32_t W = kAfterWarps;
-      int32_t b = 0, n = 0, nb = 0, nn = 0, nnstate = 0;
-      float a = 0.f, na = 0.f, nna = 0.f, fw = 0.f;
-      ArcDestLabel fd{0, 0};
-      {
-        const int32_t i = item.y + wid;
-        if (i < last) {
-          a = sc[i];
-          const StateArcs sa = ArcsOf(g, st[i]);
-          b = sa.EmitBegin();
-          n = sa.EmitEnd() - b;
-          if (me < n) {
-            fw = g.arc_weight[b + me];
-            fd = ArcDestAndLabel(g, b + me);
-          }
-        }
-        if (i + W < last) {
-          na = sc[i + W];
-          const StateArcs sa = ArcsOf(g, st[i + W]);
-          nb = sa.EmitBegin();
-          nn = sa.EmitEnd() - nb;
-        }
-        if (i + 2 * W < last) {
-          nnstate = st[i + 2 * W];
-          nna = sc[i + 2 * W];
-        }
+    }
+    for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
+      int32_t nb = 0, nn = 0, nnstate = 0;
+      float nna = 0.f;
+      if (i + kAfterWarps < last) {
+        const StateArcs sa = ArcsOf(g, nstate);
+        nb = sa.EmitBegin();
+        nn = sa.EmitEnd() - nb;
       }
-      for (int32_t i = item.y + wid; i < last; i += W) {
-        // the next token's first round, the one after's range, the third's state and score
-        float nfw = 0.f, n3a = 0.f;
-        ArcDestLabel nfd{0, 0};
-        int32_t nnb = 0, nnn = 0, n3state = 0;
-        if (me < nn) {  // (nn is 0 past the item's last token)
-          nfw = g.arc_weight[nb + me];
-          nfd = ArcDestAndLabel(g, nb + me);
-        }
-        if (i + 2 * W < last) {
-          const StateArcs sa = ArcsOf(g, nnstate);
-          nnb = sa.EmitBegin();
-          nnn = sa.EmitEnd() - nnb;
-        }
-        if (i + 3 * W < last) {
-          n3state = st[i + 3 * W];
-          n3a = sc[i + 3 * W];
-        }
-        const int32_t state = st[i];
-        float wt = fw;
-        ArcDestLabel dl = fd;
-        for (int32_t j0 = 0; j0 < n; j0 += 32) {
-          const int32_t j = j0 + me;
-          float xw = 0.f;
-          ArcDestLabel xd{0, 0};
-          if (j + 32 < n) {  // (the next round's, before this one's tests)
-            xw = g.arc_weight[b + j + 32];
-            xd = ArcDestAndLabel(g, b + j + 32);
-          }
-          if (round(state, a, i, b + j, j < n, wt, dl)) break;
-          wt = xw;
-          dl = xd;
-        }
-        a = na;
-        b = nb;
-        n = nn;
-        fw = nfw;
-        fd = nfd;
-        na = nna;
-        nb = nnb;
-        nn = nnn;
-        nnstate = n3state;
-        nna = n3a;
+      if (i + 2 * kAfterWarps < last) {
+        nnstate = st[i + 2 * kAfterWarps];
+        nna = sc[i + 2 * kAfterWarps];
       }
+      for (int32_t j0 = 0; j0 < n; j0 += 32) {
+        const int32_t j = j0 + me;
+        const int32_t arc = b + j;
+        // (the weight, label and destination in one round trip, the destination's for the probe:
+        // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+        // on the candidates' path)
+        float wt = 0.f;
+        ArcDestLabel dl{0, 0};
+        if (j < n) {
+          wt = g.arc_weight[arc];
+          dl = ArcDestAndLabel(g, arc);
+        }
+        if (round(state, a, i, arc, j < n, wt, dl)) break;
+      }
+      state = nstate;
+      a = na;
+      b = nb;
+      n = nn;
+      nstate = nnstate;
+      na = nna;
     }
     if (me == 0 && kept > 0) atomicAdd(count, kept);
     if (prof != nullptr) phase(kAfterProfWalk);

@@ -744,11 +744,6 @@ struct Workspace {
   // between steps, writes the scalars) in place of a LatLogKernel launch a step
   // (CUWFST_LATTICE_LOG=finalize / kernel; kernel the default)
   int32_t lat_log_fold;
-  // 1 or 2: LatRecordsKernel's warps load the first round of their next token's arcs while they walk
-  // the current one, and a token's next round while they test its current one (lattice_after.cuh
-  // kPrefetch, 2 at 3 CTAs a multiprocessor; CUWFST_LATTICE_PREFETCH=on / on3 at construction); 0:
-  // each round's arcs loaded at its start
-  int32_t lat_after_prefetch;
   // a measurement (CUWFST_LATTICE_AFTER_PROF=on at construction; nullptr otherwise): the records
   // kernels' clock64 and %globaltimer sums a pass, kAfterProfWords (lattice_after.cuh AfterProf*)
   unsigned long long* lat_prof;
