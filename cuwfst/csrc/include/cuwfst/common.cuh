@@ -9,6 +9,13 @@
 
 namespace cuwfst {
 
+// %globaltimer in ns (the scan trace, the records pass's phase sums: measurements)
+__device__ __forceinline__ unsigned long long GlobalTimer() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
 // Programmatic dependent launch (DecoderConfig::pdl, sm_90 and later): the decoder launches
 // the step pipeline's kernels (gpu_decoder.cu LaunchStep) with the programmatic-serialization
 // attribute, so a kernel's launch (grid set-up, its CTAs made resident) overlaps the end of the

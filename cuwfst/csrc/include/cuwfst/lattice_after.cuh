@@ -56,11 +56,6 @@ __host__ __device__ constexpr size_t AfterSmem(int32_t bits, int32_t vocab) {
 // exit; then at kAfterProfStart + c the earliest start (set to ~0 before the pass).
 enum : int32_t { kAfterProfWait = 0, kAfterProfSetup = 1, kAfterProfWalk = 2, kAfterProfItems = 3, kAfterProfActive = 4,
                  kAfterProfEnd = 5, kAfterProfStart = 32, kAfterProfWords = 40 };
-__device__ __forceinline__ unsigned long long AfterNow() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 
 __device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
   return s.row16 ? __half2float(__ushort_as_half(s.row16[label])) : s.row32[label];
@@ -289,7 +284,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   long long t_mark = 0;
   if (prof != nullptr) {
     if (threadIdx.x < 4) s_prof[threadIdx.x] = 0;
-    t_cta = AfterNow();
+    t_cta = GlobalTimer();
     t_mark = clock64();
   }
   auto phase = [&](int32_t k) {  // (prof only) the cycles since the last mark into phase k
@@ -339,43 +334,10 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     int32_t* count = ws.lat_count + item.x;
     const int32_t last = min(s.src_n, item.y + kAfterChunk);
-    // One round of a token: lane me's arc (j < n) with its weight and destination and label loaded,
-    // tested and, kept, written. Returns whether the walk stops after it (warp-uniform).
-    int32_t kept = 0;
-    auto round = [&](int32_t state, float a, int32_t i, int32_t arc, bool in, float wt, ArcDestLabel dl) {
-      bool read = false, keep = false, admitted = false, past = false;
-      int32_t p = -1;
-      float ac = 0.f;
-      if (in) {
-        const uint16_t lab = dl.label;
-        read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-        past = sorted && lab != 0 && !read;
-        if (read) {
-          ac = staged ? lps[lab] : AfterLp(s, lab);
-          const float end = ArcEnd(a, wt, ac);
-          if (!(end < s.pre_low)) {
-            float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
-            if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
-            else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
-            else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
-            if (p >= 0) {
-              admitted = end > s.cutoff;
-              keep = admitted || !s.filter_on ||
-                     !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
-            }
-          }
-        }
-      }
-      auto make = [&](unsigned long long r) {
-        ws.lat[r] = {state, arc, ac, lane};
-        ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
-      };
-      kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
-      return __ballot_sync(0xFFFFFFFFu, past) != 0u;
-    };
     // A warp's next token's arc range and the state and score of the one after are loaded while it
     // walks the current one (its two dependent round trips off the walk's chain); its kept records
     // are counted in a register and reach the step's count once an item.
+    int32_t kept = 0;
     int32_t state = 0, nstate = 0, b = 0, n = 0;
     float a = 0.f, na = 0.f;
     {
@@ -407,16 +369,40 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       for (int32_t j0 = 0; j0 < n; j0 += 32) {
         const int32_t j = j0 + me;
         const int32_t arc = b + j;
-        // (the weight, label and destination in one round trip, the destination's for the probe:
-        // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-        // on the candidates' path)
-        float wt = 0.f;
-        ArcDestLabel dl{0, 0};
+        bool read = false, keep = false, admitted = false, past = false;
+        int32_t p = -1;
+        float ac = 0.f;
         if (j < n) {
-          wt = g.arc_weight[arc];
-          dl = ArcDestAndLabel(g, arc);
+          // (the weight, label and destination in one round trip, the destination's for the probe:
+          // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+          // on the candidates' path)
+          const float wt = g.arc_weight[arc];
+          const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+          const uint16_t lab = dl.label;
+          read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+          past = sorted && lab != 0 && !read;
+          if (read) {
+            ac = staged ? lps[lab] : AfterLp(s, lab);
+            const float end = ArcEnd(a, wt, ac);
+            if (!(end < s.pre_low)) {
+              float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
+              if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+              else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
+              else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
+              if (p >= 0) {
+                admitted = end > s.cutoff;
+                keep = admitted || !s.filter_on ||
+                       !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+              }
+            }
+          }
         }
-        if (round(state, a, i, arc, j < n, wt, dl)) break;
+        auto make = [&](unsigned long long r) {
+          ws.lat[r] = {state, arc, ac, lane};
+          ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
+        };
+        kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
+        if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
       }
       state = nstate;
       a = na;
@@ -432,7 +418,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   if (prof != nullptr) {
     __syncthreads();  // (every warp's sums in)
     if (threadIdx.x == 0) {
-      const unsigned long long t_end = AfterNow();
+      const unsigned long long t_end = GlobalTimer();
       unsigned long long* const c = prof + list * 8;
       for (int32_t x = 0; x < 4; ++x) atomicAdd(c + x, s_prof[x]);
       atomicAdd(c + kAfterProfActive, t_end - t_cta);

@@ -1150,11 +1150,6 @@ enum ScanTraceMark : int {
   kTrTokens,       // the item's tokens (hi - lo)
   kScanTraceWords
 };
-__device__ __forceinline__ unsigned long long GlobalTimer() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 // This CTA's words of the current step's ring entry (nullptr: the trace is off).
 __device__ __forceinline__ unsigned long long* ScanTraceRow(const Workspace& ws) {
   if (ws.scan_trace == nullptr) return nullptr;
