@@ -717,7 +717,8 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
 def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     """CUWFST_LATTICE_AFTER_PROF=on (a measurement): each records pass's phase sums reach stderr, a
     line a table class with items ([records-prof]: items, the warps' cycles waiting, staging and
-    walking, the CTAs' active time and the class's span); the lattices are the CPU's, and values
+    walking, the CTAs' active time and the class's span) and a timeline line (the pass's kernels'
+    starts and ends, the plan first); the lattices are the CPU's, and values
     the switch does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
@@ -726,8 +727,17 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     capfd.readouterr()
     _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PROF", "on", graph, opts, lp, cpu, "profiled")
     lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
+    timeline = [x.split()[2:] for x in lines if x.split()[1] == "timeline"]
+    lines = [x for x in lines if x.split()[1] != "timeline"]
     classes = {x.split()[1] for x in lines}
     assert "global" in classes and classes <= {"c11", "c13", "c14", "global"}, lines
+    # a timeline a pass: each kernel that ran, its start and end in ms from the pass's first start
+    assert timeline
+    for t in timeline:
+        spans = {name: (float(a), float(b)) for name, a, b in zip(t[0::3], t[1::3], t[2::3])}
+        assert {"plan", "global"} <= set(spans) and min(a for a, _ in spans.values()) == 0.0, t
+        assert all(0 <= a <= b < 60_000 for a, b in spans.values()), t
+        assert spans["plan"][0] <= spans["global"][0], t
     for x in lines:
         f = x.split()
         v = dict(zip(f[2::2], f[3::2]))

@@ -1111,10 +1111,10 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 16 * sizeof(unsigned long long), stream_));
-  if (w.lat_prof != nullptr) {  // (the measurement's sums from 0, its earliest starts from ~0)
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_prof, 0, kAfterProfStart * sizeof(unsigned long long), stream_));
+  if (w.lat_prof != nullptr) {  // (the measurement's sums and latest ends from 0, its earliest starts from ~0)
+    CUWFST_CUDA(cudaMemsetAsync(w.lat_prof, 0, kAfterProfWords * sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_prof + kAfterProfStart, 0xFF,
-                                (kAfterProfWords - kAfterProfStart) * sizeof(unsigned long long), stream_));
+                                (kAfterProfKEnd - kAfterProfStart) * sizeof(unsigned long long), stream_));
   }
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
@@ -1127,6 +1127,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
+    if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
     for (int k = 0; k < 3; ++k) {
       CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
       CUWFST_CUDA(cudaStreamWaitEvent(stream_, la_join_[k].get(), 0));
@@ -1138,11 +1139,25 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
 // CUWFST_LATTICE_AFTER_PROF=on (a measurement): the last records pass's sums (lattice_after.cuh
 // kAfterProf*) as one line a table class on stderr: items, the warps' cycles a phase (waiting for
 // an item's first barrier, staging the row and building the table, walking), the CTAs' active time
-// against the class's span (its earliest start to its latest exit).
+// against the class's span (its earliest start to its latest exit); then one timeline line: each of
+// the pass's kernels that ran, its earliest start and latest end in ms from the pass's first start.
 void GpuDecoder::PrintRecordsProfile() {
   unsigned long long h[kAfterProfWords];
   CUWFST_CUDA(cudaMemcpy(h, ws_.lat_prof, sizeof(h), cudaMemcpyDeviceToHost));
   static const char* const kNames[4] = {"c11", "c13", "c14", "global"};
+  static const char* const kKernels[4] = {"plan", "clear", "build", "tail"};
+  unsigned long long origin = ~0ull;
+  for (int x = kAfterProfStart; x < kAfterProfKEnd; ++x) origin = std::min(origin, h[x]);
+  std::string line = "[records-prof] timeline";
+  auto span = [&](const char* name, unsigned long long a, unsigned long long b) {
+    if (a == ~0ull || b < a || origin == ~0ull) return;  // (did not run, or no CTA got past its start)
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), " %s %.4f %.4f", name, (a - origin) * 1e-6, (b - origin) * 1e-6);
+    line += buf;
+  };
+  for (int k = 0; k < 4; ++k) span(kKernels[k], h[kAfterProfKStart + k], h[kAfterProfKEnd + k]);
+  for (int c = 0; c < 4; ++c) span(kNames[c], h[kAfterProfStart + c], h[c * 8 + kAfterProfEnd]);
+  std::fprintf(stderr, "%s\n", line.c_str());
   for (int c = 0; c < 4; ++c) {
     const unsigned long long* x = h + c * 8;
     if (x[kAfterProfItems] == 0) continue;

@@ -53,9 +53,19 @@ __host__ __device__ constexpr size_t AfterSmem(int32_t bits, int32_t vocab) {
 // c * 8: its warps' clock64 cycles waiting for the item's first barrier (the claim, and the slowest
 // warp of the item before), staging the row and building the table (to the second barrier),
 // walking the tokens; the items; its CTAs' active ns (%globaltimer, first claim to exit); the latest
-// exit; then at kAfterProfStart + c the earliest start (set to ~0 before the pass).
+// exit; then at kAfterProfStart + c the earliest start (set to ~0 before the pass); the pass's other
+// kernels k (kAfterKernPlan ...) their CTAs' earliest start at kAfterProfKStart + k (~0 before the
+// pass) and latest end at kAfterProfKEnd + k (thread 0's, a CTA's other threads may end a little later).
 enum : int32_t { kAfterProfWait = 0, kAfterProfSetup = 1, kAfterProfWalk = 2, kAfterProfItems = 3, kAfterProfActive = 4,
-                 kAfterProfEnd = 5, kAfterProfStart = 32, kAfterProfWords = 40 };
+                 kAfterProfEnd = 5, kAfterProfStart = 32, kAfterProfKStart = 36, kAfterProfKEnd = 40,
+                 kAfterProfWords = 48 };
+enum : int32_t { kAfterKernPlan = 0, kAfterKernClear = 1, kAfterKernBuild = 2, kAfterKernTail = 3 };
+// (the measurement) a pass kernel's CTA start (end false) or end into Workspace::lat_prof, thread 0's
+__device__ __forceinline__ void AfterProfMark(const Workspace& ws, int32_t kernel, bool end) {
+  if (ws.lat_prof == nullptr || threadIdx.x != 0) return;
+  if (end) atomicMax(ws.lat_prof + kAfterProfKEnd + kernel, GlobalTimer());
+  else atomicMin(ws.lat_prof + kAfterProfKStart + kernel, GlobalTimer());
+}
 
 __device__ __forceinline__ float AfterLp(const LatStepLog& s, int32_t label) {
   return s.row16 ? __half2float(__ushort_as_half(s.row16[label])) : s.row32[label];
@@ -107,6 +117,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatFrontierLogKernel(DeviceGrap
 // final or redirect step of a lane with a final token to the tail. A step whose table does not
 // fit lat_tab_cap gets no items (the host sees lat_plan[6] past it, grows and decodes again).
 __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
+  AfterProfMark(ws, kAfterKernPlan, false);
   const int32_t lane = blockIdx.x;
   const int32_t steps = min(ws.lanes[lane].t, ws.seg_cap);
   if (ws.lanes[lane].frontier_total > ws.lat_log_lane) return;  // (its log is incomplete: decoded again)
@@ -142,6 +153,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
     }
     add(list, at, s.src_n);
   }
+  AfterProfMark(ws, kAfterKernPlan, true);
 }
 
 __device__ __forceinline__ int32_t AfterItems(const Workspace& ws, int32_t list) {
@@ -150,16 +162,19 @@ __device__ __forceinline__ int32_t AfterItems(const Workspace& ws, int32_t list)
 
 // LatTabClearKernel — the global tables' entries placed (lat_plan[6], within lat_tab_cap) to empty.
 __global__ void __launch_bounds__(kAfterThreads) LatTabClearKernel(Workspace ws) {
+  AfterProfMark(ws, kAfterKernClear, false);
   const unsigned long long n = min(ws.lat_plan[kAfterPlanTab], static_cast<unsigned long long>(ws.lat_tab_cap));
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     if (ws.lat_tab_slots != nullptr) ws.lat_tab_slots[i] = make_ulonglong2(kStateSlotEmpty, 0ull);
     else ws.lat_tab_keys[i] = -1;
   }
+  AfterProfMark(ws, kAfterKernClear, true);
 }
 
 // LatTabBuildKernel — a CTA a build item: 1,024 tokens of S_{t+1} into the step's global table.
 __global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws) {
+  AfterProfMark(ws, kAfterKernBuild, false);
   const int32_t n_items = AfterItems(ws, kAfterBuild);
   const int2* items = ws.lat_items + static_cast<int64_t>(kAfterBuild) * ws.lat_items_cap;
   for (int32_t w = blockIdx.x; w < n_items; w += gridDim.x) {
@@ -176,6 +191,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatTabBuildKernel(Workspace ws)
                          ws.lat_log_state[d.src_off + i], i);
     }
   }
+  AfterProfMark(ws, kAfterKernBuild, true);
 }
 
 // The kept records of a warp's round at one atomicAdd on the records' cursor; past lat_cap only
@@ -435,6 +451,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
 // (AfterWrite); the step's count once an item a warp. (A final step's frontier is large, k2's last
 // frames widen the beam: ~300,000 final records a batch of 32 on the full HLG, counted on the CPU.)
 __global__ void __launch_bounds__(kAfterThreads) LatTailKernel(DeviceGraph g, Workspace ws) {
+  AfterProfMark(ws, kAfterKernTail, false);
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31);
   const int32_t n_items = AfterItems(ws, kAfterTail);
   const int2* items = ws.lat_items + static_cast<int64_t>(kAfterTail) * ws.lat_items_cap;
@@ -467,5 +484,9 @@ __global__ void __launch_bounds__(kAfterThreads) LatTailKernel(DeviceGraph g, Wo
     if (me == 0 && kept > 0) atomicAdd(ws.lat_count + item.x, kept);
   }
 }
+
+// (the measurement) LatTailKernel's end, marked by one thread launched after it on its stream (a mark
+// inside the kernel made it spill)
+__global__ void LatProfTailEndKernel(Workspace ws) { AfterProfMark(ws, kAfterKernTail, true); }
 
 }  // namespace cuwfst
