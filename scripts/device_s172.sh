@@ -3,7 +3,8 @@
 #   1. the records pass's timeline (prof-timeline, merged: CUWFST_LATTICE_AFTER_PROF=on prints each pass
 #      kernel's start and end): test_gpu_lattice.py -k phase_sums beside the small tier's build;
 #   2. the small HLG (256 sim rows, batch 32, --profile): the prof side beside the default, the timeline
-#      averaged by scripts/records_prof.py;
+#      averaged by scripts/records_prof.py; the records kernels bound to 6 and 8 CTAs a multiprocessor
+#      (CUWFST_LATTICE_AFTER_CTAS, 40 / 32 registers with spills) beside them;
 #   3. the whole GPU suite at this commit (the chain in lattice decodes on by default since 93e1873's
 #      successor; the marks in the pass kernels) and test_gpu_eps_prune.py, beside the full HLG's build;
 #   4. the full HLG: the same as 2, if built in time.
@@ -12,12 +13,15 @@
 # and the clear/build under 0.3 ms together; the four classes overlap (c11, c13 start within 0.1 ms of each
 # other), their union ~2.8 ms; the tail 1-2 ms after the classes; the rest of the 6.2 ms (~1.5 ms) is
 # between the bucket's events and the pass's first start (the joins, the side streams' events).
+# CTAs: the walk is ~84 % of the warps' cycles at 32 warps a multiprocessor, and 3 CTAs (s169's on3)
+# cost +13 % against 4: so 6 CTAs (48 warps; c13 stays at 4 by its shared memory) cut the pass 15-30 %
+# (small HLG 6.2 -> 4.3-5.3 ms), 8 no better than 6 (more spills; only c11 and the global class fit 8).
 # Stage: .device/wheels. Carry .device. $OUT: s172.log, tests.tgz, hlg_*_tl.*
 . scripts/device_common.sh
 END=${END:-585}
 FULL_GRAPHS=hlg device_setup s172.log
 small_tier &
-gpu_tests tests_phase.log 120 "test_gpu_lattice.py -k 'phase_sums or records_after'" tests/test_gpu_lattice.py -k "phase_sums or records_after"
+gpu_tests tests_phase.log 120 "test_gpu_lattice.py -k 'phase_sums or records_after'" tests/test_gpu_lattice.py -k "phase_sums or records_after or ctas"
 wait
 echo "[$(since) s] small tier, phase tests" | tee -a $L
 S=/tmp/corpus-small
@@ -25,7 +29,8 @@ tl_ab() {  # tl_ab TAG GRAPH SHARD CAP ARGS...: the prof side beside the default
   local tag=$1 graph=$2 shard=$3 cap=$4; shift 4
   timeout -s INT $cap python3 -m benchmarks.lattice_speed --graph $graph --log-probs $shard \
     --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call "$@" \
-    --env-ab "prof:CUWFST_LATTICE_AFTER_PROF=on" --json $OUT/hlg_${tag}_tl.jsonl \
+    --env-ab "prof:CUWFST_LATTICE_AFTER_PROF=on" "c6:CUWFST_LATTICE_AFTER_CTAS=6" "c8:CUWFST_LATTICE_AFTER_CTAS=8" \
+    "c6prof:CUWFST_LATTICE_AFTER_CTAS=6,CUWFST_LATTICE_AFTER_PROF=on" --json $OUT/hlg_${tag}_tl.jsonl \
     > $OUT/hlg_${tag}_tl.txt 2> $OUT/hlg_${tag}_tl.err
   echo "[$tag HLG timeline A/B exit $?]" | tee -a $L
   grep -vE "^\{" $OUT/hlg_${tag}_tl.txt | grep -iE "vs 1-best|env A/B|exactness|Error|lattice grids" | cut -c1-600 \
@@ -33,7 +38,7 @@ tl_ab() {  # tl_ab TAG GRAPH SHARD CAP ARGS...: the prof side beside the default
   python3 scripts/records_prof.py $OUT/hlg_${tag}_tl.err | sed "s/^/[$tag] /" | tee -a $L
   grep -E "Error|Traceback" $OUT/hlg_${tag}_tl.err | head -3 | tee -a $L
 }
-tl_ab small $S/HLG.img $S/sim/shard-00000.npz 100 --profile
+tl_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile
 echo "[$(since) s] small HLG" | tee -a $L
 gpu_suite 380
 gpu_tests tests_epsprune.log 300 "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &

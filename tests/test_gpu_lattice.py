@@ -717,8 +717,8 @@ def test_records_after_the_search_slots_a_chunk_a_warp(monkeypatch):
 def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     """CUWFST_LATTICE_AFTER_PROF=on (a measurement): each records pass's phase sums reach stderr, a
     line a table class with items ([records-prof]: items, the warps' cycles waiting, staging and
-    walking, the CTAs' active time and the class's span) and a timeline line (the pass's kernels'
-    starts and ends, the plan first); the lattices are the CPU's, and values
+    walking, the CTAs' active time and the class's span) and a timeline line (the grid, the pass's
+    kernels' starts and ends, the plan first); the lattices are the CPU's, and values
     the switch does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
@@ -727,7 +727,8 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     capfd.readouterr()
     _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PROF", "on", graph, opts, lp, cpu, "profiled")
     lines = [x for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
-    timeline = [x.split()[2:] for x in lines if x.split()[1] == "timeline"]
+    timeline = [x.split()[4:] for x in lines if x.split()[1] == "timeline"]
+    assert all(x.split()[2] == "ctas" and int(x.split()[3]) > 0 for x in lines if x.split()[1] == "timeline")
     lines = [x for x in lines if x.split()[1] != "timeline"]
     classes = {x.split()[1] for x in lines}
     assert "global" in classes and classes <= {"c11", "c13", "c14", "global"}, lines
@@ -747,6 +748,31 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     capfd.readouterr()
     compare(cpu, Decoder(graph, opts, device="cuda").decode(lp, lattice=True), "not profiled")
     assert "[records-prof]" not in capfd.readouterr().err
+
+
+def test_records_after_the_search_ctas_a_multiprocessor(monkeypatch, capfd):
+    """CUWFST_LATTICE_AFTER_CTAS=6 or 8 (a measurement): the records kernels bound to 6 or 8 CTAs a
+    multiprocessor (40 or 32 registers, spilled) and launched that many a multiprocessor; the
+    lattices are the CPU's in every table class, also grown from tiny first rooms (the chunked
+    slots' hole bound follows the grid), and values the switch does not know are refused
+    when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_CTAS", ("5", "16", "4x", "on"))
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "on")
+    grids = {}
+    for ctas in ("4", "6", "8"):
+        capfd.readouterr()
+        dec, _ = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_CTAS", ctas, graph, opts, lp, cpu, f"{ctas} CTAs")
+        assert _after_stats(dec) == 1
+        lines = [x.split() for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
+        grids[ctas] = {int(dict(zip(f[2::2], f[3::2]))["ctas"]) for f in lines if f[1] != "timeline"}
+        assert len(grids[ctas]) == 1, lines
+        _grown(monkeypatch, graph, opts, lp, cpu, f"{ctas} CTAs")
+        monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    (g4,), (g6,), (g8,) = grids["4"], grids["6"], grids["8"]
+    assert g4 % 4 == 0 and g6 == g4 // 4 * 6 and g8 == g4 * 2, grids
 
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):

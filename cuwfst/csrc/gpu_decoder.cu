@@ -286,6 +286,11 @@ void GpuDecoder::Allocate() {
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
+  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_CTAS"); env != nullptr && env[0] != '\0') {
+    if (!((env[0] == '4' || env[0] == '6' || env[0] == '8') && env[1] == '\0'))
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_CTAS must be 4, 6 or 8, got '") + env + "'");
+    la_ctas_ = env[0] - '0';
+  }
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
@@ -987,6 +992,19 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
 namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
+// LatRecordsKernel<bits, ctas> (bits 11, 13, 14 or 0; ctas 4, 6 or 8: GpuDecoder::la_ctas_)
+using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
+template <int kBits>
+AfterKernel AfterRecordsKernelOf(int32_t ctas) {
+  return ctas == 8 ? LatRecordsKernel<kBits, 8> : ctas == 6 ? LatRecordsKernel<kBits, 6> : LatRecordsKernel<kBits, 4>;
+}
+AfterKernel AfterRecordsKernel(int32_t bits, int32_t ctas) {
+  return bits == 11   ? AfterRecordsKernelOf<11>(ctas)
+         : bits == 13 ? AfterRecordsKernelOf<13>(ctas)
+         : bits == 14 ? AfterRecordsKernelOf<14>(ctas)
+                      : AfterRecordsKernelOf<0>(ctas);
+}
+
 }  // namespace
 
 int64_t GpuDecoder::AfterHoleBound() const {
@@ -1056,14 +1074,12 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    using RecordsKernel = void (*)(DeviceGraph, Workspace, int32_t);
-    for (auto [kernel, bits] : {std::pair<RecordsKernel, int32_t>{LatRecordsKernel<11>, 11}, {LatRecordsKernel<13>, 13},
-                                {LatRecordsKernel<14>, 14}, {LatRecordsKernel<0>, 0}})
-      CUWFST_CUDA(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    for (int32_t bits : {11, 13, 14, 0})
+      CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, la_ctas_), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
-    la_grid_ = std::max(1, sms) * 4;
+    la_grid_ = std::max(1, sms) * la_ctas_;
   }
   if (!log && !tab && !items && !steps && !plan.get()) return;
   FreeGraphs();  // they captured the old pointers
@@ -1120,12 +1136,12 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    LatRecordsKernel<14><<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    LatRecordsKernel<13><<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    LatRecordsKernel<11><<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
+    AfterRecordsKernel(14, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    AfterRecordsKernel(13, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    AfterRecordsKernel(11, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    LatRecordsKernel<0><<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    AfterRecordsKernel(0, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
     for (int k = 0; k < 3; ++k) {
@@ -1139,8 +1155,9 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
 // CUWFST_LATTICE_AFTER_PROF=on (a measurement): the last records pass's sums (lattice_after.cuh
 // kAfterProf*) as one line a table class on stderr: items, the warps' cycles a phase (waiting for
 // an item's first barrier, staging the row and building the table, walking), the CTAs' active time
-// against the class's span (its earliest start to its latest exit); then one timeline line: each of
-// the pass's kernels that ran, its earliest start and latest end in ms from the pass's first start.
+// against the class's span (its earliest start to its latest exit); then one timeline line: the
+// records kernels' grid, then each of the pass's kernels that ran, its earliest start and latest end
+// in ms from the pass's first start.
 void GpuDecoder::PrintRecordsProfile() {
   unsigned long long h[kAfterProfWords];
   CUWFST_CUDA(cudaMemcpy(h, ws_.lat_prof, sizeof(h), cudaMemcpyDeviceToHost));
@@ -1148,7 +1165,7 @@ void GpuDecoder::PrintRecordsProfile() {
   static const char* const kKernels[4] = {"plan", "clear", "build", "tail"};
   unsigned long long origin = ~0ull;
   for (int x = kAfterProfStart; x < kAfterProfKEnd; ++x) origin = std::min(origin, h[x]);
-  std::string line = "[records-prof] timeline";
+  std::string line = "[records-prof] timeline ctas " + std::to_string(la_grid_);
   auto span = [&](const char* name, unsigned long long a, unsigned long long b) {
     if (a == ~0ull || b < a || origin == ~0ull) return;  // (did not run, or no CTA got past its start)
     char buf[96];

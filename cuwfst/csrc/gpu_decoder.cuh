@@ -759,7 +759,10 @@ class GpuDecoder {
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
   int64_t lat_after_decodes_ = 0;
-  int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
+  // the records kernels' register bound, CTAs a multiprocessor (LatRecordsKernel's kMinBlocks): 4, or
+  // CUWFST_LATTICE_AFTER_CTAS=6 / 8 at construction (a measurement)
+  int32_t la_ctas_ = 4;
+  int32_t la_grid_ = 0;          // the pass kernels' grid (la_ctas_ CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)
   Event la_fork_, la_join_[3];

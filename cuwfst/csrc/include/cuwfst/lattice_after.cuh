@@ -270,8 +270,10 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
-template <int kBits>
-__global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
+// kMinBlocks: the register bound's CTAs a multiprocessor (4 the default: 56-64 registers, no spills;
+// CUWFST_LATTICE_AFTER_CTAS=6 or 8 at construction, 40 or 32 registers with spills, a measurement)
+template <int kBits, int kMinBlocks = 4>
+__global__ void __launch_bounds__(kAfterThreads, kMinBlocks) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(after_smem);
