@@ -40,10 +40,13 @@ tl_ab() {  # tl_ab TAG GRAPH SHARD CAP ARGS...: the prof side beside the default
 }
 tl_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile
 echo "[$(since) s] small HLG" | tee -a $L
-gpu_suite 380
-gpu_tests tests_epsprune.log 300 "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
-gpu_suite_wait
-echo "[$(since) s] suite" | tee -a $L
+# (SUITE_CAP: each group's cap, default 380; SUITE=0: no suite, for a short call)
+if [ "${SUITE:-1}" != 0 ]; then
+  gpu_suite ${SUITE_CAP:-380}
+  gpu_tests tests_epsprune.log ${SUITE_CAP:-300} "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
+  gpu_suite_wait
+  echo "[$(since) s] suite" | tee -a $L
+fi
 if [ -z "${NO_FULL:-}" ]; then
   wait_full $((END - 90))
   grep -q FULL-DONE /tmp/full.log && tl_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile
