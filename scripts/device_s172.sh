@@ -21,7 +21,7 @@
 END=${END:-585}
 FULL_GRAPHS=hlg device_setup s172.log
 small_tier &
-gpu_tests tests_phase.log 120 "test_gpu_lattice.py -k 'phase_sums or records_after'" tests/test_gpu_lattice.py -k "phase_sums or records_after or ctas"
+gpu_tests tests_phase.log ${TEST_CAP:-120} "test_gpu_lattice.py -k 'phase_sums or records_after'" tests/test_gpu_lattice.py -k "phase_sums or records_after or ctas"
 wait
 echo "[$(since) s] small tier, phase tests" | tee -a $L
 S=/tmp/corpus-small
@@ -29,8 +29,8 @@ tl_ab() {  # tl_ab TAG GRAPH SHARD CAP ARGS...: the prof side beside the default
   local tag=$1 graph=$2 shard=$3 cap=$4; shift 4
   timeout -s INT $cap python3 -m benchmarks.lattice_speed --graph $graph --log-probs $shard \
     --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call "$@" \
-    --env-ab "prof:CUWFST_LATTICE_AFTER_PROF=on" "c6:CUWFST_LATTICE_AFTER_CTAS=6" "c8:CUWFST_LATTICE_AFTER_CTAS=8" \
-    "c6prof:CUWFST_LATTICE_AFTER_CTAS=6,CUWFST_LATTICE_AFTER_PROF=on" --json $OUT/hlg_${tag}_tl.jsonl \
+    --env-ab ${TL_SIDES:-"prof:CUWFST_LATTICE_AFTER_PROF=on" "c6:CUWFST_LATTICE_AFTER_CTAS=6" "c8:CUWFST_LATTICE_AFTER_CTAS=8" \
+    "c6prof:CUWFST_LATTICE_AFTER_CTAS=6,CUWFST_LATTICE_AFTER_PROF=on"} --json $OUT/hlg_${tag}_tl.jsonl \
     > $OUT/hlg_${tag}_tl.txt 2> $OUT/hlg_${tag}_tl.err
   echo "[$tag HLG timeline A/B exit $?]" | tee -a $L
   grep -vE "^\{" $OUT/hlg_${tag}_tl.txt | grep -iE "vs 1-best|env A/B|exactness|Error|lattice grids" | cut -c1-600 \
@@ -40,7 +40,7 @@ tl_ab() {  # tl_ab TAG GRAPH SHARD CAP ARGS...: the prof side beside the default
 }
 tl_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile
 echo "[$(since) s] small HLG" | tee -a $L
-# (SUITE_CAP: each group's cap, default 380; SUITE=0: no suite, for a short call)
+# (TL_SIDES: the A/B's sides, unquoted words; TEST_CAP: the first tests' cap; SUITE_CAP: each group's cap, default 380; SUITE=0: no suite, for a short call)
 if [ "${SUITE:-1}" != 0 ]; then
   gpu_suite ${SUITE_CAP:-380}
   gpu_tests tests_epsprune.log ${SUITE_CAP:-300} "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
