@@ -34,6 +34,8 @@
 #   gpu_suite CAP / gpu_suite_wait: the whole GPU suite in five background pytest processes (each at most
 #     CAP s), then their tallies into L and logs into $OUT/tests.tgz (device_s134.sh's groups)
 #   lat_speed SET JSONL UNTIL TAG ARGS...: one lattice_speed run (256 utterances, batch 32, one call)
+#   env_ab TAG GRAPH SHARD CAP ARGS...: one lattice_speed --env-ab run (256 rows of SHARD), its summary and
+#     the records pass's phase sums (scripts/records_prof.py) into L
 #   pack_logs 'PATTERN'...: the files of $OUT matching PATTERN (quoted) into $OUT/tests.tgz (the device returns
 #     a handful of files a call: s83 lost its test logs)
 set -uo pipefail
@@ -165,6 +167,20 @@ lat_speed() {  # lat_speed SET JSONL UNTIL TAG ARGS...: lattice_speed --one-call
     --utts 256 --batch 32 --reps 3 --cpu-utts 0 --no-replay --one-call "$@" --json $OUT/$jsonl 2>&1 \
     | grep -E "vs 1-best|the tail|its tail|parts a job|from the exit|env A/B|exactness|Error" | sed "s/^/[$tag] /" \
     | cut -c1-400 | tee -a $L
+}
+env_ab() {  # env_ab TAG GRAPH SHARD CAP ARGS...: one lattice_speed --env-ab run (256 rows of SHARD, batch 32,
+  # one call, 2 rows checked against the CPU; ARGS: its --env-ab sides and other flags) at most CAP s into
+  # $OUT/ab_TAG.{txt,err,jsonl}; its summary lines and scripts/records_prof.py's sums of the
+  # CUWFST_LATTICE_AFTER_PROF sides into L prefixed [TAG]
+  local tag=$1 graph=$2 shard=$3 cap=$4; shift 4
+  timeout -s INT $cap python3 -m benchmarks.lattice_speed --graph $graph --log-probs $shard \
+    --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call "$@" --json $OUT/ab_$tag.jsonl \
+    > $OUT/ab_$tag.txt 2> $OUT/ab_$tag.err
+  echo "[$tag env A/B exit $?]" | tee -a $L
+  grep -vE "^\{" $OUT/ab_$tag.txt | grep -iE "vs 1-best|env A/B|exactness|Error|lattice grids" | cut -c1-600 \
+    | head -10 | sed "s/^/[$tag] /" | tee -a $L
+  python3 scripts/records_prof.py $OUT/ab_$tag.err | sed "s/^/[$tag] /" | tee -a $L
+  grep -E "Error|Traceback" $OUT/ab_$tag.err | head -3 | tee -a $L
 }
 small_tier() {  # small_tier: the small tier (graphs and its 256 sim rows) in S=/tmp/corpus-small, unless it is
   # there (a warm machine keeps /tmp); in the foreground

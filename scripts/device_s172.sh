@@ -16,31 +16,22 @@
 # CTAs: the walk is ~84 % of the warps' cycles at 32 warps a multiprocessor, and 3 CTAs (s169's on3)
 # cost +13 % against 4: so 6 CTAs (48 warps; c13 stays at 4 by its shared memory) cut the pass 15-30 %
 # (small HLG 6.2 -> 4.3-5.3 ms), 8 no better than 6 (more spills; only c11 and the global class fit 8).
-# Stage: .device/wheels. Carry .device. $OUT: s172.log, tests.tgz, hlg_*_tl.*
+# Stage: .device/wheels. Carry .device. $OUT: s172.log, tests.tgz, ab_small.*, ab_full.*
 . scripts/device_common.sh
 END=${END:-585}
 FULL_GRAPHS=hlg device_setup s172.log
 small_tier &
-gpu_tests tests_phase.log ${TEST_CAP:-120} "test_gpu_lattice.py -k 'phase_sums or records_after'" tests/test_gpu_lattice.py -k "phase_sums or records_after or ctas"
+gpu_tests tests_phase.log ${TEST_CAP:-120} "test_gpu_lattice.py -k 'phase_sums or records_after or ctas'" tests/test_gpu_lattice.py -k "phase_sums or records_after or ctas"
 wait
 echo "[$(since) s] small tier, phase tests" | tee -a $L
 S=/tmp/corpus-small
-tl_ab() {  # tl_ab TAG GRAPH SHARD CAP ARGS...: the prof side beside the default, its timeline
-  local tag=$1 graph=$2 shard=$3 cap=$4; shift 4
-  timeout -s INT $cap python3 -m benchmarks.lattice_speed --graph $graph --log-probs $shard \
-    --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 2 --no-replay --one-call "$@" \
-    --env-ab ${TL_SIDES:-"prof:CUWFST_LATTICE_AFTER_PROF=on" "c6:CUWFST_LATTICE_AFTER_CTAS=6" "c8:CUWFST_LATTICE_AFTER_CTAS=8" \
-    "c6prof:CUWFST_LATTICE_AFTER_CTAS=6,CUWFST_LATTICE_AFTER_PROF=on"} --json $OUT/hlg_${tag}_tl.jsonl \
-    > $OUT/hlg_${tag}_tl.txt 2> $OUT/hlg_${tag}_tl.err
-  echo "[$tag HLG timeline A/B exit $?]" | tee -a $L
-  grep -vE "^\{" $OUT/hlg_${tag}_tl.txt | grep -iE "vs 1-best|env A/B|exactness|Error|lattice grids" | cut -c1-600 \
-    | head -10 | sed "s/^/[$tag] /" | tee -a $L
-  python3 scripts/records_prof.py $OUT/hlg_${tag}_tl.err | sed "s/^/[$tag] /" | tee -a $L
-  grep -E "Error|Traceback" $OUT/hlg_${tag}_tl.err | head -3 | tee -a $L
-}
-tl_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile
+# (TL_SIDES: the A/B's sides as unquoted words, in place of these)
+SIDES=("prof:CUWFST_LATTICE_AFTER_PROF=on" "c6:CUWFST_LATTICE_AFTER_CTAS=6" "c8:CUWFST_LATTICE_AFTER_CTAS=8"
+       "c6prof:CUWFST_LATTICE_AFTER_CTAS=6,CUWFST_LATTICE_AFTER_PROF=on")
+[ -z "${TL_SIDES:-}" ] || read -r -a SIDES <<< "$TL_SIDES"
+env_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile --env-ab "${SIDES[@]}"
 echo "[$(since) s] small HLG" | tee -a $L
-# (TL_SIDES: the A/B's sides, unquoted words; TEST_CAP: the first tests' cap; SUITE_CAP: each group's cap, default 380; SUITE=0: no suite, for a short call)
+# (TEST_CAP: the first tests' cap; SUITE_CAP: each group's cap, default 380; SUITE=0: no suite, for a short call)
 if [ "${SUITE:-1}" != 0 ]; then
   gpu_suite ${SUITE_CAP:-380}
   gpu_tests tests_epsprune.log ${SUITE_CAP:-300} "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
@@ -49,6 +40,6 @@ if [ "${SUITE:-1}" != 0 ]; then
 fi
 if [ -z "${NO_FULL:-}" ]; then
   wait_full $((END - 90))
-  grep -q FULL-DONE /tmp/full.log && tl_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile
+  grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile --env-ab "${SIDES[@]}"
 fi
 echo "[$(since) s] end" | tee -a $L
