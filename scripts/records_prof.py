@@ -1,7 +1,7 @@
 """Sums CUWFST_LATTICE_AFTER_PROF's stderr lines ([records-prof], GpuDecoder::PrintRecordsProfile) by
-the records kernels' grid (CTAs: sides of one run under different CUWFST_LATTICE_AFTER_CTAS apart) and
-table class: passes, items a pass, the warps' cycles a phase (share of the three), the CTAs' active
-time against the class's span; then a grid's timeline: each kernel's mean start and end (ms from the
+the records kernels' grid (CTAs) and table class (`one`: the one launch of CUWFST_LATTICE_AFTER_GRID=one),
+so the sides of one run stay apart: passes, items a pass, the warps' cycles a phase (share of the three), the CTAs' active
+time against the class's span; then a grid's timeline (the one launch's apart): each kernel's mean start and end (ms from the
 pass's first start) over the passes it ran in, and the passes' mean last end. Usage:
 python scripts/records_prof.py LOG..."""
 import collections
@@ -10,16 +10,17 @@ import sys
 
 def main(paths):
     acc = collections.defaultdict(lambda: collections.defaultdict(float))  # (grid, class) -> sums
-    times = collections.defaultdict(lambda: collections.defaultdict(list))  # grid -> kernel -> [(start, end)]
-    ends = collections.defaultdict(list)  # grid -> [the pass's last end]
+    # (grid, "one" or "classes") -> kernel -> [(start, end)]
+    times = collections.defaultdict(lambda: collections.defaultdict(list))
+    ends = collections.defaultdict(list)  # (grid, launches) -> [the pass's last end]
     for path in paths:
         for line in open(path, errors="replace"):
             if not line.startswith("[records-prof]"):
                 continue
             f = line.split()
             if f[1] == "timeline":  # [records-prof] timeline ctas N name start end ...
-                grid = int(f[3])
                 spans = [(name, float(a), float(b)) for name, a, b in zip(f[4::3], f[5::3], f[6::3])]
+                grid = (int(f[3]), "one" if any(name == "one" for name, _, _ in spans) else "classes")
                 for name, a, b in spans:
                     times[grid][name].append((a, b))
                 if spans:
@@ -37,10 +38,10 @@ def main(paths):
         print(f"grid {grid} {cls}: {n:.0f} passes, {a['items'] / n:.0f} items a pass, warp Mcycles a pass "
               f"{cyc / n:.1f} ({share}), active {a['active_ms'] / n:.2f} ms of {a['span_ms'] / n:.3f} ms span x "
               f"{grid} CTAs ({a['active_ms'] / max(a['span_ms'] * grid, 1e-9) * 100:.0f}% busy)")
-    for grid, kernels in sorted(times.items()):
-        print(f"grid {grid} timeline (mean ms from the pass's first start, passes): " + "; ".join(
+    for (grid, launches), kernels in sorted(times.items()):
+        print(f"grid {grid} {launches} timeline (mean ms from the pass's first start, passes): " + "; ".join(
             f"{k} {sum(a for a, _ in x) / len(x):.3f}-{sum(b for _, b in x) / len(x):.3f} ({len(x)})"
-            for k, x in kernels.items()) + f"; last end {sum(ends[grid]) / len(ends[grid]):.3f}")
+            for k, x in kernels.items()) + f"; last end {sum(ends[(grid, launches)]) / len(ends[(grid, launches)]):.3f}")
 
 
 if __name__ == "__main__":

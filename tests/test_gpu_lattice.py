@@ -719,10 +719,12 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     line a table class with items ([records-prof]: items, the warps' cycles waiting, staging and
     walking, the CTAs' active time and the class's span) and a timeline line (the grid, the pass's
     kernels' starts and ends, the plan first); the lattices are the CPU's, and values
-    the switch does not know are refused when the decoder is made."""
+    the switch does not know are refused when the decoder is made. (The four class launches,
+    CUWFST_LATTICE_AFTER_GRID=classes; the one grid's lines: test_records_after_the_search_one_grid.)"""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
     _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_PROF", ("1", "yes"))
     capfd.readouterr()
     _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PROF", "on", graph, opts, lp, cpu, "profiled")
@@ -750,29 +752,37 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
     assert "[records-prof]" not in capfd.readouterr().err
 
 
-def test_records_after_the_search_ctas_a_multiprocessor(monkeypatch, capfd):
-    """CUWFST_LATTICE_AFTER_CTAS=6 or 8 (a measurement): the records kernels bound to 6 or 8 CTAs a
-    multiprocessor (40 or 32 registers, spilled) and launched that many a multiprocessor; the
-    lattices are the CPU's in every table class, also grown from tiny first rooms (the chunked
-    slots' hole bound follows the grid), and values the switch does not know are refused
-    when the decoder is made."""
+def test_records_after_the_search_one_grid(monkeypatch, capfd):
+    """The one grid (the default; CUWFST_LATTICE_AFTER_GRID=one): the records pass's items in one
+    launch, claimed longest class first (the global tables' steps, then the 2^13-slot and the
+    2^11-slot ones; steps that would take a 2^14-slot table get a global one). The lattices are the CPU's in every class, also grown
+    from tiny first rooms and on random batches; the profile names the one launch; values the
+    switch does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_CTAS", ("5", "16", "4x", "on"))
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_GRID", ("1", "single", "One"))
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "on")
-    grids = {}
-    for ctas in ("4", "6", "8"):
-        capfd.readouterr()
-        dec, _ = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_CTAS", ctas, graph, opts, lp, cpu, f"{ctas} CTAs")
-        assert _after_stats(dec) == 1
-        lines = [x.split() for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
-        grids[ctas] = {int(dict(zip(f[2::2], f[3::2]))["ctas"]) for f in lines if f[1] != "timeline"}
-        assert len(grids[ctas]) == 1, lines
-        _grown(monkeypatch, graph, opts, lp, cpu, f"{ctas} CTAs")
-        monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-    (g4,), (g6,), (g8,) = grids["4"], grids["6"], grids["8"]
-    assert g4 % 4 == 0 and g6 == g4 // 4 * 6 and g8 == g4 * 2, grids
+    capfd.readouterr()
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_GRID", "one", graph, opts, lp, cpu, "one grid")
+    assert st["lat_one_grid"] == 1 and _after_stats(dec) == 1
+    lines = [x.split() for x in capfd.readouterr().err.splitlines() if x.startswith("[records-prof]")]
+    classes = {f[1] for f in lines if f[1] != "timeline"}
+    assert classes == {"one"}, lines  # (every item in the one launch's sums, none in the classes')
+    timeline = [f for f in lines if f[1] == "timeline"]
+    assert timeline and all("one" in f and "c13" not in f and "global" not in f for f in timeline), timeline
+    for k in (1, 2):
+        compare(cpu, dec.decode(lp, lattice=True), f"one grid, decode {k}")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "off")
+    _grown(monkeypatch, graph, opts, lp, cpu, "one grid")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    for seed in (0, 2, 5, 9, 13):
+        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+        dec = _gpu(graph, opts, max_lanes=lanes)
+        assert dec._gpu.main.mem_stats()["lat_one_grid"] == 1
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"one grid, seed {seed}")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
+    assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_one_grid"] == 0
 
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):

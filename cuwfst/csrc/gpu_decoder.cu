@@ -286,11 +286,8 @@ void GpuDecoder::Allocate() {
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
-  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_CTAS"); env != nullptr && env[0] != '\0') {
-    if (!((env[0] == '4' || env[0] == '6' || env[0] == '8') && env[1] == '\0'))
-      throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_CTAS must be 4, 6 or 8, got '") + env + "'");
-    la_ctas_ = env[0] - '0';
-  }
+  lat_one_grid_ = EnvChoice("CUWFST_LATTICE_AFTER_GRID", "one", "classes", lat_one_grid_);
+  ws_.lat_one_grid = lat_one_grid_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
@@ -992,17 +989,14 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
 namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
-// LatRecordsKernel<bits, ctas> (bits 11, 13, 14 or 0; ctas 4, 6 or 8: GpuDecoder::la_ctas_)
+// LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
-template <int kBits>
-AfterKernel AfterRecordsKernelOf(int32_t ctas) {
-  return ctas == 8 ? LatRecordsKernel<kBits, 8> : ctas == 6 ? LatRecordsKernel<kBits, 6> : LatRecordsKernel<kBits, 4>;
-}
-AfterKernel AfterRecordsKernel(int32_t bits, int32_t ctas) {
-  return bits == 11   ? AfterRecordsKernelOf<11>(ctas)
-         : bits == 13 ? AfterRecordsKernelOf<13>(ctas)
-         : bits == 14 ? AfterRecordsKernelOf<14>(ctas)
-                      : AfterRecordsKernelOf<0>(ctas);
+AfterKernel AfterRecordsKernel(int32_t bits) {
+  return bits == 11   ? LatRecordsKernel<11>
+         : bits == 13 ? LatRecordsKernel<13>
+         : bits == 14 ? LatRecordsKernel<14>
+         : bits < 0   ? LatRecordsKernel<-1>
+                      : LatRecordsKernel<0>;
 }
 
 }  // namespace
@@ -1074,12 +1068,12 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
-    for (int32_t bits : {11, 13, 14, 0})
-      CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, la_ctas_), cudaFuncAttributeMaxDynamicSharedMemorySize,
+    for (int32_t bits : {11, 13, 14, 0, -1})
+      CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
-    la_grid_ = std::max(1, sms) * la_ctas_;
+    la_grid_ = std::max(1, sms) * 4;  // (4 CTAs a multiprocessor: the kernels' register bound)
   }
   if (!log && !tab && !items && !steps && !plan.get()) return;
   FreeGraphs();  // they captured the old pointers
@@ -1134,14 +1128,22 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   }
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
+    if (w.lat_one_grid) {  // (every item in one launch after the global tables, longest class first)
+      LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
+      LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
+      AfterRecordsKernel(-1)<<<la_grid_, kAfterThreads, AfterSmem(-1, V), stream_>>>(g, w, kAfterC11);
+      LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
+      if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
+      return;
+    }
     CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
     for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    AfterRecordsKernel(14, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    AfterRecordsKernel(13, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    AfterRecordsKernel(11, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
+    AfterRecordsKernel(14)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+    AfterRecordsKernel(13)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+    AfterRecordsKernel(11)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    AfterRecordsKernel(0, la_ctas_)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    AfterRecordsKernel(0)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
     for (int k = 0; k < 3; ++k) {
@@ -1161,7 +1163,9 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
 void GpuDecoder::PrintRecordsProfile() {
   unsigned long long h[kAfterProfWords];
   CUWFST_CUDA(cudaMemcpy(h, ws_.lat_prof, sizeof(h), cudaMemcpyDeviceToHost));
+  // (the one grid's sums are in c11's slot)
   static const char* const kNames[4] = {"c11", "c13", "c14", "global"};
+  const char* const names[4] = {lat_one_grid_ ? "one" : kNames[0], kNames[1], kNames[2], kNames[3]};
   static const char* const kKernels[4] = {"plan", "clear", "build", "tail"};
   unsigned long long origin = ~0ull;
   for (int x = kAfterProfStart; x < kAfterProfKEnd; ++x) origin = std::min(origin, h[x]);
@@ -1173,7 +1177,7 @@ void GpuDecoder::PrintRecordsProfile() {
     line += buf;
   };
   for (int k = 0; k < 4; ++k) span(kKernels[k], h[kAfterProfKStart + k], h[kAfterProfKEnd + k]);
-  for (int c = 0; c < 4; ++c) span(kNames[c], h[kAfterProfStart + c], h[c * 8 + kAfterProfEnd]);
+  for (int c = 0; c < 4; ++c) span(names[c], h[kAfterProfStart + c], h[c * 8 + kAfterProfEnd]);
   std::fprintf(stderr, "%s\n", line.c_str());
   for (int c = 0; c < 4; ++c) {
     const unsigned long long* x = h + c * 8;
@@ -1182,7 +1186,7 @@ void GpuDecoder::PrintRecordsProfile() {
     std::fprintf(stderr,
                  "[records-prof] %s items %llu wait_mcyc %.3f setup_mcyc %.3f walk_mcyc %.3f active_ms %.3f span_ms %.3f "
                  "ctas %d\n",
-                 kNames[c], x[kAfterProfItems], x[kAfterProfWait] * 1e-6, x[kAfterProfSetup] * 1e-6,
+                 names[c], x[kAfterProfItems], x[kAfterProfWait] * 1e-6, x[kAfterProfSetup] * 1e-6,
                  x[kAfterProfWalk] * 1e-6, x[kAfterProfActive] * 1e-6, end > start ? (end - start) * 1e-6 : 0.0,
                  la_grid_);
   }
@@ -2116,6 +2120,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
+  out[82] = lat_one_grid_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

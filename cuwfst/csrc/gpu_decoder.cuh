@@ -465,7 +465,8 @@ class GpuDecoder {
   // [79] 1 where the records pass's warps take their slots a chunk at a time (CUWFST_LATTICE_RESERVE=chunk).
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
   // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
-  static constexpr int kMemStats = 82;
+  // [82] 1 where the records pass runs its items in one launch (CUWFST_LATTICE_AFTER_GRID=one).
+  static constexpr int kMemStats = 83;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -759,10 +760,10 @@ class GpuDecoder {
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass
   int64_t lat_after_decodes_ = 0;
-  // the records kernels' register bound, CTAs a multiprocessor (LatRecordsKernel's kMinBlocks): 4, or
-  // CUWFST_LATTICE_AFTER_CTAS=6 / 8 at construction (a measurement)
-  int32_t la_ctas_ = 4;
-  int32_t la_grid_ = 0;          // the pass kernels' grid (la_ctas_ CTAs a multiprocessor)
+  // Workspace::lat_one_grid (MemStats [82]): the records pass's items in one launch, longest class
+  // first; CUWFST_LATTICE_AFTER_GRID=classes at construction: a launch a table class on four streams
+  bool lat_one_grid_ = true;
+  int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)
   Event la_fork_, la_join_[3];

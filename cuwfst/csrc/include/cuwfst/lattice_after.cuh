@@ -37,6 +37,8 @@ constexpr int32_t kAfterChunk = 1024;  // S_t's tokens an item
 enum : int32_t { kAfterC11 = 0, kAfterC13 = 1, kAfterC14 = 2, kAfterGlobal = 3, kAfterTail = 4, kAfterBuild = 5 };
 constexpr int32_t kAfterLists = 6;
 constexpr int32_t kAfterPlanTab = 6;  // lat_plan[6]: the global tables' entries
+constexpr int32_t kAfterPlanOne = 12;  // lat_plan[12]: the one grid's claims (lat_plan[8 + list]: a class's)
+constexpr int32_t kAfterOneBits = 13;  // the one grid's shared table: 2^13 slots (c13's), c11's steps use 2^11 of them
 __host__ __device__ constexpr int32_t AfterBits(int32_t list) {
   return list == kAfterC11 ? 11 : list == kAfterC13 ? 13 : list == kAfterC14 ? 14 : 0;
 }
@@ -45,8 +47,10 @@ constexpr int32_t kAfterLpsMax = 4096;
 
 // A LatRecordsKernel<kBits> launch's dynamic shared memory: the table (int32 keys, uint16 indices:
 // |S_{t+1}| <= 2^kBits / 2) and the staged log-prob row.
+// (bits -1: the one grid's, a 2^13-slot table)
 __host__ __device__ constexpr size_t AfterSmem(int32_t bits, int32_t vocab) {
-  return (bits > 0 ? size_t{6} << bits : 0) + (vocab <= kAfterLpsMax ? sizeof(float) * static_cast<size_t>(vocab) : 0);
+  return (bits > 0 ? size_t{6} << bits : bits < 0 ? size_t{6} << kAfterOneBits : 0) +
+         (vocab <= kAfterLpsMax ? sizeof(float) * static_cast<size_t>(vocab) : 0);
 }
 
 // Workspace::lat_prof's words (a measurement, CUWFST_LATTICE_AFTER_PROF=on): per item list c < 4 at
@@ -142,6 +146,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
     if (dn <= 0) continue;
     int32_t list = kAfterC11;
     while (list < kAfterGlobal && 2 * static_cast<int64_t>(dn) > (int64_t{1} << AfterBits(list))) ++list;
+    if (list == kAfterC14 && ws.lat_one_grid) list = kAfterGlobal;  // (one grid: no 2^14-slot tables)
     if (list == kAfterGlobal) {
       int32_t bits = 1;
       while ((int64_t{1} << bits) < 2 * static_cast<int64_t>(dn)) ++bits;
@@ -256,6 +261,21 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
   ws.lat_ext[r] = {-1, -1, -1, 0};
 }
 
+// The one grid's item x (Workspace::lat_one_grid: the global items, then c13's, then c11's, as one
+// list): its list, its index there in *at; -1 past the last item.
+__device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned long long x, int32_t* at) {
+  for (const int32_t list : {kAfterGlobal, kAfterC13, kAfterC11}) {
+    const unsigned long long n = static_cast<unsigned long long>(AfterItems(ws, list));
+    if (x < n) {
+      *at = static_cast<int32_t>(x);
+      return list;
+    }
+    x -= n;
+  }
+  *at = 0;
+  return -1;
+}
+
 // LatRecordsKernel<kBits> — the real steps' records of one item list (kBits 11 / 13 / 14: S_{t+1}
 // in a table of 2^kBits slots in shared memory, built by every CTA of the step; 0: the step's
 // global table); a fixed grid, each CTA claiming the list's next item when done with one. Per
@@ -270,11 +290,17 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
 // does every later one (their weights fall; float addition is monotone): the token's walk stops.
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
-// kMinBlocks: the register bound's CTAs a multiprocessor (4 the default: 56-64 registers, no spills;
-// CUWFST_LATTICE_AFTER_CTAS=6 or 8 at construction, 40 or 32 registers with spills, a measurement)
-template <int kBits, int kMinBlocks = 4>
-__global__ void __launch_bounds__(kAfterThreads, kMinBlocks) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
-  constexpr int32_t H = kBits > 0 ? 1 << kBits : 0;
+// kBits -1 (Workspace::lat_one_grid, CUWFST_LATTICE_AFTER_GRID=one): one launch for every item of the
+// pass, claimed from one counter (lat_plan[kAfterPlanOne]) in the order global, c13, c11 (the longest
+// items first: the plan puts no step in c14 then, its tables are global), each item's table its
+// class's (2^13 or 2^11 slots of the same shared memory, or the step's global table); `list` names the
+// measurement's slot (c11's). The four class launches on four streams run one class after another
+// in an order the hardware picks (each grid fills every multiprocessor and keeps it until its list
+// is done), the global class most often last and alone (s172's timeline).
+template <int kBits>
+__global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
+  constexpr bool kOne = kBits < 0;
+  constexpr int32_t H = kOne ? 1 << kAfterOneBits : kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
   int32_t* keys = reinterpret_cast<int32_t*>(after_smem);
   uint16_t* pos16 = reinterpret_cast<uint16_t*>(keys + H);
@@ -285,12 +311,11 @@ __global__ void __launch_bounds__(kAfterThreads, kMinBlocks) LatRecordsKernel(De
   const bool staged = V <= kAfterLpsMax;
   const bool sorted = g.emit_sorted != 0;
   const float output_beam = ws.lat_filter[1];
-  const int32_t n_items = AfterItems(ws, list);
-  const int2* items = ws.lat_items + static_cast<int64_t>(list) * ws.lat_items_cap;
+  const int32_t n_items = kOne ? 0 : AfterItems(ws, list);  // (kOne: AfterOneItem's bound)
   // Work items claimed one at a time (Workspace::lat_claims; their work differs ~100-fold, so a
   // fixed stride leaves the grid waiting on its slowest CTA), else item blockIdx.x + k gridDim.x.
   // (s_item is read after the barrier and rewritten only after the item's next barrier.)
-  __shared__ int32_t s_item;
+  __shared__ int32_t s_item, s_list;  // (s_list: kOne's item's list, -1 past the last item)
   const bool claims = ws.lat_claims != 0;
   const bool reserve = ws.lat_reserve != 0;
   unsigned long long chunk = 0;  // (reserve: the warp's chunk of record slots, kAfterReserve used: none)
@@ -311,14 +336,23 @@ __global__ void __launch_bounds__(kAfterThreads, kMinBlocks) LatRecordsKernel(De
     t_mark = now;
   };
   for (int32_t w = blockIdx.x;; w += gridDim.x) {
-    if (claims && threadIdx.x == 0)
-      s_item = static_cast<int32_t>(min(atomicAdd(&ws.lat_plan[8 + list], 1ull), static_cast<unsigned long long>(n_items)));
+    if ((claims || kOne) && threadIdx.x == 0) {
+      // (kOne: thread 0 also finds the item's list and its index there, so no thread holds the
+      // lists' counts in registers)
+      const unsigned long long x = claims ? atomicAdd(&ws.lat_plan[kOne ? kAfterPlanOne : 8 + list], 1ull)
+                                          : static_cast<unsigned long long>(w);
+      if constexpr (kOne) s_list = AfterOneItem(ws, x, &s_item);
+      else s_item = static_cast<int32_t>(min(x, static_cast<unsigned long long>(n_items)));
+    }
     __syncthreads();  // (and the last item's table and row read by every warp)
     if (prof != nullptr) phase(kAfterProfWait);
-    if (claims) w = s_item;
-    if (w >= n_items) break;
+    // the item's list and its index there, and its table's bits (0: the step's global table)
+    const int32_t ilist = kOne ? s_list : list;
+    const int32_t iw = claims || kOne ? s_item : w;
+    if (kOne ? ilist < 0 : iw >= n_items) break;
     if (prof != nullptr && threadIdx.x == 0) s_prof[kAfterProfItems] += 1;
-    const int2 item = items[w];
+    const int32_t bits = kOne ? AfterBits(ilist) : kBits;
+    const int2 item = ws.lat_items[static_cast<int64_t>(ilist) * ws.lat_items_cap + iw];
     const LatStepLog s = ws.lat_steps[item.x];
     const LatStepLog& d = ws.lat_steps[item.x + 1];
     const long long d_off = d.src_off;
@@ -331,21 +365,21 @@ __global__ void __launch_bounds__(kAfterThreads, kMinBlocks) LatRecordsKernel(De
     }
     for (int32_t o = 16; o > 0; o >>= 1) rest = fmaxf(rest, __shfl_xor_sync(0xFFFFFFFFu, rest, o));
     if (me == 0) s_rest[wid] = rest;
-    if constexpr (kBits > 0) {
-      for (int32_t i = threadIdx.x; i < H; i += kAfterThreads) keys[i] = -1;
+    if (bits > 0) {  // (block-uniform)
+      for (int32_t i = threadIdx.x; i < (1 << bits); i += kAfterThreads) keys[i] = -1;
       __syncthreads();
       for (int32_t i = threadIdx.x; i < d_n; i += kAfterThreads)
-        StateTableInsert(keys, pos16, kBits, ws.lat_log_state[d_off + i], i);
+        StateTableInsert(keys, pos16, bits, ws.lat_log_state[d_off + i], i);
     }
     __syncthreads();
     if (prof != nullptr) phase(kAfterProfSetup);
     rest = s_rest[0];
     for (int32_t x = 1; x < kAfterWarps; ++x) rest = fmaxf(rest, s_rest[x]);
     // (the global class: the step's table, two arrays or packed slots, CUWFST_LATTICE_TABLES)
-    const ulonglong2* tslots = kBits > 0 || ws.lat_tab_slots == nullptr ? nullptr : ws.lat_tab_slots + s.tab_off;
-    const int32_t* tkeys = kBits > 0 ? keys : tslots != nullptr ? nullptr : ws.lat_tab_keys + s.tab_off;
-    const int32_t* tpos = kBits > 0 || tslots != nullptr ? nullptr : ws.lat_tab_pos + s.tab_off;
-    const int32_t tbits = kBits > 0 ? kBits : s.tab_bits;
+    const ulonglong2* tslots = bits > 0 || ws.lat_tab_slots == nullptr ? nullptr : ws.lat_tab_slots + s.tab_off;
+    const int32_t* tkeys = bits > 0 ? keys : tslots != nullptr ? nullptr : ws.lat_tab_keys + s.tab_off;
+    const int32_t* tpos = bits > 0 || tslots != nullptr ? nullptr : ws.lat_tab_pos + s.tab_off;
+    const int32_t tbits = bits > 0 ? bits : s.tab_bits;
     const float* dsc = ws.lat_log_score + d_off;
     const int32_t* st = ws.lat_log_state + s.src_off;
     const float* sc = ws.lat_log_score + s.src_off;
@@ -405,12 +439,13 @@ __global__ void __launch_bounds__(kAfterThreads, kMinBlocks) LatRecordsKernel(De
             if (!(end < s.pre_low)) {
               float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
               if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+              else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dl.dest);
               else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
               else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
               if (p >= 0) {
                 admitted = end > s.cutoff;
                 keep = admitted || !s.filter_on ||
-                       !(end < ((kBits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+                       !(end < ((bits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
               }
             }
           }

@@ -729,7 +729,8 @@ struct Workspace {
   int2* lat_items;                 // [kAfterLists][lat_items_cap] work items {lane * seg_cap + step, first token}
   int64_t lat_items_cap;
   unsigned long long* lat_plan;    // [16]: items a list, [6] the global tables' entries (past lat_tab_cap: grow),
-                                   // [8 + list] the records kernels' claimed items (lat_claims)
+                                   // [8 + list] the records kernels' claimed items (lat_claims), [12] the
+                                   // one grid's (lat_one_grid)
   // 1: a LatRecordsKernel CTA claims its next work item from lat_plan[8 + list] when it is done
   // with one (the items differ ~100-fold in work); 0: item blockIdx.x + k gridDim.x
   // (CUWFST_LATTICE_CLAIMS=stride, a measurement switch)
@@ -737,8 +738,12 @@ struct Workspace {
   // 1: a LatRecordsKernel warp takes its records' slots kAfterReserve at a time at lat_cursor
   // (lattice_after.cuh AfterWriteChunk; the slots it leaves unfilled are holes, lane -1, so the
   // cursor counts slots, not records); 0: an atomicAdd a round with a kept record
-  // (CUWFST_LATTICE_RESERVE=chunk / round; round the default)
+  // (CUWFST_LATTICE_RESERVE=chunk / round; chunk the default)
   int32_t lat_reserve;
+  // 1: the records pass's items in one LatRecordsKernel<-1> launch, claimed from lat_plan[12] longest
+  // class first (global, c13, c11; no c14: those steps get global tables); 0: a launch a table class
+  // on four streams (CUWFST_LATTICE_AFTER_GRID=one / classes; one the default)
+  int32_t lat_one_grid;
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
   // (lattice_log.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
   // between steps, writes the scalars) in place of a LatLogKernel launch a step
