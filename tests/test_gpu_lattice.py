@@ -754,8 +754,9 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
 
 def test_records_after_the_search_one_grid(monkeypatch, capfd):
     """The one grid (the default; CUWFST_LATTICE_AFTER_GRID=one): the records pass's items in one
-    launch, claimed longest class first (the global tables' steps, then the 2^13-slot and the
-    2^11-slot ones; steps that would take a 2^14-slot table get a global one). The lattices are the CPU's in every class, also grown
+    launch, claimed longest class first (the global tables' steps, then the 2^14-slot ones, whose
+    shared table holds indices alone and reads the states from the log, then the 2^13-slot and the
+    2^11-slot ones). The lattices are the CPU's in every class, also grown
     from tiny first rooms and on random batches; the profile names the one launch; values the
     switch does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()

@@ -146,7 +146,6 @@ __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
     if (dn <= 0) continue;
     int32_t list = kAfterC11;
     while (list < kAfterGlobal && 2 * static_cast<int64_t>(dn) > (int64_t{1} << AfterBits(list))) ++list;
-    if (list == kAfterC14 && ws.lat_one_grid) list = kAfterGlobal;  // (one grid: no 2^14-slot tables)
     if (list == kAfterGlobal) {
       int32_t bits = 1;
       while ((int64_t{1} << bits) < 2 * static_cast<int64_t>(dn)) ++bits;
@@ -261,10 +260,10 @@ __device__ __forceinline__ void AfterReleaseChunk(const Workspace& ws, unsigned 
   ws.lat_ext[r] = {-1, -1, -1, 0};
 }
 
-// The one grid's item x (Workspace::lat_one_grid: the global items, then c13's, then c11's, as one
-// list): its list, its index there in *at; -1 past the last item.
+// The one grid's item x (Workspace::lat_one_grid: the global items, then c14's, c13's and c11's, as
+// one list): its list, its index there in *at; -1 past the last item.
 __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned long long x, int32_t* at) {
-  for (const int32_t list : {kAfterGlobal, kAfterC13, kAfterC11}) {
+  for (const int32_t list : {kAfterGlobal, kAfterC14, kAfterC13, kAfterC11}) {
     const unsigned long long n = static_cast<unsigned long long>(AfterItems(ws, list));
     if (x < n) {
       *at = static_cast<int32_t>(x);
@@ -291,10 +290,10 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // The kept records take their slots a round at a time (AfterWrite), or under Workspace::lat_reserve
 // a chunk a warp at a time (AfterWriteChunk; the last chunk's rest marked holes at the end).
 // kBits -1 (Workspace::lat_one_grid, CUWFST_LATTICE_AFTER_GRID=one): one launch for every item of the
-// pass, claimed from one counter (lat_plan[kAfterPlanOne]) in the order global, c13, c11 (the longest
-// items first: the plan puts no step in c14 then, its tables are global), each item's table its
-// class's (2^13 or 2^11 slots of the same shared memory, or the step's global table); `list` names the
-// measurement's slot (c11's). The four class launches on four streams run one class after another
+// pass, claimed from one counter (lat_plan[kAfterPlanOne]) in the order global, c14, c13, c11 (the
+// longest items first), each item's table its class's in the same 48 KB of shared memory (2^13 or
+// 2^11 key and index slots; c14's 2^14 slots of indices alone, StateIndexFind, its states read from
+// S_{t+1}'s log), or the step's global table; `list` names the measurement's slot (c11's). The four class launches on four streams run one class after another
 // in an order the hardware picks (each grid fills every multiprocessor and keeps it until its list
 // is done), the global class most often last and alone (s172's timeline).
 template <int kBits>
@@ -365,11 +364,15 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     }
     for (int32_t o = 16; o > 0; o >>= 1) rest = fmaxf(rest, __shfl_xor_sync(0xFFFFFFFFu, rest, o));
     if (me == 0) s_rest[wid] = rest;
+    // (kOne's c14: 2^14 uint16 indices over the first 2^13 keys' bytes, all 0xFFFF when cleared)
+    const bool index_only = kOne && bits == 14;
     if (bits > 0) {  // (block-uniform)
-      for (int32_t i = threadIdx.x; i < (1 << bits); i += kAfterThreads) keys[i] = -1;
+      for (int32_t i = threadIdx.x; i < (index_only ? 1 << 13 : 1 << bits); i += kAfterThreads) keys[i] = -1;
       __syncthreads();
-      for (int32_t i = threadIdx.x; i < d_n; i += kAfterThreads)
-        StateTableInsert(keys, pos16, bits, ws.lat_log_state[d_off + i], i);
+      for (int32_t i = threadIdx.x; i < d_n; i += kAfterThreads) {
+        if (index_only) StateIndexInsert(reinterpret_cast<uint16_t*>(keys), 14, ws.lat_log_state[d_off + i], i);
+        else StateTableInsert(keys, pos16, bits, ws.lat_log_state[d_off + i], i);
+      }
     }
     __syncthreads();
     if (prof != nullptr) phase(kAfterProfSetup);
@@ -439,6 +442,8 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             if (!(end < s.pre_low)) {
               float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
               if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+              else if (kOne && index_only)
+                p = StateIndexFind(reinterpret_cast<const uint16_t*>(tkeys), ws.lat_log_state + d_off, 14, dl.dest);
               else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dl.dest);
               else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
               else p = StateTableFind(tkeys, tpos, tbits, dl.dest);

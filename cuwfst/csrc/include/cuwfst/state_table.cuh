@@ -2,7 +2,8 @@
 // of int32 keys (-1 empty) beside an index array of type Pos, linear probing from a multiplicative
 // hash, at most half full. The records after the search (lattice_after.cuh) build S_{t+1} in one
 // (in shared memory, or in global memory past 2^14 slots); benchmarks/lattice_post.cu, the pass's
-// microbenchmark, uses the same three functions.
+// microbenchmark, uses the same three functions. StateIndex*: indices alone, the states read from
+// the frontier.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,30 @@ __device__ __forceinline__ int32_t StateTableFind(const int32_t* keys, const Pos
     const int32_t key = keys[h];
     if (key == d) return static_cast<int32_t>(pos[h]);
     if (key == -1) return -1;
+    h = (h + 1) & mask;
+  }
+}
+
+// The same table of 2^bits uint16 indices alone (0xFFFF empty): a slot's state is read from the
+// frontier's own states (`states`, the frontier in index order), so the table takes a third of the
+// bytes (the records pass's one grid: 2^14 slots in 32 KB of shared memory) and a probe one load of
+// `states` a slot it passes. At most 65,535 states.
+__device__ __forceinline__ void StateIndexInsert(uint16_t* idx, int32_t bits, int32_t s, int32_t i) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = StateTableHash(s, bits);
+  // (the states are distinct, so a slot taken is another state's: the next one)
+  while (atomicCAS(reinterpret_cast<unsigned short*>(&idx[h]), static_cast<unsigned short>(0xFFFFu),
+                   static_cast<unsigned short>(i)) != static_cast<unsigned short>(0xFFFFu))
+    h = (h + 1) & mask;
+}
+
+__device__ __forceinline__ int32_t StateIndexFind(const uint16_t* idx, const int32_t* states, int32_t bits, int32_t d) {
+  const uint32_t mask = (1u << bits) - 1u;
+  uint32_t h = StateTableHash(d, bits);
+  while (true) {
+    const uint32_t i = idx[h];
+    if (i == 0xFFFFu) return -1;
+    if (states[i] == d) return static_cast<int32_t>(i);
     h = (h + 1) & mask;
   }
 }

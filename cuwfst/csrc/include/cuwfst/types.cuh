@@ -741,7 +741,7 @@ struct Workspace {
   // (CUWFST_LATTICE_RESERVE=chunk / round; chunk the default)
   int32_t lat_reserve;
   // 1: the records pass's items in one LatRecordsKernel<-1> launch, claimed from lat_plan[12] longest
-  // class first (global, c13, c11; no c14: those steps get global tables); 0: a launch a table class
+  // class first (global, c14, c13, c11; c14's shared table indices alone); 0: a launch a table class
   // on four streams (CUWFST_LATTICE_AFTER_GRID=one / classes; one the default)
   int32_t lat_one_grid;
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
