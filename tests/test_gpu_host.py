@@ -1005,17 +1005,20 @@ class FakePrunedGpuModule(FakeGpuModule):
             self.ref.ref_lattice_row(self.rows_of[h], int(b), *arrays[3 * i: 3 * i + 3])
 
 
-@pytest.mark.parametrize("pipeline,gather,finish,workers", [("on", "native", "worker", 1), ("on", "copy", "worker", 1),
-                                                            ("off", "native", "worker", 1), ("on", "native", "thread", 1),
-                                                            ("on", "native", "worker", 2), ("off", "native", "worker", 3)])
-def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish, workers):
+@pytest.mark.parametrize("pipeline,gather,finish,workers,split", [
+    ("on", "native", "worker", 1, "off"), ("on", "copy", "worker", 1, "off"), ("off", "native", "worker", 1, "off"),
+    ("on", "native", "thread", 1, "off"), ("on", "native", "worker", 2, "off"), ("off", "native", "worker", 3, "off"),
+    ("on", "native", "worker", 2, "on"), ("on", "native", "worker", 3, "on"), ("on", "native", "worker", 1, "on")])
+def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish, workers,
+                                                             split):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
     sub-batch's pruning (PruneFinish) and rows run on the host-overlap worker while this
     thread decodes the next one, never more than two jobs at once (each job has its own
     buffers); with it off, one whole pruning a sub-batch. CUWFST_LATTICE_HOST_WORKERS > 1:
     the finishes on the finish thread (one thread, in order), the host work on that many
-    workers. Every row's words, score, word times and confidences and lattice the CPU's
-    whichever way."""
+    workers, and with CUWFST_LATTICE_HOST_SPLIT=on each sub-batch's host work in one share of its
+    rows a worker (one worker: no split). Every row's words, score, word times and confidences and
+    lattice the CPU's whichever way."""
     import threading
 
     from test_lattice_records import assert_same_lattice
@@ -1032,8 +1035,21 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     monkeypatch.setenv("CUWFST_ROW_GATHER", gather)
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
+    monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", split)
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
-    assert dec._gpu.lattice_worker_count() == workers
+    monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", "bad")  # (read when the decoder was made)
+    assert dec._gpu.lattice_worker_count() == workers and dec._gpu.lattice_host_split_on() == (split == "on")
+    if split == "on" and workers > 1:  # the shares' threads: every host worker takes a share
+        import time as _time
+
+        from cuwfst.decoder import lattice as lattice_mod
+        share_threads, real = set(), lattice_mod.attach_all
+
+        def attach_all(*args, **kw):
+            share_threads.add(threading.current_thread().name)
+            _time.sleep(0.01)  # (a share long enough that the next one starts on another worker)
+            return real(*args, **kw)
+        monkeypatch.setattr(lattice_mod, "attach_all", attach_all)
     dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker = [], []  # (benchmarks.lattice_speed's stamps)
     got = dec.decode(x, lens, lattice=True)
     assert mod.lattice_calls == 5
@@ -1063,6 +1079,8 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     else:
         assert mod.sync_prunes == 5 and not mod.finish_threads - {threading.get_ident()}
     assert not mod.jobs
+    if split == "on" and workers > 1:
+        assert len(share_threads) == workers and all(x.startswith("cuwfst-lattice-host") for x in share_threads)
     for b, (w, g) in enumerate(zip(want, got)):
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
                                                                        w.word_confidences), b

@@ -4,6 +4,7 @@ decoder instances, input checks, sub-batching and overflow rescue (decoder/rescu
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
@@ -53,6 +54,7 @@ class HostOverlap:
             if finish_thread else None
         self._futures = []
         self._prunings = []  # the hand-offs that finish a pipelined pruning (GpuDecoder::PruneFinish)
+        self.host_workers = host_workers
 
     def run(self, fn, pruning: bool = False) -> None:
         f = self._pool.submit(fn)
@@ -60,20 +62,24 @@ class HostOverlap:
         if pruning:
             self._prunings.append(f)
 
-    def run_pruning(self, finish, then) -> None:
+    def run_pruning(self, finish, then, split: bool = False) -> None:
         """A pipelined pruning's hand-off: then(finish()), finish() being the pruning (what
         drain_prunings waits for) and then() the host work on its result. On the host worker as
         one piece, or with a finish thread: finish() there, in submission order, each then()
-        handed to the host worker as its finish returns."""
+        handed to the host worker as its finish returns. split: then(result) returns the host
+        work's shares (callables), each handed to the host workers on its own, so one
+        sub-batch's shares run side by side (on the finish thread; one after the other
+        without it)."""
         if self._finish is None:
-            self.run(lambda: then(finish()), pruning=True)
+            self.run(lambda: [w() for w in then(finish())] if split else then(finish()), pruning=True)
             return
 
         def staged():
             r = finish()
-            t = self._pool.submit(then, r)
-            self._futures.append(t)
-            return t
+            works = then(r) if split else [functools.partial(then, r)]
+            ts = [self._pool.submit(w) for w in works]
+            self._futures.extend(ts)
+            return ts
 
         f = self._finish.submit(staged)
         self._futures.append(f)
@@ -86,8 +92,10 @@ class HostOverlap:
         is not waited for: that is the thread's point)."""
         for f in self._prunings[: max(len(self._prunings) - keep, 0)]:
             r = f.result()
-            if self._finish is not None and r.done():
-                r.result()
+            if self._finish is not None:
+                for t in r:
+                    if t.done():
+                        t.result()
 
     def __enter__(self):
         return self
@@ -849,6 +857,8 @@ class GpuBackend:
         # the same for the job of each such sub-batch (its finish started, the pruning's rows back,
         # its host work started, done), or None
         self.lattice_trace_worker = None
+        # (CUWFST_LATTICE_HOST_SPLIT as the decoder was made: lattice_host_split_on)
+        self._host_split_env = os.environ.get("CUWFST_LATTICE_HOST_SPLIT", "")
         self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
         self.lattice_trace_end = None  # (benchmarks: when a traced lattice call's rescue, if any, was done)
         # a list for the records replay's sub-batches (graphs with epsilon arcs): a dict each, its
@@ -1225,7 +1235,36 @@ class GpuBackend:
                         wtrace.append((w0, w1, w2, time.perf_counter(), w3, w4))
                     redo_rows(lat_rows)
 
-                host.run_pruning(finish, attach)
+                def shares(done):
+                    # (lattice_host_split_on) the hypotheses here, on the finish thread; then the
+                    # rows' Lattice objects, word times and confidences in one share a host worker,
+                    # every n-th row from the k-th (the rows are sorted by length), side by side
+                    lat_rows, w0, w1 = done
+                    w2 = time.perf_counter()
+                    keep = [i for i, r in enumerate(lat_rows) if r is not None and r is not EPS_REDO]
+                    self._collect(hyps, rows.tolist(), res, frontend)
+                    w3 = time.perf_counter()
+                    n = host.host_workers
+                    left = {"n": n, "w4": w3}
+                    lock = threading.Lock()
+
+                    def share(k):
+                        ks = keep[k::n]
+                        lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in ks], frontend.num_threads)
+                        t4 = time.perf_counter()
+                        attach_all(self.graph, [hyps[int(rows[i])] for i in ks], lats, frontend.num_threads)
+                        if k == 0:
+                            redo_rows(lat_rows)
+                        with lock:
+                            left["w4"] = max(left["w4"], t4)
+                            left["n"] -= 1
+                            last = left["n"] == 0
+                        if last and wtrace is not None:  # (one stamp set a sub-batch, by its last share)
+                            wtrace.append((w0, w1, w2, time.perf_counter(), w3, left["w4"]))
+                    return [functools.partial(share, k) for k in range(n)]
+
+                split = host.host_workers > 1 and self.lattice_host_split_on()
+                host.run_pruning(finish, shares if split else attach, split=split)
                 return rows, res[3][:, 2].copy()
             if host is not None:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
@@ -1358,6 +1397,18 @@ class GpuBackend:
         if v not in ("worker", "thread"):
             raise ValueError(f"lattice_finish must be 'worker' or 'thread', got {v!r}")
         return v
+
+    def lattice_host_split_on(self) -> bool:
+        """Whether, with several host workers (lattice_worker_count), a pipelined lattice decode
+        splits each sub-batch's host work (Lattice objects, word times and confidences) into one
+        share of its rows a worker, run side by side, so the last sub-batch's host work (the
+        call's tail) does not run on one worker while the others wait. "off" (the default) or
+        "on", by the attribute `lattice_host_split` or the environment variable
+        CUWFST_LATTICE_HOST_SPLIT as it was when the decoder was made. Same results."""
+        v = getattr(self, "lattice_host_split", None) or self._host_split_env or "off"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_host_split must be 'on' or 'off', got {v!r}")
+        return v == "on"
 
     def row_gather_in_place(self, inst) -> bool:
         """Whether a padded sub-batch's rows are read in place by the lanes (the module's
