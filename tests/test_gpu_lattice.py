@@ -754,11 +754,12 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
 
 def test_records_after_the_search_one_grid(monkeypatch, capfd):
     """The one grid (the default; CUWFST_LATTICE_AFTER_GRID=one): the records pass's items in one
-    launch, claimed longest class first (the global tables' steps, then the 2^14-slot ones, whose
-    shared table holds indices alone and reads the states from the log, then the 2^13-slot and the
-    2^11-slot ones). The lattices are the CPU's in every class, also grown
-    from tiny first rooms and on random batches; the profile names the one launch; values the
-    switch does not know are refused when the decoder is made."""
+    launch, claimed longest class first (the global tables' steps, then the 2^14-slot ones, then the
+    2^13-slot and the 2^11-slot ones; the 2^14-slot steps on global tables by default, under
+    CUWFST_LATTICE_AFTER_C14=index in a shared table of indices alone that reads the states from
+    the log). The lattices are the CPU's in every class both ways, also grown from tiny first rooms
+    and on random batches; the profile names the one launch; values the switches do not know are
+    refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
@@ -772,11 +773,19 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
     assert classes == {"one"}, lines  # (every item in the one launch's sums, none in the classes')
     timeline = [f for f in lines if f[1] == "timeline"]
     assert timeline and all("one" in f and "c13" not in f and "global" not in f for f in timeline), timeline
+    assert st["lat_c14_index"] == 0
     for k in (1, 2):
         compare(cpu, dec.decode(lp, lattice=True), f"one grid, decode {k}")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "off")
     _grown(monkeypatch, graph, opts, lp, cpu, "one grid")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_C14", ("shared", "1"))
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_C14", "index", graph, opts, lp, cpu, "c14 indices")
+    assert st["lat_c14_index"] == 1 and _after_stats(dec) == 1
+    compare(cpu, dec.decode(lp, lattice=True), "c14 indices, again")
+    _grown(monkeypatch, graph, opts, lp, cpu, "c14 indices")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_C14")
     for seed in (0, 2, 5, 9, 13):
         graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
         dec = _gpu(graph, opts, max_lanes=lanes)

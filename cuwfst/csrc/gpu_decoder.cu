@@ -288,6 +288,8 @@ void GpuDecoder::Allocate() {
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
   lat_one_grid_ = EnvChoice("CUWFST_LATTICE_AFTER_GRID", "one", "classes", lat_one_grid_);
   ws_.lat_one_grid = lat_one_grid_ ? 1 : 0;
+  lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
+  ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
@@ -2121,6 +2123,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[80] = lat_tab_packed_ ? 1 : 0;
   out[81] = lat_log_fold_ ? 1 : 0;
   out[82] = lat_one_grid_ ? 1 : 0;
+  out[83] = lat_c14_index_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -466,7 +466,8 @@ class GpuDecoder {
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
   // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
   // [82] 1 where the records pass runs its items in one launch (CUWFST_LATTICE_AFTER_GRID=one).
-  static constexpr int kMemStats = 83;
+  // [83] 1 where the one grid's c14 steps use shared index-only tables (CUWFST_LATTICE_AFTER_C14=index).
+  static constexpr int kMemStats = 84;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -763,6 +764,10 @@ class GpuDecoder {
   // Workspace::lat_one_grid (MemStats [82]): the records pass's items in one launch, longest class
   // first; CUWFST_LATTICE_AFTER_GRID=classes at construction: a launch a table class on four streams
   bool lat_one_grid_ = true;
+  // CUWFST_LATTICE_AFTER_C14=index at construction (Workspace::lat_c14_index; MemStats [83]): the one
+  // grid's c14 steps in shared memory as indices alone (run exact on a GPU, s174; not yet timed against
+  // the default's global tables)
+  bool lat_c14_index_ = false;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)

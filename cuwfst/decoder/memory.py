@@ -98,7 +98,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "max_anchor", "max_known_slots", "max_blocks", "expand_blocks", "lat_blocks",
              "lat_append_block", "lat_cand_final", "lattice_cand_final_steps",
              "expand_min_blocks", "lat_min_blocks", "label_bound", "trim_weights", "lat_clear_keys",
-             "lattice_after_decodes", "lat_reserve", "lat_tab_packed", "lat_log_fold", "lat_one_grid")
+             "lattice_after_decodes", "lat_reserve", "lat_tab_packed", "lat_log_fold", "lat_one_grid",
+             "lat_c14_index")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

@@ -146,6 +146,8 @@ __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
     if (dn <= 0) continue;
     int32_t list = kAfterC11;
     while (list < kAfterGlobal && 2 * static_cast<int64_t>(dn) > (int64_t{1} << AfterBits(list))) ++list;
+    // (the one grid: c14's steps on global tables unless lat_c14_index, its 2^14 indices alone)
+    if (list == kAfterC14 && ws.lat_one_grid && !ws.lat_c14_index) list = kAfterGlobal;
     if (list == kAfterGlobal) {
       int32_t bits = 1;
       while ((int64_t{1} << bits) < 2 * static_cast<int64_t>(dn)) ++bits;
@@ -292,8 +294,9 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // kBits -1 (Workspace::lat_one_grid, CUWFST_LATTICE_AFTER_GRID=one): one launch for every item of the
 // pass, claimed from one counter (lat_plan[kAfterPlanOne]) in the order global, c14, c13, c11 (the
 // longest items first), each item's table its class's in the same 48 KB of shared memory (2^13 or
-// 2^11 key and index slots; c14's 2^14 slots of indices alone, StateIndexFind, its states read from
-// S_{t+1}'s log), or the step's global table; `list` names the measurement's slot (c11's). The four class launches on four streams run one class after another
+// 2^11 key and index slots; under Workspace::lat_c14_index c14's 2^14 slots of indices alone,
+// StateIndexFind, its states read from S_{t+1}'s log, else the plan puts c14's steps on global
+// tables), or the step's global table; `list` names the measurement's slot (c11's). The four class launches on four streams run one class after another
 // in an order the hardware picks (each grid fills every multiprocessor and keeps it until its list
 // is done), the global class most often last and alone (s172's timeline).
 template <int kBits>

@@ -741,9 +741,12 @@ struct Workspace {
   // (CUWFST_LATTICE_RESERVE=chunk / round; chunk the default)
   int32_t lat_reserve;
   // 1: the records pass's items in one LatRecordsKernel<-1> launch, claimed from lat_plan[12] longest
-  // class first (global, c14, c13, c11; c14's shared table indices alone); 0: a launch a table class
-  // on four streams (CUWFST_LATTICE_AFTER_GRID=one / classes; one the default)
+  // class first (global, c14, c13, c11); 0: a launch a table class on four streams
+  // (CUWFST_LATTICE_AFTER_GRID=one / classes; one the default)
   int32_t lat_one_grid;
+  // the one grid's c14 steps: 1, a 2^14-slot shared table of indices alone (state_table.cuh
+  // StateIndexFind); 0, global tables (CUWFST_LATTICE_AFTER_C14=index / global; global the default)
+  int32_t lat_c14_index;
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
   // (lattice_log.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
   // between steps, writes the scalars) in place of a LatLogKernel launch a step
