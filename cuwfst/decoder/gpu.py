@@ -1220,31 +1220,16 @@ class GpuBackend:
                     lat_rows = inst.lattice_prune_finish(res, job)
                     return lat_rows, w0, time.perf_counter()
 
-                def attach(done):
+                def shares(done, n):
+                    # the hypotheses first (on the finish thread where there is one); then the rows'
+                    # Lattice objects, word times and confidences in n shares, every n-th row from
+                    # the k-th (the rows are sorted by length): one (attach below), or one a host
+                    # worker side by side (lattice_host_split_on)
                     lat_rows, w0, w1 = done
                     w2 = time.perf_counter()
                     keep = [i for i, r in enumerate(lat_rows) if r is not None and r is not EPS_REDO]
                     self._collect(hyps, rows.tolist(), res, frontend)
                     w3 = time.perf_counter()
-                    lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in keep], frontend.num_threads)
-                    w4 = time.perf_counter()
-                    attach_all(self.graph, [hyps[int(rows[i])] for i in keep], lats, frontend.num_threads)
-                    if wtrace is not None:
-                        # the finish's start and end, the host work's start and end; inside the host
-                        # work, the hypotheses made and the Lattice objects made (attach_all after)
-                        wtrace.append((w0, w1, w2, time.perf_counter(), w3, w4))
-                    redo_rows(lat_rows)
-
-                def shares(done):
-                    # (lattice_host_split_on) the hypotheses here, on the finish thread; then the
-                    # rows' Lattice objects, word times and confidences in one share a host worker,
-                    # every n-th row from the k-th (the rows are sorted by length), side by side
-                    lat_rows, w0, w1 = done
-                    w2 = time.perf_counter()
-                    keep = [i for i, r in enumerate(lat_rows) if r is not None and r is not EPS_REDO]
-                    self._collect(hyps, rows.tolist(), res, frontend)
-                    w3 = time.perf_counter()
-                    n = host.host_workers
                     left = {"n": n, "w4": w3}
                     lock = threading.Lock()
 
@@ -1259,12 +1244,20 @@ class GpuBackend:
                             left["w4"] = max(left["w4"], t4)
                             left["n"] -= 1
                             last = left["n"] == 0
-                        if last and wtrace is not None:  # (one stamp set a sub-batch, by its last share)
+                        if last and wtrace is not None:
+                            # (one stamp set a sub-batch, by its last share) the finish's start and end,
+                            # the host work's start and end; inside it, the hypotheses made and the
+                            # Lattice objects made (the latest share's; attach_all after)
                             wtrace.append((w0, w1, w2, time.perf_counter(), w3, left["w4"]))
                     return [functools.partial(share, k) for k in range(n)]
 
+                def attach(done):
+                    for work in shares(done, 1):
+                        work()
+
                 split = host.host_workers > 1 and self.lattice_host_split_on()
-                host.run_pruning(finish, shares if split else attach, split=split)
+                host.run_pruning(finish, functools.partial(shares, n=host.host_workers) if split else attach,
+                                 split=split)
                 return rows, res[3][:, 2].copy()
             if host is not None:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
