@@ -296,9 +296,10 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // longest items first), each item's table its class's in the same 48 KB of shared memory (2^13 or
 // 2^11 key and index slots; under Workspace::lat_c14_index c14's 2^14 slots of indices alone,
 // StateIndexFind, its states read from S_{t+1}'s log, else the plan puts c14's steps on global
-// tables), or the step's global table; `list` names the measurement's slot (c11's). The four class launches on four streams run one class after another
-// in an order the hardware picks (each grid fills every multiprocessor and keeps it until its list
-// is done), the global class most often last and alone (s172's timeline).
+// tables), or the step's global table; `list` names the measurement's slot (c11's). Why one launch:
+// the four class launches on four streams run one class after another in an order the hardware
+// picks (each grid fills every multiprocessor and keeps it until its list is done), the global
+// class most often last and alone (s172's timeline).
 template <int kBits>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   constexpr bool kOne = kBits < 0;
