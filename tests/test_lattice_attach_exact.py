@@ -293,3 +293,30 @@ def test_batch_word_rests_checks_its_arrays():
     call(good)  # and a good call after the refused ones
     with pytest.raises(ValueError, match="state_frame"):  # the state offsets disagree with the arrays
         call(good, states=[lats[0].num_states + 1, lats[1].num_states - 1])
+
+
+@pytest.mark.parametrize("name", ["HLG", "TLG"])
+def test_word_times_of_many_hypotheses_at_once(name):
+    """word_times_many (one numpy pass over a sub-batch's arcs, as attach_all calls it) against the
+    per-hypothesis reference, whatever the order of the hypotheses, with empty ones among them
+    (no arcs; arcs None) and another blank id: a word's last sounding arc looked up across
+    hypotheses must never come from the one before."""
+    import types
+
+    from cuwfst.decoder.lattice import word_times_many
+
+    graph = Graph.load(os.path.join(TINY, f"{name}.img"))
+    rng = np.random.default_rng(11)
+    V = graph.vocab_size
+    lp = random_log_probs(rng, 6, 40, V, peaky=True)
+    lens = np.array([40, 0, 25, 12, 1, 33], np.int32)
+    hyps = list(Decoder(graph, DecoderOptions(output_beam=8.0)).decode(lp, lens, lattice=True))
+    assert sum(len(h.word_times) for h in hyps) > 0
+    hyps += [types.SimpleNamespace(arcs=[]), types.SimpleNamespace(arcs=None)]
+    for order in (list(range(len(hyps))), [int(x) for x in rng.permutation(len(hyps))]):
+        hs = [hyps[i] for i in order]
+        for blank in (0, 1):
+            got = word_times_many(graph, hs, blank)
+            want = [ref_word_times(graph, h, blank) if h.arcs else [] for h in hs]
+            assert got == want, (order, blank)
+    assert word_times_many(graph, []) == []
