@@ -36,6 +36,7 @@
 #   lat_speed SET JSONL UNTIL TAG ARGS...: one lattice_speed run (256 utterances, batch 32, one call)
 #   env_ab TAG GRAPH SHARD CAP ARGS...: one lattice_speed --env-ab run (256 rows of SHARD), its summary and
 #     the records pass's phase sums (scripts/records_prof.py) into L
+#   ab_suite_full CAP SIDES...: env_ab on the small HLG, then the whole GPU suite, then env_ab on the full HLG
 #   pack_logs 'PATTERN'...: the files of $OUT matching PATTERN (quoted) into $OUT/tests.tgz (the device returns
 #     a handful of files a call: s83 lost its test logs)
 set -uo pipefail
@@ -181,6 +182,27 @@ env_ab() {  # env_ab TAG GRAPH SHARD CAP ARGS...: one lattice_speed --env-ab run
     | head -10 | sed "s/^/[$tag] /" | tee -a $L
   python3 scripts/records_prof.py $OUT/ab_$tag.err | sed "s/^/[$tag] /" | tee -a $L
   grep -E "Error|Traceback" $OUT/ab_$tag.err | head -3 | tee -a $L
+}
+ab_suite_full() {  # ab_suite_full CAP SIDES...: env_ab on the small HLG (CAP s; TL_SIDES, unquoted words, in place
+  # of SIDES); the whole GPU suite and test_gpu_eps_prune.py beside it (SUITE=0: none; SUITE_CAP: each
+  # group's cap, default 380), beside the full tier's build; then env_ab on the full HLG once built
+  # (NO_FULL=1: none), until END
+  local cap=$1; shift
+  local sides=("$@")
+  [ -z "${TL_SIDES:-}" ] || read -r -a sides <<< "$TL_SIDES"
+  env_ab small /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz $cap --profile --env-ab "${sides[@]}"
+  echo "[$(since) s] small HLG" | tee -a $L
+  if [ "${SUITE:-1}" != 0 ]; then
+    gpu_suite ${SUITE_CAP:-380}
+    gpu_tests tests_epsprune.log ${SUITE_CAP:-300} "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
+    gpu_suite_wait
+    echo "[$(since) s] suite" | tee -a $L
+  fi
+  if [ -z "${NO_FULL:-}" ]; then
+    wait_full $((END - 90))
+    grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile \
+      --env-ab "${sides[@]}"
+  fi
 }
 small_tier() {  # small_tier: the small tier (graphs and its 256 sim rows) in S=/tmp/corpus-small, unless it is
   # there (a warm machine keeps /tmp); in the foreground

@@ -26,22 +26,8 @@ small_tier &
 gpu_tests tests_phase.log ${TEST_CAP:-120} "test_gpu_lattice.py -k 'phase_sums or records_after or ctas'" tests/test_gpu_lattice.py -k "phase_sums or records_after or ctas"
 wait
 echo "[$(since) s] small tier, phase tests" | tee -a $L
-S=/tmp/corpus-small
-# (TL_SIDES: the A/B's sides as unquoted words, in place of these)
+# (TL_SIDES: the A/B's sides as unquoted words, in place of these; SUITE=0, SUITE_CAP, NO_FULL: ab_suite_full)
 SIDES=("prof:CUWFST_LATTICE_AFTER_PROF=on" "c6:CUWFST_LATTICE_AFTER_CTAS=6" "c8:CUWFST_LATTICE_AFTER_CTAS=8"
        "c6prof:CUWFST_LATTICE_AFTER_CTAS=6,CUWFST_LATTICE_AFTER_PROF=on" "log:CUWFST_LATTICE_LOG=finalize")
-[ -z "${TL_SIDES:-}" ] || read -r -a SIDES <<< "$TL_SIDES"
-env_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile --env-ab "${SIDES[@]}"
-echo "[$(since) s] small HLG" | tee -a $L
-# (TEST_CAP: the first tests' cap; SUITE_CAP: each group's cap, default 380; SUITE=0: no suite, for a short call)
-if [ "${SUITE:-1}" != 0 ]; then
-  gpu_suite ${SUITE_CAP:-380}
-  gpu_tests tests_epsprune.log ${SUITE_CAP:-300} "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
-  gpu_suite_wait
-  echo "[$(since) s] suite" | tee -a $L
-fi
-if [ -z "${NO_FULL:-}" ]; then
-  wait_full $((END - 90))
-  grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile --env-ab "${SIDES[@]}"
-fi
+ab_suite_full 120 "${SIDES[@]}"
 echo "[$(since) s] end" | tee -a $L

@@ -23,20 +23,8 @@ CUWFST_LATTICE_AFTER_GRID=classes gpu_tests tests_classes.log ${TEST_CAP:-120} \
   "test_gpu_lattice.py -k '$K' under CUWFST_LATTICE_AFTER_GRID=classes" tests/test_gpu_lattice.py -k "$K"
 wait
 echo "[$(since) s] small tier, records tests" | tee -a $L
-S=/tmp/corpus-small
+# (TL_SIDES: the A/B's sides as unquoted words, in place of these; SUITE=0, SUITE_CAP, NO_FULL: ab_suite_full)
 SIDES=("classes:CUWFST_LATTICE_AFTER_GRID=classes" "prof:CUWFST_LATTICE_AFTER_PROF=on"
        "clprof:CUWFST_LATTICE_AFTER_GRID=classes,CUWFST_LATTICE_AFTER_PROF=on")
-[ -z "${TL_SIDES:-}" ] || read -r -a SIDES <<< "$TL_SIDES"
-env_ab small $S/HLG.img $S/sim/shard-00000.npz 120 --profile --env-ab "${SIDES[@]}"
-echo "[$(since) s] small HLG" | tee -a $L
-if [ "${SUITE:-1}" != 0 ]; then
-  gpu_suite ${SUITE_CAP:-380}
-  gpu_tests tests_epsprune.log ${SUITE_CAP:-300} "test_gpu_eps_prune.py" tests/test_gpu_eps_prune.py &
-  gpu_suite_wait
-  echo "[$(since) s] suite" | tee -a $L
-fi
-if [ -z "${NO_FULL:-}" ]; then
-  wait_full $((END - 90))
-  grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile --env-ab "${SIDES[@]}"
-fi
+ab_suite_full 120 "${SIDES[@]}"
 echo "[$(since) s] end" | tee -a $L

@@ -6,7 +6,7 @@
 #   2. the small HLG (256 sim rows, batch 32, --profile): the default (one grid, c14 on global tables)
 #      against c14index, the host split, the classes, each profiled side beside it;
 #   3. the full HLG: the same, once its build is done (NO_FULL=1 skips; SUITE=1 runs the whole GPU suite
-#      beside the full tier's build first).
+#      and test_gpu_eps_prune.py beside the full tier's build first).
 # Predictions (written before any run): exact. c14index against the default: the one launch's warp
 # cycles -2 to -4 % (c14's 3.0 G a pass under the classes in shared memory; on global tables its share
 # of the one launch's +4.6 G), the build 0.31 -> 0.2-0.25 ms on the full HLG, the lattice batch -0.2
@@ -23,20 +23,10 @@ K="records_after or one_grid or phase_sums"
 gpu_tests tests_default.log 90 "test_gpu_lattice.py -k '$K'" tests/test_gpu_lattice.py -k "$K"
 wait
 echo "[$(since) s] small tier, tests" | tee -a $L
-S=/tmp/corpus-small
+# (TL_SIDES: the A/B's sides as unquoted words, in place of these; SUITE=1 (here 0 by default), SUITE_CAP,
+# NO_FULL: ab_suite_full)
 SIDES=("c14:CUWFST_LATTICE_AFTER_C14=index" "c14prof:CUWFST_LATTICE_AFTER_C14=index,CUWFST_LATTICE_AFTER_PROF=on"
        "prof:CUWFST_LATTICE_AFTER_PROF=on" "split:CUWFST_LATTICE_HOST_SPLIT=on" "classes:CUWFST_LATTICE_AFTER_GRID=classes")
-[ -z "${TL_SIDES:-}" ] || read -r -a SIDES <<< "$TL_SIDES"
-env_ab small $S/HLG.img $S/sim/shard-00000.npz 150 --profile --env-ab "${SIDES[@]}"
-echo "[$(since) s] small HLG" | tee -a $L
-if [ "${SUITE:-0}" != 0 ]; then
-  gpu_suite ${SUITE_CAP:-380}
-  gpu_suite_wait
-  echo "[$(since) s] suite" | tee -a $L
-fi
-if [ -z "${NO_FULL:-}" ]; then
-  wait_full $((END - 100))
-  grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --profile --env-ab "${SIDES[@]}"
-fi
+SUITE=${SUITE:-0} ab_suite_full 150 "${SIDES[@]}"
 [ "${SUITE:-0}" != 0 ] || pack_logs 'tests_*.log'  # (the suite's wait packs them)
 echo "[$(since) s] end" | tee -a $L
