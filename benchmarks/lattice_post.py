@@ -307,7 +307,8 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
     with lp[l] >= pre_low - a - w_best (w_best its best non-blank arc's weight: no arc of another
     label can end above pre_low), and label_hits, its non-blank arcs with such a label."""
     keys = ("row_steps", "items", "tokens", "chunks", "read", "cands", "survived", "kept", "keep_rounds", "dsc_loads",
-            "dsc_rounds", "cleared", "inserted", "label_probes", "label_hits")
+            "dsc_rounds", "cleared", "inserted", "label_probes", "label_hits", "dead", "dead_chunks", "bound_dead",
+            "bound_dead_chunks")
     out = {c: dict.fromkeys(keys, 0) for c in CLASS_NAMES}
     pos_of = np.full(len(emit_b), -1, np.int64)
     cls = class_of(steps["dst_n"])
@@ -324,11 +325,27 @@ def work_by_class(tb, emit_b, emit_n, emit_n0, steps, st, sc, lp, ob) -> dict:
         states, scores, n_all, own, k, row = x["states"], x["scores"], x["n_all"], x["own"], x["k"], x["row"]
         cand, p, keep = x["cand"], x["p"], x["keep"]
         cut = np.bincount(own, weights=x["read"], minlength=src_n).astype(np.int64)  # (read arcs: a prefix)
-        o["chunks"] += int(np.where(n_all == 0, 0, np.where(cut >= n_all, (n_all + 31) // 32, cut // 32 + 1)).sum())
+        chunks_t = np.where(n_all == 0, 0, np.where(cut >= n_all, (n_all + 31) // 32, cut // 32 + 1))
+        o["chunks"] += int(chunks_t.sum())
         o["read"] += int(cut.sum())
         n0_t = emit_n0[states].astype(np.int64)
         has = n_all > n0_t  # (tokens with a non-blank arc; the first past the label-0 ones is the best)
         w_best = np.where(has, tb.weight[np.minimum(emit_b[states] + n0_t, len(tb.weight) - 1)], -np.inf)
+        # tokens none of whose arcs ends at or above pre_low (dead), and those a bound a state could
+        # give before any arc is read finds so (bound_dead, a subset: its label-0 arcs' best weight
+        # with the blank's log-prob, its best non-blank weight with the row's best non-blank
+        # log-prob, each in the search's order of addition), with the warp rounds each costs now
+        dead = np.bincount(own, weights=x["cand"], minlength=src_n) == 0
+        blank = k < n0_t[own]
+        w0 = np.full(src_n, -np.inf, F32)
+        np.maximum.at(w0, own[blank], tb.weight[x["arcs"][blank]].astype(F32))
+        bound = np.maximum(scores + (row[0] + w0), scores + (F32(s["lp_rest"]) + w_best.astype(F32)))
+        bound_dead = (bound < s["pre_low"]) & (n_all > 0)
+        assert not (bound_dead & ~dead).any()  # (the bound is one: every arc of such a token ends below)
+        o["dead"] += int((dead & (n_all > 0)).sum())
+        o["dead_chunks"] += int(chunks_t[dead].sum())
+        o["bound_dead"] += int(bound_dead.sum())
+        o["bound_dead_chunks"] += int(chunks_t[bound_dead].sum())
         thr = (s["pre_low"] - scores) - w_best
         nb = np.sort(row[1:])
         o["label_probes"] += int(np.where(has, len(nb) - np.searchsorted(nb, thr, side="left"), 0).sum())
