@@ -11,7 +11,9 @@
 # cycles -2 to -4 % (c14's 3.0 G a pass under the classes in shared memory; on global tables its share
 # of the one launch's +4.6 G), the build 0.31 -> 0.2-0.25 ms on the full HLG, the lattice batch -0.2
 # to -0.5 ms (inside a run's spread: read the profile's bucket and the timeline). The split: the
-# batch unchanged within 0.5 ms (s174). Classes: +1 ms on the full HLG (s173).
+# batch unchanged within 0.5 ms (s174). Classes: +1 ms on the full HLG (s173). logx (each step's log copy
+# run twice, the same values): +0.3 to +1.0 ms a lattice batch on the full HLG, the copy's cost on the
+# step's chain, so what taking it off the chain (speed-notes, Next 3) could save at most.
 # Stage: .device/wheels. Carry .device. $OUT: s175.log, tests.tgz, ab_small.*, ab_full.*
 . scripts/device_common.sh
 END=${END:-585}
@@ -26,7 +28,8 @@ echo "[$(since) s] small tier, tests" | tee -a $L
 # (TL_SIDES: the A/B's sides as unquoted words, in place of these; SUITE=1 (here 0 by default), SUITE_CAP,
 # NO_FULL: ab_suite_full)
 SIDES=("c14:CUWFST_LATTICE_AFTER_C14=index" "c14prof:CUWFST_LATTICE_AFTER_C14=index,CUWFST_LATTICE_AFTER_PROF=on"
-       "prof:CUWFST_LATTICE_AFTER_PROF=on" "split:CUWFST_LATTICE_HOST_SPLIT=on" "classes:CUWFST_LATTICE_AFTER_GRID=classes")
+       "prof:CUWFST_LATTICE_AFTER_PROF=on" "split:CUWFST_LATTICE_HOST_SPLIT=on" "classes:CUWFST_LATTICE_AFTER_GRID=classes"
+       "logx:CUWFST_LATTICE_LOG_EXTRA=copy")
 SUITE=${SUITE:-0} ab_suite_full 150 "${SIDES[@]}"
 [ "${SUITE:-0}" != 0 ] || pack_logs 'tests_*.log'  # (the suite's wait packs them)
 echo "[$(since) s] end" | tee -a $L

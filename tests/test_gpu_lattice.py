@@ -816,6 +816,27 @@ def test_records_after_the_search_packed_global_tables(monkeypatch):
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_tab_packed"] == 0
 
 
+def test_records_after_the_search_log_copied_twice(monkeypatch):
+    """CUWFST_LATTICE_LOG_EXTRA=copy (a measurement of the log copy's cost on the step's chain): each
+    step's copy of S_t runs once more after LatLogKernel, writing the same values, so the lattices
+    are the CPU's, also grown from first sizes far too small and on random batches; values the switch
+    does not know are refused when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_LOG_EXTRA", ("twice", "1"))
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_LOG_EXTRA", "copy", graph, opts, lp, cpu, "log copied twice")
+    assert st["lat_log_extra"] == 1 and _after_stats(dec) == 1
+    compare(cpu, dec.decode(lp, lattice=True), "log copied twice, again")
+    _grown(monkeypatch, graph, opts, lp, cpu, "log copied twice")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    for seed in (0, 3, 8):
+        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+        dec = _gpu(graph, opts, max_lanes=lanes)
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"log copied twice, seed {seed}")
+    monkeypatch.setenv("CUWFST_LATTICE_LOG_EXTRA", "none")
+    assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_log_extra"] == 0
+
+
 def test_records_after_the_search_log_in_finalize(monkeypatch):
     """CUWFST_LATTICE_LOG=finalize: each step's records log (its scalars and the copy of the frontier
     it expanded) is written at the end of the step's FinalizeKernel, the lane's last CTA writing the

@@ -292,6 +292,7 @@ void GpuDecoder::Allocate() {
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
   lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
+  lat_log_extra_ = EnvChoice("CUWFST_LATTICE_LOG_EXTRA", "copy", "none", lat_log_extra_);
   ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
@@ -1449,8 +1450,13 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   if (w.refill == kRefillByKernel)
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
-  if (lat_w.lat_after && !log_fold)
+  if (lat_w.lat_after && !log_fold) {
     Timed(13, [&] { LaunchStep(LatLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
+    // (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement: the same copy of S_t once more, the same values,
+    // so the batch's time less the default's is what the copy costs on the step's chain)
+    if (lat_log_extra_)
+      Timed(13, [&] { LaunchStep(LatFrontierLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
+  }
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)
@@ -2124,6 +2130,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[81] = lat_log_fold_ ? 1 : 0;
   out[82] = lat_one_grid_ ? 1 : 0;
   out[83] = lat_c14_index_ ? 1 : 0;
+  out[84] = lat_log_extra_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;
