@@ -609,6 +609,18 @@ def _random_after_case(seed):
 
 
 @functools.lru_cache(maxsize=1)
+def _random_after_checked(seeds, what):
+    """Each seed's _random_after_case decoded with lattices by a GPU decoder made for it (under the
+    environment as it stands) and compared with the CPU's: [(decoder, graph, options, lanes)]."""
+    out = []
+    for seed in seeds:
+        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+        dec = _gpu(graph, opts, max_lanes=lanes)
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"{what}, seed {seed}")
+        out.append((dec, graph, opts, lanes))
+    return out
+
+
 def _table_classes_case():
     """Frontiers of up to ~28,000 tokens on a 30,000-state graph (every table class of the records
     pass), and the CPU's lattices (made once: the tests below only read them)."""
@@ -677,6 +689,19 @@ def _grown(monkeypatch, graph, opts, lp, cpu, what):
     assert st["lattice_after_decodes"] == 1 and st["lattice_grows"] >= 1
     compare(cpu, small.decode(lp, lattice=True), f"{what}, on the grown buffers")
     return st
+
+
+def _switch_checked(monkeypatch, case, var, value, bads, stat, what):
+    """A construction-time switch: its values in bads refused; a decoder made under var=value (left
+    set) with MemStats stat 1, one records-after decode, the CPU's lattices (case: graph, log-probs,
+    options, the CPU's) on two decodes, then also grown from first sizes far too small (_grown)."""
+    graph, lp, opts, cpu = case
+    _refused_when_made(monkeypatch, graph, opts, var, bads)
+    dec, st = _switched(monkeypatch, var, value, graph, opts, lp, cpu, what)
+    assert st[stat] == 1 and _after_stats(dec) == 1
+    compare(cpu, dec.decode(lp, lattice=True), f"{what}, again")
+    _grown(monkeypatch, graph, opts, lp, cpu, what)
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
 
 
 def _refused_when_made(monkeypatch, graph, opts, var, bads):
@@ -779,18 +804,12 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "off")
     _grown(monkeypatch, graph, opts, lp, cpu, "one grid")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_C14", ("shared", "1"))
-    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_C14", "index", graph, opts, lp, cpu, "c14 indices")
-    assert st["lat_c14_index"] == 1 and _after_stats(dec) == 1
-    compare(cpu, dec.decode(lp, lattice=True), "c14 indices, again")
-    _grown(monkeypatch, graph, opts, lp, cpu, "c14 indices")
-    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_C14", "index", ("shared", "1"),
+                    "lat_c14_index", "c14 indices")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_C14")
-    for seed in (0, 2, 5, 9, 13):
-        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
-        dec = _gpu(graph, opts, max_lanes=lanes)
-        assert dec._gpu.main.mem_stats()["lat_one_grid"] == 1
-        compare(cpu, dec.decode(lp, lens, lattice=True), f"one grid, seed {seed}")
+    ran = _random_after_checked((0, 2, 5, 9, 13), "one grid")
+    assert all(dec._gpu.main.mem_stats()["lat_one_grid"] == 1 for dec, *_ in ran)
+    _, graph, opts, lanes = ran[-1]
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
     assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_one_grid"] == 0
 
@@ -823,16 +842,9 @@ def test_records_after_the_search_log_copied_twice(monkeypatch):
     does not know are refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_LOG_EXTRA", ("twice", "1"))
-    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_LOG_EXTRA", "copy", graph, opts, lp, cpu, "log copied twice")
-    assert st["lat_log_extra"] == 1 and _after_stats(dec) == 1
-    compare(cpu, dec.decode(lp, lattice=True), "log copied twice, again")
-    _grown(monkeypatch, graph, opts, lp, cpu, "log copied twice")
-    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-    for seed in (0, 3, 8):
-        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
-        dec = _gpu(graph, opts, max_lanes=lanes)
-        compare(cpu, dec.decode(lp, lens, lattice=True), f"log copied twice, seed {seed}")
+    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_LOG_EXTRA", "copy", ("twice", "1"),
+                    "lat_log_extra", "log copied twice")
+    _, graph, opts, lanes = _random_after_checked((0, 3, 8), "log copied twice")[-1]
     monkeypatch.setenv("CUWFST_LATTICE_LOG_EXTRA", "none")
     assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_log_extra"] == 0
 

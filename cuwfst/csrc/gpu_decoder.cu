@@ -1113,10 +1113,11 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
 
 // The records pass after a lat_after sequence's steps (lattice_after.cuh): the records and step
 // counts start empty (the pass finds every step's), the plan and the global tables on the
-// decoder's stream; then the four table classes at once, the global one (the pass's longest, each
-// CTA probing global memory) on the decoder's stream with the tail after it, the others on three
-// side streams forked from it and joined back (a captured sequence holds the same fork and join).
-// Fixed grids, so a captured sequence replays it whatever the batch.
+// decoder's stream; then by default (the one grid) every item in one launch there, the tail after
+// it; under CUWFST_LATTICE_AFTER_GRID=classes the four table classes at once, the global one (the
+// pass's longest, each CTA probing global memory) on the decoder's stream with the tail after it,
+// the others on three side streams forked from it and joined back (a captured sequence holds the
+// same fork and join). Fixed grids, so a captured sequence replays it whatever the batch.
 void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
@@ -1131,25 +1132,24 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   }
   Timed(12, [&] {
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
-    if (w.lat_one_grid) {  // (every item in one launch after the global tables, longest class first)
-      LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-      LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-      AfterRecordsKernel(-1)<<<la_grid_, kAfterThreads, AfterSmem(-1, V), stream_>>>(g, w, kAfterC11);
-      LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
-      if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
-      return;
+    // the one grid (Workspace::lat_one_grid): every item in one launch after the global tables,
+    // longest class first; else the shared-table classes on the side streams, the global one here
+    const bool classes = !w.lat_one_grid;
+    if (classes) {
+      CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
+      for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
+      AfterRecordsKernel(14)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
+      AfterRecordsKernel(13)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
+      AfterRecordsKernel(11)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     }
-    CUWFST_CUDA(cudaEventRecord(la_fork_.get(), stream_));
-    for (int k = 0; k < 3; ++k) CUWFST_CUDA(cudaStreamWaitEvent(la_side_[k].get(), la_fork_.get(), 0));
-    AfterRecordsKernel(14)<<<la_grid_, kAfterThreads, AfterSmem(14, V), la_side_[0].get()>>>(g, w, kAfterC14);
-    AfterRecordsKernel(13)<<<la_grid_, kAfterThreads, AfterSmem(13, V), la_side_[1].get()>>>(g, w, kAfterC13);
-    AfterRecordsKernel(11)<<<la_grid_, kAfterThreads, AfterSmem(11, V), la_side_[2].get()>>>(g, w, kAfterC11);
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
-    AfterRecordsKernel(0)<<<la_grid_, kAfterThreads, AfterSmem(0, V), stream_>>>(g, w, kAfterGlobal);
+    const int32_t bits = classes ? 0 : -1;
+    AfterRecordsKernel(bits)<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
+                                                                                    classes ? kAfterGlobal : kAfterC11);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
-    for (int k = 0; k < 3; ++k) {
+    for (int k = 0; classes && k < 3; ++k) {
       CUWFST_CUDA(cudaEventRecord(la_join_[k].get(), la_side_[k].get()));
       CUWFST_CUDA(cudaStreamWaitEvent(stream_, la_join_[k].get(), 0));
     }

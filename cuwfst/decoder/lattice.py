@@ -642,38 +642,18 @@ def _lookup_arrays(graph):
 def word_times(graph, hyp, blank: int = 0) -> list[tuple[int, int]]:
     """(first, last) frame of each word of a 1-best path: a word starts at the frame of the
     arc carrying it; it ends at the last frame, before the next word's arc (or the path's
-    end), whose token is not `blank`, or at its start when all are blank."""
-    g = graph.arrays
-    arcs = graph.image_arc_ids(hyp.arcs) if hyp.arcs else np.zeros(0, np.int64)
-    if arcs.size == 0:
-        return []
-    il = g.ilabel[arcs].astype(np.int64)
-    emitting = il >= 0
-    frame = np.cumsum(emitting) - emitting
-    rs = g.aux_row_splits
-    n_words = (rs[arcs + 1] - rs[arcs]).astype(np.int64)
-    carriers = np.flatnonzero(n_words > 0)
-    if carriers.size == 0:
-        return []
-    # the last sounding arc at or before each arc (-1: none); a carrier's segment runs to the
-    # next carrier, so its last sounding arc is that of the segment's last arc when not before it
-    idx = np.arange(arcs.size)
-    last_sound = np.maximum.accumulate(np.where(emitting & (il != blank), idx, -1))
-    stops = np.append(carriers[1:], arcs.size) - 1
-    s = last_sound[stops]
-    start = frame[carriers]
-    end = np.where(s >= carriers, frame[np.maximum(s, 0)], start)
-    end = np.maximum(start, end)
-    reps = n_words[carriers]
-    return list(zip(np.repeat(start, reps).tolist(), np.repeat(end, reps).tolist()))
+    end), whose token is not `blank`, or at its start when all are blank (word_times_many's, for
+    one hypothesis)."""
+    return word_times_many(graph, [hyp], blank)[0]
 
 
 def word_times_many(graph, hyps: Sequence, blank: int = 0) -> list[list[tuple[int, int]]]:
     """word_times(graph, h, blank) for every h, in one pass of numpy over all their arcs (a
-    sub-batch's host work calls this once, not ~10 numpy calls a hypothesis). Same values: a
-    frame counts the hyp's own emitting arcs before it; a word's last sounding arc is looked up
-    over all arcs, and one from an earlier hypothesis is before the word's arc, so it falls back
-    to the start as there."""
+    sub-batch's host work calls this once). A word starts at the frame of the arc carrying it (the
+    hypothesis's emitting arcs before it) and ends at the last frame, before the next word's arc of
+    its hypothesis (or the hypothesis's end), whose token is not `blank`, or at its start when all
+    are blank; a last sounding arc found before the word's own arc (an earlier hypothesis's) counts
+    as none."""
     out = [[] for _ in hyps]
     lens = [len(h.arcs) if h.arcs is not None else 0 for h in hyps]
     total = sum(lens)
