@@ -788,6 +788,7 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_C14", raising=False)  # (the default's c14 first; a suite may run under it)
     _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_GRID", ("1", "single", "One"))
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "on")
     capfd.readouterr()
@@ -889,6 +890,51 @@ def test_records_after_the_search_log_in_finalize(monkeypatch):
         dec.decode(lp, lens)
         compare(cpu, dec.decode(lp, lens, lattice=True), f"log in finalize again, seed {seed}")
         assert _after_stats(dec) == 2 and dec._gpu.main.mem_stats()["lat_log_fold"] == 1
+
+
+def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
+    """CUWFST_LATTICE_LOG=side: each step's FinalizeKernel writes the step's scalars and a copy job
+    (its lane's last CTA), and LatLogSideKernel copies S_t into the log on a side stream, forked after
+    that FinalizeKernel and joined before the next step's (the first launch to write into S_t's
+    buffer) or at the end of the sequence or captured chunk. The lattices are the CPU's: frontiers of
+    up to ~28,000 tokens, decodes again on the same decoder (the jobs emptied by each copy), profiled
+    (the copy on the decoder's stream, timed as LatLogKernel), a log and tables grown from first sizes
+    far too small, long rows (captured chunks of steps, each joining its copies), and random batches
+    with rows of 0 frames up, final and redirect steps and idle lanes (no job: the copy does nothing).
+    Values the switch does not know are refused when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_LOG", ("Side", "2", "stream"))
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_LOG", "side", graph, opts, lp, cpu, "log on a side stream, decode 0")
+    assert st["lat_log_fold"] == 2 and _after_stats(dec) == 1
+    for k in (1, 2):
+        compare(cpu, dec.decode(lp, lattice=True), f"log on a side stream, decode {k}")
+    inst = dec._gpu.main
+    before = inst.profile(True)
+    compare(cpu, dec.decode(lp, lattice=True), "log on a side stream, profiled")
+    after = inst.profile(False)
+    assert after["lat_step_end"] > before["lat_step_end"] and after["lat_persist"] > before["lat_persist"]
+    compare(cpu, dec.decode(lp, lattice=True), "log on a side stream, after the profiled decode")
+    _grown(monkeypatch, graph, opts, lp, cpu, "log on a side stream")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    # rows long enough for the captured chunks of steps (each chunk joins the copies it forked)
+    rng = np.random.default_rng(17)
+    g2 = random_ctc_graph(rng, 400, 12, 4, 0.1)
+    lp2 = random_log_probs(rng, 3, 700, 12, peaky=True)
+    lens2 = np.array([700, 433, 1], np.int32)
+    o2 = DecoderOptions(search_beam=12.0, output_beam=4.0)
+    cpu2 = Decoder(g2, o2, num_threads=2).decode(lp2, lens2, lattice=True)
+    d2 = Decoder(g2, o2, device="cuda")
+    for k in range(2):
+        compare(cpu2, d2.decode(lp2, lens2, lattice=True), f"log on a side stream, long rows {k}")
+    assert d2._gpu.main.mem_stats()["lat_log_fold"] == 2
+    for seed in (0, 1, 3, 4, 7, 11):
+        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+        dec = _gpu(graph, opts, max_lanes=lanes)
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"log on a side stream, seed {seed}")
+        dec.decode(lp, lens)
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"log on a side stream again, seed {seed}")
+        assert _after_stats(dec) == 2 and dec._gpu.main.mem_stats()["lat_log_fold"] == 2
 
 
 @pytest.mark.parametrize("var,value", [("CUWFST_LATTICE_CLAIMS", "stride"), ("CUWFST_LATTICE_LOG_SPLIT", "1"),

@@ -291,9 +291,16 @@ void GpuDecoder::Allocate() {
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
-  lat_log_fold_ = EnvChoice("CUWFST_LATTICE_LOG", "finalize", "kernel", lat_log_fold_);
+  // CUWFST_LATTICE_LOG=kernel | finalize | side (Workspace::lat_log_fold 0, 1, 2)
+  if (const char* env = std::getenv("CUWFST_LATTICE_LOG"); env != nullptr && env[0] != '\0') {
+    const int32_t v = std::strcmp(env, "kernel") == 0 ? 0 : std::strcmp(env, "finalize") == 0 ? 1
+                      : std::strcmp(env, "side") == 0  ? 2 : -1;
+    if (v < 0)
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_LOG must be kernel, finalize or side, got '") + env + "'");
+    lat_log_fold_ = v;
+  }
   lat_log_extra_ = EnvChoice("CUWFST_LATTICE_LOG_EXTRA", "copy", "none", lat_log_extra_);
-  ws_.lat_log_fold = lat_log_fold_ ? 1 : 0;
+  ws_.lat_log_fold = lat_log_fold_;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
     char* end = nullptr;
@@ -525,6 +532,9 @@ void GpuDecoder::Allocate() {
   // (the records log's fold into FinalizeKernel, Workspace::lat_log_fold: back to 0 after each step)
   ws_.lat_log_arrive = Alloc<int32_t>(L, "the records log's arrivals");
   CUWFST_CUDA(cudaMemsetAsync(ws_.lat_log_arrive, 0, L * sizeof(int32_t), stream_));
+  // (lat_log_fold 2: each lane's copy job, empty between steps' copies)
+  ws_.lat_log_job = Alloc<LatLogJob>(L, "the records log's copy jobs");
+  CUWFST_CUDA(cudaMemsetAsync(ws_.lat_log_job, 0, L * sizeof(LatLogJob), stream_));
   ws_.refill_path_len = Alloc<int32_t>(refill_done_cap_, "refill path lengths");
   ws_.refill_inputs = d_inputs_;
   ws_.refill = 0;
@@ -937,6 +947,7 @@ void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const Workspace w = SeqWorkspace(kind);
   EnqueueHead(kind, w, f16);
   for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
+  JoinLogSide();
   EnqueueTail(kind, w);
 }
 
@@ -1027,7 +1038,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   const bool tab = tab_cap > ws_.lat_tab_cap || !la_tab_keys_.get();
   const bool items = items_cap > ws_.lat_items_cap || !la_items_.get();
   const bool steps = la_steps_.amount() < static_cast<int64_t>(L * seg * sizeof(LatStepLog));
-  if (!log && !tab && !items && !steps && la_plan_.get() && la_join_[2]) return;  // (the last made)
+  if (!log && !tab && !items && !steps && la_plan_.get() && la_log_join_) return;  // (the last made)
   auto alloc = [&](DeviceBuffer* dst, size_t bytes, const char* what) { LatticeAlloc(dst, bytes, what); };
   auto make = [&](cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
@@ -1069,6 +1080,13 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
         *ev = std::move(x);
       }
   }
+  // (CUWFST_LATTICE_LOG=side: the steps' log copies on la_side_[0], forked and joined by these)
+  for (Event* ev : {&la_log_fork_, &la_log_join_})
+    if (!*ev) {
+      Event x;
+      make(TryEventCreate(cudaEventDisableTiming, &x), "event");
+      *ev = std::move(x);
+    }
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
     for (int32_t bits : {11, 13, 14, 0, -1})
@@ -1368,6 +1386,29 @@ void GpuDecoder::EnqueueClosure(const Workspace& w, bool closes_step) {
     Timed(11, [&] { LaunchStep(ClearClaimsKernel, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), w); });
 }
 
+// CUWFST_LATTICE_LOG=side: the step's copy of S_t (LatLogSideKernel, the job its FinalizeKernel
+// wrote) on la_side_[0], forked from the decoder's stream after that FinalizeKernel; the next
+// step's FinalizeKernel, or the sequence's (or captured chunk's) end, joins it (JoinLogSide).
+// Profiled decodes launch it on the decoder's stream, timed as LatLogKernel is (kind 13).
+void GpuDecoder::ForkLogSide(const Workspace& w) {
+  const int L = cfg_.max_lanes;
+  if (profiling_) {
+    Timed(13, [&] { LatLogSideKernel<<<L, 1024, 0, stream_>>>(w); });
+    return;
+  }
+  CUWFST_CUDA(cudaEventRecord(la_log_fork_.get(), stream_));
+  CUWFST_CUDA(cudaStreamWaitEvent(la_side_[0].get(), la_log_fork_.get(), 0));
+  LatLogSideKernel<<<L, 1024, 0, la_side_[0].get()>>>(w);
+  CUWFST_CUDA(cudaEventRecord(la_log_join_.get(), la_side_[0].get()));
+  log_side_pending_ = true;
+}
+
+void GpuDecoder::JoinLogSide() {
+  if (!log_side_pending_) return;
+  log_side_pending_ = false;
+  CUWFST_CUDA(cudaStreamWaitEvent(stream_, la_log_join_.get(), 0));
+}
+
 void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   const DeviceGraph& g = graph_->view;
   // The records after the search (Workspace::lat_after): the step's kernels run as the 1-best's
@@ -1437,6 +1478,9 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   // the late path (a lattice decode never is: pool_late needs ws_.lattice 0)
   const bool log_fold = lat_w.lat_after && lat_w.lat_log_fold && w.refill == kRefillOff && w.pool_late < 2 &&
                         cfg_.eps_iterations == 0;
+  // (CUWFST_LATTICE_LOG=side: the last step's copy of its S_t, on the side stream, is done before
+  // this step's FinalizeKernel writes into that buffer)
+  JoinLogSide();
   if (w.pool_late == 3)  // the same, each working CTA's prefix beside its first loads
     Timed(5, [&] { LaunchStep(FinalizeKernel<true, true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   else if (w.pool_late == 2)  // the next frontiers handed out by the claims in FinalizeKernel's CTAs
@@ -1445,6 +1489,7 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
     Timed(5, [&] { LaunchStep(FinalizeKernel<false, false, true>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
   else
     Timed(5, [&] { LaunchStep(FinalizeKernel<false>, dim3(cfg_.finalize_split, L), dim3(kFinalizeThreads), g, w, p); });
+  if (log_fold && lat_w.lat_log_fold == 2) ForkLogSide(lat_w);
   // kRefillByKernel: lanes whose row just ended take the next queued row, whose start the
   // closure below closes with the others (profiled as init)
   if (w.refill == kRefillByKernel)
@@ -1560,6 +1605,7 @@ std::vector<GpuDecoder::Snapshot> GpuDecoder::DecodeSnapshots(const void* lp, bo
     take(-1);
     for (int32_t t = 0; t <= length; ++t) {
       EnqueueStep(ws_, lp_f16);
+      JoinLogSide();
       take(t);
     }
     HashSanitizeKernel<<<dim3(64, L), 256, 0, stream_>>>(ws_, 0);
@@ -1625,6 +1671,7 @@ void GpuDecoder::ReplayOrCapture(const GraphCache::Key& key, F&& enqueue) {
       enqueue();
     } catch (...) {
       pdl_root_ = false;
+      log_side_pending_ = false;
       if (cudaStreamEndCapture(stream_, &graph) != cudaSuccess) ClearHandledError();
       if (graph) cudaGraphDestroy(graph);
       throw;
@@ -1652,6 +1699,7 @@ void GpuDecoder::LaunchChunk(const Workspace& w, int32_t c, int32_t flags, bool 
   ReplayOrCapture({c, flags | (1 << 8)}, [&] {
     pdl_root_ = true;  // (a plain launch after a failed instantiation has kernels before it: harmless)
     for (int32_t s = 0; s < c; ++s) EnqueueStep(w, f16);
+    JoinLogSide();  // (a captured chunk joins what it forked)
   });
 }
 
@@ -2127,7 +2175,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[78] = lat_after_decodes_;
   out[79] = lat_reserve_ ? 1 : 0;
   out[80] = lat_tab_packed_ ? 1 : 0;
-  out[81] = lat_log_fold_ ? 1 : 0;
+  out[81] = lat_log_fold_;
   out[82] = lat_one_grid_ ? 1 : 0;
   out[83] = lat_c14_index_ ? 1 : 0;
   out[84] = lat_log_extra_ ? 1 : 0;

@@ -536,6 +536,8 @@ class GpuDecoder {
   void Enqueue(SeqKind kind, int32_t steps, bool f16);
   void EnqueueHead(SeqKind kind, const Workspace& w, bool f16);
   void EnqueueStep(const Workspace& w, bool f16);
+  void ForkLogSide(const Workspace& w);  // CUWFST_LATTICE_LOG=side (EnqueueStep)
+  void JoinLogSide();
   void EnqueueTail(SeqKind kind, const Workspace& w);
   // DecoderConfig::graph_chunks: a captured sequence of more than kChunkFrom steps replays
   // chunks of kChunkBig, kChunkSmall and 1 steps (LaunchChunk).
@@ -755,9 +757,12 @@ class GpuDecoder {
   // CUWFST_LATTICE_TABLES=packed at construction (Workspace::lat_tab_slots; MemStats [80]): the pass's
   // global tables hold each slot's state and index in one word
   bool lat_tab_packed_ = false;
-  // CUWFST_LATTICE_LOG=finalize at construction (Workspace::lat_log_fold; MemStats [81]): a lattice
-  // decode's records log written at the end of each step's FinalizeKernel, no LatLogKernel launches.
-  bool lat_log_fold_ = false;
+  // CUWFST_LATTICE_LOG=finalize (1) or side (2) at construction (Workspace::lat_log_fold; MemStats
+  // [81]): a lattice decode's records log written at the end of each step's FinalizeKernel, no
+  // LatLogKernel launches; under side that FinalizeKernel writes the scalars and a copy job, and
+  // LatLogSideKernel copies S_t on la_side_[0] (ForkLogSide, JoinLogSide).
+  int32_t lat_log_fold_ = 0;
+  bool log_side_pending_ = false;  // a side copy forked and not yet joined to the decoder's stream
   // CUWFST_LATTICE_LOG_EXTRA=copy at construction (MemStats [84]; a measurement): each step of a
   // records-after decode copies S_t into the log twice (LatFrontierLogKernel after LatLogKernel)
   bool lat_log_extra_ = false;
@@ -776,6 +781,7 @@ class GpuDecoder {
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)
   Event la_fork_, la_join_[3];
+  Event la_log_fork_, la_log_join_;  // (CUWFST_LATTICE_LOG=side: each step's copy's fork and join)
   bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

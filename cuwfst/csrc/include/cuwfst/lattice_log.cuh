@@ -2,7 +2,8 @@
 // lattice_after.cuh's LatLogKernel writes after each step's FinalizeKernel, or, under
 // Workspace::lat_log_fold (CUWFST_LATTICE_LOG=finalize), FinalizeKernel<false, false, true> itself
 // at its end (LatLogInFinalize), one launch a step fewer. Apart from lattice_after.cuh so that
-// finalize.cuh can include it.
+// finalize.cuh can include it. Under lat_log_fold 2 (CUWFST_LATTICE_LOG=side) FinalizeKernel writes
+// the scalars and a copy job, and LatLogSideKernel copies S_t off the step's chain.
 #pragma once
 
 #include "cuwfst/common.cuh"
@@ -49,19 +50,12 @@ __device__ __forceinline__ void LatLogScalars(const DeviceGraph& g, const Worksp
   ws.lat_steps[at] = s;
 }
 
-// Share `cta` of `ctas` (blockDim.x threads each) of the copy of S_t into the lane's log region
-// (nothing where the region is full); kAhead: four tokens a thread in flight (LatLogKernel), else
-// one (in FinalizeKernel, whose registers the claims take).
+// Share `cta` of `ctas` (blockDim.x threads each) of the copy of n tokens (st, sc) to the log at
+// `off`; kAhead: four tokens a thread in flight (LatLogKernel, LatLogSideKernel), else one (in
+// FinalizeKernel, whose registers the claims take).
 template <bool kAhead>
-__device__ __forceinline__ void LatLogCopy(const Workspace& ws, int32_t lane, const LaneCounters& lc, int32_t cta,
-                                           int32_t ctas) {
-  const int32_t n = lc.step_size;
-  const long long total = lc.frontier_total;
-  if (total > ws.lat_log_lane) return;
-  const long long off = static_cast<long long>(lane) * ws.lat_log_lane + (total - n);
-  const int32_t src = lc.buf ^ 1;
-  const int32_t* st = ws.tok_state[src] + lc.tok_off[src];
-  const float* sc = ws.tok_score[src] + lc.tok_off[src];
+__device__ __forceinline__ void LatLogCopyTokens(const Workspace& ws, const int32_t* st, const float* sc, long long off,
+                                                 int32_t n, int32_t cta, int32_t ctas) {
   // four tokens a thread in flight (the loads before the stores: the log may alias nothing the
   // compiler can see, so it would not reorder them itself)
   const int32_t stride = ctas * static_cast<int32_t>(blockDim.x);
@@ -86,6 +80,30 @@ __device__ __forceinline__ void LatLogCopy(const Workspace& ws, int32_t lane, co
   }
 }
 
+// The copy of S_t (the lane's step_size tokens of buffer buf ^ 1, the frontier the step expanded)
+// into the lane's log region at its frontier_total before the step, as a job (n 0 where the region
+// is full).
+__device__ __forceinline__ LatLogJob LatLogJobFor(const Workspace& ws, int32_t lane, const LaneCounters& lc) {
+  const int32_t n = lc.step_size;
+  const long long total = lc.frontier_total;
+  const int32_t src = lc.buf ^ 1;
+  LatLogJob j;
+  j.dst = static_cast<long long>(lane) * ws.lat_log_lane + (total - n);
+  j.src = lc.tok_off[src];
+  j.buf = src;
+  j.n = total > ws.lat_log_lane ? 0 : n;
+  return j;
+}
+
+// Share `cta` of `ctas` of the copy of S_t into the lane's log region (nothing where it is full).
+template <bool kAhead>
+__device__ __forceinline__ void LatLogCopy(const Workspace& ws, int32_t lane, const LaneCounters& lc, int32_t cta,
+                                           int32_t ctas) {
+  const LatLogJob j = LatLogJobFor(ws, lane, lc);
+  if (j.n <= 0) return;
+  LatLogCopyTokens<kAhead>(ws, ws.tok_state[j.buf] + j.src, ws.tok_score[j.buf] + j.src, j.dst, j.n, cta, ctas);
+}
+
 // FinalizeKernel's end under Workspace::lat_log_fold (finalize.cuh, every CTA of a lane whose step
 // is not idle, after its claims): the CTA's share of the copy, then the lane's last CTA to arrive
 // (lat_log_arrive[lane], back to 0 for the next step) writes the scalars, after every CTA's writes
@@ -93,8 +111,9 @@ __device__ __forceinline__ void LatLogCopy(const Workspace& ws, int32_t lane, co
 // LatLogKernel would write after the launch.
 __device__ inline void LatLogInFinalize(const DeviceGraph& g, const Workspace& ws, int32_t lane, LaneCounters& lc) {
   const int32_t phase = lc.step_phase;
-  if (phase == kPhaseIdle) return;  // (uniform in the lane)
-  LatLogCopy<false>(ws, lane, lc, static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(gridDim.x));
+  if (phase == kPhaseIdle) return;  // (uniform in the lane; the side copy's job stays empty)
+  const bool side = ws.lat_log_fold == 2;
+  if (!side) LatLogCopy<false>(ws, lane, lc, static_cast<int32_t>(blockIdx.x), static_cast<int32_t>(gridDim.x));
   __syncthreads();  // the CTA's writes (its claims' and its copy's) are issued
   if (threadIdx.x == 0) {
     __threadfence();  // ... and visible before the count says so
@@ -102,8 +121,24 @@ __device__ inline void LatLogInFinalize(const DeviceGraph& g, const Workspace& w
       __threadfence();  // the other CTAs' writes are read after their counts
       ws.lat_log_arrive[lane] = 0;
       LatLogScalars(g, ws, lane, lc, phase);
+      if (side) ws.lat_log_job[lane] = LatLogJobFor(ws, lane, lc);  // (LatLogSideKernel's, after this launch)
     }
   }
+}
+
+// LatLogSideKernel — under Workspace::lat_log_fold 2, after each step's FinalizeKernel on a side
+// stream (forked after it, joined before the next step's FinalizeKernel, which is the first launch
+// to write into S_t's buffer); grid max_lanes x 1,024 threads: the lane's job (written by that
+// FinalizeKernel, or empty: an idle step writes none), then the job emptied once every thread has
+// read it, so that a step that writes no job copies nothing. Nothing it reads is written on the
+// main stream before the join: the job and S_t's tokens; the log is read after the sequence.
+__global__ void __launch_bounds__(1024) LatLogSideKernel(Workspace ws) {
+  const int32_t lane = blockIdx.x;
+  const LatLogJob j = ws.lat_log_job[lane];
+  __syncthreads();  // every thread has read the job
+  if (threadIdx.x == 0 && j.n != 0) ws.lat_log_job[lane].n = 0;
+  if (j.n <= 0) return;
+  LatLogCopyTokens<true>(ws, ws.tok_state[j.buf] + j.src, ws.tok_score[j.buf] + j.src, j.dst, j.n, 0, 1);
 }
 
 }  // namespace cuwfst

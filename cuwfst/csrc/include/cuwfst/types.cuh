@@ -392,6 +392,17 @@ struct LatStepLog {
   int32_t tab_bits;         // LatPlanKernel: 0, or the global table's log2 size
 };
 
+// A lane's copy of S_t into its frontier log region (Workspace::lat_log_fold 2): written by the
+// step's FinalizeKernel (its lane's last CTA), read and emptied (n = 0) by the LatLogSideKernel
+// launched after it, before the next step's FinalizeKernel writes the next job. n = 0: nothing to
+// copy (an idle step, or the lane's region full).
+struct LatLogJob {
+  long long dst;   // lat_log_state / lat_log_score index of S_t's first token
+  long long src;   // tok_state[buf] / tok_score[buf] index of S_t's first token
+  int32_t buf;     // S_t's buffer
+  int32_t n;       // |S_t|
+};
+
 struct alignas(8) WinnerEntry {  // 8-aligned: one 8-byte load an entry
   int32_t prev;  // previous entry, -1 for the start token
   int32_t arc;   // graph arc, kRedirectArcBit set on a redirect
@@ -750,12 +761,16 @@ struct Workspace {
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
   // (lattice_log.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
   // between steps, writes the scalars) in place of a LatLogKernel launch a step
-  // (CUWFST_LATTICE_LOG=finalize / kernel; kernel the default)
+  // (CUWFST_LATTICE_LOG=finalize / kernel; kernel the default). 2 (CUWFST_LATTICE_LOG=side): the
+  // same last CTA writes the scalars and the lane's copy job (lat_log_job), and LatLogSideKernel
+  // copies S_t on a side stream beside the next step's scan, max and expand (joined before its
+  // FinalizeKernel, the first launch to write into S_t's buffer)
   int32_t lat_log_fold;
   // a measurement (CUWFST_LATTICE_AFTER_PROF=on at construction; nullptr otherwise): the records
   // kernels' clock64 and %globaltimer sums a pass, kAfterProfWords (lattice_after.cuh AfterProf*)
   unsigned long long* lat_prof;
   int32_t* lat_log_arrive;         // [max_lanes]
+  LatLogJob* lat_log_job;          // [max_lanes] (lat_log_fold 2) each lane's pending copy of S_t
   int32_t* lat_tab_keys;           // [lat_tab_cap] the global tables (states, -1 empty)
   int32_t* lat_tab_pos;            // [lat_tab_cap] and their frontier indices
   // or (CUWFST_LATTICE_TABLES=packed; then the two above are nullptr) [lat_tab_cap] 16-byte slots of
