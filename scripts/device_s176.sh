@@ -14,9 +14,9 @@
 . scripts/device_common.sh
 END=${END:-585}
 FULL_GRAPHS=hlg device_setup s176.log
+small_tier &
 gpu_tests tests_side_new.log 120 "the side log's test and the log tests (default env)" tests/test_gpu_lattice.py \
   -k "log_on_a_side_stream or log_in_finalize or one_grid or measurement_switches"
-small_tier &
 CUWFST_LATTICE_LOG=side gpu_tests tests_side.log ${TEST_CAP:-250} \
   "test_gpu_lattice.py under CUWFST_LATTICE_LOG=side" tests/test_gpu_lattice.py
 wait
