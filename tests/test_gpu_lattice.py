@@ -780,9 +780,9 @@ def test_records_after_the_search_phase_sums(monkeypatch, capfd):
 def test_records_after_the_search_one_grid(monkeypatch, capfd):
     """The one grid (the default; CUWFST_LATTICE_AFTER_GRID=one): the records pass's items in one
     launch, claimed longest class first (the global tables' steps, then the 2^14-slot ones, then the
-    2^13-slot and the 2^11-slot ones; the 2^14-slot steps on global tables by default, under
-    CUWFST_LATTICE_AFTER_C14=index in a shared table of indices alone that reads the states from
-    the log). The lattices are the CPU's in every class both ways, also grown from tiny first rooms
+    2^13-slot and the 2^11-slot ones; the 2^14-slot steps by default in a shared table of indices
+    alone that reads the states from the log, under CUWFST_LATTICE_AFTER_C14=global on global
+    tables). The lattices are the CPU's in every class both ways, also grown from tiny first rooms
     and on random batches; the profile names the one launch; values the switches do not know are
     refused when the decoder is made."""
     graph, lp, opts, cpu = _table_classes_case()
@@ -799,14 +799,19 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
     assert classes == {"one"}, lines  # (every item in the one launch's sums, none in the classes')
     timeline = [f for f in lines if f[1] == "timeline"]
     assert timeline and all("one" in f and "c13" not in f and "global" not in f for f in timeline), timeline
-    assert st["lat_c14_index"] == 0
+    assert st["lat_c14_index"] == 1  # (the default: c14's steps in shared tables of indices)
     for k in (1, 2):
         compare(cpu, dec.decode(lp, lattice=True), f"one grid, decode {k}")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PROF", "off")
     _grown(monkeypatch, graph, opts, lp, cpu, "one grid")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_C14", "index", ("shared", "1"),
-                    "lat_c14_index", "c14 indices")
+    # c14's steps on global tables (CUWFST_LATTICE_AFTER_C14=global, the default before 2026-12-06 06:26)
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_C14", ("shared", "1", "Index"))
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_C14", "global", graph, opts, lp, cpu, "c14 on global tables")
+    assert st["lat_c14_index"] == 0 and _after_stats(dec) == 1
+    compare(cpu, dec.decode(lp, lattice=True), "c14 on global tables, again")
+    _grown(monkeypatch, graph, opts, lp, cpu, "c14 on global tables")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_C14")
     ran = _random_after_checked((0, 2, 5, 9, 13), "one grid")
     assert all(dec._gpu.main.mem_stats()["lat_one_grid"] == 1 for dec, *_ in ran)

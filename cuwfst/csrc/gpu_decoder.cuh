@@ -773,10 +773,10 @@ class GpuDecoder {
   // Workspace::lat_one_grid (MemStats [82]): the records pass's items in one launch, longest class
   // first; CUWFST_LATTICE_AFTER_GRID=classes at construction: a launch a table class on four streams
   bool lat_one_grid_ = true;
-  // CUWFST_LATTICE_AFTER_C14=index at construction (Workspace::lat_c14_index; MemStats [83]): the one
-  // grid's c14 steps in shared memory as indices alone (run exact on a GPU, s174; not yet timed against
-  // the default's global tables)
-  bool lat_c14_index_ = false;
+  // Workspace::lat_c14_index (MemStats [83]): the one grid's c14 steps in shared memory as indices
+  // alone (the default since 2026-12-06 06:26); CUWFST_LATTICE_AFTER_C14=global at construction: on
+  // global tables
+  bool lat_c14_index_ = true;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)

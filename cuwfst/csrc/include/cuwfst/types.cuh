@@ -756,7 +756,7 @@ struct Workspace {
   // (CUWFST_LATTICE_AFTER_GRID=one / classes; one the default)
   int32_t lat_one_grid;
   // the one grid's c14 steps: 1, a 2^14-slot shared table of indices alone (state_table.cuh
-  // StateIndexFind); 0, global tables (CUWFST_LATTICE_AFTER_C14=index / global; global the default)
+  // StateIndexFind); 0, global tables (CUWFST_LATTICE_AFTER_C14=index / global; index the default)
   int32_t lat_c14_index;
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
   // (lattice_log.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
