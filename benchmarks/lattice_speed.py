@@ -817,7 +817,7 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
         r["grids"] = {k: int(st.get(k, -1)) for k in ("max_blocks", "expand_blocks", "lat_blocks", "lat_append_block",
                                                         "lat_cand_final", "expand_min_blocks", "lat_min_blocks",
                                                         "label_bound", "lat_clear_keys", "lat_reserve", "lat_tab_packed", "lat_log_fold", "lat_one_grid",
-                                                        "lat_c14_index", "lat_log_extra")}
+                                                        "lat_c14_index", "lat_log_extra", "lat_chunk")}
         # the last lattice decode's record slots (its cursor; with CUWFST_LATTICE_RESERVE=chunk the holes too)
         r["record_slots"] = int(st.get("lattice_live_records", -1))
         return r

@@ -6,11 +6,17 @@
 #      (the default's change, the records pass's refactor at fefb51a and the side log's code, off);
 #   2. the small and the full HLG (256 sim rows, batch 32, --profile): the default against global
 #      (CUWFST_LATTICE_AFTER_C14=global, the old default) and LatLogKernel's CTAs a lane
-#      (CUWFST_LATTICE_LOG_SPLIT 2, 4, 16 against the default 8; never timed before).
+#      (CUWFST_LATTICE_LOG_SPLIT 2, 4 against the default 8; never timed before), and the records pass's
+#      item size (CUWFST_LATTICE_AFTER_CHUNK 512, 2048, 4096 against 1024; new, its test in the suite),
+#      the default and 2048 each profiled (the records pass's phase sums).
 # Predictions (written before any run): the suite passes, k2 goldens 0 mismatches. global: the records
 # pass +0.15-0.25 ms in the profile, the batch within the spread. Log split: within 0.3 ms of 8 on both
 # graphs (s176: the log's cost is its place on the chain, not its copy's bandwidth, so fewer CTAs only
-# matter if the launch of 256 CTAs costs more than 64); 16 no better than 8.
+# matter if the launch of 256 CTAs costs more than 64). Item size: the one grid's warps wait 14 % of
+# their cycles at an item's first barrier (s175; the claim and the slowest warp of the item before); a
+# warp's share of an item's imbalance grows as the root of its tokens while the items fall as their
+# count, so 2048: wait ~10 %, the pass -0.2 to -0.4 ms on the full HLG; 4096: wait ~7 % but a longer
+# last item, -0.2 to -0.5 ms; 512: wait ~20 %, the pass +0.3 to +0.6 ms. The 1-best unchanged.
 # Stage: .device/wheels. Carry .device. $OUT: s177.log, tests.tgz, ab_small.*, ab_full.*
 . scripts/device_common.sh
 END=${END:-585}
@@ -21,7 +27,9 @@ gpu_tests tests_epsprune.log 200 "test_gpu_eps_prune.py" tests/test_gpu_eps_prun
 gpu_suite_wait
 echo "[$(since) s] suite, small tier" | tee -a $L
 SIDES=("global:CUWFST_LATTICE_AFTER_C14=global" "lsplit2:CUWFST_LATTICE_LOG_SPLIT=2"
-       "lsplit4:CUWFST_LATTICE_LOG_SPLIT=4" "lsplit16:CUWFST_LATTICE_LOG_SPLIT=16")
+       "lsplit4:CUWFST_LATTICE_LOG_SPLIT=4" "chunk512:CUWFST_LATTICE_AFTER_CHUNK=512"
+       "chunk2048:CUWFST_LATTICE_AFTER_CHUNK=2048" "chunk4096:CUWFST_LATTICE_AFTER_CHUNK=4096"
+       "prof:CUWFST_LATTICE_AFTER_PROF=on" "c2048prof:CUWFST_LATTICE_AFTER_CHUNK=2048,CUWFST_LATTICE_AFTER_PROF=on")
 env_ab small /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz 150 --profile --env-ab "${SIDES[@]}"
 echo "[$(since) s] small HLG" | tee -a $L
 wait_full $((END - 90))

@@ -942,6 +942,29 @@ def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
         assert _after_stats(dec) == 2 and dec._gpu.main.mem_stats()["lat_log_fold"] == 2
 
 
+@pytest.mark.parametrize("chunk", [256, 512, 2048, 4096])
+def test_records_after_the_search_item_sizes(chunk, monkeypatch):
+    """CUWFST_LATTICE_AFTER_CHUNK: S_t's tokens a records (and tail) work item of the pass, 1,024 by
+    default (the global tables' build items stay at 1,024 of S_{t+1}). The lattices are the CPU's in
+    every table class (frontiers of up to ~28,000 tokens: steps of one item and of many, a last item
+    of a few tokens), also grown from first sizes far too small (the item lists sized by the smaller
+    chunk) and on random batches with final and redirect steps; values it does not know are refused
+    when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_AFTER_CHUNK", ("1000", "128", "8192", "big"))
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_CHUNK", str(chunk), graph, opts, lp, cpu, f"chunk {chunk}")
+    assert st["lat_chunk"] == chunk and _after_stats(dec) == 1
+    compare(cpu, dec.decode(lp, lattice=True), f"chunk {chunk}, again")
+    _grown(monkeypatch, graph, opts, lp, cpu, f"chunk {chunk}")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    ran = _random_after_checked((0, 3, 8), f"chunk {chunk}")
+    assert all(d._gpu.main.mem_stats()["lat_chunk"] == chunk for d, *_ in ran)
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_CHUNK")
+    _, graph, opts, lanes = ran[-1]
+    assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_chunk"] == 1024
+
+
 @pytest.mark.parametrize("var,value", [("CUWFST_LATTICE_CLAIMS", "stride"), ("CUWFST_LATTICE_LOG_SPLIT", "1"),
                                        ("CUWFST_LATTICE_LOG_SPLIT", "3"), ("CUWFST_LATTICE_LOG_SPLIT", "64")])
 def test_records_after_the_search_measurement_switches(var, value, monkeypatch):

@@ -300,6 +300,17 @@ void GpuDecoder::Allocate() {
     lat_log_fold_ = v;
   }
   lat_log_extra_ = EnvChoice("CUWFST_LATTICE_LOG_EXTRA", "copy", "none", lat_log_extra_);
+  // CUWFST_LATTICE_AFTER_CHUNK: S_t's tokens a records pass work item (Workspace::lat_chunk)
+  lat_chunk_ = kAfterChunk;
+  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_CHUNK"); env != nullptr && env[0] != '\0') {
+    char* end = nullptr;
+    const long v = std::strtol(env, &end, 10);
+    if (*end != '\0' || !(v == 256 || v == 512 || v == 1024 || v == 2048 || v == 4096))
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_CHUNK must be 256, 512, 1024, 2048 or 4096, got '") +
+                                  env + "'");
+    lat_chunk_ = static_cast<int32_t>(v);
+  }
+  ws_.lat_chunk = lat_chunk_;
   ws_.lat_log_fold = lat_log_fold_;
   la_log_split_ = kAfterLogSplit;
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG_SPLIT"); env != nullptr && env[0] != '\0') {
@@ -1033,7 +1044,8 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   }
   const int64_t lane_cap = std::max({ws_.lat_log_lane, log_lane, first_log});
   const int64_t tab_cap = std::max({ws_.lat_tab_cap, tab_entries, first_tab});
-  const int64_t items_cap = L * seg + L * lane_cap / kAfterChunk + 64;  // (a list's items: the chunks of its steps)
+  // (a list's items: the chunks of its steps, at the smaller of the build's and the records' chunks)
+  const int64_t items_cap = L * seg + L * lane_cap / std::min(kAfterChunk, lat_chunk_) + 64;
   const bool log = lane_cap > ws_.lat_log_lane || !la_log_state_.get();
   const bool tab = tab_cap > ws_.lat_tab_cap || !la_tab_keys_.get();
   const bool items = items_cap > ws_.lat_items_cap || !la_items_.get();
@@ -2179,6 +2191,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[82] = lat_one_grid_ ? 1 : 0;
   out[83] = lat_c14_index_ ? 1 : 0;
   out[84] = lat_log_extra_ ? 1 : 0;
+  out[85] = lat_chunk_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

@@ -468,7 +468,8 @@ class GpuDecoder {
   // [82] 1 where the records pass runs its items in one launch (CUWFST_LATTICE_AFTER_GRID=one).
   // [83] 1 where the one grid's c14 steps use shared index-only tables (CUWFST_LATTICE_AFTER_C14=index).
   // [84] 1 where each step's log copy runs twice (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement).
-  static constexpr int kMemStats = 85;
+  // [85] S_t's tokens a records pass work item (Workspace::lat_chunk; CUWFST_LATTICE_AFTER_CHUNK).
+  static constexpr int kMemStats = 86;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -766,6 +767,9 @@ class GpuDecoder {
   // CUWFST_LATTICE_LOG_EXTRA=copy at construction (MemStats [84]; a measurement): each step of a
   // records-after decode copies S_t into the log twice (LatFrontierLogKernel after LatLogKernel)
   bool lat_log_extra_ = false;
+  // Workspace::lat_chunk (MemStats [85]): S_t's tokens a records pass work item (kAfterChunk, or
+  // CUWFST_LATTICE_AFTER_CHUNK at construction)
+  int32_t lat_chunk_ = 0;
   unsigned long long pr_slots_ = 0;  // the last mode-2 decode's record slots (its cursor): PrBucketKernel reads them all
   int32_t la_log_split_ = 0;  // LatLogKernel's CTAs a lane (kAfterLogSplit, or CUWFST_LATTICE_LOG_SPLIT)
   bool lat_after_used_ = false;  // the last lattice decode's records came from the pass

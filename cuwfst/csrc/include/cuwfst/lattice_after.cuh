@@ -31,7 +31,8 @@ namespace cuwfst {
 
 constexpr int32_t kAfterThreads = 256;
 constexpr int32_t kAfterWarps = kAfterThreads / 32;
-constexpr int32_t kAfterChunk = 1024;  // S_t's tokens an item
+constexpr int32_t kAfterChunk = 1024;  // S_{t+1}'s tokens a build item; S_t's a records or tail item by default
+// (Workspace::lat_chunk: CUWFST_LATTICE_AFTER_CHUNK, 256 to 4,096, multiples of kAfterThreads)
 // Item lists (Workspace::lat_items): the shared-table classes, the global-table class, the tail
 // (final and redirect steps), the global tables' build items.
 enum : int32_t { kAfterC11 = 0, kAfterC13 = 1, kAfterC14 = 2, kAfterGlobal = 3, kAfterTail = 4, kAfterBuild = 5 };
@@ -126,12 +127,13 @@ __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
   const int32_t steps = min(ws.lanes[lane].t, ws.seg_cap);
   if (ws.lanes[lane].frontier_total > ws.lat_log_lane) return;  // (its log is incomplete: decoded again)
   auto add = [&](int32_t list, int64_t at, int32_t n) {
-    const int32_t chunks = (n + kAfterChunk - 1) / kAfterChunk;
+    const int32_t chunk = list == kAfterBuild ? kAfterChunk : ws.lat_chunk;
+    const int32_t chunks = (n + chunk - 1) / chunk;
     const unsigned long long base = atomicAdd(&ws.lat_plan[list], static_cast<unsigned long long>(chunks));
     int2* items = ws.lat_items + static_cast<int64_t>(list) * ws.lat_items_cap;
     for (int32_t c = 0; c < chunks; ++c)
       if (base + c < static_cast<unsigned long long>(ws.lat_items_cap))
-        items[base + c] = make_int2(static_cast<int32_t>(at), c * kAfterChunk);
+        items[base + c] = make_int2(static_cast<int32_t>(at), c * chunk);
   };
   for (int32_t k = threadIdx.x; k < steps; k += blockDim.x) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
@@ -392,7 +394,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     const float* sc = ws.lat_log_score + s.src_off;
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
     int32_t* count = ws.lat_count + item.x;
-    const int32_t last = min(s.src_n, item.y + kAfterChunk);
+    const int32_t last = min(s.src_n, item.y + ws.lat_chunk);
     // A warp's next token's arc range and the state and score of the one after are loaded while it
     // walks the current one (its two dependent round trips off the walk's chain); its kept records
     // are counted in a register and reach the step's count once an item.
@@ -505,7 +507,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatTailKernel(DeviceGraph g, Wo
     const int2 item = items[w];
     const LatStepLog& s = ws.lat_steps[item.x];
     const int32_t lane = item.x / ws.seg_cap, k = item.x - lane * ws.seg_cap;
-    const int32_t last = min(s.src_n, item.y + kAfterChunk);
+    const int32_t last = min(s.src_n, item.y + ws.lat_chunk);
     int32_t kept = 0;
     for (int32_t i0 = item.y + static_cast<int32_t>(threadIdx.x & ~31u); i0 < last; i0 += blockDim.x) {  // (warp-uniform)
       const int32_t i = i0 + me;

@@ -758,6 +758,9 @@ struct Workspace {
   // the one grid's c14 steps: 1, a 2^14-slot shared table of indices alone (state_table.cuh
   // StateIndexFind); 0, global tables (CUWFST_LATTICE_AFTER_C14=index / global; index the default)
   int32_t lat_c14_index;
+  // S_t's tokens a records (or tail) work item of the pass: kAfterChunk (1,024), or
+  // CUWFST_LATTICE_AFTER_CHUNK (256, 512, 1,024, 2,048 or 4,096) at construction
+  int32_t lat_chunk;
   // 1: the step's log (its scalars, S_t's copy) is written by the step's FinalizeKernel
   // (lattice_log.cuh LatLogInFinalize, its lane's last CTA to arrive at lat_log_arrive[lane], 0
   // between steps, writes the scalars) in place of a LatLogKernel launch a step
