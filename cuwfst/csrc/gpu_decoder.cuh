@@ -466,7 +466,7 @@ class GpuDecoder {
   // [80] 1 where the records pass's global tables are packed slots (CUWFST_LATTICE_TABLES=packed).
   // [81] 1 where a lattice decode's records log is written by FinalizeKernel (CUWFST_LATTICE_LOG=finalize).
   // [82] 1 where the records pass runs its items in one launch (CUWFST_LATTICE_AFTER_GRID=one).
-  // [83] 1 where the one grid's c14 steps use shared index-only tables (CUWFST_LATTICE_AFTER_C14=index).
+  // [83] 1 where the one grid's c14 steps use shared index-only tables (the default; CUWFST_LATTICE_AFTER_C14=global: 0).
   // [84] 1 where each step's log copy runs twice (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement).
   // [85] S_t's tokens a records pass work item (Workspace::lat_chunk; CUWFST_LATTICE_AFTER_CHUNK).
   static constexpr int kMemStats = 86;
