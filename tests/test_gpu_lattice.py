@@ -621,6 +621,18 @@ def _random_after_checked(seeds, what):
     return out
 
 
+def _random_after_twice(seeds, what, stat, value):
+    """Each seed's _random_after_case: a lattice decode, a 1-best one, a lattice one again on the same
+    decoder, both lattices the CPU's; two records-after decodes counted and MemStats stat == value."""
+    for seed in seeds:
+        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
+        dec = _gpu(graph, opts, max_lanes=lanes)
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"{what}, seed {seed}")
+        dec.decode(lp, lens)
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"{what} again, seed {seed}")
+        assert _after_stats(dec) == 2 and dec._gpu.main.mem_stats()[stat] == value
+
+
 def _table_classes_case():
     """Frontiers of up to ~28,000 tokens on a 30,000-state graph (every table class of the records
     pass), and the CPU's lattices (made once: the tests below only read them)."""
@@ -888,13 +900,7 @@ def test_records_after_the_search_log_in_finalize(monkeypatch):
     assert ran["lat_step_end"] == 0 and ran["lat_persist"] > 0 and ran["finalize"] > 0
     _grown(monkeypatch, graph, opts, lp, cpu, "log in finalize")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-    for seed in (0, 1, 3, 4, 7, 11):
-        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
-        dec = _gpu(graph, opts, max_lanes=lanes)
-        compare(cpu, dec.decode(lp, lens, lattice=True), f"log in finalize, seed {seed}")
-        dec.decode(lp, lens)
-        compare(cpu, dec.decode(lp, lens, lattice=True), f"log in finalize again, seed {seed}")
-        assert _after_stats(dec) == 2 and dec._gpu.main.mem_stats()["lat_log_fold"] == 1
+    _random_after_twice((0, 1, 3, 4, 7, 11), "log in finalize", "lat_log_fold", 1)
 
 
 def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
@@ -933,13 +939,7 @@ def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
     for k in range(2):
         compare(cpu2, d2.decode(lp2, lens2, lattice=True), f"log on a side stream, long rows {k}")
     assert d2._gpu.main.mem_stats()["lat_log_fold"] == 2
-    for seed in (0, 1, 3, 4, 7, 11):
-        graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
-        dec = _gpu(graph, opts, max_lanes=lanes)
-        compare(cpu, dec.decode(lp, lens, lattice=True), f"log on a side stream, seed {seed}")
-        dec.decode(lp, lens)
-        compare(cpu, dec.decode(lp, lens, lattice=True), f"log on a side stream again, seed {seed}")
-        assert _after_stats(dec) == 2 and dec._gpu.main.mem_stats()["lat_log_fold"] == 2
+    _random_after_twice((0, 1, 3, 4, 7, 11), "log on a side stream", "lat_log_fold", 2)
 
 
 @pytest.mark.parametrize("chunk", [256, 512, 2048, 4096])
