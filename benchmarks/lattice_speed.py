@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -801,6 +802,9 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
 
     def timed(name, dec):
         nonlocal same_1best, same_lat
+        # (the side's name on stderr first: scripts/records_prof.py keeps each side's
+        # CUWFST_LATTICE_AFTER_PROF lines apart by it)
+        print(f"[records-prof] side {name}", file=sys.stderr, flush=True)
         ms_b, ms_l, sb, sl = _time_side(a, run, dec, nb, sync, hyps, lat_hyps)
         r = dict(ms_1best=ms_b, ms_lattice=ms_l)
         same_1best, same_lat = min(same_1best, sb), min(same_lat, sl)
