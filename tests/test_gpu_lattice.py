@@ -942,6 +942,59 @@ def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
     _random_after_twice((0, 1, 3, 4, 7, 11), "log on a side stream", "lat_log_fold", 2)
 
 
+@pytest.mark.parametrize("kernels", ["new", "new:1", "new_lane", "new_fused"])
+def test_records_after_the_search_log_in_the_scan(kernels, monkeypatch):
+    """CUWFST_LATTICE_LOG=scan: no log launch a step. Each step's scan copies S_t into the log as it
+    reads the tokens (TokenLoad), and the next step's scan writes the step's scalars before it applies
+    its own step (ApplyLaneStep, or ScanKernel's idle lanes); the sequence's last ones come from
+    LatLogPendingKernel before the records pass. Under the persistent split scan (the default), the
+    one-CTA ScanKernel (new:1), the lane-major split scan (new_lane) and the fused persistent one:
+    the CPU's lattices on frontiers of up to ~28,000 tokens, decodes again on the same decoder, a
+    profiled decode (no log kind timed), a log and tables grown from first sizes far too small, a
+    pooled batch that pauses and resumes (the undone step's scalars pending no more), long rows
+    (captured chunks of steps) and random batches with rows of 0 frames up, final and redirect
+    steps and idle lanes. Values the switch does not know are refused when the decoder is made."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.setenv("CUWFST_KERNELS", kernels)
+    _refused_when_made(monkeypatch, graph, opts, "CUWFST_LATTICE_LOG", ("Scan", "3", "scans"))
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_LOG", "scan", graph, opts, lp, cpu, f"{kernels}: log in the scan")
+    assert st["lat_log_fold"] == 3 and _after_stats(dec) == 1
+    assert (st["scan_split"] == 1) == (kernels == "new:1") and st["fused_max"] == (kernels == "new_fused"), st
+    for k in (1, 2):
+        compare(cpu, dec.decode(lp, lattice=True), f"{kernels}: log in the scan, decode {k}")
+    inst = dec._gpu.main
+    before = inst.profile(True)
+    compare(cpu, dec.decode(lp, lattice=True), f"{kernels}: log in the scan, profiled")
+    after = inst.profile(False)
+    assert after["lat_step_end"] == before["lat_step_end"] and after["lat_persist"] > before["lat_persist"]
+    _grown(monkeypatch, graph, opts, lp, cpu, f"{kernels}: log in the scan")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
+    # a pooled first batch that pauses mid-decode and resumes from the paused step
+    with monkeypatch.context() as m:
+        m.setenv("CUWFST_LANE_POOL", "on")
+        lens = [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]
+        g3, lp3, lens3, o3 = outgrowing_pooled_batch(6200, 12, lens, output_beam=2.0)
+        cpu3 = Decoder(g3, o3).decode(lp3, lens3, lattice=True)
+        d3 = Decoder(g3, o3, device="cuda", max_lanes=POOLED_LANES, memory="lazy")
+        need = assert_outgrows_first_pieces(d3, g3, o3, lp3, lens3)
+        compare(cpu3, d3.decode(lp3, lens3, lattice=True), f"{kernels}: log in the scan, pooled pause")
+        assert_pools_grew(d3, need)
+        compare(cpu3, d3.decode(lp3, lens3, lattice=True), f"{kernels}: log in the scan, grown pools")
+        assert d3._gpu.main.mem_stats()["lat_log_fold"] == 3 and _after_stats(d3) == 2
+    # rows long enough for the captured chunks of steps
+    rng = np.random.default_rng(17)
+    g2 = random_ctc_graph(rng, 400, 12, 4, 0.1)
+    lp2 = random_log_probs(rng, 3, 700, 12, peaky=True)
+    lens2 = np.array([700, 433, 1], np.int32)
+    o2 = DecoderOptions(search_beam=12.0, output_beam=4.0)
+    cpu2 = Decoder(g2, o2, num_threads=2).decode(lp2, lens2, lattice=True)
+    d2 = Decoder(g2, o2, device="cuda")
+    for k in range(2):
+        compare(cpu2, d2.decode(lp2, lens2, lattice=True), f"{kernels}: log in the scan, long rows {k}")
+    _random_after_twice((0, 1, 3, 4, 7, 11), f"{kernels}: log in the scan", "lat_log_fold", 3)
+
+
 @pytest.mark.parametrize("chunk", [256, 512, 2048, 4096])
 def test_records_after_the_search_item_sizes(chunk, monkeypatch):
     """CUWFST_LATTICE_AFTER_CHUNK: S_t's tokens a records (and tail) work item of the pass, 1,024 by

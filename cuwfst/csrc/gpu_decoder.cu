@@ -291,12 +291,13 @@ void GpuDecoder::Allocate() {
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
-  // CUWFST_LATTICE_LOG=kernel | finalize | side (Workspace::lat_log_fold 0, 1, 2)
+  // CUWFST_LATTICE_LOG=kernel | finalize | side | scan (Workspace::lat_log_fold 0, 1, 2, 3)
   if (const char* env = std::getenv("CUWFST_LATTICE_LOG"); env != nullptr && env[0] != '\0') {
     const int32_t v = std::strcmp(env, "kernel") == 0 ? 0 : std::strcmp(env, "finalize") == 0 ? 1
-                      : std::strcmp(env, "side") == 0  ? 2 : -1;
+                      : std::strcmp(env, "side") == 0  ? 2 : std::strcmp(env, "scan") == 0 ? 3 : -1;
     if (v < 0)
-      throw std::invalid_argument(std::string("CUWFST_LATTICE_LOG must be kernel, finalize or side, got '") + env + "'");
+      throw std::invalid_argument(std::string("CUWFST_LATTICE_LOG must be kernel, finalize, side or scan, got '") + env +
+                                  "'");
     lat_log_fold_ = v;
   }
   lat_log_extra_ = EnvChoice("CUWFST_LATTICE_LOG_EXTRA", "copy", "none", lat_log_extra_);
@@ -1161,6 +1162,8 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
                                 (kAfterProfKEnd - kAfterProfStart) * sizeof(unsigned long long), stream_));
   }
   Timed(12, [&] {
+    // (CUWFST_LATTICE_LOG=scan: the scalars of each lane's last step, which no scan followed)
+    if (w.lat_log_fold == 3) LatLogPendingKernel<<<(L + 127) / 128, 128, 0, stream_>>>(g, w);
     LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     // the one grid (Workspace::lat_one_grid): every item in one launch after the global tables,
     // longest class first; else the shared-table classes on the side streams, the global one here
@@ -1430,6 +1433,14 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
     w.lattice = 0;
     w.lat_cand = nullptr;
   }
+  // The records log in FinalizeKernel (CUWFST_LATTICE_LOG=finalize, side) or in the scans (scan): a
+  // lat_after step with nothing between its FinalizeKernel and the log or the next scan (no refill;
+  // epsilon-free, so no closure) and not on the late path (a lattice decode never is: pool_late
+  // needs ws_.lattice 0)
+  const bool log_cond = lat_w.lat_after && w.refill == kRefillOff && w.pool_late < 2 && cfg_.eps_iterations == 0;
+  const bool log_fold = log_cond && (lat_w.lat_log_fold == 1 || lat_w.lat_log_fold == 2);
+  const bool log_scan = log_cond && lat_w.lat_log_fold == 3;
+  w.lat_log_scan = log_scan ? 1 : 0;
   const StepParams p = Params(f16);
   const int L = cfg_.max_lanes;
   const int walk_blocks = cfg_.walk_blocks > 0 ? cfg_.walk_blocks : ExpandBlocksFor(L, w.trim != 0);
@@ -1485,11 +1496,6 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
       Timed(4, [&] { LaunchStep(ExpandKernel<kWalkWarp>, dim3(expand_grid), dim3(kWalkThreads), g, w); });
   }
   // (kRefillInFinalize: the device-side refill runs in Finalize's last CTA of each ended lane)
-  // The records log in FinalizeKernel (CUWFST_LATTICE_LOG=finalize): a lat_after step with nothing
-  // between its FinalizeKernel and the log (no refill; epsilon-free, so no closure) and not on
-  // the late path (a lattice decode never is: pool_late needs ws_.lattice 0)
-  const bool log_fold = lat_w.lat_after && lat_w.lat_log_fold && w.refill == kRefillOff && w.pool_late < 2 &&
-                        cfg_.eps_iterations == 0;
   // (CUWFST_LATTICE_LOG=side: the last step's copy of its S_t, on the side stream, is done before
   // this step's FinalizeKernel writes into that buffer)
   JoinLogSide();
@@ -1507,7 +1513,7 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   if (w.refill == kRefillByKernel)
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
-  if (lat_w.lat_after && !log_fold) {
+  if (lat_w.lat_after && !log_fold && !log_scan) {
     Timed(13, [&] { LaunchStep(LatLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
     // (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement: the same copy of S_t once more, the same values,
     // so the batch's time less the default's is what the copy costs on the step's chain)

@@ -50,6 +50,26 @@ __device__ __forceinline__ void LatLogScalars(const DeviceGraph& g, const Worksp
   ws.lat_steps[at] = s;
 }
 
+// Workspace::lat_log_scan (CUWFST_LATTICE_LOG=scan): the scalars of the lane's last applied step, if
+// not yet written, from its counters as that step's FinalizeKernel left them (one thread a lane: at
+// the next step's scan before it rewrites them, ScanKernel / ApplyLaneStep, or after the sequence,
+// LatLogPendingKernel). Nothing writes those counters between that FinalizeKernel and the next scan's
+// apply on the graphs and paths this mode runs on (no refill, no closure, no late hand-out), and every
+// CTA of that scan reads them before the lane's step is applied, so the values are LatLogKernel's.
+__device__ __forceinline__ void LatLogPending(const DeviceGraph& g, const Workspace& ws, int32_t lane,
+                                              LaneCounters& lc) {
+  if (!lc.lat_log_pending) return;
+  LatLogScalars(g, ws, lane, lc, lc.step_phase);
+  lc.lat_log_pending = 0;
+}
+
+// LatLogPendingKernel — before a lat_log_scan sequence's records pass; one thread a lane: the
+// scalars of each lane's last step (no scan came after it).
+__global__ void LatLogPendingKernel(DeviceGraph g, Workspace ws) {
+  const int32_t lane = static_cast<int32_t>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (lane < ws.max_lanes) LatLogPending(g, ws, lane, ws.lanes[lane]);
+}
+
 // Share `cta` of `ctas` (blockDim.x threads each) of the copy of n tokens (st, sc) to the log at
 // `off`; kAhead: four tokens a thread in flight (LatLogKernel, LatLogSideKernel), else one (in
 // FinalizeKernel, whose registers the claims take).

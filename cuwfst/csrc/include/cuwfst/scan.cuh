@@ -5,6 +5,7 @@
 #include <cub/block/block_scan.cuh>
 
 #include "cuwfst/common.cuh"
+#include "cuwfst/lattice_log.cuh"
 
 namespace cuwfst {
 
@@ -31,6 +32,7 @@ __device__ __forceinline__ void InitLane(const DeviceGraph& g, const Workspace& 
   lc.eps_touched = 0;
   lc.eps_base = 0;
   lc.frontier_total = 0;
+  lc.lat_log_pending = 0;
   lc.closure_added = 0;
   lc.max_lp = 0.f;
   lc.claims = 0;
@@ -604,7 +606,7 @@ template <bool kFused>
 __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* state, const float* score,
                                           int32_t* begin, int32_t first, int32_t stride, int32_t end,
                                           int32_t phase, bool lb, bool tw, unsigned long long& best,
-                                          TokenRound& r) {
+                                          TokenRound& r, const Workspace& ws, long long log_off) {
   r.n0 = 0u;
 #pragma unroll
   for (int k = 0; k < kScanItems; ++k) {
@@ -620,6 +622,10 @@ __device__ __forceinline__ void TokenLoad(const DeviceGraph& g, const int32_t* s
       begin[i] = b;
       r.b[k] = b;
       r.sc[k] = score[i];
+      if (log_off >= 0) {  // Workspace::lat_log_scan: S_t into the lane's log as it is read
+        ws.lat_log_state[log_off + i] = s;
+        ws.lat_log_score[log_off + i] = r.sc[k];
+      }
       r.mw[k] = phase == kPhaseReal ? g.emit_maxw[s] : 0.f;
       r.deg[k] = e - b;
       // lb: a real step of a decoder with the label bound; only tokens the trim may search
@@ -650,9 +656,10 @@ template <bool kFused>
 __device__ __forceinline__ void TokenSlots(const DeviceGraph& g, const int32_t* state, const float* score,
                                            int32_t* begin, float* ub, int32_t first, int32_t end, int32_t phase,
                                            bool trimmed, const LaneTrim& trim, bool lb, int32_t* hist, float bin_ref,
-                                           unsigned long long& best, int64_t (&deg)[kScanItems]) {
+                                           unsigned long long& best, int64_t (&deg)[kScanItems],
+                                           const Workspace& ws, long long log_off) {
   TokenRound r;
-  TokenLoad<kFused>(g, state, score, begin, first, 1, end, phase, lb, trim.tw, best, r);
+  TokenLoad<kFused>(g, state, score, begin, first, 1, end, phase, lb, trim.tw, best, r, ws, log_off);
   TokenTrim(g, trimmed, trim, hist, bin_ref, ub, first, 1, end, phase, r, deg);
 }
 
@@ -940,6 +947,15 @@ __device__ __forceinline__ void PublishBins(const Workspace& ws, int32_t lane, c
   __syncthreads();  // tmp is reused
 }
 
+// Workspace::lat_log_scan: where the step's n tokens of S_t go in the lane's log (its frontier_total
+// before the step; the counters as every CTA of the lane reads them before the step is applied), or
+// -1: no log, or the lane's region full (as LatLogJobFor: the host grows the log and decodes again)
+__device__ __forceinline__ long long LatScanLogOff(const Workspace& ws, const LaneCounters& lc, int32_t lane, int32_t n) {
+  if (!ws.lat_log_scan || n <= 0) return -1;
+  const long long before = lc.frontier_total;
+  return before + n > ws.lat_log_lane ? -1 : static_cast<long long>(lane) * ws.lat_log_lane + before;
+}
+
 // The frontier a lane's step reads this launch (as ScanKernel decides): 0 with *idle for a lane
 // without a step (unused, finished, waiting for frames, held back since an earlier step of the
 // sequence found no room in the winners log (arena_pause), or the pooled batch paused).
@@ -954,8 +970,9 @@ __device__ __forceinline__ int32_t ScanLaneSize(const Workspace& ws, const LaneC
 // One thread: a lane's counters after its split scan, from the step `o` its last CTA found
 // (ScanKernel's thread 0 writes the same). The frontier's region, the hints' capacity and the
 // previous max come from the counters, which no CTA has written since the step began.
-__device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters& lc, const StepParams& p,
-                                              const LaneStepOut& o, bool fused) {
+__device__ __forceinline__ void ApplyLaneStep(const DeviceGraph& g, const Workspace& ws, int32_t lane,
+                                              LaneCounters& lc, const StepParams& p, const LaneStepOut& o, bool fused) {
+  if (ws.lat_log_scan) LatLogPending(g, ws, lane, lc);  // (the step before's scalars, before any counter changes)
   if (lc.late_undo == 1) lc.late_undo = 0;  // (the step before's Finalize has read it; a 2 is the host's)
   if (o.idle) {
     lc.phase = kPhaseIdle;
@@ -1000,6 +1017,7 @@ __device__ __forceinline__ void ApplyLaneStep(const Workspace& ws, LaneCounters&
   lc.frontier_total += n;
   lc.lp_row_f32 = o.row32;
   lc.lp_row_f16 = o.row16;
+  if (ws.lat_log_scan) lc.lat_log_pending = 1;
 }
 
 template <bool kFused>
@@ -1031,6 +1049,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   const bool paused = ws.pooled && ws.pool_need[kPoolPauseSlot] != 0ull;
   if (T < 0 || t > T || (t < T && t >= lc.avail) || arena_short || paused) {
     if (threadIdx.x == 0) {
+      if (ws.lat_log_scan) LatLogPending(g, ws, lane, lc);  // (as ApplyLaneStep)
       lc.phase = kPhaseIdle;
       lc.step_phase = kPhaseIdle;
       lc.total_arcs = 0;
@@ -1054,6 +1073,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   const int64_t hint_slots = static_cast<int64_t>(HintCap(ws, lc, cur)) << hshift;
   // pooled: the max as the step finds it (the previous step's; read before thread 0 rewrites it)
   const int32_t prev_max = ws.pooled ? lc.max_ord : 0;
+  const long long log_off = LatScanLogOff(ws, lc, lane, n);
 
   int32_t phase = kPhaseReal;
   if (t == T) {
@@ -1091,7 +1111,7 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
     const int32_t first = base + threadIdx.x * kScanItems;
     int64_t deg[kScanItems];
     TokenSlots<fused>(g, state, score, begin, ub, first, n, phase, trimmed, trim, trim.lb, bins ? hist : nullptr, bin_ref, best,
-                      deg);
+                      deg, ws, log_off);
     if (ws.max_known)  // U over the tokens with slots (this thread wrote their ub just now)
 #pragma unroll
       for (int k = 0; k < kScanItems; ++k)
@@ -1128,7 +1148,8 @@ ScanKernel(DeviceGraph g, Workspace ws, StepParams p) {
   }
   // the lane's counters (the step's slots, phase and beams; the sentinel after the offsets where
   // the frontier has a region; the step's max starts at -inf, MaxKernel raises it, or at L)
-  if (threadIdx.x == 0) ApplyLaneStep(ws, lc, p, LaneStepOut{0, phase, n, known, running, max_lp, lower, row32, row16}, fused);
+  if (threadIdx.x == 0)
+    ApplyLaneStep(g, ws, lane, lc, p, LaneStepOut{0, phase, n, known, running, max_lp, lower, row32, row16}, fused);
   LaneScanLastBlock(ws, true);
 }
 
@@ -1168,7 +1189,7 @@ constexpr int32_t kPersistMaxLanes = kScanThreads;
 // The persistent scan's end: every CTA counts itself done; the last applies every lane's step
 // (its threads over the lanes; no CTA reads the counters any more), then warp 0 hands the
 // pooled regions out and builds the flattened slot space (LaneScanTail).
-__device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams& p, bool fused,
+__device__ __forceinline__ void PersistLastBlock(const DeviceGraph& g, Workspace& ws, const StepParams& p, bool fused,
                                                  unsigned long long* trace = nullptr) {
   if (!ScanGridLast(ws)) return;
   ScanTraceAt(trace, kTrGridLast);
@@ -1185,7 +1206,7 @@ __device__ __forceinline__ void PersistLastBlock(Workspace& ws, const StepParams
     o.lower = v->lower;
     o.row32 = v->row32;
     o.row16 = v->row16;
-    ApplyLaneStep(ws, ws.lanes[l], p, o, fused);
+    ApplyLaneStep(g, ws, l, ws.lanes[l], p, o, fused);
   }
   __syncthreads();  // (the tail reads what the other threads wrote)
   if (threadIdx.x < 32) LaneScanTail(ws, true);
@@ -1327,6 +1348,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   // before the lane's last CTA rewrites it)
   const int32_t prev_max = ws.pooled ? lc.max_ord : 0;
   const float bin_ref = OrderedIntToFloat(prev_max);
+  const long long log_off = LatScanLogOff(ws, lc, lane, n);  // (read before the lane's last CTA applies the step)
   int32_t phase = kPhaseReal;
   constexpr int kPerRound = kScanThreads * kScanItems;
   // Chunks are contiguous runs of `per` tokens, whole granules of ws.scan_round tokens (a
@@ -1383,7 +1405,8 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     // the weights-only search's label-0 counts, under RowAndTrim's LaneTrim::tw exactly: a trimmed
     // step is a real one whose RowAndTrim wanted the trim (ws.trim), so tw there is ws.trim_weights
     const bool tw = ws.trim_weights != 0 && ws.trim != 0 && phase == kPhaseReal;
-    if (preload) TokenLoad<fused>(g, state, score, begin, stripe0, kScanThreads, hi, phase, lb, tw, best0, r0);
+    if (preload)
+      TokenLoad<fused>(g, state, score, begin, stripe0, kScanThreads, hi, phase, lb, tw, best0, r0, ws, log_off);
     LaneTrim trim;
     if (phase == kPhaseReal && lo < hi) {
       trim = RowAndTrim(g, ws, lane, t, p, ws.trim && n > 0, lc.best_key, state, score, n,
@@ -1416,7 +1439,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     auto degrees = [&](int32_t first, int64_t (&deg)[kScanItems]) {
       TokenRound r;
       unsigned long long best = 0ull;
-      TokenLoad<fused>(g, state, score, begin, first, kScanThreads, hi, phase, lb, tw, best, r);
+      TokenLoad<fused>(g, state, score, begin, first, kScanThreads, hi, phase, lb, tw, best, r, ws, log_off);
       finish(r, first, best, deg);
     };
     // Thread 0: publish the chunk's sum, look back over the lane's earlier chunks for its
@@ -1563,7 +1586,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
     if (threadIdx.x == 0) {
       // at once, or (persistent) when every CTA is done reading the lanes' counters
       if (kPersist) ws.scan_out[lane] = o;
-      else ApplyLaneStep(ws, lc, p, o, fused);
+      else ApplyLaneStep(g, ws, lane, lc, p, o, fused);
       // after warp 0 read scan_best (BestTokenEnd's shuffles join the warp)
       for (int32_t c = 0; c < C; ++c) status[c] = 0ull;
       ws.scan_lane_done[lane] = 0;
@@ -1579,7 +1602,7 @@ ScanSplitKernel(DeviceGraph g, Workspace ws, StepParams p) {
   if (ws.scan_preload && s_first[ws.max_lanes] <= static_cast<int32_t>(gridDim.x)) break;
   __syncthreads();  // (the next item rewrites the shared ticket, best key, histogram and storage)
   }
-  if (kPersist) PersistLastBlock(ws, p, fused, tr);
+  if (kPersist) PersistLastBlock(g, ws, p, fused, tr);
   else LaneScanLastBlock(ws, true);
 }
 

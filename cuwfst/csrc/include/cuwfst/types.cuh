@@ -323,6 +323,10 @@ struct LaneCounters {
   float lat_drift;
   int32_t lat_filter_last;
   int32_t lat_guard;
+  // Workspace::lat_log_scan: 1 from the scan that applied a step (ApplyLaneStep) until its scalars
+  // are written (lattice_log.cuh LatLogPending: at the next step's scan, before it changes the
+  // counters, or after the sequence); 0 after InitLane and after a step undone (PooledUndoStep)
+  int32_t lat_log_pending;
   // 1 when some of this step's lattice candidates (common.cuh LatCandOn) did not fit the
   // candidate buffer: LatPersistKernel then records the lane by its walk, not from the
   // candidates (LatCandRecords skips it); LatStepEndKernel clears it
@@ -769,6 +773,12 @@ struct Workspace {
   // copies S_t on a side stream beside the next step's scan, max and expand (joined before its
   // FinalizeKernel, the first launch to write into S_t's buffer)
   int32_t lat_log_fold;
+  // 1 (set by EnqueueStep on the step's Workspace under lat_log_fold 3, CUWFST_LATTICE_LOG=scan, where the
+  // fold's conditions hold): the step's scan copies S_t into the log as it reads the tokens (scan.cuh
+  // TokenLoad's log_off), and the next step's scan writes the step's scalars before it applies its own
+  // step (LaneCounters::lat_log_pending; the sequence's last ones LatLogPendingKernel, before the
+  // records pass): no log launch on the step's chain
+  int32_t lat_log_scan;
   // a measurement (CUWFST_LATTICE_AFTER_PROF=on at construction; nullptr otherwise): the records
   // kernels' clock64 and %globaltimer sums a pass, kAfterProfWords (lattice_after.cuh AfterProf*)
   unsigned long long* lat_prof;
@@ -1000,6 +1010,7 @@ __host__ __device__ inline void PooledUndoStep(LaneCounters* p) {
   // at t = 0 land before the lane's row) and the resumed step records once
   v->step_phase = kPhaseIdle;
   v->total_arcs = 0;
+  v->lat_log_pending = 0;  // (the step before's scalars were written by this step's scan)
 }
 
 // ScanSplitKernel's cut of a lane's n-token frontier (its region's first n tokens, either
