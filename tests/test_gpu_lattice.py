@@ -944,9 +944,9 @@ def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
 
 @pytest.mark.parametrize("kernels", ["new", "new:1", "new_lane", "new_fused"])
 def test_records_after_the_search_log_in_the_scan(kernels, monkeypatch):
-    """CUWFST_LATTICE_LOG=scan: no log launch a step. Each step's scan copies S_t into the log as it
-    reads the tokens (TokenLoad), and the next step's scan writes the step's scalars before it applies
-    its own step (ApplyLaneStep, or ScanKernel's idle lanes); the sequence's last ones come from
+    """CUWFST_LATTICE_LOG=scan (the default): no log launch a step. Each step's scan copies S_t into
+    the log as it reads the tokens (TokenLoad), and the next step's scan writes the step's scalars
+    before it applies its own step (ApplyLaneStep, or ScanKernel's idle lanes); the sequence's last ones come from
     LatLogPendingKernel before the records pass. Under the persistent split scan (the default), the
     one-CTA ScanKernel (new:1), the lane-major split scan (new_lane) and the fused persistent one:
     the CPU's lattices on frontiers of up to ~28,000 tokens, decodes again on the same decoder, a
@@ -993,6 +993,8 @@ def test_records_after_the_search_log_in_the_scan(kernels, monkeypatch):
     for k in range(2):
         compare(cpu2, d2.decode(lp2, lens2, lattice=True), f"{kernels}: log in the scan, long rows {k}")
     _random_after_twice((0, 1, 3, 4, 7, 11), f"{kernels}: log in the scan", "lat_log_fold", 3)
+    monkeypatch.delenv("CUWFST_LATTICE_LOG")  # (the default since the session of 2026-12-06 07:39)
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_log_fold"] == 3
 
 
 @pytest.mark.parametrize("chunk", [256, 512, 2048, 4096])

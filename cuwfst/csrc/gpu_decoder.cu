@@ -1513,13 +1513,12 @@ void GpuDecoder::EnqueueStep(const Workspace& lat_w, bool f16) {
   if (w.refill == kRefillByKernel)
     Timed(0, [&] { LaunchStep(RefillKernel, dim3(1), dim3(kRefillThreads), g, w, p); });
   if (cfg_.eps_iterations > 0) EnqueueClosure(w, true);
-  if (lat_w.lat_after && !log_fold && !log_scan) {
+  if (lat_w.lat_after && !log_fold && !log_scan)
     Timed(13, [&] { LaunchStep(LatLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
-    // (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement: the same copy of S_t once more, the same values,
-    // so the batch's time less the default's is what the copy costs on the step's chain)
-    if (lat_log_extra_)
-      Timed(13, [&] { LaunchStep(LatFrontierLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
-  }
+  // (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement: the same copy of S_t once more, the same values, so
+  // the batch's time less the default's is what a copy launch costs on the step's chain)
+  if (lat_w.lat_after && !log_fold && lat_log_extra_)
+    Timed(13, [&] { LaunchStep(LatFrontierLogKernel, dim3(la_log_split_, L), dim3(kAfterThreads), g, lat_w); });
   if (w.lattice) {  // the lattice stage (lattice.cuh): after the step and its closure
     // (in candidate mode LatPersistKernel records ExpandKernel's candidates first, then walks
     // only the lanes they do not cover, or returns at once)

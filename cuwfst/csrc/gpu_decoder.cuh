@@ -758,11 +758,13 @@ class GpuDecoder {
   // CUWFST_LATTICE_TABLES=packed at construction (Workspace::lat_tab_slots; MemStats [80]): the pass's
   // global tables hold each slot's state and index in one word
   bool lat_tab_packed_ = false;
-  // CUWFST_LATTICE_LOG=finalize (1) or side (2) at construction (Workspace::lat_log_fold; MemStats
-  // [81]): a lattice decode's records log written at the end of each step's FinalizeKernel, no
-  // LatLogKernel launches; under side that FinalizeKernel writes the scalars and a copy job, and
+  // CUWFST_LATTICE_LOG at construction (Workspace::lat_log_fold; MemStats [81]): scan (3, the default
+  // since the session of 2026-12-06 07:39): the scans write a lattice decode's records log (S_t as
+  // TokenLoad reads it; the step's scalars at the next scan's apply, LatLogPending), no log launch a
+  // step; kernel (0): a LatLogKernel launch a step; finalize (1): the log written at the end of each
+  // step's FinalizeKernel; side (2): that FinalizeKernel writes the scalars and a copy job, and
   // LatLogSideKernel copies S_t on la_side_[0] (ForkLogSide, JoinLogSide).
-  int32_t lat_log_fold_ = 0;
+  int32_t lat_log_fold_ = 3;
   bool log_side_pending_ = false;  // a side copy forked and not yet joined to the decoder's stream
   // CUWFST_LATTICE_LOG_EXTRA=copy at construction (MemStats [84]; a measurement): each step of a
   // records-after decode copies S_t into the log twice (LatFrontierLogKernel after LatLogKernel)
