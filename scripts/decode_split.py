@@ -49,3 +49,9 @@ if __name__ == "__main__":
         wall = float(call[0].split()[-1]) / len(lines) if call else float("nan")
         print(f"{'lattice' if lattice == '1' else '1-best'}: {len(lines)} sub-batches, ms a sub-batch: setup "
               f"{mean[0]:.2f}, runs {mean[1]:.2f}, results {mean[2]:.2f}; the call's wall {wall:.2f} a sub-batch")
+        parts = [dict((k, float(v)) for k, v in re.findall(r"(ensure|wait|static|filter|upload) ([0-9.]+)", ln))
+                 for ln in lines]
+        if parts and all(parts):  # (the setup's parts, where the module prints them)
+            print("  setup parts, mean ms: " + ", ".join(f"{k} {statistics.mean(p[k] for p in parts):.3f}"
+                                                        for k in parts[0]))
+            print("  setup a sub-batch, ms: " + " ".join(f"{v[0]:.2f}" for v in vals))

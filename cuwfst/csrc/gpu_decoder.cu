@@ -1739,6 +1739,9 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
   const bool split = std::getenv("CUWFST_DECODE_SPLIT") != nullptr;
   const auto s0 = std::chrono::steady_clock::now();
   auto s1 = s0, s2 = s0;
+  // (the setup's parts under CUWFST_DECODE_SPLIT: the buffers ensured, the caller's stream, the
+  // static layout and restores, the lattice filter's copy)
+  auto p1 = s0, p2 = s0, p3 = s0, p4 = s0;
   int32_t runs = 0;
   try {
     // The last-error slot is per thread and shared with every library: an error some other
@@ -1787,6 +1790,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
     // (a GPU-pruned decode on an epsilon graph logs its frontiers in the records pass's log)
     const bool flog = lattice != nullptr && lattice->mode == 2 && cfg_.eps_iterations > 0;
     if (after || flog) EnsureLatticeAfter(0, 0);
+    if (split) p1 = std::chrono::steady_clock::now();
     ws_.lat_after = after ? 1 : 0;
     // (a constant of the decoder for its lattice decodes, so the graph cache's lattice flag covers it)
     ws_.lat_keys_only = lattice && lat_clear_keys_ && cfg_.eps_iterations == 0 ? 1 : 0;
@@ -1810,10 +1814,12 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       in[l] = RowInput(base, rows ? rows[b] : b, stride_b, stride_t, elem);
     }
     Wait(caller_stream);
+    if (split) p2 = std::chrono::steady_clock::now();
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
     if (!pooled_ok_) EnsureStatic();
     RestoreTrimmed();
+    if (split) p3 = std::chrono::steady_clock::now();
     const bool bounded = lattice && lattice->mode == 2 && lattice->chunk > 0 && cfg_.eps_iterations == 0;
     if (lattice && !bounded && inc_) inc_.reset();  // PruneLattice takes this decode's records whole
     bool resume = false;  // the pooled batch paused: the next run takes it from where it stopped
@@ -1829,6 +1835,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
                        cfg_.eps_iterations > 0 && ((lattice->mode == 1 && lattice->eps_filter != 0) ||
                                                    (lattice->mode == 2 && lattice->filter != 0)),
                        cfg_.eps_iterations > 0 && lat_trim && ws_.trim != 0);
+    if (split) p4 = std::chrono::steady_clock::now();
     if (bounded) RunBoundedLattice(B, lengths, online, lp_f16, *lattice);
     for (; !bounded;) {
       if (resume)  // every lane goes on (no order): its counters and frontier are where the pause left them
@@ -1952,8 +1959,9 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         return std::chrono::duration<double, std::milli>(b - a).count();
       };
       std::fprintf(stderr, "decode split ms: setup %.2f, runs %.2f (%d), results %.2f; B %d, steps %d, lattice %d, "
-                   "replayed %d\n", ms(s0, s1), ms(s1, s2), runs, ms(s2, s3), B, steps,
-                   lattice ? lattice->mode : 0, replay ? 1 : 0);
+                   "replayed %d; setup parts: ensure %.3f, wait %.3f, static %.3f, filter %.3f, upload %.3f\n",
+                   ms(s0, s1), ms(s1, s2), runs, ms(s2, s3), B, steps, lattice ? lattice->mode : 0, replay ? 1 : 0,
+                   ms(s0, p1), ms(p1, p2), ms(p2, p3), ms(p3, p4), ms(p4, s1));
     }
   } catch (const CudaError& e) {
     pending_.clear();
