@@ -2,7 +2,9 @@
 CUWFST_DECODE_SPLIT): python3 scripts/decode_split.py HLG.img shard.npz [utts] -- the rows in one
 decode() call with 32 lanes (padded sub-batches), 1-best then lattice, each after a warm-up;
 prints per mode the mean of each sub-batch's phases (setup, the runs with their syncs, the
-results and lattice readback) and the call's wall time a sub-batch."""
+results and lattice readback) and the call's wall time a sub-batch, and where the module prints them
+the setup's parts. Each `--side NAME:VAR=VALUE[,VAR=VALUE...]` after the arguments runs both modes
+again with those environment variables set (e.g. --side rtrim:CUWFST_RESCUE_TRIM=off)."""
 import os
 import re
 import statistics
@@ -31,14 +33,33 @@ def child(graph, shard, n, lattice):
     print(f"call ms {1000 * (time.perf_counter() - t0):.2f}", file=sys.stderr, flush=True)
 
 
-if __name__ == "__main__":
-    if len(sys.argv) > 4 and sys.argv[4] == "--child":
-        child(sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[5] == "1")
-        sys.exit(0)
-    n = sys.argv[3] if len(sys.argv) > 3 else "256"
+def main():
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("graph")
+    ap.add_argument("shard")
+    ap.add_argument("utts", nargs="?", type=int, default=256)
+    ap.add_argument("--child", choices=("0", "1"), help=argparse.SUPPRESS)
+    ap.add_argument("--side", action="append", default=[], metavar="NAME:VAR=VALUE[,VAR=VALUE...]")
+    a = ap.parse_args()
+    if a.child is not None:
+        child(a.graph, a.shard, a.utts, a.child == "1")
+        return
+    sides = [("default", {})]
+    for spec in a.side:
+        name, _, assigns = spec.partition(":")
+        sides.append((name, dict(kv.split("=", 1) for kv in assigns.split(","))))
+    for side, env in sides:
+        if len(sides) > 1:
+            print(f"side {side}: {env}", flush=True)
+        split_modes(a.graph, a.shard, str(a.utts), dict(os.environ, **env))
+
+
+def split_modes(graph, shard, n, env):
     for lattice in ("0", "1"):
-        p = subprocess.run([sys.executable, __file__, sys.argv[1], sys.argv[2], n, "--child", lattice],
-                           capture_output=True, text=True)
+        p = subprocess.run([sys.executable, __file__, graph, shard, n, "--child", lattice],
+                           capture_output=True, text=True, env=env)
         lines = [ln for ln in p.stderr.splitlines() if ln.startswith("decode split ms")]
         call = [ln for ln in p.stderr.splitlines() if ln.startswith("call ms")]
         if p.returncode != 0 or not lines:
@@ -49,9 +70,13 @@ if __name__ == "__main__":
         wall = float(call[0].split()[-1]) / len(lines) if call else float("nan")
         print(f"{'lattice' if lattice == '1' else '1-best'}: {len(lines)} sub-batches, ms a sub-batch: setup "
               f"{mean[0]:.2f}, runs {mean[1]:.2f}, results {mean[2]:.2f}; the call's wall {wall:.2f} a sub-batch")
-        parts = [dict((k, float(v)) for k, v in re.findall(r"(ensure|wait|static|filter|upload) ([0-9.]+)", ln))
+        parts = [dict((k, float(v)) for k, v in re.findall(r"(ensure|wait|record|static|filter|upload) ([0-9.]+)", ln))
                  for ln in lines]
         if parts and all(parts):  # (the setup's parts, where the module prints them)
             print("  setup parts, mean ms: " + ", ".join(f"{k} {statistics.mean(p[k] for p in parts):.3f}"
                                                         for k in parts[0]))
             print("  setup a sub-batch, ms: " + " ".join(f"{v[0]:.2f}" for v in vals))
+
+
+if __name__ == "__main__":
+    main()

@@ -1322,8 +1322,9 @@ StepParams GpuDecoder::Params(bool f16) const {
 // is the legacy default stream, torch's and cupy's default: the decoder's stream is created
 // non-blocking, so it does not wait for that stream by itself, and an input made there (a
 // model's output, the rows a sub-batch selects) is waited for like any other's.
-void GpuDecoder::Wait(int64_t caller_stream) {
+void GpuDecoder::Wait(int64_t caller_stream, std::chrono::steady_clock::time_point* mid) {
   CUWFST_CUDA(cudaEventRecord(ready_.get(), reinterpret_cast<cudaStream_t>(caller_stream)));
+  if (mid != nullptr) *mid = std::chrono::steady_clock::now();
   CUWFST_CUDA(cudaStreamWaitEvent(stream_, ready_.get(), 0));
 }
 
@@ -1741,7 +1742,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
   auto s1 = s0, s2 = s0;
   // (the setup's parts under CUWFST_DECODE_SPLIT: the buffers ensured, the caller's stream, the
   // static layout and restores, the lattice filter's copy)
-  auto p1 = s0, p2 = s0, p3 = s0, p4 = s0;
+  auto p1 = s0, pw = s0, p2 = s0, p3 = s0, p4 = s0;
   int32_t runs = 0;
   try {
     // The last-error slot is per thread and shared with every library: an error some other
@@ -1813,7 +1814,7 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       const int32_t b = l < B ? l : 0;
       in[l] = RowInput(base, rows ? rows[b] : b, stride_b, stride_t, elem);
     }
-    Wait(caller_stream);
+    Wait(caller_stream, split ? &pw : nullptr);
     if (split) p2 = std::chrono::steady_clock::now();
     LaneCounters* h_lanes = As<LaneCounters>(h_lanes_);
     int32_t* h_path_len = As<int32_t>(h_path_len_);
@@ -1959,9 +1960,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
         return std::chrono::duration<double, std::milli>(b - a).count();
       };
       std::fprintf(stderr, "decode split ms: setup %.2f, runs %.2f (%d), results %.2f; B %d, steps %d, lattice %d, "
-                   "replayed %d; setup parts: ensure %.3f, wait %.3f, static %.3f, filter %.3f, upload %.3f\n",
+                   "replayed %d; setup parts: ensure %.3f, wait %.3f (record %.3f), static %.3f, filter %.3f, "
+                   "upload %.3f\n",
                    ms(s0, s1), ms(s1, s2), runs, ms(s2, s3), B, steps, lattice ? lattice->mode : 0, replay ? 1 : 0,
-                   ms(s0, p1), ms(p1, p2), ms(p2, p3), ms(p3, p4), ms(p4, s1));
+                   ms(s0, p1), ms(p1, p2), ms(p1, pw), ms(p2, p3), ms(p3, p4), ms(p4, s1));
     }
   } catch (const CudaError& e) {
     pending_.clear();

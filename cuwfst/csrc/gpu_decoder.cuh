@@ -592,7 +592,8 @@ class GpuDecoder {
   unsigned long long ArenaCursor();
   void GrowArenaKeeping(int64_t want);
   void CheckLanes(const int32_t* lanes, int32_t n, bool want_open) const;
-  void Wait(int64_t caller_stream);
+  // (mid: where given, the time between its event record and its wait; CUWFST_DECODE_SPLIT)
+  void Wait(int64_t caller_stream, std::chrono::steady_clock::time_point* mid = nullptr);
   void SyncQuietly() noexcept;
   [[noreturn]] void Fatal(cudaError_t e, const char* what, int32_t B, int32_t T, int32_t V,
                           int32_t steps);

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# GPU machine: issue 10, for the session after 2026-12-06 07:39 (written then, not yet run). The setup stall
+# s181 found: one sub-batch of each lattice call (the second) waited 11.8 ms (small HLG) inside
+# Wait(caller_stream), two CUDA calls that should not block, while the worker finished sub-batch 1's pruning
+# and the early rescue decoded the call's flagged row on a rescue instance whose growth the last call gave
+# back (CUWFST_RESCUE_TRIM). One call:
+#   1. scripts/decode_split.py (one call of 256 rows after a warm-up; the setup's parts, Wait's record and
+#      wait apart) on the small HLG at the default, under CUWFST_RESCUE_TRIM=off and under
+#      CUWFST_EARLY_RESCUE=off;
+#   2. the same on the full HLG;
+#   3. lattice_speed --env-ab on the full HLG with those two sides.
+# Predictions (written before any run): the stall is the rescue's regrowth: gone under both sides (setup
+# <= 0.1 ms on every sub-batch); the full HLG's lattice batch 2-3.5 ms lower under RESCUE_TRIM=off, the
+# 1-best within 0.5 ms; EARLY_RESCUE=off moves the rescue after the sub-batches (its ~26 ms into the
+# call's tail), so within 1 ms of the default.
+# Stage: .device/wheels. Carry .device. $OUT: s182.log, ab_full.*
+. scripts/device_common.sh
+END=${END:-560}
+FULL_GRAPHS=hlg device_setup s182.log
+small_tier
+echo "[$(since) s] small tier" | tee -a $L
+SIDES=(--side rtrim:CUWFST_RESCUE_TRIM=off --side noearly:CUWFST_EARLY_RESCUE=off)
+timeout 150 python3 scripts/decode_split.py /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz 256 \
+  "${SIDES[@]}" 2>&1 | sed "s/^/[small] /" | tee -a $L
+echo "[$(since) s] small split" | tee -a $L
+wait_full $((END - 150))
+grep -q FULL-DONE /tmp/full.log && timeout 120 python3 scripts/decode_split.py $C/HLG.img $C/sim/shard-00000.npz 256 \
+  "${SIDES[@]}" 2>&1 | sed "s/^/[full] /" | tee -a $L
+echo "[$(since) s] full split" | tee -a $L
+grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --env-ab \
+  "rtrim:CUWFST_RESCUE_TRIM=off" "noearly:CUWFST_EARLY_RESCUE=off"
+echo "[$(since) s] end" | tee -a $L
