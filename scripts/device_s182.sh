@@ -6,7 +6,9 @@
 # back (CUWFST_RESCUE_TRIM). One call:
 #   1. scripts/decode_split.py (one call of 256 rows after a warm-up; the setup's parts, Wait's record and
 #      wait apart) on the small HLG at the default, under CUWFST_RESCUE_TRIM=off and under
-#      CUWFST_EARLY_RESCUE=off;
+#      CUWFST_EARLY_RESCUE=off (and, small HLG only, with the pruning in the decode's own call,
+#      CUWFST_LATTICE_PIPELINE=off, and with no host overlap, CUWFST_LATTICE_OVERLAP=off: if the stall is
+#      not the rescue's, these say whether it is the worker's finish);
 #   2. the same on the full HLG;
 #   3. lattice_speed --env-ab on the full HLG with those two sides.
 # Predictions (written before any run): the stall is the rescue's regrowth: gone under both sides (setup
@@ -20,8 +22,9 @@ FULL_GRAPHS=hlg device_setup s182.log
 small_tier
 echo "[$(since) s] small tier" | tee -a $L
 SIDES=(--side rtrim:CUWFST_RESCUE_TRIM=off --side noearly:CUWFST_EARLY_RESCUE=off)
-timeout 150 python3 scripts/decode_split.py /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz 256 \
-  "${SIDES[@]}" 2>&1 | sed "s/^/[small] /" | tee -a $L
+timeout 200 python3 scripts/decode_split.py /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz 256 \
+  "${SIDES[@]}" --side nopipe:CUWFST_LATTICE_PIPELINE=off --side nooverlap:CUWFST_LATTICE_OVERLAP=off 2>&1 \
+  | sed "s/^/[small] /" | tee -a $L
 echo "[$(since) s] small split" | tee -a $L
 wait_full $((END - 150))
 grep -q FULL-DONE /tmp/full.log && timeout 120 python3 scripts/decode_split.py $C/HLG.img $C/sim/shard-00000.npz 256 \
