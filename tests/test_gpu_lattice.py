@@ -903,6 +903,28 @@ def test_records_after_the_search_log_in_finalize(monkeypatch):
     _random_after_twice((0, 1, 3, 4, 7, 11), "log in finalize", "lat_log_fold", 1)
 
 
+@functools.lru_cache(maxsize=1)
+def _long_rows_case():
+    """Rows long enough for the captured chunks of steps (700, 433 and 1 frames) and the CPU's
+    lattices (made once: the tests only read them)."""
+    rng = np.random.default_rng(17)
+    graph = random_ctc_graph(rng, 400, 12, 4, 0.1)
+    lp = random_log_probs(rng, 3, 700, 12, peaky=True)
+    lens = np.array([700, 433, 1], np.int32)
+    opts = DecoderOptions(search_beam=12.0, output_beam=4.0)
+    return graph, lp, lens, opts, Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+
+
+def _long_rows_checked(what, fold):
+    """_long_rows_case decoded twice by one GPU decoder made under the environment as it stands: the
+    CPU's lattices both times, and MemStats lat_log_fold == fold."""
+    graph, lp, lens, opts, cpu = _long_rows_case()
+    dec = Decoder(graph, opts, device="cuda")
+    for k in range(2):
+        compare(cpu, dec.decode(lp, lens, lattice=True), f"{what}, long rows {k}")
+    assert dec._gpu.main.mem_stats()["lat_log_fold"] == fold
+
+
 def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
     """CUWFST_LATTICE_LOG=side: each step's FinalizeKernel writes the step's scalars and a copy job
     (its lane's last CTA), and LatLogSideKernel copies S_t into the log on a side stream, forked after
@@ -928,17 +950,7 @@ def test_records_after_the_search_log_on_a_side_stream(monkeypatch):
     compare(cpu, dec.decode(lp, lattice=True), "log on a side stream, after the profiled decode")
     _grown(monkeypatch, graph, opts, lp, cpu, "log on a side stream")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
-    # rows long enough for the captured chunks of steps (each chunk joins the copies it forked)
-    rng = np.random.default_rng(17)
-    g2 = random_ctc_graph(rng, 400, 12, 4, 0.1)
-    lp2 = random_log_probs(rng, 3, 700, 12, peaky=True)
-    lens2 = np.array([700, 433, 1], np.int32)
-    o2 = DecoderOptions(search_beam=12.0, output_beam=4.0)
-    cpu2 = Decoder(g2, o2, num_threads=2).decode(lp2, lens2, lattice=True)
-    d2 = Decoder(g2, o2, device="cuda")
-    for k in range(2):
-        compare(cpu2, d2.decode(lp2, lens2, lattice=True), f"log on a side stream, long rows {k}")
-    assert d2._gpu.main.mem_stats()["lat_log_fold"] == 2
+    _long_rows_checked("log on a side stream", 2)  # (each captured chunk joins the copies it forked)
     _random_after_twice((0, 1, 3, 4, 7, 11), "log on a side stream", "lat_log_fold", 2)
 
 
@@ -982,16 +994,7 @@ def test_records_after_the_search_log_in_the_scan(kernels, monkeypatch):
         assert_pools_grew(d3, need)
         compare(cpu3, d3.decode(lp3, lens3, lattice=True), f"{kernels}: log in the scan, grown pools")
         assert d3._gpu.main.mem_stats()["lat_log_fold"] == 3 and _after_stats(d3) == 2
-    # rows long enough for the captured chunks of steps
-    rng = np.random.default_rng(17)
-    g2 = random_ctc_graph(rng, 400, 12, 4, 0.1)
-    lp2 = random_log_probs(rng, 3, 700, 12, peaky=True)
-    lens2 = np.array([700, 433, 1], np.int32)
-    o2 = DecoderOptions(search_beam=12.0, output_beam=4.0)
-    cpu2 = Decoder(g2, o2, num_threads=2).decode(lp2, lens2, lattice=True)
-    d2 = Decoder(g2, o2, device="cuda")
-    for k in range(2):
-        compare(cpu2, d2.decode(lp2, lens2, lattice=True), f"{kernels}: log in the scan, long rows {k}")
+    _long_rows_checked(f"{kernels}: log in the scan", 3)
     _random_after_twice((0, 1, 3, 4, 7, 11), f"{kernels}: log in the scan", "lat_log_fold", 3)
     monkeypatch.delenv("CUWFST_LATTICE_LOG")  # (the default since the session of 2026-12-06 07:39)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_log_fold"] == 3
