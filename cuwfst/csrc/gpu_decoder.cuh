@@ -768,7 +768,8 @@ class GpuDecoder {
   int32_t lat_log_fold_ = 3;
   bool log_side_pending_ = false;  // a side copy forked and not yet joined to the decoder's stream
   // CUWFST_LATTICE_LOG_EXTRA=copy at construction (MemStats [84]; a measurement): each step of a
-  // records-after decode copies S_t into the log twice (LatFrontierLogKernel after LatLogKernel)
+  // records-after decode copies S_t into the log once more (a LatFrontierLogKernel launch after the
+  // step's log, wherever that is written but in FinalizeKernel)
   bool lat_log_extra_ = false;
   // Workspace::lat_chunk (MemStats [85]): S_t's tokens a records pass work item (kAfterChunk, or
   // CUWFST_LATTICE_AFTER_CHUNK at construction)
