@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, for the session after 2026-12-06 07:39 (written then, not yet run). The setup stall
 # s181 found: one sub-batch of each lattice call (the second) waited 11.8 ms (small HLG) inside
-# Wait(caller_stream), two CUDA calls that should not block, while the worker finished sub-batch 1's pruning
-# and the early rescue decoded the call's flagged row on a rescue instance whose growth the last call gave
-# back (CUWFST_RESCUE_TRIM). One call:
+# Wait(caller_stream), two CUDA calls that should not block, while the finish thread ran sub-batch 1's
+# pruning (the small HLG rescues no row; on the full HLG the early rescue also regrows a rescue instance the
+# last call trimmed, CUWFST_RESCUE_TRIM). One call:
 #   1. scripts/decode_split.py (one call of 256 rows after a warm-up; the setup's parts, Wait's record and
 #      wait apart) on the small HLG at the default, under CUWFST_RESCUE_TRIM=off and under
 #      CUWFST_EARLY_RESCUE=off (and, small HLG only, with the pruning in the decode's own call,
@@ -11,10 +11,9 @@
 #      not the rescue's, these say whether it is the worker's finish);
 #   2. the same on the full HLG;
 #   3. lattice_speed --env-ab on the full HLG with those two sides.
-# Predictions (written before any run): the stall is the rescue's regrowth: gone under both sides (setup
-# <= 0.1 ms on every sub-batch); the full HLG's lattice batch 2-3.5 ms lower under RESCUE_TRIM=off, the
-# 1-best within 0.5 ms; EARLY_RESCUE=off moves the rescue after the sub-batches (its ~26 ms into the
-# call's tail), so within 1 ms of the default.
+# Predictions (written before any run): the small HLG's stall stays under the rescue sides (it rescues no
+# row) and goes under PIPELINE=off (no finish beside the next setup); Wait's record holds it. On the full
+# HLG the rescue sides may shorten it; the lattice batch within 1 ms of the default under them.
 # Stage: .device/wheels. Carry .device. $OUT: s182.log, ab_full.*
 . scripts/device_common.sh
 END=${END:-560}
