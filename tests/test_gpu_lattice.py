@@ -985,13 +985,7 @@ def test_records_after_the_search_log_in_the_scan(kernels, monkeypatch):
     # a pooled first batch that pauses mid-decode and resumes from the paused step
     with monkeypatch.context() as m:
         m.setenv("CUWFST_LANE_POOL", "on")
-        lens = [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]
-        g3, lp3, lens3, o3 = outgrowing_pooled_batch(6200, 12, lens, output_beam=2.0)
-        cpu3 = Decoder(g3, o3).decode(lp3, lens3, lattice=True)
-        d3 = Decoder(g3, o3, device="cuda", max_lanes=POOLED_LANES, memory="lazy")
-        need = assert_outgrows_first_pieces(d3, g3, o3, lp3, lens3)
-        compare(cpu3, d3.decode(lp3, lens3, lattice=True), f"{kernels}: log in the scan, pooled pause")
-        assert_pools_grew(d3, need)
+        lp3, lens3, cpu3, d3 = _pooled_pause_decoded(f"{kernels}: log in the scan")
         compare(cpu3, d3.decode(lp3, lens3, lattice=True), f"{kernels}: log in the scan, grown pools")
         assert d3._gpu.main.mem_stats()["lat_log_fold"] == 3 and _after_stats(d3) == 2
     _long_rows_checked(f"{kernels}: log in the scan", 3)
@@ -1040,12 +1034,11 @@ def test_records_after_the_search_measurement_switches(var, value, monkeypatch):
     assert _after_stats(dec) == 1
 
 
-def test_records_after_the_search_pooled_pause(monkeypatch):
-    """The pooled layout's first batch pauses and resumes (helpers.outgrowing_pooled_batch): the
-    pass after the resumed sequence finds every step's records again (the steps before the pause
-    included), and the lattices are the CPU's."""
-    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
-    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+def _pooled_pause_decoded(what):
+    """A pooled first batch that outgrows the pools' first pieces (helpers.outgrowing_pooled_batch),
+    decoded with lattices by a GPU decoder made under the environment as it stands (the pooled layout
+    asked for: CUWFST_LANE_POOL=on), so it pauses and resumes mid-decode; the CPU's lattices. Returns
+    the log-probs, lengths, the CPU's hypotheses and the decoder."""
     lens = [12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 1, 0]
     graph, lp, lens, opts = outgrowing_pooled_batch(6200, 12, lens, output_beam=2.0)
     cpu = Decoder(graph, opts).decode(lp, lens, lattice=True)
@@ -1053,7 +1046,17 @@ def test_records_after_the_search_pooled_pause(monkeypatch):
     need = assert_outgrows_first_pieces(dec, graph, opts, lp, lens)
     gpu = dec.decode(lp, lens, lattice=True)
     assert_pools_grew(dec, need)  # the batch paused at least once
-    compare(cpu, gpu, "after, pooled pause")
+    compare(cpu, gpu, f"{what}, pooled pause")
+    return lp, lens, cpu, dec
+
+
+def test_records_after_the_search_pooled_pause(monkeypatch):
+    """The pooled layout's first batch pauses and resumes (helpers.outgrowing_pooled_batch): the
+    pass after the resumed sequence finds every step's records again (the steps before the pause
+    included), and the lattices are the CPU's."""
+    monkeypatch.setenv("CUWFST_LANE_POOL", "on")
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    _, _, _, dec = _pooled_pause_decoded("after")
     assert _after_stats(dec) == 1
 
 
