@@ -4,7 +4,10 @@ decode() call with 32 lanes (padded sub-batches), 1-best then lattice, each afte
 prints per mode the mean of each sub-batch's phases (setup, the runs with their syncs, the
 results and lattice readback) and the call's wall time a sub-batch, and where the module prints them
 the setup's parts. Each `--side NAME:VAR=VALUE[,VAR=VALUE...]` after the arguments runs both modes
-again with those environment variables set (e.g. --side rtrim:CUWFST_RESCUE_TRIM=off)."""
+again with those environment variables set (e.g. --side rtrim:CUWFST_RESCUE_TRIM=off;
+DECODE_SPLIT_STREAM=side runs the calls on a PyTorch stream of their own). A lattice call also prints
+each sub-batch's stamps (ms from the call's start): the calling thread's drain and begin, the
+worker's finish and host work."""
 import os
 import re
 import statistics
@@ -24,13 +27,25 @@ def child(graph, shard, n, lattice):
     dec = Decoder(g, DecoderOptions(output_beam=8.0), device="cuda", max_lanes=32)
     import torch
     x = torch.from_numpy(lp).cuda()
-    dec.decode(x, lens, lattice=lattice)  # warm-up (growth, capture)
-    torch.cuda.synchronize()
-    os.environ["CUWFST_DECODE_SPLIT"] = "1"
-    t0 = time.perf_counter()
-    dec.decode(x, lens, lattice=lattice)
-    torch.cuda.synchronize()
+    # DECODE_SPLIT_STREAM=side: the calls on a PyTorch stream of their own, not the legacy default one
+    import contextlib
+    ctx = torch.cuda.stream(torch.cuda.Stream()) if os.environ.get("DECODE_SPLIT_STREAM") == "side" else \
+        contextlib.nullcontext()
+    with ctx:
+        dec.decode(x, lens, lattice=lattice)  # warm-up (growth, capture)
+        torch.cuda.synchronize()
+        os.environ["CUWFST_DECODE_SPLIT"] = "1"
+        be = dec._gpu
+        be.lattice_trace, be.lattice_trace_worker = [], []
+        t0 = time.perf_counter()
+        dec.decode(x, lens, lattice=lattice)
+        torch.cuda.synchronize()
     print(f"call ms {1000 * (time.perf_counter() - t0):.2f}", file=sys.stderr, flush=True)
+    ms = lambda t: f"{1000 * (t - t0):.1f}"  # noqa: E731
+    for k, (_, _, a, b, c) in enumerate(be.lattice_trace):  # (the calling thread: drain, begin)
+        print(f"trace main {k}: drain {ms(a)}-{ms(b)} begin {ms(b)}-{ms(c)}", file=sys.stderr, flush=True)
+    for k, (w0, w1, w2, w5, _, _) in enumerate(be.lattice_trace_worker):  # (the finish, the host work)
+        print(f"trace worker {k}: finish {ms(w0)}-{ms(w1)} host {ms(w2)}-{ms(w5)}", file=sys.stderr, flush=True)
 
 
 def main():
@@ -62,6 +77,9 @@ def split_modes(graph, shard, n, env):
                            capture_output=True, text=True, env=env)
         lines = [ln for ln in p.stderr.splitlines() if ln.startswith("decode split ms")]
         call = [ln for ln in p.stderr.splitlines() if ln.startswith("call ms")]
+        for ln in p.stderr.splitlines():
+            if ln.startswith("trace "):
+                print("  " + ln)
         if p.returncode != 0 or not lines:
             print(p.stderr[-2000:])
             continue

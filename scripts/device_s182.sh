@@ -9,7 +9,9 @@
 #      CUWFST_EARLY_RESCUE=off (and, small HLG only, with the pruning in the decode's own call,
 #      CUWFST_LATTICE_PIPELINE=off, and with no host overlap, CUWFST_LATTICE_OVERLAP=off: if the stall is
 #      not the rescue's, these say whether it is the worker's finish);
-#   2. the same on the full HLG;
+#   2. the same on the full HLG; both also with the calls on a PyTorch stream of their own (sstream:
+#      DECODE_SPLIT_STREAM=side: is it the legacy default stream's record?), and each lattice call's
+#      stamps (the calling thread's begins, the finish thread's finishes) to line the stall up with;
 #   3. lattice_speed --env-ab on the full HLG with those two sides.
 # Predictions (written before any run): the small HLG's stall stays under the rescue sides (it rescues no
 # row) and goes under PIPELINE=off (no finish beside the next setup); Wait's record holds it. On the full
@@ -22,12 +24,13 @@ small_tier
 echo "[$(since) s] small tier" | tee -a $L
 SIDES=(--side rtrim:CUWFST_RESCUE_TRIM=off --side noearly:CUWFST_EARLY_RESCUE=off)
 timeout 200 python3 scripts/decode_split.py /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz 256 \
-  "${SIDES[@]}" --side nopipe:CUWFST_LATTICE_PIPELINE=off --side nooverlap:CUWFST_LATTICE_OVERLAP=off 2>&1 \
+  "${SIDES[@]}" --side nopipe:CUWFST_LATTICE_PIPELINE=off --side nooverlap:CUWFST_LATTICE_OVERLAP=off \
+  --side sstream:DECODE_SPLIT_STREAM=side 2>&1 \
   | sed "s/^/[small] /" | tee -a $L
 echo "[$(since) s] small split" | tee -a $L
 wait_full $((END - 150))
 grep -q FULL-DONE /tmp/full.log && timeout 120 python3 scripts/decode_split.py $C/HLG.img $C/sim/shard-00000.npz 256 \
-  "${SIDES[@]}" 2>&1 | sed "s/^/[full] /" | tee -a $L
+  "${SIDES[@]}" --side sstream:DECODE_SPLIT_STREAM=side 2>&1 | sed "s/^/[full] /" | tee -a $L
 echo "[$(since) s] full split" | tee -a $L
 grep -q FULL-DONE /tmp/full.log && env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left $END) --env-ab \
   "rtrim:CUWFST_RESCUE_TRIM=off" "noearly:CUWFST_EARLY_RESCUE=off"
