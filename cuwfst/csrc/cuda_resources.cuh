@@ -14,6 +14,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -313,6 +315,61 @@ inline cudaError_t TryPinnedAlloc(size_t bytes, PinnedBuffer* out) {
   if (e == cudaSuccess) out->Adopt(p, static_cast<int64_t>(bytes));
   return detail::Finish(e);
 }
+
+// Small device-to-host readbacks (counters, cursors, sizes) staged in a pinned slab. A
+// cudaMemcpyAsync into pageable memory returns only once the copy is done, so it waits inside the
+// driver for everything queued on its stream, and while it waits another thread's call on the
+// legacy default stream blocks behind it: Wait's event record on the caller's stream, where the
+// caller is on PyTorch's default stream (s182: 11.9 ms of a lattice sub-batch's setup, while the
+// finish thread read its counts back; none with the caller on a stream of its own). Copy queues
+// a copy into the slab (or, past its room, its entries or under CUWFST_READBACK=pageable, straight
+// into dst, as before); Sync waits for the stream, then moves the staged bytes to their
+// destinations. One Readback at a time a slab: its owner's lock guards it.
+class Readback {
+ public:
+  Readback(const PinnedBuffer& slab, cudaStream_t stream)
+      : base_(static_cast<char*>(slab.get())), room_(static_cast<size_t>(slab.amount())), stream_(stream) {
+    const char* env = std::getenv("CUWFST_READBACK");
+    if (env != nullptr && std::strcmp(env, "pageable") == 0) base_ = nullptr;
+  }
+  Readback(const Readback&) = delete;
+  Readback& operator=(const Readback&) = delete;
+
+  cudaError_t Copy(void* dst, const void* src, size_t bytes) {
+    const size_t at = (used_ + 15) & ~size_t{15};
+    if (base_ == nullptr || n_ == kEntries || at + bytes > room_)
+      return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream_);
+    const cudaError_t e = cudaMemcpyAsync(base_ + at, src, bytes, cudaMemcpyDeviceToHost, stream_);
+    if (e == cudaSuccess) {
+      pend_[n_++] = {dst, at, bytes};
+      used_ = at + bytes;
+    }
+    return e;
+  }
+  cudaError_t Sync() {
+    const cudaError_t e = cudaStreamSynchronize(stream_);
+    if (e == cudaSuccess)
+      for (int i = 0; i < n_; ++i) std::memcpy(pend_[i].dst, base_ + pend_[i].at, pend_[i].bytes);
+    n_ = 0;
+    used_ = 0;
+    return e;
+  }
+  // how many copies went through the slab since the last Sync (tests)
+  int staged() const { return n_; }
+
+ private:
+  static constexpr int kEntries = 8;
+  struct Entry {
+    void* dst;
+    size_t at, bytes;
+  };
+  char* base_;
+  size_t room_;
+  cudaStream_t stream_;
+  Entry pend_[kEntries] = {};
+  int n_ = 0;
+  size_t used_ = 0;
+};
 
 // priority: cudaDeviceGetStreamPriorityRange's numbers (smaller is sooner; 0 the default)
 inline cudaError_t TryStreamCreate(unsigned flags, Stream* out, int priority = 0) {

@@ -595,6 +595,8 @@ void GpuDecoder::Allocate() {
   pinned(&h_refill_done_, refill_done_cap_ * sizeof(RefillDone), "the refill records");
   pinned(&h_refill_row_, L * sizeof(int32_t), "the refill rows");
   pinned(&h_many_cursor_, sizeof(unsigned long long), "the segment's log cursor");
+  pinned(&h_readback_, kReadbackBytes + 32 * static_cast<size_t>(L), "the decodes' readbacks");
+  pinned(&pr_readback_, kReadbackBytes + 32 * static_cast<size_t>(L), "the lattice prunings' readbacks");
   pinned(&h_refill_path_len_, refill_done_cap_ * sizeof(int32_t), "the refill path lengths");
   // the input check's buffers for up to L rows (FirstNonFinite grows them for more)
   const size_t fin = sizeof(unsigned long long) + sizeof(int32_t) * static_cast<size_t>(L);
@@ -1850,14 +1852,13 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       unsigned long long cursor = 0, lat_cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
-      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-      if (pooled_ok_)
-        CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
-      if (lattice)
-        CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
+      Readback rb(h_readback_, stream_);  // (pinned: a pageable copy would block other threads' legacy-stream calls)
+      CUWFST_CUDA(rb.Copy(&cursor, ws_.arena_cursor, sizeof(cursor)));
+      if (pooled_ok_) CUWFST_CUDA(rb.Copy(need, d_pool_need_, sizeof(need)));
+      if (lattice) CUWFST_CUDA(rb.Copy(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor)));
       unsigned long long plan[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      if (after) CUWFST_CUDA(cudaMemcpyAsync(plan, ws_.lat_plan, sizeof(plan), cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      if (after) CUWFST_CUDA(rb.Copy(plan, ws_.lat_plan, sizeof(plan)));
+      CUWFST_CUDA(rb.Sync());
       if (profiling_) CollectProfile();
       if (after && ws_.lat_prof != nullptr) PrintRecordsProfile();
       bool arena_full = false, lane_refused = false;
@@ -2023,11 +2024,11 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       unsigned long long cursor = 0, lat_cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
-      CUWFST_CUDA(cudaMemcpyAsync(&cursor, ws_.arena_cursor, sizeof(cursor), cudaMemcpyDeviceToHost, stream_));
-      if (pooled_ok_)
-        CUWFST_CUDA(cudaMemcpyAsync(need, d_pool_need_, sizeof(need), cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaMemcpyAsync(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor), cudaMemcpyDeviceToHost, stream_));
-      CUWFST_CUDA(cudaStreamSynchronize(stream_));
+      Readback rb(h_readback_, stream_);
+      CUWFST_CUDA(rb.Copy(&cursor, ws_.arena_cursor, sizeof(cursor)));
+      if (pooled_ok_) CUWFST_CUDA(rb.Copy(need, d_pool_need_, sizeof(need)));
+      CUWFST_CUDA(rb.Copy(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor)));
+      CUWFST_CUDA(rb.Sync());
       if (profiling_) CollectProfile();
       bool arena_full = false, lane_refused = false;
       for (int32_t b = 0; b < B; ++b) {
@@ -2120,7 +2121,8 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[4] = h_commands_.amount() + h_inputs_.amount() + h_lanes_.amount() + h_path_.amount() + h_path_len_.amount() +
            h_lat_.amount() + pr_host_[0].amount() + pr_host_[1].amount() + h_refill_queue_.amount() +
            h_refill_ctl_.amount() + h_refill_done_.amount() + h_refill_row_.amount() + h_refill_path_.amount() +
-           h_refill_path_len_.amount() + h_many_cursor_.amount() + finite_host_.amount() + log_host;
+           h_refill_path_len_.amount() + h_many_cursor_.amount() + h_readback_.amount() + pr_readback_.amount() +
+           finite_host_.amount() + log_host;
   out[5] = static_cast<int64_t>(graphs_.size());
   out[6] = graph_captures_;
   out[7] = graphs_.evictions();

@@ -689,6 +689,11 @@ class GpuDecoder {
   // the log's cursor after a segment, read back behind it: pinned, so ManyLaunch returns
   // before the segment ends (a copy into pageable memory would wait for it)
   PinnedBuffer h_many_cursor_;
+  // the slabs of the small readbacks (cuda_resources.cuh Readback): the decode calls' (under mu_:
+  // a decode's counters and cursors, a pruning's begin) and the finishers' (under pr_fin_mu_: a
+  // pruning's counts and rows' sizes), each kReadbackBytes + 32 max_lanes bytes
+  PinnedBuffer h_readback_, pr_readback_;
+  static constexpr size_t kReadbackBytes = 4096;
   template <typename F>
   auto ManyGuarded(F&& fn) -> decltype(fn());
   void HarvestRefills(const int32_t* lengths, const char* base, int64_t stride_b, int64_t stride_t, int64_t elem,

@@ -1934,12 +1934,15 @@ void GpuDecoder::PruneEpsBegin(PruneJob& J, const std::vector<int64_t>& log_off,
   CUWFST_CUDA(cub::DeviceScan::ExclusiveSum(scan_tmp, scan_temp, cnt, start, static_cast<int>(M), s));
   int64_t tail[2] = {0, 0};
   unsigned long long h_err = 0;
-  if (M > 0) {
-    CUWFST_CUDA(cudaMemcpyAsync(&tail[0], start + M - 1, 8, cudaMemcpyDeviceToHost, s));
-    CUWFST_CUDA(cudaMemcpyAsync(&tail[1], cnt + M - 1, 8, cudaMemcpyDeviceToHost, s));
+  {
+    Readback rb(h_readback_, s);  // (the begin's: under mu_)
+    if (M > 0) {
+      CUWFST_CUDA(rb.Copy(&tail[0], start + M - 1, 8));
+      CUWFST_CUDA(rb.Copy(&tail[1], cnt + M - 1, 8));
+    }
+    CUWFST_CUDA(rb.Copy(&h_err, err, 8));
+    CUWFST_CUDA(rb.Sync());
   }
-  CUWFST_CUDA(cudaMemcpyAsync(&h_err, err, 8, cudaMemcpyDeviceToHost, s));
-  CUWFST_CUDA(cudaStreamSynchronize(s));
   if (h_err & kEpsErrLog)
     throw std::runtime_error("GPU lattice pruning: a frontier log entry names no graph state (a decoder bug)");
   if (h_err & kEpsErrStart)
@@ -1998,10 +2001,13 @@ void GpuDecoder::PruneEpsFinish(PruneJob& J, int64_t* sizes_out, std::chrono::st
   PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d.tok_off, B, d.last_tau, d.alive, d.rank, d.state, d.cnt + 1,
                                                 nullptr, 0);
   unsigned long long cnt[6] = {0, 0, 0, 0, 0, 0};
-  CUWFST_CUDA(cudaMemcpyAsync(cnt, d.cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
   std::vector<int32_t> broken(J.eps_filter ? B : 0, 0);
-  if (J.eps_filter) CUWFST_CUDA(cudaMemcpyAsync(broken.data(), d.broken, B * 4, cudaMemcpyDeviceToHost, s));
-  CUWFST_CUDA(cudaStreamSynchronize(s));
+  {
+    Readback rb(pr_readback_, s);
+    CUWFST_CUDA(rb.Copy(cnt, d.cnt, sizeof(cnt)));
+    if (J.eps_filter) CUWFST_CUDA(rb.Copy(broken.data(), d.broken, B * 4));
+    CUWFST_CUDA(rb.Sync());
+  }
   if (cnt[4] & kEpsErrCycle)
     throw std::runtime_error("GPU lattice pruning: an epsilon cycle inside a time (the graph's epsilon arcs must be "
                              "acyclic)");
@@ -2177,8 +2183,11 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
   PrOutStates<<<GridFor(M), kPrThreads, 0, s>>>(M, nbt, d_tok_off, B, d_last_tau, alive, rank, state, d_cnt + 1,
                                                 nullptr, 0);
   unsigned long long cnt[2] = {0, 0};
-  CUWFST_CUDA(cudaMemcpyAsync(cnt, d_cnt, sizeof(cnt), cudaMemcpyDeviceToHost, s));
-  CUWFST_CUDA(cudaStreamSynchronize(s));
+  {
+    Readback rb(pr_readback_, s);  // (pinned: a pageable copy would block the decoding thread's legacy-stream record)
+    CUWFST_CUDA(rb.Copy(cnt, d_cnt, sizeof(cnt)));
+    CUWFST_CUDA(rb.Sync());
+  }
   {
     std::lock_guard<std::mutex> l(pr_mu_);
     prune_lane_times_ += lane_times;
@@ -2357,9 +2366,12 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
   CUWFST_CUDA(cudaGetLastError());
   pr_num_sizes_.resize(4 * static_cast<size_t>(B));
   int32_t h_err = 0;
-  CUWFST_CUDA(cudaMemcpyAsync(pr_num_sizes_.data(), sizes, 4 * B * 8, cudaMemcpyDeviceToHost, s));
-  CUWFST_CUDA(cudaMemcpyAsync(&h_err, err, 4, cudaMemcpyDeviceToHost, s));
-  CUWFST_CUDA(cudaStreamSynchronize(s));
+  {
+    Readback rb(pr_readback_, s);
+    CUWFST_CUDA(rb.Copy(pr_num_sizes_.data(), sizes, 4 * B * 8));
+    CUWFST_CUDA(rb.Copy(&h_err, err, 4));
+    CUWFST_CUDA(rb.Sync());
+  }
   if (h_err & kNumErrLane) throw std::runtime_error("GPU lattice pruning: a kept arc or state of no row (a decoder bug)");
   if (h_err & kNumErrDupState)
     throw std::runtime_error("GPU lattice pruning: two kept states share a time and rank (a decoder bug)");

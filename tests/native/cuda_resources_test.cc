@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cuda_resources.cuh"
 
@@ -20,6 +21,20 @@ std::map<void*, int> device_mem;      // pointer -> device it was allocated on
 std::set<void*> pinned_mem;
 std::map<void*, int> freed_on;        // pointer -> current device at cudaFree
 int streams = 0, events = 0, execs = 0;
+std::map<char*, size_t> pinned_size;  // pinned block -> its bytes (is a copy's destination pinned?)
+struct Copy {
+  void* dst;
+  const void* src;
+  size_t n;
+};
+std::vector<Copy> queued;  // copies into pinned memory: done at the stream's synchronize
+int pageable_copies = 0;   // copies into pageable memory: done at once (the real driver waits for them)
+bool Pinned(const void* p) {
+  const char* c = static_cast<const char*>(p);
+  for (const auto& [base, n] : pinned_size)
+    if (c >= base && c < base + n) return true;
+  return false;
+}
 cudaError_t fail(cudaError_t e) {
   pending = e;
   return e;
@@ -43,10 +58,12 @@ cudaError_t cudaFree(void* p) {
 cudaError_t cudaMallocHost(void** p, size_t bytes) {
   *p = std::malloc(bytes);
   stub::pinned_mem.insert(*p);
+  stub::pinned_size[static_cast<char*>(*p)] = bytes;
   return cudaSuccess;
 }
 cudaError_t cudaFreeHost(void* p) {
   if (!stub::pinned_mem.erase(p)) return stub::fail(cudaErrorInvalidValue);
+  stub::pinned_size.erase(static_cast<char*>(p));
   std::free(p);
   return cudaSuccess;
 }
@@ -87,6 +104,20 @@ cudaError_t cudaGetLastError(void) {
   cudaError_t e = stub::pending;
   stub::pending = cudaSuccess;
   return e;
+}
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t n, cudaMemcpyKind, cudaStream_t) {
+  if (stub::Pinned(dst)) {
+    stub::queued.push_back({dst, src, n});
+  } else {
+    std::memcpy(dst, src, n);
+    ++stub::pageable_copies;
+  }
+  return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t) {
+  for (const auto& c : stub::queued) std::memcpy(c.dst, c.src, c.n);
+  stub::queued.clear();
+  return cudaSuccess;
 }
 const char* cudaGetErrorName(cudaError_t e) { return e == cudaErrorMemoryAllocation ? "cudaErrorMemoryAllocation" : "cudaError"; }
 const char* cudaGetErrorString(cudaError_t) { return "stub"; }
@@ -194,6 +225,43 @@ int main() {
     }
     CHECK(macro && cudaGetLastError() == cudaSuccess);
     CHECK(FormatBytes(512) == "512 B" && FormatBytes(3 << 20) == "3.0 MiB");
+  }
+  {  // Readback: staged copies land at Sync; past the slab's room or entries, or under
+     // CUWFST_READBACK=pageable, a copy goes straight to its destination
+    PinnedBuffer slab;
+    CHECK(TryPinnedAlloc(64, &slab) == cudaSuccess);
+    unsigned long long dev[8] = {1, 2, 3, 4, 5, 6, 7, 8};  // the "device" (the stub copies host to host)
+    unsigned long long a = 0, b[2] = {0, 0}, big[8] = {};
+    cudaStream_t st = reinterpret_cast<cudaStream_t>(0x77);
+    {
+      Readback rb(slab, st);
+      CHECK(rb.Copy(&a, &dev[0], 8) == cudaSuccess && rb.Copy(b, &dev[1], 16) == cudaSuccess);
+      CHECK(a == 0 && b[0] == 0 && rb.staged() == 2 && stub::pageable_copies == 0);  // nothing lands before Sync
+      CHECK(rb.Copy(big, dev, 64) == cudaSuccess);  // at 32, past the 64 bytes: straight
+      CHECK(rb.staged() == 2 && stub::pageable_copies == 1 && big[7] == 8);
+      CHECK(rb.Sync() == cudaSuccess);
+      CHECK(a == 1 && b[0] == 2 && b[1] == 3 && rb.staged() == 0);
+      a = 0;  // the slab is free again after Sync
+      CHECK(rb.Copy(&a, &dev[4], 8) == cudaSuccess && rb.staged() == 1 && rb.Sync() == cudaSuccess && a == 5);
+    }
+    PinnedBuffer wide;
+    CHECK(TryPinnedAlloc(4096, &wide) == cudaSuccess);
+    {
+      Readback rb(wide, st);
+      unsigned long long out[9] = {};
+      for (int i = 0; i < 9; ++i) CHECK(rb.Copy(&out[i], &dev[i % 8], 8) == cudaSuccess);
+      CHECK(rb.staged() == 8 && stub::pageable_copies == 2 && out[8] == 1 && out[0] == 0);  // the 9th: straight
+      CHECK(rb.Sync() == cudaSuccess);
+      for (int i = 0; i < 9; ++i) CHECK(out[i] == dev[i % 8]);
+    }
+    setenv("CUWFST_READBACK", "pageable", 1);
+    {
+      Readback rb(wide, st);
+      a = 0;
+      CHECK(rb.Copy(&a, &dev[2], 8) == cudaSuccess && rb.staged() == 0 && a == 3 && stub::pageable_copies == 3);
+      CHECK(rb.Sync() == cudaSuccess && a == 3);
+    }
+    unsetenv("CUWFST_READBACK");
   }
   CHECK(AllLiveZero());
   std::printf("%s\n", failures ? "FAILED" : "ALL OK");
