@@ -21,4 +21,3 @@ echo "[$(since) s] suite, small tier; full tier: $(tail -1 /tmp/full.log)" | tee
 timeout $(left $END) python3 scripts/decode_split.py /tmp/corpus-small/HLG.img /tmp/corpus-small/sim/shard-00000.npz 256 \
   --side pageable:CUWFST_READBACK=pageable 2>&1 | sed "s/^/[small] /" | tee -a $L
 echo "[$(since) s] end" | tee -a $L
-pack_logs 'tests_*.log'
