@@ -14,7 +14,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <sstream>
 #include <stdexcept>
@@ -322,16 +321,15 @@ inline cudaError_t TryPinnedAlloc(size_t bytes, PinnedBuffer* out) {
 // legacy default stream blocks behind it: Wait's event record on the caller's stream, where the
 // caller is on PyTorch's default stream (s182: 11.9 ms of a lattice sub-batch's setup, while the
 // finish thread read its counts back; none with the caller on a stream of its own). Copy queues
-// a copy into the slab (or, past its room, its entries or under CUWFST_READBACK=pageable, straight
-// into dst, as before); Sync waits for the stream, then moves the staged bytes to their
-// destinations. One Readback at a time a slab: its owner's lock guards it.
+// a copy into the slab (or, past its room or its entries, or with `staged` false, straight into
+// dst, as before; the decoder's CUWFST_READBACK=pageable); Sync waits for the stream, then moves
+// the staged bytes to their destinations. One Readback at a time a slab: its owner's lock guards it.
 class Readback {
  public:
-  Readback(const PinnedBuffer& slab, cudaStream_t stream)
-      : base_(static_cast<char*>(slab.get())), room_(static_cast<size_t>(slab.amount())), stream_(stream) {
-    const char* env = std::getenv("CUWFST_READBACK");
-    if (env != nullptr && std::strcmp(env, "pageable") == 0) base_ = nullptr;
-  }
+  Readback(const PinnedBuffer& slab, cudaStream_t stream, bool staged = true)
+      : base_(staged ? static_cast<char*>(slab.get()) : nullptr),
+        room_(static_cast<size_t>(slab.amount())),
+        stream_(stream) {}
   Readback(const Readback&) = delete;
   Readback& operator=(const Readback&) = delete;
 

@@ -280,6 +280,7 @@ void GpuDecoder::Allocate() {
       *field = env[0] - '0';
     }
   lat_after_ = EnvChoice("CUWFST_LATTICE_RECORDS", "after", "step", lat_after_);
+  readback_staged_ = EnvChoice("CUWFST_READBACK", "pinned", "pageable", readback_staged_);
   lat_chain_ = EnvChoice("CUWFST_LATTICE_CHAIN", "on", "off", lat_chain_);
   lat_claims_ = EnvChoice("CUWFST_LATTICE_CLAIMS", "claim", "stride", lat_claims_);
   ws_.lat_claims = lat_claims_ ? 1 : 0;
@@ -1852,7 +1853,8 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       unsigned long long cursor = 0, lat_cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
-      Readback rb(h_readback_, stream_);  // (pinned: a pageable copy would block other threads' legacy-stream calls)
+      // (pinned: a pageable copy would block other threads' calls on the legacy default stream)
+      Readback rb(h_readback_, stream_, readback_staged_);
       CUWFST_CUDA(rb.Copy(&cursor, ws_.arena_cursor, sizeof(cursor)));
       if (pooled_ok_) CUWFST_CUDA(rb.Copy(need, d_pool_need_, sizeof(need)));
       if (lattice) CUWFST_CUDA(rb.Copy(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor)));
@@ -2024,7 +2026,7 @@ void GpuDecoder::RunBoundedLattice(int32_t B, const int32_t* lengths, bool onlin
       CUWFST_CUDA(cudaMemcpyAsync(h_lanes, ws_.lanes, B * sizeof(LaneCounters), cudaMemcpyDeviceToHost, stream_));
       CUWFST_CUDA(cudaMemcpyAsync(h_path_len, out_path_len_, B * sizeof(int32_t), cudaMemcpyDeviceToHost, stream_));
       unsigned long long cursor = 0, lat_cursor = 0, need[kPoolNeedSlots] = {0, 0, 0, 0};
-      Readback rb(h_readback_, stream_);
+      Readback rb(h_readback_, stream_, readback_staged_);
       CUWFST_CUDA(rb.Copy(&cursor, ws_.arena_cursor, sizeof(cursor)));
       if (pooled_ok_) CUWFST_CUDA(rb.Copy(need, d_pool_need_, sizeof(need)));
       CUWFST_CUDA(rb.Copy(&lat_cursor, ws_.lat_cursor, sizeof(lat_cursor)));

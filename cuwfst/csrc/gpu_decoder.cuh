@@ -693,6 +693,7 @@ class GpuDecoder {
   // a decode's counters and cursors, a pruning's begin) and the finishers' (under pr_fin_mu_: a
   // pruning's counts and rows' sizes), each kReadbackBytes + 32 max_lanes bytes
   PinnedBuffer h_readback_, pr_readback_;
+  bool readback_staged_ = true;  // CUWFST_READBACK=pinned|pageable (read when the decoder is made)
   static constexpr size_t kReadbackBytes = 4096;
   template <typename F>
   auto ManyGuarded(F&& fn) -> decltype(fn());

@@ -1935,7 +1935,7 @@ void GpuDecoder::PruneEpsBegin(PruneJob& J, const std::vector<int64_t>& log_off,
   int64_t tail[2] = {0, 0};
   unsigned long long h_err = 0;
   {
-    Readback rb(h_readback_, s);  // (the begin's: under mu_)
+    Readback rb(h_readback_, s, readback_staged_);  // (the begin's: under mu_)
     if (M > 0) {
       CUWFST_CUDA(rb.Copy(&tail[0], start + M - 1, 8));
       CUWFST_CUDA(rb.Copy(&tail[1], cnt + M - 1, 8));
@@ -2003,7 +2003,7 @@ void GpuDecoder::PruneEpsFinish(PruneJob& J, int64_t* sizes_out, std::chrono::st
   unsigned long long cnt[6] = {0, 0, 0, 0, 0, 0};
   std::vector<int32_t> broken(J.eps_filter ? B : 0, 0);
   {
-    Readback rb(pr_readback_, s);
+    Readback rb(pr_readback_, s, readback_staged_);
     CUWFST_CUDA(rb.Copy(cnt, d.cnt, sizeof(cnt)));
     if (J.eps_filter) CUWFST_CUDA(rb.Copy(broken.data(), d.broken, B * 4));
     CUWFST_CUDA(rb.Sync());
@@ -2184,7 +2184,8 @@ void GpuDecoder::PruneFinishLocked(PruneJob& J, int64_t* sizes_out) {
                                                 nullptr, 0);
   unsigned long long cnt[2] = {0, 0};
   {
-    Readback rb(pr_readback_, s);  // (pinned: a pageable copy would block the decoding thread's legacy-stream record)
+    // (pinned: a pageable copy would block the decoding thread's record on the legacy default stream)
+    Readback rb(pr_readback_, s, readback_staged_);
     CUWFST_CUDA(rb.Copy(cnt, d_cnt, sizeof(cnt)));
     CUWFST_CUDA(rb.Sync());
   }
@@ -2367,7 +2368,7 @@ bool GpuDecoder::NumberOnDevice(const PrunedArcOut* o_arcs, int64_t A, const Pru
   pr_num_sizes_.resize(4 * static_cast<size_t>(B));
   int32_t h_err = 0;
   {
-    Readback rb(pr_readback_, s);
+    Readback rb(pr_readback_, s, readback_staged_);
     CUWFST_CUDA(rb.Copy(pr_num_sizes_.data(), sizes, 4 * B * 8));
     CUWFST_CUDA(rb.Copy(&h_err, err, 4));
     CUWFST_CUDA(rb.Sync());

@@ -227,7 +227,7 @@ int main() {
     CHECK(FormatBytes(512) == "512 B" && FormatBytes(3 << 20) == "3.0 MiB");
   }
   {  // Readback: staged copies land at Sync; past the slab's room or entries, or under
-     // CUWFST_READBACK=pageable, a copy goes straight to its destination
+     // not staged, a copy goes straight to its destination
     PinnedBuffer slab;
     CHECK(TryPinnedAlloc(64, &slab) == cudaSuccess);
     unsigned long long dev[8] = {1, 2, 3, 4, 5, 6, 7, 8};  // the "device" (the stub copies host to host)
@@ -254,14 +254,12 @@ int main() {
       CHECK(rb.Sync() == cudaSuccess);
       for (int i = 0; i < 9; ++i) CHECK(out[i] == dev[i % 8]);
     }
-    setenv("CUWFST_READBACK", "pageable", 1);
     {
-      Readback rb(wide, st);
+      Readback rb(wide, st, false);  // not staged (CUWFST_READBACK=pageable)
       a = 0;
       CHECK(rb.Copy(&a, &dev[2], 8) == cudaSuccess && rb.staged() == 0 && a == 3 && stub::pageable_copies == 3);
       CHECK(rb.Sync() == cudaSuccess && a == 3);
     }
-    unsetenv("CUWFST_READBACK");
   }
   CHECK(AllLiveZero());
   std::printf("%s\n", failures ? "FAILED" : "ALL OK");
