@@ -238,6 +238,16 @@ start_model_set() {  # start_model_set UTTS: the small tier, then (once the full
     --weights examples/model.int8.npz --corpus $S --set-corpus $C --set-utts $1 > $OUT/make_set.log 2>&1 \
     && echo MODEL-DONE >> $OUT/make_set.log" > /dev/null 2>&1 < /dev/null & )
 }
+model_wheels() {  # the model set's wheels (.device_b/wheels: espeakng_loader, kaldi_native_fbank) into /tmp/site,
+  # and .device/pylib on the path (after device_setup)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device_b/wheels/*.whl >/dev/null 2>&1 \
+    || echo "model wheels did not install" | tee -a $L
+  export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
+}
+wait_model() {  # wait_model CAP: until start_model_set's MODEL-DONE or CAP s into the call; its last line into L
+  while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt ${1:-470} ]; do sleep 2; done
+  echo "[$(since) s] model set: $(tail -1 $OUT/make_set.log)" | tee -a $L
+}
 gpu_suite() {  # gpu_suite CAP: the whole GPU suite (-m gpu, every file) as five pytest processes side by side
   # in the background (~4-6 min on the H200 beside the full tier's build; one after another ~10); then
   # gpu_suite_wait: waits for them, their tallies and failures into L, their logs into $OUT/tests.tgz.

@@ -8,13 +8,10 @@
 . scripts/device_common.sh
 END=${END:-560}
 FULL_GRAPHS=hlg device_setup s184b.log
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device_b/wheels/*.whl >/dev/null 2>&1 \
-  || echo "model wheels did not install" | tee -a $L
-export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
+model_wheels
 start_model_set 256
 wait_full 420; echo "[$(since) s] full tier" | tee -a $L
-while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt 470 ]; do sleep 2; done
-echo "[$(since) s] model set: $(tail -1 $OUT/make_set.log)" | tee -a $L
+wait_model 470
 SIDES=("split:CUWFST_LATTICE_HOST_SPLIT=on" "off:CUWFST_LATTICE_HOST_SPLIT=off" "split2:CUWFST_LATTICE_HOST_SPLIT=on"
   "off2:CUWFST_LATTICE_HOST_SPLIT=off" "split3:CUWFST_LATTICE_HOST_SPLIT=on" "off3:CUWFST_LATTICE_HOST_SPLIT=off")
 grep -q MODEL-DONE $OUT/make_set.log && env_ab model $C/HLG.img $C/model/shard-00000.npz $(left $((END - 90))) \

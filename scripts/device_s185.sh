@@ -10,9 +10,7 @@
 . scripts/device_common.sh
 END=${END:-560}
 FULL_GRAPHS=hlg device_setup s185.log
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .device_b/wheels/*.whl >/dev/null 2>&1 \
-  || echo "model wheels did not install" | tee -a $L
-export PYTHONPATH=$PYTHONPATH:$PWD/.device/pylib
+model_wheels
 start_model_set 256
 wait_full 420; echo "[$(since) s] full tier" | tee -a $L
 ob() {  # ob SET BEAM TAG
@@ -23,8 +21,7 @@ ob() {  # ob SET BEAM TAG
   grep -E "^exactness" $OUT/ob_$3.txt | sed "s/^/[$3] /" | tee -a $L
 }
 ob sim 8 sim8; ob sim 6 sim6; ob sim 4 sim4
-while ! grep -q MODEL-DONE $OUT/make_set.log 2>/dev/null && [ $(since) -lt 470 ]; do sleep 2; done
-echo "[$(since) s] model set: $(tail -1 $OUT/make_set.log)" | tee -a $L
+wait_model 470
 if grep -q MODEL-DONE $OUT/make_set.log; then ob model 8 model8; ob model 6 model6; ob model 4 model4; fi
 ob sim 8 sim8b
 echo "[$(since) s] end" | tee -a $L
