@@ -30,7 +30,8 @@
 #     search_beam BEAM and riva's beam BEAM (until END), into $OUT/peers_SET*, the summary into L
 #   peers UNTIL DECODERS...: benchmarks.peers.run over the full tier's sim set (batch 32, 256
 #     utterances, 3 reps, feed all) until UNTIL s, into $OUT/peers.{jsonl,md,txt}, its summary into L
-#   start_model_set UTTS: the small tier and the model set (UTTS rows, $C/model) in the background
+#   start_model_set UTTS: the small tier and the model set (UTTS rows, $C/model) in the background;
+#     model_wheels: its wheels (carry .device_b) and .device/pylib; wait_model CAP: until it is done
 #   gpu_suite CAP / gpu_suite_wait: the whole GPU suite in five background pytest processes (each at most
 #     CAP s), then their tallies into L and logs into $OUT/tests.tgz (device_s134.sh's groups)
 #   lat_speed SET JSONL UNTIL TAG ARGS...: one lattice_speed run (256 utterances, batch 32, one call)
