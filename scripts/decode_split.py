@@ -7,7 +7,8 @@ the setup's parts. Each `--side NAME:VAR=VALUE[,VAR=VALUE...]` after the argumen
 again with those environment variables set (e.g. --side rtrim:CUWFST_RESCUE_TRIM=off;
 DECODE_SPLIT_STREAM=side runs the calls on a PyTorch stream of their own). A lattice call also prints
 each sub-batch's stamps (ms from the call's start): the calling thread's drain and begin, the
-worker's finish and host work."""
+worker's finish and host work; and the pruning's begin after each Decode, in its parts (the host's
+offsets, the job's buffers, the copies queued, the kernels queued, the sync that waits for them)."""
 import os
 import re
 import statistics
@@ -94,6 +95,20 @@ def split_modes(graph, shard, n, env):
             print("  setup parts, mean ms: " + ", ".join(f"{k} {statistics.mean(p[k] for p in parts):.3f}"
                                                         for k in parts[0]))
             print("  setup a sub-batch, ms: " + " ".join(f"{v[0]:.2f}" for v in vals))
+        # a lattice call: the pruning's begin after each Decode (GpuDecoder::PruneBeginLocked's parts),
+        # and what of the calling thread's begin stamps neither accounts for (the Python wrapper, the binding)
+        begins = [dict((k, float(v)) for k, v in re.findall(r"(host|buffers|copies|kernels|sync) ([0-9.]+)", ln))
+                  for ln in p.stderr.splitlines() if ln.startswith("prune begin ms")]
+        if begins:
+            keys = list(begins[0])
+            print(f"  prune begin, mean ms over {len(begins)}: " + ", ".join(
+                f"{k} {statistics.mean(b[k] for b in begins):.3f}" for k in keys) +
+                f"; total {statistics.mean(sum(b.values()) for b in begins):.3f}")
+            print("  prune begin a sub-batch, ms: " + " ".join(f"{sum(b.values()):.2f}" for b in begins))
+            spans = [float(m[1]) - float(m[0]) for m in
+                     re.findall(r"^trace main \d+: drain [0-9.]+-[0-9.]+ begin ([0-9.]+)-([0-9.]+)", p.stderr, re.M)]
+            if spans:
+                print(f"  the calling thread's begin calls, mean {statistics.mean(spans):.2f} ms over {len(spans)}")
 
 
 if __name__ == "__main__":

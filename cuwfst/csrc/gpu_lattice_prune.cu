@@ -1805,6 +1805,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   for (int32_t b = 0; b < B; ++b) J.last_tau[b] = lengths[b] + 1;
   const std::vector<int32_t>& last_tau = J.last_tau;
 
+  const auto c1 = std::chrono::steady_clock::now();  // (the host's offsets and windows done)
   auto buf = [&](int k, int64_t bytes) { return PruneBufferIn(set, k, static_cast<size_t>(bytes)); };
   PrJobBufs& d = J.d;
   d.rec_off = static_cast<int64_t*>(buf(0, rec_off.size() * 8));
@@ -1843,6 +1844,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   auto* d_skip = d.skip;
 
   cudaStream_t s = stream_;
+  const auto c2 = std::chrono::steady_clock::now();  // (the job's buffers had)
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemsetAsync(d_rec_cur, 0, rec_off.size() * 4, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_tok_off, tok_off.data(), tok_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -1855,6 +1857,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
     CUWFST_CUDA(cudaMemcpyAsync(d_win_begin, win_begin.data(), 4 * win_begin.size(), cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_skip, skip_in, B, cudaMemcpyHostToDevice, s));
 
+  const auto c3 = std::chrono::steady_clock::now();  // (the copies queued)
   PrFillFlags<<<GridFor(N), kPrThreads, 0, s>>>(p_flags, N);
   // the tokens first: the bucketing gives the admitted records' destinations their states
   PrInitTokens<<<GridFor(M), kPrThreads, 0, s>>>(M, fwd, key, alive, rank, state);
@@ -1870,6 +1873,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   CUWFST_CUDA(cudaGetLastError());
   if (eps) PruneEpsBegin(J, log_off, s);
   CUWFST_CUDA(cudaEventRecord(J.bucket_done.get(), s));
+  const auto c4 = std::chrono::steady_clock::now();  // (the kernels queued)
   // the host arrays the copies read (skip_in is the caller's) must outlive them; the decode's
   // stream is otherwise idle, so this waits for the bucketing only
   CUWFST_CUDA(cudaStreamSynchronize(s));
@@ -1878,7 +1882,14 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
     J.id = ++pr_job_ids_;
     J.state = kJobPending;
   }
-  J.begin_ms = Ms(c0, std::chrono::steady_clock::now());
+  const auto c5 = std::chrono::steady_clock::now();
+  J.begin_ms = Ms(c0, c5);
+  // CUWFST_DECODE_SPLIT=1 (diagnostics, as the Decode's phases): where this begin's time goes on the
+  // decode call's path (scripts/decode_split.py reads the line)
+  if (std::getenv("CUWFST_DECODE_SPLIT") != nullptr)
+    std::fprintf(stderr, "prune begin ms: host %.3f, buffers %.3f, copies %.3f, kernels %.3f, sync %.3f; records %lld, "
+                 "tokens %lld\n", Ms(c0, c1), Ms(c1, c2), Ms(c2, c3), Ms(c3, c4), Ms(c4, c5), static_cast<long long>(N),
+                 static_cast<long long>(M));
   return J.id;
 }
 
