@@ -1844,7 +1844,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   auto* d_skip = d.skip;
 
   cudaStream_t s = stream_;
-  const auto c2 = std::chrono::steady_clock::now();  // (the job's buffers had)
+  const auto c2 = std::chrono::steady_clock::now();  // (the job's buffers in hand)
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemsetAsync(d_rec_cur, 0, rec_off.size() * 4, s));
   CUWFST_CUDA(cudaMemcpyAsync(d_tok_off, tok_off.data(), tok_off.size() * 8, cudaMemcpyHostToDevice, s));
@@ -1885,7 +1885,8 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   const auto c5 = std::chrono::steady_clock::now();
   J.begin_ms = Ms(c0, c5);
   // CUWFST_DECODE_SPLIT=1 (diagnostics, as the Decode's phases): where this begin's time goes on the
-  // decode call's path (scripts/decode_split.py reads the line)
+  // decode call's path (scripts/decode_split.py reads the line; on an epsilon graph "kernels" holds
+  // PruneEpsBegin, which syncs)
   if (std::getenv("CUWFST_DECODE_SPLIT") != nullptr)
     std::fprintf(stderr, "prune begin ms: host %.3f, buffers %.3f, copies %.3f, kernels %.3f, sync %.3f; records %lld, "
                  "tokens %lld\n", Ms(c0, c1), Ms(c1, c2), Ms(c2, c3), Ms(c3, c4), Ms(c4, c5), static_cast<long long>(N),
