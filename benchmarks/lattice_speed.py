@@ -794,7 +794,8 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
     """Same run: the default decoder (timed above), one decoder per --env-ab side built with its
     environment variables set (sides with the same variables share the first one's), then the
     default again; 1-best and lattice through main's pass (`run(lattice, dec=)`), identical words,
-    scores and lattices required; --profile adds each side's kernel split. The sides' MemStats come back too (the grids as the native side took them)."""
+    scores and lattices required; --profile adds each side's kernel split. The sides' MemStats come
+    back too (the grids as the native side took them)."""
     nb = (n + B - 1) // B
     out = dict(ms_1best_default=t_best / nb * 1000, ms_lattice_default=t_lat / nb * 1000, sides={})
     same_1best = same_lat = n
