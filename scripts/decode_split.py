@@ -8,7 +8,8 @@ again with those environment variables set (e.g. --side rtrim:CUWFST_RESCUE_TRIM
 DECODE_SPLIT_STREAM=side runs the calls on a PyTorch stream of their own). A lattice call also prints
 each sub-batch's stamps (ms from the call's start): the calling thread's drain and begin, the
 worker's finish and host work; and the pruning's begin after each Decode, in its parts (the host's
-offsets, the job's buffers, the copies queued, the kernels queued, the sync that waits for them)."""
+offsets, the job's buffers, the copies queued, the kernels queued, the sync that waits for them; and
+the device's time of its init kernels and of its bucketing, from timing events)."""
 import os
 import re
 import statistics
@@ -104,6 +105,11 @@ def split_modes(graph, shard, n, env):
             print(f"  prune begin, mean ms over {len(begins)}: " + ", ".join(
                 f"{k} {statistics.mean(b[k] for b in begins):.3f}" for k in keys) +
                 f"; total {statistics.mean(sum(b.values()) for b in begins):.3f}")
+            dev = [tuple(float(v) for v in m) for m in
+                   re.findall(r"device init ([0-9.]+), bucket ([0-9.]+)", p.stderr)]
+            if dev:  # (the begin's kernels on the device, from timing events: init, then the bucketing)
+                print(f"  prune begin on the device, mean ms: init {statistics.mean(d[0] for d in dev):.3f}, "
+                      f"bucket {statistics.mean(d[1] for d in dev):.3f}")
             print("  prune begin a sub-batch, ms: " + " ".join(f"{sum(b.values()):.2f}" for b in begins))
             spans = [float(m[1]) - float(m[0]) for m in
                      re.findall(r"^trace main \d+: drain [0-9.]+-[0-9.]+ begin ([0-9.]+)-([0-9.]+)", p.stderr, re.M)]

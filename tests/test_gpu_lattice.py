@@ -1779,15 +1779,42 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
 @pytest.mark.parametrize("case", range(6))
 def test_prune_bucket_per_warp_equals_per_record(case, monkeypatch):
     """The records' bucketing with one cursor update per warp group (the default) or per record
-    (CUWFST_PRUNE_BUCKET=atomic): the CPU's lattices either way, whole batches and bounded runs
-    (IncBucketKernel)."""
+    (CUWFST_PRUNE_BUCKET=atomic), its graph reads before the atomic (LoadArcFacts, the default) or
+    after it (CUWFST_PRUNE_LOADS=late), with either key code: the CPU's lattices every way, whole
+    batches and bounded runs (IncBucketKernel)."""
     graph, lp, lens, opts = _wide_case(300 + case) if case < 4 else _large_frontier_case(6500 + case, 3000)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    for bucket in ("warp", "atomic"):
+    for bucket, loads, code in (("warp", "early", "place"), ("warp", "late", "place"), ("atomic", "early", "place"),
+                                ("atomic", "late", "place"), ("warp", "early", "arc"), ("warp", "late", "arc")):
         monkeypatch.setenv("CUWFST_PRUNE_BUCKET", bucket)
+        monkeypatch.setenv("CUWFST_PRUNE_LOADS", loads)
+        monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         for chunk in (0, 5 if case % 2 else 20):
             got, _ = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
-            compare(cpu, got, f"bucket {bucket} chunk {chunk}, case {case}")
+            compare(cpu, got, f"bucket {bucket} loads {loads} code {code} chunk {chunk}, case {case}")
+
+
+@pytest.mark.parametrize("begin", ["async", "sync"])
+@pytest.mark.parametrize("case", range(4))
+def test_prune_begin_without_wait_pipelined(case, begin, monkeypatch):
+    """The pruning's begin returns without waiting for its bucketing (the default) or after it
+    (CUWFST_PRUNE_BEGIN=sync): with more rows than lanes the pruning of each sub-batch is pipelined
+    beside the next one's decode, whose records pass overwrites the records the bucketing reads (in
+    stream order); the CPU's lattices either way."""
+    graph, lp, lens, opts = _wide_case(320 + case) if case < 3 else _large_frontier_case(6520 + case, 3000)
+    rng = np.random.default_rng(40 + case)
+    reps = 4
+    lp = np.concatenate([lp] * reps)
+    lens = np.concatenate([rng.permutation(lens) for _ in range(reps)]).astype(np.int32)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    monkeypatch.setenv("CUWFST_PRUNE_BEGIN", begin)
+    monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", "on")
+    lanes = max(1, int(lens.size) // 5)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=lanes)
+    dec._gpu.lattice_trace = []  # (a stamp set a pipelined begin)
+    got = dec.decode(lp, lens, lattice=True)
+    compare(cpu, got, f"begin {begin}, {lens.size} rows in {lanes} lanes, case {case}")
+    assert len(dec._gpu.lattice_trace) >= 4, "the sub-batches' prunings pipelined"
 
 
 @pytest.mark.parametrize("case", range(6))
