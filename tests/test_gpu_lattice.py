@@ -1779,19 +1779,15 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
 @pytest.mark.parametrize("case", range(6))
 def test_prune_bucket_per_warp_equals_per_record(case, monkeypatch):
     """The records' bucketing with one cursor update per warp group (the default) or per record
-    (CUWFST_PRUNE_BUCKET=atomic), its graph reads before the atomic (LoadArcFacts, the default) or
-    after it (CUWFST_PRUNE_LOADS=late), with either key code: the CPU's lattices every way, whole
-    batches and bounded runs (IncBucketKernel)."""
+    (CUWFST_PRUNE_BUCKET=atomic): the CPU's lattices either way, whole batches and bounded runs
+    (IncBucketKernel)."""
     graph, lp, lens, opts = _wide_case(300 + case) if case < 4 else _large_frontier_case(6500 + case, 3000)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    for bucket, loads, code in (("warp", "early", "place"), ("warp", "late", "place"), ("atomic", "early", "place"),
-                                ("atomic", "late", "place"), ("warp", "early", "arc"), ("warp", "late", "arc")):
+    for bucket in ("warp", "atomic"):
         monkeypatch.setenv("CUWFST_PRUNE_BUCKET", bucket)
-        monkeypatch.setenv("CUWFST_PRUNE_LOADS", loads)
-        monkeypatch.setenv("CUWFST_PRUNE_CODE", code)
         for chunk in (0, 5 if case % 2 else 20):
             got, _ = _filtered(graph, opts, lp, lens, "on", chunk=chunk, max_lanes=int(lens.size))
-            compare(cpu, got, f"bucket {bucket} loads {loads} code {code} chunk {chunk}, case {case}")
+            compare(cpu, got, f"bucket {bucket} chunk {chunk}, case {case}")
 
 
 @pytest.mark.parametrize("begin", ["async", "sync"])

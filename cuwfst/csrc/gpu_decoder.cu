@@ -287,7 +287,6 @@ void GpuDecoder::Allocate() {
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
   pr_begin_sync_ = EnvChoice("CUWFST_PRUNE_BEGIN", "sync", "async", pr_begin_sync_);
-  pr_loads_early_ = EnvChoice("CUWFST_PRUNE_LOADS", "early", "late", pr_loads_early_);
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
   lat_one_grid_ = EnvChoice("CUWFST_LATTICE_AFTER_GRID", "one", "classes", lat_one_grid_);
   ws_.lat_one_grid = lat_one_grid_ ? 1 : 0;

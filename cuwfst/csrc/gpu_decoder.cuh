@@ -762,9 +762,6 @@ class GpuDecoder {
   // CUWFST_PRUNE_BEGIN=sync at construction: PruneBeginLocked waits for its bucketing before it
   // returns (as before 2026-12-06; for A/B runs); async (the default): it does not
   bool pr_begin_sync_ = false;
-  // CUWFST_PRUNE_LOADS at construction: the bucketing's graph reads before its atomic (early, the
-  // default: LoadArcFacts) or after it (late: PlaceRecord's own reads; for A/B runs)
-  bool pr_loads_early_ = true;
   // CUWFST_LATTICE_AFTER_PROF=on at construction (Workspace::lat_prof): each records pass's phase
   // sums on stderr (PrintRecordsProfile; a measurement)
   bool lat_prof_ = false;

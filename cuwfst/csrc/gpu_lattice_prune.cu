@@ -149,74 +149,12 @@ __device__ __forceinline__ void PlaceRecord(const DeviceGraph& g, const LatRecor
   p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
 }
 
-// What PlaceRecord reads of the graph for a record, loaded together (LoadArcFacts) before the warp's
-// bucket atomic, so that a record's four random reads of the graph (its source state's row splits,
-// its arc's weight, source place and destination) are in flight at once and beside the atomic
-// instead of one after another behind it (CUWFST_PRUNE_LOADS=early, the default; late: PlaceRecord's
-// own reads after the atomic, for A/B runs). Each is read only where PlaceRecord would read it, under
-// the same range checks; the rest stay 0.
-struct PrArcFacts {
-  int32_t lo = 0, hi = 0;  // row_splits[src_state], row_splits[src_state + 1] (places only)
-  float weight = 0.f;      // arc_weight[arc]
-  int32_t dest = 0;        // ArcDest(arc) of an admitted, not redirected arc
-  uint32_t src_place = 0;  // arc_src_place[arc] (a code with both places)
-};
-__device__ __forceinline__ PrArcFacts LoadArcFacts(const DeviceGraph& g, const LatRecord& r, const LatRecordExt& e,
-                                                   int32_t code_bits) {
-  PrArcFacts f;
-  const int32_t a = r.arc & ~kRedirectArcBit;
-  if (r.arc < 0 || a >= g.num_arcs) return f;
-  f.weight = g.arc_weight[a];
-  if (e.admitted && !(r.arc & kRedirectArcBit)) f.dest = ArcDest(g, a);
-  if (code_bits < 32) {
-    if (r.src_state >= 0 && r.src_state < g.num_states) {
-      f.lo = g.row_splits[r.src_state];
-      f.hi = g.row_splits[r.src_state + 1];
-    }
-    if (PrPlaceShift(g, code_bits) != 0) f.src_place = g.arc_src_place[a];
-  }
-  return f;
-}
-
-// PlaceRecord with the graph's values from LoadArcFacts: the same checks and the same values.
-__device__ __forceinline__ void PlaceRecordFacts(const DeviceGraph& g, const LatRecord& r, const LatRecordExt& e,
-                                                 const PrArcFacts& f, int64_t bucket, int32_t place, int32_t B,
-                                                 bool skipped, const int64_t* rec_off, const int64_t* tok_off,
-                                                 int32_t* p_src, int32_t* p_dst, int32_t* p_code, float* p_ac,
-                                                 float* p_score, uint8_t* p_flags, int32_t* state, int32_t code_bits) {
-  const int64_t pos = rec_off[bucket] + place;
-  if (pos >= rec_off[bucket + 1]) return;
-  const int64_t s0 = tok_off[bucket], d0 = tok_off[bucket + B];
-  const int64_t ns = tok_off[bucket + 1] - s0, nd = tok_off[bucket + B + 1] - d0;
-  const int32_t a = r.arc & ~kRedirectArcBit;
-  const bool places = code_bits < 32;
-  const bool ok = !skipped && e.src_tok >= 0 && e.src_tok < ns && e.dst_tok >= 0 && e.dst_tok < nd && r.arc >= 0 &&
-                  a < g.num_arcs &&
-                  (!places || (r.src_state >= 0 && r.src_state < g.num_states && a >= f.lo && a < f.hi));
-  uint32_t code = static_cast<uint32_t>(r.arc);
-  if (places) {  // PrKeyCode from the facts
-    const uint32_t redirect = (r.arc & kRedirectArcBit) ? 1u : 0u;
-    const uint32_t in_state = static_cast<uint32_t>(a - f.lo);
-    const int32_t sh = PrPlaceShift(g, code_bits);
-    code = sh == 0 ? (redirect << (code_bits - 1)) | in_state
-                   : (((redirect << (code_bits - 1)) | f.src_place) << sh) | in_state;
-  }
-  p_src[pos] = static_cast<int32_t>(s0 + (ok ? e.src_tok : 0));
-  p_dst[pos] = static_cast<int32_t>(d0 + (ok ? e.dst_tok : 0));
-  p_code[pos] = !places ? r.arc : ok ? static_cast<int32_t>(code) : 0;
-  if (ok && e.admitted) state[d0 + e.dst_tok] = (r.arc & kRedirectArcBit) ? g.num_states - 1 : f.dest;
-  p_ac[pos] = r.acoustic;
-  p_score[pos] = ok ? r.acoustic + f.weight : 0.f;  // k2's order: acoustic + graph
-  p_flags[pos] = ok ? (e.admitted ? kPrAdmitted : 0) : kPrInvalid;
-}
-
 // Records into buckets (t, lane), t-major, with tokens as global indices. (The loop is
 // warp-uniform for WarpBucketPlace: blockDim.x is a multiple of 32.)
 __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRecordExt* ext, int64_t N, int32_t B,
                                int32_t Tmax, const int64_t* rec_off, int32_t* rec_cur, const int64_t* tok_off,
                                const uint8_t* skip, int32_t* p_src, int32_t* p_dst, int32_t* p_code, float* p_ac,
-                               float* p_score, uint8_t* p_flags, bool per_warp, int32_t* state, int32_t code_bits,
-                               bool early) {
+                               float* p_score, uint8_t* p_flags, bool per_warp, int32_t* state, int32_t code_bits) {
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < N;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t i = w + (threadIdx.x & 31);
@@ -228,16 +166,10 @@ __global__ void PrBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRec
       e = ext[i];
       if (r.lane >= 0 && r.lane < B && e.t >= 0 && e.t < Tmax) bucket = e.t * B + r.lane;
     }
-    PrArcFacts f;
-    if (early && bucket >= 0) f = LoadArcFacts(g, r, e, code_bits);  // (early: in flight during the atomic)
     const int32_t place = WarpBucketPlace(rec_cur, bucket, per_warp);
     if (place < 0) continue;
-    if (early)
-      PlaceRecordFacts(g, r, e, f, bucket, place, B, skip[r.lane] != 0, rec_off, tok_off, p_src, p_dst, p_code, p_ac,
-                       p_score, p_flags, state, code_bits);
-    else
-      PlaceRecord(g, r, e, bucket, place, B, skip[r.lane] != 0, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score,
-                  p_flags, state, code_bits);
+    PlaceRecord(g, r, e, bucket, place, B, skip[r.lane] != 0, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score,
+                p_flags, state, code_bits);
   }
 }
 
@@ -770,7 +702,7 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
                                 int32_t R, int32_t t0, int32_t t1, const int64_t* rec_off, int32_t* rec_cur,
                                 const int64_t* tok_off, int32_t* p_src, int32_t* p_dst, int32_t* p_code,
                                 float* p_ac, float* p_score, uint8_t* p_flags, bool per_warp, int32_t* state,
-                                int32_t code_bits, bool early) {
+                                int32_t code_bits) {
   for (int64_t w = blockIdx.x * static_cast<int64_t>(blockDim.x) + (threadIdx.x & ~31u); w < n;
        w += static_cast<int64_t>(gridDim.x) * blockDim.x) {  // warp-uniform (WarpBucketPlace)
     const int64_t i = w + (threadIdx.x & 31);
@@ -782,17 +714,11 @@ __global__ void IncBucketKernel(DeviceGraph g, const LatRecord* lat, const LatRe
       e = ext[i];
       if (r.lane >= 0 && r.lane < B && e.t >= t0 && e.t < t1) bucket = static_cast<int64_t>(e.t - R) * B + r.lane;
     }
-    PrArcFacts f;
-    if (early && bucket >= 0) f = LoadArcFacts(g, r, e, code_bits);  // (as PrBucketKernel's)
     const int32_t place =
         WarpBucketPlace(rec_cur, bucket < 0 ? -1 : bucket - static_cast<int64_t>(t0 - R) * B, per_warp);
     if (place < 0) continue;
-    if (early)
-      PlaceRecordFacts(g, r, e, f, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score,
-                       p_flags, state, code_bits);
-    else
-      PlaceRecord(g, r, e, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score, p_flags,
-                  state, code_bits);
+    PlaceRecord(g, r, e, bucket, place, B, false, rec_off, tok_off, p_src, p_dst, p_code, p_ac, p_score, p_flags, state,
+                code_bits);
   }
 }
 
@@ -1950,7 +1876,7 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   if (N > 0)
     PrBucketKernel<<<GridFor(slots), kPrThreads, 0, s>>>(g, ws_.lat, ws_.lat_ext, slots, B, Tmax, d_rec_off, d_rec_cur,
                                                      d_tok_off, d_skip, p_src, p_dst, p_code, p_ac, p_score, p_flags,
-                                                     PrBucketPerWarp(), state, PrCodeBits(*graph_), pr_loads_early_);
+                                                     PrBucketPerWarp(), state, PrCodeBits(*graph_));
   CUWFST_CUDA(cudaGetLastError());
   if (split) CUWFST_CUDA(cudaEventRecord(ev[2].get(), s));
   if (eps) PruneEpsBegin(J, log_off, s);
@@ -2712,7 +2638,7 @@ void GpuDecoder::IncPass(int32_t t1, unsigned long long n_arena) {
   if (n_arena > 0)
     IncBucketKernel<<<GridFor(static_cast<int64_t>(n_arena)), kPrThreads, 0, s>>>(
         g, ws_.lat, ws_.lat_ext, static_cast<int64_t>(n_arena), B, R, t0, t1, d_rec1, rec_cur, d_tok1, src1, dst1,
-        code1, ac1, score1, flags1, PrBucketPerWarp(), state1, PrCodeBits(*graph_), pr_loads_early_);
+        code1, ac1, score1, flags1, PrBucketPerWarp(), state1, PrCodeBits(*graph_));
   CUWFST_CUDA(cudaGetLastError());
 
   // 3. forward scores and the CPU's token order of times t0 + 1 .. t1 (PruneLattice's loop)
