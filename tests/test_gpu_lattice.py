@@ -1399,14 +1399,15 @@ def _filtered(graph, opts, lp, lens, filt, pad=0.0, chunk=0, trim="on", **kw):
     return out, st
 
 
-def _wide_case(seed):
+def _wide_case(seed, frames=(20, 120)):
     """Wide frontiers against a small output beam: most recorded arcs are far below their
-    destination, which is where the filter drops records."""
+    destination, which is where the filter drops records. The longest row has `frames`[0] to
+    `frames`[1] - 1 frames."""
     rng = np.random.default_rng(88000 + seed)
     V = int(rng.integers(4, 20))
     graph = random_ctc_graph(rng, int(rng.choice([200, 800])), V, int(rng.integers(3, 7)), float(rng.uniform(0.05, 0.3)))
     B = int(rng.integers(2, 7))
-    T = int(rng.integers(20, 120))
+    T = int(rng.integers(*frames))
     lens = rng.integers(0, T + 1, size=B).astype(np.int32)
     lens[0] = T
     lp = random_log_probs(rng, B, T, V, peaky=bool(seed % 2))
@@ -1790,27 +1791,73 @@ def test_prune_bucket_per_warp_equals_per_record(case, monkeypatch):
             compare(cpu, got, f"bucket {bucket} chunk {chunk}, case {case}")
 
 
-@pytest.mark.parametrize("begin", ["async", "sync"])
-@pytest.mark.parametrize("case", range(4))
-def test_prune_begin_without_wait_pipelined(case, begin, monkeypatch):
-    """The pruning's begin returns without waiting for its bucketing (the default) or after it
-    (CUWFST_PRUNE_BEGIN=sync): with more rows than lanes the pruning of each sub-batch is pipelined
-    beside the next one's decode, whose records pass overwrites the records the bucketing reads (in
-    stream order); the CPU's lattices either way."""
-    graph, lp, lens, opts = _wide_case(320 + case) if case < 3 else _large_frontier_case(6520 + case, 3000)
+def _pipelined_case(case):
+    """Rows for the pipelined begin's tests: cases 0-2 short rows (a batch's sequence captured
+    whole), 3 frontiers past 8,192 tokens, 4-6 rows of 140-259 frames (past kChunkFrom's 128 steps:
+    the steps replay chunks and the records pass launches plainly after them), four copies of each
+    row in a permuted order."""
+    if case < 3:
+        graph, lp, lens, opts = _wide_case(320 + case)
+    elif case == 3:
+        graph, lp, lens, opts = _large_frontier_case(6520 + case, 3000)
+    else:
+        graph, lp, lens, opts = _wide_case(330 + case, frames=(140, 260))
+        lens[1:] = np.maximum(lens[1:], 130)  # (most sub-batches past 128 steps)
     rng = np.random.default_rng(40 + case)
     reps = 4
     lp = np.concatenate([lp] * reps)
     lens = np.concatenate([rng.permutation(lens) for _ in range(reps)]).astype(np.int32)
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    monkeypatch.setenv("CUWFST_PRUNE_BEGIN", begin)
+    return graph, lp, lens, opts
+
+
+def _pipelined_decode(graph, lp, lens, opts, monkeypatch, **env):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", "on")
     lanes = max(1, int(lens.size) // 5)
     dec = Decoder(graph, opts, device="cuda", max_lanes=lanes)
     dec._gpu.lattice_trace = []  # (a stamp set a pipelined begin)
     got = dec.decode(lp, lens, lattice=True)
-    compare(cpu, got, f"begin {begin}, {lens.size} rows in {lanes} lanes, case {case}")
     assert len(dec._gpu.lattice_trace) >= 4, "the sub-batches' prunings pipelined"
+    return got, lanes
+
+
+@pytest.mark.parametrize("begin", ["side", "async", "sync"])
+@pytest.mark.parametrize("case", range(7))
+def test_prune_begin_without_wait_pipelined(case, begin, monkeypatch):
+    """The pruning's begin buckets the records on its own stream beside the next decode (side, the
+    default), on the decoder's stream without waiting (async) or waiting (sync): with more rows
+    than lanes the pruning of each sub-batch is pipelined beside the next one's decode, whose
+    records pass overwrites the records the bucketing reads (after it: stream order, or the wait
+    for the side stream); the CPU's lattices each way."""
+    graph, lp, lens, opts = _pipelined_case(case)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    got, lanes = _pipelined_decode(graph, lp, lens, opts, monkeypatch, CUWFST_PRUNE_BEGIN=begin)
+    compare(cpu, got, f"begin {begin}, {lens.size} rows in {lanes} lanes, case {case}")
+
+
+@pytest.mark.parametrize("case", [0, 1, 4, 5])
+def test_prune_side_bucketing_late(case, monkeypatch):
+    """A side bucketing held back 60 ms (CUWFST_PRUNE_SIDE_DELAY_US) starts after the next decode's
+    search: that decode's records pass waits for it, before a whole captured sequence (short rows)
+    or before the pass itself (long rows), so the lattices are still the CPU's. The control: with
+    the wait off (CUWFST_PRUNE_SIDE_WAIT=off, a test switch) the records are overwritten first and
+    some sub-batch's lattices differ, so the first half can fail."""
+    graph, lp, lens, opts = _pipelined_case(case)
+    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
+    late = dict(CUWFST_PRUNE_BEGIN="side", CUWFST_PRUNE_SIDE_DELAY_US="60000")
+    got, lanes = _pipelined_decode(graph, lp, lens, opts, monkeypatch, **late)
+    compare(cpu, got, f"late side bucketing, {lens.size} rows in {lanes} lanes, case {case}")
+    try:
+        bad, _ = _pipelined_decode(graph, lp, lens, opts, monkeypatch, CUWFST_PRUNE_SIDE_WAIT="off", **late)
+    except RuntimeError:
+        return  # (the overwritten records broke a consistency check: also a failure shown)
+    try:
+        compare(cpu, bad, "no wait")
+    except AssertionError:
+        return
+    pytest.fail("with the wait off the late side bucketing still gave the CPU's lattices: the test "
+                "above could not fail")
 
 
 @pytest.mark.parametrize("case", range(6))

@@ -286,7 +286,21 @@ void GpuDecoder::Allocate() {
   ws_.lat_claims = lat_claims_ ? 1 : 0;
   lat_reserve_ = EnvChoice("CUWFST_LATTICE_RESERVE", "chunk", "round", lat_reserve_);
   ws_.lat_reserve = lat_reserve_ ? 1 : 0;
-  pr_begin_sync_ = EnvChoice("CUWFST_PRUNE_BEGIN", "sync", "async", pr_begin_sync_);
+  if (const char* env = std::getenv("CUWFST_PRUNE_BEGIN"); env != nullptr && env[0] != '\0') {
+    const int32_t v = std::strcmp(env, "sync") == 0 ? kPrBeginSync : std::strcmp(env, "async") == 0 ? kPrBeginAsync
+                      : std::strcmp(env, "side") == 0 ? kPrBeginSide : -1;
+    if (v < 0) throw std::invalid_argument(std::string("CUWFST_PRUNE_BEGIN must be side, async or sync, got '") + env + "'");
+    pr_begin_mode_ = v;
+  }
+  if (const char* env = std::getenv("CUWFST_PRUNE_SIDE_DELAY_US"); env != nullptr && env[0] != '\0') {
+    char* end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (end == env || *end != '\0' || v < 0 || v > 10000000)
+      throw std::invalid_argument(std::string("CUWFST_PRUNE_SIDE_DELAY_US must be an integer in [0, 10000000], got '") +
+                                  env + "'");
+    pr_side_delay_us_ = v;
+  }
+  pr_side_wait_ = EnvChoice("CUWFST_PRUNE_SIDE_WAIT", "on", "off", pr_side_wait_);
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
   lat_one_grid_ = EnvChoice("CUWFST_LATTICE_AFTER_GRID", "one", "classes", lat_one_grid_);
   ws_.lat_one_grid = lat_one_grid_ ? 1 : 0;
@@ -922,6 +936,17 @@ Workspace GpuDecoder::SeqWorkspace(SeqKind kind) const {
 void GpuDecoder::SyncQuietly() noexcept {
   if (stream_ && cudaStreamSynchronize(stream_) != cudaSuccess) ClearHandledError();
   if (pr_stream_owned_ && cudaStreamSynchronize(pr_stream_owned_.get()) != cudaSuccess) ClearHandledError();
+  if (pr_bucket_stream_owned_ && cudaStreamSynchronize(pr_bucket_stream_owned_.get()) != cudaSuccess)
+    ClearHandledError();
+}
+
+// A side bucketing (kPrBeginSide) may still read the records: stream_'s next work waits for it.
+// Called before the first launch that writes the records (EnqueueRecordsPass, or RunOnce ahead of a
+// sequence whose steps write them), never while stream_ is capturing.
+void GpuDecoder::WaitRecordReaders() {
+  if (!lat_read_pending_) return;
+  if (pr_side_wait_) CUWFST_CUDA(cudaStreamWaitEvent(stream_, pr_records_read_.get(), 0));
+  lat_read_pending_ = false;
 }
 
 GpuDecoder::~GpuDecoder() {
@@ -1157,6 +1182,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   const DeviceGraph& g = graph_->view;
   const int L = cfg_.max_lanes;
   const int32_t V = g.vocab_size;
+  WaitRecordReaders();  // (the records it overwrites: a side bucketing's; never pending while capturing)
   CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
   CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 16 * sizeof(unsigned long long), stream_));
@@ -1659,6 +1685,15 @@ bool GpuDecoder::Replays(int32_t steps) const {
 // ones are given back and this decode launches plainly: graphs are an optimisation.
 void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
   if (kind != SeqKind::kAdvance) SetArenaGuard(false);  // only stream advances wait for room
+  // A side bucketing still reading the records (PruneBeginLocked, kPrBeginSide): a batch whose records
+  // come from the pass after the search (lat_after) writes them first in its tail, which launches
+  // plainly where the steps replay chunks or nothing is captured, so the wait goes there
+  // (EnqueueRecordsPass) and the search runs beside the bucketing; any other sequence waits here.
+  if (lat_read_pending_) {
+    const bool tail_writes = ws_.lat_after && (kind == SeqKind::kBatch || kind == SeqKind::kResume) &&
+                             (!capture || (cfg_.graph_chunks && steps > kChunkFrom));
+    if (!tail_writes) WaitRecordReaders();
+  }
   if (!capture) {
     Enqueue(kind, steps, f16);
     return;

@@ -759,9 +759,20 @@ class GpuDecoder {
   // the same lattices); CUWFST_LATTICE_RESERVE=round at construction takes them a round at a time
   // (Workspace::lat_reserve; MemStats [79])
   bool lat_reserve_ = true;
-  // CUWFST_PRUNE_BEGIN=sync at construction: PruneBeginLocked waits for its bucketing before it
-  // returns (as before 2026-12-06; for A/B runs); async (the default): it does not
-  bool pr_begin_sync_ = false;
+  // CUWFST_PRUNE_BEGIN at construction, where PruneBeginLocked buckets the records (epsilon-free
+  // graphs; an epsilon graph's begin is always kPrBeginAsync's, then syncs in PruneEpsBegin):
+  //  kPrBeginSync (sync): on the decoder's stream, waiting for it before returning (before 2026-12-06);
+  //  kPrBeginAsync (async): on the decoder's stream, not waiting (the next decode queues behind it);
+  //  kPrBeginSide (side, the default): on pr_bucket_stream_, beside the next decode, whose records
+  //  pass (the one writer of the records the bucketing reads) waits for it (WaitRecordReaders).
+  static constexpr int32_t kPrBeginSync = 0, kPrBeginAsync = 1, kPrBeginSide = 2;
+  int32_t pr_begin_mode_ = kPrBeginSide;
+  // CUWFST_PRUNE_SIDE_DELAY_US at construction (tests): a spin of that long on pr_bucket_stream_ before
+  // each side bucketing, so a next decode that did not wait for it would overwrite its records first
+  int64_t pr_side_delay_us_ = 0;
+  // CUWFST_PRUNE_SIDE_WAIT=off at construction (tests only; gives wrong lattices): the next decode does
+  // not wait for a side bucketing, so the delay test can show that it would fail without the wait
+  bool pr_side_wait_ = true;
   // CUWFST_LATTICE_AFTER_PROF=on at construction (Workspace::lat_prof): each records pass's phase
   // sums on stderr (PrintRecordsProfile; a measurement)
   bool lat_prof_ = false;
@@ -899,6 +910,13 @@ class GpuDecoder {
   mutable std::mutex pr_mu_;      // the jobs' states, the buffers' growth, the pruning's counters
   std::mutex pr_fin_mu_;          // one PruneFinish (or PruneLattice, TakePrunedRows) at a time
   Stream pr_stream_owned_;        // the finishers' stream (non-blocking; made by the first PruneBegin)
+  // kPrBeginSide: the bucketing's own stream (the pruning's priority), the event it waits for (the
+  // records written, on stream_), and the event after its reads of the records; lat_read_pending_
+  // while a decode on stream_ has not yet been made to wait for that one (WaitRecordReaders)
+  Stream pr_bucket_stream_owned_;
+  Event pr_records_ready_, pr_records_read_;
+  bool lat_read_pending_ = false;
+  void WaitRecordReaders();
   DeviceBuffer pr_buf1_[26];      // set 1: [0, 24) and 62, 63 at 24, 25
   void* PruneBufferIn(int set, int k, size_t bytes);
   int64_t PruneBeginLocked(int32_t B, const int32_t* lengths, const uint8_t* skip, float output_beam, int32_t set);

@@ -207,6 +207,8 @@ void GpuDecoder::GrowLattice(unsigned long long want, unsigned long long made) {
     ThrowAcquireFailure(e, os.str());
   }
   FreeGraphs();  // they captured the old pointer
+  // (a side bucketing may still read the old records: PruneBeginLocked, kPrBeginSide)
+  if (pr_records_read_) CUWFST_CUDA(cudaEventSynchronize(pr_records_read_.get()));
   lat_ = std::move(fresh);
   ws_.lat = static_cast<LatRecord*>(lat_.get());
   if (fresh_ext.get()) {

@@ -61,6 +61,16 @@ __device__ __forceinline__ int32_t BucketOf(const int64_t* off, int32_t n, int64
   return lo;
 }
 
+// CUWFST_PRUNE_SIDE_DELAY_US (tests): spins for `ns` nanoseconds of the device's clock.
+__global__ void PrSpinKernel(long long ns) {
+  unsigned long long t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (static_cast<long long>(t - t0) < ns);
+}
+
 __global__ void PrFillFlags(uint8_t* flags, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x)
@@ -1614,7 +1624,7 @@ struct GpuDecoder::PruneJob {
   std::vector<int32_t> lengths, all, win_end, win_begin, seg_rel, last_tau;
   std::vector<uint8_t> skip;
   std::vector<int64_t> tok_off, rec_off;
-  Event bucket_done;  // recorded on stream_ after PrBucketKernel
+  Event bucket_done;  // recorded after PrBucketKernel (on its stream: stream_, or pr_bucket_stream_ when side)
   double begin_ms = 0.0;
   PrJobBufs d;  // its arrays on the device (set `set`)
 };
@@ -1843,7 +1853,28 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   auto *d_last_tau = d.last_tau, *d_win_end = d.win_end, *d_seg_rel = d.seg_rel, *d_win_begin = d.win_begin;
   auto* d_skip = d.skip;
 
-  cudaStream_t s = stream_;
+  // kPrBeginSide (epsilon-free graphs): the copies and kernels below on the bucketing's own stream,
+  // after the records the decode wrote on stream_ (pr_records_ready_); the next decode's records pass
+  // waits for pr_records_read_ (WaitRecordReaders), its search does not. Else on stream_.
+  const bool side = pr_begin_mode_ == kPrBeginSide && !eps;
+  if (side) {
+    if (!pr_bucket_stream_owned_) {
+      Stream st;
+      cudaError_t e = TryStreamCreate(cudaStreamNonBlocking, &st, prune_priority_);
+      if (e != cudaSuccess) ThrowAcquireFailure(e, cannot("stream"));
+      pr_bucket_stream_owned_ = std::move(st);
+    }
+    for (Event* ev : {&pr_records_ready_, &pr_records_read_})
+      if (!*ev) {
+        Event made;
+        cudaError_t e = TryEventCreate(cudaEventDisableTiming, &made);
+        if (e != cudaSuccess) ThrowAcquireFailure(e, cannot("event"));
+        *ev = std::move(made);
+      }
+    CUWFST_CUDA(cudaEventRecord(pr_records_ready_.get(), stream_));
+    CUWFST_CUDA(cudaStreamWaitEvent(pr_bucket_stream_owned_.get(), pr_records_ready_.get(), 0));
+  }
+  cudaStream_t s = side ? pr_bucket_stream_owned_.get() : stream_;
   const auto c2 = std::chrono::steady_clock::now();  // (the job's buffers in hand)
   CUWFST_CUDA(cudaMemcpyAsync(d_rec_off, rec_off.data(), rec_off.size() * 8, cudaMemcpyHostToDevice, s));
   CUWFST_CUDA(cudaMemsetAsync(d_rec_cur, 0, rec_off.size() * 4, s));
@@ -1871,6 +1902,9 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   if (split) CUWFST_CUDA(cudaEventRecord(ev[1].get(), s));
   // every slot the decode's records took: its records, and under CUWFST_LATTICE_RESERVE=chunk the
   // holes between them (lane -1, skipped); N elsewhere, where the cursor took one slot a record
+  // (tests: a side bucketing that starts late, so a decode that did not wait would overwrite its records
+  // first; after the copies, which may wait for the stream where their host memory is pageable)
+  if (side && pr_side_delay_us_ > 0) PrSpinKernel<<<1, 32, 0, s>>>(pr_side_delay_us_ * 1000);
   const bool holes = lat_reserve_ && lat_after_used_;
   const int64_t slots = holes ? std::max<int64_t>(N, std::min<int64_t>(static_cast<int64_t>(pr_slots_), ws_.lat_cap)) : N;
   if (N > 0)
@@ -1881,14 +1915,18 @@ int64_t GpuDecoder::PruneBeginLocked(int32_t B, const int32_t* lengths, const ui
   if (split) CUWFST_CUDA(cudaEventRecord(ev[2].get(), s));
   if (eps) PruneEpsBegin(J, log_off, s);
   CUWFST_CUDA(cudaEventRecord(J.bucket_done.get(), s));
+  if (side) {
+    CUWFST_CUDA(cudaEventRecord(pr_records_read_.get(), s));
+    lat_read_pending_ = true;
+  }
   const auto c4 = std::chrono::steady_clock::now();  // (the kernels queued)
-  // No wait for the bucketing by default (pr_begin_sync_ false): the copies read the job's own
-  // host arrays, which live until its finish; the next decode's kernels, which overwrite the
-  // records the bucketing reads, follow it on this stream; the finisher waits for bucket_done; and
-  // a buffer the next begin or a growth frees goes through cudaFree, which waits for the device.
-  // So the calling thread goes on to its next decode while the device buckets. (An epsilon graph's
-  // PruneEpsBegin has synced already: its arcs' count sizes their arrays.)
-  if (pr_begin_sync_) CUWFST_CUDA(cudaStreamSynchronize(s));
+  // No wait for the bucketing unless kPrBeginSync: the copies read the job's own host arrays, which
+  // live until its finish; the next decode's writes of the records the bucketing reads follow it
+  // (on stream_ itself, or, side, behind pr_records_read_); the finisher waits for bucket_done; and a
+  // buffer the next begin frees goes through cudaFree, and a growth of the records waits for
+  // pr_records_read_ (GrowLattice). So the calling thread goes on to its next decode while the device
+  // buckets. (An epsilon graph's PruneEpsBegin has synced already: its arcs' count sizes their arrays.)
+  if (pr_begin_mode_ == kPrBeginSync) CUWFST_CUDA(cudaStreamSynchronize(s));
   {
     std::lock_guard<std::mutex> l(pr_mu_);
     J.id = ++pr_job_ids_;
