@@ -1850,8 +1850,8 @@ def test_prune_side_bucketing_late(case, monkeypatch):
     compare(cpu, got, f"late side bucketing, {lens.size} rows in {lanes} lanes, case {case}")
     try:
         bad, _ = _pipelined_decode(graph, lp, lens, opts, monkeypatch, CUWFST_PRUNE_SIDE_WAIT="off", **late)
-    except RuntimeError:
-        return  # (the overwritten records broke a consistency check: also a failure shown)
+    except (RuntimeError, IndexError, ValueError):
+        return  # (the overwritten records broke a check, e.g. "arc code ... names no graph arc": also a failure shown)
     try:
         compare(cpu, bad, "no wait")
     except AssertionError:
