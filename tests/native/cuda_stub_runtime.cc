@@ -285,6 +285,9 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t, cudaEvent_t) {
 cudaError_t cudaStreamSynchronize(cudaStream_t) {
   return stub::sticky ? stub::fail(cudaErrorIllegalAddress) : cudaSuccess;
 }
+cudaError_t cudaEventSynchronize(cudaEvent_t) {  // (GrowLattice waits for a side bucketing's event)
+  return stub::sticky ? stub::fail(cudaErrorIllegalAddress) : cudaSuccess;
+}
 cudaError_t cudaMemsetAsync(void* p, int v, size_t n, cudaStream_t) {
   if (stub::capturing) {
     stub::Node node{nullptr, {}};
