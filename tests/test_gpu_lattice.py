@@ -1825,8 +1825,8 @@ def _pipelined_decode(graph, lp, lens, opts, monkeypatch, **env):
 @pytest.mark.parametrize("begin", ["side", "async", "sync"])
 @pytest.mark.parametrize("case", range(7))
 def test_prune_begin_without_wait_pipelined(case, begin, monkeypatch):
-    """The pruning's begin buckets the records on its own stream beside the next decode (side, the
-    default), on the decoder's stream without waiting (async) or waiting (sync): with more rows
+    """The pruning's begin buckets the records on its own stream beside the next decode (side), on
+    the decoder's stream without waiting (async, the default) or waiting (sync): with more rows
     than lanes the pruning of each sub-batch is pipelined beside the next one's decode, whose
     records pass overwrites the records the bucketing reads (after it: stream order, or the wait
     for the side stream); the CPU's lattices each way."""

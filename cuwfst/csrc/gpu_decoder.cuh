@@ -762,11 +762,13 @@ class GpuDecoder {
   // CUWFST_PRUNE_BEGIN at construction, where PruneBeginLocked buckets the records (epsilon-free
   // graphs; an epsilon graph's begin is always kPrBeginAsync's, then syncs in PruneEpsBegin):
   //  kPrBeginSync (sync): on the decoder's stream, waiting for it before returning (before 2026-12-06);
-  //  kPrBeginAsync (async): on the decoder's stream, not waiting (the next decode queues behind it);
-  //  kPrBeginSide (side, the default): on pr_bucket_stream_, beside the next decode, whose records
-  //  pass (the one writer of the records the bucketing reads) waits for it (WaitRecordReaders).
+  //  kPrBeginAsync (async, the default): on the decoder's stream, not waiting (the next decode queues
+  //  behind it);
+  //  kPrBeginSide (side): on pr_bucket_stream_, beside the next decode, whose records pass (the one
+  //  writer of the records the bucketing reads) waits for it (WaitRecordReaders). Not the default: s193
+  //  read it 0.24 ms a lattice batch below async, inside the run's spread (docs/speed-notes.md).
   static constexpr int32_t kPrBeginSync = 0, kPrBeginAsync = 1, kPrBeginSide = 2;
-  int32_t pr_begin_mode_ = kPrBeginSide;
+  int32_t pr_begin_mode_ = kPrBeginAsync;
   // CUWFST_PRUNE_SIDE_DELAY_US at construction (tests): a spin of that long on pr_bucket_stream_ before
   // each side bucketing, so a next decode that did not wait for it would overwrite its records first
   int64_t pr_side_delay_us_ = 0;
