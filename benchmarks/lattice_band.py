@@ -64,6 +64,44 @@ def gpu_slack(lat_mag: float, drift: float, mag: float, wmax: float, drift_k: fl
     return d, 2.0 * d + 0.5 + 32.0 * U * h
 
 
+def run_counts(tot: dict, dst: np.ndarray, se: np.ndarray, cand: np.ndarray, rec: np.ndarray, surv: np.ndarray,
+               cutoff, ob, slack) -> None:
+    """The running bound (records without a second walk: what ExpandKernel could write as it scores
+    each arc, knowing the step's cutoff and its destination's best admitted end so far): the walked
+    candidates `cand` in slot order (token-major, each token's arcs best weight first: a sequential
+    stand-in for the GPU's parallel order), each written when it is admitted (end > cutoff) or its
+    end reaches the best admitted end into its destination before it less output_beam and the slack
+    (the records' filter's rule with the running best in place of the final score). `run_writes` the
+    writes, `run_surv` those whose destination survives, `run_lost` records not written (0: the final
+    score is at least the running best)."""
+    n = len(se)
+    if n == 0:
+        return
+    o = np.argsort(dst, kind="stable")
+    ds = dst[o]
+    es = se[o].astype(np.float32)
+    adm = es > cutoff
+    fin = es[adm]
+    lo = float(fin.min()) if fin.size else 0.0
+    K = (float(fin.max()) - lo if fin.size else 0.0) + 4.0
+    gid = np.cumsum(np.r_[True, ds[1:] != ds[:-1]]) - 1
+    # a segmented running max by the offset trick: group g's values in (g K - 1, g K + K - 4], -inf as g K - 1
+    v = gid * K + np.where(adm, es.astype(np.float64) - lo, -1.0)
+    cm = np.maximum.accumulate(v)
+    prev = np.r_[-np.inf, cm[:-1]]
+    first = np.r_[True, gid[1:] != gid[:-1]]
+    pm = prev - gid * K
+    best = np.where(first | (pm < -0.5), np.float32(-np.inf), (pm + lo).astype(np.float32))
+    with np.errstate(invalid="ignore"):
+        near = ~(es < F32(F32(best - ob) - slack))  # (best -inf: every end reaches it)
+    wr = np.empty(n, bool)
+    wr[o] = adm | near
+    wr &= cand
+    tot["run_writes"] += int(wr.sum())
+    tot["run_surv"] += int((wr & surv).sum())
+    tot["run_lost"] += int((rec & cand & ~wr).sum())
+
+
 def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, slack: float = 0.5,
           log=None, drift_k: float | None = None, row_ids=None) -> dict:
     """The counts over the first `rows` rows (the module's docstring), or over `row_ids`;
@@ -94,6 +132,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
     # the exact label bound's price: tokens of states with more than 8 labels, and their labels (the
     # log-prob lookups a bitmap per such state would take the scan)
     keys += ("heavy_tokens", "heavy_labels")
+    keys += ("run_writes", "run_surv", "run_lost")
     keys += tuple(f"{x}_c{r}" for r in CASCADE for x in ("hi", "band", "lost"))
     keys += tuple(f"{x}_f{b}" for b in FOLDS for x in ("hi", "band", "lost"))
     tot = dict.fromkeys(keys, 0)
@@ -185,6 +224,7 @@ def count(g, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0, s
             sdst = np.where(surv, sc2[np.maximum(p, 0)], np.float32(-np.inf))
             rec = surv & ((se > cutoff) | ~(se < F32(F32(sdst - ob) - step_slack))) if filt_on else surv
             pos_of[s2] = -1
+            run_counts(tot, tb.dest[sa], se, cand & (hi | band), rec, surv, cutoff, ob, step_slack)
             for name, m in (("hi", hi), ("band", band)):
                 tot[name] += int(m.sum())
                 tot[name + "_cand"] += int((m & cand).sum())
@@ -335,6 +375,8 @@ def main(argv=None) -> int:
     print(f"the destination side: {tot['weak_dst']} weak survivors (within output_beam + slack of the cutoff), "
           f"{tot['weak_in_arcs']} incoming arcs (largest in-degree {tot['weak_in_max']}), {tot['weak_in_front']} of "
           f"them from a state of the frontier; the band's slots {tot['band']}")
+    print(f"the running bound (no second walk): {tot['run_writes']} writes, {tot['run_surv']} into surviving "
+          f"destinations, {tot['run_lost']} records missed, against {tot['hi_rec'] + tot['band_rec']} records")
     c = tot["hi_cand"] + tot["band_cand"]
     print(f"candidates {c}: admitted {tot['cand_adm']}, destination survives {tot['cand_surv']}, records "
           f"{tot['hi_rec'] + tot['band_rec']}")
