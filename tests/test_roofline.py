@@ -254,6 +254,38 @@ def test_lattice_band_counts_every_record_the_trims_leave(rows, ob):
     folded = [tot[f"hi_f{b}"] + tot[f"band_f{b}"] for b in lattice_band.FOLDS]
     assert all(tot[f"lost_f{b}"] == 0 for b in lattice_band.FOLDS), tot
     assert folded == sorted(folded) and walked[-1] <= folded[0] and folded[-1] <= tot["hi"] + tot["band"], tot
+    # the running bound (a write as the search scores): sound (no record missed), between the records
+    # and the walked candidates, and its writes into surviving destinations hold every record
+    assert tot["run_lost"] == 0, tot
+    assert tot["all_rec"] <= tot["run_surv"] <= tot["run_writes"] <= tot["hi_cand"] + tot["band_cand"], tot
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_lattice_band_running_bound_against_a_loop(seed):
+    """lattice_band.run_counts' vectorised running best (a segmented prefix max by an offset) against a
+    plain loop over the slots in order."""
+    from benchmarks import lattice_band
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    dst = rng.integers(0, int(rng.integers(1, 40)), n)
+    se = (rng.normal(-50.0, 6.0, n) * (1 + seed)).astype(np.float32)
+    se[rng.random(n) < 0.05] = -np.inf
+    cutoff, ob, slack = np.float32(np.quantile(se[np.isfinite(se)], 0.6)), np.float32(8.0), np.float32(0.5)
+    cand = rng.random(n) < 0.8
+    surv = rng.random(n) < 0.5
+    rec = cand & surv & (rng.random(n) < 0.3)
+    tot = dict(run_writes=0, run_surv=0, run_lost=0)
+    lattice_band.run_counts(tot, dst, se, cand, rec, surv, cutoff, ob, slack)
+    best, wr = {}, np.zeros(n, bool)
+    for i in range(n):
+        b = best.get(int(dst[i]), np.float32(-np.inf))
+        adm = se[i] > cutoff
+        wr[i] = cand[i] and (adm or b == -np.inf or not se[i] < np.float32(np.float32(b - ob) - slack))
+        if adm:
+            best[int(dst[i])] = max(b, se[i])
+    assert tot == dict(run_writes=int(wr.sum()), run_surv=int((wr & surv).sum()),
+                       run_lost=int((rec & cand & ~wr).sum()))
 
 
 def test_lattice_band_with_the_gpu_slack_and_the_known_max(rows):
