@@ -89,9 +89,8 @@ def run_counts(tot: dict, dst: np.ndarray, se: np.ndarray, cand: np.ndarray, rec
     v = gid * K + np.where(adm, es.astype(np.float64) - lo, -1.0)
     cm = np.maximum.accumulate(v)
     prev = np.r_[-np.inf, cm[:-1]]
-    first = np.r_[True, gid[1:] != gid[:-1]]
-    pm = prev - gid * K
-    best = np.where(first | (pm < -0.5), np.float32(-np.inf), (pm + lo).astype(np.float32))
+    pm = prev - gid * K  # (a group's first slot sees the group before's max: pm <= -4)
+    best = np.where(pm < -0.5, np.float32(-np.inf), (pm + lo).astype(np.float32))
     with np.errstate(invalid="ignore"):
         near = ~(es < F32(F32(best - ob) - slack))  # (best -inf: every end reaches it)
     wr = np.empty(n, bool)
