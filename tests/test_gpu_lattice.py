@@ -832,6 +832,51 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
     assert _gpu(graph, opts, max_lanes=lanes)._gpu.main.mem_stats()["lat_one_grid"] == 0
 
 
+def test_records_after_the_search_compacted(monkeypatch):
+    """CUWFST_LATTICE_AFTER_COMPACT=on (the one grid's walk with each round's candidates queued a warp
+    and probed 32 at a time, lattice_after.cuh LatRecordsKernel kCompact): the same records in
+    another slot order. Under slots a round at a time the cursor numbers exactly the default's
+    records; the lattices are the CPU's in every table class with the slots a chunk or a round at a
+    time, also grown from tiny first rooms, on 40 random batches, and on states of up to ~100 arcs
+    (queues that fill inside a token's rounds and carry across tokens); values the switch does not
+    know are refused when the decoder is made, and so is the switch beside the class grids."""
+    graph, lp, opts, cpu = _table_classes_case()
+    assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+    _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "off", graph, opts, lp, cpu, "not compacted, round")
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "on", graph, opts, lp, cpu, "compacted, round")
+    assert (st0["lat_compact"], st["lat_compact"], _after_stats(dec)) == (0, 1, 1)
+    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
+    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")  # (the default: a chunk a warp)
+    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_COMPACT", "on", ("1", "compact", "On"),
+                    "lat_compact", "compacted")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
+    with pytest.raises(ValueError, match="CUWFST_LATTICE_AFTER_COMPACT"):
+        Decoder(graph, opts, device="cuda")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_GRID")
+    ran = _random_after_checked(tuple(range(40)), "compacted")
+    assert all(d._gpu.main.mem_stats()["lat_compact"] == 1 for d, *_ in ran)
+    for seed in range(3):  # (test_records_after_the_search_wide_states' cases)
+        rng = np.random.default_rng(777 + seed)
+        V = 40
+        wide = random_ctc_graph(rng, 3000, V, 100, 0.1)
+        wlp = random_log_probs(rng, 4, 30, V, peaky=bool(seed % 2))
+        wopts = DecoderOptions(search_beam=float(rng.choice([5.0, 8.0])), output_beam=float(rng.choice([2.0, 5.0])),
+                               max_active_states=2000)
+        wcpu = Decoder(wide, wopts, num_threads=2).decode(wlp, lattice=True)
+        counts = []
+        for value in ("off", "on"):
+            monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+            _, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", value, wide, wopts, wlp, wcpu,
+                              f"wide states, compact {value}, seed {seed}")
+            counts.append(st["lattice_live_records"])
+        assert counts[0] == counts[1] > 0, counts
+        monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+        _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "on", wide, wopts, wlp, wcpu,
+                  f"wide states, compacted, chunk slots, seed {seed}")
+
+
 def test_records_after_the_search_packed_global_tables(monkeypatch):
     """CUWFST_LATTICE_TABLES=packed: the pass's global tables (S_{t+1} past 8,192 tokens) hold each
     slot's state, frontier index and score in one 16-byte slot, so a probe that finds its state has

@@ -304,6 +304,9 @@ void GpuDecoder::Allocate() {
   lat_prof_ = EnvChoice("CUWFST_LATTICE_AFTER_PROF", "on", "off", lat_prof_);
   lat_one_grid_ = EnvChoice("CUWFST_LATTICE_AFTER_GRID", "one", "classes", lat_one_grid_);
   ws_.lat_one_grid = lat_one_grid_ ? 1 : 0;
+  lat_compact_ = EnvChoice("CUWFST_LATTICE_AFTER_COMPACT", "on", "off", lat_compact_);
+  if (lat_compact_ && !lat_one_grid_)
+    throw std::invalid_argument("CUWFST_LATTICE_AFTER_COMPACT=on needs the one grid (CUWFST_LATTICE_AFTER_GRID=one)");
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
@@ -1044,13 +1047,14 @@ void GpuDecoder::EnqueueTail(SeqKind kind, const Workspace& w) {
 namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
-// LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid)
+// LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid; compact: the one grid's compacted
+// walk, CUWFST_LATTICE_AFTER_COMPACT=on)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
-AfterKernel AfterRecordsKernel(int32_t bits) {
+AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false) {
   return bits == 11   ? LatRecordsKernel<11>
          : bits == 13 ? LatRecordsKernel<13>
          : bits == 14 ? LatRecordsKernel<14>
-         : bits < 0   ? LatRecordsKernel<-1>
+         : bits < 0   ? (compact ? LatRecordsKernel<-1, true> : LatRecordsKernel<-1>)
                       : LatRecordsKernel<0>;
 }
 
@@ -1132,8 +1136,11 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
     for (int32_t bits : {11, 13, 14, 0, -1})
-      CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits), cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(AfterSmem(bits, V))));
+      for (bool compact : {false, true})
+        if (!compact || bits < 0)
+          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, compact),
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     la_grid_ = std::max(1, sms) * 4;  // (4 CTAs a multiprocessor: the kernels' register bound)
@@ -1208,7 +1215,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     const int32_t bits = classes ? 0 : -1;
-    AfterRecordsKernel(bits)<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
+    AfterRecordsKernel(bits, lat_compact_)<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
                                                                                     classes ? kAfterGlobal : kAfterC11);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
@@ -2247,6 +2254,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[83] = lat_c14_index_ ? 1 : 0;
   out[84] = lat_log_extra_ ? 1 : 0;
   out[85] = lat_chunk_;
+  out[86] = lat_compact_ ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

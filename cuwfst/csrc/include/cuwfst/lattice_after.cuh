@@ -302,8 +302,16 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // the four class launches on four streams run one class after another in an order the hardware
 // picks (each grid fills every multiprocessor and keeps it until its list is done), the global
 // class most often last and alone (s172's timeline).
-template <int kBits>
+// kCompact (the one grid only; Workspace: GpuDecoder::lat_compact_, CUWFST_LATTICE_AFTER_COMPACT=on):
+// a round tests only the arcs' ends against pre_low; its candidates (end >= pre_low) join the warp's
+// queue, one a lane in registers (arc, destination, acoustic, end, token), and the probe, the
+// filter and the records run once 32 are queued, every lane busy, and for the rest at the item's
+// end. Without it each round with any candidate runs the probe and the write with the few lanes
+// that have one (~2 to ~6 candidates a round of 32 arcs on the full HLG, s118's counts). The
+// records are the same; only their slots' order differs, which nothing reads.
+template <int kBits, bool kCompact = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
+  static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
   constexpr bool kOne = kBits < 0;
   constexpr int32_t H = kOne ? 1 << kAfterOneBits : kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -311,6 +319,8 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   uint16_t* pos16 = reinterpret_cast<uint16_t*>(keys + H);
   float* lps = reinterpret_cast<float*>(pos16 + H);
   __shared__ float s_rest[kAfterWarps];
+  // (kCompact: a round's candidates' lanes by rank, a row a warp)
+  __shared__ int32_t s_src[kCompact ? kAfterWarps * 32 : 1];
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
   const int32_t V = g.vocab_size;
   const bool staged = V <= kAfterLpsMax;
@@ -399,6 +409,52 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     // walks the current one (its two dependent round trips off the walk's chain); its kept records
     // are counted in a register and reach the step's count once an item.
     int32_t kept = 0;
+    // The probe of a candidate's destination in S_{t+1} (-1: it did not survive) and the filter:
+    // *keep where admitted (end > cutoff), the step unfiltered, or not below (s(dst) -
+    // output_beam) - slack.
+    auto probe_keep = [&](int32_t dest, float end, bool* keep, bool* admitted) {
+      float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
+      int32_t p;
+      if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dest);
+      else if (kOne && index_only)
+        p = StateIndexFind(reinterpret_cast<const uint16_t*>(tkeys), ws.lat_log_state + d_off, 14, dest);
+      else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dest);
+      else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dest, &dscore);
+      else p = StateTableFind(tkeys, tpos, tbits, dest);
+      if (p >= 0) {
+        *admitted = end > s.cutoff;
+        *keep = *admitted || !s.filter_on ||
+                !(end < ((bits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+      }
+      return p;
+    };
+    // (kCompact) the warp's queue: lane x < qn holds the x-th queued candidate
+    int32_t qn = 0, q_arc = 0, q_dest = 0, q_i = 0;
+    float q_ac = 0.f, q_end = 0.f;
+    // lane x takes the round's candidate of rank r where `get` (every lane calls it: the shuffles)
+    auto queue_in = [&](bool get, int32_t r, int32_t arc, int32_t dest, float ac, float end, int32_t i) {
+      const int32_t src = get ? s_src[wid * 32 + r] : me;
+      const int32_t x_arc = __shfl_sync(0xFFFFFFFFu, arc, src), x_dest = __shfl_sync(0xFFFFFFFFu, dest, src);
+      const float x_ac = __shfl_sync(0xFFFFFFFFu, ac, src), x_end = __shfl_sync(0xFFFFFFFFu, end, src);
+      if (get) {
+        q_arc = x_arc;
+        q_dest = x_dest;
+        q_ac = x_ac;
+        q_end = x_end;
+        q_i = i;
+      }
+    };
+    // the queued candidates' probes and records (every lane calls it; `valid`: the lane holds one)
+    auto flush = [&](bool valid) {
+      bool keep = false, admitted = false;
+      int32_t p = -1;
+      if (valid) p = probe_keep(q_dest, q_end, &keep, &admitted);
+      auto make = [&](unsigned long long r) {
+        ws.lat[r] = {st[q_i], q_arc, q_ac, lane};
+        ws.lat_ext[r] = {k, q_i, p, admitted ? 1 : 0};
+      };
+      kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
+    };
     int32_t state = 0, nstate = 0, b = 0, n = 0;
     float a = 0.f, na = 0.f;
     {
@@ -427,46 +483,89 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
         nnstate = st[i + 2 * kAfterWarps];
         nna = sc[i + 2 * kAfterWarps];
       }
-      for (int32_t j0 = 0; j0 < n; j0 += 32) {
-        const int32_t j = j0 + me;
-        const int32_t arc = b + j;
-        bool read = false, keep = false, admitted = false, past = false;
-        int32_t p = -1;
-        float ac = 0.f;
-        if (j < n) {
-          // (the weight, label and destination in one round trip, the destination's for the probe:
-          // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-          // on the candidates' path)
-          const float wt = g.arc_weight[arc];
-          const ArcDestLabel dl = ArcDestAndLabel(g, arc);
-          const uint16_t lab = dl.label;
-          read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-          past = sorted && lab != 0 && !read;
-          if (read) {
-            ac = staged ? lps[lab] : AfterLp(s, lab);
-            const float end = ArcEnd(a, wt, ac);
-            if (!(end < s.pre_low)) {
-              float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
-              if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
-              else if (kOne && index_only)
-                p = StateIndexFind(reinterpret_cast<const uint16_t*>(tkeys), ws.lat_log_state + d_off, 14, dl.dest);
-              else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dl.dest);
-              else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
-              else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
-              if (p >= 0) {
-                admitted = end > s.cutoff;
-                keep = admitted || !s.filter_on ||
-                       !(end < ((bits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+      if constexpr (kCompact) {
+        for (int32_t j0 = 0; j0 < n; j0 += 32) {
+          const int32_t j = j0 + me;
+          const int32_t arc = b + j;
+          bool read = false, cand = false, past = false;
+          float ac = 0.f, end = 0.f;
+          int32_t dest = 0;
+          if (j < n) {
+            // (the weight, label and destination in one round trip, the destination's for the probe:
+            // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+            // on the candidates' path)
+            const float wt = g.arc_weight[arc];
+            const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+            const uint16_t lab = dl.label;
+            read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+            past = sorted && lab != 0 && !read;
+            if (read) {
+              ac = staged ? lps[lab] : AfterLp(s, lab);
+              end = ArcEnd(a, wt, ac);
+              cand = !(end < s.pre_low);
+              dest = dl.dest;
+            }
+          }
+          const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
+          if (cm != 0u) {  // (warp-uniform) the candidates to lanes qn, qn + 1, ... by rank
+            const int32_t nc = __popc(cm);
+            if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
+            __syncwarp();
+            const int32_t take = min(nc, 32 - qn);
+            queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, i);
+            if (qn + nc >= 32) {  // (warp-uniform) 32 queued: their probes and records, then the rest
+              flush(true);
+              qn = qn + nc - 32;
+              queue_in(me < qn, take + me, arc, dest, ac, end, i);
+            } else {
+              qn += nc;
+            }
+            __syncwarp();  // (s_src read before the next round writes it)
+          }
+          if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
+        }
+      } else {
+        for (int32_t j0 = 0; j0 < n; j0 += 32) {
+          const int32_t j = j0 + me;
+          const int32_t arc = b + j;
+          bool read = false, keep = false, admitted = false, past = false;
+          int32_t p = -1;
+          float ac = 0.f;
+          if (j < n) {
+            // (the weight, label and destination in one round trip, the destination's for the probe:
+            // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+            // on the candidates' path)
+            const float wt = g.arc_weight[arc];
+            const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+            const uint16_t lab = dl.label;
+            read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+            past = sorted && lab != 0 && !read;
+            if (read) {
+              ac = staged ? lps[lab] : AfterLp(s, lab);
+              const float end = ArcEnd(a, wt, ac);
+              if (!(end < s.pre_low)) {
+                float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
+                if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+                else if (kOne && index_only)
+                  p = StateIndexFind(reinterpret_cast<const uint16_t*>(tkeys), ws.lat_log_state + d_off, 14, dl.dest);
+                else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dl.dest);
+                else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
+                else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
+                if (p >= 0) {
+                  admitted = end > s.cutoff;
+                  keep = admitted || !s.filter_on ||
+                         !(end < ((bits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+                }
               }
             }
           }
+          auto make = [&](unsigned long long r) {
+            ws.lat[r] = {state, arc, ac, lane};
+            ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
+          };
+          kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
+          if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
         }
-        auto make = [&](unsigned long long r) {
-          ws.lat[r] = {state, arc, ac, lane};
-          ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
-        };
-        kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
-        if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
       }
       state = nstate;
       a = na;
@@ -474,6 +573,9 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       n = nn;
       nstate = nnstate;
       na = nna;
+    }
+    if constexpr (kCompact) {
+      if (qn > 0) flush(me < qn);  // (warp-uniform) the item's last queued candidates
     }
     if (me == 0 && kept > 0) atomicAdd(count, kept);
     if (prof != nullptr) phase(kAfterProfWalk);
