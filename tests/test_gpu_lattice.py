@@ -833,16 +833,19 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
 
 
 def test_records_after_the_search_compacted(monkeypatch):
-    """CUWFST_LATTICE_AFTER_COMPACT=on (the one grid's walk with each round's candidates queued a warp
-    and probed 32 at a time, lattice_after.cuh LatRecordsKernel kCompact): the same records in
-    another slot order. Under slots a round at a time the cursor numbers exactly the default's
+    """The compacted walk (the default; CUWFST_LATTICE_AFTER_COMPACT=off: the walk probing in each
+    round): the one grid's walk with each round's candidates queued a warp and probed 32 at a time
+    (lattice_after.cuh LatRecordsKernel kCompact), the same records in another slot order. Under slots a round at a time the cursor numbers exactly the default's
     records; the lattices are the CPU's in every table class with the slots a chunk or a round at a
     time, also grown from tiny first rooms, on 40 random batches, and on states of up to ~100 arcs
     (queues that fill inside a token's rounds and carry across tokens); values the switch does not
-    know are refused when the decoder is made, and so is the switch beside the class grids."""
+    know are refused when the decoder is made, and so is the switch on beside the class grids (which
+    walk uncompacted)."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)  # (a suite may run under it)
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_compact"] == 1
     monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
     _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "off", graph, opts, lp, cpu, "not compacted, round")
     dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "on", graph, opts, lp, cpu, "compacted, round")
@@ -854,7 +857,10 @@ def test_records_after_the_search_compacted(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
     with pytest.raises(ValueError, match="CUWFST_LATTICE_AFTER_COMPACT"):
         Decoder(graph, opts, device="cuda")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT")
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_compact"] == 0
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_GRID")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_COMPACT", "on")
     ran = _random_after_checked(tuple(range(40)), "compacted")
     assert all(d._gpu.main.mem_stats()["lat_compact"] == 1 for d, *_ in ran)
     for seed in range(3):  # (test_records_after_the_search_wide_states' cases)

@@ -305,8 +305,12 @@ void GpuDecoder::Allocate() {
   lat_one_grid_ = EnvChoice("CUWFST_LATTICE_AFTER_GRID", "one", "classes", lat_one_grid_);
   ws_.lat_one_grid = lat_one_grid_ ? 1 : 0;
   lat_compact_ = EnvChoice("CUWFST_LATTICE_AFTER_COMPACT", "on", "off", lat_compact_);
-  if (lat_compact_ && !lat_one_grid_)
-    throw std::invalid_argument("CUWFST_LATTICE_AFTER_COMPACT=on needs the one grid (CUWFST_LATTICE_AFTER_GRID=one)");
+  // (the class grids walk as before: the compacted walk is the one grid's alone)
+  if (!lat_one_grid_) {
+    if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_COMPACT"); env != nullptr && std::strcmp(env, "on") == 0)
+      throw std::invalid_argument("CUWFST_LATTICE_AFTER_COMPACT=on needs the one grid (CUWFST_LATTICE_AFTER_GRID=one)");
+    lat_compact_ = false;
+  }
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
@@ -1048,7 +1052,7 @@ namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 // LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid; compact: the one grid's compacted
-// walk, CUWFST_LATTICE_AFTER_COMPACT=on)
+// walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
 AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false) {
   return bits == 11   ? LatRecordsKernel<11>

@@ -469,7 +469,7 @@ class GpuDecoder {
   // [83] 1 where the one grid's c14 steps use shared index-only tables (the default; CUWFST_LATTICE_AFTER_C14=global: 0).
   // [84] 1 where each step's log copy runs twice (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement).
   // [85] S_t's tokens a records pass work item (Workspace::lat_chunk; CUWFST_LATTICE_AFTER_CHUNK).
-  // [86] 1 where the one grid's records walk queues its candidates (CUWFST_LATTICE_AFTER_COMPACT=on).
+  // [86] 1 where the one grid's records walk queues its candidates (the default; CUWFST_LATTICE_AFTER_COMPACT=off: 0).
   static constexpr int kMemStats = 87;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
@@ -808,9 +808,10 @@ class GpuDecoder {
   // alone (the default since 2026-12-06 06:26); CUWFST_LATTICE_AFTER_C14=global at construction: on
   // global tables
   bool lat_c14_index_ = true;
-  // CUWFST_LATTICE_AFTER_COMPACT=on at construction: the one grid's records walk queues each round's
-  // candidates a warp and probes them 32 at a time (lattice_after.cuh LatRecordsKernel kCompact; MemStats [86])
-  bool lat_compact_ = false;
+  // the one grid's records walk queues each round's candidates a warp and probes them 32 at a time
+  // (lattice_after.cuh LatRecordsKernel kCompact; the default, CUWFST_LATTICE_AFTER_COMPACT=off at
+  // construction: the walk probing in each round; MemStats [86])
+  bool lat_compact_ = true;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)

@@ -302,7 +302,7 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // the four class launches on four streams run one class after another in an order the hardware
 // picks (each grid fills every multiprocessor and keeps it until its list is done), the global
 // class most often last and alone (s172's timeline).
-// kCompact (the one grid only; Workspace: GpuDecoder::lat_compact_, CUWFST_LATTICE_AFTER_COMPACT=on):
+// kCompact (the one grid only, by default; GpuDecoder::lat_compact_, CUWFST_LATTICE_AFTER_COMPACT=off: not):
 // a round tests only the arcs' ends against pre_low; its candidates (end >= pre_low) join the warp's
 // queue, one a lane in registers (arc, destination, acoustic, end, token), and the probe, the
 // filter and the records run once 32 are queued, every lane busy, and for the rest at the item's
