@@ -863,7 +863,14 @@ def test_records_after_the_search_compacted(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_COMPACT", "on")
     ran = _random_after_checked(tuple(range(40)), "compacted")
     assert all(d._gpu.main.mem_stats()["lat_compact"] == 1 for d, *_ in ran)
-    for seed in range(3):  # (test_records_after_the_search_wide_states' cases)
+    _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"))
+
+
+def _wide_states_both(monkeypatch, var, values):
+    """test_records_after_the_search_wide_states' first three cases (states of up to ~100 arcs) under
+    var = each of values: the CPU's lattices; with the slots a round at a time the records (the
+    cursor) number the same under each; then var = the last value with the slots a chunk a warp."""
+    for seed in range(3):
         rng = np.random.default_rng(777 + seed)
         V = 40
         wide = random_ctc_graph(rng, 3000, V, 100, 0.1)
@@ -872,15 +879,40 @@ def test_records_after_the_search_compacted(monkeypatch):
                                max_active_states=2000)
         wcpu = Decoder(wide, wopts, num_threads=2).decode(wlp, lattice=True)
         counts = []
-        for value in ("off", "on"):
-            monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
-            _, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", value, wide, wopts, wlp, wcpu,
-                              f"wide states, compact {value}, seed {seed}")
+        monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+        for value in values:
+            _, st = _switched(monkeypatch, var, value, wide, wopts, wlp, wcpu, f"wide states, {var}={value}, seed {seed}")
             counts.append(st["lattice_live_records"])
-        assert counts[0] == counts[1] > 0, counts
+        assert len(set(counts)) == 1 and counts[0] > 0, counts
         monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
-        _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "on", wide, wopts, wlp, wcpu,
-                  f"wide states, compacted, chunk slots, seed {seed}")
+        _switched(monkeypatch, var, values[-1], wide, wopts, wlp, wcpu, f"wide states, {var}={values[-1]}, chunks, seed {seed}")
+
+
+def test_records_after_the_search_claimed_tokens(monkeypatch):
+    """CUWFST_LATTICE_AFTER_TOKENS=claim: the compacted walk's warps claim their item's third and later
+    tokens from a counter in shared memory (LatRecordsKernel kClaim), so each token is walked once
+    whoever takes it. Under slots a round at a time the cursor numbers exactly the default's records;
+    the lattices are the CPU's in every table class, grown from tiny first rooms, on 40 random batches
+    (items of a few tokens to 1,024) and on states of up to ~100 arcs; values the switch does not know
+    are refused when the decoder is made, and so is claim without the compacted walk."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+    _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "stride", graph, opts, lp, cpu, "tokens by stride, round")
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "claim", graph, opts, lp, cpu, "tokens claimed, round")
+    assert (st0["lat_token_claims"], st["lat_token_claims"], st["lat_compact"], _after_stats(dec)) == (0, 1, 1, 1)
+    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
+    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", "claim", ("1", "claimed", "dynamic"),
+                    "lat_token_claims", "tokens claimed")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_COMPACT", "off")
+    with pytest.raises(ValueError, match="CUWFST_LATTICE_AFTER_TOKENS"):
+        Decoder(graph, opts, device="cuda")
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT")
+    ran = _random_after_checked(tuple(range(40)), "tokens claimed")
+    assert all(d._gpu.main.mem_stats()["lat_token_claims"] == 1 for d, *_ in ran)
+    _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", ("stride", "claim"))
 
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):

@@ -309,9 +309,14 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // end. Without it each round with any candidate runs the probe and the write with the few lanes
 // that have one (~2 to ~6 candidates a round of 32 arcs on the full HLG, s118's counts). The
 // records are the same; only their slots' order differs, which nothing reads.
-template <int kBits, bool kCompact = false>
+// kClaim (with kCompact; GpuDecoder::lat_claim_tokens_, CUWFST_LATTICE_AFTER_TOKENS=claim): a warp's
+// third and later tokens of an item are claimed from a counter in shared memory as it needs them,
+// not every kAfterWarps-th, so the item's warps end together rather than at its slowest warp's
+// share (the item's first barrier held ~16 % of the warps' samples under Nsight Compute, s198).
+template <int kBits, bool kCompact = false, bool kClaim = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
+  static_assert(!kClaim || kCompact, "the claimed tokens are the compacted walk's");
   constexpr bool kOne = kBits < 0;
   constexpr int32_t H = kOne ? 1 << kAfterOneBits : kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -321,6 +326,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   __shared__ float s_rest[kAfterWarps];
   // (kCompact: a round's candidates' lanes by rank, a row a warp)
   __shared__ int32_t s_src[kCompact ? kAfterWarps * 32 : 1];
+  __shared__ int32_t s_next;  // (kClaim: the item's tokens claimed past each warp's first two)
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
   const int32_t V = g.vocab_size;
   const bool staged = V <= kAfterLpsMax;
@@ -381,6 +387,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     for (int32_t o = 16; o > 0; o >>= 1) rest = fmaxf(rest, __shfl_xor_sync(0xFFFFFFFFu, rest, o));
     if (me == 0) s_rest[wid] = rest;
     // (kOne's c14: 2^14 uint16 indices over the first 2^13 keys' bytes, all 0xFFFF when cleared)
+    if (kClaim && threadIdx.x == 0) s_next = 0;  // (every warp is past the last item's walk: the barrier above)
     const bool index_only = kOne && bits == 14;
     if (bits > 0) {  // (block-uniform)
       for (int32_t i = threadIdx.x; i < (index_only ? 1 << 13 : 1 << bits); i += kAfterThreads) keys[i] = -1;
@@ -457,6 +464,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
     };
     int32_t state = 0, nstate = 0, b = 0, n = 0;
     float a = 0.f, na = 0.f;
+    int32_t i1 = item.y + wid + kAfterWarps;  // the warp's next token (then i2, the one after it)
     {
       const int32_t i = item.y + wid;
       if (i < last) {
@@ -466,22 +474,28 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
         b = sa.EmitBegin();
         n = sa.EmitEnd() - b;
       }
-      if (i + kAfterWarps < last) {
-        nstate = st[i + kAfterWarps];
-        na = sc[i + kAfterWarps];
+      if (i1 < last) {
+        nstate = st[i1];
+        na = sc[i1];
       }
     }
-    for (int32_t i = item.y + wid; i < last; i += kAfterWarps) {
+    for (int32_t i = item.y + wid; i < last;) {
       int32_t nb = 0, nn = 0, nnstate = 0;
       float nna = 0.f;
-      if (i + kAfterWarps < last) {
+      int32_t i2 = i1 + kAfterWarps;
+      if constexpr (kClaim) {  // (claims rise, so a warp's tokens do: past `last`, so is every later one)
+        int32_t c = 0;
+        if (me == 0) c = atomicAdd(&s_next, 1);
+        i2 = item.y + 2 * kAfterWarps + __shfl_sync(0xFFFFFFFFu, c, 0);
+      }
+      if (i1 < last) {
         const StateArcs sa = ArcsOf(g, nstate);
         nb = sa.EmitBegin();
         nn = sa.EmitEnd() - nb;
       }
-      if (i + 2 * kAfterWarps < last) {
-        nnstate = st[i + 2 * kAfterWarps];
-        nna = sc[i + 2 * kAfterWarps];
+      if (i2 < last) {
+        nnstate = st[i2];
+        nna = sc[i2];
       }
       if constexpr (kCompact) {
         for (int32_t j0 = 0; j0 < n; j0 += 32) {
@@ -573,6 +587,8 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       n = nn;
       nstate = nnstate;
       na = nna;
+      i = i1;
+      i1 = i2;
     }
     if constexpr (kCompact) {
       if (qn > 0) flush(me < qn);  // (warp-uniform) the item's last queued candidates
