@@ -894,7 +894,7 @@ def test_records_after_the_search_claimed_tokens(monkeypatch):
     whoever takes it. Under slots a round at a time the cursor numbers exactly the default's records;
     the lattices are the CPU's in every table class, grown from tiny first rooms, on 40 random batches
     (items of a few tokens to 1,024) and on states of up to ~100 arcs; values the switch does not know
-    are refused when the decoder is made, and so is claim without the compacted walk."""
+    are refused when the decoder is made; without the compacted walk the switch does nothing."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)
@@ -907,8 +907,8 @@ def test_records_after_the_search_claimed_tokens(monkeypatch):
     _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", "claim", ("1", "claimed", "dynamic"),
                     "lat_token_claims", "tokens claimed")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_COMPACT", "off")
-    with pytest.raises(ValueError, match="CUWFST_LATTICE_AFTER_TOKENS"):
-        Decoder(graph, opts, device="cuda")
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "claim", graph, opts, lp, cpu, "claim, not compacted")
+    assert (st["lat_compact"], st["lat_token_claims"]) == (0, 0)
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT")
     ran = _random_after_checked(tuple(range(40)), "tokens claimed")
     assert all(d._gpu.main.mem_stats()["lat_token_claims"] == 1 for d, *_ in ran)

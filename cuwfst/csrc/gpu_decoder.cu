@@ -311,9 +311,8 @@ void GpuDecoder::Allocate() {
       throw std::invalid_argument("CUWFST_LATTICE_AFTER_COMPACT=on needs the one grid (CUWFST_LATTICE_AFTER_GRID=one)");
     lat_compact_ = false;
   }
-  lat_claim_tokens_ = EnvChoice("CUWFST_LATTICE_AFTER_TOKENS", "claim", "stride", lat_claim_tokens_);
-  if (lat_claim_tokens_ && !lat_compact_)
-    throw std::invalid_argument("CUWFST_LATTICE_AFTER_TOKENS=claim needs the compacted walk (CUWFST_LATTICE_AFTER_COMPACT=on)");
+  // (claimed tokens are the compacted walk's: without it the walk takes every 8th token)
+  lat_claim_tokens_ = EnvChoice("CUWFST_LATTICE_AFTER_TOKENS", "claim", "stride", lat_claim_tokens_) && lat_compact_;
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);

@@ -814,7 +814,7 @@ class GpuDecoder {
   // construction: the walk probing in each round; MemStats [86])
   bool lat_compact_ = true;
   // CUWFST_LATTICE_AFTER_TOKENS=claim at construction: the compacted walk's warps claim their item's
-  // tokens from a shared counter (LatRecordsKernel kClaim; MemStats [87])
+  // tokens from a shared counter (LatRecordsKernel kClaim; MemStats [87]; nothing without that walk)
   bool lat_claim_tokens_ = false;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
