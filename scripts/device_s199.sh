@@ -22,5 +22,6 @@ echo "[$(since) s] A/B" | tee -a $L
 env_ab prof $C/HLG.img $C/sim/shard-00000.npz 60 --env-ab prof:CUWFST_LATTICE_AFTER_PROF=on \
   cprof:CUWFST_LATTICE_AFTER_PROF=on,CUWFST_LATTICE_AFTER_TOKENS=claim
 echo "[$(since) s] prof" | tee -a $L
-CUWFST_LATTICE_AFTER_TOKENS=claim gpu_tests tests_lat_claim.log $(left 585) "test_gpu_lattice.py under claim" tests/test_gpu_lattice.py
+CUWFST_LATTICE_AFTER_TOKENS=claim gpu_tests tests_lat_claim.log $(left 420) "test_gpu_lattice.py -k 'after or k2' under claim" \
+  tests/test_gpu_lattice.py -k "after or k2"
 echo "[$(since) s] end" | tee -a $L
