@@ -12,13 +12,13 @@
 . scripts/device_common.sh
 FULL_GRAPHS=hlg device_setup s199.log
 gpu_tests tests_claim.log 150 "claim tests" tests/test_gpu_lattice.py -k "compacted or claimed_tokens"
-gpu_tests tests_faults.log 120 "test_gpu_faults.py" tests/test_gpu_faults.py
 echo "[$(since) s] tests" | tee -a $L
 wait_full 260; echo "[$(since) s] full tier" | tee -a $L
 env_ab full $C/HLG.img $C/sim/shard-00000.npz 200 --env-ab claim:CUWFST_LATTICE_AFTER_TOKENS=claim \
   stride:CUWFST_LATTICE_AFTER_TOKENS=stride claim2:CUWFST_LATTICE_AFTER_TOKENS=claim stride2:CUWFST_LATTICE_AFTER_TOKENS=stride \
   claim3:CUWFST_LATTICE_AFTER_TOKENS=claim stride3:CUWFST_LATTICE_AFTER_TOKENS=stride off:CUWFST_LATTICE_AFTER_COMPACT=off
 echo "[$(since) s] A/B" | tee -a $L
+gpu_tests tests_faults.log 100 "test_gpu_faults.py" tests/test_gpu_faults.py
 env_ab prof $C/HLG.img $C/sim/shard-00000.npz 60 --env-ab prof:CUWFST_LATTICE_AFTER_PROF=on \
   cprof:CUWFST_LATTICE_AFTER_PROF=on,CUWFST_LATTICE_AFTER_TOKENS=claim
 echo "[$(since) s] prof" | tee -a $L
