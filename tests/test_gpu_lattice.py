@@ -889,15 +889,17 @@ def _wide_states_both(monkeypatch, var, values):
 
 
 def test_records_after_the_search_claimed_tokens(monkeypatch):
-    """CUWFST_LATTICE_AFTER_TOKENS=claim: the compacted walk's warps claim their item's third and later
-    tokens from a counter in shared memory (LatRecordsKernel kClaim), so each token is walked once
-    whoever takes it. Under slots a round at a time the cursor numbers exactly the default's records;
+    """Claimed tokens (the default; CUWFST_LATTICE_AFTER_TOKENS=stride: every 8th token a warp): the
+    compacted walk's warps claim their item's third and later tokens from a counter in shared memory
+    (LatRecordsKernel kClaim), so each token is walked once whoever takes it. Under slots a round at a time the cursor numbers exactly the default's records;
     the lattices are the CPU's in every table class, grown from tiny first rooms, on 40 random batches
     (items of a few tokens to 1,024) and on states of up to ~100 arcs; values the switch does not know
     are refused when the decoder is made; without the compacted walk the switch does nothing."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_TOKENS", raising=False)  # (a suite may run under it)
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_token_claims"] == 1
     monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
     _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "stride", graph, opts, lp, cpu, "tokens by stride, round")
     dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "claim", graph, opts, lp, cpu, "tokens claimed, round")

@@ -1054,8 +1054,8 @@ namespace {
 constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 // LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid; compact: the one grid's compacted
-// walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not; claim: its tokens claimed,
-// CUWFST_LATTICE_AFTER_TOKENS=claim)
+// walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not; claim: its tokens claimed, the default,
+// CUWFST_LATTICE_AFTER_TOKENS=stride: not)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
 AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false) {
   return bits == 11   ? LatRecordsKernel<11>

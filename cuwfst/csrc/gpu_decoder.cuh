@@ -470,7 +470,7 @@ class GpuDecoder {
   // [84] 1 where each step's log copy runs twice (CUWFST_LATTICE_LOG_EXTRA=copy, a measurement).
   // [85] S_t's tokens a records pass work item (Workspace::lat_chunk; CUWFST_LATTICE_AFTER_CHUNK).
   // [86] 1 where the one grid's records walk queues its candidates (the default; CUWFST_LATTICE_AFTER_COMPACT=off: 0).
-  // [87] 1 where that walk's warps claim their tokens (CUWFST_LATTICE_AFTER_TOKENS=claim).
+  // [87] 1 where that walk's warps claim their tokens (the default; CUWFST_LATTICE_AFTER_TOKENS=stride: 0).
   static constexpr int kMemStats = 88;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
@@ -813,9 +813,10 @@ class GpuDecoder {
   // (lattice_after.cuh LatRecordsKernel kCompact; the default, CUWFST_LATTICE_AFTER_COMPACT=off at
   // construction: the walk probing in each round; MemStats [86])
   bool lat_compact_ = true;
-  // CUWFST_LATTICE_AFTER_TOKENS=claim at construction: the compacted walk's warps claim their item's
-  // tokens from a shared counter (LatRecordsKernel kClaim; MemStats [87]; nothing without that walk)
-  bool lat_claim_tokens_ = false;
+  // the compacted walk's warps claim their item's tokens from a shared counter (LatRecordsKernel
+  // kClaim; the default, CUWFST_LATTICE_AFTER_TOKENS=stride at construction: every 8th token; MemStats
+  // [87]; nothing without that walk)
+  bool lat_claim_tokens_ = true;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)

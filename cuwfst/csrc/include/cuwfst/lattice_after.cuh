@@ -309,7 +309,7 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // end. Without it each round with any candidate runs the probe and the write with the few lanes
 // that have one (~2 to ~6 candidates a round of 32 arcs on the full HLG, s118's counts). The
 // records are the same; only their slots' order differs, which nothing reads.
-// kClaim (with kCompact; GpuDecoder::lat_claim_tokens_, CUWFST_LATTICE_AFTER_TOKENS=claim): a warp's
+// kClaim (with kCompact, by default; GpuDecoder::lat_claim_tokens_, CUWFST_LATTICE_AFTER_TOKENS=stride: not): a warp's
 // third and later tokens of an item are claimed from a counter in shared memory as it needs them,
 // not every kAfterWarps-th, so the item's warps end together rather than at its slowest warp's
 // share (the item's first barrier held ~16 % of the warps' samples under Nsight Compute, s198).
