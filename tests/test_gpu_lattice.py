@@ -568,18 +568,24 @@ def test_records_after_the_search(seed, monkeypatch):
     assert _after_stats(dec) == 2
 
 
-@pytest.mark.parametrize("seed", range(6))
-def test_records_after_the_search_wide_states(seed, monkeypatch):
-    """States of up to ~100 emitting arcs (tokens of one to four warp rounds in the pass, walks that
-    stop after any of them on the sorted arcs; the other cases' states have at most ~8): the CPU's
-    lattices, with the slots taken a chunk a warp (the default) and a round at a time."""
+def _wide_states_case(seed):
+    """States of up to ~100 emitting arcs (~50 a state; random_ctc_graph's usual states have at most
+    ~8): graph, log-probs, options and the CPU's lattices of case `seed`."""
     rng = np.random.default_rng(777 + seed)
     V = 40
     graph = random_ctc_graph(rng, 3000, V, 100, 0.1)
     lp = random_log_probs(rng, 4, 30, V, peaky=bool(seed % 2))
     opts = DecoderOptions(search_beam=float(rng.choice([5.0, 8.0])), output_beam=float(rng.choice([2.0, 5.0])),
                           max_active_states=2000)
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+    return graph, lp, opts, Decoder(graph, opts, num_threads=2).decode(lp, lattice=True)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_records_after_the_search_wide_states(seed, monkeypatch):
+    """States of up to ~100 emitting arcs (tokens of one to four warp rounds in the pass, walks that
+    stop after any of them on the sorted arcs; the other cases' states have at most ~8): the CPU's
+    lattices, with the slots taken a chunk a warp (the default) and a round at a time."""
+    graph, lp, opts, cpu = _wide_states_case(seed)
     assert graph.num_arcs > 3000 * 40  # (~50 arcs a state, up to ~100)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     for value in ("chunk", "round"):
@@ -871,13 +877,7 @@ def _wide_states_both(monkeypatch, var, values):
     var = each of values: the CPU's lattices; with the slots a round at a time the records (the
     cursor) number the same under each; then var = the last value with the slots a chunk a warp."""
     for seed in range(3):
-        rng = np.random.default_rng(777 + seed)
-        V = 40
-        wide = random_ctc_graph(rng, 3000, V, 100, 0.1)
-        wlp = random_log_probs(rng, 4, 30, V, peaky=bool(seed % 2))
-        wopts = DecoderOptions(search_beam=float(rng.choice([5.0, 8.0])), output_beam=float(rng.choice([2.0, 5.0])),
-                               max_active_states=2000)
-        wcpu = Decoder(wide, wopts, num_threads=2).decode(wlp, lattice=True)
+        wide, wlp, wopts, wcpu = _wide_states_case(seed)
         counts = []
         monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
         for value in values:
