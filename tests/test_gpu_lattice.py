@@ -917,6 +917,35 @@ def test_records_after_the_search_claimed_tokens(monkeypatch):
     _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", ("stride", "claim"))
 
 
+def test_records_after_the_search_packed_walk(monkeypatch):
+    """CUWFST_LATTICE_AFTER_PACKED=on (off by default): the claimed tokens' walk compiled for packed,
+    sorted arcs and staged log-prob rows (LatRecordsKernel kPacked), taken where the graph has them.
+    Under slots a round at a time the cursor numbers exactly the default's records; the lattices are
+    the CPU's in every table class, grown from tiny first rooms, on 40 random batches (fp16 rows among
+    them) and on states of up to ~100 arcs; values the switch does not know are refused when the
+    decoder is made; with the tokens by stride the switch does nothing."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
+        monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_packed_walk"] == 0
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+    _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", "off", graph, opts, lp, cpu, "not packed, round")
+    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", "on", graph, opts, lp, cpu, "packed walk, round")
+    assert (st0["lat_packed_walk"], st["lat_packed_walk"], _after_stats(dec)) == (0, 1, 1)
+    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
+    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", "on", ("1", "packed", "On"),
+                    "lat_packed_walk", "packed walk")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_TOKENS", "stride")
+    _, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", "on", graph, opts, lp, cpu, "packed, tokens by stride")
+    assert st["lat_packed_walk"] == 0
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_TOKENS")
+    ran = _random_after_checked(tuple(range(40)), "packed walk")
+    assert any(d._gpu.main.mem_stats()["lat_packed_walk"] == 1 for d, *_ in ran)
+    _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"))
+
+
 def test_records_after_the_search_packed_global_tables(monkeypatch):
     """CUWFST_LATTICE_TABLES=packed: the pass's global tables (S_{t+1} past 8,192 tokens) hold each
     slot's state, frontier index and score in one 16-byte slot, so a probe that finds its state has

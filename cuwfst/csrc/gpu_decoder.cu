@@ -313,6 +313,7 @@ void GpuDecoder::Allocate() {
   }
   // (claimed tokens are the compacted walk's: without it the walk takes every 8th token)
   lat_claim_tokens_ = EnvChoice("CUWFST_LATTICE_AFTER_TOKENS", "claim", "stride", lat_claim_tokens_) && lat_compact_;
+  lat_packed_walk_ = EnvChoice("CUWFST_LATTICE_AFTER_PACKED", "on", "off", lat_packed_walk_);
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
@@ -1055,17 +1056,26 @@ constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 // LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid; compact: the one grid's compacted
 // walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not; claim: its tokens claimed, the default,
-// CUWFST_LATTICE_AFTER_TOKENS=stride: not)
+// CUWFST_LATTICE_AFTER_TOKENS=stride: not; packed: CUWFST_LATTICE_AFTER_PACKED=on, GpuDecoder::AfterPacked)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
-AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false) {
+AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false, bool packed = false) {
   return bits == 11   ? LatRecordsKernel<11>
          : bits == 13 ? LatRecordsKernel<13>
          : bits == 14 ? LatRecordsKernel<14>
-         : bits < 0   ? (!compact ? LatRecordsKernel<-1> : claim ? LatRecordsKernel<-1, true, true> : LatRecordsKernel<-1, true>)
+         : bits < 0   ? (!compact ? LatRecordsKernel<-1>
+                         : !claim ? LatRecordsKernel<-1, true>
+                         : packed ? LatRecordsKernel<-1, true, true, true>
+                                  : LatRecordsKernel<-1, true, true>)
                       : LatRecordsKernel<0>;
 }
 
 }  // namespace
+
+bool GpuDecoder::AfterPacked() const {
+  const DeviceGraph& g = graph_->view;
+  return lat_packed_walk_ && lat_claim_tokens_ && g.arc_packed != nullptr && g.emit_sorted != 0 &&
+         g.vocab_size <= kAfterLpsMax;
+}
 
 int64_t GpuDecoder::AfterHoleBound() const {
   return int64_t{kAfterReserve - 1} * kAfterWarps * std::max<int64_t>(la_grid_, 1) * 4;
@@ -1143,9 +1153,9 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
     for (int32_t bits : {11, 13, 14, 0, -1})
-      for (int32_t walk : {0, 1, 2})  // (plain, compacted, compacted with claimed tokens)
+      for (int32_t walk : {0, 1, 2, 3})  // (plain, compacted, with claimed tokens, and packed)
         if (walk == 0 || bits < 0)
-          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, walk > 0, walk == 2),
+          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, walk > 0, walk >= 2, walk == 3),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
@@ -1222,7 +1232,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     const int32_t bits = classes ? 0 : -1;
-    AfterRecordsKernel(bits, lat_compact_, lat_claim_tokens_)<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
+    AfterRecordsKernel(bits, lat_compact_, lat_claim_tokens_, AfterPacked())<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
                                                                                     classes ? kAfterGlobal : kAfterC11);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
@@ -2263,6 +2273,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[85] = lat_chunk_;
   out[86] = lat_compact_ ? 1 : 0;
   out[87] = lat_claim_tokens_ ? 1 : 0;
+  out[88] = AfterPacked() ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

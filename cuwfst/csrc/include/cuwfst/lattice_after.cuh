@@ -313,10 +313,15 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // third and later tokens of an item are claimed from a counter in shared memory as it needs them,
 // not every kAfterWarps-th, so the item's warps end together rather than at its slowest warp's
 // share (the item's first barrier held ~16 % of the warps' samples under Nsight Compute, s198).
-template <int kBits, bool kCompact = false, bool kClaim = false>
+// kPacked (with kClaim; GpuDecoder::lat_packed_walk_, CUWFST_LATTICE_AFTER_PACKED=on, for graphs whose
+// arcs are packed and sorted and whose log-prob rows are staged): those three known when compiled, so
+// a round reads the packed word alone, with no per-arc test of the graph's layout (s198's SASS: both
+// layouts' loads and decodes issued predicated in every round).
+template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
   static_assert(!kClaim || kCompact, "the claimed tokens are the compacted walk's");
+  static_assert(!kPacked || kClaim, "the packed walk is the claimed tokens'");
   constexpr bool kOne = kBits < 0;
   constexpr int32_t H = kOne ? 1 << kAfterOneBits : kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -329,8 +334,8 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
   __shared__ int32_t s_next;  // (kClaim: the item's tokens claimed past each warp's first two)
   const int32_t me = static_cast<int32_t>(threadIdx.x & 31), wid = static_cast<int32_t>(threadIdx.x >> 5);
   const int32_t V = g.vocab_size;
-  const bool staged = V <= kAfterLpsMax;
-  const bool sorted = g.emit_sorted != 0;
+  const bool staged = kPacked || V <= kAfterLpsMax;
+  const bool sorted = kPacked || g.emit_sorted != 0;
   const float output_beam = ws.lat_filter[1];
   const int32_t n_items = kOne ? 0 : AfterItems(ws, list);  // (kOne: AfterOneItem's bound)
   // Work items claimed one at a time (Workspace::lat_claims; their work differs ~100-fold, so a
@@ -509,7 +514,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
             // loading the label alone, then the packed word again for a candidate, put an L1 round trip
             // on the candidates' path)
             const float wt = g.arc_weight[arc];
-            const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+            const ArcDestLabel dl = kPacked ? ArcDestAndLabelPacked(g, arc) : ArcDestAndLabel(g, arc);
             const uint16_t lab = dl.label;
             read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
             past = sorted && lab != 0 && !read;

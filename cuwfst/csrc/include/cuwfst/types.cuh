@@ -127,11 +127,13 @@ struct ArcDestLabel {
   int32_t dest;
   uint16_t label;
 };
+// (ArcDestAndLabelPacked: where the arcs are known to be packed, g.arc_packed not null)
+__host__ __device__ inline ArcDestLabel ArcDestAndLabelPacked(const DeviceGraph& g, int32_t arc) {
+  const uint32_t w = g.arc_packed[arc];
+  return {static_cast<int32_t>(w & ((1u << g.dest_bits) - 1u)), LabelOfCode(g, w >> g.dest_bits)};
+}
 __host__ __device__ inline ArcDestLabel ArcDestAndLabel(const DeviceGraph& g, int32_t arc) {
-  if (g.arc_packed) {
-    const uint32_t w = g.arc_packed[arc];
-    return {static_cast<int32_t>(w & ((1u << g.dest_bits) - 1u)), LabelOfCode(g, w >> g.dest_bits)};
-  }
+  if (g.arc_packed) return ArcDestAndLabelPacked(g, arc);
   return {g.arc_dest[arc], g.arc_ilabel[arc]};
 }
 
