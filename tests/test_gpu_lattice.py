@@ -841,23 +841,19 @@ def test_records_after_the_search_one_grid(monkeypatch, capfd):
 def test_records_after_the_search_compacted(monkeypatch):
     """The compacted walk (the default; CUWFST_LATTICE_AFTER_COMPACT=off: the walk probing in each
     round): the one grid's walk with each round's candidates queued a warp and probed 32 at a time
-    (lattice_after.cuh LatRecordsKernel kCompact), the same records in another slot order. Under slots a round at a time the cursor numbers exactly the default's
-    records; the lattices are the CPU's in every table class with the slots a chunk or a round at a
-    time, also grown from tiny first rooms, on 40 random batches, and on states of up to ~100 arcs
-    (queues that fill inside a token's rounds and carry across tokens); values the switch does not
-    know are refused when the decoder is made, and so is the switch on beside the class grids (which
-    walk uncompacted)."""
+    (lattice_after.cuh LatRecordsKernel kCompact), the same records in another slot order. Under
+    slots a round at a time the cursor numbers exactly the other walk's records; the lattices are the
+    CPU's in every table class with the slots a chunk or a round at a time, also grown from tiny first
+    rooms, on 40 random batches, and on states of up to ~100 arcs (queues that fill inside a token's
+    rounds and carry across tokens); values the switch does not know are refused when the decoder is
+    made, and so is the switch on beside the class grids (which walk uncompacted)."""
     graph, lp, opts, cpu = _table_classes_case()
     assert max(h.max_frontier for h in cpu) > 16384  # (the global class)
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)  # (a suite may run under it)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_compact"] == 1
-    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
-    _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "off", graph, opts, lp, cpu, "not compacted, round")
-    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", "on", graph, opts, lp, cpu, "compacted, round")
-    assert (st0["lat_compact"], st["lat_compact"], _after_stats(dec)) == (0, 1, 1)
-    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
-    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")  # (the default: a chunk a warp)
+    _walk_records_equal(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"),
+                        "lat_compact", "compacted")
     _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_COMPACT", "on", ("1", "compact", "On"),
                     "lat_compact", "compacted")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
@@ -870,6 +866,20 @@ def test_records_after_the_search_compacted(monkeypatch):
     ran = _random_after_checked(tuple(range(40)), "compacted")
     assert all(d._gpu.main.mem_stats()["lat_compact"] == 1 for d, *_ in ran)
     _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"))
+
+
+def _walk_records_equal(monkeypatch, case, var, values, stat, what):
+    """A records-walk switch var made values[0] then values[1], the slots a round at a time: the CPU's
+    lattices both times (case: graph, log-probs, options, the CPU's), the records (the cursor)
+    numbered the same, MemStats stat 0 then 1, one records-after decode. The second decoder's stats."""
+    graph, lp, opts, cpu = case
+    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
+    _, st0 = _switched(monkeypatch, var, values[0], graph, opts, lp, cpu, f"{what}: {values[0]}, round")
+    dec, st = _switched(monkeypatch, var, values[1], graph, opts, lp, cpu, f"{what}: {values[1]}, round")
+    assert (st0[stat], st[stat], _after_stats(dec)) == (0, 1, 1)
+    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
+    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")  # (the default: a chunk a warp)
+    return st
 
 
 def _wide_states_both(monkeypatch, var, values):
@@ -891,21 +901,19 @@ def _wide_states_both(monkeypatch, var, values):
 def test_records_after_the_search_claimed_tokens(monkeypatch):
     """Claimed tokens (the default; CUWFST_LATTICE_AFTER_TOKENS=stride: every 8th token a warp): the
     compacted walk's warps claim their item's third and later tokens from a counter in shared memory
-    (LatRecordsKernel kClaim), so each token is walked once whoever takes it. Under slots a round at a time the cursor numbers exactly the default's records;
-    the lattices are the CPU's in every table class, grown from tiny first rooms, on 40 random batches
-    (items of a few tokens to 1,024) and on states of up to ~100 arcs; values the switch does not know
-    are refused when the decoder is made; without the compacted walk the switch does nothing."""
+    (LatRecordsKernel kClaim), so each token is walked once whoever takes it. Under slots a round at
+    a time the cursor numbers exactly the stride walk's records; the lattices are the CPU's in every
+    table class, grown from tiny first rooms, on 40 random batches (items of a few tokens to 1,024)
+    and on states of up to ~100 arcs; values the switch does not know are refused when the decoder is
+    made; without the compacted walk the switch does nothing."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_TOKENS", raising=False)  # (a suite may run under it)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_token_claims"] == 1
-    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
-    _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "stride", graph, opts, lp, cpu, "tokens by stride, round")
-    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "claim", graph, opts, lp, cpu, "tokens claimed, round")
-    assert (st0["lat_token_claims"], st["lat_token_claims"], st["lat_compact"], _after_stats(dec)) == (0, 1, 1, 1)
-    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
-    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    st = _walk_records_equal(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", ("stride", "claim"),
+                             "lat_token_claims", "tokens claimed")
+    assert st["lat_compact"] == 1
     _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", "claim", ("1", "claimed", "dynamic"),
                     "lat_token_claims", "tokens claimed")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_COMPACT", "off")
@@ -929,12 +937,8 @@ def test_records_after_the_search_packed_walk(monkeypatch):
     for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
         monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_packed_walk"] == 0
-    monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
-    _, st0 = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", "off", graph, opts, lp, cpu, "not packed, round")
-    dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", "on", graph, opts, lp, cpu, "packed walk, round")
-    assert (st0["lat_packed_walk"], st["lat_packed_walk"], _after_stats(dec)) == (0, 1, 1)
-    assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
-    monkeypatch.delenv("CUWFST_LATTICE_RESERVE")
+    _walk_records_equal(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"),
+                        "lat_packed_walk", "packed walk")
     _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", "on", ("1", "packed", "On"),
                     "lat_packed_walk", "packed walk")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_TOKENS", "stride")
