@@ -852,10 +852,8 @@ def test_records_after_the_search_compacted(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)  # (a suite may run under it)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_compact"] == 1
-    _walk_records_equal(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"),
-                        "lat_compact", "compacted")
-    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_COMPACT", "on", ("1", "compact", "On"),
-                    "lat_compact", "compacted")
+    _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"),
+                         ("1", "compact", "On"), "lat_compact", "compacted")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_GRID", "classes")
     with pytest.raises(ValueError, match="CUWFST_LATTICE_AFTER_COMPACT"):
         Decoder(graph, opts, device="cuda")
@@ -868,10 +866,11 @@ def test_records_after_the_search_compacted(monkeypatch):
     _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"))
 
 
-def _walk_records_equal(monkeypatch, case, var, values, stat, what):
+def _walk_switch_checked(monkeypatch, case, var, values, bads, stat, what):
     """A records-walk switch var made values[0] then values[1], the slots a round at a time: the CPU's
     lattices both times (case: graph, log-probs, options, the CPU's), the records (the cursor)
-    numbered the same, MemStats stat 0 then 1, one records-after decode. The second decoder's stats."""
+    numbered the same, MemStats stat 0 then 1, one records-after decode; then _switch_checked with
+    var = values[1] (left set) and the refused values bads. The second decoder's stats."""
     graph, lp, opts, cpu = case
     monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
     _, st0 = _switched(monkeypatch, var, values[0], graph, opts, lp, cpu, f"{what}: {values[0]}, round")
@@ -879,6 +878,7 @@ def _walk_records_equal(monkeypatch, case, var, values, stat, what):
     assert (st0[stat], st[stat], _after_stats(dec)) == (0, 1, 1)
     assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
     monkeypatch.delenv("CUWFST_LATTICE_RESERVE")  # (the default: a chunk a warp)
+    _switch_checked(monkeypatch, case, var, values[1], bads, stat, what)
     return st
 
 
@@ -911,11 +911,9 @@ def test_records_after_the_search_claimed_tokens(monkeypatch):
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_COMPACT", raising=False)
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_TOKENS", raising=False)  # (a suite may run under it)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_token_claims"] == 1
-    st = _walk_records_equal(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", ("stride", "claim"),
-                             "lat_token_claims", "tokens claimed")
+    st = _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", ("stride", "claim"),
+                              ("1", "claimed", "dynamic"), "lat_token_claims", "tokens claimed")
     assert st["lat_compact"] == 1
-    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_TOKENS", "claim", ("1", "claimed", "dynamic"),
-                    "lat_token_claims", "tokens claimed")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_COMPACT", "off")
     dec, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_TOKENS", "claim", graph, opts, lp, cpu, "claim, not compacted")
     assert (st["lat_compact"], st["lat_token_claims"]) == (0, 0)
@@ -937,10 +935,8 @@ def test_records_after_the_search_packed_walk(monkeypatch):
     for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
         monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_packed_walk"] == 0
-    _walk_records_equal(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"),
-                        "lat_packed_walk", "packed walk")
-    _switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", "on", ("1", "packed", "On"),
-                    "lat_packed_walk", "packed walk")
+    _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"),
+                         ("1", "packed", "On"), "lat_packed_walk", "packed walk")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_TOKENS", "stride")
     _, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", "on", graph, opts, lp, cpu, "packed, tokens by stride")
     assert st["lat_packed_walk"] == 0
