@@ -1008,7 +1008,8 @@ class FakePrunedGpuModule(FakeGpuModule):
 @pytest.mark.parametrize("pipeline,gather,finish,workers,split", [
     ("on", "native", "worker", 1, "off"), ("on", "copy", "worker", 1, "off"), ("off", "native", "worker", 1, "off"),
     ("on", "native", "thread", 1, "off"), ("on", "native", "worker", 2, "off"), ("off", "native", "worker", 3, "off"),
-    ("on", "native", "worker", 2, "on"), ("on", "native", "worker", 3, "on"), ("on", "native", "worker", 1, "on")])
+    ("on", "native", "worker", 2, "on"), ("on", "native", "worker", 3, "on"), ("on", "native", "worker", 1, "on"),
+    ("on", "native", "worker", 2, "last"), ("on", "native", "worker", 1, "last")])
 def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish, workers,
                                                              split):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
@@ -1017,8 +1018,8 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     buffers); with it off, one whole pruning a sub-batch. CUWFST_LATTICE_HOST_WORKERS > 1:
     the finishes on the finish thread (one thread, in order), the host work on that many
     workers, and with CUWFST_LATTICE_HOST_SPLIT=on each sub-batch's host work in one share of its
-    rows a worker (one worker: no split). Every row's words, score, word times and confidences and
-    lattice the CPU's whichever way."""
+    rows a worker (=last: the last sub-batch's alone; one worker: no split). Every row's words,
+    score, word times and confidences and lattice the CPU's whichever way."""
     import threading
 
     from test_lattice_records import assert_same_lattice
@@ -1038,14 +1039,17 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", split)
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
     monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", "bad")  # (read when the decoder was made)
-    assert dec._gpu.lattice_worker_count() == workers and dec._gpu.lattice_host_split_on() == (split == "on")
-    if split == "on" and workers > 1:  # the shares' threads: every host worker takes a share
+    assert dec._gpu.lattice_worker_count() == workers and dec._gpu.lattice_host_split_mode() == split
+    assert dec._gpu.lattice_host_split_on() == (split == "on")
+    shares = []  # (rows of each attach_all call: a share, or a sub-batch's whole host work)
+    if split != "off" and workers > 1:  # the shares' threads: every host worker takes a share
         import time as _time
 
         from cuwfst.decoder import lattice as lattice_mod
         share_threads, real = set(), lattice_mod.attach_all
 
         def attach_all(*args, **kw):
+            shares.append(len(args[1]))
             share_threads.add(threading.current_thread().name)
             _time.sleep(0.01)  # (a share long enough that the next one starts on another worker)
             return real(*args, **kw)
@@ -1079,12 +1083,17 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     else:
         assert mod.sync_prunes == 5 and not mod.finish_threads - {threading.get_ident()}
     assert not mod.jobs
-    if split == "on" and workers > 1:
+    if split != "off" and workers > 1:
         assert len(share_threads) == workers and all(x.startswith("cuwfst-lattice-host") for x in share_threads)
+        # (9 rows in sub-batches of 2, longest first: the last holds one row, its second share none)
+        assert len(shares) == (5 * workers if split == "on" else 4 + workers) and sum(shares) == 9, shares
     for b, (w, g) in enumerate(zip(want, got)):
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
                                                                        w.word_confidences), b
         assert_same_lattice(w.lattice, g.lattice, f"pipeline {pipeline} row {b}")
+    dec._gpu.lattice_host_split = "Last"  # (the attribute wins over the variable; a value it does not know)
+    with pytest.raises(ValueError, match="lattice_host_split"):
+        dec._gpu.lattice_host_split_mode()
 
 
 def _flagged_rows_case():

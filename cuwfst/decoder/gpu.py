@@ -1075,9 +1075,10 @@ class GpuBackend:
             self._eps_redo = []
             with EarlyRescue.running(early):  # (the overlap's worker joined first, then the rescue's thread)
                 with overlap if overlap is not None else contextlib.nullcontext() as host:
-                    for rows in batches(range(B), lens, lanes):
+                    subs = batches(range(B), lens, lanes)
+                    for k, rows in enumerate(subs):
                         got = self._decode_rows(self.main, lp, lens, rows, stream, hyps, frontend, online, lattice,
-                                                host)
+                                                host, last=k == len(subs) - 1)
                         if early is not None:
                             early.submit(EarlyRescue.flagged(*got))
                 redo, self._eps_redo = sorted(self._eps_redo), []
@@ -1161,10 +1162,11 @@ class GpuBackend:
             self._eps_redo.extend(redo)
 
     def _decode_rows(self, inst, lp, lens, rows, stream, hyps, frontend, online=False, lattice=False, host=None,
-                     eps_filter=True):
+                     eps_filter=True, last=False):
         """One sub-batch through `inst`: the hypotheses of `rows` into hyps; with lattice, their
         lattices, word times and confidences too, now or (host: a HostOverlap) on its worker.
         eps_filter False: no records' filter on an epsilon graph (the rows its guard sent back).
+        last: the call's last sub-batch (its host work split under lattice_host_split "last").
         With lattice, returns (rows, their overflow bits) as the decode left them (known when
         the decode call returns, before the host work: EarlyRescue); else None."""
         t_enter = time.perf_counter()
@@ -1255,7 +1257,8 @@ class GpuBackend:
                     for work in shares(done, 1):
                         work()
 
-                split = host.host_workers > 1 and self.lattice_host_split_on()
+                split_mode = self.lattice_host_split_mode()
+                split = host.host_workers > 1 and (split_mode == "on" or split_mode == "last" and last)
                 host.run_pruning(finish, functools.partial(shares, n=host.host_workers) if split else attach,
                                  split=split)
                 return rows, res[3][:, 2].copy()
@@ -1391,17 +1394,23 @@ class GpuBackend:
             raise ValueError(f"lattice_finish must be 'worker' or 'thread', got {v!r}")
         return v
 
-    def lattice_host_split_on(self) -> bool:
-        """Whether, with several host workers (lattice_worker_count), a pipelined lattice decode
-        splits each sub-batch's host work (Lattice objects, word times and confidences) into one
-        share of its rows a worker, run side by side, so the last sub-batch's host work (the
-        call's tail) does not run on one worker while the others wait. "off" (the default) or
-        "on", by the attribute `lattice_host_split` or the environment variable
-        CUWFST_LATTICE_HOST_SPLIT as it was when the decoder was made. Same results."""
+    def lattice_host_split_mode(self) -> str:
+        """Which sub-batches of a pipelined lattice decode, with several host workers
+        (lattice_worker_count), split their host work (Lattice objects, word times and
+        confidences) into one share of their rows a worker, run side by side, so that work does
+        not run on one worker while the others wait: "off" (the default: none), "on" (every
+        sub-batch) or "last" (the call's last one alone: its host work is the call's tail, with
+        the CPUs to itself, while an earlier one's runs beside the next decode), by the attribute
+        `lattice_host_split` or the environment variable CUWFST_LATTICE_HOST_SPLIT as it was when
+        the decoder was made. Same results."""
         v = getattr(self, "lattice_host_split", None) or self._host_split_env or "off"
-        if v not in ("on", "off"):
-            raise ValueError(f"lattice_host_split must be 'on' or 'off', got {v!r}")
-        return v == "on"
+        if v not in ("on", "off", "last"):
+            raise ValueError(f"lattice_host_split must be 'on', 'last' or 'off', got {v!r}")
+        return v
+
+    def lattice_host_split_on(self) -> bool:
+        """Whether every sub-batch's host work is split (lattice_host_split_mode "on")."""
+        return self.lattice_host_split_mode() == "on"
 
     def row_gather_in_place(self, inst) -> bool:
         """Whether a padded sub-batch's rows are read in place by the lanes (the module's
