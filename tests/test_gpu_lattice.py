@@ -925,7 +925,7 @@ def test_records_after_the_search_claimed_tokens(monkeypatch):
 
 
 def test_records_after_the_search_packed_walk(monkeypatch):
-    """CUWFST_LATTICE_AFTER_PACKED=on (off by default): the claimed tokens' walk compiled for packed,
+    """CUWFST_LATTICE_AFTER_PACKED=on (the default since s200; =off: not): the claimed tokens' walk compiled for packed,
     sorted arcs and staged log-prob rows (LatRecordsKernel kPacked), taken where the graph has them.
     Under slots a round at a time the cursor numbers exactly the default's records; the lattices are
     the CPU's in every table class, grown from tiny first rooms, on 40 random batches (fp16 rows among
@@ -935,7 +935,7 @@ def test_records_after_the_search_packed_walk(monkeypatch):
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
         monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
-    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_packed_walk"] == 0
+    assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_packed_walk"] == 1  # (the default)
     _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"),
                          ("1", "packed", "On"), "lat_packed_walk", "packed walk")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_TOKENS", "stride")
