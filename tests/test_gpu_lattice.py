@@ -709,14 +709,14 @@ def _grown(monkeypatch, graph, opts, lp, cpu, what):
     return st
 
 
-def _switch_checked(monkeypatch, case, var, value, bads, stat, what, on=1):
+def _switch_checked(monkeypatch, case, var, value, bads, stat, what):
     """A construction-time switch: its values in bads refused; a decoder made under var=value (left
-    set) with MemStats stat `on`, one records-after decode, the CPU's lattices (case: graph, log-probs,
+    set) with MemStats stat 1, one records-after decode, the CPU's lattices (case: graph, log-probs,
     options, the CPU's) on two decodes, then also grown from first sizes far too small (_grown)."""
     graph, lp, opts, cpu = case
     _refused_when_made(monkeypatch, graph, opts, var, bads)
     dec, st = _switched(monkeypatch, var, value, graph, opts, lp, cpu, what)
-    assert st[stat] == on and _after_stats(dec) == 1
+    assert st[stat] == 1 and _after_stats(dec) == 1
     compare(cpu, dec.decode(lp, lattice=True), f"{what}, again")
     _grown(monkeypatch, graph, opts, lp, cpu, what)
     monkeypatch.delenv("CUWFST_LATTICE_AFTER_ROOM")
@@ -866,20 +866,19 @@ def test_records_after_the_search_compacted(monkeypatch):
     _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_COMPACT", ("off", "on"))
 
 
-def _walk_switch_checked(monkeypatch, case, var, values, bads, stat, what, stats=(0, 1)):
+def _walk_switch_checked(monkeypatch, case, var, values, bads, stat, what):
     """A records-walk switch var made values[0] then values[1], the slots a round at a time: the CPU's
     lattices both times (case: graph, log-probs, options, the CPU's), the records (the cursor)
-    numbered the same, MemStats stat stats[0] then stats[1], one records-after decode; then
-    _switch_checked with var = values[1] (left set) and the refused values bads. The second
-    decoder's stats."""
+    numbered the same, MemStats stat 0 then 1, one records-after decode; then _switch_checked with
+    var = values[1] (left set) and the refused values bads. The second decoder's stats."""
     graph, lp, opts, cpu = case
     monkeypatch.setenv("CUWFST_LATTICE_RESERVE", "round")
     _, st0 = _switched(monkeypatch, var, values[0], graph, opts, lp, cpu, f"{what}: {values[0]}, round")
     dec, st = _switched(monkeypatch, var, values[1], graph, opts, lp, cpu, f"{what}: {values[1]}, round")
-    assert (st0[stat], st[stat], _after_stats(dec)) == (*stats, 1)
+    assert (st0[stat], st[stat], _after_stats(dec)) == (0, 1, 1)
     assert st["lattice_live_records"] == st0["lattice_live_records"] > 0
     monkeypatch.delenv("CUWFST_LATTICE_RESERVE")  # (the default: a chunk a warp)
-    _switch_checked(monkeypatch, case, var, values[1], bads, stat, what, on=stats[1])
+    _switch_checked(monkeypatch, case, var, values[1], bads, stat, what)
     return st
 
 
@@ -925,12 +924,13 @@ def test_records_after_the_search_claimed_tokens(monkeypatch):
 
 
 def test_records_after_the_search_packed_walk(monkeypatch):
-    """CUWFST_LATTICE_AFTER_PACKED=on (the default since s200; =off: not): the claimed tokens' walk compiled for packed,
-    sorted arcs and staged log-prob rows (LatRecordsKernel kPacked), taken where the graph has them.
-    Under slots a round at a time the cursor numbers exactly the default's records; the lattices are
-    the CPU's in every table class, grown from tiny first rooms, on 40 random batches (fp16 rows among
-    them) and on states of up to ~100 arcs; values the switch does not know are refused when the
-    decoder is made; with the tokens by stride the switch does nothing."""
+    """The packed walk (the default since s200; CUWFST_LATTICE_AFTER_PACKED=off: not): the claimed
+    tokens' walk compiled for packed, sorted arcs and staged log-prob rows (LatRecordsKernel kPacked),
+    taken where the graph has them. Under slots a round at a time the cursor numbers exactly the
+    claimed tokens' walk's records; the lattices are the CPU's in every table class, grown from tiny
+    first rooms, on 40 random batches (fp16 rows among them) and on states of up to ~100 arcs; values
+    the switch does not know are refused when the decoder is made; with the tokens by stride the
+    switch does nothing."""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
@@ -945,24 +945,6 @@ def test_records_after_the_search_packed_walk(monkeypatch):
     ran = _random_after_checked(tuple(range(40)), "packed walk")
     assert any(d._gpu.main.mem_stats()["lat_packed_walk"] == 1 for d, *_ in ran)
     _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"))
-
-
-def test_records_after_the_search_packed_late_range(monkeypatch):
-    """CUWFST_LATTICE_AFTER_PACKED=late: the packed walk with each next token's arc range loaded raw
-    (row splits, count bytes) before the current token's walk and resolved after it (LatRecordsKernel
-    kLate; MemStats lat_packed_walk 2). Under slots a round at a time the cursor numbers exactly the
-    packed walk's records; the lattices are the CPU's in every table class, grown from tiny first
-    rooms, on 40 random batches and on states of up to ~100 arcs; values the switch does not know are
-    refused when the decoder is made."""
-    graph, lp, opts, cpu = _table_classes_case()
-    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
-        monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
-    _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", ("on", "late"),
-                         ("Late", "2", "early"), "lat_packed_walk", "late arc range", stats=(1, 2))
-    ran = _random_after_checked(tuple(range(40)), "late arc range")
-    assert any(d._gpu.main.mem_stats()["lat_packed_walk"] == 2 for d, *_ in ran)
-    _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", ("on", "late"))
 
 
 def test_records_after_the_search_packed_global_tables(monkeypatch):

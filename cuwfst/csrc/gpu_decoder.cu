@@ -313,11 +313,7 @@ void GpuDecoder::Allocate() {
   }
   // (claimed tokens are the compacted walk's: without it the walk takes every 8th token)
   lat_claim_tokens_ = EnvChoice("CUWFST_LATTICE_AFTER_TOKENS", "claim", "stride", lat_claim_tokens_) && lat_compact_;
-  if (const char* env = std::getenv("CUWFST_LATTICE_AFTER_PACKED"); env != nullptr && env[0] != '\0') {
-    if (std::strcmp(env, "off") != 0 && std::strcmp(env, "on") != 0 && std::strcmp(env, "late") != 0)
-      throw std::invalid_argument(std::string("CUWFST_LATTICE_AFTER_PACKED must be off, on or late, got '") + env + "'");
-    lat_packed_walk_ = std::strcmp(env, "off") == 0 ? 0 : std::strcmp(env, "on") == 0 ? 1 : 2;
-  }
+  lat_packed_walk_ = EnvChoice("CUWFST_LATTICE_AFTER_PACKED", "on", "off", lat_packed_walk_);
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
@@ -1060,29 +1056,26 @@ constexpr int64_t kAfterInitialLog = 8ll << 20;  // 64 MiB of states and scores
 constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (64 MiB of packed slots)
 // LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid; compact: the one grid's compacted
 // walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not; claim: its tokens claimed, the default,
-// CUWFST_LATTICE_AFTER_TOKENS=stride: not; packed: CUWFST_LATTICE_AFTER_PACKED=on (1) or late (2, the
-// next token's arc range resolved after the walk), GpuDecoder::AfterPacked)
+// CUWFST_LATTICE_AFTER_TOKENS=stride: not; packed: the default where the graph allows,
+// CUWFST_LATTICE_AFTER_PACKED=off: not, GpuDecoder::AfterPacked)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
-AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false, int32_t packed = 0) {
+AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false, bool packed = false) {
   return bits == 11   ? LatRecordsKernel<11>
          : bits == 13 ? LatRecordsKernel<13>
          : bits == 14 ? LatRecordsKernel<14>
-         : bits < 0   ? (!compact     ? LatRecordsKernel<-1>
-                         : !claim     ? LatRecordsKernel<-1, true>
-                         : packed == 2 ? LatRecordsKernel<-1, true, true, true, true>
-                         : packed == 1 ? LatRecordsKernel<-1, true, true, true>
-                                      : LatRecordsKernel<-1, true, true>)
+         : bits < 0   ? (!compact ? LatRecordsKernel<-1>
+                         : !claim ? LatRecordsKernel<-1, true>
+                         : packed ? LatRecordsKernel<-1, true, true, true>
+                                  : LatRecordsKernel<-1, true, true>)
                       : LatRecordsKernel<0>;
 }
 
 }  // namespace
 
-int32_t GpuDecoder::AfterPacked() const {
+bool GpuDecoder::AfterPacked() const {
   const DeviceGraph& g = graph_->view;
-  return lat_packed_walk_ != 0 && lat_claim_tokens_ && g.arc_packed != nullptr && g.emit_sorted != 0 &&
-                 g.vocab_size <= kAfterLpsMax
-             ? lat_packed_walk_
-             : 0;
+  return lat_packed_walk_ && lat_claim_tokens_ && g.arc_packed != nullptr && g.emit_sorted != 0 &&
+         g.vocab_size <= kAfterLpsMax;
 }
 
 int64_t GpuDecoder::AfterHoleBound() const {
@@ -1161,9 +1154,9 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
     for (int32_t bits : {11, 13, 14, 0, -1})
-      for (int32_t walk : {0, 1, 2, 3, 4})  // (plain, compacted, with claimed tokens, packed, packed late)
+      for (int32_t walk : {0, 1, 2, 3})  // (plain, compacted, with claimed tokens, and packed)
         if (walk == 0 || bits < 0)
-          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, walk > 0, walk >= 2, std::max(walk - 2, 0)),
+          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, walk > 0, walk >= 2, walk == 3),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
@@ -2281,7 +2274,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[85] = lat_chunk_;
   out[86] = lat_compact_ ? 1 : 0;
   out[87] = lat_claim_tokens_ ? 1 : 0;
-  out[88] = AfterPacked();
+  out[88] = AfterPacked() ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

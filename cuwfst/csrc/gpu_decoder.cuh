@@ -471,9 +471,8 @@ class GpuDecoder {
   // [85] S_t's tokens a records pass work item (Workspace::lat_chunk; CUWFST_LATTICE_AFTER_CHUNK).
   // [86] 1 where the one grid's records walk queues its candidates (the default; CUWFST_LATTICE_AFTER_COMPACT=off: 0).
   // [87] 1 where that walk's warps claim their tokens (the default; CUWFST_LATTICE_AFTER_TOKENS=stride: 0).
-  // [88] 1 where that walk is compiled for packed, sorted arcs and staged rows (the default,
-  // CUWFST_LATTICE_AFTER_PACKED=on, where the graph has them: GpuDecoder::AfterPacked), 2 where it also
-  // resolves the next token's arc range after the walk (=late), 0 where neither (=off, or the graph).
+  // [88] 1 where that walk is compiled for packed, sorted arcs and staged rows (the default since s200
+  // where the graph has them: GpuDecoder::AfterPacked; CUWFST_LATTICE_AFTER_PACKED=off: 0).
   static constexpr int kMemStats = 89;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
@@ -820,11 +819,11 @@ class GpuDecoder {
   // kClaim; the default, CUWFST_LATTICE_AFTER_TOKENS=stride at construction: every 8th token; MemStats
   // [87]; nothing without that walk)
   bool lat_claim_tokens_ = true;
-  // CUWFST_LATTICE_AFTER_PACKED=on (1, the default since s200) or late (2) at construction: the claimed
-  // tokens' walk compiled for packed, sorted arcs and staged rows where the graph has them (AfterPacked, 0
-  // where not; LatRecordsKernel kPacked; late: kLate as well; MemStats [88]); off (0): not
-  int32_t lat_packed_walk_ = 1;
-  int32_t AfterPacked() const;
+  // the claimed tokens' walk compiled for packed, sorted arcs and staged rows where the graph has them (the
+  // default since s200; CUWFST_LATTICE_AFTER_PACKED=off at construction: not; AfterPacked; LatRecordsKernel
+  // kPacked; MemStats [88])
+  bool lat_packed_walk_ = true;
+  bool AfterPacked() const;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)

@@ -317,16 +317,11 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // arcs are packed and sorted and whose log-prob rows are staged): those three known when compiled, so
 // a round reads the packed word alone, with no per-arc test of the graph's layout (s198's SASS: both
 // layouts' loads and decodes issued predicated in every round).
-// kLate (with kPacked; CUWFST_LATTICE_AFTER_PACKED=late): the next token's arc range is loaded as raw
-// words (its row splits and count bytes) at the top of a token's walk and resolved into its emitting
-// range after the walk, so the count bytes' test (StateCount: a big count's lookup) does not wait on
-// those loads before the walk starts (s198: 4 % of the stall samples on the count byte).
-template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false, bool kLate = false>
+template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
   static_assert(!kClaim || kCompact, "the claimed tokens are the compacted walk's");
   static_assert(!kPacked || kClaim, "the packed walk is the claimed tokens'");
-  static_assert(!kLate || kPacked, "the late arc range is the packed walk's");
   constexpr bool kOne = kBits < 0;
   constexpr int32_t H = kOne ? 1 << kAfterOneBits : kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -498,18 +493,10 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
         if (me == 0) c = atomicAdd(&s_next, 1);
         i2 = item.y + 2 * kAfterWarps + __shfl_sync(0xFFFFFFFFu, c, 0);
       }
-      int32_t r0 = 0, r1 = 0, fe = 0;  // (kLate: the next token's row splits and count bytes, raw)
       if (i1 < last) {
-        if constexpr (kLate) {
-          r0 = g.row_splits[nstate];
-          r1 = g.row_splits[nstate + 1];
-          fe = static_cast<int32_t>(g.final_count[nstate]) |
-               (g.eps_count != nullptr ? static_cast<int32_t>(g.eps_count[nstate]) << 8 : 0);
-        } else {
-          const StateArcs sa = ArcsOf(g, nstate);
-          nb = sa.EmitBegin();
-          nn = sa.EmitEnd() - nb;
-        }
+        const StateArcs sa = ArcsOf(g, nstate);
+        nb = sa.EmitBegin();
+        nn = sa.EmitEnd() - nb;
       }
       if (i2 < last) {
         nnstate = st[i2];
@@ -598,12 +585,6 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
           kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
           if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
         }
-      }
-      if constexpr (kLate) {  // (r0 = r1 = fe = 0 past `last`: an empty range)
-        const StateArcs sa{r0, r1, StateCount(g, nstate, fe & 0xFF, g.big_final),
-                           g.eps_count != nullptr ? StateCount(g, nstate, fe >> 8, g.big_eps) : 0, g.finals_at_end != 0};
-        nb = sa.EmitBegin();
-        nn = sa.EmitEnd() - nb;
       }
       state = nstate;
       a = na;
