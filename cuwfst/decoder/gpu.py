@@ -1400,9 +1400,9 @@ class GpuBackend:
         confidences) into one share of their rows a worker, run side by side, so that work does
         not run on one worker while the others wait: "last" (the default since s200: the call's
         last one alone; its host work is the call's tail, with the CPUs to itself, while an
-        earlier one's runs beside the next decode), "on" (every sub-batch) or "off" (none), by the attribute
-        `lattice_host_split` or the environment variable CUWFST_LATTICE_HOST_SPLIT as it was when
-        the decoder was made. Same results."""
+        earlier one's runs beside the next decode), "on" (every sub-batch) or "off" (none), by
+        the attribute `lattice_host_split` or the environment variable CUWFST_LATTICE_HOST_SPLIT
+        as it was when the decoder was made. Same results."""
         v = getattr(self, "lattice_host_split", None) or self._host_split_env or "last"
         if v not in ("on", "off", "last"):
             raise ValueError(f"lattice_host_split must be 'on', 'last' or 'off', got {v!r}")

@@ -313,10 +313,10 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // third and later tokens of an item are claimed from a counter in shared memory as it needs them,
 // not every kAfterWarps-th, so the item's warps end together rather than at its slowest warp's
 // share (the item's first barrier held ~16 % of the warps' samples under Nsight Compute, s198).
-// kPacked (with kClaim, by default since s200; GpuDecoder::lat_packed_walk_, CUWFST_LATTICE_AFTER_PACKED=off: not; for graphs whose
-// arcs are packed and sorted and whose log-prob rows are staged): those three known when compiled, so
-// a round reads the packed word alone, with no per-arc test of the graph's layout (s198's SASS: both
-// layouts' loads and decodes issued predicated in every round).
+// kPacked (with kClaim, by default since s200; GpuDecoder::lat_packed_walk_, CUWFST_LATTICE_AFTER_PACKED=off:
+// not; for graphs whose arcs are packed and sorted and whose log-prob rows are staged): those three known
+// when compiled, so a round reads the packed word alone, with no per-arc test of the graph's layout
+// (s198's SASS: both layouts' loads and decodes issued predicated in every round).
 template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
