@@ -54,6 +54,66 @@ def _with_attr(obj, name: str, value, fn):
         setattr(obj, name, None)
 
 
+def _host_prof_install():
+    """--host-prof: wraps the lattice host work's parts (cuwfst.decoder.lattice's
+    lattices_from_arrays, attach_all, word_times_many and the native calls they make) so each
+    call appends (part, thread name, start, end) to the returned list; the second value undoes
+    it. Timing only: the same functions run."""
+    import threading
+
+    from cuwfst.decoder import lattice as lat_mod
+
+    calls = []
+
+    def timed(name, fn):
+        def wrapped(*args, **kw):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kw)
+            finally:
+                calls.append((name, threading.current_thread().name, t0, time.perf_counter()))
+        return wrapped
+
+    class _Mod:  # the native module with its lattice calls timed
+        def __init__(self, mod):
+            self._mod = mod
+
+        def __getattr__(self, k):
+            f = getattr(self._mod, k)
+            return timed(k, f) if k.startswith("ref_lattices_") else f
+
+    saved = {k: getattr(lat_mod, k) for k in ("lattices_from_arrays", "attach_all", "word_times_many",
+                                              "_reference_module")}
+    for k in ("lattices_from_arrays", "attach_all", "word_times_many"):
+        setattr(lat_mod, k, timed(k, saved[k]))
+    real_mod = saved["_reference_module"]
+    lat_mod._reference_module = lambda: _Mod(real_mod())
+
+    def undo():
+        for k, v in saved.items():
+            setattr(lat_mod, k, v)
+    return calls, undo
+
+
+def _print_host_prof(calls, t_tail: float, label: str) -> dict:
+    """--host-prof's lines: the parts of the host work that started in the tail (at or after
+    t_tail), each summed over its calls (ms), with its call and thread counts, and the span from
+    the tail's first part to its last part's end."""
+    tail = [c for c in calls if c[2] >= t_tail]
+    if not tail:
+        return {}
+    out = {}
+    for name in dict.fromkeys(c[0] for c in tail):
+        cs = [c for c in tail if c[0] == name]
+        out[name] = dict(ms=sum(c[3] - c[2] for c in cs) * 1000, calls=len(cs), threads=len({c[1] for c in cs}),
+                         span_ms=(max(c[3] for c in cs) - min(c[2] for c in cs)) * 1000)
+    span = (max(c[3] for c in tail) - min(c[2] for c in tail)) * 1000
+    print(f"{label}: the tail's host work by part (ms summed over calls / calls / threads / span): " + "; ".join(
+        f"{k} {v['ms']:.2f} / {v['calls']} / {v['threads']} / {v['span_ms']:.2f}" for k, v in out.items()) +
+        f"; from its first part's start to its last's end {span:.2f} ms (a part's time includes the parts it calls)")
+    return dict(parts=out, span_ms=span)
+
+
 def _with_env(name: str, value: str, fn):
     """fn() with the environment variable `name` set to `value` (the native side reads the
     pruning's switches at each decode), its previous value (or absence) restored afterwards."""
@@ -166,6 +226,13 @@ def main():
                         "grids and switches at construction), timed beside the default one, 1-best and lattice, same "
                         "run, the default timed again last; identical results required (--profile: splits). E.g. "
                         "max512:CUWFST_MAX_BLOCKS=512")
+    p.add_argument("--trace-sides", action="store_true",
+                   help="with --env-ab and --one-call: each side's traced call too (its tail, every job's finish and "
+                        "host work), as the default's")
+    p.add_argument("--host-prof", action="store_true",
+                   help="with --one-call: the traced calls' host work in the call's tail (after the last decode call "
+                        "returned) timed by part (the native lookups and passes, the Python around them), each part "
+                        "summed over its calls, and how many threads ran it")
     p.add_argument("--code-ab", action="store_true",
                    help="the pruning's rank keys with the arc id (CUWFST_PRUNE_CODE=arc), then the default again, same run")
     p.add_argument("--filter-ab", action="store_true",
@@ -203,7 +270,7 @@ def main():
     tag = " (one call)" if a.one_call else ""
     for B in a.batch:
         dec = Decoder(g, opts, device="cuda", max_lanes=B, num_threads=a.threads, walker=a.walker)
-        be = dec._gpu
+        be = be_main = dec._gpu
 
         def run(lattice, dec=dec):
             if a.one_call:
@@ -329,7 +396,9 @@ def main():
         # the calling thread's share of a pipelined lattice decode: each sub-batch's wait for the
         # pruning before last, its decode call (decode + records into the pruning job), and the
         # time from one sub-batch's call to the next's start (Python, the GIL)
-        def traced(label):
+        def traced(label, dec_=None):
+            # (dec_: another decoder, an --env-ab side; its backend in place of the default's)
+            be = dec_._gpu if dec_ is not None else be_main
             be.lattice_trace, be.lattice_trace_worker, be.lattice_trace_replay = [], [], []
             be.lattice_trace_exit = be.lattice_trace_end = None
             stats0 = dict(be.stats)  # the rescue's counts before the call
@@ -345,14 +414,17 @@ def main():
                     collections.append((info["generation"], started.pop("t"), time.perf_counter()))
 
             gc.callbacks.append(on_gc)
+            prof_calls, prof_undo = _host_prof_install() if a.host_prof else (None, None)
             try:
                 t_call = time.perf_counter()
-                res = run(True)
+                res = run(True, dec=dec_ if dec_ is not None else dec)
                 t_done = time.perf_counter()
                 del res
                 t_freed = time.perf_counter()
             finally:
                 gc.callbacks.remove(on_gc)
+                if prof_undo is not None:
+                    prof_undo()
             t_exit, t_end = be.lattice_trace_exit, be.lattice_trace_end
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
@@ -421,6 +493,8 @@ def main():
                       " ".join(f"{x:.1f}" for x in out['worker_hyps_ms']) + " ms; Lattice objects " +
                       " ".join(f"{x:.1f}" for x in out['worker_lattices_ms']) + " ms; word times and confidences " +
                       " ".join(f"{x:.1f}" for x in out['worker_attach_ms']) + " ms")
+            if prof_calls is not None:
+                out["host_prof"] = _print_host_prof(prof_calls, tr[-1][4], f"batch {B}{tag} ({label})")
             return out
 
         trace = traced("rows in place" if be.row_gather_in_place(be.main) else "rows copied")
@@ -680,7 +754,8 @@ def main():
         if a.anchor_ab:
             row["anchor_ab"] = _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec)
         if a.env_ab:
-            row["env_ab"] = _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec)
+            row["env_ab"] = _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec,
+                                    traced if a.trace_sides and a.one_call else None)
         del dec, be
     if a.check:
         m = min(a.check, n)
@@ -790,11 +865,12 @@ def _env_sides(specs) -> list:
     return sides
 
 
-def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) -> dict:
+def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on, traced=None) -> dict:
     """Same run: the default decoder (timed above), one decoder per --env-ab side built with its
     environment variables set (sides with the same variables share the first one's), then the
     default again; 1-best and lattice through main's pass (`run(lattice, dec=)`), identical words,
-    scores and lattices required; --profile adds each side's kernel split. The sides' MemStats come
+    scores and lattices required; --profile adds each side's kernel split; traced (--trace-sides:
+    main's traced(label, dec)) each side's traced call after its timing. The sides' MemStats come
     back too (the grids as the native side took them)."""
     nb = (n + B - 1) // B
     out = dict(ms_1best_default=t_best / nb * 1000, ms_lattice_default=t_lat / nb * 1000, sides={})
@@ -825,6 +901,8 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on) 
                                                         "lat_c14_index", "lat_log_extra", "lat_chunk")}
         # the last lattice decode's record slots (its cursor; with CUWFST_LATTICE_RESERVE=chunk the holes too)
         r["record_slots"] = int(st.get("lattice_live_records", -1))
+        if traced is not None:
+            r["trace"] = traced(f"side {name}", dec)
         return r
 
     built = {}  # a side whose environment an earlier side had takes that side's decoder (a repeat

@@ -1005,21 +1005,26 @@ class FakePrunedGpuModule(FakeGpuModule):
             self.ref.ref_lattice_row(self.rows_of[h], int(b), *arrays[3 * i: 3 * i + 3])
 
 
-@pytest.mark.parametrize("pipeline,gather,finish,workers,split", [
-    ("on", "native", "worker", 1, "off"), ("on", "copy", "worker", 1, "off"), ("off", "native", "worker", 1, "off"),
-    ("on", "native", "thread", 1, "off"), ("on", "native", "worker", 2, "off"), ("off", "native", "worker", 3, "off"),
-    ("on", "native", "worker", 2, "on"), ("on", "native", "worker", 3, "on"), ("on", "native", "worker", 1, "on"),
-    ("on", "native", "worker", 2, "last"), ("on", "native", "worker", 1, "last")])
+@pytest.mark.parametrize("pipeline,gather,finish,workers,split,tail", [
+    ("on", "native", "worker", 1, "off", 0), ("on", "copy", "worker", 1, "off", 0),
+    ("off", "native", "worker", 1, "off", 0), ("on", "native", "thread", 1, "off", 0),
+    ("on", "native", "worker", 2, "off", 0), ("off", "native", "worker", 3, "off", 0),
+    ("on", "native", "worker", 2, "on", 0), ("on", "native", "worker", 3, "on", 0),
+    ("on", "native", "worker", 1, "on", 0), ("on", "native", "worker", 2, "last", 0),
+    ("on", "native", "worker", 1, "last", 0), ("on", "native", "worker", 2, "last", 4),
+    ("on", "native", "worker", 2, "on", 3), ("on", "native", "worker", 3, "last", 2)])
 def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish, workers,
-                                                             split):
+                                                             split, tail):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
     sub-batch's pruning (PruneFinish) and rows run on the host-overlap worker while this
     thread decodes the next one, never more than two jobs at once (each job has its own
     buffers); with it off, one whole pruning a sub-batch. CUWFST_LATTICE_HOST_WORKERS > 1:
     the finishes on the finish thread (one thread, in order), the host work on that many
     workers, and with CUWFST_LATTICE_HOST_SPLIT=on each sub-batch's host work in one share of its
-    rows a worker (=last: the last sub-batch's alone; one worker: no split). Every row's words,
-    score, word times and confidences and lattice the CPU's whichever way."""
+    rows a worker (=last: the last sub-batch's alone; one worker: no split);
+    CUWFST_LATTICE_TAIL_SHARES (tail > 0): the last sub-batch's in that many shares, on the
+    tail's own threads where they outnumber the workers. Every row's words, score, word times
+    and confidences and lattice the CPU's whichever way."""
     import threading
 
     from test_lattice_records import assert_same_lattice
@@ -1037,9 +1042,12 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
     monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", split)
+    monkeypatch.setenv("CUWFST_LATTICE_TAIL_SHARES", str(tail) if tail else "")
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
     monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", "bad")  # (read when the decoder was made)
+    monkeypatch.setenv("CUWFST_LATTICE_TAIL_SHARES", "bad")
     assert dec._gpu.lattice_worker_count() == workers and dec._gpu.lattice_host_split_mode() == split
+    assert dec._gpu.lattice_tail_share_count() == tail
     assert dec._gpu.lattice_host_split_on() == (split == "on")
     shares = []  # (rows of each attach_all call: a share, or a sub-batch's whole host work)
     if split != "off" and workers > 1:  # the shares' threads: every host worker takes a share
@@ -1084,9 +1092,16 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert mod.sync_prunes == 5 and not mod.finish_threads - {threading.get_ident()}
     assert not mod.jobs
     if split != "off" and workers > 1:
-        assert len(share_threads) == workers and all(x.startswith("cuwfst-lattice-host") for x in share_threads)
-        # (9 rows in sub-batches of 2, longest first: the last holds one row, its second share none)
-        assert len(shares) == (5 * workers if split == "on" else 4 + workers) and sum(shares) == 9, shares
+        # (9 rows in sub-batches of 2, longest first: the last holds one row, its other shares none)
+        last = tail or workers  # (the last sub-batch's shares)
+        assert len(shares) == (4 * workers if split == "on" else 4) + last and sum(shares) == 9, shares
+        hosts = {x for x in share_threads if x.startswith("cuwfst-lattice-host")}
+        tails = {x for x in share_threads if x.startswith("cuwfst-lattice-tail")}
+        assert hosts | tails == share_threads
+        if last > workers:  # the last sub-batch's shares on the tail's own threads, every one of them
+            assert len(tails) == last and len(hosts) == (workers if split == "on" else 1), share_threads
+        else:
+            assert not tails and last <= len(hosts) <= workers, share_threads
     for b, (w, g) in enumerate(zip(want, got)):
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
                                                                        w.word_confidences), b
@@ -1094,6 +1109,12 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     dec._gpu.lattice_host_split = "Last"  # (the attribute wins over the variable; a value it does not know)
     with pytest.raises(ValueError, match="lattice_host_split"):
         dec._gpu.lattice_host_split_mode()
+    dec._gpu.lattice_tail_shares = 5
+    assert dec._gpu.lattice_tail_share_count() == 5
+    for bad in ("x", -1, True, 1.5):
+        dec._gpu.lattice_tail_shares = bad
+        with pytest.raises(ValueError, match="lattice_tail_shares"):
+            dec._gpu.lattice_tail_share_count()
 
 
 def _flagged_rows_case():
