@@ -130,9 +130,11 @@ def _with_env(name: str, value: str, fn):
 
 def _same_lattices(xs, ys) -> int:
     """Rows whose lattices are identical (arcs, frames, graph arcs, tokens, float32 scores,
-    states, levels, recorded arcs where both counted them: the lattice trim does not)."""
+    states, levels, recorded arcs where both counted them: the lattice trim does not), and whose
+    words, word times and word confidences are."""
     return sum(1 for x, y in zip(xs, ys)
-               if (x.lattice is None) == (y.lattice is None) and
+               if (x.words, x.word_times, x.word_confidences) == (y.words, y.word_times, y.word_confidences) and
+               (x.lattice is None) == (y.lattice is None) and
                (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
                                       (x.lattice.recorded_arcs is None or y.lattice.recorded_arcs is None or
                                        x.lattice.recorded_arcs == y.lattice.recorded_arcs) and

@@ -1006,13 +1006,13 @@ class FakePrunedGpuModule(FakeGpuModule):
 
 
 @pytest.mark.parametrize("pipeline,gather,finish,workers,split,tail", [
-    ("on", "native", "worker", 1, "off", 0), ("on", "copy", "worker", 1, "off", 0),
-    ("off", "native", "worker", 1, "off", 0), ("on", "native", "thread", 1, "off", 0),
-    ("on", "native", "worker", 2, "off", 0), ("off", "native", "worker", 3, "off", 0),
-    ("on", "native", "worker", 2, "on", 0), ("on", "native", "worker", 3, "on", 0),
-    ("on", "native", "worker", 1, "on", 0), ("on", "native", "worker", 2, "last", 0),
-    ("on", "native", "worker", 1, "last", 0), ("on", "native", "worker", 2, "last", 4),
-    ("on", "native", "worker", 2, "on", 3), ("on", "native", "worker", 3, "last", 2)])
+    ("on", "native", "worker", 1, "off", "on"), ("on", "copy", "worker", 1, "off", "on"),
+    ("off", "native", "worker", 1, "off", "on"), ("on", "native", "thread", 1, "off", "on"),
+    ("on", "native", "worker", 2, "off", "on"), ("off", "native", "worker", 3, "off", "on"),
+    ("on", "native", "worker", 2, "on", "on"), ("on", "native", "worker", 3, "on", "on"),
+    ("on", "native", "worker", 1, "on", "on"), ("on", "native", "worker", 2, "last", "on"),
+    ("on", "native", "worker", 1, "last", "on"), ("on", "native", "worker", 2, "last", "off"),
+    ("on", "native", "thread", 1, "off", "off"), ("on", "native", "worker", 1, "off", "off")])
 def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypatch, pipeline, gather, finish, workers,
                                                              split, tail):
     """The GPU-pruned lattice path over 5 sub-batches of 2 lanes: with the pipeline on, each
@@ -1021,10 +1021,10 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     buffers); with it off, one whole pruning a sub-batch. CUWFST_LATTICE_HOST_WORKERS > 1:
     the finishes on the finish thread (one thread, in order), the host work on that many
     workers, and with CUWFST_LATTICE_HOST_SPLIT=on each sub-batch's host work in one share of its
-    rows a worker (=last: the last sub-batch's alone; one worker: no split);
-    CUWFST_LATTICE_TAIL_SHARES (tail > 0): the last sub-batch's in that many shares, on the
-    tail's own threads where they outnumber the workers. Every row's words, score, word times
-    and confidences and lattice the CPU's whichever way."""
+    rows a worker (=last: the last sub-batch's alone; one worker: no split).
+    CUWFST_LATTICE_TAIL_HYPS=on (the default): the last sub-batch's hypotheses made on this
+    thread while its pruning finishes; off: on the finish's thread after it, as the others'.
+    Every row's words, score, word times and confidences and lattice the CPU's whichever way."""
     import threading
 
     from test_lattice_records import assert_same_lattice
@@ -1042,12 +1042,19 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
     monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
     monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", split)
-    monkeypatch.setenv("CUWFST_LATTICE_TAIL_SHARES", str(tail) if tail else "")
+    monkeypatch.setenv("CUWFST_LATTICE_TAIL_HYPS", tail)
     dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
     monkeypatch.setenv("CUWFST_LATTICE_HOST_SPLIT", "bad")  # (read when the decoder was made)
-    monkeypatch.setenv("CUWFST_LATTICE_TAIL_SHARES", "bad")
+    monkeypatch.setenv("CUWFST_LATTICE_TAIL_HYPS", "bad")
     assert dec._gpu.lattice_worker_count() == workers and dec._gpu.lattice_host_split_mode() == split
-    assert dec._gpu.lattice_tail_share_count() == tail
+    assert dec._gpu.lattice_tail_hyps_on() == (tail == "on")
+    from cuwfst.decoder.gpu import GpuBackend
+    collect_threads, real_collect = [], GpuBackend._collect  # (each sub-batch's hypotheses: which thread)
+
+    def collect(*args, **kw):
+        collect_threads.append(threading.current_thread().name)
+        return real_collect(*args, **kw)
+    monkeypatch.setattr(GpuBackend, "_collect", staticmethod(collect))
     assert dec._gpu.lattice_host_split_on() == (split == "on")
     shares = []  # (rows of each attach_all call: a share, or a sub-batch's whole host work)
     if split != "off" and workers > 1:  # the shares' threads: every host worker takes a share
@@ -1092,29 +1099,23 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert mod.sync_prunes == 5 and not mod.finish_threads - {threading.get_ident()}
     assert not mod.jobs
     if split != "off" and workers > 1:
-        # (9 rows in sub-batches of 2, longest first: the last holds one row, its other shares none)
-        last = tail or workers  # (the last sub-batch's shares)
-        assert len(shares) == (4 * workers if split == "on" else 4) + last and sum(shares) == 9, shares
-        hosts = {x for x in share_threads if x.startswith("cuwfst-lattice-host")}
-        tails = {x for x in share_threads if x.startswith("cuwfst-lattice-tail")}
-        assert hosts | tails == share_threads
-        if last > workers:  # the last sub-batch's shares on the tail's own threads, every one of them
-            assert len(tails) == last and len(hosts) == (workers if split == "on" else 1), share_threads
-        else:
-            assert not tails and last <= len(hosts) <= workers, share_threads
+        assert len(share_threads) == workers and all(x.startswith("cuwfst-lattice-host") for x in share_threads)
+        # (9 rows in sub-batches of 2, longest first: the last holds one row, its second share none)
+        assert len(shares) == (5 * workers if split == "on" else 4 + workers) and sum(shares) == 9, shares
+    if pipeline == "on":  # the last sub-batch's hypotheses on this thread (tail "on"), every other one's not
+        assert len(collect_threads) == 5
+        main = threading.current_thread().name
+        assert collect_threads.count(main) == (1 if tail == "on" else 0), collect_threads
     for b, (w, g) in enumerate(zip(want, got)):
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
                                                                        w.word_confidences), b
         assert_same_lattice(w.lattice, g.lattice, f"pipeline {pipeline} row {b}")
+    dec._gpu.lattice_tail_hyps = "yes"
+    with pytest.raises(ValueError, match="lattice_tail_hyps"):
+        dec._gpu.lattice_tail_hyps_on()
     dec._gpu.lattice_host_split = "Last"  # (the attribute wins over the variable; a value it does not know)
     with pytest.raises(ValueError, match="lattice_host_split"):
         dec._gpu.lattice_host_split_mode()
-    dec._gpu.lattice_tail_shares = 5
-    assert dec._gpu.lattice_tail_share_count() == 5
-    for bad in ("x", -1, True, 1.5):
-        dec._gpu.lattice_tail_shares = bad
-        with pytest.raises(ValueError, match="lattice_tail_shares"):
-            dec._gpu.lattice_tail_share_count()
 
 
 def _flagged_rows_case():
@@ -1142,6 +1143,38 @@ def _check_rescue_threads(threads, early: str, stats: dict, n_flagged: int) -> N
         assert set(rescues) == {threading.current_thread().name}
     assert stats["flagged_rows"] == stats["rescued_rows"] == n_flagged and stats["unabsorbed_rows"] == 0
     assert stats["flagged_bits"] == 16
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_last_sub_batch_hypotheses_error_reaches_the_caller(fake_gpu, monkeypatch, workers):
+    """CUWFST_LATTICE_TAIL_HYPS on: an error while the calling thread makes the last sub-batch's
+    hypotheses (here _collect raising there) is raised by decode() once the jobs are done, not
+    lost and not a hang; attach_all refuses word times that do not match its hypotheses."""
+    from cuwfst.decoder.gpu import GpuBackend
+    from cuwfst.decoder.lattice import attach_all
+
+    mod = FakePrunedGpuModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
+    dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
+    real = GpuBackend._collect
+
+    def collect(*args, **kw):
+        if threading.current_thread() is threading.main_thread():
+            raise RuntimeError("collect failed on the calling thread")
+        return real(*args, **kw)
+    monkeypatch.setattr(GpuBackend, "_collect", staticmethod(collect))
+    with pytest.raises(RuntimeError, match="collect failed on the calling thread"):
+        dec.decode(lp.astype(np.float32), lens, lattice=True)
+    monkeypatch.setattr(GpuBackend, "_collect", staticmethod(real))
+    got = dec.decode(lp.astype(np.float32), lens, lattice=True)  # (the decoder still works)
+    want = Decoder(graph, output_beam=5.0).decode(lp, lens, lattice=True)
+    assert [(g.words, g.word_times) for g in got] == [(w.words, w.word_times) for w in want]
+    with pytest.raises(ValueError, match="word-time lists"):
+        attach_all(graph, [got[0]], [got[0].lattice], times=[])
 
 
 @pytest.mark.parametrize("early,pipeline,finish", [("on", "on", "worker"), ("on", "on", "thread"), ("on", "off", "worker"),

@@ -40,21 +40,13 @@ class HostOverlap:
     job writes its own rows; the order of their ends is then free); the finishes then always
     run on the finish thread, one at a time in submission order (GpuDecoder::PruneFinish)."""
 
-    def __init__(self, finish_thread: bool = False, host_workers: int = 1, tail_shares: int = 0):
+    def __init__(self, finish_thread: bool = False, host_workers: int = 1):
         from concurrent.futures import ThreadPoolExecutor
 
         if not isinstance(host_workers, int) or isinstance(host_workers, bool) or host_workers < 1:
             raise ValueError(f"host_workers must be an int >= 1, got {host_workers!r}")
-        if not isinstance(tail_shares, int) or isinstance(tail_shares, bool) or tail_shares < 0:
-            raise ValueError(f"tail_shares must be an int >= 0, got {tail_shares!r}")
         finish_thread = finish_thread or host_workers > 1
         self._pool = ThreadPoolExecutor(max_workers=host_workers, thread_name_prefix="cuwfst-lattice-host")
-        # tail_shares: the call's last sub-batch's host work in that many shares (0: host_workers),
-        # on a pool of their own where they outnumber the host workers (run_pruning's tail): when
-        # it runs, no other job's host work is left to share the CPUs with
-        self.tail_shares = tail_shares or host_workers
-        self._tail = ThreadPoolExecutor(max_workers=self.tail_shares, thread_name_prefix="cuwfst-lattice-tail") \
-            if self.tail_shares > host_workers and finish_thread else None
         # finish_thread: a pipelined pruning's finish on a thread of its own, its host work then on the
         # host worker, so the next finish need not wait for the last one's host work
         # (GpuBackend.lattice_finish "thread"); else both on the host worker, one after the other
@@ -70,15 +62,14 @@ class HostOverlap:
         if pruning:
             self._prunings.append(f)
 
-    def run_pruning(self, finish, then, split: bool = False, tail: bool = False) -> None:
+    def run_pruning(self, finish, then, split: bool = False) -> None:
         """A pipelined pruning's hand-off: then(finish()), finish() being the pruning (what
         drain_prunings waits for) and then() the host work on its result. On the host worker as
         one piece, or with a finish thread: finish() there, in submission order, each then()
         handed to the host worker as its finish returns. split: then(result) returns the host
         work's shares (callables), each handed to the host workers on its own, so one
         sub-batch's shares run side by side (on the finish thread; one after the other
-        without it). tail: the call's last pruning, whose shares go to the tail's pool where
-        there is one (tail_shares above host_workers)."""
+        without it)."""
         if self._finish is None:
             self.run(lambda: [w() for w in then(finish())] if split else then(finish()), pruning=True)
             return
@@ -86,8 +77,7 @@ class HostOverlap:
         def staged():
             r = finish()
             works = then(r) if split else [functools.partial(then, r)]
-            pool = self._tail if tail and self._tail is not None else self._pool
-            ts = [pool.submit(w) for w in works]
+            ts = [self._pool.submit(w) for w in works]
             self._futures.extend(ts)
             return ts
 
@@ -114,8 +104,6 @@ class HostOverlap:
         if self._finish is not None:  # (first: its finishes hand the host worker their work)
             self._finish.shutdown(wait=True)
         self._pool.shutdown(wait=True)
-        if self._tail is not None:
-            self._tail.shutdown(wait=True)
         if kind is None:
             for f in self._futures:
                 f.result()  # the first error, if any
@@ -871,8 +859,8 @@ class GpuBackend:
         self.lattice_trace_worker = None
         # (CUWFST_LATTICE_HOST_SPLIT as the decoder was made: lattice_host_split_on)
         self._host_split_env = os.environ.get("CUWFST_LATTICE_HOST_SPLIT", "")
-        # (CUWFST_LATTICE_TAIL_SHARES as the decoder was made: lattice_tail_share_count)
-        self._tail_shares_env = os.environ.get("CUWFST_LATTICE_TAIL_SHARES", "")
+        # (CUWFST_LATTICE_TAIL_HYPS as the decoder was made: lattice_tail_hyps_on)
+        self._tail_hyps_env = os.environ.get("CUWFST_LATTICE_TAIL_HYPS", "")
         self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
         self.lattice_trace_end = None  # (benchmarks: when a traced lattice call's rescue, if any, was done)
         # a list for the records replay's sub-batches (graphs with epsilon arcs): a dict each, its
@@ -1078,8 +1066,8 @@ class GpuBackend:
             # decodes the next one (HostOverlap); all of it is done before the rescue reads
             # the rows' overflow bits and before return.
             # (overlap off: a null context, host None, each sub-batch's host work at once)
-            overlap = HostOverlap(self.lattice_finish_mode() == "thread", self.lattice_worker_count(),
-                                  self.lattice_tail_share_count()) if self.lattice_overlap_on() else None
+            overlap = HostOverlap(self.lattice_finish_mode() == "thread", self.lattice_worker_count()) \
+                if self.lattice_overlap_on() else None
             # rows a sub-batch flags with a capacity overflow: rescued beside the next sub-batches
             # (EarlyRescue; with the overlap on), else by the rescue below
             early = EarlyRescue(self, lp, lens, stream, frontend, online, True) \
@@ -1200,7 +1188,7 @@ class GpuBackend:
         t_take = time.perf_counter()
         if pruned:
             # only the kept states and arcs come back
-            from .lattice import attach_all, lattices_from_arrays
+            from .lattice import attach_all, lattices_from_arrays, word_times_many
 
             # (an epsilon graph: `filter` is the records' filter on epsilon graphs, whose guard the
             # GPU pruning checks: a row that breaks it comes back as EPS_REDO and is decoded again
@@ -1236,15 +1224,24 @@ class GpuBackend:
                     lat_rows = inst.lattice_prune_finish(res, job)
                     return lat_rows, w0, time.perf_counter()
 
+                # the call's last sub-batch (lattice_tail_hyps_on): its hypotheses and their word
+                # times made on this thread while the finish prunes (below), handed to the shares
+                from concurrent.futures import Future
+                early = Future() if last and self.lattice_tail_hyps_on() else None
+
                 def shares(done, n):
-                    # the hypotheses first (on the finish thread where there is one); then the rows'
-                    # Lattice objects, word times and confidences in n shares, every n-th row from
-                    # the k-th (the rows are sorted by length): one (attach below), or one a host
-                    # worker side by side (lattice_host_split_on)
+                    # the hypotheses first (on the finish thread where there is one; or made already,
+                    # `early`); then the rows' Lattice objects, word times and confidences in n
+                    # shares, every n-th row from the k-th (the rows are sorted by length): one
+                    # (attach below), or one a host worker side by side (lattice_host_split_on)
                     lat_rows, w0, w1 = done
                     w2 = time.perf_counter()
                     keep = [i for i, r in enumerate(lat_rows) if r is not None and r is not EPS_REDO]
-                    self._collect(hyps, rows.tolist(), res, frontend)
+                    if early is None:
+                        self._collect(hyps, rows.tolist(), res, frontend)
+                        times = None
+                    else:
+                        times = early.result()  # (its error, if any, raised here: the job's)
                     w3 = time.perf_counter()
                     left = {"n": n, "w4": w3}
                     lock = threading.Lock()
@@ -1253,7 +1250,8 @@ class GpuBackend:
                         ks = keep[k::n]
                         lats = lattices_from_arrays(self.graph, [lat_rows[i] for i in ks], frontend.num_threads)
                         t4 = time.perf_counter()
-                        attach_all(self.graph, [hyps[int(rows[i])] for i in ks], lats, frontend.num_threads)
+                        attach_all(self.graph, [hyps[int(rows[i])] for i in ks], lats, frontend.num_threads,
+                                   times=None if times is None else [times[i] for i in ks])
                         if k == 0:
                             redo_rows(lat_rows)
                         with lock:
@@ -1272,10 +1270,15 @@ class GpuBackend:
                         work()
 
                 split_mode = self.lattice_host_split_mode()
-                n_shares = host.tail_shares if last else host.host_workers
-                split = host.host_workers > 1 and n_shares > 1 and (split_mode == "on" or split_mode == "last" and last)
-                host.run_pruning(finish, functools.partial(shares, n=n_shares) if split else attach,
-                                 split=split, tail=last)
+                split = host.host_workers > 1 and (split_mode == "on" or split_mode == "last" and last)
+                host.run_pruning(finish, functools.partial(shares, n=host.host_workers) if split else attach,
+                                 split=split)
+                if early is not None:  # (the pruning runs on the finish thread meanwhile)
+                    try:
+                        self._collect(hyps, rows.tolist(), res, frontend)
+                        early.set_result(word_times_many(self.graph, [hyps[int(r)] for r in rows]))
+                    except BaseException as e:  # (raised by the job that reads it: at the overlap's exit)
+                        early.set_exception(e)
                 return rows, res[3][:, 2].copy()
             if host is not None:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
@@ -1423,22 +1426,17 @@ class GpuBackend:
             raise ValueError(f"lattice_host_split must be 'on', 'last' or 'off', got {v!r}")
         return v
 
-    def lattice_tail_share_count(self) -> int:
-        """How many shares the call's last sub-batch's host work is split into where it is split
-        (lattice_host_split_mode "last" or "on"), each on a thread of its own (HostOverlap's
-        tail pool where they outnumber the host workers): 0 (the default) for one a host worker
-        (lattice_worker_count), by the attribute `lattice_tail_shares` or the environment
-        variable CUWFST_LATTICE_TAIL_SHARES as it was when the decoder was made. When that work
-        runs, the GPU's last pruning is done and no other job's host work is left, so more
-        shares than workers can use idle CPUs. Same results."""
-        raw = getattr(self, "lattice_tail_shares", None)
-        if raw is None:
-            raw = self._tail_shares_env or 0
-        n = raw if isinstance(raw, int) and not isinstance(raw, bool) else \
-            int(raw) if isinstance(raw, str) and raw.strip().isdigit() else -1
-        if n < 0:
-            raise ValueError(f"lattice_tail_shares must be an int >= 0, got {raw!r}")
-        return n
+    def lattice_tail_hyps_on(self) -> bool:
+        """Whether a pipelined lattice decode's last sub-batch makes its hypotheses and their word
+        times on the calling thread while the finish thread prunes its lattices, rather than on
+        the finish thread once the pruning is done (with its Lattice objects after): the call's
+        tail is that job alone, the calling thread otherwise only waits. "on" (the default) or
+        "off", by the attribute `lattice_tail_hyps` or the environment variable
+        CUWFST_LATTICE_TAIL_HYPS as it was when the decoder was made. Same results."""
+        v = getattr(self, "lattice_tail_hyps", None) or self._tail_hyps_env or "on"
+        if v not in ("on", "off"):
+            raise ValueError(f"lattice_tail_hyps must be 'on' or 'off', got {v!r}")
+        return v == "on"
 
     def lattice_host_split_on(self) -> bool:
         """Whether every sub-batch's host work is split (lattice_host_split_mode "on")."""

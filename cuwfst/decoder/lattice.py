@@ -740,19 +740,24 @@ def attach(graph, hyp, lat: Lattice) -> None:
     hyp.word_confidences = lat.word_confidences([(w, s, e) for w, (s, e) in zip(hyp.words, times)])
 
 
-def attach_all(graph, hyps: Sequence, lats: Sequence[Lattice], num_threads: int = 1) -> None:
+def attach_all(graph, hyps: Sequence, lats: Sequence[Lattice], num_threads: int = 1, times=None) -> None:
     """attach(graph, hyps[i], lats[i]) for every i, the lattices' passes in one native call on
-    num_threads threads (ref_lattices_word_rests); the same values as attach, bit for bit."""
+    num_threads threads (ref_lattices_word_rests); the same values as attach, bit for bit.
+    times: word_times_many(graph, hyps) made already (one list a hypothesis), or None."""
     hyps, lats = list(hyps), list(lats)
+    if times is None:
+        times = word_times_many(graph, hyps)
+    elif len(times) != len(hyps):
+        raise ValueError(f"attach_all: {len(times)} word-time lists for {len(hyps)} hypotheses")
     spans, todo = [], []
-    for h, lat, times in zip(hyps, lats, word_times_many(graph, hyps)):
+    for h, lat, wt in zip(hyps, lats, times):
         h.lattice = lat
-        h.word_times = times
+        h.word_times = wt
         if lat.num_states == 0 or ("fwd", True) in lat._cache:
-            h.word_confidences = lat.word_confidences([(w, s, e) for w, (s, e) in zip(h.words, times)])
+            h.word_confidences = lat.word_confidences([(w, s, e) for w, (s, e) in zip(h.words, wt)])
             continue
         todo.append((h, lat))
-        spans.append([(int(w), s, e) for w, (s, e) in zip(h.words, times)])
+        spans.append([(int(w), s, e) for w, (s, e) in zip(h.words, wt)])
     if not todo:
         return
     ls = [lat for _, lat in todo]
