@@ -131,15 +131,27 @@ def _with_env(name: str, value: str, fn):
 def _same_lattices(xs, ys) -> int:
     """Rows whose lattices are identical (arcs, frames, graph arcs, tokens, float32 scores,
     states, levels, recorded arcs where both counted them: the lattice trim does not), and whose
-    words, word times and word confidences are."""
+    words and float32 1-best scores are, and whose word times and confidences are where the two
+    1-best paths are (a path of the same score may differ: an exact-score tie, `_ties`)."""
     return sum(1 for x, y in zip(xs, ys)
-               if (x.words, x.word_times, x.word_confidences) == (y.words, y.word_times, y.word_confidences) and
+               if x.words == y.words and np.float32(x.score) == np.float32(y.score) and
+               (_tie(x, y) or (x.word_times, x.word_confidences) == (y.word_times, y.word_confidences)) and
                (x.lattice is None) == (y.lattice is None) and
                (x.lattice is None or (x.lattice.num_states == y.lattice.num_states and
                                       (x.lattice.recorded_arcs is None or y.lattice.recorded_arcs is None or
                                        x.lattice.recorded_arcs == y.lattice.recorded_arcs) and
                                       all(np.array_equal(getattr(x.lattice, f), getattr(y.lattice, f))
                                           for f in LATTICE_FIELDS))))
+
+
+def _tie(x, y) -> bool:
+    """Two hypotheses of one row whose 1-best paths (arcs, redirect) differ."""
+    return (list(x.arcs), x.redirect_arc) != (list(y.arcs), y.redirect_arc)
+
+
+def _ties(xs, ys) -> int:
+    """Rows whose 1-best paths differ (of the same float32 score where _same_lattices counts them)."""
+    return sum(1 for x, y in zip(xs, ys) if _tie(x, y))
 
 
 def _recorded(hyps):
@@ -801,6 +813,7 @@ def _time_side(a, run, dec, nb, sync, hyps, lat_hyps) -> tuple:
     t_b, h_b = _median_time(lambda: run(False, dec=dec), a.reps, sync)
     t_l, h_l = _median_time(lambda: run(True, dec=dec), a.reps, sync)
     same_b = sum(1 for x, y in zip(hyps, h_b) if x.words == y.words and np.float32(x.score) == np.float32(y.score))
+    _time_side.ties = _ties(lat_hyps, h_l)  # (the lattice pass's rows whose 1-best path differs: --env-ab prints it)
     return t_b / nb * 1000, t_l / nb * 1000, same_b, _same_lattices(lat_hyps, h_l)
 
 
@@ -885,7 +898,7 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on, 
         # CUWFST_LATTICE_AFTER_PROF lines apart by it)
         print(f"[records-prof] side {name}", file=sys.stderr, flush=True)
         ms_b, ms_l, sb, sl = _time_side(a, run, dec, nb, sync, hyps, lat_hyps)
-        r = dict(ms_1best=ms_b, ms_lattice=ms_l)
+        r = dict(ms_1best=ms_b, ms_lattice=ms_l, same_lattices=sl, ties=_time_side.ties)
         same_1best, same_lat = min(same_1best, sb), min(same_lat, sl)
         if a.profile:
             inst = dec._gpu.main
@@ -925,6 +938,9 @@ def _env_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec_on, 
           f"{out['ms_lattice_default']:.2f}; " + "; ".join(
               f"{k} {v['ms_1best']:.2f} / {v['ms_lattice']:.2f}" for k, v in out["sides"].items()) +
           f"; identical 1-best {same_1best}/{n}, lattices {same_lat}/{n}")
+    print(f"batch {B}: env A/B, lattice rows identical to the default's / of them 1-best paths of the same score "
+          "that differ (exact-score ties: their word times and confidences may differ): " +
+          "; ".join(f"{k} {v['same_lattices']} / {v['ties']}" for k, v in out["sides"].items()))
     print(f"batch {B}: env A/B, slots a pass over the {n} rows (1-best / lattice): " + "; ".join(
         f"{k} {v['slots_1best']:,} / {v['slots_lattice']:,}" for k, v in out["sides"].items()))
     for k, v in out["sides"].items():
