@@ -12,10 +12,10 @@
 # $OUT: s205.log, ab_full.{txt,err,jsonl}
 . scripts/device_common.sh
 FULL_GRAPHS=hlg device_setup s205.log
-wait_full 300; echo "[$(since) s] full tier" | tee -a $L
+wait_full 200; echo "[$(since) s] full tier" | tee -a $L
 H=CUWFST_LATTICE_TAIL_HYPS
-env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left 390) --trace-sides --env-ab on:$H=on off:$H=off on2:$H=on \
-  off2:$H=off on3:$H=on off3:$H=off
+env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left 235) --trace-sides --env-ab on:$H=on off:$H=off on2:$H=on \
+  off2:$H=off
 grep -E "lattice rows identical" $OUT/ab_full.txt | cut -c1-600 | tee -a $L
 grep -E "\(side |\(rows in place\)" $OUT/ab_full.txt | grep -E "the call " | cut -c1-300 | tee -a $L
 echo "[$(since) s] end" | tee -a $L
