@@ -1145,11 +1145,12 @@ def _check_rescue_threads(threads, early: str, stats: dict, n_flagged: int) -> N
     assert stats["flagged_bits"] == 16
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_last_sub_batch_hypotheses_error_reaches_the_caller(fake_gpu, monkeypatch, workers):
+@pytest.mark.parametrize("workers,error", [(1, RuntimeError), (2, RuntimeError), (2, KeyboardInterrupt)])
+def test_last_sub_batch_hypotheses_error_reaches_the_caller(fake_gpu, monkeypatch, workers, error):
     """CUWFST_LATTICE_TAIL_HYPS on: an error while the calling thread makes the last sub-batch's
     hypotheses (here _collect raising there) is raised by decode() once the jobs are done, not
-    lost and not a hang; attach_all refuses word times that do not match its hypotheses."""
+    lost and not a hang (an interrupt too: the job waiting for them gets it); attach_all refuses
+    word times that do not match its hypotheses."""
     from cuwfst.decoder.gpu import GpuBackend
     from cuwfst.decoder.lattice import attach_all
 
@@ -1164,10 +1165,10 @@ def test_last_sub_batch_hypotheses_error_reaches_the_caller(fake_gpu, monkeypatc
 
     def collect(*args, **kw):
         if threading.current_thread() is threading.main_thread():
-            raise RuntimeError("collect failed on the calling thread")
+            raise error("collect failed on the calling thread")
         return real(*args, **kw)
     monkeypatch.setattr(GpuBackend, "_collect", staticmethod(collect))
-    with pytest.raises(RuntimeError, match="collect failed on the calling thread"):
+    with pytest.raises(error, match="collect failed on the calling thread"):
         dec.decode(lp.astype(np.float32), lens, lattice=True)
     monkeypatch.setattr(GpuBackend, "_collect", staticmethod(real))
     got = dec.decode(lp.astype(np.float32), lens, lattice=True)  # (the decoder still works)

@@ -1279,6 +1279,8 @@ class GpuBackend:
                         early.set_result(word_times_many(self.graph, [hyps[int(r)] for r in rows]))
                     except BaseException as e:  # (raised by the job that reads it: at the overlap's exit)
                         early.set_exception(e)
+                        if not isinstance(e, Exception):  # (an interrupt goes on from here too; the job
+                            raise  # that reads it ends, so the overlap's exit does not wait forever)
                 return rows, res[3][:, 2].copy()
             if host is not None:
                 host.drain_prunings()  # a whole pruning here takes the finisher's buffers and rows
