@@ -128,6 +128,29 @@ def _with_env(name: str, value: str, fn):
             os.environ[name] = before
 
 
+def _paired(run, sync, pairs: int, nb: int) -> dict:
+    """--paired: `pairs` pairs of passes, each a 1-best pass (`run(False)`) then a lattice pass
+    (`run(True)`) right after it, the lattice / 1-best ratio taken within each pair (a drift of
+    the machine between the two timings of a side moves both of a pair alike). The ratios' median,
+    range and how many pairs are above x1.5, and each kind's median ms a batch (nb batches a pass)."""
+    ratios, t1s, t2s = [], [], []
+    for _ in range(pairs):
+        ts = []
+        for lattice in (False, True):
+            sync()
+            t0 = time.perf_counter()
+            out = run(lattice)
+            sync()
+            ts.append(time.perf_counter() - t0)
+            del out
+        t1s.append(ts[0])
+        t2s.append(ts[1])
+        ratios.append(ts[1] / ts[0])
+    return dict(ratios=ratios, median=statistics.median(ratios), min=min(ratios), max=max(ratios),
+                over=sum(1 for r in ratios if r > 1.5), ms_1best=statistics.median(t1s) / nb * 1000,
+                ms_lattice=statistics.median(t2s) / nb * 1000)
+
+
 def _same_lattices(xs, ys) -> int:
     """Rows whose lattices are identical (arcs, frames, graph arcs, tokens, float32 scores,
     states, levels, recorded arcs where both counted them: the lattice trim does not), and whose
@@ -240,6 +263,9 @@ def main():
                         "grids and switches at construction), timed beside the default one, 1-best and lattice, same "
                         "run, the default timed again last; identical results required (--profile: splits). E.g. "
                         "max512:CUWFST_MAX_BLOCKS=512")
+    p.add_argument("--paired", type=int, default=0, metavar="N",
+                   help="N pairs of passes with the default decoder, each a 1-best pass then a lattice pass, the "
+                        "lattice / 1-best ratio taken within each pair (median, range, pairs above x1.5)")
     p.add_argument("--trace-sides", action="store_true",
                    help="with --env-ab and --one-call: each side's traced call too (its tail, every job's finish and "
                         "host work), as the default's")
@@ -765,6 +791,13 @@ def main():
             print("kernel ms per 1-best batch (launch by launch, CUDA events): " +
                   ", ".join(f"{k} {v:.2f}" for k, v in ms1.items() if v > 0) + f"; sum {sum(ms1.values()):.2f}")
             row["kernel_ms_1best"] = ms1
+        if a.paired:
+            row["paired"] = _paired(run, sync, a.paired, nb)
+            pr = row["paired"]
+            print(f"batch {B}{tag}: paired passes (1-best then lattice, {a.paired} pairs, same decoder): lattice / "
+                  f"1-best a pair median x{pr['median']:.3f}, range x{pr['min']:.3f}-x{pr['max']:.3f}, "
+                  f"{pr['over']} of {a.paired} pairs above x1.5; ms a batch, medians: 1-best {pr['ms_1best']:.2f}, "
+                  f"lattice {pr['ms_lattice']:.2f}")
         if a.anchor_ab:
             row["anchor_ab"] = _anchor_ab(a, g, opts, B, n, hyps, lat_hyps, t_best, t_lat, sync, run, dec)
         if a.env_ab:
