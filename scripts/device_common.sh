@@ -277,3 +277,18 @@ gpu_suite_wait() {
 pack_logs() {  # (quote the patterns: they expand in $OUT)
   (cd $OUT && set -- $* && tar czf tests.tgz "$@" && rm -f "$@")
 }
+ncu_records() {  # ncu_records UNTIL: Nsight Compute over one LatRecordsKernel launch of scripts/ncu_lattice_case.py
+  # (full HLG, the sim shard; the second launch) until UNTIL s into the call: $OUT/records.ncu-rep, ncu.txt and
+  # ncu_src.csv (source counters by SASS line); its headline metrics into L
+  NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  echo "ncu: $NCU" | tee -a $L
+  timeout -s INT $(left $1) "$NCU" --target-processes all --kernel-name "regex:LatRecordsKernel" --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section InstructionStats \
+    --section SchedulerStats --section SourceCounters --export $OUT/records --force-overwrite \
+    python3 scripts/ncu_lattice_case.py $C/HLG.img $C/sim/shard-00000.npz > $OUT/ncu.txt 2>&1
+  echo "ncu exit $?" | tee -a $L
+  grep -E "^    Duration|Compute \(SM\) Throughput|Achieved Occupancy|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  |Avg. Active Threads" \
+    $OUT/ncu.txt | cut -c1-160 | head -30 | tee -a $L
+  [ -f $OUT/records.ncu-rep ] && timeout 60 "$NCU" --import $OUT/records.ncu-rep --page source --csv --print-source sass > $OUT/ncu_src.csv 2>&1
+  echo "src csv lines $(wc -l < $OUT/ncu_src.csv 2>/dev/null)" | tee -a $L
+}

@@ -23,14 +23,5 @@ np.savez("/tmp/last64.npz", log_probs=d["log_probs"][-64:], lengths=d["lengths"]
 PY
 timeout -s INT 90 python3 scripts/prune_split.py $C/HLG.img /tmp/last64.npz 64 on,lanes,warp > $OUT/split_last.txt 2>&1
 echo "[split last 64 exit $?]" | tee -a $L; grep -iE "split|lane" $OUT/split_last.txt | head -12 | cut -c1-400 | tee -a $L
-NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-echo "ncu: $NCU" | tee -a $L
-timeout -s INT $(left 560) "$NCU" --target-processes all --kernel-name "regex:LatRecordsKernel" --launch-skip 1 --launch-count 1 \
-  --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section InstructionStats \
-  --section SchedulerStats --section SourceCounters --export $OUT/records --force-overwrite \
-  python3 scripts/ncu_lattice_case.py $C/HLG.img $C/sim/shard-00000.npz > $OUT/ncu.txt 2>&1
-echo "ncu exit $?" | tee -a $L
-grep -E "^    Duration|Compute \(SM\) Throughput|Achieved Occupancy|Executed Ipc|Issue Slots Busy|No Eligible|Warp Cycles Per Issued|Executed Instructions  |Avg. Active Threads" \
-  $OUT/ncu.txt | cut -c1-160 | head -30 | tee -a $L
-[ -f $OUT/records.ncu-rep ] && timeout 60 "$NCU" --import $OUT/records.ncu-rep --page source --csv --print-source sass > $OUT/ncu_src.csv 2>&1
+ncu_records 560
 echo "[$(since) s] end" | tee -a $L
