@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# GPU machine: issue 10, session of 2026-12-06 20:10. Side passes (CUWFST_LATTICE_AFTER_SIDE=on, off by
+# default): the records pass partly beside the search. Their tests first, then the A/B on the full HLG.
+# Prediction (written before the run): the tests pass; with side passes (every 64 steps on 132 CTAs) a
+# sub-batch's decode call ~31.6 -> 28-29.5 ms, a lattice batch 34.5 -> 31.5-33 ms (H200), the 1-best
+# unchanged, lattices identical to the default's; every 32 steps no better than 64; 264 CTAs a pass slows
+# the search more than it gains.
+# $OUT: s208.log, tests_side.log, ab_full.*
+. scripts/device_common.sh
+FULL_GRAPHS=hlg device_setup s208.log
+gpu_tests tests_side.log 200 "side passes" tests/test_gpu_lattice.py -k "side_passes or side_bucketing_late"
+wait_full 300; echo "[$(since) s] full tier" | tee -a $L
+S=CUWFST_LATTICE_AFTER_SIDE
+env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left 480) --trace-sides --env-ab side:$S=on off:$S=off \
+  every32:$S=on,${S}_EVERY=32 grid264:$S=on,${S}_GRID=264 side2:$S=on
+grep -E "lattice rows identical|last batch: prune" $OUT/ab_full.txt | cut -c1-400 | tee -a $L
+grep -E "\(side |\(rows in place\)" $OUT/ab_full.txt | grep -E "the call |decode call" | cut -c1-240 | tee -a $L
+echo "[$(since) s] end" | tee -a $L
