@@ -1892,108 +1892,6 @@ def test_prune_rank_sort_radix_equals_segmented(case, monkeypatch):
         _check_rank_paths(name, st, max(h.max_frontier for h in cpu) > 8192)
 
 
-_SIDE_VARS = ("CUWFST_LATTICE_AFTER_SIDE", "CUWFST_LATTICE_AFTER_SIDE_EVERY", "CUWFST_LATTICE_AFTER_SIDE_GRID")
-
-
-def _side_env(monkeypatch, every=None, grid=None):
-    """Side passes on (CUWFST_LATTICE_AFTER_SIDE=on, the records after the search), every `every`
-    steps on `grid` CTAs (None: the defaults, 64 steps and the multiprocessors)."""
-    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    for var, v in zip(_SIDE_VARS, ("on", every, grid)):
-        if v is None:
-            monkeypatch.delenv(var, raising=False)
-        else:
-            monkeypatch.setenv(var, str(v))
-
-
-def _side_passes(dec):
-    return dec._gpu.main.mem_stats()["lat_side_passes"]
-
-
-def test_records_side_passes_switch(monkeypatch):
-    """CUWFST_LATTICE_AFTER_SIDE (off by default) and its two counts: values they do not know are
-    refused when the decoder is made; off, a long batch's lattice decode runs no side pass; on, it
-    runs them (every 64 steps by default: rows of 140-259 frames replay step chunks, and the passes
-    go between them) and the lattices are the CPU's; a 1-best decode runs none."""
-    graph, lp, lens, opts = _wide_case(335, frames=(200, 260))
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
-    for var in _SIDE_VARS:
-        monkeypatch.delenv(var, raising=False)
-    for var, bads in zip(_SIDE_VARS, (("1", "yes", "side"), ("1", "0", "x", "4097", "8 "), ("0", "-3", "4097", "a"))):
-        _refused_when_made(monkeypatch, graph, opts, var, bads)
-        monkeypatch.delenv(var)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size))
-    compare(cpu, dec.decode(lp, lens, lattice=True), "side passes off")
-    assert _side_passes(dec) == 0 and _after_stats(dec) == 1
-    _side_env(monkeypatch)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=int(lens.size))
-    compare(cpu, dec.decode(lp, lens, lattice=True), "side passes on")
-    n = _side_passes(dec)
-    assert n >= 2 and _after_stats(dec) == 1, n  # (200+ steps: passes after 64, 128, maybe 192)
-    dec.decode(lp, lens)
-    assert _side_passes(dec) == n
-    compare(cpu, dec.decode(lp, lens, lattice=True), "side passes on, again")
-    assert _side_passes(dec) == 2 * n
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_records_side_passes_random(seed, monkeypatch):
-    """Side passes every 2, 3, 5 or 8 steps on 1 or 7 CTAs or the default grid, plain launches (no
-    CUDA graphs: short rows' sequences are otherwise captured whole, without side passes), on
-    test_records_after_the_search's random batches (rows of 0 to 90 frames, final and redirect
-    steps, fp16 rows, lanes above the batch): the CPU's lattices on two decodes with a 1-best one
-    between, side passes counted wherever the longest row has 20 frames."""
-    graph, lp, lens, opts, lanes, cpu = _random_after_case(seed)
-    _side_env(monkeypatch, every=[2, 3, 5, 8][seed % 4], grid=[1, 7, None][seed % 3])
-    dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, use_cuda_graphs=False)
-    compare(cpu, dec.decode(lp, lens, lattice=True), f"side passes, seed {seed}")
-    n = _side_passes(dec)
-    if int(lens.max()) >= 20:  # (rows of 1, 20 or 90 frames: 20 frames hold a pass every 8 steps)
-        assert n > 0, (n, lens)
-    dec.decode(lp, lens)
-    compare(cpu, dec.decode(lp, lens, lattice=True), f"side passes again, seed {seed}")
-    assert _after_stats(dec) == 2 and _side_passes(dec) == 2 * n
-
-
-def test_records_side_passes_large_frontiers_and_growth(monkeypatch):
-    """Side passes every 2 steps over frontiers of up to ~28,000 tokens (every table class, global
-    tables among them: each pass builds its own steps' tables in the same room), plain launches:
-    the CPU's lattices; then from first sizes far too small (CUWFST_LATTICE_AFTER_ROOM, lattice_entries
-    64) the log, the tables and the records grow (the tables by the largest need of any pass) and
-    the batch is decoded again: the CPU's lattices, and again on the grown buffers."""
-    graph, lp, opts, cpu = _table_classes_case()
-    _side_env(monkeypatch, every=2)
-    dec = Decoder(graph, opts, device="cuda", use_cuda_graphs=False)
-    compare(cpu, dec.decode(lp, lattice=True), "side passes, table classes")
-    assert _side_passes(dec) > 0
-    monkeypatch.setenv("CUWFST_LATTICE_AFTER_ROOM", "64,64")
-    small = Decoder(graph, opts, device="cuda", lattice_entries=64, use_cuda_graphs=False)
-    compare(cpu, small.decode(lp, lattice=True), "side passes, grown")
-    st = small._gpu.main.mem_stats()
-    assert st["lattice_after_decodes"] == 1 and st["lattice_grows"] >= 1 and st["lat_side_passes"] > 0
-    compare(cpu, small.decode(lp, lattice=True), "side passes, on the grown buffers")
-
-
-@pytest.mark.parametrize("case", range(7))
-def test_records_side_passes_pipelined(case, monkeypatch):
-    """Side passes in the pipelined lattice decode (more rows than lanes: each sub-batch's pruning
-    beside the next one's decode, whose side passes overwrite the records that pruning's bucketing
-    reads, after it): every 2 to 64 steps, the bucketing on its own stream (side) or the decoder's
-    (async); plain launches for the short rows (cases 0-3), step chunks replayed for the long ones
-    (4-6). The CPU's lattices, side passes counted."""
-    graph, lp, lens, opts = _pipelined_case(case)
-    cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    every = [2, 4, 8, 3, 8, 64, 16][case]
-    made = []
-    got, lanes = _pipelined_decode(graph, lp, lens, opts, monkeypatch, graphs=case >= 4, stats=made,
-                                   CUWFST_LATTICE_RECORDS="after", CUWFST_LATTICE_AFTER_SIDE="on",
-                                   CUWFST_LATTICE_AFTER_SIDE_EVERY=str(every),
-                                   CUWFST_PRUNE_BEGIN="side" if case % 2 else "async")
-    compare(cpu, got, f"side passes every {every}, {lens.size} rows in {lanes} lanes, case {case}")
-    assert _side_passes(made[0]) > 0
-
-
 @pytest.mark.parametrize("case", range(6))
 def test_prune_bucket_per_warp_equals_per_record(case, monkeypatch):
     """The records' bucketing with one cursor update per warp group (the default) or per record
@@ -2027,14 +1925,12 @@ def _pipelined_case(case):
     return graph, lp, lens, opts
 
 
-def _pipelined_decode(graph, lp, lens, opts, monkeypatch, graphs=True, stats=None, **env):
+def _pipelined_decode(graph, lp, lens, opts, monkeypatch, **env):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", "on")
     lanes = max(1, int(lens.size) // 5)
-    dec = Decoder(graph, opts, device="cuda", max_lanes=lanes, use_cuda_graphs=graphs)
-    if stats is not None:  # (the caller reads the decoder's stats after the decode)
-        stats.append(dec)
+    dec = Decoder(graph, opts, device="cuda", max_lanes=lanes)
     dec._gpu.lattice_trace = []  # (a stamp set a pipelined begin)
     got = dec.decode(lp, lens, lattice=True)
     assert len(dec._gpu.lattice_trace) >= 4, "the sub-batches' prunings pipelined"
@@ -2055,19 +1951,16 @@ def test_prune_begin_without_wait_pipelined(case, begin, monkeypatch):
     compare(cpu, got, f"begin {begin}, {lens.size} rows in {lanes} lanes, case {case}")
 
 
-@pytest.mark.parametrize("side", ["off", "on"])
 @pytest.mark.parametrize("case", [0, 1, 4, 5])
-def test_prune_side_bucketing_late(case, side, monkeypatch):
+def test_prune_side_bucketing_late(case, monkeypatch):
     """A side bucketing held back 60 ms (CUWFST_PRUNE_SIDE_DELAY_US) starts after the next decode's
     search: that decode's records pass waits for it, before a whole captured sequence (short rows)
-    or before the pass itself (long rows), or, with side passes (CUWFST_LATTICE_AFTER_SIDE=on, every
-    8 steps), before its first side pass, so the lattices are still the CPU's. The control: with
+    or before the pass itself (long rows), so the lattices are still the CPU's. The control: with
     the wait off (CUWFST_PRUNE_SIDE_WAIT=off, a test switch) the records are overwritten first and
     some sub-batch's lattices differ, so the first half can fail."""
     graph, lp, lens, opts = _pipelined_case(case)
     cpu = Decoder(graph, opts, num_threads=2).decode(lp, lens, lattice=True)
-    late = dict(CUWFST_PRUNE_BEGIN="side", CUWFST_PRUNE_SIDE_DELAY_US="60000", CUWFST_LATTICE_AFTER_SIDE=side,
-                CUWFST_LATTICE_AFTER_SIDE_EVERY="8")
+    late = dict(CUWFST_PRUNE_BEGIN="side", CUWFST_PRUNE_SIDE_DELAY_US="60000")
     got, lanes = _pipelined_decode(graph, lp, lens, opts, monkeypatch, **late)
     compare(cpu, got, f"late side bucketing, {lens.size} rows in {lanes} lanes, case {case}")
     try:

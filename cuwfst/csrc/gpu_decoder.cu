@@ -314,21 +314,6 @@ void GpuDecoder::Allocate() {
   // (claimed tokens are the compacted walk's: without it the walk takes every 8th token)
   lat_claim_tokens_ = EnvChoice("CUWFST_LATTICE_AFTER_TOKENS", "claim", "stride", lat_claim_tokens_) && lat_compact_;
   lat_packed_walk_ = EnvChoice("CUWFST_LATTICE_AFTER_PACKED", "on", "off", lat_packed_walk_);
-  // CUWFST_LATTICE_AFTER_SIDE=on: the records pass partly beside the search (GpuDecoder::lat_side_);
-  // CUWFST_LATTICE_AFTER_SIDE_EVERY=N steps between side passes (2 to 4,096, default 64);
-  // CUWFST_LATTICE_AFTER_SIDE_GRID=N CTAs a side pass (1 to 4,096, default the multiprocessors)
-  lat_side_ = EnvChoice("CUWFST_LATTICE_AFTER_SIDE", "on", "off", lat_side_);
-  for (auto [name, dst] : {std::pair<const char*, int32_t*>{"CUWFST_LATTICE_AFTER_SIDE_EVERY", &lat_side_every_},
-                           std::pair<const char*, int32_t*>{"CUWFST_LATTICE_AFTER_SIDE_GRID", &la_side_grid_}}) {
-    const char* env = std::getenv(name);
-    if (env == nullptr || env[0] == '\0') continue;
-    char* end = nullptr;
-    const long v = std::strtol(env, &end, 10);
-    if (*end != '\0' || v < (dst == &lat_side_every_ ? 2 : 1) || v > 4096)
-      throw std::invalid_argument(std::string(name) + " must be a whole number from " +
-                                  (dst == &lat_side_every_ ? "2" : "1") + " to 4096, got '" + env + "'");
-    *dst = static_cast<int32_t>(v);
-  }
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
@@ -1009,43 +994,13 @@ void GpuDecoder::InjectIllegalAddress() {
 // A launch sequence: capturable (no host reads, fixed shapes; the lanes' orders are
 // device data rewritten before each replay). The steps are the same kernels in every
 // kind; each lane takes the steps its own counters allow (scan.cuh).
-// side_ok: not inside a capture (side passes wait for an event outside it: GpuDecoder::lat_side_).
-void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16, bool side_ok) {
+void GpuDecoder::Enqueue(SeqKind kind, int32_t steps, bool f16) {
   const Workspace w = SeqWorkspace(kind);
   EnqueueHead(kind, w, f16);
-  const bool side = side_ok && SideRecords(kind, w);
-  SideReset();
-  for (int32_t s = 0; s < steps; ++s) {
-    EnqueueStep(w, f16);
-    if (side) SideMaybe(w, s + 1, steps - (s + 1));
-  }
+  for (int32_t s = 0; s < steps; ++s) EnqueueStep(w, f16);
   JoinLogSide();
   EnqueueTail(kind, w);
 }
-
-// Side passes (GpuDecoder::lat_side_): a whole-row batch's sequence (not a resume, whose pass finds
-// every step again) of a records pass in the one grid, not measured (lat_prof) nor profiled.
-bool GpuDecoder::SideRecords(SeqKind kind, const Workspace& w) const {
-  return lat_side_ && w.lat_after && kind == SeqKind::kBatch && w.lat_one_grid && w.lat_prof == nullptr &&
-         w.lat_done != nullptr && !profiling_ && la_chunk_;
-}
-
-void GpuDecoder::SideReset() {
-  la_chunk_pending_ = false;
-  la_chunk_started_ = 0;
-  la_side_passes_ = 0;
-  la_side_last_ = 0;
-}
-
-// After `done` steps are queued, `left` to come: a side pass once lat_side_every_ steps have been
-// queued since the last, unless fewer than half that many are left (the pass after the search
-// would wait for it). Its bound, done - 2: the steps whose logs those steps completed.
-void GpuDecoder::SideMaybe(const Workspace& w, int32_t done, int32_t left) {
-  if (done - la_side_last_ < lat_side_every_ || 2 * left < lat_side_every_ || done < 3) return;
-  EnqueueRecordsSide(w, done - 2);
-  la_side_last_ = done;
-}
-
 
 // A sequence's launches before its steps: the lanes' setup, the records' resets, the start
 // closure.
@@ -1124,9 +1079,7 @@ bool GpuDecoder::AfterPacked() const {
 }
 
 int64_t GpuDecoder::AfterHoleBound() const {
-  // (and each side pass's grid: GpuDecoder::lat_side_)
-  return int64_t{kAfterReserve - 1} * kAfterWarps *
-         (std::max<int64_t>(la_grid_, 1) * 4 + int64_t{la_side_passes_} * std::max(la_side_grid_, 1));
+  return int64_t{kAfterReserve - 1} * kAfterWarps * std::max<int64_t>(la_grid_, 1) * 4;
 }
 
 void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
@@ -1173,19 +1126,7 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     alloc(&tp, static_cast<size_t>(tab_cap) * sizeof(int32_t), "the records pass's tables (indices)");
   }
   // (the plan's 16 words, then the measurement's: Workspace::lat_prof)
-  // (and each lane's first unplanned step, Workspace::lat_done)
-  if (!la_plan_.get())
-    alloc(&plan, (16 + kAfterProfWords) * sizeof(unsigned long long) + L * sizeof(int32_t), "the records pass's plan");
-  if (lat_side_ && !la_chunk_) {  // (side passes: GpuDecoder::lat_side_; the pruning's priority)
-    Stream x;
-    make(TryStreamCreate(cudaStreamNonBlocking, &x, prune_priority_), "stream");
-    for (Event* ev : {&la_chunk_fork_, &la_chunk_join_}) {
-      Event e;
-      make(TryEventCreate(cudaEventDisableTiming, &e), "event");
-      *ev = std::move(e);
-    }
-    la_chunk_ = std::move(x);
-  }
+  if (!la_plan_.get()) alloc(&plan, (16 + kAfterProfWords) * sizeof(unsigned long long), "the records pass's plan");
   for (int k = 0; k < 3; ++k) {
     // non-blocking, as stream_ is: a blocking stream that is capturing (this instance's graph)
     // makes another thread's work on the legacy stream fail with cudaErrorStreamCaptureImplicit
@@ -1221,7 +1162,6 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     int sms = 0;
     CUWFST_CUDA(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, graph_->device));
     la_grid_ = std::max(1, sms) * 4;  // (4 CTAs a multiprocessor: the kernels' register bound)
-    if (la_side_grid_ == 0) la_side_grid_ = std::max(1, sms);
   }
   if (!log && !tab && !items && !steps && !plan.get()) return;
   FreeGraphs();  // they captured the old pointers
@@ -1253,7 +1193,6 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
     la_plan_ = std::move(plan);
     ws_.lat_plan = static_cast<unsigned long long*>(la_plan_.get());
     ws_.lat_prof = lat_prof_ ? ws_.lat_plan + 16 : nullptr;
-    ws_.lat_done = reinterpret_cast<int32_t*>(ws_.lat_plan + 16 + kAfterProfWords);
   }
 }
 
@@ -1269,18 +1208,9 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   const int L = cfg_.max_lanes;
   const int32_t V = g.vocab_size;
   WaitRecordReaders();  // (the records it overwrites: a side bucketing's; never pending while capturing)
-  if (la_chunk_pending_) {  // side passes ran (lat_side_): after the last, from the steps none planned
-    CUWFST_CUDA(cudaStreamWaitEvent(stream_, la_chunk_join_.get(), 0));
-    la_chunk_pending_ = false;
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, kAfterPlanTabMax * sizeof(unsigned long long), stream_));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_plan + 8, 0, 8 * sizeof(unsigned long long), stream_));
-  } else {
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 16 * sizeof(unsigned long long), stream_));
-    if (w.lat_done != nullptr)
-      CUWFST_CUDA(cudaMemsetAsync(w.lat_done, 0, static_cast<size_t>(L) * sizeof(int32_t), stream_));
-  }
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), stream_));
+  CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, 16 * sizeof(unsigned long long), stream_));
   if (w.lat_prof != nullptr) {  // (the measurement's sums and latest ends from 0, its earliest starts from ~0)
     CUWFST_CUDA(cudaMemsetAsync(w.lat_prof, 0, kAfterProfWords * sizeof(unsigned long long), stream_));
     CUWFST_CUDA(cudaMemsetAsync(w.lat_prof + kAfterProfStart, 0xFF,
@@ -1289,7 +1219,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
   Timed(12, [&] {
     // (CUWFST_LATTICE_LOG=scan: the scalars of each lane's last step, which no scan followed)
     if (w.lat_log_fold == 3) LatLogPendingKernel<<<(L + 127) / 128, 128, 0, stream_>>>(g, w);
-    LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w, -1);
+    LatPlanKernel<<<L, kAfterThreads, 0, stream_>>>(w);
     // the one grid (Workspace::lat_one_grid): every item in one launch after the global tables,
     // longest class first; else the shared-table classes on the side streams, the global one here
     const bool classes = !w.lat_one_grid;
@@ -1313,44 +1243,6 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     }
   });
   CUWFST_CUDA(cudaGetLastError());
-}
-
-// One side pass on la_chunk_ after the steps queued so far on stream_: the first of a sequence
-// resets the records, the step counts and lat_done there (after a side bucketing's reads of the
-// records: pr_records_read_); each plans the steps below `bound` no pass planned (LatPlanKernel),
-// builds their global tables and walks them on la_side_grid_ CTAs. The pass after the search
-// (EnqueueRecordsPass) waits for it.
-void GpuDecoder::EnqueueRecordsSide(const Workspace& w, int32_t bound) {
-  const DeviceGraph& g = graph_->view;
-  const int L = cfg_.max_lanes;
-  const int32_t V = g.vocab_size;
-  cudaStream_t s = la_chunk_.get();
-  CUWFST_CUDA(cudaEventRecord(la_chunk_fork_.get(), stream_));
-  CUWFST_CUDA(cudaStreamWaitEvent(s, la_chunk_fork_.get(), 0));
-  if (la_chunk_started_ == 0) {
-    if (lat_read_pending_) {  // (the records it overwrites: a side bucketing's)
-      if (pr_side_wait_) CUWFST_CUDA(cudaStreamWaitEvent(s, pr_records_read_.get(), 0));
-      lat_read_pending_ = false;  // (stream_'s pass after the search waits for this stream)
-    }
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_cursor, 0, sizeof(unsigned long long), s));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_count, 0, static_cast<size_t>(L) * w.seg_cap * sizeof(int32_t), s));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_done, 0, static_cast<size_t>(L) * sizeof(int32_t), s));
-    CUWFST_CUDA(cudaMemsetAsync(w.lat_plan + kAfterPlanTabMax, 0, sizeof(unsigned long long), s));
-    la_chunk_started_ = 1;
-  }
-  CUWFST_CUDA(cudaMemsetAsync(w.lat_plan, 0, kAfterPlanTabMax * sizeof(unsigned long long), s));
-  CUWFST_CUDA(cudaMemsetAsync(w.lat_plan + 8, 0, 8 * sizeof(unsigned long long), s));
-  const int grid = std::max(1, la_side_grid_);
-  LatPlanKernel<<<L, kAfterThreads, 0, s>>>(w, bound);
-  LatTabClearKernel<<<grid, kAfterThreads, 0, s>>>(w);
-  LatTabBuildKernel<<<grid, kAfterThreads, 0, s>>>(w);
-  AfterRecordsKernel(-1, lat_compact_, lat_claim_tokens_, AfterPacked())<<<grid, kAfterThreads, AfterSmem(-1, V), s>>>(
-      g, w, kAfterC11);
-  CUWFST_CUDA(cudaGetLastError());
-  CUWFST_CUDA(cudaEventRecord(la_chunk_join_.get(), s));
-  la_chunk_pending_ = true;
-  ++la_side_passes_;
-  ++la_side_total_;
 }
 
 // CUWFST_LATTICE_AFTER_PROF=on (a measurement): the last records pass's sums (lattice_after.cuh
@@ -1828,7 +1720,7 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     if (!tail_writes) WaitRecordReaders();
   }
   if (!capture) {
-    Enqueue(kind, steps, f16, /*side_ok=*/true);
+    Enqueue(kind, steps, f16);
     return;
   }
   const int32_t flags = (f16 ? 1 : 0) | (static_cast<int32_t>(kind) << 1) | (ws_.lattice << 4) | (ws_.trim << 6) |
@@ -1838,18 +1730,10 @@ void GpuDecoder::RunOnce(SeqKind kind, int32_t steps, bool f16, bool capture) {
     // arguments: the lanes keep their own time on the device), so the executables held are a
     // few chunks' worth of steps, not a whole bucket's for each length seen; the head and the
     // tail launch plainly.
-    // (side passes between the chunks: GpuDecoder::lat_side_)
     const Workspace w = SeqWorkspace(kind);
     EnqueueHead(kind, w, f16);
-    const bool side = SideRecords(kind, w);
-    SideReset();
-    int32_t done = 0;
     for (int32_t c : {kChunkBig, kChunkSmall, 1})
-      for (; steps >= c; steps -= c) {
-        LaunchChunk(w, c, flags, f16);
-        done += c;
-        if (side) SideMaybe(w, done, steps - c);
-      }
+      for (; steps >= c; steps -= c) LaunchChunk(w, c, flags, f16);
     EnqueueTail(kind, w);
     return;
   }
@@ -2097,12 +1981,10 @@ void GpuDecoder::Decode(const void* lp, bool lp_f16, int64_t stride_b, int64_t s
       long long log_n = 0;  // (the largest lane's logged tokens: its frontier_total)
       for (int32_t b = 0; b < B && (after || flog); ++b) log_n = std::max(log_n, h_lanes[b].frontier_total);
       const bool log_full = (after || flog) && log_n > ws_.lat_log_lane;
-      // (the largest table need of the decode's passes: [7] holds the side passes' and the last's)
-      const unsigned long long tab_need = std::max(plan[kAfterPlanTab], plan[kAfterPlanTabMax]);
-      const bool tab_full = after && !log_full && tab_need > static_cast<unsigned long long>(ws_.lat_tab_cap);
+      const bool tab_full = after && !log_full && plan[kAfterPlanTab] > static_cast<unsigned long long>(ws_.lat_tab_cap);
       if (log_full || tab_full)
         EnsureLatticeAfter(log_full ? static_cast<int64_t>(log_n + log_n / 4) : 0,
-                           tab_full ? static_cast<int64_t>(tab_need + tab_need / 4) : 0);
+                           tab_full ? static_cast<int64_t>(plan[kAfterPlanTab] + plan[kAfterPlanTab] / 4) : 0);
       if (!arena_grows && !lattice_full && !guard && !log_full && !tab_full) break;
       // decode is idempotent (LaneSetupKernel resets all loop state): grow and run it again
       if (arena_grows) GrowArena(cursor);
@@ -2393,7 +2275,6 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[86] = lat_compact_ ? 1 : 0;
   out[87] = lat_claim_tokens_ ? 1 : 0;
   out[88] = AfterPacked() ? 1 : 0;
-  out[89] = la_side_total_;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

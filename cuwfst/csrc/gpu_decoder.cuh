@@ -473,9 +473,7 @@ class GpuDecoder {
   // [87] 1 where that walk's warps claim their tokens (the default; CUWFST_LATTICE_AFTER_TOKENS=stride: 0).
   // [88] 1 where that walk is compiled for packed, sorted arcs and staged rows (the default since s200
   // where the graph has them: GpuDecoder::AfterPacked; CUWFST_LATTICE_AFTER_PACKED=off: 0).
-  // [89] side passes so far (CUWFST_LATTICE_AFTER_SIDE=on: the records passes beside the search, every
-  // decode's; 0 where it is off).
-  static constexpr int kMemStats = 90;
+  static constexpr int kMemStats = 89;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
   // returns the accumulated milliseconds per kernel kind (kProfileKinds entries).
@@ -540,7 +538,7 @@ class GpuDecoder {
   // The Workspace a sequence of `kind` launches with (pooled for offline batches when on).
   Workspace SeqWorkspace(SeqKind kind) const;
   void FreeGraphs() { graphs_.Clear(); }
-  void Enqueue(SeqKind kind, int32_t steps, bool f16, bool side_ok = false);
+  void Enqueue(SeqKind kind, int32_t steps, bool f16);
   void EnqueueHead(SeqKind kind, const Workspace& w, bool f16);
   void EnqueueStep(const Workspace& w, bool f16);
   void ForkLogSide(const Workspace& w);  // CUWFST_LATTICE_LOG=side (EnqueueStep)
@@ -831,25 +829,6 @@ class GpuDecoder {
   Stream la_side_[3];            // the pass's table classes beside the global one (EnqueueRecordsPass)
   Event la_fork_, la_join_[3];
   Event la_log_fork_, la_log_join_;  // (CUWFST_LATTICE_LOG=side: each step's copy's fork and join)
-  // Side passes (CUWFST_LATTICE_AFTER_SIDE=on, off by default): a whole-row batch's records pass
-  // partly beside its own search. Where a sequence replays step chunks (RunOnce), each time
-  // lat_side_every_ more steps have been queued, a pass over the steps whose logs are complete
-  // (EnqueueRecordsSide: LatPlanKernel's bound) runs on la_chunk_ on la_side_grid_ CTAs (default
-  // a multiprocessor's one: the search's kernels keep room beside it); the pass after the search
-  // waits for the last and plans only the steps none planned (Workspace::lat_done).
-  bool lat_side_ = false;
-  int32_t lat_side_every_ = 64, la_side_grid_ = 0;
-  Stream la_chunk_;
-  Event la_chunk_fork_, la_chunk_join_;
-  bool la_chunk_pending_ = false;   // a side pass queued since the sequence's head: the tail's pass joins it
-  int32_t la_chunk_started_ = 0;    // (this sequence) the records and counts reset by its first side pass
-  int32_t la_side_passes_ = 0;      // side passes in the last sequence (AfterHoleBound)
-  int32_t la_side_last_ = 0;        // (this sequence) the steps queued when the last side pass was
-  int64_t la_side_total_ = 0;       // side passes so far (MemStats [89])
-  bool SideRecords(SeqKind kind, const Workspace& w) const;
-  void SideReset();
-  void SideMaybe(const Workspace& w, int32_t done, int32_t left);
-  void EnqueueRecordsSide(const Workspace& w, int32_t bound);
   bool trim_weights_ = true;  // Workspace::trim_weights where the graph has blank counts (CUWFST_TRIM_WEIGHTS=off: never)
   bool label_bound_ = true;  // Workspace::label_bound where the graph has tables (CUWFST_LABEL_BOUND=off: never)
   int32_t coop_cap_ = 0;  // walker kWalkWarpCoop(Pdl): CoopWalkKernel's co-resident CTAs (0: Max and Expand instead)

@@ -38,7 +38,6 @@ constexpr int32_t kAfterChunk = 1024;  // S_{t+1}'s tokens a build item; S_t's a
 enum : int32_t { kAfterC11 = 0, kAfterC13 = 1, kAfterC14 = 2, kAfterGlobal = 3, kAfterTail = 4, kAfterBuild = 5 };
 constexpr int32_t kAfterLists = 6;
 constexpr int32_t kAfterPlanTab = 6;  // lat_plan[6]: the global tables' entries
-constexpr int32_t kAfterPlanTabMax = 7;  // lat_plan[7]: the largest [6] of a decode's passes (side passes)
 constexpr int32_t kAfterPlanOne = 12;  // lat_plan[12]: the one grid's claims (lat_plan[8 + list]: a class's)
 constexpr int32_t kAfterOneBits = 13;  // the one grid's shared table: 2^13 slots (c13's), c11's steps use 2^11 of them
 __host__ __device__ constexpr int32_t AfterBits(int32_t list) {
@@ -122,32 +121,11 @@ __global__ void __launch_bounds__(kAfterThreads) LatFrontierLogKernel(DeviceGrap
 // 2^bits >= 2 |S_{t+1}| entries placed at lat_plan[6], whose build items go to kAfterBuild); a
 // final or redirect step of a lane with a final token to the tail. A step whose table does not
 // fit lat_tab_cap gets no items (the host sees lat_plan[6] past it, grows and decodes again).
-// bound >= 0 (a side pass, GpuDecoder::lat_side_, beside the search's later steps): only the lane's
-// steps k in [lat_done, min(bound, t - 2, seg_cap - 1)), whose logs and the next step's log are
-// written (a step's scalars land at the next step's scan under CUWFST_LATTICE_LOG=scan, so step
-// k + 1's once the lane's t has passed k + 2; t, read while later steps run, only grows, and the
-// bound caps it at what the event the pass waits for covers), then lat_done moves to the end; a
-// lane's last (final or redirect) step is never among them. bound < 0 (the pass after the search):
-// steps [lat_done, t).
-__global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws, int32_t bound) {
+__global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws) {
   AfterProfMark(ws, kAfterKernPlan, false);
   const int32_t lane = blockIdx.x;
-  // (one read of the lane's counters for the CTA: a side pass reads them while later steps change them)
-  __shared__ int32_t sh_t, sh_first, sh_skip;
-  if (threadIdx.x == 0) {
-    const volatile LaneCounters* v = &ws.lanes[lane];
-    sh_t = v->t;
-    sh_skip = v->frontier_total > ws.lat_log_lane ? 1 : 0;  // (its log is incomplete: decoded again)
-    sh_first = ws.lat_done != nullptr ? ws.lat_done[lane] : 0;
-  }
-  __syncthreads();
-  if (sh_skip) return;
-  const int32_t first = sh_first;
-  int32_t steps = min(sh_t, ws.seg_cap);
-  if (bound >= 0) {
-    steps = min(bound, min(sh_t - 2, ws.seg_cap - 1)) + 1;  // (k < steps - 1: step k + 1's log in reach)
-    if (threadIdx.x == 0 && steps - 1 > first) ws.lat_done[lane] = steps - 1;
-  }
+  const int32_t steps = min(ws.lanes[lane].t, ws.seg_cap);
+  if (ws.lanes[lane].frontier_total > ws.lat_log_lane) return;  // (its log is incomplete: decoded again)
   auto add = [&](int32_t list, int64_t at, int32_t n) {
     const int32_t chunk = list == kAfterBuild ? kAfterChunk : ws.lat_chunk;
     const int32_t chunks = (n + chunk - 1) / chunk;
@@ -157,7 +135,7 @@ __global__ void __launch_bounds__(kAfterThreads) LatPlanKernel(Workspace ws, int
       if (base + c < static_cast<unsigned long long>(ws.lat_items_cap))
         items[base + c] = make_int2(static_cast<int32_t>(at), c * chunk);
   };
-  for (int32_t k = first + static_cast<int32_t>(threadIdx.x); k < (bound >= 0 ? steps - 1 : steps); k += blockDim.x) {
+  for (int32_t k = threadIdx.x; k < steps; k += blockDim.x) {
     const int64_t at = static_cast<int64_t>(lane) * ws.seg_cap + k;
     LatStepLog& s = ws.lat_steps[at];
     if (s.src_n <= 0) continue;
@@ -194,9 +172,6 @@ __device__ __forceinline__ int32_t AfterItems(const Workspace& ws, int32_t list)
 __global__ void __launch_bounds__(kAfterThreads) LatTabClearKernel(Workspace ws) {
   AfterProfMark(ws, kAfterKernClear, false);
   const unsigned long long n = min(ws.lat_plan[kAfterPlanTab], static_cast<unsigned long long>(ws.lat_tab_cap));
-  // (a decode's side passes: the largest of their table needs, for the host's growth; the pass after
-  // the search reads its own in [6])
-  if (blockIdx.x == 0 && threadIdx.x == 0) atomicMax(&ws.lat_plan[kAfterPlanTabMax], ws.lat_plan[kAfterPlanTab]);
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<unsigned long long>(gridDim.x) * blockDim.x) {
     if (ws.lat_tab_slots != nullptr) ws.lat_tab_slots[i] = make_ulonglong2(kStateSlotEmpty, 0ull);

@@ -747,11 +747,7 @@ struct Workspace {
   int64_t lat_items_cap;
   unsigned long long* lat_plan;    // [16]: items a list, [6] the global tables' entries (past lat_tab_cap: grow),
                                    // [8 + list] the records kernels' claimed items (lat_claims), [12] the
-                                   // one grid's (lat_one_grid), [7] the largest [6] of a decode's side passes
-  // [max_lanes]: each lane's first step no records pass has planned yet (GpuDecoder::lat_side_: the
-  // passes beside the search plan a lane's steps [lat_done, bound) and move it on; the pass after the
-  // search plans from it); nullptr where the plan buffer was made without it (never since 2026-12-06)
-  int32_t* lat_done;
+                                   // one grid's (lat_one_grid)
   // 1: a LatRecordsKernel CTA claims its next work item from lat_plan[8 + list] when it is done
   // with one (the items differ ~100-fold in work); 0: item blockIdx.x + k gridDim.x
   // (CUWFST_LATTICE_CLAIMS=stride, a measurement switch)
