@@ -266,6 +266,9 @@ def main():
     p.add_argument("--paired", type=int, default=0, metavar="N",
                    help="N pairs of passes with the default decoder, each a 1-best pass then a lattice pass, the "
                         "lattice / 1-best ratio taken within each pair (median, range, pairs above x1.5)")
+    p.add_argument("--switch-interval", type=float, default=None, metavar="S",
+                   help="Python's thread switch interval for the run (sys.setswitchinterval; default 0.005 s): how "
+                        "long a thread that wants the GIL waits before asking its holder to drop it")
     p.add_argument("--trace-sides", action="store_true",
                    help="with --env-ab and --one-call: each side's traced call too (its tail, every job's finish and "
                         "host work), as the default's")
@@ -282,6 +285,10 @@ def main():
                         "default 1000 2000 4000 8000), bounded (CUWFST_LATTICE_CHUNK, default 64) against the "
                         "whole-batch path (chunk 0), a fresh decoder each, batch --batch[0]")
     a = p.parse_args()
+    if a.switch_interval is not None:
+        if not a.switch_interval > 0:
+            p.error(f"--switch-interval must be positive, got {a.switch_interval}")
+        sys.setswitchinterval(a.switch_interval)
     if a.long is not None:
         return long_main(a)
     import torch
@@ -440,7 +447,7 @@ def main():
             # (dec_: another decoder, an --env-ab side; its backend in place of the default's)
             be = dec_._gpu if dec_ is not None else be_main
             be.lattice_trace, be.lattice_trace_worker, be.lattice_trace_replay = [], [], []
-            be.lattice_trace_exit = be.lattice_trace_end = None
+            be.lattice_trace_exit = be.lattice_trace_end = be.lattice_trace_unlocked = None
             stats0 = dict(be.stats)  # the rescue's counts before the call
             # Python's cyclic collections during the call (a full one over the live hypotheses,
             # Lattice objects and torch's objects took 44 ms on the 2-core dev VM): (generation,
@@ -465,7 +472,7 @@ def main():
                 gc.callbacks.remove(on_gc)
                 if prof_undo is not None:
                     prof_undo()
-            t_exit, t_end = be.lattice_trace_exit, be.lattice_trace_end
+            t_exit, t_end, t_unlocked = be.lattice_trace_exit, be.lattice_trace_end, be.lattice_trace_unlocked
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None
@@ -512,6 +519,11 @@ def main():
                       f"end, {out['rescued_to_return_ms']:.1f} ms from there to the return; the rescue's counts in the "
                       f"call: {rescue_delta or 'none'} (flagged bits so far {out['flagged_bits']:#x}; every call so far, "
                       f"the 1-best passes too: {be.stats})")
+            if t_end is not None and t_unlocked is not None:  # the rescue's end to the return: the decoder's part
+                out.update(rescued_to_unlocked_ms=(t_unlocked - t_end) * 1000, unlocked_to_return_ms=(t_done - t_unlocked) * 1000)
+                print(f"batch {B}{tag} ({label}): from the rescue's end: {out['rescued_to_unlocked_ms']:.1f} ms to the "
+                      f"decoder's lock left (the decode's frame and its locals gone), {out['unlocked_to_return_ms']:.1f} ms "
+                      f"from there to the return")
             if wk:
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
                            worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],

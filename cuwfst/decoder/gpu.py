@@ -863,6 +863,7 @@ class GpuBackend:
         self._tail_hyps_env = os.environ.get("CUWFST_LATTICE_TAIL_HYPS", "")
         self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
         self.lattice_trace_end = None  # (benchmarks: when a traced lattice call's rescue, if any, was done)
+        self.lattice_trace_unlocked = None  # (benchmarks: when a traced lattice call left the decoder's lock)
         # a list for the records replay's sub-batches (graphs with epsilon arcs): a dict each, its
         # decode_lattice stamps and its host job's (benchmarks.lattice_speed), or None
         self.lattice_trace_replay = None
@@ -1050,8 +1051,11 @@ class GpuBackend:
             self.check_finite(lp, lens)
         stream = self._stream()
         with self.lock:
-            return self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online, batching,
+            hyps = self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online, batching,
                                                               lattice))
+        if lattice and getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the lock left)
+            self.lattice_trace_unlocked = time.perf_counter()
+        return hyps
 
     def _decode_locked(self, lp, lens, stream, frontend, online, batching=None, lattice=False):
         B = lp.shape[0]
