@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # GPU machine: issue 10, session of 2026-12-06 20:10. Two things, no kernel change:
-# 1. The bar's verdict on main (3b288b8, the code of 2cccada): lattice_speed --paired 11 beside seven traced
+# 1. The bar's verdict on main (3b288b8, the code of 2cccada): lattice_speed --paired 9 beside five traced
 #    sides of the default decoder (every --env-ab side sets CUWFST_LATTICE_TAIL_HYPS=on, its default).
 # 2. The 8-17 ms that 8 of 42 traced calls (s203-s208b) spent between the rescue's end and the call's return:
 #    new stamps split it at the decoder's lock; then the same sides under --switch-interval 0.0005.
@@ -12,12 +12,12 @@
 FULL_GRAPHS=hlg device_setup s209.log
 wait_full 300; echo "[$(since) s] full tier" | tee -a $L
 H=CUWFST_LATTICE_TAIL_HYPS
-SIDES="a:$H=on b:$H=on c:$H=on d:$H=on e:$H=on f:$H=on"
-env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left 420) --trace-sides --paired 11 --env-ab $SIDES
+SIDES="a:$H=on b:$H=on c:$H=on d:$H=on"
+env_ab full $C/HLG.img $C/sim/shard-00000.npz $(left 300) --trace-sides --paired 9 --env-ab $SIDES
 grep -E "paired passes" $OUT/ab_full.txt | cut -c1-300 | tee -a $L
 grep -E "from the exit|from the rescue's end" $OUT/ab_full.txt | sed -E 's/the rescue.s counts.*//' | cut -c1-230 | tee -a $L
 echo "[$(since) s] default interval done" | tee -a $L
-timeout -s INT $(left 560) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
+timeout -s INT $(left 330) python3 -m benchmarks.lattice_speed --graph $C/HLG.img --log-probs $C/sim/shard-00000.npz \
   --utts 256 --batch 32 --reps 3 --cpu-utts 0 --check 0 --no-replay --one-call --switch-interval 0.0005 --trace-sides \
   --env-ab $SIDES --json $OUT/ab_si.jsonl > $OUT/ab_si.txt 2> $OUT/ab_si.err
 echo "[switch interval 0.5 ms exit $?]" | tee -a $L
