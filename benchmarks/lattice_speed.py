@@ -267,8 +267,9 @@ def main():
                    help="N pairs of passes with the default decoder, each a 1-best pass then a lattice pass, the "
                         "lattice / 1-best ratio taken within each pair (median, range, pairs above x1.5)")
     p.add_argument("--switch-interval", type=float, default=None, metavar="S",
-                   help="Python's thread switch interval for the run (sys.setswitchinterval; default 0.005 s): how "
-                        "long a thread that wants the GIL waits before asking its holder to drop it")
+                   help="Python's thread switch interval for the whole run, every side and traced call included "
+                        "(sys.setswitchinterval; default 0.005 s: how long a thread that wants the GIL waits before "
+                        "asking its holder to drop it); --switch-us times one extra pipelined pass under its own")
     p.add_argument("--trace-sides", action="store_true",
                    help="with --env-ab and --one-call: each side's traced call too (its tail, every job's finish and "
                         "host work), as the default's")
@@ -606,7 +607,6 @@ def main():
                 print(f"batch {B}{tag}: pipeline on without the worker's host work (diagnostic, no lattices): "
                       f"{t_ho / nb_ * 1000:.1f} ms per batch")
             if a.switch_us:  # the calling thread's waits for the GIL, shorter (the worker runs Python meanwhile)
-                import sys
                 before_si = sys.getswitchinterval()
                 sys.setswitchinterval(a.switch_us / 1e6)
                 try:

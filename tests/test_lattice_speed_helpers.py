@@ -83,3 +83,25 @@ def test_host_prof_times_the_parts_and_undoes_itself(capsys):
     assert out["parts"]["attach_all"]["calls"] == sum(1 for c in calls if c[0] == "attach_all" and c[2] >= t_tail)
     assert out["parts"]["attach_all"]["calls"] >= 1 and "tail's host work by part" in capsys.readouterr().out
     assert _print_host_prof(calls, time.perf_counter() + 1, "x") == {}
+
+
+def test_switch_interval_is_checked_and_set(monkeypatch):
+    """--switch-interval S: a positive S is Python's thread switch interval for the run (read back
+    before the run goes on; here it stops at torch's import where torch is missing, else at the missing
+    graph file), anything else a usage error."""
+    from benchmarks import lattice_speed
+
+    before = sys.getswitchinterval()
+    try:
+        for bad in ("0", "-1"):
+            monkeypatch.setattr(sys, "argv", ["lattice_speed", "--graph", "x", "--log-probs", "y", "--switch-interval", bad])
+            with pytest.raises(SystemExit):
+                lattice_speed.main()
+            assert sys.getswitchinterval() == before
+        monkeypatch.setattr(sys, "argv", ["lattice_speed", "--graph", "/nonexistent/HLG.img", "--log-probs", "/nonexistent.npz",
+                                          "--switch-interval", "0.0005"])
+        with pytest.raises((OSError, ValueError, ImportError)):
+            lattice_speed.main()
+        assert abs(sys.getswitchinterval() - 0.0005) < 1e-9
+    finally:
+        sys.setswitchinterval(before)
