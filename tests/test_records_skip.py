@@ -1,0 +1,26 @@
+"""benchmarks/records_skip.py's counts (CPU only): on the shipped tiny HLG and demo rows, every filtered
+real step's tokens and rounds are counted, a token the per-state bound skips never has a candidate, and
+at a small output beam (a higher pre_low) the bound skips at least as many tokens as at a large one."""
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.records_skip import count  # noqa: E402
+from conftest_data import TINY, demo_arrays  # noqa: E402
+from cuwfst import Graph  # noqa: E402
+
+
+def test_records_skip_counts():
+    g = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    lp = lp[:2].astype(np.float32)
+    wide = count(g, lp, lens[:2], 2, ob=8.0)
+    narrow = count(g, lp, lens[:2], 2, ob=0.5)
+    for t in (wide, narrow):
+        assert t["rows"] == 2 and t["steps"] > 0 and t["tokens"] > 0
+        assert t["rounds"] >= t["cand_tokens"] > 0  # (a token with a candidate has arcs: a round at least)
+        assert t["skip_with_cand"] == 0 and t["cand_tokens"] <= t["tokens"] - t["skip_tokens"]
+    assert narrow["skip_tokens"] >= wide["skip_tokens"]
+    assert narrow["cand_tokens"] <= wide["cand_tokens"]
