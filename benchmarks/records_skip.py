@@ -13,12 +13,16 @@ of the first ROWS rows (default 2) with the GPU's pre_low (benchmarks.lattice_po
 bit) and counts, over every filtered real step: the tokens, the rounds the walk takes (its read arcs: the
 label-0 arcs, then the others while a + (rest + weight) >= pre_low, in 32s, at least one round a token
 with arcs), the tokens with a candidate, and the tokens and rounds the bound would skip (never one with a
-candidate: checked)."""
+candidate: checked). Then where the rounds are: the non-blank arcs read and the candidates among them, and
+for the tokens of heavy states (more than HEAVY = 32 emitting arcs) their rounds, reads and candidates, and
+the (token, label) pairs a walk by label would test (the frame's non-blank labels best first, while lp + a +
+the state's best non-blank weight reaches pre_low)."""
 import sys
 
 import numpy as np
 
 F32 = np.float32
+HEAVY = 32  # a heavy state's emitting arcs: more than a round
 
 
 def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0) -> dict:
@@ -39,7 +43,9 @@ def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.
     np.maximum.at(w0, owner_all[z], w[arcs_all[z]])
     np.maximum.at(wn, owner_all[~z], w[arcs_all[~z]])
     mw = float(np.abs(w).max()) if len(w) else 0.0
-    tot = dict(rows=0, steps=0, tokens=0, rounds=0, cand_tokens=0, skip_tokens=0, skip_rounds=0, skip_with_cand=0)
+    tot = dict(rows=0, steps=0, tokens=0, rounds=0, cand_tokens=0, skip_tokens=0, skip_rounds=0, skip_with_cand=0,
+               read_nonblank=0, cand_nonblank=0, heavy_tokens=0, heavy_rounds=0, heavy_read=0, heavy_cand=0,
+               heavy_label_tests=0)
     for b in range(min(rows, len(lens))):
         L = int(lens[b])
         row = np.ascontiguousarray(lp_all[b], F32)
@@ -73,6 +79,20 @@ def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.
             tot["skip_tokens"] += int(skip.sum())
             tot["skip_rounds"] += int(rounds[skip].sum())
             tot["skip_with_cand"] += int((skip & cand).sum())
+            nb = ~lab0[arcs]
+            cand_arc = read & (end >= pre_low)
+            tot["read_nonblank"] += int((read & nb).sum())
+            tot["cand_nonblank"] += int((cand_arc & nb).sum())
+            heavy = narcs > HEAVY
+            hv = heavy[own] & nb
+            tot["heavy_tokens"] += int(heavy.sum())
+            tot["heavy_rounds"] += int(rounds[heavy].sum())
+            tot["heavy_read"] += int((read & hv).sum())
+            tot["heavy_cand"] += int((cand_arc & hv).sum())
+            # a walk by label: the frame's non-blank labels best first, tested while lp >= pre_low - a - wn
+            best_first = -np.sort(row[k][1:].astype(F32))[::-1]
+            need = -(pre_low - a[heavy] - wn[s[heavy]])
+            tot["heavy_label_tests"] += int(np.searchsorted(best_first, need, side="right").sum())
     return tot
 
 
@@ -90,6 +110,10 @@ def main(argv=None) -> int:
           f"candidate {t['cand_tokens']:,}; skipped by the bound {t['skip_tokens']:,} tokens "
           f"({100 * t['skip_tokens'] / max(t['tokens'], 1):.1f} %), {t['skip_rounds']:,} rounds "
           f"({100 * t['skip_rounds'] / max(t['rounds'], 1):.1f} %); skipped with a candidate {t['skip_with_cand']}")
+    print(f"non-blank arcs read {t['read_nonblank']:,} ({t['read_nonblank'] / max(t['tokens'], 1):.1f} a token), candidates "
+          f"{t['cand_nonblank']:,}; heavy states' tokens (> {HEAVY} arcs) {t['heavy_tokens']:,}, their rounds "
+          f"{t['heavy_rounds']:,} ({100 * t['heavy_rounds'] / max(t['rounds'], 1):.1f} %), non-blank reads {t['heavy_read']:,}, "
+          f"candidates {t['heavy_cand']:,}; a walk by label would test {t['heavy_label_tests']:,} (token, label) pairs")
     return 0
 
 

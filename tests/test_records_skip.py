@@ -1,6 +1,7 @@
 """benchmarks/records_skip.py's counts (CPU only): on the shipped tiny HLG and demo rows, every filtered
 real step's tokens and rounds are counted, a token the per-state bound skips never has a candidate, and
-at a small output beam (a higher pre_low) the bound skips at least as many tokens as at a large one."""
+at a small output beam (a higher pre_low) the bound skips at least as many tokens as at a large one; the
+reads, candidates and heavy states' counts are nested as they must be."""
 import sys
 from pathlib import Path
 
@@ -22,5 +23,9 @@ def test_records_skip_counts():
         assert t["rows"] == 2 and t["steps"] > 0 and t["tokens"] > 0
         assert t["rounds"] >= t["cand_tokens"] > 0  # (a token with a candidate has arcs: a round at least)
         assert t["skip_with_cand"] == 0 and t["cand_tokens"] <= t["tokens"] - t["skip_tokens"]
+        # where the rounds are: candidates among the reads, heavy states' share of both
+        assert t["cand_nonblank"] <= t["read_nonblank"] and t["heavy_cand"] <= t["heavy_read"] <= t["read_nonblank"]
+        assert t["heavy_cand"] <= t["cand_nonblank"] and t["heavy_rounds"] <= t["rounds"]
+        assert t["heavy_tokens"] <= t["tokens"]
     assert narrow["skip_tokens"] >= wide["skip_tokens"]
     assert narrow["cand_tokens"] <= wide["cand_tokens"]
