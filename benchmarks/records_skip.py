@@ -60,15 +60,18 @@ def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.
             s = st_all[off[k]: off[k + 1]].astype(np.int64)
             a = sc_all[off[k]: off[k + 1]].astype(F32)
             rest = F32(row[k][1:].max())
-            own, arcs = _ragged(tb.emit_b[s], tb.emit_e[s] - tb.emit_b[s])
-            aw = w[arcs]
-            # the walk's reads: label-0 arcs, then the others while a + (rest + weight) >= pre_low
-            read = lab0[arcs] | ((a[own] + (rest + aw)) >= pre_low)
-            nread = np.bincount(own, weights=read, minlength=len(s)).astype(np.int64)
             narcs = (tb.emit_e[s] - tb.emit_b[s]).astype(np.int64)
+            own, arcs = _ragged(tb.emit_b[s], narcs)
+            aw = w[arcs]
+            nb = ~lab0[arcs]
+            # the walk's reads (a prefix of the sorted arcs): label-0 arcs, then the others while
+            # a + (rest + weight) >= pre_low; its rounds about the reads in 32s
+            read = ~nb | ((a[own] + (rest + aw)) >= pre_low)
+            nread = np.bincount(own, weights=read, minlength=len(s)).astype(np.int64)
             rounds = np.where(narcs > 0, np.maximum(1, (nread + 31) // 32), 0)
             end = a[own] + (row[k][tb.ilabel[arcs]].astype(F32) + aw)
-            cand = np.bincount(own, weights=read & (end >= pre_low), minlength=len(s)) > 0
+            cand_arc = read & (end >= pre_low)
+            cand = np.bincount(own, weights=cand_arc, minlength=len(s)) > 0
             # the bound: the state's best label-0 and best other arc, with blank's and rest's log-probs
             bound = np.maximum(a + (F32(row[k][0]) + w0[s]), a + (rest + wn[s]))
             skip = (narcs > 0) & (bound < pre_low)
@@ -79,8 +82,6 @@ def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.
             tot["skip_tokens"] += int(skip.sum())
             tot["skip_rounds"] += int(rounds[skip].sum())
             tot["skip_with_cand"] += int((skip & cand).sum())
-            nb = ~lab0[arcs]
-            cand_arc = read & (end >= pre_low)
             tot["read_nonblank"] += int((read & nb).sum())
             tot["cand_nonblank"] += int((cand_arc & nb).sum())
             heavy = narcs > HEAVY
