@@ -16,13 +16,32 @@ with arcs), the tokens with a candidate, and the tokens and rounds the bound wou
 candidate: checked). Then where the rounds are: the non-blank arcs read and the candidates among them, and
 for the tokens of heavy states (more than HEAVY = 32 emitting arcs) their rounds, reads and candidates, and
 the (token, label) pairs a walk by label would test (the frame's non-blank labels best first, while lp + a +
-the state's best non-blank weight reaches pre_low)."""
+the state's best non-blank weight reaches pre_low). Last, the packed walk's rounds counted exactly and the
+octets' walk's (CUWFST_LATTICE_AFTER_OCTETS=on: a token's first 8 arcs an octet of lanes, four tokens a round)."""
 import sys
 
 import numpy as np
 
 F32 = np.float32
 HEAVY = 32  # a heavy state's emitting arcs: more than a round
+
+
+def walk_rounds(narcs: np.ndarray, nread: np.ndarray, first: int = 0) -> np.ndarray:
+    """Rounds of 32 lanes a token's walk takes from its arc `first` on (lattice_after.cuh): narcs emitting
+    arcs of which the first nread are read; arc nread (where nread < narcs) is the first past the
+    sorted bound, and the round that holds it is the walk's last. 0 where no arc is left past `first`."""
+    n = narcs.astype(np.int64) - first
+    r = nread.astype(np.int64) - first
+    out = np.where(r < n, r // 32 + 1, (n + 31) // 32)
+    return np.where(n > 0, out, 0)
+
+
+def octet_rounds(narcs: np.ndarray, nread: np.ndarray) -> int:
+    """Rounds the octets' walk (CUWFST_LATTICE_AFTER_OCTETS=on) takes for one step's tokens: a round a
+    group of four (their first 8 arcs, an octet of lanes a token), then, for a token with more than 8
+    arcs and none of its first 8 past (nread >= 8), rounds of 32 from its 9th arc."""
+    on = (narcs > 8) & (nread >= 8)
+    return int((len(narcs) + 3) // 4 + walk_rounds(narcs[on], nread[on], 8).sum())
 
 
 def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.0) -> dict:
@@ -45,7 +64,7 @@ def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.
     mw = float(np.abs(w).max()) if len(w) else 0.0
     tot = dict(rows=0, steps=0, tokens=0, rounds=0, cand_tokens=0, skip_tokens=0, skip_rounds=0, skip_with_cand=0,
                read_nonblank=0, cand_nonblank=0, heavy_tokens=0, heavy_rounds=0, heavy_read=0, heavy_cand=0,
-               heavy_label_tests=0)
+               heavy_label_tests=0, packed_rounds=0, octet_rounds=0)
     for b in range(min(rows, len(lens))):
         L = int(lens[b])
         row = np.ascontiguousarray(lp_all[b], F32)
@@ -79,6 +98,8 @@ def count(graph, lp_all: np.ndarray, lens: np.ndarray, rows: int, ob: float = 8.
             tot["tokens"] += len(s)
             tot["rounds"] += int(rounds.sum())
             tot["cand_tokens"] += int(cand.sum())
+            tot["packed_rounds"] += int(walk_rounds(narcs, nread).sum())
+            tot["octet_rounds"] += octet_rounds(narcs, nread)
             tot["skip_tokens"] += int(skip.sum())
             tot["skip_rounds"] += int(rounds[skip].sum())
             tot["skip_with_cand"] += int((skip & cand).sum())
@@ -115,6 +136,9 @@ def main(argv=None) -> int:
           f"{t['cand_nonblank']:,}; heavy states' tokens (> {HEAVY} arcs) {t['heavy_tokens']:,}, their rounds "
           f"{t['heavy_rounds']:,} ({100 * t['heavy_rounds'] / max(t['rounds'], 1):.1f} %), non-blank reads {t['heavy_read']:,}, "
           f"candidates {t['heavy_cand']:,}; a walk by label would test {t['heavy_label_tests']:,} (token, label) pairs")
+    print(f"the packed walk's rounds counted exactly (the round that holds the first past arc included) "
+          f"{t['packed_rounds']:,}; the octets' walk's {t['octet_rounds']:,} "
+          f"({100 * t['octet_rounds'] / max(t['packed_rounds'], 1):.1f} %)")
     return 0
 
 

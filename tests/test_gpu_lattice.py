@@ -947,6 +947,32 @@ def test_records_after_the_search_packed_walk(monkeypatch):
     _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"))
 
 
+def test_records_after_the_search_octet_walk(monkeypatch):
+    """The octets' walk (CUWFST_LATTICE_AFTER_OCTETS=on, off by default): the packed walk's tokens four
+    at a time, their first round an octet of lanes a token, then each token with more arcs and none of
+    its first 8 past the sorted bound walked on from its 9th arc (LatRecordsKernel kOct). Under slots a
+    round at a time the cursor numbers exactly the packed walk's records; the lattices are the CPU's in
+    every table class, grown from tiny first rooms, on 40 random batches (fp16 rows among them) and on
+    states of up to ~100 arcs (tokens walked on past their octet); values the switch does not know are
+    refused when the decoder is made; without the packed walk the switch does nothing."""
+    graph, lp, opts, cpu = _table_classes_case()
+    monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
+    for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED",
+                "CUWFST_LATTICE_AFTER_OCTETS"):
+        monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
+    st = Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()
+    assert (st["lat_packed_walk"], st["lat_octet_walk"]) == (1, 0)  # (the defaults)
+    _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_OCTETS", ("off", "on"),
+                         ("1", "octets", "On"), "lat_octet_walk", "octet walk")
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACKED", "off")
+    _, st = _switched(monkeypatch, "CUWFST_LATTICE_AFTER_OCTETS", "on", graph, opts, lp, cpu, "octets, not packed")
+    assert (st["lat_packed_walk"], st["lat_octet_walk"]) == (0, 0)
+    monkeypatch.delenv("CUWFST_LATTICE_AFTER_PACKED")
+    ran = _random_after_checked(tuple(range(40)), "octet walk")
+    assert any(d._gpu.main.mem_stats()["lat_octet_walk"] == 1 for d, *_ in ran)
+    _wide_states_both(monkeypatch, "CUWFST_LATTICE_AFTER_OCTETS", ("off", "on"))
+
+
 def test_records_after_the_search_packed_global_tables(monkeypatch):
     """CUWFST_LATTICE_TABLES=packed: the pass's global tables (S_{t+1} past 8,192 tokens) hold each
     slot's state, frontier index and score in one 16-byte slot, so a probe that finds its state has

@@ -314,6 +314,7 @@ void GpuDecoder::Allocate() {
   // (claimed tokens are the compacted walk's: without it the walk takes every 8th token)
   lat_claim_tokens_ = EnvChoice("CUWFST_LATTICE_AFTER_TOKENS", "claim", "stride", lat_claim_tokens_) && lat_compact_;
   lat_packed_walk_ = EnvChoice("CUWFST_LATTICE_AFTER_PACKED", "on", "off", lat_packed_walk_);
+  lat_octet_walk_ = EnvChoice("CUWFST_LATTICE_AFTER_OCTETS", "on", "off", lat_octet_walk_);
   lat_c14_index_ = EnvChoice("CUWFST_LATTICE_AFTER_C14", "index", "global", lat_c14_index_);
   ws_.lat_c14_index = lat_c14_index_ ? 1 : 0;
   lat_tab_packed_ = EnvChoice("CUWFST_LATTICE_TABLES", "packed", "split", lat_tab_packed_);
@@ -1057,15 +1058,18 @@ constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (
 // LatRecordsKernel<bits> (bits 11, 13, 14, 0 or -1: the one grid; compact: the one grid's compacted
 // walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not; claim: its tokens claimed, the default,
 // CUWFST_LATTICE_AFTER_TOKENS=stride: not; packed: the default where the graph allows,
-// CUWFST_LATTICE_AFTER_PACKED=off: not, GpuDecoder::AfterPacked)
+// CUWFST_LATTICE_AFTER_PACKED=off: not, GpuDecoder::AfterPacked; octets: the packed walk's first round an
+// octet of lanes a token, CUWFST_LATTICE_AFTER_OCTETS=on, GpuDecoder::AfterOctets)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
-AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false, bool packed = false) {
+AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false, bool packed = false,
+                               bool octets = false) {
   return bits == 11   ? LatRecordsKernel<11>
          : bits == 13 ? LatRecordsKernel<13>
          : bits == 14 ? LatRecordsKernel<14>
          : bits < 0   ? (!compact ? LatRecordsKernel<-1>
                          : !claim ? LatRecordsKernel<-1, true>
-                         : packed ? LatRecordsKernel<-1, true, true, true>
+                         : packed ? (octets ? LatRecordsKernel<-1, true, true, true, true>
+                                            : LatRecordsKernel<-1, true, true, true>)
                                   : LatRecordsKernel<-1, true, true>)
                       : LatRecordsKernel<0>;
 }
@@ -1077,6 +1081,8 @@ bool GpuDecoder::AfterPacked() const {
   return lat_packed_walk_ && lat_claim_tokens_ && g.arc_packed != nullptr && g.emit_sorted != 0 &&
          g.vocab_size <= kAfterLpsMax;
 }
+
+bool GpuDecoder::AfterOctets() const { return lat_octet_walk_ && AfterPacked(); }
 
 int64_t GpuDecoder::AfterHoleBound() const {
   return int64_t{kAfterReserve - 1} * kAfterWarps * std::max<int64_t>(la_grid_, 1) * 4;
@@ -1154,9 +1160,9 @@ void GpuDecoder::EnsureLatticeAfter(int64_t log_lane, int64_t tab_entries) {
   if (la_grid_ == 0) {  // (the kernels' dynamic shared memory past 48 KB, once)
     const int32_t V = graph_->view.vocab_size;
     for (int32_t bits : {11, 13, 14, 0, -1})
-      for (int32_t walk : {0, 1, 2, 3})  // (plain, compacted, with claimed tokens, and packed)
+      for (int32_t walk : {0, 1, 2, 3, 4})  // (plain, compacted, with claimed tokens, packed, and octets)
         if (walk == 0 || bits < 0)
-          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, walk > 0, walk >= 2, walk == 3),
+          CUWFST_CUDA(cudaFuncSetAttribute(AfterRecordsKernel(bits, walk > 0, walk >= 2, walk >= 3, walk == 4),
                                            cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            static_cast<int>(AfterSmem(bits, V))));
     int sms = 0;
@@ -1233,7 +1239,7 @@ void GpuDecoder::EnqueueRecordsPass(const Workspace& w) {
     LatTabClearKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     LatTabBuildKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(w);
     const int32_t bits = classes ? 0 : -1;
-    AfterRecordsKernel(bits, lat_compact_, lat_claim_tokens_, AfterPacked())<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
+    AfterRecordsKernel(bits, lat_compact_, lat_claim_tokens_, AfterPacked(), AfterOctets())<<<la_grid_, kAfterThreads, AfterSmem(bits, V), stream_>>>(g, w,
                                                                                     classes ? kAfterGlobal : kAfterC11);
     LatTailKernel<<<la_grid_, kAfterThreads, 0, stream_>>>(g, w);
     if (w.lat_prof != nullptr) LatProfTailEndKernel<<<1, 1, 0, stream_>>>(w);
@@ -2275,6 +2281,7 @@ void GpuDecoder::MemStats(int64_t out[kMemStats]) const {
   out[86] = lat_compact_ ? 1 : 0;
   out[87] = lat_claim_tokens_ ? 1 : 0;
   out[88] = AfterPacked() ? 1 : 0;
+  out[89] = AfterOctets() ? 1 : 0;
 }
 
 // FirstNonFinite's kernel: a warp a frame (b, t) with t < len[b], its lanes over the V columns;

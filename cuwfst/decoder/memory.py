@@ -99,7 +99,8 @@ MEM_STATS = ("reserved", "committed", "fixed", "arena_high_water", "pinned", "ca
              "lat_append_block", "lat_cand_final", "lattice_cand_final_steps",
              "expand_min_blocks", "lat_min_blocks", "label_bound", "trim_weights", "lat_clear_keys",
              "lattice_after_decodes", "lat_reserve", "lat_tab_packed", "lat_log_fold", "lat_one_grid",
-             "lat_c14_index", "lat_log_extra", "lat_chunk", "lat_compact", "lat_token_claims", "lat_packed_walk")
+             "lat_c14_index", "lat_log_extra", "lat_chunk", "lat_compact", "lat_token_claims", "lat_packed_walk",
+             "lat_octet_walk")
 
 
 LANE_POOL = {"off": 0, "on": 1, "auto": 2}

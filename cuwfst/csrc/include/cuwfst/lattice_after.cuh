@@ -317,11 +317,18 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // not; for graphs whose arcs are packed and sorted and whose log-prob rows are staged): those three known
 // when compiled, so a round reads the packed word alone, with no per-arc test of the graph's layout
 // (s198's SASS: both layouts' loads and decodes issued predicated in every round).
-template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false>
+// kOct (with kPacked; GpuDecoder::lat_octet_walk_, CUWFST_LATTICE_AFTER_OCTETS=on): a warp takes its tokens
+// four at a time, and its first round reads each one's first 8 arcs (an octet of lanes a token); a
+// token none of whose 8 is past the sorted bound and that has more arcs is then walked on alone, 32
+// arcs a round from its 9th. Why: on the full HLG's sim rows 65 % of S_t's tokens read at most 8 arcs
+// (their blank loop and a few others before the bound), each a whole round of 32 lanes in the packed
+// walk (benchmarks/records_skip.py counts the rounds both ways). The records are the same set.
+template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false, bool kOct = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
   static_assert(!kClaim || kCompact, "the claimed tokens are the compacted walk's");
   static_assert(!kPacked || kClaim, "the packed walk is the claimed tokens'");
+  static_assert(!kOct || kPacked, "the octets' walk is the packed walk's");
   constexpr bool kOne = kBits < 0;
   constexpr int32_t H = kOne ? 1 << kAfterOneBits : kBits > 0 ? 1 << kBits : 0;
   extern __shared__ __align__(16) unsigned char after_smem[];
@@ -448,12 +455,13 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       const int32_t src = get ? s_src[wid * 32 + r] : me;
       const int32_t x_arc = __shfl_sync(0xFFFFFFFFu, arc, src), x_dest = __shfl_sync(0xFFFFFFFFu, dest, src);
       const float x_ac = __shfl_sync(0xFFFFFFFFu, ac, src), x_end = __shfl_sync(0xFFFFFFFFu, end, src);
+      const int32_t x_i = kOct ? __shfl_sync(0xFFFFFFFFu, i, src) : i;  // (kOct: the lanes' tokens differ)
       if (get) {
         q_arc = x_arc;
         q_dest = x_dest;
         q_ac = x_ac;
         q_end = x_end;
-        q_i = i;
+        q_i = x_i;
       }
     };
     // the queued candidates' probes and records (every lane calls it; `valid`: the lane holds one)
@@ -467,133 +475,225 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       };
       kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
     };
-    int32_t state = 0, nstate = 0, b = 0, n = 0;
-    float a = 0.f, na = 0.f;
-    int32_t i1 = item.y + wid + kAfterWarps;  // the warp's next token (then i2, the one after it)
-    {
-      const int32_t i = item.y + wid;
-      if (i < last) {
-        state = st[i];
-        a = sc[i];
-        const StateArcs sa = ArcsOf(g, state);
+    if constexpr (kOct) {
+      const int32_t oct = me >> 3, ol = me & 7;
+      // one round: lane x's arc `arc` of its token ti (score ta) where `valid`; its candidates queued as
+      // the packed walk's; returns the round's past lanes (a label past the sorted bound)
+      auto oct_round = [&](bool valid, int32_t arc, float ta, int32_t ti) {
+        bool cand = false, past = false;
+        float ac = 0.f, end = 0.f;
+        int32_t dest = 0;
+        if (valid) {
+          const float wt = g.arc_weight[arc];
+          const ArcDestLabel dl = ArcDestAndLabelPacked(g, arc);
+          const uint16_t lab = dl.label;
+          const bool read = lab == 0 || ta + (rest + wt) >= s.pre_low;
+          past = lab != 0 && !read;
+          if (read) {
+            ac = lps[lab];
+            end = ArcEnd(ta, wt, ac);
+            cand = !(end < s.pre_low);
+            dest = dl.dest;
+          }
+        }
+        const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
+        if (cm != 0u) {  // (warp-uniform) as the packed walk's
+          const int32_t nc = __popc(cm);
+          if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
+          __syncwarp();
+          const int32_t take = min(nc, 32 - qn);
+          queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, ti);
+          if (qn + nc >= 32) {
+            flush(true);
+            qn = qn + nc - 32;
+            queue_in(me < qn, take + me, arc, dest, ac, end, ti);
+          } else {
+            qn += nc;
+          }
+          __syncwarp();
+        }
+        return __ballot_sync(0xFFFFFFFFu, past);
+      };
+      // groups of 4 tokens (g0 .. g0 + 3; the lane's octet takes g0 + oct): the warp's first two
+      // fixed, then claimed 4 at a time; a group's arc ranges loaded one group ahead, its states and
+      // scores two ahead (as the packed walk does a token's)
+      int32_t g0 = item.y + 4 * wid, g1 = item.y + 4 * (wid + kAfterWarps);
+      int32_t b = 0, n = 0, nstate = 0;
+      float a = 0.f, na = 0.f;
+      if (g0 + oct < last) {
+        a = sc[g0 + oct];
+        const StateArcs sa = ArcsOf(g, st[g0 + oct]);
         b = sa.EmitBegin();
         n = sa.EmitEnd() - b;
       }
-      if (i1 < last) {
-        nstate = st[i1];
-        na = sc[i1];
+      if (g1 + oct < last) {
+        nstate = st[g1 + oct];
+        na = sc[g1 + oct];
       }
-    }
-    for (int32_t i = item.y + wid; i < last;) {
-      int32_t nb = 0, nn = 0, nnstate = 0;
-      float nna = 0.f;
-      int32_t i2 = i1 + kAfterWarps;
-      if constexpr (kClaim) {  // (claims rise, so a warp's tokens do: past `last`, so is every later one)
-        int32_t c = 0;
-        if (me == 0) c = atomicAdd(&s_next, 1);
-        i2 = item.y + 2 * kAfterWarps + __shfl_sync(0xFFFFFFFFu, c, 0);
-      }
-      if (i1 < last) {
-        const StateArcs sa = ArcsOf(g, nstate);
-        nb = sa.EmitBegin();
-        nn = sa.EmitEnd() - nb;
-      }
-      if (i2 < last) {
-        nnstate = st[i2];
-        nna = sc[i2];
-      }
-      if constexpr (kCompact) {
-        for (int32_t j0 = 0; j0 < n; j0 += 32) {
-          const int32_t j = j0 + me;
-          const int32_t arc = b + j;
-          bool read = false, cand = false, past = false;
-          float ac = 0.f, end = 0.f;
-          int32_t dest = 0;
-          if (j < n) {
-            // (the weight, label and destination in one round trip, the destination's for the probe:
-            // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-            // on the candidates' path)
-            const float wt = g.arc_weight[arc];
-            const ArcDestLabel dl = kPacked ? ArcDestAndLabelPacked(g, arc) : ArcDestAndLabel(g, arc);
-            const uint16_t lab = dl.label;
-            read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-            past = sorted && lab != 0 && !read;
-            if (read) {
-              ac = staged ? lps[lab] : AfterLp(s, lab);
-              end = ArcEnd(a, wt, ac);
-              cand = !(end < s.pre_low);
-              dest = dl.dest;
-            }
-          }
-          const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
-          if (cm != 0u) {  // (warp-uniform) the candidates to lanes qn, qn + 1, ... by rank
-            const int32_t nc = __popc(cm);
-            if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
-            __syncwarp();
-            const int32_t take = min(nc, 32 - qn);
-            queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, i);
-            if (qn + nc >= 32) {  // (warp-uniform) 32 queued: their probes and records, then the rest
-              flush(true);
-              qn = qn + nc - 32;
-              queue_in(me < qn, take + me, arc, dest, ac, end, i);
-            } else {
-              qn += nc;
-            }
-            __syncwarp();  // (s_src read before the next round writes it)
-          }
-          if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
+      while (g0 < last) {  // (warp-uniform; claims rise, so past `last` every later group is)
+        int32_t nb = 0, nn = 0, nnstate = 0, c = 0;
+        float nna = 0.f;
+        if (me == 0) c = atomicAdd(&s_next, 4);
+        const int32_t g2 = item.y + 8 * kAfterWarps + __shfl_sync(0xFFFFFFFFu, c, 0);
+        if (g1 + oct < last) {
+          const StateArcs sa = ArcsOf(g, nstate);
+          nb = sa.EmitBegin();
+          nn = sa.EmitEnd() - nb;
         }
-      } else {
-        for (int32_t j0 = 0; j0 < n; j0 += 32) {
-          const int32_t j = j0 + me;
-          const int32_t arc = b + j;
-          bool read = false, keep = false, admitted = false, past = false;
-          int32_t p = -1;
-          float ac = 0.f;
-          if (j < n) {
-            // (the weight, label and destination in one round trip, the destination's for the probe:
-            // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-            // on the candidates' path)
-            const float wt = g.arc_weight[arc];
-            const ArcDestLabel dl = ArcDestAndLabel(g, arc);
-            const uint16_t lab = dl.label;
-            read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-            past = sorted && lab != 0 && !read;
-            if (read) {
-              ac = staged ? lps[lab] : AfterLp(s, lab);
-              const float end = ArcEnd(a, wt, ac);
-              if (!(end < s.pre_low)) {
-                float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
-                if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
-                else if (kOne && index_only)
-                  p = StateIndexFind(reinterpret_cast<const uint16_t*>(tkeys), ws.lat_log_state + d_off, 14, dl.dest);
-                else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dl.dest);
-                else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
-                else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
-                if (p >= 0) {
-                  admitted = end > s.cutoff;
-                  keep = admitted || !s.filter_on ||
-                         !(end < ((bits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+        if (g2 + oct < last) {
+          nnstate = st[g2 + oct];
+          nna = sc[g2 + oct];
+        }
+        const int32_t ti = g0 + oct;
+        const bool tv = ti < last;
+        const unsigned pm = oct_round(tv && ol < n, b + ol, a, ti);
+        // the group's tokens walked on: none of their 8 past and more arcs
+        unsigned on = __ballot_sync(0xFFFFFFFFu, ol == 0 && tv && n > 8 && ((pm >> (oct * 8)) & 0xFFu) == 0u);
+        while (on != 0u) {
+          const int32_t src = __ffs(on) - 1;
+          on &= on - 1u;
+          const float ta = __shfl_sync(0xFFFFFFFFu, a, src);
+          const int32_t tb = __shfl_sync(0xFFFFFFFFu, b, src), tn = __shfl_sync(0xFFFFFFFFu, n, src);
+          for (int32_t j = 8 + me; j - me < tn; j += 32)
+            if (oct_round(j < tn, tb + j, ta, g0 + (src >> 3)) != 0u) break;
+        }
+        a = na;
+        b = nb;
+        n = nn;
+        nstate = nnstate;
+        na = nna;
+        g0 = g1;
+        g1 = g2;
+      }
+    } else {
+      int32_t state = 0, nstate = 0, b = 0, n = 0;
+      float a = 0.f, na = 0.f;
+      int32_t i1 = item.y + wid + kAfterWarps;  // the warp's next token (then i2, the one after it)
+      {
+        const int32_t i = item.y + wid;
+        if (i < last) {
+          state = st[i];
+          a = sc[i];
+          const StateArcs sa = ArcsOf(g, state);
+          b = sa.EmitBegin();
+          n = sa.EmitEnd() - b;
+        }
+        if (i1 < last) {
+          nstate = st[i1];
+          na = sc[i1];
+        }
+      }
+      for (int32_t i = item.y + wid; i < last;) {
+        int32_t nb = 0, nn = 0, nnstate = 0;
+        float nna = 0.f;
+        int32_t i2 = i1 + kAfterWarps;
+        if constexpr (kClaim) {  // (claims rise, so a warp's tokens do: past `last`, so is every later one)
+          int32_t c = 0;
+          if (me == 0) c = atomicAdd(&s_next, 1);
+          i2 = item.y + 2 * kAfterWarps + __shfl_sync(0xFFFFFFFFu, c, 0);
+        }
+        if (i1 < last) {
+          const StateArcs sa = ArcsOf(g, nstate);
+          nb = sa.EmitBegin();
+          nn = sa.EmitEnd() - nb;
+        }
+        if (i2 < last) {
+          nnstate = st[i2];
+          nna = sc[i2];
+        }
+        if constexpr (kCompact) {
+          for (int32_t j0 = 0; j0 < n; j0 += 32) {
+            const int32_t j = j0 + me;
+            const int32_t arc = b + j;
+            bool read = false, cand = false, past = false;
+            float ac = 0.f, end = 0.f;
+            int32_t dest = 0;
+            if (j < n) {
+              // (the weight, label and destination in one round trip, the destination's for the probe:
+              // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+              // on the candidates' path)
+              const float wt = g.arc_weight[arc];
+              const ArcDestLabel dl = kPacked ? ArcDestAndLabelPacked(g, arc) : ArcDestAndLabel(g, arc);
+              const uint16_t lab = dl.label;
+              read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+              past = sorted && lab != 0 && !read;
+              if (read) {
+                ac = staged ? lps[lab] : AfterLp(s, lab);
+                end = ArcEnd(a, wt, ac);
+                cand = !(end < s.pre_low);
+                dest = dl.dest;
+              }
+            }
+            const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
+            if (cm != 0u) {  // (warp-uniform) the candidates to lanes qn, qn + 1, ... by rank
+              const int32_t nc = __popc(cm);
+              if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
+              __syncwarp();
+              const int32_t take = min(nc, 32 - qn);
+              queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, i);
+              if (qn + nc >= 32) {  // (warp-uniform) 32 queued: their probes and records, then the rest
+                flush(true);
+                qn = qn + nc - 32;
+                queue_in(me < qn, take + me, arc, dest, ac, end, i);
+              } else {
+                qn += nc;
+              }
+              __syncwarp();  // (s_src read before the next round writes it)
+            }
+            if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
+          }
+        } else {
+          for (int32_t j0 = 0; j0 < n; j0 += 32) {
+            const int32_t j = j0 + me;
+            const int32_t arc = b + j;
+            bool read = false, keep = false, admitted = false, past = false;
+            int32_t p = -1;
+            float ac = 0.f;
+            if (j < n) {
+              // (the weight, label and destination in one round trip, the destination's for the probe:
+              // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+              // on the candidates' path)
+              const float wt = g.arc_weight[arc];
+              const ArcDestLabel dl = ArcDestAndLabel(g, arc);
+              const uint16_t lab = dl.label;
+              read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
+              past = sorted && lab != 0 && !read;
+              if (read) {
+                ac = staged ? lps[lab] : AfterLp(s, lab);
+                const float end = ArcEnd(a, wt, ac);
+                if (!(end < s.pre_low)) {
+                  float dscore = 0.f;  // (packed tables: the destination's score, from the probe's load)
+                  if constexpr (kBits > 0) p = StateTableFind(tkeys, pos16, kBits, dl.dest);
+                  else if (kOne && index_only)
+                    p = StateIndexFind(reinterpret_cast<const uint16_t*>(tkeys), ws.lat_log_state + d_off, 14, dl.dest);
+                  else if (kOne && bits > 0) p = StateTableFind(tkeys, pos16, bits, dl.dest);
+                  else if (tslots != nullptr) p = StateTableFindPacked(tslots, tbits, dl.dest, &dscore);
+                  else p = StateTableFind(tkeys, tpos, tbits, dl.dest);
+                  if (p >= 0) {
+                    admitted = end > s.cutoff;
+                    keep = admitted || !s.filter_on ||
+                           !(end < ((bits == 0 && tslots != nullptr ? dscore : dsc[p]) - output_beam) - s.slack);
+                  }
                 }
               }
             }
+            auto make = [&](unsigned long long r) {
+              ws.lat[r] = {state, arc, ac, lane};
+              ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
+            };
+            kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
+            if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
           }
-          auto make = [&](unsigned long long r) {
-            ws.lat[r] = {state, arc, ac, lane};
-            ws.lat_ext[r] = {k, i, p, admitted ? 1 : 0};
-          };
-          kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
-          if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
         }
+        state = nstate;
+        a = na;
+        b = nb;
+        n = nn;
+        nstate = nnstate;
+        na = nna;
+        i = i1;
+        i1 = i2;
       }
-      state = nstate;
-      a = na;
-      b = nb;
-      n = nn;
-      nstate = nnstate;
-      na = nna;
-      i = i1;
-      i1 = i2;
     }
     if constexpr (kCompact) {
       if (qn > 0) flush(me < qn);  // (warp-uniform) the item's last queued candidates
