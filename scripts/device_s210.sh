@@ -14,7 +14,7 @@ O=CUWFST_LATTICE_AFTER_OCTETS
 gpu_tests tests_oct.log 120 "octet walk test" tests/test_gpu_lattice.py -k "octet_walk or packed_walk"
 # the lattice group (test_gpu_lattice.py, the k2 goldens among them) with octets on, beside the full tier's build
 CUWFST_LATTICE_AFTER_OCTETS=on SUITE_GROUPS=lat gpu_suite 300
-gpu_suite_wait
+SUITE_GROUPS=lat gpu_suite_wait
 wait_full 330; echo "[$(since) s] full tier" | tee -a $L
 P=CUWFST_LATTICE_AFTER_PROF
 env_ab prof $C/HLG.img $C/sim/shard-00000.npz 90 --env-ab pprof:$P=on oprof:$P=on,$O=on pprof2:$P=on oprof2:$P=on,$O=on
