@@ -449,6 +449,7 @@ def main():
             be = dec_._gpu if dec_ is not None else be_main
             be.lattice_trace, be.lattice_trace_worker, be.lattice_trace_replay = [], [], []
             be.lattice_trace_exit = be.lattice_trace_end = be.lattice_trace_unlocked = None
+            be.lattice_trace_drops = be.lattice_trace_dropped = None
             stats0 = dict(be.stats)  # the rescue's counts before the call
             # Python's cyclic collections during the call (a full one over the live hypotheses,
             # Lattice objects and torch's objects took 44 ms on the 2-core dev VM): (generation,
@@ -474,6 +475,7 @@ def main():
                 if prof_undo is not None:
                     prof_undo()
             t_exit, t_end, t_unlocked = be.lattice_trace_exit, be.lattice_trace_end, be.lattice_trace_unlocked
+            drops, t_dropped = getattr(be, "lattice_trace_drops", None), getattr(be, "lattice_trace_dropped", None)
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None
@@ -525,6 +527,11 @@ def main():
                 print(f"batch {B}{tag} ({label}): from the rescue's end: {out['rescued_to_unlocked_ms']:.1f} ms to the "
                       f"decoder's lock left (the decode's frame and its locals gone), {out['unlocked_to_return_ms']:.1f} ms "
                       f"from there to the return")
+            if drops and t_dropped is not None and t_unlocked is not None:  # that stretch's first part by local
+                out.update(frame_drops_ms=drops, dropped_to_unlocked_ms=(t_unlocked - t_dropped) * 1000)
+                print(f"batch {B}{tag} ({label}): the frame's locals dropped: " +
+                      ", ".join(f"{k} {v:.1f} ms" for k, v in drops.items()) +
+                      f"; then {out['dropped_to_unlocked_ms']:.1f} ms to the lock left (the frame's return)")
             if wk:
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
                            worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],

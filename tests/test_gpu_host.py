@@ -1085,6 +1085,10 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert calls == [] and jobs == []
     assert dec._gpu.lattice_trace_exit is not None
     assert dec._gpu.lattice_trace_end >= dec._gpu.lattice_trace_exit  # (no rescue here: right after the exit)
+    # the frame's locals dropped one at a time after the rescue's end, each stamped, before the lock is left
+    assert set(dec._gpu.lattice_trace_drops) == {"overlap", "early", "got_subs"}
+    assert all(v >= 0 for v in dec._gpu.lattice_trace_drops.values())
+    assert dec._gpu.lattice_trace_end <= dec._gpu.lattice_trace_dropped <= dec._gpu.lattice_trace_unlocked
     if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
         assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":

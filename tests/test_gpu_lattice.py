@@ -930,12 +930,14 @@ def test_records_after_the_search_packed_walk(monkeypatch):
     claimed tokens' walk's records; the lattices are the CPU's in every table class, grown from tiny
     first rooms, on 40 random batches (fp16 rows among them) and on states of up to ~100 arcs; values
     the switch does not know are refused when the decoder is made; with the tokens by stride the
-    switch does nothing."""
+    switch does nothing. (With the octets' walk, the default on it since the session of 2026-12-06 22:19,
+    off: this is the packed walk's own test; test_records_after_the_search_octet_walk is the octets'.)"""
     graph, lp, opts, cpu = _table_classes_case()
     monkeypatch.setenv("CUWFST_LATTICE_RECORDS", "after")
     for var in ("CUWFST_LATTICE_AFTER_COMPACT", "CUWFST_LATTICE_AFTER_TOKENS", "CUWFST_LATTICE_AFTER_PACKED"):
         monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
     assert Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()["lat_packed_walk"] == 1  # (the default)
+    monkeypatch.setenv("CUWFST_LATTICE_AFTER_OCTETS", "off")  # (the packed walk itself, not the octets' on it)
     _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_PACKED", ("off", "on"),
                          ("1", "packed", "On"), "lat_packed_walk", "packed walk")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_TOKENS", "stride")
@@ -948,7 +950,8 @@ def test_records_after_the_search_packed_walk(monkeypatch):
 
 
 def test_records_after_the_search_octet_walk(monkeypatch):
-    """The octets' walk (CUWFST_LATTICE_AFTER_OCTETS=on, off by default): the packed walk's tokens four
+    """The octets' walk (the default since the session of 2026-12-06 22:19; CUWFST_LATTICE_AFTER_OCTETS=off:
+    not): the packed walk's tokens four
     at a time, their first round an octet of lanes a token, then each token with more arcs and none of
     its first 8 past the sorted bound walked on from its 9th arc (LatRecordsKernel kOct). Under slots a
     round at a time the cursor numbers exactly the packed walk's records; the lattices are the CPU's in
@@ -961,7 +964,7 @@ def test_records_after_the_search_octet_walk(monkeypatch):
                 "CUWFST_LATTICE_AFTER_OCTETS"):
         monkeypatch.delenv(var, raising=False)  # (a suite may run under them)
     st = Decoder(graph, opts, device="cuda")._gpu.main.mem_stats()
-    assert (st["lat_packed_walk"], st["lat_octet_walk"]) == (1, 0)  # (the defaults)
+    assert (st["lat_packed_walk"], st["lat_octet_walk"]) == (1, 1)  # (the defaults)
     _walk_switch_checked(monkeypatch, (graph, lp, opts, cpu), "CUWFST_LATTICE_AFTER_OCTETS", ("off", "on"),
                          ("1", "octets", "On"), "lat_octet_walk", "octet walk")
     monkeypatch.setenv("CUWFST_LATTICE_AFTER_PACKED", "off")

@@ -1059,7 +1059,7 @@ constexpr int64_t kAfterInitialTab = 4ll << 20;  // 32 MiB of keys and indices (
 // walk, the default, CUWFST_LATTICE_AFTER_COMPACT=off: not; claim: its tokens claimed, the default,
 // CUWFST_LATTICE_AFTER_TOKENS=stride: not; packed: the default where the graph allows,
 // CUWFST_LATTICE_AFTER_PACKED=off: not, GpuDecoder::AfterPacked; octets: the packed walk's first round an
-// octet of lanes a token, CUWFST_LATTICE_AFTER_OCTETS=on, GpuDecoder::AfterOctets)
+// octet of lanes a token, the default, CUWFST_LATTICE_AFTER_OCTETS=off: not, GpuDecoder::AfterOctets)
 using AfterKernel = void (*)(DeviceGraph, Workspace, int32_t);
 AfterKernel AfterRecordsKernel(int32_t bits, bool compact = false, bool claim = false, bool packed = false,
                                bool octets = false) {

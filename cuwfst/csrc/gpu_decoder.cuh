@@ -473,8 +473,8 @@ class GpuDecoder {
   // [87] 1 where that walk's warps claim their tokens (the default; CUWFST_LATTICE_AFTER_TOKENS=stride: 0).
   // [88] 1 where that walk is compiled for packed, sorted arcs and staged rows (the default since s200
   // where the graph has them: GpuDecoder::AfterPacked; CUWFST_LATTICE_AFTER_PACKED=off: 0).
-  // [89] 1 where that packed walk's first round takes an octet of lanes a token (CUWFST_LATTICE_AFTER_OCTETS=on:
-  // GpuDecoder::AfterOctets).
+  // [89] 1 where that packed walk's first round takes an octet of lanes a token (the default since the session
+  // of 2026-12-06 22:19 where the packed walk runs: GpuDecoder::AfterOctets; CUWFST_LATTICE_AFTER_OCTETS=off: 0).
   static constexpr int kMemStats = 90;
   void MemStats(int64_t out[kMemStats]) const;
   // Profiling: decode launch by launch with CUDA events around every kernel; Profile()
@@ -826,9 +826,10 @@ class GpuDecoder {
   // kPacked; MemStats [88])
   bool lat_packed_walk_ = true;
   bool AfterPacked() const;
-  // the packed walk's tokens four at a time, its first round an octet of lanes a token (CUWFST_LATTICE_AFTER_OCTETS=on
-  // at construction; off by default; LatRecordsKernel kOct; MemStats [89])
-  bool lat_octet_walk_ = false;
+  // the packed walk's tokens four at a time, its first round an octet of lanes a token (the default since the
+  // session of 2026-12-06 22:19; CUWFST_LATTICE_AFTER_OCTETS=off at construction: not; LatRecordsKernel kOct;
+  // MemStats [89])
+  bool lat_octet_walk_ = true;
   bool AfterOctets() const;
   int32_t la_grid_ = 0;          // the pass kernels' grid (4 CTAs a multiprocessor)
   DeviceBuffer la_log_state_, la_log_score_, la_steps_, la_items_, la_plan_, la_tab_keys_, la_tab_pos_;

@@ -864,6 +864,8 @@ class GpuBackend:
         self.lattice_trace_exit = None  # (benchmarks: when a traced lattice call's host work was all done)
         self.lattice_trace_end = None  # (benchmarks: when a traced lattice call's rescue, if any, was done)
         self.lattice_trace_unlocked = None  # (benchmarks: when a traced lattice call left the decoder's lock)
+        # (benchmarks: a traced lattice call's frame locals dropped at its end, ms each, and when done)
+        self.lattice_trace_drops = self.lattice_trace_dropped = None
         # a list for the records replay's sub-batches (graphs with epsilon arcs): a dict each, its
         # decode_lattice stamps and its host job's (benchmarks.lattice_speed), or None
         self.lattice_trace_replay = None
@@ -1149,6 +1151,18 @@ class GpuBackend:
                 self._rescue.trim()
         if lattice and getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the rescue done)
             self.lattice_trace_end = time.perf_counter()
+            # (benchmarks) the frame's larger locals dropped one at a time, stamped, before its end: a
+            # slow drop between the rescue's end and the lock left shows by name
+            t = [time.perf_counter()]
+            overlap = None
+            t.append(time.perf_counter())
+            early = None
+            t.append(time.perf_counter())
+            got = subs = None
+            t.append(time.perf_counter())
+            self.lattice_trace_drops = dict(zip(("overlap", "early", "got_subs"),
+                                                ((b - a) * 1000 for a, b in zip(t, t[1:]))))
+            self.lattice_trace_dropped = t[-1]
         return hyps
 
     def _long_form(self, lens: np.ndarray) -> bool:
