@@ -324,7 +324,7 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // arcs a round from its 9th. Why: on the full HLG's sim rows 65 % of S_t's tokens read at most 8 arcs
 // (their blank loop and a few others before the bound), each a whole round of 32 lanes in the packed
 // walk (benchmarks/records_skip.py counts the rounds both ways: 80 % of them left). The records are the
-// same set. s210 (H100): the pass's span 6.45 -> 5.56 ms, its warps' cycles -16 %.
+// same set. s210 (H100): the kernel 6.33-6.42 -> 5.44-5.56 ms a pass, its warps' cycles -16 %.
 template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false, bool kOct = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
