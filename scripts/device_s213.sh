@@ -6,9 +6,9 @@
 # $OUT: s213.log, tests_a.log, tests_b.log
 . scripts/device_common.sh
 NO_FULL=1 device_setup s213.log
-( gpu_tests tests_a.log 150 "trim, walk entry, memory (-k lattice)" tests/test_gpu_trim.py tests/test_gpu_walk_entry.py \
+( gpu_tests tests_a.log 95 "trim, walk entry, memory (-k lattice)" tests/test_gpu_trim.py tests/test_gpu_walk_entry.py \
     tests/test_gpu_memory.py -k lattice ) &
-( gpu_tests tests_b.log 150 "cli, k2 order/structure, blank skip, chain, epsilon (-k lattice)" tests/test_cli.py \
+( gpu_tests tests_b.log 95 "cli, k2 order/structure, blank skip, chain, epsilon (-k lattice)" tests/test_cli.py \
     tests/test_k2_order.py tests/test_k2_structure.py tests/test_blank_skip.py tests/test_gpu_chain.py \
     tests/test_gpu_epsilon.py -k lattice ) &
 wait
