@@ -324,7 +324,9 @@ __device__ __forceinline__ int32_t AfterOneItem(const Workspace& ws, unsigned lo
 // arcs a round from its 9th. Why: on the full HLG's sim rows 65 % of S_t's tokens read at most 8 arcs
 // (their blank loop and a few others before the bound), each a whole round of 32 lanes in the packed
 // walk (benchmarks/records_skip.py counts the rounds both ways: 80 % of them left). The records are the
-// same set. s210 (H100): the kernel 6.33-6.42 -> 5.44-5.56 ms a pass, its warps' cycles -16 %.
+// same set. s210 (H100): the kernel 6.33-6.42 -> 5.44-5.56 ms a pass, its warps' cycles -16 %. Its rounds
+// and the compacted walks' are one lambda (compact_round): the octets' first round passes each lane its
+// octet's token, the others the warp's.
 template <int kBits, bool kCompact = false, bool kClaim = false, bool kPacked = false, bool kOct = false>
 __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph g, Workspace ws, int32_t list) {
   static_assert(!kCompact || kBits < 0, "the compacted walk is the one grid's");
@@ -477,45 +479,50 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
       };
       kept += reserve ? AfterWriteChunk(ws, keep, chunk, chunk_used, make) : AfterWrite(ws, keep, make);
     };
+    // (kCompact) one round: lane x's arc `arc` of its token ti (score ta) where `valid` (the octets' first
+    // round: each octet's own token; else the warp's token); its candidates queued (lanes qn, qn + 1, ...
+    // by rank; 32 queued: their probes and records, then the rest); returns the round's past lanes (on a
+    // sorted graph, a label arc past the bound: the token's last round)
+    auto compact_round = [&](bool valid, int32_t arc, float ta, int32_t ti) {
+      bool cand = false, past = false;
+      float ac = 0.f, end = 0.f;
+      int32_t dest = 0;
+      if (valid) {
+        // (the weight, label and destination in one round trip, the destination's for the probe:
+        // loading the label alone, then the packed word again for a candidate, put an L1 round trip
+        // on the candidates' path)
+        const float wt = g.arc_weight[arc];
+        const ArcDestLabel dl = kPacked ? ArcDestAndLabelPacked(g, arc) : ArcDestAndLabel(g, arc);
+        const uint16_t lab = dl.label;
+        const bool read = !sorted || lab == 0 || ta + (rest + wt) >= s.pre_low;
+        past = sorted && lab != 0 && !read;
+        if (read) {
+          ac = staged ? lps[lab] : AfterLp(s, lab);
+          end = ArcEnd(ta, wt, ac);
+          cand = !(end < s.pre_low);
+          dest = dl.dest;
+        }
+      }
+      const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
+      if (cm != 0u) {  // (warp-uniform) the candidates to lanes qn, qn + 1, ... by rank
+        const int32_t nc = __popc(cm);
+        if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
+        __syncwarp();
+        const int32_t take = min(nc, 32 - qn);
+        queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, ti);
+        if (qn + nc >= 32) {  // (warp-uniform) 32 queued: their probes and records, then the rest
+          flush(true);
+          qn = qn + nc - 32;
+          queue_in(me < qn, take + me, arc, dest, ac, end, ti);
+        } else {
+          qn += nc;
+        }
+        __syncwarp();  // (s_src read before the next round writes it)
+      }
+      return __ballot_sync(0xFFFFFFFFu, past);
+    };
     if constexpr (kOct) {
       const int32_t oct = me >> 3, ol = me & 7;
-      // one round: lane x's arc `arc` of its token ti (score ta) where `valid`; its candidates queued as
-      // the packed walk's; returns the round's past lanes (a label past the sorted bound)
-      auto oct_round = [&](bool valid, int32_t arc, float ta, int32_t ti) {
-        bool cand = false, past = false;
-        float ac = 0.f, end = 0.f;
-        int32_t dest = 0;
-        if (valid) {
-          const float wt = g.arc_weight[arc];
-          const ArcDestLabel dl = ArcDestAndLabelPacked(g, arc);
-          const uint16_t lab = dl.label;
-          const bool read = lab == 0 || ta + (rest + wt) >= s.pre_low;
-          past = lab != 0 && !read;
-          if (read) {
-            ac = lps[lab];
-            end = ArcEnd(ta, wt, ac);
-            cand = !(end < s.pre_low);
-            dest = dl.dest;
-          }
-        }
-        const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
-        if (cm != 0u) {  // (warp-uniform) as the packed walk's
-          const int32_t nc = __popc(cm);
-          if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
-          __syncwarp();
-          const int32_t take = min(nc, 32 - qn);
-          queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, ti);
-          if (qn + nc >= 32) {
-            flush(true);
-            qn = qn + nc - 32;
-            queue_in(me < qn, take + me, arc, dest, ac, end, ti);
-          } else {
-            qn += nc;
-          }
-          __syncwarp();
-        }
-        return __ballot_sync(0xFFFFFFFFu, past);
-      };
       // groups of 4 tokens (g0 .. g0 + 3; the lane's octet takes g0 + oct): the warp's first two
       // fixed, then claimed 4 at a time; a group's arc ranges loaded one group ahead, its states and
       // scores two ahead (as the packed walk does a token's)
@@ -548,7 +555,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
         }
         const int32_t ti = g0 + oct;
         const bool tv = ti < last;
-        const unsigned pm = oct_round(tv && ol < n, b + ol, a, ti);
+        const unsigned pm = compact_round(tv && ol < n, b + ol, a, ti);
         // the group's tokens walked on: none of their 8 past and more arcs
         unsigned on = __ballot_sync(0xFFFFFFFFu, ol == 0 && tv && n > 8 && ((pm >> (oct * 8)) & 0xFFu) == 0u);
         while (on != 0u) {
@@ -557,7 +564,7 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
           const float ta = __shfl_sync(0xFFFFFFFFu, a, src);
           const int32_t tb = __shfl_sync(0xFFFFFFFFu, b, src), tn = __shfl_sync(0xFFFFFFFFu, n, src);
           for (int32_t j = 8 + me; j - me < tn; j += 32)
-            if (oct_round(j < tn, tb + j, ta, g0 + (src >> 3)) != 0u) break;
+            if (compact_round(j < tn, tb + j, ta, g0 + (src >> 3)) != 0u) break;
         }
         a = na;
         b = nb;
@@ -604,46 +611,8 @@ __global__ void __launch_bounds__(kAfterThreads, 4) LatRecordsKernel(DeviceGraph
           nna = sc[i2];
         }
         if constexpr (kCompact) {
-          for (int32_t j0 = 0; j0 < n; j0 += 32) {
-            const int32_t j = j0 + me;
-            const int32_t arc = b + j;
-            bool read = false, cand = false, past = false;
-            float ac = 0.f, end = 0.f;
-            int32_t dest = 0;
-            if (j < n) {
-              // (the weight, label and destination in one round trip, the destination's for the probe:
-              // loading the label alone, then the packed word again for a candidate, put an L1 round trip
-              // on the candidates' path)
-              const float wt = g.arc_weight[arc];
-              const ArcDestLabel dl = kPacked ? ArcDestAndLabelPacked(g, arc) : ArcDestAndLabel(g, arc);
-              const uint16_t lab = dl.label;
-              read = !sorted || lab == 0 || a + (rest + wt) >= s.pre_low;
-              past = sorted && lab != 0 && !read;
-              if (read) {
-                ac = staged ? lps[lab] : AfterLp(s, lab);
-                end = ArcEnd(a, wt, ac);
-                cand = !(end < s.pre_low);
-                dest = dl.dest;
-              }
-            }
-            const unsigned cm = __ballot_sync(0xFFFFFFFFu, cand);
-            if (cm != 0u) {  // (warp-uniform) the candidates to lanes qn, qn + 1, ... by rank
-              const int32_t nc = __popc(cm);
-              if (cand) s_src[wid * 32 + __popc(cm & ((1u << me) - 1u))] = me;
-              __syncwarp();
-              const int32_t take = min(nc, 32 - qn);
-              queue_in(me - qn >= 0 && me - qn < take, me - qn, arc, dest, ac, end, i);
-              if (qn + nc >= 32) {  // (warp-uniform) 32 queued: their probes and records, then the rest
-                flush(true);
-                qn = qn + nc - 32;
-                queue_in(me < qn, take + me, arc, dest, ac, end, i);
-              } else {
-                qn += nc;
-              }
-              __syncwarp();  // (s_src read before the next round writes it)
-            }
-            if (__ballot_sync(0xFFFFFFFFu, past) != 0u) break;
-          }
+          for (int32_t j0 = 0; j0 < n; j0 += 32)
+            if (compact_round(j0 + me < n, b + j0 + me, a, i) != 0u) break;
         } else {
           for (int32_t j0 = 0; j0 < n; j0 += 32) {
             const int32_t j = j0 + me;
