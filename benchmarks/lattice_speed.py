@@ -475,7 +475,7 @@ def main():
                 if prof_undo is not None:
                     prof_undo()
             t_exit, t_end, t_unlocked = be.lattice_trace_exit, be.lattice_trace_end, be.lattice_trace_unlocked
-            drops, t_dropped = getattr(be, "lattice_trace_drops", None), getattr(be, "lattice_trace_dropped", None)
+            drops, t_dropped = be.lattice_trace_drops, be.lattice_trace_dropped
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None

@@ -1153,7 +1153,7 @@ class GpuBackend:
             self.lattice_trace_end = time.perf_counter()
             # (benchmarks) the frame's larger locals dropped one at a time, stamped, before its end: a
             # slow drop between the rescue's end and the lock left shows by name
-            t = [time.perf_counter()]
+            t = [self.lattice_trace_end]
             overlap = None
             t.append(time.perf_counter())
             early = None
