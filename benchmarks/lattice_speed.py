@@ -184,6 +184,33 @@ def _recorded(hyps):
 
 
 
+def gap_samples(text: str) -> list[list[tuple[str, list[str]]]]:
+    """faulthandler's repeated dumps (dump_traceback_later, repeat) parsed: a list a sample of
+    (thread header, its frames' lines, innermost first) for each thread."""
+    samples, thread = [], None
+    for line in text.splitlines():
+        if line.startswith(("Thread 0x", "Current thread 0x")):
+            if thread is None or any(line.split(" (most")[0] == h.split(" (most")[0] for h, _ in samples[-1]):
+                samples.append([])  # (a thread seen again: the next sample)
+            thread = (line.strip(), [])
+            samples[-1].append(thread)
+        elif line.startswith("  File ") and thread is not None:
+            thread[1].append(line.strip())
+    return samples
+
+
+def _print_gap_samples(text: str, head: str) -> None:
+    samples = gap_samples(text)
+    print(f"{head}: the call's end sampled {len(samples)} times (each 2 ms past the locals' drops)")
+    seen = {}
+    for sample in samples:
+        for header, frames in sample:
+            key = (header.split(" (most")[0].replace("Current thread", "Thread"), tuple(frames[:3]))
+            seen[key] = seen.get(key, 0) + 1
+    for (thread, frames), n in sorted(seen.items(), key=lambda kv: -kv[1])[:8]:
+        print(f"  {n} x {thread}: " + " <- ".join(f[5:].replace(', line ', ':') for f in frames)[:400])
+
+
 def _print_replay_split(rp, t_call, t_done, head):
     """The records replay's share of a traced lattice call (graphs with epsilon arcs; decoder/gpu.py
     lattice_trace_replay): per sub-batch the calling thread's decode call and the records' copy to
@@ -273,6 +300,10 @@ def main():
     p.add_argument("--trace-sides", action="store_true",
                    help="with --env-ab and --one-call: each side's traced call too (its tail, every job's finish and "
                         "host work), as the default's")
+    p.add_argument("--gap-dump", default=None, metavar="PREFIX",
+                   help="with --one-call: each traced call's end (the frame's locals dropped to the decoder's lock "
+                        "left) sampled: every Python thread's stack each 2 ms by faulthandler's thread (no GIL "
+                        "needed) into PREFIX.<side>.txt, and what the samples show printed")
     p.add_argument("--host-prof", action="store_true",
                    help="with --one-call: the traced calls' host work in the call's tail (after the last decode call "
                         "returned) timed by part (the native lookups and passes, the Python around them), each part "
@@ -449,7 +480,9 @@ def main():
             be = dec_._gpu if dec_ is not None else be_main
             be.lattice_trace, be.lattice_trace_worker, be.lattice_trace_replay = [], [], []
             be.lattice_trace_exit = be.lattice_trace_end = be.lattice_trace_unlocked = None
-            be.lattice_trace_drops = be.lattice_trace_dropped = None
+            be.lattice_trace_drops = be.lattice_trace_dropped = be.lattice_trace_returned = None
+            gap_file = open(f"{a.gap_dump}.{label.replace(' ', '_')}.txt", "w+") if a.gap_dump else None
+            be.lattice_trace_gap_dump = gap_file
             stats0 = dict(be.stats)  # the rescue's counts before the call
             # Python's cyclic collections during the call (a full one over the live hypotheses,
             # Lattice objects and torch's objects took 44 ms on the 2-core dev VM): (generation,
@@ -474,8 +507,17 @@ def main():
                 gc.callbacks.remove(on_gc)
                 if prof_undo is not None:
                     prof_undo()
+                if gap_file is not None:
+                    import faulthandler
+
+                    faulthandler.cancel_dump_traceback_later()
+                    be.lattice_trace_gap_dump = None
             t_exit, t_end, t_unlocked = be.lattice_trace_exit, be.lattice_trace_end, be.lattice_trace_unlocked
-            drops, t_dropped = be.lattice_trace_drops, be.lattice_trace_dropped
+            drops, t_dropped, t_returned = be.lattice_trace_drops, be.lattice_trace_dropped, be.lattice_trace_returned
+            if gap_file is not None:
+                gap_file.seek(0)
+                _print_gap_samples(gap_file.read(), f"batch {B}{tag} ({label})")
+                gap_file.close()
             rescue_delta = {k: v - stats0.get(k, 0) for k, v in be.stats.items()
                             if isinstance(v, int) and k != "flagged_bits" and v != stats0.get(k, 0)}
             tr, be.lattice_trace = be.lattice_trace, None
@@ -532,6 +574,11 @@ def main():
                 print(f"batch {B}{tag} ({label}): the frame's locals dropped: " +
                       ", ".join(f"{k} {v:.1f} ms" for k, v in drops.items()) +
                       f"; then {out['dropped_to_unlocked_ms']:.1f} ms to the lock left (the frame's return)")
+                if t_returned is not None:
+                    out.update(dropped_to_returned_ms=(t_returned - t_dropped) * 1000,
+                               returned_to_unlocked_ms=(t_unlocked - t_returned) * 1000)
+                    print(f"batch {B}{tag} ({label}): of that, {out['dropped_to_returned_ms']:.1f} ms to the decode's "
+                          f"frame returned (in the lock), {out['returned_to_unlocked_ms']:.1f} ms to the lock left")
             if wk:
                 out.update(worker_finish_ms=[(x[1] - x[0]) * 1000 for x in wk],
                            worker_host_ms=[(x[3] - x[2]) * 1000 for x in wk],

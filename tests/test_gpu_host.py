@@ -1070,6 +1070,11 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
             return real(*args, **kw)
         monkeypatch.setattr(lattice_mod, "attach_all", attach_all)
     dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker = [], []  # (benchmarks.lattice_speed's stamps)
+    import faulthandler
+
+    armed = []
+    monkeypatch.setattr(faulthandler, "dump_traceback_later", lambda *a, **k: armed.append((a, k)))
+    monkeypatch.setattr(faulthandler, "cancel_dump_traceback_later", lambda: armed.append("cancel"))
     got = dec.decode(x, lens, lattice=True)
     assert mod.lattice_calls == 5
     calls, jobs = dec._gpu.lattice_trace, dec._gpu.lattice_trace_worker
@@ -1086,9 +1091,12 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     assert dec._gpu.lattice_trace_exit is not None
     assert dec._gpu.lattice_trace_end >= dec._gpu.lattice_trace_exit  # (no rescue here: right after the exit)
     # the frame's locals dropped one at a time after the rescue's end, each stamped, before the lock is left
-    assert set(dec._gpu.lattice_trace_drops) == {"overlap", "early", "got_subs"}
+    assert list(dec._gpu.lattice_trace_drops) == ["overlap", "early", "got_subs", "host", "rows_redo"]
     assert all(v >= 0 for v in dec._gpu.lattice_trace_drops.values())
-    assert dec._gpu.lattice_trace_end <= dec._gpu.lattice_trace_dropped <= dec._gpu.lattice_trace_unlocked
+    # then the frame's return (stamped in the lock), then the lock left; no gap dump asked for, none armed
+    assert dec._gpu.lattice_trace_end <= dec._gpu.lattice_trace_dropped <= dec._gpu.lattice_trace_returned \
+        <= dec._gpu.lattice_trace_unlocked
+    assert armed == []
     if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
         assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":
@@ -1114,6 +1122,13 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
         assert (g.words, g.score, g.word_times, g.word_confidences) == (w.words, w.score, w.word_times,
                                                                        w.word_confidences), b
         assert_same_lattice(w.lattice, g.lattice, f"pipeline {pipeline} row {b}")
+    # a gap dump asked for: armed after the locals' drops (repeating), cancelled once the lock is left
+    armed.clear()
+    sink = object()
+    dec._gpu.lattice_trace_gap_dump = sink
+    dec.decode(x, lens, lattice=True)
+    assert armed == [((dec._gpu.lattice_trace_gap_every,), {"repeat": True, "file": sink}), "cancel"]
+    dec._gpu.lattice_trace_gap_dump = None
     dec._gpu.lattice_tail_hyps = "yes"
     with pytest.raises(ValueError, match="lattice_tail_hyps"):
         dec._gpu.lattice_tail_hyps_on()

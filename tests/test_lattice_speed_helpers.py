@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from benchmarks.lattice_speed import _host_prof_install, _paired, _print_host_prof, _same_lattices, _ties  # noqa: E402
+from benchmarks.lattice_speed import (_host_prof_install, _paired, _print_gap_samples, _print_host_prof,  # noqa: E402
+                                      _same_lattices, _ties, gap_samples)
 from conftest_data import TINY, demo_arrays  # noqa: E402
 from cuwfst import Decoder, Graph  # noqa: E402
 
@@ -105,3 +106,38 @@ def test_switch_interval_is_checked_and_set(monkeypatch):
         assert abs(sys.getswitchinterval() - 0.0005) < 1e-9
     finally:
         sys.setswitchinterval(before)
+
+
+def test_gap_samples_reads_faulthandlers_repeated_dumps(tmp_path, capsys):
+    """Two dumps of every thread by faulthandler itself (the format the traced calls' gap dump
+    writes), a second thread parked in a known function: two samples, each with both threads, the
+    parked one's innermost frame named; the summary counts each (thread, frames) twice."""
+    import faulthandler
+    import threading
+
+    go, parked = threading.Event(), threading.Event()
+
+    def parked_in_wait():
+        parked.set()
+        go.wait(10)
+
+    t = threading.Thread(target=parked_in_wait)
+    t.start()
+    try:
+        assert parked.wait(10)
+        with open(tmp_path / "dump.txt", "w+") as f:
+            faulthandler.dump_traceback(f, all_threads=True)
+            faulthandler.dump_traceback(f, all_threads=True)
+            f.seek(0)
+            text = f.read()
+    finally:
+        go.set()
+        t.join()
+    samples = gap_samples(text)
+    assert len(samples) == 2 and all(len(s) == 2 for s in samples), samples
+    for s in samples:
+        others = [frames for header, frames in s if not header.startswith("Current thread")]
+        assert len(others) == 1 and any("parked_in_wait" in f for f in others[0]), s
+    _print_gap_samples(text, "head")
+    out = capsys.readouterr().out
+    assert "sampled 2 times" in out and "2 x Thread" in out and "parked_in_wait" in out

@@ -4,6 +4,7 @@ decoder instances, input checks, sub-batching and overflow rescue (decoder/rescu
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import functools
 import os
 import threading
@@ -866,6 +867,10 @@ class GpuBackend:
         self.lattice_trace_unlocked = None  # (benchmarks: when a traced lattice call left the decoder's lock)
         # (benchmarks: a traced lattice call's frame locals dropped at its end, ms each, and when done)
         self.lattice_trace_drops = self.lattice_trace_dropped = None
+        self.lattice_trace_returned = None  # (benchmarks: when the decode's frame had returned, in the lock)
+        # (benchmarks: a file that gets every Python thread's stack each lattice_trace_gap_every s from
+        # the locals' drops to the lock left: faulthandler's own thread, which needs no GIL)
+        self.lattice_trace_gap_dump, self.lattice_trace_gap_every = None, 0.002
         # a list for the records replay's sub-batches (graphs with epsilon arcs): a dict each, its
         # decode_lattice stamps and its host job's (benchmarks.lattice_speed), or None
         self.lattice_trace_replay = None
@@ -1055,8 +1060,12 @@ class GpuBackend:
         with self.lock:
             hyps = self._retrying(lambda: self._decode_locked(lp, lens, stream, frontend, online, batching,
                                                               lattice))
+            if lattice and getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the frame gone)
+                self.lattice_trace_returned = time.perf_counter()
         if lattice and getattr(self, "lattice_trace", None) is not None:  # (benchmarks: the lock left)
             self.lattice_trace_unlocked = time.perf_counter()
+            if self.lattice_trace_gap_dump is not None:
+                faulthandler.cancel_dump_traceback_later()
         return hyps
 
     def _decode_locked(self, lp, lens, stream, frontend, online, batching=None, lattice=False):
@@ -1160,9 +1169,16 @@ class GpuBackend:
             t.append(time.perf_counter())
             got = subs = None
             t.append(time.perf_counter())
-            self.lattice_trace_drops = dict(zip(("overlap", "early", "got_subs"),
+            host = None  # (the with-statement's name for the overlap: its last reference)
+            t.append(time.perf_counter())
+            rows = redo = None
+            t.append(time.perf_counter())
+            self.lattice_trace_drops = dict(zip(("overlap", "early", "got_subs", "host", "rows_redo"),
                                                 ((b - a) * 1000 for a, b in zip(t, t[1:]))))
             self.lattice_trace_dropped = t[-1]
+            if self.lattice_trace_gap_dump is not None:  # (benchmarks: every thread's stack while the end lasts)
+                faulthandler.dump_traceback_later(self.lattice_trace_gap_every, repeat=True,
+                                                  file=self.lattice_trace_gap_dump)
         return hyps
 
     def _long_form(self, lens: np.ndarray) -> bool:
