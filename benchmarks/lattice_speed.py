@@ -481,6 +481,7 @@ def main():
             be.lattice_trace, be.lattice_trace_worker, be.lattice_trace_replay = [], [], []
             be.lattice_trace_exit = be.lattice_trace_end = be.lattice_trace_unlocked = None
             be.lattice_trace_drops = be.lattice_trace_dropped = be.lattice_trace_returned = None
+            be.lattice_trace_host_drops = None
             gap_file = open(f"{a.gap_dump}.{label.replace(' ', '_')}.txt", "w+") if a.gap_dump else None
             be.lattice_trace_gap_dump = gap_file
             stats0 = dict(be.stats)  # the rescue's counts before the call
@@ -574,6 +575,13 @@ def main():
                 print(f"batch {B}{tag} ({label}): the frame's locals dropped: " +
                       ", ".join(f"{k} {v:.1f} ms" for k, v in drops.items()) +
                       f"; then {out['dropped_to_unlocked_ms']:.1f} ms to the lock left (the frame's return)")
+                hd = be.lattice_trace_host_drops
+                if hd:
+                    out["host_drops"] = hd
+                    print(f"batch {B}{tag} ({label}): the overlap's parts dropped: {hd['futures']} futures "
+                          f"{hd['futures_ms']:.1f} ms (slowest: " + ", ".join(
+                              f"#{i} {k} {ms:.1f} ms" for ms, i, k in hd["slowest"]) +
+                          f"), its host pool {hd['pool_ms']:.1f} ms, its finish pool {hd['finish_ms']:.1f} ms")
                 if t_returned is not None:
                     out.update(dropped_to_returned_ms=(t_returned - t_dropped) * 1000,
                                returned_to_unlocked_ms=(t_unlocked - t_returned) * 1000)

@@ -1097,6 +1097,11 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
     assert dec._gpu.lattice_trace_end <= dec._gpu.lattice_trace_dropped <= dec._gpu.lattice_trace_returned \
         <= dec._gpu.lattice_trace_unlocked
     assert armed == []
+    hd = dec._gpu.lattice_trace_host_drops  # the overlap's parts dropped one at a time (none with the overlap off)
+    assert (hd is not None) == dec._gpu.lattice_overlap_on()
+    if hd is not None:
+        assert hd["futures"] >= 5 and len(hd["slowest"]) == 3 and all(k != "error" for _, _, k in hd["slowest"])
+        assert hd["futures_ms"] >= 0 and hd["pool_ms"] >= 0 and hd["finish_ms"] >= 0
     if pipeline == "on":  # the begins always name their rows: the sub-batch's (in place) or all of a packed copy
         assert sorted(mod.begin_rows) == [1, 2, 2, 2, 2]
     if pipeline == "on":

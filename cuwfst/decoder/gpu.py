@@ -196,6 +196,28 @@ class EarlyRescue:
             hyps[r] = self.hyps[r]
 
 
+def _drop_overlap_stamped(host: HostOverlap | None) -> dict | None:
+    """(benchmarks) A finished overlap's parts dropped one at a time, each timed: its futures (the
+    latest first; the slowest three by index and result type) and its two pools. None for None."""
+    if host is None:
+        return None
+    fs, host._futures, host._prunings = host._futures, [], []
+    n, slow = len(fs), []
+    while fs:
+        f = fs.pop()
+        kind = type(f._result).__name__ if f.done() and f.exception() is None else "error"
+        t0 = time.perf_counter()
+        f = None
+        slow.append(((time.perf_counter() - t0) * 1000, len(fs), kind))
+    t0 = time.perf_counter()
+    host._pool = None
+    t1 = time.perf_counter()
+    host._finish = None
+    t2 = time.perf_counter()
+    return dict(futures=n, futures_ms=sum(x[0] for x in slow), slowest=sorted(slow, reverse=True)[:3],
+                pool_ms=(t1 - t0) * 1000, finish_ms=(t2 - t1) * 1000)
+
+
 def _host_run(host: HostOverlap | None, fn) -> None:
     """fn() now (host None) or on the overlap's worker."""
     if host is None:
@@ -868,6 +890,7 @@ class GpuBackend:
         # (benchmarks: a traced lattice call's frame locals dropped at its end, ms each, and when done)
         self.lattice_trace_drops = self.lattice_trace_dropped = None
         self.lattice_trace_returned = None  # (benchmarks: when the decode's frame had returned, in the lock)
+        self.lattice_trace_host_drops = None  # (benchmarks: the overlap's parts dropped, _drop_overlap_stamped)
         # (benchmarks: a file that gets every Python thread's stack each lattice_trace_gap_every s from
         # the locals' drops to the lock left: faulthandler's own thread, which needs no GIL)
         self.lattice_trace_gap_dump, self.lattice_trace_gap_every = None, 0.002
@@ -1169,7 +1192,10 @@ class GpuBackend:
             t.append(time.perf_counter())
             got = subs = None
             t.append(time.perf_counter())
-            host = None  # (the with-statement's name for the overlap: its last reference)
+            # (the with-statement's name for the overlap: its last reference) its parts first, one at a
+            # time: each future (the latest first), its pools
+            self.lattice_trace_host_drops = _drop_overlap_stamped(host)
+            host = None
             t.append(time.perf_counter())
             rows = redo = None
             t.append(time.perf_counter())
