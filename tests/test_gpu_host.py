@@ -1301,36 +1301,54 @@ def test_early_rescue_error_reaches_the_caller(fake_gpu, monkeypatch, lattice):
     assert [(h.words, h.score, h.overflow) for h in got] == [(h.words, h.score, 0) for h in want]
 
 
-def test_host_overlap_runs_in_order_and_reraises():
+@pytest.mark.parametrize("kept", [False, True])
+def test_host_overlap_runs_in_order_and_reraises(kept):
     """HostOverlap (a lattice decode's host work beside the next sub-batch's GPU decode): its
     work runs in submission order, all of it is done when the block ends, and the first error
-    is raised there; an error of the block itself wins once the worker has finished."""
+    is raised there; an error of the block itself wins once the worker has finished. kept (pools
+    kept between blocks, GpuBackend.lattice_keep_pools): the same, every block on the same
+    thread, the pools not shut down; without them each block's pools end with it."""
     import threading
+    import time as _time
 
     from cuwfst.decoder.gpu import HostOverlap
 
-    done, main = [], threading.get_ident()
-    with HostOverlap() as host:
-        for i in range(5):
-            host.run(lambda i=i: done.append((i, threading.get_ident() != main)))
-    assert done == [(i, True) for i in range(5)]
+    pools = {} if kept else None
+    done, main, threads = [], threading.get_ident(), set()
+
+    def slow(i):
+        _time.sleep(0.002)  # (the block ends before the work does: its end waits)
+        done.append((i, threading.get_ident() != main))
+        threads.add(threading.current_thread())  # (the objects: an ended thread's ident may come again)
+
+    for _ in range(2):
+        done.clear()
+        with HostOverlap(pools=pools) as host:
+            for i in range(5):
+                host.run(lambda i=i: slow(i))
+        assert done == [(i, True) for i in range(5)]
+        assert host._pool._shutdown is not kept
+    assert len(threads) == (1 if kept else 2)  # (one worker a pool: kept, the same thread both times)
+    if kept:
+        assert list(pools) == [(1, False)] and pools[(1, False)][0] is host._pool
 
     def boom():
         raise RuntimeError("worker failed")
 
     later = []
     with pytest.raises(RuntimeError, match="worker failed"):
-        with HostOverlap() as host:
+        with HostOverlap(pools=pools) as host:
             host.run(boom)
-            host.run(lambda: later.append(1))
+            host.run(lambda: (_time.sleep(0.01), later.append(1)))
     assert later == [1]  # the work after the failing one still ran before the block ended
     with pytest.raises(KeyError, match="block"):
-        with HostOverlap() as host:
+        with HostOverlap(pools=pools) as host:
             host.run(boom)
             raise KeyError("block")
 
 
-def test_host_overlap_host_workers_run_side_by_side():
+@pytest.mark.parametrize("kept", [False, True])
+def test_host_overlap_host_workers_run_side_by_side(kept):
     """HostOverlap(host_workers=3): the finishes on the finish thread, one at a time in submission
     order (even with finish_thread False); the host work of several sub-batches at once on the host
     workers (two host works held until both have started: one worker would never get there); a
@@ -1355,7 +1373,7 @@ def test_host_overlap_host_workers_run_side_by_side():
         with lock:
             log.append(("host", r, threading.current_thread().name))
 
-    with HostOverlap(host_workers=3) as host:
+    with HostOverlap(host_workers=3, pools={} if kept else None) as host:
         for i in range(5):
             host.run_pruning(finish(i), then)
     assert [e[1] for e in log if e[0] == "finish"] == list(range(5))
@@ -1366,6 +1384,63 @@ def test_host_overlap_host_workers_run_side_by_side():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="host_workers"):
             HostOverlap(host_workers=bad)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_lattice_keep_pools_keeps_the_threads_and_the_results(fake_gpu, monkeypatch, workers):
+    """CUWFST_LATTICE_KEEP_POOLS=on: a pipelined lattice decode's host pools made by the first call
+    and used by the next (the host work on the same threads, none ended between calls), the
+    results the CPU's both times; off (the default): each call's own pools, shut down at its end.
+    A bad value is refused by name."""
+    import threading
+
+    from test_lattice_records import assert_same_lattice
+
+    from cuwfst.decoder.gpu import GpuBackend
+
+    mod = FakePrunedGpuModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp[:2]]).astype(np.float32)[:9]
+    lens = np.concatenate([lens, lens[:2]])[:9].copy()
+    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", "on")
+    monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
+    threads, real_collect = [], GpuBackend._collect
+
+    def collect(*args, **kw):
+        threads.append(threading.current_thread())
+        return real_collect(*args, **kw)
+    monkeypatch.setattr(GpuBackend, "_collect", staticmethod(collect))
+    for keep in ("off", "on"):
+        monkeypatch.setenv("CUWFST_LATTICE_KEEP_POOLS", keep)
+        dec = Decoder(graph, device="cuda", output_beam=5.0, max_lanes=2)
+        assert dec._gpu.lattice_keep_pools_on() == (keep == "on")
+        calls = []
+        for _ in range(2):
+            threads.clear()
+            got = dec.decode(x, lens, lattice=True)
+            calls.append({t for t in threads if t is not threading.current_thread()})
+            for b, (w, g) in enumerate(zip(want, got)):
+                assert (g.words, g.score, g.word_times, g.word_confidences) == \
+                    (w.words, w.score, w.word_times, w.word_confidences), b
+                assert_same_lattice(w.lattice, g.lattice, f"keep {keep} row {b}")
+        assert calls[0] and calls[1]
+        if keep == "on":  # both calls on the kept pools' threads, all still alive; the pools kept by their shape
+            assert len(dec._gpu._overlap_pools) == 1
+            (pool, finish), = dec._gpu._overlap_pools.values()
+            kept = set(pool._threads) | (set(finish._threads) if finish is not None else set())
+            assert calls[0] | calls[1] <= kept and all(t.is_alive() for t in kept)
+            assert not pool._shutdown and (finish is None) == (workers == 1 and
+                                                              dec._gpu.lattice_finish_mode() == "worker")
+        else:  # each call's own threads, ended with it
+            assert not calls[0] & calls[1] and not any(t.is_alive() for t in calls[0] | calls[1])
+            assert dec._gpu._overlap_pools == {}
+    dec._gpu.lattice_keep_pools = "yes"
+    with pytest.raises(ValueError, match="lattice_keep_pools"):
+        dec._gpu.lattice_keep_pools_on()
 
 
 def test_lattice_host_workers_option_is_checked(fake_gpu, monkeypatch):
