@@ -1441,6 +1441,10 @@ def test_lattice_keep_pools_keeps_the_threads_and_the_results(fake_gpu, monkeypa
     dec._gpu.lattice_keep_pools = "yes"
     with pytest.raises(ValueError, match="lattice_keep_pools"):
         dec._gpu.lattice_keep_pools_on()
+    for pools in dec._gpu._overlap_pools.values():  # (this test's threads end here)
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=True)
 
 
 def test_lattice_host_workers_option_is_checked(fake_gpu, monkeypatch):

@@ -134,10 +134,11 @@ def test_gap_samples_reads_faulthandlers_repeated_dumps(tmp_path, capsys):
         go.set()
         t.join()
     samples = gap_samples(text)
-    assert len(samples) == 2 and all(len(s) == 2 for s in samples), samples
+    assert len(samples) == 2 and all(len(s) >= 2 for s in samples), samples  # (other tests' threads may live on)
     for s in samples:
-        others = [frames for header, frames in s if not header.startswith("Current thread")]
-        assert len(others) == 1 and any("parked_in_wait" in f for f in others[0]), s
+        assert sum(h.startswith("Current thread") for h, _ in s) == 1, s
+        parked_frames = [frames for _, frames in s if any("parked_in_wait" in f for f in frames)]
+        assert len(parked_frames) == 1 and "in wait" in parked_frames[0][0], s
     _print_gap_samples(text, "head")
     out = capsys.readouterr().out
     assert "sampled 2 times" in out and "2 x Thread" in out and "parked_in_wait" in out
