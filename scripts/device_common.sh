@@ -255,6 +255,7 @@ gpu_suite() {  # gpu_suite CAP: the whole GPU suite (-m gpu, every file) as five
   # SUITE_GROUPS (words of lat var base trim mem; default all five): only those groups.
   # Nothing may swap the checkout's sources while they run (ab_use).
   local cap=$1 n
+  SUITE_RAN=${SUITE_GROUPS:-lat var base trim mem}  # (for gpu_suite_wait: SUITE_GROUPS may be set for this call only)
   _grp() { local name=$1; shift
     [[ " ${SUITE_GROUPS:-lat var base trim mem} " == *" $name "* ]] || return 0
     ( timeout -s INT $cap python3 -m pytest -q -p no:cacheprovider -m gpu "$@" -s -rf > $OUT/tests_$name.log 2>&1
@@ -268,7 +269,7 @@ gpu_suite() {  # gpu_suite CAP: the whole GPU suite (-m gpu, every file) as five
 }
 gpu_suite_wait() {
   wait
-  for n in ${SUITE_GROUPS:-lat var base trim mem}; do
+  for n in ${SUITE_RAN:-lat var base trim mem}; do
     echo "[$n] $(tail -1 $OUT/tests_$n.log) $(grep -E "passed|failed" $OUT/tests_$n.log | tail -1)" | cut -c1-200 | tee -a $L
     grep -E "^FAILED|mismatch" $OUT/tests_$n.log | grep -v "^E " | head -6 | cut -c1-220 | tee -a $L
   done

@@ -1005,6 +1005,20 @@ class FakePrunedGpuModule(FakeGpuModule):
             self.ref.ref_lattice_row(self.rows_of[h], int(b), *arrays[3 * i: 3 * i + 3])
 
 
+def _pruned_case(monkeypatch):
+    """The GPU-pruned fake tests' case: FakePrunedGpuModule in place of the native module, the tiny
+    HLG, the demo's rows and two of them again (9 rows), and the CPU's lattice decode of them
+    (output_beam 5). (mod, graph, x, lens, want)"""
+    mod = FakePrunedGpuModule()
+    from cuwfst.jit import decoder as jit_decoder
+    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
+    graph = Graph.load(TINY / "HLG.img")
+    lp, lens, _ = demo_arrays()
+    x = np.concatenate([lp, lp[:2]]).astype(np.float32)[:9]
+    lens = np.concatenate([lens, lens[:2]])[:9].copy()
+    return mod, graph, x, lens, Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+
+
 @pytest.mark.parametrize("pipeline,gather,finish,workers,split,tail", [
     ("on", "native", "worker", 1, "off", "on"), ("on", "copy", "worker", 1, "off", "on"),
     ("off", "native", "worker", 1, "off", "on"), ("on", "native", "thread", 1, "off", "on"),
@@ -1029,14 +1043,7 @@ def test_gpu_pruned_sub_batches_prune_beside_the_next_decode(fake_gpu, monkeypat
 
     from test_lattice_records import assert_same_lattice
 
-    mod = FakePrunedGpuModule()
-    from cuwfst.jit import decoder as jit_decoder
-    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
-    graph = Graph.load(TINY / "HLG.img")
-    lp, lens, _ = demo_arrays()
-    x = np.concatenate([lp, lp[:2]]).astype(np.float32)[:9]
-    lens = np.concatenate([lens, lens[:2]])[:9].copy()
-    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    mod, graph, x, lens, want = _pruned_case(monkeypatch)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", pipeline)
     monkeypatch.setenv("CUWFST_ROW_GATHER", gather)
     monkeypatch.setenv("CUWFST_LATTICE_FINISH", finish)
@@ -1398,14 +1405,7 @@ def test_lattice_keep_pools_keeps_the_threads_and_the_results(fake_gpu, monkeypa
 
     from cuwfst.decoder.gpu import GpuBackend
 
-    mod = FakePrunedGpuModule()
-    from cuwfst.jit import decoder as jit_decoder
-    monkeypatch.setattr(jit_decoder, "module", lambda index=0: mod)
-    graph = Graph.load(TINY / "HLG.img")
-    lp, lens, _ = demo_arrays()
-    x = np.concatenate([lp, lp[:2]]).astype(np.float32)[:9]
-    lens = np.concatenate([lens, lens[:2]])[:9].copy()
-    want = Decoder(graph, output_beam=5.0).decode(x, lens, lattice=True)
+    mod, graph, x, lens, want = _pruned_case(monkeypatch)
     monkeypatch.setenv("CUWFST_LATTICE_PIPELINE", "on")
     monkeypatch.setenv("CUWFST_LATTICE_HOST_WORKERS", str(workers))
     threads, real_collect = [], GpuBackend._collect
