@@ -236,6 +236,16 @@ def _drop_overlap_stamped(host: HostOverlap | None) -> dict | None:
                 pool_ms=(t1 - t0) * 1000, finish_ms=(t2 - t1) * 1000)
 
 
+def _switch(backend, attr: str, env: str, choices: tuple, default: str) -> str:
+    """A backend switch: the attribute `attr`, else the environment variable `env` (both read at each
+    call; empty: `default`), one of `choices`, else a ValueError naming the attribute."""
+    v = getattr(backend, attr, None) or os.environ.get(env, default) or default
+    if v not in choices:
+        named = ", ".join(map(repr, choices[:-1])) + f" or {choices[-1]!r}"
+        raise ValueError(f"{attr} must be {named}, got {v!r}")
+    return v
+
+
 def _host_run(host: HostOverlap | None, fn) -> None:
     """fn() now (host None) or on the overlap's worker."""
     if host is None:
@@ -1468,24 +1478,14 @@ class GpuBackend:
         score); same lattices, fewer records to write, hold and prune. "on" (the default) or
         "off", by the attribute `lattice_filter` or the environment variable
         CUWFST_LATTICE_FILTER."""
-        return self._choice("lattice_filter", "CUWFST_LATTICE_FILTER", ("on", "off"), "on") == "on"
+        return _switch(self, "lattice_filter", "CUWFST_LATTICE_FILTER", ("on", "off"), "on") == "on"
 
     def lattice_overlap_on(self) -> bool:
         """Whether a lattice decode of several sub-batches runs each one's host work (Lattice
         objects, word times and confidences; the host replay) beside the next one's GPU decode
         (HostOverlap). "on" (the default) or "off", by the attribute `lattice_overlap` or the
         environment variable CUWFST_LATTICE_OVERLAP. Same results either way."""
-        return self._choice("lattice_overlap", "CUWFST_LATTICE_OVERLAP", ("on", "off"), "on") == "on"
-
-    def _choice(self, attr: str, env: str, choices: tuple, default: str) -> str:
-        """A backend switch: the attribute `attr`, else the environment variable `env` (both read at
-        each call; empty: `default`), one of `choices`, else a ValueError naming the attribute."""
-        v = getattr(self, attr, None) or os.environ.get(env, default) or default
-        if v not in choices:
-            named = " or ".join(map(repr, choices)) if len(choices) == 2 else \
-                ", ".join(map(repr, choices[:-1])) + f" or {choices[-1]!r}"
-            raise ValueError(f"{attr} must be {named}, got {v!r}")
-        return v
+        return _switch(self, "lattice_overlap", "CUWFST_LATTICE_OVERLAP", ("on", "off"), "on") == "on"
 
     def lattice_keep_pools_on(self) -> bool:
         """Whether a lattice decode's host-overlap thread pools (HostOverlap: the host workers and
@@ -1493,7 +1493,7 @@ class GpuBackend:
         ("off", the default), by the attribute `lattice_keep_pools` or the environment variable
         CUWFST_LATTICE_KEEP_POOLS. Traced calls (s214, H100, full HLG) put 12.7-32.5 ms of the end
         of 4 calls in 8 in dropping the ended overlap. Same results either way."""
-        return self._choice("lattice_keep_pools", "CUWFST_LATTICE_KEEP_POOLS", ("on", "off"), "off") == "on"
+        return _switch(self, "lattice_keep_pools", "CUWFST_LATTICE_KEEP_POOLS", ("on", "off"), "off") == "on"
 
     def lattice_finish_mode(self) -> str:
         """Where a pipelined lattice decode finishes each sub-batch's pruning (PruneFinish: its
@@ -1501,7 +1501,7 @@ class GpuBackend:
         sub-batch's host work there) or "thread" (a thread of its own, the host work then handed to
         the worker, so a finish never waits for the last sub-batch's host work), by the attribute
         `lattice_finish` or the environment variable CUWFST_LATTICE_FINISH. Same results."""
-        return self._choice("lattice_finish", "CUWFST_LATTICE_FINISH", ("worker", "thread"), "worker")
+        return _switch(self, "lattice_finish", "CUWFST_LATTICE_FINISH", ("worker", "thread"), "worker")
 
     def lattice_host_split_mode(self) -> str:
         """Which sub-batches of a pipelined lattice decode, with several host workers
@@ -1578,7 +1578,7 @@ class GpuBackend:
         and five rounds of the rescue tests with it on passed at 0574e54 (the records pass's side
         streams non-blocking: at 4d710f1, with blocking ones, a lattice decode on the main thread
         failed with cudaErrorStreamCaptureImplicit while the rescue thread captured)."""
-        return self._choice("early_rescue", "CUWFST_EARLY_RESCUE", ("on", "off"), "on") == "on"
+        return _switch(self, "early_rescue", "CUWFST_EARLY_RESCUE", ("on", "off"), "on") == "on"
 
     def _apply_early(self, early: EarlyRescue | None, hyps: list) -> None:
         """The rows EarlyRescue rescued into hyps (after the sub-batches, and after their host
@@ -1606,7 +1606,7 @@ class GpuBackend:
         default) or "off", by the attribute `lattice_pipeline` or the environment variable
         CUWFST_LATTICE_PIPELINE. Same lattices either way; "on" holds a second set of the
         pruning's buffers."""
-        return self._choice("lattice_pipeline", "CUWFST_LATTICE_PIPELINE", ("on", "off"), "on") == "on"
+        return _switch(self, "lattice_pipeline", "CUWFST_LATTICE_PIPELINE", ("on", "off"), "on") == "on"
 
     def lattice_trim_on(self) -> bool:
         """Whether a GPU-pruned lattice decode with the records' filter trims its steps' slots
@@ -1616,7 +1616,7 @@ class GpuBackend:
         "on" (the default) or "off" (every arc walked and counted: `recorded_arcs` is k2's
         count), by the attribute `lattice_trim` or the environment variable CUWFST_LATTICE_TRIM.
         Only where the decoder trims its 1-best steps (`trim_arcs`, a graph with sorted arcs)."""
-        return self._choice("lattice_trim", "CUWFST_LATTICE_TRIM", ("on", "off"), "on") == "on"
+        return _switch(self, "lattice_trim", "CUWFST_LATTICE_TRIM", ("on", "off"), "on") == "on"
 
     def lattice_chunk_steps(self, max_steps: int | None = None) -> int:
         """Steps per run of a GPU-pruned lattice decode whose longest row takes `max_steps`
